@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+/**
+ * The fs-tools command (SPEC §1): flags → Config → one of: serve MCP over stdio (the main job), `call TOOL
+ * [JSON_ARGS]` in-process, `tools [--json]`, `--help`, `--version`. A bad flag or policy file exits with status 2 and
+ * one line on stderr. stdout carries only protocol messages (serve) or the one JSON result (call, tools).
+ */
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { parseConfig, processEnvironment, type Config } from './config.js';
+import { registerSecretsFromEnv } from './errors/redact.js';
+import { UsageError } from './errors/usage-error.js';
+import { callTool, listedTools, UnknownToolError } from './server/call-tool.js';
+import { createServer } from './server/create-server.js';
+import { createProcessState } from './server/process-state.js';
+import { advertise } from './server/tool-schemas.js';
+import { TOOL_NAMES, TOOLS } from './tools/registry.js';
+import { VERSION } from './version.js';
+
+const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
+
+Usage:
+  fs-tools [options] [ROOT ...]              serve MCP over stdio (the main job)
+  fs-tools [options] call TOOL [JSON_ARGS]   run one tool call in-process and print its result as JSON
+                                             (exit 0 ok, 1 tool error)
+  fs-tools [options] tools [--json]          list the tools this configuration exposes
+  fs-tools --help | --version
+
+Options:
+  --root DIR                 sandbox root (repeatable; ROOT arguments are the same). Default: the current
+                             directory, unless it is / or your home directory.
+  --readonly                 no mutation of files or issues
+  --tools=LIST               only these tools or groups (fs-read, fs-write, git, issues)
+  --allow-secrets            secret files (.env, *.pem, id_rsa, ...) may be read and written
+  --auto-occ=off|warn|block  implicit optimistic concurrency (default block)
+  --mutation-budget=N        at most N successful mutating calls (0: unlimited)
+  --policy=FILE              JSON file policy: {"rules":[{"pattern":"glob","access":"read_only|hidden|deny"}]}
+  --git-remote-allow=LIST    hosts, host/owner or repo URLs the issue tools may reach (default: any)
+  --client-roots=narrow|replace|ignore   how client-announced roots combine with these (default narrow)
+  --audit-log=FILE           append one JSON line per tool call
+  --state-dir=DIR            where the mutation journal lives
+  --max-read-bytes=N         bytes per read (default 262144)
+  --max-list-entries=N       entries per list_directory page (default 1000)
+  --max-search-results=N     matches per search_files page (default 500)
+  --max-search-file-bytes=N  larger files are skipped by content search (default 10485760)
+  --max-edit-bytes=N         largest file an edit or patch loads (default 67108864)
+  --forge-timeout-ms=N       per gh/GitLab call (default 30000)
+  --forge-output-bytes=N     gh/GitLab output cap (default 1048576)
+  --git-timeout-ms=N         per git call (default 30000)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  let config: Config;
+  try {
+    config = parseConfig(argv, processEnvironment(TOOL_NAMES));
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`fs-tools: ${error.message}\n`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+  registerSecretsFromEnv(process.env);
+  const mode = config.mode;
+  if (mode.kind === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (mode.kind === 'version') {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const state = createProcessState(config, TOOLS, VERSION);
+
+  if (mode.kind === 'tools') {
+    const tools = listedTools(state);
+    if (mode.json) process.stdout.write(`${JSON.stringify(tools.map(advertise), null, 2)}\n`);
+    else process.stdout.write(tools.map((t) => `${t.name.padEnd(26)} ${t.title}`).join('\n') + '\n');
+    return 0;
+  }
+
+  if (mode.kind === 'call') {
+    let args: unknown;
+    try {
+      args = JSON.parse(mode.rawArgs);
+    } catch (error) {
+      process.stderr.write(`fs-tools: JSON_ARGS is not valid JSON: ${(error as Error).message}\n`);
+      return 2;
+    }
+    try {
+      const outcome = await callTool(state, mode.tool, args, new AbortController().signal);
+      process.stdout.write(`${JSON.stringify(outcome.ok ? outcome.structured : outcome.envelope, null, 2)}\n`);
+      return outcome.ok ? 0 : 1;
+    } catch (error) {
+      if (error instanceof UnknownToolError) {
+        process.stderr.write(`fs-tools: unknown tool '${mode.tool}' (see fs-tools tools)\n`);
+        return 2;
+      }
+      throw error;
+    }
+  }
+
+  // serve
+  if (config.roots.length === 0 && config.clientRoots !== 'ignore') {
+    process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
+  }
+  serveStdio(() => createServer(state), {
+    onerror: (error) => process.stderr.write(`fs-tools: ${error.message}\n`),
+  });
+  return -1; // keep running
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { if (code >= 0) process.exitCode = code; },
+  (error: unknown) => {
+    process.stderr.write(`fs-tools: fatal: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

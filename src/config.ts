@@ -1,0 +1,257 @@
+/**
+ * Command-line flags → Config (SPEC §1). Parsing uses Node's built-in `util.parseArgs` (strict: an unknown flag is
+ * an error). Every failure throws UsageError with a one-line reason; cli.ts turns it into exit status 2.
+ * This module reads the filesystem only to resolve roots and load the policy file.
+ */
+import { realpathSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import envPaths from 'env-paths';
+import { UsageError } from './errors/usage-error.js';
+import { loadFilePolicy, type FilePolicy } from './policy/file-policy.js';
+
+/** Tool groups accepted by --tools (SPEC §1). */
+export const TOOL_GROUPS = ['fs-read', 'fs-write', 'git', 'issues'] as const;
+export type ToolGroup = (typeof TOOL_GROUPS)[number];
+
+/** One sandbox root as configured. `real` is its realpath; `given` is the absolute spelling the user gave. */
+export interface ConfiguredRoot {
+  given: string;
+  real: string;
+  source: 'cli' | 'cwd';
+}
+
+/** What `fs-tools` was asked to do. */
+export type Mode =
+  | { kind: 'serve' }
+  | { kind: 'call'; tool: string; rawArgs: string }
+  | { kind: 'tools'; json: boolean }
+  | { kind: 'help' }
+  | { kind: 'version' };
+
+/** Size caps; all in bytes or counts as named. Defaults are documented in the README. */
+export interface Limits {
+  /** Most bytes of content one read returns (read_file, each read_files entry). Default 262144. */
+  maxReadBytes: number;
+  /** Most entries one list_directory page returns. Default 1000. */
+  maxListEntries: number;
+  /** Most matches one search_files page returns. Default 500. */
+  maxSearchResults: number;
+  /** Files larger than this are skipped by content search (counted as too_large). Default 10 MiB. */
+  maxSearchFileBytes: number;
+  /** Most bytes a mutating tool reads into memory to edit or patch. Default 64 MiB. */
+  maxEditBytes: number;
+  /** Per forge (gh/GitLab) call timeout, ms. Default 30000. */
+  forgeTimeoutMs: number;
+  /** Cap on a forge call's output, bytes. Default 1 MiB. */
+  forgeOutputBytes: number;
+  /** Per git call timeout, ms. Default 30000. */
+  gitTimeoutMs: number;
+}
+
+/** The configuration of one fs-tools process. */
+export interface Config {
+  mode: Mode;
+  /** Roots from the command line, or the working-directory default; empty when there is none. */
+  roots: ConfiguredRoot[];
+  /** True when roots came from ROOT/--root (not the cwd default). Decides client-root narrowing (SPEC §4.1). */
+  rootsFromCommandLine: boolean;
+  readonly: boolean;
+  /** Tool names and groups enabled by --tools; null means all. */
+  tools: Set<string> | null;
+  allowSecrets: boolean;
+  autoOcc: 'off' | 'warn' | 'block';
+  /** 0 means unlimited. */
+  mutationBudget: number;
+  policy: FilePolicy;
+  policyFile: string | null;
+  gitRemoteAllow: string[];
+  clientRoots: 'narrow' | 'replace' | 'ignore';
+  auditLog: string | null;
+  stateDir: string;
+  limits: Limits;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxReadBytes: 262_144,
+  maxListEntries: 1000,
+  maxSearchResults: 500,
+  maxSearchFileBytes: 10 * 1024 * 1024,
+  maxEditBytes: 64 * 1024 * 1024,
+  forgeTimeoutMs: 30_000,
+  forgeOutputBytes: 1024 * 1024,
+  gitTimeoutMs: 30_000,
+};
+
+const LIMIT_FLAGS: Record<string, keyof Limits> = {
+  'max-read-bytes': 'maxReadBytes',
+  'max-list-entries': 'maxListEntries',
+  'max-search-results': 'maxSearchResults',
+  'max-search-file-bytes': 'maxSearchFileBytes',
+  'max-edit-bytes': 'maxEditBytes',
+  'forge-timeout-ms': 'forgeTimeoutMs',
+  'forge-output-bytes': 'forgeOutputBytes',
+  'git-timeout-ms': 'gitTimeoutMs',
+};
+
+const OPTIONS = {
+  root: { type: 'string', multiple: true },
+  readonly: { type: 'boolean' },
+  tools: { type: 'string' },
+  'allow-secrets': { type: 'boolean' },
+  'auto-occ': { type: 'string' },
+  'mutation-budget': { type: 'string' },
+  policy: { type: 'string' },
+  'git-remote-allow': { type: 'string' },
+  'client-roots': { type: 'string' },
+  'audit-log': { type: 'string' },
+  'state-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+  ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, { type: 'string' }])),
+} as const;
+
+/** Everything the parser needs from the process, so tests can pass their own. */
+export interface ParseEnvironment {
+  cwd: string;
+  home: string;
+  /** Names of every tool, so --tools can reject unknown names. */
+  toolNames: readonly string[];
+}
+
+/**
+ * Parses argv (without node and script) into a Config.
+ * @throws UsageError for an unknown flag, a bad value, a missing root, or an invalid policy file (SPEC §1: exit 2)
+ */
+export function parseConfig(argv: readonly string[], env: ParseEnvironment): Config {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0];
+    const unknown = /^Unknown option '([^']+)'/.exec(message);
+    throw new UsageError(`${unknown ? `unknown option '${unknown[1]}'` : message} (see fs-tools --help)`);
+  }
+  const values = parsed.values as Record<string, string | string[] | boolean | undefined>;
+  const positionals = [...parsed.positionals];
+
+  let mode: Mode = { kind: 'serve' };
+  if (values.help) mode = { kind: 'help' };
+  else if (values.version) mode = { kind: 'version' };
+  else if (positionals[0] === 'call') {
+    positionals.shift();
+    const tool = positionals.shift();
+    if (!tool) throw new UsageError('call needs a tool name: fs-tools [options] call TOOL [JSON_ARGS]');
+    const rawArgs = positionals.shift() ?? '{}';
+    if (positionals.length > 0) throw new UsageError(`unexpected argument after JSON_ARGS: ${positionals[0]} (roots go in --root)`);
+    mode = { kind: 'call', tool, rawArgs };
+  } else if (positionals[0] === 'tools') {
+    positionals.shift();
+    if (positionals.length > 0) throw new UsageError(`unexpected argument after tools: ${positionals[0]}`);
+    mode = { kind: 'tools', json: values.json === true };
+  }
+  if (values.json && mode.kind !== 'tools') throw new UsageError('--json only applies to `fs-tools tools`');
+
+  const rootArgs = [...((values.root as string[] | undefined) ?? []), ...positionals];
+  const rootsFromCommandLine = rootArgs.length > 0;
+  const roots = rootsFromCommandLine ? rootArgs.map((r) => resolveRoot(r, env.cwd)) : defaultRoots(env);
+  dedupeRoots(roots);
+
+  const limits: Limits = { ...DEFAULT_LIMITS };
+  for (const [flag, key] of Object.entries(LIMIT_FLAGS)) {
+    const raw = values[flag];
+    if (typeof raw === 'string') limits[key] = parsePositiveInt(flag, raw, 1);
+  }
+
+  const policyFile = typeof values.policy === 'string' ? path.resolve(env.cwd, values.policy) : null;
+  const policy = policyFile ? loadFilePolicy(policyFile) : { rules: [] };
+
+  return {
+    mode,
+    roots,
+    rootsFromCommandLine,
+    readonly: values.readonly === true,
+    tools: typeof values.tools === 'string' ? parseToolList(values.tools, env.toolNames) : null,
+    allowSecrets: values['allow-secrets'] === true,
+    autoOcc: parseEnum('auto-occ', values['auto-occ'], ['off', 'warn', 'block'] as const, 'block'),
+    mutationBudget: typeof values['mutation-budget'] === 'string' ? parsePositiveInt('mutation-budget', values['mutation-budget'], 0) : 0,
+    policy,
+    policyFile,
+    gitRemoteAllow: typeof values['git-remote-allow'] === 'string'
+      ? values['git-remote-allow'].split(',').map((s) => s.trim()).filter(Boolean) : [],
+    clientRoots: parseEnum('client-roots', values['client-roots'], ['narrow', 'replace', 'ignore'] as const, 'narrow'),
+    auditLog: typeof values['audit-log'] === 'string' ? path.resolve(env.cwd, values['audit-log']) : null,
+    stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir'])
+      : envPaths('fs-tools', { suffix: '' }).data,
+    limits,
+  };
+}
+
+function resolveRoot(raw: string, cwd: string): ConfiguredRoot {
+  if (raw.includes('\0')) throw new UsageError('root contains a NUL byte');
+  const given = path.resolve(cwd, raw);
+  let real: string;
+  try {
+    real = realpathSync.native(given);
+  } catch {
+    throw new UsageError(`root does not exist: ${given}`);
+  }
+  if (!statSync(real).isDirectory()) throw new UsageError(`root is not a directory: ${given}`);
+  return { given, real, source: 'cli' };
+}
+
+/** SPEC §1: the cwd is the default root unless it is the filesystem root or the home directory. */
+function defaultRoots(env: ParseEnvironment): ConfiguredRoot[] {
+  let real: string;
+  try {
+    real = realpathSync.native(env.cwd);
+  } catch {
+    return [];
+  }
+  let home = env.home;
+  try {
+    home = realpathSync.native(env.home);
+  } catch { /* keep as given */ }
+  if (real === path.parse(real).root || real === home) return [];
+  return [{ given: path.resolve(env.cwd), real, source: 'cwd' }];
+}
+
+function dedupeRoots(roots: ConfiguredRoot[]): void {
+  const seen = new Set<string>();
+  for (let i = roots.length - 1; i >= 0; i--) {
+    const key = roots[i].real;
+    if (seen.has(key)) roots.splice(i, 1);
+    seen.add(key);
+  }
+}
+
+function parsePositiveInt(flag: string, raw: string, min: number): number {
+  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`--${flag} needs a whole number, got '${raw}'`);
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${flag} must be at least ${min}, got '${raw}'`);
+  return n;
+}
+
+function parseEnum<T extends string>(flag: string, raw: unknown, allowed: readonly T[], fallback: T): T {
+  if (raw === undefined) return fallback;
+  if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new UsageError(`--${flag} must be one of ${allowed.join('|')}, got '${String(raw)}'`);
+}
+
+function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new UsageError('--tools needs at least one tool or group');
+  for (const item of items) {
+    if (!(TOOL_GROUPS as readonly string[]).includes(item) && !toolNames.includes(item)) {
+      throw new UsageError(`--tools: unknown tool or group '${item}' (groups: ${TOOL_GROUPS.join(', ')})`);
+    }
+  }
+  return new Set(items);
+}
+
+/** Default ParseEnvironment from the running process. */
+export function processEnvironment(toolNames: readonly string[]): ParseEnvironment {
+  return { cwd: process.cwd(), home: os.homedir(), toolNames };
+}

@@ -1,0 +1,26 @@
+/**
+ * The envelope as a zod schema (SPEC §3), for output schemas that embed per-item envelopes (read_files) and for
+ * tests that check every failure against the contract.
+ */
+import { z } from 'zod';
+import { ALL_ERROR_CODES, ALL_RECOVERIES } from './codes.js';
+
+export const EnvelopeErrorSchema = z.object({
+  code: z.enum(ALL_ERROR_CODES as [string, ...string[]]),
+  message: z.string(),
+  path: z.string().nullable(),
+  details: z.record(z.string(), z.unknown()),
+  suggestion: z.string(),
+  retryable: z.boolean(),
+  recovery: z.enum(ALL_RECOVERIES as [string, ...string[]]),
+  expected_hash: z.string().optional(),
+  current_hash: z.string().nullable().optional(),
+  conflict: z.object({
+    reason: z.enum(['modified', 'deleted', 'created']),
+    changed_ranges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
+    bytes_delta: z.number().int().optional(),
+  }).optional(),
+});
+
+/** `{ error: … }` and nothing else. */
+export const ErrorEnvelopeSchema = z.strictObject({ error: EnvelopeErrorSchema });

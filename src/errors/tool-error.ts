@@ -1,0 +1,81 @@
+/**
+ * Typed tool errors (SPEC §3). Handlers and policy throw these; `to-envelope.ts` turns them (and bare Node errors)
+ * into the envelope. Field names follow Node's errno errors (`code`, `path`), as node-tar's error classes do, so
+ * the mapper reads a ToolError and an `fs` error the same way. Nothing here formats an envelope.
+ */
+import type { ErrorCode, Recovery } from './codes.js';
+
+/** Options shared by every ToolError. */
+export interface ToolErrorOptions {
+  /** Absolute path concerned, or null/undefined. */
+  path?: string | null;
+  /** Typed values documented per code in codes.ts (numbers are numbers). */
+  details?: Record<string, unknown>;
+  /** The next call to make. Defaults to a per-code suggestion in the mapper. */
+  suggestion?: string;
+  /** Overrides the table's `retryable` (issue tools only: SPEC §3.2 sets it per call). */
+  retryable?: boolean;
+  /** Overrides the table's `recovery` (issue tools only). */
+  recovery?: Recovery;
+  /** The underlying error, kept for logs; never serialized. */
+  cause?: unknown;
+}
+
+/** A failure with a SPEC §3 code. `message` is one sentence for a person. */
+export class ToolError extends Error {
+  override readonly name = 'ToolError';
+  readonly code: ErrorCode;
+  readonly path: string | null;
+  readonly details: Record<string, unknown>;
+  readonly suggestion: string | undefined;
+  readonly retryable: boolean | undefined;
+  readonly recovery: Recovery | undefined;
+
+  constructor(code: ErrorCode, message: string, options: ToolErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.path = options.path ?? null;
+    this.details = options.details ?? {};
+    this.suggestion = options.suggestion;
+    this.retryable = options.retryable;
+    this.recovery = options.recovery;
+  }
+
+  /**
+   * Extra members placed in `error` beside `details` (SPEC §3: OCC_MISMATCH carries `expected_hash`,
+   * `current_hash`, `conflict` there). Subclasses override.
+   */
+  envelopeExtras(): Record<string, unknown> {
+    return {};
+  }
+}
+
+/** What changed between the expected and the current content (SPEC §3). */
+export interface OccConflict {
+  reason: 'modified' | 'deleted' | 'created';
+  /** 1-based inclusive line ranges of the current content that differ from the expected content, when known. */
+  changed_ranges?: Array<[number, number]>;
+  /** current size minus expected size, in bytes, when known. */
+  bytes_delta?: number;
+}
+
+/** OCC_MISMATCH: the file is not what the caller expected (SPEC §5). */
+export class OccMismatchError extends ToolError {
+  readonly expectedHash: string;
+  readonly currentHash: string | null;
+  readonly conflict: OccConflict;
+
+  constructor(
+    message: string,
+    fields: { path: string; expectedHash: string; currentHash: string | null; conflict: OccConflict; suggestion?: string },
+  ) {
+    super('OCC_MISMATCH', message, { path: fields.path, suggestion: fields.suggestion });
+    this.expectedHash = fields.expectedHash;
+    this.currentHash = fields.currentHash;
+    this.conflict = fields.conflict;
+  }
+
+  override envelopeExtras(): Record<string, unknown> {
+    return { expected_hash: this.expectedHash, current_hash: this.currentHash, conflict: this.conflict };
+  }
+}

@@ -1,0 +1,10 @@
+/**
+ * Start-up errors (bad flag, bad root, bad policy file): a family apart from tool errors, like the SDK's SdkError
+ * beside ProtocolError. `cli.ts` prints the one-line message to stderr and exits with status 2 (SPEC §1). A
+ * UsageError never becomes an envelope.
+ */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  /** Process exit status for this error (SPEC §1: 2). */
+  readonly exitCode = 2;
+}

@@ -1,0 +1,73 @@
+/**
+ * Opening files that policy authorized, with defense in depth (SPEC §4.1, §4.3), like node-tar's O_NOFOLLOW writes:
+ * - O_NOFOLLOW: a symlink swapped into the last component after the check makes the open fail (ELOOP);
+ * - O_NONBLOCK: a FIFO swapped in after the check cannot hang the open, and fstat then refuses it;
+ * - after the open, the file actually opened is re-checked: on Linux through /proc/self/fd, elsewhere by comparing
+ *   its identity (dev, ino) with a fresh lstat of the authorized path.
+ */
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readlink, type FileHandle } from 'node:fs/promises';
+import { ToolError } from '../errors/tool-error.js';
+import type { AllowedPath } from '../policy/resolve-path.js';
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+
+/** An open regular file and its fstat. Close it with `handle.close()`. */
+export interface OpenedFile {
+  handle: FileHandle;
+  stats: Stats;
+}
+
+/**
+ * Opens an authorized regular file for reading.
+ * @param isInside containment predicate over an absolute path (from policy), applied to the opened file's real path
+ * @throws ToolError NOT_ALLOWED (the path was swapped for a link or moved outside between check and open),
+ *   FILE_POLICY_DENIED (not a regular file); Node errno errors (ENOENT → NOT_FOUND in the mapper)
+ */
+export async function openForRead(real: AllowedPath, isInside: (p: string) => boolean): Promise<OpenedFile> {
+  let handle: FileHandle;
+  try {
+    handle = await open(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
+    throw error;
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) {
+      throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
+        path: real, details: { source: 'builtin', rule: 'special_file' },
+      });
+    }
+    await verifyOpened(handle, stats, real, isInside);
+    return { handle, stats };
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Defense in depth: the file we opened is the one policy authorized, and it is inside the roots. */
+async function verifyOpened(handle: FileHandle, stats: Stats, real: string, isInside: (p: string) => boolean): Promise<void> {
+  if (process.platform === 'linux') {
+    let actual: string | null = null;
+    try {
+      actual = await readlink(`/proc/self/fd/${handle.fd}`);
+    } catch { /* /proc not mounted: fall through to the identity check */ }
+    if (actual !== null) {
+      // A deleted-but-open file reads as "/path (deleted)"; check the path part.
+      const clean = actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
+      if (!isInside(clean)) throw swappedError(real);
+      return;
+    }
+  }
+  const now = await lstat(real).catch(() => null);
+  if (!now || now.dev !== stats.dev || now.ino !== stats.ino) throw swappedError(real);
+}
+
+function swappedError(real: string): ToolError {
+  return new ToolError('NOT_ALLOWED', `${real} changed during the call (a symbolic link or another file was swapped in).`, {
+    path: real, details: { reason: 'changed_during_call' },
+  });
+}

@@ -1,0 +1,39 @@
+/**
+ * Worker side of bounded regular-expression search (SPEC §6.1: a user-supplied regular expression can never stall
+ * the server). Runs in a worker thread that the main thread terminates when a file takes too long.
+ * Message in: { id, source, flags, text }. Message out: { id, lines: [[lineIndex, column], …] } (0-based line,
+ * 0-based UTF-16 column of the first match on each matching line).
+ */
+import { parentPort } from 'node:worker_threads';
+
+interface Job {
+  id: number;
+  source: string;
+  flags: string;
+  text: string;
+}
+
+let cached: { key: string; re: RegExp } | null = null;
+
+parentPort?.on('message', (job: Job) => {
+  const key = `${job.flags}/${job.source}`;
+  if (!cached || cached.key !== key) cached = { key, re: new RegExp(job.source, job.flags) };
+  const re = cached.re;
+  const out: Array<[number, number]> = [];
+  let lineStart = 0;
+  let lineIndex = 0;
+  const text = job.text;
+  while (lineStart <= text.length) {
+    let lineEnd = text.indexOf('\n', lineStart);
+    if (lineEnd === -1) lineEnd = text.length;
+    let line = text.slice(lineStart, lineEnd);
+    if (line.endsWith('\r')) line = line.slice(0, -1);
+    re.lastIndex = 0;
+    const m = re.exec(line);
+    if (m) out.push([lineIndex, m.index]);
+    if (lineEnd === text.length) break;
+    lineStart = lineEnd + 1;
+    lineIndex++;
+  }
+  parentPort!.postMessage({ id: job.id, lines: out });
+});

@@ -1,0 +1,115 @@
+/**
+ * The file security policy (SPEC §4.3): JSON rules with micromatch globs relative to each root, each with an access
+ * level, plus the built-in rules that are always on (no writes under `.git`; FIFOs, sockets and devices are never
+ * opened). Loading an invalid file is a UsageError (exit 2). Evaluation is pure.
+ */
+import { readFileSync } from 'node:fs';
+import micromatch from 'micromatch';
+import { z } from 'zod';
+import { UsageError } from '../errors/usage-error.js';
+import { ToolError } from '../errors/tool-error.js';
+import { HOST_FLAVOR, type PathFlavor } from './containment.js';
+
+/** Access levels, from least to most restrictive. */
+export const ACCESS_LEVELS = ['read_only', 'hidden', 'deny'] as const;
+export type Access = (typeof ACCESS_LEVELS)[number];
+
+const PolicyFileSchema = z.strictObject({
+  rules: z.array(z.strictObject({
+    pattern: z.string().min(1),
+    access: z.enum(ACCESS_LEVELS),
+  })),
+});
+
+/** A parsed policy file. */
+export type FilePolicy = z.infer<typeof PolicyFileSchema>;
+
+/**
+ * Reads and validates a policy file, e.g. `{"rules":[{"pattern":"secrets/**","access":"deny"}]}`.
+ * @throws UsageError when the file is missing, not JSON, or not of that shape
+ */
+export function loadFilePolicy(file: string): FilePolicy {
+  let raw: string;
+  try {
+    raw = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--policy: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    throw new UsageError(`--policy: ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  const parsed = PolicyFileSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UsageError(`--policy: ${file}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
+  }
+  for (const rule of parsed.data.rules) {
+    try {
+      micromatch.makeRe(rule.pattern);
+    } catch {
+      throw new UsageError(`--policy: ${file}: invalid glob '${rule.pattern}'`);
+    }
+  }
+  return parsed.data;
+}
+
+/**
+ * The most restrictive access level the policy assigns to `relative` (a `/`-separated path relative to its root),
+ * or null. A rule that matches a directory applies to everything beneath it.
+ */
+export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlavor = HOST_FLAVOR): Access | null {
+  if (policy.rules.length === 0 || relative === '') return null;
+  const parts = relative.split('/');
+  const candidates: string[] = [];
+  for (let i = 1; i <= parts.length; i++) candidates.push(parts.slice(0, i).join('/'));
+  let best: Access | null = null;
+  for (const rule of policy.rules) {
+    if (candidates.some((c) => micromatch.isMatch(c, rule.pattern, { dot: true, nocase: flavor.caseInsensitive }))) {
+      if (best === null || ACCESS_LEVELS.indexOf(rule.access) > ACCESS_LEVELS.indexOf(best)) best = rule.access;
+    }
+  }
+  return best;
+}
+
+/** What the caller intends to do with a path. */
+export type Intent = 'read' | 'write';
+
+/**
+ * Applies the policy's verdict for `intent`.
+ * @throws ToolError FILE_POLICY_DENIED (deny; read_only on write), NOT_FOUND (hidden)
+ */
+export function assertPolicyAllows(access: Access | null, intent: Intent, absolute: string, relative: string): void {
+  if (access === 'deny') {
+    throw new ToolError('FILE_POLICY_DENIED', `The file policy denies access to ${absolute}.`, {
+      path: absolute, details: { source: 'policy', rule: 'deny', relative },
+    });
+  }
+  if (access === 'hidden') {
+    throw new ToolError('NOT_FOUND', `No such file or directory: ${absolute}.`, { path: absolute });
+  }
+  if (access === 'read_only' && intent === 'write') {
+    throw new ToolError('FILE_POLICY_DENIED', `The file policy makes ${absolute} read-only.`, {
+      path: absolute, details: { source: 'policy', rule: 'read_only', relative },
+    });
+  }
+}
+
+/** True when any component of the path is `.git` (case-insensitively): SPEC §4.3's built-in write protection. */
+export function isInsideGitDir(absolute: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
+  return absolute.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).some((c) => c.toLowerCase() === '.git');
+}
+
+/**
+ * Built-in rule: nothing under a `.git` directory may be written by the file tools (a written hook is code execution).
+ * @throws ToolError FILE_POLICY_DENIED with details.source "builtin"
+ */
+export function assertNotGitInternal(requestedAbsolute: string, resolved: string): void {
+  if (isInsideGitDir(requestedAbsolute) || isInsideGitDir(resolved)) {
+    throw new ToolError('FILE_POLICY_DENIED', `Writing inside a .git directory is never allowed (${requestedAbsolute}).`, {
+      path: requestedAbsolute, details: { source: 'builtin', rule: 'git_dir' },
+    });
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * Path resolution and containment (SPEC §4.1, §3.3 steps 4–5). The only creator of `AllowedPath`, the one path type
+ * the file primitives accept, so "tools never touch a path that policy did not hand them" is enforced by the compiler.
+ *
+ * Order, like node-tar's [CHECKPATH] then [CHECKFS]: string checks first (NUL, empty; `~` is not expanded; relative
+ * paths are relative to the first root), then the filesystem walk that follows symlinks the way the kernel does
+ * (`link/..` is the link target's parent), resolving the nearest existing ancestor of a path that does not exist yet
+ * and following dangling links to where they point. Containment is decided on the result with a separator boundary.
+ * Existence outside the roots is never revealed: every outside path is NOT_ALLOWED, existing or not.
+ */
+import { lstat, readlink, realpath } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { findContainingRoot } from './containment.js';
+import type { EffectiveRoot } from './roots.js';
+
+/** A resolved, contained, absolute path. Only this module creates one. */
+export type AllowedPath = string & { readonly __brand: 'AllowedPath' };
+
+/** What resolution found out about a requested path. */
+export interface ResolvedPath {
+  /** Exactly what the agent sent. */
+  requested: string;
+  /** The requested path made absolute (lexically normalized); used in messages and the secret check. */
+  absolute: string;
+  /** The resolved path: symlinks followed (except the last component when `followFinal` is false). */
+  real: AllowedPath;
+  /** The root that contains `real`. */
+  root: EffectiveRoot;
+  /** lstat of `real`, or null when it does not exist. */
+  stats: Stats | null;
+  /** True when the last component of the requested path was a symbolic link. */
+  viaSymlink: boolean;
+}
+
+/** SPEC §4.1 resolution options. */
+export interface ResolveOptions {
+  /** Follow a symlink in the last component (read, write) or not (lstat-like: move or delete a link itself). */
+  followFinal: boolean;
+}
+
+const MAX_LINKS = 40; // as Linux's MAXSYMLINKS
+
+/**
+ * String checks only (no IO): rejects non-strings, empty strings and NUL bytes.
+ * @throws ToolError VALIDATION
+ */
+export function assertPathString(requested: unknown, field = 'path'): asserts requested is string {
+  if (typeof requested !== 'string' || requested.length === 0) {
+    throw new ToolError('VALIDATION', `'${field}' must be a non-empty path string.`, {
+      details: { reason: 'invalid_path', field },
+    });
+  }
+  if (requested.includes('\0')) {
+    throw new ToolError('VALIDATION', `'${field}' contains a NUL byte.`, { details: { reason: 'nul_byte', field } });
+  }
+}
+
+/** The requested path made absolute: absolute as given, else relative to the first root (SPEC §4.1). */
+export function toAbsolute(requested: string, roots: readonly EffectiveRoot[]): string {
+  return path.isAbsolute(requested) ? path.resolve(requested) : path.resolve(roots[0].real, requested);
+}
+
+/**
+ * Resolves `requested` against the roots and checks containment.
+ * @throws ToolError VALIDATION (empty, NUL, link loop), ROOTS_EMPTY, NOT_ALLOWED (outside the roots, whether or not
+ *   it exists)
+ */
+export async function resolveInRoots(requested: string, roots: readonly EffectiveRoot[],
+  options: ResolveOptions, field = 'path'): Promise<ResolvedPath> {
+  assertPathString(requested, field);
+  if (roots.length === 0) {
+    throw new ToolError('ROOTS_EMPTY', 'No sandbox roots are in force, so no path can be used.', { path: null });
+  }
+  const absolute = toAbsolute(requested, roots);
+  // Walk the spelling as sent (not `absolute`): `link/..` must mean the link target's parent, as for the kernel.
+  const unnormalized = path.isAbsolute(requested) ? requested : `${roots[0].real}${path.sep}${requested}`;
+  const walked = await walk(unnormalized, options.followFinal);
+  const root = findContainingRoot(roots, walked.resolved);
+  if (!root) {
+    throw new ToolError('NOT_ALLOWED', `${absolute} is outside the allowed roots.`, {
+      path: absolute,
+      details: walked.resolved !== absolute && findContainingRoot(roots, absolute)
+        ? { reason: 'symlink_target_outside' } : { reason: 'outside_roots' },
+    });
+  }
+  if (walked.accessDenied) {
+    // Reported only now: inside the roots, an OS refusal is FILE_POLICY_DENIED (SPEC §4.3), outside it never shows.
+    throw new ToolError('FILE_POLICY_DENIED', `The operating system denied access to ${absolute} (EACCES).`, {
+      path: absolute, details: { source: 'os', errno: 'EACCES' },
+    });
+  }
+  return {
+    requested,
+    absolute,
+    real: walked.resolved as AllowedPath,
+    root,
+    stats: walked.stats,
+    viaSymlink: walked.viaSymlink,
+  };
+}
+
+/**
+ * A directory entry of an allowed directory, reached by name without following any link. Containment holds by
+ * construction (the walker never descends into symlinks). `name` must be a single component from readdir.
+ */
+export function childOf(directory: AllowedPath, name: string): AllowedPath {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes(path.sep) || name.includes('\0')) {
+    throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
+  }
+  return path.join(directory, name) as AllowedPath;
+}
+
+interface Walked {
+  resolved: string;
+  stats: Stats | null;
+  viaSymlink: boolean;
+  /** A directory on the way could not be searched (EACCES); `resolved` is then lexical from there on. */
+  accessDenied?: boolean;
+}
+
+/**
+ * Resolves like the kernel does: component by component, `..` applied to the resolved prefix, symlinks spliced in.
+ * A missing component ends the walk; the rest is appended lexically (nearest existing ancestor rule).
+ */
+async function walk(input: string, followFinal: boolean): Promise<Walked> {
+  // Fast path: the whole path exists; native realpath gives the answer in one call.
+  if (followFinal) {
+    try {
+      const resolved = await realpath(input);
+      const stats = await lstat(resolved);
+      let viaSymlink = false;
+      try {
+        viaSymlink = (await lstat(stripTrailingSep(input))).isSymbolicLink();
+      } catch { /* raced away: treat as not a link */ }
+      return { resolved, stats, viaSymlink };
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP' && code !== 'EACCES') throw error;
+      if (code === 'ELOOP') throw loopError(input);
+    }
+  }
+  const parsed = path.parse(input);
+  let current = parsed.root;
+  const queue = input.slice(parsed.root.length).split(/[\\/]+/).filter((c) => c !== '' && c !== '.');
+  let links = 0;
+  let viaSymlink = false;
+  while (queue.length > 0) {
+    const name = queue.shift()!;
+    if (name === '..') {
+      current = path.dirname(current);
+      continue;
+    }
+    const next = path.join(current, name);
+    const isLast = queue.length === 0;
+    let stats: Stats;
+    try {
+      stats = await lstat(next);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        return { resolved: path.join(next, ...queue), stats: null, viaSymlink };
+      }
+      if (code === 'EACCES' || code === 'EPERM') {
+        return { resolved: path.join(next, ...queue), stats: null, viaSymlink, accessDenied: true };
+      }
+      throw error;
+    }
+    if (stats.isSymbolicLink() && (!isLast || followFinal)) {
+      if (++links > MAX_LINKS) throw loopError(input);
+      if (isLast) viaSymlink = true;
+      const target = await readlink(next);
+      if (path.isAbsolute(target)) {
+        const t = path.parse(target);
+        current = t.root;
+        queue.unshift(...target.slice(t.root.length).split(/[\\/]+/).filter((c) => c !== '' && c !== '.'));
+      } else {
+        queue.unshift(...target.split(/[\\/]+/).filter((c) => c !== '' && c !== '.'));
+      }
+      continue;
+    }
+    if (isLast) {
+      if (stats.isSymbolicLink()) viaSymlink = true;
+      return { resolved: next, stats, viaSymlink };
+    }
+    current = next;
+  }
+  // Only the root (or `..` steps) remained.
+  return { resolved: current, stats: await lstat(current).catch(() => null), viaSymlink };
+}
+
+function stripTrailingSep(p: string): string {
+  const root = path.parse(p).root;
+  let out = p;
+  while (out.length > root.length && /[\\/]$/.test(out)) out = out.slice(0, -1);
+  return out;
+}
+
+function loopError(input: string): ToolError {
+  return new ToolError('VALIDATION', `Too many levels of symbolic links in ${input}.`, {
+    path: input, details: { reason: 'symlink_loop' },
+  });
+}

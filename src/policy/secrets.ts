@@ -1,0 +1,79 @@
+/**
+ * Secret filenames (SPEC §4.2). The rules are data: one array of globs with their exceptions, matched
+ * case-insensitively on the last one or two path components. `isSecretPath` is a pure predicate;
+ * `assertNotSecret` throws SECRET_DENIED.
+ */
+import micromatch from 'micromatch';
+import { ToolError } from '../errors/tool-error.js';
+import { HOST_FLAVOR, type PathFlavor } from './containment.js';
+
+interface SecretRule {
+  /** Glob over the last N components joined by `/` (N = number of `/` in the glob + 1). */
+  glob: string;
+  /** Names that look like the glob but are not secrets. */
+  except?: readonly string[];
+}
+
+/** SPEC §4.2 "at least" list. */
+export const SECRET_RULES: readonly SecretRule[] = [
+  { glob: '.env' },
+  { glob: '.env.*', except: ['.env.example', '.env.sample', '.env.template'] },
+  { glob: '*.pem' },
+  { glob: '*.key' },
+  { glob: '*.p12' },
+  { glob: '*.pfx' },
+  { glob: '*.jks' },
+  { glob: '*.keystore' },
+  { glob: '*.kdbx' },
+  { glob: 'id_rsa' },
+  { glob: 'id_dsa' },
+  { glob: 'id_ecdsa' },
+  { glob: 'id_ed25519' },
+  { glob: '.netrc' },
+  { glob: '_netrc' },
+  { glob: '.npmrc' },
+  { glob: '.pypirc' },
+  { glob: '.git-credentials' },
+  { glob: '.htpasswd' },
+  { glob: 'credentials.json' },
+  { glob: '.aws/credentials' },
+  { glob: '.docker/config.json' },
+];
+
+/**
+ * The secret rule an absolute or relative path matches, or null. Case-insensitive on every platform: a `.ENV` is a
+ * secret even on Linux, because the same repository is checked out on macOS and Windows too.
+ */
+export function secretRuleFor(filePath: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
+  const parts = filePath.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).filter(Boolean);
+  if (parts.length === 0) return null;
+  for (const rule of SECRET_RULES) {
+    const depth = rule.glob.split('/').length;
+    if (parts.length < depth) continue;
+    const tail = parts.slice(parts.length - depth).join('/').toLowerCase();
+    if (rule.except?.includes(tail)) continue;
+    if (micromatch.isMatch(tail, rule.glob, { dot: true, nocase: true })) return rule.glob;
+  }
+  return null;
+}
+
+/** True when the path names a secret file (SPEC §4.2). */
+export function isSecretPath(filePath: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
+  return secretRuleFor(filePath, flavor) !== null;
+}
+
+/**
+ * Throws SECRET_DENIED when either the requested spelling or the resolved target is a secret name
+ * (SPEC §4.2: "checked on the requested path and on the resolved target"), unless secrets are allowed.
+ * @throws ToolError SECRET_DENIED
+ */
+export function assertNotSecret(requestedAbsolute: string, resolved: string, allowSecrets: boolean): void {
+  if (allowSecrets) return;
+  const rule = secretRuleFor(requestedAbsolute) ?? secretRuleFor(resolved);
+  if (rule !== null) {
+    throw new ToolError('SECRET_DENIED', `${requestedAbsolute} is a secret file (matches ${rule}); access is denied.`, {
+      path: requestedAbsolute,
+      details: { pattern: rule },
+    });
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * One tool call, read as the data flow (SPEC §3.3 steps 1–3, then the handler):
+ *   lookup (unknown → UnknownToolError; disabled → TOOL_UNAVAILABLE) → validateArguments (VALIDATION)
+ *   → gates for mutating calls (READONLY, then BUDGET_EXCEEDED) → wait for client roots → tool handler (policy
+ *   steps 4–10 happen inside it) → budget spend → audit line.
+ * Every throw goes through the one mapper, `toEnvelope`. Used by both the MCP server and `fs-tools call`.
+ */
+import { toEnvelope, type ErrorEnvelope } from '../errors/to-envelope.js';
+import { ToolError } from '../errors/tool-error.js';
+import { assertWritable } from '../policy/gates.js';
+import type { AnyTool, ToolContext } from '../tools/define-tool.js';
+import type { ProcessState } from './process-state.js';
+import { validateArguments } from './validate-arguments.js';
+
+/** Thrown for a tool name that does not exist (the MCP wiring answers JSON-RPC -32602). */
+export class UnknownToolError extends Error {
+  override readonly name = 'UnknownToolError';
+  constructor(readonly tool: string) {
+    super(`Unknown tool: ${tool}`);
+  }
+}
+
+/** The outcome of one call: a success (structured + text) or an envelope. */
+export type CallOutcome =
+  | { ok: true; structured: Record<string, unknown>; text: string[] }
+  | { ok: false; envelope: ErrorEnvelope };
+
+/** True when `--tools` enables this tool (by name or group). */
+export function isEnabled(tool: AnyTool, state: ProcessState): boolean {
+  const enabled = state.config.tools;
+  return enabled === null || enabled.has(tool.name) || enabled.has(tool.group);
+}
+
+/** True when the tool mutates for every call (and so is left out of tools/list under --readonly). */
+export function isAlwaysMutating(tool: AnyTool): boolean {
+  return tool.mutating === true;
+}
+
+/**
+ * The tools listed in this process, in registry order (SPEC §1: --tools filters; --readonly drops always-mutating
+ * file tools, while the issue tools stay and refuse their write actions).
+ */
+export function listedTools(state: ProcessState): AnyTool[] {
+  return state.tools.filter((t) => isEnabled(t, state) && !(state.config.readonly && isAlwaysMutating(t)));
+}
+
+/**
+ * Runs one call.
+ * @throws UnknownToolError for a name no tool has (a protocol error, not a tool result)
+ */
+export async function callTool(state: ProcessState, name: string, rawArgs: unknown, signal: AbortSignal): Promise<CallOutcome> {
+  const tool = state.tools.find((t) => t.name === name);
+  if (!tool) throw new UnknownToolError(name);
+  const started = performance.now();
+  let args: unknown;
+  let outcome: CallOutcome;
+  let audit: { paths?: string[]; action?: string; hash_before?: string | null; hash_after?: string | null; bytes?: number } = {};
+  try {
+    if (!isEnabled(tool, state)) {
+      throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, { details: { tool: name } });
+    }
+    args = validateArguments(tool, rawArgs);
+    const mutating = typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating;
+    const dryRun = tool.isDryRun?.(args) ?? false;
+    if (mutating) {
+      assertWritable(state.config.readonly, name, actionOf(args));
+      if (!dryRun) state.budget.assertAvailable();
+    }
+    await state.roots.ready();
+    const ctx: ToolContext = {
+      config: state.config,
+      roots: state.roots,
+      policy: { roots: state.roots.current(), allowSecrets: state.config.allowSecrets, policy: state.config.policy },
+      hashes: state.hashes,
+      budget: state.budget,
+      signal,
+      process: { version: state.version, recoveredTransactions: state.recoveredTransactions },
+    };
+    const result = await tool.run(args, ctx);
+    if (mutating && !dryRun) state.budget.spend();
+    audit = result.audit ?? {};
+    outcome = {
+      ok: true,
+      structured: result.structured as Record<string, unknown>,
+      text: Array.isArray(result.text) ? result.text : [result.text],
+    };
+  } catch (error) {
+    outcome = { ok: false, envelope: toEnvelope(error) };
+  }
+  state.audit.record({
+    time: new Date().toISOString(),
+    tool: name,
+    action: audit.action ?? actionOf(args ?? rawArgs),
+    paths: audit.paths ?? pathsOf(tool, args, rawArgs),
+    outcome: outcome.ok ? 'ok' : outcome.envelope.error.code,
+    ...(audit.hash_before !== undefined ? { hash_before: audit.hash_before } : {}),
+    ...(audit.hash_after !== undefined ? { hash_after: audit.hash_after } : {}),
+    ...(audit.bytes !== undefined ? { bytes: audit.bytes } : {}),
+    duration_ms: Math.round((performance.now() - started) * 100) / 100,
+  });
+  return outcome;
+}
+
+function actionOf(args: unknown): string | undefined {
+  const action = (args as { action?: unknown } | undefined)?.action;
+  return typeof action === 'string' ? action : undefined;
+}
+
+/** Path-like argument values, for the audit log when the handler did not report its own. */
+function pathsOf(tool: AnyTool, args: unknown, rawArgs: unknown): string[] {
+  if (args !== undefined && tool.pathsOf) {
+    try {
+      return tool.pathsOf(args);
+    } catch { /* fall through */ }
+  }
+  const out: string[] = [];
+  const raw = rawArgs as Record<string, unknown> | undefined;
+  if (raw && typeof raw === 'object') {
+    for (const key of ['path', 'source', 'destination']) {
+      if (typeof raw[key] === 'string') out.push(raw[key] as string);
+    }
+    if (Array.isArray(raw.paths)) for (const p of raw.paths) if (typeof p === 'string') out.push(p);
+  }
+  return out.slice(0, 100);
+}

@@ -1,0 +1,63 @@
+/**
+ * The factory handed to `serveStdio` (SPEC §2): one low-level SDK `Server` that owns `tools/list` and `tools/call`
+ * itself, so the SPEC's surface holds instead of McpServer's defaults (STYLE §4.3):
+ *   - a disabled tool is a TOOL_UNAVAILABLE envelope, a readonly-hidden tool is READONLY, bad arguments are
+ *     VALIDATION envelopes; only an unknown tool name is a protocol error (-32602);
+ *   - on a 2025-era connection, the client's roots are read after initialization and on roots/list_changed.
+ * The factory may run twice (serveStdio's probe); it only builds and registers, all state is in ProcessState.
+ */
+import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
+import { callTool, listedTools, UnknownToolError } from './call-tool.js';
+import type { ProcessState } from './process-state.js';
+import { advertise } from './tool-schemas.js';
+
+/** Server instructions: what a client's model reads first. */
+const INSTRUCTIONS = 'fs-tools: safe file, git and issue tools. Paths are absolute or relative to the first root '
+  + '(see list_allowed_directories). Failures are JSON envelopes {"error":{code,message,path,details,suggestion,'
+  + 'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations '
+  + 'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
+
+/** Builds one MCP server instance over the shared process state. */
+export function createServer(state: ProcessState): Server {
+  const server = new Server({ name: 'fs-tools', version: state.version }, {
+    capabilities: { tools: {} },
+    instructions: INSTRUCTIONS,
+  });
+
+  server.setRequestHandler('tools/list', async () => ({
+    tools: listedTools(state).map(advertise),
+  }));
+
+  server.setRequestHandler('tools/call', async (request, ctx) => {
+    const { name, arguments: args } = request.params;
+    let outcome;
+    try {
+      outcome = await callTool(state, name, args, ctx.mcpReq.signal);
+    } catch (error) {
+      if (error instanceof UnknownToolError) {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      }
+      throw error;
+    }
+    const result: CallToolResult = outcome.ok
+      ? {
+          content: outcome.text.map((text) => ({ type: 'text' as const, text })),
+          structuredContent: outcome.structured,
+        }
+      : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
+    const tool = state.tools.find((t) => t.name === name);
+    return server.projectCallToolResult(result, tool && outcome.ok ? advertise(tool).outputSchema : undefined);
+  });
+
+  // 2025-era only: the 2026-07-28 era has no server-to-client requests, so roots come from the command line.
+  const readRoots = () => {
+    if (!server.getClientCapabilities()?.roots) return;
+    state.roots.track(
+      server.listRoots().then((r) => r.roots),
+      (error) => process.stderr.write(`fs-tools: roots/list failed: ${(error as Error).message}\n`),
+    );
+  };
+  server.oninitialized = readRoots;
+  server.setNotificationHandler('notifications/roots/list_changed', async () => readRoots());
+  return server;
+}

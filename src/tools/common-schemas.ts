@@ -1,0 +1,35 @@
+/**
+ * Schema pieces shared by several tools, so a field means the same thing everywhere (wire names are snake_case).
+ */
+import { z } from 'zod';
+
+/** A path argument (SPEC §4.1). */
+export const PathArg = z.string().describe(
+  'Absolute path, or relative to the first root (see list_allowed_directories). `~` is not expanded.');
+
+/** A content hash (SPEC §5). */
+export const ContentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/)
+  .describe('sha256: + 64 lower-case hex digits over the whole file\'s raw bytes');
+
+/** Line-ending styles. */
+export const EolSchema = z.enum(['lf', 'crlf', 'mixed', 'none']);
+
+/** Include/exclude glob lists (micromatch, relative to the listed or searched directory). */
+export const GlobList = z.array(z.string().min(1)).max(100);
+
+/** Kinds of filesystem objects. */
+export const KindSchema = z.enum(['file', 'directory', 'symlink', 'fifo', 'socket', 'block_device', 'char_device', 'other']);
+
+/** Options that shape what a read returns (read_file, read_files). */
+export const ReadOptionsShape = {
+  start_line: z.number().int().min(1).optional().describe('First line to return (1-based). Default 1.'),
+  end_line: z.number().int().min(1).optional().describe('Last line to return, inclusive. Default: end of file.'),
+  head: z.number().int().min(1).max(10_000_000).optional().describe('Return the first N lines (instead of start_line/end_line).'),
+  tail: z.number().int().min(1).max(10_000_000).optional().describe('Return the last N lines (instead of start_line/end_line).'),
+  offset: z.number().int().min(0).optional()
+    .describe('Byte offset to start at (continuing a cut line, or reading base64 chunks); excludes line options.'),
+  max_bytes: z.number().int().min(1).optional()
+    .describe('Most bytes of content to return; default and ceiling: the server\'s --max-read-bytes (262144).'),
+  encoding: z.enum(['utf8', 'base64']).default('utf8')
+    .describe('utf8 (default; a file that is not valid UTF-8 is refused with reason "binary") or base64 for raw bytes.'),
+};

@@ -1,0 +1,80 @@
+/**
+ * The shape of one tool (STYLE §4.2): contract on top (schemas, description, annotations), handler below. One zod
+ * schema gives the advertised JSON Schema, the validation and the handler's argument types. Handlers get validated
+ * arguments and a ToolContext and return `{ structured, text }`; they throw ToolError (or let Node errors bubble)
+ * and never build an envelope.
+ */
+import type { z } from 'zod';
+import type { Config, ToolGroup } from '../config.js';
+import type { PolicyContext } from '../policy/authorize.js';
+import type { MutationBudget } from '../policy/gates.js';
+import type { HashMemory } from '../policy/occ.js';
+import type { RootSet } from '../policy/roots.js';
+
+/** MCP tool annotations; must be honest (a test checks them against `mutating`). */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** What a handler may use. Built per call by src/server/call-tool.ts. */
+export interface ToolContext {
+  config: Config;
+  roots: RootSet;
+  /** The policy inputs in force for this call (roots snapshot, secrets flag, policy rules). */
+  policy: PolicyContext;
+  hashes: HashMemory;
+  budget: MutationBudget;
+  /** Aborted when the client cancels the request. */
+  signal: AbortSignal;
+  /** Process facts for list_allowed_directories. */
+  process: { version: string; recoveredTransactions: readonly unknown[] };
+}
+
+/** Facts a handler reports for the audit log (SPEC §9). Never content. */
+export interface AuditFacts {
+  paths?: string[];
+  action?: string;
+  hash_before?: string | null;
+  hash_after?: string | null;
+  bytes?: number;
+}
+
+/** A successful handler result. `text` is what a model reads; `structured` satisfies the output schema. */
+export interface ToolOutcome<O> {
+  structured: O;
+  /** Text content blocks; the first holds the main text (raw file content for reads). */
+  text: string | string[];
+  audit?: AuditFacts;
+}
+
+/** One tool. `I` and `O` are zod object schemas. */
+export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z.ZodObject = z.ZodObject> {
+  /** Wire name, snake_case. */
+  name: string;
+  title: string;
+  /** What it does, its limits and how it fails (the only documentation a model sees besides field descriptions). */
+  description: string;
+  group: ToolGroup;
+  input: I;
+  output: O;
+  annotations: ToolAnnotations;
+  /** True (or true for these arguments) when the call mutates files or issues; gates READONLY and the budget. */
+  mutating: boolean | ((args: z.output<I>) => boolean);
+  /** True when a successful call with these arguments should not count against the budget (dry runs). */
+  isDryRun?: (args: z.output<I>) => boolean;
+  /** Requested paths named by these arguments (audit log). */
+  pathsOf?: (args: z.output<I>) => string[];
+  run(args: z.output<I>, ctx: ToolContext): Promise<ToolOutcome<z.output<O>>>;
+}
+
+/** Identity helper that keeps the schema types attached to the handler. */
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: ToolDefinition<I, O>): ToolDefinition<I, O> {
+  return def;
+}
+
+/** Erased tool type for registries. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = ToolDefinition<any, any>;

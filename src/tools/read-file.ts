@@ -1,0 +1,142 @@
+/**
+ * read_file (SPEC §6, §6.1): a whole file or an exact line/byte range, in bounded memory, with the whole file's
+ * content hash (remembered for OCC), line count, EOL style and BOM.
+ */
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { openForRead } from '../fs/open-file.js';
+import { readRange, type RangeRequest } from '../fs/read-range.js';
+import { authorizeRead } from '../policy/authorize.js';
+import { findContainingRoot } from '../policy/containment.js';
+import { ContentHash, EolSchema, PathArg, ReadOptionsShape } from './common-schemas.js';
+import { defineTool, type ToolContext } from './define-tool.js';
+
+export const ReadFileInput = z.strictObject({
+  path: PathArg,
+  ...ReadOptionsShape,
+});
+
+export const ReadResultShape = {
+  path: z.string().describe('Absolute resolved path'),
+  content: z.string().describe('The returned bytes: raw UTF-8 text, or base64 with encoding base64'),
+  encoding: z.enum(['utf8', 'base64']),
+  content_hash: ContentHash.describe('Hash of the whole file (also for a partial read)'),
+  size: z.number().int().describe('File size in bytes'),
+  total_lines: z.number().int().describe('Lines in the whole file'),
+  range: z.object({
+    start_line: z.number().int(),
+    end_line: z.number().int().describe('Inclusive; start_line - 1 when nothing was returned'),
+    start_byte: z.number().int(),
+    end_byte: z.number().int().describe('Exclusive'),
+  }),
+  truncated: z.boolean().describe('True when the cap cut the range'),
+  continuation: z.object({
+    start_line: z.number().int(),
+    offset: z.number().int().describe('Byte offset of the next unread byte'),
+    cut_mid_line: z.boolean(),
+  }).nullable().describe('Where to continue when truncated: pass start_line (or offset when cut_mid_line)'),
+  eol: EolSchema,
+  bom: z.boolean(),
+};
+
+export const ReadFileOutput = z.object(ReadResultShape);
+export type ReadResult = z.infer<typeof ReadFileOutput>;
+
+type ReadOptions = Omit<z.output<typeof ReadFileInput>, 'path'>;
+
+/**
+ * Turns read options into a range request.
+ * @throws ToolError VALIDATION for conflicting options
+ */
+export function toRangeRequest(o: ReadOptions): RangeRequest {
+  const lineOpts = o.start_line !== undefined || o.end_line !== undefined;
+  const chosen = [lineOpts, o.head !== undefined, o.tail !== undefined, o.offset !== undefined].filter(Boolean).length;
+  if (chosen > 1) {
+    throw new ToolError('VALIDATION', 'Use only one of start_line/end_line, head, tail or offset.', {
+      details: { reason: 'conflicting_parameters' },
+    });
+  }
+  if (o.start_line !== undefined && o.end_line !== undefined && o.end_line < o.start_line) {
+    throw new ToolError('VALIDATION', `end_line (${o.end_line}) is before start_line (${o.start_line}).`, {
+      details: { reason: 'invalid_range', field: 'end_line' },
+    });
+  }
+  if (o.head !== undefined) return { kind: 'head', lines: o.head };
+  if (o.tail !== undefined) return { kind: 'tail', lines: o.tail };
+  if (o.offset !== undefined) return { kind: 'bytes', offset: o.offset };
+  return { kind: 'lines', startLine: o.start_line ?? 1, endLine: o.end_line ?? null };
+}
+
+/**
+ * Reads one path (shared by read_file and read_files).
+ * @throws ToolError from policy (SPEC §3.3 4–7), VALIDATION (conflicting options, range past end, binary)
+ */
+export async function readOne(requested: string, options: ReadOptions, ctx: ToolContext): Promise<ReadResult> {
+  const request = toRangeRequest(options);
+  const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
+  const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
+  const { handle } = await openForRead(target.real, (p) => findContainingRoot(ctx.policy.roots, p) !== undefined);
+  try {
+    const r = await readRange(handle, request, { maxBytes, textBoundaries: options.encoding === 'utf8' });
+    ctx.hashes.remember(target.real, r.contentHash);
+    if (options.encoding === 'utf8' && !r.validUtf8) {
+      throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text.`, {
+        path: target.absolute,
+        details: { reason: 'binary', size: r.size, content_hash: r.contentHash },
+        suggestion: 'Read it with encoding: "base64", or use stat for its size and hash.',
+      });
+    }
+    return {
+      path: target.real,
+      content: options.encoding === 'base64' ? r.bytes.toString('base64') : r.bytes.toString('utf8'),
+      encoding: options.encoding,
+      content_hash: r.contentHash,
+      size: r.size,
+      total_lines: r.totalLines,
+      range: { start_line: r.startLine, end_line: r.endLine, start_byte: r.startByte, end_byte: r.endByte },
+      truncated: r.truncated,
+      continuation: r.continuation,
+      eol: r.eol,
+      bom: r.bom,
+    };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The note that follows truncated content (a separate text block, so the content block stays raw). */
+export function truncationNote(r: ReadResult): string | null {
+  if (!r.truncated || !r.continuation) return null;
+  const next = r.continuation.cut_mid_line
+    ? `offset: ${r.continuation.offset}` : `start_line: ${r.continuation.start_line}`;
+  return `[fs-tools: output truncated at ${r.range.end_byte - r.range.start_byte} bytes (lines ${r.range.start_line}-`
+    + `${r.range.end_line} of ${r.total_lines}); continue with ${next}. content_hash ${r.content_hash}]`;
+}
+
+export const readFile = defineTool({
+  name: 'read_file',
+  title: 'Read file',
+  description: 'Read a text file (UTF-8) or its raw bytes (base64), whole or as an exact range: start_line/end_line, '
+    + 'head, tail, or a byte offset. The text content is the raw file content, never line-numbered. Returns the '
+    + 'whole file\'s content_hash (pass it as expected_hash to later edits), size, total_lines, eol, bom. Ranges '
+    + 'include line terminators and concatenate to the file. At most max_bytes (default 262144) per call; when cut, '
+    + 'truncated is true and continuation says where to go on. Fails with NOT_ALLOWED (outside roots), NOT_FOUND, '
+    + 'SECRET_DENIED, FILE_POLICY_DENIED (policy, FIFOs/devices), VALIDATION (directory; reason "binary" for non-UTF-8 '
+    + 'with encoding utf8; range_past_end).',
+  group: 'fs-read',
+  input: ReadFileInput,
+  output: ReadFileOutput,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  mutating: false,
+  pathsOf: (a) => [a.path],
+  async run(args, ctx) {
+    const { path: requested, ...options } = args;
+    const result = await readOne(requested, options, ctx);
+    const note = truncationNote(result);
+    return {
+      structured: result,
+      text: note ? [result.content, note] : [result.content],
+      audit: { paths: [result.path], hash_after: result.content_hash, bytes: result.range.end_byte - result.range.start_byte },
+    };
+  },
+});

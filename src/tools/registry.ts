@@ -1,0 +1,23 @@
+/**
+ * The ordered list of tools. This order is the tools/list order (deterministic, SPEC §2).
+ */
+import type { AnyTool } from './define-tool.js';
+import { listAllowedDirectories } from './list-allowed-directories.js';
+import { listDirectory } from './list-directory.js';
+import { readFile } from './read-file.js';
+import { readFiles } from './read-files.js';
+import { searchFiles } from './search-files.js';
+import { stat } from './stat.js';
+
+/** Every tool this build has, in listing order. */
+export const TOOLS: readonly AnyTool[] = [
+  listAllowedDirectories,
+  readFile,
+  readFiles,
+  listDirectory,
+  searchFiles,
+  stat,
+];
+
+/** Every tool name (for --tools validation). */
+export const TOOL_NAMES: readonly string[] = TOOLS.map((t) => t.name);

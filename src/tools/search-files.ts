@@ -1,0 +1,238 @@
+/**
+ * search_files (SPEC §6, §6.1): find files by glob and/or lines by content (literal, or a regular expression when
+ * `regex: true`), over the shared walker (deterministic order, .gitignore, no symlinks followed). Content search
+ * skips secret files, policy-denied files, binary files and files over the size cap, and counts each; results are
+ * capped and continue with a cursor; a regular expression runs bounded (src/fs/line-matcher.ts).
+ */
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { openForRead } from '../fs/open-file.js';
+import { looksBinary } from '../fs/text.js';
+import { globMatcher, walkTree } from '../fs/walk.js';
+import { createLineMatcher } from '../fs/line-matcher.js';
+import { authorizeRead, classifyEntry } from '../policy/authorize.js';
+import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
+import { GlobList, PathArg } from './common-schemas.js';
+import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { defineTool } from './define-tool.js';
+
+/** Longest line text returned per match, in characters (longer lines are cut around the match). */
+const MAX_LINE_CHARS = 400;
+/** Wall-clock budget of one search call, ms; past it the call returns what it has with a cursor. */
+const SEARCH_TIME_BUDGET_MS = 20_000;
+
+export const SearchFilesInput = z.strictObject({
+  path: PathArg.default('.').describe('Directory (or file) to search; default the first root'),
+  glob: z.string().min(1).optional()
+    .describe('Only files whose path (relative to `path`) matches this glob, e.g. "**/*.ts"; without a /, matches the name'),
+  query: z.string().min(1).optional().describe('Text to find in file contents (literal unless regex is true)'),
+  regex: z.boolean().default(false).describe('Treat query as a JavaScript regular expression (u flag); time-bounded'),
+  case_sensitive: z.boolean().default(true).describe('Default true'),
+  context_lines: z.number().int().min(0).max(10).default(0).describe('Lines of context before and after each match (0-10)'),
+  include: GlobList.optional().describe('Only files matching one of these globs'),
+  exclude: GlobList.optional().describe('Skip files and directories matching these globs'),
+  respect_gitignore: z.boolean().default(true).describe('Skip what .gitignore files ignore (default true)'),
+  max_results: z.number().int().min(1).optional()
+    .describe('Matches (or files, for a glob-only search) per page; default and ceiling --max-search-results (500)'),
+  cursor: z.string().optional().describe('next_cursor from the previous page'),
+});
+
+const MatchSchema = z.object({
+  path: z.string().describe('Relative to the searched directory, / separated'),
+  line: z.number().int().describe('1-based'),
+  column: z.number().int().describe('1-based, in UTF-16 code units'),
+  text: z.string().describe('The matching line (without its terminator; long lines are cut around the match)'),
+  before: z.array(z.string()).optional(),
+  after: z.array(z.string()).optional(),
+});
+
+export const SearchFilesOutput = z.object({
+  path: z.string().describe('Absolute resolved directory searched'),
+  mode: z.enum(['glob', 'content']),
+  files: z.array(z.string()).describe('Glob-only search: matching file paths, relative to path'),
+  matches: z.array(MatchSchema).describe('Content search: matching lines'),
+  files_scanned: z.number().int(),
+  files_matched: z.number().int(),
+  skipped: z.object({
+    secret: z.number().int(),
+    binary: z.number().int(),
+    too_large: z.number().int(),
+    policy: z.number().int(),
+    unreadable: z.number().int(),
+  }),
+  truncated: z.boolean(),
+  next_cursor: z.string().nullable(),
+});
+
+type Match = z.infer<typeof MatchSchema>;
+
+function cutLine(line: string, column: number): string {
+  if (line.length <= MAX_LINE_CHARS) return line;
+  const start = Math.max(0, Math.min(column - MAX_LINE_CHARS / 4, line.length - MAX_LINE_CHARS));
+  return `${start > 0 ? '…' : ''}${line.slice(start, start + MAX_LINE_CHARS)}${start + MAX_LINE_CHARS < line.length ? '…' : ''}`;
+}
+
+function stripCr(line: string): string {
+  return line.endsWith('\r') ? line.slice(0, -1) : line;
+}
+
+export const searchFiles = defineTool({
+  name: 'search_files',
+  title: 'Search files',
+  description: 'Find files by glob (e.g. "**/*.ts") and/or lines by content: a literal query, or a JavaScript regular '
+    + 'expression with regex: true (time-bounded per file; a pathological pattern fails with VALIDATION reason '
+    + 'regex_timeout). Respects .gitignore by default, never follows symlinks, skips .git, and skips secret, '
+    + 'policy-denied, binary and large (>10 MiB) files, counting each in `skipped`. Results come in a stable order, '
+    + 'at most max_results (default 500) per page, with truncated and next_cursor. Needs glob or query (VALIDATION '
+    + 'otherwise). Fails with NOT_ALLOWED, NOT_FOUND, VALIDATION.',
+  group: 'fs-read',
+  input: SearchFilesInput,
+  output: SearchFilesOutput,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  mutating: false,
+  pathsOf: (a) => [a.path],
+  async run(args, ctx) {
+    if (args.glob === undefined && args.query === undefined) {
+      throw new ToolError('VALIDATION', 'search_files needs a glob, a query, or both.', {
+        details: { reason: 'missing_field', field: 'query' },
+        suggestion: 'Pass query (text to find) and/or glob (e.g. "**/*.ts").',
+      });
+    }
+    const matcher = args.query !== undefined
+      ? createLineMatcher(args.query, { regex: args.regex, caseSensitive: args.case_sensitive }) : null;
+    const fingerprint = queryFingerprint(['search_files', args.path, args.glob, args.query, args.regex,
+      args.case_sensitive, args.context_lines, args.include, args.exclude, args.respect_gitignore]);
+    const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+    const target = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
+    const limits = ctx.config.limits;
+    const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);
+    const mode = matcher ? 'content' : 'glob';
+    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive);
+
+    const files: string[] = [];
+    const matches: Match[] = [];
+    const skipped = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0 };
+    let filesScanned = 0;
+    let filesMatched = 0;
+    let truncated = false;
+    let next: Record<string, unknown> | null = null;
+    const deadline = Date.now() + SEARCH_TIME_BUDGET_MS;
+    const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+
+    // A single file may be searched directly.
+    const single = target.stats.isFile();
+    const resumeFile = typeof position?.file === 'string' ? position.file : null;
+    const resumeSkip = typeof position?.skip === 'number' ? position.skip : 0;
+    const resumeAfter = typeof position?.after === 'string' ? position.after : null;
+
+    const candidates = single
+      ? (async function* () {
+          yield { relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, stats: target.stats, depth: 1 };
+        })()
+      : walkTree({
+          base: target.real,
+          rootReal: target.root.real,
+          maxDepth: 64,
+          respectGitignore: args.respect_gitignore,
+          include: args.include,
+          exclude: args.exclude,
+          resume: resumeFile !== null ? { components: resumeFile.split('/'), inclusive: true }
+            : resumeAfter !== null ? { components: resumeAfter.split('/'), inclusive: false } : null,
+          filter: (abs, rel) => {
+            const v = classifyEntry(ctx.policy, abs, rel);
+            if (v.hidden) return 'omit';
+            if (v.denied) { skipped.policy++; return 'omit'; }
+            return 'ok';
+          },
+          onSkip: (reason) => { if (reason === 'unreadable') skipped.unreadable++; },
+          signal: ctx.signal,
+          nocase: HOST_FLAVOR.caseInsensitive,
+        });
+
+    outer: for await (const entry of candidates) {
+      if (!entry.stats.isFile()) continue;
+      if (globMatch && !globMatch(entry.relative)) continue;
+      if (Date.now() > deadline) {
+        truncated = true;
+        next = { file: entry.relative, skip: 0 };
+        break;
+      }
+      if (mode === 'glob') {
+        if (files.length >= maxResults) {
+          truncated = true;
+          next = { after: files[files.length - 1] };
+          break;
+        }
+        files.push(entry.relative);
+        filesMatched++;
+        continue;
+      }
+      if (classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret) {
+        skipped.secret++;
+        continue;
+      }
+      if (entry.stats.size > limits.maxSearchFileBytes) {
+        skipped.too_large++;
+        continue;
+      }
+      let bytes: Buffer;
+      try {
+        const { handle } = await openForRead(entry.absolute, isInside);
+        try {
+          bytes = await handle.readFile();
+        } finally {
+          await handle.close();
+        }
+      } catch {
+        skipped.unreadable++;
+        continue;
+      }
+      filesScanned++;
+      if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) {
+        skipped.binary++;
+        continue;
+      }
+      const text = bytes.toString('utf8');
+      const hits = await matcher!.match(text);
+      if (hits.length === 0) continue;
+      filesMatched++;
+      const lines = text.split('\n');
+      const skip = resumeFile === entry.relative ? resumeSkip : 0;
+      for (let h = skip; h < hits.length; h++) {
+        if (matches.length >= maxResults) {
+          truncated = true;
+          next = { file: entry.relative, skip: h };
+          break outer;
+        }
+        const [lineIndex, column] = hits[h];
+        const lineText = lines[lineIndex];
+        const match: Match = {
+          path: entry.relative,
+          line: lineIndex + 1,
+          column: column + 1,
+          text: cutLine(stripCr(lineText ?? ''), column),
+        };
+        if (args.context_lines > 0) {
+          match.before = lines.slice(Math.max(0, lineIndex - args.context_lines), lineIndex).map((l) => cutLine(stripCr(l), 0));
+          match.after = lines.slice(lineIndex + 1, lineIndex + 1 + args.context_lines).map((l) => cutLine(stripCr(l), 0));
+          if (lineIndex + 1 + args.context_lines >= lines.length && lines[lines.length - 1] === '') {
+            match.after = match.after.slice(0, Math.max(0, lines.length - 1 - (lineIndex + 1)));
+          }
+        }
+        matches.push(match);
+      }
+    }
+    const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
+    const structured = {
+      path: target.real, mode, files, matches, files_scanned: filesScanned, files_matched: filesMatched, skipped,
+      truncated, next_cursor: nextCursor,
+    } as const;
+    const out: string[] = mode === 'glob' ? [...files] : matches.map((m) => `${m.path}:${m.line}:${m.column}: ${m.text}`);
+    if (out.length === 0) out.push('(no matches)');
+    const skippedParts = Object.entries(skipped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
+    out.push(`[${mode === 'glob' ? `${files.length} files` : `${matches.length} matches in ${filesMatched} files, `
+      + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
+      + `${truncated ? '; truncated, pass cursor to continue' : ''}]`);
+    return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
+  },
+});

@@ -1,0 +1,85 @@
+/**
+ * stat (SPEC §6): metadata of one path, following a symlink that stays inside the roots (and saying it was one).
+ * A secret's metadata is shown with `secret: true` but without its content hash unless --allow-secrets.
+ */
+import { readlink } from 'node:fs/promises';
+import { z } from 'zod';
+import { hashFileHandle } from '../fs/hash.js';
+import { openForRead } from '../fs/open-file.js';
+import { authorizeRead, kindOf } from '../policy/authorize.js';
+import { findContainingRoot } from '../policy/containment.js';
+import { isSecretPath } from '../policy/secrets.js';
+import { ContentHash, KindSchema, PathArg } from './common-schemas.js';
+import { defineTool } from './define-tool.js';
+
+export const StatInput = z.strictObject({
+  path: PathArg,
+  hash: z.boolean().default(true).describe('Compute content_hash for a regular file (reads the file). Default true.'),
+});
+
+export const StatOutput = z.object({
+  path: z.string().describe('Absolute resolved path'),
+  type: KindSchema,
+  size: z.number().int().describe('Bytes'),
+  mtime: z.string().describe('ISO 8601'),
+  mode: z.string().describe('Permission bits in octal, e.g. "0644"'),
+  nlink: z.number().int(),
+  symlink: z.object({ target: z.string().describe('The link text as stored') }).nullable()
+    .describe('Set when the requested path is a symbolic link (the other fields describe its target)'),
+  content_hash: ContentHash.nullable().describe('Files only; null for directories, special files and secrets'),
+  secret: z.boolean().describe('Secret filename (SPEC §4.2): content tools refuse it without --allow-secrets'),
+  policy: z.enum(['read_only', 'hidden', 'deny']).nullable().describe('File-policy access level, if any'),
+});
+
+export const stat = defineTool({
+  name: 'stat',
+  title: 'Stat path',
+  description: 'Metadata of a file or directory: type, size, mtime, mode, nlink, symlink target (when the path is a '
+    + 'link inside the roots), content_hash of a regular file (remembered for OCC), and secret/policy flags. Follows '
+    + 'symlinks only inside the roots. Fails with NOT_ALLOWED, NOT_FOUND, FILE_POLICY_DENIED.',
+  group: 'fs-read',
+  input: StatInput,
+  output: StatOutput,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  mutating: false,
+  pathsOf: (a) => [a.path],
+  async run(args, ctx) {
+    const target = await authorizeRead(args.path, ctx.policy, { kind: 'any', secrets: 'flag' });
+    const secret = !ctx.policy.allowSecrets && (isSecretPath(target.absolute) || isSecretPath(target.real));
+    let contentHash: string | null = null;
+    if (args.hash && target.stats.isFile() && !secret) {
+      const { handle } = await openForRead(target.real, (p) => findContainingRoot(ctx.policy.roots, p) !== undefined);
+      try {
+        contentHash = await hashFileHandle(handle);
+      } finally {
+        await handle.close();
+      }
+      ctx.hashes.remember(target.real, contentHash);
+    }
+    let symlink: { target: string } | null = null;
+    if (target.viaSymlink) {
+      symlink = { target: await readlink(target.absolute).catch(() => target.real) };
+    }
+    const s = target.stats;
+    const structured = {
+      path: target.real,
+      type: kindOf(s),
+      size: s.size,
+      mtime: s.mtime.toISOString(),
+      mode: `0${(s.mode & 0o7777).toString(8).padStart(3, '0')}`,
+      nlink: s.nlink,
+      symlink,
+      content_hash: contentHash,
+      secret,
+      policy: target.access,
+    };
+    const lines = [
+      `${structured.path}: ${structured.type}, ${s.size} bytes, mode ${structured.mode}, modified ${structured.mtime}`,
+      ...(symlink ? [`symlink -> ${symlink.target}`] : []),
+      ...(contentHash ? [`content_hash ${contentHash}`] : []),
+      ...(secret ? ['secret file: content tools refuse it'] : []),
+      ...(target.access ? [`policy: ${target.access}`] : []),
+    ];
+    return { structured, text: lines.join('\n'), audit: { paths: [target.real], hash_after: contentHash } };
+  },
+});

@@ -1,0 +1,22 @@
+/**
+ * Smoke: both protocol eras reach the real server process, list tools and read a file.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, ERAS, type TestClient } from '../helpers/server.js';
+import { makeTree } from '../helpers/tree.js';
+
+describe.each(ERAS)('smoke (%s era)', (era) => {
+  const tree = makeTree({ 'a.txt': 'hello\n' });
+  let client: TestClient;
+  beforeAll(async () => { client = await connect(era, { args: [tree.dir] }); });
+  afterAll(async () => { await client.close(); tree.cleanup(); });
+
+  it('lists tools and reads a file', async () => {
+    const tools = await client.listTools();
+    expect(tools.map((t) => t.name)).toContain('read_file');
+    const r = await client.call('read_file', { path: 'a.txt' });
+    expect(r.isError).toBeFalsy();
+    expect(r.content[0].text).toBe('hello\n');
+    expect(r.structuredContent?.content_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+});

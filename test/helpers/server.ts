@@ -1,0 +1,99 @@
+/**
+ * Real server processes for end-to-end tests: spawns the built dist/cli.js over stdio and talks to it with a real
+ * MCP client of either era — `modern` is @modelcontextprotocol/client pinned to 2026-07-28 (server/discover, no
+ * handshake); `legacy` is @modelcontextprotocol/sdk 1.x (initialize). Both expose the same small interface so one
+ * scenario runs under both eras with `describe.each(ERAS)`.
+ */
+import { fileURLToPath } from 'node:url';
+import { Client as ModernClient } from '@modelcontextprotocol/client';
+import { StdioClientTransport as ModernTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+export type Era = 'modern' | 'legacy';
+export const ERAS: Era[] = ['modern', 'legacy'];
+
+/** A tools/call result as the client sees it. */
+export interface CallResult {
+  isError?: boolean;
+  content: Array<{ type: string; text?: string }>;
+  structuredContent?: Record<string, unknown>;
+}
+
+export interface ListedTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+/** A connected client. */
+export interface TestClient {
+  era: Era;
+  listTools(): Promise<ListedTool[]>;
+  call(name: string, args?: Record<string, unknown>): Promise<CallResult>;
+  /** Calls and parses the envelope of an error result (throws if the call succeeded). */
+  callError(name: string, args?: Record<string, unknown>): Promise<{ error: Record<string, any> }>;
+  /** Calls and returns structuredContent (throws with the envelope if the call failed). */
+  callOk(name: string, args?: Record<string, unknown>): Promise<Record<string, any>>;
+  /** Everything the server wrote to stderr so far. */
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  /** Server arguments (flags and roots). */
+  args: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Legacy era only: roots the client announces (file:// URIs). */
+  clientRoots?: string[];
+}
+
+/** Spawns the server and connects a client of `era`. */
+export async function connect(era: Era, options: ConnectOptions): Promise<TestClient> {
+  const env = { ...process.env as Record<string, string>, ...options.env };
+  const params = { command: process.execPath, args: [CLI, ...options.args], cwd: options.cwd, env, stderr: 'pipe' as const };
+  let stderr = '';
+  let client: ModernClient | LegacyClient;
+  if (era === 'modern') {
+    const transport = new ModernTransport(params);
+    transport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+    client = new ModernClient({ name: 'fs-tools-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(transport);
+  } else {
+    const transport = new LegacyTransport(params);
+    transport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const legacy = new LegacyClient({ name: 'fs-tools-test', version: '1.0.0' },
+      { capabilities: options.clientRoots ? { roots: { listChanged: true } } : {} });
+    if (options.clientRoots) {
+      const roots = options.clientRoots;
+      legacy.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((uri) => ({ uri })) }));
+    }
+    await legacy.connect(transport);
+    client = legacy;
+  }
+  const call = async (name: string, args: Record<string, unknown> = {}): Promise<CallResult> =>
+    (await (client as LegacyClient).callTool({ name, arguments: args })) as CallResult;
+  return {
+    era,
+    listTools: async () => ((await (client as LegacyClient).listTools()).tools as ListedTool[]),
+    call,
+    async callError(name, args) {
+      const r = await call(name, args);
+      if (!r.isError) throw new Error(`expected ${name} to fail, got ${JSON.stringify(r.structuredContent)}`);
+      return JSON.parse(r.content[0].text!);
+    },
+    async callOk(name, args) {
+      const r = await call(name, args);
+      if (r.isError) throw new Error(`expected ${name} to succeed, got ${r.content[0]?.text}`);
+      return r.structuredContent!;
+    },
+    stderr: () => stderr,
+    close: () => client.close(),
+  };
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    // e2e tests spawn server processes; 2 cores.
+    maxWorkers: 2,
+    globalSetup: ['test/helpers/global-setup.ts'],
+  },
+});
