@@ -86,8 +86,18 @@ function isErrnoError(error: unknown): error is Error & NodeErrnoLike {
   return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code);
 }
 
-/** Logs to stderr (never stdout: it carries the protocol). Replaceable in tests. */
+/** Logs to stderr (never stdout: it carries the protocol). Replaceable in tests through `setIncidentLogger`. */
 export let logIncident: (line: string) => void = (line) => process.stderr.write(`${line}\n`);
+
+/**
+ * Replaces the incident logger (an ESM importer cannot assign `logIncident` itself) and returns the previous one, so
+ * a test can capture what INTERNAL logs and restore stderr afterwards.
+ */
+export function setIncidentLogger(logger: (line: string) => void): (line: string) => void {
+  const previous = logIncident;
+  logIncident = logger;
+  return previous;
+}
 
 /**
  * Turns any thrown value into the SPEC §3 envelope.

@@ -79,3 +79,27 @@ export class OccMismatchError extends ToolError {
     return { expected_hash: this.expectedHash, current_hash: this.currentHash, conflict: this.conflict };
   }
 }
+
+/** SPEC §3.1 PATCH_FAILED details. Lines are 1-based. */
+export interface PatchFailedDetails {
+  reason: 'no_match' | 'ambiguous' | 'overlap' | 'already_applied' | 'malformed' | 'no_hunks';
+  /** edit_file: index of the failing edit in `edits` (0-based). */
+  edit_index?: number;
+  /** apply_patch: 1-based number of the failing hunk (within its file). */
+  hunk?: number;
+  hunks?: number;
+  /** Number of matches (ambiguous). */
+  count?: number;
+  expected?: string[];
+  nearest?: unknown;
+  candidates?: number[];
+  current_hash?: string | null;
+  [key: string]: unknown;
+}
+
+/** PATCH_FAILED: an edit or hunk did not apply to the current content; nothing was written. */
+export class PatchFailedError extends ToolError {
+  constructor(message: string, fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string }) {
+    super('PATCH_FAILED', message, { path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion });
+  }
+}

@@ -92,9 +92,11 @@ export async function readRange(handle: FileHandle, request: RangeRequest, optio
     if (lastNl >= 0 && request.kind !== 'bytes') {
       content = bytes.subarray(0, lastNl + 1);
     } else {
-      // One line larger than the cap (or a byte read): cut inside it, never inside a character.
+      // One line larger than the cap (or a byte read): cut inside it, never inside a character. A cap smaller than
+      // the first character returns that whole character (at most 3 bytes over the cap), so a continuation always
+      // makes progress.
       const cut = options.textBoundaries ? utf8Boundary(bytes, bytes.length) : bytes.length;
-      content = bytes.subarray(0, cut);
+      content = cut > 0 ? bytes.subarray(0, cut) : await firstCharacter(handle, startByte, endByte);
       cutMidLine = content.length > 0 ? content[content.length - 1] !== 0x0a : true;
     }
   }
@@ -226,6 +228,15 @@ async function readFully(handle: FileHandle, target: Buffer, position: number): 
     if (bytesRead === 0) break; // the file shrank under us; return what is there
     done += bytesRead;
   }
+}
+
+/** The UTF-8 sequence starting at `start` (1 byte for a byte that cannot start one), not reading past `end`. */
+async function firstCharacter(handle: FileHandle, start: number, end: number): Promise<Buffer<ArrayBuffer>> {
+  const bytes = Buffer.alloc(Math.min(4, end - start));
+  await readFully(handle, bytes, start);
+  const lead = bytes[0];
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return bytes.subarray(0, Math.min(need, bytes.length));
 }
 
 /**

@@ -6,8 +6,8 @@
  * files are honoured from the root down (whether or not the tree is a git work tree), `.git` is never descended
  * into, and an unreadable directory is skipped and reported, not fatal.
  */
-import type { Dirent, Stats } from 'node:fs';
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { constants, type Dirent, type Stats } from 'node:fs';
+import { lstat, open, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import micromatch from 'micromatch';
@@ -53,6 +53,9 @@ export interface WalkOptions {
   /** Case-insensitive globs (Windows, macOS). */
   nocase?: boolean;
 }
+
+/** Largest .gitignore read, bytes (a bigger one is treated as absent). */
+const MAX_IGNORE_BYTES = 1024 * 1024;
 
 interface IgnoreLevel {
   /** Directory of the .gitignore, relative to rootReal, `/`-separated ('' for the root). */
@@ -100,7 +103,7 @@ async function* walkDir(
     return;
   }
   let myLevels = levels;
-  if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore')) {
+  if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
     const level = await loadIgnore(path.join(dirAbs, '.gitignore'), dirRootRel);
     if (level) myLevels = [...levels, level];
   }
@@ -161,12 +164,23 @@ async function ancestorIgnores(rootReal: string, baseRootRel: string): Promise<I
   return levels;
 }
 
+/**
+ * Reads one .gitignore. Only a regular file counts: it is opened without following a symlink (git, too, ignores a
+ * symlinked .gitignore; following one could read outside the roots) and non-blocking (a FIFO named .gitignore would
+ * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped.
+ */
 async function loadIgnore(file: string, dirRootRel: string): Promise<IgnoreLevel | null> {
+  let handle: FileHandle | null = null;
   try {
-    const text = await readFile(file, 'utf8');
+    handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    const stats = await handle.stat();
+    if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
+    const text = await handle.readFile('utf8');
     return { dir: dirRootRel, matcher: ignore().add(text) };
   } catch {
     return null;
+  } finally {
+    await handle?.close().catch(() => undefined);
   }
 }
 

@@ -6,8 +6,8 @@
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
-import { toPosixRelative } from './containment.js';
-import { accessFor, assertPolicyAllows, type Access, type FilePolicy } from './file-policy.js';
+import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
+import { ACCESS_LEVELS, accessFor, assertNotGitInternal, assertPolicyAllows, type Access, type FilePolicy } from './file-policy.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { assertNotSecret, secretRuleFor } from './secrets.js';
@@ -55,13 +55,31 @@ export async function authorizeRead(requested: string, ctx: PolicyContext,
   // stat only flags secrets (SPEC §4.2 denies read, write, move, delete and content search, not metadata).
   if (options.secrets !== 'flag') assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
-  const access = accessFor(ctx.policy, relative);
+  const access = policyAccess(ctx, resolved, relative);
   assertPolicyAllows(access, 'read', resolved.absolute, relative);
   if (!resolved.stats) {
     throw new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, { path: resolved.absolute });
   }
   assertKind(resolved.stats, options.kind, resolved.absolute);
   return { ...resolved, stats: resolved.stats, relative, access };
+}
+
+/**
+ * The policy's access level for a resolved path: the most restrictive of the level of where it resolved to and of the
+ * spelling that was asked for (as secrets are checked on both, SPEC §4.2), so a link can neither reach into a hidden
+ * or denied directory nor carry a path out of one. `relative` is `resolved.real` relative to its root.
+ */
+export function policyAccess(ctx: PolicyContext, resolved: ResolvedPath, relative: string): Access | null {
+  const viaReal = accessFor(ctx.policy, relative);
+  if (resolved.absolute === resolved.real) return viaReal;
+  // The requested spelling, relative to the root that contains it lexically (real or given spelling of the root).
+  const root = findContainingRoot(ctx.roots, resolved.absolute) ?? ctx.roots.find((r) => isWithin(r.given, resolved.absolute));
+  if (!root) return viaReal;
+  const base = isWithin(root.real, resolved.absolute) ? root.real : root.given;
+  const viaRequested = accessFor(ctx.policy, toPosixRelative(base, resolved.absolute));
+  if (viaRequested === null) return viaReal;
+  if (viaReal === null) return viaRequested;
+  return ACCESS_LEVELS.indexOf(viaRequested) > ACCESS_LEVELS.indexOf(viaReal) ? viaRequested : viaReal;
 }
 
 /**
@@ -109,4 +127,48 @@ export function classifyEntry(ctx: PolicyContext, absolute: string, relative: st
     denied: access === 'deny',
     secret: !ctx.allowSecrets && secretRuleFor(absolute) !== null,
   };
+}
+
+/** A path that passed every write check. `stats` is null when it does not exist yet. */
+export interface AuthorizedWrite extends ResolvedPath {
+  relative: string;
+  access: Access | null;
+}
+
+/** Options of `authorizeWrite`. */
+export interface AuthorizeWriteOptions {
+  /** The kind an existing target must be ('any' for move/delete of a link or directory). */
+  kind: WantedKind;
+  /** Refuse a missing target with NOT_FOUND (edit, delete, move source). */
+  mustExist: boolean;
+  /** Follow a symlink at the last component (write through it) or act on the link itself (move, delete). */
+  followFinal: boolean;
+  field?: string;
+}
+
+/**
+ * Authorizes mutating `requested` (SPEC §3.3 steps 4–7 for writes): containment, secrets, the built-in .git rule,
+ * the file policy for writes (read_only and deny refuse), existence and kind.
+ * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
+ */
+export async function authorizeWrite(requested: string, ctx: PolicyContext, options: AuthorizeWriteOptions): Promise<AuthorizedWrite> {
+  const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
+  assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
+  assertNotGitInternal(resolved.absolute, resolved.real);
+  const relative = toPosixRelative(resolved.root.real, resolved.real);
+  if (relative === '' && options.kind !== 'directory') {
+    throw new ToolError('VALIDATION', `${resolved.absolute} is a sandbox root; it cannot be replaced, moved or deleted.`, {
+      path: resolved.absolute, details: { reason: 'is_root' },
+    });
+  }
+  const access = policyAccess(ctx, resolved, relative);
+  assertPolicyAllows(access, 'write', resolved.absolute, relative);
+  if (!resolved.stats) {
+    if (options.mustExist) {
+      throw new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, { path: resolved.absolute });
+    }
+  } else if (!(options.kind === 'any' && resolved.stats.isSymbolicLink())) {
+    assertKind(resolved.stats, options.kind, resolved.absolute);
+  }
+  return { ...resolved, relative, access };
 }

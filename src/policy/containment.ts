@@ -51,6 +51,13 @@ export function findContainingRoot<R extends { real: string }>(roots: readonly R
 
 /** `child` relative to `root`, with `/` separators (for globs and listings). */
 export function toPosixRelative(root: string, child: string, flavor: PathFlavor = HOST_FLAVOR): string {
-  const rel = flavor.pathModule.relative(root, child);
-  return flavor.pathModule.sep === '\\' ? rel.split('\\').join('/') : rel;
+  const p = flavor.pathModule;
+  if (flavor.caseInsensitive && isWithin(root, child, flavor)) {
+    // path.posix.relative compares case-sensitively, so on macOS `/x/proj` → `/x/PROJ/a` would give `../PROJ/a` and
+    // policy globs would miss it. Inside the root, drop as many components as the root has (keeping the child's case).
+    const parts = (s: string) => p.resolve(s).split(p.sep).filter(Boolean);
+    return parts(child).slice(parts(root).length).join('/');
+  }
+  const rel = p.relative(root, child);
+  return p.sep === '\\' ? rel.split('\\').join('/') : rel;
 }

@@ -67,11 +67,22 @@ export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlav
   for (let i = 1; i <= parts.length; i++) candidates.push(parts.slice(0, i).join('/'));
   let best: Access | null = null;
   for (const rule of policy.rules) {
-    if (candidates.some((c) => micromatch.isMatch(c, rule.pattern, { dot: true, nocase: flavor.caseInsensitive }))) {
+    const pattern = rootRelativePattern(rule.pattern);
+    if (candidates.some((c) => micromatch.isMatch(c, pattern, { dot: true, nocase: flavor.caseInsensitive }))) {
       if (best === null || ACCESS_LEVELS.indexOf(rule.access) > ACCESS_LEVELS.indexOf(best)) best = rule.access;
     }
   }
   return best;
+}
+
+/**
+ * A rule's glob as micromatch needs it: relative to the root, no trailing `/`. Authors write directories the way
+ * .gitignore and shells do (`/secrets`, `./secrets`, `secrets/`); as micromatch globs those match nothing, which would
+ * silently leave the directory unprotected.
+ */
+function rootRelativePattern(pattern: string): string {
+  const out = pattern.replace(/^(?:\.?\/)+/, '').replace(/\/+$/, '');
+  return out === '' ? '**' : out;
 }
 
 /** What the caller intends to do with a path. */

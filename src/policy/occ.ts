@@ -1,22 +1,60 @@
 /**
- * Optimistic concurrency (SPEC §5). This file owns the session's remembered hashes: every read and every write
- * records the hash of what is now on disk, keyed by resolved path, so `--auto-occ=block` can use it as the expected
- * hash of a later mutation. The expected-hash checks themselves (OCC_MISMATCH, HASH_REQUIRED) live here too as the
- * mutation tools land.
+ * Optimistic concurrency (SPEC §5, §3.3 step 9). Owns:
+ *  - the session's remembered hashes: every read and write records the hash of what is now on disk, keyed by
+ *    resolved path (and, for files up to 256 KiB, a snapshot of the bytes, so a conflict can name the changed lines);
+ *  - the expected-hash decision for a mutation: OCC_MISMATCH, HASH_REQUIRED, or proceed (with a warning under
+ *    --auto-occ=warn).
  */
+import { diffLines } from 'diff';
+import { OccMismatchError, ToolError, type OccConflict } from '../errors/tool-error.js';
+
+const SNAPSHOT_MAX_BYTES = 256 * 1024;
+const SNAPSHOT_TOTAL_BYTES = 32 * 1024 * 1024;
+
+/** The literal expected_hash meaning "the file must not exist" (SPEC §5). */
+export const ABSENT = 'absent';
 
 /** The session's memory of content hashes, keyed by resolved absolute path. One per process. */
 export class HashMemory {
   private readonly hashes = new Map<string, string>();
+  private readonly snapshots = new Map<string, { hash: string; bytes: Buffer }>();
+  private snapshotBytes = 0;
 
-  /** Records the hash of what is on disk at `real` now (after a read or a write). */
-  remember(real: string, hash: string): void {
+  /** Records the hash of what is on disk at `real` now; `bytes` (small files) enables changed_ranges later. */
+  remember(real: string, hash: string, bytes?: Uint8Array): void {
     this.hashes.set(real, hash);
+    const old = this.snapshots.get(real);
+    if (old) {
+      this.snapshots.delete(real);
+      this.snapshotBytes -= old.bytes.length;
+    }
+    if (bytes && bytes.length <= SNAPSHOT_MAX_BYTES) {
+      this.snapshots.set(real, { hash, bytes: Buffer.from(bytes) });
+      this.snapshotBytes += bytes.length;
+      for (const [key, snap] of this.snapshots) {
+        if (this.snapshotBytes <= SNAPSHOT_TOTAL_BYTES) break;
+        this.snapshots.delete(key);
+        this.snapshotBytes -= snap.bytes.length;
+      }
+    }
   }
 
   /** Forgets a path (after delete or move). */
   forget(real: string): void {
     this.hashes.delete(real);
+    const old = this.snapshots.get(real);
+    if (old) {
+      this.snapshots.delete(real);
+      this.snapshotBytes -= old.bytes.length;
+    }
+  }
+
+  /** Forgets every path at or beneath a directory (after a recursive delete or a directory move). */
+  forgetUnder(dir: string): void {
+    for (const key of [...this.hashes.keys()]) {
+      if (key === dir || key.startsWith(dir.endsWith('/') || dir.endsWith('\\') ? dir : `${dir}/`)
+        || key.startsWith(`${dir}\\`)) this.forget(key);
+    }
   }
 
   /** The remembered hash, or undefined when this session never read or wrote the file. */
@@ -24,8 +62,136 @@ export class HashMemory {
     return this.hashes.get(real);
   }
 
-  /** Number of remembered files (for list_allowed_directories). */
+  /** The remembered bytes for exactly this hash, if kept. */
+  snapshot(real: string, hash: string): Buffer | undefined {
+    const snap = this.snapshots.get(real);
+    return snap && snap.hash === hash ? snap.bytes : undefined;
+  }
+
+  /** Number of remembered files. */
   get size(): number {
     return this.hashes.size;
   }
+}
+
+/** The file as it is now, read inside the path lock. */
+export interface CurrentState {
+  /** Hash of the current bytes, or null when the file does not exist. */
+  hash: string | null;
+  /** Current bytes when read (for changed_ranges). */
+  bytes?: Uint8Array;
+}
+
+/** Inputs of `checkExpectedHash`. */
+export interface OccCheck {
+  /** Absolute path for messages and the envelope. */
+  absolute: string;
+  /** Resolved path (key of the remembered hashes). */
+  real: string;
+  current: CurrentState;
+  /** expected_hash as sent: a content hash, "absent", or undefined. */
+  expected: string | undefined;
+  autoOcc: 'off' | 'warn' | 'block';
+  memory: HashMemory;
+  /** The parameter name to cite in messages (expected_hash, expected_hashes[...]). */
+  field?: string;
+}
+
+/** What the check decided when it did not throw. */
+export interface OccVerdict {
+  /** The hash the mutation was checked against (null: none). */
+  checkedAgainst: string | null;
+  /** --auto-occ=warn only: the file changed since this session saw it, or was never seen. */
+  externalChange: boolean;
+  warning?: string;
+}
+
+/**
+ * Decides whether a mutation of an existing (or absent) file may proceed (SPEC §5).
+ * Explicit expected_hash always binds. Without it, an existing file uses the session's remembered hash under
+ * block/warn; block refuses when there is none (HASH_REQUIRED), warn proceeds and flags external_change.
+ * @throws OccMismatchError OCC_MISMATCH; ToolError HASH_REQUIRED
+ */
+export function checkExpectedHash(c: OccCheck): OccVerdict {
+  const field = c.field ?? 'expected_hash';
+  const current = c.current.hash;
+  if (c.expected !== undefined) {
+    if (c.expected === ABSENT) {
+      if (current === null) return { checkedAgainst: null, externalChange: false };
+      throw new OccMismatchError(`${c.absolute} exists, but ${field} was "absent".`, {
+        path: c.absolute, expectedHash: ABSENT, currentHash: current,
+        conflict: { reason: 'created', ...(c.current.bytes ? { bytes_delta: c.current.bytes.length } : {}) },
+      });
+    }
+    if (current === c.expected) return { checkedAgainst: c.expected, externalChange: false };
+    throw mismatch(c, c.expected);
+  }
+  if (current === null || c.autoOcc === 'off') return { checkedAgainst: null, externalChange: false };
+  const remembered = c.memory.recall(c.real);
+  if (remembered === undefined) {
+    if (c.autoOcc === 'warn') {
+      return { checkedAgainst: null, externalChange: true,
+        warning: `${c.absolute} was not read in this session; it was changed without a hash check.` };
+    }
+    throw new ToolError('HASH_REQUIRED', `${c.absolute} exists and this session has not read it; pass expected_hash.`, {
+      path: c.absolute, details: { current_hash: current },
+      suggestion: `Read the file first, or pass expected_hash "${current}" if you know its content.`,
+    });
+  }
+  if (remembered === current) return { checkedAgainst: remembered, externalChange: false };
+  if (c.autoOcc === 'warn') {
+    return { checkedAgainst: remembered, externalChange: true,
+      warning: `${c.absolute} changed since this session read it; the change was applied over the newer content.` };
+  }
+  throw mismatch(c, remembered);
+}
+
+function mismatch(c: OccCheck, expected: string): OccMismatchError {
+  const current = c.current.hash;
+  let conflict: OccConflict;
+  if (current === null) {
+    conflict = { reason: 'deleted' };
+  } else {
+    conflict = { reason: 'modified' };
+    const before = c.memory.snapshot(c.real, expected);
+    if (before && c.current.bytes) {
+      conflict.bytes_delta = c.current.bytes.length - before.length;
+      const ranges = changedRanges(before.toString('utf8'), Buffer.from(c.current.bytes).toString('utf8'));
+      if (ranges.length) conflict.changed_ranges = ranges;
+    }
+  }
+  return new OccMismatchError(
+    current === null
+      ? `${c.absolute} was deleted since the expected version.`
+      : `${c.absolute} changed since the expected version (${expected.slice(0, 19)}…).`, {
+      path: c.absolute, expectedHash: expected, currentHash: current, conflict,
+    });
+}
+
+/**
+ * 1-based inclusive line ranges of `after` that differ from `before` (a pure deletion marks the line after it).
+ */
+export function changedRanges(before: string, after: string): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  let line = 1;
+  for (const part of diffLines(before, after)) {
+    const n = part.count ?? 0;
+    if (part.added) {
+      out.push([line, line + n - 1]);
+      line += n;
+    } else if (part.removed) {
+      const last = out[out.length - 1];
+      if (!last || last[1] < line - 1) out.push([line, line]);
+    } else {
+      line += n;
+    }
+  }
+  // merge overlapping/adjacent ranges
+  const merged: Array<[number, number]> = [];
+  for (const r of out) {
+    const last = merged[merged.length - 1];
+    if (last && r[0] <= last[1] + 1) last[1] = Math.max(last[1], r[1]);
+    else merged.push([r[0], r[1]]);
+  }
+  return merged;
 }

@@ -12,7 +12,7 @@ import { lstat, readlink, realpath } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { findContainingRoot } from './containment.js';
+import { findContainingRoot, isWithin } from './containment.js';
 import type { EffectiveRoot } from './roots.js';
 
 /** A resolved, contained, absolute path. Only this module creates one. */
@@ -77,13 +77,21 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   // Walk the spelling as sent (not `absolute`): `link/..` must mean the link target's parent, as for the kernel.
   const unnormalized = path.isAbsolute(requested) ? requested : `${roots[0].real}${path.sep}${requested}`;
   const walked = await walk(unnormalized, options.followFinal);
+  // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
+  const lexicallyInside = findContainingRoot(roots, absolute) !== undefined
+    || roots.some((r) => isWithin(r.given, absolute));
+  const outside = (reason: 'outside_roots' | 'symlink_target_outside') => new ToolError('NOT_ALLOWED',
+    `${absolute} is outside the allowed roots.`, { path: absolute, details: { reason } });
+  if (walked.loop) {
+    // A loop outside the roots must look like any other outside path (its existence is never revealed).
+    if (!lexicallyInside) throw outside('outside_roots');
+    throw new ToolError('VALIDATION', `Too many levels of symbolic links in ${absolute}.`, {
+      path: absolute, details: { reason: 'symlink_loop' },
+    });
+  }
   const root = findContainingRoot(roots, walked.resolved);
   if (!root) {
-    throw new ToolError('NOT_ALLOWED', `${absolute} is outside the allowed roots.`, {
-      path: absolute,
-      details: walked.resolved !== absolute && findContainingRoot(roots, absolute)
-        ? { reason: 'symlink_target_outside' } : { reason: 'outside_roots' },
-    });
+    throw outside(walked.resolved !== absolute && lexicallyInside ? 'symlink_target_outside' : 'outside_roots');
   }
   if (walked.accessDenied) {
     // Reported only now: inside the roots, an OS refusal is FILE_POLICY_DENIED (SPEC §4.3), outside it never shows.
@@ -112,17 +120,29 @@ export function childOf(directory: AllowedPath, name: string): AllowedPath {
   return path.join(directory, name) as AllowedPath;
 }
 
+/**
+ * The parent directory of an allowed path. Contained whenever the path is not itself a root (write authorization
+ * refuses roots; makeDirectories re-checks every directory it creates).
+ */
+export function parentOf(real: AllowedPath): AllowedPath {
+  return path.dirname(real) as AllowedPath;
+}
+
 interface Walked {
   resolved: string;
   stats: Stats | null;
   viaSymlink: boolean;
-  /** A directory on the way could not be searched (EACCES); `resolved` is then lexical from there on. */
+  /** A directory on the way could not be searched (EACCES); `resolved` is then lexical below it. */
   accessDenied?: boolean;
+  /** Too many links (ELOOP); `resolved` is meaningless. */
+  loop?: boolean;
 }
 
 /**
  * Resolves like the kernel does: component by component, `..` applied to the resolved prefix, symlinks spliced in.
- * A missing component ends the walk; the rest is appended lexically (nearest existing ancestor rule).
+ * Below a missing (or unsearchable) component names are appended without IO (nearest existing ancestor rule); a `..`
+ * that climbs back out of it resumes the real walk, so `missing/../link-out/x` cannot skip the link (joining the rest
+ * lexically would, and a write would then create its file outside the roots).
  */
 async function walk(input: string, followFinal: boolean): Promise<Walked> {
   // Fast path: the whole path exists; native realpath gives the answer in one call.
@@ -137,8 +157,8 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
       return { resolved, stats, viaSymlink };
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP' && code !== 'EACCES') throw error;
-      if (code === 'ELOOP') throw loopError(input);
+      if (code === 'ELOOP') return { resolved: input, stats: null, viaSymlink: false, loop: true };
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EACCES' && code !== 'EPERM') throw error;
     }
   }
   const parsed = path.parse(input);
@@ -146,29 +166,36 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
   const queue = input.slice(parsed.root.length).split(/[\\/]+/).filter((c) => c !== '' && c !== '.');
   let links = 0;
   let viaSymlink = false;
+  let accessDenied = false;
+  /** How many components of `current` lie at or below the first missing one (0: `current` exists). */
+  let missingDepth = 0;
   while (queue.length > 0) {
     const name = queue.shift()!;
     if (name === '..') {
       current = path.dirname(current);
+      if (missingDepth > 0) missingDepth--;
       continue;
     }
     const next = path.join(current, name);
     const isLast = queue.length === 0;
+    if (missingDepth > 0) {
+      missingDepth++;
+      current = next;
+      continue;
+    }
     let stats: Stats;
     try {
       stats = await lstat(next);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') {
-        return { resolved: path.join(next, ...queue), stats: null, viaSymlink };
-      }
-      if (code === 'EACCES' || code === 'EPERM') {
-        return { resolved: path.join(next, ...queue), stats: null, viaSymlink, accessDenied: true };
-      }
-      throw error;
+      if (code === 'EACCES' || code === 'EPERM') accessDenied = true;
+      else if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      missingDepth = 1;
+      current = next;
+      continue;
     }
     if (stats.isSymbolicLink() && (!isLast || followFinal)) {
-      if (++links > MAX_LINKS) throw loopError(input);
+      if (++links > MAX_LINKS) return { resolved: input, stats: null, viaSymlink, loop: true };
       if (isLast) viaSymlink = true;
       const target = await readlink(next);
       if (path.isAbsolute(target)) {
@@ -182,12 +209,13 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
     }
     if (isLast) {
       if (stats.isSymbolicLink()) viaSymlink = true;
-      return { resolved: next, stats, viaSymlink };
+      return { resolved: next, stats, viaSymlink, accessDenied };
     }
     current = next;
   }
-  // Only the root (or `..` steps) remained.
-  return { resolved: current, stats: await lstat(current).catch(() => null), viaSymlink };
+  // The walk ended below a missing component, or on the root or a `..` step (an existing, resolved directory).
+  const stats = missingDepth > 0 ? null : await lstat(current).catch(() => null);
+  return { resolved: current, stats, viaSymlink, accessDenied };
 }
 
 function stripTrailingSep(p: string): string {
@@ -197,8 +225,3 @@ function stripTrailingSep(p: string): string {
   return out;
 }
 
-function loopError(input: string): ToolError {
-  return new ToolError('VALIDATION', `Too many levels of symbolic links in ${input}.`, {
-    path: input, details: { reason: 'symlink_loop' },
-  });
-}

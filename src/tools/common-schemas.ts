@@ -33,3 +33,27 @@ export const ReadOptionsShape = {
   encoding: z.enum(['utf8', 'base64']).default('utf8')
     .describe('utf8 (default; a file that is not valid UTF-8 is refused with reason "binary") or base64 for raw bytes.'),
 };
+
+/** expected_hash of mutating tools (SPEC §5): a content hash, or "absent" for "must not exist". */
+export const ExpectedHash = z.union([ContentHash, z.literal('absent')])
+  .describe('Content hash the file must have now (from a read), or "absent" if it must not exist. Without it, '
+    + '--auto-occ=block uses the hash this session last saw, and refuses (HASH_REQUIRED) if it never saw the file.');
+
+/** expected_status_hash of mutating tools (SPEC §7). */
+export const ExpectedStatusHash = z.string().regex(/^sha256:[0-9a-f]{64}$/)
+  .describe('status_hash from git_status: refuse with STALE_GIT if the work tree changed since');
+
+/** dry_run of mutating tools (SPEC §3.3). */
+export const DryRun = z.boolean().default(false)
+  .describe('Run every check and compute the result without writing (does not count against the budget)');
+
+/** Result fields every file mutation reports. */
+export const MutationResultShape = {
+  path: z.string().describe('Absolute resolved path'),
+  dry_run: z.boolean(),
+  previous_hash: ContentHash.nullable().describe('Hash before the change (null: the file did not exist)'),
+  content_hash: ContentHash.nullable().describe('Hash of the content now on disk (or that would be, for a dry run)'),
+  external_change: z.boolean().optional().describe('--auto-occ=warn: the file changed since this session saw it'),
+  warnings: z.array(z.string()).optional(),
+  status_hash: z.string().optional().describe('Work tree status hash after the change (when expected_status_hash was given)'),
+};

@@ -78,7 +78,7 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   const { handle } = await openForRead(target.real, (p) => findContainingRoot(ctx.policy.roots, p) !== undefined);
   try {
     const r = await readRange(handle, request, { maxBytes, textBoundaries: options.encoding === 'utf8' });
-    ctx.hashes.remember(target.real, r.contentHash);
+    ctx.hashes.remember(target.real, r.contentHash, r.startByte === 0 && r.endByte === r.size ? r.bytes : undefined);
     if (options.encoding === 'utf8' && !r.validUtf8) {
       throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text.`, {
         path: target.absolute,

@@ -8,6 +8,13 @@ import { readFile } from './read-file.js';
 import { readFiles } from './read-files.js';
 import { searchFiles } from './search-files.js';
 import { stat } from './stat.js';
+import { writeFile } from './write-file.js';
+import { editFile } from './edit-file.js';
+import { movePath } from './move-path.js';
+import { deletePath } from './delete-path.js';
+import { createDirectory } from './create-directory.js';
+import { gitStatusTool } from './git-status.js';
+import { gitDiff } from './git-diff.js';
 
 /** Every tool this build has, in listing order. */
 export const TOOLS: readonly AnyTool[] = [
@@ -17,6 +24,13 @@ export const TOOLS: readonly AnyTool[] = [
   listDirectory,
   searchFiles,
   stat,
+  writeFile,
+  editFile,
+  movePath,
+  deletePath,
+  createDirectory,
+  gitStatusTool,
+  gitDiff,
 ];
 
 /** Every tool name (for --tools validation). */

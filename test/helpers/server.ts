@@ -42,6 +42,8 @@ export interface TestClient {
   callOk(name: string, args?: Record<string, unknown>): Promise<Record<string, any>>;
   /** Everything the server wrote to stderr so far. */
   stderr(): string;
+  /** The server process's pid (null before spawn or after exit). */
+  pid(): number | null;
   close(): Promise<void>;
 }
 
@@ -60,21 +62,24 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   const params = { command: process.execPath, args: [CLI, ...options.args], cwd: options.cwd, env, stderr: 'pipe' as const };
   let stderr = '';
   let client: ModernClient | LegacyClient;
+  let transport: { readonly pid: number | null };
   if (era === 'modern') {
-    const transport = new ModernTransport(params);
-    transport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const modern = new ModernTransport(params);
+    transport = modern;
+    modern.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
     client = new ModernClient({ name: 'fs-tools-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
-    await client.connect(transport);
+    await client.connect(modern);
   } else {
-    const transport = new LegacyTransport(params);
-    transport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+    const legacyTransport = new LegacyTransport(params);
+    transport = legacyTransport;
+    legacyTransport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
     const legacy = new LegacyClient({ name: 'fs-tools-test', version: '1.0.0' },
       { capabilities: options.clientRoots ? { roots: { listChanged: true } } : {} });
     if (options.clientRoots) {
       const roots = options.clientRoots;
       legacy.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((uri) => ({ uri })) }));
     }
-    await legacy.connect(transport);
+    await legacy.connect(legacyTransport);
     client = legacy;
   }
   const call = async (name: string, args: Record<string, unknown> = {}): Promise<CallResult> =>
@@ -94,6 +99,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
       return r.structuredContent!;
     },
     stderr: () => stderr,
+    pid: () => transport.pid,
     close: () => client.close(),
   };
 }

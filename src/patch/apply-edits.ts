@@ -1,0 +1,116 @@
+/**
+ * edit_file's engine (SPEC §6.2): exact-text replacements applied in order, all or none. Each old_text must match
+ * exactly once (or replace_all): first exactly on the LF view (so CRLF-vs-LF differences match), then tolerating
+ * trailing whitespace at line ends; leading whitespace (indentation) must always match exactly. Replacement text is
+ * inserted literally (no `$&` patterns). Failures are PATCH_FAILED with the edit's index, the reason and the nearest
+ * region. Pure: text in, text out.
+ */
+import { PatchFailedError } from '../errors/tool-error.js';
+import { applyToOriginal, lineOfOffset, toEolText, toLf, type ViewReplacement } from './eol-text.js';
+import { findNearestRegion } from './nearest-region.js';
+
+/** One edit as sent. */
+export interface TextEdit {
+  old_text: string;
+  new_text: string;
+  replace_all?: boolean;
+}
+
+/** What one edit did. */
+export interface EditReport {
+  index: number;
+  replacements: number;
+  match: 'exact' | 'trailing_whitespace';
+  /** 1-based lines (in the text before this edit) where the matches start. */
+  lines: number[];
+}
+
+/** The result of applying every edit. */
+export interface EditsResult {
+  text: string;
+  edits: EditReport[];
+}
+
+/**
+ * Applies `edits` to `original` (a file's full text, BOM included).
+ * @param absolute the file's path, for messages
+ * @throws PatchFailedError reasons no_match, ambiguous (with count and candidate lines), already_applied
+ */
+export function applyEdits(original: string, edits: readonly TextEdit[], absolute: string): EditsResult {
+  let text = original;
+  const reports: EditReport[] = [];
+  edits.forEach((edit, index) => {
+    const t = toEolText(text);
+    const oldText = toLf(edit.old_text);
+    const newText = toLf(edit.new_text);
+    let match: EditReport['match'] = 'exact';
+    let spans = findExact(t.view, oldText);
+    if (spans.length === 0) {
+      spans = findTolerant(t.view, oldText);
+      match = 'trailing_whitespace';
+    }
+    const label = `edits[${index}] (${index + 1} of ${edits.length})`;
+    if (spans.length === 0) {
+      if (newText !== '' && t.view.includes(newText)) {
+        throw new PatchFailedError(`${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`, {
+          path: absolute, details: { reason: 'already_applied', edit_index: index },
+          suggestion: 'Read the file to confirm; do not apply this edit again.',
+        });
+      }
+      const nearest = findNearestRegion(t.view.split('\n'), oldText.split('\n'));
+      throw new PatchFailedError(`${label}: old_text was not found in ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`, {
+        path: absolute, details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
+        suggestion: 'Read the file and copy old_text exactly from its current content (indentation included).',
+      });
+    }
+    // Inserting after old_text (new_text contains it) where the result is already there: already applied.
+    const at = newText.indexOf(oldText);
+    if (at !== -1 && newText !== oldText && spans.every((s) => t.view.startsWith(newText, s.start - at))) {
+      throw new PatchFailedError(`${label}: ${absolute} already contains new_text around every match; the edit looks already applied.`, {
+        path: absolute, details: { reason: 'already_applied', edit_index: index },
+        suggestion: 'Read the file to confirm; do not apply this edit again.',
+      });
+    }
+    const lines = spans.map((s) => lineOfOffset(t.view, s.start));
+    if (spans.length > 1 && !edit.replace_all) {
+      throw new PatchFailedError(`${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`, {
+        path: absolute, details: { reason: 'ambiguous', edit_index: index, count: spans.length, candidates: lines.slice(0, 50) },
+        suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
+      });
+    }
+    const replacements: ViewReplacement[] = spans.map((s) => ({ start: s.start, end: s.end, text: newText }));
+    text = applyToOriginal(t, replacements);
+    reports.push({ index, replacements: spans.length, match, lines });
+  });
+  return { text, edits: reports };
+}
+
+interface Span { start: number; end: number }
+
+function findExact(view: string, needle: string): Span[] {
+  const out: Span[] = [];
+  for (let i = view.indexOf(needle); i !== -1; i = view.indexOf(needle, i + needle.length)) {
+    out.push({ start: i, end: i + needle.length });
+  }
+  return out;
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Matches with any trailing spaces/tabs at each line end (on either side); indentation stays exact. */
+function findTolerant(view: string, needle: string): Span[] {
+  const lines = needle.split('\n');
+  if (lines.every((l) => l.trimEnd() === l) && !needle.includes('\n')) return [];
+  // A trailing [ \t]* only after a non-empty last line: after a final newline it would eat the next line's indentation.
+  const last = lines[lines.length - 1];
+  const source = lines.map((l) => escapeRegExp(l.replace(/[ \t]+$/, ''))).join('[ \\t]*\\n') + (last === '' ? '' : '[ \\t]*');
+  const re = new RegExp(source, 'g');
+  const out: Span[] = [];
+  for (let m = re.exec(view); m; m = re.exec(view)) {
+    if (m[0].length === 0) { re.lastIndex++; continue; }
+    out.push({ start: m.index, end: m.index + m[0].length });
+  }
+  return out;
+}

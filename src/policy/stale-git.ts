@@ -1,0 +1,53 @@
+/**
+ * STALE_GIT (SPEC §7, §3.3 step 8): a mutation or git_diff that carries `expected_status_hash` proceeds only while
+ * the work tree's status hash is unchanged.
+ */
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { gitStatus, workTreeRoot } from '../vcs/git.js';
+import { findContainingRoot } from './containment.js';
+import type { EffectiveRoot } from './roots.js';
+
+/**
+ * The work tree containing `real` (a path inside the roots; for a path that does not exist yet, its nearest existing
+ * directory is asked), and its status hash.
+ * @throws ToolError VALIDATION (not a work tree), NOT_ALLOWED (the work tree's root lies outside the roots)
+ */
+export async function currentStatusHash(real: string, existingDir: string, roots: readonly EffectiveRoot[],
+  timeoutMs: number): Promise<{ workTree: string; statusHash: string }> {
+  const workTree = await workTreeRoot(existingDir, { timeoutMs });
+  if (!findContainingRoot(roots, workTree)) {
+    throw new ToolError('NOT_ALLOWED', `The git work tree of ${real} (${workTree}) lies outside the allowed roots.`, {
+      path: real, details: { reason: 'work_tree_outside_roots' },
+    });
+  }
+  const { statusHash } = await gitStatus(workTree, { timeoutMs });
+  return { workTree, statusHash };
+}
+
+/**
+ * @throws ToolError STALE_GIT (retryable) with details.current_status_hash when the hash moved
+ */
+export async function assertStatusHash(expected: string, real: string, existingDir: string,
+  roots: readonly EffectiveRoot[], timeoutMs: number): Promise<{ workTree: string; statusHash: string }> {
+  const now = await currentStatusHash(real, existingDir, roots, timeoutMs);
+  if (now.statusHash !== expected) {
+    throw new ToolError('STALE_GIT', `The git work tree ${now.workTree} changed since expected_status_hash was taken.`, {
+      path: real, details: { current_status_hash: now.statusHash, work_tree: now.workTree },
+    });
+  }
+  return now;
+}
+
+/** The nearest existing directory at or above `real` (git is asked from there for a path not created yet). */
+export async function existingDirOf(real: string): Promise<string> {
+  let dir = real;
+  for (;;) {
+    const st = await lstat(dir).catch(() => null);
+    if (st?.isDirectory()) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) return dir;
+    dir = parent;
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * edit_file (SPEC §6, §6.2): exact-text replacements, all or none, keeping the file's BOM, line endings and final
+ * newline; PATCH_FAILED with the failing edit's index and the nearest region; REWRITE_BLOCKED for near-total
+ * rewrites. The engine is src/patch/apply-edits.ts; the write flow is src/tools/file-mutation.ts.
+ */
+import { isUtf8 } from 'node:buffer';
+import { createTwoFilesPatch } from 'diff';
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { applyEdits } from '../patch/apply-edits.js';
+import { toEolText } from '../patch/eol-text.js';
+import { assertNotRewrite } from '../patch/rewrite-guard.js';
+import { authorizeWrite } from '../policy/authorize.js';
+import { PatchFailedError } from '../errors/tool-error.js';
+import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
+import { defineTool } from './define-tool.js';
+import { mutateFile } from './file-mutation.js';
+
+/** Most characters of unified diff returned in a result. */
+const MAX_DIFF_CHARS = 64 * 1024;
+
+export const EditFileInput = z.strictObject({
+  path: PathArg,
+  edits: z.array(z.strictObject({
+    old_text: z.string().min(1).describe('Exact text to replace (copy it from the file, indentation included)'),
+    new_text: z.string().describe('Replacement, inserted literally'),
+    replace_all: z.boolean().default(false).describe('Replace every occurrence instead of requiring exactly one'),
+  })).min(1).max(100).describe('Applied in order, each to the result of the previous; all or none'),
+  expected_hash: ExpectedHash.optional(),
+  expected_status_hash: ExpectedStatusHash.optional(),
+  allow_rewrite: z.boolean().default(false).describe('Allow edits that replace ≥90% of a file of ≥10 lines'),
+  dry_run: DryRun,
+});
+
+export const EditFileOutput = z.object({
+  ...MutationResultShape,
+  replacements: z.number().int().describe('Total replacements made'),
+  edits: z.array(z.object({
+    index: z.number().int(),
+    replacements: z.number().int(),
+    match: z.enum(['exact', 'trailing_whitespace']).describe('How old_text matched'),
+    lines: z.array(z.number().int()).describe('1-based lines where the matches started'),
+  })),
+  diff: z.string().describe('Unified diff of the change'),
+  diff_truncated: z.boolean(),
+});
+
+export const editFile = defineTool({
+  name: 'edit_file',
+  title: 'Edit file',
+  description: 'Replace exact text in a file: each edit\'s old_text must occur exactly once (or set replace_all); '
+    + 'edits apply in order, all or none. Matching tolerates CRLF-vs-LF and trailing-whitespace differences, never '
+    + 'indentation. The file keeps its BOM, line endings (CRLF stays CRLF) and final-newline state; new_text is '
+    + 'inserted literally. Returns a unified diff and the new content_hash. Needs the file\'s current hash like '
+    + 'write_file (expected_hash, or a prior read in this session). Fails with PATCH_FAILED (details.reason no_match '
+    + 'with details.nearest, ambiguous with count and candidates, already_applied; details.edit_index), '
+    + 'REWRITE_BLOCKED (≥90% of a ≥10-line file: use write_file or allow_rewrite), OCC_MISMATCH, HASH_REQUIRED, '
+    + 'VALIDATION (binary file, empty old_text), and the path errors of read_file.',
+  group: 'fs-write',
+  input: EditFileInput,
+  output: EditFileOutput,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  mutating: true,
+  isDryRun: (a) => a.dry_run,
+  pathsOf: (a) => [a.path],
+  async run(args, ctx) {
+    const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: true, followFinal: true });
+    const r = await mutateFile(ctx, target, {
+      expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
+      wantBytes: true,
+    }, (current) => {
+      const bytes = current.bytes!;
+      if (!isUtf8(bytes)) {
+        throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text; edit_file edits text only.`, {
+          path: target.absolute, details: { reason: 'binary', current_hash: current.hash },
+          suggestion: 'Use write_file with content_base64 to replace a binary file.',
+        });
+      }
+      const before = bytes.toString('utf8');
+      let result;
+      try {
+        result = applyEdits(before, args.edits, target.absolute);
+      } catch (error) {
+        if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
+        throw error;
+      }
+      assertNotRewrite(toEolText(before).view, toEolText(result.text).view, args.allow_rewrite, target.absolute);
+      return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
+    });
+    const { before, after, edits } = r.detail;
+    let diff = createTwoFilesPatch(`a/${target.relative}`, `b/${target.relative}`, before, after, undefined, undefined, { context: 3 });
+    diff = diff.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
+    const diffTruncated = diff.length > MAX_DIFF_CHARS;
+    if (diffTruncated) diff = diff.slice(0, MAX_DIFF_CHARS);
+    const replacements = edits.reduce((n, e) => n + e.replacements, 0);
+    const structured = {
+      path: target.real,
+      dry_run: args.dry_run,
+      previous_hash: r.previousHash,
+      content_hash: r.contentHash,
+      replacements,
+      edits,
+      diff,
+      diff_truncated: diffTruncated,
+      ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
+      ...(r.statusHash ? { status_hash: r.statusHash } : {}),
+    };
+    const text = `${args.dry_run ? 'Would edit' : 'Edited'} ${target.real}: ${replacements} replacement(s); `
+      + `content_hash ${r.contentHash}${r.occ.warning ? `\nwarning: ${r.occ.warning}` : ''}\n${diff}`;
+    return { structured, text, audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes } };
+  },
+});

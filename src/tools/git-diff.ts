@@ -1,0 +1,163 @@
+/**
+ * git_diff (SPEC §7): the unified diff of the work tree (or the index with `staged`), paged by file with a cursor
+ * bound to the status hash. Binary files are listed, never dumped; secret and policy-protected files are listed as
+ * omitted, never shown; output over max_bytes is cut with a continuation. With expected_status_hash, a moved tree
+ * is STALE_GIT and no diff body is returned.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { authorizeRead, classifyEntry } from '../policy/authorize.js';
+import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
+import { gitStatus, runGit, throwGitFailure } from '../vcs/git.js';
+import { unquote } from '../vcs/porcelain-v2.js';
+import { ExpectedStatusHash, PathArg } from './common-schemas.js';
+import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { defineTool } from './define-tool.js';
+import { resolveWorkTree } from './git-status.js';
+
+export const GitDiffInput = z.strictObject({
+  path: PathArg.default('.').describe('Any path inside the work tree; default the first root'),
+  staged: z.boolean().default(false).describe('Diff the index against HEAD instead of the work tree against the index'),
+  paths: z.array(PathArg).max(1000).optional().describe('Only these files or directories'),
+  context_lines: z.number().int().min(0).max(100).default(3),
+  expected_status_hash: ExpectedStatusHash.optional(),
+  max_bytes: z.number().int().min(1).optional().describe('Most diff bytes per page; default and ceiling --max-read-bytes'),
+  cursor: z.string().optional().describe('next_cursor from the previous page'),
+});
+
+const FileSchema = z.object({
+  path: z.string().describe('Relative to repo_root'),
+  old_path: z.string().optional(),
+  binary: z.boolean(),
+  omitted: z.enum(['secret', 'policy']).optional().describe('Present when the file\'s diff is withheld'),
+});
+
+export const GitDiffOutput = z.object({
+  repo_root: z.string(),
+  diff: z.string().describe('Unified diff text of this page'),
+  files: z.array(FileSchema).describe('Files whose diff (or part of it) is on this page'),
+  files_total: z.number().int(),
+  status_hash: z.string(),
+  truncated: z.boolean(),
+  next_cursor: z.string().nullable(),
+});
+
+interface FileChunk {
+  path: string;
+  oldPath?: string;
+  binary: boolean;
+  text: string;
+}
+
+/** Splits `git diff` output into per-file chunks at `diff --git` headers. */
+function splitDiff(raw: string): FileChunk[] {
+  const chunks: FileChunk[] = [];
+  const starts: number[] = [];
+  const re = /^diff --git /gm;
+  for (let m = re.exec(raw); m; m = re.exec(raw)) starts.push(m.index);
+  for (let i = 0; i < starts.length; i++) {
+    const text = raw.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : raw.length);
+    const header = text.slice(0, text.indexOf('\n') === -1 ? text.length : text.indexOf('\n'));
+    const plus = /^\+\+\+ (?:b\/)?(.*)$/m.exec(text);
+    const minus = /^--- (?:a\/)?(.*)$/m.exec(text);
+    const renameTo = /^rename to (.*)$/m.exec(text);
+    const renameFrom = /^rename from (.*)$/m.exec(text);
+    let p = renameTo?.[1] ?? (plus && plus[1] !== '/dev/null' ? plus[1] : minus?.[1]);
+    if (!p) {
+      const h = /^diff --git a\/(.*) b\/(.*)$/.exec(header);
+      p = h ? h[2] : header.slice('diff --git '.length);
+    }
+    chunks.push({
+      path: unquote(p.replace(/\t$/, '')),
+      ...(renameFrom ? { oldPath: unquote(renameFrom[1]) } : {}),
+      binary: /^Binary files .* differ$/m.test(text) || /^GIT binary patch$/m.test(text),
+      text,
+    });
+  }
+  return chunks;
+}
+
+export const gitDiff = defineTool({
+  name: 'git_diff',
+  title: 'Git diff',
+  description: 'Unified diff of the work tree against the index (or, with staged: true, the index against HEAD), '
+    + 'paged by file: at most max_bytes (default 262144) per page, truncated and next_cursor continue (the cursor is '
+    + 'bound to the status hash). Binary files are listed, not dumped; secret and policy-protected files are listed as '
+    + 'omitted. Untracked files are not in a diff (see git_status). With expected_status_hash, a changed tree is '
+    + 'STALE_GIT with details.current_status_hash and no diff. Fails like git_status otherwise.',
+  group: 'git',
+  input: GitDiffInput,
+  output: GitDiffOutput,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  mutating: false,
+  pathsOf: (a) => [a.path, ...(a.paths ?? [])],
+  async run(args, ctx) {
+    const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
+    const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+    const root = await resolveWorkTree(args.path, ctx);
+    const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
+    const { statusHash } = await gitStatus(root, gitOptions);
+    const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
+      path: root, details: { current_status_hash: statusHash, work_tree: root },
+    });
+    if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
+    if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
+
+    const pathspecs: string[] = [];
+    for (const p of args.paths ?? []) {
+      const t = await authorizeRead(p, ctx.policy, { kind: 'any', secrets: 'flag', field: 'paths' });
+      pathspecs.push(`:(literal)${path.relative(root, t.real) || '.'}`);
+    }
+    const r = await runGit([
+      'diff', ...(args.staged ? ['--cached'] : []), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
+      `-U${args.context_lines}`, '--', ...pathspecs,
+    ], { ...gitOptions, cwd: root, maxOutputBytes: 256 * 1024 * 1024 });
+    if (r.exitCode !== 0) throwGitFailure(r, root, 'diff');
+    const chunks = splitDiff(r.stdout);
+    const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
+
+    let index = typeof position?.index === 'number' ? position.index : 0;
+    let offset = typeof position?.offset === 'number' ? position.offset : 0;
+    let out = '';
+    const files: z.infer<typeof FileSchema>[] = [];
+    let truncated = false;
+    let next: Record<string, unknown> | null = null;
+    for (; index < chunks.length; index++, offset = 0) {
+      const c = chunks[index];
+      const abs = path.join(root, c.path);
+      const verdict = classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
+      const omitted = verdict.secret ? 'secret' : verdict.hidden || verdict.denied ? 'policy' : undefined;
+      const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
+      let body = omitted
+        ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n`
+        : c.text.slice(offset);
+      if (out.length > 0 && Buffer.byteLength(out) + Buffer.byteLength(body) > maxBytes) {
+        truncated = true;
+        next = { index, offset };
+        break;
+      }
+      if (Buffer.byteLength(body) > maxBytes) {
+        // One file larger than the page: cut at a line boundary and continue inside it.
+        let cut = body.slice(0, maxBytes);
+        while (Buffer.byteLength(cut) > maxBytes) cut = cut.slice(0, -1);
+        const nl = cut.lastIndexOf('\n');
+        if (nl > 0) cut = cut.slice(0, nl + 1);
+        body = cut;
+        out += body;
+        files.push(entry);
+        truncated = true;
+        next = { index, offset: offset + body.length };
+        break;
+      }
+      out += body;
+      files.push(entry);
+    }
+    const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
+    return {
+      structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
+      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
+      audit: { paths: [root] },
+    };
+  },
+});

@@ -1,0 +1,93 @@
+/**
+ * git_status (SPEC §7): the work tree's branch, upstream, ahead/behind, entries and status_hash (sha256 over the
+ * exact porcelain v2 output, untracked files included). Read-only: git runs with --no-optional-locks.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { authorizeRead } from '../policy/authorize.js';
+import { findContainingRoot } from '../policy/containment.js';
+import { gitStatus, workTreeRoot } from '../vcs/git.js';
+import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
+import { PathArg } from './common-schemas.js';
+import { defineTool, type ToolContext } from './define-tool.js';
+
+export const GitStatusInput = z.strictObject({
+  path: PathArg.default('.').describe('Any path inside the work tree; default the first root'),
+});
+
+export const GitStatusOutput = z.object({
+  repo_root: z.string(),
+  branch: z.string().nullable().describe('Current branch, null when detached'),
+  detached: z.boolean(),
+  head: z.string().nullable().describe('HEAD commit id, null before the first commit'),
+  upstream: z.string().nullable(),
+  ahead: z.number().int().nullable(),
+  behind: z.number().int().nullable(),
+  entries: z.array(z.object({
+    path: z.string().describe('Relative to repo_root'),
+    kind: z.enum(['changed', 'renamed', 'unmerged', 'untracked', 'ignored']),
+    index: z.string().describe('Index (staged) status letter; "." unmodified'),
+    worktree: z.string().describe('Work-tree status letter; "." unmodified'),
+    orig_path: z.string().optional(),
+  })),
+  status_hash: z.string().describe('Pass as expected_status_hash to mutations and git_diff'),
+  clean: z.boolean(),
+});
+
+/**
+ * Resolves `requested` to the work tree that contains it, inside the roots.
+ * @throws ToolError NOT_ALLOWED (path or work-tree root outside the roots), VALIDATION (not a work tree)
+ */
+export async function resolveWorkTree(requested: string, ctx: ToolContext): Promise<string> {
+  const target = await authorizeRead(requested, ctx.policy, { kind: 'any', secrets: 'flag' });
+  const dir = target.stats.isDirectory() ? target.real : path.dirname(target.real);
+  const root = await workTreeRoot(dir, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
+  if (!findContainingRoot(ctx.policy.roots, root)) {
+    throw new ToolError('NOT_ALLOWED', `The git work tree of ${target.absolute} is rooted at ${root}, outside the allowed roots.`, {
+      path: target.absolute, details: { reason: 'work_tree_outside_roots' },
+    });
+  }
+  return root;
+}
+
+export const gitStatusTool = defineTool({
+  name: 'git_status',
+  title: 'Git status',
+  description: 'Status of the git work tree containing path: branch, upstream with ahead/behind, each changed, '
+    + 'untracked or conflicted path with its index and work-tree letters, clean, and status_hash — pass it as '
+    + 'expected_status_hash to a mutation or git_diff to be refused (STALE_GIT) if the tree moved meanwhile. Never '
+    + 'writes to the repository. Fails with NOT_ALLOWED (path or work-tree root outside the roots), VALIDATION '
+    + '(not a work tree, git missing, dubious ownership), IO_ERROR (corrupt repository, timeout).',
+  group: 'git',
+  input: GitStatusInput,
+  output: GitStatusOutput,
+  annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+  mutating: false,
+  pathsOf: (a) => [a.path],
+  async run(args, ctx) {
+    const root = await resolveWorkTree(args.path, ctx);
+    const { raw, statusHash } = await gitStatus(root, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
+    const { branch, entries } = parsePorcelainV2(raw);
+    const structured = {
+      repo_root: root,
+      branch: branch.head,
+      detached: branch.detached,
+      head: branch.oid,
+      upstream: branch.upstream,
+      ahead: branch.ahead,
+      behind: branch.behind,
+      entries,
+      status_hash: statusHash,
+      clean: entries.length === 0,
+    };
+    const lines = [
+      `${root}: ${branch.detached ? 'detached HEAD' : `branch ${branch.head ?? '(none)'}`}`
+        + `${branch.upstream ? ` tracking ${branch.upstream} (ahead ${branch.ahead}, behind ${branch.behind})` : ''}`,
+      ...entries.map((e) => `${e.index}${e.worktree} ${e.path}${e.orig_path ? ` (from ${e.orig_path})` : ''}`),
+      entries.length === 0 ? 'clean' : `${entries.length} entries`,
+      `status_hash ${statusHash}`,
+    ];
+    return { structured, text: lines.join('\n'), audit: { paths: [root] } };
+  },
+});

@@ -1,0 +1,83 @@
+/**
+ * write_file (SPEC §6, §6.2): create a file or replace one whole, atomically, keeping the replaced file's mode.
+ * Replacing an existing file is a mutation under OCC (SPEC §5); creating one is not (unless expected_hash says so).
+ */
+import { isUtf8 } from 'node:buffer';
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { authorizeWrite } from '../policy/authorize.js';
+import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
+import { defineTool } from './define-tool.js';
+import { mutateFile } from './file-mutation.js';
+
+export const WriteFileInput = z.strictObject({
+  path: PathArg,
+  content: z.string().optional().describe('New content as UTF-8 text (exactly these bytes are written)'),
+  content_base64: z.string().optional().describe('New content as base64 bytes (instead of content)'),
+  expected_hash: ExpectedHash.optional(),
+  expected_status_hash: ExpectedStatusHash.optional(),
+  create_dirs: z.boolean().default(false).describe('Create missing parent directories (default false)'),
+  dry_run: DryRun,
+});
+
+export const WriteFileOutput = z.object({
+  ...MutationResultShape,
+  created: z.boolean().describe('True when the file did not exist before'),
+  bytes: z.number().int().describe('Bytes written (or that would be)'),
+});
+
+function decodeContent(args: z.output<typeof WriteFileInput>): Buffer {
+  if ((args.content === undefined) === (args.content_base64 === undefined)) {
+    throw new ToolError('VALIDATION', 'Pass exactly one of content or content_base64.', {
+      details: { reason: 'conflicting_parameters', field: 'content' },
+    });
+  }
+  if (args.content !== undefined) return Buffer.from(args.content, 'utf8');
+  const b64 = args.content_base64!;
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64.replace(/\s+/g, '')) || b64.replace(/\s+/g, '').length % 4 !== 0) {
+    throw new ToolError('VALIDATION', 'content_base64 is not valid base64.', {
+      details: { reason: 'invalid_base64', field: 'content_base64' },
+    });
+  }
+  return Buffer.from(b64, 'base64');
+}
+
+export const writeFile = defineTool({
+  name: 'write_file',
+  title: 'Write file',
+  description: 'Create a file, or replace an existing file\'s whole content, atomically (temp file + rename; mode '
+    + 'kept; never through a symlink out of the roots). Replacing an existing file needs its current hash: pass '
+    + 'expected_hash from read_file/stat, or read it first in this session (--auto-occ=block); otherwise HASH_REQUIRED. '
+    + 'expected_hash "absent" means the file must not exist yet. Fails with OCC_MISMATCH (someone changed it: re-read), '
+    + 'HASH_REQUIRED, NOT_ALLOWED, SECRET_DENIED, FILE_POLICY_DENIED (.git, policy), NOT_FOUND (parent missing: '
+    + 'create_dirs), VALIDATION, READONLY, BUDGET_EXCEEDED. For partial changes use edit_file or apply_patch.',
+  group: 'fs-write',
+  input: WriteFileInput,
+  output: WriteFileOutput,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+  mutating: true,
+  isDryRun: (a) => a.dry_run,
+  pathsOf: (a) => [a.path],
+  async run(args, ctx) {
+    const bytes = decodeContent(args);
+    const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
+    const r = await mutateFile(ctx, target, {
+      expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
+      wantBytes: false, createDirs: args.create_dirs,
+    }, () => ({ bytes, detail: null }));
+    const structured = {
+      path: target.real,
+      dry_run: args.dry_run,
+      previous_hash: r.previousHash,
+      content_hash: r.contentHash,
+      created: r.created,
+      bytes: r.bytes,
+      ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
+      ...(r.statusHash ? { status_hash: r.statusHash } : {}),
+    };
+    const verb = args.dry_run ? (r.created ? 'Would create' : 'Would replace') : (r.created ? 'Created' : 'Replaced');
+    const text = `${verb} ${target.real} (${r.bytes} bytes${isUtf8(bytes) ? '' : ', binary'}); content_hash ${r.contentHash}`
+      + (r.occ.warning ? `\nwarning: ${r.occ.warning}` : '');
+    return { structured, text, audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes } };
+  },
+});

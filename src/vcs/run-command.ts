@@ -1,0 +1,63 @@
+/**
+ * The one subprocess runner (SPEC §7, §8): execa without a shell, with a timeout, an output cap, no stdin unless
+ * given, and an environment the caller shapes. Everything git, gh and glab run goes through here.
+ */
+import { execa } from 'execa';
+
+/** The outcome of a finished command (a non-zero exit is an outcome, not an exception). */
+export interface CommandResult {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  /** True when stdout or stderr exceeded `maxOutputBytes` (the command was stopped). */
+  outputLimited: boolean;
+  /** Set when the program could not be started at all (ENOENT: not installed). */
+  spawnError: string | null;
+  durationMs: number;
+}
+
+/** Options of `runCommand`. */
+export interface RunOptions {
+  cwd?: string;
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  input?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs `file` with `args` (never through a shell). Never throws for a failing command; throws only for programming
+ * errors.
+ */
+export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
+  const started = performance.now();
+  const result = await execa(file, args, {
+    cwd: options.cwd,
+    env: options.env,
+    extendEnv: false,
+    shell: false,
+    timeout: options.timeoutMs,
+    maxBuffer: options.maxOutputBytes,
+    input: options.input,
+    stdin: options.input === undefined ? 'ignore' : 'pipe',
+    reject: false,
+    stripFinalNewline: false,
+    cancelSignal: options.signal,
+    encoding: 'utf8',
+    windowsHide: true,
+  });
+  const spawnError = result.failed && result.exitCode === undefined && !result.timedOut && !result.isMaxBuffer
+    && !result.isCanceled && (result.cause as NodeJS.ErrnoException | undefined)?.code
+    ? String((result.cause as NodeJS.ErrnoException).code) : null;
+  return {
+    exitCode: result.exitCode ?? null,
+    stdout: typeof result.stdout === 'string' ? result.stdout : '',
+    stderr: typeof result.stderr === 'string' ? result.stderr : '',
+    timedOut: result.timedOut === true,
+    outputLimited: result.isMaxBuffer === true,
+    spawnError,
+    durationMs: performance.now() - started,
+  };
+}
