@@ -15,6 +15,8 @@ import { guardStdin } from './server/stdio-guard.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
+import { recoverJournals } from './patch/transaction.js';
+import { findContainingRoot } from './policy/containment.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
 
@@ -70,6 +72,12 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const state = createProcessState(config, TOOLS, VERSION);
+  if (mode.kind !== 'tools') {
+    // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.
+    state.recoveredTransactions.push(...await recoverJournals(config.stateDir,
+      (p) => findContainingRoot(state.roots.current(), p) !== undefined,
+      (line) => process.stderr.write(`${line}\n`)));
+  }
 
   if (mode.kind === 'tools') {
     const tools = listedTools(state);

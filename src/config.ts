@@ -190,6 +190,8 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
 }
 
 function resolveRoot(raw: string, cwd: string): ConfiguredRoot {
+  // An empty root would silently resolve to cwd (`--root=$UNSET_VAR` must not widen the sandbox).
+  if (raw === '') throw new UsageError('root is empty');
   if (raw.includes('\0')) throw new UsageError('root contains a NUL byte');
   const given = path.resolve(cwd, raw);
   let real: string;
@@ -218,13 +220,11 @@ function defaultRoots(env: ParseEnvironment): ConfiguredRoot[] {
   return [{ given: path.resolve(env.cwd), real, source: 'cwd' }];
 }
 
+/** Drops later duplicates (same realpath) in place, so the first root (relative paths' base) stays first. */
 function dedupeRoots(roots: ConfiguredRoot[]): void {
   const seen = new Set<string>();
-  for (let i = roots.length - 1; i >= 0; i--) {
-    const key = roots[i].real;
-    if (seen.has(key)) roots.splice(i, 1);
-    seen.add(key);
-  }
+  const unique = roots.filter((r) => (seen.has(r.real) ? false : (seen.add(r.real), true)));
+  roots.splice(0, roots.length, ...unique);
 }
 
 function parsePositiveInt(flag: string, raw: string, min: number): number {

@@ -15,7 +15,8 @@ const CREDENTIAL_PATTERNS: ReadonlyArray<[RegExp, string | ((...m: string[]) => 
   [/\bgl(?:pat|dt|oas|rt|cbt|ptt|ft|imt|agent|soat)-[A-Za-z0-9_-]{10,}/g, REDACTED],
   // Authorization headers and key=value credentials
   [/\b(authorization\s*:\s*(?:bearer|token|basic)\s+)[^\s"']+/gi, (_m, p) => `${p}${REDACTED}`],
-  [/\b((?:private[-_]?token|access[-_]?token|job[-_]?token|token|password|passwd|secret|api[-_]?key)\s*[=:]\s*)[^\s"'&,;]+/gi,
+  // (a closing quote after the key and an opening quote before the value are allowed: JSON bodies, shell quoting)
+  [/\b((?:private[-_]?token|access[-_]?token|job[-_]?token|token|password|passwd|secret|api[-_]?key)["']?\s*[=:]\s*["']?)[^\s"'&,;]+/gi,
     (_m, p) => `${p}${REDACTED}`],
   // AWS access key ids
   [/\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, REDACTED],

@@ -103,3 +103,18 @@ export class PatchFailedError extends ToolError {
     super('PATCH_FAILED', message, { path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion });
   }
 }
+
+/** One file's fate in a rollback (SPEC §3.1 ROLLBACK_* details.files). */
+export interface RollbackFile {
+  path: string;
+  status: 'restored' | 'not_restored' | 'left_alone';
+  reason?: string;
+}
+
+/** ROLLBACK_COMPLETE / ROLLBACK_PARTIAL / ROLLBACK_FAILED: a multi-file change failed part-way. */
+export class RollbackError extends ToolError {
+  constructor(code: 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED', message: string,
+    fields: { files: RollbackFile[]; cause: unknown; causeEnvelope: Record<string, unknown> }) {
+    super(code, message, { details: { files: fields.files, cause: fields.causeEnvelope }, cause: fields.cause });
+  }
+}

@@ -5,6 +5,12 @@
  */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+
+  /** `message` is folded onto one line (a JSON parser's or a path's newlines must not split the stderr line). */
+  constructor(message: string) {
+    super(message.replace(/\s*[\r\n]+\s*/g, ' ').trim());
+  }
+
   /** Process exit status for this error (SPEC §1: 2). */
   readonly exitCode = 2;
 }

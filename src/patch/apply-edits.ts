@@ -104,8 +104,12 @@ function findTolerant(view: string, needle: string): Span[] {
   const lines = needle.split('\n');
   if (lines.every((l) => l.trimEnd() === l) && !needle.includes('\n')) return [];
   // A trailing [ \t]* only after a non-empty last line: after a final newline it would eat the next line's indentation.
+  // And only at a line end: old_text may stop mid-line ("x = 1;" of "x = 1;  y = 2;"), where the blanks that follow
+  // are content, not trailing whitespace; there the last line's own trailing blanks must match as typed.
   const last = lines[lines.length - 1];
-  const source = lines.map((l) => escapeRegExp(l.replace(/[ \t]+$/, ''))).join('[ \\t]*\\n') + (last === '' ? '' : '[ \\t]*');
+  const lastTail = escapeRegExp(/[ \t]*$/.exec(last)![0]);
+  const source = lines.map((l) => escapeRegExp(l.replace(/[ \t]+$/, ''))).join('[ \\t]*\\n')
+    + (last === '' ? '' : `(?:[ \\t]*(?=\\n|$)|${lastTail})`);
   const re = new RegExp(source, 'g');
   const out: Span[] = [];
   for (let m = re.exec(view); m; m = re.exec(view)) {

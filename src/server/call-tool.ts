@@ -60,6 +60,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
       throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, { details: { tool: name } });
     }
     args = validateArguments(tool, rawArgs);
+    tool.validate?.(args);
     const mutating = typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating;
     const dryRun = tool.isDryRun?.(args) ?? false;
     if (mutating) {

@@ -54,10 +54,15 @@ export function createServer(state: ProcessState): Server {
     if (!server.getClientCapabilities()?.roots) return;
     state.roots.track(
       server.listRoots().then((r) => r.roots),
-      (error) => process.stderr.write(`fs-tools: roots/list failed: ${(error as Error).message}\n`),
+      (error) => process.stderr.write(`fs-tools: roots/list failed: ${oneLine((error as Error).message)}\n`),
     );
   };
   server.oninitialized = readRoots;
   server.setNotificationHandler('notifications/roots/list_changed', async () => readRoots());
   return server;
+}
+
+/** A log line stays one line (SDK errors can carry a pretty-printed JSON dump). */
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').slice(0, 500);
 }

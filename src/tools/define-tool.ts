@@ -63,6 +63,11 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   annotations: ToolAnnotations;
   /** True (or true for these arguments) when the call mutates files or issues; gates READONLY and the budget. */
   mutating: boolean | ((args: z.output<I>) => boolean);
+  /**
+   * Tool-specific argument checks that belong to SPEC §3.3 step 2 (after the schema, before the gates), e.g.
+   * apply_patch's BEGIN_PATCH and unparseable-diff checks. Throws ToolError.
+   */
+  validate?: (args: z.output<I>) => void;
   /** True when a successful call with these arguments should not count against the budget (dry runs). */
   isDryRun?: (args: z.output<I>) => boolean;
   /** Requested paths named by these arguments (audit log). */

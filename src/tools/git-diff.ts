@@ -59,23 +59,64 @@ function splitDiff(raw: string): FileChunk[] {
   for (let i = 0; i < starts.length; i++) {
     const text = raw.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : raw.length);
     const header = text.slice(0, text.indexOf('\n') === -1 ? text.length : text.indexOf('\n'));
-    const plus = /^\+\+\+ (?:b\/)?(.*)$/m.exec(text);
-    const minus = /^--- (?:a\/)?(.*)$/m.exec(text);
-    const renameTo = /^rename to (.*)$/m.exec(text);
-    const renameFrom = /^rename from (.*)$/m.exec(text);
-    let p = renameTo?.[1] ?? (plus && plus[1] !== '/dev/null' ? plus[1] : minus?.[1]);
-    if (!p) {
-      const h = /^diff --git a\/(.*) b\/(.*)$/.exec(header);
-      p = h ? h[2] : header.slice('diff --git '.length);
-    }
+    // The extended header ends where the first hunk starts; only it may name paths (a hunk line may look like one).
+    const hunk = text.search(/^@@/m);
+    const head = hunk === -1 ? text : text.slice(0, hunk);
+    const plus = /^\+\+\+ (.*)$/m.exec(head);
+    const minus = /^--- (.*)$/m.exec(head);
+    const renameTo = /^(?:rename|copy) to (.*)$/m.exec(head);
+    const renameFrom = /^(?:rename|copy) from (.*)$/m.exec(head);
+    const plusPath = plus ? pathOfFileLine(plus[1], 'b/') : null;
+    const p = (renameTo ? unquote(renameTo[1]) : null) ?? plusPath ?? (minus ? pathOfFileLine(minus[1], 'a/') : null)
+      ?? pathOfHeader(header.slice('diff --git '.length));
+    // A NUL byte means binary content even when .gitattributes (`diff`, `-binary`) made git print it as text.
+    const forcedText = text.includes('\0');
     chunks.push({
-      path: unquote(p.replace(/\t$/, '')),
+      path: p,
       ...(renameFrom ? { oldPath: unquote(renameFrom[1]) } : {}),
-      binary: /^Binary files .* differ$/m.test(text) || /^GIT binary patch$/m.test(text),
-      text,
+      binary: forcedText || /^Binary files .* differ$/m.test(head) || /^GIT binary patch$/m.test(head),
+      text: forcedText ? `${head.split('\n').filter((l) => !/^(?:---|\+\+\+) /.test(l)).join('\n').replace(/\n*$/, '\n')}Binary files differ\n` : text,
     });
   }
   return chunks;
+}
+
+/**
+ * The path of a `--- a/x` / `+++ b/x` line: C-quoted as a whole when unusual (`"b/\303\244.txt"`: the prefix is
+ * inside the quotes), with a trailing tab when it contains a space; null for /dev/null.
+ */
+function pathOfFileLine(value: string, prefix: string): string | null {
+  const name = value.startsWith('"') ? unquote(quotedToken(value)) : value.replace(/\t$/, '');
+  if (name === '/dev/null') return null;
+  return name.startsWith(prefix) ? name.slice(prefix.length) : name;
+}
+
+/** The leading C-quoted token of `s` (with its quotes). */
+function quotedToken(s: string): string {
+  for (let i = 1; i < s.length; i++) {
+    if (s[i] === '\\') i++;
+    else if (s[i] === '"') return s.slice(0, i + 1);
+  }
+  return s;
+}
+
+/**
+ * The path of a `diff --git a/x b/x` header without ---/+++ lines (binary or mode-only changes; renames are read from
+ * their own lines). Both sides name the same path, so an unquoted header splits in its middle even when the path
+ * contains " b/".
+ */
+function pathOfHeader(rest: string): string {
+  if (rest.startsWith('"')) {
+    const name = unquote(quotedToken(rest));
+    return name.startsWith('a/') ? name.slice(2) : name;
+  }
+  const half = (rest.length - 5) / 2;
+  if (Number.isInteger(half) && half > 0) {
+    const name = rest.slice(2, 2 + half);
+    if (rest === `a/${name} b/${name}`) return name;
+  }
+  const h = /^a\/(.*) b\/(.*)$/.exec(rest);
+  return h ? h[2] : rest;
 }
 
 export const gitDiff = defineTool({
@@ -111,6 +152,8 @@ export const gitDiff = defineTool({
     }
     const r = await runGit([
       'diff', ...(args.staged ? ['--cached'] : []), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
+      // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
+      '--src-prefix=a/', '--dst-prefix=b/',
       `-U${args.context_lines}`, '--', ...pathspecs,
     ], { ...gitOptions, cwd: root, maxOutputBytes: 256 * 1024 * 1024 });
     if (r.exitCode !== 0) throwGitFailure(r, root, 'diff');
@@ -125,9 +168,13 @@ export const gitDiff = defineTool({
     let next: Record<string, unknown> | null = null;
     for (; index < chunks.length; index++, offset = 0) {
       const c = chunks[index];
-      const abs = path.join(root, c.path);
-      const verdict = classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
-      const omitted = verdict.secret ? 'secret' : verdict.hidden || verdict.denied ? 'policy' : undefined;
+      // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
+      const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
+        const abs = path.join(root, p);
+        return classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
+      });
+      const omitted = verdicts.some((v) => v.secret) ? 'secret'
+        : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
       const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
       let body = omitted
         ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n`

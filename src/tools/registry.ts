@@ -10,6 +10,7 @@ import { searchFiles } from './search-files.js';
 import { stat } from './stat.js';
 import { writeFile } from './write-file.js';
 import { editFile } from './edit-file.js';
+import { applyPatch } from './apply-patch.js';
 import { movePath } from './move-path.js';
 import { deletePath } from './delete-path.js';
 import { createDirectory } from './create-directory.js';
@@ -26,6 +27,7 @@ export const TOOLS: readonly AnyTool[] = [
   stat,
   writeFile,
   editFile,
+  applyPatch,
   movePath,
   deletePath,
   createDirectory,

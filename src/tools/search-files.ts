@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
-import { globMatcher, walkTree } from '../fs/walk.js';
+import { globMatcher, walkTree, type WalkEntry } from '../fs/walk.js';
 import { createLineMatcher } from '../fs/line-matcher.js';
 import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
@@ -66,6 +66,49 @@ export const SearchFilesOutput = z.object({
 
 type Match = z.infer<typeof MatchSchema>;
 
+/** A candidate file's content, or why content search skips it. */
+type Loaded = { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' } | { kind: 'text'; text: string };
+
+/** A walk entry as the search loop sees it: the walk's skips before it, whether it is searched, its content. */
+interface Prepared {
+  skips: { policy: number; unreadable: number };
+  wanted: boolean;
+  loaded: () => Promise<Loaded>;
+}
+
+/**
+ * How many walk entries are prepared ahead of the one being matched. Files are read concurrently with matching
+ * (awaiting one open/read/close after another left the thread pool idle: a 50,000-file search took minutes), and
+ * results are still consumed strictly in walk order, so pages and cursors are unchanged.
+ */
+const READ_AHEAD = 16;
+/** Only files up to this size are read ahead (bounds the memory held by read-ahead to READ_AHEAD × this). */
+const READ_AHEAD_MAX_FILE_BYTES = 256 * 1024;
+
+/**
+ * Yields `[item, prepare(item)]` for each item of `source`, in order, calling `prepare` up to `size` items ahead of
+ * the consumer. Stopping early (break) finishes `source`.
+ */
+async function* readAhead<T, P>(source: AsyncIterable<T>, prepare: (item: T) => P, size: number): AsyncGenerator<[T, P]> {
+  const iterator = source[Symbol.asyncIterator]();
+  const queue: Array<[T, P]> = [];
+  let done = false;
+  try {
+    for (;;) {
+      while (!done && queue.length < size) {
+        const step = await iterator.next();
+        if (step.done) done = true;
+        else queue.push([step.value, prepare(step.value)]);
+      }
+      const head = queue.shift();
+      if (!head) return;
+      yield head;
+    }
+  } finally {
+    if (!done) await iterator.return?.();
+  }
+}
+
 function cutLine(line: string, column: number): string {
   if (line.length <= MAX_LINE_CHARS) return line;
   const start = Math.max(0, Math.min(column - MAX_LINE_CHARS / 4, line.length - MAX_LINE_CHARS));
@@ -118,6 +161,15 @@ export const searchFiles = defineTool({
     let next: Record<string, unknown> | null = null;
     const deadline = Date.now() + SEARCH_TIME_BUDGET_MS;
     const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+    // What the walk skipped since the entry it last yielded. Each yielded entry carries the skips before it, and they
+    // are committed only once the page has consumed past them, so a page boundary never counts a skip twice.
+    const walkSkips = { policy: 0, unreadable: 0 };
+    let uncommitted = { policy: 0, unreadable: 0 };
+    const commitSkips = () => {
+      skipped.policy += uncommitted.policy;
+      skipped.unreadable += uncommitted.unreadable;
+      uncommitted = { policy: 0, unreadable: 0 };
+    };
 
     // A single file may be searched directly.
     const single = target.stats.isFile();
@@ -141,58 +193,84 @@ export const searchFiles = defineTool({
           filter: (abs, rel) => {
             const v = classifyEntry(ctx.policy, abs, rel);
             if (v.hidden) return 'omit';
-            if (v.denied) { skipped.policy++; return 'omit'; }
+            if (v.denied) { walkSkips.policy++; return 'omit'; }
             return 'ok';
           },
-          onSkip: (reason) => { if (reason === 'unreadable') skipped.unreadable++; },
+          onSkip: (reason) => { if (reason === 'unreadable') walkSkips.unreadable++; },
           signal: ctx.signal,
           nocase: HOST_FLAVOR.caseInsensitive,
         });
 
-    outer: for await (const entry of candidates) {
-      if (!entry.stats.isFile()) continue;
-      if (globMatch && !globMatch(entry.relative)) continue;
+    /** Reads one candidate file for content search; never throws. */
+    const load = async (entry: WalkEntry): Promise<Loaded> => {
+      if (classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret) return { kind: 'secret' };
+      if (entry.stats.size > limits.maxSearchFileBytes) return { kind: 'too_large' };
+      let bytes: Buffer;
+      try {
+        const { handle, stats } = await openForRead(entry.absolute, isInside);
+        try {
+          if (stats.size > limits.maxSearchFileBytes) return { kind: 'too_large' };
+          // The size is known from the open's fstat: read exactly that (handle.readFile would fstat again and read
+          // once more to see the end).
+          bytes = Buffer.allocUnsafe(stats.size);
+          let filled = 0;
+          while (filled < bytes.length) {
+            const { bytesRead } = await handle.read(bytes, filled, bytes.length - filled, filled);
+            if (bytesRead === 0) break;
+            filled += bytesRead;
+          }
+          bytes = bytes.subarray(0, filled);
+        } finally {
+          await handle.close();
+        }
+      } catch {
+        return { kind: 'unreadable' };
+      }
+      if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) return { kind: 'binary' };
+      return { kind: 'text', text: bytes.toString('utf8') };
+    };
+    // Called as the walk yields an entry (ahead of the loop below): small files start loading at once.
+    const prepare = (entry: WalkEntry): Prepared => {
+      const skips = { ...walkSkips };
+      walkSkips.policy = 0;
+      walkSkips.unreadable = 0;
+      const wanted = entry.stats.isFile() && (!globMatch || globMatch(entry.relative));
+      let loading: Promise<Loaded> | null = null;
+      const loaded = () => (loading ??= load(entry));
+      if (wanted && mode === 'content' && entry.stats.size <= READ_AHEAD_MAX_FILE_BYTES) loaded();
+      return { skips, wanted, loaded };
+    };
+
+    outer: for await (const [entry, item] of readAhead(candidates, prepare, READ_AHEAD)) {
+      uncommitted.policy += item.skips.policy;
+      uncommitted.unreadable += item.skips.unreadable;
+      if (!item.wanted) continue;
       if (Date.now() > deadline) {
         truncated = true;
         next = { file: entry.relative, skip: 0 };
+        commitSkips();
         break;
       }
       if (mode === 'glob') {
         if (files.length >= maxResults) {
           truncated = true;
           next = { after: files[files.length - 1] };
-          break;
+          break; // the skips since that file are counted again by the next page, so not here
         }
+        commitSkips();
         files.push(entry.relative);
         filesMatched++;
         continue;
       }
-      if (classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret) {
-        skipped.secret++;
-        continue;
-      }
-      if (entry.stats.size > limits.maxSearchFileBytes) {
-        skipped.too_large++;
-        continue;
-      }
-      let bytes: Buffer;
-      try {
-        const { handle } = await openForRead(entry.absolute, isInside);
-        try {
-          bytes = await handle.readFile();
-        } finally {
-          await handle.close();
-        }
-      } catch {
-        skipped.unreadable++;
+      commitSkips();
+      const loaded = await item.loaded();
+      if (loaded.kind !== 'text') {
+        if (loaded.kind === 'binary') filesScanned++;
+        skipped[loaded.kind]++;
         continue;
       }
       filesScanned++;
-      if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) {
-        skipped.binary++;
-        continue;
-      }
-      const text = bytes.toString('utf8');
+      const text = loaded.text;
       const hits = await matcher!.match(text);
       if (hits.length === 0) continue;
       filesMatched++;
@@ -221,6 +299,11 @@ export const searchFiles = defineTool({
         }
         matches.push(match);
       }
+    }
+    if (!truncated) {
+      commitSkips();
+      skipped.policy += walkSkips.policy;
+      skipped.unreadable += walkSkips.unreadable;
     }
     const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
     const structured = {

@@ -1,0 +1,188 @@
+/**
+ * Multi-file changes as one transaction (SPEC §6.4). Everything is authorized, hashed and computed before this
+ * runs; here: journal the old bytes durably → commit the files one by one, each re-checked against its snapshot just
+ * before its rename → on a failure part-way, replay the journal in reverse (ROLLBACK_COMPLETE / PARTIAL / FAILED),
+ * never overwriting a file someone else changed after our write (`left_alone`) → remove the journal entry. At
+ * start-up, `recoverJournals` rolls back what a dead process left unfinished, the same way.
+ */
+import { lstat, unlink } from 'node:fs/promises';
+import { toEnvelope } from '../errors/to-envelope.js';
+import { RollbackError, type RollbackFile } from '../errors/tool-error.js';
+import { identityOf, syncDirectory, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
+import { hashBytes } from '../fs/hash.js';
+import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
+import { readCurrent } from '../fs/read-current.js';
+import type { AllowedPath } from '../policy/resolve-path.js';
+import path from 'node:path';
+
+/** One planned file change, fully computed. */
+export interface PlannedChange {
+  real: AllowedPath;
+  /** Old bytes, or null when the file does not exist yet. */
+  oldBytes: Buffer | null;
+  oldHash: string | null;
+  oldIdentity: FileIdentity | null;
+  oldMode: number | null;
+  /** New bytes, or null to delete the file. */
+  newBytes: Buffer | null;
+  newHash: string | null;
+}
+
+/**
+ * Test seam for crash tests (issue 4): with FS_TOOLS_TEST_KILL_AT=N in the environment, the process SIGKILLs itself
+ * at the N-th commit step (0 = right after the journal is durable; then before and after each file's commit).
+ * Unset in normal use; it changes nothing else.
+ */
+let killCounter = 0;
+function killPoint(): void {
+  const at = process.env.FS_TOOLS_TEST_KILL_AT;
+  if (at === undefined || at === '') return;
+  if (killCounter++ === Number(at)) process.kill(process.pid, 'SIGKILL');
+}
+
+/**
+ * Commits `changes` atomically as a whole.
+ * @throws RollbackError when a commit failed part-way (the cause is in details.cause); errors from writing the journal
+ *   itself bubble unchanged (nothing was written)
+ */
+export async function commitTransaction(changes: readonly PlannedChange[], options: {
+  stateDir: string;
+  isInside: (p: string) => boolean;
+}): Promise<void> {
+  const files: JournalFile[] = changes.map((c) => ({
+    path: c.real,
+    old_base64: c.oldBytes ? c.oldBytes.toString('base64') : null,
+    old_hash: c.oldHash,
+    new_hash: c.newHash,
+    mode: c.oldMode,
+  }));
+  const journal = await writeJournal(options.stateDir, files);
+  killPoint();
+  let committed = 0;
+  try {
+    for (const c of changes) {
+      if (c.newBytes === null) {
+        const now = await lstat(c.real).catch(() => null);
+        if (!now || !c.oldIdentity || now.dev !== c.oldIdentity.dev || now.ino !== c.oldIdentity.ino
+          || now.size !== c.oldIdentity.size || now.mtimeMs !== c.oldIdentity.mtimeMs) {
+          throw Object.assign(new Error(`${c.real} changed during the call`), { code: 'ESTALE', path: c.real });
+        }
+        killPoint();
+        await unlink(c.real);
+        await syncDirectory(path.dirname(c.real));
+      } else {
+        await writeFileAtomic(c.real, c.newBytes, {
+          isInside: options.isInside,
+          expected: { identity: c.oldIdentity },
+          beforeRename: async () => killPoint(),
+        });
+      }
+      committed++;
+      killPoint();
+    }
+  } catch (error) {
+    const statuses = await rollbackFiles(files, committed, options.isInside);
+    await removeJournal(journal.file).catch(() => undefined);
+    throw rollbackError(statuses, committed, error);
+  }
+  await removeJournal(journal.file);
+}
+
+function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
+  const written = statuses.slice(0, committed);
+  const code = written.every((s) => s.status === 'restored') && statuses.every((s) => s.status === 'restored')
+    ? 'ROLLBACK_COMPLETE'
+    : written.length > 0 && written.every((s) => s.status !== 'restored') ? 'ROLLBACK_FAILED' : 'ROLLBACK_PARTIAL';
+  const causeEnvelope = toEnvelope(cause).error as unknown as Record<string, unknown>;
+  const message = code === 'ROLLBACK_COMPLETE'
+    ? `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); every file was restored.`
+    : code === 'ROLLBACK_PARTIAL'
+      ? `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); only some files hold their old bytes.`
+      : `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); no file could be restored.`;
+  return new RollbackError(code, message, { files: statuses, cause, causeEnvelope });
+}
+
+/**
+ * Restores journaled files in reverse order. Files [0, committed) were written by us; the rest were not.
+ * A file whose current hash is neither ours nor the old one was changed by someone else: left alone.
+ */
+export async function rollbackFiles(files: readonly JournalFile[], committed: number,
+  isInside: (p: string) => boolean): Promise<RollbackFile[]> {
+  const statuses: RollbackFile[] = files.map((f) => ({ path: f.path, status: 'restored' as const }));
+  for (let i = files.length - 1; i >= 0; i--) {
+    const f = files[i];
+    const real = f.path as AllowedPath;
+    try {
+      if (!isInside(real)) {
+        statuses[i] = { path: f.path, status: 'not_restored', reason: 'outside_roots' };
+        continue;
+      }
+      const now = await readCurrent(real, isInside, { wantBytes: false, maxBytes: 0 });
+      if (now.hash === f.old_hash) continue; // holds its old bytes (never written, or already restored)
+      const ours = i < committed || now.hash === f.new_hash;
+      if (now.hash !== f.new_hash || !ours) {
+        statuses[i] = { path: f.path, status: 'left_alone', reason: 'changed_by_another_writer' };
+        continue;
+      }
+      if (f.old_base64 === null) {
+        await unlink(real);
+        await syncDirectory(path.dirname(real));
+      } else {
+        const bytes = Buffer.from(f.old_base64, 'base64');
+        const current = await lstat(real).catch(() => null);
+        await writeFileAtomic(real, bytes, {
+          isInside, mode: f.mode ?? undefined,
+          expected: { identity: current ? identityOf(current) : null },
+        });
+        if (hashBytes(bytes) !== f.old_hash) throw new Error('journal bytes do not match the journaled hash');
+      }
+    } catch (error) {
+      statuses[i] = { path: f.path, status: 'not_restored', reason: toEnvelope(error).error.code };
+    }
+  }
+  return statuses;
+}
+
+/** What start-up recovery did for one unfinished transaction (reported by list_allowed_directories). */
+export interface RecoveredTransaction {
+  id: string;
+  created_at: string;
+  pid: number;
+  outcome: 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED';
+  files: RollbackFile[];
+}
+
+function processAlive(pid: number): boolean {
+  if (pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Rolls back every journal entry left by a dead process (SPEC §6.4), logging each to stderr.
+ * A file of the entry that is outside the current roots is not touched (`not_restored`, reason outside_roots).
+ */
+export async function recoverJournals(stateDir: string, isInside: (p: string) => boolean,
+  log: (line: string) => void): Promise<RecoveredTransaction[]> {
+  const out: RecoveredTransaction[] = [];
+  for (const { file, entry } of await listJournals(stateDir)) {
+    if (processAlive(entry.pid)) continue; // another live fs-tools is mid-transaction
+    const statuses = await rollbackFiles(entry.files, entry.files.length, isInside);
+    const outcome = outcomeOf(entry, statuses);
+    await removeJournal(file).catch(() => undefined);
+    out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome, files: statuses });
+    log(`fs-tools: recovered unfinished transaction ${entry.id} from pid ${entry.pid}: ${outcome} (`
+      + `${statuses.map((s) => `${s.path}: ${s.status}`).join(', ')})`);
+  }
+  return out;
+}
+
+function outcomeOf(_entry: JournalEntry, statuses: RollbackFile[]): RecoveredTransaction['outcome'] {
+  if (statuses.every((s) => s.status === 'restored')) return 'ROLLBACK_COMPLETE';
+  if (statuses.every((s) => s.status !== 'restored')) return 'ROLLBACK_FAILED';
+  return 'ROLLBACK_PARTIAL';
+}

@@ -1,0 +1,272 @@
+/**
+ * apply_patch (SPEC §6.3, §6.4): apply a unified diff to one or several files as one transaction. The diff is parsed
+ * during argument validation (BEGIN_PATCH, PATCH_FAILED malformed/no_hunks come before any path check: SPEC §3.3
+ * step 2); then every file is authorized, hashed (OCC per file) and patched in memory; nothing is written unless every
+ * file applies; then the journaled commit (src/patch/transaction.ts) writes them, rolling back on a failure part-way.
+ */
+import { isUtf8 } from 'node:buffer';
+import path from 'node:path';
+import { z } from 'zod';
+import { OccMismatchError, PatchFailedError, ToolError } from '../errors/tool-error.js';
+import { identityOf } from '../fs/atomic-write.js';
+import { hashBytes } from '../fs/hash.js';
+import { withPathLock } from '../fs/path-lock.js';
+import { readCurrent, type CurrentFile } from '../fs/read-current.js';
+import { toEolText } from '../patch/eol-text.js';
+import { applyHunks, type HunkReport } from '../patch/locate-hunks.js';
+import { parseUnifiedDiff, type FilePatch } from '../patch/parse-unified.js';
+import { assertNotRewrite } from '../patch/rewrite-guard.js';
+import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
+import { authorizeWrite, type AuthorizedWrite } from '../policy/authorize.js';
+import { checkExpectedHash } from '../policy/occ.js';
+import { resolveInRoots } from '../policy/resolve-path.js';
+import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
+import { defineTool, type ToolContext } from './define-tool.js';
+import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
+
+export const ApplyPatchInput = z.strictObject({
+  patch: z.string().min(1).describe('Unified diff text (git diff / diff -u), one or more files; a ```diff fence is fine'),
+  path: PathArg.optional()
+    .describe('Base directory for the paths in the diff headers (default: the first root), or the single target file'),
+  expected_hashes: z.record(z.string(), ExpectedHash).optional()
+    .describe('Per file (keyed by the path as in the diff, or absolute): the content hash it must have now, or "absent"'),
+  expected_status_hash: ExpectedStatusHash.optional(),
+  allow_rewrite: z.boolean().default(false).describe('Allow hunks that replace ≥90% of a file of ≥10 lines'),
+  dry_run: DryRun,
+});
+
+export const ApplyPatchOutput = z.object({
+  dry_run: z.boolean(),
+  files: z.array(z.object({
+    path: z.string().describe('Absolute resolved path'),
+    action: z.enum(['created', 'modified', 'deleted', 'renamed']),
+    from: z.string().optional().describe('Renames: the old path'),
+    hunks: z.array(z.object({
+      hunk: z.number().int(),
+      line: z.number().int().describe('1-based line of the original file where the hunk applied'),
+      match: z.enum(['exact', 'trailing_whitespace', 'typography']),
+    })),
+    previous_hash: ContentHash.nullable(),
+    content_hash: ContentHash.nullable().describe('null for a deleted file'),
+  })),
+  external_change: z.boolean().optional(),
+  warnings: z.array(z.string()).optional(),
+  status_hash: z.string().optional(),
+});
+
+type FileResult = z.infer<typeof ApplyPatchOutput>['files'][number];
+
+interface Target {
+  file: FilePatch;
+  action: FileResult['action'];
+  /** The file read and patched (old path for renames and deletes). */
+  source: AuthorizedWrite;
+  /** Where the result goes (new path; same as source unless renamed). */
+  dest: AuthorizedWrite;
+  key: string;
+}
+
+/** Finds expected_hashes' entry for a file: by the path as written in the diff, relative to base, or absolute. */
+function expectedFor(map: Record<string, string> | undefined, candidates: readonly (string | null | undefined)[]): string | undefined {
+  if (!map) return undefined;
+  for (const c of candidates) if (c && map[c] !== undefined) return map[c];
+  return undefined;
+}
+
+async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPatchInput>, ctx: ToolContext): Promise<Target[]> {
+  let base: string | null = null;
+  let single: string | null = null;
+  if (args.path === undefined) {
+    base = ctx.policy.roots[0]?.real ?? null;
+    if (base === null) await resolveInRoots('.', ctx.policy.roots, { followFinal: true }); // throws ROOTS_EMPTY
+  } else {
+    const r = await resolveInRoots(args.path, ctx.policy.roots, { followFinal: true });
+    if (r.stats?.isDirectory()) base = r.real;
+    else if (r.stats || files.length === 1) single = args.path;
+    else {
+      throw new ToolError('VALIDATION', `${r.absolute} does not exist, and a patch of ${files.length} files needs a base directory.`, {
+        path: r.absolute, details: { reason: 'invalid_base', field: 'path' },
+      });
+    }
+  }
+  if (single !== null && files.length > 1) {
+    throw new ToolError('VALIDATION', `path names one file, but the patch changes ${files.length} files.`, {
+      details: { reason: 'single_target_multi_file', field: 'path' },
+      suggestion: 'Pass a directory as path (or omit it) for a multi-file patch.',
+    });
+  }
+  const targets: Target[] = [];
+  for (const file of files) {
+    if (file.headerless && single === null) {
+      throw new ToolError('VALIDATION', 'The patch has no ---/+++ file headers, so its target is unknown.', {
+        details: { reason: 'no_target', field: 'path' }, suggestion: 'Pass path: the file the hunks apply to.',
+      });
+    }
+    const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : path.join(base!, p));
+    const action: Target['action'] = file.oldPath === null ? 'created' : file.newPath === null ? 'deleted'
+      : single === null && file.oldPath !== file.newPath ? 'renamed' : 'modified';
+    const oldName = file.oldPath ?? file.newPath!;
+    const newName = file.newPath ?? file.oldPath!;
+    const authorizeExisting = async (name: string, raw: string | null, field: string) => {
+      try {
+        return await authorizeWrite(rel(name), ctx.policy, { kind: 'file', mustExist: true, followFinal: true, field });
+      } catch (error) {
+        // `diff -u` paths that really start with a/ or b/: retry unstripped.
+        if (error instanceof ToolError && error.code === 'NOT_FOUND' && raw && raw !== name && single === null) {
+          return await authorizeWrite(rel(raw), ctx.policy, { kind: 'file', mustExist: true, followFinal: true, field });
+        }
+        throw error;
+      }
+    };
+    let source: AuthorizedWrite;
+    let dest: AuthorizedWrite;
+    if (action === 'created') {
+      source = dest = await authorizeWrite(rel(newName), ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
+    } else if (action === 'renamed') {
+      source = await authorizeExisting(oldName, file.rawOldPath, 'patch');
+      dest = await authorizeWrite(rel(newName), ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
+      if (dest.stats) {
+        throw new ToolError('VALIDATION', `The patch renames to ${dest.absolute}, which already exists.`, {
+          path: dest.absolute, details: { reason: 'destination_exists' },
+        });
+      }
+    } else {
+      source = dest = await authorizeExisting(oldName, file.rawOldPath, 'patch');
+    }
+    targets.push({ file, action, source, dest, key: oldName });
+  }
+  const seen = new Set<string>();
+  for (const t of targets) {
+    for (const p of new Set([t.source.real, t.dest.real])) {
+      if (seen.has(p)) {
+        throw new ToolError('VALIDATION', `The patch changes ${p} more than once.`, {
+          path: p, details: { reason: 'duplicate_file' }, suggestion: 'Merge the sections for this file into one.',
+        });
+      }
+      seen.add(p);
+    }
+  }
+  return targets;
+}
+
+function decode(current: CurrentFile, absolute: string): string {
+  const bytes = current.bytes ?? Buffer.alloc(0);
+  if (!isUtf8(bytes)) {
+    throw new ToolError('VALIDATION', `${absolute} is not valid UTF-8 text; a unified diff cannot patch it.`, {
+      path: absolute, details: { reason: 'binary', current_hash: current.hash },
+    });
+  }
+  return bytes.toString('utf8');
+}
+
+export const applyPatch = defineTool({
+  name: 'apply_patch',
+  title: 'Apply patch',
+  description: 'Apply a unified diff (as git diff or diff -u write it; headers optional with path = the target file; '
+    + 'counts may be wrong; @@ @@ works) to one or more files as one transaction: every file is checked and patched in '
+    + 'memory first, nothing is written unless all apply, and a failure part-way is rolled back from a journal '
+    + '(ROLLBACK_COMPLETE/PARTIAL/FAILED). Hunks are located by content (exact, then ignoring trailing whitespace, '
+    + 'then typographic quotes/dashes); header line numbers only break ties. Existing files need their current hash '
+    + '(expected_hashes, or a prior read: HASH_REQUIRED otherwise); /dev/null creates or deletes. Fails with '
+    + 'BEGIN_PATCH (Codex *** Begin Patch format), PATCH_FAILED (details.reason no_match with nearest and expected, '
+    + 'ambiguous with candidates, overlap, already_applied, malformed with the line, no_hunks; details.hunk), '
+    + 'REWRITE_BLOCKED, OCC_MISMATCH, and the path errors of write_file.',
+  group: 'fs-write',
+  input: ApplyPatchInput,
+  output: ApplyPatchOutput,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  mutating: true,
+  validate: (args) => { parseUnifiedDiff(args.patch); },
+  isDryRun: (a) => a.dry_run,
+  pathsOf: (a) => (a.path ? [a.path] : []),
+  async run(args, ctx) {
+    const files = parseUnifiedDiff(args.patch);
+    const targets = await resolveTargets(files, args, ctx);
+    await checkStaleGit(ctx, targets[0].source.real, args.expected_status_hash);
+    const isInside = insideRoots(ctx);
+    const lockPaths = targets.flatMap((t) => [t.source.real, t.dest.real]);
+    const warnings: string[] = [];
+    const outcome = await withPathLock(lockPaths, ctx.config.stateDir, async () => {
+      const changes: PlannedChange[] = [];
+      const results: FileResult[] = [];
+      for (const t of targets) {
+        const current = await readCurrent(t.source.real, isInside, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
+        const expected = expectedFor(args.expected_hashes, [t.key, t.file.rawOldPath, t.file.rawNewPath, t.source.absolute, t.source.real,
+          path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real)]);
+        if (t.action === 'created') {
+          if (current.exists) {
+            throw new OccMismatchError(`The patch creates ${t.dest.absolute}, but it already exists.`, {
+              path: t.dest.absolute, expectedHash: 'absent', currentHash: current.hash, conflict: { reason: 'created' },
+            });
+          }
+        } else {
+          const verdict = checkExpectedHash({
+            absolute: t.source.absolute, real: t.source.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
+            expected, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: `expected_hashes["${t.key}"]`,
+          });
+          if (verdict.warning) warnings.push(verdict.warning);
+        }
+        const before = t.action === 'created' ? '' : decode(current, t.source.absolute);
+        let applied: { text: string; hunks: HunkReport[] };
+        try {
+          applied = t.file.hunks.length ? applyHunks(before, t.file, t.source.absolute) : { text: before, hunks: [] };
+        } catch (error) {
+          if (error instanceof PatchFailedError) {
+            error.details.current_hash = current.hash;
+            error.details.file = t.source.absolute;
+          }
+          throw error;
+        }
+        if (t.action === 'deleted' && applied.text !== '') {
+          throw new PatchFailedError(`The patch deletes ${t.source.absolute}, but its hunks do not cover the whole file.`, {
+            path: t.source.absolute, details: { reason: 'no_match', current_hash: current.hash, file: t.source.absolute },
+            suggestion: 'Regenerate the deletion diff from the current file, or use delete_path.',
+          });
+        }
+        if (t.action === 'modified' || t.action === 'renamed') {
+          assertNotRewrite(toEolText(before).view, toEolText(applied.text).view, args.allow_rewrite, t.source.absolute);
+        }
+        const newBytes = t.action === 'deleted' ? null : Buffer.from(applied.text, 'utf8');
+        const newHash = newBytes ? hashBytes(newBytes) : null;
+        const oldMode = current.stats ? current.stats.mode & 0o7777 : null;
+        if (t.action === 'renamed') {
+          changes.push({ real: t.dest.real, oldBytes: null, oldHash: null, oldIdentity: null, oldMode: null, newBytes, newHash });
+          changes.push({ real: t.source.real, oldBytes: current.bytes, oldHash: current.hash,
+            oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes: null, newHash: null });
+        } else {
+          changes.push({ real: t.dest.real, oldBytes: current.bytes && current.exists ? current.bytes : null, oldHash: current.hash,
+            oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes, newHash });
+        }
+        results.push({
+          path: t.dest.real, action: t.action, ...(t.action === 'renamed' ? { from: t.source.real } : {}),
+          hunks: applied.hunks, previous_hash: current.hash, content_hash: newHash,
+        });
+      }
+      if (!args.dry_run) {
+        await commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside });
+        for (const c of changes) {
+          if (c.newBytes) ctx.hashes.remember(c.real, c.newHash!, c.newBytes);
+          else ctx.hashes.forget(c.real);
+        }
+      }
+      return results;
+    });
+    const statusHash = args.dry_run ? undefined : await statusHashAfter(ctx, targets[0].dest.real, args.expected_status_hash);
+    const structured = {
+      dry_run: args.dry_run,
+      files: outcome,
+      ...(warnings.length ? { external_change: true, warnings } : {}),
+      ...(statusHash ? { status_hash: statusHash } : {}),
+    };
+    const text = [
+      ...outcome.map((f) => `${args.dry_run ? 'would be ' : ''}${f.action} ${f.path}${f.from ? ` (from ${f.from})` : ''}: `
+        + `${f.hunks.length} hunk(s)${f.hunks.length ? ` at line ${f.hunks.map((h) => h.line).join(', ')}` : ''}; `
+        + `content_hash ${f.content_hash ?? '(deleted)'}`),
+      ...warnings.map((w) => `warning: ${w}`),
+    ].join('\n');
+    return {
+      structured, text,
+      audit: { paths: outcome.map((f) => f.path), hash_before: outcome[0]?.previous_hash ?? null, hash_after: outcome[0]?.content_hash ?? null },
+    };
+  },
+});
