@@ -128,7 +128,7 @@ export interface ParseEnvironment {
 export function parseConfig(argv: readonly string[], env: ParseEnvironment): Config {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     const message = (error as Error).message.split('\n')[0];
     const unknown = /^Unknown option '([^']+)'/.exec(message);
@@ -154,7 +154,18 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
   }
   if (values.json && mode.kind !== 'tools') throw new UsageError('--json only applies to `fs-tools tools`');
 
-  const rootArgs = [...((values.root as string[] | undefined) ?? []), ...positionals];
+  // Roots keep their command-line order (--root and positional ROOTs interleaved): the first root is the base of
+  // relative paths. Positionals consumed by `call`/`tools` are not roots.
+  const consumed = parsed.positionals.length - positionals.length;
+  const rootArgs: string[] = [];
+  let positionalIndex = 0;
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind === 'positional') {
+      if (positionalIndex++ >= consumed) rootArgs.push(token.value);
+    } else if (token.kind === 'option' && token.name === 'root' && typeof token.value === 'string') {
+      rootArgs.push(token.value);
+    }
+  }
   const rootsFromCommandLine = rootArgs.length > 0;
   const roots = rootsFromCommandLine ? rootArgs.map((r) => resolveRoot(r, env.cwd)) : defaultRoots(env);
   dedupeRoots(roots);
@@ -184,7 +195,7 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     clientRoots: parseEnum('client-roots', values['client-roots'], ['narrow', 'replace', 'ignore'] as const, 'narrow'),
     auditLog: typeof values['audit-log'] === 'string' ? path.resolve(env.cwd, values['audit-log']) : null,
     stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir'])
-      : envPaths('fs-tools', { suffix: '' }).data,
+      : defaultStateDir(),
     limits,
   };
 }
@@ -249,6 +260,19 @@ function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {
     }
   }
   return new Set(items);
+}
+
+/**
+ * The platform's user state directory for fs-tools (SPEC §1 --state-dir): $XDG_STATE_HOME/fs-tools or
+ * ~/.local/state/fs-tools on Linux (XDG Base Directory spec); env-paths' data directory elsewhere
+ * (~/Library/Application Support/fs-tools, %LOCALAPPDATA%\fs-tools\Data).
+ */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): string {
+  if (process.platform === 'linux') {
+    const base = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(home, '.local', 'state');
+    return path.join(base, 'fs-tools');
+  }
+  return envPaths('fs-tools', { suffix: '' }).data;
 }
 
 /** Default ParseEnvironment from the running process. */

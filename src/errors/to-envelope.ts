@@ -162,7 +162,7 @@ function build(code: ErrorCode, message: string, fields: BuildFields): ErrorEnve
   const body: EnvelopeError = {
     code,
     message: redact(message),
-    path: fields.path ?? null,
+    path: fields.path == null ? null : redact(fields.path),
     details: redactDeep(fields.details ?? {}),
     suggestion: redact(fields.suggestion ?? DEFAULT_SUGGESTIONS[code]),
     retryable: fields.retryable ?? info.retryable,

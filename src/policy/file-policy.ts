@@ -67,12 +67,34 @@ export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlav
   for (let i = 1; i <= parts.length; i++) candidates.push(parts.slice(0, i).join('/'));
   let best: Access | null = null;
   for (const rule of policy.rules) {
-    const pattern = rootRelativePattern(rule.pattern);
-    if (candidates.some((c) => micromatch.isMatch(c, pattern, { dot: true, nocase: flavor.caseInsensitive }))) {
+    const isMatch = ruleMatcher(rule.pattern, flavor.caseInsensitive);
+    // Not `.some(isMatch)`: micromatch's matcher takes a second `returnObject` argument, and `.some` would pass the
+    // index there, turning every candidate after the first into a truthy result object.
+    if (candidates.some((candidate) => isMatch(candidate))) {
       if (best === null || ACCESS_LEVELS.indexOf(rule.access) > ACCESS_LEVELS.indexOf(best)) best = rule.access;
     }
   }
   return best;
+}
+
+/**
+ * Compiled rule globs. `micromatch.isMatch` compiles its glob on every call; listings and search classify every entry
+ * of a tree, so compiling per call made a policy cost seconds on large trees.
+ */
+const RULE_MATCHERS = new Map<string, (candidate: string) => boolean>();
+
+function ruleMatcher(pattern: string, nocase: boolean): (candidate: string) => boolean {
+  const key = `${nocase ? 'i' : 's'}:${pattern}`;
+  let isMatch = RULE_MATCHERS.get(key);
+  if (!isMatch) {
+    // A glob without any `/` matches a name at any depth (`*.log`, `secrets`), as in .gitignore and the listing
+    // globs; a glob with a `/` (including a leading `/`) is anchored at the root.
+    const compiled = micromatch.matcher(rootRelativePattern(pattern), { dot: true, nocase, basename: !pattern.includes('/') });
+    // One-argument wrapper: the compiled matcher's second parameter (`returnObject`) must never receive a stray value.
+    isMatch = (candidate: string) => compiled(candidate);
+    RULE_MATCHERS.set(key, isMatch);
+  }
+  return isMatch;
 }
 
 /**

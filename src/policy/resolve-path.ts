@@ -150,11 +150,15 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
     try {
       const resolved = await realpath(input);
       const stats = await lstat(resolved);
-      let viaSymlink = false;
-      try {
-        viaSymlink = (await lstat(stripTrailingSep(input))).isSymbolicLink();
-      } catch { /* raced away: treat as not a link */ }
-      return { resolved, stats, viaSymlink };
+      // realpath's answer holds no link; a link there now was swapped in since: resolve again, component by component
+      // (reporting it as the "special file" it is not would tell the agent the path is forbidden for good).
+      if (!stats.isSymbolicLink()) {
+        let viaSymlink = false;
+        try {
+          viaSymlink = (await lstat(stripTrailingSep(input))).isSymbolicLink();
+        } catch { /* raced away: treat as not a link */ }
+        return { resolved, stats, viaSymlink };
+      }
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ELOOP') return { resolved: input, stats: null, viaSymlink: false, loop: true };
@@ -196,8 +200,18 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
     }
     if (stats.isSymbolicLink() && (!isLast || followFinal)) {
       if (++links > MAX_LINKS) return { resolved: input, stats: null, viaSymlink, loop: true };
+      let target: string;
+      try {
+        target = await readlink(next);
+      } catch (error) {
+        // Swapped for a non-link (EINVAL) or removed (ENOENT) since the lstat: look at this component again
+        // (each retry counts towards MAX_LINKS, so a swap loop ends as symlink_loop, never as a crash).
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== 'EINVAL' && code !== 'ENOENT') throw error;
+        queue.unshift(name);
+        continue;
+      }
       if (isLast) viaSymlink = true;
-      const target = await readlink(next);
       if (path.isAbsolute(target)) {
         const t = path.parse(target);
         current = t.root;

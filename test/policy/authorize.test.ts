@@ -1,0 +1,165 @@
+/**
+ * Pins authorizeRead's order of checks (SPEC §3.3 steps 4–7) on real temp trees: ROOTS_EMPTY → NOT_ALLOWED (before
+ * the secret name) → SECRET_DENIED (before the policy) → FILE_POLICY_DENIED / policy hidden as NOT_FOUND (before
+ * existence) → NOT_FOUND → kind (directory for a file: VALIDATION; FIFO for a file: FILE_POLICY_DENIED builtin).
+ * Secrets are checked on the requested spelling and on the link target (notes.txt → .env); the policy is checked on
+ * the resolved path and on the requested spelling (a link cannot carry a path out of a hidden or denied directory, and
+ * a link cannot reach into one). No refusal carries file content.
+ */
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js';
+import { ToolError } from '../../src/errors/tool-error.js';
+import { authorizeRead, type PolicyContext, type WantedKind } from '../../src/policy/authorize.js';
+import type { FilePolicy } from '../../src/policy/file-policy.js';
+import type { EffectiveRoot } from '../../src/policy/roots.js';
+import { fifo, makeTree, symlink } from '../helpers/tree.js';
+
+const CONTENT = 'CONTENT-MUST-NOT-LEAK-0815';
+
+const tree = makeTree({
+  proj: {
+    'a.txt': 'A',
+    '.env': `TOKEN=${CONTENT}`,
+    '.env.example': 'TOKEN=',
+    'notes.txt': symlink('.env'),
+    'dir': { 'x.txt': 'X' },
+    'pipe': fifo(),
+    'pipe-link': symlink('pipe'),
+    'hidden-dir': { 'h.txt': CONTENT, 'to-public': symlink('../dir/x.txt') },
+    'denied-dir': { 'd.txt': CONTENT, 'to-public': symlink('../dir/x.txt') },
+    'to-hidden': symlink('hidden-dir/h.txt'),
+    'to-denied': symlink('denied-dir/d.txt'),
+    'docs': { 'r.md': 'R' },
+  },
+  outside: { '.env': `OUT=${CONTENT}`, 'o.txt': CONTENT },
+  'root-link': symlink('proj'),
+});
+afterAll(() => tree.cleanup());
+
+const PROJ = path.join(tree.dir, 'proj');
+const OUT = path.join(tree.dir, 'outside');
+const ROOT: EffectiveRoot = { given: PROJ, real: PROJ, source: 'cli' };
+
+const POLICY: FilePolicy = {
+  rules: [
+    { pattern: 'hidden-dir', access: 'hidden' },
+    { pattern: 'denied-dir/**', access: 'deny' },
+    { pattern: '.env', access: 'deny' },
+    { pattern: 'docs', access: 'read_only' },
+  ],
+};
+
+function ctx(overrides: Partial<PolicyContext> = {}): PolicyContext {
+  return { roots: [ROOT], allowSecrets: false, policy: POLICY, ...overrides };
+}
+
+async function refused(requested: string, kind: WantedKind = 'file', c: PolicyContext = ctx()): Promise<EnvelopeError> {
+  try {
+    const r = await authorizeRead(requested, c, { kind });
+    throw new Error(`expected ${requested} to be refused, got ${r.real}`);
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    const envelope = toEnvelope(error).error;
+    expect(JSON.stringify(envelope)).not.toContain(CONTENT);
+    return envelope;
+  }
+}
+
+describe('authorizeRead order of checks (SPEC §3.3)', () => {
+  test.each<[string, string, WantedKind, string, Record<string, unknown>?]>([
+    ['no roots wins over everything', '', 'file', 'ROOTS_EMPTY'],
+    ['outside + secret name → NOT_ALLOWED', path.join(OUT, '.env'), 'file', 'NOT_ALLOWED', { reason: 'outside_roots' }],
+    ['outside + missing secret name → NOT_ALLOWED', path.join(OUT, '.env.local'), 'file', 'NOT_ALLOWED'],
+    ['relative escape to a secret → NOT_ALLOWED', '../outside/.env', 'file', 'NOT_ALLOWED'],
+    ['secret + policy deny → SECRET_DENIED', '.env', 'file', 'SECRET_DENIED', { pattern: '.env' }],
+    ['missing secret → SECRET_DENIED (not NOT_FOUND)', 'sub/.env.production', 'file', 'SECRET_DENIED'],
+    ['secret as a directory kind → SECRET_DENIED', '.env', 'directory', 'SECRET_DENIED'],
+    ['link notes.txt → .env → SECRET_DENIED', 'notes.txt', 'file', 'SECRET_DENIED'],
+    ['policy deny → FILE_POLICY_DENIED', 'denied-dir/d.txt', 'file', 'FILE_POLICY_DENIED', { source: 'policy', rule: 'deny' }],
+    ['policy deny on a missing path → FILE_POLICY_DENIED (before existence)', 'denied-dir/nope', 'file', 'FILE_POLICY_DENIED'],
+    ['policy deny on a directory for kind file → FILE_POLICY_DENIED (before kind)', 'denied-dir', 'file', 'FILE_POLICY_DENIED'],
+    ['policy hidden → NOT_FOUND', 'hidden-dir/h.txt', 'file', 'NOT_FOUND'],
+    ['policy hidden directory itself → NOT_FOUND', 'hidden-dir', 'directory', 'NOT_FOUND'],
+    ['policy hidden + wrong kind → NOT_FOUND (before kind)', 'hidden-dir', 'file', 'NOT_FOUND'],
+    ['link into a hidden directory → NOT_FOUND', 'to-hidden', 'file', 'NOT_FOUND'],
+    ['link into a denied directory → FILE_POLICY_DENIED', 'to-denied', 'file', 'FILE_POLICY_DENIED'],
+    ['link out of a hidden directory → NOT_FOUND', 'hidden-dir/to-public', 'file', 'NOT_FOUND'],
+    ['link out of a denied directory → FILE_POLICY_DENIED', 'denied-dir/to-public', 'file', 'FILE_POLICY_DENIED'],
+    ['missing → NOT_FOUND', 'nope.txt', 'file', 'NOT_FOUND'],
+    ['missing nested → NOT_FOUND', 'no/such/dir/f.txt', 'any', 'NOT_FOUND'],
+    ['directory for kind file → VALIDATION', 'dir', 'file', 'VALIDATION', { reason: 'is_directory' }],
+    ['file for kind directory → VALIDATION', 'a.txt', 'directory', 'VALIDATION', { reason: 'not_a_directory', kind: 'file' }],
+    ['FIFO for kind file → FILE_POLICY_DENIED builtin', 'pipe', 'file', 'FILE_POLICY_DENIED',
+      { source: 'builtin', rule: 'special_file', kind: 'fifo' }],
+    ['link to a FIFO for kind file → FILE_POLICY_DENIED builtin', 'pipe-link', 'file', 'FILE_POLICY_DENIED', { source: 'builtin' }],
+    ['FIFO for kind directory → VALIDATION', 'pipe', 'directory', 'VALIDATION', { kind: 'fifo' }],
+  ])('%s', async (label, requested, kind, code, details) => {
+    const c = label.startsWith('no roots') ? ctx({ roots: [] }) : ctx();
+    const e = await refused(requested || 'a.txt', kind, c);
+    expect(e.code).toBe(code);
+    if (details) expect(e.details).toMatchObject(details);
+  });
+
+  test('the link notes.txt → .env is refused under the name that was asked for', async () => {
+    const e = await refused('notes.txt');
+    expect(e.path).toBe(path.join(PROJ, 'notes.txt'));
+  });
+
+  test('a hidden path is indistinguishable from a missing one', async () => {
+    const hidden = await refused('hidden-dir/h.txt');
+    const missing = await refused('hidden-dir-nope/h.txt');
+    const blank = (e: EnvelopeError) => JSON.stringify({ ...e, path: '', message: e.message.split(e.path ?? '\0').join('') });
+    expect(blank(hidden)).toBe(blank(missing));
+  });
+});
+
+describe('authorizeRead successes', () => {
+  test('a plain file: relative, access and stats', async () => {
+    const r = await authorizeRead('a.txt', ctx(), { kind: 'file' });
+    expect(r.real).toBe(path.join(PROJ, 'a.txt'));
+    expect(r.relative).toBe('a.txt');
+    expect(r.access).toBeNull();
+    expect(r.stats.isFile()).toBe(true);
+  });
+
+  test('read_only allows reading and reports the access level', async () => {
+    const r = await authorizeRead('docs/r.md', ctx(), { kind: 'file' });
+    expect(r.access).toBe('read_only');
+    expect(r.relative).toBe('docs/r.md');
+  });
+
+  test('the root itself as a directory: relative is empty', async () => {
+    const r = await authorizeRead('.', ctx(), { kind: 'directory' });
+    expect(r.relative).toBe('');
+  });
+
+  test('a root given through a symlink, in its given spelling', async () => {
+    const linked: EffectiveRoot = { given: path.join(tree.dir, 'root-link'), real: PROJ, source: 'cli' };
+    const r = await authorizeRead(path.join(tree.dir, 'root-link', 'a.txt'), ctx({ roots: [linked] }), { kind: 'file' });
+    expect(r.real).toBe(path.join(PROJ, 'a.txt'));
+    await expect(authorizeRead(path.join(tree.dir, 'root-link', 'hidden-dir', 'to-public'), ctx({ roots: [linked] }),
+      { kind: 'file' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  test('.env.example is not a secret', async () => {
+    await expect(authorizeRead('.env.example', ctx(), { kind: 'file' })).resolves.toMatchObject({ relative: '.env.example' });
+  });
+
+  test('--allow-secrets lets a secret through (the policy still applies)', async () => {
+    const c = ctx({ allowSecrets: true });
+    const viaLink = await authorizeRead('notes.txt', ctx({ allowSecrets: true, policy: { rules: [] } }), { kind: 'file' });
+    expect(viaLink.real).toBe(path.join(PROJ, '.env'));
+    expect((await refused('.env', 'file', c)).code).toBe('FILE_POLICY_DENIED');
+  });
+
+  test("secrets: 'flag' (stat) lets a secret name through", async () => {
+    const r = await authorizeRead('notes.txt', ctx({ policy: { rules: [] } }), { kind: 'any', secrets: 'flag' });
+    expect(r.real).toBe(path.join(PROJ, '.env'));
+  });
+
+  test("kind 'any' accepts a FIFO (stat never opens it)", async () => {
+    const r = await authorizeRead('pipe', ctx(), { kind: 'any' });
+    expect(r.stats.isFIFO()).toBe(true);
+  });
+});
