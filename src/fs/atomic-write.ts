@@ -38,8 +38,12 @@ export function identityOf(stats: Stats): FileIdentity {
 export interface ExpectedTarget {
   /** null: the target must not exist; otherwise its identity must be unchanged. */
   identity: FileIdentity | null;
-  /** Builds the error for a target that changed (e.g. an OCC_MISMATCH with the current hash). */
-  onChanged?: () => Promise<Error>;
+  /**
+   * Decides about a target whose identity changed: the error to throw (e.g. an OCC_MISMATCH with the current hash),
+   * or null when the caller accepts it as it is now (same bytes under a new inode or mtime: an editor's identical
+   * save, a touch), in which case the write proceeds after the symlink re-check.
+   */
+  onChanged?: () => Promise<Error | null>;
 }
 
 /** Options of `writeFileAtomic`. */
@@ -105,7 +109,12 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
       const want = options.expected.identity;
       const changed = want === null ? now !== null
         : !now || now.dev !== want.dev || now.ino !== want.ino || now.size !== want.size || now.mtimeMs !== want.mtimeMs;
-      if (changed) throw options.expected.onChanged ? await options.expected.onChanged() : changedError(target, 'changed_during_call');
+      if (changed) {
+        const error = options.expected.onChanged ? await options.expected.onChanged() : changedError(target, 'changed_during_call');
+        if (error) throw error;
+        // [defense in depth] the caller accepted the target as it is now; it must still not be a link.
+        if ((await lstat(target).catch(() => null))?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
+      }
     }
     injectWriteFault?.('rename', target);
     await rename(tmp, target);

@@ -66,6 +66,7 @@ export async function readRange(handle: FileHandle, request: RangeRequest, optio
     if (scan.size === 0) startLine = 1;
   } else if (request.kind === 'bytes') {
     if (request.offset > scan.size) throw pastEnd(`offset ${request.offset}`, scan);
+    if (options.textBoundaries && scan.validUtf8) await assertCharacterBoundary(handle, request.offset, scan.size);
     startByte = request.offset;
     endByte = scan.size;
     startLine = scan.lineAtOffset;
@@ -121,6 +122,22 @@ export async function readRange(handle: FileHandle, request: RangeRequest, optio
       ? { start_line: startLine + newlines, offset: nextOffset, cut_mid_line: !endsWithNl }
       : null,
   };
+}
+
+/**
+ * Text reads start on a character: an offset inside a UTF-8 sequence would return a broken first character.
+ * @throws ToolError VALIDATION (reason `offset_splits_character`)
+ */
+async function assertCharacterBoundary(handle: FileHandle, offset: number, size: number): Promise<void> {
+  if (offset >= size) return;
+  const byte = Buffer.alloc(1);
+  await readFully(handle, byte, offset);
+  if ((byte[0] & 0xc0) !== 0x80) return;
+  throw new ToolError('VALIDATION', `offset ${offset} is inside a UTF-8 character.`, {
+    details: { reason: 'offset_splits_character', field: 'offset' },
+    suggestion: 'Pass the offset from a continuation (always a character boundary), use a line range, or read raw bytes '
+      + 'with encoding "base64".',
+  });
 }
 
 function pastEnd(what: string, scan: Scan): ToolError {

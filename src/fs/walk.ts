@@ -55,7 +55,7 @@ export interface WalkOptions {
 }
 
 /** How many lstat calls a directory walk keeps in flight ahead of the entry being yielded. */
-const LSTAT_AHEAD = 16;
+const LSTAT_AHEAD = 32;
 
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
 const MAX_IGNORE_BYTES = 1024 * 1024;

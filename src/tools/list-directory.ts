@@ -73,6 +73,7 @@ export const listDirectory = defineTool({
     const maxEntries = Math.min(args.max_entries ?? ctx.config.limits.maxListEntries, ctx.config.limits.maxListEntries);
     const entries: z.infer<typeof EntrySchema>[] = [];
     let unreadable = 0;
+    let pendingUnreadable = 0;
     let truncated = false;
     const walk = walkTree({
       base: target.real,
@@ -86,7 +87,9 @@ export const listDirectory = defineTool({
         const v = classifyEntry(ctx.policy, abs, rel);
         return v.hidden || v.denied ? 'omit' : 'ok';
       },
-      onSkip: (reason) => { if (reason === 'unreadable') unreadable++; },
+      // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
+      // the next page, which resumes there.
+      onSkip: (reason) => { if (reason === 'unreadable') pendingUnreadable++; },
       signal: ctx.signal,
       nocase: HOST_FLAVOR.caseInsensitive,
     });
@@ -95,6 +98,8 @@ export const listDirectory = defineTool({
         truncated = true;
         break;
       }
+      unreadable += pendingUnreadable;
+      pendingUnreadable = 0;
       const type = kindOf(entry.stats);
       const secret = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
       entries.push({
@@ -106,6 +111,7 @@ export const listDirectory = defineTool({
         ...(type === 'symlink' ? { link_target_type: await linkTargetType(entry, ctx) } : {}),
       });
     }
+    if (!truncated) unreadable += pendingUnreadable;
     const last = entries[entries.length - 1];
     const nextCursor = truncated && last ? encodeCursor(fingerprint, { after: last.path }) : null;
     const lines = entries.map((e) => {

@@ -122,7 +122,7 @@ export const readFile = defineTool({
     + 'include line terminators and concatenate to the file. At most max_bytes (default 262144) per call; when cut, '
     + 'truncated is true and continuation says where to go on. Fails with NOT_ALLOWED (outside roots), NOT_FOUND, '
     + 'SECRET_DENIED, FILE_POLICY_DENIED (policy, FIFOs/devices), VALIDATION (directory; reason "binary" for non-UTF-8 '
-    + 'with encoding utf8; range_past_end).',
+    + 'with encoding utf8; range_past_end; offset_splits_character for a text read from inside a character).',
   group: 'fs-read',
   input: ReadFileInput,
   output: ReadFileOutput,

@@ -81,7 +81,7 @@ interface Prepared {
  * (awaiting one open/read/close after another left the thread pool idle: a 50,000-file search took minutes), and
  * results are still consumed strictly in walk order, so pages and cursors are unchanged.
  */
-const READ_AHEAD = 16;
+const READ_AHEAD = 32;
 /** Only files up to this size are read ahead (bounds the memory held by read-ahead to READ_AHEAD × this). */
 const READ_AHEAD_MAX_FILE_BYTES = 256 * 1024;
 
@@ -273,7 +273,6 @@ export const searchFiles = defineTool({
       const text = loaded.text;
       const hits = await matcher!.match(text);
       if (hits.length === 0) continue;
-      filesMatched++;
       const lines = text.split('\n');
       const skip = resumeFile === entry.relative ? resumeSkip : 0;
       for (let h = skip; h < hits.length; h++) {
@@ -282,6 +281,8 @@ export const searchFiles = defineTool({
           next = { file: entry.relative, skip: h };
           break outer;
         }
+        // Counted with its first match on this page (a file whose matches all go to the next page is not counted here).
+        if (h === skip) filesMatched++;
         const [lineIndex, column] = hits[h];
         const lineText = lines[lineIndex];
         const match: Match = {
@@ -310,7 +311,13 @@ export const searchFiles = defineTool({
       path: target.real, mode, files, matches, files_scanned: filesScanned, files_matched: filesMatched, skipped,
       truncated, next_cursor: nextCursor,
     } as const;
-    const out: string[] = mode === 'glob' ? [...files] : matches.map((m) => `${m.path}:${m.line}:${m.column}: ${m.text}`);
+    // grep style: `path:line:column: text` for a match, `path-line- text` for its context lines, `--` between groups.
+    const out: string[] = mode === 'glob' ? [...files] : matches.flatMap((m) => [
+      ...(m.before ?? []).map((t, i, all) => `${m.path}-${m.line - all.length + i}- ${t}`),
+      `${m.path}:${m.line}:${m.column}: ${m.text}`,
+      ...(m.after ?? []).map((t, i) => `${m.path}-${m.line + 1 + i}- ${t}`),
+      ...(args.context_lines > 0 ? ['--'] : []),
+    ]);
     if (out.length === 0) out.push('(no matches)');
     const skippedParts = Object.entries(skipped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
     out.push(`[${mode === 'glob' ? `${files.length} files` : `${matches.length} matches in ${filesMatched} files, `
