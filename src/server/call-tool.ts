@@ -7,7 +7,7 @@
  */
 import { toEnvelope, type ErrorEnvelope } from '../errors/to-envelope.js';
 import { ToolError } from '../errors/tool-error.js';
-import { assertWritable } from '../policy/gates.js';
+import { assertWritable, type BudgetTicket } from '../policy/gates.js';
 import type { AnyTool, ToolContext } from '../tools/define-tool.js';
 import type { ProcessState } from './process-state.js';
 import { validateArguments } from './validate-arguments.js';
@@ -55,6 +55,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
   let args: unknown;
   let outcome: CallOutcome;
   let audit: { paths?: string[]; action?: string; hash_before?: string | null; hash_after?: string | null; bytes?: number } = {};
+  let ticket: BudgetTicket | undefined;
   try {
     if (!isEnabled(tool, state)) {
       throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, { details: { tool: name } });
@@ -65,7 +66,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     const dryRun = tool.isDryRun?.(args) ?? false;
     if (mutating) {
       assertWritable(state.config.readonly, name, actionOf(args));
-      if (!dryRun) state.budget.assertAvailable();
+      if (!dryRun) ticket = await state.budget.reserve();
     }
     await state.roots.ready();
     const ctx: ToolContext = {
@@ -78,7 +79,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
       process: { version: state.version, recoveredTransactions: state.recoveredTransactions },
     };
     const result = await tool.run(args, ctx);
-    if (mutating && !dryRun) state.budget.spend();
+    ticket?.spend();
     audit = result.audit ?? {};
     outcome = {
       ok: true,
@@ -88,6 +89,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };
   }
+  ticket?.release(); // a failed call gives its unit back (no-op after spend)
   state.audit.record({
     time: new Date().toISOString(),
     tool: name,

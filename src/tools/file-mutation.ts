@@ -77,6 +77,13 @@ export async function statusHashAfter(ctx: ToolContext, real: string, expected: 
  */
 export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, options: MutateOptions,
   compute: (current: CurrentFile) => Promise<Computed<T>> | Computed<T>): Promise<MutateResult<T>> {
+  // SPEC §3.3 step 7 (existence) before step 8 (STALE_GIT) and 9 (OCC): a new file needs its parent directory.
+  if (!target.stats && !options.createDirs && !(await isDirectory(parentOf(target.real)))) {
+    throw new ToolError('NOT_FOUND', `The parent directory of ${target.absolute} does not exist.`, {
+      path: target.absolute, details: { reason: 'parent_missing' },
+      suggestion: 'Pass create_dirs: true, or call create_directory first.',
+    });
+  }
   await checkStaleGit(ctx, target.real, options.expectedStatusHash);
   const isInside = insideRoots(ctx);
   const real: AllowedPath = target.real;
@@ -86,12 +93,6 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
       absolute: target.absolute, real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
       expected: options.expectedHash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: options.field,
     });
-    if (!current.exists && !options.createDirs && !(await isDirectory(parentOf(real)))) {
-      throw new ToolError('NOT_FOUND', `The parent directory of ${target.absolute} does not exist.`, {
-        path: target.absolute, details: { reason: 'parent_missing' },
-        suggestion: 'Pass create_dirs: true, or call create_directory first.',
-      });
-    }
     const computed = await compute(current);
     const contentHash = hashBytes(computed.bytes);
     if (!options.dryRun) {
@@ -100,17 +101,22 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
         isInside,
         expected: {
           identity: current.stats ? identityOf(current.stats) : null,
+          // Someone else (not an fs-tools writer: they share the path lock) changed the file after we hashed it.
+          // Different bytes: OCC_MISMATCH against what we read. Same bytes under a new identity (an identical save, a
+          // touch): our computed bytes still apply, so the write proceeds — this is no failure, least of all INTERNAL.
           onChanged: async () => {
-            const now = await readCurrent(real, isInside, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes }).catch(() => null);
             try {
+              const now = await readCurrent(real, isInside, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes })
+                .catch((error: unknown) => (error instanceof ToolError && error.details.reason === 'file_too_large'
+                  ? readCurrent(real, isInside, { wantBytes: false, maxBytes: 0 }) : Promise.reject(error)));
               checkExpectedHash({
-                absolute: target.absolute, real, current: { hash: now?.hash ?? null, bytes: now?.bytes ?? undefined },
+                absolute: target.absolute, real, current: { hash: now.hash, bytes: now.bytes ?? undefined },
                 expected: current.hash ?? 'absent', autoOcc: 'block', memory: ctx.hashes, field: options.field,
               });
+              return null;
             } catch (error) {
               return error as Error;
             }
-            return new Error('file changed during the call but its hash did not');
           },
         },
       });

@@ -7,8 +7,9 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { authorizeRead, classifyEntry } from '../policy/authorize.js';
+import { classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
+import { resolveInRoots } from '../policy/resolve-path.js';
 import { gitStatus, runGit, throwGitFailure } from '../vcs/git.js';
 import { unquote } from '../vcs/porcelain-v2.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
@@ -50,11 +51,15 @@ interface FileChunk {
   text: string;
 }
 
-/** Splits `git diff` output into per-file chunks at `diff --git` headers. */
+/**
+ * Splits `git diff` output into per-file chunks at `diff --git` headers, and at `diff --cc` / `diff --combined`
+ * headers (an unmerged path's combined diff, which git prints first: it must be a chunk of its own with its own
+ * policy verdict, not dropped as text before the first `diff --git`).
+ */
 function splitDiff(raw: string): FileChunk[] {
   const chunks: FileChunk[] = [];
   const starts: number[] = [];
-  const re = /^diff --git /gm;
+  const re = /^diff --(?:git|cc|combined) /gm;
   for (let m = re.exec(raw); m; m = re.exec(raw)) starts.push(m.index);
   for (let i = 0; i < starts.length; i++) {
     const text = raw.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : raw.length);
@@ -68,7 +73,8 @@ function splitDiff(raw: string): FileChunk[] {
     const renameFrom = /^(?:rename|copy) from (.*)$/m.exec(head);
     const plusPath = plus ? pathOfFileLine(plus[1], 'b/') : null;
     const p = (renameTo ? unquote(renameTo[1]) : null) ?? plusPath ?? (minus ? pathOfFileLine(minus[1], 'a/') : null)
-      ?? pathOfHeader(header.slice('diff --git '.length));
+      ?? (header.startsWith('diff --git ') ? pathOfHeader(header.slice('diff --git '.length))
+        : pathOfCombinedHeader(header.slice(header.indexOf(' ', 'diff --'.length) + 1)));
     // A NUL byte means binary content even when .gitattributes (`diff`, `-binary`) made git print it as text.
     const forcedText = text.includes('\0');
     chunks.push({
@@ -79,6 +85,26 @@ function splitDiff(raw: string): FileChunk[] {
     });
   }
   return chunks;
+}
+
+/**
+ * The longest prefix of `s` (whole characters: never half a surrogate pair or UTF-8 sequence) whose UTF-8 encoding
+ * fits `maxBytes`, computed in one pass. At least one character, so a page always makes progress (a page of a
+ * max_bytes smaller than one character holds that one character).
+ */
+export function prefixWithinBytes(s: string, maxBytes: number): string {
+  let t = s.slice(0, maxBytes);
+  const last = t.charCodeAt(t.length - 1);
+  if (last >= 0xd800 && last <= 0xdbff) t = t.slice(0, -1);
+  const buf = Buffer.from(t, 'utf8');
+  let cut = t;
+  if (buf.length > maxBytes) {
+    let end = maxBytes;
+    while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
+    cut = buf.subarray(0, end).toString('utf8');
+  }
+  if (cut === '' && s !== '') cut = String.fromCodePoint(s.codePointAt(0)!);
+  return cut;
 }
 
 /**
@@ -98,6 +124,11 @@ function quotedToken(s: string): string {
     else if (s[i] === '"') return s.slice(0, i + 1);
   }
   return s;
+}
+
+/** The path of a `diff --cc x` header (one name, no prefix, C-quoted when unusual). */
+function pathOfCombinedHeader(rest: string): string {
+  return rest.startsWith('"') ? unquote(quotedToken(rest)) : rest;
 }
 
 /**
@@ -136,7 +167,22 @@ export const gitDiff = defineTool({
   async run(args, ctx) {
     const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+    // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
+    // entry need not exist: a file deleted in the work tree is a fine thing to diff.
+    const filters = [];
+    for (const p of args.paths ?? []) filters.push(await resolveInRoots(p, ctx.policy.roots, { followFinal: false }, 'paths'));
     const root = await resolveWorkTree(args.path, ctx);
+    const pathspecs: string[] = [];
+    for (const f of filters) {
+      const relative = path.relative(root, f.real);
+      if (relative.startsWith('..') || path.isAbsolute(relative)) {
+        throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
+          path: f.absolute, details: { reason: 'outside_work_tree', field: 'paths' },
+          suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
+        });
+      }
+      pathspecs.push(`:(literal)${relative || '.'}`);
+    }
     const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
     const { statusHash } = await gitStatus(root, gitOptions);
     const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
@@ -144,14 +190,11 @@ export const gitDiff = defineTool({
     });
     if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
     if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
-
-    const pathspecs: string[] = [];
-    for (const p of args.paths ?? []) {
-      const t = await authorizeRead(p, ctx.policy, { kind: 'any', secrets: 'flag', field: 'paths' });
-      pathspecs.push(`:(literal)${path.relative(root, t.real) || '.'}`);
-    }
     const r = await runGit([
-      'diff', ...(args.staged ? ['--cached'] : []), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
+      // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
+      // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
+      // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
+      ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
       // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
       '--src-prefix=a/', '--dst-prefix=b/',
       `-U${args.context_lines}`, '--', ...pathspecs,
@@ -163,6 +206,7 @@ export const gitDiff = defineTool({
     let index = typeof position?.index === 'number' ? position.index : 0;
     let offset = typeof position?.offset === 'number' ? position.offset : 0;
     let out = '';
+    let outBytes = 0;
     const files: z.infer<typeof FileSchema>[] = [];
     let truncated = false;
     let next: Record<string, unknown> | null = null;
@@ -173,21 +217,24 @@ export const gitDiff = defineTool({
         const abs = path.join(root, p);
         return classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
       });
+      // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
+      if (verdicts.some((v) => v.hidden)) continue;
       const omitted = verdicts.some((v) => v.secret) ? 'secret'
         : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
       const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
-      let body = omitted
-        ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n`
-        : c.text.slice(offset);
-      if (out.length > 0 && Buffer.byteLength(out) + Buffer.byteLength(body) > maxBytes) {
+      // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
+      // max_bytes is cut like a diff, so paging always moves on).
+      const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
+      let body = full.slice(offset);
+      const bodyBytes = Buffer.byteLength(body);
+      if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
         truncated = true;
         next = { index, offset };
         break;
       }
-      if (Buffer.byteLength(body) > maxBytes) {
+      if (bodyBytes > maxBytes) {
         // One file larger than the page: cut at a line boundary and continue inside it.
-        let cut = body.slice(0, maxBytes);
-        while (Buffer.byteLength(cut) > maxBytes) cut = cut.slice(0, -1);
+        let cut = prefixWithinBytes(body, maxBytes);
         const nl = cut.lastIndexOf('\n');
         if (nl > 0) cut = cut.slice(0, nl + 1);
         body = cut;
@@ -198,6 +245,7 @@ export const gitDiff = defineTool({
         break;
       }
       out += body;
+      outBytes += bodyBytes;
       files.push(entry);
     }
     const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;

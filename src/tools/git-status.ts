@@ -5,8 +5,8 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { authorizeRead } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { authorizeRead, classifyEntry } from '../policy/authorize.js';
+import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
 import { gitStatus, workTreeRoot } from '../vcs/git.js';
 import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
 import { PathArg } from './common-schemas.js';
@@ -68,7 +68,14 @@ export const gitStatusTool = defineTool({
   async run(args, ctx) {
     const root = await resolveWorkTree(args.path, ctx);
     const { raw, statusHash } = await gitStatus(root, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
-    const { branch, entries } = parsePorcelainV2(raw);
+    const parsed = parsePorcelainV2(raw);
+    const { branch } = parsed;
+    // SPEC §4.3: a policy-hidden path behaves as absent, so git_status does not name it either.
+    const entries = parsed.entries.filter((e) => {
+      const abs = path.join(root, e.path);
+      const inRoot = findContainingRoot(ctx.policy.roots, abs);
+      return !inRoot || !classifyEntry(ctx.policy, abs, toPosixRelative(inRoot.real, abs)).hidden;
+    });
     const structured = {
       repo_root: root,
       branch: branch.head,

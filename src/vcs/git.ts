@@ -53,7 +53,7 @@ export interface GitOptions {
 }
 
 /** Subcommands that read work-tree file contents, and so would run a repository's clean/process filters. */
-const CONTENT_READERS = new Set(['status', 'diff']);
+const CONTENT_READERS = new Set(['status', 'diff', 'diff-files', 'diff-index']);
 
 /**
  * Config (as GIT_CONFIG_COUNT/KEY/VALUE environment entries, which take any key and reach child gits such as

@@ -1,0 +1,78 @@
+/**
+ * The stdin line filter (src/server/stdio-guard.ts): valid JSON-RPC lines pass through byte for byte, however they
+ * are split; malformed lines are answered with -32700 / -32600 and dropped; blank lines are dropped silently.
+ */
+import { PassThrough } from 'node:stream';
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { describe, expect, it } from 'vitest';
+import { guardStdin } from '../../src/server/stdio-guard.js';
+
+async function feed(chunks: Array<string | Buffer>): Promise<{ out: Buffer; replies: JSONRPCMessage[] }> {
+  const input = new PassThrough();
+  const replies: JSONRPCMessage[] = [];
+  const guarded = guardStdin(input, (m) => replies.push(m));
+  const parts: Buffer[] = [];
+  guarded.on('data', (d: Buffer) => parts.push(d));
+  const ended = new Promise((r) => guarded.on('end', r));
+  for (const c of chunks) input.write(c);
+  input.end();
+  await ended;
+  return { out: Buffer.concat(parts), replies };
+}
+
+const ping = (id: number) => JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' });
+const codeOf = (m: JSONRPCMessage) => (m as { error: { code: number } }).error.code;
+const idOf = (m: JSONRPCMessage) => (m as { id: unknown }).id;
+
+describe('guardStdin', () => {
+  it('passes valid lines through unchanged, across chunk boundaries and with CRLF', async () => {
+    const text = `${ping(1)}\n${ping(2)}\r\n${ping(3)}\n`;
+    const chunks = [...text].map((ch) => Buffer.from(ch)); // one byte… one character at a time
+    const { out, replies } = await feed(chunks);
+    expect(replies).toEqual([]);
+    expect(out.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual([1, 2, 3]);
+  });
+
+  it('keeps multi-byte characters split across chunks intact', async () => {
+    const line = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x', params: { s: 'é😀' } })}\n`);
+    const cut = line.indexOf(Buffer.from('😀')) + 2;
+    const { out, replies } = await feed([line.subarray(0, cut), line.subarray(cut)]);
+    expect(replies).toEqual([]);
+    expect(out.equals(line)).toBe(true);
+  });
+
+  it.each([
+    ['not JSON', '{not json', -32700, null],
+    ['invalid UTF-8', Buffer.from([0xff, 0xfe, 0x7b]), -32700, null],
+    ['a JSON array', '[1,2]', -32600, null],
+    ['a JSON scalar', '42', -32600, null],
+    ['a request with a bad method', '{"jsonrpc":"2.0","id":7,"method":5}', -32600, 7],
+    ['a request without jsonrpc', '{"id":"abc","method":"ping"}', -32600, 'abc'],
+    ['an object id', '{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', -32600, null],
+  ] as Array<[string, string | Buffer, number, unknown]>)('answers %s and drops it', async (_label, bad, code, id) => {
+    const { out, replies } = await feed([bad, '\n', `${ping(9)}\n`]);
+    expect(replies).toHaveLength(1);
+    expect(codeOf(replies[0])).toBe(code);
+    expect(idOf(replies[0])).toBe(id);
+    expect(out.toString()).toBe(`${ping(9)}\n`);
+  });
+
+  it('drops blank lines without an answer', async () => {
+    const { out, replies } = await feed(['\n', '   \r\n', `${ping(1)}\n`]);
+    expect(replies).toEqual([]);
+    expect(out.toString()).toBe(`${ping(1)}\n`);
+  });
+
+  it('hands an over-long line to the transport raw, so its own size limit decides', async () => {
+    const huge = Buffer.alloc(STDIO_DEFAULT_MAX_BUFFER_SIZE + 10, 0x61);
+    const { out, replies } = await feed([huge.subarray(0, 1000), huge.subarray(1000), '\n', `${ping(2)}\n`]);
+    expect(replies).toEqual([]);
+    expect(out.length).toBe(huge.length + 1 + ping(2).length + 1);
+    expect(out.subarray(out.length - ping(2).length - 1).toString()).toBe(`${ping(2)}\n`);
+  });
+
+  it('hands an unterminated last line on at end of input', async () => {
+    const { out } = await feed([`${ping(1)}\n`, ping(2)]);
+    expect(out.toString()).toBe(`${ping(1)}\n${ping(2)}`);
+  });
+});
