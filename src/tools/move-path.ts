@@ -55,9 +55,14 @@ export const movePath = defineTool({
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.source, a.destination],
   async run(args, ctx) {
-    const source = await authorizeWrite(args.source, ctx.policy, { kind: 'any', mustExist: true, followFinal: false, field: 'source' });
+    // SPEC §3.3 orders the checks across the whole call: both paths pass containment, secrets and policy (steps 5–6)
+    // before the source's existence is checked (step 7), so a missing source never hides a refused destination.
+    const source = await authorizeWrite(args.source, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'source' });
     const destination = await authorizeWrite(args.destination, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'destination' });
-    const srcStats = source.stats!;
+    if (!source.stats) {
+      throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+    }
+    const srcStats = source.stats;
     if (source.real === destination.real) {
       throw new ToolError('VALIDATION', 'source and destination are the same path.', {
         path: source.absolute, details: { reason: 'same_path' },

@@ -56,6 +56,8 @@ export const writeFile = defineTool({
   output: WriteFileOutput,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   mutating: true,
+  // SPEC §3.3 step 2: a missing or double content, or bad base64, is an argument problem, decided before the gates.
+  validate: (a) => { decodeContent(a); },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
