@@ -59,7 +59,8 @@ export interface ViewReplacement {
  * were LF; with no break inside, the style of the line the region sits on (or the file's dominant style).
  */
 export function applyToOriginal(t: EolText, replacements: readonly ViewReplacement[]): string {
-  const sorted = [...replacements].sort((a, b) => a.start - b.start);
+  // At equal starts an insertion (empty range) goes first: after a non-empty range `pos` is past its start.
+  const sorted = [...replacements].sort((a, b) => a.start - b.start || a.end - b.end);
   let out = '';
   let pos = 0; // in view
   for (const r of sorted) {

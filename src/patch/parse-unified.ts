@@ -65,12 +65,19 @@ export function assertNotBeginPatch(patch: string): void {
   }
 }
 
-/** Removes one surrounding ```diff / ```patch / ``` fence, if the diff sits inside one. */
+/**
+ * Removes one surrounding ```diff / ```patch / ``` fence, if the diff sits inside one. The opening fence must come
+ * before the diff starts, and the closing fence has the opening's indentation: a context line of a markdown file,
+ * " ```" (space + fence), is a hunk line, never a fence.
+ */
 function stripFence(text: string): string {
   const lines = text.split('\n');
-  const open = lines.findIndex((l) => /^\s*```\s*(diff|patch|udiff)?\s*$/i.test(l));
+  const diffStart = lines.findIndex((l, i) => l.startsWith('@@') || l.startsWith('diff --git ')
+    || (l.startsWith('--- ') && (lines[i + 1] ?? '').startsWith('+++ ')));
+  const open = lines.findIndex((l, i) => (diffStart === -1 || i < diffStart) && /^\s*```\s*(diff|patch|udiff)?\s*$/i.test(l));
   if (open === -1) return text;
-  const close = lines.findIndex((l, i) => i > open && /^\s*```\s*$/.test(l));
+  const indent = /^\s*/.exec(lines[open])![0];
+  const close = lines.findIndex((l, i) => i > open && l.startsWith(indent) && /^```\s*$/.test(l.slice(indent.length)));
   return lines.slice(open + 1, close === -1 ? lines.length : close).join('\n');
 }
 
@@ -102,7 +109,10 @@ function malformed(message: string, line: number, text: string): PatchFailedErro
  */
 export function parseUnifiedDiff(patch: string): FilePatch[] {
   assertNotBeginPatch(patch);
-  const lines = stripFence(patch.replace(/\r\n/g, '\n')).split('\n');
+  // The LF that ends the text's last line does not start another (empty) line: it is no empty context line. (Inside
+  // a fence, an empty line before the closing fence is a line.)
+  const text = patch.replace(/\r\n/g, '\n');
+  const lines = stripFence(text.endsWith('\n') ? text.slice(0, -1) : text).split('\n');
   const files: FilePatch[] = [];
   let file: FilePatch | null = null;
   let hunk: Hunk | null = null;
@@ -127,8 +137,10 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (l.op !== '-') newLeft--;
   };
   const finishHunk = () => {
-    // Trailing empty lines belong to the hunk only while its header counts still expect lines.
-    if (hunk && counted) {
+    // Trailing empty lines belong to the hunk only while its header counts still expect lines — and only when both
+    // counts expect the same number (what is left can only be context lines then); counts that disagree are wrong
+    // counts, and empty lines after a hunk with wrong counts are separators, not context.
+    if (hunk && counted && oldLeft === newLeft) {
       while (pendingBlank > 0 && (oldLeft > 0 || newLeft > 0)) { pushLine({ op: ' ', text: '' }); pendingBlank--; }
     }
     pendingBlank = 0;
@@ -146,8 +158,10 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
       newFile(a, b, false, a, b);
       continue;
     }
+    // A ---/+++ pair right after hunk lines is the next file's header only when a hunk header follows it: otherwise
+    // it is a removed "-- …" line and an added "++ …" line of a hunk whose counts are missing or wrong.
     if (line.startsWith('--- ') && i + 1 < lines.length && lines[i + 1].startsWith('+++ ')
-      && !(hunk && counted && (oldLeft > 0 || newLeft > 0))) {
+      && (!hunk || (!(counted && (oldLeft > 0 || newLeft > 0)) && (lines[i + 2] ?? '').startsWith('@@')))) {
       finishHunk();
       const rawOld = headerPath(line.slice(4));
       const rawNew = headerPath(lines[i + 1].slice(4));
@@ -215,6 +229,15 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
   }
   finishHunk();
 
+  for (const f of files) {
+    // Strip git's a/ b/ prefixes when the headers use them (before deciding what is a rename: a/x → b/x is none).
+    const gitStyle = (f.oldPath === null || f.oldPath.startsWith('a/')) && (f.newPath === null || f.newPath.startsWith('b/'))
+      && !(f.oldPath === null && f.newPath === null);
+    if (gitStyle) {
+      f.oldPath = stripPrefix(f.oldPath, 'a/');
+      f.newPath = stripPrefix(f.newPath, 'b/');
+    }
+  }
   const withHunks = files.filter((f) => f.hunks.length > 0 || (f.oldPath !== f.newPath && f.oldPath !== null && f.newPath !== null));
   if (withHunks.length === 0) {
     throw new PatchFailedError('The text contains no unified-diff hunks (no "@@" lines), so there is nothing to apply.', {
@@ -223,13 +246,6 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     });
   }
   for (const f of withHunks) {
-    // Strip git's a/ b/ prefixes when the headers use them.
-    const gitStyle = (f.oldPath === null || f.oldPath.startsWith('a/')) && (f.newPath === null || f.newPath.startsWith('b/'))
-      && !(f.oldPath === null && f.newPath === null);
-    if (gitStyle) {
-      f.oldPath = stripPrefix(f.oldPath, 'a/');
-      f.newPath = stripPrefix(f.newPath, 'b/');
-    }
     for (const h of f.hunks) {
       if (h.lines.length === 0) {
         throw new PatchFailedError(`Hunk at patch line ${h.patchLine} has no lines.`, {

@@ -5,12 +5,13 @@
  * never overwriting a file someone else changed after our write (`left_alone`) → remove the journal entry. At
  * start-up, `recoverJournals` rolls back what a dead process left unfinished, the same way.
  */
-import { lstat, unlink } from 'node:fs/promises';
+import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { RollbackError, type RollbackFile } from '../errors/tool-error.js';
-import { identityOf, syncDirectory, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
+import { identityOf, makeDirectories, syncDirectory, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
 import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
+import { withPathLock } from '../fs/path-lock.js';
 import { readCurrent } from '../fs/read-current.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import path from 'node:path';
@@ -59,8 +60,10 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
   const journal = await writeJournal(options.stateDir, files);
   killPoint();
   let committed = 0;
+  const createdDirs: string[] = [];
   try {
     for (const c of changes) {
+      if (c.oldBytes === null && c.newBytes !== null) createdDirs.push(...await makeParents(c.real, options.isInside));
       if (c.newBytes === null) {
         const now = await lstat(c.real).catch(() => null);
         if (!now || !c.oldIdentity || now.dev !== c.oldIdentity.dev || now.ino !== c.oldIdentity.ino
@@ -82,10 +85,22 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
     }
   } catch (error) {
     const statuses = await rollbackFiles(files, committed, options.isInside);
+    for (const d of createdDirs.reverse()) await rmdir(d).catch(() => undefined); // only if empty again
     await removeJournal(journal.file).catch(() => undefined);
     throw rollbackError(statuses, committed, error);
   }
   await removeJournal(journal.file);
+}
+
+/**
+ * Creates the missing parent directories of a file the change creates (as `git apply` does), never through a link
+ * or outside the roots; returns the directories it created, outermost first.
+ */
+async function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
+  const missing: string[] = [];
+  for (let d = path.dirname(file); d !== path.dirname(d) && !(await lstat(d).catch(() => null)); d = path.dirname(d)) missing.unshift(d);
+  if (missing.length > 0) await makeDirectories(path.dirname(file) as AllowedPath, isInside);
+  return missing;
 }
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
@@ -171,7 +186,12 @@ export async function recoverJournals(stateDir: string, isInside: (p: string) =>
   const out: RecoveredTransaction[] = [];
   for (const { file, entry } of await listJournals(stateDir)) {
     if (processAlive(entry.pid)) continue; // another live fs-tools is mid-transaction
-    const statuses = await rollbackFiles(entry.files, entry.files.length, isInside);
+    // Under the files' write locks (a live fs-tools sharing the state dir may be writing one of them right now).
+    const statuses = await withPathLock(entry.files.map((f) => f.path), stateDir, async () => {
+      const restored = await rollbackFiles(entry.files, entry.files.length, isInside);
+      await removeStrayTemporaries(entry.files, isInside);
+      return restored;
+    });
     const outcome = outcomeOf(entry, statuses);
     await removeJournal(file).catch(() => undefined);
     out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome, files: statuses });
@@ -179,6 +199,26 @@ export async function recoverJournals(stateDir: string, isInside: (p: string) =>
       + `${statuses.map((s) => `${s.path}: ${s.status}`).join(', ')})`);
   }
   return out;
+}
+
+/**
+ * Removes the temporary files a process killed between writing a file's temporary copy and renaming it left beside
+ * the journaled files (`.NAME.fs-tools-XXXXXXXXXXXX.tmp`, src/fs/atomic-write.ts): complete copies of bytes that
+ * were never committed, invisible litter otherwise.
+ */
+async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (p: string) => boolean): Promise<void> {
+  for (const f of files) {
+    const dir = path.dirname(f.path);
+    if (!isInside(f.path)) continue;
+    const name = path.basename(f.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const pattern = new RegExp(`^\\.${name}\\.fs-tools-[0-9a-f]{12}\\.tmp$`);
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const entry of names) {
+      if (!pattern.test(entry)) continue;
+      const tmp = path.join(dir, entry);
+      if ((await lstat(tmp).catch(() => null))?.isFile()) await unlink(tmp).catch(() => undefined);
+    }
+  }
 }
 
 function outcomeOf(_entry: JournalEntry, statuses: RollbackFile[]): RecoveredTransaction['outcome'] {

@@ -76,13 +76,17 @@ function expectedFor(map: Record<string, string> | undefined, candidates: readon
 async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPatchInput>, ctx: ToolContext): Promise<Target[]> {
   let base: string | null = null;
   let single: string | null = null;
+  let singleExists = false;
   if (args.path === undefined) {
     base = ctx.policy.roots[0]?.real ?? null;
     if (base === null) await resolveInRoots('.', ctx.policy.roots, { followFinal: true }); // throws ROOTS_EMPTY
   } else {
     const r = await resolveInRoots(args.path, ctx.policy.roots, { followFinal: true });
     if (r.stats?.isDirectory()) base = r.real;
-    else if (r.stats || files.length === 1) single = args.path;
+    else if (r.stats || files.length === 1) {
+      single = args.path;
+      singleExists = r.stats !== null && r.stats !== undefined;
+    }
     else {
       throw new ToolError('VALIDATION', `${r.absolute} does not exist, and a patch of ${files.length} files needs a base directory.`, {
         path: r.absolute, details: { reason: 'invalid_base', field: 'path' },
@@ -103,7 +107,11 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
       });
     }
     const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : path.join(base!, p));
-    const action: Target['action'] = file.oldPath === null ? 'created' : file.newPath === null ? 'deleted'
+    // Headerless hunks (no ---/+++, so no /dev/null either) patch the `path` file; they create it only when it does
+    // not exist and every hunk is pure addition.
+    const action: Target['action'] = file.headerless
+      ? (!singleExists && file.hunks.every((h) => h.lines.every((l) => l.op === '+')) ? 'created' : 'modified')
+      : file.oldPath === null ? 'created' : file.newPath === null ? 'deleted'
       : single === null && file.oldPath !== file.newPath ? 'renamed' : 'modified';
     const oldName = file.oldPath ?? file.newPath!;
     const newName = file.newPath ?? file.oldPath!;
@@ -133,7 +141,7 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
     } else {
       source = dest = await authorizeExisting(oldName, file.rawOldPath, 'patch');
     }
-    targets.push({ file, action, source, dest, key: oldName });
+    targets.push({ file, action, source, dest, key: oldName ?? single! }); // headerless: keyed by the path argument
   }
   const seen = new Set<string>();
   for (const t of targets) {
