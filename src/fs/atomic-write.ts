@@ -75,10 +75,11 @@ export function setWriteFaultInjector(fn: typeof injectWriteFault): void {
 export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, options: AtomicWriteOptions): Promise<Stats> {
   const dir = path.dirname(target);
   const base = path.basename(target);
-  const tmp = path.join(dir, `.${base}.fs-tools-${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = path.join(dir, `${temporaryPrefix(base)}${randomBytes(6).toString('hex')}.tmp`);
   const before = await lstat(target).catch(() => null);
   const mode = options.mode ?? (before && before.isFile() ? before.mode & 0o7777 : 0o666);
-  const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, mode);
+  const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, mode)
+    .catch((error: unknown) => { throw retarget(error, tmp, target); });
   let renamed = false;
   try {
     if (process.platform === 'linux') {
@@ -117,7 +118,7 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
       }
     }
     injectWriteFault?.('rename', target);
-    await rename(tmp, target);
+    await rename(tmp, target).catch((error: unknown) => { throw retarget(error, tmp, target); });
     renamed = true;
     await syncDirectory(dir);
     return await lstat(target);
@@ -127,6 +128,30 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
       await unlink(tmp).catch(() => undefined);
     }
   }
+}
+
+/** An errno error about our temporary file is reported as being about the target (the temp name is internal). */
+function retarget(error: unknown, tmp: string, target: string): unknown {
+  const e = error as NodeJS.ErrnoException;
+  if (e && typeof e === 'object' && e.path === tmp) {
+    e.path = target;
+    if (typeof e.message === 'string') e.message = e.message.split(tmp).join(target);
+  }
+  if (e && typeof e === 'object' && (e as { dest?: string }).dest === target && e.path === target) delete (e as { dest?: string }).dest;
+  return error;
+}
+
+/**
+ * The start of a temporary file's name for the target name `base`: `.BASE.fs-tools-`, followed by 12 hex digits and
+ * `.tmp`. BASE is cut at a character boundary so the whole name fits NAME_MAX (255 bytes): with the full name, a file
+ * whose name is 229-255 bytes long could not be written at all (issue 7).
+ */
+export function temporaryPrefix(base: string): string {
+  const room = 255 - '..fs-tools-'.length - 12 - '.tmp'.length;
+  let cut = base;
+  while (Buffer.byteLength(cut) > room) cut = cut.slice(0, -1);
+  if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1); // never half a surrogate pair
+  return `.${cut}.fs-tools-`;
 }
 
 /** fsync a directory so a rename is durable (best effort: not every platform allows opening directories). */

@@ -7,8 +7,8 @@
  */
 import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { toEnvelope } from '../errors/to-envelope.js';
-import { RollbackError, type RollbackFile } from '../errors/tool-error.js';
-import { identityOf, makeDirectories, syncDirectory, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
+import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
+import { identityOf, makeDirectories, syncDirectory, temporaryPrefix, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
 import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
 import { withPathLock } from '../fs/path-lock.js';
@@ -76,7 +76,18 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
       } else {
         await writeFileAtomic(c.real, c.newBytes, {
           isInside: options.isInside,
-          expected: { identity: c.oldIdentity },
+          expected: {
+            identity: c.oldIdentity,
+            // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
+            onChanged: async () => {
+              const now = await readCurrent(c.real, options.isInside, { wantBytes: false, maxBytes: 0 }).catch(() => null);
+              if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
+              return new OccMismatchError(`${c.real} changed after the patch was validated; nothing more was written.`, {
+                path: c.real, expectedHash: c.oldHash ?? 'absent', currentHash: now?.hash ?? null,
+                conflict: { reason: now?.hash == null ? 'deleted' : c.oldHash === null ? 'created' : 'modified' },
+              });
+            },
+          },
           beforeRename: async () => killPoint(),
         });
       }
@@ -210,8 +221,8 @@ async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (
   for (const f of files) {
     const dir = path.dirname(f.path);
     if (!isInside(f.path)) continue;
-    const name = path.basename(f.path).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const pattern = new RegExp(`^\\.${name}\\.fs-tools-[0-9a-f]{12}\\.tmp$`);
+    const prefix = temporaryPrefix(path.basename(f.path)).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const pattern = new RegExp(`^${prefix}[0-9a-f]{12}\\.tmp$`);
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const entry of names) {
       if (!pattern.test(entry)) continue;
