@@ -17,7 +17,7 @@ import { applyHunks, type HunkReport } from '../patch/locate-hunks.js';
 import { parseUnifiedDiff, type FilePatch } from '../patch/parse-unified.js';
 import { assertNotRewrite } from '../patch/rewrite-guard.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
-import { authorizeWrite, type AuthorizedWrite } from '../policy/authorize.js';
+import { assertWritesAllowed, authorizeWrite, type AuthorizedWrite } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
@@ -99,6 +99,13 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
       suggestion: 'Pass a directory as path (or omit it) for a multi-file patch.',
     });
   }
+  const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : path.join(base!, p));
+  // SPEC §3.3 across the whole patch: every file's containment, then every file's secret and policy checks, before any
+  // file's existence (a missing or refused first file must not decide the code while a later one lies outside).
+  if (!files.some((f) => f.headerless && single === null)) {
+    await assertWritesAllowed(files.flatMap((f) => [...new Set([f.oldPath ?? f.newPath!, f.newPath ?? f.oldPath!])]
+      .map((name) => ({ requested: rel(name), followFinal: true, field: 'patch' }))), ctx.policy);
+  }
   const targets: Target[] = [];
   for (const file of files) {
     if (file.headerless && single === null) {
@@ -106,7 +113,6 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
         details: { reason: 'no_target', field: 'path' }, suggestion: 'Pass path: the file the hunks apply to.',
       });
     }
-    const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : path.join(base!, p));
     // Headerless hunks (no ---/+++, so no /dev/null either) patch the `path` file; they create it only when it does
     // not exist and every hunk is pure addition.
     const action: Target['action'] = file.headerless

@@ -9,7 +9,7 @@ import { identityOf } from '../fs/atomic-write.js';
 import { withPathLock } from '../fs/path-lock.js';
 import { isDirectory, readCurrent } from '../fs/read-current.js';
 import { movePath as moveEntry } from '../fs/tree-ops.js';
-import { authorizeWrite, kindOf } from '../policy/authorize.js';
+import { assertWritesAllowed, authorizeWrite, kindOf } from '../policy/authorize.js';
 import { isWithin } from '../policy/containment.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { parentOf } from '../policy/resolve-path.js';
@@ -57,6 +57,10 @@ export const movePath = defineTool({
   async run(args, ctx) {
     // SPEC §3.3 orders the checks across the whole call: both paths pass containment, secrets and policy (steps 5–6)
     // before the source's existence is checked (step 7), so a missing source never hides a refused destination.
+    await assertWritesAllowed([
+      { requested: args.source, followFinal: false, field: 'source' },
+      { requested: args.destination, followFinal: false, field: 'destination' },
+    ], ctx.policy);
     const source = await authorizeWrite(args.source, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'source' });
     const destination = await authorizeWrite(args.destination, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'destination' });
     if (!source.stats) {

@@ -16,6 +16,8 @@ import { deletePath } from './delete-path.js';
 import { createDirectory } from './create-directory.js';
 import { gitStatusTool } from './git-status.js';
 import { gitDiff } from './git-diff.js';
+import { githubIssues } from './github-issues.js';
+import { gitlabIssues } from './gitlab-issues.js';
 
 /** Every tool this build has, in listing order. */
 export const TOOLS: readonly AnyTool[] = [
@@ -33,6 +35,8 @@ export const TOOLS: readonly AnyTool[] = [
   createDirectory,
   gitStatusTool,
   gitDiff,
+  githubIssues,
+  gitlabIssues,
 ];
 
 /** Every tool name (for --tools validation). */

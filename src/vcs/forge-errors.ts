@@ -1,0 +1,189 @@
+/**
+ * What the two forge backends (src/vcs/github.ts, src/vcs/gitlab.ts) share: the read/write retry semantics of
+ * SPEC §3.2, `retry_after_s` from response headers, and the parser of `gh api -i` / `glab api -i` output.
+ *
+ * SPEC §3.2 in one place (the table in src/errors/codes.ts holds only defaults):
+ * - reads (`list`, `view`): rate limits, transport failures, timeouts and 5xx are retryable, recovery retry_later;
+ * - writes are never retryable: a write that failed in transit (or whose outcome is unknown) may already have been
+ *   applied → check_already_applied, with a suggestion to view the issue first; a write refused by a rate limit was
+ *   not applied → retry_later;
+ * - a failure before the write was sent (the pre-write issue check of GitHub, a refused connection) applied nothing:
+ *   not retryable (it is a write call), recovery retry_later for transient causes;
+ * - missing CLI, authentication and 403s → fix_environment; everything else → fix_arguments.
+ * The server never retries anything itself.
+ */
+import type { ErrorCode, Recovery } from '../errors/codes.js';
+import { ToolError } from '../errors/tool-error.js';
+
+/**
+ * Which request of a call failed:
+ * - `read`: the request of a read action (list, view);
+ * - `write`: the one POST/PATCH/PUT of a write action;
+ * - `precheck`: a read made by a write action before its write (the issue-vs-pull-request check); nothing was written.
+ */
+export type CallKind = 'read' | 'write' | 'precheck';
+
+/**
+ * The cause class of a forge failure, which decides retryable/recovery together with the CallKind:
+ * - `rate_limit`: refused by a rate limit (the request was not applied);
+ * - `transient`: 5xx, transport failure, timeout — for a write, the outcome is unknown;
+ * - `not_sent`: a transport failure known to have happened before the request left (connection refused, DNS);
+ * - `unknown_outcome`: the request may have been applied but the answer is unusable (output cap hit on a 2xx, a
+ *   killed CLI) — only matters for writes;
+ * - `environment`: missing CLI, authentication, permission (403);
+ * - `arguments`: everything else (404, 422, ambiguity …).
+ */
+export type FailureClass = 'rate_limit' | 'transient' | 'not_sent' | 'unknown_outcome' | 'environment' | 'arguments';
+
+/** The retry semantics of one failure. */
+export interface RetrySemantics {
+  retryable: boolean;
+  recovery: Recovery;
+  /** True when the suggestion must say "view the issue before doing anything else". */
+  mayBeApplied: boolean;
+}
+
+/**
+ * SPEC §3.2 retry semantics for a failure class of a request kind.
+ * @returns retryable (reads only, for rate limits and transient failures), recovery, and whether a write may have
+ *   been applied
+ */
+export function retrySemantics(kind: CallKind, failure: FailureClass): RetrySemantics {
+  if (failure === 'environment') return { retryable: false, recovery: 'fix_environment', mayBeApplied: false };
+  if (failure === 'arguments') return { retryable: false, recovery: 'fix_arguments', mayBeApplied: false };
+  // A read (or a write's pre-check read) whose answer was unusable (output cap): narrowing is the only fix.
+  if (failure === 'unknown_outcome' && kind !== 'write') return { retryable: false, recovery: 'fix_arguments', mayBeApplied: false };
+  if (kind === 'read') return { retryable: true, recovery: 'retry_later', mayBeApplied: false };
+  // A write action: never retryable (SPEC §3.2).
+  if (kind === 'precheck' || failure === 'rate_limit' || failure === 'not_sent') {
+    return { retryable: false, recovery: 'retry_later', mayBeApplied: false };
+  }
+  return { retryable: false, recovery: 'check_already_applied', mayBeApplied: true };
+}
+
+/** Fields of a forge failure before retry semantics are applied. */
+export interface ForgeFailure {
+  code: ErrorCode;
+  failure: FailureClass;
+  message: string;
+  details?: Record<string, unknown>;
+  /** The next step when the write was certainly not applied (a write that may be applied gets its own suggestion). */
+  suggestion?: string;
+}
+
+/**
+ * Builds the ToolError of a forge failure with the SPEC §3.2 semantics of `kind`. A write that may have been applied
+ * gets `details.may_be_applied: true` and a suggestion to view the issue first; a pre-write check failure gets
+ * `details.write_sent: false`.
+ * @param subject what to view when a write may have been applied, e.g. "github.com/o/r#12"
+ */
+export function forgeError(kind: CallKind, f: ForgeFailure, subject: string): ToolError {
+  const s = retrySemantics(kind, f.failure);
+  const details: Record<string, unknown> = { ...(f.details ?? {}) };
+  let suggestion = f.suggestion;
+  let message = f.message;
+  if (s.mayBeApplied) {
+    details.may_be_applied = true;
+    message = `${message.replace(/\.?$/, '.')} The write may already have been applied.`;
+    suggestion = `Do not repeat the write: view ${subject} first (action "view", or "list" for a created issue) and `
+      + 'check whether the change is already there.';
+  } else if (kind === 'precheck') {
+    details.write_sent = false;
+    message = `${message.replace(/\.?$/, '.')} Nothing was written (this failed while checking the issue before the write).`;
+  } else if (kind === 'write' && (f.failure === 'rate_limit' || f.failure === 'not_sent')) {
+    details.write_sent = false;
+    message = `${message.replace(/\.?$/, '.')} The write was not applied.`;
+  }
+  if (s.recovery === 'retry_later' && !suggestion) {
+    suggestion = typeof details.retry_after_s === 'number'
+      ? `Wait ${details.retry_after_s} s, then call again.` : 'Wait a while, then call again.';
+  }
+  return new ToolError(f.code, message, { details, suggestion, retryable: s.retryable, recovery: s.recovery });
+}
+
+/**
+ * Seconds to wait from response headers: `Retry-After` (seconds or an HTTP date), else a rate-limit reset time
+ * (`x-ratelimit-reset` for GitHub, `ratelimit-reset` for GitLab: epoch seconds) minus `nowMs`. Never negative.
+ * @param headers lower-cased header names
+ * @returns whole seconds, or undefined when the server gave neither
+ */
+export function retryAfterSeconds(headers: Readonly<Record<string, string>>, nowMs: number): number | undefined {
+  const retryAfter = headers['retry-after']?.trim();
+  if (retryAfter) {
+    if (/^\d+$/.test(retryAfter)) return Number(retryAfter);
+    const date = Date.parse(retryAfter);
+    if (!Number.isNaN(date)) return Math.max(0, Math.ceil((date - nowMs) / 1000));
+  }
+  const reset = (headers['x-ratelimit-reset'] ?? headers['ratelimit-reset'])?.trim();
+  if (reset && /^\d+$/.test(reset)) return Math.max(0, Number(reset) - Math.floor(nowMs / 1000));
+  return undefined;
+}
+
+/** An HTTP response as `gh api -i` / `glab api -i` print it. */
+export interface IncludedResponse {
+  status: number;
+  /** Lower-cased names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Parses `-i` output: "HTTP/1.1 403 Forbidden", header lines, a blank line, then the body (gh prints this also for
+ * HTTP errors, then exits 1). Lines may end in CRLF (glab) or LF (gh).
+ * @returns null when stdout does not start with a status line (gh failed before any response: transport, auth)
+ */
+export function parseIncludeOutput(stdout: string): IncludedResponse | null {
+  const status = /^HTTP\/[\d.]+ (\d{3})\b[^\n]*\n/.exec(stdout);
+  if (!status) return null;
+  const headers: Record<string, string> = {};
+  let rest = stdout.slice(status[0].length);
+  for (;;) {
+    const nl = rest.indexOf('\n');
+    const line = (nl < 0 ? rest : rest.slice(0, nl)).replace(/\r$/, '');
+    rest = nl < 0 ? '' : rest.slice(nl + 1);
+    if (line === '') break;
+    const colon = line.indexOf(':');
+    if (colon > 0) {
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+    }
+    if (nl < 0) break;
+  }
+  return { status: Number(status[1]), headers, body: rest };
+}
+
+/**
+ * The `message` of a JSON error body (GitHub `{message}`, GitLab `{message}` — a string, or an object of field
+ * errors — or `{error, error_description}`), cut to one line of at most 300 characters.
+ */
+export function bodyMessage(body: string): string | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (!parsed || typeof parsed !== 'object') return null;
+  const o = parsed as Record<string, unknown>;
+  let text: string | null = null;
+  if (typeof o.message === 'string') text = o.message;
+  else if (o.message && typeof o.message === 'object') {
+    text = Object.entries(o.message as Record<string, unknown>)
+      .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`).join('; ');
+  } else if (typeof o.error === 'string') {
+    text = typeof o.error_description === 'string' ? `${o.error}: ${o.error_description}` : o.error;
+  }
+  return text === null ? null : oneLine(text);
+}
+
+/** The first non-empty line of `text`, at most 300 characters. */
+export function oneLine(text: string): string {
+  const line = text.split('\n').map((l) => l.trim()).find((l) => l) ?? '';
+  return line.length > 300 ? `${line.slice(0, 297)}...` : line;
+}
+
+/** True when a `Link` header has a rel="next" entry (GitHub and GitLab pagination). */
+export function hasNextLink(link: string | undefined): boolean {
+  return link !== undefined && /<[^>]*>\s*;\s*rel="?next"?/i.test(link);
+}

@@ -1,0 +1,354 @@
+/**
+ * GitHub issues through the `gh` CLI (SPEC §8): every request is
+ *   gh api --hostname HOST -X METHOD -i -H 'Accept: application/vnd.github+json' [--input -] ENDPOINT
+ * run by the one subprocess runner (no shell, --forge-timeout-ms, --forge-output-bytes), REST only, `-X` always
+ * explicit, request bodies as JSON on stdin, the target always explicit (GH_REPO/GH_HOST are removed from gh's
+ * environment so they never decide it; endpoints carry no `{owner}`/`{repo}` placeholders). `-i` makes gh print the
+ * status line and headers before the body — also on HTTP errors, where gh exits 1 and prints
+ * "gh: <message> (HTTP 403)" on stderr — so the classifier knows the status and the rate-limit headers.
+ *
+ * gh behaviour relied on (gh 2.23): exit 4 when no token is configured; plain http only for `github.localhost`
+ * (http://api.github.localhost/…); transport errors printed as Go errors ("Post \"…\": EOF", "dial tcp …: connect:
+ * connection refused"); no retries of its own.
+ *
+ * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
+ * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
+ */
+import { runCommand, type CommandResult } from './run-command.js';
+import { ToolError } from '../errors/tool-error.js';
+import {
+  bodyMessage, forgeError, hasNextLink, oneLine, parseIncludeOutput, retryAfterSeconds, type CallKind, type ForgeFailure,
+} from './forge-errors.js';
+import {
+  describeTarget, hostArg, num, str, type ForgeCallOptions, type Issue, type IssueBackend, type IssueComment,
+  type IssueFields, type IssuePage, type IssueTarget, type IssueWithComments,
+} from './issues.js';
+
+/**
+ * Everything the classifier knows about one failed `gh api` run.
+ * `status`/`headers`/`bodyMessage` come from the `-i` output and are null/empty when gh got no response.
+ */
+export interface GhObservation {
+  exitCode: number | null;
+  /** errno of a spawn failure (ENOENT: gh not installed), else null. */
+  spawnError: string | null;
+  timedOut: boolean;
+  outputLimited: boolean;
+  status: number | null;
+  /** Lower-cased response header names. */
+  headers: Readonly<Record<string, string>>;
+  /** `message` of the JSON error body. */
+  bodyMessage: string | null;
+  stderr: string;
+}
+
+/** Limits the classifier mentions in messages. */
+export interface ClassifyContext {
+  host: string;
+  timeoutMs: number;
+  maxOutputBytes: number;
+  /** Current time, ms since the epoch (for x-ratelimit-reset). */
+  nowMs: number;
+}
+
+/** Transport failures that happen before the request leaves (connect, DNS, proxy connect, TLS handshake). */
+const NOT_SENT = /connection refused|no such host|proxyconnect|network is unreachable|no route to host|dial tcp|tls: |x509: |certificate (?:signed|is not|has expired)|server misbehaving/i;
+/** Transport failures whose request may have reached GitHub (EOF after the request, resets, timeouts). */
+const IN_TRANSIT = /\bEOF\b|connection reset|broken pipe|timeout|timed out|deadline exceeded|error connecting to|server closed|http2: |stream error|unexpected end/i;
+const AUTH_TEXT = /bad credentials|authentication required|gh auth login|GH_TOKEN|requires authentication|HTTP 401/i;
+
+/**
+ * Classifies a failed `gh api` run into a SPEC §3.2 failure (code, cause class, message, details). Pure.
+ * Order: spawn error → timeout → output cap → HTTP status (401, 403/429 rate limits, other 403, 404/410, 5xx,
+ * other 4xx, a 2xx with a failing gh) → no status: exit 4, auth text, rate-limit text, transport text → GH_FAILED.
+ */
+export function classifyGh(obs: GhObservation, ctx: ClassifyContext): ForgeFailure {
+  const msg = obs.bodyMessage ?? '';
+  const stderrLine = oneLine(obs.stderr);
+  const base: Record<string, unknown> = { exit_code: obs.exitCode, ...(obs.status !== null ? { status: obs.status } : {}) };
+  if (obs.spawnError) {
+    if (['ENOENT', 'EACCES', 'ENOEXEC', 'EPERM'].includes(obs.spawnError)) {
+      return { code: 'GH_CLI_MISSING', failure: 'environment', message: `The GitHub CLI (gh) cannot be run: ${obs.spawnError === 'ENOENT' ? 'it is not installed (not found on PATH)' : obs.spawnError}.`,
+        details: { errno: obs.spawnError }, suggestion: 'Install the GitHub CLI (gh, https://cli.github.com) and authenticate it (gh auth login or GH_TOKEN).' };
+    }
+    return { code: 'GH_FAILED', failure: 'not_sent', message: `gh could not be started (${obs.spawnError}).`, details: { errno: obs.spawnError } };
+  }
+  if (obs.timedOut) {
+    return { code: 'GH_NETWORK', failure: 'transient', message: `gh api did not finish within ${ctx.timeoutMs} ms (talking to ${ctx.host}).`,
+      details: { ...base, reason: 'timeout', timeout_ms: ctx.timeoutMs } };
+  }
+  if (obs.outputLimited && (obs.status === null || obs.status < 400)) {
+    return { code: 'GH_OUTPUT_LIMIT', failure: 'unknown_outcome', message: `gh output exceeded the cap of ${ctx.maxOutputBytes} bytes.`,
+      details: { ...base, max_bytes: ctx.maxOutputBytes },
+      suggestion: 'Narrow the request (a lower limit), or ask the user to raise --forge-output-bytes.' };
+  }
+  const status = obs.status;
+  if (status !== null) {
+    const retryAfter = retryAfterSeconds(obs.headers, ctx.nowMs);
+    const withRetry = retryAfter !== undefined ? { retry_after_s: retryAfter } : {};
+    if (status === 401) {
+      return { code: 'GH_AUTH_REQUIRED', failure: 'environment', message: `GitHub (${ctx.host}) rejected the credentials (HTTP 401${msg ? `: ${msg}` : ''}).`,
+        details: { ...base, message: msg || null }, suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN to a valid token.` };
+    }
+    const rateLimited = status === 429 || (status === 403 && (obs.headers['x-ratelimit-remaining'] === '0'
+      || /rate limit/i.test(msg) || (obs.headers['retry-after'] !== undefined && /secondary|abuse/i.test(msg))));
+    if (rateLimited) {
+      const secondary = /secondary|abuse/i.test(msg) || (obs.headers['retry-after'] !== undefined && obs.headers['x-ratelimit-remaining'] !== '0');
+      return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitHub (${ctx.host}) refused the request: ${secondary ? 'secondary ' : ''}rate limit (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
+        details: { ...base, ...withRetry, limit: secondary ? 'secondary' : 'primary', message: msg || null } };
+    }
+    if (status === 403) {
+      let reason = 'forbidden';
+      let suggestion = 'The token lacks permission for this repository: ask the user to grant it (or use another account).';
+      if (obs.headers['x-github-sso'] !== undefined || /SAML|single sign-on|\bSSO\b/i.test(msg)) {
+        reason = 'saml';
+        suggestion = 'The organization enforces SAML single sign-on: ask the user to authorize the token for it (gh auth refresh, or the token settings page).';
+      } else if (/not accessible by integration/i.test(msg)) {
+        reason = 'integration';
+        suggestion = 'The GitHub App / Actions token lacks the issues permission: grant it (e.g. `permissions: issues: write`) or use a user token.';
+      } else if (obs.headers['x-accepted-oauth-scopes'] && !scopesSatisfied(obs.headers['x-accepted-oauth-scopes'], obs.headers['x-oauth-scopes'])) {
+        reason = 'missing_scope';
+        suggestion = `The token lacks a scope (needs one of: ${obs.headers['x-accepted-oauth-scopes']}): run \`gh auth refresh -s repo\`.`;
+      }
+      return { code: 'GH_FORBIDDEN', failure: 'environment', message: `GitHub (${ctx.host}) denied the request (HTTP 403${msg ? `: ${msg}` : ''}).`,
+        details: { ...base, reason, message: msg || null,
+          ...(reason === 'missing_scope' ? { required_scopes: obs.headers['x-accepted-oauth-scopes'] } : {}) },
+        suggestion };
+    }
+    if (status === 404 || status === 410) {
+      return { code: 'GH_NOT_FOUND', failure: 'arguments',
+        message: status === 410 ? `GitHub (${ctx.host}) says the resource is gone (HTTP 410${msg ? `: ${msg}` : ''}); issues may be disabled for the repository.`
+          : `GitHub (${ctx.host}) found no such repository or issue (HTTP 404${msg ? `: ${msg}` : ''}).`,
+        details: { ...base, reason: status === 410 ? 'gone' : 'not_found', message: msg || null },
+        suggestion: status === 410 ? 'Issues are disabled or the issue was deleted; check the repository settings.'
+          : 'Check repo (owner/name), hostname and number; a private repository also looks missing to a token without access.' };
+    }
+    if (status >= 500) {
+      return { code: 'GH_NETWORK', failure: 'transient', message: `GitHub (${ctx.host}) answered with a server error (HTTP ${status}).`,
+        details: { ...base, reason: 'server_error', ...withRetry } };
+    }
+    if (status < 400) {
+      // A 2xx/3xx answer but gh failed (unparseable body, …): a write may have been applied.
+      return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed after GitHub answered HTTP ${status}: ${stderrLine || `exit ${obs.exitCode}`}.`,
+        details: { ...base, stderr: stderrLine } };
+    }
+    return { code: 'GH_FAILED', failure: 'arguments', message: `GitHub (${ctx.host}) refused the request (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
+      details: { ...base, message: msg || null, stderr: stderrLine },
+      suggestion: 'Fix the arguments as the message says (e.g. an unknown label or assignee, a title that is too long).' };
+  }
+  if (obs.exitCode === 4 || AUTH_TEXT.test(obs.stderr)) {
+    return { code: 'GH_AUTH_REQUIRED', failure: 'environment', message: `gh is not authenticated for ${ctx.host}${obs.exitCode === 4 ? ' (exit 4)' : ''}.`,
+      details: { ...base, stderr: stderrLine }, suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN.` };
+  }
+  if (/rate limit/i.test(obs.stderr)) {
+    return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitHub (${ctx.host}) refused the request: rate limit.`, details: { ...base, stderr: stderrLine } };
+  }
+  if (NOT_SENT.test(obs.stderr)) {
+    return { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${ctx.host}: ${stderrLine}.`,
+      details: { ...base, reason: 'connect', request_sent: false, stderr: stderrLine } };
+  }
+  if (IN_TRANSIT.test(obs.stderr)) {
+    return { code: 'GH_NETWORK', failure: 'transient', message: `The connection to ${ctx.host} failed during the request: ${stderrLine}.`,
+      details: { ...base, reason: 'transport', stderr: stderrLine } };
+  }
+  return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed (exit ${obs.exitCode ?? 'none: killed'})${stderrLine ? `: ${stderrLine}` : ''}.`,
+    details: { ...base, stderr: stderrLine } };
+}
+
+/** True when the token's scopes (`x-oauth-scopes`) include one of the accepted ones (`x-accepted-oauth-scopes`). */
+function scopesSatisfied(accepted: string, granted: string | undefined): boolean {
+  const need = accepted.split(',').map((s) => s.trim()).filter(Boolean);
+  if (need.length === 0) return true;
+  const have = new Set((granted ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  // "repo" implies "public_repo"; "admin:org" implies "read:org"/"write:org".
+  return need.some((s) => have.has(s) || (s === 'public_repo' && have.has('repo')) || (/^(read|write):org$/.test(s) && have.has('admin:org')));
+}
+
+/** Variables removed from gh's environment: those that would pick the target, page, colour or log requests. */
+const GH_ENV_REMOVED = ['GH_REPO', 'GH_HOST', 'GH_DEBUG', 'DEBUG', 'GH_FORCE_TTY', 'CLICOLOR_FORCE', 'GH_PAGER', 'PAGER'];
+
+/**
+ * gh's environment: the server's (proxies, config dir, tokens, CA settings — SPEC §8), minus GH_REPO/GH_HOST and
+ * the variables that would make gh page, colour or print debug logs (which may include headers).
+ */
+export function ghEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  for (const key of GH_ENV_REMOVED) delete env[key];
+  return { ...env, GH_PROMPT_DISABLED: '1', GH_NO_UPDATE_NOTIFIER: '1', NO_COLOR: '1', GH_SPINNER_DISABLED: '1' };
+}
+
+/** A successful response. */
+interface GhResponse {
+  status: number;
+  headers: Record<string, string>;
+  data: unknown;
+}
+
+/** Runs one `gh api` request; throws the classified ToolError on failure. */
+async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endpoint: string, body: unknown,
+  kind: CallKind, opts: ForgeCallOptions, subject: string): Promise<GhResponse> {
+  const host = hostArg(target);
+  const args = ['api', '--hostname', host, '-X', method, '-i', '-H', 'Accept: application/vnd.github+json'];
+  if (body !== undefined) args.push('--input', '-');
+  args.push(endpoint);
+  const result: CommandResult = await runCommand('gh', args, {
+    env: ghEnvironment(),
+    timeoutMs: opts.timeoutMs,
+    maxOutputBytes: opts.maxOutputBytes,
+    input: body === undefined ? undefined : JSON.stringify(body),
+    signal: opts.signal,
+  });
+  const response = parseIncludeOutput(result.stdout);
+  const ok = result.exitCode === 0 && !result.timedOut && !result.outputLimited && result.spawnError === null
+    && response !== null && response.status >= 200 && response.status < 300;
+  if (ok) {
+    let data: unknown = null;
+    if (response.body.trim() !== '') {
+      try {
+        data = JSON.parse(response.body);
+      } catch {
+        throw forgeError(kind, { code: 'GH_FAILED', failure: 'unknown_outcome',
+          message: `GitHub (${host}) answered HTTP ${response.status} with a body that is not JSON.`,
+          details: { status: response.status, exit_code: result.exitCode } }, subject);
+      }
+    }
+    return { status: response.status, headers: response.headers, data };
+  }
+  const failure = classifyGh({
+    exitCode: result.exitCode,
+    spawnError: result.spawnError,
+    timedOut: result.timedOut,
+    outputLimited: result.outputLimited,
+    status: response?.status ?? null,
+    headers: response?.headers ?? {},
+    bodyMessage: response ? bodyMessage(response.body) : null,
+    stderr: result.stderr,
+  }, { host, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() });
+  throw forgeError(kind, failure, subject);
+}
+
+/** Maps a GitHub REST issue object. */
+function toIssue(o: unknown, withBody: boolean): Issue {
+  const labels = Array.isArray((o as { labels?: unknown }).labels) ? (o as { labels: unknown[] }).labels : [];
+  const assignees = Array.isArray((o as { assignees?: unknown }).assignees) ? (o as { assignees: unknown[] }).assignees : [];
+  const state = str(o, 'state') === 'closed' ? 'closed' : 'open';
+  const issue: Issue = {
+    number: num(o, 'number') ?? 0,
+    title: str(o, 'title') ?? '',
+    state,
+    state_reason: str(o, 'state_reason'),
+    labels: labels.map((l) => (typeof l === 'string' ? l : str(l, 'name'))).filter((l): l is string => l !== null),
+    assignees: assignees.map((a) => str(a, 'login')).filter((a): a is string => a !== null),
+    author: str((o as { user?: unknown }).user ?? null, 'login'),
+    created_at: str(o, 'created_at'),
+    updated_at: str(o, 'updated_at'),
+    closed_at: str(o, 'closed_at'),
+    url: str(o, 'html_url'),
+    comments_count: num(o, 'comments') ?? 0,
+  };
+  if (withBody) issue.body = str(o, 'body') ?? '';
+  return issue;
+}
+
+/** Maps a GitHub REST issue comment. */
+function toComment(o: unknown): IssueComment {
+  return {
+    id: num(o, 'id') ?? 0,
+    author: str((o as { user?: unknown }).user ?? null, 'login'),
+    created_at: str(o, 'created_at'),
+    updated_at: str(o, 'updated_at'),
+    url: str(o, 'html_url'),
+    body: str(o, 'body') ?? '',
+  };
+}
+
+/** True when a REST issue object is a pull request. */
+function isPullRequest(o: unknown): boolean {
+  return o !== null && typeof o === 'object' && (o as { pull_request?: unknown }).pull_request != null;
+}
+
+function repoPath(target: IssueTarget): string {
+  return target.repo.split('/').map(encodeURIComponent).join('/');
+}
+
+/** GH_NOT_ISSUE for `number`. */
+function notIssue(target: IssueTarget, number: number, o: unknown, writing: boolean): ToolError {
+  return new ToolError('GH_NOT_ISSUE', `${describeTarget(target, number)} is a pull request, not an issue${writing ? '; nothing was changed' : ''}.`, {
+    details: { number, kind: 'pull_request', url: str(o, 'html_url') },
+    suggestion: 'Use an issue number (github_issues list shows issues only); pull requests need a pull-request tool.',
+  });
+}
+
+/**
+ * The GitHub backend (SPEC §8) over `gh api`.
+ * @throws ToolError with SPEC §3.2 codes (see classifyGh), GH_NOT_ISSUE for pull-request numbers
+ */
+export function githubBackend(opts: ForgeCallOptions): IssueBackend {
+  /** GETs issue `number` (kind read or precheck) and refuses a pull request. */
+  async function getIssue(target: IssueTarget, number: number, kind: CallKind): Promise<Issue> {
+    const subject = describeTarget(target, number);
+    const r = await ghApi(target, 'GET', `repos/${repoPath(target)}/issues/${number}`, undefined, kind, opts, subject);
+    if (isPullRequest(r.data)) throw notIssue(target, number, r.data, kind !== 'read');
+    return toIssue(r.data, true);
+  }
+
+  async function patch(target: IssueTarget, number: number, body: Record<string, unknown>): Promise<Issue> {
+    await getIssue(target, number, 'precheck');
+    const r = await ghApi(target, 'PATCH', `repos/${repoPath(target)}/issues/${number}`, body, 'write', opts,
+      describeTarget(target, number));
+    return toIssue(r.data, true);
+  }
+
+  return {
+    async list(target, q): Promise<IssuePage> {
+      const params = new URLSearchParams({ state: q.state, per_page: String(q.perPage), page: String(q.page) });
+      if (q.labels?.length) params.set('labels', q.labels.join(','));
+      const r = await ghApi(target, 'GET', `repos/${repoPath(target)}/issues?${params}`, undefined, 'read', opts,
+        describeTarget(target));
+      const items = Array.isArray(r.data) ? r.data : [];
+      const issues = items.filter((o) => !isPullRequest(o)).map((o) => toIssue(o, false));
+      // GitHub sends a Link header with rel="next" whenever another page exists.
+      const more = hasNextLink(r.headers.link);
+      return { issues, pullRequestsOmitted: items.length - issues.length, nextPage: more ? q.page + 1 : null };
+    },
+
+    async view(target, number, q): Promise<IssueWithComments> {
+      const issue = await getIssue(target, number, 'read');
+      if (issue.comments_count === 0 && q.page === 1) return { issue, comments: [], nextCommentsPage: null };
+      const params = new URLSearchParams({ per_page: String(q.perPage), page: String(q.page) });
+      const r = await ghApi(target, 'GET', `repos/${repoPath(target)}/issues/${number}/comments?${params}`, undefined,
+        'read', opts, describeTarget(target, number));
+      const items = Array.isArray(r.data) ? r.data : [];
+      const more = hasNextLink(r.headers.link);
+      return { issue, comments: items.map(toComment), nextCommentsPage: more ? q.page + 1 : null };
+    },
+
+    async create(target, fields): Promise<Issue> {
+      const body: Record<string, unknown> = { title: fields.title };
+      if (fields.body !== undefined) body.body = fields.body;
+      if (fields.labels !== undefined) body.labels = fields.labels;
+      if (fields.assignees !== undefined) body.assignees = fields.assignees;
+      const r = await ghApi(target, 'POST', `repos/${repoPath(target)}/issues`, body, 'write', opts,
+        `the newest issues of ${describeTarget(target)}`);
+      return toIssue(r.data, true);
+    },
+
+    async comment(target, number, text) {
+      const issue = await getIssue(target, number, 'precheck');
+      const r = await ghApi(target, 'POST', `repos/${repoPath(target)}/issues/${number}/comments`, { body: text }, 'write',
+        opts, describeTarget(target, number));
+      return { issue: { ...issue, comments_count: issue.comments_count + 1 }, comment: toComment(r.data) };
+    },
+
+    close: (target, number, reason) => patch(target, number, { state: 'closed', state_reason: reason }),
+    reopen: (target, number) => patch(target, number, { state: 'open' }),
+    edit(target, number, fields) {
+      const body: Record<string, unknown> = {};
+      if (fields.title !== undefined) body.title = fields.title;
+      if (fields.body !== undefined) body.body = fields.body;
+      if (fields.labels !== undefined) body.labels = fields.labels;
+      if (fields.assignees !== undefined) body.assignees = fields.assignees;
+      return patch(target, number, body);
+    },
+  };
+}

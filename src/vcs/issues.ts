@@ -1,0 +1,121 @@
+/**
+ * The forge-neutral issue model both backends return (SPEC §8 results): GitHub REST issues and GitLab REST v4
+ * issues are mapped onto these shapes, so the two tools share one output schema and one text rendering.
+ */
+
+/** An issue as the tools report it. Times are ISO 8601 strings as the forge gave them. */
+export interface Issue {
+  /** GitHub issue number / GitLab iid. */
+  number: number;
+  title: string;
+  state: 'open' | 'closed';
+  /** GitHub `state_reason` (completed, not_planned, reopened); null on GitLab or when unset. */
+  state_reason: string | null;
+  labels: string[];
+  /** Logins / usernames. */
+  assignees: string[];
+  author: string | null;
+  created_at: string | null;
+  updated_at: string | null;
+  closed_at: string | null;
+  /** The issue's web page. */
+  url: string | null;
+  /** Number of (user) comments the forge reports. */
+  comments_count: number;
+  /** Body / description (empty string when none). Omitted in list results. */
+  body?: string;
+}
+
+/** One comment (GitHub issue comment, GitLab non-system note). */
+export interface IssueComment {
+  id: number;
+  author: string | null;
+  created_at: string | null;
+  updated_at: string | null;
+  url: string | null;
+  body: string;
+}
+
+/** Where a call goes: forge host (as given to the CLI / API), port and repository path. */
+export interface IssueTarget {
+  /** Host name without port, lower-case. */
+  host: string;
+  /** The port used (explicit, or the scheme default). */
+  port: number;
+  /** True when the port was given explicitly (it is then part of the host passed to gh/glab). */
+  explicitPort: boolean;
+  /** `https` (always for GitHub; gh decides itself) or `http` (GitLab on a loopback host only). */
+  scheme: 'https' | 'http';
+  /** Path prefix of a GitLab instance served below `/` (e.g. "/gitlab"), else "". */
+  basePath: string;
+  /** `owner/name` or `group/sub/name`. */
+  repo: string;
+}
+
+/** A page of issues. */
+export interface IssuePage {
+  issues: Issue[];
+  /** Pull requests the GitHub issues endpoint returned on this page and we left out (0 on GitLab). */
+  pullRequestsOmitted: number;
+  /** The next page number, or null when this was the last page. */
+  nextPage: number | null;
+}
+
+/** An issue with one page of its comments. */
+export interface IssueWithComments {
+  issue: Issue;
+  comments: IssueComment[];
+  nextCommentsPage: number | null;
+}
+
+/** Fields of a create or edit (absent: unchanged / not set). */
+export interface IssueFields {
+  title?: string;
+  body?: string;
+  labels?: string[];
+  assignees?: string[];
+}
+
+/** Per-call transport settings (SPEC §8 bounds; from --forge-timeout-ms and --forge-output-bytes). */
+export interface ForgeCallOptions {
+  /** Per request, ms. */
+  timeoutMs: number;
+  /** Cap on one response (gh: its whole stdout incl. headers), bytes. */
+  maxOutputBytes: number;
+  signal: AbortSignal;
+}
+
+/** What each forge backend implements. Every method throws ToolError with SPEC §3.2 codes and semantics. */
+export interface IssueBackend {
+  list(target: IssueTarget, q: { state: 'open' | 'closed' | 'all'; labels?: string[]; perPage: number; page: number }): Promise<IssuePage>;
+  view(target: IssueTarget, number: number, q: { perPage: number; page: number }): Promise<IssueWithComments>;
+  create(target: IssueTarget, fields: IssueFields): Promise<Issue>;
+  /** `issue` is the issue as checked before the write (GitHub), or null when the backend did not fetch it (GitLab). */
+  comment(target: IssueTarget, number: number, body: string): Promise<{ issue: Issue | null; comment: IssueComment }>;
+  close(target: IssueTarget, number: number, reason: 'completed' | 'not_planned'): Promise<Issue>;
+  reopen(target: IssueTarget, number: number): Promise<Issue>;
+  edit(target: IssueTarget, number: number, fields: IssueFields): Promise<Issue>;
+}
+
+/** `host[:port]` as gh/glab take it. */
+export function hostArg(target: IssueTarget): string {
+  const host = target.host.includes(':') ? `[${target.host}]` : target.host;
+  return target.explicitPort ? `${host}:${target.port}` : host;
+}
+
+/** "github.com/o/r" or "github.com/o/r#12", for messages. */
+export function describeTarget(target: IssueTarget, number?: number): string {
+  return `${hostArg(target)}/${target.repo}${number !== undefined ? `#${number}` : ''}`;
+}
+
+/** Reads a string field of an untyped JSON object. */
+export function str(o: unknown, key: string): string | null {
+  const v = (o as Record<string, unknown> | null)?.[key];
+  return typeof v === 'string' ? v : null;
+}
+
+/** Reads a number field of an untyped JSON object. */
+export function num(o: unknown, key: string): number | null {
+  const v = (o as Record<string, unknown> | null)?.[key];
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}

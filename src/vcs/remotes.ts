@@ -1,0 +1,213 @@
+/**
+ * Resolving the forge repository of a git work tree from its remotes (SPEC §8 "Target"): list the remotes with
+ * `insteadOf` applied (git does it: `git ls-remote --get-url NAME`, which never touches the network), parse https,
+ * ssh:// and scp-style URLs (with ports and GitLab nested groups), keep the remotes of the wanted forge, and fold
+ * duplicates of the same repository (same host and path, case-insensitive, `.git` stripped — https and ssh remotes
+ * of one repo are one candidate). Zero candidates → *_REPO_UNRESOLVED, several → *_AMBIGUOUS with the candidates:
+ * unlike gh and glab, which silently pick a remote, we never guess.
+ */
+import { ToolError } from '../errors/tool-error.js';
+import { runGit, throwGitFailure, type GitOptions } from './git.js';
+
+/** The forges the issue tools talk to. */
+export type Forge = 'github' | 'gitlab';
+
+/** A remote URL reduced to what identifies a repository. */
+export interface ParsedRemoteUrl {
+  /** `https`/`http` for web URLs; `ssh` for ssh:// and scp-style; `git` for git://. */
+  scheme: 'https' | 'http' | 'ssh' | 'git';
+  /** Lower-case host name (IPv6 without brackets); well-known ssh aliases mapped (ssh.github.com → github.com). */
+  host: string;
+  /** The explicit port of the URL, or null. */
+  port: number | null;
+  /** Repository path: segments joined by "/", no leading or trailing slash, `.git` suffix stripped. */
+  path: string;
+}
+
+/** One configured remote. `url` is after `insteadOf`; it may carry credentials and is never reported as is. */
+export interface Remote {
+  name: string;
+  url: string;
+  parsed: ParsedRemoteUrl | null;
+}
+
+/** A repository found among the remotes (after folding duplicates). */
+export interface RepoCandidate {
+  host: string;
+  /** The port of an http(s) remote (the web/API port); null for ssh remotes or when none was given. */
+  port: number | null;
+  /** How the first remote of this repo reaches it; `http` only for an http:// remote. */
+  scheme: ParsedRemoteUrl['scheme'];
+  /** `owner/name` (GitHub) or `group/sub/name` (GitLab), spelled as in the first remote. */
+  repo: string;
+  /** Names of the remotes that point at this repository. */
+  remotes: string[];
+}
+
+/** Host aliases that name the same forge (ssh over port 443). */
+const HOST_ALIASES: Readonly<Record<string, string>> = {
+  'ssh.github.com': 'github.com',
+  'www.github.com': 'github.com',
+  'altssh.gitlab.com': 'gitlab.com',
+};
+
+/** Splits `host[:port]` (IPv6 in brackets). @returns null for a malformed authority */
+export function splitHostPort(authority: string): { host: string; port: number | null } | null {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:/?#[\]@]+))(?::(\d{1,5}))?$/.exec(authority);
+  if (!m) return null;
+  const host = (m[1] ?? m[2]).toLowerCase();
+  const port = m[3] === undefined ? null : Number(m[3]);
+  if (port !== null && (port < 1 || port > 65535)) return null;
+  return { host: HOST_ALIASES[host] ?? host, port };
+}
+
+/** Normalizes a repository path. @returns null when it has empty, `.` or `..` segments */
+function normalizePath(raw: string): string | null {
+  let p = raw;
+  try {
+    p = decodeURIComponent(p);
+  } catch { /* keep as given */ }
+  p = p.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/i, '').replace(/\/+$/, '');
+  if (!p) return null;
+  const segments = p.split('/');
+  if (segments.some((s) => s === '' || s === '.' || s === '..' || /[\s\0?#]/.test(s))) return null;
+  return segments.join('/');
+}
+
+const URL_SCHEMES: Readonly<Record<string, ParsedRemoteUrl['scheme']>> = {
+  https: 'https', http: 'http', ssh: 'ssh', 'git+ssh': 'ssh', 'ssh+git': 'ssh', git: 'git',
+};
+
+/**
+ * Parses a git remote URL: `https://[user[:pw]@]host[:port]/path[.git]`, `http://…`, `ssh://[user@]host[:port]/path`
+ * (also git+ssh://, ssh+git://), `git://host/path`, and scp-style `[user@]host:path` (git's rule: a colon before
+ * any slash, and not a one-letter "host", which is a Windows drive).
+ * @returns null for local paths, file:// and anything unparseable
+ */
+export function parseRemoteUrl(url: string): ParsedRemoteUrl | null {
+  const trimmed = url.trim();
+  const withScheme = /^([a-z][a-z0-9+.-]*):\/\/([^/]*)(\/.*)?$/i.exec(trimmed);
+  if (withScheme) {
+    const scheme = URL_SCHEMES[withScheme[1].toLowerCase()];
+    if (!scheme) return null;
+    const authority = withScheme[2].slice(withScheme[2].lastIndexOf('@') + 1);
+    const hp = splitHostPort(authority);
+    const path = normalizePath(withScheme[3] ?? '');
+    if (!hp || !path || path.startsWith('~')) return null;
+    return { scheme, host: hp.host, port: hp.port, path };
+  }
+  const scp = /^(?:[^@/\s]+@)?(\[[0-9a-fA-F:.]+\]|[^:/\s[\]]+):(?!\/\/)(.+)$/.exec(trimmed);
+  if (scp && scp[1].length > 1) {
+    const hp = splitHostPort(scp[1]);
+    const path = normalizePath(scp[2]);
+    if (!hp || !path || path.startsWith('~')) return null;
+    return { scheme: 'ssh', host: hp.host, port: null, path };
+  }
+  return null;
+}
+
+/**
+ * Lists the remotes of `workTree` with `insteadOf` applied. Runs `git config --get-regexp` for the names, then
+ * `git ls-remote --get-url NAME` per remote (local only; no network).
+ * @throws ToolError from runGit / throwGitFailure (git missing, timeout, broken repository)
+ */
+export async function listRemotes(workTree: string, options: Omit<GitOptions, 'cwd'>): Promise<Remote[]> {
+  const opts = { ...options, cwd: workTree, maxOutputBytes: 1024 * 1024 };
+  const config = await runGit(['config', '--get-regexp', '^remote\\..*\\.url$'], opts);
+  // exit 1 with no output: no remote is configured.
+  if (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout.trim() === '')) {
+    throwGitFailure(config, workTree, 'config');
+  }
+  const names: string[] = [];
+  for (const line of config.stdout.split('\n')) {
+    const key = line.split(' ', 1)[0];
+    const m = /^remote\.(.+)\.url$/s.exec(key);
+    if (m && !names.includes(m[1])) names.push(m[1]);
+  }
+  const remotes: Remote[] = [];
+  for (const name of names) {
+    const r = await runGit(['ls-remote', '--get-url', name], opts);
+    if (r.exitCode !== 0) throwGitFailure(r, workTree, 'ls-remote --get-url');
+    const url = r.stdout.trim();
+    remotes.push({ name, url, parsed: parseRemoteUrl(url) });
+  }
+  return remotes;
+}
+
+/** True for a GitHub host: github.com, github.localhost, or any host whose name contains "github". */
+export function isGitHubHost(host: string): boolean {
+  const h = host.toLowerCase();
+  return h === 'github.com' || h === 'github.localhost' || h.includes('github');
+}
+
+/** True for a GitLab host: gitlab.com, any host containing "gitlab", or the host of GITLAB_HOST (`gitlabHost`). */
+export function isGitLabHost(host: string, gitlabHost: string | null): boolean {
+  const h = host.toLowerCase();
+  return h === 'gitlab.com' || h.includes('gitlab') || (gitlabHost !== null && h === gitlabHost.toLowerCase());
+}
+
+/** Options of `resolveRepo`. */
+export interface ResolveOptions {
+  /** Host of the `hostname` parameter: when given, only remotes on this host count (whatever its name). */
+  hostname: string | null;
+  /** GitLab only: the host of GITLAB_HOST, which also counts as a GitLab host. */
+  gitlabHost?: string | null;
+}
+
+/**
+ * Picks the one repository of `forge` among `remotes` (SPEC §8).
+ * @returns the candidate, duplicates (same host + path, case-insensitive) folded
+ * @throws ToolError GH_REPO_UNRESOLVED / GL_REPO_UNRESOLVED (details.reason no_remotes | no_matching_remote,
+ *   details.remotes: [{name, host}]), GH_AMBIGUOUS / GL_AMBIGUOUS (details.candidates: [{host, repo, remotes}])
+ */
+export function resolveRepo(remotes: readonly Remote[], forge: Forge, options: ResolveOptions): RepoCandidate {
+  const wanted = options.hostname?.toLowerCase() ?? null;
+  const byKey = new Map<string, RepoCandidate>();
+  for (const remote of remotes) {
+    const p = remote.parsed;
+    if (!p) continue;
+    const onForge = wanted !== null ? p.host === wanted
+      : forge === 'github' ? isGitHubHost(p.host) : isGitLabHost(p.host, options.gitlabHost ?? null);
+    if (!onForge) continue;
+    const segments = p.path.split('/').length;
+    if (forge === 'github' ? segments !== 2 : segments < 2) continue;
+    const key = `${p.host}/${p.path.toLowerCase()}`;
+    const existing = byKey.get(key);
+    if (existing) {
+      existing.remotes.push(remote.name);
+      // Prefer the web URL's port and scheme (an ssh remote's port is not the API's).
+      if (existing.scheme === 'ssh' || existing.scheme === 'git') {
+        if (p.scheme === 'https' || p.scheme === 'http') Object.assign(existing, { scheme: p.scheme, port: p.port });
+      }
+      continue;
+    }
+    byKey.set(key, {
+      host: p.host,
+      port: p.scheme === 'https' || p.scheme === 'http' ? p.port : null,
+      scheme: p.scheme,
+      repo: p.path,
+      remotes: [remote.name],
+    });
+  }
+  const prefix = forge === 'github' ? 'GH' : 'GL';
+  const forgeName = forge === 'github' ? 'GitHub' : 'GitLab';
+  const candidates = [...byKey.values()];
+  if (candidates.length === 0) {
+    const seen = remotes.map((r) => ({ name: r.name, host: r.parsed?.host ?? null }));
+    throw new ToolError(`${prefix}_REPO_UNRESOLVED`, remotes.length === 0
+      ? `The work tree has no git remotes, so no ${forgeName} repository can be determined.`
+      : `None of the work tree's remotes (${remotes.map((r) => r.name).join(', ')}) is a ${forgeName} repository${wanted ? ` on ${wanted}` : ''}.`, {
+      details: { reason: remotes.length === 0 ? 'no_remotes' : 'no_matching_remote', remotes: seen, ...(wanted ? { hostname: wanted } : {}) },
+      suggestion: `Pass repo explicitly (${forge === 'github' ? 'owner/name' : 'group/name'})${forge === 'gitlab' || wanted ? ' and hostname' : ''}.`,
+    });
+  }
+  if (candidates.length > 1) {
+    throw new ToolError(`${prefix}_AMBIGUOUS`,
+      `The work tree's remotes point at ${candidates.length} different ${forgeName} repositories: `
+      + `${candidates.map((c) => `${c.host}/${c.repo}`).join(', ')}.`, {
+        details: { candidates: candidates.map((c) => ({ host: c.host, repo: c.repo, remotes: c.remotes })) },
+        suggestion: `Pass repo (and hostname) for the one you mean, e.g. repo: "${candidates[0].repo}".`,
+      });
+  }
+  return candidates[0];
+}

@@ -1,0 +1,185 @@
+/**
+ * Remote resolution and the host allow-list (SPEC §8 "Target", §1 --git-remote-allow), table-driven:
+ * - parseRemoteUrl: https/http (credentials dropped, ports), ssh:// (ports), git+ssh://, git://, scp-style
+ *   (user@host:path, IPv6 in brackets), GitLab nested groups, `.git` and slashes stripped, ssh.github.com folded
+ *   into github.com; local paths, file://, Windows drives and `~user` paths are not forge remotes;
+ * - resolveRepo: duplicates of one repo (https + ssh, any case) fold into one candidate; different repos are
+ *   GH_AMBIGUOUS / GL_AMBIGUOUS with the candidates; none is *_REPO_UNRESOLVED; `hostname` restricts to that host;
+ *   GITLAB_HOST's host counts as GitLab;
+ * - listRemotes with the real git: `insteadOf` is applied, remote names with dots work, no remote → [];
+ * - host-allow: host, host:port (the port must match; 443/80 are the defaults), host/owner prefixes on whole
+ *   segments, repo URLs in https and scp form, case-insensitivity, malformed entries match nothing, empty list
+ *   allows all, GH_HOST_DENIED details.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { ToolError } from '../../src/errors/tool-error.js';
+import { assertHostAllowed, isAllowed, parseAllowEntry } from '../../src/vcs/host-allow.js';
+import { listRemotes, parseRemoteUrl, resolveRepo, type Remote } from '../../src/vcs/remotes.js';
+import { makeTree } from '../helpers/tree.js';
+
+describe('parseRemoteUrl', () => {
+  test.each([
+    ['https://github.com/octo/hello.git', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['https://github.com/octo/hello', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['https://github.com/octo/hello/', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['https://user:ghp_secret@GitHub.com/octo/hello.git', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['http://127.0.0.1:8929/a/b/c.git', { scheme: 'http', host: '127.0.0.1', port: 8929, path: 'a/b/c' }],
+    ['https://gitlab.example.com:8443/group/sub/proj.git', { scheme: 'https', host: 'gitlab.example.com', port: 8443, path: 'group/sub/proj' }],
+    ['ssh://git@github.com/octo/hello.git', { scheme: 'ssh', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['ssh://git@ssh.github.com:443/octo/hello.git', { scheme: 'ssh', host: 'github.com', port: 443, path: 'octo/hello' }],
+    ['git+ssh://git@gitlab.com:2222/a/b/c.git', { scheme: 'ssh', host: 'gitlab.com', port: 2222, path: 'a/b/c' }],
+    ['git://github.com/octo/hello.git', { scheme: 'git', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['git@github.com:octo/hello.git', { scheme: 'ssh', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['github.com:octo/hello', { scheme: 'ssh', host: 'github.com', port: null, path: 'octo/hello' }],
+    ['git@gitlab.com:/a/b/c.git', { scheme: 'ssh', host: 'gitlab.com', port: null, path: 'a/b/c' }],
+    ['git@[::1]:a/b.git', { scheme: 'ssh', host: '::1', port: null, path: 'a/b' }],
+    ['https://[::1]:8080/a/b', { scheme: 'https', host: '::1', port: 8080, path: 'a/b' }],
+    ['https://github.com/octo/my%20repo', null],
+  ])('%s', (url, expected) => {
+    expect(parseRemoteUrl(url)).toEqual(expected);
+  });
+
+  test.each([
+    '/srv/git/repo.git', './relative', '../up.git', 'file:///srv/git/repo.git', 'C:\\repos\\x', 'c:/repos/x',
+    'https://github.com/', 'https://github.com/../x', 'ssh://git@host/~user/repo.git', 'git@host:~user/repo', 'ftp://host/a/b', '',
+  ])('not a forge remote: %s', (url) => {
+    expect(parseRemoteUrl(url)).toBeNull();
+  });
+});
+
+const remote = (name: string, url: string): Remote => ({ name, url, parsed: parseRemoteUrl(url) });
+
+/** The ToolError thrown by fn. */
+function thrown(fn: () => unknown): ToolError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ToolError) return error;
+    throw error;
+  }
+  throw new Error('expected a ToolError');
+}
+
+describe('resolveRepo', () => {
+  test('https and ssh remotes of the same repo (any case, with or without .git) are one candidate', () => {
+    const c = resolveRepo([
+      remote('origin', 'git@github.com:Octo/Hello.git'),
+      remote('https', 'https://github.com/octo/hello'),
+      remote('alias', 'ssh://git@ssh.github.com:443/octo/hello.git'),
+    ], 'github', { hostname: null });
+    expect(c).toEqual({ host: 'github.com', port: null, scheme: 'https', repo: 'Octo/Hello', remotes: ['origin', 'https', 'alias'] });
+  });
+
+  test('different repos are GH_AMBIGUOUS with the candidates', () => {
+    const e = thrown(() => resolveRepo([
+      remote('origin', 'https://github.com/octo/hello.git'),
+      remote('upstream', 'git@github.com:someone/hello.git'),
+      remote('gl', 'git@gitlab.com:a/b.git'),
+    ], 'github', { hostname: null }));
+    expect(e.code).toBe('GH_AMBIGUOUS');
+    expect(e.details.candidates).toEqual([
+      { host: 'github.com', repo: 'octo/hello', remotes: ['origin'] },
+      { host: 'github.com', repo: 'someone/hello', remotes: ['upstream'] },
+    ]);
+  });
+
+  test('the same path on two hosts is two repos', () => {
+    expect(thrown(() => resolveRepo([
+      remote('a', 'https://github.com/o/r'), remote('b', 'https://github.example.com/o/r'),
+    ], 'github', { hostname: null })).code).toBe('GH_AMBIGUOUS');
+  });
+
+  test('hostname restricts candidates to that host (any name)', () => {
+    const remotes = [remote('a', 'https://github.com/o/r'), remote('b', 'https://ghe.corp.example/o/r')];
+    expect(resolveRepo(remotes, 'github', { hostname: 'ghe.corp.example' }).host).toBe('ghe.corp.example');
+    expect(thrown(() => resolveRepo(remotes, 'github', { hostname: 'other.example' })).code).toBe('GH_REPO_UNRESOLVED');
+  });
+
+  test('no remotes / no matching remote: *_REPO_UNRESOLVED with the reason', () => {
+    const none = thrown(() => resolveRepo([], 'gitlab', { hostname: null }));
+    expect([none.code, none.details.reason]).toEqual(['GL_REPO_UNRESOLVED', 'no_remotes']);
+    const other = thrown(() => resolveRepo([remote('origin', 'https://bitbucket.org/o/r.git'), remote('local', '/srv/x')], 'github', { hostname: null }));
+    expect([other.code, other.details.reason]).toEqual(['GH_REPO_UNRESOLVED', 'no_matching_remote']);
+    expect(other.details.remotes).toEqual([{ name: 'origin', host: 'bitbucket.org' }, { name: 'local', host: null }]);
+  });
+
+  test('GitHub needs owner/name exactly; GitLab accepts nested groups', () => {
+    expect(thrown(() => resolveRepo([remote('o', 'https://github.com/a/b/c')], 'github', { hostname: null })).code).toBe('GH_REPO_UNRESOLVED');
+    expect(resolveRepo([remote('o', 'git@gitlab.com:a/b/c.git')], 'gitlab', { hostname: null }).repo).toBe('a/b/c');
+  });
+
+  test('GitLab hosts: gitlab.com, names containing gitlab, GITLAB_HOST\'s host; the web port of an http(s) remote is kept', () => {
+    const remotes = [remote('ssh', 'git@code.corp.example:team/app.git'), remote('web', 'https://code.corp.example:8443/team/app.git')];
+    expect(thrown(() => resolveRepo(remotes, 'gitlab', { hostname: null })).code).toBe('GL_REPO_UNRESOLVED');
+    expect(resolveRepo(remotes, 'gitlab', { hostname: null, gitlabHost: 'code.corp.example' }))
+      .toEqual({ host: 'code.corp.example', port: 8443, scheme: 'https', repo: 'team/app', remotes: ['ssh', 'web'] });
+    expect(resolveRepo([remote('o', 'https://gitlab.corp.example/x/y')], 'gitlab', { hostname: null }).host).toBe('gitlab.corp.example');
+  });
+});
+
+describe('listRemotes (real git)', () => {
+  const tree = makeTree({ home: {} }, 'fs-tools-remotes-');
+  afterAll(() => tree.cleanup());
+  const env = { ...process.env, HOME: path.join(tree.dir, 'home'), GIT_CONFIG_NOSYSTEM: '1' };
+  const git = (cwd: string, ...args: string[]): string => execFileSync('git', args, { cwd, env, encoding: 'utf8' });
+
+  test('applies insteadOf, keeps dotted names, and lists nothing for a repo without remotes', async () => {
+    const repo = path.join(tree.dir, 'repo');
+    execFileSync('mkdir', ['-p', repo]);
+    git(repo, 'init', '-q');
+    expect(await listRemotes(repo, { timeoutMs: 10_000 })).toEqual([]);
+    git(repo, 'config', 'url.https://github.com/.insteadOf', 'gh:');
+    git(repo, 'remote', 'add', 'origin', 'gh:octo/hello');
+    git(repo, 'remote', 'add', 'my.fork', 'git@github.com:me/hello.git');
+    const remotes = await listRemotes(repo, { timeoutMs: 10_000 });
+    expect(remotes).toEqual([
+      { name: 'origin', url: 'https://github.com/octo/hello', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
+      { name: 'my.fork', url: 'git@github.com:me/hello.git', parsed: { scheme: 'ssh', host: 'github.com', port: null, path: 'me/hello' } },
+    ]);
+    expect(thrown(() => resolveRepo(remotes, 'github', { hostname: null })).code).toBe('GH_AMBIGUOUS');
+  });
+});
+
+describe('--git-remote-allow', () => {
+  const target = (host: string, port: number, repo: string) => ({ host, port, repo });
+  test.each([
+    // [entries, host, port, repo, allowed]
+    [[], 'github.com', 443, 'o/r', true],
+    [['github.com'], 'github.com', 443, 'o/r', true],
+    [['GitHub.com'], 'github.com', 443, 'O/R', true],
+    [['github.com'], 'gitlab.com', 443, 'o/r', false],
+    [['github.com/octo'], 'github.com', 443, 'octo/hello', true],
+    [['github.com/octo'], 'github.com', 443, 'octopus/hello', false],
+    [['github.com/octo/hello'], 'github.com', 443, 'octo/hello', true],
+    [['github.com/octo/hello'], 'github.com', 443, 'octo/hello2', false],
+    [['https://github.com/octo/hello.git'], 'github.com', 443, 'octo/hello', true],
+    [['https://github.com/octo/hello.git'], 'github.com', 443, 'octo/other', false],
+    [['git@github.com:octo/hello.git'], 'github.com', 443, 'octo/hello', true],
+    [['https://github.com'], 'github.com', 443, 'x/y', true],
+    [['gitlab.example.com:8443'], 'gitlab.example.com', 8443, 'a/b/c', true],
+    [['gitlab.example.com:8443'], 'gitlab.example.com', 443, 'a/b/c', false],
+    [['gitlab.example.com:443'], 'gitlab.example.com', 443, 'a/b', true],
+    [['127.0.0.1:8929/a/b'], '127.0.0.1', 8929, 'a/b/c', true],
+    [['127.0.0.1:8929/a/b'], '127.0.0.1', 8930, 'a/b/c', false],
+    [['http://127.0.0.1:8929/a'], '127.0.0.1', 8929, 'a/b/c', true],
+    [['not a host', '::::'], 'github.com', 443, 'o/r', false],
+    [['evil.com', 'github.com/octo'], 'github.com', 443, 'octo/x', true],
+  ])('%j admits %s:%i %s → %s', (entries, host, port, repo, allowed) => {
+    expect(isAllowed(entries, target(host, port, repo))).toBe(allowed);
+  });
+
+  test('entries parse into host, port and path segments', () => {
+    expect(parseAllowEntry('GitHub.com/Octo')).toEqual({ host: 'github.com', port: null, segments: ['octo'] });
+    expect(parseAllowEntry('https://gitlab.example.com:8443/a/b.git')).toEqual({ host: 'gitlab.example.com', port: 8443, segments: ['a', 'b'] });
+    expect(parseAllowEntry('')).toBeNull();
+  });
+
+  test('GH_HOST_DENIED names the host, port, repo and the list', () => {
+    const e = thrown(() => assertHostAllowed(['github.com/octo'], target('github.com', 443, 'evil/x')));
+    expect(e.code).toBe('GH_HOST_DENIED');
+    expect(e.details).toEqual({ host: 'github.com', port: 443, repo: 'evil/x', allowed: ['github.com/octo'] });
+    expect(e.message).toMatch(/nothing was sent/);
+  });
+});
