@@ -118,11 +118,18 @@ async function main(argv: string[]): Promise<number> {
     transport: wire,
     onerror: (error) => process.stderr.write(`fs-tools: ${error.message}\n`),
   });
+  // The MCP stdio binding: exit promptly once the client closes stdin. Idle worker threads (search, regex) must not
+  // keep the process alive; the grace period lets in-flight writes finish and the last responses flush.
+  process.stdin.once('end', () => { setTimeout(() => process.exit(0), 1000).unref(); });
   return -1; // keep running
 }
 
 main(process.argv.slice(2)).then(
-  (code) => { if (code >= 0) process.exitCode = code; },
+  (code) => {
+    // The one-shot modes end here, once stdout is flushed: worker threads or pooled handles kept for a long-lived
+    // server must not keep a finished `fs-tools call` alive.
+    if (code >= 0) process.stdout.write('', () => process.exit(code));
+  },
   (error: unknown) => {
     process.stderr.write(`fs-tools: fatal: ${(error as Error)?.stack ?? String(error)}\n`);
     process.exitCode = 1;

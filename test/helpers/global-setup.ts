@@ -1,13 +1,11 @@
 /**
- * Builds dist/ once before the suite (like the SDK's ensureBuilt): e2e tests spawn dist/cli.js, the real server.
+ * Builds dist/ once before the suite (like the SDK's ensureBuilt): e2e tests spawn dist/cli.js, the real server, as
+ * an agent would run it. Type checking is a separate step of `npm test` (tsc), so this only bundles (esbuild).
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export default function setup(): void {
   const root = fileURLToPath(new URL('../..', import.meta.url));
-  execFileSync(process.execPath, [fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.json'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
 }
