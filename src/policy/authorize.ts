@@ -153,16 +153,12 @@ export interface AuthorizeWriteOptions {
  */
 export async function authorizeWrite(requested: string, ctx: PolicyContext, options: AuthorizeWriteOptions): Promise<AuthorizedWrite> {
   const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
-  assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
-  assertNotGitInternal(resolved.absolute, resolved.real);
-  const relative = toPosixRelative(resolved.root.real, resolved.real);
+  const { relative, access } = assertWritePolicy(resolved, ctx);
   if (relative === '' && options.kind !== 'directory') {
     throw new ToolError('VALIDATION', `${resolved.absolute} is a sandbox root; it cannot be replaced, moved or deleted.`, {
       path: resolved.absolute, details: { reason: 'is_root' },
     });
   }
-  const access = policyAccess(ctx, resolved, relative);
-  assertPolicyAllows(access, 'write', resolved.absolute, relative);
   if (!resolved.stats) {
     if (options.mustExist) {
       throw new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, { path: resolved.absolute });
@@ -171,4 +167,35 @@ export async function authorizeWrite(requested: string, ctx: PolicyContext, opti
     assertKind(resolved.stats, options.kind, resolved.absolute);
   }
   return { ...resolved, relative, access };
+}
+
+/** SPEC §3.3 step 6 for a write: secrets, the built-in .git rule, the file policy. */
+function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext): { relative: string; access: Access | null } {
+  assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
+  assertNotGitInternal(resolved.absolute, resolved.real);
+  const relative = toPosixRelative(resolved.root.real, resolved.real);
+  const access = policyAccess(ctx, resolved, relative);
+  assertPolicyAllows(access, 'write', resolved.absolute, relative);
+  return { relative, access };
+}
+
+/** One path of a call that names several (see `assertWritesAllowed`). */
+export interface WriteRequest {
+  requested: string;
+  followFinal: boolean;
+  field?: string;
+}
+
+/**
+ * SPEC §3.3 holds across the whole call, not per argument: for a call that names several paths (move_path's source
+ * and destination, apply_patch's files), every path's containment (step 5) is decided before any path's secret and
+ * policy checks (step 6), and those before any existence or kind check (step 7). Tools call this first and then
+ * `authorizeWrite` per path as usual. Without it, a refused first path (a source under .git, a missing first file)
+ * decided the code while a later path lay outside the roots (issue 7).
+ * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED
+ */
+export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx: PolicyContext): Promise<void> {
+  const resolved: ResolvedPath[] = [];
+  for (const r of requests) resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
+  for (const r of resolved) assertWritePolicy(r, ctx);
 }
