@@ -2,8 +2,7 @@
 /**
  * Builds dist/ from src/ with esbuild: dist/cli.js (the whole server in one ES module, so a start loads one file
  * instead of a few hundred — about half the start-up CPU, which every agent session and every e2e test pays) and
- * dist/regex-worker.js (the regular-expression worker, loaded by URL next to cli.js), and dist/search-reader-worker.js
- * (the content-search reader threads, likewise). Type checking is tsc's job
+ * one file per worker thread (src/fs/*-worker.ts → dist/*-worker.js, loaded by URL next to cli.js). Type checking is tsc's job
  * (`npm run typecheck`); this only bundles.
  */
 import { build } from 'esbuild';
@@ -16,12 +15,14 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const staging = `dist.staging-${process.pid}`;
 await build({
   absWorkingDir: root,
+  // Every src/fs/*-worker.ts is a worker-thread entry loaded by URL next to cli.js (`new URL('./x-worker.js',
+  // import.meta.url)`): the regex worker, the content-search readers. Each is bundled as its own file.
   entryPoints: {
     cli: 'src/cli.ts',
-    'regex-worker': 'src/fs/regex-worker.ts',
-    // Content-search reader threads (src/fs/search-reader.ts), loaded by URL next to cli.js like the regex worker.
-    'search-reader-worker': 'src/fs/search-reader-worker.ts',
+    ...Object.fromEntries(readdirSync(`${root}/src/fs`).filter((f) => f.endsWith('-worker.ts'))
+      .map((f) => [f.slice(0, -3), `src/fs/${f}`])),
   },
+
   outdir: staging,
   bundle: true,
   platform: 'node',

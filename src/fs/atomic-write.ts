@@ -122,6 +122,8 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
     renamed = true;
     await syncDirectory(dir);
     return await lstat(target);
+  } catch (error) {
+    throw retarget(error, tmp, target);
   } finally {
     if (!renamed) {
       await handle.close().catch(() => undefined);
@@ -133,6 +135,9 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
 /** An errno error about our temporary file is reported as being about the target (the temp name is internal). */
 function retarget(error: unknown, tmp: string, target: string): unknown {
   const e = error as NodeJS.ErrnoException;
+  // FileHandle operations (write, sync, chmod) fail without a path: an ENOSPC or EIO there is about the target too
+  // (issue 7: a full disk was reported with path null).
+  if (e && typeof e === 'object' && typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && e.path === undefined) e.path = target;
   if (e && typeof e === 'object' && e.path === tmp) {
     e.path = target;
     if (typeof e.message === 'string') e.message = e.message.split(tmp).join(target);

@@ -18,6 +18,11 @@ export type LineHit = [line: number, column: number];
 export interface LineMatcher {
   /** Lines of `text` that match. */
   match(text: string): Promise<LineHit[]>;
+  /**
+   * UTF-8 bytes that every matching line contains, or null when none is known (case-insensitive queries, a regular
+   * expression without a provable literal). A file without them has no match: search skips it without decoding it.
+   */
+  readonly needle: Buffer | null;
 }
 
 function escapeRegExp(s: string): string {
@@ -40,8 +45,146 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
       suggestion: 'Fix the pattern (JavaScript syntax, u flag), or pass regex: false for a literal search.',
     });
   }
-  if (!options.regex) return { match: async (text) => matchInThread(re, text) };
-  return { match: (text) => regexPool.run(source, flags, text) };
+  if (!options.regex) {
+    return { match: async (text) => matchInThread(re, text), needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null };
+  }
+  const literal = requiredLiteral(source, flags);
+  return { match: (text) => regexPool.run(source, flags, text), needle: literal === null ? null : Buffer.from(literal, 'utf8') };
+}
+
+/** Shortest literal worth a prefilter (a 1–2 character needle occurs in nearly every file). */
+const MIN_REQUIRED_LITERAL = 3;
+
+/**
+ * A string that every match of the regular expression `source` (with `flags`) contains, or null when none can be
+ * proven. Conservative by construction: only literal characters in the top-level sequence count (a group, a class, an
+ * escape class, `.`, an anchor or an optional quantifier ends a run of literals, and a top-level `|` gives up); a
+ * case-insensitive (`i`) or `v`-mode expression gives up. Returns the longest run of at least 3 characters.
+ * Used to skip files that cannot match before running the expression (as ripgrep's literal extraction does).
+ */
+export function requiredLiteral(source: string, flags: string): string | null {
+  if (flags.includes('i') || flags.includes('v')) return null;
+  const runs: string[] = [];
+  let run = '';
+  /** Code-point length of the last atom appended to `run` (0: the last atom was not a literal). */
+  let lastLiteral = 0;
+  const endRun = () => {
+    if (run) runs.push(run);
+    run = '';
+    lastLiteral = 0;
+  };
+  let i = 0;
+  /** Skips from an opening `(` or `[` to just past its match; returns false when unbalanced. */
+  const skipGroup = (): boolean => {
+    let depth = 0;
+    let inClass = false;
+    for (; i < source.length; i++) {
+      const c = source[i];
+      if (c === '\\') { i++; continue; }
+      if (inClass) { if (c === ']') inClass = false; continue; }
+      if (c === '[') { inClass = true; continue; }
+      if (c === '(') depth++;
+      else if (c === ')') { depth--; if (depth === 0) { i++; return true; } }
+    }
+    return false;
+  };
+  const skipClass = (): boolean => {
+    for (i++; i < source.length; i++) {
+      if (source[i] === '\\') { i++; continue; }
+      if (source[i] === ']') { i++; return true; }
+    }
+    return false;
+  };
+  while (i < source.length) {
+    const c = source[i];
+    if (c === '*' || c === '?' || c === '+' || c === '{') {
+      let min = c === '+' ? 1 : 0;
+      if (c === '{') {
+        const m = /^\{(\d+)(,\d*)?\}/.exec(source.slice(i));
+        if (!m) return null;
+        min = Number(m[1]);
+        i += m[0].length;
+      } else {
+        i++;
+      }
+      if (source[i] === '?') i++; // lazy
+      if (lastLiteral > 0 && min === 0) run = run.slice(0, run.length - lastLiteral); // the character is optional
+      endRun();
+      continue;
+    }
+    if (c === '|') return null;
+    if (c === '(') {
+      endRun();
+      if (!skipGroup()) return null;
+      continue;
+    }
+    if (c === '[') {
+      endRun();
+      if (!skipClass()) return null;
+      continue;
+    }
+    if (c === ')' || c === ']' || c === '}') return null; // unbalanced (does not compile with the u flag)
+    if (c === '.' || c === '^' || c === '$') {
+      endRun();
+      i++;
+      continue;
+    }
+    if (c === '\\') {
+      const e = source[i + 1];
+      if (e === undefined) return null;
+      if (/[0-9A-Za-z]/.test(e)) {
+        // An escape class, assertion, back reference or code escape: not a literal we can vouch for.
+        endRun();
+        i += 2;
+        if (e === 'u' && source[i] === '{') { const close = source.indexOf('}', i); if (close < 0) return null; i = close + 1; }
+        else if (e === 'u') i += 4;
+        else if (e === 'x') i += 2;
+        else if (e === 'c') i += 1;
+        else if ((e === 'p' || e === 'P') && source[i] === '{') { const close = source.indexOf('}', i); if (close < 0) return null; i = close + 1; }
+        else if (e === 'k' && source[i] === '<') { const close = source.indexOf('>', i); if (close < 0) return null; i = close + 1; }
+        else if (/[0-9]/.test(e)) { while (/[0-9]/.test(source[i] ?? '')) i++; }
+        continue;
+      }
+      const cp = String.fromCodePoint(source.codePointAt(i + 1)!);
+      run += cp;
+      lastLiteral = cp.length;
+      i += 1 + cp.length;
+      continue;
+    }
+    const cp = String.fromCodePoint(source.codePointAt(i)!);
+    run += cp;
+    lastLiteral = cp.length;
+    i += cp.length;
+  }
+  endRun();
+  let best: string | null = null;
+  for (const r of runs) if (r.length >= MIN_REQUIRED_LITERAL && (best === null || r.length > best.length)) best = r;
+  return best;
+}
+
+/** The error of a regular expression stopped after REGEX_FILE_TIMEOUT_MS on one file (VALIDATION regex_timeout). */
+export function regexTimeoutError(): ToolError {
+  return new ToolError('VALIDATION',
+    `The regular expression took longer than ${REGEX_FILE_TIMEOUT_MS} ms on one file and was stopped.`, {
+      details: { reason: 'regex_timeout', field: 'query', timeout_ms: REGEX_FILE_TIMEOUT_MS },
+      suggestion: 'Simplify the pattern (avoid nested quantifiers such as (a+)+), or use a literal query.',
+    });
+}
+
+/**
+ * The (source, flags) a search reader thread compiles to match lines itself (src/fs/search-reader.ts), and whether
+ * it is a user regular expression (then its time per file is bounded by REGEX_FILE_TIMEOUT_MS).
+ */
+export function matcherSpec(query: string, options: { regex: boolean; caseSensitive: boolean }): { source: string; flags: string; bounded: boolean } {
+  return { source: options.regex ? query : escapeRegExp(query), flags: options.caseSensitive ? 'u' : 'iu', bounded: options.regex };
+}
+
+/**
+ * Matching lines of `text`: each line (split on `\n`, a final `\r` removed) tested once; 0-based line index and
+ * 0-based UTF-16 column of the first match. `re` must not be global or sticky.
+ */
+export function matchLines(re: RegExp, text: string): LineHit[] {
+  return matchInThread(re, text);
 }
 
 function matchInThread(re: RegExp, text: string): LineHit[] {
@@ -90,11 +233,7 @@ class RegexWorkerPool {
         cleanup();
         this.worker = null;
         void worker.terminate();
-        reject(new ToolError('VALIDATION',
-          `The regular expression took longer than ${REGEX_FILE_TIMEOUT_MS} ms on one file and was stopped.`, {
-            details: { reason: 'regex_timeout', field: 'query', timeout_ms: REGEX_FILE_TIMEOUT_MS },
-            suggestion: 'Simplify the pattern (avoid nested quantifiers such as (a+)+), or use a literal query.',
-          }));
+        reject(regexTimeoutError());
       }, REGEX_FILE_TIMEOUT_MS);
       const onMessage = (msg: { id: number; lines: LineHit[] }) => {
         if (msg.id !== id) return;

@@ -5,14 +5,56 @@
  * Memory is one chunk plus the returned range, whatever the file size. Ranges are exact: a range holds the bytes of
  * its lines including their terminators, so consecutive ranges concatenate to the file; a cut never splits a UTF-8
  * character (line ends are `\n` bytes, which never occur inside a multi-byte character).
+ *
+ * Large unchanged files are not scanned again: given the handle's fstat and a ContentFactsCache
+ * (src/fs/content-cache.ts), the pass also records a sparse line index, and a later read of the same version of the
+ * file takes the whole-file facts from the cache and finds its line range from the nearest index checkpoint (at most
+ * 64 KiB read per range end), so its cost no longer depends on the file's size.
  */
 import { isUtf8 } from 'node:buffer';
+import { fstatSync, readSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { ToolError } from '../errors/tool-error.js';
+import { CHECKPOINT_BYTES, identityOf, type ContentFacts, type ContentFactsCache } from './content-cache.js';
 import { createContentHasher } from './hash.js';
 import { type Eol, eolFromCounts, hasUtf8Bom } from './text.js';
 
+/**
+ * What readRange reads from: an open file (a FileHandle), or a file already in memory (`bytesSource`). Only
+ * positional reads, and fstat when the facts cache is used.
+ */
+export type RangeSource = Pick<FileHandle, 'read' | 'stat'>;
+
+/**
+ * A RangeSource over bytes already read (a small file read in one synchronous call, src/tools/read-file.ts): the
+ * same answers as the file's handle, without a thread-pool round trip per read.
+ */
+export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
+  return {
+    read: (async (buffer: Buffer, offset: number, length: number, position: number) => {
+      const n = Math.max(0, Math.min(length, bytes.length - position));
+      if (n > 0) bytes.copy(buffer, offset, position, position + n);
+      return { bytesRead: n, buffer };
+    }) as unknown as FileHandle['read'],
+    stat: (async () => stats) as unknown as FileHandle['stat'],
+  };
+}
+
+/**
+ * A RangeSource reading an open descriptor synchronously: for reads whose size is bounded in advance (a range of a
+ * file whose facts are cached), where a thread-pool round trip per read costs more than the read itself.
+ */
+export function fdSource(fd: number): RangeSource {
+  return {
+    read: (async (buffer: Buffer, offset: number, length: number, position: number) =>
+      ({ bytesRead: readSync(fd, buffer, offset, length, position), buffer })) as unknown as FileHandle['read'],
+    stat: (async () => fstatSync(fd)) as unknown as FileHandle['stat'],
+  };
+}
+
 const CHUNK_BYTES = 1024 * 1024;
+/** First step of the backwards scan of `tail` (grows 4× per step up to CHUNK_BYTES). */
+const TAIL_FIRST_STEP_BYTES = 16 * 1024;
 
 /** Which part of the file to return. Lines are numbered from 1; `end_line` is inclusive. */
 export type RangeRequest =
@@ -48,19 +90,23 @@ export interface ReadRangeOptions {
   maxBytes: number;
   /** Cut only on UTF-8 character boundaries (true for text; false for base64 byte reads). */
   textBoundaries: boolean;
+  /** fstat of `handle` (from the open). Sizes the scan buffer; with `cache`, identifies the file's version. */
+  stats?: Stats;
+  /** Whole-file facts of unchanged large files (needs `stats`); absent: always scan. */
+  cache?: ContentFactsCache;
 }
 
 /**
  * Reads a range of an open regular file.
  * @throws ToolError VALIDATION (reason `range_past_end`) when the range starts past the end of the file
  */
-export async function readRange(handle: FileHandle, request: RangeRequest, options: ReadRangeOptions): Promise<RangeResult> {
-  const scan = await scanFile(handle, request);
+export async function readRange(handle: RangeSource, request: RangeRequest, options: ReadRangeOptions): Promise<RangeResult> {
+  const scan = await scanOrRecall(handle, request, options);
   let startByte: number;
   let endByte: number;
   let startLine: number;
   if (request.kind === 'tail') {
-    startByte = await findTailStart(handle, scan.size, scan.endsWithNewline, request.lines);
+    startByte = scan.tailStart ?? await findTailStart(handle, scan.size, scan.endsWithNewline, request.lines);
     endByte = scan.size;
     startLine = Math.max(1, scan.totalLines - request.lines + 1);
     if (scan.size === 0) startLine = 1;
@@ -85,8 +131,13 @@ export async function readRange(handle: FileHandle, request: RangeRequest, optio
     truncated = true;
     readEnd = startByte + options.maxBytes;
   }
-  const bytes = Buffer.alloc(readEnd - startByte);
-  if (bytes.length > 0) await readFully(handle, bytes, startByte);
+  let bytes: Buffer;
+  if (scan.whole) {
+    bytes = scan.whole.subarray(startByte, readEnd);
+  } else {
+    bytes = Buffer.alloc(readEnd - startByte);
+    if (bytes.length > 0) await readFully(handle, bytes, startByte);
+  }
   let content = bytes;
   if (truncated) {
     const lastNl = bytes.lastIndexOf(0x0a);
@@ -128,7 +179,7 @@ export async function readRange(handle: FileHandle, request: RangeRequest, optio
  * Text reads start on a character: an offset inside a UTF-8 sequence would return a broken first character.
  * @throws ToolError VALIDATION (reason `offset_splits_character`)
  */
-async function assertCharacterBoundary(handle: FileHandle, offset: number, size: number): Promise<void> {
+async function assertCharacterBoundary(handle: RangeSource, offset: number, size: number): Promise<void> {
   if (offset >= size) return;
   const byte = Buffer.alloc(1);
   await readFully(handle, byte, offset);
@@ -147,6 +198,19 @@ function pastEnd(what: string, scan: Scan): ToolError {
   });
 }
 
+/** The whole-file facts: from the cache for an unchanged large file, else from a full pass (which may fill it). */
+async function scanOrRecall(handle: RangeSource, request: RangeRequest, options: ReadRangeOptions): Promise<Scan> {
+  const { cache, stats } = options;
+  if (!cache || !stats) return scanFile(handle, request, stats?.size ?? null, false);
+  const before = identityOf(stats);
+  const facts = cache.lookup(before);
+  if (facts) return scanWithFacts(handle, facts, request);
+  const startedMs = cache.clock();
+  const scan = await scanFile(handle, request, stats.size, cache.wants(stats.size));
+  if (scan.facts) cache.store(before, identityOf(await handle.stat()), startedMs, scan.facts);
+  return scan;
+}
+
 interface Scan {
   hash: string;
   size: number;
@@ -159,12 +223,26 @@ interface Scan {
   rangeStart: number | null;
   rangeEnd: number | null;
   lineAtOffset: number;
+  /** The facts to cache (when the pass was asked to build the line index). */
+  facts?: ContentFacts;
+  /** The whole file, when the pass read it in one chunk (the range is then cut from it, not read again). */
+  whole?: Buffer;
+  /** For `tail`, from the line index: where the last lines start (else the backwards scan finds it). */
+  tailStart?: number;
 }
 
-/** The streaming pass: hash, lines, EOL counts, UTF-8 validity, and the requested line range's byte offsets. */
-async function scanFile(handle: FileHandle, request: RangeRequest): Promise<Scan> {
+/**
+ * The streaming pass: hash, lines, EOL counts, UTF-8 validity, and the requested line range's byte offsets; with
+ * `buildIndex`, also the sparse line index (newlines before every CHECKPOINT_BYTES boundary) for the cache.
+ * @param sizeHint the size from fstat (sizes the read buffer: a 4 KB file needs no 1 MiB buffer), or null
+ */
+async function scanFile(handle: RangeSource, request: RangeRequest, sizeHint: number | null, buildIndex: boolean): Promise<Scan> {
   const hasher = createContentHasher();
-  const buf = Buffer.allocUnsafe(CHUNK_BYTES);
+  // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
+  const buf = Buffer.allocUnsafe(sizeHint === null ? CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1));
+  let reads = 0;
+  const checkpoints: number[] = [0];
+  let nextCheckpoint = buildIndex ? CHECKPOINT_BYTES : Infinity;
   let pos = 0;
   let newlines = 0;
   let crlf = 0;
@@ -181,7 +259,7 @@ async function scanFile(handle: FileHandle, request: RangeRequest): Promise<Scan
   const offset = request.kind === 'bytes' ? request.offset : -1;
   let lineAtOffset = 1;
   for (;;) {
-    const { bytesRead } = await handle.read(buf, 0, CHUNK_BYTES, pos);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
     if (bytesRead === 0) break;
     const chunk = buf.subarray(0, bytesRead);
     hasher.update(chunk);
@@ -197,8 +275,13 @@ async function scanFile(handle: FileHandle, request: RangeRequest): Promise<Scan
       const before = i > 0 ? chunk[i - 1] : prevByte;
       if (before === 0x0d) crlf++;
       else lf++;
-      newlines++;
       const absolute = pos + i;
+      // Every newline counted so far lies before nextCheckpoint (else it would have been recorded then).
+      while (nextCheckpoint <= absolute) {
+        checkpoints.push(newlines);
+        nextCheckpoint += CHECKPOINT_BYTES;
+      }
+      newlines++;
       if (rangeStart === null && newlines === startLine - 1) rangeStart = absolute + 1;
       if (rangeEnd === null && endLine !== null && newlines === endLine) rangeEnd = absolute + 1;
       if (offset >= 0 && absolute < offset) lineAtOffset = newlines + 1;
@@ -206,39 +289,130 @@ async function scanFile(handle: FileHandle, request: RangeRequest): Promise<Scan
     }
     prevByte = chunk[bytesRead - 1];
     pos += bytesRead;
+    reads++;
+    // A regular file's read returns fewer bytes than asked only at its end.
+    if (sizeHint !== null && bytesRead < buf.length && pos >= sizeHint) break;
   }
   if (carry.length > 0) validUtf8 = false;
   const size = pos;
   const endsWithNewline = prevByte === 0x0a;
   const totalLines = size === 0 ? 0 : newlines + (endsWithNewline ? 0 : 1);
+  const hash = hasher.digest();
+  let facts: ContentFacts | undefined;
+  if (buildIndex) {
+    while (nextCheckpoint <= size) {
+      checkpoints.push(newlines);
+      nextCheckpoint += CHECKPOINT_BYTES;
+    }
+    facts = {
+      hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline,
+      checkpointBytes: CHECKPOINT_BYTES, checkpointNewlines: Float64Array.from(checkpoints),
+    };
+  }
   return {
-    hash: hasher.digest(), size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline,
-    rangeStart, rangeEnd, lineAtOffset,
+    hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline,
+    rangeStart, rangeEnd, lineAtOffset, facts,
+    whole: reads <= 1 ? buf.subarray(0, size) : undefined,
   };
 }
 
+/**
+ * The same answer as scanFile, from cached facts: only the neighbourhood of the requested line boundaries is read.
+ */
+async function scanWithFacts(handle: RangeSource, f: ContentFacts, request: RangeRequest): Promise<Scan> {
+  const startLine = request.kind === 'lines' ? request.startLine : 1;
+  const endLine = request.kind === 'lines' ? request.endLine : request.kind === 'head' ? request.lines : null;
+  let rangeStart: number | null = startLine === 1 ? 0 : null;
+  let rangeEnd: number | null = null;
+  let lineAtOffset = 1;
+  if (request.kind === 'lines' || request.kind === 'head') {
+    if (startLine > 1) rangeStart = await afterNewline(handle, f, startLine - 1);
+    if (endLine !== null) rangeEnd = await afterNewline(handle, f, endLine);
+  } else if (request.kind === 'bytes') {
+    lineAtOffset = 1 + await newlinesBefore(handle, f, Math.min(request.offset, f.size));
+  }
+  // The last n lines start at line totalLines - n + 1, just after newline number totalLines - n.
+  let tailStart: number | undefined;
+  if (request.kind === 'tail') {
+    const first = f.totalLines - request.lines + 1;
+    tailStart = request.lines <= 0 || f.size === 0 ? f.size : first <= 1 ? 0 : (await afterNewline(handle, f, first - 1)) ?? f.size;
+  }
+  return {
+    hash: f.hash, size: f.size, totalLines: f.totalLines, crlf: f.crlf, lf: f.lf, bom: f.bom, validUtf8: f.validUtf8,
+    endsWithNewline: f.endsWithNewline, rangeStart, rangeEnd, lineAtOffset, tailStart,
+  };
+}
+
+/** Byte offset just after the `m`-th newline (1-based), or null when the file has fewer; reads at most one span. */
+async function afterNewline(handle: RangeSource, f: ContentFacts, m: number): Promise<number | null> {
+  if (m < 1 || m > f.crlf + f.lf) return null;
+  // The last checkpoint with fewer than m newlines before it: the m-th newline lies in its span.
+  const cps = f.checkpointNewlines;
+  let lo = 0;
+  let hi = cps.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >>> 1;
+    if (cps[mid] < m) lo = mid;
+    else hi = mid - 1;
+  }
+  let seen = cps[lo];
+  let pos = lo * f.checkpointBytes;
+  const buf = Buffer.allocUnsafe(f.checkpointBytes);
+  while (pos < f.size) {
+    const len = Math.min(buf.length, f.size - pos);
+    const { bytesRead } = await handle.read(buf, 0, len, pos);
+    if (bytesRead === 0) break;
+    const chunk = buf.subarray(0, bytesRead);
+    let i = chunk.indexOf(0x0a);
+    while (i !== -1) {
+      seen++;
+      if (seen === m) return pos + i + 1;
+      i = chunk.indexOf(0x0a, i + 1);
+    }
+    pos += bytesRead;
+  }
+  return null;
+}
+
+/** Newlines in `[0, offset)`, from the checkpoint at or before `offset`. */
+async function newlinesBefore(handle: RangeSource, f: ContentFacts, offset: number): Promise<number> {
+  const k = Math.min(Math.floor(offset / f.checkpointBytes), f.checkpointNewlines.length - 1);
+  let count = f.checkpointNewlines[k];
+  const from = k * f.checkpointBytes;
+  if (offset > from) {
+    const bytes = Buffer.allocUnsafe(offset - from);
+    await readFully(handle, bytes, from);
+    count += countNewlines(bytes);
+  }
+  return count;
+}
+
 /** Scans backwards for the start of the last `n` lines. */
-async function findTailStart(handle: FileHandle, size: number, endsWithNewline: boolean, n: number): Promise<number> {
+async function findTailStart(handle: RangeSource, size: number, endsWithNewline: boolean, n: number): Promise<number> {
   if (n <= 0 || size === 0) return size;
   let seen = 0;
   let end = endsWithNewline ? size - 1 : size; // ignore the final terminator
+  // Small steps back: a tail of a few lines of a huge file reads a few KiB, not a whole 1 MiB chunk.
+  let step = TAIL_FIRST_STEP_BYTES;
   const buf = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, Math.max(end, 1)));
   while (end > 0) {
-    const start = Math.max(0, end - buf.length);
+    const start = Math.max(0, end - Math.min(step, buf.length));
     const len = end - start;
-    await readFully(handle, buf.subarray(0, len), start);
-    for (let i = len - 1; i >= 0; i--) {
-      if (buf[i] === 0x0a) {
-        seen++;
-        if (seen === n) return start + i + 1;
-      }
+    const view = buf.subarray(0, len);
+    await readFully(handle, view, start);
+    let i = view.lastIndexOf(0x0a);
+    while (i !== -1) {
+      seen++;
+      if (seen === n) return start + i + 1;
+      i = i > 0 ? view.lastIndexOf(0x0a, i - 1) : -1;
     }
     end = start;
+    step *= 4;
   }
   return 0;
 }
 
-async function readFully(handle: FileHandle, target: Buffer, position: number): Promise<void> {
+async function readFully(handle: RangeSource, target: Buffer, position: number): Promise<void> {
   let done = 0;
   while (done < target.length) {
     const { bytesRead } = await handle.read(target, done, target.length - done, position + done);
@@ -248,7 +422,7 @@ async function readFully(handle: FileHandle, target: Buffer, position: number): 
 }
 
 /** The UTF-8 sequence starting at `start` (1 byte for a byte that cannot start one), not reading past `end`. */
-async function firstCharacter(handle: FileHandle, start: number, end: number): Promise<Buffer<ArrayBuffer>> {
+async function firstCharacter(handle: RangeSource, start: number, end: number): Promise<Buffer<ArrayBuffer>> {
   const bytes = Buffer.alloc(Math.min(4, end - start));
   await readFully(handle, bytes, start);
   const lead = bytes[0];

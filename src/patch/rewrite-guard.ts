@@ -6,23 +6,39 @@
  *     multiset, so moved lines are not "changed"; linear time).
  */
 import { ToolError } from '../errors/tool-error.js';
+import { commonLineFrame } from './common-frame.js';
 
 export const REWRITE_MIN_LINES = 10;
 export const REWRITE_RATIO = 0.9;
 
-/** Fraction of `before`'s lines (LF view) that do not survive into `after`, and the line count of `before`. */
+/**
+ * Fraction of `before`'s lines (LF view) that do not survive into `after`, and the line count of `before`.
+ * Only the lines between the longest common run of whole lines at the start and at the end are compared: with
+ * before = P + A + S and after = P + B + S, the multiset intersection is |P| + |S| + |A ∩ B|, so the result is the
+ * same as comparing everything, and a one-line edit of a large file hashes a few lines instead of every line twice.
+ */
 export function changedRatio(before: string, after: string): { ratio: number; lines: number } {
-  const a = splitLines(before);
-  if (a.length === 0) return { ratio: 0, lines: 0 };
+  const total = countLines(before);
+  if (total === 0) return { ratio: 0, lines: 0 };
+  const { start, endBefore, endAfter } = commonLineFrame(before, after);
+  const a = splitLines(before.slice(start, endBefore));
   const pool = new Map<string, number>();
-  for (const l of splitLines(after)) pool.set(l, (pool.get(l) ?? 0) + 1);
+  for (const l of splitLines(after.slice(start, endAfter))) pool.set(l, (pool.get(l) ?? 0) + 1);
   let removed = 0;
   for (const l of a) {
     const n = pool.get(l) ?? 0;
     if (n > 0) pool.set(l, n - 1);
     else removed++;
   }
-  return { ratio: removed / a.length, lines: a.length };
+  return { ratio: removed / total, lines: total };
+}
+
+/** Lines as splitLines counts them, without building them. */
+function countLines(text: string): number {
+  if (text === '') return 0;
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return text.endsWith('\n') ? n : n + 1;
 }
 
 function splitLines(text: string): string[] {

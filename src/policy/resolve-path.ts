@@ -9,7 +9,7 @@
  * Existence outside the roots is never revealed: every outside path is NOT_ALLOWED, existing or not.
  */
 import { lstat, readlink, realpath } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { findContainingRoot, isWithin } from './containment.js';
@@ -43,7 +43,20 @@ export interface ResolveOptions {
 const MAX_LINKS = 40; // as Linux's MAXSYMLINKS
 
 /**
- * String checks only (no IO): rejects non-strings, empty strings and NUL bytes.
+ * Path separators of this platform: a backslash is one only on Windows. On POSIX it is an ordinary name character, so
+ * splitting on it resolved the name `a\b` as `a/b`, and delete_path of a file named `a\b` deleted `a/b` (issue 7).
+ */
+const SEPARATOR = path.sep === '\\' ? /[\\/]+/ : /\/+/;
+
+/** PATH_MAX on Linux, in bytes with the terminating NUL: a path string must be shorter. */
+export const PATH_MAX_BYTES = 4096;
+
+/** The longest file name, in bytes (NAME_MAX on Linux and macOS; NTFS allows 255 UTF-16 units, at most this in UTF-8). */
+export const NAME_MAX_BYTES = 255;
+
+/**
+ * String checks only (no IO): rejects non-strings, empty strings, NUL bytes, paths of PATH_MAX bytes or more and names
+ * longer than NAME_MAX.
  * @throws ToolError VALIDATION
  */
 export function assertPathString(requested: unknown, field = 'path'): asserts requested is string {
@@ -54,6 +67,22 @@ export function assertPathString(requested: unknown, field = 'path'): asserts re
   }
   if (requested.includes('\0')) {
     throw new ToolError('VALIDATION', `'${field}' contains a NUL byte.`, { details: { reason: 'nul_byte', field } });
+  }
+  // Longer than PATH_MAX, the kernel refuses the path in every syscall (ENAMETOOLONG); refusing it here also bounds the
+  // walk below, whose cost grows with the square of the length (issue 7: a 100 KB path held the event loop for 12 s).
+  if (Buffer.byteLength(requested) >= PATH_MAX_BYTES) {
+    throw new ToolError('VALIDATION', `'${field}' is longer than ${PATH_MAX_BYTES - 1} bytes, the longest path the system accepts.`, {
+      details: { reason: 'path_too_long', field, limit: PATH_MAX_BYTES - 1 },
+    });
+  }
+  // A name longer than NAME_MAX cannot exist, and below a missing directory it would reach no syscall before the write
+  // (issue 7: a create under a missing parent made the parent, then failed on the name part-way through a commit).
+  for (const name of requested.split(SEPARATOR)) {
+    if (Buffer.byteLength(name) > NAME_MAX_BYTES) {
+      throw new ToolError('VALIDATION', `'${field}' has a name longer than ${NAME_MAX_BYTES} bytes, which no filesystem here can hold.`, {
+        details: { reason: 'name_too_long', field, limit: NAME_MAX_BYTES },
+      });
+    }
   }
 }
 
@@ -148,15 +177,21 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
   // Fast path: the whole path exists; native realpath gives the answer in one call.
   if (followFinal) {
     try {
-      const resolved = await realpath(input);
-      const stats = await lstat(resolved);
+      // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
+      // latency. Only this fast path; the component walk below stays asynchronous.
+      const resolved = realpathSync.native(input);
+      const stats = lstatSync(resolved);
       // realpath's answer holds no link; a link there now was swapped in since: resolve again, component by component
       // (reporting it as the "special file" it is not would tell the agent the path is forbidden for good).
       if (!stats.isSymbolicLink()) {
         let viaSymlink = false;
-        try {
-          viaSymlink = (await lstat(stripTrailingSep(input))).isSymbolicLink();
-        } catch { /* raced away: treat as not a link */ }
+        // Already canonical: the lstat above was of this very path (one fewer syscall on every read).
+        const spelled = stripTrailingSep(input);
+        if (spelled !== resolved) {
+          try {
+            viaSymlink = (await lstat(spelled)).isSymbolicLink();
+          } catch { /* raced away: treat as not a link */ }
+        }
         return { resolved, stats, viaSymlink };
       }
     } catch (error) {
@@ -167,7 +202,7 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
   }
   const parsed = path.parse(input);
   let current = parsed.root;
-  const queue = input.slice(parsed.root.length).split(/[\\/]+/).filter((c) => c !== '' && c !== '.');
+  const queue = input.slice(parsed.root.length).split(SEPARATOR).filter((c) => c !== '' && c !== '.');
   let links = 0;
   let viaSymlink = false;
   let accessDenied = false;
@@ -215,9 +250,9 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
       if (path.isAbsolute(target)) {
         const t = path.parse(target);
         current = t.root;
-        queue.unshift(...target.slice(t.root.length).split(/[\\/]+/).filter((c) => c !== '' && c !== '.'));
+        queue.unshift(...target.slice(t.root.length).split(SEPARATOR).filter((c) => c !== '' && c !== '.'));
       } else {
-        queue.unshift(...target.split(/[\\/]+/).filter((c) => c !== '' && c !== '.'));
+        queue.unshift(...target.split(SEPARATOR).filter((c) => c !== '' && c !== '.'));
       }
       continue;
     }

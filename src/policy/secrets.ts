@@ -51,10 +51,54 @@ const COMPILED_RULES = SECRET_RULES.map((rule) => ({
 }));
 
 /**
+ * A necessary condition derived from the rules, checked before them: the lower-cased last component of a path any
+ * rule matches is one of `names`, ends with one of `suffixes` or starts with one of `prefixes` (`*.pem` → suffix
+ * `.pem`, `.env.*` → prefix `.env.`, `.aws/credentials` → name `credentials`). Listings and search classify every
+ * entry of a tree, and nearly every name fails this screen in a few string comparisons instead of 22 glob tests on
+ * a split, re-joined path. Null when a rule's last component is a glob this derivation does not understand: then
+ * every path runs the full rules.
+ */
+const SCREEN = ((): { names: Set<string>; suffixes: string[]; prefixes: string[] } | null => {
+  const names = new Set<string>();
+  const suffixes: string[] = [];
+  const prefixes: string[] = [];
+  const special = /[*?[\]{}()!+@\\]/;
+  for (const { glob } of SECRET_RULES) {
+    const last = glob.split('/').pop()!.toLowerCase();
+    if (!special.test(last)) names.add(last);
+    else if (last.startsWith('*') && !special.test(last.slice(1))) suffixes.push(last.slice(1));
+    else if (last.endsWith('*') && !special.test(last.slice(0, -1))) prefixes.push(last.slice(0, -1));
+    else return null;
+  }
+  return { names, suffixes, prefixes };
+})();
+
+/** The last non-empty component of a path (separators per flavor), or ''. */
+function lastComponent(filePath: string, flavor: PathFlavor): string {
+  const win = flavor.pathModule.sep === '\\';
+  const isSep = (c: number) => c === 0x2f || (win && c === 0x5c);
+  let end = filePath.length;
+  while (end > 0 && isSep(filePath.charCodeAt(end - 1))) end--;
+  let start = end;
+  while (start > 0 && !isSep(filePath.charCodeAt(start - 1))) start--;
+  return filePath.slice(start, end);
+}
+
+/**
  * The secret rule an absolute or relative path matches, or null. Case-insensitive on every platform: a `.ENV` is a
  * secret even on Linux, because the same repository is checked out on macOS and Windows too.
  */
 export function secretRuleFor(filePath: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
+  if (SCREEN) {
+    const base = lastComponent(filePath, flavor).toLowerCase();
+    if (!SCREEN.names.has(base) && !SCREEN.suffixes.some((x) => base.endsWith(x))
+      && !SCREEN.prefixes.some((x) => base.startsWith(x))) return null;
+  }
+  return matchSecretRules(filePath, flavor);
+}
+
+/** The full rule match behind `secretRuleFor`, without the screen (exported so tests can compare the two). */
+export function matchSecretRules(filePath: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
   const parts = filePath.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).filter(Boolean);
   if (parts.length === 0) return null;
   for (const { rule, depth, isMatch } of COMPILED_RULES) {

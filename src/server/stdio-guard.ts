@@ -5,6 +5,10 @@
  * itself — -32700 (parse error, id null) for a line that is not JSON (invalid UTF-8 included), -32600 (invalid
  * request, with the line's id when it has a usable one) for JSON that is not a JSON-RPC message — and passes every
  * valid line through unchanged. Blank lines are dropped without an answer.
+ * A line longer than the transport accepts (its 10 MB read buffer; the SDK closes the whole session when one line
+ * overflows it) is never handed on: once it outgrows the limit the guard stops buffering it, keeps only its first and
+ * last 64 KiB to recover the request id, drops the rest up to its newline, answers -32600 (with that id, else null)
+ * and goes on serving. Memory per line is bounded by the limit, whatever the line's length.
  */
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
@@ -13,6 +17,11 @@ import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 
+/** The longest line handed to the transport: its read buffer must hold the line and its newline. */
+export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
+/** How much of an over-long line's start and end is kept to find its id. */
+const ID_WINDOW_BYTES = 64 * 1024;
+
 /**
  * Pipes `input` (stdin) through the filter and returns the stream to hand to the transport.
  * @param reply sends one JSON-RPC error response (through the transport, so it shares stdout's ordering)
@@ -20,8 +29,26 @@ const INVALID_REQUEST = -32600;
 export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => void): Readable {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
-  // A line longer than the SDK's buffer cap is passed through raw, so the SDK's own limit still decides it.
-  let passThrough = false;
+  /** The over-long line being dropped: its head and a rolling tail (for the id), and how long it got. */
+  let dropping: { head: Buffer; tail: Buffer[]; tailBytes: number; bytes: number } | null = null;
+
+  const keepTail = (d: NonNullable<typeof dropping>, part: Buffer): void => {
+    d.bytes += part.length;
+    d.tail.push(part.length > ID_WINDOW_BYTES ? Buffer.from(part.subarray(part.length - ID_WINDOW_BYTES)) : part);
+    d.tailBytes += d.tail[d.tail.length - 1].length;
+    while (d.tail.length > 1 && d.tailBytes - d.tail[0].length >= ID_WINDOW_BYTES) d.tailBytes -= d.tail.shift()!.length;
+  };
+  const startDropping = (parts: Buffer[]): void => {
+    const all = Buffer.concat(parts);
+    dropping = { head: Buffer.from(all.subarray(0, ID_WINDOW_BYTES)), tail: [], tailBytes: 0, bytes: 0 };
+    keepTail(dropping, all);
+  };
+  const finishDropping = (): void => {
+    const d = dropping!;
+    dropping = null;
+    reply(errorResponse(idOfLongLine(d.head, Buffer.concat(d.tail)), INVALID_REQUEST,
+      `Invalid Request: the line is ${d.bytes} bytes long, over the ${MAX_LINE_BYTES}-byte limit of one message; it was dropped`));
+  };
 
   const judge = (line: Buffer): void => {
     // Decode strictly: invalid UTF-8 is not JSON text (RFC 8259 §8.1), not U+FFFD soup.
@@ -56,35 +83,41 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
       let rest = chunk;
       while (rest.length > 0) {
         const newline = rest.indexOf(0x0a);
-        if (passThrough) {
-          this.push(newline === -1 ? rest : rest.subarray(0, newline + 1));
+        if (dropping) {
+          keepTail(dropping, newline === -1 ? rest : rest.subarray(0, newline));
           if (newline === -1) break;
-          passThrough = false;
+          finishDropping();
           rest = rest.subarray(newline + 1);
           continue;
         }
         if (newline === -1) {
           pending.push(rest);
           pendingBytes += rest.length;
-          if (pendingBytes > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
-            this.push(Buffer.concat(pending));
+          if (pendingBytes > MAX_LINE_BYTES) {
+            startDropping(pending);
             pending = [];
             pendingBytes = 0;
-            passThrough = true;
           }
           break;
         }
-        const line = Buffer.concat([...pending, rest.subarray(0, newline)]);
+        const parts = [...pending, rest.subarray(0, newline)];
+        const lineBytes = pendingBytes + newline;
         pending = [];
         pendingBytes = 0;
         rest = rest.subarray(newline + 1);
-        judge(line);
+        if (lineBytes > MAX_LINE_BYTES) {
+          startDropping(parts);
+          finishDropping();
+        } else {
+          judge(Buffer.concat(parts));
+        }
       }
       done();
     },
     flush(done: TransformCallback) {
       // An unterminated last line is handed on as the SDK would see it (it waits for a newline that never comes).
       if (pendingBytes > 0) this.push(Buffer.concat(pending));
+      else if (dropping) finishDropping();
       done();
     },
   });
@@ -95,4 +128,60 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
 function errorResponse(id: string | number | null, code: number, message: string): JSONRPCMessage {
   // id null is what JSON-RPC 2.0 prescribes when the request's id cannot be determined.
   return { jsonrpc: '2.0', id, error: { code, message } } as unknown as JSONRPCMessage;
+}
+
+/**
+ * The id of an over-long request, from the little of it that was kept: a top-level "id" member in its first bytes
+ * (ids written before params), else one that ends the line (`…,"id":7}`: the TypeScript SDK's clients write the id
+ * last). null when neither holds a usable id (JSON-RPC 2.0 answers such a request with id null).
+ */
+export function idOfLongLine(head: Buffer, tail: Buffer): string | number | null {
+  return idNearStart(head.toString('utf8')) ?? idAtEnd(tail.toString('utf8'));
+}
+
+function usableId(token: string): string | number | null {
+  try {
+    const value: unknown = JSON.parse(token);
+    return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+const ID_VALUE = /^\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\]|\\.)*")/;
+
+/** A top-level "id" member of the object that starts `text` (which may be cut anywhere). */
+function idNearStart(text: string): string | number | null {
+  let i = text.search(/\S/);
+  if (i === -1 || text[i] !== '{') return null;
+  let depth = 0;
+  let expectKey = false;
+  for (; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"') {
+      let end = i + 1;
+      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (end >= text.length) return null;
+      if (depth === 1 && expectKey && usableId(text.slice(i, end + 1)) === 'id') {
+        const value = ID_VALUE.exec(text.slice(end + 1, end + 1 + 1024));
+        return value ? usableId(value[1]) : null;
+      }
+      expectKey = false;
+      i = end;
+    } else if (ch === '{' || ch === '[') {
+      depth++;
+      expectKey = depth === 1 && ch === '{';
+    } else if (ch === '}' || ch === ']') {
+      depth--;
+    } else if (ch === ',' && depth === 1) {
+      expectKey = true;
+    }
+  }
+  return null;
+}
+
+/** An "id" member that is the last member of the line's top-level object. */
+function idAtEnd(text: string): string | number | null {
+  const m = /"id"\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\]|\\.)*")\s*\}\s*$/.exec(text);
+  return m ? usableId(m[1]) : null;
 }

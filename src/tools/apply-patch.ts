@@ -99,7 +99,10 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
       suggestion: 'Pass a directory as path (or omit it) for a multi-file patch.',
     });
   }
-  const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : path.join(base!, p));
+  // The header path is appended to the base as written, not joined: path.join would fold `link/..` lexically, and a
+  // patch of `link-to-outside/../x` would then write `base/x` instead of being refused (issue 7). resolveInRoots walks
+  // the spelling the way the kernel does (`link/..` is the link target's parent), as for every other tool.
+  const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : `${base!}${path.sep}${p}`);
   // SPEC §3.3 across the whole patch: every file's containment, then every file's secret and policy checks, before any
   // file's existence (a missing or refused first file must not decide the code while a later one lies outside).
   if (!files.some((f) => f.headerless && single === null)) {

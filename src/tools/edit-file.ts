@@ -4,12 +4,12 @@
  * rewrites. The engine is src/patch/apply-edits.ts; the write flow is src/tools/file-mutation.ts.
  */
 import { isUtf8 } from 'node:buffer';
-import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { applyEdits } from '../patch/apply-edits.js';
 import { toEolText } from '../patch/eol-text.js';
 import { assertNotRewrite } from '../patch/rewrite-guard.js';
+import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { PatchFailedError } from '../errors/tool-error.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
@@ -88,7 +88,8 @@ export const editFile = defineTool({
       return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
     });
     const { before, after, edits } = r.detail;
-    let diff = createTwoFilesPatch(`a/${target.relative}`, `b/${target.relative}`, before, after, undefined, undefined, { context: 3 });
+    // Same text as the diff package's createTwoFilesPatch, without re-diffing the unchanged lines before the edit.
+    let diff = unifiedDiff(`a/${target.relative}`, `b/${target.relative}`, before, after, 3);
     diff = diff.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
     const diffTruncated = diff.length > MAX_DIFF_CHARS;
     if (diffTruncated) diff = diff.slice(0, MAX_DIFF_CHARS);

@@ -2,10 +2,12 @@
  * read_file (SPEC §6, §6.1): a whole file or an exact line/byte range, in bounded memory, with the whole file's
  * content hash (remembered for OCC), line count, EOL style and BOM.
  */
+import { closeSync, type Stats } from 'node:fs';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { openForRead } from '../fs/open-file.js';
-import { readRange, type RangeRequest } from '../fs/read-range.js';
+import { contentFactsCache, identityOf } from '../fs/content-cache.js';
+import { openForRead, openForReadSync, readSmallFileSync } from '../fs/open-file.js';
+import { bytesSource, fdSource, readRange, type RangeRequest, type RangeSource } from '../fs/read-range.js';
 import { authorizeRead } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { ContentHash, EolSchema, PathArg, ReadOptionsShape } from './common-schemas.js';
@@ -44,6 +46,9 @@ export type ReadResult = z.infer<typeof ReadFileOutput>;
 
 type ReadOptions = Omit<z.output<typeof ReadFileInput>, 'path'>;
 
+/** Files up to this size (by policy's lstat) are read in one synchronous step. */
+const SMALL_READ_BYTES = 64 * 1024;
+
 /**
  * Turns read options into a range request.
  * @throws ToolError VALIDATION for conflicting options
@@ -75,9 +80,27 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   const request = toRangeRequest(options);
   const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
   const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
-  const { handle } = await openForRead(target.real, (p) => findContainingRoot(ctx.policy.roots, p) !== undefined);
+  const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+  // A small file is read whole in one synchronous step (src/fs/open-file.ts readSmallFileSync); a larger one through
+  // a handle, with the facts cache sparing a re-hash and re-scan of a large unchanged file (src/fs/content-cache.ts).
+  // A large file whose facts are cached (same identity as policy's lstat) is read synchronously too: whatever the
+  // request, that is at most two 64 KiB index spans plus the capped range.
+  const small = target.stats.size <= SMALL_READ_BYTES ? readSmallFileSync(target.real, isInside, SMALL_READ_BYTES) : null;
+  const cachedLarge = !small && contentFactsCache.lookup(identityOf(target.stats)) !== undefined;
+  let opened: { handle: RangeSource & { close(): Promise<void> }; stats: Stats };
+  if (small) {
+    opened = { handle: { ...bytesSource(small.bytes, small.stats), close: async () => undefined }, stats: small.stats };
+  } else if (cachedLarge) {
+    const { fd, stats: st } = openForReadSync(target.real, isInside);
+    opened = { handle: { ...fdSource(fd), close: async () => closeSync(fd) }, stats: st };
+  } else {
+    opened = await openForRead(target.real, isInside);
+  }
+  const { handle, stats } = opened;
   try {
-    const r = await readRange(handle, request, { maxBytes, textBoundaries: options.encoding === 'utf8' });
+    const r = await readRange(handle, request, {
+      maxBytes, textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
+    });
     ctx.hashes.remember(target.real, r.contentHash, r.startByte === 0 && r.endByte === r.size ? r.bytes : undefined);
     if (options.encoding === 'utf8' && !r.validUtf8) {
       throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text.`, {

@@ -8,8 +8,9 @@ import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
-import { globMatcher, walkTree, type WalkEntry } from '../fs/walk.js';
-import { createLineMatcher } from '../fs/line-matcher.js';
+import { searchReaderPool, type ReadOutcome } from '../fs/search-reader.js';
+import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
+import { createLineMatcher, matcherSpec, regexTimeoutError, type LineHit } from '../fs/line-matcher.js';
 import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, PathArg } from './common-schemas.js';
@@ -66,8 +67,12 @@ export const SearchFilesOutput = z.object({
 
 type Match = z.infer<typeof MatchSchema>;
 
-/** A candidate file's content, or why content search skips it. */
-type Loaded = { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' } | { kind: 'text'; text: string };
+/**
+ * A candidate file's content, or why content search skips it. `no_match`: a text file without the query's required
+ * bytes (scanned, nothing to report).
+ */
+type Loaded = { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' | 'no_match' }
+  | { kind: 'text'; text: string; hits?: LineHit[] };
 
 /** A walk entry as the search loop sees it: the walk's skips before it, whether it is searched, its content. */
 interface Prepared {
@@ -77,12 +82,15 @@ interface Prepared {
 }
 
 /**
- * How many walk entries are prepared ahead of the one being matched. Files are read concurrently with matching
- * (awaiting one open/read/close after another left the thread pool idle: a 50,000-file search took minutes), and
- * results are still consumed strictly in walk order, so pages and cursors are unchanged.
+ * How many walk entries are prepared ahead of the one being matched. Files are read concurrently with matching, by
+ * the search reader threads (src/fs/search-reader.ts), and results are still consumed strictly in walk order, so
+ * pages and cursors are unchanged. The window keeps every reader thread busy while the main thread walks.
  */
-const READ_AHEAD = 32;
-/** Only files up to this size are read ahead (bounds the memory held by read-ahead to READ_AHEAD × this). */
+const READ_AHEAD = 128;
+/**
+ * Only candidates up to this size are held by read-ahead (bounds its memory to READ_AHEAD × this); a larger one is
+ * read when the search gets to it.
+ */
 const READ_AHEAD_MAX_FILE_BYTES = 256 * 1024;
 
 /**
@@ -179,7 +187,7 @@ export const searchFiles = defineTool({
 
     const candidates = single
       ? (async function* () {
-          yield { relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, stats: target.stats, depth: 1 };
+          yield { relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 } as WalkItem;
         })()
       : walkTree({
           base: target.real,
@@ -199,12 +207,13 @@ export const searchFiles = defineTool({
           onSkip: (reason) => { if (reason === 'unreadable') walkSkips.unreadable++; },
           signal: ctx.signal,
           nocase: HOST_FLAVOR.caseInsensitive,
+          // Types from the directory listing are all search needs: no per-entry lstat (sizes come from each open).
+          stats: false,
         });
 
-    /** Reads one candidate file for content search; never throws. */
-    const load = async (entry: WalkEntry): Promise<Loaded> => {
+    /** Reads one candidate file on this thread (large candidates, or when the reader threads are unavailable). */
+    const load = async (entry: WalkItem): Promise<Loaded> => {
       if (classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret) return { kind: 'secret' };
-      if (entry.stats.size > limits.maxSearchFileBytes) return { kind: 'too_large' };
       let bytes: Buffer;
       try {
         const { handle, stats } = await openForRead(entry.absolute, isInside);
@@ -227,17 +236,42 @@ export const searchFiles = defineTool({
         return { kind: 'unreadable' };
       }
       if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) return { kind: 'binary' };
+      if (matcher?.needle && bytes.indexOf(matcher.needle) === -1) return { kind: 'no_match' };
       return { kind: 'text', text: bytes.toString('utf8') };
     };
-    // Called as the walk yields an entry (ahead of the loop below): small files start loading at once.
-    const prepare = (entry: WalkEntry): Prepared => {
+    const reader = mode === 'content' ? searchReaderPool.session({
+      roots: ctx.policy.roots.map((r) => ({ real: r.real })),
+      maxFileBytes: limits.maxSearchFileBytes,
+      keepMaxBytes: READ_AHEAD_MAX_FILE_BYTES,
+      needle: matcher!.needle,
+      // The reader threads match lines themselves (a user regex under the same per-file time limit).
+      match: matcherSpec(args.query!, { regex: args.regex, caseSensitive: args.case_sensitive }),
+    }) : null;
+    /** What the reader thread found, as the search loop sees it. */
+    const fromReader = (entry: WalkItem, o: ReadOutcome): Promise<Loaded> | Loaded => {
+      const decode = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+      if (o.kind === 'hits') return { kind: 'text', text: decode(o.bytes), hits: o.hits };
+      if (o.kind === 'text') return { kind: 'text', text: decode(o.bytes) };
+      if (o.kind === 'deferred' || o.kind === 'fallback') return load(entry);
+      if (o.kind === 'regex_timeout') throw regexTimeoutError();
+      return { kind: o.kind };
+    };
+    // Called as the walk yields an entry (ahead of the loop below): candidate files go to the reader threads at once.
+    const prepare = (entry: WalkItem): Prepared => {
       const skips = { ...walkSkips };
       walkSkips.policy = 0;
       walkSkips.unreadable = 0;
-      const wanted = entry.stats.isFile() && (!globMatch || globMatch(entry.relative));
+      const wanted = entry.type === 'file' && (!globMatch || globMatch(entry.relative));
       let loading: Promise<Loaded> | null = null;
+      if (wanted && reader) {
+        loading = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret
+          ? Promise.resolve({ kind: 'secret' })
+          : reader.read(entry.absolute).then((o) => fromReader(entry, o));
+        // A regex timeout rejects; the loop rethrows it when it gets there, and a search that stops earlier (a full
+        // page) never awaits it: it must not become an unhandled rejection.
+        loading.catch(() => undefined);
+      }
       const loaded = () => (loading ??= load(entry));
-      if (wanted && mode === 'content' && entry.stats.size <= READ_AHEAD_MAX_FILE_BYTES) loaded();
       return { skips, wanted, loaded };
     };
 
@@ -264,6 +298,10 @@ export const searchFiles = defineTool({
       }
       commitSkips();
       const loaded = await item.loaded();
+      if (loaded.kind === 'no_match') {
+        filesScanned++;
+        continue;
+      }
       if (loaded.kind !== 'text') {
         if (loaded.kind === 'binary') filesScanned++;
         skipped[loaded.kind]++;
@@ -271,7 +309,7 @@ export const searchFiles = defineTool({
       }
       filesScanned++;
       const text = loaded.text;
-      const hits = await matcher!.match(text);
+      const hits = loaded.hits ?? await matcher!.match(text);
       if (hits.length === 0) continue;
       const lines = text.split('\n');
       const skip = resumeFile === entry.relative ? resumeSkip : 0;

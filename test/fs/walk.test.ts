@@ -15,14 +15,16 @@
  * - resuming from a cursor (inclusive and exclusive) yields exactly the remainder, for every position, also when the
  *   cursor's entry has since been deleted;
  * - an unreadable directory is skipped and reported. Tests run as root, and root bypasses permission bits
- *   (CAP_DAC_OVERRIDE: readdir of a mode-000 directory succeeds), so that case runs the built walker (dist/) in a child
+ *   (CAP_DAC_OVERRIDE: readdir of a mode-000 directory succeeds), so that case runs the walker (bundled by esbuild) in a child
  *   process as the unprivileged user nobody (uid 65534), where EACCES is real.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { walkTree, type WalkOptions } from '../../src/fs/walk.js';
 import type { AllowedPath } from '../../src/policy/resolve-path.js';
 import { fifo, makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
@@ -264,7 +266,19 @@ describe('resume cursor', () => {
 });
 
 describe('unreadable directories', () => {
-  const WALK_JS = fileURLToPath(new URL('../../dist/fs/walk.js', import.meta.url));
+  // The walker, bundled on its own (esbuild) into a world-readable temp dir, so an unprivileged child can load it.
+  const walkDir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-walk-'));
+  const WALK_JS = path.join(walkDir, 'walk.mjs');
+  beforeAll(async () => {
+    chmodSync(walkDir, 0o755);
+    await build({
+      entryPoints: [fileURLToPath(new URL('../../src/fs/walk.ts', import.meta.url))], outfile: WALK_JS, bundle: true,
+      platform: 'node', format: 'esm', logLevel: 'silent',
+      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+    });
+    chmodSync(WALK_JS, 0o644);
+  });
+  afterAll(() => rmSync(walkDir, { recursive: true, force: true }));
   const NOBODY = 65534;
 
   it('root bypasses permission bits here (why the next test runs as nobody)', () => {

@@ -1,11 +1,13 @@
 /**
  * The stdin line filter (src/server/stdio-guard.ts): valid JSON-RPC lines pass through byte for byte, however they
- * are split; malformed lines are answered with -32700 / -32600 and dropped; blank lines are dropped silently.
+ * are split; malformed lines are answered with -32700 / -32600 and dropped; blank lines are dropped silently; a line
+ * over the transport's limit is answered with -32600 (with its id when its first or last bytes name one) and dropped
+ * without being buffered whole, and the lines after it are served.
  */
 import { PassThrough } from 'node:stream';
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { guardStdin } from '../../src/server/stdio-guard.js';
+import { guardStdin, MAX_LINE_BYTES } from '../../src/server/stdio-guard.js';
 
 async function feed(chunks: Array<string | Buffer>): Promise<{ out: Buffer; replies: JSONRPCMessage[] }> {
   const input = new PassThrough();
@@ -63,12 +65,40 @@ describe('guardStdin', () => {
     expect(out.toString()).toBe(`${ping(1)}\n`);
   });
 
-  it('hands an over-long line to the transport raw, so its own size limit decides', async () => {
-    const huge = Buffer.alloc(STDIO_DEFAULT_MAX_BUFFER_SIZE + 10, 0x61);
-    const { out, replies } = await feed([huge.subarray(0, 1000), huge.subarray(1000), '\n', `${ping(2)}\n`]);
+  // Regression (issue 7): an over-long line used to be handed to the transport raw, and the SDK's ReadBuffer then
+  // closed the whole session. Now the guard answers it and drops it, holding at most the limit in memory.
+  it.each([
+    ['the id written last (as the SDK clients do)', (pad: string) => `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"a":"${pad}"}},"id":41}`, 41],
+    ['the id written first', (pad: string) => `{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"arguments":{"id":7,"a":"${pad}"}}}`, 'abc'],
+    ['no id at the top level', (pad: string) => `{"jsonrpc":"2.0","method":"x","params":{"id":7,"a":"${pad}"}}`, null],
+    ['not JSON at all', (pad: string) => `garbage ${pad}`, null],
+  ] as Array<[string, (pad: string) => string, unknown]>)('answers an over-long line with %s by -32600 and keeps going', async (_label, make, id) => {
+    const huge = Buffer.from(make('a'.repeat(MAX_LINE_BYTES)));
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < huge.length; i += 1 << 20) chunks.push(huge.subarray(i, i + (1 << 20)));
+    const { out, replies } = await feed([...chunks, `\n${ping(2)}\n`]);
+    expect(replies).toHaveLength(1);
+    expect(codeOf(replies[0])).toBe(-32600);
+    expect(idOf(replies[0])).toBe(id);
+    expect(out.toString()).toBe(`${ping(2)}\n`);
+  });
+
+  it('answers an over-long line that ends in the same chunk as the next line, and one cut by end of input', async () => {
+    const huge = Buffer.alloc(MAX_LINE_BYTES + 1, 0x61);
+    const { out, replies } = await feed([huge.subarray(0, 1000), Buffer.concat([huge.subarray(1000), Buffer.from(`\n${ping(3)}\n`)]), huge]);
+    expect(replies.map(codeOf)).toEqual([-32600, -32600]);
+    expect(out.toString()).toBe(`${ping(3)}\n`);
+  });
+
+  it('passes a line of exactly the limit through', async () => {
+    const prefix = '{"jsonrpc":"2.0","method":"notifications/x","params":{"p":"';
+    const suffix = '"}}';
+    const line = `${prefix}${'b'.repeat(MAX_LINE_BYTES - prefix.length - suffix.length)}${suffix}`;
+    expect(Buffer.byteLength(line)).toBe(MAX_LINE_BYTES);
+    expect(MAX_LINE_BYTES + 1).toBe(STDIO_DEFAULT_MAX_BUFFER_SIZE);
+    const { out, replies } = await feed([line, '\n']);
     expect(replies).toEqual([]);
-    expect(out.length).toBe(huge.length + 1 + ping(2).length + 1);
-    expect(out.subarray(out.length - ping(2).length - 1).toString()).toBe(`${ping(2)}\n`);
+    expect(out.length).toBe(MAX_LINE_BYTES + 1);
   });
 
   it('hands an unterminated last line on at end of input', async () => {

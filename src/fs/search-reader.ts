@@ -1,0 +1,371 @@
+/**
+ * Reading and matching content-search candidates off the main thread (SPEC §6.1: search "stays responsive on huge
+ * trees"; a user regular expression "can never stall the server").
+ *
+ * Opening, checking and reading tens of thousands of small files costs five syscalls each (open, fstat, the
+ * /proc/self/fd containment re-check, read, close); as promise-based calls on the main thread each is a thread-pool
+ * round trip, and a 23,000-file search spent seconds in that overhead alone. Here a small pool of worker threads does
+ * the same checks synchronously (`openForReadSync`, the twin of the main thread's `openForRead`), tells text from
+ * binary, applies the query's required bytes (`LineMatcher.needle`: a file without them is "no match" without being
+ * decoded), and matches the lines itself. Only files with matches come back, with their bytes (transferred, not
+ * copied) and hits; a matching file over `keepMaxBytes` comes back "deferred" (the caller reads it when it gets
+ * there), so the memory held by read-ahead stays bounded.
+ *
+ * A user regular expression is bounded as on the main thread's path (src/fs/line-matcher.ts): each worker publishes
+ * which file it is on and since when in shared memory; a watchdog terminates a worker stuck on one file for longer
+ * than REGEX_FILE_TIMEOUT_MS, answers that file `regex_timeout`, answers the other files it held `fallback`, and
+ * starts a fresh worker.
+ *
+ * Requests are batched (BATCH_FILES per message; a partial batch goes out as soon as the main thread is idle) and each
+ * file has its own promise, so callers consume results in any order (search consumes them in walk order). If a worker
+ * cannot start or dies, its files resolve as `fallback` and the caller reads them on the main thread as before.
+ */
+import { availableParallelism } from 'node:os';
+import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, type Stats } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { findContainingRoot } from '../policy/containment.js';
+import { matchLines, REGEX_FILE_TIMEOUT_MS, type LineHit } from './line-matcher.js';
+import { openForReadSync } from './open-file.js';
+import { looksBinary } from './text.js';
+
+/**
+ * What reading one candidate found. `text`: a text file passed to the caller to match (no `match` in the options);
+ * `hits`: a file with matching lines (with `match`); `deferred`: a candidate over keepMaxBytes, for the caller to read;
+ * `fallback`: not read here (no worker), for the caller to read; `regex_timeout`: the expression ran out of time.
+ */
+export type ReadOutcome =
+  | { kind: 'too_large' | 'unreadable' | 'binary' | 'no_match' | 'deferred' | 'fallback' | 'regex_timeout' }
+  | { kind: 'text'; bytes: Uint8Array }
+  | { kind: 'hits'; bytes: Uint8Array; hits: LineHit[] };
+
+/** The per-search settings a worker needs (structured-clonable). */
+export interface ReaderOptions {
+  /** Real paths of the sandbox roots: the opened file must lie in one (the /proc/self/fd re-check). */
+  roots: ReadonlyArray<{ real: string }>;
+  /** Larger files are `too_large` (--max-search-file-bytes). */
+  maxFileBytes: number;
+  /** Larger candidates are `deferred` instead of returned. */
+  keepMaxBytes: number;
+  /** Bytes every matching line contains (null: every text file is a candidate). */
+  needle: Uint8Array | null;
+  /** Match lines here (`hits`), with this expression; `bounded`: a user regex under the per-file time limit. */
+  match: { source: string; flags: string; bounded: boolean } | null;
+}
+
+/** Files per message to a worker. */
+const BATCH_FILES = 16;
+/** How often the watchdog looks at workers running a user regular expression, ms. */
+const WATCHDOG_INTERVAL_MS = 100;
+
+/** Slots of a worker's progress record (Int32Array over shared memory). */
+const P_BATCH = 0;
+const P_INDEX = 1;
+/** ms since the pool's epoch when the current file started (0: idle). */
+const P_STARTED = 2;
+const PROGRESS_SLOTS = 3;
+
+/** Compiled expressions of a thread, by flags and source. */
+const compiled = new Map<string, RegExp>();
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
+const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+
+/**
+ * The directory a worker last opened files in, opened and verified once (Linux): files are then opened as
+ * `/proc/self/fd/<dir fd>/<name>`, which the kernel resolves from the directory the descriptor holds — openat(2) by
+ * another name — so no path component above the file can be swapped for a link after the check, and the per-file
+ * /proc/self/fd re-check of `openForReadSync` is not needed (it was a fifth of a worker's time). The name itself is
+ * opened with O_NOFOLLOW, as always.
+ */
+export interface DirHandle {
+  path: string;
+  /** The verified directory's descriptor, or null when it could not be opened or lies outside the roots. */
+  fd: number | null;
+}
+
+/** Closes a worker's current directory (end of a batch). */
+export function closeDir(dir: { current: DirHandle | null }): void {
+  if (dir.current?.fd != null) {
+    try {
+      closeSync(dir.current.fd);
+    } catch { /* already closed */ }
+  }
+  dir.current = null;
+}
+
+/**
+ * Opens a candidate file for reading, with the checks of `openForReadSync` (regular files only; inside the roots),
+ * through the verified directory descriptor on Linux.
+ * @throws when the file cannot be opened, is not a regular file, or is not inside the roots
+ */
+function openCandidate(file: string, isInside: (p: string) => boolean, dir: { current: DirHandle | null }): { fd: number; stats: Stats } {
+  if (process.platform !== 'linux') return openForReadSync(file, isInside);
+  const parent = path.dirname(file);
+  if (dir.current?.path !== parent) {
+    closeDir(dir);
+    let fd: number | null = null;
+    try {
+      fd = openSync(parent, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
+      const actual = readlinkSync(`/proc/self/fd/${fd}`);
+      const clean = actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
+      if (!isInside(clean)) throw new Error('outside the roots');
+    } catch {
+      if (fd !== null) closeSync(fd);
+      fd = null;
+    }
+    dir.current = { path: parent, fd };
+  }
+  if (dir.current.fd === null) throw new Error(`${parent} is not a readable directory inside the roots`);
+  const fd = openSync(`/proc/self/fd/${dir.current.fd}/${path.basename(file)}`, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new Error('not a regular file');
+    return { fd, stats };
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/**
+ * Reads (and with `options.match`, matches) one file as content search sees it: the work a worker does per file,
+ * exported for tests. Never throws.
+ * @param scratch a reusable read buffer, grown as needed
+ * @param dir the worker's current verified directory (kept across the files of a batch); absent: opened and closed
+ *   for this file alone
+ */
+export function readCandidate(file: string, options: ReaderOptions, scratch: { buf: Buffer },
+  dir?: { current: DirHandle | null }): ReadOutcome {
+  if (!dir) {
+    const own = { current: null };
+    try {
+      return readCandidate(file, options, scratch, own);
+    } finally {
+      closeDir(own);
+    }
+  }
+  let opened: { fd: number; stats: { size: number } };
+  try {
+    opened = openCandidate(file, (p) => findContainingRoot(options.roots, p) !== undefined, dir);
+  } catch {
+    return { kind: 'unreadable' };
+  }
+  const { fd } = opened;
+  let bytes: Buffer;
+  try {
+    const size = opened.stats.size;
+    if (size > options.maxFileBytes) return { kind: 'too_large' };
+    if (scratch.buf.length < size) scratch.buf = Buffer.allocUnsafe(Math.max(size, 64 * 1024));
+    // The size fstat reported, as the main thread's path reads it (a file that grows meanwhile is read as it was).
+    let filled = 0;
+    while (filled < size) {
+      const n = readSync(fd, scratch.buf, filled, size - filled, filled);
+      if (n === 0) break;
+      filled += n;
+    }
+    bytes = scratch.buf.subarray(0, filled);
+  } catch {
+    return { kind: 'unreadable' };
+  } finally {
+    try {
+      closeSync(fd);
+    } catch { /* already closed */ }
+  }
+  if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) return { kind: 'binary' };
+  if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
+  if (!options.match) {
+    return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
+  }
+  const key = `${options.match.flags}/${options.match.source}`;
+  let re = compiled.get(key);
+  if (!re) {
+    if (compiled.size > 16) compiled.clear();
+    re = new RegExp(options.match.source, options.match.flags);
+    compiled.set(key, re);
+  }
+  const hits = matchLines(re, bytes.toString('utf8'));
+  if (hits.length === 0) return { kind: 'no_match' };
+  if (bytes.length > options.keepMaxBytes) return { kind: 'deferred' };
+  return { kind: 'hits', bytes: new Uint8Array(bytes), hits }; // a copy with its own ArrayBuffer (transferable)
+}
+
+interface Batch {
+  id: number;
+  waiters: Array<(o: ReadOutcome) => void>;
+  bounded: boolean;
+}
+
+interface WorkerSlot {
+  worker: Worker;
+  progress: Int32Array;
+  batches: Map<number, Batch>;
+  load: number;
+  /** Terminated on purpose (a timeout): its exit is not a failure of the pool. */
+  retired: boolean;
+}
+
+/** The worker pool (one per process, threads created on first use and unref'd). */
+export class SearchReaderPool {
+  private slots: WorkerSlot[] | null = null;
+  private broken = false;
+  private nextBatch = 1;
+  private watchdog: NodeJS.Timeout | null = null;
+  private readonly epoch = Date.now();
+
+  /**
+   * @param size worker threads
+   * @param workerUrl the worker script (dist/search-reader-worker.js next to the bundle)
+   * @param timeoutMs a user regular expression's time per file before its worker is stopped
+   */
+  constructor(private readonly size: number, private readonly workerUrl: URL,
+    private readonly timeoutMs: number = REGEX_FILE_TIMEOUT_MS) {}
+
+  /** A batching reader for one search (all its files share `options`). */
+  session(options: ReaderOptions): { read(file: string): Promise<ReadOutcome> } {
+    // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy it out.
+    options = { ...options, needle: options.needle ? new Uint8Array(options.needle) : null };
+    let files: string[] = [];
+    let waiters: Array<(o: ReadOutcome) => void> = [];
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      if (files.length === 0) return;
+      this.dispatch(files, waiters, options);
+      files = [];
+      waiters = [];
+    };
+    return {
+      read: (file) => new Promise<ReadOutcome>((resolve) => {
+        files.push(file);
+        waiters.push(resolve);
+        if (files.length >= BATCH_FILES) flush();
+        else if (!scheduled) {
+          scheduled = true;
+          setImmediate(flush);
+        }
+      }),
+    };
+  }
+
+  private dispatch(files: string[], waiters: Array<(o: ReadOutcome) => void>, options: ReaderOptions): void {
+    const slots = this.ensureWorkers();
+    if (!slots) {
+      for (const w of waiters) w({ kind: 'fallback' });
+      return;
+    }
+    let slot = slots[0];
+    for (const s of slots) if (s.load < slot.load) slot = s;
+    const batch: Batch = { id: this.nextBatch++, waiters, bounded: options.match?.bounded ?? false };
+    slot.batches.set(batch.id, batch);
+    slot.load += files.length;
+    slot.worker.postMessage({ id: batch.id, files, options });
+    if (batch.bounded) this.armWatchdog();
+  }
+
+  private ensureWorkers(): WorkerSlot[] | null {
+    if (this.broken) return null;
+    if (this.slots) return this.slots;
+    try {
+      this.slots = Array.from({ length: this.size }, () => this.startWorker());
+      return this.slots;
+    } catch {
+      this.broken = true;
+      return null;
+    }
+  }
+
+  private startWorker(): WorkerSlot {
+    const progress = new Int32Array(new SharedArrayBuffer(PROGRESS_SLOTS * 4));
+    const worker = new Worker(fileURLToPath(this.workerUrl), { workerData: { progress, epoch: this.epoch } });
+    worker.unref();
+    const slot: WorkerSlot = { worker, progress, batches: new Map(), load: 0, retired: false };
+    worker.on('message', (msg: { id: number; results: ReadOutcome[] }) => {
+      const batch = slot.batches.get(msg.id);
+      if (!batch) return;
+      slot.batches.delete(msg.id);
+      slot.load -= batch.waiters.length;
+      batch.waiters.forEach((w, i) => w(msg.results[i] ?? { kind: 'fallback' }));
+    });
+    const fail = () => {
+      if (slot.retired) return;
+      // Every outstanding file is read by the caller instead; later searches do without workers.
+      this.broken = true;
+      this.release(slot, () => ({ kind: 'fallback' }));
+    };
+    worker.on('error', fail);
+    worker.on('exit', fail);
+    return slot;
+  }
+
+  /** Answers every outstanding file of a slot with `outcome(batch, index)`. */
+  private release(slot: WorkerSlot, outcome: (batch: Batch, index: number) => ReadOutcome): void {
+    const batches = [...slot.batches.values()];
+    slot.batches.clear();
+    slot.load = 0;
+    for (const b of batches) b.waiters.forEach((w, i) => w(outcome(b, i)));
+  }
+
+  private armWatchdog(): void {
+    if (this.watchdog) return;
+    this.watchdog = setInterval(() => this.checkTimeouts(), WATCHDOG_INTERVAL_MS);
+    this.watchdog.unref();
+  }
+
+  /** Stops a worker stuck on one file under a user regular expression; disarms when nothing bounded is pending. */
+  private checkTimeouts(): void {
+    let pendingBounded = false;
+    const now = Date.now() - this.epoch;
+    this.slots?.forEach((slot, index) => {
+      const batchId = Atomics.load(slot.progress, P_BATCH);
+      const started = Atomics.load(slot.progress, P_STARTED);
+      const batch = slot.batches.get(batchId);
+      if (batch?.bounded && started > 0 && now - started > this.timeoutMs) {
+        const fileIndex = Atomics.load(slot.progress, P_INDEX);
+        slot.retired = true;
+        void slot.worker.terminate();
+        this.release(slot, (b, i) => (b.id === batchId && i === fileIndex ? { kind: 'regex_timeout' } : { kind: 'fallback' }));
+        this.slots![index] = this.startWorker();
+        return;
+      }
+      for (const b of slot.batches.values()) if (b.bounded) pendingBounded = true;
+    });
+    if (!pendingBounded && this.watchdog) {
+      clearInterval(this.watchdog);
+      this.watchdog = null;
+    }
+  }
+}
+
+/**
+ * The worker loop (run by src/fs/search-reader-worker.ts): answers each batch in order, publishing the file it is on
+ * in `progress` for the watchdog.
+ */
+export function serveBatches(port: import('node:worker_threads').MessagePort, progress: Int32Array, epoch: number): void {
+  const scratch = { buf: Buffer.allocUnsafe(256 * 1024) };
+  const dir: { current: DirHandle | null } = { current: null };
+  port.on('message', (job: { id: number; files: string[]; options: ReaderOptions }) => {
+    const results: ReadOutcome[] = [];
+    const transfer: ArrayBuffer[] = [];
+    Atomics.store(progress, P_BATCH, job.id);
+    job.files.forEach((file, i) => {
+      Atomics.store(progress, P_INDEX, i);
+      Atomics.store(progress, P_STARTED, Math.max(1, Date.now() - epoch));
+      const r = readCandidate(file, job.options, scratch, dir);
+      if (r.kind === 'text' || r.kind === 'hits') transfer.push(r.bytes.buffer as ArrayBuffer);
+      results.push(r);
+    });
+    // The directory is verified afresh by the next batch (its roots may differ, and it may have moved since).
+    closeDir(dir);
+    Atomics.store(progress, P_STARTED, 0);
+    port.postMessage({ id: job.id, results }, transfer);
+  });
+}
+
+/** Reader threads: one per core (they block in syscalls as much as they compute), at least 1, at most 4. */
+const POOL_SIZE = Math.max(1, Math.min(4, availableParallelism()));
+
+/** The process's pool. */
+export const searchReaderPool = new SearchReaderPool(POOL_SIZE, new URL('./search-reader-worker.js', import.meta.url));

@@ -1,0 +1,130 @@
+/**
+ * The content-search reader threads (src/fs/search-reader.ts). Pins:
+ * - readCandidate (the per-file work): text, binary, too large, the required-bytes prefilter (no_match without
+ *   decoding), line matching (hits, 0-based line and UTF-16 column, CRLF lines), deferred large candidates;
+ * - what it refuses (unreadable): a symlink, a FIFO (never blocks), a file whose directory lies outside the roots, and
+ *   a file whose parent directory was swapped for a link to outside the roots (the directory is opened O_NOFOLLOW and
+ *   re-checked, and files are opened through its descriptor);
+ * - the pool (the real bundled worker, dist/search-reader-worker.js): results per file in order across batches and
+ *   threads; a catastrophic regular expression on one file is stopped by the watchdog (that file `regex_timeout`, the
+ *   others it held `fallback`), and the pool keeps serving afterwards; an unloadable worker degrades to `fallback`.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { readCandidate, SearchReaderPool, type ReaderOptions, type ReadOutcome } from '../../src/fs/search-reader.js';
+
+const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-search-reader-')));
+const root = path.join(base, 'root');
+const outside = path.join(base, 'outside');
+mkdirSync(path.join(root, 'd'), { recursive: true });
+mkdirSync(outside);
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+const WORKER = new URL('../../dist/search-reader-worker.js', import.meta.url);
+
+const opts = (over: Partial<ReaderOptions> = {}): ReaderOptions => ({
+  roots: [{ real: root }], maxFileBytes: 1_000_000, keepMaxBytes: 100_000, needle: null, match: null, ...over,
+});
+const scratch = () => ({ buf: Buffer.allocUnsafe(16) });
+const write = (rel: string, content: string | Uint8Array) => {
+  const p = path.join(root, rel);
+  mkdirSync(path.dirname(p), { recursive: true });
+  writeFileSync(p, content);
+  return p;
+};
+const read = (p: string, o: ReaderOptions = opts()) => readCandidate(p, o, scratch());
+const textOf = (r: ReadOutcome) => ('bytes' in r ? Buffer.from(r.bytes).toString('utf8') : null);
+
+describe('readCandidate', () => {
+  it('reads text, skips binary and too large files', () => {
+    const t = write('d/a.txt', 'alpha\nbeta\n');
+    expect(read(t).kind).toBe('text');
+    expect(textOf(read(t))).toBe('alpha\nbeta\n');
+    expect(read(write('d/b.bin', Buffer.from([0x61, 0, 0x62]))).kind).toBe('binary');
+    expect(read(write('d/c.txt', Buffer.from([0xc3, 0x28]))).kind).toBe('binary'); // invalid UTF-8
+    expect(read(write('d/big.txt', 'x'.repeat(2000)), opts({ maxFileBytes: 1000 })).kind).toBe('too_large');
+  });
+
+  it('applies the required bytes before anything is decoded or matched', () => {
+    const p = write('d/n.txt', 'one\ntwo needle three\n');
+    expect(read(p, opts({ needle: Buffer.from('absent') })).kind).toBe('no_match');
+    expect(read(p, opts({ needle: Buffer.from('needle') })).kind).toBe('text');
+  });
+
+  it('matches lines itself: 0-based line and UTF-16 column of the first match, CRLF stripped', () => {
+    const p = write('d/m.txt', 'no\r\n€€ hit hit\r\nnone\nhit$\n');
+    const r = read(p, opts({ match: { source: 'hit\\$?$', flags: 'u', bounded: true } }));
+    expect(r.kind).toBe('hits');
+    expect(r.kind === 'hits' && r.hits).toEqual([[1, 7], [3, 0]]);
+    expect(textOf(r)).toBe('no\r\n€€ hit hit\r\nnone\nhit$\n');
+    expect(read(p, opts({ match: { source: 'zzz', flags: 'u', bounded: false } })).kind).toBe('no_match');
+    expect(read(p, opts({ match: { source: 'hit', flags: 'u', bounded: false }, keepMaxBytes: 5 })).kind).toBe('deferred');
+  });
+
+  it('refuses a symlink, a FIFO and a file outside the roots', () => {
+    const target = write('d/real.txt', 'x\n');
+    symlinkSync(target, path.join(root, 'd', 'link.txt'));
+    expect(read(path.join(root, 'd', 'link.txt')).kind).toBe('unreadable');
+    execFileSync('mkfifo', [path.join(root, 'd', 'fifo')]);
+    expect(read(path.join(root, 'd', 'fifo')).kind).toBe('unreadable');
+    writeFileSync(path.join(outside, 'o.txt'), 'secret\n');
+    expect(read(path.join(outside, 'o.txt')).kind).toBe('unreadable');
+  });
+
+  it('refuses a file whose parent directory was swapped for a link to outside the roots', () => {
+    const p = write('swap/f.txt', 'inside\n');
+    expect(textOf(read(p))).toBe('inside\n');
+    mkdirSync(path.join(outside, 'swap'));
+    writeFileSync(path.join(outside, 'swap', 'f.txt'), 'outside\n');
+    renameSync(path.join(root, 'swap'), path.join(root, 'swap-old'));
+    symlinkSync(path.join(outside, 'swap'), path.join(root, 'swap'));
+    expect(read(p).kind).toBe('unreadable');
+    // The same through a directory link deeper up the path.
+    const deep = write('up/mid/f.txt', 'inside\n');
+    renameSync(path.join(root, 'up'), path.join(root, 'up-old'));
+    mkdirSync(path.join(outside, 'up', 'mid'), { recursive: true });
+    writeFileSync(path.join(outside, 'up', 'mid', 'f.txt'), 'outside\n');
+    symlinkSync(path.join(outside, 'up'), path.join(root, 'up'));
+    expect(read(deep).kind).toBe('unreadable');
+  });
+});
+
+describe('the pool (bundled worker)', () => {
+  it('answers every file, in order, across batches and threads', async () => {
+    const pool = new SearchReaderPool(2, WORKER);
+    const files = Array.from({ length: 150 }, (_, i) => write(`many/${String(i).padStart(3, '0')}.txt`, `file ${i}\n${i % 3 === 0 ? 'needle' : 'hay'}\n`));
+    const session = pool.session(opts({ needle: Buffer.from('needle'), match: { source: 'needle', flags: 'u', bounded: false } }));
+    const results = await Promise.all(files.map((f) => session.read(f)));
+    results.forEach((r, i) => {
+      expect(r.kind).toBe(i % 3 === 0 ? 'hits' : 'no_match');
+      if (r.kind === 'hits') expect(textOf(r)).toBe(`file ${i}\nneedle\n`);
+    });
+  });
+
+  it('stops a catastrophic regular expression on one file and keeps serving', async () => {
+    const pool = new SearchReaderPool(1, WORKER, 300);
+    const evil = write('evil/evil.txt', `${'a'.repeat(32)}!\n`);
+    const fine = write('evil/fine.txt', 'aaa\n');
+    const session = pool.session(opts({ match: { source: '(a+)+$', flags: 'u', bounded: true } }));
+    const started = Date.now();
+    const [before, stuck, after] = await Promise.all([session.read(fine), session.read(evil), session.read(fine)]);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(stuck.kind).toBe('regex_timeout');
+    expect(['fallback', 'hits']).toContain(before.kind); // same batch: answered before the stall, or re-read by the caller
+    expect(after.kind).toBe('fallback');
+    const again = await pool.session(opts({ match: { source: 'a+', flags: 'u', bounded: true } })).read(fine);
+    expect(again.kind).toBe('hits');
+  });
+
+  it('degrades to fallback when the worker cannot load', async () => {
+    const pool = new SearchReaderPool(1, new URL('file:///nonexistent/search-reader-worker.js'));
+    const p = write('d/z.txt', 'z\n');
+    expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
+    expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
+  });
+});
+
