@@ -89,6 +89,8 @@ async function allPages(server, tool, args) {
 }
 
 const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
+/** Two decimals, or three where two would round onto a target (1.00, 0.20, 2.00) and hide which side it is on. */
+const fmtRatio = (r) => (['1.00', '0.20', '2.00'].includes(r.toFixed(2)) ? r.toFixed(3) : r.toFixed(2));
 const fmtMb = (mb) => (mb === null || mb === undefined ? 'n/a' : mb.toFixed(0));
 
 async function main() {
@@ -157,7 +159,7 @@ async function main() {
   };
   const row = (r) => {
     rows.push(r);
-    log(`${r.op}: fs-tools ${r.fs} ${r.unit}, ${r.peerName} ${r.peer ?? 'n/a'}; ratio ${r.ratio === null ? 'n/a' : r.ratio.toFixed(2)}`);
+    log(`${r.op}: fs-tools ${r.fs} ${r.unit}, ${r.peerName} ${r.peer ?? 'n/a'}; ratio ${r.ratio === null ? 'n/a' : fmtRatio(r.ratio)}`);
   };
 
   // (1) read_file of a 4 KB file: calls per second, sequential and 8 in flight.
@@ -344,7 +346,7 @@ async function main() {
     '',
     '| # | operation | unit | fs-tools | peer | peer is | ratio fs-tools/peer (time) | target | met | fs-tools peak RSS MB | peer peak RSS MB | notes |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.id} | ${r.op} | ${r.unit} | ${r.fs} | ${r.peer ?? '—'} | ${r.peerName} | ${r.ratio === null ? '—' : r.ratio.toFixed(2)} | `
+    ...rows.map((r) => `| ${r.id} | ${r.op} | ${r.unit} | ${r.fs} | ${r.peer ?? '—'} | ${r.peerName} | ${r.ratio === null ? '—' : fmtRatio(r.ratio)} | `
       + `${r.target} | ${r.met === null ? '—' : r.met ? 'yes' : '**no**'} | ${fmtMb(r.fsRss)} | ${fmtMb(r.peerRss)} | ${r.note} |`),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

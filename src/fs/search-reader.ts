@@ -55,7 +55,7 @@ export interface ReaderOptions {
 }
 
 /** Files per message to a worker. */
-const BATCH_FILES = 16;
+const BATCH_FILES = 64;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
 

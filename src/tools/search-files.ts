@@ -86,12 +86,12 @@ interface Prepared {
  * the search reader threads (src/fs/search-reader.ts), and results are still consumed strictly in walk order, so
  * pages and cursors are unchanged. The window keeps every reader thread busy while the main thread walks.
  */
-const READ_AHEAD = 128;
+const READ_AHEAD = 256;
 /**
  * Only candidates up to this size are held by read-ahead (bounds its memory to READ_AHEAD × this); a larger one is
  * read when the search gets to it.
  */
-const READ_AHEAD_MAX_FILE_BYTES = 256 * 1024;
+const READ_AHEAD_MAX_FILE_BYTES = 128 * 1024;
 
 /**
  * Yields `[item, prepare(item)]` for each item of `source`, in order, calling `prepare` up to `size` items ahead of
