@@ -6,14 +6,14 @@
  * (`npm run typecheck`); this only bundles.
  */
 import { build } from 'esbuild';
-import { mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // Build beside dist/ and rename each file in: a server started meanwhile (a concurrent test run) never sees a
 // missing or half-written dist/cli.js.
 const staging = `dist.staging-${process.pid}`;
-await build({
+const result = await build({
   absWorkingDir: root,
   // Every src/fs/*-worker.ts is a worker-thread entry loaded by URL next to cli.js (`new URL('./x-worker.js',
   // import.meta.url)`): the regex worker, the content-search readers. Each is bundled as its own file.
@@ -28,12 +28,45 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  sourcemap: 'linked',
+  // Maps stay in dist/ for debugging (`node --enable-source-maps`) but carry no sourceMappingURL comment: the
+  // published package leaves them out (package.json "files"), and a comment would point at a missing file.
+  sourcemap: 'external',
+  metafile: true,
   logLevel: 'warning',
   // CommonJS dependencies (micromatch, ignore) call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
 });
 
+writeFileSync(`${root}/${staging}/THIRD-PARTY-LICENSES.txt`, thirdPartyLicenses(result.metafile));
 mkdirSync(`${root}/dist`, { recursive: true });
 for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/dist/${name}`);
 rmSync(`${root}/${staging}`, { recursive: true, force: true });
+
+/**
+ * The licence texts of every npm package whose code the bundle inlines (found from esbuild's metafile inputs), one
+ * after another: MIT, ISC, BSD and Apache licences require the notice to travel with the code. Sorted by package name
+ * so the file is stable between builds.
+ * @param {import('esbuild').Metafile} metafile
+ * @returns {string}
+ */
+function thirdPartyLicenses(metafile) {
+  const packageDirs = new Set();
+  for (const input of Object.keys(metafile.inputs)) {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (match) packageDirs.add(match[1]);
+  }
+  const sections = [];
+  for (const dir of packageDirs) {
+    const manifest = JSON.parse(readFileSync(`${root}/${dir}/package.json`, 'utf8'));
+    const licenceFile = readdirSync(`${root}/${dir}`).find((f) => /^(licen[cs]e|copying)(\.|$)/i.test(f));
+    const text = licenceFile && existsSync(`${root}/${dir}/${licenceFile}`)
+      ? readFileSync(`${root}/${dir}/${licenceFile}`, 'utf8').trim()
+      : `(no licence file shipped; package.json says: ${manifest.license ?? 'unknown'})`;
+    const noticeFile = readdirSync(`${root}/${dir}`).find((f) => /^notice(\.|$)/i.test(f));
+    const notice = noticeFile ? `\n\nNOTICE:\n${readFileSync(`${root}/${dir}/${noticeFile}`, 'utf8').trim()}` : '';
+    sections.push({ name: `${manifest.name}@${manifest.version}`, text: `${manifest.name}@${manifest.version} (${manifest.license ?? 'unknown'})\n\n${text}${notice}` });
+  }
+  sections.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return `fs-tools bundles code from these packages into dist/*.js. Their licences follow.\n\n${sections
+    .map((s) => s.text).join(`\n\n${'-'.repeat(78)}\n\n`)}\n`;
+}

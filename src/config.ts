@@ -113,6 +113,28 @@ const OPTIONS = {
   ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, { type: 'string' }])),
 } as const;
 
+/** Switches that also take an explicit `=true` / `=false` (see explicitBooleans). */
+const EXPLICIT_BOOLEAN_FLAGS = new Set(['readonly', 'allow-secrets']);
+
+/**
+ * Rewrites `--readonly=true` to `--readonly` and drops `--readonly=false` (likewise `--allow-secrets`), so that a
+ * launcher which can only substitute a value into a fixed argument list — an MCP Bundle's `user_config` boolean —
+ * can switch them. Arguments after `--` are left alone.
+ * @throws UsageError for any other value (`--readonly=yes`)
+ */
+function explicitBooleans(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  let ended = false;
+  for (const arg of argv) {
+    const match = ended ? null : /^--([a-z-]+)=(.*)$/s.exec(arg);
+    if (arg === '--') ended = true;
+    if (!match || !EXPLICIT_BOOLEAN_FLAGS.has(match[1])) { out.push(arg); continue; }
+    if (match[2] === 'true') out.push(`--${match[1]}`);
+    else if (match[2] !== 'false') throw new UsageError(`--${match[1]} takes no value, or =true / =false (see fs-tools --help)`);
+  }
+  return out;
+}
+
 /** Everything the parser needs from the process, so tests can pass their own. */
 export interface ParseEnvironment {
   cwd: string;
@@ -128,7 +150,7 @@ export interface ParseEnvironment {
 export function parseConfig(argv: readonly string[], env: ParseEnvironment): Config {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true, tokens: true });
+    parsed = parseArgs({ args: explicitBooleans(argv), options: OPTIONS, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     const message = (error as Error).message.split('\n')[0];
     const unknown = /^Unknown option '([^']+)'/.exec(message);

@@ -172,6 +172,17 @@ describe('flags', () => {
     expect(c.roots.map((r) => r.real)).toEqual([WORK]);
   });
 
+  test('--readonly=true|false and --allow-secrets=true|false (the MCP Bundle command line)', () => {
+    const on = parseConfig(['--readonly=true', '--allow-secrets=true'], env());
+    expect([on.readonly, on.allowSecrets]).toEqual([true, true]);
+    const off = parseConfig(['--readonly=false', '--allow-secrets=false', '--', WORK], env());
+    expect([off.readonly, off.allowSecrets]).toEqual([false, false]);
+    expect(off.roots.map((r) => r.real)).toEqual([WORK]);
+    expect(usageError(['--readonly=yes']).message).toContain('--readonly takes no value, or =true / =false');
+    // After `--`, such a word is a root name, not a flag.
+    expect(usageError(['--', '--readonly=true']).message).not.toContain('takes no value');
+  });
+
   test.each(['off', 'warn', 'block'] as const)('--auto-occ=%s', (mode) => {
     expect(parseConfig([`--auto-occ=${mode}`], env()).autoOcc).toBe(mode);
     expect(parseConfig(['--auto-occ', mode], env()).autoOcc).toBe(mode);

@@ -52,6 +52,11 @@ export interface ConnectOptions {
   args: string[];
   cwd?: string;
   env?: Record<string, string>;
+  /**
+   * Run this program instead of `node dist/cli.js`; `args` is then its whole argument list (an installed `fs-tools`,
+   * `npx fs-tools-mcp …`, an MCP Bundle's command line).
+   */
+  command?: string;
   /** Legacy era only: roots the client announces (file:// URIs). */
   clientRoots?: string[];
 }
@@ -59,7 +64,13 @@ export interface ConnectOptions {
 /** Spawns the server and connects a client of `era`. */
 export async function connect(era: Era, options: ConnectOptions): Promise<TestClient> {
   const env = { ...process.env as Record<string, string>, ...options.env };
-  const params = { command: process.execPath, args: [CLI, ...options.args], cwd: options.cwd, env, stderr: 'pipe' as const };
+  const params = {
+    command: options.command ?? process.execPath,
+    args: options.command ? options.args : [CLI, ...options.args],
+    cwd: options.cwd,
+    env,
+    stderr: 'pipe' as const,
+  };
   let stderr = '';
   let client: ModernClient | LegacyClient;
   let transport: { readonly pid: number | null };
