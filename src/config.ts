@@ -34,6 +34,8 @@ export type Mode =
 export interface Limits {
   /** Most bytes of content one read returns (read_file, each read_files entry). Default 262144. */
   maxReadBytes: number;
+  /** Largest file read_media returns (bytes). */
+  maxMediaBytes: number;
   /** Most entries one list_directory page returns. Default 1000. */
   maxListEntries: number;
   /** Most matches one search_files page returns. Default 500. */
@@ -75,6 +77,7 @@ export interface Config {
 
 export const DEFAULT_LIMITS: Limits = {
   maxReadBytes: 262_144,
+  maxMediaBytes: 2_097_152,
   maxListEntries: 1000,
   maxSearchResults: 500,
   maxSearchFileBytes: 10 * 1024 * 1024,
@@ -86,6 +89,7 @@ export const DEFAULT_LIMITS: Limits = {
 
 const LIMIT_FLAGS: Record<string, keyof Limits> = {
   'max-read-bytes': 'maxReadBytes',
+  'max-media-bytes': 'maxMediaBytes',
   'max-list-entries': 'maxListEntries',
   'max-search-results': 'maxSearchResults',
   'max-search-file-bytes': 'maxSearchFileBytes',

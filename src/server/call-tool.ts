@@ -8,7 +8,7 @@
 import { toEnvelope, type ErrorEnvelope } from '../errors/to-envelope.js';
 import { ToolError } from '../errors/tool-error.js';
 import { assertWritable, type BudgetTicket } from '../policy/gates.js';
-import type { AnyTool, ToolContext } from '../tools/define-tool.js';
+import type { AnyTool, MediaBlock, ToolContext } from '../tools/define-tool.js';
 import type { ProcessState } from './process-state.js';
 import { validateArguments } from './validate-arguments.js';
 
@@ -22,7 +22,7 @@ export class UnknownToolError extends Error {
 
 /** The outcome of one call: a success (structured + text) or an envelope. */
 export type CallOutcome =
-  | { ok: true; structured: Record<string, unknown>; text: string[] }
+  | { ok: true; structured: Record<string, unknown>; text: string[]; media?: MediaBlock }
   | { ok: false; envelope: ErrorEnvelope };
 
 /** True when `--tools` enables this tool (by name or group). */
@@ -85,6 +85,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
       ok: true,
       structured: result.structured as Record<string, unknown>,
       text: Array.isArray(result.text) ? result.text : [result.text],
+      ...(result.media ? { media: result.media } : {}),
     };
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };

@@ -41,7 +41,10 @@ export function createServer(state: ProcessState): Server {
     }
     const result: CallToolResult = outcome.ok
       ? {
-          content: outcome.text.map((text) => ({ type: 'text' as const, text })),
+          content: [
+            ...outcome.text.map((text) => ({ type: 'text' as const, text })),
+            ...(outcome.media ? [outcome.media] : []),
+          ],
           structuredContent: outcome.structured,
         }
       : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };

@@ -47,7 +47,17 @@ export interface ToolOutcome<O> {
   structured: O;
   /** Text content blocks; the first holds the main text (raw file content for reads). */
   text: string | string[];
+  /** An image or audio content block (base64 `data`), sent after the text blocks (read_media). */
+  media?: MediaBlock;
   audit?: AuditFacts;
+}
+
+/** An MCP image or audio content block. */
+export interface MediaBlock {
+  type: 'image' | 'audio';
+  /** The file's bytes, base64. */
+  data: string;
+  mimeType: string;
 }
 
 /** One tool. `I` and `O` are zod object schemas. */

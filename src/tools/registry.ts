@@ -6,6 +6,7 @@ import { listAllowedDirectories } from './list-allowed-directories.js';
 import { listDirectory } from './list-directory.js';
 import { readFile } from './read-file.js';
 import { readFiles } from './read-files.js';
+import { readMedia } from './read-media.js';
 import { searchFiles } from './search-files.js';
 import { stat } from './stat.js';
 import { writeFile } from './write-file.js';
@@ -24,6 +25,7 @@ export const TOOLS: readonly AnyTool[] = [
   listAllowedDirectories,
   readFile,
   readFiles,
+  readMedia,
   listDirectory,
   searchFiles,
   stat,

@@ -54,6 +54,14 @@ const CASES: Record<string, Cases> = {
       { args: { path: 'a\u0000b' }, code: 'VALIDATION' },
     ],
   },
+  read_media: {
+    ok: [{ path: 'pixel.png' }],
+    fail: [
+      { args: { path: 'a.txt' }, code: 'VALIDATION' },
+      { args: { path: 'missing.png' }, code: 'NOT_FOUND' },
+      { args: { path: '/etc/hostname' }, code: 'NOT_ALLOWED' },
+    ],
+  },
   read_files: {
     ok: [
       { paths: ['a.txt'] },
@@ -247,6 +255,7 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
     'empty.txt': '',
     'crlf.txt': 'one\r\ntwo\r\n',
     'bin.dat': Buffer.from([0x00, 0x01, 0xfe, 0xff, 0x80]),
+    'pixel.png': Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64'),
     '.env': 'SECRET=schemas-secret-value\n',
     'link-to-a': symlink('a.txt'),
     src: { 'b.ts': 'export const b = 1; // TODO two\n', deep: { 'c.ts': '// todo three\n' } },
