@@ -25,22 +25,26 @@ export function validateArguments(tool: AnyTool, raw: unknown): unknown {
 }
 
 function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: z.ZodError): ToolError {
-  // An unknown key explains a "missing" one (file_path sent for path): report it first.
-  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0];
-  const known = Object.keys(tool.input.shape as Record<string, unknown>);
-  const field = issue.path.map(String).join('.') || null;
-  const problems = error.issues.map((i) => ({ field: i.path.map(String).join('.') || null, code: i.code }));
-
-  if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0];
-    const closest = closestName(key, known);
-    const prefix = issue.path.length ? `${issue.path.join('.')}.` : '';
+  const unknown = unknownParameters(tool, args, error);
+  // An unknown key explains a "missing" one (file_path sent for path): unknown keys are reported first, all of them.
+  if (unknown.length > 0) {
+    const first = unknown[0];
+    const more = unknown.length > 1 ? ` (and ${unknown.length - 1} more unknown: ${unknown.slice(1).map((u) => `'${u.field}'`).join(', ')})` : '';
+    const renames = unknown.filter((u) => u.closest !== null).map((u) => `'${u.field}' to '${u.closest}'`);
     return new ToolError('VALIDATION',
-      `Unknown parameter '${prefix}${key}' for ${tool.name}${closest ? `; did you mean '${closest}'?` : '.'}`, {
-        details: { reason: 'unknown_parameter', field: `${prefix}${key}`, closest, valid: known },
-        suggestion: closest ? `Rename '${key}' to '${closest}'.` : `Valid parameters: ${known.join(', ')}.`,
+      `Unknown parameter '${first.field}' for ${tool.name}${first.closest ? `; did you mean '${first.closest}'?` : '.'}${more}`, {
+        details: {
+          reason: 'unknown_parameter', field: first.field, closest: first.closest, valid: first.valid,
+          ...(unknown.length > 1 ? { unknown: unknown.map(({ field, closest }) => ({ field, closest })) } : {}),
+        },
+        suggestion: renames.length > 0
+          ? `Rename ${renames.join(', ')}${unknown.length > renames.length ? '; remove the other unknown parameters' : ''}.`
+          : `Remove ${unknown.map((u) => `'${u.field}'`).join(', ')}; valid parameters here: ${first.valid.join(', ')}.`,
       });
   }
+  const issue = error.issues[0];
+  const field = issue.path.map(String).join('.') || null;
+  const problems = error.issues.map((i) => ({ field: i.path.map(String).join('.') || null, code: i.code }));
   const received = valueAt(args, issue.path);
   if (issue.code === 'invalid_type' && received === undefined) {
     return new ToolError('VALIDATION', `Missing required parameter '${field}' for ${tool.name}.`, {
@@ -59,6 +63,115 @@ function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: 
   });
 }
 
+/** One unknown parameter: its dotted path, the name to use instead (or null), and the valid names at its depth. */
+interface UnknownParameter {
+  field: string;
+  closest: string | null;
+  valid: string[];
+}
+
+/**
+ * Every unknown parameter at every depth (top level, inside `edits[]`, …), in the order zod reports them, each with
+ * the closest valid name at its own depth: from PARAMETER_ALIASES first, then by edit distance. A suggestion is kept
+ * only when following it cannot fail again on that name: the name is not already given, no other unknown key claims
+ * it, and the arguments with every suggested rename applied pass the schema at that field.
+ */
+function unknownParameters(tool: AnyTool, args: Record<string, unknown>, error: z.ZodError): UnknownParameter[] {
+  const found: Array<UnknownParameter & { at: PropertyKey[]; key: string }> = [];
+  for (const issue of error.issues) {
+    if (issue.code !== 'unrecognized_keys') continue;
+    const valid = objectKeysAt(tool.input, issue.path);
+    const present = valueAt(args, issue.path) as Record<string, unknown> | undefined;
+    const claimed = new Set<string>();
+    for (const key of issue.keys) {
+      const prefix = issue.path.length ? `${issue.path.map(String).join('.')}.` : '';
+      let closest = closestName(key, valid);
+      if (closest !== null && (Object.hasOwn(present ?? {}, closest) || claimed.has(closest))) closest = null;
+      if (closest !== null) claimed.add(closest);
+      found.push({ field: `${prefix}${key}`, closest, valid, at: [...issue.path], key });
+    }
+  }
+  // Apply every suggested rename and parse again: a rename whose field still fails (a wrong type, a value out of
+  // range) is not offered, so following the envelope never leads to another VALIDATION on the same name.
+  const renamed = structuredClone(args);
+  for (const u of found) {
+    const holder = valueAt(renamed, u.at) as Record<string, unknown> | undefined;
+    if (!holder || typeof holder !== 'object') continue;
+    if (u.closest !== null) holder[u.closest] = holder[u.key];
+    delete holder[u.key];
+  }
+  const trial = tool.input.safeParse(renamed);
+  if (!trial.success) {
+    const failing: string[] = (trial.error as z.ZodError).issues.map((i) => i.path.map(String).join('.'));
+    for (const u of found) {
+      if (u.closest === null) continue;
+      const target = [...u.at.map(String), u.closest].join('.');
+      if (failing.some((f) => f === target || f.startsWith(`${target}.`))) u.closest = null;
+    }
+  }
+  return found.map(({ field, closest, valid }) => ({ field, closest, valid }));
+}
+
+/** The property names of the object schema at `path` inside `schema` (through arrays, optionals and defaults). */
+function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  let node: unknown = schema;
+  const unwrap = () => {
+    for (let guard = 0; guard < 10; guard++) {
+      const n = node as { unwrap?: () => unknown; def?: { type?: string; innerType?: unknown } };
+      if (n.def?.type === 'optional' || n.def?.type === 'nullable' || n.def?.type === 'default' || n.def?.type === 'prefault') {
+        node = n.def.innerType ?? n.unwrap?.();
+      } else return;
+    }
+  };
+  for (const segment of path) {
+    unwrap();
+    const n = node as { shape?: Record<string, unknown>; element?: unknown; def?: { type?: string; valueType?: unknown } };
+    if (typeof segment === 'number' && n.element !== undefined) node = n.element;
+    else if (n.shape && typeof segment === 'string' && segment in n.shape) node = n.shape[segment];
+    else if (n.def?.type === 'record') node = n.def.valueType;
+    else return [];
+  }
+  unwrap();
+  const shape = (node as { shape?: Record<string, unknown> }).shape;
+  return shape ? Object.keys(shape) : [];
+}
+
+/**
+ * Names agents send for fs-tools' parameters (from other servers' and clients' tools: Claude Code's Read/Edit/Write,
+ * Codex, the official filesystem server, editors' tool sets), checked before edit distance. Each maps to our name
+ * where that name is valid at the same depth; an alias that is itself a valid name there is never renamed.
+ */
+export const PARAMETER_ALIASES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  path: ['file', 'filepath', 'file_path', 'filename', 'file_name', 'target_file', 'absolute_path', 'dir', 'directory',
+    'dir_path', 'directory_path', 'folder'],
+  paths: ['files', 'file_paths', 'filepaths', 'filenames'],
+  old_text: ['old_string', 'oldtext', 'old_str', 'oldstring', 'search', 'find', 'original', 'old'],
+  new_text: ['new_string', 'newtext', 'new_str', 'newstring', 'replace', 'replacement', 'new'],
+  replace_all: ['replaceall', 'all', 'global', 'all_occurrences'],
+  source: ['from', 'src', 'source_path', 'old_path', 'oldpath'],
+  destination: ['to', 'dest', 'dst', 'target', 'destination_path', 'target_path', 'new_path', 'newpath'],
+  start_line: ['line', 'start', 'from_line', 'line_start', 'startline', 'line_number', 'first_line'],
+  end_line: ['end', 'to_line', 'line_end', 'endline', 'last_line', 'stop'],
+  content: ['text', 'contents', 'file_text', 'filetext', 'data'],
+  patch: ['diff', 'unified_diff', 'patch_text'],
+  expected_hash: ['hash', 'sha', 'sha256', 'content_hash', 'base_hash', 'if_match'],
+  expected_hashes: ['hashes', 'content_hashes'],
+  context_lines: ['context', 'context_line_count'],
+  max_results: ['max_count', 'max_matches', 'head_limit'],
+  create_dirs: ['mkdir', 'parents', 'create_parents', 'create_directories', 'mkdirs'],
+  overwrite: ['force', 'replace_existing', 'clobber'],
+  dry_run: ['dryrun', 'preview', 'check'],
+});
+
+/** Alias (lower-case, `-`/`_` insensitive) → our name. */
+const ALIAS_INDEX: ReadonlyMap<string, string> = new Map(
+  Object.entries(PARAMETER_ALIASES).flatMap(([name, aliases]) => aliases.map((a) => [normalizeName(a), name] as const)),
+);
+
+function normalizeName(name: string): string {
+  return name.toLowerCase().replace(/[_-]/g, '');
+}
+
 function valueAt(args: Record<string, unknown>, path: readonly PropertyKey[]): unknown {
   let v: unknown = args;
   for (const key of path) {
@@ -75,8 +188,13 @@ function typeOf(v: unknown): string {
   return typeof v;
 }
 
-/** The valid name closest to `name` (case-insensitive edit distance ≤ max(2, len/3)), or null. */
+/**
+ * The valid name closest to `name`, or null: a known alias of a candidate first (PARAMETER_ALIASES), else the
+ * candidate at the smallest case-insensitive edit distance, when that is ≤ max(2, len/3).
+ */
 export function closestName(name: string, candidates: readonly string[]): string | null {
+  const aliased = ALIAS_INDEX.get(normalizeName(name));
+  if (aliased !== undefined && candidates.includes(aliased)) return aliased;
   let best: string | null = null;
   let bestDistance = Infinity;
   const lower = name.toLowerCase();
