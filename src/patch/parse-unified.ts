@@ -27,6 +27,11 @@ export interface Hunk {
   newNoNewline: boolean;
   /** 1-based line of the `@@` header in the patch text. */
   patchLine: number;
+  /**
+   * The section heading after the closing `@@` (git and `diff -p` write the nearest line above the hunk that starts
+   * with a letter, `_` or `$`, cut to 80 characters), or null. A hint only, like the line numbers.
+   */
+  section?: string | null;
 }
 
 /** One file of a patch. Paths are as written, with a/ b/ prefixes removed; null for /dev/null. */
@@ -81,7 +86,7 @@ function stripFence(text: string): string {
   return lines.slice(open + 1, close === -1 ? lines.length : close).join('\n');
 }
 
-const HUNK_HEADER = /^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?\s*)?@@+.*$/;
+const HUNK_HEADER = /^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?\s*)?@@+(.*)$/;
 
 function stripPrefix(p: string | null, prefix: 'a/' | 'b/'): string | null {
   if (p === null) return null;
@@ -182,11 +187,13 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (header && line.startsWith('@@')) {
       finishHunk();
       if (!file) newFile(null, null, true, null, null);
-      const [, os, oc, ns, nc] = header;
+      const [, os, oc, ns, nc, rest] = header;
+      const section = rest.trim();
       hunk = {
         oldStart: os !== undefined ? Number(os) : null,
         newStart: ns !== undefined ? Number(ns) : null,
         lines: [], oldNoNewline: false, newNoNewline: false, patchLine: lineNo,
+        section: section === '' ? null : section,
       };
       counted = os !== undefined;
       oldLeft = os !== undefined ? (oc !== undefined ? Number(oc) : 1) : 0;
