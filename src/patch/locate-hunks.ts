@@ -299,7 +299,9 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
   const text = applyToOriginal(t, replacements);
   const hunks = located.sort((a, b) => a.index - b.index).map((l): HunkReport => ({
     hunk: l.index + 1, line: l.start + 1, match: l.match, placed_by: l.placedBy, candidates: l.candidates,
-    offset: l.hunk.oldStart === null ? null : l.start + 1 - Math.max(l.hunk.oldStart, 1),
+    // A pure insertion's header "-N,0" names the line it goes after; any other header the first line of the hunk.
+    offset: l.hunk.oldStart === null ? null : l.count === 0 && l.hunk.lines.every((x) => x.op === '+')
+      ? l.start - l.hunk.oldStart : l.start + 1 - Math.max(l.hunk.oldStart, 1),
   }));
   return { text, hunks };
 }
