@@ -144,7 +144,8 @@ describe.each(ERAS)('apply_patch, both eras (%s)', (era) => {
     expect(after).toBe(F_HELLO);
     expect(r).toMatchObject({
       dry_run: false,
-      files: [{ path: path.join(dir, 'F.py'), action: 'modified', hunks: [{ hunk: 1, line: 3, match: 'exact' }],
+      files: [{ path: path.join(dir, 'F.py'), action: 'modified',
+        hunks: [{ hunk: 1, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 }],
         previous_hash: contentHash(F), content_hash: contentHash(F_HELLO) }],
     });
   });
@@ -228,15 +229,15 @@ describe('apply_patch (modern era)', () => {
 
   describe('applies', () => {
     test.each([
-      ['diff --git headers', `diff --git a/F.py b/F.py\nindex 1111111..2222222 100644\n${WITH_HEADERS}`],
-      ['header line 40 instead of 3', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -40,3 +40,3 @@')],
-      ['counts -3,7 +3,9 on a 3/3 body', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -3,7 +3,9 @@')],
-      ['inside a ```diff fence', `Here is the change:\n\n\`\`\`diff\n${WITH_HEADERS}\`\`\`\n\nIt says hello now.\n`],
-      ['diff -u headers without a/ b/', `--- F.py\t2024-05-01 10:00:00\n+++ F.py\t2024-05-01 10:01:00\n@@ -3,3 +3,3 @@\n${BODY}`],
-    ])('%s', async (_label, patch) => {
+      ['diff --git headers', `diff --git a/F.py b/F.py\nindex 1111111..2222222 100644\n${WITH_HEADERS}`, 'header', 0],
+      ['header line 40 instead of 3', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -40,3 +40,3 @@'), 'content', -37],
+      ['counts -3,7 +3,9 on a 3/3 body', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -3,7 +3,9 @@'), 'header', 0],
+      ['inside a ```diff fence', `Here is the change:\n\n\`\`\`diff\n${WITH_HEADERS}\`\`\`\n\nIt says hello now.\n`, 'header', 0],
+      ['diff -u headers without a/ b/', `--- F.py\t2024-05-01 10:00:00\n+++ F.py\t2024-05-01 10:01:00\n@@ -3,3 +3,3 @@\n${BODY}`, 'header', 0],
+    ])('%s', async (_label, patch, placedBy, offset) => {
       const { after, r } = await applyToF(s, patch);
       expect(after).toBe(F_HELLO);
-      expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 3, match: 'exact' }]);
+      expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 3, match: 'exact', placed_by: placedBy, candidates: 1, offset }]);
     });
 
     it('two hunks in either order give the same result', async () => {
@@ -247,7 +248,10 @@ describe('apply_patch (modern era)', () => {
       const reversed = await applyToF(s, `--- a/F.py\n+++ b/F.py\n${h2}${h1}`);
       expect(inOrder.after).toBe(want);
       expect(reversed.after).toBe(want);
-      expect(reversed.r.files[0].hunks).toEqual([{ hunk: 1, line: 8, match: 'exact' }, { hunk: 2, line: 3, match: 'exact' }]);
+      expect(reversed.r.files[0].hunks).toEqual([
+        { hunk: 1, line: 8, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 },
+        { hunk: 2, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 },
+      ]);
     });
 
     it('context differing only by trailing spaces applies; the file keeps its trailing spaces', async () => {
