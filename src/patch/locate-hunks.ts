@@ -207,7 +207,11 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       place(at, 0, 'exact', carried === 0 ? 'header' : 'offset', 0);
       return;
     }
-    const anchorEnd = shape.changes && shape.trailing < shape.leading;
+    // Empty lines after the hunk that might have been empty context lines (counts absent or wrong) could make the
+    // trailing context longer: then the hunk is end-anchored only when no match is followed by such blank lines.
+    const blanks = hunk.uncertainTrailingBlanks ?? 0;
+    const anchorEnd = shape.changes && shape.trailing < shape.leading
+      && (blanks === 0 || !findAll(lines, [...oldSide, ...Array<string>(blanks).fill('')], PASSES[1].norm, normalized(PASSES[1].kind, PASSES[1].norm)).length);
     const anchorStart = shape.changes && shape.leading < shape.trailing;
     for (const pass of PASSES) {
       const normLines = normalized(pass.kind, pass.norm);

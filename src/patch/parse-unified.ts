@@ -32,6 +32,12 @@ export interface Hunk {
    * with a letter, `_` or `$`, cut to 80 characters), or null. A hint only, like the line numbers.
    */
   section?: string | null;
+  /**
+   * Empty lines right after the hunk that were taken for separators although the counts (absent or wrong) cannot say
+   * whether they were empty context lines; 0 when the counts settle it. Placement does not anchor such a hunk at the
+   * end of the file when they could be context (src/patch/locate-hunks.ts).
+   */
+  uncertainTrailingBlanks?: number;
 }
 
 /** One file of a patch. Paths are as written, with a/ b/ prefixes removed; null for /dev/null. */
@@ -148,6 +154,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (hunk && counted && oldLeft === newLeft) {
       while (pendingBlank > 0 && (oldLeft > 0 || newLeft > 0)) { pushLine({ op: ' ', text: '' }); pendingBlank--; }
     }
+    if (hunk && pendingBlank > 0 && !(counted && oldLeft === 0 && newLeft === 0)) (hunk as Hunk).uncertainTrailingBlanks = pendingBlank;
     pendingBlank = 0;
     hunk = null;
   };

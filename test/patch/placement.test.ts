@@ -131,6 +131,17 @@ describe('end-of-file anchoring (the issue\'s minimal cases)', () => {
     expect(refused(once, patch).details).toMatchObject({ reason: 'already_applied', hunk: 1, hunks: 1 });
   });
 
+  it('empty lines after a hunk without counts might be empty context: no end anchoring when a match is followed by them', () => {
+    const file = 'a\nb\nc\n\nmid\na\nb\nc\n';
+    // The patch text ends with an empty line: a separator, or the empty context line " " with its space stripped.
+    const e = refused(file, '@@ @@\n a\n b\n-c\n+C\n\n');
+    expect(e.details).toMatchObject({ reason: 'ambiguous', count: 2, candidates: [1, 6] });
+    // Where no match is followed by an empty line, the empty line cannot be context: anchored at the end.
+    const r = apply('a\nb\nc\nmid\na\nb\nc\n', '@@ @@\n a\n b\n-c\n+C\n\n');
+    expect(r.text).toBe('a\nb\nc\nmid\na\nb\nC\n');
+    expect(r.hunks[0]).toMatchObject({ line: 5, placed_by: 'anchored_end', candidates: 2 });
+  });
+
   it('a single match away from the end is still taken (anchoring is a preference), reported as content', () => {
     const r = apply('a\nkeep me\nb\nc\n', '@@ -1,2 +1,3 @@\n a\n keep me\n+new\n');
     expect(r.text).toBe('a\nkeep me\nnew\nb\nc\n');
