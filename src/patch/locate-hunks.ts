@@ -161,7 +161,8 @@ function underSection(lines: readonly string[], at: number, section: string): bo
  *
  * `already_applied` needs evidence: the hunk's new side sits where its old side would be — at the end (start) of the
  * file for an end-anchored (start-anchored) hunk, right after every match of its context for an append, or between
- * its leading and trailing context — and its context lines carry at least MIN_EVIDENCE_CHARS non-blank characters.
+ * its leading and trailing context — and its context lines carry at least MIN_EVIDENCE_CHARS non-blank characters;
+ * for a pure insertion (no context), the inserted lines sit exactly at the header's line after the carried offset.
  * @param original the current content (BOM and original line endings included); '' for a file to create
  * @returns the new content and where and how each hunk applied
  * @throws PatchFailedError no_match (with nearest and expected), ambiguous (with candidates), already_applied, overlap
@@ -201,7 +202,8 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       }
       // "-N,0" inserts after line N, shifted by the offset carried from the previous hunk.
       const at = Math.min(Math.max(hunk.oldStart + carried, 0), lines.length);
-      if (shape.contextChars >= MIN_EVIDENCE_CHARS && alreadyThere(lines, newSide, at)) {
+      // Evidence by position: the inserted lines already sit exactly where the header (after the offset) puts them.
+      if (alreadyThere(lines, newSide, at)) {
         throw alreadyApplied(label, absolute, index, total);
       }
       place(at, 0, 'exact', carried === 0 ? 'header' : 'offset', 0);

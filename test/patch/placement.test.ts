@@ -225,6 +225,13 @@ describe('already_applied only on evidence', () => {
     expect(e.details).toMatchObject({ reason: 'already_applied', hunk: 1 });
   });
 
+  it('a pure insertion applied a second time, its lines at the header line → already_applied (never inserted twice)', () => {
+    const patch = '@@ -1,0 +2,2 @@\n+import a\n+import b\n';
+    const once = apply('package x\nfunc main() {}\n', patch).text;
+    expect(once).toBe('package x\nimport a\nimport b\nfunc main() {}\n');
+    expect(refused(once, patch).details).toMatchObject({ reason: 'already_applied', hunk: 1 });
+  });
+
   it('context too short to be evidence (a lone "}") → no_match', () => {
     const e = refused('}\nnew\n}\n', '@@ @@\n }\n-old\n+new\n }\n');
     expect(e.details.reason).toBe('no_match');
