@@ -29,6 +29,8 @@
  *   reduced_context    `git diff -U1`
  *   crlf_target        the target (and the expected result) with CRLF line endings, the patch with LF
  *   blank_no_space     context lines that are empty written as empty lines (no leading space)
+ *   reduced_no_numbers `git diff -U1` and `@@ @@` (a harder combination: one line of context often repeats)
+ *   reduced_stale_top  `git diff -U1` and lines inserted at the top
  *
  * Options: --sample=N (every k-th case, about N in all), --tools=a,b (apply_patch,git_apply,git_apply_recount,
  * gnu_patch,diff_pkg), --variants=a,b, --json (one JSON object on stdout instead of the table), --verbose (list the
@@ -51,7 +53,7 @@ const CLI = path.join(HERE, '..', 'dist', 'cli.js');
 
 const ALL_TOOLS = ['apply_patch', 'git_apply', 'git_apply_recount', 'gnu_patch', 'diff_pkg'];
 const ALL_VARIANTS = ['clean', 'no_line_numbers', 'wrong_counts', 'stale_top', 'stale_mid', 'stripped_ws', 'no_headers',
-  'fenced', 'reversed_hunks', 'reduced_context', 'crlf_target', 'blank_no_space'];
+  'fenced', 'reversed_hunks', 'reduced_context', 'crlf_target', 'blank_no_space', 'reduced_no_numbers', 'reduced_stale_top'];
 
 function parseArgs(argv) {
   const opts = { sample: 0, tools: ALL_TOOLS, variants: ALL_VARIANTS, json: false, verbose: false, repo: null };
@@ -159,7 +161,12 @@ export function buildCases(repo, variants) {
       }))), b, a);
       add('no_headers', joinDiff([], hunks), b, a, true);
       add('fenced', `Here is the patch:\n\n\`\`\`diff\n${diff3}\`\`\`\n`, b, a);
-      add('reduced_context', fileDiff(repo, commit, file, 1), b, a);
+      const diff1 = fileDiff(repo, commit, file, 1);
+      add('reduced_context', diff1, b, a);
+      // Harder combinations: one line of context and no line numbers, or stale ones.
+      const split1 = splitDiff(diff1);
+      add('reduced_no_numbers', joinDiff(split1.header, split1.hunks.map((h) => ({ head: '@@ @@', body: h.body }))), b, a);
+      add('reduced_stale_top', diff1, block + b, block + a);
       if (!b.includes('\r') && !a.includes('\r')) add('crlf_target', diff3, b.replace(/\n/g, '\r\n'), a.replace(/\n/g, '\r\n'));
       add('blank_no_space', joinDiff(header, hunks.map((h) => ({ head: h.head, body: h.body.map((l) => (l === ' ' ? '' : l)) }))), b, a);
     }
@@ -288,17 +295,16 @@ export function summarize(results, tools) {
 function formatTable(summary, tools) {
   const out = [];
   const pct = (c) => (c.cases ? `${((100 * c.correct) / c.cases).toFixed(1)} %` : '-');
-  out.push(`| variant | cases | ${tools.map((t) => `${t} correct / wrong / refused / damaged (ms)`).join(' | ')} |`);
-  out.push(`|---|---:|${tools.map(() => '---').join('|')}|`);
+  out.push(`| variant | cases | ${tools.join(' | ')} |`);
+  out.push(`|---|---:|${tools.map(() => '---:').join('|')}|`);
   for (const v of [...summary.variants, 'all']) {
     const row = summary.table[v];
-    const cases = row[tools[0]].cases;
-    out.push(`| ${v === 'all' ? '**all**' : v} | ${cases} | ${tools.map((t) => {
-      const c = row[t];
-      return `${c.correct} / ${c.wrong} / ${c.refused} / ${c.damaged} (${c.ms.toFixed(1)}) ${pct(c)}`;
-    }).join(' | ')} |`);
+    const cell = (c) => `${c.correct} / ${c.wrong} / ${c.refused} / ${c.damaged}`;
+    const name = v === 'all' ? '**all**' : v;
+    out.push(`| ${name} | ${row[tools[0]].cases} | ${tools.map((t) => (v === 'all' ? `**${cell(row[t])}** (${pct(row[t])})` : cell(row[t]))).join(' | ')} |`);
   }
-  return out.join('\n');
+  out.push(`| ms per patch | | ${tools.map((t) => summary.table.all[t].ms.toFixed(1)).join(' | ')} |`);
+  return `cells: correct / wrong / refused / damaged\n\n${out.join('\n')}`;
 }
 
 async function main() {

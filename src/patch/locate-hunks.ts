@@ -26,9 +26,11 @@ export type MatchKind = 'exact' | 'trailing_whitespace' | 'typography';
  *   of the file (or the mirror: fewer leading than trailing, so it starts at line 1), as `git apply` and GNU patch
  *   read a diff, and it matched there;
  * - `section`: of several matches, the only one below the section heading git writes after `@@`;
+ * - `order`: of several matches, the only one between the hunks placed before and after it in the patch (when those
+ *   lie in patch order, as a diff lists them);
  * - `content`: its old side matched in exactly one place, away from the header (or there was no header).
  */
-export type Placement = 'header' | 'offset' | 'anchored_end' | 'anchored_start' | 'section' | 'content';
+export type Placement = 'header' | 'offset' | 'anchored_end' | 'anchored_start' | 'section' | 'order' | 'content';
 
 /** Where one hunk applied, and why there (issue 17: a person or an agent can check every placement). */
 export interface HunkReport {
@@ -155,9 +157,10 @@ function underSection(lines: readonly string[], at: number, section: string): bo
  * one match is taken. Of several, the one singled out by the hunk's anchoring (fewer trailing than leading context
  * lines: the match that ends at the end of the file; the mirror: the one at line 1), else by the header's line
  * shifted by the offset the previous hunk of this file was found at, else by the header's line itself, else by the
- * section heading after `@@` (the only match whose nearest section line above is that heading). When anchoring and
- * the header single out different matches, or nothing singles one out, the hunk is refused as `ambiguous` with the
- * candidates — the nearest match is never taken on distance alone.
+ * section heading after `@@` (the only match whose nearest section line above is that heading), else — once the other
+ * hunks are placed, and when they lie in patch order — by being the only match between its neighbours. When anchoring
+ * and the header single out different matches, or nothing singles one out, the hunk is refused as `ambiguous` with
+ * the candidates — the nearest match is never taken on distance alone.
  *
  * `already_applied` needs evidence: the hunk's new side sits where its old side would be — at the end (start) of the
  * file for an end-anchored (start-anchored) hunk, right after every match of its context for an append, or between
@@ -180,6 +183,8 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
   };
   /** Offset (found line − header line) of the previous hunk placed in this file: GNU patch looks there first. */
   let carried = 0;
+  /** Hunks that matched several places with nothing in themselves to tell which. */
+  const deferred: Array<{ index: number; candidates: number[]; count: number; match: MatchKind; label: string; expected: string[] }> = [];
 
   file.hunks.forEach((hunk, index) => {
     const shape = shapeOf(hunk);
@@ -230,11 +235,9 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       const hint = hunk.oldStart === null ? null : Math.max(hunk.oldStart - 1, 0);
       const chosen = choose(candidates, oldSide.length, lines, hint, carried, anchorEnd, anchorStart, hunk.section ?? null);
       if (chosen === null) {
-        throw new PatchFailedError(`${label} matches ${candidates.length} places (lines ${candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and neither its header line, its anchoring nor its section heading tells which.`, {
-          path: absolute,
-          details: { reason: 'ambiguous', hunk: index + 1, hunks: total, count: candidates.length, candidates: candidates.slice(0, 50).map((c) => c + 1), expected: oldSide.slice(0, 50) },
-          suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
-        });
+        // Maybe the order of the hunks settles it, once the others are placed.
+        deferred.push({ index, candidates, count: oldSide.length, match: pass.kind, label, expected: oldSide });
+        return;
       }
       if (hint !== null) carried = chosen.at - hint;
       place(chosen.at, oldSide.length, pass.kind, chosen.by, candidates.length);
@@ -256,6 +259,37 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       suggestion: 'Read the file and regenerate this hunk from its current content; do not resend the same patch.',
     });
   });
+
+  // The order of the hunks is stated too: when the hunks placed so far lie in patch order (a diff lists a file's hunks
+  // top to bottom), a deferred hunk lies between its placed neighbours; one candidate there is taken. Repeated while
+  // that places more; what is left is ambiguous.
+  for (let progress = true; progress && deferred.length > 0;) {
+    progress = false;
+    const placed = [...located].sort((a, b) => a.index - b.index);
+    if (!placed.every((l, k) => k === 0 || placed[k - 1].start + placed[k - 1].count <= l.start)) break;
+    for (let k = 0; k < deferred.length; k++) {
+      const d = deferred[k];
+      const prev = placed.filter((l) => l.index < d.index).pop();
+      const next = placed.find((l) => l.index > d.index);
+      const low = prev ? prev.start + prev.count : 0;
+      const high = next ? next.start : lines.length;
+      const fits = d.candidates.filter((c) => c >= low && c + d.count <= high);
+      if (fits.length === 1 && (prev || next)) {
+        located.push({ index: d.index, start: fits[0], count: d.count, match: d.match, placedBy: 'order', candidates: d.candidates.length, hunk: file.hunks[d.index] });
+        deferred.splice(k, 1);
+        progress = true;
+        break;
+      }
+    }
+  }
+  if (deferred.length > 0) {
+    const d = deferred.sort((a, b) => a.index - b.index)[0];
+    throw new PatchFailedError(`${d.label} matches ${d.candidates.length} places (lines ${d.candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and neither its header line, its anchoring, its section heading nor the order of the hunks tells which.`, {
+      path: absolute,
+      details: { reason: 'ambiguous', hunk: d.index + 1, hunks: total, count: d.candidates.length, candidates: d.candidates.slice(0, 50).map((c) => c + 1), expected: d.expected.slice(0, 50) },
+      suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
+    });
+  }
 
   // Overlaps (in original coordinates).
   const byStart = [...located].sort((a, b) => a.start - b.start || a.count - b.count);

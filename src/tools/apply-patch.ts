@@ -45,9 +45,9 @@ export const ApplyPatchOutput = z.object({
       hunk: z.number().int(),
       line: z.number().int().describe('1-based line of the original file where the hunk applied'),
       match: z.enum(['exact', 'trailing_whitespace', 'typography']).describe('The tolerance the match needed'),
-      placed_by: z.enum(['header', 'offset', 'anchored_end', 'anchored_start', 'section', 'content'])
+      placed_by: z.enum(['header', 'offset', 'anchored_end', 'anchored_start', 'section', 'order', 'content'])
         .describe('What singled out the place: the header line, the header line plus the offset of the previous hunk, '
-          + 'end/start-of-file anchoring, the @@ section heading, or the only match of the content'),
+          + 'end/start-of-file anchoring, the @@ section heading, the order of the hunks, or the only match'),
       candidates: z.number().int().describe('Places the hunk\'s old side matched (0 for a pure insertion)'),
       offset: z.number().int().nullable().describe('line minus the header line; null for @@ @@'),
     })),

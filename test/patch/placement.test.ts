@@ -207,6 +207,28 @@ describe('the section heading after @@ singles out a match', () => {
   });
 });
 
+describe('the order of the hunks singles out a match (a diff lists a file\'s hunks top to bottom)', () => {
+  const file = 'x\ny\nz\nalpha\nbeta\ngamma\nx\ny\nz\nomega\n';
+  const unique = '@@ @@\n alpha\n-beta\n+BETA\n gamma\n';
+  const twice = '@@ @@\n x\n-y\n+Y\n z\n';
+  it('listed after a placed hunk: the only match below it', () => {
+    const r = apply(file, `${unique}${twice}`);
+    expect(r.text).toBe('x\ny\nz\nalpha\nBETA\ngamma\nx\nY\nz\nomega\n');
+    expect(r.hunks).toEqual([
+      { hunk: 1, line: 4, match: 'exact', placed_by: 'content', candidates: 1, offset: null },
+      { hunk: 2, line: 7, match: 'exact', placed_by: 'order', candidates: 2, offset: null },
+    ]);
+  });
+  it('listed before it: the only match above it', () => {
+    const r = apply(file, `${twice}${unique}`);
+    expect(r.text).toBe('x\nY\nz\nalpha\nBETA\ngamma\nx\ny\nz\nomega\n');
+    expect(r.hunks[0]).toEqual({ hunk: 1, line: 1, match: 'exact', placed_by: 'order', candidates: 2, offset: null });
+  });
+  it('alone, nothing tells → ambiguous', () => {
+    expect(refused(file, twice).details).toMatchObject({ reason: 'ambiguous', candidates: [1, 7] });
+  });
+});
+
 describe('already_applied only on evidence', () => {
   it('-zzz / +y on a file containing y is no_match, with no invented nearest region', () => {
     const e = refused('x = 1\ny\nz = 3\n', '@@ -1,1 +1,1 @@\n-zzz\n+y\n');
