@@ -10,8 +10,9 @@
  *    insertion-only hunk next to a modifying hunk in either order (regression: region duplicated);
  *  - refuses (PATCH_FAILED, with the details SPEC §3.1 lists): `def greet(user):` → no_match, nearest line 3 and the
  *    first difference; hunk 2 of 2 not matching → no_match hunk 2 (nothing returned, so hunk 1 is not applied
- *    either); a two-copy file with `@@ @@` → ambiguous with candidates [1, 3], while a correct header picks the right
- *    copy; the patch applied twice → already_applied; a tab-indented file vs a space-indented patch → no_match with
+ *    either); a two-copy file (context on both sides, so no anchoring) with `@@ @@` → ambiguous with candidates
+ *    [1, 4], while a correct header picks the right copy and a header on neither copy is ambiguous (never the
+ *    nearest; issue 17 — placement is pinned in test/patch/placement.test.ts); the patch applied twice → already_applied; a tab-indented file vs a space-indented patch → no_match with
  *    whitespace_only true; overlapping hunks → overlap.
  * The engine is pure: on a refusal it throws and returns nothing, and the input string is untouched; the file-bytes
  * side of "nothing is written" is pinned end to end in test/e2e/apply-patch.test.ts.
