@@ -137,17 +137,21 @@ function shapeOf(hunk: Hunk): Shape {
   };
 }
 
-/** Lines (0-based) that start a section for git's default funcname rule: a letter, `_` or `$` first. */
+/** Lines that start a section for git's default funcname rule: a letter, `_` or `$` first. */
 const SECTION_START = /^[A-Za-z_$]/;
-/** How far above a candidate the section heading is looked for. */
-const MAX_SECTION_SCAN = 100_000;
 
-/** True when the nearest section-starting line above index `at` is the hunk's heading (git cuts it to 80 chars). */
-function underSection(lines: readonly string[], at: number, section: string): boolean {
-  for (let i = at - 1; i >= 0 && at - i <= MAX_SECTION_SCAN; i--) {
-    if (SECTION_START.test(lines[i])) return lines[i].trimEnd().startsWith(section);
+/**
+ * For every line index i, the index of the nearest section-starting line above i (or -1): one pass over the file, so
+ * checking many candidates costs O(1) each (a one-line hunk may match thousands of places).
+ */
+function sectionLinesAbove(lines: readonly string[]): Int32Array {
+  const above = new Int32Array(lines.length + 1);
+  let last = -1;
+  for (let i = 0; i <= lines.length; i++) {
+    above[i] = last;
+    if (i < lines.length && SECTION_START.test(lines[i])) last = i;
   }
-  return false;
+  return above;
 }
 
 /**
@@ -183,6 +187,8 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
   };
   /** Offset (found line − header line) of the previous hunk placed in this file: GNU patch looks there first. */
   let carried = 0;
+  let sectionIndex: Int32Array | null = null;
+  const sectionsAbove = () => (sectionIndex ??= sectionLinesAbove(lines));
   /** Hunks that matched several places with nothing in themselves to tell which. */
   const deferred: Array<{ index: number; candidates: number[]; count: number; match: MatchKind; label: string; expected: string[] }> = [];
 
@@ -233,7 +239,7 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
         if (appended || atEnd || atStart) throw alreadyApplied(label, absolute, index, total);
       }
       const hint = hunk.oldStart === null ? null : Math.max(hunk.oldStart - 1, 0);
-      const chosen = choose(candidates, oldSide.length, lines, hint, carried, anchorEnd, anchorStart, hunk.section ?? null);
+      const chosen = choose(candidates, oldSide.length, lines, hint, carried, anchorEnd, anchorStart, hunk.section ?? null, sectionsAbove);
       if (chosen === null) {
         // Maybe the order of the hunks settles it, once the others are placed.
         deferred.push({ index, candidates, count: oldSide.length, match: pass.kind, label, expected: oldSide });
@@ -352,7 +358,7 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
  * @param carried the offset the previous hunk of the file was found at
  */
 function choose(candidates: readonly number[], count: number, lines: readonly string[], hint: number | null, carried: number,
-  anchorEnd: boolean, anchorStart: boolean, section: string | null): { at: number; by: Placement } | null {
+  anchorEnd: boolean, anchorStart: boolean, section: string | null, sectionsAbove: () => Int32Array): { at: number; by: Placement } | null {
   const atEnd = (c: number) => c + count === lines.length;
   const byPosition = (c: number): Placement | null => {
     if (hint === null) return null;
@@ -374,7 +380,8 @@ function choose(candidates: readonly number[], count: number, lines: readonly st
   if (anchored !== undefined) return { at: anchored, by: anchorEnd ? 'anchored_end' : 'anchored_start' };
   if (positioned !== undefined) return { at: positioned, by: positioned === hint ? 'header' : 'offset' };
   if (section !== null) {
-    const fits = candidates.filter((c) => underSection(lines, c, section));
+    const above = sectionsAbove();
+    const fits = candidates.filter((c) => above[c] !== -1 && lines[above[c]].trimEnd().startsWith(section));
     if (fits.length === 1) return { at: fits[0], by: 'section' };
   }
   return null;

@@ -259,3 +259,17 @@ describe('already_applied only on evidence', () => {
     expect(e.details.reason).toBe('no_match');
   });
 });
+
+describe('bounded work on hostile input', () => {
+  it('200 one-line hunks matching 20,000 places each, with section headings, in a 100,000-line file: refused fast', () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 20_000; i++) lines.push(`func F${i}() {`, '\tx()', '}', '', `// ${i}`);
+    const file = `${lines.join('\n')}\n`;
+    const hunk = '@@ -1,3 +1,3 @@ func Nope() {\n \tx()\n-}\n+};\n \n';
+    const started = performance.now();
+    const e = refused(file, hunk.repeat(200));
+    expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, count: 20_000 });
+    expect((e.details.candidates as number[]).length).toBe(50);
+    expect(performance.now() - started).toBeLessThan(20_000);
+  }, 60_000);
+});
