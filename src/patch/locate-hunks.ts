@@ -3,12 +3,12 @@
  * file, so hunks may come in any order: exact first, then ignoring trailing whitespace (and line endings, since
  * matching runs on the LF view), then with typographic quotes and dashes normalized. Among several equal matches the
  * place is singled out by what the diff states — end/start-of-file anchoring, the header line shifted by the offset
- * carried from the previous hunk (as GNU patch), the header line, the section heading — or the hunk is refused as
- * `ambiguous` with the candidate lines: never the nearest match on distance alone. Each applied hunk reports how it
- * was placed (HunkReport). A hunk that matches nowhere is `no_match` (with the nearest region), or `already_applied`
- * when its new side is there on evidence; hunks whose regions overlap are refused (`overlap`). Context lines keep the
- * file's own text (its trailing spaces, its curly quotes); only removed and added lines change. Line endings, BOM and
- * final-newline state are preserved through src/patch/eol-text.ts. Pure.
+ * carried from the previous hunk (as GNU patch), the header line, the section heading, the order of the hunks — or
+ * the hunk is refused as `ambiguous` with the candidate lines: never the nearest match on distance alone. Each applied
+ * hunk reports how it was placed (HunkReport). A hunk that matches nowhere is `no_match` (with the nearest region), or
+ * `already_applied` when its new side is there on evidence; hunks whose regions overlap are refused (`overlap`).
+ * Context lines keep the file's own text (its trailing spaces, its curly quotes); only removed and added lines change.
+ * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure.
  */
 import { PatchFailedError } from '../errors/tool-error.js';
 import { applyToOriginal, toEolText, type ViewReplacement } from './eol-text.js';
