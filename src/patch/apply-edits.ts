@@ -3,10 +3,11 @@
  * exactly once (or replace_all): first exactly on the LF view (so CRLF-vs-LF differences match), then tolerating
  * trailing whitespace at line ends; leading whitespace (indentation) must always match exactly. Replacement text is
  * inserted literally (no `$&` patterns). Failures are PATCH_FAILED with the edit's index, the reason and the nearest
- * region. Pure: text in, text out.
+ * region. `already_applied` only on evidence (MIN_EVIDENCE_CHARS in src/patch/locate-hunks.ts). Pure: text in, text out.
  */
 import { PatchFailedError } from '../errors/tool-error.js';
 import { applyToOriginal, lineOfOffset, toEolText, toLf, type ViewReplacement } from './eol-text.js';
+import { contentChars, MIN_EVIDENCE_CHARS, splitView } from './locate-hunks.js';
 import { findNearestRegion } from './nearest-region.js';
 
 /** One edit as sent. */
@@ -51,13 +52,17 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     }
     const label = `edits[${index}] (${index + 1} of ${edits.length})`;
     if (spans.length === 0) {
-      if (newText !== '' && t.view.includes(newText)) {
+      // Evidence only (issue 17): new_text is found and what old_text and new_text share (their common start and end,
+      // which is where the old text would have been) carries at least MIN_EVIDENCE_CHARS non-blank characters — never
+      // because a short or common new_text occurs somewhere.
+      if (newText !== '' && contentChars(sharedFrame(oldText, newText)) >= MIN_EVIDENCE_CHARS && t.view.includes(newText)) {
         throw new PatchFailedError(`${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`, {
           path: absolute, details: { reason: 'already_applied', edit_index: index },
           suggestion: 'Read the file to confirm; do not apply this edit again.',
         });
       }
-      const nearest = findNearestRegion(t.view.split('\n'), oldText.split('\n'));
+      // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line (issue 21).
+      const nearest = findNearestRegion(splitView(t.view).lines, splitView(oldText).lines);
       throw new PatchFailedError(`${label}: old_text was not found in ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`, {
         path: absolute, details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
         suggestion: 'Read the file and copy old_text exactly from its current content (indentation included).',
@@ -65,7 +70,8 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     }
     // Inserting after old_text (new_text contains it) where the result is already there: already applied.
     const at = newText.indexOf(oldText);
-    if (at !== -1 && newText !== oldText && spans.every((s) => t.view.startsWith(newText, s.start - at))) {
+    if (at !== -1 && newText !== oldText && contentChars(oldText) >= MIN_EVIDENCE_CHARS
+      && spans.every((s) => t.view.startsWith(newText, s.start - at))) {
       throw new PatchFailedError(`${label}: ${absolute} already contains new_text around every match; the edit looks already applied.`, {
         path: absolute, details: { reason: 'already_applied', edit_index: index },
         suggestion: 'Read the file to confirm; do not apply this edit again.',
@@ -83,6 +89,15 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     reports.push({ index, replacements: spans.length, match, lines });
   });
   return { text, edits: reports };
+}
+
+/** The common start and common end of `a` and `b` (not overlapping), concatenated. */
+function sharedFrame(a: string, b: string): string {
+  let p = 0;
+  while (p < a.length && p < b.length && a[p] === b[p]) p++;
+  let q = 0;
+  while (q < a.length - p && q < b.length - p && a[a.length - 1 - q] === b[b.length - 1 - q]) q++;
+  return a.slice(0, p) + a.slice(a.length - q);
 }
 
 interface Span { start: number; end: number }

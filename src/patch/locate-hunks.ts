@@ -1,28 +1,62 @@
 /**
- * Hunk location and application for one file (SPEC §6.3). Every hunk is located by content in the ORIGINAL file, so
- * hunks may come in any order: exact first, then ignoring trailing whitespace (and line endings, since matching runs
- * on the LF view), then with typographic quotes and dashes normalized. The header's line number only breaks ties
- * between equal matches. A hunk that matches more than once without a tie-break is `ambiguous` (with the candidate
- * lines); one that matches nowhere is `no_match` (with the nearest region), or `already_applied` when its new side is
- * already there; hunks whose regions overlap are refused (`overlap`). Context lines keep the file's own text (its
- * trailing spaces, its curly quotes); only removed and added lines change. Line endings, BOM and final-newline state
- * are preserved through src/patch/eol-text.ts. Pure.
+ * Hunk location and application for one file (SPEC §6.3, issue 17). Every hunk is located by content in the ORIGINAL
+ * file, so hunks may come in any order: exact first, then ignoring trailing whitespace (and line endings, since
+ * matching runs on the LF view), then with typographic quotes and dashes normalized. Among several equal matches the
+ * place is singled out by what the diff states — end/start-of-file anchoring, the header line shifted by the offset
+ * carried from the previous hunk (as GNU patch), the header line, the section heading, the order of the hunks — or
+ * the hunk is refused as `ambiguous` with the candidate lines: never the nearest match on distance alone. Each applied
+ * hunk reports how it was placed (HunkReport). A hunk that matches nowhere is `no_match` (with the nearest region), or
+ * `already_applied` when its new side is there on evidence; hunks whose regions overlap are refused (`overlap`).
+ * Context lines keep the file's own text (its trailing spaces, its curly quotes); only removed and added lines change.
+ * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure.
  */
 import { PatchFailedError } from '../errors/tool-error.js';
 import { applyToOriginal, toEolText, type ViewReplacement } from './eol-text.js';
 import { findNearestRegion } from './nearest-region.js';
 import type { FilePatch, Hunk } from './parse-unified.js';
 
-/** How a hunk matched. */
+/** How a hunk matched (the tolerance that was needed). */
 export type MatchKind = 'exact' | 'trailing_whitespace' | 'typography';
 
-/** Where one hunk applied. */
+/**
+ * What singled out the place where a hunk applied:
+ * - `header`: its old side matched at the header's line;
+ * - `offset`: at the header's line shifted by the offset an earlier hunk of the same file was found at (GNU patch);
+ * - `anchored_end` / `anchored_start`: the hunk has fewer trailing than leading context lines, so it ends at the end
+ *   of the file (or the mirror: fewer leading than trailing, so it starts at line 1), as `git apply` and GNU patch
+ *   read a diff, and it matched there;
+ * - `section`: of several matches, the only one below the section heading git writes after `@@`;
+ * - `order`: of several matches, the only one between the hunks placed before and after it in the patch (when those
+ *   lie in patch order, as a diff lists them);
+ * - `content`: its old side matched in exactly one place, away from the header (or there was no header).
+ */
+export type Placement = 'header' | 'offset' | 'anchored_end' | 'anchored_start' | 'section' | 'order' | 'content';
+
+/** Where one hunk applied, and why there (issue 17: a person or an agent can check every placement). */
 export interface HunkReport {
   /** 1-based hunk number in the file's patch. */
   hunk: number;
   /** 1-based line of the original file where the hunk's old side starts (for insertions: where it inserts). */
   line: number;
+  /** The tolerance needed for the match. */
   match: MatchKind;
+  placed_by: Placement;
+  /** How many places of the original file the hunk's old side matched with that tolerance (0 for a pure insertion). */
+  candidates: number;
+  /** `line` minus the header's line (the offset GNU patch reports); null for `@@ @@`. */
+  offset: number | null;
+}
+
+/**
+ * Least number of non-blank characters in the lines a hunk (or an edit) leaves unchanged before its new text found
+ * in the file counts as evidence that the change was already made (issue 17: `already_applied` only on evidence,
+ * never because a short or common string occurs somewhere).
+ */
+export const MIN_EVIDENCE_CHARS = 8;
+
+/** Non-whitespace characters in `s`. */
+export function contentChars(s: string): number {
+  return s.replace(/\s+/g, '').length;
 }
 
 const TYPOGRAPHY: Array<[RegExp, string]> = [
@@ -72,13 +106,72 @@ interface Located {
   start: number;
   count: number;
   match: MatchKind;
+  placedBy: Placement;
+  candidates: number;
   hunk: Hunk;
+}
+
+/** The shape of a hunk: its two sides, and how many context lines lead and trail its changes. */
+interface Shape {
+  oldSide: string[];
+  newSide: string[];
+  leading: number;
+  trailing: number;
+  changes: boolean;
+  /** Non-blank characters in its context lines. */
+  contextChars: number;
+}
+
+function shapeOf(hunk: Hunk): Shape {
+  const ls = hunk.lines;
+  let leading = 0;
+  while (leading < ls.length && ls[leading].op === ' ') leading++;
+  let trailing = 0;
+  while (trailing < ls.length - leading && ls[ls.length - 1 - trailing].op === ' ') trailing++;
+  return {
+    oldSide: ls.filter((l) => l.op !== '+').map((l) => l.text),
+    newSide: ls.filter((l) => l.op !== '-').map((l) => l.text),
+    leading, trailing,
+    changes: leading < ls.length,
+    contextChars: ls.reduce((n, l) => n + (l.op === ' ' ? contentChars(l.text) : 0), 0),
+  };
+}
+
+/** Lines that start a section for git's default funcname rule: a letter, `_` or `$` first. */
+const SECTION_START = /^[A-Za-z_$]/;
+
+/**
+ * For every line index i, the index of the nearest section-starting line above i (or -1): one pass over the file, so
+ * checking many candidates costs O(1) each (a one-line hunk may match thousands of places).
+ */
+function sectionLinesAbove(lines: readonly string[]): Int32Array {
+  const above = new Int32Array(lines.length + 1);
+  let last = -1;
+  for (let i = 0; i <= lines.length; i++) {
+    above[i] = last;
+    if (i < lines.length && SECTION_START.test(lines[i])) last = i;
+  }
+  return above;
 }
 
 /**
  * Applies a file's hunks to its current text.
+ *
+ * Placement (issue 17), for the hunk's old side matched with the first tolerance that finds it anywhere:
+ * one match is taken. Of several, the one singled out by the hunk's anchoring (fewer trailing than leading context
+ * lines: the match that ends at the end of the file; the mirror: the one at line 1), else by the header's line
+ * shifted by the offset the previous hunk of this file was found at, else by the header's line itself, else by the
+ * section heading after `@@` (the only match whose nearest section line above is that heading), else — once the other
+ * hunks are placed, and when they lie in patch order — by being the only match between its neighbours. When anchoring
+ * and the header single out different matches, or nothing singles one out, the hunk is refused as `ambiguous` with
+ * the candidates — the nearest match is never taken on distance alone.
+ *
+ * `already_applied` needs evidence: the hunk's new side sits where its old side would be — at the end (start) of the
+ * file for an end-anchored (start-anchored) hunk, right after every match of its context for an append, or between
+ * its leading and trailing context — and its context lines carry at least MIN_EVIDENCE_CHARS non-blank characters;
+ * for a pure insertion (no context), the inserted lines sit exactly at the header's line after the carried offset.
  * @param original the current content (BOM and original line endings included); '' for a file to create
- * @returns the new content and where each hunk applied
+ * @returns the new content and where and how each hunk applied
  * @throws PatchFailedError no_match (with nearest and expected), ambiguous (with candidates), already_applied, overlap
  */
 export function applyHunks(original: string, file: FilePatch, absolute: string): { text: string; hunks: HunkReport[] } {
@@ -92,15 +185,24 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     if (!v) { v = lines.map(norm); normCache.set(kind, v); }
     return v;
   };
+  /** Offset (found line − header line) of the previous hunk placed in this file: GNU patch looks there first. */
+  let carried = 0;
+  let sectionIndex: Int32Array | null = null;
+  const sectionsAbove = () => (sectionIndex ??= sectionLinesAbove(lines));
+  /** Hunks that matched several places with nothing in themselves to tell which. */
+  const deferred: Array<{ index: number; candidates: number[]; count: number; match: MatchKind; label: string; expected: string[] }> = [];
 
   file.hunks.forEach((hunk, index) => {
-    const oldSide = hunk.lines.filter((l) => l.op !== '+').map((l) => l.text);
-    const newSide = hunk.lines.filter((l) => l.op !== '-').map((l) => l.text);
+    const shape = shapeOf(hunk);
+    const { oldSide, newSide } = shape;
     const label = `hunk ${index + 1} of ${total}${total > 1 || file.newPath ? ` (${file.newPath ?? file.oldPath ?? 'file'})` : ''}`;
+    const place = (start: number, count: number, match: MatchKind, placedBy: Placement, candidates: number) => {
+      located.push({ index, start, count, match, placedBy, candidates, hunk });
+    };
     if (oldSide.length === 0) {
       // Pure insertion: no context to locate by; only the header can place it (or the file is empty/new).
       if (lines.length === 0) {
-        located.push({ index, start: 0, count: 0, match: 'exact', hunk });
+        place(0, 0, 'exact', 'anchored_start', 0);
         return;
       }
       if (hunk.oldStart === null) {
@@ -109,42 +211,51 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
           suggestion: 'Add a few unchanged lines around the insertion as context (lines starting with a space).',
         });
       }
-      // "-N,0" inserts after line N.
-      const at = Math.min(Math.max(hunk.oldStart, 0), lines.length);
+      // "-N,0" inserts after line N, shifted by the offset carried from the previous hunk.
+      const at = Math.min(Math.max(hunk.oldStart + carried, 0), lines.length);
+      // Evidence by position: the inserted lines already sit exactly where the header (after the offset) puts them.
       if (alreadyThere(lines, newSide, at)) {
         throw alreadyApplied(label, absolute, index, total);
       }
-      located.push({ index, start: at, count: 0, match: 'exact', hunk });
+      place(at, 0, 'exact', carried === 0 ? 'header' : 'offset', 0);
       return;
     }
+    // Empty lines after the hunk that might have been empty context lines (counts absent or wrong) could make the
+    // trailing context longer: then the hunk is end-anchored only when no match is followed by such blank lines.
+    const blanks = hunk.uncertainTrailingBlanks ?? 0;
+    const anchorEnd = shape.changes && shape.trailing < shape.leading
+      && (blanks === 0 || !findAll(lines, [...oldSide, ...Array<string>(blanks).fill('')], PASSES[1].norm, normalized(PASSES[1].kind, PASSES[1].norm)).length);
+    const anchorStart = shape.changes && shape.leading < shape.trailing;
     for (const pass of PASSES) {
-      const candidates = findAll(lines, oldSide, pass.norm, normalized(pass.kind, pass.norm));
+      const normLines = normalized(pass.kind, pass.norm);
+      const candidates = findAll(lines, oldSide, pass.norm, normLines);
       if (candidates.length === 0) continue;
-      // Already applied: the new side sits where the old side matched (an append whose context still matches).
-      if (newSide.length > oldSide.length && candidates.every((c) => alreadyThere(lines, newSide, c, pass.norm))) {
-        throw alreadyApplied(label, absolute, index, total);
+      if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
+        // Already applied, on evidence: an append whose new side follows every match of its context; an anchored
+        // hunk whose new side is what the file now ends (starts) with.
+        const appended = newSide.length > oldSide.length && candidates.every((c) => alreadyThere(lines, newSide, c, pass.norm));
+        const atEnd = anchorEnd && alreadyThere(lines, newSide, lines.length - newSide.length, pass.norm) && !sameLines(oldSide, newSide);
+        const atStart = anchorStart && alreadyThere(lines, newSide, 0, pass.norm) && !sameLines(oldSide, newSide);
+        if (appended || atEnd || atStart) throw alreadyApplied(label, absolute, index, total);
       }
-      let chosen = candidates[0];
-      if (candidates.length > 1) {
-        const hint = hunk.oldStart === null ? null : hunk.oldStart - 1;
-        const ranked = hint === null ? [] : [...candidates].sort((a, b) => Math.abs(a - hint) - Math.abs(b - hint));
-        if (hint === null || Math.abs(ranked[0] - hint) === Math.abs(ranked[1] - hint)) {
-          throw new PatchFailedError(`${label} matches ${candidates.length} places (lines ${candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and its header cannot tell which.`, {
-            path: absolute,
-            details: { reason: 'ambiguous', hunk: index + 1, hunks: total, count: candidates.length, candidates: candidates.slice(0, 50).map((c) => c + 1), expected: oldSide.slice(0, 50) },
-            suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
-          });
-        }
-        chosen = ranked[0];
+      const hint = hunk.oldStart === null ? null : Math.max(hunk.oldStart - 1, 0);
+      const chosen = choose(candidates, oldSide.length, lines, hint, carried, anchorEnd, anchorStart, hunk.section ?? null, sectionsAbove);
+      if (chosen === null) {
+        // Maybe the order of the hunks settles it, once the others are placed.
+        deferred.push({ index, candidates, count: oldSide.length, match: pass.kind, label, expected: oldSide });
+        return;
       }
-      located.push({ index, start: chosen, count: oldSide.length, match: pass.kind, hunk });
+      if (hint !== null) carried = chosen.at - hint;
+      place(chosen.at, oldSide.length, pass.kind, chosen.by, candidates.length);
       return;
     }
-    // No match at all: already applied, or a real mismatch with a diagnosis.
-    for (const pass of PASSES) {
-      if (newSide.length > 0 && findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm)).length > 0
-        && hunk.lines.some((l) => l.op !== ' ')) {
-        throw alreadyApplied(label, absolute, index, total);
+    // No match at all: already applied (on evidence), or a real mismatch with a diagnosis.
+    if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
+      for (const pass of PASSES) {
+        const found = findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm));
+        const pinned = found.some((p) => (shape.leading > 0 && shape.trailing > 0)
+          || (anchorEnd && p + newSide.length === lines.length) || (anchorStart && p === 0));
+        if (pinned) throw alreadyApplied(label, absolute, index, total);
       }
     }
     const nearest = findNearestRegion(lines, oldSide);
@@ -154,6 +265,37 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       suggestion: 'Read the file and regenerate this hunk from its current content; do not resend the same patch.',
     });
   });
+
+  // The order of the hunks is stated too: when the hunks placed so far lie in patch order (a diff lists a file's hunks
+  // top to bottom), a deferred hunk lies between its placed neighbours; one candidate there is taken. Repeated while
+  // that places more; what is left is ambiguous.
+  for (let progress = true; progress && deferred.length > 0;) {
+    progress = false;
+    const placed = [...located].sort((a, b) => a.index - b.index);
+    if (!placed.every((l, k) => k === 0 || placed[k - 1].start + placed[k - 1].count <= l.start)) break;
+    for (let k = 0; k < deferred.length; k++) {
+      const d = deferred[k];
+      const prev = placed.filter((l) => l.index < d.index).pop();
+      const next = placed.find((l) => l.index > d.index);
+      const low = prev ? prev.start + prev.count : 0;
+      const high = next ? next.start : lines.length;
+      const fits = d.candidates.filter((c) => c >= low && c + d.count <= high);
+      if (fits.length === 1 && (prev || next)) {
+        located.push({ index: d.index, start: fits[0], count: d.count, match: d.match, placedBy: 'order', candidates: d.candidates.length, hunk: file.hunks[d.index] });
+        deferred.splice(k, 1);
+        progress = true;
+        break;
+      }
+    }
+  }
+  if (deferred.length > 0) {
+    const d = deferred.sort((a, b) => a.index - b.index)[0];
+    throw new PatchFailedError(`${d.label} matches ${d.candidates.length} places (lines ${d.candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and neither its header line, its anchoring, its section heading nor the order of the hunks tells which.`, {
+      path: absolute,
+      details: { reason: 'ambiguous', hunk: d.index + 1, hunks: total, count: d.candidates.length, candidates: d.candidates.slice(0, 50).map((c) => c + 1), expected: d.expected.slice(0, 50) },
+      suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
+    });
+  }
 
   // Overlaps (in original coordinates).
   const byStart = [...located].sort((a, b) => a.start - b.start || a.count - b.count);
@@ -201,12 +343,56 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     replacements.push({ start, end: touchesEof ? t.view.length : lineStart[endLine], text });
   }
   const text = applyToOriginal(t, replacements);
-  const hunks = located.sort((a, b) => a.index - b.index).map((l) => ({ hunk: l.index + 1, line: l.start + 1, match: l.match }));
+  const hunks = located.sort((a, b) => a.index - b.index).map((l): HunkReport => ({
+    hunk: l.index + 1, line: l.start + 1, match: l.match, placed_by: l.placedBy, candidates: l.candidates,
+    // A pure insertion's header "-N,0" names the line it goes after; any other header the first line of the hunk.
+    offset: l.hunk.oldStart === null ? null : l.count === 0 && l.hunk.lines.every((x) => x.op === '+')
+      ? l.start - l.hunk.oldStart : l.start + 1 - Math.max(l.hunk.oldStart, 1),
+  }));
   return { text, hunks };
 }
 
+/**
+ * Picks one of `candidates` (0-based starts, ascending) or returns null when nothing stated singles one out.
+ * @param hint the header's 0-based line, or null for `@@ @@`
+ * @param carried the offset the previous hunk of the file was found at
+ */
+function choose(candidates: readonly number[], count: number, lines: readonly string[], hint: number | null, carried: number,
+  anchorEnd: boolean, anchorStart: boolean, section: string | null, sectionsAbove: () => Int32Array): { at: number; by: Placement } | null {
+  const atEnd = (c: number) => c + count === lines.length;
+  const byPosition = (c: number): Placement | null => {
+    if (hint === null) return null;
+    if (c === hint) return 'header';
+    if (c === hint + carried) return 'offset';
+    return null;
+  };
+  if (candidates.length === 1) {
+    const c = candidates[0];
+    const by = byPosition(c) ?? (anchorEnd && atEnd(c) ? 'anchored_end' : anchorStart && c === 0 ? 'anchored_start' : 'content');
+    return { at: c, by };
+  }
+  // What the diff states about the place: its anchoring, and its header line (after the carried offset). When both
+  // single out a match and they differ, the diff contradicts itself: nothing is guessed.
+  const anchored = anchorEnd ? candidates.find(atEnd) : anchorStart && candidates[0] === 0 ? 0 : undefined;
+  const positioned = hint === null ? undefined
+    : candidates.includes(hint + carried) ? hint + carried : candidates.includes(hint) ? hint : undefined;
+  if (anchored !== undefined && positioned !== undefined && anchored !== positioned) return null;
+  if (anchored !== undefined) return { at: anchored, by: anchorEnd ? 'anchored_end' : 'anchored_start' };
+  if (positioned !== undefined) return { at: positioned, by: positioned === hint ? 'header' : 'offset' };
+  if (section !== null) {
+    const above = sectionsAbove();
+    const fits = candidates.filter((c) => above[c] !== -1 && lines[above[c]].trimEnd().startsWith(section));
+    if (fits.length === 1) return { at: fits[0], by: 'section' };
+  }
+  return null;
+}
+
+function sameLines(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 function alreadyThere(lines: readonly string[], newSide: readonly string[], at: number, norm: (s: string) => string = (s) => s): boolean {
-  if (newSide.length === 0 || at + newSide.length > lines.length) return false;
+  if (newSide.length === 0 || at < 0 || at + newSide.length > lines.length) return false;
   for (let j = 0; j < newSide.length; j++) if (norm(lines[at + j]) !== norm(newSide[j])) return false;
   return true;
 }

@@ -1,7 +1,7 @@
 /**
  * Diagnosis for an edit or hunk that did not match (SPEC §3.1 PATCH_FAILED details.nearest): the region of the file
  * most like the expected lines, the first line where they differ, and whether that difference is whitespace only —
- * so an agent can fix its edit in one step. Pure.
+ * so an agent can fix its edit in one step — or nothing, when no region is similar enough (NEAREST_THRESHOLD). Pure.
  */
 
 /** SPEC §3.1 `nearest`. Lines are 1-based. */
@@ -14,44 +14,75 @@ export interface NearestRegion {
 const MAX_SCAN_LINES = 200_000;
 const EXCERPT_LINES = 5;
 const MAX_EXCERPT_CHARS = 600;
+/** Starts re-scored in full after the cheap first scan. */
+const SHORTLIST = 32;
+/** Expected lines scored by similarity in the first scan (the rest only by equality). */
+const FIRST_SCAN_SIMILAR = 3;
 
 /**
- * Finds the region of `fileLines` that best matches `expected` (both LF-split, without terminators).
- * Score: how many expected lines match at that start (exact, then ignoring whitespace), then similarity of the first
- * line. Returns null when the file is empty or nothing resembles the expected text at all.
+ * Least score (the mean similarity of the expected lines that carry content, in [0, 1]) for a region to be reported:
+ * below it `nearest` is absent rather than a guess (issue 21).
+ */
+export const NEAREST_THRESHOLD = 0.6;
+
+/** Similarity of one expected line to one file line: 1 equal, 0.9 equal but for whitespace, else bigram Dice. */
+function lineSimilarity(actual: string | undefined, expected: string): number {
+  if (actual === undefined) return 0;
+  if (actual === expected) return 1;
+  if (squash(actual) === squash(expected)) return 0.9;
+  return similarity(actual.trim(), expected.trim());
+}
+
+/**
+ * Finds the region of `fileLines` that best matches `expected` (both whole lines without terminators: split an
+ * old_text that ends in a newline with splitView, so its final newline is no empty line). The score of a start is
+ * the mean similarity (lineSimilarity) of the expected lines that carry content, aligned line by line; blank expected
+ * lines do not count, so a blank line can never win on its own. Ties go to the first line.
+ * @returns null when the file or the expected text has no content, or no region scores NEAREST_THRESHOLD
  */
 export function findNearestRegion(fileLines: readonly string[], expected: readonly string[]): NearestRegion | null {
   if (fileLines.length === 0 || expected.length === 0) return null;
-  const anchorIndex = expected.findIndex((l) => l.trim() !== '');
-  if (anchorIndex === -1) return null;
-  let best = -1;
-  let bestScore = 0;
+  const content = expected.flatMap((l, j) => (l.trim() === '' ? [] : [j]));
+  if (content.length === 0) return null;
   const limit = Math.min(fileLines.length, MAX_SCAN_LINES);
+  const squashedFile = fileLines.slice(0, limit + expected.length).map(squash);
+  const squashedExpected = expected.map(squash);
+  // First scan: equality (exact or whitespace-only) on every content line, similarity on the first few.
+  const shortlist: Array<{ at: number; score: number }> = [];
+  const first = content.slice(0, FIRST_SCAN_SIMILAR);
+  const firstTrim = first.map((j) => expected[j].trim());
   for (let i = 0; i < limit; i++) {
     let score = 0;
-    for (let j = 0; j < expected.length && i + j < fileLines.length; j++) {
+    for (let k = 0; k < content.length; k++) {
+      const j = content[k];
       const a = fileLines[i + j];
-      const b = expected[j];
-      if (a === b) score += 2;
-      else if (squash(a) === squash(b)) score += 1.5;
-      else if (j < 3 && b.trim() !== '' && similarity(a.trim(), b.trim()) >= 0.6) score += 1;
+      if (a === undefined) continue;
+      if (a === expected[j]) score += 1;
+      else if (squashedFile[i + j] === squashedExpected[j]) score += 0.9;
+      else if (k < FIRST_SCAN_SIMILAR) score += similarity(a.trim(), firstTrim[k]);
     }
-    if (score > bestScore) {
+    if (score === 0) continue;
+    if (shortlist.length < SHORTLIST) {
+      shortlist.push({ at: i, score });
+      shortlist.sort((x, y) => y.score - x.score || x.at - y.at);
+    } else if (score > shortlist[SHORTLIST - 1].score) {
+      shortlist[SHORTLIST - 1] = { at: i, score };
+      shortlist.sort((x, y) => y.score - x.score || x.at - y.at);
+    }
+  }
+  // Full score of the shortlisted starts.
+  let best = -1;
+  let bestScore = 0;
+  for (const { at } of shortlist) {
+    let sum = 0;
+    for (const j of content) sum += lineSimilarity(fileLines[at + j], expected[j]);
+    const score = sum / content.length;
+    if (score > bestScore || (score === bestScore && at < best)) {
       bestScore = score;
-      best = i;
+      best = at;
     }
   }
-  if (best === -1) {
-    // Fall back to the line most similar to the first non-blank expected line.
-    const anchor = expected[anchorIndex].trim();
-    let bestSim = 0.4;
-    for (let i = 0; i < limit; i++) {
-      const s = similarity(fileLines[i].trim(), anchor);
-      if (s > bestSim) { bestSim = s; best = i - anchorIndex; }
-    }
-    if (best === -1 && bestSim <= 0.4) return null;
-    best = Math.max(0, best);
-  }
+  if (best === -1 || bestScore < NEAREST_THRESHOLD) return null;
   let firstDifference: NearestRegion['first_difference'] = null;
   for (let j = 0; j < expected.length; j++) {
     const actual = fileLines[best + j];

@@ -27,6 +27,17 @@ export interface Hunk {
   newNoNewline: boolean;
   /** 1-based line of the `@@` header in the patch text. */
   patchLine: number;
+  /**
+   * The section heading after the closing `@@` (git and `diff -p` write the nearest line above the hunk that starts
+   * with a letter, `_` or `$`, cut to 80 characters), or null. A hint only, like the line numbers.
+   */
+  section?: string | null;
+  /**
+   * Empty lines right after the hunk that were taken for separators although the counts (absent or wrong) cannot say
+   * whether they were empty context lines; 0 when the counts settle it. Placement does not anchor such a hunk at the
+   * end of the file when they could be context (src/patch/locate-hunks.ts).
+   */
+  uncertainTrailingBlanks?: number;
 }
 
 /** One file of a patch. Paths are as written, with a/ b/ prefixes removed; null for /dev/null. */
@@ -81,7 +92,7 @@ function stripFence(text: string): string {
   return lines.slice(open + 1, close === -1 ? lines.length : close).join('\n');
 }
 
-const HUNK_HEADER = /^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?\s*)?@@+.*$/;
+const HUNK_HEADER = /^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?\s*)?@@+(.*)$/;
 
 function stripPrefix(p: string | null, prefix: 'a/' | 'b/'): string | null {
   if (p === null) return null;
@@ -143,6 +154,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (hunk && counted && oldLeft === newLeft) {
       while (pendingBlank > 0 && (oldLeft > 0 || newLeft > 0)) { pushLine({ op: ' ', text: '' }); pendingBlank--; }
     }
+    if (hunk && pendingBlank > 0 && !(counted && oldLeft === 0 && newLeft === 0)) (hunk as Hunk).uncertainTrailingBlanks = pendingBlank;
     pendingBlank = 0;
     hunk = null;
   };
@@ -182,11 +194,13 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (header && line.startsWith('@@')) {
       finishHunk();
       if (!file) newFile(null, null, true, null, null);
-      const [, os, oc, ns, nc] = header;
+      const [, os, oc, ns, nc, rest] = header;
+      const section = rest.trim();
       hunk = {
         oldStart: os !== undefined ? Number(os) : null,
         newStart: ns !== undefined ? Number(ns) : null,
         lines: [], oldNoNewline: false, newNoNewline: false, patchLine: lineNo,
+        section: section === '' ? null : section,
       };
       counted = os !== undefined;
       oldLeft = os !== undefined ? (oc !== undefined ? Number(oc) : 1) : 0;

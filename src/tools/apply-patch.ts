@@ -44,7 +44,12 @@ export const ApplyPatchOutput = z.object({
     hunks: z.array(z.object({
       hunk: z.number().int(),
       line: z.number().int().describe('1-based line of the original file where the hunk applied'),
-      match: z.enum(['exact', 'trailing_whitespace', 'typography']),
+      match: z.enum(['exact', 'trailing_whitespace', 'typography']).describe('The tolerance the match needed'),
+      placed_by: z.enum(['header', 'offset', 'anchored_end', 'anchored_start', 'section', 'order', 'content'])
+        .describe('What singled out the place: the header line, the header line plus the offset of the previous hunk, '
+          + 'end/start-of-file anchoring, the @@ section heading, the order of the hunks, or the only match'),
+      candidates: z.number().int().describe('Places the hunk\'s old side matched (0 for a pure insertion)'),
+      offset: z.number().int().nullable().describe('line minus the header line; null for @@ @@'),
     })),
     previous_hash: ContentHash.nullable(),
     content_hash: ContentHash.nullable().describe('null for a deleted file'),
@@ -183,7 +188,8 @@ export const applyPatch = defineTool({
     + 'counts may be wrong; @@ @@ works) to one or more files as one transaction: every file is checked and patched in '
     + 'memory first, nothing is written unless all apply, and a failure part-way is rolled back from a journal '
     + '(ROLLBACK_COMPLETE/PARTIAL/FAILED). Hunks are located by content (exact, then ignoring trailing whitespace, '
-    + 'then typographic quotes/dashes); header line numbers only break ties. Existing files need their current hash '
+    + 'then typographic quotes/dashes); among equal matches, end/start-of-file anchoring, the header line (after the '
+    + 'offset of the previous hunk) or the @@ section heading decide, else ambiguous; each hunk reports placed_by. Existing files need their current hash '
     + '(expected_hashes, or a prior read: HASH_REQUIRED otherwise); /dev/null creates or deletes. Fails with '
     + 'BEGIN_PATCH (Codex *** Begin Patch format), PATCH_FAILED (details.reason no_match with nearest and expected, '
     + 'ambiguous with candidates, overlap, already_applied, malformed with the line, no_hunks; details.hunk), '

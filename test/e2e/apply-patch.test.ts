@@ -13,7 +13,7 @@
  *    line (regression: taken for a fence); a 0755 file keeps its mode; dry_run writes nothing;
  *  - refuses, file bytes (and mtimes) unchanged, with the code and the details: `def greet(user):` → no_match with
  *    nearest line 3 and the first difference; hunk 2 of 2 not matching → no_match hunk 2, hunk 1 not applied either;
- *    a two-copy file with `@@ @@` → ambiguous with candidates [1, 3], while the same patch with a correct header
+ *    a two-copy file with `@@ @@` → ambiguous with candidates [1, 4], while the same patch with a correct header
  *    applies to the right copy; the patch already applied → already_applied; a tab-indented file vs a space-indented
  *    patch → no_match with whitespace_only; prose → no_hunks; a context line missing its leading space → malformed
  *    with the line; `*** Begin Patch … *** End Patch` and a lone `*** Update File: x` → BEGIN_PATCH; overlapping
@@ -144,7 +144,8 @@ describe.each(ERAS)('apply_patch, both eras (%s)', (era) => {
     expect(after).toBe(F_HELLO);
     expect(r).toMatchObject({
       dry_run: false,
-      files: [{ path: path.join(dir, 'F.py'), action: 'modified', hunks: [{ hunk: 1, line: 3, match: 'exact' }],
+      files: [{ path: path.join(dir, 'F.py'), action: 'modified',
+        hunks: [{ hunk: 1, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 }],
         previous_hash: contentHash(F), content_hash: contentHash(F_HELLO) }],
     });
   });
@@ -177,12 +178,14 @@ describe.each(ERAS)('apply_patch, both eras (%s)', (era) => {
     });
   });
 
-  it('a two-copy file with @@ @@ → ambiguous [1, 3]; a correct header applies to the right copy', async () => {
-    const two = 'x = 1\ny = 2\nx = 1\ny = 2\n';
-    const e = await refusedOnF(s, '--- a/F.py\n+++ b/F.py\n@@ @@\n x = 1\n-y = 2\n+y = 3\n', two);
-    expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, candidates: [1, 3] });
-    const { after } = await applyToF(s, '--- a/F.py\n+++ b/F.py\n@@ -3,2 +3,2 @@\n x = 1\n-y = 2\n+y = 3\n', two);
-    expect(after).toBe('x = 1\ny = 2\nx = 1\ny = 3\n');
+  it('a two-copy file with @@ @@ → ambiguous [1, 4]; a correct header applies to the right copy', async () => {
+    // Context on both sides of the change: no end/start-of-file anchoring (issue 17), only the header can tell.
+    const two = 'x = 1\ny = 2\nend\nx = 1\ny = 2\nend\n';
+    const e = await refusedOnF(s, '--- a/F.py\n+++ b/F.py\n@@ @@\n x = 1\n-y = 2\n+y = 3\n end\n', two);
+    expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, candidates: [1, 4] });
+    const { after, r } = await applyToF(s, '--- a/F.py\n+++ b/F.py\n@@ -4,3 +4,3 @@\n x = 1\n-y = 2\n+y = 3\n end\n', two);
+    expect(after).toBe('x = 1\ny = 2\nend\nx = 1\ny = 3\nend\n');
+    expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 4, match: 'exact', placed_by: 'header', candidates: 2, offset: 0 }]);
   });
 
   it('*** Begin Patch … *** End Patch → BEGIN_PATCH, nothing written', async () => {
@@ -226,15 +229,15 @@ describe('apply_patch (modern era)', () => {
 
   describe('applies', () => {
     test.each([
-      ['diff --git headers', `diff --git a/F.py b/F.py\nindex 1111111..2222222 100644\n${WITH_HEADERS}`],
-      ['header line 40 instead of 3', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -40,3 +40,3 @@')],
-      ['counts -3,7 +3,9 on a 3/3 body', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -3,7 +3,9 @@')],
-      ['inside a ```diff fence', `Here is the change:\n\n\`\`\`diff\n${WITH_HEADERS}\`\`\`\n\nIt says hello now.\n`],
-      ['diff -u headers without a/ b/', `--- F.py\t2024-05-01 10:00:00\n+++ F.py\t2024-05-01 10:01:00\n@@ -3,3 +3,3 @@\n${BODY}`],
-    ])('%s', async (_label, patch) => {
+      ['diff --git headers', `diff --git a/F.py b/F.py\nindex 1111111..2222222 100644\n${WITH_HEADERS}`, 'header', 0],
+      ['header line 40 instead of 3', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -40,3 +40,3 @@'), 'content', -37],
+      ['counts -3,7 +3,9 on a 3/3 body', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -3,7 +3,9 @@'), 'header', 0],
+      ['inside a ```diff fence', `Here is the change:\n\n\`\`\`diff\n${WITH_HEADERS}\`\`\`\n\nIt says hello now.\n`, 'header', 0],
+      ['diff -u headers without a/ b/', `--- F.py\t2024-05-01 10:00:00\n+++ F.py\t2024-05-01 10:01:00\n@@ -3,3 +3,3 @@\n${BODY}`, 'header', 0],
+    ])('%s', async (_label, patch, placedBy, offset) => {
       const { after, r } = await applyToF(s, patch);
       expect(after).toBe(F_HELLO);
-      expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 3, match: 'exact' }]);
+      expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 3, match: 'exact', placed_by: placedBy, candidates: 1, offset }]);
     });
 
     it('two hunks in either order give the same result', async () => {
@@ -245,7 +248,10 @@ describe('apply_patch (modern era)', () => {
       const reversed = await applyToF(s, `--- a/F.py\n+++ b/F.py\n${h2}${h1}`);
       expect(inOrder.after).toBe(want);
       expect(reversed.after).toBe(want);
-      expect(reversed.r.files[0].hunks).toEqual([{ hunk: 1, line: 8, match: 'exact' }, { hunk: 2, line: 3, match: 'exact' }]);
+      expect(reversed.r.files[0].hunks).toEqual([
+        { hunk: 1, line: 8, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 },
+        { hunk: 2, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 },
+      ]);
     });
 
     it('context differing only by trailing spaces applies; the file keeps its trailing spaces', async () => {

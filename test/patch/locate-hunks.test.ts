@@ -10,8 +10,9 @@
  *    insertion-only hunk next to a modifying hunk in either order (regression: region duplicated);
  *  - refuses (PATCH_FAILED, with the details SPEC §3.1 lists): `def greet(user):` → no_match, nearest line 3 and the
  *    first difference; hunk 2 of 2 not matching → no_match hunk 2 (nothing returned, so hunk 1 is not applied
- *    either); a two-copy file with `@@ @@` → ambiguous with candidates [1, 3], while a correct header picks the right
- *    copy; the patch applied twice → already_applied; a tab-indented file vs a space-indented patch → no_match with
+ *    either); a two-copy file (context on both sides, so no anchoring) with `@@ @@` → ambiguous with candidates
+ *    [1, 4], while a correct header picks the right copy and a header on neither copy is ambiguous (never the
+ *    nearest; issue 17 — placement is pinned in test/patch/placement.test.ts); the patch applied twice → already_applied; a tab-indented file vs a space-indented patch → no_match with
  *    whitespace_only true; overlapping hunks → overlap.
  * The engine is pure: on a refusal it throws and returns nothing, and the input string is untouched; the file-bytes
  * side of "nothing is written" is pinned end to end in test/e2e/apply-patch.test.ts.
@@ -89,7 +90,7 @@ describe('applies', () => {
 
   it('reports where and how each hunk matched', () => {
     const r = applyHunks(F, parseUnifiedDiff(`@@ -40,3 +40,3 @@\n${HUNK_BODY}`)[0], FILE);
-    expect(r.hunks).toEqual([{ hunk: 1, line: 3, match: 'exact' }]);
+    expect(r.hunks).toEqual([{ hunk: 1, line: 3, match: 'exact', placed_by: 'content', candidates: 1, offset: -37 }]);
   });
 
   describe('two hunks, in either order, give the same result', () => {
@@ -106,7 +107,10 @@ describe('applies', () => {
 
     it('reports hunks in patch order with their original lines', () => {
       const r = applyHunks(F, parseUnifiedDiff(`${h2}${h1}`)[0], FILE);
-      expect(r.hunks).toEqual([{ hunk: 1, line: 8, match: 'exact' }, { hunk: 2, line: 3, match: 'exact' }]);
+      expect(r.hunks).toEqual([
+        { hunk: 1, line: 8, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 },
+        { hunk: 2, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 },
+      ]);
     });
   });
 
@@ -121,7 +125,7 @@ describe('applies', () => {
     const r = applyHunks(spaced, parseUnifiedDiff(`@@ -3,3 +3,3 @@\n${HUNK_BODY}`)[0], FILE);
     expect(r.text).toBe(spaced.replace("print('hi')", "print('hello')"));
     expect(r.text).toContain('def greet(name):   \n');
-    expect(r.hunks).toEqual([{ hunk: 1, line: 3, match: 'trailing_whitespace' }]);
+    expect(r.hunks).toEqual([{ hunk: 1, line: 3, match: 'trailing_whitespace', placed_by: 'header', candidates: 1, offset: 0 }]);
   });
 
   it('a curly apostrophe in the file matches a straight one in the patch (the file keeps its curly context)', () => {
@@ -212,21 +216,24 @@ describe('refuses', () => {
     expect(e.details.nearest).toMatchObject({ line: 8, first_difference: { line: 9, expected: "    greet('z')", actual: "    greet('b')", whitespace_only: false } });
   });
 
-  describe('a file with two copies of the hunk', () => {
-    const two = 'x = 1\ny = 2\nx = 1\ny = 2\n';
-    it('@@ @@ → ambiguous with candidates [1, 3]', () => {
-      const e = refused(two, '@@ @@\n x = 1\n-y = 2\n+y = 3\n');
-      expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, count: 2, candidates: [1, 3], expected: ['x = 1', 'y = 2'] });
+  describe('a file with two copies of the hunk (context on both sides: no anchoring)', () => {
+    const two = 'x = 1\ny = 2\nend\nx = 1\ny = 2\nend\n';
+    const body = ' x = 1\n-y = 2\n+y = 3\n end\n';
+    it('@@ @@ → ambiguous with candidates [1, 4]', () => {
+      const e = refused(two, `@@ @@\n${body}`);
+      expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, count: 2, candidates: [1, 4], expected: ['x = 1', 'y = 2', 'end'] });
     });
     test.each([
-      ['the first', 1, 'x = 1\ny = 3\nx = 1\ny = 2\n'],
-      ['the second', 3, 'x = 1\ny = 2\nx = 1\ny = 3\n'],
+      ['the first', 1, 'x = 1\ny = 3\nend\nx = 1\ny = 2\nend\n'],
+      ['the second', 4, 'x = 1\ny = 2\nend\nx = 1\ny = 3\nend\n'],
     ])('a correct header picks %s copy', (_label, line, want) => {
-      expect(apply(two, `@@ -${line},2 +${line},2 @@\n x = 1\n-y = 2\n+y = 3\n`)).toBe(want);
+      const r = applyHunks(two, parseUnifiedDiff(`@@ -${line},3 +${line},3 @@\n${body}`)[0], FILE);
+      expect(r.text).toBe(want);
+      expect(r.hunks).toEqual([{ hunk: 1, line, match: 'exact', placed_by: 'header', candidates: 2, offset: 0 }]);
     });
-    it('a header exactly between the copies is still ambiguous', () => {
-      const e = refused('x = 1\ny = 2\nz\nw\nx = 1\ny = 2\n', '@@ -3,2 +3,2 @@\n x = 1\n-y = 2\n+y = 3\n');
-      expect(e.details).toMatchObject({ reason: 'ambiguous', candidates: [1, 5] });
+    test.each([2, 3, 8])('a header at line %i, on neither copy, is ambiguous (never the nearest)', (line) => {
+      const e = refused(two, `@@ -${line},3 +${line},3 @@\n${body}`);
+      expect(e.details).toMatchObject({ reason: 'ambiguous', count: 2, candidates: [1, 4] });
     });
   });
 
