@@ -71,7 +71,14 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     if (kind === 'readonly') args.push('--readonly', '--git-remote-allow=github.localhost/octo');
     if (kind === 'limits') args.push('--forge-timeout-ms=1500', '--forge-output-bytes=4000');
     if (kind === 'nogh') env.PATH = path.join(scratch.dir, 'bin');
-    if (kind === 'notoken') env.GH_TOKEN = '';
+    if (kind === 'notoken') {
+      // No token anywhere: an empty gh config dir (gh's hosts.yml would make gh believe it is logged in), so the
+      // fake's host is allowed explicitly, next to the configured hosts.
+      env.GH_TOKEN = '';
+      env.GH_CONFIG_DIR = path.join(HOME, 'empty-gh-config');
+      mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
+      args.push('--git-remote-allow=default,github.localhost');
+    }
     if (kind === 'refused') {
       // A proxy port nobody listens on: gh's connection is refused before any request is sent.
       const closed = 'http://127.0.0.1:9';
