@@ -15,7 +15,7 @@
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */
 import { runCommand, type CommandResult } from './run-command.js';
-import { startEgressGuard, type Authority, type Denial } from './egress-guard.js';
+import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
 import { hostListed } from './forge-hosts.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
@@ -284,6 +284,16 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
     throw forgeError(kind, { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${host} (the host or the configured proxy refused the connection).`,
       details: { exit_code: result.exitCode, reason: 'connect', request_sent: false } }, subject);
   }
+  if (response !== null && response.status >= 300 && response.status < 400) {
+    // gh did not follow this redirect (a 307/308 of a request with a body): never followed or believed either way.
+    const to = redirectAuthority(response.headers.location, api);
+    if (to === null || to.host !== api.authority.host || to.port !== api.authority.port) {
+      throw redirectDenied(target, { kind: 'redirect', host: to?.host ?? '(unparseable)', port: to?.port ?? null }, kind, subject);
+    }
+    throw forgeError(kind, { code: 'GH_FAILED', failure: 'arguments',
+      message: `GitHub (${host}) answered with a redirect (HTTP ${response.status}) that was not followed; nothing was changed by it.`,
+      details: { status: response.status, exit_code: result.exitCode } }, subject);
+  }
   const failure = classifyGh({
     exitCode: result.exitCode,
     spawnError: result.spawnError,
@@ -312,6 +322,19 @@ function redirectDenied(target: IssueTarget, denial: Denial, kind: CallKind, sub
     suggestion: `Pass hostname as the instance the API really lives on, if ${to} is it, and ask the user to allow it; `
       + 'otherwise the configured host is misbehaving.',
   }, subject);
+}
+
+/** The authority a Location header names (relative to the API authority); null when unparseable. */
+function redirectAuthority(location: string | undefined, api: ReturnType<typeof ghApiAuthority>): Authority | null {
+  if (!location) return null;
+  try {
+    const base = `${api.scheme}://${api.authority.host.includes(':') ? `[${api.authority.host}]` : api.authority.host}:${api.authority.port}/`;
+    const to = new URL(location, base);
+    if (to.protocol !== 'https:' && to.protocol !== 'http:') return null;
+    return parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80);
+  } catch {
+    return null;
+  }
 }
 
 /** Maps a GitHub REST issue object. */
