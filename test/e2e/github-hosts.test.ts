@@ -67,7 +67,7 @@ function workTree(name: string, remotes: Record<string, string>): string {
 const ATTACKER = workTree('attacker', { origin: 'https://github.attacker.example/o/r.git' });
 const EVIL = workTree('evil', { origin: 'git@evil.example:o/r.git' });
 
-async function server(extraArgs: string[] = []): Promise<TestClient> {
+async function server(extraArgs: string[] = [], overrides: Record<string, string> = {}): Promise<TestClient> {
   const env: Record<string, string> = {
     HOME, XDG_CONFIG_HOME: HOME, GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
     PATH: `${path.join(scratch.dir, 'shim')}:${process.env.PATH ?? ''}`,
@@ -77,6 +77,7 @@ async function server(extraArgs: string[] = []): Promise<TestClient> {
     SSL_CERT_FILE: forge.caFile,
     GH_HOST: 'ghe.corp.example', GH_TOKEN: DOTCOM_TOKEN, GITHUB_TOKEN: '', GH_ENTERPRISE_TOKEN: ENT_TOKEN, GITHUB_ENTERPRISE_TOKEN: '',
     GH_REPO: 'decoy/decoy', CODESPACES: 'true',
+    ...overrides,
   };
   const c = await connect('modern', { args: [scratch.dir, ...extraArgs], env });
   clients.push(c);
@@ -171,12 +172,16 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   });
 
   it('with --git-remote-allow=* another host is reachable, but neither token goes there', async () => {
-    const any = await server(['--git-remote-allow=*']);
+    // gh must believe it is logged in somewhere (a hosts.yml entry without a token), or it would not run at all
+    // without a token; and no NO_PROXY, so the guard forwards evil.example through the "internet" proxy.
+    const cfg = path.join(scratch.dir, 'ghcfg-any');
+    mkdirSync(cfg, { recursive: true });
+    writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
+    const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
     forge.answers.set('evil.example/api/v3/repos/o/r/issues', { status: 200, body: issues('public') });
     const r = await any.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'evil.example' });
-    // gh has no token for the host: it refuses to run unauthenticated (exit 4) — either way no token leaves.
-    if (r.isError) expectCode(r, 'GH_AUTH_REQUIRED');
-    for (const q of forge.requests) expect(q.authorization).toBeNull();
-    expect(textOf(r)).not.toContain(ENT_TOKEN);
+    expect(r.isError, textOf(r)).toBeFalsy();
+    expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['evil.example', null]]);
+    expect(forge.connects).toEqual(['evil.example:443']);
   });
 });
