@@ -394,6 +394,22 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(ok.isError, textOf(ok)).toBeFalsy();
     });
 
+    it('issue #12: a redirect to another host (plain http) is not followed; hostile names are denied by default', async () => {
+      fake.script({ method: 'GET', status: 302, headers: { location: 'http://evil.example/repos/octo/hello/issues' } });
+      const r = await call({ action: 'list', ...REPO });
+      const e = expectCode(r, 'GH_HOST_DENIED');
+      expect(e.error.details).toMatchObject({ reason: 'redirect', redirect_host: 'evil.example', host: 'github.localhost' });
+      expect(fake.requests.map((q) => q.headers.host)).toEqual(['api.github.localhost']);
+      expect(JSON.stringify(r)).not.toContain(FAKE_GH_TOKEN);
+      fake.requests.length = 0;
+      // The default allow-list is the configured hosts: github.localhost (gh's hosts.yml), github.com, GH_HOST's decoy.
+      for (const hostname of ['github.localhost.evil.example', 'evil-github.localhost', 'localhost']) {
+        expectCode(await call({ action: 'list', repo: 'octo/hello', hostname }), 'GH_HOST_DENIED');
+      }
+      expect(fake.requests).toEqual([]);
+      expect(fake.connects).toEqual([]);
+    });
+
     it('READONLY: every write action refused before anything is sent (before the host check too)', async () => {
       for (const args of [
         { action: 'create', title: 't' }, { action: 'comment', number: 1, body: 'b' }, { action: 'close', number: 1 },
