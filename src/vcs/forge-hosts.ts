@@ -111,8 +111,11 @@ export function configuredForgeHosts(env: NodeJS.ProcessEnv = process.env, home:
   return { github, gitlab };
 }
 
-/** True when `list` names `host` (exactly, case-insensitively) on `port` (an entry without a port matches any). */
+/**
+ * True when `list` names `host` (exactly, case-insensitively) on `port`: an entry with a port needs that port, an
+ * entry without one admits the default ports 443 and 80 (as --git-remote-allow entries do); `port` null: any entry.
+ */
 export function hostListed(list: readonly HostPort[], host: string, port: number | null = null): boolean {
   const h = host.toLowerCase();
-  return list.some((e) => e.host === h && (e.port === null || port === null || e.port === port));
+  return list.some((e) => e.host === h && (port === null || (e.port === null ? port === 443 || port === 80 : e.port === port)));
 }

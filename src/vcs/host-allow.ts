@@ -9,9 +9,9 @@
  * - An entry is a host (`github.com`, `gitlab.example.com:8443`), a host with a path prefix (`github.com/acme`,
  *   `gitlab.com/group/sub`), or a repository URL in any form git accepts (`https://github.com/acme/tool.git`,
  *   `git@github.com:acme/tool.git`). Hosts compare exactly (case-insensitively, never by substring); a path prefix
- *   matches whole segments, case-insensitively; an entry with a port matches only that port (the target's port is its
- *   explicit one, else its scheme's default: 443 for https, 80 for http). An entry that cannot be parsed matches
- *   nothing (fail closed).
+ *   matches whole segments, case-insensitively; an entry with a port matches only that port, an entry without one only
+ *   the default ports 443 and 80 (the target's port is its explicit one, else its scheme's default). An entry that
+ *   cannot be parsed matches nothing (fail closed).
  *
  * Checked after the READONLY/budget gates and before anything is sent or any CLI is started; a denial is
  * GH_HOST_DENIED for both forges.
@@ -68,7 +68,8 @@ export function parseAllowEntry(entry: string): AllowEntry | null {
 /** True when `entry` admits `target`. */
 export function entryAllows(entry: AllowEntry, target: AllowTarget): boolean {
   if (entry.host !== target.host.toLowerCase()) return false;
-  if (entry.port !== null && entry.port !== target.port) return false;
+  // An entry without a port admits only the default ports (443, 80): `github.com` does not admit github.com:8443.
+  if (entry.port !== null ? entry.port !== target.port : target.port !== 443 && target.port !== 80) return false;
   const repo = target.repo.toLowerCase().split('/');
   return entry.segments.every((s, i) => repo[i] === s);
 }

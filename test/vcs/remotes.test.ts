@@ -191,6 +191,8 @@ describe('--git-remote-allow', () => {
     [['gitlab.example.com:8443'], 'gitlab.example.com', 8443, 'a/b/c', true],
     [['gitlab.example.com:8443'], 'gitlab.example.com', 443, 'a/b/c', false],
     [['gitlab.example.com:443'], 'gitlab.example.com', 443, 'a/b', true],
+    [['gitlab.example.com'], 'gitlab.example.com', 8443, 'a/b', false],
+    [['github.com'], 'github.com', 8443, 'o/r', false],
     [['127.0.0.1:8929/a/b'], '127.0.0.1', 8929, 'a/b/c', true],
     [['127.0.0.1:8929/a/b'], '127.0.0.1', 8930, 'a/b/c', false],
     [['http://127.0.0.1:8929/a'], '127.0.0.1', 8929, 'a/b/c', true],
