@@ -11,6 +11,12 @@
  * (http://api.github.localhost/…); transport errors printed as Go errors ("Post \"…\": EOF", "dial tcp …: connect:
  * connection refused"); no retries of its own.
  *
+ * Hosts and tokens (issue #12): the allow-list has been checked before gh is started (src/vcs/host-allow.ts); gh
+ * gets GH_TOKEN/GITHUB_TOKEN only for github.com/github.localhost and the enterprise tokens only for a host the
+ * operator named (ghTokenPolicy); every run has the egress guard (src/vcs/egress-guard.ts) as its only proxy, so a
+ * redirect to another host is neither followed nor believed (GH_HOST_DENIED, reason redirect). gh's stderr is never
+ * copied into a result: only its class (src/vcs/forge-errors.ts classifyCliStderr).
+ *
  * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */

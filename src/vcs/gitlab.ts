@@ -11,7 +11,11 @@
  *   GITLAB_HOST (gitlab.com when unset), CI_JOB_TOKEN to CI_SERVER_URL/CI_SERVER_HOST. A remote or a `hostname`
  *   pointing elsewhere is called without it (reads of public projects still work; writes are GL_AUTH_REQUIRED with
  *   nothing sent) — a repository's remote must not be able to collect the user's token.
- * - Redirects are not followed (a redirect would carry PRIVATE-TOKEN to another origin): GL_FAILED with the status.
+ * - Redirects are not followed (a redirect would carry PRIVATE-TOKEN to another origin): GL_FAILED with the status
+ *   and only the redirect's host. glab (Go) follows redirects and forwards PRIVATE-TOKEN, so it runs behind the
+ *   egress guard (src/vcs/egress-guard.ts): a redirect to another host is GH_HOST_DENIED (reason redirect).
+ * - No glab stderr and no transport error text in any envelope or log (issue #12): only a class / an errno code;
+ *   GitLab's JSON error message only as a safe snippet (src/vcs/forge-errors.ts).
  * - The response body is read under the output cap (GH_OUTPUT_LIMIT), the whole request under the timeout.
  * - Codes: 401 GL_AUTH_REQUIRED, 403 GL_FORBIDDEN, 404 GL_NOT_FOUND, 429 GH_RATE_LIMIT, 5xx/transport/timeout
  *   GL_NETWORK, other statuses (400, 409, 422, 3xx) GL_FAILED with status and message; retry semantics per
