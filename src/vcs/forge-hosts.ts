@@ -6,7 +6,7 @@
  *
  * gh's configuration directory is gh's own rule: `GH_CONFIG_DIR`, else `$XDG_CONFIG_HOME/gh`, else `%AppData%/GitHub
  * CLI` on Windows, else `~/.config/gh`. Only the top-level keys of `hosts.yml` are read (each a host name); the file
- * holds tokens, so nothing else of it is kept and nothing of it is ever reported. A file that is missing, unreadable,
+ * holds tokens, so nothing else of it is kept (the host names may appear in GH_HOST_DENIED's `allowed` list). A file that is missing, unreadable,
  * larger than 256 KiB or not a regular file contributes no host (fail closed: fewer hosts allowed).
  */
 import { closeSync, fstatSync, openSync, readSync, constants as fsConstants } from 'node:fs';
