@@ -20,6 +20,9 @@
  * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
 import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
 import { hostListed } from './forge-hosts.js';
@@ -239,6 +242,43 @@ export function ghEnvironment(tokens: GhTokenPolicy, guardUrl: string | null, ba
   return { ...env, GH_PROMPT_DISABLED: '1', GH_NO_UPDATE_NOTIFIER: '1', NO_COLOR: '1', GH_SPINNER_DISABLED: '1' };
 }
 
+/** Prefix of the private gh configuration directories (under the OS temporary directory). */
+export const GH_TOKEN_DIR_PREFIX = 'fs-tools-ghtoken-';
+
+/** A private gh configuration directory holding the enterprise token for one host. */
+interface BoundToken {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Binds the environment's enterprise token to the target host for one gh run. gh sends GH_ENTERPRISE_TOKEN to EVERY
+ * host but github.com — also to the target of a redirect gh follows without a proxy (Go never proxies loopback
+ * addresses, so the egress guard cannot stop a redirect to http://127.0.0.1:…). So the token leaves the environment
+ * and goes into a private GH_CONFIG_DIR (mkdtemp, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
+ * of the target host only; gh looks tokens up per request host, so any other host gets none.
+ * @returns null when no enterprise token is set (gh's own configuration stays in force)
+ */
+export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv): BoundToken | null {
+  const token = env.GH_ENTERPRISE_TOKEN || env.GITHUB_ENTERPRISE_TOKEN;
+  if (!token) return null;
+  const keys = [target.host.toLowerCase()];
+  // gh 2.23 looks the token up by host name without the port, later versions with it.
+  if (target.explicitPort) keys.push(`${target.host.toLowerCase()}:${target.port}`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), GH_TOKEN_DIR_PREFIX));
+  try {
+    // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
+    const yaml = keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('');
+    writeFileSync(path.join(dir, 'hosts.yml'), yaml, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const out: NodeJS.ProcessEnv = { ...env, GH_CONFIG_DIR: dir };
+  for (const key of GH_ENTERPRISE_TOKENS) delete out[key];
+  return { dir, env: out };
+}
+
 /** A successful response. */
 interface GhResponse {
   status: number;
@@ -254,11 +294,16 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   if (body !== undefined) args.push('--input', '-');
   args.push(endpoint);
   const api = ghApiAuthority(target);
+  const policy = ghTokenPolicy(target, opts.allow ?? []);
   const guard = await startEgressGuard([api.authority], api.scheme);
+  let bound: BoundToken | null = null;
   let result: CommandResult;
   try {
+    let env = ghEnvironment(policy, guard.url);
+    bound = policy.enterprise ? bindEnterpriseToken(target, env) : null;
+    if (bound) env = bound.env;
     result = await runCommand('gh', args, {
-      env: ghEnvironment(ghTokenPolicy(target, opts.allow ?? []), guard.url),
+      env,
       timeoutMs: opts.timeoutMs,
       maxOutputBytes: opts.maxOutputBytes,
       input: body === undefined ? undefined : JSON.stringify(body),
@@ -266,6 +311,7 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
     });
   } finally {
     await guard.close();
+    if (bound) rmSync(bound.dir, { recursive: true, force: true });
   }
   if (guard.denied.length > 0) throw redirectDenied(target, guard.denied[0], kind, subject);
   const guardUnreachable = guard.unreachable > 0;

@@ -16,12 +16,16 @@
  * One era only: nothing here depends on the protocol era (the era matrix is covered by github-issues.test.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, type CallResult, type TestClient } from '../helpers/server.js';
 import { TlsForge } from '../helpers/tls-forge.js';
+import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github.js';
 import { makeTree } from '../helpers/tree.js';
 
 const ENT_TOKEN = 'ghe_enterprise_token_0123456789_SECRET';
@@ -160,6 +164,30 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     expect(textOf(r)).not.toContain(EVIL_MARKER);
     expect(forge.requests.map((q) => q.host)).toEqual(['api.github.com']);
     expectNothingElsewhere();
+  });
+
+  it('a redirect to a loopback address (Go never proxies those, so the guard cannot see it) carries no token', async () => {
+    // The documented residual: gh follows it directly and its answer is used; but the enterprise token is bound to the
+    // configured host (a private gh config for the run), so nothing secret goes there.
+    const seen: Array<string | null> = [];
+    const local = http.createServer((req, res) => {
+      seen.push(req.headers.authorization ?? null);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(issues('loopback')));
+    });
+    await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+    try {
+      const to = `http://127.0.0.1:${(local.address() as AddressInfo).port}/api/v3/repos/o/r/issues`;
+      forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues', { status: 302, headers: { location: to } });
+      await call({ action: 'list', repo: 'o/r', hostname: 'ghe.corp.example' });
+      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['ghe.corp.example', `token ${ENT_TOKEN}`]]);
+      expect(seen.length).toBeLessThanOrEqual(1);
+      expect(seen.filter((a) => a !== null)).toEqual([]);
+      // The private gh configuration that held the token is gone.
+      expect(readdirSync(os.tmpdir()).filter((n) => n.startsWith(GH_TOKEN_DIR_PREFIX))).toEqual([]);
+    } finally {
+      local.closeAllConnections();
+      await new Promise((r) => local.close(r));
+    }
   });
 
   it('a write answered with a cross-host 307: not re-sent elsewhere', async () => {

@@ -9,11 +9,14 @@
  *   proxy, NO_PROXY/CODESPACES/GH_HOST/GH_REPO removed.
  * No mocks: real http servers on 127.0.0.1 stand in for the forge and for the operator's proxy.
  */
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { noProxyMatches, startEgressGuard, upstreamProxy } from '../../src/vcs/egress-guard.js';
-import { ghApiAuthority, ghEnvironment, ghTokenPolicy } from '../../src/vcs/github.js';
+import { bindEnterpriseToken, ghApiAuthority, ghEnvironment, ghTokenPolicy } from '../../src/vcs/github.js';
+import { parseGhHostsYaml } from '../../src/vcs/forge-hosts.js';
 
 /** A plain-http "forge" that records requests; /redirect-away answers 302 to another host, /redirect-here to itself. */
 let forgeHits: string[] = [];
@@ -191,6 +194,23 @@ describe('gh environment and tokens (issue #12)', () => {
     expect([env.HTTPS_PROXY, env.https_proxy, env.HTTP_PROXY, env.http_proxy]).toEqual(Array(4).fill('http://127.0.0.1:1234'));
     for (const k of ['NO_PROXY', 'no_proxy', 'CODESPACES', 'REQUEST_METHOD', 'GH_HOST', 'GH_REPO']) expect(env[k]).toBeUndefined();
     expect(env.SSL_CERT_FILE).toBe('/ca.pem');
+  });
+
+  test('bindEnterpriseToken: the enterprise token moves into a private hosts.yml for the target host only', () => {
+    const token = 'ent"\n  evil.example:\n    oauth_token: x';
+    const b = bindEnterpriseToken({ host: 'GHE.corp.example', port: 8443, explicitPort: true }, { GH_ENTERPRISE_TOKEN: token, GITHUB_ENTERPRISE_TOKEN: 'y', PATH: '/bin' })!;
+    try {
+      expect(b.env.GH_CONFIG_DIR).toBe(b.dir);
+      expect([b.env.GH_ENTERPRISE_TOKEN, b.env.GITHUB_ENTERPRISE_TOKEN, b.env.PATH]).toEqual([undefined, undefined, '/bin']);
+      expect(statSync(b.dir).mode & 0o777).toBe(0o700);
+      const file = path.join(b.dir, 'hosts.yml');
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      // Only the target's keys are top-level hosts; the hostile token cannot add one.
+      expect(parseGhHostsYaml(readFileSync(file, 'utf8'))).toEqual([{ host: 'ghe.corp.example', port: null }, { host: 'ghe.corp.example', port: 8443 }]);
+    } finally {
+      rmSync(b.dir, { recursive: true, force: true });
+    }
+    expect(bindEnterpriseToken({ host: 'h', port: 443, explicitPort: false }, { GH_TOKEN: 'x' })).toBeNull();
   });
 
   test('ghApiAuthority follows gh\'s REST prefix', () => {
