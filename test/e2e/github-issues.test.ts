@@ -17,7 +17,7 @@
  *   refuses writes with nothing sent while reads work; VALIDATION bounds with nothing sent.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-common.js';
@@ -62,7 +62,7 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   const auditLog = path.join(scratch.dir, `audit-${era}.jsonl`);
   const base = { HOME, XDG_CONFIG_HOME: HOME };
   /** One server per configuration, started on first use. */
-  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused'): Promise<TestClient> {
+  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused' | 'badconfig'): Promise<TestClient> {
     let c = clients.get(kind);
     if (c) return c;
     const env: Record<string, string> = { ...base, ...fake.env() };
@@ -78,6 +78,13 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       env.GH_CONFIG_DIR = path.join(HOME, 'empty-gh-config');
       mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
       args.push('--git-remote-allow=default,github.localhost');
+    }
+    if (kind === 'badconfig') {
+      // gh's own configuration is broken YAML holding a secret line: gh fails and names the file on stderr.
+      env.GH_CONFIG_DIR = path.join(HOME, `bad-gh-config-${era}`);
+      mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
+      writeFileSync(path.join(env.GH_CONFIG_DIR, 'hosts.yml'), `github.localhost:\n  oauth_token: ${LEAKED}\n bad: [unclosed\n`);
+      args.push('--git-remote-allow=github.localhost');
     }
     if (kind === 'refused') {
       // A proxy port nobody listens on: gh's connection is refused before any request is sent.
@@ -302,6 +309,15 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(e.error.details).toMatchObject({ retry_after_s: 45, write_sent: false });
       expect(fake.writes()).toHaveLength(1);
       expect(fake.issue('octo/hello', 1)!.comments).toHaveLength(0);
+    });
+
+    it('issue #12: gh\'s error text never reaches the envelope (a broken config file: only stderr_class)', async () => {
+      const r = await call({ action: 'list', ...REPO }, 'badconfig');
+      const e = expectCode(r, 'GH_FAILED');
+      expect(e.error.details).toMatchObject({ stderr_class: 'config' });
+      const all = JSON.stringify(r);
+      for (const leak of [LEAKED, 'hosts.yml', 'bad-gh-config', 'invalid yaml']) expect(all).not.toContain(leak);
+      expect(fake.requests).toEqual([]);
     });
 
     it('GH_NETWORK: connection refused → retryable read, request not sent', async () => {
