@@ -10,6 +10,8 @@
  * - classifyGitLab: 401, 403, 404, 429, 5xx, 3xx, 422, 2xx with an unreadable body, transport codes, timeout, cap;
  * - helpers: retryAfterSeconds (seconds, HTTP date, GitHub and GitLab reset headers), parseIncludeOutput (gh LF and
  *   glab CRLF), bodyMessage (GitHub and GitLab shapes).
+ * - issue #12: no gh/glab stderr or transport text in any failure (only `stderr_class`), forge messages as safe
+ *   snippets (one line, no control characters, redacted, capped).
  */
 import { describe, expect, test } from 'vitest';
 import { ALL_RECOVERIES } from '../../src/errors/codes.js';

@@ -5,11 +5,12 @@
  *   into github.com; local paths, file://, Windows drives and `~user` paths are not forge remotes;
  * - resolveRepo: duplicates of one repo (https + ssh, any case) fold into one candidate; different repos are
  *   GH_AMBIGUOUS / GL_AMBIGUOUS with the candidates; none is *_REPO_UNRESOLVED; `hostname` restricts to that host;
- *   GITLAB_HOST's host counts as GitLab;
+ *   GITLAB_HOST's host counts as GitLab; hosts are GitHub/GitLab by exact name (issue #12: no substring test);
  * - listRemotes with the real git: `insteadOf` is applied, remote names with dots work, no remote → [];
  * - host-allow: host, host:port (the port must match; 443/80 are the defaults), host/owner prefixes on whole
- *   segments, repo URLs in https and scp form, case-insensitivity, malformed entries match nothing, empty list
- *   allows all, GH_HOST_DENIED details.
+ *   segments, repo URLs in https and scp form, case-insensitivity, malformed entries match nothing, `*` allows all,
+ *   the default (no flag) is the operator-configured hosts (gh's hosts.yml, GH_HOST, GITLAB_HOST, CI_SERVER_URL),
+ *   `default` extends a given list, GH_HOST_DENIED details.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
