@@ -36,7 +36,7 @@ Options:
   --auto-occ=off|warn|block  implicit optimistic concurrency (default block)
   --mutation-budget=N        at most N successful mutating calls (0: unlimited)
   --policy=FILE              JSON file policy: {"rules":[{"pattern":"glob","access":"read_only|hidden|deny"}]}
-  --git-remote-allow=LIST    hosts, host/owner or repo URLs the issue tools may reach (default: any)
+  --git-remote-allow=LIST    hosts, host/owner or repo URLs the issue tools may reach (default: the configured hosts; 'default' extends, '*' any)
   --client-roots=narrow|replace|ignore   how client-announced roots combine with these (default narrow)
   --audit-log=FILE           append one JSON line per tool call
   --state-dir=DIR            where the mutation journal lives

@@ -10,6 +10,7 @@ import { parseArgs } from 'node:util';
 import envPaths from 'env-paths';
 import { UsageError } from './errors/usage-error.js';
 import { loadFilePolicy, type FilePolicy } from './policy/file-policy.js';
+import { ALLOW_ANY_ENTRY, ALLOW_DEFAULT_ENTRY, parseAllowEntry } from './vcs/host-allow.js';
 
 /** Tool groups accepted by --tools (SPEC §1). */
 export const TOOL_GROUPS = ['fs-read', 'fs-write', 'git', 'issues'] as const;
@@ -68,6 +69,7 @@ export interface Config {
   mutationBudget: number;
   policy: FilePolicy;
   policyFile: string | null;
+  /** Raw `--git-remote-allow` entries; empty: the default, the hosts the operator configured (src/vcs/host-allow.ts). */
   gitRemoteAllow: string[];
   clientRoots: 'narrow' | 'replace' | 'ignore';
   auditLog: string | null;
@@ -216,14 +218,29 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     mutationBudget: typeof values['mutation-budget'] === 'string' ? parsePositiveInt('mutation-budget', values['mutation-budget'], 0) : 0,
     policy,
     policyFile,
-    gitRemoteAllow: typeof values['git-remote-allow'] === 'string'
-      ? values['git-remote-allow'].split(',').map((s) => s.trim()).filter(Boolean) : [],
+    gitRemoteAllow: typeof values['git-remote-allow'] === 'string' ? parseRemoteAllow(values['git-remote-allow']) : [],
     clientRoots: parseEnum('client-roots', values['client-roots'], ['narrow', 'replace', 'ignore'] as const, 'narrow'),
     auditLog: typeof values['audit-log'] === 'string' ? path.resolve(env.cwd, values['audit-log']) : null,
     stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir'])
       : defaultStateDir(),
     limits,
   };
+}
+
+/**
+ * `--git-remote-allow=LIST` (SPEC §1, src/vcs/host-allow.ts): comma-separated entries, trimmed, empties dropped. An
+ * empty result means the default (the hosts the operator configured); `default` and `*` are kept as given.
+ * @throws UsageError for an entry that is not a host, host/path or repository URL (it would silently admit nothing)
+ */
+function parseRemoteAllow(raw: string): string[] {
+  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (entry === ALLOW_ANY_ENTRY || entry.toLowerCase() === ALLOW_DEFAULT_ENTRY) continue;
+    if (!parseAllowEntry(entry)) {
+      throw new UsageError(`--git-remote-allow: '${entry}' is not a host, host/path or repository URL (use 'default' or '*' for the special lists)`);
+    }
+  }
+  return entries;
 }
 
 function resolveRoot(raw: string, cwd: string): ConfiguredRoot {

@@ -210,6 +210,12 @@ describe('flags', () => {
     expect(c.policy).toEqual({ rules: [{ pattern: 'secrets/**', access: 'deny' }] });
   });
 
+  test('--git-remote-allow: `default` and `*` are kept; an entry that is no host is a usage error (issue #12)', () => {
+    expect(parseConfig(['--git-remote-allow=default, *,ghe.corp.example:8443'], env()).gitRemoteAllow).toEqual(['default', '*', 'ghe.corp.example:8443']);
+    expect(() => parseConfig(['--git-remote-allow=github.com,not a host'], env())).toThrow(/not a host/);
+    expect(() => parseConfig(['--git-remote-allow=github.com/../x'], env())).toThrow(/not a host/);
+  });
+
   test('--git-remote-allow splits, trims and drops empties', () => {
     const c = parseConfig(['--git-remote-allow= github.com, gitlab.example.com/group ,,https://h/o/r.git'], env());
     expect(c.gitRemoteAllow).toEqual(['github.com', 'gitlab.example.com/group', 'https://h/o/r.git']);

@@ -291,7 +291,8 @@ function pageFrom(cursor: string | undefined, fingerprint: string): number {
 export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs, ctx: ToolContext): Promise<ToolOutcome<IssueResult>> {
   const target = await resolveTarget(forge, args, ctx);
   assertHostAllowed(ctx.config.gitRemoteAllow, { host: target.host, port: target.port, repo: target.repo });
-  const callOpts = { timeoutMs: ctx.config.limits.forgeTimeoutMs, maxOutputBytes: ctx.config.limits.forgeOutputBytes, signal: ctx.signal };
+  const callOpts = { timeoutMs: ctx.config.limits.forgeTimeoutMs, maxOutputBytes: ctx.config.limits.forgeOutputBytes, signal: ctx.signal,
+    allow: ctx.config.gitRemoteAllow };
   const backend = forge === 'github' ? githubBackend(callOpts) : gitlabBackend(callOpts);
   const base = { action: args.action, forge, host: hostArg(target), repo: target.repo, untrusted_content: true as const };
   const audit = { action: args.action, paths: args.path !== undefined ? [args.path] : [] };

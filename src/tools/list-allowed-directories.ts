@@ -53,7 +53,8 @@ export const listAllowedDirectories = defineTool({
         tools: c.tools ? [...c.tools] : null,
         policy_file: c.policyFile,
         policy_rules: c.policy.rules.length,
-        git_remote_allow: c.gitRemoteAllow,
+        // Empty flag: the operator-configured hosts (src/vcs/host-allow.ts), shown as the entry that means them.
+        git_remote_allow: c.gitRemoteAllow.length > 0 ? c.gitRemoteAllow : ['default'],
         max_read_bytes: c.limits.maxReadBytes,
       },
       budget: { used: ctx.budget.used, limit: ctx.budget.limit },

@@ -13,6 +13,7 @@
  * The server never retries anything itself.
  */
 import type { ErrorCode, Recovery } from '../errors/codes.js';
+import { redact } from '../errors/redact.js';
 import { ToolError } from '../errors/tool-error.js';
 
 /**
@@ -155,7 +156,13 @@ export function parseIncludeOutput(stdout: string): IncludedResponse | null {
 
 /**
  * The `message` of a JSON error body (GitHub `{message}`, GitLab `{message}` — a string, or an object of field
- * errors — or `{error, error_description}`), cut to one line of at most 300 characters.
+ * errors — or `{error, error_description}`) as a safe snippet (see `safeSnippet`).
+ *
+ * Why a forge's message may be kept at all (decided for issue #12, "no file text in errors"): it is text the forge
+ * server wrote about our request; the server never sees local files, so it cannot carry their content — only what the
+ * agent itself sent (its own title/body). What it could carry is a credential (a hostile server echoing a header), a
+ * multi-line dump or terminal control characters: the snippet is redacted, one line, control characters removed and
+ * capped at 200 characters.
  */
 export function bodyMessage(body: string): string | null {
   let parsed: unknown;
@@ -174,7 +181,22 @@ export function bodyMessage(body: string): string | null {
   } else if (typeof o.error === 'string') {
     text = typeof o.error_description === 'string' ? `${o.error}: ${o.error_description}` : o.error;
   }
-  return text === null ? null : oneLine(text);
+  return text === null ? null : safeSnippet(text) || null;
+}
+
+/** Most characters of a snippet of forge text kept in an envelope. */
+export const SNIPPET_MAX_CHARS = 200;
+
+/**
+ * A forge-written text reduced to what may enter an envelope, log or audit line: the first non-empty line, C0/C1
+ * control and bidi/zero-width characters removed, credentials redacted (src/errors/redact.ts), at most
+ * SNIPPET_MAX_CHARS characters. Never used for CLI stderr (see classifyCliStderr).
+ */
+export function safeSnippet(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const line = oneLine(text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, ' '));
+  const clean = redact(line.replace(/\s+/g, ' ').trim());
+  return clean.length > SNIPPET_MAX_CHARS ? `${clean.slice(0, SNIPPET_MAX_CHARS - 3)}...` : clean;
 }
 
 /** The first non-empty line of `text`, at most 300 characters. */
@@ -182,6 +204,37 @@ export function oneLine(text: string): string {
   const line = text.split('\n').map((l) => l.trim()).find((l) => l) ?? '';
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
+
+/**
+ * What a forge CLI's (gh, glab) stderr said, as a fixed word. The stderr itself never enters an envelope, a log or
+ * the audit log (issue #12): gh and glab print YAML parse errors of their configuration files (which hold tokens),
+ * paths and file names, and whatever a server sent, so none of it is copied — only this class.
+ */
+export type StderrClass = 'connection_refused' | 'dns' | 'tls' | 'proxy' | 'network_unreachable' | 'connect_failed' | 'eof' | 'reset'
+  | 'timeout' | 'auth' | 'rate_limit' | 'config' | 'none' | 'other';
+
+/** Classifies CLI stderr (Go error texts of gh 2.x / glab 1.x). Pure. */
+export function classifyCliStderr(stderr: string): StderrClass {
+  if (stderr.trim() === '') return 'none';
+  if (/proxyconnect|proxy ?(?:error|authentication)|Proxy Authentication Required|: Forbidden\s*$|: Bad Gateway\s*$/im.test(stderr)) return 'proxy';
+  if (/connection refused/i.test(stderr)) return 'connection_refused';
+  if (/no such host|server misbehaving|lookup .*: /i.test(stderr)) return 'dns';
+  if (/x509: |tls: |certificate (?:signed|is not|has expired)/i.test(stderr)) return 'tls';
+  if (/network is unreachable|no route to host/i.test(stderr)) return 'network_unreachable';
+  if (/dial tcp|connect: /i.test(stderr)) return 'connect_failed';
+  if (/timeout|timed out|deadline exceeded/i.test(stderr)) return 'timeout';
+  if (/connection reset|broken pipe|server closed|http2: |stream error|error connecting to/i.test(stderr)) return 'reset';
+  if (/\bEOF\b|unexpected end/i.test(stderr)) return 'eof';
+  if (/bad credentials|authentication required|auth login|GH_TOKEN|GITLAB_TOKEN|requires authentication|HTTP 401|unauthori[sz]ed|not authenticated|no token/i.test(stderr)) return 'auth';
+  if (/rate limit/i.test(stderr)) return 'rate_limit';
+  if (/yaml|config(?:uration)? file|hosts\.yml|config\.yml/i.test(stderr)) return 'config';
+  return 'other';
+}
+
+/** Classes of `classifyCliStderr` that happen before a request leaves. */
+export const STDERR_NOT_SENT: ReadonlySet<StderrClass> = new Set(['connection_refused', 'dns', 'tls', 'proxy', 'network_unreachable', 'connect_failed']);
+/** Classes of `classifyCliStderr` whose request may have reached the server. */
+export const STDERR_IN_TRANSIT: ReadonlySet<StderrClass> = new Set(['eof', 'reset', 'timeout']);
 
 /** True when a `Link` header has a rel="next" entry (GitHub and GitLab pagination). */
 export function hasNextLink(link: string | undefined): boolean {

@@ -11,13 +11,26 @@
  * (http://api.github.localhost/…); transport errors printed as Go errors ("Post \"…\": EOF", "dial tcp …: connect:
  * connection refused"); no retries of its own.
  *
+ * Hosts and tokens (issue #12): the allow-list has been checked before gh is started (src/vcs/host-allow.ts); gh
+ * gets GH_TOKEN/GITHUB_TOKEN only for github.com/github.localhost and the enterprise tokens only for a host the
+ * operator named (ghTokenPolicy); every run has the egress guard (src/vcs/egress-guard.ts) as its only proxy, so a
+ * redirect to another host is neither followed nor believed (GH_HOST_DENIED, reason redirect). gh's stderr is never
+ * copied into a result: only its class (src/vcs/forge-errors.ts classifyCliStderr).
+ *
  * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
+import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
+import { hostListed } from './forge-hosts.js';
+import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
 import {
-  bodyMessage, forgeError, hasNextLink, oneLine, parseIncludeOutput, retryAfterSeconds, type CallKind, type ForgeFailure,
+  bodyMessage, classifyCliStderr, forgeError, hasNextLink, parseIncludeOutput, retryAfterSeconds, STDERR_IN_TRANSIT,
+  STDERR_NOT_SENT, type CallKind, type ForgeFailure, type StderrClass,
 } from './forge-errors.js';
 import {
   describeTarget, hostArg, num, str, type ForgeCallOptions, type Issue, type IssueBackend, type IssueComment,
@@ -51,11 +64,13 @@ export interface ClassifyContext {
   nowMs: number;
 }
 
-/** Transport failures that happen before the request leaves (connect, DNS, proxy connect, TLS handshake). */
-const NOT_SENT = /connection refused|no such host|proxyconnect|network is unreachable|no route to host|dial tcp|tls: |x509: |certificate (?:signed|is not|has expired)|server misbehaving/i;
-/** Transport failures whose request may have reached GitHub (EOF after the request, resets, timeouts). */
-const IN_TRANSIT = /\bEOF\b|connection reset|broken pipe|timeout|timed out|deadline exceeded|error connecting to|server closed|http2: |stream error|unexpected end/i;
-const AUTH_TEXT = /bad credentials|authentication required|gh auth login|GH_TOKEN|requires authentication|HTTP 401/i;
+/** Words for the stderr classes in messages. */
+const STDERR_WORDS: Readonly<Record<StderrClass, string>> = {
+  connection_refused: 'connection refused', dns: 'host name not found', tls: 'TLS or certificate error',
+  proxy: 'the proxy refused the connection', network_unreachable: 'network unreachable', connect_failed: 'could not connect', eof: 'connection closed early',
+  reset: 'connection reset', timeout: 'timeout', auth: 'authentication', rate_limit: 'rate limit', config: 'configuration',
+  none: 'no error text', other: 'unclassified error',
+};
 
 /**
  * Classifies a failed `gh api` run into a SPEC §3.2 failure (code, cause class, message, details). Pure.
@@ -64,7 +79,8 @@ const AUTH_TEXT = /bad credentials|authentication required|gh auth login|GH_TOKE
  */
 export function classifyGh(obs: GhObservation, ctx: ClassifyContext): ForgeFailure {
   const msg = obs.bodyMessage ?? '';
-  const stderrLine = oneLine(obs.stderr);
+  // gh's stderr is never copied (it may quote its config files, paths, tokens): only its class (issue #12).
+  const stderrClass = classifyCliStderr(obs.stderr);
   const base: Record<string, unknown> = { exit_code: obs.exitCode, ...(obs.status !== null ? { status: obs.status } : {}) };
   if (obs.spawnError) {
     if (['ENOENT', 'EACCES', 'ENOEXEC', 'EPERM'].includes(obs.spawnError)) {
@@ -129,30 +145,31 @@ export function classifyGh(obs: GhObservation, ctx: ClassifyContext): ForgeFailu
     }
     if (status < 400) {
       // A 2xx/3xx answer but gh failed (unparseable body, …): a write may have been applied.
-      return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed after GitHub answered HTTP ${status}: ${stderrLine || `exit ${obs.exitCode}`}.`,
-        details: { ...base, stderr: stderrLine } };
+      return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed after GitHub answered HTTP ${status} (exit ${obs.exitCode}).`,
+        details: { ...base, stderr_class: stderrClass } };
     }
     return { code: 'GH_FAILED', failure: 'arguments', message: `GitHub (${ctx.host}) refused the request (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
-      details: { ...base, message: msg || null, stderr: stderrLine },
+      details: { ...base, message: msg || null },
       suggestion: 'Fix the arguments as the message says (e.g. an unknown label or assignee, a title that is too long).' };
   }
-  if (obs.exitCode === 4 || AUTH_TEXT.test(obs.stderr)) {
+  if (obs.exitCode === 4 || stderrClass === 'auth') {
     return { code: 'GH_AUTH_REQUIRED', failure: 'environment', message: `gh is not authenticated for ${ctx.host}${obs.exitCode === 4 ? ' (exit 4)' : ''}.`,
-      details: { ...base, stderr: stderrLine }, suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN.` };
+      details: { ...base, stderr_class: stderrClass }, suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN.` };
   }
-  if (/rate limit/i.test(obs.stderr)) {
-    return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitHub (${ctx.host}) refused the request: rate limit.`, details: { ...base, stderr: stderrLine } };
+  if (stderrClass === 'rate_limit') {
+    return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitHub (${ctx.host}) refused the request: rate limit.`, details: { ...base, stderr_class: stderrClass } };
   }
-  if (NOT_SENT.test(obs.stderr)) {
-    return { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${ctx.host}: ${stderrLine}.`,
-      details: { ...base, reason: 'connect', request_sent: false, stderr: stderrLine } };
+  if (STDERR_NOT_SENT.has(stderrClass)) {
+    return { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${ctx.host} (${STDERR_WORDS[stderrClass]}).`,
+      details: { ...base, reason: 'connect', request_sent: false, stderr_class: stderrClass } };
   }
-  if (IN_TRANSIT.test(obs.stderr)) {
-    return { code: 'GH_NETWORK', failure: 'transient', message: `The connection to ${ctx.host} failed during the request: ${stderrLine}.`,
-      details: { ...base, reason: 'transport', stderr: stderrLine } };
+  if (STDERR_IN_TRANSIT.has(stderrClass)) {
+    return { code: 'GH_NETWORK', failure: 'transient', message: `The connection to ${ctx.host} failed during the request (${STDERR_WORDS[stderrClass]}).`,
+      details: { ...base, reason: 'transport', stderr_class: stderrClass } };
   }
-  return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed (exit ${obs.exitCode ?? 'none: killed'})${stderrLine ? `: ${stderrLine}` : ''}.`,
-    details: { ...base, stderr: stderrLine } };
+  return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed (exit ${obs.exitCode ?? 'none: killed'}${stderrClass === 'config' ? ', gh reported a problem with its configuration' : ''}); its error text is not shown (it may quote files).`,
+    details: { ...base, stderr_class: stderrClass },
+    ...(stderrClass === 'config' ? { suggestion: 'Ask the user to check gh\'s configuration (gh auth status).' } : {}) };
 }
 
 /** True when the token's scopes (`x-oauth-scopes`) include one of the accepted ones (`x-accepted-oauth-scopes`). */
@@ -165,16 +182,101 @@ function scopesSatisfied(accepted: string, granted: string | undefined): boolean
 }
 
 /** Variables removed from gh's environment: those that would pick the target, page, colour or log requests. */
-const GH_ENV_REMOVED = ['GH_REPO', 'GH_HOST', 'GH_DEBUG', 'DEBUG', 'GH_FORCE_TTY', 'CLICOLOR_FORCE', 'GH_PAGER', 'PAGER'];
+const GH_ENV_REMOVED = ['GH_REPO', 'GH_HOST', 'GH_DEBUG', 'DEBUG', 'GH_FORCE_TTY', 'CLICOLOR_FORCE', 'GH_PAGER', 'PAGER',
+  // CODESPACES=true makes gh send GITHUB_TOKEN to enterprise hosts; the proxy exemptions would bypass the guard;
+  // REQUEST_METHOD (CGI) makes Go ignore HTTP_PROXY.
+  'CODESPACES', 'NO_PROXY', 'no_proxy', 'REQUEST_METHOD', 'ALL_PROXY', 'all_proxy'];
+/** Tokens gh sends to github.com (and github.localhost): GH_TOKEN, GITHUB_TOKEN. */
+const GH_DOTCOM_TOKENS = ['GH_TOKEN', 'GITHUB_TOKEN'];
+/** Tokens gh sends to every other host: GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN. */
+const GH_ENTERPRISE_TOKENS = ['GH_ENTERPRISE_TOKEN', 'GITHUB_ENTERPRISE_TOKEN'];
+
+/** True for the hosts gh treats as github.com-like and sends GH_TOKEN/GITHUB_TOKEN to (exact names). */
+export function isDotcomHost(host: string): boolean {
+  const h = host.toLowerCase();
+  return h === 'github.com' || h === 'github.localhost';
+}
 
 /**
- * gh's environment: the server's (proxies, config dir, tokens, CA settings — SPEC §8), minus GH_REPO/GH_HOST and
- * the variables that would make gh page, colour or print debug logs (which may include headers).
+ * The one authority gh talks to for `target` (gh's ghinstance.RESTPrefix): api.github.com:443 for github.com (and
+ * api.HOST for *.github.com), api.github.localhost:80 over plain http for github.localhost, HOST[:port] (443) for an
+ * enterprise host (its REST API is https://HOST/api/v3/).
  */
-export function ghEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function ghApiAuthority(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>): { scheme: 'https' | 'http'; authority: Authority } {
+  const h = target.host.toLowerCase();
+  const localhost = h === 'github.localhost';
+  const dotcomLike = h !== 'garage.github.com' && (h === 'github.com' || h.endsWith('.github.com') || localhost || h.endsWith('.github.localhost'));
+  const scheme = localhost ? 'http' : 'https';
+  const port = target.explicitPort ? target.port : scheme === 'http' ? 80 : 443;
+  return { scheme, authority: { host: dotcomLike ? `api.${h}` : h, port } };
+}
+
+/** Which tokens of the environment reach gh for a target (SPEC §8: tokens only to the instance they belong to). */
+export interface GhTokenPolicy {
+  /** GH_TOKEN/GITHUB_TOKEN kept: only for github.com and github.localhost. */
+  dotcom: boolean;
+  /** GH_ENTERPRISE_TOKEN/GITHUB_ENTERPRISE_TOKEN kept: only for a host the operator named (host-allow.ts). */
+  enterprise: boolean;
+}
+
+/** The token policy for `target` under the raw `--git-remote-allow` entries `allow`. */
+export function ghTokenPolicy(target: Pick<IssueTarget, 'host' | 'port'>, allow: readonly string[],
+  env: NodeJS.ProcessEnv = process.env): GhTokenPolicy {
+  if (isDotcomHost(target.host)) return { dotcom: true, enterprise: false };
+  return { dotcom: false, enterprise: hostListed(operatorNamedGitHubHosts(allow, env), target.host, target.port) };
+}
+
+/**
+ * gh's environment (SPEC §8): the server's (config dir, CA settings, …) minus GH_REPO/GH_HOST, the variables that
+ * would make gh page, colour or print debug logs (which may include headers), the proxy exemptions, and every token
+ * `tokens` does not keep; with `guardUrl` as gh's only proxy (src/vcs/egress-guard.ts).
+ */
+export function ghEnvironment(tokens: GhTokenPolicy, guardUrl: string | null, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const key of GH_ENV_REMOVED) delete env[key];
+  if (!tokens.dotcom) for (const key of GH_DOTCOM_TOKENS) delete env[key];
+  if (!tokens.enterprise) for (const key of GH_ENTERPRISE_TOKENS) delete env[key];
+  if (guardUrl !== null) {
+    for (const key of ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']) env[key] = guardUrl;
+  }
   return { ...env, GH_PROMPT_DISABLED: '1', GH_NO_UPDATE_NOTIFIER: '1', NO_COLOR: '1', GH_SPINNER_DISABLED: '1' };
+}
+
+/** Prefix of the private gh configuration directories (under the OS temporary directory). */
+export const GH_TOKEN_DIR_PREFIX = 'fs-tools-ghtoken-';
+
+/** A private gh configuration directory holding the enterprise token for one host. */
+interface BoundToken {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Binds the environment's enterprise token to the target host for one gh run. gh sends GH_ENTERPRISE_TOKEN to EVERY
+ * host but github.com — also to the target of a redirect gh follows without a proxy (Go never proxies loopback
+ * addresses, so the egress guard cannot stop a redirect to http://127.0.0.1:…). So the token leaves the environment
+ * and goes into a private GH_CONFIG_DIR (mkdtemp, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
+ * of the target host only; gh looks tokens up per request host, so any other host gets none.
+ * @returns null when no enterprise token is set (gh's own configuration stays in force)
+ */
+export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv): BoundToken | null {
+  const token = env.GH_ENTERPRISE_TOKEN || env.GITHUB_ENTERPRISE_TOKEN;
+  if (!token) return null;
+  const keys = [target.host.toLowerCase()];
+  // gh 2.23 looks the token up by host name without the port, later versions with it.
+  if (target.explicitPort) keys.push(`${target.host.toLowerCase()}:${target.port}`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), GH_TOKEN_DIR_PREFIX));
+  try {
+    // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
+    const yaml = keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('');
+    writeFileSync(path.join(dir, 'hosts.yml'), yaml, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  const out: NodeJS.ProcessEnv = { ...env, GH_CONFIG_DIR: dir };
+  for (const key of GH_ENTERPRISE_TOKENS) delete out[key];
+  return { dir, env: out };
 }
 
 /** A successful response. */
@@ -191,13 +293,28 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   const args = ['api', '--hostname', host, '-X', method, '-i', '-H', 'Accept: application/vnd.github+json'];
   if (body !== undefined) args.push('--input', '-');
   args.push(endpoint);
-  const result: CommandResult = await runCommand('gh', args, {
-    env: ghEnvironment(),
-    timeoutMs: opts.timeoutMs,
-    maxOutputBytes: opts.maxOutputBytes,
-    input: body === undefined ? undefined : JSON.stringify(body),
-    signal: opts.signal,
-  });
+  const api = ghApiAuthority(target);
+  const policy = ghTokenPolicy(target, opts.allow ?? []);
+  const guard = await startEgressGuard([api.authority], api.scheme);
+  let bound: BoundToken | null = null;
+  let result: CommandResult;
+  try {
+    let env = ghEnvironment(policy, guard.url);
+    bound = policy.enterprise ? bindEnterpriseToken(target, env) : null;
+    if (bound) env = bound.env;
+    result = await runCommand('gh', args, {
+      env,
+      timeoutMs: opts.timeoutMs,
+      maxOutputBytes: opts.maxOutputBytes,
+      input: body === undefined ? undefined : JSON.stringify(body),
+      signal: opts.signal,
+    });
+  } finally {
+    await guard.close();
+    if (bound) rmSync(bound.dir, { recursive: true, force: true });
+  }
+  if (guard.denied.length > 0) throw redirectDenied(target, guard.denied[0], kind, subject);
+  const guardUnreachable = guard.unreachable > 0;
   const response = parseIncludeOutput(result.stdout);
   const ok = result.exitCode === 0 && !result.timedOut && !result.outputLimited && result.spawnError === null
     && response !== null && response.status >= 200 && response.status < 300;
@@ -214,6 +331,21 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
     }
     return { status: response.status, headers: response.headers, data };
   }
+  if (guardUnreachable && !result.timedOut && result.spawnError === null) {
+    // The guard could not reach the host (or the operator's proxy): gh only saw the guard's 502.
+    throw forgeError(kind, { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${host} (the host or the configured proxy refused the connection).`,
+      details: { exit_code: result.exitCode, reason: 'connect', request_sent: false } }, subject);
+  }
+  if (response !== null && response.status >= 300 && response.status < 400) {
+    // gh did not follow this redirect (a 307/308 of a request with a body): never followed or believed either way.
+    const to = redirectAuthority(response.headers.location, api);
+    if (to === null || to.host !== api.authority.host || to.port !== api.authority.port) {
+      throw redirectDenied(target, { kind: 'redirect', host: to?.host ?? '(unparseable)', port: to?.port ?? null }, kind, subject);
+    }
+    throw forgeError(kind, { code: 'GH_FAILED', failure: 'arguments',
+      message: `GitHub (${host}) answered with a redirect (HTTP ${response.status}) that was not followed; nothing was changed by it.`,
+      details: { status: response.status, exit_code: result.exitCode } }, subject);
+  }
   const failure = classifyGh({
     exitCode: result.exitCode,
     spawnError: result.spawnError,
@@ -225,6 +357,36 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
     stderr: result.stderr,
   }, { host, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() });
   throw forgeError(kind, failure, subject);
+}
+
+/**
+ * GH_HOST_DENIED for a gh run the egress guard stopped: the configured host answered with a redirect to another host
+ * (or gh tried another host). Nothing was sent there; whatever gh printed is not used.
+ */
+function redirectDenied(target: IssueTarget, denial: Denial, kind: CallKind, subject: string): ToolError {
+  const to = `${denial.host}${denial.port !== null && denial.port !== 443 && denial.port !== 80 ? `:${denial.port}` : ''}`;
+  return forgeError(kind, {
+    code: 'GH_HOST_DENIED', failure: 'arguments',
+    message: `GitHub (${hostArg(target)}) redirected the request to another host (${to}); the redirect was not followed, `
+      + 'nothing was sent there and no answer from it was used.',
+    details: { host: target.host, port: target.port, repo: target.repo, reason: 'redirect', redirect_host: denial.host,
+      redirect_port: denial.port, redirect_kind: denial.kind },
+    suggestion: `Pass hostname as the instance the API really lives on, if ${to} is it, and ask the user to allow it; `
+      + 'otherwise the configured host is misbehaving.',
+  }, subject);
+}
+
+/** The authority a Location header names (relative to the API authority); null when unparseable. */
+function redirectAuthority(location: string | undefined, api: ReturnType<typeof ghApiAuthority>): Authority | null {
+  if (!location) return null;
+  try {
+    const base = `${api.scheme}://${api.authority.host.includes(':') ? `[${api.authority.host}]` : api.authority.host}:${api.authority.port}/`;
+    const to = new URL(location, base);
+    if (to.protocol !== 'https:' && to.protocol !== 'http:') return null;
+    return parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80);
+  } catch {
+    return null;
+  }
 }
 
 /** Maps a GitHub REST issue object. */

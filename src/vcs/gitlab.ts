@@ -11,7 +11,11 @@
  *   GITLAB_HOST (gitlab.com when unset), CI_JOB_TOKEN to CI_SERVER_URL/CI_SERVER_HOST. A remote or a `hostname`
  *   pointing elsewhere is called without it (reads of public projects still work; writes are GL_AUTH_REQUIRED with
  *   nothing sent) — a repository's remote must not be able to collect the user's token.
- * - Redirects are not followed (a redirect would carry PRIVATE-TOKEN to another origin): GL_FAILED with the status.
+ * - Redirects are not followed (a redirect would carry PRIVATE-TOKEN to another origin): GL_FAILED with the status
+ *   and only the redirect's host. glab (Go) follows redirects and forwards PRIVATE-TOKEN, so it runs behind the
+ *   egress guard (src/vcs/egress-guard.ts): a redirect to another host is GH_HOST_DENIED (reason redirect).
+ * - No glab stderr and no transport error text in any envelope or log (issue #12): only a class / an errno code;
+ *   GitLab's JSON error message only as a safe snippet (src/vcs/forge-errors.ts).
  * - The response body is read under the output cap (GH_OUTPUT_LIMIT), the whole request under the timeout.
  * - Codes: 401 GL_AUTH_REQUIRED, 403 GL_FORBIDDEN, 404 GL_NOT_FOUND, 429 GH_RATE_LIMIT, 5xx/transport/timeout
  *   GL_NETWORK, other statuses (400, 409, 422, 3xx) GL_FAILED with status and message; retry semantics per
@@ -19,7 +23,7 @@
  */
 import { ToolError } from '../errors/tool-error.js';
 import {
-  bodyMessage, forgeError, hasNextLink, oneLine, parseIncludeOutput, retryAfterSeconds, type CallKind, type ForgeFailure,
+  bodyMessage, classifyCliStderr, forgeError, hasNextLink, oneLine, parseIncludeOutput, retryAfterSeconds, type CallKind, type ForgeFailure,
 } from './forge-errors.js';
 import {
   describeTarget, hostArg, num, str, type ForgeCallOptions, type Issue, type IssueBackend, type IssueComment,
@@ -27,6 +31,7 @@ import {
 } from './issues.js';
 import { splitHostPort } from './remotes.js';
 import { runCommand } from './run-command.js';
+import { startEgressGuard } from './egress-guard.js';
 
 /** A GitLab instance: scheme, host, port and an optional path prefix. */
 export type GitLabInstance = Omit<IssueTarget, 'repo'>;
@@ -115,7 +120,7 @@ export interface GlObservation {
   outputLimited: boolean;
   /** errno-like code of a transport failure (ECONNREFUSED, UND_ERR_SOCKET …), or a glab stderr line's class. */
   transportCode: string | null;
-  /** First line of the transport error message or of glab's stderr. */
+  /** The transport error message or glab's stderr: only classified, never reported (issue #12). */
   transportMessage: string | null;
   /** glab only: exit code. */
   exitCode?: number | null;
@@ -180,30 +185,43 @@ export function classifyGitLab(obs: GlObservation, ctx: { host: string; timeoutM
         details: { ...base, reason: 'server_error', ...(retryAfter !== undefined ? { retry_after_s: retryAfter } : {}) } };
     }
     if (status >= 200 && status < 300) {
-      return { code: 'GL_FAILED', failure: 'unknown_outcome', message: `GitLab (${ctx.host}) answered HTTP ${status} but the answer could not be read${obs.transportMessage ? `: ${obs.transportMessage}` : ''}.`,
+      return { code: 'GL_FAILED', failure: 'unknown_outcome', message: `GitLab (${ctx.host}) answered HTTP ${status} but the answer could not be read.`,
         details: { ...base } };
     }
     if (status >= 300 && status < 400) {
       return { code: 'GL_FAILED', failure: 'arguments', message: `GitLab (${ctx.host}) redirected the request (HTTP ${status}); redirects are not followed.`,
-        details: { ...base, location: obs.headers.location ?? null },
+        details: { ...base, redirect_host: redirectHost(obs.headers.location) },
         suggestion: 'Pass hostname as the instance\'s final https URL (the redirect target).' };
     }
     return { code: 'GL_FAILED', failure: 'arguments', message: `GitLab (${ctx.host}) refused the request (HTTP ${status}${withMsg}).`,
       details: { ...base, message: msg || null }, suggestion: 'Fix the arguments as the message says.' };
   }
-  const text = obs.transportMessage ?? '';
-  if (obs.exitCode !== undefined && /401|unauthori[sz]ed|glab auth login|not authenticated|no token/i.test(text)) {
+  // glab's stderr and transport error texts are never copied (issue #12): only a class / an errno code.
+  const stderrClass = obs.exitCode !== undefined ? classifyCliStderr(obs.transportMessage ?? '') : null;
+  if (stderrClass === 'auth') {
     return { code: 'GL_AUTH_REQUIRED', failure: 'environment', message: `glab is not authenticated for ${ctx.host}.`,
-      details: { ...base, stderr: text }, suggestion: `Run \`glab auth login --hostname ${ctx.host}\` or set GITLAB_TOKEN.` };
+      details: { ...base, stderr_class: stderrClass }, suggestion: `Run \`glab auth login --hostname ${ctx.host}\` or set GITLAB_TOKEN.` };
   }
   const code = obs.transportCode;
   if (code !== null) {
     const notSent = NOT_SENT_CODES.has(code);
     return { code: 'GL_NETWORK', failure: notSent ? 'not_sent' : 'transient',
-      message: notSent ? `Could not connect to GitLab (${ctx.host}): ${text || code}.` : `The connection to GitLab (${ctx.host}) failed during the request: ${text || code}.`,
-      details: { ...base, reason: notSent ? 'connect' : 'transport', errno: code, ...(notSent ? { request_sent: false } : {}) } };
+      message: notSent ? `Could not connect to GitLab (${ctx.host}): ${code}.` : `The connection to GitLab (${ctx.host}) failed during the request: ${code}.`,
+      details: { ...base, reason: notSent ? 'connect' : 'transport', errno: code, ...(stderrClass ? { stderr_class: stderrClass } : {}),
+        ...(notSent ? { request_sent: false } : {}) } };
   }
-  return { code: 'GL_FAILED', failure: 'unknown_outcome', message: `The GitLab request failed${text ? `: ${text}` : ''}.`, details: { ...base } };
+  return { code: 'GL_FAILED', failure: 'unknown_outcome', message: `The GitLab request failed${stderrClass ? ` (glab exit ${obs.exitCode}; its error text is not shown)` : ''}.`,
+    details: { ...base, ...(stderrClass ? { stderr_class: stderrClass } : {}) } };
+}
+
+/** The host[:port] a redirect's Location names (null when absent or unparseable); never the rest of the URL. */
+function redirectHost(location: string | undefined): string | null {
+  if (!location) return null;
+  try {
+    return new URL(location).host || null;
+  } catch {
+    return null;
+  }
 }
 
 /** A successful response. */
@@ -224,9 +242,12 @@ interface GlRequest {
 }
 
 /** glab's environment: the server's, minus GITLAB_REPO (never decides the target) and debug/colour switches. */
-export function glabEnvironment(instance: GitLabInstance, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function glabEnvironment(instance: GitLabInstance, base: NodeJS.ProcessEnv = process.env, guardUrl: string | null = null): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
-  for (const key of ['GITLAB_REPO', 'GLAB_DEBUG', 'DEBUG', 'GLAB_PAGER', 'PAGER', 'CLICOLOR_FORCE']) delete env[key];
+  for (const key of ['GITLAB_REPO', 'GLAB_DEBUG', 'DEBUG', 'GLAB_PAGER', 'PAGER', 'CLICOLOR_FORCE',
+    'NO_PROXY', 'no_proxy', 'REQUEST_METHOD', 'ALL_PROXY', 'all_proxy']) delete env[key];
+  // glab (Go) follows redirects and forwards PRIVATE-TOKEN to the new host: the egress guard is its only proxy.
+  if (guardUrl !== null) for (const key of ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']) env[key] = guardUrl;
   // The environment token belongs to its own instance only (see the module comment); glab's stored per-host
   // credentials still apply.
   if (!gitlabToken(instance, base).token) {
@@ -240,19 +261,32 @@ async function viaGlab(instance: GitLabInstance, req: GlRequest, opts: ForgeCall
   const args = ['api', '--hostname', hostArg({ ...instance, repo: '' }), '-X', req.method, '-i', '-H', 'Accept: application/json'];
   if (req.body !== undefined) args.push('-H', 'Content-Type: application/json', '--input', '-');
   args.push(req.apiPath);
-  const result = await runCommand('glab', args, {
-    env: glabEnvironment(instance),
-    timeoutMs: opts.timeoutMs,
-    maxOutputBytes: opts.maxOutputBytes,
-    input: req.body === undefined ? undefined : JSON.stringify(req.body),
-    signal: opts.signal,
-  });
+  const guard = await startEgressGuard([{ host: instance.host, port: instance.port }], instance.scheme);
+  let result;
+  try {
+    result = await runCommand('glab', args, {
+      env: glabEnvironment(instance, process.env, guard.url),
+      timeoutMs: opts.timeoutMs,
+      maxOutputBytes: opts.maxOutputBytes,
+      input: req.body === undefined ? undefined : JSON.stringify(req.body),
+      signal: opts.signal,
+    });
+  } finally {
+    await guard.close();
+  }
   if (result.spawnError === 'ENOENT') return null;
+  if (guard.denied.length > 0) {
+    const d = guard.denied[0];
+    throw forgeError(req.kind, {
+      code: 'GH_HOST_DENIED', failure: 'arguments',
+      message: `GitLab (${hostArg({ ...instance, repo: '' })}) redirected the request to another host (${d.host}); the redirect was not followed, nothing was sent there and no answer from it was used.`,
+      details: { host: instance.host, port: instance.port, reason: 'redirect', redirect_host: d.host, redirect_port: d.port, redirect_kind: d.kind },
+    }, req.subject);
+  }
   const response = parseIncludeOutput(result.stdout);
   if (result.exitCode === 0 && !result.timedOut && !result.outputLimited && response && response.status >= 200 && response.status < 300) {
     return { status: response.status, headers: response.headers, data: parseJsonOrThrow(response.body, response.status, instance, req) };
   }
-  const stderr = oneLine(result.stderr);
   const transport = response ? null : classifyGlabStderr(result.stderr, result.spawnError);
   throw forgeError(req.kind, classifyGitLab({
     status: response?.status ?? null,
@@ -261,7 +295,7 @@ async function viaGlab(instance: GitLabInstance, req: GlRequest, opts: ForgeCall
     timedOut: result.timedOut,
     outputLimited: result.outputLimited,
     transportCode: transport,
-    transportMessage: stderr || null,
+    transportMessage: result.stderr || null,
     exitCode: result.exitCode,
     tokenSent: true,
     tokenWithheld: false,

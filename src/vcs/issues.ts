@@ -83,6 +83,11 @@ export interface ForgeCallOptions {
   /** Cap on one response (gh: its whole stdout incl. headers), bytes. */
   maxOutputBytes: number;
   signal: AbortSignal;
+  /**
+   * The raw `--git-remote-allow` entries (src/vcs/host-allow.ts); hosts named there may receive an enterprise token.
+   * Absent: none named (only the operator-configured hosts).
+   */
+  allow?: readonly string[];
 }
 
 /** What each forge backend implements. Every method throws ToolError with SPEC §3.2 codes and semantics. */

@@ -7,6 +7,7 @@
  * unlike gh and glab, which silently pick a remote, we never guess.
  */
 import { ToolError } from '../errors/tool-error.js';
+import { configuredForgeHosts, hostListed, type ConfiguredHosts, type HostPort } from './forge-hosts.js';
 import { runGit, throwGitFailure, type GitOptions } from './git.js';
 
 /** The forges the issue tools talk to. */
@@ -134,16 +135,24 @@ export async function listRemotes(workTree: string, options: Omit<GitOptions, 'c
   return remotes;
 }
 
-/** True for a GitHub host: github.com, github.localhost, or any host whose name contains "github". */
-export function isGitHubHost(host: string): boolean {
+/**
+ * True for a GitHub host: exactly github.com, github.localhost (gh's development host), or a host the operator
+ * configured for GitHub (`configured`, default: GH_HOST and gh's hosts.yml — src/vcs/forge-hosts.ts). Never a
+ * substring test: `github.attacker.example` is not GitHub.
+ */
+export function isGitHubHost(host: string, configured: readonly HostPort[] = configuredForgeHosts().github): boolean {
   const h = host.toLowerCase();
-  return h === 'github.com' || h === 'github.localhost' || h.includes('github');
+  return h === 'github.com' || h === 'github.localhost' || hostListed(configured, h);
 }
 
-/** True for a GitLab host: gitlab.com, any host containing "gitlab", or the host of GITLAB_HOST (`gitlabHost`). */
-export function isGitLabHost(host: string, gitlabHost: string | null): boolean {
+/**
+ * True for a GitLab host: exactly gitlab.com, the host of GITLAB_HOST (`gitlabHost`), or a host the operator
+ * configured for GitLab (`configured`, default: GITLAB_HOST and CI_SERVER_URL/CI_SERVER_HOST). Never a substring test.
+ */
+export function isGitLabHost(host: string, gitlabHost: string | null,
+  configured: readonly HostPort[] = configuredForgeHosts().gitlab): boolean {
   const h = host.toLowerCase();
-  return h === 'gitlab.com' || h.includes('gitlab') || (gitlabHost !== null && h === gitlabHost.toLowerCase());
+  return h === 'gitlab.com' || (gitlabHost !== null && h === gitlabHost.toLowerCase()) || hostListed(configured, h);
 }
 
 /** Options of `resolveRepo`. */
@@ -152,6 +161,8 @@ export interface ResolveOptions {
   hostname: string | null;
   /** GitLab only: the host of GITLAB_HOST, which also counts as a GitLab host. */
   gitlabHost?: string | null;
+  /** The operator-configured hosts (default: from the environment, src/vcs/forge-hosts.ts). */
+  configured?: ConfiguredHosts;
 }
 
 /**
@@ -163,11 +174,13 @@ export interface ResolveOptions {
 export function resolveRepo(remotes: readonly Remote[], forge: Forge, options: ResolveOptions): RepoCandidate {
   const wanted = options.hostname?.toLowerCase() ?? null;
   const byKey = new Map<string, RepoCandidate>();
+  const configured = wanted === null ? options.configured ?? configuredForgeHosts() : null;
   for (const remote of remotes) {
     const p = remote.parsed;
     if (!p) continue;
     const onForge = wanted !== null ? p.host === wanted
-      : forge === 'github' ? isGitHubHost(p.host) : isGitLabHost(p.host, options.gitlabHost ?? null);
+      : forge === 'github' ? isGitHubHost(p.host, configured!.github)
+        : isGitLabHost(p.host, options.gitlabHost ?? null, configured!.gitlab);
     if (!onForge) continue;
     const segments = p.path.split('/').length;
     if (forge === 'github' ? segments !== 2 : segments < 2) continue;

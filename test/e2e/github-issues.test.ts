@@ -17,7 +17,7 @@
  *   refuses writes with nothing sent while reads work; VALIDATION bounds with nothing sent.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-common.js';
@@ -62,7 +62,7 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   const auditLog = path.join(scratch.dir, `audit-${era}.jsonl`);
   const base = { HOME, XDG_CONFIG_HOME: HOME };
   /** One server per configuration, started on first use. */
-  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused'): Promise<TestClient> {
+  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused' | 'badconfig'): Promise<TestClient> {
     let c = clients.get(kind);
     if (c) return c;
     const env: Record<string, string> = { ...base, ...fake.env() };
@@ -71,7 +71,21 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     if (kind === 'readonly') args.push('--readonly', '--git-remote-allow=github.localhost/octo');
     if (kind === 'limits') args.push('--forge-timeout-ms=1500', '--forge-output-bytes=4000');
     if (kind === 'nogh') env.PATH = path.join(scratch.dir, 'bin');
-    if (kind === 'notoken') env.GH_TOKEN = '';
+    if (kind === 'notoken') {
+      // No token anywhere: an empty gh config dir (gh's hosts.yml would make gh believe it is logged in), so the
+      // fake's host is allowed explicitly, next to the configured hosts.
+      env.GH_TOKEN = '';
+      env.GH_CONFIG_DIR = path.join(HOME, 'empty-gh-config');
+      mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
+      args.push('--git-remote-allow=default,github.localhost');
+    }
+    if (kind === 'badconfig') {
+      // gh's own configuration is broken YAML holding a secret line: gh fails and names the file on stderr.
+      env.GH_CONFIG_DIR = path.join(HOME, `bad-gh-config-${era}`);
+      mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
+      writeFileSync(path.join(env.GH_CONFIG_DIR, 'hosts.yml'), `github.localhost:\n  oauth_token: ${LEAKED}\n bad: [unclosed\n`);
+      args.push('--git-remote-allow=github.localhost');
+    }
     if (kind === 'refused') {
       // A proxy port nobody listens on: gh's connection is refused before any request is sent.
       const closed = 'http://127.0.0.1:9';
@@ -297,6 +311,15 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(fake.issue('octo/hello', 1)!.comments).toHaveLength(0);
     });
 
+    it('issue #12: gh\'s error text never reaches the envelope (a broken config file: only stderr_class)', async () => {
+      const r = await call({ action: 'list', ...REPO }, 'badconfig');
+      const e = expectCode(r, 'GH_FAILED');
+      expect(e.error.details).toMatchObject({ stderr_class: 'config' });
+      const all = JSON.stringify(r);
+      for (const leak of [LEAKED, 'hosts.yml', 'bad-gh-config', 'invalid yaml']) expect(all).not.toContain(leak);
+      expect(fake.requests).toEqual([]);
+    });
+
     it('GH_NETWORK: connection refused → retryable read, request not sent', async () => {
       const e = expectCode(await call({ action: 'list', ...REPO }, 'refused'), 'GH_NETWORK');
       expect([e.error.retryable, e.error.recovery]).toEqual([true, 'retry_later']);
@@ -385,6 +408,22 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(fake.connects).toEqual([]);
       const ok = await call({ action: 'view', ...REPO, number: 1 }, 'readonly');
       expect(ok.isError, textOf(ok)).toBeFalsy();
+    });
+
+    it('issue #12: a redirect to another host (plain http) is not followed; hostile names are denied by default', async () => {
+      fake.script({ method: 'GET', status: 302, headers: { location: 'http://evil.example/repos/octo/hello/issues' } });
+      const r = await call({ action: 'list', ...REPO });
+      const e = expectCode(r, 'GH_HOST_DENIED');
+      expect(e.error.details).toMatchObject({ reason: 'redirect', redirect_host: 'evil.example', host: 'github.localhost' });
+      expect(fake.requests.map((q) => q.headers.host)).toEqual(['api.github.localhost']);
+      expect(JSON.stringify(r)).not.toContain(FAKE_GH_TOKEN);
+      fake.requests.length = 0;
+      // The default allow-list is the configured hosts: github.localhost (gh's hosts.yml), github.com, GH_HOST's decoy.
+      for (const hostname of ['github.localhost.evil.example', 'evil-github.localhost', 'localhost']) {
+        expectCode(await call({ action: 'list', repo: 'octo/hello', hostname }), 'GH_HOST_DENIED');
+      }
+      expect(fake.requests).toEqual([]);
+      expect(fake.connects).toEqual([]);
     });
 
     it('READONLY: every write action refused before anything is sent (before the host check too)', async () => {

@@ -83,7 +83,7 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     };
   });
 
-  async function server(kind: 'main' | 'readonly' | 'limits'): Promise<TestClient> {
+  async function server(kind: 'main' | 'readonly' | 'limits' | 'anyhost'): Promise<TestClient> {
     let c = clients.get(kind);
     if (c) return c;
     const env = { HOME, XDG_CONFIG_HOME: HOME, PATH: BIN, GITLAB_TOKEN: FAKE_GITLAB_TOKEN, GITLAB_HOST: HOST,
@@ -92,6 +92,8 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     if (kind === 'main') args.push(`--audit-log=${auditLog}`);
     if (kind === 'readonly') args.push('--readonly', `--git-remote-allow=127.0.0.1:${fake.port}/a`);
     if (kind === 'limits') args.push('--forge-timeout-ms=1500', '--forge-output-bytes=3000');
+    // Issue #12: the default allow-list is the configured hosts (here GITLAB_HOST = 127.0.0.1:PORT); `*` admits any.
+    if (kind === 'anyhost') args.push('--git-remote-allow=*');
     c = await connect(era, { args, env });
     clients.set(kind, c);
     return c;
@@ -199,13 +201,20 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(fake.requests).toEqual([]);
     });
 
-    it('the token goes only to its own instance: another spelling of the host reads anonymously, cannot write', async () => {
+    it('another spelling of the host is not a configured host: GH_HOST_DENIED by default, nothing sent', async () => {
+      const e = expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: `http://localhost:${fake.port}` }), 'GH_HOST_DENIED');
+      expect(e.error.details).toMatchObject({ host: 'localhost', port: fake.port });
+      expect(e.error.details.allowed).toContain(`127.0.0.1:${fake.port}`);
+      expect(fake.requests).toEqual([]);
+    });
+
+    it('the token goes only to its own instance (even with --git-remote-allow=*): another spelling reads anonymously, cannot write', async () => {
       const other = `http://localhost:${fake.port}`;
-      const r = await call({ action: 'list', repo: 'a/b/c', hostname: other });
+      const r = await call({ action: 'list', repo: 'a/b/c', hostname: other }, 'anyhost');
       expect(r.isError, textOf(r)).toBeFalsy();
       expect(fake.requests[0].headers['private-token']).toBeUndefined();
       fake.requests.length = 0;
-      const e = expectCode(await call({ action: 'comment', repo: 'a/b/c', hostname: other, number: 1, body: 'x' }), 'GL_AUTH_REQUIRED');
+      const e = expectCode(await call({ action: 'comment', repo: 'a/b/c', hostname: other, number: 1, body: 'x' }, 'anyhost'), 'GL_AUTH_REQUIRED');
       expect(e.error.details).toMatchObject({ token_withheld: true, write_sent: false });
       expect(fake.requests).toEqual([]);
     });
@@ -253,7 +262,7 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     });
 
     it('GL_NETWORK: connection refused (read retryable, nothing sent)', async () => {
-      const e = expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: `http://127.0.0.1:${await closedPort()}` }), 'GL_NETWORK');
+      const e = expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: `http://127.0.0.1:${await closedPort()}` }, 'anyhost'), 'GL_NETWORK');
       expect([e.error.retryable, e.error.recovery]).toEqual([true, 'retry_later']);
       expect(e.error.details).toMatchObject({ request_sent: false, errno: 'ECONNREFUSED' });
     });

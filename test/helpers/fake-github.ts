@@ -10,7 +10,7 @@
  * request (method, path with query, body, headers), and can be scripted per test: a scripted answer (status,
  * headers, body), a delay, a request that is never answered, or a connection dropped after the request was read.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -83,6 +83,9 @@ export class FakeGitHub {
 
   private constructor(private readonly server: http.Server, readonly port: number) {
     this.configDir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-ghcfg-'));
+    // gh's own configuration names github.localhost (no token in it: GH_TOKEN supplies it), so the default
+    // --git-remote-allow (the operator-configured hosts) admits the fake's host.
+    writeFileSync(path.join(this.configDir, 'hosts.yml'), 'github.localhost:\n    user: tester\n    git_protocol: https\n');
   }
 
   /** Starts a fake on 127.0.0.1 (ephemeral port). */

@@ -10,11 +10,14 @@
  * - classifyGitLab: 401, 403, 404, 429, 5xx, 3xx, 422, 2xx with an unreadable body, transport codes, timeout, cap;
  * - helpers: retryAfterSeconds (seconds, HTTP date, GitHub and GitLab reset headers), parseIncludeOutput (gh LF and
  *   glab CRLF), bodyMessage (GitHub and GitLab shapes).
+ * - issue #12: no gh/glab stderr or transport text in any failure (only `stderr_class`), forge messages as safe
+ *   snippets (one line, no control characters, redacted, capped).
  */
 import { describe, expect, test } from 'vitest';
 import { ALL_RECOVERIES } from '../../src/errors/codes.js';
 import {
-  bodyMessage, forgeError, parseIncludeOutput, retryAfterSeconds, retrySemantics, type CallKind, type FailureClass,
+  bodyMessage, classifyCliStderr, forgeError, parseIncludeOutput, retryAfterSeconds, retrySemantics, SNIPPET_MAX_CHARS,
+  type CallKind, type FailureClass,
 } from '../../src/vcs/forge-errors.js';
 import { classifyGh, type GhObservation } from '../../src/vcs/github.js';
 import { classifyGitLab, type GlObservation } from '../../src/vcs/gitlab.js';
@@ -22,6 +25,11 @@ import { classifyGitLab, type GlObservation } from '../../src/vcs/gitlab.js';
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
 const ctx = { host: 'github.com', timeoutMs: 30_000, maxOutputBytes: 1_048_576, nowMs: NOW };
 const nowS = Math.floor(NOW / 1000);
+const gl = (o: Partial<GlObservation>): GlObservation => ({
+  status: null, headers: {}, bodyMessage: null, timedOut: false, outputLimited: false, transportCode: null,
+  transportMessage: null, tokenSent: true, tokenWithheld: false, ...o,
+});
+const glCtx = { host: 'gitlab.example.com', timeoutMs: 1000, maxOutputBytes: 4096, nowMs: NOW };
 
 /** An observation: gh exited 1 after an HTTP answer, unless overridden. */
 function gh(o: Partial<GhObservation>): GhObservation {
@@ -55,7 +63,7 @@ describe('classifyGh', () => {
     ['410', http(410, 'Issues are disabled for this repo'), 'GH_NOT_FOUND', 'arguments', { status: 410, reason: 'gone' }],
     ['500', http(500, null), 'GH_NETWORK', 'transient', { status: 500, reason: 'server_error' }],
     ['502 with an HTML body', gh({ status: 502, stderr: "invalid character '<' looking for beginning of value" }), 'GH_NETWORK', 'transient', { status: 502 }],
-    ['422', http(422, 'Validation Failed'), 'GH_FAILED', 'arguments', { status: 422, exit_code: 1, stderr: 'gh: Validation Failed (HTTP 422)' }],
+    ['422', http(422, 'Validation Failed'), 'GH_FAILED', 'arguments', { status: 422, exit_code: 1, message: 'Validation Failed' }],
     ['201 but gh failed', gh({ status: 201, stderr: 'unexpected end of JSON input' }), 'GH_FAILED', 'unknown_outcome', { status: 201 }],
     ['connection refused', gh({ stderr: 'Get "http://api.github.localhost/x": proxyconnect tcp: dial tcp 127.0.0.1:9: connect: connection refused' }),
       'GH_NETWORK', 'not_sent', { reason: 'connect', request_sent: false }],
@@ -63,7 +71,9 @@ describe('classifyGh', () => {
     ['EOF after the request', gh({ stderr: 'Post "http://api.github.localhost/repos/o/r/issues/1/comments": EOF' }),
       'GH_NETWORK', 'transient', { reason: 'transport' }],
     ['reset', gh({ stderr: 'read tcp 1.2.3.4:5->6.7.8.9:443: read: connection reset by peer' }), 'GH_NETWORK', 'transient', {}],
-    ['unknown failure', gh({ stderr: 'something odd happened' }), 'GH_FAILED', 'unknown_outcome', { exit_code: 1, stderr: 'something odd happened' }],
+    ['unknown failure', gh({ stderr: 'something odd happened' }), 'GH_FAILED', 'unknown_outcome', { exit_code: 1, stderr_class: 'other' }],
+    ['a config file error', gh({ stderr: 'failed to read configuration: yaml: line 2: could not find expected \':\'\n  oauth_token: gho_x' }),
+      'GH_FAILED', 'unknown_outcome', { stderr_class: 'config' }],
     ['killed by a signal', gh({ exitCode: null }), 'GH_FAILED', 'unknown_outcome', { exit_code: null }],
   ])('%s → %s', (_label, obs, code, failure, details) => {
     const f = classifyGh(obs, ctx);
@@ -133,11 +143,6 @@ describe('retry semantics (SPEC §3.2)', () => {
 });
 
 describe('classifyGitLab', () => {
-  const gl = (o: Partial<GlObservation>): GlObservation => ({
-    status: null, headers: {}, bodyMessage: null, timedOut: false, outputLimited: false, transportCode: null,
-    transportMessage: null, tokenSent: true, tokenWithheld: false, ...o,
-  });
-  const glCtx = { host: 'gitlab.example.com', timeoutMs: 1000, maxOutputBytes: 4096, nowMs: NOW };
   test.each<[string, GlObservation, string, FailureClass, Record<string, unknown>]>([
     ['401', gl({ status: 401, bodyMessage: '401 Unauthorized' }), 'GL_AUTH_REQUIRED', 'environment', { status: 401, token_sent: true }],
     ['401 with the token withheld', gl({ status: 401, tokenSent: false, tokenWithheld: true }), 'GL_AUTH_REQUIRED', 'environment', { token_withheld: true }],
@@ -146,7 +151,7 @@ describe('classifyGitLab', () => {
     ['429 Retry-After', gl({ status: 429, headers: { 'retry-after': '12' } }), 'GH_RATE_LIMIT', 'rate_limit', { retry_after_s: 12 }],
     ['429 RateLimit-Reset', gl({ status: 429, headers: { 'ratelimit-reset': String(nowS + 40) } }), 'GH_RATE_LIMIT', 'rate_limit', { retry_after_s: 40 }],
     ['500', gl({ status: 500 }), 'GL_NETWORK', 'transient', { status: 500 }],
-    ['302', gl({ status: 302, headers: { location: 'https://elsewhere' } }), 'GL_FAILED', 'arguments', { status: 302, location: 'https://elsewhere' }],
+    ['302', gl({ status: 302, headers: { location: 'https://elsewhere/x?private_token=abc' } }), 'GL_FAILED', 'arguments', { status: 302, redirect_host: 'elsewhere' }],
     ['409', gl({ status: 409, bodyMessage: 'conflict' }), 'GL_FAILED', 'arguments', { status: 409, message: 'conflict' }],
     ['422', gl({ status: 422, bodyMessage: 'title is too long' }), 'GL_FAILED', 'arguments', { status: 422 }],
     ['201 unreadable', gl({ status: 201, transportMessage: 'terminated' }), 'GL_FAILED', 'unknown_outcome', { status: 201 }],
@@ -159,6 +164,40 @@ describe('classifyGitLab', () => {
     const f = classifyGitLab(obs, glCtx);
     expect([f.code, f.failure]).toEqual([code, failure]);
     expect(f.details).toMatchObject(details);
+  });
+});
+
+describe('issue #12: no CLI stderr or transport text in any message or detail', () => {
+  const FILE_LINE = 'DB_PASSWORD=hunter2-from-a-dotenv-file';
+  const stderrs = [
+    `failed to parse /root/.config/gh/hosts.yml: yaml: line 1: ${FILE_LINE}`,
+    `open /work/.env: ${FILE_LINE}`,
+    `Get "https://api.github.com/x": dial tcp: lookup ${FILE_LINE}: no such host`,
+    `${FILE_LINE}\nsecond line`,
+  ];
+  test.each(stderrs)('gh stderr %#', (stderr) => {
+    for (const obs of [gh({ stderr }), gh({ stderr, exitCode: 4 }), gh({ stderr, status: 201 }), gh({ stderr, status: 422 })]) {
+      const f = classifyGh(obs, ctx);
+      expect(JSON.stringify(f)).not.toContain('hunter2');
+    }
+  });
+  test.each(stderrs)('glab stderr / transport message %#', (text) => {
+    for (const obs of [gl({ exitCode: 1, transportMessage: text }), gl({ transportCode: 'ECONNREFUSED', transportMessage: text }),
+      gl({ status: 201, transportMessage: text }), gl({ exitCode: 1, transportCode: 'NOT_SENT', transportMessage: text })]) {
+      const f = classifyGitLab(obs, glCtx);
+      expect(JSON.stringify(f)).not.toContain('hunter2');
+    }
+  });
+  test('classifyCliStderr maps Go error texts to fixed words', () => {
+    expect(classifyCliStderr('')).toBe('none');
+    expect(classifyCliStderr('Get "https://evil.example/x": Forbidden')).toBe('proxy');
+    expect(classifyCliStderr('x509: certificate signed by unknown authority')).toBe('tls');
+    expect(classifyCliStderr('yaml: unmarshal errors')).toBe('config');
+  });
+  test('a forge body message is one redacted line of at most 200 characters without control characters', () => {
+    const m = bodyMessage(JSON.stringify({ message: `bad \u001b[31mred\u202e token ghp_${'a'.repeat(36)}\nsecond line ${'x'.repeat(500)}` }))!;
+    expect(m).toBe('bad [31mred token [REDACTED]');
+    expect(bodyMessage(JSON.stringify({ message: 'y'.repeat(500) }))!.length).toBe(SNIPPET_MAX_CHARS);
   });
 });
 

@@ -5,19 +5,27 @@
  *   into github.com; local paths, file://, Windows drives and `~user` paths are not forge remotes;
  * - resolveRepo: duplicates of one repo (https + ssh, any case) fold into one candidate; different repos are
  *   GH_AMBIGUOUS / GL_AMBIGUOUS with the candidates; none is *_REPO_UNRESOLVED; `hostname` restricts to that host;
- *   GITLAB_HOST's host counts as GitLab;
+ *   GITLAB_HOST's host counts as GitLab; hosts are GitHub/GitLab by exact name (issue #12: no substring test);
  * - listRemotes with the real git: `insteadOf` is applied, remote names with dots work, no remote → [];
  * - host-allow: host, host:port (the port must match; 443/80 are the defaults), host/owner prefixes on whole
- *   segments, repo URLs in https and scp form, case-insensitivity, malformed entries match nothing, empty list
- *   allows all, GH_HOST_DENIED details.
+ *   segments, repo URLs in https and scp form, case-insensitivity, malformed entries match nothing, `*` allows all,
+ *   the default (no flag) is the operator-configured hosts (gh's hosts.yml, GH_HOST, GITLAB_HOST, CI_SERVER_URL),
+ *   `default` extends a given list, GH_HOST_DENIED details.
  */
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { assertHostAllowed, isAllowed, parseAllowEntry } from '../../src/vcs/host-allow.js';
 import { listRemotes, parseRemoteUrl, resolveRepo, type Remote } from '../../src/vcs/remotes.js';
 import { makeTree } from '../helpers/tree.js';
+import { GH_HOSTS_FILE_MAX_BYTES, ghConfiguredHosts, parseGhHostsYaml } from '../../src/vcs/forge-hosts.js';
+
+/** An environment without any configured forge host (no gh config reachable), so the tests do not depend on the machine. */
+const cfgTree = makeTree({ gh: {} }, 'fs-tools-ghhosts-');
+afterAll(() => cfgTree.cleanup());
+const EMPTY_ENV: NodeJS.ProcessEnv = { GH_CONFIG_DIR: path.join(cfgTree.dir, 'none') };
 
 describe('parseRemoteUrl', () => {
   test.each([
@@ -88,7 +96,26 @@ describe('resolveRepo', () => {
   test('the same path on two hosts is two repos', () => {
     expect(thrown(() => resolveRepo([
       remote('a', 'https://github.com/o/r'), remote('b', 'https://github.example.com/o/r'),
-    ], 'github', { hostname: null })).code).toBe('GH_AMBIGUOUS');
+    ], 'github', { hostname: null, configured: { github: [{ host: 'github.example.com', port: null }], gitlab: [] } })).code).toBe('GH_AMBIGUOUS');
+  });
+
+  test('issue #12: a host is GitHub/GitLab by its exact name, never because it contains "github"/"gitlab"', () => {
+    const none = { github: [], gitlab: [] };
+    for (const url of ['https://github.attacker.example/o/r', 'git@mygithub.com:o/r.git', 'https://github.com.evil.example/o/r',
+      'https://evil.example/github.com/o']) {
+      const e = thrown(() => resolveRepo([remote('origin', url)], 'github', { hostname: null, configured: none }));
+      expect([url, e.code]).toEqual([url, 'GH_REPO_UNRESOLVED']);
+    }
+    expect(thrown(() => resolveRepo([remote('o', 'https://gitlab.attacker.example/a/b')], 'gitlab', { hostname: null, configured: none })).code)
+      .toBe('GL_REPO_UNRESOLVED');
+    // A hostile remote next to the real one does not make it ambiguous: it is simply not a GitHub remote.
+    expect(resolveRepo([remote('origin', 'https://github.com/o/r'), remote('evil', 'https://github.attacker.example/o/r')], 'github',
+      { hostname: null, configured: none })).toMatchObject({ host: 'github.com', repo: 'o/r', remotes: ['origin'] });
+    // Hosts the operator configured (gh's hosts.yml, GH_HOST; GITLAB_HOST, CI_SERVER_URL) count, exactly.
+    const configured = { github: [{ host: 'ghe.corp.example', port: null }], gitlab: [{ host: 'code.corp.example', port: null }] };
+    expect(resolveRepo([remote('o', 'git@ghe.corp.example:t/app.git')], 'github', { hostname: null, configured }).host).toBe('ghe.corp.example');
+    expect(thrown(() => resolveRepo([remote('o', 'git@x.ghe.corp.example:t/app.git')], 'github', { hostname: null, configured })).code).toBe('GH_REPO_UNRESOLVED');
+    expect(resolveRepo([remote('o', 'https://code.corp.example/a/b/c')], 'gitlab', { hostname: null, configured }).repo).toBe('a/b/c');
   });
 
   test('hostname restricts candidates to that host (any name)', () => {
@@ -110,12 +137,15 @@ describe('resolveRepo', () => {
     expect(resolveRepo([remote('o', 'git@gitlab.com:a/b/c.git')], 'gitlab', { hostname: null }).repo).toBe('a/b/c');
   });
 
-  test('GitLab hosts: gitlab.com, names containing gitlab, GITLAB_HOST\'s host; the web port of an http(s) remote is kept', () => {
+  test('GitLab hosts: gitlab.com and GITLAB_HOST\'s host (exact; issue #12); the web port of an http(s) remote is kept', () => {
+    const configured = { github: [], gitlab: [] };
     const remotes = [remote('ssh', 'git@code.corp.example:team/app.git'), remote('web', 'https://code.corp.example:8443/team/app.git')];
-    expect(thrown(() => resolveRepo(remotes, 'gitlab', { hostname: null })).code).toBe('GL_REPO_UNRESOLVED');
-    expect(resolveRepo(remotes, 'gitlab', { hostname: null, gitlabHost: 'code.corp.example' }))
+    expect(thrown(() => resolveRepo(remotes, 'gitlab', { hostname: null, configured })).code).toBe('GL_REPO_UNRESOLVED');
+    expect(resolveRepo(remotes, 'gitlab', { hostname: null, gitlabHost: 'code.corp.example', configured }))
       .toEqual({ host: 'code.corp.example', port: 8443, scheme: 'https', repo: 'team/app', remotes: ['ssh', 'web'] });
-    expect(resolveRepo([remote('o', 'https://gitlab.corp.example/x/y')], 'gitlab', { hostname: null }).host).toBe('gitlab.corp.example');
+    // Was accepted by a substring test before issue #12.
+    expect(thrown(() => resolveRepo([remote('o', 'https://gitlab.corp.example/x/y')], 'gitlab', { hostname: null, configured })).code)
+      .toBe('GL_REPO_UNRESOLVED');
   });
 });
 
@@ -146,7 +176,8 @@ describe('--git-remote-allow', () => {
   const target = (host: string, port: number, repo: string) => ({ host, port, repo });
   test.each([
     // [entries, host, port, repo, allowed]
-    [[], 'github.com', 443, 'o/r', true],
+    [['*'], 'evil.example', 443, 'o/r', true],
+    [['github.com/octo', '*'], 'evil.example', 443, 'o/r', true],
     [['github.com'], 'github.com', 443, 'o/r', true],
     [['GitHub.com'], 'github.com', 443, 'O/R', true],
     [['github.com'], 'gitlab.com', 443, 'o/r', false],
@@ -161,13 +192,49 @@ describe('--git-remote-allow', () => {
     [['gitlab.example.com:8443'], 'gitlab.example.com', 8443, 'a/b/c', true],
     [['gitlab.example.com:8443'], 'gitlab.example.com', 443, 'a/b/c', false],
     [['gitlab.example.com:443'], 'gitlab.example.com', 443, 'a/b', true],
+    [['gitlab.example.com'], 'gitlab.example.com', 8443, 'a/b', false],
+    [['github.com'], 'github.com', 8443, 'o/r', false],
     [['127.0.0.1:8929/a/b'], '127.0.0.1', 8929, 'a/b/c', true],
     [['127.0.0.1:8929/a/b'], '127.0.0.1', 8930, 'a/b/c', false],
     [['http://127.0.0.1:8929/a'], '127.0.0.1', 8929, 'a/b/c', true],
     [['not a host', '::::'], 'github.com', 443, 'o/r', false],
     [['evil.com', 'github.com/octo'], 'github.com', 443, 'octo/x', true],
   ])('%j admits %s:%i %s → %s', (entries, host, port, repo, allowed) => {
-    expect(isAllowed(entries, target(host, port, repo))).toBe(allowed);
+    expect(isAllowed(entries, target(host, port, repo), EMPTY_ENV)).toBe(allowed);
+  });
+
+  test('issue #12: the default (no flag) is the operator-configured hosts, exact names, not "any"', () => {
+    const env = { ...EMPTY_ENV, GH_HOST: 'ghe.corp.example', GITLAB_HOST: 'https://code.corp.example:8443', CI_SERVER_URL: 'https://ci-gitlab.example/' };
+    const ok = (host: string, port = 443, e: NodeJS.ProcessEnv = env, allow: string[] = []) => isAllowed(allow, target(host, port, 'o/r'), e);
+    expect([ok('github.com'), ok('gitlab.com'), ok('ghe.corp.example'), ok('code.corp.example', 8443), ok('ci-gitlab.example')])
+      .toEqual([true, true, true, true, true]);
+    expect([ok('evil.example'), ok('github.attacker.example'), ok('api.github.com'), ok('code.corp.example', 443), ok('github.localhost', 80)])
+      .toEqual([false, false, false, false, false]);
+    expect(ok('ghe.corp.example', 443, EMPTY_ENV)).toBe(false);
+    // A given list replaces the default; `default` puts it back; `*` allows any host.
+    expect(ok('github.com', 443, env, ['ghe.corp.example'])).toBe(false);
+    expect(ok('github.com', 443, env, ['default', 'extra.example'])).toBe(true);
+    expect(ok('extra.example', 443, env, ['default', 'extra.example'])).toBe(true);
+    expect(ok('evil.example', 443, env, ['*'])).toBe(true);
+  });
+
+  test('issue #12: the hosts of gh\'s own hosts.yml (GH_CONFIG_DIR, else XDG_CONFIG_HOME/gh, else ~/.config/gh)', () => {
+    const dir = path.join(cfgTree.dir, 'gh');
+    writeFileSync(path.join(dir, 'hosts.yml'), [
+      'github.com:', '    oauth_token: gho_secretsecretsecret', '    user: me',
+      '"ghe.corp.example":', '    user: me', 'ghe2.corp.example:8443: # a comment', '    user: me',
+      'not a host name:', '  nested.example:', '- list.example', 'oauth_token: x',
+    ].join('\n'));
+    const expected = [{ host: 'github.com', port: null }, { host: 'ghe.corp.example', port: null }, { host: 'ghe2.corp.example', port: 8443 }];
+    expect(ghConfiguredHosts({ GH_CONFIG_DIR: dir })).toEqual(expected);
+    expect(ghConfiguredHosts({ XDG_CONFIG_HOME: cfgTree.dir })).toEqual(expected);
+    expect(ghConfiguredHosts({}, path.join(cfgTree.dir, 'nohome'))).toEqual([]);
+    expect(isAllowed([], target('ghe.corp.example', 443, 'o/r'), { GH_CONFIG_DIR: dir })).toBe(true);
+    expect(isAllowed([], target('nested.example', 443, 'o/r'), { GH_CONFIG_DIR: dir })).toBe(false);
+    // Fail closed: a file too large contributes no host (and nothing of it is ever reported).
+    writeFileSync(path.join(dir, 'hosts.yml'), `big.example:\n${'#'.repeat(GH_HOSTS_FILE_MAX_BYTES)}\n`);
+    expect(ghConfiguredHosts({ GH_CONFIG_DIR: dir })).toEqual([]);
+    expect(parseGhHostsYaml('a.example:\r\nb.example:\r\n')).toEqual([{ host: 'a.example', port: null }, { host: 'b.example', port: null }]);
   });
 
   test('entries parse into host, port and path segments', () => {
@@ -177,7 +244,7 @@ describe('--git-remote-allow', () => {
   });
 
   test('GH_HOST_DENIED names the host, port, repo and the list', () => {
-    const e = thrown(() => assertHostAllowed(['github.com/octo'], target('github.com', 443, 'evil/x')));
+    const e = thrown(() => assertHostAllowed(['github.com/octo'], target('github.com', 443, 'evil/x'), EMPTY_ENV));
     expect(e.code).toBe('GH_HOST_DENIED');
     expect(e.details).toEqual({ host: 'github.com', port: 443, repo: 'evil/x', allowed: ['github.com/octo'] });
     expect(e.message).toMatch(/nothing was sent/);

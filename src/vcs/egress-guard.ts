@@ -1,0 +1,309 @@
+/**
+ * The egress guard of `gh` (SPEC §8: no answer that redirects to another host is followed or believed). gh follows
+ * HTTP redirects itself, and gh 2.23 attaches a token to the redirect target's request (GH_ENTERPRISE_TOKEN for any
+ * host but github.com), so a redirect from the configured host to another one would carry the token there and its
+ * answer would be returned as the issue data. gh has no switch to stop that; so every gh run gets this guard as its
+ * only proxy:
+ *
+ * - a proxy on 127.0.0.1 (an ephemeral port, one per gh run, closed when gh exits) that gh reaches through
+ *   HTTPS_PROXY/HTTP_PROXY (NO_PROXY removed from gh's environment, so no host is exempt);
+ * - a CONNECT tunnel is opened only to the one allowed authority (the API host:port of the target, e.g.
+ *   api.github.com:443 or ghe.example.com:443); any other CONNECT is refused with 403 before a byte reaches that host
+ *   — the TLS handshake, and so any token, never starts;
+ * - a plain-http request (gh uses http only for github.localhost) is forwarded only to the allowed authority; a 3xx
+ *   answer whose Location names another authority is not passed on (gh gets a 502 instead), so gh cannot even try;
+ * - every refusal is recorded (`denied`), and the caller turns a gh run with a refusal into GH_HOST_DENIED whatever gh
+ *   printed — the answer of a run that was redirected elsewhere is never believed.
+ *
+ * The operator's own proxy still applies: the guard forwards allowed traffic through HTTPS_PROXY / HTTP_PROXY (an
+ * http:// proxy, optional user:password) of the server's environment unless NO_PROXY exempts the host (Go's rules:
+ * `*`, host or domain suffix, `.suffix`, IP, CIDR, optional port). Any other proxy scheme fails closed (502).
+ *
+ * Limit (documented in the README): Go never sends loopback destinations (127.0.0.0/8, ::1, localhost) to a proxy,
+ * so a redirect from an allowed https host to a loopback address is followed by gh directly; it can only come from a
+ * host the operator configured, and an https loopback target still needs a certificate the operator trusts.
+ */
+import http from 'node:http';
+import net from 'node:net';
+
+/** One allowed host:port (host lower-case, IPv6 without brackets). */
+export interface Authority {
+  host: string;
+  port: number;
+}
+
+/** One refused attempt. */
+export interface Denial {
+  /** connect: a CONNECT tunnel; request: a plain-http request; redirect: a 3xx answer pointing elsewhere. */
+  kind: 'connect' | 'request' | 'redirect';
+  host: string;
+  port: number | null;
+}
+
+/** A running guard. */
+export interface EgressGuard {
+  /** `http://127.0.0.1:PORT`, for gh's HTTPS_PROXY/HTTP_PROXY. */
+  readonly url: string;
+  /** Refused attempts so far. */
+  readonly denied: Denial[];
+  /**
+   * Allowed attempts whose next hop (the host, or the operator's proxy) could not be connected to — or whose
+   * upstream proxy refused the tunnel: nothing of that attempt reached the host.
+   */
+  readonly unreachable: number;
+  /** Stops listening and destroys every open connection. */
+  close(): Promise<void>;
+}
+
+/** Splits `host:port` / `[v6]:port`; null when malformed. */
+export function parseAuthority(raw: string, defaultPort: number | null = null): Authority | null {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^\s:/?#[\]@]+))(?::(\d{1,5}))?$/.exec(raw.trim());
+  if (!m) return null;
+  const port = m[3] !== undefined ? Number(m[3]) : defaultPort;
+  if (port === null || port < 1 || port > 65535) return null;
+  return { host: (m[1] ?? m[2]).toLowerCase().replace(/\.$/, ''), port };
+}
+
+function allowedAuthority(allowed: readonly Authority[], a: Authority): boolean {
+  return allowed.some((x) => x.host === a.host && x.port === a.port);
+}
+
+/**
+ * True when NO_PROXY (Go's golang.org/x/net/http/httpproxy rules) exempts `target` from the proxy. Pure.
+ * @param noProxy the NO_PROXY / no_proxy value
+ */
+export function noProxyMatches(noProxy: string, target: Authority): boolean {
+  const host = target.host;
+  for (const rawEntry of noProxy.split(',')) {
+    let entry = rawEntry.trim().toLowerCase();
+    if (!entry) continue;
+    if (entry === '*') return true;
+    if (entry.includes('/')) {
+      const [addr, bits] = entry.split('/');
+      const family = net.isIP(addr);
+      if (family && net.isIP(host) === family && /^\d+$/.test(bits)) {
+        const list = new net.BlockList();
+        try {
+          list.addSubnet(addr, Number(bits), family === 4 ? 'ipv4' : 'ipv6');
+          if (list.check(host, family === 4 ? 'ipv4' : 'ipv6')) return true;
+        } catch { /* malformed: no match */ }
+      }
+      continue;
+    }
+    let port: number | null = null;
+    const withPort = /^(.*[^:]):(\d{1,5})$/.exec(entry);
+    if (withPort && !net.isIP(entry)) {
+      entry = withPort[1];
+      port = Number(withPort[2]);
+    }
+    entry = entry.replace(/^\[|\]$/g, '');
+    if (port !== null && port !== target.port) continue;
+    if (net.isIP(entry)) {
+      if (entry === host) return true;
+      continue;
+    }
+    if (entry.startsWith('*.')) entry = entry.slice(1);
+    if (entry.startsWith('.')) {
+      if (host.endsWith(entry)) return true;
+    } else if (host === entry || host.endsWith(`.${entry}`)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** The operator's upstream proxy for `target` (from the server's environment), or null to connect directly. */
+export function upstreamProxy(scheme: 'https' | 'http', target: Authority, env: NodeJS.ProcessEnv): URL | 'unsupported' | null {
+  const raw = scheme === 'https' ? env.HTTPS_PROXY || env.https_proxy : env.HTTP_PROXY || env.http_proxy;
+  if (!raw) return null;
+  if (noProxyMatches(env.NO_PROXY || env.no_proxy || '', target)) return null;
+  let url: URL;
+  try {
+    url = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(raw) ? raw : `http://${raw}`);
+  } catch {
+    return 'unsupported';
+  }
+  return url.protocol === 'http:' ? url : 'unsupported';
+}
+
+function proxyAuthorization(proxy: URL): Record<string, string> {
+  if (!proxy.username) return {};
+  const user = decodeURIComponent(proxy.username);
+  const pass = decodeURIComponent(proxy.password);
+  return { 'Proxy-Authorization': `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` };
+}
+
+function hostHeader(a: Authority): string {
+  return `${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`;
+}
+
+/** Opens a TCP connection to `target`, directly or through an upstream CONNECT; resolves once bytes may flow. */
+function openTunnel(target: Authority, proxy: URL | null, signal: AbortSignal): Promise<{ socket: net.Socket; rest: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const port = proxy ? Number(proxy.port || 80) : target.port;
+    const host = proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host;
+    const socket = net.connect({ host, port });
+    const fail = (error: Error): void => { socket.destroy(); reject(error); };
+    const onAbort = (): void => fail(new Error('aborted'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    socket.once('error', fail);
+    socket.once('connect', () => {
+      if (!proxy) {
+        signal.removeEventListener('abort', onAbort);
+        socket.removeListener('error', fail);
+        resolve({ socket, rest: Buffer.alloc(0) });
+        return;
+      }
+      const headers = { Host: hostHeader(target), ...proxyAuthorization(proxy) };
+      socket.write(`CONNECT ${hostHeader(target)} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+      let buf = Buffer.alloc(0);
+      const onData = (chunk: Buffer): void => {
+        buf = Buffer.concat([buf, chunk]);
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (buf.length > 16 * 1024) fail(new Error('upstream proxy answer too long'));
+          return;
+        }
+        socket.removeListener('data', onData);
+        signal.removeEventListener('abort', onAbort);
+        const status = /^HTTP\/1\.[01] (\d{3})/.exec(buf.subarray(0, end).toString('latin1'));
+        if (!status || !status[1].startsWith('2')) {
+          fail(new Error('upstream proxy refused the tunnel'));
+          return;
+        }
+        socket.removeListener('error', fail);
+        socket.pause();
+        resolve({ socket, rest: buf.subarray(end + 4) });
+      };
+      socket.on('data', onData);
+    });
+  });
+}
+
+/**
+ * Starts a guard that lets through only `allowed` (see the module comment).
+ * @param scheme how gh reaches the target: https (CONNECT tunnels) or http (github.localhost: forwarded requests)
+ * @param env the server's environment (for the operator's upstream proxy)
+ */
+export async function startEgressGuard(allowed: readonly Authority[], scheme: 'https' | 'http',
+  env: NodeJS.ProcessEnv = process.env): Promise<EgressGuard> {
+  const denied: Denial[] = [];
+  let unreachable = 0;
+  const sockets = new Set<net.Socket>();
+  const closing = new AbortController();
+  const server = http.createServer();
+  server.on('connection', (s: net.Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+    client.on('error', () => {});
+    const target = parseAuthority(req.url ?? '', 443);
+    if (!target || scheme !== 'https' || !allowedAuthority(allowed, target)) {
+      denied.push({ kind: 'connect', host: target?.host ?? '(malformed)', port: target?.port ?? null });
+      client.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    const proxy = upstreamProxy('https', target, env);
+    if (proxy === 'unsupported') {
+      client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    openTunnel(target, proxy, closing.signal).then(({ socket, rest }) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => client.destroy());
+      client.on('close', () => socket.destroy());
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (rest.length) client.write(rest);
+      if (head.length) socket.write(head);
+      socket.pipe(client);
+      client.pipe(socket);
+      socket.resume();
+    }, () => {
+      unreachable++;
+      client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    });
+  });
+
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const refuse = (status: number, denial: Denial | null): void => {
+      if (denial) denied.push(denial);
+      req.resume();
+      res.writeHead(status, { 'Content-Length': '0', Connection: 'close' }).end();
+    };
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      refuse(400, null);
+      return;
+    }
+    const target = url.protocol === 'http:' ? parseAuthority(url.host, 80) : null;
+    if (!target || scheme !== 'http' || !allowedAuthority(allowed, target)) {
+      refuse(403, { kind: 'request', host: target?.host ?? url.hostname.toLowerCase(), port: target?.port ?? null });
+      return;
+    }
+    const proxy = upstreamProxy('http', target, env);
+    if (proxy === 'unsupported') {
+      refuse(502, null);
+      return;
+    }
+    const headers = { ...req.headers };
+    delete headers['proxy-connection'];
+    delete headers['proxy-authorization'];
+    const upstream = http.request({
+      host: proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host,
+      port: proxy ? Number(proxy.port || 80) : target.port,
+      method: req.method,
+      path: proxy ? url.href : `${url.pathname}${url.search}`,
+      headers: { ...headers, ...(proxy ? proxyAuthorization(proxy) : {}) },
+      signal: closing.signal,
+    }, (answer) => {
+      const location = answer.headers.location;
+      if (answer.statusCode !== undefined && answer.statusCode >= 300 && answer.statusCode < 400 && location) {
+        let next: Authority | null = null;
+        try {
+          const to = new URL(location, url);
+          next = to.protocol === 'http:' || to.protocol === 'https:' ? parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80) : null;
+        } catch { /* unparseable: refused below */ }
+        if (!next || next.host !== target.host || next.port !== target.port) {
+          answer.resume();
+          refuse(502, { kind: 'redirect', host: next?.host ?? '(unparseable)', port: next?.port ?? null });
+          return;
+        }
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    let connected = false;
+    upstream.on('socket', (sock: net.Socket) => {
+      if (!sock.connecting) connected = true;
+      else sock.once('connect', () => { connected = true; });
+    });
+    upstream.on('error', () => {
+      if (!connected) unreachable++;
+      if (!res.headersSent) res.writeHead(502, { 'Content-Length': '0', Connection: 'close' }).end();
+      else res.destroy();
+    });
+    req.pipe(upstream);
+  });
+  server.on('clientError', (_e, s) => s.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    denied,
+    get unreachable() { return unreachable; },
+    close: () => new Promise<void>((resolve) => {
+      closing.abort();
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
