@@ -189,7 +189,7 @@ export const applyPatch = defineTool({
     + 'memory first, nothing is written unless all apply, and a failure part-way is rolled back from a journal '
     + '(ROLLBACK_COMPLETE/PARTIAL/FAILED). Hunks are located by content (exact, then ignoring trailing whitespace, '
     + 'then typographic quotes/dashes); among equal matches, end/start-of-file anchoring, the header line (after the '
-    + 'offset of the previous hunk) or the @@ section heading decide, else ambiguous; each hunk reports placed_by. Existing files need their current hash '
+    + 'offset of the previous hunk), the @@ section heading or the order of the hunks decide, else ambiguous; each hunk reports placed_by. Existing files need their current hash '
     + '(expected_hashes, or a prior read: HASH_REQUIRED otherwise); /dev/null creates or deletes. Fails with '
     + 'BEGIN_PATCH (Codex *** Begin Patch format), PATCH_FAILED (details.reason no_match with nearest and expected, '
     + 'ambiguous with candidates, overlap, already_applied, malformed with the line, no_hunks; details.hunk), '

@@ -91,7 +91,8 @@ describe('already_applied only on evidence', () => {
     const e = expectCode(await client.call('edit_file', {
       path: file, edits: [{ old_text: 'zzz', new_text: 'y' }], expected_hash: contentHash(FILE),
     }), 'PATCH_FAILED');
-    expect(e.error.details).toEqual({ reason: 'no_match', edit_index: 0, current_hash: contentHash(FILE) });
+    expect(e.error.details).toMatchObject({ reason: 'no_match', edit_index: 0, current_hash: contentHash(FILE) });
+    expect(e.error.details.nearest).toBeUndefined();
     expect(e.error.message).not.toMatch(/already applied/i);
     expect(snapshotTree(dir, { withMtime: true })).toEqual(before);
   });
