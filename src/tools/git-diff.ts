@@ -251,7 +251,7 @@ export const gitDiff = defineTool({
     const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
     return {
       structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
-      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
+      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') + `status_hash ${statusHash}`,
       audit: { paths: [root] },
     };
   },

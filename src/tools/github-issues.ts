@@ -28,7 +28,7 @@ export const githubIssues = defineTool({
   group: 'issues',
   input: GitHubIssuesInput,
   output: IssueOutput,
-  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   mutating: (a) => WRITE_ACTIONS.has(a.action),
   validate: (a) => validateIssueArgs('github', a),
   pathsOf: (a) => (a.path !== undefined ? [a.path] : []),

@@ -30,7 +30,7 @@ export const gitlabIssues = defineTool({
   group: 'issues',
   input: GitLabIssuesInput,
   output: IssueOutput,
-  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   mutating: (a) => WRITE_ACTIONS.has(a.action),
   validate: (a) => validateIssueArgs('gitlab', a),
   pathsOf: (a) => (a.path !== undefined ? [a.path] : []),

@@ -309,7 +309,7 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
       const structured: IssueResult = { ...base, issues: r.issues, pull_requests_omitted: r.pullRequestsOmitted, next_cursor: next };
       const head = `${where}: ${r.issues.length} ${state === 'all' ? '' : `${state} `}issue${r.issues.length === 1 ? '' : 's'} on page ${page}`
         + `${forge === 'github' ? `; ${r.pullRequestsOmitted} pull request${r.pullRequestsOmitted === 1 ? '' : 's'} omitted` : ''}`
-        + `${next ? '; more: call again with cursor = next_cursor' : ''}.`;
+        + `${next ? `; more: call again with cursor: ${next}` : ''}.`;
       const text = r.issues.length === 0 ? head : `${head}\n${wrapUntrusted(r.issues.map(issueLine).join('\n'))}`;
       return { structured, text, audit };
     }
@@ -320,7 +320,7 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
       const structured: IssueResult = { ...base, issue: r.issue, comments: r.comments, next_cursor: next };
       const first = (page - 1) * perPage + 1;
       const head = `${where} (${r.issue.state}), ${r.issue.comments_count} comment${r.issue.comments_count === 1 ? '' : 's'}`
-        + `${r.comments.length ? `; showing comments from #${first}` : ''}${next ? '; more: call again with cursor = next_cursor' : ''}.`;
+        + `${r.comments.length ? `; showing comments from #${first}` : ''}${next ? `; more: call again with cursor: ${next}` : ''}.`;
       return { structured, text: `${head}\n${wrapUntrusted(issueBlock(r.issue, r.comments))}`, audit };
     }
     case 'create': {

@@ -119,7 +119,7 @@ export const listDirectory = defineTool({
         ? ` -> (link${e.link_target_type ? ` to ${e.link_target_type}` : ', target outside the roots or missing'})` : '';
       return `${e.path}${suffix}${e.secret ? '  [secret]' : ''}`;
     });
-    if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; pass cursor to continue]`);
+    if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
     if (entries.length === 0) lines.push('(empty)');
     return {
       structured: { path: target.real, entries, truncated, next_cursor: nextCursor, skipped: { unreadable } },

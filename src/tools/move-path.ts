@@ -141,7 +141,8 @@ export const movePath = defineTool({
         overwritten: Boolean(dstStats), previous_destination_hash: result.previousDestinationHash,
         content_hash: result.contentHash, ...(statusHash ? { status_hash: statusHash } : {}),
       },
-      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${source.real} -> ${destination.real}${dstStats ? ' (overwrote the destination)' : ''}`,
+      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${source.real} -> ${destination.real}${dstStats ? ' (overwrote the destination)' : ''}`
+        + `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
       audit: { paths: [source.real, destination.real], hash_before: result.previousDestinationHash, hash_after: result.contentHash },
     };
   },

@@ -127,13 +127,25 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   }
 }
 
-/** The note that follows truncated content (a separate text block, so the content block stays raw). */
-export function truncationNote(r: ReadResult): string | null {
-  if (!r.truncated || !r.continuation) return null;
-  const next = r.continuation.cut_mid_line
-    ? `offset: ${r.continuation.offset}` : `start_line: ${r.continuation.start_line}`;
-  return `[fs-tools: output truncated at ${r.range.end_byte - r.range.start_byte} bytes (lines ${r.range.start_line}-`
-    + `${r.range.end_line} of ${r.total_lines}); continue with ${next}. content_hash ${r.content_hash}]`;
+/**
+ * The facts block that follows the raw content as its own text block (issue #15): a text-only client (Gemini CLI)
+ * shows its model only text, so the facts needed for the next call — content_hash, the range returned, eol, bom,
+ * and where to continue when truncated — are written here too. One line; the content block stays raw.
+ */
+export function factsNote(r: ReadResult): string {
+  const facts = [
+    `content_hash ${r.content_hash}`,
+    `lines ${r.range.start_line}-${r.range.end_line} of ${r.total_lines}`,
+    `bytes ${r.range.start_byte}-${r.range.end_byte} of ${r.size}`,
+    `eol ${r.eol}${r.bom ? ', bom' : ''}`,
+  ];
+  if (r.encoding === 'base64') facts.push('base64');
+  if (r.truncated && r.continuation) {
+    const next = r.continuation.cut_mid_line
+      ? `offset: ${r.continuation.offset}` : `start_line: ${r.continuation.start_line}`;
+    facts.push(`truncated, continue with ${next}`);
+  }
+  return `[fs-tools: ${facts.join('; ')}]`;
 }
 
 export const readFile = defineTool({
@@ -155,10 +167,9 @@ export const readFile = defineTool({
   async run(args, ctx) {
     const { path: requested, ...options } = args;
     const result = await readOne(requested, options, ctx);
-    const note = truncationNote(result);
     return {
       structured: result,
-      text: note ? [result.content, note] : [result.content],
+      text: [result.content, factsNote(result)],
       audit: { paths: [result.path], hash_after: result.content_hash, bytes: result.range.end_byte - result.range.start_byte },
     };
   },

@@ -7,7 +7,7 @@ import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { readOne, ReadResultShape, truncationNote } from './read-file.js';
+import { readOne, ReadResultShape, factsNote } from './read-file.js';
 
 /** Most paths per call. */
 export const MAX_READ_FILES = 100;
@@ -46,8 +46,7 @@ export const readFiles = defineTool({
       try {
         const result = await readOne(requested, options, ctx);
         results.push({ path: requested, ok: true, result });
-        const note = truncationNote(result);
-        text.push(`==> ${requested} <==\n${result.content}${note ? `\n${note}` : ''}`);
+        text.push(`==> ${requested} <==\n${result.content}\n${factsNote(result)}`);
       } catch (error) {
         const envelope = toEnvelope(error);
         results.push({ path: requested, ok: false, error: envelope.error });

@@ -360,7 +360,7 @@ export const searchFiles = defineTool({
     const skippedParts = Object.entries(skipped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
     out.push(`[${mode === 'glob' ? `${files.length} files` : `${matches.length} matches in ${filesMatched} files, `
       + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
-      + `${truncated ? '; truncated, pass cursor to continue' : ''}]`);
+      + `${truncated ? `; truncated, continue with cursor: ${nextCursor}` : ''}]`);
     return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
   },
 });
