@@ -41,6 +41,18 @@ export interface ClientRootsReport {
   announced: Array<{ path: string; usable: boolean }>;
 }
 
+/** Where an empty `current()` snapshot keeps the ROOTS_EMPTY error that names its cause (see rootsEmptyError). */
+const EMPTY_CAUSE = Symbol('fs-tools.rootsEmptyCause');
+
+/**
+ * The ROOTS_EMPTY error for an empty roots snapshot: the one the RootSet attached to it (naming the actual cause
+ * and fix, SPEC §4.1), or a generic one for a list built elsewhere (tests, `fs-tools call`).
+ */
+export function rootsEmptyError(roots: readonly EffectiveRoot[]): ToolError {
+  const cause = (roots as { [EMPTY_CAUSE]?: () => ToolError })[EMPTY_CAUSE];
+  return cause ? cause() : new ToolError('ROOTS_EMPTY', 'No sandbox roots are in force, so no path can be used.', { path: null });
+}
+
 /** SPEC §2: how long a path call waits for the first pending roots/list answer. */
 export const CLIENT_ROOTS_WAIT_MS = 2000;
 
@@ -63,9 +75,13 @@ export class RootSet {
     this.currentRule = this.baseRule();
   }
 
-  /** The roots in force now, first root first. */
+  /** The roots in force now, first root first. An empty snapshot carries its ROOTS_EMPTY cause (rootsEmptyError). */
   current(): readonly EffectiveRoot[] {
-    return this.roots;
+    if (this.roots.length > 0) return this.roots;
+    const empty: EffectiveRoot[] = [];
+    const error = this.emptyError();
+    Object.defineProperty(empty, EMPTY_CAUSE, { value: () => error, enumerable: false });
+    return Object.freeze(empty);
   }
 
   /** The command-line (or cwd default) roots this process started with. */

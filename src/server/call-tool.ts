@@ -87,7 +87,7 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
       text: Array.isArray(result.text) ? result.text : [result.text],
     };
   } catch (error) {
-    outcome = { ok: false, envelope: toEnvelope(explainRootsEmpty(error, state)) };
+    outcome = { ok: false, envelope: toEnvelope(error) };
   }
   ticket?.release(); // a failed call gives its unit back (no-op after spend)
   state.audit.record({
@@ -102,12 +102,6 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     duration_ms: Math.round((performance.now() - started) * 100) / 100,
   });
   return outcome;
-}
-
-/** ROOTS_EMPTY from path resolution says only "no roots"; the RootSet knows why and what fixes it (SPEC §4.1). */
-function explainRootsEmpty(error: unknown, state: ProcessState): unknown {
-  return error instanceof ToolError && error.code === 'ROOTS_EMPTY' && state.roots.current().length === 0
-    ? state.roots.emptyError() : error;
 }
 
 function actionOf(args: unknown): string | undefined {

@@ -108,6 +108,25 @@ describe.each(ERAS)('tools/list (%s era)', (era) => {
       expect(e.error.recovery).toBe('fix_arguments');
     });
 
+    it('client-injected control parameters (Gemini CLI wait_for_previous) are accepted and ignored', async () => {
+      for (const value of [true, false]) {
+        const r = await client.callOk('read_file', { path: 'a.txt', wait_for_previous: value });
+        expect(r.content).toBe('hello\n');
+      }
+      // Also on a tool without parameters, and on a mutating tool (nothing else changes).
+      expect((await client.callOk('list_allowed_directories', { wait_for_previous: true })).roots).toHaveLength(1);
+      const made = await client.callOk('create_directory', { path: 'wfp-dir', wait_for_previous: true });
+      expect(made.created).toBe(true);
+      // Only the listed names: a near miss stays VALIDATION with the closest name, and a nested one is not dropped.
+      const near = expectCode(await client.call('read_file', { path: 'a.txt', wait_for_previos: true }), 'VALIDATION');
+      expect(near.error.details).toMatchObject({ reason: 'unknown_parameter', field: 'wait_for_previos' });
+      const nested = expectCode(await client.call('edit_file', {
+        path: 'a.txt', edits: [{ old_text: 'hello', new_text: 'bye', wait_for_previous: true }],
+      }), 'VALIDATION');
+      expect(nested.error.details).toMatchObject({ reason: 'unknown_parameter', field: 'edits.0.wait_for_previous' });
+      expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('hello\n');
+    });
+
     it('wrong type', async () => {
       const e = expectCode(await client.call('read_file', { path: 5 }), 'VALIDATION');
       expect(e.error.details).toMatchObject({ reason: 'wrong_type', field: 'path', expected: 'string', received: 'integer' });
