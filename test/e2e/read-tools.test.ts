@@ -109,7 +109,11 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
     it('reads a whole file: raw text and exact facts', async () => {
       const r = await call('read_file', { path: 'a.txt' });
       expect(r.isError).toBeFalsy();
-      expect(r.content).toEqual([{ type: 'text', text: 'hello\nworld\n' }]);
+      // The raw content, then (issue #15) the facts a text-only client's model needs for its next call.
+      expect(r.content).toEqual([
+        { type: 'text', text: 'hello\nworld\n' },
+        { type: 'text', text: `[fs-tools: content_hash ${sha('hello\nworld\n')}; lines 1-2 of 2; bytes 0-12 of 12; eol lf]` },
+      ]);
       expect(r.structuredContent).toEqual({
         path: path.join(root, 'a.txt'), content: 'hello\nworld\n', encoding: 'utf8', content_hash: sha('hello\nworld\n'),
         size: 12, total_lines: 2, range: { start_line: 1, end_line: 2, start_byte: 0, end_byte: 12 }, truncated: false,
