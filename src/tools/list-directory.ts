@@ -21,13 +21,14 @@ export const ListDirectoryInput = z.strictObject({
   respect_gitignore: z.boolean().default(true).describe('Skip what .gitignore files ignore (default true)'),
   max_entries: z.number().int().min(1).optional().describe('Entries per page; default and ceiling --max-list-entries (1000)'),
   cursor: z.string().optional().describe('next_cursor from the previous page'),
+  long: z.boolean().default(false).describe('Also size and mtime per entry (default false)'),
 });
 
 const EntrySchema = z.object({
   path: z.string().describe('Relative to the listed directory, / separated'),
   type: KindSchema,
-  size: z.number().int().describe('Bytes (of the link itself for a symlink)'),
-  mtime: z.string().describe('ISO 8601'),
+  size: z.number().int().optional().describe('long: bytes (of the link itself for a symlink)'),
+  mtime: z.string().optional().describe('long: ISO 8601'),
   secret: z.boolean().optional().describe('Present and true for a secret filename'),
   link_target_type: KindSchema.nullable().optional()
     .describe('Symlinks only: the target\'s type when it is inside the roots, else null'),
@@ -54,8 +55,8 @@ async function linkTargetType(entry: WalkEntry, ctx: ToolContext): Promise<z.inf
 export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
-  description: 'List a directory (depth 1 by default, up to 20) in a stable order: each entry\'s relative path, type, '
-    + 'size and mtime. Symlinks are shown as links and never followed. Secret files are listed with secret: true; '
+  description: 'List a directory (depth 1 by default, up to 20) in a stable order: each entry\'s relative path and type '
+    + '(size and mtime with long: true). Symlinks are shown as links and never followed. Secret files are listed with secret: true; '
     + 'policy-hidden entries are omitted; .gitignore is respected by default; .git is not descended. At most '
     + 'max_entries (default 1000) per page: truncated and next_cursor continue. Fails with NOT_ALLOWED, NOT_FOUND, '
     + 'VALIDATION (not a directory; bad cursor).',
@@ -105,8 +106,8 @@ export const listDirectory = defineTool({
       entries.push({
         path: entry.relative,
         type,
-        size: entry.stats.size,
-        mtime: entry.stats.mtime.toISOString(),
+        // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
+        ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
         ...(secret ? { secret: true } : {}),
         ...(type === 'symlink' ? { link_target_type: await linkTargetType(entry, ctx) } : {}),
       });

@@ -65,7 +65,7 @@ const CASES: Record<string, Cases> = {
     ],
   },
   list_directory: {
-    ok: [{}, { path: 'src', depth: 2 }, { max_entries: 1 }, { include: ['*.txt'] }],
+    ok: [{}, { path: 'src', depth: 2 }, { max_entries: 1 }, { include: ['*.txt'] }, { path: 'src', long: true }],
     fail: [
       { args: { path: 'a.txt' }, code: 'VALIDATION' },
       { args: { path: 'nope' }, code: 'NOT_FOUND' },
