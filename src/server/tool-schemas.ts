@@ -26,7 +26,8 @@ const cache = new WeakMap<AnyTool, AdvertisedTool>();
 export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
-  return portable(neutralizeTuples(json)) as Record<string, unknown>;
+  const out = portable(neutralizeTuples(json)) as Record<string, unknown>;
+  return io === 'input' ? advertisedInput(out) as Record<string, unknown> : out;
 }
 
 /**
@@ -51,6 +52,36 @@ function portable(node: unknown): unknown {
   if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
   const extra = out.additionalProperties;
   if (extra !== null && typeof extra === 'object' && Object.keys(extra).length === 0) out.additionalProperties = true;
+  return out;
+}
+
+/**
+ * Keywords an input schema does not advertise. Codex drops exactly these before its model sees a schema (issue #15),
+ * so a model there never sees them anyway; every one that matters to a model (a default, a count or size limit, a
+ * format) is in the field's description instead (test/server/declarations.test.ts checks the defaults), and the
+ * server still enforces all of them (the zod schema validates every call: VALIDATION). Advertising them twice, once
+ * as keywords and once in words, cost a quarter of the declarations' bytes on every turn. `additionalProperties:
+ * false` goes too: an unknown parameter is still VALIDATION with the closest name, which tells a model more.
+ */
+const UNADVERTISED_INPUT_KEYWORDS = new Set(['default', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
+  'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'propertyNames', 'additionalProperties']);
+
+function advertisedInput(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(advertisedInput);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'properties' && value && typeof value === 'object') {
+      // Property NAMES are kept whatever they are; only their schemas are trimmed.
+      out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, advertisedInput(v)]));
+    } else if (key === 'items' && value && typeof value === 'object' && !Array.isArray(value)) {
+      // An array's own description says what its items are.
+      const { description: _d, ...item } = value as Record<string, unknown>;
+      out[key] = advertisedInput(item);
+    } else if (!UNADVERTISED_INPUT_KEYWORDS.has(key)) {
+      out[key] = advertisedInput(value);
+    }
+  }
   return out;
 }
 

@@ -45,9 +45,8 @@ export const ListAllowedDirectoriesOutput = z.object({
 export const listAllowedDirectories = defineTool({
   name: 'list_allowed_directories',
   title: 'List allowed directories',
-  description: 'The roots paths may use now (relative paths resolve against the first), the command-line and client '
-    + 'roots and which rule combined them, flags in force, mutation budget, version, transactions recovered at '
-    + 'start-up. Call it first, or after NOT_ALLOWED / ROOTS_EMPTY. Never fails.',
+  description: 'The roots paths may use now (relative paths resolve against the first), where they came from and why, '
+    + 'flags, budget, version. Call it first, or after NOT_ALLOWED or ROOTS_EMPTY. Never fails.',
   group: 'fs-read',
   input: ListAllowedDirectoriesInput,
   output: ListAllowedDirectoriesOutput,

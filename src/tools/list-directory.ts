@@ -14,14 +14,14 @@ import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 
 export const ListDirectoryInput = z.strictObject({
-  path: PathArg.default('.').describe('Directory to list; default the first root'),
-  depth: z.number().int().min(1).max(20).default(1).describe('1 = direct children (default); up to 20'),
-  include: GlobList.optional().describe('Only entries matching one of these globs (a glob without / matches the name)'),
-  exclude: GlobList.optional().describe('Skip entries matching these globs (directories are not descended)'),
-  respect_gitignore: z.boolean().default(true).describe('Skip what .gitignore files ignore (default true)'),
-  max_entries: z.number().int().min(1).optional().describe('Entries per page; default and ceiling --max-list-entries (1000)'),
-  cursor: z.string().optional().describe('next_cursor from the previous page'),
-  long: z.boolean().default(false).describe('Also size and mtime per entry (default false)'),
+  path: PathArg.default('.').describe('Default: the first root'),
+  depth: z.number().int().min(1).max(20).default(1).describe('1-20 (default 1: children)'),
+  include: GlobList.optional().describe('Only entries matching a glob'),
+  exclude: GlobList.optional().describe('Skip entries matching a glob'),
+  respect_gitignore: z.boolean().default(true).describe('Default true'),
+  max_entries: z.number().int().min(1).optional().describe('Per page (default and most 1000)'),
+  cursor: z.string().optional(),
+  long: z.boolean().default(false).describe('Add size and mtime'),
 });
 
 const EntrySchema = z.object({
@@ -55,11 +55,8 @@ async function linkTargetType(entry: WalkEntry, ctx: ToolContext): Promise<z.inf
 export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
-  description: 'List a directory (depth 1 by default, up to 20) in a stable order: each entry\'s relative path and type '
-    + '(size and mtime with long: true). Symlinks are shown as links and never followed. Secret files are listed with secret: true; '
-    + 'policy-hidden entries are omitted; .gitignore is respected by default; .git is not descended. At most '
-    + 'max_entries (default 1000) per page: truncated and next_cursor continue. Fails with NOT_ALLOWED, NOT_FOUND, '
-    + 'VALIDATION (not a directory; bad cursor).',
+  description: 'List a directory in stable order: path and type (size, mtime with long). Symlinks shown, not followed; '
+    + 'secrets marked; .gitignore respected. At most 1000 entries a page: go on with next_cursor. Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,

@@ -151,13 +151,9 @@ export function factsNote(r: ReadResult): string {
 export const readFile = defineTool({
   name: 'read_file',
   title: 'Read file',
-  description: 'Read a text file (UTF-8) or its raw bytes (base64), whole or as an exact range: start_line/end_line, '
-    + 'head, tail, or a byte offset. The text content is the raw file content, never line-numbered. Returns the '
-    + 'whole file\'s content_hash (pass it as expected_hash to later edits), size, total_lines, eol, bom. Ranges '
-    + 'include line terminators and concatenate to the file. At most max_bytes (default 262144) per call; when cut, '
-    + 'truncated is true and continuation says where to go on. Fails with NOT_ALLOWED (outside roots), NOT_FOUND, '
-    + 'SECRET_DENIED, FILE_POLICY_DENIED (policy, FIFOs/devices), VALIDATION (directory; reason "binary" for non-UTF-8 '
-    + 'with encoding utf8; range_past_end; offset_splits_character for a text read from inside a character).',
+  description: 'Read a UTF-8 file (or base64), whole or a range. Text is the raw content, then a facts line with '
+    + 'content_hash (edits need it). At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 '
+    + 'fails (VALIDATION): use base64.',
   group: 'fs-read',
   input: ReadFileInput,
   output: ReadFileOutput,

@@ -13,7 +13,7 @@ import { readOne, ReadResultShape, factsNote } from './read-file.js';
 export const MAX_READ_FILES = 100;
 
 export const ReadFilesInput = z.strictObject({
-  paths: z.array(PathArg).min(1).max(MAX_READ_FILES).describe(`Paths to read (1-${MAX_READ_FILES})`),
+  paths: z.array(PathArg).min(1).max(MAX_READ_FILES).describe(`1-${MAX_READ_FILES} paths`),
   ...ReadOptionsShape,
 });
 
@@ -29,9 +29,8 @@ export const ReadFilesOutput = z.object({
 export const readFiles = defineTool({
   name: 'read_files',
   title: 'Read several files',
-  description: `Read up to ${MAX_READ_FILES} files in one call with the same options as read_file (range, max_bytes per `
-    + 'file, encoding). Each entry is either {ok: true, result} or {ok: false, error} with that path\'s error envelope; '
-    + 'the call itself fails only for invalid arguments. The text shows each file between "==> path <==" headers.',
+  description: `Read up to ${MAX_READ_FILES} files with read_file\'s options. Each result is {ok, result} or {ok: false, `
+    + 'error} (that path\'s envelope); the call fails only for bad arguments.',
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,
