@@ -219,7 +219,10 @@ async function runClient(clientKey, server, dir, base) {
       const r = st.results[i];
       return r ? { ...r, text: client.clean(r.text) } : null;
     });
-    return { script, results, declarations: Array.isArray(st.declarations) ? st.declarations : [], output: output.out, code: output.code, log: st.log, w, calls: st.calls };
+    // The server instructions (paths relative to the first root, booleans default to false, how to read an
+    // envelope) must reach the model: the declarations rely on them.
+    const instructionsSeen = (st.bodies ?? []).some((b) => JSON.stringify(b).includes('booleans default to false'));
+    return { script, results, declarations: Array.isArray(st.declarations) ? st.declarations : [], output: output.out, code: output.code, log: st.log, w, calls: st.calls, instructionsSeen };
   }
 }
 
@@ -283,6 +286,7 @@ function checkFsToolsRun(clientName, run) {
     check(Boolean(fields) && e.code === step.fail, `${clientName}: ${step.label} shows the whole envelope (${step.fail})`, t(i).slice(0, 500));
   }
   check(!results.some((r) => r && /Structured content does not match|-32602/.test(r.text)), `${clientName}: no -32602 output-schema rejection`);
+  check(run.instructionsSeen, `${clientName}: the server instructions reach the model (path and default conventions)`);
 }
 
 // ---------------------------------------------------------------- inspector
