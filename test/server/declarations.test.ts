@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { advertise } from '../../src/server/tool-schemas.js';
 import { TOOLS } from '../../src/tools/registry.js';
+import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -58,6 +59,27 @@ describe('tool declarations', () => {
     for (const tool of TOOLS) {
       const text = JSON.stringify(advertise(tool).inputSchema);
       for (const keyword of dropped) expect(text, `${tool.name} advertises ${keyword}`).not.toContain(`"${keyword}":`);
+    }
+  });
+
+  it('leave out keywords, never checks: a value breaking a constraint that is not advertised is still VALIDATION', async () => {
+    const client = await connect('modern', { args: [tree.dir] });
+    try {
+      const cases: Array<[string, Record<string, unknown>]> = [
+        ['read_file', { path: 'a.txt', head: 0 }], // minimum 1
+        ['write_file', { path: 'a.txt', content: 'x', expected_hash: 'sha256:nothex' }], // pattern
+        ['edit_file', { path: 'a.txt', edits: [] }], // minItems 1
+        ['edit_file', { path: 'a.txt', edits: [{ old_text: '', new_text: 'x' }] }], // minLength 1
+        ['list_directory', { depth: 21 }], // maximum 20
+        ['read_files', { paths: Array.from({ length: 101 }, () => 'a.txt') }], // maxItems 100
+        ['github_issues', { action: 'create', repo: 'o/r', title: 't'.repeat(257) }], // maxLength 256
+        ['github_issues', { action: 'list', repo: 'not a repo' }], // pattern
+        ['read_file', { path: 'a.txt', colour: 'red' }], // additionalProperties false
+      ];
+      for (const [tool, args] of cases) expectCode(await client.call(tool, args), 'VALIDATION');
+      expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('a\n'); // nothing was written
+    } finally {
+      await client.close();
     }
   });
 
