@@ -14,7 +14,7 @@ export const ContentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/)
 export const EolSchema = z.enum(['lf', 'crlf', 'mixed', 'none']);
 
 /** Include/exclude glob lists (micromatch, relative to the listed or searched directory). */
-export const GlobList = z.array(z.string().min(1)).max(100);
+export const GlobList = z.array(z.string().min(1)).max(100).describe('Globs');
 
 /** Kinds of filesystem objects. */
 export const KindSchema = z.enum(['file', 'directory', 'symlink', 'fifo', 'socket', 'block_device', 'char_device', 'other']);

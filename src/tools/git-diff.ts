@@ -23,7 +23,7 @@ export const GitDiffInput = z.strictObject({
   paths: z.array(PathArg).max(1000).optional().describe('Only these paths'),
   context_lines: z.number().int().min(0).max(100).default(3).describe('0-100 (default 3)'),
   expected_status_hash: ExpectedStatusHash.optional(),
-  max_bytes: z.number().int().min(1).optional().describe('Per page (default and most 262144)'),
+  max_bytes: z.number().int().min(1).optional().describe('Default and most 262144'),
   cursor: z.string().optional(),
 });
 

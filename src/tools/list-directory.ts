@@ -16,10 +16,10 @@ import { defineTool, type ToolContext } from './define-tool.js';
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
   depth: z.number().int().min(1).max(20).default(1).describe('1-20 (default 1: children)'),
-  include: GlobList.optional().describe('Only entries matching a glob'),
-  exclude: GlobList.optional().describe('Skip entries matching a glob'),
+  include: GlobList.optional(),
+  exclude: GlobList.optional(),
   respect_gitignore: z.boolean().default(true).describe('Default true'),
-  max_entries: z.number().int().min(1).optional().describe('Per page (default and most 1000)'),
+  max_entries: z.number().int().min(1).optional().describe('Default and most 1000'),
   cursor: z.string().optional(),
   long: z.boolean().default(false).describe('Add size and mtime'),
 });

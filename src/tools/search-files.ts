@@ -30,11 +30,11 @@ export const SearchFilesInput = z.strictObject({
   regex: z.boolean().default(false).describe('query is a JS regex'),
   case_sensitive: z.boolean().default(true).describe('Default true'),
   context_lines: z.number().int().min(0).max(10).default(0).describe('0-10 (default 0)'),
-  include: GlobList.optional().describe('Only files matching a glob'),
-  exclude: GlobList.optional().describe('Skip paths matching a glob'),
+  include: GlobList.optional(),
+  exclude: GlobList.optional(),
   respect_gitignore: z.boolean().default(true).describe('Default true'),
   max_results: z.number().int().min(1).optional()
-    .describe('Per page (default and most 500)'),
+    .describe('Default and most 500'),
   cursor: z.string().optional(),
 });
 
