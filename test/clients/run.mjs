@@ -128,13 +128,18 @@ function scriptFor(server, w, { gemini }) {
 const CLIENTS = {
   claude: {
     name: 'Claude Code',
-    setup({ home, ws, serverCmd, fakeUrl }) {
-      // README: `claude mcp add fs -- npx fs-tools ROOT`, i.e. a stdio server in the MCP config.
-      const config = path.join(home, 'mcp.json');
-      fs.writeFileSync(config, JSON.stringify({ mcpServers: { fs: { command: serverCmd[0], args: serverCmd.slice(1) } } }));
+    setup({ home, ws, serverCmd, fakeUrl, binDir }) {
+      // README: `claude mcp add NAME -- node …/dist/cli.js ROOT` (local scope: this project, in HOME/.claude.json).
+      // Once per HOME (a retry reuses it); stdout must be a pipe (with it ignored, `claude mcp add` did not return).
+      const added = fs.existsSync(path.join(home, '.claude.json')) && fs.readFileSync(path.join(home, '.claude.json'), 'utf8').includes('"fs"');
+      if (!added) {
+        execFileSync(path.join(binDir, 'claude'), ['mcp', 'add', 'fs', '--', ...serverCmd], {
+          cwd: ws, env: { PATH: process.env.PATH, HOME: home }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000,
+        });
+      }
       return {
         bin: 'claude',
-        args: ['-p', 'Run the script.', '--mcp-config', config, '--strict-mcp-config', '--allowedTools', 'mcp__fs', '--model', 'claude-opus-4-5', '--output-format', 'text'],
+        args: ['-p', 'Run the script.', '--allowedTools', 'mcp__fs', '--model', 'claude-opus-4-5', '--output-format', 'text'],
         // ENABLE_TOOL_SEARCH=false: 2.1 otherwise defers MCP tools behind ToolSearch, and a scripted model cannot search.
         env: { ANTHROPIC_API_KEY: 'fake-key', ANTHROPIC_BASE_URL: fakeUrl, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', ENABLE_TOOL_SEARCH: 'false' },
         cwd: ws,
@@ -197,7 +202,7 @@ async function runClient(clientKey, server, dir, base) {
   for (;;) {
     attempt++;
     const fake = await startFakeModel(script.map(({ tool, args }) => ({ tool, args })));
-    const run = client.setup({ home, ws: w.ws, serverCmd, fakeUrl: fake.url });
+    const run = client.setup({ home, ws: w.ws, serverCmd, fakeUrl: fake.url, binDir: path.join(dir, 'node_modules', '.bin') });
     const bin = path.join(dir, 'node_modules', '.bin', run.bin);
     const output = await new Promise((resolve) => {
       const child = spawn(bin, run.args, {
