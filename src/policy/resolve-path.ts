@@ -13,7 +13,7 @@ import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { findContainingRoot, isWithin } from './containment.js';
-import type { EffectiveRoot } from './roots.js';
+import { rootsEmptyError, type EffectiveRoot } from './roots.js';
 
 /** A resolved, contained, absolute path. Only this module creates one. */
 export type AllowedPath = string & { readonly __brand: 'AllowedPath' };
@@ -100,7 +100,7 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   options: ResolveOptions, field = 'path'): Promise<ResolvedPath> {
   assertPathString(requested, field);
   if (roots.length === 0) {
-    throw new ToolError('ROOTS_EMPTY', 'No sandbox roots are in force, so no path can be used.', { path: null });
+    throw rootsEmptyError(roots); // names the actual cause and fix (SPEC §4.1)
   }
   const absolute = toAbsolute(requested, roots);
   // Walk the spelling as sent (not `absolute`): `link/..` must mean the link target's parent, as for the kernel.

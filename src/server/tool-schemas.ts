@@ -3,6 +3,7 @@
  * schemas that validate, and annotations. Deterministic: registry order, stable key order.
  */
 import { z } from 'zod';
+import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import type { AnyTool } from '../tools/define-tool.js';
 
 /** One entry of tools/list. */
@@ -25,7 +26,84 @@ const cache = new WeakMap<AnyTool, AdvertisedTool>();
 export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
-  return neutralizeTuples(json) as Record<string, unknown>;
+  const out = portable(neutralizeTuples(json)) as Record<string, unknown>;
+  return io === 'input' ? advertisedInput(out) as Record<string, unknown> : out;
+}
+
+/**
+ * Spellings every client's schema handling takes the same way (MCP Inspector `--strict` portability lint, Gemini's
+ * single-`type` function declarations, Codex's schema sanitizer):
+ *   - `type: [a, b]` (zod's nullable primitives) becomes `anyOf: [{type: a}, {type: b}]`, the same contract;
+ *   - zod's implicit safe-integer bounds (±2^53-1) are dropped: they constrain nothing a JSON number can carry and
+ *     cost 50 bytes per integer field in every declaration;
+ *   - an empty schema as `additionalProperties` (a free-form record) becomes `true`, the same contract.
+ */
+function portable(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(portable);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) out[key] = portable(value);
+  if (Array.isArray(out.type)) {
+    const types = out.type as string[];
+    delete out.type;
+    out.anyOf = types.map((type) => ({ type }));
+  }
+  if (out.minimum === -Number.MAX_SAFE_INTEGER) delete out.minimum;
+  if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
+  const extra = out.additionalProperties;
+  if (extra !== null && typeof extra === 'object' && Object.keys(extra).length === 0) out.additionalProperties = true;
+  return out;
+}
+
+/**
+ * Keywords an input schema does not advertise. Codex drops exactly these before its model sees a schema (issue #15),
+ * so a model there never sees them anyway; every one that matters to a model (a default, a count or size limit, a
+ * format) is in the field's description instead (test/server/declarations.test.ts checks the defaults), and the
+ * server still enforces all of them (the zod schema validates every call: VALIDATION). Advertising them twice, once
+ * as keywords and once in words, cost a quarter of the declarations' bytes on every turn. `additionalProperties:
+ * false` goes too: an unknown parameter is still VALIDATION with the closest name, which tells a model more.
+ */
+const UNADVERTISED_INPUT_KEYWORDS = new Set(['default', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
+  'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'propertyNames', 'additionalProperties']);
+
+function advertisedInput(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(advertisedInput);
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) {
+    if (key === 'properties' && value && typeof value === 'object') {
+      // Property NAMES are kept whatever they are; only their schemas are trimmed.
+      out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, advertisedInput(v)]));
+    } else if (key === 'items' && value && typeof value === 'object' && !Array.isArray(value)) {
+      // An array's own description says what its items are.
+      const { description: _d, ...item } = value as Record<string, unknown>;
+      out[key] = advertisedInput(item);
+    } else if (!UNADVERTISED_INPUT_KEYWORDS.has(key)) {
+      out[key] = advertisedInput(value);
+    }
+  }
+  return out;
+}
+
+/** The envelope's `error` member as JSON Schema (SPEC §3), for output schemas that admit the envelope. */
+let envelopeErrorJson: Record<string, unknown> | undefined;
+
+/**
+ * A tool's output schema that admits both its success shape and the error envelope (SPEC §2, issue #15). A
+ * text-only client (Gemini CLI) parses the first text block of a result without structuredContent (every isError
+ * result) as JSON and validates it against the output schema, so a schema that admits only successes turns every
+ * envelope into "-32602 Structured content does not match". Spelled without duplicating the success properties:
+ * `error` is one more property, and `anyOf` requires either every required success field or `error`.
+ */
+export function outputSchemaOf(tool: AnyTool): { type: 'object'; [key: string]: unknown } {
+  envelopeErrorJson ??= toJsonSchema(EnvelopeErrorSchema, 'output');
+  const { type: _type, required, properties, ...rest } = toJsonSchema(tool.output, 'output');
+  return {
+    type: 'object',
+    properties: { ...(properties as Record<string, unknown>), error: envelopeErrorJson },
+    ...rest,
+    anyOf: [{ required: (required as string[] | undefined) ?? [] }, { required: ['error'] }],
+  };
 }
 
 /**
@@ -60,7 +138,7 @@ export function advertise(tool: AnyTool): AdvertisedTool {
       title: tool.title,
       description: tool.description,
       inputSchema: { type: 'object', ...toJsonSchema(tool.input, 'input') },
-      outputSchema: { type: 'object', ...toJsonSchema(tool.output, 'output') },
+      outputSchema: outputSchemaOf(tool),
       annotations: { title: tool.title, ...tool.annotations },
     };
     cache.set(tool, entry);

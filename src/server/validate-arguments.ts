@@ -8,7 +8,31 @@ import { ToolError } from '../errors/tool-error.js';
 import type { AnyTool } from '../tools/define-tool.js';
 
 /**
- * Parses raw arguments with the tool's input schema.
+ * Control parameters that real clients inject into EVERY tool call's arguments, whatever the tool's input schema
+ * says (SPEC §2: accepted and ignored, as a documented list; README "Clients"). Each entry: name → who sends it.
+ * Only top-level keys that the tool itself does not declare are dropped; anything else unknown stays VALIDATION.
+ */
+export const CLIENT_CONTROL_PARAMETERS: Readonly<Record<string, string>> = Object.freeze({
+  // Gemini CLI (packages/core/src/tools/tools.ts addWaitForPreviousParameter) adds this boolean to every tool's
+  // parameters, the model sets it to sequence calls, and the CLI forwards it unchanged in tools/call.
+  wait_for_previous: 'Gemini CLI: run this call after the previous ones of the turn',
+});
+
+/** The arguments without the client-injected control parameters the tool does not declare itself. */
+function withoutClientControls(tool: AnyTool, args: Record<string, unknown>): Record<string, unknown> {
+  const shape = tool.input.shape as Record<string, unknown>;
+  let out = args;
+  for (const key of Object.keys(CLIENT_CONTROL_PARAMETERS)) {
+    if (Object.hasOwn(args, key) && !Object.hasOwn(shape, key)) {
+      if (out === args) out = { ...args };
+      delete out[key];
+    }
+  }
+  return out;
+}
+
+/**
+ * Parses raw arguments with the tool's input schema (after dropping CLIENT_CONTROL_PARAMETERS).
  * @returns the validated arguments (defaults applied)
  * @throws ToolError VALIDATION
  */
@@ -19,9 +43,10 @@ export function validateArguments(tool: AnyTool, raw: unknown): unknown {
       details: { reason: 'wrong_type', field: null, expected: 'object', received: typeOf(args) },
     });
   }
-  const parsed = tool.input.safeParse(args);
+  const own = withoutClientControls(tool, args as Record<string, unknown>);
+  const parsed = tool.input.safeParse(own);
   if (parsed.success) return parsed.data;
-  throw toValidationError(tool, args as Record<string, unknown>, parsed.error);
+  throw toValidationError(tool, own, parsed.error);
 }
 
 function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: z.ZodError): ToolError {

@@ -25,13 +25,13 @@ import { defineTool, type ToolContext } from './define-tool.js';
 import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
 
 export const ApplyPatchInput = z.strictObject({
-  patch: z.string().min(1).describe('Unified diff text (git diff / diff -u), one or more files; a ```diff fence is fine'),
+  patch: z.string().min(1).describe('Unified diff, one or more files'),
   path: PathArg.optional()
-    .describe('Base directory for the paths in the diff headers (default: the first root), or the single target file'),
+    .describe('Base directory of the diff\'s paths (default the first root), or the one target file'),
   expected_hashes: z.record(z.string(), ExpectedHash).optional()
-    .describe('Per file (keyed by the path as in the diff, or absolute): the content hash it must have now, or "absent"'),
+    .describe('Path (as in the diff) → content_hash, or "absent"'),
   expected_status_hash: ExpectedStatusHash.optional(),
-  allow_rewrite: z.boolean().default(false).describe('Allow hunks that replace ≥90% of a file of ≥10 lines'),
+  allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
   dry_run: DryRun,
 });
 
@@ -184,16 +184,9 @@ function decode(current: CurrentFile, absolute: string): string {
 export const applyPatch = defineTool({
   name: 'apply_patch',
   title: 'Apply patch',
-  description: 'Apply a unified diff (as git diff or diff -u write it; headers optional with path = the target file; '
-    + 'counts may be wrong; @@ @@ works) to one or more files as one transaction: every file is checked and patched in '
-    + 'memory first, nothing is written unless all apply, and a failure part-way is rolled back from a journal '
-    + '(ROLLBACK_COMPLETE/PARTIAL/FAILED). Hunks are located by content (exact, then ignoring trailing whitespace, '
-    + 'then typographic quotes/dashes); among equal matches, end/start-of-file anchoring, the header line (after the '
-    + 'offset of the previous hunk), the @@ section heading or the order of the hunks decide, else ambiguous; each hunk reports placed_by. Existing files need their current hash '
-    + '(expected_hashes, or a prior read: HASH_REQUIRED otherwise); /dev/null creates or deletes. Fails with '
-    + 'BEGIN_PATCH (Codex *** Begin Patch format), PATCH_FAILED (details.reason no_match with nearest and expected, '
-    + 'ambiguous with candidates, overlap, already_applied, malformed with the line, no_hunks; details.hunk), '
-    + 'REWRITE_BLOCKED, OCC_MISMATCH, and the path errors of write_file.',
+  description: 'Apply a unified diff to one or more files, all or nothing (a failed write rolls back: ROLLBACK_*). Hunks '
+    + 'are found by content (unresolved ties: ambiguous). Existing files need their hash. Not *** Begin Patch (BEGIN_PATCH). PATCH_FAILED details '
+    + 'show the hunk and nearest text.',
   group: 'fs-write',
   input: ApplyPatchInput,
   output: ApplyPatchOutput,

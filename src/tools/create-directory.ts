@@ -12,7 +12,7 @@ import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js'
 
 export const CreateDirectoryInput = z.strictObject({
   path: PathArg,
-  expected_hash: z.literal('absent').optional().describe('"absent": refuse (OCC_MISMATCH) if the directory already exists'),
+  expected_hash: z.literal('absent').optional().describe('"absent": fail if it exists'),
   expected_status_hash: ExpectedStatusHash.optional(),
   dry_run: DryRun,
 });
@@ -27,9 +27,8 @@ export const CreateDirectoryOutput = z.object({
 export const createDirectory = defineTool({
   name: 'create_directory',
   title: 'Create directory',
-  description: 'Create a directory, with any missing parents (like mkdir -p). Succeeds with created: false when it '
-    + 'already exists. Never creates through a symlink that leaves the roots, nor under .git. Fails with NOT_ALLOWED, '
-    + 'VALIDATION (a file is in the way), FILE_POLICY_DENIED, SECRET_DENIED, READONLY, BUDGET_EXCEEDED.',
+  description: 'Create a directory and missing parents (mkdir -p); created: false if it exists. Never under .git or '
+    + 'through a link out of the roots; fails if a file is in the way (VALIDATION).',
   group: 'fs-write',
   input: CreateDirectoryInput,
   output: CreateDirectoryOutput,

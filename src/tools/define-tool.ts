@@ -11,7 +11,7 @@ import type { MutationBudget } from '../policy/gates.js';
 import type { HashMemory } from '../policy/occ.js';
 import type { RootSet } from '../policy/roots.js';
 
-/** MCP tool annotations; must be honest (a test checks them against `mutating`). */
+/** MCP tool annotations; must be honest: each hint reflects the most dangerous action (test/e2e/protocol.test.ts holds an independent table). */
 export interface ToolAnnotations {
   readOnlyHint: boolean;
   destructiveHint: boolean;

@@ -24,8 +24,8 @@ const MAX_RECURSIVE_ENTRIES = 100_000;
 
 export const DeletePathInput = z.strictObject({
   path: PathArg,
-  recursive: z.boolean().default(false).describe('Required to delete a non-empty directory'),
-  expected_hash: ExpectedHash.optional().describe('For a file: the content hash it must have now'),
+  recursive: z.boolean().default(false).describe('Needed for a non-empty directory'),
+  expected_hash: ExpectedHash.optional().describe('A file\'s content_hash'),
   expected_status_hash: ExpectedStatusHash.optional(),
   dry_run: DryRun,
 });
@@ -74,11 +74,8 @@ async function assertTreeDeletable(ctx: ToolContext, real: AllowedPath, rootReal
 export const deletePath = defineTool({
   name: 'delete_path',
   title: 'Delete path',
-  description: 'Delete a file, a symlink (the link itself) or a directory; a non-empty directory needs recursive: '
-    + 'true, and is refused whole if it contains a secret file, a .git directory or a policy-protected entry. '
-    + 'Deleting a file needs its current hash like write_file (expected_hash or a prior read; HASH_REQUIRED '
-    + 'otherwise). Fails with NOT_FOUND, NOT_ALLOWED, SECRET_DENIED, FILE_POLICY_DENIED, OCC_MISMATCH, VALIDATION '
-    + '(directory_not_empty; a root), READONLY, BUDGET_EXCEEDED.',
+  description: 'Delete a file, symlink or directory. A non-empty directory needs recursive: true and fails whole if it '
+    + 'holds a secret, .git or protected entry. A file needs its hash like write_file.',
   group: 'fs-write',
   input: DeletePathInput,
   output: DeletePathOutput,

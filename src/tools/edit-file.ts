@@ -22,13 +22,13 @@ const MAX_DIFF_CHARS = 64 * 1024;
 export const EditFileInput = z.strictObject({
   path: PathArg,
   edits: z.array(z.strictObject({
-    old_text: z.string().min(1).describe('Exact text to replace (copy it from the file, indentation included)'),
-    new_text: z.string().describe('Replacement, inserted literally'),
-    replace_all: z.boolean().default(false).describe('Replace every occurrence instead of requiring exactly one'),
-  })).min(1).max(100).describe('Applied in order, each to the result of the previous; all or none'),
+    old_text: z.string().min(1).describe('Exact current text, indentation included'),
+    new_text: z.string().describe('Inserted literally'),
+    replace_all: z.boolean().default(false).describe('Every occurrence (else exactly one)'),
+  })).min(1).max(100).describe('1-100 edits, in order'),
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
-  allow_rewrite: z.boolean().default(false).describe('Allow edits that replace ≥90% of a file of ≥10 lines'),
+  allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
   dry_run: DryRun,
 });
 
@@ -48,14 +48,9 @@ export const EditFileOutput = z.object({
 export const editFile = defineTool({
   name: 'edit_file',
   title: 'Edit file',
-  description: 'Replace exact text in a file: each edit\'s old_text must occur exactly once (or set replace_all); '
-    + 'edits apply in order, all or none. Matching tolerates CRLF-vs-LF and trailing-whitespace differences, never '
-    + 'indentation. The file keeps its BOM, line endings (CRLF stays CRLF) and final-newline state; new_text is '
-    + 'inserted literally. Returns a unified diff and the new content_hash. Needs the file\'s current hash like '
-    + 'write_file (expected_hash, or a prior read in this session). Fails with PATCH_FAILED (details.reason no_match '
-    + 'with details.nearest, ambiguous with count and candidates, already_applied; details.edit_index), '
-    + 'REWRITE_BLOCKED (≥90% of a ≥10-line file: use write_file or allow_rewrite), OCC_MISMATCH, HASH_REQUIRED, '
-    + 'VALIDATION (binary file, empty old_text), and the path errors of read_file.',
+  description: 'Replace exact text: each old_text must occur once (or replace_all); all or none. Tolerates CRLF/LF and '
+    + 'trailing spaces, not indentation. Needs the hash like write_file. Returns a diff and the new content_hash; '
+    + 'PATCH_FAILED details show the nearest text.',
   group: 'fs-write',
   input: EditFileInput,
   output: EditFileOutput,

@@ -18,13 +18,13 @@ import { defineTool } from './define-tool.js';
 import { resolveWorkTree } from './git-status.js';
 
 export const GitDiffInput = z.strictObject({
-  path: PathArg.default('.').describe('Any path inside the work tree; default the first root'),
-  staged: z.boolean().default(false).describe('Diff the index against HEAD instead of the work tree against the index'),
-  paths: z.array(PathArg).max(1000).optional().describe('Only these files or directories'),
-  context_lines: z.number().int().min(0).max(100).default(3),
+  path: PathArg.default('.').describe('In the work tree (default the first root)'),
+  staged: z.boolean().default(false).describe('Index vs HEAD'),
+  paths: z.array(PathArg).max(1000).optional().describe('Only these paths'),
+  context_lines: z.number().int().min(0).max(100).default(3).describe('0-100 (default 3)'),
   expected_status_hash: ExpectedStatusHash.optional(),
-  max_bytes: z.number().int().min(1).optional().describe('Most diff bytes per page; default and ceiling --max-read-bytes'),
-  cursor: z.string().optional().describe('next_cursor from the previous page'),
+  max_bytes: z.number().int().min(1).optional().describe('Default and most 262144'),
+  cursor: z.string().optional(),
 });
 
 const FileSchema = z.object({
@@ -153,11 +153,9 @@ function pathOfHeader(rest: string): string {
 export const gitDiff = defineTool({
   name: 'git_diff',
   title: 'Git diff',
-  description: 'Unified diff of the work tree against the index (or, with staged: true, the index against HEAD), '
-    + 'paged by file: at most max_bytes (default 262144) per page, truncated and next_cursor continue (the cursor is '
-    + 'bound to the status hash). Binary files are listed, not dumped; secret and policy-protected files are listed as '
-    + 'omitted. Untracked files are not in a diff (see git_status). With expected_status_hash, a changed tree is '
-    + 'STALE_GIT with details.current_status_hash and no diff. Fails like git_status otherwise.',
+  description: 'Diff of the work tree against the index (staged: index against HEAD), paged by file, 262144 bytes a page '
+    + '(next_cursor). Binary and secret files listed, not dumped; untracked files not included. A stale '
+    + 'expected_status_hash fails (STALE_GIT).',
   group: 'git',
   input: GitDiffInput,
   output: GitDiffOutput,
@@ -251,7 +249,7 @@ export const gitDiff = defineTool({
     const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
     return {
       structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
-      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
+      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') + `status_hash ${statusHash}`,
       audit: { paths: [root] },
     };
   },

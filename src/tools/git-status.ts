@@ -13,7 +13,7 @@ import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 
 export const GitStatusInput = z.strictObject({
-  path: PathArg.default('.').describe('Any path inside the work tree; default the first root'),
+  path: PathArg.default('.').describe('In the work tree (default the first root)'),
 });
 
 export const GitStatusOutput = z.object({
@@ -54,11 +54,8 @@ export async function resolveWorkTree(requested: string, ctx: ToolContext): Prom
 export const gitStatusTool = defineTool({
   name: 'git_status',
   title: 'Git status',
-  description: 'Status of the git work tree containing path: branch, upstream with ahead/behind, each changed, '
-    + 'untracked or conflicted path with its index and work-tree letters, clean, and status_hash — pass it as '
-    + 'expected_status_hash to a mutation or git_diff to be refused (STALE_GIT) if the tree moved meanwhile. Never '
-    + 'writes to the repository. Fails with NOT_ALLOWED (path or work-tree root outside the roots), VALIDATION '
-    + '(not a work tree, git missing, dubious ownership), IO_ERROR (corrupt repository, timeout).',
+  description: 'Git status of the work tree at path: branch, ahead/behind, entries, clean, status_hash (pass it as '
+    + 'expected_status_hash: STALE_GIT if the tree moved). Read-only; fails outside a work tree.',
   group: 'git',
   input: GitStatusInput,
   output: GitStatusOutput,

@@ -47,31 +47,26 @@ const noNul = (s: z.ZodString): z.ZodString => s.regex(NO_NUL, 'must not contain
 export function issueInput(forge: Forge) {
   const gh = forge === 'github';
   return z.strictObject({
-    action: z.enum(ISSUE_ACTIONS).describe('list | view | create | comment | close | reopen | edit'),
+    action: z.enum(ISSUE_ACTIONS),
     repo: z.string().max(512).regex(gh ? GITHUB_REPO : GITLAB_REPO, gh ? 'must be owner/name' : 'must be group/name or group/sub/name')
-      .optional().describe(gh ? 'owner/name. Without it, the repository comes from the GitHub remote of `path`.'
-        : 'group/name or group/sub/…/name. Without it, the project comes from the GitLab remote of `path`.'),
+      .optional().describe(gh ? 'owner/name' : 'group/…/name'),
     hostname: z.string().min(1).max(300).regex(/^[^\s\u0000]+$/, 'must be a host name without spaces').optional()
-      .describe(gh ? 'GitHub host (e.g. github.com, ghe.example.com); default github.com, or the resolved remote\'s host. gh decides the scheme.'
-        : 'GitLab instance: host, host:port, or an http(s) URL (http only for loopback, e.g. http://127.0.0.1:8929). '
-          + 'Default: the resolved remote\'s host, else GITLAB_HOST, else gitlab.com.'),
-    path: PathArg.optional().describe('A path inside a git work tree in the roots whose remotes decide the repository '
-      + '(when repo is not given; default the first root). Exclusive with repo.'),
+      .describe(gh ? 'Default github.com' : 'Default GITLAB_HOST or gitlab.com'),
+    path: PathArg.optional().describe('Instead of repo: in a work tree'),
     number: z.number().int().min(1).max(ISSUE_BOUNDS.maxNumber).optional()
-      .describe(`Issue number (${gh ? 'GitHub number' : 'GitLab iid'}); view, comment, close, reopen, edit`),
-    title: noNul(z.string().min(1).max(ISSUE_BOUNDS.titleChars)).optional().describe('create (required), edit; ≤ 256 characters'),
+      .describe(gh ? 'Issue number' : 'Issue iid'),
+    title: noNul(z.string().min(1).max(ISSUE_BOUNDS.titleChars)).optional().describe('≤ 256 characters'),
     body: noNul(z.string().max(ISSUE_BOUNDS.bodyBytes))
       .refine((s) => Buffer.byteLength(s, 'utf8') <= ISSUE_BOUNDS.bodyBytes, { message: 'must be at most 65536 bytes (UTF-8)' })
-      .optional().describe('Markdown; create, edit, comment (required); ≤ 64 KiB (UTF-8 bytes)'),
+      .optional().describe('Markdown, ≤ 64 KiB'),
     labels: z.array(noNul(z.string().min(1).max(100))).max(ISSUE_BOUNDS.labels).optional()
-      .describe('create/edit: the labels to set (edit replaces the current set); list: only issues with all of these. ≤ 20'),
+      .describe('≤ 20'),
     assignees: z.array(z.string().min(1).max(100).regex(/^[A-Za-z0-9_.-]+$/, 'must be a user name')).max(ISSUE_BOUNDS.assignees).optional()
-      .describe('create/edit: user names to assign (edit replaces the current set). ≤ 10'),
-    state: z.enum(['open', 'closed', 'all']).optional().describe('list: which issues; default open'),
-    reason: z.enum(['completed', 'not_planned']).optional().describe(gh ? 'close: why; default completed'
-      : 'close: accepted for symmetry with github_issues; GitLab records no close reason'),
-    limit: z.number().int().min(1).max(100).optional().describe('list: issues per page; view: comments per page. Default 30, at most 100'),
-    cursor: z.string().min(1).max(2000).optional().describe('next_cursor from the previous page of the same call'),
+      .describe('≤ 10'),
+    state: z.enum(['open', 'closed', 'all']).optional().describe('Default open'),
+    reason: z.enum(['completed', 'not_planned']).optional().describe(gh ? 'Default completed' : 'Ignored'),
+    limit: z.number().int().min(1).max(100).optional().describe('≤ 100 (default 30)'),
+    cursor: z.string().min(1).max(2000).optional(),
   });
 }
 export type IssueArgs = z.output<ReturnType<typeof issueInput>>;
@@ -310,7 +305,7 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
       const structured: IssueResult = { ...base, issues: r.issues, pull_requests_omitted: r.pullRequestsOmitted, next_cursor: next };
       const head = `${where}: ${r.issues.length} ${state === 'all' ? '' : `${state} `}issue${r.issues.length === 1 ? '' : 's'} on page ${page}`
         + `${forge === 'github' ? `; ${r.pullRequestsOmitted} pull request${r.pullRequestsOmitted === 1 ? '' : 's'} omitted` : ''}`
-        + `${next ? '; more: call again with cursor = next_cursor' : ''}.`;
+        + `${next ? `; more: call again with cursor: ${next}` : ''}.`;
       const text = r.issues.length === 0 ? head : `${head}\n${wrapUntrusted(r.issues.map(issueLine).join('\n'))}`;
       return { structured, text, audit };
     }
@@ -321,7 +316,7 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
       const structured: IssueResult = { ...base, issue: r.issue, comments: r.comments, next_cursor: next };
       const first = (page - 1) * perPage + 1;
       const head = `${where} (${r.issue.state}), ${r.issue.comments_count} comment${r.issue.comments_count === 1 ? '' : 's'}`
-        + `${r.comments.length ? `; showing comments from #${first}` : ''}${next ? '; more: call again with cursor = next_cursor' : ''}.`;
+        + `${r.comments.length ? `; showing comments from #${first}` : ''}${next ? `; more: call again with cursor: ${next}` : ''}.`;
       return { structured, text: `${head}\n${wrapUntrusted(issueBlock(r.issue, r.comments))}`, audit };
     }
     case 'create': {

@@ -3,38 +3,50 @@
  * the version, and journal transactions recovered at start-up.
  */
 import { z } from 'zod';
+import { ROOTS_RULES, type RootsRule } from '../policy/roots.js';
 import { defineTool } from './define-tool.js';
 
 export const ListAllowedDirectoriesInput = z.strictObject({});
 
+const RootEntry = z.object({
+  path: z.string().describe('Resolved real path'),
+  given: z.string().describe('The spelling it was given with (both work)'),
+  source: z.enum(['cli', 'cwd', 'client']),
+});
+
 export const ListAllowedDirectoriesOutput = z.object({
-  roots: z.array(z.object({
-    path: z.string().describe('Resolved real path of the root'),
-    given: z.string().describe('The spelling the root was given with (both work)'),
-    source: z.enum(['cli', 'cwd', 'client']),
-  })),
+  roots: z.array(RootEntry).describe('The effective roots: what paths may use now'),
+  rule: z.enum(ROOTS_RULES as [RootsRule, ...RootsRule[]]).describe('Which SPEC §4.1 rule produced the effective roots'),
+  command_line_roots: z.array(RootEntry).describe('The command-line roots (or the working-directory default)'),
+  client_roots: z.array(z.object({ path: z.string(), usable: z.boolean() })).optional()
+    .describe('What the client last announced; absent when it announced nothing'),
   flags: z.object({
     readonly: z.boolean(),
     allow_secrets: z.boolean(),
     auto_occ: z.enum(['off', 'warn', 'block']),
     client_roots: z.enum(['narrow', 'replace', 'ignore']),
-    tools: z.array(z.string()).nullable().describe('--tools filter, or null for all'),
-    policy_file: z.string().nullable(),
+    tools: z.array(z.string()).optional().describe('--tools filter; absent: all'),
+    policy_file: z.string().optional(),
     policy_rules: z.number().int(),
     git_remote_allow: z.array(z.string()),
     max_read_bytes: z.number().int(),
   }),
   budget: z.object({ used: z.number().int(), limit: z.number().int().describe('0 means unlimited') }),
   version: z.string(),
-  recovered_transactions: z.array(z.unknown()),
+  recovered_transactions: z.array(z.object({
+    id: z.string(),
+    created_at: z.string(),
+    pid: z.number().int(),
+    outcome: z.enum(['ROLLBACK_COMPLETE', 'ROLLBACK_PARTIAL', 'ROLLBACK_FAILED']),
+    files: z.array(z.object({ path: z.string(), status: z.string(), reason: z.string().optional() })),
+  })),
 });
 
 export const listAllowedDirectories = defineTool({
   name: 'list_allowed_directories',
   title: 'List allowed directories',
-  description: 'The sandbox roots this server may touch (relative paths resolve against the first), with the flags in '
-    + 'force (readonly, allow_secrets, auto_occ, tools, policy), the mutation budget used and its limit, the version, '
-    + 'and transactions recovered from the journal at start-up. Call it first, or after NOT_ALLOWED / ROOTS_EMPTY.',
+  description: 'The roots paths may use now (relative paths resolve against the first), where they came from and why, '
+    + 'flags, budget, version. Call it first, or after NOT_ALLOWED or ROOTS_EMPTY. Never fails.',
   group: 'fs-read',
   input: ListAllowedDirectoriesInput,
   output: ListAllowedDirectoriesOutput,
@@ -42,16 +54,22 @@ export const listAllowedDirectories = defineTool({
   mutating: false,
   async run(_args, ctx) {
     const c = ctx.config;
-    const roots = ctx.policy.roots.map((r) => ({ path: r.real, given: r.given, source: r.source }));
+    const entry = (r: { real: string; given: string; source: 'cli' | 'cwd' | 'client' }) =>
+      ({ path: r.real, given: r.given, source: r.source });
+    const roots = ctx.policy.roots.map(entry);
+    const client = ctx.roots.client;
     const structured = {
       roots,
+      rule: ctx.roots.rule,
+      command_line_roots: ctx.roots.commandLine.map(entry),
+      ...(client ? { client_roots: client.announced } : {}),
       flags: {
         readonly: c.readonly,
         allow_secrets: c.allowSecrets,
         auto_occ: c.autoOcc,
         client_roots: c.clientRoots,
-        tools: c.tools ? [...c.tools] : null,
-        policy_file: c.policyFile,
+        ...(c.tools ? { tools: [...c.tools] } : {}),
+        ...(c.policyFile !== null ? { policy_file: c.policyFile } : {}),
         policy_rules: c.policy.rules.length,
         // Empty flag: the operator-configured hosts (src/vcs/host-allow.ts), shown as the entry that means them.
         git_remote_allow: c.gitRemoteAllow.length > 0 ? c.gitRemoteAllow : ['default'],
@@ -59,11 +77,18 @@ export const listAllowedDirectories = defineTool({
       },
       budget: { used: ctx.budget.used, limit: ctx.budget.limit },
       version: ctx.process.version,
-      recovered_transactions: [...ctx.process.recoveredTransactions],
+      recovered_transactions: [...ctx.process.recoveredTransactions] as z.output<typeof ListAllowedDirectoriesOutput>['recovered_transactions'],
     };
+    const line = (r: { path: string; given: string; source: string }) =>
+      `  ${r.path}${r.given !== r.path ? ` (given as ${r.given})` : ''} [${r.source}]`;
     const text = [
-      roots.length ? 'Allowed directories:' : 'No allowed directories (ROOTS_EMPTY): start fs-tools with a ROOT.',
-      ...roots.map((r) => `${r.path}${r.given !== r.path ? ` (given as ${r.given})` : ''} [${r.source}]`),
+      roots.length ? 'Allowed directories:' : `No allowed directories (ROOTS_EMPTY). ${ctx.roots.emptyError().suggestion}`,
+      ...roots.map(line),
+      `Rule: ${structured.rule}. ${ctx.roots.explain()}`,
+      `Command-line roots: ${structured.command_line_roots.length ? '' : 'none'}`,
+      ...structured.command_line_roots.map(line),
+      `Client roots: ${client ? (client.announced.length ? '' : 'announced an empty list') : 'none announced'}`,
+      ...(client?.announced ?? []).map((a) => `  ${a.path}${a.usable ? '' : ' (not usable)'}`),
       `readonly: ${c.readonly}; allow_secrets: ${c.allowSecrets}; auto_occ: ${c.autoOcc}; budget: ${ctx.budget.used}/`
         + `${ctx.budget.limit || 'unlimited'}; fs-tools ${ctx.process.version}`,
     ].join('\n');

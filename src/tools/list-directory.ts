@@ -14,20 +14,21 @@ import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 
 export const ListDirectoryInput = z.strictObject({
-  path: PathArg.default('.').describe('Directory to list; default the first root'),
-  depth: z.number().int().min(1).max(20).default(1).describe('1 = direct children (default); up to 20'),
-  include: GlobList.optional().describe('Only entries matching one of these globs (a glob without / matches the name)'),
-  exclude: GlobList.optional().describe('Skip entries matching these globs (directories are not descended)'),
-  respect_gitignore: z.boolean().default(true).describe('Skip what .gitignore files ignore (default true)'),
-  max_entries: z.number().int().min(1).optional().describe('Entries per page; default and ceiling --max-list-entries (1000)'),
-  cursor: z.string().optional().describe('next_cursor from the previous page'),
+  path: PathArg.default('.').describe('Default: the first root'),
+  depth: z.number().int().min(1).max(20).default(1).describe('1-20 (default 1: children)'),
+  include: GlobList.optional(),
+  exclude: GlobList.optional(),
+  respect_gitignore: z.boolean().default(true).describe('Default true'),
+  max_entries: z.number().int().min(1).optional().describe('Default and most 1000'),
+  cursor: z.string().optional(),
+  long: z.boolean().default(false).describe('Add size and mtime'),
 });
 
 const EntrySchema = z.object({
   path: z.string().describe('Relative to the listed directory, / separated'),
   type: KindSchema,
-  size: z.number().int().describe('Bytes (of the link itself for a symlink)'),
-  mtime: z.string().describe('ISO 8601'),
+  size: z.number().int().optional().describe('long: bytes (of the link itself for a symlink)'),
+  mtime: z.string().optional().describe('long: ISO 8601'),
   secret: z.boolean().optional().describe('Present and true for a secret filename'),
   link_target_type: KindSchema.nullable().optional()
     .describe('Symlinks only: the target\'s type when it is inside the roots, else null'),
@@ -54,11 +55,8 @@ async function linkTargetType(entry: WalkEntry, ctx: ToolContext): Promise<z.inf
 export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
-  description: 'List a directory (depth 1 by default, up to 20) in a stable order: each entry\'s relative path, type, '
-    + 'size and mtime. Symlinks are shown as links and never followed. Secret files are listed with secret: true; '
-    + 'policy-hidden entries are omitted; .gitignore is respected by default; .git is not descended. At most '
-    + 'max_entries (default 1000) per page: truncated and next_cursor continue. Fails with NOT_ALLOWED, NOT_FOUND, '
-    + 'VALIDATION (not a directory; bad cursor).',
+  description: 'List a directory in stable order: path and type (size, mtime with long). Symlinks shown, not followed; '
+    + 'secrets marked; .gitignore respected. At most 1000 entries a page: go on with next_cursor. Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,
@@ -105,8 +103,8 @@ export const listDirectory = defineTool({
       entries.push({
         path: entry.relative,
         type,
-        size: entry.stats.size,
-        mtime: entry.stats.mtime.toISOString(),
+        // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
+        ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
         ...(secret ? { secret: true } : {}),
         ...(type === 'symlink' ? { link_target_type: await linkTargetType(entry, ctx) } : {}),
       });
@@ -119,7 +117,7 @@ export const listDirectory = defineTool({
         ? ` -> (link${e.link_target_type ? ` to ${e.link_target_type}` : ', target outside the roots or missing'})` : '';
       return `${e.path}${suffix}${e.secret ? '  [secret]' : ''}`;
     });
-    if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; pass cursor to continue]`);
+    if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
     if (entries.length === 0) lines.push('(empty)');
     return {
       structured: { path: target.real, entries, truncated, next_cursor: nextCursor, skipped: { unreadable } },

@@ -18,12 +18,12 @@ import { defineTool } from './define-tool.js';
 import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
 
 export const MovePathInput = z.strictObject({
-  source: PathArg.describe('Path to move (a symlink is moved as a link)'),
-  destination: PathArg.describe('New path; its parent directory must exist'),
-  overwrite: z.boolean().default(false).describe('Replace an existing destination file (default false)'),
+  source: PathArg.describe('From'),
+  destination: PathArg.describe('New path; its parent must exist'),
+  overwrite: z.boolean().default(false).describe('Replace an existing destination file'),
   expected_hash: ExpectedHash.optional()
-    .describe('The DESTINATION\'s expected content hash when overwriting ("absent": it must not exist)'),
-  expected_source_hash: ContentHash.optional().describe('Optional: the source file must have this content hash'),
+    .describe('The destination\'s content_hash when overwriting, or "absent"'),
+  expected_source_hash: ContentHash.optional().describe('The source file\'s content_hash'),
   expected_status_hash: ExpectedStatusHash.optional(),
   dry_run: DryRun,
 });
@@ -42,11 +42,8 @@ export const MovePathOutput = z.object({
 export const movePath = defineTool({
   name: 'move_path',
   title: 'Move path',
-  description: 'Move or rename a file, symlink (the link itself) or directory within the roots. An existing '
-    + 'destination is refused (VALIDATION reason destination_exists, both files intact) unless overwrite: true, and '
-    + 'then the destination needs its current hash (expected_hash, or a prior read; HASH_REQUIRED otherwise). Fails '
-    + 'with NOT_FOUND, NOT_ALLOWED, SECRET_DENIED, FILE_POLICY_DENIED (.git, policy), OCC_MISMATCH, VALIDATION, '
-    + 'READONLY, BUDGET_EXCEEDED.',
+  description: 'Move or rename a file, symlink or directory. An existing destination fails (VALIDATION '
+    + 'destination_exists) unless overwrite: true, which needs its hash (expected_hash or an earlier read).',
   group: 'fs-write',
   input: MovePathInput,
   output: MovePathOutput,
@@ -141,7 +138,8 @@ export const movePath = defineTool({
         overwritten: Boolean(dstStats), previous_destination_hash: result.previousDestinationHash,
         content_hash: result.contentHash, ...(statusHash ? { status_hash: statusHash } : {}),
       },
-      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${source.real} -> ${destination.real}${dstStats ? ' (overwrote the destination)' : ''}`,
+      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${source.real} -> ${destination.real}${dstStats ? ' (overwrote the destination)' : ''}`
+        + `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
       audit: { paths: [source.real, destination.real], hash_before: result.previousDestinationHash, hash_after: result.contentHash },
     };
   },

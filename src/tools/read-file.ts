@@ -127,25 +127,33 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   }
 }
 
-/** The note that follows truncated content (a separate text block, so the content block stays raw). */
-export function truncationNote(r: ReadResult): string | null {
-  if (!r.truncated || !r.continuation) return null;
-  const next = r.continuation.cut_mid_line
-    ? `offset: ${r.continuation.offset}` : `start_line: ${r.continuation.start_line}`;
-  return `[fs-tools: output truncated at ${r.range.end_byte - r.range.start_byte} bytes (lines ${r.range.start_line}-`
-    + `${r.range.end_line} of ${r.total_lines}); continue with ${next}. content_hash ${r.content_hash}]`;
+/**
+ * The facts block that follows the raw content as its own text block (issue #15): a text-only client (Gemini CLI)
+ * shows its model only text, so the facts needed for the next call — content_hash, the range returned, eol, bom,
+ * and where to continue when truncated — are written here too. One line; the content block stays raw.
+ */
+export function factsNote(r: ReadResult): string {
+  const facts = [
+    `content_hash ${r.content_hash}`,
+    `lines ${r.range.start_line}-${r.range.end_line} of ${r.total_lines}`,
+    `bytes ${r.range.start_byte}-${r.range.end_byte} of ${r.size}`,
+    `eol ${r.eol}${r.bom ? ', bom' : ''}`,
+  ];
+  if (r.encoding === 'base64') facts.push('base64');
+  if (r.truncated && r.continuation) {
+    const next = r.continuation.cut_mid_line
+      ? `offset: ${r.continuation.offset}` : `start_line: ${r.continuation.start_line}`;
+    facts.push(`truncated, continue with ${next}`);
+  }
+  return `[fs-tools: ${facts.join('; ')}]`;
 }
 
 export const readFile = defineTool({
   name: 'read_file',
   title: 'Read file',
-  description: 'Read a text file (UTF-8) or its raw bytes (base64), whole or as an exact range: start_line/end_line, '
-    + 'head, tail, or a byte offset. The text content is the raw file content, never line-numbered. Returns the '
-    + 'whole file\'s content_hash (pass it as expected_hash to later edits), size, total_lines, eol, bom. Ranges '
-    + 'include line terminators and concatenate to the file. At most max_bytes (default 262144) per call; when cut, '
-    + 'truncated is true and continuation says where to go on. Fails with NOT_ALLOWED (outside roots), NOT_FOUND, '
-    + 'SECRET_DENIED, FILE_POLICY_DENIED (policy, FIFOs/devices), VALIDATION (directory; reason "binary" for non-UTF-8 '
-    + 'with encoding utf8; range_past_end; offset_splits_character for a text read from inside a character).',
+  description: 'Read a UTF-8 file (or base64), whole or a range. Text is the raw content, then a facts line with '
+    + 'content_hash (edits need it). At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 '
+    + 'fails (VALIDATION): use base64.',
   group: 'fs-read',
   input: ReadFileInput,
   output: ReadFileOutput,
@@ -155,10 +163,9 @@ export const readFile = defineTool({
   async run(args, ctx) {
     const { path: requested, ...options } = args;
     const result = await readOne(requested, options, ctx);
-    const note = truncationNote(result);
     return {
       structured: result,
-      text: note ? [result.content, note] : [result.content],
+      text: [result.content, factsNote(result)],
       audit: { paths: [result.path], hash_after: result.content_hash, bytes: result.range.end_byte - result.range.start_byte },
     };
   },

@@ -7,13 +7,13 @@ import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { readOne, ReadResultShape, truncationNote } from './read-file.js';
+import { readOne, ReadResultShape, factsNote } from './read-file.js';
 
 /** Most paths per call. */
 export const MAX_READ_FILES = 100;
 
 export const ReadFilesInput = z.strictObject({
-  paths: z.array(PathArg).min(1).max(MAX_READ_FILES).describe(`Paths to read (1-${MAX_READ_FILES})`),
+  paths: z.array(PathArg).min(1).max(MAX_READ_FILES).describe(`1-${MAX_READ_FILES} paths`),
   ...ReadOptionsShape,
 });
 
@@ -29,9 +29,8 @@ export const ReadFilesOutput = z.object({
 export const readFiles = defineTool({
   name: 'read_files',
   title: 'Read several files',
-  description: `Read up to ${MAX_READ_FILES} files in one call with the same options as read_file (range, max_bytes per `
-    + 'file, encoding). Each entry is either {ok: true, result} or {ok: false, error} with that path\'s error envelope; '
-    + 'the call itself fails only for invalid arguments. The text shows each file between "==> path <==" headers.',
+  description: `Read up to ${MAX_READ_FILES} files with read_file\'s options. Each result is {ok, result} or {ok: false, `
+    + 'error} (that path\'s envelope); the call fails only for bad arguments.',
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,
@@ -46,8 +45,7 @@ export const readFiles = defineTool({
       try {
         const result = await readOne(requested, options, ctx);
         results.push({ path: requested, ok: true, result });
-        const note = truncationNote(result);
-        text.push(`==> ${requested} <==\n${result.content}${note ? `\n${note}` : ''}`);
+        text.push(`==> ${requested} <==\n${result.content}\n${factsNote(result)}`);
       } catch (error) {
         const envelope = toEnvelope(error);
         results.push({ path: requested, ok: false, error: envelope.error });

@@ -23,19 +23,19 @@ const MAX_LINE_CHARS = 400;
 const SEARCH_TIME_BUDGET_MS = 20_000;
 
 export const SearchFilesInput = z.strictObject({
-  path: PathArg.default('.').describe('Directory (or file) to search; default the first root'),
+  path: PathArg.default('.').describe('Default: the first root'),
   glob: z.string().min(1).optional()
-    .describe('Only files whose path (relative to `path`) matches this glob, e.g. "**/*.ts"; without a /, matches the name'),
-  query: z.string().min(1).optional().describe('Text to find in file contents (literal unless regex is true)'),
-  regex: z.boolean().default(false).describe('Treat query as a JavaScript regular expression (u flag); time-bounded'),
+    .describe('File glob, e.g. **/*.ts'),
+  query: z.string().min(1).optional().describe('Text to find'),
+  regex: z.boolean().default(false).describe('query is a JS regex'),
   case_sensitive: z.boolean().default(true).describe('Default true'),
-  context_lines: z.number().int().min(0).max(10).default(0).describe('Lines of context before and after each match (0-10)'),
-  include: GlobList.optional().describe('Only files matching one of these globs'),
-  exclude: GlobList.optional().describe('Skip files and directories matching these globs'),
-  respect_gitignore: z.boolean().default(true).describe('Skip what .gitignore files ignore (default true)'),
+  context_lines: z.number().int().min(0).max(10).default(0).describe('0-10 (default 0)'),
+  include: GlobList.optional(),
+  exclude: GlobList.optional(),
+  respect_gitignore: z.boolean().default(true).describe('Default true'),
   max_results: z.number().int().min(1).optional()
-    .describe('Matches (or files, for a glob-only search) per page; default and ceiling --max-search-results (500)'),
-  cursor: z.string().optional().describe('next_cursor from the previous page'),
+    .describe('Default and most 500'),
+  cursor: z.string().optional(),
 });
 
 const MatchSchema = z.object({
@@ -130,12 +130,9 @@ function stripCr(line: string): string {
 export const searchFiles = defineTool({
   name: 'search_files',
   title: 'Search files',
-  description: 'Find files by glob (e.g. "**/*.ts") and/or lines by content: a literal query, or a JavaScript regular '
-    + 'expression with regex: true (time-bounded per file; a pathological pattern fails with VALIDATION reason '
-    + 'regex_timeout). Respects .gitignore by default, never follows symlinks, skips .git, and skips secret, '
-    + 'policy-denied, binary and large (>10 MiB) files, counting each in `skipped`. Results come in a stable order, '
-    + 'at most max_results (default 500) per page, with truncated and next_cursor. Needs glob or query (VALIDATION '
-    + 'otherwise). Fails with NOT_ALLOWED, NOT_FOUND, VALIDATION.',
+  description: 'Find files by glob and/or lines by text (literal, or a JS regex with regex: true). Respects .gitignore; '
+    + 'skips secret, binary and >10 MiB files (counted). At most 500 results a page: go on with next_cursor. Fails '
+    + 'without glob or query (VALIDATION).',
   group: 'fs-read',
   input: SearchFilesInput,
   output: SearchFilesOutput,
@@ -360,7 +357,7 @@ export const searchFiles = defineTool({
     const skippedParts = Object.entries(skipped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
     out.push(`[${mode === 'glob' ? `${files.length} files` : `${matches.length} matches in ${filesMatched} files, `
       + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
-      + `${truncated ? '; truncated, pass cursor to continue' : ''}]`);
+      + `${truncated ? `; truncated, continue with cursor: ${nextCursor}` : ''}]`);
     return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
   },
 });

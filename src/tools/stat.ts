@@ -14,7 +14,7 @@ import { defineTool } from './define-tool.js';
 
 export const StatInput = z.strictObject({
   path: PathArg,
-  hash: z.boolean().default(true).describe('Compute content_hash for a regular file (reads the file). Default true.'),
+  hash: z.boolean().default(true).describe('Hash a regular file (default true)'),
 });
 
 export const StatOutput = z.object({
@@ -34,9 +34,8 @@ export const StatOutput = z.object({
 export const stat = defineTool({
   name: 'stat',
   title: 'Stat path',
-  description: 'Metadata of a file or directory: type, size, mtime, mode, nlink, symlink target (when the path is a '
-    + 'link inside the roots), content_hash of a regular file (remembered for OCC), and secret/policy flags. Follows '
-    + 'symlinks only inside the roots. Fails with NOT_ALLOWED, NOT_FOUND, FILE_POLICY_DENIED.',
+  description: 'Metadata of a path: type, size, mtime, mode, link target, a file\'s content_hash (remembered for edits), '
+    + 'secret and policy flags. Fails outside the roots (NOT_ALLOWED).',
   group: 'fs-read',
   input: StatInput,
   output: StatOutput,

@@ -12,11 +12,11 @@ import { mutateFile } from './file-mutation.js';
 
 export const WriteFileInput = z.strictObject({
   path: PathArg,
-  content: z.string().optional().describe('New content as UTF-8 text (exactly these bytes are written)'),
-  content_base64: z.string().optional().describe('New content as base64 bytes (instead of content)'),
+  content: z.string().optional().describe('UTF-8 text, written exactly'),
+  content_base64: z.string().optional().describe('Bytes as base64, instead of content'),
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
-  create_dirs: z.boolean().default(false).describe('Create missing parent directories (default false)'),
+  create_dirs: z.boolean().default(false).describe('Create missing parents'),
   dry_run: DryRun,
 });
 
@@ -45,12 +45,9 @@ function decodeContent(args: z.output<typeof WriteFileInput>): Buffer {
 export const writeFile = defineTool({
   name: 'write_file',
   title: 'Write file',
-  description: 'Create a file, or replace an existing file\'s whole content, atomically (temp file + rename; mode '
-    + 'kept; never through a symlink out of the roots). Replacing an existing file needs its current hash: pass '
-    + 'expected_hash from read_file/stat, or read it first in this session (--auto-occ=block); otherwise HASH_REQUIRED. '
-    + 'expected_hash "absent" means the file must not exist yet. Fails with OCC_MISMATCH (someone changed it: re-read), '
-    + 'HASH_REQUIRED, NOT_ALLOWED, SECRET_DENIED, FILE_POLICY_DENIED (.git, policy), NOT_FOUND (parent missing: '
-    + 'create_dirs), VALIDATION, READONLY, BUDGET_EXCEEDED. For partial changes use edit_file or apply_patch.',
+  description: 'Create a file or replace its whole content, atomically. Replacing needs its hash (expected_hash or an '
+    + 'earlier read, else HASH_REQUIRED); OCC_MISMATCH: it changed, re-read. Returns the new content_hash. For partial '
+    + 'changes use edit_file.',
   group: 'fs-write',
   input: WriteFileInput,
   output: WriteFileOutput,

@@ -286,7 +286,9 @@ describe('BUDGET_EXCEEDED before ROOTS_EMPTY (2025 era: the client narrows its r
     const st = makeTree({}, 'fs-tools-state-');
     const transport = new LegacyTransport({ command: process.execPath, args: [CLI, '--state-dir', st.dir, f.R], stderr: 'pipe' });
     const client = new LegacyClient({ name: 'order-roots', version: '1.0.0' }, { capabilities: { roots: { listChanged: true } } });
-    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [] }));
+    // A client root that does not overlap the CLI root narrows to nothing. (An initial empty list no longer does:
+    // issue #15, SPEC §4.1 as updated — the client has no roots to offer and the CLI roots stay.)
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: pathToFileURL(f.O).href }] }));
     const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallResult;
     try {
       await client.connect(transport);

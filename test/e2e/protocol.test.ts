@@ -12,6 +12,38 @@ import { makeTree } from '../helpers/tree.js';
 
 const REGISTRY_ORDER = TOOLS.map((t) => t.name);
 
+/**
+ * What each tool can do at its most dangerous, decided here from the SPEC, not read from the tool definitions
+ * (issue #15): [readOnlyHint, destructiveHint, idempotentHint, openWorldHint]. Approval layers (a Codex guardian
+ * review of an mcpToolCall, seeds/003) rely on these.
+ *   - write_file replaces a file (destructive); writing the same bytes again changes nothing (idempotent).
+ *   - edit_file / apply_patch replace text, apply_patch also deletes files; a second identical call fails or
+ *     changes more (not idempotent).
+ *   - move_path may overwrite its destination; delete_path deletes; neither is safe to repeat blindly.
+ *   - create_directory only adds, and is idempotent by contract.
+ *   - github_issues / gitlab_issues: `edit` replaces a body and labels, `close` changes state (destructive); `create`
+ *     and `comment` add each time (not idempotent); they talk to a forge (open world).
+ */
+const HONEST_ANNOTATIONS: Record<string, [boolean, boolean, boolean, boolean]> = {
+  list_allowed_directories: [true, false, true, false],
+  read_file: [true, false, true, false],
+  read_files: [true, false, true, false],
+  read_media: [true, false, true, false],
+  list_directory: [true, false, true, false],
+  search_files: [true, false, true, false],
+  stat: [true, false, true, false],
+  write_file: [false, true, true, false],
+  edit_file: [false, true, false, false],
+  apply_patch: [false, true, false, false],
+  move_path: [false, true, false, false],
+  delete_path: [false, true, false, false],
+  create_directory: [false, false, true, false],
+  git_status: [true, false, true, false],
+  git_diff: [true, false, true, false],
+  github_issues: [false, true, false, true],
+  gitlab_issues: [false, true, false, true],
+};
+
 describe.each(ERAS)('tools/list (%s era)', (era) => {
   const tree = makeTree({ 'a.txt': 'hello\n' });
   let client: TestClient;
@@ -37,22 +69,22 @@ describe.each(ERAS)('tools/list (%s era)', (era) => {
       expect(tool.inputSchema.type, tool.name).toBe('object');
       expect(tool.outputSchema?.type, tool.name).toBe('object');
       expect(tool.outputSchema?.properties, tool.name).toBeTypeOf('object');
+      // The output schema also admits the error envelope (a text-only client validates a parsed envelope against it).
+      expect((tool.outputSchema?.properties as Record<string, unknown>).error, tool.name).toBeTypeOf('object');
       for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) {
         expect(typeof tool.annotations?.[hint], `${tool.name}.${hint}`).toBe('boolean');
       }
     }
   });
 
-  it('has honest annotations', () => {
+  it('has honest annotations: the advertised hints equal an independent table (not the definitions)', () => {
     for (const tool of tools) {
-      const def = TOOLS.find((t) => t.name === tool.name)!;
-      expect(def, tool.name).toBeDefined();
+      const expected = HONEST_ANNOTATIONS[tool.name];
+      expect(expected, `${tool.name} has no row in HONEST_ANNOTATIONS`).toBeDefined();
       const a = tool.annotations!;
-      expect(a.readOnlyHint, `${tool.name} readOnlyHint`).toBe(def.mutating === false);
-      if (def.mutating === false) expect(a.destructiveHint, `${tool.name} destructiveHint`).toBe(false);
-      expect(a.openWorldHint, `${tool.name} openWorldHint`).toBe(def.group === 'issues');
-      expect(a).toMatchObject(def.annotations);
+      expect([a.readOnlyHint, a.destructiveHint, a.idempotentHint, a.openWorldHint], tool.name).toEqual(expected);
     }
+    expect(tools.map((t) => t.name).sort()).toEqual(Object.keys(HONEST_ANNOTATIONS).sort());
   });
 
   it('answers an unknown tool with JSON-RPC -32602 and keeps answering', async () => {
@@ -75,6 +107,25 @@ describe.each(ERAS)('tools/list (%s era)', (era) => {
       expect(e.error.suggestion).toContain('path');
       expect(e.error.retryable).toBe(false);
       expect(e.error.recovery).toBe('fix_arguments');
+    });
+
+    it('client-injected control parameters (Gemini CLI wait_for_previous) are accepted and ignored', async () => {
+      for (const value of [true, false]) {
+        const r = await client.callOk('read_file', { path: 'a.txt', wait_for_previous: value });
+        expect(r.content).toBe('hello\n');
+      }
+      // Also on a tool without parameters, and on a mutating tool (nothing else changes).
+      expect((await client.callOk('list_allowed_directories', { wait_for_previous: true })).roots).toHaveLength(1);
+      const made = await client.callOk('create_directory', { path: 'wfp-dir', wait_for_previous: true });
+      expect(made.created).toBe(true);
+      // Only the listed names: a near miss stays VALIDATION with the closest name, and a nested one is not dropped.
+      const near = expectCode(await client.call('read_file', { path: 'a.txt', wait_for_previos: true }), 'VALIDATION');
+      expect(near.error.details).toMatchObject({ reason: 'unknown_parameter', field: 'wait_for_previos' });
+      const nested = expectCode(await client.call('edit_file', {
+        path: 'a.txt', edits: [{ old_text: 'hello', new_text: 'bye', wait_for_previous: true }],
+      }), 'VALIDATION');
+      expect(nested.error.details).toMatchObject({ reason: 'unknown_parameter', field: 'edits.0.wait_for_previous' });
+      expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('hello\n');
     });
 
     it('wrong type', async () => {

@@ -109,7 +109,11 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
     it('reads a whole file: raw text and exact facts', async () => {
       const r = await call('read_file', { path: 'a.txt' });
       expect(r.isError).toBeFalsy();
-      expect(r.content).toEqual([{ type: 'text', text: 'hello\nworld\n' }]);
+      // The raw content, then (issue #15) the facts a text-only client's model needs for its next call.
+      expect(r.content).toEqual([
+        { type: 'text', text: 'hello\nworld\n' },
+        { type: 'text', text: `[fs-tools: content_hash ${sha('hello\nworld\n')}; lines 1-2 of 2; bytes 0-12 of 12; eol lf]` },
+      ]);
       expect(r.structuredContent).toEqual({
         path: path.join(root, 'a.txt'), content: 'hello\nworld\n', encoding: 'utf8', content_hash: sha('hello\nworld\n'),
         size: 12, total_lines: 2, range: { start_line: 1, end_line: 2, start_byte: 0, end_byte: 12 }, truncated: false,
@@ -326,9 +330,14 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       expect(Object.keys(byPath)).toEqual(['.env', '.env.example', '.gitignore', 'a.txt', 'big.txt', 'bin.dat', 'bom.txt',
         'crlf.txt', 'dangling', 'dir', 'docs', 'empty.txt', 'euro.txt', 'keys', 'l3.txt', 'lines.txt', 'link-dir',
         'link-in', 'link-out', 'link-out-dir', 'pipe', 'src']);
-      expect(byPath['.env']).toMatchObject({ type: 'file', secret: true, size: 27 });
+      expect(byPath['.env']).toMatchObject({ type: 'file', secret: true });
       expect(byPath['.env.example'].secret).toBeUndefined();
-      expect(byPath['a.txt']).toEqual({ path: 'a.txt', type: 'file', size: 12, mtime: expect.any(String) });
+      // Size and mtime only with long: true (issue #15: they tripled a listing's bytes in every client's context).
+      expect(byPath['a.txt']).toEqual({ path: 'a.txt', type: 'file' });
+      const long: Record<string, any> = (await call('list_directory', { long: true })).structuredContent!;
+      const longByPath = Object.fromEntries(long.entries.map((e: any) => [e.path, e]));
+      expect(longByPath['.env']).toMatchObject({ type: 'file', secret: true, size: 27 });
+      expect(longByPath['a.txt']).toEqual({ path: 'a.txt', type: 'file', size: 12, mtime: expect.any(String) });
       expect(byPath.dir.type).toBe('directory');
       expect(byPath.pipe.type).toBe('fifo');
       expect(byPath['link-in']).toMatchObject({ type: 'symlink', link_target_type: 'file' });

@@ -67,11 +67,47 @@ describe('client roots, 2025 era, --client-roots=narrow (default)', () => {
     }
   });
 
-  it('an empty client list narrows to nothing, never back to the CLI roots', async () => {
+  it('an INITIAL empty client list leaves the CLI roots in force and says so (MCP Inspector answers [])', async () => {
+    // Behaviour changed by issue #15 (SPEC §4.1 as updated): this used to narrow to nothing.
     const client = await connect('legacy', { args: [R.dir], clientRoots: [] });
     try {
-      expectCode(await client.call('read_file', { path: 'top.txt' }), 'ROOTS_EMPTY');
-      expect(await rootsOf(client)).toEqual([]);
+      expect((await client.callOk('read_file', { path: 'top.txt' })).content).toBe('top\n');
+      const r = await client.call('list_allowed_directories', {});
+      const s = r.structuredContent as Record<string, any>;
+      expect(s.roots.map((x: { path: string; source: string }) => [x.path, x.source])).toEqual([[R.dir, 'cli']]);
+      expect(s.rule).toBe('client_offered_none');
+      expect(s.client_roots).toEqual([]);
+      expect(s.command_line_roots.map((x: { path: string }) => x.path)).toEqual([R.dir]);
+      expect(r.content[0].text).toContain('announced no roots');
+      expect(r.content[0].text).toContain('command-line roots stay in force');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('the same under --client-roots=replace: an empty list replaces nothing', async () => {
+    const client = await connect('legacy', { args: ['--client-roots=replace', R.dir], clientRoots: [] });
+    try {
+      expect((await client.callOk('read_file', { path: 'top.txt' })).content).toBe('top\n');
+      expect((await client.callOk('list_allowed_directories', {})).rule).toBe('client_offered_none');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a narrowing to nothing names its cause and the fix', async () => {
+    const client = await connect('legacy', { args: [R.dir], clientRoots: [uri(O.dir)] });
+    try {
+      const e = expectCode(await client.call('read_file', { path: 'top.txt' }), 'ROOTS_EMPTY');
+      expect(e.error.message).toContain('do not overlap the command-line roots');
+      expect(e.error.suggestion).toContain('--client-roots=ignore');
+      expect(e.error.suggestion).not.toContain('Start fs-tools with a ROOT');
+      expect(e.error.details.rule).toBe('narrowed_by_client');
+      // No path of the client's or the CLI's roots is echoed in the envelope.
+      expect(JSON.stringify(e)).not.toContain(O.dir);
+      const l = await client.callOk('list_allowed_directories', {});
+      expect(l.rule).toBe('narrowed_by_client');
+      expect(l.client_roots).toEqual([{ path: O.dir, usable: true }]);
     } finally {
       await client.close();
     }
@@ -151,6 +187,16 @@ describe('client roots, 2025 era, other modes', () => {
     }
   });
 });
+
+/** Polls an async check (every 50 ms, at most 3 s). */
+async function waitForAsync(check: () => Promise<boolean>, ms = 3000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return check();
+}
 
 /** A 2025-era client whose roots/list answers after `delayMs` and whose roots can change. */
 async function slowRootsClient(args: string[], roots: () => string[], delayMs: () => number) {
@@ -269,11 +315,57 @@ describe('home directory is not a default root', () => {
     mkdirSync(path.join(home.dir, '.ssh'));
     const client = await connect('modern', { args: [], cwd: home.dir, env: { HOME: home.dir } });
     try {
-      expectCode(await client.call('read_file', { path: 'notes.txt' }), 'ROOTS_EMPTY');
+      const e = expectCode(await client.call('read_file', { path: 'notes.txt' }), 'ROOTS_EMPTY');
+      // The cause (no ROOT, and home is never a default) and the fix (a ROOT in the client's configuration).
+      expect(e.error.message).toContain('without a ROOT');
+      expect(e.error.suggestion).toContain('ROOT argument');
+      expect(e.error.details.rule).toBe('no_default_root');
       expect(await rootsOf(client)).toEqual([]);
     } finally {
       await client.close();
       home.cleanup();
+    }
+  });
+});
+
+describe('client roots updates, 2025 era (SPEC §4.1 as updated by issue #15)', () => {
+  it('an empty list AFTER a non-empty one narrows to nothing, never back; ROOTS_EMPTY names that cause', async () => {
+    let roots = [uri(sub)];
+    const s = await slowRootsClient([R.dir], () => roots, () => 0);
+    try {
+      const first = await s.call('read_file', { path: 'in.txt' });
+      expect(first.isError, first.content[0]?.text).toBeFalsy();
+      roots = [];
+      await s.client.sendRootsListChanged();
+      expect(await waitForAsync(async () => (await s.call('read_file', { path: path.join(sub, 'in.txt') })).isError === true)).toBe(true);
+      const e = expectCode(await s.call('read_file', { path: path.join(sub, 'in.txt') }), 'ROOTS_EMPTY');
+      expect(e.error.message).toContain('empty list');
+      expect(e.error.details.rule).toBe('client_emptied');
+      expect(e.error.suggestion).toMatch(/announce a workspace root again|--client-roots=ignore/);
+      const l = await s.call('list_allowed_directories', {});
+      expect((l.structuredContent as Record<string, unknown>).rule).toBe('client_emptied');
+      expect((l.structuredContent as Record<string, unknown>).roots).toEqual([]);
+      // The CLI root did not come back.
+      expectCode(await s.call('read_file', { path: path.join(R.dir, 'top.txt') }), 'ROOTS_EMPTY');
+    } finally {
+      await s.client.close();
+    }
+  });
+
+  it('an empty first answer then a non-empty one: the later one narrows', async () => {
+    let roots: string[] = [];
+    const s = await slowRootsClient([R.dir], () => roots, () => 0);
+    try {
+      const first = await s.call('read_file', { path: 'top.txt' });
+      expect(first.isError, first.content[0]?.text).toBeFalsy();
+      roots = [uri(sub)];
+      await s.client.sendRootsListChanged();
+      expect(await waitForAsync(async () => (await s.call('read_file', { path: path.join(R.dir, 'top.txt') })).isError === true)).toBe(true);
+      expectCode(await s.call('read_file', { path: path.join(R.dir, 'top.txt') }), 'NOT_ALLOWED');
+      const ok = await s.call('read_file', { path: path.join(sub, 'in.txt') });
+      expect(ok.isError, ok.content[0]?.text).toBeFalsy();
+    } finally {
+      await s.client.close();
     }
   });
 });

@@ -1,0 +1,87 @@
+/**
+ * RootSet's rules (SPEC §4.1 as updated for issue #15), driven directly with announcement sequences a client (or an
+ * attacker posing as one) can send: an initial empty list keeps the command-line roots; anything announced after a
+ * non-empty list only narrows, and an empty list then narrows to nothing, never back; an announcement of roots that
+ * do not exist is not "no roots to offer". ROOTS_EMPTY names the cause and never a path.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveInRoots } from '../../src/policy/resolve-path.js';
+import { RootSet } from '../../src/policy/roots.js';
+import { makeTree } from '../helpers/tree.js';
+
+const R = makeTree({ sub: { 'in.txt': 'x\n' } }, 'fs-tools-rootset-');
+const O = makeTree({ 'o.txt': 'o\n' }, 'fs-tools-rootset-out-');
+afterAll(() => { R.cleanup(); O.cleanup(); });
+const uri = (p: string) => pathToFileURL(p).href;
+const cli = () => [{ given: R.dir, real: R.dir, source: 'cli' as const }];
+const paths = (s: RootSet) => s.current().map((r) => r.real);
+
+describe('RootSet announcement sequences', () => {
+  it('[] then [] keeps the command-line roots; then [sub] narrows; then [] empties; then [] stays empty', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientRoots([]);
+    expect([paths(s), s.rule]).toEqual([[R.dir], 'client_offered_none']);
+    await s.applyClientRoots([]);
+    expect([paths(s), s.rule]).toEqual([[R.dir], 'client_offered_none']);
+    await s.applyClientRoots([uri(path.join(R.dir, 'sub'))]);
+    expect([paths(s), s.rule]).toEqual([[path.join(R.dir, 'sub')], 'narrowed_by_client']);
+    await s.applyClientRoots([]);
+    expect([paths(s), s.rule]).toEqual([[], 'client_emptied']);
+    await s.applyClientRoots([]);
+    expect([paths(s), s.rule]).toEqual([[], 'client_emptied']);
+  });
+
+  it('a later announcement cannot widen beyond the command-line roots (narrow)', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientRoots([uri(path.join(R.dir, 'sub'))]);
+    await s.applyClientRoots([uri(O.dir), uri('/')]);
+    expect(paths(s)).toEqual([R.dir]); // `/` contains the CLI root: the CLI root, never `/` itself
+    expect(paths(s)).not.toContain(O.dir);
+  });
+
+  it('roots that do not exist are not "no roots to offer": they narrow to nothing, and then [] stays nothing', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientRoots([uri(path.join(R.dir, 'no-such-dir'))]);
+    expect(paths(s)).toEqual([]);
+    const e = s.emptyError();
+    expect(e.message).toContain('none of the roots the client announced exists');
+    await s.applyClientRoots([]);
+    expect([paths(s), s.rule]).toEqual([[], 'client_emptied']);
+  });
+
+  it('replace: [] first keeps the command-line roots; a non-empty list replaces them', async () => {
+    const s = new RootSet(cli(), 'replace', true);
+    await s.applyClientRoots([]);
+    expect(paths(s)).toEqual([R.dir]);
+    await s.applyClientRoots([uri(O.dir)]);
+    expect([paths(s), s.rule]).toEqual([[O.dir], 'replaced_by_client']);
+  });
+
+  it('ignore: nothing a client sends changes the roots', async () => {
+    const s = new RootSet(cli(), 'ignore', true);
+    await s.applyClientRoots([uri(O.dir)]);
+    await s.applyClientRoots([]);
+    expect([paths(s), s.rule]).toEqual([[R.dir], 'command_line']);
+    expect(s.client).toBeNull();
+  });
+
+  it('the ROOTS_EMPTY thrown by path resolution names the cause and carries no path', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientRoots([uri(O.dir)]);
+    const error = await resolveInRoots(path.join(O.dir, 'o.txt'), s.current(), { followFinal: true }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ROOTS_EMPTY', path: null, details: { rule: 'narrowed_by_client' } });
+    const text = JSON.stringify({ m: (error as Error).message, d: (error as { details: unknown }).details, s: (error as { suggestion: string }).suggestion });
+    expect(text).not.toContain(O.dir);
+    expect(text).not.toContain(R.dir);
+  });
+
+  it('no ROOT and no default (cwd is / or home): the cause and the fix name the ROOT argument', () => {
+    const s = new RootSet([], 'narrow', false);
+    expect(s.rule).toBe('no_default_root');
+    const e = s.emptyError();
+    expect(e.message).toContain('without a ROOT');
+    expect(e.suggestion).toContain('ROOT argument');
+  });
+});
