@@ -32,13 +32,21 @@ const ROUNDS = Number(process.env.FS_TOOLS_CONCURRENCY_ROUNDS ?? 30);
 const TIMEOUT = Math.max(120_000, ROUNDS * 1_500);
 
 type Op = 'write' | 'edit' | 'patch' | 'move' | 'delete';
-const MIXES: Array<{ name: string; ops: Op[] }> = [
+/**
+ * `absent`: the test removes the file before every round, so every session's base is "absent" and move_path races
+ * write_file creating the destination — the issue's "decisions on stale facts" case. That mix, and the move/delete
+ * rounds of the all-tools mix that start from an absent file, depend on move_path deciding the destination's
+ * existence INSIDE the lock: the single mutation pipeline of issue 11 item 3 (branch i11a). Before it, move_path
+ * trusted the existence it saw before taking the lock and replaced a file created meanwhile without a hash check.
+ */
+const MIXES: Array<{ name: string; ops: Op[]; absent?: boolean }> = [
   { name: 'write_file', ops: ['write'] },
   { name: 'edit_file', ops: ['edit'] },
   { name: 'apply_patch', ops: ['patch'] },
   { name: 'move_path (overwrite)', ops: ['move'] },
   { name: 'delete_path with write_file', ops: ['delete', 'write'] },
-  { name: 'every tool at once', ops: ['write', 'edit', 'patch', 'move', 'delete'] },
+  { name: 'every tool at once (needs the item-3 pipeline)', ops: ['write', 'edit', 'patch', 'move', 'delete'] },
+  { name: 'move_path onto a destination created meanwhile (needs the item-3 pipeline)', ops: ['move', 'write', 'write'], absent: true },
 ];
 
 const root = makeTree({}, 'fs-tools-sessions-');
@@ -102,7 +110,7 @@ async function attempt(session: { name: string; client: TestClient }, op: Op, re
   return out;
 }
 
-describe.each(MIXES)('$name: three real sessions (shared and separate state directories) race on one file', ({ name, ops }) => {
+describe.each(MIXES)('$name: three real sessions (shared and separate state directories) race on one file', ({ name, ops, absent }) => {
   it(`${ROUNDS} rounds: at most one success per base hash, the file is that success's result, refusals change nothing`, async () => {
     const rel = `target-${name.replace(/\W+/g, '-')}.txt`;
     const file = path.join(root.dir, rel);
@@ -111,6 +119,7 @@ describe.each(MIXES)('$name: three real sessions (shared and separate state dire
     let successes = 0;
     const codes = new Map<string, number>();
     for (let round = 0; round < ROUNDS; round++) {
+      if (absent) rmSync(file, { force: true });
       const before = existsSync(file) ? readFileSync(file, 'utf8') : null;
       const bases = await Promise.all(sessions.map((s) => readTarget(s.client, rel)));
       const attempts = await Promise.all(sessions.map((s, i) => attempt(s, ops[(round + i) % ops.length], rel, bases[i], round)));
@@ -125,6 +134,7 @@ describe.each(MIXES)('$name: three real sessions (shared and separate state dire
         expect(list.length, `round ${round}: ${list.length} successes from base ${base}: ${JSON.stringify(list)}`).toBe(1);
       }
       if (new Set(bases.map((b) => b.hash)).size === 1) contended++;
+      // Every attempt was based on one read; with all three on one base, at most one can have succeeded.
       const now = existsSync(file) ? readFileSync(file, 'utf8') : null;
       if (ok.length === 0) {
         expect(now, `round ${round}: every call refused, yet the file changed`).toBe(before);
