@@ -4,12 +4,14 @@
  *   1. five concurrent write_file calls from one session, racing a second (unlimited) session on the same names:
  *      exactly as many files carry the budgeted session's bytes as its budget says it used (≤ 1), and each of its
  *      refused calls wrote nothing;
- *   2. move_path with expected_status_hash in a root that is not a git work tree, five times: a move that happened is
- *      charged (used = moves done ≤ 1) and a refused move left source and destination as they were. Before issue 11
- *      the move happened, the call failed afterwards with VALIDATION, and the budget read `used: 0` after five moves.
+ *   2. move_path from a git work tree (with its correct expected_status_hash) to a directory outside any work tree,
+ *      five times: a move that happened is charged (used = moves done ≤ 1) and a refused move left source and
+ *      destination as they were. Before issue 11 the move happened, computing the destination's status hash then
+ *      failed with VALIDATION, and the budget read `used: 0` after five moves.
  * Part 2 depends on the single mutation pipeline of issue 11 item 3 ("every check that can fail runs before the
  * first effect; a mutation that happened is always charged"), built in src/tools/file-mutation.ts on branch i11a.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -49,20 +51,24 @@ describe('with --mutation-budget=1 every mutation that happened is charged', () 
     }
   });
 
-  it('move_path with expected_status_hash outside a work tree: moves that happened = budget used ≤ 1 (needs the pipeline of item 3)', async () => {
-    const root = makeTree({}, 'fs-tools-budget-nogit-');
+  it('move_path from a work tree (correct expected_status_hash) to a plain directory: moves that happened = budget used ≤ 1 (needs the pipeline of item 3)', async () => {
+    const root = makeTree({ repo: { 'keep.txt': 'keep\n' }, plain: {} }, 'fs-tools-budget-nogit-');
     cleanups.push(root.cleanup);
+    execFileSync('git', ['-c', 'init.defaultBranch=main', 'init', '-q'], { cwd: path.join(root.dir, 'repo') });
     const c = await session(['--mutation-budget=1', root.dir]);
     let moved = 0;
     for (let i = 0; i < 5; i++) {
-      writeFileSync(path.join(root.dir, `src${i}.txt`), `source ${i}\n`);
-      const r = await c.call('move_path', { source: `src${i}.txt`, destination: `dst${i}.txt`, expected_status_hash: `sha256:${'0'.repeat(64)}` });
-      const didMove = existsSync(path.join(root.dir, `dst${i}.txt`));
+      writeFileSync(path.join(root.dir, 'repo', `src${i}.txt`), `source ${i}\n`);
+      const status = await c.callOk('git_status', { path: 'repo' });
+      // The source's work tree is unchanged since that status: the STALE_GIT check passes. The destination lies
+      // outside any work tree, so its new status hash cannot be computed — an effect must not precede that failure.
+      const r = await c.call('move_path', { source: `repo/src${i}.txt`, destination: `plain/dst${i}.txt`, expected_status_hash: status.status_hash });
+      const didMove = existsSync(path.join(root.dir, 'plain', `dst${i}.txt`));
       if (didMove) moved++;
       if (r.isError) {
         // A refusal changed nothing.
         expect(didMove, `call ${i} reported ${envelopeOf(r).error.code} but moved the file`).toBe(false);
-        expect(readFileSync(path.join(root.dir, `src${i}.txt`), 'utf8')).toBe(`source ${i}\n`);
+        expect(readFileSync(path.join(root.dir, 'repo', `src${i}.txt`), 'utf8')).toBe(`source ${i}\n`);
       }
     }
     const used = (await c.callOk('list_allowed_directories', {})).budget.used as number;
