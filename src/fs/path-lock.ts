@@ -20,6 +20,9 @@
  *   - a lock is taken over only when its owner is proved gone (ownerState: pid gone or reused, or another boot);
  *     never because of age (a slow live holder keeps its lock, item 7). Breaking is serialized by a second lock
  *     (`<lock>.break`) and removes the stale lock only if it is still the same inode that was judged stale.
+ *   - a directory in which this process cannot create an entry (EACCES, EPERM, EROFS) gets no lock file: this
+ *     process cannot mutate anything there either (every mutation is a temporary file + rename, or an unlink), so
+ *     the mutation proceeds unlocked and fails on its own with the OS's reason;
  * Lock files are omitted from list_directory and search_files (src/policy/builtin-guards.ts) and live only while a
  * mutation runs; one left by a crashed process is taken over (and removed) by the next writer of that path.
  * A waiter gives up after WAIT_MS with EBUSY (IO_ERROR, retryable).
@@ -112,7 +115,13 @@ function lockSite(target: string): { dir: string; relative: string } {
   throw lockError(target, `Cannot lock ${target}: no directory to hold its lock inside the roots.`);
 }
 
-/** Creates `name` in `dir` holding our owner record, atomically. @returns the lock's inode, or null when taken. */
+/** Errors that say this process cannot create entries in the directory at all. */
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/**
+ * Creates `name` in `dir` holding our owner record, atomically. @returns the lock's inode, or null when taken.
+ * @throws errno errors; EACCES / EPERM / EROFS mean the directory takes no new entry from this process
+ */
 function tryCreate(dir: VerifiedDir, name: string): number | null {
   const tmp = `${name}.${randomBytes(8).toString('hex')}.tmp`;
   const fd = openSync(dir.at(tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, 0o644);
@@ -224,16 +233,43 @@ function heldAbove(dir: string, target: string): boolean {
   return false;
 }
 
-async function acquire(target: string, deadline: number): Promise<HeldLock> {
+/**
+ * An errno error from a lock syscall, re-pointed at the target: its message and path must not name
+ * `/proc/self/fd/N/.fs-tools-lock-…` (errors are output).
+ */
+function sanitized(error: unknown, target: string): unknown {
+  const e = error as NodeJS.ErrnoException;
+  if (error instanceof ToolError || typeof e?.code !== 'string') return error;
+  return Object.assign(new Error(`${e.code}: cannot take the write lock of ${target}`), { code: e.code, path: target });
+}
+
+/** @returns the lock held, or null when this process cannot create entries in the lock's directory (see below). */
+async function acquire(target: string, deadline: number): Promise<HeldLock | null> {
   let delay = 1;
   for (;;) {
     const site = lockSite(target);
-    const dir = openVerifiedDir(site.dir, target);
+    let dir: VerifiedDir;
+    try {
+      dir = openVerifiedDir(site.dir, target);
+    } catch (error) {
+      throw sanitized(error, target);
+    }
     const name = lockNameFor(site.relative);
     let retryNow = false;
     let ino: number | null;
     try {
-      ino = tryCreate(dir, name);
+      try {
+        ino = tryCreate(dir, name);
+      } catch (error) {
+        // This process cannot create an entry in the directory, so it cannot create, replace, rename or delete the
+        // target either (every mutation here is a temporary file + rename, or an unlink): there is nothing to
+        // exclude. The mutation goes on and fails on its own with the OS's reason (in-process order still holds).
+        if (UNWRITABLE.has((error as NodeJS.ErrnoException).code ?? '')) {
+          closeSync(dir.fd);
+          return null;
+        }
+        throw error;
+      }
       if (ino === null) {
         const owner = inspect(dir, name);
         if (owner === null) retryNow = true; // released between our link and our look
@@ -243,7 +279,7 @@ async function acquire(target: string, deadline: number): Promise<HeldLock> {
       }
     } catch (error) {
       closeSync(dir.fd);
-      throw error;
+      throw sanitized(error, target);
     }
     if (ino !== null) {
       const held: HeldLock = { dir, name, ino };
@@ -254,7 +290,7 @@ async function acquire(target: string, deadline: number): Promise<HeldLock> {
         above = !siteMoved && heldAbove(site.dir, target);
       } catch (error) {
         release(held);
-        throw error;
+        throw sanitized(error, target);
       }
       if (!siteMoved && !above) return held;
       release(held); // closes the directory
@@ -285,7 +321,10 @@ export async function withPathLock<T>(paths: readonly string[], _stateDir: strin
   const held: HeldLock[] = [];
   try {
     const deadline = Date.now() + WAIT_MS;
-    for (const k of keys) held.push(await acquire(k, deadline));
+    for (const k of keys) {
+      const lock = await acquire(k, deadline);
+      if (lock) held.push(lock);
+    }
     return await fn();
   } finally {
     for (const lock of held.reverse()) {
