@@ -26,7 +26,8 @@ export const ListAllowedDirectoriesOutput = z.object({
   }),
   budget: z.object({ used: z.number().int(), limit: z.number().int().describe('0 means unlimited') }),
   version: z.string(),
-  recovered_transactions: z.array(z.unknown()),
+  recovered_transactions: z.array(z.unknown()).describe('Journal entries found at start-up: rolled back (ROLLBACK_*), '
+    + 'or NOT_APPLIED and left on disk (reason readonly, refused — each file\'s refusal in files[].reason — or invalid)'),
 });
 
 export const listAllowedDirectories = defineTool({

@@ -287,3 +287,36 @@ describe('the audit log inside a root cannot be moved, replaced, edited or redir
     expect(readFileSync(path.join(outside, 'bashrc'), 'utf8')).toBe('outside original\n');
   });
 });
+
+describe('path-lock files are neither shown nor reachable', () => {
+  it('a leftover lock file is omitted from listings and searches; no tool reads, writes, creates or moves one', async () => {
+    const R = tree({ 'a.txt': 'a\n' }, 'fs-tools-lockname-');
+    const name = `.fs-tools-lock-${'ab'.repeat(16)}`;
+    writeFileSync(path.join(R, name), JSON.stringify({ pid: 1, host: 'elsewhere', start: null, boot: null, pidns: null }));
+    const client = await connect('modern', { args: ['--state-dir', tree({}, 'fs-tools-lockname-state-'), R] });
+    try {
+      const listed = await client.callOk('list_directory', { respect_gitignore: false });
+      expect(listed.entries.map((e: any) => e.path)).toEqual(['a.txt']);
+      const globbed = await client.callOk('search_files', { glob: '**', respect_gitignore: false });
+      expect(JSON.stringify(globbed)).not.toContain('.fs-tools-lock-');
+      const searched = await client.callOk('search_files', { query: 'elsewhere', respect_gitignore: false });
+      expect(searched.matches).toEqual([]);
+      for (const [tool, args] of [
+        ['read_file', { path: name }],
+        ['write_file', { path: name, content: 'x' }],
+        ['write_file', { path: `.fs-tools-lock-${'cd'.repeat(16)}`, content: '{}' }],
+        ['create_directory', { path: `.fs-tools-lock-${'ef'.repeat(16)}` }],
+        ['move_path', { source: 'a.txt', destination: `.fs-tools-lock-${'01'.repeat(16)}` }],
+        ['delete_path', { path: name }],
+      ] as const) {
+        const r = await client.call(tool, args);
+        expect(envelopeOf(r).error, `${tool} ${JSON.stringify(args)}`).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { rule: 'lock_file' } });
+      }
+      // The planted lock belongs to a process on another host: a write to a.txt is not affected (different name).
+      await client.callOk('write_file', { path: 'a.txt', content: 'b\n', expected_hash: contentHash('a\n') });
+      expect(readdirSync(R).sort()).toEqual([name, 'a.txt'].sort());
+    } finally {
+      await client.close();
+    }
+  });
+});
