@@ -49,14 +49,24 @@ const HAS_PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
 
-let scope: (p: string) => boolean = () => true;
+const scopes = new Set<(p: string) => boolean>();
+
+/** True when a lock file may be created in `p`: some registered scope accepts it (all do when none is registered). */
+function scope(p: string): boolean {
+  if (scopes.size === 0) return true;
+  for (const accepts of scopes) if (accepts(p)) return true;
+  return false;
+}
 
 /**
- * Sets where lock files may be created: only in directories this predicate accepts (inside the roots). Called once
- * at start-up by the process state; without it (unit tests) every directory is accepted.
+ * Registers where lock files may be created: only in directories some registered predicate accepts (inside the
+ * roots). The process state registers its roots once at start-up (tests that build several process states in one
+ * process register each). Without any (unit tests) every directory is accepted.
+ * @returns a function that unregisters it
  */
-export function setLockScope(isInside: (p: string) => boolean): void {
-  scope = isInside;
+export function registerLockScope(isInside: (p: string) => boolean): () => void {
+  scopes.add(isInside);
+  return () => { scopes.delete(isInside); };
 }
 
 /** A directory opened and verified; `at(name)` names an entry of exactly that directory. */
@@ -99,13 +109,19 @@ function lstatOrNull(p: string): import('node:fs').Stats | null {
   }
 }
 
-/** Where the lock of `target` lives: its nearest existing ancestor directory inside the scope, and the name there. */
-function lockSite(target: string): { dir: string; relative: string } {
+/**
+ * Where the lock of `target` lives: its nearest existing ancestor directory inside the scope, and the name there;
+ * null when a non-directory stands where a directory of the path should be (nothing to lock).
+ */
+function lockSite(target: string): { dir: string; relative: string } | null {
   let dir = path.dirname(target);
   while (dir !== path.dirname(dir) && scope(dir)) {
     const st = lstatOrNull(dir);
     if (st?.isDirectory()) return { dir, relative: path.relative(dir, target).split(path.sep).join('/') };
-    if (st) break; // a file or a link where a directory should be: the mutation fails on its own
+    // A file or a link where a directory should be: no process can create or change the target at this path (an
+    // authorized real path has no link in it; one swapped in since is the mutation's own check to refuse), so
+    // there is nothing to exclude and the mutation fails on its own.
+    if (st) return null;
     dir = path.dirname(dir);
   }
   // A root itself (its parent lies outside the roots): the lock lives inside it.
@@ -243,11 +259,15 @@ function sanitized(error: unknown, target: string): unknown {
   return Object.assign(new Error(`${e.code}: cannot take the write lock of ${target}`), { code: e.code, path: target });
 }
 
-/** @returns the lock held, or null when this process cannot create entries in the lock's directory (see below). */
+/**
+ * @returns the lock held, or null when there is nothing to exclude: this process cannot create entries in the lock's
+ *   directory (see below), or a non-directory stands in the target's path
+ */
 async function acquire(target: string, deadline: number): Promise<HeldLock | null> {
   let delay = 1;
   for (;;) {
     const site = lockSite(target);
+    if (!site) return null;
     let dir: VerifiedDir;
     try {
       dir = openVerifiedDir(site.dir, target);

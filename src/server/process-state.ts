@@ -6,7 +6,7 @@ import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { AuditLog } from '../audit/audit-log.js';
-import { setLockScope } from '../fs/path-lock.js';
+import { registerLockScope } from '../fs/path-lock.js';
 import { guardedPaths, type GuardedPath } from '../policy/builtin-guards.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { MutationBudget } from '../policy/gates.js';
@@ -33,7 +33,7 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
   const roots = new RootSet(config.roots, config.clientRoots, config.rootsFromCommandLine);
   const audit = new AuditLog(config.auditLog);
   // Lock files are created only inside the roots in force (src/fs/path-lock.ts).
-  setLockScope((p) => findContainingRoot(roots.current(), p) !== undefined);
+  registerLockScope((p) => findContainingRoot(roots.current(), p) !== undefined);
   return {
     config,
     tools,

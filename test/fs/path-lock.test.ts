@@ -16,14 +16,15 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { isLockFileName, setLockScope, withPathLock } from '../../src/fs/path-lock.js';
+import { isLockFileName, registerLockScope, withPathLock } from '../../src/fs/path-lock.js';
 import { selfIdentity, startTimeOf } from '../../src/fs/process-identity.js';
 import { makeTree } from '../helpers/tree.js';
 
 const cleanups: Array<() => void> = [];
 afterAll(() => { for (const c of cleanups.reverse()) c(); });
 const children: ChildProcess[] = [];
-afterEach(() => { for (const c of children.splice(0)) c.kill('SIGKILL'); setLockScope(() => true); });
+const unregister: Array<() => void> = [];
+afterEach(() => { for (const c of children.splice(0)) c.kill('SIGKILL'); for (const u of unregister.splice(0)) u(); });
 
 function dir(): string {
   const t = makeTree({}, 'fs-tools-lock-');
@@ -112,7 +113,7 @@ describe('withPathLock across processes', () => {
   it('locks a target with a missing parent in its nearest existing ancestor; refuses a parent swapped for a link, creating nothing outside', async () => {
     const d = dir();
     const outside = dir();
-    setLockScope((p) => p === d || p.startsWith(`${d}/`));
+    unregister.push(registerLockScope((p) => p === d || p.startsWith(`${d}/`)));
     const deep = path.join(d, 'a', 'b', 'c.txt');
     await withPathLock([deep], '', async () => {
       const names = readdirSync(d);
@@ -122,7 +123,11 @@ describe('withPathLock across processes', () => {
     });
     expect(readdirSync(d)).toEqual([]);
     symlinkSync(outside, path.join(d, 'swapped'));
-    await expect(withPathLock([path.join(d, 'swapped', 'f.txt')], '', async () => undefined)).rejects.toThrow();
+    // A link where a directory should be: no lock file anywhere (the mutation's own checks refuse the path).
+    await withPathLock([path.join(d, 'swapped', 'f.txt')], '', async () => {
+      expect(readdirSync(outside)).toEqual([]);
+      expect(readdirSync(d).filter(isLockFileName)).toEqual([]);
+    });
     expect(readdirSync(outside)).toEqual([]);
     // A root's lock lives inside the root (its parent directory is outside the roots).
     await withPathLock([d], '', async () => {
