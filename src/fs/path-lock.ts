@@ -28,7 +28,7 @@
  * A waiter gives up after WAIT_MS with EBUSY (IO_ERROR, retryable).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readSync, realpathSync, unlinkSync,
+import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, unlinkSync,
   writeSync } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
@@ -84,7 +84,7 @@ function lockError(target: string, message: string): Error {
 function openVerifiedDir(dir: string, target: string): VerifiedDir {
   const fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
   try {
-    const where = HAS_PROC_FD ? realpathSync(`/proc/self/fd/${fd}`) : realpathSync(dir);
+    const where = HAS_PROC_FD ? readlinkSync(`/proc/self/fd/${fd}`) : realpathSync.native(dir);
     if (where !== dir || !fstatSync(fd).isDirectory()) {
       throw new ToolError('NOT_ALLOWED', `A directory above ${target} changed while it was being locked; nothing was written.`, {
         path: target, details: { reason: 'changed_during_call' }, retryable: true,
