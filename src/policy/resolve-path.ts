@@ -138,6 +138,10 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   };
 }
 
+// `childOf` (a directory entry of an allowed directory) lives with the walker that produces entries; re-exported here
+// so callers that name it from policy keep working.
+export { childOf } from '../fs/walk.js';
+
 /**
  * The parent directory of an allowed path. Contained whenever the path is not itself a root (write authorization
  * refuses roots; makeDirectories re-checks every directory it creates).
