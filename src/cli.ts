@@ -16,6 +16,7 @@ import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
 import { recoverJournals } from './patch/transaction.js';
+import { recoveryRefusal } from './policy/authorize.js';
 import { findContainingRoot } from './policy/containment.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
@@ -75,9 +76,12 @@ async function main(argv: string[]): Promise<number> {
   const state = createProcessState(config, TOOLS, VERSION);
   if (mode.kind !== 'tools') {
     // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.
+    // Each journaled file is authorized as a live write would be; under --readonly nothing is applied (issue 11).
+    const policy = { roots: state.roots.current(), allowSecrets: config.allowSecrets, policy: config.policy, guarded: state.guarded };
     state.recoveredTransactions.push(...await recoverJournals(config.stateDir,
       (p) => findContainingRoot(state.roots.current(), p) !== undefined,
-      (line) => process.stderr.write(`${line}\n`)));
+      (line) => process.stderr.write(`${line}\n`),
+      { readonly: config.readonly, authorize: (file) => recoveryRefusal(file, policy) }));
   }
 
   if (mode.kind === 'tools') {

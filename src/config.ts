@@ -11,17 +11,13 @@ import envPaths from 'env-paths';
 import { UsageError } from './errors/usage-error.js';
 import { loadFilePolicy, type FilePolicy } from './policy/file-policy.js';
 import { ALLOW_ANY_ENTRY, ALLOW_DEFAULT_ENTRY, parseAllowEntry } from './vcs/host-allow.js';
+import type { ConfiguredRoot } from './policy/roots.js';
+
+export type { ConfiguredRoot } from './policy/roots.js';
 
 /** Tool groups accepted by --tools (SPEC §1). */
 export const TOOL_GROUPS = ['fs-read', 'fs-write', 'git', 'issues'] as const;
 export type ToolGroup = (typeof TOOL_GROUPS)[number];
-
-/** One sandbox root as configured. `real` is its realpath; `given` is the absolute spelling the user gave. */
-export interface ConfiguredRoot {
-  given: string;
-  real: string;
-  source: 'cli' | 'cwd';
-}
 
 /** What `fs-tools` was asked to do. */
 export type Mode =

@@ -5,9 +5,13 @@
  * or rolled back. An entry found at start-up belongs to a process that died mid-transaction.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { z } from 'zod';
 import { syncDirectory } from './atomic-write.js';
+import { CONTENT_HASH_PATTERN, hashBytes } from './hash.js';
+import { selfIdentity, type ProcessIdentity } from './process-identity.js';
 
 /** One file of a journaled transaction. Hashes are content hashes (SPEC §5). */
 export interface JournalFile {
@@ -25,8 +29,48 @@ export interface JournalFile {
 export interface JournalEntry {
   id: string;
   pid: number;
+  /** The writing process (pid start time, boot id…), so a reused pid is not mistaken for the writer. */
+  owner?: ProcessIdentity;
   created_at: string;
   files: JournalFile[];
+}
+
+/** Largest entry file read at start-up (an entry holds old bytes, base64). */
+const MAX_ENTRY_BYTES = 512 * 1024 * 1024;
+
+const HashSchema = z.string().regex(CONTENT_HASH_PATTERN);
+const NullableString = z.string().max(256).nullable();
+/**
+ * The journal entry as read back. Strict: a journal in a state directory that lies inside a root was once writable
+ * by an agent, so an entry is hostile input until it parses, and its old bytes match its old hash.
+ */
+const JournalEntrySchema = z.strictObject({
+  id: z.uuid(),
+  pid: z.number().int().positive(),
+  owner: z.strictObject({
+    pid: z.number().int().positive(), start: NullableString, boot: NullableString, pidns: NullableString,
+    host: z.string().max(256),
+  }).optional(),
+  created_at: z.iso.datetime(),
+  files: z.array(z.strictObject({
+    path: z.string().min(1).max(4096).refine((p) => path.isAbsolute(p) && !p.includes('\0') && path.normalize(p) === p,
+      'an absolute, normalized path'),
+    old_base64: z.base64().nullable(),
+    old_hash: HashSchema.nullable(),
+    new_hash: HashSchema.nullable(),
+    // Permission bits only: a journal never restores set-uid, set-gid or sticky bits.
+    mode: z.number().int().min(0).max(0o777).nullable(),
+  }).refine((f) => (f.old_base64 === null) === (f.old_hash === null), 'old_base64 and old_hash are both null or both set')
+    .refine((f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
+      'old_base64 does not match old_hash')).min(1).max(10_000),
+});
+
+/** One entry file found at start-up: parsed, or why it could not be. */
+export interface JournalRecord {
+  file: string;
+  entry: JournalEntry | null;
+  /** Why the entry is not usable (not JSON, wrong shape …); set when `entry` is null. */
+  invalid?: string;
 }
 
 function journalDir(stateDir: string): string {
@@ -40,7 +84,7 @@ function journalDir(stateDir: string): string {
 export async function writeJournal(stateDir: string, files: JournalFile[]): Promise<{ file: string; entry: JournalEntry }> {
   const dir = journalDir(stateDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const entry: JournalEntry = { id: randomUUID(), pid: process.pid, created_at: new Date().toISOString(), files };
+  const entry: JournalEntry = { id: randomUUID(), pid: process.pid, owner: selfIdentity(), created_at: new Date().toISOString(), files };
   const file = path.join(dir, `${entry.id}.json`);
   const tmp = `${file}.tmp`;
   const handle = await open(tmp, 'w', 0o600);
@@ -61,8 +105,12 @@ export async function removeJournal(file: string): Promise<void> {
   await syncDirectory(path.dirname(file));
 }
 
-/** Every complete entry under the state dir, with its file path (unreadable or partial entries are skipped). */
-export async function listJournals(stateDir: string): Promise<Array<{ file: string; entry: JournalEntry }>> {
+/**
+ * Every entry file under the state dir, parsed and validated (JournalEntrySchema). Invalid entries are returned with
+ * the reason and left on disk. Leftover `*.json.tmp` files (never committed) are removed unless `keepTemporaries`
+ * (--readonly: start-up changes nothing).
+ */
+export async function readJournals(stateDir: string, options: { keepTemporaries?: boolean } = {}): Promise<JournalRecord[]> {
   const dir = journalDir(stateDir);
   let names: string[];
   try {
@@ -70,17 +118,49 @@ export async function listJournals(stateDir: string): Promise<Array<{ file: stri
   } catch {
     return [];
   }
-  const out: Array<{ file: string; entry: JournalEntry }> = [];
+  const out: JournalRecord[] = [];
   for (const name of names.sort()) {
     const file = path.join(dir, name);
     if (!name.endsWith('.json')) {
-      if (name.endsWith('.json.tmp')) await rm(file, { force: true }).catch(() => undefined); // never committed
+      if (name.endsWith('.json.tmp') && !options.keepTemporaries) await rm(file, { force: true }).catch(() => undefined);
       continue;
     }
-    try {
-      const entry = JSON.parse(await readFile(file, 'utf8')) as JournalEntry;
-      if (entry && Array.isArray(entry.files)) out.push({ file, entry });
-    } catch { /* partial write: the transaction never started writing files */ }
+    out.push(await readEntry(file, name));
   }
   return out;
+}
+
+async function readEntry(file: string, name: string): Promise<JournalRecord> {
+  let text: string;
+  try {
+    const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+    try {
+      const st = await handle.stat();
+      if (!st.isFile()) return { file, entry: null, invalid: 'not a regular file' };
+      if (st.size > MAX_ENTRY_BYTES) return { file, entry: null, invalid: 'too large' };
+      text = await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    return { file, entry: null, invalid: `unreadable (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { file, entry: null, invalid: 'not JSON (a partial write: the transaction never started writing files)' };
+  }
+  const parsed = JournalEntrySchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { file, entry: null, invalid: `invalid entry: ${issue.path.join('.') || '(top)'}: ${issue.message}` };
+  }
+  if (`${parsed.data.id}.json` !== name) return { file, entry: null, invalid: 'entry id does not match its file name' };
+  return { file, entry: parsed.data };
+}
+
+/** Every valid entry under the state dir, with its file path (invalid entries are skipped: see readJournals). */
+export async function listJournals(stateDir: string): Promise<Array<{ file: string; entry: JournalEntry }>> {
+  return (await readJournals(stateDir)).flatMap((r) => (r.entry ? [{ file: r.file, entry: r.entry }] : []));
 }

@@ -25,7 +25,7 @@ import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, type
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { findContainingRoot } from '../policy/containment.js';
+import { isWithin } from './path-within.js';
 import { matchLines, REGEX_FILE_TIMEOUT_MS, type LineHit } from './line-matcher.js';
 import { openForReadSync } from './open-file.js';
 import { looksBinary } from './text.js';
@@ -149,7 +149,7 @@ export function readCandidate(file: string, options: ReaderOptions, scratch: { b
   }
   let opened: { fd: number; stats: { size: number } };
   try {
-    opened = openCandidate(file, (p) => findContainingRoot(options.roots, p) !== undefined, dir);
+    opened = openCandidate(file, (p) => options.roots.some((r) => isWithin(r.real, p)), dir);
   } catch {
     return { kind: 'unreadable' };
   }

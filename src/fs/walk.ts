@@ -17,7 +17,7 @@ import { open, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import micromatch from 'micromatch';
-import { childOf, type AllowedPath } from '../policy/resolve-path.js';
+import type { AllowedPath } from '../policy/resolve-path.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -260,4 +260,15 @@ function isIgnored(levels: readonly IgnoreLevel[], rootRelative: string, isDir: 
 
 function toPosix(p: string): string {
   return path.sep === '\\' ? p.split('\\').join('/') : p;
+}
+
+/**
+ * A directory entry of an allowed directory, reached by name without following any link. Containment holds by
+ * construction (the walker never descends into symlinks). `name` must be a single component from readdir.
+ */
+export function childOf(directory: AllowedPath, name: string): AllowedPath {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes(path.sep) || name.includes('\0')) {
+    throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
+  }
+  return path.join(directory, name) as AllowedPath;
 }

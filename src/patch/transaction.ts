@@ -10,7 +10,8 @@ import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
 import { identityOf, makeDirectories, syncDirectory, temporaryPrefix, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
-import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
+import { readJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
+import { ownerState } from '../fs/process-identity.js';
 import { withPathLock } from '../fs/path-lock.js';
 import { readCurrent } from '../fs/read-current.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
@@ -155,12 +156,12 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         await syncDirectory(path.dirname(real));
       } else {
         const bytes = Buffer.from(f.old_base64, 'base64');
+        if (hashBytes(bytes) !== f.old_hash) throw new Error('journal bytes do not match the journaled hash');
         const current = await lstat(real).catch(() => null);
         await writeFileAtomic(real, bytes, {
           isInside, mode: f.mode ?? undefined,
           expected: { identity: current ? identityOf(current) : null },
         });
-        if (hashBytes(bytes) !== f.old_hash) throw new Error('journal bytes do not match the journaled hash');
       }
     } catch (error) {
       statuses[i] = { path: f.path, status: 'not_restored', reason: toEnvelope(error).error.code };
@@ -174,14 +175,39 @@ export interface RecoveredTransaction {
   id: string;
   created_at: string;
   pid: number;
-  outcome: 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED';
+  /**
+   * ROLLBACK_*: rolled back (see files). NOT_APPLIED: nothing was done and the entry stays on disk — `reason`
+   * says why: `readonly` (--readonly applies nothing), `refused` (a file failed authorization: see files[].reason),
+   * `invalid` (the entry is not a valid journal entry).
+   */
+  outcome: 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED' | 'NOT_APPLIED';
+  reason?: 'readonly' | 'refused' | 'invalid';
+  /** For `invalid`: what is wrong with the entry. */
+  problem?: string;
+  /** For `invalid`: the entry's file name in the journal directory. */
+  entry_file?: string;
   files: RollbackFile[];
 }
 
-function processAlive(pid: number): boolean {
-  if (pid === process.pid) return false;
+/**
+ * Authorizes one journaled file for a rollback exactly as a live write of it would be (src/policy/authorize.ts
+ * `authorizeRecovery`). @returns null when allowed, or the refusal's reason (an envelope code and rule).
+ */
+export type RecoveryAuthorizer = (file: string) => Promise<string | null>;
+
+/** Options of `recoverJournals`. */
+export interface RecoveryOptions {
+  /** --readonly: apply nothing, remove nothing; report every pending entry. */
+  readonly?: boolean;
+  /** Per-file authorization; without it only containment (`isInside`) is checked. */
+  authorize?: RecoveryAuthorizer;
+}
+
+function ownerAlive(entry: JournalEntry): boolean {
+  if (entry.owner && entry.owner.pid === entry.pid) return ownerState(entry.owner) !== 'gone';
+  if (entry.pid === process.pid) return false;
   try {
-    process.kill(pid, 0);
+    process.kill(entry.pid, 0);
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
@@ -190,14 +216,40 @@ function processAlive(pid: number): boolean {
 
 /**
  * Rolls back every journal entry left by a dead process (SPEC §6.4), logging each to stderr.
- * A file of the entry that is outside the current roots is not touched (`not_restored`, reason outside_roots).
+ * Every file of an entry is authorized first as a live write would be (issue 11 item 6): when any file is refused
+ * (outside the roots, under .git, a secret, read_only / deny, the state directory …) the entry is not applied at all,
+ * stays on disk and is reported NOT_APPLIED with each file's reason. An invalid entry is reported the same way. Under
+ * --readonly nothing is applied or removed and every pending entry is reported.
  */
 export async function recoverJournals(stateDir: string, isInside: (p: string) => boolean,
-  log: (line: string) => void): Promise<RecoveredTransaction[]> {
+  log: (line: string) => void, options: RecoveryOptions = {}): Promise<RecoveredTransaction[]> {
   const out: RecoveredTransaction[] = [];
-  for (const { file, entry } of await listJournals(stateDir)) {
-    if (processAlive(entry.pid)) continue; // another live fs-tools is mid-transaction
-    // Under the files' write locks (a live fs-tools sharing the state dir may be writing one of them right now).
+  const authorize: RecoveryAuthorizer = options.authorize ?? (async (f) => (isInside(f) ? null : 'NOT_ALLOWED'));
+  for (const record of await readJournals(stateDir, { keepTemporaries: options.readonly })) {
+    const { file, entry } = record;
+    if (!entry) {
+      out.push({ id: '', created_at: '', pid: 0, outcome: 'NOT_APPLIED', reason: 'invalid', problem: record.invalid,
+        entry_file: path.basename(file), files: [] });
+      log(`fs-tools: journal entry ${path.basename(file)} was not applied: ${record.invalid ?? 'invalid'} (left in place)`);
+      continue;
+    }
+    if (ownerAlive(entry)) continue; // another live fs-tools is mid-transaction
+    const verdicts: RollbackFile[] = [];
+    for (const f of entry.files) {
+      const refusal = await authorize(f.path).catch((error: unknown) => `IO_ERROR: ${(error as Error).message}`);
+      verdicts.push(refusal === null ? { path: f.path, status: 'not_restored', reason: options.readonly ? 'readonly' : 'pending' }
+        : { path: f.path, status: 'not_restored', reason: refusal });
+    }
+    const refused = verdicts.some((v) => v.reason !== 'readonly' && v.reason !== 'pending');
+    if (refused || options.readonly) {
+      const reason = refused ? 'refused' : 'readonly';
+      const files = verdicts.map((v) => (v.reason === 'pending' ? { ...v, reason: 'not_applied' } : v));
+      out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome: 'NOT_APPLIED', reason, files });
+      log(`fs-tools: unfinished transaction ${entry.id} from pid ${entry.pid} was not applied (${reason === 'readonly'
+        ? '--readonly' : 'authorization refused'}; left in place): ${files.map((s) => `${s.path}: ${s.reason}`).join(', ')}`);
+      continue;
+    }
+    // Under the files' write locks (a live fs-tools may be writing one of them right now).
     const statuses = await withPathLock(entry.files.map((f) => f.path), stateDir, async () => {
       const restored = await rollbackFiles(entry.files, entry.files.length, isInside);
       await removeStrayTemporaries(entry.files, isInside);
@@ -232,7 +284,7 @@ async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (
   }
 }
 
-function outcomeOf(_entry: JournalEntry, statuses: RollbackFile[]): RecoveredTransaction['outcome'] {
+function outcomeOf(_entry: JournalEntry, statuses: RollbackFile[]): 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED' {
   if (statuses.every((s) => s.status === 'restored')) return 'ROLLBACK_COMPLETE';
   if (statuses.every((s) => s.status !== 'restored')) return 'ROLLBACK_FAILED';
   return 'ROLLBACK_PARTIAL';

@@ -6,6 +6,7 @@
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
+import { assertHoldsNoGuarded, assertNotGuarded, isGuardedEntry, type GuardedPath } from './builtin-guards.js';
 import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
 import { ACCESS_LEVELS, accessFor, assertNotGitInternal, assertPolicyAllows, type Access, type FilePolicy } from './file-policy.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
@@ -17,6 +18,8 @@ export interface PolicyContext {
   roots: readonly EffectiveRoot[];
   allowSecrets: boolean;
   policy: FilePolicy;
+  /** The state directory and audit log (src/policy/builtin-guards.ts); none when absent (unit tests). */
+  guarded?: readonly GuardedPath[];
 }
 
 /** The kind of filesystem object a tool needs. `any` accepts every kind (stat). */
@@ -52,6 +55,7 @@ export function kindOf(stats: Stats): 'file' | 'directory' | 'symlink' | 'fifo' 
 export async function authorizeRead(requested: string, ctx: PolicyContext,
   options: { kind: WantedKind; field?: string; secrets?: 'deny' | 'flag' }): Promise<AuthorizedPath> {
   const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: true }, options.field);
+  assertNotGuarded(ctx.guarded ?? [], resolved.absolute, [resolved.absolute, resolved.real]);
   // stat only flags secrets (SPEC §4.2 denies read, write, move, delete and content search, not metadata).
   if (options.secrets !== 'flag') assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
@@ -123,7 +127,7 @@ export interface EntryVerdict {
 export function classifyEntry(ctx: PolicyContext, absolute: string, relative: string): EntryVerdict {
   const access = accessFor(ctx.policy, relative);
   return {
-    hidden: access === 'hidden',
+    hidden: access === 'hidden' || isGuardedEntry(ctx.guarded ?? [], absolute),
     denied: access === 'deny',
     secret: !ctx.allowSecrets && secretRuleFor(absolute) !== null,
   };
@@ -153,7 +157,7 @@ export interface AuthorizeWriteOptions {
  */
 export async function authorizeWrite(requested: string, ctx: PolicyContext, options: AuthorizeWriteOptions): Promise<AuthorizedWrite> {
   const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
-  const { relative, access } = assertWritePolicy(resolved, ctx);
+  const { relative, access } = assertWritePolicy(resolved, ctx, options.kind !== 'directory');
   if (relative === '' && options.kind !== 'directory') {
     throw new ToolError('VALIDATION', `${resolved.absolute} is a sandbox root; it cannot be replaced, moved or deleted.`, {
       path: resolved.absolute, details: { reason: 'is_root' },
@@ -169,8 +173,15 @@ export async function authorizeWrite(requested: string, ctx: PolicyContext, opti
   return { ...resolved, relative, access };
 }
 
-/** SPEC §3.3 step 6 for a write: secrets, the built-in .git rule, the file policy. */
-function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext): { relative: string; access: Access | null } {
+/**
+ * SPEC §3.3 step 6 for a write: the state directory / audit log guard, secrets, the built-in .git rule, the file
+ * policy. `replaces`: the call may move, replace or delete what is there (everything but create_directory), so a
+ * directory holding a guarded path is refused too.
+ */
+function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext, replaces = true): { relative: string; access: Access | null } {
+  const spellings = [resolved.absolute, resolved.real];
+  assertNotGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
+  if (replaces) assertHoldsNoGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
   assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
   assertNotGitInternal(resolved.absolute, resolved.real);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
@@ -198,4 +209,24 @@ export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx
   const resolved: ResolvedPath[] = [];
   for (const r of requests) resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
   for (const r of resolved) assertWritePolicy(r, ctx);
+}
+
+/**
+ * Authorizes restoring one journaled file at start-up exactly as a live write of it would be (issue 11 item 6):
+ * real-path containment, the state directory / audit log guard, secrets, the `.git` rule, the file policy, and the
+ * kind (a directory is not restored over). A journal records real paths, so a path that no longer resolves to itself
+ * (a link now stands in it or above it) is refused too.
+ * @returns null when the rollback may write `file`, else the reason: the refusal's code and, when set, its rule or
+ *   reason (e.g. `FILE_POLICY_DENIED:git_dir`, `NOT_ALLOWED`, `SECRET_DENIED`)
+ */
+export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise<string | null> {
+  try {
+    const target = await authorizeWrite(file, ctx, { kind: 'file', mustExist: false, followFinal: true });
+    if (target.real !== file || target.absolute !== file) return 'NOT_ALLOWED:not_a_real_path';
+    return null;
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    const detail = error.details.rule ?? error.details.reason;
+    return typeof detail === 'string' ? `${error.code}:${detail}` : error.code;
+  }
 }

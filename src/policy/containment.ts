@@ -3,40 +3,11 @@
  * case-insensitive where the platform's filesystem is (Windows, macOS). No IO. The path module is a parameter so
  * tests run the Windows rules (`path.win32`: drive letters, UNC, `\`) on Linux.
  */
-import path from 'node:path';
 
-/** How to compare paths on one platform. */
-export interface PathFlavor {
-  /** `path.posix` or `path.win32`. */
-  pathModule: path.PlatformPath;
-  /** Windows and macOS filesystems are case-insensitive by default. */
-  caseInsensitive: boolean;
-}
-
-/** The flavor of the running platform. */
-export const HOST_FLAVOR: PathFlavor = {
-  pathModule: path,
-  caseInsensitive: process.platform === 'win32' || process.platform === 'darwin',
-};
-
-/**
- * True when `child` is `parent` or lies beneath it. Both must be absolute; they are normalized first.
- * @example isWithin('/a/proj', '/a/proj-secret/k') === false
- */
-export function isWithin(parent: string, child: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
-  const p = flavor.pathModule;
-  let a = p.resolve(parent);
-  let b = p.resolve(child);
-  if (flavor.caseInsensitive) {
-    a = a.toLowerCase();
-    b = b.toLowerCase();
-  }
-  if (a === b) return true;
-  const rel = p.relative(a, b);
-  if (rel === '' ) return true;
-  if (p.isAbsolute(rel)) return false; // another drive or UNC share on Windows
-  return rel !== '..' && !rel.startsWith(`..${p.sep}`) && !(p.sep === '\\' && rel.startsWith('../'));
-}
+// The pure path predicates live with the primitives (src/fs/path-within.ts), which need them too without
+// depending on policy; policy re-exports them so its callers keep one import.
+export { HOST_FLAVOR, isWithin, type PathFlavor } from '../fs/path-within.js';
+import { HOST_FLAVOR, isWithin, type PathFlavor } from '../fs/path-within.js';
 
 /** The first root that contains `child`, or undefined. */
 export function findContainingRoot<R extends { real: string }>(roots: readonly R[], child: string,

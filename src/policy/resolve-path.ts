@@ -138,16 +138,9 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   };
 }
 
-/**
- * A directory entry of an allowed directory, reached by name without following any link. Containment holds by
- * construction (the walker never descends into symlinks). `name` must be a single component from readdir.
- */
-export function childOf(directory: AllowedPath, name: string): AllowedPath {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes(path.sep) || name.includes('\0')) {
-    throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
-  }
-  return path.join(directory, name) as AllowedPath;
-}
+// `childOf` (a directory entry of an allowed directory) lives with the walker that produces entries; re-exported here
+// so callers that name it from policy keep working.
+export { childOf } from '../fs/walk.js';
 
 /**
  * The parent directory of an allowed path. Contained whenever the path is not itself a root (write authorization

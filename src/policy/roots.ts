@@ -16,9 +16,19 @@
  */
 import { realpath } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { ConfiguredRoot } from '../config.js';
 import { ToolError } from '../errors/tool-error.js';
 import { HOST_FLAVOR, isWithin } from './containment.js';
+
+/**
+ * One sandbox root as configured (command line or the cwd default). `real` is its realpath; `given` is the absolute
+ * spelling the user gave. Declared here, not in config.ts, so policy never imports the configuration (config → policy
+ * is the one direction: issue 11 item 5).
+ */
+export interface ConfiguredRoot {
+  given: string;
+  real: string;
+  source: 'cli' | 'cwd';
+}
 
 /** One root in force. `real` is its realpath; `given` is the spelling it was announced with. */
 export interface EffectiveRoot {

@@ -72,7 +72,8 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     const ctx: ToolContext = {
       config: state.config,
       roots: state.roots,
-      policy: { roots: state.roots.current(), allowSecrets: state.config.allowSecrets, policy: state.config.policy },
+      policy: { roots: state.roots.current(), allowSecrets: state.config.allowSecrets, policy: state.config.policy,
+        guarded: state.guarded },
       hashes: state.hashes,
       budget: state.budget,
       signal,

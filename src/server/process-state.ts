@@ -2,8 +2,13 @@
  * Process-wide state, built once in cli.ts and shared by every server instance the stdio factory creates (the
  * factory may run twice: STYLE §4.3). Holds the roots, the remembered hashes, the mutation budget and the audit log.
  */
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
 import type { Config } from '../config.js';
 import { AuditLog } from '../audit/audit-log.js';
+import { registerLockScope } from '../fs/path-lock.js';
+import { guardedPaths, type GuardedPath } from '../policy/builtin-guards.js';
+import { findContainingRoot } from '../policy/containment.js';
 import { MutationBudget } from '../policy/gates.js';
 import { HashMemory } from '../policy/occ.js';
 import { RootSet } from '../policy/roots.js';
@@ -19,18 +24,41 @@ export interface ProcessState {
   audit: AuditLog;
   version: string;
   recoveredTransactions: unknown[];
+  /** The state directory and the audit log, in every spelling: never reachable through the file tools. */
+  guarded: readonly GuardedPath[];
 }
 
 /** Builds the state of one process from its configuration and tool registry. */
 export function createProcessState(config: Config, tools: readonly AnyTool[], version: string): ProcessState {
+  const roots = new RootSet(config.roots, config.clientRoots, config.rootsFromCommandLine);
+  const audit = new AuditLog(config.auditLog);
+  // Lock files are created only inside the roots in force (src/fs/path-lock.ts).
+  registerLockScope((p) => findContainingRoot(roots.current(), p) !== undefined);
   return {
     config,
     tools,
-    roots: new RootSet(config.roots, config.clientRoots, config.rootsFromCommandLine),
+    roots,
     hashes: new HashMemory(),
     budget: new MutationBudget(config.mutationBudget),
-    audit: new AuditLog(config.auditLog),
+    audit,
     version,
     recoveredTransactions: [],
+    guarded: guardedPaths({
+      stateDir: [config.stateDir, realSpelling(config.stateDir)],
+      auditLog: config.auditLog ? [config.auditLog, realSpelling(config.auditLog), ...audit.realPaths()] : [],
+    }),
   };
+}
+
+/** The real path of `p`, or of its nearest existing ancestor joined with the rest (it may not exist yet). */
+function realSpelling(p: string): string {
+  const rest: string[] = [];
+  for (let d = path.resolve(p); ; d = path.dirname(d)) {
+    try {
+      return path.join(realpathSync.native(d), ...rest);
+    } catch {
+      if (d === path.dirname(d)) return path.resolve(p);
+      rest.unshift(path.basename(d));
+    }
+  }
 }

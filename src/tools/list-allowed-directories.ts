@@ -37,9 +37,13 @@ export const ListAllowedDirectoriesOutput = z.object({
     id: z.string(),
     created_at: z.string(),
     pid: z.number().int(),
-    outcome: z.enum(['ROLLBACK_COMPLETE', 'ROLLBACK_PARTIAL', 'ROLLBACK_FAILED']),
+    outcome: z.enum(['ROLLBACK_COMPLETE', 'ROLLBACK_PARTIAL', 'ROLLBACK_FAILED', 'NOT_APPLIED']),
+    reason: z.enum(['readonly', 'refused', 'invalid']).optional(),
+    problem: z.string().optional(),
+    entry_file: z.string().optional(),
     files: z.array(z.object({ path: z.string(), status: z.string(), reason: z.string().optional() })),
-  })),
+  })).describe('Journal entries found at start-up: rolled back (ROLLBACK_*), or NOT_APPLIED and left on disk (reason '
+    + 'readonly, refused — each file\'s refusal in files[].reason — or invalid)'),
 });
 
 export const listAllowedDirectories = defineTool({

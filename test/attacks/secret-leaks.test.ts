@@ -105,8 +105,33 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     };
     decode(s);
     for (const e of (s?.results ?? []) as Array<Record<string, any>>) decode(e.result);
-    outputs.push({ call: `${tool} ${JSON.stringify(args).slice(0, 200)}`, text });
+    const call = `${tool} ${JSON.stringify(args).slice(0, 200)}`;
+    outputs.push({ call, text });
+    // Each collector checks what it collects (issue 11 item 8): a test run alone still fails on its own leak.
+    expect(leaksIn(call, text)).toEqual([]);
     return result;
+  }
+
+  /** Markers and secret hashes found in one text (empty when clean). */
+  function leaksIn(label: string, text: string): string[] {
+    const leaks: string[] = [];
+    for (const m of ALL_MARKERS) if (text.includes(m)) leaks.push(`${label}: marker ${m}`);
+    for (const h of forbiddenHashes) if (text.includes(h)) leaks.push(`${label}: hash ${h}`);
+    return leaks;
+  }
+
+  /**
+   * What every collecting test ends with: it made calls, and neither stderr nor the audit log so far holds a marker
+   * or a secret hash, and the audit log has a line for each of its calls.
+   */
+  function checkCollected(before: number): void {
+    expect(outputs.length).toBeGreaterThan(before);
+    expect([...leaksIn('stderr', client.stderr()), ...leaksIn('audit log', readFileSync(auditLog, 'utf8'))]).toEqual([]);
+    expect(readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(outputs.length);
+    // Every secret still holds its bytes.
+    expect(readFileSync(path.join(R, '.env'), 'utf8')).toBe(`${marker(1)}\n${LATER.env}\nalpha\n`);
+    expect(readFileSync(path.join(R, 'x.pem'), 'utf8')).toBe(`${marker(4)}\n${LATER.pem}\nalpha\n`);
+    expect(readFileSync(path.join(R, 'config/.env.local'), 'utf8')).toBe(SECRETS['config/.env.local']);
   }
 
   // (renamed.txt is not among them: a harmless name, readable by design since names decide; git_diff must still
@@ -118,6 +143,7 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
   ];
 
   it('reads, read_files and stat refuse or show metadata only', async () => {
+    const before = outputs.length;
     for (const p of spellings()) {
       await see('read_file', { path: p });
       await see('read_file', { path: p, encoding: 'base64' });
@@ -128,9 +154,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     }
     await see('read_files', { paths: [...spellings(), 'readme.txt'] });
     await see('read_files', { paths: secretPaths, encoding: 'base64' });
+    checkCollected(before);
   });
 
   it('content search with every marker as the query finds nothing and counts the skipped secrets', async () => {
+    const before = outputs.length;
     for (const m of ALL_MARKERS) {
       for (const extra of [{}, { case_sensitive: false }, { context_lines: 3 }, { respect_gitignore: false }, { include: ['*'] }]) {
         const r = await see('search_files', { query: m, ...extra });
@@ -151,9 +179,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     }
     await see('search_files', { glob: '**', respect_gitignore: false });
     await see('search_files', { glob: '*.pem' });
+    checkCollected(before);
   });
 
   it('listings show secret names, never contents', async () => {
+    const before = outputs.length;
     for (const p of ['.', '.aws', 'config', 'notes.txt']) {
       await see('list_directory', { path: p, depth: 5, respect_gitignore: false });
       await see('list_directory', { path: p, depth: 5, include: ['*'] });
@@ -161,9 +191,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     const list = await see('list_directory', { depth: 3 });
     const names = (list.structuredContent as any).entries.filter((e: any) => e.secret).map((e: any) => e.path);
     expect(names).toEqual(expect.arrayContaining(['.env', '.ENV', 'x.pem', '.aws/credentials', 'config/.env.local']));
+    checkCollected(before);
   });
 
   it('mutations, dry or not, refuse secrets and never echo their bytes', async () => {
+    const before = outputs.length;
     for (const p of [...secretPaths, './.env', `${R}/.aws/credentials`]) {
       // notes.txt is a link, not a secret: moving or deleting the link itself is allowed, so it only gets dry runs here.
       for (const dry of p === 'notes.txt' ? [true] : [true, false]) {
@@ -194,9 +226,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     await see('delete_path', { path: 'config', recursive: true });
     await see('create_directory', { path: '.aws/credentials/sub' });
     await see('create_directory', { path: '.env/x' });
+    checkCollected(before);
   });
 
   it('git_status and git_diff list secrets as omitted, never their diff', async () => {
+    const before = outputs.length;
     const status = await see('git_status', {});
     expect(status.isError, JSON.stringify(status)).toBeFalsy();
     const unstaged = await see('git_diff', {});
@@ -226,9 +260,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     }
     await see('git_status', { path: '.env' });
     await see('git_status', { path: 'notes.txt' });
+    checkCollected(before);
   });
 
   it('list_allowed_directories, issue tools resolving a repository from a secret path, and error paths', async () => {
+    const before = outputs.length;
     await see('list_allowed_directories', {});
     for (const tool of ['github_issues', 'gitlab_issues']) {
       for (const p of ['.env', 'notes.txt', '.aws/credentials']) {
@@ -252,6 +288,7 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     await see('search_files', { path: '.env' });
     await see('list_directory', { path: '.env' });
     await see('stat', { path: '.env/' });
+    checkCollected(before);
   });
 
   it('no marker or secret hash in any output, stderr or the audit log; every secret keeps its bytes', async () => {

@@ -310,7 +310,7 @@ describe('recoverJournals', () => {
     expect(await recoverJournals(t.state, t.isInside, () => undefined)).toEqual([]);
   });
 
-  it('skips an entry whose process is alive, and never touches files outside the roots', async () => {
+  it('skips an entry whose process is alive, and never applies (nor removes) an entry naming a file outside the roots', async () => {
     const t = setup({ 'a.txt': 'a2\n' });
     const outside = makeTree({ 'o.txt': 'o2\n' }, 'fs-tools-outside-');
     cleanups.push(outside.cleanup);
@@ -328,13 +328,14 @@ describe('recoverJournals', () => {
     deadEntry.pid = deadPid();
     writeFileSync(dead.file, JSON.stringify(deadEntry));
     const recovered = await recoverJournals(t.state, t.isInside, () => undefined);
+    // Issue 11: an entry naming a path outside the roots is refused as a whole, never applied, and stays on disk.
     expect(recovered).toEqual([expect.objectContaining({
-      id: deadEntry.id, outcome: 'ROLLBACK_FAILED',
-      files: [{ path: path.join(outside.dir, 'o.txt'), status: 'not_restored', reason: 'outside_roots' }],
+      id: deadEntry.id, outcome: 'NOT_APPLIED', reason: 'refused',
+      files: [{ path: path.join(outside.dir, 'o.txt'), status: 'not_restored', reason: 'NOT_ALLOWED' }],
     })]);
     expect(readFileSync(path.join(outside.dir, 'o.txt'), 'utf8')).toBe('o2\n');
     expect(readFileSync(t.at('a.txt'), 'utf8')).toBe('a2\n');
-    expect((await listJournals(t.state)).map((j) => j.entry.id)).toEqual([liveEntry.id]);
+    expect((await listJournals(t.state)).map((j) => j.entry.id).sort()).toEqual([liveEntry.id, deadEntry.id].sort());
   });
 });
 

@@ -1,0 +1,79 @@
+/**
+ * Built-in rules that no flag or policy file can lift (issue 11 item 6), beside the `.git` write rule of
+ * file-policy.ts:
+ *   - the state directory (journal; SPEC §6.4) and the audit log (SPEC §9) are never reachable through the file
+ *     tools, whatever the roots: nothing inside them is read, written, listed or searched
+ *     (FILE_POLICY_DENIED, details.source "builtin", rule "state_dir" / "audit_log");
+ *   - neither they nor a directory above them can be moved, replaced or deleted (rule as above, reason "contains");
+ *   - listings and searches of a directory above them omit them (`isGuardedEntry`);
+ *   - the path-lock files (`.fs-tools-lock-*`, src/fs/path-lock.ts) are omitted from listings and searches and can be
+ *     neither read nor written (an agent-planted lock file would stall every writer of that path).
+ * Each guarded path is kept in every spelling we know (as configured, and its real path), and a requested path is
+ * compared in both its requested and its resolved spelling, like the `.git` and secret rules. Pure: no IO.
+ */
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { isLockFileName } from '../fs/path-lock.js';
+import { HOST_FLAVOR, isWithin } from './containment.js';
+
+/** One path the file tools must never reach. */
+export interface GuardedPath {
+  /** Absolute path (one spelling). */
+  path: string;
+  rule: 'state_dir' | 'audit_log';
+}
+
+/**
+ * The guarded paths of a process: the state directory and the audit log, each in every given spelling.
+ * @param spellings absolute spellings per rule (configured path, its real path, the audit descriptor's real path)
+ */
+export function guardedPaths(spellings: { stateDir: readonly string[]; auditLog: readonly string[] }): GuardedPath[] {
+  const out: GuardedPath[] = [];
+  for (const p of new Set(spellings.stateDir)) out.push({ path: path.resolve(p), rule: 'state_dir' });
+  for (const p of new Set(spellings.auditLog)) out.push({ path: path.resolve(p), rule: 'audit_log' });
+  return out;
+}
+
+function within(guarded: readonly GuardedPath[], absolute: string): GuardedPath | undefined {
+  return guarded.find((g) => isWithin(g.path, absolute, HOST_FLAVOR));
+}
+
+function refuse(requested: string, rule: string, reason?: string): ToolError {
+  const what = rule === 'state_dir' ? "fs-tools' state directory" : rule === 'audit_log' ? 'the audit log' : 'a path-lock file';
+  const message = reason === 'contains'
+    ? `${requested} contains ${what}; it can be neither moved, replaced nor deleted.`
+    : `${requested} is ${what}, which the file tools never read, list or change.`;
+  return new ToolError('FILE_POLICY_DENIED', message, {
+    path: requested, details: { source: 'builtin', rule, ...(reason ? { reason } : {}) },
+  });
+}
+
+/**
+ * Refuses any access to a guarded path or anything inside it, and to path-lock files.
+ * @param spellings the requested absolute spelling and the resolved real path
+ * @throws ToolError FILE_POLICY_DENIED (builtin, rule state_dir | audit_log | lock_file)
+ */
+export function assertNotGuarded(guarded: readonly GuardedPath[], requested: string, spellings: readonly string[]): void {
+  for (const p of spellings) {
+    const hit = within(guarded, p);
+    if (hit) throw refuse(requested, hit.rule);
+    if (isLockFileName(path.basename(p))) throw refuse(requested, 'lock_file');
+  }
+}
+
+/**
+ * Refuses moving, replacing or deleting a directory that holds a guarded path (SPEC: a directory above the log can
+ * otherwise be moved away and replaced by one whose `audit.log` links elsewhere).
+ * @throws ToolError FILE_POLICY_DENIED (builtin, reason "contains")
+ */
+export function assertHoldsNoGuarded(guarded: readonly GuardedPath[], requested: string, spellings: readonly string[]): void {
+  for (const p of spellings) {
+    const hit = guarded.find((g) => isWithin(p, g.path, HOST_FLAVOR));
+    if (hit) throw refuse(requested, hit.rule, 'contains');
+  }
+}
+
+/** True when a directory entry found by a walk must be omitted: a guarded path (or inside one), or a lock file. */
+export function isGuardedEntry(guarded: readonly GuardedPath[], absolute: string): boolean {
+  return within(guarded, absolute) !== undefined || isLockFileName(path.basename(absolute));
+}
