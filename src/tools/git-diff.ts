@@ -10,12 +10,13 @@ import { ToolError } from '../errors/tool-error.js';
 import { classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
-import { gitStatus, runGit, throwGitFailure } from '../vcs/git.js';
+import { gitStatus, throwGitFailure } from '../vcs/git.js';
+import type { GitView } from '../vcs/git-view.js';
 import { unquote } from '../vcs/porcelain-v2.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool } from './define-tool.js';
-import { resolveWorkTree } from './git-status.js';
+import { openWorkTree } from './git-status.js';
 
 export const GitDiffInput = z.strictObject({
   path: PathArg.default('.').describe('Any path inside the work tree; default the first root'),
@@ -169,9 +170,17 @@ export const gitDiff = defineTool({
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
     // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
     // entry need not exist: a file deleted in the work tree is a fine thing to diff.
-    const filters = [];
+    const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
     for (const p of args.paths ?? []) filters.push(await resolveInRoots(p, ctx.policy.roots, { followFinal: false }, 'paths'));
-    const root = await resolveWorkTree(args.path, ctx);
+    const view = await openWorkTree(args.path, ctx);
+    try {
+      return await diffIn(view, filters);
+    } finally {
+      await view.dispose();
+    }
+
+    async function diffIn(view: GitView, filters: Awaited<ReturnType<typeof resolveInRoots>>[]) {
+    const root = view.workTree;
     const pathspecs: string[] = [];
     for (const f of filters) {
       const relative = path.relative(root, f.real);
@@ -184,22 +193,24 @@ export const gitDiff = defineTool({
       pathspecs.push(`:(literal)${relative || '.'}`);
     }
     const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-    const { statusHash } = await gitStatus(root, gitOptions);
+    const { statusHash } = await gitStatus(view, gitOptions);
     const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
       path: root, details: { current_status_hash: statusHash, work_tree: root },
     });
     if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
     if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
-    const r = await runGit([
+    const r = await view.run([
       // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
       // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
       // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
       ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
+      // Submodules are never entered (no child git runs with the submodule's own config).
+      '--ignore-submodules=all',
       // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
       '--src-prefix=a/', '--dst-prefix=b/',
       `-U${args.context_lines}`, '--', ...pathspecs,
-    ], { ...gitOptions, cwd: root, maxOutputBytes: 256 * 1024 * 1024 });
-    if (r.exitCode !== 0) throwGitFailure(r, root, 'diff');
+    ], { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 });
+    if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
     const chunks = splitDiff(r.stdout);
     const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
 
@@ -254,5 +265,6 @@ export const gitDiff = defineTool({
       text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
       audit: { paths: [root] },
     };
+    }
   },
 });
