@@ -20,14 +20,16 @@
  * parse, an unknown repository extension) fails closed with a clear envelope and nothing run.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, lstatSync, readdirSync, readlinkSync, readSync, realpathSync, type Dirent, type Stats } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, readSync, realpathSync, rmSync,
+  writeFileSync, type Dirent, type Stats } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { openForReadSync } from '../fs/open-file.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { secretRuleFor } from '../policy/secrets.js';
+import { parseGitConfig, type ConfigList } from './git-config.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
 /** Caps (bytes) on the metadata files the view reads; a larger file fails closed (unsupported_repository). */
@@ -228,16 +230,6 @@ export function isSafeRefName(name: string): boolean {
 
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
-/** Parsed `git config --list --null` output: lower-case section and key, subsection as written. */
-type ConfigList = Map<string, string[]>;
-
-function configKeyLower(key: string): string {
-  const first = key.indexOf('.');
-  const last = key.lastIndexOf('.');
-  if (first === last) return key.toLowerCase();
-  return `${key.slice(0, first).toLowerCase()}${key.slice(first, last)}${key.slice(last).toLowerCase()}`;
-}
-
 /** Keys copied from the repository's config when their value is one of the allowed ones (data only, no paths). */
 const COPIED_KEYS: Record<string, RegExp> = {
   'core.filemode': /^(?:true|false|yes|no|on|off|1|0)$/i,
@@ -386,7 +378,7 @@ export class GitView {
     if (this.indexFd !== null) {
       try { closeSync(this.indexFd); } catch { /* already closed */ }
     }
-    await rm(this.privateDir, { recursive: true, force: true }).catch(() => undefined);
+    releasePrivateDir(this.privateDir);
   }
 
   /**
@@ -395,84 +387,118 @@ export class GitView {
    *   work_tree_outside_roots / git_location_outside_roots, SECRET_DENIED, IO_ERROR corrupt_repository,
    *   and the runner's errors (git_missing, git_timeout)
    */
-  static async open(dir: string, access: ViewAccess, options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
+  static async open(dir: string, access: ViewAccess, _options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
     const verify = new Verifier(access);
     const locations = locateRepository(dir, access);
     const { workTree: top, gitDir, commonDir, objectsDir } = locations;
     const alternates = verifyObjects(objectsDir, verify, 0);
 
     const head = readHead(gitDir, verify);
-    const configBytes = verify.read(path.join(commonDir, 'config'), 'repository config', VIEW_CAPS.config);
+    const configFile = path.join(commonDir, 'config');
+    const configBytes = verify.read(configFile, 'repository config', VIEW_CAPS.config);
     const exclude = verify.read(path.join(commonDir, 'info', 'exclude'), 'info/exclude', VIEW_CAPS.list);
     const shallow = verify.read(path.join(commonDir, 'shallow'), 'shallow', VIEW_CAPS.shallow);
+    let repoConfig: ConfigList = new Map();
+    if (configBytes) {
+      const parsed = parseGitConfig(configBytes.toString('utf8'));
+      if (!parsed) throw repoError('corrupt_repository', configFile, `${configFile} is not a valid git config file (git would refuse it too); it was not used.`);
+      repoConfig = parsed;
+    }
+    const settings = viewSettings(repoConfig, configFile, gitDir, top, verify);
 
-    const privateDir = await mkdtemp(path.join(os.tmpdir(), 'fs-tools-git-'));
-    let indexFd: number | null = null;
-    try {
-      await Promise.all([
-        mkdir(path.join(privateDir, 'objects', 'info'), { recursive: true }),
-        mkdir(path.join(privateDir, 'refs', 'heads'), { recursive: true }),
-        mkdir(path.join(privateDir, 'info'), { recursive: true }),
-        mkdir(path.join(privateDir, 'home'), { recursive: true }),
-      ]);
-      await Promise.all([
-        writeFile(path.join(privateDir, 'HEAD'), 'ref: refs/heads/main\n'),
-        writeFile(path.join(privateDir, 'config'), `${BASE_CONFIG.join('\n')}\n`),
-        writeFile(path.join(privateDir, 'objects', 'info', 'alternates'), `${[objectsDir, ...alternates].join('\n')}\n`),
-        ...(exclude ? [writeFile(path.join(privateDir, 'info', 'exclude'), exclude)] : []),
-        ...(shallow ? [writeFile(path.join(privateDir, 'shallow'), shallow)] : []),
-      ]);
-      const repoConfig = configBytes ? await parseRepositoryConfig(configBytes, path.join(commonDir, 'config'), privateDir, options, runner) : new Map() as ConfigList;
-      const settings = viewSettings(repoConfig, path.join(commonDir, 'config'), gitDir, top, verify);
-
-      // HEAD and the refs status needs: HEAD's branch and that branch's upstream.
-      const refs = new Map<string, string>();
-      const branchRef = head.kind === 'symbolic' ? head.ref : null;
-      if (branchRef) {
-        const oid = resolveRef(branchRef, gitDir, commonDir, verify, 0);
-        if (oid) refs.set(branchRef, oid);
-      }
-      const extra: string[] = [];
-      if (branchRef?.startsWith('refs/heads/')) {
-        const branch = branchRef.slice('refs/heads/'.length);
-        const remote = last(repoConfig.get(`branch.${branch}.remote`));
-        const merge = last(repoConfig.get(`branch.${branch}.merge`));
-        if (remote !== undefined && merge !== undefined && isSafeRefName(merge)) {
-          const bh = sectionHeader('branch', branch);
-          if (bh) extra.push(bh, `\tremote = ${quoteValue(remote)}`, `\tmerge = ${quoteValue(merge)}`);
-          let upstream: string | null = null;
-          if (remote === '.') upstream = merge;
-          else {
-            const fetch = repoConfig.get(`remote.${remote}.fetch`) ?? [];
-            const rh = sectionHeader('remote', remote);
-            if (rh && fetch.length > 0) extra.push(rh, ...fetch.map((f) => `\tfetch = ${quoteValue(f)}`));
-            upstream = mapThroughRefspecs(merge, fetch);
-          }
-          if (upstream && isSafeRefName(upstream)) {
-            const oid = resolveRef(upstream, gitDir, commonDir, verify, 0);
-            if (oid) refs.set(upstream, oid);
-          }
+    // HEAD and the refs status needs: HEAD's branch and that branch's upstream.
+    const refs = new Map<string, string>();
+    const packed = new PackedRefs(commonDir, verify);
+    const branchRef = head.kind === 'symbolic' ? head.ref : null;
+    if (branchRef) {
+      const oid = resolveRef(branchRef, gitDir, commonDir, verify, packed, 0);
+      if (oid) refs.set(branchRef, oid);
+    }
+    const extra: string[] = [];
+    if (branchRef?.startsWith('refs/heads/')) {
+      const branch = branchRef.slice('refs/heads/'.length);
+      const remote = last(repoConfig.get(`branch.${branch}.remote`));
+      const merge = last(repoConfig.get(`branch.${branch}.merge`));
+      if (remote !== undefined && merge !== undefined && isSafeRefName(merge) && isPlainValue(remote)) {
+        const bh = sectionHeader('branch', branch);
+        if (bh) extra.push(bh, `\tremote = ${quoteValue(remote)}`, `\tmerge = ${quoteValue(merge)}`);
+        let upstream: string | null = null;
+        if (remote === '.') upstream = merge;
+        else {
+          const fetch = (repoConfig.get(`remote.${remote}.fetch`) ?? []).filter(isPlainValue);
+          const rh = sectionHeader('remote', remote);
+          if (rh && fetch.length > 0) extra.push(rh, ...fetch.map((f) => `\tfetch = ${quoteValue(f)}`));
+          upstream = mapThroughRefspecs(merge, fetch);
+        }
+        if (upstream && isSafeRefName(upstream)) {
+          const oid = resolveRef(upstream, gitDir, commonDir, verify, packed, 0);
+          if (oid) refs.set(upstream, oid);
         }
       }
-      const writes: Promise<void>[] = [
-        writeFile(path.join(privateDir, 'HEAD'), head.kind === 'symbolic' ? `ref: ${head.ref}\n` : `${head.oid}\n`),
-        writeFile(path.join(privateDir, 'config'), `${[...BASE_CONFIG, ...settings, ...extra].join('\n')}\n`),
-      ];
-      for (const [ref, oid] of refs) {
-        const file = path.join(privateDir, ...ref.split('/'));
-        writes.push(mkdir(path.dirname(file), { recursive: true }).then(() => writeFile(file, `${oid}\n`)));
-      }
-      await Promise.all(writes);
-      if (locations.index) {
-        indexFd = openForReadSync(locations.index, verify.isInside).fd;
-      }
+    }
+
+    const privateDir = acquirePrivateDir();
+    let indexFd: number | null = null;
+    try {
+      const put = (rel: string, content: string | Buffer | null) => {
+        const file = path.join(privateDir, rel);
+        if (content === null) rmSync(file, { force: true });
+        else writeFileSync(file, content, { mode: 0o600 });
+      };
+      put('HEAD', head.kind === 'symbolic' ? `ref: ${head.ref}\n` : `${head.oid}\n`);
+      put('config', `${[...BASE_CONFIG, ...settings, ...extra].join('\n')}\n`);
+      put('packed-refs', [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([ref, oid]) => `${oid} ${ref}\n`).join(''));
+      put(path.join('objects', 'info', 'alternates'), `${[objectsDir, ...alternates].join('\n')}\n`);
+      put(path.join('info', 'exclude'), exclude);
+      put('shallow', shallow);
+      if (locations.index) indexFd = openForReadSync(locations.index, verify.isInside).fd;
       return new GitView(locations, privateDir, indexFd, runner);
     } catch (error) {
       if (indexFd !== null) closeSync(indexFd);
-      await rm(privateDir, { recursive: true, force: true }).catch(() => undefined);
+      releasePrivateDir(privateDir, true);
       throw error;
     }
   }
+}
+
+/** A config value the private config can carry (no newline, NUL or other control character but tab). */
+function isPlainValue(v: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return !/[\x00-\x08\x0a-\x1f\x7f]/.test(v);
+}
+
+/**
+ * Private git dirs (mode 0700 under the OS temporary directory), reused across calls: one per call in flight. Every
+ * file git reads from one is rewritten (or removed) for each call, so nothing carries over from one repository to
+ * the next. Removed when the process exits.
+ */
+const freeDirs: string[] = [];
+const allDirs = new Set<string>();
+function acquirePrivateDir(): string {
+  const reused = freeDirs.pop();
+  if (reused) return reused;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-git-'));
+  for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
+    mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
+  }
+  if (allDirs.size === 0) {
+    process.once('exit', () => {
+      for (const d of allDirs) {
+        try { rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ }
+      }
+    });
+  }
+  allDirs.add(dir);
+  return dir;
+}
+/** Returns a private dir to the pool (or removes it, after a failure, so no half-written state is reused). */
+function releasePrivateDir(dir: string, discard = false): void {
+  if (discard) {
+    allDirs.delete(dir);
+    rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    return;
+  }
+  freeDirs.push(dir);
 }
 
 /**
@@ -604,8 +630,34 @@ function refHome(ref: string, gitDir: string, commonDir: string): string {
   return /^refs\/(?:bisect|worktree|rewritten)\//.test(ref) ? gitDir : commonDir;
 }
 
+/** packed-refs of a common dir, read (verified, capped) and parsed at most once per view. */
+class PackedRefs {
+  private map: Map<string, string> | null = null;
+  constructor(private readonly commonDir: string, private readonly verify: Verifier) {}
+
+  /** The object id of `ref` in packed-refs, or undefined. @throws corrupt_repository on a malformed line */
+  get(ref: string): string | undefined {
+    if (!this.map) {
+      this.map = new Map();
+      const file = path.join(this.commonDir, 'packed-refs');
+      const bytes = this.verify.read(file, 'packed-refs', VIEW_CAPS.packedRefs);
+      if (bytes) {
+        for (const raw of bytes.toString('utf8').split('\n')) {
+          const line = raw.replace(/\r$/, '');
+          if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
+          const sp = line.indexOf(' ');
+          const oid = sp < 0 ? '' : line.slice(0, sp);
+          if (!OID.test(oid)) throw repoError('corrupt_repository', file, `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`);
+          if (!this.map.has(line.slice(sp + 1))) this.map.set(line.slice(sp + 1), oid);
+        }
+      }
+    }
+    return this.map.get(ref);
+  }
+}
+
 /** The object id `ref` names (loose file, else packed-refs; symbolic refs followed to depth 5), or null. */
-function resolveRef(ref: string, gitDir: string, commonDir: string, verify: Verifier, depth: number): string | null {
+function resolveRef(ref: string, gitDir: string, commonDir: string, verify: Verifier, packed: PackedRefs, depth: number): string | null {
   if (depth > 5 || !isSafeRefName(ref)) return null;
   const home = refHome(ref, gitDir, commonDir);
   const file = path.join(home, ...ref.split('/'));
@@ -614,21 +666,10 @@ function resolveRef(ref: string, gitDir: string, commonDir: string, verify: Veri
     const text = bytes.toString('utf8').trim();
     if (OID.test(text)) return text;
     const m = /^ref: (.+)$/.exec(text);
-    if (m) return resolveRef(m[1], gitDir, commonDir, verify, depth + 1);
+    if (m) return resolveRef(m[1], gitDir, commonDir, verify, packed, depth + 1);
     throw repoError('corrupt_repository', file, `${file} is not a valid ref.`);
   }
-  const packedFile = path.join(commonDir, 'packed-refs');
-  const packed = verify.read(packedFile, 'packed-refs', VIEW_CAPS.packedRefs);
-  if (!packed) return null;
-  const text = packed.toString('utf8');
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
-    const sp = line.indexOf(' ');
-    const oid = line.slice(0, sp);
-    if (sp < 0 || !OID.test(oid)) throw repoError('corrupt_repository', packedFile, `${packedFile} has a malformed line; ${commonDir} cannot be read as a repository.`);
-    if (line.slice(sp + 1).replace(/\r$/, '') === ref) return oid;
-  }
-  return null;
+  return packed.get(ref) ?? null;
 }
 
 /** The remote-tracking ref `merge` maps to through fetch refspecs (`[+]src:dst`, at most one `*` each), or null. */
@@ -653,34 +694,6 @@ export function mapThroughRefspecs(merge: string, refspecs: readonly string[]): 
     }
   }
   return null;
-}
-
-/**
- * The repository's config as key → values, read by git itself from a copy in the private dir (`--no-includes`: an
- * include is never followed; no program is named by reading config).
- * @throws ToolError corrupt_repository (git cannot parse it), IO_ERROR git_output_limit
- */
-async function parseRepositoryConfig(bytes: Buffer, original: string, privateDir: string, options: ViewRunOptions,
-  runner: GitRunner): Promise<ConfigList> {
-  const copy = path.join(privateDir, 'repository-config');
-  await writeFile(copy, bytes);
-  const r = await runner([...VIEW_FLAGS, 'config', '--file', copy, '--no-includes', '--null', '--list'],
-    { ...viewEnvironment(privateDir), GIT_DIR: privateDir }, {
-      ...options, cwd: privateDir, maxOutputBytes: 2 * VIEW_CAPS.config + 1024 * 1024,
-    });
-  if (r.outputLimited) throw repoError('unsupported_repository', original, `${original} expands beyond the size the git tools read; refused rather than read in part.`);
-  if (r.exitCode !== 0) throw repoError('corrupt_repository', original, `git cannot parse ${original} (a malformed line); it was not used.`);
-  const list: ConfigList = new Map();
-  for (const record of r.stdout.split('\0')) {
-    if (record === '') continue;
-    const nl = record.indexOf('\n');
-    const key = configKeyLower(nl < 0 ? record : record.slice(0, nl));
-    const value = nl < 0 ? 'true' : record.slice(nl + 1);
-    const values = list.get(key);
-    if (values) values.push(value);
-    else list.set(key, [value]);
-  }
-  return list;
 }
 
 /** Extensions a repository may declare and the view still reads correctly. */
