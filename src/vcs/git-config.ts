@@ -73,11 +73,11 @@ export function parseGitConfig(input: string): ConfigList | null {
       continue;
     }
     if (!isAlpha(c)) return null;
-    if (section === null) return null;
     let name = '';
     while (i < n && (isAlnum(text[i]) || text[i] === '-')) name += text[i++];
     while (text[i] === ' ' || text[i] === '\t') i++;
-    const key = `${section}.${name.toLowerCase()}`;
+    // Before any section git lists the bare name (no section); the view looks such a key up nowhere.
+    const key = section === null ? name.toLowerCase() : `${section}.${name.toLowerCase()}`;
     if (i >= n || text[i] === '\n') {
       add(key, 'true');
       continue;

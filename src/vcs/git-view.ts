@@ -131,27 +131,26 @@ class Verifier {
   locate(p: string, what: string): { real: string; stats: Stats } | null {
     const st = lstatOrNull(p);
     if (!st) return null;
-    if (!st.isSymbolicLink()) {
-      if (!this.isInside(p)) throw outsideError(p, what);
-      return { real: p, stats: st };
-    }
+    // realpath also catches a symlinked directory above `p` (e.g. refs/ or info/ leading elsewhere).
     let real: string;
     try {
       real = realpathSync(p);
     } catch {
-      // A dangling link: decide on where it would lead, lexically, so nothing outside is probed.
-      const lexical = path.resolve(path.dirname(p), path.normalize(lstatLinkTarget(p)));
+      // A dangling link or a loop: decide on where it would lead, lexically, so nothing outside is probed.
+      const lexical = st.isSymbolicLink() ? path.resolve(path.dirname(p), lstatLinkTarget(p)) : p;
       if (!this.isInside(lexical)) throw outsideError(p, what);
       return null;
     }
     if (!this.isInside(real)) throw outsideError(p, what);
-    const rule = secretRuleFor(real);
-    if (rule !== null) {
-      throw new ToolError('SECRET_DENIED', `${p} (${what}) is a link to a secret file; the git tools do not read it.`, {
-        path: p, details: { pattern: rule, link: p },
-      });
+    if (real !== p) {
+      const rule = secretRuleFor(real);
+      if (rule !== null) {
+        throw new ToolError('SECRET_DENIED', `${p} (${what}) is a link to a secret file; the git tools do not read it.`, {
+          path: p, details: { pattern: rule, link: p },
+        });
+      }
     }
-    return { real, stats: lstatSync(real) };
+    return { real, stats: st.isSymbolicLink() ? lstatSync(real) : st };
   }
 
   /**
@@ -581,7 +580,7 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
  * real paths (git re-reads them from the repository's own objects/info/alternates).
  */
 function verifyObjects(objectsDir: string, verify: Verifier, depth: number): string[] {
-  for (const sub of ['', 'pack', 'info']) {
+  for (const sub of ['', 'pack', 'info', path.join('info', 'commit-graphs')]) {
     const d = path.join(objectsDir, sub);
     let entries: Dirent[];
     try {

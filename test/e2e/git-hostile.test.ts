@@ -22,7 +22,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -135,77 +135,86 @@ function writeHooks(dir: string, tag: string): void {
 /** A config value as written in a config file (quoted: `;` and `#` would start a comment). */
 const cfgValue = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
+/** Appends `key = value` to the config of level `l` (as `git config` would, without spawning git). */
+function setConfig(l: Level, key: string, value: string): void {
+  const first = key.indexOf('.');
+  const last = key.lastIndexOf('.');
+  const section = key.slice(0, first);
+  const header = first === last ? `[${section}]` : `[${section} "${key.slice(first + 1, last)}"]`;
+  appendFileSync(path.join(l.gitDir, 'config'), `${header}\n\t${key.slice(last + 1)} = ${cfgValue(value)}\n`);
+}
+
 /** A config that runs programs through every knob of `tag`, for include files. */
 const hostileConfigText = (tag: string) => `[diff]\n\texternal = ${cfgValue(`sh -c "${touch(`${tag}-external`)}"`)}\n`
   + `[core]\n\tfsmonitor = ${cfgValue(`${touch(`${tag}-fsmonitor`)}; false`)}\n`
   + `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${tag}-clean`)}; cat'`)}\n\trequired = true\n`
   + `[diff "x"]\n\tcommand = ${cfgValue(touch(`${tag}-diffcmd`))}\n`;
 
-/** Config cases: `apply` arms one level; `armed` false where plain git has nothing to run (a location case). */
-interface ConfigCase { name: string; apply: (l: Level, tag: string) => void; outcome: Outcome; armed: boolean }
+/** Config cases: `apply` arms one level; `arm` is the plain git command that shows it armed (null: a location case). */
+interface ConfigCase { name: string; apply: (l: Level, tag: string) => void; outcome: Outcome; arm: 'status' | 'diff' | null }
 const CONFIG_CASES: ConfigCase[] = [
-  { name: 'filter-clean-smudge', outcome: OK, armed: true, apply: (l, t) => {
-    git(l.dir, 'config', 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
-    git(l.dir, 'config', 'filter.x.smudge', `sh -c '${touch(`${t}-smudge`)}; cat'`);
-    git(l.dir, 'config', 'filter.x.required', 'true');
+  { name: 'filter-clean-smudge', outcome: OK, arm: 'status', apply: (l, t) => {
+    setConfig(l, 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
+    setConfig(l, 'filter.x.smudge', `sh -c '${touch(`${t}-smudge`)}; cat'`);
+    setConfig(l, 'filter.x.required', 'true');
   } },
-  { name: 'filter-process', outcome: OK, armed: true, apply: (l, t) => {
-    git(l.dir, 'config', 'filter.x.process', `sh -c '${touch(`${t}-process`)}'`);
-    git(l.dir, 'config', 'filter.x.required', 'true');
+  { name: 'filter-process', outcome: OK, arm: 'status', apply: (l, t) => {
+    setConfig(l, 'filter.x.process', `sh -c '${touch(`${t}-process`)}'`);
+    setConfig(l, 'filter.x.required', 'true');
   } },
-  { name: 'diff-driver-command', outcome: OK, armed: true, apply: (l, t) => git(l.dir, 'config', 'diff.x.command', touch(`${t}-diffcmd`)) },
-  { name: 'textconv', outcome: OK, armed: true, apply: (l, t) => git(l.dir, 'config', 'diff.x.textconv', `sh -c '${touch(`${t}-textconv`)}; cat "$0"'`) },
-  { name: 'diff-external', outcome: OK, armed: true, apply: (l, t) => git(l.dir, 'config', 'diff.external', `sh -c "${touch(`${t}-external`)}"`) },
-  { name: 'fsmonitor', outcome: OK, armed: true, apply: (l, t) => git(l.dir, 'config', 'core.fsmonitor', `${touch(`${t}-fsmonitor`)}; false`) },
-  { name: 'hooks', outcome: OK, armed: true, apply: (l, t) => {
+  { name: 'diff-driver-command', outcome: OK, arm: 'diff', apply: (l, t) => setConfig(l, 'diff.x.command', touch(`${t}-diffcmd`)) },
+  { name: 'textconv', outcome: OK, arm: 'diff', apply: (l, t) => setConfig(l, 'diff.x.textconv', `sh -c '${touch(`${t}-textconv`)}; cat "$0"'`) },
+  { name: 'diff-external', outcome: OK, arm: 'diff', apply: (l, t) => setConfig(l, 'diff.external', `sh -c "${touch(`${t}-external`)}"`) },
+  { name: 'fsmonitor', outcome: OK, arm: 'status', apply: (l, t) => setConfig(l, 'core.fsmonitor', `${touch(`${t}-fsmonitor`)}; false`) },
+  { name: 'hooks', outcome: OK, arm: 'status', apply: (l, t) => {
     const hooksDir = path.join(ROOT, 'hooks', t);
     writeHooks(hooksDir, `${t}-path`);
     writeHooks(path.join(l.gitDir, 'hooks'), `${t}-default`);
-    git(l.dir, 'config', 'core.hooksPath', hooksDir);
+    setConfig(l, 'core.hooksPath', hooksDir);
   } },
-  { name: 'include-inside', outcome: OK, armed: true, apply: (l, t) => {
+  { name: 'include-inside', outcome: OK, arm: 'status', apply: (l, t) => {
     const file = path.join(ROOT, 'includes', `${t}.cfg`);
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, hostileConfigText(`${t}-inc`));
-    git(l.dir, 'config', 'include.path', file);
-    git(l.dir, 'config', 'includeIf.gitdir:/.path', file);
+    setConfig(l, 'include.path', file);
+    setConfig(l, 'includeIf.gitdir:/.path', file);
   } },
-  { name: 'include-outside', outcome: OK, armed: true, apply: (l, t) => {
+  { name: 'include-outside', outcome: OK, arm: 'status', apply: (l, t) => {
     const file = path.join(OUTSIDE, 'includes', `${t}.cfg`);
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, `${hostileConfigText(`${t}-inc`)}# OUTSIDE_SECRET_MARKER\n[user]\n\tname = OUTSIDE_SECRET_MARKER\n`);
-    git(l.dir, 'config', 'include.path', file);
-    git(l.dir, 'config', 'includeIf.gitdir:/.path', file);
-    git(l.dir, 'config', 'includeIf.onbranch:main.path', file);
+    setConfig(l, 'include.path', file);
+    setConfig(l, 'includeIf.gitdir:/.path', file);
+    setConfig(l, 'includeIf.onbranch:main.path', file);
   } },
-  { name: 'info-attributes', outcome: OK, armed: true, apply: (l, t) => {
+  { name: 'info-attributes', outcome: OK, arm: 'status', apply: (l, t) => {
     mkdirSync(path.join(l.gitDir, 'info'), { recursive: true });
     writeFileSync(path.join(l.gitDir, 'info', 'attributes'), '*.txt filter=y diff=y\n');
-    git(l.dir, 'config', 'filter.y.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
-    git(l.dir, 'config', 'filter.y.required', 'true');
-    git(l.dir, 'config', 'diff.y.command', touch(`${t}-diffcmd`));
+    setConfig(l, 'filter.y.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
+    setConfig(l, 'filter.y.required', 'true');
+    setConfig(l, 'diff.y.command', touch(`${t}-diffcmd`));
   } },
-  { name: 'config-1.3MB', outcome: OK, armed: true, apply: (l, t) => {
+  { name: 'config-1.3MB', outcome: OK, arm: 'status', apply: (l, t) => {
     const cfg = path.join(l.gitDir, 'config');
     writeFileSync(cfg, `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(130_000)}`
       + `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${t}-clean`)}; cat'`)}\n\trequired = true\n`);
   } },
-  { name: 'config-5MB', outcome: UNSUPPORTED, armed: true, apply: (l, t) => {
+  { name: 'config-4.4MB', outcome: UNSUPPORTED, arm: 'status', apply: (l, t) => {
     const cfg = path.join(l.gitDir, 'config');
-    writeFileSync(cfg, `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(500_000)}`
+    writeFileSync(cfg, `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(400_000)}`
       + `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${t}-clean`)}; cat'`)}\n\trequired = true\n`);
   } },
-  { name: 'core-worktree-outside', outcome: NOT_ALLOWED, armed: false, apply: (l, t) => {
+  { name: 'core-worktree-outside', outcome: NOT_ALLOWED, arm: null, apply: (l, t) => {
     const elsewhere = path.join(OUTSIDE, 'worktree', t);
     writeTree(elsewhere, { 'a.txt': 'OUTSIDE_CONTENT_MARKER\n' });
-    git(l.dir, 'config', 'core.worktree', elsewhere);
+    setConfig(l, 'core.worktree', elsewhere);
   } },
-  { name: 'diff-submodule-diff', outcome: OK, armed: true, apply: (l, t) => {
-    git(l.dir, 'config', 'diff.submodule', 'diff');
-    git(l.dir, 'config', 'status.submoduleSummary', 'true');
-    git(l.dir, 'config', 'submodule.recurse', 'true');
-    git(l.dir, 'config', 'diff.x.command', touch(`${t}-diffcmd`));
-    git(l.dir, 'config', 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
+  { name: 'diff-submodule-diff', outcome: OK, arm: 'diff', apply: (l, t) => {
+    setConfig(l, 'diff.submodule', 'diff');
+    setConfig(l, 'status.submoduleSummary', 'true');
+    setConfig(l, 'submodule.recurse', 'true');
+    setConfig(l, 'diff.x.command', touch(`${t}-diffcmd`));
+    setConfig(l, 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
   } },
 ];
 
@@ -302,37 +311,39 @@ const LOCATION_CASES: LocationCase[] = [
 function buildAll(): void {
   buildTemplate();
   buildOutside();
-  // Config cases: a copy of the template per case, dirty at every level, then the case applied at every level.
+  // Dirty every level of the template once (the copies keep it: cp -a keeps the future mtime of same.f).
+  for (const l of levelsOf(TEMPLATE)) dirty(l.dir);
+  // Config cases: a copy of the template per case, the case applied at every level.
   for (const c of CONFIG_CASES) {
     const top = path.join(ROOT, `cfg-${c.name}`);
     execFileSync('cp', ['-a', TEMPLATE, top]);
     const levels = levelsOf(top);
-    for (const l of levels) dirty(l.dir);
     for (const l of levels) c.apply(l, `${c.name}-${l.name}`);
-    if (c.armed) {
+    if (c.arm) {
       // Armed: plain git, as a user would run it in each of these repositories, does run what they name.
-      for (const l of levels) {
-        plainGit(l.dir, 'status');
-        plainGit(l.dir, 'diff');
-        plainGit(l.dir, 'diff', '--cached');
-      }
+      for (const l of levels) plainGit(l.dir, c.arm, '--ignore-submodules=all');
       for (const l of levels) {
         expect(markers().some((m) => m.startsWith(`${c.name}-${l.name}-`)), `${c.name} at ${l.name} is not armed: ${markers().join(' ')}`).toBe(true);
       }
       clearMarkers();
+      // Plain git refreshed the index: make same.f stat-dirty again, so the server faces a content comparison too.
+      const later = new Date(Date.now() + 20_000);
+      for (const l of levels) utimesSync(path.join(l.dir, 'same.f'), later, later);
     }
     for (const l of levels) PROBES.push({ label: `${c.name} @${l.name}`, dir: l.dir, outcome: c.outcome });
   }
   // A submodule whose .git file leads outside: the superproject is fine (submodules are not entered), the submodule not.
   const top = path.join(ROOT, 'sub-dotgit-outside');
   execFileSync('cp', ['-a', TEMPLATE, top]);
-  dirty(top);
   writeFileSync(path.join(top, 'sub', '.git'), `gitdir: ${path.join(OUTSIDE_REPO, '.git')}\n`);
   PROBES.push({ label: 'sub-dotgit-outside @super', dir: top, outcome: OK });
   PROBES.push({ label: 'sub-dotgit-outside @sub', dir: path.join(top, 'sub'), outcome: NOT_ALLOWED });
+  // Location cases: a copy of one plain dirty repository per case.
+  const plain = makeRepo(path.join(scratch.dir, 'src', 'plain'), { ...FILES, '.gitattributes': '' });
+  dirty(plain);
   for (const c of LOCATION_CASES) {
-    const repo = makeRepo(path.join(ROOT, `loc-${c.name}`), { ...FILES, '.gitattributes': '' });
-    dirty(repo);
+    const repo = path.join(ROOT, `loc-${c.name}`);
+    execFileSync('cp', ['-a', plain, repo]);
     const dir = c.mutate(repo) ?? repo;
     PROBES.push({ label: c.name, dir, outcome: c.outcome });
   }
