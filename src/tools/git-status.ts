@@ -66,8 +66,10 @@ export const gitStatusTool = defineTool({
   description: 'Status of the git work tree containing path: branch, upstream with ahead/behind, each changed, '
     + 'untracked or conflicted path with its index and work-tree letters, clean, and status_hash — pass it as '
     + 'expected_status_hash to a mutation or git_diff to be refused (STALE_GIT) if the tree moved meanwhile. Never '
-    + 'writes to the repository. Fails with NOT_ALLOWED (path or work-tree root outside the roots), VALIDATION '
-    + '(not a work tree, git missing, dubious ownership), IO_ERROR (corrupt repository, timeout).',
+    + 'writes to the repository and runs nothing the repository names (hooks, filters, drivers; submodules are not '
+    + 'entered). Fails with NOT_ALLOWED (path, work-tree root, or a .git file/link or other git metadata leading '
+    + 'outside the roots), VALIDATION (not a work tree, git missing, dubious ownership, unsupported repository), '
+    + 'IO_ERROR (corrupt repository, timeout).',
   group: 'git',
   input: GitStatusInput,
   output: GitStatusOutput,

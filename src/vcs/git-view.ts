@@ -436,7 +436,7 @@ export class GitView {
       }
     }
 
-    const privateDir = acquirePrivateDir();
+    const privateDir = acquirePrivateDir(verify.isInside);
     let indexFd: number | null = null;
     try {
       const put = (rel: string, content: string | Buffer | null) => {
@@ -467,16 +467,66 @@ function isPlainValue(v: string): boolean {
 }
 
 /**
- * Private git dirs (mode 0700 under the OS temporary directory), reused across calls: one per call in flight. Every
- * file git reads from one is rewritten (or removed) for each call, so nothing carries over from one repository to
- * the next. Removed when the process exits.
+ * Private git dirs (mode 0700, created by the server), reused across calls: one per call in flight. Every file git
+ * reads from one is rewritten (or removed) for each call, and a reused dir must hold exactly the entries the server
+ * made (anything else — a `commondir`, `hooks`, `info/attributes` planted by someone — discards it). A private dir
+ * is never inside the roots, where an agent's own file tools could reach it: the OS temporary directory, else
+ * /dev/shm or /var/tmp, whichever lies outside every root. Removed when the process exits.
  */
 const freeDirs: string[] = [];
 const allDirs = new Set<string>();
-function acquirePrivateDir(): string {
-  const reused = freeDirs.pop();
-  if (reused) return reused;
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-git-'));
+/** The entries of a private dir, per subdirectory; files may be absent (shallow, info/exclude). */
+const PRIVATE_LAYOUT: Record<string, readonly string[]> = {
+  '': ['HEAD', 'config', 'packed-refs', 'shallow', 'objects', 'refs', 'info', 'home'],
+  objects: ['info'],
+  [path.join('objects', 'info')]: ['alternates'],
+  refs: ['heads', 'tags'],
+  [path.join('refs', 'heads')]: [],
+  [path.join('refs', 'tags')]: [],
+  info: ['exclude'],
+  home: [],
+};
+
+/** True when `dir` holds only what the server put there (checked with lstat: no link is followed). */
+function isTidy(dir: string): boolean {
+  for (const [sub, allowed] of Object.entries(PRIVATE_LAYOUT)) {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(path.join(dir, sub), { withFileTypes: true });
+    } catch {
+      return false;
+    }
+    for (const e of entries) {
+      if (!allowed.includes(e.name) || e.isSymbolicLink()) return false;
+      const isDir = Object.hasOwn(PRIVATE_LAYOUT, path.join(sub, e.name));
+      if (isDir ? !e.isDirectory() : !e.isFile()) return false;
+    }
+  }
+  return true;
+}
+
+function acquirePrivateDir(isInside: (p: string) => boolean): string {
+  for (let reused = freeDirs.pop(); reused; reused = freeDirs.pop()) {
+    if (!isInside(reused) && isTidy(reused)) return reused;
+    releasePrivateDir(reused, true);
+  }
+  let base: string | null = null;
+  for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
+    try {
+      const real = realpathSync(candidate);
+      if (!isInside(real) && !isInside(path.join(real, 'fs-tools-git-x'))) {
+        base = real;
+        break;
+      }
+    } catch { /* not there */ }
+  }
+  if (!base) {
+    throw new ToolError('VALIDATION', 'Every temporary directory lies inside the allowed roots, so the git tools have nowhere private to build their view.', {
+      details: { reason: 'no_private_dir' },
+      suggestion: 'Set TMPDIR to a directory outside the roots.',
+    });
+  }
+  const dir = mkdtempSync(path.join(base, 'fs-tools-git-'));
   for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
     mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
   }

@@ -11,7 +11,8 @@
  * listing cap, a 5 MB config (over every cap: refused, unsupported_repository), core.worktree outside the roots
  * (NOT_ALLOWED), diff.submodule=diff with submodule drivers.
  * Location cases: a .git file, a symlinked .git, symlinked objects / objects/pack / index / HEAD / packed-refs / config /
- * a loose ref pointing outside the roots or to a secret; objects/info/alternates and commondir outside; a packed-refs
+ * a loose ref / the refs and info directories pointing outside the roots or to a secret; objects/info/alternates
+ * (directly, and through a chain that starts inside the roots) and commondir outside; a packed-refs
  * link to a non-secret file (its text must not leak through git's error); a HEAD naming `refs/heads/../..`; a
  * submodule whose .git file leads outside; and the legitimate neighbours that must keep working (a symlinked .git
  * inside the roots, a linked worktree).
@@ -19,6 +20,7 @@
  * For every case and level, with each era: git_status, git_diff (work tree, staged, paths) and write_file (dry run)
  * with expected_status_hash end with the expected code (or succeed), no marker file appears, and no outside or secret
  * content (nor the outside directory's path) appears in any result, envelope, server stderr or audit line.
+ * Also: with TMPDIR inside the roots, the server's private git dir is made outside them (never reachable by an agent).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -305,6 +307,23 @@ const LOCATION_CASES: LocationCase[] = [
     writeFileSync(path.join(wt, 'a.txt'), 'a\nworktree change\n');
     return wt;
   } },
+  { name: 'refs-dir-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
+    const refs = path.join(OUTSIDE, `refs-${path.basename(r)}`);
+    writeTree(refs, { heads: { main: `${git(r, 'rev-parse', 'HEAD').trim()}\n` }, tags: {} });
+    replaceWithLink(path.join(r, '.git', 'refs'), refs);
+  } },
+  { name: 'info-dir-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
+    const info = path.join(OUTSIDE, `info-${path.basename(r)}`);
+    writeTree(info, { exclude: '# OUTSIDE_SECRET_MARKER\n*.txt\n' });
+    replaceWithLink(path.join(r, '.git', 'info'), info);
+  } },
+  { name: 'alternates-chain-outside', outcome: NOT_ALLOWED, mutate: (r) => {
+    // An alternate inside the roots whose own alternates lead outside: git follows the chain, so must the check.
+    const middle = path.join(ROOT, `objects-middle-${path.basename(r)}`);
+    mkdirSync(path.join(middle, 'info'), { recursive: true });
+    writeFileSync(path.join(middle, 'info', 'alternates'), `${path.relative(middle, path.join(OUTSIDE_REPO, '.git', 'objects'))}\n`);
+    writeFileSync(path.join(r, '.git', 'objects', 'info', 'alternates'), `${middle}\n`);
+  } },
   { name: 'HEAD-ref-traversal', outcome: CORRUPT, mutate: (r) => writeFileSync(path.join(r, '.git', 'HEAD'), 'ref: refs/heads/../../../../outside\n') },
 ];
 
@@ -408,6 +427,23 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
       expect(stderr).not.toMatch(/incident/i);
     }
   }, 180_000);
+
+  it('with TMPDIR inside the roots, the private git dir is made elsewhere (an agent cannot plant files in it)', async () => {
+    const tmp = path.join(ROOT, 'tmp-inside');
+    mkdirSync(tmp, { recursive: true });
+    const c = await connect('modern', {
+      args: ['--state-dir', path.join(scratch.dir, 'state', 'tmpdir'), '--root', ROOT],
+      env: { HOME, XDG_CONFIG_HOME: HOME, TMPDIR: tmp },
+    });
+    try {
+      const plain = PROBES.find((p) => p.label === 'dotgit-symlink-inside')!;
+      await c.callOk('git_status', { path: plain.dir });
+      await c.callOk('git_diff', { path: plain.dir });
+      expect(readdirSync(tmp)).toEqual([]);
+    } finally {
+      await c.close();
+    }
+  });
 
   it('the legitimate neighbours work: a symlinked .git inside the roots, a linked worktree, the 1.3 MB config', async () => {
     const c = clients.modern!;
