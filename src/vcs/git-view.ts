@@ -6,14 +6,14 @@
  *   index, HEAD, the refs in use, packed-refs, config, info/exclude, shallow) is resolved here to a real path that
  *   must lie inside the roots; a link or `.git` file leading outside is NOT_ALLOWED naming the link, never its target;
  *   a metadata link to a secret file is SECRET_DENIED;
- * - the server builds a PRIVATE git dir (mode 0700, in the OS temporary directory) holding a config it writes itself
+ * - the server builds a PRIVATE git dir (mode 0700, outside the roots, reused) holding a config it writes itself
  *   (no include, no filter/diff/merge driver, no external diff, fsmonitor off, hooks path /dev/null, submodules
  *   ignored), a copy of HEAD and of the refs status needs (HEAD's branch and its upstream), the repository's
  *   info/exclude and shallow files, and `objects/info/alternates` naming the repository's verified objects
  *   directory; the index is read in place through a descriptor opened here (`GIT_INDEX_FILE=/proc/self/fd/3`);
  * - from the repository's config only an allow-list of data-only keys is carried over (line-ending and stat
- *   settings, rename detection, `branch.<head>.remote/merge`, `remote.<r>.fetch`, the object format), read with
- *   `git config --file COPY --no-includes` on a size-capped copy; includes are never followed;
+ *   settings, rename detection, `branch.<head>.remote/merge`, `remote.<r>.fetch`, the object format), read by the
+ *   server's own parser of git's config syntax (git-config.ts) from a size-capped read; includes are never followed;
  * - no system or global config, an empty HOME, no system attributes; git's stderr is classified, never echoed.
  *
  * Anything that prevents building the view (a file over its cap, an unreadable or malformed HEAD, a config git cannot
@@ -129,7 +129,31 @@ class Verifier {
    * @throws ToolError NOT_ALLOWED (target outside), SECRET_DENIED (target is a secret)
    */
   locate(p: string, what: string): { real: string; stats: Stats } | null {
-    const st = lstatOrNull(p);
+    // The parent first: a linked directory above `p` leading outside must not be probed through (nor reported as
+    // "absent" when the outside lacks the entry).
+    let parentReal: string;
+    try {
+      parentReal = realpathSync(path.dirname(p));
+    } catch {
+      // Missing: decide on its nearest existing ancestor, so a link above cannot make outside absence observable.
+      for (let d = path.dirname(p); ; d = path.dirname(d)) {
+        // A dangling link leading outside is refused too: whether the outside target exists must not matter.
+        if (lstatOrNull(d)?.isSymbolicLink() && !this.isInside(path.resolve(path.dirname(d), lstatLinkTarget(d)))) {
+          throw outsideError(d, what);
+        }
+        let real: string | null = null;
+        try {
+          real = realpathSync(d);
+        } catch { /* keep going up */ }
+        if (real !== null) {
+          if (!this.isInside(real)) throw outsideError(path.dirname(p), what);
+          return null;
+        }
+        if (path.dirname(d) === d) return null;
+      }
+    }
+    if (!this.isInside(parentReal)) throw outsideError(path.dirname(p), what);
+    const st = lstatOrNull(path.join(parentReal, path.basename(p)));
     if (!st) return null;
     // realpath also catches a symlinked directory above `p` (e.g. refs/ or info/ leading elsewhere).
     let real: string;

@@ -312,6 +312,11 @@ const LOCATION_CASES: LocationCase[] = [
     writeTree(refs, { heads: { main: `${git(r, 'rev-parse', 'HEAD').trim()}\n` }, tags: {} });
     replaceWithLink(path.join(r, '.git', 'refs'), refs);
   } },
+  { name: 'refs-dir-dangling-link-outside', outcome: NOT_ALLOWED, mutate: (r) => {
+    // Whether the outside target exists must not change the answer (no existence probe through the link).
+    git(r, 'pack-refs', '--all');
+    replaceWithLink(path.join(r, '.git', 'refs'), path.join(OUTSIDE, 'no-such-dir', 'refs'));
+  } },
   { name: 'info-dir-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
     const info = path.join(OUTSIDE, `info-${path.basename(r)}`);
     writeTree(info, { exclude: '# OUTSIDE_SECRET_MARKER\n*.txt\n' });
