@@ -499,6 +499,7 @@ function isPlainValue(v: string): boolean {
  */
 const freeDirs: string[] = [];
 const allDirs = new Set<string>();
+let exitHook = false;
 /** The entries of a private dir, per subdirectory; files may be absent (shallow, info/exclude). */
 const PRIVATE_LAYOUT: Record<string, readonly string[]> = {
   '': ['HEAD', 'config', 'packed-refs', 'shallow', 'objects', 'refs', 'info', 'home'],
@@ -554,7 +555,8 @@ function acquirePrivateDir(isInside: (p: string) => boolean): string {
   for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
     mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
   }
-  if (allDirs.size === 0) {
+  if (!exitHook) {
+    exitHook = true;
     process.once('exit', () => {
       for (const d of allDirs) {
         try { rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ }
