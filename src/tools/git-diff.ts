@@ -2,7 +2,8 @@
  * git_diff (SPEC §7): the unified diff of the work tree (or the index with `staged`), paged by file with a cursor
  * bound to the status hash. Binary files are listed, never dumped; secret and policy-protected files are listed as
  * omitted, never shown; output over max_bytes is cut with a continuation. With expected_status_hash, a moved tree
- * is STALE_GIT and no diff body is returned.
+ * is STALE_GIT and no diff body is returned. git runs in the sanitized view (src/vcs/git-view.ts): submodules are not
+ * entered, no driver, filter or hook of the repository runs, and failures are classified without git's stderr.
  */
 import path from 'node:path';
 import { z } from 'zod';
@@ -93,92 +94,93 @@ export const gitDiff = defineTool({
       await view.dispose();
     }
 
+    /** The diff itself, in the opened view (disposed by the caller). */
     async function diffIn(view: GitView, filters: Awaited<ReturnType<typeof resolveInRoots>>[]) {
-    const root = view.workTree;
-    const pathspecs: string[] = [];
-    for (const f of filters) {
-      const relative = path.relative(root, f.real);
-      if (relative.startsWith('..') || path.isAbsolute(relative)) {
-        throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
-          path: f.absolute, details: { reason: 'outside_work_tree', field: 'paths' },
-          suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
-        });
+      const root = view.workTree;
+      const pathspecs: string[] = [];
+      for (const f of filters) {
+        const relative = path.relative(root, f.real);
+        if (relative.startsWith('..') || path.isAbsolute(relative)) {
+          throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
+            path: f.absolute, details: { reason: 'outside_work_tree', field: 'paths' },
+            suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
+          });
+        }
+        pathspecs.push(`:(literal)${relative || '.'}`);
       }
-      pathspecs.push(`:(literal)${relative || '.'}`);
-    }
-    const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-    const { statusHash } = await gitStatus(view, gitOptions);
-    const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
-      path: root, details: { current_status_hash: statusHash, work_tree: root },
-    });
-    if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
-    if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
-    const r = await view.run([
-      // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
-      // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
-      // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
-      ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
-      // Submodules are never entered (no child git runs with the submodule's own config).
-      '--ignore-submodules=all',
-      // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
-      '--src-prefix=a/', '--dst-prefix=b/',
-      `-U${args.context_lines}`, '--', ...pathspecs,
-    ], { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 });
-    if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
-    const chunks = splitDiff(r.stdout);
-    const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
-
-    let index = typeof position?.index === 'number' ? position.index : 0;
-    let offset = typeof position?.offset === 'number' ? position.offset : 0;
-    let out = '';
-    let outBytes = 0;
-    const files: z.infer<typeof FileSchema>[] = [];
-    let truncated = false;
-    let next: Record<string, unknown> | null = null;
-    for (; index < chunks.length; index++, offset = 0) {
-      const c = chunks[index];
-      // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
-      const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
-        const abs = path.join(root, p);
-        return classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
+      const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
+      const { statusHash } = await gitStatus(view, gitOptions);
+      const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
+        path: root, details: { current_status_hash: statusHash, work_tree: root },
       });
-      // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
-      if (verdicts.some((v) => v.hidden)) continue;
-      const omitted = verdicts.some((v) => v.secret) ? 'secret'
-        : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
-      const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
-      // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
-      // max_bytes is cut like a diff, so paging always moves on).
-      const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
-      let body = full.slice(offset);
-      const bodyBytes = Buffer.byteLength(body);
-      if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
-        truncated = true;
-        next = { index, offset };
-        break;
-      }
-      if (bodyBytes > maxBytes) {
-        // One file larger than the page: cut at a line boundary and continue inside it.
-        let cut = prefixWithinBytes(body, maxBytes);
-        const nl = cut.lastIndexOf('\n');
-        if (nl > 0) cut = cut.slice(0, nl + 1);
-        body = cut;
+      if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
+      if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
+      const r = await view.run([
+        // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
+        // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
+        // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
+        ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
+        // Submodules are never entered (no child git runs with the submodule's own config).
+        '--ignore-submodules=all',
+        // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
+        '--src-prefix=a/', '--dst-prefix=b/',
+        `-U${args.context_lines}`, '--', ...pathspecs,
+      ], { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 });
+      if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
+      const chunks = splitDiff(r.stdout);
+      const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
+
+      let index = typeof position?.index === 'number' ? position.index : 0;
+      let offset = typeof position?.offset === 'number' ? position.offset : 0;
+      let out = '';
+      let outBytes = 0;
+      const files: z.infer<typeof FileSchema>[] = [];
+      let truncated = false;
+      let next: Record<string, unknown> | null = null;
+      for (; index < chunks.length; index++, offset = 0) {
+        const c = chunks[index];
+        // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
+        const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
+          const abs = path.join(root, p);
+          return classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
+        });
+        // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
+        if (verdicts.some((v) => v.hidden)) continue;
+        const omitted = verdicts.some((v) => v.secret) ? 'secret'
+          : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
+        const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
+        // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
+        // max_bytes is cut like a diff, so paging always moves on).
+        const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
+        let body = full.slice(offset);
+        const bodyBytes = Buffer.byteLength(body);
+        if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
+          truncated = true;
+          next = { index, offset };
+          break;
+        }
+        if (bodyBytes > maxBytes) {
+          // One file larger than the page: cut at a line boundary and continue inside it.
+          let cut = prefixWithinBytes(body, maxBytes);
+          const nl = cut.lastIndexOf('\n');
+          if (nl > 0) cut = cut.slice(0, nl + 1);
+          body = cut;
+          out += body;
+          files.push(entry);
+          truncated = true;
+          next = { index, offset: offset + body.length };
+          break;
+        }
         out += body;
+        outBytes += bodyBytes;
         files.push(entry);
-        truncated = true;
-        next = { index, offset: offset + body.length };
-        break;
       }
-      out += body;
-      outBytes += bodyBytes;
-      files.push(entry);
-    }
-    const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
-    return {
-      structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
-      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
-      audit: { paths: [root] },
-    };
+      const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
+      return {
+        structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
+        text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
+        audit: { paths: [root] },
+      };
     }
   },
 });
