@@ -48,6 +48,8 @@ export const VIEW_CAPS = {
 
 /** Most alternates git follows (it stops at depth 5 too). */
 const MAX_ALTERNATE_DEPTH = 5;
+/** Most alternate object directories in all (each is checked on every call). */
+const MAX_ALTERNATES = 64;
 
 /** Where a containment decision is made: the roots in force. */
 export interface ViewAccess {
@@ -655,7 +657,7 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
  * lead inside the roots, and every alternate it names (recursively, as git follows them) too. Returns the alternates'
  * real paths (git re-reads them from the repository's own objects/info/alternates).
  */
-function verifyObjects(objectsDir: string, verify: Verifier, depth: number): string[] {
+function verifyObjects(objectsDir: string, verify: Verifier, depth: number, seen = new Set<string>([objectsDir])): string[] {
   for (const sub of ['', 'pack', 'info', path.join('info', 'commit-graphs')]) {
     const d = path.join(objectsDir, sub);
     let entries: Dirent[];
@@ -684,7 +686,10 @@ function verifyObjects(objectsDir: string, verify: Verifier, depth: number): str
       continue; // git ignores a missing alternate too
     }
     if (!verify.isInside(real)) throw outsideError(file, 'objects/info/alternates');
-    out.push(real, ...verifyObjects(real, verify, depth + 1));
+    if (seen.has(real)) continue;
+    seen.add(real);
+    if (seen.size > MAX_ALTERNATES) throw repoError('unsupported_repository', file, `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`);
+    out.push(real, ...verifyObjects(real, verify, depth + 1, seen));
   }
   return out;
 }
