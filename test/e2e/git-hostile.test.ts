@@ -450,7 +450,7 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
     }
   });
 
-  it('the legitimate neighbours work: a symlinked .git inside the roots, a linked worktree, the 1.3 MB config', async () => {
+  it('the legitimate neighbours work: a symlinked .git inside the roots, a linked worktree, submodules, the 1.3 MB config', async () => {
     const c = clients.modern!;
     const linked = PROBES.find((p) => p.label === 'dotgit-symlink-inside')!;
     const s = await c.callOk('git_status', { path: linked.dir });
@@ -461,6 +461,16 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
     expect(w.entries.map((e: { path: string }) => e.path)).toEqual(['a.txt']);
     const d = await c.callOk('git_diff', { path: wt.dir });
     expect(d.diff).toContain('+worktree change');
+    // Submodules are not entered: the superproject's status leaves them out (its hash is plain git's with
+    // --ignore-submodules=all, README "status_hash"); a path inside a submodule shows the submodule's own status.
+    const sup = path.join(ROOT, 'neighbour-submodules');
+    execFileSync('cp', ['-a', TEMPLATE, sup]);
+    const top = await c.callOk('git_status', { path: sup });
+    expect(top.entries.map((e: { path: string }) => e.path).sort()).toEqual(['a.txt', 'b.f', 'c.d', 'u.txt']);
+    expect(top.status_hash).toBe(sha(git(sup, '--no-optional-locks', 'status', '--porcelain=v2', '--branch', '--untracked-files=all', '--ignore-submodules=all')));
+    const sub = await c.callOk('git_status', { path: path.join(sup, 'sub') });
+    expect(sub.repo_root).toBe(path.join(sup, 'sub'));
+    expect(sub.entries.map((e: { path: string }) => e.path).sort()).toEqual(['a.txt', 'b.f', 'c.d', 'u.txt']);
     const big = PROBES.find((p) => p.label === 'config-1.3MB @super')!;
     const b = await c.callOk('git_diff', { path: big.dir });
     expect(b.diff).toContain('+HOSTILE b');
