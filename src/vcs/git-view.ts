@@ -502,6 +502,31 @@ function isPlainValue(v: string): boolean {
 const freeDirs: string[] = [];
 const allDirs = new Set<string>();
 let exitHook = false;
+const sweptBases = new Set<string>();
+
+/**
+ * Removes private dirs that servers no longer running left behind (a process killed by a signal never runs its exit
+ * hook). A dir names its creator's pid; one whose process is alive (or not ours to signal) is left alone.
+ */
+function sweepStaleDirs(base: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^fs-tools-gitview-(\d+)-/.exec(name);
+    if (!m || Number(m[1]) === process.pid) continue;
+    try {
+      process.kill(Number(m[1]), 0);
+      continue; // alive
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') continue;
+    }
+    try { rmSync(path.join(base, name), { recursive: true, force: true }); } catch { /* not ours */ }
+  }
+}
 /** The entries of a private dir, per subdirectory; files may be absent (shallow, info/exclude). */
 const PRIVATE_LAYOUT: Record<string, readonly string[]> = {
   '': ['HEAD', 'config', 'packed-refs', 'shallow', 'objects', 'refs', 'info', 'home'],
@@ -541,7 +566,7 @@ function acquirePrivateDir(isInside: (p: string) => boolean): string {
   for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
     try {
       const real = realpathSync(candidate);
-      if (!isInside(real) && !isInside(path.join(real, 'fs-tools-git-x'))) {
+      if (!isInside(real) && !isInside(path.join(real, 'fs-tools-gitview-x'))) {
         base = real;
         break;
       }
@@ -553,7 +578,11 @@ function acquirePrivateDir(isInside: (p: string) => boolean): string {
       suggestion: 'Set TMPDIR to a directory outside the roots.',
     });
   }
-  const dir = mkdtempSync(path.join(base, 'fs-tools-git-'));
+  if (!sweptBases.has(base)) {
+    sweptBases.add(base);
+    sweepStaleDirs(base);
+  }
+  const dir = mkdtempSync(path.join(base, `fs-tools-gitview-${process.pid}-`));
   for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
     mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
   }

@@ -3,13 +3,14 @@
  * where a view is opened:
  * - `isSafeRefName`: git's check-ref-format rules; a HEAD naming `refs/heads/../..` never names a file;
  * - `mapThroughRefspecs`: a branch's merge ref to its remote-tracking ref through fetch refspecs;
- * - private dirs are reused between calls without carrying one repository's info/exclude or shallow into the next;
+ * - private dirs are reused between calls without carrying one repository's info/exclude or shallow into the next,
+ *   and one left by a dead server is swept;
  * - `throwGitFailure` never copies git's stderr (which can quote a file: "unexpected line in packed-refs: <line>")
  *   into the envelope, whatever the classification;
  * - `runGit` refuses the content-reading subcommands (they must go through a view).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,7 +19,10 @@ import { gitStatus, runGit, throwGitFailure, withRepository } from '../../src/vc
 import { isSafeRefName, mapThroughRefspecs } from '../../src/vcs/git-view.js';
 import type { CommandResult } from '../../src/vcs/run-command.js';
 
-const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-gitview-')));
+const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-gitview-test-')));
+// A private dir left by a server that died (pid 999999999 cannot exist: above Linux's pid_max); swept at first use.
+const STALE = path.join(realpathSync(os.tmpdir()), 'fs-tools-gitview-999999999-stale');
+mkdirSync(path.join(STALE, 'refs'), { recursive: true });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 function git(cwd: string, ...args: string[]): string {
@@ -76,6 +80,8 @@ describe('private git dirs', () => {
     // Concurrent calls each get a private dir of their own.
     const both = await Promise.all([statusOf(a), statusOf(b), statusOf(a), statusOf(b)]);
     expect(both.map((s) => s.includes('x.log'))).toEqual([false, true, false, true]);
+    // The first private dir of this process swept the one a dead server left behind.
+    expect(existsSync(STALE)).toBe(false);
   });
 });
 
