@@ -12,7 +12,7 @@
  * Options:
  *   --corpus DIR     generate the corpus in DIR and keep it (reused when it is already there); default: a temp dir,
  *                    removed at the end. Same as FS_TOOLS_BENCH_CORPUS=DIR.
- *   --only a,b       run only these cases (read, range, glob, content, edit, list)
+ *   --only a,b       run only these cases (read, range, glob, content, edit, list, git)
  *   --reps N         scale repetitions (default 1; 0.5 halves them)
  *   --profile DIR    run fs-tools under `node --cpu-prof --cpu-prof-dir DIR` and summarise the profile at the end
  *   --json FILE      also write the rows as JSON
@@ -25,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bigFileLines, EDIT_A, EDIT_B, generateCorpus, LITERAL, REGEX } from './corpus.mjs';
+import { benchGitStatus } from './git-status.mjs';
 import { median, startServer, throughput, timeOnce } from './mcp.mjs';
 import { summarizeProfile } from './profile-summary.mjs';
 
@@ -332,6 +333,9 @@ async function main() {
       peerName: 'peer directory_tree', ratio: ratio2, target: '≤ 1.0', met: ratio2 <= 1.0, fsRss: t.fsRss, peerRss: t.peerRss,
       note: `${fsTree} vs ${peerTree} entries; fs-tools all pages of 1,000` });
   }
+
+  // (7) git_status through the sanitized git view vs plain git status, 20,000-file repository (bench/git-status.mjs).
+  if (want('git')) row(await benchGitStatus({ log, reps }));
 
   await fs.close();
   await peer.close();

@@ -5,25 +5,32 @@
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { gitStatus, workTreeRoot } from '../vcs/git.js';
-import { findContainingRoot } from './containment.js';
+import { gitStatus, withRepository } from '../vcs/git.js';
+import { gitViewAccess } from './git-access.js';
 import type { EffectiveRoot } from './roots.js';
 
 /**
  * The work tree containing `real` (a path inside the roots; for a path that does not exist yet, its nearest existing
- * directory is asked), and its status hash.
- * @throws ToolError VALIDATION (not a work tree), NOT_ALLOWED (the work tree's root lies outside the roots)
+ * directory is asked), and its status hash — through the same sanitized view as git_status (src/vcs/git-view.ts), so
+ * every git location is verified inside the roots and nothing the repository names runs.
+ * @throws ToolError VALIDATION (not a work tree, unsupported repository), NOT_ALLOWED (the work tree's root or a git
+ *   metadata link outside the roots), SECRET_DENIED, IO_ERROR (corrupt repository, timeout)
  */
 export async function currentStatusHash(real: string, existingDir: string, roots: readonly EffectiveRoot[],
   timeoutMs: number): Promise<{ workTree: string; statusHash: string }> {
-  const workTree = await workTreeRoot(existingDir, { timeoutMs });
-  if (!findContainingRoot(roots, workTree)) {
-    throw new ToolError('NOT_ALLOWED', `The git work tree of ${real} (${workTree}) lies outside the allowed roots.`, {
-      path: real, details: { reason: 'work_tree_outside_roots' },
-    });
+  try {
+    return await withRepository(existingDir, gitViewAccess(roots), { timeoutMs }, async (view) => ({
+      workTree: view.workTree, statusHash: (await gitStatus(view, { timeoutMs })).statusHash,
+    }));
+  } catch (error) {
+    // The mutation's own path is what the agent named: report the refusal on it (the work tree top may be above it).
+    if (error instanceof ToolError && error.code === 'NOT_ALLOWED' && error.details.reason === 'work_tree_outside_roots') {
+      throw new ToolError('NOT_ALLOWED', `The git work tree of ${real} is rooted above the allowed roots.`, {
+        path: real, details: { reason: 'work_tree_outside_roots' },
+      });
+    }
+    throw error;
   }
-  const { statusHash } = await gitStatus(workTree, { timeoutMs });
-  return { workTree, statusHash };
 }
 
 /**

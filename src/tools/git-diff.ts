@@ -2,7 +2,8 @@
  * git_diff (SPEC §7): the unified diff of the work tree (or the index with `staged`), paged by file with a cursor
  * bound to the status hash. Binary files are listed, never dumped; secret and policy-protected files are listed as
  * omitted, never shown; output over max_bytes is cut with a continuation. With expected_status_hash, a moved tree
- * is STALE_GIT and no diff body is returned.
+ * is STALE_GIT and no diff body is returned. git runs in the sanitized view (src/vcs/git-view.ts): submodules are not
+ * entered, no driver, filter or hook of the repository runs, and failures are classified without git's stderr.
  */
 import path from 'node:path';
 import { z } from 'zod';
@@ -10,12 +11,13 @@ import { ToolError } from '../errors/tool-error.js';
 import { classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
-import { gitStatus, runGit, throwGitFailure } from '../vcs/git.js';
-import { unquote } from '../vcs/porcelain-v2.js';
+import { gitStatus, throwGitFailure } from '../vcs/git.js';
+import type { GitView } from '../vcs/git-view.js';
+import { splitDiff } from '../vcs/diff-output.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool } from './define-tool.js';
-import { resolveWorkTree } from './git-status.js';
+import { openWorkTree } from './git-status.js';
 
 export const GitDiffInput = z.strictObject({
   path: PathArg.default('.').describe('In the work tree (default the first root)'),
@@ -44,49 +46,6 @@ export const GitDiffOutput = z.object({
   next_cursor: z.string().nullable(),
 });
 
-interface FileChunk {
-  path: string;
-  oldPath?: string;
-  binary: boolean;
-  text: string;
-}
-
-/**
- * Splits `git diff` output into per-file chunks at `diff --git` headers, and at `diff --cc` / `diff --combined`
- * headers (an unmerged path's combined diff, which git prints first: it must be a chunk of its own with its own
- * policy verdict, not dropped as text before the first `diff --git`).
- */
-function splitDiff(raw: string): FileChunk[] {
-  const chunks: FileChunk[] = [];
-  const starts: number[] = [];
-  const re = /^diff --(?:git|cc|combined) /gm;
-  for (let m = re.exec(raw); m; m = re.exec(raw)) starts.push(m.index);
-  for (let i = 0; i < starts.length; i++) {
-    const text = raw.slice(starts[i], i + 1 < starts.length ? starts[i + 1] : raw.length);
-    const header = text.slice(0, text.indexOf('\n') === -1 ? text.length : text.indexOf('\n'));
-    // The extended header ends where the first hunk starts; only it may name paths (a hunk line may look like one).
-    const hunk = text.search(/^@@/m);
-    const head = hunk === -1 ? text : text.slice(0, hunk);
-    const plus = /^\+\+\+ (.*)$/m.exec(head);
-    const minus = /^--- (.*)$/m.exec(head);
-    const renameTo = /^(?:rename|copy) to (.*)$/m.exec(head);
-    const renameFrom = /^(?:rename|copy) from (.*)$/m.exec(head);
-    const plusPath = plus ? pathOfFileLine(plus[1], 'b/') : null;
-    const p = (renameTo ? unquote(renameTo[1]) : null) ?? plusPath ?? (minus ? pathOfFileLine(minus[1], 'a/') : null)
-      ?? (header.startsWith('diff --git ') ? pathOfHeader(header.slice('diff --git '.length))
-        : pathOfCombinedHeader(header.slice(header.indexOf(' ', 'diff --'.length) + 1)));
-    // A NUL byte means binary content even when .gitattributes (`diff`, `-binary`) made git print it as text.
-    const forcedText = text.includes('\0');
-    chunks.push({
-      path: p,
-      ...(renameFrom ? { oldPath: unquote(renameFrom[1]) } : {}),
-      binary: forcedText || /^Binary files .* differ$/m.test(head) || /^GIT binary patch$/m.test(head),
-      text: forcedText ? `${head.split('\n').filter((l) => !/^(?:---|\+\+\+) /.test(l)).join('\n').replace(/\n*$/, '\n')}Binary files differ\n` : text,
-    });
-  }
-  return chunks;
-}
-
 /**
  * The longest prefix of `s` (whole characters: never half a surrogate pair or UTF-8 sequence) whose UTF-8 encoding
  * fits `maxBytes`, computed in one pass. At least one character, so a page always makes progress (a page of a
@@ -107,49 +66,6 @@ export function prefixWithinBytes(s: string, maxBytes: number): string {
   return cut;
 }
 
-/**
- * The path of a `--- a/x` / `+++ b/x` line: C-quoted as a whole when unusual (`"b/\303\244.txt"`: the prefix is
- * inside the quotes), with a trailing tab when it contains a space; null for /dev/null.
- */
-function pathOfFileLine(value: string, prefix: string): string | null {
-  const name = value.startsWith('"') ? unquote(quotedToken(value)) : value.replace(/\t$/, '');
-  if (name === '/dev/null') return null;
-  return name.startsWith(prefix) ? name.slice(prefix.length) : name;
-}
-
-/** The leading C-quoted token of `s` (with its quotes). */
-function quotedToken(s: string): string {
-  for (let i = 1; i < s.length; i++) {
-    if (s[i] === '\\') i++;
-    else if (s[i] === '"') return s.slice(0, i + 1);
-  }
-  return s;
-}
-
-/** The path of a `diff --cc x` header (one name, no prefix, C-quoted when unusual). */
-function pathOfCombinedHeader(rest: string): string {
-  return rest.startsWith('"') ? unquote(quotedToken(rest)) : rest;
-}
-
-/**
- * The path of a `diff --git a/x b/x` header without ---/+++ lines (binary or mode-only changes; renames are read from
- * their own lines). Both sides name the same path, so an unquoted header splits in its middle even when the path
- * contains " b/".
- */
-function pathOfHeader(rest: string): string {
-  if (rest.startsWith('"')) {
-    const name = unquote(quotedToken(rest));
-    return name.startsWith('a/') ? name.slice(2) : name;
-  }
-  const half = (rest.length - 5) / 2;
-  if (Number.isInteger(half) && half > 0) {
-    const name = rest.slice(2, 2 + half);
-    if (rest === `a/${name} b/${name}`) return name;
-  }
-  const h = /^a\/(.*) b\/(.*)$/.exec(rest);
-  return h ? h[2] : rest;
-}
-
 export const gitDiff = defineTool({
   name: 'git_diff',
   title: 'Git diff',
@@ -167,90 +83,102 @@ export const gitDiff = defineTool({
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
     // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
     // entry need not exist: a file deleted in the work tree is a fine thing to diff.
-    const filters = [];
+    const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
     for (const p of args.paths ?? []) filters.push(await resolveInRoots(p, ctx.policy.roots, { followFinal: false }, 'paths'));
-    const root = await resolveWorkTree(args.path, ctx);
-    const pathspecs: string[] = [];
-    for (const f of filters) {
-      const relative = path.relative(root, f.real);
-      if (relative.startsWith('..') || path.isAbsolute(relative)) {
-        throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
-          path: f.absolute, details: { reason: 'outside_work_tree', field: 'paths' },
-          suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
-        });
-      }
-      pathspecs.push(`:(literal)${relative || '.'}`);
+    const view = await openWorkTree(args.path, ctx);
+    try {
+      return await diffIn(view, filters);
+    } finally {
+      await view.dispose();
     }
-    const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-    const { statusHash } = await gitStatus(root, gitOptions);
-    const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
-      path: root, details: { current_status_hash: statusHash, work_tree: root },
-    });
-    if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
-    if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
-    const r = await runGit([
-      // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
-      // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
-      // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
-      ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
-      // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
-      '--src-prefix=a/', '--dst-prefix=b/',
-      `-U${args.context_lines}`, '--', ...pathspecs,
-    ], { ...gitOptions, cwd: root, maxOutputBytes: 256 * 1024 * 1024 });
-    if (r.exitCode !== 0) throwGitFailure(r, root, 'diff');
-    const chunks = splitDiff(r.stdout);
-    const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
 
-    let index = typeof position?.index === 'number' ? position.index : 0;
-    let offset = typeof position?.offset === 'number' ? position.offset : 0;
-    let out = '';
-    let outBytes = 0;
-    const files: z.infer<typeof FileSchema>[] = [];
-    let truncated = false;
-    let next: Record<string, unknown> | null = null;
-    for (; index < chunks.length; index++, offset = 0) {
-      const c = chunks[index];
-      // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
-      const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
-        const abs = path.join(root, p);
-        return classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
+    /** The diff itself, in the opened view (disposed by the caller). */
+    async function diffIn(view: GitView, filters: Awaited<ReturnType<typeof resolveInRoots>>[]) {
+      const root = view.workTree;
+      const pathspecs: string[] = [];
+      for (const f of filters) {
+        const relative = path.relative(root, f.real);
+        if (relative.startsWith('..') || path.isAbsolute(relative)) {
+          throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
+            path: f.absolute, details: { reason: 'outside_work_tree', field: 'paths' },
+            suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
+          });
+        }
+        pathspecs.push(`:(literal)${relative || '.'}`);
+      }
+      const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
+      const { statusHash } = await gitStatus(view, gitOptions);
+      const stale = (expected: string) => new ToolError('STALE_GIT', `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`, {
+        path: root, details: { current_status_hash: statusHash, work_tree: root },
       });
-      // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
-      if (verdicts.some((v) => v.hidden)) continue;
-      const omitted = verdicts.some((v) => v.secret) ? 'secret'
-        : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
-      const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
-      // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
-      // max_bytes is cut like a diff, so paging always moves on).
-      const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
-      let body = full.slice(offset);
-      const bodyBytes = Buffer.byteLength(body);
-      if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
-        truncated = true;
-        next = { index, offset };
-        break;
-      }
-      if (bodyBytes > maxBytes) {
-        // One file larger than the page: cut at a line boundary and continue inside it.
-        let cut = prefixWithinBytes(body, maxBytes);
-        const nl = cut.lastIndexOf('\n');
-        if (nl > 0) cut = cut.slice(0, nl + 1);
-        body = cut;
+      if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash) throw stale(args.expected_status_hash);
+      if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
+      const r = await view.run([
+        // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
+        // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
+        // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
+        ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']), '--no-ext-diff', '--no-textconv', '--no-color', '-M',
+        // Submodules are never entered (no child git runs with the submodule's own config).
+        '--ignore-submodules=all',
+        // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
+        '--src-prefix=a/', '--dst-prefix=b/',
+        `-U${args.context_lines}`, '--', ...pathspecs,
+      ], { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 });
+      if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
+      const chunks = splitDiff(r.stdout);
+      const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
+
+      let index = typeof position?.index === 'number' ? position.index : 0;
+      let offset = typeof position?.offset === 'number' ? position.offset : 0;
+      let out = '';
+      let outBytes = 0;
+      const files: z.infer<typeof FileSchema>[] = [];
+      let truncated = false;
+      let next: Record<string, unknown> | null = null;
+      for (; index < chunks.length; index++, offset = 0) {
+        const c = chunks[index];
+        // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
+        const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
+          const abs = path.join(root, p);
+          return classifyEntry(ctx.policy, abs, toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs));
+        });
+        // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
+        if (verdicts.some((v) => v.hidden)) continue;
+        const omitted = verdicts.some((v) => v.secret) ? 'secret'
+          : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
+        const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
+        // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
+        // max_bytes is cut like a diff, so paging always moves on).
+        const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
+        let body = full.slice(offset);
+        const bodyBytes = Buffer.byteLength(body);
+        if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
+          truncated = true;
+          next = { index, offset };
+          break;
+        }
+        if (bodyBytes > maxBytes) {
+          // One file larger than the page: cut at a line boundary and continue inside it.
+          let cut = prefixWithinBytes(body, maxBytes);
+          const nl = cut.lastIndexOf('\n');
+          if (nl > 0) cut = cut.slice(0, nl + 1);
+          body = cut;
+          out += body;
+          files.push(entry);
+          truncated = true;
+          next = { index, offset: offset + body.length };
+          break;
+        }
         out += body;
+        outBytes += bodyBytes;
         files.push(entry);
-        truncated = true;
-        next = { index, offset: offset + body.length };
-        break;
       }
-      out += body;
-      outBytes += bodyBytes;
-      files.push(entry);
+      const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
+      return {
+        structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
+        text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') + `status_hash ${statusHash}`,
+        audit: { paths: [root] },
+      };
     }
-    const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
-    return {
-      structured: { repo_root: root, diff: out, files, files_total: chunks.length, status_hash: statusHash, truncated, next_cursor: nextCursor },
-      text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') + `status_hash ${statusHash}`,
-      audit: { paths: [root] },
-    };
   },
 });

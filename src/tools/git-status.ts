@@ -1,13 +1,15 @@
 /**
  * git_status (SPEC §7): the work tree's branch, upstream, ahead/behind, entries and status_hash (sha256 over the
- * exact porcelain v2 output, untracked files included). Read-only: git runs with --no-optional-locks.
+ * exact porcelain v2 output of the sanitized view, untracked files included; README "Git"). Read-only: git runs with
+ * --no-optional-locks against a private git dir (src/vcs/git-view.ts), and reads the index through a descriptor.
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { ToolError } from '../errors/tool-error.js';
 import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
-import { gitStatus, workTreeRoot } from '../vcs/git.js';
+import { gitViewAccess } from '../policy/git-access.js';
+import { gitStatus, openRepository } from '../vcs/git.js';
+import { locateRepository, type GitView } from '../vcs/git-view.js';
 import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
 import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
@@ -35,27 +37,36 @@ export const GitStatusOutput = z.object({
   clean: z.boolean(),
 });
 
+/** The real directory `requested` names (a file's directory), after the read checks of SPEC §3.3 steps 4–7. */
+async function directoryOf(requested: string, ctx: ToolContext): Promise<string> {
+  const target = await authorizeRead(requested, ctx.policy, { kind: 'any', secrets: 'flag' });
+  return target.stats.isDirectory() ? target.real : path.dirname(target.real);
+}
+
 /**
- * Resolves `requested` to the work tree that contains it, inside the roots.
- * @throws ToolError NOT_ALLOWED (path or work-tree root outside the roots), VALIDATION (not a work tree)
+ * Resolves `requested` to the top of the work tree that contains it, every git location verified inside the roots
+ * (no git is run).
+ * @throws ToolError NOT_ALLOWED (path, work-tree root or a git metadata link outside the roots), VALIDATION (not a
+ *   work tree, dubious ownership, unsupported repository), SECRET_DENIED, IO_ERROR corrupt_repository
  */
 export async function resolveWorkTree(requested: string, ctx: ToolContext): Promise<string> {
-  const target = await authorizeRead(requested, ctx.policy, { kind: 'any', secrets: 'flag' });
-  const dir = target.stats.isDirectory() ? target.real : path.dirname(target.real);
-  const root = await workTreeRoot(dir, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
-  if (!findContainingRoot(ctx.policy.roots, root)) {
-    throw new ToolError('NOT_ALLOWED', `The git work tree of ${target.absolute} is rooted at ${root}, outside the allowed roots.`, {
-      path: target.absolute, details: { reason: 'work_tree_outside_roots' },
-    });
-  }
-  return root;
+  return locateRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots)).workTree;
+}
+
+/**
+ * Opens the sanitized view of the repository containing `requested` (dispose it when done).
+ * @throws ToolError as resolveWorkTree, plus git_missing / git_timeout and the view's corrupt/unsupported codes
+ */
+export async function openWorkTree(requested: string, ctx: ToolContext): Promise<GitView> {
+  return openRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots), { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
 }
 
 export const gitStatusTool = defineTool({
   name: 'git_status',
   title: 'Git status',
   description: 'Git status of the work tree at path: branch, ahead/behind, entries, clean, status_hash (pass it as '
-    + 'expected_status_hash: STALE_GIT if the tree moved). Read-only; fails outside a work tree.',
+    + 'expected_status_hash: STALE_GIT if the tree moved). Read-only; runs nothing the repository names; fails '
+    + 'outside a work tree or when git metadata leads outside the roots.',
   group: 'git',
   input: GitStatusInput,
   output: GitStatusOutput,
@@ -63,8 +74,15 @@ export const gitStatusTool = defineTool({
   mutating: false,
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
-    const root = await resolveWorkTree(args.path, ctx);
-    const { raw, statusHash } = await gitStatus(root, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
+    const view = await openWorkTree(args.path, ctx);
+    const root = view.workTree;
+    let raw: string;
+    let statusHash: string;
+    try {
+      ({ raw, statusHash } = await gitStatus(view, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal }));
+    } finally {
+      await view.dispose();
+    }
     const parsed = parsePorcelainV2(raw);
     const { branch } = parsed;
     // SPEC §4.3: a policy-hidden path behaves as absent, so git_status does not name it either.

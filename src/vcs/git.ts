@@ -1,13 +1,15 @@
 /**
- * Running git safely and reading work-tree state (SPEC §7). Every git call goes through `runGit`: no shell, a
- * timeout, an output cap, no pager, no prompts, no external diff or textconv, no fsmonitor hook, no clean/smudge/
- * process filter drivers, no optional locks, and no system config. The status hash is sha256 over the exact `git status --porcelain=v2 --branch
- * --untracked-files=all` output.
+ * Running git safely and reading work-tree state (SPEC §7; issue 12). `git_status`, `git_diff` and
+ * `expected_status_hash` run git only through a sanitized view (`GitView`, src/vcs/git-view.ts): a private git dir
+ * with a config the server writes, locations verified inside the roots, no system or global config. `runGit` is
+ * left for metadata queries that read no work-tree content (remotes); it refuses status and diff subcommands. git's
+ * stderr never reaches an envelope: failures are classified (`throwGitFailure`). The status hash is sha256 over
+ * the exact `git status --porcelain=v2 --branch --untracked-files=all --ignore-submodules=all` output of the view.
  */
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-view.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
 /** Config overrides that stop a repository's own config from running commands (SPEC §7; issue 5). */
@@ -52,131 +54,126 @@ export interface GitOptions {
   signal?: AbortSignal;
 }
 
-/** Subcommands that read work-tree file contents, and so would run a repository's clean/process filters. */
-const CONTENT_READERS = new Set(['status', 'diff', 'diff-files', 'diff-index']);
+/** Subcommands that read work-tree content (and so could run filters, drivers, hooks): only through a GitView. */
+const CONTENT_READERS = new Set(['status', 'diff', 'diff-files', 'diff-index', 'add', 'stash', 'checkout', 'commit']);
 
-/**
- * Config (as GIT_CONFIG_COUNT/KEY/VALUE environment entries, which take any key and reach child gits such as
- * submodule status) that disables every filter driver configured for `cwd`: `filter.<drv>.clean`/`process` are
- * arbitrary commands a repository's .git/config (or .gitattributes + config) makes `git status` and `git diff` run
- * whenever a file's stat data is dirty. There is no global switch for filters, so each configured driver is
- * emptied by name (an empty command means "no filter"; `required=false` so git does not die for lack of one).
- */
-async function filterOverrides(options: GitOptions): Promise<NodeJS.ProcessEnv> {
-  const r = await runCommand('git', [...SAFE_CONFIG, 'config', '--null', '--get-regexp', '^filter\\.'], {
-    cwd: options.cwd, env: gitEnvironment(), timeoutMs: options.timeoutMs, maxOutputBytes: 1024 * 1024, signal: options.signal,
-  });
-  const drivers = new Set<string>();
-  for (const record of r.stdout.split('\0')) {
-    const key = record.split('\n', 1)[0];
-    const m = /^filter\.(.+)\.[^.]+$/s.exec(key);
-    if (m) drivers.add(m[1]);
-  }
-  const env: NodeJS.ProcessEnv = {};
-  let n = 0;
-  for (const drv of drivers) {
-    for (const [variable, value] of [['clean', ''], ['smudge', ''], ['process', ''], ['required', 'false']]) {
-      env[`GIT_CONFIG_KEY_${n}`] = `filter.${drv}.${variable}`;
-      env[`GIT_CONFIG_VALUE_${n}`] = value;
-      n++;
-    }
-  }
-  if (n > 0) env.GIT_CONFIG_COUNT = String(n);
-  return env;
-}
-
-/** Runs `git <args>` with the safe configuration. */
-export async function runGit(args: readonly string[], options: GitOptions): Promise<CommandResult> {
-  const overrides = CONTENT_READERS.has(args[0]) ? await filterOverrides(options) : {};
-  const result = await runCommand('git', ['--no-optional-locks', ...SAFE_CONFIG, ...args], {
-    cwd: options.cwd,
-    env: { ...gitEnvironment(), ...overrides },
-    timeoutMs: options.timeoutMs,
-    maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
-    signal: options.signal,
-  });
+/** Throws the envelopes every git start shares: git missing, timeout. */
+function assertStarted(result: CommandResult, what: string, timeoutMs: number): CommandResult {
   if (result.spawnError === 'ENOENT') {
     throw new ToolError('VALIDATION', 'git is not installed on this machine.', {
       details: { reason: 'git_missing' }, suggestion: 'Install git, or do not use git features.',
     });
   }
   if (result.timedOut) {
-    throw new ToolError('IO_ERROR', `git ${args[0]} timed out after ${options.timeoutMs} ms.`, {
+    throw new ToolError('IO_ERROR', `git ${what} timed out after ${timeoutMs} ms.`, {
       details: { errno: 'ETIMEDOUT', reason: 'git_timeout' },
+      suggestion: 'Call again later, or raise --git-timeout-ms for very large repositories.',
     });
   }
   return result;
 }
 
-const GIT_FAILED_SUGGESTION = 'The repository looks damaged: run `git status` (or `git fsck`) in it to see what git '
-  + 'reports, repair it, then call again.';
+/**
+ * Runs `git <args>` in `cwd` with the safe configuration, for metadata queries that read no work-tree content
+ * (`config`, `ls-remote --get-url`). Status and diff must go through `openRepository`.
+ * @throws Error (programming error) for a content-reading subcommand; ToolError git_missing / git_timeout
+ */
+export async function runGit(args: readonly string[], options: GitOptions): Promise<CommandResult> {
+  if (CONTENT_READERS.has(args[0])) throw new Error(`git ${args[0]} must run through a GitView (openRepository)`);
+  const result = await runCommand('git', ['--no-optional-locks', ...SAFE_CONFIG, ...args], {
+    cwd: options.cwd,
+    env: gitEnvironment(),
+    timeoutMs: options.timeoutMs,
+    maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
+    signal: options.signal,
+  });
+  return assertStarted(result, args[0], options.timeoutMs);
+}
 
-/** The nearest `.git` entry at or above `dir`, or null. */
-function nearestDotGit(dir: string): string | null {
-  for (let d = path.resolve(dir); ; d = path.dirname(d)) {
-    const candidate = path.join(d, '.git');
-    if (existsSync(candidate)) return candidate;
-    if (path.dirname(d) === d) return null;
+/** The runner views use: the one subprocess runner, plus the git-missing and timeout envelopes. */
+const viewRunner: GitRunner = async (args, env, options) => {
+  const what = args.find((a, i) => i > 0 && args[i - 1] !== '-c' && !a.startsWith('-') && !a.includes('=')) ?? 'git';
+  return assertStarted(await commandRunner()(args, env, options), what, options.timeoutMs);
+};
+
+/**
+ * Verifies the repository whose work tree contains the real directory `dir` (every location git would read inside
+ * the roots) and builds its sanitized view. Dispose the view when done (`withRepository` does).
+ * @throws ToolError as GitView.open
+ */
+export function openRepository(dir: string, access: ViewAccess, options: { timeoutMs: number; signal?: AbortSignal }): Promise<GitView> {
+  return GitView.open(dir, access, options, viewRunner);
+}
+
+/** Opens the view, runs `fn`, disposes the view. */
+export async function withRepository<T>(dir: string, access: ViewAccess, options: { timeoutMs: number; signal?: AbortSignal },
+  fn: (view: GitView) => Promise<T>): Promise<T> {
+  const view = await openRepository(dir, access, options);
+  try {
+    return await fn(view);
+  } finally {
+    await view.dispose();
   }
 }
 
 /**
- * Classifies a failed git call into a clear envelope (not a work tree, dubious ownership, corrupt repository).
+ * Classifies a failed git call into a clear envelope. Never copies git's stderr (it can quote file content, e.g.
+ * "unexpected line in packed-refs: <line>"): the envelope names the failure's kind and the file concerned.
+ * @param where the work tree (or directory) git ran for; `view` the repository's locations when known
  * @throws ToolError always
  */
-export function throwGitFailure(result: CommandResult, cwd: string, what: string): never {
-  const first = result.stderr.split('\n').find((l) => l.trim()) ?? '';
-  if (/dubious ownership/i.test(result.stderr)) {
-    throw new ToolError('VALIDATION', `git refuses the repository at ${cwd}: dubious ownership.`, {
-      path: cwd, details: { reason: 'dubious_ownership', stderr: first },
+export function throwGitFailure(result: CommandResult, where: string, what: string, view?: GitView): never {
+  const err = result.stderr;
+  if (/dubious ownership/i.test(err)) {
+    throw new ToolError('VALIDATION', `git refuses the repository at ${where}: dubious ownership.`, {
+      path: where, details: { reason: 'dubious_ownership' },
       suggestion: 'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
     });
   }
-  if (/not a git repository/i.test(result.stderr)) {
-    // git says "not a git repository" also when a .git is there but unreadable as one (an empty or garbage HEAD):
-    // name that instead of claiming there is no repository.
-    const dotGit = nearestDotGit(cwd);
-    if (dotGit) {
-      throw new ToolError('IO_ERROR', `${dotGit} exists but git cannot read it as a repository (corrupt or incomplete, e.g. a damaged HEAD).`, {
-        path: cwd, details: { errno: 'EGIT', reason: 'corrupt_repository', git_dir: dotGit, exit_code: result.exitCode, stderr: first },
-        suggestion: GIT_FAILED_SUGGESTION,
-      });
-    }
-    throw new ToolError('VALIDATION', `${cwd} is not inside a git work tree.`, {
-      path: cwd, details: { reason: 'not_a_work_tree' },
-      suggestion: 'Pass a path inside a git work tree (git_status on a plain directory has nothing to report).',
+  if (/must be run in a work tree/i.test(err)) {
+    throw new ToolError('VALIDATION', `${where} is inside a git directory or a bare repository, not a work tree.`, {
+      path: where, details: { reason: 'not_a_work_tree' },
+      suggestion: 'Pass a path inside the work tree (the directory that contains .git), not .git itself.',
     });
   }
-  if (/must be run in a work tree/i.test(result.stderr)) {
-    // Inside the .git directory itself (or a bare repository): there is a repository but no work tree here.
-    throw new ToolError('VALIDATION', `${cwd} is inside a git directory or a bare repository, not a work tree.`, {
-      path: cwd, details: { reason: 'not_a_work_tree' },
-      suggestion: 'Pass a path inside the work tree (the directory that contains .git), not .git itself.',
+  if (!view && /not a git repository/i.test(err)) {
+    throw new ToolError('VALIDATION', `${where} is not inside a git work tree (or its repository cannot be read).`, {
+      path: where, details: { reason: 'not_a_work_tree' },
+      suggestion: 'Pass a path inside a git work tree, or run `git status` there to see what git reports.',
     });
   }
   if (result.outputLimited) {
     throw new ToolError('IO_ERROR', `git ${what} produced more output than the cap allows.`, {
-      path: cwd, details: { errno: 'EGIT', reason: 'git_output_limit' },
+      path: where, details: { errno: 'EGIT', reason: 'git_output_limit' },
       suggestion: 'Narrow the call (git_diff paths) and call again.',
     });
   }
-  throw new ToolError('IO_ERROR', `git ${what} failed (exit ${result.exitCode}): ${first}`, {
-    path: cwd, details: { errno: 'EGIT', reason: 'git_failed', exit_code: result.exitCode, stderr: first },
-    suggestion: GIT_FAILED_SUGGESTION,
-  });
+  const loc = view?.locations;
+  const failure = (file: string, message: string, reason = 'corrupt_repository', code: 'IO_ERROR' | 'VALIDATION' = 'IO_ERROR'): ToolError =>
+    new ToolError(code, message, {
+      path: file, details: { reason, file, exit_code: result.exitCode, ...(code === 'IO_ERROR' ? { errno: 'EGIT' } : {}) },
+      suggestion: reason === 'unsupported_repository' ? 'Use git directly for this repository.'
+        : `Run \`git status\` (or \`git fsck\`) in ${where} to see what git reports, repair it, then call again.`,
+    });
+  if (loc) {
+    const index = loc.index ?? path.join(loc.gitDir, 'index');
+    if (/sharedindex|split.index/i.test(err)) throw failure(index, `${index} is a split index, which the git tools do not read.`, 'unsupported_repository', 'VALIDATION');
+    if (/\bindex\b/i.test(err)) throw failure(index, `git ${what} cannot read the index ${index} (corrupt or of an unsupported version).`);
+    if (/object|pack|loose|sha1 file|bad tree|bad commit|unable to read|invalid sha/i.test(err)) {
+      throw failure(loc.objectsDir, `git ${what} cannot read an object in ${loc.objectsDir} (missing or corrupt).`);
+    }
+    throw failure(loc.gitDir, `git ${what} failed (exit ${result.exitCode}) for the repository at ${loc.workTree}.`, 'git_failed');
+  }
+  throw failure(where, `git ${what} failed (exit ${result.exitCode}) in ${where}.`, 'git_failed');
 }
 
-/** The top of the work tree containing `dir`. @throws ToolError VALIDATION not_a_work_tree and git failures */
-export async function workTreeRoot(dir: string, options: Omit<GitOptions, 'cwd'>): Promise<string> {
-  const r = await runGit(['rev-parse', '--show-toplevel'], { ...options, cwd: dir });
-  if (r.exitCode !== 0) throwGitFailure(r, dir, 'rev-parse');
-  return r.stdout.trim();
-}
+/** Arguments of the status whose output the status hash covers. */
+export const STATUS_ARGS = ['status', '--porcelain=v2', '--branch', '--untracked-files=all', '--ignore-submodules=all'] as const;
 
-/** `git status --porcelain=v2 --branch --untracked-files=all` output and its hash. */
-export async function gitStatus(workTree: string, options: Omit<GitOptions, 'cwd'>): Promise<{ raw: string; statusHash: string }> {
-  const r = await runGit(['status', '--porcelain=v2', '--branch', '--untracked-files=all'], { ...options, cwd: workTree });
-  if (r.exitCode !== 0) throwGitFailure(r, workTree, 'status');
+/** The view's status output and its hash. @throws ToolError classified git failures */
+export async function gitStatus(view: GitView, options: { timeoutMs: number; signal?: AbortSignal }): Promise<{ raw: string; statusHash: string }> {
+  const r = await view.run(STATUS_ARGS, options);
+  if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
   return { raw: r.stdout, statusHash: statusHashOf(r.stdout) };
 }
 

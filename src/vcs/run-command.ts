@@ -25,6 +25,11 @@ export interface RunOptions {
   maxOutputBytes: number;
   input?: string;
   signal?: AbortSignal;
+  /**
+   * Open descriptors handed to the child as its fds 3, 4, … (git reads a verified index through
+   * `/proc/self/fd/3`: the file opened and checked here, not whatever a path names by the time git opens it).
+   */
+  fds?: readonly number[];
 }
 
 /**
@@ -41,7 +46,8 @@ export async function runCommand(file: string, args: readonly string[], options:
     timeout: options.timeoutMs,
     maxBuffer: options.maxOutputBytes,
     input: options.input,
-    stdin: options.input === undefined ? 'ignore' : 'pipe',
+    // execa passes a number at index ≥ 3 to the child as that descriptor (its types only know the standard three).
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as unknown as ['pipe', 'pipe', 'pipe'],
     reject: false,
     stripFinalNewline: false,
     cancelSignal: options.signal,

@@ -32,7 +32,8 @@
  *   a repository → NOT_ALLOWED reason work_tree_outside_roots (also for a mutation with expected_status_hash, file
  *   unchanged); a plain directory → VALIDATION not_a_work_tree (also .git itself); git not on PATH → VALIDATION
  *   git_missing; a repository owned by another uid → VALIDATION dubious_ownership (git refuses as root too); a
- *   garbage .git/index → IO_ERROR naming the index; an empty .git/HEAD → IO_ERROR reason corrupt_repository.
+ *   garbage .git/index → IO_ERROR corrupt_repository naming the index (issue 12: classified, no git stderr); an
+ *   empty .git/HEAD → IO_ERROR reason corrupt_repository.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -884,7 +885,7 @@ describe('failures are clear envelopes', () => {
     for (const tool of ['git_status', 'git_diff']) {
       const e = expectCode(await client.call(tool, { path: badIndex }), 'IO_ERROR');
       expect(e.error.message).toMatch(/index/);
-      expect(e.error.details.reason).toBe('git_failed');
+      expect(e.error.details.reason).toBe('corrupt_repository');
     }
     const emptyHead = makeRepo(base, { 'a.txt': 'a\n' });
     writeFileSync(path.join(emptyHead, '.git', 'HEAD'), '');

@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+/**
+ * Bench row 7 (issue 12): `git_status` through fs-tools' sanitized git view against plain
+ * `git --no-optional-locks status --porcelain=v2 --branch --untracked-files=all` on the same 20,000-file repository
+ * (200 directories × 100 files, 20 modified, 20 untracked, the index refreshed first). Both are timed end to end from
+ * this process: an MCP call to a real fs-tools server (stdio) against spawning git. Interleaved, medians; target
+ * ≤ 1.5×. The fs-tools status_hash is checked against sha256 of plain git's output first (same work, same answer).
+ *
+ * Used by bench/run.mjs (`--only git`); runs alone too: `node bench/git-status.mjs [--reps N]` (after npm run build).
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median, startServer, timeOnce } from './mcp.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const CLI = path.join(HERE, '..', 'dist', 'cli.js');
+const STATUS = ['--no-optional-locks', 'status', '--porcelain=v2', '--branch', '--untracked-files=all'];
+
+/** Plain git, as an agent's shell would run it (spawn included, like the server's). */
+const plainStatus = (repo) => new Promise((resolve, reject) => {
+  execFile('git', STATUS, { cwd: repo, maxBuffer: 64 << 20, env: { ...process.env, LC_ALL: 'C' } }, (error, stdout) => (error ? reject(error) : resolve(stdout)));
+});
+
+/**
+ * Builds the repository, measures, removes it.
+ * @param {{ log: (s: string) => void, reps: (n: number) => number }} o
+ * @returns {Promise<Record<string, any>>} one row of the bench table
+ */
+export async function benchGitStatus({ log, reps }) {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-bench-git-'));
+  const repo = path.join(base, 'repo');
+  const state = path.join(base, 'state');
+  mkdirSync(repo);
+  const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@example.invalid',
+    GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@example.invalid' };
+  const git = (...args) => execFileSync('git', args, { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  try {
+    const t0 = Date.now();
+    git('init', '-q', '-b', 'main');
+    git('config', 'gc.auto', '0');
+    git('config', 'maintenance.auto', 'false');
+    for (let d = 0; d < 200; d++) {
+      const dir = path.join(repo, `d${String(d).padStart(3, '0')}`);
+      mkdirSync(dir);
+      for (let f = 0; f < 100; f++) writeFileSync(path.join(dir, `f${f}.ts`), `export const v${d}_${f} = ${d * 100 + f};\n`);
+    }
+    git('add', '-A');
+    git('commit', '-q', '-m', 'corpus');
+    for (let i = 0; i < 20; i++) {
+      writeFileSync(path.join(repo, `d${String(i * 10).padStart(3, '0')}`, 'f1.ts'), `changed ${i}\n`);
+      writeFileSync(path.join(repo, `d${String(i * 10).padStart(3, '0')}`, `new${i}.ts`), `untracked ${i}\n`);
+    }
+    git('status', '--porcelain'); // refresh the index once, as a user's own git would have
+    log(`git repository: 20,000 files in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+    const server = await startServer('fs-tools', [CLI, repo, '--state-dir', state]);
+    try {
+      const fsStatus = async () => (await server.call('git_status', { path: repo })).structuredContent;
+      const first = await fsStatus();
+      const plain = await plainStatus(repo);
+      const expected = `sha256:${createHash('sha256').update(plain).digest('hex')}`;
+      if (first.status_hash !== expected) throw new Error(`git_status hash ${first.status_hash} differs from plain git's ${expected}`);
+      if (first.entries.length !== 40) throw new Error(`git_status reported ${first.entries.length} entries, expected 40`);
+      const a = [];
+      const b = [];
+      const n = reps(15);
+      for (let i = 0; i < n; i++) {
+        if (i % 2 === 0) {
+          a.push(await timeOnce(fsStatus));
+          b.push(await timeOnce(() => plainStatus(repo)));
+        } else {
+          b.push(await timeOnce(() => plainStatus(repo)));
+          a.push(await timeOnce(fsStatus));
+        }
+      }
+      const ratio = median(a) / median(b);
+      server.resetPeakRss();
+      await fsStatus();
+      return { id: '7', op: 'git_status, 20,000-file repository (20 modified, 20 untracked)', unit: 'ms', fs: median(a).toFixed(1),
+        peer: median(b).toFixed(1), peerName: 'git status --porcelain=v2 (spawned)', ratio, target: '≤ 1.5', met: ratio <= 1.5,
+        fsRss: server.peakRssMb(), peerRss: null, note: `${n} interleaved runs each; same status_hash as plain git's output` };
+    } finally {
+      await server.close();
+    }
+  } finally {
+    rmSync(base, { recursive: true, force: true, maxRetries: 5 });
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const i = process.argv.indexOf('--reps');
+  const scale = i > 0 ? Number(process.argv[i + 1]) : 1;
+  const row = await benchGitStatus({ log: (s) => process.stderr.write(`[bench] ${s}\n`), reps: (n) => Math.max(1, Math.round(n * scale)) });
+  process.stdout.write(`git_status ${row.fs} ms, plain git status ${row.peer} ms, ratio ${row.ratio.toFixed(2)} (target ≤ 1.5: ${row.met ? 'met' : 'NOT met'})\n`);
+}

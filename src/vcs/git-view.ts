@@ -1,0 +1,901 @@
+/**
+ * The sanitized view git runs against (SPEC §7; issue 12, design (a)). A repository's own configuration, hooks,
+ * attributes-driven drivers and metadata links are hostile input, so git never sees the repository's git directory:
+ *
+ * - every location git would read (work tree, `.git` file or link, git dir, common dir, objects and each alternate,
+ *   index, HEAD, the refs in use, packed-refs, config, info/exclude, shallow) is resolved here to a real path that
+ *   must lie inside the roots; a link or `.git` file leading outside is NOT_ALLOWED naming the link, never its target;
+ *   a metadata link to a secret file is SECRET_DENIED;
+ * - the server builds a PRIVATE git dir (mode 0700, outside the roots, reused) holding a config it writes itself
+ *   (no include, no filter/diff/merge driver, no external diff, fsmonitor off, hooks path /dev/null, submodules
+ *   ignored), a copy of HEAD and of the refs status needs (HEAD's branch and its upstream), the repository's
+ *   info/exclude and shallow files, and `objects/info/alternates` naming the repository's verified objects
+ *   directory; the index is read in place through a descriptor opened here (`GIT_INDEX_FILE=/proc/self/fd/3`);
+ * - from the repository's config only an allow-list of data-only keys is carried over (line-ending and stat
+ *   settings, rename detection, `branch.<head>.remote/merge`, `remote.<r>.fetch`, the object format), read by the
+ *   server's own parser of git's config syntax (git-config.ts) from a size-capped read; includes are never followed;
+ * - no system or global config, an empty HOME, no system attributes; git's stderr is classified, never echoed.
+ *
+ * Anything that prevents building the view (a file over its cap, an unreadable or malformed HEAD, a config git cannot
+ * parse, an unknown repository extension) fails closed with a clear envelope and nothing run.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, readSync, realpathSync, rmSync,
+  writeFileSync, type Dirent, type Stats } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { openForReadSync } from '../fs/open-file.js';
+import { parseGitConfig, type ConfigList } from './git-config.js';
+import { runCommand, type CommandResult } from './run-command.js';
+
+/** Caps (bytes) on the metadata files the view reads; a larger file fails closed (unsupported_repository). */
+export const VIEW_CAPS = {
+  /** `.git` file, HEAD, a loose ref, commondir. */
+  small: 64 * 1024,
+  /** The repository's config (git itself has no limit; 4 MiB is far beyond any real one). */
+  config: 4 * 1024 * 1024,
+  /** packed-refs (100,000 refs are about 6 MiB). */
+  packedRefs: 64 * 1024 * 1024,
+  /** info/exclude, objects/info/alternates. */
+  list: 1024 * 1024,
+  /** shallow (one object id per line). */
+  shallow: 16 * 1024 * 1024,
+} as const;
+
+/** Most alternates git follows (it stops at depth 5 too). */
+const MAX_ALTERNATE_DEPTH = 5;
+/** Most alternate object directories in all (each is checked on every call). */
+const MAX_ALTERNATES = 64;
+
+/**
+ * The policy decisions a view needs, handed in by policy (src/policy/git-access.ts): primitives act, policy decides
+ * (the layering rule, test/layering.test.ts).
+ */
+export interface ViewAccess {
+  /** True when absolute real path `p` lies inside the roots in force. */
+  isInside(p: string): boolean;
+  /** The secret rule `p` matches (SPEC §4.2), or null. */
+  secretRule(p: string): string | null;
+}
+
+/** Options of every git run through a view. */
+export interface ViewRunOptions {
+  timeoutMs: number;
+  maxOutputBytes?: number;
+  signal?: AbortSignal;
+}
+
+/** The verified locations of one repository. */
+export interface RepositoryLocations {
+  /** Real path of the work-tree top (the directory holding `.git`). */
+  workTree: string;
+  /** Real path of the git dir (`.git`, or where a `.git` file or link leads). */
+  gitDir: string;
+  /** Real path of the common dir (the git dir, or a linked worktree's main git dir). */
+  commonDir: string;
+  /** Real path of the objects directory. */
+  objectsDir: string;
+  /** Real path of the index, or null when there is none yet. */
+  index: string | null;
+}
+
+/** The failure to build a view, classified (details.reason) with the path concerned and no file content. */
+function repoError(kind: 'corrupt_repository' | 'unsupported_repository', file: string, message: string, suggestion?: string): ToolError {
+  return new ToolError(kind === 'corrupt_repository' ? 'IO_ERROR' : 'VALIDATION', message, {
+    path: file,
+    details: { reason: kind, file, ...(kind === 'corrupt_repository' ? { errno: 'EGIT' } : {}) },
+    suggestion: suggestion ?? (kind === 'corrupt_repository'
+      ? 'Run `git status` (or `git fsck`) in the repository to see what git reports, repair it, then call again.'
+      : 'Use git directly for this repository; the server reads only repositories it can verify.'),
+  });
+}
+
+/** NOT_ALLOWED for a metadata link (or `.git` file) whose target lies outside the roots; names the link only. */
+function outsideError(link: string, what: string): ToolError {
+  return new ToolError('NOT_ALLOWED', `${link} (${what}) leads outside the allowed roots; the git tools do not follow it.`, {
+    path: link, details: { reason: 'git_location_outside_roots', link },
+    suggestion: 'Call list_allowed_directories, or use a repository whose git metadata lies inside the roots.',
+  });
+}
+
+/** VALIDATION not_a_work_tree for `dir`. */
+export function notAWorkTree(dir: string, insideGitDir = false): ToolError {
+  return insideGitDir
+    ? new ToolError('VALIDATION', `${dir} is inside a git directory or a bare repository, not a work tree.`, {
+      path: dir, details: { reason: 'not_a_work_tree' },
+      suggestion: 'Pass a path inside the work tree (the directory that contains .git), not .git itself.',
+    })
+    : new ToolError('VALIDATION', `${dir} is not inside a git work tree.`, {
+      path: dir, details: { reason: 'not_a_work_tree' },
+      suggestion: 'Pass a path inside a git work tree (git_status on a plain directory has nothing to report).',
+    });
+}
+
+const lstatOrNull = (p: string): Stats | null => {
+  try {
+    return lstatSync(p);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+};
+
+/** The verifier of one view: containment against the roots, secrets, size caps. */
+class Verifier {
+  constructor(private readonly access: ViewAccess) {}
+
+  readonly isInside = (p: string): boolean => this.access.isInside(p);
+
+  /**
+   * The real path of metadata entry `p` (whose parent is already a verified real path), or null when absent. A link
+   * is followed only to a target inside the roots that is not a secret file.
+   * @throws ToolError NOT_ALLOWED (target outside), SECRET_DENIED (target is a secret)
+   */
+  locate(p: string, what: string): { real: string; stats: Stats } | null {
+    // The parent first: a linked directory above `p` leading outside must not be probed through (nor reported as
+    // "absent" when the outside lacks the entry).
+    let parentReal: string;
+    try {
+      parentReal = realpathSync(path.dirname(p));
+    } catch {
+      // Missing: decide on its nearest existing ancestor, so a link above cannot make outside absence observable.
+      for (let d = path.dirname(p); ; d = path.dirname(d)) {
+        // A dangling link leading outside is refused too: whether the outside target exists must not matter.
+        if (lstatOrNull(d)?.isSymbolicLink() && !this.isInside(path.resolve(path.dirname(d), lstatLinkTarget(d)))) {
+          throw outsideError(d, what);
+        }
+        let real: string | null = null;
+        try {
+          real = realpathSync(d);
+        } catch { /* keep going up */ }
+        if (real !== null) {
+          if (!this.isInside(real)) throw outsideError(path.dirname(p), what);
+          return null;
+        }
+        if (path.dirname(d) === d) return null;
+      }
+    }
+    if (!this.isInside(parentReal)) throw outsideError(path.dirname(p), what);
+    const st = lstatOrNull(path.join(parentReal, path.basename(p)));
+    if (!st) return null;
+    // realpath also catches a symlinked directory above `p` (e.g. refs/ or info/ leading elsewhere).
+    let real: string;
+    try {
+      real = realpathSync(p);
+    } catch {
+      // A dangling link or a loop: decide on where it would lead, lexically, so nothing outside is probed.
+      const lexical = st.isSymbolicLink() ? path.resolve(path.dirname(p), lstatLinkTarget(p)) : p;
+      if (!this.isInside(lexical)) throw outsideError(p, what);
+      return null;
+    }
+    if (!this.isInside(real)) throw outsideError(p, what);
+    if (real !== p) {
+      const rule = this.access.secretRule(real);
+      if (rule !== null) {
+        throw new ToolError('SECRET_DENIED', `${p} (${what}) is a link to a secret file; the git tools do not read it.`, {
+          path: p, details: { pattern: rule, link: p },
+        });
+      }
+    }
+    return { real, stats: st.isSymbolicLink() ? lstatSync(real) : st };
+  }
+
+  /**
+   * The whole content of the regular metadata file `p` (verified as `locate` does), or null when absent.
+   * @throws ToolError NOT_ALLOWED, SECRET_DENIED, unsupported_repository (over `max` bytes, or not a regular file)
+   */
+  read(p: string, what: string, max: number): Buffer | null {
+    const found = this.locate(p, what);
+    if (!found) return null;
+    if (!found.stats.isFile()) {
+      if (found.stats.isDirectory()) return null;
+      throw repoError('unsupported_repository', p, `${p} (${what}) is not a regular file.`);
+    }
+    const { fd, stats } = openForReadSync(found.real, this.isInside);
+    try {
+      if (stats.size > max) {
+        throw repoError('unsupported_repository', p, `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`);
+      }
+      const bytes = Buffer.allocUnsafe(stats.size + 1);
+      let filled = 0;
+      while (filled < bytes.length) {
+        const n = readSync(fd, bytes, filled, bytes.length - filled, filled);
+        if (n === 0) break;
+        filled += n;
+      }
+      if (filled > max) {
+        throw repoError('unsupported_repository', p, `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`);
+      }
+      return bytes.subarray(0, filled);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * The real path of directory `p`, verified as `locate` does.
+   * @throws ToolError NOT_ALLOWED, corrupt_repository (missing or not a directory)
+   */
+  directory(p: string, what: string): string {
+    const found = this.locate(p, what);
+    if (!found || !found.stats.isDirectory()) throw repoError('corrupt_repository', p, `${p} (${what}) is missing or not a directory.`);
+    return found.real;
+  }
+}
+
+/** A link's own text ('/' when unreadable, which no root contains unless `/` is one). */
+function lstatLinkTarget(p: string): string {
+  try {
+    return readlinkSync(p);
+  } catch {
+    return '/';
+  }
+}
+
+/** The top of the work tree containing real directory `dir`: the nearest ancestor holding a `.git` entry. */
+export function findWorkTreeTop(dir: string): string {
+  const parts = dir.split(path.sep);
+  if (parts.includes('.git')) throw notAWorkTree(dir, true);
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (lstatOrNull(path.join(d, '.git'))) return d;
+    // A bare repository (or a git dir by another name): git would refuse to run here for lack of a work tree.
+    if (lstatOrNull(path.join(d, 'HEAD'))?.isFile() && lstatOrNull(path.join(d, 'objects'))?.isDirectory()
+      && lstatOrNull(path.join(d, 'refs'))?.isDirectory()) throw notAWorkTree(dir, true);
+    if (path.dirname(d) === d) throw notAWorkTree(dir);
+  }
+}
+
+/** Git's check-ref-format rules for a full ref name (refs/…); anything else is refused before it names a file. */
+export function isSafeRefName(name: string): boolean {
+  if (!name.startsWith('refs/') || name.length > 1024) return false;
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return false;
+  if (name.includes('..') || name.includes('@{') || name.endsWith('.') || name.endsWith('/')) return false;
+  return name.split('/').every((c) => c !== '' && !c.startsWith('.') && !c.endsWith('.lock'));
+}
+
+const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+
+/** Keys copied from the repository's config when their value is one of the allowed ones (data only, no paths). */
+const COPIED_KEYS: Record<string, RegExp> = {
+  'core.filemode': /^(?:true|false|yes|no|on|off|1|0)$/i,
+  'core.symlinks': /^(?:true|false|yes|no|on|off|1|0)$/i,
+  'core.ignorecase': /^(?:true|false|yes|no|on|off|1|0)$/i,
+  'core.precomposeunicode': /^(?:true|false|yes|no|on|off|1|0)$/i,
+  'core.trustctime': /^(?:true|false|yes|no|on|off|1|0)$/i,
+  'core.quotepath': /^(?:true|false|yes|no|on|off|1|0)$/i,
+  'core.checkstat': /^(?:default|minimal)$/i,
+  'core.autocrlf': /^(?:true|false|yes|no|on|off|1|0|input)$/i,
+  'core.eol': /^(?:lf|crlf|native)$/i,
+  'core.safecrlf': /^(?:true|false|yes|no|on|off|1|0|warn)$/i,
+  'status.renames': /^(?:true|false|yes|no|on|off|1|0|copies|copy)$/i,
+  'diff.renames': /^(?:true|false|yes|no|on|off|1|0|copies|copy)$/i,
+};
+
+/** A config value written quoted, escaped as git reads it back. */
+function quoteValue(v: string): string {
+  return `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\t/g, '\\t')}"`;
+}
+
+/** A `[section "sub"]` header, or null when the subsection cannot be written (newline, NUL). */
+function sectionHeader(section: string, sub: string): string | null {
+  // eslint-disable-next-line no-control-regex
+  if (/[\n\0]/.test(sub)) return null;
+  return `[${section} "${sub.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"]`;
+}
+
+/** The fixed part of the private config: nothing in it names a program, a file of the repository, or an include. */
+const BASE_CONFIG = [
+  '[core]',
+  '\tbare = false',
+  '\tfsmonitor = false',
+  '\thooksPath = /dev/null',
+  '\tuntrackedCache = false',
+  '\tattributesFile = /dev/null',
+  '\tpager = cat',
+  '\tsplitIndex = false',
+  '\tsshCommand = false',
+  '[status]',
+  '\tsubmoduleSummary = false',
+  '\tshowUntrackedFiles = all',
+  '[diff]',
+  '\tignoreSubmodules = all',
+  '\tsubmodule = short',
+  '\tnoprefix = false',
+  '\tmnemonicPrefix = false',
+  '\tautoRefreshIndex = false',
+  '[submodule]',
+  '\trecurse = false',
+  '[protocol]',
+  '\tallow = never',
+  '[color]',
+  '\tui = false',
+  '[gc]',
+  '\tauto = 0',
+  '[maintenance]',
+  '\tauto = false',
+  '[credential]',
+  '\thelper = ',
+];
+
+/** The environment every git in a view runs with: inherited minus GIT_*, and nothing of the user's or system's config. */
+export function viewEnvironment(privateDir: string, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(base)) {
+    if (k.startsWith('GIT_') || k === 'HOME' || k === 'XDG_CONFIG_HOME' || k === 'PREFIX') continue;
+    env[k] = v;
+  }
+  return {
+    ...env,
+    HOME: path.join(privateDir, 'home'),
+    XDG_CONFIG_HOME: path.join(privateDir, 'home'),
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ATTR_NOSYSTEM: '1',
+    GIT_NO_REPLACE_OBJECTS: '1',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_OPTIONAL_LOCKS: '0',
+    GIT_PAGER: 'cat',
+    PAGER: 'cat',
+    GIT_EXTERNAL_DIFF: '',
+    GIT_ASKPASS: '',
+    SSH_ASKPASS: '',
+    LC_ALL: 'C',
+  };
+}
+
+/** `-c` settings on every view run (belt and braces: the private config already says the same). */
+const VIEW_FLAGS = [
+  '--no-optional-locks',
+  '-c', 'core.fsmonitor=false',
+  '-c', 'core.hooksPath=/dev/null',
+  '-c', 'core.attributesFile=/dev/null',
+  '-c', 'core.pager=cat',
+  '-c', 'diff.external=',
+  '-c', 'diff.ignoreSubmodules=all',
+  '-c', 'status.submoduleSummary=false',
+  '-c', 'submodule.recurse=false',
+  '-c', 'protocol.allow=never',
+  '-c', 'core.untrackedCache=false',
+  '-c', 'color.ui=false',
+];
+
+/** Runs git with `env`; the caller classifies the result. Refuses to start when git is missing. */
+export type GitRunner = (args: readonly string[], env: NodeJS.ProcessEnv, options: ViewRunOptions & { cwd: string; fds?: number[] }) => Promise<CommandResult>;
+
+/** A git dir private to one call, and the verified repository it shows. Dispose it when done. */
+export class GitView {
+  private disposed = false;
+
+  private constructor(
+    readonly locations: RepositoryLocations,
+    private readonly privateDir: string,
+    private readonly indexFd: number | null,
+    private readonly runner: GitRunner,
+  ) {}
+
+  /** The work-tree top (real path). */
+  get workTree(): string {
+    return this.locations.workTree;
+  }
+
+  /**
+   * Runs `git <args>` against the view: GIT_DIR is the private dir, GIT_WORK_TREE the verified top, the index read
+   * through the descriptor opened at verification. The caller classifies a non-zero exit (`classifyViewFailure`).
+   */
+  run(args: readonly string[], options: ViewRunOptions): Promise<CommandResult> {
+    if (this.disposed) throw new Error('GitView used after dispose');
+    const useFd = this.indexFd !== null && process.platform === 'linux';
+    const env = {
+      ...viewEnvironment(this.privateDir),
+      GIT_DIR: this.privateDir,
+      GIT_WORK_TREE: this.locations.workTree,
+      GIT_INDEX_FILE: useFd ? '/proc/self/fd/3' : (this.locations.index ?? path.join(this.privateDir, 'no-index')),
+    };
+    return this.runner([...VIEW_FLAGS, ...args], env, {
+      ...options, cwd: this.locations.workTree, ...(useFd ? { fds: [this.indexFd!] } : {}),
+    });
+  }
+
+  /** Removes the private dir and closes the index descriptor. Idempotent. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.indexFd !== null) {
+      try { closeSync(this.indexFd); } catch { /* already closed */ }
+    }
+    releasePrivateDir(this.privateDir);
+  }
+
+  /**
+   * Verifies the repository whose work tree contains the real directory `dir` and builds its private view.
+   * @throws ToolError VALIDATION not_a_work_tree / dubious_ownership / unsupported_repository, NOT_ALLOWED
+   *   work_tree_outside_roots / git_location_outside_roots, SECRET_DENIED, IO_ERROR corrupt_repository,
+   *   and the runner's errors (git_missing, git_timeout)
+   */
+  static async open(dir: string, access: ViewAccess, _options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
+    const verify = new Verifier(access);
+    const locations = locateRepository(dir, access);
+    const { workTree: top, gitDir, commonDir, objectsDir } = locations;
+    const alternates = verifyObjects(objectsDir, verify, 0);
+
+    const head = readHead(gitDir, verify);
+    const configFile = path.join(commonDir, 'config');
+    const configBytes = verify.read(configFile, 'repository config', VIEW_CAPS.config);
+    const exclude = verify.read(path.join(commonDir, 'info', 'exclude'), 'info/exclude', VIEW_CAPS.list);
+    const shallow = verify.read(path.join(commonDir, 'shallow'), 'shallow', VIEW_CAPS.shallow);
+    let repoConfig: ConfigList = new Map();
+    if (configBytes) {
+      const parsed = parseGitConfig(configBytes.toString('utf8'));
+      if (!parsed) throw repoError('corrupt_repository', configFile, `${configFile} is not a valid git config file (git would refuse it too); it was not used.`);
+      repoConfig = parsed;
+    }
+    const settings = viewSettings(repoConfig, configFile, gitDir, top, verify);
+
+    // HEAD and the refs status needs: HEAD's branch and that branch's upstream.
+    const refs = new Map<string, string>();
+    const packed = new PackedRefs(commonDir, verify);
+    const branchRef = head.kind === 'symbolic' ? head.ref : null;
+    if (branchRef) {
+      const oid = resolveRef(branchRef, gitDir, commonDir, verify, packed, 0);
+      if (oid) refs.set(branchRef, oid);
+    }
+    const extra: string[] = [];
+    if (branchRef?.startsWith('refs/heads/')) {
+      const branch = branchRef.slice('refs/heads/'.length);
+      const remote = last(repoConfig.get(`branch.${branch}.remote`));
+      const merge = last(repoConfig.get(`branch.${branch}.merge`));
+      if (remote !== undefined && merge !== undefined && isSafeRefName(merge) && isPlainValue(remote)) {
+        const bh = sectionHeader('branch', branch);
+        if (bh) extra.push(bh, `\tremote = ${quoteValue(remote)}`, `\tmerge = ${quoteValue(merge)}`);
+        let upstream: string | null = null;
+        if (remote === '.') upstream = merge;
+        else {
+          const fetch = (repoConfig.get(`remote.${remote}.fetch`) ?? []).filter(isPlainValue);
+          const rh = sectionHeader('remote', remote);
+          if (rh && fetch.length > 0) extra.push(rh, ...fetch.map((f) => `\tfetch = ${quoteValue(f)}`));
+          upstream = mapThroughRefspecs(merge, fetch);
+        }
+        if (upstream && isSafeRefName(upstream)) {
+          const oid = resolveRef(upstream, gitDir, commonDir, verify, packed, 0);
+          if (oid) refs.set(upstream, oid);
+        }
+      }
+    }
+
+    const privateDir = acquirePrivateDir(verify.isInside);
+    let indexFd: number | null = null;
+    try {
+      const put = (rel: string, content: string | Buffer | null) => {
+        const file = path.join(privateDir, rel);
+        if (content === null) rmSync(file, { force: true });
+        else writeFileSync(file, content, { mode: 0o600 });
+      };
+      put('HEAD', head.kind === 'symbolic' ? `ref: ${head.ref}\n` : `${head.oid}\n`);
+      put('config', `${[...BASE_CONFIG, ...settings, ...extra].join('\n')}\n`);
+      put('packed-refs', [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([ref, oid]) => `${oid} ${ref}\n`).join(''));
+      put(path.join('objects', 'info', 'alternates'), `${[objectsDir, ...alternates].join('\n')}\n`);
+      put(path.join('info', 'exclude'), exclude);
+      put('shallow', shallow);
+      if (locations.index) indexFd = openForReadSync(locations.index, verify.isInside).fd;
+      return new GitView(locations, privateDir, indexFd, runner);
+    } catch (error) {
+      if (indexFd !== null) closeSync(indexFd);
+      releasePrivateDir(privateDir, true);
+      throw error;
+    }
+  }
+}
+
+/** A config value the private config can carry (no newline, NUL or other control character but tab). */
+function isPlainValue(v: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return !/[\x00-\x08\x0a-\x1f\x7f]/.test(v);
+}
+
+/**
+ * Private git dirs (mode 0700, created by the server), reused across calls: one per call in flight. Every file git
+ * reads from one is rewritten (or removed) for each call, and a reused dir must hold exactly the entries the server
+ * made (anything else — a `commondir`, `hooks`, `info/attributes` planted by someone — discards it). A private dir
+ * is never inside the roots, where an agent's own file tools could reach it: the OS temporary directory, else
+ * /dev/shm or /var/tmp, whichever lies outside every root. Removed when the process exits.
+ */
+const freeDirs: string[] = [];
+const allDirs = new Set<string>();
+let exitHook = false;
+const sweptBases = new Set<string>();
+
+/**
+ * Removes private dirs that servers no longer running left behind (a process killed by a signal never runs its exit
+ * hook). A dir names its creator's pid; one whose process is alive (or not ours to signal) is left alone.
+ */
+function sweepStaleDirs(base: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^fs-tools-gitview-(\d+)-/.exec(name);
+    if (!m || Number(m[1]) === process.pid) continue;
+    try {
+      process.kill(Number(m[1]), 0);
+      continue; // alive
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') continue;
+    }
+    try { rmSync(path.join(base, name), { recursive: true, force: true }); } catch { /* not ours */ }
+  }
+}
+/** The entries of a private dir, per subdirectory; files may be absent (shallow, info/exclude). */
+const PRIVATE_LAYOUT: Record<string, readonly string[]> = {
+  '': ['HEAD', 'config', 'packed-refs', 'shallow', 'objects', 'refs', 'info', 'home'],
+  objects: ['info'],
+  [path.join('objects', 'info')]: ['alternates'],
+  refs: ['heads', 'tags'],
+  [path.join('refs', 'heads')]: [],
+  [path.join('refs', 'tags')]: [],
+  info: ['exclude'],
+  home: [],
+};
+
+/** True when `dir` holds only what the server put there (checked with lstat: no link is followed). */
+function isTidy(dir: string): boolean {
+  for (const [sub, allowed] of Object.entries(PRIVATE_LAYOUT)) {
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(path.join(dir, sub), { withFileTypes: true });
+    } catch {
+      return false;
+    }
+    for (const e of entries) {
+      if (!allowed.includes(e.name) || e.isSymbolicLink()) return false;
+      const isDir = Object.hasOwn(PRIVATE_LAYOUT, path.join(sub, e.name));
+      if (isDir ? !e.isDirectory() : !e.isFile()) return false;
+    }
+  }
+  return true;
+}
+
+function acquirePrivateDir(isInside: (p: string) => boolean): string {
+  for (let reused = freeDirs.pop(); reused; reused = freeDirs.pop()) {
+    if (!isInside(reused) && isTidy(reused)) return reused;
+    releasePrivateDir(reused, true);
+  }
+  let base: string | null = null;
+  for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
+    try {
+      const real = realpathSync(candidate);
+      if (!isInside(real) && !isInside(path.join(real, 'fs-tools-gitview-x'))) {
+        base = real;
+        break;
+      }
+    } catch { /* not there */ }
+  }
+  if (!base) {
+    throw new ToolError('VALIDATION', 'Every temporary directory lies inside the allowed roots, so the git tools have nowhere private to build their view.', {
+      details: { reason: 'no_private_dir' },
+      suggestion: 'Set TMPDIR to a directory outside the roots.',
+    });
+  }
+  if (!sweptBases.has(base)) {
+    sweptBases.add(base);
+    sweepStaleDirs(base);
+  }
+  const dir = mkdtempSync(path.join(base, `fs-tools-gitview-${process.pid}-`));
+  for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
+    mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
+  }
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', () => {
+      for (const d of allDirs) {
+        try { rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ }
+      }
+    });
+  }
+  allDirs.add(dir);
+  return dir;
+}
+/** Returns a private dir to the pool (or removes it, after a failure, so no half-written state is reused). */
+function releasePrivateDir(dir: string, discard = false): void {
+  if (discard) {
+    allDirs.delete(dir);
+    rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    return;
+  }
+  freeDirs.push(dir);
+}
+
+/**
+ * The verified locations of the repository whose work tree contains the real directory `dir`: the work-tree top,
+ * git dir (through a `.git` file or link), common dir, objects directory and index, each a real path inside the roots.
+ * Reads only small metadata files (`.git` file, commondir); runs nothing.
+ * @throws ToolError VALIDATION not_a_work_tree / dubious_ownership, NOT_ALLOWED work_tree_outside_roots /
+ *   git_location_outside_roots, SECRET_DENIED, IO_ERROR corrupt_repository, VALIDATION unsupported_repository
+ */
+export function locateRepository(dir: string, access: ViewAccess): RepositoryLocations {
+  const verify = new Verifier(access);
+  const top = findWorkTreeTop(dir);
+  if (!verify.isInside(top)) {
+    throw new ToolError('NOT_ALLOWED', `The git work tree of ${dir} is rooted above the allowed roots.`, {
+      path: dir, details: { reason: 'work_tree_outside_roots' },
+      suggestion: 'Add the repository\'s top directory as a root, or use paths in a repository inside the roots.',
+    });
+  }
+  const gitDir = locateGitDir(top, verify);
+  checkOwnership(top, gitDir);
+  const commonDir = locateCommonDir(gitDir, verify);
+  const objectsDir = verify.directory(path.join(commonDir, 'objects'), 'objects directory');
+  const indexPath = path.join(gitDir, 'index');
+  const indexFound = verify.locate(indexPath, 'index');
+  if (indexFound && !indexFound.stats.isFile()) throw repoError('corrupt_repository', indexPath, `${indexPath} is not a regular file.`);
+  return { workTree: top, gitDir, commonDir, objectsDir, index: indexFound?.real ?? null };
+}
+
+const last = <T>(a: readonly T[] | undefined): T | undefined => (a && a.length > 0 ? a[a.length - 1] : undefined);
+
+/** The git dir of work-tree top `top`: `.git` as a directory, a link, or a `gitdir:` file; verified inside roots. */
+function locateGitDir(top: string, verify: Verifier): string {
+  const dotGit = path.join(top, '.git');
+  const found = verify.locate(dotGit, '.git link');
+  if (!found) throw repoError('corrupt_repository', dotGit, `${dotGit} is a link that leads nowhere.`);
+  let gitDir: string;
+  if (found.stats.isDirectory()) gitDir = found.real;
+  else if (found.stats.isFile()) {
+    const text = verify.read(dotGit, '.git file', VIEW_CAPS.small)!.toString('utf8');
+    const m = /^gitdir: (.+?)\r?\n?$/.exec(text.split('\n')[0] + (text.includes('\n') ? '\n' : ''));
+    if (!m) throw repoError('corrupt_repository', dotGit, `${dotGit} is a .git file without a valid "gitdir:" line.`);
+    const lexical = path.resolve(top, m[1]);
+    let real: string;
+    try {
+      real = realpathSync(lexical);
+    } catch {
+      if (!verify.isInside(lexical)) throw outsideError(dotGit, '.git file');
+      throw repoError('corrupt_repository', dotGit, `${dotGit} names a git directory that does not exist.`);
+    }
+    if (!verify.isInside(real)) throw outsideError(dotGit, '.git file');
+    gitDir = real;
+  } else throw repoError('corrupt_repository', dotGit, `${dotGit} is neither a directory nor a .git file.`);
+  if (!lstatOrNull(gitDir)?.isDirectory()) throw repoError('corrupt_repository', dotGit, `${dotGit} does not lead to a git directory.`);
+  return gitDir;
+}
+
+/** A linked worktree's common dir (`commondir` file), verified inside the roots; else the git dir itself. */
+function locateCommonDir(gitDir: string, verify: Verifier): string {
+  const file = path.join(gitDir, 'commondir');
+  const bytes = verify.read(file, 'commondir', VIEW_CAPS.small);
+  if (!bytes) return gitDir;
+  const value = bytes.toString('utf8').replace(/\r?\n$/, '');
+  if (value === '' || value.includes('\n') || value.includes('\0')) throw repoError('corrupt_repository', file, `${file} is not a valid commondir file.`);
+  const lexical = path.resolve(gitDir, value);
+  let real: string;
+  try {
+    real = realpathSync(lexical);
+  } catch {
+    if (!verify.isInside(lexical)) throw outsideError(file, 'commondir');
+    throw repoError('corrupt_repository', file, `${file} names a directory that does not exist.`);
+  }
+  if (!verify.isInside(real)) throw outsideError(file, 'commondir');
+  if (!lstatOrNull(real)?.isDirectory()) throw repoError('corrupt_repository', file, `${file} does not name a directory.`);
+  return real;
+}
+
+/**
+ * Verifies the objects directory: its entries (fan-out directories, pack, info) and pack files that are links must
+ * lead inside the roots, and every alternate it names (recursively, as git follows them) too. Returns the alternates'
+ * real paths (git re-reads them from the repository's own objects/info/alternates).
+ */
+function verifyObjects(objectsDir: string, verify: Verifier, depth: number, seen = new Set<string>([objectsDir])): string[] {
+  for (const sub of ['', 'pack', 'info', path.join('info', 'commit-graphs')]) {
+    const d = path.join(objectsDir, sub);
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(d, { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) if (e.isSymbolicLink()) verify.locate(path.join(d, e.name), 'object store entry');
+  }
+  const file = path.join(objectsDir, 'info', 'alternates');
+  const bytes = verify.read(file, 'objects/info/alternates', VIEW_CAPS.list);
+  if (!bytes) return [];
+  if (depth >= MAX_ALTERNATE_DEPTH) throw repoError('unsupported_repository', file, `${file} chains alternates deeper than ${MAX_ALTERNATE_DEPTH}.`);
+  const out: string[] = [];
+  for (let line of bytes.toString('utf8').split('\n')) {
+    line = line.replace(/\r$/, '');
+    if (line === '' || line.startsWith('#')) continue;
+    if (line.startsWith('"')) throw repoError('unsupported_repository', file, `${file} uses a quoted alternate path, which the git tools do not support.`);
+    const lexical = path.resolve(objectsDir, line);
+    let real: string;
+    try {
+      real = realpathSync(lexical);
+    } catch {
+      if (!verify.isInside(lexical)) throw outsideError(file, 'objects/info/alternates');
+      continue; // git ignores a missing alternate too
+    }
+    if (!verify.isInside(real)) throw outsideError(file, 'objects/info/alternates');
+    if (seen.has(real)) continue;
+    seen.add(real);
+    if (seen.size > MAX_ALTERNATES) throw repoError('unsupported_repository', file, `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`);
+    out.push(real, ...verifyObjects(real, verify, depth + 1, seen));
+  }
+  return out;
+}
+
+/** HEAD: a symbolic ref to a safe ref name, or a detached object id. */
+function readHead(gitDir: string, verify: Verifier): { kind: 'symbolic'; ref: string } | { kind: 'detached'; oid: string } {
+  const file = path.join(gitDir, 'HEAD');
+  const bytes = verify.read(file, 'HEAD', VIEW_CAPS.small);
+  const text = bytes?.toString('utf8').trim() ?? '';
+  const m = /^ref: (.+)$/.exec(text);
+  if (m && isSafeRefName(m[1])) return { kind: 'symbolic', ref: m[1] };
+  if (OID.test(text)) return { kind: 'detached', oid: text };
+  throw repoError('corrupt_repository', file, `${file} is not a valid HEAD (missing, empty, or not a ref or object id); ${gitDir} cannot be read as a repository.`);
+}
+
+/** Per-worktree refs live in the git dir; every other ref in the common dir (gitrepository-layout(5)). */
+function refHome(ref: string, gitDir: string, commonDir: string): string {
+  return /^refs\/(?:bisect|worktree|rewritten)\//.test(ref) ? gitDir : commonDir;
+}
+
+/** packed-refs of a common dir, read (verified, capped) and parsed at most once per view. */
+class PackedRefs {
+  private map: Map<string, string> | null = null;
+  constructor(private readonly commonDir: string, private readonly verify: Verifier) {}
+
+  /** The object id of `ref` in packed-refs, or undefined. @throws corrupt_repository on a malformed line */
+  get(ref: string): string | undefined {
+    if (!this.map) {
+      this.map = new Map();
+      const file = path.join(this.commonDir, 'packed-refs');
+      const bytes = this.verify.read(file, 'packed-refs', VIEW_CAPS.packedRefs);
+      if (bytes) {
+        for (const raw of bytes.toString('utf8').split('\n')) {
+          const line = raw.replace(/\r$/, '');
+          if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
+          const sp = line.indexOf(' ');
+          const oid = sp < 0 ? '' : line.slice(0, sp);
+          if (!OID.test(oid)) throw repoError('corrupt_repository', file, `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`);
+          if (!this.map.has(line.slice(sp + 1))) this.map.set(line.slice(sp + 1), oid);
+        }
+      }
+    }
+    return this.map.get(ref);
+  }
+}
+
+/** The object id `ref` names (loose file, else packed-refs; symbolic refs followed to depth 5), or null. */
+function resolveRef(ref: string, gitDir: string, commonDir: string, verify: Verifier, packed: PackedRefs, depth: number): string | null {
+  if (depth > 5 || !isSafeRefName(ref)) return null;
+  const home = refHome(ref, gitDir, commonDir);
+  const file = path.join(home, ...ref.split('/'));
+  const bytes = verify.read(file, 'ref', VIEW_CAPS.small);
+  if (bytes) {
+    const text = bytes.toString('utf8').trim();
+    if (OID.test(text)) return text;
+    const m = /^ref: (.+)$/.exec(text);
+    if (m) return resolveRef(m[1], gitDir, commonDir, verify, packed, depth + 1);
+    throw repoError('corrupt_repository', file, `${file} is not a valid ref.`);
+  }
+  return packed.get(ref) ?? null;
+}
+
+/** The remote-tracking ref `merge` maps to through fetch refspecs (`[+]src:dst`, at most one `*` each), or null. */
+export function mapThroughRefspecs(merge: string, refspecs: readonly string[]): string | null {
+  for (let spec of refspecs) {
+    if (spec.startsWith('^')) continue;
+    if (spec.startsWith('+')) spec = spec.slice(1);
+    const colon = spec.indexOf(':');
+    if (colon < 0) continue;
+    const src = spec.slice(0, colon);
+    const dst = spec.slice(colon + 1);
+    const star = src.indexOf('*');
+    if (star < 0) {
+      if (src === merge) return dst;
+      continue;
+    }
+    const pre = src.slice(0, star);
+    const post = src.slice(star + 1);
+    if (merge.length >= pre.length + post.length && merge.startsWith(pre) && merge.endsWith(post)) {
+      const mid = merge.slice(pre.length, merge.length - post.length);
+      return dst.includes('*') ? dst.replace('*', mid) : dst;
+    }
+  }
+  return null;
+}
+
+/** Extensions a repository may declare and the view still reads correctly. */
+const KNOWN_EXTENSIONS = new Set(['objectformat', 'worktreeconfig', 'noop', 'preciousobjects', 'partialclone']);
+
+/**
+ * The private config lines derived from the repository's config: format version, object format, copied data-only
+ * keys. `core.worktree` must name the discovered top (else unsupported, or NOT_ALLOWED when it leads outside).
+ */
+function viewSettings(config: ConfigList, configFile: string, gitDir: string, top: string, verify: Verifier): string[] {
+  const version = last(config.get('core.repositoryformatversion')) ?? '0';
+  if (version !== '0' && version !== '1') throw repoError('unsupported_repository', configFile, `${configFile} declares repository format version ${Number(version) || 'unknown'}, which the git tools do not read.`);
+  let objectFormat: string | null = null;
+  for (const [key, values] of config) {
+    if (!key.startsWith('extensions.') || version !== '1') continue;
+    const name = key.slice('extensions.'.length);
+    if (!KNOWN_EXTENSIONS.has(name)) throw repoError('unsupported_repository', configFile, `${configFile} declares a repository extension the git tools do not support.`);
+    if (name === 'objectformat') {
+      const v = last(values)!.toLowerCase();
+      if (v !== 'sha1' && v !== 'sha256') throw repoError('unsupported_repository', configFile, `${configFile} declares an object format the git tools do not support.`);
+      objectFormat = v;
+    }
+  }
+  const worktree = last(config.get('core.worktree'));
+  if (worktree !== undefined) {
+    const lexical = path.resolve(gitDir, worktree);
+    let real: string;
+    try {
+      real = realpathSync(lexical);
+    } catch {
+      real = lexical;
+    }
+    if (!verify.isInside(real)) throw outsideError(configFile, 'core.worktree');
+    if (real !== top) throw repoError('unsupported_repository', configFile, `${configFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`);
+  }
+  const lines = ['[core]', `\trepositoryformatversion = ${version}`];
+  for (const [key, allowed] of Object.entries(COPIED_KEYS)) {
+    const v = last(config.get(key));
+    if (v !== undefined && allowed.test(v) && key.startsWith('core.')) lines.push(`\t${key.slice(5)} = ${v}`);
+  }
+  for (const [key, allowed] of Object.entries(COPIED_KEYS)) {
+    const v = last(config.get(key));
+    if (v !== undefined && allowed.test(v) && !key.startsWith('core.')) lines.push(`[${key.split('.')[0]}]`, `\t${key.split('.')[1]} = ${v}`);
+  }
+  if (objectFormat) lines.push('[extensions]', `\tobjectformat = ${objectFormat}`);
+  return lines;
+}
+
+/**
+ * git's ownership rule (safe.directory, git-config(1)): the work tree and git dir must belong to the effective user
+ * (for root, to SUDO_UID when set). Checked here because git does not check an explicit GIT_DIR.
+ * @throws ToolError VALIDATION dubious_ownership
+ */
+function checkOwnership(top: string, gitDir: string): void {
+  if (typeof process.geteuid !== 'function') return;
+  let uid = process.geteuid();
+  if (uid === 0 && process.env.SUDO_UID && /^\d+$/.test(process.env.SUDO_UID)) uid = Number(process.env.SUDO_UID);
+  for (const p of [top, gitDir]) {
+    const st = lstatOrNull(p);
+    if (st && st.uid !== uid && !safeDirectories().some((s) => s === '*' || s === top || s === `${top}/`)) {
+      throw new ToolError('VALIDATION', `git refuses the repository at ${top}: dubious ownership.`, {
+        path: top, details: { reason: 'dubious_ownership' },
+        suggestion: 'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
+      });
+    }
+  }
+}
+
+/** The operator's global `safe.directory` values (read once per process from the user's own git config). */
+let safeDirCache: string[] | null = null;
+function safeDirectories(): string[] {
+  if (safeDirCache) return safeDirCache;
+  safeDirCache = [];
+  try {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
+    const out = execFileSync('git', ['config', '--global', '--null', '--get-all', 'safe.directory'], {
+      env: { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_DIR: '/dev/null' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000, cwd: os.tmpdir(),
+    });
+    safeDirCache = out.split('\0').filter(Boolean);
+  } catch { /* none, or git missing */ }
+  return safeDirCache;
+}
+
+/** A git runner over the one subprocess runner (used by git.ts). */
+export function commandRunner(): GitRunner {
+  return (args, env, options) => runCommand('git', args, {
+    cwd: options.cwd, env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
+    signal: options.signal, ...(options.fds ? { fds: options.fds } : {}),
+  });
+}
