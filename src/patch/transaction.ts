@@ -5,10 +5,11 @@
  * never overwriting a file someone else changed after our write (`left_alone`) → remove the journal entry. At
  * start-up, `recoverJournals` rolls back what a dead process left unfinished, the same way.
  */
-import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
-import { identityOf, makeDirectories, syncDirectory, temporaryPrefix, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
+import { makeDirectories, temporaryPrefix, writeFileAtomic } from '../fs/atomic-write.js';
+import { removeEntry } from '../fs/tree-ops.js';
+import { identityOf, sameVersion, withVerifiedDir, type FileIdentity } from '../fs/verified-dir.js';
 import { hashBytes } from '../fs/hash.js';
 import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
 import { withPathLock } from '../fs/path-lock.js';
@@ -65,14 +66,15 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
     for (const c of changes) {
       if (c.oldBytes === null && c.newBytes !== null) createdDirs.push(...await makeParents(c.real, options.isInside));
       if (c.newBytes === null) {
-        const now = await lstat(c.real).catch(() => null);
-        if (!now || !c.oldIdentity || now.dev !== c.oldIdentity.dev || now.ino !== c.oldIdentity.ino
-          || now.size !== c.oldIdentity.size || now.mtimeMs !== c.oldIdentity.mtimeMs) {
-          throw Object.assign(new Error(`${c.real} changed during the call`), { code: 'ESTALE', path: c.real });
-        }
-        killPoint();
-        await unlink(c.real);
-        await syncDirectory(path.dirname(c.real));
+        // Through the verified parent: the file must still be the one validated (an unlink never follows a link).
+        await withVerifiedDir(path.dirname(c.real), options.isInside, async (dir) => {
+          const now = dir.lstat(path.basename(c.real));
+          if (!now || !c.oldIdentity || !sameVersion(identityOf(now), c.oldIdentity)) {
+            throw Object.assign(new Error(`${c.real} changed during the call`), { code: 'ESTALE', path: c.real });
+          }
+          killPoint();
+          await removeEntry(dir, path.basename(c.real), now);
+        });
       } else {
         await writeFileAtomic(c.real, c.newBytes, {
           isInside: options.isInside,
@@ -96,7 +98,9 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
     }
   } catch (error) {
     const statuses = await rollbackFiles(files, committed, options.isInside);
-    for (const d of createdDirs.reverse()) await rmdir(d).catch(() => undefined); // only if empty again
+    for (const d of createdDirs.reverse()) { // only if empty again, through its verified parent
+      await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+    }
     await removeJournal(journal.file).catch(() => undefined);
     throw rollbackError(statuses, committed, error);
   }
@@ -108,10 +112,7 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
  * or outside the roots; returns the directories it created, outermost first.
  */
 async function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
-  const missing: string[] = [];
-  for (let d = path.dirname(file); d !== path.dirname(d) && !(await lstat(d).catch(() => null)); d = path.dirname(d)) missing.unshift(d);
-  if (missing.length > 0) await makeDirectories(path.dirname(file) as AllowedPath, isInside);
-  return missing;
+  return makeDirectories(path.dirname(file) as AllowedPath, isInside);
 }
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
@@ -151,11 +152,13 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         continue;
       }
       if (f.old_base64 === null) {
-        await unlink(real);
-        await syncDirectory(path.dirname(real));
+        await withVerifiedDir(path.dirname(real), isInside, async (dir) => {
+          const st = dir.lstat(path.basename(real));
+          if (st) await removeEntry(dir, path.basename(real), st);
+        });
       } else {
         const bytes = Buffer.from(f.old_base64, 'base64');
-        const current = await lstat(real).catch(() => null);
+        const current = now.stats;
         await writeFileAtomic(real, bytes, {
           isInside, mode: f.mode ?? undefined,
           expected: { identity: current ? identityOf(current) : null },
@@ -219,16 +222,21 @@ export async function recoverJournals(stateDir: string, isInside: (p: string) =>
  */
 async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (p: string) => boolean): Promise<void> {
   for (const f of files) {
-    const dir = path.dirname(f.path);
     if (!isInside(f.path)) continue;
     const prefix = temporaryPrefix(path.basename(f.path)).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const pattern = new RegExp(`^${prefix}[0-9a-f]{12}\\.tmp$`);
-    const names = await readdir(dir).catch(() => [] as string[]);
-    for (const entry of names) {
-      if (!pattern.test(entry)) continue;
-      const tmp = path.join(dir, entry);
-      if ((await lstat(tmp).catch(() => null))?.isFile()) await unlink(tmp).catch(() => undefined);
-    }
+    // Listed and removed through the verified parent directory, never by path.
+    await withVerifiedDir(path.dirname(f.path), isInside, async (dir) => {
+      for (const entry of await dir.readdir()) {
+        if (!pattern.test(entry.name)) continue;
+        const st = dir.lstat(entry.name);
+        if (st?.isFile()) {
+          try {
+            dir.unlink(entry.name);
+          } catch { /* gone */ }
+        }
+      }
+    }).catch(() => undefined);
   }
 }
 

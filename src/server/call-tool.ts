@@ -88,6 +88,8 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     };
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };
+    // A mutation that happened is charged even when the call then failed (src/tools/file-mutation.ts).
+    if (mutationHappened(outcome.envelope.error)) ticket?.spend();
   }
   ticket?.release(); // a failed call gives its unit back (no-op after spend)
   state.audit.record({
@@ -102,6 +104,11 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     duration_ms: Math.round((performance.now() - started) * 100) / 100,
   });
   return outcome;
+}
+
+/** True when a failed call's envelope says it changed something: an effect that failed part-way, a partial rollback. */
+function mutationHappened(error: { code: string; details: Record<string, unknown> }): boolean {
+  return error.details.mutation_applied === true || error.code === 'ROLLBACK_PARTIAL' || error.code === 'ROLLBACK_FAILED';
 }
 
 function actionOf(args: unknown): string | undefined {
