@@ -4,7 +4,7 @@
  *   1. a temporary file is created in the verified parent with O_CREAT|O_EXCL|O_NOFOLLOW (never an existing file);
  *      no ancestor swapped for a link can redirect it;
  *   2. bytes are written and fsynced, the mode of the replaced file (or the given mode) is applied;
- *   3. [defense in depth] just before the rename, the parent is re-proven to be where it was authorized, and the
+ *   3. [defense in depth] just before the rename, the parent is re-proven to lie inside the roots, and the
  *      target is lstat'ed again in it: a symlink swapped in, or a file whose identity changed since it was hashed,
  *      aborts the write;
  *   4. rename(2) in the parent replaces the directory entry (it never follows a link at the last component, and a hard
@@ -97,8 +97,8 @@ export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: U
     await handle.sync();
     await handle.close();
     await options.beforeRename?.();
-    // [defense in depth] the parent is still where it was authorized, and the target is what was hashed.
-    dir.assertStill();
+    // [defense in depth] the parent is still inside the roots, and the target is what was hashed.
+    dir.assertInside();
     const now = dir.lstat(base);
     if (now?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
     if (options.expected) {

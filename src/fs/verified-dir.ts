@@ -20,6 +20,9 @@
  * directory (fstat vs lstat). An ancestor swapped between that re-check and the syscall (microseconds) is not
  * caught there; reads and writes of file contents are still re-checked on the opened descriptor.
  *
+ * Every operation that changes something (unlink, rmdir, mkdir, symlink, rename, link) first re-proves that the
+ * directory — the node verified at open, whatever its name is now — still lies inside the roots (`assertInside`).
+ *
  * Every error thrown by an operation carries the logical path (directory path + name), never the /proc spelling.
  */
 import {
@@ -152,6 +155,8 @@ export class VerifiedDir {
     readonly path: string,
     /** Its identity (fstat at open). */
     readonly identity: NodeIdentity,
+    /** The containment predicate it was opened under (inherited by the directories opened from it). */
+    readonly isInside: (p: string) => boolean,
   ) {}
 
   /**
@@ -170,7 +175,7 @@ export class VerifiedDir {
       if (k >= parts.length) throw changedError(abs, 'outside_roots');
       prefix = path.join(prefix, parts[k++]);
     }
-    let current = VerifiedDir.openAnchor(prefix);
+    let current = VerifiedDir.openAnchor(prefix, isInside);
     try {
       for (; k < parts.length; k++) {
         const next = current.openDir(parts[k]);
@@ -185,13 +190,13 @@ export class VerifiedDir {
   }
 
   /** A root (or other anchor) opened by its path string and proven to be there. */
-  private static openAnchor(anchor: string): VerifiedDir {
+  private static openAnchor(anchor: string, isInside: (p: string) => boolean): VerifiedDir {
     const fd = openSync(anchor, DIR_FLAGS);
     try {
       const st = fstatSync(fd);
       if (!st.isDirectory()) throw changedError(anchor, 'not_a_directory');
       assertDescriptorAt(fd, st, anchor);
-      return new VerifiedDir(fd, anchor, { dev: st.dev, ino: st.ino });
+      return new VerifiedDir(fd, anchor, { dev: st.dev, ino: st.ino }, isInside);
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -219,6 +224,22 @@ export class VerifiedDir {
   assertStill(): void {
     if (this.closed) throw new Error('verified-dir: used after close');
     assertDescriptorAt(this.fd, this.identity, this.path);
+  }
+
+  /**
+   * Called right before an effect (a rename, unlink, mkdir in this directory): the directory — the very node that
+   * was verified, whatever its name is now — must still lie inside the roots (Linux: its /proc location; a process
+   * that moved it out of the roots since it was opened is caught here). Elsewhere: `assertStill`.
+   * @throws ToolError NOT_ALLOWED reason changed_during_call
+   */
+  assertInside(): void {
+    if (this.closed) throw new Error('verified-dir: used after close');
+    const actual = locationOf(this.fd);
+    if (actual === null) {
+      this.assertStill();
+      return;
+    }
+    if (actual.endsWith(' (deleted)') || !path.isAbsolute(actual) || !this.isInside(actual)) throw changedError(this.path);
   }
 
   /** Runs a sync syscall on the spelling of `name`, with errors carrying the logical path. */
@@ -249,7 +270,7 @@ export class VerifiedDir {
         const now = lstatSync(real, { throwIfNoEntry: false });
         if (!now || !sameNode(now, st)) throw changedError(real);
       }
-      return new VerifiedDir(fd, real, { dev: st.dev, ino: st.ino });
+      return new VerifiedDir(fd, real, { dev: st.dev, ino: st.ino }, this.isInside);
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -267,7 +288,7 @@ export class VerifiedDir {
     try {
       const st = fstatSync(fd);
       if (!sameNode(st, expected)) throw changedError(parentPath);
-      return new VerifiedDir(fd, parentPath, expected);
+      return new VerifiedDir(fd, parentPath, expected, this.isInside);
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -321,21 +342,25 @@ export class VerifiedDir {
 
   /** Removes a file or link entry (never follows it). */
   unlink(name: string): void {
+    this.assertInside();
     this.run(name, (p) => unlinkSync(p));
   }
 
   /** Removes an empty subdirectory. */
   rmdir(name: string): void {
+    this.assertInside();
     this.run(name, (p) => rmdirSync(p));
   }
 
   /** Creates a subdirectory (EEXIST when the name is taken, by anything). */
   mkdir(name: string, mode = 0o777): void {
+    this.assertInside();
     this.run(name, (p) => mkdirSync(p, { mode }));
   }
 
   /** Creates a symbolic link `name` holding `target` (the target is not resolved). */
   symlink(target: string, name: string): void {
+    this.assertInside();
     this.run(name, (p) => symlinkSync(target, p));
   }
 
@@ -350,6 +375,8 @@ export class VerifiedDir {
   }
 
   private twoPath(name: string, to: VerifiedDir, toName: string, fn: (a: string, b: string) => void): void {
+    this.assertInside();
+    if (to !== this) to.assertInside();
     const a = this.at(name);
     const b = to.at(toName);
     try {

@@ -7,13 +7,13 @@
  */
 import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
-import { makeDirectories, temporaryPrefix, writeFileAtomic } from '../fs/atomic-write.js';
+import { makeDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
 import { removeEntry } from '../fs/tree-ops.js';
-import { identityOf, sameVersion, withVerifiedDir, type FileIdentity } from '../fs/verified-dir.js';
+import { identityOf, sameVersion, withVerifiedDir, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
 import { hashBytes } from '../fs/hash.js';
 import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
 import { withPathLock } from '../fs/path-lock.js';
-import { readCurrent } from '../fs/read-current.js';
+import { readCurrentIn } from '../fs/read-current.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import path from 'node:path';
 
@@ -28,6 +28,20 @@ export interface PlannedChange {
   /** New bytes, or null to delete the file. */
   newBytes: Buffer | null;
   newHash: string | null;
+  /**
+   * The verified parent directory, opened inside the path lock when the change was decided (src/tools/file-mutation.ts
+   * MutationScope): the commit and its rollback act in it, never re-resolving the path. Absent: opened by path
+   * (a parent the commit creates; start-up recovery).
+   */
+  dir?: VerifiedDir;
+}
+
+/** Runs `fn` in the verified parent of `real`: `dir` when given, else opened from the roots (and closed after). */
+async function inParent<T>(real: string, dir: VerifiedDir | undefined, isInside: (p: string) => boolean,
+  fn: (d: VerifiedDir, name: string) => Promise<T>): Promise<T> {
+  const name = path.basename(real);
+  if (dir) return await fn(dir, name);
+  return await withVerifiedDir(path.dirname(real), isInside, (d) => fn(d, name));
 }
 
 /**
@@ -62,12 +76,13 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
   killPoint();
   let committed = 0;
   const createdDirs: string[] = [];
+  const rollbackDirs = new Map(changes.filter((x) => x.dir).map((x) => [x.real as string, x.dir!] as const));
   try {
     for (const c of changes) {
-      if (c.oldBytes === null && c.newBytes !== null) createdDirs.push(...await makeParents(c.real, options.isInside));
+      if (c.oldBytes === null && c.newBytes !== null && !c.dir) createdDirs.push(...await makeParents(c.real, options.isInside));
       if (c.newBytes === null) {
         // Through the verified parent: the file must still be the one validated (an unlink never follows a link).
-        await withVerifiedDir(path.dirname(c.real), options.isInside, async (dir) => {
+        await inParent(c.real, c.dir, options.isInside, async (dir) => {
           const now = dir.lstat(path.basename(c.real));
           if (!now || !c.oldIdentity || !sameVersion(identityOf(now), c.oldIdentity)) {
             throw Object.assign(new Error(`${c.real} changed during the call`), { code: 'ESTALE', path: c.real });
@@ -76,13 +91,14 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
           await removeEntry(dir, path.basename(c.real), now);
         });
       } else {
-        await writeFileAtomic(c.real, c.newBytes, {
-          isInside: options.isInside,
+        const newBytes = c.newBytes;
+        await inParent(c.real, c.dir, options.isInside, (dir, name) => writeFileAtomicIn(dir, name, newBytes, {
           expected: {
             identity: c.oldIdentity,
             // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
             onChanged: async () => {
-              const now = await readCurrent(c.real, options.isInside, { wantBytes: false, maxBytes: 0 }).catch(() => null);
+              const now = await inParent(c.real, c.dir, options.isInside,
+                (d, name) => readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 })).catch(() => null);
               if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
               return new OccMismatchError(`${c.real} changed after the patch was validated; nothing more was written.`, {
                 path: c.real, expectedHash: c.oldHash ?? 'absent', currentHash: now?.hash ?? null,
@@ -91,13 +107,13 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
             },
           },
           beforeRename: async () => killPoint(),
-        });
+        }));
       }
       committed++;
       killPoint();
     }
   } catch (error) {
-    const statuses = await rollbackFiles(files, committed, options.isInside);
+    const statuses = await rollbackFiles(files, committed, options.isInside, rollbackDirs);
     for (const d of createdDirs.reverse()) { // only if empty again, through its verified parent
       await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
     }
@@ -134,7 +150,7 @@ function rollbackError(statuses: RollbackFile[], committed: number, cause: unkno
  * A file whose current hash is neither ours nor the old one was changed by someone else: left alone.
  */
 export async function rollbackFiles(files: readonly JournalFile[], committed: number,
-  isInside: (p: string) => boolean): Promise<RollbackFile[]> {
+  isInside: (p: string) => boolean, dirs: ReadonlyMap<string, VerifiedDir> = new Map()): Promise<RollbackFile[]> {
   const statuses: RollbackFile[] = files.map((f) => ({ path: f.path, status: 'restored' as const }));
   for (let i = files.length - 1; i >= 0; i--) {
     const f = files[i];
@@ -144,7 +160,7 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         statuses[i] = { path: f.path, status: 'not_restored', reason: 'outside_roots' };
         continue;
       }
-      const now = await readCurrent(real, isInside, { wantBytes: false, maxBytes: 0 });
+      const now = await inParent(real, dirs.get(real), isInside, (d, name) => readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }));
       if (now.hash === f.old_hash) continue; // holds its old bytes (never written, or already restored)
       const ours = i < committed || now.hash === f.new_hash;
       if (now.hash !== f.new_hash || !ours) {
@@ -152,17 +168,17 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         continue;
       }
       if (f.old_base64 === null) {
-        await withVerifiedDir(path.dirname(real), isInside, async (dir) => {
-          const st = dir.lstat(path.basename(real));
-          if (st) await removeEntry(dir, path.basename(real), st);
+        await inParent(real, dirs.get(real), isInside, async (dir, name) => {
+          const st = dir.lstat(name);
+          if (st) await removeEntry(dir, name, st);
         });
       } else {
         const bytes = Buffer.from(f.old_base64, 'base64');
         const current = now.stats;
-        await writeFileAtomic(real, bytes, {
-          isInside, mode: f.mode ?? undefined,
+        await inParent(real, dirs.get(real), isInside, (dir, name) => writeFileAtomicIn(dir, name, bytes, {
+          mode: f.mode ?? undefined,
           expected: { identity: current ? identityOf(current) : null },
-        });
+        }));
         if (hashBytes(bytes) !== f.old_hash) throw new Error('journal bytes do not match the journaled hash');
       }
     } catch (error) {

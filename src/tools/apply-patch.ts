@@ -257,12 +257,16 @@ export const applyPatch = defineTool({
           const newHash = newBytes ? hashBytes(newBytes) : null;
           const oldMode = current.stats ? current.stats.mode & 0o7777 : null;
           if (t.action === 'renamed') {
-            changes.push({ real: t.dest.real, oldBytes: null, oldHash: null, oldIdentity: null, oldMode: null, newBytes, newHash });
+            changes.push({ real: t.dest.real, oldBytes: null, oldHash: null, oldIdentity: null, oldMode: null, newBytes, newHash,
+              dir: scope.parent(t.dest.real)?.dir });
             changes.push({ real: t.source.real, oldBytes: current.bytes, oldHash: current.hash,
-              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes: null, newHash: null });
+              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes: null, newHash: null,
+              dir: scope.parent(t.source.real)?.dir });
           } else {
+            // The commit acts in the directories verified here (a missing parent is created by the commit).
             changes.push({ real: t.dest.real, oldBytes: current.bytes && current.exists ? current.bytes : null, oldHash: current.hash,
-              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes, newHash });
+              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes, newHash,
+              dir: scope.parent(t.dest.real)?.dir });
           }
           results.push({
             path: t.dest.real, action: t.action, ...(t.action === 'renamed' ? { from: t.source.real } : {}),
