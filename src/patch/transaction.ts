@@ -113,6 +113,15 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
       killPoint();
     }
   } catch (error) {
+    if (committed === 0) {
+      // The first file's commit failed before its rename or unlink (each is all or nothing): nothing was changed, so
+      // this is the cause itself, not a rollback (a directory created for it is removed again when empty).
+      for (const d of createdDirs.reverse()) {
+        await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+      }
+      await removeJournal(journal.file).catch(() => undefined);
+      throw error;
+    }
     const statuses = await rollbackFiles(files, committed, options.isInside, rollbackDirs);
     for (const d of createdDirs.reverse()) { // only if empty again, through its verified parent
       await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
@@ -152,7 +161,9 @@ function rollbackError(statuses: RollbackFile[], committed: number, cause: unkno
 export async function rollbackFiles(files: readonly JournalFile[], committed: number,
   isInside: (p: string) => boolean, dirs: ReadonlyMap<string, VerifiedDir> = new Map()): Promise<RollbackFile[]> {
   const statuses: RollbackFile[] = files.map((f) => ({ path: f.path, status: 'restored' as const }));
-  for (let i = files.length - 1; i >= 0; i--) {
+  // Files from `committed` on were never written by this transaction (each file's commit is all or nothing): they
+  // hold their old bytes as far as we are concerned. Start-up recovery passes files.length (it cannot know).
+  for (let i = Math.min(committed, files.length) - 1; i >= 0; i--) {
     const f = files[i];
     const real = f.path as AllowedPath;
     try {

@@ -210,6 +210,9 @@ export const applyPatch = defineTool({
         for (const t of targets) {
           // A created file's destination is read too (it must still be absent), through its verified parent.
           const current = await scope.current(t.source.real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
+          if (t.action !== 'created' && !current.exists) {
+            throw new ToolError('NOT_FOUND', `No such file or directory: ${t.source.absolute}.`, { path: t.source.absolute });
+          }
           if (t.action === 'renamed') {
             const dest = await scope.current(t.dest.real, { wantBytes: false, maxBytes: 0 });
             if (dest.exists) {

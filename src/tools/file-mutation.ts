@@ -195,6 +195,8 @@ export interface MutateOptions {
   wantBytes: boolean;
   /** Create missing parent directories (write_file create_dirs). */
   createDirs?: boolean;
+  /** The file must exist now (edit_file): one gone since authorization is NOT_FOUND. */
+  mustExist?: boolean;
   /** Name of the expected-hash parameter, for messages. */
   field?: string;
 }
@@ -236,6 +238,9 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
       const where = options.createDirs ? scope.parent(real) : scope.existingParent(real, target.absolute);
       const current = where ? await readCurrentIn(where.dir, where.name, { wantBytes: options.wantBytes, maxBytes })
         : { exists: false, hash: null, bytes: null, stats: null };
+      if (options.mustExist && !current.exists) {
+        throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+      }
       const occ = checkExpectedHash({
         absolute: target.absolute, real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
         expected: options.expectedHash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: options.field,
