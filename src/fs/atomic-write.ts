@@ -56,11 +56,11 @@ export function setWriteFaultInjector(fn: typeof injectWriteFault): void {
 
 /**
  * Replaces (or creates) the file at `target` with `bytes`, atomically, through its verified parent.
- * @returns the lstat of the new file
+ * @returns the lstat of the new file (null when someone removed it right after the rename)
  * @throws ToolError NOT_ALLOWED (a link or directory swapped in); the `expected.onChanged` error (or NOT_ALLOWED
  *   reason changed_during_call) when the target changed; Node errno errors (ENOSPC, EIO, EACCES …) bubble
  */
-export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, options: AtomicWriteOptions): Promise<Stats> {
+export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, options: AtomicWriteOptions): Promise<Stats | null> {
   return await withVerifiedDir(path.dirname(target), options.isInside,
     (dir) => writeFileAtomicIn(dir, path.basename(target), bytes, options));
 }
@@ -70,7 +70,7 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
  * @throws as writeFileAtomic
  */
 export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: Uint8Array,
-  options: Omit<AtomicWriteOptions, 'isInside'>): Promise<Stats> {
+  options: Omit<AtomicWriteOptions, 'isInside'>): Promise<Stats | null> {
   const target = dir.pathOf(base);
   const tmpName = `${temporaryPrefix(base)}${randomBytes(6).toString('hex')}.tmp`;
   const tmp = dir.pathOf(tmpName);
@@ -119,7 +119,7 @@ export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: U
     }
     renamed = true;
     await dir.sync();
-    return dir.lstat(base) ?? await handle.stat();
+    return dir.lstat(base);
   } catch (error) {
     throw retarget(error, tmp, target);
   } finally {

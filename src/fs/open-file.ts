@@ -38,11 +38,7 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
   }
   try {
     const stats = await handle.stat();
-    if (!stats.isFile()) {
-      throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
-        path: real, details: { source: 'builtin', rule: 'special_file' },
-      });
-    }
+    assertRegularFile(stats, real);
     assertDescriptorAt(handle.fd, stats, real, true);
     return { handle, stats };
   } catch (error) {
@@ -68,11 +64,7 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) {
-      throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
-        path: real, details: { source: 'builtin', rule: 'special_file' },
-      });
-    }
+    assertRegularFile(stats, real);
     assertDescriptorAt(fd, stats, real, true);
     return { fd, stats };
   } catch (error) {
@@ -104,6 +96,18 @@ export function readSmallFileSync(real: AllowedPath, isInside: (p: string) => bo
     return { bytes: bytes.subarray(0, filled), stats };
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * FIFOs, sockets, devices and directories are never read (SPEC §4.3: reading a FIFO would hang the server).
+ * @throws ToolError FILE_POLICY_DENIED rule special_file
+ */
+export function assertRegularFile(stats: Stats, real: string): void {
+  if (!stats.isFile()) {
+    throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
+      path: real, details: { source: 'builtin', rule: 'special_file' },
+    });
   }
 }
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { hashBytes, hashFileHandle } from './hash.js';
+import { assertRegularFile } from './open-file.js';
 import { withVerifiedDir, type VerifiedDir } from './verified-dir.js';
 
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
@@ -58,11 +59,7 @@ export async function readCurrentIn(dir: VerifiedDir, name: string, options: Rea
   }
   try {
     const stats = await handle.stat();
-    if (!stats.isFile()) {
-      throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
-        path: real, details: { source: 'builtin', rule: 'special_file' },
-      });
-    }
+    assertRegularFile(stats, real);
     if (options.wantBytes && !(options.hashOnlyWhenLarge && stats.size > options.maxBytes)) {
       if (stats.size > options.maxBytes) {
         throw new ToolError('VALIDATION', `${real} is ${stats.size} bytes, over the ${options.maxBytes}-byte edit limit.`, {

@@ -231,7 +231,7 @@ export async function removeTree(parent: VerifiedDir, name: string, inspected: I
         removed++;
         return 'next';
       }, (up, frame) => {
-        up.rmdir(frame.name);
+        rmdirExpected(up, frame.name, frame.id);
         removed++;
       }, async (dir, frame) => {
         if (!inspected.dirs.has(keyOf(frame.id))) throw changedError(dir.path);
@@ -240,12 +240,29 @@ export async function removeTree(parent: VerifiedDir, name: string, inspected: I
     } finally {
       top.close();
     }
-    parent.rmdir(name);
+    rmdirExpected(parent, name, inspected.top);
     await parent.sync();
     return removed;
   } catch (error) {
     if (removed === 0) throw error;
     throw afterEffect(error, `${removed} entries beneath ${parent.pathOf(name)} were removed before the delete stopped`, { removed });
+  }
+}
+
+/**
+ * Removes the emptied directory `name` of `parent`, which must still be the node emptied (not a link or another
+ * directory swapped in under its name meanwhile).
+ * @throws ToolError NOT_ALLOWED changed_during_call
+ */
+function rmdirExpected(parent: VerifiedDir, name: string, expected: NodeIdentity): void {
+  const st = parent.lstat(name);
+  if (!st || !st.isDirectory() || !sameNode(st, expected)) throw changedError(parent.pathOf(name));
+  try {
+    parent.rmdir(name);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') throw changedError(parent.pathOf(name));
+    throw error;
   }
 }
 

@@ -9,7 +9,7 @@ import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
 import { makeDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
 import { removeEntry } from '../fs/tree-ops.js';
-import { identityOf, sameVersion, withVerifiedDir, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
+import { changedError, identityOf, sameVersion, withVerifiedDir, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
 import { hashBytes } from '../fs/hash.js';
 import { listJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
 import { withPathLock } from '../fs/path-lock.js';
@@ -85,7 +85,7 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
         await inParent(c.real, c.dir, options.isInside, async (dir) => {
           const now = dir.lstat(path.basename(c.real));
           if (!now || !c.oldIdentity || !sameVersion(identityOf(now), c.oldIdentity)) {
-            throw Object.assign(new Error(`${c.real} changed during the call`), { code: 'ESTALE', path: c.real });
+            throw changedError(c.real);
           }
           killPoint();
           await removeEntry(dir, path.basename(c.real), now);

@@ -257,6 +257,7 @@ describe.each(['ancestor', 'final'] as const)('a %s directory swapped for a link
         const outcome = await callTool(state, tool, args, new AbortController().signal);
         if (swapper.swaps !== s0) sawSwap++;
         const code = outcome.ok ? 'ok' : outcome.envelope.error.code;
+        if (process.env.RACE_DEBUG && code === process.env.RACE_DEBUG) console.log(JSON.stringify(outcome).slice(0, 600));
         const reason = outcome.ok ? '' : String(outcome.envelope.error.details.reason ?? '');
         outcomes[`${code}${reason ? ` ${reason}` : ''}`] = (outcomes[`${code}${reason ? ` ${reason}` : ''}`] ?? 0) + 1;
         // A multi-file patch whose second file is swapped after the first was committed rolls the first back: that is
