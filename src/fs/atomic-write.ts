@@ -125,9 +125,7 @@ export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: U
   } finally {
     if (!renamed) {
       await handle.close().catch(() => undefined);
-      try {
-        dir.unlink(tmpName);
-      } catch { /* already gone */ }
+      dir.unlinkOwnTemporary(tmpName);
     }
   }
 }
