@@ -11,7 +11,7 @@
  *    VALIDATION before anything moves, and costs no budget.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -214,5 +214,29 @@ describe('checks that can fail run before the first effect', () => {
     expect(codeOf(await call('write_file', { path: path.join(plain.dir, 'n.txt'), content: 'n\n' }, st))).toBe('ok');
     expect(st.budget.used).toBe(1);
     expect(lstatSync(path.join(plain.dir, 'n.txt')).isFile()).toBe(true);
+  });
+});
+
+describe('list_directory applies the policy to link targets', () => {
+  it('a link to a hidden or denied entry reports no target type; a link to a plain inside file does', async () => {
+    const d = area();
+    mkdirSync(path.join(d, 'hid'));
+    mkdirSync(path.join(d, 'den'));
+    writeFileSync(path.join(d, 'plain.txt'), 'p\n');
+    symlinkSync(path.join(d, 'hid'), path.join(d, 'to-hidden'));
+    symlinkSync(path.join(d, 'den'), path.join(d, 'to-denied'));
+    symlinkSync(path.join(d, 'plain.txt'), path.join(d, 'to-plain'));
+    const rel = path.relative(R, d);
+    const policy = path.join(S, `policy-${n}.json`);
+    writeFileSync(policy, JSON.stringify({ rules: [{ pattern: `${rel}/hid`, access: 'hidden' }, { pattern: `${rel}/den`, access: 'deny' }] }));
+    const st = newState([`--policy=${policy}`, R]);
+    const listed = await call('list_directory', { path: d }, st);
+    expect(codeOf(listed)).toBe('ok');
+    const entries = (listed as unknown as { structured: { entries: Array<{ path: string; link_target_type?: string | null }> } }).structured.entries;
+    const byName = Object.fromEntries(entries.map((e) => [e.path, e.link_target_type]));
+    expect(Object.keys(byName).sort()).toEqual(['plain.txt', 'to-denied', 'to-hidden', 'to-plain']);
+    expect(byName['to-hidden']).toBeNull();
+    expect(byName['to-denied']).toBeNull();
+    expect(byName['to-plain']).toBe('file');
   });
 });
