@@ -308,6 +308,11 @@ export class VerifiedDir {
     return this.run(name, (p) => lstatSync(p, { throwIfNoEntry: false }) ?? null);
   }
 
+  /** The target string of a symlink entry (never followed). */
+  readlink(name: string): string {
+    return this.run(name, (p) => readlinkSync(p));
+  }
+
   /** fstat of the directory itself. */
   stat(): Stats {
     return fstatSync(this.fd);
@@ -455,6 +460,35 @@ export async function withVerifiedDir<T>(dir: string, isInside: (p: string) => b
     return await fn(d);
   } finally {
     d.close();
+  }
+}
+
+/**
+ * lstat of an authorized path through its verified parent (a root, whose parent lies outside, through its own verified
+ * descriptor), so metadata never comes from whatever a swapped ancestor points to; null when it does not exist.
+ * @throws as VerifiedDir.open
+ */
+export function lstatVerified(real: string, isInside: (p: string) => boolean): Stats | null {
+  const parent = path.dirname(real);
+  if (parent === real || !isInside(parent)) {
+    const self = VerifiedDir.open(real, isInside);
+    try {
+      return self.stat();
+    } finally {
+      self.close();
+    }
+  }
+  let dir: VerifiedDir;
+  try {
+    dir = VerifiedDir.open(parent, isInside);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  try {
+    return dir.lstat(path.basename(real));
+  } finally {
+    dir.close();
   }
 }
 
