@@ -59,37 +59,36 @@ function area(): string {
 }
 
 describe('a directory moved out of the roots while the call holds it', () => {
-  it('write_file creates nothing there and leaves no temporary file there', async () => {
+  /**
+   * Runs `make(sub)` while, at the atomic writer's "write" step (its temporary file open in `sub`), the real directory
+   * `sub` is moved out of the roots; returns the outcome and what the moved directory holds afterwards.
+   */
+  async function movedOutDuringWrite(make: (sub: string) => Promise<CallOutcome>): Promise<{ code: string; left: string[] }> {
     const d = area();
-    mkdirSync(path.join(d, 'sub'));
+    const sub = path.join(d, 'sub');
+    mkdirSync(sub);
     const away = path.join(O, `moved-${n}`);
     let fired = false;
     setWriteFaultInjector((step) => {
       if (step !== 'write' || fired) return;
       fired = true;
-      renameSync(path.join(d, 'sub'), away); // the real directory, with our open temporary file in it, leaves the roots
+      renameSync(sub, away);
     });
-    const outcome = await call('write_file', { path: path.join(d, 'sub', 'new.txt'), content: 'PWNED\n' });
+    const outcome = await make(sub);
     expect(fired).toBe(true);
-    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
-    expect(readdirSync(away)).toEqual([]);
+    return { code: codeOf(outcome), left: readdirSync(away) };
+  }
+
+  it('write_file creates nothing there and leaves no temporary file there', async () => {
+    const r = await movedOutDuringWrite((sub) => call('write_file', { path: path.join(sub, 'new.txt'), content: 'PWNED\n' }));
+    expect(r).toEqual({ code: 'NOT_ALLOWED', left: [] });
   });
 
   it('apply_patch creating a file: the same', async () => {
-    const d = area();
-    mkdirSync(path.join(d, 'sub'));
-    const away = path.join(O, `moved-${n}`);
-    let fired = false;
-    setWriteFaultInjector((step) => {
-      if (step !== 'write' || fired) return;
-      fired = true;
-      renameSync(path.join(d, 'sub'), away);
-    });
-    const rel = path.relative(R, path.join(d, 'sub', 'c.txt'));
-    const outcome = await call('apply_patch', { patch: `--- /dev/null\n+++ b/${rel}\n@@ -0,0 +1 @@\n+PWNED\n` });
-    expect(fired).toBe(true);
-    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
-    expect(readdirSync(away)).toEqual([]);
+    const r = await movedOutDuringWrite((sub) => call('apply_patch', {
+      patch: `--- /dev/null\n+++ b/${path.relative(R, path.join(sub, 'c.txt'))}\n@@ -0,0 +1 @@\n+PWNED\n`,
+    }));
+    expect(r).toEqual({ code: 'NOT_ALLOWED', left: [] });
   });
 });
 
