@@ -106,9 +106,13 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
   return outcome;
 }
 
-/** True when a failed call's envelope says it changed something: an effect that failed part-way, a partial rollback. */
-function mutationHappened(error: { code: string; details: Record<string, unknown> }): boolean {
-  return error.details.mutation_applied === true || error.code === 'ROLLBACK_PARTIAL' || error.code === 'ROLLBACK_FAILED';
+/**
+ * True when a failed call's envelope says it changed something, or may have: an effect that failed part-way, a
+ * partial rollback, an issue write sent whose outcome is unknown (recovery check_already_applied).
+ */
+function mutationHappened(error: { code: string; details: Record<string, unknown>; recovery: string }): boolean {
+  return error.details.mutation_applied === true || error.code === 'ROLLBACK_PARTIAL' || error.code === 'ROLLBACK_FAILED'
+    || error.recovery === 'check_already_applied';
 }
 
 function actionOf(args: unknown): string | undefined {
