@@ -16,8 +16,9 @@
  * In-process through `callTool` (the path the stdio server and `fs-tools call` use) so thousands of calls fit in
  * seconds; the swapper is a worker thread (a separate OS thread doing real syscalls concurrently — for the kernel the
  * same race as a second process) so the per-call swap count can be read from shared memory without a syscall.
- * Content search here reads candidates on the main thread (the reader-thread bundle is not built for in-process
- * tests); test/fs/search-reader.test.ts covers the reader threads' own verified open.
+ * Content search in-process reads candidates on the main thread (the reader-thread bundle is not built for in-process
+ * tests); the last batches run content search against a real server process, whose reader threads open each
+ * candidate's directory with O_NOFOLLOW, prove it is exactly the listed directory, and open the file relative to it.
  *
  * Calls per mode and swap kind: FS_TOOLS_RACE_CALLS (default 30 in `npm test`; `npm run test:race` runs 500).
  * The summary printed at the end gives per batch the calls during which the swapper swapped, and of those the calls
@@ -33,6 +34,7 @@ import { parseConfig } from '../../src/config.js';
 import { callTool, type CallOutcome } from '../../src/server/call-tool.js';
 import { createProcessState, type ProcessState } from '../../src/server/process-state.js';
 import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
+import { connect, type CallResult } from '../helpers/server.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -45,6 +47,7 @@ const ALLOWED = new Set(['NOT_ALLOWED', 'NOT_FOUND', 'VALIDATION', 'IO_ERROR', '
 let R: string;
 let O: string;
 let state: ProcessState;
+let stateDir: string;
 const cleanups: Array<() => void> = [];
 
 /** An outside file: the marker, padded to OUTSIDE_SIZE bytes; the query of the content search matches it too. */
@@ -61,6 +64,7 @@ beforeAll(() => {
   cleanups.push(r.cleanup, o.cleanup, s.cleanup);
   R = r.dir;
   O = o.dir;
+  stateDir = s.dir;
   // The outside mirrors every name a call touches inside `d`, so a redirected call would find something there.
   for (const f of ['f.txt', 'g.txt', 'c.txt', 'm.txt', `${MARKER}.txt`]) outsideFile(path.join(O, f));
   for (const dir of ['empty', 'victim', 'victim/deep', 'new', 'new/deep', 'newdir', 'sub']) mkdirSync(path.join(O, dir));
@@ -224,6 +228,12 @@ function resetInside(): string {
   return d;
 }
 
+/** A real server's result as the in-process outcome shape (for the same checks). */
+function asOutcome(r: CallResult): CallOutcome {
+  if (!r.isError) return { ok: true, structured: r.structuredContent ?? {}, text: r.content.map((c) => c.text ?? '') };
+  return { ok: false, envelope: JSON.parse(r.content[0].text ?? '{}') as Extract<CallOutcome, { ok: false }>['envelope'] };
+}
+
 /** What in a result would reveal the outside: its marker (names, content), its size, its mtime. */
 function leaks(outcome: CallOutcome): string[] {
   const found: string[] = [];
@@ -241,46 +251,66 @@ function leaks(outcome: CallOutcome): string[] {
 const summary: string[] = [];
 afterAll(() => { if (summary.length) console.log(`verified-access race (${CALLS} calls per batch):\n${summary.join('\n')}`); });
 
+/** Runs one batch: CALLS calls of `mode` through `invoke` while `kind` is swapped; checks everything listed on top. */
+async function runBatch(kind: 'ancestor' | 'final', mode: Mode, invoke: (tool: string, args: Record<string, unknown>) => Promise<CallOutcome>,
+  label = mode.name): Promise<void> {
+  const before = outsideSnapshot();
+  const swapped = kind === 'ancestor' ? 'd' : mode.final;
+  const outsideTarget = path.join(O, kind === 'ancestor' ? '' : swapped.replace(/^d\//, ''));
+  const swapper = new Swapper(path.join(R, swapped), outsideTarget);
+  const outcomes: Record<string, number> = {};
+  const bad: string[] = [];
+  let sawSwap = 0;
+  let caughtAtUse = 0;
+  try {
+    for (let i = 0; i < CALLS; i++) {
+      swapper.pause();
+      mode.setup(resetInside());
+      const [tool, args] = mode.call();
+      swapper.resume();
+      const s0 = swapper.swaps;
+      const outcome = await invoke(tool, args);
+      if (swapper.swaps !== s0) sawSwap++;
+      const code = outcome.ok ? 'ok' : outcome.envelope.error.code;
+      // RACE_DEBUG=CODE prints the outcomes with that code (for investigating a batch).
+      if (process.env.RACE_DEBUG && code === process.env.RACE_DEBUG) console.log(JSON.stringify(outcome).slice(0, 600));
+      const reason = outcome.ok ? '' : String(outcome.envelope.error.details.reason ?? '');
+      if (code === 'NOT_ALLOWED' && (reason === 'symlink_swapped' || reason === 'changed_during_call')) caughtAtUse++;
+      outcomes[`${code}${reason ? ` ${reason}` : ''}`] = (outcomes[`${code}${reason ? ` ${reason}` : ''}`] ?? 0) + 1;
+      // A multi-file patch whose second file is swapped after the first was committed rolls the first back: that is
+      // the transaction's contract (SPEC §6.4), and ROLLBACK_COMPLETE says every file holds its old bytes.
+      const allowed = ALLOWED.has(code) || (mode.name === 'apply_patch multi-file' && code === 'ROLLBACK_COMPLETE');
+      if (!outcome.ok && !allowed) bad.push(`${code}: ${outcome.envelope.error.message}`);
+      for (const l of leaks(outcome)) bad.push(`leak (${l}): ${JSON.stringify(outcome).slice(0, 300)}`);
+    }
+  } finally {
+    swapper.pause();
+    await swapper.stop();
+  }
+  summary.push(`  ${kind} ${label}: ${sawSwap}/${CALLS} calls saw a swap, ${caughtAtUse} caught at use; ${JSON.stringify(outcomes)}`);
+  expect(bad.slice(0, 5)).toEqual([]);
+  expect(outsideSnapshot()).toEqual(before);
+  expect(temporaries(R)).toEqual([]);
+  // The race happened inside calls: a batch where no call saw a swap proves nothing.
+  expect(sawSwap).toBeGreaterThan(0);
+}
+
+const TIMEOUT = Math.max(120_000, CALLS * 1000);
+
 describe.each(['ancestor', 'final'] as const)('a %s directory swapped for a link to outside', (kind) => {
   it.each(MODES.map((m) => [m.name, m] as const))('%s', async (_name, mode) => {
-    const before = outsideSnapshot();
-    const swapped = kind === 'ancestor' ? 'd' : mode.final;
-    const outsideTarget = path.join(O, kind === 'ancestor' ? '' : swapped.replace(/^d\//, ''));
-    const swapper = new Swapper(path.join(R, swapped), outsideTarget);
-    const outcomes: Record<string, number> = {};
-    const bad: string[] = [];
-    let sawSwap = 0;
-    let caughtAtUse = 0;
+    await runBatch(kind, mode, (tool, args) => callTool(state, tool, args, new AbortController().signal));
+  }, TIMEOUT);
+});
+
+describe('content search through the reader threads of a real server', () => {
+  it.each(['ancestor', 'final'] as const)('a %s directory swapped for a link to outside', async (kind) => {
+    const client = await connect('modern', { args: ['--state-dir', stateDir, '--auto-occ=off', R] });
     try {
-      for (let i = 0; i < CALLS; i++) {
-        swapper.pause();
-        mode.setup(resetInside());
-        const [tool, args] = mode.call();
-        swapper.resume();
-        const s0 = swapper.swaps;
-        const outcome = await callTool(state, tool, args, new AbortController().signal);
-        if (swapper.swaps !== s0) sawSwap++;
-        const code = outcome.ok ? 'ok' : outcome.envelope.error.code;
-        // RACE_DEBUG=CODE prints the outcomes with that code (for investigating a batch).
-        if (process.env.RACE_DEBUG && code === process.env.RACE_DEBUG) console.log(JSON.stringify(outcome).slice(0, 600));
-        const reason = outcome.ok ? '' : String(outcome.envelope.error.details.reason ?? '');
-        if (code === 'NOT_ALLOWED' && (reason === 'symlink_swapped' || reason === 'changed_during_call')) caughtAtUse++;
-        outcomes[`${code}${reason ? ` ${reason}` : ''}`] = (outcomes[`${code}${reason ? ` ${reason}` : ''}`] ?? 0) + 1;
-        // A multi-file patch whose second file is swapped after the first was committed rolls the first back: that is
-        // the transaction's contract (SPEC §6.4), and ROLLBACK_COMPLETE says every file holds its old bytes.
-        const allowed = ALLOWED.has(code) || (mode.name === 'apply_patch multi-file' && code === 'ROLLBACK_COMPLETE');
-        if (!outcome.ok && !allowed) bad.push(`${code}: ${outcome.envelope.error.message}`);
-        for (const l of leaks(outcome)) bad.push(`leak (${l}): ${JSON.stringify(outcome).slice(0, 300)}`);
-      }
+      const mode = MODES.find((m) => m.name === 'search_files content')!;
+      await runBatch(kind, mode, async (tool, args) => asOutcome(await client.call(tool, args)), `${mode.name} (server)`);
     } finally {
-      swapper.pause();
-      await swapper.stop();
+      await client.close();
     }
-    summary.push(`  ${kind} ${mode.name}: ${sawSwap}/${CALLS} calls saw a swap, ${caughtAtUse} caught at use; ${JSON.stringify(outcomes)}`);
-    expect(bad.slice(0, 5)).toEqual([]);
-    expect(outsideSnapshot()).toEqual(before);
-    expect(temporaries(R)).toEqual([]);
-    // The race happened inside calls: a batch where no call saw a swap proves nothing.
-    expect(sawSwap).toBeGreaterThan(0);
-  }, Math.max(120_000, CALLS * 1000));
+  }, TIMEOUT);
 });
