@@ -1,38 +1,26 @@
 /**
- * Atomic, no-follow writes (SPEC §4.1, §6.2). The one place that replaces a file's bytes:
- *   1. a temporary file is created next to the target with O_CREAT|O_EXCL|O_NOFOLLOW (never an existing file);
- *   2. [defense in depth] the opened temporary file's real location is re-checked to be inside the roots
- *      (/proc/self/fd on Linux), so a directory swapped for a link after the policy check is caught before any byte
- *      is written;
- *   3. bytes are written and fsynced, the mode of the replaced file (or the given mode) is applied;
- *   4. [defense in depth] just before the rename, the target is lstat'ed again: a symlink swapped in, or a file
- *      whose identity changed since it was hashed, aborts the write;
- *   5. rename(2) replaces the directory entry (it never follows a link at the last component, and a hard link to an
- *      outside file is replaced, not written through), then the directory is fsynced.
- * A failure at any step removes the temporary file; no partial file is ever visible at the target.
+ * Atomic, no-follow writes (SPEC §4.1, §6.2). The one place that replaces a file's bytes, entirely through the
+ * verified parent directory descriptor (src/fs/verified-dir.ts):
+ *   1. a temporary file is created in the verified parent with O_CREAT|O_EXCL|O_NOFOLLOW (never an existing file);
+ *      no ancestor swapped for a link can redirect it;
+ *   2. bytes are written and fsynced, the mode of the replaced file (or the given mode) is applied;
+ *   3. [defense in depth] just before the rename, the parent is re-proven to lie inside the roots, and the
+ *      target is lstat'ed again in it: a symlink swapped in, or a file whose identity changed since it was hashed,
+ *      aborts the write;
+ *   4. rename(2) in the parent replaces the directory entry (it never follows a link at the last component, and a hard
+ *      link to an outside file is replaced, not written through), then the directory is fsynced.
+ * A failure at any step removes the temporary file (relative to the same descriptor: it is never left behind in a
+ * directory that was swapped in); no partial file is ever visible at the target.
  * We do not use write-file-atomic: it resolves symlinks and writes through them, and needs Node 22.
  */
 import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readlink, rename, unlink } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
+import { changedError, identityOf, openDirCreating, sameVersion, VerifiedDir, withVerifiedDir, type FileIdentity } from './verified-dir.js';
 
-const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
-
-/** A file's identity and version as lstat reports them; a change in any field means someone else wrote it. */
-export interface FileIdentity {
-  dev: number;
-  ino: number;
-  size: number;
-  mtimeMs: number;
-}
-
-/** The identity of a Stats. */
-export function identityOf(stats: Stats): FileIdentity {
-  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs };
-}
+export { identityOf, type FileIdentity } from './verified-dir.js';
 
 /** What the target must still be at the moment of the rename. */
 export interface ExpectedTarget {
@@ -67,25 +55,31 @@ export function setWriteFaultInjector(fn: typeof injectWriteFault): void {
 }
 
 /**
- * Replaces (or creates) the file at `target` with `bytes`, atomically.
- * @returns the lstat of the new file
+ * Replaces (or creates) the file at `target` with `bytes`, atomically, through its verified parent.
+ * @returns the lstat of the new file (null when someone removed it right after the rename)
  * @throws ToolError NOT_ALLOWED (a link or directory swapped in); the `expected.onChanged` error (or NOT_ALLOWED
  *   reason changed_during_call) when the target changed; Node errno errors (ENOSPC, EIO, EACCES …) bubble
  */
-export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, options: AtomicWriteOptions): Promise<Stats> {
-  const dir = path.dirname(target);
-  const base = path.basename(target);
-  const tmp = path.join(dir, `${temporaryPrefix(base)}${randomBytes(6).toString('hex')}.tmp`);
-  const before = await lstat(target).catch(() => null);
+export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, options: AtomicWriteOptions): Promise<Stats | null> {
+  return await withVerifiedDir(path.dirname(target), options.isInside,
+    (dir) => writeFileAtomicIn(dir, path.basename(target), bytes, options));
+}
+
+/**
+ * `writeFileAtomic` for entry `base` of an already verified directory.
+ * @throws as writeFileAtomic
+ */
+export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: Uint8Array,
+  options: Omit<AtomicWriteOptions, 'isInside'>): Promise<Stats | null> {
+  const target = dir.pathOf(base);
+  const tmpName = `${temporaryPrefix(base)}${randomBytes(6).toString('hex')}.tmp`;
+  const tmp = dir.pathOf(tmpName);
+  const before = dir.lstat(base);
   const mode = options.mode ?? (before && before.isFile() ? before.mode & 0o7777 : 0o666);
-  const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, mode)
+  const handle = await dir.openFile(tmpName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode })
     .catch((error: unknown) => { throw retarget(error, tmp, target); });
   let renamed = false;
   try {
-    if (process.platform === 'linux') {
-      const actual = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => null);
-      if (actual !== null && !options.isInside(actual)) throw changedError(target, 'directory_swapped');
-    }
     injectWriteFault?.('write', target);
     let written = 0;
     while (written < bytes.length) {
@@ -103,31 +97,35 @@ export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, op
     await handle.sync();
     await handle.close();
     await options.beforeRename?.();
-    // [defense in depth] re-check the target right before the rename.
-    const now = await lstat(target).catch(() => null);
+    // [defense in depth] the parent is still inside the roots, and the target is what was hashed.
+    dir.assertInside();
+    const now = dir.lstat(base);
     if (now?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
     if (options.expected) {
       const want = options.expected.identity;
-      const changed = want === null ? now !== null
-        : !now || now.dev !== want.dev || now.ino !== want.ino || now.size !== want.size || now.mtimeMs !== want.mtimeMs;
+      const changed = want === null ? now !== null : !now || !sameVersion(identityOf(now), want);
       if (changed) {
         const error = options.expected.onChanged ? await options.expected.onChanged() : changedError(target, 'changed_during_call');
         if (error) throw error;
         // [defense in depth] the caller accepted the target as it is now; it must still not be a link.
-        if ((await lstat(target).catch(() => null))?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
+        if (dir.lstat(base)?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
       }
     }
     injectWriteFault?.('rename', target);
-    await rename(tmp, target).catch((error: unknown) => { throw retarget(error, tmp, target); });
+    try {
+      dir.rename(tmpName, dir, base);
+    } catch (error) {
+      throw retarget(error, tmp, target);
+    }
     renamed = true;
-    await syncDirectory(dir);
-    return await lstat(target);
+    await dir.sync();
+    return dir.lstat(base);
   } catch (error) {
     throw retarget(error, tmp, target);
   } finally {
     if (!renamed) {
       await handle.close().catch(() => undefined);
-      await unlink(tmp).catch(() => undefined);
+      dir.unlinkOwnTemporary(tmpName);
     }
   }
 }
@@ -159,7 +157,7 @@ export function temporaryPrefix(base: string): string {
   return `.${cut}.fs-tools-`;
 }
 
-/** fsync a directory so a rename is durable (best effort: not every platform allows opening directories). */
+/** fsync a directory by path so a rename is durable (best effort; the journal's own directory, not a tool path). */
 export async function syncDirectory(dir: string): Promise<void> {
   try {
     const h = await open(dir, constants.O_RDONLY);
@@ -173,46 +171,14 @@ export async function syncDirectory(dir: string): Promise<void> {
 
 /**
  * Creates the missing directories between the nearest existing ancestor and `target` (SPEC §6.2 create_directory,
- * write_file create_dirs), one level at a time, never through a link: after each mkdir the new entry must be a real
- * directory inside the roots.
- * @returns true when at least one directory was created
- * @throws ToolError NOT_ALLOWED when a component turns out to be a link or lands outside; VALIDATION when a component
- *   exists and is not a directory
+ * write_file create_dirs), one level at a time, each relative to its verified parent and opened with O_NOFOLLOW
+ * (src/fs/verified-dir.ts openDirCreating).
+ * @returns the directories created, outermost first
+ * @throws ToolError NOT_ALLOWED when a component is a link or lands outside; VALIDATION when a component exists and is
+ *   not a directory
  */
-export async function makeDirectories(target: AllowedPath, isInside: (p: string) => boolean): Promise<boolean> {
-  const missing: string[] = [];
-  let cursor: string = target;
-  for (;;) {
-    const st = await lstat(cursor).catch(() => null);
-    if (st) {
-      if (st.isSymbolicLink()) throw changedError(cursor, 'symlink_swapped');
-      if (!st.isDirectory()) {
-        throw new ToolError('VALIDATION', `${cursor} exists and is not a directory.`, {
-          path: cursor, details: { reason: 'not_a_directory' },
-        });
-      }
-      break;
-    }
-    missing.unshift(cursor);
-    const parent = path.dirname(cursor);
-    if (parent === cursor) break;
-    cursor = parent;
-  }
-  for (const dir of missing) {
-    if (!isInside(dir)) throw changedError(dir, 'outside_roots');
-    try {
-      await mkdir(dir);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const st = await lstat(dir);
-    if (!st.isDirectory()) throw changedError(dir, 'symlink_swapped');
-  }
-  return missing.length > 0;
-}
-
-function changedError(target: string, reason: string): ToolError {
-  return new ToolError('NOT_ALLOWED', `${target} changed during the call (${reason.replace(/_/g, ' ')}); nothing was written.`, {
-    path: target, details: { reason },
-  });
+export function makeDirectories(target: AllowedPath, isInside: (p: string) => boolean): string[] {
+  const { dir, created } = openDirCreating(target, isInside);
+  dir.close();
+  return created;
 }

@@ -2,13 +2,16 @@
  * Opening files that policy authorized, with defense in depth (SPEC §4.1, §4.3), like node-tar's O_NOFOLLOW writes:
  * - O_NOFOLLOW: a symlink swapped into the last component after the check makes the open fail (ELOOP);
  * - O_NONBLOCK: a FIFO swapped in after the check cannot hang the open, and fstat then refuses it;
- * - after the open, the file actually opened is re-checked: on Linux through /proc/self/fd, elsewhere by comparing
- *   its identity (dev, ino) with a fresh lstat of the authorized path.
+ * - after the open, the file actually opened is proven to be the authorized one by the one check of
+ *   src/fs/verified-dir.ts (`assertDescriptorAt`: on Linux its /proc/self/fd location equals the authorized path
+ *   exactly, elsewhere its identity equals a fresh lstat of it). Reading needs no more: every byte comes from the
+ *   proven descriptor, whatever happens to the path afterwards.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, type Stats } from 'node:fs';
-import { lstat, open, readlink, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
+import { assertDescriptorAt, changedError } from './verified-dir.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
@@ -35,12 +38,8 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
   }
   try {
     const stats = await handle.stat();
-    if (!stats.isFile()) {
-      throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
-        path: real, details: { source: 'builtin', rule: 'special_file' },
-      });
-    }
-    await verifyOpened(handle, stats, real, isInside);
+    assertRegularFile(stats, real);
+    assertDescriptorAt(handle.fd, stats, real, true);
     return { handle, stats };
   } catch (error) {
     await handle.close().catch(() => undefined);
@@ -65,24 +64,8 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile()) {
-      throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
-        path: real, details: { source: 'builtin', rule: 'special_file' },
-      });
-    }
-    let actual: string | null = null;
-    if (process.platform === 'linux') {
-      try {
-        actual = readlinkSync(`/proc/self/fd/${fd}`);
-      } catch { /* /proc not mounted: fall through to the identity check */ }
-    }
-    if (actual !== null) {
-      const clean = actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
-      if (!isInside(clean)) throw swappedError(real);
-    } else {
-      const now = lstatSync(real, { throwIfNoEntry: false });
-      if (!now || now.dev !== stats.dev || now.ino !== stats.ino) throw swappedError(real);
-    }
+    assertRegularFile(stats, real);
+    assertDescriptorAt(fd, stats, real, true);
     return { fd, stats };
   } catch (error) {
     closeSync(fd);
@@ -116,26 +99,18 @@ export function readSmallFileSync(real: AllowedPath, isInside: (p: string) => bo
   }
 }
 
-/** Defense in depth: the file we opened is the one policy authorized, and it is inside the roots. */
-async function verifyOpened(handle: FileHandle, stats: Stats, real: string, isInside: (p: string) => boolean): Promise<void> {
-  if (process.platform === 'linux') {
-    let actual: string | null = null;
-    try {
-      actual = await readlink(`/proc/self/fd/${handle.fd}`);
-    } catch { /* /proc not mounted: fall through to the identity check */ }
-    if (actual !== null) {
-      // A deleted-but-open file reads as "/path (deleted)"; check the path part.
-      const clean = actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
-      if (!isInside(clean)) throw swappedError(real);
-      return;
-    }
+/**
+ * FIFOs, sockets, devices and directories are never read (SPEC §4.3: reading a FIFO would hang the server).
+ * @throws ToolError FILE_POLICY_DENIED rule special_file
+ */
+export function assertRegularFile(stats: Stats, real: string): void {
+  if (!stats.isFile()) {
+    throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
+      path: real, details: { source: 'builtin', rule: 'special_file' },
+    });
   }
-  const now = await lstat(real).catch(() => null);
-  if (!now || now.dev !== stats.dev || now.ino !== stats.ino) throw swappedError(real);
 }
 
 function swappedError(real: string): ToolError {
-  return new ToolError('NOT_ALLOWED', `${real} changed during the call (a symbolic link or another file was swapped in).`, {
-    path: real, details: { reason: 'changed_during_call' },
-  });
+  return changedError(real);
 }

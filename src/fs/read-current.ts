@@ -1,14 +1,18 @@
 /**
  * Reading a file's current state before a mutation (SPEC §5, §3.3 step 9): its bytes (up to a cap), hash and
- * identity, through the verified no-follow open. Used inside the path lock, so what the OCC check sees is what the
- * write replaces.
+ * identity, through its verified parent directory (src/fs/verified-dir.ts) and a no-follow open. Used inside the path
+ * lock, so what the OCC check sees is what the write replaces.
  */
-import type { Stats } from 'node:fs';
+import { constants, type Stats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
+import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { hashBytes, hashFileHandle } from './hash.js';
-import { openForRead } from './open-file.js';
+import { assertRegularFile } from './open-file.js';
+import { withVerifiedDir, type VerifiedDir } from './verified-dir.js';
+
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 
 /** A file as it is now. */
 export interface CurrentFile {
@@ -20,22 +24,43 @@ export interface CurrentFile {
   stats: Stats | null;
 }
 
+/** Options of `readCurrent`. */
+export interface ReadCurrentOptions {
+  /** Load the bytes (edits need them; a whole-file replace needs only the hash). */
+  wantBytes: boolean;
+  maxBytes: number;
+  /** With wantBytes: a file over maxBytes is hashed only (bytes null) instead of refused. */
+  hashOnlyWhenLarge?: boolean;
+}
+
 /**
  * Reads the current state of a regular file (or its absence).
- * @param wantBytes load the bytes (edits need them; a whole-file replace needs only the hash)
  * @throws ToolError VALIDATION (reason file_too_large) when bytes are wanted and the file exceeds `maxBytes`;
  *   FILE_POLICY_DENIED for special files; NOT_ALLOWED when swapped during the call
  */
 export async function readCurrent(real: AllowedPath, isInside: (p: string) => boolean,
-  options: { wantBytes: boolean; maxBytes: number }): Promise<CurrentFile> {
-  const st = await lstat(real).catch((e: NodeJS.ErrnoException) => {
-    if (e.code === 'ENOENT') return null;
-    throw e;
-  });
-  if (!st) return { exists: false, hash: null, bytes: null, stats: null };
-  const { handle, stats } = await openForRead(real, isInside);
+  options: ReadCurrentOptions): Promise<CurrentFile> {
+  return await withVerifiedDir(path.dirname(real), isInside, (dir) => readCurrentIn(dir, path.basename(real), options));
+}
+
+/**
+ * `readCurrent` for entry `name` of a verified directory.
+ * @throws as readCurrent
+ */
+export async function readCurrentIn(dir: VerifiedDir, name: string, options: ReadCurrentOptions): Promise<CurrentFile> {
+  const real = dir.pathOf(name);
+  if (!dir.lstat(name)) return { exists: false, hash: null, bytes: null, stats: null };
+  let handle;
   try {
-    if (options.wantBytes) {
+    handle = await dir.openFile(name, { flags: constants.O_RDONLY | O_NONBLOCK });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { exists: false, hash: null, bytes: null, stats: null };
+    throw error;
+  }
+  try {
+    const stats = await handle.stat();
+    assertRegularFile(stats, real);
+    if (options.wantBytes && !(options.hashOnlyWhenLarge && stats.size > options.maxBytes)) {
       if (stats.size > options.maxBytes) {
         throw new ToolError('VALIDATION', `${real} is ${stats.size} bytes, over the ${options.maxBytes}-byte edit limit.`, {
           path: real, details: { reason: 'file_too_large', size: stats.size, limit: options.maxBytes },
@@ -51,7 +76,10 @@ export async function readCurrent(real: AllowedPath, isInside: (p: string) => bo
   }
 }
 
-/** True when `p` is an existing directory (not a link to one). */
+/**
+ * True when `p` is an existing directory (not a link to one). A path-string lstat: only for the existence checks of
+ * SPEC §3.3 step 7, before the lock; every decision inside the lock is taken again through verified descriptors.
+ */
 export async function isDirectory(p: string): Promise<boolean> {
   return (await lstat(p).catch(() => null))?.isDirectory() ?? false;
 }

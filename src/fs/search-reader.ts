@@ -21,7 +21,7 @@
  * cannot start or dies, its files resolve as `fallback` and the caller reads them on the main thread as before.
  */
 import { availableParallelism } from 'node:os';
-import { closeSync, constants, fstatSync, openSync, readlinkSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -29,6 +29,7 @@ import { isWithin } from './path-within.js';
 import { matchLines, REGEX_FILE_TIMEOUT_MS, type LineHit } from './line-matcher.js';
 import { openForReadSync } from './open-file.js';
 import { looksBinary } from './text.js';
+import { assertDescriptorAt } from './verified-dir.js';
 
 /**
  * What reading one candidate found. `text`: a text file passed to the caller to match (no `match` in the options);
@@ -109,9 +110,9 @@ function openCandidate(file: string, isInside: (p: string) => boolean, dir: { cu
     let fd: number | null = null;
     try {
       fd = openSync(parent, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
-      const actual = readlinkSync(`/proc/self/fd/${fd}`);
-      const clean = actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
-      if (!isInside(clean)) throw new Error('outside the roots');
+      // The one proof of src/fs/verified-dir.ts: the descriptor is the directory the walk listed, exactly there.
+      assertDescriptorAt(fd, fstatSync(fd), parent);
+      if (!isInside(parent)) throw new Error('outside the roots');
     } catch {
       if (fd !== null) closeSync(fd);
       fd = null;

@@ -1,57 +1,75 @@
 /**
- * Moving and deleting entries of authorized paths (SPEC §6.2). Moves never overwrite unless asked: files and links
- * are moved with link(2)+unlink(2), which fails atomically on an existing destination (there is no renameat2 in
- * Node); directories are checked, then renamed. Moving a symlink moves the link (link(2) does not follow it).
- * Deletion never follows links: fs.rm unlinks a link instead of descending into it.
+ * Moving and deleting entries of authorized paths (SPEC §6.2), through verified directory descriptors
+ * (src/fs/verified-dir.ts) only.
+ *
+ * Moves never overwrite unless asked: files and links are moved with link(2)+unlink(2), which fails atomically on an
+ * existing destination (there is no renameat2 in Node); directories are checked, then renamed. Moving a symlink
+ * moves the link (link(2) does not follow it).
+ *
+ * A recursive delete is two walks of the same tree through descriptors, holding one directory descriptor at a time
+ * (down with O_NOFOLLOW, up through `..` with its identity checked), so depth and PATH_MAX do not matter:
+ *  1. `inspectTree` visits every entry (the caller's verdict may refuse the whole delete) and records each
+ *     directory's entries by identity; a tree it cannot read completely is refused;
+ *  2. `removeTree` removes exactly what was inspected, post-order: an entry not inspected, or a directory whose
+ *     identity changed, stops it at once (NOT_ALLOWED changed_during_call) with nothing further removed.
+ * Links are unlinked, never followed.
  */
 import type { Stats } from 'node:fs';
-import { link, lstat, readdir, rename, rm, rmdir, unlink } from 'node:fs/promises';
-import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import type { AllowedPath } from '../policy/resolve-path.js';
-import { syncDirectory, type FileIdentity } from './atomic-write.js';
+import { changedError, sameNode, sameVersion, type FileIdentity, type NodeIdentity, type VerifiedDir } from './verified-dir.js';
+
+/** What is expected at a move's destination, decided inside the path lock. */
+export interface MoveExpectation {
+  /** The source entry's identity as inspected. */
+  source: NodeIdentity;
+  /** null: the destination must not exist; otherwise the file it must still be (it is replaced). */
+  destination: FileIdentity | null;
+}
 
 /**
- * Moves `source` to `destination`.
- * @param overwrite replace an existing destination file; its identity must still be `expectedDestination`
- * @throws ToolError VALIDATION destination_exists (no overwrite), NOT_ALLOWED (destination changed during the call);
- *   Node errno errors (EXDEV across filesystems → IO_ERROR)
+ * Moves entry `srcName` of `src` to `dstName` of `dst`.
+ * @throws ToolError VALIDATION destination_exists (the destination appeared), NOT_ALLOWED changed_during_call (the
+ *   source or destination changed since inspected); errno errors (EXDEV → IO_ERROR)
  */
-export async function movePath(source: AllowedPath, destination: AllowedPath, options: {
-  overwrite: boolean;
-  expectedDestination: FileIdentity | null;
-}): Promise<void> {
-  const src = await lstat(source);
-  const dst = await lstat(destination).catch(() => null);
-  if (dst && !options.overwrite) throw destinationExists(destination);
-  if (dst && options.expectedDestination) {
-    const e = options.expectedDestination;
-    if (dst.dev !== e.dev || dst.ino !== e.ino || dst.size !== e.size || dst.mtimeMs !== e.mtimeMs) {
-      throw new ToolError('NOT_ALLOWED', `${destination} changed during the call; nothing was moved.`, {
-        path: destination, details: { reason: 'changed_during_call' },
-      });
-    }
+export async function moveEntry(src: VerifiedDir, srcName: string, dst: VerifiedDir, dstName: string,
+  expect: MoveExpectation): Promise<void> {
+  const s = src.lstat(srcName);
+  if (!s || !sameNode(s, expect.source)) throw changedError(src.pathOf(srcName));
+  const d = dst.lstat(dstName);
+  if (expect.destination === null) {
+    if (d) throw destinationExists(dst.pathOf(dstName));
+  } else if (!d || !sameVersion({ dev: d.dev, ino: d.ino, size: d.size, mtimeMs: d.mtimeMs }, expect.destination)) {
+    throw changedError(dst.pathOf(dstName));
   }
-  if (!dst && !src.isDirectory()) {
+  if (!d && !s.isDirectory()) {
     try {
-      await link(source, destination);
+      src.link(srcName, dst, dstName);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') throw destinationExists(destination);
+      if (code === 'EEXIST') throw destinationExists(dst.pathOf(dstName));
       if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
-      // Filesystems without hard links: fall back to check-then-rename.
-      if (await lstat(destination).catch(() => null)) throw destinationExists(destination);
-      await rename(source, destination);
-      await syncDirectory(path.dirname(destination));
+      // Filesystems without hard links: check, then rename.
+      if (dst.lstat(dstName)) throw destinationExists(dst.pathOf(dstName));
+      src.rename(srcName, dst, dstName);
+      await syncBoth(src, dst);
       return;
     }
-    await unlink(source);
+    try {
+      src.unlink(srcName);
+    } catch (error) {
+      // The destination exists now: the source could not be removed (reported with what was done).
+      throw afterEffect(error, `linked ${dst.pathOf(dstName)}, but ${src.pathOf(srcName)} could not be removed`);
+    }
   } else {
-    if (!dst && await lstat(destination).catch(() => null)) throw destinationExists(destination);
-    await rename(source, destination);
+    if (!d && dst.lstat(dstName)) throw destinationExists(dst.pathOf(dstName));
+    src.rename(srcName, dst, dstName);
   }
-  await syncDirectory(path.dirname(destination));
-  if (path.dirname(source) !== path.dirname(destination)) await syncDirectory(path.dirname(source));
+  await syncBoth(src, dst);
+}
+
+async function syncBoth(a: VerifiedDir, b: VerifiedDir): Promise<void> {
+  await b.sync();
+  if (a !== b) await a.sync();
 }
 
 function destinationExists(destination: string): ToolError {
@@ -61,42 +79,225 @@ function destinationExists(destination: string): ToolError {
   });
 }
 
-/** Number of entries (files, links, directories) beneath a directory, stopping at `limit`. Never follows links. */
-export async function countEntries(dir: string, limit: number): Promise<number> {
-  let n = 0;
-  const stack = [dir];
-  while (stack.length && n < limit) {
-    const d = stack.pop()!;
-    for (const e of await readdir(d, { withFileTypes: true })) {
-      n++;
-      if (e.isDirectory()) stack.push(path.join(d, e.name));
-    }
+/**
+ * A failure after the call already changed something: the envelope keeps the cause's code and says what was done;
+ * `details.mutation_applied` makes the call count against the mutation budget (src/server/call-tool.ts).
+ */
+export function afterEffect(cause: unknown, done: string, extra: Record<string, unknown> = {}): ToolError {
+  if (cause instanceof ToolError) {
+    cause.details.mutation_applied = true;
+    cause.details.done = done;
+    Object.assign(cause.details, extra);
+    return cause;
   }
-  return n;
+  const e = cause as NodeJS.ErrnoException;
+  const errno = e && typeof e.code === 'string' ? e.code : 'unknown';
+  return new ToolError('IO_ERROR', `The operation failed part-way (${errno}): ${done}.`, {
+    path: typeof e?.path === 'string' ? e.path : null,
+    details: { errno, mutation_applied: true, done, ...extra }, cause,
+  });
+}
+
+/** One entry met by `inspectTree`. */
+export interface InspectedEntry {
+  /** Relative to the inspected directory, `/`-separated (built lazily by concatenation: deep trees stay cheap). */
+  relative: string;
+  /** Logical absolute path. */
+  absolute: string;
+  name: string;
+  stats: Stats;
+}
+
+/** What `inspectTree` saw: each directory's entries by identity, for `removeTree`. */
+export interface InspectedTree {
+  top: NodeIdentity;
+  entries: number;
+  /** Keyed by `dev:ino` of a directory: its entries' names → identity and whether a directory. */
+  dirs: Map<string, Map<string, NodeIdentity & { dir: boolean }>>;
+}
+
+const keyOf = (id: NodeIdentity): string => `${id.dev}:${id.ino}`;
+
+/** A directory being walked: its identity, path, sorted names and the next one to visit. */
+interface Frame {
+  id: NodeIdentity;
+  path: string;
+  relative: string;
+  name: string;
+  names: string[];
+  next: number;
 }
 
 /**
- * Deletes a file, a link, or a directory (recursively when asked). Never follows links.
- * @throws ToolError VALIDATION directory_not_empty when a non-empty directory is deleted without `recursive`
+ * A walk over the directory `top` that holds one descriptor at a time (see the module comment). `onEntry` is called
+ * for each entry of the current directory; it returns true to descend into a directory entry.
  */
-export async function removePath(target: AllowedPath, stats: Stats, recursive: boolean): Promise<void> {
-  if (!stats.isDirectory()) {
-    await unlink(target);
-  } else if (recursive) {
-    await rm(target, { recursive: true, force: false });
-  } else {
-    try {
-      await rmdir(target);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOTEMPTY' || code === 'EEXIST') {
-        throw new ToolError('VALIDATION', `${target} is a directory that is not empty.`, {
-          path: target, details: { reason: 'directory_not_empty' },
-          suggestion: 'Pass recursive: true to delete it with everything inside.',
-        });
+async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, frame: Frame, name: string) => Promise<'descend' | 'next'>,
+  onLeave: (parent: VerifiedDir, frame: Frame) => void, listNames: (dir: VerifiedDir, frame: Frame) => Promise<string[]>): Promise<void> {
+  const stack: Frame[] = [];
+  const first: Frame = { id: top.identity, path: top.path, relative: '', name: '', names: [], next: 0 };
+  first.names = await listNames(top, first);
+  stack.push(first);
+  let cur = top;
+  try {
+    while (stack.length > 0) {
+      const f = stack[stack.length - 1];
+      if (f.next >= f.names.length) {
+        stack.pop();
+        if (stack.length === 0) break;
+        const parent = stack[stack.length - 1];
+        let up: VerifiedDir;
+        if (stack.length === 1) {
+          // Back at the top: its descriptor is still open; '..' of the child must be it.
+          const check = cur.openParent(parent.id, parent.path);
+          check.close();
+          up = top;
+        } else {
+          up = cur.openParent(parent.id, parent.path);
+        }
+        if (cur !== top) cur.close();
+        cur = up;
+        onLeave(cur, f);
+        continue;
       }
-      throw error;
+      const name = f.names[f.next++];
+      if ((await onEntry(cur, f, name)) === 'descend') {
+        const child = cur.openDir(name);
+        const frame: Frame = {
+          id: child.identity, path: child.path, relative: f.relative === '' ? name : `${f.relative}/${name}`, name,
+          names: [], next: 0,
+        };
+        if (cur !== top) cur.close();
+        cur = child;
+        frame.names = await listNames(child, frame);
+        stack.push(frame);
+      }
     }
+  } finally {
+    if (cur !== top) cur.close();
   }
-  await syncDirectory(path.dirname(target));
+}
+
+/**
+ * Visits every entry under `top` (not `top` itself), depth-first, names sorted; `visit` may throw to refuse. Links are
+ * reported, never followed.
+ * @param limit most entries before refusing (VALIDATION too_many_entries)
+ * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), VALIDATION
+ *   too_many_entries, whatever `visit` throws; errno errors from reading a directory (the tree is then refused)
+ */
+export async function inspectTree(top: VerifiedDir, visit: (e: InspectedEntry) => void, limit: number,
+  signal?: AbortSignal): Promise<InspectedTree> {
+  const tree: InspectedTree = { top: top.identity, entries: 0, dirs: new Map() };
+  await walkDescriptors(top, async (dir, frame, name) => {
+    if (signal?.aborted) throw new ToolError('VALIDATION', 'The call was cancelled.', { details: { reason: 'cancelled' } });
+    const st = dir.lstat(name);
+    if (!st) throw changedError(dir.pathOf(name));
+    if (++tree.entries > limit) {
+      throw new ToolError('VALIDATION', `${top.path} holds more than ${limit} entries; refusing to delete it in one call.`, {
+        path: top.path, details: { reason: 'too_many_entries', limit },
+      });
+    }
+    const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
+    visit({ relative, absolute: dir.pathOf(name), name, stats: st });
+    tree.dirs.get(keyOf(frame.id))!.set(name, { dev: st.dev, ino: st.ino, dir: st.isDirectory() });
+    return st.isDirectory() ? 'descend' : 'next';
+  }, () => undefined, async (dir, frame) => {
+    const names = (await dir.readdir()).map((d) => d.name).sort();
+    tree.dirs.set(keyOf(frame.id), new Map());
+    return names;
+  });
+  return tree;
+}
+
+/**
+ * Removes the directory `name` of `parent` and everything beneath it, exactly as `inspected` saw it.
+ * @returns entries removed beneath it (the directory itself not counted)
+ * @throws ToolError NOT_ALLOWED changed_during_call (nothing further removed; details.removed and
+ *   details.mutation_applied when something already was); errno errors the same way
+ */
+export async function removeTree(parent: VerifiedDir, name: string, inspected: InspectedTree): Promise<number> {
+  let removed = 0;
+  try {
+    const top = parent.openDir(name);
+    try {
+      if (!sameNode(top.identity, inspected.top)) throw changedError(top.path);
+      await walkDescriptors(top, async (dir, frame, entry) => {
+        const seen = inspected.dirs.get(keyOf(frame.id))?.get(entry);
+        const st = dir.lstat(entry);
+        if (!st) return 'next'; // already gone
+        if (!seen || !sameNode(st, seen) || seen.dir !== st.isDirectory()) throw changedError(dir.pathOf(entry), 'changed_during_call');
+        if (st.isDirectory()) return 'descend';
+        dir.unlink(entry);
+        removed++;
+        return 'next';
+      }, (up, frame) => {
+        rmdirExpected(up, frame.name, frame.id);
+        removed++;
+      }, async (dir, frame) => {
+        if (!inspected.dirs.has(keyOf(frame.id))) throw changedError(dir.path);
+        return (await dir.readdir()).map((d) => d.name).sort();
+      });
+    } finally {
+      top.close();
+    }
+    rmdirExpected(parent, name, inspected.top);
+    await parent.sync();
+    return removed;
+  } catch (error) {
+    if (removed === 0) throw error;
+    throw afterEffect(error, `${removed} entries beneath ${parent.pathOf(name)} were removed before the delete stopped`, { removed });
+  }
+}
+
+/**
+ * Removes the emptied directory `name` of `parent`, which must still be the node emptied (not a link or another
+ * directory swapped in under its name meanwhile).
+ * @throws ToolError NOT_ALLOWED changed_during_call
+ */
+function rmdirExpected(parent: VerifiedDir, name: string, expected: NodeIdentity): void {
+  const st = parent.lstat(name);
+  if (!st || !st.isDirectory() || !sameNode(st, expected)) throw changedError(parent.pathOf(name));
+  try {
+    parent.rmdir(name);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') throw changedError(parent.pathOf(name));
+    throw error;
+  }
+}
+
+/**
+ * Deletes a file or link entry, which must still be `expected` (the node that was inspected and hashed).
+ * @throws ToolError NOT_ALLOWED changed_during_call; errno errors
+ */
+export async function removeEntry(parent: VerifiedDir, name: string, expected: NodeIdentity): Promise<void> {
+  const st = parent.lstat(name);
+  if (!st || !sameNode(st, expected) || st.isDirectory()) throw changedError(parent.pathOf(name));
+  parent.unlink(name);
+  await parent.sync();
+}
+
+/**
+ * Deletes an empty directory entry, which must still be `expected`.
+ * @throws ToolError VALIDATION directory_not_empty, NOT_ALLOWED changed_during_call; errno errors
+ */
+export async function removeEmptyDir(parent: VerifiedDir, name: string, expected: NodeIdentity): Promise<void> {
+  const st = parent.lstat(name);
+  if (!st || !sameNode(st, expected) || !st.isDirectory()) throw changedError(parent.pathOf(name));
+  try {
+    parent.rmdir(name);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') throw directoryNotEmpty(parent.pathOf(name));
+    throw error;
+  }
+  await parent.sync();
+}
+
+/** VALIDATION directory_not_empty. */
+export function directoryNotEmpty(p: string): ToolError {
+  return new ToolError('VALIDATION', `${p} is a directory that is not empty.`, {
+    path: p, details: { reason: 'directory_not_empty' },
+    suggestion: 'Pass recursive: true to delete it with everything inside.',
+  });
 }

@@ -6,18 +6,26 @@
  * files are honoured from the root down (whether or not the tree is a git work tree), `.git` is never descended
  * into, and an unreadable directory is skipped and reported, not fatal.
  *
+ * Every directory is read through a verified descriptor (src/fs/verified-dir.ts): the walk opens the root, descends
+ * to the base one O_NOFOLLOW component at a time (loading the .gitignore files on the way), and from there opens each
+ * subdirectory relative to its parent's descriptor; names come from reading that descriptor and sizes and times from
+ * lstat relative to it. A directory swapped for a link to elsewhere mid-walk is skipped as unreadable, and nothing
+ * outside it is ever listed or stat'ed.
+ *
  * Types come from the directory listing itself (d_type; Node lstats only where a file system does not report it), so a
  * walk that needs no sizes or times (search) makes no per-entry syscall at all. A walk that reports them (listing)
  * lstats only the entries it yields, synchronously: on this class of machine a synchronous lstat costs a few µs, a
  * promise-based one several times that in thread-pool round trips, and a 10,000-entry directory is 10,000 of them.
  * Every STAT_YIELD_EVERY synchronous lstats the walk yields to the event loop, so other calls are not held up.
  */
-import { constants, lstatSync, type Dirent, type Stats } from 'node:fs';
-import { open, readdir, type FileHandle } from 'node:fs/promises';
+import { constants, type Dirent, type Stats } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import micromatch from 'micromatch';
 import type { AllowedPath } from '../policy/resolve-path.js';
+import { isWithin } from './path-within.js';
+import { VerifiedDir } from './verified-dir.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -103,11 +111,27 @@ export function walkTree(options: WalkOptions & { stats: false }): AsyncGenerato
 export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
 export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
-  const levels: IgnoreLevel[] = options.respectGitignore ? await ancestorIgnores(options.rootReal, baseRootRel) : [];
   const include = globMatcher(options.include, options.nocase ?? false);
   const exclude = globMatcher(options.exclude, options.nocase ?? false);
   const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0 };
-  yield* walkDir(options, run, options.base, '', baseRootRel, 1, levels, options.resume ?? null, include, exclude);
+  // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
+  const levels: IgnoreLevel[] = [];
+  let dir = VerifiedDir.open(options.rootReal, (p) => isWithin(options.rootReal, p));
+  try {
+    const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      if (options.respectGitignore) {
+        const level = await loadIgnore(dir, parts.slice(0, i).join('/'));
+        if (level) levels.push(level);
+      }
+      const next = dir.openDir(parts[i]);
+      dir.close();
+      dir = next;
+    }
+    yield* walkDir(options, run, dir, options.base, '', baseRootRel, 1, levels, options.resume ?? null, include, exclude);
+  } finally {
+    dir.close();
+  }
 }
 
 /** The type a directory entry reports (Node resolves an unknown d_type with lstat). */
@@ -119,13 +143,13 @@ function direntType(d: Dirent): WalkType {
 }
 
 /** lstat without the thread pool; null when the entry is gone or cannot be stat'ed. Yields to the loop now and then. */
-async function statNow(run: WalkRun, absolute: string): Promise<Stats | null> {
+async function statNow(run: WalkRun, dir: VerifiedDir, name: string): Promise<Stats | null> {
   if (++run.statsSinceYield >= STAT_YIELD_EVERY) {
     run.statsSinceYield = 0;
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   try {
-    return lstatSync(absolute, { throwIfNoEntry: false }) ?? null;
+    return dir.lstat(name);
   } catch {
     return null;
   }
@@ -142,21 +166,21 @@ export function globMatcher(globs: readonly string[] | undefined, nocase: boolea
 }
 
 async function* walkDir(
-  o: WalkOptions, run: WalkRun, dirAbs: AllowedPath, dirRel: string, dirRootRel: string, depth: number,
+  o: WalkOptions, run: WalkRun, dir: VerifiedDir, dirAbs: AllowedPath, dirRel: string, dirRootRel: string, depth: number,
   levels: IgnoreLevel[], resume: { components: readonly string[]; inclusive: boolean } | null,
   include: ((s: string) => boolean) | null, exclude: ((s: string) => boolean) | null,
 ): AsyncGenerator<WalkItem | WalkEntry> {
   if (o.signal?.aborted) return;
   let dirents: Dirent[];
   try {
-    dirents = await readdir(dirAbs, { withFileTypes: true });
+    dirents = await dir.readdir();
   } catch {
     o.onSkip?.('unreadable', dirRel || '.');
     return;
   }
   let myLevels = levels;
   if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
-    const level = await loadIgnore(path.join(dirAbs, '.gitignore'), dirRootRel);
+    const level = await loadIgnore(dir, dirRootRel);
     if (level) myLevels = [...levels, level];
   }
   dirents.sort((a, b) => compareNames(a.name, b.name));
@@ -199,7 +223,7 @@ async function* walkDir(
     const matchesInclude = !include || include(relative);
     if (emit && matchesInclude) {
       if (run.wantStats) {
-        const stats = await statNow(run, absolute);
+        const stats = await statNow(run, dir, name);
         if (!stats) continue; // vanished between readdir and lstat
         yield { relative, absolute, rootRelative, type, stats, depth };
       } else {
@@ -207,22 +231,21 @@ async function* walkDir(
       }
     }
     if (isDir && depth < o.maxDepth && name !== '.git') {
-      yield* walkDir(o, run, absolute, relative, rootRelative, depth + 1, myLevels, childResume, include, exclude);
+      let child: VerifiedDir;
+      try {
+        child = dir.openDir(name);
+      } catch {
+        // Gone, or swapped for a link since the listing: never followed.
+        o.onSkip?.('unreadable', relative);
+        continue;
+      }
+      try {
+        yield* walkDir(o, run, child, absolute, relative, rootRelative, depth + 1, myLevels, childResume, include, exclude);
+      } finally {
+        child.close();
+      }
     }
   }
-}
-
-/** Loads .gitignore files of the directories from the root down to (not including) the base's own directory. */
-async function ancestorIgnores(rootReal: string, baseRootRel: string): Promise<IgnoreLevel[]> {
-  const levels: IgnoreLevel[] = [];
-  const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
-  // The base's own .gitignore is loaded by walkDir; its ancestors' (root .. parent) here.
-  for (let i = 0; i < parts.length; i++) {
-    const dirRel = parts.slice(0, i).join('/');
-    const level = await loadIgnore(path.join(rootReal, ...parts.slice(0, i), '.gitignore'), dirRel);
-    if (level) levels.push(level);
-  }
-  return levels;
 }
 
 /**
@@ -230,10 +253,10 @@ async function ancestorIgnores(rootReal: string, baseRootRel: string): Promise<I
  * symlinked .gitignore; following one could read outside the roots) and non-blocking (a FIFO named .gitignore would
  * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped.
  */
-async function loadIgnore(file: string, dirRootRel: string): Promise<IgnoreLevel | null> {
+async function loadIgnore(dir: VerifiedDir, dirRootRel: string): Promise<IgnoreLevel | null> {
   let handle: FileHandle | null = null;
   try {
-    handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+    handle = await dir.openFile('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
     const stats = await handle.stat();
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
     const text = await handle.readFile('utf8');

@@ -5,15 +5,16 @@
  * never overwriting a file someone else changed after our write (`left_alone`) → remove the journal entry. At
  * start-up, `recoverJournals` rolls back what a dead process left unfinished, the same way.
  */
-import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
-import { identityOf, makeDirectories, syncDirectory, temporaryPrefix, writeFileAtomic, type FileIdentity } from '../fs/atomic-write.js';
+import { makeDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
+import { removeEntry } from '../fs/tree-ops.js';
+import { changedError, identityOf, sameVersion, withVerifiedDir, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
 import { hashBytes } from '../fs/hash.js';
 import { readJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
 import { ownerState } from '../fs/process-identity.js';
 import { withPathLock } from '../fs/path-lock.js';
-import { readCurrent } from '../fs/read-current.js';
+import { readCurrentIn } from '../fs/read-current.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import path from 'node:path';
 
@@ -28,6 +29,20 @@ export interface PlannedChange {
   /** New bytes, or null to delete the file. */
   newBytes: Buffer | null;
   newHash: string | null;
+  /**
+   * The verified parent directory, opened inside the path lock when the change was decided (src/tools/file-mutation.ts
+   * MutationScope): the commit and its rollback act in it, never re-resolving the path. Absent: opened by path
+   * (a parent the commit creates; start-up recovery).
+   */
+  dir?: VerifiedDir;
+}
+
+/** Runs `fn` in the verified parent of `real`: `dir` when given, else opened from the roots (and closed after). */
+async function inParent<T>(real: string, dir: VerifiedDir | undefined, isInside: (p: string) => boolean,
+  fn: (d: VerifiedDir, name: string) => Promise<T>): Promise<T> {
+  const name = path.basename(real);
+  if (dir) return await fn(dir, name);
+  return await withVerifiedDir(path.dirname(real), isInside, (d) => fn(d, name));
 }
 
 /**
@@ -62,26 +77,29 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
   killPoint();
   let committed = 0;
   const createdDirs: string[] = [];
+  const rollbackDirs = new Map(changes.filter((x) => x.dir).map((x) => [x.real as string, x.dir!] as const));
   try {
     for (const c of changes) {
-      if (c.oldBytes === null && c.newBytes !== null) createdDirs.push(...await makeParents(c.real, options.isInside));
+      if (c.oldBytes === null && c.newBytes !== null && !c.dir) createdDirs.push(...await makeParents(c.real, options.isInside));
       if (c.newBytes === null) {
-        const now = await lstat(c.real).catch(() => null);
-        if (!now || !c.oldIdentity || now.dev !== c.oldIdentity.dev || now.ino !== c.oldIdentity.ino
-          || now.size !== c.oldIdentity.size || now.mtimeMs !== c.oldIdentity.mtimeMs) {
-          throw Object.assign(new Error(`${c.real} changed during the call`), { code: 'ESTALE', path: c.real });
-        }
-        killPoint();
-        await unlink(c.real);
-        await syncDirectory(path.dirname(c.real));
+        // Through the verified parent: the file must still be the one validated (an unlink never follows a link).
+        await inParent(c.real, c.dir, options.isInside, async (dir) => {
+          const now = dir.lstat(path.basename(c.real));
+          if (!now || !c.oldIdentity || !sameVersion(identityOf(now), c.oldIdentity)) {
+            throw changedError(c.real);
+          }
+          killPoint();
+          await removeEntry(dir, path.basename(c.real), now);
+        });
       } else {
-        await writeFileAtomic(c.real, c.newBytes, {
-          isInside: options.isInside,
+        const newBytes = c.newBytes;
+        await inParent(c.real, c.dir, options.isInside, (dir, name) => writeFileAtomicIn(dir, name, newBytes, {
           expected: {
             identity: c.oldIdentity,
             // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
             onChanged: async () => {
-              const now = await readCurrent(c.real, options.isInside, { wantBytes: false, maxBytes: 0 }).catch(() => null);
+              const now = await inParent(c.real, c.dir, options.isInside,
+                (d, name) => readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 })).catch(() => null);
               if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
               return new OccMismatchError(`${c.real} changed after the patch was validated; nothing more was written.`, {
                 path: c.real, expectedHash: c.oldHash ?? 'absent', currentHash: now?.hash ?? null,
@@ -90,14 +108,25 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
             },
           },
           beforeRename: async () => killPoint(),
-        });
+        }));
       }
       committed++;
       killPoint();
     }
   } catch (error) {
-    const statuses = await rollbackFiles(files, committed, options.isInside);
-    for (const d of createdDirs.reverse()) await rmdir(d).catch(() => undefined); // only if empty again
+    if (committed === 0) {
+      // The first file's commit failed before its rename or unlink (each is all or nothing): nothing was changed, so
+      // this is the cause itself, not a rollback (a directory created for it is removed again when empty).
+      for (const d of createdDirs.reverse()) {
+        await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+      }
+      await removeJournal(journal.file).catch(() => undefined);
+      throw error;
+    }
+    const statuses = await rollbackFiles(files, committed, options.isInside, rollbackDirs);
+    for (const d of createdDirs.reverse()) { // only if empty again, through its verified parent
+      await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+    }
     await removeJournal(journal.file).catch(() => undefined);
     throw rollbackError(statuses, committed, error);
   }
@@ -109,10 +138,7 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
  * or outside the roots; returns the directories it created, outermost first.
  */
 async function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
-  const missing: string[] = [];
-  for (let d = path.dirname(file); d !== path.dirname(d) && !(await lstat(d).catch(() => null)); d = path.dirname(d)) missing.unshift(d);
-  if (missing.length > 0) await makeDirectories(path.dirname(file) as AllowedPath, isInside);
-  return missing;
+  return makeDirectories(path.dirname(file) as AllowedPath, isInside);
 }
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
@@ -134,9 +160,11 @@ function rollbackError(statuses: RollbackFile[], committed: number, cause: unkno
  * A file whose current hash is neither ours nor the old one was changed by someone else: left alone.
  */
 export async function rollbackFiles(files: readonly JournalFile[], committed: number,
-  isInside: (p: string) => boolean): Promise<RollbackFile[]> {
+  isInside: (p: string) => boolean, dirs: ReadonlyMap<string, VerifiedDir> = new Map()): Promise<RollbackFile[]> {
   const statuses: RollbackFile[] = files.map((f) => ({ path: f.path, status: 'restored' as const }));
-  for (let i = files.length - 1; i >= 0; i--) {
+  // Files from `committed` on were never written by this transaction (each file's commit is all or nothing): they
+  // hold their old bytes as far as we are concerned. Start-up recovery passes files.length (it cannot know).
+  for (let i = Math.min(committed, files.length) - 1; i >= 0; i--) {
     const f = files[i];
     const real = f.path as AllowedPath;
     try {
@@ -144,7 +172,7 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         statuses[i] = { path: f.path, status: 'not_restored', reason: 'outside_roots' };
         continue;
       }
-      const now = await readCurrent(real, isInside, { wantBytes: false, maxBytes: 0 });
+      const now = await inParent(real, dirs.get(real), isInside, (d, name) => readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }));
       if (now.hash === f.old_hash) continue; // holds its old bytes (never written, or already restored)
       const ours = i < committed || now.hash === f.new_hash;
       if (now.hash !== f.new_hash || !ours) {
@@ -152,16 +180,18 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         continue;
       }
       if (f.old_base64 === null) {
-        await unlink(real);
-        await syncDirectory(path.dirname(real));
+        await inParent(real, dirs.get(real), isInside, async (dir, name) => {
+          const st = dir.lstat(name);
+          if (st) await removeEntry(dir, name, st);
+        });
       } else {
         const bytes = Buffer.from(f.old_base64, 'base64');
         if (hashBytes(bytes) !== f.old_hash) throw new Error('journal bytes do not match the journaled hash');
-        const current = await lstat(real).catch(() => null);
-        await writeFileAtomic(real, bytes, {
-          isInside, mode: f.mode ?? undefined,
+        const current = now.stats;
+        await inParent(real, dirs.get(real), isInside, (dir, name) => writeFileAtomicIn(dir, name, bytes, {
+          mode: f.mode ?? undefined,
           expected: { identity: current ? identityOf(current) : null },
-        });
+        }));
       }
     } catch (error) {
       statuses[i] = { path: f.path, status: 'not_restored', reason: toEnvelope(error).error.code };
@@ -271,16 +301,21 @@ export async function recoverJournals(stateDir: string, isInside: (p: string) =>
  */
 async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (p: string) => boolean): Promise<void> {
   for (const f of files) {
-    const dir = path.dirname(f.path);
     if (!isInside(f.path)) continue;
     const prefix = temporaryPrefix(path.basename(f.path)).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const pattern = new RegExp(`^${prefix}[0-9a-f]{12}\\.tmp$`);
-    const names = await readdir(dir).catch(() => [] as string[]);
-    for (const entry of names) {
-      if (!pattern.test(entry)) continue;
-      const tmp = path.join(dir, entry);
-      if ((await lstat(tmp).catch(() => null))?.isFile()) await unlink(tmp).catch(() => undefined);
-    }
+    // Listed and removed through the verified parent directory, never by path.
+    await withVerifiedDir(path.dirname(f.path), isInside, async (dir) => {
+      for (const entry of await dir.readdir()) {
+        if (!pattern.test(entry.name)) continue;
+        const st = dir.lstat(entry.name);
+        if (st?.isFile()) {
+          try {
+            dir.unlink(entry.name);
+          } catch { /* gone */ }
+        }
+      }
+    }).catch(() => undefined);
   }
 }
 

@@ -230,3 +230,46 @@ export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise
     return typeof detail === 'string' ? `${error.code}:${detail}` : error.code;
   }
 }
+
+/**
+ * SPEC §6.2: may an entry found inside a directory being deleted recursively go with it? A `.git` directory (or
+ * file), a secret file (unless secrets are allowed) or any entry the file policy names (read_only, hidden, deny)
+ * refuses the whole delete. `relative` is the entry's path relative to its root, `/`-separated.
+ * @throws ToolError FILE_POLICY_DENIED (git_dir; policy), SECRET_DENIED (reason secret_inside)
+ */
+export function assertDeletableEntry(ctx: PolicyContext, absolute: string, relative: string, _isDirectory: boolean): void {
+  const name = relative.slice(relative.lastIndexOf('/') + 1);
+  if (name.toLowerCase() === '.git') {
+    throw new ToolError('FILE_POLICY_DENIED', `${absolute} is a .git directory; deleting it is never allowed.`, {
+      path: absolute, details: { source: 'builtin', rule: 'git_dir' },
+    });
+  }
+  if (!ctx.allowSecrets && secretRuleFor(absolute) !== null) {
+    throw new ToolError('SECRET_DENIED', `${absolute} is a secret file; the directory is not deleted.`, {
+      path: absolute, details: { reason: 'secret_inside' },
+    });
+  }
+  const access = accessFor(ctx.policy, relative);
+  if (access) {
+    throw new ToolError('FILE_POLICY_DENIED', `${absolute} is protected by the file policy (${access}); the directory is not deleted.`, {
+      path: absolute, details: { source: 'policy', rule: access },
+    });
+  }
+}
+
+/**
+ * What list_directory may say about a symlink's target (SPEC §6): its kind when the link resolves inside the roots to
+ * something the policy neither hides nor denies (checked on the target and on the link's spelling, as for any
+ * path); otherwise null — a dangling link, a loop, a target outside the roots, hidden or denied all look the same.
+ */
+export async function linkTargetKind(ctx: PolicyContext, linkAbsolute: string): Promise<ReturnType<typeof kindOf> | null> {
+  try {
+    const resolved = await resolveInRoots(linkAbsolute, ctx.roots, { followFinal: true });
+    if (!resolved.stats) return null;
+    const access = policyAccess(ctx, resolved, toPosixRelative(resolved.root.real, resolved.real));
+    if (access === 'hidden' || access === 'deny') return null;
+    return kindOf(resolved.stats);
+  } catch {
+    return null;
+  }
+}

@@ -90,6 +90,8 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     };
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };
+    // A mutation that happened is charged even when the call then failed (src/tools/file-mutation.ts).
+    if (mutationHappened(outcome.envelope.error)) ticket?.spend();
   }
   ticket?.release(); // a failed call gives its unit back (no-op after spend)
   state.audit.record({
@@ -104,6 +106,15 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     duration_ms: Math.round((performance.now() - started) * 100) / 100,
   });
   return outcome;
+}
+
+/**
+ * True when a failed call's envelope says it changed something, or may have: an effect that failed part-way, a
+ * partial rollback, an issue write sent whose outcome is unknown (recovery check_already_applied).
+ */
+function mutationHappened(error: { code: string; details: Record<string, unknown>; recovery: string }): boolean {
+  return error.details.mutation_applied === true || error.code === 'ROLLBACK_PARTIAL' || error.code === 'ROLLBACK_FAILED'
+    || error.recovery === 'check_already_applied';
 }
 
 function actionOf(args: unknown): string | undefined {

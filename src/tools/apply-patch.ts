@@ -10,8 +10,7 @@ import { z } from 'zod';
 import { OccMismatchError, PatchFailedError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
-import { withPathLock } from '../fs/path-lock.js';
-import { readCurrent, type CurrentFile } from '../fs/read-current.js';
+import type { CurrentFile } from '../fs/read-current.js';
 import { toEolText } from '../patch/eol-text.js';
 import { applyHunks, type HunkReport } from '../patch/locate-hunks.js';
 import { parseUnifiedDiff, type FilePatch } from '../patch/parse-unified.js';
@@ -22,7 +21,7 @@ import { checkExpectedHash } from '../policy/occ.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
+import { insideRoots, runMutation } from './file-mutation.js';
 
 export const ApplyPatchInput = z.strictObject({
   patch: z.string().min(1).describe('Unified diff, one or more files'),
@@ -198,76 +197,96 @@ export const applyPatch = defineTool({
   async run(args, ctx) {
     const files = parseUnifiedDiff(args.patch);
     const targets = await resolveTargets(files, args, ctx);
-    await checkStaleGit(ctx, targets[0].source.real, args.expected_status_hash);
     const isInside = insideRoots(ctx);
     const lockPaths = targets.flatMap((t) => [t.source.real, t.dest.real]);
     const warnings: string[] = [];
-    const outcome = await withPathLock(lockPaths, ctx.config.stateDir, async () => {
-      const changes: PlannedChange[] = [];
-      const results: FileResult[] = [];
-      for (const t of targets) {
-        const current = await readCurrent(t.source.real, isInside, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
-        const expected = expectedFor(args.expected_hashes, [t.key, t.file.rawOldPath, t.file.rawNewPath, t.source.absolute, t.source.real,
-          path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real)]);
-        if (t.action === 'created') {
-          if (current.exists) {
-            throw new OccMismatchError(`The patch creates ${t.dest.absolute}, but it already exists.`, {
-              path: t.dest.absolute, expectedHash: 'absent', currentHash: current.hash, conflict: { reason: 'created' },
+    const { result: outcome, statusHash } = await runMutation(ctx, {
+      lockPaths, expectedStatusHash: args.expected_status_hash,
+      statusPaths: [targets[0].source.real, targets[0].dest.real], dryRun: args.dry_run,
+      decide: async (scope) => {
+        const changes: PlannedChange[] = [];
+        const results: FileResult[] = [];
+        for (const t of targets) {
+          // A created file's destination is read too (it must still be absent), through its verified parent.
+          const current = await scope.current(t.source.real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
+          if (t.action !== 'created' && !current.exists) {
+            throw new ToolError('NOT_FOUND', `No such file or directory: ${t.source.absolute}.`, { path: t.source.absolute });
+          }
+          if (t.action === 'renamed') {
+            const dest = await scope.current(t.dest.real, { wantBytes: false, maxBytes: 0 });
+            if (dest.exists) {
+              throw new OccMismatchError(`The patch renames to ${t.dest.absolute}, which exists now.`, {
+                path: t.dest.absolute, expectedHash: 'absent', currentHash: dest.hash, conflict: { reason: 'created' },
+              });
+            }
+          }
+          const expected = expectedFor(args.expected_hashes, [t.key, t.file.rawOldPath, t.file.rawNewPath, t.source.absolute, t.source.real,
+            path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real)]);
+          if (t.action === 'created') {
+            if (current.exists) {
+              throw new OccMismatchError(`The patch creates ${t.dest.absolute}, but it already exists.`, {
+                path: t.dest.absolute, expectedHash: 'absent', currentHash: current.hash, conflict: { reason: 'created' },
+              });
+            }
+          } else {
+            const verdict = checkExpectedHash({
+              absolute: t.source.absolute, real: t.source.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
+              expected, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: `expected_hashes["${t.key}"]`,
+            });
+            if (verdict.warning) warnings.push(verdict.warning);
+          }
+          const before = t.action === 'created' ? '' : decode(current, t.source.absolute);
+          let applied: { text: string; hunks: HunkReport[] };
+          try {
+            applied = t.file.hunks.length ? applyHunks(before, t.file, t.source.absolute) : { text: before, hunks: [] };
+          } catch (error) {
+            if (error instanceof PatchFailedError) {
+              error.details.current_hash = current.hash;
+              error.details.file = t.source.absolute;
+            }
+            throw error;
+          }
+          if (t.action === 'deleted' && applied.text !== '') {
+            throw new PatchFailedError(`The patch deletes ${t.source.absolute}, but its hunks do not cover the whole file.`, {
+              path: t.source.absolute, details: { reason: 'no_match', current_hash: current.hash, file: t.source.absolute },
+              suggestion: 'Regenerate the deletion diff from the current file, or use delete_path.',
             });
           }
-        } else {
-          const verdict = checkExpectedHash({
-            absolute: t.source.absolute, real: t.source.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-            expected, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: `expected_hashes["${t.key}"]`,
-          });
-          if (verdict.warning) warnings.push(verdict.warning);
-        }
-        const before = t.action === 'created' ? '' : decode(current, t.source.absolute);
-        let applied: { text: string; hunks: HunkReport[] };
-        try {
-          applied = t.file.hunks.length ? applyHunks(before, t.file, t.source.absolute) : { text: before, hunks: [] };
-        } catch (error) {
-          if (error instanceof PatchFailedError) {
-            error.details.current_hash = current.hash;
-            error.details.file = t.source.absolute;
+          if (t.action === 'modified' || t.action === 'renamed') {
+            assertNotRewrite(toEolText(before).view, toEolText(applied.text).view, args.allow_rewrite, t.source.absolute);
           }
-          throw error;
-        }
-        if (t.action === 'deleted' && applied.text !== '') {
-          throw new PatchFailedError(`The patch deletes ${t.source.absolute}, but its hunks do not cover the whole file.`, {
-            path: t.source.absolute, details: { reason: 'no_match', current_hash: current.hash, file: t.source.absolute },
-            suggestion: 'Regenerate the deletion diff from the current file, or use delete_path.',
+          const newBytes = t.action === 'deleted' ? null : Buffer.from(applied.text, 'utf8');
+          const newHash = newBytes ? hashBytes(newBytes) : null;
+          const oldMode = current.stats ? current.stats.mode & 0o7777 : null;
+          if (t.action === 'renamed') {
+            changes.push({ real: t.dest.real, oldBytes: null, oldHash: null, oldIdentity: null, oldMode: null, newBytes, newHash,
+              dir: scope.parent(t.dest.real)?.dir });
+            changes.push({ real: t.source.real, oldBytes: current.bytes, oldHash: current.hash,
+              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes: null, newHash: null,
+              dir: scope.parent(t.source.real)?.dir });
+          } else {
+            // The commit acts in the directories verified here (a missing parent is created by the commit).
+            changes.push({ real: t.dest.real, oldBytes: current.bytes && current.exists ? current.bytes : null, oldHash: current.hash,
+              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes, newHash,
+              dir: scope.parent(t.dest.real)?.dir });
+          }
+          results.push({
+            path: t.dest.real, action: t.action, ...(t.action === 'renamed' ? { from: t.source.real } : {}),
+            hunks: applied.hunks, previous_hash: current.hash, content_hash: newHash,
           });
         }
-        if (t.action === 'modified' || t.action === 'renamed') {
-          assertNotRewrite(toEolText(before).view, toEolText(applied.text).view, args.allow_rewrite, t.source.absolute);
-        }
-        const newBytes = t.action === 'deleted' ? null : Buffer.from(applied.text, 'utf8');
-        const newHash = newBytes ? hashBytes(newBytes) : null;
-        const oldMode = current.stats ? current.stats.mode & 0o7777 : null;
-        if (t.action === 'renamed') {
-          changes.push({ real: t.dest.real, oldBytes: null, oldHash: null, oldIdentity: null, oldMode: null, newBytes, newHash });
-          changes.push({ real: t.source.real, oldBytes: current.bytes, oldHash: current.hash,
-            oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes: null, newHash: null });
-        } else {
-          changes.push({ real: t.dest.real, oldBytes: current.bytes && current.exists ? current.bytes : null, oldHash: current.hash,
-            oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes, newHash });
-        }
-        results.push({
-          path: t.dest.real, action: t.action, ...(t.action === 'renamed' ? { from: t.source.real } : {}),
-          hunks: applied.hunks, previous_hash: current.hash, content_hash: newHash,
-        });
-      }
-      if (!args.dry_run) {
-        await commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside });
-        for (const c of changes) {
-          if (c.newBytes) ctx.hashes.remember(c.real, c.newHash!, c.newBytes);
-          else ctx.hashes.forget(c.real);
-        }
-      }
-      return results;
+        return {
+          result: results, done: `changed ${changes.length} file(s)`,
+          effect: () => commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside }),
+          remember: () => {
+            for (const c of changes) {
+              if (c.newBytes) ctx.hashes.remember(c.real, c.newHash!, c.newBytes);
+              else ctx.hashes.forget(c.real);
+            }
+          },
+        };
+      },
     });
-    const statusHash = args.dry_run ? undefined : await statusHashAfter(ctx, targets[0].dest.real, args.expected_status_hash);
     const structured = {
       dry_run: args.dry_run,
       files: outcome,

@@ -3,12 +3,12 @@
  * that leaves the roots (each created level is re-checked).
  */
 import { z } from 'zod';
-import { OccMismatchError } from '../errors/tool-error.js';
-import { makeDirectories } from '../fs/atomic-write.js';
+import { OccMismatchError, ToolError } from '../errors/tool-error.js';
+import { openDirCreating } from '../fs/verified-dir.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
+import { runMutation } from './file-mutation.js';
 
 export const CreateDirectoryInput = z.strictObject({
   path: PathArg,
@@ -38,14 +38,37 @@ export const createDirectory = defineTool({
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'directory', mustExist: false, followFinal: true });
-    await checkStaleGit(ctx, target.real, args.expected_status_hash);
-    if (target.stats && args.expected_hash === 'absent') {
-      throw new OccMismatchError(`${target.absolute} already exists, but expected_hash was "absent".`, {
-        path: target.absolute, expectedHash: 'absent', currentHash: null, conflict: { reason: 'created' },
-      });
-    }
-    const created = args.dry_run ? !target.stats : await makeDirectories(target.real, insideRoots(ctx));
-    const statusHash = args.dry_run ? undefined : await statusHashAfter(ctx, target.real, args.expected_status_hash);
+    const { result, statusHash } = await runMutation(ctx, {
+      lockPaths: [target.real], expectedStatusHash: args.expected_status_hash, statusPaths: [target.real],
+      dryRun: args.dry_run,
+      decide: async (scope) => {
+        // What is there now (its parent may be missing too: created like mkdir -p).
+        // A root (authorized as a directory) is there by definition; its parent lies outside and is never opened.
+        const where = target.relative === '' ? null : scope.parent(target.real);
+        const now = target.relative === '' ? target.stats : where ? where.dir.lstat(where.name) : null;
+        if (now && !now.isDirectory()) {
+          throw new ToolError('VALIDATION', `${target.absolute} exists and is not a directory.`, {
+            path: target.absolute, details: { reason: 'not_a_directory' },
+          });
+        }
+        if (now && args.expected_hash === 'absent') {
+          throw new OccMismatchError(`${target.absolute} already exists, but expected_hash was "absent".`, {
+            path: target.absolute, expectedHash: 'absent', currentHash: null, conflict: { reason: 'created' },
+          });
+        }
+        const result = { created: !now };
+        if (now) return { result, done: 'nothing' };
+        return {
+          result, done: `created ${target.real}`,
+          effect: async () => {
+            const made = openDirCreating(target.real, scope.isInside);
+            made.dir.close();
+            result.created = made.created.length > 0;
+          },
+        };
+      },
+    });
+    const created = result.created;
     return {
       structured: { path: target.real, created, dry_run: args.dry_run, ...(statusHash ? { status_hash: statusHash } : {}) },
       text: `${created ? (args.dry_run ? 'Would create' : 'Created') : 'Already exists:'} ${target.real}`,

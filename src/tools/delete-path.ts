@@ -5,19 +5,13 @@
  */
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { withPathLock } from '../fs/path-lock.js';
-import { readCurrent } from '../fs/read-current.js';
-import { countEntries, removePath } from '../fs/tree-ops.js';
-import { walkTree } from '../fs/walk.js';
-import { authorizeWrite, kindOf } from '../policy/authorize.js';
-import { HOST_FLAVOR } from '../policy/containment.js';
-import { accessFor } from '../policy/file-policy.js';
+import { directoryNotEmpty, inspectTree, removeEmptyDir, removeEntry, removeTree, type InspectedTree } from '../fs/tree-ops.js';
+import { sameNode } from '../fs/verified-dir.js';
+import { assertDeletableEntry, authorizeWrite, kindOf } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
-import type { AllowedPath } from '../policy/resolve-path.js';
-import { isSecretPath } from '../policy/secrets.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
-import { defineTool, type ToolContext } from './define-tool.js';
-import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
+import { defineTool } from './define-tool.js';
+import { runMutation } from './file-mutation.js';
 
 /** Most entries a recursive delete inspects before refusing. */
 const MAX_RECURSIVE_ENTRIES = 100_000;
@@ -39,38 +33,6 @@ export const DeletePathOutput = z.object({
   status_hash: z.string().optional(),
 });
 
-/** Refuses a recursive delete of a tree holding protected entries. */
-async function assertTreeDeletable(ctx: ToolContext, real: AllowedPath, rootReal: string): Promise<number> {
-  let n = 0;
-  for await (const e of walkTree({
-    base: real, rootReal, maxDepth: 10_000, respectGitignore: false,
-    filter: () => 'ok', signal: ctx.signal, nocase: HOST_FLAVOR.caseInsensitive,
-  })) {
-    if (++n > MAX_RECURSIVE_ENTRIES) {
-      throw new ToolError('VALIDATION', `${real} holds more than ${MAX_RECURSIVE_ENTRIES} entries; refusing to delete it in one call.`, {
-        path: real, details: { reason: 'too_many_entries', limit: MAX_RECURSIVE_ENTRIES },
-      });
-    }
-    if (e.relative.split('/').pop()!.toLowerCase() === '.git') {
-      throw new ToolError('FILE_POLICY_DENIED', `${e.absolute} is a .git directory; deleting it is never allowed.`, {
-        path: e.absolute, details: { source: 'builtin', rule: 'git_dir' },
-      });
-    }
-    if (!ctx.policy.allowSecrets && isSecretPath(e.absolute)) {
-      throw new ToolError('SECRET_DENIED', `${e.absolute} is a secret file; the directory is not deleted.`, {
-        path: e.absolute, details: { reason: 'secret_inside' },
-      });
-    }
-    const access = accessFor(ctx.policy.policy, e.rootRelative);
-    if (access) {
-      throw new ToolError('FILE_POLICY_DENIED', `${e.absolute} is protected by the file policy (${access}); the directory is not deleted.`, {
-        path: e.absolute, details: { source: 'policy', rule: access },
-      });
-    }
-  }
-  return n;
-}
-
 export const deletePath = defineTool({
   name: 'delete_path',
   title: 'Delete path',
@@ -85,38 +47,63 @@ export const deletePath = defineTool({
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'any', mustExist: true, followFinal: false });
-    const stats = target.stats!;
-    await checkStaleGit(ctx, target.real, args.expected_status_hash);
-    const isInside = insideRoots(ctx);
-    const result = await withPathLock([target.real], ctx.config.stateDir, async () => {
-      let previousHash: string | null = null;
-      let entries = 0;
-      if (stats.isFile()) {
-        const current = await readCurrent(target.real, isInside, { wantBytes: true, maxBytes: 256 * 1024 })
-          .catch(async () => readCurrent(target.real, isInside, { wantBytes: false, maxBytes: 0 }));
-        checkExpectedHash({
-          absolute: target.absolute, real: target.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-          expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
-        });
-        previousHash = current.hash;
-      } else if (stats.isDirectory()) {
-        if (args.recursive) entries = await assertTreeDeletable(ctx, target.real, target.root.real);
-        else if ((await countEntries(target.real, 1)) > 0) {
-          throw new ToolError('VALIDATION', `${target.absolute} is a directory that is not empty.`, {
-            path: target.absolute, details: { reason: 'directory_not_empty' },
-            suggestion: 'Pass recursive: true to delete it with everything inside.',
+    const { result, statusHash } = await runMutation(ctx, {
+      lockPaths: [target.real], expectedStatusHash: args.expected_status_hash, statusPaths: [target.real],
+      dryRun: args.dry_run,
+      // Inside the lock, on what is there now: its kind, its hash, its whole tree (never the stats of authorization).
+      decide: async (scope) => {
+        const { dir, name } = scope.existingParent(target.real, target.absolute);
+        const stats = dir.lstat(name);
+        if (!stats) throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+        const type = kindOf(stats);
+        const forget = () => (stats.isDirectory() ? ctx.hashes.forgetUnder(target.real) : ctx.hashes.forget(target.real));
+        if (stats.isFile()) {
+          const current = await scope.current(target.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true });
+          checkExpectedHash({
+            absolute: target.absolute, real: target.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
+            expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
           });
+          const node = current.stats ?? stats;
+          return {
+            result: { type, previousHash: current.hash, entries: 0 }, done: `deleted ${target.real}`, remember: forget,
+            effect: () => removeEntry(dir, name, node),
+          };
         }
-      }
-      if (!args.dry_run) {
-        await removePath(target.real, stats, args.recursive);
-        if (stats.isDirectory()) ctx.hashes.forgetUnder(target.real);
-        else ctx.hashes.forget(target.real);
-      }
-      return { previousHash, entries };
+        if (!stats.isDirectory()) {
+          return {
+            result: { type, previousHash: null, entries: 0 }, done: `deleted ${target.real}`, remember: forget,
+            effect: () => removeEntry(dir, name, stats),
+          };
+        }
+        const top = dir.openDir(name);
+        let inspected: InspectedTree | null = null;
+        try {
+          if (!sameNode(top.identity, stats)) throw new ToolError('NOT_ALLOWED', `${target.absolute} changed during the call.`, {
+            path: target.absolute, details: { reason: 'changed_during_call' },
+          });
+          if (args.recursive) {
+            // The whole tree, at any depth, through descriptors: one protected entry refuses the whole delete, and a
+            // tree that cannot be read completely is refused (SPEC §6.2).
+            inspected = await inspectTree(top, (e) => assertDeletableEntry(ctx.policy, e.absolute,
+              target.relative === '' ? e.relative : `${target.relative}/${e.relative}`, e.stats.isDirectory()),
+            MAX_RECURSIVE_ENTRIES, ctx.signal);
+          } else if ((await top.readdir()).length > 0) {
+            throw directoryNotEmpty(target.absolute);
+          }
+        } finally {
+          top.close();
+        }
+        const tree = inspected;
+        return {
+          result: { type, previousHash: null, entries: tree?.entries ?? 0 }, done: `deleted ${target.real}`, remember: forget,
+          effect: async () => {
+            if (tree) await removeTree(dir, name, tree);
+            else await removeEmptyDir(dir, name, stats);
+          },
+        };
+      },
     });
-    const statusHash = args.dry_run ? undefined : await statusHashAfter(ctx, target.real, args.expected_status_hash);
-    const type = kindOf(stats);
+    const type = result.type;
     return {
       structured: {
         path: target.real, type, dry_run: args.dry_run, entries: result.entries, previous_hash: result.previousHash,

@@ -1,15 +1,28 @@
 /**
- * The one flow every single-file content mutation follows (write_file, edit_file; apply_patch per file), so the
- * SPEC §3.3 order from step 8 on lives in one place:
- *   8 STALE_GIT (expected_status_hash) → [path lock] → read current bytes and hash → 9 HASH_REQUIRED / OCC_MISMATCH
- *   → 10 compute the new bytes (PATCH_FAILED, REWRITE_BLOCKED …) → dry run stops here → atomic write that re-checks
- *   the target's identity just before the rename → remember the new hash.
- * Handlers supply `compute`; they never touch the filesystem themselves.
+ * The one mutation pipeline (SPEC §3.3 steps 8–10), used by write_file, edit_file, apply_patch, move_path,
+ * delete_path and create_directory (and exported for journal recovery):
+ *
+ *   8 STALE_GIT (expected_status_hash) — and every other work tree whose status hash the call will report is proven
+ *     to be one now, so that cannot fail after the effect
+ *   → [path lock over every path the call touches]
+ *   → `decide`: the tool reads the CURRENT state of every path it touches (existence, kind, bytes, hash —
+ *     destinations included) through verified directory descriptors opened inside the lock (MutationScope), runs
+ *     9 HASH_REQUIRED / OCC_MISMATCH and 10 its own checks (PATCH_FAILED, REWRITE_BLOCKED …), and returns its effect;
+ *     nothing decided before the lock is trusted, and every check that can fail runs here, before the first effect
+ *   → dry run stops here → the effect (the only step that changes anything) → hash memory
+ *   → the new status hash.
+ *
+ * A failure after the effect started (only I/O, or git for the new status hash) is reported with what was done and
+ * `details.mutation_applied`, and the call is charged to --mutation-budget (src/server/call-tool.ts): a mutation that
+ * happened is always charged. Tools supply only `decide`; they never touch the filesystem themselves.
  */
-import { identityOf, makeDirectories, writeFileAtomic } from '../fs/atomic-write.js';
+import path from 'node:path';
+import { writeFileAtomicIn } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
 import { withPathLock } from '../fs/path-lock.js';
-import { isDirectory, readCurrent, type CurrentFile } from '../fs/read-current.js';
+import { isDirectory, readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
+import { afterEffect } from '../fs/tree-ops.js';
+import { identityOf, openDirCreating, VerifiedDir } from '../fs/verified-dir.js';
 import { ToolError } from '../errors/tool-error.js';
 import type { AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
@@ -17,6 +30,161 @@ import { checkExpectedHash, type OccVerdict } from '../policy/occ.js';
 import { parentOf, type AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
 import type { ToolContext } from './define-tool.js';
+
+/** A containment predicate over the roots of this call. */
+export function insideRoots(ctx: ToolContext): (p: string) => boolean {
+  return (p) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+}
+
+/**
+ * Checks STALE_GIT for `target` when an expected status hash is given (SPEC §3.3 step 8).
+ * @throws ToolError STALE_GIT, VALIDATION (not a work tree), NOT_ALLOWED (work tree outside the roots)
+ */
+export async function checkStaleGit(ctx: ToolContext, real: string, expected: string | undefined): Promise<void> {
+  if (expected === undefined) return;
+  await assertStatusHash(expected, real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs);
+}
+
+/** The work tree's status hash after a mutation (reported when the caller passed expected_status_hash). */
+export async function statusHashAfter(ctx: ToolContext, real: string, expected: string | undefined): Promise<string | undefined> {
+  if (expected === undefined) return undefined;
+  return (await currentStatusHash(real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs)).statusHash;
+}
+
+/**
+ * The verified directories of one mutation, opened inside the path lock and closed when the mutation ends.
+ */
+export class MutationScope {
+  private readonly dirs = new Map<string, VerifiedDir>();
+
+  constructor(readonly isInside: (p: string) => boolean) {}
+
+  /**
+   * The verified parent directory of `real` and the entry name, or null when the parent does not exist.
+   * @throws ToolError NOT_ALLOWED (a link on the way; outside), VALIDATION not_a_directory (a file on the way);
+   *   errno errors other than a missing parent
+   */
+  parent(real: AllowedPath): { dir: VerifiedDir; name: string } | null {
+    const dirPath = path.dirname(real);
+    let dir = this.dirs.get(dirPath);
+    if (!dir) {
+      try {
+        dir = VerifiedDir.open(dirPath, this.isInside);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') return null;
+        if (code === 'ENOTDIR') {
+          throw new ToolError('VALIDATION', `A component of ${dirPath} exists and is not a directory.`, {
+            path: dirPath, details: { reason: 'not_a_directory' },
+          });
+        }
+        throw error;
+      }
+      this.dirs.set(dirPath, dir);
+    }
+    return { dir, name: path.basename(real) };
+  }
+
+  /**
+   * Like `parent`, but a missing parent is NOT_FOUND.
+   * @throws ToolError NOT_FOUND reason parent_missing, and as `parent`
+   */
+  existingParent(real: AllowedPath, absolute: string, suggestion?: string): { dir: VerifiedDir; name: string } {
+    const p = this.parent(real);
+    if (!p) throw parentMissing(absolute, suggestion);
+    return p;
+  }
+
+  /** The current state of the file `real` (absent when it or its parent does not exist). */
+  async current(real: AllowedPath, options: ReadCurrentOptions): Promise<CurrentFile> {
+    const p = this.parent(real);
+    if (!p) return { exists: false, hash: null, bytes: null, stats: null };
+    return await readCurrentIn(p.dir, p.name, options);
+  }
+
+  /** Keeps a directory opened elsewhere (e.g. just created) to be closed with the scope. */
+  adopt(dir: VerifiedDir): VerifiedDir {
+    const old = this.dirs.get(dir.path);
+    if (old && old !== dir) old.close();
+    this.dirs.set(dir.path, dir);
+    return dir;
+  }
+
+  /** Closes every directory. */
+  close(): void {
+    for (const d of this.dirs.values()) d.close();
+    this.dirs.clear();
+  }
+}
+
+/** NOT_FOUND reason parent_missing. */
+export function parentMissing(absolute: string, suggestion = 'Pass create_dirs: true, or call create_directory first.'): ToolError {
+  return new ToolError('NOT_FOUND', `The parent directory of ${absolute} does not exist.`, {
+    path: absolute, details: { reason: 'parent_missing' }, suggestion,
+  });
+}
+
+/** What a tool's `decide` returns: its result and the effect that makes it so. */
+export interface MutationStep<T> {
+  result: T;
+  /** The only code that changes anything; not run for a dry run. Absent: nothing to change. */
+  effect?: () => Promise<void>;
+  /** Hash-memory updates once the effect succeeded. */
+  remember?: () => void;
+  /** What the effect did, in a few words (reported if the new status hash fails afterwards). */
+  done: string;
+}
+
+/** One mutation call as the pipeline runs it. */
+export interface MutationPlan<T> {
+  /** Every path the call touches (sources, destinations, files of a patch): the path lock is taken on all. */
+  lockPaths: readonly AllowedPath[];
+  expectedStatusHash: string | undefined;
+  /**
+   * The paths whose git work tree matters: STALE_GIT is checked on the first; the status hash reported afterwards is
+   * the last one's. All must lie in a work tree before any effect.
+   */
+  statusPaths: readonly AllowedPath[];
+  dryRun: boolean;
+  /** Inside the lock: read the current state through `scope`, decide, and return the effect. */
+  decide: (scope: MutationScope) => Promise<MutationStep<T>>;
+}
+
+/**
+ * Runs one mutation (see the module comment).
+ * @returns the step's result and, when expected_status_hash was given (not a dry run), the new status hash
+ * @throws ToolError STALE_GIT, VALIDATION / NOT_ALLOWED (work trees), whatever `decide` throws (nothing was changed),
+ *   the effect's errors (with details.mutation_applied when part of it happened), a status-hash failure after the
+ *   effect (details.mutation_applied)
+ */
+export async function runMutation<T>(ctx: ToolContext, plan: MutationPlan<T>): Promise<{ result: T; statusHash?: string }> {
+  if (plan.expectedStatusHash !== undefined && plan.statusPaths.length > 0) {
+    await checkStaleGit(ctx, plan.statusPaths[0], plan.expectedStatusHash);
+    // The status hash reported afterwards must be computable: a path outside any work tree is VALIDATION now, not
+    // after the effect.
+    for (const p of plan.statusPaths.slice(1)) await statusHashAfter(ctx, p, plan.expectedStatusHash);
+  }
+  const scope = new MutationScope(insideRoots(ctx));
+  const step = await withPathLock(plan.lockPaths, ctx.config.stateDir, async () => {
+    try {
+      const s = await plan.decide(scope);
+      if (!plan.dryRun && s.effect) {
+        await s.effect();
+        s.remember?.();
+      }
+      return s;
+    } finally {
+      scope.close();
+    }
+  });
+  if (plan.dryRun || plan.expectedStatusHash === undefined) return { result: step.result };
+  try {
+    const statusHash = await statusHashAfter(ctx, plan.statusPaths[plan.statusPaths.length - 1], plan.expectedStatusHash);
+    return { result: step.result, statusHash };
+  } catch (error) {
+    throw step.effect ? afterEffect(error, step.done) : error;
+  }
+}
 
 /** Options of `mutateFile`. */
 export interface MutateOptions {
@@ -27,6 +195,8 @@ export interface MutateOptions {
   wantBytes: boolean;
   /** Create missing parent directories (write_file create_dirs). */
   createDirs?: boolean;
+  /** The file must exist now (edit_file): one gone since authorization is NOT_FOUND. */
+  mustExist?: boolean;
   /** Name of the expected-hash parameter, for messages. */
   field?: string;
 }
@@ -50,90 +220,77 @@ export interface Computed<T> {
   detail: T;
 }
 
-/** A containment predicate over the roots of this call. */
-export function insideRoots(ctx: ToolContext): (p: string) => boolean {
-  return (p) => findContainingRoot(ctx.policy.roots, p) !== undefined;
-}
-
 /**
- * Checks STALE_GIT for `target` when an expected status hash is given (SPEC §3.3 step 8).
- * @throws ToolError STALE_GIT, VALIDATION (not a work tree), NOT_ALLOWED (work tree outside the roots)
- */
-export async function checkStaleGit(ctx: ToolContext, real: string, expected: string | undefined): Promise<void> {
-  if (expected === undefined) return;
-  await assertStatusHash(expected, real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs);
-}
-
-/** The work tree's status hash after a mutation (reported when the caller passed expected_status_hash). */
-export async function statusHashAfter(ctx: ToolContext, real: string, expected: string | undefined): Promise<string | undefined> {
-  if (expected === undefined) return undefined;
-  return (await currentStatusHash(real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs)).statusHash;
-}
-
-/**
- * Runs the mutation flow for one authorized file.
- * @throws ToolError STALE_GIT, HASH_REQUIRED, OCC_MISMATCH, whatever `compute` throws, NOT_ALLOWED (swap detected),
- *   and Node errno errors from the write (mapped to IO_ERROR / FILE_POLICY_DENIED)
+ * A single-file content mutation (write_file, edit_file) through `runMutation`: `compute` turns the current file into
+ * the new bytes.
+ * @throws ToolError NOT_FOUND parent_missing, STALE_GIT, HASH_REQUIRED, OCC_MISMATCH, whatever `compute` throws,
+ *   NOT_ALLOWED (swap detected), and Node errno errors from the write (mapped to IO_ERROR / FILE_POLICY_DENIED)
  */
 export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, options: MutateOptions,
   compute: (current: CurrentFile) => Promise<Computed<T>> | Computed<T>): Promise<MutateResult<T>> {
   // SPEC §3.3 step 7 (existence) before step 8 (STALE_GIT) and 9 (OCC): a new file needs its parent directory.
-  if (!target.stats && !options.createDirs && !(await isDirectory(parentOf(target.real)))) {
-    throw new ToolError('NOT_FOUND', `The parent directory of ${target.absolute} does not exist.`, {
-      path: target.absolute, details: { reason: 'parent_missing' },
-      suggestion: 'Pass create_dirs: true, or call create_directory first.',
-    });
-  }
-  await checkStaleGit(ctx, target.real, options.expectedStatusHash);
-  const isInside = insideRoots(ctx);
+  if (!target.stats && !options.createDirs && !(await isDirectory(parentOf(target.real)))) throw parentMissing(target.absolute);
   const real: AllowedPath = target.real;
-  const result = await withPathLock([real], ctx.config.stateDir, async () => {
-    const current = await readCurrent(real, isInside, { wantBytes: options.wantBytes, maxBytes: ctx.config.limits.maxEditBytes });
-    const occ = checkExpectedHash({
-      absolute: target.absolute, real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-      expected: options.expectedHash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: options.field,
-    });
-    const computed = await compute(current);
-    const contentHash = hashBytes(computed.bytes);
-    if (!options.dryRun) {
-      if (!current.exists && options.createDirs) await makeDirectories(parentOf(real), isInside);
-      await writeFileAtomic(real, computed.bytes, {
-        isInside,
-        expected: {
-          identity: current.stats ? identityOf(current.stats) : null,
-          // Someone else (not an fs-tools writer: they share the path lock) changed the file after we hashed it.
-          // Different bytes: OCC_MISMATCH against what we read. Same bytes under a new identity (an identical save, a
-          // touch): our computed bytes still apply, so the write proceeds — this is no failure, least of all INTERNAL.
-          onChanged: async () => {
-            try {
-              const now = await readCurrent(real, isInside, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes })
-                .catch((error: unknown) => (error instanceof ToolError && error.details.reason === 'file_too_large'
-                  ? readCurrent(real, isInside, { wantBytes: false, maxBytes: 0 }) : Promise.reject(error)));
-              checkExpectedHash({
-                absolute: target.absolute, real, current: { hash: now.hash, bytes: now.bytes ?? undefined },
-                expected: current.hash ?? 'absent', autoOcc: 'block', memory: ctx.hashes, field: options.field,
-              });
-              return null;
-            } catch (error) {
-              return error as Error;
-            }
-          },
-        },
+  const maxBytes = ctx.config.limits.maxEditBytes;
+  const { result, statusHash } = await runMutation(ctx, {
+    lockPaths: [real], expectedStatusHash: options.expectedStatusHash, statusPaths: [real], dryRun: options.dryRun,
+    decide: async (scope) => {
+      const where = options.createDirs ? scope.parent(real) : scope.existingParent(real, target.absolute);
+      const current = where ? await readCurrentIn(where.dir, where.name, { wantBytes: options.wantBytes, maxBytes })
+        : { exists: false, hash: null, bytes: null, stats: null };
+      if (options.mustExist && !current.exists) {
+        throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+      }
+      const occ = checkExpectedHash({
+        absolute: target.absolute, real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
+        expected: options.expectedHash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: options.field,
       });
-      ctx.hashes.remember(real, contentHash, computed.bytes);
-    }
-    return {
-      created: !current.exists,
-      previousHash: current.hash,
-      contentHash,
-      bytes: computed.bytes.length,
-      occ,
-      detail: computed.detail,
-    };
+      const computed = await compute(current);
+      const contentHash = hashBytes(computed.bytes);
+      const result = {
+        created: !current.exists, previousHash: current.hash, contentHash, bytes: computed.bytes.length, occ,
+        detail: computed.detail,
+      };
+      const effect = async () => {
+        let dir = where?.dir;
+        let created: string[] = [];
+        if (!dir) {
+          const made = openDirCreating(parentOf(real), scope.isInside);
+          dir = scope.adopt(made.dir);
+          created = made.created;
+        }
+        const parent = dir;
+        try {
+          await writeFileAtomicIn(parent, path.basename(real), computed.bytes, {
+            expected: {
+              identity: current.stats ? identityOf(current.stats) : null,
+              // Someone else (not an fs-tools writer: they share the path lock) changed the file after we hashed it.
+              // Different bytes: OCC_MISMATCH against what we read. Same bytes under a new identity (an identical
+              // save, a touch): our computed bytes still apply, so the write proceeds.
+              onChanged: async () => {
+                try {
+                  const now = await readCurrentIn(parent, path.basename(real), { wantBytes: true, maxBytes, hashOnlyWhenLarge: true });
+                  checkExpectedHash({
+                    absolute: target.absolute, real, current: { hash: now.hash, bytes: now.bytes ?? undefined },
+                    expected: current.hash ?? 'absent', autoOcc: 'block', memory: ctx.hashes, field: options.field,
+                  });
+                  return null;
+                } catch (error) {
+                  return error as Error;
+                }
+              },
+            },
+          });
+        } catch (error) {
+          if (created.length > 0) throw afterEffect(error, `created ${created.join(', ')}; the file was not written`);
+          throw error;
+        }
+      };
+      return {
+        result, effect, done: `${current.exists ? 'replaced' : 'created'} ${real}`,
+        remember: () => ctx.hashes.remember(real, contentHash, computed.bytes),
+      };
+    },
   });
-  if (!options.dryRun) {
-    const statusHash = await statusHashAfter(ctx, real, options.expectedStatusHash);
-    if (statusHash) return { ...result, statusHash };
-  }
-  return result;
+  return statusHash ? { ...result, statusHash } : result;
 }

@@ -4,14 +4,13 @@
  * roots. Secret names are shown and marked; policy-hidden and denied entries are omitted; .gitignore is honoured by
  * default.
  */
-import { realpath, stat as fsStat } from 'node:fs/promises';
 import { z } from 'zod';
-import { walkTree, type WalkEntry } from '../fs/walk.js';
-import { authorizeRead, classifyEntry, kindOf } from '../policy/authorize.js';
-import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
+import { walkTree } from '../fs/walk.js';
+import { authorizeRead, classifyEntry, kindOf, linkTargetKind } from '../policy/authorize.js';
+import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { defineTool, type ToolContext } from './define-tool.js';
+import { defineTool } from './define-tool.js';
 
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
@@ -41,16 +40,6 @@ export const ListDirectoryOutput = z.object({
   next_cursor: z.string().nullable(),
   skipped: z.object({ unreadable: z.number().int().describe('Directories that could not be read') }),
 });
-
-async function linkTargetType(entry: WalkEntry, ctx: ToolContext): Promise<z.infer<typeof KindSchema> | null> {
-  try {
-    const target = await realpath(entry.absolute);
-    if (!findContainingRoot(ctx.policy.roots, target, HOST_FLAVOR)) return null;
-    return kindOf(await fsStat(target));
-  } catch {
-    return null; // dangling or unreadable
-  }
-}
 
 export const listDirectory = defineTool({
   name: 'list_directory',
@@ -106,7 +95,7 @@ export const listDirectory = defineTool({
         // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
         ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
         ...(secret ? { secret: true } : {}),
-        ...(type === 'symlink' ? { link_target_type: await linkTargetType(entry, ctx) } : {}),
+        ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
       });
     }
     if (!truncated) unreadable += pendingUnreadable;

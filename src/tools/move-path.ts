@@ -3,19 +3,19 @@
  * `overwrite: true`; then the destination file is a mutation under OCC (`expected_hash` is the destination's).
  * Moving a symlink moves the link, not its target.
  */
+import type { Stats } from 'node:fs';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { identityOf } from '../fs/atomic-write.js';
-import { withPathLock } from '../fs/path-lock.js';
-import { isDirectory, readCurrent } from '../fs/read-current.js';
-import { movePath as moveEntry } from '../fs/tree-ops.js';
+import { isDirectory } from '../fs/read-current.js';
+import { moveEntry } from '../fs/tree-ops.js';
+import { identityOf } from '../fs/verified-dir.js';
 import { assertWritesAllowed, authorizeWrite, kindOf } from '../policy/authorize.js';
 import { isWithin } from '../policy/containment.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { checkStaleGit, insideRoots, statusHashAfter } from './file-mutation.js';
+import { parentMissing, runMutation } from './file-mutation.js';
 
 export const MovePathInput = z.strictObject({
   source: PathArg.describe('From'),
@@ -63,79 +63,69 @@ export const movePath = defineTool({
     if (!source.stats) {
       throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
     }
-    const srcStats = source.stats;
     if (source.real === destination.real) {
       throw new ToolError('VALIDATION', 'source and destination are the same path.', {
         path: source.absolute, details: { reason: 'same_path' },
       });
     }
-    if (srcStats.isDirectory() && isWithin(source.real, destination.real)) {
-      throw new ToolError('VALIDATION', 'A directory cannot be moved inside itself.', {
-        path: destination.absolute, details: { reason: 'destination_inside_source' },
-      });
-    }
-    const dstStats = destination.stats;
-    if (dstStats && !args.overwrite) {
-      throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was moved.`, {
-        path: destination.absolute, details: { reason: 'destination_exists' },
-        suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace it, or choose another destination.',
-      });
-    }
-    if (dstStats && dstStats.isDirectory()) {
-      throw new ToolError('VALIDATION', `${destination.absolute} is a directory; only a file can be overwritten.`, {
-        path: destination.absolute, details: { reason: 'destination_is_directory' },
-      });
-    }
-    if (!(await isDirectory(parentOf(destination.real)))) {
-      throw new ToolError('NOT_FOUND', `The parent directory of ${destination.absolute} does not exist.`, {
-        path: destination.absolute, details: { reason: 'parent_missing' },
-        suggestion: 'Call create_directory for the parent first.',
-      });
-    }
-    await checkStaleGit(ctx, source.real, args.expected_status_hash);
-    const isInside = insideRoots(ctx);
-    const result = await withPathLock([source.real, destination.real], ctx.config.stateDir, async () => {
-      let contentHash: string | null = null;
-      if (srcStats.isFile()) {
-        const src = await readCurrent(source.real, isInside, { wantBytes: false, maxBytes: 0 });
-        contentHash = src.hash;
-        if (args.expected_source_hash !== undefined) {
+    // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
+    assertMovable(source.stats, destination.stats, args.overwrite, source, destination);
+    const missingParent = 'Call create_directory for the parent first.';
+    if (!(await isDirectory(parentOf(destination.real)))) throw parentMissing(destination.absolute, missingParent);
+    const { result, statusHash } = await runMutation(ctx, {
+      lockPaths: [source.real, destination.real], expectedStatusHash: args.expected_status_hash,
+      statusPaths: [source.real, destination.real], dryRun: args.dry_run,
+      // Inside the lock, on the current state of both paths: nothing seen during authorization is trusted.
+      decide: async (scope) => {
+        const src = scope.existingParent(source.real, source.absolute);
+        const dst = scope.existingParent(destination.real, destination.absolute, missingParent);
+        const srcNow = src.dir.lstat(src.name);
+        if (!srcNow) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+        const dstNow = dst.dir.lstat(dst.name);
+        assertMovable(srcNow, dstNow, args.overwrite, source, destination);
+        let contentHash: string | null = null;
+        if (srcNow.isFile()) {
+          const current = await scope.current(source.real, { wantBytes: false, maxBytes: 0 });
+          contentHash = current.hash;
+          if (args.expected_source_hash !== undefined) {
+            checkExpectedHash({
+              absolute: source.absolute, real: source.real, current: { hash: current.hash }, expected: args.expected_source_hash,
+              autoOcc: 'off', memory: ctx.hashes, field: 'expected_source_hash',
+            });
+          }
+        }
+        // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
+        const dstFile = dstNow?.isFile()
+          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true }) : null;
+        if (dstNow || args.expected_hash !== undefined) {
           checkExpectedHash({
-            absolute: source.absolute, real: source.real, current: { hash: src.hash }, expected: args.expected_source_hash,
-            autoOcc: 'off', memory: ctx.hashes, field: 'expected_source_hash',
+            absolute: destination.absolute, real: destination.real,
+            current: { hash: dstFile?.hash ?? null, bytes: dstFile?.bytes ?? undefined },
+            expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
           });
         }
-      }
-      let previousDestinationHash: string | null = null;
-      let expectedDestination = null;
-      const dstNow = dstStats && dstStats.isFile()
-        ? await readCurrent(destination.real, isInside, { wantBytes: true, maxBytes: 256 * 1024 })
-          .catch(() => readCurrent(destination.real, isInside, { wantBytes: false, maxBytes: 0 }))
-        : null;
-      if (dstNow || args.expected_hash !== undefined) {
-        checkExpectedHash({
-          absolute: destination.absolute, real: destination.real,
-          current: { hash: dstNow?.hash ?? null, bytes: dstNow?.bytes ?? undefined },
-          expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
-        });
-        previousDestinationHash = dstNow?.hash ?? null;
-        expectedDestination = dstNow?.stats ? identityOf(dstNow.stats) : null;
-      }
-      if (!args.dry_run) {
-        await moveEntry(source.real, destination.real, { overwrite: args.overwrite, expectedDestination });
-        if (srcStats.isDirectory()) ctx.hashes.forgetUnder(source.real);
-        ctx.hashes.forget(source.real);
-        ctx.hashes.forget(destination.real);
-        if (contentHash) ctx.hashes.remember(destination.real, contentHash);
-      }
-      return { contentHash, previousDestinationHash };
+        const expectDestination = dstNow ? identityOf(dstFile?.stats ?? dstNow) : null;
+        return {
+          result: {
+            type: kindOf(srcNow), overwritten: dstNow !== null, contentHash, previousDestinationHash: dstFile?.hash ?? null,
+          },
+          done: `moved ${source.real} to ${destination.real}`,
+          effect: () => moveEntry(src.dir, src.name, dst.dir, dst.name, { source: srcNow, destination: expectDestination }),
+          remember: () => {
+            if (srcNow.isDirectory()) ctx.hashes.forgetUnder(source.real);
+            ctx.hashes.forget(source.real);
+            ctx.hashes.forget(destination.real);
+            if (contentHash) ctx.hashes.remember(destination.real, contentHash);
+          },
+        };
+      },
     });
-    const statusHash = args.dry_run ? undefined : await statusHashAfter(ctx, destination.real, args.expected_status_hash);
-    const type = kindOf(srcStats);
+    const type = result.type;
+    const dstStats = result.overwritten;
     return {
       structured: {
         source: source.real, destination: destination.real, type, dry_run: args.dry_run,
-        overwritten: Boolean(dstStats), previous_destination_hash: result.previousDestinationHash,
+        overwritten: dstStats, previous_destination_hash: result.previousDestinationHash,
         content_hash: result.contentHash, ...(statusHash ? { status_hash: statusHash } : {}),
       },
       text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${source.real} -> ${destination.real}${dstStats ? ' (overwrote the destination)' : ''}`
@@ -144,3 +134,30 @@ export const movePath = defineTool({
     };
   },
 });
+
+/**
+ * The refusals of SPEC §6.2 for a move, on the given facts (authorization's, then again the current ones inside the
+ * lock): a missing source, a directory into itself, an existing destination without overwrite, a directory
+ * destination.
+ * @throws ToolError NOT_FOUND, VALIDATION (destination_inside_source, destination_exists, destination_is_directory)
+ */
+function assertMovable(src: Stats | null, dst: Stats | null, overwrite: boolean,
+  source: { real: string; absolute: string }, destination: { real: string; absolute: string }): void {
+  if (!src) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+  if (src.isDirectory() && isWithin(source.real, destination.real)) {
+    throw new ToolError('VALIDATION', 'A directory cannot be moved inside itself.', {
+      path: destination.absolute, details: { reason: 'destination_inside_source' },
+    });
+  }
+  if (dst && !overwrite) {
+    throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was moved.`, {
+      path: destination.absolute, details: { reason: 'destination_exists' },
+      suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace it, or choose another destination.',
+    });
+  }
+  if (dst && dst.isDirectory()) {
+    throw new ToolError('VALIDATION', `${destination.absolute} is a directory; only a file can be overwritten.`, {
+      path: destination.absolute, details: { reason: 'destination_is_directory' },
+    });
+  }
+}

@@ -2,9 +2,11 @@
  * stat (SPEC §6): metadata of one path, following a symlink that stays inside the roots (and saying it was one).
  * A secret's metadata is shown with `secret: true` but without its content hash unless --allow-secrets.
  */
-import { readlink } from 'node:fs/promises';
+import path from 'node:path';
 import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
 import { hashFileHandle } from '../fs/hash.js';
+import { lstatVerified, withVerifiedDir } from '../fs/verified-dir.js';
 import { openForRead } from '../fs/open-file.js';
 import { authorizeRead, kindOf } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
@@ -55,11 +57,20 @@ export const stat = defineTool({
       }
       ctx.hashes.remember(target.real, contentHash);
     }
+    const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
     let symlink: { target: string } | null = null;
     if (target.viaSymlink) {
-      symlink = { target: await readlink(target.absolute).catch(() => target.real) };
+      // The link itself, read through its verified directory; a spelling with another link above it (or a directory
+      // swapped meanwhile) reports the resolved path instead.
+      let text = target.real as string;
+      try {
+        text = await withVerifiedDir(path.dirname(target.absolute), isInside, (dir) => dir.readlink(path.basename(target.absolute)));
+      } catch { /* the resolved path */ }
+      symlink = { target: text };
     }
-    const s = target.stats;
+    // Metadata as it is now through the verified parent, never through whatever a swapped ancestor points to.
+    const s = lstatVerified(target.real, isInside);
+    if (!s) throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
     const structured = {
       path: target.real,
       type: kindOf(s),

@@ -62,7 +62,7 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   const auditLog = path.join(scratch.dir, `audit-${era}.jsonl`);
   const base = { HOME, XDG_CONFIG_HOME: HOME };
   /** One server per configuration, started on first use. */
-  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused' | 'badconfig'): Promise<TestClient> {
+  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused' | 'badconfig' | 'budget'): Promise<TestClient> {
     let c = clients.get(kind);
     if (c) return c;
     const env: Record<string, string> = { ...base, ...fake.env() };
@@ -70,6 +70,7 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     if (kind === 'main') args.push(`--audit-log=${auditLog}`);
     if (kind === 'readonly') args.push('--readonly', '--git-remote-allow=github.localhost/octo');
     if (kind === 'limits') args.push('--forge-timeout-ms=1500', '--forge-output-bytes=4000');
+    if (kind === 'budget') args.push('--mutation-budget=1');
     if (kind === 'nogh') env.PATH = path.join(scratch.dir, 'bin');
     if (kind === 'notoken') {
       // No token anywhere: an empty gh config dir (gh's hosts.yml would make gh believe it is logged in), so the
@@ -345,6 +346,14 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(e.error.suggestion).toMatch(/view/i);
       expect(fake.writes()).toHaveLength(1);
       expect(JSON.parse(fake.writes()[0].body)).toEqual({ body: 'maybe posted' });
+    });
+
+    it('a write that may have been applied is charged to --mutation-budget (issue 11)', async () => {
+      fake.script({ method: 'POST', drop: true });
+      const e = expectCode(await call({ action: 'comment', ...REPO, number: 1, body: 'maybe posted' }, 'budget'), 'GH_NETWORK');
+      expect(e.error.recovery).toBe('check_already_applied');
+      expectCode(await call({ action: 'comment', ...REPO, number: 1, body: 'second' }, 'budget'), 'BUDGET_EXCEEDED');
+      expect(fake.writes()).toHaveLength(1);
     });
 
     it('a write answered 502, or timing out, may have been applied: check_already_applied', async () => {
