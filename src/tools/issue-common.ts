@@ -22,6 +22,7 @@ import { PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import type { ToolContext, ToolOutcome } from './define-tool.js';
 import { resolveWorkTree } from './git-status.js';
+import { escapeBlock, escapeLine } from './text-safe.js';
 
 /** The actions of both tools. */
 export const ISSUE_ACTIONS = ['list', 'view', 'create', 'comment', 'close', 'reopen', 'edit'] as const;
@@ -352,23 +353,30 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
 }
 
 /**
- * Wraps untrusted text in the SPEC §8 markers. A marker look-alike inside the text is broken up (a zero-width space
- * after its first "<"), so issue text cannot close the block early; structured results keep the text unchanged.
+ * Wraps untrusted text in the SPEC §8 markers (issue #14: the wrapper cannot be closed or reopened from inside).
+ * Both markers begin with `<<<` and end with `>>>`; inside the wrapped text every run of three or more angle
+ * brackets (ASCII `<` `>`, and their fullwidth and small-form look-alikes ＜ ＞ ﹤ ﹥, mixed freely) is replaced
+ * character by character with ‹ and ›. After that the text contains no `<<<` and no `>>>` at all, so neither marker
+ * (nor any look-alike of one) can occur inside it, whatever the text. Control characters other than newline and tab
+ * are C-escaped (`escapeBlock`), so nothing inside can drive a terminal or overwrite a line. Structured results keep
+ * the exact text.
  */
 export function wrapUntrusted(text: string): string {
-  const defanged = text.replace(/<<<(?=[^\n]*untrusted)/gi, '<\u200b<<');
+  const defanged = escapeBlock(text)
+    .replace(/[<\uff1c\ufe64]{3,}/g, (run) => '\u2039'.repeat(run.length))
+    .replace(/[>\uff1e\ufe65]{3,}/g, (run) => '\u203a'.repeat(run.length));
   return `${UNTRUSTED_BEGIN}\n${defanged}\n${UNTRUSTED_END}`;
 }
 
 /** One line per issue (list and write results). */
 function issueLine(i: Issue): string {
-  const parts = [`#${i.number} [${i.state}${i.state_reason && i.state === 'closed' ? `: ${i.state_reason}` : ''}] ${i.title}`];
-  if (i.labels.length) parts.push(`labels: ${i.labels.join(', ')}`);
-  if (i.assignees.length) parts.push(`assignees: ${i.assignees.join(', ')}`);
-  if (i.author) parts.push(`by ${i.author}`);
+  const parts = [`#${i.number} [${i.state}${i.state_reason && i.state === 'closed' ? `: ${escapeLine(i.state_reason)}` : ''}] ${escapeLine(i.title)}`];
+  if (i.labels.length) parts.push(`labels: ${escapeLine(i.labels.join(', '))}`);
+  if (i.assignees.length) parts.push(`assignees: ${escapeLine(i.assignees.join(', '))}`);
+  if (i.author) parts.push(`by ${escapeLine(i.author)}`);
   if (i.updated_at) parts.push(`updated ${i.updated_at}`);
   if (i.comments_count) parts.push(`${i.comments_count} comment${i.comments_count === 1 ? '' : 's'}`);
-  if (i.url) parts.push(i.url);
+  if (i.url) parts.push(escapeLine(i.url));
   return parts.join(' — ');
 }
 
@@ -382,11 +390,12 @@ function issueBlock(i: Issue, comments: readonly IssueComment[]): string {
     `updated ${i.updated_at ?? '?'}`,
     ...(i.closed_at ? [`closed ${i.closed_at}${i.state_reason ? ` (${i.state_reason})` : ''}`] : []),
   ];
-  const lines = [`#${i.number} [${i.state}] ${i.title}`, meta.join(' · '), ...(i.url ? [i.url] : []), '', i.body ? i.body : '(no description)'];
+  const lines = [`#${i.number} [${i.state}] ${escapeLine(i.title)}`, escapeLine(meta.join(' · ')), ...(i.url ? [escapeLine(i.url)] : []), '',
+    i.body ? i.body : '(no description)'];
   for (const c of comments) lines.push('', commentBlock(c));
   return lines.join('\n');
 }
 
 function commentBlock(c: IssueComment): string {
-  return `--- comment ${c.id} by ${c.author ?? 'unknown'} at ${c.created_at ?? '?'}${c.url ? ` (${c.url})` : ''}\n${c.body}`;
+  return escapeLine(`--- comment ${c.id} by ${c.author ?? 'unknown'} at ${c.created_at ?? '?'}${c.url ? ` (${c.url})` : ''}`) + `\n${c.body}`;
 }

@@ -8,6 +8,7 @@ import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { readOne, ReadResultShape, truncationNote } from './read-file.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
 
 /** Most paths per call. */
 export const MAX_READ_FILES = 100;
@@ -24,6 +25,8 @@ export const ReadFilesOutput = z.object({
   ])),
   succeeded: z.number().int(),
   failed: z.number().int(),
+  truncated: z.boolean().describe('True when the response budget left paths unread: see remaining_paths'),
+  remaining_paths: z.array(z.string()).describe('Paths not read in this call (response budget); pass them as paths to continue'),
 });
 
 export const readFiles = defineTool({
@@ -31,7 +34,9 @@ export const readFiles = defineTool({
   title: 'Read several files',
   description: `Read up to ${MAX_READ_FILES} files in one call with the same options as read_file (range, max_bytes per `
     + 'file, encoding). Each entry is either {ok: true, result} or {ok: false, error} with that path\'s error envelope; '
-    + 'the call itself fails only for invalid arguments. The text shows each file between "==> path <==" headers.',
+    + 'the call itself fails only for invalid arguments. The text shows each file between "==> path <==" headers. '
+    + 'The whole response stays under a 3 MiB budget: paths beyond it come back in remaining_paths (truncated: true) '
+    + 'to pass to the next call.',
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,
@@ -42,21 +47,44 @@ export const readFiles = defineTool({
     const { paths, ...options } = args;
     const results: z.infer<typeof ReadFilesOutput>['results'] = [];
     const text: string[] = [];
-    for (const requested of paths) {
+    // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
+    // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
+    // truncated + continuation), so every call makes progress.
+    const budget = new ResponseBudget();
+    budget.charge(2048 + jsonBytes(paths) / 2); // the fixed fields and the trailing note
+    let stop = paths.length;
+    for (let i = 0; i < paths.length; i++) {
+      const requested = paths[i];
+      let entry: (typeof results)[number];
+      let piece: string;
+      const within = { maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024), cutByBudget: false };
       try {
-        const result = await readOne(requested, options, ctx);
-        results.push({ path: requested, ok: true, result });
+        const result = await readOne(requested, options, ctx, within);
+        entry = { path: requested, ok: true, result };
         const note = truncationNote(result);
-        text.push(`==> ${requested} <==\n${result.content}${note ? `\n${note}` : ''}`);
+        piece = `==> ${requested} <==\n${result.content}${note ? `\n${note}` : ''}`;
       } catch (error) {
         const envelope = toEnvelope(error);
-        results.push({ path: requested, ok: false, error: envelope.error });
-        text.push(`==> ${requested} <==\n${JSON.stringify(envelope)}`);
+        entry = { path: requested, ok: false, error: envelope.error };
+        piece = `==> ${requested} <==\n${JSON.stringify(envelope)}`;
       }
+      const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
+      if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {
+        stop = i;
+        break;
+      }
+      budget.charge(cost);
+      results.push(entry);
+      text.push(piece);
+    }
+    const remaining = paths.slice(stop);
+    if (remaining.length > 0) {
+      text.push(`[fs-tools: response budget reached after ${results.length} of ${paths.length} paths; `
+        + `call read_files again with paths = remaining_paths (${remaining.length})]`);
     }
     const succeeded = results.filter((r) => r.ok).length;
     return {
-      structured: { results, succeeded, failed: results.length - succeeded },
+      structured: { results, succeeded, failed: results.length - succeeded, truncated: remaining.length > 0, remaining_paths: remaining },
       text: text.join('\n'),
       audit: { paths },
     };
