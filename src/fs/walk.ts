@@ -18,6 +18,7 @@ import path from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import micromatch from 'micromatch';
 import { childOf, type AllowedPath } from '../policy/resolve-path.js';
+import { sharedListing } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -43,7 +44,15 @@ export interface WalkEntry extends WalkItem {
 }
 
 /** Why the walk skipped something. */
-export type WalkSkip = 'unreadable' | 'policy';
+export type WalkSkip = 'unreadable' | 'policy' | 'too_deep' | 'name_too_long';
+
+/**
+ * Why a directory could not be read (issue #14: no silent gaps): ENAMETOOLONG (the path is longer than the OS
+ * accepts, PATH_MAX) is `name_too_long`; anything else (EACCES, ELOOP, vanished, …) is `unreadable`.
+ */
+export function skipReasonOf(error: unknown): WalkSkip {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENAMETOOLONG' ? 'name_too_long' : 'unreadable';
+}
 
 /** Options of `walkTree`. */
 export interface WalkOptions {
@@ -69,6 +78,11 @@ export interface WalkOptions {
   nocase?: boolean;
   /** lstat each yielded entry (default true); false yields WalkItems (type only, no per-entry syscall). */
   stats?: boolean;
+  /**
+   * True when maxDepth is a server limit rather than the caller's request: each directory not descended because of
+   * it is reported to onSkip as `too_deep`.
+   */
+  depthIsLimit?: boolean;
 }
 
 /** Synchronous lstats between two yields to the event loop. */
@@ -147,11 +161,13 @@ async function* walkDir(
   include: ((s: string) => boolean) | null, exclude: ((s: string) => boolean) | null,
 ): AsyncGenerator<WalkItem | WalkEntry> {
   if (o.signal?.aborted) return;
-  let dirents: Dirent[];
+  let dirents: readonly Dirent[];
+  let names: readonly string[];
   try {
-    dirents = await readdir(dirAbs, { withFileTypes: true });
-  } catch {
-    o.onSkip?.('unreadable', dirRel || '.');
+    // Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts).
+    ({ dirents, names } = await sharedListing(dirAbs, () => readdir(dirAbs, { withFileTypes: true })));
+  } catch (error) {
+    o.onSkip?.(skipReasonOf(error), dirRel || '.');
     return;
   }
   let myLevels = levels;
@@ -159,8 +175,6 @@ async function* walkDir(
     const level = await loadIgnore(path.join(dirAbs, '.gitignore'), dirRootRel);
     if (level) myLevels = [...levels, level];
   }
-  dirents.sort((a, b) => compareNames(a.name, b.name));
-  const names = dirents.map((d) => d.name);
   const dirDepth = dirRel === '' ? 0 : dirRel.split('/').length;
   // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO.
   let first = 0;
@@ -208,6 +222,8 @@ async function* walkDir(
     }
     if (isDir && depth < o.maxDepth && name !== '.git') {
       yield* walkDir(o, run, absolute, relative, rootRelative, depth + 1, myLevels, childResume, include, exclude);
+    } else if (isDir && o.depthIsLimit && name !== '.git' && (emit || childResume)) {
+      o.onSkip?.('too_deep', relative);
     }
   }
 }

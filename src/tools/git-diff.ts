@@ -15,6 +15,8 @@ import { unquote } from '../vcs/porcelain-v2.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool } from './define-tool.js';
+import { quoteName } from './text-safe.js';
+import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from '../server/response-budget.js';
 import { resolveWorkTree } from './git-status.js';
 
 export const GitDiffInput = z.strictObject({
@@ -207,6 +209,8 @@ export const gitDiff = defineTool({
     let offset = typeof position?.offset === 'number' ? position.offset : 0;
     let out = '';
     let outBytes = 0;
+    const budget = new ResponseBudget();
+    budget.charge(4096 + jsonStringBytes(root));
     const files: z.infer<typeof FileSchema>[] = [];
     let truncated = false;
     let next: Record<string, unknown> | null = null;
@@ -224,17 +228,21 @@ export const gitDiff = defineTool({
       const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
       // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
       // max_bytes is cut like a diff, so paging always moves on).
-      const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
+      const full = omitted ? `diff --git ${quoteName(`a/${c.path}`)} ${quoteName(`b/${c.path}`)}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
       let body = full.slice(offset);
       const bodyBytes = Buffer.byteLength(body);
-      if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
+      // Issue #14: the body goes out twice (diff + text), JSON-escaped, beside its files entry.
+      const cost = 2 * jsonStringBytes(body) + jsonBytes(entry) + 2;
+      if (out.length > 0 && (outBytes + bodyBytes > maxBytes || cost > budget.remaining)) {
         truncated = true;
         next = { index, offset };
         break;
       }
-      if (bodyBytes > maxBytes) {
+      if (bodyBytes > maxBytes || cost > budget.remaining) {
         // One file larger than the page: cut at a line boundary and continue inside it.
+        const room = Math.max(1, Math.floor((budget.remaining - jsonBytes(entry) - 2) / 2));
         let cut = prefixWithinBytes(body, maxBytes);
+        if (jsonStringBytes(cut) > room) cut = prefixWithinJsonBytes(cut, room) || String.fromCodePoint(body.codePointAt(0)!);
         const nl = cut.lastIndexOf('\n');
         if (nl > 0) cut = cut.slice(0, nl + 1);
         body = cut;
@@ -246,6 +254,7 @@ export const gitDiff = defineTool({
       }
       out += body;
       outBytes += bodyBytes;
+      budget.charge(cost);
       files.push(entry);
     }
     const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
