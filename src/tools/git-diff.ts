@@ -14,6 +14,7 @@ import { gitStatus, runGit, throwGitFailure } from '../vcs/git.js';
 import { unquote } from '../vcs/porcelain-v2.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
 import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from '../server/response-budget.js';
@@ -166,7 +167,8 @@ export const gitDiff = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path, ...(a.paths ?? [])],
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
     // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
@@ -263,5 +265,5 @@ export const gitDiff = defineTool({
       text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
       audit: { paths: [root] },
     };
-  },
+  }),
 });

@@ -11,6 +11,7 @@ import { authorizeRead, classifyEntry, kindOf } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { quoteName } from './text-safe.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
@@ -80,7 +81,8 @@ export const listDirectory = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
       args.respect_gitignore]);
     const resumeAfter = args.cursor ? String(decodeCursor(args.cursor, fingerprint).after ?? '') : null;
@@ -157,5 +159,5 @@ export const listDirectory = defineTool({
       text: lines.join('\n'),
       audit: { paths: [target.real] },
     };
-  },
+  }),
 });

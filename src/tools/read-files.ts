@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { readOne, ReadResultShape, truncationNote } from './read-file.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
@@ -43,7 +44,8 @@ export const readFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => a.paths,
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const { paths, ...options } = args;
     const results: z.infer<typeof ReadFilesOutput>['results'] = [];
     const text: string[] = [];
@@ -88,5 +90,5 @@ export const readFiles = defineTool({
       text: text.join('\n'),
       audit: { paths },
     };
-  },
+  }),
 });

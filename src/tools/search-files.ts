@@ -15,6 +15,7 @@ import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { escapeLine, quoteName } from './text-safe.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
@@ -164,7 +165,8 @@ export const searchFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     if (args.glob === undefined && args.query === undefined) {
       throw new ToolError('VALIDATION', 'search_files needs a glob, a query, or both.', {
         details: { reason: 'missing_field', field: 'query' },
@@ -389,5 +391,5 @@ export const searchFiles = defineTool({
       + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
       + `${truncated ? '; truncated, pass cursor to continue' : ''}]`);
     return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
-  },
+  }),
 });
