@@ -61,13 +61,13 @@ describe('serialized sizes', () => {
 describe('the final guard', () => {
   it('passes a result within the limit through unchanged', () => {
     const result = { content: [{ type: 'text', text: 'x'.repeat(1000) }], structuredContent: { a: 1 } };
-    expect(guardResponse(result, 'read_file', false)).toBe(result);
+    expect(guardResponse(result, "read_file", false)).toBe(result);
   });
 
   it('turns an oversized result into a VALIDATION envelope that fits', () => {
     const text = '\u0000'.repeat(RESPONSE_LIMIT_BYTES / 6 + 10); // under the limit raw, over it escaped
     const out = guardResponse({ content: [{ type: 'text', text }] }, 'read_files', false);
-    expect(out.isError).toBe(true);
+    expect((out as { isError?: boolean }).isError).toBe(true);
     expect(jsonBytes(out)).toBeLessThan(4096);
     const envelope = JSON.parse((out.content[0] as { text: string }).text);
     expect(envelope.error).toMatchObject({ code: 'VALIDATION', retryable: false, recovery: 'fix_arguments',
