@@ -62,12 +62,15 @@ describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => 
       expect(unquote(listLines[0])).toBe(name);
 
       // search_files, glob only: the entry and the summary line.
+      // (Whether `*` matches a name with a line break is the glob engine's business — micromatch's `*` does not
+      // match "\n" — so the property here is about rendering: whatever is found is one line per entry.)
       const glob = await client.call('search_files', { path: REPO, glob: '*', respect_gitignore: false });
-      expect((glob.structuredContent as any).files).toEqual([name]);
+      const found = (glob.structuredContent as any).files as string[];
+      expect(found.length === 0 || (found.length === 1 && found[0] === name)).toBe(true);
       const globLines = textOf(glob).split('\n');
       expect(globLines).toHaveLength(2);
-      expect(unquote(globLines[0])).toBe(name);
-      expect(globLines[1]).toMatch(/^\[1 files/);
+      expect(found.length === 0 ? globLines[0] : unquote(globLines[0])).toBe(found.length === 0 ? '(no matches)' : name);
+      expect(globLines[1]).toMatch(new RegExp(`^\\[${found.length} files`));
 
       // search_files, content: `path:line:column: text` and the summary line.
       const content = await client.call('search_files', { path: REPO, query: 'hit', respect_gitignore: false });
@@ -98,7 +101,7 @@ describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => 
   }, 60_000);
 
   it('any file name is exactly one line of each text output', async () => {
-    await fc.assert(fc.asyncProperty(fileName, check), { numRuns: 40 });
+    await fc.assert(fc.asyncProperty(fileName, check), { numRuns: 60 });
   }, 180_000);
 });
 
