@@ -132,16 +132,19 @@ function direntType(d: Dirent): WalkType {
   return 'other';
 }
 
-/** lstat without the thread pool; null when the entry is gone or cannot be stat'ed. Yields to the loop now and then. */
-async function statNow(run: WalkRun, absolute: string): Promise<Stats | null> {
+/**
+ * lstat without the thread pool; null when the entry is gone, else the skip reason when it cannot be stat'ed
+ * (issue #14: ENAMETOOLONG and the like are reported, not dropped). Yields to the loop now and then.
+ */
+async function statNow(run: WalkRun, absolute: string): Promise<Stats | null | WalkSkip> {
   if (++run.statsSinceYield >= STAT_YIELD_EVERY) {
     run.statsSinceYield = 0;
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   try {
     return lstatSync(absolute, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? null : skipReasonOf(error);
   }
 }
 
@@ -215,6 +218,10 @@ async function* walkDir(
       if (run.wantStats) {
         const stats = await statNow(run, absolute);
         if (!stats) continue; // vanished between readdir and lstat
+        if (typeof stats === 'string') {
+          o.onSkip?.(stats, relative);
+          continue;
+        }
         yield { relative, absolute, rootRelative, type, stats, depth };
       } else {
         yield { relative, absolute, rootRelative, type, depth };
