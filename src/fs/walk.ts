@@ -174,7 +174,8 @@ async function* walkDir(
     return;
   }
   let myLevels = levels;
-  if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
+  const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
+  if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
     const level = await loadIgnore(path.join(dirAbs, '.gitignore'), dirRootRel);
     if (level) myLevels = [...levels, level];
   }
@@ -182,8 +183,14 @@ async function* walkDir(
   // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO.
   let first = 0;
   if (resume) {
+    // Binary search (the names are sorted): a late page of a huge directory does not compare its way there.
     const wanted = resume.components[dirDepth];
-    while (first < names.length && compareNames(names[first], wanted) < 0) first++;
+    let hi = names.length;
+    while (first < hi) {
+      const mid = (first + hi) >>> 1;
+      if (compareNames(names[mid], wanted) < 0) first = mid + 1;
+      else hi = mid;
+    }
   }
   for (let i = first; i < names.length; i++) {
     const name = names[i];
@@ -233,6 +240,18 @@ async function* walkDir(
       o.onSkip?.('too_deep', relative);
     }
   }
+}
+
+/** Index of `name` in the sorted `names` (binary search), or -1. */
+function sortedIndexOf(names: readonly string[], name: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareNames(names[mid], name) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < names.length && names[lo] === name ? lo : -1;
 }
 
 /** Loads .gitignore files of the directories from the root down to (not including) the base's own directory. */

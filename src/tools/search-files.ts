@@ -83,8 +83,11 @@ type Loaded = { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' | 'no_mat
 /** The walk's own skip reasons, counted per yielded entry. */
 const WALK_SKIPS = ['policy', 'unreadable', 'too_deep', 'name_too_long'] as const;
 
+/** The skips of an entry with none before it (shared: most entries). */
+const NO_SKIPS: Readonly<Record<(typeof WALK_SKIPS)[number], number>> = Object.freeze({ policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 });
+
 interface Prepared {
-  skips: Record<(typeof WALK_SKIPS)[number], number>;
+  skips: Readonly<Record<(typeof WALK_SKIPS)[number], number>>;
   wanted: boolean;
   loaded: () => Promise<Loaded>;
 }
@@ -286,8 +289,9 @@ export const searchFiles = defineTool({
     };
     // Called as the walk yields an entry (ahead of the loop below): candidate files go to the reader threads at once.
     const prepare = (entry: WalkItem): Prepared => {
-      const skips = { ...walkSkips };
-      for (const k of WALK_SKIPS) walkSkips[k] = 0;
+      const skipped = walkSkips.policy + walkSkips.unreadable + walkSkips.too_deep + walkSkips.name_too_long > 0;
+      const skips = skipped ? { ...walkSkips } : NO_SKIPS;
+      if (skipped) for (const k of WALK_SKIPS) walkSkips[k] = 0;
       const wanted = entry.type === 'file' && (!globMatch || globMatch(entry.relative));
       let loading: Promise<Loaded> | null = null;
       if (wanted && reader) {
@@ -303,7 +307,7 @@ export const searchFiles = defineTool({
     };
 
     outer: for await (const [entry, item] of readAhead(candidates, prepare, READ_AHEAD)) {
-      for (const k of WALK_SKIPS) uncommitted[k] += item.skips[k];
+      if (item.skips !== NO_SKIPS) for (const k of WALK_SKIPS) uncommitted[k] += item.skips[k];
       if (!item.wanted) continue;
       if (Date.now() > deadline) {
         truncated = true;
