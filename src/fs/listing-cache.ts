@@ -72,10 +72,20 @@ export async function sharedListing(dirAbs: string, read: () => Promise<Dirent[]
   try {
     const listing = await slot.listing;
     slot.size = listing.names.length;
-    if (slot.size >= CACHE_MIN_ENTRIES) remember(dirAbs, slot);
+    // Kept only when the directory is still the one whose identity keys it (not changed or swapped during the read).
+    if (slot.size >= CACHE_MIN_ENTRIES && sameKey(dirAbs, key)) remember(dirAbs, slot);
     return listing;
   } finally {
     if (inFlight.get(dirAbs) === slot) inFlight.delete(dirAbs);
+  }
+}
+
+function sameKey(dirAbs: string, key: string): boolean {
+  try {
+    const st = lstatSync(dirAbs, { bigint: true, throwIfNoEntry: false });
+    return st !== undefined && keyOf(st) === key;
+  } catch {
+    return false;
   }
 }
 

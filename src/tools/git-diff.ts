@@ -265,5 +265,5 @@ export const gitDiff = defineTool({
       text: (out || '(no differences)\n') + (truncated ? `[fs-tools: diff truncated; pass cursor to continue]\n` : '') + `status_hash ${statusHash}`,
       audit: { paths: [root] },
     };
-  }),
+  }, args),
 });

@@ -159,5 +159,5 @@ export const listDirectory = defineTool({
       text: lines.join('\n'),
       audit: { paths: [target.real] },
     };
-  }),
+  }, args),
 });

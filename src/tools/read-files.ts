@@ -90,5 +90,5 @@ export const readFiles = defineTool({
       text: text.join('\n'),
       audit: { paths },
     };
-  }),
+  }, args),
 });

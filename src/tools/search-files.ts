@@ -395,5 +395,5 @@ export const searchFiles = defineTool({
       + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
       + `${truncated ? '; truncated, pass cursor to continue' : ''}]`);
     return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
-  }),
+  }, args),
 });

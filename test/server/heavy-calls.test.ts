@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toEnvelope } from '../../src/errors/to-envelope.js';
-import { HEAVY_CONCURRENCY, HEAVY_QUEUE_LIMIT, heavyCallStats, runHeavy } from '../../src/server/heavy-calls.js';
+import { HEAVY_CONCURRENCY, HEAVY_QUEUE_BYTES, HEAVY_QUEUE_LIMIT, heavyCallStats, runHeavy } from '../../src/server/heavy-calls.js';
 
 function gate() {
   let open!: () => void;
@@ -28,12 +28,12 @@ describe('runHeavy', () => {
       return i;
     }));
     await new Promise((r) => setTimeout(r, 10));
-    expect(heavyCallStats()).toEqual({ running: HEAVY_CONCURRENCY, queued: 20 - HEAVY_CONCURRENCY });
+    expect(heavyCallStats()).toMatchObject({ running: HEAVY_CONCURRENCY, queued: 20 - HEAVY_CONCURRENCY });
     g.open();
     expect(await Promise.all(calls)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(peak).toBe(HEAVY_CONCURRENCY);
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
-    expect(heavyCallStats()).toEqual({ running: 0, queued: 0 });
+    expect(heavyCallStats()).toEqual({ running: 0, queued: 0, queuedBytes: 0 });
   });
 
   it('a cancelled waiter leaves the queue and never runs; a failing call frees its slot', async () => {
@@ -50,7 +50,7 @@ describe('runHeavy', () => {
     await Promise.all(blockers);
     await expect(runHeavy(undefined, async () => { throw new Error('boom'); })).rejects.toThrow('boom');
     expect(ran).toBe(false);
-    expect(heavyCallStats()).toEqual({ running: 0, queued: 0 });
+    expect(heavyCallStats()).toEqual({ running: 0, queued: 0, queuedBytes: 0 });
   });
 
   it('past the queue limit a call is refused at once with a retryable envelope', async () => {
@@ -64,6 +64,24 @@ describe('runHeavy', () => {
     expect(ran).toBe(false);
     g.open();
     await Promise.all(held);
-    expect(heavyCallStats()).toEqual({ running: 0, queued: 0 });
+    expect(heavyCallStats()).toEqual({ running: 0, queued: 0, queuedBytes: 0 });
+  });
+
+  it('past the queued-arguments limit a call is refused too (waiting calls hold their arguments)', async () => {
+    const g = gate();
+    const big = { query: 'q'.repeat(HEAVY_QUEUE_BYTES / 4) };
+    const held = [
+      ...Array.from({ length: HEAVY_CONCURRENCY }, () => runHeavy(undefined, () => g.opened, big)),
+      ...Array.from({ length: 3 }, () => runHeavy(undefined, () => g.opened, big)),
+    ];
+    expect(heavyCallStats().queuedBytes).toBeGreaterThan(3 * HEAVY_QUEUE_BYTES / 4);
+    const refused = toEnvelope(await runHeavy(undefined, async () => 1, big).catch((e: unknown) => e));
+    expect(refused.error).toMatchObject({ code: 'IO_ERROR', retryable: true, details: { reason: 'busy', queue_bytes_limit: HEAVY_QUEUE_BYTES } });
+    // A small call still queues.
+    const small = runHeavy(undefined, async () => 'small', { path: '.' });
+    g.open();
+    await Promise.all(held);
+    expect(await small).toBe('small');
+    expect(heavyCallStats()).toEqual({ running: 0, queued: 0, queuedBytes: 0 });
   });
 });
