@@ -74,11 +74,13 @@ export function toRangeRequest(o: ReadOptions): RangeRequest {
 }
 
 /**
- * Reads one path (shared by read_file and read_files).
+ * Reads one path (shared by read_file and read_files). With `within`, the content is cut so that it fits
+ * `maxCost` bytes when sent twice JSON-escaped (issue #14: structured + text), and `cutByBudget` says it was; with
+ * `probeOnly` it is not cut, only flagged.
  * @throws ToolError from policy (SPEC §3.3 4–7), VALIDATION (conflicting options, range past end, binary)
  */
 export async function readOne(requested: string, options: ReadOptions, ctx: ToolContext,
-  within?: { maxCost: number; cutByBudget?: boolean }): Promise<ReadResult> {
+  within?: { maxCost: number; cutByBudget?: boolean; probeOnly?: boolean }): Promise<ReadResult> {
   const request = toRangeRequest(options);
   const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
   const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
@@ -113,9 +115,12 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
         : Buffer.byteLength(prefixWithinJsonBytes(r.bytes.toString('utf8'), half), 'utf8');
       if (fitting < r.bytes.length) {
         within.cutByBudget = true;
-        r = await readRange(handle, request, {
-          maxBytes: Math.max(1, fitting), textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
-        });
+        // probeOnly: the caller defers a read that does not fit whole (read_files after its first entry).
+        if (!within.probeOnly) {
+          r = await readRange(handle, request, {
+            maxBytes: Math.max(1, fitting), textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
+          });
+        }
       }
     }
     ctx.hashes.remember(target.real, r.contentHash, r.startByte === 0 && r.endByte === r.size ? r.bytes : undefined);

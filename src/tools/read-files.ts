@@ -59,7 +59,8 @@ export const readFiles = defineTool({
       const requested = paths[i];
       let entry: (typeof results)[number];
       let piece: string;
-      const within = { maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024), cutByBudget: false };
+      const within = { maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024), cutByBudget: false,
+        probeOnly: results.length > 0 };
       try {
         const result = await readOne(requested, options, ctx, within);
         entry = { path: requested, ok: true, result };
