@@ -135,9 +135,13 @@ export const listDirectory = defineTool({
         ...(type === 'symlink' ? { link_target_type: await linkTargetType(entry, ctx) } : {}),
       };
       const line = entryLine(item);
-      if (entries.length > 0 && !budget.take(jsonBytes(item) + jsonStringBytes(line) + 2)) {
-        truncated = true;
-        break;
+      const cost = jsonBytes(item) + jsonStringBytes(line) + 2;
+      if (!budget.take(cost)) {
+        if (entries.length > 0) {
+          truncated = true;
+          break;
+        }
+        budget.charge(cost); // the first entry always goes (a page makes progress)
       }
       unreadable += pendingUnreadable;
       pendingUnreadable = 0;
