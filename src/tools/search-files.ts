@@ -317,12 +317,13 @@ export const searchFiles = defineTool({
       }
       if (mode === 'glob') {
         const line = quoteName(entry.relative);
-        if (files.length >= maxResults
-          || (files.length > 0 && !budget.take(jsonStringBytes(entry.relative) + jsonStringBytes(line) + 8))) {
+        const cost = jsonStringBytes(entry.relative) + jsonStringBytes(line) + 8;
+        if (files.length >= maxResults || (files.length > 0 && !budget.take(cost))) {
           truncated = true;
           next = { after: files[files.length - 1] };
           break; // the skips since that file are counted again by the next page, so not here
         }
+        if (files.length === 0) budget.charge(cost); // the first always goes (a page makes progress)
         commitSkips();
         files.push(entry.relative);
         out.push(line);
@@ -370,7 +371,9 @@ export const searchFiles = defineTool({
           }
         }
         const rendered = renderMatch(match, args.context_lines > 0);
-        if (matches.length > 0 && !budget.take(jsonBytes(match) + jsonStringBytes(rendered) + 8)) {
+        const cost = jsonBytes(match) + jsonStringBytes(rendered) + 8;
+        if (matches.length === 0) budget.charge(cost); // the first always goes (a page makes progress)
+        else if (!budget.take(cost)) {
           truncated = true;
           next = { file: entry.relative, skip: h };
           if (h === skip) filesMatched--; // its first match goes to the next page
