@@ -26,6 +26,7 @@ import micromatch from 'micromatch';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { isWithin } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
+import { sharedListing } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -51,7 +52,15 @@ export interface WalkEntry extends WalkItem {
 }
 
 /** Why the walk skipped something. */
-export type WalkSkip = 'unreadable' | 'policy';
+export type WalkSkip = 'unreadable' | 'policy' | 'too_deep' | 'name_too_long';
+
+/**
+ * Why a directory could not be read (issue #14: no silent gaps): ENAMETOOLONG (the path is longer than the OS
+ * accepts, PATH_MAX) is `name_too_long`; anything else (EACCES, ELOOP, vanished, …) is `unreadable`.
+ */
+export function skipReasonOf(error: unknown): WalkSkip {
+  return (error as NodeJS.ErrnoException | undefined)?.code === 'ENAMETOOLONG' ? 'name_too_long' : 'unreadable';
+}
 
 /** Options of `walkTree`. */
 export interface WalkOptions {
@@ -77,6 +86,11 @@ export interface WalkOptions {
   nocase?: boolean;
   /** lstat each yielded entry (default true); false yields WalkItems (type only, no per-entry syscall). */
   stats?: boolean;
+  /**
+   * True when maxDepth is a server limit rather than the caller's request: each directory not descended because of
+   * it is reported to onSkip as `too_deep`.
+   */
+  depthIsLimit?: boolean;
 }
 
 /** Synchronous lstats between two yields to the event loop. */
@@ -142,16 +156,20 @@ function direntType(d: Dirent): WalkType {
   return 'other';
 }
 
-/** lstat without the thread pool; null when the entry is gone or cannot be stat'ed. Yields to the loop now and then. */
-async function statNow(run: WalkRun, dir: VerifiedDir, name: string): Promise<Stats | null> {
+/**
+ * lstat (relative to the verified directory) without the thread pool; null when the entry is gone, else the skip
+ * reason when it cannot be stat'ed (issue #14: ENAMETOOLONG and the like are reported, not dropped). Yields to the
+ * loop now and then.
+ */
+async function statNow(run: WalkRun, dir: VerifiedDir, name: string): Promise<Stats | null | WalkSkip> {
   if (++run.statsSinceYield >= STAT_YIELD_EVERY) {
     run.statsSinceYield = 0;
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
   try {
     return dir.lstat(name);
-  } catch {
-    return null;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? null : skipReasonOf(error);
   }
 }
 
@@ -171,26 +189,34 @@ async function* walkDir(
   include: ((s: string) => boolean) | null, exclude: ((s: string) => boolean) | null,
 ): AsyncGenerator<WalkItem | WalkEntry> {
   if (o.signal?.aborted) return;
-  let dirents: Dirent[];
+  let dirents: readonly Dirent[];
+  let names: readonly string[];
   try {
-    dirents = await dir.readdir();
-  } catch {
-    o.onSkip?.('unreadable', dirRel || '.');
+    // Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
+    // read and identified through the verified descriptor.
+    ({ dirents, names } = await sharedListing(dir.path, () => dir.readdir(), dir.fd));
+  } catch (error) {
+    o.onSkip?.(skipReasonOf(error), dirRel || '.');
     return;
   }
   let myLevels = levels;
-  if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
+  const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
+  if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
     const level = await loadIgnore(dir, dirRootRel);
     if (level) myLevels = [...levels, level];
   }
-  dirents.sort((a, b) => compareNames(a.name, b.name));
-  const names = dirents.map((d) => d.name);
   const dirDepth = dirRel === '' ? 0 : dirRel.split('/').length;
   // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO.
   let first = 0;
   if (resume) {
+    // Binary search (the names are sorted): a late page of a huge directory does not compare its way there.
     const wanted = resume.components[dirDepth];
-    while (first < names.length && compareNames(names[first], wanted) < 0) first++;
+    let hi = names.length;
+    while (first < hi) {
+      const mid = (first + hi) >>> 1;
+      if (compareNames(names[mid], wanted) < 0) first = mid + 1;
+      else hi = mid;
+    }
   }
   for (let i = first; i < names.length; i++) {
     const name = names[i];
@@ -225,6 +251,10 @@ async function* walkDir(
       if (run.wantStats) {
         const stats = await statNow(run, dir, name);
         if (!stats) continue; // vanished between readdir and lstat
+        if (typeof stats === 'string') {
+          o.onSkip?.(stats, relative);
+          continue;
+        }
         yield { relative, absolute, rootRelative, type, stats, depth };
       } else {
         yield { relative, absolute, rootRelative, type, depth };
@@ -244,8 +274,22 @@ async function* walkDir(
       } finally {
         child.close();
       }
+    } else if (isDir && o.depthIsLimit && name !== '.git' && (emit || childResume)) {
+      o.onSkip?.('too_deep', relative);
     }
   }
+}
+
+/** Index of `name` in the sorted `names` (binary search), or -1. */
+function sortedIndexOf(names: readonly string[], name: string): number {
+  let lo = 0;
+  let hi = names.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareNames(names[mid], name) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < names.length && names[lo] === name ? lo : -1;
 }
 
 /**

@@ -9,6 +9,7 @@
 import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
 import { callTool, listedTools, UnknownToolError } from './call-tool.js';
 import type { ProcessState } from './process-state.js';
+import { guardResponse } from './response-budget.js';
 import { advertise } from './tool-schemas.js';
 
 /** Server instructions: what a client's model reads first. */
@@ -49,7 +50,15 @@ export function createServer(state: ProcessState): Server {
         }
       : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
     const tool = state.tools.find((t) => t.name === name);
-    return server.projectCallToolResult(result, tool && outcome.ok ? advertise(tool).outputSchema : undefined);
+    const projected = server.projectCallToolResult(result, tool && outcome.ok ? advertise(tool).outputSchema : undefined);
+    // Issue #14: never an oversized message (the client would drop the transport).
+    let mutated = false;
+    try {
+      mutated = outcome.ok && tool !== undefined && (typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating);
+    } catch {
+      mutated = true; // unknown: say the change may have been applied
+    }
+    return guardResponse(projected, name, mutated) as CallToolResult;
   });
 
   // 2025-era only: the 2026-07-28 era has no server-to-client requests, so roots come from the command line.

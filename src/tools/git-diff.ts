@@ -16,7 +16,10 @@ import type { GitView } from '../vcs/git-view.js';
 import { splitDiff } from '../vcs/diff-output.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { runHeavy } from '../server/heavy-calls.js';
+import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from '../server/response-budget.js';
 import { defineTool } from './define-tool.js';
+import { quoteName } from './text-safe.js';
 import { openWorkTree } from './git-status.js';
 
 export const GitDiffInput = z.strictObject({
@@ -78,7 +81,8 @@ export const gitDiff = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path, ...(a.paths ?? [])],
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
     // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
@@ -132,6 +136,8 @@ export const gitDiff = defineTool({
       let offset = typeof position?.offset === 'number' ? position.offset : 0;
       let out = '';
       let outBytes = 0;
+      const budget = new ResponseBudget();
+      budget.charge(4096 + jsonStringBytes(root));
       const files: z.infer<typeof FileSchema>[] = [];
       let truncated = false;
       let next: Record<string, unknown> | null = null;
@@ -149,17 +155,21 @@ export const gitDiff = defineTool({
         const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
         // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
         // max_bytes is cut like a diff, so paging always moves on).
-        const full = omitted ? `diff --git a/${c.path} b/${c.path}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
+        const full = omitted ? `diff --git ${quoteName(`a/${c.path}`)} ${quoteName(`b/${c.path}`)}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;
         let body = full.slice(offset);
         const bodyBytes = Buffer.byteLength(body);
-        if (out.length > 0 && outBytes + bodyBytes > maxBytes) {
+        // Issue #14: the body goes out twice (diff + text), JSON-escaped, beside its files entry.
+        const cost = 2 * jsonStringBytes(body) + jsonBytes(entry) + 2;
+        if (out.length > 0 && (outBytes + bodyBytes > maxBytes || cost > budget.remaining)) {
           truncated = true;
           next = { index, offset };
           break;
         }
-        if (bodyBytes > maxBytes) {
+        if (bodyBytes > maxBytes || cost > budget.remaining) {
           // One file larger than the page: cut at a line boundary and continue inside it.
+          const room = Math.max(1, Math.floor((budget.remaining - jsonBytes(entry) - 2) / 2));
           let cut = prefixWithinBytes(body, maxBytes);
+          if (jsonStringBytes(cut) > room) cut = prefixWithinJsonBytes(cut, room) || String.fromCodePoint(body.codePointAt(0)!);
           const nl = cut.lastIndexOf('\n');
           if (nl > 0) cut = cut.slice(0, nl + 1);
           body = cut;
@@ -171,6 +181,7 @@ export const gitDiff = defineTool({
         }
         out += body;
         outBytes += bodyBytes;
+        budget.charge(cost);
         files.push(entry);
       }
       const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
@@ -180,5 +191,5 @@ export const gitDiff = defineTool({
         audit: { paths: [root] },
       };
     }
-  },
+  }, args),
 });

@@ -13,6 +13,8 @@ import { locateRepository, type GitView } from '../vcs/git-view.js';
 import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
 import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
+import { quoteName } from './text-safe.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
 
 export const GitStatusInput = z.strictObject({
   path: PathArg.default('.').describe('In the work tree (default the first root)'),
@@ -35,6 +37,8 @@ export const GitStatusOutput = z.object({
   })),
   status_hash: z.string().describe('Pass as expected_status_hash to mutations and git_diff'),
   clean: z.boolean(),
+  truncated: z.boolean().describe('True when the response budget cut the entries list (status_hash still covers all)'),
+  entries_total: z.number().int().describe('Entries in the whole status (more than entries.length when truncated)'),
 });
 
 /** The real directory `requested` names (a file's directory), after the read checks of SPEC §3.3 steps 4–7. */
@@ -91,6 +95,18 @@ export const gitStatusTool = defineTool({
       const inRoot = findContainingRoot(ctx.policy.roots, abs);
       return !inRoot || !classifyEntry(ctx.policy, abs, toPosixRelative(inRoot.real, abs)).hidden;
     });
+    // Issue #14: entries are charged to the response budget (structured + text line); the rest is counted, not sent.
+    const budget = new ResponseBudget();
+    budget.charge(4096);
+    const shown: typeof entries = [];
+    const entryLines: string[] = [];
+    for (const e of entries) {
+      const line = `${e.index}${e.worktree} ${quoteName(e.path)}${e.orig_path !== undefined ? ` (from ${quoteName(e.orig_path)})` : ''}`;
+      if (!budget.take(jsonBytes(e) + jsonStringBytes(line) + 2)) break;
+      shown.push(e);
+      entryLines.push(line);
+    }
+    const truncated = shown.length < entries.length;
     const structured = {
       repo_root: root,
       branch: branch.head,
@@ -99,15 +115,18 @@ export const gitStatusTool = defineTool({
       upstream: branch.upstream,
       ahead: branch.ahead,
       behind: branch.behind,
-      entries,
+      entries: shown,
       status_hash: statusHash,
       clean: entries.length === 0,
+      truncated,
+      entries_total: entries.length,
     };
     const lines = [
-      `${root}: ${branch.detached ? 'detached HEAD' : `branch ${branch.head ?? '(none)'}`}`
-        + `${branch.upstream ? ` tracking ${branch.upstream} (ahead ${branch.ahead}, behind ${branch.behind})` : ''}`,
-      ...entries.map((e) => `${e.index}${e.worktree} ${e.path}${e.orig_path ? ` (from ${e.orig_path})` : ''}`),
-      entries.length === 0 ? 'clean' : `${entries.length} entries`,
+      `${quoteName(root)}: ${branch.detached ? 'detached HEAD' : `branch ${quoteName(branch.head ?? '(none)')}`}`
+        + `${branch.upstream ? ` tracking ${quoteName(branch.upstream)} (ahead ${branch.ahead}, behind ${branch.behind})` : ''}`,
+      ...entryLines,
+      entries.length === 0 ? 'clean' : `${entries.length} entries${truncated
+        ? ` (${shown.length} shown: response budget; use git_diff with paths, or list_directory, for the rest)` : ''}`,
       `status_hash ${statusHash}`,
     ];
     return { structured, text: lines.join('\n'), audit: { paths: [root] } };

@@ -22,6 +22,8 @@ import { PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import type { ToolContext, ToolOutcome } from './define-tool.js';
 import { resolveWorkTree } from './git-status.js';
+import { escapeBlock, escapeLine } from './text-safe.js';
+import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from '../server/response-budget.js';
 
 /** The actions of both tools. */
 export const ISSUE_ACTIONS = ['list', 'view', 'create', 'comment', 'close', 'reopen', 'edit'] as const;
@@ -269,14 +271,37 @@ async function workTreeOf(forge: Forge, requested: string | undefined, ctx: Tool
   }
 }
 
-/** Decodes a page cursor for this query. @throws ToolError VALIDATION invalid_cursor / cursor_mismatch */
-function pageFrom(cursor: string | undefined, fingerprint: string): number {
-  if (cursor === undefined) return 1;
-  const page = decodeCursor(cursor, fingerprint).page;
-  if (typeof page !== 'number' || !Number.isSafeInteger(page) || page < 1) {
+/**
+ * Decodes a page cursor for this query: the page, its size (a list page may have been split, see runIssueAction),
+ * and how many items of that page an earlier response already returned (response budget).
+ * @throws ToolError VALIDATION invalid_cursor / cursor_mismatch
+ */
+function pageFrom(cursor: string | undefined, fingerprint: string, perPage: number): { page: number; perPage: number; skip: number } {
+  if (cursor === undefined) return { page: 1, perPage, skip: 0 };
+  const position = decodeCursor(cursor, fingerprint);
+  const { page } = position;
+  const size = position.per_page ?? perPage;
+  const skip = position.skip ?? 0;
+  const ok = (v: unknown, min: number, max: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max;
+  if (!ok(page, 1, Number.MAX_SAFE_INTEGER) || !ok(size, 1, 100) || !ok(skip, 0, 100)) {
     throw new ToolError('VALIDATION', 'The cursor is not one this server issued.', { details: { reason: 'invalid_cursor', field: 'cursor' } });
   }
-  return page;
+  return { page: page as number, perPage: size as number, skip: skip as number };
+}
+
+/**
+ * The issue with its body cut so that it fits the budget twice (structured and text), charging what it takes. The
+ * text says when the body was cut; the structured body is then a prefix of the real one.
+ */
+function fitBody(issue: Issue, budget: ResponseBudget): Issue {
+  const fixed = jsonBytes({ ...issue, body: '' }) * 2;
+  budget.charge(fixed);
+  const body = issue.body ?? '';
+  const cost = 2 * jsonStringBytes(body);
+  if (budget.take(cost)) return issue;
+  const kept = prefixWithinJsonBytes(body, Math.floor(budget.remaining / 2) - 1024);
+  budget.charge(2 * jsonStringBytes(kept));
+  return { ...issue, body: kept };
 }
 
 /**
@@ -299,25 +324,72 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
   switch (args.action) {
     case 'list': {
       const state = args.state ?? 'open';
-      const page = pageFrom(args.cursor, fingerprint);
-      const r = await backend.list(target, { state, labels: args.labels, perPage, page });
-      const next = r.nextPage !== null ? encodeCursor(fingerprint, { page: r.nextPage }) : null;
-      const structured: IssueResult = { ...base, issues: r.issues, pull_requests_omitted: r.pullRequestsOmitted, next_cursor: next };
-      const head = `${where}: ${r.issues.length} ${state === 'all' ? '' : `${state} `}issue${r.issues.length === 1 ? '' : 's'} on page ${page}`
+      const at = pageFrom(args.cursor, fingerprint, perPage);
+      // Issue #14: a page whose raw answer exceeds the forge output cap (huge bodies) is fetched again in halves
+      // (page p of size n is pages 2p-1 and 2p of size n/2), down to one issue per page; the cursor carries the size.
+      let size = at.perPage;
+      let page = at.page;
+      let r;
+      for (;;) {
+        try {
+          r = await backend.list(target, { state, labels: args.labels, perPage: size, page });
+          break;
+        } catch (error) {
+          if (!(error instanceof ToolError) || error.code !== 'GH_OUTPUT_LIMIT' || size === 1 || at.skip > 0) throw error;
+          size = Math.ceil(size / 2);
+          page = 2 * page - 1;
+          if ((at.page - 1) * at.perPage !== (page - 1) * size) throw error; // odd sizes do not split exactly
+        }
+      }
+      // Issue #14: issues are charged to the response budget (structured + text line) as they are added; the rest
+      // of the page is left for the cursor (same page, skip).
+      const budget = new ResponseBudget();
+      budget.charge(4096);
+      const shown: Issue[] = [];
+      const lines: string[] = [];
+      const pageIssues = r.issues.slice(at.skip);
+      for (const issue of pageIssues) {
+        const line = issueLine(issue);
+        if (shown.length > 0 && !budget.take(jsonBytes(issue) + jsonStringBytes(line) + 2)) break;
+        shown.push(issue);
+        lines.push(line);
+      }
+      const cut = shown.length < pageIssues.length;
+      const next = cut ? encodeCursor(fingerprint, { page, per_page: size, skip: at.skip + shown.length })
+        : r.nextPage !== null ? encodeCursor(fingerprint, { page: r.nextPage, per_page: size }) : null;
+      const structured: IssueResult = { ...base, issues: shown, pull_requests_omitted: r.pullRequestsOmitted, next_cursor: next };
+      const head = `${where}: ${shown.length} ${state === 'all' ? '' : `${state} `}issue${shown.length === 1 ? '' : 's'} on page ${page}`
+        + `${size !== perPage ? ` (${size} per page: the forge output cap)` : ''}`
         + `${forge === 'github' ? `; ${r.pullRequestsOmitted} pull request${r.pullRequestsOmitted === 1 ? '' : 's'} omitted` : ''}`
+        + `${cut ? `; ${pageIssues.length - shown.length} more on this page left out (response budget)` : ''}`
         + `${next ? `; more: call again with cursor: ${next}` : ''}.`;
-      const text = r.issues.length === 0 ? head : `${head}\n${wrapUntrusted(r.issues.map(issueLine).join('\n'))}`;
+      const text = shown.length === 0 ? head : `${head}\n${wrapUntrusted(lines.join('\n'))}`;
       return { structured, text, audit };
     }
     case 'view': {
-      const page = pageFrom(args.cursor, fingerprint);
-      const r = await backend.view(target, args.number!, { perPage, page });
-      const next = r.nextCommentsPage !== null ? encodeCursor(fingerprint, { page: r.nextCommentsPage }) : null;
-      const structured: IssueResult = { ...base, issue: r.issue, comments: r.comments, next_cursor: next };
-      const first = (page - 1) * perPage + 1;
+      const at = pageFrom(args.cursor, fingerprint, perPage);
+      const page = at.page;
+      const r = await backend.view(target, args.number!, { perPage: at.perPage, page });
+      // Issue #14: the issue (its body capped to what fits) and then comments while the response budget lasts.
+      const budget = new ResponseBudget();
+      budget.charge(4096);
+      const issue = fitBody(r.issue, budget);
+      const comments: IssueComment[] = [];
+      const pageComments = r.comments.slice(at.skip);
+      for (const c of pageComments) {
+        if (!budget.take(2 * jsonBytes(c))) break;
+        comments.push(c);
+      }
+      const cut = comments.length < pageComments.length;
+      const next = cut ? encodeCursor(fingerprint, { page, per_page: at.perPage, skip: at.skip + comments.length })
+        : r.nextCommentsPage !== null ? encodeCursor(fingerprint, { page: r.nextCommentsPage, per_page: at.perPage }) : null;
+      const structured: IssueResult = { ...base, issue, comments, next_cursor: next };
+      const first = (page - 1) * at.perPage + at.skip + 1;
       const head = `${where} (${r.issue.state}), ${r.issue.comments_count} comment${r.issue.comments_count === 1 ? '' : 's'}`
-        + `${r.comments.length ? `; showing comments from #${first}` : ''}${next ? `; more: call again with cursor: ${next}` : ''}.`;
-      return { structured, text: `${head}\n${wrapUntrusted(issueBlock(r.issue, r.comments))}`, audit };
+        + `${comments.length ? `; showing comments from #${first}` : ''}`
+        + `${issue.body !== r.issue.body ? `; body cut to ${issue.body?.length ?? 0} of ${r.issue.body?.length ?? 0} characters (response budget)` : ''}`
+        + `${next ? `; more: call again with cursor: ${next}` : ''}.`;
+      return { structured, text: `${head}\n${wrapUntrusted(issueBlock(issue, comments))}`, audit };
     }
     case 'create': {
       const issue = await backend.create(target, { title: args.title, body: args.body, labels: args.labels, assignees: args.assignees });
@@ -348,23 +420,30 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
 }
 
 /**
- * Wraps untrusted text in the SPEC §8 markers. A marker look-alike inside the text is broken up (a zero-width space
- * after its first "<"), so issue text cannot close the block early; structured results keep the text unchanged.
+ * Wraps untrusted text in the SPEC §8 markers (issue #14: the wrapper cannot be closed or reopened from inside).
+ * Both markers begin with `<<<` and end with `>>>`; inside the wrapped text every run of three or more angle
+ * brackets (ASCII `<` `>`, and their fullwidth and small-form look-alikes ＜ ＞ ﹤ ﹥, mixed freely) is replaced
+ * character by character with ‹ and ›. After that the text contains no `<<<` and no `>>>` at all, so neither marker
+ * (nor any look-alike of one) can occur inside it, whatever the text. Control characters other than newline and tab
+ * are C-escaped (`escapeBlock`), so nothing inside can drive a terminal or overwrite a line. Structured results keep
+ * the exact text.
  */
 export function wrapUntrusted(text: string): string {
-  const defanged = text.replace(/<<<(?=[^\n]*untrusted)/gi, '<\u200b<<');
+  const defanged = escapeBlock(text)
+    .replace(/[<\uff1c\ufe64]{3,}/g, (run) => '\u2039'.repeat(run.length))
+    .replace(/[>\uff1e\ufe65]{3,}/g, (run) => '\u203a'.repeat(run.length));
   return `${UNTRUSTED_BEGIN}\n${defanged}\n${UNTRUSTED_END}`;
 }
 
 /** One line per issue (list and write results). */
 function issueLine(i: Issue): string {
-  const parts = [`#${i.number} [${i.state}${i.state_reason && i.state === 'closed' ? `: ${i.state_reason}` : ''}] ${i.title}`];
-  if (i.labels.length) parts.push(`labels: ${i.labels.join(', ')}`);
-  if (i.assignees.length) parts.push(`assignees: ${i.assignees.join(', ')}`);
-  if (i.author) parts.push(`by ${i.author}`);
+  const parts = [`#${i.number} [${i.state}${i.state_reason && i.state === 'closed' ? `: ${escapeLine(i.state_reason)}` : ''}] ${escapeLine(i.title)}`];
+  if (i.labels.length) parts.push(`labels: ${escapeLine(i.labels.join(', '))}`);
+  if (i.assignees.length) parts.push(`assignees: ${escapeLine(i.assignees.join(', '))}`);
+  if (i.author) parts.push(`by ${escapeLine(i.author)}`);
   if (i.updated_at) parts.push(`updated ${i.updated_at}`);
   if (i.comments_count) parts.push(`${i.comments_count} comment${i.comments_count === 1 ? '' : 's'}`);
-  if (i.url) parts.push(i.url);
+  if (i.url) parts.push(escapeLine(i.url));
   return parts.join(' — ');
 }
 
@@ -378,11 +457,12 @@ function issueBlock(i: Issue, comments: readonly IssueComment[]): string {
     `updated ${i.updated_at ?? '?'}`,
     ...(i.closed_at ? [`closed ${i.closed_at}${i.state_reason ? ` (${i.state_reason})` : ''}`] : []),
   ];
-  const lines = [`#${i.number} [${i.state}] ${i.title}`, meta.join(' · '), ...(i.url ? [i.url] : []), '', i.body ? i.body : '(no description)'];
+  const lines = [`#${i.number} [${i.state}] ${escapeLine(i.title)}`, escapeLine(meta.join(' · ')), ...(i.url ? [escapeLine(i.url)] : []), '',
+    i.body ? i.body : '(no description)'];
   for (const c of comments) lines.push('', commentBlock(c));
   return lines.join('\n');
 }
 
 function commentBlock(c: IssueComment): string {
-  return `--- comment ${c.id} by ${c.author ?? 'unknown'} at ${c.created_at ?? '?'}${c.url ? ` (${c.url})` : ''}\n${c.body}`;
+  return escapeLine(`--- comment ${c.id} by ${c.author ?? 'unknown'} at ${c.created_at ?? '?'}${c.url ? ` (${c.url})` : ''}`) + `\n${c.body}`;
 }

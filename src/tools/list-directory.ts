@@ -10,7 +10,10 @@ import { authorizeRead, classifyEntry, kindOf, linkTargetKind } from '../policy/
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool } from './define-tool.js';
+import { quoteName } from './text-safe.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
 
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
@@ -38,8 +41,21 @@ export const ListDirectoryOutput = z.object({
   entries: z.array(EntrySchema),
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
-  skipped: z.object({ unreadable: z.number().int().describe('Directories that could not be read') }),
+  skipped: z.object({
+    unreadable: z.number().int().describe('Directories that could not be read'),
+    name_too_long: z.number().int().describe('Directories whose path is longer than the OS accepts (PATH_MAX), not listed'),
+  }),
 });
+
+/**
+ * One entry as a line of text: the path (quoted and C-escaped when it holds a control character, a line break, a
+ * quote or a backslash: src/tools/text-safe.ts), `/` after a directory, the link note, the secret mark.
+ */
+function entryLine(e: z.infer<typeof EntrySchema>): string {
+  const suffix = e.type === 'directory' ? '/' : e.type === 'symlink'
+    ? ` -> (link${e.link_target_type ? ` to ${e.link_target_type}` : ', target outside the roots or missing'})` : '';
+  return `${quoteName(e.path)}${suffix}${e.secret ? '  [secret]' : ''}`;
+}
 
 export const listDirectory = defineTool({
   name: 'list_directory',
@@ -52,7 +68,8 @@ export const listDirectory = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
       args.respect_gitignore]);
     const resumeAfter = args.cursor ? String(decodeCursor(args.cursor, fingerprint).after ?? '') : null;
@@ -61,6 +78,12 @@ export const listDirectory = defineTool({
     const entries: z.infer<typeof EntrySchema>[] = [];
     let unreadable = 0;
     let pendingUnreadable = 0;
+    let nameTooLong = 0;
+    let pendingNameTooLong = 0;
+    // Issue #14: each entry (structured + its text line) is charged to the response budget as it is added.
+    const budget = new ResponseBudget();
+    budget.charge(2048);
+    const lines: string[] = [];
     let truncated = false;
     const walk = walkTree({
       base: target.real,
@@ -76,7 +99,10 @@ export const listDirectory = defineTool({
       },
       // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
       // the next page, which resumes there.
-      onSkip: (reason) => { if (reason === 'unreadable') pendingUnreadable++; },
+      onSkip: (reason) => {
+        if (reason === 'unreadable') pendingUnreadable++;
+        else if (reason === 'name_too_long') pendingNameTooLong++;
+      },
       signal: ctx.signal,
       nocase: HOST_FLAVOR.caseInsensitive,
     });
@@ -85,33 +111,44 @@ export const listDirectory = defineTool({
         truncated = true;
         break;
       }
-      unreadable += pendingUnreadable;
-      pendingUnreadable = 0;
       const type = kindOf(entry.stats);
       const secret = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
-      entries.push({
+      const item: z.infer<typeof EntrySchema> = {
         path: entry.relative,
         type,
         // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
         ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
         ...(secret ? { secret: true } : {}),
         ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
-      });
+      };
+      const line = entryLine(item);
+      const cost = jsonBytes(item) + jsonStringBytes(line) + 2;
+      if (!budget.take(cost)) {
+        if (entries.length > 0) {
+          truncated = true;
+          break;
+        }
+        budget.charge(cost); // the first entry always goes (a page makes progress)
+      }
+      unreadable += pendingUnreadable;
+      pendingUnreadable = 0;
+      nameTooLong += pendingNameTooLong;
+      pendingNameTooLong = 0;
+      entries.push(item);
+      lines.push(line);
     }
-    if (!truncated) unreadable += pendingUnreadable;
+    if (!truncated) {
+      unreadable += pendingUnreadable;
+      nameTooLong += pendingNameTooLong;
+    }
     const last = entries[entries.length - 1];
     const nextCursor = truncated && last ? encodeCursor(fingerprint, { after: last.path }) : null;
-    const lines = entries.map((e) => {
-      const suffix = e.type === 'directory' ? '/' : e.type === 'symlink'
-        ? ` -> (link${e.link_target_type ? ` to ${e.link_target_type}` : ', target outside the roots or missing'})` : '';
-      return `${e.path}${suffix}${e.secret ? '  [secret]' : ''}`;
-    });
     if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
     if (entries.length === 0) lines.push('(empty)');
     return {
-      structured: { path: target.real, entries, truncated, next_cursor: nextCursor, skipped: { unreadable } },
+      structured: { path: target.real, entries, truncated, next_cursor: nextCursor, skipped: { unreadable, name_too_long: nameTooLong } },
       text: lines.join('\n'),
       audit: { paths: [target.real] },
     };
-  },
+  }, args),
 });

@@ -12,6 +12,7 @@ import { authorizeRead } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { ContentHash, EolSchema, PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
+import { prefixWithinJsonBytes, TOOL_BUDGET_BYTES } from '../server/response-budget.js';
 
 export const ReadFileInput = z.strictObject({
   path: PathArg,
@@ -73,10 +74,13 @@ export function toRangeRequest(o: ReadOptions): RangeRequest {
 }
 
 /**
- * Reads one path (shared by read_file and read_files).
+ * Reads one path (shared by read_file and read_files). With `within`, the content is cut so that it fits
+ * `maxCost` bytes when sent twice JSON-escaped (issue #14: structured + text), and `cutByBudget` says it was; with
+ * `probeOnly` it is not cut, only flagged.
  * @throws ToolError from policy (SPEC §3.3 4–7), VALIDATION (conflicting options, range past end, binary)
  */
-export async function readOne(requested: string, options: ReadOptions, ctx: ToolContext): Promise<ReadResult> {
+export async function readOne(requested: string, options: ReadOptions, ctx: ToolContext,
+  within?: { maxCost: number; cutByBudget?: boolean; probeOnly?: boolean }): Promise<ReadResult> {
   const request = toRangeRequest(options);
   const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
   const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
@@ -98,9 +102,27 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   }
   const { handle, stats } = opened;
   try {
-    const r = await readRange(handle, request, {
+    let r = await readRange(handle, request, {
       maxBytes, textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
     });
+    // Issue #14: the content goes out twice (structured and text), JSON-escaped. When that exceeds the caller's
+    // response budget, read again with the byte cap that fits (readRange then cuts at a character boundary and gives
+    // the usual continuation).
+    if (within && r.bytes.length > 0) {
+      const half = Math.floor(within.maxCost / 2);
+      const fitting = options.encoding === 'base64'
+        ? Math.floor(half / 4) * 3
+        : Buffer.byteLength(prefixWithinJsonBytes(r.bytes.toString('utf8'), half), 'utf8');
+      if (fitting < r.bytes.length) {
+        within.cutByBudget = true;
+        // probeOnly: the caller defers a read that does not fit whole (read_files after its first entry).
+        if (!within.probeOnly) {
+          r = await readRange(handle, request, {
+            maxBytes: Math.max(1, fitting), textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
+          });
+        }
+      }
+    }
     ctx.hashes.remember(target.real, r.contentHash, r.startByte === 0 && r.endByte === r.size ? r.bytes : undefined);
     if (options.encoding === 'utf8' && !r.validUtf8) {
       throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text.`, {
@@ -162,7 +184,8 @@ export const readFile = defineTool({
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
     const { path: requested, ...options } = args;
-    const result = await readOne(requested, options, ctx);
+    // Budget: the content twice (structured + text), plus room for the other fields and the note.
+    const result = await readOne(requested, options, ctx, { maxCost: TOOL_BUDGET_BYTES - 16 * 1024 });
     return {
       structured: result,
       text: [result.content, factsNote(result)],

@@ -6,8 +6,10 @@ import { z } from 'zod';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { readOne, ReadResultShape, factsNote } from './read-file.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
 
 /** Most paths per call. */
 export const MAX_READ_FILES = 100;
@@ -24,39 +26,67 @@ export const ReadFilesOutput = z.object({
   ])),
   succeeded: z.number().int(),
   failed: z.number().int(),
+  truncated: z.boolean().describe('True when the response budget left paths unread: see remaining_paths'),
+  remaining_paths: z.array(z.string()).describe('Paths not read in this call (response budget); pass them as paths to continue'),
 });
 
 export const readFiles = defineTool({
   name: 'read_files',
   title: 'Read several files',
   description: `Read up to ${MAX_READ_FILES} files with read_file\'s options. Each result is {ok, result} or {ok: false, `
-    + 'error} (that path\'s envelope); the call fails only for bad arguments.',
+    + 'error} (that path\'s envelope); the call fails only for bad arguments. Over a 3 MiB response budget the rest come back in '
+    + 'remaining_paths (truncated: true).',
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => a.paths,
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const { paths, ...options } = args;
     const results: z.infer<typeof ReadFilesOutput>['results'] = [];
     const text: string[] = [];
-    for (const requested of paths) {
+    // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
+    // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
+    // truncated + continuation), so every call makes progress.
+    const budget = new ResponseBudget();
+    budget.charge(2048 + jsonBytes(paths) / 2); // the fixed fields and the trailing note
+    let stop = paths.length;
+    for (let i = 0; i < paths.length; i++) {
+      const requested = paths[i];
+      let entry: (typeof results)[number];
+      let piece: string;
+      const within = { maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024), cutByBudget: false,
+        probeOnly: results.length > 0 };
       try {
-        const result = await readOne(requested, options, ctx);
-        results.push({ path: requested, ok: true, result });
-        text.push(`==> ${requested} <==\n${result.content}\n${factsNote(result)}`);
+        const result = await readOne(requested, options, ctx, within);
+        entry = { path: requested, ok: true, result };
+        piece = `==> ${requested} <==\n${result.content}\n${factsNote(result)}`;
       } catch (error) {
         const envelope = toEnvelope(error);
-        results.push({ path: requested, ok: false, error: envelope.error });
-        text.push(`==> ${requested} <==\n${JSON.stringify(envelope)}`);
+        entry = { path: requested, ok: false, error: envelope.error };
+        piece = `==> ${requested} <==\n${JSON.stringify(envelope)}`;
       }
+      const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
+      if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {
+        stop = i;
+        break;
+      }
+      budget.charge(cost);
+      results.push(entry);
+      text.push(piece);
+    }
+    const remaining = paths.slice(stop);
+    if (remaining.length > 0) {
+      text.push(`[fs-tools: response budget reached after ${results.length} of ${paths.length} paths; `
+        + `call read_files again with paths = remaining_paths (${remaining.length})]`);
     }
     const succeeded = results.filter((r) => r.ok).length;
     return {
-      structured: { results, succeeded, failed: results.length - succeeded },
+      structured: { results, succeeded, failed: results.length - succeeded, truncated: remaining.length > 0, remaining_paths: remaining },
       text: text.join('\n'),
       audit: { paths },
     };
-  },
+  }, args),
 });

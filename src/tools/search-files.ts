@@ -15,7 +15,10 @@ import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { runHeavy } from '../server/heavy-calls.js';
 import { defineTool } from './define-tool.js';
+import { escapeLine, quoteName } from './text-safe.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
 
 /** Longest line text returned per match, in characters (longer lines are cut around the match). */
 const MAX_LINE_CHARS = 400;
@@ -59,7 +62,9 @@ export const SearchFilesOutput = z.object({
     binary: z.number().int(),
     too_large: z.number().int(),
     policy: z.number().int(),
-    unreadable: z.number().int(),
+    unreadable: z.number().int().describe('Directories or files that could not be read'),
+    too_deep: z.number().int().describe('Directories below the walk\'s depth limit (64), not searched'),
+    name_too_long: z.number().int().describe('Directories whose path is longer than the OS accepts (PATH_MAX), not searched'),
   }),
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
@@ -75,8 +80,14 @@ type Loaded = { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' | 'no_mat
   | { kind: 'text'; text: string; hits?: LineHit[] };
 
 /** A walk entry as the search loop sees it: the walk's skips before it, whether it is searched, its content. */
+/** The walk's own skip reasons, counted per yielded entry. */
+const WALK_SKIPS = ['policy', 'unreadable', 'too_deep', 'name_too_long'] as const;
+
+/** The skips of an entry with none before it (shared: most entries). */
+const NO_SKIPS: Readonly<Record<(typeof WALK_SKIPS)[number], number>> = Object.freeze({ policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 });
+
 interface Prepared {
-  skips: { policy: number; unreadable: number };
+  skips: Readonly<Record<(typeof WALK_SKIPS)[number], number>>;
   wanted: boolean;
   loaded: () => Promise<Loaded>;
 }
@@ -123,6 +134,21 @@ function cutLine(line: string, column: number): string {
   return `${start > 0 ? '…' : ''}${line.slice(start, start + MAX_LINE_CHARS)}${start + MAX_LINE_CHARS < line.length ? '…' : ''}`;
 }
 
+/**
+ * One match as text, grep style: `path:line:column: text` for the match, `path-line- text` for its context lines,
+ * `--` after the group when context is shown. The path is quoted when unusual and the line texts have their control
+ * characters escaped (src/tools/text-safe.ts), so each match or context line is exactly one line of output.
+ */
+function renderMatch(m: Match, withContext: boolean): string {
+  const p = quoteName(m.path);
+  return [
+    ...(m.before ?? []).map((t, i, all) => `${p}-${m.line - all.length + i}- ${escapeLine(t)}`),
+    `${p}:${m.line}:${m.column}: ${escapeLine(m.text)}`,
+    ...(m.after ?? []).map((t, i) => `${p}-${m.line + 1 + i}- ${escapeLine(t)}`),
+    ...(withContext ? ['--'] : []),
+  ].join('\n');
+}
+
 function stripCr(line: string): string {
   return line.endsWith('\r') ? line.slice(0, -1) : line;
 }
@@ -139,7 +165,8 @@ export const searchFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  async run(args, ctx) {
+  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  run: (args, ctx) => runHeavy(ctx.signal, async () => {
     if (args.glob === undefined && args.query === undefined) {
       throw new ToolError('VALIDATION', 'search_files needs a glob, a query, or both.', {
         details: { reason: 'missing_field', field: 'query' },
@@ -159,7 +186,11 @@ export const searchFiles = defineTool({
 
     const files: string[] = [];
     const matches: Match[] = [];
-    const skipped = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0 };
+    // Issue #14: the text lines are built with the results, and both are charged to the response budget.
+    const out: string[] = [];
+    const budget = new ResponseBudget();
+    budget.charge(4096); // the fixed fields and the summary line
+    const skipped = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 };
     let filesScanned = 0;
     let filesMatched = 0;
     let truncated = false;
@@ -168,12 +199,11 @@ export const searchFiles = defineTool({
     const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
     // What the walk skipped since the entry it last yielded. Each yielded entry carries the skips before it, and they
     // are committed only once the page has consumed past them, so a page boundary never counts a skip twice.
-    const walkSkips = { policy: 0, unreadable: 0 };
-    let uncommitted = { policy: 0, unreadable: 0 };
+    const walkSkips = { policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 };
+    let uncommitted = { ...walkSkips };
     const commitSkips = () => {
-      skipped.policy += uncommitted.policy;
-      skipped.unreadable += uncommitted.unreadable;
-      uncommitted = { policy: 0, unreadable: 0 };
+      for (const k of WALK_SKIPS) skipped[k] += uncommitted[k];
+      uncommitted = { policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 };
     };
 
     // A single file may be searched directly.
@@ -201,7 +231,8 @@ export const searchFiles = defineTool({
             if (v.denied) { walkSkips.policy++; return 'omit'; }
             return 'ok';
           },
-          onSkip: (reason) => { if (reason === 'unreadable') walkSkips.unreadable++; },
+          onSkip: (reason) => { if (reason !== 'policy') walkSkips[reason]++; },
+          depthIsLimit: true,
           signal: ctx.signal,
           nocase: HOST_FLAVOR.caseInsensitive,
           // Types from the directory listing are all search needs: no per-entry lstat (sizes come from each open).
@@ -255,9 +286,9 @@ export const searchFiles = defineTool({
     };
     // Called as the walk yields an entry (ahead of the loop below): candidate files go to the reader threads at once.
     const prepare = (entry: WalkItem): Prepared => {
-      const skips = { ...walkSkips };
-      walkSkips.policy = 0;
-      walkSkips.unreadable = 0;
+      const skipped = walkSkips.policy + walkSkips.unreadable + walkSkips.too_deep + walkSkips.name_too_long > 0;
+      const skips = skipped ? { ...walkSkips } : NO_SKIPS;
+      if (skipped) for (const k of WALK_SKIPS) walkSkips[k] = 0;
       const wanted = entry.type === 'file' && (!globMatch || globMatch(entry.relative));
       let loading: Promise<Loaded> | null = null;
       if (wanted && reader) {
@@ -273,8 +304,7 @@ export const searchFiles = defineTool({
     };
 
     outer: for await (const [entry, item] of readAhead(candidates, prepare, READ_AHEAD)) {
-      uncommitted.policy += item.skips.policy;
-      uncommitted.unreadable += item.skips.unreadable;
+      if (item.skips !== NO_SKIPS) for (const k of WALK_SKIPS) uncommitted[k] += item.skips[k];
       if (!item.wanted) continue;
       if (Date.now() > deadline) {
         truncated = true;
@@ -283,13 +313,17 @@ export const searchFiles = defineTool({
         break;
       }
       if (mode === 'glob') {
-        if (files.length >= maxResults) {
+        const line = quoteName(entry.relative);
+        const cost = jsonStringBytes(entry.relative) + jsonStringBytes(line) + 8;
+        if (files.length >= maxResults || (files.length > 0 && !budget.take(cost))) {
           truncated = true;
           next = { after: files[files.length - 1] };
           break; // the skips since that file are counted again by the next page, so not here
         }
+        if (files.length === 0) budget.charge(cost); // the first always goes (a page makes progress)
         commitSkips();
         files.push(entry.relative);
+        out.push(line);
         filesMatched++;
         continue;
       }
@@ -333,31 +367,33 @@ export const searchFiles = defineTool({
             match.after = match.after.slice(0, Math.max(0, lines.length - 1 - (lineIndex + 1)));
           }
         }
+        const rendered = renderMatch(match, args.context_lines > 0);
+        const cost = jsonBytes(match) + jsonStringBytes(rendered) + 8;
+        if (matches.length === 0) budget.charge(cost); // the first always goes (a page makes progress)
+        else if (!budget.take(cost)) {
+          truncated = true;
+          next = { file: entry.relative, skip: h };
+          if (h === skip) filesMatched--; // its first match goes to the next page
+          break outer;
+        }
         matches.push(match);
+        out.push(rendered);
       }
     }
     if (!truncated) {
       commitSkips();
-      skipped.policy += walkSkips.policy;
-      skipped.unreadable += walkSkips.unreadable;
+      for (const k of WALK_SKIPS) skipped[k] += walkSkips[k];
     }
     const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
     const structured = {
       path: target.real, mode, files, matches, files_scanned: filesScanned, files_matched: filesMatched, skipped,
       truncated, next_cursor: nextCursor,
     } as const;
-    // grep style: `path:line:column: text` for a match, `path-line- text` for its context lines, `--` between groups.
-    const out: string[] = mode === 'glob' ? [...files] : matches.flatMap((m) => [
-      ...(m.before ?? []).map((t, i, all) => `${m.path}-${m.line - all.length + i}- ${t}`),
-      `${m.path}:${m.line}:${m.column}: ${m.text}`,
-      ...(m.after ?? []).map((t, i) => `${m.path}-${m.line + 1 + i}- ${t}`),
-      ...(args.context_lines > 0 ? ['--'] : []),
-    ]);
     if (out.length === 0) out.push('(no matches)');
     const skippedParts = Object.entries(skipped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
     out.push(`[${mode === 'glob' ? `${files.length} files` : `${matches.length} matches in ${filesMatched} files, `
       + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
       + `${truncated ? `; truncated, continue with cursor: ${nextCursor}` : ''}]`);
     return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
-  },
+  }, args),
 });

@@ -374,7 +374,9 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
 
     it('GH_OUTPUT_LIMIT: gh output over --forge-output-bytes', async () => {
-      fake.script({ method: 'GET', status: 200, body: Array.from({ length: 50 }, (_, i) => ({ number: i + 1, title: 'x'.repeat(200), state: 'open' })) });
+      // Issue #14: list retries an over-cap page in halves down to one issue per page, so the oversized answer is
+      // scripted for every request (it stays over the cap whatever per_page asks for).
+      fake.script({ method: 'GET', times: Infinity, status: 200, body: Array.from({ length: 50 }, (_, i) => ({ number: i + 1, title: 'x'.repeat(200), state: 'open' })) });
       const e = expectCode(await call({ action: 'list', ...REPO }, 'limits'), 'GH_OUTPUT_LIMIT');
       expect(e.error.details.max_bytes).toBe(4000);
       expect([e.error.retryable, e.error.recovery]).toEqual([false, 'fix_arguments']);

@@ -1,0 +1,118 @@
+/**
+ * One sorted listing of a directory, shared (issue #14). Every page of list_directory and every search re-walks
+ * the directories it visits; a 200,000-entry directory read and sorted per page and per concurrent call held one
+ * copy per call (4.5 GB at 150 concurrent listings). Here a directory's sorted listing is read once and shared:
+ *
+ *  - Identity: the directory's lstat (device, inode, mtime and ctime in nanoseconds) taken BEFORE the read. A later
+ *    call reuses a listing only when the directory's lstat is still exactly that, so any entry created, removed or
+ *    renamed since (which changes the directory's mtime/ctime), or a directory swapped for another (inode), is
+ *    always seen. Calls that arrive while the read is in flight join it (single flight) under the same rule.
+ *  - Racy timestamps: file-system timestamps are coarse (a kernel tick), so two changes in the same tick can leave
+ *    mtime unchanged. A listing whose directory was modified less than RACY_MS before the read is not shared at all
+ *    (every call reads its own), as git does with its "racily clean" index entries.
+ *  - Bounds: only directories of at least CACHE_MIN_ENTRIES entries are kept after their read; the cache holds at
+ *    most CACHE_MAX_ENTRIES names in all (least recently used listings go first).
+ *
+ * The listing is immutable once published: callers must not sort or change the arrays they get.
+ */
+import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
+
+/** A directory's entries sorted by name (code units), with the names alone for fast comparison. */
+export interface SortedListing {
+  readonly dirents: readonly Dirent[];
+  readonly names: readonly string[];
+}
+
+/** Directories smaller than this are not kept after their read (re-reading them is cheap). */
+export const CACHE_MIN_ENTRIES = 1024;
+/** Most names held by the cache in all (about 100 bytes each with their Dirent). */
+export const CACHE_MAX_ENTRIES = 1_000_000;
+/** A directory modified less than this long before the read is not shared (coarse timestamps), ms. */
+export const RACY_MS = 1000;
+
+interface Slot {
+  key: string;
+  listing: Promise<SortedListing>;
+  size: number;
+}
+
+const cache = new Map<string, Slot>();
+const inFlight = new Map<string, Slot>();
+let cachedEntries = 0;
+
+function keyOf(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/**
+ * The sorted listing of `dirAbs`, read with `read` (the caller's raw readdir: it decides how the directory is
+ * opened) unless a listing taken under the same directory identity is cached or in flight. `fd`, when given, is an
+ * open descriptor of that very directory (src/fs/verified-dir.ts): its identity is taken with fstat, so a path
+ * another process re-points meanwhile can never pair one directory's identity with another's listing.
+ * @throws whatever `read` throws (nothing is cached then)
+ */
+export async function sharedListing(dirAbs: string, read: () => Promise<Dirent[]>, fd?: number): Promise<SortedListing> {
+  const identity = (): BigIntStats | undefined => {
+    try {
+      return fd !== undefined ? fstatSync(fd, { bigint: true }) : lstatSync(dirAbs, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
+  };
+  const st = identity();
+  const racy = !st || Date.now() - Number(st.mtimeMs) < RACY_MS || Date.now() - Number(st.ctimeMs) < RACY_MS;
+  if (racy) return sortListing(await read());
+  const key = keyOf(st!);
+  const hit = cache.get(dirAbs);
+  if (hit && hit.key === key) {
+    cache.delete(dirAbs); // refresh its LRU position
+    cache.set(dirAbs, hit);
+    return hit.listing;
+  }
+  const flying = inFlight.get(dirAbs);
+  if (flying && flying.key === key) return flying.listing;
+  const slot: Slot = { key, size: 0, listing: read().then(sortListing) };
+  inFlight.set(dirAbs, slot);
+  try {
+    const listing = await slot.listing;
+    slot.size = listing.names.length;
+    // Kept only when the directory is still the one whose identity keys it (not changed or swapped during the read).
+    const after = identity();
+    if (slot.size >= CACHE_MIN_ENTRIES && after !== undefined && keyOf(after) === key) remember(dirAbs, slot);
+    return listing;
+  } finally {
+    if (inFlight.get(dirAbs) === slot) inFlight.delete(dirAbs);
+  }
+}
+
+function remember(dirAbs: string, slot: Slot): void {
+  const old = cache.get(dirAbs);
+  if (old) {
+    cachedEntries -= old.size;
+    cache.delete(dirAbs);
+  }
+  if (slot.size > CACHE_MAX_ENTRIES) return;
+  cache.set(dirAbs, slot);
+  cachedEntries += slot.size;
+  for (const [dir, s] of cache) {
+    if (cachedEntries <= CACHE_MAX_ENTRIES) break;
+    cache.delete(dir);
+    cachedEntries -= s.size;
+  }
+}
+
+function sortListing(dirents: Dirent[]): SortedListing {
+  dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { dirents, names: dirents.map((d) => d.name) };
+}
+
+/** Drops every cached listing (tests). */
+export function clearListingCache(): void {
+  cache.clear();
+  cachedEntries = 0;
+}
+
+/** What the cache holds (tests, diagnostics). */
+export function listingCacheStats(): { directories: number; entries: number } {
+  return { directories: cache.size, entries: cachedEntries };
+}

@@ -1,0 +1,120 @@
+/**
+ * The response budget (issue #14): every tools/call result, as serialized on the wire (structuredContent and text
+ * content together, JSON escapes included), stays under RESPONSE_LIMIT_BYTES — well inside the 10 MiB read buffer of
+ * both SDK clients (`STDIO_DEFAULT_MAX_BUFFER_SIZE` in @modelcontextprotocol/sdk 1.x and @modelcontextprotocol/client
+ * 2.x; a line longer than that makes the client drop the transport, killing the session).
+ *
+ * Tools budget as they build: a handler takes a `ResponseBudget` (TOOL_BUDGET_BYTES) and charges each entry's
+ * serialized cost before adding it; what does not fit is left for the next page (truncated + a continuation). The
+ * difference between the two limits is headroom for what the server adds around a handler's result (JSON-RPC framing,
+ * facts blocks). `guardResponse` is the last line: a result that still exceeds RESPONSE_LIMIT_BYTES (a bug in a
+ * tool's budgeting) becomes a VALIDATION envelope (reason response_too_large), never an oversized message.
+ */
+import { toEnvelope } from '../errors/to-envelope.js';
+import { ToolError } from '../errors/tool-error.js';
+
+/** Hard limit on one serialized tools/call result, bytes (4 MiB: 40 % of the clients' 10 MiB buffer). */
+export const RESPONSE_LIMIT_BYTES = 4 * 1024 * 1024;
+/** What a tool plans its result for, bytes (structured + text, serialized). */
+export const TOOL_BUDGET_BYTES = 3 * 1024 * 1024;
+
+/**
+ * Bytes of `JSON.stringify(s)` in UTF-8 without its two quotes, computed without building it: `"` `\` and the
+ * short escapes (\b \t \n \f \r) cost 2, other control characters and lone surrogates 6 (\u00XX), a surrogate pair 4,
+ * everything else its UTF-8 length.
+ */
+export function jsonStringBytes(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i += isPair(s, i) ? 2 : 1) n += charCost(s, i);
+  return n;
+}
+
+function isPair(s: string, i: number): boolean {
+  const c = s.charCodeAt(i);
+  if (c < 0xd800 || c > 0xdbff || i + 1 >= s.length) return false;
+  const d = s.charCodeAt(i + 1);
+  return d >= 0xdc00 && d <= 0xdfff;
+}
+
+/** Serialized cost of the character (or surrogate pair) starting at index i. */
+function charCost(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  if (c < 0x20) return c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 2 : 6;
+  if (c === 0x22 || c === 0x5c) return 2;
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
+  if (c >= 0xd800 && c <= 0xdfff) return isPair(s, i) ? 4 : 6;
+  return 3;
+}
+
+/** Bytes of `JSON.stringify(value)` in UTF-8. */
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
+
+/**
+ * The longest prefix of `s` (whole characters, never half a surrogate pair) whose serialized cost
+ * (`jsonStringBytes`) is at most `maxBytes`.
+ */
+export function prefixWithinJsonBytes(s: string, maxBytes: number): string {
+  let n = 0;
+  let i = 0;
+  while (i < s.length) {
+    const cost = charCost(s, i);
+    if (n + cost > maxBytes) break;
+    n += cost;
+    i += isPair(s, i) ? 2 : 1;
+  }
+  return s.slice(0, i);
+}
+
+/** A per-call byte budget a tool charges as it builds its result. */
+export class ResponseBudget {
+  private used = 0;
+  constructor(readonly limit: number = TOOL_BUDGET_BYTES) {}
+
+  /** Bytes still available (never negative). */
+  get remaining(): number {
+    return Math.max(0, this.limit - this.used);
+  }
+
+  /** Charges `bytes` when they fit and returns true; returns false (charging nothing) when they do not. */
+  take(bytes: number): boolean {
+    if (this.used + bytes > this.limit) return false;
+    this.used += bytes;
+    return true;
+  }
+
+  /** Charges `bytes` unconditionally (the fixed part of a result, or the first entry that must make progress). */
+  charge(bytes: number): void {
+    this.used += bytes;
+  }
+}
+
+/** A tools/call result as the server sends it (only the parts the guard reads). */
+interface WireResult {
+  content: unknown[];
+  structuredContent?: unknown;
+  isError?: boolean;
+  [key: string]: unknown;
+}
+
+/**
+ * The final guard (create-server.ts): returns `result` when its serialization is within RESPONSE_LIMIT_BYTES, else
+ * a VALIDATION envelope (details.reason response_too_large, bytes, limit) that tells the caller to narrow the call.
+ * For a mutating call that succeeded, the envelope says the change was applied (recovery check_already_applied).
+ */
+export function guardResponse<T extends WireResult>(result: T, tool: string, mutated: boolean): T | WireResult {
+  const bytes = jsonBytes(result);
+  if (bytes <= RESPONSE_LIMIT_BYTES) return result;
+  const envelope = toEnvelope(new ToolError('VALIDATION',
+    `The result of ${tool} (${bytes} bytes serialized) exceeds the response limit of ${RESPONSE_LIMIT_BYTES} bytes`
+    + `${mutated ? '; the change itself was applied' : ''}.`, {
+      details: { reason: 'response_too_large', bytes, limit: RESPONSE_LIMIT_BYTES },
+      suggestion: mutated
+        ? 'Do not repeat the call: check the changed files with read_file or git_diff (in pages).'
+        : 'Narrow the call: fewer paths, a smaller max_bytes/max_results/max_entries, or a range.',
+      ...(mutated ? { recovery: 'check_already_applied' as const } : {}),
+    }));
+  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: true };
+}
