@@ -9,7 +9,7 @@
 import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
 import { callTool, listedTools, UnknownToolError } from './call-tool.js';
 import type { ProcessState } from './process-state.js';
-import { guardResponse } from './response-budget.js';
+import { guardResponse } from '../tools/response-budget.js';
 import { advertise } from './tool-schemas.js';
 
 /** Server instructions: what a client's model reads first. */

@@ -16,8 +16,8 @@ import type { GitView } from '../vcs/git-view.js';
 import { splitDiff } from '../vcs/diff-output.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { runHeavy } from '../server/heavy-calls.js';
-import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from '../server/response-budget.js';
+import { runHeavy } from './heavy-calls.js';
+import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from './response-budget.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
 import { openWorkTree } from './git-status.js';
@@ -81,7 +81,7 @@ export const gitDiff = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path, ...(a.paths ?? [])],
-  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
   run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;

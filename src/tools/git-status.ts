@@ -14,7 +14,7 @@ import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
 import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { quoteName } from './text-safe.js';
-import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 
 export const GitStatusInput = z.strictObject({
   path: PathArg.default('.').describe('In the work tree (default the first root)'),

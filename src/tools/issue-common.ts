@@ -23,7 +23,7 @@ import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import type { ToolContext, ToolOutcome } from './define-tool.js';
 import { resolveWorkTree } from './git-status.js';
 import { escapeBlock, escapeLine } from './text-safe.js';
-import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from '../server/response-budget.js';
+import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from './response-budget.js';
 
 /** The actions of both tools. */
 export const ISSUE_ACTIONS = ['list', 'view', 'create', 'comment', 'close', 'reopen', 'edit'] as const;

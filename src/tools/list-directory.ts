@@ -10,10 +10,10 @@ import { authorizeRead, classifyEntry, kindOf, linkTargetKind } from '../policy/
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { runHeavy } from '../server/heavy-calls.js';
+import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
-import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
@@ -68,7 +68,7 @@ export const listDirectory = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
   run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
       args.respect_gitignore]);

@@ -12,7 +12,7 @@ import { authorizeRead } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { ContentHash, EolSchema, PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { prefixWithinJsonBytes, TOOL_BUDGET_BYTES } from '../server/response-budget.js';
+import { prefixWithinJsonBytes, TOOL_BUDGET_BYTES } from './response-budget.js';
 
 export const ReadFileInput = z.strictObject({
   path: PathArg,

@@ -6,10 +6,10 @@ import { z } from 'zod';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
-import { runHeavy } from '../server/heavy-calls.js';
+import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { readOne, ReadResultShape, factsNote } from './read-file.js';
-import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 
 /** Most paths per call. */
 export const MAX_READ_FILES = 100;
@@ -42,7 +42,7 @@ export const readFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => a.paths,
-  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
   run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const { paths, ...options } = args;
     const results: z.infer<typeof ReadFilesOutput>['results'] = [];

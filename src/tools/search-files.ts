@@ -15,10 +15,10 @@ import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { runHeavy } from '../server/heavy-calls.js';
+import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { escapeLine, quoteName } from './text-safe.js';
-import { jsonBytes, jsonStringBytes, ResponseBudget } from '../server/response-budget.js';
+import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 
 /** Longest line text returned per match, in characters (longer lines are cut around the match). */
 const MAX_LINE_CHARS = 400;
@@ -165,7 +165,7 @@ export const searchFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  // Issue #14: a heavy call (src/server/heavy-calls.ts): bounded concurrency, queued beyond it.
+  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
   run: (args, ctx) => runHeavy(ctx.signal, async () => {
     if (args.glob === undefined && args.query === undefined) {
       throw new ToolError('VALIDATION', 'search_files needs a glob, a query, or both.', {

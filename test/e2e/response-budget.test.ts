@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RESPONSE_LIMIT_BYTES } from '../../src/server/response-budget.js';
+import { RESPONSE_LIMIT_BYTES } from '../../src/tools/response-budget.js';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-common.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
@@ -156,7 +156,7 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
         seen.push(`${m.path}:${m.line}`);
         expect(m.text).toContain(`needle ${m.line - 1} `);
       }
-      if (s.truncated) expect(text).toContain('pass cursor to continue');
+      if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
       // The text shows the control characters escaped, never raw.
       expect(text).not.toMatch(/[\u0001\u0002]/);
       cursor = s.next_cursor ?? undefined;
@@ -174,7 +174,7 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
       const { s, text } = await ok('git_diff', { path: REPO, ...(cursor ? { cursor } : {}) });
       pages++;
       diff += s.diff;
-      if (s.truncated) expect(text).toContain('pass cursor to continue');
+      if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
       cursor = s.next_cursor ?? undefined;
     } while (cursor);
     expect(diff).toBe(fullDiff);
@@ -190,7 +190,7 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
     do {
       const { s, text } = await ok('github_issues', { action: 'list', repo: 'big/bodies', hostname: 'github.localhost', ...(cursor ? { cursor } : {}) });
       numbers.push(...s.issues.map((i: { number: number }) => i.number));
-      if (s.next_cursor) expect(text).toContain('cursor = next_cursor');
+      if (s.next_cursor) expect(text).toContain(`call again with cursor: ${s.next_cursor}`);
       cursor = s.next_cursor ?? undefined;
     } while (cursor);
     expect(numbers.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));

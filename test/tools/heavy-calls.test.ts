@@ -1,11 +1,11 @@
 /**
- * Issue #14, the heavy-call limiter (src/server/heavy-calls.ts): at most HEAVY_CONCURRENCY run at once, the rest
+ * Issue #14, the heavy-call limiter (src/tools/heavy-calls.ts): at most HEAVY_CONCURRENCY run at once, the rest
  * wait in order; a cancelled waiter leaves the queue without running; past HEAVY_QUEUE_LIMIT waiters a call is
  * refused with a retryable IO_ERROR envelope (reason busy).
  */
 import { describe, expect, it } from 'vitest';
 import { toEnvelope } from '../../src/errors/to-envelope.js';
-import { HEAVY_CONCURRENCY, HEAVY_QUEUE_BYTES, HEAVY_QUEUE_LIMIT, heavyCallStats, runHeavy } from '../../src/server/heavy-calls.js';
+import { HEAVY_CONCURRENCY, HEAVY_QUEUE_BYTES, HEAVY_QUEUE_LIMIT, heavyCallStats, runHeavy } from '../../src/tools/heavy-calls.js';
 
 function gate() {
   let open!: () => void;

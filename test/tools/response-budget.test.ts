@@ -1,5 +1,5 @@
 /**
- * Issue #14, the response budget's arithmetic and the final guard (src/server/response-budget.ts):
+ * Issue #14, the response budget's arithmetic and the final guard (src/tools/response-budget.ts):
  * - jsonStringBytes is exactly the UTF-8 length of JSON.stringify (without quotes) for ANY string — control
  *   characters, quotes, backslashes, astral characters and lone surrogates included (property test);
  * - prefixWithinJsonBytes returns the longest whole-character prefix within the limit;
@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   guardResponse, jsonBytes, jsonStringBytes, prefixWithinJsonBytes, RESPONSE_LIMIT_BYTES, ResponseBudget, TOOL_BUDGET_BYTES,
-} from '../../src/server/response-budget.js';
+} from '../../src/tools/response-budget.js';
 
 /** Any UTF-16 code unit, lone surrogates included, with the troublesome ones over-represented. */
 const unit = fc.oneof(
