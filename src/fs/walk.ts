@@ -15,8 +15,8 @@
 import { constants, lstatSync, type Dirent, type Stats } from 'node:fs';
 import { open, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import ignore, { type Ignore } from 'ignore';
-import micromatch from 'micromatch';
+import { compileToolGlob } from './glob/glob.js';
+import { GitignoreRules } from './glob/gitignore.js';
 import { childOf, type AllowedPath } from '../policy/resolve-path.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
@@ -42,8 +42,11 @@ export interface WalkEntry extends WalkItem {
   stats: Stats;
 }
 
-/** Why the walk skipped something. */
-export type WalkSkip = 'unreadable' | 'policy';
+/**
+ * Why the walk skipped something. `ignore_rule`: a .gitignore line over the pattern limits (src/fs/glob/engine.ts
+ * LIMITS) was not applied — it matches nothing; reported once per such line, with the .gitignore's path.
+ */
+export type WalkSkip = 'unreadable' | 'policy' | 'ignore_rule';
 
 /** Options of `walkTree`. */
 export interface WalkOptions {
@@ -54,9 +57,9 @@ export interface WalkOptions {
   /** 1 = direct children only. */
   maxDepth: number;
   respectGitignore: boolean;
-  /** micromatch globs relative to base: an entry must match one (directories are always descended). */
+  /** Globs (micromatch dialect, src/fs/glob) relative to base: an entry must match one (directories are always descended). */
   include?: readonly string[];
-  /** micromatch globs relative to base: matching entries are skipped (directories not descended). */
+  /** Globs relative to base: matching entries are skipped (directories not descended). */
   exclude?: readonly string[];
   /** Resume point: the relative path (components) of a previously emitted entry. */
   resume?: { components: readonly string[]; inclusive: boolean } | null;
@@ -74,10 +77,20 @@ export interface WalkOptions {
 /** Synchronous lstats between two yields to the event loop. */
 const STAT_YIELD_EVERY = 256;
 
+/**
+ * The longest the walk runs on the event loop between two yields, ms. Checked every SLICE_CHECK_EVERY entries; one
+ * entry's pattern work is bounded (src/fs/glob LIMITS: at most 4,096-state automata over at most 4,096-character
+ * paths), so the loop is never held much longer than this slice.
+ */
+export const WALK_SLICE_MS = 10;
+const SLICE_CHECK_EVERY = 32;
+
 /** Per-walk bookkeeping shared by the recursion. */
 interface WalkRun {
   wantStats: boolean;
   statsSinceYield: number;
+  entriesSinceCheck: number;
+  sliceStart: number;
 }
 
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
@@ -86,7 +99,7 @@ const MAX_IGNORE_BYTES = 1024 * 1024;
 interface IgnoreLevel {
   /** Directory of the .gitignore, relative to rootReal, `/`-separated ('' for the root). */
   dir: string;
-  matcher: Ignore;
+  matcher: GitignoreRules;
 }
 
 /** Compares names the way the walk orders them (code units), so cursors and order agree. */
@@ -103,10 +116,11 @@ export function walkTree(options: WalkOptions & { stats: false }): AsyncGenerato
 export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
 export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
-  const levels: IgnoreLevel[] = options.respectGitignore ? await ancestorIgnores(options.rootReal, baseRootRel) : [];
-  const include = globMatcher(options.include, options.nocase ?? false);
-  const exclude = globMatcher(options.exclude, options.nocase ?? false);
-  const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0 };
+  // Globs first: a pattern over the limits is refused before any IO.
+  const include = globMatcher(options.include, options.nocase ?? false, 'include');
+  const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude');
+  const levels: IgnoreLevel[] = options.respectGitignore ? await ancestorIgnores(options, options.rootReal, baseRootRel) : [];
+  const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0, entriesSinceCheck: 0, sliceStart: performance.now() };
   yield* walkDir(options, run, options.base, '', baseRootRel, 1, levels, options.resume ?? null, include, exclude);
 }
 
@@ -132,13 +146,30 @@ async function statNow(run: WalkRun, absolute: string): Promise<Stats | null> {
 }
 
 /**
- * A predicate over `/`-separated relative paths for micromatch globs, or null for none. A glob without a `/` matches
- * the basename at any depth (`*.ts` finds `src/a.ts`), as in .gitignore and ripgrep's --glob.
+ * A predicate over `/`-separated relative paths for globs (micromatch dialect, linear-time: src/fs/glob), or null for
+ * none. A glob without a `/` matches the basename at any depth (`*.ts` finds `src/a.ts`), as in .gitignore and
+ * ripgrep's --glob. Each glob is compiled once, here.
+ * @param field the argument the globs came from, for the error (`glob`, `include`, `exclude`)
+ * @throws ToolError VALIDATION reason pattern_too_complex for a glob over the limits
  */
-export function globMatcher(globs: readonly string[] | undefined, nocase: boolean): ((s: string) => boolean) | null {
+export function globMatcher(globs: readonly string[] | undefined, nocase: boolean, field = 'glob'): ((s: string) => boolean) | null {
   if (!globs || globs.length === 0) return null;
-  const matchers = globs.map((g) => micromatch.matcher(g, { dot: true, nocase, basename: !g.includes('/') }));
+  const matchers = globs.map((g) => compileToolGlob(g, { nocase, basename: true }, field));
+  if (matchers.length === 1) return matchers[0];
   return (s) => matchers.some((m) => m(s));
+}
+
+/**
+ * Yields to the event loop when the walk has held it for WALK_SLICE_MS (checked every SLICE_CHECK_EVERY entries), so
+ * other calls are answered while a long walk, or one with expensive patterns, runs.
+ */
+async function maybeYield(run: WalkRun): Promise<void> {
+  if (++run.entriesSinceCheck < SLICE_CHECK_EVERY) return;
+  run.entriesSinceCheck = 0;
+  const now = performance.now();
+  if (now - run.sliceStart < WALK_SLICE_MS) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  run.sliceStart = performance.now();
 }
 
 async function* walkDir(
@@ -156,9 +187,11 @@ async function* walkDir(
   }
   let myLevels = levels;
   if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
-    const level = await loadIgnore(path.join(dirAbs, '.gitignore'), dirRootRel);
+    const level = await loadIgnore(o, path.join(dirAbs, '.gitignore'), dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore');
     if (level) myLevels = [...levels, level];
   }
+  // (a readdir is a yield: the slice starts again after it)
+  run.sliceStart = performance.now();
   dirents.sort((a, b) => compareNames(a.name, b.name));
   const names = dirents.map((d) => d.name);
   const dirDepth = dirRel === '' ? 0 : dirRel.split('/').length;
@@ -170,6 +203,7 @@ async function* walkDir(
   }
   for (let i = first; i < names.length; i++) {
     const name = names[i];
+    await maybeYield(run);
     if (o.signal?.aborted) return;
     // Resume: skip what sorts before the cursor at this level.
     let childResume: typeof resume = null;
@@ -213,13 +247,15 @@ async function* walkDir(
 }
 
 /** Loads .gitignore files of the directories from the root down to (not including) the base's own directory. */
-async function ancestorIgnores(rootReal: string, baseRootRel: string): Promise<IgnoreLevel[]> {
+async function ancestorIgnores(o: WalkOptions, rootReal: string, baseRootRel: string): Promise<IgnoreLevel[]> {
   const levels: IgnoreLevel[] = [];
   const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
   // The base's own .gitignore is loaded by walkDir; its ancestors' (root .. parent) here.
   for (let i = 0; i < parts.length; i++) {
     const dirRel = parts.slice(0, i).join('/');
-    const level = await loadIgnore(path.join(rootReal, ...parts.slice(0, i), '.gitignore'), dirRel);
+    const level = await loadIgnore(o, path.join(rootReal, ...parts.slice(0, i), '.gitignore'), dirRel,
+      // Above the base: reported by its path relative to the root.
+      dirRel ? `/${dirRel}/.gitignore` : '/.gitignore');
     if (level) levels.push(level);
   }
   return levels;
@@ -228,16 +264,19 @@ async function ancestorIgnores(rootReal: string, baseRootRel: string): Promise<I
 /**
  * Reads one .gitignore. Only a regular file counts: it is opened without following a symlink (git, too, ignores a
  * symlinked .gitignore; following one could read outside the roots) and non-blocking (a FIFO named .gitignore would
- * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped.
+ * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped. A line over the pattern limits is
+ * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
-async function loadIgnore(file: string, dirRootRel: string): Promise<IgnoreLevel | null> {
+async function loadIgnore(o: WalkOptions, file: string, dirRootRel: string, shown: string): Promise<IgnoreLevel | null> {
   let handle: FileHandle | null = null;
   try {
     handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
     const stats = await handle.stat();
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
     const text = await handle.readFile('utf8');
-    return { dir: dirRootRel, matcher: ignore().add(text) };
+    const matcher = new GitignoreRules(text);
+    for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
+    return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
   } catch {
     return null;
   } finally {
@@ -251,7 +290,7 @@ function isIgnored(levels: readonly IgnoreLevel[], rootRelative: string, isDir: 
     const level = levels[i];
     const rel = level.dir === '' ? rootRelative : rootRelative.slice(level.dir.length + 1);
     if (!rel) continue;
-    const result = level.matcher.test(isDir ? `${rel}/` : rel);
+    const result = level.matcher.test(rel, isDir);
     if (result.ignored) return true;
     if (result.unignored) return false;
   }

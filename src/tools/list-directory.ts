@@ -6,7 +6,7 @@
  */
 import { realpath, stat as fsStat } from 'node:fs/promises';
 import { z } from 'zod';
-import { walkTree, type WalkEntry } from '../fs/walk.js';
+import { globMatcher, walkTree, type WalkEntry } from '../fs/walk.js';
 import { authorizeRead, classifyEntry, kindOf } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
@@ -38,7 +38,11 @@ export const ListDirectoryOutput = z.object({
   entries: z.array(EntrySchema),
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
-  skipped: z.object({ unreadable: z.number().int().describe('Directories that could not be read') }),
+  skipped: z.object({
+    unreadable: z.number().int().describe('Directories that could not be read'),
+    ignore_rules: z.number().int().optional()
+      .describe('.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0'),
+  }),
 });
 
 async function linkTargetType(entry: WalkEntry, ctx: ToolContext): Promise<z.infer<typeof KindSchema> | null> {
@@ -69,10 +73,14 @@ export const listDirectory = defineTool({
     const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
       args.respect_gitignore]);
     const resumeAfter = args.cursor ? String(decodeCursor(args.cursor, fingerprint).after ?? '') : null;
+    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include');
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude');
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
     const maxEntries = Math.min(args.max_entries ?? ctx.config.limits.maxListEntries, ctx.config.limits.maxListEntries);
     const entries: z.infer<typeof EntrySchema>[] = [];
     let unreadable = 0;
+    let ignoreRules = 0;
     let pendingUnreadable = 0;
     let truncated = false;
     const walk = walkTree({
@@ -89,7 +97,10 @@ export const listDirectory = defineTool({
       },
       // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
       // the next page, which resumes there.
-      onSkip: (reason) => { if (reason === 'unreadable') pendingUnreadable++; },
+      onSkip: (reason) => {
+        if (reason === 'unreadable') pendingUnreadable++;
+        else if (reason === 'ignore_rule') ignoreRules++;
+      },
       signal: ctx.signal,
       nocase: HOST_FLAVOR.caseInsensitive,
     });
@@ -122,7 +133,10 @@ export const listDirectory = defineTool({
     if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; pass cursor to continue]`);
     if (entries.length === 0) lines.push('(empty)');
     return {
-      structured: { path: target.real, entries, truncated, next_cursor: nextCursor, skipped: { unreadable } },
+      structured: {
+        path: target.real, entries, truncated, next_cursor: nextCursor,
+        skipped: { unreadable, ...(ignoreRules > 0 ? { ignore_rules: ignoreRules } : {}) },
+      },
       text: lines.join('\n'),
       audit: { paths: [target.real] },
     };

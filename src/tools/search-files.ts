@@ -60,6 +60,8 @@ export const SearchFilesOutput = z.object({
     too_large: z.number().int(),
     policy: z.number().int(),
     unreadable: z.number().int(),
+    ignore_rules: z.number().int().optional()
+      .describe('.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0'),
   }),
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
@@ -154,15 +156,20 @@ export const searchFiles = defineTool({
     const fingerprint = queryFingerprint(['search_files', args.path, args.glob, args.query, args.regex,
       args.case_sensitive, args.context_lines, args.include, args.exclude, args.respect_gitignore]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive);
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include');
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude');
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
     const limits = ctx.config.limits;
     const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);
     const mode = matcher ? 'content' : 'glob';
-    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive);
 
     const files: string[] = [];
     const matches: Match[] = [];
-    const skipped = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0 };
+    const skipped: { secret: number; binary: number; too_large: number; policy: number; unreadable: number;
+      ignore_rules?: number } = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0 };
+    let ignoreRules = 0;
     let filesScanned = 0;
     let filesMatched = 0;
     let truncated = false;
@@ -204,7 +211,10 @@ export const searchFiles = defineTool({
             if (v.denied) { walkSkips.policy++; return 'omit'; }
             return 'ok';
           },
-          onSkip: (reason) => { if (reason === 'unreadable') walkSkips.unreadable++; },
+          onSkip: (reason) => {
+            if (reason === 'unreadable') walkSkips.unreadable++;
+            else if (reason === 'ignore_rule') ignoreRules++;
+          },
           signal: ctx.signal,
           nocase: HOST_FLAVOR.caseInsensitive,
           // Types from the directory listing are all search needs: no per-entry lstat (sizes come from each open).
@@ -344,6 +354,7 @@ export const searchFiles = defineTool({
       skipped.policy += walkSkips.policy;
       skipped.unreadable += walkSkips.unreadable;
     }
+    if (ignoreRules > 0) skipped.ignore_rules = ignoreRules;
     const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
     const structured = {
       path: target.real, mode, files, matches, files_scanned: filesScanned, files_matched: filesMatched, skipped,
