@@ -116,8 +116,9 @@ export function parseRule(line: string): Rule | null {
   // Trailing whitespace: dropped, unless escaped (then one space stays).
   const trail = /((?:\\\\)*?)(\\?\s+)$/.exec(body);
   if (trail) body = body.slice(0, trail.index) + trail[1] + (trail[2].startsWith('\\') ? ' ' : '');
-  if (body === '') return null;
-  const node = ruleNode(body, anchored);
+  // A rule that is empty by now (`!`, `! `, a lone BOM) is an empty regular expression in the `ignore` package: it
+  // matches every path. Kept.
+  const node = body === '' ? ast.star(ast.any()) : ruleNode(body, anchored);
   return { negative, matcher: compile(node) };
 }
 
@@ -129,7 +130,7 @@ function ruleNode(body: string, anchored: boolean): Node {
   const items: Node[] = [];
   let leadingGlobstar = false;
   if (rest.startsWith('**/')) { leadingGlobstar = true; rest = rest.slice(3); }
-  if (leadingGlobstar || !anchored) items.push(ast.opt(ast.seq(ast.star(ast.any()), ast.lit('/', false))));
+  if (leadingGlobstar || (!anchored && !anchoredBySlash)) items.push(ast.opt(ast.seq(ast.star(ast.any()), ast.lit('/', false))));
   const dirOnly = rest.endsWith('/') && !rest.endsWith('\\/');
   const toks = tokenize(rest);
   // A trailing `*` after `/` or at the very start of a slash-anchored rule needs one character at least.
@@ -147,9 +148,10 @@ function ruleNode(body: string, anchored: boolean): Node {
   for (let i = 0; i < n; i++) {
     const t = toks[i];
     // `/**` followed by `/` or the end: zero or more directories, or (at the end) everything inside.
+    // (A `*` after it, even the trailing one taken off above, makes it no globstar: `a/***` is three `*`.)
     if (t.k === 'slash' && toks[i + 1]?.k === 'star' && toks[i + 2]?.k === 'star'
-      && (i + 3 === n || toks[i + 3].k === 'slash')) {
-      if (i + 3 === n && tail === null) {
+      && ((i + 3 === n && tail === null) || toks[i + 3]?.k === 'slash')) {
+      if (i + 3 === n) {
         items.push(ast.lit('/', false), ast.plus(ast.any()));
       } else {
         items.push(ast.star(ast.seq(ast.lit('/', false), ast.plus(ast.notSlash()))));

@@ -134,7 +134,9 @@ class GlobParser {
         continue;
       }
       if (c === '*') {
-        while (p[this.i] === '*') this.i++;
+        // A run of `*` is one `*`; a `*` right before `(` starts an extglob `*(…)` instead.
+        this.i++;
+        while (p[this.i] === '*' && p[this.i + 1] !== '(') this.i++;
         items.push(ast.star(ast.notSlash()));
         continue;
       }
