@@ -30,7 +30,7 @@ await build({
   target: 'node20',
   sourcemap: 'linked',
   logLevel: 'warning',
-  // CommonJS dependencies (micromatch, ignore) call require() for Node built-ins; give the ES module one.
+  // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
 });
 
