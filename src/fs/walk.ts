@@ -15,7 +15,8 @@
 import { constants, lstatSync, type Dirent, type Stats } from 'node:fs';
 import { open, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { compileToolGlob } from './glob/glob.js';
+import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
+import { LIMITS } from './glob/engine.js';
 import { GitignoreRules } from './glob/gitignore.js';
 import { childOf, type AllowedPath } from '../policy/resolve-path.js';
 
@@ -117,8 +118,9 @@ export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
 export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
   // Globs first: a pattern over the limits is refused before any IO.
-  const include = globMatcher(options.include, options.nocase ?? false, 'include');
-  const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude');
+  const budget = patternBudget();
+  const include = globMatcher(options.include, options.nocase ?? false, 'include', budget);
+  const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude', budget);
   const levels: IgnoreLevel[] = options.respectGitignore ? await ancestorIgnores(options, options.rootReal, baseRootRel) : [];
   const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0, entriesSinceCheck: 0, sliceStart: performance.now() };
   yield* walkDir(options, run, options.base, '', baseRootRel, 1, levels, options.resume ?? null, include, exclude);
@@ -150,11 +152,14 @@ async function statNow(run: WalkRun, absolute: string): Promise<Stats | null> {
  * none. A glob without a `/` matches the basename at any depth (`*.ts` finds `src/a.ts`), as in .gitignore and
  * ripgrep's --glob. Each glob is compiled once, here.
  * @param field the argument the globs came from, for the error (`glob`, `include`, `exclude`)
+ * @param budget the call's pattern budget (LIMITS.callStates), shared by all its globs
  * @throws ToolError VALIDATION reason pattern_too_complex for a glob over the limits
  */
-export function globMatcher(globs: readonly string[] | undefined, nocase: boolean, field = 'glob'): ((s: string) => boolean) | null {
+export function globMatcher(
+  globs: readonly string[] | undefined, nocase: boolean, field = 'glob', budget?: PatternBudget,
+): ((s: string) => boolean) | null {
   if (!globs || globs.length === 0) return null;
-  const matchers = globs.map((g) => compileToolGlob(g, { nocase, basename: true }, field));
+  const matchers = globs.map((g) => compileToolGlob(g, { nocase, basename: true }, field, budget));
   if (matchers.length === 1) return matchers[0];
   return (s) => matchers.some((m) => m(s));
 }
@@ -187,7 +192,8 @@ async function* walkDir(
   }
   let myLevels = levels;
   if (o.respectGitignore && dirents.some((d) => d.name === '.gitignore' && d.isFile())) {
-    const level = await loadIgnore(o, path.join(dirAbs, '.gitignore'), dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore');
+    const level = await loadIgnore(o, path.join(dirAbs, '.gitignore'), dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore',
+      chainBudget(levels));
     if (level) myLevels = [...levels, level];
   }
   // (a readdir is a yield: the slice starts again after it)
@@ -255,7 +261,7 @@ async function ancestorIgnores(o: WalkOptions, rootReal: string, baseRootRel: st
     const dirRel = parts.slice(0, i).join('/');
     const level = await loadIgnore(o, path.join(rootReal, ...parts.slice(0, i), '.gitignore'), dirRel,
       // Above the base: reported by its path relative to the root.
-      dirRel ? `/${dirRel}/.gitignore` : '/.gitignore');
+      dirRel ? `/${dirRel}/.gitignore` : '/.gitignore', chainBudget(levels));
     if (level) levels.push(level);
   }
   return levels;
@@ -267,14 +273,16 @@ async function ancestorIgnores(o: WalkOptions, rootReal: string, baseRootRel: st
  * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped. A line over the pattern limits is
  * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
-async function loadIgnore(o: WalkOptions, file: string, dirRootRel: string, shown: string): Promise<IgnoreLevel | null> {
+async function loadIgnore(
+  o: WalkOptions, file: string, dirRootRel: string, shown: string, budget: number,
+): Promise<IgnoreLevel | null> {
   let handle: FileHandle | null = null;
   try {
     handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
     const stats = await handle.stat();
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
     const text = await handle.readFile('utf8');
-    const matcher = new GitignoreRules(text);
+    const matcher = new GitignoreRules(text, budget);
     for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
     return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
   } catch {
@@ -282,6 +290,13 @@ async function loadIgnore(o: WalkOptions, file: string, dirRootRel: string, show
   } finally {
     await handle?.close().catch(() => undefined);
   }
+}
+
+/** Automaton states the next .gitignore down may use: what the ones above it left of LIMITS.gitignoreChainStates. */
+function chainBudget(levels: readonly IgnoreLevel[]): number {
+  let used = 0;
+  for (const level of levels) used += level.matcher.states;
+  return Math.max(0, LIMITS.gitignoreChainStates - used);
 }
 
 /** Deepest .gitignore with a verdict wins (a deeper `!pattern` re-includes), as git decides. */

@@ -7,6 +7,7 @@
 import { realpath, stat as fsStat } from 'node:fs/promises';
 import { z } from 'zod';
 import { globMatcher, walkTree, type WalkEntry } from '../fs/walk.js';
+import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, classifyEntry, kindOf } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
@@ -74,8 +75,9 @@ export const listDirectory = defineTool({
       args.respect_gitignore]);
     const resumeAfter = args.cursor ? String(decodeCursor(args.cursor, fingerprint).after ?? '') : null;
     // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
-    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include');
-    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude');
+    const budget = patternBudget();
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', budget);
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', budget);
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
     const maxEntries = Math.min(args.max_entries ?? ctx.config.limits.maxListEntries, ctx.config.limits.maxListEntries);
     const entries: z.infer<typeof EntrySchema>[] = [];

@@ -10,6 +10,7 @@ import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
 import { searchReaderPool, type ReadOutcome } from '../fs/search-reader.js';
 import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
+import { patternBudget } from '../fs/glob/glob.js';
 import { createLineMatcher, matcherSpec, regexTimeoutError, type LineHit } from '../fs/line-matcher.js';
 import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
@@ -157,9 +158,10 @@ export const searchFiles = defineTool({
       args.case_sensitive, args.context_lines, args.include, args.exclude, args.respect_gitignore]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
     // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
-    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive);
-    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include');
-    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude');
+    const budget = patternBudget();
+    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive, 'glob', budget);
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', budget);
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', budget);
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
     const limits = ctx.config.limits;
     const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);

@@ -162,6 +162,15 @@ describe('adversarial patterns, real server', () => {
     }
   });
 
+  it('the globs of one call share a budget of automaton states: 100 large include globs are refused', async () => {
+    const include = Array.from({ length: 100 }, (_, i) => `${'[a-z]'.repeat(200)}${i}`);
+    for (const tool of ['search_files', 'list_directory']) {
+      const { error } = await client.callError(tool, { path: '.', include, ...(tool === 'search_files' ? { query: 'x' } : {}) });
+      expect(error.code).toBe('VALIDATION');
+      expect(error.details).toMatchObject({ reason: 'pattern_too_complex', field: 'include', limit: 'call_states' });
+    }
+  });
+
   it('.gitignore at four depths with adversarial lines: listings and searches complete; the over-limit line is counted', async () => {
     const r = await underProbe(client, () => client.callOk('list_directory', { path: '.', depth: 6 }));
     expect(r.ms).toBeLessThan(CALL_BOUND_MS);

@@ -18,7 +18,7 @@ import ignore from 'ignore';
 import micromatch from 'micromatch';
 import { describe, expect, it } from 'vitest';
 import { LIMITS, PatternTooComplexError } from '../../src/fs/glob/engine.js';
-import { compileGlob, compileToolGlob } from '../../src/fs/glob/glob.js';
+import { compileGlob, compileToolGlob, patternBudget } from '../../src/fs/glob/glob.js';
 import { GitignoreRules } from '../../src/fs/glob/gitignore.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 
@@ -96,6 +96,30 @@ describe('limits', () => {
     const e = caught as ToolError;
     expect(e.code).toBe('VALIDATION');
     expect(e.details).toMatchObject({ reason: 'pattern_too_complex', field: 'include', limit: 'brace_expansion', max: 1000 });
+  });
+
+  it('the globs of one call share a budget of automaton states (LIMITS.callStates)', () => {
+    const budget = patternBudget();
+    const big = '[a-z]'.repeat(200); // 1000 characters, about 200 states
+    let caught: unknown;
+    let compiled = 0;
+    try {
+      for (let i = 0; i < 100; i++) { compileToolGlob(big, {}, 'include', budget); compiled++; }
+    } catch (error) { caught = error; }
+    expect(compiled).toBeGreaterThan(50);
+    expect(compiled).toBeLessThan(100);
+    expect((caught as ToolError).details).toMatchObject({ reason: 'pattern_too_complex', field: 'include', limit: 'call_states' });
+  });
+
+  it('the .gitignore rules of one path share a budget: lines past it are skipped and counted', () => {
+    const line = '[a-z]'.repeat(200);
+    const text = Array.from({ length: 300 }, (_, i) => `${line}${i}`).join('\n');
+    const rules = new GitignoreRules(`${text}\n*.log`);
+    expect(rules.states).toBeLessThanOrEqual(LIMITS.gitignoreChainStates);
+    expect(rules.skipped).toBeGreaterThan(100);
+    expect(rules.size + rules.skipped).toBe(301);
+    // What is left of the budget for a deeper file.
+    expect(new GitignoreRules('*.log', 0).skipped).toBe(1);
   });
 
   it('{a,b} repeated 20 times is not expanded (a million alternatives) but compiled as it stands', () => {

@@ -36,10 +36,20 @@ export const LIMITS = {
   nesting: 32,
   /** Most alternatives a `{x..y}` range may expand to, summed over the pattern. */
   braceExpansion: 1000,
+  /**
+   * Most automaton states of all the globs of one call together (`glob`, `include`, `exclude`): one entry's matching
+   * then costs at most path length × this many steps.
+   */
+  callStates: 16_384,
+  /**
+   * Most automaton states of the .gitignore rules that apply to one path (its directory's .gitignore and its
+   * ancestors' together); the lines past it are skipped like over-limit lines.
+   */
+  gitignoreChainStates: 32_768,
 } as const;
 
 /** Cached DFA states per matcher before the cache is dropped and rebuilt (bounds memory: ≤ ~0.6 KB a state). */
-const MAX_DFA_STATES = 512;
+const MAX_DFA_STATES = 1024;
 
 /** A set of UTF-16 code units. */
 export interface CharSet {

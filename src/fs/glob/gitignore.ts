@@ -13,8 +13,9 @@
  * - `[a-z]` classes (a reversed range matches nothing; `!`/`^` inside are literal, as in that package); an unclosed
  *   `[` makes the rule match nothing.
  *
- * A rule over the engine's limits (LIMITS: longer than 1024 characters, too large an automaton) is not applied: it
- * matches nothing, and is counted in `skipped` so listings can report it.
+ * A rule over the engine's limits (LIMITS: longer than 1024 characters, too large an automaton), or past the budget
+ * of the rules that apply to one path (LIMITS.gitignoreChainStates), is not applied: it matches nothing, and is
+ * counted in `skipped` so listings can report it.
  */
 import { ast, compile, LIMITS, PatternTooComplexError, type CompiledMatcher, type Node } from './engine.js';
 
@@ -34,25 +35,36 @@ const NONE: IgnoreVerdict = { ignored: false, unignored: false };
 /** The compiled rules of one .gitignore file. */
 export class GitignoreRules {
   private readonly rules: Rule[] = [];
-  /** Lines that were rules but exceeded the limits (they match nothing). */
+  /** Lines that were rules but exceeded the limits or the budget (they match nothing). */
   readonly skipped: number = 0;
+  /** Automaton states of the rules in force. */
+  readonly states: number = 0;
   /** Verdicts of directories (`dir/`), so each parent is tested once per walk. */
   private readonly dirCache = new Map<string, IgnoreVerdict>();
 
-  /** Parses a .gitignore's text (any size; each line is bounded by LIMITS). */
-  constructor(text: string) {
+  /**
+   * Parses a .gitignore's text (any size; each line is bounded by LIMITS).
+   * @param budget automaton states these rules may use in all (default LIMITS.gitignoreChainStates); a line that
+   *   would go past it is skipped and counted, like a line over the limits
+   */
+  constructor(text: string, budget: number = LIMITS.gitignoreChainStates) {
     let skipped = 0;
+    let states = 0;
     for (const line of text.split(/\r?\n/)) {
       if (!line) continue;
       try {
         const rule = parseRule(line);
-        if (rule) this.rules.push(rule);
+        if (!rule) continue;
+        if (states + rule.matcher.size > budget) { skipped++; continue; }
+        states += rule.matcher.size;
+        this.rules.push(rule);
       } catch (error) {
         if (!(error instanceof PatternTooComplexError)) throw error;
         skipped++;
       }
     }
     this.skipped = skipped;
+    this.states = states;
   }
 
   /** Number of rules in force. */
@@ -93,7 +105,7 @@ export class GitignoreRules {
 }
 
 /** A token of a rule body after unescaping. */
-type Tok = { k: 'lit'; c: string } | { k: 'star' } | { k: 'q' } | { k: 'class'; node: Node } | { k: 'slash' };
+type Tok = { k: 'lit'; c: string } | { k: 'star'; escaped?: true } | { k: 'q' } | { k: 'class'; node: Node } | { k: 'slash' };
 
 /**
  * One line → a rule, or null when the line is not a rule.
@@ -138,7 +150,9 @@ function ruleNode(body: string, anchored: boolean): Node {
   let tail: Node | null = null;
   if (!dirOnly && n > 0 && toks[n - 1].k === 'star') {
     const prev = n >= 2 ? toks[n - 2] : null;
-    const globstarTail = n >= 3 && prev?.k === 'star' && toks[n - 3].k === 'slash';
+    // (An escaped final `*` is a wildcard there, but never half of a `/**`.)
+    const last = toks[n - 1] as { k: 'star'; escaped?: true };
+    const globstarTail = !last.escaped && n >= 3 && prev?.k === 'star' && toks[n - 3].k === 'slash';
     if (!globstarTail) {
       const afterSlash = prev?.k === 'slash' || (prev === null && anchoredBySlash && !leadingGlobstar);
       tail = afterSlash ? ast.plus(ast.notSlash()) : ast.star(ast.notSlash());
@@ -179,7 +193,7 @@ function tokenize(s: string): Tok[] {
     const c = s[i];
     if (c === '\\') {
       // A final escaped `*` is still a trailing wildcard in the `ignore` package; kept for compatibility.
-      if (s[i + 1] === '*' && i + 2 === s.length) { toks.push({ k: 'star' }); i++; continue; }
+      if (s[i + 1] === '*' && i + 2 === s.length) { toks.push({ k: 'star', escaped: true }); i++; continue; }
       if (i + 1 < s.length) toks.push({ k: 'lit', c: s[++i] });
       continue;
     }

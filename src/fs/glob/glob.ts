@@ -21,8 +21,8 @@ export interface GlobOptions {
   basename?: boolean;
 }
 
-/** A compiled glob: a pure predicate over `/`-separated paths. */
-export type GlobPredicate = (path: string) => boolean;
+/** A compiled glob: a pure predicate over `/`-separated paths, with its automaton size (`states`). */
+export type GlobPredicate = ((path: string) => boolean) & { readonly states: number };
 
 const POSIX_CLASSES: Record<string, number[]> = {
   alnum: [0x30, 0x39, 0x41, 0x5a, 0x61, 0x7a],
@@ -59,12 +59,25 @@ export function compileGlob(glob: string, options: GlobOptions = {}): GlobPredic
   const node = new GlobParser(body, nocase).parse();
   const matcher = compile(node);
   const base = (options.basename ?? false) && !glob.includes('/');
+  let predicate: (p: string) => boolean;
   if (base) {
-    return negated
+    predicate = negated
       ? (p) => !matcher.test(p, p.lastIndexOf('/') + 1)
       : (p) => matcher.test(p, p.lastIndexOf('/') + 1);
+  } else {
+    predicate = negated ? (p) => !matcher.test(p) : (p) => matcher.test(p);
   }
-  return negated ? (p) => !matcher.test(p) : (p) => matcher.test(p);
+  return Object.assign(predicate, { states: matcher.size });
+}
+
+/** What is left of a call's pattern budget (LIMITS.callStates), shared by the globs of one call. */
+export interface PatternBudget {
+  states: number;
+}
+
+/** A fresh budget for one call's globs. */
+export function patternBudget(): PatternBudget {
+  return { states: LIMITS.callStates };
 }
 
 /** Where a sub-sequence ends: at the end of the glob, or at a closing delimiter of an enclosing construct. */
@@ -99,14 +112,19 @@ class GlobParser {
     const p = this.p;
     const items: Node[] = [];
     const start = this.i;
+    // What the last item was: micromatch reads `/**` and `**` differently after a `*` and after a group.
+    let last: 'star' | 'group' | 'other' = 'other';
     while (this.i < p.length) {
       const c = p[this.i];
+      const prev = last;
+      last = 'other';
       if (stop === 'brace' && (c === ',' || c === '}')) break;
       if (stop === 'group' && (c === '|' || c === ')')) break;
       const segStart = this.i === start || p[this.i - 1] === '/';
       if (c === '/' && p.startsWith('**', this.i + 1) && this.segmentEnd(this.i + 3, stop) && p[this.i + 3] !== '/') {
-        // `a/**` at the end: `a` itself or anything below it.
-        items.push(ast.opt(ast.seq(ast.lit('/', false), ast.star(ast.any()))));
+        // `a/**` at the end: `a` itself or anything below it (after a `*`, as micromatch has it, only below it).
+        const below = ast.seq(ast.lit('/', false), ast.star(ast.any()));
+        items.push(prev === 'star' ? below : ast.opt(below));
         this.i += 3;
         continue;
       }
@@ -121,8 +139,17 @@ class GlobParser {
         }
         continue;
       }
+      if (c === '*' && p[this.i + 1] === '*' && p[this.i + 2] !== '*' && prev === 'group'
+        && (this.i + 2 >= p.length || p[this.i + 2] === '/')) {
+        // micromatch: `**` right after a group, at the end of a segment, crosses `/` (`@(a|b)**/x` matches `a/b/x`).
+        items.push(ast.star(ast.any()));
+        this.i += 2;
+        continue;
+      }
       if ((c === '?' || c === '*' || c === '+' || c === '@') && p[this.i + 1] === '(') {
+        const before = this.i;
         items.push(this.extglob(c));
+        if (this.p[this.i - 1] === ')' && this.i - before > 2) last = 'group';
         continue;
       }
       if (c === '!' && p[this.i + 1] === '(') {
@@ -130,7 +157,9 @@ class GlobParser {
           'the negated extglob !(…) needs a lookahead, which the linear-time matcher does not run');
       }
       if (c === '(') {
+        const before = this.i;
         items.push(this.extglob('@', 0));
+        if (this.p[this.i - 1] === ')' && this.i - before > 1) last = 'group';
         continue;
       }
       if (c === '*') {
@@ -138,6 +167,7 @@ class GlobParser {
         this.i++;
         while (p[this.i] === '*' && p[this.i + 1] !== '(') this.i++;
         items.push(ast.star(ast.notSlash()));
+        last = 'star';
         continue;
       }
       if (c === '?') { items.push(ast.notSlash()); this.i++; continue; }
@@ -282,12 +312,21 @@ class GlobParser {
 /**
  * compileGlob for a glob an agent passed (search_files `glob`, `include`/`exclude` of search_files and
  * list_directory): a pattern over the limits becomes the tool error.
+ * @param budget the call's pattern budget: the globs of one call share LIMITS.callStates
  * @throws ToolError VALIDATION with details.reason "pattern_too_complex", details.field, .limit, .max and .pattern
  *   (the glob, cut to 100 characters)
  */
-export function compileToolGlob(glob: string, options: GlobOptions, field: string): GlobPredicate {
+export function compileToolGlob(glob: string, options: GlobOptions, field: string, budget?: PatternBudget): GlobPredicate {
   try {
-    return compileGlob(glob, options);
+    const compiled = compileGlob(glob, options);
+    if (budget) {
+      budget.states -= compiled.states;
+      if (budget.states < 0) {
+        throw new PatternTooComplexError('call_states', LIMITS.callStates,
+          `the call's globs together compile to more than ${LIMITS.callStates} automaton states`);
+      }
+    }
+    return compiled;
   } catch (error) {
     if (!(error instanceof PatternTooComplexError)) throw error;
     throw new ToolError('VALIDATION', `The ${field} pattern is too complex: ${error.message}.`, {
