@@ -78,6 +78,8 @@ describe('limits', () => {
     ['pattern_length', 'a'.repeat(LIMITS.patternLength + 1)],
     ['brace_expansion', '{1..2000}'],
     ['brace_expansion', '{1..600}{1..600}'],
+    ['brace_expansion', `{${'9'.repeat(400)}..${'8'.repeat(400)}}`],
+    ['brace_expansion', `{1..${'9'.repeat(400)}}`],
     ['nesting', `${'{a,'.repeat(40)}b${'}'.repeat(40)}`],
     ['nesting', `${'@('.repeat(40)}a${')'.repeat(40)}`],
     ['nfa_states', '{1..999}'.repeat(1).concat('{a,b}'.repeat(150))],

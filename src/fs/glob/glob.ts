@@ -297,7 +297,8 @@ class GlobParser {
     const step = Math.abs(Number(m[3] ?? 1)) || 1;
     const count = Math.floor(Math.abs(b - a) / step) + 1;
     this.expanded += count;
-    if (this.expanded > LIMITS.braceExpansion) {
+    // (Not finite: endpoints too large to be numbers, e.g. {1..1e400}.)
+    if (!Number.isFinite(this.expanded) || this.expanded > LIMITS.braceExpansion) {
       throw new PatternTooComplexError('brace_expansion', LIMITS.braceExpansion,
         `the pattern's {x..y} ranges expand to more than ${LIMITS.braceExpansion} alternatives`);
     }
