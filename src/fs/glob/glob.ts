@@ -139,9 +139,11 @@ class GlobParser {
         }
         continue;
       }
-      if (c === '*' && p[this.i + 1] === '*' && p[this.i + 2] !== '*' && prev === 'group'
-        && (this.i + 2 >= p.length || p[this.i + 2] === '/')) {
-        // micromatch: `**` right after a group, at the end of a segment, crosses `/` (`@(a|b)**/x` matches `a/b/x`).
+      if (c === '*' && p[this.i + 1] === '*' && p[this.i + 2] !== '*' && ((prev === 'group'
+        && (this.i + 2 >= p.length || p[this.i + 2] === '/'))
+        || (segStart && (p[this.i + 2] === '{' || (p[this.i + 2] === '@' && p[this.i + 3] === '('))))) {
+        // micromatch: `**` right after a group at the end of a segment, or at the start of a segment right before
+        // `@(…)` or `{…}`, crosses `/` (`@(a|b)**/x` matches `a/b/x`, `x/**{a,b}` matches `x/y/a`).
         items.push(ast.star(ast.any()));
         this.i += 2;
         continue;
