@@ -48,7 +48,8 @@ describe('compileGlob agrees with micromatch (dot: true)', () => {
     ['a/**/b', 'a/b', true], ['a/**/b', 'a/x/y/b', true], ['*.ts', 'deep/x.ts', true], ['src/*.ts', 'src/d/x.ts', false],
     ['!*.ts', 'a.js', true], ['!*.ts', 'a.ts', false], ['{1..3}.txt', '2.txt', true], ['{1..3}.txt', '4.txt', false],
     ['[[:digit:]]x', '5x', true], ['a\\*', 'a*', true], ['a\\*', 'ab', false], ['.env.*', '.env.local', true],
-    ['./src/*.ts', 'src/a.ts', true],
+    ['./src/*.ts', 'src/a.ts', true], ['a/**/?(b)', 'a', true], ['a/**/*', 'a', false], ['*/**', 'a', false],
+    ['x/**{a,b}', 'x/y/a', true], ['@(a|b)**/x', 'a/b/x', true],
   ])('%s on %s is %s', (glob, p, expected) => {
     expect(compileGlob(glob, { basename: true })(p)).toBe(expected);
     expect(micromatch.isMatch(p, glob, { dot: true, basename: !glob.includes('/') })).toBe(expected);

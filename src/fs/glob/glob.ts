@@ -80,6 +80,16 @@ export function patternBudget(): PatternBudget {
   return { states: LIMITS.callStates };
 }
 
+/** Whether a node can match the empty string, as micromatch's regular expression for it can. */
+function canBeEmpty(node: Node): boolean {
+  switch (node.t) {
+    case 'set': return false;
+    case 'seq': return node.items.every(canBeEmpty);
+    case 'alt': return node.items.some(canBeEmpty);
+    case 'rep': return node.min === 0 ? !node.nonEmpty : canBeEmpty(node.item);
+  }
+}
+
 /** Where a sub-sequence ends: at the end of the glob, or at a closing delimiter of an enclosing construct. */
 type Stop = 'end' | 'brace' | 'group';
 
@@ -112,6 +122,8 @@ class GlobParser {
     const p = this.p;
     const items: Node[] = [];
     const start = this.i;
+    // Indexes of the `/` before each `/**/` in items.
+    const globstars: number[] = [];
     // What the last item was: micromatch reads `/**` and `**` differently after a `*` and after a group.
     let last: 'star' | 'group' | 'other' = 'other';
     while (this.i < p.length) {
@@ -131,6 +143,7 @@ class GlobParser {
       if (c === '*' && p[this.i + 1] === '*' && segStart && this.segmentEnd(this.i + 2, stop)) {
         if (p[this.i + 2] === '/') {
           // `**/`: zero or more whole segments.
+          if (this.i > start && p[this.i - 1] === '/' && items.length > 1) globstars.push(items.length - 1);
           items.push(ast.opt(ast.seq(ast.star(ast.any()), ast.lit('/', false))));
           this.i += 3;
         } else {
@@ -168,7 +181,8 @@ class GlobParser {
         // A run of `*` is one `*`; a `*` right before `(` starts an extglob `*(…)` instead.
         this.i++;
         while (p[this.i] === '*' && p[this.i + 1] !== '(') this.i++;
-        items.push(ast.star(ast.notSlash()));
+        // (micromatch puts a lookahead `(?=.)` before it: it never lets `a/**/` end the input, see below.)
+        items.push({ t: 'rep', item: ast.notSlash(), min: 0, max: Infinity, nonEmpty: true });
         last = 'star';
         continue;
       }
@@ -189,7 +203,13 @@ class GlobParser {
       items.push(ast.lit(c, this.nocase));
       this.i++;
     }
-    return ast.seq(...items);
+    // micromatch lets `x/**/` also match the end of the input right after `x` (`(?:\/…\/|\/|$)`): `a/**/?(b)`
+    // matches `a`. That happens when what follows can match nothing.
+    const alts = [ast.seq(...items)];
+    for (const k of globstars) {
+      if (items.slice(k + 2).every(canBeEmpty)) alts.push(ast.seq(...items.slice(0, k)));
+    }
+    return ast.alt(...alts);
   }
 
   /** `X(a|b)` at this.i (prefix length `skip`, 1 for `@(`, 0 for a plain group); a `(` without `)` is literal. */
