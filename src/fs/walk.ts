@@ -44,8 +44,10 @@ export interface WalkEntry extends WalkItem {
 }
 
 /**
- * Why the walk skipped something. `ignore_rule`: a .gitignore line over the pattern limits (src/fs/glob/engine.ts
- * LIMITS) was not applied — it matches nothing; reported once per such line, with the .gitignore's path.
+ * Why the walk skipped something. `ignore_rule`: a .gitignore line over the pattern limits or past the budget of the
+ * rules over one path (src/fs/glob/engine.ts LIMITS) was not applied — it matches nothing; reported once per such
+ * line, with the .gitignore's path (relative to the base; an ancestor's above the base with a leading `/`, relative to
+ * the root).
  */
 export type WalkSkip = 'unreadable' | 'policy' | 'ignore_rule';
 
@@ -80,11 +82,12 @@ const STAT_YIELD_EVERY = 256;
 
 /**
  * The longest the walk runs on the event loop between two yields, ms. Checked every SLICE_CHECK_EVERY entries; one
- * entry's pattern work is bounded (src/fs/glob LIMITS: at most 4,096-state automata over at most 4,096-character
- * paths), so the loop is never held much longer than this slice.
+ * entry's pattern work is bounded (src/fs/glob LIMITS: path length × the call's glob budget of 16,384 automaton states
+ * and × the .gitignore budget of 32,768 per path, in the worst case), so the loop is held at most this slice plus
+ * SLICE_CHECK_EVERY entries' work.
  */
 export const WALK_SLICE_MS = 10;
-const SLICE_CHECK_EVERY = 32;
+const SLICE_CHECK_EVERY = 8;
 
 /** Per-walk bookkeeping shared by the recursion. */
 interface WalkRun {
@@ -165,16 +168,18 @@ export function globMatcher(
 }
 
 /**
- * Yields to the event loop when the walk has held it for WALK_SLICE_MS (checked every SLICE_CHECK_EVERY entries), so
- * other calls are answered while a long walk, or one with expensive patterns, runs.
+ * A promise to await when the walk has held the event loop for WALK_SLICE_MS (checked every SLICE_CHECK_EVERY
+ * entries), else null (no await, no microtask, on the hot path). Awaiting it lets other calls be answered while a long
+ * walk, or one with expensive patterns, runs.
  */
-async function maybeYield(run: WalkRun): Promise<void> {
-  if (++run.entriesSinceCheck < SLICE_CHECK_EVERY) return;
+function yieldIfDue(run: WalkRun): Promise<void> | null {
+  if (++run.entriesSinceCheck < SLICE_CHECK_EVERY) return null;
   run.entriesSinceCheck = 0;
-  const now = performance.now();
-  if (now - run.sliceStart < WALK_SLICE_MS) return;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  run.sliceStart = performance.now();
+  if (performance.now() - run.sliceStart < WALK_SLICE_MS) return null;
+  return new Promise<void>((resolve) => setImmediate(() => {
+    run.sliceStart = performance.now();
+    resolve();
+  }));
 }
 
 async function* walkDir(
@@ -209,7 +214,8 @@ async function* walkDir(
   }
   for (let i = first; i < names.length; i++) {
     const name = names[i];
-    await maybeYield(run);
+    const due = yieldIfDue(run);
+    if (due) await due;
     if (o.signal?.aborted) return;
     // Resume: skip what sorts before the cursor at this level.
     let childResume: typeof resume = null;
