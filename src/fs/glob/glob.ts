@@ -152,9 +152,9 @@ class GlobParser {
         }
         continue;
       }
+      const beforeGroup = p[this.i + 2] === '{' || (p[this.i + 2] === '@' && p[this.i + 3] === '(');
       if (c === '*' && p[this.i + 1] === '*' && p[this.i + 2] !== '*' && ((prev === 'group'
-        && (this.i + 2 >= p.length || p[this.i + 2] === '/'))
-        || (segStart && (p[this.i + 2] === '{' || (p[this.i + 2] === '@' && p[this.i + 3] === '('))))) {
+        && (this.i + 2 >= p.length || p[this.i + 2] === '/' || beforeGroup)) || (segStart && beforeGroup))) {
         // micromatch: `**` right after a group at the end of a segment, or at the start of a segment right before
         // `@(…)` or `{…}`, crosses `/` (`@(a|b)**/x` matches `a/b/x`, `x/**{a,b}` matches `x/y/a`).
         items.push(ast.star(ast.any()));
@@ -179,8 +179,17 @@ class GlobParser {
       }
       if (c === '*') {
         // A run of `*` is one `*`; a `*` right before `(` starts an extglob `*(…)` instead.
+        const runStart = this.i;
         this.i++;
         while (p[this.i] === '*' && p[this.i + 1] !== '(') this.i++;
+        // micromatch: a single final `*` in a segment `*.*` or `.*` must not end the input empty (`*.*` does not
+        // match `a.`; `a.*`, `a*.*` and `*.**` do).
+        const segment = p.slice(Math.max(start, p.lastIndexOf('/', runStart - 1) + 1), runStart);
+        if (stop === 'end' && this.i >= p.length && this.i - runStart === 1 && (segment === '*.' || segment === '.')) {
+          items.push(ast.plus(ast.notSlash()));
+          last = 'star';
+          continue;
+        }
         // (micromatch puts a lookahead `(?=.)` before it: it never lets `a/**/` end the input, see below.)
         items.push({ t: 'rep', item: ast.notSlash(), min: 0, max: Infinity, nonEmpty: true });
         last = 'star';
@@ -207,7 +216,8 @@ class GlobParser {
     // matches `a`. That happens when what follows can match nothing.
     const alts = [ast.seq(...items)];
     for (const k of globstars) {
-      if (items.slice(k + 2).every(canBeEmpty)) alts.push(ast.seq(...items.slice(0, k)));
+      // (Not when nothing follows: `a/**/` has no such alternative there.)
+      if (items.length > k + 2 && items.slice(k + 2).every(canBeEmpty)) alts.push(ast.seq(...items.slice(0, k)));
     }
     return ast.alt(...alts);
   }
