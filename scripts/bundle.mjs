@@ -33,7 +33,7 @@ const result = await build({
   sourcemap: 'external',
   metafile: true,
   logLevel: 'warning',
-  // CommonJS dependencies (micromatch, ignore) call require() for Node built-ins; give the ES module one.
+  // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
 });
 

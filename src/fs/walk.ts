@@ -21,8 +21,9 @@
 import { constants, type Dirent, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import ignore, { type Ignore } from 'ignore';
-import micromatch from 'micromatch';
+import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
+import { LIMITS } from './glob/engine.js';
+import { GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { isWithin } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
@@ -52,7 +53,7 @@ export interface WalkEntry extends WalkItem {
 }
 
 /** Why the walk skipped something. */
-export type WalkSkip = 'unreadable' | 'policy' | 'too_deep' | 'name_too_long';
+export type WalkSkip = 'unreadable' | 'policy' | 'too_deep' | 'name_too_long' | 'ignore_rule';
 
 /**
  * Why a directory could not be read (issue #14: no silent gaps): ENAMETOOLONG (the path is longer than the OS
@@ -96,10 +97,21 @@ export interface WalkOptions {
 /** Synchronous lstats between two yields to the event loop. */
 const STAT_YIELD_EVERY = 256;
 
+/**
+ * The longest the walk runs on the event loop between two yields, ms. Checked every SLICE_CHECK_EVERY entries; one
+ * entry's pattern work is bounded (src/fs/glob LIMITS: path length × the call's glob budget of 16,384 automaton states
+ * and × the .gitignore budget of 32,768 per path, in the worst case), so the loop is held at most this slice plus
+ * SLICE_CHECK_EVERY entries' work.
+ */
+export const WALK_SLICE_MS = 10;
+const SLICE_CHECK_EVERY = 8;
+
 /** Per-walk bookkeeping shared by the recursion. */
 interface WalkRun {
   wantStats: boolean;
   statsSinceYield: number;
+  entriesSinceCheck: number;
+  sliceStart: number;
 }
 
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
@@ -108,7 +120,7 @@ const MAX_IGNORE_BYTES = 1024 * 1024;
 interface IgnoreLevel {
   /** Directory of the .gitignore, relative to rootReal, `/`-separated ('' for the root). */
   dir: string;
-  matcher: Ignore;
+  matcher: GitignoreRules;
 }
 
 /** Compares names the way the walk orders them (code units), so cursors and order agree. */
@@ -125,9 +137,11 @@ export function walkTree(options: WalkOptions & { stats: false }): AsyncGenerato
 export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
 export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
-  const include = globMatcher(options.include, options.nocase ?? false);
-  const exclude = globMatcher(options.exclude, options.nocase ?? false);
-  const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0 };
+  // Globs first: a pattern over the limits is refused before any IO.
+  const budget = patternBudget();
+  const include = globMatcher(options.include, options.nocase ?? false, 'include', budget);
+  const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude', budget);
+  const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0, entriesSinceCheck: 0, sliceStart: performance.now() };
   // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
   let dir = VerifiedDir.open(options.rootReal, (p) => isWithin(options.rootReal, p));
@@ -135,7 +149,9 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
     const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
     for (let i = 0; i < parts.length; i++) {
       if (options.respectGitignore) {
-        const level = await loadIgnore(dir, parts.slice(0, i).join('/'));
+        const dirRel = parts.slice(0, i).join('/');
+        // Above the base: reported by its path relative to the root.
+        const level = await loadIgnore(options, dir, dirRel, dirRel ? `/${dirRel}/.gitignore` : '/.gitignore', chainBudget(levels));
         if (level) levels.push(level);
       }
       const next = dir.openDir(parts[i]);
@@ -174,13 +190,35 @@ async function statNow(run: WalkRun, dir: VerifiedDir, name: string): Promise<St
 }
 
 /**
- * A predicate over `/`-separated relative paths for micromatch globs, or null for none. A glob without a `/` matches
- * the basename at any depth (`*.ts` finds `src/a.ts`), as in .gitignore and ripgrep's --glob.
+ * A predicate over `/`-separated relative paths for globs (micromatch dialect, linear-time: src/fs/glob), or null for
+ * none. A glob without a `/` matches the basename at any depth (`*.ts` finds `src/a.ts`), as in .gitignore and
+ * ripgrep's --glob. Each glob is compiled once, here.
+ * @param field the argument the globs came from, for the error (`glob`, `include`, `exclude`)
+ * @param budget the call's pattern budget (LIMITS.callStates), shared by all its globs
+ * @throws ToolError VALIDATION reason pattern_too_complex for a glob over the limits
  */
-export function globMatcher(globs: readonly string[] | undefined, nocase: boolean): ((s: string) => boolean) | null {
+export function globMatcher(
+  globs: readonly string[] | undefined, nocase: boolean, field = 'glob', budget?: PatternBudget,
+): ((s: string) => boolean) | null {
   if (!globs || globs.length === 0) return null;
-  const matchers = globs.map((g) => micromatch.matcher(g, { dot: true, nocase, basename: !g.includes('/') }));
+  const matchers = globs.map((g) => compileToolGlob(g, { nocase, basename: true }, field, budget));
+  if (matchers.length === 1) return matchers[0];
   return (s) => matchers.some((m) => m(s));
+}
+
+/**
+ * A promise to await when the walk has held the event loop for WALK_SLICE_MS (checked every SLICE_CHECK_EVERY
+ * entries), else null (no await, no microtask, on the hot path). Awaiting it lets other calls be answered while a long
+ * walk, or one with expensive patterns, runs.
+ */
+function yieldIfDue(run: WalkRun): Promise<void> | null {
+  if (++run.entriesSinceCheck < SLICE_CHECK_EVERY) return null;
+  run.entriesSinceCheck = 0;
+  if (performance.now() - run.sliceStart < WALK_SLICE_MS) return null;
+  return new Promise<void>((resolve) => setImmediate(() => {
+    run.sliceStart = performance.now();
+    resolve();
+  }));
 }
 
 async function* walkDir(
@@ -202,9 +240,11 @@ async function* walkDir(
   let myLevels = levels;
   const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
-    const level = await loadIgnore(dir, dirRootRel);
+    const level = await loadIgnore(o, dir, dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore', chainBudget(levels));
     if (level) myLevels = [...levels, level];
   }
+  // (a readdir is a yield: the slice starts again after it)
+  run.sliceStart = performance.now();
   const dirDepth = dirRel === '' ? 0 : dirRel.split('/').length;
   // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO.
   let first = 0;
@@ -220,6 +260,8 @@ async function* walkDir(
   }
   for (let i = first; i < names.length; i++) {
     const name = names[i];
+    const due = yieldIfDue(run);
+    if (due) await due;
     if (o.signal?.aborted) return;
     // Resume: skip what sorts before the cursor at this level.
     let childResume: typeof resume = null;
@@ -295,21 +337,33 @@ function sortedIndexOf(names: readonly string[], name: string): number {
 /**
  * Reads one .gitignore. Only a regular file counts: it is opened without following a symlink (git, too, ignores a
  * symlinked .gitignore; following one could read outside the roots) and non-blocking (a FIFO named .gitignore would
- * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped.
+ * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped. A line over the pattern limits is
+ * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
-async function loadIgnore(dir: VerifiedDir, dirRootRel: string): Promise<IgnoreLevel | null> {
+async function loadIgnore(
+  o: WalkOptions, dir: VerifiedDir, dirRootRel: string, shown: string, budget: number,
+): Promise<IgnoreLevel | null> {
   let handle: FileHandle | null = null;
   try {
     handle = await dir.openFile('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
     const stats = await handle.stat();
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
     const text = await handle.readFile('utf8');
-    return { dir: dirRootRel, matcher: ignore().add(text) };
+    const matcher = new GitignoreRules(text, budget);
+    for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
+    return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
   } catch {
     return null;
   } finally {
     await handle?.close().catch(() => undefined);
   }
+}
+
+/** Automaton states the next .gitignore down may use: what the ones above it left of LIMITS.gitignoreChainStates. */
+function chainBudget(levels: readonly IgnoreLevel[]): number {
+  let used = 0;
+  for (const level of levels) used += level.matcher.states;
+  return Math.max(0, LIMITS.gitignoreChainStates - used);
 }
 
 /** Deepest .gitignore with a verdict wins (a deeper `!pattern` re-includes), as git decides. */
@@ -318,7 +372,7 @@ function isIgnored(levels: readonly IgnoreLevel[], rootRelative: string, isDir: 
     const level = levels[i];
     const rel = level.dir === '' ? rootRelative : rootRelative.slice(level.dir.length + 1);
     if (!rel) continue;
-    const result = level.matcher.test(isDir ? `${rel}/` : rel);
+    const result = level.matcher.test(rel, isDir);
     if (result.ignored) return true;
     if (result.unignored) return false;
   }

@@ -1,10 +1,12 @@
 /**
- * The file security policy (SPEC §4.3): JSON rules with micromatch globs relative to each root, each with an access
+ * The file security policy (SPEC §4.3): JSON rules with globs (micromatch dialect, matched in linear time by
+ * src/fs/glob) relative to each root, each with an access
  * level, plus the built-in rules that are always on (no writes under `.git`; FIFOs, sockets and devices are never
  * opened). Loading an invalid file is a UsageError (exit 2). Evaluation is pure.
  */
 import { readFileSync } from 'node:fs';
-import micromatch from 'micromatch';
+import { compileGlob, type GlobPredicate } from '../fs/glob/glob.js';
+import { PatternTooComplexError } from '../fs/glob/engine.js';
 import { z } from 'zod';
 import { UsageError } from '../errors/usage-error.js';
 import { ToolError } from '../errors/tool-error.js';
@@ -46,11 +48,17 @@ export function loadFilePolicy(file: string): FilePolicy {
     const issue = parsed.error.issues[0];
     throw new UsageError(`--policy: ${file}: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
   }
-  for (const rule of parsed.data.rules) {
+  for (const [index, rule] of parsed.data.rules.entries()) {
+    // Compiled now (both cases), so a rule over the pattern limits stops start-up instead of failing a call later.
     try {
-      micromatch.makeRe(rule.pattern);
-    } catch {
-      throw new UsageError(`--policy: ${file}: invalid glob '${rule.pattern}'`);
+      ruleMatcher(rule.pattern, false);
+      ruleMatcher(rule.pattern, true);
+    } catch (error) {
+      const shown = rule.pattern.length > 80 ? `${rule.pattern.slice(0, 80)}…` : rule.pattern;
+      if (error instanceof PatternTooComplexError) {
+        throw new UsageError(`--policy: ${file}: rules.${index}.pattern is too complex (pattern_too_complex: ${error.message}): '${shown}'`);
+      }
+      throw new UsageError(`--policy: ${file}: invalid glob '${shown}'`);
     }
   }
   return parsed.data;
@@ -68,8 +76,6 @@ export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlav
   let best: Access | null = null;
   for (const rule of policy.rules) {
     const isMatch = ruleMatcher(rule.pattern, flavor.caseInsensitive);
-    // Not `.some(isMatch)`: micromatch's matcher takes a second `returnObject` argument, and `.some` would pass the
-    // index there, turning every candidate after the first into a truthy result object.
     if (candidates.some((candidate) => isMatch(candidate))) {
       if (best === null || ACCESS_LEVELS.indexOf(rule.access) > ACCESS_LEVELS.indexOf(best)) best = rule.access;
     }
@@ -78,27 +84,27 @@ export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlav
 }
 
 /**
- * Compiled rule globs. `micromatch.isMatch` compiles its glob on every call; listings and search classify every entry
- * of a tree, so compiling per call made a policy cost seconds on large trees.
+ * Compiled rule globs (each compiled once: listings and search classify every entry of a tree, so compiling per call
+ * made a policy cost seconds on large trees). Linear-time matching (src/fs/glob): a rule costs at most
+ * O(path length × rule size) per candidate.
  */
-const RULE_MATCHERS = new Map<string, (candidate: string) => boolean>();
+const RULE_MATCHERS = new Map<string, GlobPredicate>();
 
-function ruleMatcher(pattern: string, nocase: boolean): (candidate: string) => boolean {
+/** @throws PatternTooComplexError for a rule over the pattern limits (loadFilePolicy checks every rule at start-up) */
+function ruleMatcher(pattern: string, nocase: boolean): GlobPredicate {
   const key = `${nocase ? 'i' : 's'}:${pattern}`;
   let isMatch = RULE_MATCHERS.get(key);
   if (!isMatch) {
     // A glob without any `/` matches a name at any depth (`*.log`, `secrets`), as in .gitignore and the listing
     // globs; a glob with a `/` (including a leading `/`) is anchored at the root.
-    const compiled = micromatch.matcher(rootRelativePattern(pattern), { dot: true, nocase, basename: !pattern.includes('/') });
-    // One-argument wrapper: the compiled matcher's second parameter (`returnObject`) must never receive a stray value.
-    isMatch = (candidate: string) => compiled(candidate);
+    isMatch = compileGlob(rootRelativePattern(pattern), { nocase, basename: !pattern.includes('/') });
     RULE_MATCHERS.set(key, isMatch);
   }
   return isMatch;
 }
 
 /**
- * A rule's glob as micromatch needs it: relative to the root, no trailing `/`. Authors write directories the way
+ * A rule's glob as the matcher needs it: relative to the root, no trailing `/`. Authors write directories the way
  * .gitignore and shells do (`/secrets`, `./secrets`, `secrets/`); as micromatch globs those match nothing, which would
  * silently leave the directory unprotected.
  */

@@ -13,7 +13,7 @@ export const ContentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/)
 /** Line-ending styles. */
 export const EolSchema = z.enum(['lf', 'crlf', 'mixed', 'none']);
 
-/** Include/exclude glob lists (micromatch, relative to the listed or searched directory). */
+/** Include/exclude glob lists (micromatch dialect, matched in linear time by src/fs/glob; relative to the listed or searched directory). */
 export const GlobList = z.array(z.string().min(1)).max(100).describe('Globs');
 
 /** Kinds of filesystem objects. */

@@ -5,7 +5,8 @@
  * default.
  */
 import { z } from 'zod';
-import { walkTree } from '../fs/walk.js';
+import { globMatcher, walkTree } from '../fs/walk.js';
+import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, classifyEntry, kindOf, linkTargetKind } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
@@ -44,6 +45,8 @@ export const ListDirectoryOutput = z.object({
   skipped: z.object({
     unreadable: z.number().int().describe('Directories that could not be read'),
     name_too_long: z.number().int().describe('Directories whose path is longer than the OS accepts (PATH_MAX), not listed'),
+    ignore_rules: z.number().int().optional()
+      .describe('.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0'),
   }),
 });
 
@@ -73,10 +76,15 @@ export const listDirectory = defineTool({
     const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
       args.respect_gitignore]);
     const resumeAfter = args.cursor ? String(decodeCursor(args.cursor, fingerprint).after ?? '') : null;
+    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+    const patterns = patternBudget();
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
     const maxEntries = Math.min(args.max_entries ?? ctx.config.limits.maxListEntries, ctx.config.limits.maxListEntries);
     const entries: z.infer<typeof EntrySchema>[] = [];
     let unreadable = 0;
+    let ignoreRules = 0;
     let pendingUnreadable = 0;
     let nameTooLong = 0;
     let pendingNameTooLong = 0;
@@ -102,6 +110,7 @@ export const listDirectory = defineTool({
       onSkip: (reason) => {
         if (reason === 'unreadable') pendingUnreadable++;
         else if (reason === 'name_too_long') pendingNameTooLong++;
+        else if (reason === 'ignore_rule') ignoreRules++;
       },
       signal: ctx.signal,
       nocase: HOST_FLAVOR.caseInsensitive,
@@ -146,7 +155,10 @@ export const listDirectory = defineTool({
     if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
     if (entries.length === 0) lines.push('(empty)');
     return {
-      structured: { path: target.real, entries, truncated, next_cursor: nextCursor, skipped: { unreadable, name_too_long: nameTooLong } },
+      structured: {
+        path: target.real, entries, truncated, next_cursor: nextCursor,
+        skipped: { unreadable, name_too_long: nameTooLong, ...(ignoreRules > 0 ? { ignore_rules: ignoreRules } : {}) },
+      },
       text: lines.join('\n'),
       audit: { paths: [target.real] },
     };

@@ -10,6 +10,7 @@ import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
 import { searchReaderPool, type ReadOutcome } from '../fs/search-reader.js';
 import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
+import { patternBudget } from '../fs/glob/glob.js';
 import { createLineMatcher, matcherSpec, regexTimeoutError, type LineHit } from '../fs/line-matcher.js';
 import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, HOST_FLAVOR } from '../policy/containment.js';
@@ -65,6 +66,8 @@ export const SearchFilesOutput = z.object({
     unreadable: z.number().int().describe('Directories or files that could not be read'),
     too_deep: z.number().int().describe('Directories below the walk\'s depth limit (64), not searched'),
     name_too_long: z.number().int().describe('Directories whose path is longer than the OS accepts (PATH_MAX), not searched'),
+    ignore_rules: z.number().int().optional()
+      .describe('.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0'),
   }),
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
@@ -178,11 +181,15 @@ export const searchFiles = defineTool({
     const fingerprint = queryFingerprint(['search_files', args.path, args.glob, args.query, args.regex,
       args.case_sensitive, args.context_lines, args.include, args.exclude, args.respect_gitignore]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+    const patterns = patternBudget();
+    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive, 'glob', patterns);
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
     const limits = ctx.config.limits;
     const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);
     const mode = matcher ? 'content' : 'glob';
-    const globMatch = globMatcher(args.glob === undefined ? undefined : [args.glob], HOST_FLAVOR.caseInsensitive);
 
     const files: string[] = [];
     const matches: Match[] = [];
@@ -190,7 +197,9 @@ export const searchFiles = defineTool({
     const out: string[] = [];
     const budget = new ResponseBudget();
     budget.charge(4096); // the fixed fields and the summary line
-    const skipped = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 };
+    const skipped: { secret: number; binary: number; too_large: number; policy: number; unreadable: number; too_deep: number;
+      name_too_long: number; ignore_rules?: number } = { secret: 0, binary: 0, too_large: 0, policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 };
+    let ignoreRules = 0;
     let filesScanned = 0;
     let filesMatched = 0;
     let truncated = false;
@@ -231,7 +240,10 @@ export const searchFiles = defineTool({
             if (v.denied) { walkSkips.policy++; return 'omit'; }
             return 'ok';
           },
-          onSkip: (reason) => { if (reason !== 'policy') walkSkips[reason]++; },
+          onSkip: (reason) => {
+            if (reason === 'ignore_rule') ignoreRules++;
+            else if (reason !== 'policy') walkSkips[reason]++;
+          },
           depthIsLimit: true,
           signal: ctx.signal,
           nocase: HOST_FLAVOR.caseInsensitive,
@@ -384,6 +396,7 @@ export const searchFiles = defineTool({
       commitSkips();
       for (const k of WALK_SKIPS) skipped[k] += walkSkips[k];
     }
+    if (ignoreRules > 0) skipped.ignore_rules = ignoreRules;
     const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
     const structured = {
       path: target.real, mode, files, matches, files_scanned: filesScanned, files_matched: filesMatched, skipped,
