@@ -12,7 +12,7 @@
  * connection refused"); no retries of its own.
  *
  * Hosts and tokens (issue #12): the allow-list has been checked before gh is started (src/vcs/host-allow.ts); gh
- * gets GH_TOKEN/GITHUB_TOKEN only for github.com/github.localhost and the enterprise tokens only for a host the
+ * gets GH_TOKEN/GITHUB_TOKEN only for github.com (github.localhost: only when named) and the enterprise tokens only for a host the
  * operator named (ghTokenPolicy); every run has the egress guard (src/vcs/egress-guard.ts) as its only proxy, so a
  * redirect to another host is neither followed nor believed (GH_HOST_DENIED, reason redirect). gh's stderr is never
  * copied into a result: only its class (src/vcs/forge-errors.ts classifyCliStderr).
@@ -213,7 +213,7 @@ export function ghApiAuthority(target: Pick<IssueTarget, 'host' | 'port' | 'expl
 
 /** Which tokens of the environment reach gh for a target (SPEC §8: tokens only to the instance they belong to). */
 export interface GhTokenPolicy {
-  /** GH_TOKEN/GITHUB_TOKEN kept: only for github.com and github.localhost. */
+  /** GH_TOKEN/GITHUB_TOKEN kept: only for github.com, and for github.localhost when the operator named it. */
   dotcom: boolean;
   /** GH_ENTERPRISE_TOKEN/GITHUB_ENTERPRISE_TOKEN kept: only for a host the operator named (host-allow.ts). */
   enterprise: boolean;
@@ -222,8 +222,12 @@ export interface GhTokenPolicy {
 /** The token policy for `target` under the raw `--git-remote-allow` entries `allow`. */
 export function ghTokenPolicy(target: Pick<IssueTarget, 'host' | 'port'>, allow: readonly string[],
   env: NodeJS.ProcessEnv = process.env): GhTokenPolicy {
-  if (isDotcomHost(target.host)) return { dotcom: true, enterprise: false };
-  return { dotcom: false, enterprise: hostListed(operatorNamedGitHubHosts(allow, env), target.host, target.port) };
+  const named = (): boolean => hostListed(operatorNamedGitHubHosts(allow, env), target.host, target.port);
+  // github.com's tokens go to github.com; to github.localhost (gh sends them there too, over plain http to whatever
+  // listens on api.github.localhost:80) only when the operator named it — `*` alone does not.
+  if (target.host.toLowerCase() === 'github.com') return { dotcom: true, enterprise: false };
+  if (isDotcomHost(target.host)) return { dotcom: named(), enterprise: false };
+  return { dotcom: false, enterprise: named() };
 }
 
 /**

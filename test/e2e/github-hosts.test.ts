@@ -212,4 +212,22 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['evil.example', null]]);
     expect(forge.connects).toEqual(['evil.example:443']);
   });
+
+  it('attack: with --git-remote-allow=* the github.com token does not go to github.localhost (plain http) unless named', async () => {
+    // gh sends GH_TOKEN to github.localhost as to github.com, over plain http to api.github.localhost:80 — whatever
+    // listens there. `*` allows the host, but the token belongs to github.com only.
+    const cfg = path.join(scratch.dir, 'ghcfg-any-local');
+    mkdirSync(cfg, { recursive: true });
+    writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
+    const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    await any.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
+    // Positive control: the request did reach the "internet" (so a token would have been seen).
+    expect(forge.plain).toEqual(['http://api.github.localhost/repos/o/r/issues?state=open&per_page=30&page=1']);
+    expect(forge.plainAuthorization).toEqual([null]);
+    // Named by the operator, the token goes there (gh's own rule).
+    forge.reset();
+    const named = await server(['--git-remote-allow=*,github.localhost'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    await named.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
+    expect(forge.plainAuthorization).toEqual([`token ${DOTCOM_TOKEN}`]);
+  });
 });

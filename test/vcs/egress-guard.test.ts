@@ -175,7 +175,10 @@ describe('gh environment and tokens (issue #12)', () => {
 
   test.each<[string, string[], boolean, boolean]>([
     ['github.com', [], true, false],
-    ['github.localhost', [], true, false],
+    // github.localhost gets github.com's token only when the operator named it (plain http to a local port).
+    ['github.localhost', [], false, false],
+    ['github.localhost', ['*'], false, false],
+    ['github.localhost', ['default', 'github.localhost'], true, false],
     ['ghe.corp.example', [], false, true], // GH_HOST: configured by the operator
     ['evil.example', [], false, false],
     ['evil.example', ['*'], false, false], // "any host" is not "give it the token"
