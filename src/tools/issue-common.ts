@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { assertHostAllowed } from '../vcs/host-allow.js';
+import { findContainingRoot } from '../policy/containment.js';
 import { githubBackend } from '../vcs/github.js';
 import {
   assertSecureInstance, gitlabBackend, gitlabHostFromEnv, isLoopbackHost, parseGitLabInstance, type GitLabInstance,
@@ -292,7 +293,7 @@ export async function runIssueAction(forge: Forge, tool: string, args: IssueArgs
   const target = await resolveTarget(forge, args, ctx);
   assertHostAllowed(ctx.config.gitRemoteAllow, { host: target.host, port: target.port, repo: target.repo });
   const callOpts = { timeoutMs: ctx.config.limits.forgeTimeoutMs, maxOutputBytes: ctx.config.limits.forgeOutputBytes, signal: ctx.signal,
-    allow: ctx.config.gitRemoteAllow };
+    allow: ctx.config.gitRemoteAllow, isInsideRoots: (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined };
   const backend = forge === 'github' ? githubBackend(callOpts) : gitlabBackend(callOpts);
   const base = { action: args.action, forge, host: hostArg(target), repo: target.repo, untrusted_content: true as const };
   const audit = { action: args.action, paths: args.path !== undefined ? [args.path] : [] };

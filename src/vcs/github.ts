@@ -20,7 +20,7 @@
  * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
@@ -259,17 +259,18 @@ interface BoundToken {
  * Binds the environment's enterprise token to the target host for one gh run. gh sends GH_ENTERPRISE_TOKEN to EVERY
  * host but github.com — also to the target of a redirect gh follows without a proxy (Go never proxies loopback
  * addresses, so the egress guard cannot stop a redirect to http://127.0.0.1:…). So the token leaves the environment
- * and goes into a private GH_CONFIG_DIR (mkdtemp, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
+ * and goes into a private GH_CONFIG_DIR (mkdtemp outside the roots, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
  * of the target host only; gh looks tokens up per request host, so any other host gets none.
  * @returns null when no enterprise token is set (gh's own configuration stays in force)
  */
-export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv): BoundToken | null {
+export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv,
+  isInsideRoots: (absolute: string) => boolean = () => false): BoundToken | null {
   const token = env.GH_ENTERPRISE_TOKEN || env.GITHUB_ENTERPRISE_TOKEN;
   if (!token) return null;
   const keys = [target.host.toLowerCase()];
   // gh 2.23 looks the token up by host name without the port, later versions with it.
   if (target.explicitPort) keys.push(`${target.host.toLowerCase()}:${target.port}`);
-  const dir = mkdtempSync(path.join(os.tmpdir(), GH_TOKEN_DIR_PREFIX));
+  const dir = mkdtempSync(path.join(privateTempBase(isInsideRoots), GH_TOKEN_DIR_PREFIX));
   try {
     // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
     const yaml = keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('');
@@ -281,6 +282,27 @@ export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 
   const out: NodeJS.ProcessEnv = { ...env, GH_CONFIG_DIR: dir };
   for (const key of GH_ENTERPRISE_TOKENS) delete out[key];
   return { dir, env: out };
+}
+
+/**
+ * The first of os.tmpdir(), /dev/shm, /var/tmp (real paths) that is outside the roots: the token file must never be
+ * where the agent can read it (TMPDIR may lie inside a root, e.g. a root at $HOME with TMPDIR=$HOME/tmp).
+ * @throws ToolError VALIDATION reason no_private_dir when every candidate is inside the roots (nothing was sent)
+ */
+function privateTempBase(isInsideRoots: (absolute: string) => boolean): string {
+  for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
+    let real: string;
+    try {
+      real = realpathSync(candidate);
+    } catch {
+      continue;
+    }
+    if (!isInsideRoots(real) && !isInsideRoots(path.join(real, `${GH_TOKEN_DIR_PREFIX}x`))) return real;
+  }
+  throw new ToolError('VALIDATION', 'Every temporary directory lies inside the allowed roots, so the enterprise token has nowhere private to be handed to gh; nothing was sent.', {
+    details: { reason: 'no_private_dir' },
+    suggestion: 'Ask the user to set TMPDIR to a directory outside the roots.',
+  });
 }
 
 /** A successful response. */
@@ -304,7 +326,7 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   let result: CommandResult;
   try {
     let env = ghEnvironment(policy, guard.url);
-    bound = policy.enterprise ? bindEnterpriseToken(target, env) : null;
+    bound = policy.enterprise ? bindEnterpriseToken(target, env, opts.isInsideRoots) : null;
     if (bound) env = bound.env;
     result = await runCommand('gh', args, {
       env,

@@ -44,7 +44,7 @@ beforeAll(async () => {
   forge = await TlsForge.start(HOSTS);
   // A gh that logs its start, then runs the real one.
   const shim = path.join(scratch.dir, 'shim', 'gh');
-  writeFileSync(shim, `#!/bin/sh\necho start >> '${LOG}'\nexec '${GH}' "$@"\n`);
+  writeFileSync(shim, `#!/bin/sh\necho "start $GH_CONFIG_DIR" >> '${LOG}'\nexec '${GH}' "$@"\n`);
   chmodSync(shim, 0o755);
 });
 afterAll(async () => {
@@ -229,5 +229,21 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     const named = await server(['--git-remote-allow=*,github.localhost'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
     await named.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
     expect(forge.plainAuthorization).toEqual([`token ${DOTCOM_TOKEN}`]);
+  });
+
+  it('attack: with TMPDIR inside a root, the private gh config holding the enterprise token is not created there', async () => {
+    // The agent could read it (read_file) while gh runs; it must be where no root reaches.
+    const tmp = path.join(scratch.dir, 'repos', 'tmp-in-root');
+    mkdirSync(tmp, { recursive: true });
+    const c = await server([], { TMPDIR: tmp });
+    forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues', { status: 200, body: issues('from GHE') });
+    const r = await c.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'ghe.corp.example' });
+    expect(r.isError, textOf(r)).toBeFalsy();
+    expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['ghe.corp.example', `token ${ENT_TOKEN}`]]);
+    const dirs = readFileSync(LOG, 'utf8').split('\n').filter(Boolean).map((l) => l.slice('start '.length));
+    expect(dirs).toHaveLength(1);
+    expect(dirs[0]).toContain(GH_TOKEN_DIR_PREFIX);
+    expect(path.relative(scratch.dir, dirs[0]).startsWith('..')).toBe(true);
+    expect(readdirSync(tmp)).toEqual([]);
   });
 });
