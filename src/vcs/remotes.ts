@@ -120,8 +120,9 @@ export function parseRemoteUrl(url: string): ParsedRemoteUrl | null {
 export async function listRemotes(workTree: string, options: Omit<GitOptions, 'cwd'>): Promise<Remote[]> {
   const opts = { ...options, cwd: workTree, maxOutputBytes: 1024 * 1024 };
   const config = await runGit(['config', '--no-includes', '-z', '--get-regexp', '^(remote\\..*\\.url|url\\..*\\.insteadof)$'], opts);
-  // exit 1 with no output: nothing of it is configured.
-  if (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout === '')) {
+  // exit 1 with no output: nothing of it is configured. A capped output is never used as if complete (a dropped
+  // remote or rewrite would change the answer): throwGitFailure makes it IO_ERROR git_output_limit.
+  if (config.outputLimited || (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout === ''))) {
     throwGitFailure(config, workTree, 'config');
   }
   const urls = new Map<string, string>();

@@ -13,7 +13,7 @@
  *   `default` extends a given list, GH_HOST_DENIED details.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -189,6 +189,17 @@ describe('listRemotes (real git)', () => {
     expect(remotes).toEqual([
       { name: 'origin', url: 'https://github.com/octo/hello.git', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
     ]);
+  });
+
+  test('a remote list larger than the cap is refused, not used as if complete', async () => {
+    const repo = path.join(tree.dir, 'huge');
+    execFileSync('mkdir', ['-p', repo]);
+    git(repo, 'init', '-q');
+    const filler = Array.from({ length: 12_000 }, (_, i) => `[remote "r${i}"]\n\turl = https://github.com/o/${'x'.repeat(80)}${i}\n`).join('');
+    writeFileSync(path.join(repo, '.git', 'config'), `${readFileSync(path.join(repo, '.git', 'config'), 'utf8')}${filler}`);
+    const e = await listRemotes(repo, { timeoutMs: 20_000 }).then(() => null, (error: unknown) => error);
+    expect(e).toBeInstanceOf(ToolError);
+    expect((e as ToolError).details).toMatchObject({ reason: 'git_output_limit' });
   });
 
   test('insteadOf: the longest matching prefix wins; the first url of a remote is its url', async () => {
