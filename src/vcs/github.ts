@@ -221,8 +221,8 @@ export interface GhTokenPolicy {
 
 /** The token policy for `target` under the raw `--git-remote-allow` entries `allow`. */
 export function ghTokenPolicy(target: Pick<IssueTarget, 'host' | 'port'>, allow: readonly string[],
-  env: NodeJS.ProcessEnv = process.env): GhTokenPolicy {
-  const named = (): boolean => hostListed(operatorNamedGitHubHosts(allow, env), target.host, target.port);
+  env: NodeJS.ProcessEnv = process.env, isInsideRoots?: (absolute: string) => boolean): GhTokenPolicy {
+  const named = (): boolean => hostListed(operatorNamedGitHubHosts(allow, env, isInsideRoots), target.host, target.port);
   // github.com's tokens go to github.com; to github.localhost (gh sends them there too, over plain http to whatever
   // listens on api.github.localhost:80) only when the operator named it — `*` alone does not.
   if (target.host.toLowerCase() === 'github.com') return { dotcom: true, enterprise: false };
@@ -320,7 +320,7 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   if (body !== undefined) args.push('--input', '-');
   args.push(endpoint);
   const api = ghApiAuthority(target);
-  const policy = ghTokenPolicy(target, opts.allow ?? []);
+  const policy = ghTokenPolicy(target, opts.allow ?? [], process.env, opts.isInsideRoots);
   const guard = await startEgressGuard([api.authority], api.scheme);
   let bound: BoundToken | null = null;
   let result: CommandResult;

@@ -16,7 +16,7 @@
  * One era only: nothing here depends on the protocol era (the era matrix is covered by github-issues.test.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -245,5 +245,24 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     expect(dirs[0]).toContain(GH_TOKEN_DIR_PREFIX);
     expect(path.relative(scratch.dir, dirs[0]).startsWith('..')).toBe(true);
     expect(readdirSync(tmp)).toEqual([]);
+  });
+
+  it('attack: the agent writes gh\'s hosts.yml inside the roots to make its host "configured": still denied, no token', async () => {
+    // GH_CONFIG_DIR (scratch/ghcfg) lies inside the root (scratch). A host the agent adds there is not the operator's.
+    const cfgFile = path.join(scratch.dir, 'ghcfg', 'hosts.yml');
+    main ??= await server();
+    try {
+      const w = await main.call('write_file', { path: cfgFile, content: 'evil.example:\n    user: me\n' });
+      expect(w.isError, textOf(w)).toBeFalsy();
+      forge.answers.set('evil.example/api/v3/repos/o/r/issues', { status: 200, body: issues(EVIL_MARKER) });
+      const r = await call({ action: 'list', repo: 'o/r', hostname: 'evil.example' });
+      expect(textOf(r)).not.toContain(EVIL_MARKER);
+      expectCode(r, 'GH_HOST_DENIED');
+      expect(starts()).toBe(0);
+      expect(forge.connects).toEqual([]);
+      expect(forge.requests).toEqual([]);
+    } finally {
+      rmSync(cfgFile, { force: true });
+    }
   });
 });
