@@ -98,6 +98,17 @@ function reachableByAgent(file: string, isInsideRoots: InsideRoots): boolean {
   return candidates.some((p) => isInsideRoots(p));
 }
 
+/**
+ * True when gh's configuration directory (or its `config.yml` / `hosts.yml`) lies inside the roots: the agent could
+ * have written it — e.g. `http_unix_socket` in config.yml sends every gh request, token included, to a unix socket,
+ * around the egress guard — so gh must not run with it (src/vcs/github.ts gives gh a private one instead).
+ */
+export function ghConfigReachable(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE): boolean {
+  const dir = ghConfigDir(env, home);
+  return reachableByAgent(path.join(dir, 'config.yml'), isInsideRoots) || reachableByAgent(path.join(dir, 'hosts.yml'), isInsideRoots);
+}
+
 /** The hosts of gh's `hosts.yml` (see the module comment for the rules). */
 export function ghConfiguredHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
   isInsideRoots: InsideRoots = NOWHERE): HostPort[] {

@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
 import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
-import { hostListed } from './forge-hosts.js';
+import { ghConfigReachable, hostListed } from './forge-hosts.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
 import {
@@ -261,19 +261,21 @@ interface BoundToken {
  * addresses, so the egress guard cannot stop a redirect to http://127.0.0.1:…). So the token leaves the environment
  * and goes into a private GH_CONFIG_DIR (mkdtemp outside the roots, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
  * of the target host only; gh looks tokens up per request host, so any other host gets none.
- * @returns null when no enterprise token is set (gh's own configuration stays in force)
+ * @param alwaysPrivate create the private directory even without a token (an empty gh configuration): gh's own
+ *   configuration lies inside the roots, where the agent could have written it (forge-hosts.ts ghConfigReachable)
+ * @returns null when no enterprise token is set and `alwaysPrivate` is false (gh's own configuration stays in force)
  */
 export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv,
-  isInsideRoots: (absolute: string) => boolean = () => false): BoundToken | null {
+  isInsideRoots: (absolute: string) => boolean = () => false, alwaysPrivate = false): BoundToken | null {
   const token = env.GH_ENTERPRISE_TOKEN || env.GITHUB_ENTERPRISE_TOKEN;
-  if (!token) return null;
+  if (!token && !alwaysPrivate) return null;
   const keys = [target.host.toLowerCase()];
   // gh 2.23 looks the token up by host name without the port, later versions with it.
   if (target.explicitPort) keys.push(`${target.host.toLowerCase()}:${target.port}`);
   const dir = mkdtempSync(path.join(privateTempBase(isInsideRoots), GH_TOKEN_DIR_PREFIX));
   try {
     // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
-    const yaml = keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('');
+    const yaml = token ? keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('') : '';
     writeFileSync(path.join(dir, 'hosts.yml'), yaml, { mode: 0o600, flag: 'wx' });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
@@ -326,7 +328,9 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   let result: CommandResult;
   try {
     let env = ghEnvironment(policy, guard.url);
-    bound = policy.enterprise ? bindEnterpriseToken(target, env, opts.isInsideRoots) : null;
+    // gh's own configuration inside the roots is the agent's, not the operator's: gh gets a private, empty one.
+    const reachable = ghConfigReachable(process.env, os.homedir(), opts.isInsideRoots);
+    bound = policy.enterprise || reachable ? bindEnterpriseToken(target, env, opts.isInsideRoots, reachable) : null;
     if (bound) env = bound.env;
     result = await runCommand('gh', args, {
       env,

@@ -16,7 +16,7 @@
  * One era only: nothing here depends on the protocol era (the era matrix is covered by github-issues.test.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,6 +35,8 @@ const HOSTS = ['ghe.corp.example', 'api.github.com', 'evil.example', 'github.att
 
 const scratch = makeTree({ home: {}, ghcfg: {}, shim: {}, repos: {} }, 'fs-tools-ghhosts-');
 const HOME = path.join(scratch.dir, 'home');
+// gh configurations the operator wrote: outside the roots (one inside them is the agent's and is not used).
+const outsideCfg = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-ghcfg-out-'));
 const LOG = path.join(scratch.dir, 'gh-starts.log');
 const GH = execFileSync('sh', ['-c', 'command -v gh || true'], { encoding: 'utf8' }).trim();
 
@@ -51,6 +53,7 @@ afterAll(async () => {
   for (const c of clients) await c.close();
   await forge?.close();
   scratch.cleanup();
+  rmSync(outsideCfg, { recursive: true, force: true });
 });
 beforeEach(() => {
   forge?.reset();
@@ -202,7 +205,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   it('with --git-remote-allow=* another host is reachable, but neither token goes there', async () => {
     // gh must believe it is logged in somewhere (a hosts.yml entry without a token), or it would not run at all
     // without a token; and no NO_PROXY, so the guard forwards evil.example through the "internet" proxy.
-    const cfg = path.join(scratch.dir, 'ghcfg-any');
+    const cfg = path.join(outsideCfg, 'ghcfg-any');
     mkdirSync(cfg, { recursive: true });
     writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
     const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
@@ -216,7 +219,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   it('attack: with --git-remote-allow=* the github.com token does not go to github.localhost (plain http) unless named', async () => {
     // gh sends GH_TOKEN to github.localhost as to github.com, over plain http to api.github.localhost:80 — whatever
     // listens there. `*` allows the host, but the token belongs to github.com only.
-    const cfg = path.join(scratch.dir, 'ghcfg-any-local');
+    const cfg = path.join(outsideCfg, 'ghcfg-any-local');
     mkdirSync(cfg, { recursive: true });
     writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
     const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
@@ -263,6 +266,37 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
       expect(forge.requests).toEqual([]);
     } finally {
       rmSync(cfgFile, { force: true });
+    }
+  });
+
+  it('attack: the agent writes http_unix_socket into gh\'s config.yml inside the roots: gh does not use it, the guard stays', async () => {
+    // gh 2.23 sends every request (token included) to that socket, around any proxy. A config the agent can write is
+    // not the operator's: gh runs with a private one.
+    const sockDir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-sock-'));
+    const sock = path.join(sockDir, 's');
+    const seen: Array<string | null> = [];
+    const local = http.createServer((req, res) => {
+      seen.push(req.headers.authorization ?? null);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(issues(EVIL_MARKER)));
+    });
+    await new Promise<void>((r) => local.listen(sock, r));
+    const cfgFile = path.join(scratch.dir, 'ghcfg', 'config.yml');
+    main ??= await server();
+    try {
+      const w = await main.call('write_file', { path: cfgFile, content: `http_unix_socket: ${sock}\n` });
+      expect(w.isError, textOf(w)).toBeFalsy();
+      forge.answers.set('api.github.com/repos/o/r/issues', { status: 200, body: issues('from github.com') });
+      const r = await call({ action: 'list', repo: 'o/r' });
+      expect(r.isError, textOf(r)).toBeFalsy();
+      expect(textOf(r)).not.toContain(EVIL_MARKER);
+      expect(r.structuredContent!.issues).toMatchObject([{ title: 'from github.com' }]);
+      expect(seen).toEqual([]);
+      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['api.github.com', `token ${DOTCOM_TOKEN}`]]);
+    } finally {
+      rmSync(cfgFile, { force: true });
+      local.closeAllConnections();
+      await new Promise((r) => local.close(r));
+      rmSync(sockDir, { recursive: true, force: true });
     }
   });
 });
