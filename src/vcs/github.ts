@@ -26,6 +26,7 @@ import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
 import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
 import { ghConfigReachable, hostListed } from './forge-hosts.js';
+import { findCli } from './find-cli.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
 import {
@@ -321,6 +322,13 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   const args = ['api', '--hostname', host, '-X', method, '-i', '-H', 'Accept: application/vnd.github+json'];
   if (body !== undefined) args.push('--input', '-');
   args.push(endpoint);
+  const cli = findCli('gh', process.env, opts.isInsideRoots);
+  if (cli.insideRoots) {
+    throw forgeError(kind, { code: 'GH_CLI_MISSING', failure: 'environment',
+      message: 'The gh found on PATH lies inside the allowed roots, where the agent can write; it is not run (nothing was sent).',
+      details: { reason: 'inside_roots' },
+      suggestion: 'Ask the user to install gh outside the roots, or to remove the PATH entry inside them.' }, subject);
+  }
   const api = ghApiAuthority(target);
   const policy = ghTokenPolicy(target, opts.allow ?? [], process.env, opts.isInsideRoots);
   const guard = await startEgressGuard([api.authority], api.scheme);
@@ -332,7 +340,7 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
     const reachable = ghConfigReachable(process.env, os.homedir(), opts.isInsideRoots);
     bound = policy.enterprise || reachable ? bindEnterpriseToken(target, env, opts.isInsideRoots, reachable) : null;
     if (bound) env = bound.env;
-    result = await runCommand('gh', args, {
+    result = await runCommand(cli.file ?? 'gh', args, {
       env,
       timeoutMs: opts.timeoutMs,
       maxOutputBytes: opts.maxOutputBytes,

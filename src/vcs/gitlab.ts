@@ -33,6 +33,7 @@ import {
 import { splitHostPort } from './remotes.js';
 import { runCommand } from './run-command.js';
 import { startEgressGuard } from './egress-guard.js';
+import { findCli } from './find-cli.js';
 
 /** A GitLab instance: scheme, host, port and an optional path prefix. */
 export type GitLabInstance = Omit<IssueTarget, 'repo'>;
@@ -265,13 +266,16 @@ export function glabEnvironment(instance: GitLabInstance, base: NodeJS.ProcessEn
 
 /** The outcome of trying glab: null when glab is not installed (ENOENT), so the HTTPS path runs instead. */
 async function viaGlab(instance: GitLabInstance, req: GlRequest, opts: ForgeCallOptions): Promise<GlResponse | null> {
+  // A glab inside the roots (agent-plantable, src/vcs/find-cli.ts) is never run: as if not installed (HTTPS path).
+  const cli = findCli('glab', process.env, opts.isInsideRoots);
+  if (cli.file === null || cli.insideRoots) return null;
   const args = ['api', '--hostname', hostArg({ ...instance, repo: '' }), '-X', req.method, '-i', '-H', 'Accept: application/json'];
   if (req.body !== undefined) args.push('-H', 'Content-Type: application/json', '--input', '-');
   args.push(req.apiPath);
   const guard = await startEgressGuard([{ host: instance.host, port: instance.port }], instance.scheme);
   let result;
   try {
-    result = await runCommand('glab', args, {
+    result = await runCommand(cli.file, args, {
       env: glabEnvironment(instance, process.env, guard.url),
       timeoutMs: opts.timeoutMs,
       maxOutputBytes: opts.maxOutputBytes,

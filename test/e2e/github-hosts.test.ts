@@ -45,7 +45,9 @@ const clients: TestClient[] = [];
 beforeAll(async () => {
   forge = await TlsForge.start(HOSTS);
   // A gh that logs its start, then runs the real one.
-  const shim = path.join(scratch.dir, 'shim', 'gh');
+  // Outside the roots: a gh inside them is never run (the agent could have planted it).
+  mkdirSync(path.join(outsideCfg, 'shim'), { recursive: true });
+  const shim = path.join(outsideCfg, 'shim', 'gh');
   writeFileSync(shim, `#!/bin/sh\necho "start $GH_CONFIG_DIR" >> '${LOG}'\nexec '${GH}' "$@"\n`);
   chmodSync(shim, 0o755);
 });
@@ -77,7 +79,7 @@ const EVIL = workTree('evil', { origin: 'git@evil.example:o/r.git' });
 async function server(extraArgs: string[] = [], overrides: Record<string, string> = {}): Promise<TestClient> {
   const env: Record<string, string> = {
     HOME, XDG_CONFIG_HOME: HOME, GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
-    PATH: `${path.join(scratch.dir, 'shim')}:${process.env.PATH ?? ''}`,
+    PATH: `${path.join(outsideCfg, 'shim')}:${process.env.PATH ?? ''}`,
     HTTPS_PROXY: forge.proxyUrl, https_proxy: forge.proxyUrl, HTTP_PROXY: forge.proxyUrl, http_proxy: forge.proxyUrl,
     // An operator's NO_PROXY must not let gh around the guard either.
     NO_PROXY: 'evil.example', no_proxy: 'evil.example',
@@ -298,5 +300,20 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
       await new Promise((r) => local.close(r));
       rmSync(sockDir, { recursive: true, force: true });
     }
+  });
+
+  it('attack: a gh planted in a PATH directory inside the roots is never run', async () => {
+    // E.g. a project's node_modules/.bin on PATH (npm run / npx): write_file keeps an existing executable's mode.
+    const bin = path.join(scratch.dir, 'repos', 'node_modules', '.bin');
+    mkdirSync(bin, { recursive: true });
+    const marker = path.join(scratch.dir, 'planted-ran');
+    writeFileSync(path.join(bin, 'gh'), `#!/bin/sh\necho "$GH_TOKEN $GH_ENTERPRISE_TOKEN" > '${marker}'\n`);
+    chmodSync(path.join(bin, 'gh'), 0o755);
+    const c = await server([], { PATH: `${bin}:${process.env.PATH ?? ''}` });
+    const e = expectCode(await c.call('github_issues', { action: 'list', repo: 'o/r' }), 'GH_CLI_MISSING');
+    expect(e.error.details).toMatchObject({ reason: 'inside_roots' });
+    expect(JSON.stringify(e)).not.toContain(bin);
+    expect(() => readFileSync(marker)).toThrow();
+    expect(forge.requests).toEqual([]);
   });
 });
