@@ -38,6 +38,10 @@ export const SECRET_RULES: readonly SecretRule[] = [
   { glob: 'credentials.json' },
   { glob: '.aws/credentials' },
   { glob: '.docker/config.json' },
+  // Beyond SPEC §4.2's list (issue #12): the forge CLIs' own token stores (gh's hosts.yml holds oauth_token per host;
+  // glab's config.yml holds token per host). With a root at $HOME they were readable and writable by the agent.
+  { glob: 'gh/hosts.yml' },
+  { glob: 'glab-cli/config.yml' },
 ];
 
 /**

@@ -8,8 +8,13 @@
  * CLI` on Windows, else `~/.config/gh`. Only the top-level keys of `hosts.yml` are read (each a host name); the file
  * holds tokens, so nothing else of it is kept (the host names may appear in GH_HOST_DENIED's `allowed` list). A file that is missing, unreadable,
  * larger than 256 KiB or not a regular file contributes no host (fail closed: fewer hosts allowed).
+ *
+ * A `hosts.yml` inside the sandbox roots (its path, its real path or its directory's real path) contributes no host
+ * either: the agent can write there (or move a directory it wrote into place), and a host it adds would become a
+ * "configured" host — allowed by default and given GH_ENTERPRISE_TOKEN. Only what lies outside the agent's reach
+ * counts as the operator's configuration.
  */
-import { closeSync, fstatSync, openSync, readSync, constants as fsConstants } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, realpathSync, constants as fsConstants } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { splitHostPort } from './remotes.js';
@@ -80,9 +85,36 @@ function readSmallFile(file: string, max: number): string | null {
   }
 }
 
+/** A predicate for "this absolute path lies inside the sandbox roots". */
+export type InsideRoots = (absolute: string) => boolean;
+
+const NOWHERE: InsideRoots = () => false;
+
+/** True when `file`, its real path or its directory's real path lies inside the roots. */
+function reachableByAgent(file: string, isInsideRoots: InsideRoots): boolean {
+  const candidates = [path.resolve(file)];
+  try { candidates.push(realpathSync(path.dirname(file))); } catch { /* missing: the file is read as missing too */ }
+  try { candidates.push(realpathSync(file)); } catch { /* idem */ }
+  return candidates.some((p) => isInsideRoots(p));
+}
+
+/**
+ * True when gh's configuration directory (or its `config.yml` / `hosts.yml`) lies inside the roots: the agent could
+ * have written it — e.g. `http_unix_socket` in config.yml sends every gh request, token included, to a unix socket,
+ * around the egress guard — so gh must not run with it (src/vcs/github.ts gives gh a private one instead).
+ */
+export function ghConfigReachable(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE): boolean {
+  const dir = ghConfigDir(env, home);
+  return reachableByAgent(path.join(dir, 'config.yml'), isInsideRoots) || reachableByAgent(path.join(dir, 'hosts.yml'), isInsideRoots);
+}
+
 /** The hosts of gh's `hosts.yml` (see the module comment for the rules). */
-export function ghConfiguredHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): HostPort[] {
-  const text = readSmallFile(path.join(ghConfigDir(env, home), 'hosts.yml'), GH_HOSTS_FILE_MAX_BYTES);
+export function ghConfiguredHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE): HostPort[] {
+  const file = path.join(ghConfigDir(env, home), 'hosts.yml');
+  if (reachableByAgent(file, isInsideRoots)) return [];
+  const text = readSmallFile(file, GH_HOSTS_FILE_MAX_BYTES);
   return text === null ? [] : parseGhHostsYaml(text);
 }
 
@@ -101,10 +133,11 @@ function addUnique(list: HostPort[], hp: HostPort | null): void {
  * The hosts the operator configured (module comment). github.localhost is not among them: it is a development host
  * and must be configured like any other (GH_HOST, hosts.yml or --git-remote-allow).
  */
-export function configuredForgeHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): ConfiguredHosts {
+export function configuredForgeHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE): ConfiguredHosts {
   const github: HostPort[] = [{ host: 'github.com', port: null }];
   addUnique(github, hostOf(env.GH_HOST));
-  for (const h of ghConfiguredHosts(env, home)) addUnique(github, h);
+  for (const h of ghConfiguredHosts(env, home, isInsideRoots)) addUnique(github, h);
   const gitlab: HostPort[] = [{ host: 'gitlab.com', port: null }];
   addUnique(gitlab, hostOf(env.GITLAB_HOST));
   addUnique(gitlab, hostOf(env.CI_SERVER_URL) ?? hostOf(env.CI_SERVER_HOST));

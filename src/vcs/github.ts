@@ -12,7 +12,7 @@
  * connection refused"); no retries of its own.
  *
  * Hosts and tokens (issue #12): the allow-list has been checked before gh is started (src/vcs/host-allow.ts); gh
- * gets GH_TOKEN/GITHUB_TOKEN only for github.com/github.localhost and the enterprise tokens only for a host the
+ * gets GH_TOKEN/GITHUB_TOKEN only for github.com (github.localhost: only when named) and the enterprise tokens only for a host the
  * operator named (ghTokenPolicy); every run has the egress guard (src/vcs/egress-guard.ts) as its only proxy, so a
  * redirect to another host is neither followed nor believed (GH_HOST_DENIED, reason redirect). gh's stderr is never
  * copied into a result: only its class (src/vcs/forge-errors.ts classifyCliStderr).
@@ -20,12 +20,13 @@
  * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
 import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
-import { hostListed } from './forge-hosts.js';
+import { ghConfigReachable, hostListed } from './forge-hosts.js';
+import { findCli } from './find-cli.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
 import {
@@ -213,7 +214,7 @@ export function ghApiAuthority(target: Pick<IssueTarget, 'host' | 'port' | 'expl
 
 /** Which tokens of the environment reach gh for a target (SPEC §8: tokens only to the instance they belong to). */
 export interface GhTokenPolicy {
-  /** GH_TOKEN/GITHUB_TOKEN kept: only for github.com and github.localhost. */
+  /** GH_TOKEN/GITHUB_TOKEN kept: only for github.com, and for github.localhost when the operator named it. */
   dotcom: boolean;
   /** GH_ENTERPRISE_TOKEN/GITHUB_ENTERPRISE_TOKEN kept: only for a host the operator named (host-allow.ts). */
   enterprise: boolean;
@@ -221,9 +222,13 @@ export interface GhTokenPolicy {
 
 /** The token policy for `target` under the raw `--git-remote-allow` entries `allow`. */
 export function ghTokenPolicy(target: Pick<IssueTarget, 'host' | 'port'>, allow: readonly string[],
-  env: NodeJS.ProcessEnv = process.env): GhTokenPolicy {
-  if (isDotcomHost(target.host)) return { dotcom: true, enterprise: false };
-  return { dotcom: false, enterprise: hostListed(operatorNamedGitHubHosts(allow, env), target.host, target.port) };
+  env: NodeJS.ProcessEnv = process.env, isInsideRoots?: (absolute: string) => boolean): GhTokenPolicy {
+  const named = (): boolean => hostListed(operatorNamedGitHubHosts(allow, env, isInsideRoots), target.host, target.port);
+  // github.com's tokens go to github.com; to github.localhost (gh sends them there too, over plain http to whatever
+  // listens on api.github.localhost:80) only when the operator named it — `*` alone does not.
+  if (target.host.toLowerCase() === 'github.com') return { dotcom: true, enterprise: false };
+  if (isDotcomHost(target.host)) return { dotcom: named(), enterprise: false };
+  return { dotcom: false, enterprise: named() };
 }
 
 /**
@@ -255,20 +260,23 @@ interface BoundToken {
  * Binds the environment's enterprise token to the target host for one gh run. gh sends GH_ENTERPRISE_TOKEN to EVERY
  * host but github.com — also to the target of a redirect gh follows without a proxy (Go never proxies loopback
  * addresses, so the egress guard cannot stop a redirect to http://127.0.0.1:…). So the token leaves the environment
- * and goes into a private GH_CONFIG_DIR (mkdtemp, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
+ * and goes into a private GH_CONFIG_DIR (mkdtemp outside the roots, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
  * of the target host only; gh looks tokens up per request host, so any other host gets none.
- * @returns null when no enterprise token is set (gh's own configuration stays in force)
+ * @param alwaysPrivate create the private directory even without a token (an empty gh configuration): gh's own
+ *   configuration lies inside the roots, where the agent could have written it (forge-hosts.ts ghConfigReachable)
+ * @returns null when no enterprise token is set and `alwaysPrivate` is false (gh's own configuration stays in force)
  */
-export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv): BoundToken | null {
+export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv,
+  isInsideRoots: (absolute: string) => boolean = () => false, alwaysPrivate = false): BoundToken | null {
   const token = env.GH_ENTERPRISE_TOKEN || env.GITHUB_ENTERPRISE_TOKEN;
-  if (!token) return null;
+  if (!token && !alwaysPrivate) return null;
   const keys = [target.host.toLowerCase()];
   // gh 2.23 looks the token up by host name without the port, later versions with it.
   if (target.explicitPort) keys.push(`${target.host.toLowerCase()}:${target.port}`);
-  const dir = mkdtempSync(path.join(os.tmpdir(), GH_TOKEN_DIR_PREFIX));
+  const dir = mkdtempSync(path.join(privateTempBase(isInsideRoots), GH_TOKEN_DIR_PREFIX));
   try {
     // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
-    const yaml = keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('');
+    const yaml = token ? keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('') : '';
     writeFileSync(path.join(dir, 'hosts.yml'), yaml, { mode: 0o600, flag: 'wx' });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
@@ -277,6 +285,27 @@ export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 
   const out: NodeJS.ProcessEnv = { ...env, GH_CONFIG_DIR: dir };
   for (const key of GH_ENTERPRISE_TOKENS) delete out[key];
   return { dir, env: out };
+}
+
+/**
+ * The first of os.tmpdir(), /dev/shm, /var/tmp (real paths) that is outside the roots: the token file must never be
+ * where the agent can read it (TMPDIR may lie inside a root, e.g. a root at $HOME with TMPDIR=$HOME/tmp).
+ * @throws ToolError VALIDATION reason no_private_dir when every candidate is inside the roots (nothing was sent)
+ */
+function privateTempBase(isInsideRoots: (absolute: string) => boolean): string {
+  for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
+    let real: string;
+    try {
+      real = realpathSync(candidate);
+    } catch {
+      continue;
+    }
+    if (!isInsideRoots(real) && !isInsideRoots(path.join(real, `${GH_TOKEN_DIR_PREFIX}x`))) return real;
+  }
+  throw new ToolError('VALIDATION', 'Every temporary directory lies inside the allowed roots, so the enterprise token has nowhere private to be handed to gh; nothing was sent.', {
+    details: { reason: 'no_private_dir' },
+    suggestion: 'Ask the user to set TMPDIR to a directory outside the roots.',
+  });
 }
 
 /** A successful response. */
@@ -293,16 +322,25 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   const args = ['api', '--hostname', host, '-X', method, '-i', '-H', 'Accept: application/vnd.github+json'];
   if (body !== undefined) args.push('--input', '-');
   args.push(endpoint);
+  const cli = findCli('gh', process.env, opts.isInsideRoots);
+  if (cli.insideRoots) {
+    throw forgeError(kind, { code: 'GH_CLI_MISSING', failure: 'environment',
+      message: 'The gh found on PATH lies inside the allowed roots, where the agent can write; it is not run (nothing was sent).',
+      details: { reason: 'inside_roots' },
+      suggestion: 'Ask the user to install gh outside the roots, or to remove the PATH entry inside them.' }, subject);
+  }
   const api = ghApiAuthority(target);
-  const policy = ghTokenPolicy(target, opts.allow ?? []);
+  const policy = ghTokenPolicy(target, opts.allow ?? [], process.env, opts.isInsideRoots);
   const guard = await startEgressGuard([api.authority], api.scheme);
   let bound: BoundToken | null = null;
   let result: CommandResult;
   try {
     let env = ghEnvironment(policy, guard.url);
-    bound = policy.enterprise ? bindEnterpriseToken(target, env) : null;
+    // gh's own configuration inside the roots is the agent's, not the operator's: gh gets a private, empty one.
+    const reachable = ghConfigReachable(process.env, os.homedir(), opts.isInsideRoots);
+    bound = policy.enterprise || reachable ? bindEnterpriseToken(target, env, opts.isInsideRoots, reachable) : null;
     if (bound) env = bound.env;
-    result = await runCommand('gh', args, {
+    result = await runCommand(cli.file ?? 'gh', args, {
       env,
       timeoutMs: opts.timeoutMs,
       maxOutputBytes: opts.maxOutputBytes,

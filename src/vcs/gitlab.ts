@@ -7,8 +7,9 @@
  * Rules (SPEC §8, and decisions where it is silent — see the README):
  * - Plain http only for loopback hosts (127.0.0.0/8, ::1, localhost), so a token never crosses a network
  *   unencrypted; anything else over http is VALIDATION reason insecure_http and nothing is sent.
- * - A token from the environment is sent only to its own instance: GITLAB_TOKEN/GITLAB_PRIVATE_TOKEN to the host of
- *   GITLAB_HOST (gitlab.com when unset), CI_JOB_TOKEN to CI_SERVER_URL/CI_SERVER_HOST. A remote or a `hostname`
+ * - A token from the environment is sent only to its own instance (same scheme, host, port and path prefix):
+ *   GITLAB_TOKEN/GITLAB_PRIVATE_TOKEN to GITLAB_HOST (gitlab.com when unset), CI_JOB_TOKEN to
+ *   CI_SERVER_URL/CI_SERVER_HOST. A remote or a `hostname`
  *   pointing elsewhere is called without it (reads of public projects still work; writes are GL_AUTH_REQUIRED with
  *   nothing sent) — a repository's remote must not be able to collect the user's token.
  * - Redirects are not followed (a redirect would carry PRIVATE-TOKEN to another origin): GL_FAILED with the status
@@ -32,6 +33,7 @@ import {
 import { splitHostPort } from './remotes.js';
 import { runCommand } from './run-command.js';
 import { startEgressGuard } from './egress-guard.js';
+import { findCli } from './find-cli.js';
 
 /** A GitLab instance: scheme, host, port and an optional path prefix. */
 export type GitLabInstance = Omit<IssueTarget, 'repo'>;
@@ -88,8 +90,14 @@ interface GitLabToken {
   source: string;
 }
 
+/**
+ * True when `b` is the instance `a` names: same scheme, host, port and path prefix. Host and port alone are not
+ * enough: `https://example.com/gitlab` and `https://example.com/other` are different applications on one origin,
+ * and a token of the first must not go to the second (nor over plain http to the port of an https instance).
+ */
 function sameInstance(a: GitLabInstance | null, b: GitLabInstance): boolean {
-  return a !== null && a.host === b.host && a.port === b.port;
+  return a !== null && a.scheme === b.scheme && a.host === b.host && a.port === b.port
+    && a.basePath === b.basePath;
 }
 
 /**
@@ -258,13 +266,16 @@ export function glabEnvironment(instance: GitLabInstance, base: NodeJS.ProcessEn
 
 /** The outcome of trying glab: null when glab is not installed (ENOENT), so the HTTPS path runs instead. */
 async function viaGlab(instance: GitLabInstance, req: GlRequest, opts: ForgeCallOptions): Promise<GlResponse | null> {
+  // A glab inside the roots (agent-plantable, src/vcs/find-cli.ts) is never run: as if not installed (HTTPS path).
+  const cli = findCli('glab', process.env, opts.isInsideRoots);
+  if (cli.file === null || cli.insideRoots) return null;
   const args = ['api', '--hostname', hostArg({ ...instance, repo: '' }), '-X', req.method, '-i', '-H', 'Accept: application/json'];
   if (req.body !== undefined) args.push('-H', 'Content-Type: application/json', '--input', '-');
   args.push(req.apiPath);
   const guard = await startEgressGuard([{ host: instance.host, port: instance.port }], instance.scheme);
   let result;
   try {
-    result = await runCommand('glab', args, {
+    result = await runCommand(cli.file, args, {
       env: glabEnvironment(instance, process.env, guard.url),
       timeoutMs: opts.timeoutMs,
       maxOutputBytes: opts.maxOutputBytes,

@@ -17,7 +17,8 @@
  * GH_HOST_DENIED for both forges.
  */
 import { ToolError } from '../errors/tool-error.js';
-import { configuredForgeHosts, type HostPort } from './forge-hosts.js';
+import os from 'node:os';
+import { configuredForgeHosts, type HostPort, type InsideRoots } from './forge-hosts.js';
 import { parseRemoteUrl, splitHostPort } from './remotes.js';
 
 /** One parsed allow-list entry. */
@@ -80,8 +81,8 @@ export const ALLOW_DEFAULT_ENTRY = 'default';
 export const ALLOW_ANY_ENTRY = '*';
 
 /** The default entries: every configured host of both forges, any repository. */
-export function defaultAllowEntries(env: NodeJS.ProcessEnv = process.env): AllowEntry[] {
-  const hosts = configuredForgeHosts(env);
+export function defaultAllowEntries(env: NodeJS.ProcessEnv = process.env, isInsideRoots?: InsideRoots): AllowEntry[] {
+  const hosts = configuredForgeHosts(env, os.homedir(), isInsideRoots);
   return [...hosts.github, ...hosts.gitlab].map((h: HostPort) => ({ host: h.host, port: h.port, segments: [] }));
 }
 
@@ -89,13 +90,14 @@ export function defaultAllowEntries(env: NodeJS.ProcessEnv = process.env): Allow
  * The effective allow list: null for "any host" (`*`), else the parsed entries (the default when `allow` is empty,
  * the default added where `default` appears). Malformed entries are dropped (they match nothing).
  */
-export function effectiveAllowEntries(allow: readonly string[], env: NodeJS.ProcessEnv = process.env): AllowEntry[] | null {
+export function effectiveAllowEntries(allow: readonly string[], env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots): AllowEntry[] | null {
   const raw = allow.map((a) => a.trim()).filter(Boolean);
   if (raw.includes(ALLOW_ANY_ENTRY)) return null;
-  if (raw.length === 0) return defaultAllowEntries(env);
+  if (raw.length === 0) return defaultAllowEntries(env, isInsideRoots);
   const entries: AllowEntry[] = [];
   for (const item of raw) {
-    if (item.toLowerCase() === ALLOW_DEFAULT_ENTRY) entries.push(...defaultAllowEntries(env));
+    if (item.toLowerCase() === ALLOW_DEFAULT_ENTRY) entries.push(...defaultAllowEntries(env, isInsideRoots));
     else {
       const e = parseAllowEntry(item);
       if (e) entries.push(e);
@@ -109,8 +111,9 @@ export function effectiveAllowEntries(allow: readonly string[], env: NodeJS.Proc
  * (not `*`), minus the configured GitLab hosts unless also configured for GitHub. An enterprise GitHub token may be
  * given to gh only for one of these (src/vcs/github.ts).
  */
-export function operatorNamedGitHubHosts(allow: readonly string[], env: NodeJS.ProcessEnv = process.env): HostPort[] {
-  const hosts = configuredForgeHosts(env);
+export function operatorNamedGitHubHosts(allow: readonly string[], env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots): HostPort[] {
+  const hosts = configuredForgeHosts(env, os.homedir(), isInsideRoots);
   const out: HostPort[] = [...hosts.github];
   for (const item of allow.map((a) => a.trim())) {
     if (!item || item === ALLOW_ANY_ENTRY || item.toLowerCase() === ALLOW_DEFAULT_ENTRY) continue;
@@ -125,8 +128,9 @@ export function operatorNamedGitHubHosts(allow: readonly string[], env: NodeJS.P
 /**
  * True when the allow list (raw `--git-remote-allow` entries, semantics in the module comment) admits `target`.
  */
-export function isAllowed(allow: readonly string[], target: AllowTarget, env: NodeJS.ProcessEnv = process.env): boolean {
-  const entries = effectiveAllowEntries(allow, env);
+export function isAllowed(allow: readonly string[], target: AllowTarget, env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots): boolean {
+  const entries = effectiveAllowEntries(allow, env, isInsideRoots);
   return entries === null || entries.some((entry) => entryAllows(entry, target));
 }
 
@@ -134,9 +138,10 @@ export function isAllowed(allow: readonly string[], target: AllowTarget, env: No
  * @throws ToolError GH_HOST_DENIED (details: host, port, repo, allowed) when `target` is outside the allow list —
  *   for both forges (SPEC §3.2). `allowed` lists the effective entries (host[:port][/prefix]; "*" for any).
  */
-export function assertHostAllowed(allow: readonly string[], target: AllowTarget, env: NodeJS.ProcessEnv = process.env): void {
-  if (isAllowed(allow, target, env)) return;
-  const entries = effectiveAllowEntries(allow, env) ?? [];
+export function assertHostAllowed(allow: readonly string[], target: AllowTarget, env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots): void {
+  if (isAllowed(allow, target, env, isInsideRoots)) return;
+  const entries = effectiveAllowEntries(allow, env, isInsideRoots) ?? [];
   const allowed = entries.map((e) => `${e.host.includes(':') ? `[${e.host}]` : e.host}${e.port !== null ? `:${e.port}` : ''}${e.segments.length ? `/${e.segments.join('/')}` : ''}`);
   throw new ToolError('GH_HOST_DENIED',
     `${target.host}${[80, 443].includes(target.port) ? '' : `:${target.port}`}/${target.repo} is not allowed by --git-remote-allow `

@@ -88,6 +88,11 @@ export interface ForgeCallOptions {
    * Absent: none named (only the operator-configured hosts).
    */
   allow?: readonly string[];
+  /**
+   * True for a path inside the sandbox roots: private files holding a token (gh's per-run configuration) are never
+   * created there, where the agent could read them during the call. Absent: no path is inside.
+   */
+  isInsideRoots?: (absolute: string) => boolean;
 }
 
 /** What each forge backend implements. Every method throws ToolError with SPEC §3.2 codes and semantics. */

@@ -1,6 +1,6 @@
 /**
  * Resolving the forge repository of a git work tree from its remotes (SPEC §8 "Target"): list the remotes with
- * `insteadOf` applied (git does it: `git ls-remote --get-url NAME`, which never touches the network), parse https,
+ * `insteadOf` applied (as git does; read with `git config --no-includes`, so a hostile config's includes decide nothing), parse https,
  * ssh:// and scp-style URLs (with ports and GitLab nested groups), keep the remotes of the wanted forge, and fold
  * duplicates of the same repository (same host and path, case-insensitive, `.git` stripped — https and ssh remotes
  * of one repo are one candidate). Zero candidates → *_REPO_UNRESOLVED, several → *_AMBIGUOUS with the candidates:
@@ -108,31 +108,45 @@ export function parseRemoteUrl(url: string): ParsedRemoteUrl | null {
 }
 
 /**
- * Lists the remotes of `workTree` with `insteadOf` applied. Runs `git config --get-regexp` for the names, then
- * `git ls-remote --get-url NAME` per remote (local only; no network).
+ * Lists the remotes of `workTree` with `insteadOf` applied, from ONE `git config --no-includes -z --get-regexp` run
+ * (local only; no network; git runs nothing for it). Includes are not followed: `include.path` / `includeIf` of a
+ * hostile repository's config may name any file (another repository's config outside the roots, with a private
+ * project and its host), and neither a remote nor a rewrite from such a file may decide where a forge call goes.
+ * (`git ls-remote --get-url` would follow them.) The operator's global config is read as git reads it, minus its
+ * includes too. `insteadOf` is applied as git does (the longest matching prefix wins, `pushInsteadOf` is for pushes
+ * only); a remote with several urls is its first one (git's fetch url). Legacy `.git/remotes/` files are ignored.
  * @throws ToolError from runGit / throwGitFailure (git missing, timeout, broken repository)
  */
 export async function listRemotes(workTree: string, options: Omit<GitOptions, 'cwd'>): Promise<Remote[]> {
   const opts = { ...options, cwd: workTree, maxOutputBytes: 1024 * 1024 };
-  const config = await runGit(['config', '--get-regexp', '^remote\\..*\\.url$'], opts);
-  // exit 1 with no output: no remote is configured.
-  if (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout.trim() === '')) {
+  const config = await runGit(['config', '--no-includes', '-z', '--get-regexp', '^(remote\\..*\\.url|url\\..*\\.insteadof)$'], opts);
+  // exit 1 with no output: nothing of it is configured. A capped output is never used as if complete (a dropped
+  // remote or rewrite would change the answer): throwGitFailure makes it IO_ERROR git_output_limit.
+  if (config.outputLimited || (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout === ''))) {
     throwGitFailure(config, workTree, 'config');
   }
-  const names: string[] = [];
-  for (const line of config.stdout.split('\n')) {
-    const key = line.split(' ', 1)[0];
-    const m = /^remote\.(.+)\.url$/s.exec(key);
-    if (m && !names.includes(m[1])) names.push(m[1]);
+  const urls = new Map<string, string>();
+  const rewrites: Array<{ base: string; prefix: string }> = [];
+  // -z: each entry is "key\nvalue\0" (a key without value has no "\n": skipped).
+  for (const entry of config.stdout.split('\0')) {
+    const nl = entry.indexOf('\n');
+    if (nl < 0) continue;
+    const key = entry.slice(0, nl);
+    const value = entry.slice(nl + 1);
+    const remote = /^remote\.(.+)\.url$/s.exec(key);
+    if (remote) {
+      if (!urls.has(remote[1])) urls.set(remote[1], value);
+      continue;
+    }
+    const rewrite = /^url\.(.+)\.insteadof$/s.exec(key);
+    if (rewrite && value !== '') rewrites.push({ base: rewrite[1], prefix: value });
   }
-  const remotes: Remote[] = [];
-  for (const name of names) {
-    const r = await runGit(['ls-remote', '--get-url', name], opts);
-    if (r.exitCode !== 0) throwGitFailure(r, workTree, 'ls-remote --get-url');
-    const url = r.stdout.trim();
-    remotes.push({ name, url, parsed: parseRemoteUrl(url) });
-  }
-  return remotes;
+  return [...urls].map(([name, raw]) => {
+    let best: { base: string; prefix: string } | null = null;
+    for (const r of rewrites) if (raw.startsWith(r.prefix) && (!best || r.prefix.length > best.prefix.length)) best = r;
+    const url = best ? best.base + raw.slice(best.prefix.length) : raw;
+    return { name, url, parsed: parseRemoteUrl(url) };
+  });
 }
 
 /**

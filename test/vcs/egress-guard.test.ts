@@ -127,6 +127,41 @@ describe('startEgressGuard', () => {
     }
   });
 
+  test('review attacks: pipelined requests to another host, origin-form with a foreign Host, userinfo in CONNECT', async () => {
+    proxyLog = [];
+    forgeHits = [];
+    const guard = await startEgressGuard([{ host: 'api.github.localhost', port: 80 }], 'http', env());
+    try {
+      const u = new URL(guard.url);
+      const raw = await new Promise<string>((resolve, reject) => {
+        const s = net.connect(Number(u.port), u.hostname, () => s.write(
+          'GET http://api.github.localhost/ok HTTP/1.1\r\nHost: api.github.localhost\r\n\r\n'
+          + 'GET http://evil.example/x HTTP/1.1\r\nHost: api.github.localhost\r\n\r\n'
+          + 'GET /y HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n'));
+        let buf = '';
+        s.on('data', (c) => { buf += c.toString('latin1'); });
+        s.on('close', () => resolve(buf));
+        s.on('error', reject);
+        setTimeout(() => s.destroy(), 3000);
+      });
+      const statuses = [...raw.matchAll(/^HTTP\/1\.1 (\d{3})/gm)].map((m) => m[1]);
+      expect(statuses[0]).toBe('200');
+      expect(statuses.slice(1).every((x) => x !== '200')).toBe(true);
+      expect(forgeHits.map((h) => h.split(' ')[1])).toEqual(['/ok']);
+      expect(proxyLog.every((l) => l.includes('api.github.localhost'))).toBe(true);
+    } finally {
+      await guard.close();
+    }
+    const tls = await startEgressGuard([{ host: 'ghe.corp.example', port: 443 }], 'https', env());
+    try {
+      for (const a of ['x@ghe.corp.example:443', 'ghe.corp.example:443@evil.example', 'ghe.corp.example:443/evil', 'ghe.corp.example:']) {
+        expect(await rawConnect(tls.url, a)).not.toMatch(/ 200/);
+      }
+    } finally {
+      await tls.close();
+    }
+  });
+
   test('an unreachable next hop is counted (nothing reached the host), and an unsupported proxy scheme fails closed', async () => {
     const closed = net.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
@@ -175,7 +210,10 @@ describe('gh environment and tokens (issue #12)', () => {
 
   test.each<[string, string[], boolean, boolean]>([
     ['github.com', [], true, false],
-    ['github.localhost', [], true, false],
+    // github.localhost gets github.com's token only when the operator named it (plain http to a local port).
+    ['github.localhost', [], false, false],
+    ['github.localhost', ['*'], false, false],
+    ['github.localhost', ['default', 'github.localhost'], true, false],
     ['ghe.corp.example', [], false, true], // GH_HOST: configured by the operator
     ['evil.example', [], false, false],
     ['evil.example', ['*'], false, false], // "any host" is not "give it the token"

@@ -13,7 +13,7 @@
  *   `default` extends a given list, GH_HOST_DENIED details.
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -169,6 +169,50 @@ describe('listRemotes (real git)', () => {
       { name: 'my.fork', url: 'git@github.com:me/hello.git', parsed: { scheme: 'ssh', host: 'github.com', port: null, path: 'me/hello' } },
     ]);
     expect(thrown(() => resolveRepo(remotes, 'github', { hostname: null })).code).toBe('GH_AMBIGUOUS');
+  });
+
+  test('attack: a hostile config\'s include.path / includeIf (e.g. to a file outside the roots) adds no remote and rewrites none', async () => {
+    // The included file could be another repository's config (a private project and its host) or any outside file;
+    // the forge target must come from the repository's own config (and the operator's global one) only.
+    const repo = path.join(tree.dir, 'hostile');
+    const outside = path.join(tree.dir, 'outside.cfg');
+    writeFileSync(outside, '[remote "leak"]\n\turl = https://gitlab.com/secretgroup/secretproj.git\n'
+      + '[url "https://evil.example/"]\n\tinsteadOf = https://github.com/\n');
+    execFileSync('mkdir', ['-p', repo]);
+    git(repo, 'init', '-q');
+    git(repo, 'remote', 'add', 'origin', 'https://github.com/octo/hello.git');
+    git(repo, 'config', 'include.path', outside);
+    git(repo, 'config', `includeIf.gitdir:${repo}/.git.path`, outside);
+    // Positive control: git itself does read the included file.
+    expect(git(repo, 'config', '--get', 'remote.leak.url').trim()).toBe('https://gitlab.com/secretgroup/secretproj.git');
+    const remotes = await listRemotes(repo, { timeoutMs: 10_000 });
+    expect(remotes).toEqual([
+      { name: 'origin', url: 'https://github.com/octo/hello.git', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
+    ]);
+  });
+
+  test('a remote list larger than the cap is refused, not used as if complete', async () => {
+    const repo = path.join(tree.dir, 'huge');
+    execFileSync('mkdir', ['-p', repo]);
+    git(repo, 'init', '-q');
+    const filler = Array.from({ length: 12_000 }, (_, i) => `[remote "r${i}"]\n\turl = https://github.com/o/${'x'.repeat(80)}${i}\n`).join('');
+    writeFileSync(path.join(repo, '.git', 'config'), `${readFileSync(path.join(repo, '.git', 'config'), 'utf8')}${filler}`);
+    const e = await listRemotes(repo, { timeoutMs: 20_000 }).then(() => null, (error: unknown) => error);
+    expect(e).toBeInstanceOf(ToolError);
+    expect((e as ToolError).details).toMatchObject({ reason: 'git_output_limit' });
+  });
+
+  test('insteadOf: the longest matching prefix wins; the first url of a remote is its url', async () => {
+    const repo = path.join(tree.dir, 'rewrites');
+    execFileSync('mkdir', ['-p', repo]);
+    git(repo, 'init', '-q');
+    git(repo, 'config', 'url.https://a.example/.insteadOf', 'x:');
+    git(repo, 'config', 'url.https://github.com/.insteadOf', 'x:gh/');
+    git(repo, 'remote', 'add', 'origin', 'x:gh/octo/hello');
+    git(repo, 'config', '--add', 'remote.origin.url', 'https://second.example/o/r');
+    const want = git(repo, 'ls-remote', '--get-url', 'origin').trim();
+    expect(want).toBe('https://github.com/octo/hello');
+    expect((await listRemotes(repo, { timeoutMs: 10_000 })).map((r) => r.url)).toEqual([want]);
   });
 });
 
