@@ -15,7 +15,7 @@ export interface ToolErrorOptions {
   suggestion?: string;
   /** Overrides the table's `retryable` (issue tools only: SPEC §3.2 sets it per call). */
   retryable?: boolean;
-  /** Overrides the table's `recovery` (issue tools only). */
+  /** Overrides the table's `recovery` (issue tools; PATCH_FAILED malformed/no_hunks → fix_arguments). */
   recovery?: Recovery;
   /** The underlying error, kept for logs; never serialized. */
   cause?: unknown;
@@ -94,13 +94,26 @@ export interface PatchFailedDetails {
   nearest?: unknown;
   candidates?: number[];
   current_hash?: string | null;
+  /**
+   * Every failing hunk (apply_patch, within one file) or edit (edit_file), in order, each with its own reason and
+   * diagnosis (issue 21: all known problems in one envelope). The first is also spread into the top-level fields.
+   * Present only when two or more failed (with one, the top-level fields are that one); `failed_count` is the total.
+   */
+  failures?: Array<Record<string, unknown>>;
+  failed_count?: number;
   [key: string]: unknown;
 }
 
-/** PATCH_FAILED: an edit or hunk did not apply to the current content; nothing was written. */
+/**
+ * PATCH_FAILED: an edit or hunk did not apply to the current content; nothing was written. `recovery` defaults to the
+ * table's `read_and_rebase`; the patch-text failures (`malformed`, `no_hunks`) pass `fix_arguments` (issue 21:
+ * re-reading the file cannot repair a patch that has no usable hunk — the patch text is the problem).
+ */
 export class PatchFailedError extends ToolError {
-  constructor(message: string, fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string }) {
-    super('PATCH_FAILED', message, { path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion });
+  constructor(message: string, fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string; recovery?: Recovery }) {
+    super('PATCH_FAILED', message, {
+      path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion, recovery: fields.recovery,
+    });
   }
 }
 
