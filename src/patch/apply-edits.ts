@@ -62,9 +62,9 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     const oldText = toLf(edit.old_text);
     const newText = toLf(edit.new_text);
     let match: EditReport['match'] = 'exact';
-    let spans = findExact(t.view, oldText);
+    let spans = findExact(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
     if (spans.length === 0) {
-      spans = findTolerant(t.view, oldText);
+      spans = findTolerant(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
       match = 'trailing_whitespace';
     }
     const label = `edits[${index}] (${index + 1} of ${edits.length})`;
@@ -105,6 +105,17 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     reports.push({ index, replacements: spans.length, match, lines });
     return applyToOriginal(t, replacements);
   }
+}
+
+/**
+ * True when a match of `needle` that starts with blanks begins inside a line's indentation, after other blanks (old_text
+ * `  x = 1` inside `    x = 1`): replacing it would keep the extra indentation and silently change the line's
+ * indentation, which SPEC §6.2 forbids — so it is no match (the nearest region then says whitespace_only).
+ */
+function startsInsideIndentation(view: string, start: number, needle: string): boolean {
+  if (!/^[ \t]/.test(needle) || start === 0) return false;
+  const lineStart = view.lastIndexOf('\n', start - 1) + 1;
+  return lineStart < start && /^[ \t]+$/.test(view.slice(lineStart, start));
 }
 
 /** The common start and common end of `a` and `b` (not overlapping), concatenated. */

@@ -11,8 +11,8 @@
  *    NEAR_MAX_DISTANCE of it (Levenshtein), closest first;
  * 2. a mistyped directory: when the parent directory is missing, the grandparent's directories within that distance
  *    of the parent's name that hold an entry of the requested name (`srcc/util.ts` → `src/util.ts`);
- * 3. the same name elsewhere: a breadth-first walk of the roots (the path's own root first) for entries of exactly
- *    the requested name (ignoring case), shallowest first. The walk does not read .gitignore; it skips `.git` and
+ * 3. the same name elsewhere: a breadth-first walk for entries of exactly the requested name (ignoring case) —
+ *    under the path's nearest existing ancestor first, then its root, then the other roots — shallowest first. The walk does not read .gitignore; it skips `.git` and
  *    `node_modules` directories (bounded work, and where agents rarely mean to go), and what the policy hides.
  */
 import { opendir } from 'node:fs/promises';
@@ -124,13 +124,21 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
         if (hit) offer(path.join(grand, u.name, hit.name), hit);
       }
     }
-    // 3. The same name elsewhere, breadth first, the path's own root first.
+    // 3. The same name elsewhere, breadth first: under the nearest existing ancestor of the path first (the closest
+    // relatives), then from the path's own root, then the other roots.
     const own = findContainingRoot(ctx.roots, resolved.real) ?? resolved.root;
-    const queue: string[] = [own.real, ...ctx.roots.filter((r) => r.real !== own.real).map((r) => r.real)];
+    let ancestor = parent;
+    while (ancestor !== own.real && ancestor.startsWith(`${own.real}${path.sep}`) && !(await entriesOf(ancestor))) {
+      ancestor = path.dirname(ancestor);
+    }
+    const queue: string[] = [ancestor, own.real, ...ctx.roots.filter((r) => r.real !== own.real).map((r) => r.real)];
+    const visited = new Set<string>();
     const lower = wanted.toLowerCase();
     let dirs = 0;
     while (queue.length > 0 && found.length < NEAR_LIMIT && dirs < NEAR_MAX_DIRS && Date.now() < deadline) {
       const dir = queue.shift()!;
+      if (visited.has(dir)) continue;
+      visited.add(dir);
       dirs++;
       const entries = dir === parent ? siblings : await entriesOf(dir);
       if (!entries) continue;
