@@ -36,6 +36,8 @@ beforeAll(async () => {
     'conf/settings.json': '{}\n',
     'private/notes.md': 'hidden\n',
     'docs/notes.md': 'visible\n',
+    'far/away/deep/config.yaml': 'far\n',
+    'pkg/a/config.yaml': 'near\n',
   });
   const state = makeTree({}, 'fs-tools-state-');
   const policyDir = makeTree({ 'policy.json': JSON.stringify({ rules: [{ pattern: 'private/**', access: 'hidden' }, { pattern: 'src/secret-plan.ts', access: 'hidden' }] }) }, 'fs-tools-pol-');
@@ -107,6 +109,23 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
     expect(readFileSync(path.join(R, 'app.py'), 'utf8')).toBe(APP);
   });
 
+  it('old_text indented less than the line never matches inside its indentation (SPEC §6.2: indentation is never changed silently)', async () => {
+    const { error: e } = await client.callError('edit_file', {
+      path: path.join(R, 'app.py'), edits: [{ old_text: '  timeout = 10', new_text: '    timeout = 20' }],
+    });
+    expect(e.code).toBe('PATCH_FAILED');
+    expect(e.details.reason).toBe('no_match');
+    expect(e.details.edit_index).toBe(0);
+    expect(e.details.nearest.line).toBe(4);
+    expect(e.details.nearest.first_difference).toEqual({ line: 4, expected: '  timeout = 10', actual: '    timeout = 10', whitespace_only: true });
+    expect(readFileSync(path.join(R, 'app.py'), 'utf8')).toBe(APP);
+    // A match that starts at the indentation's start, or mid-line after other text, still applies (dry run).
+    const ok = await client.callOk('edit_file', {
+      path: path.join(R, 'app.py'), dry_run: true, edits: [{ old_text: '    timeout = 10', new_text: '    timeout = 20' }, { old_text: ' = "w"', new_text: ' = "a"' }],
+    });
+    expect(ok.dry_run).toBe(true);
+  });
+
   it('one failing edit → no list (the top-level fields are the whole story)', async () => {
     const { error: e } = await client.callError('edit_file', {
       path: path.join(R, 'app.py'), edits: [{ old_text: 'nothing like this anywhere at all', new_text: 'x' }],
@@ -148,6 +167,11 @@ describe('NOT_FOUND: near paths', () => {
     expect(e.suggestion).toContain(path.join(R, near[0]));
     expect(e.retryable).toBe(false);
     expect(e.recovery).toBe('fix_arguments');
+  });
+
+  it('same name elsewhere: the relative under the nearest existing ancestor comes first', async () => {
+    const { error: e } = await client.callError('read_file', { path: 'pkg/b/config.yaml' });
+    expect(e.details).toEqual({ near: [path.join(R, 'pkg/a/config.yaml'), path.join(R, 'far/away/deep/config.yaml')] });
   });
 
   it('edit_file (a mutation) offers near paths too', async () => {
