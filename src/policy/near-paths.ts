@@ -31,25 +31,37 @@ export const NEAR_MAX_DISTANCE = 2;
 export const NEAR_MAX_DIRS = 2000;
 /** Wall-clock bound of the whole search, in milliseconds. */
 export const NEAR_MAX_MS = 150;
+/** Most near-named sibling directories of a missing parent that are opened (step 2). */
+export const NEAR_MAX_UNCLES = 10;
 /** Most entries read from one directory. */
 export const NEAR_MAX_ENTRIES = 5000;
 
 const SKIPPED_DIRS = new Set(['.git', 'node_modules']);
 
-/** Levenshtein distance of a and b, or Infinity once it must exceed `max` (cheap early exit). */
+/**
+ * Levenshtein distance of a and b, or Infinity when it exceeds `max`. Banded (only cells with |i − j| ≤ max), so a
+ * comparison costs O(len · max), never O(len²): a directory of long, nearly equal names stays cheap.
+ */
 export function editDistance(a: string, b: string, max = NEAR_MAX_DISTANCE): number {
   if (Math.abs(a.length - b.length) > max) return Infinity;
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  const INF = max + 1;
+  let prev = new Int32Array(b.length + 1).fill(INF);
+  let cur = new Int32Array(b.length + 1).fill(INF);
+  for (let j = 0; j <= Math.min(max, b.length); j++) prev[j] = j;
   for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    let rowMin = i;
-    for (let j = 1; j <= b.length; j++) {
-      const v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      cur.push(v);
+    const lo = Math.max(1, i - max);
+    const hi = Math.min(b.length, i + max);
+    cur[0] = i <= max ? i : INF;
+    if (lo > 1) cur[lo - 1] = INF;
+    let rowMin = cur[0];
+    for (let j = lo; j <= hi; j++) {
+      const v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1), INF);
+      cur[j] = v;
       if (v < rowMin) rowMin = v;
     }
+    if (hi < b.length) cur[hi + 1] = INF;
     if (rowMin > max) return Infinity;
-    prev = cur;
+    [prev, cur] = [cur, prev];
   }
   return prev[b.length] <= max ? prev[b.length] : Infinity;
 }
@@ -118,7 +130,8 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
       const uncles = findContainingRoot(ctx.roots, grand) ? await entriesOf(grand) : null;
       const parentName = path.basename(parent);
       for (const u of (uncles ?? []).filter((e) => e.isDirectory() && nameScore(e.name, parentName) !== Infinity)
-        .sort((a, b) => nameScore(a.name, parentName) - nameScore(b.name, parentName))) {
+        .sort((a, b) => nameScore(a.name, parentName) - nameScore(b.name, parentName)).slice(0, NEAR_MAX_UNCLES)) {
+        if (Date.now() >= deadline) break;
         const inside = await entriesOf(path.join(grand, u.name));
         const hit = inside?.find((e) => e.name === wanted);
         if (hit) offer(path.join(grand, u.name, hit.name), hit);

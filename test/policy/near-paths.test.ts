@@ -76,3 +76,40 @@ describe('nearPaths', () => {
     expect(Date.now() - started).toBeLessThan(2000);
   });
 });
+
+describe('editDistance is banded', () => {
+  it('long, nearly equal names: exact answers, and 2,000 comparisons of 255-character names stay fast (banded: O(length · 2))', () => {
+    const a = 'x'.repeat(250) + 'abcde';
+    expect(editDistance(a, 'x'.repeat(250) + 'abcdf')).toBe(1);
+    expect(editDistance(a, 'x'.repeat(250) + 'abdce')).toBe(2);
+    expect(editDistance(a, 'x'.repeat(250) + 'edcba')).toBe(Infinity);
+    expect(editDistance('abc', 'xyzabc', 3)).toBe(3);
+    expect(editDistance('kitten', 'sitting', 3)).toBe(3);
+    expect(editDistance('flaw', 'lawn', 2)).toBe(2);
+    const started = Date.now();
+    for (let i = 0; i < 2000; i++) editDistance(a, 'x'.repeat(251) + 'bcd' + String.fromCharCode(97 + (i % 26)));
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+});
+
+describe('editDistance equals the full Levenshtein distance within the band (property)', () => {
+  const full = (a: string, b: string): number => {
+    const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+    for (let j = 1; j <= b.length; j++) d[0][j] = j;
+    for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    return d[a.length][b.length];
+  };
+  it('1,000 random pairs over a 3-letter alphabet', () => {
+    let seed = 7;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const word = () => Array.from({ length: Math.floor(rnd() * 8) }, () => 'abc'[Math.floor(rnd() * 3)]).join('');
+    for (let k = 0; k < 1000; k++) {
+      const a = word();
+      const b = word();
+      const f = full(a, b);
+      expect(editDistance(a, b), `${a} ~ ${b}`).toBe(f <= 2 ? f : Infinity);
+    }
+  });
+});
