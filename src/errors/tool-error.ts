@@ -59,6 +59,16 @@ export interface OccConflict {
   bytes_delta?: number;
 }
 
+/**
+ * What a deleted file's OCC_MISMATCH tells the agent (issue 21). There is nothing to re-read, so "read and rebase" and
+ * `retryable: true` would send it in circles: the envelope says `retryable: false` (seed 001 lists OCC_MISMATCH among
+ * the codes that MAY be retryable; this conflict cannot be resolved by acting on the envelope and calling again) and
+ * `recovery: "fix_arguments"` — the only ways on change the arguments: re-create the file deliberately with
+ * `expected_hash: "absent"` (write_file), or stop. Both are within seed 001's values.
+ */
+export const DELETED_CONFLICT_SUGGESTION = 'The file was deleted after the version you expected; there is nothing to read. '
+  + 'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
+
 /** OCC_MISMATCH: the file is not what the caller expected (SPEC §5). */
 export class OccMismatchError extends ToolError {
   readonly expectedHash: string;
@@ -69,7 +79,11 @@ export class OccMismatchError extends ToolError {
     message: string,
     fields: { path: string; expectedHash: string; currentHash: string | null; conflict: OccConflict; suggestion?: string },
   ) {
-    super('OCC_MISMATCH', message, { path: fields.path, suggestion: fields.suggestion });
+    const deleted = fields.conflict.reason === 'deleted';
+    super('OCC_MISMATCH', message, {
+      path: fields.path, suggestion: fields.suggestion ?? (deleted ? DELETED_CONFLICT_SUGGESTION : undefined),
+      ...(deleted ? { retryable: false, recovery: 'fix_arguments' as const } : {}),
+    });
     this.expectedHash = fields.expectedHash;
     this.currentHash = fields.currentHash;
     this.conflict = fields.conflict;
