@@ -140,6 +140,12 @@ export interface AuthorizeWriteOptions {
   kind: WantedKind;
   /** Refuse a missing target with NOT_FOUND (edit, delete, move source). */
   mustExist: boolean;
+  /**
+   * True for a real path this session read or wrote (under --auto-occ=block|warn): then a missing target is not
+   * NOT_FOUND here — the OCC check (SPEC §3.3 step 9) reports it as OCC_MISMATCH `deleted` (issue 21). Pass
+   * `(real) => ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined`.
+   */
+  knownToSession?: (real: string) => boolean;
   /** Follow a symlink at the last component (write through it) or act on the link itself (move, delete). */
   followFinal: boolean;
   field?: string;
@@ -159,7 +165,7 @@ export async function authorizeWrite(requested: string, ctx: PolicyContext, opti
     });
   }
   if (!resolved.stats) {
-    if (options.mustExist) throw await notFoundError(resolved, ctx); // details.near (issue 21)
+    if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near (issue 21)
   } else if (!(options.kind === 'any' && resolved.stats.isSymbolicLink())) {
     assertKind(resolved.stats, options.kind, resolved.absolute);
   }

@@ -10,7 +10,7 @@
  *  - NOT_ALLOWED carries the roots in force.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
@@ -200,6 +200,41 @@ describe('NOT_FOUND: near paths', () => {
     expect(hidden.details).toEqual({});
     expect(missing.details).toEqual({});
     expect(JSON.stringify(missing)).not.toContain('secret-plan');
+  });
+});
+
+describe('a file deleted after this session read it', () => {
+  it('write_file without a hash does not silently re-create it: OCC_MISMATCH deleted, not retryable; "absent" re-creates it', async () => {
+    const f = path.join(R, 'gone.txt');
+    writeFileSync(f, 'soon gone\n');
+    const read = await client.callOk('read_file', { path: f });
+    rmSync(f);
+    // --auto-occ=off in this server: no session check, so a second server under the default (block) is used.
+    const state = makeTree({}, 'fs-tools-state-');
+    const blocking = await connect('modern', { args: ['--state-dir', state.dir, R] });
+    try {
+      writeFileSync(f, 'back\n');
+      const again = await blocking.callOk('read_file', { path: f });
+      rmSync(f);
+      const { error: e } = await blocking.callError('write_file', { path: f, content: 'x\n' });
+      expect(e.code).toBe('OCC_MISMATCH');
+      expect(e.path).toBe(f);
+      expect(e.details).toEqual({});
+      expect(e.expected_hash).toBe(again.content_hash);
+      expect(e.current_hash).toBeNull();
+      expect(e.conflict).toEqual({ reason: 'deleted' });
+      expect(e.retryable).toBe(false);
+      expect(e.recovery).toBe('fix_arguments');
+      expect(existsSync(f)).toBe(false);
+      const ok = await blocking.callOk('write_file', { path: f, content: 'x\n', expected_hash: 'absent' });
+      expect(ok.created).toBe(true);
+      expect(readFileSync(f, 'utf8')).toBe('x\n');
+    } finally {
+      await blocking.close();
+      state.cleanup();
+      rmSync(f, { force: true });
+    }
+    expect(read.content_hash).toMatch(/^sha256:/);
   });
 });
 
