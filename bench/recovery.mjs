@@ -417,6 +417,11 @@ for (let i = 0; i < 4; i++) {
       : { tool: 'apply_patch', args: { path: abs, patch: `--- a/m${k}.py\n+++ b/m${k}.py\n@@ -3,3 +3,3 @@\n def load_${k}():\n-    timeout = ${10 + k}\n+    timeout = ${k}\n     retries = ${k % 5 + 1}\n` } },
     intent: timeoutIntent(k, k), check: () => !existsSync(abs) });
 }
+for (let i = 0; i < 2; i++) {
+  const k = 1150 + i; const abs = put(`deleted/w${k}.py`, module(k));
+  add({ cat: 'deleted_after_read', mustStop: true, prepare: async () => { await readIt(abs); unlinkSync(abs); },
+    call: { tool: 'write_file', args: { path: abs, content: changedLine(k, k) } }, intent: timeoutIntent(k, k), check: () => !existsSync(abs) });
+}
 // 14. Paths outside the roots (a wrong base directory).
 for (let i = 0; i < 4; i++) {
   const rel = `outside${i}/notes.md`; put(rel, `notes ${i}\n`);
