@@ -26,9 +26,9 @@ const checkApplied = { retryable: false, recovery: 'check_already_applied' } as 
 
 export const ERROR_CODES = {
   // ---- SPEC §3.1 filesystem codes ----
-  /** Path (or its resolved target) outside the roots. details: {} */
+  /** Path (or its resolved target) outside the roots. details: { reason, roots: the real root paths in force } */
   NOT_ALLOWED: fix,
-  /** Path missing inside the roots (or hidden by the file policy). details: {} */
+  /** Path missing inside the roots (or hidden by the file policy). details: { near?: up to 5 existing paths } */
   NOT_FOUND: fix,
   /** No sandbox roots are in force. details: {} */
   ROOTS_EMPTY: fix,
@@ -46,7 +46,10 @@ export const ERROR_CODES = {
   OCC_MISMATCH: rebase,
   /** --auto-occ=block and no expected hash is known. details: { current_hash } */
   HASH_REQUIRED: rebase,
-  /** A hunk or edit did not apply. details: SPEC §3.1 PATCH_FAILED details. seeds/001: recovery read_and_rebase. */
+  /**
+   * A hunk or edit did not apply. details: SPEC §3.1 PATCH_FAILED details, plus failures/failed_count when several
+   * failed. seeds/001: recovery read_and_rebase; malformed/no_hunks override it to fix_arguments (the patch text).
+   */
   PATCH_FAILED: { retryable: false, recovery: 'read_and_rebase' },
   /** Codex *** Begin Patch format. details: { line } */
   BEGIN_PATCH: fix,

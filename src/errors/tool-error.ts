@@ -15,7 +15,7 @@ export interface ToolErrorOptions {
   suggestion?: string;
   /** Overrides the table's `retryable` (issue tools only: SPEC §3.2 sets it per call). */
   retryable?: boolean;
-  /** Overrides the table's `recovery` (issue tools only). */
+  /** Overrides the table's `recovery` (issue tools; PATCH_FAILED malformed/no_hunks → fix_arguments). */
   recovery?: Recovery;
   /** The underlying error, kept for logs; never serialized. */
   cause?: unknown;
@@ -59,6 +59,16 @@ export interface OccConflict {
   bytes_delta?: number;
 }
 
+/**
+ * What a deleted file's OCC_MISMATCH tells the agent (issue 21). There is nothing to re-read, so "read and rebase" and
+ * `retryable: true` would send it in circles: the envelope says `retryable: false` (seed 001 lists OCC_MISMATCH among
+ * the codes that MAY be retryable; this conflict cannot be resolved by acting on the envelope and calling again) and
+ * `recovery: "fix_arguments"` — the only ways on change the arguments: re-create the file deliberately with
+ * `expected_hash: "absent"` (write_file), or stop. Both are within seed 001's values.
+ */
+export const DELETED_CONFLICT_SUGGESTION = 'The file was deleted after the version you expected; there is nothing to read. '
+  + 'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
+
 /** OCC_MISMATCH: the file is not what the caller expected (SPEC §5). */
 export class OccMismatchError extends ToolError {
   readonly expectedHash: string;
@@ -69,7 +79,11 @@ export class OccMismatchError extends ToolError {
     message: string,
     fields: { path: string; expectedHash: string; currentHash: string | null; conflict: OccConflict; suggestion?: string },
   ) {
-    super('OCC_MISMATCH', message, { path: fields.path, suggestion: fields.suggestion });
+    const deleted = fields.conflict.reason === 'deleted';
+    super('OCC_MISMATCH', message, {
+      path: fields.path, suggestion: fields.suggestion ?? (deleted ? DELETED_CONFLICT_SUGGESTION : undefined),
+      ...(deleted ? { retryable: false, recovery: 'fix_arguments' as const } : {}),
+    });
     this.expectedHash = fields.expectedHash;
     this.currentHash = fields.currentHash;
     this.conflict = fields.conflict;
@@ -94,13 +108,26 @@ export interface PatchFailedDetails {
   nearest?: unknown;
   candidates?: number[];
   current_hash?: string | null;
+  /**
+   * Every failing hunk (apply_patch, within one file) or edit (edit_file), in order, each with its own reason and
+   * diagnosis (issue 21: all known problems in one envelope). The first is also spread into the top-level fields.
+   * Present only when two or more failed (with one, the top-level fields are that one); `failed_count` is the total.
+   */
+  failures?: Array<Record<string, unknown>>;
+  failed_count?: number;
   [key: string]: unknown;
 }
 
-/** PATCH_FAILED: an edit or hunk did not apply to the current content; nothing was written. */
+/**
+ * PATCH_FAILED: an edit or hunk did not apply to the current content; nothing was written. `recovery` defaults to the
+ * table's `read_and_rebase`; the patch-text failures (`malformed`, `no_hunks`) pass `fix_arguments` (issue 21:
+ * re-reading the file cannot repair a patch that has no usable hunk — the patch text is the problem).
+ */
 export class PatchFailedError extends ToolError {
-  constructor(message: string, fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string }) {
-    super('PATCH_FAILED', message, { path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion });
+  constructor(message: string, fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string; recovery?: Recovery }) {
+    super('PATCH_FAILED', message, {
+      path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion, recovery: fields.recovery,
+    });
   }
 }
 

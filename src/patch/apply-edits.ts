@@ -7,7 +7,7 @@
  */
 import { PatchFailedError } from '../errors/tool-error.js';
 import { applyToOriginal, lineOfOffset, toEolText, toLf, type ViewReplacement } from './eol-text.js';
-import { contentChars, MIN_EVIDENCE_CHARS, splitView } from './locate-hunks.js';
+import { allFailures, contentChars, MAX_LISTED_FAILURES, MIN_EVIDENCE_CHARS, splitView } from './locate-hunks.js';
 import { findNearestRegion } from './nearest-region.js';
 
 /** One edit as sent. */
@@ -35,19 +35,36 @@ export interface EditsResult {
 /**
  * Applies `edits` to `original` (a file's full text, BOM included).
  * @param absolute the file's path, for messages
- * @throws PatchFailedError reasons no_match, ambiguous (with count and candidate lines), already_applied
+ * @throws PatchFailedError reasons no_match, ambiguous (with count and candidate lines), already_applied; the first
+ *   failing edit in the top-level details, every failing edit in `details.failures` (see allFailures)
  */
 export function applyEdits(original: string, edits: readonly TextEdit[], absolute: string): EditsResult {
   let text = original;
   const reports: EditReport[] = [];
+  /**
+   * Edits that failed (issue 21: every failing edit is reported). A failing edit is skipped and the next edits are
+   * tried on the text as it stands, so each listed failure is one the agent would meet; nothing is written anyway.
+   */
+  const failed: Array<{ index: number; error: PatchFailedError }> = [];
   edits.forEach((edit, index) => {
+    try {
+      text = applyOne(text, edit, index);
+    } catch (error) {
+      if (!(error instanceof PatchFailedError)) throw error;
+      failed.push({ index, error });
+    }
+  });
+  if (failed.length > 0) throw allFailures(failed, 'edit');
+  return { text, edits: reports };
+
+  function applyOne(text: string, edit: TextEdit, index: number): string {
     const t = toEolText(text);
     const oldText = toLf(edit.old_text);
     const newText = toLf(edit.new_text);
     let match: EditReport['match'] = 'exact';
-    let spans = findExact(t.view, oldText);
+    let spans = findExact(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
     if (spans.length === 0) {
-      spans = findTolerant(t.view, oldText);
+      spans = findTolerant(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
       match = 'trailing_whitespace';
     }
     const label = `edits[${index}] (${index + 1} of ${edits.length})`;
@@ -62,7 +79,7 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
         });
       }
       // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line (issue 21).
-      const nearest = findNearestRegion(splitView(t.view).lines, splitView(oldText).lines);
+      const nearest = failed.length < MAX_LISTED_FAILURES ? findNearestRegion(splitView(t.view).lines, splitView(oldText).lines) : null;
       throw new PatchFailedError(`${label}: old_text was not found in ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`, {
         path: absolute, details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
         suggestion: 'Read the file and copy old_text exactly from its current content (indentation included).',
@@ -85,10 +102,20 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
       });
     }
     const replacements: ViewReplacement[] = spans.map((s) => ({ start: s.start, end: s.end, text: newText }));
-    text = applyToOriginal(t, replacements);
     reports.push({ index, replacements: spans.length, match, lines });
-  });
-  return { text, edits: reports };
+    return applyToOriginal(t, replacements);
+  }
+}
+
+/**
+ * True when a match of `needle` that starts with blanks begins inside a line's indentation, after other blanks (old_text
+ * `  x = 1` inside `    x = 1`): replacing it would keep the extra indentation and silently change the line's
+ * indentation, which SPEC §6.2 forbids — so it is no match (the nearest region then says whitespace_only).
+ */
+function startsInsideIndentation(view: string, start: number, needle: string): boolean {
+  if (!/^[ \t]/.test(needle) || start === 0) return false;
+  const lineStart = view.lastIndexOf('\n', start - 1) + 1;
+  return lineStart < start && /^[ \t]+$/.test(view.slice(lineStart, start));
 }
 
 /** The common start and common end of `a` and `b` (not overlapping), concatenated. */

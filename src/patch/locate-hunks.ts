@@ -10,7 +10,7 @@
  * Context lines keep the file's own text (its trailing spaces, its curly quotes); only removed and added lines change.
  * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure.
  */
-import { PatchFailedError } from '../errors/tool-error.js';
+import { PatchFailedError, type PatchFailedDetails } from '../errors/tool-error.js';
 import { applyToOriginal, toEolText, type ViewReplacement } from './eol-text.js';
 import { findNearestRegion } from './nearest-region.js';
 import type { FilePatch, Hunk } from './parse-unified.js';
@@ -192,7 +192,18 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
   /** Hunks that matched several places with nothing in themselves to tell which. */
   const deferred: Array<{ index: number; candidates: number[]; count: number; match: MatchKind; label: string; expected: string[] }> = [];
 
+  /** Hunks that failed (issue 21: every failing hunk is reported, not only the first). */
+  const failed: Array<{ index: number; error: PatchFailedError }> = [];
   file.hunks.forEach((hunk, index) => {
+    try {
+      locateOne(hunk, index);
+    } catch (error) {
+      if (!(error instanceof PatchFailedError)) throw error;
+      failed.push({ index, error });
+    }
+  });
+
+  function locateOne(hunk: Hunk, index: number): void {
     const shape = shapeOf(hunk);
     const { oldSide, newSide } = shape;
     const label = `hunk ${index + 1} of ${total}${total > 1 || file.newPath ? ` (${file.newPath ?? file.oldPath ?? 'file'})` : ''}`;
@@ -258,13 +269,14 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
         if (pinned) throw alreadyApplied(label, absolute, index, total);
       }
     }
-    const nearest = findNearestRegion(lines, oldSide);
+    // The nearest search scans the file: done for the failures that will be listed, not for every failing hunk.
+    const nearest = failed.length < MAX_LISTED_FAILURES ? findNearestRegion(lines, oldSide) : null;
     throw new PatchFailedError(`${label} does not match ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`, {
       path: absolute,
       details: { reason: 'no_match', hunk: index + 1, hunks: total, expected: oldSide.slice(0, 50), ...(nearest ? { nearest } : {}) },
       suggestion: 'Read the file and regenerate this hunk from its current content; do not resend the same patch.',
     });
-  });
+  }
 
   // The order of the hunks is stated too: when the hunks placed so far lie in patch order (a diff lists a file's hunks
   // top to bottom), a deferred hunk lies between its placed neighbours; one candidate there is taken. Repeated while
@@ -288,14 +300,14 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       }
     }
   }
-  if (deferred.length > 0) {
-    const d = deferred.sort((a, b) => a.index - b.index)[0];
-    throw new PatchFailedError(`${d.label} matches ${d.candidates.length} places (lines ${d.candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and neither its header line, its anchoring, its section heading nor the order of the hunks tells which.`, {
+  for (const d of deferred) {
+    failed.push({ index: d.index, error: new PatchFailedError(`${d.label} matches ${d.candidates.length} places (lines ${d.candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and neither its header line, its anchoring, its section heading nor the order of the hunks tells which.`, {
       path: absolute,
       details: { reason: 'ambiguous', hunk: d.index + 1, hunks: total, count: d.candidates.length, candidates: d.candidates.slice(0, 50).map((c) => c + 1), expected: d.expected.slice(0, 50) },
       suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
-    });
+    }) });
   }
+  if (failed.length > 0) throw allFailures(failed, 'hunk');
 
   // Overlaps (in original coordinates).
   const byStart = [...located].sort((a, b) => a.start - b.start || a.count - b.count);
@@ -401,5 +413,35 @@ function alreadyApplied(label: string, absolute: string, index: number, total: n
   return new PatchFailedError(`${label} looks already applied to ${absolute}: its new lines are already there.`, {
     path: absolute, details: { reason: 'already_applied', hunk: index + 1, hunks: total },
     suggestion: 'Read the file to confirm; do not apply this patch again.',
+  });
+}
+
+/** Most failures listed in `details.failures` (each carries up to 50 expected lines and a nearest region). */
+export const MAX_LISTED_FAILURES = 20;
+
+/**
+ * One PATCH_FAILED for every failing hunk or edit (issue 21: all known problems in one envelope): the first failure
+ * (lowest index) keeps its message, suggestion and top-level details for compatibility; when two or more failed,
+ * `details.failures` lists each failure's own details in order (without the file-wide `hunks` total), at most
+ * MAX_LISTED_FAILURES, and `details.failed_count` says how many failed in all. With one failure the envelope is
+ * exactly that failure's (no list: the top-level fields are the whole story).
+ * @param failed the failures, any order; at least one
+ * @param unit 'hunk' (apply_patch) or 'edit' (edit_file), for the message
+ */
+export function allFailures(failed: ReadonlyArray<{ index: number; error: PatchFailedError }>, unit: 'hunk' | 'edit'): PatchFailedError {
+  const sorted = [...failed].sort((a, b) => a.index - b.index);
+  const first = sorted[0].error;
+  if (sorted.length === 1) return first;
+  const failures = sorted.slice(0, MAX_LISTED_FAILURES).map(({ error }) => {
+    const { hunks: _total, ...own } = error.details;
+    return own;
+  });
+  const more = sorted.length > 1
+    ? ` ${sorted.length} ${unit}s failed in all (${unit === 'hunk' ? 'hunks' : 'edits'} ${sorted.map((f) => unit === 'hunk' ? f.index + 1 : f.index).join(', ')}); each is in details.failures.`
+    : '';
+  return new PatchFailedError(`${first.message}${more}`, {
+    path: first.path,
+    details: { ...(first.details as PatchFailedDetails), failures, failed_count: sorted.length },
+    suggestion: first.suggestion,
   });
 }

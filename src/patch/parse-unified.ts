@@ -109,7 +109,7 @@ function headerPath(raw: string): string | null {
 
 function malformed(message: string, line: number, text: string): PatchFailedError {
   return new PatchFailedError(`The patch is malformed at line ${line}: ${message}.`, {
-    details: { reason: 'malformed', line, text: text.slice(0, 200) },
+    details: { reason: 'malformed', line, text: text.slice(0, 200) }, recovery: 'fix_arguments',
     suggestion: 'Every hunk line starts with " " (context), "-" (removed) or "+" (added); fix that line and send the whole diff again.',
   });
 }
@@ -255,7 +255,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
   const withHunks = files.filter((f) => f.hunks.length > 0 || (f.oldPath !== f.newPath && f.oldPath !== null && f.newPath !== null));
   if (withHunks.length === 0) {
     throw new PatchFailedError('The text contains no unified-diff hunks (no "@@" lines), so there is nothing to apply.', {
-      details: { reason: 'no_hunks' },
+      details: { reason: 'no_hunks' }, recovery: 'fix_arguments',
       suggestion: `Send a unified diff, for example:\n${UNIFIED_DIFF_EXAMPLE}`,
     });
   }
@@ -263,7 +263,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     for (const h of f.hunks) {
       if (h.lines.length === 0) {
         throw new PatchFailedError(`Hunk at patch line ${h.patchLine} has no lines.`, {
-          details: { reason: 'malformed', line: h.patchLine },
+          details: { reason: 'malformed', line: h.patchLine }, recovery: 'fix_arguments',
           suggestion: 'Give each hunk its context, removed and added lines.',
         });
       }

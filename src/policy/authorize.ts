@@ -11,6 +11,7 @@ import { findContainingRoot, isWithin, toPosixRelative } from './containment.js'
 import { ACCESS_LEVELS, accessFor, assertNotGitInternal, assertPolicyAllows, type Access, type FilePolicy } from './file-policy.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
+import { notFoundError } from './near-paths.js';
 import { assertNotSecret, secretRuleFor } from './secrets.js';
 
 /** What policy needs to decide. Built per call from the process state. */
@@ -60,10 +61,8 @@ export async function authorizeRead(requested: string, ctx: PolicyContext,
   if (options.secrets !== 'flag') assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
   const access = policyAccess(ctx, resolved, relative);
-  assertPolicyAllows(access, 'read', resolved.absolute, relative);
-  if (!resolved.stats) {
-    throw new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, { path: resolved.absolute });
-  }
+  await hiddenLikeMissing(() => assertPolicyAllows(access, 'read', resolved.absolute, relative), resolved, ctx);
+  if (!resolved.stats) throw await notFoundError(resolved, ctx); // details.near: src/policy/near-paths.ts (issue 21)
   assertKind(resolved.stats, options.kind, resolved.absolute);
   return { ...resolved, stats: resolved.stats, relative, access };
 }
@@ -145,6 +144,12 @@ export interface AuthorizeWriteOptions {
   kind: WantedKind;
   /** Refuse a missing target with NOT_FOUND (edit, delete, move source). */
   mustExist: boolean;
+  /**
+   * True for a real path this session read or wrote (under --auto-occ=block|warn): then a missing target is not
+   * NOT_FOUND here — the OCC check (SPEC §3.3 step 9) reports it as OCC_MISMATCH `deleted` (issue 21). Pass
+   * `(real) => ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined`.
+   */
+  knownToSession?: (real: string) => boolean;
   /** Follow a symlink at the last component (write through it) or act on the link itself (move, delete). */
   followFinal: boolean;
   field?: string;
@@ -157,16 +162,14 @@ export interface AuthorizeWriteOptions {
  */
 export async function authorizeWrite(requested: string, ctx: PolicyContext, options: AuthorizeWriteOptions): Promise<AuthorizedWrite> {
   const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
-  const { relative, access } = assertWritePolicy(resolved, ctx, options.kind !== 'directory');
+  const { relative, access } = await assertWritePolicy(resolved, ctx, options.kind !== 'directory');
   if (relative === '' && options.kind !== 'directory') {
     throw new ToolError('VALIDATION', `${resolved.absolute} is a sandbox root; it cannot be replaced, moved or deleted.`, {
       path: resolved.absolute, details: { reason: 'is_root' },
     });
   }
   if (!resolved.stats) {
-    if (options.mustExist) {
-      throw new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, { path: resolved.absolute });
-    }
+    if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near (issue 21)
   } else if (!(options.kind === 'any' && resolved.stats.isSymbolicLink())) {
     assertKind(resolved.stats, options.kind, resolved.absolute);
   }
@@ -178,7 +181,7 @@ export async function authorizeWrite(requested: string, ctx: PolicyContext, opti
  * policy. `replaces`: the call may move, replace or delete what is there (everything but create_directory), so a
  * directory holding a guarded path is refused too.
  */
-function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext, replaces = true): { relative: string; access: Access | null } {
+async function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext, replaces = true): Promise<{ relative: string; access: Access | null }> {
   const spellings = [resolved.absolute, resolved.real];
   assertNotGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
   if (replaces) assertHoldsNoGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
@@ -186,8 +189,21 @@ function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext, replaces 
   assertNotGitInternal(resolved.absolute, resolved.real);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
   const access = policyAccess(ctx, resolved, relative);
-  assertPolicyAllows(access, 'write', resolved.absolute, relative);
+  await hiddenLikeMissing(() => assertPolicyAllows(access, 'write', resolved.absolute, relative), resolved, ctx);
   return { relative, access };
+}
+
+/**
+ * Runs a policy check; a hidden path's NOT_FOUND is rebuilt by notFoundError so it carries the same `details.near` a
+ * missing path there would (issue 21: otherwise a missing `near` would tell a hidden file from a missing one).
+ */
+async function hiddenLikeMissing(check: () => void, resolved: ResolvedPath, ctx: PolicyContext): Promise<void> {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof ToolError && error.code === 'NOT_FOUND') throw await notFoundError(resolved, ctx);
+    throw error;
+  }
 }
 
 /** One path of a call that names several (see `assertWritesAllowed`). */
@@ -208,7 +224,7 @@ export interface WriteRequest {
 export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx: PolicyContext): Promise<void> {
   const resolved: ResolvedPath[] = [];
   for (const r of requests) resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
-  for (const r of resolved) assertWritePolicy(r, ctx);
+  for (const r of resolved) await assertWritePolicy(r, ctx);
 }
 
 /**

@@ -109,7 +109,8 @@ export interface OccVerdict {
 /**
  * Decides whether a mutation of an existing (or absent) file may proceed (SPEC §5).
  * Explicit expected_hash always binds. Without it, an existing file uses the session's remembered hash under
- * block/warn; block refuses when there is none (HASH_REQUIRED), warn proceeds and flags external_change.
+ * block/warn; block refuses when there is none (HASH_REQUIRED), warn proceeds and flags external_change. Under
+ * block/warn, an absent file this session read or wrote is OCC_MISMATCH `deleted` (issue 21).
  * @throws OccMismatchError OCC_MISMATCH; ToolError HASH_REQUIRED
  */
 export function checkExpectedHash(c: OccCheck): OccVerdict {
@@ -126,8 +127,12 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
     if (current === c.expected) return { checkedAgainst: c.expected, externalChange: false };
     throw mismatch(c, c.expected);
   }
-  if (current === null || c.autoOcc === 'off') return { checkedAgainst: null, externalChange: false };
+  if (c.autoOcc === 'off') return { checkedAgainst: null, externalChange: false };
   const remembered = c.memory.recall(c.real);
+  // Deletion is a conflict, not a missing path, when this session read or wrote the file (issue 21, SPEC §3.3 step 7):
+  // re-creating it silently would undo someone's deletion. Re-creating deliberately takes expected_hash "absent".
+  if (current === null && remembered !== undefined) throw mismatch(c, remembered);
+  if (current === null) return { checkedAgainst: null, externalChange: false };
   if (remembered === undefined) {
     if (c.autoOcc === 'warn') {
       return { checkedAgainst: null, externalChange: true,

@@ -109,8 +109,9 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
   const lexicallyInside = findContainingRoot(roots, absolute) !== undefined
     || roots.some((r) => isWithin(r.given, absolute));
+  // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path).
   const outside = (reason: 'outside_roots' | 'symlink_target_outside') => new ToolError('NOT_ALLOWED',
-    `${absolute} is outside the allowed roots.`, { path: absolute, details: { reason } });
+    `${absolute} is outside the allowed roots.`, { path: absolute, details: { reason, roots: roots.map((r) => r.real) } });
   if (walked.loop) {
     // A loop outside the roots must look like any other outside path (its existence is never revealed).
     if (!lexicallyInside) throw outside('outside_roots');

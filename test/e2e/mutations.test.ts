@@ -166,6 +166,9 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       const e = expectCode(await s.client.call('write_file', { path: f, content: 'x\n', expected_hash: read.content_hash }), 'OCC_MISMATCH');
       expect(e.error.conflict).toMatchObject({ reason: 'deleted' });
       expect(e.error.current_hash).toBe(null);
+      // issue 21: a deleted file cannot be re-read: not retryable, recovery fix_arguments (re-create with "absent").
+      expect(e.error.retryable).toBe(false);
+      expect(e.error.recovery).toBe('fix_arguments');
       expect(existsSync(f)).toBe(false);
     });
   });

@@ -89,6 +89,11 @@ describe('ToolError → envelope', () => {
     })).error;
     expect(e.current_hash).toBeNull();
     expect(e.conflict).toEqual({ reason: 'deleted' });
+    // issue 21: nothing to re-read — not retryable, and the arguments must change (expected_hash "absent") or stop.
+    expect(e.retryable).toBe(false);
+    expect(e.recovery).toBe('fix_arguments');
+    expect(e.suggestion).toMatch(/expected_hash: "absent"/);
+    expect(e.suggestion).not.toMatch(/read the file again/i);
   });
 
   test('no other code ever carries the OCC fields', () => {

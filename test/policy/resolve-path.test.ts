@@ -196,7 +196,8 @@ describe('inside the roots', () => {
       for (const base of [path.join(T, 'root-link'), PROJ]) {
         const e = await resolveErr(path.join(base, 'link-out-file'), [linked]);
         expect(e.code).toBe('NOT_ALLOWED');
-        expect(e.details).toEqual({ reason: 'symlink_target_outside' });
+        // issue 21: NOT_ALLOWED carries the roots in force (their real paths).
+        expect(e.details).toEqual({ reason: 'symlink_target_outside', roots: [linked.real] });
       }
     });
   });
@@ -214,7 +215,7 @@ describe('refusals', () => {
   ])('relative %j escaping with .. → NOT_ALLOWED outside_roots', async (requested) => {
     const e = await resolveErr(requested);
     expect(e.code).toBe('NOT_ALLOWED');
-    expect(e.details).toEqual({ reason: 'outside_roots' });
+    expect(e.details).toEqual({ reason: 'outside_roots', roots: ROOTS.map((r) => r.real) });
     expect(e.retryable).toBe(false);
     expect(e.recovery).toBe('fix_arguments');
   });
@@ -244,7 +245,7 @@ describe('refusals', () => {
   ])('link pointing outside: %j → NOT_ALLOWED symlink_target_outside', async (requested) => {
     const e = await resolveErr(requested);
     expect(e.code).toBe('NOT_ALLOWED');
-    expect(e.details).toEqual({ reason: 'symlink_target_outside' });
+    expect(e.details).toEqual({ reason: 'symlink_target_outside', roots: ROOTS.map((r) => r.real) });
     expect(e.path).toBe(path.join(PROJ, requested));
   });
 

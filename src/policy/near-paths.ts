@@ -1,0 +1,186 @@
+/**
+ * Near paths for NOT_FOUND (issue 21): up to NEAR_LIMIT existing paths the agent probably meant, so a typo costs no
+ * list_directory / search_files round trip. Policy decides what may be offered: never a secret (unless
+ * --allow-secrets), never a policy-hidden or denied path, never anything under `.git`, never a symbolic link (its
+ * target may lie outside the roots), never anything outside the roots. The work is bounded (NEAR_MAX_DIRS directories,
+ * NEAR_MAX_MS milliseconds, NEAR_MAX_ENTRIES entries per directory); when a bound is reached the search stops and
+ * offers what it found — never more than it checked.
+ *
+ * Where it looks, in order of the list:
+ * 1. the same directory: entries whose name equals the requested name ignoring case, or lies within edit distance
+ *    NEAR_MAX_DISTANCE of it (Levenshtein), closest first;
+ * 2. a mistyped directory: when the parent directory is missing, the grandparent's directories within that distance
+ *    of the parent's name that hold an entry of the requested name (`srcc/util.ts` → `src/util.ts`);
+ * 3. the same name elsewhere: a breadth-first walk for entries of exactly the requested name (ignoring case) —
+ *    under the path's nearest existing ancestor first, then its root, then the other roots — shallowest first. The walk does not read .gitignore; it skips `.git` and
+ *    `node_modules` directories (bounded work, and where agents rarely mean to go), and what the policy hides.
+ */
+import { opendir } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { classifyEntry, type PolicyContext } from './authorize.js';
+import { findContainingRoot, toPosixRelative } from './containment.js';
+import type { ResolvedPath } from './resolve-path.js';
+
+/** Most near paths offered. */
+export const NEAR_LIMIT = 5;
+/** Largest name edit distance (Levenshtein) offered from the same directory. */
+export const NEAR_MAX_DISTANCE = 2;
+/** Most directories the same-name walk reads (over all roots). */
+export const NEAR_MAX_DIRS = 2000;
+/** Wall-clock bound of the whole search, in milliseconds. */
+export const NEAR_MAX_MS = 150;
+/** Most near-named sibling directories of a missing parent that are opened (step 2). */
+export const NEAR_MAX_UNCLES = 10;
+/** Most entries read from one directory. */
+export const NEAR_MAX_ENTRIES = 5000;
+
+const SKIPPED_DIRS = new Set(['.git', 'node_modules']);
+
+/**
+ * Levenshtein distance of a and b, or Infinity when it exceeds `max`. Banded (only cells with |i − j| ≤ max), so a
+ * comparison costs O(len · max), never O(len²): a directory of long, nearly equal names stays cheap.
+ */
+export function editDistance(a: string, b: string, max = NEAR_MAX_DISTANCE): number {
+  if (Math.abs(a.length - b.length) > max) return Infinity;
+  const INF = max + 1;
+  let prev = new Int32Array(b.length + 1).fill(INF);
+  let cur = new Int32Array(b.length + 1).fill(INF);
+  for (let j = 0; j <= Math.min(max, b.length); j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    const lo = Math.max(1, i - max);
+    const hi = Math.min(b.length, i + max);
+    cur[0] = i <= max ? i : INF;
+    if (lo > 1) cur[lo - 1] = INF;
+    let rowMin = cur[0];
+    for (let j = lo; j <= hi; j++) {
+      const v = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1), INF);
+      cur[j] = v;
+      if (v < rowMin) rowMin = v;
+    }
+    if (hi < b.length) cur[hi + 1] = INF;
+    if (rowMin > max) return Infinity;
+    [prev, cur] = [cur, prev];
+  }
+  return prev[b.length] <= max ? prev[b.length] : Infinity;
+}
+
+/** How close `name` is to `wanted`: 0 for a case-only difference, else the edit distance (Infinity: not near). */
+function nameScore(name: string, wanted: string): number {
+  if (name === wanted) return Infinity;
+  if (name.toLowerCase() === wanted.toLowerCase()) return 0;
+  return editDistance(name, wanted);
+}
+
+async function entriesOf(dir: string): Promise<Dirent[] | null> {
+  try {
+    const out: Dirent[] = [];
+    const handle = await opendir(dir);
+    for await (const entry of handle) {
+      out.push(entry);
+      if (out.length >= NEAR_MAX_ENTRIES) break;
+    }
+    // Leaving the loop early closes the handle (the async iterator's return()).
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Up to NEAR_LIMIT existing paths near a missing `resolved` path, as absolute real paths (see the module comment for
+ * where it looks and what is never offered). Never throws: any failure just offers less.
+ */
+export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Promise<string[]> {
+  const deadline = Date.now() + NEAR_MAX_MS;
+  const found: string[] = [];
+  const offer = (absolute: string, entry: Dirent): boolean => {
+    if (found.length >= NEAR_LIMIT || found.includes(absolute) || entry.isSymbolicLink()) return false;
+    if (!entry.isFile() && !entry.isDirectory()) return false;
+    const root = findContainingRoot(ctx.roots, absolute);
+    if (!root) return false;
+    const relative = toPosixRelative(root.real, absolute);
+    if (relative.split('/').some((c) => c === '.git')) return false;
+    const verdict = classifyEntry(ctx, absolute, relative);
+    if (verdict.hidden || verdict.denied || verdict.secret) return false;
+    // Every directory on the way must be visible too (a hidden directory hides what it holds).
+    const parts = relative.split('/');
+    for (let k = 1; k < parts.length; k++) {
+      const dirRel = parts.slice(0, k).join('/');
+      const v = classifyEntry(ctx, path.join(root.real, dirRel), dirRel);
+      if (v.hidden || v.denied) return false;
+    }
+    found.push(absolute);
+    return true;
+  };
+  try {
+    const wanted = path.basename(resolved.real);
+    const parent = path.dirname(resolved.real);
+    if (!wanted) return found;
+    // 1. The same directory.
+    const siblings = await entriesOf(parent);
+    if (siblings) {
+      const near = siblings.map((e) => ({ e, s: nameScore(e.name, wanted) })).filter((x) => x.s !== Infinity)
+        .sort((a, b) => a.s - b.s || a.e.name.localeCompare(b.e.name));
+      for (const { e } of near) offer(path.join(parent, e.name), e);
+    } else {
+      // 2. A mistyped parent directory.
+      const grand = path.dirname(parent);
+      const uncles = findContainingRoot(ctx.roots, grand) ? await entriesOf(grand) : null;
+      const parentName = path.basename(parent);
+      for (const u of (uncles ?? []).filter((e) => e.isDirectory() && nameScore(e.name, parentName) !== Infinity)
+        .sort((a, b) => nameScore(a.name, parentName) - nameScore(b.name, parentName)).slice(0, NEAR_MAX_UNCLES)) {
+        if (Date.now() >= deadline) break;
+        const inside = await entriesOf(path.join(grand, u.name));
+        const hit = inside?.find((e) => e.name === wanted);
+        if (hit) offer(path.join(grand, u.name, hit.name), hit);
+      }
+    }
+    // 3. The same name elsewhere, breadth first: under the nearest existing ancestor of the path first (the closest
+    // relatives), then from the path's own root, then the other roots.
+    const own = findContainingRoot(ctx.roots, resolved.real) ?? resolved.root;
+    let ancestor = parent;
+    while (ancestor !== own.real && ancestor.startsWith(`${own.real}${path.sep}`) && !(await entriesOf(ancestor))) {
+      ancestor = path.dirname(ancestor);
+    }
+    const queue: string[] = [ancestor, own.real, ...ctx.roots.filter((r) => r.real !== own.real).map((r) => r.real)];
+    const visited = new Set<string>();
+    const lower = wanted.toLowerCase();
+    let dirs = 0;
+    while (queue.length > 0 && found.length < NEAR_LIMIT && dirs < NEAR_MAX_DIRS && Date.now() < deadline) {
+      const dir = queue.shift()!;
+      if (visited.has(dir)) continue;
+      visited.add(dir);
+      dirs++;
+      const entries = dir === parent ? siblings : await entriesOf(dir);
+      if (!entries) continue;
+      for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+        const absolute = path.join(dir, e.name);
+        if (e.name.toLowerCase() === lower && absolute !== resolved.real) offer(absolute, e);
+        if (e.isDirectory() && !SKIPPED_DIRS.has(e.name)) {
+          const root = findContainingRoot(ctx.roots, absolute);
+          const v = root ? classifyEntry(ctx, absolute, toPosixRelative(root.real, absolute)) : null;
+          if (v && !v.hidden && !v.denied) queue.push(absolute);
+        }
+      }
+    }
+  } catch {
+    // Best effort: a directory that vanished or refused just offers less.
+  }
+  return found;
+}
+
+/**
+ * NOT_FOUND for a missing path inside the roots, with `details.near` and a suggestion naming the closest near path
+ * when there is one (no near path: `details` stays `{}` as before). The constructor of a "missing path" NOT_FOUND in
+ * src/policy.
+ */
+export async function notFoundError(resolved: ResolvedPath, ctx: PolicyContext): Promise<ToolError> {
+  const near = await nearPaths(resolved, ctx);
+  return new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, {
+    path: resolved.absolute,
+    details: near.length ? { near } : {},
+    ...(near.length ? { suggestion: `Did you mean ${near[0]}? (details.near lists existing paths close to the one given.)` } : {}),
+  });
+}
