@@ -176,7 +176,7 @@ describe('adversarial patterns, real server', () => {
     expect(r.ms).toBeLessThan(CALL_BOUND_MS);
     expect(r.probeMax).toBeLessThan(PROBE_BOUND_MS);
     // One over-limit line in each of the four .gitignore files (the root's, d1's, d2's, d3's).
-    expect(r.value.skipped).toEqual({ unreadable: 0, ignore_rules: 4 });
+    expect(r.value.skipped).toEqual({ unreadable: 0, name_too_long: 0, ignore_rules: 4 });
     const paths = r.value.entries.map((e: { path: string }) => e.path) as string[];
     // The other lines still apply: `ignored-*.tmp` is ignored; the adversarial lines match none of these names.
     expect(paths).not.toContain('ignored-1.tmp');
