@@ -15,8 +15,8 @@ import { identityOf } from '../fs/atomic-write.js';
 import { historyFileOf, loadHistory, type HistoryChange } from '../fs/history.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
-import { authorizeWrite, type AuthorizedWrite } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
+import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
 import { ContentHash, DryRun, ExpectedHash } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { insideRoots, runMutation } from './file-mutation.js';
@@ -26,9 +26,19 @@ const ChangeId = z.string().regex(/^[0-9]{15}-[0-9a-f]{12}$/).describe('A change
 /** Most characters of diff a dry run returns. */
 const MAX_DIFF_CHARS = 65_536;
 
-/** The changes whose every path lies inside the current roots (a listing never shows paths outside them). */
+/**
+ * The changes this call may see: every path inside the current roots and, under the current policy, neither hidden,
+ * denied, guarded nor a secret (a change recorded under other roots, --allow-secrets or another policy is not shown,
+ * not even its path or hashes, and cannot be selected by `last` / `since`).
+ */
 function visible(ctx: ToolContext, changes: readonly HistoryChange[]): { shown: HistoryChange[]; hidden: number } {
-  const shown = changes.filter((c) => c.files.every((f) => findContainingRoot(ctx.policy.roots, f.path) !== undefined));
+  const seeable = (p: string) => {
+    const root = findContainingRoot(ctx.policy.roots, p);
+    if (!root) return false;
+    const v = classifyEntry(ctx.policy, p, toPosixRelative(root.real, p));
+    return !v.hidden && !v.denied && !v.secret;
+  };
+  const shown = changes.filter((c) => c.files.every((f) => seeable(f.path)));
   return { shown, hidden: changes.length - shown.length };
 }
 

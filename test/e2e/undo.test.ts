@@ -172,8 +172,8 @@ describe('undo: policy, bounds and hostile records', () => {
     }
   });
 
-  it('refuses a forged record that targets a secret (records are validated; policy applies on revert)', async () => {
-    const r = makeTree({ '.env': 'TOKEN=real\n', 'x.txt': 'x\n' });
+  it('never applies a forged record: a secret is not even shown, .git is refused, a bad record is ignored', async () => {
+    const r = makeTree({ '.env': 'TOKEN=real\n', 'x.txt': 'x\n', '.git': { config: '[core]\n' } });
     const s = makeTree();
     try {
       const c = await start('legacy', r.dir, s.dir);
@@ -181,19 +181,30 @@ describe('undo: policy, bounds and hostile records', () => {
       const dir = path.join(s.dir, 'history');
       const [name] = readdirSync(dir).filter((n) => n !== 'meta.json');
       const record = JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
-      // A forged record: same shape, aimed at the secret, claiming it held attacker bytes.
-      const forged = { ...record, id: record.id.replace(/.{2}$/, 'a0'), files: [{
-        path: path.join(r.dir, '.env'), old_base64: Buffer.from('TOKEN=evil\n').toString('base64'),
-        old_hash: contentHash('TOKEN=evil\n'), old_mode: 0o644, new_hash: contentHash('TOKEN=real\n'),
-      }] };
-      writeFileSync(path.join(dir, `${forged.id}.json`), JSON.stringify(forged));
+      const forge = (id: string, file: string, real: string, evil: string) => {
+        const f = { ...record, id, files: [{
+          path: path.join(r.dir, file), old_base64: Buffer.from(evil).toString('base64'),
+          old_hash: contentHash(evil), old_mode: 0o644, new_hash: contentHash(real),
+        }] };
+        writeFileSync(path.join(dir, `${id}.json`), JSON.stringify(f));
+        return f;
+      };
+      // Aimed at the secret (claiming it held attacker bytes) and at .git/config (a hook-injection vector).
+      const secret = forge(record.id.replace(/.{2}$/, 'a0'), '.env', 'TOKEN=real\n', 'TOKEN=evil\n');
+      const git = forge(record.id.replace(/.{2}$/, 'a1'), '.git/config', '[core]\n', '[core]\nfsmonitor = evil\n');
       // And a malformed one (bytes not matching their hash): ignored and counted.
-      const bad = { ...forged, id: record.id.replace(/.{2}$/, 'b0'), files: [{ ...forged.files[0], old_hash: contentHash('other') }] };
-      writeFileSync(path.join(dir, `${bad.id}.json`), JSON.stringify(bad));
+      const badId = record.id.replace(/.{2}$/, 'b0');
+      writeFileSync(path.join(dir, `${badId}.json`), JSON.stringify({ ...secret, id: badId,
+        files: [{ ...secret.files[0], old_hash: contentHash('other') }] }));
       const listed = await c.callOk('list_changes', {});
       expect(listed.invalid).toBe(1);
-      expectCode(await c.call('revert_changes', { change_id: forged.id }), 'SECRET_DENIED');
+      expect(listed.hidden).toBe(1);
+      expect(JSON.stringify(listed)).not.toContain('.env');
+      expectCode(await c.call('revert_changes', { change_id: secret.id }), 'NOT_FOUND');
+      expectCode(await c.call('revert_changes', { change_id: git.id }), 'FILE_POLICY_DENIED');
+      expectCode(await c.call('revert_changes', { change_id: badId }), 'NOT_FOUND');
       expect(readFileSync(path.join(r.dir, '.env'), 'utf8')).toBe('TOKEN=real\n');
+      expect(readFileSync(path.join(r.dir, '.git', 'config'), 'utf8')).toBe('[core]\n');
       await c.close();
     } finally {
       r.cleanup(); s.cleanup();
