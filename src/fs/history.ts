@@ -72,7 +72,10 @@ const ChangeSchema = z.strictObject({
       'old_base64 does not match old_hash')).min(1).max(10_000),
 });
 
-const MetaSchema = z.strictObject({ dropped: z.number().int().min(0), last_dropped_id: z.string().regex(ID_PATTERN).nullable() });
+const MetaSchema = z.strictObject({
+  dropped: z.number().int().min(0), last_dropped_id: z.string().regex(ID_PATTERN).nullable(),
+  skipped: z.number().int().min(0).optional(),
+});
 
 /** What `loadHistory` found. */
 export interface HistoryListing {
@@ -83,6 +86,8 @@ export interface HistoryListing {
   /** Changes dropped so far to keep the bounds, and the newest dropped id. */
   dropped: number;
   lastDroppedId: string | null;
+  /** Changes not recorded because one record alone exceeded --history-max-bytes. */
+  skipped: number;
 }
 
 function historyDir(stateDir: string): string {
@@ -108,7 +113,7 @@ async function readRecord(file: string): Promise<unknown> {
   }
 }
 
-async function readMeta(dir: string): Promise<{ dropped: number; last_dropped_id: string | null }> {
+async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
   try {
     const parsed = MetaSchema.safeParse(await readRecord(path.join(dir, 'meta.json')));
     if (parsed.success) return parsed.data;
@@ -139,7 +144,7 @@ export async function loadHistory(stateDir: string): Promise<HistoryListing> {
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { changes: [], invalid: 0, dropped: 0, lastDroppedId: null };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { changes: [], invalid: 0, dropped: 0, lastDroppedId: null, skipped: 0 };
     throw error;
   }
   const changes: HistoryChange[] = [];
@@ -157,20 +162,27 @@ export async function loadHistory(stateDir: string): Promise<HistoryListing> {
     }
   }
   const meta = await readMeta(dir);
-  return { changes, invalid, dropped: meta.dropped, lastDroppedId: meta.last_dropped_id };
+  return { changes, invalid, dropped: meta.dropped, lastDroppedId: meta.last_dropped_id, skipped: meta.skipped ?? 0 };
 }
 
 /**
- * Records one change durably, then drops the oldest changes beyond the bounds.
- * @returns the new change's id
+ * Records one change durably, then drops the oldest changes beyond the bounds. A change whose record alone exceeds
+ * `maxBytes` is not recorded (counted as skipped in the listing): it could never be kept within the bound.
+ * @returns the new change's id, or null when it was skipped
  * @throws Node errno errors (the caller logs them: the change itself already happened)
  */
 export async function recordChange(stateDir: string, limits: HistoryLimits,
-  change: Omit<HistoryChange, 'id' | 'created_at'>): Promise<string> {
+  change: Omit<HistoryChange, 'id' | 'created_at'>): Promise<string | null> {
   const dir = historyDir(stateDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
-  await writeDurably(path.join(dir, `${full.id}.json`), JSON.stringify(full));
+  const text = JSON.stringify(full);
+  if (Buffer.byteLength(text) > limits.maxBytes) {
+    const meta = await readMeta(dir);
+    await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
+    return null;
+  }
+  await writeDurably(path.join(dir, `${full.id}.json`), text);
   await prune(dir, limits);
   return full.id;
 }
@@ -182,7 +194,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   let count = names.length;
   let dropped = 0;
   let lastDropped: string | null = null;
-  // Never drop the newest change: it was just recorded (a single change over the byte bound is kept alone).
+  // Never drop the newest change: it was just recorded (and alone fits the byte bound).
   for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++) {
     await rm(path.join(dir, names[i]), { force: true });
     total -= sizes[i];
@@ -193,7 +205,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   if (dropped > 0) {
     const meta = await readMeta(dir);
     await writeDurably(path.join(dir, 'meta.json'),
-      JSON.stringify({ dropped: meta.dropped + dropped, last_dropped_id: lastDropped }));
+      JSON.stringify({ ...meta, dropped: meta.dropped + dropped, last_dropped_id: lastDropped }));
   }
 }
 

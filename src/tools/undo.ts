@@ -42,10 +42,14 @@ function visible(ctx: ToolContext, changes: readonly HistoryChange[]): { shown: 
   return { shown, hidden: changes.length - shown.length };
 }
 
-function droppedNote(dropped: number, lastDroppedId: string | null): string | undefined {
-  if (dropped === 0) return undefined;
-  return `${dropped} older change(s) were dropped to keep the history within --history-max-changes / --history-max-bytes`
-    + ` (the newest dropped was ${lastDroppedId ?? 'unknown'}); they can no longer be reverted.`;
+function droppedNote(dropped: number, lastDroppedId: string | null, skipped: number): string | undefined {
+  const notes: string[] = [];
+  if (dropped > 0) {
+    notes.push(`${dropped} older change(s) were dropped to keep the history within --history-max-changes / `
+      + `--history-max-bytes (the newest dropped was ${lastDroppedId ?? 'unknown'}); they can no longer be reverted.`);
+  }
+  if (skipped > 0) notes.push(`${skipped} change(s) were not recorded: their record alone exceeded --history-max-bytes.`);
+  return notes.length ? notes.join(' ') : undefined;
 }
 
 export const ListChangesInput = z.strictObject({
@@ -91,7 +95,7 @@ export const listChanges = defineTool({
     const history = await loadHistory(ctx.config.stateDir);
     const { shown, hidden } = visible(ctx, history.changes);
     const newest = shown.slice(-args.limit).reverse();
-    const note = droppedNote(history.dropped, history.lastDroppedId);
+    const note = droppedNote(history.dropped, history.lastDroppedId, history.skipped);
     const structured = {
       changes: newest.map((c) => ({
         id: c.id, tool: c.tool, created_at: c.created_at, ...(c.reverts ? { reverts: c.reverts } : {}),

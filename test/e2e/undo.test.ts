@@ -233,4 +233,33 @@ describe('undo: policy, bounds and hostile records', () => {
       r.cleanup(); s.cleanup();
     }
   });
+
+  it('bounds the history by bytes: oldest dropped, a record alone over the bound skipped with a note', async () => {
+    const r = makeTree({ 'm.txt': '0\n' });
+    const s = makeTree();
+    try {
+      const c = await start('legacy', r.dir, s.dir, ['--history-max-bytes=2000']);
+      const f = path.join(r.dir, 'm.txt');
+      let prev = '0\n';
+      for (let i = 1; i <= 6; i++) {
+        await c.callOk('write_file', { path: f, content: `${i}\n`, expected_hash: contentHash(prev) });
+        prev = `${i}\n`;
+      }
+      const listed = await c.callOk('list_changes', {});
+      expect(listed.dropped).toBeGreaterThan(0);
+      expect(listed.changes.length + listed.dropped).toBe(6);
+      const onDisk = readdirSync(path.join(s.dir, 'history')).filter((n) => n !== 'meta.json')
+        .reduce((sum, n) => sum + statSync(path.join(s.dir, 'history', n)).size, 0);
+      expect(onDisk).toBeLessThanOrEqual(2000);
+      const big = 'z'.repeat(3000);
+      await c.callOk('write_file', { path: f, content: big, expected_hash: contentHash(prev) });
+      await c.callOk('write_file', { path: f, content: 'small\n', expected_hash: contentHash(big) }); // old bytes 3000: skipped
+      const after = await c.callOk('list_changes', { limit: 1 });
+      expect(after.note).toMatch(/1 change\(s\) were not recorded/);
+      expect(after.changes[0].files[0].content_hash).toBe(contentHash(big));
+      await c.close();
+    } finally {
+      r.cleanup(); s.cleanup();
+    }
+  });
 });
