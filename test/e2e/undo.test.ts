@@ -8,7 +8,7 @@
  * revert call; a revert onto a path the policy now protects (a file policy read_only rule) or a secret is refused with
  * nothing written; the bounds drop the oldest changes with a note; an invalid record on disk is ignored, never applied.
  */
-import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -260,6 +260,27 @@ describe('undo: policy, bounds and hostile records', () => {
       await c.close();
     } finally {
       r.cleanup(); s.cleanup();
+    }
+  });
+
+  it('refuses to revert through a symlink swapped in at a recorded path; the outside file is untouched', async () => {
+    const r = makeTree({ 'l.txt': 'l0\n' });
+    const o = makeTree({ 'outside.txt': 'outside\n' });
+    const s = makeTree();
+    try {
+      const c = await start('modern', r.dir, s.dir);
+      const f = path.join(r.dir, 'l.txt');
+      await c.callOk('write_file', { path: f, content: 'l1\n', expected_hash: contentHash('l0\n') });
+      rmSync(f);
+      symlinkSync(path.join(o.dir, 'outside.txt'), f);
+      const e = expectCode(await c.call('revert_changes', { last: 1, expected_hashes: { [f]: contentHash('outside\n') } }),
+        'FILE_POLICY_DENIED');
+      expect(e.error.details.kind).toBe('symlink');
+      expect(readFileSync(path.join(o.dir, 'outside.txt'), 'utf8')).toBe('outside\n');
+      expect(lstatSync(f).isSymbolicLink()).toBe(true);
+      await c.close();
+    } finally {
+      r.cleanup(); o.cleanup(); s.cleanup();
     }
   });
 });
