@@ -9,10 +9,11 @@
  * nothing written; the bounds drop the oldest changes with a note; an invalid record on disk is ignored, never applied.
  */
 import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { connect, ERAS, type Era, type TestClient } from '../helpers/server.js';
+import { CLI, connect, ERAS, type Era, type TestClient } from '../helpers/server.js';
 import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -281,6 +282,35 @@ describe('undo: policy, bounds and hostile records', () => {
       await c.close();
     } finally {
       r.cleanup(); o.cleanup(); s.cleanup();
+    }
+  });
+
+  it('a revert killed part-way recovers to nothing reverted (journaled like a patch)', async () => {
+    const r = makeTree({ 'k1.txt': 'one\n', 'k2.txt': 'two\n' });
+    const s = makeTree();
+    try {
+      const patch = ['--- a/k1.txt', '+++ b/k1.txt', '@@ -1 +1 @@', '-one', '+ONE',
+        '--- a/k2.txt', '+++ b/k2.txt', '@@ -1 +1 @@', '-two', '+TWO', ''].join('\n');
+      const c = await start('modern', r.dir, s.dir);
+      await c.callOk('apply_patch', { patch, path: r.dir, expected_hashes: { 'k1.txt': contentHash('one\n'), 'k2.txt': contentHash('two\n') } });
+      await c.close();
+      // FS_TOOLS_TEST_KILL_AT=2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam).
+      const killed = spawnSync(process.execPath, [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'revert_changes',
+        JSON.stringify({ last: 1 })], { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '2' }, encoding: 'utf8' });
+      expect(killed.signal).toBe('SIGKILL');
+      expect(readFileSync(path.join(r.dir, 'k1.txt'), 'utf8')).toBe('one\n'); // the kill landed mid-revert
+      // The next start recovers (the `call` mode runs the same start-up recovery as the server).
+      const restart = spawnSync(process.execPath, [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'list_allowed_directories'],
+        { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '' }, encoding: 'utf8' });
+      expect(JSON.parse(restart.stdout).recovered_transactions[0].outcome, restart.stderr).toBe('ROLLBACK_COMPLETE');
+      const again = await start('modern', r.dir, s.dir);
+      expect(readFileSync(path.join(r.dir, 'k1.txt'), 'utf8')).toBe('ONE\n');
+      expect(readFileSync(path.join(r.dir, 'k2.txt'), 'utf8')).toBe('TWO\n');
+      // The killed revert was never recorded: the newest change is still the patch.
+      expect((await again.callOk('list_changes', { limit: 1 })).changes[0].tool).toBe('apply_patch');
+      await again.close();
+    } finally {
+      r.cleanup(); s.cleanup();
     }
   });
 });
