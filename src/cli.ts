@@ -50,6 +50,8 @@ Options:
   --forge-timeout-ms=N       per gh/GitLab call (default 30000)
   --forge-output-bytes=N     gh/GitLab output cap (default 1048576)
   --git-timeout-ms=N         per git call (default 30000)
+  --history-max-changes=N    changes the undo history keeps (default 200)
+  --history-max-bytes=N      bytes of undo records kept in the state dir (default 67108864)
 `;
 
 async function main(argv: string[]): Promise<number> {

@@ -47,6 +47,9 @@ export interface Limits {
   forgeOutputBytes: number;
   /** Per git call timeout, ms. Default 30000. */
   gitTimeoutMs: number;
+  /** Undo history bounds (src/fs/history.ts): most changes kept (default 200) and bytes on disk (default 64 MiB). */
+  historyMaxChanges: number;
+  historyMaxBytes: number;
 }
 
 /** The configuration of one fs-tools process. */
@@ -83,6 +86,8 @@ export const DEFAULT_LIMITS: Limits = {
   forgeTimeoutMs: 30_000,
   forgeOutputBytes: 1024 * 1024,
   gitTimeoutMs: 30_000,
+  historyMaxChanges: 200,
+  historyMaxBytes: 64 * 1024 * 1024,
 };
 
 const LIMIT_FLAGS: Record<string, keyof Limits> = {
@@ -95,6 +100,8 @@ const LIMIT_FLAGS: Record<string, keyof Limits> = {
   'forge-timeout-ms': 'forgeTimeoutMs',
   'forge-output-bytes': 'forgeOutputBytes',
   'git-timeout-ms': 'gitTimeoutMs',
+  'history-max-changes': 'historyMaxChanges',
+  'history-max-bytes': 'historyMaxBytes',
 };
 
 const OPTIONS = {

@@ -231,11 +231,12 @@ describe('flags', () => {
     const c = parseConfig([
       '--max-read-bytes=1', '--max-list-entries=2', '--max-search-results=3', '--max-search-file-bytes=4',
       '--max-edit-bytes=5', '--forge-timeout-ms=6', '--forge-output-bytes=7', '--git-timeout-ms=8',
-      '--max-media-bytes=9',
+      '--max-media-bytes=9', '--history-max-changes=10', '--history-max-bytes=11',
     ], env());
     expect(c.limits).toEqual({
       maxReadBytes: 1, maxListEntries: 2, maxSearchResults: 3, maxSearchFileBytes: 4,
       maxEditBytes: 5, forgeTimeoutMs: 6, forgeOutputBytes: 7, gitTimeoutMs: 8, maxMediaBytes: 9,
+      historyMaxChanges: 10, historyMaxBytes: 11,
     });
   });
 

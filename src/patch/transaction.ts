@@ -29,6 +29,8 @@ export interface PlannedChange {
   /** New bytes, or null to delete the file. */
   newBytes: Buffer | null;
   newHash: string | null;
+  /** Permission bits for the new file (an undo restoring a deleted file); absent: the replaced file's, or the default. */
+  newMode?: number | null;
   /**
    * The verified parent directory, opened inside the path lock when the change was decided (src/tools/file-mutation.ts
    * MutationScope): the commit and its rollback act in it, never re-resolving the path. Absent: opened by path
@@ -94,6 +96,7 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
       } else {
         const newBytes = c.newBytes;
         await inParent(c.real, c.dir, options.isInside, (dir, name) => writeFileAtomicIn(dir, name, newBytes, {
+          mode: c.newMode ?? undefined,
           expected: {
             identity: c.oldIdentity,
             // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.

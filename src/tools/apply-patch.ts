@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { OccMismatchError, PatchFailedError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
+import { historyFileOf } from '../fs/history.js';
 import type { CurrentFile } from '../fs/read-current.js';
 import { toEolText } from '../patch/eol-text.js';
 import { applyHunks, type HunkReport } from '../patch/locate-hunks.js';
@@ -277,6 +278,7 @@ export const applyPatch = defineTool({
         }
         return {
           result: results, done: `changed ${changes.length} file(s)`,
+          history: { tool: 'apply_patch', files: changes.map((c) => historyFileOf(c.real, c.oldBytes, c.oldMode, c.newHash)) },
           effect: () => commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside }),
           remember: () => {
             for (const c of changes) {

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { directoryNotEmpty, inspectTree, removeEmptyDir, removeEntry, removeTree, type InspectedTree } from '../fs/tree-ops.js';
 import { sameNode } from '../fs/verified-dir.js';
+import { historyFileOf } from '../fs/history.js';
 import { assertDeletableEntry, authorizeWrite, kindOf } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
@@ -58,7 +59,7 @@ export const deletePath = defineTool({
         const type = kindOf(stats);
         const forget = () => (stats.isDirectory() ? ctx.hashes.forgetUnder(target.real) : ctx.hashes.forget(target.real));
         if (stats.isFile()) {
-          const current = await scope.current(target.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true });
+          const current = await scope.current(target.real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes, hashOnlyWhenLarge: true });
           checkExpectedHash({
             absolute: target.absolute, real: target.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
             expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
@@ -67,6 +68,7 @@ export const deletePath = defineTool({
           return {
             result: { type, previousHash: current.hash, entries: 0 }, done: `deleted ${target.real}`, remember: forget,
             effect: () => removeEntry(dir, name, node),
+            history: current.bytes ? { tool: 'delete_path', files: [historyFileOf(target.real, current.bytes, node.mode, null)] } : undefined,
           };
         }
         if (!stats.isDirectory()) {

@@ -62,7 +62,7 @@ export const editFile = defineTool({
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: true, followFinal: true });
     const r = await mutateFile(ctx, target, {
       expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
-      wantBytes: true, mustExist: true,
+      wantBytes: true, mustExist: true, tool: 'edit_file',
     }, (current) => {
       const bytes = current.bytes!;
       if (!isUtf8(bytes)) {

@@ -19,6 +19,7 @@
 import path from 'node:path';
 import { writeFileAtomicIn } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
+import { historyFileOf, recordChange, type HistoryFile } from '../fs/history.js';
 import { withPathLock } from '../fs/path-lock.js';
 import { isDirectory, readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
@@ -133,6 +134,8 @@ export interface MutationStep<T> {
   remember?: () => void;
   /** What the effect did, in a few words (reported if the new status hash fails afterwards). */
   done: string;
+  /** The undo record of this change (src/fs/history.ts), written once the effect succeeded. */
+  history?: { tool: string; files: HistoryFile[]; reverts?: string[] };
 }
 
 /** One mutation call as the pipeline runs it. */
@@ -171,6 +174,7 @@ export async function runMutation<T>(ctx: ToolContext, plan: MutationPlan<T>): P
       if (!plan.dryRun && s.effect) {
         await s.effect();
         s.remember?.();
+        if (s.history && s.history.files.length > 0) await recordHistory(ctx, s.history);
       }
       return s;
     } finally {
@@ -183,6 +187,20 @@ export async function runMutation<T>(ctx: ToolContext, plan: MutationPlan<T>): P
     return { result: step.result, statusHash };
   } catch (error) {
     throw step.effect ? afterEffect(error, step.done) : error;
+  }
+}
+
+/**
+ * Records a change in the undo history (inside the path lock, so records of one file are in commit order). A failure
+ * to record never fails the change that already happened: it is logged to stderr (no content, no path).
+ */
+async function recordHistory(ctx: ToolContext, history: NonNullable<MutationStep<unknown>['history']>): Promise<void> {
+  try {
+    await recordChange(ctx.config.stateDir, {
+      maxChanges: ctx.config.limits.historyMaxChanges, maxBytes: ctx.config.limits.historyMaxBytes,
+    }, history);
+  } catch (error) {
+    process.stderr.write(`fs-tools: the undo history could not record a ${history.tool} change (${(error as NodeJS.ErrnoException).code ?? 'error'})\n`);
   }
 }
 
@@ -199,6 +217,8 @@ export interface MutateOptions {
   mustExist?: boolean;
   /** Name of the expected-hash parameter, for messages. */
   field?: string;
+  /** The tool's name, for the undo history. Default write_file. */
+  tool?: string;
 }
 
 /** What `mutateFile` did. */
@@ -236,7 +256,11 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
     lockPaths: [real], expectedStatusHash: options.expectedStatusHash, statusPaths: [real], dryRun: options.dryRun,
     decide: async (scope) => {
       const where = options.createDirs ? scope.parent(real) : scope.existingParent(real, target.absolute);
-      const current = where ? await readCurrentIn(where.dir, where.name, { wantBytes: options.wantBytes, maxBytes })
+      const current = where ? await readCurrentIn(where.dir, where.name, {
+        // The undo history keeps the bytes before the change; a file over --max-edit-bytes is hashed only and its
+        // change is not recorded (it could not be restored).
+        wantBytes: options.wantBytes || !options.dryRun, maxBytes, hashOnlyWhenLarge: !options.wantBytes,
+      })
         : { exists: false, hash: null, bytes: null, stats: null };
       if (options.mustExist && !current.exists) {
         throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
@@ -286,9 +310,14 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
           throw error;
         }
       };
+      const restorable = !current.exists || current.bytes !== null;
       return {
         result, effect, done: `${current.exists ? 'replaced' : 'created'} ${real}`,
         remember: () => ctx.hashes.remember(real, contentHash, computed.bytes),
+        history: restorable ? {
+          tool: options.tool ?? 'write_file',
+          files: [historyFileOf(real, current.bytes, current.stats ? current.stats.mode : null, contentHash)],
+        } : undefined,
       };
     },
   });

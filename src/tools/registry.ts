@@ -19,6 +19,7 @@ import { gitStatusTool } from './git-status.js';
 import { gitDiff } from './git-diff.js';
 import { githubIssues } from './github-issues.js';
 import { gitlabIssues } from './gitlab-issues.js';
+import { listChanges, revertChanges } from './undo.js';
 
 /** Every tool this build has, in listing order. */
 export const TOOLS: readonly AnyTool[] = [
@@ -35,6 +36,7 @@ export const TOOLS: readonly AnyTool[] = [
   movePath,
   deletePath,
   createDirectory,
+  listChanges, revertChanges,
   gitStatusTool,
   gitDiff,
   githubIssues,

@@ -21,6 +21,8 @@ const REGISTRY_ORDER = TOOLS.map((t) => t.name);
  *     changes more (not idempotent).
  *   - move_path may overwrite its destination; delete_path deletes; neither is safe to repeat blindly.
  *   - create_directory only adds, and is idempotent by contract.
+ *   - list_changes only reads the history; revert_changes overwrites and deletes files (a second call reverts the
+ *     revert or fails: not idempotent).
  *   - github_issues / gitlab_issues: `edit` replaces a body and labels, `close` changes state (destructive); `create`
  *     and `comment` add each time (not idempotent); they talk to a forge (open world).
  */
@@ -38,6 +40,8 @@ const HONEST_ANNOTATIONS: Record<string, [boolean, boolean, boolean, boolean]> =
   move_path: [false, true, false, false],
   delete_path: [false, true, false, false],
   create_directory: [false, false, true, false],
+  list_changes: [true, false, true, false],
+  revert_changes: [false, true, false, false],
   git_status: [true, false, true, false],
   git_diff: [true, false, true, false],
   github_issues: [false, true, false, true],

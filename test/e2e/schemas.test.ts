@@ -173,6 +173,18 @@ Object.assign(CASES, {
     ok: [{ path: 'mut/made/sub' }, { path: 'mut/made/sub' }],
     fail: [{ args: { path: '/etc/fs-tools-schemas-dir' }, code: 'NOT_ALLOWED' }],
   },
+  list_changes: {
+    ok: [{}, { limit: 1 }],
+    fail: [{ args: { limit: 0 }, code: 'VALIDATION' }],
+  },
+  revert_changes: {
+    // The walk runs in tools/list order: delete_path (recorded) came before, so there is a change to preview.
+    ok: [{ last: 1, dry_run: true }],
+    fail: [
+      { args: {}, code: 'VALIDATION' },
+      { args: { change_id: '000000000000000-000000000000' }, code: 'NOT_FOUND' },
+    ],
+  },
   git_status: {
     ok: [{ path: 'repo' }, { path: 'repo/tracked.txt' }],
     fail: [{ args: { path: '/etc' }, code: 'NOT_ALLOWED' }],

@@ -1,0 +1,221 @@
+/**
+ * The undo history (issue 18, "Undo"): every change the server made to files through the one mutation pipeline
+ * (src/tools/file-mutation.ts `runMutation`), one JSON file per change under `<state-dir>/history/`, so it survives
+ * a restart. The state directory is never reachable by the file tools (src/policy/builtin-guards.ts), but a state
+ * directory configured inside a root was once writable, so every record is validated strictly (zod, old bytes against
+ * their hash, id against the file name) and an invalid record is skipped and counted, never trusted.
+ *
+ * Bounded by count and bytes (`--history-max-changes`, `--history-max-bytes`): the oldest records are dropped first
+ * and the number dropped is kept in `meta.json` for the listing's note.
+ */
+import { randomUUID } from 'node:crypto';
+import { constants } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { syncDirectory } from './atomic-write.js';
+import { CONTENT_HASH_PATTERN, hashBytes } from './hash.js';
+
+/** One file of a recorded change: its state before (bytes or absence, mode) and the hash the change left. */
+export interface HistoryFile {
+  /** Absolute real path. */
+  path: string;
+  /** Bytes before the change, base64; null when the file did not exist. */
+  old_base64: string | null;
+  old_hash: string | null;
+  /** Permission bits before the change (null: absent). */
+  old_mode: number | null;
+  /** Hash the change left; null when it deleted the file. */
+  new_hash: string | null;
+}
+
+/** One recorded change (a multi-file patch is one). */
+export interface HistoryChange {
+  /** Sortable id: 15-digit milliseconds, '-', 12 hex characters. */
+  id: string;
+  tool: string;
+  created_at: string;
+  /** The change this one reverted, when it is a revert. */
+  reverts?: string[];
+  files: HistoryFile[];
+}
+
+/** Bounds of the history. */
+export interface HistoryLimits {
+  /** Most changes kept. Default 200 (--history-max-changes). */
+  maxChanges: number;
+  /** Most bytes of records kept on disk. Default 64 MiB (--history-max-bytes). */
+  maxBytes: number;
+}
+
+export const DEFAULT_HISTORY_LIMITS: HistoryLimits = { maxChanges: 200, maxBytes: 64 * 1024 * 1024 };
+
+const ID_PATTERN = /^[0-9]{15}-[0-9a-f]{12}$/;
+const HashSchema = z.string().regex(CONTENT_HASH_PATTERN);
+const PathSchema = z.string().min(1).max(4096)
+  .refine((p) => path.isAbsolute(p) && !p.includes('\0') && path.normalize(p) === p, 'an absolute, normalized path');
+
+/** A record as read back from disk (hostile until parsed). */
+const ChangeSchema = z.strictObject({
+  id: z.string().regex(ID_PATTERN),
+  tool: z.string().min(1).max(64).regex(/^[a-z_]+$/),
+  created_at: z.iso.datetime(),
+  reverts: z.array(z.string().regex(ID_PATTERN)).max(10_000).optional(),
+  files: z.array(z.strictObject({
+    path: PathSchema,
+    old_base64: z.base64().nullable(),
+    old_hash: HashSchema.nullable(),
+    old_mode: z.number().int().min(0).max(0o777).nullable(),
+    new_hash: HashSchema.nullable(),
+  }).refine((f) => (f.old_base64 === null) === (f.old_hash === null), 'old_base64 and old_hash are both null or both set')
+    .refine((f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
+      'old_base64 does not match old_hash')).min(1).max(10_000),
+});
+
+const MetaSchema = z.strictObject({
+  dropped: z.number().int().min(0), last_dropped_id: z.string().regex(ID_PATTERN).nullable(),
+  skipped: z.number().int().min(0).optional(),
+});
+
+/** What `loadHistory` found. */
+export interface HistoryListing {
+  /** Valid changes, oldest first. */
+  changes: HistoryChange[];
+  /** Records skipped as invalid (not JSON, wrong shape, bytes not matching their hash …). */
+  invalid: number;
+  /** Changes dropped so far to keep the bounds, and the newest dropped id. */
+  dropped: number;
+  lastDroppedId: string | null;
+  /** Changes not recorded because one record alone exceeded --history-max-bytes. */
+  skipped: number;
+}
+
+function historyDir(stateDir: string): string {
+  return path.join(stateDir, 'history');
+}
+
+function newId(): string {
+  // Milliseconds keep the order across processes; a random tail keeps ids unique.
+  return `${String(Date.now()).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+}
+
+/** Largest record read back (bytes); a bigger file is invalid. */
+const MAX_RECORD_BYTES = 512 * 1024 * 1024;
+
+async function readRecord(file: string): Promise<unknown> {
+  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  try {
+    const st = await handle.stat();
+    if (!st.isFile() || st.size > MAX_RECORD_BYTES) return null;
+    return JSON.parse(await handle.readFile('utf8'));
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
+  try {
+    const parsed = MetaSchema.safeParse(await readRecord(path.join(dir, 'meta.json')));
+    if (parsed.success) return parsed.data;
+  } catch { /* absent or unreadable: nothing dropped yet */ }
+  return { dropped: 0, last_dropped_id: null };
+}
+
+async function writeDurably(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
+  const handle = await open(tmp, 'w', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, file);
+  await syncDirectory(path.dirname(file));
+}
+
+/**
+ * Every valid change, oldest first; invalid records are counted and left alone.
+ * @throws nothing for a missing directory (empty history); Node errno errors otherwise
+ */
+export async function loadHistory(stateDir: string): Promise<HistoryListing> {
+  const dir = historyDir(stateDir);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { changes: [], invalid: 0, dropped: 0, lastDroppedId: null, skipped: 0 };
+    throw error;
+  }
+  const changes: HistoryChange[] = [];
+  let invalid = 0;
+  for (const name of names.filter((n) => n.endsWith('.json') && n !== 'meta.json').sort()) {
+    try {
+      const parsed = ChangeSchema.safeParse(await readRecord(path.join(dir, name)));
+      if (!parsed.success || `${parsed.data.id}.json` !== name) {
+        invalid++;
+        continue;
+      }
+      changes.push(parsed.data);
+    } catch {
+      invalid++;
+    }
+  }
+  const meta = await readMeta(dir);
+  return { changes, invalid, dropped: meta.dropped, lastDroppedId: meta.last_dropped_id, skipped: meta.skipped ?? 0 };
+}
+
+/**
+ * Records one change durably, then drops the oldest changes beyond the bounds. A change whose record alone exceeds
+ * `maxBytes` is not recorded (counted as skipped in the listing): it could never be kept within the bound.
+ * @returns the new change's id, or null when it was skipped
+ * @throws Node errno errors (the caller logs them: the change itself already happened)
+ */
+export async function recordChange(stateDir: string, limits: HistoryLimits,
+  change: Omit<HistoryChange, 'id' | 'created_at'>): Promise<string | null> {
+  const dir = historyDir(stateDir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
+  const text = JSON.stringify(full);
+  if (Buffer.byteLength(text) > limits.maxBytes) {
+    const meta = await readMeta(dir);
+    await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
+    return null;
+  }
+  await writeDurably(path.join(dir, `${full.id}.json`), text);
+  await prune(dir, limits);
+  return full.id;
+}
+
+async function prune(dir: string, limits: HistoryLimits): Promise<void> {
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5))).sort();
+  const sizes = await Promise.all(names.map(async (n) => (await stat(path.join(dir, n)).catch(() => null))?.size ?? 0));
+  let total = sizes.reduce((a, b) => a + b, 0);
+  let count = names.length;
+  let dropped = 0;
+  let lastDropped: string | null = null;
+  // Never drop the newest change: it was just recorded (and alone fits the byte bound).
+  for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++) {
+    await rm(path.join(dir, names[i]), { force: true });
+    total -= sizes[i];
+    count--;
+    dropped++;
+    lastDropped = names[i].slice(0, -5);
+  }
+  if (dropped > 0) {
+    const meta = await readMeta(dir);
+    await writeDurably(path.join(dir, 'meta.json'),
+      JSON.stringify({ ...meta, dropped: meta.dropped + dropped, last_dropped_id: lastDropped }));
+  }
+}
+
+/** A history file entry from a planned change (bytes before, mode, new hash). */
+export function historyFileOf(real: string, oldBytes: Buffer | null, oldMode: number | null, newHash: string | null): HistoryFile {
+  return {
+    path: real,
+    old_base64: oldBytes ? oldBytes.toString('base64') : null,
+    old_hash: oldBytes ? hashBytes(oldBytes) : null,
+    old_mode: oldBytes && oldMode !== null ? oldMode & 0o777 : null,
+    new_hash: newHash,
+  };
+}
