@@ -105,7 +105,15 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
     expect(a.reason).toBe('no_match');
     expect(a.nearest.line).toBe(5);
     expect(a.nearest.first_difference).toEqual({ line: 5, expected: '    retries = 4', actual: '    retries = 3', whitespace_only: false });
-    expect(b).toEqual({ reason: 'ambiguous', edit_index: 2, count: 2, candidates: [6, 11] });
+    // candidate_context (issue 21, mutation-tool items): the lines around each match, on the text as it stands (edit 1
+    // applied).
+    expect(b).toEqual({
+      reason: 'ambiguous', edit_index: 2, count: 2, candidates: [6, 11],
+      candidate_context: [
+        { line: 6, before: ['    timeout = 10', '    retries = 3'], after: ['', 'def save():'] },
+        { line: 11, before: ['    path = "out.txt"', '    mode = "a"'], after: ['', 'def run():'] },
+      ],
+    });
     expect(readFileSync(path.join(R, 'app.py'), 'utf8')).toBe(APP);
   });
 

@@ -231,3 +231,28 @@ describe('6. move_path missing source: NOT_FOUND with near', () => {
     expect(readdirSync(p('src'))).toEqual(['utils.ts']);
   });
 });
+
+describe('PATCH_FAILED ambiguous (edit_file) carries candidate_context', () => {
+  it('two matches: each with its line and 2 lines before/after; following it applies; the failed call wrote nothing', async () => {
+    const f = p('m12.py');
+    const text = `${MOD(12)}def save():\n    retries = 3\n    return 0\n`;
+    writeFileSync(f, text);
+    await client.callOk('read_file', { path: f });
+    const { error: e } = await client.callError('edit_file', { path: f, edits: [{ old_text: '    retries = 3', new_text: '    retries = 4' }] });
+    expect(e.code).toBe('PATCH_FAILED');
+    expect(e.path).toBe(f);
+    expect(e.retryable).toBe(false);
+    expect(e.recovery).toBe('read_and_rebase');
+    expect(e.details).toEqual({
+      reason: 'ambiguous', edit_index: 0, count: 2, candidates: [3, 6], current_hash: sha(text),
+      candidate_context: [
+        { line: 3, before: ['def load_12():', '    timeout = 12'], after: ['    return timeout', 'def save():'] },
+        { line: 6, before: ['    return timeout', 'def save():'], after: ['    return 0'] },
+      ],
+    });
+    expect(readFileSync(f, 'utf8')).toBe(text);
+    const prefix = e.details.candidate_context[1].before.at(-1);
+    await client.callOk('edit_file', { path: f, edits: [{ old_text: `${prefix}\n    retries = 3`, new_text: `${prefix}\n    retries = 4` }] });
+    expect(readFileSync(f, 'utf8')).toBe(text.replace('def save():\n    retries = 3', 'def save():\n    retries = 4'));
+  });
+});
