@@ -209,6 +209,21 @@ describe('NOT_FOUND: near paths', () => {
     expect(missing.details).toEqual({});
     expect(JSON.stringify(missing)).not.toContain('secret-plan');
   });
+
+  it('an explicit content expected_hash does not turn a hidden path into a "deleted" conflict (it stays NOT_FOUND)', async () => {
+    // Attack on the issue-21 deletion rule: a hash makes a missing known file OCC_MISMATCH deleted; a hidden file must
+    // still answer like a missing one, and a missing file under a hidden directory too.
+    const hash = `sha256:${createHash('sha256').update('plan\n').digest('hex')}`;
+    for (const rel of ['src/secret-plan.ts', 'private/never-there.md']) {
+      const { error: e } = await client.callError('edit_file', { path: rel, expected_hash: hash, edits: [{ old_text: 'plan', new_text: 'x' }] });
+      expect(e.code).toBe('NOT_FOUND');
+      expect(e.path).toBe(path.join(R, rel));
+      expect(e.conflict).toBeUndefined();
+      expect(e.details).toEqual({});
+    }
+    expect(readFileSync(path.join(R, 'src/secret-plan.ts'), 'utf8')).toBe('plan\n');
+    expect(existsSync(path.join(R, 'private/never-there.md'))).toBe(false);
+  });
 });
 
 describe('a file deleted after this session read it', () => {
