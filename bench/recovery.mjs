@@ -117,6 +117,25 @@ function renameField(args, field, to) {
   return true;
 }
 
+/**
+ * An ambiguous edit, disambiguated from the envelope's candidate_context alone: prefix old_text and new_text with the
+ * 1, then 2 lines before each candidate; when exactly one candidate's result matches the intent's goal, the edit is
+ * rewritten in place and true returned.
+ */
+function pickCandidate(edit, contexts, intent) {
+  for (let k = 1; k <= 2; k++) {
+    const fits = contexts.filter((cc) => cc.before.length >= k)
+      .map((cc) => cc.before.slice(-k).join('\n'))
+      .filter((prefix) => intent.anchorDone.test(`${prefix}\n${edit.new_text}\n`));
+    if (fits.length === 1) {
+      edit.old_text = `${fits[0]}\n${edit.old_text}`;
+      edit.new_text = `${fits[0]}\n${edit.new_text}`;
+      return true;
+    }
+  }
+  return false;
+}
+
 /** The path-valued argument of a call (the one the envelope's path refers to). */
 function pathKeyOf(call, envPath) {
   for (const k of ['path', 'source', 'destination']) {
@@ -204,6 +223,11 @@ async function runAgent(c) {
       next.args[key] = path.join(root, ...parts.slice(-2));
     } else if (e.code === 'OCC_MISMATCH' && e.conflict?.reason === 'deleted') {
       return { outcome: 'stopped', extra, infoCalls, followedHint, firstCode, trail };
+    } else if (e.code === 'PATCH_FAILED' && d.reason === 'ambiguous' && call.tool === 'edit_file' && Array.isArray(d.candidate_context)
+      && c.intent?.anchorDone && pickCandidate(next.args.edits[d.edit_index], d.candidate_context, c.intent)) {
+      // The envelope shows the lines around each match: extend old_text (and new_text) with the lines before the one
+      // the agent means — the one whose result has the shape the agent intends (its goal, not the file's content).
+      followedHint = true;
     } else if (e.code === 'HASH_REQUIRED' || e.code === 'OCC_MISMATCH' || (e.code === 'PATCH_FAILED' && e.recovery === 'read_and_rebase'
       && !(d.reason === 'no_match' && (d.failures ?? [d]).every((f) => f.nearest?.first_difference)))) {
       if (d.reason === 'already_applied') {

@@ -97,7 +97,10 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     const lines = spans.map((s) => lineOfOffset(t.view, s.start));
     if (spans.length > 1 && !edit.replace_all) {
       throw new PatchFailedError(`${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`, {
-        path: absolute, details: { reason: 'ambiguous', edit_index: index, count: spans.length, candidates: lines.slice(0, 50) },
+        path: absolute, details: {
+          reason: 'ambiguous', edit_index: index, count: spans.length, candidates: lines.slice(0, 50),
+          candidate_context: candidateContext(splitView(t.view).lines, lines, splitView(oldText).lines.length),
+        },
         suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
       });
     }
@@ -105,6 +108,27 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     reports.push({ index, replacements: spans.length, match, lines });
     return applyToOriginal(t, replacements);
   }
+}
+
+/** Candidates given context in an ambiguous envelope (the first ones), lines of context on each side, characters per line. */
+const CONTEXT_CANDIDATES = 10;
+const CONTEXT_LINES = 2;
+const CONTEXT_LINE_CHARS = 200;
+
+/**
+ * The lines around each of the first CONTEXT_CANDIDATES ambiguous matches (issue 21: enough for an agent to extend
+ * old_text with the neighbouring line that singles out the match it means, without reading the file): for each, its
+ * 1-based `line`, up to CONTEXT_LINES lines `before` the match and `after` it (a match spanning `span` lines), each cut
+ * to CONTEXT_LINE_CHARS characters. Content of the file being edited, as `nearest` already carries.
+ */
+function candidateContext(viewLines: readonly string[], starts: readonly number[], span: number):
+  Array<{ line: number; before: string[]; after: string[] }> {
+  const cut = (l: string) => l.slice(0, CONTEXT_LINE_CHARS);
+  return starts.slice(0, CONTEXT_CANDIDATES).map((line) => ({
+    line,
+    before: viewLines.slice(Math.max(0, line - 1 - CONTEXT_LINES), line - 1).map(cut),
+    after: viewLines.slice(line - 1 + span, line - 1 + span + CONTEXT_LINES).map(cut),
+  }));
 }
 
 /**

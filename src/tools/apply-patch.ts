@@ -22,7 +22,7 @@ import { checkExpectedHash } from '../policy/occ.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { insideRoots, runMutation } from './file-mutation.js';
+import { deletionIsConflict, insideRoots, runMutation } from './file-mutation.js';
 
 export const ApplyPatchInput = z.strictObject({
   patch: z.string().min(1).describe('Unified diff, one or more files'),
@@ -129,15 +129,38 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
       : single === null && file.oldPath !== file.newPath ? 'renamed' : 'modified';
     const oldName = file.oldPath ?? file.newPath!;
     const newName = file.newPath ?? file.oldPath!;
+    // A file this session knows (or expected_hashes names by content) that is gone is OCC_MISMATCH deleted inside the
+    // lock, not NOT_FOUND here (issue 21).
+    const knownToSession = (real: string) => {
+      const expected = expectedFor(args.expected_hashes, [oldName, file.rawOldPath, file.rawNewPath, real,
+        path.relative(ctx.policy.roots[0]?.real ?? '/', real)]);
+      return deletionIsConflict(ctx, expected)(real);
+    };
     const authorizeExisting = async (name: string, raw: string | null, field: string) => {
+      const options = { kind: 'file' as const, mustExist: true, followFinal: true, field, knownToSession };
+      let stripped: AuthorizedWrite;
       try {
-        return await authorizeWrite(rel(name), ctx.policy, { kind: 'file', mustExist: true, followFinal: true, field });
+        stripped = await authorizeWrite(rel(name), ctx.policy, options);
       } catch (error) {
-        // `diff -u` paths that really start with a/ or b/: retry unstripped.
+        // `diff -u` paths that really start with a/ or b/: retry unstripped. When that is missing too, the envelope
+        // names the stripped (real target) path, never the diff's prefix (issue 21).
         if (error instanceof ToolError && error.code === 'NOT_FOUND' && raw && raw !== name && single === null) {
-          return await authorizeWrite(rel(raw), ctx.policy, { kind: 'file', mustExist: true, followFinal: true, field });
+          try {
+            return await authorizeWrite(rel(raw), ctx.policy, { ...options, knownToSession: undefined });
+          } catch (rawError) {
+            if (rawError instanceof ToolError && rawError.code === 'NOT_FOUND') throw error;
+            throw rawError;
+          }
         }
         throw error;
+      }
+      if (stripped.stats || !raw || raw === name || single !== null) return stripped;
+      // The stripped path is a known, deleted file: an existing unstripped path is still the target.
+      try {
+        const unstripped = await authorizeWrite(rel(raw), ctx.policy, { ...options, knownToSession: undefined });
+        return unstripped;
+      } catch {
+        return stripped;
       }
     };
     let source: AuthorizedWrite;
@@ -169,6 +192,21 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
     }
   }
   return targets;
+}
+
+/**
+ * One HASH_REQUIRED for every file of the patch that needs a hash (issue 21): the first file's path and current_hash
+ * stay top-level (compatibility), `details.files` lists each as {path, current_hash}, in patch order.
+ */
+function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
+  const first = errors[0];
+  if (errors.length === 1) return first;
+  const files = errors.map((e) => ({ path: e.path, current_hash: e.details.current_hash }));
+  return new ToolError('HASH_REQUIRED', `${errors.length} files of the patch exist and this session has not read them; `
+    + 'pass expected_hashes for each.', {
+    path: first.path, details: { current_hash: first.details.current_hash, files },
+    suggestion: 'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
+  });
 }
 
 function decode(current: CurrentFile, absolute: string): string {
@@ -207,10 +245,23 @@ export const applyPatch = defineTool({
       decide: async (scope) => {
         const changes: PlannedChange[] = [];
         const results: FileResult[] = [];
+        // SPEC §3.3 step 9 for every file first: an OCC_MISMATCH (any file) wins; every file needing a hash is listed in
+        // one HASH_REQUIRED (issue 21: all known problems in one envelope); then step 10 (the hunks) per file.
+        const currents: CurrentFile[] = [];
+        const hashRequired: ToolError[] = [];
         for (const t of targets) {
           // A created file's destination is read too (it must still be absent), through its verified parent.
           const current = await scope.current(t.source.real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
+          currents.push(current);
+          const expected = expectedFor(args.expected_hashes, [t.key, t.file.rawOldPath, t.file.rawNewPath, t.source.absolute, t.source.real,
+            path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real)]);
+          const occ = () => checkExpectedHash({
+            absolute: t.source.absolute, real: t.source.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
+            expected, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: `expected_hashes["${t.key}"]`,
+          });
           if (t.action !== 'created' && !current.exists) {
+            // Known to the session (or named by content): OCC_MISMATCH deleted (issue 21). Otherwise it vanished.
+            if (deletionIsConflict(ctx, expected)(t.source.real)) occ();
             throw new ToolError('NOT_FOUND', `No such file or directory: ${t.source.absolute}.`, { path: t.source.absolute });
           }
           if (t.action === 'renamed') {
@@ -221,8 +272,6 @@ export const applyPatch = defineTool({
               });
             }
           }
-          const expected = expectedFor(args.expected_hashes, [t.key, t.file.rawOldPath, t.file.rawNewPath, t.source.absolute, t.source.real,
-            path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real)]);
           if (t.action === 'created') {
             if (current.exists) {
               throw new OccMismatchError(`The patch creates ${t.dest.absolute}, but it already exists.`, {
@@ -230,12 +279,18 @@ export const applyPatch = defineTool({
               });
             }
           } else {
-            const verdict = checkExpectedHash({
-              absolute: t.source.absolute, real: t.source.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-              expected, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: `expected_hashes["${t.key}"]`,
-            });
-            if (verdict.warning) warnings.push(verdict.warning);
+            try {
+              const verdict = occ();
+              if (verdict.warning) warnings.push(verdict.warning);
+            } catch (error) {
+              if (!(error instanceof ToolError) || error.code !== 'HASH_REQUIRED') throw error;
+              hashRequired.push(error);
+            }
           }
+        }
+        if (hashRequired.length) throw hashRequiredForAll(hashRequired);
+        for (const [i, t] of targets.entries()) {
+          const current = currents[i];
           const before = t.action === 'created' ? '' : decode(current, t.source.absolute);
           let applied: { text: string; hunks: HunkReport[] };
           try {

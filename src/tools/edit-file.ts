@@ -14,7 +14,7 @@ import { authorizeWrite } from '../policy/authorize.js';
 import { PatchFailedError } from '../errors/tool-error.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { mutateFile } from './file-mutation.js';
+import { deletionIsConflict, mutateFile } from './file-mutation.js';
 
 /** Most characters of unified diff returned in a result. */
 const MAX_DIFF_CHARS = 64 * 1024;
@@ -59,7 +59,9 @@ export const editFile = defineTool({
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
-    const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: true, followFinal: true });
+    const target = await authorizeWrite(args.path, ctx.policy, {
+      kind: 'file', mustExist: true, followFinal: true, knownToSession: deletionIsConflict(ctx, args.expected_hash),
+    });
     const r = await mutateFile(ctx, target, {
       expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
       wantBytes: true, mustExist: true, tool: 'edit_file',

@@ -27,7 +27,7 @@ import { identityOf, openDirCreating, VerifiedDir } from '../fs/verified-dir.js'
 import { ToolError } from '../errors/tool-error.js';
 import type { AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
-import { checkExpectedHash, type OccVerdict } from '../policy/occ.js';
+import { ABSENT, checkExpectedHash, type OccVerdict } from '../policy/occ.js';
 import { parentOf, type AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
 import type { ToolContext } from './define-tool.js';
@@ -204,13 +204,26 @@ async function recordHistory(ctx: ToolContext, history: NonNullable<MutationStep
   }
 }
 
+/**
+ * The `knownToSession` predicate of authorizeWrite for a mutation (issue 21): a missing target is a deletion conflict
+ * (OCC_MISMATCH `deleted`), not NOT_FOUND, when an explicit expected hash names content, or when this session read or
+ * wrote the path under --auto-occ=block|warn.
+ */
+export function deletionIsConflict(ctx: ToolContext, expected: string | undefined): (real: string) => boolean {
+  return (real) => (expected !== undefined && expected !== ABSENT)
+    || (ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined);
+}
+
 /** Options of `mutateFile`. */
 export interface MutateOptions {
   expectedHash: string | undefined;
   expectedStatusHash: string | undefined;
   dryRun: boolean;
-  /** Load the current bytes (edits) or only hash them (whole-file replace). */
-  wantBytes: boolean;
+  /**
+   * Load the current bytes (edits) or only hash them (whole-file replace). `'small'`: load them only up to the OCC
+   * snapshot size (256 KiB), so an OCC conflict can carry changed_ranges and bytes_delta (write_file, issue 21).
+   */
+  wantBytes: boolean | 'small';
   /** Create missing parent directories (write_file create_dirs). */
   createDirs?: boolean;
   /** The file must exist now (edit_file): one gone since authorization is NOT_FOUND. */
@@ -249,26 +262,39 @@ export interface Computed<T> {
 export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, options: MutateOptions,
   compute: (current: CurrentFile) => Promise<Computed<T>> | Computed<T>): Promise<MutateResult<T>> {
   // SPEC §3.3 step 7 (existence) before step 8 (STALE_GIT) and 9 (OCC): a new file needs its parent directory.
-  if (!target.stats && !options.createDirs && !(await isDirectory(parentOf(target.real)))) throw parentMissing(target.absolute);
+  // A file this session knows (or an explicit content hash names) whose directory is gone too is a deletion conflict,
+  // decided by the OCC check below, not a missing parent (issue 21).
+  const known = deletionIsConflict(ctx, options.expectedHash)(target.real);
+  if (!target.stats && !options.createDirs && !known && !(await isDirectory(parentOf(target.real)))) throw parentMissing(target.absolute);
   const real: AllowedPath = target.real;
-  const maxBytes = ctx.config.limits.maxEditBytes;
+  // A real change also loads the bytes before it for the undo history (up to --max-edit-bytes; a larger file is hashed
+  // only and its change is not recorded). A dry run loads only what the conflict report needs ('small': 256 KiB).
+  const forHistory = !options.dryRun;
+  const maxBytes = options.wantBytes === 'small' && !forHistory ? 256 * 1024 : ctx.config.limits.maxEditBytes;
+  const readOptions = {
+    wantBytes: options.wantBytes !== false || forHistory, maxBytes, hashOnlyWhenLarge: options.wantBytes !== true,
+  };
   const { result, statusHash } = await runMutation(ctx, {
     lockPaths: [real], expectedStatusHash: options.expectedStatusHash, statusPaths: [real], dryRun: options.dryRun,
     decide: async (scope) => {
-      const where = options.createDirs ? scope.parent(real) : scope.existingParent(real, target.absolute);
-      const current = where ? await readCurrentIn(where.dir, where.name, {
-        // The undo history keeps the bytes before the change; a file over --max-edit-bytes is hashed only and its
-        // change is not recorded (it could not be restored).
-        wantBytes: options.wantBytes || !options.dryRun, maxBytes, hashOnlyWhenLarge: !options.wantBytes,
-      })
+      const where = options.createDirs || known ? scope.parent(real) : scope.existingParent(real, target.absolute);
+      const current = where ? await readCurrentIn(where.dir, where.name, readOptions)
         : { exists: false, hash: null, bytes: null, stats: null };
-      if (options.mustExist && !current.exists) {
-        throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
-      }
-      const occ = checkExpectedHash({
+      const occCheck = () => checkExpectedHash({
         absolute: target.absolute, real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
         expected: options.expectedHash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: options.field,
       });
+      if (options.mustExist && !current.exists) {
+        // A known file that is gone: the OCC check throws OCC_MISMATCH deleted (issue 21); otherwise NOT_FOUND.
+        if (known) occCheck();
+        if (!where) throw parentMissing(target.absolute);
+        throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+      }
+      if (!where && !options.createDirs) {
+        occCheck(); // throws OCC_MISMATCH deleted for a known file; else the parent is simply missing
+        throw parentMissing(target.absolute);
+      }
+      const occ = occCheck();
       const computed = await compute(current);
       const contentHash = hashBytes(computed.bytes);
       const result = {

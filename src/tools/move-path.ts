@@ -6,16 +6,17 @@
 import type { Stats } from 'node:fs';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { isDirectory } from '../fs/read-current.js';
+import { isDirectory, readCurrentIn } from '../fs/read-current.js';
 import { moveEntry } from '../fs/tree-ops.js';
 import { identityOf } from '../fs/verified-dir.js';
-import { assertWritesAllowed, authorizeWrite, kindOf } from '../policy/authorize.js';
+import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
+import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
-import { defineTool } from './define-tool.js';
-import { parentMissing, runMutation } from './file-mutation.js';
+import { defineTool, type ToolContext } from './define-tool.js';
+import { insideRoots, MutationScope, parentMissing, runMutation } from './file-mutation.js';
 
 export const MovePathInput = z.strictObject({
   source: PathArg.describe('From'),
@@ -60,16 +61,15 @@ export const movePath = defineTool({
     ], ctx.policy);
     const source = await authorizeWrite(args.source, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'source' });
     const destination = await authorizeWrite(args.destination, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'destination' });
-    if (!source.stats) {
-      throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
-    }
+    if (!source.stats) throw await notFoundError(source, ctx.policy); // details.near (issue 21)
     if (source.real === destination.real) {
       throw new ToolError('VALIDATION', 'source and destination are the same path.', {
         path: source.absolute, details: { reason: 'same_path' },
       });
     }
     // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
-    assertMovable(source.stats, destination.stats, args.overwrite, source, destination);
+    assertMovable(source.stats, destination.stats, args.overwrite, source, destination,
+      destination.stats && !args.overwrite ? await destinationHash(ctx, destination) : null);
     const missingParent = 'Call create_directory for the parent first.';
     if (!(await isDirectory(parentOf(destination.real)))) throw parentMissing(destination.absolute, missingParent);
     const { result, statusHash } = await runMutation(ctx, {
@@ -82,7 +82,9 @@ export const movePath = defineTool({
         const srcNow = src.dir.lstat(src.name);
         if (!srcNow) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
         const dstNow = dst.dir.lstat(dst.name);
-        assertMovable(srcNow, dstNow, args.overwrite, source, destination);
+        const dstHash = dstNow?.isFile() && !args.overwrite
+          ? (await readCurrentIn(dst.dir, dst.name, { wantBytes: false, maxBytes: 0 })).hash : null;
+        assertMovable(srcNow, dstNow, args.overwrite, source, destination, dstHash);
         let contentHash: string | null = null;
         if (srcNow.isFile()) {
           const current = await scope.current(source.real, { wantBytes: false, maxBytes: 0 });
@@ -136,13 +138,27 @@ export const movePath = defineTool({
 });
 
 /**
+ * The content hash of an existing destination file, read through its verified parent (null for a directory, a link,
+ * or when it vanished meanwhile). Used only to fill destination_exists' current_hash.
+ */
+async function destinationHash(ctx: ToolContext, destination: AuthorizedWrite): Promise<string | null> {
+  if (!destination.stats?.isFile()) return null;
+  const scope = new MutationScope(insideRoots(ctx));
+  try {
+    return (await scope.current(destination.real, { wantBytes: false, maxBytes: 0 })).hash;
+  } finally {
+    scope.close();
+  }
+}
+
+/**
  * The refusals of SPEC §6.2 for a move, on the given facts (authorization's, then again the current ones inside the
  * lock): a missing source, a directory into itself, an existing destination without overwrite, a directory
  * destination.
  * @throws ToolError NOT_FOUND, VALIDATION (destination_inside_source, destination_exists, destination_is_directory)
  */
 function assertMovable(src: Stats | null, dst: Stats | null, overwrite: boolean,
-  source: { real: string; absolute: string }, destination: { real: string; absolute: string }): void {
+  source: { real: string; absolute: string }, destination: { real: string; absolute: string }, dstHash: string | null): void {
   if (!src) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
   if (src.isDirectory() && isWithin(source.real, destination.real)) {
     throw new ToolError('VALIDATION', 'A directory cannot be moved inside itself.', {
@@ -151,7 +167,9 @@ function assertMovable(src: Stats | null, dst: Stats | null, overwrite: boolean,
   }
   if (dst && !overwrite) {
     throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was moved.`, {
-      path: destination.absolute, details: { reason: 'destination_exists' },
+      // current_hash: the destination's content hash (null for a directory or link), so overwrite: true with
+      // expected_hash can follow without a read (issue 21).
+      path: destination.absolute, details: { reason: 'destination_exists', current_hash: dst.isFile() ? dstHash : null },
       suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace it, or choose another destination.',
     });
   }

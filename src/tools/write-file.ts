@@ -62,7 +62,7 @@ export const writeFile = defineTool({
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
     const r = await mutateFile(ctx, target, {
       expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
-      wantBytes: false, createDirs: args.create_dirs,
+      wantBytes: 'small', createDirs: args.create_dirs,
     }, () => ({ bytes, detail: null }));
     const structured = {
       path: target.real,

@@ -105,7 +105,15 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
     expect(a.reason).toBe('no_match');
     expect(a.nearest.line).toBe(5);
     expect(a.nearest.first_difference).toEqual({ line: 5, expected: '    retries = 4', actual: '    retries = 3', whitespace_only: false });
-    expect(b).toEqual({ reason: 'ambiguous', edit_index: 2, count: 2, candidates: [6, 11] });
+    // candidate_context (issue 21, mutation-tool items): the lines around each match, on the text as it stands (edit 1
+    // applied).
+    expect(b).toEqual({
+      reason: 'ambiguous', edit_index: 2, count: 2, candidates: [6, 11],
+      candidate_context: [
+        { line: 6, before: ['    timeout = 10', '    retries = 3'], after: ['', 'def save():'] },
+        { line: 11, before: ['    path = "out.txt"', '    mode = "a"'], after: ['', 'def run():'] },
+      ],
+    });
     expect(readFileSync(path.join(R, 'app.py'), 'utf8')).toBe(APP);
   });
 
@@ -200,6 +208,21 @@ describe('NOT_FOUND: near paths', () => {
     expect(hidden.details).toEqual({});
     expect(missing.details).toEqual({});
     expect(JSON.stringify(missing)).not.toContain('secret-plan');
+  });
+
+  it('an explicit content expected_hash does not turn a hidden path into a "deleted" conflict (it stays NOT_FOUND)', async () => {
+    // Attack on the issue-21 deletion rule: a hash makes a missing known file OCC_MISMATCH deleted; a hidden file must
+    // still answer like a missing one, and a missing file under a hidden directory too.
+    const hash = `sha256:${createHash('sha256').update('plan\n').digest('hex')}`;
+    for (const rel of ['src/secret-plan.ts', 'private/never-there.md']) {
+      const { error: e } = await client.callError('edit_file', { path: rel, expected_hash: hash, edits: [{ old_text: 'plan', new_text: 'x' }] });
+      expect(e.code).toBe('NOT_FOUND');
+      expect(e.path).toBe(path.join(R, rel));
+      expect(e.conflict).toBeUndefined();
+      expect(e.details).toEqual({});
+    }
+    expect(readFileSync(path.join(R, 'src/secret-plan.ts'), 'utf8')).toBe('plan\n');
+    expect(existsSync(path.join(R, 'private/never-there.md'))).toBe(false);
   });
 });
 
