@@ -20,6 +20,11 @@ export default tseslint.config(
     },
   },
   {
+    // Plain JavaScript helpers (test/clients/*.mjs) are outside the TypeScript project: syntax rules only.
+    files: ['**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  {
     // Tests read parsed JSON (tool results, envelopes) as `any` on purpose: the assertion is the check.
     files: ['test/**/*.ts'],
     rules: {

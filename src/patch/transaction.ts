@@ -107,7 +107,7 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
               });
             },
           },
-          beforeRename: async () => killPoint(),
+          beforeRename: () => Promise.resolve().then(killPoint),
         }));
       }
       committed++;
@@ -137,8 +137,8 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
  * Creates the missing parent directories of a file the change creates (as `git apply` does), never through a link
  * or outside the roots; returns the directories it created, outermost first.
  */
-async function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
-  return makeDirectories(path.dirname(file) as AllowedPath, isInside);
+function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
+  return new Promise((resolve) => resolve(makeDirectories(path.dirname(file) as AllowedPath, isInside)));
 }
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
@@ -254,7 +254,7 @@ function ownerAlive(entry: JournalEntry): boolean {
 export async function recoverJournals(stateDir: string, isInside: (p: string) => boolean,
   log: (line: string) => void, options: RecoveryOptions = {}): Promise<RecoveredTransaction[]> {
   const out: RecoveredTransaction[] = [];
-  const authorize: RecoveryAuthorizer = options.authorize ?? (async (f) => (isInside(f) ? null : 'NOT_ALLOWED'));
+  const authorize: RecoveryAuthorizer = options.authorize ?? ((f) => Promise.resolve(isInside(f) ? null : 'NOT_ALLOWED'));
   for (const record of await readJournals(stateDir, { keepTemporaries: options.readonly })) {
     const { file, entry } = record;
     if (!entry) {

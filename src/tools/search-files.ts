@@ -223,7 +223,7 @@ export const searchFiles = defineTool({
 
     const candidates = single
       ? (async function* () {
-          yield { relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 } as WalkItem;
+          yield* [{ relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 } as WalkItem];
         })()
       : walkTree({
           base: target.real,
