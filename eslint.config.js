@@ -23,6 +23,10 @@ export default tseslint.config(
     // Plain JavaScript helpers (test/clients/*.mjs) are outside the TypeScript project: syntax rules only.
     files: ['**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: { process: 'readonly', console: 'readonly', Buffer: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' },
+    },
   },
   {
     // Tests read parsed JSON (tool results, envelopes) as `any` on purpose: the assertion is the check.

@@ -125,7 +125,6 @@ export async function readRange(handle: RangeSource, request: RangeRequest, opti
   }
 
   let truncated = false;
-  let cutMidLine = false;
   let readEnd = endByte;
   if (endByte - startByte > options.maxBytes) {
     truncated = true;
@@ -149,7 +148,6 @@ export async function readRange(handle: RangeSource, request: RangeRequest, opti
       // makes progress.
       const cut = options.textBoundaries ? utf8Boundary(bytes, bytes.length) : bytes.length;
       content = cut > 0 ? bytes.subarray(0, cut) : await firstCharacter(handle, startByte, endByte);
-      cutMidLine = content.length > 0 ? content[content.length - 1] !== 0x0a : true;
     }
   }
   const newlines = countNewlines(content);
