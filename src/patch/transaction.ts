@@ -46,15 +46,21 @@ async function inParent<T>(real: string, dir: VerifiedDir | undefined, isInside:
 }
 
 /**
- * Test seam for crash tests (issue 4): with FS_TOOLS_TEST_KILL_AT=N in the environment, the process SIGKILLs itself
- * at the N-th commit step (0 = right after the journal is durable; then before and after each file's commit).
- * Unset in normal use; it changes nothing else.
+ * Test seam for crash tests (issue 4), armed only by the CLI's `--test-seams=kill-at:N` flag (src/cli.ts; issue #20:
+ * never set in production, no environment variable): the process SIGKILLs itself at the N-th commit step (0 = right
+ * after the journal is durable; then before and after each file's commit). Unarmed it changes nothing.
  */
+let killAt: number | null = null;
 let killCounter = 0;
+
+/** Arms the crash-test kill point (tests only, through `--test-seams=kill-at:N`). */
+export function armKillPoint(step: number): void {
+  killAt = step;
+}
+
 function killPoint(): void {
-  const at = process.env.FS_TOOLS_TEST_KILL_AT;
-  if (at === undefined || at === '') return;
-  if (killCounter++ === Number(at)) process.kill(process.pid, 'SIGKILL');
+  if (killAt === null) return;
+  if (killCounter++ === killAt) process.kill(process.pid, 'SIGKILL');
 }
 
 /**
