@@ -291,7 +291,7 @@ export async function recoverJournals(stateDir: string, isInside: (p: string) =>
       await removeStrayTemporaries(entry.files, isInside);
       return restored;
     });
-    const outcome = outcomeOf(entry, statuses);
+    const outcome = outcomeOf(statuses);
     await removeJournal(file).catch(() => undefined);
     out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome, files: statuses });
     log(`fs-tools: recovered unfinished transaction ${entry.id} from pid ${entry.pid}: ${outcome} (`
@@ -325,7 +325,7 @@ async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (
   }
 }
 
-function outcomeOf(_entry: JournalEntry, statuses: RollbackFile[]): 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED' {
+function outcomeOf(statuses: RollbackFile[]): 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED' {
   if (statuses.every((s) => s.status === 'restored')) return 'ROLLBACK_COMPLETE';
   if (statuses.every((s) => s.status !== 'restored')) return 'ROLLBACK_FAILED';
   return 'ROLLBACK_PARTIAL';

@@ -20,7 +20,7 @@ import { githubBackend } from '../vcs/github.js';
 import {
   assertSecureInstance, gitlabBackend, gitlabHostFromEnv, isLoopbackHost, parseGitLabInstance, type GitLabInstance,
 } from '../vcs/gitlab.js';
-import { describeTarget, hostArg, type Issue, type IssueComment, type IssueTarget } from '../vcs/issues.js';
+import { describeTarget, hostArg, IssueSchema, type Issue, type IssueComment, type IssueTarget } from '../vcs/issues.js';
 import { listRemotes, resolveRepo, splitHostPort, type Forge } from '../vcs/remotes.js';
 import { PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
@@ -86,22 +86,6 @@ export function issueInput(forge: Forge) {
   });
 }
 export type IssueArgs = z.output<ReturnType<typeof issueInput>>;
-
-const IssueSchema = z.object({
-  number: z.number().int().describe('GitHub number / GitLab iid'),
-  title: z.string(),
-  state: z.enum(['open', 'closed']),
-  state_reason: z.string().nullable().describe('GitHub: completed, not_planned, reopened; null on GitLab'),
-  labels: z.array(z.string()),
-  assignees: z.array(z.string()),
-  author: z.string().nullable(),
-  created_at: z.string().nullable(),
-  updated_at: z.string().nullable(),
-  closed_at: z.string().nullable(),
-  url: z.string().nullable(),
-  comments_count: z.number().int(),
-  body: z.string().optional().describe('Absent in list results'),
-});
 
 const CommentSchema = z.object({
   id: z.number().int(),
