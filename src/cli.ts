@@ -15,7 +15,7 @@ import { guardStdin } from './server/stdio-guard.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
-import { recoverJournals } from './patch/transaction.js';
+import { armKillPoint, recoverJournals } from './patch/transaction.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { findContainingRoot } from './policy/containment.js';
 
@@ -56,6 +56,13 @@ Options:
 
 async function main(argv: string[]): Promise<number> {
   let config: Config;
+  // Test seams (issue #20): only as the FIRST argument, `--test-seams=kill-at:N` (the crash tests of
+  // test/e2e/patch-crash.test.ts). Not in --help; production never passes it.
+  const seam = /^--test-seams=kill-at:(\d{1,6})$/.exec(argv[0] ?? '');
+  if (seam) {
+    armKillPoint(Number(seam[1]));
+    argv = argv.slice(1);
+  }
   try {
     config = parseConfig(argv, processEnvironment(TOOL_NAMES));
   } catch (error) {

@@ -294,7 +294,7 @@ function parsePositiveInt(flag: string, raw: string, min: number): number {
 function parseEnum<T extends string>(flag: string, raw: unknown, allowed: readonly T[], fallback: T): T {
   if (raw === undefined) return fallback;
   if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T;
-  throw new UsageError(`--${flag} must be one of ${allowed.join('|')}, got '${String(raw)}'`);
+  throw new UsageError(`--${flag} must be one of ${allowed.join('|')}, got '${typeof raw === 'string' ? raw : JSON.stringify(raw)}'`);
 }
 
 function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {

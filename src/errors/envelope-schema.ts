@@ -3,16 +3,16 @@
  * tests that check every failure against the contract.
  */
 import { z } from 'zod';
-import { ALL_ERROR_CODES, ALL_RECOVERIES } from './codes.js';
+import { ALL_ERROR_CODES, ALL_RECOVERIES, type ErrorCode, type Recovery } from './codes.js';
 
 export const EnvelopeErrorSchema = z.object({
-  code: z.enum(ALL_ERROR_CODES as [string, ...string[]]),
+  code: z.enum(ALL_ERROR_CODES as [ErrorCode, ...ErrorCode[]]),
   message: z.string(),
   path: z.string().nullable(),
   details: z.record(z.string(), z.unknown()),
   suggestion: z.string(),
   retryable: z.boolean(),
-  recovery: z.enum(ALL_RECOVERIES as [string, ...string[]]),
+  recovery: z.enum(ALL_RECOVERIES as [Recovery, ...Recovery[]]),
   expected_hash: z.string().optional(),
   current_hash: z.string().nullable().optional(),
   conflict: z.object({

@@ -41,7 +41,7 @@ export function redact(text: string, extraSecrets: readonly string[] = knownSecr
 /** Deep-redacts every string in a JSON-like value. */
 export function redactDeep<T>(value: T): T {
   if (typeof value === 'string') return redact(value) as T;
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v)) as T;
+  if (Array.isArray(value)) return (value as unknown[]).map((v) => redactDeep(v)) as T;
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) out[k] = redactDeep(v);

@@ -5,23 +5,17 @@
  * fix_arguments default (STYLE §4.4, the SDK REVIEW.md catch). Every string leaves through `redact()`.
  */
 import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
 import { ERROR_CODES, type ErrorCode, type Recovery } from './codes.js';
+import type { EnvelopeErrorSchema } from './envelope-schema.js';
 import { redact, redactDeep } from './redact.js';
-import { ToolError, type OccConflict } from './tool-error.js';
+import { ToolError } from './tool-error.js';
 
-/** The envelope body (SPEC §3). Extra members appear only for OCC_MISMATCH. */
-export interface EnvelopeError {
-  code: ErrorCode;
-  message: string;
-  path: string | null;
-  details: Record<string, unknown>;
-  suggestion: string;
-  retryable: boolean;
-  recovery: Recovery;
-  expected_hash?: string;
-  current_hash?: string | null;
-  conflict?: OccConflict;
-}
+/**
+ * The envelope body (SPEC §3), derived from its zod schema (src/errors/envelope-schema.ts; issue #20: one type per
+ * shape). Extra members appear only for OCC_MISMATCH.
+ */
+export type EnvelopeError = z.infer<typeof EnvelopeErrorSchema>;
 
 /** `{ error: … }`: what the text content of an isError result holds, and nothing else. */
 export interface ErrorEnvelope {

@@ -46,8 +46,12 @@ export interface AtomicWriteOptions {
   beforeRename?: () => Promise<void>;
 }
 
-/** Fault-injection seam for tests: when set, called with the step name; it may throw an errno error. */
-export let injectWriteFault: ((step: 'write' | 'rename', target: string) => void) | null = null;
+/**
+ * Fault-injection seam for in-process tests (issue #20: module-private, no environment variable; only
+ * `setWriteFaultInjector` sets it, and nothing in src/ calls that): when set, called with the step name; it may
+ * throw an errno error.
+ */
+let injectWriteFault: ((step: 'write' | 'rename', target: string) => void) | null = null;
 
 /** Sets the fault-injection seam (tests only). */
 export function setWriteFaultInjector(fn: typeof injectWriteFault): void {

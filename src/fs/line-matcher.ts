@@ -46,7 +46,7 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
     });
   }
   if (!options.regex) {
-    return { match: async (text) => matchInThread(re, text), needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null };
+    return { match: (text) => Promise.resolve().then(() => matchInThread(re, text)), needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null };
   }
   const literal = requiredLiteral(source, flags);
   return { match: (text) => regexPool.run(source, flags, text), needle: literal === null ? null : Buffer.from(literal, 'utf8') };

@@ -62,7 +62,7 @@ export async function sharedListing(dirAbs: string, read: () => Promise<Dirent[]
   const st = identity();
   const racy = !st || Date.now() - Number(st.mtimeMs) < RACY_MS || Date.now() - Number(st.ctimeMs) < RACY_MS;
   if (racy) return sortListing(await read());
-  const key = keyOf(st!);
+  const key = keyOf(st);
   const hit = cache.get(dirAbs);
   if (hit && hit.key === key) {
     cache.delete(dirAbs); // refresh its LRU position

@@ -28,7 +28,7 @@ export interface OpenedFile {
  * @throws ToolError NOT_ALLOWED (the path was swapped for a link or moved outside between check and open),
  *   FILE_POLICY_DENIED (not a regular file); Node errno errors (ENOENT → NOT_FOUND in the mapper)
  */
-export async function openForRead(real: AllowedPath, isInside: (p: string) => boolean): Promise<OpenedFile> {
+export async function openForRead(real: AllowedPath, _isInside: (p: string) => boolean): Promise<OpenedFile> {
   let handle: FileHandle;
   try {
     handle = await open(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -54,7 +54,7 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
  * Close the descriptor with `closeSync`.
  * @throws ToolError NOT_ALLOWED, FILE_POLICY_DENIED as openForRead; Node errno errors
  */
-export function openForReadSync(real: string, isInside: (p: string) => boolean): { fd: number; stats: Stats } {
+export function openForReadSync(real: string, _isInside: (p: string) => boolean): { fd: number; stats: Stats } {
   let fd: number;
   try {
     fd = openSync(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);

@@ -31,12 +31,12 @@ export type RangeSource = Pick<FileHandle, 'read' | 'stat'>;
  */
 export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
   return {
-    read: (async (buffer: Buffer, offset: number, length: number, position: number) => {
+    read: ((buffer: Buffer, offset: number, length: number, position: number) => {
       const n = Math.max(0, Math.min(length, bytes.length - position));
       if (n > 0) bytes.copy(buffer, offset, position, position + n);
-      return { bytesRead: n, buffer };
+      return Promise.resolve({ bytesRead: n, buffer });
     }) as unknown as FileHandle['read'],
-    stat: (async () => stats) as unknown as FileHandle['stat'],
+    stat: (() => Promise.resolve(stats)) as unknown as FileHandle['stat'],
   };
 }
 
@@ -46,9 +46,9 @@ export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
  */
 export function fdSource(fd: number): RangeSource {
   return {
-    read: (async (buffer: Buffer, offset: number, length: number, position: number) =>
-      ({ bytesRead: readSync(fd, buffer, offset, length, position), buffer })) as unknown as FileHandle['read'],
-    stat: (async () => fstatSync(fd)) as unknown as FileHandle['stat'],
+    read: ((buffer: Buffer, offset: number, length: number, position: number) =>
+      Promise.resolve().then(() => ({ bytesRead: readSync(fd, buffer, offset, length, position), buffer }))) as unknown as FileHandle['read'],
+    stat: (() => Promise.resolve().then(() => fstatSync(fd))) as unknown as FileHandle['stat'],
   };
 }
 
@@ -125,7 +125,6 @@ export async function readRange(handle: RangeSource, request: RangeRequest, opti
   }
 
   let truncated = false;
-  let cutMidLine = false;
   let readEnd = endByte;
   if (endByte - startByte > options.maxBytes) {
     truncated = true;
@@ -149,7 +148,6 @@ export async function readRange(handle: RangeSource, request: RangeRequest, opti
       // makes progress.
       const cut = options.textBoundaries ? utf8Boundary(bytes, bytes.length) : bytes.length;
       content = cut > 0 ? bytes.subarray(0, cut) : await firstCharacter(handle, startByte, endByte);
-      cutMidLine = content.length > 0 ? content[content.length - 1] !== 0x0a : true;
     }
   }
   const newlines = countNewlines(content);

@@ -132,7 +132,7 @@ interface Frame {
  * A walk over the directory `top` that holds one descriptor at a time (see the module comment). `onEntry` is called
  * for each entry of the current directory; it returns true to descend into a directory entry.
  */
-async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, frame: Frame, name: string) => Promise<'descend' | 'next'>,
+async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, frame: Frame, name: string) => 'descend' | 'next' | Promise<'descend' | 'next'>,
   onLeave: (parent: VerifiedDir, frame: Frame) => void, listNames: (dir: VerifiedDir, frame: Frame) => Promise<string[]>): Promise<void> {
   const stack: Frame[] = [];
   const first: Frame = { id: top.identity, path: top.path, relative: '', name: '', names: [], next: 0 };
@@ -188,7 +188,7 @@ async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, fra
 export async function inspectTree(top: VerifiedDir, visit: (e: InspectedEntry) => void, limit: number,
   signal?: AbortSignal): Promise<InspectedTree> {
   const tree: InspectedTree = { top: top.identity, entries: 0, dirs: new Map() };
-  await walkDescriptors(top, async (dir, frame, name) => {
+  await walkDescriptors(top, (dir, frame, name) => {
     if (signal?.aborted) throw new ToolError('VALIDATION', 'The call was cancelled.', { details: { reason: 'cancelled' } });
     const st = dir.lstat(name);
     if (!st) throw changedError(dir.pathOf(name));
@@ -221,7 +221,7 @@ export async function removeTree(parent: VerifiedDir, name: string, inspected: I
     const top = parent.openDir(name);
     try {
       if (!sameNode(top.identity, inspected.top)) throw changedError(top.path);
-      await walkDescriptors(top, async (dir, frame, entry) => {
+      await walkDescriptors(top, (dir, frame, entry) => {
         const seen = inspected.dirs.get(keyOf(frame.id))?.get(entry);
         const st = dir.lstat(entry);
         if (!st) return 'next'; // already gone

@@ -154,7 +154,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     if (hunk && counted && oldLeft === newLeft) {
       while (pendingBlank > 0 && (oldLeft > 0 || newLeft > 0)) { pushLine({ op: ' ', text: '' }); pendingBlank--; }
     }
-    if (hunk && pendingBlank > 0 && !(counted && oldLeft === 0 && newLeft === 0)) (hunk as Hunk).uncertainTrailingBlanks = pendingBlank;
+    if (hunk && pendingBlank > 0 && !(counted && oldLeft === 0 && newLeft === 0)) (hunk).uncertainTrailingBlanks = pendingBlank;
     pendingBlank = 0;
     hunk = null;
   };
@@ -214,7 +214,7 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
       if (file && /^rename to /.test(line)) (file as FilePatch).newPath = line.slice('rename to '.length);
       continue;
     }
-    const h = hunk as Hunk;
+    const h = hunk;
     if (line === '') {
       pendingBlank++;
       continue;

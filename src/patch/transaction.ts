@@ -48,15 +48,21 @@ async function inParent<T>(real: string, dir: VerifiedDir | undefined, isInside:
 }
 
 /**
- * Test seam for crash tests (issue 4): with FS_TOOLS_TEST_KILL_AT=N in the environment, the process SIGKILLs itself
- * at the N-th commit step (0 = right after the journal is durable; then before and after each file's commit).
- * Unset in normal use; it changes nothing else.
+ * Test seam for crash tests (issue 4), armed only by the CLI's `--test-seams=kill-at:N` flag (src/cli.ts; issue #20:
+ * never set in production, no environment variable): the process SIGKILLs itself at the N-th commit step (0 = right
+ * after the journal is durable; then before and after each file's commit). Unarmed it changes nothing.
  */
+let killAt: number | null = null;
 let killCounter = 0;
+
+/** Arms the crash-test kill point (tests only, through `--test-seams=kill-at:N`). */
+export function armKillPoint(step: number): void {
+  killAt = step;
+}
+
 function killPoint(): void {
-  const at = process.env.FS_TOOLS_TEST_KILL_AT;
-  if (at === undefined || at === '') return;
-  if (killCounter++ === Number(at)) process.kill(process.pid, 'SIGKILL');
+  if (killAt === null) return;
+  if (killCounter++ === killAt) process.kill(process.pid, 'SIGKILL');
 }
 
 /**
@@ -110,7 +116,7 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
               });
             },
           },
-          beforeRename: async () => killPoint(),
+          beforeRename: () => Promise.resolve().then(killPoint),
         }));
       }
       committed++;
@@ -140,8 +146,8 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
  * Creates the missing parent directories of a file the change creates (as `git apply` does), never through a link
  * or outside the roots; returns the directories it created, outermost first.
  */
-async function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
-  return makeDirectories(path.dirname(file) as AllowedPath, isInside);
+function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
+  return new Promise((resolve) => resolve(makeDirectories(path.dirname(file) as AllowedPath, isInside)));
 }
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
@@ -257,7 +263,7 @@ function ownerAlive(entry: JournalEntry): boolean {
 export async function recoverJournals(stateDir: string, isInside: (p: string) => boolean,
   log: (line: string) => void, options: RecoveryOptions = {}): Promise<RecoveredTransaction[]> {
   const out: RecoveredTransaction[] = [];
-  const authorize: RecoveryAuthorizer = options.authorize ?? (async (f) => (isInside(f) ? null : 'NOT_ALLOWED'));
+  const authorize: RecoveryAuthorizer = options.authorize ?? ((f) => Promise.resolve(isInside(f) ? null : 'NOT_ALLOWED'));
   for (const record of await readJournals(stateDir, { keepTemporaries: options.readonly })) {
     const { file, entry } = record;
     if (!entry) {
@@ -288,7 +294,7 @@ export async function recoverJournals(stateDir: string, isInside: (p: string) =>
       await removeStrayTemporaries(entry.files, isInside);
       return restored;
     });
-    const outcome = outcomeOf(entry, statuses);
+    const outcome = outcomeOf(statuses);
     await removeJournal(file).catch(() => undefined);
     out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome, files: statuses });
     log(`fs-tools: recovered unfinished transaction ${entry.id} from pid ${entry.pid}: ${outcome} (`
@@ -322,7 +328,7 @@ async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (
   }
 }
 
-function outcomeOf(_entry: JournalEntry, statuses: RollbackFile[]): 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED' {
+function outcomeOf(statuses: RollbackFile[]): 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED' {
   if (statuses.every((s) => s.status === 'restored')) return 'ROLLBACK_COMPLETE';
   if (statuses.every((s) => s.status !== 'restored')) return 'ROLLBACK_FAILED';
   return 'ROLLBACK_PARTIAL';

@@ -8,7 +8,7 @@
  * and following dangling links to where they point. Containment is decided on the result with a separator boundary.
  * Existence outside the roots is never revealed: every outside path is NOT_ALLOWED, existing or not.
  */
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
 import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';

@@ -133,7 +133,7 @@ function pathsOf(tool: AnyTool, args: unknown, rawArgs: unknown): string[] {
   const raw = rawArgs as Record<string, unknown> | undefined;
   if (raw && typeof raw === 'object') {
     for (const key of ['path', 'source', 'destination']) {
-      if (typeof raw[key] === 'string') out.push(raw[key] as string);
+      if (typeof raw[key] === 'string') out.push(raw[key]);
     }
     if (Array.isArray(raw.paths)) for (const p of raw.paths) if (typeof p === 'string') out.push(p);
   }

@@ -25,7 +25,7 @@ export function createServer(state: ProcessState): Server {
     instructions: INSTRUCTIONS,
   });
 
-  server.setRequestHandler('tools/list', async () => ({
+  server.setRequestHandler('tools/list', () => Promise.resolve({
     tools: listedTools(state).map(advertise),
   }));
 
@@ -52,7 +52,7 @@ export function createServer(state: ProcessState): Server {
     const tool = state.tools.find((t) => t.name === name);
     const projected = server.projectCallToolResult(result, tool && outcome.ok ? advertise(tool).outputSchema : undefined);
     // Issue #14: never an oversized message (the client would drop the transport).
-    let mutated = false;
+    let mutated: boolean;
     try {
       mutated = outcome.ok && tool !== undefined && (typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating);
     } catch {
@@ -70,7 +70,7 @@ export function createServer(state: ProcessState): Server {
     );
   };
   server.oninitialized = readRoots;
-  server.setNotificationHandler('notifications/roots/list_changed', async () => readRoots());
+  server.setNotificationHandler('notifications/roots/list_changed', () => readRoots());
   return server;
 }
 

@@ -73,7 +73,7 @@ function advertisedInput(node: unknown): unknown {
   for (const [key, value] of Object.entries(node)) {
     if (key === 'properties' && value && typeof value === 'object') {
       // Property NAMES are kept whatever they are; only their schemas are trimmed.
-      out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, advertisedInput(v)]));
+      out[key] = Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, advertisedInput(v)]));
     } else if (key === 'items' && value && typeof value === 'object' && !Array.isArray(value)) {
       // An array's own description says what its items are.
       const { description: _d, ...item } = value as Record<string, unknown>;
@@ -97,7 +97,7 @@ let envelopeErrorJson: Record<string, unknown> | undefined;
  */
 export function outputSchemaOf(tool: AnyTool): { type: 'object'; [key: string]: unknown } {
   envelopeErrorJson ??= toJsonSchema(EnvelopeErrorSchema, 'output');
-  const { type: _type, required, properties, ...rest } = toJsonSchema(tool.output, 'output');
+  const { type: _type, required, properties, ...rest } = toJsonSchema(tool.output as z.ZodObject, 'output');
   return {
     type: 'object',
     properties: { ...(properties as Record<string, unknown>), error: envelopeErrorJson },
@@ -137,7 +137,7 @@ export function advertise(tool: AnyTool): AdvertisedTool {
       name: tool.name,
       title: tool.title,
       description: tool.description,
-      inputSchema: { type: 'object', ...toJsonSchema(tool.input, 'input') },
+      inputSchema: { type: 'object', ...toJsonSchema(tool.input as z.ZodObject, 'input') },
       outputSchema: outputSchemaOf(tool),
       annotations: { title: tool.title, ...tool.annotations },
     };

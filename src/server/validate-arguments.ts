@@ -20,7 +20,7 @@ export const CLIENT_CONTROL_PARAMETERS: Readonly<Record<string, string>> = Objec
 
 /** The arguments without the client-injected control parameters the tool does not declare itself. */
 function withoutClientControls(tool: AnyTool, args: Record<string, unknown>): Record<string, unknown> {
-  const shape = tool.input.shape as Record<string, unknown>;
+  const shape: Record<string, unknown> = (tool.input as z.ZodObject).shape;
   let out = args;
   for (const key of Object.keys(CLIENT_CONTROL_PARAMETERS)) {
     if (Object.hasOwn(args, key) && !Object.hasOwn(shape, key)) {
@@ -44,7 +44,7 @@ export function validateArguments(tool: AnyTool, raw: unknown): unknown {
     });
   }
   const own = withoutClientControls(tool, args as Record<string, unknown>);
-  const parsed = tool.input.safeParse(own);
+  const parsed = (tool.input as z.ZodObject).safeParse(own);
   if (parsed.success) return parsed.data;
   throw toValidationError(tool, own, parsed.error);
 }
@@ -105,7 +105,7 @@ function unknownParameters(tool: AnyTool, args: Record<string, unknown>, error: 
   const found: Array<UnknownParameter & { at: PropertyKey[]; key: string }> = [];
   for (const issue of error.issues) {
     if (issue.code !== 'unrecognized_keys') continue;
-    const valid = objectKeysAt(tool.input, issue.path);
+    const valid = objectKeysAt(tool.input as z.ZodObject, issue.path);
     const present = valueAt(args, issue.path) as Record<string, unknown> | undefined;
     const claimed = new Set<string>();
     for (const key of issue.keys) {
@@ -125,9 +125,9 @@ function unknownParameters(tool: AnyTool, args: Record<string, unknown>, error: 
     if (u.closest !== null) holder[u.closest] = holder[u.key];
     delete holder[u.key];
   }
-  const trial = tool.input.safeParse(renamed);
+  const trial = (tool.input as z.ZodObject).safeParse(renamed);
   if (!trial.success) {
-    const failing: string[] = (trial.error as z.ZodError).issues.map((i) => i.path.map(String).join('.'));
+    const failing: string[] = trial.error.issues.map((i) => i.path.map(String).join('.'));
     for (const u of found) {
       if (u.closest === null) continue;
       const target = [...u.at.map(String), u.closest].join('.');

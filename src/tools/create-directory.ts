@@ -41,7 +41,7 @@ export const createDirectory = defineTool({
     const { result, statusHash } = await runMutation(ctx, {
       lockPaths: [target.real], expectedStatusHash: args.expected_status_hash, statusPaths: [target.real],
       dryRun: args.dry_run,
-      decide: async (scope) => {
+      decide: (scope) => {
         // What is there now (its parent may be missing too: created like mkdir -p).
         // A root (authorized as a directory) is there by definition; its parent lies outside and is never opened.
         const where = target.relative === '' ? null : scope.parent(target.real);
@@ -60,11 +60,11 @@ export const createDirectory = defineTool({
         if (now) return { result, done: 'nothing' };
         return {
           result, done: `created ${target.real}`,
-          effect: async () => {
+          effect: () => Promise.resolve().then(() => {
             const made = openDirCreating(target.real, scope.isInside);
             made.dir.close();
             result.created = made.created.length > 0;
-          },
+          }),
         };
       },
     });

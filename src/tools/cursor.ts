@@ -40,5 +40,5 @@ export function decodeCursor(cursor: string, fingerprint: string): Record<string
       suggestion: 'Repeat the original arguments with the cursor, or omit cursor to start again.',
     });
   }
-  return obj as Record<string, unknown>;
+  return obj;
 }

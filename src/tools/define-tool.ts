@@ -90,6 +90,11 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: To
   return def;
 }
 
-/** Erased tool type for registries. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/**
+ * Erased tool type for registries. `any` is deliberate: a handler's parameters are contravariant, so tools with
+ * different input schemas share no common non-`any` supertype. It is safe because arguments reach `run`, `validate`,
+ * `mutating` and `pathsOf` only after `validateArguments` (src/server/validate-arguments.ts) parsed them with that same
+ * tool's `input` schema; code that reads `input`/`output` of an AnyTool widens them to `z.ZodObject` first.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- justified above (contravariant handler parameters)
 export type AnyTool = ToolDefinition<any, any>;

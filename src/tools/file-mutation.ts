@@ -150,7 +150,7 @@ export interface MutationPlan<T> {
   statusPaths: readonly AllowedPath[];
   dryRun: boolean;
   /** Inside the lock: read the current state through `scope`, decide, and return the effect. */
-  decide: (scope: MutationScope) => Promise<MutationStep<T>>;
+  decide: (scope: MutationScope) => MutationStep<T> | Promise<MutationStep<T>>;
 }
 
 /**

@@ -152,7 +152,7 @@ export const gitDiff = defineTool({
         if (verdicts.some((v) => v.hidden)) continue;
         const omitted = verdicts.some((v) => v.secret) ? 'secret'
           : verdicts.some((v) => v.hidden || v.denied) ? 'policy' : undefined;
-        const entry = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) } as z.infer<typeof FileSchema>;
+        const entry: z.infer<typeof FileSchema> = { path: c.path, ...(c.oldPath ? { old_path: c.oldPath } : {}), binary: c.binary, ...(omitted ? { omitted } : {}) };
         // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
         // max_bytes is cut like a diff, so paging always moves on).
         const full = omitted ? `diff --git ${quoteName(`a/${c.path}`)} ${quoteName(`b/${c.path}`)}\n(fs-tools: diff omitted: ${omitted} file)\n` : c.text;

@@ -20,7 +20,7 @@ import { githubBackend } from '../vcs/github.js';
 import {
   assertSecureInstance, gitlabBackend, gitlabHostFromEnv, isLoopbackHost, parseGitLabInstance, type GitLabInstance,
 } from '../vcs/gitlab.js';
-import { describeTarget, hostArg, type Issue, type IssueComment, type IssueTarget } from '../vcs/issues.js';
+import { describeTarget, hostArg, IssueSchema, type Issue, type IssueComment, type IssueTarget } from '../vcs/issues.js';
 import { listRemotes, resolveRepo, splitHostPort, type Forge } from '../vcs/remotes.js';
 import { PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
@@ -51,6 +51,7 @@ function insideRootsOf(ctx: ToolContext): InsideRoots {
   return (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
 }
 
+// eslint-disable-next-line no-control-regex -- matching NUL is the point of this pattern
 const NO_NUL = /^[^\u0000]*$/;
 const GITHUB_REPO = /^[A-Za-z0-9][A-Za-z0-9-]*\/[A-Za-z0-9._-]+$/;
 const GITLAB_REPO = /^[A-Za-z0-9_.][A-Za-z0-9_.+-]*(?:\/[A-Za-z0-9_.][A-Za-z0-9_.+-]*)+$/;
@@ -64,6 +65,7 @@ export function issueInput(forge: Forge) {
     action: z.enum(ISSUE_ACTIONS),
     repo: z.string().max(512).regex(gh ? GITHUB_REPO : GITLAB_REPO, gh ? 'must be owner/name' : 'must be group/name or group/sub/name')
       .optional().describe(gh ? 'owner/name' : 'group/…/name'),
+    // eslint-disable-next-line no-control-regex -- matching NUL is the point of this pattern
     hostname: z.string().min(1).max(300).regex(/^[^\s\u0000]+$/, 'must be a host name without spaces').optional()
       .describe(gh ? 'Default github.com' : 'Default GITLAB_HOST or gitlab.com'),
     path: PathArg.optional().describe('Instead of repo: in a work tree'),
@@ -84,22 +86,6 @@ export function issueInput(forge: Forge) {
   });
 }
 export type IssueArgs = z.output<ReturnType<typeof issueInput>>;
-
-const IssueSchema = z.object({
-  number: z.number().int().describe('GitHub number / GitLab iid'),
-  title: z.string(),
-  state: z.enum(['open', 'closed']),
-  state_reason: z.string().nullable().describe('GitHub: completed, not_planned, reopened; null on GitLab'),
-  labels: z.array(z.string()),
-  assignees: z.array(z.string()),
-  author: z.string().nullable(),
-  created_at: z.string().nullable(),
-  updated_at: z.string().nullable(),
-  closed_at: z.string().nullable(),
-  url: z.string().nullable(),
-  comments_count: z.number().int(),
-  body: z.string().optional().describe('Absent in list results'),
-});
 
 const CommentSchema = z.object({
   id: z.number().int(),

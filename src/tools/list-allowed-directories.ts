@@ -56,7 +56,8 @@ export const listAllowedDirectories = defineTool({
   output: ListAllowedDirectoriesOutput,
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
-  async run(_args, ctx) {
+  run(_args, ctx) {
+    return Promise.resolve().then(() => {
     const c = ctx.config;
     const entry = (r: { real: string; given: string; source: 'cli' | 'cwd' | 'client' }) =>
       ({ path: r.real, given: r.given, source: r.source });
@@ -97,5 +98,6 @@ export const listAllowedDirectories = defineTool({
         + `${ctx.budget.limit || 'unlimited'}; fs-tools ${ctx.process.version}`,
     ].join('\n');
     return { structured, text };
+    });
   },
 });

@@ -75,7 +75,8 @@ export const listDirectory = defineTool({
   run: (args, ctx) => runHeavy(ctx.signal, async () => {
     const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
       args.respect_gitignore]);
-    const resumeAfter = args.cursor ? String(decodeCursor(args.cursor, fingerprint).after ?? '') : null;
+    const after = args.cursor ? decodeCursor(args.cursor, fingerprint).after : undefined;
+    const resumeAfter = args.cursor ? (typeof after === 'string' ? after : '') : null;
     // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
     const patterns = patternBudget();
     globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);

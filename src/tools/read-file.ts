@@ -93,10 +93,10 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   const cachedLarge = !small && contentFactsCache.lookup(identityOf(target.stats)) !== undefined;
   let opened: { handle: RangeSource & { close(): Promise<void> }; stats: Stats };
   if (small) {
-    opened = { handle: { ...bytesSource(small.bytes, small.stats), close: async () => undefined }, stats: small.stats };
+    opened = { handle: { ...bytesSource(small.bytes, small.stats), close: () => Promise.resolve() }, stats: small.stats };
   } else if (cachedLarge) {
     const { fd, stats: st } = openForReadSync(target.real, isInside);
-    opened = { handle: { ...fdSource(fd), close: async () => closeSync(fd) }, stats: st };
+    opened = { handle: { ...fdSource(fd), close: () => Promise.resolve().then(() => closeSync(fd)) }, stats: st };
   } else {
     opened = await openForRead(target.real, isInside);
   }

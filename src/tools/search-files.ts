@@ -111,6 +111,22 @@ const READ_AHEAD_MAX_FILE_BYTES = 128 * 1024;
  * Yields `[item, prepare(item)]` for each item of `source`, in order, calling `prepare` up to `size` items ahead of
  * the consumer. Stopping early (break) finishes `source`.
  */
+/** An async source of exactly one item (a search over a single file). */
+function oneItem<T>(item: T): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      let given = false;
+      return {
+        next: (): Promise<IteratorResult<T>> => {
+          const result: IteratorResult<T> = given ? { done: true, value: undefined } : { done: false, value: item };
+          given = true;
+          return Promise.resolve(result);
+        },
+      };
+    },
+  };
+}
+
 async function* readAhead<T, P>(source: AsyncIterable<T>, prepare: (item: T) => P, size: number): AsyncGenerator<[T, P]> {
   const iterator = source[Symbol.asyncIterator]();
   const queue: Array<[T, P]> = [];
@@ -222,9 +238,7 @@ export const searchFiles = defineTool({
     const resumeAfter = typeof position?.after === 'string' ? position.after : null;
 
     const candidates = single
-      ? (async function* () {
-          yield { relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 } as WalkItem;
-        })()
+      ? oneItem<WalkItem>({ relative: target.real.split(/[\\/]/).pop()!, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 })
       : walkTree({
           base: target.real,
           rootReal: target.root.real,

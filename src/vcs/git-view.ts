@@ -282,7 +282,7 @@ function quoteValue(v: string): string {
 
 /** A `[section "sub"]` header, or null when the subsection cannot be written (newline, NUL). */
 function sectionHeader(section: string, sub: string): string | null {
-  // eslint-disable-next-line no-control-regex
+   
   if (/[\n\0]/.test(sub)) return null;
   return `[${section} "${sub.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"]`;
 }
@@ -396,18 +396,22 @@ export class GitView {
       GIT_INDEX_FILE: useFd ? '/proc/self/fd/3' : (this.locations.index ?? path.join(this.privateDir, 'no-index')),
     };
     return this.runner([...VIEW_FLAGS, ...args], env, {
-      ...options, cwd: this.locations.workTree, ...(useFd ? { fds: [this.indexFd!] } : {}),
+      ...options, cwd: this.locations.workTree, ...(useFd ? { fds: [this.indexFd] } : {}),
     });
   }
 
   /** Removes the private dir and closes the index descriptor. Idempotent. */
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    if (this.indexFd !== null) {
-      try { closeSync(this.indexFd); } catch { /* already closed */ }
-    }
-    releasePrivateDir(this.privateDir);
+  dispose(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.disposed) {
+        this.disposed = true;
+        if (this.indexFd !== null) {
+          try { closeSync(this.indexFd); } catch { /* already closed */ }
+        }
+        releasePrivateDir(this.privateDir);
+      }
+      resolve();
+    });
   }
 
   /**
@@ -416,7 +420,12 @@ export class GitView {
    *   work_tree_outside_roots / git_location_outside_roots, SECRET_DENIED, IO_ERROR corrupt_repository,
    *   and the runner's errors (git_missing, git_timeout)
    */
-  static async open(dir: string, access: ViewAccess, _options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
+  static open(dir: string, access: ViewAccess, options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
+    return new Promise((resolve) => resolve(GitView.openNow(dir, access, options, runner)));
+  }
+
+  /** The synchronous body of `open` (every check uses synchronous, descriptor-relative calls). */
+  private static openNow(dir: string, access: ViewAccess, _options: ViewRunOptions, runner: GitRunner): GitView {
     const verify = new Verifier(access);
     const locations = locateRepository(dir, access);
     const { workTree: top, gitDir, commonDir, objectsDir } = locations;
@@ -451,7 +460,7 @@ export class GitView {
       if (remote !== undefined && merge !== undefined && isSafeRefName(merge) && isPlainValue(remote)) {
         const bh = sectionHeader('branch', branch);
         if (bh) extra.push(bh, `\tremote = ${quoteValue(remote)}`, `\tmerge = ${quoteValue(merge)}`);
-        let upstream: string | null = null;
+        let upstream: string | null;
         if (remote === '.') upstream = merge;
         else {
           const fetch = (repoConfig.get(`remote.${remote}.fetch`) ?? []).filter(isPlainValue);

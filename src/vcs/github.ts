@@ -35,7 +35,7 @@ import {
 } from './forge-errors.js';
 import {
   describeTarget, hostArg, num, str, type ForgeCallOptions, type Issue, type IssueBackend, type IssueComment,
-  type IssueFields, type IssuePage, type IssueTarget, type IssueWithComments,
+  type IssuePage, type IssueTarget, type IssueWithComments,
 } from './issues.js';
 
 /**

@@ -3,28 +3,31 @@
  * issues are mapped onto these shapes, so the two tools share one output schema and one text rendering.
  */
 
-/** An issue as the tools report it. Times are ISO 8601 strings as the forge gave them. */
-export interface Issue {
-  /** GitHub issue number / GitLab iid. */
-  number: number;
-  title: string;
-  state: 'open' | 'closed';
-  /** GitHub `state_reason` (completed, not_planned, reopened); null on GitLab or when unset. */
-  state_reason: string | null;
-  labels: string[];
-  /** Logins / usernames. */
-  assignees: string[];
-  author: string | null;
-  created_at: string | null;
-  updated_at: string | null;
-  closed_at: string | null;
-  /** The issue's web page. */
-  url: string | null;
-  /** Number of (user) comments the forge reports. */
-  comments_count: number;
-  /** Body / description (empty string when none). Omitted in list results. */
-  body?: string;
-}
+import { z } from 'zod';
+
+/**
+ * An issue as the tools report it, one shape for the type and the output schema (issue #20: the type is derived).
+ * Times are ISO 8601 strings as the forge gave them; `body` is the body / description (empty string when none),
+ * omitted in list results; `comments_count` is the number of (user) comments the forge reports.
+ */
+export const IssueSchema = z.object({
+  number: z.number().int().describe('GitHub number / GitLab iid'),
+  title: z.string(),
+  state: z.enum(['open', 'closed']),
+  state_reason: z.string().nullable().describe('GitHub: completed, not_planned, reopened; null on GitLab'),
+  labels: z.array(z.string()),
+  assignees: z.array(z.string()),
+  author: z.string().nullable(),
+  created_at: z.string().nullable(),
+  updated_at: z.string().nullable(),
+  closed_at: z.string().nullable(),
+  url: z.string().nullable(),
+  comments_count: z.number().int(),
+  body: z.string().optional().describe('Absent in list results'),
+});
+
+/** An issue as the tools report it (derived from IssueSchema). */
+export type Issue = z.infer<typeof IssueSchema>;
 
 /** One comment (GitHub issue comment, GitLab non-system note). */
 export interface IssueComment {

@@ -106,7 +106,7 @@ async function attempt(session: { name: string; client: TestClient }, op: Op, re
     r = await c.call('delete_path', { path: rel, expected_hash: base.hash });
   }
   const out: Attempt = { session: session.name, op: effective, base: base.hash, result: effective === 'delete' ? null : value, ok: !r.isError };
-  if (r.isError) out.code = envelopeOf(r).error.code as string;
+  if (r.isError) out.code = envelopeOf(r).error.code;
   return out;
 }
 

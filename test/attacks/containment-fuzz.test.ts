@@ -725,7 +725,7 @@ describe('containment fuzzing', () => {
 describe('regressions found by the fuzzer', () => {
   let w: World;
   const run = (tool: string, args: Record<string, unknown>) => callTool(w.state, tool, args, new AbortController().signal);
-  const codeAndReason = (o: Outcome) => (o.ok ? 'ok' : `${o.envelope.error.code} ${String(o.envelope.error.details.reason ?? '')}`.trim());
+  const codeAndReason = (o: Outcome) => (o.ok ? 'ok' : `${o.envelope.error.code} ${String((o.envelope.error.details.reason as string | undefined) ?? '')}`.trim());
 
   beforeAll(() => { w = startWorld({ extras: [], outerRepo: false }, randomBytes(6).toString('hex')); });
 

@@ -38,6 +38,7 @@ const unit = fc.oneof(
   { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 3, unit: 'grapheme' }) },
 );
 /** A legal file name: no `/`, no NUL, not `.`/`..`, at most 200 UTF-8 bytes. */
+// eslint-disable-next-line no-control-regex -- NUL is the byte a file name cannot hold
 const fileName = fc.array(unit, { minLength: 1, maxLength: 8 }).map((a) => a.join('').replace(/[/\u0000]/g, '_'))
   .filter((n) => n !== '.' && n !== '..' && Buffer.byteLength(n) <= 200 && !n.startsWith('.git'));
 

@@ -53,7 +53,7 @@ function tree(spec: Parameters<typeof makeTree>[0], prefix: string): string {
   return t.dir;
 }
 
-const deadPid = (): number => spawnSync(process.execPath, ['-e', '']).pid!;
+const deadPid = (): number => spawnSync(process.execPath, ['-e', '']).pid;
 const HOOK = '#!/bin/sh\necho pwned > /tmp/fs-tools-pwned\n';
 
 /** A journal entry as fs-tools writes it, naming files whose rollback would write `old` (new_hash = current). */

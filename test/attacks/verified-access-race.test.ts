@@ -274,7 +274,7 @@ async function runBatch(kind: 'ancestor' | 'final', mode: Mode, invoke: (tool: s
       const code = outcome.ok ? 'ok' : outcome.envelope.error.code;
       // RACE_DEBUG=CODE prints the outcomes with that code (for investigating a batch).
       if (process.env.RACE_DEBUG && code === process.env.RACE_DEBUG) console.log(JSON.stringify(outcome).slice(0, 600));
-      const reason = outcome.ok ? '' : String(outcome.envelope.error.details.reason ?? '');
+      const reason = outcome.ok ? '' : String((outcome.envelope.error.details.reason as string | undefined) ?? '');
       if (code === 'NOT_ALLOWED' && (reason === 'symlink_swapped' || reason === 'changed_during_call')) caughtAtUse++;
       outcomes[`${code}${reason ? ` ${reason}` : ''}`] = (outcomes[`${code}${reason ? ` ${reason}` : ''}`] ?? 0) + 1;
       // A multi-file patch whose second file is swapped after the first was committed rolls the first back: that is

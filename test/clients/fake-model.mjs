@@ -38,7 +38,7 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
     req.on('end', () => {
       state.requests++;
       state.bodies = state.bodies ?? [];
-      let body = {};
+      let body;
       try { body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {}; } catch { body = {}; }
       state.bodies.push(body);
       state.log.push(`${req.method} ${req.url} model=${body.model} tools=${JSON.stringify((body.tools ?? []).flatMap((t) => t.name ?? t.function?.name ?? (t.functionDeclarations ?? []).map((d) => d.name)))}`);

@@ -77,7 +77,7 @@ describe('MCP Bundle (.mcpb)', () => {
     };
     const args = (manifest.server.mcp_config.args as string[]).flatMap((arg) => {
       const whole = /^\$\{([^}]+)\}$/.exec(arg);
-      if (whole && Array.isArray(values[whole[1]])) return values[whole[1]] as string[];
+      if (whole && Array.isArray(values[whole[1]])) return values[whole[1]];
       return [arg.replace(/\$\{([^}]+)\}/g, (_, k: string) => values[k] as string)];
     });
     expect(manifest.server.mcp_config.command).toBe('node');

@@ -1,7 +1,7 @@
 /**
  * Crash safety of multi-file patches (SPEC §6.4), with real processes and real SIGKILLs. The built server
  * (dist/cli.js, `fs-tools call apply_patch …`: the same tool code the MCP server runs, without a client) is killed by
- * the test seam FS_TOOLS_TEST_KILL_AT=k (src/patch/transaction.ts: k = 0 right after the journal is durable, then
+ * the test seam `--test-seams=kill-at:k` (first CLI argument; issue #20) (src/patch/transaction.ts: k = 0 right after the journal is durable, then
  * 2j+1 just before file j's rename/unlink and 2j+2 right after it) at every point between the journal write and the
  * end of the last commit: patches of 3, 5, 8 and 10 files (7 + 11 + 17 + 21 = 56 kill points). Each patch modifies
  * files in two directories, creates one file (/dev/null) and, from 5 files on, deletes one. Pins:
@@ -31,7 +31,7 @@ interface Run { status: number | null; signal: NodeJS.Signals | null; stdout: st
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env as Record<string, string>, FS_TOOLS_TEST_KILL_AT: '', ...env },
+      env: { ...process.env as Record<string, string>, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -139,7 +139,7 @@ describe.each([
     }
 
     // 1. Kill at every point.
-    const killed = await pool(points.map((k) => () => cli(argsFor(k), { FS_TOOLS_TEST_KILL_AT: String(k) })), CONCURRENCY);
+    const killed = await pool(points.map((k) => () => cli([`--test-seams=kill-at:${k}`, ...argsFor(k)])), CONCURRENCY);
     const killedAt = Date.now();
     for (const k of points) {
       const run = killed[k];

@@ -158,6 +158,7 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
       }
       if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
       // The text shows the control characters escaped, never raw.
+      // eslint-disable-next-line no-control-regex -- the control bytes are what must not leak
       expect(text).not.toMatch(/[\u0001\u0002]/);
       cursor = s.next_cursor ?? undefined;
     } while (cursor);

@@ -76,7 +76,7 @@ async function outcome(p: string, req: RangeRequest, cache: ContentFactsCache | 
 }
 
 const strip = (r: RangeResult & { readBytes?: number }) => {
-  const { readBytes: _ignored, ...rest } = r as RangeResult & { readBytes?: number };
+  const { readBytes: _ignored, ...rest } = r;
   return { ...rest, bytes: Buffer.from(rest.bytes).toString('hex') };
 };
 

@@ -60,7 +60,7 @@ describe('withPathLock across processes', () => {
   it('takes over the lock of an exited owner at once, and leaves no lock or temporary file', async () => {
     const d = dir();
     const target = path.join(d, 'f.txt');
-    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
     plant(target, { pid: dead, start: '1' });
     const { ran, done } = await ranWithin(target, 1000);
     await done;
@@ -95,7 +95,7 @@ describe('withPathLock across processes', () => {
 
   it('waits for an owner it cannot judge (another pid namespace, a damaged record), even when its pid is free here', async () => {
     const d = dir();
-    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
     for (const record of [{ pid: dead, pidns: 'pid:[1]' }, { pid: 'x' }]) {
       const target = path.join(d, `f${String(record.pid)}.txt`);
       const file = plant(target, record);

@@ -220,7 +220,7 @@ export class FakeGitHub {
     const number = m[3] ? Number(m[3]) : null;
     const perPage = Number(url.searchParams.get('per_page') ?? 30);
     const page = Number(url.searchParams.get('page') ?? 1);
-    let body: Record<string, unknown> = {};
+    let body: Record<string, unknown>;
     try { body = r.body ? JSON.parse(r.body) as Record<string, unknown> : {}; } catch { return json(400, { message: 'Problems parsing JSON' }); }
 
     const paged = <T>(items: T[]): void => {
@@ -257,7 +257,7 @@ export class FakeGitHub {
           updated_at: c.created_at, html_url: `https://github.localhost/${repo.owner}/${repo.name}/issues/${number}#issuecomment-${c.id}` })));
       }
       if (r.method === 'POST') {
-        const c = { id: this.commentIds++, body: String(body.body ?? ''), user: 'me', created_at: new Date().toISOString() };
+        const c = { id: this.commentIds++, body: String((body.body as string | undefined) ?? ''), user: 'me', created_at: new Date().toISOString() };
         issue.comments.push(c);
         return json(201, { id: c.id, body: c.body, user: { login: c.user }, created_at: c.created_at, updated_at: c.created_at,
           html_url: `https://github.localhost/${repo.owner}/${repo.name}/issues/${number}#issuecomment-${c.id}` });

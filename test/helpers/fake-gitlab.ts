@@ -166,7 +166,7 @@ export class FakeGitLab {
     if (!project || (project.visibility === 'private' && !authed)) return notFound();
     const perPage = Number(url.searchParams.get('per_page') ?? 20);
     const page = Number(url.searchParams.get('page') ?? 1);
-    let body: Record<string, unknown> = {};
+    let body: Record<string, unknown>;
     try { body = r.body ? JSON.parse(r.body) as Record<string, unknown> : {}; } catch { return json(400, { message: 'body is not JSON' }); }
     const paged = <T>(items: T[]): void => {
       const more = page * perPage < items.length;
@@ -205,7 +205,7 @@ export class FakeGitLab {
     if (m[3]) {
       if (r.method === 'GET') return paged(issue.notes.map(noteJson));
       if (r.method === 'POST') {
-        const note = { id: this.noteIds++, body: String(body.body ?? ''), author: 'me', system: false, created_at: new Date().toISOString() };
+        const note = { id: this.noteIds++, body: String((body.body as string | undefined) ?? ''), author: 'me', system: false, created_at: new Date().toISOString() };
         issue.notes.push(note);
         return json(201, noteJson(note));
       }

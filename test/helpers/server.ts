@@ -97,7 +97,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
     (await (client as LegacyClient).callTool({ name, arguments: args })) as CallResult;
   return {
     era,
-    listTools: async () => ((await (client as LegacyClient).listTools()).tools as ListedTool[]),
+    listTools: async () => ((await (client as LegacyClient).listTools()).tools),
     call,
     async callError(name, args) {
       const r = await call(name, args);

@@ -46,7 +46,7 @@ describe('tool declarations', () => {
     for (const tool of TOOLS) {
       for (const [field, schema] of Object.entries(tool.input.shape as Record<string, z.ZodType>)) {
         if (!(schema instanceof z.ZodDefault)) continue;
-        const value = (schema as z.ZodDefault).def.defaultValue;
+        const value = (schema).def.defaultValue;
         if (value === false) continue; // the server instructions: booleans default to false
         if (!/default/i.test(schema.description ?? '')) missing.push(`${tool.name}.${field} (default ${JSON.stringify(value)})`);
       }

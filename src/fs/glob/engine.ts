@@ -68,7 +68,7 @@ export type Node =
   | { t: 'set'; set: CharSet }
   | { t: 'seq'; items: Node[] }
   | { t: 'alt'; items: Node[] }
-  | { t: 'rep'; item: Node; min: 0 | 1; max: 1 | typeof Infinity; nonEmpty?: boolean };
+  | { t: 'rep'; item: Node; min: 0 | 1; /** 1 or Infinity. */ max: number; nonEmpty?: boolean };
 
 const SLASH = 0x2f;
 

@@ -8,7 +8,7 @@
  *   ignored (no re-including inside an excluded directory);
  * - a trailing `/` matches directories only; a `/` at the start or in the middle anchors the rule at the .gitignore's
  *   directory, otherwise it matches at any depth below it;
- * - `*` and `?` never match `/`; a leading `**​/` matches in every directory, `/**​/` zero or more directories, a
+ * - `*` and `?` never match `/`; a leading `**`/ matches in every directory, `/**`/ zero or more directories, a
  *   trailing `/**` everything inside; a trailing `/*` (or a lone anchored `/*`) needs at least one character;
  * - `[a-z]` classes (a reversed range matches nothing; `!`/`^` inside are literal, as in that package); an unclosed
  *   `[` makes the rule match nothing.

@@ -5,7 +5,7 @@
  * `basename` (a glob without `/` is tested against the last path component).
  *
  * Syntax: `*` any run of characters but `/`; `?` one character but `/`; `**` as a whole path segment any number of
- * segments (`a/**` matches `a` and everything below it, `**​/x` matches `x` at any depth, `a/**​/b` matches `a/b`); `**`
+ * segments (`a/**` matches `a` and everything below it, `**`/`x` matches `x` at any depth, `a/**`/`b` matches `a/b`); `**`
  * inside a segment is `*`; `[abc]`, `[a-z]`, `[!a]`/`[^a]` (never `/`), POSIX classes `[[:alpha:]]`; `{a,b}`
  * alternatives (nestable) and `{1..5}`/`{a..e}` ranges; extglobs `@(a|b)`, `?(…)`, `*(…)`, `+(…)` and plain `(a|b)`;
  * `\x` is a literal x; a leading `!` negates the whole glob; a leading `./` is dropped. Not supported: the negated
