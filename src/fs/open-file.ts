@@ -9,9 +9,10 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
-import { assertDescriptorAt, changedError } from './verified-dir.js';
+import { assertDescriptorAt, changedError, VerifiedDir } from './verified-dir.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
@@ -28,18 +29,24 @@ export interface OpenedFile {
  * @throws ToolError NOT_ALLOWED (the path was swapped for a link or moved outside between check and open),
  *   FILE_POLICY_DENIED (not a regular file); Node errno errors (ENOENT → NOT_FOUND in the mapper)
  */
-export async function openForRead(real: AllowedPath, _isInside: (p: string) => boolean): Promise<OpenedFile> {
+export async function openForRead(real: AllowedPath, isInside: (p: string) => boolean): Promise<OpenedFile> {
   let handle: FileHandle;
+  const dir = verifiedParent(real, isInside);
   try {
-    handle = await open(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    handle = dir ? await dir.openFile(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
+      : await open(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
     throw error;
+  } finally {
+    dir?.close();
   }
   try {
     const stats = await handle.stat();
-    assertRegularFile(stats, real);
+    // Proven first, classified after: what the descriptor is (directory, FIFO, device) is never reported for a node
+    // that is not the authorized one.
     assertDescriptorAt(handle.fd, stats, real, true);
+    assertRegularFile(stats, real);
     return { handle, stats };
   } catch (error) {
     await handle.close().catch(() => undefined);
@@ -54,18 +61,22 @@ export async function openForRead(real: AllowedPath, _isInside: (p: string) => b
  * Close the descriptor with `closeSync`.
  * @throws ToolError NOT_ALLOWED, FILE_POLICY_DENIED as openForRead; Node errno errors
  */
-export function openForReadSync(real: string, _isInside: (p: string) => boolean): { fd: number; stats: Stats } {
+export function openForReadSync(real: string, isInside: (p: string) => boolean): { fd: number; stats: Stats } {
   let fd: number;
+  const dir = verifiedParent(real, isInside);
   try {
-    fd = openSync(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    fd = dir ? dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
+      : openSync(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
     throw error;
+  } finally {
+    dir?.close();
   }
   try {
     const stats = fstatSync(fd);
-    assertRegularFile(stats, real);
     assertDescriptorAt(fd, stats, real, true);
+    assertRegularFile(stats, real);
     return { fd, stats };
   } catch (error) {
     closeSync(fd);
@@ -109,6 +120,19 @@ export function assertRegularFile(stats: Stats, real: string): void {
       path: real, details: { source: 'builtin', rule: 'special_file' },
     });
   }
+}
+
+/**
+ * The verified descriptor of `real`'s directory (src/fs/verified-dir.ts: opened from its root component by component,
+ * O_NOFOLLOW each), or null for a path whose directory lies outside the roots (a root that is itself the file, opened
+ * by its configured path). The file is opened relative to it: a parent another process swapped for a link to outside
+ * fails the call (NOT_ALLOWED) before anything outside is opened — no open(2) of an outside node (a device opened
+ * has effects), and no NOT_FOUND / special-file answer that would tell what exists outside (attack on the merge).
+ * @throws ToolError NOT_ALLOWED (a component is a link or changed); errno errors (a component missing)
+ */
+function verifiedParent(real: string, isInside: (p: string) => boolean): VerifiedDir | null {
+  const parent = path.dirname(real);
+  return isInside(parent) ? VerifiedDir.open(parent, isInside) : null;
 }
 
 function swappedError(real: string): ToolError {

@@ -29,7 +29,7 @@ import {
   closeSync, constants, existsSync, fchmodSync, fstat as fstatCb, fstatSync, fsync as fsyncCb, futimesSync, linkSync,
   lstatSync, mkdirSync, openSync, readlinkSync, renameSync, rmdirSync, symlinkSync, unlinkSync, type Dirent, type Stats,
 } from 'node:fs';
-import { open, readdir, type FileHandle } from 'node:fs/promises';
+import { open, opendir, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 
@@ -318,12 +318,22 @@ export class VerifiedDir {
     return fstatSync(this.fd);
   }
 
-  /** The entries of this directory (types from the listing; no `.`/`..`). */
-  async readdir(): Promise<Dirent[]> {
+  /**
+   * The entries of this directory (types from the listing; no `.`/`..`); with `max`, at most the first `max` read
+   * (bounded work for best-effort readers such as near paths).
+   */
+  async readdir(max?: number): Promise<Dirent[]> {
     const spelling = DESCRIPTOR_RELATIVE ? `/proc/self/fd/${this.fd}` : this.path;
     if (!DESCRIPTOR_RELATIVE) this.assertStill();
     try {
-      return await readdir(spelling, { withFileTypes: true });
+      if (max === undefined) return await readdir(spelling, { withFileTypes: true });
+      const out: Dirent[] = [];
+      // Leaving the loop early closes the handle (the async iterator's return()).
+      for await (const entry of await opendir(spelling)) {
+        out.push(entry);
+        if (out.length >= max) break;
+      }
+      return out;
     } catch (error) {
       throw logical(error, spelling, this.path);
     }

@@ -15,10 +15,10 @@
  *    under the path's nearest existing ancestor first, then its root, then the other roots — shallowest first. The walk does not read .gitignore; it skips `.git` and
  *    `node_modules` directories (bounded work, and where agents rarely mean to go), and what the policy hides.
  */
-import { opendir } from 'node:fs/promises';
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { withVerifiedDir } from '../fs/verified-dir.js';
 import { classifyEntry, type PolicyContext } from './authorize.js';
 import { findContainingRoot, toPosixRelative } from './containment.js';
 import type { ResolvedPath } from './resolve-path.js';
@@ -73,16 +73,15 @@ function nameScore(name: string, wanted: string): number {
   return editDistance(name, wanted);
 }
 
-async function entriesOf(dir: string): Promise<Dirent[] | null> {
+/**
+ * The entries of `dir` (at most NEAR_MAX_ENTRIES), read through a descriptor opened from the roots component by
+ * component (src/fs/verified-dir.ts), or null when it cannot be read. Never by its path string: a process that swaps
+ * the directory (or a parent) for a link to outside between the resolution and the read would otherwise have the
+ * outside directory's names offered under the inside path (attack on the merged near paths).
+ */
+async function entriesOfVerified(dir: string, isInside: (p: string) => boolean): Promise<Dirent[] | null> {
   try {
-    const out: Dirent[] = [];
-    const handle = await opendir(dir);
-    for await (const entry of handle) {
-      out.push(entry);
-      if (out.length >= NEAR_MAX_ENTRIES) break;
-    }
-    // Leaving the loop early closes the handle (the async iterator's return()).
-    return out;
+    return await withVerifiedDir(dir, isInside, (d) => d.readdir(NEAR_MAX_ENTRIES));
   } catch {
     return null;
   }
@@ -95,6 +94,8 @@ async function entriesOf(dir: string): Promise<Dirent[] | null> {
 export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Promise<string[]> {
   const deadline = Date.now() + NEAR_MAX_MS;
   const found: string[] = [];
+  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const entriesOf = (dir: string) => entriesOfVerified(dir, isInside);
   const offer = (absolute: string, entry: Dirent): boolean => {
     if (found.length >= NEAR_LIMIT || found.includes(absolute) || entry.isSymbolicLink()) return false;
     if (!entry.isFile() && !entry.isDirectory()) return false;

@@ -23,6 +23,7 @@ import { resolveInRoots } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { deletionIsConflict, insideRoots, runMutation } from './file-mutation.js';
+import { quoteName } from './text-safe.js';
 
 export const ApplyPatchInput = z.strictObject({
   patch: z.string().min(1).describe('Unified diff, one or more files'),
@@ -351,7 +352,7 @@ export const applyPatch = defineTool({
       ...(statusHash ? { status_hash: statusHash } : {}),
     };
     const text = [
-      ...outcome.map((f) => `${args.dry_run ? 'would be ' : ''}${f.action} ${f.path}${f.from ? ` (from ${f.from})` : ''}: `
+      ...outcome.map((f) => `${args.dry_run ? 'would be ' : ''}${f.action} ${quoteName(f.path)}${f.from ? ` (from ${quoteName(f.from)})` : ''}: `
         + `${f.hunks.length} hunk(s)${f.hunks.length ? ` at line ${f.hunks.map((h) => h.line).join(', ')}` : ''}; `
         + `content_hash ${f.content_hash ?? '(deleted)'}`),
       ...warnings.map((w) => `warning: ${w}`),

@@ -9,6 +9,7 @@ import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { runMutation } from './file-mutation.js';
+import { quoteName } from './text-safe.js';
 
 export const CreateDirectoryInput = z.strictObject({
   path: PathArg,
@@ -71,7 +72,7 @@ export const createDirectory = defineTool({
     const created = result.created;
     return {
       structured: { path: target.real, created, dry_run: args.dry_run, ...(statusHash ? { status_hash: statusHash } : {}) },
-      text: `${created ? (args.dry_run ? 'Would create' : 'Created') : 'Already exists:'} ${target.real}`,
+      text: `${created ? (args.dry_run ? 'Would create' : 'Created') : 'Already exists:'} ${quoteName(target.real)}`,
       audit: { paths: [target.real] },
     };
   },

@@ -13,6 +13,7 @@ import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { runMutation } from './file-mutation.js';
+import { quoteName } from './text-safe.js';
 
 /** Most entries a recursive delete inspects before refusing. */
 const MAX_RECURSIVE_ENTRIES = 100_000;
@@ -111,7 +112,7 @@ export const deletePath = defineTool({
         path: target.real, type, dry_run: args.dry_run, entries: result.entries, previous_hash: result.previousHash,
         ...(statusHash ? { status_hash: statusHash } : {}),
       },
-      text: `${args.dry_run ? 'Would delete' : 'Deleted'} ${type} ${target.real}${result.entries ? ` and ${result.entries} entries inside` : ''}`,
+      text: `${args.dry_run ? 'Would delete' : 'Deleted'} ${type} ${quoteName(target.real)}${result.entries ? ` and ${result.entries} entries inside` : ''}`,
       audit: { paths: [target.real], hash_before: result.previousHash, hash_after: null },
     };
   },

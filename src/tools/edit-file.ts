@@ -15,6 +15,7 @@ import { PatchFailedError } from '../errors/tool-error.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { deletionIsConflict, mutateFile } from './file-mutation.js';
+import { quoteName } from './text-safe.js';
 
 /** Most characters of unified diff returned in a result. */
 const MAX_DIFF_CHARS = 64 * 1024;
@@ -103,7 +104,7 @@ export const editFile = defineTool({
       ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
       ...(r.statusHash ? { status_hash: r.statusHash } : {}),
     };
-    const text = `${args.dry_run ? 'Would edit' : 'Edited'} ${target.real}: ${replacements} replacement(s); `
+    const text = `${args.dry_run ? 'Would edit' : 'Edited'} ${quoteName(target.real)}: ${replacements} replacement(s); `
       + `content_hash ${r.contentHash}${r.occ.warning ? `\nwarning: ${r.occ.warning}` : ''}\n${diff}`;
     return { structured, text, audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes } };
   },

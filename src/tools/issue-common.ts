@@ -214,7 +214,7 @@ function githubTarget(host: string, port: number | null, repo: string): IssueTar
  *   VALIDATION insecure_http (GITLAB_HOST over http to a non-loopback host)
  */
 async function resolveTarget(forge: Forge, args: IssueArgs, ctx: ToolContext): Promise<IssueTarget> {
-  const gitOpts = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
+  const gitOpts = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal, isInside: insideRootsOf(ctx) };
   const configured = (): ConfiguredHosts => configuredForgeHosts(process.env, os.homedir(), insideRootsOf(ctx));
   if (forge === 'github') {
     const given = args.hostname !== undefined ? githubHost(args.hostname) : null;

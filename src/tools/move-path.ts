@@ -17,6 +17,7 @@ import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { insideRoots, MutationScope, parentMissing, runMutation } from './file-mutation.js';
+import { quoteName } from './text-safe.js';
 
 export const MovePathInput = z.strictObject({
   source: PathArg.describe('From'),
@@ -130,7 +131,7 @@ export const movePath = defineTool({
         overwritten: dstStats, previous_destination_hash: result.previousDestinationHash,
         content_hash: result.contentHash, ...(statusHash ? { status_hash: statusHash } : {}),
       },
-      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${source.real} -> ${destination.real}${dstStats ? ' (overwrote the destination)' : ''}`
+      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${quoteName(source.real)} -> ${quoteName(destination.real)}${dstStats ? ' (overwrote the destination)' : ''}`
         + `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
       audit: { paths: [source.real, destination.real], hash_before: result.previousDestinationHash, hash_after: result.contentHash },
     };

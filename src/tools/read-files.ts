@@ -10,6 +10,7 @@ import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { readOne, ReadResultShape, factsNote } from './read-file.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
+import { quoteName } from './text-safe.js';
 
 /** Most paths per call. */
 export const MAX_READ_FILES = 100;
@@ -62,11 +63,11 @@ export const readFiles = defineTool({
       try {
         const result = await readOne(requested, options, ctx, within);
         entry = { path: requested, ok: true, result };
-        piece = `==> ${requested} <==\n${result.content}\n${factsNote(result)}`;
+        piece = `==> ${quoteName(requested)} <==\n${result.content}\n${factsNote(result)}`;
       } catch (error) {
         const envelope = toEnvelope(error);
         entry = { path: requested, ok: false, error: envelope.error };
-        piece = `==> ${requested} <==\n${JSON.stringify(envelope)}`;
+        piece = `==> ${quoteName(requested)} <==\n${JSON.stringify(envelope)}`;
       }
       const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
       if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {

@@ -13,6 +13,7 @@ import { findContainingRoot } from '../policy/containment.js';
 import { isSecretPath } from '../policy/secrets.js';
 import { ContentHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
+import { quoteName } from './text-safe.js';
 
 export const StatInput = z.strictObject({
   path: PathArg,
@@ -84,8 +85,8 @@ export const stat = defineTool({
       policy: target.access,
     };
     const lines = [
-      `${structured.path}: ${structured.type}, ${s.size} bytes, mode ${structured.mode}, modified ${structured.mtime}`,
-      ...(symlink ? [`symlink -> ${symlink.target}`] : []),
+      `${quoteName(structured.path)}: ${structured.type}, ${s.size} bytes, mode ${structured.mode}, modified ${structured.mtime}`,
+      ...(symlink ? [`symlink -> ${quoteName(symlink.target)}`] : []),
       ...(contentHash ? [`content_hash ${contentHash}`] : []),
       ...(secret ? ['secret file: content tools refuse it'] : []),
       ...(target.access ? [`policy: ${target.access}`] : []),

@@ -9,6 +9,7 @@ import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { mutateFile } from './file-mutation.js';
+import { quoteName } from './text-safe.js';
 
 export const WriteFileInput = z.strictObject({
   path: PathArg,
@@ -75,7 +76,7 @@ export const writeFile = defineTool({
       ...(r.statusHash ? { status_hash: r.statusHash } : {}),
     };
     const verb = args.dry_run ? (r.created ? 'Would create' : 'Would replace') : (r.created ? 'Created' : 'Replaced');
-    const text = `${verb} ${target.real} (${r.bytes} bytes${isUtf8(bytes) ? '' : ', binary'}); content_hash ${r.contentHash}`
+    const text = `${verb} ${quoteName(target.real)} (${r.bytes} bytes${isUtf8(bytes) ? '' : ', binary'}); content_hash ${r.contentHash}`
       + (r.occ.warning ? `\nwarning: ${r.occ.warning}` : '');
     return { structured, text, audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes } };
   },

@@ -7,6 +7,7 @@
  */
 import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
 
 /** The result of a PATH lookup. */
 export interface CliLocation {
@@ -36,4 +37,29 @@ export function findCli(name: string, env: NodeJS.ProcessEnv, isInsideRoots: (ab
     return { file, insideRoots: places.some((p) => isInsideRoots(p)) };
   }
   return { file: null, insideRoots: false };
+}
+
+/**
+ * The absolute path of the `git` every git run uses (status, diff, the status hash, remotes, safe.directory): the
+ * first on PATH as execvp finds it, resolved against the server's own working directory (so a relative or empty PATH
+ * entry never means the repository git runs in). A git found inside the roots is never run: the agent can plant an
+ * executable there (write_file keeps an existing file's mode, move_path a moved executable's; a cloned hostile
+ * repository brings its own), and git runs with the server's environment, forge tokens included (issue #12).
+ * @param isInside true when an absolute path lies inside the roots in force
+ * @throws ToolError VALIDATION git_missing (no git on PATH) or git_inside_roots (the git found lies inside the roots)
+ */
+export function resolveGit(isInside: (absolute: string) => boolean): string {
+  const cli = findCli('git', process.env, isInside);
+  if (cli.file === null) {
+    throw new ToolError('VALIDATION', 'git is not installed on this machine.', {
+      details: { reason: 'git_missing' }, suggestion: 'Install git, or do not use git features.',
+    });
+  }
+  if (cli.insideRoots) {
+    throw new ToolError('VALIDATION', 'The git found on PATH lies inside the allowed roots, where the agent can write; it is not run.', {
+      details: { reason: 'git_inside_roots' },
+      suggestion: 'Ask the user to install git outside the roots, or to remove the PATH entry inside them.',
+    });
+  }
+  return cli.file;
 }

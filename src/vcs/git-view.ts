@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { openForReadSync } from '../fs/open-file.js';
+import { resolveGit } from './find-cli.js';
 import { parseGitConfig, type ConfigList } from './git-config.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
@@ -637,7 +638,7 @@ export function locateRepository(dir: string, access: ViewAccess): RepositoryLoc
     });
   }
   const gitDir = locateGitDir(top, verify);
-  checkOwnership(top, gitDir);
+  checkOwnership(top, gitDir, access.isInside);
   const commonDir = locateCommonDir(gitDir, verify);
   const objectsDir = verify.directory(path.join(commonDir, 'objects'), 'objects directory');
   const indexPath = path.join(gitDir, 'index');
@@ -869,13 +870,13 @@ function viewSettings(config: ConfigList, configFile: string, gitDir: string, to
  * (for root, to SUDO_UID when set). Checked here because git does not check an explicit GIT_DIR.
  * @throws ToolError VALIDATION dubious_ownership
  */
-function checkOwnership(top: string, gitDir: string): void {
+function checkOwnership(top: string, gitDir: string, isInside: (p: string) => boolean): void {
   if (typeof process.geteuid !== 'function') return;
   let uid = process.geteuid();
   if (uid === 0 && process.env.SUDO_UID && /^\d+$/.test(process.env.SUDO_UID)) uid = Number(process.env.SUDO_UID);
   for (const p of [top, gitDir]) {
     const st = lstatOrNull(p);
-    if (st && st.uid !== uid && !safeDirectories().some((s) => s === '*' || s === top || s === `${top}/`)) {
+    if (st && st.uid !== uid && !safeDirectories(isInside).some((s) => s === '*' || s === top || s === `${top}/`)) {
       throw new ToolError('VALIDATION', `git refuses the repository at ${top}: dubious ownership.`, {
         path: top, details: { reason: 'dubious_ownership' },
         suggestion: 'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
@@ -886,13 +887,14 @@ function checkOwnership(top: string, gitDir: string): void {
 
 /** The operator's global `safe.directory` values (read once per process from the user's own git config). */
 let safeDirCache: string[] | null = null;
-function safeDirectories(): string[] {
+function safeDirectories(isInside: (p: string) => boolean): string[] {
   if (safeDirCache) return safeDirCache;
+  const program = resolveGit(isInside);
   safeDirCache = [];
   try {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-    const out = execFileSync('git', ['config', '--global', '--null', '--get-all', 'safe.directory'], {
+    const out = execFileSync(program, ['config', '--global', '--null', '--get-all', 'safe.directory'], {
       env: { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_DIR: '/dev/null' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'],
       timeout: 5000, cwd: os.tmpdir(),
     });
@@ -901,9 +903,12 @@ function safeDirectories(): string[] {
   return safeDirCache;
 }
 
-/** A git runner over the one subprocess runner (used by git.ts). */
-export function commandRunner(): GitRunner {
-  return (args, env, options) => runCommand('git', args, {
+/**
+ * A git runner over the one subprocess runner (used by git.ts), running `program`: the absolute path `resolveGit`
+ * found for the roots in force (never a git inside them).
+ */
+export function commandRunner(program: string): GitRunner {
+  return (args, env, options) => runCommand(program, args, {
     cwd: options.cwd, env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
     signal: options.signal, ...(options.fds ? { fds: options.fds } : {}),
   });

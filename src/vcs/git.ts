@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { resolveGit } from './find-cli.js';
 import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-view.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
@@ -49,6 +50,8 @@ export function gitEnvironment(base: NodeJS.ProcessEnv = process.env): NodeJS.Pr
 /** Options for one git call. */
 export interface GitOptions {
   cwd: string;
+  /** True when an absolute path lies inside the roots in force (a git found there is never run: `resolveGit`). */
+  isInside: (p: string) => boolean;
   timeoutMs: number;
   maxOutputBytes?: number;
   signal?: AbortSignal;
@@ -80,7 +83,7 @@ function assertStarted(result: CommandResult, what: string, timeoutMs: number): 
  */
 export async function runGit(args: readonly string[], options: GitOptions): Promise<CommandResult> {
   if (CONTENT_READERS.has(args[0])) throw new Error(`git ${args[0]} must run through a GitView (openRepository)`);
-  const result = await runCommand('git', ['--no-optional-locks', ...SAFE_CONFIG, ...args], {
+  const result = await runCommand(resolveGit(options.isInside), ['--no-optional-locks', ...SAFE_CONFIG, ...args], {
     cwd: options.cwd,
     env: gitEnvironment(),
     timeoutMs: options.timeoutMs,
@@ -90,19 +93,20 @@ export async function runGit(args: readonly string[], options: GitOptions): Prom
   return assertStarted(result, args[0], options.timeoutMs);
 }
 
-/** The runner views use: the one subprocess runner, plus the git-missing and timeout envelopes. */
-const viewRunner: GitRunner = async (args, env, options) => {
+/** The runner views use: the one subprocess runner (the git resolved for the roots), plus the git-missing and timeout envelopes. */
+const viewRunner = (program: string): GitRunner => async (args, env, options) => {
   const what = args.find((a, i) => i > 0 && args[i - 1] !== '-c' && !a.startsWith('-') && !a.includes('=')) ?? 'git';
-  return assertStarted(await commandRunner()(args, env, options), what, options.timeoutMs);
+  return assertStarted(await commandRunner(program)(args, env, options), what, options.timeoutMs);
 };
 
 /**
  * Verifies the repository whose work tree contains the real directory `dir` (every location git would read inside
  * the roots) and builds its sanitized view. Dispose the view when done (`withRepository` does).
- * @throws ToolError as GitView.open
+ * @throws ToolError as GitView.open; VALIDATION git_missing / git_inside_roots (`resolveGit`)
  */
-export function openRepository(dir: string, access: ViewAccess, options: { timeoutMs: number; signal?: AbortSignal }): Promise<GitView> {
-  return GitView.open(dir, access, options, viewRunner);
+export async function openRepository(dir: string, access: ViewAccess, options: { timeoutMs: number; signal?: AbortSignal }): Promise<GitView> {
+  // Resolved before the view exists: a git inside the roots (or none) fails the call before anything is created.
+  return GitView.open(dir, access, options, viewRunner(resolveGit(access.isInside)));
 }
 
 /** Opens the view, runs `fn`, disposes the view. */

@@ -1,7 +1,8 @@
 /**
  * Attack (issue 11): a concurrent thread swaps a directory of the target's path for a symbolic link to an outside
  * directory and back, with no delay — `rename(d, d.real); symlink(OUTSIDE, d); unlink(d); rename(d.real, d)` — while
- * every mutating tool and mode, list_directory and search_files (glob and content) are called. Two batches per mode:
+ * every mutating tool and mode, read_file, stat, list_directory and search_files (glob and
+ * content) are called. Two batches per mode:
  * the swapped entry is an ANCESTOR of the target (`d`), or the target's FINAL component. Pins, per batch:
  *  - the outside tree is identical to its snapshot (names, bytes, modes, mtimes of files and directories: a temporary
  *    file created and removed there would change its directory's mtime) and no fs-tools temporary file is left inside;
@@ -149,6 +150,12 @@ const MODES: Mode[] = [
     call: () => ['delete_path', { path: 'd/victim', recursive: true }] },
   { name: 'create_directory', setup: () => undefined, final: 'd/newdir',
     call: () => ['create_directory', { path: 'd/newdir/sub' }] },
+  // Reads (review of the merged integration): the file is opened relative to its verified parent. (Near paths under a
+  // swap are pinned in test/policy/near-paths.test.ts: a requested name carrying the marker would echo it here.)
+  { name: 'read_file', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
+    call: () => ['read_file', { path: 'd/f.txt' }] },
+  { name: 'stat', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
+    call: () => ['stat', { path: 'd/f.txt' }] },
   { name: 'list_directory', setup: (d) => { mkdirSync(path.join(d, 'sub/in'), { recursive: true }); twoLines(path.join(d, 'sub'), 's.txt'); }, final: 'd/sub',
     call: () => ['list_directory', { path: 'd/sub', depth: 3 }] },
   { name: 'search_files glob', setup: (d) => { mkdirSync(path.join(d, 'sub/in'), { recursive: true }); twoLines(path.join(d, 'sub'), 's.txt'); }, final: 'd/sub',

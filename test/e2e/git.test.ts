@@ -841,6 +841,35 @@ describe('failures are clear envelopes', () => {
       .toBe('not_a_work_tree');
   });
 
+  it('a git planted on PATH inside the roots is never run (status, diff, status hash): VALIDATION git_inside_roots', async () => {
+    // Attack (review of the merged integration): gh/glab inside the roots were refused, but git ran by name from
+    // PATH — a PATH entry inside the roots (node_modules/.bin under npm run, ~/bin under a root at $HOME) let the
+    // agent plant an executable `git` that ran with the server's environment (forge tokens included).
+    const repo = makeRepo(base, { 'a.txt': 'a\n' });
+    const bin = freshDir(base, 'planted-bin-');
+    const marker = path.join(scratch.dir, `planted-git-ran-${process.pid}`);
+    writeFileSync(path.join(bin, 'git'), `#!/bin/sh\necho ran > '${marker}'\nexec /usr/bin/git "$@"\n`, { mode: 0o755 });
+    const realGitDir = path.dirname(execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim());
+    const c = await startServer('modern', [base], [], { PATH: `${bin}${path.delimiter}${realGitDir}${path.delimiter}${process.env.PATH ?? ''}` });
+    try {
+      for (const [tool, args] of [
+        ['git_status', { path: repo }],
+        ['git_diff', { path: repo }],
+        ['write_file', { path: path.join(repo, 'n.txt'), content: 'n\n', expected_status_hash: sha('x') }],
+      ] as const) {
+        const e = expectCode(await c.call(tool, args), 'VALIDATION');
+        expect(e.error.details.reason).toBe('git_inside_roots');
+      }
+      expect(existsSync(marker)).toBe(false);
+      expect(existsSync(path.join(repo, 'n.txt'))).toBe(false);
+      await c.callOk('list_allowed_directories', {});
+      expectNoIncident(c);
+    } finally {
+      await c.close();
+      rmSync(marker, { force: true });
+    }
+  });
+
   it('git not installed (PATH without git) → VALIDATION git_missing; the server keeps serving', async () => {
     const repo = makeRepo(base, { 'a.txt': 'a\n' });
     const bin = freshDir(scratch.dir, 'nogit-bin-');

@@ -63,6 +63,29 @@ describe('nearPaths', () => {
   it('never a hidden or denied path, nor anything under them: plan.md elsewhere is only b/x/plan.md', async () => {
     expect(await near('c/plan.md')).toEqual([path.join(R, 'b/x/plan.md')]);
   });
+  it('a directory swapped for a link to outside after the path was resolved: no outside name is offered', async () => {
+    // Attack (review of the merged near paths): a process loops rename(dir, dir.real); symlink(OUTSIDE, dir). The
+    // state at the moment of the read is pinned here: the path resolved while `sw` was a real directory, and `sw`
+    // (and the missing parent `sw/zz`'s grandparent) is now a link to a directory outside holding `outside-name.ts`.
+    const swapOut = path.join(T, 'swap-outside');
+    mkdirSync(path.join(swapOut, 'zz'), { recursive: true });
+    writeFileSync(path.join(swapOut, 'outside-name.ts'), 'o\n');
+    writeFileSync(path.join(swapOut, 'zz', 'outside-name.ts'), 'o\n');
+    put('sw/keep.txt');
+    const c = ctx();
+    const resolvedSib = await resolveInRoots('sw/outside-nam.ts', c.roots, { followFinal: true });
+    const resolvedUncle = await resolveInRoots('sw/zy/outside-name.ts', c.roots, { followFinal: true });
+    rmSync(path.join(R, 'sw'), { recursive: true });
+    symlinkSync(swapOut, path.join(R, 'sw'));
+    try {
+      for (const r of [resolvedSib, resolvedUncle]) {
+        const got = await nearPaths(r, c);
+        expect(got.filter((g) => g.includes('outside-name'))).toEqual([]);
+      }
+    } finally {
+      rmSync(path.join(R, 'sw'));
+    }
+  });
   it(`at most ${NEAR_LIMIT}, closest first`, async () => {
     const got = await near('many/file.ts');
     expect(got).toHaveLength(NEAR_LIMIT);

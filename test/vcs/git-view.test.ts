@@ -124,7 +124,7 @@ describe('throwGitFailure', () => {
 describe('runGit', () => {
   it('refuses status and diff (only a view may run them)', async () => {
     for (const sub of ['status', 'diff', 'diff-files', 'diff-index']) {
-      await expect(runGit([sub], { cwd: base, timeoutMs: 1000 })).rejects.toThrow(/GitView/);
+      await expect(runGit([sub], { cwd: base, timeoutMs: 1000, isInside: () => false })).rejects.toThrow(/GitView/);
     }
   });
 });

@@ -155,15 +155,25 @@ describe('listRemotes (real git)', () => {
   const env = { ...process.env, HOME: path.join(tree.dir, 'home'), GIT_CONFIG_NOSYSTEM: '1' };
   const git = (cwd: string, ...args: string[]): string => execFileSync('git', args, { cwd, env, encoding: 'utf8' });
 
+  test('the remotes of the issue tools never come from a git inside the roots (git_inside_roots; nothing run)', async () => {
+    const repo = path.join(tree.dir, 'repo-planted');
+    execFileSync('mkdir', ['-p', repo]);
+    git(repo, 'init', '-q');
+    // Every location counts as inside the roots here: whatever git PATH finds is one the agent could have planted.
+    const e = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => true }).then(() => null, (error: unknown) => error);
+    expect(e).toBeInstanceOf(ToolError);
+    expect((e as ToolError).details).toMatchObject({ reason: 'git_inside_roots' });
+  });
+
   test('applies insteadOf, keeps dotted names, and lists nothing for a repo without remotes', async () => {
     const repo = path.join(tree.dir, 'repo');
     execFileSync('mkdir', ['-p', repo]);
     git(repo, 'init', '-q');
-    expect(await listRemotes(repo, { timeoutMs: 10_000 })).toEqual([]);
+    expect(await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false })).toEqual([]);
     git(repo, 'config', 'url.https://github.com/.insteadOf', 'gh:');
     git(repo, 'remote', 'add', 'origin', 'gh:octo/hello');
     git(repo, 'remote', 'add', 'my.fork', 'git@github.com:me/hello.git');
-    const remotes = await listRemotes(repo, { timeoutMs: 10_000 });
+    const remotes = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false });
     expect(remotes).toEqual([
       { name: 'origin', url: 'https://github.com/octo/hello', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
       { name: 'my.fork', url: 'git@github.com:me/hello.git', parsed: { scheme: 'ssh', host: 'github.com', port: null, path: 'me/hello' } },
@@ -185,7 +195,7 @@ describe('listRemotes (real git)', () => {
     git(repo, 'config', `includeIf.gitdir:${repo}/.git.path`, outside);
     // Positive control: git itself does read the included file.
     expect(git(repo, 'config', '--get', 'remote.leak.url').trim()).toBe('https://gitlab.com/secretgroup/secretproj.git');
-    const remotes = await listRemotes(repo, { timeoutMs: 10_000 });
+    const remotes = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false });
     expect(remotes).toEqual([
       { name: 'origin', url: 'https://github.com/octo/hello.git', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
     ]);
@@ -197,7 +207,7 @@ describe('listRemotes (real git)', () => {
     git(repo, 'init', '-q');
     const filler = Array.from({ length: 12_000 }, (_, i) => `[remote "r${i}"]\n\turl = https://github.com/o/${'x'.repeat(80)}${i}\n`).join('');
     writeFileSync(path.join(repo, '.git', 'config'), `${readFileSync(path.join(repo, '.git', 'config'), 'utf8')}${filler}`);
-    const e = await listRemotes(repo, { timeoutMs: 20_000 }).then(() => null, (error: unknown) => error);
+    const e = await listRemotes(repo, { timeoutMs: 20_000, isInside: () => false }).then(() => null, (error: unknown) => error);
     expect(e).toBeInstanceOf(ToolError);
     expect((e as ToolError).details).toMatchObject({ reason: 'git_output_limit' });
   });
@@ -212,7 +222,7 @@ describe('listRemotes (real git)', () => {
     git(repo, 'config', '--add', 'remote.origin.url', 'https://second.example/o/r');
     const want = git(repo, 'ls-remote', '--get-url', 'origin').trim();
     expect(want).toBe('https://github.com/octo/hello');
-    expect((await listRemotes(repo, { timeoutMs: 10_000 })).map((r) => r.url)).toEqual([want]);
+    expect((await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false })).map((r) => r.url)).toEqual([want]);
   });
 });
 
