@@ -89,12 +89,15 @@ const CASES: Record<string, Cases> = {
       { query: 'T.DO', regex: true },
       { query: 'TODO', max_results: 1 },
       { query: 'no such text anywhere' },
+      { query: 'TODO', output_mode: 'files_with_matches' },
+      { query: 'TODO', output_mode: 'count', max_results: 1 },
     ],
     fail: [
       { args: {}, code: 'VALIDATION' },
       { args: { query: 'x', path: '/etc' }, code: 'NOT_ALLOWED' },
       { args: { query: 'x', path: 'nope' }, code: 'NOT_FOUND' },
       { args: { query: '(', regex: true }, code: 'VALIDATION' },
+      { args: { glob: '**/*.ts', output_mode: 'count' }, code: 'VALIDATION' },
     ],
   },
   stat: {
