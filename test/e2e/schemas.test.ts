@@ -165,6 +165,21 @@ Object.assign(CASES, {
       { args: { source: 'mut/no-such.txt', destination: 'mut/x.txt' }, code: 'NOT_FOUND' },
     ],
   },
+  copy_path: {
+    ok: [
+      { source: 'src', destination: 'mut/src-copy', recursive: true },
+      { source: 'a.txt', destination: 'mut/a-copy.txt' },
+      { source: 'link-to-a', destination: 'mut/link-copy' },
+      { source: 'a.txt', destination: 'mut/a-dry.txt', dry_run: true },
+    ],
+    fail: [
+      { args: { source: 'a.txt', destination: 'mut/a-copy.txt' }, code: 'VALIDATION' },
+      { args: { source: 'src', destination: 'mut/src-2' }, code: 'VALIDATION' },
+      { args: { source: 'mut/no-such.txt', destination: 'mut/x.txt' }, code: 'NOT_FOUND' },
+      { args: { source: '.env', destination: 'mut/env-copy' }, code: 'SECRET_DENIED' },
+      { args: { source: 'a.txt', destination: '/etc/fs-tools-copy' }, code: 'NOT_ALLOWED' },
+    ],
+  },
   delete_path: {
     ok: [{ path: 'mut/delete.txt', expected_hash: hashOf(DELETE_ME) }, { path: 'mut/empty-dir' }],
     fail: [
