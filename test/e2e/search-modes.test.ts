@@ -2,6 +2,8 @@
  * search_files output modes (issue #18): `files_with_matches` returns paths only, `count` per-file counts, both with
  * the same paging (cursor), skip counts, result cap and text escaping as `matches`; through real clients of both eras.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, type TestClient } from '../helpers/server.js';
@@ -86,4 +88,38 @@ describe.each(ERAS)('search_files output modes (%s era)', (era) => {
     const g = await client.callOk('search_files', { glob: '**/*.txt' });
     expect(r.files).toEqual(g.files);
   });
+});
+
+describe.each(ERAS)('search_files output modes under the response budget (%s era)', (era) => {
+  // 1000 files with ~2.2 KB relative paths: over the 3 MiB response budget in one page, so pages are cut by the budget
+  // (not by max_results, raised here) and must still return every file exactly once.
+  const chain = Array.from({ length: 10 }, (_, i) => `${String(i)}${'d'.repeat(199)}`);
+  const leafName = (i: number) => `${String(i).padStart(4, '0')}${'f'.repeat(196)}.txt`;
+  const tree = makeTree({});
+  const deep = path.join(tree.dir, ...chain);
+  let client: TestClient;
+  beforeAll(async () => {
+    mkdirSync(deep, { recursive: true });
+    for (let i = 0; i < 1000; i++) writeFileSync(path.join(deep, leafName(i)), 'needle\n');
+    client = await connect(era, { args: ['--max-search-results=100000', tree.dir] });
+  });
+  afterAll(async () => { await client.close(); tree.cleanup(); });
+
+  it.each(['files_with_matches', 'count'])('%s: budgeted pages, every file once', async (mode) => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const r = await client.call('search_files', { query: 'needle', output_mode: mode, max_results: 100000, ...(cursor ? { cursor } : {}) });
+      const s = r.structuredContent as Record<string, any>;
+      const page: string[] = mode === 'count' ? s.counts.map((c: any) => c.path) : s.files;
+      if (s.truncated) expect(r.content[0].text).toContain(`continue with cursor: ${s.next_cursor}`);
+      expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThan(3 * 1024 * 1024);
+      seen.push(...page);
+      cursor = s.next_cursor ?? undefined;
+      pages++;
+    } while (cursor && pages < 20);
+    expect(pages).toBeGreaterThan(1);
+    expect(seen).toEqual(Array.from({ length: 1000 }, (_, i) => [...chain, leafName(i)].join('/')));
+  }, 60_000);
 });
