@@ -193,3 +193,37 @@ describe.each(ERAS)('copy_path gates (%s era)', (era) => {
     });
   });
 });
+
+describe.each(ERAS)('copy_path and the guarded paths (%s era)', (era) => {
+  // The state directory and the audit log inside the root: a copy may neither read them out nor write into them, as
+  // a whole path or as an entry of a tree.
+  const tree = makeTree({ 'a.txt': 'a\n', logs: {}, evil: { 'audit.log': 'forged\n' }, holder: { 'x.txt': 'x\n' }, box: {} });
+  let client: TestClient;
+  beforeAll(async () => {
+    client = await connect(era, { args: ['--state-dir', path.join(tree.dir, 'box', 'state'), `--audit-log=${path.join(tree.dir, 'logs', 'audit.log')}`, tree.dir] });
+    await client.callOk('read_file', { path: 'a.txt' }); // the audit log and the state dir exist now
+  });
+  afterAll(async () => { await client.close(); tree.cleanup(); });
+
+  it('refuses every copy from or into them, creating nothing', async () => {
+    expect(existsSync(path.join(tree.dir, 'logs', 'audit.log'))).toBe(true);
+    const before = snapshotTree(path.join(tree.dir, 'holder'), { withMtime: true });
+    const attempts: Array<Record<string, unknown>> = [
+      { source: 'logs/audit.log', destination: 'copied.log' },
+      { source: 'logs', destination: 'logs-copy', recursive: true },
+      { source: 'box', destination: 'box-copy', recursive: true }, // a tree holding the state directory
+      { source: 'box/state', destination: 'state-copy', recursive: true },
+      { source: 'a.txt', destination: 'box/state/a.txt' },
+      { source: 'evil/audit.log', destination: 'logs/audit.log', overwrite: true },
+    ];
+    for (const args of attempts) {
+      const r = await client.call('copy_path', args);
+      expect(r.isError, JSON.stringify(args)).toBe(true);
+      const e = JSON.parse(r.content[0].text!).error;
+      expect(e.code, JSON.stringify(args)).toBe('FILE_POLICY_DENIED');
+    }
+    for (const name of ['copied.log', 'logs-copy', 'state-copy', 'box-copy']) expect(existsSync(path.join(tree.dir, name))).toBe(false);
+    expect(readdirSync(path.join(tree.dir, 'logs'))).toEqual(['audit.log']);
+    expect(snapshotTree(path.join(tree.dir, 'holder'), { withMtime: true })).toEqual(before);
+  });
+});
