@@ -16,10 +16,11 @@ import { constants, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { writeFileAtomicIn } from '../fs/atomic-write.js';
+import { temporaryPrefix } from '../fs/atomic-write.js';
+import { createContentHasher } from '../fs/hash.js';
 import { isDirectory } from '../fs/read-current.js';
 import { inspectTree, removeTree } from '../fs/tree-ops.js';
-import { changedError, identityOf, sameNode, type VerifiedDir } from '../fs/verified-dir.js';
+import { changedError, identityOf, sameNode, sameVersion, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
 import { assertCopyableEntry, authorizeCopy, kindOf } from '../policy/authorize.js';
 import { isWithin } from '../policy/containment.js';
 import { checkExpectedHash } from '../policy/occ.js';
@@ -109,15 +110,17 @@ export const copyPath = defineTool({
 
         if (s.isFile()) {
           if (s.size > MAX_COPY_BYTES) throw tooLarge(source.absolute, `${s.size} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
-          const current = await scope.current(source.real, { wantBytes: true, maxBytes: MAX_COPY_BYTES });
-          const bytes = current.bytes!;
+          // Hashed here (streamed, never held whole); the effect streams the same file again and must see the same
+          // node at the same version with the same hash.
+          const current = await scope.current(source.real, { wantBytes: false, maxBytes: MAX_COPY_BYTES });
+          const node = current.stats ?? s;
           return {
-            result: { ...base, entries: 0, bytes: bytes.length, contentHash: current.hash },
+            result: { ...base, entries: 0, bytes: node.size, contentHash: current.hash },
             done: `copied ${source.real} to ${destination.real}`,
             effect: async () => {
-              await writeFileAtomicIn(dst.dir, dst.name, bytes, { mode: (current.stats ?? s).mode & 0o7777, expected: { identity: expectDst } });
+              await copyFileAtomic(src.dir, src.name, node, current.hash!, dst.dir, dst.name, expectDst);
             },
-            remember: () => ctx.hashes.remember(destination.real, current.hash!, bytes),
+            remember: () => ctx.hashes.remember(destination.real, current.hash!),
           };
         }
         if (s.isSymbolicLink()) {
@@ -229,7 +232,7 @@ const tempName = (name: string, what: string): string => {
 };
 
 /** Places a symlink holding `target` at `name` of `dir`: atomically new, or replacing the file `expected` by rename. */
-async function placeLink(dir: VerifiedDir, name: string, target: string, expected: ReturnType<typeof identityOf> | null): Promise<void> {
+async function placeLink(dir: VerifiedDir, name: string, target: string, expected: FileIdentity | null): Promise<void> {
   dir.assertInside();
   if (expected === null) {
     try {
@@ -357,12 +360,50 @@ async function removeOwnTree(parent: VerifiedDir, name: string): Promise<void> {
   }
 }
 
-/** Copies the file `name` of `from` (which must still be `expected`) to the new file `toName` of `to`, mode kept. */
-async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: VerifiedDir, toName: string): Promise<void> {
+/**
+ * Copies the file `name` of `from` to a temporary name beside `dstName` of `to` and renames it into place: the
+ * source must still be `expected` with content hash `hash`; the destination must still be absent (`expectDst` null)
+ * or the file `expectDst` (replaced). The temporary file is removed on failure.
+ * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists; errno errors
+ */
+async function copyFileAtomic(from: VerifiedDir, name: string, expected: Stats, hash: string, to: VerifiedDir, dstName: string,
+  expectDst: FileIdentity | null): Promise<void> {
+  const tmp = `${temporaryPrefix(dstName)}${randomBytes(6).toString('hex')}.tmp`;
+  to.assertInside();
+  try {
+    const copied = await copyFileIn(from, name, expected, to, tmp);
+    if (copied !== hash) throw changedError(from.pathOf(name));
+    to.assertInside();
+    const now = to.lstat(dstName);
+    if (expectDst === null) {
+      if (now) {
+        throw new ToolError('VALIDATION', `${to.pathOf(dstName)} appeared during the call; nothing was copied.`, {
+          path: to.pathOf(dstName), details: { reason: 'destination_exists' },
+        });
+      }
+    } else if (!now || !now.isFile() || !sameVersion(identityOf(now), expectDst)) {
+      throw changedError(to.pathOf(dstName));
+    }
+    to.rename(tmp, to, dstName);
+  } catch (error) {
+    to.unlinkOwnTemporary(tmp);
+    throw error;
+  }
+  await to.sync();
+}
+
+/**
+ * Copies the file `name` of `from` (which must still be `expected`: same node, size and mtime) to the new file
+ * `toName` of `to` (created exclusively), permission bits kept.
+ * @returns the content hash of the bytes copied
+ * @throws ToolError NOT_ALLOWED changed_during_call (the source changed since inspected); errno errors
+ */
+async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: VerifiedDir, toName: string): Promise<string> {
   const input = await from.openFile(name, { flags: constants.O_RDONLY });
+  const hasher = createContentHasher();
   try {
     const st = await input.stat();
-    if (!sameNode(st, expected)) throw changedError(from.pathOf(name));
+    if (!sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs) throw changedError(from.pathOf(name));
     const mode = st.mode & 0o7777;
     const output = await to.openFile(toName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode: 0o600 });
     try {
@@ -371,10 +412,13 @@ async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: 
       for (;;) {
         const { bytesRead } = await input.read(buffer, 0, buffer.length, position);
         if (bytesRead === 0) break;
+        if (position + bytesRead > expected.size) throw changedError(from.pathOf(name)); // it grew meanwhile
+        hasher.update(buffer.subarray(0, bytesRead));
         let written = 0;
         while (written < bytesRead) written += (await output.write(buffer, written, bytesRead - written)).bytesWritten;
         position += bytesRead;
       }
+      if (position !== expected.size) throw changedError(from.pathOf(name)); // it shrank meanwhile
       await output.chmod(mode);
       await output.sync();
     } finally {
@@ -383,6 +427,7 @@ async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: 
   } finally {
     await input.close();
   }
+  return hasher.digest();
 }
 
 
