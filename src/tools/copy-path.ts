@@ -69,8 +69,9 @@ const tooLarge = (absolute: string, what: string, limit: number, reason: string)
 export const copyPath = defineTool({
   name: 'copy_path',
   title: 'Copy path',
-  description: 'Copy a file, symlink (as a link) or directory (recursive: true), keeping modes; all or nothing. An '
-    + 'existing destination fails (VALIDATION destination_exists) unless overwrite: true on a file, with its hash.',
+  description: 'Copy a file, symlink (as a link) or directory (recursive: true; at most 10000 entries, 256 MiB), '
+    + 'keeping modes; all or nothing. An existing destination fails (VALIDATION destination_exists) unless overwrite: '
+    + 'true on a file, with its hash.',
   group: 'fs-write',
   input: CopyPathInput,
   output: CopyPathOutput,

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, type TestClient } from '../helpers/server.js';
 import { contentHash, snapshotTree } from '../helpers/snapshot.js';
-import { makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
+import { fifo, makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
 
 const modeOf = (p: string): number => statSync(p).mode & 0o7777;
 
@@ -27,6 +27,7 @@ const SPEC: TreeSpec = {
   'with-git': { 'x.txt': 'x\n', '.git': { HEAD: 'ref: refs/heads/main\n' } },
   'with-secret': { 'x.txt': 'x\n', '.env': 'TOKEN=1\n' },
   'with-hidden': { 'x.txt': 'x\n', 'h.txt': 'h\n' },
+  'with-fifo': { 'x.txt': 'x\n', 'pipe': fifo() },
   'to-protected': { 'keep.txt': 'new\n' },
   protected: { 'p.txt': 'p\n' },
   out: {},
@@ -116,6 +117,8 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
       [{ source: 'with-git', destination: 'out/g', recursive: true }, 'FILE_POLICY_DENIED', 'git_dir'],
       [{ source: 'with-secret', destination: 'out/s', recursive: true }, 'SECRET_DENIED', undefined],
       [{ source: 'with-hidden', destination: 'out/h', recursive: true }, 'FILE_POLICY_DENIED', 'hidden'],
+      [{ source: 'with-fifo', destination: 'out/f', recursive: true }, 'FILE_POLICY_DENIED', 'special_file'],
+      [{ source: 'with-fifo/pipe', destination: 'out/pipe' }, 'FILE_POLICY_DENIED', 'special_file'],
       [{ source: 'a.txt', destination: 'protected/a.txt' }, 'FILE_POLICY_DENIED', undefined],
       [{ source: 'a.txt', destination: 'repo/.git/config' }, 'FILE_POLICY_DENIED', undefined],
       [{ source: 'repo/.git/HEAD', destination: 'out/HEAD' }, 'FILE_POLICY_DENIED', undefined],
@@ -175,6 +178,18 @@ describe.each(ERAS)('copy_path gates (%s era)', (era) => {
       expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/a' }), 'BUDGET_EXCEEDED');
       expect(existsSync(path.join(s.root, 'out', 'a'))).toBe(false);
     });
+  });
+
+  describe('the entry cap', () => {
+    const s = setup(era);
+    it('refuses a tree over 10 000 entries with VALIDATION too_many_entries, copying nothing', async () => {
+      const big = path.join(s.root, 'big');
+      mkdirSync(big);
+      for (let i = 0; i <= 10_000; i++) writeFileSync(path.join(big, `f${i}`), '');
+      const e = expectCode(await s.client.call('copy_path', { source: 'big', destination: 'out/big', recursive: true }), 'VALIDATION');
+      expect(e.error.details).toMatchObject({ reason: 'too_many_entries', limit: 10_000 });
+      expect(readdirSync(path.join(s.root, 'out'))).toEqual([]);
+    }, 60_000);
   });
 
   describe('a tree copy that fails part-way', () => {
