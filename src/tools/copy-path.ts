@@ -330,12 +330,30 @@ async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats
     }
     dstParent.chmod(tmpName, srcStats.mode & 0o7777);
     dstParent.assertInside();
-    if (dstParent.lstat(dstName)) {
-      throw new ToolError('VALIDATION', `${dstParent.pathOf(dstName)} appeared during the call; nothing was copied.`, {
-        path: dstParent.pathOf(dstName), details: { reason: 'destination_exists' },
-      });
+    // There is no rename-without-replace in Node, and rename(2) silently replaces an empty directory: the destination
+    // name is claimed first with an exclusive mkdir (EEXIST: something appeared), and the copy then replaces only
+    // that placeholder of ours (a non-empty directory put there meanwhile makes the rename fail, nothing replaced).
+    const appeared = () => new ToolError('VALIDATION', `${dstParent.pathOf(dstName)} appeared during the call; nothing was copied.`, {
+      path: dstParent.pathOf(dstName), details: { reason: 'destination_exists' },
+    });
+    try {
+      dstParent.mkdir(dstName, 0o700);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw appeared();
+      throw error;
     }
-    dstParent.rename(tmpName, dstParent, dstName);
+    const placeholder = dstParent.lstat(dstName);
+    try {
+      dstParent.rename(tmpName, dstParent, dstName);
+    } catch (error) {
+      const now = dstParent.lstat(dstName);
+      if (now && placeholder && sameNode(now, placeholder)) {
+        try { dstParent.rmdir(dstName); } catch { /* no longer empty: not ours to remove */ }
+      }
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') throw appeared();
+      throw error;
+    }
     placed = true;
     await dstParent.sync();
   } finally {
