@@ -16,6 +16,7 @@ import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
 import { armKillPoint, recoverJournals } from './patch/transaction.js';
+import { failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { findContainingRoot } from './policy/containment.js';
 
@@ -57,10 +58,12 @@ Options:
 async function main(argv: string[]): Promise<number> {
   let config: Config;
   // Test seams (issue #20): only as the FIRST argument, `--test-seams=kill-at:N` (the crash tests of
-  // test/e2e/patch-crash.test.ts). Not in --help; production never passes it.
-  const seam = /^--test-seams=kill-at:(\d{1,6})$/.exec(argv[0] ?? '');
+  // test/e2e/patch-crash.test.ts) or `--test-seams=copy-fault:ENTRY` (test/e2e/copy-path.test.ts). Not in --help;
+  // production never passes it.
+  const seam = /^--test-seams=(?:kill-at:(\d{1,6})|copy-fault:(.+))$/s.exec(argv[0] ?? '');
   if (seam) {
-    armKillPoint(Number(seam[1]));
+    if (seam[1] !== undefined) armKillPoint(Number(seam[1]));
+    else setCopyFault(failCopyAt(seam[2]));
     argv = argv.slice(1);
   }
   try {

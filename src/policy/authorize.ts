@@ -289,3 +289,71 @@ export async function linkTargetKind(ctx: PolicyContext, linkAbsolute: string): 
     return null;
   }
 }
+
+/** The two paths of a copy, authorized (issue #18). */
+export interface AuthorizedCopy {
+  /** The source, its last component NOT followed (a link is copied as a link); `stats` null when missing. */
+  source: ResolvedPath & { relative: string; access: Access | null };
+  destination: AuthorizedWrite;
+}
+
+/**
+ * Authorizes copy_path (issue #18), SPEC §3.3 across the whole call: both paths' containment (step 5) first, then
+ * step 6 — the source as a read of the entry itself (the state directory / audit log guard on it and on anything it
+ * holds, secrets, the `.git` rule: copying git internals out is refused like writing them, the file policy for
+ * reading) and the destination as a write (`authorizeWrite`) — then step 7 (the source exists; its kind is checked by
+ * the tool).
+ * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
+ */
+export async function authorizeCopy(source: string, destination: string, ctx: PolicyContext): Promise<AuthorizedCopy> {
+  const src = await resolveInRoots(source, ctx.roots, { followFinal: false }, 'source');
+  await resolveInRoots(destination, ctx.roots, { followFinal: false }, 'destination');
+  const spellings = [src.absolute, src.real];
+  assertNotGuarded(ctx.guarded ?? [], src.absolute, spellings);
+  assertHoldsNoGuarded(ctx.guarded ?? [], src.absolute, spellings);
+  assertNotSecret(src.absolute, src.real, ctx.allowSecrets);
+  assertNotGitInternal(src.absolute, src.real);
+  const relative = toPosixRelative(src.root.real, src.real);
+  const access = policyAccess(ctx, src, relative);
+  await hiddenLikeMissing(() => assertPolicyAllows(access, 'read', src.absolute, relative), src, ctx);
+  const dst = await authorizeWrite(destination, ctx, { kind: 'any', mustExist: false, followFinal: false, field: 'destination' });
+  if (!src.stats) throw await notFoundError(src, ctx);
+  return { source: { ...src, relative, access }, destination: dst };
+}
+
+/**
+ * Issue #18: may an entry of a directory tree being copied be copied? The entry (root-relative `srcRelative`) must
+ * be neither a `.git` directory or file, nor a secret (unless secrets are allowed), nor hidden or denied by the file
+ * policy; where it would land (`dstRelative`) must pass the same checks for a write (read_only refuses too), and
+ * must not be a guarded path (state directory, audit log). One refused entry refuses the whole copy.
+ * @throws ToolError FILE_POLICY_DENIED (git_dir; policy; state_dir), SECRET_DENIED (reason secret_inside)
+ */
+export function assertCopyableEntry(ctx: PolicyContext, src: { absolute: string; relative: string },
+  dst: { absolute: string; relative: string }): void {
+  const name = src.relative.slice(src.relative.lastIndexOf('/') + 1);
+  if (name.toLowerCase() === '.git') {
+    throw new ToolError('FILE_POLICY_DENIED', `${src.absolute} is a .git directory; copying it is never allowed.`, {
+      path: src.absolute, details: { source: 'builtin', rule: 'git_dir' },
+    });
+  }
+  for (const p of [src, dst]) {
+    if (!ctx.allowSecrets && secretRuleFor(p.absolute) !== null) {
+      throw new ToolError('SECRET_DENIED', `${p.absolute} is a secret file; nothing is copied.`, {
+        path: p.absolute, details: { reason: 'secret_inside' },
+      });
+    }
+  }
+  const srcAccess = accessFor(ctx.policy, src.relative);
+  if (srcAccess && srcAccess !== 'read_only') {
+    throw new ToolError('FILE_POLICY_DENIED', `${src.absolute} is protected by the file policy (${srcAccess}); nothing is copied.`, {
+      path: src.absolute, details: { source: 'policy', rule: srcAccess },
+    });
+  }
+  const dstAccess = accessFor(ctx.policy, dst.relative);
+  if (dstAccess) {
+    throw new ToolError('FILE_POLICY_DENIED', `${dst.absolute} is protected by the file policy (${dstAccess}); nothing is copied.`, {
+      path: dst.absolute, details: { source: 'policy', rule: dstAccess },
+    });
+  }
+  assertNotGuarded(ctx.guarded ?? [], dst.absolute, [dst.absolute]);
+}

@@ -13,6 +13,7 @@ import { writeFile } from './write-file.js';
 import { editFile } from './edit-file.js';
 import { applyPatch } from './apply-patch.js';
 import { movePath } from './move-path.js';
+import { copyPath } from './copy-path.js';
 import { deletePath } from './delete-path.js';
 import { createDirectory } from './create-directory.js';
 import { gitStatusTool } from './git-status.js';
@@ -34,6 +35,7 @@ export const TOOLS: readonly AnyTool[] = [
   editFile,
   applyPatch,
   movePath,
+  copyPath,
   deletePath,
   createDirectory,
   listChanges, revertChanges,

@@ -40,6 +40,8 @@ export const SearchFilesInput = z.strictObject({
   max_results: z.number().int().min(1).optional()
     .describe('Default and most 500'),
   cursor: z.string().optional(),
+  output_mode: z.enum(['matches', 'files_with_matches', 'count']).default('matches')
+    .describe('With query: matches (default), files_with_matches (paths), count (per file)'),
 });
 
 const MatchSchema = z.object({
@@ -56,6 +58,9 @@ export const SearchFilesOutput = z.object({
   mode: z.enum(['glob', 'content']),
   files: z.array(z.string()).describe('Glob-only search: matching file paths, relative to path'),
   matches: z.array(MatchSchema).describe('Content search: matching lines'),
+  counts: z.array(z.object({ path: z.string(), count: z.number().int() }))
+    .describe('output_mode count: matching lines per file (files with none are left out)'),
+  output_mode: z.enum(['matches', 'files_with_matches', 'count']),
   files_scanned: z.number().int(),
   files_matched: z.number().int(),
   skipped: z.object({
@@ -176,8 +181,8 @@ export const searchFiles = defineTool({
   name: 'search_files',
   title: 'Search files',
   description: 'Find files by glob and/or lines by text (literal, or a JS regex with regex: true). Respects .gitignore; '
-    + 'skips secret, binary and >10 MiB files (counted). At most 500 results a page: go on with next_cursor. Fails '
-    + 'without glob or query (VALIDATION).',
+    + 'skips secret, binary and >10 MiB files (counted). At most 500 results a page: go on with next_cursor. '
+    + 'output_mode files_with_matches/count: paths or per-file counts. Fails without glob or query (VALIDATION).',
   group: 'fs-read',
   input: SearchFilesInput,
   output: SearchFilesOutput,
@@ -194,8 +199,17 @@ export const searchFiles = defineTool({
     }
     const matcher = args.query !== undefined
       ? createLineMatcher(args.query, { regex: args.regex, caseSensitive: args.case_sensitive }) : null;
+    const outputMode = args.output_mode;
+    if (args.query === undefined && outputMode === 'count') {
+      throw new ToolError('VALIDATION', 'output_mode "count" needs a query.', {
+        details: { reason: 'missing_field', field: 'query' },
+        suggestion: 'Pass query, or use output_mode "files_with_matches" (or no output_mode) for a glob-only listing.',
+      });
+    }
+    // Issue #18: the modes page differently (per file, not per match), so a cursor of one mode is not another's.
     const fingerprint = queryFingerprint(['search_files', args.path, args.glob, args.query, args.regex,
-      args.case_sensitive, args.context_lines, args.include, args.exclude, args.respect_gitignore]);
+      args.case_sensitive, args.context_lines, args.include, args.exclude, args.respect_gitignore,
+      ...(outputMode === 'matches' ? [] : [outputMode])]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
     // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
     const patterns = patternBudget();
@@ -209,6 +223,7 @@ export const searchFiles = defineTool({
 
     const files: string[] = [];
     const matches: Match[] = [];
+    const counts: Array<{ path: string; count: number }> = [];
     // Issue #14: the text lines are built with the results, and both are charged to the response budget.
     const out: string[] = [];
     const budget = new ResponseBudget();
@@ -368,6 +383,24 @@ export const searchFiles = defineTool({
       const text = loaded.text;
       const hits = loaded.hits ?? await matcher!.match(text);
       if (hits.length === 0) continue;
+      if (outputMode !== 'matches') {
+        // Issue #18: one result per file (its path, or its path and count), paged by file: the cursor resumes at
+        // the first file not returned, with the same result cap and response budget as matches.
+        const line = outputMode === 'count' ? `${quoteName(entry.relative)}:${hits.length}` : quoteName(entry.relative);
+        const cost = jsonStringBytes(entry.relative) * 2 + 24 + 8;
+        const returned = files.length + counts.length;
+        if (returned >= maxResults || (returned > 0 && !budget.take(cost))) {
+          truncated = true;
+          next = { file: entry.relative, skip: 0 }; // resumes at this file (its skips are already counted)
+          break;
+        }
+        if (returned === 0) budget.charge(cost);
+        if (outputMode === 'count') counts.push({ path: entry.relative, count: hits.length });
+        else files.push(entry.relative);
+        out.push(line);
+        filesMatched++;
+        continue;
+      }
       const lines = text.split('\n');
       const skip = resumeFile === entry.relative ? resumeSkip : 0;
       for (let h = skip; h < hits.length; h++) {
@@ -413,13 +446,16 @@ export const searchFiles = defineTool({
     if (ignoreRules > 0) skipped.ignore_rules = ignoreRules;
     const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
     const structured = {
-      path: target.real, mode, files, matches, files_scanned: filesScanned, files_matched: filesMatched, skipped,
+      path: target.real, mode, output_mode: outputMode, files, matches, counts, files_scanned: filesScanned, files_matched: filesMatched, skipped,
       truncated, next_cursor: nextCursor,
     } as const;
     if (out.length === 0) out.push('(no matches)');
     const skippedParts = Object.entries(skipped).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
-    out.push(`[${mode === 'glob' ? `${files.length} files` : `${matches.length} matches in ${filesMatched} files, `
-      + `${filesScanned} scanned`}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
+    const summary = mode === 'glob' ? `${files.length} files`
+      : outputMode === 'count' ? `${counts.reduce((n, c) => n + c.count, 0)} matches in ${filesMatched} files, ${filesScanned} scanned`
+        : outputMode === 'files_with_matches' ? `${filesMatched} files with matches, ${filesScanned} scanned`
+          : `${matches.length} matches in ${filesMatched} files, ${filesScanned} scanned`;
+    out.push(`[${summary}${skippedParts.length ? `; skipped ${skippedParts.join(', ')}` : ''}`
       + `${truncated ? `; truncated, continue with cursor: ${nextCursor}` : ''}]`);
     return { structured: { ...structured }, text: out.join('\n'), audit: { paths: [target.real] } };
   }, args),

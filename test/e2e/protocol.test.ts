@@ -38,6 +38,7 @@ const HONEST_ANNOTATIONS: Record<string, [boolean, boolean, boolean, boolean]> =
   edit_file: [false, true, false, false],
   apply_patch: [false, true, false, false],
   move_path: [false, true, false, false],
+  copy_path: [false, true, false, false],
   delete_path: [false, true, false, false],
   create_directory: [false, false, true, false],
   list_changes: [true, false, true, false],

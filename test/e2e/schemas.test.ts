@@ -89,12 +89,15 @@ const CASES: Record<string, Cases> = {
       { query: 'T.DO', regex: true },
       { query: 'TODO', max_results: 1 },
       { query: 'no such text anywhere' },
+      { query: 'TODO', output_mode: 'files_with_matches' },
+      { query: 'TODO', output_mode: 'count', max_results: 1 },
     ],
     fail: [
       { args: {}, code: 'VALIDATION' },
       { args: { query: 'x', path: '/etc' }, code: 'NOT_ALLOWED' },
       { args: { query: 'x', path: 'nope' }, code: 'NOT_FOUND' },
       { args: { query: '(', regex: true }, code: 'VALIDATION' },
+      { args: { glob: '**/*.ts', output_mode: 'count' }, code: 'VALIDATION' },
     ],
   },
   stat: {
@@ -160,6 +163,21 @@ Object.assign(CASES, {
     fail: [
       { args: { source: 'mut/moved.txt', destination: 'mut/edit.txt' }, code: 'VALIDATION' },
       { args: { source: 'mut/no-such.txt', destination: 'mut/x.txt' }, code: 'NOT_FOUND' },
+    ],
+  },
+  copy_path: {
+    ok: [
+      { source: 'src', destination: 'mut/src-copy', recursive: true },
+      { source: 'a.txt', destination: 'mut/a-copy.txt' },
+      { source: 'link-to-a', destination: 'mut/link-copy' },
+      { source: 'a.txt', destination: 'mut/a-dry.txt', dry_run: true },
+    ],
+    fail: [
+      { args: { source: 'a.txt', destination: 'mut/a-copy.txt' }, code: 'VALIDATION' },
+      { args: { source: 'src', destination: 'mut/src-2' }, code: 'VALIDATION' },
+      { args: { source: 'mut/no-such.txt', destination: 'mut/x.txt' }, code: 'NOT_FOUND' },
+      { args: { source: '.env', destination: 'mut/env-copy' }, code: 'SECRET_DENIED' },
+      { args: { source: 'a.txt', destination: '/etc/fs-tools-copy' }, code: 'NOT_ALLOWED' },
     ],
   },
   delete_path: {

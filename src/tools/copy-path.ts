@@ -1,0 +1,460 @@
+/**
+ * copy_path (issue #18): copy a file, a symlink (as a link, never its target) or a directory tree (`recursive: true`)
+ * inside the roots. Never overwrites unless `overwrite: true`, and then only a file destination, under OCC
+ * (`expected_hash` is the destination's, as for move_path). Permission bits are kept; times and owners are not.
+ *
+ * Every path the copy touches passes policy: the source and destination up front (authorizeCopy), and every entry of
+ * a tree on both sides (assertCopyableEntry) while the tree is inspected inside the path lock — one refused entry
+ * refuses the whole copy before anything is written.
+ *
+ * All-or-nothing: a file is written to a temporary name in the destination's verified parent and renamed into place;
+ * a tree is built in a temporary sibling directory there (`.NAME.fs-tools-copy-XXXX`) and renamed into place in one
+ * rename(2) once complete. A failure part-way removes the temporary tree, so the destination never holds a partial
+ * copy; a crash part-way can leave only that hidden temporary directory (never the destination name) — see README.
+ */
+import { constants, type Stats } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
+import { temporaryPrefix } from '../fs/atomic-write.js';
+import { createContentHasher } from '../fs/hash.js';
+import { isDirectory } from '../fs/read-current.js';
+import { inspectTree, removeTree } from '../fs/tree-ops.js';
+import { changedError, identityOf, sameNode, sameVersion, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
+import { assertCopyableEntry, authorizeCopy, kindOf } from '../policy/authorize.js';
+import { isWithin } from '../policy/containment.js';
+import { checkExpectedHash } from '../policy/occ.js';
+import { parentOf } from '../policy/resolve-path.js';
+import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
+import { defineTool } from './define-tool.js';
+import { parentMissing, runMutation } from './file-mutation.js';
+
+/** Most entries one tree copy holds (files, links and directories beneath the source). */
+export const MAX_COPY_ENTRIES = 10_000;
+/** Most bytes of file content one copy writes (a single file or the sum over a tree). */
+export const MAX_COPY_BYTES = 256 * 1024 * 1024;
+
+export const CopyPathInput = z.strictObject({
+  source: PathArg.describe('From'),
+  destination: PathArg.describe('New path; its parent must exist'),
+  recursive: z.boolean().default(false).describe('Needed to copy a directory'),
+  overwrite: z.boolean().default(false).describe('Replace an existing destination file'),
+  expected_hash: ExpectedHash.optional().describe('The destination\'s content_hash when overwriting'),
+  expected_status_hash: ExpectedStatusHash.optional(),
+  dry_run: DryRun,
+});
+
+export const CopyPathOutput = z.object({
+  source: z.string(),
+  destination: z.string(),
+  type: KindSchema,
+  dry_run: z.boolean(),
+  overwritten: z.boolean(),
+  entries: z.number().int().describe('Entries copied beneath a directory (0 for a file or link)'),
+  bytes: z.number().int().describe('File bytes copied'),
+  previous_destination_hash: ContentHash.nullable(),
+  content_hash: ContentHash.nullable().describe('Hash of a copied file (null for directories and links)'),
+  status_hash: z.string().optional(),
+});
+
+/** One entry of a source tree, in pre-order (a directory before what it holds). */
+interface PlannedEntry { relative: string; name: string; depth: number; stats: Stats }
+
+const tooLarge = (absolute: string, what: string, limit: number, reason: string): ToolError =>
+  new ToolError('VALIDATION', `${absolute} is too large to copy in one call (${what}); nothing was copied.`, {
+    path: absolute, details: { reason, limit },
+    suggestion: 'Copy a smaller subtree per call.',
+  });
+
+export const copyPath = defineTool({
+  name: 'copy_path',
+  title: 'Copy path',
+  description: 'Copy a file, symlink (as a link) or directory (recursive: true; at most 10000 entries, 256 MiB), '
+    + 'keeping modes; all or nothing. An existing destination fails (VALIDATION destination_exists) unless overwrite: '
+    + 'true on a file, with its hash.',
+  group: 'fs-write',
+  input: CopyPathInput,
+  output: CopyPathOutput,
+  annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+  mutating: true,
+  isDryRun: (a) => a.dry_run,
+  pathsOf: (a) => [a.source, a.destination],
+  async run(args, ctx) {
+    const { source, destination } = await authorizeCopy(args.source, args.destination, ctx.policy);
+    // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
+    assertCopyable(source.stats, destination.stats, args, source, destination);
+    const missingParent = 'Call create_directory for the parent first.';
+    if (!(await isDirectory(parentOf(destination.real)))) throw parentMissing(destination.absolute, missingParent);
+    const { result, statusHash } = await runMutation(ctx, {
+      lockPaths: [source.real, destination.real], expectedStatusHash: args.expected_status_hash,
+      statusPaths: [destination.real], dryRun: args.dry_run,
+      decide: async (scope) => {
+        const src = scope.existingParent(source.real, source.absolute);
+        const dst = scope.existingParent(destination.real, destination.absolute, missingParent);
+        const srcNow = src.dir.lstat(src.name);
+        const dstNow = dst.dir.lstat(dst.name);
+        assertCopyable(srcNow, dstNow, args, source, destination);
+        const s = srcNow!;
+        // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
+        const dstFile = dstNow?.isFile()
+          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true }) : null;
+        if (dstNow || args.expected_hash !== undefined) {
+          checkExpectedHash({
+            absolute: destination.absolute, real: destination.real,
+            current: { hash: dstFile?.hash ?? null, bytes: dstFile?.bytes ?? undefined },
+            expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
+          });
+        }
+        const expectDst = dstNow ? identityOf(dstFile?.stats ?? dstNow) : null;
+        const base = { type: kindOf(s), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null };
+        const forgetDst = () => ctx.hashes.forget(destination.real);
+
+        if (s.isFile()) {
+          if (s.size > MAX_COPY_BYTES) throw tooLarge(source.absolute, `${s.size} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
+          // Hashed here (streamed, never held whole); the effect streams the same file again and must see the same
+          // node at the same version with the same hash.
+          const current = await scope.current(source.real, { wantBytes: false, maxBytes: MAX_COPY_BYTES });
+          const node = current.stats ?? s;
+          return {
+            result: { ...base, entries: 0, bytes: node.size, contentHash: current.hash },
+            done: `copied ${source.real} to ${destination.real}`,
+            effect: async () => {
+              await copyFileAtomic(src.dir, src.name, node, current.hash!, dst.dir, dst.name, expectDst);
+            },
+            remember: () => ctx.hashes.remember(destination.real, current.hash!),
+          };
+        }
+        if (s.isSymbolicLink()) {
+          const target = src.dir.readlink(src.name);
+          return {
+            result: { ...base, entries: 0, bytes: 0, contentHash: null },
+            done: `copied the link ${source.real} to ${destination.real}`,
+            effect: async () => { await placeLink(dst.dir, dst.name, target, expectDst); },
+            remember: forgetDst,
+          };
+        }
+        // A directory tree: inspected (and every entry authorized on both sides) before anything is written.
+        const top = src.dir.openDir(src.name);
+        const plan: PlannedEntry[] = [];
+        let total = 0;
+        try {
+          if (!sameNode(top.identity, s)) throw changedError(source.absolute);
+          await inspectTree(top, (e) => {
+            const rel = (r: string) => (r === '' ? e.relative : `${r}/${e.relative}`);
+            const dstAbsolute = `${destination.absolute}/${e.relative}`;
+            assertCopyableEntry(ctx.policy, { absolute: e.absolute, relative: rel(source.relative) },
+              { absolute: dstAbsolute, relative: rel(destination.relative) });
+            if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
+              throw new ToolError('FILE_POLICY_DENIED', `${e.absolute} is a special file (${kindOf(e.stats)}); nothing is copied.`, {
+                path: e.absolute, details: { source: 'builtin', rule: 'special_file' },
+              });
+            }
+            if (e.stats.isFile()) {
+              total += e.stats.size;
+              if (total > MAX_COPY_BYTES) throw tooLarge(source.absolute, `over ${MAX_COPY_BYTES} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
+            }
+            plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
+          }, MAX_COPY_ENTRIES, ctx.signal).catch((error: unknown) => {
+            if (error instanceof ToolError && error.details.reason === 'too_many_entries') {
+              throw tooLarge(source.absolute, `more than ${MAX_COPY_ENTRIES} entries`, MAX_COPY_ENTRIES, 'too_many_entries');
+            }
+            throw error;
+          });
+        } finally {
+          top.close();
+        }
+        return {
+          result: { ...base, entries: plan.length, bytes: total, contentHash: null },
+          done: `copied ${source.real} to ${destination.real}`,
+          effect: () => copyTree(src.dir, src.name, s, plan, dst.dir, dst.name),
+          remember: () => ctx.hashes.forgetUnder(destination.real),
+        };
+      },
+    });
+    return {
+      structured: {
+        source: source.real, destination: destination.real, type: result.type, dry_run: args.dry_run,
+        overwritten: result.overwritten, entries: result.entries, bytes: result.bytes,
+        previous_destination_hash: result.previousDestinationHash, content_hash: result.contentHash,
+        ...(statusHash ? { status_hash: statusHash } : {}),
+      },
+      text: `${args.dry_run ? 'Would copy' : 'Copied'} ${result.type} ${source.real} -> ${destination.real}`
+        + `${result.entries ? ` (${result.entries} entries, ${result.bytes} bytes)` : ''}`
+        + `${result.overwritten ? ' (overwrote the destination)' : ''}`
+        + `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
+      audit: { paths: [source.real, destination.real], hash_before: result.previousDestinationHash, hash_after: result.contentHash },
+    };
+  },
+});
+
+/**
+ * The refusals of a copy on the given facts (authorization's, then the current ones inside the lock).
+ * @throws ToolError NOT_FOUND, VALIDATION (same_path, recursive_required, destination_inside_source,
+ *   destination_exists, destination_is_directory), FILE_POLICY_DENIED (a special file)
+ */
+function assertCopyable(src: Stats | null, dst: Stats | null, args: { recursive: boolean; overwrite: boolean },
+  source: { real: string; absolute: string }, destination: { real: string; absolute: string }): void {
+  if (!src) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+  if (source.real === destination.real) {
+    throw new ToolError('VALIDATION', 'source and destination are the same path.', { path: source.absolute, details: { reason: 'same_path' } });
+  }
+  if (!src.isFile() && !src.isDirectory() && !src.isSymbolicLink()) {
+    throw new ToolError('FILE_POLICY_DENIED', `${source.absolute} is a special file (${kindOf(src)}); it is not copied.`, {
+      path: source.absolute, details: { source: 'builtin', rule: 'special_file' },
+    });
+  }
+  if (src.isDirectory() && !args.recursive) {
+    throw new ToolError('VALIDATION', `${source.absolute} is a directory; copying it needs recursive: true.`, {
+      path: source.absolute, details: { reason: 'recursive_required' },
+    });
+  }
+  if (src.isDirectory() && isWithin(source.real, destination.real)) {
+    throw new ToolError('VALIDATION', 'A directory cannot be copied inside itself.', {
+      path: destination.absolute, details: { reason: 'destination_inside_source' },
+    });
+  }
+  if (dst && !args.overwrite) {
+    throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was copied.`, {
+      path: destination.absolute, details: { reason: 'destination_exists' },
+      suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace a file, or choose another destination.',
+    });
+  }
+  if (dst && (dst.isDirectory() || src.isDirectory())) {
+    throw new ToolError('VALIDATION', `${destination.absolute} exists; only a file can be overwritten, and only by a file or link.`, {
+      path: destination.absolute, details: { reason: 'destination_is_directory' },
+    });
+  }
+}
+
+const tempName = (name: string, what: string): string => {
+  let cut = name;
+  while (Buffer.byteLength(cut) > 200) cut = cut.slice(0, -1);
+  return `.${cut}.fs-tools-${what}-${randomBytes(6).toString('hex')}`;
+};
+
+/** Places a symlink holding `target` at `name` of `dir`: atomically new, or replacing the file `expected` by rename. */
+async function placeLink(dir: VerifiedDir, name: string, target: string, expected: FileIdentity | null): Promise<void> {
+  dir.assertInside();
+  if (expected === null) {
+    try {
+      dir.symlink(target, name); // EEXIST if anything appeared: never replaces
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw changedError(dir.pathOf(name));
+      throw error;
+    }
+  } else {
+    const tmp = tempName(name, 'link');
+    dir.symlink(target, tmp);
+    try {
+      const now = dir.lstat(name);
+      if (!now || !sameNode(now, expected) || now.mtimeMs !== expected.mtimeMs || now.size !== expected.size) throw changedError(dir.pathOf(name));
+      dir.rename(tmp, dir, name);
+    } catch (error) {
+      dir.unlinkOwnTemporary(tmp);
+      throw error;
+    }
+  }
+  await dir.sync();
+}
+
+/**
+ * Test seam (issue #18): called before each planned entry is copied; it may throw to simulate a failure part-way.
+ * Set only by tests (in-process) or by `--test-seams=copy-fault:ENTRY` (src/cli.ts); never from the environment.
+ */
+let copyFault: ((relative: string) => void) | null = null;
+
+/** An EACCES before `entry` is copied (the `--test-seams=copy-fault:ENTRY` seam; the suite runs as root). */
+export function failCopyAt(entry: string): (relative: string) => void {
+  return (relative) => {
+    if (relative === entry) throw Object.assign(new Error(`EACCES: permission denied, open '${relative}'`), { code: 'EACCES' });
+  };
+}
+
+/** Sets the copy fault seam (tests only). */
+export function setCopyFault(fn: typeof copyFault): void {
+  copyFault = fn;
+}
+
+/**
+ * Copies the inspected tree `plan` of directory `srcName` of `srcParent` to `dstName` of `dstParent`: built in a
+ * temporary sibling directory, then renamed into place. Every source entry must still be the node inspected.
+ * On failure the temporary tree is removed and nothing is at the destination.
+ * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists (it appeared); errno errors
+ */
+async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats, plan: readonly PlannedEntry[],
+  dstParent: VerifiedDir, dstName: string): Promise<void> {
+  const tmpName = tempName(dstName, 'copy');
+  dstParent.assertInside();
+  dstParent.mkdir(tmpName, 0o700);
+  const tmpTop = dstParent.openDir(tmpName);
+  // Directories as they are walked: [source, copy] per level; modes are set last, deepest first, so a read-only
+  // directory can still be filled.
+  const stack: Array<[VerifiedDir, VerifiedDir]> = [];
+  const modes: Array<{ relative: string; mode: number }> = [];
+  let placed = false;
+  try {
+    const srcTop = srcParent.openDir(srcName);
+    stack.push([srcTop, tmpTop]);
+    if (!sameNode(srcTop.identity, srcStats)) throw changedError(srcTop.path);
+    for (const e of plan) {
+      copyFault?.(e.relative);
+      while (stack.length > e.depth) {
+        const [a, b] = stack.pop()!;
+        a.close();
+        b.close();
+      }
+      const [from, to] = stack[stack.length - 1];
+      const now = from.lstat(e.name);
+      if (!now || !sameNode(now, e.stats) || kindOf(now) !== kindOf(e.stats)) throw changedError(from.pathOf(e.name));
+      if (now.isDirectory()) {
+        to.mkdir(e.name, 0o700);
+        const a = from.openDir(e.name);
+        const b = to.openDir(e.name);
+        stack.push([a, b]);
+        if (!sameNode(a.identity, e.stats)) throw changedError(a.path);
+        modes.push({ relative: e.relative, mode: now.mode & 0o7777 });
+      } else if (now.isSymbolicLink()) {
+        to.symlink(from.readlink(e.name), e.name);
+      } else {
+        await copyFileIn(from, e.name, e.stats, to, e.name);
+      }
+    }
+    while (stack.length > 1) {
+      const [a, b] = stack.pop()!;
+      a.close();
+      b.close();
+    }
+    for (const { relative, mode } of modes.reverse()) {
+      const parts = relative.split('/');
+      const name = parts.pop()!;
+      let dir = tmpTop;
+      const opened: VerifiedDir[] = [];
+      try {
+        for (const p of parts) { dir = dir.openDir(p); opened.push(dir); }
+        dir.chmod(name, mode);
+      } finally {
+        for (const d of opened) d.close();
+      }
+    }
+    dstParent.chmod(tmpName, srcStats.mode & 0o7777);
+    dstParent.assertInside();
+    // There is no rename-without-replace in Node, and rename(2) silently replaces an empty directory: the destination
+    // name is claimed first with an exclusive mkdir (EEXIST: something appeared), and the copy then replaces only
+    // that placeholder of ours (a non-empty directory put there meanwhile makes the rename fail, nothing replaced).
+    const appeared = () => new ToolError('VALIDATION', `${dstParent.pathOf(dstName)} appeared during the call; nothing was copied.`, {
+      path: dstParent.pathOf(dstName), details: { reason: 'destination_exists' },
+    });
+    try {
+      dstParent.mkdir(dstName, 0o700);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw appeared();
+      throw error;
+    }
+    const placeholder = dstParent.lstat(dstName);
+    try {
+      dstParent.rename(tmpName, dstParent, dstName);
+    } catch (error) {
+      const now = dstParent.lstat(dstName);
+      if (now && placeholder && sameNode(now, placeholder)) {
+        try { dstParent.rmdir(dstName); } catch { /* no longer empty: not ours to remove */ }
+      }
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') throw appeared();
+      throw error;
+    }
+    placed = true;
+    await dstParent.sync();
+  } finally {
+    for (const [a, b] of stack) { if (a !== undefined) a.close(); if (b !== tmpTop) b.close(); }
+    tmpTop.close();
+    if (!placed) await removeOwnTree(dstParent, tmpName);
+  }
+}
+
+/** Removes this call's own temporary tree (best effort: a failure to clean up never hides the original error). */
+async function removeOwnTree(parent: VerifiedDir, name: string): Promise<void> {
+  try {
+    try { parent.chmod(name, 0o700); } catch { /* gone or not ours */ }
+    const top = parent.openDir(name);
+    try {
+      const inspected = await inspectTree(top, () => undefined, MAX_COPY_ENTRIES + 1);
+      await removeTree(parent, name, inspected);
+    } finally {
+      top.close();
+    }
+  } catch {
+    // Left behind as a hidden `.NAME.fs-tools-copy-*` directory beside the destination, never at its name.
+  }
+}
+
+/**
+ * Copies the file `name` of `from` to a temporary name beside `dstName` of `to` and renames it into place: the
+ * source must still be `expected` with content hash `hash`; the destination must still be absent (`expectDst` null)
+ * or the file `expectDst` (replaced). The temporary file is removed on failure.
+ * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists; errno errors
+ */
+async function copyFileAtomic(from: VerifiedDir, name: string, expected: Stats, hash: string, to: VerifiedDir, dstName: string,
+  expectDst: FileIdentity | null): Promise<void> {
+  const tmp = `${temporaryPrefix(dstName)}${randomBytes(6).toString('hex')}.tmp`;
+  to.assertInside();
+  try {
+    const copied = await copyFileIn(from, name, expected, to, tmp);
+    if (copied !== hash) throw changedError(from.pathOf(name));
+    to.assertInside();
+    const now = to.lstat(dstName);
+    if (expectDst === null) {
+      if (now) {
+        throw new ToolError('VALIDATION', `${to.pathOf(dstName)} appeared during the call; nothing was copied.`, {
+          path: to.pathOf(dstName), details: { reason: 'destination_exists' },
+        });
+      }
+    } else if (!now || !now.isFile() || !sameVersion(identityOf(now), expectDst)) {
+      throw changedError(to.pathOf(dstName));
+    }
+    to.rename(tmp, to, dstName);
+  } catch (error) {
+    to.unlinkOwnTemporary(tmp);
+    throw error;
+  }
+  await to.sync();
+}
+
+/**
+ * Copies the file `name` of `from` (which must still be `expected`: same node, size and mtime) to the new file
+ * `toName` of `to` (created exclusively), permission bits kept.
+ * @returns the content hash of the bytes copied
+ * @throws ToolError NOT_ALLOWED changed_during_call (the source changed since inspected); errno errors
+ */
+async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: VerifiedDir, toName: string): Promise<string> {
+  const input = await from.openFile(name, { flags: constants.O_RDONLY });
+  const hasher = createContentHasher();
+  try {
+    const st = await input.stat();
+    if (!sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs) throw changedError(from.pathOf(name));
+    const mode = st.mode & 0o7777;
+    const output = await to.openFile(toName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode: 0o600 });
+    try {
+      const buffer = Buffer.allocUnsafe(1024 * 1024);
+      let position = 0;
+      for (;;) {
+        const { bytesRead } = await input.read(buffer, 0, buffer.length, position);
+        if (bytesRead === 0) break;
+        if (position + bytesRead > expected.size) throw changedError(from.pathOf(name)); // it grew meanwhile
+        hasher.update(buffer.subarray(0, bytesRead));
+        let written = 0;
+        while (written < bytesRead) written += (await output.write(buffer, written, bytesRead - written)).bytesWritten;
+        position += bytesRead;
+      }
+      if (position !== expected.size) throw changedError(from.pathOf(name)); // it shrank meanwhile
+      await output.chmod(mode);
+      await output.sync();
+    } finally {
+      await output.close();
+    }
+  } finally {
+    await input.close();
+  }
+  return hasher.digest();
+}
+
+
