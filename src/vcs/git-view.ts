@@ -31,6 +31,9 @@ import { resolveGit } from './find-cli.js';
 import { parseGitConfig, type ConfigList } from './git-config.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
+/** Exclude lines the view adds to the repository's own: fs-tools' path-lock files (src/fs/path-lock.ts). */
+const OWN_EXCLUDES = '.fs-tools-lock-*\n';
+
 /** Caps (bytes) on the metadata files the view reads; a larger file fails closed (unsupported_repository). */
 export const VIEW_CAPS = {
   /** `.git` file, HEAD, a loose ref, commondir. */
@@ -488,7 +491,12 @@ export class GitView {
       put('config', `${[...BASE_CONFIG, ...settings, ...extra].join('\n')}\n`);
       put('packed-refs', [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([ref, oid]) => `${oid} ${ref}\n`).join(''));
       put(path.join('objects', 'info', 'alternates'), `${[objectsDir, ...alternates].join('\n')}\n`);
-      put(path.join('info', 'exclude'), exclude);
+      // fs-tools' own path-lock files (src/fs/path-lock.ts) come and go beside the files being written: never part of
+      // the status (a mutation's lock would otherwise change the very status hash it checks: STALE_GIT).
+      put(path.join('info', 'exclude'), Buffer.concat([
+        ...(exclude === null ? [] : [exclude, Buffer.from(exclude.length > 0 && exclude[exclude.length - 1] !== 0x0a ? '\n' : '')]),
+        Buffer.from(OWN_EXCLUDES),
+      ]));
       put('shallow', shallow);
       if (locations.index) indexFd = openForReadSync(locations.index, verify.isInside).fd;
       return new GitView(locations, privateDir, indexFd, runner);
