@@ -59,9 +59,9 @@ const MAX_ALTERNATES = 64;
  */
 export interface ViewAccess {
   /** True when absolute real path `p` lies inside the roots in force. */
-  isInside(p: string): boolean;
+  isInside: (p: string) => boolean;
   /** The secret rule `p` matches (SPEC §4.2), or null. */
-  secretRule(p: string): string | null;
+  secretRule: (p: string) => string | null;
 }
 
 /** Options of every git run through a view. */
