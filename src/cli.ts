@@ -89,11 +89,20 @@ async function main(argv: string[]): Promise<number> {
   if (mode.kind !== 'tools') {
     // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.
     // Each journaled file is authorized as a live write would be; under --readonly nothing is applied (issue 11).
-    const policy = { roots: state.roots.current(), allowSecrets: config.allowSecrets, policy: config.policy, guarded: state.guarded };
-    state.recoveredTransactions.push(...await recoverJournals(config.stateDir,
-      (p) => findContainingRoot(state.roots.current(), p) !== undefined,
-      (line) => process.stderr.write(`${line}\n`),
-      { readonly: config.readonly, authorize: (file) => recoveryRefusal(file, policy) }));
+    const policy = {
+      roots: state.roots.current(),
+      allowSecrets: config.allowSecrets,
+      policy: config.policy,
+      guarded: state.guarded,
+    };
+    state.recoveredTransactions.push(
+      ...(await recoverJournals(
+        config.stateDir,
+        (p) => findContainingRoot(state.roots.current(), p) !== undefined,
+        (line) => process.stderr.write(`${line}\n`),
+        { readonly: config.readonly, authorize: (file) => recoveryRefusal(file, policy) },
+      )),
+    );
   }
 
   if (mode.kind === 'tools') {
@@ -130,14 +139,20 @@ async function main(argv: string[]): Promise<number> {
   }
   // Malformed lines are answered by the guard (SPEC §2) before the SDK's transport sees them.
   const wire: StdioServerTransport = new StdioServerTransport(
-    guardStdin(process.stdin, (message) => { wire.send(message).catch(() => {}); }), process.stdout);
+    guardStdin(process.stdin, (message) => {
+      wire.send(message).catch(() => {});
+    }),
+    process.stdout,
+  );
   serveStdio(() => createServer(state), {
     transport: wire,
     onerror: (error) => process.stderr.write(`fs-tools: ${error.message}\n`),
   });
   // The MCP stdio binding: exit promptly once the client closes stdin. Idle worker threads (search, regex) must not
   // keep the process alive; the grace period lets in-flight writes finish and the last responses flush.
-  process.stdin.once('end', () => { setTimeout(() => process.exit(0), 1000).unref(); });
+  process.stdin.once('end', () => {
+    setTimeout(() => process.exit(0), 1000).unref();
+  });
   return -1; // keep running
 }
 

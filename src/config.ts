@@ -137,9 +137,13 @@ function explicitBooleans(argv: readonly string[]): string[] {
   for (const arg of argv) {
     const match = ended ? null : /^--([a-z-]+)=(.*)$/s.exec(arg);
     if (arg === '--') ended = true;
-    if (!match || !EXPLICIT_BOOLEAN_FLAGS.has(match[1])) { out.push(arg); continue; }
+    if (!match || !EXPLICIT_BOOLEAN_FLAGS.has(match[1])) {
+      out.push(arg);
+      continue;
+    }
     if (match[2] === 'true') out.push(`--${match[1]}`);
-    else if (match[2] !== 'false') throw new UsageError(`--${match[1]} takes no value, or =true / =false (see fs-tools --help)`);
+    else if (match[2] !== 'false')
+      throw new UsageError(`--${match[1]} takes no value, or =true / =false (see fs-tools --help)`);
   }
   return out;
 }
@@ -159,7 +163,13 @@ export interface ParseEnvironment {
 export function parseConfig(argv: readonly string[], env: ParseEnvironment): Config {
   let parsed;
   try {
-    parsed = parseArgs({ args: explicitBooleans(argv), options: OPTIONS, allowPositionals: true, strict: true, tokens: true });
+    parsed = parseArgs({
+      args: explicitBooleans(argv),
+      options: OPTIONS,
+      allowPositionals: true,
+      strict: true,
+      tokens: true,
+    });
   } catch (error) {
     const message = (error as Error).message.split('\n')[0];
     const unknown = /^Unknown option '([^']+)'/.exec(message);
@@ -176,7 +186,8 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     const tool = positionals.shift();
     if (!tool) throw new UsageError('call needs a tool name: fs-tools [options] call TOOL [JSON_ARGS]');
     const rawArgs = positionals.shift() ?? '{}';
-    if (positionals.length > 0) throw new UsageError(`unexpected argument after JSON_ARGS: ${positionals[0]} (roots go in --root)`);
+    if (positionals.length > 0)
+      throw new UsageError(`unexpected argument after JSON_ARGS: ${positionals[0]} (roots go in --root)`);
     mode = { kind: 'call', tool, rawArgs };
   } else if (positionals[0] === 'tools') {
     positionals.shift();
@@ -218,14 +229,16 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     tools: typeof values.tools === 'string' ? parseToolList(values.tools, env.toolNames) : null,
     allowSecrets: values['allow-secrets'] === true,
     autoOcc: parseEnum('auto-occ', values['auto-occ'], ['off', 'warn', 'block'] as const, 'block'),
-    mutationBudget: typeof values['mutation-budget'] === 'string' ? parsePositiveInt('mutation-budget', values['mutation-budget'], 0) : 0,
+    mutationBudget:
+      typeof values['mutation-budget'] === 'string'
+        ? parsePositiveInt('mutation-budget', values['mutation-budget'], 0)
+        : 0,
     policy,
     policyFile,
     gitRemoteAllow: typeof values['git-remote-allow'] === 'string' ? parseRemoteAllow(values['git-remote-allow']) : [],
     clientRoots: parseEnum('client-roots', values['client-roots'], ['narrow', 'replace', 'ignore'] as const, 'narrow'),
     auditLog: typeof values['audit-log'] === 'string' ? path.resolve(env.cwd, values['audit-log']) : null,
-    stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir'])
-      : defaultStateDir(),
+    stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir']) : defaultStateDir(),
     limits,
   };
 }
@@ -236,11 +249,16 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
  * @throws UsageError for an entry that is not a host, host/path or repository URL (it would silently admit nothing)
  */
 function parseRemoteAllow(raw: string): string[] {
-  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     if (entry === ALLOW_ANY_ENTRY || entry.toLowerCase() === ALLOW_DEFAULT_ENTRY) continue;
     if (!parseAllowEntry(entry)) {
-      throw new UsageError(`--git-remote-allow: '${entry}' is not a host, host/path or repository URL (use 'default' or '*' for the special lists)`);
+      throw new UsageError(
+        `--git-remote-allow: '${entry}' is not a host, host/path or repository URL (use 'default' or '*' for the special lists)`,
+      );
     }
   }
   return entries;
@@ -272,7 +290,9 @@ function defaultRoots(env: ParseEnvironment): ConfiguredRoot[] {
   let home = env.home;
   try {
     home = realpathSync.native(env.home);
-  } catch { /* keep as given */ }
+  } catch {
+    /* keep as given */
+  }
   if (real === path.parse(real).root || real === home) return [];
   return [{ given: path.resolve(env.cwd), real, source: 'cwd' }];
 }
@@ -294,11 +314,16 @@ function parsePositiveInt(flag: string, raw: string, min: number): number {
 function parseEnum<T extends string>(flag: string, raw: unknown, allowed: readonly T[], fallback: T): T {
   if (raw === undefined) return fallback;
   if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T;
-  throw new UsageError(`--${flag} must be one of ${allowed.join('|')}, got '${typeof raw === 'string' ? raw : JSON.stringify(raw)}'`);
+  throw new UsageError(
+    `--${flag} must be one of ${allowed.join('|')}, got '${typeof raw === 'string' ? raw : JSON.stringify(raw)}'`,
+  );
 }
 
 function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (items.length === 0) throw new UsageError('--tools needs at least one tool or group');
   for (const item of items) {
     if (!(TOOL_GROUPS as readonly string[]).includes(item) && !toolNames.includes(item)) {
@@ -315,7 +340,10 @@ function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {
  */
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir()): string {
   if (process.platform === 'linux') {
-    const base = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(home, '.local', 'state');
+    const base =
+      env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME)
+        ? env.XDG_STATE_HOME
+        : path.join(home, '.local', 'state');
     return path.join(base, 'fs-tools');
   }
   return envPaths('fs-tools', { suffix: '' }).data;

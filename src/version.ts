@@ -1,6 +1,6 @@
 /** The package version, read once from package.json (one source of truth). */
 import { readFileSync } from 'node:fs';
 
-export const VERSION: string = (JSON.parse(
-  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
-) as { version: string }).version;
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;

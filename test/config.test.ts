@@ -192,7 +192,11 @@ describe('flags', () => {
     expect(parseConfig([`--client-roots=${mode}`], env()).clientRoots).toBe(mode);
   });
 
-  test.each([['0', 0], ['1', 1], ['25', 25]])('--mutation-budget=%s', (raw, n) => {
+  test.each([
+    ['0', 0],
+    ['1', 1],
+    ['25', 25],
+  ])('--mutation-budget=%s', (raw, n) => {
     expect(parseConfig([`--mutation-budget=${raw}`], env()).mutationBudget).toBe(n);
   });
 
@@ -211,7 +215,11 @@ describe('flags', () => {
   });
 
   test('--git-remote-allow: `default` and `*` are kept; an entry that is no host is a usage error (issue #12)', () => {
-    expect(parseConfig(['--git-remote-allow=default, *,ghe.corp.example:8443'], env()).gitRemoteAllow).toEqual(['default', '*', 'ghe.corp.example:8443']);
+    expect(parseConfig(['--git-remote-allow=default, *,ghe.corp.example:8443'], env()).gitRemoteAllow).toEqual([
+      'default',
+      '*',
+      'ghe.corp.example:8443',
+    ]);
     expect(() => parseConfig(['--git-remote-allow=github.com,not a host'], env())).toThrow(/not a host/);
     expect(() => parseConfig(['--git-remote-allow=github.com/../x'], env())).toThrow(/not a host/);
   });
@@ -228,15 +236,34 @@ describe('flags', () => {
   });
 
   test('every size and time limit flag', () => {
-    const c = parseConfig([
-      '--max-read-bytes=1', '--max-list-entries=2', '--max-search-results=3', '--max-search-file-bytes=4',
-      '--max-edit-bytes=5', '--forge-timeout-ms=6', '--forge-output-bytes=7', '--git-timeout-ms=8',
-      '--max-media-bytes=9', '--history-max-changes=10', '--history-max-bytes=11',
-    ], env());
+    const c = parseConfig(
+      [
+        '--max-read-bytes=1',
+        '--max-list-entries=2',
+        '--max-search-results=3',
+        '--max-search-file-bytes=4',
+        '--max-edit-bytes=5',
+        '--forge-timeout-ms=6',
+        '--forge-output-bytes=7',
+        '--git-timeout-ms=8',
+        '--max-media-bytes=9',
+        '--history-max-changes=10',
+        '--history-max-bytes=11',
+      ],
+      env(),
+    );
     expect(c.limits).toEqual({
-      maxReadBytes: 1, maxListEntries: 2, maxSearchResults: 3, maxSearchFileBytes: 4,
-      maxEditBytes: 5, forgeTimeoutMs: 6, forgeOutputBytes: 7, gitTimeoutMs: 8, maxMediaBytes: 9,
-      historyMaxChanges: 10, historyMaxBytes: 11,
+      maxReadBytes: 1,
+      maxListEntries: 2,
+      maxSearchResults: 3,
+      maxSearchFileBytes: 4,
+      maxEditBytes: 5,
+      forgeTimeoutMs: 6,
+      forgeOutputBytes: 7,
+      gitTimeoutMs: 8,
+      maxMediaBytes: 9,
+      historyMaxChanges: 10,
+      historyMaxBytes: 11,
     });
   });
 
@@ -257,7 +284,11 @@ describe('subcommands', () => {
   });
 
   test('call TOOL without JSON means {}', () => {
-    expect(parseConfig(['call', 'list_directory'], env()).mode).toEqual({ kind: 'call', tool: 'list_directory', rawArgs: '{}' });
+    expect(parseConfig(['call', 'list_directory'], env()).mode).toEqual({
+      kind: 'call',
+      tool: 'list_directory',
+      rawArgs: '{}',
+    });
   });
 
   test('options before and after call, roots through --root', () => {

@@ -71,25 +71,45 @@ function importsOf(file: string): Edge[] {
   const edges: Edge[] = [];
   const add = (specifier: string, typeOnly: boolean, node: ts.Node) => {
     if (!specifier.startsWith('.')) return;
-    const target = path.relative(SRC, path.resolve(path.dirname(file), specifier)).split(path.sep).join('/')
+    const target = path
+      .relative(SRC, path.resolve(path.dirname(file), specifier))
+      .split(path.sep)
+      .join('/')
       .replace(/\.js$/, '.ts');
     edges.push({ from, to: target, typeOnly, line: source.getLineAndCharacterOfPosition(node.getStart()).line + 1 });
   };
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
       const clause = node.importClause;
-      const allTypes = clause !== undefined && (clause.isTypeOnly || (clause.name === undefined
-        && clause.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings)
-        && clause.namedBindings.elements.length > 0 && clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      const allTypes =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined &&
+            clause.namedBindings !== undefined &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.length > 0 &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
       add(node.moduleSpecifier.text, allTypes, node);
     } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      const allTypes = node.isTypeOnly || (node.exportClause !== undefined && ts.isNamedExports(node.exportClause)
-        && node.exportClause.elements.length > 0 && node.exportClause.elements.every((e) => e.isTypeOnly));
+      const allTypes =
+        node.isTypeOnly ||
+        (node.exportClause !== undefined &&
+          ts.isNamedExports(node.exportClause) &&
+          node.exportClause.elements.length > 0 &&
+          node.exportClause.elements.every((e) => e.isTypeOnly));
       add(node.moduleSpecifier.text, allTypes, node);
-    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword
-      && node.arguments.length > 0 && ts.isStringLiteral(node.arguments[0])) {
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments.length > 0 &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
       add(node.arguments[0].text, false, node);
-    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+    } else if (
+      ts.isImportTypeNode(node) &&
+      ts.isLiteralTypeNode(node.argument) &&
+      ts.isStringLiteral(node.argument.literal)
+    ) {
       add(node.argument.literal.text, true, node); // `import('./x.js').T` in a type position
     }
     ts.forEachChild(node, visit);
@@ -103,7 +123,11 @@ const edges = modules.flatMap(importsOf);
 
 function isExempt(e: Edge): boolean {
   const fromLayer = layerOf(areaOf(e.from));
-  return e.typeOnly && fromLayer >= 0 && TYPE_ONLY_EXCEPTIONS.some((x) => LAYERS[fromLayer].name === x.fromLayer && x.to === e.to);
+  return (
+    e.typeOnly &&
+    fromLayer >= 0 &&
+    TYPE_ONLY_EXCEPTIONS.some((x) => LAYERS[fromLayer].name === x.fromLayer && x.to === e.to)
+  );
 }
 
 /** The violations of the layer order in an edge list. */
@@ -114,12 +138,20 @@ function violations(list: readonly Edge[]): string[] {
     const toArea = areaOf(e.to);
     const fromLayer = layerOf(fromArea);
     const toLayer = layerOf(toArea);
-    if (fromLayer < 0) { out.push(`${e.from}: area '${fromArea}' has no layer (add it to LAYERS and the README)`); continue; }
-    if (toLayer < 0) { out.push(`${e.from}:${e.line} imports ${e.to}: area '${toArea}' has no layer`); continue; }
+    if (fromLayer < 0) {
+      out.push(`${e.from}: area '${fromArea}' has no layer (add it to LAYERS and the README)`);
+      continue;
+    }
+    if (toLayer < 0) {
+      out.push(`${e.from}:${e.line} imports ${e.to}: area '${toArea}' has no layer`);
+      continue;
+    }
     if (toLayer >= fromLayer) continue;
     if (isExempt(e)) continue;
-    out.push(`${e.from}:${e.line} (${LAYERS[fromLayer].name}) imports ${e.to} (${LAYERS[toLayer].name})`
-      + `${e.typeOnly ? ' [type-only]' : ''}: against the flow ${LAYERS.map((l) => l.name).join(' → ')}`);
+    out.push(
+      `${e.from}:${e.line} (${LAYERS[fromLayer].name}) imports ${e.to} (${LAYERS[toLayer].name})` +
+        `${e.typeOnly ? ' [type-only]' : ''}: against the flow ${LAYERS.map((l) => l.name).join(' → ')}`,
+    );
   }
   return out;
 }
@@ -180,14 +212,18 @@ describe('layering', () => {
 
   it('the checks catch what they are for (self-test on made-up edges)', () => {
     expect(violations([{ from: 'policy/roots.ts', to: 'config.ts', typeOnly: true, line: 1 }])).toHaveLength(1);
-    expect(violations([{ from: 'fs/walk.ts', to: 'policy/resolve-path.ts', typeOnly: false, line: 1 }])).toHaveLength(1);
+    expect(violations([{ from: 'fs/walk.ts', to: 'policy/resolve-path.ts', typeOnly: false, line: 1 }])).toHaveLength(
+      1,
+    );
     expect(violations([{ from: 'fs/walk.ts', to: 'policy/resolve-path.ts', typeOnly: true, line: 1 }])).toEqual([]);
     expect(violations([{ from: 'fs/walk.ts', to: 'policy/containment.ts', typeOnly: true, line: 1 }])).toHaveLength(1);
     expect(violations([{ from: 'errors/x.ts', to: 'fs/hash.ts', typeOnly: false, line: 1 }])).toHaveLength(1);
     expect(violations([{ from: 'newarea/x.ts', to: 'errors/codes.ts', typeOnly: false, line: 1 }])).toHaveLength(1);
-    expect(areaCycle([
-      { from: 'config.ts', to: 'policy/file-policy.ts', typeOnly: false, line: 1 },
-      { from: 'policy/roots.ts', to: 'config.ts', typeOnly: true, line: 1 },
-    ])).toEqual(['config', 'policy', 'config']);
+    expect(
+      areaCycle([
+        { from: 'config.ts', to: 'policy/file-policy.ts', typeOnly: false, line: 1 },
+        { from: 'policy/roots.ts', to: 'config.ts', typeOnly: true, line: 1 },
+      ]),
+    ).toEqual(['config', 'policy', 'config']);
   });
 });

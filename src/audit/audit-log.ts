@@ -30,11 +30,17 @@ export class AuditLog {
   private failed = false;
   private fd: number | null = null;
 
-  constructor(private readonly file: string | null, private readonly warn: (line: string) => void =
-    (line) => process.stderr.write(`${line}\n`)) {
+  constructor(
+    private readonly file: string | null,
+    private readonly warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+  ) {
     if (!file) return;
     try {
-      const fd = openSync(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0), 0o600);
+      const fd = openSync(
+        file,
+        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0),
+        0o600,
+      );
       if (!fstatSync(fd).isFile()) {
         closeSync(fd);
         throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
@@ -51,17 +57,23 @@ export class AuditLog {
     const out: string[] = [];
     try {
       out.push(realpathSync(`/proc/self/fd/${this.fd}`));
-    } catch { /* no /proc */ }
+    } catch {
+      /* no /proc */
+    }
     try {
       out.push(realpathSync.native(this.file));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
     return out;
   }
 
   private fail(error: unknown): void {
     if (this.failed) return;
     this.failed = true;
-    this.warn(`fs-tools: cannot write audit log ${this.file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); calls continue without it`);
+    this.warn(
+      `fs-tools: cannot write audit log ${this.file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); calls continue without it`,
+    );
   }
 
   /** Appends one line. Never throws. */

@@ -8,11 +8,7 @@
 
 /** What the caller should do next. SPEC §3: the filesystem mapper uses only the first three. */
 export type Recovery =
-  | 'read_and_rebase'
-  | 'check_already_applied'
-  | 'fix_arguments'
-  | 'retry_later'
-  | 'fix_environment';
+  'read_and_rebase' | 'check_already_applied' | 'fix_arguments' | 'retry_later' | 'fix_environment';
 
 interface CodeInfo {
   readonly retryable: boolean;

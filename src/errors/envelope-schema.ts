@@ -15,11 +15,13 @@ export const EnvelopeErrorSchema = z.object({
   recovery: z.enum(ALL_RECOVERIES as [Recovery, ...Recovery[]]),
   expected_hash: z.string().optional(),
   current_hash: z.string().nullable().optional(),
-  conflict: z.object({
-    reason: z.enum(['modified', 'deleted', 'created']),
-    changed_ranges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
-    bytes_delta: z.number().int().optional(),
-  }).optional(),
+  conflict: z
+    .object({
+      reason: z.enum(['modified', 'deleted', 'created']),
+      changed_ranges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
+      bytes_delta: z.number().int().optional(),
+    })
+    .optional(),
 });
 
 /** `{ error: … }` and nothing else. */

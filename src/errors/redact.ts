@@ -16,8 +16,10 @@ const CREDENTIAL_PATTERNS: ReadonlyArray<[RegExp, string | ((...m: string[]) => 
   // Authorization headers and key=value credentials
   [/\b(authorization\s*:\s*(?:bearer|token|basic)\s+)[^\s"']+/gi, (_m, p) => `${p}${REDACTED}`],
   // (a closing quote after the key and an opening quote before the value are allowed: JSON bodies, shell quoting)
-  [/\b((?:private[-_]?token|access[-_]?token|job[-_]?token|token|password|passwd|secret|api[-_]?key)["']?\s*[=:]\s*["']?)[^\s"'&,;]+/gi,
-    (_m, p) => `${p}${REDACTED}`],
+  [
+    /\b((?:private[-_]?token|access[-_]?token|job[-_]?token|token|password|passwd|secret|api[-_]?key)["']?\s*[=:]\s*["']?)[^\s"'&,;]+/gi,
+    (_m, p) => `${p}${REDACTED}`,
+  ],
   // AWS access key ids
   [/\b(?:AKIA|ASIA)[A-Z0-9]{16}\b/g, REDACTED],
 ];
@@ -55,8 +57,16 @@ const knownSecrets: string[] = [];
 
 /** Registers the values of token-bearing environment variables so they are redacted verbatim (called by cli.ts). */
 export function registerSecretsFromEnv(env: NodeJS.ProcessEnv): void {
-  for (const name of ['GH_TOKEN', 'GITHUB_TOKEN', 'GH_ENTERPRISE_TOKEN', 'GITHUB_ENTERPRISE_TOKEN', 'GITLAB_TOKEN',
-    'GITLAB_PRIVATE_TOKEN', 'CI_JOB_TOKEN', 'GLAB_TOKEN']) {
+  for (const name of [
+    'GH_TOKEN',
+    'GITHUB_TOKEN',
+    'GH_ENTERPRISE_TOKEN',
+    'GITHUB_ENTERPRISE_TOKEN',
+    'GITLAB_TOKEN',
+    'GITLAB_PRIVATE_TOKEN',
+    'CI_JOB_TOKEN',
+    'GLAB_TOKEN',
+  ]) {
     const value = env[name];
     if (value && value.length >= 6 && !knownSecrets.includes(value)) knownSecrets.push(value);
   }

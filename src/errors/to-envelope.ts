@@ -27,14 +27,17 @@ const DEFAULT_SUGGESTIONS: Record<ErrorCode, string> = {
   NOT_ALLOWED: 'Call list_allowed_directories and use a path inside one of the roots.',
   NOT_FOUND: 'Check the path with list_directory or search_files.',
   ROOTS_EMPTY: 'Start fs-tools with a ROOT argument, or have the client announce roots.',
-  SECRET_DENIED: 'Secret files are off limits; ask the user to restart fs-tools with --allow-secrets if access is intended.',
+  SECRET_DENIED:
+    'Secret files are off limits; ask the user to restart fs-tools with --allow-secrets if access is intended.',
   FILE_POLICY_DENIED: 'This path is protected by policy; choose another path.',
   READONLY: 'This server is read-only; do not retry the mutation.',
   VALIDATION: 'Fix the arguments as the message says and call again.',
   REWRITE_BLOCKED: 'Use write_file for a full rewrite, or pass allow_rewrite: true.',
-  OCC_MISMATCH: 'Read the file again, re-apply your change to the current content, and pass the new content_hash as expected_hash.',
+  OCC_MISMATCH:
+    'Read the file again, re-apply your change to the current content, and pass the new content_hash as expected_hash.',
   HASH_REQUIRED: 'Read the file first (read_file or stat), then pass its content_hash as expected_hash.',
-  PATCH_FAILED: 'Read the file again and regenerate the hunk or edit from its current content; do not resend the same patch.',
+  PATCH_FAILED:
+    'Read the file again and regenerate the hunk or edit from its current content; do not resend the same patch.',
   BEGIN_PATCH: 'Send a unified diff (--- a/file, +++ b/file, @@ hunks) instead of the *** Begin Patch format.',
   BUDGET_EXCEEDED: 'The mutation budget of this process is used up; stop mutating and report to the user.',
   STALE_GIT: 'Call git_status again and re-plan against the current work tree.',
@@ -66,7 +69,18 @@ const DEFAULT_SUGGESTIONS: Record<ErrorCode, string> = {
 };
 
 /** errno → code for Node errors that reach the mapper without a ToolError wrapper (SPEC §3.1, §4.3). */
-const IO_ERRNOS = new Set(['ENOSPC', 'EIO', 'EROFS', 'EMFILE', 'ENFILE', 'EDQUOT', 'EBUSY', 'EXDEV', 'ETXTBSY', 'EFBIG']);
+const IO_ERRNOS = new Set([
+  'ENOSPC',
+  'EIO',
+  'EROFS',
+  'EMFILE',
+  'ENFILE',
+  'EDQUOT',
+  'EBUSY',
+  'EXDEV',
+  'ETXTBSY',
+  'EFBIG',
+]);
 
 interface NodeErrnoLike {
   code: string;
@@ -101,15 +115,21 @@ export function setIncidentLogger(logger: (line: string) => void): (line: string
 export function toEnvelope(error: unknown): ErrorEnvelope {
   if (error instanceof ToolError) {
     return build(error.code, error.message, {
-      path: error.path, details: error.details, suggestion: error.suggestion, retryable: error.retryable,
-      recovery: error.recovery, envelopeExtras: () => error.envelopeExtras(),
+      path: error.path,
+      details: error.details,
+      suggestion: error.suggestion,
+      retryable: error.retryable,
+      recovery: error.recovery,
+      envelopeExtras: () => error.envelopeExtras(),
     });
   }
   if (isErrnoError(error)) return fromErrno(error);
   const incidentId = randomUUID();
   const stack = error instanceof Error ? (error.stack ?? error.message) : String(error);
   logIncident(`fs-tools: INTERNAL incident ${incidentId}: ${redact(stack)}`);
-  return build('INTERNAL', `Internal error in fs-tools (incident ${incidentId}).`, { details: { incident_id: incidentId } });
+  return build('INTERNAL', `Internal error in fs-tools (incident ${incidentId}).`, {
+    details: { incident_id: incidentId },
+  });
 }
 
 function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
@@ -122,22 +142,31 @@ function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
     case 'EACCES':
     case 'EPERM':
       return build('FILE_POLICY_DENIED', `The operating system denied access (${errno})${path ? ` to ${path}` : ''}.`, {
-        path, details: { source: 'os', errno },
+        path,
+        details: { source: 'os', errno },
       });
     case 'EISDIR':
-      return build('VALIDATION', `${path ?? 'The path'} is a directory, not a file.`, { path, details: { reason: 'is_directory' } });
+      return build('VALIDATION', `${path ?? 'The path'} is a directory, not a file.`, {
+        path,
+        details: { reason: 'is_directory' },
+      });
     case 'ENAMETOOLONG':
-      return build('VALIDATION', 'The path is too long for the filesystem.', { path, details: { reason: 'name_too_long' } });
+      return build('VALIDATION', 'The path is too long for the filesystem.', {
+        path,
+        details: { reason: 'name_too_long' },
+      });
     case 'ELOOP':
       return build('NOT_ALLOWED', 'The path changed to a symbolic link during the call, or links loop.', { path });
     default:
       if (IO_ERRNOS.has(errno)) {
         return build('IO_ERROR', `The operating system failed the operation (${errno})${path ? ` on ${path}` : ''}.`, {
-          path, details: { errno, ...(error.syscall ? { syscall: error.syscall } : {}) },
+          path,
+          details: { errno, ...(error.syscall ? { syscall: error.syscall } : {}) },
         });
       }
       return build('IO_ERROR', `Unexpected operating-system error (${errno})${path ? ` on ${path}` : ''}.`, {
-        path, details: { errno, ...(error.syscall ? { syscall: error.syscall } : {}) },
+        path,
+        details: { errno, ...(error.syscall ? { syscall: error.syscall } : {}) },
       });
   }
 }

@@ -66,8 +66,9 @@ export interface OccConflict {
  * `recovery: "fix_arguments"` — the only ways on change the arguments: re-create the file deliberately with
  * `expected_hash: "absent"` (write_file), or stop. Both are within seed 001's values.
  */
-export const DELETED_CONFLICT_SUGGESTION = 'The file was deleted after the version you expected; there is nothing to read. '
-  + 'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
+export const DELETED_CONFLICT_SUGGESTION =
+  'The file was deleted after the version you expected; there is nothing to read. ' +
+  'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
 
 /** OCC_MISMATCH: the file is not what the caller expected (SPEC §5). */
 export class OccMismatchError extends ToolError {
@@ -77,11 +78,18 @@ export class OccMismatchError extends ToolError {
 
   constructor(
     message: string,
-    fields: { path: string; expectedHash: string; currentHash: string | null; conflict: OccConflict; suggestion?: string },
+    fields: {
+      path: string;
+      expectedHash: string;
+      currentHash: string | null;
+      conflict: OccConflict;
+      suggestion?: string;
+    },
   ) {
     const deleted = fields.conflict.reason === 'deleted';
     super('OCC_MISMATCH', message, {
-      path: fields.path, suggestion: fields.suggestion ?? (deleted ? DELETED_CONFLICT_SUGGESTION : undefined),
+      path: fields.path,
+      suggestion: fields.suggestion ?? (deleted ? DELETED_CONFLICT_SUGGESTION : undefined),
       ...(deleted ? { retryable: false, recovery: 'fix_arguments' as const } : {}),
     });
     this.expectedHash = fields.expectedHash;
@@ -124,9 +132,15 @@ export interface PatchFailedDetails {
  * re-reading the file cannot repair a patch that has no usable hunk — the patch text is the problem).
  */
 export class PatchFailedError extends ToolError {
-  constructor(message: string, fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string; recovery?: Recovery }) {
+  constructor(
+    message: string,
+    fields: { path?: string | null; details: PatchFailedDetails; suggestion?: string; recovery?: Recovery },
+  ) {
     super('PATCH_FAILED', message, {
-      path: fields.path ?? null, details: fields.details, suggestion: fields.suggestion, recovery: fields.recovery,
+      path: fields.path ?? null,
+      details: fields.details,
+      suggestion: fields.suggestion,
+      recovery: fields.recovery,
     });
   }
 }
@@ -140,8 +154,11 @@ export interface RollbackFile {
 
 /** ROLLBACK_COMPLETE / ROLLBACK_PARTIAL / ROLLBACK_FAILED: a multi-file change failed part-way. */
 export class RollbackError extends ToolError {
-  constructor(code: 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED', message: string,
-    fields: { files: RollbackFile[]; cause: unknown; causeEnvelope: Record<string, unknown> }) {
+  constructor(
+    code: 'ROLLBACK_COMPLETE' | 'ROLLBACK_PARTIAL' | 'ROLLBACK_FAILED',
+    message: string,
+    fields: { files: RollbackFile[]; cause: unknown; causeEnvelope: Record<string, unknown> },
+  ) {
     super(code, message, { details: { files: fields.files, cause: fields.causeEnvelope }, cause: fields.cause });
   }
 }

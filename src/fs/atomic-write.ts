@@ -18,7 +18,15 @@ import { constants, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { AllowedPath } from '../policy/resolve-path.js';
-import { changedError, identityOf, openDirCreating, sameVersion, VerifiedDir, withVerifiedDir, type FileIdentity } from './verified-dir.js';
+import {
+  changedError,
+  identityOf,
+  openDirCreating,
+  sameVersion,
+  VerifiedDir,
+  withVerifiedDir,
+  type FileIdentity,
+} from './verified-dir.js';
 
 export { identityOf, type FileIdentity } from './verified-dir.js';
 
@@ -64,24 +72,36 @@ export function setWriteFaultInjector(fn: typeof injectWriteFault): void {
  * @throws ToolError NOT_ALLOWED (a link or directory swapped in); the `expected.onChanged` error (or NOT_ALLOWED
  *   reason changed_during_call) when the target changed; Node errno errors (ENOSPC, EIO, EACCES …) bubble
  */
-export async function writeFileAtomic(target: AllowedPath, bytes: Uint8Array, options: AtomicWriteOptions): Promise<Stats | null> {
-  return await withVerifiedDir(path.dirname(target), options.isInside,
-    (dir) => writeFileAtomicIn(dir, path.basename(target), bytes, options));
+export async function writeFileAtomic(
+  target: AllowedPath,
+  bytes: Uint8Array,
+  options: AtomicWriteOptions,
+): Promise<Stats | null> {
+  return await withVerifiedDir(path.dirname(target), options.isInside, (dir) =>
+    writeFileAtomicIn(dir, path.basename(target), bytes, options),
+  );
 }
 
 /**
  * `writeFileAtomic` for entry `base` of an already verified directory.
  * @throws as writeFileAtomic
  */
-export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: Uint8Array,
-  options: Omit<AtomicWriteOptions, 'isInside'>): Promise<Stats | null> {
+export async function writeFileAtomicIn(
+  dir: VerifiedDir,
+  base: string,
+  bytes: Uint8Array,
+  options: Omit<AtomicWriteOptions, 'isInside'>,
+): Promise<Stats | null> {
   const target = dir.pathOf(base);
   const tmpName = `${temporaryPrefix(base)}${randomBytes(6).toString('hex')}.tmp`;
   const tmp = dir.pathOf(tmpName);
   const before = dir.lstat(base);
   const mode = options.mode ?? (before && before.isFile() ? before.mode & 0o7777 : 0o666);
-  const handle = await dir.openFile(tmpName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode })
-    .catch((error: unknown) => { throw retarget(error, tmp, target); });
+  const handle = await dir
+    .openFile(tmpName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode })
+    .catch((error: unknown) => {
+      throw retarget(error, tmp, target);
+    });
   let renamed = false;
   try {
     injectWriteFault?.('write', target);
@@ -109,7 +129,9 @@ export async function writeFileAtomicIn(dir: VerifiedDir, base: string, bytes: U
       const want = options.expected.identity;
       const changed = want === null ? now !== null : !now || !sameVersion(identityOf(now), want);
       if (changed) {
-        const error = options.expected.onChanged ? await options.expected.onChanged() : changedError(target, 'changed_during_call');
+        const error = options.expected.onChanged
+          ? await options.expected.onChanged()
+          : changedError(target, 'changed_during_call');
         if (error) throw error;
         // [defense in depth] the caller accepted the target as it is now; it must still not be a link.
         if (dir.lstat(base)?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
@@ -139,12 +161,14 @@ function retarget(error: unknown, tmp: string, target: string): unknown {
   const e = error as NodeJS.ErrnoException;
   // FileHandle operations (write, sync, chmod) fail without a path: an ENOSPC or EIO there is about the target too
   // (issue 7: a full disk was reported with path null).
-  if (e && typeof e === 'object' && typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && e.path === undefined) e.path = target;
+  if (e && typeof e === 'object' && typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && e.path === undefined)
+    e.path = target;
   if (e && typeof e === 'object' && e.path === tmp) {
     e.path = target;
     if (typeof e.message === 'string') e.message = e.message.split(tmp).join(target);
   }
-  if (e && typeof e === 'object' && (e as { dest?: string }).dest === target && e.path === target) delete (e as { dest?: string }).dest;
+  if (e && typeof e === 'object' && (e as { dest?: string }).dest === target && e.path === target)
+    delete (e as { dest?: string }).dest;
   return error;
 }
 
@@ -170,7 +194,9 @@ export async function syncDirectory(dir: string): Promise<void> {
     } finally {
       await h.close();
     }
-  } catch { /* best effort */ }
+  } catch {
+    /* best effort */
+  }
 }
 
 /**

@@ -18,7 +18,9 @@ export function hashBytes(bytes: Uint8Array): string {
 export function createContentHasher(): { update(chunk: Uint8Array): void; digest(): string } {
   const h: Hash = createHash('sha256');
   return {
-    update: (chunk) => { h.update(chunk); },
+    update: (chunk) => {
+      h.update(chunk);
+    },
     digest: () => HASH_PREFIX + h.digest('hex'),
   };
 }

@@ -52,28 +52,48 @@ export const DEFAULT_HISTORY_LIMITS: HistoryLimits = { maxChanges: 200, maxBytes
 
 const ID_PATTERN = /^[0-9]{15}-[0-9a-f]{12}$/;
 const HashSchema = z.string().regex(CONTENT_HASH_PATTERN);
-const PathSchema = z.string().min(1).max(4096)
+const PathSchema = z
+  .string()
+  .min(1)
+  .max(4096)
   .refine((p) => path.isAbsolute(p) && !p.includes('\0') && path.normalize(p) === p, 'an absolute, normalized path');
 
 /** A record as read back from disk (hostile until parsed). */
 const ChangeSchema = z.strictObject({
   id: z.string().regex(ID_PATTERN),
-  tool: z.string().min(1).max(64).regex(/^[a-z_]+$/),
+  tool: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z_]+$/),
   created_at: z.iso.datetime(),
   reverts: z.array(z.string().regex(ID_PATTERN)).max(10_000).optional(),
-  files: z.array(z.strictObject({
-    path: PathSchema,
-    old_base64: z.base64().nullable(),
-    old_hash: HashSchema.nullable(),
-    old_mode: z.number().int().min(0).max(0o777).nullable(),
-    new_hash: HashSchema.nullable(),
-  }).refine((f) => (f.old_base64 === null) === (f.old_hash === null), 'old_base64 and old_hash are both null or both set')
-    .refine((f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
-      'old_base64 does not match old_hash')).min(1).max(10_000),
+  files: z
+    .array(
+      z
+        .strictObject({
+          path: PathSchema,
+          old_base64: z.base64().nullable(),
+          old_hash: HashSchema.nullable(),
+          old_mode: z.number().int().min(0).max(0o777).nullable(),
+          new_hash: HashSchema.nullable(),
+        })
+        .refine(
+          (f) => (f.old_base64 === null) === (f.old_hash === null),
+          'old_base64 and old_hash are both null or both set',
+        )
+        .refine(
+          (f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
+          'old_base64 does not match old_hash',
+        ),
+    )
+    .min(1)
+    .max(10_000),
 });
 
 const MetaSchema = z.strictObject({
-  dropped: z.number().int().min(0), last_dropped_id: z.string().regex(ID_PATTERN).nullable(),
+  dropped: z.number().int().min(0),
+  last_dropped_id: z.string().regex(ID_PATTERN).nullable(),
   skipped: z.number().int().min(0).optional(),
 });
 
@@ -117,7 +137,9 @@ async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
   try {
     const parsed = MetaSchema.safeParse(await readRecord(path.join(dir, 'meta.json')));
     if (parsed.success) return parsed.data;
-  } catch { /* absent or unreadable: nothing dropped yet */ }
+  } catch {
+    /* absent or unreadable: nothing dropped yet */
+  }
   return { dropped: 0, last_dropped_id: null };
 }
 
@@ -144,7 +166,8 @@ export async function loadHistory(stateDir: string): Promise<HistoryListing> {
   try {
     names = await readdir(dir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { changes: [], invalid: 0, dropped: 0, lastDroppedId: null, skipped: 0 };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { changes: [], invalid: 0, dropped: 0, lastDroppedId: null, skipped: 0 };
     throw error;
   }
   const changes: HistoryChange[] = [];
@@ -171,8 +194,11 @@ export async function loadHistory(stateDir: string): Promise<HistoryListing> {
  * @returns the new change's id, or null when it was skipped
  * @throws Node errno errors (the caller logs them: the change itself already happened)
  */
-export async function recordChange(stateDir: string, limits: HistoryLimits,
-  change: Omit<HistoryChange, 'id' | 'created_at'>): Promise<string | null> {
+export async function recordChange(
+  stateDir: string,
+  limits: HistoryLimits,
+  change: Omit<HistoryChange, 'id' | 'created_at'>,
+): Promise<string | null> {
   const dir = historyDir(stateDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
@@ -188,7 +214,9 @@ export async function recordChange(stateDir: string, limits: HistoryLimits,
 }
 
 async function prune(dir: string, limits: HistoryLimits): Promise<void> {
-  const names = (await readdir(dir)).filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5))).sort();
+  const names = (await readdir(dir))
+    .filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5)))
+    .sort();
   const sizes = await Promise.all(names.map(async (n) => (await stat(path.join(dir, n)).catch(() => null))?.size ?? 0));
   let total = sizes.reduce((a, b) => a + b, 0);
   let count = names.length;
@@ -204,13 +232,20 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   }
   if (dropped > 0) {
     const meta = await readMeta(dir);
-    await writeDurably(path.join(dir, 'meta.json'),
-      JSON.stringify({ ...meta, dropped: meta.dropped + dropped, last_dropped_id: lastDropped }));
+    await writeDurably(
+      path.join(dir, 'meta.json'),
+      JSON.stringify({ ...meta, dropped: meta.dropped + dropped, last_dropped_id: lastDropped }),
+    );
   }
 }
 
 /** A history file entry from a planned change (bytes before, mode, new hash). */
-export function historyFileOf(real: string, oldBytes: Buffer | null, oldMode: number | null, newHash: string | null): HistoryFile {
+export function historyFileOf(
+  real: string,
+  oldBytes: Buffer | null,
+  oldMode: number | null,
+  newHash: string | null,
+): HistoryFile {
   return {
     path: real,
     old_base64: oldBytes ? oldBytes.toString('base64') : null,

@@ -47,22 +47,45 @@ const NullableString = z.string().max(256).nullable();
 const JournalEntrySchema = z.strictObject({
   id: z.uuid(),
   pid: z.number().int().positive(),
-  owner: z.strictObject({
-    pid: z.number().int().positive(), start: NullableString, boot: NullableString, pidns: NullableString,
-    host: z.string().max(256),
-  }).optional(),
+  owner: z
+    .strictObject({
+      pid: z.number().int().positive(),
+      start: NullableString,
+      boot: NullableString,
+      pidns: NullableString,
+      host: z.string().max(256),
+    })
+    .optional(),
   created_at: z.iso.datetime(),
-  files: z.array(z.strictObject({
-    path: z.string().min(1).max(4096).refine((p) => path.isAbsolute(p) && !p.includes('\0') && path.normalize(p) === p,
-      'an absolute, normalized path'),
-    old_base64: z.base64().nullable(),
-    old_hash: HashSchema.nullable(),
-    new_hash: HashSchema.nullable(),
-    // Permission bits only: a journal never restores set-uid, set-gid or sticky bits.
-    mode: z.number().int().min(0).max(0o777).nullable(),
-  }).refine((f) => (f.old_base64 === null) === (f.old_hash === null), 'old_base64 and old_hash are both null or both set')
-    .refine((f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
-      'old_base64 does not match old_hash')).min(1).max(10_000),
+  files: z
+    .array(
+      z
+        .strictObject({
+          path: z
+            .string()
+            .min(1)
+            .max(4096)
+            .refine(
+              (p) => path.isAbsolute(p) && !p.includes('\0') && path.normalize(p) === p,
+              'an absolute, normalized path',
+            ),
+          old_base64: z.base64().nullable(),
+          old_hash: HashSchema.nullable(),
+          new_hash: HashSchema.nullable(),
+          // Permission bits only: a journal never restores set-uid, set-gid or sticky bits.
+          mode: z.number().int().min(0).max(0o777).nullable(),
+        })
+        .refine(
+          (f) => (f.old_base64 === null) === (f.old_hash === null),
+          'old_base64 and old_hash are both null or both set',
+        )
+        .refine(
+          (f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
+          'old_base64 does not match old_hash',
+        ),
+    )
+    .min(1)
+    .max(10_000),
 });
 
 /** One entry file found at start-up: parsed, or why it could not be. */
@@ -81,10 +104,19 @@ function journalDir(stateDir: string): string {
  * Writes an entry durably and returns its file path.
  * @throws Node errno errors (the caller refuses the change: nothing has been written yet)
  */
-export async function writeJournal(stateDir: string, files: JournalFile[]): Promise<{ file: string; entry: JournalEntry }> {
+export async function writeJournal(
+  stateDir: string,
+  files: JournalFile[],
+): Promise<{ file: string; entry: JournalEntry }> {
   const dir = journalDir(stateDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const entry: JournalEntry = { id: randomUUID(), pid: process.pid, owner: selfIdentity(), created_at: new Date().toISOString(), files };
+  const entry: JournalEntry = {
+    id: randomUUID(),
+    pid: process.pid,
+    owner: selfIdentity(),
+    created_at: new Date().toISOString(),
+    files,
+  };
   const file = path.join(dir, `${entry.id}.json`);
   const tmp = `${file}.tmp`;
   const handle = await open(tmp, 'w', 0o600);
@@ -110,7 +142,10 @@ export async function removeJournal(file: string): Promise<void> {
  * the reason and left on disk. Leftover `*.json.tmp` files (never committed) are removed unless `keepTemporaries`
  * (--readonly: start-up changes nothing).
  */
-export async function readJournals(stateDir: string, options: { keepTemporaries?: boolean } = {}): Promise<JournalRecord[]> {
+export async function readJournals(
+  stateDir: string,
+  options: { keepTemporaries?: boolean } = {},
+): Promise<JournalRecord[]> {
   const dir = journalDir(stateDir);
   let names: string[];
   try {
@@ -122,7 +157,8 @@ export async function readJournals(stateDir: string, options: { keepTemporaries?
   for (const name of names.sort()) {
     const file = path.join(dir, name);
     if (!name.endsWith('.json')) {
-      if (name.endsWith('.json.tmp') && !options.keepTemporaries) await rm(file, { force: true }).catch(() => undefined);
+      if (name.endsWith('.json.tmp') && !options.keepTemporaries)
+        await rm(file, { force: true }).catch(() => undefined);
       continue;
     }
     out.push(await readEntry(file, name));

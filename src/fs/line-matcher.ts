@@ -46,10 +46,16 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
     });
   }
   if (!options.regex) {
-    return { match: (text) => Promise.resolve().then(() => matchInThread(re, text)), needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null };
+    return {
+      match: (text) => Promise.resolve().then(() => matchInThread(re, text)),
+      needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
+    };
   }
   const literal = requiredLiteral(source, flags);
-  return { match: (text) => regexPool.run(source, flags, text), needle: literal === null ? null : Buffer.from(literal, 'utf8') };
+  return {
+    match: (text) => regexPool.run(source, flags, text),
+    needle: literal === null ? null : Buffer.from(literal, 'utf8'),
+  };
 }
 
 /** Shortest literal worth a prefilter (a 1–2 character needle occurs in nearly every file). */
@@ -80,18 +86,39 @@ export function requiredLiteral(source: string, flags: string): string | null {
     let inClass = false;
     for (; i < source.length; i++) {
       const c = source[i];
-      if (c === '\\') { i++; continue; }
-      if (inClass) { if (c === ']') inClass = false; continue; }
-      if (c === '[') { inClass = true; continue; }
+      if (c === '\\') {
+        i++;
+        continue;
+      }
+      if (inClass) {
+        if (c === ']') inClass = false;
+        continue;
+      }
+      if (c === '[') {
+        inClass = true;
+        continue;
+      }
       if (c === '(') depth++;
-      else if (c === ')') { depth--; if (depth === 0) { i++; return true; } }
+      else if (c === ')') {
+        depth--;
+        if (depth === 0) {
+          i++;
+          return true;
+        }
+      }
     }
     return false;
   };
   const skipClass = (): boolean => {
     for (i++; i < source.length; i++) {
-      if (source[i] === '\\') { i++; continue; }
-      if (source[i] === ']') { i++; return true; }
+      if (source[i] === '\\') {
+        i++;
+        continue;
+      }
+      if (source[i] === ']') {
+        i++;
+        return true;
+      }
     }
     return false;
   };
@@ -136,13 +163,24 @@ export function requiredLiteral(source: string, flags: string): string | null {
         // An escape class, assertion, back reference or code escape: not a literal we can vouch for.
         endRun();
         i += 2;
-        if (e === 'u' && source[i] === '{') { const close = source.indexOf('}', i); if (close < 0) return null; i = close + 1; }
-        else if (e === 'u') i += 4;
+        if (e === 'u' && source[i] === '{') {
+          const close = source.indexOf('}', i);
+          if (close < 0) return null;
+          i = close + 1;
+        } else if (e === 'u') i += 4;
         else if (e === 'x') i += 2;
         else if (e === 'c') i += 1;
-        else if ((e === 'p' || e === 'P') && source[i] === '{') { const close = source.indexOf('}', i); if (close < 0) return null; i = close + 1; }
-        else if (e === 'k' && source[i] === '<') { const close = source.indexOf('>', i); if (close < 0) return null; i = close + 1; }
-        else if (/[0-9]/.test(e)) { while (/[0-9]/.test(source[i] ?? '')) i++; }
+        else if ((e === 'p' || e === 'P') && source[i] === '{') {
+          const close = source.indexOf('}', i);
+          if (close < 0) return null;
+          i = close + 1;
+        } else if (e === 'k' && source[i] === '<') {
+          const close = source.indexOf('>', i);
+          if (close < 0) return null;
+          i = close + 1;
+        } else if (/[0-9]/.test(e)) {
+          while (/[0-9]/.test(source[i] ?? '')) i++;
+        }
         continue;
       }
       const cp = String.fromCodePoint(source.codePointAt(i + 1)!);
@@ -164,19 +202,29 @@ export function requiredLiteral(source: string, flags: string): string | null {
 
 /** The error of a regular expression stopped after REGEX_FILE_TIMEOUT_MS on one file (VALIDATION regex_timeout). */
 export function regexTimeoutError(): ToolError {
-  return new ToolError('VALIDATION',
-    `The regular expression took longer than ${REGEX_FILE_TIMEOUT_MS} ms on one file and was stopped.`, {
+  return new ToolError(
+    'VALIDATION',
+    `The regular expression took longer than ${REGEX_FILE_TIMEOUT_MS} ms on one file and was stopped.`,
+    {
       details: { reason: 'regex_timeout', field: 'query', timeout_ms: REGEX_FILE_TIMEOUT_MS },
       suggestion: 'Simplify the pattern (avoid nested quantifiers such as (a+)+), or use a literal query.',
-    });
+    },
+  );
 }
 
 /**
  * The (source, flags) a search reader thread compiles to match lines itself (src/fs/search-reader.ts), and whether
  * it is a user regular expression (then its time per file is bounded by REGEX_FILE_TIMEOUT_MS).
  */
-export function matcherSpec(query: string, options: { regex: boolean; caseSensitive: boolean }): { source: string; flags: string; bounded: boolean } {
-  return { source: options.regex ? query : escapeRegExp(query), flags: options.caseSensitive ? 'u' : 'iu', bounded: options.regex };
+export function matcherSpec(
+  query: string,
+  options: { regex: boolean; caseSensitive: boolean },
+): { source: string; flags: string; bounded: boolean } {
+  return {
+    source: options.regex ? query : escapeRegExp(query),
+    flags: options.caseSensitive ? 'u' : 'iu',
+    bounded: options.regex,
+  };
 }
 
 /**

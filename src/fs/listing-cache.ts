@@ -51,10 +51,16 @@ function keyOf(st: BigIntStats): string {
  * another process re-points meanwhile can never pair one directory's identity with another's listing.
  * @throws whatever `read` throws (nothing is cached then)
  */
-export async function sharedListing(dirAbs: string, read: () => Promise<Dirent[]>, fd?: number): Promise<SortedListing> {
+export async function sharedListing(
+  dirAbs: string,
+  read: () => Promise<Dirent[]>,
+  fd?: number,
+): Promise<SortedListing> {
   const identity = (): BigIntStats | undefined => {
     try {
-      return fd !== undefined ? fstatSync(fd, { bigint: true }) : lstatSync(dirAbs, { bigint: true, throwIfNoEntry: false });
+      return fd !== undefined
+        ? fstatSync(fd, { bigint: true })
+        : lstatSync(dirAbs, { bigint: true, throwIfNoEntry: false });
     } catch {
       return undefined;
     }

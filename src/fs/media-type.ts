@@ -21,7 +21,11 @@ export const MEDIA_SNIFF_BYTES = 16;
 const startsWith = (b: Uint8Array, sig: readonly number[], at = 0): boolean =>
   b.length >= at + sig.length && sig.every((v, i) => b[at + i] === v);
 const ascii = (b: Uint8Array, text: string, at = 0): boolean =>
-  startsWith(b, [...text].map((c) => c.charCodeAt(0)), at);
+  startsWith(
+    b,
+    [...text].map((c) => c.charCodeAt(0)),
+    at,
+  );
 
 /**
  * The media type of a file from its first bytes (pass at least MEDIA_SNIFF_BYTES when the file has them), or null
@@ -37,8 +41,14 @@ export function detectMedia(head: Uint8Array): MediaType | null {
   if (ascii(head, 'fLaC')) return { kind: 'audio', mime: 'audio/flac' };
   if (ascii(head, 'ID3')) return { kind: 'audio', mime: 'audio/mpeg' };
   // An MPEG-1/2 layer III frame header: 11 sync bits, a version other than "reserved", layer III.
-  if (head.length >= 2 && head[0] === 0xff && (head[1] & 0xe0) === 0xe0 && (head[1] & 0x18) !== 0x08
-    && (head[1] & 0x06) === 0x02) return { kind: 'audio', mime: 'audio/mpeg' };
+  if (
+    head.length >= 2 &&
+    head[0] === 0xff &&
+    (head[1] & 0xe0) === 0xe0 &&
+    (head[1] & 0x18) !== 0x08 &&
+    (head[1] & 0x06) === 0x02
+  )
+    return { kind: 'audio', mime: 'audio/mpeg' };
   if (ascii(head, 'ftyp', 4) && ['M4A ', 'M4B ', 'M4P '].some((brand) => ascii(head, brand, 8))) {
     return { kind: 'audio', mime: 'audio/mp4' };
   }

@@ -33,7 +33,8 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
   let handle: FileHandle;
   const dir = verifiedParent(real, isInside);
   try {
-    handle = dir ? await dir.openFile(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
+    handle = dir
+      ? await dir.openFile(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
       : await open(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
@@ -65,7 +66,8 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
   let fd: number;
   const dir = verifiedParent(real, isInside);
   try {
-    fd = dir ? dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
+    fd = dir
+      ? dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
       : openSync(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
@@ -91,7 +93,11 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
  * then reads it the usual way, so the event loop is never held for more than one small file.
  * @throws as openForReadSync
  */
-export function readSmallFileSync(real: AllowedPath, isInside: (p: string) => boolean, maxBytes: number): { bytes: Buffer; stats: Stats } | null {
+export function readSmallFileSync(
+  real: AllowedPath,
+  isInside: (p: string) => boolean,
+  maxBytes: number,
+): { bytes: Buffer; stats: Stats } | null {
   const { fd, stats } = openForReadSync(real, isInside);
   try {
     if (stats.size > maxBytes) return null;
@@ -117,7 +123,8 @@ export function readSmallFileSync(real: AllowedPath, isInside: (p: string) => bo
 export function assertRegularFile(stats: Stats, real: string): void {
   if (!stats.isFile()) {
     throw new ToolError('FILE_POLICY_DENIED', `${real} is not a regular file; special files are never opened.`, {
-      path: real, details: { source: 'builtin', rule: 'special_file' },
+      path: real,
+      details: { source: 'builtin', rule: 'special_file' },
     });
   }
 }

@@ -28,8 +28,20 @@
  * A waiter gives up after WAIT_MS with EBUSY (IO_ERROR, retryable).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, unlinkSync,
-  writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { ownerState, parseIdentity, selfIdentity } from './process-identity.js';
@@ -66,7 +78,9 @@ function scope(p: string): boolean {
  */
 export function registerLockScope(isInside: (p: string) => boolean): () => void {
   scopes.add(isInside);
-  return () => { scopes.delete(isInside); };
+  return () => {
+    scopes.delete(isInside);
+  };
 }
 
 /** A directory opened and verified; `at(name)` names an entry of exactly that directory. */
@@ -86,9 +100,15 @@ function openVerifiedDir(dir: string, target: string): VerifiedDir {
   try {
     const where = HAS_PROC_FD ? readlinkSync(`/proc/self/fd/${fd}`) : realpathSync.native(dir);
     if (where !== dir || !fstatSync(fd).isDirectory()) {
-      throw new ToolError('NOT_ALLOWED', `A directory above ${target} changed while it was being locked; nothing was written.`, {
-        path: target, details: { reason: 'changed_during_call' }, retryable: true,
-      });
+      throw new ToolError(
+        'NOT_ALLOWED',
+        `A directory above ${target} changed while it was being locked; nothing was written.`,
+        {
+          path: target,
+          details: { reason: 'changed_during_call' },
+          retryable: true,
+        },
+      );
     }
   } catch (error) {
     closeSync(fd);
@@ -127,7 +147,8 @@ function lockSite(target: string): { dir: string; relative: string } | null {
   // A root itself (its parent lies outside the roots): the lock lives inside it.
   const st = lstatOrNull(target);
   if (scope(target) && st?.isDirectory()) return { dir: target, relative: '.' };
-  if (scope(dir) && lstatOrNull(dir)?.isDirectory()) return { dir, relative: path.relative(dir, target).split(path.sep).join('/') };
+  if (scope(dir) && lstatOrNull(dir)?.isDirectory())
+    return { dir, relative: path.relative(dir, target).split(path.sep).join('/') };
   throw lockError(target, `Cannot lock ${target}: no directory to hold its lock inside the roots.`);
 }
 
@@ -157,7 +178,9 @@ function tryCreate(dir: VerifiedDir, name: string): number | null {
   } finally {
     try {
       unlinkSync(dir.at(tmp));
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
 }
 
@@ -177,7 +200,9 @@ function inspect(dir: VerifiedDir, name: string): { ino: number; state: 'alive' 
     let owner = null;
     try {
       owner = parseIdentity(JSON.parse(buf.subarray(0, n).toString('utf8')));
-    } catch { /* not ours, or damaged: cannot judge */ }
+    } catch {
+      /* not ours, or damaged: cannot judge */
+    }
     return { ino: st.ino, state: owner ? ownerState(owner) : 'unknown' };
   } finally {
     closeSync(fd);
@@ -189,7 +214,9 @@ function unlinkIfSame(dir: VerifiedDir, name: string, ino: number): void {
   if (lstatOrNull(dir.at(name))?.ino !== ino) return;
   try {
     unlinkSync(dir.at(name));
-  } catch { /* already gone */ }
+  } catch {
+    /* already gone */
+  }
 }
 
 /**
@@ -292,7 +319,8 @@ async function acquire(target: string, deadline: number): Promise<HeldLock | nul
       }
       if (ino === null) {
         const owner = inspect(dir, name);
-        if (owner === null) retryNow = true; // released between our link and our look
+        if (owner === null)
+          retryNow = true; // released between our link and our look
         else if (owner.state === 'gone') {
           breakStale(dir, name, owner.ino); // then retry after the first short pause
         }
@@ -319,7 +347,8 @@ async function acquire(target: string, deadline: number): Promise<HeldLock | nul
       closeSync(dir.fd);
       if (retryNow) continue;
     }
-    if (Date.now() > deadline) throw lockError(target, `Timed out waiting for another process's write lock of ${target}.`);
+    if (Date.now() > deadline)
+      throw lockError(target, `Timed out waiting for another process's write lock of ${target}.`);
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 25);
   }
@@ -335,7 +364,9 @@ export async function withPathLock<T>(paths: readonly string[], _stateDir: strin
   const keys = [...new Set(paths)].sort();
   const previous = keys.map((k) => chains.get(k) ?? Promise.resolve());
   let releaseChain!: () => void;
-  const mine = new Promise<void>((r) => { releaseChain = r; });
+  const mine = new Promise<void>((r) => {
+    releaseChain = r;
+  });
   for (const k of keys) chains.set(k, mine);
   await Promise.all(previous.map((p) => p.catch(() => undefined)));
   const held: HeldLock[] = [];
@@ -350,7 +381,9 @@ export async function withPathLock<T>(paths: readonly string[], _stateDir: strin
     for (const lock of held.reverse()) {
       try {
         release(lock);
-      } catch { /* the lock file is gone already */ }
+      } catch {
+        /* the lock file is gone already */
+      }
     }
     for (const k of keys) if (chains.get(k) === mine) chains.delete(k);
     releaseChain();

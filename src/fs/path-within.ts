@@ -34,8 +34,7 @@ export function isWithin(parent: string, child: string, flavor: PathFlavor = HOS
   }
   if (a === b) return true;
   const rel = p.relative(a, b);
-  if (rel === '' ) return true;
+  if (rel === '') return true;
   if (p.isAbsolute(rel)) return false; // another drive or UNC share on Windows
   return rel !== '..' && !rel.startsWith(`..${p.sep}`) && !(p.sep === '\\' && rel.startsWith('../'));
 }
-

@@ -89,11 +89,20 @@ export function ownerState(owner: ProcessIdentity): OwnerState {
 export function parseIdentity(value: unknown): ProcessIdentity | null {
   if (typeof value !== 'object' || value === null) return null;
   const v = value as Record<string, unknown>;
-  const str = (x: unknown) => (typeof x === 'string' && x.length <= 256 ? x : x === null || x === undefined ? null : undefined);
+  const str = (x: unknown) =>
+    typeof x === 'string' && x.length <= 256 ? x : x === null || x === undefined ? null : undefined;
   const start = str(v.start);
   const boot = str(v.boot);
   const pidns = str(v.pidns);
-  if (!Number.isSafeInteger(v.pid) || (v.pid as number) <= 0 || typeof v.host !== 'string' || v.host.length > 256
-    || start === undefined || boot === undefined || pidns === undefined) return null;
+  if (
+    !Number.isSafeInteger(v.pid) ||
+    (v.pid as number) <= 0 ||
+    typeof v.host !== 'string' ||
+    v.host.length > 256 ||
+    start === undefined ||
+    boot === undefined ||
+    pidns === undefined
+  )
+    return null;
   return { pid: v.pid as number, start, boot, pidns, host: v.host };
 }

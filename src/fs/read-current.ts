@@ -38,8 +38,11 @@ export interface ReadCurrentOptions {
  * @throws ToolError VALIDATION (reason file_too_large) when bytes are wanted and the file exceeds `maxBytes`;
  *   FILE_POLICY_DENIED for special files; NOT_ALLOWED when swapped during the call
  */
-export async function readCurrent(real: AllowedPath, isInside: (p: string) => boolean,
-  options: ReadCurrentOptions): Promise<CurrentFile> {
+export async function readCurrent(
+  real: AllowedPath,
+  isInside: (p: string) => boolean,
+  options: ReadCurrentOptions,
+): Promise<CurrentFile> {
   return await withVerifiedDir(path.dirname(real), isInside, (dir) => readCurrentIn(dir, path.basename(real), options));
 }
 
@@ -54,7 +57,8 @@ export async function readCurrentIn(dir: VerifiedDir, name: string, options: Rea
   try {
     handle = await dir.openFile(name, { flags: constants.O_RDONLY | O_NONBLOCK });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { exists: false, hash: null, bytes: null, stats: null };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      return { exists: false, hash: null, bytes: null, stats: null };
     throw error;
   }
   try {
@@ -62,10 +66,15 @@ export async function readCurrentIn(dir: VerifiedDir, name: string, options: Rea
     assertRegularFile(stats, real);
     if (options.wantBytes && !(options.hashOnlyWhenLarge && stats.size > options.maxBytes)) {
       if (stats.size > options.maxBytes) {
-        throw new ToolError('VALIDATION', `${real} is ${stats.size} bytes, over the ${options.maxBytes}-byte edit limit.`, {
-          path: real, details: { reason: 'file_too_large', size: stats.size, limit: options.maxBytes },
-          suggestion: 'Use write_file to replace it, or raise --max-edit-bytes.',
-        });
+        throw new ToolError(
+          'VALIDATION',
+          `${real} is ${stats.size} bytes, over the ${options.maxBytes}-byte edit limit.`,
+          {
+            path: real,
+            details: { reason: 'file_too_large', size: stats.size, limit: options.maxBytes },
+            suggestion: 'Use write_file to replace it, or raise --max-edit-bytes.',
+          },
+        );
       }
       const bytes = await handle.readFile();
       return { exists: true, hash: hashBytes(bytes), bytes, stats };

@@ -47,7 +47,10 @@ export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
 export function fdSource(fd: number): RangeSource {
   return {
     read: ((buffer: Buffer, offset: number, length: number, position: number) =>
-      Promise.resolve().then(() => ({ bytesRead: readSync(fd, buffer, offset, length, position), buffer }))) as unknown as FileHandle['read'],
+      Promise.resolve().then(() => ({
+        bytesRead: readSync(fd, buffer, offset, length, position),
+        buffer,
+      }))) as unknown as FileHandle['read'],
     stat: (() => Promise.resolve().then(() => fstatSync(fd))) as unknown as FileHandle['stat'],
   };
 }
@@ -100,13 +103,17 @@ export interface ReadRangeOptions {
  * Reads a range of an open regular file.
  * @throws ToolError VALIDATION (reason `range_past_end`) when the range starts past the end of the file
  */
-export async function readRange(handle: RangeSource, request: RangeRequest, options: ReadRangeOptions): Promise<RangeResult> {
+export async function readRange(
+  handle: RangeSource,
+  request: RangeRequest,
+  options: ReadRangeOptions,
+): Promise<RangeResult> {
   const scan = await scanOrRecall(handle, request, options);
   let startByte: number;
   let endByte: number;
   let startLine: number;
   if (request.kind === 'tail') {
-    startByte = scan.tailStart ?? await findTailStart(handle, scan.size, scan.endsWithNewline, request.lines);
+    startByte = scan.tailStart ?? (await findTailStart(handle, scan.size, scan.endsWithNewline, request.lines));
     endByte = scan.size;
     startLine = Math.max(1, scan.totalLines - request.lines + 1);
     if (scan.size === 0) startLine = 1;
@@ -184,16 +191,21 @@ async function assertCharacterBoundary(handle: RangeSource, offset: number, size
   if ((byte[0] & 0xc0) !== 0x80) return;
   throw new ToolError('VALIDATION', `offset ${offset} is inside a UTF-8 character.`, {
     details: { reason: 'offset_splits_character', field: 'offset' },
-    suggestion: 'Pass the offset from a continuation (always a character boundary), use a line range, or read raw bytes '
-      + 'with encoding "base64".',
+    suggestion:
+      'Pass the offset from a continuation (always a character boundary), use a line range, or read raw bytes ' +
+      'with encoding "base64".',
   });
 }
 
 function pastEnd(what: string, scan: Scan): ToolError {
-  return new ToolError('VALIDATION', `${what} is past the end of the file (${scan.totalLines} lines, ${scan.size} bytes).`, {
-    details: { reason: 'range_past_end', total_lines: scan.totalLines, size: scan.size },
-    suggestion: `Request a range within lines 1-${Math.max(scan.totalLines, 1)}.`,
-  });
+  return new ToolError(
+    'VALIDATION',
+    `${what} is past the end of the file (${scan.totalLines} lines, ${scan.size} bytes).`,
+    {
+      details: { reason: 'range_past_end', total_lines: scan.totalLines, size: scan.size },
+      suggestion: `Request a range within lines 1-${Math.max(scan.totalLines, 1)}.`,
+    },
+  );
 }
 
 /** The whole-file facts: from the cache for an unchanged large file, else from a full pass (which may fill it). */
@@ -234,7 +246,12 @@ interface Scan {
  * `buildIndex`, also the sparse line index (newlines before every CHECKPOINT_BYTES boundary) for the cache.
  * @param sizeHint the size from fstat (sizes the read buffer: a 4 KB file needs no 1 MiB buffer), or null
  */
-async function scanFile(handle: RangeSource, request: RangeRequest, sizeHint: number | null, buildIndex: boolean): Promise<Scan> {
+async function scanFile(
+  handle: RangeSource,
+  request: RangeRequest,
+  sizeHint: number | null,
+  buildIndex: boolean,
+): Promise<Scan> {
   const hasher = createContentHasher();
   // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
   const buf = Buffer.allocUnsafe(sizeHint === null ? CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1));
@@ -303,13 +320,31 @@ async function scanFile(handle: RangeSource, request: RangeRequest, sizeHint: nu
       nextCheckpoint += CHECKPOINT_BYTES;
     }
     facts = {
-      hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline,
-      checkpointBytes: CHECKPOINT_BYTES, checkpointNewlines: Float64Array.from(checkpoints),
+      hash,
+      size,
+      totalLines,
+      crlf,
+      lf,
+      bom,
+      validUtf8,
+      endsWithNewline,
+      checkpointBytes: CHECKPOINT_BYTES,
+      checkpointNewlines: Float64Array.from(checkpoints),
     };
   }
   return {
-    hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline,
-    rangeStart, rangeEnd, lineAtOffset, facts,
+    hash,
+    size,
+    totalLines,
+    crlf,
+    lf,
+    bom,
+    validUtf8,
+    endsWithNewline,
+    rangeStart,
+    rangeEnd,
+    lineAtOffset,
+    facts,
     whole: reads <= 1 ? buf.subarray(0, size) : undefined,
   };
 }
@@ -327,17 +362,32 @@ async function scanWithFacts(handle: RangeSource, f: ContentFacts, request: Rang
     if (startLine > 1) rangeStart = await afterNewline(handle, f, startLine - 1);
     if (endLine !== null) rangeEnd = await afterNewline(handle, f, endLine);
   } else if (request.kind === 'bytes') {
-    lineAtOffset = 1 + await newlinesBefore(handle, f, Math.min(request.offset, f.size));
+    lineAtOffset = 1 + (await newlinesBefore(handle, f, Math.min(request.offset, f.size)));
   }
   // The last n lines start at line totalLines - n + 1, just after newline number totalLines - n.
   let tailStart: number | undefined;
   if (request.kind === 'tail') {
     const first = f.totalLines - request.lines + 1;
-    tailStart = request.lines <= 0 || f.size === 0 ? f.size : first <= 1 ? 0 : (await afterNewline(handle, f, first - 1)) ?? f.size;
+    tailStart =
+      request.lines <= 0 || f.size === 0
+        ? f.size
+        : first <= 1
+          ? 0
+          : ((await afterNewline(handle, f, first - 1)) ?? f.size);
   }
   return {
-    hash: f.hash, size: f.size, totalLines: f.totalLines, crlf: f.crlf, lf: f.lf, bom: f.bom, validUtf8: f.validUtf8,
-    endsWithNewline: f.endsWithNewline, rangeStart, rangeEnd, lineAtOffset, tailStart,
+    hash: f.hash,
+    size: f.size,
+    totalLines: f.totalLines,
+    crlf: f.crlf,
+    lf: f.lf,
+    bom: f.bom,
+    validUtf8: f.validUtf8,
+    endsWithNewline: f.endsWithNewline,
+    rangeStart,
+    rangeEnd,
+    lineAtOffset,
+    tailStart,
   };
 }
 
@@ -435,7 +485,10 @@ export function utf8Boundary(bytes: Uint8Array, end: number): number {
   let i = end;
   for (let back = 0; back < 4 && i > 0; back++) {
     const b = bytes[i - 1];
-    if ((b & 0xc0) === 0x80) { i--; continue; } // continuation byte
+    if ((b & 0xc0) === 0x80) {
+      i--;
+      continue;
+    } // continuation byte
     if (b >= 0xc0) {
       const need = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : 2;
       return end - (i - 1) >= need ? end : i - 1;

@@ -92,7 +92,9 @@ export function closeDir(dir: { current: DirHandle | null }): void {
   if (dir.current?.fd != null) {
     try {
       closeSync(dir.current.fd);
-    } catch { /* already closed */ }
+    } catch {
+      /* already closed */
+    }
   }
   dir.current = null;
 }
@@ -102,7 +104,11 @@ export function closeDir(dir: { current: DirHandle | null }): void {
  * through the verified directory descriptor on Linux.
  * @throws when the file cannot be opened, is not a regular file, or is not inside the roots
  */
-function openCandidate(file: string, isInside: (p: string) => boolean, dir: { current: DirHandle | null }): { fd: number; stats: Stats } {
+function openCandidate(
+  file: string,
+  isInside: (p: string) => boolean,
+  dir: { current: DirHandle | null },
+): { fd: number; stats: Stats } {
   if (process.platform !== 'linux') return openForReadSync(file, isInside);
   const parent = path.dirname(file);
   if (dir.current?.path !== parent) {
@@ -120,7 +126,10 @@ function openCandidate(file: string, isInside: (p: string) => boolean, dir: { cu
     dir.current = { path: parent, fd };
   }
   if (dir.current.fd === null) throw new Error(`${parent} is not a readable directory inside the roots`);
-  const fd = openSync(`/proc/self/fd/${dir.current.fd}/${path.basename(file)}`, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  const fd = openSync(
+    `/proc/self/fd/${dir.current.fd}/${path.basename(file)}`,
+    constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK,
+  );
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw new Error('not a regular file');
@@ -138,8 +147,12 @@ function openCandidate(file: string, isInside: (p: string) => boolean, dir: { cu
  * @param dir the worker's current verified directory (kept across the files of a batch); absent: opened and closed
  *   for this file alone
  */
-export function readCandidate(file: string, options: ReaderOptions, scratch: { buf: Buffer },
-  dir?: { current: DirHandle | null }): ReadOutcome {
+export function readCandidate(
+  file: string,
+  options: ReaderOptions,
+  scratch: { buf: Buffer },
+  dir?: { current: DirHandle | null },
+): ReadOutcome {
   if (!dir) {
     const own = { current: null };
     try {
@@ -173,7 +186,9 @@ export function readCandidate(file: string, options: ReaderOptions, scratch: { b
   } finally {
     try {
       closeSync(fd);
-    } catch { /* already closed */ }
+    } catch {
+      /* already closed */
+    }
   }
   if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) return { kind: 'binary' };
   if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
@@ -221,8 +236,11 @@ export class SearchReaderPool {
    * @param workerUrl the worker script (dist/search-reader-worker.js next to the bundle)
    * @param timeoutMs a user regular expression's time per file before its worker is stopped
    */
-  constructor(private readonly size: number, private readonly workerUrl: URL,
-    private readonly timeoutMs: number = REGEX_FILE_TIMEOUT_MS) {}
+  constructor(
+    private readonly size: number,
+    private readonly workerUrl: URL,
+    private readonly timeoutMs: number = REGEX_FILE_TIMEOUT_MS,
+  ) {}
 
   /** A batching reader for one search (all its files share `options`). */
   session(options: ReaderOptions): { read(file: string): Promise<ReadOutcome> } {
@@ -239,15 +257,16 @@ export class SearchReaderPool {
       waiters = [];
     };
     return {
-      read: (file) => new Promise<ReadOutcome>((resolve) => {
-        files.push(file);
-        waiters.push(resolve);
-        if (files.length >= BATCH_FILES) flush();
-        else if (!scheduled) {
-          scheduled = true;
-          setImmediate(flush);
-        }
-      }),
+      read: (file) =>
+        new Promise<ReadOutcome>((resolve) => {
+          files.push(file);
+          waiters.push(resolve);
+          if (files.length >= BATCH_FILES) flush();
+          else if (!scheduled) {
+            scheduled = true;
+            setImmediate(flush);
+          }
+        }),
     };
   }
 
@@ -327,7 +346,9 @@ export class SearchReaderPool {
         const fileIndex = Atomics.load(slot.progress, P_INDEX);
         slot.retired = true;
         void slot.worker.terminate();
-        this.release(slot, (b, i) => (b.id === batchId && i === fileIndex ? { kind: 'regex_timeout' } : { kind: 'fallback' }));
+        this.release(slot, (b, i) =>
+          b.id === batchId && i === fileIndex ? { kind: 'regex_timeout' } : { kind: 'fallback' },
+        );
         this.slots![index] = this.startWorker();
         return;
       }
@@ -344,7 +365,11 @@ export class SearchReaderPool {
  * The worker loop (run by src/fs/search-reader-worker.ts): answers each batch in order, publishing the file it is on
  * in `progress` for the watchdog.
  */
-export function serveBatches(port: import('node:worker_threads').MessagePort, progress: Int32Array, epoch: number): void {
+export function serveBatches(
+  port: import('node:worker_threads').MessagePort,
+  progress: Int32Array,
+  epoch: number,
+): void {
   const scratch = { buf: Buffer.allocUnsafe(256 * 1024) };
   const dir: { current: DirHandle | null } = { current: null };
   port.on('message', (job: { id: number; files: string[]; options: ReaderOptions }) => {

@@ -16,7 +16,14 @@
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
-import { changedError, sameNode, sameVersion, type FileIdentity, type NodeIdentity, type VerifiedDir } from './verified-dir.js';
+import {
+  changedError,
+  sameNode,
+  sameVersion,
+  type FileIdentity,
+  type NodeIdentity,
+  type VerifiedDir,
+} from './verified-dir.js';
 
 /** What is expected at a move's destination, decided inside the path lock. */
 export interface MoveExpectation {
@@ -31,8 +38,13 @@ export interface MoveExpectation {
  * @throws ToolError VALIDATION destination_exists (the destination appeared), NOT_ALLOWED changed_during_call (the
  *   source or destination changed since inspected); errno errors (EXDEV → IO_ERROR)
  */
-export async function moveEntry(src: VerifiedDir, srcName: string, dst: VerifiedDir, dstName: string,
-  expect: MoveExpectation): Promise<void> {
+export async function moveEntry(
+  src: VerifiedDir,
+  srcName: string,
+  dst: VerifiedDir,
+  dstName: string,
+  expect: MoveExpectation,
+): Promise<void> {
   const s = src.lstat(srcName);
   if (!s || !sameNode(s, expect.source)) throw changedError(src.pathOf(srcName));
   const d = dst.lstat(dstName);
@@ -74,8 +86,10 @@ async function syncBoth(a: VerifiedDir, b: VerifiedDir): Promise<void> {
 
 function destinationExists(destination: string): ToolError {
   return new ToolError('VALIDATION', `${destination} already exists; nothing was moved.`, {
-    path: destination, details: { reason: 'destination_exists' },
-    suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace it, or choose another destination.',
+    path: destination,
+    details: { reason: 'destination_exists' },
+    suggestion:
+      "Pass overwrite: true (with the destination's expected_hash) to replace it, or choose another destination.",
   });
 }
 
@@ -94,7 +108,8 @@ export function afterEffect(cause: unknown, done: string, extra: Record<string, 
   const errno = e && typeof e.code === 'string' ? e.code : 'unknown';
   return new ToolError('IO_ERROR', `The operation failed part-way (${errno}): ${done}.`, {
     path: typeof e?.path === 'string' ? e.path : null,
-    details: { errno, mutation_applied: true, done, ...extra }, cause,
+    details: { errno, mutation_applied: true, done, ...extra },
+    cause,
   });
 }
 
@@ -132,8 +147,12 @@ interface Frame {
  * A walk over the directory `top` that holds one descriptor at a time (see the module comment). `onEntry` is called
  * for each entry of the current directory; it returns true to descend into a directory entry.
  */
-async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, frame: Frame, name: string) => 'descend' | 'next' | Promise<'descend' | 'next'>,
-  onLeave: (parent: VerifiedDir, frame: Frame) => void, listNames: (dir: VerifiedDir, frame: Frame) => Promise<string[]>): Promise<void> {
+async function walkDescriptors(
+  top: VerifiedDir,
+  onEntry: (dir: VerifiedDir, frame: Frame, name: string) => 'descend' | 'next' | Promise<'descend' | 'next'>,
+  onLeave: (parent: VerifiedDir, frame: Frame) => void,
+  listNames: (dir: VerifiedDir, frame: Frame) => Promise<string[]>,
+): Promise<void> {
   const stack: Frame[] = [];
   const first: Frame = { id: top.identity, path: top.path, relative: '', name: '', names: [], next: 0 };
   first.names = await listNames(top, first);
@@ -164,8 +183,12 @@ async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, fra
       if ((await onEntry(cur, f, name)) === 'descend') {
         const child = cur.openDir(name);
         const frame: Frame = {
-          id: child.identity, path: child.path, relative: f.relative === '' ? name : `${f.relative}/${name}`, name,
-          names: [], next: 0,
+          id: child.identity,
+          path: child.path,
+          relative: f.relative === '' ? name : `${f.relative}/${name}`,
+          name,
+          names: [],
+          next: 0,
         };
         if (cur !== top) cur.close();
         cur = child;
@@ -185,27 +208,42 @@ async function walkDescriptors(top: VerifiedDir, onEntry: (dir: VerifiedDir, fra
  * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), VALIDATION
  *   too_many_entries, whatever `visit` throws; errno errors from reading a directory (the tree is then refused)
  */
-export async function inspectTree(top: VerifiedDir, visit: (e: InspectedEntry) => void, limit: number,
-  signal?: AbortSignal): Promise<InspectedTree> {
+export async function inspectTree(
+  top: VerifiedDir,
+  visit: (e: InspectedEntry) => void,
+  limit: number,
+  signal?: AbortSignal,
+): Promise<InspectedTree> {
   const tree: InspectedTree = { top: top.identity, entries: 0, dirs: new Map() };
-  await walkDescriptors(top, (dir, frame, name) => {
-    if (signal?.aborted) throw new ToolError('VALIDATION', 'The call was cancelled.', { details: { reason: 'cancelled' } });
-    const st = dir.lstat(name);
-    if (!st) throw changedError(dir.pathOf(name));
-    if (++tree.entries > limit) {
-      throw new ToolError('VALIDATION', `${top.path} holds more than ${limit} entries; refusing to delete it in one call.`, {
-        path: top.path, details: { reason: 'too_many_entries', limit },
-      });
-    }
-    const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
-    visit({ relative, absolute: dir.pathOf(name), name, stats: st });
-    tree.dirs.get(keyOf(frame.id))!.set(name, { dev: st.dev, ino: st.ino, dir: st.isDirectory() });
-    return st.isDirectory() ? 'descend' : 'next';
-  }, () => undefined, async (dir, frame) => {
-    const names = (await dir.readdir()).map((d) => d.name).sort();
-    tree.dirs.set(keyOf(frame.id), new Map());
-    return names;
-  });
+  await walkDescriptors(
+    top,
+    (dir, frame, name) => {
+      if (signal?.aborted)
+        throw new ToolError('VALIDATION', 'The call was cancelled.', { details: { reason: 'cancelled' } });
+      const st = dir.lstat(name);
+      if (!st) throw changedError(dir.pathOf(name));
+      if (++tree.entries > limit) {
+        throw new ToolError(
+          'VALIDATION',
+          `${top.path} holds more than ${limit} entries; refusing to delete it in one call.`,
+          {
+            path: top.path,
+            details: { reason: 'too_many_entries', limit },
+          },
+        );
+      }
+      const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
+      visit({ relative, absolute: dir.pathOf(name), name, stats: st });
+      tree.dirs.get(keyOf(frame.id))!.set(name, { dev: st.dev, ino: st.ino, dir: st.isDirectory() });
+      return st.isDirectory() ? 'descend' : 'next';
+    },
+    () => undefined,
+    async (dir, frame) => {
+      const names = (await dir.readdir()).map((d) => d.name).sort();
+      tree.dirs.set(keyOf(frame.id), new Map());
+      return names;
+    },
+  );
   return tree;
 }
 
@@ -221,22 +259,28 @@ export async function removeTree(parent: VerifiedDir, name: string, inspected: I
     const top = parent.openDir(name);
     try {
       if (!sameNode(top.identity, inspected.top)) throw changedError(top.path);
-      await walkDescriptors(top, (dir, frame, entry) => {
-        const seen = inspected.dirs.get(keyOf(frame.id))?.get(entry);
-        const st = dir.lstat(entry);
-        if (!st) return 'next'; // already gone
-        if (!seen || !sameNode(st, seen) || seen.dir !== st.isDirectory()) throw changedError(dir.pathOf(entry), 'changed_during_call');
-        if (st.isDirectory()) return 'descend';
-        dir.unlink(entry);
-        removed++;
-        return 'next';
-      }, (up, frame) => {
-        rmdirExpected(up, frame.name, frame.id);
-        removed++;
-      }, async (dir, frame) => {
-        if (!inspected.dirs.has(keyOf(frame.id))) throw changedError(dir.path);
-        return (await dir.readdir()).map((d) => d.name).sort();
-      });
+      await walkDescriptors(
+        top,
+        (dir, frame, entry) => {
+          const seen = inspected.dirs.get(keyOf(frame.id))?.get(entry);
+          const st = dir.lstat(entry);
+          if (!st) return 'next'; // already gone
+          if (!seen || !sameNode(st, seen) || seen.dir !== st.isDirectory())
+            throw changedError(dir.pathOf(entry), 'changed_during_call');
+          if (st.isDirectory()) return 'descend';
+          dir.unlink(entry);
+          removed++;
+          return 'next';
+        },
+        (up, frame) => {
+          rmdirExpected(up, frame.name, frame.id);
+          removed++;
+        },
+        async (dir, frame) => {
+          if (!inspected.dirs.has(keyOf(frame.id))) throw changedError(dir.path);
+          return (await dir.readdir()).map((d) => d.name).sort();
+        },
+      );
     } finally {
       top.close();
     }
@@ -245,7 +289,11 @@ export async function removeTree(parent: VerifiedDir, name: string, inspected: I
     return removed;
   } catch (error) {
     if (removed === 0) throw error;
-    throw afterEffect(error, `${removed} entries beneath ${parent.pathOf(name)} were removed before the delete stopped`, { removed });
+    throw afterEffect(
+      error,
+      `${removed} entries beneath ${parent.pathOf(name)} were removed before the delete stopped`,
+      { removed },
+    );
   }
 }
 
@@ -261,7 +309,8 @@ function rmdirExpected(parent: VerifiedDir, name: string, expected: NodeIdentity
     parent.rmdir(name);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') throw changedError(parent.pathOf(name));
+    if (code === 'ENOTDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT')
+      throw changedError(parent.pathOf(name));
     throw error;
   }
 }
@@ -297,7 +346,8 @@ export async function removeEmptyDir(parent: VerifiedDir, name: string, expected
 /** VALIDATION directory_not_empty. */
 export function directoryNotEmpty(p: string): ToolError {
   return new ToolError('VALIDATION', `${p} is a directory that is not empty.`, {
-    path: p, details: { reason: 'directory_not_empty' },
+    path: p,
+    details: { reason: 'directory_not_empty' },
     suggestion: 'Pass recursive: true to delete it with everything inside.',
   });
 }

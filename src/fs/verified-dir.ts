@@ -26,8 +26,25 @@
  * Every error thrown by an operation carries the logical path (directory path + name), never the /proc spelling.
  */
 import {
-  closeSync, constants, existsSync, fchmodSync, fstat as fstatCb, fstatSync, fsync as fsyncCb, futimesSync, linkSync,
-  lstatSync, mkdirSync, openSync, readlinkSync, renameSync, rmdirSync, symlinkSync, unlinkSync, type Dirent, type Stats,
+  closeSync,
+  constants,
+  existsSync,
+  fchmodSync,
+  fstat as fstatCb,
+  fstatSync,
+  fsync as fsyncCb,
+  futimesSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readlinkSync,
+  renameSync,
+  rmdirSync,
+  symlinkSync,
+  unlinkSync,
+  type Dirent,
+  type Stats,
 } from 'node:fs';
 import { open, opendir, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -75,10 +92,19 @@ export function sameVersion(a: FileIdentity, b: FileIdentity): boolean {
  * NOT_ALLOWED: something on the path changed between authorization and use (a link or another directory swapped in,
  * a directory moved). Nothing was done by the operation that detected it.
  */
-export function changedError(target: string, reason = 'changed_during_call', extra: Record<string, unknown> = {}): ToolError {
-  return new ToolError('NOT_ALLOWED', `${target} changed during the call (${reason.replace(/_/g, ' ')}); it was not used.`, {
-    path: target, details: { reason, ...extra },
-  });
+export function changedError(
+  target: string,
+  reason = 'changed_during_call',
+  extra: Record<string, unknown> = {},
+): ToolError {
+  return new ToolError(
+    'NOT_ALLOWED',
+    `${target} changed during the call (${reason.replace(/_/g, ' ')}); it was not used.`,
+    {
+      path: target,
+      details: { reason, ...extra },
+    },
+  );
 }
 
 /**
@@ -118,7 +144,14 @@ export function assertDescriptorAt(fd: number, stats: NodeIdentity, expected: st
 
 /** Refuses anything but one directory-entry name. */
 function assertName(name: string): void {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes(path.sep) || name.includes('\0')) {
+  if (
+    name === '' ||
+    name === '.' ||
+    name === '..' ||
+    name.includes('/') ||
+    name.includes(path.sep) ||
+    name.includes('\0')
+  ) {
     throw new Error(`verified-dir: not a single directory entry name: ${JSON.stringify(name)}`);
   }
 }
@@ -247,7 +280,8 @@ export class VerifiedDir {
     // A directory deeper than PATH_MAX (a recursive delete's walk) has no path the kernel can spell: its containment
     // rests on how it was reached — O_NOFOLLOW steps down from a proven directory, identity-checked on the way up.
     if (actual === TOO_LONG) return;
-    if (actual.endsWith(' (deleted)') || !path.isAbsolute(actual) || !this.isInside(actual)) throw changedError(this.path);
+    if (actual.endsWith(' (deleted)') || !path.isAbsolute(actual) || !this.isInside(actual))
+      throw changedError(this.path);
   }
 
   /** Runs a sync syscall on the spelling of `name`, with errors carrying the logical path. */
@@ -426,7 +460,9 @@ export class VerifiedDir {
   unlinkOwnTemporary(name: string): void {
     try {
       this.run(name, (p) => unlinkSync(p));
-    } catch { /* already gone */ }
+    } catch {
+      /* already gone */
+    }
   }
 
   private withEntryFd(name: string, fn: (fd: number) => void): void {
@@ -455,7 +491,9 @@ export class VerifiedDir {
     this.closed = true;
     try {
       closeSync(this.fd);
-    } catch { /* already closed */ }
+    } catch {
+      /* already closed */
+    }
   }
 }
 
@@ -463,8 +501,11 @@ export class VerifiedDir {
  * Runs `fn` with the verified directory `dir` open, and closes it afterwards.
  * @throws as VerifiedDir.open, and whatever `fn` throws
  */
-export async function withVerifiedDir<T>(dir: string, isInside: (p: string) => boolean,
-  fn: (d: VerifiedDir) => Promise<T> | T): Promise<T> {
+export async function withVerifiedDir<T>(
+  dir: string,
+  isInside: (p: string) => boolean,
+  fn: (d: VerifiedDir) => Promise<T> | T,
+): Promise<T> {
   const d = VerifiedDir.open(dir, isInside);
   try {
     return await fn(d);
@@ -509,7 +550,10 @@ export function lstatVerified(real: string, isInside: (p: string) => boolean): S
  * @throws ToolError NOT_ALLOWED (a link; outside the roots), VALIDATION not_a_directory (a non-directory in the way);
  *   errno errors. Directories created before a failure stay (they are reported in details.created_dirs).
  */
-export function openDirCreating(dir: string, isInside: (p: string) => boolean): { dir: VerifiedDir; created: string[] } {
+export function openDirCreating(
+  dir: string,
+  isInside: (p: string) => boolean,
+): { dir: VerifiedDir; created: string[] } {
   const abs = path.resolve(dir);
   // The nearest existing ancestor (by path: this only chooses where to start; everything below is verified).
   let existing = abs;
@@ -563,6 +607,7 @@ export function openDirCreating(dir: string, isInside: (p: string) => boolean): 
 
 function notADirectory(p: string): ToolError {
   return new ToolError('VALIDATION', `${p} exists and is not a directory.`, {
-    path: p, details: { reason: 'not_a_directory' },
+    path: p,
+    details: { reason: 'not_a_directory' },
   });
 }

@@ -141,7 +141,12 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
   const budget = patternBudget();
   const include = globMatcher(options.include, options.nocase ?? false, 'include', budget);
   const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude', budget);
-  const run: WalkRun = { wantStats: options.stats !== false, statsSinceYield: 0, entriesSinceCheck: 0, sliceStart: performance.now() };
+  const run: WalkRun = {
+    wantStats: options.stats !== false,
+    statsSinceYield: 0,
+    entriesSinceCheck: 0,
+    sliceStart: performance.now(),
+  };
   // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
   let dir = VerifiedDir.open(options.rootReal, (p) => isWithin(options.rootReal, p));
@@ -151,14 +156,32 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       if (options.respectGitignore) {
         const dirRel = parts.slice(0, i).join('/');
         // Above the base: reported by its path relative to the root.
-        const level = await loadIgnore(options, dir, dirRel, dirRel ? `/${dirRel}/.gitignore` : '/.gitignore', chainBudget(levels));
+        const level = await loadIgnore(
+          options,
+          dir,
+          dirRel,
+          dirRel ? `/${dirRel}/.gitignore` : '/.gitignore',
+          chainBudget(levels),
+        );
         if (level) levels.push(level);
       }
       const next = dir.openDir(parts[i]);
       dir.close();
       dir = next;
     }
-    yield* walkDir(options, run, dir, options.base, '', baseRootRel, 1, levels, options.resume ?? null, include, exclude);
+    yield* walkDir(
+      options,
+      run,
+      dir,
+      options.base,
+      '',
+      baseRootRel,
+      1,
+      levels,
+      options.resume ?? null,
+      include,
+      exclude,
+    );
   } finally {
     dir.close();
   }
@@ -198,7 +221,10 @@ async function statNow(run: WalkRun, dir: VerifiedDir, name: string): Promise<St
  * @throws ToolError VALIDATION reason pattern_too_complex for a glob over the limits
  */
 export function globMatcher(
-  globs: readonly string[] | undefined, nocase: boolean, field = 'glob', budget?: PatternBudget,
+  globs: readonly string[] | undefined,
+  nocase: boolean,
+  field = 'glob',
+  budget?: PatternBudget,
 ): ((s: string) => boolean) | null {
   if (!globs || globs.length === 0) return null;
   const matchers = globs.map((g) => compileToolGlob(g, { nocase, basename: true }, field, budget));
@@ -215,16 +241,26 @@ function yieldIfDue(run: WalkRun): Promise<void> | null {
   if (++run.entriesSinceCheck < SLICE_CHECK_EVERY) return null;
   run.entriesSinceCheck = 0;
   if (performance.now() - run.sliceStart < WALK_SLICE_MS) return null;
-  return new Promise<void>((resolve) => setImmediate(() => {
-    run.sliceStart = performance.now();
-    resolve();
-  }));
+  return new Promise<void>((resolve) =>
+    setImmediate(() => {
+      run.sliceStart = performance.now();
+      resolve();
+    }),
+  );
 }
 
 async function* walkDir(
-  o: WalkOptions, run: WalkRun, dir: VerifiedDir, dirAbs: AllowedPath, dirRel: string, dirRootRel: string, depth: number,
-  levels: IgnoreLevel[], resume: { components: readonly string[]; inclusive: boolean } | null,
-  include: ((s: string) => boolean) | null, exclude: ((s: string) => boolean) | null,
+  o: WalkOptions,
+  run: WalkRun,
+  dir: VerifiedDir,
+  dirAbs: AllowedPath,
+  dirRel: string,
+  dirRootRel: string,
+  depth: number,
+  levels: IgnoreLevel[],
+  resume: { components: readonly string[]; inclusive: boolean } | null,
+  include: ((s: string) => boolean) | null,
+  exclude: ((s: string) => boolean) | null,
 ): AsyncGenerator<WalkItem | WalkEntry> {
   if (o.signal?.aborted) return;
   let dirents: readonly Dirent[];
@@ -240,7 +276,13 @@ async function* walkDir(
   let myLevels = levels;
   const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
-    const level = await loadIgnore(o, dir, dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore', chainBudget(levels));
+    const level = await loadIgnore(
+      o,
+      dir,
+      dirRootRel,
+      dirRel ? `${dirRel}/.gitignore` : '.gitignore',
+      chainBudget(levels),
+    );
     if (level) myLevels = [...levels, level];
   }
   // (a readdir is a yield: the slice starts again after it)
@@ -273,7 +315,10 @@ async function* walkDir(
       if (cmp === 0) {
         const isCursorItself = dirDepth === resume.components.length - 1;
         if (isCursorItself) emit = resume.inclusive;
-        else { emit = false; childResume = resume; }
+        else {
+          emit = false;
+          childResume = resume;
+        }
       }
       // cmp > 0: everything from here on comes after the cursor.
     }
@@ -312,7 +357,19 @@ async function* walkDir(
         continue;
       }
       try {
-        yield* walkDir(o, run, child, absolute, relative, rootRelative, depth + 1, myLevels, childResume, include, exclude);
+        yield* walkDir(
+          o,
+          run,
+          child,
+          absolute,
+          relative,
+          rootRelative,
+          depth + 1,
+          myLevels,
+          childResume,
+          include,
+          exclude,
+        );
       } finally {
         child.close();
       }
@@ -341,7 +398,11 @@ function sortedIndexOf(names: readonly string[], name: string): number {
  * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
 async function loadIgnore(
-  o: WalkOptions, dir: VerifiedDir, dirRootRel: string, shown: string, budget: number,
+  o: WalkOptions,
+  dir: VerifiedDir,
+  dirRootRel: string,
+  shown: string,
+  budget: number,
 ): Promise<IgnoreLevel | null> {
   let handle: FileHandle | null = null;
   try {
@@ -388,7 +449,14 @@ function toPosix(p: string): string {
  * construction (the walker never descends into symlinks). `name` must be a single component from readdir.
  */
 export function childOf(directory: AllowedPath, name: string): AllowedPath {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes(path.sep) || name.includes('\0')) {
+  if (
+    name === '' ||
+    name === '.' ||
+    name === '..' ||
+    name.includes('/') ||
+    name.includes(path.sep) ||
+    name.includes('\0')
+  ) {
     throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
   }
   return path.join(directory, name) as AllowedPath;

@@ -72,37 +72,67 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
       // Evidence only (issue 17): new_text is found and what old_text and new_text share (their common start and end,
       // which is where the old text would have been) carries at least MIN_EVIDENCE_CHARS non-blank characters — never
       // because a short or common new_text occurs somewhere.
-      if (newText !== '' && contentChars(sharedFrame(oldText, newText)) >= MIN_EVIDENCE_CHARS && t.view.includes(newText)) {
-        throw new PatchFailedError(`${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`, {
-          path: absolute, details: { reason: 'already_applied', edit_index: index },
-          suggestion: 'Read the file to confirm; do not apply this edit again.',
-        });
+      if (
+        newText !== '' &&
+        contentChars(sharedFrame(oldText, newText)) >= MIN_EVIDENCE_CHARS &&
+        t.view.includes(newText)
+      ) {
+        throw new PatchFailedError(
+          `${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`,
+          {
+            path: absolute,
+            details: { reason: 'already_applied', edit_index: index },
+            suggestion: 'Read the file to confirm; do not apply this edit again.',
+          },
+        );
       }
       // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line (issue 21).
-      const nearest = failed.length < MAX_LISTED_FAILURES ? findNearestRegion(splitView(t.view).lines, splitView(oldText).lines) : null;
-      throw new PatchFailedError(`${label}: old_text was not found in ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`, {
-        path: absolute, details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
-        suggestion: 'Read the file and copy old_text exactly from its current content (indentation included).',
-      });
+      const nearest =
+        failed.length < MAX_LISTED_FAILURES
+          ? findNearestRegion(splitView(t.view).lines, splitView(oldText).lines)
+          : null;
+      throw new PatchFailedError(
+        `${label}: old_text was not found in ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`,
+        {
+          path: absolute,
+          details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
+          suggestion: 'Read the file and copy old_text exactly from its current content (indentation included).',
+        },
+      );
     }
     // Inserting after old_text (new_text contains it) where the result is already there: already applied.
     const at = newText.indexOf(oldText);
-    if (at !== -1 && newText !== oldText && contentChars(oldText) >= MIN_EVIDENCE_CHARS
-      && spans.every((s) => t.view.startsWith(newText, s.start - at))) {
-      throw new PatchFailedError(`${label}: ${absolute} already contains new_text around every match; the edit looks already applied.`, {
-        path: absolute, details: { reason: 'already_applied', edit_index: index },
-        suggestion: 'Read the file to confirm; do not apply this edit again.',
-      });
+    if (
+      at !== -1 &&
+      newText !== oldText &&
+      contentChars(oldText) >= MIN_EVIDENCE_CHARS &&
+      spans.every((s) => t.view.startsWith(newText, s.start - at))
+    ) {
+      throw new PatchFailedError(
+        `${label}: ${absolute} already contains new_text around every match; the edit looks already applied.`,
+        {
+          path: absolute,
+          details: { reason: 'already_applied', edit_index: index },
+          suggestion: 'Read the file to confirm; do not apply this edit again.',
+        },
+      );
     }
     const lines = spans.map((s) => lineOfOffset(t.view, s.start));
     if (spans.length > 1 && !edit.replace_all) {
-      throw new PatchFailedError(`${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`, {
-        path: absolute, details: {
-          reason: 'ambiguous', edit_index: index, count: spans.length, candidates: lines.slice(0, 50),
-          candidate_context: candidateContext(splitView(t.view).lines, lines, splitView(oldText).lines.length),
+      throw new PatchFailedError(
+        `${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`,
+        {
+          path: absolute,
+          details: {
+            reason: 'ambiguous',
+            edit_index: index,
+            count: spans.length,
+            candidates: lines.slice(0, 50),
+            candidate_context: candidateContext(splitView(t.view).lines, lines, splitView(oldText).lines.length),
+          },
+          suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
         },
-        suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
-      });
+      );
     }
     const replacements: ViewReplacement[] = spans.map((s) => ({ start: s.start, end: s.end, text: newText }));
     reports.push({ index, replacements: spans.length, match, lines });
@@ -121,8 +151,11 @@ const CONTEXT_LINE_CHARS = 200;
  * 1-based `line`, up to CONTEXT_LINES lines `before` the match and `after` it (a match spanning `span` lines), each cut
  * to CONTEXT_LINE_CHARS characters. Content of the file being edited, as `nearest` already carries.
  */
-function candidateContext(viewLines: readonly string[], starts: readonly number[], span: number):
-  Array<{ line: number; before: string[]; after: string[] }> {
+function candidateContext(
+  viewLines: readonly string[],
+  starts: readonly number[],
+  span: number,
+): Array<{ line: number; before: string[]; after: string[] }> {
   const cut = (l: string) => l.slice(0, CONTEXT_LINE_CHARS);
   return starts.slice(0, CONTEXT_CANDIDATES).map((line) => ({
     line,
@@ -151,7 +184,10 @@ function sharedFrame(a: string, b: string): string {
   return a.slice(0, p) + a.slice(a.length - q);
 }
 
-interface Span { start: number; end: number }
+interface Span {
+  start: number;
+  end: number;
+}
 
 function findExact(view: string, needle: string): Span[] {
   const out: Span[] = [];
@@ -174,12 +210,16 @@ function findTolerant(view: string, needle: string): Span[] {
   // are content, not trailing whitespace; there the last line's own trailing blanks must match as typed.
   const last = lines[lines.length - 1];
   const lastTail = escapeRegExp(/[ \t]*$/.exec(last)![0]);
-  const source = lines.map((l) => escapeRegExp(l.replace(/[ \t]+$/, ''))).join('[ \\t]*\\n')
-    + (last === '' ? '' : `(?:[ \\t]*(?=\\n|$)|${lastTail})`);
+  const source =
+    lines.map((l) => escapeRegExp(l.replace(/[ \t]+$/, ''))).join('[ \\t]*\\n') +
+    (last === '' ? '' : `(?:[ \\t]*(?=\\n|$)|${lastTail})`);
   const re = new RegExp(source, 'g');
   const out: Span[] = [];
   for (let m = re.exec(view); m; m = re.exec(view)) {
-    if (m[0].length === 0) { re.lastIndex++; continue; }
+    if (m[0].length === 0) {
+      re.lastIndex++;
+      continue;
+    }
     out.push({ start: m.index, end: m.index + m[0].length });
   }
   return out;

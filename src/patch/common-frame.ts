@@ -14,13 +14,17 @@ const FRAME_BLOCK = 4096;
 export function commonLineFrame(before: string, after: string): { start: number; endBefore: number; endAfter: number } {
   const shorter = Math.min(before.length, after.length);
   let p = 0;
-  while (p + FRAME_BLOCK <= shorter && before.slice(p, p + FRAME_BLOCK) === after.slice(p, p + FRAME_BLOCK)) p += FRAME_BLOCK;
+  while (p + FRAME_BLOCK <= shorter && before.slice(p, p + FRAME_BLOCK) === after.slice(p, p + FRAME_BLOCK))
+    p += FRAME_BLOCK;
   while (p < shorter && before.charCodeAt(p) === after.charCodeAt(p)) p++;
   const start = p === 0 ? 0 : before.lastIndexOf('\n', p - 1) + 1;
   const room = shorter - start;
   let s = 0;
-  while (s + FRAME_BLOCK <= room
-    && before.slice(before.length - s - FRAME_BLOCK, before.length - s) === after.slice(after.length - s - FRAME_BLOCK, after.length - s)) {
+  while (
+    s + FRAME_BLOCK <= room &&
+    before.slice(before.length - s - FRAME_BLOCK, before.length - s) ===
+      after.slice(after.length - s - FRAME_BLOCK, after.length - s)
+  ) {
     s += FRAME_BLOCK;
   }
   while (s < room && before.charCodeAt(before.length - s - 1) === after.charCodeAt(after.length - s - 1)) s++;

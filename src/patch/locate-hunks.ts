@@ -90,7 +90,12 @@ export function splitView(view: string): { lines: string[]; finalNewline: boolea
 }
 
 /** All start indices where `needle` occurs in `hay` as consecutive lines under `norm`. */
-function findAll(hay: readonly string[], needle: readonly string[], norm: (s: string) => string, normHay: string[]): number[] {
+function findAll(
+  hay: readonly string[],
+  needle: readonly string[],
+  norm: (s: string) => string,
+  normHay: string[],
+): number[] {
   const out: number[] = [];
   if (needle.length === 0) return out;
   const n = needle.map(norm);
@@ -131,7 +136,8 @@ function shapeOf(hunk: Hunk): Shape {
   return {
     oldSide: ls.filter((l) => l.op !== '+').map((l) => l.text),
     newSide: ls.filter((l) => l.op !== '-').map((l) => l.text),
-    leading, trailing,
+    leading,
+    trailing,
     changes: leading < ls.length,
     contextChars: ls.reduce((n, l) => n + (l.op === ' ' ? contentChars(l.text) : 0), 0),
   };
@@ -182,7 +188,10 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
   const normCache = new Map<MatchKind, string[]>();
   const normalized = (kind: MatchKind, norm: (s: string) => string) => {
     let v = normCache.get(kind);
-    if (!v) { v = lines.map(norm); normCache.set(kind, v); }
+    if (!v) {
+      v = lines.map(norm);
+      normCache.set(kind, v);
+    }
     return v;
   };
   /** Offset (found line − header line) of the previous hunk placed in this file: GNU patch looks there first. */
@@ -190,7 +199,14 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
   let sectionIndex: Int32Array | null = null;
   const sectionsAbove = () => (sectionIndex ??= sectionLinesAbove(lines));
   /** Hunks that matched several places with nothing in themselves to tell which. */
-  const deferred: Array<{ index: number; candidates: number[]; count: number; match: MatchKind; label: string; expected: string[] }> = [];
+  const deferred: Array<{
+    index: number;
+    candidates: number[];
+    count: number;
+    match: MatchKind;
+    label: string;
+    expected: string[];
+  }> = [];
 
   /** Hunks that failed (issue 21: every failing hunk is reported, not only the first). */
   const failed: Array<{ index: number; error: PatchFailedError }> = [];
@@ -218,7 +234,8 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       }
       if (hunk.oldStart === null) {
         throw new PatchFailedError(`${label} has no context lines and no line numbers, so it cannot be placed.`, {
-          path: absolute, details: { reason: 'no_match', hunk: index + 1, hunks: total, expected: [] },
+          path: absolute,
+          details: { reason: 'no_match', hunk: index + 1, hunks: total, expected: [] },
           suggestion: 'Add a few unchanged lines around the insertion as context (lines starting with a space).',
         });
       }
@@ -234,8 +251,16 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     // Empty lines after the hunk that might have been empty context lines (counts absent or wrong) could make the
     // trailing context longer: then the hunk is end-anchored only when no match is followed by such blank lines.
     const blanks = hunk.uncertainTrailingBlanks ?? 0;
-    const anchorEnd = shape.changes && shape.trailing < shape.leading
-      && (blanks === 0 || !findAll(lines, [...oldSide, ...Array<string>(blanks).fill('')], PASSES[1].norm, normalized(PASSES[1].kind, PASSES[1].norm)).length);
+    const anchorEnd =
+      shape.changes &&
+      shape.trailing < shape.leading &&
+      (blanks === 0 ||
+        !findAll(
+          lines,
+          [...oldSide, ...Array<string>(blanks).fill('')],
+          PASSES[1].norm,
+          normalized(PASSES[1].kind, PASSES[1].norm),
+        ).length);
     const anchorStart = shape.changes && shape.leading < shape.trailing;
     for (const pass of PASSES) {
       const normLines = normalized(pass.kind, pass.norm);
@@ -244,13 +269,27 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
         // Already applied, on evidence: an append whose new side follows every match of its context; an anchored
         // hunk whose new side is what the file now ends (starts) with.
-        const appended = newSide.length > oldSide.length && candidates.every((c) => alreadyThere(lines, newSide, c, pass.norm));
-        const atEnd = anchorEnd && alreadyThere(lines, newSide, lines.length - newSide.length, pass.norm) && !sameLines(oldSide, newSide);
+        const appended =
+          newSide.length > oldSide.length && candidates.every((c) => alreadyThere(lines, newSide, c, pass.norm));
+        const atEnd =
+          anchorEnd &&
+          alreadyThere(lines, newSide, lines.length - newSide.length, pass.norm) &&
+          !sameLines(oldSide, newSide);
         const atStart = anchorStart && alreadyThere(lines, newSide, 0, pass.norm) && !sameLines(oldSide, newSide);
         if (appended || atEnd || atStart) throw alreadyApplied(label, absolute, index, total);
       }
       const hint = hunk.oldStart === null ? null : Math.max(hunk.oldStart - 1, 0);
-      const chosen = choose(candidates, oldSide.length, lines, hint, carried, anchorEnd, anchorStart, hunk.section ?? null, sectionsAbove);
+      const chosen = choose(
+        candidates,
+        oldSide.length,
+        lines,
+        hint,
+        carried,
+        anchorEnd,
+        anchorStart,
+        hunk.section ?? null,
+        sectionsAbove,
+      );
       if (chosen === null) {
         // Maybe the order of the hunks settles it, once the others are placed.
         deferred.push({ index, candidates, count: oldSide.length, match: pass.kind, label, expected: oldSide });
@@ -264,18 +303,31 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
       for (const pass of PASSES) {
         const found = findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm));
-        const pinned = found.some((p) => (shape.leading > 0 && shape.trailing > 0)
-          || (anchorEnd && p + newSide.length === lines.length) || (anchorStart && p === 0));
+        const pinned = found.some(
+          (p) =>
+            (shape.leading > 0 && shape.trailing > 0) ||
+            (anchorEnd && p + newSide.length === lines.length) ||
+            (anchorStart && p === 0),
+        );
         if (pinned) throw alreadyApplied(label, absolute, index, total);
       }
     }
     // The nearest search scans the file: done for the failures that will be listed, not for every failing hunk.
     const nearest = failed.length < MAX_LISTED_FAILURES ? findNearestRegion(lines, oldSide) : null;
-    throw new PatchFailedError(`${label} does not match ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`, {
-      path: absolute,
-      details: { reason: 'no_match', hunk: index + 1, hunks: total, expected: oldSide.slice(0, 50), ...(nearest ? { nearest } : {}) },
-      suggestion: 'Read the file and regenerate this hunk from its current content; do not resend the same patch.',
-    });
+    throw new PatchFailedError(
+      `${label} does not match ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`,
+      {
+        path: absolute,
+        details: {
+          reason: 'no_match',
+          hunk: index + 1,
+          hunks: total,
+          expected: oldSide.slice(0, 50),
+          ...(nearest ? { nearest } : {}),
+        },
+        suggestion: 'Read the file and regenerate this hunk from its current content; do not resend the same patch.',
+      },
+    );
   }
 
   // The order of the hunks is stated too: when the hunks placed so far lie in patch order (a diff lists a file's hunks
@@ -293,7 +345,15 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       const high = next ? next.start : lines.length;
       const fits = d.candidates.filter((c) => c >= low && c + d.count <= high);
       if (fits.length === 1 && (prev || next)) {
-        located.push({ index: d.index, start: fits[0], count: d.count, match: d.match, placedBy: 'order', candidates: d.candidates.length, hunk: file.hunks[d.index] });
+        located.push({
+          index: d.index,
+          start: fits[0],
+          count: d.count,
+          match: d.match,
+          placedBy: 'order',
+          candidates: d.candidates.length,
+          hunk: file.hunks[d.index],
+        });
         deferred.splice(k, 1);
         progress = true;
         break;
@@ -301,11 +361,29 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     }
   }
   for (const d of deferred) {
-    failed.push({ index: d.index, error: new PatchFailedError(`${d.label} matches ${d.candidates.length} places (lines ${d.candidates.slice(0, 20).map((c) => c + 1).join(', ')}) and neither its header line, its anchoring, its section heading nor the order of the hunks tells which.`, {
-      path: absolute,
-      details: { reason: 'ambiguous', hunk: d.index + 1, hunks: total, count: d.candidates.length, candidates: d.candidates.slice(0, 50).map((c) => c + 1), expected: d.expected.slice(0, 50) },
-      suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
-    }) });
+    failed.push({
+      index: d.index,
+      error: new PatchFailedError(
+        `${d.label} matches ${d.candidates.length} places (lines ${d.candidates
+          .slice(0, 20)
+          .map((c) => c + 1)
+          .join(
+            ', ',
+          )}) and neither its header line, its anchoring, its section heading nor the order of the hunks tells which.`,
+        {
+          path: absolute,
+          details: {
+            reason: 'ambiguous',
+            hunk: d.index + 1,
+            hunks: total,
+            count: d.candidates.length,
+            candidates: d.candidates.slice(0, 50).map((c) => c + 1),
+            expected: d.expected.slice(0, 50),
+          },
+          suggestion: 'Add more context lines so the hunk matches once, or give the correct @@ -line numbers.',
+        },
+      ),
+    });
   }
   if (failed.length > 0) throw allFailures(failed, 'hunk');
 
@@ -315,24 +393,34 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     const prev = byStart[k - 1];
     const cur = byStart[k];
     if (cur.start < prev.start + prev.count || (cur.start === prev.start && cur.count === 0 && prev.count === 0)) {
-      throw new PatchFailedError(`Hunks ${prev.index + 1} and ${cur.index + 1} overlap (original lines ${prev.start + 1}-${prev.start + Math.max(prev.count, 1)} and ${cur.start + 1}-${cur.start + Math.max(cur.count, 1)}).`, {
-        path: absolute,
-        details: { reason: 'overlap', hunk: cur.index + 1, hunks: total, candidates: [prev.start + 1, cur.start + 1] },
-        suggestion: 'Merge the overlapping hunks into one and send the diff again.',
-      });
+      throw new PatchFailedError(
+        `Hunks ${prev.index + 1} and ${cur.index + 1} overlap (original lines ${prev.start + 1}-${prev.start + Math.max(prev.count, 1)} and ${cur.start + 1}-${cur.start + Math.max(cur.count, 1)}).`,
+        {
+          path: absolute,
+          details: {
+            reason: 'overlap',
+            hunk: cur.index + 1,
+            hunks: total,
+            candidates: [prev.start + 1, cur.start + 1],
+          },
+          suggestion: 'Merge the overlapping hunks into one and send the diff again.',
+        },
+      );
     }
   }
 
   // Build view replacements. Line i starts at lineStart[i]; lineStart[lines.length] is the end of the view.
   const lineStart: number[] = [0];
-  for (let i = 0; i < lines.length; i++) lineStart.push(lineStart[i] + lines[i].length + (i < lines.length - 1 || finalNewline ? 1 : 0));
+  for (let i = 0; i < lines.length; i++)
+    lineStart.push(lineStart[i] + lines[i].length + (i < lines.length - 1 || finalNewline ? 1 : 0));
   const replacements: ViewReplacement[] = [];
   for (const loc of located) {
     const h = loc.hunk;
     const out: string[] = [];
     let cursor = loc.start;
     for (const l of h.lines) {
-      if (l.op === ' ') out.push(lines[cursor++] ?? l.text); // keep the file's own text for context
+      if (l.op === ' ')
+        out.push(lines[cursor++] ?? l.text); // keep the file's own text for context
       else if (l.op === '-') cursor++;
       else out.push(l.text);
     }
@@ -355,12 +443,22 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     replacements.push({ start, end: touchesEof ? t.view.length : lineStart[endLine], text });
   }
   const text = applyToOriginal(t, replacements);
-  const hunks = located.sort((a, b) => a.index - b.index).map((l): HunkReport => ({
-    hunk: l.index + 1, line: l.start + 1, match: l.match, placed_by: l.placedBy, candidates: l.candidates,
-    // A pure insertion's header "-N,0" names the line it goes after; any other header the first line of the hunk.
-    offset: l.hunk.oldStart === null ? null : l.count === 0 && l.hunk.lines.every((x) => x.op === '+')
-      ? l.start - l.hunk.oldStart : l.start + 1 - Math.max(l.hunk.oldStart, 1),
-  }));
+  const hunks = located
+    .sort((a, b) => a.index - b.index)
+    .map((l): HunkReport => ({
+      hunk: l.index + 1,
+      line: l.start + 1,
+      match: l.match,
+      placed_by: l.placedBy,
+      candidates: l.candidates,
+      // A pure insertion's header "-N,0" names the line it goes after; any other header the first line of the hunk.
+      offset:
+        l.hunk.oldStart === null
+          ? null
+          : l.count === 0 && l.hunk.lines.every((x) => x.op === '+')
+            ? l.start - l.hunk.oldStart
+            : l.start + 1 - Math.max(l.hunk.oldStart, 1),
+    }));
   return { text, hunks };
 }
 
@@ -369,8 +467,17 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
  * @param hint the header's 0-based line, or null for `@@ @@`
  * @param carried the offset the previous hunk of the file was found at
  */
-function choose(candidates: readonly number[], count: number, lines: readonly string[], hint: number | null, carried: number,
-  anchorEnd: boolean, anchorStart: boolean, section: string | null, sectionsAbove: () => Int32Array): { at: number; by: Placement } | null {
+function choose(
+  candidates: readonly number[],
+  count: number,
+  lines: readonly string[],
+  hint: number | null,
+  carried: number,
+  anchorEnd: boolean,
+  anchorStart: boolean,
+  section: string | null,
+  sectionsAbove: () => Int32Array,
+): { at: number; by: Placement } | null {
   const atEnd = (c: number) => c + count === lines.length;
   const byPosition = (c: number): Placement | null => {
     if (hint === null) return null;
@@ -380,14 +487,21 @@ function choose(candidates: readonly number[], count: number, lines: readonly st
   };
   if (candidates.length === 1) {
     const c = candidates[0];
-    const by = byPosition(c) ?? (anchorEnd && atEnd(c) ? 'anchored_end' : anchorStart && c === 0 ? 'anchored_start' : 'content');
+    const by =
+      byPosition(c) ?? (anchorEnd && atEnd(c) ? 'anchored_end' : anchorStart && c === 0 ? 'anchored_start' : 'content');
     return { at: c, by };
   }
   // What the diff states about the place: its anchoring, and its header line (after the carried offset). When both
   // single out a match and they differ, the diff contradicts itself: nothing is guessed.
   const anchored = anchorEnd ? candidates.find(atEnd) : anchorStart && candidates[0] === 0 ? 0 : undefined;
-  const positioned = hint === null ? undefined
-    : candidates.includes(hint + carried) ? hint + carried : candidates.includes(hint) ? hint : undefined;
+  const positioned =
+    hint === null
+      ? undefined
+      : candidates.includes(hint + carried)
+        ? hint + carried
+        : candidates.includes(hint)
+          ? hint
+          : undefined;
   if (anchored !== undefined && positioned !== undefined && anchored !== positioned) return null;
   if (anchored !== undefined) return { at: anchored, by: anchorEnd ? 'anchored_end' : 'anchored_start' };
   if (positioned !== undefined) return { at: positioned, by: positioned === hint ? 'header' : 'offset' };
@@ -403,7 +517,12 @@ function sameLines(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-function alreadyThere(lines: readonly string[], newSide: readonly string[], at: number, norm: (s: string) => string = (s) => s): boolean {
+function alreadyThere(
+  lines: readonly string[],
+  newSide: readonly string[],
+  at: number,
+  norm: (s: string) => string = (s) => s,
+): boolean {
   if (newSide.length === 0 || at < 0 || at + newSide.length > lines.length) return false;
   for (let j = 0; j < newSide.length; j++) if (norm(lines[at + j]) !== norm(newSide[j])) return false;
   return true;
@@ -411,7 +530,8 @@ function alreadyThere(lines: readonly string[], newSide: readonly string[], at: 
 
 function alreadyApplied(label: string, absolute: string, index: number, total: number): PatchFailedError {
   return new PatchFailedError(`${label} looks already applied to ${absolute}: its new lines are already there.`, {
-    path: absolute, details: { reason: 'already_applied', hunk: index + 1, hunks: total },
+    path: absolute,
+    details: { reason: 'already_applied', hunk: index + 1, hunks: total },
     suggestion: 'Read the file to confirm; do not apply this patch again.',
   });
 }
@@ -428,7 +548,10 @@ export const MAX_LISTED_FAILURES = 20;
  * @param failed the failures, any order; at least one
  * @param unit 'hunk' (apply_patch) or 'edit' (edit_file), for the message
  */
-export function allFailures(failed: ReadonlyArray<{ index: number; error: PatchFailedError }>, unit: 'hunk' | 'edit'): PatchFailedError {
+export function allFailures(
+  failed: ReadonlyArray<{ index: number; error: PatchFailedError }>,
+  unit: 'hunk' | 'edit',
+): PatchFailedError {
   const sorted = [...failed].sort((a, b) => a.index - b.index);
   const first = sorted[0].error;
   if (sorted.length === 1) return first;
@@ -436,9 +559,10 @@ export function allFailures(failed: ReadonlyArray<{ index: number; error: PatchF
     const { hunks: _total, ...own } = error.details;
     return own;
   });
-  const more = sorted.length > 1
-    ? ` ${sorted.length} ${unit}s failed in all (${unit === 'hunk' ? 'hunks' : 'edits'} ${sorted.map((f) => unit === 'hunk' ? f.index + 1 : f.index).join(', ')}); each is in details.failures.`
-    : '';
+  const more =
+    sorted.length > 1
+      ? ` ${sorted.length} ${unit}s failed in all (${unit === 'hunk' ? 'hunks' : 'edits'} ${sorted.map((f) => (unit === 'hunk' ? f.index + 1 : f.index)).join(', ')}); each is in details.failures.`
+      : '';
   return new PatchFailedError(`${first.message}${more}`, {
     path: first.path,
     details: { ...(first.details as PatchFailedDetails), failures, failed_count: sorted.length },

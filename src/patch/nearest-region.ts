@@ -121,7 +121,10 @@ export function similarity(a: string, b: string): number {
   for (let i = 0; i < b.length - 1; i++) {
     const g = b.slice(i, i + 2);
     const n = grams.get(g) ?? 0;
-    if (n > 0) { hits++; grams.set(g, n - 1); }
+    if (n > 0) {
+      hits++;
+      grams.set(g, n - 1);
+    }
   }
   return (2 * hits) / (a.length - 1 + b.length - 1);
 }

@@ -53,7 +53,8 @@ export interface FilePatch {
 }
 
 /** The example given with BEGIN_PATCH (SPEC §6.3: a minimal unified diff in the suggestion). */
-export const UNIFIED_DIFF_EXAMPLE = '--- a/src/app.py\n+++ b/src/app.py\n@@ -1,3 +1,3 @@\n import os\n-x = 1\n+x = 2\n print(x)\n';
+export const UNIFIED_DIFF_EXAMPLE =
+  '--- a/src/app.py\n+++ b/src/app.py\n@@ -1,3 +1,3 @@\n import os\n-x = 1\n+x = 2\n print(x)\n';
 
 const CODEX_STRUCTURAL = /^\*\*\* (Begin Patch|End Patch|Update File: .*|Add File: .*|Delete File: .*|Move to: .*)\s*$/;
 
@@ -68,10 +69,14 @@ export function assertNotBeginPatch(patch: string): void {
   for (let i = 0; i < lines.length; i++) {
     const m = CODEX_STRUCTURAL.exec(lines[i]);
     if (m) {
-      throw new ToolError('BEGIN_PATCH', `The patch is in Codex "*** Begin Patch" format (line ${i + 1}: "${lines[i].slice(0, 80)}"), not a unified diff.`, {
-        details: { line: i + 1, marker: m[1].split(':')[0] },
-        suggestion: `Send a unified diff instead, for example:\n${UNIFIED_DIFF_EXAMPLE}`,
-      });
+      throw new ToolError(
+        'BEGIN_PATCH',
+        `The patch is in Codex "*** Begin Patch" format (line ${i + 1}: "${lines[i].slice(0, 80)}"), not a unified diff.`,
+        {
+          details: { line: i + 1, marker: m[1].split(':')[0] },
+          suggestion: `Send a unified diff instead, for example:\n${UNIFIED_DIFF_EXAMPLE}`,
+        },
+      );
     }
   }
 }
@@ -83,9 +88,15 @@ export function assertNotBeginPatch(patch: string): void {
  */
 function stripFence(text: string): string {
   const lines = text.split('\n');
-  const diffStart = lines.findIndex((l, i) => l.startsWith('@@') || l.startsWith('diff --git ')
-    || (l.startsWith('--- ') && (lines[i + 1] ?? '').startsWith('+++ ')));
-  const open = lines.findIndex((l, i) => (diffStart === -1 || i < diffStart) && /^\s*```\s*(diff|patch|udiff)?\s*$/i.test(l));
+  const diffStart = lines.findIndex(
+    (l, i) =>
+      l.startsWith('@@') ||
+      l.startsWith('diff --git ') ||
+      (l.startsWith('--- ') && (lines[i + 1] ?? '').startsWith('+++ ')),
+  );
+  const open = lines.findIndex(
+    (l, i) => (diffStart === -1 || i < diffStart) && /^\s*```\s*(diff|patch|udiff)?\s*$/i.test(l),
+  );
   if (open === -1) return text;
   const indent = /^\s*/.exec(lines[open])![0];
   const close = lines.findIndex((l, i) => i > open && l.startsWith(indent) && /^```\s*$/.test(l.slice(indent.length)));
@@ -109,8 +120,10 @@ function headerPath(raw: string): string | null {
 
 function malformed(message: string, line: number, text: string): PatchFailedError {
   return new PatchFailedError(`The patch is malformed at line ${line}: ${message}.`, {
-    details: { reason: 'malformed', line, text: text.slice(0, 200) }, recovery: 'fix_arguments',
-    suggestion: 'Every hunk line starts with " " (context), "-" (removed) or "+" (added); fix that line and send the whole diff again.',
+    details: { reason: 'malformed', line, text: text.slice(0, 200) },
+    recovery: 'fix_arguments',
+    suggestion:
+      'Every hunk line starts with " " (context), "-" (removed) or "+" (added); fix that line and send the whole diff again.',
   });
 }
 
@@ -133,7 +146,13 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
   // Empty lines seen after hunk lines, kept pending: they are context only if more hunk lines follow.
   let pendingBlank = 0;
 
-  const newFile = (oldPath: string | null, newPath: string | null, headerless: boolean, rawOld: string | null, rawNew: string | null) => {
+  const newFile = (
+    oldPath: string | null,
+    newPath: string | null,
+    headerless: boolean,
+    rawOld: string | null,
+    rawNew: string | null,
+  ) => {
     file = { oldPath, newPath, headerless, hunks: [], rawOldPath: rawOld, rawNewPath: rawNew };
     files.push(file);
     hunk = null;
@@ -152,9 +171,13 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     // counts expect the same number (what is left can only be context lines then); counts that disagree are wrong
     // counts, and empty lines after a hunk with wrong counts are separators, not context.
     if (hunk && counted && oldLeft === newLeft) {
-      while (pendingBlank > 0 && (oldLeft > 0 || newLeft > 0)) { pushLine({ op: ' ', text: '' }); pendingBlank--; }
+      while (pendingBlank > 0 && (oldLeft > 0 || newLeft > 0)) {
+        pushLine({ op: ' ', text: '' });
+        pendingBlank--;
+      }
     }
-    if (hunk && pendingBlank > 0 && !(counted && oldLeft === 0 && newLeft === 0)) (hunk).uncertainTrailingBlanks = pendingBlank;
+    if (hunk && pendingBlank > 0 && !(counted && oldLeft === 0 && newLeft === 0))
+      hunk.uncertainTrailingBlanks = pendingBlank;
     pendingBlank = 0;
     hunk = null;
   };
@@ -172,8 +195,12 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
     }
     // A ---/+++ pair right after hunk lines is the next file's header only when a hunk header follows it: otherwise
     // it is a removed "-- …" line and an added "++ …" line of a hunk whose counts are missing or wrong.
-    if (line.startsWith('--- ') && i + 1 < lines.length && lines[i + 1].startsWith('+++ ')
-      && (!hunk || (!(counted && (oldLeft > 0 || newLeft > 0)) && (lines[i + 2] ?? '').startsWith('@@')))) {
+    if (
+      line.startsWith('--- ') &&
+      i + 1 < lines.length &&
+      lines[i + 1].startsWith('+++ ') &&
+      (!hunk || (!(counted && (oldLeft > 0 || newLeft > 0)) && (lines[i + 2] ?? '').startsWith('@@')))
+    ) {
       finishHunk();
       const rawOld = headerPath(line.slice(4));
       const rawNew = headerPath(lines[i + 1].slice(4));
@@ -199,7 +226,10 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
       hunk = {
         oldStart: os !== undefined ? Number(os) : null,
         newStart: ns !== undefined ? Number(ns) : null,
-        lines: [], oldNoNewline: false, newNoNewline: false, patchLine: lineNo,
+        lines: [],
+        oldNoNewline: false,
+        newNoNewline: false,
+        patchLine: lineNo,
         section: section === '' ? null : section,
       };
       counted = os !== undefined;
@@ -231,39 +261,52 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
       if (last) {
         if (last.op === '-') h.oldNoNewline = true;
         else if (last.op === '+') h.newNoNewline = true;
-        else { h.oldNoNewline = true; h.newNoNewline = true; }
+        else {
+          h.oldNoNewline = true;
+          h.newNoNewline = true;
+        }
       }
       continue;
     }
     // A line that is not a hunk line. Inside a hunk that still expects lines, or followed by more hunk lines before
     // the next header, it is a broken hunk line (a context line missing its leading space); otherwise the hunk ended.
     const expectsMore = counted && (oldLeft > 0 || newLeft > 0);
-    if (expectsMore || moreHunkLinesFollow(lines, i + 1)) throw malformed(`"${line.slice(0, 60)}" is not a hunk line`, lineNo, line);
+    if (expectsMore || moreHunkLinesFollow(lines, i + 1))
+      throw malformed(`"${line.slice(0, 60)}" is not a hunk line`, lineNo, line);
     finishHunk();
   }
   finishHunk();
 
   for (const f of files) {
     // Strip git's a/ b/ prefixes when the headers use them (before deciding what is a rename: a/x → b/x is none).
-    const gitStyle = (f.oldPath === null || f.oldPath.startsWith('a/')) && (f.newPath === null || f.newPath.startsWith('b/'))
-      && !(f.oldPath === null && f.newPath === null);
+    const gitStyle =
+      (f.oldPath === null || f.oldPath.startsWith('a/')) &&
+      (f.newPath === null || f.newPath.startsWith('b/')) &&
+      !(f.oldPath === null && f.newPath === null);
     if (gitStyle) {
       f.oldPath = stripPrefix(f.oldPath, 'a/');
       f.newPath = stripPrefix(f.newPath, 'b/');
     }
   }
-  const withHunks = files.filter((f) => f.hunks.length > 0 || (f.oldPath !== f.newPath && f.oldPath !== null && f.newPath !== null));
+  const withHunks = files.filter(
+    (f) => f.hunks.length > 0 || (f.oldPath !== f.newPath && f.oldPath !== null && f.newPath !== null),
+  );
   if (withHunks.length === 0) {
-    throw new PatchFailedError('The text contains no unified-diff hunks (no "@@" lines), so there is nothing to apply.', {
-      details: { reason: 'no_hunks' }, recovery: 'fix_arguments',
-      suggestion: `Send a unified diff, for example:\n${UNIFIED_DIFF_EXAMPLE}`,
-    });
+    throw new PatchFailedError(
+      'The text contains no unified-diff hunks (no "@@" lines), so there is nothing to apply.',
+      {
+        details: { reason: 'no_hunks' },
+        recovery: 'fix_arguments',
+        suggestion: `Send a unified diff, for example:\n${UNIFIED_DIFF_EXAMPLE}`,
+      },
+    );
   }
   for (const f of withHunks) {
     for (const h of f.hunks) {
       if (h.lines.length === 0) {
         throw new PatchFailedError(`Hunk at patch line ${h.patchLine} has no lines.`, {
-          details: { reason: 'malformed', line: h.patchLine }, recovery: 'fix_arguments',
+          details: { reason: 'malformed', line: h.patchLine },
+          recovery: 'fix_arguments',
           suggestion: 'Give each hunk its context, removed and added lines.',
         });
       }
@@ -279,7 +322,13 @@ export function parseUnifiedDiff(patch: string): FilePatch[] {
 function moreHunkLinesFollow(lines: readonly string[], from: number): boolean {
   for (let j = from; j < lines.length; j++) {
     const l = lines[j];
-    if (l === '' || l.startsWith('@@') || l.startsWith('diff --git ') || (l.startsWith('--- ') && lines[j + 1]?.startsWith('+++ '))) return false;
+    if (
+      l === '' ||
+      l.startsWith('@@') ||
+      l.startsWith('diff --git ') ||
+      (l.startsWith('--- ') && lines[j + 1]?.startsWith('+++ '))
+    )
+      return false;
     if (l[0] === ' ' || l[0] === '+' || l[0] === '-') return true;
   }
   return false;

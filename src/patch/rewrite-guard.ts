@@ -55,11 +55,20 @@ export function assertNotRewrite(before: string, after: string, allowRewrite: bo
   if (allowRewrite) return;
   const { ratio, lines } = changedRatio(before, after);
   if (lines >= REWRITE_MIN_LINES && ratio >= REWRITE_RATIO) {
-    throw new ToolError('REWRITE_BLOCKED',
-      `This change would replace ${Math.round(ratio * 100)}% of the ${lines} lines of ${absolute}.`, {
+    throw new ToolError(
+      'REWRITE_BLOCKED',
+      `This change would replace ${Math.round(ratio * 100)}% of the ${lines} lines of ${absolute}.`,
+      {
         path: absolute,
-        details: { changed_ratio: Math.round(ratio * 1000) / 1000, threshold: REWRITE_RATIO, lines, min_lines: REWRITE_MIN_LINES },
-        suggestion: 'Use write_file for a full rewrite, or pass allow_rewrite: true if replacing nearly everything is intended.',
-      });
+        details: {
+          changed_ratio: Math.round(ratio * 1000) / 1000,
+          threshold: REWRITE_RATIO,
+          lines,
+          min_lines: REWRITE_MIN_LINES,
+        },
+        suggestion:
+          'Use write_file for a full rewrite, or pass allow_rewrite: true if replacing nearly everything is intended.',
+      },
+    );
   }
 }

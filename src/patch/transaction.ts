@@ -9,7 +9,14 @@ import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
 import { makeDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
 import { removeEntry } from '../fs/tree-ops.js';
-import { changedError, identityOf, sameVersion, withVerifiedDir, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
+import {
+  changedError,
+  identityOf,
+  sameVersion,
+  withVerifiedDir,
+  type FileIdentity,
+  type VerifiedDir,
+} from '../fs/verified-dir.js';
 import { hashBytes } from '../fs/hash.js';
 import { readJournals, removeJournal, writeJournal, type JournalEntry, type JournalFile } from '../fs/journal.js';
 import { ownerState } from '../fs/process-identity.js';
@@ -40,8 +47,12 @@ export interface PlannedChange {
 }
 
 /** Runs `fn` in the verified parent of `real`: `dir` when given, else opened from the roots (and closed after). */
-async function inParent<T>(real: string, dir: VerifiedDir | undefined, isInside: (p: string) => boolean,
-  fn: (d: VerifiedDir, name: string) => Promise<T>): Promise<T> {
+async function inParent<T>(
+  real: string,
+  dir: VerifiedDir | undefined,
+  isInside: (p: string) => boolean,
+  fn: (d: VerifiedDir, name: string) => Promise<T>,
+): Promise<T> {
   const name = path.basename(real);
   if (dir) return await fn(dir, name);
   return await withVerifiedDir(path.dirname(real), isInside, (d) => fn(d, name));
@@ -70,10 +81,13 @@ function killPoint(): void {
  * @throws RollbackError when a commit failed part-way (the cause is in details.cause); errors from writing the journal
  *   itself bubble unchanged (nothing was written)
  */
-export async function commitTransaction(changes: readonly PlannedChange[], options: {
-  stateDir: string;
-  isInside: (p: string) => boolean;
-}): Promise<void> {
+export async function commitTransaction(
+  changes: readonly PlannedChange[],
+  options: {
+    stateDir: string;
+    isInside: (p: string) => boolean;
+  },
+): Promise<void> {
   const files: JournalFile[] = changes.map((c) => ({
     path: c.real,
     old_base64: c.oldBytes ? c.oldBytes.toString('base64') : null,
@@ -88,7 +102,8 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
   const rollbackDirs = new Map(changes.filter((x) => x.dir).map((x) => [x.real as string, x.dir!] as const));
   try {
     for (const c of changes) {
-      if (c.oldBytes === null && c.newBytes !== null && !c.dir) createdDirs.push(...await makeParents(c.real, options.isInside));
+      if (c.oldBytes === null && c.newBytes !== null && !c.dir)
+        createdDirs.push(...(await makeParents(c.real, options.isInside)));
       if (c.newBytes === null) {
         // Through the verified parent: the file must still be the one validated (an unlink never follows a link).
         await inParent(c.real, c.dir, options.isInside, async (dir) => {
@@ -101,23 +116,31 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
         });
       } else {
         const newBytes = c.newBytes;
-        await inParent(c.real, c.dir, options.isInside, (dir, name) => writeFileAtomicIn(dir, name, newBytes, {
-          mode: c.newMode ?? undefined,
-          expected: {
-            identity: c.oldIdentity,
-            // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
-            onChanged: async () => {
-              const now = await inParent(c.real, c.dir, options.isInside,
-                (d, name) => readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 })).catch(() => null);
-              if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
-              return new OccMismatchError(`${c.real} changed after the patch was validated; nothing more was written.`, {
-                path: c.real, expectedHash: c.oldHash ?? 'absent', currentHash: now?.hash ?? null,
-                conflict: { reason: now?.hash == null ? 'deleted' : c.oldHash === null ? 'created' : 'modified' },
-              });
+        await inParent(c.real, c.dir, options.isInside, (dir, name) =>
+          writeFileAtomicIn(dir, name, newBytes, {
+            mode: c.newMode ?? undefined,
+            expected: {
+              identity: c.oldIdentity,
+              // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
+              onChanged: async () => {
+                const now = await inParent(c.real, c.dir, options.isInside, (d, name) =>
+                  readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }),
+                ).catch(() => null);
+                if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
+                return new OccMismatchError(
+                  `${c.real} changed after the patch was validated; nothing more was written.`,
+                  {
+                    path: c.real,
+                    expectedHash: c.oldHash ?? 'absent',
+                    currentHash: now?.hash ?? null,
+                    conflict: { reason: now?.hash == null ? 'deleted' : c.oldHash === null ? 'created' : 'modified' },
+                  },
+                );
+              },
             },
-          },
-          beforeRename: () => Promise.resolve().then(killPoint),
-        }));
+            beforeRename: () => Promise.resolve().then(killPoint),
+          }),
+        );
       }
       committed++;
       killPoint();
@@ -127,14 +150,19 @@ export async function commitTransaction(changes: readonly PlannedChange[], optio
       // The first file's commit failed before its rename or unlink (each is all or nothing): nothing was changed, so
       // this is the cause itself, not a rollback (a directory created for it is removed again when empty).
       for (const d of createdDirs.reverse()) {
-        await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+        await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(
+          () => undefined,
+        );
       }
       await removeJournal(journal.file).catch(() => undefined);
       throw error;
     }
     const statuses = await rollbackFiles(files, committed, options.isInside, rollbackDirs);
-    for (const d of createdDirs.reverse()) { // only if empty again, through its verified parent
-      await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+    for (const d of createdDirs.reverse()) {
+      // only if empty again, through its verified parent
+      await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(
+        () => undefined,
+      );
     }
     await removeJournal(journal.file).catch(() => undefined);
     throw rollbackError(statuses, committed, error);
@@ -152,15 +180,19 @@ function makeParents(file: string, isInside: (p: string) => boolean): Promise<st
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
   const written = statuses.slice(0, committed);
-  const code = written.every((s) => s.status === 'restored') && statuses.every((s) => s.status === 'restored')
-    ? 'ROLLBACK_COMPLETE'
-    : written.length > 0 && written.every((s) => s.status !== 'restored') ? 'ROLLBACK_FAILED' : 'ROLLBACK_PARTIAL';
+  const code =
+    written.every((s) => s.status === 'restored') && statuses.every((s) => s.status === 'restored')
+      ? 'ROLLBACK_COMPLETE'
+      : written.length > 0 && written.every((s) => s.status !== 'restored')
+        ? 'ROLLBACK_FAILED'
+        : 'ROLLBACK_PARTIAL';
   const causeEnvelope = toEnvelope(cause).error as unknown as Record<string, unknown>;
-  const message = code === 'ROLLBACK_COMPLETE'
-    ? `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); every file was restored.`
-    : code === 'ROLLBACK_PARTIAL'
-      ? `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); only some files hold their old bytes.`
-      : `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); no file could be restored.`;
+  const message =
+    code === 'ROLLBACK_COMPLETE'
+      ? `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); every file was restored.`
+      : code === 'ROLLBACK_PARTIAL'
+        ? `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); only some files hold their old bytes.`
+        : `The change failed at file ${committed + 1} of ${statuses.length} (${String(causeEnvelope.code)}); no file could be restored.`;
   return new RollbackError(code, message, { files: statuses, cause, causeEnvelope });
 }
 
@@ -168,8 +200,12 @@ function rollbackError(statuses: RollbackFile[], committed: number, cause: unkno
  * Restores journaled files in reverse order. Files [0, committed) were written by us; the rest were not.
  * A file whose current hash is neither ours nor the old one was changed by someone else: left alone.
  */
-export async function rollbackFiles(files: readonly JournalFile[], committed: number,
-  isInside: (p: string) => boolean, dirs: ReadonlyMap<string, VerifiedDir> = new Map()): Promise<RollbackFile[]> {
+export async function rollbackFiles(
+  files: readonly JournalFile[],
+  committed: number,
+  isInside: (p: string) => boolean,
+  dirs: ReadonlyMap<string, VerifiedDir> = new Map(),
+): Promise<RollbackFile[]> {
   const statuses: RollbackFile[] = files.map((f) => ({ path: f.path, status: 'restored' as const }));
   // Files from `committed` on were never written by this transaction (each file's commit is all or nothing): they
   // hold their old bytes as far as we are concerned. Start-up recovery passes files.length (it cannot know).
@@ -181,7 +217,9 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         statuses[i] = { path: f.path, status: 'not_restored', reason: 'outside_roots' };
         continue;
       }
-      const now = await inParent(real, dirs.get(real), isInside, (d, name) => readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }));
+      const now = await inParent(real, dirs.get(real), isInside, (d, name) =>
+        readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }),
+      );
       if (now.hash === f.old_hash) continue; // holds its old bytes (never written, or already restored)
       const ours = i < committed || now.hash === f.new_hash;
       if (now.hash !== f.new_hash || !ours) {
@@ -197,10 +235,12 @@ export async function rollbackFiles(files: readonly JournalFile[], committed: nu
         const bytes = Buffer.from(f.old_base64, 'base64');
         if (hashBytes(bytes) !== f.old_hash) throw new Error('journal bytes do not match the journaled hash');
         const current = now.stats;
-        await inParent(real, dirs.get(real), isInside, (dir, name) => writeFileAtomicIn(dir, name, bytes, {
-          mode: f.mode ?? undefined,
-          expected: { identity: current ? identityOf(current) : null },
-        }));
+        await inParent(real, dirs.get(real), isInside, (dir, name) =>
+          writeFileAtomicIn(dir, name, bytes, {
+            mode: f.mode ?? undefined,
+            expected: { identity: current ? identityOf(current) : null },
+          }),
+        );
       }
     } catch (error) {
       statuses[i] = { path: f.path, status: 'not_restored', reason: toEnvelope(error).error.code };
@@ -260,45 +300,72 @@ function ownerAlive(entry: JournalEntry): boolean {
  * stays on disk and is reported NOT_APPLIED with each file's reason. An invalid entry is reported the same way. Under
  * --readonly nothing is applied or removed and every pending entry is reported.
  */
-export async function recoverJournals(stateDir: string, isInside: (p: string) => boolean,
-  log: (line: string) => void, options: RecoveryOptions = {}): Promise<RecoveredTransaction[]> {
+export async function recoverJournals(
+  stateDir: string,
+  isInside: (p: string) => boolean,
+  log: (line: string) => void,
+  options: RecoveryOptions = {},
+): Promise<RecoveredTransaction[]> {
   const out: RecoveredTransaction[] = [];
-  const authorize: RecoveryAuthorizer = options.authorize ?? ((f) => Promise.resolve(isInside(f) ? null : 'NOT_ALLOWED'));
+  const authorize: RecoveryAuthorizer =
+    options.authorize ?? ((f) => Promise.resolve(isInside(f) ? null : 'NOT_ALLOWED'));
   for (const record of await readJournals(stateDir, { keepTemporaries: options.readonly })) {
     const { file, entry } = record;
     if (!entry) {
-      out.push({ id: '', created_at: '', pid: 0, outcome: 'NOT_APPLIED', reason: 'invalid', problem: record.invalid,
-        entry_file: path.basename(file), files: [] });
-      log(`fs-tools: journal entry ${path.basename(file)} was not applied: ${record.invalid ?? 'invalid'} (left in place)`);
+      out.push({
+        id: '',
+        created_at: '',
+        pid: 0,
+        outcome: 'NOT_APPLIED',
+        reason: 'invalid',
+        problem: record.invalid,
+        entry_file: path.basename(file),
+        files: [],
+      });
+      log(
+        `fs-tools: journal entry ${path.basename(file)} was not applied: ${record.invalid ?? 'invalid'} (left in place)`,
+      );
       continue;
     }
     if (ownerAlive(entry)) continue; // another live fs-tools is mid-transaction
     const verdicts: RollbackFile[] = [];
     for (const f of entry.files) {
       const refusal = await authorize(f.path).catch((error: unknown) => `IO_ERROR: ${(error as Error).message}`);
-      verdicts.push(refusal === null ? { path: f.path, status: 'not_restored', reason: options.readonly ? 'readonly' : 'pending' }
-        : { path: f.path, status: 'not_restored', reason: refusal });
+      verdicts.push(
+        refusal === null
+          ? { path: f.path, status: 'not_restored', reason: options.readonly ? 'readonly' : 'pending' }
+          : { path: f.path, status: 'not_restored', reason: refusal },
+      );
     }
     const refused = verdicts.some((v) => v.reason !== 'readonly' && v.reason !== 'pending');
     if (refused || options.readonly) {
       const reason = refused ? 'refused' : 'readonly';
       const files = verdicts.map((v) => (v.reason === 'pending' ? { ...v, reason: 'not_applied' } : v));
       out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome: 'NOT_APPLIED', reason, files });
-      log(`fs-tools: unfinished transaction ${entry.id} from pid ${entry.pid} was not applied (${reason === 'readonly'
-        ? '--readonly' : 'authorization refused'}; left in place): ${files.map((s) => `${s.path}: ${s.reason}`).join(', ')}`);
+      log(
+        `fs-tools: unfinished transaction ${entry.id} from pid ${entry.pid} was not applied (${
+          reason === 'readonly' ? '--readonly' : 'authorization refused'
+        }; left in place): ${files.map((s) => `${s.path}: ${s.reason}`).join(', ')}`,
+      );
       continue;
     }
     // Under the files' write locks (a live fs-tools may be writing one of them right now).
-    const statuses = await withPathLock(entry.files.map((f) => f.path), stateDir, async () => {
-      const restored = await rollbackFiles(entry.files, entry.files.length, isInside);
-      await removeStrayTemporaries(entry.files, isInside);
-      return restored;
-    });
+    const statuses = await withPathLock(
+      entry.files.map((f) => f.path),
+      stateDir,
+      async () => {
+        const restored = await rollbackFiles(entry.files, entry.files.length, isInside);
+        await removeStrayTemporaries(entry.files, isInside);
+        return restored;
+      },
+    );
     const outcome = outcomeOf(statuses);
     await removeJournal(file).catch(() => undefined);
     out.push({ id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome, files: statuses });
-    log(`fs-tools: recovered unfinished transaction ${entry.id} from pid ${entry.pid}: ${outcome} (`
-      + `${statuses.map((s) => `${s.path}: ${s.status}`).join(', ')})`);
+    log(
+      `fs-tools: recovered unfinished transaction ${entry.id} from pid ${entry.pid}: ${outcome} (` +
+        `${statuses.map((s) => `${s.path}: ${s.status}`).join(', ')})`,
+    );
   }
   return out;
 }
@@ -321,7 +388,9 @@ async function removeStrayTemporaries(files: readonly JournalFile[], isInside: (
         if (st?.isFile()) {
           try {
             dir.unlink(entry.name);
-          } catch { /* gone */ }
+          } catch {
+            /* gone */
+          }
         }
       }
     }).catch(() => undefined);

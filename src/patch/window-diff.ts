@@ -35,8 +35,15 @@ export function unifiedDiff(oldName: string, newName: string, before: string, af
     return formatPatch(structuredPatch(oldName, newName, before, after, undefined, undefined, { context }));
   }
   const skipped = countNewlines(before, 0, from);
-  const patch = structuredPatch(oldName, newName, before.slice(from, toBefore), after.slice(from, toAfter), undefined,
-    undefined, { context });
+  const patch = structuredPatch(
+    oldName,
+    newName,
+    before.slice(from, toBefore),
+    after.slice(from, toAfter),
+    undefined,
+    undefined,
+    { context },
+  );
   for (const hunk of patch.hunks) {
     hunk.oldStart += skipped;
     hunk.newStart += skipped;

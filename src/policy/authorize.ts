@@ -8,7 +8,14 @@ import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
 import { assertHoldsNoGuarded, assertNotGuarded, isGuardedEntry, type GuardedPath } from './builtin-guards.js';
 import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
-import { ACCESS_LEVELS, accessFor, assertNotGitInternal, assertPolicyAllows, type Access, type FilePolicy } from './file-policy.js';
+import {
+  ACCESS_LEVELS,
+  accessFor,
+  assertNotGitInternal,
+  assertPolicyAllows,
+  type Access,
+  type FilePolicy,
+} from './file-policy.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { notFoundError } from './near-paths.js';
@@ -36,8 +43,9 @@ export interface AuthorizedPath extends ResolvedPath {
 }
 
 /** Human name of a Stats kind, as reported by stat and list_directory. */
-export function kindOf(stats: Stats): 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block_device'
-  | 'char_device' | 'other' {
+export function kindOf(
+  stats: Stats,
+): 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block_device' | 'char_device' | 'other' {
   if (stats.isFile()) return 'file';
   if (stats.isDirectory()) return 'directory';
   if (stats.isSymbolicLink()) return 'symlink';
@@ -53,8 +61,11 @@ export function kindOf(stats: Stats): 'file' | 'directory' | 'symlink' | 'fifo' 
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION (NUL, wrong kind), SECRET_DENIED, FILE_POLICY_DENIED (policy
  *   deny; FIFOs, sockets and devices for kind 'file'), NOT_FOUND (missing or hidden)
  */
-export async function authorizeRead(requested: string, ctx: PolicyContext,
-  options: { kind: WantedKind; field?: string; secrets?: 'deny' | 'flag' }): Promise<AuthorizedPath> {
+export async function authorizeRead(
+  requested: string,
+  ctx: PolicyContext,
+  options: { kind: WantedKind; field?: string; secrets?: 'deny' | 'flag' },
+): Promise<AuthorizedPath> {
   const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: true }, options.field);
   assertNotGuarded(ctx.guarded ?? [], resolved.absolute, [resolved.absolute, resolved.real]);
   // stat only flags secrets (SPEC §4.2 denies read, write, move, delete and content search, not metadata).
@@ -76,7 +87,8 @@ export function policyAccess(ctx: PolicyContext, resolved: ResolvedPath, relativ
   const viaReal = accessFor(ctx.policy, relative);
   if (resolved.absolute === resolved.real) return viaReal;
   // The requested spelling, relative to the root that contains it lexically (real or given spelling of the root).
-  const root = findContainingRoot(ctx.roots, resolved.absolute) ?? ctx.roots.find((r) => isWithin(r.given, resolved.absolute));
+  const root =
+    findContainingRoot(ctx.roots, resolved.absolute) ?? ctx.roots.find((r) => isWithin(r.given, resolved.absolute));
   if (!root) return viaReal;
   const base = isWithin(root.real, resolved.absolute) ? root.real : root.given;
   const viaRequested = accessFor(ctx.policy, toPosixRelative(base, resolved.absolute));
@@ -93,20 +105,23 @@ export function assertKind(stats: Stats, wanted: WantedKind, absolute: string): 
   if (wanted === 'any') return;
   if (wanted === 'directory' && !stats.isDirectory()) {
     throw new ToolError('VALIDATION', `${absolute} is not a directory.`, {
-      path: absolute, details: { reason: 'not_a_directory', kind: kindOf(stats) },
+      path: absolute,
+      details: { reason: 'not_a_directory', kind: kindOf(stats) },
       suggestion: 'Pass a directory path, or use read_file / stat for a file.',
     });
   }
   if (wanted === 'file') {
     if (stats.isDirectory()) {
       throw new ToolError('VALIDATION', `${absolute} is a directory, not a file.`, {
-        path: absolute, details: { reason: 'is_directory' },
+        path: absolute,
+        details: { reason: 'is_directory' },
         suggestion: 'Use list_directory for a directory.',
       });
     }
     if (!stats.isFile()) {
       throw new ToolError('FILE_POLICY_DENIED', `${absolute} is a ${kindOf(stats)}; special files are never opened.`, {
-        path: absolute, details: { source: 'builtin', rule: 'special_file', kind: kindOf(stats) },
+        path: absolute,
+        details: { source: 'builtin', rule: 'special_file', kind: kindOf(stats) },
       });
     }
   }
@@ -160,13 +175,22 @@ export interface AuthorizeWriteOptions {
  * the file policy for writes (read_only and deny refuse), existence and kind.
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
  */
-export async function authorizeWrite(requested: string, ctx: PolicyContext, options: AuthorizeWriteOptions): Promise<AuthorizedWrite> {
+export async function authorizeWrite(
+  requested: string,
+  ctx: PolicyContext,
+  options: AuthorizeWriteOptions,
+): Promise<AuthorizedWrite> {
   const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
   const { relative, access } = await assertWritePolicy(resolved, ctx, options.kind !== 'directory');
   if (relative === '' && options.kind !== 'directory') {
-    throw new ToolError('VALIDATION', `${resolved.absolute} is a sandbox root; it cannot be replaced, moved or deleted.`, {
-      path: resolved.absolute, details: { reason: 'is_root' },
-    });
+    throw new ToolError(
+      'VALIDATION',
+      `${resolved.absolute} is a sandbox root; it cannot be replaced, moved or deleted.`,
+      {
+        path: resolved.absolute,
+        details: { reason: 'is_root' },
+      },
+    );
   }
   if (!resolved.stats) {
     if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near (issue 21)
@@ -181,7 +205,11 @@ export async function authorizeWrite(requested: string, ctx: PolicyContext, opti
  * policy. `replaces`: the call may move, replace or delete what is there (everything but create_directory), so a
  * directory holding a guarded path is refused too.
  */
-async function assertWritePolicy(resolved: ResolvedPath, ctx: PolicyContext, replaces = true): Promise<{ relative: string; access: Access | null }> {
+async function assertWritePolicy(
+  resolved: ResolvedPath,
+  ctx: PolicyContext,
+  replaces = true,
+): Promise<{ relative: string; access: Access | null }> {
   const spellings = [resolved.absolute, resolved.real];
   assertNotGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
   if (replaces) assertHoldsNoGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
@@ -223,7 +251,8 @@ export interface WriteRequest {
  */
 export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx: PolicyContext): Promise<void> {
   const resolved: ResolvedPath[] = [];
-  for (const r of requests) resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
+  for (const r of requests)
+    resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
   for (const r of resolved) await assertWritePolicy(r, ctx);
 }
 
@@ -253,23 +282,35 @@ export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise
  * refuses the whole delete. `relative` is the entry's path relative to its root, `/`-separated.
  * @throws ToolError FILE_POLICY_DENIED (git_dir; policy), SECRET_DENIED (reason secret_inside)
  */
-export function assertDeletableEntry(ctx: PolicyContext, absolute: string, relative: string, _isDirectory: boolean): void {
+export function assertDeletableEntry(
+  ctx: PolicyContext,
+  absolute: string,
+  relative: string,
+  _isDirectory: boolean,
+): void {
   const name = relative.slice(relative.lastIndexOf('/') + 1);
   if (name.toLowerCase() === '.git') {
     throw new ToolError('FILE_POLICY_DENIED', `${absolute} is a .git directory; deleting it is never allowed.`, {
-      path: absolute, details: { source: 'builtin', rule: 'git_dir' },
+      path: absolute,
+      details: { source: 'builtin', rule: 'git_dir' },
     });
   }
   if (!ctx.allowSecrets && secretRuleFor(absolute) !== null) {
     throw new ToolError('SECRET_DENIED', `${absolute} is a secret file; the directory is not deleted.`, {
-      path: absolute, details: { reason: 'secret_inside' },
+      path: absolute,
+      details: { reason: 'secret_inside' },
     });
   }
   const access = accessFor(ctx.policy, relative);
   if (access) {
-    throw new ToolError('FILE_POLICY_DENIED', `${absolute} is protected by the file policy (${access}); the directory is not deleted.`, {
-      path: absolute, details: { source: 'policy', rule: access },
-    });
+    throw new ToolError(
+      'FILE_POLICY_DENIED',
+      `${absolute} is protected by the file policy (${access}); the directory is not deleted.`,
+      {
+        path: absolute,
+        details: { source: 'policy', rule: access },
+      },
+    );
   }
 }
 
@@ -278,7 +319,10 @@ export function assertDeletableEntry(ctx: PolicyContext, absolute: string, relat
  * something the policy neither hides nor denies (checked on the target and on the link's spelling, as for any
  * path); otherwise null — a dangling link, a loop, a target outside the roots, hidden or denied all look the same.
  */
-export async function linkTargetKind(ctx: PolicyContext, linkAbsolute: string): Promise<ReturnType<typeof kindOf> | null> {
+export async function linkTargetKind(
+  ctx: PolicyContext,
+  linkAbsolute: string,
+): Promise<ReturnType<typeof kindOf> | null> {
   try {
     const resolved = await resolveInRoots(linkAbsolute, ctx.roots, { followFinal: true });
     if (!resolved.stats) return null;
@@ -316,7 +360,12 @@ export async function authorizeCopy(source: string, destination: string, ctx: Po
   const relative = toPosixRelative(src.root.real, src.real);
   const access = policyAccess(ctx, src, relative);
   await hiddenLikeMissing(() => assertPolicyAllows(access, 'read', src.absolute, relative), src, ctx);
-  const dst = await authorizeWrite(destination, ctx, { kind: 'any', mustExist: false, followFinal: false, field: 'destination' });
+  const dst = await authorizeWrite(destination, ctx, {
+    kind: 'any',
+    mustExist: false,
+    followFinal: false,
+    field: 'destination',
+  });
   if (!src.stats) throw await notFoundError(src, ctx);
   return { source: { ...src, relative, access }, destination: dst };
 }
@@ -328,32 +377,47 @@ export async function authorizeCopy(source: string, destination: string, ctx: Po
  * must not be a guarded path (state directory, audit log). One refused entry refuses the whole copy.
  * @throws ToolError FILE_POLICY_DENIED (git_dir; policy; state_dir), SECRET_DENIED (reason secret_inside)
  */
-export function assertCopyableEntry(ctx: PolicyContext, src: { absolute: string; relative: string },
-  dst: { absolute: string; relative: string }): void {
+export function assertCopyableEntry(
+  ctx: PolicyContext,
+  src: { absolute: string; relative: string },
+  dst: { absolute: string; relative: string },
+): void {
   const name = src.relative.slice(src.relative.lastIndexOf('/') + 1);
   if (name.toLowerCase() === '.git') {
     throw new ToolError('FILE_POLICY_DENIED', `${src.absolute} is a .git directory; copying it is never allowed.`, {
-      path: src.absolute, details: { source: 'builtin', rule: 'git_dir' },
+      path: src.absolute,
+      details: { source: 'builtin', rule: 'git_dir' },
     });
   }
   for (const p of [src, dst]) {
     if (!ctx.allowSecrets && secretRuleFor(p.absolute) !== null) {
       throw new ToolError('SECRET_DENIED', `${p.absolute} is a secret file; nothing is copied.`, {
-        path: p.absolute, details: { reason: 'secret_inside' },
+        path: p.absolute,
+        details: { reason: 'secret_inside' },
       });
     }
   }
   const srcAccess = accessFor(ctx.policy, src.relative);
   if (srcAccess && srcAccess !== 'read_only') {
-    throw new ToolError('FILE_POLICY_DENIED', `${src.absolute} is protected by the file policy (${srcAccess}); nothing is copied.`, {
-      path: src.absolute, details: { source: 'policy', rule: srcAccess },
-    });
+    throw new ToolError(
+      'FILE_POLICY_DENIED',
+      `${src.absolute} is protected by the file policy (${srcAccess}); nothing is copied.`,
+      {
+        path: src.absolute,
+        details: { source: 'policy', rule: srcAccess },
+      },
+    );
   }
   const dstAccess = accessFor(ctx.policy, dst.relative);
   if (dstAccess) {
-    throw new ToolError('FILE_POLICY_DENIED', `${dst.absolute} is protected by the file policy (${dstAccess}); nothing is copied.`, {
-      path: dst.absolute, details: { source: 'policy', rule: dstAccess },
-    });
+    throw new ToolError(
+      'FILE_POLICY_DENIED',
+      `${dst.absolute} is protected by the file policy (${dstAccess}); nothing is copied.`,
+      {
+        path: dst.absolute,
+        details: { source: 'policy', rule: dstAccess },
+      },
+    );
   }
   assertNotGuarded(ctx.guarded ?? [], dst.absolute, [dst.absolute]);
 }

@@ -39,12 +39,15 @@ function within(guarded: readonly GuardedPath[], absolute: string): GuardedPath 
 }
 
 function refuse(requested: string, rule: string, reason?: string): ToolError {
-  const what = rule === 'state_dir' ? "fs-tools' state directory" : rule === 'audit_log' ? 'the audit log' : 'a path-lock file';
-  const message = reason === 'contains'
-    ? `${requested} contains ${what}; it can be neither moved, replaced nor deleted.`
-    : `${requested} is ${what}, which the file tools never read, list or change.`;
+  const what =
+    rule === 'state_dir' ? "fs-tools' state directory" : rule === 'audit_log' ? 'the audit log' : 'a path-lock file';
+  const message =
+    reason === 'contains'
+      ? `${requested} contains ${what}; it can be neither moved, replaced nor deleted.`
+      : `${requested} is ${what}, which the file tools never read, list or change.`;
   return new ToolError('FILE_POLICY_DENIED', message, {
-    path: requested, details: { source: 'builtin', rule, ...(reason ? { reason } : {}) },
+    path: requested,
+    details: { source: 'builtin', rule, ...(reason ? { reason } : {}) },
   });
 }
 
@@ -53,7 +56,11 @@ function refuse(requested: string, rule: string, reason?: string): ToolError {
  * @param spellings the requested absolute spelling and the resolved real path
  * @throws ToolError FILE_POLICY_DENIED (builtin, rule state_dir | audit_log | lock_file)
  */
-export function assertNotGuarded(guarded: readonly GuardedPath[], requested: string, spellings: readonly string[]): void {
+export function assertNotGuarded(
+  guarded: readonly GuardedPath[],
+  requested: string,
+  spellings: readonly string[],
+): void {
   for (const p of spellings) {
     const hit = within(guarded, p);
     if (hit) throw refuse(requested, hit.rule);
@@ -66,7 +73,11 @@ export function assertNotGuarded(guarded: readonly GuardedPath[], requested: str
  * otherwise be moved away and replaced by one whose `audit.log` links elsewhere).
  * @throws ToolError FILE_POLICY_DENIED (builtin, reason "contains")
  */
-export function assertHoldsNoGuarded(guarded: readonly GuardedPath[], requested: string, spellings: readonly string[]): void {
+export function assertHoldsNoGuarded(
+  guarded: readonly GuardedPath[],
+  requested: string,
+  spellings: readonly string[],
+): void {
   for (const p of spellings) {
     const hit = guarded.find((g) => isWithin(p, g.path, HOST_FLAVOR));
     if (hit) throw refuse(requested, hit.rule, 'contains');

@@ -10,8 +10,11 @@ export { HOST_FLAVOR, isWithin, type PathFlavor } from '../fs/path-within.js';
 import { HOST_FLAVOR, isWithin, type PathFlavor } from '../fs/path-within.js';
 
 /** The first root that contains `child`, or undefined. */
-export function findContainingRoot<R extends { real: string }>(roots: readonly R[], child: string,
-  flavor: PathFlavor = HOST_FLAVOR): R | undefined {
+export function findContainingRoot<R extends { real: string }>(
+  roots: readonly R[],
+  child: string,
+  flavor: PathFlavor = HOST_FLAVOR,
+): R | undefined {
   // Prefer the deepest root, so relative paths in policy globs are relative to the nearest root.
   let best: R | undefined;
   for (const root of roots) {

@@ -17,10 +17,12 @@ export const ACCESS_LEVELS = ['read_only', 'hidden', 'deny'] as const;
 export type Access = (typeof ACCESS_LEVELS)[number];
 
 const PolicyFileSchema = z.strictObject({
-  rules: z.array(z.strictObject({
-    pattern: z.string().min(1),
-    access: z.enum(ACCESS_LEVELS),
-  })),
+  rules: z.array(
+    z.strictObject({
+      pattern: z.string().min(1),
+      access: z.enum(ACCESS_LEVELS),
+    }),
+  ),
 });
 
 /** A parsed policy file. */
@@ -56,7 +58,9 @@ export function loadFilePolicy(file: string): FilePolicy {
     } catch (error) {
       const shown = rule.pattern.length > 80 ? `${rule.pattern.slice(0, 80)}…` : rule.pattern;
       if (error instanceof PatternTooComplexError) {
-        throw new UsageError(`--policy: ${file}: rules.${index}.pattern is too complex (pattern_too_complex: ${error.message}): '${shown}'`);
+        throw new UsageError(
+          `--policy: ${file}: rules.${index}.pattern is too complex (pattern_too_complex: ${error.message}): '${shown}'`,
+        );
       }
       throw new UsageError(`--policy: ${file}: invalid glob '${shown}'`);
     }
@@ -123,7 +127,8 @@ export type Intent = 'read' | 'write';
 export function assertPolicyAllows(access: Access | null, intent: Intent, absolute: string, relative: string): void {
   if (access === 'deny') {
     throw new ToolError('FILE_POLICY_DENIED', `The file policy denies access to ${absolute}.`, {
-      path: absolute, details: { source: 'policy', rule: 'deny', relative },
+      path: absolute,
+      details: { source: 'policy', rule: 'deny', relative },
     });
   }
   if (access === 'hidden') {
@@ -131,7 +136,8 @@ export function assertPolicyAllows(access: Access | null, intent: Intent, absolu
   }
   if (access === 'read_only' && intent === 'write') {
     throw new ToolError('FILE_POLICY_DENIED', `The file policy makes ${absolute} read-only.`, {
-      path: absolute, details: { source: 'policy', rule: 'read_only', relative },
+      path: absolute,
+      details: { source: 'policy', rule: 'read_only', relative },
     });
   }
 }
@@ -147,8 +153,13 @@ export function isInsideGitDir(absolute: string, flavor: PathFlavor = HOST_FLAVO
  */
 export function assertNotGitInternal(requestedAbsolute: string, resolved: string): void {
   if (isInsideGitDir(requestedAbsolute) || isInsideGitDir(resolved)) {
-    throw new ToolError('FILE_POLICY_DENIED', `Writing inside a .git directory is never allowed (${requestedAbsolute}).`, {
-      path: requestedAbsolute, details: { source: 'builtin', rule: 'git_dir' },
-    });
+    throw new ToolError(
+      'FILE_POLICY_DENIED',
+      `Writing inside a .git directory is never allowed (${requestedAbsolute}).`,
+      {
+        path: requestedAbsolute,
+        details: { source: 'builtin', rule: 'git_dir' },
+      },
+    );
   }
 }

@@ -71,8 +71,12 @@ export class MutationBudget {
  */
 export function assertWritable(readonly: boolean, tool: string, action?: string): void {
   if (readonly) {
-    throw new ToolError('READONLY', `fs-tools runs with --readonly; ${action ? `${tool} ${action}` : tool} would mutate.`, {
-      details: { tool, ...(action ? { action } : {}) },
-    });
+    throw new ToolError(
+      'READONLY',
+      `fs-tools runs with --readonly; ${action ? `${tool} ${action}` : tool} would mutate.`,
+      {
+        details: { tool, ...(action ? { action } : {}) },
+      },
+    );
   }
 }

@@ -122,7 +122,9 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
     // 1. The same directory.
     const siblings = await entriesOf(parent);
     if (siblings) {
-      const near = siblings.map((e) => ({ e, s: nameScore(e.name, wanted) })).filter((x) => x.s !== Infinity)
+      const near = siblings
+        .map((e) => ({ e, s: nameScore(e.name, wanted) }))
+        .filter((x) => x.s !== Infinity)
         .sort((a, b) => a.s - b.s || a.e.name.localeCompare(b.e.name));
       for (const { e } of near) offer(path.join(parent, e.name), e);
     } else {
@@ -130,8 +132,10 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
       const grand = path.dirname(parent);
       const uncles = findContainingRoot(ctx.roots, grand) ? await entriesOf(grand) : null;
       const parentName = path.basename(parent);
-      for (const u of (uncles ?? []).filter((e) => e.isDirectory() && nameScore(e.name, parentName) !== Infinity)
-        .sort((a, b) => nameScore(a.name, parentName) - nameScore(b.name, parentName)).slice(0, NEAR_MAX_UNCLES)) {
+      for (const u of (uncles ?? [])
+        .filter((e) => e.isDirectory() && nameScore(e.name, parentName) !== Infinity)
+        .sort((a, b) => nameScore(a.name, parentName) - nameScore(b.name, parentName))
+        .slice(0, NEAR_MAX_UNCLES)) {
         if (Date.now() >= deadline) break;
         const inside = await entriesOf(path.join(grand, u.name));
         const hit = inside?.find((e) => e.name === wanted);
@@ -182,6 +186,8 @@ export async function notFoundError(resolved: ResolvedPath, ctx: PolicyContext):
   return new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, {
     path: resolved.absolute,
     details: near.length ? { near } : {},
-    ...(near.length ? { suggestion: `Did you mean ${near[0]}? (details.near lists existing paths close to the one given.)` } : {}),
+    ...(near.length
+      ? { suggestion: `Did you mean ${near[0]}? (details.near lists existing paths close to the one given.)` }
+      : {}),
   });
 }

@@ -52,8 +52,12 @@ export class HashMemory {
   /** Forgets every path at or beneath a directory (after a recursive delete or a directory move). */
   forgetUnder(dir: string): void {
     for (const key of [...this.hashes.keys()]) {
-      if (key === dir || key.startsWith(dir.endsWith('/') || dir.endsWith('\\') ? dir : `${dir}/`)
-        || key.startsWith(`${dir}\\`)) this.forget(key);
+      if (
+        key === dir ||
+        key.startsWith(dir.endsWith('/') || dir.endsWith('\\') ? dir : `${dir}/`) ||
+        key.startsWith(`${dir}\\`)
+      )
+        this.forget(key);
     }
   }
 
@@ -120,7 +124,9 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
     if (c.expected === ABSENT) {
       if (current === null) return { checkedAgainst: null, externalChange: false };
       throw new OccMismatchError(`${c.absolute} exists, but ${field} was "absent".`, {
-        path: c.absolute, expectedHash: ABSENT, currentHash: current,
+        path: c.absolute,
+        expectedHash: ABSENT,
+        currentHash: current,
         conflict: { reason: 'created', ...(c.current.bytes ? { bytes_delta: c.current.bytes.length } : {}) },
       });
     }
@@ -135,18 +141,25 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
   if (current === null) return { checkedAgainst: null, externalChange: false };
   if (remembered === undefined) {
     if (c.autoOcc === 'warn') {
-      return { checkedAgainst: null, externalChange: true,
-        warning: `${c.absolute} was not read in this session; it was changed without a hash check.` };
+      return {
+        checkedAgainst: null,
+        externalChange: true,
+        warning: `${c.absolute} was not read in this session; it was changed without a hash check.`,
+      };
     }
     throw new ToolError('HASH_REQUIRED', `${c.absolute} exists and this session has not read it; pass expected_hash.`, {
-      path: c.absolute, details: { current_hash: current },
+      path: c.absolute,
+      details: { current_hash: current },
       suggestion: `Read the file first, or pass expected_hash "${current}" if you know its content.`,
     });
   }
   if (remembered === current) return { checkedAgainst: remembered, externalChange: false };
   if (c.autoOcc === 'warn') {
-    return { checkedAgainst: remembered, externalChange: true,
-      warning: `${c.absolute} changed since this session read it; the change was applied over the newer content.` };
+    return {
+      checkedAgainst: remembered,
+      externalChange: true,
+      warning: `${c.absolute} changed since this session read it; the change was applied over the newer content.`,
+    };
   }
   throw mismatch(c, remembered);
 }
@@ -168,9 +181,14 @@ function mismatch(c: OccCheck, expected: string): OccMismatchError {
   return new OccMismatchError(
     current === null
       ? `${c.absolute} was deleted since the expected version.`
-      : `${c.absolute} changed since the expected version (${expected.slice(0, 19)}…).`, {
-      path: c.absolute, expectedHash: expected, currentHash: current, conflict,
-    });
+      : `${c.absolute} changed since the expected version (${expected.slice(0, 19)}…).`,
+    {
+      path: c.absolute,
+      expectedHash: expected,
+      currentHash: current,
+      conflict,
+    },
+  );
 }
 
 /**

@@ -71,17 +71,25 @@ export function assertPathString(requested: unknown, field = 'path'): asserts re
   // Longer than PATH_MAX, the kernel refuses the path in every syscall (ENAMETOOLONG); refusing it here also bounds the
   // walk below, whose cost grows with the square of the length (issue 7: a 100 KB path held the event loop for 12 s).
   if (Buffer.byteLength(requested) >= PATH_MAX_BYTES) {
-    throw new ToolError('VALIDATION', `'${field}' is longer than ${PATH_MAX_BYTES - 1} bytes, the longest path the system accepts.`, {
-      details: { reason: 'path_too_long', field, limit: PATH_MAX_BYTES - 1 },
-    });
+    throw new ToolError(
+      'VALIDATION',
+      `'${field}' is longer than ${PATH_MAX_BYTES - 1} bytes, the longest path the system accepts.`,
+      {
+        details: { reason: 'path_too_long', field, limit: PATH_MAX_BYTES - 1 },
+      },
+    );
   }
   // A name longer than NAME_MAX cannot exist, and below a missing directory it would reach no syscall before the write
   // (issue 7: a create under a missing parent made the parent, then failed on the name part-way through a commit).
   for (const name of requested.split(SEPARATOR)) {
     if (Buffer.byteLength(name) > NAME_MAX_BYTES) {
-      throw new ToolError('VALIDATION', `'${field}' has a name longer than ${NAME_MAX_BYTES} bytes, which no filesystem here can hold.`, {
-        details: { reason: 'name_too_long', field, limit: NAME_MAX_BYTES },
-      });
+      throw new ToolError(
+        'VALIDATION',
+        `'${field}' has a name longer than ${NAME_MAX_BYTES} bytes, which no filesystem here can hold.`,
+        {
+          details: { reason: 'name_too_long', field, limit: NAME_MAX_BYTES },
+        },
+      );
     }
   }
 }
@@ -96,8 +104,12 @@ export function toAbsolute(requested: string, roots: readonly EffectiveRoot[]): 
  * @throws ToolError VALIDATION (empty, NUL, link loop), ROOTS_EMPTY, NOT_ALLOWED (outside the roots, whether or not
  *   it exists)
  */
-export async function resolveInRoots(requested: string, roots: readonly EffectiveRoot[],
-  options: ResolveOptions, field = 'path'): Promise<ResolvedPath> {
+export async function resolveInRoots(
+  requested: string,
+  roots: readonly EffectiveRoot[],
+  options: ResolveOptions,
+  field = 'path',
+): Promise<ResolvedPath> {
   assertPathString(requested, field);
   if (roots.length === 0) {
     throw rootsEmptyError(roots); // names the actual cause and fix (SPEC §4.1)
@@ -107,16 +119,20 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   const unnormalized = path.isAbsolute(requested) ? requested : `${roots[0].real}${path.sep}${requested}`;
   const walked = await walk(unnormalized, options.followFinal);
   // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
-  const lexicallyInside = findContainingRoot(roots, absolute) !== undefined
-    || roots.some((r) => isWithin(r.given, absolute));
+  const lexicallyInside =
+    findContainingRoot(roots, absolute) !== undefined || roots.some((r) => isWithin(r.given, absolute));
   // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path).
-  const outside = (reason: 'outside_roots' | 'symlink_target_outside') => new ToolError('NOT_ALLOWED',
-    `${absolute} is outside the allowed roots.`, { path: absolute, details: { reason, roots: roots.map((r) => r.real) } });
+  const outside = (reason: 'outside_roots' | 'symlink_target_outside') =>
+    new ToolError('NOT_ALLOWED', `${absolute} is outside the allowed roots.`, {
+      path: absolute,
+      details: { reason, roots: roots.map((r) => r.real) },
+    });
   if (walked.loop) {
     // A loop outside the roots must look like any other outside path (its existence is never revealed).
     if (!lexicallyInside) throw outside('outside_roots');
     throw new ToolError('VALIDATION', `Too many levels of symbolic links in ${absolute}.`, {
-      path: absolute, details: { reason: 'symlink_loop' },
+      path: absolute,
+      details: { reason: 'symlink_loop' },
     });
   }
   const root = findContainingRoot(roots, walked.resolved);
@@ -126,7 +142,8 @@ export async function resolveInRoots(requested: string, roots: readonly Effectiv
   if (walked.accessDenied) {
     // Reported only now: inside the roots, an OS refusal is FILE_POLICY_DENIED (SPEC §4.3), outside it never shows.
     throw new ToolError('FILE_POLICY_DENIED', `The operating system denied access to ${absolute} (EACCES).`, {
-      path: absolute, details: { source: 'os', errno: 'EACCES' },
+      path: absolute,
+      details: { source: 'os', errno: 'EACCES' },
     });
   }
   return {
@@ -184,7 +201,9 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
         if (spelled !== resolved) {
           try {
             viaSymlink = (await lstat(spelled)).isSymbolicLink();
-          } catch { /* raced away: treat as not a link */ }
+          } catch {
+            /* raced away: treat as not a link */
+          }
         }
         return { resolved, stats, viaSymlink };
       }
@@ -196,7 +215,10 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
   }
   const parsed = path.parse(input);
   let current = parsed.root;
-  const queue = input.slice(parsed.root.length).split(SEPARATOR).filter((c) => c !== '' && c !== '.');
+  const queue = input
+    .slice(parsed.root.length)
+    .split(SEPARATOR)
+    .filter((c) => c !== '' && c !== '.');
   let links = 0;
   let viaSymlink = false;
   let accessDenied = false;
@@ -244,7 +266,12 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
       if (path.isAbsolute(target)) {
         const t = path.parse(target);
         current = t.root;
-        queue.unshift(...target.slice(t.root.length).split(SEPARATOR).filter((c) => c !== '' && c !== '.'));
+        queue.unshift(
+          ...target
+            .slice(t.root.length)
+            .split(SEPARATOR)
+            .filter((c) => c !== '' && c !== '.'),
+        );
       } else {
         queue.unshift(...target.split(SEPARATOR).filter((c) => c !== '' && c !== '.'));
       }
@@ -267,4 +294,3 @@ function stripTrailingSep(p: string): string {
   while (out.length > root.length && /[\\/]$/.test(out)) out = out.slice(0, -1);
   return out;
 }
-

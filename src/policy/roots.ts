@@ -38,12 +38,27 @@ export interface EffectiveRoot {
 }
 
 /** Which rule produced the effective set (see the module comment). */
-export type RootsRule = 'command_line' | 'cwd_default' | 'no_default_root' | 'client_offered_none'
-  | 'narrowed_by_client' | 'client_replaces_default' | 'replaced_by_client' | 'client_emptied';
+export type RootsRule =
+  | 'command_line'
+  | 'cwd_default'
+  | 'no_default_root'
+  | 'client_offered_none'
+  | 'narrowed_by_client'
+  | 'client_replaces_default'
+  | 'replaced_by_client'
+  | 'client_emptied';
 
 /** Every RootsRule, for the output schema of list_allowed_directories. */
-export const ROOTS_RULES: readonly RootsRule[] = ['command_line', 'cwd_default', 'no_default_root',
-  'client_offered_none', 'narrowed_by_client', 'client_replaces_default', 'replaced_by_client', 'client_emptied'];
+export const ROOTS_RULES: readonly RootsRule[] = [
+  'command_line',
+  'cwd_default',
+  'no_default_root',
+  'client_offered_none',
+  'narrowed_by_client',
+  'client_replaces_default',
+  'replaced_by_client',
+  'client_emptied',
+];
 
 /** What the client last announced: the URIs it sent (as paths where they are file URIs) and which of them exist. */
 export interface ClientRootsReport {
@@ -60,7 +75,9 @@ const EMPTY_CAUSE = Symbol('fs-tools.rootsEmptyCause');
  */
 export function rootsEmptyError(roots: readonly EffectiveRoot[]): ToolError {
   const cause = (roots as { [EMPTY_CAUSE]?: () => ToolError })[EMPTY_CAUSE];
-  return cause ? cause() : new ToolError('ROOTS_EMPTY', 'No sandbox roots are in force, so no path can be used.', { path: null });
+  return cause
+    ? cause()
+    : new ToolError('ROOTS_EMPTY', 'No sandbox roots are in force, so no path can be used.', { path: null });
 }
 
 /** SPEC §2: how long a path call waits for the first pending roots/list answer. */
@@ -122,15 +139,25 @@ export class RootSet {
   /** One sentence saying how the effective set came about (list_allowed_directories' text). */
   explain(): string {
     switch (this.currentRule) {
-      case 'command_line': return 'The command-line roots are in force.';
-      case 'cwd_default': return 'No ROOT was given: the working directory is the root.';
-      case 'no_default_root': return 'No ROOT was given and the working directory is / or the home directory, so there is no default root.';
-      case 'client_offered_none': return 'The client announced no roots (an empty list), so the '
-        + `${this.fromCommandLine ? 'command-line' : 'default'} roots stay in force.`;
-      case 'narrowed_by_client': return 'The client\'s roots narrow the command-line roots (--client-roots=narrow): only their overlap is allowed.';
-      case 'client_replaces_default': return 'No ROOT was given, so the client\'s roots replace the working-directory default.';
-      case 'replaced_by_client': return 'The client\'s roots replace the command-line roots (--client-roots=replace).';
-      case 'client_emptied': return 'The client\'s latest roots update was an empty list after a non-empty one, which narrows to nothing.';
+      case 'command_line':
+        return 'The command-line roots are in force.';
+      case 'cwd_default':
+        return 'No ROOT was given: the working directory is the root.';
+      case 'no_default_root':
+        return 'No ROOT was given and the working directory is / or the home directory, so there is no default root.';
+      case 'client_offered_none':
+        return (
+          'The client announced no roots (an empty list), so the ' +
+          `${this.fromCommandLine ? 'command-line' : 'default'} roots stay in force.`
+        );
+      case 'narrowed_by_client':
+        return "The client's roots narrow the command-line roots (--client-roots=narrow): only their overlap is allowed.";
+      case 'client_replaces_default':
+        return "No ROOT was given, so the client's roots replace the working-directory default.";
+      case 'replaced_by_client':
+        return "The client's roots replace the command-line roots (--client-roots=replace).";
+      case 'client_emptied':
+        return "The client's latest roots update was an empty list after a non-empty one, which narrows to nothing.";
     }
   }
 
@@ -144,24 +171,35 @@ export class RootSet {
     let message: string;
     let suggestion: string;
     if (rule === 'client_emptied') {
-      message = 'No sandbox roots: the client\'s latest roots update was an empty list, which narrows the roots to nothing.';
-      suggestion = 'Have the client announce a workspace root again, or restart fs-tools with --client-roots=ignore to keep the command-line roots.';
+      message =
+        "No sandbox roots: the client's latest roots update was an empty list, which narrows the roots to nothing.";
+      suggestion =
+        'Have the client announce a workspace root again, or restart fs-tools with --client-roots=ignore to keep the command-line roots.';
     } else if (rule === 'no_default_root') {
-      message = 'No sandbox roots: fs-tools was started without a ROOT, and its working directory (/ or the home directory) is never a default root.';
-      suggestion = 'Add the project directory as a ROOT argument (or --root DIR) to the fs-tools command in the client\'s MCP configuration.';
+      message =
+        'No sandbox roots: fs-tools was started without a ROOT, and its working directory (/ or the home directory) is never a default root.';
+      suggestion =
+        "Add the project directory as a ROOT argument (or --root DIR) to the fs-tools command in the client's MCP configuration.";
     } else if (announced.length > 0 && announced.every((a) => !a.usable)) {
       message = 'No sandbox roots: none of the roots the client announced exists as a local directory.';
-      suggestion = 'Open the client on an existing local directory, or restart fs-tools with --client-roots=ignore to keep the command-line roots.';
+      suggestion =
+        'Open the client on an existing local directory, or restart fs-tools with --client-roots=ignore to keep the command-line roots.';
     } else if (rule === 'narrowed_by_client') {
-      message = 'No sandbox roots: the client\'s roots do not overlap the command-line roots (--client-roots=narrow).';
-      suggestion = 'Open the client inside a command-line root, or restart fs-tools with --client-roots=ignore (keep the command-line roots) or replace (trust the client\'s).';
+      message = "No sandbox roots: the client's roots do not overlap the command-line roots (--client-roots=narrow).";
+      suggestion =
+        "Open the client inside a command-line root, or restart fs-tools with --client-roots=ignore (keep the command-line roots) or replace (trust the client's).";
     } else {
       message = 'No sandbox roots are in force, so no path can be used.';
       suggestion = 'Start fs-tools with a ROOT argument, or have the client announce roots.';
     }
     return new ToolError('ROOTS_EMPTY', message, {
       path: null,
-      details: { rule, client_roots: this.mode, command_line_roots: this.configured.length, client_announced: announced.length },
+      details: {
+        rule,
+        client_roots: this.mode,
+        command_line_roots: this.configured.length,
+        client_announced: announced.length,
+      },
       suggestion,
     });
   }
@@ -172,7 +210,9 @@ export class RootSet {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       this.pending,
-      new Promise<void>((resolve) => { timer = setTimeout(resolve, CLIENT_ROOTS_WAIT_MS); }),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, CLIENT_ROOTS_WAIT_MS);
+      }),
     ]);
     clearTimeout(timer);
   }
@@ -184,7 +224,9 @@ export class RootSet {
   track(request: Promise<readonly { uri: string }[]>, onError: (e: unknown) => void): void {
     if (this.mode === 'ignore') return;
     const p = request.then((list) => this.applyClientRoots(list.map((r) => r.uri)), onError);
-    this.pending = p.finally(() => { if (this.pending === p) this.pending = null; });
+    this.pending = p.finally(() => {
+      if (this.pending === p) this.pending = null;
+    });
   }
 
   /**

@@ -95,8 +95,12 @@ function lastComponent(filePath: string, flavor: PathFlavor): string {
 export function secretRuleFor(filePath: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
   if (SCREEN) {
     const base = lastComponent(filePath, flavor).toLowerCase();
-    if (!SCREEN.names.has(base) && !SCREEN.suffixes.some((x) => base.endsWith(x))
-      && !SCREEN.prefixes.some((x) => base.startsWith(x))) return null;
+    if (
+      !SCREEN.names.has(base) &&
+      !SCREEN.suffixes.some((x) => base.endsWith(x)) &&
+      !SCREEN.prefixes.some((x) => base.startsWith(x))
+    )
+      return null;
   }
   return matchSecretRules(filePath, flavor);
 }
@@ -107,7 +111,10 @@ export function matchSecretRules(filePath: string, flavor: PathFlavor = HOST_FLA
   if (parts.length === 0) return null;
   for (const { rule, depth, isMatch } of COMPILED_RULES) {
     if (parts.length < depth) continue;
-    const tail = parts.slice(parts.length - depth).join('/').toLowerCase();
+    const tail = parts
+      .slice(parts.length - depth)
+      .join('/')
+      .toLowerCase();
     if (rule.except?.includes(tail)) continue;
     if (isMatch(tail)) return rule.glob;
   }

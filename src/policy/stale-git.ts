@@ -16,17 +16,27 @@ import type { EffectiveRoot } from './roots.js';
  * @throws ToolError VALIDATION (not a work tree, unsupported repository), NOT_ALLOWED (the work tree's root or a git
  *   metadata link outside the roots), SECRET_DENIED, IO_ERROR (corrupt repository, timeout)
  */
-export async function currentStatusHash(real: string, existingDir: string, roots: readonly EffectiveRoot[],
-  timeoutMs: number): Promise<{ workTree: string; statusHash: string }> {
+export async function currentStatusHash(
+  real: string,
+  existingDir: string,
+  roots: readonly EffectiveRoot[],
+  timeoutMs: number,
+): Promise<{ workTree: string; statusHash: string }> {
   try {
     return await withRepository(existingDir, gitViewAccess(roots), { timeoutMs }, async (view) => ({
-      workTree: view.workTree, statusHash: (await gitStatus(view, { timeoutMs })).statusHash,
+      workTree: view.workTree,
+      statusHash: (await gitStatus(view, { timeoutMs })).statusHash,
     }));
   } catch (error) {
     // The mutation's own path is what the agent named: report the refusal on it (the work tree top may be above it).
-    if (error instanceof ToolError && error.code === 'NOT_ALLOWED' && error.details.reason === 'work_tree_outside_roots') {
+    if (
+      error instanceof ToolError &&
+      error.code === 'NOT_ALLOWED' &&
+      error.details.reason === 'work_tree_outside_roots'
+    ) {
       throw new ToolError('NOT_ALLOWED', `The git work tree of ${real} is rooted above the allowed roots.`, {
-        path: real, details: { reason: 'work_tree_outside_roots' },
+        path: real,
+        details: { reason: 'work_tree_outside_roots' },
       });
     }
     throw error;
@@ -36,13 +46,23 @@ export async function currentStatusHash(real: string, existingDir: string, roots
 /**
  * @throws ToolError STALE_GIT (retryable) with details.current_status_hash when the hash moved
  */
-export async function assertStatusHash(expected: string, real: string, existingDir: string,
-  roots: readonly EffectiveRoot[], timeoutMs: number): Promise<{ workTree: string; statusHash: string }> {
+export async function assertStatusHash(
+  expected: string,
+  real: string,
+  existingDir: string,
+  roots: readonly EffectiveRoot[],
+  timeoutMs: number,
+): Promise<{ workTree: string; statusHash: string }> {
   const now = await currentStatusHash(real, existingDir, roots, timeoutMs);
   if (now.statusHash !== expected) {
-    throw new ToolError('STALE_GIT', `The git work tree ${now.workTree} changed since expected_status_hash was taken.`, {
-      path: real, details: { current_status_hash: now.statusHash, work_tree: now.workTree },
-    });
+    throw new ToolError(
+      'STALE_GIT',
+      `The git work tree ${now.workTree} changed since expected_status_hash was taken.`,
+      {
+        path: real,
+        details: { current_status_hash: now.statusHash, work_tree: now.workTree },
+      },
+    );
   }
   return now;
 }

@@ -48,17 +48,30 @@ export function listedTools(state: ProcessState): AnyTool[] {
  * Runs one call.
  * @throws UnknownToolError for a name no tool has (a protocol error, not a tool result)
  */
-export async function callTool(state: ProcessState, name: string, rawArgs: unknown, signal: AbortSignal): Promise<CallOutcome> {
+export async function callTool(
+  state: ProcessState,
+  name: string,
+  rawArgs: unknown,
+  signal: AbortSignal,
+): Promise<CallOutcome> {
   const tool = state.tools.find((t) => t.name === name);
   if (!tool) throw new UnknownToolError(name);
   const started = performance.now();
   let args: unknown;
   let outcome: CallOutcome;
-  let audit: { paths?: string[]; action?: string; hash_before?: string | null; hash_after?: string | null; bytes?: number } = {};
+  let audit: {
+    paths?: string[];
+    action?: string;
+    hash_before?: string | null;
+    hash_after?: string | null;
+    bytes?: number;
+  } = {};
   let ticket: BudgetTicket | undefined;
   try {
     if (!isEnabled(tool, state)) {
-      throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, { details: { tool: name } });
+      throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, {
+        details: { tool: name },
+      });
     }
     args = validateArguments(tool, rawArgs);
     tool.validate?.(args);
@@ -72,8 +85,12 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
     const ctx: ToolContext = {
       config: state.config,
       roots: state.roots,
-      policy: { roots: state.roots.current(), allowSecrets: state.config.allowSecrets, policy: state.config.policy,
-        guarded: state.guarded },
+      policy: {
+        roots: state.roots.current(),
+        allowSecrets: state.config.allowSecrets,
+        policy: state.config.policy,
+        guarded: state.guarded,
+      },
       hashes: state.hashes,
       budget: state.budget,
       signal,
@@ -113,8 +130,12 @@ export async function callTool(state: ProcessState, name: string, rawArgs: unkno
  * partial rollback, an issue write sent whose outcome is unknown (recovery check_already_applied).
  */
 function mutationHappened(error: { code: string; details: Record<string, unknown>; recovery: string }): boolean {
-  return error.details.mutation_applied === true || error.code === 'ROLLBACK_PARTIAL' || error.code === 'ROLLBACK_FAILED'
-    || error.recovery === 'check_already_applied';
+  return (
+    error.details.mutation_applied === true ||
+    error.code === 'ROLLBACK_PARTIAL' ||
+    error.code === 'ROLLBACK_FAILED' ||
+    error.recovery === 'check_already_applied'
+  );
 }
 
 function actionOf(args: unknown): string | undefined {
@@ -127,7 +148,9 @@ function pathsOf(tool: AnyTool, args: unknown, rawArgs: unknown): string[] {
   if (args !== undefined && tool.pathsOf) {
     try {
       return tool.pathsOf(args);
-    } catch { /* fall through */ }
+    } catch {
+      /* fall through */
+    }
   }
   const out: string[] = [];
   const raw = rawArgs as Record<string, unknown> | undefined;

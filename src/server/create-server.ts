@@ -13,21 +13,27 @@ import { guardResponse } from '../tools/response-budget.js';
 import { advertise } from './tool-schemas.js';
 
 /** Server instructions: what a client's model reads first. */
-const INSTRUCTIONS = 'fs-tools: safe file, git and issue tools. Paths are absolute or relative to the first root '
-  + '(see list_allowed_directories); booleans default to false. Failures are JSON envelopes {"error":{code,message,path,details,suggestion,'
-  + 'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations '
-  + 'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
+const INSTRUCTIONS =
+  'fs-tools: safe file, git and issue tools. Paths are absolute or relative to the first root ' +
+  '(see list_allowed_directories); booleans default to false. Failures are JSON envelopes {"error":{code,message,path,details,suggestion,' +
+  'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations ' +
+  'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
 
 /** Builds one MCP server instance over the shared process state. */
 export function createServer(state: ProcessState): Server {
-  const server = new Server({ name: 'fs-tools', version: state.version }, {
-    capabilities: { tools: {} },
-    instructions: INSTRUCTIONS,
-  });
+  const server = new Server(
+    { name: 'fs-tools', version: state.version },
+    {
+      capabilities: { tools: {} },
+      instructions: INSTRUCTIONS,
+    },
+  );
 
-  server.setRequestHandler('tools/list', () => Promise.resolve({
-    tools: listedTools(state).map(advertise),
-  }));
+  server.setRequestHandler('tools/list', () =>
+    Promise.resolve({
+      tools: listedTools(state).map(advertise),
+    }),
+  );
 
   server.setRequestHandler('tools/call', async (request, ctx) => {
     const { name, arguments: args } = request.params;
@@ -50,11 +56,15 @@ export function createServer(state: ProcessState): Server {
         }
       : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
     const tool = state.tools.find((t) => t.name === name);
-    const projected = server.projectCallToolResult(result, tool && outcome.ok ? advertise(tool).outputSchema : undefined);
+    const projected = server.projectCallToolResult(
+      result,
+      tool && outcome.ok ? advertise(tool).outputSchema : undefined,
+    );
     // Issue #14: never an oversized message (the client would drop the transport).
     let mutated: boolean;
     try {
-      mutated = outcome.ok && tool !== undefined && (typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating);
+      mutated =
+        outcome.ok && tool !== undefined && (typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating);
     } catch {
       mutated = true; // unknown: say the change may have been applied
     }

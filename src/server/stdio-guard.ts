@@ -36,7 +36,8 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
     d.bytes += part.length;
     d.tail.push(part.length > ID_WINDOW_BYTES ? Buffer.from(part.subarray(part.length - ID_WINDOW_BYTES)) : part);
     d.tailBytes += d.tail[d.tail.length - 1].length;
-    while (d.tail.length > 1 && d.tailBytes - d.tail[0].length >= ID_WINDOW_BYTES) d.tailBytes -= d.tail.shift()!.length;
+    while (d.tail.length > 1 && d.tailBytes - d.tail[0].length >= ID_WINDOW_BYTES)
+      d.tailBytes -= d.tail.shift()!.length;
   };
   const startDropping = (parts: Buffer[]): void => {
     const all = Buffer.concat(parts);
@@ -46,8 +47,13 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
   const finishDropping = (): void => {
     const d = dropping!;
     dropping = null;
-    reply(errorResponse(idOfLongLine(d.head, Buffer.concat(d.tail)), INVALID_REQUEST,
-      `Invalid Request: the line is ${d.bytes} bytes long, over the ${MAX_LINE_BYTES}-byte limit of one message; it was dropped`));
+    reply(
+      errorResponse(
+        idOfLongLine(d.head, Buffer.concat(d.tail)),
+        INVALID_REQUEST,
+        `Invalid Request: the line is ${d.bytes} bytes long, over the ${MAX_LINE_BYTES}-byte limit of one message; it was dropped`,
+      ),
+    );
   };
 
   const judge = (line: Buffer): void => {

@@ -13,7 +13,13 @@ export interface AdvertisedTool {
   description: string;
   inputSchema: { type: 'object'; [key: string]: unknown };
   outputSchema: { type: 'object'; [key: string]: unknown };
-  annotations: { title: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  annotations: {
+    title: string;
+    readOnlyHint: boolean;
+    destructiveHint: boolean;
+    idempotentHint: boolean;
+    openWorldHint: boolean;
+  };
 }
 
 const cache = new WeakMap<AnyTool, AdvertisedTool>();
@@ -27,7 +33,7 @@ export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<
   const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
   const out = portable(neutralizeTuples(json)) as Record<string, unknown>;
-  return io === 'input' ? advertisedInput(out) as Record<string, unknown> : out;
+  return io === 'input' ? (advertisedInput(out) as Record<string, unknown>) : out;
 }
 
 /**
@@ -63,8 +69,20 @@ function portable(node: unknown): unknown {
  * as keywords and once in words, cost a quarter of the declarations' bytes on every turn. `additionalProperties:
  * false` goes too: an unknown parameter is still VALIDATION with the closest name, which tells a model more.
  */
-const UNADVERTISED_INPUT_KEYWORDS = new Set(['default', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum',
-  'exclusiveMinimum', 'exclusiveMaximum', 'minItems', 'maxItems', 'propertyNames', 'additionalProperties']);
+const UNADVERTISED_INPUT_KEYWORDS = new Set([
+  'default',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minItems',
+  'maxItems',
+  'propertyNames',
+  'additionalProperties',
+]);
 
 function advertisedInput(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(advertisedInput);
@@ -73,7 +91,9 @@ function advertisedInput(node: unknown): unknown {
   for (const [key, value] of Object.entries(node)) {
     if (key === 'properties' && value && typeof value === 'object') {
       // Property NAMES are kept whatever they are; only their schemas are trimmed.
-      out[key] = Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, advertisedInput(v)]));
+      out[key] = Object.fromEntries(
+        Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, advertisedInput(v)]),
+      );
     } else if (key === 'items' && value && typeof value === 'object' && !Array.isArray(value)) {
       // An array's own description says what its items are.
       const { description: _d, ...item } = value as Record<string, unknown>;

@@ -54,18 +54,31 @@ function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: 
   // An unknown key explains a "missing" one (file_path sent for path): unknown keys are reported first, all of them.
   if (unknown.length > 0) {
     const first = unknown[0];
-    const more = unknown.length > 1 ? ` (and ${unknown.length - 1} more unknown: ${unknown.slice(1).map((u) => `'${u.field}'`).join(', ')})` : '';
+    const more =
+      unknown.length > 1
+        ? ` (and ${unknown.length - 1} more unknown: ${unknown
+            .slice(1)
+            .map((u) => `'${u.field}'`)
+            .join(', ')})`
+        : '';
     const renames = unknown.filter((u) => u.closest !== null).map((u) => `'${u.field}' to '${u.closest}'`);
-    return new ToolError('VALIDATION',
-      `Unknown parameter '${first.field}' for ${tool.name}${first.closest ? `; did you mean '${first.closest}'?` : '.'}${more}`, {
+    return new ToolError(
+      'VALIDATION',
+      `Unknown parameter '${first.field}' for ${tool.name}${first.closest ? `; did you mean '${first.closest}'?` : '.'}${more}`,
+      {
         details: {
-          reason: 'unknown_parameter', field: first.field, closest: first.closest, valid: first.valid,
+          reason: 'unknown_parameter',
+          field: first.field,
+          closest: first.closest,
+          valid: first.valid,
           ...(unknown.length > 1 ? { unknown: unknown.map(({ field, closest }) => ({ field, closest })) } : {}),
         },
-        suggestion: renames.length > 0
-          ? `Rename ${renames.join(', ')}${unknown.length > renames.length ? '; remove the other unknown parameters' : ''}.`
-          : `Remove ${unknown.map((u) => `'${u.field}'`).join(', ')}; valid parameters here: ${first.valid.join(', ')}.`,
-      });
+        suggestion:
+          renames.length > 0
+            ? `Rename ${renames.join(', ')}${unknown.length > renames.length ? '; remove the other unknown parameters' : ''}.`
+            : `Remove ${unknown.map((u) => `'${u.field}'`).join(', ')}; valid parameters here: ${first.valid.join(', ')}.`,
+      },
+    );
   }
   const issue = error.issues[0];
   const field = issue.path.map(String).join('.') || null;
@@ -78,14 +91,21 @@ function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: 
     });
   }
   if (issue.code === 'invalid_type') {
-    return new ToolError('VALIDATION',
-      `Parameter '${field}' of ${tool.name} must be ${issue.expected}, got ${typeOf(received)}.`, {
+    return new ToolError(
+      'VALIDATION',
+      `Parameter '${field}' of ${tool.name} must be ${issue.expected}, got ${typeOf(received)}.`,
+      {
         details: { reason: 'wrong_type', field, expected: issue.expected, received: typeOf(received) },
-      });
+      },
+    );
   }
-  return new ToolError('VALIDATION', `Parameter '${field ?? '(arguments)'}' of ${tool.name} is invalid: ${issue.message}.`, {
-    details: { reason: 'invalid_value', field, problem: issue.code, issues: problems.slice(0, 10) },
-  });
+  return new ToolError(
+    'VALIDATION',
+    `Parameter '${field ?? '(arguments)'}' of ${tool.name} is invalid: ${issue.message}.`,
+    {
+      details: { reason: 'invalid_value', field, problem: issue.code, issues: problems.slice(0, 10) },
+    },
+  );
 }
 
 /** One unknown parameter: its dotted path, the name to use instead (or null), and the valid names at its depth. */
@@ -143,14 +163,23 @@ function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[]
   const unwrap = () => {
     for (let guard = 0; guard < 10; guard++) {
       const n = node as { unwrap?: () => unknown; def?: { type?: string; innerType?: unknown } };
-      if (n.def?.type === 'optional' || n.def?.type === 'nullable' || n.def?.type === 'default' || n.def?.type === 'prefault') {
+      if (
+        n.def?.type === 'optional' ||
+        n.def?.type === 'nullable' ||
+        n.def?.type === 'default' ||
+        n.def?.type === 'prefault'
+      ) {
         node = n.def.innerType ?? n.unwrap?.();
       } else return;
     }
   };
   for (const segment of path) {
     unwrap();
-    const n = node as { shape?: Record<string, unknown>; element?: unknown; def?: { type?: string; valueType?: unknown } };
+    const n = node as {
+      shape?: Record<string, unknown>;
+      element?: unknown;
+      def?: { type?: string; valueType?: unknown };
+    };
     if (typeof segment === 'number' && n.element !== undefined) node = n.element;
     else if (n.shape && typeof segment === 'string' && segment in n.shape) node = n.shape[segment];
     else if (n.def?.type === 'record') node = n.def.valueType;
@@ -167,8 +196,20 @@ function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[]
  * where that name is valid at the same depth; an alias that is itself a valid name there is never renamed.
  */
 export const PARAMETER_ALIASES: Readonly<Record<string, readonly string[]>> = Object.freeze({
-  path: ['file', 'filepath', 'file_path', 'filename', 'file_name', 'target_file', 'absolute_path', 'dir', 'directory',
-    'dir_path', 'directory_path', 'folder'],
+  path: [
+    'file',
+    'filepath',
+    'file_path',
+    'filename',
+    'file_name',
+    'target_file',
+    'absolute_path',
+    'dir',
+    'directory',
+    'dir_path',
+    'directory_path',
+    'folder',
+  ],
   paths: ['files', 'file_paths', 'filepaths', 'filenames'],
   old_text: ['old_string', 'oldtext', 'old_str', 'oldstring', 'search', 'find', 'original', 'old'],
   new_text: ['new_string', 'newtext', 'new_str', 'newstring', 'replace', 'replacement', 'new'],
@@ -229,7 +270,10 @@ export function closestName(name: string, candidates: readonly string[]): string
     // file_path → path, filePath → path: a candidate contained in the name is a strong hint.
     if (lower.includes(cl) || cl.includes(lower)) d = Math.min(d, Math.abs(lower.length - cl.length) / 2);
     if (lower.replace(/[_-]/g, '') === cl.replace(/[_-]/g, '')) d = 0;
-    if (d < bestDistance) { bestDistance = d; best = c; }
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = c;
+    }
   }
   return best !== null && bestDistance <= Math.max(2, Math.ceil(name.length / 3)) ? best : null;
 }

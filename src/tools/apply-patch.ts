@@ -27,9 +27,12 @@ import { quoteName } from './text-safe.js';
 
 export const ApplyPatchInput = z.strictObject({
   patch: z.string().min(1).describe('Unified diff, one or more files'),
-  path: PathArg.optional()
-    .describe('Base directory of the diff\'s paths (default the first root), or the one target file'),
-  expected_hashes: z.record(z.string(), ExpectedHash).optional()
+  path: PathArg.optional().describe(
+    "Base directory of the diff's paths (default the first root), or the one target file",
+  ),
+  expected_hashes: z
+    .record(z.string(), ExpectedHash)
+    .optional()
     .describe('Path (as in the diff) → content_hash, or "absent"'),
   expected_status_hash: ExpectedStatusHash.optional(),
   allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
@@ -38,23 +41,30 @@ export const ApplyPatchInput = z.strictObject({
 
 export const ApplyPatchOutput = z.object({
   dry_run: z.boolean(),
-  files: z.array(z.object({
-    path: z.string().describe('Absolute resolved path'),
-    action: z.enum(['created', 'modified', 'deleted', 'renamed']),
-    from: z.string().optional().describe('Renames: the old path'),
-    hunks: z.array(z.object({
-      hunk: z.number().int(),
-      line: z.number().int().describe('1-based line of the original file where the hunk applied'),
-      match: z.enum(['exact', 'trailing_whitespace', 'typography']).describe('The tolerance the match needed'),
-      placed_by: z.enum(['header', 'offset', 'anchored_end', 'anchored_start', 'section', 'order', 'content'])
-        .describe('What singled out the place: the header line, the header line plus the offset of the previous hunk, '
-          + 'end/start-of-file anchoring, the @@ section heading, the order of the hunks, or the only match'),
-      candidates: z.number().int().describe('Places the hunk\'s old side matched (0 for a pure insertion)'),
-      offset: z.number().int().nullable().describe('line minus the header line; null for @@ @@'),
-    })),
-    previous_hash: ContentHash.nullable(),
-    content_hash: ContentHash.nullable().describe('null for a deleted file'),
-  })),
+  files: z.array(
+    z.object({
+      path: z.string().describe('Absolute resolved path'),
+      action: z.enum(['created', 'modified', 'deleted', 'renamed']),
+      from: z.string().optional().describe('Renames: the old path'),
+      hunks: z.array(
+        z.object({
+          hunk: z.number().int(),
+          line: z.number().int().describe('1-based line of the original file where the hunk applied'),
+          match: z.enum(['exact', 'trailing_whitespace', 'typography']).describe('The tolerance the match needed'),
+          placed_by: z
+            .enum(['header', 'offset', 'anchored_end', 'anchored_start', 'section', 'order', 'content'])
+            .describe(
+              'What singled out the place: the header line, the header line plus the offset of the previous hunk, ' +
+                'end/start-of-file anchoring, the @@ section heading, the order of the hunks, or the only match',
+            ),
+          candidates: z.number().int().describe("Places the hunk's old side matched (0 for a pure insertion)"),
+          offset: z.number().int().nullable().describe('line minus the header line; null for @@ @@'),
+        }),
+      ),
+      previous_hash: ContentHash.nullable(),
+      content_hash: ContentHash.nullable().describe('null for a deleted file'),
+    }),
+  ),
   external_change: z.boolean().optional(),
   warnings: z.array(z.string()).optional(),
   status_hash: z.string().optional(),
@@ -73,13 +83,20 @@ interface Target {
 }
 
 /** Finds expected_hashes' entry for a file: by the path as written in the diff, relative to base, or absolute. */
-function expectedFor(map: Record<string, string> | undefined, candidates: readonly (string | null | undefined)[]): string | undefined {
+function expectedFor(
+  map: Record<string, string> | undefined,
+  candidates: readonly (string | null | undefined)[],
+): string | undefined {
   if (!map) return undefined;
   for (const c of candidates) if (c && map[c] !== undefined) return map[c];
   return undefined;
 }
 
-async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPatchInput>, ctx: ToolContext): Promise<Target[]> {
+async function resolveTargets(
+  files: FilePatch[],
+  args: z.output<typeof ApplyPatchInput>,
+  ctx: ToolContext,
+): Promise<Target[]> {
   let base: string | null = null;
   let single: string | null = null;
   let singleExists = false;
@@ -92,11 +109,15 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
     else if (r.stats || files.length === 1) {
       single = args.path;
       singleExists = r.stats !== null && r.stats !== undefined;
-    }
-    else {
-      throw new ToolError('VALIDATION', `${r.absolute} does not exist, and a patch of ${files.length} files needs a base directory.`, {
-        path: r.absolute, details: { reason: 'invalid_base', field: 'path' },
-      });
+    } else {
+      throw new ToolError(
+        'VALIDATION',
+        `${r.absolute} does not exist, and a patch of ${files.length} files needs a base directory.`,
+        {
+          path: r.absolute,
+          details: { reason: 'invalid_base', field: 'path' },
+        },
+      );
     }
   }
   if (single !== null && files.length > 1) {
@@ -112,29 +133,50 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
   // SPEC §3.3 across the whole patch: every file's containment, then every file's secret and policy checks, before any
   // file's existence (a missing or refused first file must not decide the code while a later one lies outside).
   if (!files.some((f) => f.headerless && single === null)) {
-    await assertWritesAllowed(files.flatMap((f) => [...new Set([f.oldPath ?? f.newPath!, f.newPath ?? f.oldPath!])]
-      .map((name) => ({ requested: rel(name), followFinal: true, field: 'patch' }))), ctx.policy);
+    await assertWritesAllowed(
+      files.flatMap((f) =>
+        [...new Set([f.oldPath ?? f.newPath!, f.newPath ?? f.oldPath!])].map((name) => ({
+          requested: rel(name),
+          followFinal: true,
+          field: 'patch',
+        })),
+      ),
+      ctx.policy,
+    );
   }
   const targets: Target[] = [];
   for (const file of files) {
     if (file.headerless && single === null) {
       throw new ToolError('VALIDATION', 'The patch has no ---/+++ file headers, so its target is unknown.', {
-        details: { reason: 'no_target', field: 'path' }, suggestion: 'Pass path: the file the hunks apply to.',
+        details: { reason: 'no_target', field: 'path' },
+        suggestion: 'Pass path: the file the hunks apply to.',
       });
     }
     // Headerless hunks (no ---/+++, so no /dev/null either) patch the `path` file; they create it only when it does
     // not exist and every hunk is pure addition.
     const action: Target['action'] = file.headerless
-      ? (!singleExists && file.hunks.every((h) => h.lines.every((l) => l.op === '+')) ? 'created' : 'modified')
-      : file.oldPath === null ? 'created' : file.newPath === null ? 'deleted'
-      : single === null && file.oldPath !== file.newPath ? 'renamed' : 'modified';
+      ? !singleExists && file.hunks.every((h) => h.lines.every((l) => l.op === '+'))
+        ? 'created'
+        : 'modified'
+      : file.oldPath === null
+        ? 'created'
+        : file.newPath === null
+          ? 'deleted'
+          : single === null && file.oldPath !== file.newPath
+            ? 'renamed'
+            : 'modified';
     const oldName = file.oldPath ?? file.newPath!;
     const newName = file.newPath ?? file.oldPath!;
     // A file this session knows (or expected_hashes names by content) that is gone is OCC_MISMATCH deleted inside the
     // lock, not NOT_FOUND here (issue 21).
     const knownToSession = (real: string) => {
-      const expected = expectedFor(args.expected_hashes, [oldName, file.rawOldPath, file.rawNewPath, real,
-        path.relative(ctx.policy.roots[0]?.real ?? '/', real)]);
+      const expected = expectedFor(args.expected_hashes, [
+        oldName,
+        file.rawOldPath,
+        file.rawNewPath,
+        real,
+        path.relative(ctx.policy.roots[0]?.real ?? '/', real),
+      ]);
       return deletionIsConflict(ctx, expected)(real);
     };
     const authorizeExisting = async (name: string, raw: string | null, field: string) => {
@@ -167,13 +209,18 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
     let source: AuthorizedWrite;
     let dest: AuthorizedWrite;
     if (action === 'created') {
-      source = dest = await authorizeWrite(rel(newName), ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
+      source = dest = await authorizeWrite(rel(newName), ctx.policy, {
+        kind: 'file',
+        mustExist: false,
+        followFinal: true,
+      });
     } else if (action === 'renamed') {
       source = await authorizeExisting(oldName, file.rawOldPath, 'patch');
       dest = await authorizeWrite(rel(newName), ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
       if (dest.stats) {
         throw new ToolError('VALIDATION', `The patch renames to ${dest.absolute}, which already exists.`, {
-          path: dest.absolute, details: { reason: 'destination_exists' },
+          path: dest.absolute,
+          details: { reason: 'destination_exists' },
         });
       }
     } else {
@@ -186,7 +233,9 @@ async function resolveTargets(files: FilePatch[], args: z.output<typeof ApplyPat
     for (const p of new Set([t.source.real, t.dest.real])) {
       if (seen.has(p)) {
         throw new ToolError('VALIDATION', `The patch changes ${p} more than once.`, {
-          path: p, details: { reason: 'duplicate_file' }, suggestion: 'Merge the sections for this file into one.',
+          path: p,
+          details: { reason: 'duplicate_file' },
+          suggestion: 'Merge the sections for this file into one.',
         });
       }
       seen.add(p);
@@ -203,18 +252,24 @@ function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
   const first = errors[0];
   if (errors.length === 1) return first;
   const files = errors.map((e) => ({ path: e.path, current_hash: e.details.current_hash }));
-  return new ToolError('HASH_REQUIRED', `${errors.length} files of the patch exist and this session has not read them; `
-    + 'pass expected_hashes for each.', {
-    path: first.path, details: { current_hash: first.details.current_hash, files },
-    suggestion: 'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
-  });
+  return new ToolError(
+    'HASH_REQUIRED',
+    `${errors.length} files of the patch exist and this session has not read them; ` + 'pass expected_hashes for each.',
+    {
+      path: first.path,
+      details: { current_hash: first.details.current_hash, files },
+      suggestion:
+        'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
+    },
+  );
 }
 
 function decode(current: CurrentFile, absolute: string): string {
   const bytes = current.bytes ?? Buffer.alloc(0);
   if (!isUtf8(bytes)) {
     throw new ToolError('VALIDATION', `${absolute} is not valid UTF-8 text; a unified diff cannot patch it.`, {
-      path: absolute, details: { reason: 'binary', current_hash: current.hash },
+      path: absolute,
+      details: { reason: 'binary', current_hash: current.hash },
     });
   }
   return bytes.toString('utf8');
@@ -223,15 +278,18 @@ function decode(current: CurrentFile, absolute: string): string {
 export const applyPatch = defineTool({
   name: 'apply_patch',
   title: 'Apply patch',
-  description: 'Apply a unified diff to one or more files, all or nothing (a failed write rolls back: ROLLBACK_*). Hunks '
-    + 'are found by content (unresolved ties: ambiguous). Existing files need their hash. Not *** Begin Patch (BEGIN_PATCH). PATCH_FAILED details '
-    + 'show the hunk and nearest text.',
+  description:
+    'Apply a unified diff to one or more files, all or nothing (a failed write rolls back: ROLLBACK_*). Hunks ' +
+    'are found by content (unresolved ties: ambiguous). Existing files need their hash. Not *** Begin Patch (BEGIN_PATCH). PATCH_FAILED details ' +
+    'show the hunk and nearest text.',
   group: 'fs-write',
   input: ApplyPatchInput,
   output: ApplyPatchOutput,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
   mutating: true,
-  validate: (args) => { parseUnifiedDiff(args.patch); },
+  validate: (args) => {
+    parseUnifiedDiff(args.patch);
+  },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => (a.path ? [a.path] : []),
   async run(args, ctx) {
@@ -241,8 +299,10 @@ export const applyPatch = defineTool({
     const lockPaths = targets.flatMap((t) => [t.source.real, t.dest.real]);
     const warnings: string[] = [];
     const { result: outcome, statusHash } = await runMutation(ctx, {
-      lockPaths, expectedStatusHash: args.expected_status_hash,
-      statusPaths: [targets[0].source.real, targets[0].dest.real], dryRun: args.dry_run,
+      lockPaths,
+      expectedStatusHash: args.expected_status_hash,
+      statusPaths: [targets[0].source.real, targets[0].dest.real],
+      dryRun: args.dry_run,
       decide: async (scope) => {
         const changes: PlannedChange[] = [];
         const results: FileResult[] = [];
@@ -252,31 +312,54 @@ export const applyPatch = defineTool({
         const hashRequired: ToolError[] = [];
         for (const t of targets) {
           // A created file's destination is read too (it must still be absent), through its verified parent.
-          const current = await scope.current(t.source.real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
-          currents.push(current);
-          const expected = expectedFor(args.expected_hashes, [t.key, t.file.rawOldPath, t.file.rawNewPath, t.source.absolute, t.source.real,
-            path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real)]);
-          const occ = () => checkExpectedHash({
-            absolute: t.source.absolute, real: t.source.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-            expected, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: `expected_hashes["${t.key}"]`,
+          const current = await scope.current(t.source.real, {
+            wantBytes: true,
+            maxBytes: ctx.config.limits.maxEditBytes,
           });
+          currents.push(current);
+          const expected = expectedFor(args.expected_hashes, [
+            t.key,
+            t.file.rawOldPath,
+            t.file.rawNewPath,
+            t.source.absolute,
+            t.source.real,
+            path.relative(ctx.policy.roots[0]?.real ?? '/', t.source.real),
+          ]);
+          const occ = () =>
+            checkExpectedHash({
+              absolute: t.source.absolute,
+              real: t.source.real,
+              current: { hash: current.hash, bytes: current.bytes ?? undefined },
+              expected,
+              autoOcc: ctx.config.autoOcc,
+              memory: ctx.hashes,
+              field: `expected_hashes["${t.key}"]`,
+            });
           if (t.action !== 'created' && !current.exists) {
             // Known to the session (or named by content): OCC_MISMATCH deleted (issue 21). Otherwise it vanished.
             if (deletionIsConflict(ctx, expected)(t.source.real)) occ();
-            throw new ToolError('NOT_FOUND', `No such file or directory: ${t.source.absolute}.`, { path: t.source.absolute });
+            throw new ToolError('NOT_FOUND', `No such file or directory: ${t.source.absolute}.`, {
+              path: t.source.absolute,
+            });
           }
           if (t.action === 'renamed') {
             const dest = await scope.current(t.dest.real, { wantBytes: false, maxBytes: 0 });
             if (dest.exists) {
               throw new OccMismatchError(`The patch renames to ${t.dest.absolute}, which exists now.`, {
-                path: t.dest.absolute, expectedHash: 'absent', currentHash: dest.hash, conflict: { reason: 'created' },
+                path: t.dest.absolute,
+                expectedHash: 'absent',
+                currentHash: dest.hash,
+                conflict: { reason: 'created' },
               });
             }
           }
           if (t.action === 'created') {
             if (current.exists) {
               throw new OccMismatchError(`The patch creates ${t.dest.absolute}, but it already exists.`, {
-                path: t.dest.absolute, expectedHash: 'absent', currentHash: current.hash, conflict: { reason: 'created' },
+                path: t.dest.absolute,
+                expectedHash: 'absent',
+                currentHash: current.hash,
+                conflict: { reason: 'created' },
               });
             }
           } else {
@@ -304,37 +387,76 @@ export const applyPatch = defineTool({
             throw error;
           }
           if (t.action === 'deleted' && applied.text !== '') {
-            throw new PatchFailedError(`The patch deletes ${t.source.absolute}, but its hunks do not cover the whole file.`, {
-              path: t.source.absolute, details: { reason: 'no_match', current_hash: current.hash, file: t.source.absolute },
-              suggestion: 'Regenerate the deletion diff from the current file, or use delete_path.',
-            });
+            throw new PatchFailedError(
+              `The patch deletes ${t.source.absolute}, but its hunks do not cover the whole file.`,
+              {
+                path: t.source.absolute,
+                details: { reason: 'no_match', current_hash: current.hash, file: t.source.absolute },
+                suggestion: 'Regenerate the deletion diff from the current file, or use delete_path.',
+              },
+            );
           }
           if (t.action === 'modified' || t.action === 'renamed') {
-            assertNotRewrite(toEolText(before).view, toEolText(applied.text).view, args.allow_rewrite, t.source.absolute);
+            assertNotRewrite(
+              toEolText(before).view,
+              toEolText(applied.text).view,
+              args.allow_rewrite,
+              t.source.absolute,
+            );
           }
           const newBytes = t.action === 'deleted' ? null : Buffer.from(applied.text, 'utf8');
           const newHash = newBytes ? hashBytes(newBytes) : null;
           const oldMode = current.stats ? current.stats.mode & 0o7777 : null;
           if (t.action === 'renamed') {
-            changes.push({ real: t.dest.real, oldBytes: null, oldHash: null, oldIdentity: null, oldMode: null, newBytes, newHash,
-              dir: scope.parent(t.dest.real)?.dir });
-            changes.push({ real: t.source.real, oldBytes: current.bytes, oldHash: current.hash,
-              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes: null, newHash: null,
-              dir: scope.parent(t.source.real)?.dir });
+            changes.push({
+              real: t.dest.real,
+              oldBytes: null,
+              oldHash: null,
+              oldIdentity: null,
+              oldMode: null,
+              newBytes,
+              newHash,
+              dir: scope.parent(t.dest.real)?.dir,
+            });
+            changes.push({
+              real: t.source.real,
+              oldBytes: current.bytes,
+              oldHash: current.hash,
+              oldIdentity: current.stats ? identityOf(current.stats) : null,
+              oldMode,
+              newBytes: null,
+              newHash: null,
+              dir: scope.parent(t.source.real)?.dir,
+            });
           } else {
             // The commit acts in the directories verified here (a missing parent is created by the commit).
-            changes.push({ real: t.dest.real, oldBytes: current.bytes && current.exists ? current.bytes : null, oldHash: current.hash,
-              oldIdentity: current.stats ? identityOf(current.stats) : null, oldMode, newBytes, newHash,
-              dir: scope.parent(t.dest.real)?.dir });
+            changes.push({
+              real: t.dest.real,
+              oldBytes: current.bytes && current.exists ? current.bytes : null,
+              oldHash: current.hash,
+              oldIdentity: current.stats ? identityOf(current.stats) : null,
+              oldMode,
+              newBytes,
+              newHash,
+              dir: scope.parent(t.dest.real)?.dir,
+            });
           }
           results.push({
-            path: t.dest.real, action: t.action, ...(t.action === 'renamed' ? { from: t.source.real } : {}),
-            hunks: applied.hunks, previous_hash: current.hash, content_hash: newHash,
+            path: t.dest.real,
+            action: t.action,
+            ...(t.action === 'renamed' ? { from: t.source.real } : {}),
+            hunks: applied.hunks,
+            previous_hash: current.hash,
+            content_hash: newHash,
           });
         }
         return {
-          result: results, done: `changed ${changes.length} file(s)`,
-          history: { tool: 'apply_patch', files: changes.map((c) => historyFileOf(c.real, c.oldBytes, c.oldMode, c.newHash)) },
+          result: results,
+          done: `changed ${changes.length} file(s)`,
+          history: {
+            tool: 'apply_patch',
+            files: changes.map((c) => historyFileOf(c.real, c.oldBytes, c.oldMode, c.newHash)),
+          },
           effect: () => commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside }),
           remember: () => {
             for (const c of changes) {
@@ -352,14 +474,22 @@ export const applyPatch = defineTool({
       ...(statusHash ? { status_hash: statusHash } : {}),
     };
     const text = [
-      ...outcome.map((f) => `${args.dry_run ? 'would be ' : ''}${f.action} ${quoteName(f.path)}${f.from ? ` (from ${quoteName(f.from)})` : ''}: `
-        + `${f.hunks.length} hunk(s)${f.hunks.length ? ` at line ${f.hunks.map((h) => h.line).join(', ')}` : ''}; `
-        + `content_hash ${f.content_hash ?? '(deleted)'}`),
+      ...outcome.map(
+        (f) =>
+          `${args.dry_run ? 'would be ' : ''}${f.action} ${quoteName(f.path)}${f.from ? ` (from ${quoteName(f.from)})` : ''}: ` +
+          `${f.hunks.length} hunk(s)${f.hunks.length ? ` at line ${f.hunks.map((h) => h.line).join(', ')}` : ''}; ` +
+          `content_hash ${f.content_hash ?? '(deleted)'}`,
+      ),
       ...warnings.map((w) => `warning: ${w}`),
     ].join('\n');
     return {
-      structured, text,
-      audit: { paths: outcome.map((f) => f.path), hash_before: outcome[0]?.previous_hash ?? null, hash_after: outcome[0]?.content_hash ?? null },
+      structured,
+      text,
+      audit: {
+        paths: outcome.map((f) => f.path),
+        hash_before: outcome[0]?.previous_hash ?? null,
+        hash_after: outcome[0]?.content_hash ?? null,
+      },
     };
   },
 });

@@ -7,8 +7,10 @@ import { z } from 'zod';
 export const PathArg = z.string(); // absolute, or relative to the first root: said once, in the server instructions
 
 /** A content hash (SPEC §5). */
-export const ContentHash = z.string().regex(/^sha256:[0-9a-f]{64}$/)
-  .describe('sha256: + 64 lower-case hex digits over the whole file\'s raw bytes');
+export const ContentHash = z
+  .string()
+  .regex(/^sha256:[0-9a-f]{64}$/)
+  .describe("sha256: + 64 lower-case hex digits over the whole file's raw bytes");
 
 /** Line-ending styles. */
 export const EolSchema = z.enum(['lf', 'crlf', 'mixed', 'none']);
@@ -17,7 +19,16 @@ export const EolSchema = z.enum(['lf', 'crlf', 'mixed', 'none']);
 export const GlobList = z.array(z.string().min(1)).max(100).describe('Globs');
 
 /** Kinds of filesystem objects. */
-export const KindSchema = z.enum(['file', 'directory', 'symlink', 'fifo', 'socket', 'block_device', 'char_device', 'other']);
+export const KindSchema = z.enum([
+  'file',
+  'directory',
+  'symlink',
+  'fifo',
+  'socket',
+  'block_device',
+  'char_device',
+  'other',
+]);
 
 /** Options that shape what a read returns (read_file, read_files). */
 export const ReadOptionsShape = {
@@ -31,7 +42,9 @@ export const ReadOptionsShape = {
 };
 
 /** expected_hash of mutating tools (SPEC §5): a content hash, or "absent" for "must not exist". */
-export const ExpectedHash = z.string().regex(/^(?:sha256:[0-9a-f]{64}|absent)$/)
+export const ExpectedHash = z
+  .string()
+  .regex(/^(?:sha256:[0-9a-f]{64}|absent)$/)
   .describe('content_hash from a read, or "absent"');
 
 /** expected_status_hash of mutating tools (SPEC §7). */
@@ -48,5 +61,8 @@ export const MutationResultShape = {
   content_hash: ContentHash.nullable().describe('Hash of the content now on disk (or that would be, for a dry run)'),
   external_change: z.boolean().optional().describe('--auto-occ=warn: the file changed since this session saw it'),
   warnings: z.array(z.string()).optional(),
-  status_hash: z.string().optional().describe('Work tree status hash after the change (when expected_status_hash was given)'),
+  status_hash: z
+    .string()
+    .optional()
+    .describe('Work tree status hash after the change (when expected_status_hash was given)'),
 };

@@ -20,7 +20,14 @@ import { temporaryPrefix } from '../fs/atomic-write.js';
 import { createContentHasher } from '../fs/hash.js';
 import { isDirectory } from '../fs/read-current.js';
 import { inspectTree, removeTree } from '../fs/tree-ops.js';
-import { changedError, identityOf, sameNode, sameVersion, type FileIdentity, type VerifiedDir } from '../fs/verified-dir.js';
+import {
+  changedError,
+  identityOf,
+  sameNode,
+  sameVersion,
+  type FileIdentity,
+  type VerifiedDir,
+} from '../fs/verified-dir.js';
 import { assertCopyableEntry, authorizeCopy, kindOf } from '../policy/authorize.js';
 import { isWithin } from '../policy/containment.js';
 import { checkExpectedHash } from '../policy/occ.js';
@@ -39,7 +46,7 @@ export const CopyPathInput = z.strictObject({
   destination: PathArg.describe('New path; its parent must exist'),
   recursive: z.boolean().default(false).describe('Needed to copy a directory'),
   overwrite: z.boolean().default(false).describe('Replace an existing destination file'),
-  expected_hash: ExpectedHash.optional().describe('The destination\'s content_hash when overwriting'),
+  expected_hash: ExpectedHash.optional().describe("The destination's content_hash when overwriting"),
   expected_status_hash: ExpectedStatusHash.optional(),
   dry_run: DryRun,
 });
@@ -58,20 +65,27 @@ export const CopyPathOutput = z.object({
 });
 
 /** One entry of a source tree, in pre-order (a directory before what it holds). */
-interface PlannedEntry { relative: string; name: string; depth: number; stats: Stats }
+interface PlannedEntry {
+  relative: string;
+  name: string;
+  depth: number;
+  stats: Stats;
+}
 
 const tooLarge = (absolute: string, what: string, limit: number, reason: string): ToolError =>
   new ToolError('VALIDATION', `${absolute} is too large to copy in one call (${what}); nothing was copied.`, {
-    path: absolute, details: { reason, limit },
+    path: absolute,
+    details: { reason, limit },
     suggestion: 'Copy a smaller subtree per call.',
   });
 
 export const copyPath = defineTool({
   name: 'copy_path',
   title: 'Copy path',
-  description: 'Copy a file, symlink (as a link) or directory (recursive: true; at most 10000 entries, 256 MiB), '
-    + 'keeping modes; all or nothing. An existing destination fails (VALIDATION destination_exists) unless overwrite: '
-    + 'true on a file, with its hash.',
+  description:
+    'Copy a file, symlink (as a link) or directory (recursive: true; at most 10000 entries, 256 MiB), ' +
+    'keeping modes; all or nothing. An existing destination fails (VALIDATION destination_exists) unless overwrite: ' +
+    'true on a file, with its hash.',
   group: 'fs-write',
   input: CopyPathInput,
   output: CopyPathOutput,
@@ -86,8 +100,10 @@ export const copyPath = defineTool({
     const missingParent = 'Call create_directory for the parent first.';
     if (!(await isDirectory(parentOf(destination.real)))) throw parentMissing(destination.absolute, missingParent);
     const { result, statusHash } = await runMutation(ctx, {
-      lockPaths: [source.real, destination.real], expectedStatusHash: args.expected_status_hash,
-      statusPaths: [destination.real], dryRun: args.dry_run,
+      lockPaths: [source.real, destination.real],
+      expectedStatusHash: args.expected_status_hash,
+      statusPaths: [destination.real],
+      dryRun: args.dry_run,
       decide: async (scope) => {
         const src = scope.existingParent(source.real, source.absolute);
         const dst = scope.existingParent(destination.real, destination.absolute, missingParent);
@@ -97,12 +113,16 @@ export const copyPath = defineTool({
         const s = srcNow!;
         // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
         const dstFile = dstNow?.isFile()
-          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true }) : null;
+          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true })
+          : null;
         if (dstNow || args.expected_hash !== undefined) {
           checkExpectedHash({
-            absolute: destination.absolute, real: destination.real,
+            absolute: destination.absolute,
+            real: destination.real,
             current: { hash: dstFile?.hash ?? null, bytes: dstFile?.bytes ?? undefined },
-            expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
+            expected: args.expected_hash,
+            autoOcc: ctx.config.autoOcc,
+            memory: ctx.hashes,
           });
         }
         const expectDst = dstNow ? identityOf(dstFile?.stats ?? dstNow) : null;
@@ -110,7 +130,8 @@ export const copyPath = defineTool({
         const forgetDst = () => ctx.hashes.forget(destination.real);
 
         if (s.isFile()) {
-          if (s.size > MAX_COPY_BYTES) throw tooLarge(source.absolute, `${s.size} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
+          if (s.size > MAX_COPY_BYTES)
+            throw tooLarge(source.absolute, `${s.size} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
           // Hashed here (streamed, never held whole); the effect streams the same file again and must see the same
           // node at the same version with the same hash.
           const current = await scope.current(source.real, { wantBytes: false, maxBytes: MAX_COPY_BYTES });
@@ -129,7 +150,9 @@ export const copyPath = defineTool({
           return {
             result: { ...base, entries: 0, bytes: 0, contentHash: null },
             done: `copied the link ${source.real} to ${destination.real}`,
-            effect: async () => { await placeLink(dst.dir, dst.name, target, expectDst); },
+            effect: async () => {
+              await placeLink(dst.dir, dst.name, target, expectDst);
+            },
             remember: forgetDst,
           };
         }
@@ -139,24 +162,43 @@ export const copyPath = defineTool({
         let total = 0;
         try {
           if (!sameNode(top.identity, s)) throw changedError(source.absolute);
-          await inspectTree(top, (e) => {
-            const rel = (r: string) => (r === '' ? e.relative : `${r}/${e.relative}`);
-            const dstAbsolute = `${destination.absolute}/${e.relative}`;
-            assertCopyableEntry(ctx.policy, { absolute: e.absolute, relative: rel(source.relative) },
-              { absolute: dstAbsolute, relative: rel(destination.relative) });
-            if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
-              throw new ToolError('FILE_POLICY_DENIED', `${e.absolute} is a special file (${kindOf(e.stats)}); nothing is copied.`, {
-                path: e.absolute, details: { source: 'builtin', rule: 'special_file' },
-              });
-            }
-            if (e.stats.isFile()) {
-              total += e.stats.size;
-              if (total > MAX_COPY_BYTES) throw tooLarge(source.absolute, `over ${MAX_COPY_BYTES} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
-            }
-            plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
-          }, MAX_COPY_ENTRIES, ctx.signal).catch((error: unknown) => {
+          await inspectTree(
+            top,
+            (e) => {
+              const rel = (r: string) => (r === '' ? e.relative : `${r}/${e.relative}`);
+              const dstAbsolute = `${destination.absolute}/${e.relative}`;
+              assertCopyableEntry(
+                ctx.policy,
+                { absolute: e.absolute, relative: rel(source.relative) },
+                { absolute: dstAbsolute, relative: rel(destination.relative) },
+              );
+              if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
+                throw new ToolError(
+                  'FILE_POLICY_DENIED',
+                  `${e.absolute} is a special file (${kindOf(e.stats)}); nothing is copied.`,
+                  {
+                    path: e.absolute,
+                    details: { source: 'builtin', rule: 'special_file' },
+                  },
+                );
+              }
+              if (e.stats.isFile()) {
+                total += e.stats.size;
+                if (total > MAX_COPY_BYTES)
+                  throw tooLarge(source.absolute, `over ${MAX_COPY_BYTES} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
+              }
+              plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
+            },
+            MAX_COPY_ENTRIES,
+            ctx.signal,
+          ).catch((error: unknown) => {
             if (error instanceof ToolError && error.details.reason === 'too_many_entries') {
-              throw tooLarge(source.absolute, `more than ${MAX_COPY_ENTRIES} entries`, MAX_COPY_ENTRIES, 'too_many_entries');
+              throw tooLarge(
+                source.absolute,
+                `more than ${MAX_COPY_ENTRIES} entries`,
+                MAX_COPY_ENTRIES,
+                'too_many_entries',
+              );
             }
             throw error;
           });
@@ -173,16 +215,27 @@ export const copyPath = defineTool({
     });
     return {
       structured: {
-        source: source.real, destination: destination.real, type: result.type, dry_run: args.dry_run,
-        overwritten: result.overwritten, entries: result.entries, bytes: result.bytes,
-        previous_destination_hash: result.previousDestinationHash, content_hash: result.contentHash,
+        source: source.real,
+        destination: destination.real,
+        type: result.type,
+        dry_run: args.dry_run,
+        overwritten: result.overwritten,
+        entries: result.entries,
+        bytes: result.bytes,
+        previous_destination_hash: result.previousDestinationHash,
+        content_hash: result.contentHash,
         ...(statusHash ? { status_hash: statusHash } : {}),
       },
-      text: `${args.dry_run ? 'Would copy' : 'Copied'} ${result.type} ${source.real} -> ${destination.real}`
-        + `${result.entries ? ` (${result.entries} entries, ${result.bytes} bytes)` : ''}`
-        + `${result.overwritten ? ' (overwrote the destination)' : ''}`
-        + `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
-      audit: { paths: [source.real, destination.real], hash_before: result.previousDestinationHash, hash_after: result.contentHash },
+      text:
+        `${args.dry_run ? 'Would copy' : 'Copied'} ${result.type} ${source.real} -> ${destination.real}` +
+        `${result.entries ? ` (${result.entries} entries, ${result.bytes} bytes)` : ''}` +
+        `${result.overwritten ? ' (overwrote the destination)' : ''}` +
+        `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
+      audit: {
+        paths: [source.real, destination.real],
+        hash_before: result.previousDestinationHash,
+        hash_after: result.contentHash,
+      },
     };
   },
 });
@@ -192,37 +245,60 @@ export const copyPath = defineTool({
  * @throws ToolError NOT_FOUND, VALIDATION (same_path, recursive_required, destination_inside_source,
  *   destination_exists, destination_is_directory), FILE_POLICY_DENIED (a special file)
  */
-function assertCopyable(src: Stats | null, dst: Stats | null, args: { recursive: boolean; overwrite: boolean },
-  source: { real: string; absolute: string }, destination: { real: string; absolute: string }): void {
-  if (!src) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+function assertCopyable(
+  src: Stats | null,
+  dst: Stats | null,
+  args: { recursive: boolean; overwrite: boolean },
+  source: { real: string; absolute: string },
+  destination: { real: string; absolute: string },
+): void {
+  if (!src)
+    throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
   if (source.real === destination.real) {
-    throw new ToolError('VALIDATION', 'source and destination are the same path.', { path: source.absolute, details: { reason: 'same_path' } });
+    throw new ToolError('VALIDATION', 'source and destination are the same path.', {
+      path: source.absolute,
+      details: { reason: 'same_path' },
+    });
   }
   if (!src.isFile() && !src.isDirectory() && !src.isSymbolicLink()) {
-    throw new ToolError('FILE_POLICY_DENIED', `${source.absolute} is a special file (${kindOf(src)}); it is not copied.`, {
-      path: source.absolute, details: { source: 'builtin', rule: 'special_file' },
-    });
+    throw new ToolError(
+      'FILE_POLICY_DENIED',
+      `${source.absolute} is a special file (${kindOf(src)}); it is not copied.`,
+      {
+        path: source.absolute,
+        details: { source: 'builtin', rule: 'special_file' },
+      },
+    );
   }
   if (src.isDirectory() && !args.recursive) {
     throw new ToolError('VALIDATION', `${source.absolute} is a directory; copying it needs recursive: true.`, {
-      path: source.absolute, details: { reason: 'recursive_required' },
+      path: source.absolute,
+      details: { reason: 'recursive_required' },
     });
   }
   if (src.isDirectory() && isWithin(source.real, destination.real)) {
     throw new ToolError('VALIDATION', 'A directory cannot be copied inside itself.', {
-      path: destination.absolute, details: { reason: 'destination_inside_source' },
+      path: destination.absolute,
+      details: { reason: 'destination_inside_source' },
     });
   }
   if (dst && !args.overwrite) {
     throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was copied.`, {
-      path: destination.absolute, details: { reason: 'destination_exists' },
-      suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace a file, or choose another destination.',
+      path: destination.absolute,
+      details: { reason: 'destination_exists' },
+      suggestion:
+        "Pass overwrite: true (with the destination's expected_hash) to replace a file, or choose another destination.",
     });
   }
   if (dst && (dst.isDirectory() || src.isDirectory())) {
-    throw new ToolError('VALIDATION', `${destination.absolute} exists; only a file can be overwritten, and only by a file or link.`, {
-      path: destination.absolute, details: { reason: 'destination_is_directory' },
-    });
+    throw new ToolError(
+      'VALIDATION',
+      `${destination.absolute} exists; only a file can be overwritten, and only by a file or link.`,
+      {
+        path: destination.absolute,
+        details: { reason: 'destination_is_directory' },
+      },
+    );
   }
 }
 
@@ -247,7 +323,8 @@ async function placeLink(dir: VerifiedDir, name: string, target: string, expecte
     dir.symlink(target, tmp);
     try {
       const now = dir.lstat(name);
-      if (!now || !sameNode(now, expected) || now.mtimeMs !== expected.mtimeMs || now.size !== expected.size) throw changedError(dir.pathOf(name));
+      if (!now || !sameNode(now, expected) || now.mtimeMs !== expected.mtimeMs || now.size !== expected.size)
+        throw changedError(dir.pathOf(name));
       dir.rename(tmp, dir, name);
     } catch (error) {
       dir.unlinkOwnTemporary(tmp);
@@ -266,7 +343,8 @@ let copyFault: ((relative: string) => void) | null = null;
 /** An EACCES before `entry` is copied (the `--test-seams=copy-fault:ENTRY` seam; the suite runs as root). */
 export function failCopyAt(entry: string): (relative: string) => void {
   return (relative) => {
-    if (relative === entry) throw Object.assign(new Error(`EACCES: permission denied, open '${relative}'`), { code: 'EACCES' });
+    if (relative === entry)
+      throw Object.assign(new Error(`EACCES: permission denied, open '${relative}'`), { code: 'EACCES' });
   };
 }
 
@@ -281,8 +359,14 @@ export function setCopyFault(fn: typeof copyFault): void {
  * On failure the temporary tree is removed and nothing is at the destination.
  * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists (it appeared); errno errors
  */
-async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats, plan: readonly PlannedEntry[],
-  dstParent: VerifiedDir, dstName: string): Promise<void> {
+async function copyTree(
+  srcParent: VerifiedDir,
+  srcName: string,
+  srcStats: Stats,
+  plan: readonly PlannedEntry[],
+  dstParent: VerifiedDir,
+  dstName: string,
+): Promise<void> {
   const tmpName = tempName(dstName, 'copy');
   dstParent.assertInside();
   dstParent.mkdir(tmpName, 0o700);
@@ -330,7 +414,10 @@ async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats
       let dir = tmpTop;
       const opened: VerifiedDir[] = [];
       try {
-        for (const p of parts) { dir = dir.openDir(p); opened.push(dir); }
+        for (const p of parts) {
+          dir = dir.openDir(p);
+          opened.push(dir);
+        }
         dir.chmod(name, mode);
       } finally {
         for (const d of opened) d.close();
@@ -341,9 +428,11 @@ async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats
     // There is no rename-without-replace in Node, and rename(2) silently replaces an empty directory: the destination
     // name is claimed first with an exclusive mkdir (EEXIST: something appeared), and the copy then replaces only
     // that placeholder of ours (a non-empty directory put there meanwhile makes the rename fail, nothing replaced).
-    const appeared = () => new ToolError('VALIDATION', `${dstParent.pathOf(dstName)} appeared during the call; nothing was copied.`, {
-      path: dstParent.pathOf(dstName), details: { reason: 'destination_exists' },
-    });
+    const appeared = () =>
+      new ToolError('VALIDATION', `${dstParent.pathOf(dstName)} appeared during the call; nothing was copied.`, {
+        path: dstParent.pathOf(dstName),
+        details: { reason: 'destination_exists' },
+      });
     try {
       dstParent.mkdir(dstName, 0o700);
     } catch (error) {
@@ -356,7 +445,11 @@ async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats
     } catch (error) {
       const now = dstParent.lstat(dstName);
       if (now && placeholder && sameNode(now, placeholder)) {
-        try { dstParent.rmdir(dstName); } catch { /* no longer empty: not ours to remove */ }
+        try {
+          dstParent.rmdir(dstName);
+        } catch {
+          /* no longer empty: not ours to remove */
+        }
       }
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR') throw appeared();
@@ -365,7 +458,10 @@ async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats
     placed = true;
     await dstParent.sync();
   } finally {
-    for (const [a, b] of stack) { if (a !== undefined) a.close(); if (b !== tmpTop) b.close(); }
+    for (const [a, b] of stack) {
+      if (a !== undefined) a.close();
+      if (b !== tmpTop) b.close();
+    }
     tmpTop.close();
     if (!placed) await removeOwnTree(dstParent, tmpName);
   }
@@ -374,7 +470,11 @@ async function copyTree(srcParent: VerifiedDir, srcName: string, srcStats: Stats
 /** Removes this call's own temporary tree (best effort: a failure to clean up never hides the original error). */
 async function removeOwnTree(parent: VerifiedDir, name: string): Promise<void> {
   try {
-    try { parent.chmod(name, 0o700); } catch { /* gone or not ours */ }
+    try {
+      parent.chmod(name, 0o700);
+    } catch {
+      /* gone or not ours */
+    }
     const top = parent.openDir(name);
     try {
       const inspected = await inspectTree(top, () => undefined, MAX_COPY_ENTRIES + 1);
@@ -393,8 +493,15 @@ async function removeOwnTree(parent: VerifiedDir, name: string): Promise<void> {
  * or the file `expectDst` (replaced). The temporary file is removed on failure.
  * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists; errno errors
  */
-async function copyFileAtomic(from: VerifiedDir, name: string, expected: Stats, hash: string, to: VerifiedDir, dstName: string,
-  expectDst: FileIdentity | null): Promise<void> {
+async function copyFileAtomic(
+  from: VerifiedDir,
+  name: string,
+  expected: Stats,
+  hash: string,
+  to: VerifiedDir,
+  dstName: string,
+  expectDst: FileIdentity | null,
+): Promise<void> {
   const tmp = `${temporaryPrefix(dstName)}${randomBytes(6).toString('hex')}.tmp`;
   to.assertInside();
   try {
@@ -405,7 +512,8 @@ async function copyFileAtomic(from: VerifiedDir, name: string, expected: Stats, 
     if (expectDst === null) {
       if (now) {
         throw new ToolError('VALIDATION', `${to.pathOf(dstName)} appeared during the call; nothing was copied.`, {
-          path: to.pathOf(dstName), details: { reason: 'destination_exists' },
+          path: to.pathOf(dstName),
+          details: { reason: 'destination_exists' },
         });
       }
     } else if (!now || !now.isFile() || !sameVersion(identityOf(now), expectDst)) {
@@ -425,14 +533,24 @@ async function copyFileAtomic(from: VerifiedDir, name: string, expected: Stats, 
  * @returns the content hash of the bytes copied
  * @throws ToolError NOT_ALLOWED changed_during_call (the source changed since inspected); errno errors
  */
-async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: VerifiedDir, toName: string): Promise<string> {
+async function copyFileIn(
+  from: VerifiedDir,
+  name: string,
+  expected: Stats,
+  to: VerifiedDir,
+  toName: string,
+): Promise<string> {
   const input = await from.openFile(name, { flags: constants.O_RDONLY });
   const hasher = createContentHasher();
   try {
     const st = await input.stat();
-    if (!sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs) throw changedError(from.pathOf(name));
+    if (!sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs)
+      throw changedError(from.pathOf(name));
     const mode = st.mode & 0o7777;
-    const output = await to.openFile(toName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode: 0o600 });
+    const output = await to.openFile(toName, {
+      flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
+      mode: 0o600,
+    });
     try {
       const buffer = Buffer.allocUnsafe(1024 * 1024);
       let position = 0;
@@ -456,5 +574,3 @@ async function copyFileIn(from: VerifiedDir, name: string, expected: Stats, to: 
   }
   return hasher.digest();
 }
-
-

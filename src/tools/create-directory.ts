@@ -28,8 +28,9 @@ export const CreateDirectoryOutput = z.object({
 export const createDirectory = defineTool({
   name: 'create_directory',
   title: 'Create directory',
-  description: 'Create a directory and missing parents (mkdir -p); created: false if it exists. Never under .git or '
-    + 'through a link out of the roots; fails if a file is in the way (VALIDATION).',
+  description:
+    'Create a directory and missing parents (mkdir -p); created: false if it exists. Never under .git or ' +
+    'through a link out of the roots; fails if a file is in the way (VALIDATION).',
   group: 'fs-write',
   input: CreateDirectoryInput,
   output: CreateDirectoryOutput,
@@ -38,9 +39,15 @@ export const createDirectory = defineTool({
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
-    const target = await authorizeWrite(args.path, ctx.policy, { kind: 'directory', mustExist: false, followFinal: true });
+    const target = await authorizeWrite(args.path, ctx.policy, {
+      kind: 'directory',
+      mustExist: false,
+      followFinal: true,
+    });
     const { result, statusHash } = await runMutation(ctx, {
-      lockPaths: [target.real], expectedStatusHash: args.expected_status_hash, statusPaths: [target.real],
+      lockPaths: [target.real],
+      expectedStatusHash: args.expected_status_hash,
+      statusPaths: [target.real],
       dryRun: args.dry_run,
       decide: (scope) => {
         // What is there now (its parent may be missing too: created like mkdir -p).
@@ -49,29 +56,40 @@ export const createDirectory = defineTool({
         const now = target.relative === '' ? target.stats : where ? where.dir.lstat(where.name) : null;
         if (now && !now.isDirectory()) {
           throw new ToolError('VALIDATION', `${target.absolute} exists and is not a directory.`, {
-            path: target.absolute, details: { reason: 'not_a_directory' },
+            path: target.absolute,
+            details: { reason: 'not_a_directory' },
           });
         }
         if (now && args.expected_hash === 'absent') {
           throw new OccMismatchError(`${target.absolute} already exists, but expected_hash was "absent".`, {
-            path: target.absolute, expectedHash: 'absent', currentHash: null, conflict: { reason: 'created' },
+            path: target.absolute,
+            expectedHash: 'absent',
+            currentHash: null,
+            conflict: { reason: 'created' },
           });
         }
         const result = { created: !now };
         if (now) return { result, done: 'nothing' };
         return {
-          result, done: `created ${target.real}`,
-          effect: () => Promise.resolve().then(() => {
-            const made = openDirCreating(target.real, scope.isInside);
-            made.dir.close();
-            result.created = made.created.length > 0;
-          }),
+          result,
+          done: `created ${target.real}`,
+          effect: () =>
+            Promise.resolve().then(() => {
+              const made = openDirCreating(target.real, scope.isInside);
+              made.dir.close();
+              result.created = made.created.length > 0;
+            }),
         };
       },
     });
     const created = result.created;
     return {
-      structured: { path: target.real, created, dry_run: args.dry_run, ...(statusHash ? { status_hash: statusHash } : {}) },
+      structured: {
+        path: target.real,
+        created,
+        dry_run: args.dry_run,
+        ...(statusHash ? { status_hash: statusHash } : {}),
+      },
       text: `${created ? (args.dry_run ? 'Would create' : 'Created') : 'Already exists:'} ${quoteName(target.real)}`,
       audit: { paths: [target.real] },
     };

@@ -86,7 +86,9 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
 }
 
 /** Identity helper that keeps the schema types attached to the handler. */
-export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(def: ToolDefinition<I, O>): ToolDefinition<I, O> {
+export function defineTool<I extends z.ZodObject, O extends z.ZodObject>(
+  def: ToolDefinition<I, O>,
+): ToolDefinition<I, O> {
   return def;
 }
 

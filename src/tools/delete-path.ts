@@ -5,7 +5,14 @@
  */
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { directoryNotEmpty, inspectTree, removeEmptyDir, removeEntry, removeTree, type InspectedTree } from '../fs/tree-ops.js';
+import {
+  directoryNotEmpty,
+  inspectTree,
+  removeEmptyDir,
+  removeEntry,
+  removeTree,
+  type InspectedTree,
+} from '../fs/tree-ops.js';
 import { sameNode } from '../fs/verified-dir.js';
 import { historyFileOf } from '../fs/history.js';
 import { assertDeletableEntry, authorizeWrite, kindOf } from '../policy/authorize.js';
@@ -21,7 +28,7 @@ const MAX_RECURSIVE_ENTRIES = 100_000;
 export const DeletePathInput = z.strictObject({
   path: PathArg,
   recursive: z.boolean().default(false).describe('Needed for a non-empty directory'),
-  expected_hash: ExpectedHash.optional().describe('A file\'s content_hash'),
+  expected_hash: ExpectedHash.optional().describe("A file's content_hash"),
   expected_status_hash: ExpectedStatusHash.optional(),
   dry_run: DryRun,
 });
@@ -38,8 +45,9 @@ export const DeletePathOutput = z.object({
 export const deletePath = defineTool({
   name: 'delete_path',
   title: 'Delete path',
-  description: 'Delete a file, symlink or directory. A non-empty directory needs recursive: true and fails whole if it '
-    + 'holds a secret, .git or protected entry. A file needs its hash like write_file.',
+  description:
+    'Delete a file, symlink or directory. A non-empty directory needs recursive: true and fails whole if it ' +
+    'holds a secret, .git or protected entry. A file needs its hash like write_file.',
   group: 'fs-write',
   input: DeletePathInput,
   output: DeletePathOutput,
@@ -50,46 +58,75 @@ export const deletePath = defineTool({
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'any', mustExist: true, followFinal: false });
     const { result, statusHash } = await runMutation(ctx, {
-      lockPaths: [target.real], expectedStatusHash: args.expected_status_hash, statusPaths: [target.real],
+      lockPaths: [target.real],
+      expectedStatusHash: args.expected_status_hash,
+      statusPaths: [target.real],
       dryRun: args.dry_run,
       // Inside the lock, on what is there now: its kind, its hash, its whole tree (never the stats of authorization).
       decide: async (scope) => {
         const { dir, name } = scope.existingParent(target.real, target.absolute);
         const stats = dir.lstat(name);
-        if (!stats) throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+        if (!stats)
+          throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
         const type = kindOf(stats);
-        const forget = () => (stats.isDirectory() ? ctx.hashes.forgetUnder(target.real) : ctx.hashes.forget(target.real));
+        const forget = () =>
+          stats.isDirectory() ? ctx.hashes.forgetUnder(target.real) : ctx.hashes.forget(target.real);
         if (stats.isFile()) {
-          const current = await scope.current(target.real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes, hashOnlyWhenLarge: true });
+          const current = await scope.current(target.real, {
+            wantBytes: true,
+            maxBytes: ctx.config.limits.maxEditBytes,
+            hashOnlyWhenLarge: true,
+          });
           checkExpectedHash({
-            absolute: target.absolute, real: target.real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-            expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
+            absolute: target.absolute,
+            real: target.real,
+            current: { hash: current.hash, bytes: current.bytes ?? undefined },
+            expected: args.expected_hash,
+            autoOcc: ctx.config.autoOcc,
+            memory: ctx.hashes,
           });
           const node = current.stats ?? stats;
           return {
-            result: { type, previousHash: current.hash, entries: 0 }, done: `deleted ${target.real}`, remember: forget,
+            result: { type, previousHash: current.hash, entries: 0 },
+            done: `deleted ${target.real}`,
+            remember: forget,
             effect: () => removeEntry(dir, name, node),
-            history: current.bytes ? { tool: 'delete_path', files: [historyFileOf(target.real, current.bytes, node.mode, null)] } : undefined,
+            history: current.bytes
+              ? { tool: 'delete_path', files: [historyFileOf(target.real, current.bytes, node.mode, null)] }
+              : undefined,
           };
         }
         if (!stats.isDirectory()) {
           return {
-            result: { type, previousHash: null, entries: 0 }, done: `deleted ${target.real}`, remember: forget,
+            result: { type, previousHash: null, entries: 0 },
+            done: `deleted ${target.real}`,
+            remember: forget,
             effect: () => removeEntry(dir, name, stats),
           };
         }
         const top = dir.openDir(name);
         let inspected: InspectedTree | null = null;
         try {
-          if (!sameNode(top.identity, stats)) throw new ToolError('NOT_ALLOWED', `${target.absolute} changed during the call.`, {
-            path: target.absolute, details: { reason: 'changed_during_call' },
-          });
+          if (!sameNode(top.identity, stats))
+            throw new ToolError('NOT_ALLOWED', `${target.absolute} changed during the call.`, {
+              path: target.absolute,
+              details: { reason: 'changed_during_call' },
+            });
           if (args.recursive) {
             // The whole tree, at any depth, through descriptors: one protected entry refuses the whole delete, and a
             // tree that cannot be read completely is refused (SPEC §6.2).
-            inspected = await inspectTree(top, (e) => assertDeletableEntry(ctx.policy, e.absolute,
-              target.relative === '' ? e.relative : `${target.relative}/${e.relative}`, e.stats.isDirectory()),
-            MAX_RECURSIVE_ENTRIES, ctx.signal);
+            inspected = await inspectTree(
+              top,
+              (e) =>
+                assertDeletableEntry(
+                  ctx.policy,
+                  e.absolute,
+                  target.relative === '' ? e.relative : `${target.relative}/${e.relative}`,
+                  e.stats.isDirectory(),
+                ),
+              MAX_RECURSIVE_ENTRIES,
+              ctx.signal,
+            );
           } else if ((await top.readdir()).length > 0) {
             throw directoryNotEmpty(target.absolute);
           }
@@ -98,7 +135,9 @@ export const deletePath = defineTool({
         }
         const tree = inspected;
         return {
-          result: { type, previousHash: null, entries: tree?.entries ?? 0 }, done: `deleted ${target.real}`, remember: forget,
+          result: { type, previousHash: null, entries: tree?.entries ?? 0 },
+          done: `deleted ${target.real}`,
+          remember: forget,
           effect: async () => {
             if (tree) await removeTree(dir, name, tree);
             else await removeEmptyDir(dir, name, stats);
@@ -109,7 +148,11 @@ export const deletePath = defineTool({
     const type = result.type;
     return {
       structured: {
-        path: target.real, type, dry_run: args.dry_run, entries: result.entries, previous_hash: result.previousHash,
+        path: target.real,
+        type,
+        dry_run: args.dry_run,
+        entries: result.entries,
+        previous_hash: result.previousHash,
         ...(statusHash ? { status_hash: statusHash } : {}),
       },
       text: `${args.dry_run ? 'Would delete' : 'Deleted'} ${type} ${quoteName(target.real)}${result.entries ? ` and ${result.entries} entries inside` : ''}`,

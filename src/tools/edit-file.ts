@@ -22,11 +22,17 @@ const MAX_DIFF_CHARS = 64 * 1024;
 
 export const EditFileInput = z.strictObject({
   path: PathArg,
-  edits: z.array(z.strictObject({
-    old_text: z.string().min(1).describe('Exact current text, indentation included'),
-    new_text: z.string().describe('Inserted literally'),
-    replace_all: z.boolean().default(false).describe('Every occurrence (else exactly one)'),
-  })).min(1).max(100).describe('1-100 edits, in order'),
+  edits: z
+    .array(
+      z.strictObject({
+        old_text: z.string().min(1).describe('Exact current text, indentation included'),
+        new_text: z.string().describe('Inserted literally'),
+        replace_all: z.boolean().default(false).describe('Every occurrence (else exactly one)'),
+      }),
+    )
+    .min(1)
+    .max(100)
+    .describe('1-100 edits, in order'),
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
   allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
@@ -36,12 +42,14 @@ export const EditFileInput = z.strictObject({
 export const EditFileOutput = z.object({
   ...MutationResultShape,
   replacements: z.number().int().describe('Total replacements made'),
-  edits: z.array(z.object({
-    index: z.number().int(),
-    replacements: z.number().int(),
-    match: z.enum(['exact', 'trailing_whitespace']).describe('How old_text matched'),
-    lines: z.array(z.number().int()).describe('1-based lines where the matches started'),
-  })),
+  edits: z.array(
+    z.object({
+      index: z.number().int(),
+      replacements: z.number().int(),
+      match: z.enum(['exact', 'trailing_whitespace']).describe('How old_text matched'),
+      lines: z.array(z.number().int()).describe('1-based lines where the matches started'),
+    }),
+  ),
   diff: z.string().describe('Unified diff of the change'),
   diff_truncated: z.boolean(),
 });
@@ -49,9 +57,10 @@ export const EditFileOutput = z.object({
 export const editFile = defineTool({
   name: 'edit_file',
   title: 'Edit file',
-  description: 'Replace exact text: each old_text must occur once (or replace_all); all or none. Tolerates CRLF/LF and '
-    + 'trailing spaces, not indentation. Needs the hash like write_file. Returns a diff and the new content_hash; '
-    + 'PATCH_FAILED details show the nearest text.',
+  description:
+    'Replace exact text: each old_text must occur once (or replace_all); all or none. Tolerates CRLF/LF and ' +
+    'trailing spaces, not indentation. Needs the hash like write_file. Returns a diff and the new content_hash; ' +
+    'PATCH_FAILED details show the nearest text.',
   group: 'fs-write',
   input: EditFileInput,
   output: EditFileOutput,
@@ -61,30 +70,43 @@ export const editFile = defineTool({
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, {
-      kind: 'file', mustExist: true, followFinal: true, knownToSession: deletionIsConflict(ctx, args.expected_hash),
+      kind: 'file',
+      mustExist: true,
+      followFinal: true,
+      knownToSession: deletionIsConflict(ctx, args.expected_hash),
     });
-    const r = await mutateFile(ctx, target, {
-      expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
-      wantBytes: true, mustExist: true, tool: 'edit_file',
-    }, (current) => {
-      const bytes = current.bytes!;
-      if (!isUtf8(bytes)) {
-        throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text; edit_file edits text only.`, {
-          path: target.absolute, details: { reason: 'binary', current_hash: current.hash },
-          suggestion: 'Use write_file with content_base64 to replace a binary file.',
-        });
-      }
-      const before = bytes.toString('utf8');
-      let result;
-      try {
-        result = applyEdits(before, args.edits, target.absolute);
-      } catch (error) {
-        if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
-        throw error;
-      }
-      assertNotRewrite(toEolText(before).view, toEolText(result.text).view, args.allow_rewrite, target.absolute);
-      return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
-    });
+    const r = await mutateFile(
+      ctx,
+      target,
+      {
+        expectedHash: args.expected_hash,
+        expectedStatusHash: args.expected_status_hash,
+        dryRun: args.dry_run,
+        wantBytes: true,
+        mustExist: true,
+        tool: 'edit_file',
+      },
+      (current) => {
+        const bytes = current.bytes!;
+        if (!isUtf8(bytes)) {
+          throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text; edit_file edits text only.`, {
+            path: target.absolute,
+            details: { reason: 'binary', current_hash: current.hash },
+            suggestion: 'Use write_file with content_base64 to replace a binary file.',
+          });
+        }
+        const before = bytes.toString('utf8');
+        let result;
+        try {
+          result = applyEdits(before, args.edits, target.absolute);
+        } catch (error) {
+          if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
+          throw error;
+        }
+        assertNotRewrite(toEolText(before).view, toEolText(result.text).view, args.allow_rewrite, target.absolute);
+        return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
+      },
+    );
     const { before, after, edits } = r.detail;
     // Same text as the diff package's createTwoFilesPatch, without re-diffing the unchanged lines before the edit.
     let diff = unifiedDiff(`a/${target.relative}`, `b/${target.relative}`, before, after, 3);
@@ -104,8 +126,13 @@ export const editFile = defineTool({
       ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
       ...(r.statusHash ? { status_hash: r.statusHash } : {}),
     };
-    const text = `${args.dry_run ? 'Would edit' : 'Edited'} ${quoteName(target.real)}: ${replacements} replacement(s); `
-      + `content_hash ${r.contentHash}${r.occ.warning ? `\nwarning: ${r.occ.warning}` : ''}\n${diff}`;
-    return { structured, text, audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes } };
+    const text =
+      `${args.dry_run ? 'Would edit' : 'Edited'} ${quoteName(target.real)}: ${replacements} replacement(s); ` +
+      `content_hash ${r.contentHash}${r.occ.warning ? `\nwarning: ${r.occ.warning}` : ''}\n${diff}`;
+    return {
+      structured,
+      text,
+      audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes },
+    };
   },
 });

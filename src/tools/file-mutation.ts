@@ -47,9 +47,14 @@ export async function checkStaleGit(ctx: ToolContext, real: string, expected: st
 }
 
 /** The work tree's status hash after a mutation (reported when the caller passed expected_status_hash). */
-export async function statusHashAfter(ctx: ToolContext, real: string, expected: string | undefined): Promise<string | undefined> {
+export async function statusHashAfter(
+  ctx: ToolContext,
+  real: string,
+  expected: string | undefined,
+): Promise<string | undefined> {
   if (expected === undefined) return undefined;
-  return (await currentStatusHash(real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs)).statusHash;
+  return (await currentStatusHash(real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs))
+    .statusHash;
 }
 
 /**
@@ -76,7 +81,8 @@ export class MutationScope {
         if (code === 'ENOENT') return null;
         if (code === 'ENOTDIR') {
           throw new ToolError('VALIDATION', `A component of ${dirPath} exists and is not a directory.`, {
-            path: dirPath, details: { reason: 'not_a_directory' },
+            path: dirPath,
+            details: { reason: 'not_a_directory' },
           });
         }
         throw error;
@@ -119,9 +125,14 @@ export class MutationScope {
 }
 
 /** NOT_FOUND reason parent_missing. */
-export function parentMissing(absolute: string, suggestion = 'Pass create_dirs: true, or call create_directory first.'): ToolError {
+export function parentMissing(
+  absolute: string,
+  suggestion = 'Pass create_dirs: true, or call create_directory first.',
+): ToolError {
   return new ToolError('NOT_FOUND', `The parent directory of ${absolute} does not exist.`, {
-    path: absolute, details: { reason: 'parent_missing' }, suggestion,
+    path: absolute,
+    details: { reason: 'parent_missing' },
+    suggestion,
   });
 }
 
@@ -160,7 +171,10 @@ export interface MutationPlan<T> {
  *   the effect's errors (with details.mutation_applied when part of it happened), a status-hash failure after the
  *   effect (details.mutation_applied)
  */
-export async function runMutation<T>(ctx: ToolContext, plan: MutationPlan<T>): Promise<{ result: T; statusHash?: string }> {
+export async function runMutation<T>(
+  ctx: ToolContext,
+  plan: MutationPlan<T>,
+): Promise<{ result: T; statusHash?: string }> {
   if (plan.expectedStatusHash !== undefined && plan.statusPaths.length > 0) {
     await checkStaleGit(ctx, plan.statusPaths[0], plan.expectedStatusHash);
     // The status hash reported afterwards must be computable: a path outside any work tree is VALIDATION now, not
@@ -183,7 +197,11 @@ export async function runMutation<T>(ctx: ToolContext, plan: MutationPlan<T>): P
   });
   if (plan.dryRun || plan.expectedStatusHash === undefined) return { result: step.result };
   try {
-    const statusHash = await statusHashAfter(ctx, plan.statusPaths[plan.statusPaths.length - 1], plan.expectedStatusHash);
+    const statusHash = await statusHashAfter(
+      ctx,
+      plan.statusPaths[plan.statusPaths.length - 1],
+      plan.expectedStatusHash,
+    );
     return { result: step.result, statusHash };
   } catch (error) {
     throw step.effect ? afterEffect(error, step.done) : error;
@@ -196,11 +214,18 @@ export async function runMutation<T>(ctx: ToolContext, plan: MutationPlan<T>): P
  */
 async function recordHistory(ctx: ToolContext, history: NonNullable<MutationStep<unknown>['history']>): Promise<void> {
   try {
-    await recordChange(ctx.config.stateDir, {
-      maxChanges: ctx.config.limits.historyMaxChanges, maxBytes: ctx.config.limits.historyMaxBytes,
-    }, history);
+    await recordChange(
+      ctx.config.stateDir,
+      {
+        maxChanges: ctx.config.limits.historyMaxChanges,
+        maxBytes: ctx.config.limits.historyMaxBytes,
+      },
+      history,
+    );
   } catch (error) {
-    process.stderr.write(`fs-tools: the undo history could not record a ${history.tool} change (${(error as NodeJS.ErrnoException).code ?? 'error'})\n`);
+    process.stderr.write(
+      `fs-tools: the undo history could not record a ${history.tool} change (${(error as NodeJS.ErrnoException).code ?? 'error'})\n`,
+    );
   }
 }
 
@@ -210,8 +235,9 @@ async function recordHistory(ctx: ToolContext, history: NonNullable<MutationStep
  * wrote the path under --auto-occ=block|warn.
  */
 export function deletionIsConflict(ctx: ToolContext, expected: string | undefined): (real: string) => boolean {
-  return (real) => (expected !== undefined && expected !== ABSENT)
-    || (ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined);
+  return (real) =>
+    (expected !== undefined && expected !== ABSENT) ||
+    (ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined);
 }
 
 /** Options of `mutateFile`. */
@@ -259,31 +285,48 @@ export interface Computed<T> {
  * @throws ToolError NOT_FOUND parent_missing, STALE_GIT, HASH_REQUIRED, OCC_MISMATCH, whatever `compute` throws,
  *   NOT_ALLOWED (swap detected), and Node errno errors from the write (mapped to IO_ERROR / FILE_POLICY_DENIED)
  */
-export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, options: MutateOptions,
-  compute: (current: CurrentFile) => Promise<Computed<T>> | Computed<T>): Promise<MutateResult<T>> {
+export async function mutateFile<T>(
+  ctx: ToolContext,
+  target: AuthorizedWrite,
+  options: MutateOptions,
+  compute: (current: CurrentFile) => Promise<Computed<T>> | Computed<T>,
+): Promise<MutateResult<T>> {
   // SPEC §3.3 step 7 (existence) before step 8 (STALE_GIT) and 9 (OCC): a new file needs its parent directory.
   // A file this session knows (or an explicit content hash names) whose directory is gone too is a deletion conflict,
   // decided by the OCC check below, not a missing parent (issue 21).
   const known = deletionIsConflict(ctx, options.expectedHash)(target.real);
-  if (!target.stats && !options.createDirs && !known && !(await isDirectory(parentOf(target.real)))) throw parentMissing(target.absolute);
+  if (!target.stats && !options.createDirs && !known && !(await isDirectory(parentOf(target.real))))
+    throw parentMissing(target.absolute);
   const real: AllowedPath = target.real;
   // A real change also loads the bytes before it for the undo history (up to --max-edit-bytes; a larger file is hashed
   // only and its change is not recorded). A dry run loads only what the conflict report needs ('small': 256 KiB).
   const forHistory = !options.dryRun;
   const maxBytes = options.wantBytes === 'small' && !forHistory ? 256 * 1024 : ctx.config.limits.maxEditBytes;
   const readOptions = {
-    wantBytes: options.wantBytes !== false || forHistory, maxBytes, hashOnlyWhenLarge: options.wantBytes !== true,
+    wantBytes: options.wantBytes !== false || forHistory,
+    maxBytes,
+    hashOnlyWhenLarge: options.wantBytes !== true,
   };
   const { result, statusHash } = await runMutation(ctx, {
-    lockPaths: [real], expectedStatusHash: options.expectedStatusHash, statusPaths: [real], dryRun: options.dryRun,
+    lockPaths: [real],
+    expectedStatusHash: options.expectedStatusHash,
+    statusPaths: [real],
+    dryRun: options.dryRun,
     decide: async (scope) => {
       const where = options.createDirs || known ? scope.parent(real) : scope.existingParent(real, target.absolute);
-      const current = where ? await readCurrentIn(where.dir, where.name, readOptions)
+      const current = where
+        ? await readCurrentIn(where.dir, where.name, readOptions)
         : { exists: false, hash: null, bytes: null, stats: null };
-      const occCheck = () => checkExpectedHash({
-        absolute: target.absolute, real, current: { hash: current.hash, bytes: current.bytes ?? undefined },
-        expected: options.expectedHash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes, field: options.field,
-      });
+      const occCheck = () =>
+        checkExpectedHash({
+          absolute: target.absolute,
+          real,
+          current: { hash: current.hash, bytes: current.bytes ?? undefined },
+          expected: options.expectedHash,
+          autoOcc: ctx.config.autoOcc,
+          memory: ctx.hashes,
+          field: options.field,
+        });
       if (options.mustExist && !current.exists) {
         // A known file that is gone: the OCC check throws OCC_MISMATCH deleted (issue 21); otherwise NOT_FOUND.
         if (known) occCheck();
@@ -298,7 +341,11 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
       const computed = await compute(current);
       const contentHash = hashBytes(computed.bytes);
       const result = {
-        created: !current.exists, previousHash: current.hash, contentHash, bytes: computed.bytes.length, occ,
+        created: !current.exists,
+        previousHash: current.hash,
+        contentHash,
+        bytes: computed.bytes.length,
+        occ,
         detail: computed.detail,
       };
       const effect = async () => {
@@ -319,10 +366,19 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
               // save, a touch): our computed bytes still apply, so the write proceeds.
               onChanged: async () => {
                 try {
-                  const now = await readCurrentIn(parent, path.basename(real), { wantBytes: true, maxBytes, hashOnlyWhenLarge: true });
+                  const now = await readCurrentIn(parent, path.basename(real), {
+                    wantBytes: true,
+                    maxBytes,
+                    hashOnlyWhenLarge: true,
+                  });
                   checkExpectedHash({
-                    absolute: target.absolute, real, current: { hash: now.hash, bytes: now.bytes ?? undefined },
-                    expected: current.hash ?? 'absent', autoOcc: 'block', memory: ctx.hashes, field: options.field,
+                    absolute: target.absolute,
+                    real,
+                    current: { hash: now.hash, bytes: now.bytes ?? undefined },
+                    expected: current.hash ?? 'absent',
+                    autoOcc: 'block',
+                    memory: ctx.hashes,
+                    field: options.field,
                   });
                   return null;
                 } catch (error) {
@@ -338,12 +394,16 @@ export async function mutateFile<T>(ctx: ToolContext, target: AuthorizedWrite, o
       };
       const restorable = !current.exists || current.bytes !== null;
       return {
-        result, effect, done: `${current.exists ? 'replaced' : 'created'} ${real}`,
+        result,
+        effect,
+        done: `${current.exists ? 'replaced' : 'created'} ${real}`,
         remember: () => ctx.hashes.remember(real, contentHash, computed.bytes),
-        history: restorable ? {
-          tool: options.tool ?? 'write_file',
-          files: [historyFileOf(real, current.bytes, current.stats ? current.stats.mode : null, contentHash)],
-        } : undefined,
+        history: restorable
+          ? {
+              tool: options.tool ?? 'write_file',
+              files: [historyFileOf(real, current.bytes, current.stats ? current.stats.mode : null, contentHash)],
+            }
+          : undefined,
       };
     },
   });

@@ -28,13 +28,15 @@ export const GitStatusOutput = z.object({
   upstream: z.string().nullable(),
   ahead: z.number().int().nullable(),
   behind: z.number().int().nullable(),
-  entries: z.array(z.object({
-    path: z.string().describe('Relative to repo_root'),
-    kind: z.enum(['changed', 'renamed', 'unmerged', 'untracked', 'ignored']),
-    index: z.string().describe('Index (staged) status letter; "." unmodified'),
-    worktree: z.string().describe('Work-tree status letter; "." unmodified'),
-    orig_path: z.string().optional(),
-  })),
+  entries: z.array(
+    z.object({
+      path: z.string().describe('Relative to repo_root'),
+      kind: z.enum(['changed', 'renamed', 'unmerged', 'untracked', 'ignored']),
+      index: z.string().describe('Index (staged) status letter; "." unmodified'),
+      worktree: z.string().describe('Work-tree status letter; "." unmodified'),
+      orig_path: z.string().optional(),
+    }),
+  ),
   status_hash: z.string().describe('Pass as expected_status_hash to mutations and git_diff'),
   clean: z.boolean(),
   truncated: z.boolean().describe('True when the response budget cut the entries list (status_hash still covers all)'),
@@ -62,15 +64,19 @@ export async function resolveWorkTree(requested: string, ctx: ToolContext): Prom
  * @throws ToolError as resolveWorkTree, plus git_missing / git_timeout and the view's corrupt/unsupported codes
  */
 export async function openWorkTree(requested: string, ctx: ToolContext): Promise<GitView> {
-  return openRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots), { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal });
+  return openRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots), {
+    timeoutMs: ctx.config.limits.gitTimeoutMs,
+    signal: ctx.signal,
+  });
 }
 
 export const gitStatusTool = defineTool({
   name: 'git_status',
   title: 'Git status',
-  description: 'Git status of the work tree at path: branch, ahead/behind, entries, clean, status_hash (pass it as '
-    + 'expected_status_hash: STALE_GIT if the tree moved). Read-only; runs nothing the repository names; fails '
-    + 'outside a work tree or when git metadata leads outside the roots.',
+  description:
+    'Git status of the work tree at path: branch, ahead/behind, entries, clean, status_hash (pass it as ' +
+    'expected_status_hash: STALE_GIT if the tree moved). Read-only; runs nothing the repository names; fails ' +
+    'outside a work tree or when git metadata leads outside the roots.',
   group: 'git',
   input: GitStatusInput,
   output: GitStatusOutput,
@@ -122,11 +128,16 @@ export const gitStatusTool = defineTool({
       entries_total: entries.length,
     };
     const lines = [
-      `${quoteName(root)}: ${branch.detached ? 'detached HEAD' : `branch ${quoteName(branch.head ?? '(none)')}`}`
-        + `${branch.upstream ? ` tracking ${quoteName(branch.upstream)} (ahead ${branch.ahead}, behind ${branch.behind})` : ''}`,
+      `${quoteName(root)}: ${branch.detached ? 'detached HEAD' : `branch ${quoteName(branch.head ?? '(none)')}`}` +
+        `${branch.upstream ? ` tracking ${quoteName(branch.upstream)} (ahead ${branch.ahead}, behind ${branch.behind})` : ''}`,
       ...entryLines,
-      entries.length === 0 ? 'clean' : `${entries.length} entries${truncated
-        ? ` (${shown.length} shown: response budget; use git_diff with paths, or list_directory, for the rest)` : ''}`,
+      entries.length === 0
+        ? 'clean'
+        : `${entries.length} entries${
+            truncated
+              ? ` (${shown.length} shown: response budget; use git_diff with paths, or list_directory, for the rest)`
+              : ''
+          }`,
       `status_hash ${statusHash}`,
     ];
     return { structured, text: lines.join('\n'), audit: { paths: [root] } };

@@ -35,7 +35,8 @@ const queue: Waiter[] = [];
  *   `signal` aborts while the call waits
  */
 export async function runHeavy<T>(signal: AbortSignal | undefined, fn: () => Promise<T>, args?: unknown): Promise<T> {
-  if (running >= HEAVY_CONCURRENCY || queue.length > 0) await waitForSlot(signal, args === undefined ? 0 : JSON.stringify(args).length);
+  if (running >= HEAVY_CONCURRENCY || queue.length > 0)
+    await waitForSlot(signal, args === undefined ? 0 : JSON.stringify(args).length);
   else running++;
   try {
     return await fn();
@@ -55,14 +56,26 @@ function release(): void {
 function waitForSlot(signal: AbortSignal | undefined, bytes: number): Promise<void> {
   if (signal?.aborted) return Promise.reject(cancelled());
   if (queue.length >= HEAVY_QUEUE_LIMIT || (queue.length > 0 && queuedBytes + bytes > HEAVY_QUEUE_BYTES)) {
-    return Promise.reject(new ToolError('IO_ERROR',
-      `The server is busy: ${HEAVY_CONCURRENCY} heavy calls are running and ${queue.length} are waiting.`, {
-        details: { reason: 'busy', errno: 'EAGAIN', running: HEAVY_CONCURRENCY, queued: queue.length,
-          queue_limit: HEAVY_QUEUE_LIMIT, queue_bytes_limit: HEAVY_QUEUE_BYTES, retry_after_s: 1 },
-        suggestion: 'Retry the same call in a moment, or make fewer concurrent listing/search/read_files calls.',
-        retryable: true,
-        recovery: 'retry_later',
-      }));
+    return Promise.reject(
+      new ToolError(
+        'IO_ERROR',
+        `The server is busy: ${HEAVY_CONCURRENCY} heavy calls are running and ${queue.length} are waiting.`,
+        {
+          details: {
+            reason: 'busy',
+            errno: 'EAGAIN',
+            running: HEAVY_CONCURRENCY,
+            queued: queue.length,
+            queue_limit: HEAVY_QUEUE_LIMIT,
+            queue_bytes_limit: HEAVY_QUEUE_BYTES,
+            retry_after_s: 1,
+          },
+          suggestion: 'Retry the same call in a moment, or make fewer concurrent listing/search/read_files calls.',
+          retryable: true,
+          recovery: 'retry_later',
+        },
+      ),
+    );
   }
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => {

@@ -16,9 +16,13 @@ const RootEntry = z.object({
 
 export const ListAllowedDirectoriesOutput = z.object({
   roots: z.array(RootEntry).describe('The effective roots: what paths may use now'),
-  rule: z.enum(ROOTS_RULES as [RootsRule, ...RootsRule[]]).describe('Which SPEC §4.1 rule produced the effective roots'),
+  rule: z
+    .enum(ROOTS_RULES as [RootsRule, ...RootsRule[]])
+    .describe('Which SPEC §4.1 rule produced the effective roots'),
   command_line_roots: z.array(RootEntry).describe('The command-line roots (or the working-directory default)'),
-  client_roots: z.array(z.object({ path: z.string(), usable: z.boolean() })).optional()
+  client_roots: z
+    .array(z.object({ path: z.string(), usable: z.boolean() }))
+    .optional()
     .describe('What the client last announced; absent when it announced nothing'),
   flags: z.object({
     readonly: z.boolean(),
@@ -33,24 +37,31 @@ export const ListAllowedDirectoriesOutput = z.object({
   }),
   budget: z.object({ used: z.number().int(), limit: z.number().int().describe('0 means unlimited') }),
   version: z.string(),
-  recovered_transactions: z.array(z.object({
-    id: z.string(),
-    created_at: z.string(),
-    pid: z.number().int(),
-    outcome: z.enum(['ROLLBACK_COMPLETE', 'ROLLBACK_PARTIAL', 'ROLLBACK_FAILED', 'NOT_APPLIED']),
-    reason: z.enum(['readonly', 'refused', 'invalid']).optional(),
-    problem: z.string().optional(),
-    entry_file: z.string().optional(),
-    files: z.array(z.object({ path: z.string(), status: z.string(), reason: z.string().optional() })),
-  })).describe('Journal entries found at start-up: rolled back (ROLLBACK_*), or NOT_APPLIED and left on disk (reason '
-    + 'readonly, refused — each file\'s refusal in files[].reason — or invalid)'),
+  recovered_transactions: z
+    .array(
+      z.object({
+        id: z.string(),
+        created_at: z.string(),
+        pid: z.number().int(),
+        outcome: z.enum(['ROLLBACK_COMPLETE', 'ROLLBACK_PARTIAL', 'ROLLBACK_FAILED', 'NOT_APPLIED']),
+        reason: z.enum(['readonly', 'refused', 'invalid']).optional(),
+        problem: z.string().optional(),
+        entry_file: z.string().optional(),
+        files: z.array(z.object({ path: z.string(), status: z.string(), reason: z.string().optional() })),
+      }),
+    )
+    .describe(
+      'Journal entries found at start-up: rolled back (ROLLBACK_*), or NOT_APPLIED and left on disk (reason ' +
+        "readonly, refused — each file's refusal in files[].reason — or invalid)",
+    ),
 });
 
 export const listAllowedDirectories = defineTool({
   name: 'list_allowed_directories',
   title: 'List allowed directories',
-  description: 'The roots paths may use now (relative paths resolve against the first), where they came from and why, '
-    + 'flags, budget, version. Call it first, or after NOT_ALLOWED or ROOTS_EMPTY. Never fails.',
+  description:
+    'The roots paths may use now (relative paths resolve against the first), where they came from and why, ' +
+    'flags, budget, version. Call it first, or after NOT_ALLOWED or ROOTS_EMPTY. Never fails.',
   group: 'fs-read',
   input: ListAllowedDirectoriesInput,
   output: ListAllowedDirectoriesOutput,
@@ -58,46 +69,53 @@ export const listAllowedDirectories = defineTool({
   mutating: false,
   run(_args, ctx) {
     return Promise.resolve().then(() => {
-    const c = ctx.config;
-    const entry = (r: { real: string; given: string; source: 'cli' | 'cwd' | 'client' }) =>
-      ({ path: r.real, given: r.given, source: r.source });
-    const roots = ctx.policy.roots.map(entry);
-    const client = ctx.roots.client;
-    const structured = {
-      roots,
-      rule: ctx.roots.rule,
-      command_line_roots: ctx.roots.commandLine.map(entry),
-      ...(client ? { client_roots: client.announced } : {}),
-      flags: {
-        readonly: c.readonly,
-        allow_secrets: c.allowSecrets,
-        auto_occ: c.autoOcc,
-        client_roots: c.clientRoots,
-        ...(c.tools ? { tools: [...c.tools] } : {}),
-        ...(c.policyFile !== null ? { policy_file: c.policyFile } : {}),
-        policy_rules: c.policy.rules.length,
-        // Empty flag: the operator-configured hosts (src/vcs/host-allow.ts), shown as the entry that means them.
-        git_remote_allow: c.gitRemoteAllow.length > 0 ? c.gitRemoteAllow : ['default'],
-        max_read_bytes: c.limits.maxReadBytes,
-      },
-      budget: { used: ctx.budget.used, limit: ctx.budget.limit },
-      version: ctx.process.version,
-      recovered_transactions: [...ctx.process.recoveredTransactions] as z.output<typeof ListAllowedDirectoriesOutput>['recovered_transactions'],
-    };
-    const line = (r: { path: string; given: string; source: string }) =>
-      `  ${r.path}${r.given !== r.path ? ` (given as ${r.given})` : ''} [${r.source}]`;
-    const text = [
-      roots.length ? 'Allowed directories:' : `No allowed directories (ROOTS_EMPTY). ${ctx.roots.emptyError().suggestion}`,
-      ...roots.map(line),
-      `Rule: ${structured.rule}. ${ctx.roots.explain()}`,
-      `Command-line roots: ${structured.command_line_roots.length ? '' : 'none'}`,
-      ...structured.command_line_roots.map(line),
-      `Client roots: ${client ? (client.announced.length ? '' : 'announced an empty list') : 'none announced'}`,
-      ...(client?.announced ?? []).map((a) => `  ${a.path}${a.usable ? '' : ' (not usable)'}`),
-      `readonly: ${c.readonly}; allow_secrets: ${c.allowSecrets}; auto_occ: ${c.autoOcc}; budget: ${ctx.budget.used}/`
-        + `${ctx.budget.limit || 'unlimited'}; fs-tools ${ctx.process.version}`,
-    ].join('\n');
-    return { structured, text };
+      const c = ctx.config;
+      const entry = (r: { real: string; given: string; source: 'cli' | 'cwd' | 'client' }) => ({
+        path: r.real,
+        given: r.given,
+        source: r.source,
+      });
+      const roots = ctx.policy.roots.map(entry);
+      const client = ctx.roots.client;
+      const structured = {
+        roots,
+        rule: ctx.roots.rule,
+        command_line_roots: ctx.roots.commandLine.map(entry),
+        ...(client ? { client_roots: client.announced } : {}),
+        flags: {
+          readonly: c.readonly,
+          allow_secrets: c.allowSecrets,
+          auto_occ: c.autoOcc,
+          client_roots: c.clientRoots,
+          ...(c.tools ? { tools: [...c.tools] } : {}),
+          ...(c.policyFile !== null ? { policy_file: c.policyFile } : {}),
+          policy_rules: c.policy.rules.length,
+          // Empty flag: the operator-configured hosts (src/vcs/host-allow.ts), shown as the entry that means them.
+          git_remote_allow: c.gitRemoteAllow.length > 0 ? c.gitRemoteAllow : ['default'],
+          max_read_bytes: c.limits.maxReadBytes,
+        },
+        budget: { used: ctx.budget.used, limit: ctx.budget.limit },
+        version: ctx.process.version,
+        recovered_transactions: [...ctx.process.recoveredTransactions] as z.output<
+          typeof ListAllowedDirectoriesOutput
+        >['recovered_transactions'],
+      };
+      const line = (r: { path: string; given: string; source: string }) =>
+        `  ${r.path}${r.given !== r.path ? ` (given as ${r.given})` : ''} [${r.source}]`;
+      const text = [
+        roots.length
+          ? 'Allowed directories:'
+          : `No allowed directories (ROOTS_EMPTY). ${ctx.roots.emptyError().suggestion}`,
+        ...roots.map(line),
+        `Rule: ${structured.rule}. ${ctx.roots.explain()}`,
+        `Command-line roots: ${structured.command_line_roots.length ? '' : 'none'}`,
+        ...structured.command_line_roots.map(line),
+        `Client roots: ${client ? (client.announced.length ? '' : 'announced an empty list') : 'none announced'}`,
+        ...(client?.announced ?? []).map((a) => `  ${a.path}${a.usable ? '' : ' (not usable)'}`),
+        `readonly: ${c.readonly}; allow_secrets: ${c.allowSecrets}; auto_occ: ${c.autoOcc}; budget: ${ctx.budget.used}/` +
+          `${ctx.budget.limit || 'unlimited'}; fs-tools ${ctx.process.version}`,
+      ].join('\n');
+      return { structured, text };
     });
   },
 });

@@ -33,8 +33,9 @@ const EntrySchema = z.object({
   size: z.number().int().optional().describe('long: bytes (of the link itself for a symlink)'),
   mtime: z.string().optional().describe('long: ISO 8601'),
   secret: z.boolean().optional().describe('Present and true for a secret filename'),
-  link_target_type: KindSchema.nullable().optional()
-    .describe('Symlinks only: the target\'s type when it is inside the roots, else null'),
+  link_target_type: KindSchema.nullable()
+    .optional()
+    .describe("Symlinks only: the target's type when it is inside the roots, else null"),
 });
 
 export const ListDirectoryOutput = z.object({
@@ -44,9 +45,17 @@ export const ListDirectoryOutput = z.object({
   next_cursor: z.string().nullable(),
   skipped: z.object({
     unreadable: z.number().int().describe('Directories that could not be read'),
-    name_too_long: z.number().int().describe('Directories whose path is longer than the OS accepts (PATH_MAX), not listed'),
-    ignore_rules: z.number().int().optional()
-      .describe('.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0'),
+    name_too_long: z
+      .number()
+      .int()
+      .describe('Directories whose path is longer than the OS accepts (PATH_MAX), not listed'),
+    ignore_rules: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        '.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0',
+      ),
   }),
 });
 
@@ -55,16 +64,21 @@ export const ListDirectoryOutput = z.object({
  * quote or a backslash: src/tools/text-safe.ts), `/` after a directory, the link note, the secret mark.
  */
 function entryLine(e: z.infer<typeof EntrySchema>): string {
-  const suffix = e.type === 'directory' ? '/' : e.type === 'symlink'
-    ? ` -> (link${e.link_target_type ? ` to ${e.link_target_type}` : ', target outside the roots or missing'})` : '';
+  const suffix =
+    e.type === 'directory'
+      ? '/'
+      : e.type === 'symlink'
+        ? ` -> (link${e.link_target_type ? ` to ${e.link_target_type}` : ', target outside the roots or missing'})`
+        : '';
   return `${quoteName(e.path)}${suffix}${e.secret ? '  [secret]' : ''}`;
 }
 
 export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
-  description: 'List a directory in stable order: path and type (size, mtime with long). Symlinks shown, not followed; '
-    + 'secrets marked; .gitignore respected. At most 1000 entries a page: go on with next_cursor. Fails on a file (VALIDATION).',
+  description:
+    'List a directory in stable order: path and type (size, mtime with long). Symlinks shown, not followed; ' +
+    'secrets marked; .gitignore respected. At most 1000 entries a page: go on with next_cursor. Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,
@@ -72,96 +86,118 @@ export const listDirectory = defineTool({
   mutating: false,
   pathsOf: (a) => [a.path],
   // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
-  run: (args, ctx) => runHeavy(ctx.signal, async () => {
-    const fingerprint = queryFingerprint(['list_directory', args.path, args.depth, args.include, args.exclude,
-      args.respect_gitignore]);
-    const after = args.cursor ? decodeCursor(args.cursor, fingerprint).after : undefined;
-    const resumeAfter = args.cursor ? (typeof after === 'string' ? after : '') : null;
-    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
-    const patterns = patternBudget();
-    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
-    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
-    const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
-    const maxEntries = Math.min(args.max_entries ?? ctx.config.limits.maxListEntries, ctx.config.limits.maxListEntries);
-    const entries: z.infer<typeof EntrySchema>[] = [];
-    let unreadable = 0;
-    let ignoreRules = 0;
-    let pendingUnreadable = 0;
-    let nameTooLong = 0;
-    let pendingNameTooLong = 0;
-    // Issue #14: each entry (structured + its text line) is charged to the response budget as it is added.
-    const budget = new ResponseBudget();
-    budget.charge(2048);
-    const lines: string[] = [];
-    let truncated = false;
-    const walk = walkTree({
-      base: target.real,
-      rootReal: target.root.real,
-      maxDepth: args.depth,
-      respectGitignore: args.respect_gitignore,
-      include: args.include,
-      exclude: args.exclude,
-      resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
-      filter: (abs, rel) => {
-        const v = classifyEntry(ctx.policy, abs, rel);
-        return v.hidden || v.denied ? 'omit' : 'ok';
-      },
-      // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
-      // the next page, which resumes there.
-      onSkip: (reason) => {
-        if (reason === 'unreadable') pendingUnreadable++;
-        else if (reason === 'name_too_long') pendingNameTooLong++;
-        else if (reason === 'ignore_rule') ignoreRules++;
-      },
-      signal: ctx.signal,
-      nocase: HOST_FLAVOR.caseInsensitive,
-    });
-    for await (const entry of walk) {
-      if (entries.length >= maxEntries) {
-        truncated = true;
-        break;
-      }
-      const type = kindOf(entry.stats);
-      const secret = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
-      const item: z.infer<typeof EntrySchema> = {
-        path: entry.relative,
-        type,
-        // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
-        ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
-        ...(secret ? { secret: true } : {}),
-        ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
-      };
-      const line = entryLine(item);
-      const cost = jsonBytes(item) + jsonStringBytes(line) + 2;
-      if (!budget.take(cost)) {
-        if (entries.length > 0) {
-          truncated = true;
-          break;
+  run: (args, ctx) =>
+    runHeavy(
+      ctx.signal,
+      async () => {
+        const fingerprint = queryFingerprint([
+          'list_directory',
+          args.path,
+          args.depth,
+          args.include,
+          args.exclude,
+          args.respect_gitignore,
+        ]);
+        const after = args.cursor ? decodeCursor(args.cursor, fingerprint).after : undefined;
+        const resumeAfter = args.cursor ? (typeof after === 'string' ? after : '') : null;
+        // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+        const patterns = patternBudget();
+        globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
+        globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
+        const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
+        const maxEntries = Math.min(
+          args.max_entries ?? ctx.config.limits.maxListEntries,
+          ctx.config.limits.maxListEntries,
+        );
+        const entries: z.infer<typeof EntrySchema>[] = [];
+        let unreadable = 0;
+        let ignoreRules = 0;
+        let pendingUnreadable = 0;
+        let nameTooLong = 0;
+        let pendingNameTooLong = 0;
+        // Issue #14: each entry (structured + its text line) is charged to the response budget as it is added.
+        const budget = new ResponseBudget();
+        budget.charge(2048);
+        const lines: string[] = [];
+        let truncated = false;
+        const walk = walkTree({
+          base: target.real,
+          rootReal: target.root.real,
+          maxDepth: args.depth,
+          respectGitignore: args.respect_gitignore,
+          include: args.include,
+          exclude: args.exclude,
+          resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
+          filter: (abs, rel) => {
+            const v = classifyEntry(ctx.policy, abs, rel);
+            return v.hidden || v.denied ? 'omit' : 'ok';
+          },
+          // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
+          // the next page, which resumes there.
+          onSkip: (reason) => {
+            if (reason === 'unreadable') pendingUnreadable++;
+            else if (reason === 'name_too_long') pendingNameTooLong++;
+            else if (reason === 'ignore_rule') ignoreRules++;
+          },
+          signal: ctx.signal,
+          nocase: HOST_FLAVOR.caseInsensitive,
+        });
+        for await (const entry of walk) {
+          if (entries.length >= maxEntries) {
+            truncated = true;
+            break;
+          }
+          const type = kindOf(entry.stats);
+          const secret = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
+          const item: z.infer<typeof EntrySchema> = {
+            path: entry.relative,
+            type,
+            // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
+            ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
+            ...(secret ? { secret: true } : {}),
+            ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
+          };
+          const line = entryLine(item);
+          const cost = jsonBytes(item) + jsonStringBytes(line) + 2;
+          if (!budget.take(cost)) {
+            if (entries.length > 0) {
+              truncated = true;
+              break;
+            }
+            budget.charge(cost); // the first entry always goes (a page makes progress)
+          }
+          unreadable += pendingUnreadable;
+          pendingUnreadable = 0;
+          nameTooLong += pendingNameTooLong;
+          pendingNameTooLong = 0;
+          entries.push(item);
+          lines.push(line);
         }
-        budget.charge(cost); // the first entry always goes (a page makes progress)
-      }
-      unreadable += pendingUnreadable;
-      pendingUnreadable = 0;
-      nameTooLong += pendingNameTooLong;
-      pendingNameTooLong = 0;
-      entries.push(item);
-      lines.push(line);
-    }
-    if (!truncated) {
-      unreadable += pendingUnreadable;
-      nameTooLong += pendingNameTooLong;
-    }
-    const last = entries[entries.length - 1];
-    const nextCursor = truncated && last ? encodeCursor(fingerprint, { after: last.path }) : null;
-    if (truncated) lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
-    if (entries.length === 0) lines.push('(empty)');
-    return {
-      structured: {
-        path: target.real, entries, truncated, next_cursor: nextCursor,
-        skipped: { unreadable, name_too_long: nameTooLong, ...(ignoreRules > 0 ? { ignore_rules: ignoreRules } : {}) },
+        if (!truncated) {
+          unreadable += pendingUnreadable;
+          nameTooLong += pendingNameTooLong;
+        }
+        const last = entries[entries.length - 1];
+        const nextCursor = truncated && last ? encodeCursor(fingerprint, { after: last.path }) : null;
+        if (truncated)
+          lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
+        if (entries.length === 0) lines.push('(empty)');
+        return {
+          structured: {
+            path: target.real,
+            entries,
+            truncated,
+            next_cursor: nextCursor,
+            skipped: {
+              unreadable,
+              name_too_long: nameTooLong,
+              ...(ignoreRules > 0 ? { ignore_rules: ignoreRules } : {}),
+            },
+          },
+          text: lines.join('\n'),
+          audit: { paths: [target.real] },
+        };
       },
-      text: lines.join('\n'),
-      audit: { paths: [target.real] },
-    };
-  }, args),
+      args,
+    ),
 });

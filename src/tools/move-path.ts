@@ -23,9 +23,8 @@ export const MovePathInput = z.strictObject({
   source: PathArg.describe('From'),
   destination: PathArg.describe('New path; its parent must exist'),
   overwrite: z.boolean().default(false).describe('Replace an existing destination file'),
-  expected_hash: ExpectedHash.optional()
-    .describe('The destination\'s content_hash when overwriting, or "absent"'),
-  expected_source_hash: ContentHash.optional().describe('The source file\'s content_hash'),
+  expected_hash: ExpectedHash.optional().describe('The destination\'s content_hash when overwriting, or "absent"'),
+  expected_source_hash: ContentHash.optional().describe("The source file's content_hash"),
   expected_status_hash: ExpectedStatusHash.optional(),
   dry_run: DryRun,
 });
@@ -44,8 +43,9 @@ export const MovePathOutput = z.object({
 export const movePath = defineTool({
   name: 'move_path',
   title: 'Move path',
-  description: 'Move or rename a file, symlink or directory. An existing destination fails (VALIDATION '
-    + 'destination_exists) unless overwrite: true, which needs its hash (expected_hash or an earlier read).',
+  description:
+    'Move or rename a file, symlink or directory. An existing destination fails (VALIDATION ' +
+    'destination_exists) unless overwrite: true, which needs its hash (expected_hash or an earlier read).',
   group: 'fs-write',
   input: MovePathInput,
   output: MovePathOutput,
@@ -56,35 +56,60 @@ export const movePath = defineTool({
   async run(args, ctx) {
     // SPEC §3.3 orders the checks across the whole call: both paths pass containment, secrets and policy (steps 5–6)
     // before the source's existence is checked (step 7), so a missing source never hides a refused destination.
-    await assertWritesAllowed([
-      { requested: args.source, followFinal: false, field: 'source' },
-      { requested: args.destination, followFinal: false, field: 'destination' },
-    ], ctx.policy);
-    const source = await authorizeWrite(args.source, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'source' });
-    const destination = await authorizeWrite(args.destination, ctx.policy, { kind: 'any', mustExist: false, followFinal: false, field: 'destination' });
+    await assertWritesAllowed(
+      [
+        { requested: args.source, followFinal: false, field: 'source' },
+        { requested: args.destination, followFinal: false, field: 'destination' },
+      ],
+      ctx.policy,
+    );
+    const source = await authorizeWrite(args.source, ctx.policy, {
+      kind: 'any',
+      mustExist: false,
+      followFinal: false,
+      field: 'source',
+    });
+    const destination = await authorizeWrite(args.destination, ctx.policy, {
+      kind: 'any',
+      mustExist: false,
+      followFinal: false,
+      field: 'destination',
+    });
     if (!source.stats) throw await notFoundError(source, ctx.policy); // details.near (issue 21)
     if (source.real === destination.real) {
       throw new ToolError('VALIDATION', 'source and destination are the same path.', {
-        path: source.absolute, details: { reason: 'same_path' },
+        path: source.absolute,
+        details: { reason: 'same_path' },
       });
     }
     // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
-    assertMovable(source.stats, destination.stats, args.overwrite, source, destination,
-      destination.stats && !args.overwrite ? await destinationHash(ctx, destination) : null);
+    assertMovable(
+      source.stats,
+      destination.stats,
+      args.overwrite,
+      source,
+      destination,
+      destination.stats && !args.overwrite ? await destinationHash(ctx, destination) : null,
+    );
     const missingParent = 'Call create_directory for the parent first.';
     if (!(await isDirectory(parentOf(destination.real)))) throw parentMissing(destination.absolute, missingParent);
     const { result, statusHash } = await runMutation(ctx, {
-      lockPaths: [source.real, destination.real], expectedStatusHash: args.expected_status_hash,
-      statusPaths: [source.real, destination.real], dryRun: args.dry_run,
+      lockPaths: [source.real, destination.real],
+      expectedStatusHash: args.expected_status_hash,
+      statusPaths: [source.real, destination.real],
+      dryRun: args.dry_run,
       // Inside the lock, on the current state of both paths: nothing seen during authorization is trusted.
       decide: async (scope) => {
         const src = scope.existingParent(source.real, source.absolute);
         const dst = scope.existingParent(destination.real, destination.absolute, missingParent);
         const srcNow = src.dir.lstat(src.name);
-        if (!srcNow) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+        if (!srcNow)
+          throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
         const dstNow = dst.dir.lstat(dst.name);
-        const dstHash = dstNow?.isFile() && !args.overwrite
-          ? (await readCurrentIn(dst.dir, dst.name, { wantBytes: false, maxBytes: 0 })).hash : null;
+        const dstHash =
+          dstNow?.isFile() && !args.overwrite
+            ? (await readCurrentIn(dst.dir, dst.name, { wantBytes: false, maxBytes: 0 })).hash
+            : null;
         assertMovable(srcNow, dstNow, args.overwrite, source, destination, dstHash);
         let contentHash: string | null = null;
         if (srcNow.isFile()) {
@@ -92,28 +117,41 @@ export const movePath = defineTool({
           contentHash = current.hash;
           if (args.expected_source_hash !== undefined) {
             checkExpectedHash({
-              absolute: source.absolute, real: source.real, current: { hash: current.hash }, expected: args.expected_source_hash,
-              autoOcc: 'off', memory: ctx.hashes, field: 'expected_source_hash',
+              absolute: source.absolute,
+              real: source.real,
+              current: { hash: current.hash },
+              expected: args.expected_source_hash,
+              autoOcc: 'off',
+              memory: ctx.hashes,
+              field: 'expected_source_hash',
             });
           }
         }
         // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
         const dstFile = dstNow?.isFile()
-          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true }) : null;
+          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true })
+          : null;
         if (dstNow || args.expected_hash !== undefined) {
           checkExpectedHash({
-            absolute: destination.absolute, real: destination.real,
+            absolute: destination.absolute,
+            real: destination.real,
             current: { hash: dstFile?.hash ?? null, bytes: dstFile?.bytes ?? undefined },
-            expected: args.expected_hash, autoOcc: ctx.config.autoOcc, memory: ctx.hashes,
+            expected: args.expected_hash,
+            autoOcc: ctx.config.autoOcc,
+            memory: ctx.hashes,
           });
         }
         const expectDestination = dstNow ? identityOf(dstFile?.stats ?? dstNow) : null;
         return {
           result: {
-            type: kindOf(srcNow), overwritten: dstNow !== null, contentHash, previousDestinationHash: dstFile?.hash ?? null,
+            type: kindOf(srcNow),
+            overwritten: dstNow !== null,
+            contentHash,
+            previousDestinationHash: dstFile?.hash ?? null,
           },
           done: `moved ${source.real} to ${destination.real}`,
-          effect: () => moveEntry(src.dir, src.name, dst.dir, dst.name, { source: srcNow, destination: expectDestination }),
+          effect: () =>
+            moveEntry(src.dir, src.name, dst.dir, dst.name, { source: srcNow, destination: expectDestination }),
           remember: () => {
             if (srcNow.isDirectory()) ctx.hashes.forgetUnder(source.real);
             ctx.hashes.forget(source.real);
@@ -127,13 +165,23 @@ export const movePath = defineTool({
     const dstStats = result.overwritten;
     return {
       structured: {
-        source: source.real, destination: destination.real, type, dry_run: args.dry_run,
-        overwritten: dstStats, previous_destination_hash: result.previousDestinationHash,
-        content_hash: result.contentHash, ...(statusHash ? { status_hash: statusHash } : {}),
+        source: source.real,
+        destination: destination.real,
+        type,
+        dry_run: args.dry_run,
+        overwritten: dstStats,
+        previous_destination_hash: result.previousDestinationHash,
+        content_hash: result.contentHash,
+        ...(statusHash ? { status_hash: statusHash } : {}),
       },
-      text: `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${quoteName(source.real)} -> ${quoteName(destination.real)}${dstStats ? ' (overwrote the destination)' : ''}`
-        + `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
-      audit: { paths: [source.real, destination.real], hash_before: result.previousDestinationHash, hash_after: result.contentHash },
+      text:
+        `${args.dry_run ? 'Would move' : 'Moved'} ${type} ${quoteName(source.real)} -> ${quoteName(destination.real)}${dstStats ? ' (overwrote the destination)' : ''}` +
+        `${result.contentHash ? `; content_hash ${result.contentHash}` : ''}${statusHash ? `; status_hash ${statusHash}` : ''}`,
+      audit: {
+        paths: [source.real, destination.real],
+        hash_before: result.previousDestinationHash,
+        hash_after: result.contentHash,
+      },
     };
   },
 });
@@ -158,25 +206,36 @@ async function destinationHash(ctx: ToolContext, destination: AuthorizedWrite): 
  * destination.
  * @throws ToolError NOT_FOUND, VALIDATION (destination_inside_source, destination_exists, destination_is_directory)
  */
-function assertMovable(src: Stats | null, dst: Stats | null, overwrite: boolean,
-  source: { real: string; absolute: string }, destination: { real: string; absolute: string }, dstHash: string | null): void {
-  if (!src) throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+function assertMovable(
+  src: Stats | null,
+  dst: Stats | null,
+  overwrite: boolean,
+  source: { real: string; absolute: string },
+  destination: { real: string; absolute: string },
+  dstHash: string | null,
+): void {
+  if (!src)
+    throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
   if (src.isDirectory() && isWithin(source.real, destination.real)) {
     throw new ToolError('VALIDATION', 'A directory cannot be moved inside itself.', {
-      path: destination.absolute, details: { reason: 'destination_inside_source' },
+      path: destination.absolute,
+      details: { reason: 'destination_inside_source' },
     });
   }
   if (dst && !overwrite) {
     throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was moved.`, {
       // current_hash: the destination's content hash (null for a directory or link), so overwrite: true with
       // expected_hash can follow without a read (issue 21).
-      path: destination.absolute, details: { reason: 'destination_exists', current_hash: dst.isFile() ? dstHash : null },
-      suggestion: 'Pass overwrite: true (with the destination\'s expected_hash) to replace it, or choose another destination.',
+      path: destination.absolute,
+      details: { reason: 'destination_exists', current_hash: dst.isFile() ? dstHash : null },
+      suggestion:
+        "Pass overwrite: true (with the destination's expected_hash) to replace it, or choose another destination.",
     });
   }
   if (dst && dst.isDirectory()) {
     throw new ToolError('VALIDATION', `${destination.absolute} is a directory; only a file can be overwritten.`, {
-      path: destination.absolute, details: { reason: 'destination_is_directory' },
+      path: destination.absolute,
+      details: { reason: 'destination_is_directory' },
     });
   }
 }

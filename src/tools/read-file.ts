@@ -33,11 +33,14 @@ export const ReadResultShape = {
     end_byte: z.number().int().describe('Exclusive'),
   }),
   truncated: z.boolean().describe('True when the cap cut the range'),
-  continuation: z.object({
-    start_line: z.number().int(),
-    offset: z.number().int().describe('Byte offset of the next unread byte'),
-    cut_mid_line: z.boolean(),
-  }).nullable().describe('Where to continue when truncated: pass start_line (or offset when cut_mid_line)'),
+  continuation: z
+    .object({
+      start_line: z.number().int(),
+      offset: z.number().int().describe('Byte offset of the next unread byte'),
+      cut_mid_line: z.boolean(),
+    })
+    .nullable()
+    .describe('Where to continue when truncated: pass start_line (or offset when cut_mid_line)'),
   eol: EolSchema,
   bom: z.boolean(),
 };
@@ -79,8 +82,12 @@ export function toRangeRequest(o: ReadOptions): RangeRequest {
  * `probeOnly` it is not cut, only flagged.
  * @throws ToolError from policy (SPEC §3.3 4–7), VALIDATION (conflicting options, range past end, binary)
  */
-export async function readOne(requested: string, options: ReadOptions, ctx: ToolContext,
-  within?: { maxCost: number; cutByBudget?: boolean; probeOnly?: boolean }): Promise<ReadResult> {
+export async function readOne(
+  requested: string,
+  options: ReadOptions,
+  ctx: ToolContext,
+  within?: { maxCost: number; cutByBudget?: boolean; probeOnly?: boolean },
+): Promise<ReadResult> {
   const request = toRangeRequest(options);
   const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
   const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
@@ -89,11 +96,15 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   // a handle, with the facts cache sparing a re-hash and re-scan of a large unchanged file (src/fs/content-cache.ts).
   // A large file whose facts are cached (same identity as policy's lstat) is read synchronously too: whatever the
   // request, that is at most two 64 KiB index spans plus the capped range.
-  const small = target.stats.size <= SMALL_READ_BYTES ? readSmallFileSync(target.real, isInside, SMALL_READ_BYTES) : null;
+  const small =
+    target.stats.size <= SMALL_READ_BYTES ? readSmallFileSync(target.real, isInside, SMALL_READ_BYTES) : null;
   const cachedLarge = !small && contentFactsCache.lookup(identityOf(target.stats)) !== undefined;
   let opened: { handle: RangeSource & { close(): Promise<void> }; stats: Stats };
   if (small) {
-    opened = { handle: { ...bytesSource(small.bytes, small.stats), close: () => Promise.resolve() }, stats: small.stats };
+    opened = {
+      handle: { ...bytesSource(small.bytes, small.stats), close: () => Promise.resolve() },
+      stats: small.stats,
+    };
   } else if (cachedLarge) {
     const { fd, stats: st } = openForReadSync(target.real, isInside);
     opened = { handle: { ...fdSource(fd), close: () => Promise.resolve().then(() => closeSync(fd)) }, stats: st };
@@ -103,22 +114,29 @@ export async function readOne(requested: string, options: ReadOptions, ctx: Tool
   const { handle, stats } = opened;
   try {
     let r = await readRange(handle, request, {
-      maxBytes, textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
+      maxBytes,
+      textBoundaries: options.encoding === 'utf8',
+      stats,
+      cache: contentFactsCache,
     });
     // Issue #14: the content goes out twice (structured and text), JSON-escaped. When that exceeds the caller's
     // response budget, read again with the byte cap that fits (readRange then cuts at a character boundary and gives
     // the usual continuation).
     if (within && r.bytes.length > 0) {
       const half = Math.floor(within.maxCost / 2);
-      const fitting = options.encoding === 'base64'
-        ? Math.floor(half / 4) * 3
-        : Buffer.byteLength(prefixWithinJsonBytes(r.bytes.toString('utf8'), half), 'utf8');
+      const fitting =
+        options.encoding === 'base64'
+          ? Math.floor(half / 4) * 3
+          : Buffer.byteLength(prefixWithinJsonBytes(r.bytes.toString('utf8'), half), 'utf8');
       if (fitting < r.bytes.length) {
         within.cutByBudget = true;
         // probeOnly: the caller defers a read that does not fit whole (read_files after its first entry).
         if (!within.probeOnly) {
           r = await readRange(handle, request, {
-            maxBytes: Math.max(1, fitting), textBoundaries: options.encoding === 'utf8', stats, cache: contentFactsCache,
+            maxBytes: Math.max(1, fitting),
+            textBoundaries: options.encoding === 'utf8',
+            stats,
+            cache: contentFactsCache,
           });
         }
       }
@@ -164,7 +182,8 @@ export function factsNote(r: ReadResult): string {
   if (r.encoding === 'base64') facts.push('base64');
   if (r.truncated && r.continuation) {
     const next = r.continuation.cut_mid_line
-      ? `offset: ${r.continuation.offset}` : `start_line: ${r.continuation.start_line}`;
+      ? `offset: ${r.continuation.offset}`
+      : `start_line: ${r.continuation.start_line}`;
     facts.push(`truncated, continue with ${next}`);
   }
   return `[fs-tools: ${facts.join('; ')}]`;
@@ -173,9 +192,10 @@ export function factsNote(r: ReadResult): string {
 export const readFile = defineTool({
   name: 'read_file',
   title: 'Read file',
-  description: 'Read a UTF-8 file (or base64), whole or a range. Text is the raw content, then a facts line with '
-    + 'content_hash (edits need it). At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 '
-    + 'fails (VALIDATION): use base64.',
+  description:
+    'Read a UTF-8 file (or base64), whole or a range. Text is the raw content, then a facts line with ' +
+    'content_hash (edits need it). At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 ' +
+    'fails (VALIDATION): use base64.',
   group: 'fs-read',
   input: ReadFileInput,
   output: ReadFileOutput,
@@ -189,7 +209,11 @@ export const readFile = defineTool({
     return {
       structured: result,
       text: [result.content, factsNote(result)],
-      audit: { paths: [result.path], hash_after: result.content_hash, bytes: result.range.end_byte - result.range.start_byte },
+      audit: {
+        paths: [result.path],
+        hash_after: result.content_hash,
+        bytes: result.range.end_byte - result.range.start_byte,
+      },
     };
   },
 });

@@ -21,22 +21,27 @@ export const ReadFilesInput = z.strictObject({
 });
 
 export const ReadFilesOutput = z.object({
-  results: z.array(z.union([
-    z.object({ path: z.string().describe('As requested'), ok: z.literal(true), result: z.object(ReadResultShape) }),
-    z.object({ path: z.string().describe('As requested'), ok: z.literal(false), error: EnvelopeErrorSchema }),
-  ])),
+  results: z.array(
+    z.union([
+      z.object({ path: z.string().describe('As requested'), ok: z.literal(true), result: z.object(ReadResultShape) }),
+      z.object({ path: z.string().describe('As requested'), ok: z.literal(false), error: EnvelopeErrorSchema }),
+    ]),
+  ),
   succeeded: z.number().int(),
   failed: z.number().int(),
   truncated: z.boolean().describe('True when the response budget left paths unread: see remaining_paths'),
-  remaining_paths: z.array(z.string()).describe('Paths not read in this call (response budget); pass them as paths to continue'),
+  remaining_paths: z
+    .array(z.string())
+    .describe('Paths not read in this call (response budget); pass them as paths to continue'),
 });
 
 export const readFiles = defineTool({
   name: 'read_files',
   title: 'Read several files',
-  description: `Read up to ${MAX_READ_FILES} files with read_file's options. Each result is {ok, result} or {ok: false, `
-    + 'error} (that path\'s envelope); the call fails only for bad arguments. Over a 3 MiB response budget the rest come back in '
-    + 'remaining_paths (truncated: true).',
+  description:
+    `Read up to ${MAX_READ_FILES} files with read_file's options. Each result is {ok, result} or {ok: false, ` +
+    "error} (that path's envelope); the call fails only for bad arguments. Over a 3 MiB response budget the rest come back in " +
+    'remaining_paths (truncated: true).',
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,
@@ -44,50 +49,66 @@ export const readFiles = defineTool({
   mutating: false,
   pathsOf: (a) => a.paths,
   // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
-  run: (args, ctx) => runHeavy(ctx.signal, async () => {
-    const { paths, ...options } = args;
-    const results: z.infer<typeof ReadFilesOutput>['results'] = [];
-    const text: string[] = [];
-    // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
-    // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
-    // truncated + continuation), so every call makes progress.
-    const budget = new ResponseBudget();
-    budget.charge(2048 + jsonBytes(paths) / 2); // the fixed fields and the trailing note
-    let stop = paths.length;
-    for (let i = 0; i < paths.length; i++) {
-      const requested = paths[i];
-      let entry: (typeof results)[number];
-      let piece: string;
-      const within = { maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024), cutByBudget: false,
-        probeOnly: results.length > 0 };
-      try {
-        const result = await readOne(requested, options, ctx, within);
-        entry = { path: requested, ok: true, result };
-        piece = `==> ${quoteName(requested)} <==\n${result.content}\n${factsNote(result)}`;
-      } catch (error) {
-        const envelope = toEnvelope(error);
-        entry = { path: requested, ok: false, error: envelope.error };
-        piece = `==> ${quoteName(requested)} <==\n${JSON.stringify(envelope)}`;
-      }
-      const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
-      if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {
-        stop = i;
-        break;
-      }
-      budget.charge(cost);
-      results.push(entry);
-      text.push(piece);
-    }
-    const remaining = paths.slice(stop);
-    if (remaining.length > 0) {
-      text.push(`[fs-tools: response budget reached after ${results.length} of ${paths.length} paths; `
-        + `call read_files again with paths = remaining_paths (${remaining.length})]`);
-    }
-    const succeeded = results.filter((r) => r.ok).length;
-    return {
-      structured: { results, succeeded, failed: results.length - succeeded, truncated: remaining.length > 0, remaining_paths: remaining },
-      text: text.join('\n'),
-      audit: { paths },
-    };
-  }, args),
+  run: (args, ctx) =>
+    runHeavy(
+      ctx.signal,
+      async () => {
+        const { paths, ...options } = args;
+        const results: z.infer<typeof ReadFilesOutput>['results'] = [];
+        const text: string[] = [];
+        // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
+        // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
+        // truncated + continuation), so every call makes progress.
+        const budget = new ResponseBudget();
+        budget.charge(2048 + jsonBytes(paths) / 2); // the fixed fields and the trailing note
+        let stop = paths.length;
+        for (let i = 0; i < paths.length; i++) {
+          const requested = paths[i];
+          let entry: (typeof results)[number];
+          let piece: string;
+          const within = {
+            maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024),
+            cutByBudget: false,
+            probeOnly: results.length > 0,
+          };
+          try {
+            const result = await readOne(requested, options, ctx, within);
+            entry = { path: requested, ok: true, result };
+            piece = `==> ${quoteName(requested)} <==\n${result.content}\n${factsNote(result)}`;
+          } catch (error) {
+            const envelope = toEnvelope(error);
+            entry = { path: requested, ok: false, error: envelope.error };
+            piece = `==> ${quoteName(requested)} <==\n${JSON.stringify(envelope)}`;
+          }
+          const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
+          if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {
+            stop = i;
+            break;
+          }
+          budget.charge(cost);
+          results.push(entry);
+          text.push(piece);
+        }
+        const remaining = paths.slice(stop);
+        if (remaining.length > 0) {
+          text.push(
+            `[fs-tools: response budget reached after ${results.length} of ${paths.length} paths; ` +
+              `call read_files again with paths = remaining_paths (${remaining.length})]`,
+          );
+        }
+        const succeeded = results.filter((r) => r.ok).length;
+        return {
+          structured: {
+            results,
+            succeeded,
+            failed: results.length - succeeded,
+            truncated: remaining.length > 0,
+            remaining_paths: remaining,
+          },
+          text: text.join('\n'),
+          audit: { paths },
+        };
+      },
+      args,
+    ),
 });

@@ -23,7 +23,7 @@ export const ReadMediaInput = z.strictObject({ path: PathArg });
 export const ReadMediaOutput = z.object({
   path: z.string().describe('Absolute resolved path'),
   kind: z.enum(['image', 'audio']),
-  mime_type: z.string().describe('Detected from the file\'s bytes, not its name'),
+  mime_type: z.string().describe("Detected from the file's bytes, not its name"),
   size: z.number().int().describe('File size in bytes'),
   content_hash: ContentHash.describe('Hash of the whole file'),
 });
@@ -31,10 +31,11 @@ export const ReadMediaOutput = z.object({
 export const readMedia = defineTool({
   name: 'read_media',
   title: 'Read image or audio',
-  description: 'View an image (PNG, JPEG, GIF, WebP) or hear an audio file (WAV, MP3, OGG, FLAC, M4A): returns it as '
-    + 'an image/audio content block, its type detected from the bytes, with size and content_hash. SVG is text: use '
-    + 'read_file. Files over --max-media-bytes (default 2 MiB) fail with VALIDATION reason too_large; other formats '
-    + 'with reason not_media (read_file with encoding base64 gives the raw bytes). Policy as read_file.',
+  description:
+    'View an image (PNG, JPEG, GIF, WebP) or hear an audio file (WAV, MP3, OGG, FLAC, M4A): returns it as ' +
+    'an image/audio content block, its type detected from the bytes, with size and content_hash. SVG is text: use ' +
+    'read_file. Files over --max-media-bytes (default 2 MiB) fail with VALIDATION reason too_large; other formats ' +
+    'with reason not_media (read_file with encoding base64 gives the raw bytes). Policy as read_file.',
   group: 'fs-read',
   input: ReadMediaInput,
   output: ReadMediaOutput,
@@ -44,16 +45,22 @@ export const readMedia = defineTool({
   async run(args, ctx) {
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'file' });
     const limit = ctx.config.limits.maxMediaBytes;
-    const { handle, stats } = await openForRead(target.real,
-      (p) => findContainingRoot(ctx.policy.roots, p) !== undefined);
+    const { handle, stats } = await openForRead(
+      target.real,
+      (p) => findContainingRoot(ctx.policy.roots, p) !== undefined,
+    );
     let bytes: Buffer;
     try {
       if (stats.size > limit) {
-        throw new ToolError('VALIDATION', `${target.absolute} is ${stats.size} bytes, over the ${limit}-byte media limit.`, {
-          path: target.absolute,
-          details: { reason: 'too_large', size: stats.size, limit },
-          suggestion: 'Use a smaller file, or raise --max-media-bytes when starting fs-tools.',
-        });
+        throw new ToolError(
+          'VALIDATION',
+          `${target.absolute} is ${stats.size} bytes, over the ${limit}-byte media limit.`,
+          {
+            path: target.absolute,
+            details: { reason: 'too_large', size: stats.size, limit },
+            suggestion: 'Use a smaller file, or raise --max-media-bytes when starting fs-tools.',
+          },
+        );
       }
       // Read to EOF through the verified descriptor, one byte more than fstat said: a file that grew meanwhile is
       // reported, never read past the limit or half-read.
@@ -66,7 +73,8 @@ export const readMedia = defineTool({
       }
       if (filled > stats.size) {
         throw new ToolError('VALIDATION', `${target.absolute} changed while it was being read.`, {
-          path: target.absolute, details: { reason: 'changed_during_read' },
+          path: target.absolute,
+          details: { reason: 'changed_during_read' },
           suggestion: 'Read it again once it stops changing.',
         });
       }
@@ -85,7 +93,13 @@ export const readMedia = defineTool({
       });
     }
     return {
-      structured: { path: target.real, kind: media.kind, mime_type: media.mime, size: bytes.length, content_hash: contentHash },
+      structured: {
+        path: target.real,
+        kind: media.kind,
+        mime_type: media.mime,
+        size: bytes.length,
+        content_hash: contentHash,
+      },
       text: [`${media.kind} ${media.mime}, ${bytes.length} bytes, content_hash ${contentHash}`],
       media: { type: media.kind, data: bytes.toString('base64'), mimeType: media.mime },
       audit: { paths: [target.real], hash_after: contentHash, bytes: bytes.length },

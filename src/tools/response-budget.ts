@@ -107,14 +107,19 @@ interface WireResult {
 export function guardResponse<T extends WireResult>(result: T, tool: string, mutated: boolean): T | WireResult {
   const bytes = jsonBytes(result);
   if (bytes <= RESPONSE_LIMIT_BYTES) return result;
-  const envelope = toEnvelope(new ToolError('VALIDATION',
-    `The result of ${tool} (${bytes} bytes serialized) exceeds the response limit of ${RESPONSE_LIMIT_BYTES} bytes`
-    + `${mutated ? '; the change itself was applied' : ''}.`, {
-      details: { reason: 'response_too_large', bytes, limit: RESPONSE_LIMIT_BYTES },
-      suggestion: mutated
-        ? 'Do not repeat the call: check the changed files with read_file or git_diff (in pages).'
-        : 'Narrow the call: fewer paths, a smaller max_bytes/max_results/max_entries, or a range.',
-      ...(mutated ? { recovery: 'check_already_applied' as const } : {}),
-    }));
+  const envelope = toEnvelope(
+    new ToolError(
+      'VALIDATION',
+      `The result of ${tool} (${bytes} bytes serialized) exceeds the response limit of ${RESPONSE_LIMIT_BYTES} bytes` +
+        `${mutated ? '; the change itself was applied' : ''}.`,
+      {
+        details: { reason: 'response_too_large', bytes, limit: RESPONSE_LIMIT_BYTES },
+        suggestion: mutated
+          ? 'Do not repeat the call: check the changed files with read_file or git_diff (in pages).'
+          : 'Narrow the call: fewer paths, a smaller max_bytes/max_results/max_entries, or a range.',
+        ...(mutated ? { recovery: 'check_already_applied' as const } : {}),
+      },
+    ),
+  );
   return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: true };
 }

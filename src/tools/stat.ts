@@ -27,7 +27,9 @@ export const StatOutput = z.object({
   mtime: z.string().describe('ISO 8601'),
   mode: z.string().describe('Permission bits in octal, e.g. "0644"'),
   nlink: z.number().int(),
-  symlink: z.object({ target: z.string().describe('The link text as stored') }).nullable()
+  symlink: z
+    .object({ target: z.string().describe('The link text as stored') })
+    .nullable()
     .describe('Set when the requested path is a symbolic link (the other fields describe its target)'),
   content_hash: ContentHash.nullable().describe('Files only; null for directories, special files and secrets'),
   secret: z.boolean().describe('Secret filename (SPEC §4.2): content tools refuse it without --allow-secrets'),
@@ -37,8 +39,9 @@ export const StatOutput = z.object({
 export const stat = defineTool({
   name: 'stat',
   title: 'Stat path',
-  description: 'Metadata of a path: type, size, mtime, mode, link target, a file\'s content_hash (remembered for edits), '
-    + 'secret and policy flags. Fails outside the roots (NOT_ALLOWED).',
+  description:
+    "Metadata of a path: type, size, mtime, mode, link target, a file's content_hash (remembered for edits), " +
+    'secret and policy flags. Fails outside the roots (NOT_ALLOWED).',
   group: 'fs-read',
   input: StatInput,
   output: StatOutput,
@@ -65,13 +68,18 @@ export const stat = defineTool({
       // swapped meanwhile) reports the resolved path instead.
       let text = target.real as string;
       try {
-        text = await withVerifiedDir(path.dirname(target.absolute), isInside, (dir) => dir.readlink(path.basename(target.absolute)));
-      } catch { /* the resolved path */ }
+        text = await withVerifiedDir(path.dirname(target.absolute), isInside, (dir) =>
+          dir.readlink(path.basename(target.absolute)),
+        );
+      } catch {
+        /* the resolved path */
+      }
       symlink = { target: text };
     }
     // Metadata as it is now through the verified parent, never through whatever a swapped ancestor points to.
     const s = lstatVerified(target.real, isInside);
-    if (!s) throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+    if (!s)
+      throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
     const structured = {
       path: target.real,
       type: kindOf(s),

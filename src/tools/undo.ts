@@ -21,7 +21,10 @@ import { ContentHash, DryRun, ExpectedHash } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { insideRoots, runMutation } from './file-mutation.js';
 
-const ChangeId = z.string().regex(/^[0-9]{15}-[0-9a-f]{12}$/).describe('A change id from list_changes');
+const ChangeId = z
+  .string()
+  .regex(/^[0-9]{15}-[0-9a-f]{12}$/)
+  .describe('A change id from list_changes');
 
 /** Most characters of diff a dry run returns. */
 const MAX_DIFF_CHARS = 65_536;
@@ -45,10 +48,13 @@ function visible(ctx: ToolContext, changes: readonly HistoryChange[]): { shown: 
 function droppedNote(dropped: number, lastDroppedId: string | null, skipped: number): string | undefined {
   const notes: string[] = [];
   if (dropped > 0) {
-    notes.push(`${dropped} older change(s) were dropped to keep the history within --history-max-changes / `
-      + `--history-max-bytes (the newest dropped was ${lastDroppedId ?? 'unknown'}); they can no longer be reverted.`);
+    notes.push(
+      `${dropped} older change(s) were dropped to keep the history within --history-max-changes / ` +
+        `--history-max-bytes (the newest dropped was ${lastDroppedId ?? 'unknown'}); they can no longer be reverted.`,
+    );
   }
-  if (skipped > 0) notes.push(`${skipped} change(s) were not recorded: their record alone exceeded --history-max-bytes.`);
+  if (skipped > 0)
+    notes.push(`${skipped} change(s) were not recorded: their record alone exceeded --history-max-bytes.`);
   return notes.length ? notes.join(' ') : undefined;
 }
 
@@ -61,11 +67,13 @@ const ChangeSummary = z.object({
   tool: z.string(),
   created_at: z.string(),
   reverts: z.array(z.string()).optional(),
-  files: z.array(z.object({
-    path: z.string(),
-    previous_hash: ContentHash.nullable().describe('Before the change (null: absent)'),
-    content_hash: ContentHash.nullable().describe('What the change left (null: deleted)'),
-  })),
+  files: z.array(
+    z.object({
+      path: z.string(),
+      previous_hash: ContentHash.nullable().describe('Before the change (null: absent)'),
+      content_hash: ContentHash.nullable().describe('What the change left (null: deleted)'),
+    }),
+  ),
 });
 
 export const ListChangesOutput = z.object({
@@ -81,11 +89,12 @@ export const ListChangesOutput = z.object({
 export const listChanges = defineTool({
   name: 'list_changes',
   title: 'List changes',
-  description: 'List the file changes this server made (write_file, edit_file, apply_patch, delete_path of a file, '
-    + 'revert_changes), newest first: id, tool, time, paths with hashes before/after. Kept across restarts in the '
-    + 'state directory, bounded by --history-max-changes (200) and --history-max-bytes (64 MiB); the oldest are '
-    + 'dropped first (see note). Use an id with revert_changes. Records that fail validation are ignored (invalid). '
-    + 'Fails only with IO_ERROR (state directory unreadable).',
+  description:
+    'List the file changes this server made (write_file, edit_file, apply_patch, delete_path of a file, ' +
+    'revert_changes), newest first: id, tool, time, paths with hashes before/after. Kept across restarts in the ' +
+    'state directory, bounded by --history-max-changes (200) and --history-max-bytes (64 MiB); the oldest are ' +
+    'dropped first (see note). Use an id with revert_changes. Records that fail validation are ignored (invalid). ' +
+    'Fails only with IO_ERROR (state directory unreadable).',
   group: 'fs-read',
   input: ListChangesInput,
   output: ListChangesOutput,
@@ -98,7 +107,10 @@ export const listChanges = defineTool({
     const note = droppedNote(history.dropped, history.lastDroppedId, history.skipped);
     const structured = {
       changes: newest.map((c) => ({
-        id: c.id, tool: c.tool, created_at: c.created_at, ...(c.reverts ? { reverts: c.reverts } : {}),
+        id: c.id,
+        tool: c.tool,
+        created_at: c.created_at,
+        ...(c.reverts ? { reverts: c.reverts } : {}),
         files: c.files.map((f) => ({ path: f.path, previous_hash: f.old_hash, content_hash: f.new_hash })),
       })),
       total: shown.length,
@@ -109,8 +121,11 @@ export const listChanges = defineTool({
       ...(hidden ? { hidden } : {}),
     };
     const text = [
-      ...newest.map((c) => `${c.id} ${c.created_at} ${c.tool}${c.reverts ? ` (reverts ${c.reverts.join(', ')})` : ''}: `
-        + c.files.map((f) => `${f.path} ${f.old_hash ?? 'absent'} -> ${f.new_hash ?? 'deleted'}`).join('; ')),
+      ...newest.map(
+        (c) =>
+          `${c.id} ${c.created_at} ${c.tool}${c.reverts ? ` (reverts ${c.reverts.join(', ')})` : ''}: ` +
+          c.files.map((f) => `${f.path} ${f.old_hash ?? 'absent'} -> ${f.new_hash ?? 'deleted'}`).join('; '),
+      ),
       ...(newest.length === 0 ? ['No recorded changes.'] : []),
       ...(structured.truncated ? [`(${shown.length - newest.length} older change(s) not shown; raise limit)`] : []),
       ...(note ? [`note: ${note}`] : []),
@@ -123,7 +138,9 @@ export const RevertChangesInput = z.strictObject({
   change_id: ChangeId.optional().describe('Revert this one change'),
   last: z.number().int().min(1).max(1000).optional().describe('Revert the last N changes'),
   since: ChangeId.optional().describe('Revert this change and every later one'),
-  expected_hashes: z.record(z.string(), ExpectedHash).optional()
+  expected_hashes: z
+    .record(z.string(), ExpectedHash)
+    .optional()
     .describe('Absolute path → its current content_hash (or "absent"): revert even though the file changed since'),
   dry_run: DryRun,
 });
@@ -131,12 +148,14 @@ export const RevertChangesInput = z.strictObject({
 export const RevertChangesOutput = z.object({
   dry_run: z.boolean(),
   reverted: z.array(z.string()).describe('Ids of the changes reverted'),
-  files: z.array(z.object({
-    path: z.string(),
-    action: z.enum(['restored', 'recreated', 'deleted', 'unchanged']),
-    previous_hash: ContentHash.nullable(),
-    content_hash: ContentHash.nullable(),
-  })),
+  files: z.array(
+    z.object({
+      path: z.string(),
+      action: z.enum(['restored', 'recreated', 'deleted', 'unchanged']),
+      previous_hash: ContentHash.nullable(),
+      content_hash: ContentHash.nullable(),
+    }),
+  ),
   diff: z.string().optional().describe('dry_run: unified diff of what the revert would do'),
   diff_truncated: z.boolean().optional(),
 });
@@ -158,9 +177,13 @@ function select(args: z.output<typeof RevertChangesInput>, changes: readonly His
     const id = (args.change_id ?? args.since)!;
     const i = changes.findIndex((c) => c.id === id);
     if (i < 0) {
-      throw new ToolError('NOT_FOUND', `No change ${id} in the history (it may have been dropped by the history bounds).`, {
-        suggestion: 'Call list_changes for the ids held.',
-      });
+      throw new ToolError(
+        'NOT_FOUND',
+        `No change ${id} in the history (it may have been dropped by the history bounds).`,
+        {
+          suggestion: 'Call list_changes for the ids held.',
+        },
+      );
     }
     return args.change_id !== undefined ? [changes[i]] : changes.slice(i);
   }
@@ -184,19 +207,25 @@ function targetsOf(selected: readonly HistoryChange[]): RevertTarget[] {
 
 function textDiff(path: string, before: Buffer | null, after: Buffer | null): string {
   if ((before && !isUtf8(before)) || (after && !isUtf8(after))) return `Binary file ${path} differs\n`;
-  const diff = unifiedDiff(before ? `a${path}` : '/dev/null', after ? `b${path}` : '/dev/null',
-    before?.toString('utf8') ?? '', after?.toString('utf8') ?? '', 3);
+  const diff = unifiedDiff(
+    before ? `a${path}` : '/dev/null',
+    after ? `b${path}` : '/dev/null',
+    before?.toString('utf8') ?? '',
+    after?.toString('utf8') ?? '',
+    3,
+  );
   return diff.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
 }
 
 export const revertChanges = defineTool({
   name: 'revert_changes',
   title: 'Revert changes',
-  description: 'Undo changes this server made (ids from list_changes): one change_id, the last N, or since an id '
-    + '(that one and all later). Every file must still hold what the change left, else OCC_MISMATCH names the file; '
-    + 'pass expected_hashes {path: current content_hash} to revert anyway. Same checks as a live write (roots, secrets, '
-    + '.git, file policy); atomic across files (journaled); the revert is itself a change. dry_run returns the diff. '
-    + 'Codes: NOT_FOUND (unknown id), OCC_MISMATCH, VALIDATION, policy codes, ROLLBACK_*.',
+  description:
+    'Undo changes this server made (ids from list_changes): one change_id, the last N, or since an id ' +
+    '(that one and all later). Every file must still hold what the change left, else OCC_MISMATCH names the file; ' +
+    'pass expected_hashes {path: current content_hash} to revert anyway. Same checks as a live write (roots, secrets, ' +
+    '.git, file policy); atomic across files (journaled); the revert is itself a change. dry_run returns the diff. ' +
+    'Codes: NOT_FOUND (unknown id), OCC_MISMATCH, VALIDATION, policy codes, ROLLBACK_*.',
   group: 'fs-write',
   input: RevertChangesInput,
   output: RevertChangesOutput,
@@ -206,7 +235,8 @@ export const revertChanges = defineTool({
     const n = [a.change_id, a.last, a.since].filter((x) => x !== undefined).length;
     if (n !== 1) {
       throw new ToolError('VALIDATION', 'Pass exactly one of change_id, last or since.', {
-        details: { reason: 'selector' }, suggestion: 'Call list_changes for the ids.',
+        details: { reason: 'selector' },
+        suggestion: 'Call list_changes for the ids.',
       });
     }
   },
@@ -222,14 +252,18 @@ export const revertChanges = defineTool({
     for (const t of targets) {
       const w = await authorizeWrite(t.path, ctx.policy, { kind: 'file', mustExist: false, followFinal: false });
       if (w.real !== t.path) {
-        throw new ToolError('NOT_ALLOWED', `${t.path} no longer resolves to itself; it is not reverted.`, { path: t.path });
+        throw new ToolError('NOT_ALLOWED', `${t.path} no longer resolves to itself; it is not reverted.`, {
+          path: t.path,
+        });
       }
       authorized.set(t.path, w);
     }
     const isInside = insideRoots(ctx);
     const expectedOverride = args.expected_hashes ?? {};
     const { result } = await runMutation(ctx, {
-      lockPaths: [...authorized.values()].map((w) => w.real), expectedStatusHash: undefined, statusPaths: [],
+      lockPaths: [...authorized.values()].map((w) => w.real),
+      expectedStatusHash: undefined,
+      statusPaths: [],
       dryRun: args.dry_run,
       decide: async (scope) => {
         const changes: PlannedChange[] = [];
@@ -242,22 +276,34 @@ export const revertChanges = defineTool({
           const expected = expectedOverride[t.path] ?? t.expected ?? 'absent';
           if (currentHash !== expected) {
             throw new OccMismatchError(`${t.path} changed since the change(s) being reverted; nothing was reverted.`, {
-              path: t.path, expectedHash: expected, currentHash: current.hash,
+              path: t.path,
+              expectedHash: expected,
+              currentHash: current.hash,
               conflict: { reason: current.hash === null ? 'deleted' : t.expected === null ? 'created' : 'modified' },
               suggestion: 'Read the file; to revert anyway, pass expected_hashes with its current content_hash.',
             });
           }
           const restore = t.restoreBase64 === null ? null : Buffer.from(t.restoreBase64, 'base64');
-          const action = current.hash === t.restoreHash ? 'unchanged' as const
-            : restore === null ? 'deleted' as const : current.exists ? 'restored' as const : 'recreated' as const;
+          const action =
+            current.hash === t.restoreHash
+              ? ('unchanged' as const)
+              : restore === null
+                ? ('deleted' as const)
+                : current.exists
+                  ? ('restored' as const)
+                  : ('recreated' as const);
           files.push({ path: t.path, action, previous_hash: current.hash, content_hash: t.restoreHash });
           if (action === 'unchanged') continue;
           if (args.dry_run) diff += textDiff(t.path, current.bytes, restore);
           changes.push({
-            real, oldBytes: current.bytes, oldHash: current.hash,
+            real,
+            oldBytes: current.bytes,
+            oldHash: current.hash,
             oldIdentity: current.stats ? identityOf(current.stats) : null,
             oldMode: current.stats ? current.stats.mode & 0o7777 : null,
-            newBytes: restore, newHash: t.restoreHash, newMode: current.exists ? null : t.restoreMode,
+            newBytes: restore,
+            newHash: t.restoreHash,
+            newMode: current.exists ? null : t.restoreMode,
             dir: scope.parent(real)?.dir,
           });
         }
@@ -265,7 +311,9 @@ export const revertChanges = defineTool({
         return {
           result: { files, diff: diffTruncated ? diff.slice(0, MAX_DIFF_CHARS) : diff, diffTruncated },
           done: `reverted ${changes.length} file(s)`,
-          effect: changes.length ? () => commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside }) : undefined,
+          effect: changes.length
+            ? () => commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside })
+            : undefined,
           remember: () => {
             for (const c of changes) {
               if (c.newBytes) ctx.hashes.remember(c.real, c.newHash!, c.newBytes);
@@ -273,7 +321,8 @@ export const revertChanges = defineTool({
             }
           },
           history: {
-            tool: 'revert_changes', reverts: selected.map((c) => c.id),
+            tool: 'revert_changes',
+            reverts: selected.map((c) => c.id),
             files: changes.map((c) => historyFileOf(c.real, c.oldBytes, c.oldMode, c.newHash)),
           },
         };
@@ -287,11 +336,14 @@ export const revertChanges = defineTool({
     };
     const text = [
       `${args.dry_run ? 'Would revert' : 'Reverted'} ${selected.length} change(s): ${structured.reverted.join(', ')}`,
-      ...result.files.map((f) => `${args.dry_run ? 'would be ' : ''}${f.action} ${f.path}: content_hash ${f.content_hash ?? '(deleted)'}`),
+      ...result.files.map(
+        (f) => `${args.dry_run ? 'would be ' : ''}${f.action} ${f.path}: content_hash ${f.content_hash ?? '(deleted)'}`,
+      ),
       ...(args.dry_run && result.diff ? [result.diff] : []),
     ].join('\n');
     return {
-      structured, text,
+      structured,
+      text,
       audit: { paths: result.files.map((f) => f.path), action: args.dry_run ? 'revert_dry_run' : 'revert' },
     };
   },

@@ -46,25 +46,36 @@ function decodeContent(args: z.output<typeof WriteFileInput>): Buffer {
 export const writeFile = defineTool({
   name: 'write_file',
   title: 'Write file',
-  description: 'Create a file or replace its whole content, atomically. Replacing needs its hash (expected_hash or an '
-    + 'earlier read, else HASH_REQUIRED); OCC_MISMATCH: it changed, re-read. Returns the new content_hash. For partial '
-    + 'changes use edit_file.',
+  description:
+    'Create a file or replace its whole content, atomically. Replacing needs its hash (expected_hash or an ' +
+    'earlier read, else HASH_REQUIRED); OCC_MISMATCH: it changed, re-read. Returns the new content_hash. For partial ' +
+    'changes use edit_file.',
   group: 'fs-write',
   input: WriteFileInput,
   output: WriteFileOutput,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   mutating: true,
   // SPEC §3.3 step 2: a missing or double content, or bad base64, is an argument problem, decided before the gates.
-  validate: (a) => { decodeContent(a); },
+  validate: (a) => {
+    decodeContent(a);
+  },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
   async run(args, ctx) {
     const bytes = decodeContent(args);
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
-    const r = await mutateFile(ctx, target, {
-      expectedHash: args.expected_hash, expectedStatusHash: args.expected_status_hash, dryRun: args.dry_run,
-      wantBytes: 'small', createDirs: args.create_dirs,
-    }, () => ({ bytes, detail: null }));
+    const r = await mutateFile(
+      ctx,
+      target,
+      {
+        expectedHash: args.expected_hash,
+        expectedStatusHash: args.expected_status_hash,
+        dryRun: args.dry_run,
+        wantBytes: 'small',
+        createDirs: args.create_dirs,
+      },
+      () => ({ bytes, detail: null }),
+    );
     const structured = {
       path: target.real,
       dry_run: args.dry_run,
@@ -75,9 +86,14 @@ export const writeFile = defineTool({
       ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
       ...(r.statusHash ? { status_hash: r.statusHash } : {}),
     };
-    const verb = args.dry_run ? (r.created ? 'Would create' : 'Would replace') : (r.created ? 'Created' : 'Replaced');
-    const text = `${verb} ${quoteName(target.real)} (${r.bytes} bytes${isUtf8(bytes) ? '' : ', binary'}); content_hash ${r.contentHash}`
-      + (r.occ.warning ? `\nwarning: ${r.occ.warning}` : '');
-    return { structured, text, audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes } };
+    const verb = args.dry_run ? (r.created ? 'Would create' : 'Would replace') : r.created ? 'Created' : 'Replaced';
+    const text =
+      `${verb} ${quoteName(target.real)} (${r.bytes} bytes${isUtf8(bytes) ? '' : ', binary'}); content_hash ${r.contentHash}` +
+      (r.occ.warning ? `\nwarning: ${r.occ.warning}` : '');
+    return {
+      structured,
+      text,
+      audit: { paths: [target.real], hash_before: r.previousHash, hash_after: r.contentHash, bytes: r.bytes },
+    };
   },
 });

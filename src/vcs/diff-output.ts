@@ -37,8 +37,12 @@ export function splitDiff(raw: string): FileChunk[] {
     const renameTo = /^(?:rename|copy) to (.*)$/m.exec(head);
     const renameFrom = /^(?:rename|copy) from (.*)$/m.exec(head);
     const plusPath = plus ? pathOfFileLine(plus[1], 'b/') : null;
-    const p = (renameTo ? unquote(renameTo[1]) : null) ?? plusPath ?? (minus ? pathOfFileLine(minus[1], 'a/') : null)
-      ?? (header.startsWith('diff --git ') ? pathOfHeader(header.slice('diff --git '.length))
+    const p =
+      (renameTo ? unquote(renameTo[1]) : null) ??
+      plusPath ??
+      (minus ? pathOfFileLine(minus[1], 'a/') : null) ??
+      (header.startsWith('diff --git ')
+        ? pathOfHeader(header.slice('diff --git '.length))
         : pathOfCombinedHeader(header.slice(header.indexOf(' ', 'diff --'.length) + 1)));
     // A NUL byte means binary content even when .gitattributes (`diff`, `-binary`) made git print it as text.
     const forcedText = text.includes('\0');
@@ -46,7 +50,13 @@ export function splitDiff(raw: string): FileChunk[] {
       path: p,
       ...(renameFrom ? { oldPath: unquote(renameFrom[1]) } : {}),
       binary: forcedText || /^Binary files .* differ$/m.test(head) || /^GIT binary patch$/m.test(head),
-      text: forcedText ? `${head.split('\n').filter((l) => !/^(?:---|\+\+\+) /.test(l)).join('\n').replace(/\n*$/, '\n')}Binary files differ\n` : text,
+      text: forcedText
+        ? `${head
+            .split('\n')
+            .filter((l) => !/^(?:---|\+\+\+) /.test(l))
+            .join('\n')
+            .replace(/\n*$/, '\n')}Binary files differ\n`
+        : text,
     });
   }
   return chunks;
@@ -94,4 +104,3 @@ export function pathOfHeader(rest: string): string {
   const h = /^a\/(.*) b\/(.*)$/.exec(rest);
   return h ? h[2] : rest;
 }
-

@@ -86,7 +86,9 @@ export function noProxyMatches(noProxy: string, target: Authority): boolean {
         try {
           list.addSubnet(addr, Number(bits), family === 4 ? 'ipv4' : 'ipv6');
           if (list.check(host, family === 4 ? 'ipv4' : 'ipv6')) return true;
-        } catch { /* malformed: no match */ }
+        } catch {
+          /* malformed: no match */
+        }
       }
       continue;
     }
@@ -113,7 +115,11 @@ export function noProxyMatches(noProxy: string, target: Authority): boolean {
 }
 
 /** The operator's upstream proxy for `target` (from the server's environment), or null to connect directly. */
-export function upstreamProxy(scheme: 'https' | 'http', target: Authority, env: NodeJS.ProcessEnv): URL | 'unsupported' | null {
+export function upstreamProxy(
+  scheme: 'https' | 'http',
+  target: Authority,
+  env: NodeJS.ProcessEnv,
+): URL | 'unsupported' | null {
   const raw = scheme === 'https' ? env.HTTPS_PROXY || env.https_proxy : env.HTTP_PROXY || env.http_proxy;
   if (!raw) return null;
   if (noProxyMatches(env.NO_PROXY || env.no_proxy || '', target)) return null;
@@ -138,12 +144,19 @@ function hostHeader(a: Authority): string {
 }
 
 /** Opens a TCP connection to `target`, directly or through an upstream CONNECT; resolves once bytes may flow. */
-function openTunnel(target: Authority, proxy: URL | null, signal: AbortSignal): Promise<{ socket: net.Socket; rest: Buffer }> {
+function openTunnel(
+  target: Authority,
+  proxy: URL | null,
+  signal: AbortSignal,
+): Promise<{ socket: net.Socket; rest: Buffer }> {
   return new Promise((resolve, reject) => {
     const port = proxy ? Number(proxy.port || 80) : target.port;
     const host = proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host;
     const socket = net.connect({ host, port });
-    const fail = (error: Error): void => { socket.destroy(); reject(error); };
+    const fail = (error: Error): void => {
+      socket.destroy();
+      reject(error);
+    };
     const onAbort = (): void => fail(new Error('aborted'));
     signal.addEventListener('abort', onAbort, { once: true });
     socket.once('error', fail);
@@ -155,7 +168,11 @@ function openTunnel(target: Authority, proxy: URL | null, signal: AbortSignal): 
         return;
       }
       const headers = { Host: hostHeader(target), ...proxyAuthorization(proxy) };
-      socket.write(`CONNECT ${hostHeader(target)} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`);
+      socket.write(
+        `CONNECT ${hostHeader(target)} HTTP/1.1\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n`,
+      );
       let buf = Buffer.alloc(0);
       const onData = (chunk: Buffer): void => {
         buf = Buffer.concat([buf, chunk]);
@@ -185,8 +202,11 @@ function openTunnel(target: Authority, proxy: URL | null, signal: AbortSignal): 
  * @param scheme how gh reaches the target: https (CONNECT tunnels) or http (github.localhost: forwarded requests)
  * @param env the server's environment (for the operator's upstream proxy)
  */
-export async function startEgressGuard(allowed: readonly Authority[], scheme: 'https' | 'http',
-  env: NodeJS.ProcessEnv = process.env): Promise<EgressGuard> {
+export async function startEgressGuard(
+  allowed: readonly Authority[],
+  scheme: 'https' | 'http',
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<EgressGuard> {
   const denied: Denial[] = [];
   let unreachable = 0;
   const sockets = new Set<net.Socket>();
@@ -210,21 +230,24 @@ export async function startEgressGuard(allowed: readonly Authority[], scheme: 'h
       client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
       return;
     }
-    openTunnel(target, proxy, closing.signal).then(({ socket, rest }) => {
-      sockets.add(socket);
-      socket.on('close', () => sockets.delete(socket));
-      socket.on('error', () => client.destroy());
-      client.on('close', () => socket.destroy());
-      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      if (rest.length) client.write(rest);
-      if (head.length) socket.write(head);
-      socket.pipe(client);
-      client.pipe(socket);
-      socket.resume();
-    }, () => {
-      unreachable++;
-      client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-    });
+    openTunnel(target, proxy, closing.signal).then(
+      ({ socket, rest }) => {
+        sockets.add(socket);
+        socket.on('close', () => sockets.delete(socket));
+        socket.on('error', () => client.destroy());
+        client.on('close', () => socket.destroy());
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (rest.length) client.write(rest);
+        if (head.length) socket.write(head);
+        socket.pipe(client);
+        client.pipe(socket);
+        socket.resume();
+      },
+      () => {
+        unreachable++;
+        client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+      },
+    );
   });
 
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -253,34 +276,45 @@ export async function startEgressGuard(allowed: readonly Authority[], scheme: 'h
     const headers = { ...req.headers };
     delete headers['proxy-connection'];
     delete headers['proxy-authorization'];
-    const upstream = http.request({
-      host: proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host,
-      port: proxy ? Number(proxy.port || 80) : target.port,
-      method: req.method,
-      path: proxy ? url.href : `${url.pathname}${url.search}`,
-      headers: { ...headers, ...(proxy ? proxyAuthorization(proxy) : {}) },
-      signal: closing.signal,
-    }, (answer) => {
-      const location = answer.headers.location;
-      if (answer.statusCode !== undefined && answer.statusCode >= 300 && answer.statusCode < 400 && location) {
-        let next: Authority | null = null;
-        try {
-          const to = new URL(location, url);
-          next = to.protocol === 'http:' || to.protocol === 'https:' ? parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80) : null;
-        } catch { /* unparseable: refused below */ }
-        if (!next || next.host !== target.host || next.port !== target.port) {
-          answer.resume();
-          refuse(502, { kind: 'redirect', host: next?.host ?? '(unparseable)', port: next?.port ?? null });
-          return;
+    const upstream = http.request(
+      {
+        host: proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host,
+        port: proxy ? Number(proxy.port || 80) : target.port,
+        method: req.method,
+        path: proxy ? url.href : `${url.pathname}${url.search}`,
+        headers: { ...headers, ...(proxy ? proxyAuthorization(proxy) : {}) },
+        signal: closing.signal,
+      },
+      (answer) => {
+        const location = answer.headers.location;
+        if (answer.statusCode !== undefined && answer.statusCode >= 300 && answer.statusCode < 400 && location) {
+          let next: Authority | null = null;
+          try {
+            const to = new URL(location, url);
+            next =
+              to.protocol === 'http:' || to.protocol === 'https:'
+                ? parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80)
+                : null;
+          } catch {
+            /* unparseable: refused below */
+          }
+          if (!next || next.host !== target.host || next.port !== target.port) {
+            answer.resume();
+            refuse(502, { kind: 'redirect', host: next?.host ?? '(unparseable)', port: next?.port ?? null });
+            return;
+          }
         }
-      }
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     let connected = false;
     upstream.on('socket', (sock: net.Socket) => {
       if (!sock.connecting) connected = true;
-      else sock.once('connect', () => { connected = true; });
+      else
+        sock.once('connect', () => {
+          connected = true;
+        });
     });
     upstream.on('error', () => {
       if (!connected) unreachable++;
@@ -299,11 +333,14 @@ export async function startEgressGuard(allowed: readonly Authority[], scheme: 'h
   return {
     url: `http://127.0.0.1:${port}`,
     denied,
-    get unreachable() { return unreachable; },
-    close: () => new Promise<void>((resolve) => {
-      closing.abort();
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    get unreachable() {
+      return unreachable;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing.abort();
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -21,7 +21,11 @@ export interface CliLocation {
  * Looks `name` up on `env.PATH` as execvp does (empty entries mean the current directory, relative entries are
  * relative to it). Pure apart from stat/access/realpath.
  */
-export function findCli(name: string, env: NodeJS.ProcessEnv, isInsideRoots: (absolute: string) => boolean = () => false): CliLocation {
+export function findCli(
+  name: string,
+  env: NodeJS.ProcessEnv,
+  isInsideRoots: (absolute: string) => boolean = () => false,
+): CliLocation {
   for (const entry of (env.PATH ?? '').split(path.delimiter)) {
     const dir = path.resolve(entry === '' ? '.' : entry);
     const file = path.join(dir, name);
@@ -32,8 +36,16 @@ export function findCli(name: string, env: NodeJS.ProcessEnv, isInsideRoots: (ab
       continue;
     }
     const places = [dir, file];
-    try { places.push(realpathSync(dir)); } catch { /* raced away: the lexical paths decide */ }
-    try { places.push(realpathSync(file)); } catch { /* idem */ }
+    try {
+      places.push(realpathSync(dir));
+    } catch {
+      /* raced away: the lexical paths decide */
+    }
+    try {
+      places.push(realpathSync(file));
+    } catch {
+      /* idem */
+    }
     return { file, insideRoots: places.some((p) => isInsideRoots(p)) };
   }
   return { file: null, insideRoots: false };
@@ -52,14 +64,19 @@ export function resolveGit(isInside: (absolute: string) => boolean): string {
   const cli = findCli('git', process.env, isInside);
   if (cli.file === null) {
     throw new ToolError('VALIDATION', 'git is not installed on this machine.', {
-      details: { reason: 'git_missing' }, suggestion: 'Install git, or do not use git features.',
+      details: { reason: 'git_missing' },
+      suggestion: 'Install git, or do not use git features.',
     });
   }
   if (cli.insideRoots) {
-    throw new ToolError('VALIDATION', 'The git found on PATH lies inside the allowed roots, where the agent can write; it is not run.', {
-      details: { reason: 'git_inside_roots' },
-      suggestion: 'Ask the user to install git outside the roots, or to remove the PATH entry inside them.',
-    });
+    throw new ToolError(
+      'VALIDATION',
+      'The git found on PATH lies inside the allowed roots, where the agent can write; it is not run.',
+      {
+        details: { reason: 'git_inside_roots' },
+        suggestion: 'Ask the user to install git outside the roots, or to remove the PATH entry inside them.',
+      },
+    );
   }
   return cli.file;
 }

@@ -53,7 +53,8 @@ export function retrySemantics(kind: CallKind, failure: FailureClass): RetrySema
   if (failure === 'environment') return { retryable: false, recovery: 'fix_environment', mayBeApplied: false };
   if (failure === 'arguments') return { retryable: false, recovery: 'fix_arguments', mayBeApplied: false };
   // A read (or a write's pre-check read) whose answer was unusable (output cap): narrowing is the only fix.
-  if (failure === 'unknown_outcome' && kind !== 'write') return { retryable: false, recovery: 'fix_arguments', mayBeApplied: false };
+  if (failure === 'unknown_outcome' && kind !== 'write')
+    return { retryable: false, recovery: 'fix_arguments', mayBeApplied: false };
   if (kind === 'read') return { retryable: true, recovery: 'retry_later', mayBeApplied: false };
   // A write action: never retryable (SPEC §3.2).
   if (kind === 'precheck' || failure === 'rate_limit' || failure === 'not_sent') {
@@ -86,8 +87,9 @@ export function forgeError(kind: CallKind, f: ForgeFailure, subject: string): To
   if (s.mayBeApplied) {
     details.may_be_applied = true;
     message = `${message.replace(/\.?$/, '.')} The write may already have been applied.`;
-    suggestion = `Do not repeat the write: view ${subject} first (action "view", or "list" for a created issue) and `
-      + 'check whether the change is already there.';
+    suggestion =
+      `Do not repeat the write: view ${subject} first (action "view", or "list" for a created issue) and ` +
+      'check whether the change is already there.';
   } else if (kind === 'precheck') {
     details.write_sent = false;
     message = `${message.replace(/\.?$/, '.')} Nothing was written (this failed while checking the issue before the write).`;
@@ -96,8 +98,10 @@ export function forgeError(kind: CallKind, f: ForgeFailure, subject: string): To
     message = `${message.replace(/\.?$/, '.')} The write was not applied.`;
   }
   if (s.recovery === 'retry_later' && !suggestion) {
-    suggestion = typeof details.retry_after_s === 'number'
-      ? `Wait ${details.retry_after_s} s, then call again.` : 'Wait a while, then call again.';
+    suggestion =
+      typeof details.retry_after_s === 'number'
+        ? `Wait ${details.retry_after_s} s, then call again.`
+        : 'Wait a while, then call again.';
   }
   return new ToolError(f.code, message, { details, suggestion, retryable: s.retryable, recovery: s.recovery });
 }
@@ -177,7 +181,8 @@ export function bodyMessage(body: string): string | null {
   if (typeof o.message === 'string') text = o.message;
   else if (o.message && typeof o.message === 'object') {
     text = Object.entries(o.message as Record<string, unknown>)
-      .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`).join('; ');
+      .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(', ') : String(v)}`)
+      .join('; ');
   } else if (typeof o.error === 'string') {
     text = typeof o.error_description === 'string' ? `${o.error}: ${o.error_description}` : o.error;
   }
@@ -194,14 +199,20 @@ export const SNIPPET_MAX_CHARS = 200;
  */
 export function safeSnippet(text: string): string {
   // eslint-disable-next-line no-control-regex
-  const line = oneLine(text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, ' '));
+  const line = oneLine(
+    text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, ' '),
+  );
   const clean = redact(line.replace(/\s+/g, ' ').trim());
   return clean.length > SNIPPET_MAX_CHARS ? `${clean.slice(0, SNIPPET_MAX_CHARS - 3)}...` : clean;
 }
 
 /** The first non-empty line of `text`, at most 300 characters. */
 export function oneLine(text: string): string {
-  const line = text.split('\n').map((l) => l.trim()).find((l) => l) ?? '';
+  const line =
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l) ?? '';
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
@@ -210,29 +221,60 @@ export function oneLine(text: string): string {
  * the audit log (issue #12): gh and glab print YAML parse errors of their configuration files (which hold tokens),
  * paths and file names, and whatever a server sent, so none of it is copied — only this class.
  */
-export type StderrClass = 'connection_refused' | 'dns' | 'tls' | 'proxy' | 'network_unreachable' | 'connect_failed' | 'eof' | 'reset'
-  | 'timeout' | 'auth' | 'rate_limit' | 'config' | 'none' | 'other';
+export type StderrClass =
+  | 'connection_refused'
+  | 'dns'
+  | 'tls'
+  | 'proxy'
+  | 'network_unreachable'
+  | 'connect_failed'
+  | 'eof'
+  | 'reset'
+  | 'timeout'
+  | 'auth'
+  | 'rate_limit'
+  | 'config'
+  | 'none'
+  | 'other';
 
 /** Classifies CLI stderr (Go error texts of gh 2.x / glab 1.x). Pure. */
 export function classifyCliStderr(stderr: string): StderrClass {
   if (stderr.trim() === '') return 'none';
-  if (/proxyconnect|proxy ?(?:error|authentication)|Proxy Authentication Required|: Forbidden\s*$|: Bad Gateway\s*$/im.test(stderr)) return 'proxy';
+  if (
+    /proxyconnect|proxy ?(?:error|authentication)|Proxy Authentication Required|: Forbidden\s*$|: Bad Gateway\s*$/im.test(
+      stderr,
+    )
+  )
+    return 'proxy';
   if (/connection refused/i.test(stderr)) return 'connection_refused';
   if (/no such host|server misbehaving|lookup .*: /i.test(stderr)) return 'dns';
   if (/x509: |tls: |certificate (?:signed|is not|has expired)/i.test(stderr)) return 'tls';
   if (/network is unreachable|no route to host/i.test(stderr)) return 'network_unreachable';
   if (/dial tcp|connect: /i.test(stderr)) return 'connect_failed';
   if (/timeout|timed out|deadline exceeded/i.test(stderr)) return 'timeout';
-  if (/connection reset|broken pipe|server closed|http2: |stream error|error connecting to/i.test(stderr)) return 'reset';
+  if (/connection reset|broken pipe|server closed|http2: |stream error|error connecting to/i.test(stderr))
+    return 'reset';
   if (/\bEOF\b|unexpected end/i.test(stderr)) return 'eof';
-  if (/bad credentials|authentication required|auth login|GH_TOKEN|GITLAB_TOKEN|requires authentication|HTTP 401|unauthori[sz]ed|not authenticated|no token/i.test(stderr)) return 'auth';
+  if (
+    /bad credentials|authentication required|auth login|GH_TOKEN|GITLAB_TOKEN|requires authentication|HTTP 401|unauthori[sz]ed|not authenticated|no token/i.test(
+      stderr,
+    )
+  )
+    return 'auth';
   if (/rate limit/i.test(stderr)) return 'rate_limit';
   if (/yaml|config(?:uration)? file|hosts\.yml|config\.yml/i.test(stderr)) return 'config';
   return 'other';
 }
 
 /** Classes of `classifyCliStderr` that happen before a request leaves. */
-export const STDERR_NOT_SENT: ReadonlySet<StderrClass> = new Set(['connection_refused', 'dns', 'tls', 'proxy', 'network_unreachable', 'connect_failed']);
+export const STDERR_NOT_SENT: ReadonlySet<StderrClass> = new Set([
+  'connection_refused',
+  'dns',
+  'tls',
+  'proxy',
+  'network_unreachable',
+  'connect_failed',
+]);
 /** Classes of `classifyCliStderr` whose request may have reached the server. */
 export const STDERR_IN_TRANSIT: ReadonlySet<StderrClass> = new Set(['eof', 'reset', 'timeout']);
 

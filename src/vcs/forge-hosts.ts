@@ -93,8 +93,16 @@ const NOWHERE: InsideRoots = () => false;
 /** True when `file`, its real path or its directory's real path lies inside the roots. */
 function reachableByAgent(file: string, isInsideRoots: InsideRoots): boolean {
   const candidates = [path.resolve(file)];
-  try { candidates.push(realpathSync(path.dirname(file))); } catch { /* missing: the file is read as missing too */ }
-  try { candidates.push(realpathSync(file)); } catch { /* idem */ }
+  try {
+    candidates.push(realpathSync(path.dirname(file)));
+  } catch {
+    /* missing: the file is read as missing too */
+  }
+  try {
+    candidates.push(realpathSync(file));
+  } catch {
+    /* idem */
+  }
   return candidates.some((p) => isInsideRoots(p));
 }
 
@@ -103,15 +111,24 @@ function reachableByAgent(file: string, isInsideRoots: InsideRoots): boolean {
  * have written it — e.g. `http_unix_socket` in config.yml sends every gh request, token included, to a unix socket,
  * around the egress guard — so gh must not run with it (src/vcs/github.ts gives gh a private one instead).
  */
-export function ghConfigReachable(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
-  isInsideRoots: InsideRoots = NOWHERE): boolean {
+export function ghConfigReachable(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE,
+): boolean {
   const dir = ghConfigDir(env, home);
-  return reachableByAgent(path.join(dir, 'config.yml'), isInsideRoots) || reachableByAgent(path.join(dir, 'hosts.yml'), isInsideRoots);
+  return (
+    reachableByAgent(path.join(dir, 'config.yml'), isInsideRoots) ||
+    reachableByAgent(path.join(dir, 'hosts.yml'), isInsideRoots)
+  );
 }
 
 /** The hosts of gh's `hosts.yml` (see the module comment for the rules). */
-export function ghConfiguredHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
-  isInsideRoots: InsideRoots = NOWHERE): HostPort[] {
+export function ghConfiguredHosts(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE,
+): HostPort[] {
   const file = path.join(ghConfigDir(env, home), 'hosts.yml');
   if (reachableByAgent(file, isInsideRoots)) return [];
   const text = readSmallFile(file, GH_HOSTS_FILE_MAX_BYTES);
@@ -133,8 +150,11 @@ function addUnique(list: HostPort[], hp: HostPort | null): void {
  * The hosts the operator configured (module comment). github.localhost is not among them: it is a development host
  * and must be configured like any other (GH_HOST, hosts.yml or --git-remote-allow).
  */
-export function configuredForgeHosts(env: NodeJS.ProcessEnv = process.env, home: string = os.homedir(),
-  isInsideRoots: InsideRoots = NOWHERE): ConfiguredHosts {
+export function configuredForgeHosts(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = os.homedir(),
+  isInsideRoots: InsideRoots = NOWHERE,
+): ConfiguredHosts {
   const github: HostPort[] = [{ host: 'github.com', port: null }];
   addUnique(github, hostOf(env.GH_HOST));
   for (const h of ghConfiguredHosts(env, home, isInsideRoots)) addUnique(github, h);
@@ -150,5 +170,7 @@ export function configuredForgeHosts(env: NodeJS.ProcessEnv = process.env, home:
  */
 export function hostListed(list: readonly HostPort[], host: string, port: number | null = null): boolean {
   const h = host.toLowerCase();
-  return list.some((e) => e.host === h && (port === null || (e.port === null ? port === 443 || port === 80 : e.port === port)));
+  return list.some(
+    (e) => e.host === h && (port === null || (e.port === null ? port === 443 || port === 80 : e.port === port)),
+  );
 }

@@ -20,8 +20,20 @@
  * parse, an unknown repository extension) fails closed with a clear envelope and nothing run.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, readSync, realpathSync, rmSync,
-  writeFileSync, type Dirent, type Stats } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+  type Dirent,
+  type Stats,
+} from 'node:fs';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -86,35 +98,49 @@ export interface RepositoryLocations {
 }
 
 /** The failure to build a view, classified (details.reason) with the path concerned and no file content. */
-function repoError(kind: 'corrupt_repository' | 'unsupported_repository', file: string, message: string, suggestion?: string): ToolError {
+function repoError(
+  kind: 'corrupt_repository' | 'unsupported_repository',
+  file: string,
+  message: string,
+  suggestion?: string,
+): ToolError {
   return new ToolError(kind === 'corrupt_repository' ? 'IO_ERROR' : 'VALIDATION', message, {
     path: file,
     details: { reason: kind, file, ...(kind === 'corrupt_repository' ? { errno: 'EGIT' } : {}) },
-    suggestion: suggestion ?? (kind === 'corrupt_repository'
-      ? 'Run `git status` (or `git fsck`) in the repository to see what git reports, repair it, then call again.'
-      : 'Use git directly for this repository; the server reads only repositories it can verify.'),
+    suggestion:
+      suggestion ??
+      (kind === 'corrupt_repository'
+        ? 'Run `git status` (or `git fsck`) in the repository to see what git reports, repair it, then call again.'
+        : 'Use git directly for this repository; the server reads only repositories it can verify.'),
   });
 }
 
 /** NOT_ALLOWED for a metadata link (or `.git` file) whose target lies outside the roots; names the link only. */
 function outsideError(link: string, what: string): ToolError {
-  return new ToolError('NOT_ALLOWED', `${link} (${what}) leads outside the allowed roots; the git tools do not follow it.`, {
-    path: link, details: { reason: 'git_location_outside_roots', link },
-    suggestion: 'Call list_allowed_directories, or use a repository whose git metadata lies inside the roots.',
-  });
+  return new ToolError(
+    'NOT_ALLOWED',
+    `${link} (${what}) leads outside the allowed roots; the git tools do not follow it.`,
+    {
+      path: link,
+      details: { reason: 'git_location_outside_roots', link },
+      suggestion: 'Call list_allowed_directories, or use a repository whose git metadata lies inside the roots.',
+    },
+  );
 }
 
 /** VALIDATION not_a_work_tree for `dir`. */
 export function notAWorkTree(dir: string, insideGitDir = false): ToolError {
   return insideGitDir
     ? new ToolError('VALIDATION', `${dir} is inside a git directory or a bare repository, not a work tree.`, {
-      path: dir, details: { reason: 'not_a_work_tree' },
-      suggestion: 'Pass a path inside the work tree (the directory that contains .git), not .git itself.',
-    })
+        path: dir,
+        details: { reason: 'not_a_work_tree' },
+        suggestion: 'Pass a path inside the work tree (the directory that contains .git), not .git itself.',
+      })
     : new ToolError('VALIDATION', `${dir} is not inside a git work tree.`, {
-      path: dir, details: { reason: 'not_a_work_tree' },
-      suggestion: 'Pass a path inside a git work tree (git_status on a plain directory has nothing to report).',
-    });
+        path: dir,
+        details: { reason: 'not_a_work_tree' },
+        suggestion: 'Pass a path inside a git work tree (git_status on a plain directory has nothing to report).',
+      });
 }
 
 const lstatOrNull = (p: string): Stats | null => {
@@ -154,7 +180,9 @@ class Verifier {
         let real: string | null = null;
         try {
           real = realpathSync(d);
-        } catch { /* keep going up */ }
+        } catch {
+          /* keep going up */
+        }
         if (real !== null) {
           if (!this.isInside(real)) throw outsideError(path.dirname(p), what);
           return null;
@@ -179,9 +207,14 @@ class Verifier {
     if (real !== p) {
       const rule = this.access.secretRule(real);
       if (rule !== null) {
-        throw new ToolError('SECRET_DENIED', `${p} (${what}) is a link to a secret file; the git tools do not read it.`, {
-          path: p, details: { pattern: rule, link: p },
-        });
+        throw new ToolError(
+          'SECRET_DENIED',
+          `${p} (${what}) is a link to a secret file; the git tools do not read it.`,
+          {
+            path: p,
+            details: { pattern: rule, link: p },
+          },
+        );
       }
     }
     return { real, stats: st.isSymbolicLink() ? lstatSync(real) : st };
@@ -201,7 +234,11 @@ class Verifier {
     const { fd, stats } = openForReadSync(found.real, this.isInside);
     try {
       if (stats.size > max) {
-        throw repoError('unsupported_repository', p, `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`);
+        throw repoError(
+          'unsupported_repository',
+          p,
+          `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
+        );
       }
       const bytes = Buffer.allocUnsafe(stats.size + 1);
       let filled = 0;
@@ -211,7 +248,11 @@ class Verifier {
         filled += n;
       }
       if (filled > max) {
-        throw repoError('unsupported_repository', p, `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`);
+        throw repoError(
+          'unsupported_repository',
+          p,
+          `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
+        );
       }
       return bytes.subarray(0, filled);
     } finally {
@@ -225,7 +266,8 @@ class Verifier {
    */
   directory(p: string, what: string): string {
     const found = this.locate(p, what);
-    if (!found || !found.stats.isDirectory()) throw repoError('corrupt_repository', p, `${p} (${what}) is missing or not a directory.`);
+    if (!found || !found.stats.isDirectory())
+      throw repoError('corrupt_repository', p, `${p} (${what}) is missing or not a directory.`);
     return found.real;
   }
 }
@@ -246,8 +288,12 @@ export function findWorkTreeTop(dir: string): string {
   for (let d = dir; ; d = path.dirname(d)) {
     if (lstatOrNull(path.join(d, '.git'))) return d;
     // A bare repository (or a git dir by another name): git would refuse to run here for lack of a work tree.
-    if (lstatOrNull(path.join(d, 'HEAD'))?.isFile() && lstatOrNull(path.join(d, 'objects'))?.isDirectory()
-      && lstatOrNull(path.join(d, 'refs'))?.isDirectory()) throw notAWorkTree(dir, true);
+    if (
+      lstatOrNull(path.join(d, 'HEAD'))?.isFile() &&
+      lstatOrNull(path.join(d, 'objects'))?.isDirectory() &&
+      lstatOrNull(path.join(d, 'refs'))?.isDirectory()
+    )
+      throw notAWorkTree(dir, true);
     if (path.dirname(d) === d) throw notAWorkTree(dir);
   }
 }
@@ -286,7 +332,6 @@ function quoteValue(v: string): string {
 
 /** A `[section "sub"]` header, or null when the subsection cannot be written (newline, NUL). */
 function sectionHeader(section: string, sub: string): string | null {
-   
   if (/[\n\0]/.test(sub)) return null;
   return `[${section} "${sub.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"]`;
 }
@@ -354,21 +399,36 @@ export function viewEnvironment(privateDir: string, base: NodeJS.ProcessEnv = pr
 /** `-c` settings on every view run (belt and braces: the private config already says the same). */
 const VIEW_FLAGS = [
   '--no-optional-locks',
-  '-c', 'core.fsmonitor=false',
-  '-c', 'core.hooksPath=/dev/null',
-  '-c', 'core.attributesFile=/dev/null',
-  '-c', 'core.pager=cat',
-  '-c', 'diff.external=',
-  '-c', 'diff.ignoreSubmodules=all',
-  '-c', 'status.submoduleSummary=false',
-  '-c', 'submodule.recurse=false',
-  '-c', 'protocol.allow=never',
-  '-c', 'core.untrackedCache=false',
-  '-c', 'color.ui=false',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.attributesFile=/dev/null',
+  '-c',
+  'core.pager=cat',
+  '-c',
+  'diff.external=',
+  '-c',
+  'diff.ignoreSubmodules=all',
+  '-c',
+  'status.submoduleSummary=false',
+  '-c',
+  'submodule.recurse=false',
+  '-c',
+  'protocol.allow=never',
+  '-c',
+  'core.untrackedCache=false',
+  '-c',
+  'color.ui=false',
 ];
 
 /** Runs git with `env`; the caller classifies the result. Refuses to start when git is missing. */
-export type GitRunner = (args: readonly string[], env: NodeJS.ProcessEnv, options: ViewRunOptions & { cwd: string; fds?: number[] }) => Promise<CommandResult>;
+export type GitRunner = (
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  options: ViewRunOptions & { cwd: string; fds?: number[] },
+) => Promise<CommandResult>;
 
 /** A git dir private to one call, and the verified repository it shows. Dispose it when done. */
 export class GitView {
@@ -400,7 +460,9 @@ export class GitView {
       GIT_INDEX_FILE: useFd ? '/proc/self/fd/3' : (this.locations.index ?? path.join(this.privateDir, 'no-index')),
     };
     return this.runner([...VIEW_FLAGS, ...args], env, {
-      ...options, cwd: this.locations.workTree, ...(useFd ? { fds: [this.indexFd] } : {}),
+      ...options,
+      cwd: this.locations.workTree,
+      ...(useFd ? { fds: [this.indexFd] } : {}),
     });
   }
 
@@ -410,7 +472,11 @@ export class GitView {
       if (!this.disposed) {
         this.disposed = true;
         if (this.indexFd !== null) {
-          try { closeSync(this.indexFd); } catch { /* already closed */ }
+          try {
+            closeSync(this.indexFd);
+          } catch {
+            /* already closed */
+          }
         }
         releasePrivateDir(this.privateDir);
       }
@@ -443,7 +509,12 @@ export class GitView {
     let repoConfig: ConfigList = new Map();
     if (configBytes) {
       const parsed = parseGitConfig(configBytes.toString('utf8'));
-      if (!parsed) throw repoError('corrupt_repository', configFile, `${configFile} is not a valid git config file (git would refuse it too); it was not used.`);
+      if (!parsed)
+        throw repoError(
+          'corrupt_repository',
+          configFile,
+          `${configFile} is not a valid git config file (git would refuse it too); it was not used.`,
+        );
       repoConfig = parsed;
     }
     const settings = viewSettings(repoConfig, configFile, gitDir, top, verify);
@@ -489,14 +560,25 @@ export class GitView {
       };
       put('HEAD', head.kind === 'symbolic' ? `ref: ${head.ref}\n` : `${head.oid}\n`);
       put('config', `${[...BASE_CONFIG, ...settings, ...extra].join('\n')}\n`);
-      put('packed-refs', [...refs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([ref, oid]) => `${oid} ${ref}\n`).join(''));
+      put(
+        'packed-refs',
+        [...refs]
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([ref, oid]) => `${oid} ${ref}\n`)
+          .join(''),
+      );
       put(path.join('objects', 'info', 'alternates'), `${[objectsDir, ...alternates].join('\n')}\n`);
       // fs-tools' own path-lock files (src/fs/path-lock.ts) come and go beside the files being written: never part of
       // the status (a mutation's lock would otherwise change the very status hash it checks: STALE_GIT).
-      put(path.join('info', 'exclude'), Buffer.concat([
-        ...(exclude === null ? [] : [exclude, Buffer.from(exclude.length > 0 && exclude[exclude.length - 1] !== 0x0a ? '\n' : '')]),
-        Buffer.from(OWN_EXCLUDES),
-      ]));
+      put(
+        path.join('info', 'exclude'),
+        Buffer.concat([
+          ...(exclude === null
+            ? []
+            : [exclude, Buffer.from(exclude.length > 0 && exclude[exclude.length - 1] !== 0x0a ? '\n' : '')]),
+          Buffer.from(OWN_EXCLUDES),
+        ]),
+      );
       put('shallow', shallow);
       if (locations.index) indexFd = openForReadSync(locations.index, verify.isInside).fd;
       return new GitView(locations, privateDir, indexFd, runner);
@@ -546,7 +628,11 @@ function sweepStaleDirs(base: string): void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ESRCH') continue;
     }
-    try { rmSync(path.join(base, name), { recursive: true, force: true }); } catch { /* not ours */ }
+    try {
+      rmSync(path.join(base, name), { recursive: true, force: true });
+    } catch {
+      /* not ours */
+    }
   }
 }
 /** The entries of a private dir, per subdirectory; files may be absent (shallow, info/exclude). */
@@ -592,13 +678,19 @@ function acquirePrivateDir(isInside: (p: string) => boolean): string {
         base = real;
         break;
       }
-    } catch { /* not there */ }
+    } catch {
+      /* not there */
+    }
   }
   if (!base) {
-    throw new ToolError('VALIDATION', 'Every temporary directory lies inside the allowed roots, so the git tools have nowhere private to build their view.', {
-      details: { reason: 'no_private_dir' },
-      suggestion: 'Set TMPDIR to a directory outside the roots.',
-    });
+    throw new ToolError(
+      'VALIDATION',
+      'Every temporary directory lies inside the allowed roots, so the git tools have nowhere private to build their view.',
+      {
+        details: { reason: 'no_private_dir' },
+        suggestion: 'Set TMPDIR to a directory outside the roots.',
+      },
+    );
   }
   if (!sweptBases.has(base)) {
     sweptBases.add(base);
@@ -612,7 +704,11 @@ function acquirePrivateDir(isInside: (p: string) => boolean): string {
     exitHook = true;
     process.once('exit', () => {
       for (const d of allDirs) {
-        try { rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ }
+        try {
+          rmSync(d, { recursive: true, force: true });
+        } catch {
+          /* best effort */
+        }
       }
     });
   }
@@ -641,8 +737,9 @@ export function locateRepository(dir: string, access: ViewAccess): RepositoryLoc
   const top = findWorkTreeTop(dir);
   if (!verify.isInside(top)) {
     throw new ToolError('NOT_ALLOWED', `The git work tree of ${dir} is rooted above the allowed roots.`, {
-      path: dir, details: { reason: 'work_tree_outside_roots' },
-      suggestion: 'Add the repository\'s top directory as a root, or use paths in a repository inside the roots.',
+      path: dir,
+      details: { reason: 'work_tree_outside_roots' },
+      suggestion: "Add the repository's top directory as a root, or use paths in a repository inside the roots.",
     });
   }
   const gitDir = locateGitDir(top, verify);
@@ -651,7 +748,8 @@ export function locateRepository(dir: string, access: ViewAccess): RepositoryLoc
   const objectsDir = verify.directory(path.join(commonDir, 'objects'), 'objects directory');
   const indexPath = path.join(gitDir, 'index');
   const indexFound = verify.locate(indexPath, 'index');
-  if (indexFound && !indexFound.stats.isFile()) throw repoError('corrupt_repository', indexPath, `${indexPath} is not a regular file.`);
+  if (indexFound && !indexFound.stats.isFile())
+    throw repoError('corrupt_repository', indexPath, `${indexPath} is not a regular file.`);
   return { workTree: top, gitDir, commonDir, objectsDir, index: indexFound?.real ?? null };
 }
 
@@ -679,7 +777,8 @@ function locateGitDir(top: string, verify: Verifier): string {
     if (!verify.isInside(real)) throw outsideError(dotGit, '.git file');
     gitDir = real;
   } else throw repoError('corrupt_repository', dotGit, `${dotGit} is neither a directory nor a .git file.`);
-  if (!lstatOrNull(gitDir)?.isDirectory()) throw repoError('corrupt_repository', dotGit, `${dotGit} does not lead to a git directory.`);
+  if (!lstatOrNull(gitDir)?.isDirectory())
+    throw repoError('corrupt_repository', dotGit, `${dotGit} does not lead to a git directory.`);
   return gitDir;
 }
 
@@ -689,7 +788,8 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
   const bytes = verify.read(file, 'commondir', VIEW_CAPS.small);
   if (!bytes) return gitDir;
   const value = bytes.toString('utf8').replace(/\r?\n$/, '');
-  if (value === '' || value.includes('\n') || value.includes('\0')) throw repoError('corrupt_repository', file, `${file} is not a valid commondir file.`);
+  if (value === '' || value.includes('\n') || value.includes('\0'))
+    throw repoError('corrupt_repository', file, `${file} is not a valid commondir file.`);
   const lexical = path.resolve(gitDir, value);
   let real: string;
   try {
@@ -699,7 +799,8 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
     throw repoError('corrupt_repository', file, `${file} names a directory that does not exist.`);
   }
   if (!verify.isInside(real)) throw outsideError(file, 'commondir');
-  if (!lstatOrNull(real)?.isDirectory()) throw repoError('corrupt_repository', file, `${file} does not name a directory.`);
+  if (!lstatOrNull(real)?.isDirectory())
+    throw repoError('corrupt_repository', file, `${file} does not name a directory.`);
   return real;
 }
 
@@ -708,7 +809,12 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
  * lead inside the roots, and every alternate it names (recursively, as git follows them) too. Returns the alternates'
  * real paths (git re-reads them from the repository's own objects/info/alternates).
  */
-function verifyObjects(objectsDir: string, verify: Verifier, depth: number, seen = new Set<string>([objectsDir])): string[] {
+function verifyObjects(
+  objectsDir: string,
+  verify: Verifier,
+  depth: number,
+  seen = new Set<string>([objectsDir]),
+): string[] {
   for (const sub of ['', 'pack', 'info', path.join('info', 'commit-graphs')]) {
     const d = path.join(objectsDir, sub);
     let entries: Dirent[];
@@ -722,12 +828,18 @@ function verifyObjects(objectsDir: string, verify: Verifier, depth: number, seen
   const file = path.join(objectsDir, 'info', 'alternates');
   const bytes = verify.read(file, 'objects/info/alternates', VIEW_CAPS.list);
   if (!bytes) return [];
-  if (depth >= MAX_ALTERNATE_DEPTH) throw repoError('unsupported_repository', file, `${file} chains alternates deeper than ${MAX_ALTERNATE_DEPTH}.`);
+  if (depth >= MAX_ALTERNATE_DEPTH)
+    throw repoError('unsupported_repository', file, `${file} chains alternates deeper than ${MAX_ALTERNATE_DEPTH}.`);
   const out: string[] = [];
   for (let line of bytes.toString('utf8').split('\n')) {
     line = line.replace(/\r$/, '');
     if (line === '' || line.startsWith('#')) continue;
-    if (line.startsWith('"')) throw repoError('unsupported_repository', file, `${file} uses a quoted alternate path, which the git tools do not support.`);
+    if (line.startsWith('"'))
+      throw repoError(
+        'unsupported_repository',
+        file,
+        `${file} uses a quoted alternate path, which the git tools do not support.`,
+      );
     const lexical = path.resolve(objectsDir, line);
     let real: string;
     try {
@@ -739,21 +851,33 @@ function verifyObjects(objectsDir: string, verify: Verifier, depth: number, seen
     if (!verify.isInside(real)) throw outsideError(file, 'objects/info/alternates');
     if (seen.has(real)) continue;
     seen.add(real);
-    if (seen.size > MAX_ALTERNATES) throw repoError('unsupported_repository', file, `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`);
+    if (seen.size > MAX_ALTERNATES)
+      throw repoError(
+        'unsupported_repository',
+        file,
+        `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`,
+      );
     out.push(real, ...verifyObjects(real, verify, depth + 1, seen));
   }
   return out;
 }
 
 /** HEAD: a symbolic ref to a safe ref name, or a detached object id. */
-function readHead(gitDir: string, verify: Verifier): { kind: 'symbolic'; ref: string } | { kind: 'detached'; oid: string } {
+function readHead(
+  gitDir: string,
+  verify: Verifier,
+): { kind: 'symbolic'; ref: string } | { kind: 'detached'; oid: string } {
   const file = path.join(gitDir, 'HEAD');
   const bytes = verify.read(file, 'HEAD', VIEW_CAPS.small);
   const text = bytes?.toString('utf8').trim() ?? '';
   const m = /^ref: (.+)$/.exec(text);
   if (m && isSafeRefName(m[1])) return { kind: 'symbolic', ref: m[1] };
   if (OID.test(text)) return { kind: 'detached', oid: text };
-  throw repoError('corrupt_repository', file, `${file} is not a valid HEAD (missing, empty, or not a ref or object id); ${gitDir} cannot be read as a repository.`);
+  throw repoError(
+    'corrupt_repository',
+    file,
+    `${file} is not a valid HEAD (missing, empty, or not a ref or object id); ${gitDir} cannot be read as a repository.`,
+  );
 }
 
 /** Per-worktree refs live in the git dir; every other ref in the common dir (gitrepository-layout(5)). */
@@ -764,7 +888,10 @@ function refHome(ref: string, gitDir: string, commonDir: string): string {
 /** packed-refs of a common dir, read (verified, capped) and parsed at most once per view. */
 class PackedRefs {
   private map: Map<string, string> | null = null;
-  constructor(private readonly commonDir: string, private readonly verify: Verifier) {}
+  constructor(
+    private readonly commonDir: string,
+    private readonly verify: Verifier,
+  ) {}
 
   /** The object id of `ref` in packed-refs, or undefined. @throws corrupt_repository on a malformed line */
   get(ref: string): string | undefined {
@@ -778,7 +905,12 @@ class PackedRefs {
           if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
           const sp = line.indexOf(' ');
           const oid = sp < 0 ? '' : line.slice(0, sp);
-          if (!OID.test(oid)) throw repoError('corrupt_repository', file, `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`);
+          if (!OID.test(oid))
+            throw repoError(
+              'corrupt_repository',
+              file,
+              `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`,
+            );
           if (!this.map.has(line.slice(sp + 1))) this.map.set(line.slice(sp + 1), oid);
         }
       }
@@ -788,7 +920,14 @@ class PackedRefs {
 }
 
 /** The object id `ref` names (loose file, else packed-refs; symbolic refs followed to depth 5), or null. */
-function resolveRef(ref: string, gitDir: string, commonDir: string, verify: Verifier, packed: PackedRefs, depth: number): string | null {
+function resolveRef(
+  ref: string,
+  gitDir: string,
+  commonDir: string,
+  verify: Verifier,
+  packed: PackedRefs,
+  depth: number,
+): string | null {
   if (depth > 5 || !isSafeRefName(ref)) return null;
   const home = refHome(ref, gitDir, commonDir);
   const file = path.join(home, ...ref.split('/'));
@@ -836,15 +975,30 @@ const KNOWN_EXTENSIONS = new Set(['objectformat', 'worktreeconfig', 'noop', 'pre
  */
 function viewSettings(config: ConfigList, configFile: string, gitDir: string, top: string, verify: Verifier): string[] {
   const version = last(config.get('core.repositoryformatversion')) ?? '0';
-  if (version !== '0' && version !== '1') throw repoError('unsupported_repository', configFile, `${configFile} declares repository format version ${Number(version) || 'unknown'}, which the git tools do not read.`);
+  if (version !== '0' && version !== '1')
+    throw repoError(
+      'unsupported_repository',
+      configFile,
+      `${configFile} declares repository format version ${Number(version) || 'unknown'}, which the git tools do not read.`,
+    );
   let objectFormat: string | null = null;
   for (const [key, values] of config) {
     if (!key.startsWith('extensions.') || version !== '1') continue;
     const name = key.slice('extensions.'.length);
-    if (!KNOWN_EXTENSIONS.has(name)) throw repoError('unsupported_repository', configFile, `${configFile} declares a repository extension the git tools do not support.`);
+    if (!KNOWN_EXTENSIONS.has(name))
+      throw repoError(
+        'unsupported_repository',
+        configFile,
+        `${configFile} declares a repository extension the git tools do not support.`,
+      );
     if (name === 'objectformat') {
       const v = last(values)!.toLowerCase();
-      if (v !== 'sha1' && v !== 'sha256') throw repoError('unsupported_repository', configFile, `${configFile} declares an object format the git tools do not support.`);
+      if (v !== 'sha1' && v !== 'sha256')
+        throw repoError(
+          'unsupported_repository',
+          configFile,
+          `${configFile} declares an object format the git tools do not support.`,
+        );
       objectFormat = v;
     }
   }
@@ -858,7 +1012,12 @@ function viewSettings(config: ConfigList, configFile: string, gitDir: string, to
       real = lexical;
     }
     if (!verify.isInside(real)) throw outsideError(configFile, 'core.worktree');
-    if (real !== top) throw repoError('unsupported_repository', configFile, `${configFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`);
+    if (real !== top)
+      throw repoError(
+        'unsupported_repository',
+        configFile,
+        `${configFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`,
+      );
   }
   const lines = ['[core]', `\trepositoryformatversion = ${version}`];
   for (const [key, allowed] of Object.entries(COPIED_KEYS)) {
@@ -867,7 +1026,8 @@ function viewSettings(config: ConfigList, configFile: string, gitDir: string, to
   }
   for (const [key, allowed] of Object.entries(COPIED_KEYS)) {
     const v = last(config.get(key));
-    if (v !== undefined && allowed.test(v) && !key.startsWith('core.')) lines.push(`[${key.split('.')[0]}]`, `\t${key.split('.')[1]} = ${v}`);
+    if (v !== undefined && allowed.test(v) && !key.startsWith('core.'))
+      lines.push(`[${key.split('.')[0]}]`, `\t${key.split('.')[1]} = ${v}`);
   }
   if (objectFormat) lines.push('[extensions]', `\tobjectformat = ${objectFormat}`);
   return lines;
@@ -886,8 +1046,10 @@ function checkOwnership(top: string, gitDir: string, isInside: (p: string) => bo
     const st = lstatOrNull(p);
     if (st && st.uid !== uid && !safeDirectories(isInside).some((s) => s === '*' || s === top || s === `${top}/`)) {
       throw new ToolError('VALIDATION', `git refuses the repository at ${top}: dubious ownership.`, {
-        path: top, details: { reason: 'dubious_ownership' },
-        suggestion: 'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
+        path: top,
+        details: { reason: 'dubious_ownership' },
+        suggestion:
+          'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
       });
     }
   }
@@ -903,11 +1065,16 @@ function safeDirectories(isInside: (p: string) => boolean): string[] {
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
     const out = execFileSync(program, ['config', '--global', '--null', '--get-all', 'safe.directory'], {
-      env: { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_DIR: '/dev/null' }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 5000, cwd: os.tmpdir(),
+      env: { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_DIR: '/dev/null' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+      cwd: os.tmpdir(),
     });
     safeDirCache = out.split('\0').filter(Boolean);
-  } catch { /* none, or git missing */ }
+  } catch {
+    /* none, or git missing */
+  }
   return safeDirCache;
 }
 
@@ -916,8 +1083,13 @@ function safeDirectories(isInside: (p: string) => boolean): string[] {
  * found for the roots in force (never a git inside them).
  */
 export function commandRunner(program: string): GitRunner {
-  return (args, env, options) => runCommand(program, args, {
-    cwd: options.cwd, env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
-    signal: options.signal, ...(options.fds ? { fds: options.fds } : {}),
-  });
+  return (args, env, options) =>
+    runCommand(program, args, {
+      cwd: options.cwd,
+      env,
+      timeoutMs: options.timeoutMs,
+      maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
+      signal: options.signal,
+      ...(options.fds ? { fds: options.fds } : {}),
+    });
 }

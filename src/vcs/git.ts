@@ -15,15 +15,24 @@ import { runCommand, type CommandResult } from './run-command.js';
 
 /** Config overrides that stop a repository's own config from running commands (SPEC §7; issue 5). */
 const SAFE_CONFIG = [
-  '-c', 'core.fsmonitor=false',
-  '-c', 'core.pager=cat',
-  '-c', 'core.hooksPath=/dev/null',
-  '-c', 'diff.external=',
-  '-c', 'core.sshCommand=false',
-  '-c', 'protocol.allow=never',
-  '-c', 'credential.helper=',
-  '-c', 'core.untrackedCache=false',
-  '-c', 'color.ui=false',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.pager=cat',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'diff.external=',
+  '-c',
+  'core.sshCommand=false',
+  '-c',
+  'protocol.allow=never',
+  '-c',
+  'credential.helper=',
+  '-c',
+  'core.untrackedCache=false',
+  '-c',
+  'color.ui=false',
 ];
 
 /** The environment git runs with: inherited, minus what could prompt, page or redirect it. */
@@ -64,7 +73,8 @@ const CONTENT_READERS = new Set(['status', 'diff', 'diff-files', 'diff-index', '
 function assertStarted(result: CommandResult, what: string, timeoutMs: number): CommandResult {
   if (result.spawnError === 'ENOENT') {
     throw new ToolError('VALIDATION', 'git is not installed on this machine.', {
-      details: { reason: 'git_missing' }, suggestion: 'Install git, or do not use git features.',
+      details: { reason: 'git_missing' },
+      suggestion: 'Install git, or do not use git features.',
     });
   }
   if (result.timedOut) {
@@ -94,24 +104,34 @@ export async function runGit(args: readonly string[], options: GitOptions): Prom
 }
 
 /** The runner views use: the one subprocess runner (the git resolved for the roots), plus the git-missing and timeout envelopes. */
-const viewRunner = (program: string): GitRunner => async (args, env, options) => {
-  const what = args.find((a, i) => i > 0 && args[i - 1] !== '-c' && !a.startsWith('-') && !a.includes('=')) ?? 'git';
-  return assertStarted(await commandRunner(program)(args, env, options), what, options.timeoutMs);
-};
+const viewRunner =
+  (program: string): GitRunner =>
+  async (args, env, options) => {
+    const what = args.find((a, i) => i > 0 && args[i - 1] !== '-c' && !a.startsWith('-') && !a.includes('=')) ?? 'git';
+    return assertStarted(await commandRunner(program)(args, env, options), what, options.timeoutMs);
+  };
 
 /**
  * Verifies the repository whose work tree contains the real directory `dir` (every location git would read inside
  * the roots) and builds its sanitized view. Dispose the view when done (`withRepository` does).
  * @throws ToolError as GitView.open; VALIDATION git_missing / git_inside_roots (`resolveGit`)
  */
-export async function openRepository(dir: string, access: ViewAccess, options: { timeoutMs: number; signal?: AbortSignal }): Promise<GitView> {
+export async function openRepository(
+  dir: string,
+  access: ViewAccess,
+  options: { timeoutMs: number; signal?: AbortSignal },
+): Promise<GitView> {
   // Resolved before the view exists: a git inside the roots (or none) fails the call before anything is created.
   return GitView.open(dir, access, options, viewRunner(resolveGit(access.isInside)));
 }
 
 /** Opens the view, runs `fn`, disposes the view. */
-export async function withRepository<T>(dir: string, access: ViewAccess, options: { timeoutMs: number; signal?: AbortSignal },
-  fn: (view: GitView) => Promise<T>): Promise<T> {
+export async function withRepository<T>(
+  dir: string,
+  access: ViewAccess,
+  options: { timeoutMs: number; signal?: AbortSignal },
+  fn: (view: GitView) => Promise<T>,
+): Promise<T> {
   const view = await openRepository(dir, access, options);
   try {
     return await fn(view);
@@ -130,52 +150,85 @@ export function throwGitFailure(result: CommandResult, where: string, what: stri
   const err = result.stderr;
   if (/dubious ownership/i.test(err)) {
     throw new ToolError('VALIDATION', `git refuses the repository at ${where}: dubious ownership.`, {
-      path: where, details: { reason: 'dubious_ownership' },
-      suggestion: 'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
+      path: where,
+      details: { reason: 'dubious_ownership' },
+      suggestion:
+        'The repository belongs to another user; the owner must run git config --global --add safe.directory.',
     });
   }
   if (/must be run in a work tree/i.test(err)) {
     throw new ToolError('VALIDATION', `${where} is inside a git directory or a bare repository, not a work tree.`, {
-      path: where, details: { reason: 'not_a_work_tree' },
+      path: where,
+      details: { reason: 'not_a_work_tree' },
       suggestion: 'Pass a path inside the work tree (the directory that contains .git), not .git itself.',
     });
   }
   if (!view && /not a git repository/i.test(err)) {
     throw new ToolError('VALIDATION', `${where} is not inside a git work tree (or its repository cannot be read).`, {
-      path: where, details: { reason: 'not_a_work_tree' },
+      path: where,
+      details: { reason: 'not_a_work_tree' },
       suggestion: 'Pass a path inside a git work tree, or run `git status` there to see what git reports.',
     });
   }
   if (result.outputLimited) {
     throw new ToolError('IO_ERROR', `git ${what} produced more output than the cap allows.`, {
-      path: where, details: { errno: 'EGIT', reason: 'git_output_limit' },
+      path: where,
+      details: { errno: 'EGIT', reason: 'git_output_limit' },
       suggestion: 'Narrow the call (git_diff paths) and call again.',
     });
   }
   const loc = view?.locations;
-  const failure = (file: string, message: string, reason = 'corrupt_repository', code: 'IO_ERROR' | 'VALIDATION' = 'IO_ERROR'): ToolError =>
+  const failure = (
+    file: string,
+    message: string,
+    reason = 'corrupt_repository',
+    code: 'IO_ERROR' | 'VALIDATION' = 'IO_ERROR',
+  ): ToolError =>
     new ToolError(code, message, {
-      path: file, details: { reason, file, exit_code: result.exitCode, ...(code === 'IO_ERROR' ? { errno: 'EGIT' } : {}) },
-      suggestion: reason === 'unsupported_repository' ? 'Use git directly for this repository.'
-        : `Run \`git status\` (or \`git fsck\`) in ${where} to see what git reports, repair it, then call again.`,
+      path: file,
+      details: { reason, file, exit_code: result.exitCode, ...(code === 'IO_ERROR' ? { errno: 'EGIT' } : {}) },
+      suggestion:
+        reason === 'unsupported_repository'
+          ? 'Use git directly for this repository.'
+          : `Run \`git status\` (or \`git fsck\`) in ${where} to see what git reports, repair it, then call again.`,
     });
   if (loc) {
     const index = loc.index ?? path.join(loc.gitDir, 'index');
-    if (/sharedindex|split.index/i.test(err)) throw failure(index, `${index} is a split index, which the git tools do not read.`, 'unsupported_repository', 'VALIDATION');
-    if (/\bindex\b/i.test(err)) throw failure(index, `git ${what} cannot read the index ${index} (corrupt or of an unsupported version).`);
+    if (/sharedindex|split.index/i.test(err))
+      throw failure(
+        index,
+        `${index} is a split index, which the git tools do not read.`,
+        'unsupported_repository',
+        'VALIDATION',
+      );
+    if (/\bindex\b/i.test(err))
+      throw failure(index, `git ${what} cannot read the index ${index} (corrupt or of an unsupported version).`);
     if (/object|pack|loose|sha1 file|bad tree|bad commit|unable to read|invalid sha/i.test(err)) {
       throw failure(loc.objectsDir, `git ${what} cannot read an object in ${loc.objectsDir} (missing or corrupt).`);
     }
-    throw failure(loc.gitDir, `git ${what} failed (exit ${result.exitCode}) for the repository at ${loc.workTree}.`, 'git_failed');
+    throw failure(
+      loc.gitDir,
+      `git ${what} failed (exit ${result.exitCode}) for the repository at ${loc.workTree}.`,
+      'git_failed',
+    );
   }
   throw failure(where, `git ${what} failed (exit ${result.exitCode}) in ${where}.`, 'git_failed');
 }
 
 /** Arguments of the status whose output the status hash covers. */
-export const STATUS_ARGS = ['status', '--porcelain=v2', '--branch', '--untracked-files=all', '--ignore-submodules=all'] as const;
+export const STATUS_ARGS = [
+  'status',
+  '--porcelain=v2',
+  '--branch',
+  '--untracked-files=all',
+  '--ignore-submodules=all',
+] as const;
 
 /** The view's status output and its hash. @throws ToolError classified git failures */
-export async function gitStatus(view: GitView, options: { timeoutMs: number; signal?: AbortSignal }): Promise<{ raw: string; statusHash: string }> {
+export async function gitStatus(
+  view: GitView,
+  options: { timeoutMs: number; signal?: AbortSignal },
+): Promise<{ raw: string; statusHash: string }> {
   const r = await view.run(STATUS_ARGS, options);
   if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
   return { raw: r.stdout, statusHash: statusHashOf(r.stdout) };

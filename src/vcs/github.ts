@@ -30,12 +30,30 @@ import { findCli } from './find-cli.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
 import {
-  bodyMessage, classifyCliStderr, forgeError, hasNextLink, parseIncludeOutput, retryAfterSeconds, STDERR_IN_TRANSIT,
-  STDERR_NOT_SENT, type CallKind, type ForgeFailure, type StderrClass,
+  bodyMessage,
+  classifyCliStderr,
+  forgeError,
+  hasNextLink,
+  parseIncludeOutput,
+  retryAfterSeconds,
+  STDERR_IN_TRANSIT,
+  STDERR_NOT_SENT,
+  type CallKind,
+  type ForgeFailure,
+  type StderrClass,
 } from './forge-errors.js';
 import {
-  describeTarget, hostArg, num, str, type ForgeCallOptions, type Issue, type IssueBackend, type IssueComment,
-  type IssuePage, type IssueTarget, type IssueWithComments,
+  describeTarget,
+  hostArg,
+  num,
+  str,
+  type ForgeCallOptions,
+  type Issue,
+  type IssueBackend,
+  type IssueComment,
+  type IssuePage,
+  type IssueTarget,
+  type IssueWithComments,
 } from './issues.js';
 
 /**
@@ -67,10 +85,20 @@ export interface ClassifyContext {
 
 /** Words for the stderr classes in messages. */
 const STDERR_WORDS: Readonly<Record<StderrClass, string>> = {
-  connection_refused: 'connection refused', dns: 'host name not found', tls: 'TLS or certificate error',
-  proxy: 'the proxy refused the connection', network_unreachable: 'network unreachable', connect_failed: 'could not connect', eof: 'connection closed early',
-  reset: 'connection reset', timeout: 'timeout', auth: 'authentication', rate_limit: 'rate limit', config: 'configuration',
-  none: 'no error text', other: 'unclassified error',
+  connection_refused: 'connection refused',
+  dns: 'host name not found',
+  tls: 'TLS or certificate error',
+  proxy: 'the proxy refused the connection',
+  network_unreachable: 'network unreachable',
+  connect_failed: 'could not connect',
+  eof: 'connection closed early',
+  reset: 'connection reset',
+  timeout: 'timeout',
+  auth: 'authentication',
+  rate_limit: 'rate limit',
+  config: 'configuration',
+  none: 'no error text',
+  other: 'unclassified error',
 };
 
 /**
@@ -82,111 +110,231 @@ export function classifyGh(obs: GhObservation, ctx: ClassifyContext): ForgeFailu
   const msg = obs.bodyMessage ?? '';
   // gh's stderr is never copied (it may quote its config files, paths, tokens): only its class (issue #12).
   const stderrClass = classifyCliStderr(obs.stderr);
-  const base: Record<string, unknown> = { exit_code: obs.exitCode, ...(obs.status !== null ? { status: obs.status } : {}) };
+  const base: Record<string, unknown> = {
+    exit_code: obs.exitCode,
+    ...(obs.status !== null ? { status: obs.status } : {}),
+  };
   if (obs.spawnError) {
     if (['ENOENT', 'EACCES', 'ENOEXEC', 'EPERM'].includes(obs.spawnError)) {
-      return { code: 'GH_CLI_MISSING', failure: 'environment', message: `The GitHub CLI (gh) cannot be run: ${obs.spawnError === 'ENOENT' ? 'it is not installed (not found on PATH)' : obs.spawnError}.`,
-        details: { errno: obs.spawnError }, suggestion: 'Install the GitHub CLI (gh, https://cli.github.com) and authenticate it (gh auth login or GH_TOKEN).' };
+      return {
+        code: 'GH_CLI_MISSING',
+        failure: 'environment',
+        message: `The GitHub CLI (gh) cannot be run: ${obs.spawnError === 'ENOENT' ? 'it is not installed (not found on PATH)' : obs.spawnError}.`,
+        details: { errno: obs.spawnError },
+        suggestion:
+          'Install the GitHub CLI (gh, https://cli.github.com) and authenticate it (gh auth login or GH_TOKEN).',
+      };
     }
-    return { code: 'GH_FAILED', failure: 'not_sent', message: `gh could not be started (${obs.spawnError}).`, details: { errno: obs.spawnError } };
+    return {
+      code: 'GH_FAILED',
+      failure: 'not_sent',
+      message: `gh could not be started (${obs.spawnError}).`,
+      details: { errno: obs.spawnError },
+    };
   }
   if (obs.timedOut) {
-    return { code: 'GH_NETWORK', failure: 'transient', message: `gh api did not finish within ${ctx.timeoutMs} ms (talking to ${ctx.host}).`,
-      details: { ...base, reason: 'timeout', timeout_ms: ctx.timeoutMs } };
+    return {
+      code: 'GH_NETWORK',
+      failure: 'transient',
+      message: `gh api did not finish within ${ctx.timeoutMs} ms (talking to ${ctx.host}).`,
+      details: { ...base, reason: 'timeout', timeout_ms: ctx.timeoutMs },
+    };
   }
   if (obs.outputLimited && (obs.status === null || obs.status < 400)) {
-    return { code: 'GH_OUTPUT_LIMIT', failure: 'unknown_outcome', message: `gh output exceeded the cap of ${ctx.maxOutputBytes} bytes.`,
+    return {
+      code: 'GH_OUTPUT_LIMIT',
+      failure: 'unknown_outcome',
+      message: `gh output exceeded the cap of ${ctx.maxOutputBytes} bytes.`,
       details: { ...base, max_bytes: ctx.maxOutputBytes },
-      suggestion: 'Narrow the request (a lower limit), or ask the user to raise --forge-output-bytes.' };
+      suggestion: 'Narrow the request (a lower limit), or ask the user to raise --forge-output-bytes.',
+    };
   }
   const status = obs.status;
   if (status !== null) {
     const retryAfter = retryAfterSeconds(obs.headers, ctx.nowMs);
     const withRetry = retryAfter !== undefined ? { retry_after_s: retryAfter } : {};
     if (status === 401) {
-      return { code: 'GH_AUTH_REQUIRED', failure: 'environment', message: `GitHub (${ctx.host}) rejected the credentials (HTTP 401${msg ? `: ${msg}` : ''}).`,
-        details: { ...base, message: msg || null }, suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN to a valid token.` };
+      return {
+        code: 'GH_AUTH_REQUIRED',
+        failure: 'environment',
+        message: `GitHub (${ctx.host}) rejected the credentials (HTTP 401${msg ? `: ${msg}` : ''}).`,
+        details: { ...base, message: msg || null },
+        suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN to a valid token.`,
+      };
     }
-    const rateLimited = status === 429 || (status === 403 && (obs.headers['x-ratelimit-remaining'] === '0'
-      || /rate limit/i.test(msg) || (obs.headers['retry-after'] !== undefined && /secondary|abuse/i.test(msg))));
+    const rateLimited =
+      status === 429 ||
+      (status === 403 &&
+        (obs.headers['x-ratelimit-remaining'] === '0' ||
+          /rate limit/i.test(msg) ||
+          (obs.headers['retry-after'] !== undefined && /secondary|abuse/i.test(msg))));
     if (rateLimited) {
-      const secondary = /secondary|abuse/i.test(msg) || (obs.headers['retry-after'] !== undefined && obs.headers['x-ratelimit-remaining'] !== '0');
-      return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitHub (${ctx.host}) refused the request: ${secondary ? 'secondary ' : ''}rate limit (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
-        details: { ...base, ...withRetry, limit: secondary ? 'secondary' : 'primary', message: msg || null } };
+      const secondary =
+        /secondary|abuse/i.test(msg) ||
+        (obs.headers['retry-after'] !== undefined && obs.headers['x-ratelimit-remaining'] !== '0');
+      return {
+        code: 'GH_RATE_LIMIT',
+        failure: 'rate_limit',
+        message: `GitHub (${ctx.host}) refused the request: ${secondary ? 'secondary ' : ''}rate limit (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
+        details: { ...base, ...withRetry, limit: secondary ? 'secondary' : 'primary', message: msg || null },
+      };
     }
     if (status === 403) {
       let reason = 'forbidden';
-      let suggestion = 'The token lacks permission for this repository: ask the user to grant it (or use another account).';
+      let suggestion =
+        'The token lacks permission for this repository: ask the user to grant it (or use another account).';
       if (obs.headers['x-github-sso'] !== undefined || /SAML|single sign-on|\bSSO\b/i.test(msg)) {
         reason = 'saml';
-        suggestion = 'The organization enforces SAML single sign-on: ask the user to authorize the token for it (gh auth refresh, or the token settings page).';
+        suggestion =
+          'The organization enforces SAML single sign-on: ask the user to authorize the token for it (gh auth refresh, or the token settings page).';
       } else if (/not accessible by integration/i.test(msg)) {
         reason = 'integration';
-        suggestion = 'The GitHub App / Actions token lacks the issues permission: grant it (e.g. `permissions: issues: write`) or use a user token.';
-      } else if (obs.headers['x-accepted-oauth-scopes'] && !scopesSatisfied(obs.headers['x-accepted-oauth-scopes'], obs.headers['x-oauth-scopes'])) {
+        suggestion =
+          'The GitHub App / Actions token lacks the issues permission: grant it (e.g. `permissions: issues: write`) or use a user token.';
+      } else if (
+        obs.headers['x-accepted-oauth-scopes'] &&
+        !scopesSatisfied(obs.headers['x-accepted-oauth-scopes'], obs.headers['x-oauth-scopes'])
+      ) {
         reason = 'missing_scope';
         suggestion = `The token lacks a scope (needs one of: ${obs.headers['x-accepted-oauth-scopes']}): run \`gh auth refresh -s repo\`.`;
       }
-      return { code: 'GH_FORBIDDEN', failure: 'environment', message: `GitHub (${ctx.host}) denied the request (HTTP 403${msg ? `: ${msg}` : ''}).`,
-        details: { ...base, reason, message: msg || null,
-          ...(reason === 'missing_scope' ? { required_scopes: obs.headers['x-accepted-oauth-scopes'] } : {}) },
-        suggestion };
+      return {
+        code: 'GH_FORBIDDEN',
+        failure: 'environment',
+        message: `GitHub (${ctx.host}) denied the request (HTTP 403${msg ? `: ${msg}` : ''}).`,
+        details: {
+          ...base,
+          reason,
+          message: msg || null,
+          ...(reason === 'missing_scope' ? { required_scopes: obs.headers['x-accepted-oauth-scopes'] } : {}),
+        },
+        suggestion,
+      };
     }
     if (status === 404 || status === 410) {
-      return { code: 'GH_NOT_FOUND', failure: 'arguments',
-        message: status === 410 ? `GitHub (${ctx.host}) says the resource is gone (HTTP 410${msg ? `: ${msg}` : ''}); issues may be disabled for the repository.`
-          : `GitHub (${ctx.host}) found no such repository or issue (HTTP 404${msg ? `: ${msg}` : ''}).`,
+      return {
+        code: 'GH_NOT_FOUND',
+        failure: 'arguments',
+        message:
+          status === 410
+            ? `GitHub (${ctx.host}) says the resource is gone (HTTP 410${msg ? `: ${msg}` : ''}); issues may be disabled for the repository.`
+            : `GitHub (${ctx.host}) found no such repository or issue (HTTP 404${msg ? `: ${msg}` : ''}).`,
         details: { ...base, reason: status === 410 ? 'gone' : 'not_found', message: msg || null },
-        suggestion: status === 410 ? 'Issues are disabled or the issue was deleted; check the repository settings.'
-          : 'Check repo (owner/name), hostname and number; a private repository also looks missing to a token without access.' };
+        suggestion:
+          status === 410
+            ? 'Issues are disabled or the issue was deleted; check the repository settings.'
+            : 'Check repo (owner/name), hostname and number; a private repository also looks missing to a token without access.',
+      };
     }
     if (status >= 500) {
-      return { code: 'GH_NETWORK', failure: 'transient', message: `GitHub (${ctx.host}) answered with a server error (HTTP ${status}).`,
-        details: { ...base, reason: 'server_error', ...withRetry } };
+      return {
+        code: 'GH_NETWORK',
+        failure: 'transient',
+        message: `GitHub (${ctx.host}) answered with a server error (HTTP ${status}).`,
+        details: { ...base, reason: 'server_error', ...withRetry },
+      };
     }
     if (status < 400) {
       // A 2xx/3xx answer but gh failed (unparseable body, …): a write may have been applied.
-      return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed after GitHub answered HTTP ${status} (exit ${obs.exitCode}).`,
-        details: { ...base, stderr_class: stderrClass } };
+      return {
+        code: 'GH_FAILED',
+        failure: 'unknown_outcome',
+        message: `gh api failed after GitHub answered HTTP ${status} (exit ${obs.exitCode}).`,
+        details: { ...base, stderr_class: stderrClass },
+      };
     }
-    return { code: 'GH_FAILED', failure: 'arguments', message: `GitHub (${ctx.host}) refused the request (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
+    return {
+      code: 'GH_FAILED',
+      failure: 'arguments',
+      message: `GitHub (${ctx.host}) refused the request (HTTP ${status}${msg ? `: ${msg}` : ''}).`,
       details: { ...base, message: msg || null },
-      suggestion: 'Fix the arguments as the message says (e.g. an unknown label or assignee, a title that is too long).' };
+      suggestion:
+        'Fix the arguments as the message says (e.g. an unknown label or assignee, a title that is too long).',
+    };
   }
   if (obs.exitCode === 4 || stderrClass === 'auth') {
-    return { code: 'GH_AUTH_REQUIRED', failure: 'environment', message: `gh is not authenticated for ${ctx.host}${obs.exitCode === 4 ? ' (exit 4)' : ''}.`,
-      details: { ...base, stderr_class: stderrClass }, suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN.` };
+    return {
+      code: 'GH_AUTH_REQUIRED',
+      failure: 'environment',
+      message: `gh is not authenticated for ${ctx.host}${obs.exitCode === 4 ? ' (exit 4)' : ''}.`,
+      details: { ...base, stderr_class: stderrClass },
+      suggestion: `Run \`gh auth login --hostname ${ctx.host}\` or set GH_TOKEN.`,
+    };
   }
   if (stderrClass === 'rate_limit') {
-    return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitHub (${ctx.host}) refused the request: rate limit.`, details: { ...base, stderr_class: stderrClass } };
+    return {
+      code: 'GH_RATE_LIMIT',
+      failure: 'rate_limit',
+      message: `GitHub (${ctx.host}) refused the request: rate limit.`,
+      details: { ...base, stderr_class: stderrClass },
+    };
   }
   if (STDERR_NOT_SENT.has(stderrClass)) {
-    return { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${ctx.host} (${STDERR_WORDS[stderrClass]}).`,
-      details: { ...base, reason: 'connect', request_sent: false, stderr_class: stderrClass } };
+    return {
+      code: 'GH_NETWORK',
+      failure: 'not_sent',
+      message: `gh could not connect to ${ctx.host} (${STDERR_WORDS[stderrClass]}).`,
+      details: { ...base, reason: 'connect', request_sent: false, stderr_class: stderrClass },
+    };
   }
   if (STDERR_IN_TRANSIT.has(stderrClass)) {
-    return { code: 'GH_NETWORK', failure: 'transient', message: `The connection to ${ctx.host} failed during the request (${STDERR_WORDS[stderrClass]}).`,
-      details: { ...base, reason: 'transport', stderr_class: stderrClass } };
+    return {
+      code: 'GH_NETWORK',
+      failure: 'transient',
+      message: `The connection to ${ctx.host} failed during the request (${STDERR_WORDS[stderrClass]}).`,
+      details: { ...base, reason: 'transport', stderr_class: stderrClass },
+    };
   }
-  return { code: 'GH_FAILED', failure: 'unknown_outcome', message: `gh api failed (exit ${obs.exitCode ?? 'none: killed'}${stderrClass === 'config' ? ', gh reported a problem with its configuration' : ''}); its error text is not shown (it may quote files).`,
+  return {
+    code: 'GH_FAILED',
+    failure: 'unknown_outcome',
+    message: `gh api failed (exit ${obs.exitCode ?? 'none: killed'}${stderrClass === 'config' ? ', gh reported a problem with its configuration' : ''}); its error text is not shown (it may quote files).`,
     details: { ...base, stderr_class: stderrClass },
-    ...(stderrClass === 'config' ? { suggestion: 'Ask the user to check gh\'s configuration (gh auth status).' } : {}) };
+    ...(stderrClass === 'config' ? { suggestion: "Ask the user to check gh's configuration (gh auth status)." } : {}),
+  };
 }
 
 /** True when the token's scopes (`x-oauth-scopes`) include one of the accepted ones (`x-accepted-oauth-scopes`). */
 function scopesSatisfied(accepted: string, granted: string | undefined): boolean {
-  const need = accepted.split(',').map((s) => s.trim()).filter(Boolean);
+  const need = accepted
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (need.length === 0) return true;
-  const have = new Set((granted ?? '').split(',').map((s) => s.trim()).filter(Boolean));
+  const have = new Set(
+    (granted ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   // "repo" implies "public_repo"; "admin:org" implies "read:org"/"write:org".
-  return need.some((s) => have.has(s) || (s === 'public_repo' && have.has('repo')) || (/^(read|write):org$/.test(s) && have.has('admin:org')));
+  return need.some(
+    (s) =>
+      have.has(s) ||
+      (s === 'public_repo' && have.has('repo')) ||
+      (/^(read|write):org$/.test(s) && have.has('admin:org')),
+  );
 }
 
 /** Variables removed from gh's environment: those that would pick the target, page, colour or log requests. */
-const GH_ENV_REMOVED = ['GH_REPO', 'GH_HOST', 'GH_DEBUG', 'DEBUG', 'GH_FORCE_TTY', 'CLICOLOR_FORCE', 'GH_PAGER', 'PAGER',
+const GH_ENV_REMOVED = [
+  'GH_REPO',
+  'GH_HOST',
+  'GH_DEBUG',
+  'DEBUG',
+  'GH_FORCE_TTY',
+  'CLICOLOR_FORCE',
+  'GH_PAGER',
+  'PAGER',
   // CODESPACES=true makes gh send GITHUB_TOKEN to enterprise hosts; the proxy exemptions would bypass the guard;
   // REQUEST_METHOD (CGI) makes Go ignore HTTP_PROXY.
-  'CODESPACES', 'NO_PROXY', 'no_proxy', 'REQUEST_METHOD', 'ALL_PROXY', 'all_proxy'];
+  'CODESPACES',
+  'NO_PROXY',
+  'no_proxy',
+  'REQUEST_METHOD',
+  'ALL_PROXY',
+  'all_proxy',
+];
 /** Tokens gh sends to github.com (and github.localhost): GH_TOKEN, GITHUB_TOKEN. */
 const GH_DOTCOM_TOKENS = ['GH_TOKEN', 'GITHUB_TOKEN'];
 /** Tokens gh sends to every other host: GH_ENTERPRISE_TOKEN, GITHUB_ENTERPRISE_TOKEN. */
@@ -203,10 +351,15 @@ export function isDotcomHost(host: string): boolean {
  * api.HOST for *.github.com), api.github.localhost:80 over plain http for github.localhost, HOST[:port] (443) for an
  * enterprise host (its REST API is https://HOST/api/v3/).
  */
-export function ghApiAuthority(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>): { scheme: 'https' | 'http'; authority: Authority } {
+export function ghApiAuthority(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>): {
+  scheme: 'https' | 'http';
+  authority: Authority;
+} {
   const h = target.host.toLowerCase();
   const localhost = h === 'github.localhost';
-  const dotcomLike = h !== 'garage.github.com' && (h === 'github.com' || h.endsWith('.github.com') || localhost || h.endsWith('.github.localhost'));
+  const dotcomLike =
+    h !== 'garage.github.com' &&
+    (h === 'github.com' || h.endsWith('.github.com') || localhost || h.endsWith('.github.localhost'));
   const scheme = localhost ? 'http' : 'https';
   const port = target.explicitPort ? target.port : scheme === 'http' ? 80 : 443;
   return { scheme, authority: { host: dotcomLike ? `api.${h}` : h, port } };
@@ -221,9 +374,14 @@ export interface GhTokenPolicy {
 }
 
 /** The token policy for `target` under the raw `--git-remote-allow` entries `allow`. */
-export function ghTokenPolicy(target: Pick<IssueTarget, 'host' | 'port'>, allow: readonly string[],
-  env: NodeJS.ProcessEnv = process.env, isInsideRoots?: (absolute: string) => boolean): GhTokenPolicy {
-  const named = (): boolean => hostListed(operatorNamedGitHubHosts(allow, env, isInsideRoots), target.host, target.port);
+export function ghTokenPolicy(
+  target: Pick<IssueTarget, 'host' | 'port'>,
+  allow: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: (absolute: string) => boolean,
+): GhTokenPolicy {
+  const named = (): boolean =>
+    hostListed(operatorNamedGitHubHosts(allow, env, isInsideRoots), target.host, target.port);
   // github.com's tokens go to github.com; to github.localhost (gh sends them there too, over plain http to whatever
   // listens on api.github.localhost:80) only when the operator named it — `*` alone does not.
   if (target.host.toLowerCase() === 'github.com') return { dotcom: true, enterprise: false };
@@ -236,7 +394,11 @@ export function ghTokenPolicy(target: Pick<IssueTarget, 'host' | 'port'>, allow:
  * would make gh page, colour or print debug logs (which may include headers), the proxy exemptions, and every token
  * `tokens` does not keep; with `guardUrl` as gh's only proxy (src/vcs/egress-guard.ts).
  */
-export function ghEnvironment(tokens: GhTokenPolicy, guardUrl: string | null, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function ghEnvironment(
+  tokens: GhTokenPolicy,
+  guardUrl: string | null,
+  base: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
   for (const key of GH_ENV_REMOVED) delete env[key];
   if (!tokens.dotcom) for (const key of GH_DOTCOM_TOKENS) delete env[key];
@@ -266,8 +428,12 @@ interface BoundToken {
  *   configuration lies inside the roots, where the agent could have written it (forge-hosts.ts ghConfigReachable)
  * @returns null when no enterprise token is set and `alwaysPrivate` is false (gh's own configuration stays in force)
  */
-export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>, env: NodeJS.ProcessEnv,
-  isInsideRoots: (absolute: string) => boolean = () => false, alwaysPrivate = false): BoundToken | null {
+export function bindEnterpriseToken(
+  target: Pick<IssueTarget, 'host' | 'port' | 'explicitPort'>,
+  env: NodeJS.ProcessEnv,
+  isInsideRoots: (absolute: string) => boolean = () => false,
+  alwaysPrivate = false,
+): BoundToken | null {
   const token = env.GH_ENTERPRISE_TOKEN || env.GITHUB_ENTERPRISE_TOKEN;
   if (!token && !alwaysPrivate) return null;
   const keys = [target.host.toLowerCase()];
@@ -276,7 +442,14 @@ export function bindEnterpriseToken(target: Pick<IssueTarget, 'host' | 'port' | 
   const dir = mkdtempSync(path.join(privateTempBase(isInsideRoots), GH_TOKEN_DIR_PREFIX));
   try {
     // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
-    const yaml = token ? keys.map((k) => `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`).join('') : '';
+    const yaml = token
+      ? keys
+          .map(
+            (k) =>
+              `${JSON.stringify(k)}:\n    oauth_token: ${JSON.stringify(token)}\n    user: ${JSON.stringify('fs-tools')}\n`,
+          )
+          .join('')
+      : '';
     writeFileSync(path.join(dir, 'hosts.yml'), yaml, { mode: 0o600, flag: 'wx' });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
@@ -302,10 +475,14 @@ function privateTempBase(isInsideRoots: (absolute: string) => boolean): string {
     }
     if (!isInsideRoots(real) && !isInsideRoots(path.join(real, `${GH_TOKEN_DIR_PREFIX}x`))) return real;
   }
-  throw new ToolError('VALIDATION', 'Every temporary directory lies inside the allowed roots, so the enterprise token has nowhere private to be handed to gh; nothing was sent.', {
-    details: { reason: 'no_private_dir' },
-    suggestion: 'Ask the user to set TMPDIR to a directory outside the roots.',
-  });
+  throw new ToolError(
+    'VALIDATION',
+    'Every temporary directory lies inside the allowed roots, so the enterprise token has nowhere private to be handed to gh; nothing was sent.',
+    {
+      details: { reason: 'no_private_dir' },
+      suggestion: 'Ask the user to set TMPDIR to a directory outside the roots.',
+    },
+  );
 }
 
 /** A successful response. */
@@ -316,18 +493,33 @@ interface GhResponse {
 }
 
 /** Runs one `gh api` request; throws the classified ToolError on failure. */
-async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endpoint: string, body: unknown,
-  kind: CallKind, opts: ForgeCallOptions, subject: string): Promise<GhResponse> {
+async function ghApi(
+  target: IssueTarget,
+  method: 'GET' | 'POST' | 'PATCH',
+  endpoint: string,
+  body: unknown,
+  kind: CallKind,
+  opts: ForgeCallOptions,
+  subject: string,
+): Promise<GhResponse> {
   const host = hostArg(target);
   const args = ['api', '--hostname', host, '-X', method, '-i', '-H', 'Accept: application/vnd.github+json'];
   if (body !== undefined) args.push('--input', '-');
   args.push(endpoint);
   const cli = findCli('gh', process.env, opts.isInsideRoots);
   if (cli.insideRoots) {
-    throw forgeError(kind, { code: 'GH_CLI_MISSING', failure: 'environment',
-      message: 'The gh found on PATH lies inside the allowed roots, where the agent can write; it is not run (nothing was sent).',
-      details: { reason: 'inside_roots' },
-      suggestion: 'Ask the user to install gh outside the roots, or to remove the PATH entry inside them.' }, subject);
+    throw forgeError(
+      kind,
+      {
+        code: 'GH_CLI_MISSING',
+        failure: 'environment',
+        message:
+          'The gh found on PATH lies inside the allowed roots, where the agent can write; it is not run (nothing was sent).',
+        details: { reason: 'inside_roots' },
+        suggestion: 'Ask the user to install gh outside the roots, or to remove the PATH entry inside them.',
+      },
+      subject,
+    );
   }
   const api = ghApiAuthority(target);
   const policy = ghTokenPolicy(target, opts.allow ?? [], process.env, opts.isInsideRoots);
@@ -354,46 +546,82 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
   if (guard.denied.length > 0) throw redirectDenied(target, guard.denied[0], kind, subject);
   const guardUnreachable = guard.unreachable > 0;
   const response = parseIncludeOutput(result.stdout);
-  const ok = result.exitCode === 0 && !result.timedOut && !result.outputLimited && result.spawnError === null
-    && response !== null && response.status >= 200 && response.status < 300;
+  const ok =
+    result.exitCode === 0 &&
+    !result.timedOut &&
+    !result.outputLimited &&
+    result.spawnError === null &&
+    response !== null &&
+    response.status >= 200 &&
+    response.status < 300;
   if (ok) {
     let data: unknown = null;
     if (response.body.trim() !== '') {
       try {
         data = JSON.parse(response.body);
       } catch {
-        throw forgeError(kind, { code: 'GH_FAILED', failure: 'unknown_outcome',
-          message: `GitHub (${host}) answered HTTP ${response.status} with a body that is not JSON.`,
-          details: { status: response.status, exit_code: result.exitCode } }, subject);
+        throw forgeError(
+          kind,
+          {
+            code: 'GH_FAILED',
+            failure: 'unknown_outcome',
+            message: `GitHub (${host}) answered HTTP ${response.status} with a body that is not JSON.`,
+            details: { status: response.status, exit_code: result.exitCode },
+          },
+          subject,
+        );
       }
     }
     return { status: response.status, headers: response.headers, data };
   }
   if (guardUnreachable && !result.timedOut && result.spawnError === null) {
     // The guard could not reach the host (or the operator's proxy): gh only saw the guard's 502.
-    throw forgeError(kind, { code: 'GH_NETWORK', failure: 'not_sent', message: `gh could not connect to ${host} (the host or the configured proxy refused the connection).`,
-      details: { exit_code: result.exitCode, reason: 'connect', request_sent: false } }, subject);
+    throw forgeError(
+      kind,
+      {
+        code: 'GH_NETWORK',
+        failure: 'not_sent',
+        message: `gh could not connect to ${host} (the host or the configured proxy refused the connection).`,
+        details: { exit_code: result.exitCode, reason: 'connect', request_sent: false },
+      },
+      subject,
+    );
   }
   if (response !== null && response.status >= 300 && response.status < 400) {
     // gh did not follow this redirect (a 307/308 of a request with a body): never followed or believed either way.
     const to = redirectAuthority(response.headers.location, api);
     if (to === null || to.host !== api.authority.host || to.port !== api.authority.port) {
-      throw redirectDenied(target, { kind: 'redirect', host: to?.host ?? '(unparseable)', port: to?.port ?? null }, kind, subject);
+      throw redirectDenied(
+        target,
+        { kind: 'redirect', host: to?.host ?? '(unparseable)', port: to?.port ?? null },
+        kind,
+        subject,
+      );
     }
-    throw forgeError(kind, { code: 'GH_FAILED', failure: 'arguments',
-      message: `GitHub (${host}) answered with a redirect (HTTP ${response.status}) that was not followed; nothing was changed by it.`,
-      details: { status: response.status, exit_code: result.exitCode } }, subject);
+    throw forgeError(
+      kind,
+      {
+        code: 'GH_FAILED',
+        failure: 'arguments',
+        message: `GitHub (${host}) answered with a redirect (HTTP ${response.status}) that was not followed; nothing was changed by it.`,
+        details: { status: response.status, exit_code: result.exitCode },
+      },
+      subject,
+    );
   }
-  const failure = classifyGh({
-    exitCode: result.exitCode,
-    spawnError: result.spawnError,
-    timedOut: result.timedOut,
-    outputLimited: result.outputLimited,
-    status: response?.status ?? null,
-    headers: response?.headers ?? {},
-    bodyMessage: response ? bodyMessage(response.body) : null,
-    stderr: result.stderr,
-  }, { host, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() });
+  const failure = classifyGh(
+    {
+      exitCode: result.exitCode,
+      spawnError: result.spawnError,
+      timedOut: result.timedOut,
+      outputLimited: result.outputLimited,
+      status: response?.status ?? null,
+      headers: response?.headers ?? {},
+      bodyMessage: response ? bodyMessage(response.body) : null,
+      stderr: result.stderr,
+    },
+    { host, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() },
+  );
   throw forgeError(kind, failure, subject);
 }
 
@@ -403,15 +631,29 @@ async function ghApi(target: IssueTarget, method: 'GET' | 'POST' | 'PATCH', endp
  */
 function redirectDenied(target: IssueTarget, denial: Denial, kind: CallKind, subject: string): ToolError {
   const to = `${denial.host}${denial.port !== null && denial.port !== 443 && denial.port !== 80 ? `:${denial.port}` : ''}`;
-  return forgeError(kind, {
-    code: 'GH_HOST_DENIED', failure: 'arguments',
-    message: `GitHub (${hostArg(target)}) redirected the request to another host (${to}); the redirect was not followed, `
-      + 'nothing was sent there and no answer from it was used.',
-    details: { host: target.host, port: target.port, repo: target.repo, reason: 'redirect', redirect_host: denial.host,
-      redirect_port: denial.port, redirect_kind: denial.kind },
-    suggestion: `Pass hostname as the instance the API really lives on, if ${to} is it, and ask the user to allow it; `
-      + 'otherwise the configured host is misbehaving.',
-  }, subject);
+  return forgeError(
+    kind,
+    {
+      code: 'GH_HOST_DENIED',
+      failure: 'arguments',
+      message:
+        `GitHub (${hostArg(target)}) redirected the request to another host (${to}); the redirect was not followed, ` +
+        'nothing was sent there and no answer from it was used.',
+      details: {
+        host: target.host,
+        port: target.port,
+        repo: target.repo,
+        reason: 'redirect',
+        redirect_host: denial.host,
+        redirect_port: denial.port,
+        redirect_kind: denial.kind,
+      },
+      suggestion:
+        `Pass hostname as the instance the API really lives on, if ${to} is it, and ask the user to allow it; ` +
+        'otherwise the configured host is misbehaving.',
+    },
+    subject,
+  );
 }
 
 /** The authority a Location header names (relative to the API authority); null when unparseable. */
@@ -430,7 +672,9 @@ function redirectAuthority(location: string | undefined, api: ReturnType<typeof 
 /** Maps a GitHub REST issue object. */
 function toIssue(o: unknown, withBody: boolean): Issue {
   const labels = Array.isArray((o as { labels?: unknown }).labels) ? (o as { labels: unknown[] }).labels : [];
-  const assignees = Array.isArray((o as { assignees?: unknown }).assignees) ? (o as { assignees: unknown[] }).assignees : [];
+  const assignees = Array.isArray((o as { assignees?: unknown }).assignees)
+    ? (o as { assignees: unknown[] }).assignees
+    : [];
   const state = str(o, 'state') === 'closed' ? 'closed' : 'open';
   const issue: Issue = {
     number: num(o, 'number') ?? 0,
@@ -473,10 +717,14 @@ function repoPath(target: IssueTarget): string {
 
 /** GH_NOT_ISSUE for `number`. */
 function notIssue(target: IssueTarget, number: number, o: unknown, writing: boolean): ToolError {
-  return new ToolError('GH_NOT_ISSUE', `${describeTarget(target, number)} is a pull request, not an issue${writing ? '; nothing was changed' : ''}.`, {
-    details: { number, kind: 'pull_request', url: str(o, 'html_url') },
-    suggestion: 'Use an issue number (github_issues list shows issues only); pull requests need a pull-request tool.',
-  });
+  return new ToolError(
+    'GH_NOT_ISSUE',
+    `${describeTarget(target, number)} is a pull request, not an issue${writing ? '; nothing was changed' : ''}.`,
+    {
+      details: { number, kind: 'pull_request', url: str(o, 'html_url') },
+      suggestion: 'Use an issue number (github_issues list shows issues only); pull requests need a pull-request tool.',
+    },
+  );
 }
 
 /**
@@ -494,8 +742,15 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
 
   async function patch(target: IssueTarget, number: number, body: Record<string, unknown>): Promise<Issue> {
     await getIssue(target, number, 'precheck');
-    const r = await ghApi(target, 'PATCH', `repos/${repoPath(target)}/issues/${number}`, body, 'write', opts,
-      describeTarget(target, number));
+    const r = await ghApi(
+      target,
+      'PATCH',
+      `repos/${repoPath(target)}/issues/${number}`,
+      body,
+      'write',
+      opts,
+      describeTarget(target, number),
+    );
     return toIssue(r.data, true);
   }
 
@@ -503,8 +758,15 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
     async list(target, q): Promise<IssuePage> {
       const params = new URLSearchParams({ state: q.state, per_page: String(q.perPage), page: String(q.page) });
       if (q.labels?.length) params.set('labels', q.labels.join(','));
-      const r = await ghApi(target, 'GET', `repos/${repoPath(target)}/issues?${params}`, undefined, 'read', opts,
-        describeTarget(target));
+      const r = await ghApi(
+        target,
+        'GET',
+        `repos/${repoPath(target)}/issues?${params}`,
+        undefined,
+        'read',
+        opts,
+        describeTarget(target),
+      );
       const items = Array.isArray(r.data) ? r.data : [];
       const issues = items.filter((o) => !isPullRequest(o)).map((o) => toIssue(o, false));
       // GitHub sends a Link header with rel="next" whenever another page exists.
@@ -516,8 +778,15 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
       const issue = await getIssue(target, number, 'read');
       if (issue.comments_count === 0 && q.page === 1) return { issue, comments: [], nextCommentsPage: null };
       const params = new URLSearchParams({ per_page: String(q.perPage), page: String(q.page) });
-      const r = await ghApi(target, 'GET', `repos/${repoPath(target)}/issues/${number}/comments?${params}`, undefined,
-        'read', opts, describeTarget(target, number));
+      const r = await ghApi(
+        target,
+        'GET',
+        `repos/${repoPath(target)}/issues/${number}/comments?${params}`,
+        undefined,
+        'read',
+        opts,
+        describeTarget(target, number),
+      );
       const items = Array.isArray(r.data) ? r.data : [];
       const more = hasNextLink(r.headers.link);
       return { issue, comments: items.map(toComment), nextCommentsPage: more ? q.page + 1 : null };
@@ -528,15 +797,29 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
       if (fields.body !== undefined) body.body = fields.body;
       if (fields.labels !== undefined) body.labels = fields.labels;
       if (fields.assignees !== undefined) body.assignees = fields.assignees;
-      const r = await ghApi(target, 'POST', `repos/${repoPath(target)}/issues`, body, 'write', opts,
-        `the newest issues of ${describeTarget(target)}`);
+      const r = await ghApi(
+        target,
+        'POST',
+        `repos/${repoPath(target)}/issues`,
+        body,
+        'write',
+        opts,
+        `the newest issues of ${describeTarget(target)}`,
+      );
       return toIssue(r.data, true);
     },
 
     async comment(target, number, text) {
       const issue = await getIssue(target, number, 'precheck');
-      const r = await ghApi(target, 'POST', `repos/${repoPath(target)}/issues/${number}/comments`, { body: text }, 'write',
-        opts, describeTarget(target, number));
+      const r = await ghApi(
+        target,
+        'POST',
+        `repos/${repoPath(target)}/issues/${number}/comments`,
+        { body: text },
+        'write',
+        opts,
+        describeTarget(target, number),
+      );
       return { issue: { ...issue, comments_count: issue.comments_count + 1 }, comment: toComment(r.data) };
     },
 

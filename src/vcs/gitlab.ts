@@ -24,11 +24,29 @@
  */
 import { ToolError } from '../errors/tool-error.js';
 import {
-  bodyMessage, classifyCliStderr, forgeError, hasNextLink, oneLine, parseIncludeOutput, retryAfterSeconds, type CallKind, type ForgeFailure,
+  bodyMessage,
+  classifyCliStderr,
+  forgeError,
+  hasNextLink,
+  oneLine,
+  parseIncludeOutput,
+  retryAfterSeconds,
+  type CallKind,
+  type ForgeFailure,
 } from './forge-errors.js';
 import {
-  describeTarget, hostArg, num, str, type ForgeCallOptions, type Issue, type IssueBackend, type IssueComment,
-  type IssueFields, type IssuePage, type IssueTarget, type IssueWithComments,
+  describeTarget,
+  hostArg,
+  num,
+  str,
+  type ForgeCallOptions,
+  type Issue,
+  type IssueBackend,
+  type IssueComment,
+  type IssueFields,
+  type IssuePage,
+  type IssueTarget,
+  type IssueWithComments,
 } from './issues.js';
 import { splitHostPort } from './remotes.js';
 import { runCommand } from './run-command.js';
@@ -52,7 +70,11 @@ export function parseGitLabInstance(raw: string): GitLabInstance | null {
   const basePath = (m[3] ?? '').replace(/\/+$/, '');
   if (basePath.split('/').some((s) => s === '.' || s === '..')) return null;
   return {
-    scheme, host: hp.host, port: hp.port ?? (scheme === 'https' ? 443 : 80), explicitPort: hp.port !== null, basePath,
+    scheme,
+    host: hp.host,
+    port: hp.port ?? (scheme === 'https' ? 443 : 80),
+    explicitPort: hp.port !== null,
+    basePath,
   };
 }
 
@@ -75,10 +97,14 @@ export function isLoopbackHost(host: string): boolean {
  */
 export function assertSecureInstance(instance: GitLabInstance, field: string | null): void {
   if (instance.scheme === 'http' && !isLoopbackHost(instance.host)) {
-    throw new ToolError('VALIDATION', `Plain http to ${instance.host} is refused: only loopback hosts may be reached without TLS.`, {
-      details: { reason: 'insecure_http', field, host: instance.host },
-      suggestion: `Use https://${instance.host}${instance.explicitPort ? `:${instance.port}` : ''} instead.`,
-    });
+    throw new ToolError(
+      'VALIDATION',
+      `Plain http to ${instance.host} is refused: only loopback hosts may be reached without TLS.`,
+      {
+        details: { reason: 'insecure_http', field, host: instance.host },
+        suggestion: `Use https://${instance.host}${instance.explicitPort ? `:${instance.port}` : ''} instead.`,
+      },
+    );
   }
 }
 
@@ -96,21 +122,29 @@ interface GitLabToken {
  * and a token of the first must not go to the second (nor over plain http to the port of an https instance).
  */
 function sameInstance(a: GitLabInstance | null, b: GitLabInstance): boolean {
-  return a !== null && a.scheme === b.scheme && a.host === b.host && a.port === b.port
-    && a.basePath === b.basePath;
+  return a !== null && a.scheme === b.scheme && a.host === b.host && a.port === b.port && a.basePath === b.basePath;
 }
 
 /**
  * The token for `instance` from the environment, or null (none set, or the token belongs to another instance).
  * @returns also `withheld`: a token exists but is bound to another host
  */
-export function gitlabToken(instance: GitLabInstance, env: NodeJS.ProcessEnv = process.env): { token: GitLabToken | null; withheld: boolean } {
+export function gitlabToken(
+  instance: GitLabInstance,
+  env: NodeJS.ProcessEnv = process.env,
+): { token: GitLabToken | null; withheld: boolean } {
   const home = parseGitLabInstance(env.GITLAB_HOST || 'gitlab.com');
-  const pat = env.GITLAB_TOKEN ? { value: env.GITLAB_TOKEN, source: 'GITLAB_TOKEN' }
-    : env.GITLAB_PRIVATE_TOKEN ? { value: env.GITLAB_PRIVATE_TOKEN, source: 'GITLAB_PRIVATE_TOKEN' } : null;
+  const pat = env.GITLAB_TOKEN
+    ? { value: env.GITLAB_TOKEN, source: 'GITLAB_TOKEN' }
+    : env.GITLAB_PRIVATE_TOKEN
+      ? { value: env.GITLAB_PRIVATE_TOKEN, source: 'GITLAB_PRIVATE_TOKEN' }
+      : null;
   if (pat && sameInstance(home, instance)) return { token: { header: 'PRIVATE-TOKEN', ...pat }, withheld: false };
-  const ciServer = env.CI_SERVER_URL ? parseGitLabInstance(env.CI_SERVER_URL)
-    : env.CI_SERVER_HOST ? parseGitLabInstance(env.CI_SERVER_HOST) : null;
+  const ciServer = env.CI_SERVER_URL
+    ? parseGitLabInstance(env.CI_SERVER_URL)
+    : env.CI_SERVER_HOST
+      ? parseGitLabInstance(env.CI_SERVER_HOST)
+      : null;
   if (env.CI_JOB_TOKEN && sameInstance(ciServer, instance)) {
     return { token: { header: 'JOB-TOKEN', value: env.CI_JOB_TOKEN, source: 'CI_JOB_TOKEN' }, withheld: false };
   }
@@ -139,87 +173,177 @@ export interface GlObservation {
 }
 
 /** Transport error codes raised before the request left (nothing can have been applied). */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
-  'UND_ERR_CONNECT_TIMEOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'ERR_TLS_CERT_ALTNAME_INVALID', 'EPROTO', 'ERR_BAD_PORT', 'NOT_SENT']);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'EPROTO',
+  'ERR_BAD_PORT',
+  'NOT_SENT',
+]);
 
 /**
  * Classifies a failed GitLab request (SPEC §3.2). Pure. Order: timeout → output cap → status (401, 403, 404, 429,
  * 5xx, 2xx with a bad body, others) → glab auth text → transport (not sent / in transit) → GL_FAILED.
  */
-export function classifyGitLab(obs: GlObservation, ctx: { host: string; timeoutMs: number; maxOutputBytes: number; nowMs: number }): ForgeFailure {
+export function classifyGitLab(
+  obs: GlObservation,
+  ctx: { host: string; timeoutMs: number; maxOutputBytes: number; nowMs: number },
+): ForgeFailure {
   const msg = obs.bodyMessage ?? '';
   const base: Record<string, unknown> = {
     ...(obs.status !== null ? { status: obs.status } : {}),
     ...(obs.exitCode !== undefined ? { exit_code: obs.exitCode } : {}),
   };
   const tokenHint = obs.tokenWithheld
-    ? ` No token was sent: GITLAB_TOKEN belongs to the GITLAB_HOST instance (gitlab.com when unset), not ${ctx.host}.` : '';
+    ? ` No token was sent: GITLAB_TOKEN belongs to the GITLAB_HOST instance (gitlab.com when unset), not ${ctx.host}.`
+    : '';
   if (obs.timedOut) {
-    return { code: 'GL_NETWORK', failure: 'transient', message: `GitLab (${ctx.host}) did not answer within ${ctx.timeoutMs} ms.`,
-      details: { ...base, reason: 'timeout', timeout_ms: ctx.timeoutMs } };
+    return {
+      code: 'GL_NETWORK',
+      failure: 'transient',
+      message: `GitLab (${ctx.host}) did not answer within ${ctx.timeoutMs} ms.`,
+      details: { ...base, reason: 'timeout', timeout_ms: ctx.timeoutMs },
+    };
   }
   if (obs.outputLimited && (obs.status === null || obs.status < 400)) {
-    return { code: 'GH_OUTPUT_LIMIT', failure: 'unknown_outcome', message: `The GitLab response exceeded the cap of ${ctx.maxOutputBytes} bytes.`,
+    return {
+      code: 'GH_OUTPUT_LIMIT',
+      failure: 'unknown_outcome',
+      message: `The GitLab response exceeded the cap of ${ctx.maxOutputBytes} bytes.`,
       details: { ...base, max_bytes: ctx.maxOutputBytes },
-      suggestion: 'Narrow the request (a lower limit), or ask the user to raise --forge-output-bytes.' };
+      suggestion: 'Narrow the request (a lower limit), or ask the user to raise --forge-output-bytes.',
+    };
   }
   const status = obs.status;
   if (status !== null) {
     const retryAfter = retryAfterSeconds(obs.headers, ctx.nowMs);
     const withMsg = msg ? `: ${msg}` : '';
     if (status === 401) {
-      return { code: 'GL_AUTH_REQUIRED', failure: 'environment', message: `GitLab (${ctx.host}) requires authentication (HTTP 401${withMsg}).${tokenHint}`,
-        details: { ...base, message: msg || null, token_sent: obs.tokenSent, ...(obs.tokenWithheld ? { token_withheld: true } : {}) },
-        suggestion: obs.tokenWithheld ? `Set GITLAB_HOST to ${ctx.host} if GITLAB_TOKEN belongs to it, or run \`glab auth login --hostname ${ctx.host}\`.`
-          : `Set GITLAB_TOKEN (a personal access token with the api scope) or run \`glab auth login --hostname ${ctx.host}\`.` };
+      return {
+        code: 'GL_AUTH_REQUIRED',
+        failure: 'environment',
+        message: `GitLab (${ctx.host}) requires authentication (HTTP 401${withMsg}).${tokenHint}`,
+        details: {
+          ...base,
+          message: msg || null,
+          token_sent: obs.tokenSent,
+          ...(obs.tokenWithheld ? { token_withheld: true } : {}),
+        },
+        suggestion: obs.tokenWithheld
+          ? `Set GITLAB_HOST to ${ctx.host} if GITLAB_TOKEN belongs to it, or run \`glab auth login --hostname ${ctx.host}\`.`
+          : `Set GITLAB_TOKEN (a personal access token with the api scope) or run \`glab auth login --hostname ${ctx.host}\`.`,
+      };
     }
     if (status === 403) {
-      return { code: 'GL_FORBIDDEN', failure: 'environment', message: `GitLab (${ctx.host}) denied the request (HTTP 403${withMsg}).`,
-        details: { ...base, message: msg || null }, suggestion: 'The token lacks a scope or a role on this project: ask the user to grant it (api scope, Reporter+ to comment).' };
+      return {
+        code: 'GL_FORBIDDEN',
+        failure: 'environment',
+        message: `GitLab (${ctx.host}) denied the request (HTTP 403${withMsg}).`,
+        details: { ...base, message: msg || null },
+        suggestion:
+          'The token lacks a scope or a role on this project: ask the user to grant it (api scope, Reporter+ to comment).',
+      };
     }
     if (status === 404) {
-      return { code: 'GL_NOT_FOUND', failure: 'arguments', message: `GitLab (${ctx.host}) found no such project or issue (HTTP 404${withMsg}).${tokenHint}`,
+      return {
+        code: 'GL_NOT_FOUND',
+        failure: 'arguments',
+        message: `GitLab (${ctx.host}) found no such project or issue (HTTP 404${withMsg}).${tokenHint}`,
         details: { ...base, message: msg || null, token_sent: obs.tokenSent },
-        suggestion: obs.tokenSent ? 'Check repo (group/sub/name), hostname and number.'
-          : 'Check repo, hostname and number; without a token a private project looks missing (set GITLAB_TOKEN).' };
+        suggestion: obs.tokenSent
+          ? 'Check repo (group/sub/name), hostname and number.'
+          : 'Check repo, hostname and number; without a token a private project looks missing (set GITLAB_TOKEN).',
+      };
     }
     if (status === 429) {
-      return { code: 'GH_RATE_LIMIT', failure: 'rate_limit', message: `GitLab (${ctx.host}) refused the request: rate limit (HTTP 429${withMsg}).`,
-        details: { ...base, ...(retryAfter !== undefined ? { retry_after_s: retryAfter } : {}), message: msg || null } };
+      return {
+        code: 'GH_RATE_LIMIT',
+        failure: 'rate_limit',
+        message: `GitLab (${ctx.host}) refused the request: rate limit (HTTP 429${withMsg}).`,
+        details: { ...base, ...(retryAfter !== undefined ? { retry_after_s: retryAfter } : {}), message: msg || null },
+      };
     }
     if (status >= 500) {
-      return { code: 'GL_NETWORK', failure: 'transient', message: `GitLab (${ctx.host}) answered with a server error (HTTP ${status}).`,
-        details: { ...base, reason: 'server_error', ...(retryAfter !== undefined ? { retry_after_s: retryAfter } : {}) } };
+      return {
+        code: 'GL_NETWORK',
+        failure: 'transient',
+        message: `GitLab (${ctx.host}) answered with a server error (HTTP ${status}).`,
+        details: {
+          ...base,
+          reason: 'server_error',
+          ...(retryAfter !== undefined ? { retry_after_s: retryAfter } : {}),
+        },
+      };
     }
     if (status >= 200 && status < 300) {
-      return { code: 'GL_FAILED', failure: 'unknown_outcome', message: `GitLab (${ctx.host}) answered HTTP ${status} but the answer could not be read.`,
-        details: { ...base } };
+      return {
+        code: 'GL_FAILED',
+        failure: 'unknown_outcome',
+        message: `GitLab (${ctx.host}) answered HTTP ${status} but the answer could not be read.`,
+        details: { ...base },
+      };
     }
     if (status >= 300 && status < 400) {
-      return { code: 'GL_FAILED', failure: 'arguments', message: `GitLab (${ctx.host}) redirected the request (HTTP ${status}); redirects are not followed.`,
+      return {
+        code: 'GL_FAILED',
+        failure: 'arguments',
+        message: `GitLab (${ctx.host}) redirected the request (HTTP ${status}); redirects are not followed.`,
         details: { ...base, redirect_host: redirectHost(obs.headers.location) },
-        suggestion: 'Pass hostname as the instance\'s final https URL (the redirect target).' };
+        suggestion: "Pass hostname as the instance's final https URL (the redirect target).",
+      };
     }
-    return { code: 'GL_FAILED', failure: 'arguments', message: `GitLab (${ctx.host}) refused the request (HTTP ${status}${withMsg}).`,
-      details: { ...base, message: msg || null }, suggestion: 'Fix the arguments as the message says.' };
+    return {
+      code: 'GL_FAILED',
+      failure: 'arguments',
+      message: `GitLab (${ctx.host}) refused the request (HTTP ${status}${withMsg}).`,
+      details: { ...base, message: msg || null },
+      suggestion: 'Fix the arguments as the message says.',
+    };
   }
   // glab's stderr and transport error texts are never copied (issue #12): only a class / an errno code.
   const stderrClass = obs.exitCode !== undefined ? classifyCliStderr(obs.transportMessage ?? '') : null;
   if (stderrClass === 'auth') {
-    return { code: 'GL_AUTH_REQUIRED', failure: 'environment', message: `glab is not authenticated for ${ctx.host}.`,
-      details: { ...base, stderr_class: stderrClass }, suggestion: `Run \`glab auth login --hostname ${ctx.host}\` or set GITLAB_TOKEN.` };
+    return {
+      code: 'GL_AUTH_REQUIRED',
+      failure: 'environment',
+      message: `glab is not authenticated for ${ctx.host}.`,
+      details: { ...base, stderr_class: stderrClass },
+      suggestion: `Run \`glab auth login --hostname ${ctx.host}\` or set GITLAB_TOKEN.`,
+    };
   }
   const code = obs.transportCode;
   if (code !== null) {
     const notSent = NOT_SENT_CODES.has(code);
-    return { code: 'GL_NETWORK', failure: notSent ? 'not_sent' : 'transient',
-      message: notSent ? `Could not connect to GitLab (${ctx.host}): ${code}.` : `The connection to GitLab (${ctx.host}) failed during the request: ${code}.`,
-      details: { ...base, reason: notSent ? 'connect' : 'transport', errno: code, ...(stderrClass ? { stderr_class: stderrClass } : {}),
-        ...(notSent ? { request_sent: false } : {}) } };
+    return {
+      code: 'GL_NETWORK',
+      failure: notSent ? 'not_sent' : 'transient',
+      message: notSent
+        ? `Could not connect to GitLab (${ctx.host}): ${code}.`
+        : `The connection to GitLab (${ctx.host}) failed during the request: ${code}.`,
+      details: {
+        ...base,
+        reason: notSent ? 'connect' : 'transport',
+        errno: code,
+        ...(stderrClass ? { stderr_class: stderrClass } : {}),
+        ...(notSent ? { request_sent: false } : {}),
+      },
+    };
   }
-  return { code: 'GL_FAILED', failure: 'unknown_outcome', message: `The GitLab request failed${stderrClass ? ` (glab exit ${obs.exitCode}; its error text is not shown)` : ''}.`,
-    details: { ...base, ...(stderrClass ? { stderr_class: stderrClass } : {}) } };
+  return {
+    code: 'GL_FAILED',
+    failure: 'unknown_outcome',
+    message: `The GitLab request failed${stderrClass ? ` (glab exit ${obs.exitCode}; its error text is not shown)` : ''}.`,
+    details: { ...base, ...(stderrClass ? { stderr_class: stderrClass } : {}) },
+  };
 }
 
 /** The host[:port] a redirect's Location names (null when absent or unparseable); never the rest of the URL. */
@@ -250,12 +374,29 @@ interface GlRequest {
 }
 
 /** glab's environment: the server's, minus GITLAB_REPO (never decides the target) and debug/colour switches. */
-export function glabEnvironment(instance: GitLabInstance, base: NodeJS.ProcessEnv = process.env, guardUrl: string | null = null): NodeJS.ProcessEnv {
+export function glabEnvironment(
+  instance: GitLabInstance,
+  base: NodeJS.ProcessEnv = process.env,
+  guardUrl: string | null = null,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...base };
-  for (const key of ['GITLAB_REPO', 'GLAB_DEBUG', 'DEBUG', 'GLAB_PAGER', 'PAGER', 'CLICOLOR_FORCE',
-    'NO_PROXY', 'no_proxy', 'REQUEST_METHOD', 'ALL_PROXY', 'all_proxy']) delete env[key];
+  for (const key of [
+    'GITLAB_REPO',
+    'GLAB_DEBUG',
+    'DEBUG',
+    'GLAB_PAGER',
+    'PAGER',
+    'CLICOLOR_FORCE',
+    'NO_PROXY',
+    'no_proxy',
+    'REQUEST_METHOD',
+    'ALL_PROXY',
+    'all_proxy',
+  ])
+    delete env[key];
   // glab (Go) follows redirects and forwards PRIVATE-TOKEN to the new host: the egress guard is its only proxy.
-  if (guardUrl !== null) for (const key of ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']) env[key] = guardUrl;
+  if (guardUrl !== null)
+    for (const key of ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']) env[key] = guardUrl;
   // The environment token belongs to its own instance only (see the module comment); glab's stored per-host
   // credentials still apply.
   if (!gitlabToken(instance, base).token) {
@@ -269,7 +410,16 @@ async function viaGlab(instance: GitLabInstance, req: GlRequest, opts: ForgeCall
   // A glab inside the roots (agent-plantable, src/vcs/find-cli.ts) is never run: as if not installed (HTTPS path).
   const cli = findCli('glab', process.env, opts.isInsideRoots);
   if (cli.file === null || cli.insideRoots) return null;
-  const args = ['api', '--hostname', hostArg({ ...instance, repo: '' }), '-X', req.method, '-i', '-H', 'Accept: application/json'];
+  const args = [
+    'api',
+    '--hostname',
+    hostArg({ ...instance, repo: '' }),
+    '-X',
+    req.method,
+    '-i',
+    '-H',
+    'Accept: application/json',
+  ];
   if (req.body !== undefined) args.push('-H', 'Content-Type: application/json', '--input', '-');
   args.push(req.apiPath);
   const guard = await startEgressGuard([{ host: instance.host, port: instance.port }], instance.scheme);
@@ -288,35 +438,75 @@ async function viaGlab(instance: GitLabInstance, req: GlRequest, opts: ForgeCall
   if (result.spawnError === 'ENOENT') return null;
   if (guard.denied.length > 0) {
     const d = guard.denied[0];
-    throw forgeError(req.kind, {
-      code: 'GH_HOST_DENIED', failure: 'arguments',
-      message: `GitLab (${hostArg({ ...instance, repo: '' })}) redirected the request to another host (${d.host}); the redirect was not followed, nothing was sent there and no answer from it was used.`,
-      details: { host: instance.host, port: instance.port, reason: 'redirect', redirect_host: d.host, redirect_port: d.port, redirect_kind: d.kind },
-    }, req.subject);
+    throw forgeError(
+      req.kind,
+      {
+        code: 'GH_HOST_DENIED',
+        failure: 'arguments',
+        message: `GitLab (${hostArg({ ...instance, repo: '' })}) redirected the request to another host (${d.host}); the redirect was not followed, nothing was sent there and no answer from it was used.`,
+        details: {
+          host: instance.host,
+          port: instance.port,
+          reason: 'redirect',
+          redirect_host: d.host,
+          redirect_port: d.port,
+          redirect_kind: d.kind,
+        },
+      },
+      req.subject,
+    );
   }
   const response = parseIncludeOutput(result.stdout);
-  if (result.exitCode === 0 && !result.timedOut && !result.outputLimited && response && response.status >= 200 && response.status < 300) {
-    return { status: response.status, headers: response.headers, data: parseJsonOrThrow(response.body, response.status, instance, req) };
+  if (
+    result.exitCode === 0 &&
+    !result.timedOut &&
+    !result.outputLimited &&
+    response &&
+    response.status >= 200 &&
+    response.status < 300
+  ) {
+    return {
+      status: response.status,
+      headers: response.headers,
+      data: parseJsonOrThrow(response.body, response.status, instance, req),
+    };
   }
   const transport = response ? null : classifyGlabStderr(result.stderr, result.spawnError);
-  throw forgeError(req.kind, classifyGitLab({
-    status: response?.status ?? null,
-    headers: response?.headers ?? {},
-    bodyMessage: response ? bodyMessage(response.body) : null,
-    timedOut: result.timedOut,
-    outputLimited: result.outputLimited,
-    transportCode: transport,
-    transportMessage: result.stderr || null,
-    exitCode: result.exitCode,
-    tokenSent: true,
-    tokenWithheld: false,
-  }, { host: hostArg({ ...instance, repo: '' }), timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() }), req.subject);
+  throw forgeError(
+    req.kind,
+    classifyGitLab(
+      {
+        status: response?.status ?? null,
+        headers: response?.headers ?? {},
+        bodyMessage: response ? bodyMessage(response.body) : null,
+        timedOut: result.timedOut,
+        outputLimited: result.outputLimited,
+        transportCode: transport,
+        transportMessage: result.stderr || null,
+        exitCode: result.exitCode,
+        tokenSent: true,
+        tokenWithheld: false,
+      },
+      {
+        host: hostArg({ ...instance, repo: '' }),
+        timeoutMs: opts.timeoutMs,
+        maxOutputBytes: opts.maxOutputBytes,
+        nowMs: Date.now(),
+      },
+    ),
+    req.subject,
+  );
 }
 
 /** A transport class for glab's stderr (Go error text), or null when it names none. */
 function classifyGlabStderr(stderr: string, spawnError: string | null): string | null {
   if (spawnError) return 'NOT_SENT';
-  if (/connection refused|no such host|proxyconnect|network is unreachable|no route to host|dial tcp|x509: |tls: /i.test(stderr)) return 'NOT_SENT';
+  if (
+    /connection refused|no such host|proxyconnect|network is unreachable|no route to host|dial tcp|x509: |tls: /i.test(
+      stderr,
+    )
+  )
+    return 'NOT_SENT';
   if (/\bEOF\b|connection reset|broken pipe|timeout|deadline exceeded/i.test(stderr)) return 'ECONNRESET';
   return null;
 }
@@ -326,8 +516,16 @@ function parseJsonOrThrow(body: string, status: number, instance: GitLabInstance
   try {
     return JSON.parse(body);
   } catch {
-    throw forgeError(req.kind, { code: 'GL_FAILED', failure: 'unknown_outcome',
-      message: `GitLab (${instance.host}) answered HTTP ${status} with a body that is not JSON.`, details: { status } }, req.subject);
+    throw forgeError(
+      req.kind,
+      {
+        code: 'GL_FAILED',
+        failure: 'unknown_outcome',
+        message: `GitLab (${instance.host}) answered HTTP ${status} with a body that is not JSON.`,
+        details: { status },
+      },
+      req.subject,
+    );
   }
 }
 
@@ -358,12 +556,19 @@ async function viaHttps(instance: GitLabInstance, req: GlRequest, opts: ForgeCal
   const ctx = { host, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() };
   if (req.kind !== 'read' && !token) {
     // A write (or its checks) without a token would only be refused by the server: say so before sending.
-    throw forgeError(req.kind, {
-      code: 'GL_AUTH_REQUIRED', failure: 'environment',
-      message: `No GitLab token for ${host}, and writes need one; nothing was sent.${withheld ? ` GITLAB_TOKEN belongs to the GITLAB_HOST instance (gitlab.com when unset), not ${host}.` : ''}`,
-      details: { token_sent: false, write_sent: false, ...(withheld ? { token_withheld: true } : {}) },
-      suggestion: withheld ? `Set GITLAB_HOST to ${instance.scheme}://${host} if GITLAB_TOKEN belongs to it.` : 'Set GITLAB_TOKEN (a personal access token with the api scope).',
-    }, req.subject);
+    throw forgeError(
+      req.kind,
+      {
+        code: 'GL_AUTH_REQUIRED',
+        failure: 'environment',
+        message: `No GitLab token for ${host}, and writes need one; nothing was sent.${withheld ? ` GITLAB_TOKEN belongs to the GITLAB_HOST instance (gitlab.com when unset), not ${host}.` : ''}`,
+        details: { token_sent: false, write_sent: false, ...(withheld ? { token_withheld: true } : {}) },
+        suggestion: withheld
+          ? `Set GITLAB_HOST to ${instance.scheme}://${host} if GITLAB_TOKEN belongs to it.`
+          : 'Set GITLAB_TOKEN (a personal access token with the api scope).',
+      },
+      req.subject,
+    );
   }
   const url = `${instance.scheme}://${host}${instance.basePath}/api/v4/${req.apiPath}`;
   const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': 'fs-tools' };
@@ -371,33 +576,68 @@ async function viaHttps(instance: GitLabInstance, req: GlRequest, opts: ForgeCal
   if (req.body !== undefined) headers['Content-Type'] = 'application/json';
   const controller = new AbortController();
   let timedOut = false;
-  const timer = setTimeout(() => { timedOut = true; controller.abort(); }, opts.timeoutMs);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, opts.timeoutMs);
   const onAbort = (): void => controller.abort();
   opts.signal.addEventListener('abort', onAbort, { once: true });
   let status: number | null = null;
   const responseHeaders: Record<string, string> = {};
   try {
     const response = await fetch(url, {
-      method: req.method, headers, redirect: 'manual', signal: controller.signal,
+      method: req.method,
+      headers,
+      redirect: 'manual',
+      signal: controller.signal,
       body: req.body === undefined ? undefined : JSON.stringify(req.body),
     });
     status = response.status;
-    response.headers.forEach((value, name) => { responseHeaders[name.toLowerCase()] = value; });
+    response.headers.forEach((value, name) => {
+      responseHeaders[name.toLowerCase()] = value;
+    });
     const { text, limited } = await readCapped(response, opts.maxOutputBytes, controller);
     if (!limited && status >= 200 && status < 300) {
       return { status, headers: responseHeaders, data: parseJsonOrThrow(text, status, instance, req) };
     }
-    throw forgeError(req.kind, classifyGitLab({
-      status, headers: responseHeaders, bodyMessage: limited ? null : bodyMessage(text), timedOut: false, outputLimited: limited,
-      transportCode: null, transportMessage: null, tokenSent: token !== null, tokenWithheld: withheld,
-    }, ctx), req.subject);
+    throw forgeError(
+      req.kind,
+      classifyGitLab(
+        {
+          status,
+          headers: responseHeaders,
+          bodyMessage: limited ? null : bodyMessage(text),
+          timedOut: false,
+          outputLimited: limited,
+          transportCode: null,
+          transportMessage: null,
+          tokenSent: token !== null,
+          tokenWithheld: withheld,
+        },
+        ctx,
+      ),
+      req.subject,
+    );
   } catch (error) {
     if (error instanceof ToolError) throw error;
-    throw forgeError(req.kind, classifyGitLab({
-      status, headers: responseHeaders, bodyMessage: null, timedOut, outputLimited: false,
-      transportCode: timedOut ? null : (opts.signal.aborted ? 'ECANCELED' : transportCodeOf(error)),
-      transportMessage: transportMessageOf(error), tokenSent: token !== null, tokenWithheld: withheld,
-    }, ctx), req.subject);
+    throw forgeError(
+      req.kind,
+      classifyGitLab(
+        {
+          status,
+          headers: responseHeaders,
+          bodyMessage: null,
+          timedOut,
+          outputLimited: false,
+          transportCode: timedOut ? null : opts.signal.aborted ? 'ECANCELED' : transportCodeOf(error),
+          transportMessage: transportMessageOf(error),
+          tokenSent: token !== null,
+          tokenWithheld: withheld,
+        },
+        ctx,
+      ),
+      req.subject,
+    );
   } finally {
     clearTimeout(timer);
     opts.signal.removeEventListener('abort', onAbort);
@@ -405,7 +645,11 @@ async function viaHttps(instance: GitLabInstance, req: GlRequest, opts: ForgeCal
 }
 
 /** Reads a response body as UTF-8, stopping (and aborting) once it exceeds `max` bytes. */
-async function readCapped(response: Response, max: number, controller: AbortController): Promise<{ text: string; limited: boolean }> {
+async function readCapped(
+  response: Response,
+  max: number,
+  controller: AbortController,
+): Promise<{ text: string; limited: boolean }> {
   if (!response.body) return { text: '', limited: false };
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -427,7 +671,9 @@ async function readCapped(response: Response, max: number, controller: AbortCont
 /** Maps a GitLab REST v4 issue. */
 function toIssue(o: unknown, withBody: boolean): Issue {
   const labels = Array.isArray((o as { labels?: unknown }).labels) ? (o as { labels: unknown[] }).labels : [];
-  const assignees = Array.isArray((o as { assignees?: unknown }).assignees) ? (o as { assignees: unknown[] }).assignees : [];
+  const assignees = Array.isArray((o as { assignees?: unknown }).assignees)
+    ? (o as { assignees: unknown[] }).assignees
+    : [];
   const issue: Issue = {
     number: num(o, 'iid') ?? 0,
     title: str(o, 'title') ?? '',
@@ -483,20 +729,33 @@ export function gitlabBackend(opts: ForgeCallOptions): IssueBackend {
   async function userIds(target: IssueTarget, usernames: string[], subject: string): Promise<number[]> {
     const ids: number[] = [];
     for (const username of usernames) {
-      const r = await request(target, { method: 'GET', apiPath: `users?${new URLSearchParams({ username })}`, kind: 'precheck', subject });
+      const r = await request(target, {
+        method: 'GET',
+        apiPath: `users?${new URLSearchParams({ username })}`,
+        kind: 'precheck',
+        subject,
+      });
       const id = Array.isArray(r.data) && r.data.length > 0 ? num(r.data[0], 'id') : null;
       if (id === null) {
-        throw new ToolError('GL_NOT_FOUND', `GitLab (${hostArg(target)}) has no user named ${username}; nothing was written.`, {
-          details: { reason: 'unknown_user', username, write_sent: false },
-          suggestion: 'Pass existing usernames in assignees (without @).',
-        });
+        throw new ToolError(
+          'GL_NOT_FOUND',
+          `GitLab (${hostArg(target)}) has no user named ${username}; nothing was written.`,
+          {
+            details: { reason: 'unknown_user', username, write_sent: false },
+            suggestion: 'Pass existing usernames in assignees (without @).',
+          },
+        );
       }
       ids.push(id);
     }
     return ids;
   }
 
-  async function fieldsBody(target: IssueTarget, fields: IssueFields, subject: string): Promise<Record<string, unknown>> {
+  async function fieldsBody(
+    target: IssueTarget,
+    fields: IssueFields,
+    subject: string,
+  ): Promise<Record<string, unknown>> {
     const body: Record<string, unknown> = {};
     if (fields.title !== undefined) body.title = fields.title;
     if (fields.body !== undefined) body.description = fields.body;
@@ -506,41 +765,89 @@ export function gitlabBackend(opts: ForgeCallOptions): IssueBackend {
   }
 
   async function put(target: IssueTarget, number: number, body: Record<string, unknown>): Promise<Issue> {
-    const r = await request(target, { method: 'PUT', apiPath: `${project(target)}/issues/${number}`, body, kind: 'write',
-      subject: describeTarget(target, number) });
+    const r = await request(target, {
+      method: 'PUT',
+      apiPath: `${project(target)}/issues/${number}`,
+      body,
+      kind: 'write',
+      subject: describeTarget(target, number),
+    });
     return toIssue(r.data, true);
   }
 
   return {
     async list(target, q): Promise<IssuePage> {
-      const params = new URLSearchParams({ state: q.state === 'open' ? 'opened' : q.state, per_page: String(q.perPage), page: String(q.page) });
+      const params = new URLSearchParams({
+        state: q.state === 'open' ? 'opened' : q.state,
+        per_page: String(q.perPage),
+        page: String(q.page),
+      });
       if (q.labels?.length) params.set('labels', q.labels.join(','));
-      const r = await request(target, { method: 'GET', apiPath: `${project(target)}/issues?${params}`, kind: 'read', subject: describeTarget(target) });
+      const r = await request(target, {
+        method: 'GET',
+        apiPath: `${project(target)}/issues?${params}`,
+        kind: 'read',
+        subject: describeTarget(target),
+      });
       const items = Array.isArray(r.data) ? r.data : [];
-      return { issues: items.map((o) => toIssue(o, false)), pullRequestsOmitted: 0, nextPage: nextPage(r.headers, q.page) };
+      return {
+        issues: items.map((o) => toIssue(o, false)),
+        pullRequestsOmitted: 0,
+        nextPage: nextPage(r.headers, q.page),
+      };
     },
 
     async view(target, number, q): Promise<IssueWithComments> {
       const subject = describeTarget(target, number);
-      const r = await request(target, { method: 'GET', apiPath: `${project(target)}/issues/${number}`, kind: 'read', subject });
+      const r = await request(target, {
+        method: 'GET',
+        apiPath: `${project(target)}/issues/${number}`,
+        kind: 'read',
+        subject,
+      });
       const issue = toIssue(r.data, true);
       if (issue.comments_count === 0 && q.page === 1) return { issue, comments: [], nextCommentsPage: null };
-      const params = new URLSearchParams({ sort: 'asc', order_by: 'created_at', per_page: String(q.perPage), page: String(q.page) });
-      const n = await request(target, { method: 'GET', apiPath: `${project(target)}/issues/${number}/notes?${params}`, kind: 'read', subject });
+      const params = new URLSearchParams({
+        sort: 'asc',
+        order_by: 'created_at',
+        per_page: String(q.perPage),
+        page: String(q.page),
+      });
+      const n = await request(target, {
+        method: 'GET',
+        apiPath: `${project(target)}/issues/${number}/notes?${params}`,
+        kind: 'read',
+        subject,
+      });
       const notes = (Array.isArray(n.data) ? n.data : []).filter((o) => (o as { system?: unknown }).system !== true);
-      return { issue, comments: notes.map((o) => toComment(o, issue.url)), nextCommentsPage: nextPage(n.headers, q.page) };
+      return {
+        issue,
+        comments: notes.map((o) => toComment(o, issue.url)),
+        nextCommentsPage: nextPage(n.headers, q.page),
+      };
     },
 
     async create(target, fields): Promise<Issue> {
       const subject = `the newest issues of ${describeTarget(target)}`;
       const body = await fieldsBody(target, fields, subject);
-      const r = await request(target, { method: 'POST', apiPath: `${project(target)}/issues`, body, kind: 'write', subject });
+      const r = await request(target, {
+        method: 'POST',
+        apiPath: `${project(target)}/issues`,
+        body,
+        kind: 'write',
+        subject,
+      });
       return toIssue(r.data, true);
     },
 
     async comment(target, number, text) {
-      const r = await request(target, { method: 'POST', apiPath: `${project(target)}/issues/${number}/notes`, body: { body: text },
-        kind: 'write', subject: describeTarget(target, number) });
+      const r = await request(target, {
+        method: 'POST',
+        apiPath: `${project(target)}/issues/${number}/notes`,
+        body: { body: text },
+        kind: 'write',
+        subject: describeTarget(target, number),
+      });
       return { issue: null, comment: toComment(r.data, null) };
     },
 

@@ -90,8 +90,11 @@ export function defaultAllowEntries(env: NodeJS.ProcessEnv = process.env, isInsi
  * The effective allow list: null for "any host" (`*`), else the parsed entries (the default when `allow` is empty,
  * the default added where `default` appears). Malformed entries are dropped (they match nothing).
  */
-export function effectiveAllowEntries(allow: readonly string[], env: NodeJS.ProcessEnv = process.env,
-  isInsideRoots?: InsideRoots): AllowEntry[] | null {
+export function effectiveAllowEntries(
+  allow: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots,
+): AllowEntry[] | null {
   const raw = allow.map((a) => a.trim()).filter(Boolean);
   if (raw.includes(ALLOW_ANY_ENTRY)) return null;
   if (raw.length === 0) return defaultAllowEntries(env, isInsideRoots);
@@ -111,8 +114,11 @@ export function effectiveAllowEntries(allow: readonly string[], env: NodeJS.Proc
  * (not `*`), minus the configured GitLab hosts unless also configured for GitHub. An enterprise GitHub token may be
  * given to gh only for one of these (src/vcs/github.ts).
  */
-export function operatorNamedGitHubHosts(allow: readonly string[], env: NodeJS.ProcessEnv = process.env,
-  isInsideRoots?: InsideRoots): HostPort[] {
+export function operatorNamedGitHubHosts(
+  allow: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots,
+): HostPort[] {
   const hosts = configuredForgeHosts(env, os.homedir(), isInsideRoots);
   const out: HostPort[] = [...hosts.github];
   for (const item of allow.map((a) => a.trim())) {
@@ -128,8 +134,12 @@ export function operatorNamedGitHubHosts(allow: readonly string[], env: NodeJS.P
 /**
  * True when the allow list (raw `--git-remote-allow` entries, semantics in the module comment) admits `target`.
  */
-export function isAllowed(allow: readonly string[], target: AllowTarget, env: NodeJS.ProcessEnv = process.env,
-  isInsideRoots?: InsideRoots): boolean {
+export function isAllowed(
+  allow: readonly string[],
+  target: AllowTarget,
+  env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots,
+): boolean {
   const entries = effectiveAllowEntries(allow, env, isInsideRoots);
   return entries === null || entries.some((entry) => entryAllows(entry, target));
 }
@@ -138,16 +148,27 @@ export function isAllowed(allow: readonly string[], target: AllowTarget, env: No
  * @throws ToolError GH_HOST_DENIED (details: host, port, repo, allowed) when `target` is outside the allow list —
  *   for both forges (SPEC §3.2). `allowed` lists the effective entries (host[:port][/prefix]; "*" for any).
  */
-export function assertHostAllowed(allow: readonly string[], target: AllowTarget, env: NodeJS.ProcessEnv = process.env,
-  isInsideRoots?: InsideRoots): void {
+export function assertHostAllowed(
+  allow: readonly string[],
+  target: AllowTarget,
+  env: NodeJS.ProcessEnv = process.env,
+  isInsideRoots?: InsideRoots,
+): void {
   if (isAllowed(allow, target, env, isInsideRoots)) return;
   const entries = effectiveAllowEntries(allow, env, isInsideRoots) ?? [];
-  const allowed = entries.map((e) => `${e.host.includes(':') ? `[${e.host}]` : e.host}${e.port !== null ? `:${e.port}` : ''}${e.segments.length ? `/${e.segments.join('/')}` : ''}`);
-  throw new ToolError('GH_HOST_DENIED',
-    `${target.host}${[80, 443].includes(target.port) ? '' : `:${target.port}`}/${target.repo} is not allowed by --git-remote-allow `
-      + `(${allow.length === 0 ? 'default: the hosts the operator configured' : 'as given'}); nothing was sent.`, {
+  const allowed = entries.map(
+    (e) =>
+      `${e.host.includes(':') ? `[${e.host}]` : e.host}${e.port !== null ? `:${e.port}` : ''}${e.segments.length ? `/${e.segments.join('/')}` : ''}`,
+  );
+  throw new ToolError(
+    'GH_HOST_DENIED',
+    `${target.host}${[80, 443].includes(target.port) ? '' : `:${target.port}`}/${target.repo} is not allowed by --git-remote-allow ` +
+      `(${allow.length === 0 ? 'default: the hosts the operator configured' : 'as given'}); nothing was sent.`,
+    {
       details: { host: target.host, port: target.port, repo: target.repo, allowed: [...new Set(allowed)] },
-      suggestion: 'Use a repository on an allowed host, or ask the user to add it to --git-remote-allow '
-        + '(e.g. --git-remote-allow=default,HOST; "*" allows any host).',
-    });
+      suggestion:
+        'Use a repository on an allowed host, or ask the user to add it to --git-remote-allow ' +
+        '(e.g. --git-remote-allow=default,HOST; "*" allows any host).',
+    },
+  );
 }

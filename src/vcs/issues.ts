@@ -100,7 +100,10 @@ export interface ForgeCallOptions {
 
 /** What each forge backend implements. Every method throws ToolError with SPEC §3.2 codes and semantics. */
 export interface IssueBackend {
-  list(target: IssueTarget, q: { state: 'open' | 'closed' | 'all'; labels?: string[]; perPage: number; page: number }): Promise<IssuePage>;
+  list(
+    target: IssueTarget,
+    q: { state: 'open' | 'closed' | 'all'; labels?: string[]; perPage: number; page: number },
+  ): Promise<IssuePage>;
   view(target: IssueTarget, number: number, q: { perPage: number; page: number }): Promise<IssueWithComments>;
   create(target: IssueTarget, fields: IssueFields): Promise<Issue>;
   /** `issue` is the issue as checked before the write (GitHub), or null when the backend did not fetch it (GitLab). */

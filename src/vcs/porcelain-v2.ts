@@ -39,20 +39,34 @@ export function parsePorcelainV2(raw: string): { branch: BranchInfo; entries: St
       } else if (key === 'branch.upstream') branch.upstream = value;
       else if (key === 'branch.ab') {
         const m = /^\+(\d+) -(\d+)$/.exec(value);
-        if (m) { branch.ahead = Number(m[1]); branch.behind = Number(m[2]); }
+        if (m) {
+          branch.ahead = Number(m[1]);
+          branch.behind = Number(m[2]);
+        }
       }
       continue;
     }
     const type = line[0];
     if (type === '?' || type === '!') {
-      entries.push({ path: unquote(line.slice(2)), kind: type === '?' ? 'untracked' : 'ignored', index: type, worktree: type });
+      entries.push({
+        path: unquote(line.slice(2)),
+        kind: type === '?' ? 'untracked' : 'ignored',
+        index: type,
+        worktree: type,
+      });
     } else if (type === '1') {
       const f = fields(line, 8);
       entries.push({ path: unquote(f.rest), kind: 'changed', index: f.parts[1][0], worktree: f.parts[1][1] });
     } else if (type === '2') {
       const f = fields(line, 9);
       const [p, orig] = splitRename(f.rest);
-      entries.push({ path: unquote(p), kind: 'renamed', index: f.parts[1][0], worktree: f.parts[1][1], orig_path: unquote(orig) });
+      entries.push({
+        path: unquote(p),
+        kind: 'renamed',
+        index: f.parts[1][0],
+        worktree: f.parts[1][1],
+        orig_path: unquote(orig),
+      });
     } else if (type === 'u') {
       const f = fields(line, 10);
       entries.push({ path: unquote(f.rest), kind: 'unmerged', index: f.parts[1][0], worktree: f.parts[1][1] });

@@ -67,8 +67,14 @@ function normalizePath(raw: string): string | null {
   let p = raw;
   try {
     p = decodeURIComponent(p);
-  } catch { /* keep as given */ }
-  p = p.replace(/^\/+/, '').replace(/\/+$/, '').replace(/\.git$/i, '').replace(/\/+$/, '');
+  } catch {
+    /* keep as given */
+  }
+  p = p
+    .replace(/^\/+/, '')
+    .replace(/\/+$/, '')
+    .replace(/\.git$/i, '')
+    .replace(/\/+$/, '');
   if (!p) return null;
   const segments = p.split('/');
   if (segments.some((s) => s === '' || s === '.' || s === '..' || /[\s\0?#]/.test(s))) return null;
@@ -76,7 +82,12 @@ function normalizePath(raw: string): string | null {
 }
 
 const URL_SCHEMES: Readonly<Record<string, ParsedRemoteUrl['scheme']>> = {
-  https: 'https', http: 'http', ssh: 'ssh', 'git+ssh': 'ssh', 'ssh+git': 'ssh', git: 'git',
+  https: 'https',
+  http: 'http',
+  ssh: 'ssh',
+  'git+ssh': 'ssh',
+  'ssh+git': 'ssh',
+  git: 'git',
 };
 
 /**
@@ -119,7 +130,10 @@ export function parseRemoteUrl(url: string): ParsedRemoteUrl | null {
  */
 export async function listRemotes(workTree: string, options: Omit<GitOptions, 'cwd'>): Promise<Remote[]> {
   const opts = { ...options, cwd: workTree, maxOutputBytes: 1024 * 1024 };
-  const config = await runGit(['config', '--no-includes', '-z', '--get-regexp', '^(remote\\..*\\.url|url\\..*\\.insteadof)$'], opts);
+  const config = await runGit(
+    ['config', '--no-includes', '-z', '--get-regexp', '^(remote\\..*\\.url|url\\..*\\.insteadof)$'],
+    opts,
+  );
   // exit 1 with no output: nothing of it is configured. A capped output is never used as if complete (a dropped
   // remote or rewrite would change the answer): throwGitFailure makes it IO_ERROR git_output_limit.
   if (config.outputLimited || (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout === ''))) {
@@ -163,8 +177,11 @@ export function isGitHubHost(host: string, configured: readonly HostPort[] = con
  * True for a GitLab host: exactly gitlab.com, the host of GITLAB_HOST (`gitlabHost`), or a host the operator
  * configured for GitLab (`configured`, default: GITLAB_HOST and CI_SERVER_URL/CI_SERVER_HOST). Never a substring test.
  */
-export function isGitLabHost(host: string, gitlabHost: string | null,
-  configured: readonly HostPort[] = configuredForgeHosts().gitlab): boolean {
+export function isGitLabHost(
+  host: string,
+  gitlabHost: string | null,
+  configured: readonly HostPort[] = configuredForgeHosts().gitlab,
+): boolean {
   const h = host.toLowerCase();
   return h === 'gitlab.com' || (gitlabHost !== null && h === gitlabHost.toLowerCase()) || hostListed(configured, h);
 }
@@ -188,13 +205,16 @@ export interface ResolveOptions {
 export function resolveRepo(remotes: readonly Remote[], forge: Forge, options: ResolveOptions): RepoCandidate {
   const wanted = options.hostname?.toLowerCase() ?? null;
   const byKey = new Map<string, RepoCandidate>();
-  const configured = wanted === null ? options.configured ?? configuredForgeHosts() : null;
+  const configured = wanted === null ? (options.configured ?? configuredForgeHosts()) : null;
   for (const remote of remotes) {
     const p = remote.parsed;
     if (!p) continue;
-    const onForge = wanted !== null ? p.host === wanted
-      : forge === 'github' ? isGitHubHost(p.host, configured!.github)
-        : isGitLabHost(p.host, options.gitlabHost ?? null, configured!.gitlab);
+    const onForge =
+      wanted !== null
+        ? p.host === wanted
+        : forge === 'github'
+          ? isGitHubHost(p.host, configured!.github)
+          : isGitLabHost(p.host, options.gitlabHost ?? null, configured!.gitlab);
     if (!onForge) continue;
     const segments = p.path.split('/').length;
     if (forge === 'github' ? segments !== 2 : segments < 2) continue;
@@ -221,20 +241,31 @@ export function resolveRepo(remotes: readonly Remote[], forge: Forge, options: R
   const candidates = [...byKey.values()];
   if (candidates.length === 0) {
     const seen = remotes.map((r) => ({ name: r.name, host: r.parsed?.host ?? null }));
-    throw new ToolError(`${prefix}_REPO_UNRESOLVED`, remotes.length === 0
-      ? `The work tree has no git remotes, so no ${forgeName} repository can be determined.`
-      : `None of the work tree's remotes (${remotes.map((r) => r.name).join(', ')}) is a ${forgeName} repository${wanted ? ` on ${wanted}` : ''}.`, {
-      details: { reason: remotes.length === 0 ? 'no_remotes' : 'no_matching_remote', remotes: seen, ...(wanted ? { hostname: wanted } : {}) },
-      suggestion: `Pass repo explicitly (${forge === 'github' ? 'owner/name' : 'group/name'})${forge === 'gitlab' || wanted ? ' and hostname' : ''}.`,
-    });
+    throw new ToolError(
+      `${prefix}_REPO_UNRESOLVED`,
+      remotes.length === 0
+        ? `The work tree has no git remotes, so no ${forgeName} repository can be determined.`
+        : `None of the work tree's remotes (${remotes.map((r) => r.name).join(', ')}) is a ${forgeName} repository${wanted ? ` on ${wanted}` : ''}.`,
+      {
+        details: {
+          reason: remotes.length === 0 ? 'no_remotes' : 'no_matching_remote',
+          remotes: seen,
+          ...(wanted ? { hostname: wanted } : {}),
+        },
+        suggestion: `Pass repo explicitly (${forge === 'github' ? 'owner/name' : 'group/name'})${forge === 'gitlab' || wanted ? ' and hostname' : ''}.`,
+      },
+    );
   }
   if (candidates.length > 1) {
-    throw new ToolError(`${prefix}_AMBIGUOUS`,
-      `The work tree's remotes point at ${candidates.length} different ${forgeName} repositories: `
-      + `${candidates.map((c) => `${c.host}/${c.repo}`).join(', ')}.`, {
+    throw new ToolError(
+      `${prefix}_AMBIGUOUS`,
+      `The work tree's remotes point at ${candidates.length} different ${forgeName} repositories: ` +
+        `${candidates.map((c) => `${c.host}/${c.repo}`).join(', ')}.`,
+      {
         details: { candidates: candidates.map((c) => ({ host: c.host, repo: c.repo, remotes: c.remotes })) },
         suggestion: `Pass repo (and hostname) for the one you mean, e.g. repo: "${candidates[0].repo}".`,
-      });
+      },
+    );
   }
   return candidates[0];
 }

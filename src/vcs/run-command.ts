@@ -47,16 +47,26 @@ export async function runCommand(file: string, args: readonly string[], options:
     maxBuffer: options.maxOutputBytes,
     input: options.input,
     // execa passes a number at index ≥ 3 to the child as that descriptor (its types only know the standard three).
-    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as unknown as ['pipe', 'pipe', 'pipe'],
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as unknown as [
+      'pipe',
+      'pipe',
+      'pipe',
+    ],
     reject: false,
     stripFinalNewline: false,
     cancelSignal: options.signal,
     encoding: 'utf8',
     windowsHide: true,
   });
-  const spawnError = result.failed && result.exitCode === undefined && !result.timedOut && !result.isMaxBuffer
-    && !result.isCanceled && (result.cause as NodeJS.ErrnoException | undefined)?.code
-    ? String((result.cause as NodeJS.ErrnoException).code) : null;
+  const spawnError =
+    result.failed &&
+    result.exitCode === undefined &&
+    !result.timedOut &&
+    !result.isMaxBuffer &&
+    !result.isCanceled &&
+    (result.cause as NodeJS.ErrnoException | undefined)?.code
+      ? String((result.cause as NodeJS.ErrnoException).code)
+      : null;
   return {
     exitCode: result.exitCode ?? null,
     stdout: typeof result.stdout === 'string' ? result.stdout : '',

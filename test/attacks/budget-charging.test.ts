@@ -20,7 +20,9 @@ import { connect, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const cleanups: Array<() => unknown> = [];
-afterAll(async () => { for (const c of cleanups.reverse()) await c(); });
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
 
 async function session(args: string[]): Promise<TestClient> {
   const c = await connect('modern', { args });
@@ -36,11 +38,15 @@ describe('with --mutation-budget=1 every mutation that happened is charged', () 
     const other = await session([root.dir]);
     const names = Array.from({ length: 5 }, (_, i) => `f${i}.txt`);
     const results = await Promise.all([
-      ...names.map((n) => budgeted.call('write_file', { path: n, content: `budgeted ${n}\n`, expected_hash: 'absent' })),
+      ...names.map((n) =>
+        budgeted.call('write_file', { path: n, content: `budgeted ${n}\n`, expected_hash: 'absent' }),
+      ),
       ...names.map((n) => other.call('write_file', { path: n, content: `other ${n}\n`, expected_hash: 'absent' })),
     ]);
     const mine = results.slice(0, names.length);
-    const written = names.filter((n) => existsSync(path.join(root.dir, n)) && readFileSync(path.join(root.dir, n), 'utf8') === `budgeted ${n}\n`);
+    const written = names.filter(
+      (n) => existsSync(path.join(root.dir, n)) && readFileSync(path.join(root.dir, n), 'utf8') === `budgeted ${n}\n`,
+    );
     const used = (await budgeted.callOk('list_allowed_directories', {})).budget.used as number;
     expect(used).toBeLessThanOrEqual(1);
     expect(written.length).toBe(used);
@@ -62,7 +68,11 @@ describe('with --mutation-budget=1 every mutation that happened is charged', () 
       const status = await c.callOk('git_status', { path: 'repo' });
       // The source's work tree is unchanged since that status: the STALE_GIT check passes. The destination lies
       // outside any work tree, so its new status hash cannot be computed — an effect must not precede that failure.
-      const r = await c.call('move_path', { source: `repo/src${i}.txt`, destination: `plain/dst${i}.txt`, expected_status_hash: status.status_hash });
+      const r = await c.call('move_path', {
+        source: `repo/src${i}.txt`,
+        destination: `plain/dst${i}.txt`,
+        expected_status_hash: status.status_hash,
+      });
       const didMove = existsSync(path.join(root.dir, 'plain', `dst${i}.txt`));
       if (didMove) moved++;
       if (r.isError) {

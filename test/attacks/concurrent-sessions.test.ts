@@ -46,7 +46,11 @@ const MIXES: Array<{ name: string; ops: Op[]; absent?: boolean }> = [
   { name: 'move_path (overwrite)', ops: ['move'] },
   { name: 'delete_path with write_file', ops: ['delete', 'write'] },
   { name: 'every tool at once (needs the item-3 pipeline)', ops: ['write', 'edit', 'patch', 'move', 'delete'] },
-  { name: 'move_path onto a destination created meanwhile (needs the item-3 pipeline)', ops: ['move', 'write', 'write'], absent: true },
+  {
+    name: 'move_path onto a destination created meanwhile (needs the item-3 pipeline)',
+    ops: ['move', 'write', 'write'],
+    absent: true,
+  },
 ];
 
 const root = makeTree({}, 'fs-tools-sessions-');
@@ -55,7 +59,11 @@ const S1 = path.join(aux.dir, 'state-shared');
 const sessions: Array<{ name: string; client: TestClient }> = [];
 
 beforeAll(async () => {
-  const home = (n: string) => { const d = path.join(aux.dir, n); mkdirSync(d, { recursive: true }); return d; };
+  const home = (n: string) => {
+    const d = path.join(aux.dir, n);
+    mkdirSync(d, { recursive: true });
+    return d;
+  };
   const [a, b, c] = await Promise.all([
     connect('modern', { args: ['--state-dir', S1, root.dir], env: { HOME: home('h1') } }),
     connect('legacy', { args: ['--state-dir', S1, root.dir], env: { HOME: home('h2') } }),
@@ -70,7 +78,14 @@ afterAll(async () => {
   aux.cleanup();
 });
 
-interface Attempt { session: string; op: Op; base: string; result: string | null; ok: boolean; code?: string }
+interface Attempt {
+  session: string;
+  op: Op;
+  base: string;
+  result: string | null;
+  ok: boolean;
+  code?: string;
+}
 
 /** One session's read: the hash and content, or absent. */
 async function readTarget(client: TestClient, rel: string): Promise<{ hash: string; content: string | null }> {
@@ -82,8 +97,13 @@ async function readTarget(client: TestClient, rel: string): Promise<{ hash: stri
   return { hash: r.structuredContent!.content_hash as string, content: r.structuredContent!.content as string };
 }
 
-async function attempt(session: { name: string; client: TestClient }, op: Op, rel: string, base: { hash: string; content: string | null },
-  round: number): Promise<Attempt> {
+async function attempt(
+  session: { name: string; client: TestClient },
+  op: Op,
+  rel: string,
+  base: { hash: string; content: string | null },
+  round: number,
+): Promise<Attempt> {
   const value = `value: ${session.name}-${round}-${randomBytes(4).toString('hex')}\n`;
   // Operations that need an existing file fall back to a write when the file is absent.
   const effective: Op = base.content === null && (op === 'edit' || op === 'patch' || op === 'delete') ? 'write' : op;
@@ -92,7 +112,11 @@ async function attempt(session: { name: string; client: TestClient }, op: Op, re
   if (effective === 'write') {
     r = await c.call('write_file', { path: rel, content: value, expected_hash: base.hash });
   } else if (effective === 'edit') {
-    r = await c.call('edit_file', { path: rel, edits: [{ old_text: base.content!.trimEnd(), new_text: value.trimEnd() }], expected_hash: base.hash });
+    r = await c.call('edit_file', {
+      path: rel,
+      edits: [{ old_text: base.content!.trimEnd(), new_text: value.trimEnd() }],
+      expected_hash: base.hash,
+    });
   } else if (effective === 'patch') {
     r = await c.call('apply_patch', {
       patch: `--- a/${rel}\n+++ b/${rel}\n@@ -1 +1 @@\n-${base.content!.trimEnd()}\n+${value.trimEnd()}\n`,
@@ -105,55 +129,81 @@ async function attempt(session: { name: string; client: TestClient }, op: Op, re
   } else {
     r = await c.call('delete_path', { path: rel, expected_hash: base.hash });
   }
-  const out: Attempt = { session: session.name, op: effective, base: base.hash, result: effective === 'delete' ? null : value, ok: !r.isError };
+  const out: Attempt = {
+    session: session.name,
+    op: effective,
+    base: base.hash,
+    result: effective === 'delete' ? null : value,
+    ok: !r.isError,
+  };
   if (r.isError) out.code = envelopeOf(r).error.code;
   return out;
 }
 
-describe.each(MIXES)('$name: three real sessions (shared and separate state directories) race on one file', ({ name, ops, absent }) => {
-  it(`${ROUNDS} rounds: at most one success per base hash, the file is that success's result, refusals change nothing`, async () => {
-    const rel = `target-${name.replace(/\W+/g, '-')}.txt`;
-    const file = path.join(root.dir, rel);
-    writeFileSync(file, `value: initial-${randomBytes(4).toString('hex')}\n`);
-    let contended = 0;
-    let successes = 0;
-    const codes = new Map<string, number>();
-    for (let round = 0; round < ROUNDS; round++) {
-      if (absent) rmSync(file, { force: true });
-      const before = existsSync(file) ? readFileSync(file, 'utf8') : null;
-      const bases = await Promise.all(sessions.map((s) => readTarget(s.client, rel)));
-      const attempts = await Promise.all(sessions.map((s, i) => attempt(s, ops[(round + i) % ops.length], rel, bases[i], round)));
-      const ok = attempts.filter((a) => a.ok);
-      for (const a of attempts) if (!a.ok) codes.set(a.code!, (codes.get(a.code!) ?? 0) + 1);
-      for (const a of attempts) {
-        if (!a.ok) expect(['OCC_MISMATCH', 'PATCH_FAILED', 'NOT_FOUND'], `${a.session} ${a.op} round ${round}`).toContain(a.code);
-      }
-      const perBase = new Map<string, Attempt[]>();
-      for (const a of ok) perBase.set(a.base, [...(perBase.get(a.base) ?? []), a]);
-      for (const [base, list] of perBase) {
-        expect(list.length, `round ${round}: ${list.length} successes from base ${base}: ${JSON.stringify(list)}`).toBe(1);
-      }
-      if (new Set(bases.map((b) => b.hash)).size === 1) contended++;
-      // Every attempt was based on one read; with all three on one base, at most one can have succeeded.
-      const now = existsSync(file) ? readFileSync(file, 'utf8') : null;
-      if (ok.length === 0) {
-        expect(now, `round ${round}: every call refused, yet the file changed`).toBe(before);
-      } else {
-        // Successes from distinct bases chain (one applied after the other); the file holds one of them.
-        expect(ok.map((a) => a.result), `round ${round}`).toContain(now);
-        if (ok.length === 1 && now !== null) expect(contentHash(now)).toBe(contentHash(ok[0].result!));
-      }
-      successes += ok.length;
-    }
-    console.log(`concurrent-sessions ${name}: ${ROUNDS} rounds, ${contended} with all three on one base, ${successes} successes, refusals ${JSON.stringify(Object.fromEntries(codes))}`);
-    // The race was real: most rounds had all three sessions acting on the same base.
-    expect(contended).toBeGreaterThan(ROUNDS / 2);
-    expect(successes).toBeGreaterThanOrEqual(ROUNDS);
-    // Nothing left behind: no temporary file, no lock file.
-    const litter = readdirSync(root.dir).filter((n) => n.startsWith('.'));
-    expect(litter).toEqual([]);
-  }, TIMEOUT);
-});
+describe.each(MIXES)(
+  '$name: three real sessions (shared and separate state directories) race on one file',
+  ({ name, ops, absent }) => {
+    it(
+      `${ROUNDS} rounds: at most one success per base hash, the file is that success's result, refusals change nothing`,
+      async () => {
+        const rel = `target-${name.replace(/\W+/g, '-')}.txt`;
+        const file = path.join(root.dir, rel);
+        writeFileSync(file, `value: initial-${randomBytes(4).toString('hex')}\n`);
+        let contended = 0;
+        let successes = 0;
+        const codes = new Map<string, number>();
+        for (let round = 0; round < ROUNDS; round++) {
+          if (absent) rmSync(file, { force: true });
+          const before = existsSync(file) ? readFileSync(file, 'utf8') : null;
+          const bases = await Promise.all(sessions.map((s) => readTarget(s.client, rel)));
+          const attempts = await Promise.all(
+            sessions.map((s, i) => attempt(s, ops[(round + i) % ops.length], rel, bases[i], round)),
+          );
+          const ok = attempts.filter((a) => a.ok);
+          for (const a of attempts) if (!a.ok) codes.set(a.code!, (codes.get(a.code!) ?? 0) + 1);
+          for (const a of attempts) {
+            if (!a.ok)
+              expect(['OCC_MISMATCH', 'PATCH_FAILED', 'NOT_FOUND'], `${a.session} ${a.op} round ${round}`).toContain(
+                a.code,
+              );
+          }
+          const perBase = new Map<string, Attempt[]>();
+          for (const a of ok) perBase.set(a.base, [...(perBase.get(a.base) ?? []), a]);
+          for (const [base, list] of perBase) {
+            expect(
+              list.length,
+              `round ${round}: ${list.length} successes from base ${base}: ${JSON.stringify(list)}`,
+            ).toBe(1);
+          }
+          if (new Set(bases.map((b) => b.hash)).size === 1) contended++;
+          // Every attempt was based on one read; with all three on one base, at most one can have succeeded.
+          const now = existsSync(file) ? readFileSync(file, 'utf8') : null;
+          if (ok.length === 0) {
+            expect(now, `round ${round}: every call refused, yet the file changed`).toBe(before);
+          } else {
+            // Successes from distinct bases chain (one applied after the other); the file holds one of them.
+            expect(
+              ok.map((a) => a.result),
+              `round ${round}`,
+            ).toContain(now);
+            if (ok.length === 1 && now !== null) expect(contentHash(now)).toBe(contentHash(ok[0].result!));
+          }
+          successes += ok.length;
+        }
+        console.log(
+          `concurrent-sessions ${name}: ${ROUNDS} rounds, ${contended} with all three on one base, ${successes} successes, refusals ${JSON.stringify(Object.fromEntries(codes))}`,
+        );
+        // The race was real: most rounds had all three sessions acting on the same base.
+        expect(contended).toBeGreaterThan(ROUNDS / 2);
+        expect(successes).toBeGreaterThanOrEqual(ROUNDS);
+        // Nothing left behind: no temporary file, no lock file.
+        const litter = readdirSync(root.dir).filter((n) => n.startsWith('.'));
+        expect(litter).toEqual([]);
+      },
+      TIMEOUT,
+    );
+  },
+);
 
 describe('a second lock holder in another process keeps its lock while alive', () => {
   it('write_file through a session waits for a live foreign lock holder and proceeds once it is gone', async () => {
@@ -167,7 +217,10 @@ describe('a second lock holder in another process keeps its lock while alive', (
     await new Promise((r) => setTimeout(r, 100));
     const me = selfIdentity();
     const lockName = `.fs-tools-lock-${createHash('sha256').update(rel).digest('hex').slice(0, 32)}`;
-    writeFileSync(path.join(root.dir, lockName), JSON.stringify({ ...me, pid: holder.pid, start: startTimeOf(holder.pid!) }));
+    writeFileSync(
+      path.join(root.dir, lockName),
+      JSON.stringify({ ...me, pid: holder.pid, start: startTimeOf(holder.pid!) }),
+    );
     try {
       const c = sessions[2].client;
       const read = await c.callOk('read_file', { path: rel });

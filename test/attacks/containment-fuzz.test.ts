@@ -34,8 +34,19 @@
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  accessSync, constants, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync,
-  rmSync, symlinkSync, writeFileSync,
+  accessSync,
+  constants,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,12 +68,16 @@ const SCRATCH = (() => {
   try {
     accessSync('/dev/shm', constants.W_OK);
     if (lstatSync('/dev/shm').isDirectory()) return '/dev/shm';
-  } catch { /* no tmpfs: use the temporary directory */ }
+  } catch {
+    /* no tmpfs: use the temporary directory */
+  }
   return os.tmpdir();
 })();
 
 const cleanups: Array<() => void> = [];
-afterAll(() => { for (const c of cleanups.reverse()) c(); });
+afterAll(() => {
+  for (const c of cleanups.reverse()) c();
+});
 
 function scratchDir(prefix: string): string {
   const dir = realpathSync(mkdtempSync(path.join(SCRATCH, prefix)));
@@ -73,10 +88,25 @@ function scratchDir(prefix: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Worlds
 
-type ExtraKind = 'file' | 'dir' | 'link-in' | 'link-cross-root' | 'link-out' | 'link-out-rel' | 'link-dangling-in'
-  | 'link-dangling-out' | 'link-loop' | 'hard-out' | 'hard-in';
+type ExtraKind =
+  | 'file'
+  | 'dir'
+  | 'link-in'
+  | 'link-cross-root'
+  | 'link-out'
+  | 'link-out-rel'
+  | 'link-dangling-in'
+  | 'link-dangling-out'
+  | 'link-loop'
+  | 'hard-out'
+  | 'hard-in';
 
-interface Extra { root: 'R1' | 'R2'; parent: string; name: string; kind: ExtraKind }
+interface Extra {
+  root: 'R1' | 'R2';
+  parent: string;
+  name: string;
+  kind: ExtraKind;
+}
 
 interface WorldSpec {
   extras: Extra[];
@@ -85,16 +115,49 @@ interface WorldSpec {
 }
 
 const PARENTS: Record<Extra['root'], string[]> = { R1: ['', 'dirA', 'dirA/sub'], R2: ['', 'dirB'] };
-const EXTRA_NAMES = ['x1', 'x2', 'new1', 'e\u0301', '\u2024\u2024', '\uFF0E\uFF0E', 'a\u2215b', 'a\\b', '..\\O', 'sp ace',
-  'DIRA', 'R1', 'O', '~', 'alpha.txt'];
+const EXTRA_NAMES = [
+  'x1',
+  'x2',
+  'new1',
+  'e\u0301',
+  '\u2024\u2024',
+  '\uFF0E\uFF0E',
+  'a\u2215b',
+  'a\\b',
+  '..\\O',
+  'sp ace',
+  'DIRA',
+  'R1',
+  'O',
+  '~',
+  'alpha.txt',
+];
 
-const extraArb: fc.Arbitrary<Extra> = fc.record({
-  root: fc.constantFrom<Extra['root']>('R1', 'R2'),
-  parentIndex: fc.nat(),
-  name: fc.constantFrom(...EXTRA_NAMES),
-  kind: fc.constantFrom<ExtraKind>('file', 'dir', 'link-in', 'link-cross-root', 'link-out', 'link-out-rel', 'link-dangling-in',
-    'link-dangling-out', 'link-loop', 'hard-out', 'hard-in'),
-}).map(({ root, parentIndex, name, kind }) => ({ root, parent: PARENTS[root][parentIndex % PARENTS[root].length], name, kind }));
+const extraArb: fc.Arbitrary<Extra> = fc
+  .record({
+    root: fc.constantFrom<Extra['root']>('R1', 'R2'),
+    parentIndex: fc.nat(),
+    name: fc.constantFrom(...EXTRA_NAMES),
+    kind: fc.constantFrom<ExtraKind>(
+      'file',
+      'dir',
+      'link-in',
+      'link-cross-root',
+      'link-out',
+      'link-out-rel',
+      'link-dangling-in',
+      'link-dangling-out',
+      'link-loop',
+      'hard-out',
+      'hard-in',
+    ),
+  })
+  .map(({ root, parentIndex, name, kind }) => ({
+    root,
+    parent: PARENTS[root][parentIndex % PARENTS[root].length],
+    name,
+    kind,
+  }));
 
 const worldArb: fc.Arbitrary<WorldSpec> = fc.record({
   extras: fc.array(extraArb, { maxLength: 14 }),
@@ -112,9 +175,16 @@ interface World {
   stateDir: string;
 }
 
-const GIT_ENV = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.invalid',
-  GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.invalid', GIT_AUTHOR_DATE: '2020-01-01T00:00:00Z',
-  GIT_COMMITTER_DATE: '2020-01-01T00:00:00Z' };
+const GIT_ENV = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_AUTHOR_NAME: 't',
+  GIT_AUTHOR_EMAIL: 't@example.invalid',
+  GIT_COMMITTER_NAME: 't',
+  GIT_COMMITTER_EMAIL: 't@example.invalid',
+  GIT_AUTHOR_DATE: '2020-01-01T00:00:00Z',
+  GIT_COMMITTER_DATE: '2020-01-01T00:00:00Z',
+};
 
 function git(cwd: string, ...args: string[]): void {
   execFileSync('git', ['-c', 'init.defaultBranch=main', ...args], { cwd, env: GIT_ENV, stdio: 'ignore' });
@@ -135,7 +205,10 @@ function buildWorld(spec: WorldSpec, seed: string): Omit<World, 'state' | 'state
   };
   const unguessable = `unguessable_${seed}`;
   forbidden.push(unguessable);
-  const file = (p: string, content: string) => { mkdirSync(path.dirname(p), { recursive: true }); writeFileSync(p, content); };
+  const file = (p: string, content: string) => {
+    mkdirSync(path.dirname(p), { recursive: true });
+    writeFileSync(p, content);
+  };
 
   // Outside.
   file(path.join(O, 'secret.txt'), marker());
@@ -195,17 +268,41 @@ function buildWorld(spec: WorldSpec, seed: string): Omit<World, 'state' | 'state
     if (lstatSync(p, { throwIfNoEntry: false })) continue;
     const up = path.relative(dir, T);
     switch (e.kind) {
-      case 'file': writeFileSync(p, `extra ${i}\nalpha\n`); break;
-      case 'dir': mkdirSync(p); writeFileSync(path.join(p, 'f.txt'), 'extra dir alpha\n'); break;
-      case 'link-in': symlinkSync(path.join(up, 'R1', 'dirA'), p); break;
-      case 'link-cross-root': symlinkSync(e.root === 'R1' ? R2 : path.join(R1, 'b.txt'), p); break;
-      case 'link-out': symlinkSync(i % 2 ? O : path.join(O, 'sub', 'deep.txt'), p); break;
-      case 'link-out-rel': symlinkSync(path.join(up, i % 2 ? 'O' : 'R1-secret'), p); break;
-      case 'link-dangling-in': symlinkSync(`missing-${i}`, p); break;
-      case 'link-dangling-out': symlinkSync(path.join(up, 'O', `nothing-${i}`), p); break;
-      case 'link-loop': symlinkSync(e.name, p); break;
-      case 'hard-out': linkSync(path.join(O, 'hl-src.txt'), p); break;
-      case 'hard-in': writeFileSync(p, `hard in ${i}\nalpha\n`); linkSync(p, path.join(O, `hl-extra-${i}`)); break;
+      case 'file':
+        writeFileSync(p, `extra ${i}\nalpha\n`);
+        break;
+      case 'dir':
+        mkdirSync(p);
+        writeFileSync(path.join(p, 'f.txt'), 'extra dir alpha\n');
+        break;
+      case 'link-in':
+        symlinkSync(path.join(up, 'R1', 'dirA'), p);
+        break;
+      case 'link-cross-root':
+        symlinkSync(e.root === 'R1' ? R2 : path.join(R1, 'b.txt'), p);
+        break;
+      case 'link-out':
+        symlinkSync(i % 2 ? O : path.join(O, 'sub', 'deep.txt'), p);
+        break;
+      case 'link-out-rel':
+        symlinkSync(path.join(up, i % 2 ? 'O' : 'R1-secret'), p);
+        break;
+      case 'link-dangling-in':
+        symlinkSync(`missing-${i}`, p);
+        break;
+      case 'link-dangling-out':
+        symlinkSync(path.join(up, 'O', `nothing-${i}`), p);
+        break;
+      case 'link-loop':
+        symlinkSync(e.name, p);
+        break;
+      case 'hard-out':
+        linkSync(path.join(O, 'hl-src.txt'), p);
+        break;
+      case 'hard-in':
+        writeFileSync(p, `hard in ${i}\nalpha\n`);
+        linkSync(p, path.join(O, `hl-extra-${i}`));
+        break;
     }
   }
   return { T, R1, R2, forbidden };
@@ -214,8 +311,11 @@ function buildWorld(spec: WorldSpec, seed: string): Omit<World, 'state' | 'state
 function startWorld(spec: WorldSpec, seed: string): World {
   const built = buildWorld(spec, seed);
   const stateDir = scratchDir('fs-tools-fuzz-state-');
-  const config = parseConfig(['--state-dir', stateDir, '--auto-occ=off', path.join(built.T, 'R1link'), built.R2],
-    { cwd: built.T, home: '/nonexistent-home', toolNames: TOOL_NAMES });
+  const config = parseConfig(['--state-dir', stateDir, '--auto-occ=off', path.join(built.T, 'R1link'), built.R2], {
+    cwd: built.T,
+    home: '/nonexistent-home',
+    toolNames: TOOL_NAMES,
+  });
   return { ...built, stateDir, state: createProcessState(config, TOOLS, 'fuzz') };
 }
 
@@ -230,12 +330,17 @@ function snapshotOutside(w: Pick<World, 'T' | 'R1' | 'R2'>, withBytes = true): M
     const st = lstatSync(abs);
     const rel = path.relative(w.T, abs) || '.';
     const mode = (st.mode & 0o7777).toString(8);
-    if (abs === w.R1 || abs === w.R2) { out.set(rel, `root-dir ${mode}`); return; }
+    if (abs === w.R1 || abs === w.R2) {
+      out.set(rel, `root-dir ${mode}`);
+      return;
+    }
     if (st.isSymbolicLink()) out.set(rel, `link ${readlinkSync(abs)}`);
     else if (st.isFile()) {
-      out.set(rel, `file ${mode} ${st.mtimeMs} ${st.size} ${st.ino} ${withBytes ? createHash('sha256').update(readFileSync(abs)).digest('hex') : ''}`);
-    }
-    else if (st.isDirectory()) {
+      out.set(
+        rel,
+        `file ${mode} ${st.mtimeMs} ${st.size} ${st.ino} ${withBytes ? createHash('sha256').update(readFileSync(abs)).digest('hex') : ''}`,
+      );
+    } else if (st.isDirectory()) {
       out.set(rel, `dir ${mode} ${st.mtimeMs}`);
       for (const name of readdirSync(abs)) visit(path.join(abs, name));
     } else out.set(rel, `other ${mode}`);
@@ -256,23 +361,111 @@ function diffSnapshots(before: Map<string, string>, after: Map<string, string>):
 
 /** Where a generated path starts, relative to T ('' is T itself); '/etc' and '/' are system paths. */
 const BASES = [
-  'R1', 'R1', 'R1link', 'R2', 'R1/dirA', 'R1/dirA/sub', 'R1/lnk-in', 'R2/lnk-r1', 'R2/repo', 'R2/dirB', 'R1link/dirA',
-  'R1/hl-out', 'R1/dangle-in', 'R1/\u2024\u2024',
-  'O', 'O/sub', 'O/orepo', 'O/loopA', 'R1-secret', '', '/etc', '/',
-  'R1/lnk-out', 'R1/lnk-rel-out', 'R1/lnk-outfile', 'R1/dirA/lnk-up', 'R1/dangle-out', 'R1/loop1', 'R1/lnk-sibling',
+  'R1',
+  'R1',
+  'R1link',
+  'R2',
+  'R1/dirA',
+  'R1/dirA/sub',
+  'R1/lnk-in',
+  'R2/lnk-r1',
+  'R2/repo',
+  'R2/dirB',
+  'R1link/dirA',
+  'R1/hl-out',
+  'R1/dangle-in',
+  'R1/\u2024\u2024',
+  'O',
+  'O/sub',
+  'O/orepo',
+  'O/loopA',
+  'R1-secret',
+  '',
+  '/etc',
+  '/',
+  'R1/lnk-out',
+  'R1/lnk-rel-out',
+  'R1/lnk-outfile',
+  'R1/dirA/lnk-up',
+  'R1/dangle-out',
+  'R1/loop1',
+  'R1/lnk-sibling',
   'R1/lnk-root2',
 ] as const;
 
 const TAILS = [
-  'dirA', 'sub', 'a.txt', 'b.txt', 's.txt', 'new1', 'new2', 'new3', '..', '..', '..', '.', 'O', 'R1', 'R2', 'R1-secret',
-  'R1link', 'secret.txt', 'deep.txt', 'plain.txt', 'lnk-out', 'lnk-in', 'loop1', 'dangle-out', 'hl-out', 'repo', 'r.txt',
-  '.git', 'config', 'dirB', 'c.txt', 'a', 'b',
-  '\u2024\u2024', '\uFF0E\uFF0E', '\u2024', '\uFF0E', '..\u2215O', '\u2215', 'a\u2215b', 'a\\b', '..\\O', '..\\..\\O', '~',
-  'DIRA', 'e\u0301', 'sp ace', 'x\u0000y', '\u0000', 'n'.repeat(300), 'n'.repeat(250), '\u00e9'.repeat(120), '\u00e9'.repeat(200),
+  'dirA',
+  'sub',
+  'a.txt',
+  'b.txt',
+  's.txt',
+  'new1',
+  'new2',
+  'new3',
+  '..',
+  '..',
+  '..',
+  '.',
+  'O',
+  'R1',
+  'R2',
+  'R1-secret',
+  'R1link',
+  'secret.txt',
+  'deep.txt',
+  'plain.txt',
+  'lnk-out',
+  'lnk-in',
+  'loop1',
+  'dangle-out',
+  'hl-out',
+  'repo',
+  'r.txt',
+  '.git',
+  'config',
+  'dirB',
+  'c.txt',
+  'a',
+  'b',
+  '\u2024\u2024',
+  '\uFF0E\uFF0E',
+  '\u2024',
+  '\uFF0E',
+  '..\u2215O',
+  '\u2215',
+  'a\u2215b',
+  'a\\b',
+  '..\\O',
+  '..\\..\\O',
+  '~',
+  'DIRA',
+  'e\u0301',
+  'sp ace',
+  'x\u0000y',
+  '\u0000',
+  'n'.repeat(300),
+  'n'.repeat(250),
+  '\u00e9'.repeat(120),
+  '\u00e9'.repeat(200),
 ];
 
 /** Names that exist in most worlds, so that many calls reach real files and directories inside. */
-const PLAIN_TAILS = ['dirA', 'sub', 'a.txt', 'b.txt', 's.txt', 'new1', 'new2', 'c.txt', 'dirB', 'r.txt', 'repo', 'hl-out', '..', '.'];
+const PLAIN_TAILS = [
+  'dirA',
+  'sub',
+  'a.txt',
+  'b.txt',
+  's.txt',
+  'new1',
+  'new2',
+  'c.txt',
+  'dirB',
+  'r.txt',
+  'repo',
+  'hl-out',
+  '..',
+  '.',
+];
 
 const SEPARATORS = ['/', '/', '/', '//', '/./', '///'];
 
@@ -289,9 +482,20 @@ interface PathDesc {
 
 /** Paths that exist in every world (until a call moves or deletes them), so reads and edits often succeed. */
 const KNOWN: Array<[PathDesc['base'], string[]]> = [
-  ['R1/dirA', ['a.txt']], ['R1', ['b.txt']], ['R1/dirA/sub', ['s.txt']], ['R2/dirB', ['c.txt']], ['R2/repo', ['r.txt']],
-  ['R1/lnk-in', ['a.txt']], ['R1', ['hl-out']], ['R2', ['hl-shared']], ['R1link/dirA', ['a.txt']], ['R2/lnk-r1', ['sub', 's.txt']],
-  ['R1', ['a\\b']], ['R1/\u2024\u2024', ['dots.txt']], ['R2/repo', []], ['R1/dirA', []],
+  ['R1/dirA', ['a.txt']],
+  ['R1', ['b.txt']],
+  ['R1/dirA/sub', ['s.txt']],
+  ['R2/dirB', ['c.txt']],
+  ['R2/repo', ['r.txt']],
+  ['R1/lnk-in', ['a.txt']],
+  ['R1', ['hl-out']],
+  ['R2', ['hl-shared']],
+  ['R1link/dirA', ['a.txt']],
+  ['R2/lnk-r1', ['sub', 's.txt']],
+  ['R1', ['a\\b']],
+  ['R1/\u2024\u2024', ['dots.txt']],
+  ['R2/repo', []],
+  ['R1/dirA', []],
 ];
 
 const randomPathArb: fc.Arbitrary<PathDesc> = fc.record({
@@ -306,13 +510,18 @@ const randomPathArb: fc.Arbitrary<PathDesc> = fc.record({
   repeat: fc.oneof({ weight: 30, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constantFrom(400, 1500) }),
 });
 
-const knownPathArb: fc.Arbitrary<PathDesc> = fc.record({
-  known: fc.constantFrom(...KNOWN),
-  form: fc.constantFrom<PathDesc['form']>('abs', 'rel'),
-  seps: fc.array(fc.constantFrom(...SEPARATORS), { minLength: 1, maxLength: 3 }),
-}).map(({ known: [base, tail], form, seps }) => ({ base, form, tail, seps, trailing: '', repeat: 1 }));
+const knownPathArb: fc.Arbitrary<PathDesc> = fc
+  .record({
+    known: fc.constantFrom(...KNOWN),
+    form: fc.constantFrom<PathDesc['form']>('abs', 'rel'),
+    seps: fc.array(fc.constantFrom(...SEPARATORS), { minLength: 1, maxLength: 3 }),
+  })
+  .map(({ known: [base, tail], form, seps }) => ({ base, form, tail, seps, trailing: '', repeat: 1 }));
 
-const pathArb: fc.Arbitrary<PathDesc> = fc.oneof({ weight: 3, arbitrary: randomPathArb }, { weight: 1, arbitrary: knownPathArb });
+const pathArb: fc.Arbitrary<PathDesc> = fc.oneof(
+  { weight: 3, arbitrary: randomPathArb },
+  { weight: 1, arbitrary: knownPathArb },
+);
 
 /** The path string a PathDesc stands for in world `w` (the same for twin worlds up to T). */
 function renderPath(d: PathDesc, w: Pick<World, 'T' | 'R1'>): string {
@@ -324,7 +533,8 @@ function renderPath(d: PathDesc, w: Pick<World, 'T' | 'R1'>): string {
   const parts = start === '' ? tail : [start, ...tail];
   if (parts.length === 0) return '.';
   const out: string[] = [parts[0]];
-  for (let i = 1; i < parts.length; i++) out.push(parts[i - 1].endsWith('/') ? '' : d.seps[i % d.seps.length], parts[i]);
+  for (let i = 1; i < parts.length; i++)
+    out.push(parts[i - 1].endsWith('/') ? '' : d.seps[i % d.seps.length], parts[i]);
   return out.join('') + d.trailing;
 }
 
@@ -342,7 +552,8 @@ function oracle(requested: string, w: Pick<World, 'R1' | 'R2'>, followFinal: boo
   if (requested === '') return { kind: 'empty' };
   if (requested.includes('\0')) return { kind: 'nul' };
   // The kernel refuses a path of PATH_MAX bytes or more, and a name longer than NAME_MAX, in every syscall.
-  if (Buffer.byteLength(requested) >= 4096 || requested.split('/').some((c) => Buffer.byteLength(c) > 255)) return { kind: 'too_long' };
+  if (Buffer.byteLength(requested) >= 4096 || requested.split('/').some((c) => Buffer.byteLength(c) > 255))
+    return { kind: 'too_long' };
   const start = requested.startsWith('/') ? requested : `${w.R1}/${requested}`;
   const queue = start.split('/').filter((c) => c !== '' && c !== '.');
   // The resolved prefix as components (a string rebuilt per step made very long paths quadratic).
@@ -403,14 +614,28 @@ interface CallSpec {
 }
 
 /** A path placeholder inside CallSpec.args. */
-interface PathSlot { $path: PathDesc; follow: boolean }
+interface PathSlot {
+  $path: PathDesc;
+  follow: boolean;
+}
 
-const slot = (follow: boolean) => (d: PathDesc): PathSlot => ({ $path: d, follow });
+const slot =
+  (follow: boolean) =>
+  (d: PathDesc): PathSlot => ({ $path: d, follow });
 const P = pathArb.map(slot(true));
 const PNoFollow = pathArb.map(slot(false));
 /** For the git tools: half the time a path in the work tree inside R2 (else they mostly meet no work tree at all). */
-const PRepo = fc.oneof(pathArb, fc.record({ form: fc.constantFrom<PathDesc['form']>('abs', 'rel'), tail: fc.constantFrom<string[]>([], ['r.txt'], ['untracked.txt'], ['.']) })
-  .map(({ form, tail }): PathDesc => ({ base: 'R2/repo', form, tail, seps: ['/'], trailing: '', repeat: 1 }))).map(slot(true));
+const PRepo = fc
+  .oneof(
+    pathArb,
+    fc
+      .record({
+        form: fc.constantFrom<PathDesc['form']>('abs', 'rel'),
+        tail: fc.constantFrom<string[]>([], ['r.txt'], ['untracked.txt'], ['.']),
+      })
+      .map(({ form, tail }): PathDesc => ({ base: 'R2/repo', form, tail, seps: ['/'], trailing: '', repeat: 1 })),
+  )
+  .map(slot(true));
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
 /** apply_patch: a patch whose file paths are placeholders, applied to `path` (a base directory or the one target). */
@@ -422,42 +647,129 @@ interface PatchSlot {
 }
 
 const callArb: fc.Arbitrary<CallSpec> = fc.oneof(
-  { weight: 12, arbitrary: fc.record({ path: P, opt: fc.constantFrom({}, {}, { encoding: 'base64' }, { head: 1 }, { tail: 1 }, { max_bytes: 7 }) })
-    .map(({ path: p, opt }) => ({ tool: 'read_file', args: { path: p, ...opt } })) },
-  { weight: 6, arbitrary: fc.array(P, { minLength: 1, maxLength: 4 }).map((paths) => ({ tool: 'read_files', args: { paths } })) },
+  {
+    weight: 12,
+    arbitrary: fc
+      .record({
+        path: P,
+        opt: fc.constantFrom({}, {}, { encoding: 'base64' }, { head: 1 }, { tail: 1 }, { max_bytes: 7 }),
+      })
+      .map(({ path: p, opt }) => ({ tool: 'read_file', args: { path: p, ...opt } })),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.array(P, { minLength: 1, maxLength: 4 }).map((paths) => ({ tool: 'read_files', args: { paths } })),
+  },
   { weight: 10, arbitrary: P.map((p) => ({ tool: 'stat', args: { path: p } })) },
-  { weight: 8, arbitrary: fc.record({ path: P, depth: fc.integer({ min: 1, max: 4 }) })
-    .map(({ path: p, depth }) => ({ tool: 'list_directory', args: { path: p, depth } })) },
-  { weight: 8, arbitrary: fc.record({ path: P, q: fc.constantFrom<Record<string, unknown>>(
-    { query: 'alpha' }, { query: 'OUTSIDE' }, { glob: '**' }, { glob: '*.txt', query: 'alpha' },
-    { query: 'ALPHA', case_sensitive: false, context_lines: 2 }) })
-    .map(({ path: p, q }) => ({ tool: 'search_files', args: { path: p, ...q } })) },
-  { weight: 10, arbitrary: fc.record({ path: P, createDirs: fc.boolean(), dryRun: fc.boolean(), absent: fc.boolean() })
-    .map(({ path: p, createDirs, dryRun, absent }) => ({ tool: 'write_file', args: {
-      path: p, content: 'written alpha\n', ...(createDirs ? { create_dirs: true } : {}), ...(dryRun ? { dry_run: true } : {}),
-      ...(absent ? { expected_hash: 'absent' } : {}) } })) },
-  { weight: 8, arbitrary: fc.record({ path: P, dryRun: fc.boolean(), all: fc.boolean() })
-    .map(({ path: p, dryRun, all }) => ({ tool: 'edit_file', args: {
-      path: p, edits: [{ old_text: 'alpha', new_text: 'edited', ...(all ? { replace_all: true } : {}) }], ...(dryRun ? { dry_run: true } : {}) } })) },
-  { weight: 8, arbitrary: fc.record({
-    mode: fc.constantFrom<'headers' | 'single'>('headers', 'headers', 'single'),
-    base: maybe(P),
-    files: fc.array(fc.record({ kind: fc.constantFrom<'modify' | 'create' | 'delete'>('modify', 'modify', 'create', 'delete'), target: pathArb }),
-      { minLength: 1, maxLength: 3 }),
-    dryRun: fc.boolean(),
-  }).map(({ mode, base, files, dryRun }) => ({ tool: 'apply_patch', args: {
-    patch: { $patch: { mode, files: mode === 'single' ? files.slice(0, 1) : files } } satisfies PatchSlot,
-    ...(base ? { path: base } : {}), ...(dryRun ? { dry_run: true } : {}) } })) },
-  { weight: 8, arbitrary: fc.record({ source: PNoFollow, destination: PNoFollow, overwrite: fc.boolean(), dryRun: fc.boolean() })
-    .map(({ source, destination, overwrite, dryRun }) => ({ tool: 'move_path', args: {
-      source, destination, ...(overwrite ? { overwrite: true } : {}), ...(dryRun ? { dry_run: true } : {}) } })) },
-  { weight: 8, arbitrary: fc.record({ path: PNoFollow, recursive: fc.boolean(), dryRun: fc.boolean() })
-    .map(({ path: p, recursive, dryRun }) => ({ tool: 'delete_path', args: {
-      path: p, ...(recursive ? { recursive: true } : {}), ...(dryRun ? { dry_run: true } : {}) } })) },
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({ path: P, depth: fc.integer({ min: 1, max: 4 }) })
+      .map(({ path: p, depth }) => ({ tool: 'list_directory', args: { path: p, depth } })),
+  },
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({
+        path: P,
+        q: fc.constantFrom<Record<string, unknown>>(
+          { query: 'alpha' },
+          { query: 'OUTSIDE' },
+          { glob: '**' },
+          { glob: '*.txt', query: 'alpha' },
+          { query: 'ALPHA', case_sensitive: false, context_lines: 2 },
+        ),
+      })
+      .map(({ path: p, q }) => ({ tool: 'search_files', args: { path: p, ...q } })),
+  },
+  {
+    weight: 10,
+    arbitrary: fc
+      .record({ path: P, createDirs: fc.boolean(), dryRun: fc.boolean(), absent: fc.boolean() })
+      .map(({ path: p, createDirs, dryRun, absent }) => ({
+        tool: 'write_file',
+        args: {
+          path: p,
+          content: 'written alpha\n',
+          ...(createDirs ? { create_dirs: true } : {}),
+          ...(dryRun ? { dry_run: true } : {}),
+          ...(absent ? { expected_hash: 'absent' } : {}),
+        },
+      })),
+  },
+  {
+    weight: 8,
+    arbitrary: fc.record({ path: P, dryRun: fc.boolean(), all: fc.boolean() }).map(({ path: p, dryRun, all }) => ({
+      tool: 'edit_file',
+      args: {
+        path: p,
+        edits: [{ old_text: 'alpha', new_text: 'edited', ...(all ? { replace_all: true } : {}) }],
+        ...(dryRun ? { dry_run: true } : {}),
+      },
+    })),
+  },
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({
+        mode: fc.constantFrom<'headers' | 'single'>('headers', 'headers', 'single'),
+        base: maybe(P),
+        files: fc.array(
+          fc.record({
+            kind: fc.constantFrom<'modify' | 'create' | 'delete'>('modify', 'modify', 'create', 'delete'),
+            target: pathArb,
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
+        dryRun: fc.boolean(),
+      })
+      .map(({ mode, base, files, dryRun }) => ({
+        tool: 'apply_patch',
+        args: {
+          patch: { $patch: { mode, files: mode === 'single' ? files.slice(0, 1) : files } } satisfies PatchSlot,
+          ...(base ? { path: base } : {}),
+          ...(dryRun ? { dry_run: true } : {}),
+        },
+      })),
+  },
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({ source: PNoFollow, destination: PNoFollow, overwrite: fc.boolean(), dryRun: fc.boolean() })
+      .map(({ source, destination, overwrite, dryRun }) => ({
+        tool: 'move_path',
+        args: {
+          source,
+          destination,
+          ...(overwrite ? { overwrite: true } : {}),
+          ...(dryRun ? { dry_run: true } : {}),
+        },
+      })),
+  },
+  {
+    weight: 8,
+    arbitrary: fc
+      .record({ path: PNoFollow, recursive: fc.boolean(), dryRun: fc.boolean() })
+      .map(({ path: p, recursive, dryRun }) => ({
+        tool: 'delete_path',
+        args: {
+          path: p,
+          ...(recursive ? { recursive: true } : {}),
+          ...(dryRun ? { dry_run: true } : {}),
+        },
+      })),
+  },
   { weight: 8, arbitrary: P.map((p) => ({ tool: 'create_directory', args: { path: p } })) },
   { weight: 1, arbitrary: PRepo.map((p) => ({ tool: 'git_status', args: { path: p } })) },
-  { weight: 1, arbitrary: fc.record({ path: PRepo, paths: maybe(fc.array(PNoFollow, { minLength: 1, maxLength: 2 })), staged: fc.boolean() })
-    .map(({ path: p, paths, staged }) => ({ tool: 'git_diff', args: { path: p, ...(paths ? { paths } : {}), ...(staged ? { staged: true } : {}) } })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({ path: PRepo, paths: maybe(fc.array(PNoFollow, { minLength: 1, maxLength: 2 })), staged: fc.boolean() })
+      .map(({ path: p, paths, staged }) => ({
+        tool: 'git_diff',
+        args: { path: p, ...(paths ? { paths } : {}), ...(staged ? { staged: true } : {}) },
+      })),
+  },
 );
 
 /** A rendered call: concrete arguments plus the oracle's verdict for every path it names. */
@@ -518,7 +830,13 @@ function renderCall(spec: CallSpec, w: Pick<World, 'T' | 'R1' | 'R2'>): Rendered
   }
   if (spec.tool === 'apply_patch') {
     const { mode, files } = (spec.args.patch as PatchSlot).$patch;
-    const targets = files.map((f) => ({ ...f, text: renderPath(f.target, w).replace(/[\n\t]/g, '_').trim() || 'new1' }));
+    const targets = files.map((f) => ({
+      ...f,
+      text:
+        renderPath(f.target, w)
+          .replace(/[\n\t]/g, '_')
+          .trim() || 'new1',
+    }));
     if (mode === 'single') {
       args.patch = HUNKS[targets[0].kind === 'create' ? 'create' : 'modify'];
     } else {
@@ -543,8 +861,15 @@ function renderCall(spec: CallSpec, w: Pick<World, 'T' | 'R1' | 'R2'>): Rendered
 /** Codes a refusal of a path outside the roots may carry (issue 7). */
 const OUTSIDE_CODES = new Set(['NOT_ALLOWED', 'NOT_FOUND', 'VALIDATION']);
 /** Every code these calls may legitimately produce inside the roots (SPEC §3.1; never INTERNAL). */
-const ALLOWED_CODES = new Set([...OUTSIDE_CODES, 'OCC_MISMATCH', 'PATCH_FAILED', 'REWRITE_BLOCKED', 'FILE_POLICY_DENIED',
-  'SECRET_DENIED', 'HASH_REQUIRED']);
+const ALLOWED_CODES = new Set([
+  ...OUTSIDE_CODES,
+  'OCC_MISMATCH',
+  'PATCH_FAILED',
+  'REWRITE_BLOCKED',
+  'FILE_POLICY_DENIED',
+  'SECRET_DENIED',
+  'HASH_REQUIRED',
+]);
 
 /** A call outcome as either transport reports it. */
 type Outcome = CallOutcome;
@@ -561,7 +886,8 @@ function visibleText(o: Outcome): string {
   if (o.ok) {
     const s = o.structured as Record<string, any>;
     const decode = (r: Record<string, any> | undefined) => {
-      if (r?.encoding === 'base64' && typeof r.content === 'string') parts.push(Buffer.from(r.content, 'base64').toString('latin1'));
+      if (r?.encoding === 'base64' && typeof r.content === 'string')
+        parts.push(Buffer.from(r.content, 'base64').toString('latin1'));
     };
     decode(s);
     for (const entry of (s.results ?? []) as Array<Record<string, any>>) decode(entry.result);
@@ -579,7 +905,8 @@ function reportedPaths(o: Outcome): string[] {
     if (typeof f?.path === 'string' && f.path.startsWith('/')) out.push(f.path);
     if (typeof f?.from === 'string') out.push(f.from);
   }
-  for (const r of (s.results ?? []) as Array<Record<string, any>>) if (r.ok && typeof r.result?.path === 'string') out.push(r.result.path);
+  for (const r of (s.results ?? []) as Array<Record<string, any>>)
+    if (r.ok && typeof r.result?.path === 'string') out.push(r.result.path);
   return out;
 }
 
@@ -591,15 +918,25 @@ function judgeOutcome(spec: CallSpec, r: Rendered, o: Outcome, w: Pick<World, 'R
   const text = visibleText(o);
   for (const f of w.forbidden) if (text.includes(f)) problems.push(`output reveals outside marker ${f}`);
   for (const p of reportedPaths(o)) {
-    if (!(p === w.R1 || p.startsWith(`${w.R1}/`) || p === w.R2 || p.startsWith(`${w.R2}/`))) problems.push(`reports outside path ${p}`);
+    if (!(p === w.R1 || p.startsWith(`${w.R1}/`) || p === w.R2 || p.startsWith(`${w.R2}/`)))
+      problems.push(`reports outside path ${p}`);
   }
   const outside = r.verdicts.filter((v) => isRefusedOutside(v.verdict));
   if (outside.length > 0) {
-    const patchParse = spec.tool === 'apply_patch' && code === 'PATCH_FAILED'
-      && ['malformed', 'no_hunks'].includes(String((o as { envelope: { error: { details: { reason?: unknown } } } }).envelope.error.details.reason));
-    if (o.ok) problems.push(`succeeded for ${outside.map((v) => `${JSON.stringify(v.requested)} (${v.verdict.kind})`).join(', ')}`);
+    const patchParse =
+      spec.tool === 'apply_patch' &&
+      code === 'PATCH_FAILED' &&
+      ['malformed', 'no_hunks'].includes(
+        String((o as { envelope: { error: { details: { reason?: unknown } } } }).envelope.error.details.reason),
+      );
+    if (o.ok)
+      problems.push(
+        `succeeded for ${outside.map((v) => `${JSON.stringify(v.requested)} (${v.verdict.kind})`).join(', ')}`,
+      );
     else if (!OUTSIDE_CODES.has(code) && !patchParse) {
-      problems.push(`refused ${outside.map((v) => JSON.stringify(v.requested)).join(', ')} with ${code}, not NOT_ALLOWED/NOT_FOUND/VALIDATION`);
+      problems.push(
+        `refused ${outside.map((v) => JSON.stringify(v.requested)).join(', ')} with ${code}, not NOT_ALLOWED/NOT_FOUND/VALIDATION`,
+      );
     }
   }
   if (r.entryVerdicts && o.ok) {
@@ -608,7 +945,8 @@ function judgeOutcome(spec: CallSpec, r: Rendered, o: Outcome, w: Pick<World, 'R
       if (!isRefusedOutside(v)) return;
       const e = results[i];
       if (e.ok) problems.push(`read_files entry ${i} (${v.kind}) succeeded`);
-      else if (!OUTSIDE_CODES.has(e.error!.code)) problems.push(`read_files entry ${i} (${v.kind}) refused with ${e.error!.code}`);
+      else if (!OUTSIDE_CODES.has(e.error!.code))
+        problems.push(`read_files entry ${i} (${v.kind}) refused with ${e.error!.code}`);
     });
   }
   return problems;
@@ -619,8 +957,11 @@ const TIME_BY_TOOL: Record<string, number> = {};
 const MUTATING = new Set(['write_file', 'edit_file', 'apply_patch', 'move_path', 'delete_path', 'create_directory']);
 
 /** Runs `specs` in world `w` through `call`, checking every outcome and the outside tree; returns the codes. */
-async function runCalls(w: Pick<World, 'T' | 'R1' | 'R2' | 'forbidden'>, specs: CallSpec[],
-  call: (tool: string, args: Record<string, unknown>) => Promise<Outcome>): Promise<{ codes: string[]; counts: Record<string, number> }> {
+async function runCalls(
+  w: Pick<World, 'T' | 'R1' | 'R2' | 'forbidden'>,
+  specs: CallSpec[],
+  call: (tool: string, args: Record<string, unknown>) => Promise<Outcome>,
+): Promise<{ codes: string[]; counts: Record<string, number> }> {
   const before = snapshotOutside(w);
   // After each mutating call: names, kinds, modes, sizes, inodes and mtimes; after the last call, the bytes too.
   const beforeQuick = snapshotOutside(w, false);
@@ -641,11 +982,15 @@ async function runCalls(w: Pick<World, 'T' | 'R1' | 'R2' | 'forbidden'>, specs: 
       }
     }
     const problems = judgeOutcome(spec, r, o, w);
-    if (i === specs.length - 1) problems.push(...diffSnapshots(before, snapshotOutside(w)).map((c) => `outside changed: ${c}`));
-    else if (MUTATING.has(spec.tool)) problems.push(...diffSnapshots(beforeQuick, snapshotOutside(w, false)).map((c) => `outside changed: ${c}`));
+    if (i === specs.length - 1)
+      problems.push(...diffSnapshots(before, snapshotOutside(w)).map((c) => `outside changed: ${c}`));
+    else if (MUTATING.has(spec.tool))
+      problems.push(...diffSnapshots(beforeQuick, snapshotOutside(w, false)).map((c) => `outside changed: ${c}`));
     if (problems.length > 0) {
-      throw new Error(`call ${i} ${spec.tool} ${JSON.stringify(r.args).slice(0, 2000)}\n -> ${JSON.stringify(o).slice(0, 1500)}\n`
-        + `verdicts ${JSON.stringify([...r.verdicts, ...(r.entryVerdicts ?? [])]).slice(0, 1000)}\n${problems.join('\n')}`);
+      throw new Error(
+        `call ${i} ${spec.tool} ${JSON.stringify(r.args).slice(0, 2000)}\n -> ${JSON.stringify(o).slice(0, 1500)}\n` +
+          `verdicts ${JSON.stringify([...r.verdicts, ...(r.entryVerdicts ?? [])]).slice(0, 1000)}\n${problems.join('\n')}`,
+      );
     }
   }
   return { codes, counts };
@@ -669,26 +1014,59 @@ describe('containment fuzzing', () => {
     const started = performance.now();
     // The calls of a world come from a seed (not a shrinkable array), so a counterexample prints as a world and a seed;
     // the error names the one call that misbehaved, with its rendered arguments.
-    await fc.assert(fc.asyncProperty(worldArb, fc.integer(), async (spec, callSeed) => {
+    await fc.assert(
+      fc.asyncProperty(worldArb, fc.integer(), async (spec, callSeed) => {
         const specs = callsFor(callSeed, CALLS_PER_WORLD);
         const w = startWorld(spec, randomBytes(6).toString('hex'));
         const { counts } = await runCalls(w, specs, inProcess(w));
         for (const [k, v] of Object.entries(counts)) totals[k] = (totals[k] ?? 0) + v;
         calls += specs.length;
-      }), { numRuns: WORLDS, endOnFailure: true });
+      }),
+      { numRuns: WORLDS, endOnFailure: true },
+    );
     const seconds = (performance.now() - started) / 1000;
-    console.log(`containment-fuzz: ${calls} calls in ${seconds.toFixed(1)} s; ms by tool ${JSON.stringify(Object.fromEntries(
-      Object.entries(TIME_BY_TOOL).map(([k, v]) => [k, Math.round(v)])))}; outcomes ${JSON.stringify(totals)}`);
+    console.log(
+      `containment-fuzz: ${calls} calls in ${seconds.toFixed(1)} s; ms by tool ${JSON.stringify(
+        Object.fromEntries(Object.entries(TIME_BY_TOOL).map(([k, v]) => [k, Math.round(v)])),
+      )}; outcomes ${JSON.stringify(totals)}`,
+    );
     expect(calls).toBe(WORLDS * CALLS_PER_WORLD);
     // Every path-taking tool was exercised, and both outcomes happened for the ones that can succeed.
-    for (const tool of ['read_file', 'read_files', 'stat', 'list_directory', 'search_files', 'write_file', 'edit_file', 'apply_patch',
-      'move_path', 'delete_path', 'create_directory', 'git_status', 'git_diff']) {
-      expect(Object.keys(totals).some((k) => k.startsWith(`${tool} `)), tool).toBe(true);
+    for (const tool of [
+      'read_file',
+      'read_files',
+      'stat',
+      'list_directory',
+      'search_files',
+      'write_file',
+      'edit_file',
+      'apply_patch',
+      'move_path',
+      'delete_path',
+      'create_directory',
+      'git_status',
+      'git_diff',
+    ]) {
+      expect(
+        Object.keys(totals).some((k) => k.startsWith(`${tool} `)),
+        tool,
+      ).toBe(true);
       const refused = tool === 'read_files' ? 'read_files entry NOT_ALLOWED' : `${tool} NOT_ALLOWED`;
       expect(totals[refused] ?? 0, refused).toBeGreaterThan(0);
     }
-    for (const tool of ['read_file', 'read_files entry', 'stat', 'list_directory', 'search_files', 'write_file', 'edit_file', 'apply_patch', 'move_path',
-      'delete_path', 'create_directory']) {
+    for (const tool of [
+      'read_file',
+      'read_files entry',
+      'stat',
+      'list_directory',
+      'search_files',
+      'write_file',
+      'edit_file',
+      'apply_patch',
+      'move_path',
+      'delete_path',
+      'create_directory',
+    ]) {
       expect(totals[`${tool} ok`] ?? 0, `${tool} ok`).toBeGreaterThan(0);
     }
   }, 240_000);
@@ -724,10 +1102,16 @@ describe('containment fuzzing', () => {
  */
 describe('regressions found by the fuzzer', () => {
   let w: World;
-  const run = (tool: string, args: Record<string, unknown>) => callTool(w.state, tool, args, new AbortController().signal);
-  const codeAndReason = (o: Outcome) => (o.ok ? 'ok' : `${o.envelope.error.code} ${String((o.envelope.error.details.reason as string | undefined) ?? '')}`.trim());
+  const run = (tool: string, args: Record<string, unknown>) =>
+    callTool(w.state, tool, args, new AbortController().signal);
+  const codeAndReason = (o: Outcome) =>
+    o.ok
+      ? 'ok'
+      : `${o.envelope.error.code} ${String((o.envelope.error.details.reason as string | undefined) ?? '')}`.trim();
 
-  beforeAll(() => { w = startWorld({ extras: [], outerRepo: false }, randomBytes(6).toString('hex')); });
+  beforeAll(() => {
+    w = startWorld({ extras: [], outerRepo: false }, randomBytes(6).toString('hex'));
+  });
 
   // A create under a missing parent with a name over NAME_MAX reached no syscall before the commit: the parent was
   // created, the write failed, and the "rollback" reported ROLLBACK_PARTIAL for a file never written.
@@ -753,8 +1137,12 @@ describe('regressions found by the fuzzer', () => {
   it('a file with a 250-byte name can be created, edited and patched', async () => {
     const name = 'n'.repeat(250);
     expect(codeAndReason(await run('write_file', { path: name, content: 'alpha\n' }))).toBe('ok');
-    expect(codeAndReason(await run('edit_file', { path: name, edits: [{ old_text: 'alpha', new_text: 'beta' }] }))).toBe('ok');
-    expect(codeAndReason(await run('apply_patch', { patch: `--- a/${name}\n+++ b/${name}\n@@ -1 +1 @@\n-beta\n+gamma\n` }))).toBe('ok');
+    expect(
+      codeAndReason(await run('edit_file', { path: name, edits: [{ old_text: 'alpha', new_text: 'beta' }] })),
+    ).toBe('ok');
+    expect(
+      codeAndReason(await run('apply_patch', { patch: `--- a/${name}\n+++ b/${name}\n@@ -1 +1 @@\n-beta\n+gamma\n` })),
+    ).toBe('ok');
     expect(readFileSync(path.join(w.R1, name), 'utf8')).toBe('gamma\n');
     expect(readdirSync(w.R1).filter((n) => n.includes('.fs-tools-'))).toEqual([]);
   });
@@ -764,7 +1152,9 @@ describe('regressions found by the fuzzer', () => {
   it('a backslash is part of a name on POSIX: `a\\b` is never `a/b`', async () => {
     const read = await run('read_file', { path: 'a\\b' });
     expect(read.ok && read.structured.content).toBe('backslash alpha\n');
-    expect(codeAndReason(await run('edit_file', { path: 'a\\b', edits: [{ old_text: 'alpha', new_text: 'edited' }] }))).toBe('ok');
+    expect(
+      codeAndReason(await run('edit_file', { path: 'a\\b', edits: [{ old_text: 'alpha', new_text: 'edited' }] })),
+    ).toBe('ok');
     expect(readFileSync(path.join(w.R1, 'a', 'b'), 'utf8')).toBe('slash alpha\n');
     expect(codeAndReason(await run('delete_path', { path: 'a\\b' }))).toBe('ok');
     expect(lstatSync(path.join(w.R1, 'a\\b'), { throwIfNoEntry: false })).toBeUndefined();
@@ -777,10 +1167,15 @@ describe('regressions found by the fuzzer', () => {
   // outside the roots (move_path FILE_POLICY_DENIED for a source under .git with an outside destination).
   it('containment of every path of a call comes before the other checks of any of them', async () => {
     const outside = `${w.T}/O/loopA/x`;
-    expect(codeAndReason(await run('move_path', { source: `${w.R2}/repo/.git/config`, destination: outside })))
-      .toBe('NOT_ALLOWED outside_roots');
-    expect(codeAndReason(await run('move_path', { source: 'missing.txt', destination: `${w.T}/O/new.txt` }))).toBe('NOT_ALLOWED outside_roots');
-    expect(codeAndReason(await run('move_path', { source: '.env', destination: `${w.T}/R1-secret/x` }))).toBe('NOT_ALLOWED outside_roots');
+    expect(codeAndReason(await run('move_path', { source: `${w.R2}/repo/.git/config`, destination: outside }))).toBe(
+      'NOT_ALLOWED outside_roots',
+    );
+    expect(codeAndReason(await run('move_path', { source: 'missing.txt', destination: `${w.T}/O/new.txt` }))).toBe(
+      'NOT_ALLOWED outside_roots',
+    );
+    expect(codeAndReason(await run('move_path', { source: '.env', destination: `${w.T}/R1-secret/x` }))).toBe(
+      'NOT_ALLOWED outside_roots',
+    );
     const modify = (p: string) => `--- a/${p}\n+++ b/${p}\n@@ -1 +1 @@\n-alpha\n+beta\n`;
     for (const first of ['missing.txt', '../R2/repo/.git/config', '.env.local']) {
       const o = await run('apply_patch', { patch: modify(first) + modify('lnk-out/plain.txt') });
@@ -794,12 +1189,22 @@ describe('regressions found by the fuzzer', () => {
   // path is T/created.txt, outside the roots.
   it('apply_patch reads `link/..` in header paths as the kernel does', async () => {
     const create = (p: string) => `--- /dev/null\n+++ b/${p}\n@@ -0,0 +1 @@\n+created\n`;
-    expect(codeAndReason(await run('apply_patch', { patch: create('lnk-out/../created.txt') }))).toBe('NOT_ALLOWED symlink_target_outside');
-    expect(codeAndReason(await run('apply_patch', { patch: create('dirA/lnk-up/../created.txt') }))).toBe('NOT_ALLOWED symlink_target_outside');
+    expect(codeAndReason(await run('apply_patch', { patch: create('lnk-out/../created.txt') }))).toBe(
+      'NOT_ALLOWED symlink_target_outside',
+    );
+    expect(codeAndReason(await run('apply_patch', { patch: create('dirA/lnk-up/../created.txt') }))).toBe(
+      'NOT_ALLOWED symlink_target_outside',
+    );
     expect(lstatSync(path.join(w.R1, 'created.txt'), { throwIfNoEntry: false })).toBeUndefined();
     expect(lstatSync(path.join(w.T, 'created.txt'), { throwIfNoEntry: false })).toBeUndefined();
     // Inside stays inside: lnk-in is R1/dirA, so lnk-in/../b.txt is R1/b.txt.
-    expect(codeAndReason(await run('apply_patch', { patch: '--- a/lnk-in/../b.txt\n+++ b/lnk-in/../b.txt\n@@ -1 +1 @@\n-alpha\n+beta\n' }))).toBe('ok');
+    expect(
+      codeAndReason(
+        await run('apply_patch', {
+          patch: '--- a/lnk-in/../b.txt\n+++ b/lnk-in/../b.txt\n@@ -1 +1 @@\n-alpha\n+beta\n',
+        }),
+      ),
+    ).toBe('ok');
     expect(readFileSync(path.join(w.R1, 'b.txt'), 'utf8')).toBe('beta\n');
   });
 

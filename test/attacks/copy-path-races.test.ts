@@ -6,7 +6,16 @@
  * temporary directory left and nothing read from outside. Mid-copy swaps use the seam `setCopyFault`
  * (src/tools/copy-path.ts), called before each planned entry is copied.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -34,10 +43,13 @@ beforeAll(() => {
   const config = parseConfig(['--state-dir', S, R], { cwd: R, home: '/nonexistent-home', toolNames: TOOL_NAMES });
   state = createProcessState(config, TOOLS, 'test');
 });
-afterAll(() => { for (const c of cleanups) c(); });
+afterAll(() => {
+  for (const c of cleanups) c();
+});
 afterEach(() => setCopyFault(null));
 
-const call = (tool: string, args: Record<string, unknown>): Promise<CallOutcome> => callTool(state, tool, args, new AbortController().signal);
+const call = (tool: string, args: Record<string, unknown>): Promise<CallOutcome> =>
+  callTool(state, tool, args, new AbortController().signal);
 const codeOf = (o: CallOutcome): string => (o.ok ? 'ok' : o.envelope.error.code);
 
 let n = 0;
@@ -53,7 +65,11 @@ function area(): string {
 }
 
 /** Starts `make()` while the lock of `paths` is held, runs `meanwhile` after it authorized, then releases. */
-async function whileLocked(paths: string[], make: () => Promise<CallOutcome>, meanwhile: () => void): Promise<CallOutcome> {
+async function whileLocked(
+  paths: string[],
+  make: () => Promise<CallOutcome>,
+  meanwhile: () => void,
+): Promise<CallOutcome> {
   let pending!: Promise<CallOutcome>;
   await withPathLock(paths, S, async () => {
     pending = make();
@@ -66,9 +82,12 @@ async function whileLocked(paths: string[], make: () => Promise<CallOutcome>, me
 describe('copy_path decides inside the path lock', () => {
   it('a secret planted in the source tree after authorization refuses the whole copy', async () => {
     const d = area();
-    const outcome = await whileLocked([path.join(d, 'tree')],
-      () => call('copy_path', { source: path.join(d, 'tree'), destination: path.join(d, 'out', 'copy'), recursive: true }),
-      () => writeFileSync(path.join(d, 'tree', 'b', '.env'), 'TOKEN=1\n'));
+    const outcome = await whileLocked(
+      [path.join(d, 'tree')],
+      () =>
+        call('copy_path', { source: path.join(d, 'tree'), destination: path.join(d, 'out', 'copy'), recursive: true }),
+      () => writeFileSync(path.join(d, 'tree', 'b', '.env'), 'TOKEN=1\n'),
+    );
     expect(codeOf(outcome)).toBe('SECRET_DENIED');
     expect(readdirSync(path.join(d, 'out'))).toEqual([]);
   });
@@ -76,9 +95,11 @@ describe('copy_path decides inside the path lock', () => {
   it('a destination file created after authorization is not replaced (overwrite needs its hash)', async () => {
     const d = area();
     const dst = path.join(d, 'out', 'one.txt');
-    const outcome = await whileLocked([dst],
+    const outcome = await whileLocked(
+      [dst],
       () => call('copy_path', { source: path.join(d, 'tree', 'one.txt'), destination: dst, overwrite: true }),
-      () => writeFileSync(dst, 'THEIRS\n'));
+      () => writeFileSync(dst, 'THEIRS\n'),
+    );
     expect(codeOf(outcome)).toBe('HASH_REQUIRED');
     expect(readFileSync(dst, 'utf8')).toBe('THEIRS\n');
   });
@@ -86,9 +107,11 @@ describe('copy_path decides inside the path lock', () => {
   it('a destination directory created after authorization is never merged into or replaced', async () => {
     const d = area();
     const dst = path.join(d, 'out', 'copy');
-    const outcome = await whileLocked([dst],
+    const outcome = await whileLocked(
+      [dst],
       () => call('copy_path', { source: path.join(d, 'tree'), destination: dst, recursive: true }),
-      () => mkdirSync(dst));
+      () => mkdirSync(dst),
+    );
     expect(codeOf(outcome)).toBe('VALIDATION');
     expect(readdirSync(dst)).toEqual([]);
     expect(readdirSync(path.join(d, 'out'))).toEqual(['copy']);
@@ -103,7 +126,11 @@ describe('a source swapped part-way through a tree copy', () => {
       renameSync(path.join(d, 'tree', 'b'), path.join(d, 'b-away'));
       symlinkSync(O, path.join(d, 'tree', 'b'));
     });
-    const outcome = await call('copy_path', { source: path.join(d, 'tree'), destination: path.join(d, 'out', 'copy'), recursive: true });
+    const outcome = await call('copy_path', {
+      source: path.join(d, 'tree'),
+      destination: path.join(d, 'out', 'copy'),
+      recursive: true,
+    });
     expect(codeOf(outcome)).toBe('NOT_ALLOWED');
     expect(readdirSync(path.join(d, 'out'))).toEqual([]);
   });
@@ -115,7 +142,11 @@ describe('a source swapped part-way through a tree copy', () => {
       rmSync(path.join(d, 'tree', 'b', 'd.txt'));
       writeFileSync(path.join(d, 'tree', 'b', 'd.txt'), 'swapped\n');
     });
-    const outcome = await call('copy_path', { source: path.join(d, 'tree'), destination: path.join(d, 'out', 'copy'), recursive: true });
+    const outcome = await call('copy_path', {
+      source: path.join(d, 'tree'),
+      destination: path.join(d, 'out', 'copy'),
+      recursive: true,
+    });
     expect(codeOf(outcome)).toBe('NOT_ALLOWED');
     expect(readdirSync(path.join(d, 'out'))).toEqual([]);
     expect(existsSync(path.join(d, 'out', 'copy'))).toBe(false);
@@ -123,7 +154,11 @@ describe('a source swapped part-way through a tree copy', () => {
 
   it('without a swap the same copy succeeds', async () => {
     const d = area();
-    const outcome = await call('copy_path', { source: path.join(d, 'tree'), destination: path.join(d, 'out', 'copy'), recursive: true });
+    const outcome = await call('copy_path', {
+      source: path.join(d, 'tree'),
+      destination: path.join(d, 'out', 'copy'),
+      recursive: true,
+    });
     expect(codeOf(outcome)).toBe('ok');
     expect(readFileSync(path.join(d, 'out', 'copy', 'b', 'd.txt'), 'utf8')).toBe('d\n');
   });

@@ -18,7 +18,17 @@
  *    so this runs the real server process as the user nobody (uid 65534), over a raw stdio pipe.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -32,7 +42,9 @@ import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
 const cleanups: Array<() => void> = [];
-afterAll(() => { for (const c of cleanups.reverse()) c(); });
+afterAll(() => {
+  for (const c of cleanups.reverse()) c();
+});
 afterEach(() => setWriteFaultInjector(null));
 
 const A = 'original a\nline 2\n';
@@ -63,7 +75,11 @@ function mountSmallTmpfs(): string | null {
     return null;
   }
   cleanups.push(() => {
-    try { execFileSync('umount', [dir], { stdio: 'ignore' }); } catch { execFileSync('umount', ['-l', dir], { stdio: 'ignore' }); }
+    try {
+      execFileSync('umount', [dir], { stdio: 'ignore' });
+    } catch {
+      execFileSync('umount', ['-l', dir], { stdio: 'ignore' });
+    }
     rmSync(dir, { recursive: true, force: true });
   });
   return dir;
@@ -103,16 +119,26 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
       client = await connect('modern', { args: ['--state-dir', path.join(aux.dir, 'state'), root] });
       call = async (tool, args) => {
         const r = await client!.call(tool, args);
-        return r.isError ? { ok: false, error: JSON.parse(r.content[0].text!).error } : { ok: true, structured: r.structuredContent };
+        return r.isError
+          ? { ok: false, error: JSON.parse(r.content[0].text!).error }
+          : { ok: true, structured: r.structuredContent };
       };
     } else {
-      const config = parseConfig(['--state-dir', path.join(aux.dir, 'state'), root], { cwd: root, home: '/nonexistent', toolNames: TOOL_NAMES });
+      const config = parseConfig(['--state-dir', path.join(aux.dir, 'state'), root], {
+        cwd: root,
+        home: '/nonexistent',
+        toolNames: TOOL_NAMES,
+      });
       const state = createProcessState(config, TOOLS, 'faults');
       call = async (tool, args) => {
         // Anything that would grow a file past the few pages "left" fails like a full disk.
         setWriteFaultInjector((step, target) => {
           if (step === 'write' && pendingGrowth.has(path.basename(target))) {
-            throw Object.assign(new Error(`ENOSPC: no space left on device, write`), { code: 'ENOSPC', syscall: 'write', path: target });
+            throw Object.assign(new Error(`ENOSPC: no space left on device, write`), {
+              code: 'ENOSPC',
+              syscall: 'write',
+              path: target,
+            });
           }
         });
         const o = await callTool(state, tool, args, new AbortController().signal);
@@ -121,7 +147,9 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
       };
     }
   }, 60_000);
-  afterAll(async () => { await client?.close(); });
+  afterAll(async () => {
+    await client?.close();
+  });
 
   /** Seam mode only: the files whose next write "does not fit". */
   const pendingGrowth = new Set<string>();
@@ -140,7 +168,11 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
 
   it('edit_file that does not fit: IO_ERROR ENOSPC, nothing changed', async () => {
     pendingGrowth.add('a.txt');
-    const r = await call('edit_file', { path: 'a.txt', edits: [{ old_text: 'line 2', new_text: GROW }], expected_hash: contentHash(A) });
+    const r = await call('edit_file', {
+      path: 'a.txt',
+      edits: [{ old_text: 'line 2', new_text: GROW }],
+      expected_hash: contentHash(A),
+    });
     pendingGrowth.clear();
     expect(r.error).toMatchObject({ code: 'IO_ERROR', details: { errno: 'ENOSPC' } });
     expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe(A);
@@ -149,9 +181,13 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
 
   it('a two-file patch whose second file does not fit: ROLLBACK_COMPLETE, both files as before, no journal', async () => {
     pendingGrowth.add('b.txt');
-    const patch = `--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-original a\n+patched a\n line 2\n`
-      + `--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,3 @@\n original b\n line 2\n+${GROW}\n`;
-    const r = await call('apply_patch', { patch, expected_hashes: { 'a.txt': contentHash(A), 'b.txt': contentHash(B) } });
+    const patch =
+      `--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-original a\n+patched a\n line 2\n` +
+      `--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,3 @@\n original b\n line 2\n+${GROW}\n`;
+    const r = await call('apply_patch', {
+      patch,
+      expected_hashes: { 'a.txt': contentHash(A), 'b.txt': contentHash(B) },
+    });
     pendingGrowth.clear();
     expect(r.ok).toBe(false);
     expect(r.error.code).toBe('ROLLBACK_COMPLETE');
@@ -181,10 +217,16 @@ describe('EIO (injected through setWriteFaultInjector; in-process through callTo
   const tree = makeTree({}, 'fs-tools-eio-');
   const stateDir = makeTree({}, 'fs-tools-eio-state-');
   cleanups.push(tree.cleanup, stateDir.cleanup);
-  const config = parseConfig(['--state-dir', stateDir.dir, tree.dir], { cwd: tree.dir, home: '/nonexistent', toolNames: TOOL_NAMES });
+  const config = parseConfig(['--state-dir', stateDir.dir, tree.dir], {
+    cwd: tree.dir,
+    home: '/nonexistent',
+    toolNames: TOOL_NAMES,
+  });
   const state = createProcessState(config, TOOLS, 'faults');
-  const call = (tool: string, args: Record<string, unknown>) => callTool(state, tool, args, new AbortController().signal);
-  const eio = (target: string) => Object.assign(new Error(`EIO: i/o error, write '${target}'`), { code: 'EIO', syscall: 'write', path: target });
+  const call = (tool: string, args: Record<string, unknown>) =>
+    callTool(state, tool, args, new AbortController().signal);
+  const eio = (target: string) =>
+    Object.assign(new Error(`EIO: i/o error, write '${target}'`), { code: 'EIO', syscall: 'write', path: target });
   let n = 0;
   const area = (files: Record<string, string>) => {
     const d = path.join(tree.dir, `case${++n}`);
@@ -193,31 +235,59 @@ describe('EIO (injected through setWriteFaultInjector; in-process through callTo
     return d;
   };
 
-  it.each(['write', 'rename'] as const)('a single-file write failing at the %s step: IO_ERROR EIO, original intact', async (at) => {
-    const d = area({ 'f.txt': A });
-    setWriteFaultInjector((step, target) => { if (step === at) throw eio(target); });
-    for (const [tool, args] of [
-      ['write_file', { path: path.join(d, 'f.txt'), content: 'new\n', expected_hash: contentHash(A) }],
-      ['edit_file', { path: path.join(d, 'f.txt'), edits: [{ old_text: 'line 2', new_text: 'edited' }], expected_hash: contentHash(A) }],
-    ] as const) {
-      const o = await call(tool, args);
-      expect(o.ok).toBe(false);
-      if (!o.ok) expect(o.envelope.error).toMatchObject({ code: 'IO_ERROR', details: { errno: 'EIO' }, path: path.join(d, 'f.txt') });
-      expect(readFileSync(path.join(d, 'f.txt'), 'utf8')).toBe(A);
-      expect(temporaries(d)).toEqual([]);
-    }
-  });
+  it.each(['write', 'rename'] as const)(
+    'a single-file write failing at the %s step: IO_ERROR EIO, original intact',
+    async (at) => {
+      const d = area({ 'f.txt': A });
+      setWriteFaultInjector((step, target) => {
+        if (step === at) throw eio(target);
+      });
+      for (const [tool, args] of [
+        ['write_file', { path: path.join(d, 'f.txt'), content: 'new\n', expected_hash: contentHash(A) }],
+        [
+          'edit_file',
+          {
+            path: path.join(d, 'f.txt'),
+            edits: [{ old_text: 'line 2', new_text: 'edited' }],
+            expected_hash: contentHash(A),
+          },
+        ],
+      ] as const) {
+        const o = await call(tool, args);
+        expect(o.ok).toBe(false);
+        if (!o.ok)
+          expect(o.envelope.error).toMatchObject({
+            code: 'IO_ERROR',
+            details: { errno: 'EIO' },
+            path: path.join(d, 'f.txt'),
+          });
+        expect(readFileSync(path.join(d, 'f.txt'), 'utf8')).toBe(A);
+        expect(temporaries(d)).toEqual([]);
+      }
+    },
+  );
 
   it('the second file of a patch failing: ROLLBACK_COMPLETE, every file as before', async () => {
     const d = area({ 'a.txt': A, 'b.txt': B, 'c.txt': 'c\n' });
-    setWriteFaultInjector((step, target) => { if (step === 'write' && target.endsWith('b.txt')) throw eio(target); });
-    const patch = ['a', 'b'].map((x) => `--- a/${x}.txt\n+++ b/${x}.txt\n@@ -1,2 +1,2 @@\n-original ${x}\n+patched ${x}\n line 2\n`).join('')
-      + '--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+created\n';
-    const o = await call('apply_patch', { patch, path: d, expected_hashes: { 'a.txt': contentHash(A), 'b.txt': contentHash(B) } });
+    setWriteFaultInjector((step, target) => {
+      if (step === 'write' && target.endsWith('b.txt')) throw eio(target);
+    });
+    const patch =
+      ['a', 'b']
+        .map((x) => `--- a/${x}.txt\n+++ b/${x}.txt\n@@ -1,2 +1,2 @@\n-original ${x}\n+patched ${x}\n line 2\n`)
+        .join('') + '--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+created\n';
+    const o = await call('apply_patch', {
+      patch,
+      path: d,
+      expected_hashes: { 'a.txt': contentHash(A), 'b.txt': contentHash(B) },
+    });
     expect(o.ok).toBe(false);
     if (o.ok) return;
     expect(o.envelope.error.code).toBe('ROLLBACK_COMPLETE');
-    expect((o.envelope.error.details.cause as { code: string; details: { errno: string } })).toMatchObject({ code: 'IO_ERROR', details: { errno: 'EIO' } });
+    expect(o.envelope.error.details.cause as { code: string; details: { errno: string } }).toMatchObject({
+      code: 'IO_ERROR',
+      details: { errno: 'EIO' },
+    });
     expect(readFileSync(path.join(d, 'a.txt'), 'utf8')).toBe(A);
     expect(readFileSync(path.join(d, 'b.txt'), 'utf8')).toBe(B);
     expect(existsSync(path.join(d, 'new.txt'))).toBe(false);
@@ -227,9 +297,17 @@ describe('EIO (injected through setWriteFaultInjector; in-process through callTo
   it('a disk that fails from the second file on, rollback included: ROLLBACK_FAILED, and details.files tells the truth', async () => {
     const d = area({ 'a.txt': A, 'b.txt': B });
     let writes = 0;
-    setWriteFaultInjector((step, target) => { if (step === 'write' && ++writes >= 2) throw eio(target); });
-    const patch = ['a', 'b'].map((x) => `--- a/${x}.txt\n+++ b/${x}.txt\n@@ -1,2 +1,2 @@\n-original ${x}\n+patched ${x}\n line 2\n`).join('');
-    const o = await call('apply_patch', { patch, path: d, expected_hashes: { 'a.txt': contentHash(A), 'b.txt': contentHash(B) } });
+    setWriteFaultInjector((step, target) => {
+      if (step === 'write' && ++writes >= 2) throw eio(target);
+    });
+    const patch = ['a', 'b']
+      .map((x) => `--- a/${x}.txt\n+++ b/${x}.txt\n@@ -1,2 +1,2 @@\n-original ${x}\n+patched ${x}\n line 2\n`)
+      .join('');
+    const o = await call('apply_patch', {
+      patch,
+      path: d,
+      expected_hashes: { 'a.txt': contentHash(A), 'b.txt': contentHash(B) },
+    });
     expect(o.ok).toBe(false);
     if (o.ok) return;
     expect(o.envelope.error.code).toBe('ROLLBACK_FAILED');
@@ -248,11 +326,18 @@ describe('EIO (injected through setWriteFaultInjector; in-process through callTo
 describe('unreadable entries inside a search (real server process as the user nobody)', () => {
   const NOBODY = 65534;
   const asRoot = process.getuid?.() === 0;
-  const tree = makeTree({
-    a: { '1.txt': 'needle one\n' },
-    locked: { 'hidden.txt': 'needle hidden\n', deeper: { 'x.txt': 'needle x\n' } },
-    open: { 'ok.txt': 'needle ok\n', 'sealed.txt': 'needle sealed\n', inner: { 'locked-too': { 'y.txt': 'needle y\n' }, 'z.txt': 'needle z\n' } },
-  }, 'fs-tools-unreadable-');
+  const tree = makeTree(
+    {
+      a: { '1.txt': 'needle one\n' },
+      locked: { 'hidden.txt': 'needle hidden\n', deeper: { 'x.txt': 'needle x\n' } },
+      open: {
+        'ok.txt': 'needle ok\n',
+        'sealed.txt': 'needle sealed\n',
+        inner: { 'locked-too': { 'y.txt': 'needle y\n' }, 'z.txt': 'needle z\n' },
+      },
+    },
+    'fs-tools-unreadable-',
+  );
   const stateDir = makeTree({}, 'fs-tools-unreadable-state-');
   cleanups.push(() => {
     for (const p of ['locked', 'open/inner/locked-too']) chmodSync(path.join(tree.dir, p), 0o755);
@@ -267,42 +352,70 @@ describe('unreadable entries inside a search (real server process as the user no
     chmodSync(path.join(tree.dir, 'open/inner/locked-too'), 0o000);
     chmodSync(path.join(tree.dir, 'open/sealed.txt'), 0o000);
     const child = spawn(process.execPath, [CLI, '--state-dir', stateDir.dir, tree.dir], {
-      stdio: ['pipe', 'pipe', 'pipe'], ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
     });
     let out = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     const send = (m: object) => child.stdin.write(`${JSON.stringify(m)}\n`);
     const answer = async (id: number): Promise<Record<string, any>> => {
       const end = Date.now() + 20_000;
       while (Date.now() < end) {
-        const m = out.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, any>).find((x) => x.id === id);
+        const m = out
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as Record<string, any>)
+          .find((x) => x.id === id);
         if (m) return m;
         await new Promise((r) => setTimeout(r, 20));
       }
       throw new Error(`no answer to ${id}; exit ${child.exitCode}; stdout: ${out.slice(0, 500)}; stderr: ${stderr}`);
     };
     try {
-      send({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
       await answer(1);
       send({ jsonrpc: '2.0', method: 'notifications/initialized' });
       const call = async (id: number, name: string, args: Record<string, unknown>) => {
         send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-        return (await answer(id)).result as { isError?: boolean; structuredContent?: any; content: Array<{ text: string }> };
+        return (await answer(id)).result as {
+          isError?: boolean;
+          structuredContent?: any;
+          content: Array<{ text: string }>;
+        };
       };
       const search = await call(2, 'search_files', { query: 'needle' });
       expect(search.isError, search.content[0].text).toBeFalsy();
-      expect(search.structuredContent.matches.map((m: { path: string }) => m.path)).toEqual(['a/1.txt', 'open/inner/z.txt', 'open/ok.txt']);
+      expect(search.structuredContent.matches.map((m: { path: string }) => m.path)).toEqual([
+        'a/1.txt',
+        'open/inner/z.txt',
+        'open/ok.txt',
+      ]);
       // Two unreadable directories and one unreadable file.
       expect(search.structuredContent.skipped.unreadable).toBe(3);
       const list = await call(3, 'list_directory', { depth: 5 });
       expect(list.structuredContent.skipped.unreadable).toBe(2);
       const read = await call(4, 'read_file', { path: 'open/sealed.txt' });
       expect(read.isError).toBe(true);
-      expect(JSON.parse(read.content[0].text).error).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { source: 'os' } });
+      expect(JSON.parse(read.content[0].text).error).toMatchObject({
+        code: 'FILE_POLICY_DENIED',
+        details: { source: 'os' },
+      });
       const inside = await call(5, 'read_file', { path: 'locked/hidden.txt' });
-      expect(JSON.parse(inside.content[0].text).error).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { source: 'os' } });
+      expect(JSON.parse(inside.content[0].text).error).toMatchObject({
+        code: 'FILE_POLICY_DENIED',
+        details: { source: 'os' },
+      });
       expect(stderr).not.toMatch(/INTERNAL|incident/);
     } finally {
       child.stdin.end();

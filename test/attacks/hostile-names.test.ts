@@ -27,27 +27,70 @@ const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
 /** Decodes the documented quoting (src/tools/text-safe.ts). */
 function unquote(printed: string): string {
   if (!printed.startsWith('"')) return printed;
-  const short: Record<string, string> = { a: '\x07', b: '\b', t: '\t', n: '\n', v: '\v', f: '\f', r: '\r', '"': '"', '\\': '\\' };
-  return printed.slice(1, -1).replace(/\\(?:x([0-9a-f]{2})|u\{([0-9a-f]+)\}|(.))/g, (_, x, u, c) =>
-    x ? String.fromCharCode(parseInt(x, 16)) : u ? String.fromCharCode(parseInt(u, 16)) : short[c]);
+  const short: Record<string, string> = {
+    a: '\x07',
+    b: '\b',
+    t: '\t',
+    n: '\n',
+    v: '\v',
+    f: '\f',
+    r: '\r',
+    '"': '"',
+    '\\': '\\',
+  };
+  return printed
+    .slice(1, -1)
+    .replace(/\\(?:x([0-9a-f]{2})|u\{([0-9a-f]+)\}|(.))/g, (_, x, u, c) =>
+      x ? String.fromCharCode(parseInt(x, 16)) : u ? String.fromCharCode(parseInt(u, 16)) : short[c],
+    );
 }
 
 const unit = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom('\n', '\r', '\t', '\u001b[31m', '\u001b]0;pwned\u0007', '\u009b2J', '\u0085', '\u2028',
-    '"', '\\', ' ', '.env', '  M main.ts', '\u007f', '\u000b', 'a', 'é', '😀', ':1:1: ', '-1- ', '--') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      '\n',
+      '\r',
+      '\t',
+      '\u001b[31m',
+      '\u001b]0;pwned\u0007',
+      '\u009b2J',
+      '\u0085',
+      '\u2028',
+      '"',
+      '\\',
+      ' ',
+      '.env',
+      '  M main.ts',
+      '\u007f',
+      '\u000b',
+      'a',
+      'é',
+      '😀',
+      ':1:1: ',
+      '-1- ',
+      '--',
+    ),
+  },
   { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 3, unit: 'grapheme' }) },
 );
 /** A legal file name: no `/`, no NUL, not `.`/`..`, at most 200 UTF-8 bytes. */
 // eslint-disable-next-line no-control-regex -- NUL is the byte a file name cannot hold
-const fileName = fc.array(unit, { minLength: 1, maxLength: 8 }).map((a) => a.join('').replace(/[/\u0000]/g, '_'))
+const fileName = fc
+  .array(unit, { minLength: 1, maxLength: 8 })
+  .map((a) => a.join('').replace(/[/\u0000]/g, '_'))
   .filter((n) => n !== '.' && n !== '..' && Buffer.byteLength(n) <= 200 && !n.startsWith('.git'));
 
 const textOf = (r: CallResult) => r.content.map((c) => c.text ?? '').join('\n');
 
 describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => {
   let client: TestClient;
-  beforeAll(async () => { client = await connect(era, { args: [scratch.dir], env: { HOME: env.HOME } }); });
-  afterAll(async () => { await client.close(); });
+  beforeAll(async () => {
+    client = await connect(era, { args: [scratch.dir], env: { HOME: env.HOME } });
+  });
+  afterAll(async () => {
+    await client.close();
+  });
 
   /** Checks one name against all four text outputs. */
   async function check(name: string): Promise<void> {
@@ -72,7 +115,9 @@ describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => 
       expect(found.length === 0 || (found.length === 1 && found[0] === name)).toBe(true);
       const globLines = textOf(glob).split('\n');
       expect(globLines).toHaveLength(2);
-      expect(found.length === 0 ? globLines[0] : unquote(globLines[0])).toBe(found.length === 0 ? '(no matches)' : name);
+      expect(found.length === 0 ? globLines[0] : unquote(globLines[0])).toBe(
+        found.length === 0 ? '(no matches)' : name,
+      );
       expect(globLines[1]).toMatch(new RegExp(`^\\[${found.length} files`));
 
       // search_files, content: `path:line:column: text` and the summary line.
@@ -105,8 +150,9 @@ describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => 
     }
   }
 
-  it('the issue\'s attacks', async () => {
-    for (const name of ['.env', 'notes\n.env', 'readme\n  M main.ts', '\u001b]0;pwned\u0007x', 'a\rb', '\u009b31mred']) await check(name);
+  it("the issue's attacks", async () => {
+    for (const name of ['.env', 'notes\n.env', 'readme\n  M main.ts', '\u001b]0;pwned\u0007x', 'a\rb', '\u009b31mred'])
+      await check(name);
   }, 60_000);
 
   it('any file name is exactly one line of each text output', async () => {
@@ -118,7 +164,15 @@ describe('structured output keeps the exact name (a directory of many hostile na
   it('lists every name once, in order, in structured and text', async () => {
     const dir = path.join(scratch.dir, 'many');
     mkdirSync(dir);
-    const names = ['plain', 'line\nbreak', 'carriage\rreturn', 'tab\there', '"quoted"', 'back\\slash', '\u001b[2Jclear'].sort();
+    const names = [
+      'plain',
+      'line\nbreak',
+      'carriage\rreturn',
+      'tab\there',
+      '"quoted"',
+      'back\\slash',
+      '\u001b[2Jclear',
+    ].sort();
     for (const n of names) writeFileSync(path.join(dir, n), '');
     const client = await connect('modern', { args: [scratch.dir] });
     try {

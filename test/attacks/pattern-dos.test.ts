@@ -39,28 +39,43 @@ const TOO_COMPLEX = ['{1..5000}', 'x!(a)', 'a'.repeat(2000), `${'{a,'.repeat(40)
 
 /** Many long names per directory, so each call has real work. */
 function files(n: number): TreeSpec {
-  const spec: TreeSpec = { [A40B]: 'x\n', [LONG]: 'x\n', [LONG_SECRET]: 'TOKEN=1\n', [LONG_PEM]: 'k\n', 'keep.txt': 'hello\n' };
+  const spec: TreeSpec = {
+    [A40B]: 'x\n',
+    [LONG]: 'x\n',
+    [LONG_SECRET]: 'TOKEN=1\n',
+    [LONG_PEM]: 'k\n',
+    'keep.txt': 'hello\n',
+  };
   for (let i = 0; i < n; i++) spec[`${'a'.repeat(200)}${i}${'a'.repeat(40)}b`] = 'x\n';
   return spec;
 }
 
 // Adversarial lines that match none of the names here (so every directory is walked and every name tested).
 const gitignoreLines = [
-  EVIL_STAR, `${STARS}c`, CLASSES, `**/${EVIL_STAR}`, '[a-z]'.repeat(150), `${'*/'.repeat(50)}*`, `!${EVIL_STAR}`,
+  EVIL_STAR,
+  `${STARS}c`,
+  CLASSES,
+  `**/${EVIL_STAR}`,
+  '[a-z]'.repeat(150),
+  `${'*/'.repeat(50)}*`,
+  `!${EVIL_STAR}`,
   'b'.repeat(2000), // over the limit: skipped, counted
   'ignored-*.tmp',
 ].join('\n');
 
-const t = makeTree({
-  '.gitignore': gitignoreLines,
-  ...files(150),
-  'ignored-1.tmp': '',
-  d1: {
+const t = makeTree(
+  {
     '.gitignore': gitignoreLines,
     ...files(150),
-    d2: { '.gitignore': gitignoreLines, ...files(150), d3: { '.gitignore': gitignoreLines, ...files(150) } },
+    'ignored-1.tmp': '',
+    d1: {
+      '.gitignore': gitignoreLines,
+      ...files(150),
+      d2: { '.gitignore': gitignoreLines, ...files(150), d3: { '.gitignore': gitignoreLines, ...files(150) } },
+    },
   },
-}, 'fs-tools-pattern-dos-');
+  'fs-tools-pattern-dos-',
+);
 const root = t.dir;
 afterAll(() => t.cleanup());
 
@@ -68,10 +83,15 @@ afterAll(() => t.cleanup());
  * Runs `call` while probing list_allowed_directories back to back; returns the call's outcome, its duration and the
  * slowest probe.
  */
-async function underProbe<T>(client: TestClient, call: () => Promise<T>): Promise<{ value: T; ms: number; probeMax: number; probes: number }> {
+async function underProbe<T>(
+  client: TestClient,
+  call: () => Promise<T>,
+): Promise<{ value: T; ms: number; probeMax: number; probes: number }> {
   const started = performance.now();
   let done = false;
-  const pending = call().finally(() => { done = true; });
+  const pending = call().finally(() => {
+    done = true;
+  });
   let probeMax = 0;
   let probes = 0;
   do {
@@ -82,7 +102,10 @@ async function underProbe<T>(client: TestClient, call: () => Promise<T>): Promis
     probes++;
   } while (!done);
   const value = await pending;
-  if (process.env.PATTERN_DOS_VERBOSE) console.log(`call ${(performance.now() - started).toFixed(0)} ms, ${probes} probes, slowest ${probeMax.toFixed(0)} ms`);
+  if (process.env.PATTERN_DOS_VERBOSE)
+    console.log(
+      `call ${(performance.now() - started).toFixed(0)} ms, ${probes} probes, slowest ${probeMax.toFixed(0)} ms`,
+    );
   return { value, ms: performance.now() - started, probeMax, probes };
 }
 
@@ -90,13 +113,18 @@ describe('adversarial patterns, real server', () => {
   let client: TestClient;
   const policyFile = path.join(root, '..', `${path.basename(root)}-policy.json`);
   beforeAll(async () => {
-    writeFileSync(policyFile, JSON.stringify({ rules: [
-      { pattern: EVIL_STAR, access: 'hidden' },
-      { pattern: `**/${EXTGLOB}`, access: 'deny' },
-      { pattern: BRACES, access: 'read_only' },
-      { pattern: STARS, access: 'read_only' },
-      { pattern: `d1/**/${CLASSES}`, access: 'read_only' },
-    ] }));
+    writeFileSync(
+      policyFile,
+      JSON.stringify({
+        rules: [
+          { pattern: EVIL_STAR, access: 'hidden' },
+          { pattern: `**/${EXTGLOB}`, access: 'deny' },
+          { pattern: BRACES, access: 'read_only' },
+          { pattern: STARS, access: 'read_only' },
+          { pattern: `d1/**/${CLASSES}`, access: 'read_only' },
+        ],
+      }),
+    );
     client = await connect('modern', { args: [root, `--policy=${policyFile}`] });
     // Warm-up (the first calls of a fresh process load and compile code; not what is measured here).
     await client.callOk('list_allowed_directories', {});
@@ -108,7 +136,9 @@ describe('adversarial patterns, real server', () => {
   });
 
   it.each(ADVERSARIAL)('search_files glob %s', async (glob) => {
-    const r = await underProbe(client, () => client.call('search_files', { path: '.', glob, respect_gitignore: false }));
+    const r = await underProbe(client, () =>
+      client.call('search_files', { path: '.', glob, respect_gitignore: false }),
+    );
     expect(r.value.isError).toBeFalsy();
     expect(r.ms).toBeLessThan(CALL_BOUND_MS);
     expect(r.probeMax).toBeLessThan(PROBE_BOUND_MS);
@@ -120,7 +150,11 @@ describe('adversarial patterns, real server', () => {
     writeFileSync(path.join(root, 'd1', found), '');
     writeFileSync(path.join(root, 'd1', hidden), '');
     try {
-      const r = await client.callOk('search_files', { path: '.', glob: `${'*a'.repeat(16)}*d`, respect_gitignore: false });
+      const r = await client.callOk('search_files', {
+        path: '.',
+        glob: `${'*a'.repeat(16)}*d`,
+        respect_gitignore: false,
+      });
       expect(r.files).toEqual([`d1/${found}`]);
       const r2 = await client.callOk('search_files', { path: '.', glob: EVIL_STAR, respect_gitignore: false });
       expect(r2.files).toEqual([]);
@@ -146,26 +180,33 @@ describe('adversarial patterns, real server', () => {
     }
   });
 
-  it.each(TOO_COMPLEX)('over the limits: %s is VALIDATION pattern_too_complex in glob, include and exclude', async (glob) => {
-    for (const [tool, args, field] of [
-      ['search_files', { path: '.', glob }, 'glob'],
-      ['search_files', { path: '.', query: 'x', include: ['*.ts', glob] }, 'include'],
-      ['list_directory', { path: '.', exclude: [glob] }, 'exclude'],
-      // Arguments are checked before paths: the same with a path outside the roots.
-      ['list_directory', { path: '/', include: [glob] }, 'include'],
-    ] as const) {
-      const t0 = performance.now();
-      const { error } = await client.callError(tool, args);
-      expect(performance.now() - t0).toBeLessThan(CALL_BOUND_MS);
-      expect(error.code).toBe('VALIDATION');
-      expect(error.details).toMatchObject({ reason: 'pattern_too_complex', field });
-    }
-  });
+  it.each(TOO_COMPLEX)(
+    'over the limits: %s is VALIDATION pattern_too_complex in glob, include and exclude',
+    async (glob) => {
+      for (const [tool, args, field] of [
+        ['search_files', { path: '.', glob }, 'glob'],
+        ['search_files', { path: '.', query: 'x', include: ['*.ts', glob] }, 'include'],
+        ['list_directory', { path: '.', exclude: [glob] }, 'exclude'],
+        // Arguments are checked before paths: the same with a path outside the roots.
+        ['list_directory', { path: '/', include: [glob] }, 'include'],
+      ] as const) {
+        const t0 = performance.now();
+        const { error } = await client.callError(tool, args);
+        expect(performance.now() - t0).toBeLessThan(CALL_BOUND_MS);
+        expect(error.code).toBe('VALIDATION');
+        expect(error.details).toMatchObject({ reason: 'pattern_too_complex', field });
+      }
+    },
+  );
 
   it('the globs of one call share a budget of automaton states: 100 large include globs are refused', async () => {
     const include = Array.from({ length: 100 }, (_, i) => `${'[a-z]'.repeat(200)}${i}`);
     for (const tool of ['search_files', 'list_directory']) {
-      const { error } = await client.callError(tool, { path: '.', include, ...(tool === 'search_files' ? { query: 'x' } : {}) });
+      const { error } = await client.callError(tool, {
+        path: '.',
+        include,
+        ...(tool === 'search_files' ? { query: 'x' } : {}),
+      });
       expect(error.code).toBe('VALIDATION');
       expect(error.details).toMatchObject({ reason: 'pattern_too_complex', field: 'include', limit: 'call_states' });
     }
@@ -192,7 +233,9 @@ describe('adversarial patterns, real server', () => {
   });
 
   it('secret rules on 255-byte names: marked in listings, skipped by search, refused by read_file — promptly', async () => {
-    const r = await underProbe(client, () => client.callOk('list_directory', { path: 'd1/d2/d3', respect_gitignore: false }));
+    const r = await underProbe(client, () =>
+      client.callOk('list_directory', { path: 'd1/d2/d3', respect_gitignore: false }),
+    );
     expect(r.probeMax).toBeLessThan(PROBE_BOUND_MS);
     const byPath = new Map((r.value.entries as Array<{ path: string; secret?: boolean }>).map((e) => [e.path, e]));
     expect(byPath.get(LONG_SECRET)?.secret).toBe(true);
@@ -210,28 +253,44 @@ describe('adversarial patterns, real server', () => {
     const { error } = await client.callError('write_file', { path: 'keep.txt', content: 'x', expected_hash: 'absent' });
     expect(error.code).toBe('FILE_POLICY_DENIED');
     expect(error.details).toMatchObject({ source: 'policy', rule: 'read_only' });
-    const r = await underProbe(client, () => client.callOk('search_files', { path: '.', glob: '**', respect_gitignore: false }));
+    const r = await underProbe(client, () =>
+      client.callOk('search_files', { path: '.', glob: '**', respect_gitignore: false }),
+    );
     expect(r.ms).toBeLessThan(CALL_BOUND_MS);
     expect(r.probeMax).toBeLessThan(PROBE_BOUND_MS);
   });
 });
 
 describe('--policy rule over the limits', () => {
-  it.each(TOO_COMPLEX.map((p) => [p.length > 40 ? `${p.slice(0, 40)}… (${p.length} characters)` : p, p]))('%s stops start-up with status 2 and one line naming pattern_too_complex', (_label, pattern) => {
-    const file = path.join(root, '..', `${path.basename(root)}-bad-policy.json`);
-    writeFileSync(file, JSON.stringify({ rules: [{ pattern: 'ok/**', access: 'deny' }, { pattern, access: 'deny' }] }));
-    try {
-      const t0 = performance.now();
-      const r = spawnSync(process.execPath, [CLI, `--root=${root}`, `--policy=${file}`, 'tools'], { encoding: 'utf8', timeout: 20_000 });
-      expect(performance.now() - t0).toBeLessThan(CALL_BOUND_MS);
-      expect(r.status).toBe(2);
-      expect(r.stdout).toBe('');
-      const lines = r.stderr.trim().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/rules\.1\.pattern is too complex \(pattern_too_complex/);
-      expect(lines[0].length).toBeLessThan(400);
-    } finally {
-      spawnSync('rm', ['-f', file]);
-    }
-  });
+  it.each(TOO_COMPLEX.map((p) => [p.length > 40 ? `${p.slice(0, 40)}… (${p.length} characters)` : p, p]))(
+    '%s stops start-up with status 2 and one line naming pattern_too_complex',
+    (_label, pattern) => {
+      const file = path.join(root, '..', `${path.basename(root)}-bad-policy.json`);
+      writeFileSync(
+        file,
+        JSON.stringify({
+          rules: [
+            { pattern: 'ok/**', access: 'deny' },
+            { pattern, access: 'deny' },
+          ],
+        }),
+      );
+      try {
+        const t0 = performance.now();
+        const r = spawnSync(process.execPath, [CLI, `--root=${root}`, `--policy=${file}`, 'tools'], {
+          encoding: 'utf8',
+          timeout: 20_000,
+        });
+        expect(performance.now() - t0).toBeLessThan(CALL_BOUND_MS);
+        expect(r.status).toBe(2);
+        expect(r.stdout).toBe('');
+        const lines = r.stderr.trim().split('\n');
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/rules\.1\.pattern is too complex \(pattern_too_complex/);
+        expect(lines[0].length).toBeLessThan(400);
+      } finally {
+        spawnSync('rm', ['-f', file]);
+      }
+    },
+  );
 });

@@ -60,7 +60,9 @@ class RawSession {
         }
       }
     });
-    this.child.stderr.on('data', (d: Buffer) => { this.stderr += d.toString('utf8'); });
+    this.child.stderr.on('data', (d: Buffer) => {
+      this.stderr += d.toString('utf8');
+    });
   }
   /** Writes respecting backpressure. */
   async write(data: string | Buffer): Promise<void> {
@@ -109,11 +111,22 @@ beforeAll(async () => {
   const big = path.join(tree.dir, 'big');
   for (let d = 0; d < 100; d++) {
     mkdirSync(path.join(big, `d${d}`), { recursive: true });
-    for (let f = 0; f < SEARCH_FILES / 100; f++) writeFileSync(path.join(big, `d${d}`, `f${f}.txt`), `line one ${d} ${f}\nneedle here\n`);
+    for (let f = 0; f < SEARCH_FILES / 100; f++)
+      writeFileSync(path.join(big, `d${d}`, `f${f}.txt`), `line one ${d} ${f}\nneedle here\n`);
   }
-  raw = new RawSession(['--state-dir', path.join(aux.dir, 'state'), `--audit-log=${auditLog}`, '--max-search-results=100000', tree.dir]);
-  await raw.send({ jsonrpc: '2.0', id: 1, method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'abuse', version: '1.0.0' } } });
+  raw = new RawSession([
+    '--state-dir',
+    path.join(aux.dir, 'state'),
+    `--audit-log=${auditLog}`,
+    '--max-search-results=100000',
+    tree.dir,
+  ]);
+  await raw.send({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'abuse', version: '1.0.0' } },
+  });
   await raw.waitFor(1);
   await raw.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   client = await connect('modern', { args: ['--state-dir', path.join(aux.dir, 'state2'), tree.dir] });
@@ -139,7 +152,9 @@ describe('protocol abuse on one long-lived session', () => {
     expect(answer.error.message).toMatch(/over the \d+-byte limit/);
     expect(existsSync(path.join(tree.dir, 'huge.txt'))).toBe(false);
     // A 50 MB line with the id first, and one with no id at all (answered with id null).
-    const first = Buffer.from(`{"jsonrpc":"2.0","id":"big-first","method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt","p":"${padding}"}}}\n`);
+    const first = Buffer.from(
+      `{"jsonrpc":"2.0","id":"big-first","method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt","p":"${padding}"}}}\n`,
+    );
     for (let i = 0; i < first.length; i += 1 << 20) await raw.write(first.subarray(i, i + (1 << 20)));
     expect((await raw.waitFor('big-first')).error.code).toBe(-32600);
     const nullsBefore = raw.responses(null).length;
@@ -173,15 +188,30 @@ describe('protocol abuse on one long-lived session', () => {
     for (let i = 0; i < 200; i++) {
       const id = nextId++;
       ids.push(id);
-      chunks.push(Buffer.from(`${JSON.stringify(toolCall(id, i % 2 ? 'stat' : 'read_file', { path: i % 3 ? 'a.txt' : 'dir/b.txt' }))}\n`));
+      chunks.push(
+        Buffer.from(
+          `${JSON.stringify(toolCall(id, i % 2 ? 'stat' : 'read_file', { path: i % 3 ? 'a.txt' : 'dir/b.txt' }))}\n`,
+        ),
+      );
       switch (i % 6) {
-        case 0: chunks.push(Buffer.from('{"jsonrpc":"2.0","id":\n')); bad++; break;
-        case 1: chunks.push(Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d, 0x0a])); bad++; break; // {"\xc3(":1} invalid UTF-8 in a string
-        case 2: chunks.push(Buffer.from('[]\n')); bad++; break;
+        case 0:
+          chunks.push(Buffer.from('{"jsonrpc":"2.0","id":\n'));
+          bad++;
+          break;
+        case 1:
+          chunks.push(Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d, 0x0a]));
+          bad++;
+          break; // {"\xc3(":1} invalid UTF-8 in a string
+        case 2:
+          chunks.push(Buffer.from('[]\n'));
+          bad++;
+          break;
         case 3: {
           const unknown = nextId++;
           ids.push(unknown);
-          chunks.push(Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id: unknown, method: `no/such/${i}`, params: {} })}\n`));
+          chunks.push(
+            Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', id: unknown, method: `no/such/${i}`, params: {} })}\n`),
+          );
           break;
         }
         case 4: {
@@ -190,7 +220,9 @@ describe('protocol abuse on one long-lived session', () => {
           chunks.push(Buffer.from(`${JSON.stringify(toolCall(unknownTool, 'rm_rf', { path: '/' }))}\n`));
           break;
         }
-        default: chunks.push(Buffer.from('\u0000\u0001\u0002\n')); bad++;
+        default:
+          chunks.push(Buffer.from('\u0000\u0001\u0002\n'));
+          bad++;
       }
     }
     const nullsBefore = raw.responses(null).length;
@@ -210,11 +242,18 @@ describe('protocol abuse on one long-lived session', () => {
   it('500 concurrent calls from one client all come back with their own results', async () => {
     const calls = Array.from({ length: 500 }, (_, i) => {
       switch (i % 5) {
-        case 0: return client.callOk('read_file', { path: 'a.txt' }).then((r) => r.content === 'hello\n');
-        case 1: return client.callOk('stat', { path: 'dir/b.txt' }).then((r) => r.size === 4);
-        case 2: return client.callOk('list_directory', { path: 'dir' }).then((r) => r.entries.length === 1);
-        case 3: return client.callError('read_file', { path: `missing-${i}.txt` }).then((e) => e.error.code === 'NOT_FOUND' && e.error.path.endsWith(`missing-${i}.txt`));
-        default: return client.callOk('search_files', { path: 'dir', query: 'bee' }).then((r) => r.matches.length === 1);
+        case 0:
+          return client.callOk('read_file', { path: 'a.txt' }).then((r) => r.content === 'hello\n');
+        case 1:
+          return client.callOk('stat', { path: 'dir/b.txt' }).then((r) => r.size === 4);
+        case 2:
+          return client.callOk('list_directory', { path: 'dir' }).then((r) => r.entries.length === 1);
+        case 3:
+          return client
+            .callError('read_file', { path: `missing-${i}.txt` })
+            .then((e) => e.error.code === 'NOT_FOUND' && e.error.path.endsWith(`missing-${i}.txt`));
+        default:
+          return client.callOk('search_files', { path: 'dir', query: 'bee' }).then((r) => r.matches.length === 1);
       }
     });
     const results = await Promise.all(calls);
@@ -226,9 +265,15 @@ describe('protocol abuse on one long-lived session', () => {
     const id = nextId++;
     const linesBefore = readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).length;
     const started = Date.now();
-    await raw.send(toolCall(id, 'search_files', { path: 'big', query: 'needle (here|there)+', regex: true, max_results: 100_000 }));
+    await raw.send(
+      toolCall(id, 'search_files', { path: 'big', query: 'needle (here|there)+', regex: true, max_results: 100_000 }),
+    );
     await new Promise((r) => setTimeout(r, 300));
-    await raw.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'user pressed stop' } });
+    await raw.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: id, reason: 'user pressed stop' },
+    });
     const cancelledAt = Date.now();
     const next = nextId++;
     await raw.send(toolCall(next, 'read_file', { path: 'a.txt' }));
@@ -238,8 +283,12 @@ describe('protocol abuse on one long-lived session', () => {
     let searchLine: { tool: string; duration_ms: number } | undefined;
     const end = Date.now() + 20_000;
     while (!searchLine && Date.now() < end) {
-      searchLine = readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).slice(linesBefore)
-        .map((l) => JSON.parse(l) as { tool: string; duration_ms: number }).find((l) => l.tool === 'search_files');
+      searchLine = readFileSync(auditLog, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .slice(linesBefore)
+        .map((l) => JSON.parse(l) as { tool: string; duration_ms: number })
+        .find((l) => l.tool === 'search_files');
       if (!searchLine) await new Promise((r) => setTimeout(r, 20));
     }
     expect(searchLine).toBeDefined();
@@ -252,11 +301,15 @@ describe('protocol abuse on one long-lived session', () => {
     // The same search, not cancelled, for comparison: it completes with every file.
     const full = nextId++;
     const fullStarted = Date.now();
-    await raw.send(toolCall(full, 'search_files', { path: 'big', query: 'needle (here|there)+', regex: true, max_results: 100_000 }));
+    await raw.send(
+      toolCall(full, 'search_files', { path: 'big', query: 'needle (here|there)+', regex: true, max_results: 100_000 }),
+    );
     const whole = await raw.waitFor(full, 120_000);
     const fullMs = Date.now() - fullStarted;
     expect(whole.result.structuredContent.files_matched).toBe(SEARCH_FILES);
-    console.log(`protocol-abuse: cancelled search stopped ${stoppedAfterCancelMs} ms after the notification; the full search took ${fullMs} ms`);
+    console.log(
+      `protocol-abuse: cancelled search stopped ${stoppedAfterCancelMs} ms after the notification; the full search took ${fullMs} ms`,
+    );
     // The cancellation really cut the search short.
     expect(searchLine!.duration_ms).toBeLessThan(fullMs);
   }, 180_000);
@@ -264,7 +317,9 @@ describe('protocol abuse on one long-lived session', () => {
   it(`the server stays under ${MEMORY_BOUND_MB} MiB peak RSS, keeps running, and logged no incident`, () => {
     const rawPeak = peakRssMb(raw.child.pid!);
     const clientPeak = peakRssMb(client.pid()!);
-    console.log(`protocol-abuse: peak RSS raw session ${rawPeak?.toFixed(1)} MiB, client session ${clientPeak?.toFixed(1)} MiB`);
+    console.log(
+      `protocol-abuse: peak RSS raw session ${rawPeak?.toFixed(1)} MiB, client session ${clientPeak?.toFixed(1)} MiB`,
+    );
     if (rawPeak !== null) expect(rawPeak).toBeLessThan(MEMORY_BOUND_MB);
     if (clientPeak !== null) expect(clientPeak).toBeLessThan(MEMORY_BOUND_MB);
     expect(raw.running()).toBe(true);

@@ -39,7 +39,7 @@ const SECRETS: Record<string, string> = {
   '.env': `${marker(1)}\nalpha\n`,
   '.ENV': `${marker(2)}\nalpha\n`,
   // Mostly lines a harmless file keeps: renamed and changed (the marker line dropped), git pairs it as a rename.
-  'id_ed25519': `${marker(3)}\nalpha\n${SHARED}`,
+  id_ed25519: `${marker(3)}\nalpha\n${SHARED}`,
   'x.pem': `${marker(4)}\nalpha\n`,
   '.aws/credentials': `${marker(5)}\nalpha\n`,
   'config/.env.local': `${marker(6)}\nalpha\n`,
@@ -50,12 +50,18 @@ const LATER = { env: marker(7), pem: marker(8), aws: marker(9) };
 const ALL_MARKERS = [...Array.from({ length: 9 }, (_, i) => marker(i + 1)), `SECRETMARK${TAG}`];
 
 function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', ['-c', 'init.defaultBranch=main', '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args],
-    { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } });
+  return execFileSync(
+    'git',
+    ['-c', 'init.defaultBranch=main', '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args],
+    { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } },
+  );
 }
 
 const sha256 = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
-const blobId = (b: Buffer) => createHash('sha1').update(Buffer.concat([Buffer.from(`blob ${b.length}\0`), b])).digest('hex');
+const blobId = (b: Buffer) =>
+  createHash('sha1')
+    .update(Buffer.concat([Buffer.from(`blob ${b.length}\0`), b]))
+    .digest('hex');
 
 describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era) => {
   const tree = makeTree({ 'readme.txt': 'hello alpha\n', docs: { 'guide.md': 'guide alpha\n' } }, 'fs-tools-secrets-');
@@ -69,7 +75,9 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
   /** Hashes of every version of every secret's bytes. */
   const forbiddenHashes: string[] = [];
 
-  const remember = (bytes: Buffer) => { forbiddenHashes.push(sha256(bytes), blobId(bytes)); };
+  const remember = (bytes: Buffer) => {
+    forbiddenHashes.push(sha256(bytes), blobId(bytes));
+  };
 
   beforeAll(async () => {
     for (const [rel, content] of Object.entries(SECRETS)) {
@@ -93,7 +101,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     for (const rel of ['.env', '.aws/credentials', 'x.pem']) remember(readFileSync(path.join(R, rel)));
     client = await connect(era, { args: ['--state-dir', stateDir, `--audit-log=${auditLog}`, R] });
   });
-  afterAll(async () => { await client?.close(); tree.cleanup(); aux.cleanup(); });
+  afterAll(async () => {
+    await client?.close();
+    tree.cleanup();
+    aux.cleanup();
+  });
 
   /** Calls and records what the client sees (and the decoded form of any base64 content). */
   async function see(tool: string, args: Record<string, unknown>): Promise<CallResult> {
@@ -101,7 +113,8 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     let text = JSON.stringify(result);
     const s = result.structuredContent as Record<string, any> | undefined;
     const decode = (r: Record<string, any> | undefined) => {
-      if (r?.encoding === 'base64' && typeof r.content === 'string') text += `\n${Buffer.from(r.content, 'base64').toString('latin1')}`;
+      if (r?.encoding === 'base64' && typeof r.content === 'string')
+        text += `\n${Buffer.from(r.content, 'base64').toString('latin1')}`;
     };
     decode(s);
     for (const e of (s?.results ?? []) as Array<Record<string, any>>) decode(e.result);
@@ -126,7 +139,9 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
    */
   function checkCollected(before: number): void {
     expect(outputs.length).toBeGreaterThan(before);
-    expect([...leaksIn('stderr', client.stderr()), ...leaksIn('audit log', readFileSync(auditLog, 'utf8'))]).toEqual([]);
+    expect([...leaksIn('stderr', client.stderr()), ...leaksIn('audit log', readFileSync(auditLog, 'utf8'))]).toEqual(
+      [],
+    );
     expect(readFileSync(auditLog, 'utf8').split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(outputs.length);
     // Every secret still holds its bytes.
     expect(readFileSync(path.join(R, '.env'), 'utf8')).toBe(`${marker(1)}\n${LATER.env}\nalpha\n`);
@@ -139,7 +154,14 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
   const secretPaths = ['.env', '.ENV', 'x.pem', '.aws/credentials', 'config/.env.local', 'notes.txt'];
   /** Every spelling of the secrets a caller might try. */
   const spellings = () => [
-    ...secretPaths, './.env', 'docs/../.env', `${R}/.env`, `${R}//.aws/./credentials`, '.aws/../.env', '.Env', 'NOTES.TXT',
+    ...secretPaths,
+    './.env',
+    'docs/../.env',
+    `${R}/.env`,
+    `${R}//.aws/./credentials`,
+    '.aws/../.env',
+    '.Env',
+    'NOTES.TXT',
   ];
 
   it('reads, read_files and stat refuse or show metadata only', async () => {
@@ -160,7 +182,13 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
   it('content search with every marker as the query finds nothing and counts the skipped secrets', async () => {
     const before = outputs.length;
     for (const m of ALL_MARKERS) {
-      for (const extra of [{}, { case_sensitive: false }, { context_lines: 3 }, { respect_gitignore: false }, { include: ['*'] }]) {
+      for (const extra of [
+        {},
+        { case_sensitive: false },
+        { context_lines: 3 },
+        { respect_gitignore: false },
+        { include: ['*'] },
+      ]) {
         const r = await see('search_files', { query: m, ...extra });
         expect(r.isError, JSON.stringify(r)).toBeFalsy();
         expect((r.structuredContent as any).matches).toEqual([]);
@@ -208,7 +236,11 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     }
     const modify = (p: string, old = 'alpha') => `--- a/${p}\n+++ b/${p}\n@@ -1 +1 @@\n-${old}\n+beta\n`;
     const patches = [
-      modify('.env'), modify('notes.txt'), modify('x.pem'), modify('.aws/credentials'), modify('.ENV', 'nothing'),
+      modify('.env'),
+      modify('notes.txt'),
+      modify('x.pem'),
+      modify('.aws/credentials'),
+      modify('.ENV', 'nothing'),
       '--- /dev/null\n+++ b/.env.production\n@@ -0,0 +1 @@\n+new secret\n',
       `--- a/x.pem\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-${marker(4)}\n-${LATER.pem}\n-alpha\n`,
       'diff --git a/.env b/public.txt\nsimilarity index 100%\nrename from .env\nrename to public.txt\n',
@@ -240,12 +272,26 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     expect(files.find((f) => f.path === '.aws/credentials')?.omitted).toBe('secret');
     expect(files.find((f) => f.path === 'readme.txt')?.omitted).toBeUndefined();
     const staged = await see('git_diff', { staged: true });
-    const stagedFiles = (staged.structuredContent as any).files as Array<{ path: string; old_path?: string; omitted?: string }>;
+    const stagedFiles = (staged.structuredContent as any).files as Array<{
+      path: string;
+      old_path?: string;
+      omitted?: string;
+    }>;
     expect(stagedFiles.find((f) => f.path === 'x.pem')?.omitted).toBe('secret');
     // A secret renamed (and changed) to a harmless name: the old name makes the whole rename withheld.
-    expect(stagedFiles.find((f) => f.path === 'renamed.txt')).toMatchObject({ old_path: 'id_ed25519', omitted: 'secret' });
-    for (const args of [{ paths: ['.env'] }, { paths: ['.aws', 'notes.txt'] }, { staged: true, paths: ['x.pem', 'renamed.txt'] },
-      { context_lines: 100 }, { staged: true, context_lines: 0 }, { path: '.env' }, { path: '.aws/credentials', staged: true }]) {
+    expect(stagedFiles.find((f) => f.path === 'renamed.txt')).toMatchObject({
+      old_path: 'id_ed25519',
+      omitted: 'secret',
+    });
+    for (const args of [
+      { paths: ['.env'] },
+      { paths: ['.aws', 'notes.txt'] },
+      { staged: true, paths: ['x.pem', 'renamed.txt'] },
+      { context_lines: 100 },
+      { staged: true, context_lines: 0 },
+      { path: '.env' },
+      { path: '.aws/credentials', staged: true },
+    ]) {
       await see('git_diff', args);
     }
     // Tiny pages: every page, placeholders cut mid-line included.
@@ -300,7 +346,10 @@ describe.each(ERAS)('secrets never leak without --allow-secrets (%s era)', (era)
     }
     const stderr = client.stderr();
     const audit = readFileSync(auditLog, 'utf8');
-    for (const [name, text] of [['stderr', stderr], ['audit log', audit]] as const) {
+    for (const [name, text] of [
+      ['stderr', stderr],
+      ['audit log', audit],
+    ] as const) {
       for (const m of ALL_MARKERS) if (text.includes(m)) leaks.push(`${name}: marker ${m}`);
       for (const h of forbiddenHashes) if (text.includes(h)) leaks.push(`${name}: hash ${h}`);
     }

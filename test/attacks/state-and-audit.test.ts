@@ -21,7 +21,17 @@
  *    once, written through its descriptor) and the outside file is untouched.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -30,22 +40,35 @@ import { CLI, connect, type TestClient } from '../helpers/server.js';
 import { contentHash, snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
-interface Run { status: number | null; stdout: string; stderr: string }
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env as Record<string, string>, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...(process.env as Record<string, string>), ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
 
 const cleanups: Array<() => void> = [];
-afterAll(() => { for (const c of cleanups.reverse()) c(); });
+afterAll(() => {
+  for (const c of cleanups.reverse()) c();
+});
 
 function tree(spec: Parameters<typeof makeTree>[0], prefix: string): string {
   const t = makeTree(spec, prefix);
@@ -60,12 +83,17 @@ const HOOK = '#!/bin/sh\necho pwned > /tmp/fs-tools-pwned\n';
 function forge(stateDir: string, files: Array<{ path: string; old: string; mode?: number }>): string {
   const id = randomUUID();
   const entry = {
-    id, pid: deadPid(), created_at: new Date().toISOString(),
+    id,
+    pid: deadPid(),
+    created_at: new Date().toISOString(),
     files: files.map((f) => {
       const now = existsSync(f.path) && lstatSync(f.path).isFile() ? readFileSync(f.path) : null;
       return {
-        path: f.path, old_base64: Buffer.from(f.old).toString('base64'), old_hash: contentHash(f.old),
-        new_hash: now ? contentHash(now) : null, mode: f.mode ?? 0o644,
+        path: f.path,
+        old_base64: Buffer.from(f.old).toString('base64'),
+        old_hash: contentHash(f.old),
+        new_hash: now ? contentHash(now) : null,
+        mode: f.mode ?? 0o644,
       };
     }),
   };
@@ -77,17 +105,28 @@ function forge(stateDir: string, files: Array<{ path: string; old: string; mode?
 describe('forged journal entries are never applied, with and without --readonly, and each is reported', () => {
   it('refuses every entry naming a protected, outside or linked path; applies only the harmless one, and not under --readonly', async () => {
     const outside = tree({ 'victim.txt': 'outside original\n' }, 'fs-tools-outside-');
-    const R = tree({
-      '.git': { hooks: { 'pre-commit.sample': 'sample\n' } },
-      '.env': 'TOKEN=original\n',
-      locked: { 'a.txt': 'locked original\n' },
-      private: { 'b.txt': 'private original\n' },
-      'ok.txt': 'ok new\n',
-      'mixed.txt': 'mixed new\n',
-    }, 'fs-tools-journal-root-');
+    const R = tree(
+      {
+        '.git': { hooks: { 'pre-commit.sample': 'sample\n' } },
+        '.env': 'TOKEN=original\n',
+        locked: { 'a.txt': 'locked original\n' },
+        private: { 'b.txt': 'private original\n' },
+        'ok.txt': 'ok new\n',
+        'mixed.txt': 'mixed new\n',
+      },
+      'fs-tools-journal-root-',
+    );
     symlinkSync(outside, path.join(R, 'link'));
     const policyFile = path.join(tree({}, 'fs-tools-policy-'), 'policy.json');
-    writeFileSync(policyFile, JSON.stringify({ rules: [{ pattern: 'locked/**', access: 'read_only' }, { pattern: 'private', access: 'deny' }] }));
+    writeFileSync(
+      policyFile,
+      JSON.stringify({
+        rules: [
+          { pattern: 'locked/**', access: 'read_only' },
+          { pattern: 'private', access: 'deny' },
+        ],
+      }),
+    );
     const state = path.join(R, '.fs-tools-state');
     const ids = {
       hook: forge(state, [{ path: path.join(R, '.git/hooks/pre-commit'), old: HOOK, mode: 0o755 }]),
@@ -97,10 +136,16 @@ describe('forged journal entries are never applied, with and without --readonly,
       outside: forge(state, [{ path: path.join(outside, 'victim.txt'), old: 'forged\n' }]),
       viaLink: forge(state, [{ path: path.join(R, 'link/victim.txt'), old: 'forged\n' }]),
       intoState: forge(state, [{ path: path.join(state, 'journal', `${randomUUID()}.json`), old: '{}' }]),
-      mixed: forge(state, [{ path: path.join(R, 'mixed.txt'), old: 'mixed old\n' }, { path: path.join(R, '.git/hooks/post-checkout'), old: HOOK, mode: 0o755 }]),
+      mixed: forge(state, [
+        { path: path.join(R, 'mixed.txt'), old: 'mixed old\n' },
+        { path: path.join(R, '.git/hooks/post-checkout'), old: HOOK, mode: 0o755 },
+      ]),
       control: forge(state, [{ path: path.join(R, 'ok.txt'), old: 'ok old\n' }]),
     };
-    writeFileSync(path.join(state, 'journal', `${randomUUID()}.json`), JSON.stringify({ id: 'x', pid: 1, files: [{ path: '/etc/passwd' }] }));
+    writeFileSync(
+      path.join(state, 'journal', `${randomUUID()}.json`),
+      JSON.stringify({ id: 'x', pid: 1, files: [{ path: '/etc/passwd' }] }),
+    );
     const expectedRefusal: Record<string, unknown[]> = {
       hook: ['FILE_POLICY_DENIED:git_dir'],
       secret: ['SECRET_DENIED'],
@@ -118,15 +163,30 @@ describe('forged journal entries are never applied, with and without --readonly,
     expect(namesBefore).toHaveLength(10);
 
     for (const readonly of [true, false]) {
-      const run = await cli(['--state-dir', state, `--policy=${policyFile}`, ...(readonly ? ['--readonly'] : []), '--root', R, 'call', 'list_allowed_directories']);
+      const run = await cli([
+        '--state-dir',
+        state,
+        `--policy=${policyFile}`,
+        ...(readonly ? ['--readonly'] : []),
+        '--root',
+        R,
+        'call',
+        'list_allowed_directories',
+      ]);
       expect(run.status, run.stderr).toBe(0);
       const reported = JSON.parse(run.stdout).recovered_transactions as Array<Record<string, any>>;
       for (const [name, reasons] of Object.entries(expectedRefusal)) {
         const id = ids[name as keyof typeof ids];
         const t = reported.find((r) => r.id === id);
-        expect(t, `${name} reported (readonly=${readonly})`).toMatchObject({ outcome: 'NOT_APPLIED', reason: 'refused' });
+        expect(t, `${name} reported (readonly=${readonly})`).toMatchObject({
+          outcome: 'NOT_APPLIED',
+          reason: 'refused',
+        });
         // A file that passed authorization in a refused entry is not applied either (`readonly` under --readonly).
-        expect(t!.files.map((f: any) => f.reason), name).toEqual(reasons.map((r) => (r === 'not_applied' && readonly ? 'readonly' : r)));
+        expect(
+          t!.files.map((f: any) => f.reason),
+          name,
+        ).toEqual(reasons.map((r) => (r === 'not_applied' && readonly ? 'readonly' : r)));
         expect(run.stderr, name).toContain(id);
       }
       const invalid = reported.filter((r) => r.reason === 'invalid');
@@ -134,7 +194,11 @@ describe('forged journal entries are never applied, with and without --readonly,
       expect(invalid[0].problem).toMatch(/invalid entry/);
       const control = reported.find((r) => r.id === ids.control);
       if (readonly) {
-        expect(control).toMatchObject({ outcome: 'NOT_APPLIED', reason: 'readonly', files: [{ status: 'not_restored', reason: 'readonly' }] });
+        expect(control).toMatchObject({
+          outcome: 'NOT_APPLIED',
+          reason: 'readonly',
+          files: [{ status: 'not_restored', reason: 'readonly' }],
+        });
         // --readonly changed nothing at all: the root (state directory included) and the outside directory.
         expect(snapshotTree(R)).toEqual(rootBefore);
         expect(journalNames()).toEqual(namesBefore);
@@ -164,7 +228,10 @@ describe('the state directory inside a root is unreachable through every tool', 
   const state = path.join(R, '.fs-tools-state');
   let client: TestClient;
   let defaultClient: TestClient;
-  afterAll(async () => { await client?.close(); await defaultClient?.close(); });
+  afterAll(async () => {
+    await client?.close();
+    await defaultClient?.close();
+  });
 
   it('refuses reads, listings, searches, writes, moves and deletes of it; listings and searches of the root omit it', async () => {
     // A journal entry with a marker, and a link to the state directory planted in the root.
@@ -186,7 +253,13 @@ describe('the state directory inside a root is unreachable through every tool', 
       expect(JSON.stringify(r)).not.toContain('MARKER-STATE-b71 old');
     };
     const journalFile = `.fs-tools-state/journal/${entryName}`;
-    for (const p of ['.fs-tools-state', '.fs-tools-state/journal', journalFile, `state-link/journal/${entryName}`, `${state}/journal/${entryName}`]) {
+    for (const p of [
+      '.fs-tools-state',
+      '.fs-tools-state/journal',
+      journalFile,
+      `state-link/journal/${entryName}`,
+      `${state}/journal/${entryName}`,
+    ]) {
       await denied('read_file', { path: p });
       await denied('stat', { path: p });
       await denied('list_directory', { path: p });
@@ -218,17 +291,23 @@ describe('the state directory inside a root is unreachable through every tool', 
     defaultClient = await connect('modern', { args: [R], env: { HOME: home, XDG_STATE_HOME: '' } });
     for (const p of ['home/.local/state/fs-tools/journal/x.json', 'home/.local/state/fs-tools']) {
       const r = await defaultClient.call('write_file', { path: p, content: '{}' });
-      expect(envelopeOf(r).error).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { source: 'builtin', rule: 'state_dir' } });
+      expect(envelopeOf(r).error).toMatchObject({
+        code: 'FILE_POLICY_DENIED',
+        details: { source: 'builtin', rule: 'state_dir' },
+      });
     }
     const moved = await defaultClient.call('move_path', { source: 'home', destination: 'home2' });
-    expect(envelopeOf(moved).error).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { rule: 'state_dir', reason: 'contains' } });
+    expect(envelopeOf(moved).error).toMatchObject({
+      code: 'FILE_POLICY_DENIED',
+      details: { rule: 'state_dir', reason: 'contains' },
+    });
     expect(existsSync(path.join(R, 'home/.local'))).toBe(false);
   });
 });
 
 describe('the audit log inside a root cannot be moved, replaced, edited or redirected', () => {
   it('refuses every tool sequence on it and its directory; after an outside swap its lines still reach the original log', async () => {
-    const outside = tree({ 'bashrc': 'outside original\n' }, 'fs-tools-audit-outside-');
+    const outside = tree({ bashrc: 'outside original\n' }, 'fs-tools-audit-outside-');
     const R = tree({ logs: {}, evil: {}, 'a.txt': 'a\n' }, 'fs-tools-audit-root-');
     symlinkSync(path.join(outside, 'bashrc'), path.join(R, 'evil', 'audit.log'));
     const log = path.join(R, 'logs', 'audit.log');
@@ -278,10 +357,19 @@ describe('the audit log inside a root cannot be moved, replaced, edited or redir
   });
 
   it('refuses to start the log through a symlink (O_NOFOLLOW), reporting it once on stderr', async () => {
-    const outside = tree({ 'bashrc': 'outside original\n' }, 'fs-tools-audit-outside-');
+    const outside = tree({ bashrc: 'outside original\n' }, 'fs-tools-audit-outside-');
     const R = tree({ 'a.txt': 'a\n' }, 'fs-tools-audit-link-');
     symlinkSync(path.join(outside, 'bashrc'), path.join(R, 'audit.log'));
-    const run = await cli([`--audit-log=${path.join(R, 'audit.log')}`, '--state-dir', tree({}, 'fs-tools-st-'), '--root', R, 'call', 'read_file', '{"path":"a.txt"}']);
+    const run = await cli([
+      `--audit-log=${path.join(R, 'audit.log')}`,
+      '--state-dir',
+      tree({}, 'fs-tools-st-'),
+      '--root',
+      R,
+      'call',
+      'read_file',
+      '{"path":"a.txt"}',
+    ]);
     expect(run.status).toBe(0);
     expect(run.stderr).toMatch(/cannot write audit log .*ELOOP/);
     expect(readFileSync(path.join(outside, 'bashrc'), 'utf8')).toBe('outside original\n');
@@ -292,7 +380,10 @@ describe('path-lock files are neither shown nor reachable', () => {
   it('a leftover lock file is omitted from listings and searches; no tool reads, writes, creates or moves one', async () => {
     const R = tree({ 'a.txt': 'a\n' }, 'fs-tools-lockname-');
     const name = `.fs-tools-lock-${'ab'.repeat(16)}`;
-    writeFileSync(path.join(R, name), JSON.stringify({ pid: 1, host: 'elsewhere', start: null, boot: null, pidns: null }));
+    writeFileSync(
+      path.join(R, name),
+      JSON.stringify({ pid: 1, host: 'elsewhere', start: null, boot: null, pidns: null }),
+    );
     const client = await connect('modern', { args: ['--state-dir', tree({}, 'fs-tools-lockname-state-'), R] });
     try {
       const listed = await client.callOk('list_directory', { respect_gitignore: false });
@@ -310,7 +401,10 @@ describe('path-lock files are neither shown nor reachable', () => {
         ['delete_path', { path: name }],
       ] as const) {
         const r = await client.call(tool, args);
-        expect(envelopeOf(r).error, `${tool} ${JSON.stringify(args)}`).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { rule: 'lock_file' } });
+        expect(envelopeOf(r).error, `${tool} ${JSON.stringify(args)}`).toMatchObject({
+          code: 'FILE_POLICY_DENIED',
+          details: { rule: 'lock_file' },
+        });
       }
       // The planted lock belongs to a process on another host: a write to a.txt is not affected (different name).
       await client.callOk('write_file', { path: 'a.txt', content: 'b\n', expected_hash: contentHash('a\n') });

@@ -12,7 +12,16 @@
  *    (regression: it used to be INTERNAL "file changed during the call but its hash did not");
  *  - no temporary file is left behind in any case.
  */
-import { renameSync, rmSync, symlinkSync, writeFileSync, readFileSync, readdirSync, lstatSync, mkdirSync } from 'node:fs';
+import {
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  readFileSync,
+  readdirSync,
+  lstatSync,
+  mkdirSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -38,7 +47,9 @@ beforeAll(() => {
   const config = parseConfig(['--state-dir', s.dir, R], { cwd: R, home: '/nonexistent-home', toolNames: TOOL_NAMES });
   state = createProcessState(config, TOOLS, 'test');
 });
-afterAll(() => { for (const c of cleanups) c(); });
+afterAll(() => {
+  for (const c of cleanups) c();
+});
 afterEach(() => setWriteFaultInjector(null));
 
 const call = (tool: string, args: Record<string, unknown>): Promise<CallOutcome> =>
@@ -60,8 +71,8 @@ function codeOf(outcome: CallOutcome): string {
 
 /** No fs-tools temporary file anywhere under `dir`. */
 function expectNoTemp(dir: string): void {
-  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? walk(path.join(d, e.name)) : [e.name]);
+  const walk = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [e.name]));
   expect(walk(dir).filter((n) => n.includes('.fs-tools-'))).toEqual([]);
 }
 
@@ -78,7 +89,10 @@ describe('a swap between check and rename', () => {
     const d = area({ f: 'inside\n' });
     const f = path.join(d, 'f');
     const outsideBefore = snapshotTree(O, { withMtime: true });
-    onceBeforeWrite(() => { rmSync(f); symlinkSync(path.join(O, 'secret.txt'), f); });
+    onceBeforeWrite(() => {
+      rmSync(f);
+      symlinkSync(path.join(O, 'secret.txt'), f);
+    });
     const outcome = await call('write_file', { path: f, content: 'PWNED\n', expected_hash: contentHash('inside\n') });
     expect(codeOf(outcome)).toBe('NOT_ALLOWED');
     expect(snapshotTree(O, { withMtime: true })).toEqual(outsideBefore);
@@ -90,8 +104,15 @@ describe('a swap between check and rename', () => {
     const d = area({ f: 'inside\n' });
     const f = path.join(d, 'f');
     const outsideBefore = snapshotTree(O, { withMtime: true });
-    onceBeforeWrite(() => { rmSync(f); symlinkSync(path.join(O, 'secret.txt'), f); });
-    const outcome = await call('edit_file', { path: f, edits: [{ old_text: 'inside', new_text: 'PWNED' }], expected_hash: contentHash('inside\n') });
+    onceBeforeWrite(() => {
+      rmSync(f);
+      symlinkSync(path.join(O, 'secret.txt'), f);
+    });
+    const outcome = await call('edit_file', {
+      path: f,
+      edits: [{ old_text: 'inside', new_text: 'PWNED' }],
+      expected_hash: contentHash('inside\n'),
+    });
     expect(codeOf(outcome)).toBe('NOT_ALLOWED');
     expect(snapshotTree(O, { withMtime: true })).toEqual(outsideBefore);
     expectNoTemp(d);
@@ -102,8 +123,15 @@ describe('a swap between check and rename', () => {
     mkdirSync(path.join(d, 'sub'));
     writeFileSync(path.join(d, 'sub', 'f'), 'inside\n');
     const outsideBefore = snapshotTree(O, { withMtime: true });
-    onceBeforeWrite(() => { renameSync(path.join(d, 'sub'), path.join(d, 'sub-old')); symlinkSync(path.join(O, 'dir'), path.join(d, 'sub')); });
-    const outcome = await call('write_file', { path: path.join(d, 'sub', 'f'), content: 'PWNED\n', expected_hash: contentHash('inside\n') });
+    onceBeforeWrite(() => {
+      renameSync(path.join(d, 'sub'), path.join(d, 'sub-old'));
+      symlinkSync(path.join(O, 'dir'), path.join(d, 'sub'));
+    });
+    const outcome = await call('write_file', {
+      path: path.join(d, 'sub', 'f'),
+      content: 'PWNED\n',
+      expected_hash: contentHash('inside\n'),
+    });
     // Issue 11: the write acts through the verified descriptor of the real directory, which is still inside the roots
     // under its new name: it lands there (the authorized, hashed file), never in the directory swapped in.
     expect(codeOf(outcome)).toBe('ok');
@@ -119,7 +147,10 @@ describe('a swap between check and rename', () => {
     const outcome = await call('write_file', { path: f, content: 'MINE\n', expected_hash: contentHash('l1\nl2\n') });
     expect(codeOf(outcome)).toBe('OCC_MISMATCH');
     if (!outcome.ok) {
-      expect(outcome.envelope.error).toMatchObject({ current_hash: contentHash('l1\nTHEIRS\n'), expected_hash: contentHash('l1\nl2\n') });
+      expect(outcome.envelope.error).toMatchObject({
+        current_hash: contentHash('l1\nTHEIRS\n'),
+        expected_hash: contentHash('l1\nl2\n'),
+      });
       expect((outcome.envelope.error as unknown as { conflict: { reason: string } }).conflict.reason).toBe('modified');
     }
     expect(readFileSync(f, 'utf8')).toBe('l1\nTHEIRS\n');
@@ -132,7 +163,8 @@ describe('a swap between check and rename', () => {
     onceBeforeWrite(() => rmSync(f));
     const outcome = await call('write_file', { path: f, content: 'MINE\n', expected_hash: contentHash('here\n') });
     expect(codeOf(outcome)).toBe('OCC_MISMATCH');
-    if (!outcome.ok) expect((outcome.envelope.error as unknown as { conflict: { reason: string } }).conflict.reason).toBe('deleted');
+    if (!outcome.ok)
+      expect((outcome.envelope.error as unknown as { conflict: { reason: string } }).conflict.reason).toBe('deleted');
     expect(readdirSync(d)).toEqual([]);
   });
 
@@ -142,7 +174,8 @@ describe('a swap between check and rename', () => {
     onceBeforeWrite(() => writeFileSync(f, 'THEIRS\n'));
     const outcome = await call('write_file', { path: f, content: 'MINE\n' });
     expect(codeOf(outcome)).toBe('OCC_MISMATCH');
-    if (!outcome.ok) expect((outcome.envelope.error as unknown as { conflict: { reason: string } }).conflict.reason).toBe('created');
+    if (!outcome.ok)
+      expect((outcome.envelope.error as unknown as { conflict: { reason: string } }).conflict.reason).toBe('created');
     expect(readFileSync(f, 'utf8')).toBe('THEIRS\n');
     expectNoTemp(d);
   });
@@ -151,8 +184,15 @@ describe('a swap between check and rename', () => {
   it('identical bytes under a new inode: the write proceeds (never INTERNAL)', async () => {
     const d = area({ f: 'same\n' });
     const f = path.join(d, 'f');
-    onceBeforeWrite(() => { writeFileSync(`${f}.new`, 'same\n'); renameSync(`${f}.new`, f); });
-    const outcome = await call('edit_file', { path: f, edits: [{ old_text: 'same', new_text: 'edited' }], expected_hash: contentHash('same\n') });
+    onceBeforeWrite(() => {
+      writeFileSync(`${f}.new`, 'same\n');
+      renameSync(`${f}.new`, f);
+    });
+    const outcome = await call('edit_file', {
+      path: f,
+      edits: [{ old_text: 'same', new_text: 'edited' }],
+      expected_hash: contentHash('same\n'),
+    });
     expect(codeOf(outcome)).toBe('ok');
     expect(readFileSync(f, 'utf8')).toBe('edited\n');
     expectNoTemp(d);

@@ -60,8 +60,9 @@ beforeAll(async () => {
   // (or the session could remember) is stale before the call arrives; under block nearly every write would stop at
   // HASH_REQUIRED / OCC_MISMATCH before reaching the write path. Off lets every call go through resolution, the
   // no-follow open, the temporary file and the identity re-check before the rename: the code under attack.
-  clients = await Promise.all(ERAS.map((era) =>
-    connect(era, { args: ['--state-dir', stateDir.dir, '--auto-occ=off', root.dir] })));
+  clients = await Promise.all(
+    ERAS.map((era) => connect(era, { args: ['--state-dir', stateDir.dir, '--auto-occ=off', root.dir] })),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -73,23 +74,33 @@ afterAll(async () => {
 });
 
 /** Runs `count` calls of `make(i)` on `client`, `IN_FLIGHT` at a time. */
-async function drive(client: TestClient, count: number, make: (i: number) => [string, Record<string, unknown>],
-  sink: (result: CallResult) => void): Promise<void> {
+async function drive(
+  client: TestClient,
+  count: number,
+  make: (i: number) => [string, Record<string, unknown>],
+  sink: (result: CallResult) => void,
+): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-    while (next < count) {
-      const i = next++;
-      const [tool, args] = make(i);
-      sink(await client.call(tool, args));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < count) {
+        const i = next++;
+        const [tool, args] = make(i);
+        sink(await client.call(tool, args));
+      }
+    }),
+  );
 }
 
 it(`${WRITES} writes and ${READS} reads during a symlink swap race never touch or reveal the outside`, async () => {
   const outsideBefore = snapshotTree(outside.dir, { withMtime: true });
-  swapper = spawn(process.execPath, ['-e', SWAPPER, target, path.join(outside.dir, 'secret.txt')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  swapper = spawn(process.execPath, ['-e', SWAPPER, target, path.join(outside.dir, 'secret.txt')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let swapperOut = '';
-  swapper.stdout!.on('data', (d: Buffer) => { swapperOut += d.toString(); });
+  swapper.stdout!.on('data', (d: Buffer) => {
+    swapperOut += d.toString();
+  });
   const counts: Record<string, number> = {};
   const leaks: string[] = [];
   const reasons: Record<string, number> = {};
@@ -103,25 +114,37 @@ it(`${WRITES} writes and ${READS} reads during a symlink swap race never touch o
     reasons[reason] = (reasons[reason] ?? 0) + 1;
   };
   const started = performance.now();
-  const perClient = (total: number, k: number) => Math.floor(total / clients.length) + (k < total % clients.length ? 1 : 0);
-  await Promise.all(clients.flatMap((client, k) => [
-    drive(client, perClient(WRITES, k), (i) => ['write_file', { path: target, content: `server write ${k}-${i}\n` }], sink('write_file')),
-    drive(client, perClient(READS, k), () => ['read_file', { path: target }], sink('read_file')),
-  ]));
+  const perClient = (total: number, k: number) =>
+    Math.floor(total / clients.length) + (k < total % clients.length ? 1 : 0);
+  await Promise.all(
+    clients.flatMap((client, k) => [
+      drive(
+        client,
+        perClient(WRITES, k),
+        (i) => ['write_file', { path: target, content: `server write ${k}-${i}\n` }],
+        sink('write_file'),
+      ),
+      drive(client, perClient(READS, k), () => ['read_file', { path: target }], sink('read_file')),
+    ]),
+  );
   const seconds = (performance.now() - started) / 1000;
   const exited = new Promise((r) => swapper!.once('exit', r));
   swapper.kill('SIGTERM');
   await exited;
   swaps = Number(swapperOut) || 0;
-  console.log(`symlink-swap-race: ${WRITES} writes + ${READS} reads in ${seconds.toFixed(1)} s, ${swaps} swaps; ${JSON.stringify(reasons)}`);
+  console.log(
+    `symlink-swap-race: ${WRITES} writes + ${READS} reads in ${seconds.toFixed(1)} s, ${swaps} swaps; ${JSON.stringify(reasons)}`,
+  );
 
   expect(leaks).toEqual([]);
   expect(snapshotTree(outside.dir, { withMtime: true })).toEqual(outsideBefore);
   const total = Object.values(counts).reduce((a, b) => a + b, 0);
   expect(total).toBe(WRITES + READS);
   for (const key of Object.keys(counts)) {
-    expect(['write_file ok', 'write_file NOT_ALLOWED', 'write_file OCC_MISMATCH', 'read_file ok', 'read_file NOT_ALLOWED'],
-      `unexpected outcome ${key}`).toContain(key);
+    expect(
+      ['write_file ok', 'write_file NOT_ALLOWED', 'write_file OCC_MISMATCH', 'read_file ok', 'read_file NOT_ALLOWED'],
+      `unexpected outcome ${key}`,
+    ).toContain(key);
   }
   // The race really happened: the swapper ran throughout and both outcomes were seen.
   expect(swaps).toBeGreaterThan(100);

@@ -68,18 +68,26 @@ beforeAll(() => {
   stateDir = s.dir;
   // The outside mirrors every name a call touches inside `d`, so a redirected call would find something there.
   for (const f of ['f.txt', 'g.txt', 'c.txt', 'm.txt', `${MARKER}.txt`]) outsideFile(path.join(O, f));
-  for (const dir of ['empty', 'victim', 'victim/deep', 'new', 'new/deep', 'newdir', 'sub']) mkdirSync(path.join(O, dir));
-  for (const f of ['victim/a.txt', 'victim/deep/b.txt', 'new/deep/f.txt', 'sub/s.txt', `sub/${MARKER}.txt`]) outsideFile(path.join(O, f));
+  for (const dir of ['empty', 'victim', 'victim/deep', 'new', 'new/deep', 'newdir', 'sub'])
+    mkdirSync(path.join(O, dir));
+  for (const f of ['victim/a.txt', 'victim/deep/b.txt', 'new/deep/f.txt', 'sub/s.txt', `sub/${MARKER}.txt`])
+    outsideFile(path.join(O, f));
   symlinkSync('f.txt', path.join(O, 'lnk'));
   for (const dir of ['empty', 'victim/deep', 'victim', 'new/deep', 'new', 'newdir', 'sub', '.']) {
     utimesSync(path.join(O, dir), OUTSIDE_TIME, OUTSIDE_TIME);
   }
   // --auto-occ=off: the fixture is rebuilt before every call, so no session could hold its hash; off lets every call
   // reach the code under attack (explicit hashes still bind, and OCC_MISMATCH stays an allowed outcome).
-  const config = parseConfig(['--state-dir', s.dir, '--auto-occ=off', R], { cwd: R, home: '/nonexistent-home', toolNames: TOOL_NAMES });
+  const config = parseConfig(['--state-dir', s.dir, '--auto-occ=off', R], {
+    cwd: R,
+    home: '/nonexistent-home',
+    toolNames: TOOL_NAMES,
+  });
   state = createProcessState(config, TOOLS, 'test');
 });
-afterAll(() => { for (const c of cleanups) c(); });
+afterAll(() => {
+  for (const c of cleanups) c();
+});
 
 /** Files, directories (with their mtimes) and links of the outside tree. */
 function outsideSnapshot(): unknown {
@@ -104,8 +112,9 @@ function temporaries(dir: string): string[] {
 }
 
 const patchOf = (name: string, minus: string[], plus: string[], from = `a/${name}`, to = `b/${name}`) =>
-  `--- ${from}\n+++ ${to}\n@@ -${minus.length ? 1 : 0},${minus.length} +${plus.length ? 1 : 0},${plus.length} @@\n`
-  + [...minus.map((l) => `-${l}`), ...plus.map((l) => `+${l}`)].join('\n') + '\n';
+  `--- ${from}\n+++ ${to}\n@@ -${minus.length ? 1 : 0},${minus.length} +${plus.length ? 1 : 0},${plus.length} @@\n` +
+  [...minus.map((l) => `-${l}`), ...plus.map((l) => `+${l}`)].join('\n') +
+  '\n';
 
 /** One tool and mode under attack. `final`: the entry (relative to R) swapped in the final-component batch. */
 interface Mode {
@@ -116,52 +125,151 @@ interface Mode {
   final: string;
 }
 
-const twoLines = (d: string, ...names: string[]) => { for (const n of names) writeFileSync(path.join(d, n), 'alpha\nbeta\n'); };
+const twoLines = (d: string, ...names: string[]) => {
+  for (const n of names) writeFileSync(path.join(d, n), 'alpha\nbeta\n');
+};
 
 const MODES: Mode[] = [
-  { name: 'write_file', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['write_file', { path: 'd/f.txt', content: 'written\n' }] },
-  { name: 'write_file create_dirs', setup: () => undefined, final: 'd/new',
-    call: () => ['write_file', { path: 'd/new/deep/f.txt', content: 'written\n', create_dirs: true }] },
-  { name: 'edit_file', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['edit_file', { path: 'd/f.txt', edits: [{ old_text: 'alpha', new_text: 'ALPHA' }] }] },
-  { name: 'apply_patch create', setup: () => undefined, final: 'd/c.txt',
-    call: () => ['apply_patch', { patch: patchOf('d/c.txt', [], ['new'], '/dev/null') }] },
-  { name: 'apply_patch modify', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['apply_patch', { patch: patchOf('d/f.txt', ['alpha', 'beta'], ['ALPHA', 'beta']) }] },
-  { name: 'apply_patch delete', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['apply_patch', { patch: patchOf('d/f.txt', ['alpha', 'beta'], [], 'a/d/f.txt', '/dev/null') }] },
-  { name: 'apply_patch multi-file', setup: (d) => twoLines(d, 'f.txt', 'g.txt'), final: 'd/g.txt',
-    call: () => ['apply_patch', { patch: patchOf('d/f.txt', ['alpha', 'beta'], ['ALPHA', 'beta']) + patchOf('d/g.txt', ['alpha', 'beta'], ['ALPHA', 'beta']) }] },
-  { name: 'move_path out of d', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['move_path', { source: 'd/f.txt', destination: 'moved.txt' }] },
-  { name: 'move_path into d', setup: () => twoLines(R, 'src.txt'), final: 'd/m.txt',
-    call: () => ['move_path', { source: 'src.txt', destination: 'd/m.txt' }] },
-  { name: 'move_path overwrite', setup: (d) => twoLines(d, 'f.txt', 'g.txt'), final: 'd/g.txt',
-    call: () => ['move_path', { source: 'd/f.txt', destination: 'd/g.txt', overwrite: true }] },
-  { name: 'delete_path file', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['delete_path', { path: 'd/f.txt' }] },
-  { name: 'delete_path link', setup: (d) => { twoLines(d, 'f.txt'); symlinkSync('f.txt', path.join(d, 'lnk')); }, final: 'd/lnk',
-    call: () => ['delete_path', { path: 'd/lnk' }] },
-  { name: 'delete_path empty directory', setup: (d) => mkdirSync(path.join(d, 'empty')), final: 'd/empty',
-    call: () => ['delete_path', { path: 'd/empty' }] },
-  { name: 'delete_path recursive', final: 'd/victim',
-    setup: (d) => { mkdirSync(path.join(d, 'victim/deep'), { recursive: true }); twoLines(path.join(d, 'victim'), 'a.txt'); twoLines(path.join(d, 'victim/deep'), 'b.txt'); },
-    call: () => ['delete_path', { path: 'd/victim', recursive: true }] },
-  { name: 'create_directory', setup: () => undefined, final: 'd/newdir',
-    call: () => ['create_directory', { path: 'd/newdir/sub' }] },
+  {
+    name: 'write_file',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['write_file', { path: 'd/f.txt', content: 'written\n' }],
+  },
+  {
+    name: 'write_file create_dirs',
+    setup: () => undefined,
+    final: 'd/new',
+    call: () => ['write_file', { path: 'd/new/deep/f.txt', content: 'written\n', create_dirs: true }],
+  },
+  {
+    name: 'edit_file',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['edit_file', { path: 'd/f.txt', edits: [{ old_text: 'alpha', new_text: 'ALPHA' }] }],
+  },
+  {
+    name: 'apply_patch create',
+    setup: () => undefined,
+    final: 'd/c.txt',
+    call: () => ['apply_patch', { patch: patchOf('d/c.txt', [], ['new'], '/dev/null') }],
+  },
+  {
+    name: 'apply_patch modify',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['apply_patch', { patch: patchOf('d/f.txt', ['alpha', 'beta'], ['ALPHA', 'beta']) }],
+  },
+  {
+    name: 'apply_patch delete',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['apply_patch', { patch: patchOf('d/f.txt', ['alpha', 'beta'], [], 'a/d/f.txt', '/dev/null') }],
+  },
+  {
+    name: 'apply_patch multi-file',
+    setup: (d) => twoLines(d, 'f.txt', 'g.txt'),
+    final: 'd/g.txt',
+    call: () => [
+      'apply_patch',
+      {
+        patch:
+          patchOf('d/f.txt', ['alpha', 'beta'], ['ALPHA', 'beta']) +
+          patchOf('d/g.txt', ['alpha', 'beta'], ['ALPHA', 'beta']),
+      },
+    ],
+  },
+  {
+    name: 'move_path out of d',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['move_path', { source: 'd/f.txt', destination: 'moved.txt' }],
+  },
+  {
+    name: 'move_path into d',
+    setup: () => twoLines(R, 'src.txt'),
+    final: 'd/m.txt',
+    call: () => ['move_path', { source: 'src.txt', destination: 'd/m.txt' }],
+  },
+  {
+    name: 'move_path overwrite',
+    setup: (d) => twoLines(d, 'f.txt', 'g.txt'),
+    final: 'd/g.txt',
+    call: () => ['move_path', { source: 'd/f.txt', destination: 'd/g.txt', overwrite: true }],
+  },
+  {
+    name: 'delete_path file',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['delete_path', { path: 'd/f.txt' }],
+  },
+  {
+    name: 'delete_path link',
+    setup: (d) => {
+      twoLines(d, 'f.txt');
+      symlinkSync('f.txt', path.join(d, 'lnk'));
+    },
+    final: 'd/lnk',
+    call: () => ['delete_path', { path: 'd/lnk' }],
+  },
+  {
+    name: 'delete_path empty directory',
+    setup: (d) => mkdirSync(path.join(d, 'empty')),
+    final: 'd/empty',
+    call: () => ['delete_path', { path: 'd/empty' }],
+  },
+  {
+    name: 'delete_path recursive',
+    final: 'd/victim',
+    setup: (d) => {
+      mkdirSync(path.join(d, 'victim/deep'), { recursive: true });
+      twoLines(path.join(d, 'victim'), 'a.txt');
+      twoLines(path.join(d, 'victim/deep'), 'b.txt');
+    },
+    call: () => ['delete_path', { path: 'd/victim', recursive: true }],
+  },
+  {
+    name: 'create_directory',
+    setup: () => undefined,
+    final: 'd/newdir',
+    call: () => ['create_directory', { path: 'd/newdir/sub' }],
+  },
   // Reads (review of the merged integration): the file is opened relative to its verified parent. (Near paths under a
   // swap are pinned in test/policy/near-paths.test.ts: a requested name carrying the marker would echo it here.)
-  { name: 'read_file', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['read_file', { path: 'd/f.txt' }] },
-  { name: 'stat', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt',
-    call: () => ['stat', { path: 'd/f.txt' }] },
-  { name: 'list_directory', setup: (d) => { mkdirSync(path.join(d, 'sub/in'), { recursive: true }); twoLines(path.join(d, 'sub'), 's.txt'); }, final: 'd/sub',
-    call: () => ['list_directory', { path: 'd/sub', depth: 3 }] },
-  { name: 'search_files glob', setup: (d) => { mkdirSync(path.join(d, 'sub/in'), { recursive: true }); twoLines(path.join(d, 'sub'), 's.txt'); }, final: 'd/sub',
-    call: () => ['search_files', { path: 'd/sub', glob: '**/*' }] },
-  { name: 'search_files content', setup: (d) => { mkdirSync(path.join(d, 'sub/in'), { recursive: true }); writeFileSync(path.join(d, 'sub/s.txt'), 'inside\n'); }, final: 'd/sub',
-    call: () => ['search_files', { path: 'd/sub', query: 'inside' }] },
+  {
+    name: 'read_file',
+    setup: (d) => twoLines(d, 'f.txt'),
+    final: 'd/f.txt',
+    call: () => ['read_file', { path: 'd/f.txt' }],
+  },
+  { name: 'stat', setup: (d) => twoLines(d, 'f.txt'), final: 'd/f.txt', call: () => ['stat', { path: 'd/f.txt' }] },
+  {
+    name: 'list_directory',
+    setup: (d) => {
+      mkdirSync(path.join(d, 'sub/in'), { recursive: true });
+      twoLines(path.join(d, 'sub'), 's.txt');
+    },
+    final: 'd/sub',
+    call: () => ['list_directory', { path: 'd/sub', depth: 3 }],
+  },
+  {
+    name: 'search_files glob',
+    setup: (d) => {
+      mkdirSync(path.join(d, 'sub/in'), { recursive: true });
+      twoLines(path.join(d, 'sub'), 's.txt');
+    },
+    final: 'd/sub',
+    call: () => ['search_files', { path: 'd/sub', glob: '**/*' }],
+  },
+  {
+    name: 'search_files content',
+    setup: (d) => {
+      mkdirSync(path.join(d, 'sub/in'), { recursive: true });
+      writeFileSync(path.join(d, 'sub/s.txt'), 'inside\n');
+    },
+    final: 'd/sub',
+    call: () => ['search_files', { path: 'd/sub', query: 'inside' }],
+  },
 ];
 
 /** Swapper thread: swaps `a` for a link to `target` and back, as fast as it can; paused between calls. */
@@ -238,7 +346,10 @@ function resetInside(): string {
 /** A real server's result as the in-process outcome shape (for the same checks). */
 function asOutcome(r: CallResult): CallOutcome {
   if (!r.isError) return { ok: true, structured: r.structuredContent ?? {}, text: r.content.map((c) => c.text ?? '') };
-  return { ok: false, envelope: JSON.parse(r.content[0].text ?? '{}') as Extract<CallOutcome, { ok: false }>['envelope'] };
+  return {
+    ok: false,
+    envelope: JSON.parse(r.content[0].text ?? '{}') as Extract<CallOutcome, { ok: false }>['envelope'],
+  };
 }
 
 /** What in a result would reveal the outside: its marker (names, content), its size, its mtime. */
@@ -248,7 +359,7 @@ function leaks(outcome: CallOutcome): string[] {
   if (text.includes(MARKER)) found.push('marker');
   if (!outcome.ok) return found;
   const s = outcome.structured as { entries?: unknown };
-  for (const e of Array.isArray(s.entries) ? s.entries as Array<{ size: number; mtime: string }> : []) {
+  for (const e of Array.isArray(s.entries) ? (s.entries as Array<{ size: number; mtime: string }>) : []) {
     if (e.size === OUTSIDE_SIZE) found.push('size');
     if (e.mtime === OUTSIDE_TIME.toISOString()) found.push('mtime');
   }
@@ -256,11 +367,17 @@ function leaks(outcome: CallOutcome): string[] {
 }
 
 const summary: string[] = [];
-afterAll(() => { if (summary.length) console.log(`verified-access race (${CALLS} calls per batch):\n${summary.join('\n')}`); });
+afterAll(() => {
+  if (summary.length) console.log(`verified-access race (${CALLS} calls per batch):\n${summary.join('\n')}`);
+});
 
 /** Runs one batch: CALLS calls of `mode` through `invoke` while `kind` is swapped; checks everything listed on top. */
-async function runBatch(kind: 'ancestor' | 'final', mode: Mode, invoke: (tool: string, args: Record<string, unknown>) => Promise<CallOutcome>,
-  label = mode.name): Promise<void> {
+async function runBatch(
+  kind: 'ancestor' | 'final',
+  mode: Mode,
+  invoke: (tool: string, args: Record<string, unknown>) => Promise<CallOutcome>,
+  label = mode.name,
+): Promise<void> {
   const before = outsideSnapshot();
   const swapped = kind === 'ancestor' ? 'd' : mode.final;
   const outsideTarget = path.join(O, kind === 'ancestor' ? '' : swapped.replace(/^d\//, ''));
@@ -294,7 +411,9 @@ async function runBatch(kind: 'ancestor' | 'final', mode: Mode, invoke: (tool: s
     swapper.pause();
     await swapper.stop();
   }
-  summary.push(`  ${kind} ${label}: ${sawSwap}/${CALLS} calls saw a swap, ${caughtAtUse} caught at use; ${JSON.stringify(outcomes)}`);
+  summary.push(
+    `  ${kind} ${label}: ${sawSwap}/${CALLS} calls saw a swap, ${caughtAtUse} caught at use; ${JSON.stringify(outcomes)}`,
+  );
   expect(bad.slice(0, 5)).toEqual([]);
   expect(outsideSnapshot()).toEqual(before);
   expect(temporaries(R)).toEqual([]);
@@ -305,19 +424,32 @@ async function runBatch(kind: 'ancestor' | 'final', mode: Mode, invoke: (tool: s
 const TIMEOUT = Math.max(120_000, CALLS * 1000);
 
 describe.each(['ancestor', 'final'] as const)('a %s directory swapped for a link to outside', (kind) => {
-  it.each(MODES.map((m) => [m.name, m] as const))('%s', async (_name, mode) => {
-    await runBatch(kind, mode, (tool, args) => callTool(state, tool, args, new AbortController().signal));
-  }, TIMEOUT);
+  it.each(MODES.map((m) => [m.name, m] as const))(
+    '%s',
+    async (_name, mode) => {
+      await runBatch(kind, mode, (tool, args) => callTool(state, tool, args, new AbortController().signal));
+    },
+    TIMEOUT,
+  );
 });
 
 describe('content search through the reader threads of a real server', () => {
-  it.each(['ancestor', 'final'] as const)('a %s directory swapped for a link to outside', async (kind) => {
-    const client = await connect('modern', { args: ['--state-dir', stateDir, '--auto-occ=off', R] });
-    try {
-      const mode = MODES.find((m) => m.name === 'search_files content')!;
-      await runBatch(kind, mode, async (tool, args) => asOutcome(await client.call(tool, args)), `${mode.name} (server)`);
-    } finally {
-      await client.close();
-    }
-  }, TIMEOUT);
+  it.each(['ancestor', 'final'] as const)(
+    'a %s directory swapped for a link to outside',
+    async (kind) => {
+      const client = await connect('modern', { args: ['--state-dir', stateDir, '--auto-occ=off', R] });
+      try {
+        const mode = MODES.find((m) => m.name === 'search_files content')!;
+        await runBatch(
+          kind,
+          mode,
+          async (tool, args) => asOutcome(await client.call(tool, args)),
+          `${mode.name} (server)`,
+        );
+      } finally {
+        await client.close();
+      }
+    },
+    TIMEOUT,
+  );
 });

@@ -11,7 +11,20 @@
  *    VALIDATION before anything moves, and costs no budget.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -44,7 +57,9 @@ beforeAll(() => {
   S = s.dir;
   state = newState([R]);
 });
-afterAll(() => { for (const c of cleanups) c(); });
+afterAll(() => {
+  for (const c of cleanups) c();
+});
 afterEach(() => setWriteFaultInjector(null));
 
 const call = (tool: string, args: Record<string, unknown>, st: ProcessState = state): Promise<CallOutcome> =>
@@ -63,7 +78,9 @@ describe('a directory moved out of the roots while the call holds it', () => {
    * Runs `make(sub)` while, at the atomic writer's "write" step (its temporary file open in `sub`), the real directory
    * `sub` is moved out of the roots; returns the outcome and what the moved directory holds afterwards.
    */
-  async function movedOutDuringWrite(make: (sub: string) => Promise<CallOutcome>): Promise<{ code: string; left: string[] }> {
+  async function movedOutDuringWrite(
+    make: (sub: string) => Promise<CallOutcome>,
+  ): Promise<{ code: string; left: string[] }> {
     const d = area();
     const sub = path.join(d, 'sub');
     mkdirSync(sub);
@@ -80,21 +97,29 @@ describe('a directory moved out of the roots while the call holds it', () => {
   }
 
   it('write_file creates nothing there and leaves no temporary file there', async () => {
-    const r = await movedOutDuringWrite((sub) => call('write_file', { path: path.join(sub, 'new.txt'), content: 'PWNED\n' }));
+    const r = await movedOutDuringWrite((sub) =>
+      call('write_file', { path: path.join(sub, 'new.txt'), content: 'PWNED\n' }),
+    );
     expect(r).toEqual({ code: 'NOT_ALLOWED', left: [] });
   });
 
   it('apply_patch creating a file: the same', async () => {
-    const r = await movedOutDuringWrite((sub) => call('apply_patch', {
-      patch: `--- /dev/null\n+++ b/${path.relative(R, path.join(sub, 'c.txt'))}\n@@ -0,0 +1 @@\n+PWNED\n`,
-    }));
+    const r = await movedOutDuringWrite((sub) =>
+      call('apply_patch', {
+        patch: `--- /dev/null\n+++ b/${path.relative(R, path.join(sub, 'c.txt'))}\n@@ -0,0 +1 @@\n+PWNED\n`,
+      }),
+    );
     expect(r).toEqual({ code: 'NOT_ALLOWED', left: [] });
   });
 });
 
 describe('decisions are taken inside the path lock, on the current state', () => {
   /** Starts `make()` while the lock of `paths` is held, runs `meanwhile` after it authorized, then releases. */
-  async function whileLocked(paths: string[], make: () => Promise<CallOutcome>, meanwhile: () => void): Promise<CallOutcome> {
+  async function whileLocked(
+    paths: string[],
+    make: () => Promise<CallOutcome>,
+    meanwhile: () => void,
+  ): Promise<CallOutcome> {
     let pending!: Promise<CallOutcome>;
     await withPathLock(paths, S, async () => {
       pending = make();
@@ -108,8 +133,11 @@ describe('decisions are taken inside the path lock, on the current state', () =>
     const d = area();
     writeFileSync(path.join(d, 'src.txt'), 'source\n');
     const dst = path.join(d, 'dst.txt');
-    const outcome = await whileLocked([dst], () => call('move_path', { source: path.join(d, 'src.txt'), destination: dst, overwrite: true }),
-      () => writeFileSync(dst, 'THEIRS\n'));
+    const outcome = await whileLocked(
+      [dst],
+      () => call('move_path', { source: path.join(d, 'src.txt'), destination: dst, overwrite: true }),
+      () => writeFileSync(dst, 'THEIRS\n'),
+    );
     expect(codeOf(outcome)).toBe('HASH_REQUIRED');
     expect(readFileSync(dst, 'utf8')).toBe('THEIRS\n');
     expect(readFileSync(path.join(d, 'src.txt'), 'utf8')).toBe('source\n');
@@ -119,10 +147,14 @@ describe('decisions are taken inside the path lock, on the current state', () =>
     const d = area();
     const target = path.join(d, 'x');
     mkdirSync(target);
-    const outcome = await whileLocked([target], () => call('delete_path', { path: target, recursive: true }), () => {
-      rmSync(target, { recursive: true });
-      writeFileSync(target, 'precious\n');
-    });
+    const outcome = await whileLocked(
+      [target],
+      () => call('delete_path', { path: target, recursive: true }),
+      () => {
+        rmSync(target, { recursive: true });
+        writeFileSync(target, 'precious\n');
+      },
+    );
     expect(codeOf(outcome)).toBe('HASH_REQUIRED');
     expect(readFileSync(target, 'utf8')).toBe('precious\n');
   });
@@ -131,8 +163,11 @@ describe('decisions are taken inside the path lock, on the current state', () =>
     const d = area();
     const target = path.join(d, 'tree');
     mkdirSync(path.join(target, 'a'), { recursive: true });
-    const outcome = await whileLocked([target], () => call('delete_path', { path: target, recursive: true }),
-      () => writeFileSync(path.join(target, 'a', '.env'), 'TOKEN=1\n'));
+    const outcome = await whileLocked(
+      [target],
+      () => call('delete_path', { path: target, recursive: true }),
+      () => writeFileSync(path.join(target, 'a', '.env'), 'TOKEN=1\n'),
+    );
     expect(codeOf(outcome)).toBe('SECRET_DENIED');
     expect(readFileSync(path.join(target, 'a', '.env'), 'utf8')).toBe('TOKEN=1\n');
   });
@@ -161,18 +196,21 @@ describe('a tree deeper than PATH_MAX', () => {
 
   const supported = existsSync('/proc/self/fd');
 
-  it.runIf(supported)('the inspection finds a .env below PATH_MAX and refuses the whole delete (dry run too)', async () => {
-    const top = deepTree(true);
-    try {
-      for (const dryRun of [true, false]) {
-        const outcome = await call('delete_path', { path: top, recursive: true, dry_run: dryRun });
-        expect(codeOf(outcome)).toBe('SECRET_DENIED');
+  it.runIf(supported)(
+    'the inspection finds a .env below PATH_MAX and refuses the whole delete (dry run too)',
+    async () => {
+      const top = deepTree(true);
+      try {
+        for (const dryRun of [true, false]) {
+          const outcome = await call('delete_path', { path: top, recursive: true, dry_run: dryRun });
+          expect(codeOf(outcome)).toBe('SECRET_DENIED');
+        }
+        expect(readdirSync(top).sort()).toEqual([NAME, 'f0.txt'].sort());
+      } finally {
+        execFileSync('rm', ['-rf', top]);
       }
-      expect(readdirSync(top).sort()).toEqual([NAME, 'f0.txt'].sort());
-    } finally {
-      execFileSync('rm', ['-rf', top]);
-    }
-  });
+    },
+  );
 
   it.runIf(supported)('without one, the dry run counts every entry and the delete removes the whole tree', async () => {
     const top = deepTree(false);
@@ -193,7 +231,8 @@ describe('checks that can fail run before the first effect', () => {
     const repo = makeTree({ 'f.txt': 'tracked\n' }, 'fs-tools-vm-repo-');
     const plain = makeTree({}, 'fs-tools-vm-plain-');
     cleanups.push(repo.cleanup, plain.cleanup);
-    const git = (...a: string[]) => execFileSync('git', ['-C', repo.dir, '-c', 'user.email=t@t', '-c', 'user.name=t', ...a], { stdio: 'pipe' });
+    const git = (...a: string[]) =>
+      execFileSync('git', ['-C', repo.dir, '-c', 'user.email=t@t', '-c', 'user.name=t', ...a], { stdio: 'pipe' });
     git('init', '-q');
     git('add', '.');
     git('commit', '-qm', 'init');
@@ -202,9 +241,15 @@ describe('checks that can fail run before the first effect', () => {
     expect(codeOf(status)).toBe('ok');
     const hash = (status as unknown as { structured: { status_hash: string } }).structured.status_hash;
     const before = snapshotTree(repo.dir);
-    const moved = await call('move_path', {
-      source: path.join(repo.dir, 'f.txt'), destination: path.join(plain.dir, 'f.txt'), expected_status_hash: hash,
-    }, st);
+    const moved = await call(
+      'move_path',
+      {
+        source: path.join(repo.dir, 'f.txt'),
+        destination: path.join(plain.dir, 'f.txt'),
+        expected_status_hash: hash,
+      },
+      st,
+    );
     expect(codeOf(moved)).toBe('VALIDATION');
     expect(snapshotTree(repo.dir)).toEqual(before);
     expect(readdirSync(plain.dir)).toEqual([]);
@@ -227,11 +272,21 @@ describe('list_directory applies the policy to link targets', () => {
     symlinkSync(path.join(d, 'plain.txt'), path.join(d, 'to-plain'));
     const rel = path.relative(R, d);
     const policy = path.join(S, `policy-${n}.json`);
-    writeFileSync(policy, JSON.stringify({ rules: [{ pattern: `${rel}/hid`, access: 'hidden' }, { pattern: `${rel}/den`, access: 'deny' }] }));
+    writeFileSync(
+      policy,
+      JSON.stringify({
+        rules: [
+          { pattern: `${rel}/hid`, access: 'hidden' },
+          { pattern: `${rel}/den`, access: 'deny' },
+        ],
+      }),
+    );
     const st = newState([`--policy=${policy}`, R]);
     const listed = await call('list_directory', { path: d }, st);
     expect(codeOf(listed)).toBe('ok');
-    const entries = (listed as unknown as { structured: { entries: Array<{ path: string; link_target_type?: string | null }> } }).structured.entries;
+    const entries = (
+      listed as unknown as { structured: { entries: Array<{ path: string; link_target_type?: string | null }> } }
+    ).structured.entries;
     const byName = Object.fromEntries(entries.map((e) => [e.path, e.link_target_type]));
     expect(Object.keys(byName).sort()).toEqual(['plain.txt', 'to-denied', 'to-hidden', 'to-plain']);
     expect(byName['to-hidden']).toBeNull();

@@ -39,9 +39,15 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
       state.requests++;
       state.bodies = state.bodies ?? [];
       let body;
-      try { body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {}; } catch { body = {}; }
+      try {
+        body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+      } catch {
+        body = {};
+      }
       state.bodies.push(body);
-      state.log.push(`${req.method} ${req.url} model=${body.model} tools=${JSON.stringify((body.tools ?? []).flatMap((t) => t.name ?? t.function?.name ?? (t.functionDeclarations ?? []).map((d) => d.name)))}`);
+      state.log.push(
+        `${req.method} ${req.url} model=${body.model} tools=${JSON.stringify((body.tools ?? []).flatMap((t) => t.name ?? t.function?.name ?? (t.functionDeclarations ?? []).map((d) => d.name)))}`,
+      );
       try {
         route(req, res, body);
       } catch (error) {
@@ -91,35 +97,90 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
       if (m.role !== 'user' || !Array.isArray(m.content)) continue;
       for (const b of m.content) if (b.type === 'tool_result') results.push(b);
     }
-    const move = next(tools.map((t) => t.name), results.length, () => {
-      const last = results[results.length - 1];
-      const c = last.content;
-      const text = typeof c === 'string' ? c : Array.isArray(c) ? c.filter((b) => b.type === 'text').map((b) => b.text).join('\n') : '';
-      return { text, is_error: last.is_error === true, raw: last };
-    });
+    const move = next(
+      tools.map((t) => t.name),
+      results.length,
+      () => {
+        const last = results[results.length - 1];
+        const c = last.content;
+        const text =
+          typeof c === 'string'
+            ? c
+            : Array.isArray(c)
+              ? c
+                  .filter((b) => b.type === 'text')
+                  .map((b) => b.text)
+                  .join('\n')
+              : '';
+        return { text, is_error: last.is_error === true, raw: last };
+      },
+    );
     if (move.kind === 'call' && state.declarations === 'pending') {
       state.declarations = tools.filter((t) => /^mcp/.test(t.name));
     }
     const id = `msg_${state.requests}`;
     const usage = { input_tokens: 10, output_tokens: 5 };
-    const content = move.kind === 'call'
-      ? [{ type: 'tool_use', id: `toolu_${move.id}`, name: move.name, input: move.args }]
-      : [{ type: 'text', text: move.text }];
+    const content =
+      move.kind === 'call'
+        ? [{ type: 'tool_use', id: `toolu_${move.id}`, name: move.name, input: move.args }]
+        : [{ type: 'text', text: move.text }];
     const stop = move.kind === 'call' ? 'tool_use' : 'end_turn';
-    if (!body.stream) return json(res, { id, type: 'message', role: 'assistant', model: body.model, content, stop_reason: stop, stop_sequence: null, usage });
+    if (!body.stream)
+      return json(res, {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: body.model,
+        content,
+        stop_reason: stop,
+        stop_sequence: null,
+        usage,
+      });
     sse(res, (send) => {
-      send('message_start', { type: 'message_start', message: { id, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage } });
+      send('message_start', {
+        type: 'message_start',
+        message: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          model: body.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage,
+        },
+      });
       content.forEach((block, index) => {
         if (block.type === 'text') {
-          send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-          send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: block.text } });
+          send('content_block_start', {
+            type: 'content_block_start',
+            index,
+            content_block: { type: 'text', text: '' },
+          });
+          send('content_block_delta', {
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'text_delta', text: block.text },
+          });
         } else {
-          send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
-          send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+          send('content_block_start', {
+            type: 'content_block_start',
+            index,
+            content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+          });
+          send('content_block_delta', {
+            type: 'content_block_delta',
+            index,
+            delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) },
+          });
         }
         send('content_block_stop', { type: 'content_block_stop', index });
       });
-      send('message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 5 } });
+      send('message_delta', {
+        type: 'message_delta',
+        delta: { stop_reason: stop, stop_sequence: null },
+        usage: { output_tokens: 5 },
+      });
       send('message_stop', { type: 'message_stop' });
     });
   }
@@ -127,9 +188,11 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
   // ---- OpenAI Responses (SSE) ----
   function openai(res, body) {
     // Codex groups an MCP server's tools in a `namespace` tool ({type: "namespace", name: "mcp__fs", tools: […]}).
-    const flat = (body.tools ?? []).flatMap((t) => (t.type === 'namespace'
-      ? (t.tools ?? []).map((f) => ({ ...f, name: `${t.name}__${f.name}`, namespace: t.name, bare: f.name }))
-      : [t]));
+    const flat = (body.tools ?? []).flatMap((t) =>
+      t.type === 'namespace'
+        ? (t.tools ?? []).map((f) => ({ ...f, name: `${t.name}__${f.name}`, namespace: t.name, bare: f.name }))
+        : [t],
+    );
     const tools = flat.map((t) => t.name ?? t.function?.name);
     const input = Array.isArray(body.input) ? body.input : [];
     const outputs = input.filter((i) => i.type === 'function_call_output');
@@ -140,18 +203,49 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
       return { text, is_error: false, raw: last };
     });
     if (move.kind === 'call' && state.declarations === 'pending') {
-      state.declarations = flat.filter((t) => t.namespace && /^mcp/.test(t.namespace))
+      state.declarations = flat
+        .filter((t) => t.namespace && /^mcp/.test(t.namespace))
         .map(({ namespace: _n, bare, ...t }) => ({ ...t, name: bare }));
       state.namespaces = flat.filter((t) => t.namespace);
     }
     const rid = `resp_${state.requests}`;
-    const item = move.kind === 'call'
-      ? { type: 'function_call', id: `fc_${move.id}`, call_id: move.id, ...nsName(flat, move.name), arguments: JSON.stringify(move.args), status: 'completed' }
-      : { type: 'message', id: `msg_${state.requests}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: move.text, annotations: [] }] };
-    const response = { id: rid, object: 'response', created_at: Math.floor(Date.now() / 1000), status: 'completed', model: body.model, output: [item],
-      usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 } };
+    const item =
+      move.kind === 'call'
+        ? {
+            type: 'function_call',
+            id: `fc_${move.id}`,
+            call_id: move.id,
+            ...nsName(flat, move.name),
+            arguments: JSON.stringify(move.args),
+            status: 'completed',
+          }
+        : {
+            type: 'message',
+            id: `msg_${state.requests}`,
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: move.text, annotations: [] }],
+          };
+    const response = {
+      id: rid,
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      status: 'completed',
+      model: body.model,
+      output: [item],
+      usage: {
+        input_tokens: 10,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 5,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: 15,
+      },
+    };
     sse(res, (send) => {
-      send('response.created', { type: 'response.created', response: { ...response, status: 'in_progress', output: [] } });
+      send('response.created', {
+        type: 'response.created',
+        response: { ...response, status: 'in_progress', output: [] },
+      });
       send('response.output_item.added', { type: 'response.output_item.added', output_index: 0, item });
       send('response.output_item.done', { type: 'response.output_item.done', output_index: 0, item });
       send('response.completed', { type: 'response.completed', response });
@@ -171,18 +265,28 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
     const responses = [];
     for (const c of contents) for (const p of c.parts ?? []) if (p.functionResponse) responses.push(p);
     // Gemini sends a tool's text as extra parts after the functionResponse part in the same user turn; collect them.
-    const move = next(decls.map((d) => d.name), responses.length, () => {
-      const lastTurn = [...contents].reverse().find((c) => (c.parts ?? []).some((p) => p.functionResponse));
-      const parts = lastTurn.parts;
-      const text = parts.map((p) => (p.functionResponse ? textOf(p.functionResponse.response) : (p.text ?? ''))).join('\n');
-      return { text, is_error: false, raw: parts };
-    });
+    const move = next(
+      decls.map((d) => d.name),
+      responses.length,
+      () => {
+        const lastTurn = [...contents].reverse().find((c) => (c.parts ?? []).some((p) => p.functionResponse));
+        const parts = lastTurn.parts;
+        const text = parts
+          .map((p) => (p.functionResponse ? textOf(p.functionResponse.response) : (p.text ?? '')))
+          .join('\n');
+        return { text, is_error: false, raw: parts };
+      },
+    );
     if (move.kind === 'call' && state.declarations === 'pending') {
       state.declarations = decls.filter((d) => /^mcp/.test(d.name));
     }
-    const parts = move.kind === 'call' ? [{ functionCall: { name: move.name, args: move.args } }] : [{ text: move.text }];
-    const payload = { candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
-      usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 }, modelVersion: 'fake' };
+    const parts =
+      move.kind === 'call' ? [{ functionCall: { name: move.name, args: move.args } }] : [{ text: move.text }];
+    const payload = {
+      candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+      modelVersion: 'fake',
+    };
     if ((req.url ?? '').includes('alt=sse')) return sse(res, (send) => send(null, payload));
     json(res, payload);
   }
@@ -203,6 +307,10 @@ export async function startFakeModel(script, { finalText = 'Done.' } = {}) {
     url: `http://127.0.0.1:${port}`,
     port,
     state,
-    close: () => new Promise((resolve) => { server.closeAllConnections?.(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections?.();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -40,7 +40,11 @@ let passed = 0;
 let failed = 0;
 const failures = [];
 function check(ok, label, detail = '') {
-  if (ok) { passed++; console.log(`  ok   ${label}`); return true; }
+  if (ok) {
+    passed++;
+    console.log(`  ok   ${label}`);
+    return true;
+  }
   failed++;
   failures.push(label);
   console.log(`  FAIL ${label}${detail ? `\n       ${String(detail).slice(0, 600).replace(/\n/g, '\n       ')}` : ''}`);
@@ -55,14 +59,21 @@ function clientsDir() {
 }
 
 function installedVersion(dir, pkg) {
-  try { return JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', pkg, 'package.json'), 'utf8')).version; } catch { return null; }
+  try {
+    return JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', pkg, 'package.json'), 'utf8')).version;
+  } catch {
+    return null;
+  }
 }
 
 function ensureClients(dir) {
   const missing = Object.entries(PINNED).filter(([pkg, v]) => installedVersion(dir, pkg) !== v);
   if (missing.length === 0) return;
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'fs-tools-client-suite', private: true, dependencies: PINNED }, null, 2));
+  fs.writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name: 'fs-tools-client-suite', private: true, dependencies: PINNED }, null, 2),
+  );
   console.log(`installing ${missing.map(([p, v]) => `${p}@${v}`).join(' ')} into ${dir}`);
   execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, stdio: 'inherit' });
   for (const [pkg, v] of Object.entries(PINNED)) {
@@ -85,10 +96,19 @@ function makeWorkspace(base) {
   }
   module = module.slice(0, module.lastIndexOf('\n', 4096) + 1);
   fs.writeFileSync(path.join(src, 'module.ts'), module);
-  fs.writeFileSync(path.join(src, 'edit.ts'), 'export function answer(): number {\n  const answer = 41;\n  return answer;\n}\n');
-  fs.writeFileSync(path.join(ws, 'big.txt'), Array.from({ length: 300 }, (_, i) => `line ${String(i + 1).padStart(3, '0')}: the quick brown fox jumps\n`).join(''));
+  fs.writeFileSync(
+    path.join(src, 'edit.ts'),
+    'export function answer(): number {\n  const answer = 41;\n  return answer;\n}\n',
+  );
+  fs.writeFileSync(
+    path.join(ws, 'big.txt'),
+    Array.from({ length: 300 }, (_, i) => `line ${String(i + 1).padStart(3, '0')}: the quick brown fox jumps\n`).join(
+      '',
+    ),
+  );
   fs.mkdirSync(path.join(ws, 'search'));
-  for (let i = 1; i <= 20; i++) fs.writeFileSync(path.join(ws, 'search', `needle-${String(i).padStart(2, '0')}.txt`), `NEEDLE number ${i}\n`);
+  for (let i = 1; i <= 20; i++)
+    fs.writeFileSync(path.join(ws, 'search', `needle-${String(i).padStart(2, '0')}.txt`), `NEEDLE number ${i}\n`);
   fs.mkdirSync(path.join(ws, 'many'));
   for (let i = 1; i <= 200; i++) fs.writeFileSync(path.join(ws, 'many', `f${String(i).padStart(3, '0')}.txt`), '');
   return { ws, module, editBefore: fs.readFileSync(path.join(src, 'edit.ts')) };
@@ -100,13 +120,30 @@ function scriptFor(server, w, { gemini }) {
   if (server === 'fs-tools') {
     return [
       { label: 'read 4 KB file', tool: 'read_file', args: { path: 'src/module.ts' } },
-      { label: 'read 100-line range', tool: 'read_file', args: { path: 'big.txt', start_line: 101, end_line: 200, ...wfp } },
+      {
+        label: 'read 100-line range',
+        tool: 'read_file',
+        args: { path: 'big.txt', start_line: 101, end_line: 200, ...wfp },
+      },
       { label: 'search, 20 matches', tool: 'search_files', args: { path: 'search', query: 'NEEDLE' } },
       { label: 'list 200 entries', tool: 'list_directory', args: { path: 'many' } },
-      { label: 'edit', tool: 'edit_file', args: { path: 'src/edit.ts', expected_hash: sha(w.editBefore), edits: [{ old_text: 'const answer = 41;', new_text: 'const answer = 42;' }] } },
+      {
+        label: 'edit',
+        tool: 'edit_file',
+        args: {
+          path: 'src/edit.ts',
+          expected_hash: sha(w.editBefore),
+          edits: [{ old_text: 'const answer = 41;', new_text: 'const answer = 42;' }],
+        },
+      },
       { label: 'fail: not found', tool: 'read_file', args: { path: 'missing.txt' }, fail: 'NOT_FOUND' },
       { label: 'fail: outside roots', tool: 'read_file', args: { path: '/etc/hostname' }, fail: 'NOT_ALLOWED' },
-      { label: 'fail: edit no match', tool: 'edit_file', args: { path: 'src/edit.ts', edits: [{ old_text: 'no such text here', new_text: 'x' }] }, fail: 'PATCH_FAILED' },
+      {
+        label: 'fail: edit no match',
+        tool: 'edit_file',
+        args: { path: 'src/edit.ts', edits: [{ old_text: 'no such text here', new_text: 'x' }] },
+        fail: 'PATCH_FAILED',
+      },
     ];
   }
   const abs = (p) => path.join(w.ws, p);
@@ -115,10 +152,19 @@ function scriptFor(server, w, { gemini }) {
     { label: 'read 100-line range', tool: 'read_text_file', args: { path: abs('big.txt'), head: 100, ...wfp } },
     { label: 'search, 20 matches', tool: 'search_files', args: { path: abs('search'), pattern: '**/needle-*' } },
     { label: 'list 200 entries', tool: 'list_directory', args: { path: abs('many') } },
-    { label: 'edit', tool: 'edit_file', args: { path: abs('src/edit.ts'), edits: [{ oldText: 'const answer = 41;', newText: 'const answer = 42;' }] } },
+    {
+      label: 'edit',
+      tool: 'edit_file',
+      args: { path: abs('src/edit.ts'), edits: [{ oldText: 'const answer = 41;', newText: 'const answer = 42;' }] },
+    },
     { label: 'fail: not found', tool: 'read_text_file', args: { path: abs('missing.txt') }, fail: true },
     { label: 'fail: outside roots', tool: 'read_text_file', args: { path: '/etc/hostname' }, fail: true },
-    { label: 'fail: edit no match', tool: 'edit_file', args: { path: abs('src/edit.ts'), edits: [{ oldText: 'no such text here', newText: 'x' }] }, fail: true },
+    {
+      label: 'fail: edit no match',
+      tool: 'edit_file',
+      args: { path: abs('src/edit.ts'), edits: [{ oldText: 'no such text here', newText: 'x' }] },
+      fail: true,
+    },
   ];
 }
 
@@ -131,17 +177,37 @@ const CLIENTS = {
     setup({ home, ws, serverCmd, fakeUrl, binDir }) {
       // README: `claude mcp add NAME -- node …/dist/cli.js ROOT` (local scope: this project, in HOME/.claude.json).
       // Once per HOME (a retry reuses it); stdout must be a pipe (with it ignored, `claude mcp add` did not return).
-      const added = fs.existsSync(path.join(home, '.claude.json')) && fs.readFileSync(path.join(home, '.claude.json'), 'utf8').includes('"fs"');
+      const added =
+        fs.existsSync(path.join(home, '.claude.json')) &&
+        fs.readFileSync(path.join(home, '.claude.json'), 'utf8').includes('"fs"');
       if (!added) {
         execFileSync(path.join(binDir, 'claude'), ['mcp', 'add', 'fs', '--', ...serverCmd], {
-          cwd: ws, env: { PATH: process.env.PATH, HOME: home }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000,
+          cwd: ws,
+          env: { PATH: process.env.PATH, HOME: home },
+          stdio: ['ignore', 'pipe', 'pipe'],
+          timeout: 60_000,
         });
       }
       return {
         bin: 'claude',
-        args: ['-p', 'Run the script.', '--allowedTools', 'mcp__fs', '--model', 'claude-opus-4-5', '--output-format', 'text'],
+        args: [
+          '-p',
+          'Run the script.',
+          '--allowedTools',
+          'mcp__fs',
+          '--model',
+          'claude-opus-4-5',
+          '--output-format',
+          'text',
+        ],
         // ENABLE_TOOL_SEARCH=false: 2.1 otherwise defers MCP tools behind ToolSearch, and a scripted model cannot search.
-        env: { ANTHROPIC_API_KEY: 'fake-key', ANTHROPIC_BASE_URL: fakeUrl, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', ENABLE_TOOL_SEARCH: 'false' },
+        env: {
+          ANTHROPIC_API_KEY: 'fake-key',
+          ANTHROPIC_BASE_URL: fakeUrl,
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+          DISABLE_AUTOUPDATER: '1',
+          ENABLE_TOOL_SEARCH: 'false',
+        },
         cwd: ws,
       };
     },
@@ -154,11 +220,22 @@ const CLIENTS = {
       const codexHome = path.join(home, '.codex');
       fs.mkdirSync(codexHome, { recursive: true });
       // README: [mcp_servers.fs] in ~/.codex/config.toml. The model provider points at the fake (Responses API).
-      fs.writeFileSync(path.join(codexHome, 'config.toml'), [
-        'model = "gpt-5-codex"', 'model_provider = "fake"',
-        '[model_providers.fake]', 'name = "fake"', `base_url = "${fakeUrl}/v1"`, 'wire_api = "responses"', 'env_key = "FAKE_OPENAI_KEY"',
-        '[mcp_servers.fs]', `command = ${JSON.stringify(serverCmd[0])}`, `args = ${JSON.stringify(serverCmd.slice(1))}`, '',
-      ].join('\n'));
+      fs.writeFileSync(
+        path.join(codexHome, 'config.toml'),
+        [
+          'model = "gpt-5-codex"',
+          'model_provider = "fake"',
+          '[model_providers.fake]',
+          'name = "fake"',
+          `base_url = "${fakeUrl}/v1"`,
+          'wire_api = "responses"',
+          'env_key = "FAKE_OPENAI_KEY"',
+          '[mcp_servers.fs]',
+          `command = ${JSON.stringify(serverCmd[0])}`,
+          `args = ${JSON.stringify(serverCmd.slice(1))}`,
+          '',
+        ].join('\n'),
+      );
       return {
         bin: 'codex',
         args: ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', 'Run the script.'],
@@ -176,10 +253,13 @@ const CLIENTS = {
       fs.mkdirSync(dir, { recursive: true });
       // README: mcpServers in ~/.gemini/settings.json; the project folder must be trusted (or folder trust off) or
       // Gemini CLI does not start workspace MCP servers. trust: true skips per-call confirmation (as --yolo does).
-      fs.writeFileSync(path.join(dir, 'settings.json'), JSON.stringify({
-        mcpServers: { fs: { command: serverCmd[0], args: serverCmd.slice(1), trust: true } },
-        security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
-      }));
+      fs.writeFileSync(
+        path.join(dir, 'settings.json'),
+        JSON.stringify({
+          mcpServers: { fs: { command: serverCmd[0], args: serverCmd.slice(1), trust: true } },
+          security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } },
+        }),
+      );
       return {
         bin: 'gemini',
         args: ['-p', 'Run the script.', '--approval-mode', 'yolo', '-m', 'gemini-2.5-flash'],
@@ -202,7 +282,13 @@ async function runClient(clientKey, server, dir, base) {
   for (;;) {
     attempt++;
     const fake = await startFakeModel(script.map(({ tool, args }) => ({ tool, args })));
-    const run = client.setup({ home, ws: w.ws, serverCmd, fakeUrl: fake.url, binDir: path.join(dir, 'node_modules', '.bin') });
+    const run = client.setup({
+      home,
+      ws: w.ws,
+      serverCmd,
+      fakeUrl: fake.url,
+      binDir: path.join(dir, 'node_modules', '.bin'),
+    });
     const bin = path.join(dir, 'node_modules', '.bin', run.bin);
     const output = await new Promise((resolve) => {
       const child = spawn(bin, run.args, {
@@ -211,10 +297,17 @@ async function runClient(clientKey, server, dir, base) {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
-      child.stdout.on('data', (d) => { out += d; });
-      child.stderr.on('data', (d) => { out += d; });
+      child.stdout.on('data', (d) => {
+        out += d;
+      });
+      child.stderr.on('data', (d) => {
+        out += d;
+      });
       const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
-      child.on('exit', (code) => { clearTimeout(timer); resolve({ code, out }); });
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, out });
+      });
     });
     await fake.close();
     const st = fake.state;
@@ -227,7 +320,17 @@ async function runClient(clientKey, server, dir, base) {
     // The server instructions (paths relative to the first root, booleans default to false, how to read an
     // envelope) must reach the model: the declarations rely on them.
     const instructionsSeen = (st.bodies ?? []).some((b) => JSON.stringify(b).includes('booleans default to false'));
-    return { script, results, declarations: Array.isArray(st.declarations) ? st.declarations : [], output: output.out, code: output.code, log: st.log, w, calls: st.calls, instructionsSeen };
+    return {
+      script,
+      results,
+      declarations: Array.isArray(st.declarations) ? st.declarations : [],
+      output: output.out,
+      code: output.code,
+      log: st.log,
+      w,
+      calls: st.calls,
+      instructionsSeen,
+    };
   }
 }
 
@@ -248,7 +351,11 @@ function findEnvelope(text) {
         } else if (c === '"') inString = true;
         else if (c === '{') depth++;
         else if (c === '}' && --depth === 0) {
-          try { return JSON.parse(candidate.slice(at, i + 1)); } catch { break; }
+          try {
+            return JSON.parse(candidate.slice(at, i + 1));
+          } catch {
+            break;
+          }
         }
       }
       at = candidate.indexOf('{"error":{', at + 1);
@@ -260,23 +367,49 @@ function findEnvelope(text) {
 function checkFsToolsRun(clientName, run) {
   const { results, w } = run;
   const t = (i) => results[i]?.text ?? '';
-  check(results.every(Boolean), `${clientName}: every scripted call reached the model (${results.filter(Boolean).length}/${results.length})`,
-    `${run.output.slice(-800)}\n${run.log.slice(-5).join('\n')}`);
+  check(
+    results.every(Boolean),
+    `${clientName}: every scripted call reached the model (${results.filter(Boolean).length}/${results.length})`,
+    `${run.output.slice(-800)}\n${run.log.slice(-5).join('\n')}`,
+  );
   const esc = (s) => JSON.stringify(s).slice(1, -1);
   const has = (i, s) => t(i).includes(s) || t(i).includes(esc(s));
   // 1. content and hash of a whole read
-  check(has(0, w.module.split('\n')[20]) && has(0, w.module.split('\n').at(-2)), `${clientName}: read shows the file content`, t(0).slice(0, 300));
+  check(
+    has(0, w.module.split('\n')[20]) && has(0, w.module.split('\n').at(-2)),
+    `${clientName}: read shows the file content`,
+    t(0).slice(0, 300),
+  );
   check(t(0).includes(sha(w.module)), `${clientName}: read shows content_hash`, t(0).slice(-300));
   // 2. range: lines 101-200 only, with the range facts and the whole file's hash
   const big = fs.readFileSync(path.join(w.ws, 'big.txt'));
-  check(has(1, 'line 150: the quick') && !has(1, 'line 201:') && !has(1, 'line 100:'), `${clientName}: range shows exactly lines 101-200`, t(1).slice(0, 200));
-  check(/lines 101-200 of 300|"start_line":101,"end_line":200/.test(t(1)), `${clientName}: range facts (lines 101-200 of 300)`, t(1).slice(-300));
+  check(
+    has(1, 'line 150: the quick') && !has(1, 'line 201:') && !has(1, 'line 100:'),
+    `${clientName}: range shows exactly lines 101-200`,
+    t(1).slice(0, 200),
+  );
+  check(
+    /lines 101-200 of 300|"start_line":101,"end_line":200/.test(t(1)),
+    `${clientName}: range facts (lines 101-200 of 300)`,
+    t(1).slice(-300),
+  );
   check(t(1).includes(sha(big)), `${clientName}: range shows the whole file's content_hash`);
-  check(!/Unknown parameter|unknown_parameter/.test(t(1)), `${clientName}: no client-injected parameter rejected`, t(1).slice(0, 300));
+  check(
+    !/Unknown parameter|unknown_parameter/.test(t(1)),
+    `${clientName}: no client-injected parameter rejected`,
+    t(1).slice(0, 300),
+  );
   // 3. search: 20 matches
-  check((t(2).match(/NEEDLE number \d+/g) ?? []).length >= 20, `${clientName}: search shows 20 matches`, t(2).slice(0, 300));
+  check(
+    (t(2).match(/NEEDLE number \d+/g) ?? []).length >= 20,
+    `${clientName}: search shows 20 matches`,
+    t(2).slice(0, 300),
+  );
   // 4. listing: 200 entries
-  check(has(3, 'f001.txt') && has(3, 'f200.txt') && (t(3).match(/f\d{3}\.txt/g) ?? []).length >= 200, `${clientName}: listing shows 200 entries`);
+  check(
+    has(3, 'f001.txt') && has(3, 'f200.txt') && (t(3).match(/f\d{3}\.txt/g) ?? []).length >= 200,
+    `${clientName}: listing shows 200 entries`,
+  );
   // 5. edit: the new hash of what is on disk
   const after = fs.readFileSync(path.join(w.ws, 'src', 'edit.ts'));
   check(after.toString().includes('const answer = 42;'), `${clientName}: edit applied on disk`);
@@ -286,11 +419,26 @@ function checkFsToolsRun(clientName, run) {
     const step = run.script[i];
     const env = findEnvelope(t(i));
     const e = env?.error;
-    const fields = e && typeof e.code === 'string' && typeof e.message === 'string' && 'path' in e && typeof e.details === 'object'
-      && typeof e.suggestion === 'string' && e.suggestion.length > 0 && typeof e.retryable === 'boolean' && typeof e.recovery === 'string';
-    check(Boolean(fields) && e.code === step.fail, `${clientName}: ${step.label} shows the whole envelope (${step.fail})`, t(i).slice(0, 500));
+    const fields =
+      e &&
+      typeof e.code === 'string' &&
+      typeof e.message === 'string' &&
+      'path' in e &&
+      typeof e.details === 'object' &&
+      typeof e.suggestion === 'string' &&
+      e.suggestion.length > 0 &&
+      typeof e.retryable === 'boolean' &&
+      typeof e.recovery === 'string';
+    check(
+      Boolean(fields) && e.code === step.fail,
+      `${clientName}: ${step.label} shows the whole envelope (${step.fail})`,
+      t(i).slice(0, 500),
+    );
   }
-  check(!results.some((r) => r && /Structured content does not match|-32602/.test(r.text)), `${clientName}: no -32602 output-schema rejection`);
+  check(
+    !results.some((r) => r && /Structured content does not match|-32602/.test(r.text)),
+    `${clientName}: no -32602 output-schema rejection`,
+  );
   check(run.instructionsSeen, `${clientName}: the server instructions reach the model (path and default conventions)`);
 }
 
@@ -301,40 +449,78 @@ function runInspector(dir, base) {
   const bin = path.join(dir, 'node_modules', '.bin', 'inspector');
   const run = (args) => {
     try {
-      const stdout = execFileSync(bin, ['--cli', process.execPath, FS_TOOLS, w.ws, ...args], { cwd: w.ws, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000, env: { ...process.env, CI: '1' } });
+      const stdout = execFileSync(bin, ['--cli', process.execPath, FS_TOOLS, w.ws, ...args], {
+        cwd: w.ws,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 60_000,
+        env: { ...process.env, CI: '1' },
+      });
       return { code: 0, stdout, stderr: '' };
     } catch (error) {
       return { code: error.status ?? -1, stdout: String(error.stdout ?? ''), stderr: String(error.stderr ?? '') };
     }
   };
   const read = run(['--method', 'tools/call', '--tool-name', 'read_file', '--tool-arg', 'path=src/module.ts']);
-  check(read.code === 0 && read.stdout.includes(sha(w.module)) && !read.stdout.includes('ROOTS_EMPTY'),
-    'Inspector (default mode, roots/list answered []): read_file under the command-line root works', `${read.stdout.slice(0, 400)} ${read.stderr.slice(0, 400)}`);
+  check(
+    read.code === 0 && read.stdout.includes(sha(w.module)) && !read.stdout.includes('ROOTS_EMPTY'),
+    'Inspector (default mode, roots/list answered []): read_file under the command-line root works',
+    `${read.stdout.slice(0, 400)} ${read.stderr.slice(0, 400)}`,
+  );
   const dirs = run(['--method', 'tools/call', '--tool-name', 'list_allowed_directories']);
-  check(dirs.stdout.includes('client_offered_none') || dirs.stdout.includes('"command_line"'),
-    'Inspector: list_allowed_directories says which rule kept the command-line root', dirs.stdout.slice(0, 600));
+  check(
+    dirs.stdout.includes('client_offered_none') || dirs.stdout.includes('"command_line"'),
+    'Inspector: list_allowed_directories says which rule kept the command-line root',
+    dirs.stdout.slice(0, 600),
+  );
   const strict = run(['--method', 'tools/list', '--strict']);
-  check(strict.code === 0 && !/Warning:|Error:/.test(strict.stderr), 'Inspector --strict: no schema portability finding', strict.stderr.slice(0, 800));
+  check(
+    strict.code === 0 && !/Warning:|Error:/.test(strict.stderr),
+    'Inspector --strict: no schema portability finding',
+    strict.stderr.slice(0, 800),
+  );
   const official = (() => {
     try {
-      execFileSync(bin, ['--cli', process.execPath, OFFICIAL, w.ws, '--method', 'tools/list', '--strict'], { cwd: w.ws, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+      execFileSync(bin, ['--cli', process.execPath, OFFICIAL, w.ws, '--method', 'tools/list', '--strict'], {
+        cwd: w.ws,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        timeout: 60_000,
+      });
       return 'clean';
-    } catch (error) { return String(error.stderr ?? '').split('\n').filter((l) => /warnings?|errors?/.test(l)).at(-1) ?? 'findings'; }
+    } catch (error) {
+      return (
+        String(error.stderr ?? '')
+          .split('\n')
+          .filter((l) => /warnings?|errors?/.test(l))
+          .at(-1) ?? 'findings'
+      );
+    }
   })();
   console.log(`  (official server under --strict: ${official})`);
 }
 
 // ---------------------------------------------------------------- sizes
 
-function bytes(s) { return Buffer.byteLength(s ?? '', 'utf8'); }
+function bytes(s) {
+  return Buffer.byteLength(s ?? '', 'utf8');
+}
 
 /** Per-tool bytes of the declarations a client sends its model: name, description and input schema. */
 function declarationBytes(decls) {
   if (!decls.length) return null;
-  const total = decls.reduce((n, d) => n + bytes(JSON.stringify({
-    name: d.name, description: d.description ?? '',
-    parameters: d.input_schema ?? d.parameters ?? d.parametersJsonSchema ?? d.parameters_json_schema ?? {},
-  })), 0);
+  const total = decls.reduce(
+    (n, d) =>
+      n +
+      bytes(
+        JSON.stringify({
+          name: d.name,
+          description: d.description ?? '',
+          parameters: d.input_schema ?? d.parameters ?? d.parametersJsonSchema ?? d.parameters_json_schema ?? {},
+        }),
+      ),
+    0,
+  );
   return { tools: decls.length, total, perTool: Math.round(total / decls.length) };
 }
 
@@ -361,11 +547,24 @@ function sizeTable(rows) {
   for (const c of clients) {
     const a = rows.find((r) => r.client === c && r.server === 'fs-tools')?.decl;
     const b = rows.find((r) => r.client === c && r.server === 'official')?.decl;
-    decl.push(a ? `${a.perTool} (${a.tools})` : '-', b ? `${b.perTool} (${b.tools})` : '-', a && b ? (a.perTool / b.perTool).toFixed(2) : '-');
+    decl.push(
+      a ? `${a.perTool} (${a.tools})` : '-',
+      b ? `${b.perTool} (${b.tools})` : '-',
+      a && b ? (a.perTool / b.perTool).toFixed(2) : '-',
+    );
   }
   table.push(decl);
   const widths = table[0].map((_, col) => Math.max(...table.map((r) => String(r[col]).length)));
-  for (const r of table) lines.push(r.map((v, col) => String(v).padStart(col ? widths[col] : 0).padEnd(col ? 0 : widths[col])).join('  '));
+  for (const r of table)
+    lines.push(
+      r
+        .map((v, col) =>
+          String(v)
+            .padStart(col ? widths[col] : 0)
+            .padEnd(col ? 0 : widths[col]),
+        )
+        .join('  '),
+    );
   return lines.join('\n');
 }
 
@@ -382,14 +581,29 @@ async function main() {
     for (const key of ['claude', 'codex', 'gemini']) {
       if (!only.includes(key)) continue;
       const name = CLIENTS[key].name;
-      console.log(`\n${name} ${PINNED[{ claude: '@anthropic-ai/claude-code', codex: '@openai/codex', gemini: '@google/gemini-cli' }[key]]}`);
+      console.log(
+        `\n${name} ${PINNED[{ claude: '@anthropic-ai/claude-code', codex: '@openai/codex', gemini: '@google/gemini-cli' }[key]]}`,
+      );
       for (const server of ['fs-tools', 'official']) {
         const started = Date.now();
         const run = await runClient(key, server, dir, base);
-        console.log(`  (${server}: ${((Date.now() - started) / 1000).toFixed(1)} s, ${run.results.filter(Boolean).length}/${run.script.length} results)`);
+        console.log(
+          `  (${server}: ${((Date.now() - started) / 1000).toFixed(1)} s, ${run.results.filter(Boolean).length}/${run.script.length} results)`,
+        );
         if (server === 'fs-tools') checkFsToolsRun(name, run);
-        else check(run.results.every(Boolean), `${name}: the official server ran the same script (${run.results.filter(Boolean).length}/${run.script.length})`, run.output.slice(-500));
-        rows.push({ client: name, server, labels: run.script.map((s) => s.label), sizes: run.results.map((r) => (r ? bytes(r.text) : null)), decl: declarationBytes(run.declarations) });
+        else
+          check(
+            run.results.every(Boolean),
+            `${name}: the official server ran the same script (${run.results.filter(Boolean).length}/${run.script.length})`,
+            run.output.slice(-500),
+          );
+        rows.push({
+          client: name,
+          server,
+          labels: run.script.map((s) => s.label),
+          sizes: run.results.map((r) => (r ? bytes(r.text) : null)),
+          decl: declarationBytes(run.declarations),
+        });
       }
     }
     if (only.includes('inspector')) {
@@ -401,7 +615,8 @@ async function main() {
   }
   if (rows.length) {
     console.log(sizeTable(rows));
-    if (process.env.FS_TOOLS_CLIENTS_SIZES_JSON) fs.writeFileSync(process.env.FS_TOOLS_CLIENTS_SIZES_JSON, JSON.stringify(rows, null, 2));
+    if (process.env.FS_TOOLS_CLIENTS_SIZES_JSON)
+      fs.writeFileSync(process.env.FS_TOOLS_CLIENTS_SIZES_JSON, JSON.stringify(rows, null, 2));
   }
   console.log('');
   if (failures.length) console.log(`failed: ${failures.join('; ')}`);

@@ -48,7 +48,10 @@ describe('MCP Bundle (.mcpb)', () => {
   let manifest: Record<string, any>;
 
   beforeAll(() => {
-    const out = execFileSync(process.execPath, ['scripts/manifests.mjs', '--mcpb'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const out = execFileSync(process.execPath, ['scripts/manifests.mjs', '--mcpb'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
     unpacked = makeTree();
     execFileSync(process.execPath, [MCPB_CLI, 'unpack', out, unpacked.dir], { encoding: 'utf8' });
     manifest = JSON.parse(readFileSync(path.join(unpacked.dir, 'manifest.json'), 'utf8'));
@@ -56,7 +59,9 @@ describe('MCP Bundle (.mcpb)', () => {
   afterAll(() => unpacked?.cleanup());
 
   it('validates with mcpb and carries the package version and user-configurable roots and flags', () => {
-    const validated = spawnSync(process.execPath, [MCPB_CLI, 'validate', path.join(unpacked.dir, 'manifest.json')], { encoding: 'utf8' });
+    const validated = spawnSync(process.execPath, [MCPB_CLI, 'validate', path.join(unpacked.dir, 'manifest.json')], {
+      encoding: 'utf8',
+    });
     expect(validated.status, validated.stdout + validated.stderr).toBe(0);
     expect(manifest.version).toBe(PKG.version);
     expect(manifest.user_config.roots).toMatchObject({ type: 'directory', multiple: true, required: true });
@@ -65,15 +70,18 @@ describe('MCP Bundle (.mcpb)', () => {
     expect(manifest.tools.map((t: { name: string }) => t.name)).toContain('read_file');
   });
 
-  it('serves MCP with the user\'s choices substituted into its command line (read-only, two roots)', async () => {
+  it("serves MCP with the user's choices substituted into its command line (read-only, two roots)", async () => {
     const a = makeTree({ 'a.txt': 'in a\n', '.env': 'SECRET=1\n' });
     const b = makeTree({ 'b.txt': 'in b\n' });
     const outside = makeTree({ 'o.txt': 'outside\n' });
     // As a desktop client does: ${__dirname} is the unpacked bundle, booleans become "true"/"false", a multiple
     // directory setting expands to one argument per directory.
     const values: Record<string, string | string[]> = {
-      __dirname: unpacked.dir, 'user_config.readonly': 'true', 'user_config.allow_secrets': 'false',
-      'user_config.mutation_budget': '0', 'user_config.roots': [a.dir, b.dir],
+      __dirname: unpacked.dir,
+      'user_config.readonly': 'true',
+      'user_config.allow_secrets': 'false',
+      'user_config.mutation_budget': '0',
+      'user_config.roots': [a.dir, b.dir],
     };
     const args = (manifest.server.mcp_config.args as string[]).flatMap((arg) => {
       const whole = /^\$\{([^}]+)\}$/.exec(arg);
@@ -90,12 +98,20 @@ describe('MCP Bundle (.mcpb)', () => {
       expect(JSON.stringify(dirs)).toContain(a.dir);
       expect(JSON.stringify(dirs)).toContain(b.dir);
       expect((await client.callOk('read_file', { path: path.join(b.dir, 'b.txt') })).content).toBe('in b\n');
-      expect((await client.callError('read_file', { path: path.join(a.dir, '.env') })).error.code).toBe('SECRET_DENIED');
-      expect((await client.callError('read_file', { path: path.join(outside.dir, 'o.txt') })).error.code).toBe('NOT_ALLOWED');
-      expect((await client.callError('write_file', { path: path.join(a.dir, 'new.txt'), content: 'x' })).error.code).toBe('READONLY');
+      expect((await client.callError('read_file', { path: path.join(a.dir, '.env') })).error.code).toBe(
+        'SECRET_DENIED',
+      );
+      expect((await client.callError('read_file', { path: path.join(outside.dir, 'o.txt') })).error.code).toBe(
+        'NOT_ALLOWED',
+      );
+      expect(
+        (await client.callError('write_file', { path: path.join(a.dir, 'new.txt'), content: 'x' })).error.code,
+      ).toBe('READONLY');
     } finally {
       await client.close();
-      a.cleanup(); b.cleanup(); outside.cleanup();
+      a.cleanup();
+      b.cleanup();
+      outside.cleanup();
     }
   });
 });
@@ -106,7 +122,7 @@ describe('package.json', () => {
     expect(PKG.bin).toEqual({ 'fs-tools': 'dist/cli.js', 'fs-tools-mcp': 'dist/cli.js' });
   });
 
-  it('ships the bundled packages\' licences', () => {
+  it("ships the bundled packages' licences", () => {
     const notices = readFileSync(path.join(ROOT, 'dist/THIRD-PARTY-LICENSES.txt'), 'utf8');
     for (const name of ['@modelcontextprotocol/server', 'zod', 'diff']) expect(notices).toContain(`${name}@`);
   });

@@ -67,7 +67,9 @@ function useServer(era: Era) {
     for (const c of env.cleanups) c();
   });
   return {
-    get client() { return env.client; },
+    get client() {
+      return env.client;
+    },
     /** A fresh directory under the root holding `spec`. */
     area(spec: TreeSpec = {}): string {
       const d = path.join(env.R, `t${++env.n}`);
@@ -93,7 +95,12 @@ async function applyToF(s: Server, patch: string, original: string | Buffer = F,
 }
 
 /** Calls apply_patch expecting `code`; asserts the tree under `dir` is byte-for-byte (and mtime) unchanged. */
-async function refused(s: Server, dir: string, args: Record<string, unknown>, code: string): Promise<Envelope['error']> {
+async function refused(
+  s: Server,
+  dir: string,
+  args: Record<string, unknown>,
+  code: string,
+): Promise<Envelope['error']> {
   const before = snapshotTree(dir, { withMtime: true });
   const e = expectCode(await s.client.call('apply_patch', args), code);
   expect(snapshotTree(dir, { withMtime: true })).toEqual(before);
@@ -144,16 +151,26 @@ describe.each(ERAS)('apply_patch, both eras (%s)', (era) => {
     expect(after).toBe(F_HELLO);
     expect(r).toMatchObject({
       dry_run: false,
-      files: [{ path: path.join(dir, 'F.py'), action: 'modified',
-        hunks: [{ hunk: 1, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 }],
-        previous_hash: contentHash(F), content_hash: contentHash(F_HELLO) }],
+      files: [
+        {
+          path: path.join(dir, 'F.py'),
+          action: 'modified',
+          hunks: [{ hunk: 1, line: 3, match: 'exact', placed_by: 'header', candidates: 1, offset: 0 }],
+          previous_hash: contentHash(F),
+          content_hash: contentHash(F_HELLO),
+        },
+      ],
     });
   });
 
   it('applies a headerless hunk with path = the file (regression: it was taken for a creation)', async () => {
     const dir = s.area({ 'F.py': F });
     const f = path.join(dir, 'F.py');
-    const r = await s.client.callOk('apply_patch', { patch: `@@ -3,3 +3,3 @@\n${BODY}`, path: f, expected_hashes: hashes(dir, 'F.py') });
+    const r = await s.client.callOk('apply_patch', {
+      patch: `@@ -3,3 +3,3 @@\n${BODY}`,
+      path: f,
+      expected_hashes: hashes(dir, 'F.py'),
+    });
     expect(readFileSync(f, 'utf8')).toBe(F_HELLO);
     expect(r.files).toMatchObject([{ path: f, action: 'modified', previous_hash: contentHash(F) }]);
   });
@@ -172,9 +189,14 @@ describe.each(ERAS)('apply_patch, both eras (%s)', (era) => {
   it('context "def greet(user):" → no_match with nearest line 3 and the first difference', async () => {
     const e = await refusedOnF(s, WITH_HEADERS.replace(' def greet(name):', ' def greet(user):'));
     expect(e.details).toMatchObject({
-      reason: 'no_match', hunk: 1, hunks: 1,
+      reason: 'no_match',
+      hunk: 1,
+      hunks: 1,
       expected: ['def greet(user):', "    print('hi')", ''],
-      nearest: { line: 3, first_difference: { line: 3, expected: 'def greet(user):', actual: 'def greet(name):', whitespace_only: false } },
+      nearest: {
+        line: 3,
+        first_difference: { line: 3, expected: 'def greet(user):', actual: 'def greet(name):', whitespace_only: false },
+      },
     });
   });
 
@@ -183,45 +205,70 @@ describe.each(ERAS)('apply_patch, both eras (%s)', (era) => {
     const two = 'x = 1\ny = 2\nend\nx = 1\ny = 2\nend\n';
     const e = await refusedOnF(s, '--- a/F.py\n+++ b/F.py\n@@ @@\n x = 1\n-y = 2\n+y = 3\n end\n', two);
     expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, candidates: [1, 4] });
-    const { after, r } = await applyToF(s, '--- a/F.py\n+++ b/F.py\n@@ -4,3 +4,3 @@\n x = 1\n-y = 2\n+y = 3\n end\n', two);
+    const { after, r } = await applyToF(
+      s,
+      '--- a/F.py\n+++ b/F.py\n@@ -4,3 +4,3 @@\n x = 1\n-y = 2\n+y = 3\n end\n',
+      two,
+    );
     expect(after).toBe('x = 1\ny = 2\nend\nx = 1\ny = 3\nend\n');
-    expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 4, match: 'exact', placed_by: 'header', candidates: 2, offset: 0 }]);
+    expect(r.files[0].hunks).toEqual([
+      { hunk: 1, line: 4, match: 'exact', placed_by: 'header', candidates: 2, offset: 0 },
+    ]);
   });
 
   it('*** Begin Patch … *** End Patch → BEGIN_PATCH, nothing written', async () => {
     const dir = s.area({ 'F.py': F });
-    const e = await refused(s, dir, {
-      patch: "*** Begin Patch\n*** Update File: F.py\n@@\n-    print('hi')\n+    print('hello')\n*** End Patch\n", path: dir,
-    }, 'BEGIN_PATCH');
+    const e = await refused(
+      s,
+      dir,
+      {
+        patch: "*** Begin Patch\n*** Update File: F.py\n@@\n-    print('hi')\n+    print('hello')\n*** End Patch\n",
+        path: dir,
+      },
+      'BEGIN_PATCH',
+    );
     expect(e.details).toEqual({ line: 1, marker: 'Begin Patch' });
     expect(e.suggestion).toContain('--- a/');
     expect(e.recovery).toBe('fix_arguments');
   });
 
-  it.skipIf(!CHATTR)('a 3-file patch whose second commit fails → ROLLBACK_COMPLETE, all three files original', async () => {
-    const dir = s.area({ one: { 'a.py': 'a = 1\n' }, two: { 'b.py': 'b = 1\n' }, three: { 'c.py': 'c = 1\n' } });
-    const patch = ['a', 'b', 'c'].map((x, i) => {
-      const rel = `${['one', 'two', 'three'][i]}/${x}.py`;
-      return `--- a/${rel}\n+++ b/${rel}\n@@ -1 +1 @@\n-${x} = 1\n+${x} = 2\n`;
-    }).join('');
-    const before = snapshotTree(dir);
-    execFileSync('chattr', ['+i', path.join(dir, 'two')]);
-    immutable.push(path.join(dir, 'two'));
-    const e = expectCode(await s.client.call('apply_patch', {
-      patch, path: dir, expected_hashes: hashes(dir, 'one/a.py', 'two/b.py', 'three/c.py'),
-    }), 'ROLLBACK_COMPLETE');
-    expect(e.error.retryable).toBe(false);
-    expect(e.error.recovery).toBe('check_already_applied');
-    expect(e.error.details.files).toEqual([
-      { path: path.join(dir, 'one/a.py'), status: 'restored' },
-      { path: path.join(dir, 'two/b.py'), status: 'restored' },
-      { path: path.join(dir, 'three/c.py'), status: 'restored' },
-    ]);
-    expect(e.error.details.cause).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { source: 'os', errno: 'EPERM' } });
-    execFileSync('chattr', ['-i', path.join(dir, 'two')]);
-    immutable.splice(0);
-    expect(snapshotTree(dir)).toEqual(before);
-  });
+  it.skipIf(!CHATTR)(
+    'a 3-file patch whose second commit fails → ROLLBACK_COMPLETE, all three files original',
+    async () => {
+      const dir = s.area({ one: { 'a.py': 'a = 1\n' }, two: { 'b.py': 'b = 1\n' }, three: { 'c.py': 'c = 1\n' } });
+      const patch = ['a', 'b', 'c']
+        .map((x, i) => {
+          const rel = `${['one', 'two', 'three'][i]}/${x}.py`;
+          return `--- a/${rel}\n+++ b/${rel}\n@@ -1 +1 @@\n-${x} = 1\n+${x} = 2\n`;
+        })
+        .join('');
+      const before = snapshotTree(dir);
+      execFileSync('chattr', ['+i', path.join(dir, 'two')]);
+      immutable.push(path.join(dir, 'two'));
+      const e = expectCode(
+        await s.client.call('apply_patch', {
+          patch,
+          path: dir,
+          expected_hashes: hashes(dir, 'one/a.py', 'two/b.py', 'three/c.py'),
+        }),
+        'ROLLBACK_COMPLETE',
+      );
+      expect(e.error.retryable).toBe(false);
+      expect(e.error.recovery).toBe('check_already_applied');
+      expect(e.error.details.files).toEqual([
+        { path: path.join(dir, 'one/a.py'), status: 'restored' },
+        { path: path.join(dir, 'two/b.py'), status: 'restored' },
+        { path: path.join(dir, 'three/c.py'), status: 'restored' },
+      ]);
+      expect(e.error.details.cause).toMatchObject({
+        code: 'FILE_POLICY_DENIED',
+        details: { source: 'os', errno: 'EPERM' },
+      });
+      execFileSync('chattr', ['-i', path.join(dir, 'two')]);
+      immutable.splice(0);
+      expect(snapshotTree(dir)).toEqual(before);
+    },
+  );
 });
 
 describe('apply_patch (modern era)', () => {
@@ -232,12 +279,24 @@ describe('apply_patch (modern era)', () => {
       ['diff --git headers', `diff --git a/F.py b/F.py\nindex 1111111..2222222 100644\n${WITH_HEADERS}`, 'header', 0],
       ['header line 40 instead of 3', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -40,3 +40,3 @@'), 'content', -37],
       ['counts -3,7 +3,9 on a 3/3 body', WITH_HEADERS.replace('@@ -3,3 +3,3 @@', '@@ -3,7 +3,9 @@'), 'header', 0],
-      ['inside a ```diff fence', `Here is the change:\n\n\`\`\`diff\n${WITH_HEADERS}\`\`\`\n\nIt says hello now.\n`, 'header', 0],
-      ['diff -u headers without a/ b/', `--- F.py\t2024-05-01 10:00:00\n+++ F.py\t2024-05-01 10:01:00\n@@ -3,3 +3,3 @@\n${BODY}`, 'header', 0],
+      [
+        'inside a ```diff fence',
+        `Here is the change:\n\n\`\`\`diff\n${WITH_HEADERS}\`\`\`\n\nIt says hello now.\n`,
+        'header',
+        0,
+      ],
+      [
+        'diff -u headers without a/ b/',
+        `--- F.py\t2024-05-01 10:00:00\n+++ F.py\t2024-05-01 10:01:00\n@@ -3,3 +3,3 @@\n${BODY}`,
+        'header',
+        0,
+      ],
     ])('%s', async (_label, patch, placedBy, offset) => {
       const { after, r } = await applyToF(s, patch);
       expect(after).toBe(F_HELLO);
-      expect(r.files[0].hunks).toEqual([{ hunk: 1, line: 3, match: 'exact', placed_by: placedBy, candidates: 1, offset }]);
+      expect(r.files[0].hunks).toEqual([
+        { hunk: 1, line: 3, match: 'exact', placed_by: placedBy, candidates: 1, offset },
+      ]);
     });
 
     it('two hunks in either order give the same result', async () => {
@@ -263,7 +322,11 @@ describe('apply_patch (modern era)', () => {
 
     it('a curly apostrophe in the file matches a straight one in the patch', async () => {
       const curly = F.replace("    greet('a')", '    greet(\u2018a\u2019)');
-      const { after, r } = await applyToF(s, "--- a/F.py\n+++ b/F.py\n@@ -7,3 +7,4 @@\n def main():\n     greet('a')\n+    greet('x')\n     greet('b')\n", curly);
+      const { after, r } = await applyToF(
+        s,
+        "--- a/F.py\n+++ b/F.py\n@@ -7,3 +7,4 @@\n def main():\n     greet('a')\n+    greet('x')\n     greet('b')\n",
+        curly,
+      );
       expect(after).toBe(curly.replace("    greet('b')", "    greet('x')\n    greet('b')"));
       expect(r.files[0].hunks[0].match).toBe('typography');
     });
@@ -271,16 +334,28 @@ describe('apply_patch (modern era)', () => {
     it('/dev/null → a new file in a new directory, and → a deletion', async () => {
       const dir = s.area({ 'old.py': 'x = 1\ny = 2\n' });
       const r = await s.client.callOk('apply_patch', {
-        patch: '--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n--- a/old.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x = 1\n-y = 2\n',
-        path: dir, expected_hashes: hashes(dir, 'old.py'),
+        patch:
+          '--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n--- a/old.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-x = 1\n-y = 2\n',
+        path: dir,
+        expected_hashes: hashes(dir, 'old.py'),
       });
       // pkg/ did not exist: it is created, as git apply does (regression: the commit failed on the missing
       // directory and the whole change came back as ROLLBACK_COMPLETE).
       expect(readFileSync(path.join(dir, 'pkg/new.py'), 'utf8')).toBe('a = 1\nb = 2\n');
       expect(existsSync(path.join(dir, 'old.py'))).toBe(false);
       expect(r.files).toMatchObject([
-        { path: path.join(dir, 'pkg/new.py'), action: 'created', previous_hash: null, content_hash: contentHash('a = 1\nb = 2\n') },
-        { path: path.join(dir, 'old.py'), action: 'deleted', previous_hash: contentHash('x = 1\ny = 2\n'), content_hash: null },
+        {
+          path: path.join(dir, 'pkg/new.py'),
+          action: 'created',
+          previous_hash: null,
+          content_hash: contentHash('a = 1\nb = 2\n'),
+        },
+        {
+          path: path.join(dir, 'old.py'),
+          action: 'deleted',
+          previous_hash: contentHash('x = 1\ny = 2\n'),
+          content_hash: null,
+        },
       ]);
     });
 
@@ -290,15 +365,25 @@ describe('apply_patch (modern era)', () => {
       const r = await s.client.callOk('apply_patch', { patch: '@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n', path: f });
       expect(r.files).toMatchObject([{ path: f, action: 'created', previous_hash: null }]);
       expect(readFileSync(f, 'utf8')).toBe('a = 1\nb = 2\n');
-      const e = await refused(s, dir, { patch: `@@ -3,3 +3,3 @@\n${BODY}`, path: path.join(dir, 'missing.py') }, 'NOT_FOUND');
+      const e = await refused(
+        s,
+        dir,
+        { patch: `@@ -3,3 +3,3 @@\n${BODY}`, path: path.join(dir, 'missing.py') },
+        'NOT_FOUND',
+      );
       expect(e.path).toBe(path.join(dir, 'missing.py'));
     });
 
     it('/dev/null → a new file next to an existing one', async () => {
       const dir = s.area({ 'F.py': F });
-      const r = await s.client.callOk('apply_patch', { patch: '--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n', path: dir });
+      const r = await s.client.callOk('apply_patch', {
+        patch: '--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+a = 1\n+b = 2\n',
+        path: dir,
+      });
       expect(readFileSync(path.join(dir, 'new.py'), 'utf8')).toBe('a = 1\nb = 2\n');
-      expect(r.files).toMatchObject([{ action: 'created', previous_hash: null, content_hash: contentHash('a = 1\nb = 2\n') }]);
+      expect(r.files).toMatchObject([
+        { action: 'created', previous_hash: null, content_hash: contentHash('a = 1\nb = 2\n') },
+      ]);
       expect(readFileSync(path.join(dir, 'F.py'), 'utf8')).toBe(F);
     });
 
@@ -310,10 +395,14 @@ describe('apply_patch (modern era)', () => {
     it('a diff that adds a line "*** Begin Patch" to a markdown file applies', async () => {
       const dir = s.area({ 'notes.md': '# Notes\n\nUse unified diffs.\n' });
       await s.client.callOk('apply_patch', {
-        patch: '--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,5 @@\n # Notes\n \n Use unified diffs.\n+Not this format:\n+*** Begin Patch\n',
-        path: dir, expected_hashes: hashes(dir, 'notes.md'),
+        patch:
+          '--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,5 @@\n # Notes\n \n Use unified diffs.\n+Not this format:\n+*** Begin Patch\n',
+        path: dir,
+        expected_hashes: hashes(dir, 'notes.md'),
       });
-      expect(readFileSync(path.join(dir, 'notes.md'), 'utf8')).toBe('# Notes\n\nUse unified diffs.\nNot this format:\n*** Begin Patch\n');
+      expect(readFileSync(path.join(dir, 'notes.md'), 'utf8')).toBe(
+        '# Notes\n\nUse unified diffs.\nNot this format:\n*** Begin Patch\n',
+      );
     });
 
     it('a markdown file with a code fence in the context (regression: " ```" was taken for the fence)', async () => {
@@ -321,7 +410,8 @@ describe('apply_patch (modern era)', () => {
       const dir = s.area({ 'README.md': md });
       await s.client.callOk('apply_patch', {
         patch: '--- a/README.md\n+++ b/README.md\n@@ -3,3 +3,3 @@\n ```sh\n-npm test\n+npx vitest run\n ```\n',
-        path: dir, expected_hashes: hashes(dir, 'README.md'),
+        path: dir,
+        expected_hashes: hashes(dir, 'README.md'),
       });
       expect(readFileSync(path.join(dir, 'README.md'), 'utf8')).toBe(md.replace('npm test', 'npx vitest run'));
     });
@@ -336,27 +426,55 @@ describe('apply_patch (modern era)', () => {
     it('dry_run computes the result and writes nothing', async () => {
       const dir = s.area({ 'F.py': F });
       const before = snapshotTree(dir, { withMtime: true });
-      const r = await s.client.callOk('apply_patch', { patch: WITH_HEADERS, path: dir, expected_hashes: hashes(dir, 'F.py'), dry_run: true });
+      const r = await s.client.callOk('apply_patch', {
+        patch: WITH_HEADERS,
+        path: dir,
+        expected_hashes: hashes(dir, 'F.py'),
+        dry_run: true,
+      });
       expect(r).toMatchObject({ dry_run: true, files: [{ action: 'modified', content_hash: contentHash(F_HELLO) }] });
       expect(snapshotTree(dir, { withMtime: true })).toEqual(before);
     });
 
     it('a 3-file patch applies as a whole', async () => {
       const dir = s.area({ 'a.py': 'a = 1\n', sub: { 'b.py': 'b = 1\n', 'c.py': 'c = 1\n' } });
-      const patch = ['a.py', 'sub/b.py', 'sub/c.py'].map((p) => `diff --git a/${p} b/${p}\n--- a/${p}\n+++ b/${p}\n@@ -1 +1 @@\n-${p[p.length - 4]} = 1\n+${p[p.length - 4]} = 2\n`).join('');
-      const r = await s.client.callOk('apply_patch', { patch, path: dir, expected_hashes: hashes(dir, 'a.py', 'sub/b.py', 'sub/c.py') });
+      const patch = ['a.py', 'sub/b.py', 'sub/c.py']
+        .map(
+          (p) =>
+            `diff --git a/${p} b/${p}\n--- a/${p}\n+++ b/${p}\n@@ -1 +1 @@\n-${p[p.length - 4]} = 1\n+${p[p.length - 4]} = 2\n`,
+        )
+        .join('');
+      const r = await s.client.callOk('apply_patch', {
+        patch,
+        path: dir,
+        expected_hashes: hashes(dir, 'a.py', 'sub/b.py', 'sub/c.py'),
+      });
       expect(r.files.map((f: { path: string; action: string }) => [f.path, f.action])).toEqual([
-        [path.join(dir, 'a.py'), 'modified'], [path.join(dir, 'sub/b.py'), 'modified'], [path.join(dir, 'sub/c.py'), 'modified'],
+        [path.join(dir, 'a.py'), 'modified'],
+        [path.join(dir, 'sub/b.py'), 'modified'],
+        [path.join(dir, 'sub/c.py'), 'modified'],
       ]);
-      expect(['a.py', 'sub/b.py', 'sub/c.py'].map((p) => readFileSync(path.join(dir, p), 'utf8'))).toEqual(['a = 2\n', 'b = 2\n', 'c = 2\n']);
+      expect(['a.py', 'sub/b.py', 'sub/c.py'].map((p) => readFileSync(path.join(dir, p), 'utf8'))).toEqual([
+        'a = 2\n',
+        'b = 2\n',
+        'c = 2\n',
+      ]);
     });
   });
 
   describe('refuses, bytes unchanged', () => {
     it('hunk 2 of 2 not matching → no_match hunk 2; hunk 1 is not applied either', async () => {
-      const e = await refusedOnF(s, `${WITH_HEADERS}@@ -8,2 +8,2 @@\n     greet('a')\n-    greet('z')\n+    greet('c')\n`);
-      expect(e.details).toMatchObject({ reason: 'no_match', hunk: 2, hunks: 2, expected: ["    greet('a')", "    greet('z')"],
-        nearest: { line: 8, first_difference: { line: 9, expected: "    greet('z')", actual: "    greet('b')" } } });
+      const e = await refusedOnF(
+        s,
+        `${WITH_HEADERS}@@ -8,2 +8,2 @@\n     greet('a')\n-    greet('z')\n+    greet('c')\n`,
+      );
+      expect(e.details).toMatchObject({
+        reason: 'no_match',
+        hunk: 2,
+        hunks: 2,
+        expected: ["    greet('a')", "    greet('z')"],
+        nearest: { line: 8, first_difference: { line: 9, expected: "    greet('z')", actual: "    greet('b')" } },
+      });
     });
 
     it('the patch already applied → already_applied', async () => {
@@ -367,30 +485,54 @@ describe('apply_patch (modern era)', () => {
     it('a tab-indented file vs a space-indented patch → no_match with whitespace_only', async () => {
       const tabbed = F.replace(/^ {4}/gm, '\t');
       const e = await refusedOnF(s, WITH_HEADERS, tabbed);
-      expect(e.details).toMatchObject({ reason: 'no_match', hunk: 1,
-        nearest: { line: 3, first_difference: { line: 4, expected: "    print('hi')", actual: "\tprint('hi')", whitespace_only: true } } });
+      expect(e.details).toMatchObject({
+        reason: 'no_match',
+        hunk: 1,
+        nearest: {
+          line: 3,
+          first_difference: { line: 4, expected: "    print('hi')", actual: "\tprint('hi')", whitespace_only: true },
+        },
+      });
     });
 
     it('overlapping hunks → overlap', async () => {
-      const e = await refusedOnF(s, `--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${BODY}@@ -4,2 +4,2 @@\n     print('hi')\n-\n+# gap\n`);
+      const e = await refusedOnF(
+        s,
+        `--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${BODY}@@ -4,2 +4,2 @@\n     print('hi')\n-\n+# gap\n`,
+      );
       expect(e.details).toMatchObject({ reason: 'overlap', hunk: 2, hunks: 2, candidates: [3, 4] });
     });
 
     it('prose → no_hunks', async () => {
       const dir = s.area({ 'F.py': F });
-      const e = await refused(s, dir, { patch: 'Please make greet() say hello instead of hi.\n', path: dir }, 'PATCH_FAILED');
+      const e = await refused(
+        s,
+        dir,
+        { patch: 'Please make greet() say hello instead of hi.\n', path: dir },
+        'PATCH_FAILED',
+      );
       expect(e.details).toEqual({ reason: 'no_hunks' });
     });
 
     it('headers without hunks → no_hunks (regression: a/F.py → b/F.py was a silent no-op "rename")', async () => {
       const dir = s.area({ 'F.py': F });
-      const e = await refused(s, dir, { patch: '--- a/F.py\n+++ b/F.py\n', path: dir, expected_hashes: hashes(dir, 'F.py') }, 'PATCH_FAILED');
+      const e = await refused(
+        s,
+        dir,
+        { patch: '--- a/F.py\n+++ b/F.py\n', path: dir, expected_hashes: hashes(dir, 'F.py') },
+        'PATCH_FAILED',
+      );
       expect(e.details).toEqual({ reason: 'no_hunks' });
     });
 
     it('a context line missing its leading space → malformed with the line', async () => {
       const dir = s.area({ 'F.py': F });
-      const e = await refused(s, dir, { patch: WITH_HEADERS.replace(' def greet(name):', 'def greet(name):'), path: dir }, 'PATCH_FAILED');
+      const e = await refused(
+        s,
+        dir,
+        { patch: WITH_HEADERS.replace(' def greet(name):', 'def greet(name):'), path: dir },
+        'PATCH_FAILED',
+      );
       expect(e.details).toEqual({ reason: 'malformed', line: 4, text: 'def greet(name):' });
     });
 
@@ -402,11 +544,23 @@ describe('apply_patch (modern era)', () => {
 
     it('a 3-file patch whose third file does not apply writes nothing (not even the file it creates)', async () => {
       const dir = s.area({ 'a.py': 'a = 1\n', 'c.py': 'c = 1\n' });
-      const patch = '--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n'
-        + '--- /dev/null\n+++ b/d.py\n@@ -0,0 +1 @@\n+d = 1\n'
-        + '--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-c = 9\n+c = 2\n';
-      const e = await refused(s, dir, { patch, path: dir, expected_hashes: hashes(dir, 'a.py', 'c.py') }, 'PATCH_FAILED');
-      expect(e.details).toMatchObject({ reason: 'no_match', hunk: 1, hunks: 1, file: path.join(dir, 'c.py'), current_hash: contentHash('c = 1\n') });
+      const patch =
+        '--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n' +
+        '--- /dev/null\n+++ b/d.py\n@@ -0,0 +1 @@\n+d = 1\n' +
+        '--- a/c.py\n+++ b/c.py\n@@ -1 +1 @@\n-c = 9\n+c = 2\n';
+      const e = await refused(
+        s,
+        dir,
+        { patch, path: dir, expected_hashes: hashes(dir, 'a.py', 'c.py') },
+        'PATCH_FAILED',
+      );
+      expect(e.details).toMatchObject({
+        reason: 'no_match',
+        hunk: 1,
+        hunks: 1,
+        file: path.join(dir, 'c.py'),
+        current_hash: contentHash('c = 1\n'),
+      });
       expect(e.path).toBe(path.join(dir, 'c.py'));
       expect(existsSync(path.join(dir, 'd.py'))).toBe(false);
     });

@@ -32,11 +32,27 @@ describe.each(ERAS)('--audit-log (%s era)', (era) => {
   const logDir = makeTree({}, 'fs-tools-audit-');
   const logFile = path.join(logDir.dir, 'audit.jsonl');
   let client: TestClient;
-  beforeAll(async () => { client = await connect(era, { args: [`--audit-log=${logFile}`, tree.dir] }); });
-  afterAll(async () => { await client.close(); tree.cleanup(); logDir.cleanup(); });
+  beforeAll(async () => {
+    client = await connect(era, { args: [`--audit-log=${logFile}`, tree.dir] });
+  });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+    logDir.cleanup();
+  });
 
-  const rawLog = (): string => { try { return readFileSync(logFile, 'utf8'); } catch { return ''; } };
-  const lines = (): AuditLine[] => rawLog().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditLine);
+  const rawLog = (): string => {
+    try {
+      return readFileSync(logFile, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  const lines = (): AuditLine[] =>
+    rawLog()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditLine);
 
   /** Makes one call and returns the one line it appended. */
   async function callAndLine(tool: string, args: Record<string, unknown>): Promise<AuditLine> {
@@ -115,12 +131,18 @@ describe.each(ERAS)('--audit-log (%s era)', (era) => {
     const written = await callAndLine('write_file', { path: 'w.txt', content: `${WRITE_MARKER}\nsecond\nthird\n` });
     expect(written.outcome).toBe('ok');
     expect(written.hash_after).toMatch(/^sha256:[0-9a-f]{64}$/);
-    const edited = await callAndLine('edit_file', { path: 'w.txt', edits: [{ old_text: 'second', new_text: EDIT_MARKER }] });
+    const edited = await callAndLine('edit_file', {
+      path: 'w.txt',
+      edits: [{ old_text: 'second', new_text: EDIT_MARKER }],
+    });
     expect(edited.outcome).toBe('ok');
     expect(edited.hash_before).toBe(written.hash_after);
     const patch = `--- a/w.txt\n+++ b/w.txt\n@@ -1,3 +1,3 @@\n ${WRITE_MARKER}\n ${EDIT_MARKER}\n-third\n+${PATCH_MARKER}\n`;
     expect((await callAndLine('apply_patch', { patch })).outcome).toBe('ok');
-    const refused = await callAndLine('edit_file', { path: 'w.txt', edits: [{ old_text: 'not there', new_text: EDIT_MARKER }] });
+    const refused = await callAndLine('edit_file', {
+      path: 'w.txt',
+      edits: [{ old_text: 'not there', new_text: EDIT_MARKER }],
+    });
     expect(refused.outcome).toBe('PATCH_FAILED');
     const log = rawLog();
     for (const marker of [WRITE_MARKER, EDIT_MARKER, PATCH_MARKER]) expect(log).not.toContain(marker);
@@ -140,11 +162,16 @@ describe.each(ERAS)('--audit-log that cannot be written (%s era)', (era) => {
   ];
   const clients = new Map<string, TestClient>();
   beforeAll(async () => {
-    await Promise.all(unwritable.map(async ([, logPath]) => {
-      clients.set(logPath, await connect(era, { args: [`--audit-log=${logPath}`, tree.dir] }));
-    }));
+    await Promise.all(
+      unwritable.map(async ([, logPath]) => {
+        clients.set(logPath, await connect(era, { args: [`--audit-log=${logPath}`, tree.dir] }));
+      }),
+    );
   });
-  afterAll(async () => { await Promise.all([...clients.values()].map((c) => c.close())); tree.cleanup(); });
+  afterAll(async () => {
+    await Promise.all([...clients.values()].map((c) => c.close()));
+    tree.cleanup();
+  });
 
   it.each(unwritable)('%s: calls keep working and stderr says so exactly once', async (_label, logPath) => {
     const client = clients.get(logPath)!;
@@ -156,7 +183,10 @@ describe.each(ERAS)('--audit-log that cannot be written (%s era)', (era) => {
     expect(warned, client.stderr()).toBe(true);
     await client.callOk('read_file', { path: 'a.txt' });
     await new Promise((r) => setTimeout(r, 100));
-    const mentions = client.stderr().split('\n').filter((l) => l.includes('audit log'));
+    const mentions = client
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('audit log'));
     expect(mentions, client.stderr()).toHaveLength(1);
     expect(mentions[0]).toContain(logPath);
     expect(mentions[0]).toMatch(/^fs-tools: /);
@@ -168,7 +198,10 @@ describe.each(ERAS)('--audit-log that cannot be written (%s era)', (era) => {
 describe('--audit-log appends to an existing log', () => {
   const tree = makeTree({ 'a.txt': 'hello\n' });
   const logDir = makeTree({}, 'fs-tools-audit-');
-  afterAll(() => { tree.cleanup(); logDir.cleanup(); });
+  afterAll(() => {
+    tree.cleanup();
+    logDir.cleanup();
+  });
 
   it('keeps earlier lines and adds its own after them', async () => {
     const logFile = path.join(logDir.dir, 'nested', 'audit.jsonl');

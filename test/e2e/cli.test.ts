@@ -17,7 +17,11 @@ const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.met
 /** Runs `fs-tools ARGS` in `cwd` and returns exit status and output. */
 function run(args: string[], cwd: string, env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, [CLI, ...args], {
-    cwd, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 30_000, input: '',
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 30_000,
+    input: '',
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -104,8 +108,10 @@ describe('fs-tools call', () => {
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.path).toBe(project.dir);
-    expect(out.matches.map((m: { path: string; line: number }) => `${m.path}:${m.line}`).sort())
-      .toEqual(['src/main.ts:2', 'src/util.ts:1']);
+    expect(out.matches.map((m: { path: string; line: number }) => `${m.path}:${m.line}`).sort()).toEqual([
+      'src/main.ts:2',
+      'src/util.ts:1',
+    ]);
     expect(out.skipped.secret).toBe(1);
   });
 
@@ -120,7 +126,10 @@ describe('fs-tools tools', () => {
   it('lists the tools, one per line, in registry order', () => {
     const r = run(['tools'], project.dir);
     expect(r.status, r.stderr).toBe(0);
-    const names = r.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]);
+    const names = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(/\s+/)[0]);
     expect(names).toEqual(TOOLS.map((t) => t.name));
   });
 
@@ -185,7 +194,9 @@ describe.each(ERAS)('npx fs-tools --readonly --allow-secrets, served (%s era)', 
       expect(dirs.flags).toMatchObject({ readonly: true, allow_secrets: true });
       // SPEC §1: always-mutating file tools are left out of tools/list under --readonly.
       for (const tool of await client.listTools()) {
-        expect(TOOLS.find((t) => t.name === tool.name)!.mutating, `${tool.name} listed under --readonly`).not.toBe(true);
+        expect(TOOLS.find((t) => t.name === tool.name)!.mutating, `${tool.name} listed under --readonly`).not.toBe(
+          true,
+        );
       }
     } finally {
       await client.close();

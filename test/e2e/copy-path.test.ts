@@ -8,7 +8,17 @@
  * The part-way failure uses the test seam --test-seams=copy-fault:<entry> (src/tools/copy-path.ts: an EACCES when
  * the copy reaches that entry): the suite runs as root in CI, where chmod 000 does not make a file unreadable.
  */
-import { readFileSync, lstatSync, mkdirSync, readdirSync, readlinkSync, statSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
+import {
+  readFileSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+  chmodSync,
+  existsSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -23,11 +33,11 @@ const SPEC: TreeSpec = {
   'exec.sh': '#!/bin/sh\n',
   'link-to-a': symlink('a.txt'),
   'link-out': symlink('/etc/hostname'),
-  tree: { 'one.txt': 'one\n', b: { 'c.txt': 'c\n', 'd.txt': 'd\n', 'ln': symlink('../one.txt') }, empty: {} },
+  tree: { 'one.txt': 'one\n', b: { 'c.txt': 'c\n', 'd.txt': 'd\n', ln: symlink('../one.txt') }, empty: {} },
   'with-git': { 'x.txt': 'x\n', '.git': { HEAD: 'ref: refs/heads/main\n' } },
   'with-secret': { 'x.txt': 'x\n', '.env': 'TOKEN=1\n' },
   'with-hidden': { 'x.txt': 'x\n', 'h.txt': 'h\n' },
-  'with-fifo': { 'x.txt': 'x\n', 'pipe': fifo() },
+  'with-fifo': { 'x.txt': 'x\n', pipe: fifo() },
   'to-protected': { 'keep.txt': 'new\n' },
   protected: { 'p.txt': 'p\n' },
   out: {},
@@ -36,23 +46,45 @@ const SPEC: TreeSpec = {
 };
 
 function setup(era: string, flags: string[] = [], seams: string[] = []) {
-  const s = { tree: makeTree(SPEC), outside: makeTree({ 'policy.json': '' }), client: undefined as unknown as TestClient, root: '' };
+  const s = {
+    tree: makeTree(SPEC),
+    outside: makeTree({ 'policy.json': '' }),
+    client: undefined as unknown as TestClient,
+    root: '',
+  };
   beforeAll(async () => {
     s.root = s.tree.dir;
     chmodSync(path.join(s.root, 'exec.sh'), 0o751);
     chmodSync(path.join(s.root, 'tree', 'b'), 0o750);
     chmodSync(path.join(s.root, 'tree', 'b', 'd.txt'), 0o600);
-    writeFileSync(path.join(s.outside.dir, 'policy.json'), JSON.stringify({ rules: [
-      { pattern: 'protected/**', access: 'read_only' },
-      { pattern: 'with-hidden/h.txt', access: 'hidden' },
-      { pattern: '**/keep.txt', access: 'read_only' },
-    ] }));
+    writeFileSync(
+      path.join(s.outside.dir, 'policy.json'),
+      JSON.stringify({
+        rules: [
+          { pattern: 'protected/**', access: 'read_only' },
+          { pattern: 'with-hidden/h.txt', access: 'hidden' },
+          { pattern: '**/keep.txt', access: 'read_only' },
+        ],
+      }),
+    );
     mkdirSync(path.join(s.outside.dir, 'state'));
     s.client = await connect(era as 'modern', {
-      args: [...seams, '--state-dir', path.join(s.outside.dir, 'state'), '--policy', path.join(s.outside.dir, 'policy.json'), ...flags, s.root],
+      args: [
+        ...seams,
+        '--state-dir',
+        path.join(s.outside.dir, 'state'),
+        '--policy',
+        path.join(s.outside.dir, 'policy.json'),
+        ...flags,
+        s.root,
+      ],
     });
   });
-  afterAll(async () => { await s.client.close(); s.tree.cleanup(); s.outside.cleanup(); });
+  afterAll(async () => {
+    await s.client.close();
+    s.tree.cleanup();
+    s.outside.cleanup();
+  });
   return s;
 }
 
@@ -62,7 +94,12 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
 
   it('copies a file with its bytes and mode, and reports its hash', async () => {
     const r = await s.client.callOk('copy_path', { source: 'exec.sh', destination: 'out/exec-copy.sh' });
-    expect(r).toMatchObject({ type: 'file', overwritten: false, content_hash: contentHash('#!/bin/sh\n'), dry_run: false });
+    expect(r).toMatchObject({
+      type: 'file',
+      overwritten: false,
+      content_hash: contentHash('#!/bin/sh\n'),
+      dry_run: false,
+    });
     expect(modeOf(p('out', 'exec-copy.sh'))).toBe(0o751);
     expect(snapshotTree(p('out'))['exec-copy.sh']).toEqual(snapshotTree(s.root)['exec.sh']);
   });
@@ -70,17 +107,39 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
   it('never overwrites unless overwrite: true with the destination hash', async () => {
     writeFileSync(p('out', 'dst.txt'), 'old\n');
     const before = snapshotTree(s.root, { withMtime: true });
-    expect(expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/dst.txt' }), 'VALIDATION').error.details.reason)
-      .toBe('destination_exists');
-    expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/dst.txt', overwrite: true }), 'HASH_REQUIRED');
-    expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/dst.txt', overwrite: true, expected_hash: contentHash('other\n') }), 'OCC_MISMATCH');
+    expect(
+      expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/dst.txt' }), 'VALIDATION').error
+        .details.reason,
+    ).toBe('destination_exists');
+    expectCode(
+      await s.client.call('copy_path', { source: 'a.txt', destination: 'out/dst.txt', overwrite: true }),
+      'HASH_REQUIRED',
+    );
+    expectCode(
+      await s.client.call('copy_path', {
+        source: 'a.txt',
+        destination: 'out/dst.txt',
+        overwrite: true,
+        expected_hash: contentHash('other\n'),
+      }),
+      'OCC_MISMATCH',
+    );
     expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
-    const r = await s.client.callOk('copy_path', { source: 'a.txt', destination: 'out/dst.txt', overwrite: true, expected_hash: contentHash('old\n') });
+    const r = await s.client.callOk('copy_path', {
+      source: 'a.txt',
+      destination: 'out/dst.txt',
+      overwrite: true,
+      expected_hash: contentHash('old\n'),
+    });
     expect(r).toMatchObject({ overwritten: true, previous_destination_hash: contentHash('old\n') });
     expect(readFileSync(p('out', 'dst.txt'), 'utf8')).toBe('alpha\n');
     // A directory is never overwritten.
-    expect(expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'tree', overwrite: true }), 'VALIDATION').error.details.reason)
-      .toBe('destination_is_directory');
+    expect(
+      expectCode(
+        await s.client.call('copy_path', { source: 'a.txt', destination: 'tree', overwrite: true }),
+        'VALIDATION',
+      ).error.details.reason,
+    ).toBe('destination_is_directory');
   });
 
   it('copies a symlink as a link, never its target (even one pointing outside the roots)', async () => {
@@ -93,10 +152,17 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
   });
 
   it('copies a tree with modes and nested links; a directory needs recursive; dry_run creates nothing', async () => {
-    expect(expectCode(await s.client.call('copy_path', { source: 'tree', destination: 'out/tree-x' }), 'VALIDATION').error.details.reason)
-      .toBe('recursive_required');
+    expect(
+      expectCode(await s.client.call('copy_path', { source: 'tree', destination: 'out/tree-x' }), 'VALIDATION').error
+        .details.reason,
+    ).toBe('recursive_required');
     const before = snapshotTree(s.root, { withMtime: true });
-    const dry = await s.client.callOk('copy_path', { source: 'tree', destination: 'out/tree-dry', recursive: true, dry_run: true });
+    const dry = await s.client.callOk('copy_path', {
+      source: 'tree',
+      destination: 'out/tree-dry',
+      recursive: true,
+      dry_run: true,
+    });
     expect(dry).toMatchObject({ dry_run: true, type: 'directory', entries: 6, bytes: 8 });
     expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
     const r = await s.client.callOk('copy_path', { source: 'tree', destination: 'out/tree-copy', recursive: true });
@@ -106,8 +172,12 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
     expect(modeOf(p('out', 'tree-copy', 'b', 'd.txt'))).toBe(0o600);
     expect(readlinkSync(p('out', 'tree-copy', 'b', 'ln'))).toBe('../one.txt');
     expect(readdirSync(p('out')).filter((n) => n.includes('fs-tools'))).toEqual([]);
-    expect(expectCode(await s.client.call('copy_path', { source: 'tree', destination: 'tree/b/inner', recursive: true }), 'VALIDATION')
-      .error.details.reason).toBe('destination_inside_source');
+    expect(
+      expectCode(
+        await s.client.call('copy_path', { source: 'tree', destination: 'tree/b/inner', recursive: true }),
+        'VALIDATION',
+      ).error.details.reason,
+    ).toBe('destination_inside_source');
   });
 
   it('refuses the whole copy when any entry is .git, a secret or protected, on either side; nothing is created', async () => {
@@ -134,7 +204,10 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
   it('refuses a tree whose entry would land on a protected destination path (a readable source entry)', async () => {
     const before = snapshotTree(s.root, { withMtime: true });
     // to-protected/keep.txt may be read (read_only), but out/tp/keep.txt may not be written.
-    const e = expectCode(await s.client.call('copy_path', { source: 'to-protected', destination: 'out/tp', recursive: true }), 'FILE_POLICY_DENIED');
+    const e = expectCode(
+      await s.client.call('copy_path', { source: 'to-protected', destination: 'out/tp', recursive: true }),
+      'FILE_POLICY_DENIED',
+    );
     expect(e.error.details.rule).toBe('read_only');
     expect(e.error.path).toBe(p('out', 'tp', 'keep.txt'));
     expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
@@ -145,10 +218,16 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
 
   it('orders the checks across both paths (containment, then secrets/policy, then existence)', async () => {
     const before = snapshotTree(s.root, { withMtime: true });
-    expectCode(await s.client.call('copy_path', { source: 'missing.txt', destination: '/etc/fs-tools-copy' }), 'NOT_ALLOWED');
+    expectCode(
+      await s.client.call('copy_path', { source: 'missing.txt', destination: '/etc/fs-tools-copy' }),
+      'NOT_ALLOWED',
+    );
     expectCode(await s.client.call('copy_path', { source: '.env', destination: '/etc/fs-tools-copy' }), 'NOT_ALLOWED');
     expectCode(await s.client.call('copy_path', { source: 'missing.txt', destination: 'out/.env' }), 'SECRET_DENIED');
-    expectCode(await s.client.call('copy_path', { source: 'missing.txt', destination: 'protected/x' }), 'FILE_POLICY_DENIED');
+    expectCode(
+      await s.client.call('copy_path', { source: 'missing.txt', destination: 'protected/x' }),
+      'FILE_POLICY_DENIED',
+    );
     expectCode(await s.client.call('copy_path', { source: 'missing.txt', destination: 'out/x' }), 'NOT_FOUND');
     expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'no-dir/x' }), 'NOT_FOUND');
     expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
@@ -162,7 +241,10 @@ describe.each(ERAS)('copy_path gates (%s era)', (era) => {
       expect((await s.client.listTools()).map((t) => t.name)).not.toContain('copy_path');
       const before = snapshotTree(s.root, { withMtime: true });
       expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/a' }), 'READONLY');
-      expectCode(await s.client.call('copy_path', { source: 'tree', destination: 'out/t', recursive: true, dry_run: true }), 'READONLY');
+      expectCode(
+        await s.client.call('copy_path', { source: 'tree', destination: 'out/t', recursive: true, dry_run: true }),
+        'READONLY',
+      );
       expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
     });
   });
@@ -171,7 +253,10 @@ describe.each(ERAS)('copy_path gates (%s era)', (era) => {
     const s = setup(era, ['--mutation-budget=1']);
     it('charges one unit per copy (a whole tree included); dry runs and refusals are free', async () => {
       await s.client.callOk('copy_path', { source: 'tree', destination: 'out/dry', recursive: true, dry_run: true });
-      expectCode(await s.client.call('copy_path', { source: 'with-git', destination: 'out/g', recursive: true }), 'FILE_POLICY_DENIED');
+      expectCode(
+        await s.client.call('copy_path', { source: 'with-git', destination: 'out/g', recursive: true }),
+        'FILE_POLICY_DENIED',
+      );
       await s.client.callOk('copy_path', { source: 'tree', destination: 'out/t', recursive: true });
       expect((await s.client.callOk('list_allowed_directories', {})).budget).toEqual({ used: 1, limit: 1 });
       expectCode(await s.client.call('copy_path', { source: 'a.txt', destination: 'out/a' }), 'BUDGET_EXCEEDED');
@@ -185,7 +270,10 @@ describe.each(ERAS)('copy_path gates (%s era)', (era) => {
       const big = path.join(s.root, 'big');
       mkdirSync(big);
       for (let i = 0; i <= 10_000; i++) writeFileSync(path.join(big, `f${i}`), '');
-      const e = expectCode(await s.client.call('copy_path', { source: 'big', destination: 'out/big', recursive: true }), 'VALIDATION');
+      const e = expectCode(
+        await s.client.call('copy_path', { source: 'big', destination: 'out/big', recursive: true }),
+        'VALIDATION',
+      );
       expect(e.error.details).toMatchObject({ reason: 'too_many_entries', limit: 10_000 });
       expect(readdirSync(path.join(s.root, 'out'))).toEqual([]);
     }, 60_000);
@@ -211,13 +299,29 @@ describe.each(ERAS)('copy_path gates (%s era)', (era) => {
 describe.each(ERAS)('copy_path and the guarded paths (%s era)', (era) => {
   // The state directory and the audit log inside the root: a copy may neither read them out nor write into them, as
   // a whole path or as an entry of a tree.
-  const tree = makeTree({ 'a.txt': 'a\n', logs: {}, evil: { 'audit.log': 'forged\n' }, holder: { 'x.txt': 'x\n' }, box: {} });
+  const tree = makeTree({
+    'a.txt': 'a\n',
+    logs: {},
+    evil: { 'audit.log': 'forged\n' },
+    holder: { 'x.txt': 'x\n' },
+    box: {},
+  });
   let client: TestClient;
   beforeAll(async () => {
-    client = await connect(era, { args: ['--state-dir', path.join(tree.dir, 'box', 'state'), `--audit-log=${path.join(tree.dir, 'logs', 'audit.log')}`, tree.dir] });
+    client = await connect(era, {
+      args: [
+        '--state-dir',
+        path.join(tree.dir, 'box', 'state'),
+        `--audit-log=${path.join(tree.dir, 'logs', 'audit.log')}`,
+        tree.dir,
+      ],
+    });
     await client.callOk('read_file', { path: 'a.txt' }); // the audit log and the state dir exist now
   });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
   it('refuses every copy from or into them, creating nothing', async () => {
     expect(existsSync(path.join(tree.dir, 'logs', 'audit.log'))).toBe(true);
@@ -236,7 +340,8 @@ describe.each(ERAS)('copy_path and the guarded paths (%s era)', (era) => {
       const e = JSON.parse(r.content[0].text!).error;
       expect(e.code, JSON.stringify(args)).toBe('FILE_POLICY_DENIED');
     }
-    for (const name of ['copied.log', 'logs-copy', 'state-copy', 'box-copy']) expect(existsSync(path.join(tree.dir, name))).toBe(false);
+    for (const name of ['copied.log', 'logs-copy', 'state-copy', 'box-copy'])
+      expect(existsSync(path.join(tree.dir, name))).toBe(false);
     expect(readdirSync(path.join(tree.dir, 'logs'))).toEqual(['audit.log']);
     expect(snapshotTree(path.join(tree.dir, 'holder'), { withMtime: true })).toEqual(before);
   });

@@ -16,9 +16,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
-const APP = ['import os', '', 'def load():', '    timeout = 10', '    retries = 3', '    return timeout', '',
-  'def save():', '    path = "out.txt"', '    mode = "w"', '    return path', '',
-  'def run():', '    load()', '    save()', ''].join('\n');
+const APP = [
+  'import os',
+  '',
+  'def load():',
+  '    timeout = 10',
+  '    retries = 3',
+  '    return timeout',
+  '',
+  'def save():',
+  '    path = "out.txt"',
+  '    mode = "w"',
+  '    return path',
+  '',
+  'def run():',
+  '    load()',
+  '    save()',
+  '',
+].join('\n');
 
 const APP_HASH = `sha256:${createHash('sha256').update(APP).digest('hex')}`;
 let client: TestClient;
@@ -40,11 +55,23 @@ beforeAll(async () => {
     'pkg/a/config.yaml': 'near\n',
   });
   const state = makeTree({}, 'fs-tools-state-');
-  const policyDir = makeTree({ 'policy.json': JSON.stringify({ rules: [{ pattern: 'private/**', access: 'hidden' }, { pattern: 'src/secret-plan.ts', access: 'hidden' }] }) }, 'fs-tools-pol-');
+  const policyDir = makeTree(
+    {
+      'policy.json': JSON.stringify({
+        rules: [
+          { pattern: 'private/**', access: 'hidden' },
+          { pattern: 'src/secret-plan.ts', access: 'hidden' },
+        ],
+      }),
+    },
+    'fs-tools-pol-',
+  );
   writeFileSync(path.join(root.dir, 'src', 'secret-plan.ts'), 'plan\n');
   cleanups.push(root.cleanup, state.cleanup, policyDir.cleanup);
   R = realpathSync(root.dir);
-  client = await connect('modern', { args: ['--state-dir', state.dir, '--auto-occ=off', `--policy=${path.join(policyDir.dir, 'policy.json')}`, root.dir] });
+  client = await connect('modern', {
+    args: ['--state-dir', state.dir, '--auto-occ=off', `--policy=${path.join(policyDir.dir, 'policy.json')}`, root.dir],
+  });
 });
 afterAll(async () => {
   await client?.close();
@@ -54,10 +81,24 @@ afterAll(async () => {
 describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
   it('apply_patch: hunks 1 and 3 fail, hunk 2 applies → failures lists 1 and 3; the first is top-level; nothing written', async () => {
     const patch = [
-      '--- a/app.py', '+++ b/app.py',
-      '@@ -3,3 +3,3 @@', ' def load():', '-    timeout = 11', '+    timeout = 20', '     retries = 3',
-      '@@ -8,3 +8,3 @@', ' def save():', '-    path = "out.txt"', '+    path = "o.txt"', '     mode = "w"',
-      '@@ -13,3 +13,3 @@', ' def run():', '-    lod()', '+    load(1)', '     save()', '',
+      '--- a/app.py',
+      '+++ b/app.py',
+      '@@ -3,3 +3,3 @@',
+      ' def load():',
+      '-    timeout = 11',
+      '+    timeout = 20',
+      '     retries = 3',
+      '@@ -8,3 +8,3 @@',
+      ' def save():',
+      '-    path = "out.txt"',
+      '+    path = "o.txt"',
+      '     mode = "w"',
+      '@@ -13,3 +13,3 @@',
+      ' def run():',
+      '-    lod()',
+      '+    load(1)',
+      '     save()',
+      '',
     ].join('\n');
     const { error: e } = await client.callError('apply_patch', { patch, path: path.join(R, 'app.py') });
     expect(e.code).toBe('PATCH_FAILED');
@@ -76,13 +117,23 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
     expect(f1.hunk).toBe(1);
     expect(f1.expected).toEqual(['def load():', '    timeout = 11', '    retries = 3']);
     expect(f1.nearest.line).toBe(3);
-    expect(f1.nearest.first_difference).toEqual({ line: 4, expected: '    timeout = 11', actual: '    timeout = 10', whitespace_only: false });
+    expect(f1.nearest.first_difference).toEqual({
+      line: 4,
+      expected: '    timeout = 11',
+      actual: '    timeout = 10',
+      whitespace_only: false,
+    });
     expect(e.details.nearest).toEqual(f1.nearest);
     expect(f3.reason).toBe('no_match');
     expect(f3.hunk).toBe(3);
     expect(f3.expected).toEqual(['def run():', '    lod()', '    save()']);
     expect(f3.nearest.line).toBe(13);
-    expect(f3.nearest.first_difference).toEqual({ line: 14, expected: '    lod()', actual: '    load()', whitespace_only: false });
+    expect(f3.nearest.first_difference).toEqual({
+      line: 14,
+      expected: '    lod()',
+      actual: '    load()',
+      whitespace_only: false,
+    });
     expect(readFileSync(path.join(R, 'app.py'), 'utf8')).toBe(APP);
   });
 
@@ -104,11 +155,19 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
     expect(a.edit_index).toBe(0);
     expect(a.reason).toBe('no_match');
     expect(a.nearest.line).toBe(5);
-    expect(a.nearest.first_difference).toEqual({ line: 5, expected: '    retries = 4', actual: '    retries = 3', whitespace_only: false });
+    expect(a.nearest.first_difference).toEqual({
+      line: 5,
+      expected: '    retries = 4',
+      actual: '    retries = 3',
+      whitespace_only: false,
+    });
     // candidate_context (issue 21, mutation-tool items): the lines around each match, on the text as it stands (edit 1
     // applied).
     expect(b).toEqual({
-      reason: 'ambiguous', edit_index: 2, count: 2, candidates: [6, 11],
+      reason: 'ambiguous',
+      edit_index: 2,
+      count: 2,
+      candidates: [6, 11],
       candidate_context: [
         { line: 6, before: ['    timeout = 10', '    retries = 3'], after: ['', 'def save():'] },
         { line: 11, before: ['    path = "out.txt"', '    mode = "a"'], after: ['', 'def run():'] },
@@ -119,24 +178,36 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
 
   it('old_text indented less than the line never matches inside its indentation (SPEC §6.2: indentation is never changed silently)', async () => {
     const { error: e } = await client.callError('edit_file', {
-      path: path.join(R, 'app.py'), edits: [{ old_text: '  timeout = 10', new_text: '    timeout = 20' }],
+      path: path.join(R, 'app.py'),
+      edits: [{ old_text: '  timeout = 10', new_text: '    timeout = 20' }],
     });
     expect(e.code).toBe('PATCH_FAILED');
     expect(e.details.reason).toBe('no_match');
     expect(e.details.edit_index).toBe(0);
     expect(e.details.nearest.line).toBe(4);
-    expect(e.details.nearest.first_difference).toEqual({ line: 4, expected: '  timeout = 10', actual: '    timeout = 10', whitespace_only: true });
+    expect(e.details.nearest.first_difference).toEqual({
+      line: 4,
+      expected: '  timeout = 10',
+      actual: '    timeout = 10',
+      whitespace_only: true,
+    });
     expect(readFileSync(path.join(R, 'app.py'), 'utf8')).toBe(APP);
     // A match that starts at the indentation's start, or mid-line after other text, still applies (dry run).
     const ok = await client.callOk('edit_file', {
-      path: path.join(R, 'app.py'), dry_run: true, edits: [{ old_text: '    timeout = 10', new_text: '    timeout = 20' }, { old_text: ' = "w"', new_text: ' = "a"' }],
+      path: path.join(R, 'app.py'),
+      dry_run: true,
+      edits: [
+        { old_text: '    timeout = 10', new_text: '    timeout = 20' },
+        { old_text: ' = "w"', new_text: ' = "a"' },
+      ],
     });
     expect(ok.dry_run).toBe(true);
   });
 
   it('one failing edit → no list (the top-level fields are the whole story)', async () => {
     const { error: e } = await client.callError('edit_file', {
-      path: path.join(R, 'app.py'), edits: [{ old_text: 'nothing like this anywhere at all', new_text: 'x' }],
+      path: path.join(R, 'app.py'),
+      edits: [{ old_text: 'nothing like this anywhere at all', new_text: 'x' }],
     });
     expect(e.details).toEqual({ reason: 'no_match', edit_index: 0, current_hash: APP_HASH });
   });
@@ -153,7 +224,8 @@ describe('PATCH_FAILED: every failing hunk and edit in one envelope', () => {
   });
 
   it('malformed → recovery fix_arguments', async () => {
-    const patch = '--- a/app.py\n+++ b/app.py\n@@ -3,2 +3,2 @@\n def load():\nbroken line\n-    timeout = 10\n+    timeout = 2\n';
+    const patch =
+      '--- a/app.py\n+++ b/app.py\n@@ -3,2 +3,2 @@\n def load():\nbroken line\n-    timeout = 10\n+    timeout = 2\n';
     const { error: e } = await client.callError('apply_patch', { patch, path: path.join(R, 'app.py') });
     expect(e.code).toBe('PATCH_FAILED');
     expect(e.details.reason).toBe('malformed');
@@ -183,7 +255,10 @@ describe('NOT_FOUND: near paths', () => {
   });
 
   it('edit_file (a mutation) offers near paths too', async () => {
-    const { error: e } = await client.callError('edit_file', { path: 'src/utils.tss', edits: [{ old_text: 'u', new_text: 'v' }] });
+    const { error: e } = await client.callError('edit_file', {
+      path: 'src/utils.tss',
+      edits: [{ old_text: 'u', new_text: 'v' }],
+    });
     expect(e.code).toBe('NOT_FOUND');
     expect(e.details).toEqual({ near: [path.join(R, 'src/utils.ts')] });
   });
@@ -215,7 +290,11 @@ describe('NOT_FOUND: near paths', () => {
     // still answer like a missing one, and a missing file under a hidden directory too.
     const hash = `sha256:${createHash('sha256').update('plan\n').digest('hex')}`;
     for (const rel of ['src/secret-plan.ts', 'private/never-there.md']) {
-      const { error: e } = await client.callError('edit_file', { path: rel, expected_hash: hash, edits: [{ old_text: 'plan', new_text: 'x' }] });
+      const { error: e } = await client.callError('edit_file', {
+        path: rel,
+        expected_hash: hash,
+        edits: [{ old_text: 'plan', new_text: 'x' }],
+      });
       expect(e.code).toBe('NOT_FOUND');
       expect(e.path).toBe(path.join(R, rel));
       expect(e.conflict).toBeUndefined();

@@ -16,10 +16,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
-const MOD = (k: number) => [`def load_${k}():`, `    timeout = ${k}`, '    retries = 3', '    return timeout', ''].join('\n');
+const MOD = (k: number) =>
+  [`def load_${k}():`, `    timeout = ${k}`, '    retries = 3', '    return timeout', ''].join('\n');
 const sha = (s: string) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
-const DELETED_SUGGESTION = 'The file was deleted after the version you expected; there is nothing to read. '
-  + 'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
+const DELETED_SUGGESTION =
+  'The file was deleted after the version you expected; there is nothing to read. ' +
+  'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
 
 let client: TestClient;
 let R = '';
@@ -46,7 +48,8 @@ afterAll(async () => {
 });
 
 const p = (rel: string) => path.join(R, rel);
-const hunk = (name: string, k: number) => `--- a/${name}\n+++ b/${name}\n@@ -1,3 +1,3 @@\n def load_${k}():\n-    timeout = ${k}\n+    timeout = ${k + 100}\n     retries = 3\n`;
+const hunk = (name: string, k: number) =>
+  `--- a/${name}\n+++ b/${name}\n@@ -1,3 +1,3 @@\n def load_${k}():\n-    timeout = ${k}\n+    timeout = ${k + 100}\n     retries = 3\n`;
 
 /** The envelope of a deleted file's conflict, field by field. */
 function expectDeleted(e: Record<string, any>, file: string, expectedHash: string): void {
@@ -68,7 +71,10 @@ describe('1. a deleted file this session knows is OCC_MISMATCH deleted', () => {
     const read = await client.callOk('read_file', { path: f });
     expect(read.content_hash).toBe(sha(MOD(1)));
     rmSync(f);
-    const { error: e } = await client.callError('edit_file', { path: f, edits: [{ old_text: '    timeout = 1', new_text: '    timeout = 2' }] });
+    const { error: e } = await client.callError('edit_file', {
+      path: f,
+      edits: [{ old_text: '    timeout = 1', new_text: '    timeout = 2' }],
+    });
     expectDeleted(e, f, sha(MOD(1)));
     // m1.py was the near name of nothing: the directory listing is what it was minus the deleted file.
     expect(readdirSync(R).includes('m1.py')).toBe(false);
@@ -95,7 +101,9 @@ describe('1. a deleted file this session knows is OCC_MISMATCH deleted', () => {
     const f = p('m4.py');
     rmSync(f);
     const { error: e } = await client.callError('edit_file', {
-      path: f, expected_hash: sha(MOD(4)), edits: [{ old_text: '    timeout = 4', new_text: '    timeout = 5' }],
+      path: f,
+      expected_hash: sha(MOD(4)),
+      edits: [{ old_text: '    timeout = 4', new_text: '    timeout = 5' }],
     });
     expectDeleted(e, f, sha(MOD(4)));
   });
@@ -104,7 +112,10 @@ describe('1. a deleted file this session knows is OCC_MISMATCH deleted', () => {
     const f = p('gone/inner.py');
     await client.callOk('read_file', { path: f });
     rmSync(p('gone'), { recursive: true });
-    const { error: e } = await client.callError('edit_file', { path: f, edits: [{ old_text: '    timeout = 20', new_text: '    timeout = 21' }] });
+    const { error: e } = await client.callError('edit_file', {
+      path: f,
+      edits: [{ old_text: '    timeout = 20', new_text: '    timeout = 21' }],
+    });
     expectDeleted(e, f, sha(MOD(20)));
     expect(existsSync(p('gone'))).toBe(false);
   });
@@ -121,7 +132,10 @@ describe('1. a deleted file this session knows is OCC_MISMATCH deleted', () => {
   });
 
   it('a file the session never knew stays NOT_FOUND (with near, not a conflict)', async () => {
-    const { error: e } = await client.callError('edit_file', { path: p('m6.pyy'), edits: [{ old_text: 'a', new_text: 'b' }] });
+    const { error: e } = await client.callError('edit_file', {
+      path: p('m6.pyy'),
+      edits: [{ old_text: 'a', new_text: 'b' }],
+    });
     expect(e.code).toBe('NOT_FOUND');
     expect(e.path).toBe(p('m6.pyy'));
     expect(e.details.near).toContain(p('m6.py'));
@@ -156,7 +170,12 @@ describe('3. move_path destination_exists carries current_hash', () => {
     expect(readFileSync(p('m8.py'), 'utf8')).toBe(MOD(8));
     expect(readFileSync(p('m9.py'), 'utf8')).toBe(MOD(9));
     // The hash is usable as is: overwrite with it succeeds (without a read).
-    const ok = await client.callOk('move_path', { source: p('m8.py'), destination: p('m9.py'), overwrite: true, expected_hash: e.details.current_hash });
+    const ok = await client.callOk('move_path', {
+      source: p('m8.py'),
+      destination: p('m9.py'),
+      overwrite: true,
+      expected_hash: e.details.current_hash,
+    });
     expect(ok.overwritten).toBe(true);
     expect(readFileSync(p('m9.py'), 'utf8')).toBe(MOD(8));
   });
@@ -187,9 +206,16 @@ describe('4. multi-file HASH_REQUIRED lists every file', () => {
         { path: p('multi/c.py'), current_hash: sha(MOD(33)) },
       ],
     });
-    for (const [f, k] of [['a', 31], ['b', 32], ['c', 33]] as const) expect(readFileSync(p(`multi/${f}.py`), 'utf8')).toBe(MOD(k));
+    for (const [f, k] of [
+      ['a', 31],
+      ['b', 32],
+      ['c', 33],
+    ] as const)
+      expect(readFileSync(p(`multi/${f}.py`), 'utf8')).toBe(MOD(k));
     // Every hash from the envelope, keyed by the envelope's paths: the patch applies in one more call.
-    const expected_hashes = Object.fromEntries(e.details.files.map((x: { path: string; current_hash: string }) => [x.path, x.current_hash]));
+    const expected_hashes = Object.fromEntries(
+      e.details.files.map((x: { path: string; current_hash: string }) => [x.path, x.current_hash]),
+    );
     const ok = await client.callOk('apply_patch', { patch, expected_hashes, dry_run: true });
     expect(ok.files).toHaveLength(3);
   });
@@ -198,7 +224,9 @@ describe('4. multi-file HASH_REQUIRED lists every file', () => {
     await client.callOk('read_file', { path: p('multi/b.py') });
     const changed = MOD(32).replace('    retries = 3', '    retries = 4');
     writeFileSync(p('multi/b.py'), changed);
-    const { error: e } = await client.callError('apply_patch', { patch: hunk('multi/a.py', 31) + hunk('multi/b.py', 32) });
+    const { error: e } = await client.callError('apply_patch', {
+      patch: hunk('multi/a.py', 31) + hunk('multi/b.py', 32),
+    });
     expect(e.code).toBe('OCC_MISMATCH');
     expect(e.path).toBe(p('multi/b.py'));
     expect(e.expected_hash).toBe(sha(MOD(32)));
@@ -223,7 +251,10 @@ describe('5. envelope paths are the real target path', () => {
 
 describe('6. move_path missing source: NOT_FOUND with near', () => {
   it('src/utils.tx → near src/utils.ts; nothing created', async () => {
-    const { error: e } = await client.callError('move_path', { source: p('src/utils.tx'), destination: p('src/moved.ts') });
+    const { error: e } = await client.callError('move_path', {
+      source: p('src/utils.tx'),
+      destination: p('src/moved.ts'),
+    });
     expect(e.code).toBe('NOT_FOUND');
     expect(e.path).toBe(p('src/utils.tx'));
     expect(e.details).toEqual({ near: [p('src/utils.ts')] });
@@ -238,13 +269,20 @@ describe('PATCH_FAILED ambiguous (edit_file) carries candidate_context', () => {
     const text = `${MOD(12)}def save():\n    retries = 3\n    return 0\n`;
     writeFileSync(f, text);
     await client.callOk('read_file', { path: f });
-    const { error: e } = await client.callError('edit_file', { path: f, edits: [{ old_text: '    retries = 3', new_text: '    retries = 4' }] });
+    const { error: e } = await client.callError('edit_file', {
+      path: f,
+      edits: [{ old_text: '    retries = 3', new_text: '    retries = 4' }],
+    });
     expect(e.code).toBe('PATCH_FAILED');
     expect(e.path).toBe(f);
     expect(e.retryable).toBe(false);
     expect(e.recovery).toBe('read_and_rebase');
     expect(e.details).toEqual({
-      reason: 'ambiguous', edit_index: 0, count: 2, candidates: [3, 6], current_hash: sha(text),
+      reason: 'ambiguous',
+      edit_index: 0,
+      count: 2,
+      candidates: [3, 6],
+      current_hash: sha(text),
       candidate_context: [
         { line: 3, before: ['def load_12():', '    timeout = 12'], after: ['    return timeout', 'def save():'] },
         { line: 6, before: ['    return timeout', 'def save():'], after: ['    return 0'] },
@@ -252,7 +290,10 @@ describe('PATCH_FAILED ambiguous (edit_file) carries candidate_context', () => {
     });
     expect(readFileSync(f, 'utf8')).toBe(text);
     const prefix = e.details.candidate_context[1].before.at(-1);
-    await client.callOk('edit_file', { path: f, edits: [{ old_text: `${prefix}\n    retries = 3`, new_text: `${prefix}\n    retries = 4` }] });
+    await client.callOk('edit_file', {
+      path: f,
+      edits: [{ old_text: `${prefix}\n    retries = 3`, new_text: `${prefix}\n    retries = 4` }],
+    });
     expect(readFileSync(f, 'utf8')).toBe(text.replace('def save():\n    retries = 3', 'def save():\n    retries = 4'));
   });
 });

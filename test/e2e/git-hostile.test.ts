@@ -24,7 +24,18 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -44,7 +55,13 @@ mkdirSync(OUTSIDE);
 afterAll(() => scratch.cleanup());
 
 /** Strings that must never reach a result, an envelope, stderr or the audit log. */
-const FORBIDDEN = ['OUTSIDE_CONTENT_MARKER', 'OUTSIDE_SECRET_MARKER', 'INSIDE_SECRET_MARKER', 'GARBAGE_MARKER', OUTSIDE];
+const FORBIDDEN = [
+  'OUTSIDE_CONTENT_MARKER',
+  'OUTSIDE_SECRET_MARKER',
+  'INSIDE_SECRET_MARKER',
+  'GARBAGE_MARKER',
+  OUTSIDE,
+];
 
 function gitEnv(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -60,10 +77,16 @@ function plainGit(cwd: string, ...args: string[]): void {
 }
 const touch = (name: string) => `touch '${path.join(MARKERS, name)}'`;
 const markers = () => readdirSync(MARKERS).sort();
-const clearMarkers = () => { for (const m of readdirSync(MARKERS)) rmSync(path.join(MARKERS, m)); };
+const clearMarkers = () => {
+  for (const m of readdirSync(MARKERS)) rmSync(path.join(MARKERS, m));
+};
 
 const FILES: TreeSpec = {
-  'a.txt': 'a\n', 'b.f': 'b\n', 'c.d': 'c\n', 'same.f': 'same\n', '.gitattributes': '*.f filter=x\n*.d diff=x\n',
+  'a.txt': 'a\n',
+  'b.f': 'b\n',
+  'c.d': 'c\n',
+  'same.f': 'same\n',
+  '.gitattributes': '*.f filter=x\n*.d diff=x\n',
 };
 
 function makeRepo(dir: string, files: TreeSpec = FILES): string {
@@ -103,12 +126,20 @@ function buildTemplate(): void {
   git(TEMPLATE, 'submodule', 'update', '-q', '--init', '--recursive');
 }
 
-interface Level { name: 'super' | 'sub' | 'nested'; dir: string; gitDir: string }
+interface Level {
+  name: 'super' | 'sub' | 'nested';
+  dir: string;
+  gitDir: string;
+}
 function levelsOf(top: string): Level[] {
   return [
     { name: 'super', dir: top, gitDir: path.join(top, '.git') },
     { name: 'sub', dir: path.join(top, 'sub'), gitDir: path.join(top, '.git', 'modules', 'sub') },
-    { name: 'nested', dir: path.join(top, 'sub', 'nested'), gitDir: path.join(top, '.git', 'modules', 'sub', 'modules', 'nested') },
+    {
+      name: 'nested',
+      dir: path.join(top, 'sub', 'nested'),
+      gitDir: path.join(top, '.git', 'modules', 'sub', 'modules', 'nested'),
+    },
   ];
 }
 
@@ -120,11 +151,36 @@ const SECRET: Outcome = { code: 'SECRET_DENIED' };
 const CORRUPT: Outcome = { code: 'IO_ERROR', reason: 'corrupt_repository' };
 const UNSUPPORTED: Outcome = { code: 'VALIDATION', reason: 'unsupported_repository' };
 
-const HOOKS = ['applypatch-msg', 'pre-applypatch', 'post-applypatch', 'pre-commit', 'pre-merge-commit', 'prepare-commit-msg',
-  'commit-msg', 'post-commit', 'pre-rebase', 'post-checkout', 'post-merge', 'pre-push', 'pre-receive', 'update',
-  'proc-receive', 'post-receive', 'post-update', 'reference-transaction', 'push-to-checkout', 'pre-auto-gc', 'post-rewrite',
-  'sendemail-validate', 'fsmonitor-watchman', 'p4-changelist', 'p4-prepare-changelist', 'p4-post-changelist', 'p4-pre-submit',
-  'post-index-change'];
+const HOOKS = [
+  'applypatch-msg',
+  'pre-applypatch',
+  'post-applypatch',
+  'pre-commit',
+  'pre-merge-commit',
+  'prepare-commit-msg',
+  'commit-msg',
+  'post-commit',
+  'pre-rebase',
+  'post-checkout',
+  'post-merge',
+  'pre-push',
+  'pre-receive',
+  'update',
+  'proc-receive',
+  'post-receive',
+  'post-update',
+  'reference-transaction',
+  'push-to-checkout',
+  'pre-auto-gc',
+  'post-rewrite',
+  'sendemail-validate',
+  'fsmonitor-watchman',
+  'p4-changelist',
+  'p4-prepare-changelist',
+  'p4-post-changelist',
+  'p4-pre-submit',
+  'post-index-change',
+];
 
 function writeHooks(dir: string, tag: string): void {
   mkdirSync(dir, { recursive: true });
@@ -147,89 +203,185 @@ function setConfig(l: Level, key: string, value: string): void {
 }
 
 /** A config that runs programs through every knob of `tag`, for include files. */
-const hostileConfigText = (tag: string) => `[diff]\n\texternal = ${cfgValue(`sh -c "${touch(`${tag}-external`)}"`)}\n`
-  + `[core]\n\tfsmonitor = ${cfgValue(`${touch(`${tag}-fsmonitor`)}; false`)}\n`
-  + `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${tag}-clean`)}; cat'`)}\n\trequired = true\n`
-  + `[diff "x"]\n\tcommand = ${cfgValue(touch(`${tag}-diffcmd`))}\n`;
+const hostileConfigText = (tag: string) =>
+  `[diff]\n\texternal = ${cfgValue(`sh -c "${touch(`${tag}-external`)}"`)}\n` +
+  `[core]\n\tfsmonitor = ${cfgValue(`${touch(`${tag}-fsmonitor`)}; false`)}\n` +
+  `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${tag}-clean`)}; cat'`)}\n\trequired = true\n` +
+  `[diff "x"]\n\tcommand = ${cfgValue(touch(`${tag}-diffcmd`))}\n`;
 
 /** Config cases: `apply` arms one level; `arm` is the plain git command that shows it armed (null: a location case). */
-interface ConfigCase { name: string; apply: (l: Level, tag: string) => void; outcome: Outcome; arm: 'status' | 'diff' | null }
+interface ConfigCase {
+  name: string;
+  apply: (l: Level, tag: string) => void;
+  outcome: Outcome;
+  arm: 'status' | 'diff' | null;
+}
 const CONFIG_CASES: ConfigCase[] = [
-  { name: 'filter-clean-smudge', outcome: OK, arm: 'status', apply: (l, t) => {
-    setConfig(l, 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
-    setConfig(l, 'filter.x.smudge', `sh -c '${touch(`${t}-smudge`)}; cat'`);
-    setConfig(l, 'filter.x.required', 'true');
-  } },
-  { name: 'filter-process', outcome: OK, arm: 'status', apply: (l, t) => {
-    setConfig(l, 'filter.x.process', `sh -c '${touch(`${t}-process`)}'`);
-    setConfig(l, 'filter.x.required', 'true');
-  } },
-  { name: 'diff-driver-command', outcome: OK, arm: 'diff', apply: (l, t) => setConfig(l, 'diff.x.command', touch(`${t}-diffcmd`)) },
-  { name: 'textconv', outcome: OK, arm: 'diff', apply: (l, t) => setConfig(l, 'diff.x.textconv', `sh -c '${touch(`${t}-textconv`)}; cat "$0"'`) },
-  { name: 'diff-external', outcome: OK, arm: 'diff', apply: (l, t) => setConfig(l, 'diff.external', `sh -c "${touch(`${t}-external`)}"`) },
-  { name: 'fsmonitor', outcome: OK, arm: 'status', apply: (l, t) => setConfig(l, 'core.fsmonitor', `${touch(`${t}-fsmonitor`)}; false`) },
-  { name: 'hooks', outcome: OK, arm: 'status', apply: (l, t) => {
-    const hooksDir = path.join(ROOT, 'hooks', t);
-    writeHooks(hooksDir, `${t}-path`);
-    writeHooks(path.join(l.gitDir, 'hooks'), `${t}-default`);
-    setConfig(l, 'core.hooksPath', hooksDir);
-  } },
-  { name: 'include-inside', outcome: OK, arm: 'status', apply: (l, t) => {
-    const file = path.join(ROOT, 'includes', `${t}.cfg`);
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, hostileConfigText(`${t}-inc`));
-    setConfig(l, 'include.path', file);
-    setConfig(l, 'includeIf.gitdir:/.path', file);
-  } },
-  { name: 'include-outside', outcome: OK, arm: 'status', apply: (l, t) => {
-    const file = path.join(OUTSIDE, 'includes', `${t}.cfg`);
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, `${hostileConfigText(`${t}-inc`)}# OUTSIDE_SECRET_MARKER\n[user]\n\tname = OUTSIDE_SECRET_MARKER\n`);
-    setConfig(l, 'include.path', file);
-    setConfig(l, 'includeIf.gitdir:/.path', file);
-    setConfig(l, 'includeIf.onbranch:main.path', file);
-  } },
-  { name: 'info-attributes', outcome: OK, arm: 'status', apply: (l, t) => {
-    mkdirSync(path.join(l.gitDir, 'info'), { recursive: true });
-    writeFileSync(path.join(l.gitDir, 'info', 'attributes'), '*.txt filter=y diff=y\n');
-    setConfig(l, 'filter.y.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
-    setConfig(l, 'filter.y.required', 'true');
-    setConfig(l, 'diff.y.command', touch(`${t}-diffcmd`));
-  } },
-  { name: 'config-1.3MB', outcome: OK, arm: 'status', apply: (l, t) => {
-    const cfg = path.join(l.gitDir, 'config');
-    writeFileSync(cfg, `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(130_000)}`
-      + `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${t}-clean`)}; cat'`)}\n\trequired = true\n`);
-  } },
-  { name: 'config-4.4MB', outcome: UNSUPPORTED, arm: 'status', apply: (l, t) => {
-    const cfg = path.join(l.gitDir, 'config');
-    writeFileSync(cfg, `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(400_000)}`
-      + `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${t}-clean`)}; cat'`)}\n\trequired = true\n`);
-  } },
-  { name: 'core-worktree-outside', outcome: NOT_ALLOWED, arm: null, apply: (l, t) => {
-    const elsewhere = path.join(OUTSIDE, 'worktree', t);
-    writeTree(elsewhere, { 'a.txt': 'OUTSIDE_CONTENT_MARKER\n' });
-    setConfig(l, 'core.worktree', elsewhere);
-  } },
-  { name: 'diff-submodule-diff', outcome: OK, arm: 'diff', apply: (l, t) => {
-    setConfig(l, 'diff.submodule', 'diff');
-    setConfig(l, 'status.submoduleSummary', 'true');
-    setConfig(l, 'submodule.recurse', 'true');
-    setConfig(l, 'diff.x.command', touch(`${t}-diffcmd`));
-    setConfig(l, 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
-  } },
+  {
+    name: 'filter-clean-smudge',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      setConfig(l, 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
+      setConfig(l, 'filter.x.smudge', `sh -c '${touch(`${t}-smudge`)}; cat'`);
+      setConfig(l, 'filter.x.required', 'true');
+    },
+  },
+  {
+    name: 'filter-process',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      setConfig(l, 'filter.x.process', `sh -c '${touch(`${t}-process`)}'`);
+      setConfig(l, 'filter.x.required', 'true');
+    },
+  },
+  {
+    name: 'diff-driver-command',
+    outcome: OK,
+    arm: 'diff',
+    apply: (l, t) => setConfig(l, 'diff.x.command', touch(`${t}-diffcmd`)),
+  },
+  {
+    name: 'textconv',
+    outcome: OK,
+    arm: 'diff',
+    apply: (l, t) => setConfig(l, 'diff.x.textconv', `sh -c '${touch(`${t}-textconv`)}; cat "$0"'`),
+  },
+  {
+    name: 'diff-external',
+    outcome: OK,
+    arm: 'diff',
+    apply: (l, t) => setConfig(l, 'diff.external', `sh -c "${touch(`${t}-external`)}"`),
+  },
+  {
+    name: 'fsmonitor',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => setConfig(l, 'core.fsmonitor', `${touch(`${t}-fsmonitor`)}; false`),
+  },
+  {
+    name: 'hooks',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      const hooksDir = path.join(ROOT, 'hooks', t);
+      writeHooks(hooksDir, `${t}-path`);
+      writeHooks(path.join(l.gitDir, 'hooks'), `${t}-default`);
+      setConfig(l, 'core.hooksPath', hooksDir);
+    },
+  },
+  {
+    name: 'include-inside',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      const file = path.join(ROOT, 'includes', `${t}.cfg`);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, hostileConfigText(`${t}-inc`));
+      setConfig(l, 'include.path', file);
+      setConfig(l, 'includeIf.gitdir:/.path', file);
+    },
+  },
+  {
+    name: 'include-outside',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      const file = path.join(OUTSIDE, 'includes', `${t}.cfg`);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(
+        file,
+        `${hostileConfigText(`${t}-inc`)}# OUTSIDE_SECRET_MARKER\n[user]\n\tname = OUTSIDE_SECRET_MARKER\n`,
+      );
+      setConfig(l, 'include.path', file);
+      setConfig(l, 'includeIf.gitdir:/.path', file);
+      setConfig(l, 'includeIf.onbranch:main.path', file);
+    },
+  },
+  {
+    name: 'info-attributes',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      mkdirSync(path.join(l.gitDir, 'info'), { recursive: true });
+      writeFileSync(path.join(l.gitDir, 'info', 'attributes'), '*.txt filter=y diff=y\n');
+      setConfig(l, 'filter.y.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
+      setConfig(l, 'filter.y.required', 'true');
+      setConfig(l, 'diff.y.command', touch(`${t}-diffcmd`));
+    },
+  },
+  {
+    name: 'config-1.3MB',
+    outcome: OK,
+    arm: 'status',
+    apply: (l, t) => {
+      const cfg = path.join(l.gitDir, 'config');
+      writeFileSync(
+        cfg,
+        `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(130_000)}` +
+          `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${t}-clean`)}; cat'`)}\n\trequired = true\n`,
+      );
+    },
+  },
+  {
+    name: 'config-4.4MB',
+    outcome: UNSUPPORTED,
+    arm: 'status',
+    apply: (l, t) => {
+      const cfg = path.join(l.gitDir, 'config');
+      writeFileSync(
+        cfg,
+        `${readFileSync(cfg, 'utf8')}[filter "a"]\n${'\tclean = x\n'.repeat(400_000)}` +
+          `[filter "x"]\n\tclean = ${cfgValue(`sh -c '${touch(`${t}-clean`)}; cat'`)}\n\trequired = true\n`,
+      );
+    },
+  },
+  {
+    name: 'core-worktree-outside',
+    outcome: NOT_ALLOWED,
+    arm: null,
+    apply: (l, t) => {
+      const elsewhere = path.join(OUTSIDE, 'worktree', t);
+      writeTree(elsewhere, { 'a.txt': 'OUTSIDE_CONTENT_MARKER\n' });
+      setConfig(l, 'core.worktree', elsewhere);
+    },
+  },
+  {
+    name: 'diff-submodule-diff',
+    outcome: OK,
+    arm: 'diff',
+    apply: (l, t) => {
+      setConfig(l, 'diff.submodule', 'diff');
+      setConfig(l, 'status.submoduleSummary', 'true');
+      setConfig(l, 'submodule.recurse', 'true');
+      setConfig(l, 'diff.x.command', touch(`${t}-diffcmd`));
+      setConfig(l, 'filter.x.clean', `sh -c '${touch(`${t}-clean`)}; cat'`);
+    },
+  },
 ];
 
 /** A case probed at some levels: the directory to call on and what every call must end with. */
-interface Probe { label: string; dir: string; outcome: Outcome }
+interface Probe {
+  label: string;
+  dir: string;
+  outcome: Outcome;
+}
 const PROBES: Probe[] = [];
 
 /** Location cases: a plain repository (FILES, dirty) whose metadata `mutate` makes hostile. */
-interface LocationCase { name: string; mutate: (repo: string) => string | void; outcome: Outcome }
+interface LocationCase {
+  name: string;
+  mutate: (repo: string) => string | void;
+  outcome: Outcome;
+}
 
 let OUTSIDE_REPO = '';
 function buildOutside(): void {
-  OUTSIDE_REPO = makeRepo(path.join(OUTSIDE, 'repo'), { 'o.txt': 'OUTSIDE_CONTENT_MARKER\n', 'a.txt': 'OUTSIDE_CONTENT_MARKER a\n' });
+  OUTSIDE_REPO = makeRepo(path.join(OUTSIDE, 'repo'), {
+    'o.txt': 'OUTSIDE_CONTENT_MARKER\n',
+    'a.txt': 'OUTSIDE_CONTENT_MARKER a\n',
+  });
   git(OUTSIDE_REPO, 'pack-refs', '--all');
   writeFileSync(path.join(OUTSIDE_REPO, 'o.txt'), 'OUTSIDE_CONTENT_MARKER changed\n');
   writeFileSync(path.join(OUTSIDE_REPO, 'a.txt'), 'OUTSIDE_CONTENT_MARKER staged\n');
@@ -244,92 +396,195 @@ const replaceWithLink = (p: string, target: string) => {
 };
 
 const LOCATION_CASES: LocationCase[] = [
-  { name: 'dotgit-file-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    rmSync(path.join(r, '.git'), { recursive: true });
-    writeFileSync(path.join(r, '.git'), `gitdir: ${path.join(OUTSIDE_REPO, '.git')}\n`);
-  } },
-  { name: 'dotgit-file-outside-relative', outcome: NOT_ALLOWED, mutate: (r) => {
-    rmSync(path.join(r, '.git'), { recursive: true });
-    writeFileSync(path.join(r, '.git'), `gitdir: ${path.relative(r, path.join(OUTSIDE_REPO, '.git'))}\n`);
-  } },
-  { name: 'dotgit-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => replaceWithLink(path.join(r, '.git'), path.join(OUTSIDE_REPO, '.git')) },
-  { name: 'dotgit-symlink-inside', outcome: OK, mutate: (r) => {
-    const store = path.join(ROOT, 'gitdir-store', path.basename(r));
-    mkdirSync(path.dirname(store), { recursive: true });
-    renameSync(path.join(r, '.git'), store);
-    symlinkSync(store, path.join(r, '.git'));
-  } },
-  { name: 'objects-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => replaceWithLink(path.join(r, '.git', 'objects'), path.join(OUTSIDE_REPO, '.git', 'objects')) },
-  { name: 'objects-pack-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => replaceWithLink(path.join(r, '.git', 'objects', 'pack'), path.join(OUTSIDE_REPO, '.git', 'objects', 'pack')) },
-  { name: 'index-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => replaceWithLink(path.join(r, '.git', 'index'), path.join(OUTSIDE_REPO, '.git', 'index')) },
-  { name: 'index-symlink-secret', outcome: SECRET, mutate: (r) => replaceWithLink(path.join(r, '.git', 'index'), path.join(ROOT, '.env')) },
-  { name: 'HEAD-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => replaceWithLink(path.join(r, '.git', 'HEAD'), path.join(OUTSIDE, 'secret.txt')) },
-  { name: 'HEAD-symlink-secret', outcome: SECRET, mutate: (r) => replaceWithLink(path.join(r, '.git', 'HEAD'), path.join(ROOT, '.env')) },
-  { name: 'packed-refs-symlink-secret', outcome: SECRET, mutate: (r) => {
-    git(r, 'pack-refs', '--all');
-    writeFileSync(path.join(r, '.env'), 'INSIDE_SECRET_MARKER=2\n');
-    replaceWithLink(path.join(r, '.git', 'packed-refs'), '../.env');
-  } },
-  { name: 'packed-refs-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    git(r, 'pack-refs', '--all');
-    replaceWithLink(path.join(r, '.git', 'packed-refs'), path.join(OUTSIDE, 'secret.txt'));
-  } },
-  { name: 'packed-refs-garbage', outcome: CORRUPT, mutate: (r) => {
-    git(r, 'pack-refs', '--all');
-    writeFileSync(path.join(r, 'notes.md'), 'GARBAGE_MARKER first line\n');
-    replaceWithLink(path.join(r, '.git', 'packed-refs'), '../notes.md');
-  } },
-  { name: 'config-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    const cfg = path.join(OUTSIDE, `config-${path.basename(r)}`);
-    writeFileSync(cfg, `${hostileConfigText('config-outside')}# OUTSIDE_SECRET_MARKER\n`);
-    replaceWithLink(path.join(r, '.git', 'config'), cfg);
-  } },
-  { name: 'config-symlink-secret', outcome: SECRET, mutate: (r) => replaceWithLink(path.join(r, '.git', 'config'), path.join(ROOT, '.env')) },
-  { name: 'ref-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    const ref = path.join(OUTSIDE, `ref-${path.basename(r)}`);
-    writeFileSync(ref, `${git(r, 'rev-parse', 'HEAD').trim()}\n`);
-    replaceWithLink(path.join(r, '.git', 'refs', 'heads', 'main'), ref);
-  } },
-  { name: 'alternates-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    mkdirSync(path.join(r, '.git', 'objects', 'info'), { recursive: true });
-    writeFileSync(path.join(r, '.git', 'objects', 'info', 'alternates'), `${path.join(OUTSIDE_REPO, '.git', 'objects')}\n`);
-  } },
-  { name: 'commondir-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    const wt = path.join(ROOT, `wt-${path.basename(r)}`);
-    git(r, 'worktree', 'add', '-q', '-b', 'wtbranch', wt);
-    const admin = path.join(r, '.git', 'worktrees', path.basename(wt));
-    writeFileSync(path.join(admin, 'commondir'), `${path.join(OUTSIDE_REPO, '.git')}\n`);
-    return wt;
-  } },
-  { name: 'linked-worktree-inside', outcome: OK, mutate: (r) => {
-    const wt = path.join(ROOT, `wt-${path.basename(r)}`);
-    git(r, 'worktree', 'add', '-q', '-b', 'wtbranch', wt);
-    writeFileSync(path.join(wt, 'a.txt'), 'a\nworktree change\n');
-    return wt;
-  } },
-  { name: 'refs-dir-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    const refs = path.join(OUTSIDE, `refs-${path.basename(r)}`);
-    writeTree(refs, { heads: { main: `${git(r, 'rev-parse', 'HEAD').trim()}\n` }, tags: {} });
-    replaceWithLink(path.join(r, '.git', 'refs'), refs);
-  } },
-  { name: 'refs-dir-dangling-link-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    // Whether the outside target exists must not change the answer (no existence probe through the link).
-    git(r, 'pack-refs', '--all');
-    replaceWithLink(path.join(r, '.git', 'refs'), path.join(OUTSIDE, 'no-such-dir', 'refs'));
-  } },
-  { name: 'info-dir-symlink-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    const info = path.join(OUTSIDE, `info-${path.basename(r)}`);
-    writeTree(info, { exclude: '# OUTSIDE_SECRET_MARKER\n*.txt\n' });
-    replaceWithLink(path.join(r, '.git', 'info'), info);
-  } },
-  { name: 'alternates-chain-outside', outcome: NOT_ALLOWED, mutate: (r) => {
-    // An alternate inside the roots whose own alternates lead outside: git follows the chain, so must the check.
-    const middle = path.join(ROOT, `objects-middle-${path.basename(r)}`);
-    mkdirSync(path.join(middle, 'info'), { recursive: true });
-    writeFileSync(path.join(middle, 'info', 'alternates'), `${path.relative(middle, path.join(OUTSIDE_REPO, '.git', 'objects'))}\n`);
-    writeFileSync(path.join(r, '.git', 'objects', 'info', 'alternates'), `${middle}\n`);
-  } },
-  { name: 'HEAD-ref-traversal', outcome: CORRUPT, mutate: (r) => writeFileSync(path.join(r, '.git', 'HEAD'), 'ref: refs/heads/../../../../outside\n') },
+  {
+    name: 'dotgit-file-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      rmSync(path.join(r, '.git'), { recursive: true });
+      writeFileSync(path.join(r, '.git'), `gitdir: ${path.join(OUTSIDE_REPO, '.git')}\n`);
+    },
+  },
+  {
+    name: 'dotgit-file-outside-relative',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      rmSync(path.join(r, '.git'), { recursive: true });
+      writeFileSync(path.join(r, '.git'), `gitdir: ${path.relative(r, path.join(OUTSIDE_REPO, '.git'))}\n`);
+    },
+  },
+  {
+    name: 'dotgit-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => replaceWithLink(path.join(r, '.git'), path.join(OUTSIDE_REPO, '.git')),
+  },
+  {
+    name: 'dotgit-symlink-inside',
+    outcome: OK,
+    mutate: (r) => {
+      const store = path.join(ROOT, 'gitdir-store', path.basename(r));
+      mkdirSync(path.dirname(store), { recursive: true });
+      renameSync(path.join(r, '.git'), store);
+      symlinkSync(store, path.join(r, '.git'));
+    },
+  },
+  {
+    name: 'objects-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => replaceWithLink(path.join(r, '.git', 'objects'), path.join(OUTSIDE_REPO, '.git', 'objects')),
+  },
+  {
+    name: 'objects-pack-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) =>
+      replaceWithLink(path.join(r, '.git', 'objects', 'pack'), path.join(OUTSIDE_REPO, '.git', 'objects', 'pack')),
+  },
+  {
+    name: 'index-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => replaceWithLink(path.join(r, '.git', 'index'), path.join(OUTSIDE_REPO, '.git', 'index')),
+  },
+  {
+    name: 'index-symlink-secret',
+    outcome: SECRET,
+    mutate: (r) => replaceWithLink(path.join(r, '.git', 'index'), path.join(ROOT, '.env')),
+  },
+  {
+    name: 'HEAD-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => replaceWithLink(path.join(r, '.git', 'HEAD'), path.join(OUTSIDE, 'secret.txt')),
+  },
+  {
+    name: 'HEAD-symlink-secret',
+    outcome: SECRET,
+    mutate: (r) => replaceWithLink(path.join(r, '.git', 'HEAD'), path.join(ROOT, '.env')),
+  },
+  {
+    name: 'packed-refs-symlink-secret',
+    outcome: SECRET,
+    mutate: (r) => {
+      git(r, 'pack-refs', '--all');
+      writeFileSync(path.join(r, '.env'), 'INSIDE_SECRET_MARKER=2\n');
+      replaceWithLink(path.join(r, '.git', 'packed-refs'), '../.env');
+    },
+  },
+  {
+    name: 'packed-refs-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      git(r, 'pack-refs', '--all');
+      replaceWithLink(path.join(r, '.git', 'packed-refs'), path.join(OUTSIDE, 'secret.txt'));
+    },
+  },
+  {
+    name: 'packed-refs-garbage',
+    outcome: CORRUPT,
+    mutate: (r) => {
+      git(r, 'pack-refs', '--all');
+      writeFileSync(path.join(r, 'notes.md'), 'GARBAGE_MARKER first line\n');
+      replaceWithLink(path.join(r, '.git', 'packed-refs'), '../notes.md');
+    },
+  },
+  {
+    name: 'config-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      const cfg = path.join(OUTSIDE, `config-${path.basename(r)}`);
+      writeFileSync(cfg, `${hostileConfigText('config-outside')}# OUTSIDE_SECRET_MARKER\n`);
+      replaceWithLink(path.join(r, '.git', 'config'), cfg);
+    },
+  },
+  {
+    name: 'config-symlink-secret',
+    outcome: SECRET,
+    mutate: (r) => replaceWithLink(path.join(r, '.git', 'config'), path.join(ROOT, '.env')),
+  },
+  {
+    name: 'ref-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      const ref = path.join(OUTSIDE, `ref-${path.basename(r)}`);
+      writeFileSync(ref, `${git(r, 'rev-parse', 'HEAD').trim()}\n`);
+      replaceWithLink(path.join(r, '.git', 'refs', 'heads', 'main'), ref);
+    },
+  },
+  {
+    name: 'alternates-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      mkdirSync(path.join(r, '.git', 'objects', 'info'), { recursive: true });
+      writeFileSync(
+        path.join(r, '.git', 'objects', 'info', 'alternates'),
+        `${path.join(OUTSIDE_REPO, '.git', 'objects')}\n`,
+      );
+    },
+  },
+  {
+    name: 'commondir-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      const wt = path.join(ROOT, `wt-${path.basename(r)}`);
+      git(r, 'worktree', 'add', '-q', '-b', 'wtbranch', wt);
+      const admin = path.join(r, '.git', 'worktrees', path.basename(wt));
+      writeFileSync(path.join(admin, 'commondir'), `${path.join(OUTSIDE_REPO, '.git')}\n`);
+      return wt;
+    },
+  },
+  {
+    name: 'linked-worktree-inside',
+    outcome: OK,
+    mutate: (r) => {
+      const wt = path.join(ROOT, `wt-${path.basename(r)}`);
+      git(r, 'worktree', 'add', '-q', '-b', 'wtbranch', wt);
+      writeFileSync(path.join(wt, 'a.txt'), 'a\nworktree change\n');
+      return wt;
+    },
+  },
+  {
+    name: 'refs-dir-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      const refs = path.join(OUTSIDE, `refs-${path.basename(r)}`);
+      writeTree(refs, { heads: { main: `${git(r, 'rev-parse', 'HEAD').trim()}\n` }, tags: {} });
+      replaceWithLink(path.join(r, '.git', 'refs'), refs);
+    },
+  },
+  {
+    name: 'refs-dir-dangling-link-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      // Whether the outside target exists must not change the answer (no existence probe through the link).
+      git(r, 'pack-refs', '--all');
+      replaceWithLink(path.join(r, '.git', 'refs'), path.join(OUTSIDE, 'no-such-dir', 'refs'));
+    },
+  },
+  {
+    name: 'info-dir-symlink-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      const info = path.join(OUTSIDE, `info-${path.basename(r)}`);
+      writeTree(info, { exclude: '# OUTSIDE_SECRET_MARKER\n*.txt\n' });
+      replaceWithLink(path.join(r, '.git', 'info'), info);
+    },
+  },
+  {
+    name: 'alternates-chain-outside',
+    outcome: NOT_ALLOWED,
+    mutate: (r) => {
+      // An alternate inside the roots whose own alternates lead outside: git follows the chain, so must the check.
+      const middle = path.join(ROOT, `objects-middle-${path.basename(r)}`);
+      mkdirSync(path.join(middle, 'info'), { recursive: true });
+      writeFileSync(
+        path.join(middle, 'info', 'alternates'),
+        `${path.relative(middle, path.join(OUTSIDE_REPO, '.git', 'objects'))}\n`,
+      );
+      writeFileSync(path.join(r, '.git', 'objects', 'info', 'alternates'), `${middle}\n`);
+    },
+  },
+  {
+    name: 'HEAD-ref-traversal',
+    outcome: CORRUPT,
+    mutate: (r) => writeFileSync(path.join(r, '.git', 'HEAD'), 'ref: refs/heads/../../../../outside\n'),
+  },
 ];
 
 function buildAll(): void {
@@ -347,7 +602,10 @@ function buildAll(): void {
       // Armed: plain git, as a user would run it in each of these repositories, does run what they name.
       for (const l of levels) plainGit(l.dir, c.arm, '--ignore-submodules=all');
       for (const l of levels) {
-        expect(markers().some((m) => m.startsWith(`${c.name}-${l.name}-`)), `${c.name} at ${l.name} is not armed: ${markers().join(' ')}`).toBe(true);
+        expect(
+          markers().some((m) => m.startsWith(`${c.name}-${l.name}-`)),
+          `${c.name} at ${l.name} is not armed: ${markers().join(' ')}`,
+        ).toBe(true);
       }
       clearMarkers();
       // Plain git refreshed the index: make same.f stat-dirty again, so the server faces a content comparison too.
@@ -393,10 +651,22 @@ async function probeOnce(client: TestClient, p: Probe): Promise<void> {
   check(status, p.outcome, `${label} git_status`);
   check(await client.call('git_diff', { path: p.dir }), p.outcome, `${label} git_diff`);
   check(await client.call('git_diff', { path: p.dir, staged: true }), p.outcome, `${label} git_diff staged`);
-  check(await client.call('git_diff', { path: p.dir, paths: [path.join(p.dir, 'c.d'), path.join(p.dir, 'a.txt')] }), p.outcome, `${label} git_diff paths`);
+  check(
+    await client.call('git_diff', { path: p.dir, paths: [path.join(p.dir, 'c.d'), path.join(p.dir, 'a.txt')] }),
+    p.outcome,
+    `${label} git_diff paths`,
+  );
   const hash = status.isError ? sha('none') : (status.structuredContent!.status_hash as string);
-  check(await client.call('write_file', { path: path.join(p.dir, 'probe-new.txt'), content: 'p\n', expected_status_hash: hash, dry_run: true }),
-    p.outcome, `${label} write_file expected_status_hash`);
+  check(
+    await client.call('write_file', {
+      path: path.join(p.dir, 'probe-new.txt'),
+      content: 'p\n',
+      expected_status_hash: hash,
+      dry_run: true,
+    }),
+    p.outcome,
+    `${label} write_file expected_status_hash`,
+  );
   expect(markers(), `${label}: a repository-named program ran`).toEqual([]);
 }
 
@@ -417,9 +687,11 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
 
   it('the matrix (both eras)', async () => {
     expect(PROBES.length).toBeGreaterThan(50);
-    await Promise.all(ERAS.map(async (era) => {
-      for (const p of PROBES) await probeOnce(clients[era]!, p);
-    }));
+    await Promise.all(
+      ERAS.map(async (era) => {
+        for (const p of PROBES) await probeOnce(clients[era]!, p);
+      }),
+    );
     expect(markers()).toEqual([]);
     for (const era of ERAS) {
       const stderr = clients[era]!.stderr();
@@ -467,7 +739,19 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
     execFileSync('cp', ['-a', TEMPLATE, sup]);
     const top = await c.callOk('git_status', { path: sup });
     expect(top.entries.map((e: { path: string }) => e.path).sort()).toEqual(['a.txt', 'b.f', 'c.d', 'u.txt']);
-    expect(top.status_hash).toBe(sha(git(sup, '--no-optional-locks', 'status', '--porcelain=v2', '--branch', '--untracked-files=all', '--ignore-submodules=all')));
+    expect(top.status_hash).toBe(
+      sha(
+        git(
+          sup,
+          '--no-optional-locks',
+          'status',
+          '--porcelain=v2',
+          '--branch',
+          '--untracked-files=all',
+          '--ignore-submodules=all',
+        ),
+      ),
+    );
     const sub = await c.callOk('git_status', { path: path.join(sup, 'sub') });
     expect(sub.repo_root).toBe(path.join(sup, 'sub'));
     expect(sub.entries.map((e: { path: string }) => e.path).sort()).toEqual(['a.txt', 'b.f', 'c.d', 'u.txt']);
@@ -477,6 +761,3 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
     expect(markers()).toEqual([]);
   });
 });
-
-
-

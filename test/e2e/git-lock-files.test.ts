@@ -16,13 +16,17 @@ describe.each(ERAS)('path-lock files and git (%s era)', (era) => {
   const repo = path.join(tree.dir, 'repo');
   let client: TestClient;
   beforeAll(async () => {
-    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: repo });
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', ...args], { cwd: repo });
     git('init', '-q');
     git('add', '.');
     git('commit', '-qm', 'init');
     client = await connect(era, { args: [tree.dir] });
   });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
   it('a lock file beside a tracked file changes neither the entries nor the status hash', async () => {
     const before = await client.callOk('git_status', { path: repo });
@@ -34,7 +38,11 @@ describe.each(ERAS)('path-lock files and git (%s era)', (era) => {
       expect(during.entries).toEqual([]);
       expect(during.status_hash).toBe(before.status_hash);
       // A mutation with the hash taken before proceeds (its own lock is invisible to the check).
-      const w = await client.callOk('write_file', { path: path.join(repo, 'b.txt'), content: 'two\n', expected_status_hash: before.status_hash });
+      const w = await client.callOk('write_file', {
+        path: path.join(repo, 'b.txt'),
+        content: 'two\n',
+        expected_status_hash: before.status_hash,
+      });
       expect(w.created).toBe(true);
       expect(existsSync(path.join(repo, 'b.txt'))).toBe(true);
     } finally {

@@ -37,7 +37,19 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -92,7 +104,12 @@ function makeRepo(parent: string, files: TreeSpec | null, prefix = 'repo-'): str
 }
 
 /** Starts a server on `roots` with an isolated HOME and its own state dir. */
-async function startServer(era: Era, roots: string[], extraArgs: string[] = [], env: Record<string, string> = {}): Promise<TestClient> {
+async function startServer(
+  era: Era,
+  roots: string[],
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<TestClient> {
   const state = freshDir(path.join(scratch.dir, 'state'), 's-');
   return connect(era, {
     args: ['--state-dir', state, ...extraArgs, ...roots.flatMap((r) => ['--root', r])],
@@ -227,14 +244,24 @@ describe('status_hash', () => {
     writeFileSync(path.join(repo, 'ä.txt'), 'umlaut\n');
     writeFileSync(path.join(repo, 'tab\there.txt'), 'tab\n');
     const s = await client.callOk('git_status', { path: repo });
-    expect(s).toMatchObject({ repo_root: repo, branch: 'main', detached: false, upstream: null, ahead: null, behind: null, clean: false });
+    expect(s).toMatchObject({
+      repo_root: repo,
+      branch: 'main',
+      detached: false,
+      upstream: null,
+      ahead: null,
+      behind: null,
+      clean: false,
+    });
     expect(s.head).toMatch(/^[0-9a-f]{40}$/);
-    expect(s.entries).toEqual(expect.arrayContaining([
-      { path: 'new name.txt', kind: 'renamed', index: 'R', worktree: '.', orig_path: 'old.txt' },
-      { path: 'keep.txt', kind: 'changed', index: '.', worktree: 'M' },
-      { path: 'ä.txt', kind: 'untracked', index: '?', worktree: '?' },
-      { path: 'tab\there.txt', kind: 'untracked', index: '?', worktree: '?' },
-    ]));
+    expect(s.entries).toEqual(
+      expect.arrayContaining([
+        { path: 'new name.txt', kind: 'renamed', index: 'R', worktree: '.', orig_path: 'old.txt' },
+        { path: 'keep.txt', kind: 'changed', index: '.', worktree: 'M' },
+        { path: 'ä.txt', kind: 'untracked', index: '?', worktree: '?' },
+        { path: 'tab\there.txt', kind: 'untracked', index: '?', worktree: '?' },
+      ]),
+    );
     expect(s.entries).toHaveLength(4);
   });
 
@@ -261,9 +288,17 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
   let client: TestClient;
   let repo: string;
   beforeAll(async () => {
-    repo = makeRepo(scratch.dir, {
-      'a.txt': 'alpha\nbeta\n', 'w.txt': 'write me\n', 'd.txt': 'delete me\n', 'm.txt': 'move me\n', 'p.txt': 'one\ntwo\n',
-    }, `stale-${era}-`);
+    repo = makeRepo(
+      scratch.dir,
+      {
+        'a.txt': 'alpha\nbeta\n',
+        'w.txt': 'write me\n',
+        'd.txt': 'delete me\n',
+        'm.txt': 'move me\n',
+        'p.txt': 'one\ntwo\n',
+      },
+      `stale-${era}-`,
+    );
     client = await startServer(era, [repo]);
   });
   afterAll(async () => {
@@ -293,19 +328,29 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
   it('edit_file: stale → STALE_GIT (before HASH_REQUIRED), bytes unchanged; current → edited, fresh status_hash', async () => {
     const before = read('a.txt');
     const stale = await staleHash();
-    await expectStale(await client.call('edit_file', {
-      path: path.join(repo, 'a.txt'), edits: [{ old_text: 'alpha', new_text: 'ALPHA' }],
-      expected_status_hash: stale, expected_hash: sha(before),
-    }));
+    await expectStale(
+      await client.call('edit_file', {
+        path: path.join(repo, 'a.txt'),
+        edits: [{ old_text: 'alpha', new_text: 'ALPHA' }],
+        expected_status_hash: stale,
+        expected_hash: sha(before),
+      }),
+    );
     // Step 8 comes before step 9: an unread file without expected_hash would be HASH_REQUIRED, but the tree moved.
-    await expectStale(await client.call('edit_file', {
-      path: path.join(repo, 'a.txt'), edits: [{ old_text: 'alpha', new_text: 'ALPHA' }], expected_status_hash: stale,
-    }));
+    await expectStale(
+      await client.call('edit_file', {
+        path: path.join(repo, 'a.txt'),
+        edits: [{ old_text: 'alpha', new_text: 'ALPHA' }],
+        expected_status_hash: stale,
+      }),
+    );
     expect(read('a.txt')).toEqual(before);
 
     const ok = await client.callOk('edit_file', {
-      path: path.join(repo, 'a.txt'), edits: [{ old_text: 'alpha', new_text: 'ALPHA' }],
-      expected_status_hash: await currentHash(), expected_hash: sha(before),
+      path: path.join(repo, 'a.txt'),
+      edits: [{ old_text: 'alpha', new_text: 'ALPHA' }],
+      expected_status_hash: await currentHash(),
+      expected_hash: sha(before),
     });
     expect(read('a.txt').toString()).toBe('ALPHA\nbeta\n');
     expect(ok.status_hash).toBe(await currentHash());
@@ -315,17 +360,29 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
   it('write_file: stale → STALE_GIT, bytes unchanged; current → written, fresh status_hash', async () => {
     const before = read('w.txt');
     const stale = await staleHash();
-    await expectStale(await client.call('write_file', {
-      path: path.join(repo, 'w.txt'), content: 'replaced\n', expected_hash: sha(before), expected_status_hash: stale,
-    }));
-    await expectStale(await client.call('write_file', {
-      path: path.join(repo, 'created.txt'), content: 'new\n', expected_status_hash: stale,
-    }));
+    await expectStale(
+      await client.call('write_file', {
+        path: path.join(repo, 'w.txt'),
+        content: 'replaced\n',
+        expected_hash: sha(before),
+        expected_status_hash: stale,
+      }),
+    );
+    await expectStale(
+      await client.call('write_file', {
+        path: path.join(repo, 'created.txt'),
+        content: 'new\n',
+        expected_status_hash: stale,
+      }),
+    );
     expect(read('w.txt')).toEqual(before);
     expect(existsSync(path.join(repo, 'created.txt'))).toBe(false);
 
     const ok = await client.callOk('write_file', {
-      path: path.join(repo, 'w.txt'), content: 'replaced\n', expected_hash: sha(before), expected_status_hash: await currentHash(),
+      path: path.join(repo, 'w.txt'),
+      content: 'replaced\n',
+      expected_hash: sha(before),
+      expected_status_hash: await currentHash(),
     });
     expect(read('w.txt').toString()).toBe('replaced\n');
     expect(ok.status_hash).toBe(await currentHash());
@@ -334,13 +391,19 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
   it('delete_path: stale → STALE_GIT, file still there; current → deleted, fresh status_hash', async () => {
     const before = read('d.txt');
     const stale = await staleHash();
-    await expectStale(await client.call('delete_path', {
-      path: path.join(repo, 'd.txt'), expected_hash: sha(before), expected_status_hash: stale,
-    }));
+    await expectStale(
+      await client.call('delete_path', {
+        path: path.join(repo, 'd.txt'),
+        expected_hash: sha(before),
+        expected_status_hash: stale,
+      }),
+    );
     expect(read('d.txt')).toEqual(before);
 
     const ok = await client.callOk('delete_path', {
-      path: path.join(repo, 'd.txt'), expected_hash: sha(before), expected_status_hash: await currentHash(),
+      path: path.join(repo, 'd.txt'),
+      expected_hash: sha(before),
+      expected_status_hash: await currentHash(),
     });
     expect(existsSync(path.join(repo, 'd.txt'))).toBe(false);
     expect(ok.status_hash).toBe(await currentHash());
@@ -349,14 +412,20 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
   it('move_path: stale → STALE_GIT, nothing moved; current → moved, fresh status_hash', async () => {
     const before = read('m.txt');
     const stale = await staleHash();
-    await expectStale(await client.call('move_path', {
-      source: path.join(repo, 'm.txt'), destination: path.join(repo, 'moved.txt'), expected_status_hash: stale,
-    }));
+    await expectStale(
+      await client.call('move_path', {
+        source: path.join(repo, 'm.txt'),
+        destination: path.join(repo, 'moved.txt'),
+        expected_status_hash: stale,
+      }),
+    );
     expect(read('m.txt')).toEqual(before);
     expect(existsSync(path.join(repo, 'moved.txt'))).toBe(false);
 
     const ok = await client.callOk('move_path', {
-      source: path.join(repo, 'm.txt'), destination: path.join(repo, 'moved.txt'), expected_status_hash: await currentHash(),
+      source: path.join(repo, 'm.txt'),
+      destination: path.join(repo, 'moved.txt'),
+      expected_status_hash: await currentHash(),
     });
     expect(read('moved.txt')).toEqual(before);
     expect(ok.status_hash).toBe(await currentHash());
@@ -366,13 +435,21 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
     const before = read('p.txt');
     const patch = '--- a/p.txt\n+++ b/p.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n';
     const stale = await staleHash();
-    await expectStale(await client.call('apply_patch', {
-      patch, path: repo, expected_hashes: { 'p.txt': sha(before) }, expected_status_hash: stale,
-    }));
+    await expectStale(
+      await client.call('apply_patch', {
+        patch,
+        path: repo,
+        expected_hashes: { 'p.txt': sha(before) },
+        expected_status_hash: stale,
+      }),
+    );
     expect(read('p.txt')).toEqual(before);
 
     const ok = await client.callOk('apply_patch', {
-      patch, path: repo, expected_hashes: { 'p.txt': sha(before) }, expected_status_hash: await currentHash(),
+      patch,
+      path: repo,
+      expected_hashes: { 'p.txt': sha(before) },
+      expected_status_hash: await currentHash(),
     });
     expect(read('p.txt').toString()).toBe('one\nTWO\n');
     expect(ok.status_hash).toBe(await currentHash());
@@ -380,10 +457,15 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
 
   it('create_directory: stale → STALE_GIT, no directory; current → created, fresh status_hash', async () => {
     const stale = await staleHash();
-    await expectStale(await client.call('create_directory', { path: path.join(repo, 'newdir', 'sub'), expected_status_hash: stale }));
+    await expectStale(
+      await client.call('create_directory', { path: path.join(repo, 'newdir', 'sub'), expected_status_hash: stale }),
+    );
     expect(existsSync(path.join(repo, 'newdir'))).toBe(false);
 
-    const ok = await client.callOk('create_directory', { path: path.join(repo, 'newdir', 'sub'), expected_status_hash: await currentHash() });
+    const ok = await client.callOk('create_directory', {
+      path: path.join(repo, 'newdir', 'sub'),
+      expected_status_hash: await currentHash(),
+    });
     expect(ok.created).toBe(true);
     expect(existsSync(path.join(repo, 'newdir', 'sub'))).toBe(true);
     expect(ok.status_hash).toBe(await currentHash());
@@ -419,7 +501,9 @@ describe('git_diff', () => {
     const result = await client.call('git_diff', { path: repo, expected_status_hash: hash });
     const envelope = expectCode(result, 'STALE_GIT');
     expect(envelope.error).toMatchObject({ retryable: true, recovery: 'read_and_rebase' });
-    expect(envelope.error.details.current_status_hash).toBe((await client.callOk('git_status', { path: repo })).status_hash);
+    expect(envelope.error.details.current_status_hash).toBe(
+      (await client.callOk('git_status', { path: repo })).status_hash,
+    );
     expect(everything(result)).not.toContain('DIFFBODYMARKER');
     expect(everything(result)).not.toContain('@@');
     expect(result.structuredContent).toBeUndefined();
@@ -430,7 +514,8 @@ describe('git_diff', () => {
     for (let i = 0; i < 20; i++) files[`f${String(i).padStart(2, '0')}.txt`] = lines(8, `file${i}`);
     files.sub = { 'nested.txt': lines(8, 'nested') };
     const repo = makeRepo(base, files);
-    for (let i = 0; i < 20; i++) writeFileSync(path.join(repo, `f${String(i).padStart(2, '0')}.txt`), `${lines(8, `file${i}`)}changed ${i}\n`);
+    for (let i = 0; i < 20; i++)
+      writeFileSync(path.join(repo, `f${String(i).padStart(2, '0')}.txt`), `${lines(8, `file${i}`)}changed ${i}\n`);
     writeFileSync(path.join(repo, 'sub', 'nested.txt'), `${lines(8, 'nested')}changed nested\n`);
 
     const whole = await client.callOk('git_diff', { path: repo });
@@ -461,14 +546,21 @@ describe('git_diff', () => {
     const result = await client.call('git_diff', { path: repo, max_bytes: 300, cursor: first.next_cursor });
     const envelope = expectCode(result, 'STALE_GIT');
     expect(envelope.error.retryable).toBe(true);
-    expect(envelope.error.details.current_status_hash).toBe((await client.callOk('git_status', { path: repo })).status_hash);
+    expect(envelope.error.details.current_status_hash).toBe(
+      (await client.callOk('git_status', { path: repo })).status_hash,
+    );
     expect(everything(result)).not.toContain('CURSORMARKER');
   });
 
   it('binary files are listed (binary: true), their bytes never dumped — also when .gitattributes forces text', async () => {
-    const bin = (tag: string) => Buffer.concat([Buffer.from(`${tag}BINMARKER\n`), Buffer.from([0, 1, 2, 0xff, 0xfe, 0, 10])]);
+    const bin = (tag: string) =>
+      Buffer.concat([Buffer.from(`${tag}BINMARKER\n`), Buffer.from([0, 1, 2, 0xff, 0xfe, 0, 10])]);
     const repo = makeRepo(base, {
-      '.gitattributes': 'forced.dat diff\n', 'plain.dat': bin('a'), 'forced.dat': bin('b'), 'ü.bin': bin('c'), 'text.txt': 't\n',
+      '.gitattributes': 'forced.dat diff\n',
+      'plain.dat': bin('a'),
+      'forced.dat': bin('b'),
+      'ü.bin': bin('c'),
+      'text.txt': 't\n',
     });
     writeFileSync(path.join(repo, 'plain.dat'), bin('A'));
     writeFileSync(path.join(repo, 'forced.dat'), bin('B'));
@@ -479,7 +571,9 @@ describe('git_diff', () => {
     const result = await client.call('git_diff', { path: repo });
     expect(result.isError).toBeFalsy();
     const d = result.structuredContent!;
-    expect([...(d.files as Array<{ path: string; binary: boolean }>)].sort((x, y) => (x.path < y.path ? -1 : 1))).toEqual([
+    expect(
+      [...(d.files as Array<{ path: string; binary: boolean }>)].sort((x, y) => (x.path < y.path ? -1 : 1)),
+    ).toEqual([
       { path: 'forced.dat', binary: true },
       { path: 'plain.dat', binary: true },
       { path: 'text.txt', binary: false },
@@ -562,10 +656,12 @@ describe('git_diff', () => {
     expect(git(repo, 'diff')).toMatch(/^diff --cc c\.txt$/m);
 
     const s = await client.callOk('git_status', { path: repo });
-    expect(s.entries).toEqual(expect.arrayContaining([
-      { path: 'c.txt', kind: 'unmerged', index: 'U', worktree: 'U' },
-      { path: 'x.pem', kind: 'unmerged', index: 'U', worktree: 'U' },
-    ]));
+    expect(s.entries).toEqual(
+      expect.arrayContaining([
+        { path: 'c.txt', kind: 'unmerged', index: 'U', worktree: 'U' },
+        { path: 'x.pem', kind: 'unmerged', index: 'U', worktree: 'U' },
+      ]),
+    );
     const result = await client.call('git_diff', { path: repo });
     expect(result.isError).toBeFalsy();
     const d = result.structuredContent!;
@@ -582,17 +678,26 @@ describe('git_diff', () => {
   it('paths filter: only the named files and directories', async () => {
     const repo = makeRepo(base, { 'a.txt': 'a\n', 'b.txt': 'b\n', sub: { 'c.txt': 'c\n', 'd.txt': 'd\n' } });
     for (const f of ['a.txt', 'b.txt', 'sub/c.txt', 'sub/d.txt']) writeFileSync(path.join(repo, f), `${f} changed\n`);
-    const d = await client.callOk('git_diff', { path: repo, paths: [path.join(repo, 'a.txt'), path.join(repo, 'sub')] });
+    const d = await client.callOk('git_diff', {
+      path: repo,
+      paths: [path.join(repo, 'a.txt'), path.join(repo, 'sub')],
+    });
     expect((d.files as Array<{ path: string }>).map((f) => f.path).sort()).toEqual(['a.txt', 'sub/c.txt', 'sub/d.txt']);
     expect(d.diff).not.toContain('b.txt');
     // Relative to the first root, and a file deleted in the work tree is a valid filter.
     rmSync(path.join(repo, 'b.txt'));
-    const deleted = await client.callOk('git_diff', { path: repo, paths: [path.relative(base, path.join(repo, 'b.txt'))] });
+    const deleted = await client.callOk('git_diff', {
+      path: repo,
+      paths: [path.relative(base, path.join(repo, 'b.txt'))],
+    });
     expect(deleted.files).toEqual([{ path: 'b.txt', binary: false }]);
     expect(deleted.diff).toContain('deleted file mode');
     // A path of another repository (inside the roots) is not part of this diff.
     const other = makeRepo(base, { 'o.txt': 'o\n' });
-    const e = expectCode(await client.call('git_diff', { path: repo, paths: [path.join(other, 'o.txt')] }), 'VALIDATION');
+    const e = expectCode(
+      await client.call('git_diff', { path: repo, paths: [path.join(other, 'o.txt')] }),
+      'VALIDATION',
+    );
     expect(e.error.details).toMatchObject({ reason: 'outside_work_tree', field: 'paths' });
   });
 
@@ -600,7 +705,9 @@ describe('git_diff', () => {
 
   it('a secret file (.env) is listed as omitted — modified, staged, or renamed away — and its content never appears', async () => {
     const repo = makeRepo(base, {
-      '.env': 'API_KEY=ENVSECRETMARKER_1\n', 'deploy.pem': 'PEMSECRETMARKER\n', 'ok.txt': 'ok\n',
+      '.env': 'API_KEY=ENVSECRETMARKER_1\n',
+      'deploy.pem': 'PEMSECRETMARKER\n',
+      'ok.txt': 'ok\n',
       config: { '.env': `K=ENVSECRETMARKER_OLD\n${SETTINGS}` },
     });
     writeFileSync(path.join(repo, '.env'), 'API_KEY=ENVSECRETMARKER_2\n');
@@ -610,24 +717,30 @@ describe('git_diff', () => {
     git(repo, 'mv', 'config/.env', 'config/settings.txt');
     writeFileSync(path.join(repo, 'config', 'settings.txt'), SETTINGS);
     git(repo, 'add', 'config/settings.txt');
-    expect(git(repo, 'diff', '--cached', '-M', '--', 'config')).toMatch(/^rename from config\/\.env$[^]*ENVSECRETMARKER_OLD/m);
+    expect(git(repo, 'diff', '--cached', '-M', '--', 'config')).toMatch(
+      /^rename from config\/\.env$[^]*ENVSECRETMARKER_OLD/m,
+    );
 
     const work = await client.call('git_diff', { path: repo });
     expect(work.isError).toBeFalsy();
-    expect(work.structuredContent!.files).toEqual(expect.arrayContaining([
-      { path: '.env', binary: false, omitted: 'secret' },
-      { path: 'deploy.pem', binary: false, omitted: 'secret' },
-      { path: 'ok.txt', binary: false },
-    ]));
+    expect(work.structuredContent!.files).toEqual(
+      expect.arrayContaining([
+        { path: '.env', binary: false, omitted: 'secret' },
+        { path: 'deploy.pem', binary: false, omitted: 'secret' },
+        { path: 'ok.txt', binary: false },
+      ]),
+    );
     expect(work.structuredContent!.diff).toContain('+visible');
 
     git(repo, 'add', '.env');
     const staged = await client.call('git_diff', { path: repo, staged: true });
     expect(staged.isError).toBeFalsy();
-    expect(staged.structuredContent!.files).toEqual(expect.arrayContaining([
-      { path: '.env', binary: false, omitted: 'secret' },
-      { path: 'config/settings.txt', old_path: 'config/.env', binary: false, omitted: 'secret' },
-    ]));
+    expect(staged.structuredContent!.files).toEqual(
+      expect.arrayContaining([
+        { path: '.env', binary: false, omitted: 'secret' },
+        { path: 'config/settings.txt', old_path: 'config/.env', binary: false, omitted: 'secret' },
+      ]),
+    );
     const paged = await allPages({ path: repo, staged: true, max_bytes: 64 });
     for (const r of [work, staged]) {
       expect(everything(r)).not.toContain('SECRETMARKER');
@@ -635,15 +748,22 @@ describe('git_diff', () => {
     expect(JSON.stringify(paged)).not.toContain('SECRETMARKER');
   });
 
-  it('C-quoted names (ä, spaces) and a repository\'s diff prefix config still give the right paths', async () => {
-    const repo = makeRepo(base, { 'ä.txt': 'a\n', 'dir with space': { 'b x.txt': 'b\n' }, 'ü.bin': Buffer.from([0, 1, 2]) });
+  it("C-quoted names (ä, spaces) and a repository's diff prefix config still give the right paths", async () => {
+    const repo = makeRepo(base, {
+      'ä.txt': 'a\n',
+      'dir with space': { 'b x.txt': 'b\n' },
+      'ü.bin': Buffer.from([0, 1, 2]),
+    });
     writeFileSync(path.join(repo, 'ä.txt'), 'a\nb\n');
     writeFileSync(path.join(repo, 'dir with space', 'b x.txt'), 'b\nc\n');
     writeFileSync(path.join(repo, 'ü.bin'), Buffer.from([0, 1, 3]));
     const expected = [
-      { path: 'dir with space/b x.txt', binary: false }, { path: 'ä.txt', binary: false }, { path: 'ü.bin', binary: true },
+      { path: 'dir with space/b x.txt', binary: false },
+      { path: 'ä.txt', binary: false },
+      { path: 'ü.bin', binary: true },
     ];
-    const sorted = (d: Record<string, any>) => [...d.files].sort((x: { path: string }, y: { path: string }) => (x.path < y.path ? -1 : 1));
+    const sorted = (d: Record<string, any>) =>
+      [...d.files].sort((x: { path: string }, y: { path: string }) => (x.path < y.path ? -1 : 1));
     expect(sorted(await client.callOk('git_diff', { path: repo }))).toEqual(expected);
     git(repo, 'config', 'diff.mnemonicPrefix', 'true');
     expect(sorted(await client.callOk('git_diff', { path: repo }))).toEqual(expected);
@@ -750,7 +870,9 @@ describe('a hostile repository config runs nothing', () => {
     for (const era of ERAS) {
       const client = await startServer(era, [base]);
       const s = await client.callOk('git_status', { path: repo });
-      expect(s.entries.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['a.txt', 'b.cv', 'c.flt']));
+      expect(s.entries.map((e: { path: string }) => e.path)).toEqual(
+        expect.arrayContaining(['a.txt', 'b.cv', 'c.flt']),
+      );
       const d = await client.callOk('git_diff', { path: repo });
       expect(d.diff).toContain('+HOSTILE b');
       expect(d.diff).toContain('+HOSTILE c');
@@ -789,8 +911,22 @@ describe('failures are clear envelopes', () => {
       ['git_diff', { path: makeRepo(base, { 'x.txt': 'x\n' }), paths: [path.join(outsideRepo, 'o.txt')] }],
       ['git_status', { path: path.join(path.dirname(outsideRepo), 'does-not-exist') }],
       // Step 5 (containment) before step 8 (STALE_GIT): a stale hash does not mask an outside path.
-      ['git_diff', { path: makeRepo(base, { 'y.txt': 'y\n' }), paths: [path.join(outsideRepo, 'o.txt')], expected_status_hash: sha('stale') }],
-      ['edit_file', { path: path.join(outsideRepo, 'o.txt'), edits: [{ old_text: 'O', new_text: 'P' }], expected_status_hash: sha('stale') }],
+      [
+        'git_diff',
+        {
+          path: makeRepo(base, { 'y.txt': 'y\n' }),
+          paths: [path.join(outsideRepo, 'o.txt')],
+          expected_status_hash: sha('stale'),
+        },
+      ],
+      [
+        'edit_file',
+        {
+          path: path.join(outsideRepo, 'o.txt'),
+          edits: [{ old_text: 'O', new_text: 'P' }],
+          expected_status_hash: sha('stale'),
+        },
+      ],
     ] as const) {
       const r = await client.call(tool, args);
       expectCode(r, 'NOT_ALLOWED');
@@ -812,8 +948,10 @@ describe('failures are clear envelopes', () => {
       }
       const before = readFileSync(path.join(sub, 'in.txt'));
       const r = await c.call('edit_file', {
-        path: path.join(sub, 'in.txt'), edits: [{ old_text: 'in', new_text: 'out' }],
-        expected_hash: sha(before), expected_status_hash: sha('anything'),
+        path: path.join(sub, 'in.txt'),
+        edits: [{ old_text: 'in', new_text: 'out' }],
+        expected_hash: sha(before),
+        expected_status_hash: sha('anything'),
       });
       expect(expectCode(r, 'NOT_ALLOWED').error.details.reason).toBe('work_tree_outside_roots');
       expect(readFileSync(path.join(sub, 'in.txt'))).toEqual(before);
@@ -837,8 +975,9 @@ describe('failures are clear envelopes', () => {
     }
     expect(existsSync(path.join(plain, 'new.txt'))).toBe(false);
     const repo = makeRepo(base, { 'a.txt': 'a\n' });
-    expect(expectCode(await client.call('git_status', { path: path.join(repo, '.git') }), 'VALIDATION').error.details.reason)
-      .toBe('not_a_work_tree');
+    expect(
+      expectCode(await client.call('git_status', { path: path.join(repo, '.git') }), 'VALIDATION').error.details.reason,
+    ).toBe('not_a_work_tree');
   });
 
   it('a git planted on PATH inside the roots is never run (status, diff, status hash): VALIDATION git_inside_roots', async () => {
@@ -848,9 +987,13 @@ describe('failures are clear envelopes', () => {
     const repo = makeRepo(base, { 'a.txt': 'a\n' });
     const bin = freshDir(base, 'planted-bin-');
     const marker = path.join(scratch.dir, `planted-git-ran-${process.pid}`);
-    writeFileSync(path.join(bin, 'git'), `#!/bin/sh\necho ran > '${marker}'\nexec /usr/bin/git "$@"\n`, { mode: 0o755 });
+    writeFileSync(path.join(bin, 'git'), `#!/bin/sh\necho ran > '${marker}'\nexec /usr/bin/git "$@"\n`, {
+      mode: 0o755,
+    });
     const realGitDir = path.dirname(execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim());
-    const c = await startServer('modern', [base], [], { PATH: `${bin}${path.delimiter}${realGitDir}${path.delimiter}${process.env.PATH ?? ''}` });
+    const c = await startServer('modern', [base], [], {
+      PATH: `${bin}${path.delimiter}${realGitDir}${path.delimiter}${process.env.PATH ?? ''}`,
+    });
     try {
       for (const [tool, args] of [
         ['git_status', { path: repo }],

@@ -70,7 +70,8 @@ function workTree(name: string, remotes: Record<string, string>): string {
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1' };
   execFileSync('git', ['init', '-q'], { cwd: dir, env });
-  for (const [remote, url] of Object.entries(remotes)) execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
+  for (const [remote, url] of Object.entries(remotes))
+    execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
   return dir;
 }
 const ATTACKER = workTree('attacker', { origin: 'https://github.attacker.example/o/r.git' });
@@ -78,14 +79,25 @@ const EVIL = workTree('evil', { origin: 'git@evil.example:o/r.git' });
 
 async function server(extraArgs: string[] = [], overrides: Record<string, string> = {}): Promise<TestClient> {
   const env: Record<string, string> = {
-    HOME, XDG_CONFIG_HOME: HOME, GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
+    HOME,
+    XDG_CONFIG_HOME: HOME,
+    GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
     PATH: `${path.join(outsideCfg, 'shim')}:${process.env.PATH ?? ''}`,
-    HTTPS_PROXY: forge.proxyUrl, https_proxy: forge.proxyUrl, HTTP_PROXY: forge.proxyUrl, http_proxy: forge.proxyUrl,
+    HTTPS_PROXY: forge.proxyUrl,
+    https_proxy: forge.proxyUrl,
+    HTTP_PROXY: forge.proxyUrl,
+    http_proxy: forge.proxyUrl,
     // An operator's NO_PROXY must not let gh around the guard either.
-    NO_PROXY: 'evil.example', no_proxy: 'evil.example',
+    NO_PROXY: 'evil.example',
+    no_proxy: 'evil.example',
     SSL_CERT_FILE: forge.caFile,
-    GH_HOST: 'ghe.corp.example', GH_TOKEN: DOTCOM_TOKEN, GITHUB_TOKEN: '', GH_ENTERPRISE_TOKEN: ENT_TOKEN, GITHUB_ENTERPRISE_TOKEN: '',
-    GH_REPO: 'decoy/decoy', CODESPACES: 'true',
+    GH_HOST: 'ghe.corp.example',
+    GH_TOKEN: DOTCOM_TOKEN,
+    GITHUB_TOKEN: '',
+    GH_ENTERPRISE_TOKEN: ENT_TOKEN,
+    GITHUB_ENTERPRISE_TOKEN: '',
+    GH_REPO: 'decoy/decoy',
+    CODESPACES: 'true',
     ...overrides,
   };
   const c = await connect('modern', { args: [scratch.dir, ...extraArgs], env });
@@ -98,12 +110,16 @@ const call = async (args: Record<string, unknown>): Promise<CallResult> => {
   return main.call('github_issues', args);
 };
 
-const issues = (title: string): unknown[] => [{ number: 1, title, state: 'open', labels: [], assignees: [], user: { login: 'x' }, comments: 0 }];
+const issues = (title: string): unknown[] => [
+  { number: 1, title, state: 'open', labels: [], assignees: [], user: { login: 'x' }, comments: 0 },
+];
 const textOf = (r: CallResult): string => JSON.stringify(r);
 
 /** Nothing reached evil.example: no tunnel, no request, no token anywhere but where it belongs. */
 function expectNothingElsewhere(): void {
-  expect(forge.connects.filter((c) => !c.startsWith('ghe.corp.example:') && !c.startsWith('api.github.com:'))).toEqual([]);
+  expect(forge.connects.filter((c) => !c.startsWith('ghe.corp.example:') && !c.startsWith('api.github.com:'))).toEqual(
+    [],
+  );
   expect(forge.requests.filter((r) => r.host !== 'ghe.corp.example' && r.host !== 'api.github.com')).toEqual([]);
   expect(forge.plain).toEqual([]);
   for (const r of forge.requests) {
@@ -123,18 +139,27 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     expect(dotcom.isError, textOf(dotcom)).toBeFalsy();
     expect(dotcom.structuredContent!.issues).toMatchObject([{ title: 'from github.com' }]);
     expect(forge.requests.map((r) => [r.host, r.authorization])).toEqual([
-      ['ghe.corp.example', `token ${ENT_TOKEN}`], ['api.github.com', `token ${DOTCOM_TOKEN}`],
+      ['ghe.corp.example', `token ${ENT_TOKEN}`],
+      ['api.github.com', `token ${DOTCOM_TOKEN}`],
     ]);
     expect(forge.connects).toEqual(['ghe.corp.example:443', 'api.github.com:443']);
     expect(starts()).toBe(2);
   });
 
   it('a hostname naming another host: GH_HOST_DENIED, gh never started, nothing sent', async () => {
-    for (const hostname of ['evil.example', 'github.attacker.example', 'api.github.com.evil.example', 'ghe.corp.example.evil.example']) {
+    for (const hostname of [
+      'evil.example',
+      'github.attacker.example',
+      'api.github.com.evil.example',
+      'ghe.corp.example.evil.example',
+    ]) {
       const e = expectCode(await call({ action: 'list', repo: 'o/r', hostname }), 'GH_HOST_DENIED');
       expect(e.error.details).toMatchObject({ host: hostname });
     }
-    expectCode(await call({ action: 'comment', repo: 'o/r', hostname: 'evil.example', number: 1, body: 'hi' }), 'GH_HOST_DENIED');
+    expectCode(
+      await call({ action: 'comment', repo: 'o/r', hostname: 'evil.example', number: 1, body: 'hi' }),
+      'GH_HOST_DENIED',
+    );
     expect(starts()).toBe(0);
     expect(forge.connects).toEqual([]);
     expect(forge.requests).toEqual([]);
@@ -151,21 +176,34 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   });
 
   it('the configured enterprise host redirects to another host: not followed, no token there, its data not returned', async () => {
-    forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues', { status: 302, headers: { location: 'https://evil.example/api/v3/repos/o/r/issues' } });
+    forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues', {
+      status: 302,
+      headers: { location: 'https://evil.example/api/v3/repos/o/r/issues' },
+    });
     forge.answers.set('evil.example/api/v3/repos/o/r/issues', { status: 200, body: issues(EVIL_MARKER) });
     const r = await call({ action: 'list', repo: 'o/r', hostname: 'ghe.corp.example' });
     const e = expectCode(r, 'GH_HOST_DENIED');
-    expect(e.error.details).toMatchObject({ reason: 'redirect', redirect_host: 'evil.example', host: 'ghe.corp.example' });
+    expect(e.error.details).toMatchObject({
+      reason: 'redirect',
+      redirect_host: 'evil.example',
+      host: 'ghe.corp.example',
+    });
     expect(textOf(r)).not.toContain(EVIL_MARKER);
     expect(forge.requests.map((q) => q.host)).toEqual(['ghe.corp.example']);
     expectNothingElsewhere();
   });
 
   it('github.com redirects to another host (only GH_TOKEN applies): not followed, its data not returned', async () => {
-    forge.answers.set('api.github.com/repos/o/r/issues', { status: 301, headers: { location: 'https://evil.example/repos/o/r/issues' } });
+    forge.answers.set('api.github.com/repos/o/r/issues', {
+      status: 301,
+      headers: { location: 'https://evil.example/repos/o/r/issues' },
+    });
     forge.answers.set('evil.example/repos/o/r/issues', { status: 200, body: issues(EVIL_MARKER) });
     const r = await call({ action: 'list', repo: 'o/r' });
-    expect(expectCode(r, 'GH_HOST_DENIED').error.details).toMatchObject({ reason: 'redirect', redirect_host: 'evil.example' });
+    expect(expectCode(r, 'GH_HOST_DENIED').error.details).toMatchObject({
+      reason: 'redirect',
+      redirect_host: 'evil.example',
+    });
     expect(textOf(r)).not.toContain(EVIL_MARKER);
     expect(forge.requests.map((q) => q.host)).toEqual(['api.github.com']);
     expectNothingElsewhere();
@@ -184,7 +222,9 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
       const to = `http://127.0.0.1:${(local.address() as AddressInfo).port}/api/v3/repos/o/r/issues`;
       forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues', { status: 302, headers: { location: to } });
       await call({ action: 'list', repo: 'o/r', hostname: 'ghe.corp.example' });
-      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['ghe.corp.example', `token ${ENT_TOKEN}`]]);
+      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([
+        ['ghe.corp.example', `token ${ENT_TOKEN}`],
+      ]);
       expect(seen.length).toBeLessThanOrEqual(1);
       expect(seen.filter((a) => a !== null)).toEqual([]);
       // The private gh configuration that held the token is gone.
@@ -197,10 +237,19 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
 
   it('a write answered with a cross-host 307: not re-sent elsewhere', async () => {
     forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues/1', { status: 200, body: issues('x')[0] });
-    forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues/1/comments', { status: 307, headers: { location: 'https://evil.example/c' } });
-    const e = expectCode(await call({ action: 'comment', repo: 'o/r', hostname: 'ghe.corp.example', number: 1, body: 'hello' }), 'GH_HOST_DENIED');
+    forge.answers.set('ghe.corp.example/api/v3/repos/o/r/issues/1/comments', {
+      status: 307,
+      headers: { location: 'https://evil.example/c' },
+    });
+    const e = expectCode(
+      await call({ action: 'comment', repo: 'o/r', hostname: 'ghe.corp.example', number: 1, body: 'hello' }),
+      'GH_HOST_DENIED',
+    );
     expect(e.error.retryable).toBe(false);
-    expect(forge.requests.map((q) => `${q.method} ${q.host}`)).toEqual(['GET ghe.corp.example', 'POST ghe.corp.example']);
+    expect(forge.requests.map((q) => `${q.method} ${q.host}`)).toEqual([
+      'GET ghe.corp.example',
+      'POST ghe.corp.example',
+    ]);
     expectNothingElsewhere();
   });
 
@@ -231,7 +280,11 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     expect(forge.plainAuthorization).toEqual([null]);
     // Named by the operator, the token goes there (gh's own rule).
     forge.reset();
-    const named = await server(['--git-remote-allow=*,github.localhost'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    const named = await server(['--git-remote-allow=*,github.localhost'], {
+      GH_CONFIG_DIR: cfg,
+      NO_PROXY: '',
+      no_proxy: '',
+    });
     await named.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
     expect(forge.plainAuthorization).toEqual([`token ${DOTCOM_TOKEN}`]);
   });
@@ -245,7 +298,10 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     const r = await c.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'ghe.corp.example' });
     expect(r.isError, textOf(r)).toBeFalsy();
     expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['ghe.corp.example', `token ${ENT_TOKEN}`]]);
-    const dirs = readFileSync(LOG, 'utf8').split('\n').filter(Boolean).map((l) => l.slice('start '.length));
+    const dirs = readFileSync(LOG, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.slice('start '.length));
     expect(dirs).toHaveLength(1);
     expect(dirs[0]).toContain(GH_TOKEN_DIR_PREFIX);
     expect(path.relative(scratch.dir, dirs[0]).startsWith('..')).toBe(true);
@@ -271,7 +327,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     }
   });
 
-  it('attack: the agent writes http_unix_socket into gh\'s config.yml inside the roots: gh does not use it, the guard stays', async () => {
+  it("attack: the agent writes http_unix_socket into gh's config.yml inside the roots: gh does not use it, the guard stays", async () => {
     // gh 2.23 sends every request (token included) to that socket, around any proxy. A config the agent can write is
     // not the operator's: gh runs with a private one.
     const sockDir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-sock-'));
@@ -293,7 +349,9 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
       expect(textOf(r)).not.toContain(EVIL_MARKER);
       expect(r.structuredContent!.issues).toMatchObject([{ title: 'from github.com' }]);
       expect(seen).toEqual([]);
-      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([['api.github.com', `token ${DOTCOM_TOKEN}`]]);
+      expect(forge.requests.map((q) => [q.host, q.authorization])).toEqual([
+        ['api.github.com', `token ${DOTCOM_TOKEN}`],
+      ]);
     } finally {
       rmSync(cfgFile, { force: true });
       local.closeAllConnections();

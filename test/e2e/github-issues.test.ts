@@ -31,13 +31,22 @@ const scratch = makeTree({ home: {}, bin: {}, repos: {} }, 'fs-tools-gh-');
 const HOME = path.join(scratch.dir, 'home');
 const REPOS = path.join(scratch.dir, 'repos');
 // A PATH with git but without gh (GH_CLI_MISSING).
-symlinkSync(execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim(), path.join(scratch.dir, 'bin', 'git'));
+symlinkSync(
+  execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim(),
+  path.join(scratch.dir, 'bin', 'git'),
+);
 
 let fake: FakeGitHub;
-beforeAll(async () => { fake = await FakeGitHub.start(); });
+beforeAll(async () => {
+  fake = await FakeGitHub.start();
+});
 // The operator's gh configuration lies outside the roots (one inside them is the agent's and is not used: issue #12).
 const outsideCfg = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-ghcfg-out-'));
-afterAll(async () => { await fake.close(); scratch.cleanup(); rmSync(outsideCfg, { recursive: true, force: true }); });
+afterAll(async () => {
+  await fake.close();
+  scratch.cleanup();
+  rmSync(outsideCfg, { recursive: true, force: true });
+});
 beforeEach(() => fake.reset());
 
 /** A work tree under REPOS with these remotes (name → URL). */
@@ -46,11 +55,18 @@ function workTree(name: string, remotes: Record<string, string>): string {
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1' };
   execFileSync('git', ['init', '-q'], { cwd: dir, env });
-  for (const [remote, url] of Object.entries(remotes)) execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
+  for (const [remote, url] of Object.entries(remotes))
+    execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
   return dir;
 }
-const SAME_REPO = workTree('same', { origin: 'https://github.localhost/octo/hello.git', ssh: 'git@github.localhost:Octo/Hello' });
-const AMBIGUOUS = workTree('ambiguous', { origin: 'https://github.localhost/octo/hello.git', fork: 'https://github.localhost/someone/hello.git' });
+const SAME_REPO = workTree('same', {
+  origin: 'https://github.localhost/octo/hello.git',
+  ssh: 'git@github.localhost:Octo/Hello',
+});
+const AMBIGUOUS = workTree('ambiguous', {
+  origin: 'https://github.localhost/octo/hello.git',
+  fork: 'https://github.localhost/someone/hello.git',
+});
 const NO_REMOTE = workTree('none', {});
 const OTHER_FORGE = workTree('other', { origin: 'https://gitlab.example.com/a/b.git' });
 
@@ -65,7 +81,9 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   const auditLog = path.join(scratch.dir, `audit-${era}.jsonl`);
   const base = { HOME, XDG_CONFIG_HOME: HOME };
   /** One server per configuration, started on first use. */
-  async function server(kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused' | 'badconfig' | 'budget'): Promise<TestClient> {
+  async function server(
+    kind: 'main' | 'readonly' | 'limits' | 'nogh' | 'notoken' | 'refused' | 'badconfig' | 'budget',
+  ): Promise<TestClient> {
     let c = clients.get(kind);
     if (c) return c;
     const env: Record<string, string> = { ...base, ...fake.env() };
@@ -87,7 +105,10 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       // gh's own configuration is broken YAML holding a secret line: gh fails and names the file on stderr.
       env.GH_CONFIG_DIR = path.join(outsideCfg, `bad-gh-config-${era}`);
       mkdirSync(env.GH_CONFIG_DIR, { recursive: true });
-      writeFileSync(path.join(env.GH_CONFIG_DIR, 'hosts.yml'), `github.localhost:\n  oauth_token: ${LEAKED}\n bad: [unclosed\n`);
+      writeFileSync(
+        path.join(env.GH_CONFIG_DIR, 'hosts.yml'),
+        `github.localhost:\n  oauth_token: ${LEAKED}\n bad: [unclosed\n`,
+      );
       args.push('--git-remote-allow=github.localhost');
     }
     if (kind === 'refused') {
@@ -99,7 +120,9 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     clients.set(kind, c);
     return c;
   }
-  afterAll(async () => { for (const c of clients.values()) await c.close(); });
+  afterAll(async () => {
+    for (const c of clients.values()) await c.close();
+  });
 
   const call = async (args: Record<string, unknown>, kind: Parameters<typeof server>[0] = 'main') =>
     (await server(kind)).call('github_issues', args);
@@ -109,13 +132,20 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       const first = await call({ action: 'list', ...REPO, limit: 2 });
       expect(first.isError).toBeFalsy();
       const s = first.structuredContent!;
-      expect(s).toMatchObject({ action: 'list', forge: 'github', host: 'github.localhost', repo: 'octo/hello', untrusted_content: true });
+      expect(s).toMatchObject({
+        action: 'list',
+        forge: 'github',
+        host: 'github.localhost',
+        repo: 'octo/hello',
+        untrusted_content: true,
+      });
       expect((s.issues as Array<{ number: number }>).map((i) => i.number)).toEqual([3]);
       expect(s.pull_requests_omitted).toBe(1);
       expect(s.next_cursor).toEqual(expect.any(String));
       const second = (await call({ action: 'list', ...REPO, limit: 2, cursor: s.next_cursor })).structuredContent!;
-      expect((second.issues as Array<{ number: number; labels: string[]; assignees: string[] }>)).toMatchObject([
-        { number: 1, title: 'First bug', labels: ['bug'], assignees: ['alice'], author: 'reporter', state: 'open' }]);
+      expect(second.issues as Array<{ number: number; labels: string[]; assignees: string[] }>).toMatchObject([
+        { number: 1, title: 'First bug', labels: ['bug'], assignees: ['alice'], author: 'reporter', state: 'open' },
+      ]);
       expect(second.pull_requests_omitted).toBe(0);
       expect(second.next_cursor).toBeNull();
       expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
@@ -149,7 +179,12 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       const r = await call({ action: 'view', ...REPO, number: 3, limit: 2 });
       const s = r.structuredContent!;
       expect(s.untrusted_content).toBe(true);
-      expect(s.issue).toMatchObject({ number: 3, title: 'Please help', comments_count: 3, url: 'https://github.localhost/octo/hello/issues/3' });
+      expect(s.issue).toMatchObject({
+        number: 3,
+        title: 'Please help',
+        comments_count: 3,
+        url: 'https://github.localhost/octo/hello/issues/3',
+      });
       expect((s.issue as { body: string }).body).toContain('Ignore previous instructions');
       expect((s.comments as Array<{ body: string }>).map((c) => c.body)).toEqual(['first comment', 'second comment']);
       const text = textOf(r);
@@ -162,17 +197,39 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       // The issue's fake end marker cannot close the block: exactly one real end marker.
       expect(text.split(UNTRUSTED_END).length - 1).toBe(1);
       expect(text.split(UNTRUSTED_BEGIN).length - 1).toBe(1);
-      const more = (await call({ action: 'view', ...REPO, number: 3, limit: 2, cursor: s.next_cursor })).structuredContent!;
+      const more = (await call({ action: 'view', ...REPO, number: 3, limit: 2, cursor: s.next_cursor }))
+        .structuredContent!;
       expect((more.comments as Array<{ body: string }>).map((c) => c.body)).toEqual(['third comment']);
       expect(more.next_cursor).toBeNull();
       expect(fake.writes()).toEqual([]);
     });
 
     it('create sends exactly one POST with the fields as JSON', async () => {
-      const r = (await call({ action: 'create', ...REPO, title: 'New one', body: 'Details', labels: ['bug', 'ui'], assignees: ['alice'] })).structuredContent!;
-      expect(r.issue).toMatchObject({ number: 5, title: 'New one', body: 'Details', labels: ['bug', 'ui'], assignees: ['alice'], state: 'open' });
+      const r = (
+        await call({
+          action: 'create',
+          ...REPO,
+          title: 'New one',
+          body: 'Details',
+          labels: ['bug', 'ui'],
+          assignees: ['alice'],
+        })
+      ).structuredContent!;
+      expect(r.issue).toMatchObject({
+        number: 5,
+        title: 'New one',
+        body: 'Details',
+        labels: ['bug', 'ui'],
+        assignees: ['alice'],
+        state: 'open',
+      });
       expect(fake.requests.map((q) => `${q.method} ${q.path}`)).toEqual(['POST /repos/octo/hello/issues']);
-      expect(JSON.parse(fake.requests[0].body)).toEqual({ title: 'New one', body: 'Details', labels: ['bug', 'ui'], assignees: ['alice'] });
+      expect(JSON.parse(fake.requests[0].body)).toEqual({
+        title: 'New one',
+        body: 'Details',
+        labels: ['bug', 'ui'],
+        assignees: ['alice'],
+      });
     });
 
     it('comment: one GET check, then exactly one POST', async () => {
@@ -180,7 +237,9 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(r.structuredContent!.comment).toMatchObject({ body: 'Looking into it', author: 'me' });
       expect(r.structuredContent!.issue).toMatchObject({ number: 1, comments_count: 1 });
       expect(fake.requests.map((q) => `${q.method} ${q.path}`)).toEqual([
-        'GET /repos/octo/hello/issues/1', 'POST /repos/octo/hello/issues/1/comments']);
+        'GET /repos/octo/hello/issues/1',
+        'POST /repos/octo/hello/issues/1/comments',
+      ]);
       expect(JSON.parse(fake.requests[1].body)).toEqual({ body: 'Looking into it' });
       expect(textOf(r)).toContain(UNTRUSTED_BEGIN);
     });
@@ -192,10 +251,13 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       const reopened = (await call({ action: 'reopen', ...REPO, number: 1 })).structuredContent!;
       expect(reopened.issue).toMatchObject({ state: 'open' });
       expect(JSON.parse(fake.writes()[1].body)).toEqual({ state: 'open' });
-      const edited = (await call({ action: 'edit', ...REPO, number: 1, title: 'Renamed', labels: [] })).structuredContent!;
+      const edited = (await call({ action: 'edit', ...REPO, number: 1, title: 'Renamed', labels: [] }))
+        .structuredContent!;
       expect(edited.issue).toMatchObject({ title: 'Renamed', labels: [] });
       expect(JSON.parse(fake.writes()[2].body)).toEqual({ title: 'Renamed', labels: [] });
-      expect(fake.writes().map((q) => `${q.method} ${q.path}`)).toEqual(Array(3).fill('PATCH /repos/octo/hello/issues/1'));
+      expect(fake.writes().map((q) => `${q.method} ${q.path}`)).toEqual(
+        Array(3).fill('PATCH /repos/octo/hello/issues/1'),
+      );
       expect(fake.requests.filter((q) => q.method === 'GET')).toHaveLength(3);
     });
 
@@ -265,8 +327,14 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       const integration = expectCode(await call({ action: 'list', ...REPO }), 'GH_FORBIDDEN');
       expect(integration.error.details.reason).toBe('integration');
       expect([integration.error.retryable, integration.error.recovery]).toEqual([false, 'fix_environment']);
-      fake.script({ status: 403, headers: { 'x-github-sso': 'required; url=https://github.localhost/orgs/octo/sso?authorization_request=x' },
-        body: { message: 'Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.' } });
+      fake.script({
+        status: 403,
+        headers: { 'x-github-sso': 'required; url=https://github.localhost/orgs/octo/sso?authorization_request=x' },
+        body: {
+          message:
+            'Resource protected by organization SAML enforcement. You must grant your Personal Access token access to this organization.',
+        },
+      });
       const saml = expectCode(await call({ action: 'list', ...REPO }), 'GH_FORBIDDEN');
       expect(saml.error.details.reason).toBe('saml');
       expect(saml.error.recovery).toBe('fix_environment');
@@ -274,7 +342,10 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
 
     it('GH_NOT_FOUND: 404 for a missing repository, 410 for disabled issues', async () => {
-      const missing = expectCode(await call({ action: 'list', repo: 'nobody/nothing', hostname: 'github.localhost' }), 'GH_NOT_FOUND');
+      const missing = expectCode(
+        await call({ action: 'list', repo: 'nobody/nothing', hostname: 'github.localhost' }),
+        'GH_NOT_FOUND',
+      );
       expect(missing.error.details).toMatchObject({ status: 404, reason: 'not_found' });
       fake.script({ status: 410, body: { message: 'Issues are disabled for this repo' } });
       const gone = expectCode(await call({ action: 'list', ...REPO }), 'GH_NOT_FOUND');
@@ -284,8 +355,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
 
     it('GH_RATE_LIMIT on a read: 403 with x-ratelimit-remaining 0 → retryable, retry_after_s from the reset time', async () => {
       const reset = Math.floor(Date.now() / 1000) + 60;
-      fake.script({ status: 403, headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) },
-        body: { message: 'API rate limit exceeded for user ID 1.' } });
+      fake.script({
+        status: 403,
+        headers: { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(reset) },
+        body: { message: 'API rate limit exceeded for user ID 1.' },
+      });
       const e = expectCode(await call({ action: 'list', ...REPO }), 'GH_RATE_LIMIT');
       expect([e.error.retryable, e.error.recovery]).toEqual([true, 'retry_later']);
       expect(e.error.details.retry_after_s).toBeGreaterThanOrEqual(50);
@@ -294,8 +368,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
 
     it('GH_RATE_LIMIT: secondary limit (403 + Retry-After) and 429', async () => {
-      fake.script({ status: 403, headers: { 'retry-after': '30' },
-        body: { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' } });
+      fake.script({
+        status: 403,
+        headers: { 'retry-after': '30' },
+        body: { message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.' },
+      });
       const secondary = expectCode(await call({ action: 'view', ...REPO, number: 1 }), 'GH_RATE_LIMIT');
       expect(secondary.error.details).toMatchObject({ retry_after_s: 30, limit: 'secondary' });
       expect(secondary.error.retryable).toBe(true);
@@ -306,8 +383,12 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
 
     it('GH_RATE_LIMIT on a write: never retryable, retry_later (not applied), one POST sent', async () => {
-      fake.script({ method: 'POST', status: 403, headers: { 'retry-after': '45' },
-        body: { message: 'You have exceeded a secondary rate limit.' } });
+      fake.script({
+        method: 'POST',
+        status: 403,
+        headers: { 'retry-after': '45' },
+        body: { message: 'You have exceeded a secondary rate limit.' },
+      });
       const e = expectCode(await call({ action: 'comment', ...REPO, number: 1, body: 'hi' }), 'GH_RATE_LIMIT');
       expect([e.error.retryable, e.error.recovery]).toEqual([false, 'retry_later']);
       expect(e.error.details).toMatchObject({ retry_after_s: 45, write_sent: false });
@@ -315,7 +396,7 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(fake.issue('octo/hello', 1)!.comments).toHaveLength(0);
     });
 
-    it('issue #12: gh\'s error text never reaches the envelope (a broken config file: only stderr_class)', async () => {
+    it("issue #12: gh's error text never reaches the envelope (a broken config file: only stderr_class)", async () => {
       const r = await call({ action: 'list', ...REPO }, 'badconfig');
       const e = expectCode(r, 'GH_FAILED');
       expect(e.error.details).toMatchObject({ stderr_class: 'config' });
@@ -353,7 +434,10 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
 
     it('a write that may have been applied is charged to --mutation-budget (issue 11)', async () => {
       fake.script({ method: 'POST', drop: true });
-      const e = expectCode(await call({ action: 'comment', ...REPO, number: 1, body: 'maybe posted' }, 'budget'), 'GH_NETWORK');
+      const e = expectCode(
+        await call({ action: 'comment', ...REPO, number: 1, body: 'maybe posted' }, 'budget'),
+        'GH_NETWORK',
+      );
       expect(e.error.recovery).toBe('check_already_applied');
       expectCode(await call({ action: 'comment', ...REPO, number: 1, body: 'second' }, 'budget'), 'BUDGET_EXCEEDED');
       expect(fake.writes()).toHaveLength(1);
@@ -364,7 +448,10 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       const bad = expectCode(await call({ action: 'close', ...REPO, number: 1 }), 'GH_NETWORK');
       expect([bad.error.retryable, bad.error.recovery]).toEqual([false, 'check_already_applied']);
       fake.script({ method: 'POST', hang: true });
-      const slow = expectCode(await call({ action: 'comment', ...REPO, number: 1, body: 'slow' }, 'limits'), 'GH_NETWORK');
+      const slow = expectCode(
+        await call({ action: 'comment', ...REPO, number: 1, body: 'slow' }, 'limits'),
+        'GH_NETWORK',
+      );
       expect([slow.error.retryable, slow.error.recovery]).toEqual([false, 'check_already_applied']);
       expect(fake.writes()).toHaveLength(2);
     });
@@ -379,7 +466,12 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     it('GH_OUTPUT_LIMIT: gh output over --forge-output-bytes', async () => {
       // Issue #14: list retries an over-cap page in halves down to one issue per page, so the oversized answer is
       // scripted for every request (it stays over the cap whatever per_page asks for).
-      fake.script({ method: 'GET', times: Infinity, status: 200, body: Array.from({ length: 50 }, (_, i) => ({ number: i + 1, title: 'x'.repeat(200), state: 'open' })) });
+      fake.script({
+        method: 'GET',
+        times: Infinity,
+        status: 200,
+        body: Array.from({ length: 50 }, (_, i) => ({ number: i + 1, title: 'x'.repeat(200), state: 'open' })),
+      });
       const e = expectCode(await call({ action: 'list', ...REPO }, 'limits'), 'GH_OUTPUT_LIMIT');
       expect(e.error.details.max_bytes).toBe(4000);
       expect([e.error.retryable, e.error.recovery]).toEqual([false, 'fix_arguments']);
@@ -401,8 +493,14 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
 
     it('GH_FAILED: a 422, with status and exit code; a token in the message never reaches the envelope', async () => {
-      fake.script({ method: 'POST', status: 422,
-        body: { message: `Validation Failed: label token ${LEAKED} and ${FAKE_GH_TOKEN} rejected`, errors: [{ code: 'invalid' }] } });
+      fake.script({
+        method: 'POST',
+        status: 422,
+        body: {
+          message: `Validation Failed: label token ${LEAKED} and ${FAKE_GH_TOKEN} rejected`,
+          errors: [{ code: 'invalid' }],
+        },
+      });
       const r = await call({ action: 'create', ...REPO, title: 'With bad label', labels: ['nope'] });
       const e = expectCode(r, 'GH_FAILED');
       expect(e.error.details).toMatchObject({ status: 422, exit_code: 1 });
@@ -414,7 +512,10 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
 
     it('GH_HOST_DENIED: outside --git-remote-allow, nothing reaches the fake; reads work under --readonly', async () => {
-      const e = expectCode(await call({ action: 'list', repo: 'someone/hello', hostname: 'github.localhost' }, 'readonly'), 'GH_HOST_DENIED');
+      const e = expectCode(
+        await call({ action: 'list', repo: 'someone/hello', hostname: 'github.localhost' }, 'readonly'),
+        'GH_HOST_DENIED',
+      );
       expect(e.error.details).toMatchObject({ host: 'github.localhost', repo: 'someone/hello' });
       expect(fake.requests).toEqual([]);
       expectCode(await call({ action: 'list', repo: 'octo/hello' }, 'readonly'), 'GH_HOST_DENIED'); // github.com is not allowed
@@ -428,7 +529,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       fake.script({ method: 'GET', status: 302, headers: { location: 'http://evil.example/repos/octo/hello/issues' } });
       const r = await call({ action: 'list', ...REPO });
       const e = expectCode(r, 'GH_HOST_DENIED');
-      expect(e.error.details).toMatchObject({ reason: 'redirect', redirect_host: 'evil.example', host: 'github.localhost' });
+      expect(e.error.details).toMatchObject({
+        reason: 'redirect',
+        redirect_host: 'evil.example',
+        host: 'github.localhost',
+      });
       expect(fake.requests.map((q) => q.headers.host)).toEqual(['api.github.localhost']);
       expect(JSON.stringify(r)).not.toContain(FAKE_GH_TOKEN);
       fake.requests.length = 0;
@@ -442,12 +547,18 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
 
     it('READONLY: every write action refused before anything is sent (before the host check too)', async () => {
       for (const args of [
-        { action: 'create', title: 't' }, { action: 'comment', number: 1, body: 'b' }, { action: 'close', number: 1 },
-        { action: 'reopen', number: 1 }, { action: 'edit', number: 1, title: 't' },
+        { action: 'create', title: 't' },
+        { action: 'comment', number: 1, body: 'b' },
+        { action: 'close', number: 1 },
+        { action: 'reopen', number: 1 },
+        { action: 'edit', number: 1, title: 't' },
       ]) {
         const e = expectCode(await call({ ...args, ...REPO }, 'readonly'), 'READONLY');
         expect(e.error.details).toMatchObject({ tool: 'github_issues', action: args.action });
-        expectCode(await call({ ...args, repo: 'someone/hello', hostname: 'github.localhost' }, 'readonly'), 'READONLY');
+        expectCode(
+          await call({ ...args, repo: 'someone/hello', hostname: 'github.localhost' }, 'readonly'),
+          'READONLY',
+        );
       }
       expect(fake.requests).toEqual([]);
     });
@@ -457,7 +568,10 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
         [{ action: 'create', ...REPO, title: 't'.repeat(257) }, 'title'],
         [{ action: 'create', ...REPO, title: 't', body: 'é'.repeat(32_769) }, 'body'],
         [{ action: 'create', ...REPO, title: 't', labels: Array.from({ length: 21 }, (_, i) => `l${i}`) }, 'labels'],
-        [{ action: 'create', ...REPO, title: 't', assignees: Array.from({ length: 11 }, (_, i) => `u${i}`) }, 'assignees'],
+        [
+          { action: 'create', ...REPO, title: 't', assignees: Array.from({ length: 11 }, (_, i) => `u${i}`) },
+          'assignees',
+        ],
         [{ action: 'view', ...REPO, number: 0 }, 'number'],
         [{ action: 'view', ...REPO, number: 1_000_000_001 }, 'number'],
         [{ action: 'create', ...REPO, title: 'a\u0000b' }, 'title'],
@@ -479,13 +593,22 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   it('the audit log has one line per call with the action, and no bodies or tokens', async () => {
     await call({ action: 'comment', ...REPO, number: 1, body: 'AUDIT-BODY-MARKER' });
     await call({ action: 'view', ...REPO, number: 3 });
-    const lines = readFileSync(auditLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = readFileSync(auditLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThan(10);
     expect(lines.at(-2)).toMatchObject({ tool: 'github_issues', action: 'comment', outcome: 'ok' });
     expect(lines.at(-1)).toMatchObject({ tool: 'github_issues', action: 'view', outcome: 'ok' });
     expect(lines.some((l) => l.outcome === 'GH_FAILED')).toBe(true);
     const raw = readFileSync(auditLog, 'utf8');
-    for (const secret of [FAKE_GH_TOKEN, LEAKED, 'AUDIT-BODY-MARKER', 'Ignore previous instructions', 'Looking into it']) {
+    for (const secret of [
+      FAKE_GH_TOKEN,
+      LEAKED,
+      'AUDIT-BODY-MARKER',
+      'Ignore previous instructions',
+      'Looking into it',
+    ]) {
       expect(raw).not.toContain(secret);
     }
   });

@@ -42,8 +42,13 @@ symlinkSync(which('git')!, path.join(BIN, 'git'));
 const GLAB = which('glab');
 
 let fake: FakeGitLab;
-beforeAll(async () => { fake = await FakeGitLab.start(); });
-afterAll(async () => { await fake.close(); scratch.cleanup(); });
+beforeAll(async () => {
+  fake = await FakeGitLab.start();
+});
+afterAll(async () => {
+  await fake.close();
+  scratch.cleanup();
+});
 beforeEach(() => fake.reset());
 
 function workTree(name: string, remotes: Record<string, string>): string {
@@ -51,7 +56,8 @@ function workTree(name: string, remotes: Record<string, string>): string {
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1' };
   execFileSync('git', ['init', '-q'], { cwd: dir, env });
-  for (const [remote, url] of Object.entries(remotes)) execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
+  for (const [remote, url] of Object.entries(remotes))
+    execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
   return dir;
 }
 
@@ -86,8 +92,16 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
   async function server(kind: 'main' | 'readonly' | 'limits' | 'anyhost'): Promise<TestClient> {
     let c = clients.get(kind);
     if (c) return c;
-    const env = { HOME, XDG_CONFIG_HOME: HOME, PATH: BIN, GITLAB_TOKEN: FAKE_GITLAB_TOKEN, GITLAB_HOST: HOST,
-      GITLAB_PRIVATE_TOKEN: '', CI_JOB_TOKEN: '', GITLAB_REPO: 'decoy/decoy' };
+    const env = {
+      HOME,
+      XDG_CONFIG_HOME: HOME,
+      PATH: BIN,
+      GITLAB_TOKEN: FAKE_GITLAB_TOKEN,
+      GITLAB_HOST: HOST,
+      GITLAB_PRIVATE_TOKEN: '',
+      CI_JOB_TOKEN: '',
+      GITLAB_REPO: 'decoy/decoy',
+    };
     const args = [scratch.dir];
     if (kind === 'main') args.push(`--audit-log=${auditLog}`);
     if (kind === 'readonly') args.push('--readonly', `--git-remote-allow=127.0.0.1:${fake.port}/a`);
@@ -98,7 +112,9 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     clients.set(kind, c);
     return c;
   }
-  afterAll(async () => { for (const c of clients.values()) await c.close(); });
+  afterAll(async () => {
+    for (const c of clients.values()) await c.close();
+  });
   const call = async (args: Record<string, unknown>, kind: Parameters<typeof server>[0] = 'main') =>
     (await server(kind)).call('gitlab_issues', args);
 
@@ -107,7 +123,13 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       const first = await call({ action: 'list', ...REPO, limit: 1 });
       expect(first.isError, textOf(first)).toBeFalsy();
       const s = first.structuredContent!;
-      expect(s).toMatchObject({ action: 'list', forge: 'gitlab', host: `127.0.0.1:${fake.port}`, repo: 'a/b/c', untrusted_content: true });
+      expect(s).toMatchObject({
+        action: 'list',
+        forge: 'gitlab',
+        host: `127.0.0.1:${fake.port}`,
+        repo: 'a/b/c',
+        untrusted_content: true,
+      });
       expect(s.issues).toMatchObject([{ number: 2, title: 'Please read', state: 'open' }]);
       const second = (await call({ action: 'list', ...REPO, limit: 1, cursor: s.next_cursor })).structuredContent!;
       expect(second.issues).toMatchObject([{ number: 1, labels: ['bug'], assignees: ['alice'], author: 'reporter' }]);
@@ -138,11 +160,30 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     });
 
     it('create: assignees looked up by name, then exactly one POST', async () => {
-      const r = (await call({ action: 'create', ...REPO, title: 'New', body: 'Text', labels: ['bug', 'ui'], assignees: ['bob'] })).structuredContent!;
-      expect(r.issue).toMatchObject({ number: 4, title: 'New', body: 'Text', labels: ['bug', 'ui'], assignees: ['bob'] });
-      expect(fake.requests.map((q) => `${q.method} ${q.path.split('?')[0]}`)).toEqual(['GET /api/v4/users', 'POST /api/v4/projects/a%2Fb%2Fc/issues']);
-      expect(JSON.parse(fake.writes()[0].body)).toEqual({ title: 'New', description: 'Text', labels: 'bug,ui', assignee_ids: [12] });
-      const unknown = expectCode(await call({ action: 'create', ...REPO, title: 'x', assignees: ['nobody'] }), 'GL_NOT_FOUND');
+      const r = (
+        await call({ action: 'create', ...REPO, title: 'New', body: 'Text', labels: ['bug', 'ui'], assignees: ['bob'] })
+      ).structuredContent!;
+      expect(r.issue).toMatchObject({
+        number: 4,
+        title: 'New',
+        body: 'Text',
+        labels: ['bug', 'ui'],
+        assignees: ['bob'],
+      });
+      expect(fake.requests.map((q) => `${q.method} ${q.path.split('?')[0]}`)).toEqual([
+        'GET /api/v4/users',
+        'POST /api/v4/projects/a%2Fb%2Fc/issues',
+      ]);
+      expect(JSON.parse(fake.writes()[0].body)).toEqual({
+        title: 'New',
+        description: 'Text',
+        labels: 'bug,ui',
+        assignee_ids: [12],
+      });
+      const unknown = expectCode(
+        await call({ action: 'create', ...REPO, title: 'x', assignees: ['nobody'] }),
+        'GL_NOT_FOUND',
+      );
       expect(unknown.error.details).toMatchObject({ reason: 'unknown_user', username: 'nobody' });
       expect(fake.writes()).toHaveLength(1);
     });
@@ -150,12 +191,17 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     it('comment, close, reopen, edit: one write each', async () => {
       const c = (await call({ action: 'comment', ...REPO, number: 1, body: 'On it' })).structuredContent!;
       expect(c.comment).toMatchObject({ body: 'On it', author: 'me' });
-      expect((await call({ action: 'close', ...REPO, number: 1 })).structuredContent!.issue).toMatchObject({ state: 'closed' });
+      expect((await call({ action: 'close', ...REPO, number: 1 })).structuredContent!.issue).toMatchObject({
+        state: 'closed',
+      });
       const np = (await call({ action: 'close', ...REPO, number: 1, reason: 'not_planned' })).structuredContent!;
       expect(np.warnings).toEqual([expect.stringMatching(/no close reason/)]);
-      expect((await call({ action: 'reopen', ...REPO, number: 1 })).structuredContent!.issue).toMatchObject({ state: 'open' });
-      expect((await call({ action: 'edit', ...REPO, number: 1, title: 'Renamed', assignees: [] })).structuredContent!.issue)
-        .toMatchObject({ title: 'Renamed', assignees: [] });
+      expect((await call({ action: 'reopen', ...REPO, number: 1 })).structuredContent!.issue).toMatchObject({
+        state: 'open',
+      });
+      expect(
+        (await call({ action: 'edit', ...REPO, number: 1, title: 'Renamed', assignees: [] })).structuredContent!.issue,
+      ).toMatchObject({ title: 'Renamed', assignees: [] });
       expect(fake.writes().map((q) => `${q.method} ${q.path} ${q.body}`)).toEqual([
         'POST /api/v4/projects/a%2Fb%2Fc/issues/1/notes {"body":"On it"}',
         'PUT /api/v4/projects/a%2Fb%2Fc/issues/1 {"state_event":"close"}',
@@ -183,15 +229,24 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     });
 
     it('VALIDATION insecure_http: plain http to a non-loopback host, nothing sent', async () => {
-      const e = expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: 'http://gitlab.example.com' }), 'VALIDATION');
+      const e = expectCode(
+        await call({ action: 'list', repo: 'a/b/c', hostname: 'http://gitlab.example.com' }),
+        'VALIDATION',
+      );
       expect(e.error.details).toMatchObject({ reason: 'insecure_http', field: 'hostname' });
       expect(fake.requests).toEqual([]);
     });
 
     it('GH_HOST_DENIED outside --git-remote-allow (the port counts), nothing sent; READONLY before it', async () => {
-      const denied = expectCode(await call({ action: 'list', repo: 'x/y', hostname: HOST }, 'readonly'), 'GH_HOST_DENIED');
+      const denied = expectCode(
+        await call({ action: 'list', repo: 'x/y', hostname: HOST }, 'readonly'),
+        'GH_HOST_DENIED',
+      );
       expect(denied.error.details).toMatchObject({ host: '127.0.0.1', port: fake.port, repo: 'x/y' });
-      expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: 'http://127.0.0.1:1' }, 'readonly'), 'GH_HOST_DENIED');
+      expectCode(
+        await call({ action: 'list', repo: 'a/b/c', hostname: 'http://127.0.0.1:1' }, 'readonly'),
+        'GH_HOST_DENIED',
+      );
       expect(fake.requests).toEqual([]);
       const ok = await call({ action: 'list', ...REPO }, 'readonly');
       expect(ok.isError, textOf(ok)).toBeFalsy();
@@ -202,7 +257,10 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     });
 
     it('another spelling of the host is not a configured host: GH_HOST_DENIED by default, nothing sent', async () => {
-      const e = expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: `http://localhost:${fake.port}` }), 'GH_HOST_DENIED');
+      const e = expectCode(
+        await call({ action: 'list', repo: 'a/b/c', hostname: `http://localhost:${fake.port}` }),
+        'GH_HOST_DENIED',
+      );
       expect(e.error.details).toMatchObject({ host: 'localhost', port: fake.port });
       expect(e.error.details.allowed).toContain(`127.0.0.1:${fake.port}`);
       expect(fake.requests).toEqual([]);
@@ -214,7 +272,10 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(r.isError, textOf(r)).toBeFalsy();
       expect(fake.requests[0].headers['private-token']).toBeUndefined();
       fake.requests.length = 0;
-      const e = expectCode(await call({ action: 'comment', repo: 'a/b/c', hostname: other, number: 1, body: 'x' }, 'anyhost'), 'GL_AUTH_REQUIRED');
+      const e = expectCode(
+        await call({ action: 'comment', repo: 'a/b/c', hostname: other, number: 1, body: 'x' }, 'anyhost'),
+        'GL_AUTH_REQUIRED',
+      );
       expect(e.error.details).toMatchObject({ token_withheld: true, write_sent: false });
       expect(fake.requests).toEqual([]);
     });
@@ -229,12 +290,18 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       [500, 'GL_NETWORK', {}],
     ];
     const readSemantics: Record<number, [boolean, string]> = {
-      401: [false, 'fix_environment'], 403: [false, 'fix_environment'], 404: [false, 'fix_arguments'],
-      429: [true, 'retry_later'], 500: [true, 'retry_later'],
+      401: [false, 'fix_environment'],
+      403: [false, 'fix_environment'],
+      404: [false, 'fix_arguments'],
+      429: [true, 'retry_later'],
+      500: [true, 'retry_later'],
     };
     const writeSemantics: Record<number, [boolean, string]> = {
-      401: [false, 'fix_environment'], 403: [false, 'fix_environment'], 404: [false, 'fix_arguments'],
-      429: [false, 'retry_later'], 500: [false, 'check_already_applied'],
+      401: [false, 'fix_environment'],
+      403: [false, 'fix_environment'],
+      404: [false, 'fix_arguments'],
+      429: [false, 'retry_later'],
+      500: [false, 'check_already_applied'],
     };
     it.each(cases)('HTTP %i → %s', async (status, code, headers) => {
       fake.script({ method: 'GET', status, headers, body: { message: `${status} from the fake` } });
@@ -262,7 +329,10 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     });
 
     it('GL_NETWORK: connection refused (read retryable, nothing sent)', async () => {
-      const e = expectCode(await call({ action: 'list', repo: 'a/b/c', hostname: `http://127.0.0.1:${await closedPort()}` }, 'anyhost'), 'GL_NETWORK');
+      const e = expectCode(
+        await call({ action: 'list', repo: 'a/b/c', hostname: `http://127.0.0.1:${await closedPort()}` }, 'anyhost'),
+        'GL_NETWORK',
+      );
       expect([e.error.retryable, e.error.recovery]).toEqual([true, 'retry_later']);
       expect(e.error.details).toMatchObject({ request_sent: false, errno: 'ECONNREFUSED' });
     });
@@ -280,7 +350,12 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(slow.error.details).toMatchObject({ reason: 'timeout', timeout_ms: 1500 });
       expect(slow.error.retryable).toBe(true);
       // Issue #14: list retries an over-cap page in halves, so the oversized answer is scripted for every request.
-      fake.script({ method: 'GET', times: Infinity, status: 200, body: Array.from({ length: 40 }, (_, i) => ({ iid: i + 1, title: 'y'.repeat(100), state: 'opened' })) });
+      fake.script({
+        method: 'GET',
+        times: Infinity,
+        status: 200,
+        body: Array.from({ length: 40 }, (_, i) => ({ iid: i + 1, title: 'y'.repeat(100), state: 'opened' })),
+      });
       const big = expectCode(await call({ action: 'list', ...REPO }, 'limits'), 'GH_OUTPUT_LIMIT');
       expect(big.error.details.max_bytes).toBe(3000);
     });
@@ -289,10 +364,14 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
   it('the audit log names the actions and holds no token or issue text', async () => {
     await call({ action: 'comment', ...REPO, number: 1, body: 'GITLAB-AUDIT-MARKER' });
     const raw = readFileSync(auditLog, 'utf8');
-    const lines = raw.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = raw
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.at(-1)).toMatchObject({ tool: 'gitlab_issues', action: 'comment', outcome: 'ok' });
     expect(lines.some((l) => l.outcome === 'GL_FAILED')).toBe(true);
-    for (const secret of [FAKE_GITLAB_TOKEN, 'GITLAB-AUDIT-MARKER', 'Ignore previous instructions']) expect(raw).not.toContain(secret);
+    for (const secret of [FAKE_GITLAB_TOKEN, 'GITLAB-AUDIT-MARKER', 'Ignore previous instructions'])
+      expect(raw).not.toContain(secret);
   });
 });
 
@@ -301,19 +380,24 @@ describe('gitlab_issues through `glab api`', () => {
     // Printed so the skip is visible in the test output (glab cannot be installed on these machines).
     process.stderr.write('gitlab-issues.test.ts: glab is not installed; the `glab api` path test is skipped.\n');
   }
-  it.skipIf(!GLAB)('lists a nested-group project through the real glab against the fake (skipped: glab not installed)', async () => {
-    const config = mkdtempSync(path.join(scratch.dir, 'glab-'));
-    const host = `127.0.0.1:${fake.port}`;
-    const env = { HOME, GLAB_CONFIG_DIR: config, GITLAB_TOKEN: FAKE_GITLAB_TOKEN, GITLAB_HOST: fake.url };
-    execFileSync(GLAB!, ['config', 'set', '--host', host, 'api_protocol', 'http'], { env: { ...process.env, ...env } });
-    const client = await connect('modern', { args: [scratch.dir], env });
-    try {
-      const r = await client.call('gitlab_issues', { action: 'list', repo: 'a/b/c', hostname: fake.url });
-      expect(r.isError, textOf(r)).toBeFalsy();
-      expect(r.structuredContent!.issues).toMatchObject([{ number: 2 }, { number: 1 }]);
-      expect(fake.requests[0].path).toMatch(/^\/api\/v4\/projects\/a%2Fb%2Fc\/issues\?/);
-    } finally {
-      await client.close();
-    }
-  });
+  it.skipIf(!GLAB)(
+    'lists a nested-group project through the real glab against the fake (skipped: glab not installed)',
+    async () => {
+      const config = mkdtempSync(path.join(scratch.dir, 'glab-'));
+      const host = `127.0.0.1:${fake.port}`;
+      const env = { HOME, GLAB_CONFIG_DIR: config, GITLAB_TOKEN: FAKE_GITLAB_TOKEN, GITLAB_HOST: fake.url };
+      execFileSync(GLAB!, ['config', 'set', '--host', host, 'api_protocol', 'http'], {
+        env: { ...process.env, ...env },
+      });
+      const client = await connect('modern', { args: [scratch.dir], env });
+      try {
+        const r = await client.call('gitlab_issues', { action: 'list', repo: 'a/b/c', hostname: fake.url });
+        expect(r.isError, textOf(r)).toBeFalsy();
+        expect(r.structuredContent!.issues).toMatchObject([{ number: 2 }, { number: 1 }]);
+        expect(fake.requests[0].path).toMatch(/^\/api\/v4\/projects\/a%2Fb%2Fc\/issues\?/);
+      } finally {
+        await client.close();
+      }
+    },
+  );
 });

@@ -24,7 +24,8 @@ const TEXT_FILES = 240;
 const LOG_FILES = 5;
 
 const dirName = (d: number) => `d${String(d).padStart(3, '0')}`;
-const fileName = (f: number) => `f${String(f).padStart(3, '0')}.${f < TEXT_FILES ? 'txt' : f < TEXT_FILES + LOG_FILES ? 'log' : 'bin'}`;
+const fileName = (f: number) =>
+  `f${String(f).padStart(3, '0')}.${f < TEXT_FILES ? 'txt' : f < TEXT_FILES + LOG_FILES ? 'log' : 'bin'}`;
 
 interface Generated {
   /** Every path list_directory should return (relative, / separated). */
@@ -79,8 +80,13 @@ function generate(root: string): Generated {
 }
 
 /** Pages through a tool until next_cursor is null; checks every page against the cap. */
-async function pageAll(client: TestClient, tool: string, args: Record<string, unknown>, cap: number,
-  take: (s: Record<string, any>) => unknown[]): Promise<{ items: unknown[]; pages: Record<string, any>[] }> {
+async function pageAll(
+  client: TestClient,
+  tool: string,
+  args: Record<string, unknown>,
+  cap: number,
+  take: (s: Record<string, any>) => unknown[],
+): Promise<{ items: unknown[]; pages: Record<string, any>[] }> {
   const items: unknown[] = [];
   const pages: Record<string, any>[] = [];
   let cursor: string | null = null;
@@ -120,8 +126,9 @@ describe('a tree of 50,000 files', () => {
 
   it('list_directory pages within the cap; every entry exactly once; .gitignore respected', async () => {
     const started = Date.now();
-    const { items, pages } = await pageAll(client, 'list_directory', { depth: 20 }, 1000,
-      (s) => s.entries.map((e: any) => e.path));
+    const { items, pages } = await pageAll(client, 'list_directory', { depth: 20 }, 1000, (s) =>
+      s.entries.map((e: any) => e.path),
+    );
     const ms = Date.now() - started;
     console.log(`list_directory: ${items.length} entries in ${pages.length} pages, ${ms} ms`);
     expect(pages.length).toBeGreaterThan(1);
@@ -202,8 +209,10 @@ describe('bounded memory and bounded regular expressions', () => {
     const s = await client.callOk('read_file', { path: 'sparse.bin', start_line: 10, end_line: 20 });
     const ms = Date.now() - started;
     const peak = peakRss(pid!);
-    console.log(`1 GiB range read: ${ms} ms; server VmHWM ${(before / 2 ** 20).toFixed(1)} MiB before, `
-      + `${(peak / 2 ** 20).toFixed(1)} MiB after`);
+    console.log(
+      `1 GiB range read: ${ms} ms; server VmHWM ${(before / 2 ** 20).toFixed(1)} MiB before, ` +
+        `${(peak / 2 ** 20).toFixed(1)} MiB after`,
+    );
     expect(s.content).toBe(lines.slice(9, 20).join(''));
     expect(s.range).toMatchObject({ start_line: 10, end_line: 20 });
     expect(s.size).toBe(1024 ** 3);
@@ -223,7 +232,9 @@ describe('bounded memory and bounded regular expressions', () => {
     expect((await client.callOk('read_file', { path: 'ok.txt' })).content).toBe('fine\n');
     expect(Date.now() - next).toBeLessThan(1000);
     // The regex worker was replaced: a sane regex works again.
-    expect((await client.callOk('search_files', { query: 'fi+ne', regex: true, path: 'ok.txt' })).matches).toHaveLength(1);
+    expect((await client.callOk('search_files', { query: 'fi+ne', regex: true, path: 'ok.txt' })).matches).toHaveLength(
+      1,
+    );
     expect(client.stderr()).not.toMatch(/warning|INTERNAL|incident/i);
   }, 30_000);
 });

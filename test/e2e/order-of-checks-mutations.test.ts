@@ -46,7 +46,14 @@ function fixture(): { R: string; O: string; cleanup: () => void } {
   const R = makeTree(spec, 'fs-tools-order-root-');
   execFileSync('mkfifo', [path.join(R.dir, 'pipe')]);
   chmodSync(path.join(R.dir, '.git/hooks/pre-commit'), 0o755);
-  return { R: R.dir, O: O.dir, cleanup: () => { R.cleanup(); O.cleanup(); } };
+  return {
+    R: R.dir,
+    O: O.dir,
+    cleanup: () => {
+      R.cleanup();
+      O.cleanup();
+    },
+  };
 }
 
 /** Starts a server of `era` over a fresh fixture. */
@@ -67,9 +74,15 @@ function useServer(era: Era, flags: string[]) {
     expect(stderr).not.toMatch(/INTERNAL|incident/);
   });
   return {
-    get R() { return f.R; },
-    get O() { return f.O; },
-    get client() { return client; },
+    get R() {
+      return f.R;
+    },
+    get O() {
+      return f.O;
+    },
+    get client() {
+      return client;
+    },
     /** Calls and expects `code`, with R and O unchanged. */
     async refuses(code: string, tool: string, args: Record<string, unknown>) {
       const before = [snapshotTree(f.R, { withMtime: true }), snapshotTree(f.O, { withMtime: true })];
@@ -85,9 +98,16 @@ describe.each(ERAS)('mutating tools, order of checks (%s era)', (era) => {
     const s = useServer(era, []);
 
     it('2 before 5: bad arguments on an outside path are VALIDATION', async () => {
-      const e = await s.refuses('VALIDATION', 'write_file', { path: path.join(s.O, 'o.txt'), content: 'x', file_path: 'y' });
+      const e = await s.refuses('VALIDATION', 'write_file', {
+        path: path.join(s.O, 'o.txt'),
+        content: 'x',
+        file_path: 'y',
+      });
       expect(e.error.details.reason).toBe('unknown_parameter');
-      await s.refuses('VALIDATION', 'edit_file', { path: path.join(s.O, 'o.txt'), edits: [{ old_text: '', new_text: 'x' }] });
+      await s.refuses('VALIDATION', 'edit_file', {
+        path: path.join(s.O, 'o.txt'),
+        edits: [{ old_text: '', new_text: 'x' }],
+      });
       await s.refuses('VALIDATION', 'move_path', { source: path.join(s.O, 'o.txt') });
     });
 
@@ -97,62 +117,114 @@ describe.each(ERAS)('mutating tools, order of checks (%s era)', (era) => {
     });
 
     it('5 before 7: NOT_ALLOWED before NOT_FOUND (a missing outside file)', async () => {
-      await s.refuses('NOT_ALLOWED', 'edit_file', { path: path.join(s.O, 'missing.txt'), edits: [{ old_text: 'a', new_text: 'b' }] });
-      await s.refuses('NOT_ALLOWED', 'move_path', { source: path.join(s.O, 'missing.txt'), destination: path.join(s.R, 'in.txt') });
+      await s.refuses('NOT_ALLOWED', 'edit_file', {
+        path: path.join(s.O, 'missing.txt'),
+        edits: [{ old_text: 'a', new_text: 'b' }],
+      });
+      await s.refuses('NOT_ALLOWED', 'move_path', {
+        source: path.join(s.O, 'missing.txt'),
+        destination: path.join(s.R, 'in.txt'),
+      });
     });
 
     // The order holds across the whole call, not per argument: move_path's missing source (step 7) must not hide an
     // outside, secret or .git destination (steps 5–6).
     it('5, 6 before 7 across arguments: a missing move source does not hide a refused destination', async () => {
-      await s.refuses('NOT_ALLOWED', 'move_path', { source: path.join(s.R, 'missing.txt'), destination: path.join(s.O, 'x.txt') });
-      await s.refuses('SECRET_DENIED', 'move_path', { source: path.join(s.R, 'missing.txt'), destination: path.join(s.R, '.env.local') });
-      await s.refuses('FILE_POLICY_DENIED', 'move_path', { source: path.join(s.R, 'missing.txt'), destination: path.join(s.R, '.git', 'hooks', 'post-merge') });
+      await s.refuses('NOT_ALLOWED', 'move_path', {
+        source: path.join(s.R, 'missing.txt'),
+        destination: path.join(s.O, 'x.txt'),
+      });
+      await s.refuses('SECRET_DENIED', 'move_path', {
+        source: path.join(s.R, 'missing.txt'),
+        destination: path.join(s.R, '.env.local'),
+      });
+      await s.refuses('FILE_POLICY_DENIED', 'move_path', {
+        source: path.join(s.R, 'missing.txt'),
+        destination: path.join(s.R, '.git', 'hooks', 'post-merge'),
+      });
     });
 
     it('6 before 7: SECRET_DENIED and FILE_POLICY_DENIED before NOT_FOUND', async () => {
-      await s.refuses('SECRET_DENIED', 'edit_file', { path: path.join(s.R, 'missing', '.env'), edits: [{ old_text: 'a', new_text: 'b' }] });
+      await s.refuses('SECRET_DENIED', 'edit_file', {
+        path: path.join(s.R, 'missing', '.env'),
+        edits: [{ old_text: 'a', new_text: 'b' }],
+      });
       await s.refuses('FILE_POLICY_DENIED', 'delete_path', { path: path.join(s.R, '.git', 'hooks', 'missing') });
     });
 
     it('6 before 9: SECRET_DENIED and FILE_POLICY_DENIED before HASH_REQUIRED (existing, unread)', async () => {
       await s.refuses('SECRET_DENIED', 'write_file', { path: path.join(s.R, '.env'), content: 'TOKEN=x\n' });
-      await s.refuses('FILE_POLICY_DENIED', 'write_file', { path: path.join(s.R, '.git', 'hooks', 'pre-commit'), content: 'x\n' });
+      await s.refuses('FILE_POLICY_DENIED', 'write_file', {
+        path: path.join(s.R, '.git', 'hooks', 'pre-commit'),
+        content: 'x\n',
+      });
     });
 
     it('7 before 9: NOT_FOUND and wrong kind before HASH_REQUIRED', async () => {
       // The destination exists and is unread (HASH_REQUIRED with overwrite), but the source is missing.
-      await s.refuses('NOT_FOUND', 'move_path', { source: path.join(s.R, 'missing.txt'), destination: path.join(s.R, 'a.txt'), overwrite: true });
+      await s.refuses('NOT_FOUND', 'move_path', {
+        source: path.join(s.R, 'missing.txt'),
+        destination: path.join(s.R, 'a.txt'),
+        overwrite: true,
+      });
       await s.refuses('NOT_FOUND', 'delete_path', { path: path.join(s.R, 'missing.txt') });
-      await s.refuses('NOT_FOUND', 'edit_file', { path: path.join(s.R, 'missing.txt'), edits: [{ old_text: 'a', new_text: 'b' }] });
+      await s.refuses('NOT_FOUND', 'edit_file', {
+        path: path.join(s.R, 'missing.txt'),
+        edits: [{ old_text: 'a', new_text: 'b' }],
+      });
       // An existing, unread directory or FIFO: the kind decides.
       const dir = await s.refuses('VALIDATION', 'write_file', { path: path.join(s.R, 'dir'), content: 'x\n' });
       expect(dir.error.details.reason).toBe('is_directory');
-      await s.refuses('VALIDATION', 'edit_file', { path: path.join(s.R, 'dir'), edits: [{ old_text: 'a', new_text: 'b' }] });
+      await s.refuses('VALIDATION', 'edit_file', {
+        path: path.join(s.R, 'dir'),
+        edits: [{ old_text: 'a', new_text: 'b' }],
+      });
       await s.refuses('FILE_POLICY_DENIED', 'write_file', { path: path.join(s.R, 'pipe'), content: 'x\n' });
       await s.refuses('VALIDATION', 'create_directory', { path: path.join(s.R, 'a.txt') });
     });
 
     it('9 before 10: HASH_REQUIRED before PATCH_FAILED (non-matching old_text on an unread file)', async () => {
-      const e = await s.refuses('HASH_REQUIRED', 'edit_file', { path: path.join(s.R, 'a.txt'), edits: [{ old_text: 'no such text', new_text: 'b' }] });
+      const e = await s.refuses('HASH_REQUIRED', 'edit_file', {
+        path: path.join(s.R, 'a.txt'),
+        edits: [{ old_text: 'no such text', new_text: 'b' }],
+      });
       expect(e.error.details.current_hash).toBe(contentHash('alpha\n'));
       // also for a would-be rewrite, and for a dry run
-      await s.refuses('HASH_REQUIRED', 'edit_file', { path: path.join(s.R, 'ten.txt'), edits: [{ old_text: TEN, new_text: 'x\n' }] });
-      await s.refuses('HASH_REQUIRED', 'edit_file', { path: path.join(s.R, 'a.txt'), edits: [{ old_text: 'no such text', new_text: 'b' }], dry_run: true });
+      await s.refuses('HASH_REQUIRED', 'edit_file', {
+        path: path.join(s.R, 'ten.txt'),
+        edits: [{ old_text: TEN, new_text: 'x\n' }],
+      });
+      await s.refuses('HASH_REQUIRED', 'edit_file', {
+        path: path.join(s.R, 'a.txt'),
+        edits: [{ old_text: 'no such text', new_text: 'b' }],
+        dry_run: true,
+      });
     });
 
     it('9 before 10: OCC_MISMATCH before PATCH_FAILED and before REWRITE_BLOCKED', async () => {
       const stale = contentHash('stale\n');
-      await s.refuses('OCC_MISMATCH', 'edit_file', { path: path.join(s.R, 'a.txt'), edits: [{ old_text: 'no such text', new_text: 'b' }], expected_hash: stale });
+      await s.refuses('OCC_MISMATCH', 'edit_file', {
+        path: path.join(s.R, 'a.txt'),
+        edits: [{ old_text: 'no such text', new_text: 'b' }],
+        expected_hash: stale,
+      });
       const e = await s.refuses('OCC_MISMATCH', 'edit_file', {
-        path: path.join(s.R, 'ten.txt'), edits: [{ old_text: TEN, new_text: 'rewritten\n' }], expected_hash: stale,
+        path: path.join(s.R, 'ten.txt'),
+        edits: [{ old_text: TEN, new_text: 'rewritten\n' }],
+        expected_hash: stale,
       });
       expect(e.error.current_hash).toBe(contentHash(TEN));
       await s.refuses('OCC_MISMATCH', 'edit_file', {
-        path: path.join(s.R, 'ten.txt'), edits: [{ old_text: TEN, new_text: 'rewritten\n' }], expected_hash: stale, dry_run: true,
+        path: path.join(s.R, 'ten.txt'),
+        edits: [{ old_text: TEN, new_text: 'rewritten\n' }],
+        expected_hash: stale,
+        dry_run: true,
       });
       // With the right hash, the operation itself decides.
       await s.refuses('REWRITE_BLOCKED', 'edit_file', {
-        path: path.join(s.R, 'ten.txt'), edits: [{ old_text: TEN, new_text: 'rewritten\n' }], expected_hash: contentHash(TEN),
+        path: path.join(s.R, 'ten.txt'),
+        edits: [{ old_text: TEN, new_text: 'rewritten\n' }],
+        expected_hash: contentHash(TEN),
       });
     });
   });
@@ -163,8 +235,15 @@ describe.each(ERAS)('mutating tools, order of checks (%s era)', (era) => {
     it('2 before 3: bad arguments are VALIDATION, not READONLY', async () => {
       await s.refuses('VALIDATION', 'write_file', { path: path.join(s.R, 'a.txt'), content: 42 });
       await s.refuses('VALIDATION', 'write_file', { path: path.join(s.O, 'o.txt') });
-      await s.refuses('VALIDATION', 'edit_file', { path: path.join(s.R, 'a.txt'), edits: [{ old_text: '', new_text: 'x' }] });
-      await s.refuses('VALIDATION', 'move_path', { source: path.join(s.R, 'a.txt'), destination: path.join(s.R, 'b.txt'), overwrite: 'yes' });
+      await s.refuses('VALIDATION', 'edit_file', {
+        path: path.join(s.R, 'a.txt'),
+        edits: [{ old_text: '', new_text: 'x' }],
+      });
+      await s.refuses('VALIDATION', 'move_path', {
+        source: path.join(s.R, 'a.txt'),
+        destination: path.join(s.R, 'b.txt'),
+        overwrite: 'yes',
+      });
       await s.refuses('VALIDATION', 'delete_path', { path: path.join(s.R, 'dir'), recursiv: true });
       await s.refuses('VALIDATION', 'create_directory', {});
       const e = await s.refuses('BEGIN_PATCH', 'apply_patch', { patch: CODEX_PATCH });
@@ -190,7 +269,11 @@ describe.each(ERAS)('mutating tools, order of checks (%s era)', (era) => {
     // after the gates, so a call without content was BUDGET_EXCEEDED (or READONLY) instead of VALIDATION.
     it('2 before 3: bad arguments are VALIDATION, not BUDGET_EXCEEDED', async () => {
       await s.refuses('VALIDATION', 'write_file', { path: path.join(s.R, 'a.txt') });
-      await s.refuses('VALIDATION', 'write_file', { path: path.join(s.R, 'a.txt'), content: 'x', content_base64: 'eA==' });
+      await s.refuses('VALIDATION', 'write_file', {
+        path: path.join(s.R, 'a.txt'),
+        content: 'x',
+        content_base64: 'eA==',
+      });
       await s.refuses('VALIDATION', 'write_file', { path: path.join(s.R, 'a.txt'), content_base64: 'not base64!' });
       await s.refuses('VALIDATION', 'edit_file', { path: path.join(s.R, 'a.txt'), edits: [] });
     });
@@ -200,7 +283,10 @@ describe.each(ERAS)('mutating tools, order of checks (%s era)', (era) => {
       await s.refuses('BUDGET_EXCEEDED', 'write_file', { path: path.join(s.O, 'missing', 'new.txt'), content: 'x' });
       await s.refuses('BUDGET_EXCEEDED', 'write_file', { path: path.join(s.R, '.env'), content: 'x' });
       await s.refuses('BUDGET_EXCEEDED', 'delete_path', { path: path.join(s.R, 'missing.txt') });
-      await s.refuses('BUDGET_EXCEEDED', 'edit_file', { path: path.join(s.R, 'a.txt'), edits: [{ old_text: 'nope', new_text: 'x' }] });
+      await s.refuses('BUDGET_EXCEEDED', 'edit_file', {
+        path: path.join(s.R, 'a.txt'),
+        edits: [{ old_text: 'nope', new_text: 'x' }],
+      });
     });
 
     it('a dry run is not stopped by the spent budget, and goes through the later checks', async () => {
@@ -218,7 +304,11 @@ describe('READONLY before BUDGET_EXCEEDED (in-process)', () => {
     const f = fixture();
     const st = makeTree({}, 'fs-tools-state-');
     try {
-      const config = parseConfig(['--state-dir', st.dir, '--mutation-budget=1', f.R], { cwd: f.R, home: '/nonexistent-home', toolNames: TOOL_NAMES });
+      const config = parseConfig(['--state-dir', st.dir, '--mutation-budget=1', f.R], {
+        cwd: f.R,
+        home: '/nonexistent-home',
+        toolNames: TOOL_NAMES,
+      });
       const state = createProcessState(config, TOOLS, 'test');
       const signal = new AbortController().signal;
       const first = await callTool(state, 'write_file', { path: path.join(f.R, 'spent.txt'), content: 'x\n' }, signal);
@@ -249,11 +339,17 @@ describe('BUDGET_EXCEEDED before ROOTS_EMPTY (2025 era: the client narrows its r
     const st = makeTree({}, 'fs-tools-state-');
     let roots = [pathToFileURL(f.R).href];
     const transport = new LegacyTransport({
-      command: process.execPath, args: [CLI, '--state-dir', st.dir, '--mutation-budget=1', f.R], stderr: 'pipe',
+      command: process.execPath,
+      args: [CLI, '--state-dir', st.dir, '--mutation-budget=1', f.R],
+      stderr: 'pipe',
     });
-    const client = new LegacyClient({ name: 'order-roots', version: '1.0.0' }, { capabilities: { roots: { listChanged: true } } });
+    const client = new LegacyClient(
+      { name: 'order-roots', version: '1.0.0' },
+      { capabilities: { roots: { listChanged: true } } },
+    );
     client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((uri) => ({ uri })) }));
-    const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallResult;
+    const call = async (name: string, args: Record<string, unknown>) =>
+      (await client.callTool({ name, arguments: args })) as CallResult;
     try {
       await client.connect(transport);
       expect((await call('write_file', { path: path.join(f.R, 'spent.txt'), content: 'x\n' })).isError).toBeFalsy();
@@ -271,7 +367,10 @@ describe('BUDGET_EXCEEDED before ROOTS_EMPTY (2025 era: the client narrows its r
       expectCode(await call('write_file', { path: path.join(f.R, 'a.txt'), content: 'x\n' }), 'BUDGET_EXCEEDED');
       expectCode(await call('create_directory', { path: path.join(f.R, 'newdir') }), 'BUDGET_EXCEEDED');
       // Below the gates, ROOTS_EMPTY decides before any path check (a dry run skips the budget).
-      expectCode(await call('write_file', { path: path.join(f.O, 'o.txt'), content: 'x\n', dry_run: true }), 'ROOTS_EMPTY');
+      expectCode(
+        await call('write_file', { path: path.join(f.O, 'o.txt'), content: 'x\n', dry_run: true }),
+        'ROOTS_EMPTY',
+      );
       expectCode(await call('write_file', { path: 'a.txt', content: 42 }), 'VALIDATION');
       expect([snapshotTree(f.R, { withMtime: true }), snapshotTree(f.O, { withMtime: true })]).toEqual(before);
     } finally {
@@ -284,12 +383,20 @@ describe('BUDGET_EXCEEDED before ROOTS_EMPTY (2025 era: the client narrows its r
   it('with the budget available, ROOTS_EMPTY comes before NOT_ALLOWED and SECRET_DENIED', async () => {
     const f = fixture();
     const st = makeTree({}, 'fs-tools-state-');
-    const transport = new LegacyTransport({ command: process.execPath, args: [CLI, '--state-dir', st.dir, f.R], stderr: 'pipe' });
-    const client = new LegacyClient({ name: 'order-roots', version: '1.0.0' }, { capabilities: { roots: { listChanged: true } } });
+    const transport = new LegacyTransport({
+      command: process.execPath,
+      args: [CLI, '--state-dir', st.dir, f.R],
+      stderr: 'pipe',
+    });
+    const client = new LegacyClient(
+      { name: 'order-roots', version: '1.0.0' },
+      { capabilities: { roots: { listChanged: true } } },
+    );
     // A client root that does not overlap the CLI root narrows to nothing. (An initial empty list no longer does:
     // issue #15, SPEC §4.1 as updated — the client has no roots to offer and the CLI roots stay.)
     client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: pathToFileURL(f.O).href }] }));
-    const call = async (name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as CallResult;
+    const call = async (name: string, args: Record<string, unknown>) =>
+      (await client.callTool({ name, arguments: args })) as CallResult;
     try {
       await client.connect(transport);
       const before = [snapshotTree(f.R, { withMtime: true }), snapshotTree(f.O, { withMtime: true })];

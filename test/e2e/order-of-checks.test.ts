@@ -28,8 +28,10 @@ function snapshot(dir: string): Record<string, string> {
       const st = lstatSync(p);
       const rel = path.relative(dir, p);
       if (st.isSymbolicLink()) out[rel] = `link ${readlinkSync(p)}`;
-      else if (st.isDirectory()) { out[rel] = `dir ${st.mode.toString(8)}`; walk(p); }
-      else out[rel] = `file ${st.mode.toString(8)} ${readFileSync(p).toString('base64')}`;
+      else if (st.isDirectory()) {
+        out[rel] = `dir ${st.mode.toString(8)}`;
+        walk(p);
+      } else out[rel] = `file ${st.mode.toString(8)} ${readFileSync(p).toString('base64')}`;
     }
   };
   walk(dir);
@@ -38,11 +40,20 @@ function snapshot(dir: string): Record<string, string> {
 
 /** Makes `dir` a git work tree with one commit and one uncommitted change. */
 function makeRepo(dir: string): void {
-  const git = (...args: string[]) => execFileSync('git', args, {
-    cwd: dir, stdio: 'ignore',
-    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@example.com', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' },
-  });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: dir,
+      stdio: 'ignore',
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@example.com',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@example.com',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_CONFIG_NOSYSTEM: '1',
+      },
+    });
   git('init', '-q', '-b', 'main');
   git('add', '.');
   git('commit', '-q', '-m', 'init');
@@ -60,24 +71,32 @@ describe.each(ERAS)('order of checks, SPEC §3.3 (%s era)', (era) => {
   // O: outside every root, with a real secret in it.
   const O = makeTree({ '.env': `TOKEN=${OUTSIDE_SECRET}\n`, 'plain.txt': 'outside\n' }, 'fs-tools-order-out-');
   // R: the root. The policy denies `.env` (a secret name too) and `private`, and hides `vault`.
-  const R = makeTree({
-    'a.txt': 'alpha\n',
-    '.env': `TOKEN=${INSIDE_SECRET}\n`,
-    src: { 'b.ts': 'export {};\n' },
-    private: { 'notes.txt': `${PRIVATE_TEXT}\n` },
-    vault: { 'hidden.txt': 'hidden\n' },
-    config: { '.env': symlink(path.join(O.dir, 'plain.txt')) }, // secret name, target outside
-    'out-link': symlink(path.join(O.dir, '.env')), // plain name, secret target outside
-    repo: { 'tracked.txt': 'one\n' },
-  }, 'fs-tools-order-root-');
+  const R = makeTree(
+    {
+      'a.txt': 'alpha\n',
+      '.env': `TOKEN=${INSIDE_SECRET}\n`,
+      src: { 'b.ts': 'export {};\n' },
+      private: { 'notes.txt': `${PRIVATE_TEXT}\n` },
+      vault: { 'hidden.txt': 'hidden\n' },
+      config: { '.env': symlink(path.join(O.dir, 'plain.txt')) }, // secret name, target outside
+      'out-link': symlink(path.join(O.dir, '.env')), // plain name, secret target outside
+      repo: { 'tracked.txt': 'one\n' },
+    },
+    'fs-tools-order-root-',
+  );
   makeRepo(path.join(R.dir, 'repo'));
   const policyDir = makeTree({}, 'fs-tools-order-policy-');
   const policyFile = path.join(policyDir.dir, 'policy.json');
-  writeFileSync(policyFile, JSON.stringify({ rules: [
-    { pattern: '.env', access: 'deny' },
-    { pattern: 'private', access: 'deny' },
-    { pattern: 'vault', access: 'hidden' },
-  ] }));
+  writeFileSync(
+    policyFile,
+    JSON.stringify({
+      rules: [
+        { pattern: '.env', access: 'deny' },
+        { pattern: 'private', access: 'deny' },
+        { pattern: 'vault', access: 'hidden' },
+      ],
+    }),
+  );
 
   let main: TestClient; // root R with the policy
   let filtered: TestClient; // --tools=read_file
@@ -94,7 +113,9 @@ describe.each(ERAS)('order of checks, SPEC §3.3 (%s era)', (era) => {
   });
   afterAll(async () => {
     await Promise.all([main.close(), filtered.close(), noRoots.close()]);
-    R.cleanup(); O.cleanup(); policyDir.cleanup();
+    R.cleanup();
+    O.cleanup();
+    policyDir.cleanup();
   });
 
   it('1 unknown tool (protocol error) before 2 VALIDATION', async () => {
@@ -177,8 +198,9 @@ describe.each(ERAS)('order of checks, SPEC §3.3 (%s era)', (era) => {
     // A hidden path behaves as absent: NOT_FOUND, the same answer as for a missing one.
     const hidden = expectCode(await main.call('read_file', { path: 'vault/hidden.txt' }), 'NOT_FOUND');
     const absent = expectCode(await main.call('read_file', { path: 'vault/absent.txt' }), 'NOT_FOUND');
-    expect(withoutPath(hidden, path.join(R.dir, 'vault/hidden.txt')))
-      .toEqual(withoutPath(absent, path.join(R.dir, 'vault/absent.txt')));
+    expect(withoutPath(hidden, path.join(R.dir, 'vault/hidden.txt'))).toEqual(
+      withoutPath(absent, path.join(R.dir, 'vault/absent.txt')),
+    );
   });
 
   it('7 NOT_FOUND before 7 VALIDATION of the kind', async () => {
@@ -188,9 +210,12 @@ describe.each(ERAS)('order of checks, SPEC §3.3 (%s era)', (era) => {
     expectCode(await main.call('read_file', { path: 'a.txt/child' }), 'NOT_FOUND');
     expectCode(await main.call('read_file', { path: 'no-such-dir/' }), 'NOT_FOUND');
     // … while the wrong kind of an existing path is VALIDATION.
-    expect(expectCode(await main.call('read_file', { path: 'src' }), 'VALIDATION').error.details.reason).toBe('is_directory');
-    expect(expectCode(await main.call('list_directory', { path: 'a.txt' }), 'VALIDATION').error.details.reason)
-      .toBe('not_a_directory');
+    expect(expectCode(await main.call('read_file', { path: 'src' }), 'VALIDATION').error.details.reason).toBe(
+      'is_directory',
+    );
+    expect(expectCode(await main.call('list_directory', { path: 'a.txt' }), 'VALIDATION').error.details.reason).toBe(
+      'not_a_directory',
+    );
   });
 
   it('5 NOT_ALLOWED and 7 NOT_FOUND before 8 STALE_GIT (git_diff with a stale expected_status_hash)', async () => {

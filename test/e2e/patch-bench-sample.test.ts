@@ -16,13 +16,24 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 
 function commitCount(): number {
   try {
-    return Number(execFileSync('git', ['-C', REPO, 'rev-list', '--count', '--no-merges', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    return Number(
+      execFileSync('git', ['-C', REPO, 'rev-list', '--count', '--no-merges', 'HEAD'], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim(),
+    );
   } catch {
     return 0;
   }
 }
 
-interface Cell { cases: number; correct: number; wrong: number; refused: number; damaged: number }
+interface Cell {
+  cases: number;
+  correct: number;
+  wrong: number;
+  refused: number;
+  damaged: number;
+}
 interface Report {
   cases: number;
   commits: number;
@@ -31,20 +42,42 @@ interface Report {
   misses: Array<{ id: string; outcome: string; message: string }>;
 }
 
-it.skipIf(commitCount() < 2)('apply_patch on a sample of real commits and their damaged variants: 0 wrong, 0 damaged, ≥ 99.5 % correct', () => {
-  const out = execFileSync(process.execPath, [path.join(REPO, 'bench', 'patch.mjs'), '--sample=48', '--tools=apply_patch,git_apply', '--json'], {
-    cwd: REPO, encoding: 'utf8', maxBuffer: 64 << 20, timeout: 150_000,
-  });
-  const report = JSON.parse(out) as Report;
-  expect(report.cases).toBeGreaterThanOrEqual(12);
-  // Every variant is in the sample (the ones needing ≥ 2 hunks only when some commit has such a file).
-  for (const v of ['clean', 'no_line_numbers', 'wrong_counts', 'stale_top', 'stripped_ws', 'no_headers', 'fenced', 'reduced_context', 'crlf_target', 'blank_no_space']) {
-    expect(report.table[v]?.apply_patch.cases, v).toBeGreaterThan(0);
-  }
-  expect(report.acceptance.wrong, JSON.stringify(report.misses)).toBe(0);
-  expect(report.acceptance.damaged, JSON.stringify(report.misses)).toBe(0);
-  expect(report.acceptance.correct_pct, JSON.stringify(report.misses)).toBeGreaterThanOrEqual(99.5);
-  expect(report.acceptance.refused_where_another_tool_was_correct).toEqual([]);
-  // The comparison can fail: git apply cannot apply the headerless and @@ @@ variants, so its column is not all correct.
-  expect(report.table.all.git_apply.correct).toBeLessThan(report.table.all.git_apply.cases);
-}, 180_000);
+it.skipIf(commitCount() < 2)(
+  'apply_patch on a sample of real commits and their damaged variants: 0 wrong, 0 damaged, ≥ 99.5 % correct',
+  () => {
+    const out = execFileSync(
+      process.execPath,
+      [path.join(REPO, 'bench', 'patch.mjs'), '--sample=48', '--tools=apply_patch,git_apply', '--json'],
+      {
+        cwd: REPO,
+        encoding: 'utf8',
+        maxBuffer: 64 << 20,
+        timeout: 150_000,
+      },
+    );
+    const report = JSON.parse(out) as Report;
+    expect(report.cases).toBeGreaterThanOrEqual(12);
+    // Every variant is in the sample (the ones needing ≥ 2 hunks only when some commit has such a file).
+    for (const v of [
+      'clean',
+      'no_line_numbers',
+      'wrong_counts',
+      'stale_top',
+      'stripped_ws',
+      'no_headers',
+      'fenced',
+      'reduced_context',
+      'crlf_target',
+      'blank_no_space',
+    ]) {
+      expect(report.table[v]?.apply_patch.cases, v).toBeGreaterThan(0);
+    }
+    expect(report.acceptance.wrong, JSON.stringify(report.misses)).toBe(0);
+    expect(report.acceptance.damaged, JSON.stringify(report.misses)).toBe(0);
+    expect(report.acceptance.correct_pct, JSON.stringify(report.misses)).toBeGreaterThanOrEqual(99.5);
+    expect(report.acceptance.refused_where_another_tool_was_correct).toEqual([]);
+    // The comparison can fail: git apply cannot apply the headerless and @@ @@ variants, so its column is not all correct.
+    expect(report.table.all.git_apply.correct).toBeLessThan(report.table.all.git_apply.cases);
+  },
+  180_000,
+);

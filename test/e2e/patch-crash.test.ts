@@ -25,19 +25,28 @@ import { CLI } from '../helpers/server.js';
 import { contentHash, snapshotTree, type TreeSnapshot } from '../helpers/snapshot.js';
 import { makeTree, writeTree, type TreeSpec } from '../helpers/tree.js';
 
-interface Run { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+interface Run {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 /** Runs the built CLI once. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env as Record<string, string>, ...env },
+      env: { ...(process.env as Record<string, string>), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     child.on('error', reject);
     child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
   });
@@ -47,12 +56,14 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
 async function pool<T>(tasks: Array<() => Promise<T>>, limit: number): Promise<T[]> {
   const out: T[] = new Array(tasks.length);
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      out[i] = await tasks[i]();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        out[i] = await tasks[i]();
+      }
+    }),
+  );
   return out;
 }
 
@@ -64,7 +75,8 @@ function plan(n: number): Array<{ rel: string; kind: Kind; old: string | null; n
     const rel = `${j % 2 === 0 ? 'a' : 'b'}/f${j}.txt`;
     const kind: Kind = j === 1 ? 'create' : j === n - 1 && n >= 5 ? 'delete' : 'modify';
     const old = kind === 'create' ? null : `file ${j}\nline 2\nline 3\n`;
-    const next = kind === 'delete' ? null : kind === 'create' ? `created ${j}\n` : `file ${j}\nline 2 changed\nline 3\n`;
+    const next =
+      kind === 'delete' ? null : kind === 'create' ? `created ${j}\n` : `file ${j}\nline 2 changed\nline 3\n`;
     return { rel, kind, old, next };
   });
 }
@@ -79,11 +91,18 @@ function specOf(files: ReturnType<typeof plan>, which: 'old' | 'next'): TreeSpec
 }
 
 function patchOf(files: ReturnType<typeof plan>): string {
-  return files.map((f) => {
-    if (f.kind === 'create') return `--- /dev/null\n+++ b/${f.rel}\n@@ -0,0 +1 @@\n+${f.next!.trimEnd()}\n`;
-    if (f.kind === 'delete') return `--- a/${f.rel}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n${f.old!.trimEnd().split('\n').map((l) => `-${l}`).join('\n')}\n`;
-    return `diff --git a/${f.rel} b/${f.rel}\n--- a/${f.rel}\n+++ b/${f.rel}\n@@ -1,3 +1,3 @@\n ${f.old!.split('\n')[0]}\n-line 2\n+line 2 changed\n line 3\n`;
-  }).join('');
+  return files
+    .map((f) => {
+      if (f.kind === 'create') return `--- /dev/null\n+++ b/${f.rel}\n@@ -0,0 +1 @@\n+${f.next!.trimEnd()}\n`;
+      if (f.kind === 'delete')
+        return `--- a/${f.rel}\n+++ /dev/null\n@@ -1,3 +0,0 @@\n${f
+          .old!.trimEnd()
+          .split('\n')
+          .map((l) => `-${l}`)
+          .join('\n')}\n`;
+      return `diff --git a/${f.rel} b/${f.rel}\n--- a/${f.rel}\n+++ b/${f.rel}\n@@ -1,3 +1,3 @@\n ${f.old!.split('\n')[0]}\n-line 2\n+line 2 changed\n line 3\n`;
+    })
+    .join('');
 }
 
 /** A snapshot of a fresh directory holding `spec`, made as the test's directories are (writeTree). */
@@ -97,10 +116,14 @@ function snapshotOf(spec: TreeSpec): TreeSnapshot {
 }
 
 const cleanups: Array<() => void> = [];
-afterAll(() => { for (const c of cleanups) c(); });
+afterAll(() => {
+  for (const c of cleanups) c();
+});
 
 const timings: string[] = [];
-afterAll(() => { if (timings.length) process.stderr.write(`patch-crash timings: ${timings.join('; ')}\n`); });
+afterAll(() => {
+  if (timings.length) process.stderr.write(`patch-crash timings: ${timings.join('; ')}\n`);
+});
 
 const CONCURRENCY = 3;
 
@@ -126,8 +149,15 @@ describe.each([
     const argsFor = (k: number | 'control') => {
       const dir = dirOf(k);
       const expected = Object.fromEntries(files.filter((f) => f.old !== null).map((f) => [f.rel, contentHash(f.old!)]));
-      return ['--state-dir', k === 'control' ? sharedState.dir : stateOf.get(k)!, '--root', root.dir,
-        'call', 'apply_patch', JSON.stringify({ patch, path: dir, expected_hashes: expected })];
+      return [
+        '--state-dir',
+        k === 'control' ? sharedState.dir : stateOf.get(k)!,
+        '--root',
+        root.dir,
+        'call',
+        'apply_patch',
+        JSON.stringify({ patch, path: dir, expected_hashes: expected }),
+      ];
     };
     for (const k of points) {
       writeTree(root.dir, { [`k${k}`]: specOf(files, 'old') });
@@ -139,7 +169,10 @@ describe.each([
     }
 
     // 1. Kill at every point.
-    const killed = await pool(points.map((k) => () => cli([`--test-seams=kill-at:${k}`, ...argsFor(k)])), CONCURRENCY);
+    const killed = await pool(
+      points.map((k) => () => cli([`--test-seams=kill-at:${k}`, ...argsFor(k)])),
+      CONCURRENCY,
+    );
     const killedAt = Date.now();
     for (const k of points) {
       const run = killed[k];
@@ -155,12 +188,18 @@ describe.each([
       });
       // The killed process's path-lock files (`.fs-tools-lock-*`, issue 11) are crash leftovers by design: the
       // recovery below takes them over (their owner is gone) and removes them — step 3's snapshot checks that.
-      const temps = ['a', 'b'].flatMap((d) => readdirSync(path.join(dir, d))
-        .filter((name) => name.includes('.fs-tools-') && !name.startsWith('.fs-tools-lock-')));
+      const temps = ['a', 'b'].flatMap((d) =>
+        readdirSync(path.join(dir, d)).filter(
+          (name) => name.includes('.fs-tools-') && !name.startsWith('.fs-tools-lock-'),
+        ),
+      );
       const pending = k % 2 === 1 ? files[committed] : null;
-      expect(temps.length, `kill point ${k}: temporaries ${temps.join(', ')}`).toBe(pending && pending.kind !== 'delete' ? 1 : 0);
+      expect(temps.length, `kill point ${k}: temporaries ${temps.join(', ')}`).toBe(
+        pending && pending.kind !== 'delete' ? 1 : 0,
+      );
     }
-    const journals = (state: string) => readdirSync(path.join(state, 'journal')).filter((name) => name.endsWith('.json'));
+    const journals = (state: string) =>
+      readdirSync(path.join(state, 'journal')).filter((name) => name.endsWith('.json'));
     for (const k of points) expect(journals(stateOf.get(k)!), `kill point ${k}`).toHaveLength(1);
     if (restart === 'batch') {
       // One start recovers them all: the entries (self-contained, absolute paths) are gathered in one state dir.
@@ -174,7 +213,10 @@ describe.each([
     // 2. Restart: recovery, reported by list_allowed_directories.
     const recovered: Array<{ id: string; outcome: string; files: Array<{ path: string; status: string }> }> = [];
     const states = restart === 'each' ? points.map((k) => stateOf.get(k)!) : [sharedState.dir];
-    const restarts = await pool(states.map((state) => () => cli(['--state-dir', state, '--root', root.dir, 'call', 'list_allowed_directories'])), CONCURRENCY);
+    const restarts = await pool(
+      states.map((state) => () => cli(['--state-dir', state, '--root', root.dir, 'call', 'list_allowed_directories'])),
+      CONCURRENCY,
+    );
     for (const [i, run] of restarts.entries()) {
       expect(run.status, run.stderr).toBe(0);
       const listed = JSON.parse(run.stdout);
@@ -207,12 +249,15 @@ describe.each([
     writeTree(root.dir, { kcontrol: specOf(files, 'old') });
     const [control, again] = await Promise.all([
       cli(argsFor('control')),
-      ...(restart === 'each' ? [cli(['--state-dir', states[0], '--root', root.dir, 'call', 'list_allowed_directories'])] : []),
+      ...(restart === 'each'
+        ? [cli(['--state-dir', states[0], '--root', root.dir, 'call', 'list_allowed_directories'])]
+        : []),
     ]);
     if (again) expect(JSON.parse(again.stdout).recovered_transactions).toEqual([]);
     expect(control.status, control.stdout + control.stderr).toBe(0);
-    expect(JSON.parse(control.stdout).files.map((f: { action: string }) => f.action))
-      .toEqual(files.map((f) => ({ modify: 'modified', create: 'created', delete: 'deleted' })[f.kind]));
+    expect(JSON.parse(control.stdout).files.map((f: { action: string }) => f.action)).toEqual(
+      files.map((f) => ({ modify: 'modified', create: 'created', delete: 'deleted' })[f.kind]),
+    );
     expect(snapshotTree(dirOf('control'))).toEqual(newSnap);
     timings.push(`${n} files: ${points.length} kills ${killedAt - started} ms, total ${Date.now() - started} ms`);
   }, 240_000);

@@ -19,13 +19,27 @@ import { contentHash, snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
 const GO = [
-  'package x', '', 'import (', '\t"testing"', ')', '',
-  'func TestA(t *testing.T) {', '\trun(t)', '\tcheck(t)', '}', '',
-  'func TestB(t *testing.T) {', '\trun(t)', '\tcheck(t)', '}', '',
+  'package x',
+  '',
+  'import (',
+  '\t"testing"',
+  ')',
+  '',
+  'func TestA(t *testing.T) {',
+  '\trun(t)',
+  '\tcheck(t)',
+  '}',
+  '',
+  'func TestB(t *testing.T) {',
+  '\trun(t)',
+  '\tcheck(t)',
+  '}',
+  '',
 ].join('\n');
 const GO_TRAILING_BLANK = `${GO}\n`;
 const TEST_C = '\nfunc TestC(t *testing.T) {\n\tcheck(t)\n}\n';
-const APPEND = '--- a/x_test.go\n+++ b/x_test.go\n@@ -9,3 +9,7 @@\n \trun(t)\n \tcheck(t)\n }\n+\n+func TestC(t *testing.T) {\n+\tcheck(t)\n+}\n';
+const APPEND =
+  '--- a/x_test.go\n+++ b/x_test.go\n@@ -9,3 +9,7 @@\n \trun(t)\n \tcheck(t)\n }\n+\n+func TestC(t *testing.T) {\n+\tcheck(t)\n+}\n';
 const DELETE_BLANK = '--- a/x_test.go\n+++ b/x_test.go\n@@ -9,4 +9,3 @@\n \trun(t)\n \tcheck(t)\n }\n-\n';
 const noNumbers = (p: string) => p.replace(/^@@ .* @@$/m, '@@ @@');
 
@@ -55,7 +69,7 @@ function area(content: string): { dir: string; file: string } {
   return { dir, file };
 }
 
-describe('the issue\'s minimal cases through apply_patch', () => {
+describe("the issue's minimal cases through apply_patch", () => {
   test.each([
     ['append at the end, stale numbers', GO, APPEND, `${GO}${TEST_C}`, 4],
     ['append at the end, @@ @@', GO, noNumbers(APPEND), `${GO}${TEST_C}`, null],
@@ -63,22 +77,42 @@ describe('the issue\'s minimal cases through apply_patch', () => {
     ['delete the trailing blank line, @@ @@', GO_TRAILING_BLANK, noNumbers(DELETE_BLANK), GO, null],
   ])('%s', async (_label, original, patch, want, offset) => {
     const { dir, file } = area(original);
-    const r = await client.callOk('apply_patch', { patch, path: dir, expected_hashes: { [file]: contentHash(original) } });
+    const r = await client.callOk('apply_patch', {
+      patch,
+      path: dir,
+      expected_hashes: { [file]: contentHash(original) },
+    });
     expect(readFileSync(file, 'utf8')).toBe(want);
-    expect(r.files).toEqual([{
-      path: file, action: 'modified', previous_hash: contentHash(original), content_hash: contentHash(want),
-      hunks: [{ hunk: 1, line: 13, match: 'exact', placed_by: 'anchored_end', candidates: 2, offset }],
-    }]);
+    expect(r.files).toEqual([
+      {
+        path: file,
+        action: 'modified',
+        previous_hash: contentHash(original),
+        content_hash: contentHash(want),
+        hunks: [{ hunk: 1, line: 13, match: 'exact', placed_by: 'anchored_end', candidates: 2, offset }],
+      },
+    ]);
   });
 
   it('two equal matches and nothing stated to tell them apart → ambiguous, nothing written', async () => {
     const { dir, file } = area(GO);
     const before = snapshotTree(dir, { withMtime: true });
-    const e = expectCode(await client.call('apply_patch', {
-      patch: '--- a/x_test.go\n+++ b/x_test.go\n@@ @@\n \trun(t)\n-\tcheck(t)\n+\tverify(t)\n }\n', path: dir,
-      expected_hashes: { [file]: contentHash(GO) },
-    }), 'PATCH_FAILED');
-    expect(e.error.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, count: 2, candidates: [8, 13], current_hash: contentHash(GO) });
+    const e = expectCode(
+      await client.call('apply_patch', {
+        patch: '--- a/x_test.go\n+++ b/x_test.go\n@@ @@\n \trun(t)\n-\tcheck(t)\n+\tverify(t)\n }\n',
+        path: dir,
+        expected_hashes: { [file]: contentHash(GO) },
+      }),
+      'PATCH_FAILED',
+    );
+    expect(e.error.details).toMatchObject({
+      reason: 'ambiguous',
+      hunk: 1,
+      hunks: 1,
+      count: 2,
+      candidates: [8, 13],
+      current_hash: contentHash(GO),
+    });
     expect(snapshotTree(dir, { withMtime: true })).toEqual(before);
   });
 });
@@ -88,9 +122,14 @@ describe('already_applied only on evidence', () => {
   it('edit_file {"old_text": "zzz", "new_text": "y"} → no_match, not already_applied; file unchanged', async () => {
     const { dir, file } = area(FILE);
     const before = snapshotTree(dir, { withMtime: true });
-    const e = expectCode(await client.call('edit_file', {
-      path: file, edits: [{ old_text: 'zzz', new_text: 'y' }], expected_hash: contentHash(FILE),
-    }), 'PATCH_FAILED');
+    const e = expectCode(
+      await client.call('edit_file', {
+        path: file,
+        edits: [{ old_text: 'zzz', new_text: 'y' }],
+        expected_hash: contentHash(FILE),
+      }),
+      'PATCH_FAILED',
+    );
     expect(e.error.details).toMatchObject({ reason: 'no_match', edit_index: 0, current_hash: contentHash(FILE) });
     expect(e.error.details.nearest).toBeUndefined();
     expect(e.error.message).not.toMatch(/already applied/i);
@@ -99,9 +138,14 @@ describe('already_applied only on evidence', () => {
 
   it('apply_patch -zzz / +y → no_match, not already_applied', async () => {
     const { dir, file } = area(FILE);
-    const e = expectCode(await client.call('apply_patch', {
-      patch: '--- a/x_test.go\n+++ b/x_test.go\n@@ -1 +1 @@\n-zzz\n+y\n', path: dir, expected_hashes: { [file]: contentHash(FILE) },
-    }), 'PATCH_FAILED');
+    const e = expectCode(
+      await client.call('apply_patch', {
+        patch: '--- a/x_test.go\n+++ b/x_test.go\n@@ -1 +1 @@\n-zzz\n+y\n',
+        path: dir,
+        expected_hashes: { [file]: contentHash(FILE) },
+      }),
+      'PATCH_FAILED',
+    );
     expect(e.error.details).toMatchObject({ reason: 'no_match', hunk: 1, expected: ['zzz'] });
     expect(e.error.details.nearest).toBeUndefined();
     expect(readFileSync(file, 'utf8')).toBe(FILE);

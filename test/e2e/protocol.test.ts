@@ -57,7 +57,10 @@ describe.each(ERAS)('tools/list (%s era)', (era) => {
     client = await connect(era, { args: [tree.dir] });
     tools = await client.listTools();
   });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
   it('is deterministic and in registry order', async () => {
     const again = await client.listTools();
@@ -126,16 +129,25 @@ describe.each(ERAS)('tools/list (%s era)', (era) => {
       // Only the listed names: a near miss stays VALIDATION with the closest name, and a nested one is not dropped.
       const near = expectCode(await client.call('read_file', { path: 'a.txt', wait_for_previos: true }), 'VALIDATION');
       expect(near.error.details).toMatchObject({ reason: 'unknown_parameter', field: 'wait_for_previos' });
-      const nested = expectCode(await client.call('edit_file', {
-        path: 'a.txt', edits: [{ old_text: 'hello', new_text: 'bye', wait_for_previous: true }],
-      }), 'VALIDATION');
+      const nested = expectCode(
+        await client.call('edit_file', {
+          path: 'a.txt',
+          edits: [{ old_text: 'hello', new_text: 'bye', wait_for_previous: true }],
+        }),
+        'VALIDATION',
+      );
       expect(nested.error.details).toMatchObject({ reason: 'unknown_parameter', field: 'edits.0.wait_for_previous' });
       expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('hello\n');
     });
 
     it('wrong type', async () => {
       const e = expectCode(await client.call('read_file', { path: 5 }), 'VALIDATION');
-      expect(e.error.details).toMatchObject({ reason: 'wrong_type', field: 'path', expected: 'string', received: 'integer' });
+      expect(e.error.details).toMatchObject({
+        reason: 'wrong_type',
+        field: 'path',
+        expected: 'string',
+        received: 'integer',
+      });
       expect(e.error.message).toContain("'path'");
     });
 
@@ -205,7 +217,10 @@ describe.each(ERAS)('--tools filtering (%s era)', (era) => {
       connect(era, { args: ['--tools=fs-read', tree.dir] }),
     ]);
   });
-  afterAll(async () => { await Promise.all([one.close(), group.close()]); tree.cleanup(); });
+  afterAll(async () => {
+    await Promise.all([one.close(), group.close()]);
+    tree.cleanup();
+  });
 
   it('--tools=read_file lists only read_file', async () => {
     expect((await one.listTools()).map((t) => t.name)).toEqual(['read_file']);
@@ -236,14 +251,26 @@ class RawSession {
   stderr = '';
   constructor(args: string[]) {
     this.child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stdout.on('data', (d: Buffer) => { this.out += d.toString('utf8'); });
-    this.child.stderr.on('data', (d: Buffer) => { this.stderr += d.toString('utf8'); });
+    this.child.stdout.on('data', (d: Buffer) => {
+      this.out += d.toString('utf8');
+    });
+    this.child.stderr.on('data', (d: Buffer) => {
+      this.stderr += d.toString('utf8');
+    });
   }
-  write(data: string | Buffer): void { this.child.stdin.write(data); }
-  send(message: object): void { this.write(`${JSON.stringify(message)}\n`); }
+  write(data: string | Buffer): void {
+    this.child.stdin.write(data);
+  }
+  send(message: object): void {
+    this.write(`${JSON.stringify(message)}\n`);
+  }
   /** Complete stdout lines so far. */
-  lines(): string[] { return this.out.split('\n').slice(0, -1); }
-  messages(): Array<Record<string, any>> { return this.lines().map((l) => JSON.parse(l) as Record<string, any>); }
+  lines(): string[] {
+    return this.out.split('\n').slice(0, -1);
+  }
+  messages(): Array<Record<string, any>> {
+    return this.lines().map((l) => JSON.parse(l) as Record<string, any>);
+  }
   response(id: number | string | null): Record<string, any> | undefined {
     return this.messages().find((m) => m.id === id && ('result' in m || 'error' in m));
   }
@@ -254,9 +281,15 @@ class RawSession {
       if (r) return r;
       await new Promise((res) => setTimeout(res, 20));
     }
-    throw new Error(`no response to id ${id}; stdout:\n${this.lines().map((l) => l.slice(0, 160)).join('\n')}\nstderr:\n${this.stderr}`);
+    throw new Error(
+      `no response to id ${id}; stdout:\n${this.lines()
+        .map((l) => l.slice(0, 160))
+        .join('\n')}\nstderr:\n${this.stderr}`,
+    );
   }
-  running(): boolean { return this.child.exitCode === null && this.child.signalCode === null; }
+  running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
   async close(): Promise<number | null> {
     if (!this.running()) return this.child.exitCode;
     const exited = new Promise<number | null>((res) => this.child.once('exit', (code) => res(code)));
@@ -268,8 +301,13 @@ class RawSession {
 describe('malformed JSON-RPC on the raw stdio pipe (2025-era handshake)', () => {
   const tree = makeTree({ 'a.txt': 'hello\n' });
   let raw: RawSession;
-  beforeAll(() => { raw = new RawSession([tree.dir]); });
-  afterAll(async () => { await raw.close(); tree.cleanup(); });
+  beforeAll(() => {
+    raw = new RawSession([tree.dir]);
+  });
+  afterAll(async () => {
+    await raw.close();
+    tree.cleanup();
+  });
 
   it('answers protocol errors, then serves a valid session, and stdout carries only JSON', async () => {
     raw.write('{not json\n');
@@ -277,8 +315,12 @@ describe('malformed JSON-RPC on the raw stdio pipe (2025-era handshake)', () => 
     raw.write(Buffer.from([0xff, 0xfe, 0x7b, 0x0a])); // invalid UTF-8, then a newline
     raw.write('{"jsonrpc":"2.0","id":90,"method":42}\n'); // JSON, but not a JSON-RPC message
     raw.send({ jsonrpc: '2.0', id: 1, method: 'no/such_method', params: {} });
-    raw.send({ jsonrpc: '2.0', id: 2, method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-test', version: '1.0.0' } } });
+    raw.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw-test', version: '1.0.0' } },
+    });
     const init = await raw.waitFor(2);
     expect(init.result?.serverInfo?.name).toBe('fs-tools');
     raw.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
@@ -287,10 +329,19 @@ describe('malformed JSON-RPC on the raw stdio pipe (2025-era handshake)', () => 
     raw.send({ jsonrpc: '2.0', id: 4, method: 'resources/no_such_thing' });
     raw.write('\n   \n{still not json}\n');
     raw.send({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'nope', arguments: {} } });
-    raw.send({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: { name: 'read_file', arguments: { path: 'a.txt' } } });
+    raw.send({
+      jsonrpc: '2.0',
+      id: 6,
+      method: 'tools/call',
+      params: { name: 'read_file', arguments: { path: 'a.txt' } },
+    });
     // A large valid message (2 MB, written in pieces) passes the line filter intact.
-    const big = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call',
-      params: { name: 'read_file', arguments: { path: 'a.txt', padding: 'x'.repeat(2_000_000) } } });
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'read_file', arguments: { path: 'a.txt', padding: 'x'.repeat(2_000_000) } },
+    });
     for (let i = 0; i < big.length; i += 65_536) raw.write(big.slice(i, i + 65_536));
     raw.write('\n');
 
@@ -311,7 +362,10 @@ describe('malformed JSON-RPC on the raw stdio pipe (2025-era handshake)', () => 
 
     // Garbage without a readable id is answered with id null: parse errors for the three non-JSON lines (the
     // invalid UTF-8 line included), invalid request for the array.
-    const anonymous = raw.messages().filter((m) => m.id === null).map((m) => m.error?.code);
+    const anonymous = raw
+      .messages()
+      .filter((m) => m.id === null)
+      .map((m) => m.error?.code);
     expect(anonymous.filter((c) => c === -32700)).toHaveLength(3);
     expect(anonymous.filter((c) => c === -32600)).toHaveLength(1);
 

@@ -10,7 +10,17 @@
  * The file is made "old" by waiting out the 2 s margin once (ctime cannot be set back).
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync, closeSync, mkdtempSync, openSync, realpathSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,7 +54,12 @@ describe('read_file and the facts cache (real server)', () => {
     const first = await client.callOk('read_file', { path: file, start_line: 35_000, end_line: 35_002 });
     expect(first.content).toBe(lineOf('AAAA', 35_000) + lineOf('AAAA', 35_001) + lineOf('AAAA', 35_002));
     expect([first.content_hash, first.total_lines, first.size]).toEqual([sha(A), 70_000, A.length]);
-    for (const args of [{ start_line: 69_999 }, { head: 2 }, { tail: 3 }, { offset: A.length - lineOf('AAAA', 1).length }]) {
+    for (const args of [
+      { start_line: 69_999 },
+      { head: 2 },
+      { tail: 3 },
+      { offset: A.length - lineOf('AAAA', 1).length },
+    ]) {
       const r = await client.callOk('read_file', { path: file, ...args });
       expect([r.content_hash, r.total_lines]).toEqual([sha(A), 70_000]);
       expect(r.content).toBe(A.subarray(r.range.start_byte, r.range.end_byte).toString());
@@ -61,7 +76,11 @@ describe('read_file and the facts cache (real server)', () => {
     await sleep(50);
     appendFileSync(file, 'tail line\n');
     const appended = await client.callOk('read_file', { path: file, tail: 1 });
-    expect([appended.content, appended.total_lines, appended.content_hash]).toEqual(['tail line\n', 70_001, sha(Buffer.concat([B, Buffer.from('tail line\n')]))]);
+    expect([appended.content, appended.total_lines, appended.content_hash]).toEqual([
+      'tail line\n',
+      70_001,
+      sha(Buffer.concat([B, Buffer.from('tail line\n')])),
+    ]);
 
     const next = path.join(root, 'next.txt');
     writeFileSync(next, A);

@@ -13,7 +13,10 @@ import { connect, ERAS, type TestClient } from '../helpers/server.js';
 import { fifo, makeTree } from '../helpers/tree.js';
 
 /** A 1×1 PNG. */
-const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
 
 /** A 10 ms mono 8 kHz 8-bit WAV. */
 function wav(): Buffer {
@@ -65,7 +68,11 @@ describe.each(ERAS)('read_media (%s era)', (era) => {
     expect(image?.mimeType).toBe('image/png');
     expect(Buffer.from(image!.data, 'base64').equals(readFileSync(path.join(tree.dir, 'pic.png')))).toBe(true);
     expect(r.structuredContent).toEqual({
-      path: path.join(tree.dir, 'pic.png'), kind: 'image', mime_type: 'image/png', size: PNG.length, content_hash: sha(PNG),
+      path: path.join(tree.dir, 'pic.png'),
+      kind: 'image',
+      mime_type: 'image/png',
+      size: PNG.length,
+      content_hash: sha(PNG),
     });
   });
 

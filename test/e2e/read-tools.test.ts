@@ -112,12 +112,23 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       // The raw content, then (issue #15) the facts a text-only client's model needs for its next call.
       expect(r.content).toEqual([
         { type: 'text', text: 'hello\nworld\n' },
-        { type: 'text', text: `[fs-tools: content_hash ${sha('hello\nworld\n')}; lines 1-2 of 2; bytes 0-12 of 12; eol lf]` },
+        {
+          type: 'text',
+          text: `[fs-tools: content_hash ${sha('hello\nworld\n')}; lines 1-2 of 2; bytes 0-12 of 12; eol lf]`,
+        },
       ]);
       expect(r.structuredContent).toEqual({
-        path: path.join(root, 'a.txt'), content: 'hello\nworld\n', encoding: 'utf8', content_hash: sha('hello\nworld\n'),
-        size: 12, total_lines: 2, range: { start_line: 1, end_line: 2, start_byte: 0, end_byte: 12 }, truncated: false,
-        continuation: null, eol: 'lf', bom: false,
+        path: path.join(root, 'a.txt'),
+        content: 'hello\nworld\n',
+        encoding: 'utf8',
+        content_hash: sha('hello\nworld\n'),
+        size: 12,
+        total_lines: 2,
+        range: { start_line: 1, end_line: 2, start_byte: 0, end_byte: 12 },
+        truncated: false,
+        continuation: null,
+        eol: 'lf',
+        bom: false,
       });
     });
 
@@ -197,7 +208,10 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       const parts = [s.content];
       let cont = s.continuation;
       while (cont) {
-        const next = await ok('read_file', { path: 'big.txt', ...(cont.cut_mid_line ? { offset: cont.offset } : { start_line: cont.start_line }) });
+        const next = await ok('read_file', {
+          path: 'big.txt',
+          ...(cont.cut_mid_line ? { offset: cont.offset } : { start_line: cont.start_line }),
+        });
         expect(next.range.start_byte).toBe(cont.offset);
         expect(next.content_hash).toBe(sha(BIG));
         parts.push(next.content);
@@ -215,8 +229,13 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
         parts.push(s.content);
         if (!s.continuation) break;
         expect(Buffer.byteLength(s.content)).toBeLessThanOrEqual(5);
-        args = { path: 'lines.txt', max_bytes: 5,
-          ...(s.continuation.cut_mid_line ? { offset: s.continuation.offset } : { start_line: s.continuation.start_line }) };
+        args = {
+          path: 'lines.txt',
+          max_bytes: 5,
+          ...(s.continuation.cut_mid_line
+            ? { offset: s.continuation.offset }
+            : { start_line: s.continuation.start_line }),
+        };
       }
       expect(parts.join('')).toBe(LINES);
     });
@@ -228,15 +247,24 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
 
     it('binary with utf8 is VALIDATION reason binary, and none of the content is returned', async () => {
       const e = await fail('read_file', { path: 'bin.dat' });
-      expect(e).toMatchObject({ code: 'VALIDATION', path: path.join(root, 'bin.dat'), retryable: false,
-        recovery: 'fix_arguments', details: { reason: 'binary', size: BIN.length } });
+      expect(e).toMatchObject({
+        code: 'VALIDATION',
+        path: path.join(root, 'bin.dat'),
+        retryable: false,
+        recovery: 'fix_arguments',
+        details: { reason: 'binary', size: BIN.length },
+      });
       expect(e.suggestion).toMatch(/base64/);
       expect(JSON.stringify(e)).not.toMatch(/BINARYMARKER|needle/);
     });
 
     it('a directory is VALIDATION', async () => {
       const e = await fail('read_file', { path: 'dir' });
-      expect(e).toMatchObject({ code: 'VALIDATION', path: path.join(root, 'dir'), details: { reason: 'is_directory' } });
+      expect(e).toMatchObject({
+        code: 'VALIDATION',
+        path: path.join(root, 'dir'),
+        details: { reason: 'is_directory' },
+      });
     });
 
     it('a FIFO is FILE_POLICY_DENIED, promptly, and the server keeps answering', async () => {
@@ -268,7 +296,10 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
 
   describe('read_files', () => {
     it('returns ok and error entries in request order, each error a full envelope', async () => {
-      const r = await call('read_files', { paths: ['a.txt', 'nope.txt', '.env', 'dir', 'lines.txt', 'link-out', 'bin.dat'], head: 1 });
+      const r = await call('read_files', {
+        paths: ['a.txt', 'nope.txt', '.env', 'dir', 'lines.txt', 'link-out', 'bin.dat'],
+        head: 1,
+      });
       expect(r.isError).toBeFalsy();
       const s: Record<string, any> = r.structuredContent!;
       expect(s.results.map((e: any) => [e.path, e.ok, e.ok ? e.result.content : e.error.code])).toEqual([
@@ -283,7 +314,15 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       expect([s.succeeded, s.failed]).toEqual([2, 5]);
       for (const entry of s.results.filter((e: any) => !e.ok)) {
         const parsed = EnvelopeErrorSchema.parse(entry.error);
-        expect(Object.keys(parsed).sort()).toEqual(['code', 'details', 'message', 'path', 'recovery', 'retryable', 'suggestion']);
+        expect(Object.keys(parsed).sort()).toEqual([
+          'code',
+          'details',
+          'message',
+          'path',
+          'recovery',
+          'retryable',
+          'suggestion',
+        ]);
       }
       const text = r.content[0].text!;
       expect(text).toContain('==> a.txt <==\nhello\n');
@@ -294,8 +333,16 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
   describe('stat', () => {
     it('a file: facts and hash', async () => {
       const s = await ok('stat', { path: 'a.txt' });
-      expect(s).toMatchObject({ path: path.join(root, 'a.txt'), type: 'file', size: 12, symlink: null,
-        content_hash: sha('hello\nworld\n'), secret: false, policy: null, nlink: 1 });
+      expect(s).toMatchObject({
+        path: path.join(root, 'a.txt'),
+        type: 'file',
+        size: 12,
+        symlink: null,
+        content_hash: sha('hello\nworld\n'),
+        secret: false,
+        policy: null,
+        nlink: 1,
+      });
       expect(s.mode).toMatch(/^0[0-7]{3,4}$/);
       expect(new Date(s.mtime).toISOString()).toBe(s.mtime);
     });
@@ -306,8 +353,13 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
 
     it('a symlink inside the roots: symlink.target is the link text, the rest describes the target', async () => {
       const s = await ok('stat', { path: 'link-in' });
-      expect(s).toMatchObject({ path: path.join(root, 'a.txt'), type: 'file', size: 12, symlink: { target: 'a.txt' },
-        content_hash: sha('hello\nworld\n') });
+      expect(s).toMatchObject({
+        path: path.join(root, 'a.txt'),
+        type: 'file',
+        size: 12,
+        symlink: { target: 'a.txt' },
+        content_hash: sha('hello\nworld\n'),
+      });
       expect(await ok('stat', { path: 'link-dir' })).toMatchObject({ type: 'directory', symlink: { target: 'dir' } });
     });
 
@@ -327,9 +379,30 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       const s: Record<string, any> = r.structuredContent!;
       expect(s.path).toBe(root);
       const byPath = Object.fromEntries(s.entries.map((e: any) => [e.path, e]));
-      expect(Object.keys(byPath)).toEqual(['.env', '.env.example', '.gitignore', 'a.txt', 'big.txt', 'bin.dat', 'bom.txt',
-        'crlf.txt', 'dangling', 'dir', 'docs', 'empty.txt', 'euro.txt', 'keys', 'l3.txt', 'lines.txt', 'link-dir',
-        'link-in', 'link-out', 'link-out-dir', 'pipe', 'src']);
+      expect(Object.keys(byPath)).toEqual([
+        '.env',
+        '.env.example',
+        '.gitignore',
+        'a.txt',
+        'big.txt',
+        'bin.dat',
+        'bom.txt',
+        'crlf.txt',
+        'dangling',
+        'dir',
+        'docs',
+        'empty.txt',
+        'euro.txt',
+        'keys',
+        'l3.txt',
+        'lines.txt',
+        'link-dir',
+        'link-in',
+        'link-out',
+        'link-out-dir',
+        'pipe',
+        'src',
+      ]);
       expect(byPath['.env']).toMatchObject({ type: 'file', secret: true });
       expect(byPath['.env.example'].secret).toBeUndefined();
       // Size and mtime only with long: true (issue #15: they tripled a listing's bytes in every client's context).
@@ -356,7 +429,9 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
     it('deeper levels, never through links', async () => {
       const s = await ok('list_directory', { depth: 3 });
       const paths = s.entries.map((e: any) => e.path);
-      expect(paths).toEqual(expect.arrayContaining(['dir/sub', 'dir/sub/deep.txt', 'dir/inner.txt', 'keys/id_rsa', 'src/code.ts']));
+      expect(paths).toEqual(
+        expect.arrayContaining(['dir/sub', 'dir/sub/deep.txt', 'dir/inner.txt', 'keys/id_rsa', 'src/code.ts']),
+      );
       expect(paths.filter((p: string) => p.startsWith('link-') && p.includes('/'))).toEqual([]);
       expect(s.entries.find((e: any) => e.path === 'keys/id_rsa').secret).toBe(true);
       expect(s.entries.find((e: any) => e.path === 'keys/id_rsa.pub').secret).toBeUndefined();
@@ -366,7 +441,9 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
 
     it('.gitignore respected by default, not with respect_gitignore false', async () => {
       expect((await ok('list_directory', {})).entries.map((e: any) => e.path)).not.toContain('ignored.txt');
-      expect((await ok('list_directory', { respect_gitignore: false })).entries.map((e: any) => e.path)).toContain('ignored.txt');
+      expect((await ok('list_directory', { respect_gitignore: false })).entries.map((e: any) => e.path)).toContain(
+        'ignored.txt',
+      );
     });
 
     it('pages with a cursor: every entry exactly once', async () => {
@@ -375,7 +452,11 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const s: Record<string, any> = await ok('list_directory', { depth: 5, max_entries: 4, ...(cursor ? { cursor } : {}) });
+        const s: Record<string, any> = await ok('list_directory', {
+          depth: 5,
+          max_entries: 4,
+          ...(cursor ? { cursor } : {}),
+        });
         expect(s.entries.length).toBeLessThanOrEqual(4);
         expect(s.truncated).toBe(s.next_cursor !== null);
         paged.push(...s.entries.map((e: any) => e.path));
@@ -388,7 +469,9 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
 
     it('a cursor of another query is refused; a file is VALIDATION', async () => {
       const s = await ok('list_directory', { depth: 2, max_entries: 2 });
-      expect((await fail('list_directory', { depth: 3, cursor: s.next_cursor })).details.reason).toBe('cursor_mismatch');
+      expect((await fail('list_directory', { depth: 3, cursor: s.next_cursor })).details.reason).toBe(
+        'cursor_mismatch',
+      );
       expect((await fail('list_directory', { cursor: 'garbage' })).details.reason).toBe('invalid_cursor');
       expect((await fail('list_directory', { path: 'a.txt' })).code).toBe('VALIDATION');
       expect((await fail('list_directory', { path: 'link-out-dir' })).code).toBe('NOT_ALLOWED');
@@ -414,14 +497,18 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
     it('case-insensitive', async () => {
       const s = await ok('search_files', { query: 'NEEDLE', case_sensitive: false });
       expect(s.matches.map((m: any) => [m.path, m.line, m.column])).toEqual([
-        ['docs/readme.md', 1, 3], ['src/code.ts', 2, 7], ['src/code.ts', 3, 4],
+        ['docs/readme.md', 1, 3],
+        ['src/code.ts', 2, 7],
+        ['src/code.ts', 3, 4],
       ]);
       expect((await ok('search_files', { query: 'NEEDLE' })).matches.map((m: any) => m.line)).toEqual([3]);
     });
 
     it('regex', async () => {
       const s = await ok('search_files', { query: '^ne{3,}dle\\b', regex: true });
-      expect(s.matches.map((m: any) => [m.path, m.line, m.column, m.text])).toEqual([['src/code.ts', 4, 1, 'neeeedle regex']]);
+      expect(s.matches.map((m: any) => [m.path, m.line, m.column, m.text])).toEqual([
+        ['src/code.ts', 4, 1, 'neeeedle regex'],
+      ]);
       const plain = await ok('search_files', { query: 'ne+dle', regex: true, path: 'src' });
       expect(plain.matches.map((m: any) => m.line)).toEqual([2, 4]);
       expect((await ok('search_files', { query: 'ne+dle', path: 'src' })).matches).toEqual([]); // literal by default
@@ -430,16 +517,26 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
 
     it('context_lines, also in the text a model reads (regression: the text showed only the matching lines)', async () => {
       const r = await call('search_files', { query: 'needle', context_lines: 1 });
-      expect(r.content[0].text).toContain('docs/readme.md:1:3: a needle in docs\n--\n'
-        + 'src/code.ts-1- const x = 1;\nsrc/code.ts:2:7: const needle = 2;\nsrc/code.ts-3- // NEEDLE upper\n--\n');
+      expect(r.content[0].text).toContain(
+        'docs/readme.md:1:3: a needle in docs\n--\n' +
+          'src/code.ts-1- const x = 1;\nsrc/code.ts:2:7: const needle = 2;\nsrc/code.ts-3- // NEEDLE upper\n--\n',
+      );
       const s: Record<string, any> = r.structuredContent!;
       expect(s.matches).toEqual([
         { path: 'docs/readme.md', line: 1, column: 3, text: 'a needle in docs', before: [], after: [] },
-        { path: 'src/code.ts', line: 2, column: 7, text: 'const needle = 2;', before: ['const x = 1;'], after: ['// NEEDLE upper'] },
+        {
+          path: 'src/code.ts',
+          line: 2,
+          column: 7,
+          text: 'const needle = 2;',
+          before: ['const x = 1;'],
+          after: ['// NEEDLE upper'],
+        },
       ]);
       const wide = await ok('search_files', { query: 'end', path: 'src/code.ts', context_lines: 2 });
-      expect(wide.matches).toEqual([{ path: 'code.ts', line: 5, column: 1, text: 'end',
-        before: ['// NEEDLE upper', 'neeeedle regex'], after: [] }]);
+      expect(wide.matches).toEqual([
+        { path: 'code.ts', line: 5, column: 1, text: 'end', before: ['// NEEDLE upper', 'neeeedle regex'], after: [] },
+      ]);
     });
 
     it('glob only', async () => {
@@ -447,7 +544,9 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       expect(s).toMatchObject({ mode: 'glob', files: ['src/code.ts', 'src/util.ts'], matches: [] });
       expect((await ok('search_files', { glob: 'src/*.ts' })).files).toEqual(['src/code.ts', 'src/util.ts']);
       expect((await ok('search_files', { glob: '**/*.md' })).files).toEqual(['docs/readme.md']);
-      expect((await ok('search_files', { glob: '*.ts', query: 'export' })).matches.map((m: any) => m.path)).toEqual(['src/util.ts']);
+      expect((await ok('search_files', { glob: '*.ts', query: 'export' })).matches.map((m: any) => m.path)).toEqual([
+        'src/util.ts',
+      ]);
       expect((await fail('search_files', {})).code).toBe('VALIDATION');
     });
 
@@ -460,7 +559,8 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
     it('never reads secrets, links or special files; a secret path itself is SECRET_DENIED', async () => {
       const s = await ok('search_files', { query: 'e', respect_gitignore: false });
       const paths = new Set(s.matches.map((m: any) => m.path));
-      for (const p of ['.env', 'keys/id_rsa', 'bin.dat', 'link-out', 'link-in', 'pipe']) expect(paths.has(p)).toBe(false);
+      for (const p of ['.env', 'keys/id_rsa', 'bin.dat', 'link-out', 'link-in', 'pipe'])
+        expect(paths.has(p)).toBe(false);
       expect((await fail('search_files', { query: 'needle', path: '.env' })).code).toBe('SECRET_DENIED');
       expect((await fail('search_files', { query: 'needle', path: 'link-out-dir' })).code).toBe('NOT_ALLOWED');
     });
@@ -471,8 +571,13 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       const paged: unknown[] = [];
       let cursor: string | null = null;
       do {
-        const s: Record<string, any> = await ok('search_files', { query: 'e', respect_gitignore: false, path: 'src', max_results: 2,
-          ...(cursor ? { cursor } : {}) });
+        const s: Record<string, any> = await ok('search_files', {
+          query: 'e',
+          respect_gitignore: false,
+          path: 'src',
+          max_results: 2,
+          ...(cursor ? { cursor } : {}),
+        });
         paged.push(...s.matches);
         cursor = s.next_cursor;
       } while (cursor);
@@ -483,7 +588,13 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
   describe('page boundaries count each skip once (regression)', () => {
     // Policy-denied entries between a page's last file and the entry that found the page full were counted by that page
     // and again by the next one, which resumes after that last file.
-    const policyTree = makeTree({ 'a.txt': 'x\n', 'b.txt': 'x\n', 'c-deny.txt': 'x\n', 'd.txt': 'x\n', 'e.txt': 'x\n' });
+    const policyTree = makeTree({
+      'a.txt': 'x\n',
+      'b.txt': 'x\n',
+      'c-deny.txt': 'x\n',
+      'd.txt': 'x\n',
+      'e.txt': 'x\n',
+    });
     const policyFile = path.join(stateDir, 'policy.json');
     let policyClient: TestClient;
     beforeAll(async () => {
@@ -504,7 +615,11 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       let filesMatched = 0;
       let cursor: string | null = null;
       do {
-        const s: Record<string, any> = await policyClient.callOk('search_files', { ...args, max_results: 2, ...(cursor ? { cursor } : {}) });
+        const s: Record<string, any> = await policyClient.callOk('search_files', {
+          ...args,
+          max_results: 2,
+          ...(cursor ? { cursor } : {}),
+        });
         seen.push(...take(s));
         policy += s.skipped.policy;
         filesMatched += s.files_matched;
@@ -530,7 +645,11 @@ describe('unreadable directories (fs-tools call, as an unprivileged user)', () =
   // and options as the server) as the user nobody, for whom a mode-000 directory really is unreadable.
   const NOBODY = 65534;
   const asRoot = process.getuid?.() === 0;
-  const tree = makeTree({ a: { '1.txt': 'needle\n' }, locked: { 'hidden.txt': 'needle\n' }, z: { '2.txt': 'needle\n' } });
+  const tree = makeTree({
+    a: { '1.txt': 'needle\n' },
+    locked: { 'hidden.txt': 'needle\n' },
+    z: { '2.txt': 'needle\n' },
+  });
   const stateDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-state-')));
   beforeAll(() => {
     chmodSync(tree.dir, 0o755);
@@ -544,9 +663,15 @@ describe('unreadable directories (fs-tools call, as an unprivileged user)', () =
   });
 
   function cliCall(tool: string, args: Record<string, unknown>): Record<string, any> {
-    const r = spawnSync(process.execPath, [CLI, '--state-dir', stateDir, '--root', tree.dir, 'call', tool, JSON.stringify(args)], {
-      encoding: 'utf8', timeout: 20_000, ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
-    });
+    const r = spawnSync(
+      process.execPath,
+      [CLI, '--state-dir', stateDir, '--root', tree.dir, 'call', tool, JSON.stringify(args)],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+        ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
+      },
+    );
     expect(r.status, r.stderr).toBe(0);
     return JSON.parse(r.stdout);
   }
@@ -561,7 +686,11 @@ describe('unreadable directories (fs-tools call, as an unprivileged user)', () =
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const s: Record<string, any> = cliCall('list_directory', { depth: 3, max_entries: size, ...(cursor ? { cursor } : {}) });
+        const s: Record<string, any> = cliCall('list_directory', {
+          depth: 3,
+          max_entries: size,
+          ...(cursor ? { cursor } : {}),
+        });
         seen.push(...s.entries.map((e: any) => e.path));
         unreadable += s.skipped.unreadable;
         cursor = s.next_cursor;

@@ -29,23 +29,37 @@ const KIB = 1024;
 
 // 100 × 256 KiB of text full of characters JSON escapes.
 const textLine = 'line with "quotes", back\\slashes\tand tabs — ünïcödé ' + 'x'.repeat(40) + '\n';
-const textBody = textLine.repeat(Math.ceil(256 * KIB / Buffer.byteLength(textLine))).slice(0, 200 * KIB);
+const textBody = textLine.repeat(Math.ceil((256 * KIB) / Buffer.byteLength(textLine))).slice(0, 200 * KIB);
 const TEXT = Array.from({ length: 100 }, (_, i) => path.join(ROOT, 'text', `t${String(i).padStart(3, '0')}.txt`));
 // 100 × 256 KiB of NUL-rich text (valid UTF-8: 63 NULs and a newline per line).
-const nulBody = Buffer.from(('\u0000'.repeat(63) + '\n').repeat(256 * KIB / 64));
+const nulBody = Buffer.from(('\u0000'.repeat(63) + '\n').repeat((256 * KIB) / 64));
 const NUL = Array.from({ length: 100 }, (_, i) => path.join(ROOT, 'nul', `n${String(i).padStart(3, '0')}.txt`));
 // One NUL-rich file of 1 MiB: twelve bytes a byte in the response, so it alone exceeds the budget.
 const BIG_NUL = path.join(ROOT, 'nul', 'big.txt');
-const bigNulBody = Buffer.from(('\u0000'.repeat(63) + '\n').repeat(1024 * KIB / 64));
+const bigNulBody = Buffer.from(('\u0000'.repeat(63) + '\n').repeat((1024 * KIB) / 64));
 // Search: every line matches, 400 characters of control characters around the needle.
 const SEARCH_LINES = 300;
-const searchBody = Array.from({ length: SEARCH_LINES }, (_, i) => `${'\u0001'.repeat(190)} needle ${i} ${'\u0002'.repeat(190)}`).join('\n') + '\n';
+const searchBody =
+  Array.from({ length: SEARCH_LINES }, (_, i) => `${'\u0001'.repeat(190)} needle ${i} ${'\u0002'.repeat(190)}`).join(
+    '\n',
+  ) + '\n';
 
 const REPO = path.join(ROOT, 'repo');
-const git = (...args: string[]) => execFileSync('git', args, {
-  cwd: REPO, encoding: 'utf8', maxBuffer: 512 * 1024 * 1024,
-  env: { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' },
-});
+const git = (...args: string[]) =>
+  execFileSync('git', args, {
+    cwd: REPO,
+    encoding: 'utf8',
+    maxBuffer: 512 * 1024 * 1024,
+    env: {
+      ...process.env,
+      HOME,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@e',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@e',
+    },
+  });
 let fullDiff = '';
 
 let fake: FakeGitHub;
@@ -57,7 +71,8 @@ beforeAll(async () => {
   for (let i = 0; i < 2; i++) writeFileSync(path.join(ROOT, 'search', `s${i}.txt`), searchBody);
   // git: a 6 MiB file whose every line changes (with escapable characters), and 2,000 small changed files.
   git('init', '-q');
-  const big = (tag: string) => Array.from({ length: 60_000 }, (_, i) => `${tag} ${i} "q" \\ \u0001\t${'y'.repeat(70)}`).join('\n') + '\n';
+  const big = (tag: string) =>
+    Array.from({ length: 60_000 }, (_, i) => `${tag} ${i} "q" \\ \u0001\t${'y'.repeat(70)}`).join('\n') + '\n';
   writeFileSync(path.join(REPO, 'big.txt'), big('old'));
   mkdirSync(path.join(REPO, 'many'));
   for (let i = 0; i < 2000; i++) writeFileSync(path.join(REPO, 'many', `f${i}.txt`), `old ${i}\n`);
@@ -65,10 +80,23 @@ beforeAll(async () => {
   git('commit', '-qm', 'base');
   writeFileSync(path.join(REPO, 'big.txt'), big('new'));
   for (let i = 0; i < 2000; i++) writeFileSync(path.join(REPO, 'many', `f${i}.txt`), `new ${i}\n`);
-  fullDiff = git('diff-files', '-p', '--no-ext-diff', '--no-textconv', '--no-color', '-M', '--src-prefix=a/', '--dst-prefix=b/', '-U3');
+  fullDiff = git(
+    'diff-files',
+    '-p',
+    '--no-ext-diff',
+    '--no-textconv',
+    '--no-color',
+    '-M',
+    '--src-prefix=a/',
+    '--dst-prefix=b/',
+    '-U3',
+  );
   fake = await FakeGitHub.start();
 }, 120_000);
-afterAll(async () => { await fake?.close(); scratch.cleanup(); });
+afterAll(async () => {
+  await fake?.close();
+  scratch.cleanup();
+});
 
 /** The size of a result as the server sent it (the client's parse, re-serialized). */
 const sizeOf = (r: CallResult) => Buffer.byteLength(JSON.stringify(r), 'utf8');
@@ -81,7 +109,9 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
       env: { HOME, XDG_CONFIG_HOME: HOME, ...fake.env() },
     });
   });
-  afterAll(async () => { await client.close(); });
+  afterAll(async () => {
+    await client.close();
+  });
 
   /** Calls, checks the result is within the limit and succeeded, returns it. */
   async function ok(name: string, args: Record<string, unknown>): Promise<{ s: Record<string, any>; text: string }> {
@@ -149,7 +179,11 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
     let pages = 0;
     do {
       const { s, text } = await ok('search_files', {
-        path: path.join(ROOT, 'search'), query: 'needle', context_lines: 10, max_results: 100000, ...(cursor ? { cursor } : {}),
+        path: path.join(ROOT, 'search'),
+        query: 'needle',
+        context_lines: 10,
+        max_results: 100000,
+        ...(cursor ? { cursor } : {}),
       });
       pages++;
       for (const m of s.matches) {
@@ -162,7 +196,9 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
       expect(text).not.toMatch(/[\u0001\u0002]/);
       cursor = s.next_cursor ?? undefined;
     } while (cursor);
-    const expected = ['s0.txt', 's1.txt'].flatMap((f) => Array.from({ length: SEARCH_LINES }, (_, i) => `${f}:${i + 1}`));
+    const expected = ['s0.txt', 's1.txt'].flatMap((f) =>
+      Array.from({ length: SEARCH_LINES }, (_, i) => `${f}:${i + 1}`),
+    );
     expect(seen).toEqual(expected);
     expect(pages).toBeGreaterThan(2);
   }, 120_000);
@@ -189,7 +225,12 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
     const numbers: number[] = [];
     let cursor: string | undefined;
     do {
-      const { s, text } = await ok('github_issues', { action: 'list', repo: 'big/bodies', hostname: 'github.localhost', ...(cursor ? { cursor } : {}) });
+      const { s, text } = await ok('github_issues', {
+        action: 'list',
+        repo: 'big/bodies',
+        hostname: 'github.localhost',
+        ...(cursor ? { cursor } : {}),
+      });
       numbers.push(...s.issues.map((i: { number: number }) => i.number));
       if (s.next_cursor) expect(text).toContain(`call again with cursor: ${s.next_cursor}`);
       cursor = s.next_cursor ?? undefined;
@@ -206,7 +247,9 @@ describe.each(ERAS)('the response budget on forge results over a raised output c
       env: { HOME, XDG_CONFIG_HOME: HOME, ...fake.env() },
     });
   });
-  afterAll(async () => { await client.close(); });
+  afterAll(async () => {
+    await client.close();
+  });
 
   it('list of huge titles continues on the same page with a cursor; view of huge comments pages them', async () => {
     fake.reset();
@@ -219,27 +262,45 @@ describe.each(ERAS)('the response budget on forge results over a raised output c
     let cursor: string | undefined;
     let calls = 0;
     do {
-      const r = await client.call('github_issues', { action: 'list', repo: 'big/titles', hostname: 'github.localhost', ...(cursor ? { cursor } : {}) });
+      const r = await client.call('github_issues', {
+        action: 'list',
+        repo: 'big/titles',
+        hostname: 'github.localhost',
+        ...(cursor ? { cursor } : {}),
+      });
       calls++;
       expect(sizeOf(r)).toBeLessThanOrEqual(RESPONSE_LIMIT_BYTES);
       expect(r.isError, r.content[0]?.text?.slice(0, 500)).toBeFalsy();
       const s = r.structuredContent as Record<string, any>;
       for (const i of s.issues) {
         numbers.push(i.number);
-        expect(i.title === title(i.number - 1), `#${i.number}: ${i.title.length} vs ${title(i.number - 1).length} ${JSON.stringify(i.title.slice(0, 8))}`).toBe(true); // structured stays exact
+        expect(
+          i.title === title(i.number - 1),
+          `#${i.number}: ${i.title.length} vs ${title(i.number - 1).length} ${JSON.stringify(i.title.slice(0, 8))}`,
+        ).toBe(true); // structured stays exact
       }
       cursor = s.next_cursor ?? undefined;
     } while (cursor);
     expect(numbers.sort((a, b) => a - b)).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
     expect(calls).toBeGreaterThan(1);
 
-    const n = fake.addIssue(repo, { title: 'comments', body: 'short', comments: Array.from({ length: 8 }, (_, i) => `c${i} ${'"'.repeat(200 * KIB)}`) });
+    const n = fake.addIssue(repo, {
+      title: 'comments',
+      body: 'short',
+      comments: Array.from({ length: 8 }, (_, i) => `c${i} ${'"'.repeat(200 * KIB)}`),
+    });
     const bodies: string[] = [];
     let views = 0;
     cursor = undefined;
     do {
       views++;
-      const r = await client.call('github_issues', { action: 'view', repo: 'big/titles', hostname: 'github.localhost', number: n, ...(cursor ? { cursor } : {}) });
+      const r = await client.call('github_issues', {
+        action: 'view',
+        repo: 'big/titles',
+        hostname: 'github.localhost',
+        number: n,
+        ...(cursor ? { cursor } : {}),
+      });
       expect(sizeOf(r)).toBeLessThanOrEqual(RESPONSE_LIMIT_BYTES);
       expect(r.isError).toBeFalsy();
       const s = r.structuredContent as Record<string, any>;
@@ -253,4 +314,3 @@ describe.each(ERAS)('the response budget on forge results over a raised output c
     expect(views).toBeGreaterThan(1);
   }, 180_000);
 });
-

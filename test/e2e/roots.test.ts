@@ -18,10 +18,16 @@ import { makeTree } from '../helpers/tree.js';
 const uri = (p: string): string => pathToFileURL(p).href;
 
 /** R: the command-line root; O: a directory outside it. */
-const R = makeTree({ 'top.txt': 'top\n', sub: { 'in.txt': 'in sub\n' }, other: { 'y.txt': 'other\n' } }, 'fs-tools-roots-');
+const R = makeTree(
+  { 'top.txt': 'top\n', sub: { 'in.txt': 'in sub\n' }, other: { 'y.txt': 'other\n' } },
+  'fs-tools-roots-',
+);
 const O = makeTree({ 'x.txt': 'outside\n' }, 'fs-tools-client-');
 const sub = path.join(R.dir, 'sub');
-afterAll(() => { R.cleanup(); O.cleanup(); });
+afterAll(() => {
+  R.cleanup();
+  O.cleanup();
+});
 
 async function rootsOf(client: TestClient): Promise<Array<{ path: string; source: string }>> {
   const r = await client.callOk('list_allowed_directories', {});
@@ -139,7 +145,8 @@ describe('client roots, 2025 era, --client-roots=narrow (default)', () => {
 
   it('drops client roots that do not exist', async () => {
     const client = await connect('legacy', {
-      args: [R.dir], clientRoots: [uri(path.join(R.dir, 'no-such-dir')), uri(sub)],
+      args: [R.dir],
+      clientRoots: [uri(path.join(R.dir, 'no-such-dir')), uri(sub)],
     });
     try {
       expect(await rootsOf(client)).toEqual([{ path: sub, source: 'client' }]);
@@ -153,7 +160,12 @@ describe('client roots, 2025 era, --client-roots=narrow (default)', () => {
     try {
       expect(await rootsOf(client)).toEqual([{ path: R.dir, source: 'cli' }]);
       expect(await waitFor(() => client.stderr().includes('roots/list failed')), client.stderr()).toBe(true);
-      expect(client.stderr().split('\n').filter((l) => l.includes('roots/list'))).toHaveLength(1);
+      expect(
+        client
+          .stderr()
+          .split('\n')
+          .filter((l) => l.includes('roots/list')),
+      ).toHaveLength(1);
     } finally {
       await client.close();
     }
@@ -202,8 +214,13 @@ async function waitForAsync(check: () => Promise<boolean>, ms = 3000): Promise<b
 async function slowRootsClient(args: string[], roots: () => string[], delayMs: () => number) {
   const transport = new LegacyTransport({ command: process.execPath, args: [CLI, ...args], stderr: 'pipe' });
   let stderr = '';
-  transport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
-  const client = new LegacyClient({ name: 'slow-roots', version: '1.0.0' }, { capabilities: { roots: { listChanged: true } } });
+  transport.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const client = new LegacyClient(
+    { name: 'slow-roots', version: '1.0.0' },
+    { capabilities: { roots: { listChanged: true } } },
+  );
   let asked = 0;
   client.setRequestHandler(ListRootsRequestSchema, async () => {
     asked++;
@@ -218,7 +235,11 @@ async function slowRootsClient(args: string[], roots: () => string[], delayMs: (
 
 describe('client roots timing, 2025 era', () => {
   it('a path call waits for a pending roots/list (under 2 s) and sees its answer', async () => {
-    const s = await slowRootsClient([R.dir], () => [uri(sub)], () => 600);
+    const s = await slowRootsClient(
+      [R.dir],
+      () => [uri(sub)],
+      () => 600,
+    );
     try {
       const r = await s.call('read_file', { path: path.join(R.dir, 'top.txt') });
       expectCode(r, 'NOT_ALLOWED'); // narrowed to sub before the call ran
@@ -229,7 +250,11 @@ describe('client roots timing, 2025 era', () => {
   });
 
   it('a roots/list slower than 2 s: the call proceeds with the CLI roots, the answer applies later', async () => {
-    const s = await slowRootsClient([R.dir], () => [uri(sub)], () => 3000);
+    const s = await slowRootsClient(
+      [R.dir],
+      () => [uri(sub)],
+      () => 3000,
+    );
     try {
       const started = Date.now();
       const r = await s.call('read_file', { path: path.join(R.dir, 'top.txt') });
@@ -246,7 +271,11 @@ describe('client roots timing, 2025 era', () => {
 
   it('roots/list_changed re-reads the roots', async () => {
     let current = [uri(sub)];
-    const s = await slowRootsClient([R.dir], () => current, () => 0);
+    const s = await slowRootsClient(
+      [R.dir],
+      () => current,
+      () => 0,
+    );
     try {
       expectCode(await s.call('read_file', { path: path.join(R.dir, 'other', 'y.txt') }), 'NOT_ALLOWED');
       current = [uri(path.join(R.dir, 'other'))];
@@ -281,8 +310,12 @@ describe('2026-07-28 era: client roots are not requested', () => {
 
 describe.each(ERAS)('no roots at all: cwd is / and no ROOT (%s era)', (era) => {
   let client: TestClient;
-  beforeAll(async () => { client = await connect(era, { args: [], cwd: '/' }); });
-  afterAll(async () => { await client.close(); });
+  beforeAll(async () => {
+    client = await connect(era, { args: [], cwd: '/' });
+  });
+  afterAll(async () => {
+    await client.close();
+  });
 
   it.each([
     ['read_file', { path: 'etc/hostname' }],
@@ -331,13 +364,21 @@ describe('home directory is not a default root', () => {
 describe('client roots updates, 2025 era (SPEC §4.1 as updated by issue #15)', () => {
   it('an empty list AFTER a non-empty one narrows to nothing, never back; ROOTS_EMPTY names that cause', async () => {
     let roots = [uri(sub)];
-    const s = await slowRootsClient([R.dir], () => roots, () => 0);
+    const s = await slowRootsClient(
+      [R.dir],
+      () => roots,
+      () => 0,
+    );
     try {
       const first = await s.call('read_file', { path: 'in.txt' });
       expect(first.isError, first.content[0]?.text).toBeFalsy();
       roots = [];
       await s.client.sendRootsListChanged();
-      expect(await waitForAsync(async () => (await s.call('read_file', { path: path.join(sub, 'in.txt') })).isError === true)).toBe(true);
+      expect(
+        await waitForAsync(
+          async () => (await s.call('read_file', { path: path.join(sub, 'in.txt') })).isError === true,
+        ),
+      ).toBe(true);
       const e = expectCode(await s.call('read_file', { path: path.join(sub, 'in.txt') }), 'ROOTS_EMPTY');
       expect(e.error.message).toContain('empty list');
       expect(e.error.details.rule).toBe('client_emptied');
@@ -354,13 +395,21 @@ describe('client roots updates, 2025 era (SPEC §4.1 as updated by issue #15)', 
 
   it('an empty first answer then a non-empty one: the later one narrows', async () => {
     let roots: string[] = [];
-    const s = await slowRootsClient([R.dir], () => roots, () => 0);
+    const s = await slowRootsClient(
+      [R.dir],
+      () => roots,
+      () => 0,
+    );
     try {
       const first = await s.call('read_file', { path: 'top.txt' });
       expect(first.isError, first.content[0]?.text).toBeFalsy();
       roots = [uri(sub)];
       await s.client.sendRootsListChanged();
-      expect(await waitForAsync(async () => (await s.call('read_file', { path: path.join(R.dir, 'top.txt') })).isError === true)).toBe(true);
+      expect(
+        await waitForAsync(
+          async () => (await s.call('read_file', { path: path.join(R.dir, 'top.txt') })).isError === true,
+        ),
+      ).toBe(true);
       expectCode(await s.call('read_file', { path: path.join(R.dir, 'top.txt') }), 'NOT_ALLOWED');
       const ok = await s.call('read_file', { path: path.join(sub, 'in.txt') });
       expect(ok.isError, ok.content[0]?.text).toBeFalsy();

@@ -143,18 +143,29 @@ Object.assign(CASES, {
     fail: [
       { args: { path: 'mut/edit.txt', edits: [{ old_text: '', new_text: 'x' }] }, code: 'VALIDATION' },
       { args: { path: 'mut/edit.txt', edits: [{ old_text: 'no such text', new_text: 'x' }] }, code: 'PATCH_FAILED' },
-      { args: { path: 'mut/edit.txt', edits: [{ old_text: 'line one', new_text: 'x' }], expected_hash: hashOf('other') },
-        code: 'OCC_MISMATCH' },
+      {
+        args: {
+          path: 'mut/edit.txt',
+          edits: [{ old_text: 'line one', new_text: 'x' }],
+          expected_hash: hashOf('other'),
+        },
+        code: 'OCC_MISMATCH',
+      },
     ],
   },
   apply_patch: {
     ok: [
-      { patch: '--- a/mut/patch.txt\n+++ b/mut/patch.txt\n@@ -2,3 +2,3 @@\n p2\n-p3\n+P3\n p4\n',
-        expected_hashes: { 'mut/patch.txt': hashOf(PATCH_ME) } },
+      {
+        patch: '--- a/mut/patch.txt\n+++ b/mut/patch.txt\n@@ -2,3 +2,3 @@\n p2\n-p3\n+P3\n p4\n',
+        expected_hashes: { 'mut/patch.txt': hashOf(PATCH_ME) },
+      },
       { patch: '--- /dev/null\n+++ b/mut/created-by-patch.txt\n@@ -0,0 +1 @@\n+created\n' },
     ],
     fail: [
-      { args: { patch: '*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n' }, code: 'BEGIN_PATCH' },
+      {
+        args: { patch: '*** Begin Patch\n*** Update File: a.txt\n@@\n-alpha\n+ALPHA\n*** End Patch\n' },
+        code: 'BEGIN_PATCH',
+      },
       { args: { patch: 'this is not a diff' }, code: 'PATCH_FAILED' },
     ],
   },
@@ -246,8 +257,12 @@ Object.assign(CASES, {
 
 let fakeGitHub: FakeGitHub;
 let fakeGitLab: FakeGitLab;
-beforeAll(async () => { [fakeGitHub, fakeGitLab] = await Promise.all([FakeGitHub.start(), FakeGitLab.start()]); });
-afterAll(async () => { await Promise.all([fakeGitHub.close(), fakeGitLab.close()]); });
+beforeAll(async () => {
+  [fakeGitHub, fakeGitLab] = await Promise.all([FakeGitHub.start(), FakeGitLab.start()]);
+});
+afterAll(async () => {
+  await Promise.all([fakeGitHub.close(), fakeGitLab.close()]);
+});
 
 /** The environment that points the issue tools at the fakes. */
 function issueFakesEnv(): Record<string, string> {
@@ -256,11 +271,20 @@ function issueFakesEnv(): Record<string, string> {
 
 /** A git work tree with one commit, one modified file and one untracked file. */
 function makeRepo(dir: string): void {
-  const git = (...args: string[]) => execFileSync('git', args, {
-    cwd: dir, stdio: 'ignore',
-    env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@example.com', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' },
-  });
+  const git = (...args: string[]) =>
+    execFileSync('git', args, {
+      cwd: dir,
+      stdio: 'ignore',
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@example.com',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@example.com',
+        GIT_CONFIG_GLOBAL: '/dev/null',
+        GIT_CONFIG_NOSYSTEM: '1',
+      },
+    });
   git('init', '-q', '-b', 'main');
   git('add', 'tracked.txt');
   git('commit', '-q', '-m', 'init');
@@ -288,13 +312,20 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
     'empty.txt': '',
     'crlf.txt': 'one\r\ntwo\r\n',
     'bin.dat': Buffer.from([0x00, 0x01, 0xfe, 0xff, 0x80]),
-    'pixel.png': Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64'),
+    'pixel.png': Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+      'base64',
+    ),
     '.env': 'SECRET=schemas-secret-value\n',
     'link-to-a': symlink('a.txt'),
     src: { 'b.ts': 'export const b = 1; // TODO two\n', deep: { 'c.ts': '// todo three\n' } },
     mut: {
-      'blind.txt': 'never read\n', 'edit.txt': EDIT_ME, 'patch.txt': PATCH_ME, 'move.txt': 'move me\n',
-      'delete.txt': DELETE_ME, 'empty-dir': {},
+      'blind.txt': 'never read\n',
+      'edit.txt': EDIT_ME,
+      'patch.txt': PATCH_ME,
+      'move.txt': 'move me\n',
+      'delete.txt': DELETE_ME,
+      'empty-dir': {},
     },
     repo: { 'tracked.txt': 'one\n' },
   });
@@ -309,7 +340,10 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
     client = await connect(era, { args: [tree.dir], env: issueFakesEnv() });
     tools = await client.listTools();
   });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
   it('every advertised schema compiles under draft-07 and 2020-12', () => {
     for (const { dialect, compile } of compilers()) {
@@ -321,7 +355,7 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
   });
 
   it('every listed tool has a success case in the table', () => {
-    const missing = tools.map((t) => t.name).filter((name) => !(CASES[name]?.ok.length));
+    const missing = tools.map((t) => t.name).filter((name) => !CASES[name]?.ok.length);
     expect(missing, 'add success cases for these tools to CASES').toEqual([]);
   });
 
@@ -349,7 +383,9 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
         }
         // The advertised inputSchema accepts what the server accepts.
         for (const { dialect, validate } of inputValidators) {
-          expect.soft(validate(args), `${label} vs inputSchema (${dialect}): ${JSON.stringify(validate.errors)}`).toBe(true);
+          expect
+            .soft(validate(args), `${label} vs inputSchema (${dialect}): ${JSON.stringify(validate.errors)}`)
+            .toBe(true);
         }
         // Per-entry envelopes (read_files) follow the envelope contract too.
         for (const entry of (result.structuredContent?.results as Array<Record<string, unknown>> | undefined) ?? []) {
@@ -371,7 +407,12 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
         // without structuredContent into structuredContent and validates it against the outputSchema: the
         // envelope must pass, or the model sees "-32602 Structured content does not match" instead (issue #15).
         for (const { dialect, validate } of validators) {
-          expect.soft(validate(envelope), `${label} envelope vs outputSchema (${dialect}): ${JSON.stringify(validate.errors)}`).toBe(true);
+          expect
+            .soft(
+              validate(envelope),
+              `${label} envelope vs outputSchema (${dialect}): ${JSON.stringify(validate.errors)}`,
+            )
+            .toBe(true);
         }
       }
     }

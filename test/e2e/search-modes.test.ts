@@ -17,11 +17,16 @@ describe.each(ERAS)('search_files output modes (%s era)', (era) => {
     'd\nname.txt': 'needle with an odd name\n',
     '.env': 'needle=secret\n',
     'bin.dat': Buffer.from([0, 1, 2, 0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65]),
-    'sub': { 'e.txt': 'needle\nneedle\nneedle\n' },
+    sub: { 'e.txt': 'needle\nneedle\nneedle\n' },
   });
   let client: TestClient;
-  beforeAll(async () => { client = await connect(era, { args: [tree.dir] }); });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  beforeAll(async () => {
+    client = await connect(era, { args: [tree.dir] });
+  });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
   it('files_with_matches returns each matching file once, with the skips counted as for matches', async () => {
     const r = await client.callOk('search_files', { query: 'needle', output_mode: 'files_with_matches' });
@@ -44,7 +49,10 @@ describe.each(ERAS)('search_files output modes (%s era)', (era) => {
     for (const m of full.matches) perFile.set(m.path, (perFile.get(m.path) ?? 0) + 1);
     expect(r.counts).toEqual([...perFile].map(([path, count]) => ({ path, count })));
     expect(r.counts).toEqual([
-      { path: 'a.txt', count: 2 }, { path: 'c.txt', count: 1 }, { path: 'd\nname.txt', count: 1 }, { path: 'sub/e.txt', count: 3 },
+      { path: 'a.txt', count: 2 },
+      { path: 'c.txt', count: 1 },
+      { path: 'd\nname.txt', count: 1 },
+      { path: 'sub/e.txt', count: 3 },
     ]);
     expect(r.files).toEqual([]);
     expect(r.matches).toEqual([]);
@@ -56,24 +64,37 @@ describe.each(ERAS)('search_files output modes (%s era)', (era) => {
     const fText = f.content[0].text!;
     expect(fText.split('\n').slice(0, 4)).toEqual(['a.txt', 'c.txt', '"d\\nname.txt"', 'sub/e.txt']);
     const c = await client.call('search_files', { query: 'needle', output_mode: 'count' });
-    expect(c.content[0].text!.split('\n').slice(0, 4)).toEqual(['a.txt:2', 'c.txt:1', '"d\\nname.txt":1', 'sub/e.txt:3']);
+    expect(c.content[0].text!.split('\n').slice(0, 4)).toEqual([
+      'a.txt:2',
+      'c.txt:1',
+      '"d\\nname.txt":1',
+      'sub/e.txt:3',
+    ]);
     expect(c.content[0].text).toContain('7 matches in 4 files');
   });
 
-  it.each(['files_with_matches', 'count'])('%s pages with the cursor: every file once, the cap honoured', async (mode) => {
-    const seen: string[] = [];
-    let cursor: string | undefined;
-    let pages = 0;
-    do {
-      const r = await client.callOk('search_files', { query: 'needle', output_mode: mode, max_results: 1, ...(cursor ? { cursor } : {}) });
-      const page: string[] = mode === 'count' ? r.counts.map((c: any) => c.path) : r.files;
-      expect(page.length).toBeLessThanOrEqual(1);
-      seen.push(...page);
-      cursor = r.next_cursor ?? undefined;
-      pages++;
-    } while (cursor && pages < 10);
-    expect(seen).toEqual(['a.txt', 'c.txt', 'd\nname.txt', 'sub/e.txt']);
-  });
+  it.each(['files_with_matches', 'count'])(
+    '%s pages with the cursor: every file once, the cap honoured',
+    async (mode) => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const r = await client.callOk('search_files', {
+          query: 'needle',
+          output_mode: mode,
+          max_results: 1,
+          ...(cursor ? { cursor } : {}),
+        });
+        const page: string[] = mode === 'count' ? r.counts.map((c: any) => c.path) : r.files;
+        expect(page.length).toBeLessThanOrEqual(1);
+        seen.push(...page);
+        cursor = r.next_cursor ?? undefined;
+        pages++;
+      } while (cursor && pages < 10);
+      expect(seen).toEqual(['a.txt', 'c.txt', 'd\nname.txt', 'sub/e.txt']);
+    },
+  );
 
   it('a cursor of one mode is refused by another (VALIDATION), count needs a query', async () => {
     const r = await client.callOk('search_files', { query: 'needle', output_mode: 'count', max_results: 1 });
@@ -103,23 +124,35 @@ describe.each(ERAS)('search_files output modes under the response budget (%s era
     for (let i = 0; i < 1000; i++) writeFileSync(path.join(deep, leafName(i)), 'needle\n');
     client = await connect(era, { args: ['--max-search-results=100000', tree.dir] });
   });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
-  it.each(['files_with_matches', 'count'])('%s: budgeted pages, every file once', async (mode) => {
-    const seen: string[] = [];
-    let cursor: string | undefined;
-    let pages = 0;
-    do {
-      const r = await client.call('search_files', { query: 'needle', output_mode: mode, max_results: 100000, ...(cursor ? { cursor } : {}) });
-      const s = r.structuredContent as Record<string, any>;
-      const page: string[] = mode === 'count' ? s.counts.map((c: any) => c.path) : s.files;
-      if (s.truncated) expect(r.content[0].text).toContain(`continue with cursor: ${s.next_cursor}`);
-      expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThan(3 * 1024 * 1024);
-      seen.push(...page);
-      cursor = s.next_cursor ?? undefined;
-      pages++;
-    } while (cursor && pages < 20);
-    expect(pages).toBeGreaterThan(1);
-    expect(seen).toEqual(Array.from({ length: 1000 }, (_, i) => [...chain, leafName(i)].join('/')));
-  }, 60_000);
+  it.each(['files_with_matches', 'count'])(
+    '%s: budgeted pages, every file once',
+    async (mode) => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const r = await client.call('search_files', {
+          query: 'needle',
+          output_mode: mode,
+          max_results: 100000,
+          ...(cursor ? { cursor } : {}),
+        });
+        const s = r.structuredContent as Record<string, any>;
+        const page: string[] = mode === 'count' ? s.counts.map((c: any) => c.path) : s.files;
+        if (s.truncated) expect(r.content[0].text).toContain(`continue with cursor: ${s.next_cursor}`);
+        expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThan(3 * 1024 * 1024);
+        seen.push(...page);
+        cursor = s.next_cursor ?? undefined;
+        pages++;
+      } while (cursor && pages < 20);
+      expect(pages).toBeGreaterThan(1);
+      expect(seen).toEqual(Array.from({ length: 1000 }, (_, i) => [...chain, leafName(i)].join('/')));
+    },
+    60_000,
+  );
 });

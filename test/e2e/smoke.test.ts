@@ -8,8 +8,13 @@ import { makeTree } from '../helpers/tree.js';
 describe.each(ERAS)('smoke (%s era)', (era) => {
   const tree = makeTree({ 'a.txt': 'hello\n' });
   let client: TestClient;
-  beforeAll(async () => { client = await connect(era, { args: [tree.dir] }); });
-  afterAll(async () => { await client.close(); tree.cleanup(); });
+  beforeAll(async () => {
+    client = await connect(era, { args: [tree.dir] });
+  });
+  afterAll(async () => {
+    await client.close();
+    tree.cleanup();
+  });
 
   it('lists tools and reads a file', async () => {
     const tools = await client.listTools();

@@ -8,7 +8,17 @@
  * revert call; a revert onto a path the policy now protects (a file policy read_only rule) or a secret is refused with
  * nothing written; the bounds drop the oldest changes with a note; an invalid record on disk is ignored, never applied.
  */
-import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,13 +55,19 @@ describe.each(ERAS)('undo (%s era)', (era) => {
   it('lists edits newest first and reverts one change', async () => {
     const a = path.join(R, 'a.txt');
     await client.callOk('write_file', { path: a, content: 'two\n', expected_hash: contentHash('one\n') });
-    await client.callOk('edit_file', { path: a, edits: [{ old_text: 'two', new_text: 'three' }], expected_hash: contentHash('two\n') });
+    await client.callOk('edit_file', {
+      path: a,
+      edits: [{ old_text: 'two', new_text: 'three' }],
+      expected_hash: contentHash('two\n'),
+    });
     const listed = await client.callOk('list_changes', {});
     expect(listed.changes[0]).toMatchObject({
-      tool: 'edit_file', files: [{ path: a, previous_hash: contentHash('two\n'), content_hash: contentHash('three\n') }],
+      tool: 'edit_file',
+      files: [{ path: a, previous_hash: contentHash('two\n'), content_hash: contentHash('three\n') }],
     });
     expect(listed.changes[1]).toMatchObject({
-      tool: 'write_file', files: [{ path: a, previous_hash: contentHash('one\n'), content_hash: contentHash('two\n') }],
+      tool: 'write_file',
+      files: [{ path: a, previous_hash: contentHash('one\n'), content_hash: contentHash('two\n') }],
     });
     // dry run: the diff, nothing written
     const dry = await client.callOk('revert_changes', { change_id: listed.changes[0].id, dry_run: true });
@@ -59,7 +75,9 @@ describe.each(ERAS)('undo (%s era)', (era) => {
     expect(dry.diff).toContain('+two');
     expect(read('a.txt')).toBe('three\n');
     const done = await client.callOk('revert_changes', { change_id: listed.changes[0].id });
-    expect(done.files).toEqual([{ path: a, action: 'restored', previous_hash: contentHash('three\n'), content_hash: contentHash('two\n') }]);
+    expect(done.files).toEqual([
+      { path: a, action: 'restored', previous_hash: contentHash('three\n'), content_hash: contentHash('two\n') },
+    ]);
     expect(read('a.txt')).toBe('two\n');
     // The revert is itself a change, and can be undone.
     const after = await client.callOk('list_changes', {});
@@ -92,13 +110,30 @@ describe.each(ERAS)('undo (%s era)', (era) => {
 
   it('reverts a multi-file patch as a whole (created deleted, deleted recreated with its mode)', async () => {
     const patch = [
-      '--- a/b.txt', '+++ b/b.txt', '@@ -1 +1 @@', '-bee', '+BEE',
-      '--- /dev/null', '+++ b/new.txt', '@@ -0,0 +1 @@', '+fresh',
-      '--- a/gone.sh', '+++ /dev/null', '@@ -1,2 +0,0 @@', '-#!/bin/sh', '-echo hi', '',
+      '--- a/b.txt',
+      '+++ b/b.txt',
+      '@@ -1 +1 @@',
+      '-bee',
+      '+BEE',
+      '--- /dev/null',
+      '+++ b/new.txt',
+      '@@ -0,0 +1 @@',
+      '+fresh',
+      '--- a/gone.sh',
+      '+++ /dev/null',
+      '@@ -1,2 +0,0 @@',
+      '-#!/bin/sh',
+      '-echo hi',
+      '',
     ].join('\n');
     await client.callOk('apply_patch', {
-      patch, path: R,
-      expected_hashes: { 'b.txt': contentHash('bee\n'), 'new.txt': 'absent', 'gone.sh': contentHash('#!/bin/sh\necho hi\n') },
+      patch,
+      path: R,
+      expected_hashes: {
+        'b.txt': contentHash('bee\n'),
+        'new.txt': 'absent',
+        'gone.sh': contentHash('#!/bin/sh\necho hi\n'),
+      },
     });
     expect(existsSync(path.join(R, 'gone.sh'))).toBe(false);
     const listed = await client.callOk('list_changes', { limit: 1 });
@@ -159,7 +194,11 @@ describe('undo: policy, bounds and hostile records', () => {
     const pol = makeTree({ 'policy.json': JSON.stringify({ rules: [{ pattern: 'p.txt', access: 'read_only' }] }) });
     try {
       const c = await start('modern', r.dir, s.dir);
-      await c.callOk('write_file', { path: path.join(r.dir, 'p.txt'), content: 'p1\n', expected_hash: contentHash('p0\n') });
+      await c.callOk('write_file', {
+        path: path.join(r.dir, 'p.txt'),
+        content: 'p1\n',
+        expected_hash: contentHash('p0\n'),
+      });
       await c.close();
       const guarded = await start('modern', r.dir, s.dir, [`--policy=${path.join(pol.dir, 'policy.json')}`]);
       try {
@@ -169,7 +208,9 @@ describe('undo: policy, bounds and hostile records', () => {
         await guarded.close();
       }
     } finally {
-      r.cleanup(); s.cleanup(); pol.cleanup();
+      r.cleanup();
+      s.cleanup();
+      pol.cleanup();
     }
   });
 
@@ -178,15 +219,28 @@ describe('undo: policy, bounds and hostile records', () => {
     const s = makeTree();
     try {
       const c = await start('legacy', r.dir, s.dir);
-      await c.callOk('write_file', { path: path.join(r.dir, 'x.txt'), content: 'y\n', expected_hash: contentHash('x\n') });
+      await c.callOk('write_file', {
+        path: path.join(r.dir, 'x.txt'),
+        content: 'y\n',
+        expected_hash: contentHash('x\n'),
+      });
       const dir = path.join(s.dir, 'history');
       const [name] = readdirSync(dir).filter((n) => n !== 'meta.json');
       const record = JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
       const forge = (id: string, file: string, real: string, evil: string) => {
-        const f = { ...record, id, files: [{
-          path: path.join(r.dir, file), old_base64: Buffer.from(evil).toString('base64'),
-          old_hash: contentHash(evil), old_mode: 0o644, new_hash: contentHash(real),
-        }] };
+        const f = {
+          ...record,
+          id,
+          files: [
+            {
+              path: path.join(r.dir, file),
+              old_base64: Buffer.from(evil).toString('base64'),
+              old_hash: contentHash(evil),
+              old_mode: 0o644,
+              new_hash: contentHash(real),
+            },
+          ],
+        };
         writeFileSync(path.join(dir, `${id}.json`), JSON.stringify(f));
         return f;
       };
@@ -195,8 +249,10 @@ describe('undo: policy, bounds and hostile records', () => {
       const git = forge(record.id.replace(/.{2}$/, 'a1'), '.git/config', '[core]\n', '[core]\nfsmonitor = evil\n');
       // And a malformed one (bytes not matching their hash): ignored and counted.
       const badId = record.id.replace(/.{2}$/, 'b0');
-      writeFileSync(path.join(dir, `${badId}.json`), JSON.stringify({ ...secret, id: badId,
-        files: [{ ...secret.files[0], old_hash: contentHash('other') }] }));
+      writeFileSync(
+        path.join(dir, `${badId}.json`),
+        JSON.stringify({ ...secret, id: badId, files: [{ ...secret.files[0], old_hash: contentHash('other') }] }),
+      );
       const listed = await c.callOk('list_changes', {});
       expect(listed.invalid).toBe(1);
       expect(listed.hidden).toBe(1);
@@ -208,7 +264,8 @@ describe('undo: policy, bounds and hostile records', () => {
       expect(readFileSync(path.join(r.dir, '.git', 'config'), 'utf8')).toBe('[core]\n');
       await c.close();
     } finally {
-      r.cleanup(); s.cleanup();
+      r.cleanup();
+      s.cleanup();
     }
   });
 
@@ -231,7 +288,8 @@ describe('undo: policy, bounds and hostile records', () => {
       expect(readFileSync(f, 'utf8')).toBe('2\n');
       await c.close();
     } finally {
-      r.cleanup(); s.cleanup();
+      r.cleanup();
+      s.cleanup();
     }
   });
 
@@ -249,7 +307,8 @@ describe('undo: policy, bounds and hostile records', () => {
       const listed = await c.callOk('list_changes', {});
       expect(listed.dropped).toBeGreaterThan(0);
       expect(listed.changes.length + listed.dropped).toBe(6);
-      const onDisk = readdirSync(path.join(s.dir, 'history')).filter((n) => n !== 'meta.json')
+      const onDisk = readdirSync(path.join(s.dir, 'history'))
+        .filter((n) => n !== 'meta.json')
         .reduce((sum, n) => sum + statSync(path.join(s.dir, 'history', n)).size, 0);
       expect(onDisk).toBeLessThanOrEqual(2000);
       const big = 'z'.repeat(3000);
@@ -260,7 +319,8 @@ describe('undo: policy, bounds and hostile records', () => {
       expect(after.changes[0].files[0].content_hash).toBe(contentHash(big));
       await c.close();
     } finally {
-      r.cleanup(); s.cleanup();
+      r.cleanup();
+      s.cleanup();
     }
   });
 
@@ -274,14 +334,18 @@ describe('undo: policy, bounds and hostile records', () => {
       await c.callOk('write_file', { path: f, content: 'l1\n', expected_hash: contentHash('l0\n') });
       rmSync(f);
       symlinkSync(path.join(o.dir, 'outside.txt'), f);
-      const e = expectCode(await c.call('revert_changes', { last: 1, expected_hashes: { [f]: contentHash('outside\n') } }),
-        'FILE_POLICY_DENIED');
+      const e = expectCode(
+        await c.call('revert_changes', { last: 1, expected_hashes: { [f]: contentHash('outside\n') } }),
+        'FILE_POLICY_DENIED',
+      );
       expect(e.error.details.kind).toBe('symlink');
       expect(readFileSync(path.join(o.dir, 'outside.txt'), 'utf8')).toBe('outside\n');
       expect(lstatSync(f).isSymbolicLink()).toBe(true);
       await c.close();
     } finally {
-      r.cleanup(); o.cleanup(); s.cleanup();
+      r.cleanup();
+      o.cleanup();
+      s.cleanup();
     }
   });
 
@@ -289,19 +353,40 @@ describe('undo: policy, bounds and hostile records', () => {
     const r = makeTree({ 'k1.txt': 'one\n', 'k2.txt': 'two\n' });
     const s = makeTree();
     try {
-      const patch = ['--- a/k1.txt', '+++ b/k1.txt', '@@ -1 +1 @@', '-one', '+ONE',
-        '--- a/k2.txt', '+++ b/k2.txt', '@@ -1 +1 @@', '-two', '+TWO', ''].join('\n');
+      const patch = [
+        '--- a/k1.txt',
+        '+++ b/k1.txt',
+        '@@ -1 +1 @@',
+        '-one',
+        '+ONE',
+        '--- a/k2.txt',
+        '+++ b/k2.txt',
+        '@@ -1 +1 @@',
+        '-two',
+        '+TWO',
+        '',
+      ].join('\n');
       const c = await start('modern', r.dir, s.dir);
-      await c.callOk('apply_patch', { patch, path: r.dir, expected_hashes: { 'k1.txt': contentHash('one\n'), 'k2.txt': contentHash('two\n') } });
+      await c.callOk('apply_patch', {
+        patch,
+        path: r.dir,
+        expected_hashes: { 'k1.txt': contentHash('one\n'), 'k2.txt': contentHash('two\n') },
+      });
       await c.close();
       // FS_TOOLS_TEST_KILL_AT=2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam).
-      const killed = spawnSync(process.execPath, [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'revert_changes',
-        JSON.stringify({ last: 1 })], { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '2' }, encoding: 'utf8' });
+      const killed = spawnSync(
+        process.execPath,
+        [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'revert_changes', JSON.stringify({ last: 1 })],
+        { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '2' }, encoding: 'utf8' },
+      );
       expect(killed.signal).toBe('SIGKILL');
       expect(readFileSync(path.join(r.dir, 'k1.txt'), 'utf8')).toBe('one\n'); // the kill landed mid-revert
       // The next start recovers (the `call` mode runs the same start-up recovery as the server).
-      const restart = spawnSync(process.execPath, [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'list_allowed_directories'],
-        { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '' }, encoding: 'utf8' });
+      const restart = spawnSync(
+        process.execPath,
+        [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'list_allowed_directories'],
+        { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '' }, encoding: 'utf8' },
+      );
       expect(JSON.parse(restart.stdout).recovered_transactions[0].outcome, restart.stderr).toBe('ROLLBACK_COMPLETE');
       const again = await start('modern', r.dir, s.dir);
       expect(readFileSync(path.join(r.dir, 'k1.txt'), 'utf8')).toBe('ONE\n');
@@ -310,7 +395,8 @@ describe('undo: policy, bounds and hostile records', () => {
       expect((await again.callOk('list_changes', { limit: 1 })).changes[0].tool).toBe('apply_patch');
       await again.close();
     } finally {
-      r.cleanup(); s.cleanup();
+      r.cleanup();
+      s.cleanup();
     }
   });
 });

@@ -20,16 +20,28 @@ const segment = 'n'.repeat(250);
 
 beforeAll(() => {
   // Built with relative cd's (bash), which work below PATH_MAX where absolute paths do not: 20 × 251 > 4096.
-  execFileSync('bash', ['-c', `cd "${LONG}" && echo needle > top.txt && for i in $(seq 20); do mkdir ${segment} && cd ${segment}; done && echo needle > bottom.txt`]);
-  execFileSync('bash', ['-c', `cd "${DEEP}" && for i in $(seq 70); do mkdir d && cd d; done && echo needle > bottom.txt`]);
+  execFileSync('bash', [
+    '-c',
+    `cd "${LONG}" && echo needle > top.txt && for i in $(seq 20); do mkdir ${segment} && cd ${segment}; done && echo needle > bottom.txt`,
+  ]);
+  execFileSync('bash', [
+    '-c',
+    `cd "${DEEP}" && for i in $(seq 70); do mkdir d && cd d; done && echo needle > bottom.txt`,
+  ]);
 });
 // rm -rf removes what is below PATH_MAX (it works relative to directory descriptors).
-afterAll(() => { execFileSync('rm', ['-rf', scratch.dir]); });
+afterAll(() => {
+  execFileSync('rm', ['-rf', scratch.dir]);
+});
 
 describe.each(ERAS)('walk gaps are counted (%s era)', (era: Era) => {
   let client: TestClient;
-  beforeAll(async () => { client = await connect(era, { args: [scratch.dir] }); });
-  afterAll(async () => { await client.close(); });
+  beforeAll(async () => {
+    client = await connect(era, { args: [scratch.dir] });
+  });
+  afterAll(async () => {
+    await client.close();
+  });
 
   it('search_files below PATH_MAX: glob reaches the file; content search counts what it cannot open, and says so', async () => {
     const r = await client.call('search_files', { path: LONG, query: 'needle' });
@@ -37,7 +49,7 @@ describe.each(ERAS)('walk gaps are counted (%s era)', (era: Era) => {
     expect(s.matches.map((m: { path: string }) => m.path)).toEqual(['top.txt']);
     expect(s.skipped.unreadable + s.skipped.name_too_long).toBe(1);
     expect(r.content.map((c) => c.text).join('\n')).toMatch(/1 (unreadable|name_too_long)/);
-    const g = (await client.callOk('search_files', { path: LONG, glob: '**/*.txt' }));
+    const g = await client.callOk('search_files', { path: LONG, glob: '**/*.txt' });
     expect(g.files).toEqual([`${Array(20).fill(segment).join('/')}/bottom.txt`, 'top.txt']);
     expect(g.skipped).toMatchObject({ unreadable: 0, name_too_long: 0 });
   });

@@ -78,7 +78,8 @@ describe('ERROR_CODES pin', () => {
   });
 
   test('seeds/001: recovery groups of the filesystem mapper', () => {
-    const group = (r: Recovery) => SPEC_FILESYSTEM.map(([c]) => c).filter((c) => ERROR_CODES[c as ErrorCode].recovery === r);
+    const group = (r: Recovery) =>
+      SPEC_FILESYSTEM.map(([c]) => c).filter((c) => ERROR_CODES[c as ErrorCode].recovery === r);
     expect(group('read_and_rebase')).toEqual(['OCC_MISMATCH', 'HASH_REQUIRED', 'PATCH_FAILED', 'STALE_GIT']);
     expect(group('check_already_applied')).toEqual(['ROLLBACK_COMPLETE', 'ROLLBACK_PARTIAL', 'ROLLBACK_FAILED']);
     expect(group('fix_arguments')).toHaveLength(SPEC_FILESYSTEM.length - 7);
@@ -86,8 +87,14 @@ describe('ERROR_CODES pin', () => {
     expect(group('fix_environment')).toEqual([]);
   });
 
-  test('the recovery vocabulary is SPEC §3.2\'s five values', () => {
-    expect(ALL_RECOVERIES).toEqual(['read_and_rebase', 'check_already_applied', 'fix_arguments', 'retry_later', 'fix_environment']);
+  test("the recovery vocabulary is SPEC §3.2's five values", () => {
+    expect(ALL_RECOVERIES).toEqual([
+      'read_and_rebase',
+      'check_already_applied',
+      'fix_arguments',
+      'retry_later',
+      'fix_environment',
+    ]);
   });
 
   test('GitLab has no codes of its own for what GH_RATE_LIMIT, GH_OUTPUT_LIMIT and GH_HOST_DENIED cover', () => {

@@ -34,7 +34,9 @@ afterEach(() => {
 
 describe('ToolError → envelope', () => {
   test('exactly the SPEC keys, values carried over, defaults from the table', () => {
-    const envelope = toEnvelope(new ToolError('NOT_FOUND', 'No such file: /proj/x.', { path: '/proj/x', details: { n: 3 } }));
+    const envelope = toEnvelope(
+      new ToolError('NOT_FOUND', 'No such file: /proj/x.', { path: '/proj/x', details: { n: 3 } }),
+    );
     expect(Object.keys(envelope)).toEqual(['error']);
     expect(Object.keys(envelope.error).sort()).toEqual(BASE_KEYS);
     expect(envelope.error).toEqual({
@@ -56,11 +58,19 @@ describe('ToolError → envelope', () => {
     expect(e.suggestion).toMatch(/root/i);
   });
 
-  test('the thrower\'s suggestion and (issue tools) retryable/recovery overrides win', () => {
-    const e = toEnvelope(new ToolError('GH_NETWORK', 'Timed out.', {
-      suggestion: 'View the issue first.', retryable: false, recovery: 'check_already_applied',
-    })).error;
-    expect(e).toMatchObject({ suggestion: 'View the issue first.', retryable: false, recovery: 'check_already_applied' });
+  test("the thrower's suggestion and (issue tools) retryable/recovery overrides win", () => {
+    const e = toEnvelope(
+      new ToolError('GH_NETWORK', 'Timed out.', {
+        suggestion: 'View the issue first.',
+        retryable: false,
+        recovery: 'check_already_applied',
+      }),
+    ).error;
+    expect(e).toMatchObject({
+      suggestion: 'View the issue first.',
+      retryable: false,
+      recovery: 'check_already_applied',
+    });
   });
 
   test('numbers in details stay numbers through JSON', () => {
@@ -71,22 +81,37 @@ describe('ToolError → envelope', () => {
   test('OccMismatchError adds expected_hash, current_hash and conflict beside details', () => {
     const hashA = `sha256:${'a'.repeat(64)}`;
     const hashB = `sha256:${'b'.repeat(64)}`;
-    const envelope = toEnvelope(new OccMismatchError('Changed since read.', {
-      path: '/proj/f', expectedHash: hashA, currentHash: hashB,
-      conflict: { reason: 'modified', changed_ranges: [[2, 3]], bytes_delta: 4 },
-    }));
-    expect(Object.keys(envelope.error).sort()).toEqual([...BASE_KEYS, 'conflict', 'current_hash', 'expected_hash'].sort());
+    const envelope = toEnvelope(
+      new OccMismatchError('Changed since read.', {
+        path: '/proj/f',
+        expectedHash: hashA,
+        currentHash: hashB,
+        conflict: { reason: 'modified', changed_ranges: [[2, 3]], bytes_delta: 4 },
+      }),
+    );
+    expect(Object.keys(envelope.error).sort()).toEqual(
+      [...BASE_KEYS, 'conflict', 'current_hash', 'expected_hash'].sort(),
+    );
     expect(envelope.error).toMatchObject({
-      code: 'OCC_MISMATCH', retryable: true, recovery: 'read_and_rebase',
-      expected_hash: hashA, current_hash: hashB, conflict: { reason: 'modified', changed_ranges: [[2, 3]], bytes_delta: 4 },
+      code: 'OCC_MISMATCH',
+      retryable: true,
+      recovery: 'read_and_rebase',
+      expected_hash: hashA,
+      current_hash: hashB,
+      conflict: { reason: 'modified', changed_ranges: [[2, 3]], bytes_delta: 4 },
     });
     expect(ErrorEnvelopeSchema.safeParse(envelope).success).toBe(true);
   });
 
   test('a deleted file: current_hash null', () => {
-    const e = toEnvelope(new OccMismatchError('Deleted.', {
-      path: '/proj/f', expectedHash: `sha256:${'a'.repeat(64)}`, currentHash: null, conflict: { reason: 'deleted' },
-    })).error;
+    const e = toEnvelope(
+      new OccMismatchError('Deleted.', {
+        path: '/proj/f',
+        expectedHash: `sha256:${'a'.repeat(64)}`,
+        currentHash: null,
+        conflict: { reason: 'deleted' },
+      }),
+    ).error;
     expect(e.current_hash).toBeNull();
     expect(e.conflict).toEqual({ reason: 'deleted' });
     // issue 21: nothing to re-read — not retryable, and the arguments must change (expected_hash "absent") or stop.
@@ -98,7 +123,9 @@ describe('ToolError → envelope', () => {
 
   test('no other code ever carries the OCC fields', () => {
     for (const code of ['NOT_FOUND', 'HASH_REQUIRED', 'STALE_GIT', 'PATCH_FAILED'] as const) {
-      expect(Object.keys(toEnvelope(new ToolError(code, 'm', { details: { current_hash: 'x' } })).error).sort()).toEqual(BASE_KEYS);
+      expect(
+        Object.keys(toEnvelope(new ToolError(code, 'm', { details: { current_hash: 'x' } })).error).sort(),
+      ).toEqual(BASE_KEYS);
     }
   });
 });
@@ -133,17 +160,24 @@ describe('Node errno errors', () => {
 
   test.each(['EACCES', 'EPERM'])('%s → FILE_POLICY_DENIED, details.source "os"', (code) => {
     const e = toEnvelope(errnoError(code)).error;
-    expect(e).toMatchObject({ code: 'FILE_POLICY_DENIED', path: '/proj/f.txt', details: { source: 'os', errno: code } });
+    expect(e).toMatchObject({
+      code: 'FILE_POLICY_DENIED',
+      path: '/proj/f.txt',
+      details: { source: 'os', errno: code },
+    });
     expect(e.retryable).toBe(false);
   });
 
-  test.each(['ENOSPC', 'EIO', 'EROFS', 'EMFILE', 'ENFILE', 'EDQUOT', 'EXDEV'])('%s → IO_ERROR with details.errno', (code) => {
-    const e = toEnvelope(errnoError(code, 'write')).error;
-    expect(e).toMatchObject({ code: 'IO_ERROR', path: '/proj/f.txt', details: { errno: code, syscall: 'write' } });
-    expect(e.message).toContain(code);
-    expect(e.retryable).toBe(false);
-    expect(e.recovery).toBe('fix_arguments');
-  });
+  test.each(['ENOSPC', 'EIO', 'EROFS', 'EMFILE', 'ENFILE', 'EDQUOT', 'EXDEV'])(
+    '%s → IO_ERROR with details.errno',
+    (code) => {
+      const e = toEnvelope(errnoError(code, 'write')).error;
+      expect(e).toMatchObject({ code: 'IO_ERROR', path: '/proj/f.txt', details: { errno: code, syscall: 'write' } });
+      expect(e.message).toContain(code);
+      expect(e.retryable).toBe(false);
+      expect(e.recovery).toBe('fix_arguments');
+    },
+  );
 
   test('an unknown errno is IO_ERROR, never VALIDATION', () => {
     const e = toEnvelope(errnoError('EWEIRD')).error;
@@ -215,10 +249,12 @@ describe('redaction', () => {
   };
 
   test.each(TOKENS)('%s is redacted from message, details (nested) and suggestion', (label, token) => {
-    const e = toEnvelope(new ToolError('GH_FAILED', `gh failed: ${token} rejected`, {
-      details: { stderr_first_line: `error: ${token}`, nested: { list: [token, 1, true, null] } },
-      suggestion: `Retry without ${token}.`,
-    })).error;
+    const e = toEnvelope(
+      new ToolError('GH_FAILED', `gh failed: ${token} rejected`, {
+        details: { stderr_first_line: `error: ${token}`, nested: { list: [token, 1, true, null] } },
+        suggestion: `Retry without ${token}.`,
+      }),
+    ).error;
     const text = JSON.stringify(e);
     for (const part of SECRET_PARTS[label] ?? [token]) expect(text).not.toContain(part);
     expect(e.message).toContain('[REDACTED]');
@@ -241,7 +277,9 @@ describe('redaction', () => {
   });
 
   test('the host of a credentialed URL survives (only the credential goes)', () => {
-    const e = toEnvelope(new ToolError('GL_FAILED', 'push to https://alice:pw@gitlab.example.com/g/r.git failed')).error;
+    const e = toEnvelope(
+      new ToolError('GL_FAILED', 'push to https://alice:pw@gitlab.example.com/g/r.git failed'),
+    ).error;
     expect(e.message).toContain('gitlab.example.com/g/r.git');
     expect(e.message).not.toContain('alice');
   });
@@ -253,7 +291,7 @@ describe('redaction', () => {
     expect(logged[0]).toContain('[REDACTED]');
   });
 
-  test('tokens in an errno error\'s message never surface (the mapper writes its own message)', () => {
+  test("tokens in an errno error's message never surface (the mapper writes its own message)", () => {
     const token = `glpat-${'k'.repeat(20)}`;
     const e = toEnvelope(Object.assign(new Error(`EIO: remote said ${token}`), { code: 'EIO', syscall: 'read' })).error;
     expect(e.code).toBe('IO_ERROR');
@@ -261,9 +299,14 @@ describe('redaction', () => {
   });
 
   test('OCC extras pass the same filter', () => {
-    const e = toEnvelope(new OccMismatchError(`changed by https://bob:pw@host/x`, {
-      path: '/p', expectedHash: 'sha256:0', currentHash: null, conflict: { reason: 'deleted' },
-    })).error;
+    const e = toEnvelope(
+      new OccMismatchError(`changed by https://bob:pw@host/x`, {
+        path: '/p',
+        expectedHash: 'sha256:0',
+        currentHash: null,
+        conflict: { reason: 'deleted' },
+      }),
+    ).error;
     expect(e.message).not.toContain('bob:pw');
   });
 });

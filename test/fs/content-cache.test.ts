@@ -12,13 +12,30 @@
  * - keys: any of dev, ino, size, mtimeMs, ctimeMs differing is a miss; small files are not cached; LRU bound.
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdtempSync, openSync, closeSync, realpathSync, renameSync, rmSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdtempSync,
+  openSync,
+  closeSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CHECKPOINT_BYTES, ContentFactsCache, identityOf, type ContentFacts, type FileIdentity } from '../../src/fs/content-cache.js';
+import {
+  CHECKPOINT_BYTES,
+  ContentFactsCache,
+  identityOf,
+  type ContentFacts,
+  type FileIdentity,
+} from '../../src/fs/content-cache.js';
 import { readRange, type RangeRequest, type RangeResult } from '../../src/fs/read-range.js';
 
 const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-content-cache-')));
@@ -53,8 +70,13 @@ function countingHandle(handle: FileHandle): { handle: FileHandle; bytes: () => 
   return { handle: proxy, bytes: () => total };
 }
 
-async function readWith(p: string, req: RangeRequest, cache: ContentFactsCache | undefined, maxBytes = 1 << 30,
-  textBoundaries = true): Promise<RangeResult & { readBytes: number }> {
+async function readWith(
+  p: string,
+  req: RangeRequest,
+  cache: ContentFactsCache | undefined,
+  maxBytes = 1 << 30,
+  textBoundaries = true,
+): Promise<RangeResult & { readBytes: number }> {
   const raw = await open(p, 'r');
   try {
     const stats = await raw.stat();
@@ -67,7 +89,12 @@ async function readWith(p: string, req: RangeRequest, cache: ContentFactsCache |
 }
 
 /** The result (or the error message) of a read, for comparing cached with uncached reads. */
-async function outcome(p: string, req: RangeRequest, cache: ContentFactsCache | undefined, maxBytes?: number): Promise<unknown> {
+async function outcome(
+  p: string,
+  req: RangeRequest,
+  cache: ContentFactsCache | undefined,
+  maxBytes?: number,
+): Promise<unknown> {
   try {
     return strip(await readWith(p, req, cache, maxBytes));
   } catch (error) {
@@ -81,54 +108,73 @@ const strip = (r: RangeResult & { readBytes?: number }) => {
 };
 
 /** A text of about `size` bytes: lines of random length (some far longer than an index span), mixed EOLs. */
-const bigText = fc.record({
-  seed: fc.integer(),
-  size: fc.integer({ min: 3 * CHECKPOINT_BYTES, max: 6 * CHECKPOINT_BYTES }),
-  crlf: fc.boolean(),
-  bom: fc.boolean(),
-  finalNewline: fc.boolean(),
-}).map(({ seed, size, crlf, bom, finalNewline }) => {
-  let x = seed >>> 0;
-  const rnd = () => { x = (Math.imul(x, 1664525) + 1013904223) >>> 0; return x / 2 ** 32; };
-  const parts: string[] = [bom ? '\uFEFF' : ''];
-  let n = 0;
-  while (n < size) {
-    const r = rnd();
-    const len = r < 0.01 ? Math.floor(rnd() * 3 * CHECKPOINT_BYTES) : Math.floor(rnd() * 120);
-    const line = (rnd() < 0.1 ? '€ñ' : '').padEnd(len, 'abcdefgh'[Math.floor(rnd() * 8)]);
-    parts.push(line, crlf && rnd() < 0.5 ? '\r\n' : '\n');
-    n += len + 2;
-  }
-  let text = parts.join('');
-  if (!finalNewline) text = text.replace(/\r?\n$/, '');
-  return Buffer.from(text, 'utf8');
-});
+const bigText = fc
+  .record({
+    seed: fc.integer(),
+    size: fc.integer({ min: 3 * CHECKPOINT_BYTES, max: 6 * CHECKPOINT_BYTES }),
+    crlf: fc.boolean(),
+    bom: fc.boolean(),
+    finalNewline: fc.boolean(),
+  })
+  .map(({ seed, size, crlf, bom, finalNewline }) => {
+    let x = seed >>> 0;
+    const rnd = () => {
+      x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+      return x / 2 ** 32;
+    };
+    const parts: string[] = [bom ? '\uFEFF' : ''];
+    let n = 0;
+    while (n < size) {
+      const r = rnd();
+      const len = r < 0.01 ? Math.floor(rnd() * 3 * CHECKPOINT_BYTES) : Math.floor(rnd() * 120);
+      const line = (rnd() < 0.1 ? '€ñ' : '').padEnd(len, 'abcdefgh'[Math.floor(rnd() * 8)]);
+      parts.push(line, crlf && rnd() < 0.5 ? '\r\n' : '\n');
+      n += len + 2;
+    }
+    let text = parts.join('');
+    if (!finalNewline) text = text.replace(/\r?\n$/, '');
+    return Buffer.from(text, 'utf8');
+  });
 
 describe('cached reads equal uncached reads', () => {
   it('for every request kind and cap (property)', async () => {
-    await fc.assert(fc.asyncProperty(bigText, fc.array(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 0, max: 4 }),
-      fc.integer({ min: 1, max: 200_000 })), { minLength: 1, maxLength: 12 }), async (content, picks) => {
-      const p = tempPath();
-      writeFileSync(p, content);
-      const cache = agedCache();
-      const first = await readWith(p, { kind: 'lines', startLine: 1, endLine: 1 }, cache);
-      expect(first.contentHash).toBe(sha(content));
-      expect(cache.size).toBe(1);
-      for (const [a, b, kind, cap] of picks) {
-        const total = first.totalLines;
-        const start = 1 + (a % Math.max(total, 1));
-        const req: RangeRequest = kind === 0 ? { kind: 'lines', startLine: start, endLine: start + (b % 50) }
-          : kind === 1 ? { kind: 'lines', startLine: start, endLine: null }
-          : kind === 2 ? { kind: 'head', lines: 1 + (b % 500) }
-          : kind === 3 ? { kind: 'tail', lines: 1 + (b % 500) }
-          : { kind: 'bytes', offset: a % (content.length + 1) };
-        const textBoundaries = kind !== 4; // a byte read may start inside a character only as raw bytes
-        const cold = await readWith(p, req, undefined, cap, textBoundaries);
-        const warm = await readWith(p, req, cache, cap, textBoundaries);
-        expect(strip(warm)).toEqual(strip(cold));
-      }
-      rmSync(p);
-    }), { numRuns: 25 });
+    await fc.assert(
+      fc.asyncProperty(
+        bigText,
+        fc.array(fc.tuple(fc.nat(), fc.nat(), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 200_000 })), {
+          minLength: 1,
+          maxLength: 12,
+        }),
+        async (content, picks) => {
+          const p = tempPath();
+          writeFileSync(p, content);
+          const cache = agedCache();
+          const first = await readWith(p, { kind: 'lines', startLine: 1, endLine: 1 }, cache);
+          expect(first.contentHash).toBe(sha(content));
+          expect(cache.size).toBe(1);
+          for (const [a, b, kind, cap] of picks) {
+            const total = first.totalLines;
+            const start = 1 + (a % Math.max(total, 1));
+            const req: RangeRequest =
+              kind === 0
+                ? { kind: 'lines', startLine: start, endLine: start + (b % 50) }
+                : kind === 1
+                  ? { kind: 'lines', startLine: start, endLine: null }
+                  : kind === 2
+                    ? { kind: 'head', lines: 1 + (b % 500) }
+                    : kind === 3
+                      ? { kind: 'tail', lines: 1 + (b % 500) }
+                      : { kind: 'bytes', offset: a % (content.length + 1) };
+            const textBoundaries = kind !== 4; // a byte read may start inside a character only as raw bytes
+            const cold = await readWith(p, req, undefined, cap, textBoundaries);
+            const warm = await readWith(p, req, cache, cap, textBoundaries);
+            expect(strip(warm)).toEqual(strip(cold));
+          }
+          rmSync(p);
+        },
+      ),
+      { numRuns: 25 },
+    );
   });
 
   it('at every index boundary: the lines around each checkpoint, and byte offsets at and next to it', async () => {
@@ -138,9 +184,12 @@ describe('cached reads equal uncached reads', () => {
     let i = 0;
     while (size < 5 * CHECKPOINT_BYTES) {
       const nextBoundary = (Math.floor(size / CHECKPOINT_BYTES) + 1) * CHECKPOINT_BYTES;
-      const len = i % 7 === 3 && nextBoundary - size - 1 > 0 && nextBoundary - size - 1 < 400
-        ? nextBoundary - size - 1 // the newline lands on byte nextBoundary - 1
-        : i % 7 === 5 && nextBoundary - size < 400 ? nextBoundary - size : 30 + (i * 37) % 300;
+      const len =
+        i % 7 === 3 && nextBoundary - size - 1 > 0 && nextBoundary - size - 1 < 400
+          ? nextBoundary - size - 1 // the newline lands on byte nextBoundary - 1
+          : i % 7 === 5 && nextBoundary - size < 400
+            ? nextBoundary - size
+            : 30 + ((i * 37) % 300);
       parts.push(`${'z'.repeat(len)}\n`);
       size += len + 1;
       i++;
@@ -150,7 +199,11 @@ describe('cached reads equal uncached reads', () => {
     writeFileSync(p, content);
     const cache = agedCache();
     await readWith(p, { kind: 'head', lines: 1 }, cache);
-    const newlinesBefore = (offset: number) => { let n = 0; for (let b = 0; b < offset; b++) if (content[b] === 0x0a) n++; return n; };
+    const newlinesBefore = (offset: number) => {
+      let n = 0;
+      for (let b = 0; b < offset; b++) if (content[b] === 0x0a) n++;
+      return n;
+    };
     for (let k = 1; k * CHECKPOINT_BYTES <= content.length; k++) {
       const boundary = k * CHECKPOINT_BYTES;
       const m = newlinesBefore(boundary);
@@ -244,10 +297,25 @@ describe('the racy-timestamp rule', () => {
     expect(second.bytes[0]).toBe('y'.charCodeAt(0));
   });
 
-  const id = (over: Partial<FileIdentity> = {}): FileIdentity => ({ dev: 1, ino: 2, size: 10, mtimeMs: 1000, ctimeMs: 1000, ...over });
+  const id = (over: Partial<FileIdentity> = {}): FileIdentity => ({
+    dev: 1,
+    ino: 2,
+    size: 10,
+    mtimeMs: 1000,
+    ctimeMs: 1000,
+    ...over,
+  });
   const facts = (size = 10): ContentFacts => ({
-    hash: `sha256:${'0'.repeat(64)}`, size, totalLines: 1, crlf: 0, lf: 1, bom: false, validUtf8: true, endsWithNewline: true,
-    checkpointBytes: CHECKPOINT_BYTES, checkpointNewlines: Float64Array.from([0]),
+    hash: `sha256:${'0'.repeat(64)}`,
+    size,
+    totalLines: 1,
+    crlf: 0,
+    lf: 1,
+    bom: false,
+    validUtf8: true,
+    endsWithNewline: true,
+    checkpointBytes: CHECKPOINT_BYTES,
+    checkpointNewlines: Float64Array.from([0]),
   });
 
   it('stores only when mtime and ctime are older than the margin at the scan start', () => {
@@ -269,8 +337,16 @@ describe('the racy-timestamp rule', () => {
 describe('keys and bounds', () => {
   const base: FileIdentity = { dev: 1, ino: 2, size: 10, mtimeMs: 1000, ctimeMs: 1000 };
   const f: ContentFacts = {
-    hash: `sha256:${'1'.repeat(64)}`, size: 10, totalLines: 1, crlf: 0, lf: 1, bom: false, validUtf8: true,
-    endsWithNewline: true, checkpointBytes: CHECKPOINT_BYTES, checkpointNewlines: Float64Array.from([0]),
+    hash: `sha256:${'1'.repeat(64)}`,
+    size: 10,
+    totalLines: 1,
+    crlf: 0,
+    lf: 1,
+    bom: false,
+    validUtf8: true,
+    endsWithNewline: true,
+    checkpointBytes: CHECKPOINT_BYTES,
+    checkpointNewlines: Float64Array.from([0]),
   };
 
   it.each(['dev', 'ino', 'size', 'mtimeMs', 'ctimeMs'] as const)('a different %s misses', (field) => {

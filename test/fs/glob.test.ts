@@ -30,35 +30,85 @@ const FUZZ = process.env.GLOB_FUZZ_RUNS
   ? { numRuns: Number(process.env.GLOB_FUZZ_RUNS) }
   : { numRuns: 3000, seed: 20261201 };
 
-const pathArb = fc.array(fc.constantFrom('a', 'b', 'A', 'aa', '.a', 'b.c', 'a.b'), { minLength: 1, maxLength: 4 })
+const pathArb = fc
+  .array(fc.constantFrom('a', 'b', 'A', 'aa', '.a', 'b.c', 'a.b'), { minLength: 1, maxLength: 4 })
   .map((segs) => segs.join('/'));
-const nameArb = fc.array(fc.constantFrom('a', 'b', '.', 'A', 'c'), { minLength: 1, maxLength: 6 }).map((c) => c.join(''))
+const nameArb = fc
+  .array(fc.constantFrom('a', 'b', '.', 'A', 'c'), { minLength: 1, maxLength: 6 })
+  .map((c) => c.join(''))
   .filter((s) => s !== '.' && s !== '..');
 const pathsArb = fc.array(fc.oneof(pathArb, nameArb), { minLength: 1, maxLength: 8 });
 
-const GLOB_TOKENS = ['a', 'b', '.', '*', '?', '/', '**', '[ab]', '[a-b]', '[^a]', '[!a]', '\\*', '{a,b}', '{a,}',
-  '{a,{b,c}}', '@(a|b)', '+(a|b)', '*(a)', '?(b)', 'A', '(a|b)'];
-const globArb = fc.array(fc.constantFrom(...GLOB_TOKENS), { minLength: 1, maxLength: 5 }).map((t) => t.join(''))
+const GLOB_TOKENS = [
+  'a',
+  'b',
+  '.',
+  '*',
+  '?',
+  '/',
+  '**',
+  '[ab]',
+  '[a-b]',
+  '[^a]',
+  '[!a]',
+  '\\*',
+  '{a,b}',
+  '{a,}',
+  '{a,{b,c}}',
+  '@(a|b)',
+  '+(a|b)',
+  '*(a)',
+  '?(b)',
+  'A',
+  '(a|b)',
+];
+const globArb = fc
+  .array(fc.constantFrom(...GLOB_TOKENS), { minLength: 1, maxLength: 5 })
+  .map((t) => t.join(''))
   .filter((g) => !/^\+\(/.test(g) && !g.includes('??(') && !g.includes(')?') && !/\*\*\*/.test(g));
 
 describe('compileGlob agrees with micromatch (dot: true)', () => {
   it('on random globs and paths (property)', () => {
-    fc.assert(fc.property(globArb, fc.boolean(), pathsArb, (glob, nocase, paths) => {
-      const basename = !glob.includes('/');
-      const theirs = micromatch.matcher(glob, { dot: true, nocase, basename });
-      const ours = compileGlob(glob, { nocase, basename: true });
-      for (const p of paths) expect([glob, p, ours(p)]).toEqual([glob, p, theirs(p)]);
-    }), FUZZ);
+    fc.assert(
+      fc.property(globArb, fc.boolean(), pathsArb, (glob, nocase, paths) => {
+        const basename = !glob.includes('/');
+        const theirs = micromatch.matcher(glob, { dot: true, nocase, basename });
+        const ours = compileGlob(glob, { nocase, basename: true });
+        for (const p of paths) expect([glob, p, ours(p)]).toEqual([glob, p, theirs(p)]);
+      }),
+      FUZZ,
+    );
   });
 
   it.each([
-    ['**/*.ts', 'src/a/b.ts', true], ['**/*.ts', 'b.ts', true], ['src/**', 'src', true], ['src/**', 'srcx', false],
-    ['a/**/b', 'a/b', true], ['a/**/b', 'a/x/y/b', true], ['*.ts', 'deep/x.ts', true], ['src/*.ts', 'src/d/x.ts', false],
-    ['!*.ts', 'a.js', true], ['!*.ts', 'a.ts', false], ['{1..3}.txt', '2.txt', true], ['{1..3}.txt', '4.txt', false],
-    ['[[:digit:]]x', '5x', true], ['a\\*', 'a*', true], ['a\\*', 'ab', false], ['.env.*', '.env.local', true],
-    ['./src/*.ts', 'src/a.ts', true], ['a/**/?(b)', 'a', true], ['a/**/*', 'a', false], ['*/**', 'a', false],
-    ['x/**{a,b}', 'x/y/a', true], ['@(a|b)**/x', 'a/b/x', true], ['a/**/', 'a', false], ['*.*', 'a.', false],
-    ['a.*', 'a.', true], ['*.*', 'a.b', true], ['*.**', 'a.', true], ['a*.*', 'a.', true],
+    ['**/*.ts', 'src/a/b.ts', true],
+    ['**/*.ts', 'b.ts', true],
+    ['src/**', 'src', true],
+    ['src/**', 'srcx', false],
+    ['a/**/b', 'a/b', true],
+    ['a/**/b', 'a/x/y/b', true],
+    ['*.ts', 'deep/x.ts', true],
+    ['src/*.ts', 'src/d/x.ts', false],
+    ['!*.ts', 'a.js', true],
+    ['!*.ts', 'a.ts', false],
+    ['{1..3}.txt', '2.txt', true],
+    ['{1..3}.txt', '4.txt', false],
+    ['[[:digit:]]x', '5x', true],
+    ['a\\*', 'a*', true],
+    ['a\\*', 'ab', false],
+    ['.env.*', '.env.local', true],
+    ['./src/*.ts', 'src/a.ts', true],
+    ['a/**/?(b)', 'a', true],
+    ['a/**/*', 'a', false],
+    ['*/**', 'a', false],
+    ['x/**{a,b}', 'x/y/a', true],
+    ['@(a|b)**/x', 'a/b/x', true],
+    ['a/**/', 'a', false],
+    ['*.*', 'a.', false],
+    ['a.*', 'a.', true],
+    ['*.*', 'a.b', true],
+    ['*.**', 'a.', true],
+    ['a*.*', 'a.', true],
   ])('%s on %s is %s', (glob, p, expected) => {
     expect(compileGlob(glob, { basename: true })(p)).toBe(expected);
     expect(micromatch.isMatch(p, glob, { dot: true, basename: !glob.includes('/') })).toBe(expected);
@@ -66,20 +116,40 @@ describe('compileGlob agrees with micromatch (dot: true)', () => {
 });
 
 describe('GitignoreRules agrees with the ignore package', () => {
-  const LINE_TOKENS = ['a', 'b', 'A', '.', '*', '?', '/', '**', '[ab]', '[a-b]', '!', '\\ ', ' ', '#', '\\#', '\\!',
-    '\\*'];
+  const LINE_TOKENS = [
+    'a',
+    'b',
+    'A',
+    '.',
+    '*',
+    '?',
+    '/',
+    '**',
+    '[ab]',
+    '[a-b]',
+    '!',
+    '\\ ',
+    ' ',
+    '#',
+    '\\#',
+    '\\!',
+    '\\*',
+  ];
   const lineArb = fc.array(fc.constantFrom(...LINE_TOKENS), { minLength: 1, maxLength: 6 }).map((t) => t.join(''));
   it('on random .gitignore files, files and directories (property)', () => {
-    fc.assert(fc.property(fc.array(lineArb, { minLength: 1, maxLength: 4 }), pathsArb, fc.boolean(), (lines, paths, dir) => {
-      const text = lines.join('\n');
-      const theirs = ignore().add(text);
-      const ours = new GitignoreRules(text);
-      for (const p of paths) {
-        const a = theirs.test(dir ? `${p}/` : p);
-        const b = ours.test(p, dir);
-        expect([text, p, dir, b.ignored, b.unignored]).toEqual([text, p, dir, a.ignored, a.unignored]);
-      }
-    }), FUZZ);
+    fc.assert(
+      fc.property(fc.array(lineArb, { minLength: 1, maxLength: 4 }), pathsArb, fc.boolean(), (lines, paths, dir) => {
+        const text = lines.join('\n');
+        const theirs = ignore().add(text);
+        const ours = new GitignoreRules(text);
+        for (const p of paths) {
+          const a = theirs.test(dir ? `${p}/` : p);
+          const b = ours.test(p, dir);
+          expect([text, p, dir, b.ignored, b.unignored]).toEqual([text, p, dir, a.ignored, a.unignored]);
+        }
+      }),
+      FUZZ,
+    );
   });
 });
 
@@ -96,18 +166,31 @@ describe('limits', () => {
     ['negated_extglob', 'x!(a)'],
   ])('%s: %s…', (limit, glob) => {
     let caught: unknown;
-    try { compileGlob(glob); } catch (error) { caught = error; }
+    try {
+      compileGlob(glob);
+    } catch (error) {
+      caught = error;
+    }
     expect(caught).toBeInstanceOf(PatternTooComplexError);
     expect((caught as PatternTooComplexError).limit).toBe(limit);
   });
 
   it('compileToolGlob: VALIDATION with details.reason pattern_too_complex', () => {
     let caught: unknown;
-    try { compileToolGlob('{1..5000}', {}, 'include'); } catch (error) { caught = error; }
+    try {
+      compileToolGlob('{1..5000}', {}, 'include');
+    } catch (error) {
+      caught = error;
+    }
     expect(caught).toBeInstanceOf(ToolError);
     const e = caught as ToolError;
     expect(e.code).toBe('VALIDATION');
-    expect(e.details).toMatchObject({ reason: 'pattern_too_complex', field: 'include', limit: 'brace_expansion', max: 1000 });
+    expect(e.details).toMatchObject({
+      reason: 'pattern_too_complex',
+      field: 'include',
+      limit: 'brace_expansion',
+      max: 1000,
+    });
   });
 
   it('the globs of one call share a budget of automaton states (LIMITS.callStates)', () => {
@@ -116,11 +199,20 @@ describe('limits', () => {
     let caught: unknown;
     let compiled = 0;
     try {
-      for (let i = 0; i < 100; i++) { compileToolGlob(big, {}, 'include', budget); compiled++; }
-    } catch (error) { caught = error; }
+      for (let i = 0; i < 100; i++) {
+        compileToolGlob(big, {}, 'include', budget);
+        compiled++;
+      }
+    } catch (error) {
+      caught = error;
+    }
     expect(compiled).toBeGreaterThan(50);
     expect(compiled).toBeLessThan(100);
-    expect((caught as ToolError).details).toMatchObject({ reason: 'pattern_too_complex', field: 'include', limit: 'call_states' });
+    expect((caught as ToolError).details).toMatchObject({
+      reason: 'pattern_too_complex',
+      field: 'include',
+      limit: 'call_states',
+    });
   });
 
   it('the .gitignore rules of one path share a budget: lines past it are skipped and counted', () => {
@@ -141,7 +233,9 @@ describe('limits', () => {
   });
 
   it('a .gitignore line over the limits matches nothing, is counted, and the other lines still apply', () => {
-    const rules = new GitignoreRules(['*.log', `${'x'.repeat(2000)}*`, '{', `${'[ab]'.repeat(300)}`, 'build/'].join('\n'));
+    const rules = new GitignoreRules(
+      ['*.log', `${'x'.repeat(2000)}*`, '{', `${'[ab]'.repeat(300)}`, 'build/'].join('\n'),
+    );
     expect(rules.skipped).toBe(2); // the 2001-character line and the 1200-character line
     expect(rules.test('a.log', false).ignored).toBe(true);
     expect(rules.test('build', true).ignored).toBe(true);
@@ -161,13 +255,26 @@ describe('time bound: adversarial patterns against 255-character names', () => {
     return (u.user + u.system) / 1000;
   };
   const names = [
-    `${'a'.repeat(40)}b`, 'a'.repeat(255), `${'a'.repeat(254)}b`, `${'ab'.repeat(127)}c`, `.env.${'a'.repeat(250)}`,
-    `${'a'.repeat(100)}/${'a'.repeat(100)}/${'a'.repeat(53)}`, '\u00e9'.repeat(255),
+    `${'a'.repeat(40)}b`,
+    'a'.repeat(255),
+    `${'a'.repeat(254)}b`,
+    `${'ab'.repeat(127)}c`,
+    `.env.${'a'.repeat(250)}`,
+    `${'a'.repeat(100)}/${'a'.repeat(100)}/${'a'.repeat(53)}`,
+    '\u00e9'.repeat(255),
   ];
   const globs = [
-    '*'.repeat(100), `${'*a'.repeat(16)}*c`, `${'*a'.repeat(50)}*c`, '{a,aa}'.repeat(30), `${'{a,{a,{a,aa}}}'.repeat(10)}b`,
-    `x+(a|aa)${'+(a|aa)'.repeat(20)}b`, `x*(a|aa|aaa)${'*(a|aa)'.repeat(20)}c`, '[a-z]'.repeat(100), `${'**/'.repeat(20)}*a*a*a*c`,
-    `${'?'.repeat(100)}*b`, `**/${'*[a]'.repeat(30)}`,
+    '*'.repeat(100),
+    `${'*a'.repeat(16)}*c`,
+    `${'*a'.repeat(50)}*c`,
+    '{a,aa}'.repeat(30),
+    `${'{a,{a,{a,aa}}}'.repeat(10)}b`,
+    `x+(a|aa)${'+(a|aa)'.repeat(20)}b`,
+    `x*(a|aa|aaa)${'*(a|aa)'.repeat(20)}c`,
+    '[a-z]'.repeat(100),
+    `${'**/'.repeat(20)}*a*a*a*c`,
+    `${'?'.repeat(100)}*b`,
+    `**/${'*[a]'.repeat(30)}`,
   ];
   it.each(globs)('%s', (glob) => {
     for (const nocase of [false, true]) {
@@ -181,7 +288,12 @@ describe('time bound: adversarial patterns against 255-character names', () => {
   it('.gitignore lines: the same patterns, within the same bound per path', () => {
     const rules = new GitignoreRules(globs.filter((g) => g.length <= LIMITS.patternLength).join('\n'));
     for (const name of names) {
-      expect(cpuMs(() => { rules.test(name, false); rules.test(name, true); })).toBeLessThan(BOUND_MS);
+      expect(
+        cpuMs(() => {
+          rules.test(name, false);
+          rules.test(name, true);
+        }),
+      ).toBeLessThan(BOUND_MS);
     }
   });
 });

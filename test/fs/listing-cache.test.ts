@@ -8,7 +8,13 @@ import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync }
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { CACHE_MIN_ENTRIES, RACY_MS, clearListingCache, listingCacheStats, sharedListing } from '../../src/fs/listing-cache.js';
+import {
+  CACHE_MIN_ENTRIES,
+  RACY_MS,
+  clearListingCache,
+  listingCacheStats,
+  sharedListing,
+} from '../../src/fs/listing-cache.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({}, 'fs-tools-lcache-');
@@ -29,7 +35,13 @@ const pastRacy = () => new Promise((r) => setTimeout(r, RACY_MS + 50));
 
 /** A reader that counts its calls. */
 function counting(dir: string) {
-  const reader = { reads: 0, read: async () => { reader.reads++; return readdir(dir, { withFileTypes: true }); } };
+  const reader = {
+    reads: 0,
+    read: async () => {
+      reader.reads++;
+      return readdir(dir, { withFileTypes: true });
+    },
+  };
   return reader;
 }
 
@@ -99,7 +111,10 @@ describe('sharedListing', () => {
     const dir = bigDir('fails', 2);
     await pastRacy();
     let calls = 0;
-    const failing = async () => { calls++; throw Object.assign(new Error('EACCES'), { code: 'EACCES' }); };
+    const failing = async () => {
+      calls++;
+      throw Object.assign(new Error('EACCES'), { code: 'EACCES' });
+    };
     await expect(Promise.all([sharedListing(dir, failing), sharedListing(dir, failing)])).rejects.toThrow('EACCES');
     expect(calls).toBe(1);
     expect((await sharedListing(dir, counting(dir).read)).names).toHaveLength(2);

@@ -21,10 +21,15 @@ import { selfIdentity, startTimeOf } from '../../src/fs/process-identity.js';
 import { makeTree } from '../helpers/tree.js';
 
 const cleanups: Array<() => void> = [];
-afterAll(() => { for (const c of cleanups.reverse()) c(); });
+afterAll(() => {
+  for (const c of cleanups.reverse()) c();
+});
 const children: ChildProcess[] = [];
 const unregister: Array<() => void> = [];
-afterEach(() => { for (const c of children.splice(0)) c.kill('SIGKILL'); for (const u of unregister.splice(0)) u(); });
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  for (const u of unregister.splice(0)) u();
+});
 
 function dir(): string {
   const t = makeTree({}, 'fs-tools-lock-');
@@ -51,7 +56,9 @@ async function liveChild(): Promise<ChildProcess> {
 /** Starts withPathLock and reports whether `fn` ran within `ms`. */
 async function ranWithin(target: string, ms: number): Promise<{ ran: boolean; done: Promise<void> }> {
   let ran = false;
-  const done = withPathLock([target], '/nonexistent-state', async () => { ran = true; });
+  const done = withPathLock([target], '/nonexistent-state', async () => {
+    ran = true;
+  });
   await Promise.race([done.catch(() => undefined), new Promise((r) => setTimeout(r, ms))]);
   return { ran, done };
 }

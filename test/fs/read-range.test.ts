@@ -37,22 +37,35 @@ function writeTemp(content: string | Uint8Array): string {
   return p;
 }
 
-async function withFile<T>(content: string | Uint8Array, fn: (read: (req: RangeRequest, maxBytes?: number,
-  textBoundaries?: boolean) => Promise<RangeResult>) => Promise<T>): Promise<T> {
+async function withFile<T>(
+  content: string | Uint8Array,
+  fn: (read: (req: RangeRequest, maxBytes?: number, textBoundaries?: boolean) => Promise<RangeResult>) => Promise<T>,
+): Promise<T> {
   const p = writeTemp(content);
   const handle = await open(p, 'r');
   try {
-    return await fn((req, maxBytes = 1 << 30, textBoundaries = true) => readRange(handle, req, { maxBytes, textBoundaries }));
+    return await fn((req, maxBytes = 1 << 30, textBoundaries = true) =>
+      readRange(handle, req, { maxBytes, textBoundaries }),
+    );
   } finally {
     await handle.close();
   }
 }
 
-async function read(content: string | Uint8Array, req: RangeRequest, maxBytes?: number, textBoundaries?: boolean): Promise<RangeResult> {
+async function read(
+  content: string | Uint8Array,
+  req: RangeRequest,
+  maxBytes?: number,
+  textBoundaries?: boolean,
+): Promise<RangeResult> {
   return withFile(content, (r) => r(req, maxBytes, textBoundaries));
 }
 
-const lines = (startLine: number, endLine: number | null = null): RangeRequest => ({ kind: 'lines', startLine, endLine });
+const lines = (startLine: number, endLine: number | null = null): RangeRequest => ({
+  kind: 'lines',
+  startLine,
+  endLine,
+});
 const sha = (b: string | Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 const text = (r: RangeResult) => r.bytes.toString('utf8');
 
@@ -60,7 +73,11 @@ const text = (r: RangeResult) => r.bytes.toString('utf8');
  * Reads the whole file by following continuations: lines from line 1, then `start_line` after a cut at a line end,
  * `offset` after a cut inside a line (as read_file's truncation note tells the agent).
  */
-async function readByContinuation(content: Uint8Array, maxBytes: number, textBoundaries: boolean): Promise<RangeResult[]> {
+async function readByContinuation(
+  content: Uint8Array,
+  maxBytes: number,
+  textBoundaries: boolean,
+): Promise<RangeResult[]> {
   return withFile(content, async (r) => {
     const parts: RangeResult[] = [];
     let req: RangeRequest = lines(1);
@@ -148,8 +165,20 @@ describe('head and line ranges', () => {
   it('the empty file: zero lines, an empty range at line 1, eol none, no BOM, valid', async () => {
     const r = await read('', lines(1));
     expect(r.bytes.length).toBe(0);
-    expect(r).toMatchObject({ size: 0, totalLines: 0, startLine: 1, endLine: 0, startByte: 0, endByte: 0, eol: 'none',
-      bom: false, validUtf8: true, truncated: false, continuation: null, contentHash: sha('') });
+    expect(r).toMatchObject({
+      size: 0,
+      totalLines: 0,
+      startLine: 1,
+      endLine: 0,
+      startByte: 0,
+      endByte: 0,
+      eol: 'none',
+      bom: false,
+      validUtf8: true,
+      truncated: false,
+      continuation: null,
+      contentHash: sha(''),
+    });
     expect((await read('', { kind: 'head', lines: 3 })).bytes.length).toBe(0);
     expect((await read('', { kind: 'tail', lines: 3 })).bytes.length).toBe(0);
     expect((await read('', { kind: 'bytes', offset: 0 })).bytes.length).toBe(0);
@@ -234,8 +263,13 @@ describe('multi-byte characters are never split', () => {
     [4096, 4094],
     [4096, 4095],
   ])('cap %i, € at byte %i', async (cap, at) => {
-    const content = Buffer.concat([Buffer.alloc(at, 0x61), Buffer.from('€'), Buffer.alloc(cap * 2, 0x62),
-      Buffer.from('€€€'), Buffer.from('\n')]);
+    const content = Buffer.concat([
+      Buffer.alloc(at, 0x61),
+      Buffer.from('€'),
+      Buffer.alloc(cap * 2, 0x62),
+      Buffer.from('€€€'),
+      Buffer.from('\n'),
+    ]);
     const parts = await readByContinuation(content, cap, true);
     expect(parts[0].bytes.length).toBe(at); // cut right before the €
     expect(parts[0].continuation).toEqual({ start_line: 1, offset: at, cut_mid_line: true });
@@ -269,14 +303,19 @@ describe('multi-byte characters are never split', () => {
 
   it('a text read from an offset inside a character is VALIDATION offset_splits_character (regression: it returned U+FFFD)', async () => {
     for (const offset of [2, 3]) {
-      const error = await read('a€b', { kind: 'bytes', offset }).then(() => null, (e: unknown) => e);
+      const error = await read('a€b', { kind: 'bytes', offset }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(ToolError);
       expect((error as ToolError).details).toMatchObject({ reason: 'offset_splits_character', field: 'offset' });
     }
     expect(text(await read('a€b', { kind: 'bytes', offset: 1 }))).toBe('€b');
     expect(text(await read('a€b', { kind: 'bytes', offset: 4 }))).toBe('b');
     // Raw byte reads may start anywhere.
-    expect((await read('a€b', { kind: 'bytes', offset: 2 }, 100, false)).bytes).toEqual(Buffer.from([0x82, 0xac, 0x62]));
+    expect((await read('a€b', { kind: 'bytes', offset: 2 }, 100, false)).bytes).toEqual(
+      Buffer.from([0x82, 0xac, 0x62]),
+    );
   });
 
   it('raw byte reads (base64) cut exactly at the cap', async () => {
@@ -294,8 +333,13 @@ describe('hash', () => {
       const full = await r(lines(1));
       expect(full.contentHash).toBe(sha(content));
       expect(full.contentHash).toMatch(/^sha256:[0-9a-f]{64}$/);
-      for (const part of [await r(lines(2, 3)), await r({ kind: 'head', lines: 1 }), await r({ kind: 'tail', lines: 1 }),
-        await r({ kind: 'bytes', offset: 7 }), await r(lines(1), 5)]) {
+      for (const part of [
+        await r(lines(2, 3)),
+        await r({ kind: 'head', lines: 1 }),
+        await r({ kind: 'tail', lines: 1 }),
+        await r({ kind: 'bytes', offset: 7 }),
+        await r(lines(1), 5),
+      ]) {
         expect(part.contentHash).toBe(full.contentHash);
         expect(part.size).toBe(Buffer.byteLength(content));
         expect(part.totalLines).toBe(4);
@@ -312,12 +356,18 @@ describe('range_past_end', () => {
     ['', lines(2)],
     ['a\nb\n', { kind: 'bytes', offset: 5 }],
   ] as Array<[string, RangeRequest]>)('%j %j is VALIDATION range_past_end', async (content, req) => {
-    const error = await read(content, req).then(() => null, (e: unknown) => e);
+    const error = await read(content, req).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ToolError);
     expect((error as ToolError).code).toBe('VALIDATION');
     const totalLines = content === '' ? 0 : content.split('\n').length - (content.endsWith('\n') ? 1 : 0);
-    expect((error as ToolError).details).toMatchObject({ reason: 'range_past_end', total_lines: totalLines,
-      size: Buffer.byteLength(content) });
+    expect((error as ToolError).details).toMatchObject({
+      reason: 'range_past_end',
+      total_lines: totalLines,
+      size: Buffer.byteLength(content),
+    });
   });
 
   it('the last line and the end offset are not past the end', async () => {
@@ -332,41 +382,53 @@ describe('property: ranges concatenate to the exact bytes', () => {
   const textFile = fc.array(piece, { maxLength: 60 }).map((ps) => Buffer.from(ps.join('')));
 
   it('consecutive line ranges', async () => {
-    await fc.assert(fc.asyncProperty(textFile, fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 40 }),
-      async (content, widths) => {
-        await withFile(content, async (r) => {
-          const total = (await r(lines(1))).totalLines;
-          const parts: Buffer[] = [];
-          let start = 1;
-          for (const w of widths) {
-            if (start > total) break;
-            const part = await r(lines(start, start + w - 1));
-            expect(part.startLine).toBe(start);
-            expect(part.endLine).toBe(Math.min(start + w - 1, total));
-            parts.push(part.bytes);
-            start += w;
-          }
-          if (start <= total) parts.push((await r(lines(start))).bytes);
-          expect(Buffer.concat(parts).equals(content)).toBe(true);
-        });
-      }), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(
+        textFile,
+        fc.array(fc.integer({ min: 1, max: 4 }), { minLength: 1, maxLength: 40 }),
+        async (content, widths) => {
+          await withFile(content, async (r) => {
+            const total = (await r(lines(1))).totalLines;
+            const parts: Buffer[] = [];
+            let start = 1;
+            for (const w of widths) {
+              if (start > total) break;
+              const part = await r(lines(start, start + w - 1));
+              expect(part.startLine).toBe(start);
+              expect(part.endLine).toBe(Math.min(start + w - 1, total));
+              parts.push(part.bytes);
+              start += w;
+            }
+            if (start <= total) parts.push((await r(lines(start))).bytes);
+            expect(Buffer.concat(parts).equals(content)).toBe(true);
+          });
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 
   it('following continuation with small caps (text: every chunk valid UTF-8)', async () => {
-    await fc.assert(fc.asyncProperty(textFile, fc.integer({ min: 1, max: 12 }), async (content, cap) => {
-      const parts = await readByContinuation(content, cap, true);
-      for (const p of parts) expect(isUtf8(p.bytes)).toBe(true);
-      for (let i = 1; i < parts.length; i++) expect(parts[i].startByte).toBe(parts[i - 1].endByte);
-      expect(Buffer.concat(parts.map((p) => p.bytes)).equals(content)).toBe(true);
-      expect(new Set(parts.map((p) => p.contentHash))).toEqual(new Set([sha(content)]));
-    }), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(textFile, fc.integer({ min: 1, max: 12 }), async (content, cap) => {
+        const parts = await readByContinuation(content, cap, true);
+        for (const p of parts) expect(isUtf8(p.bytes)).toBe(true);
+        for (let i = 1; i < parts.length; i++) expect(parts[i].startByte).toBe(parts[i - 1].endByte);
+        expect(Buffer.concat(parts.map((p) => p.bytes)).equals(content)).toBe(true);
+        expect(new Set(parts.map((p) => p.contentHash))).toEqual(new Set([sha(content)]));
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('following continuation with small caps (raw bytes)', async () => {
-    await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 200 }), fc.integer({ min: 1, max: 16 }), async (raw, cap) => {
-      const content = Buffer.from(raw);
-      const parts = await readByContinuation(content, cap, false);
-      expect(Buffer.concat(parts.map((p) => p.bytes)).equals(content)).toBe(true);
-    }), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(fc.uint8Array({ maxLength: 200 }), fc.integer({ min: 1, max: 16 }), async (raw, cap) => {
+        const content = Buffer.from(raw);
+        const parts = await readByContinuation(content, cap, false);
+        expect(Buffer.concat(parts.map((p) => p.bytes)).equals(content)).toBe(true);
+      }),
+      { numRuns: 150 },
+    );
   });
 });

@@ -40,32 +40,57 @@ describe('requiredLiteral', () => {
 
   it('every matched line contains the literal (property)', () => {
     const atom = fc.oneof(
-      fc.constantFrom('a', 'b', 'c', 'ab', 'abc', 'bca', '\\.', '.', '\\d', '\\w', '[ab]', '[^a]', '^', '$', '\\b', '1'),
+      fc.constantFrom(
+        'a',
+        'b',
+        'c',
+        'ab',
+        'abc',
+        'bca',
+        '\\.',
+        '.',
+        '\\d',
+        '\\w',
+        '[ab]',
+        '[^a]',
+        '^',
+        '$',
+        '\\b',
+        '1',
+      ),
       fc.constantFrom('(a|b)', '(?:ab)', '(abc)?', '(?=a)', '(?!b)', '(?<=a)', 'c{2}', 'a{0,2}', 'b{1,}'),
     );
     const quant = fc.constantFrom('', '', '', '?', '*', '+', '{2}', '{0,1}', '??', '+?');
-    const expr = fc.array(fc.tuple(atom, quant), { minLength: 1, maxLength: 8 })
+    const expr = fc
+      .array(fc.tuple(atom, quant), { minLength: 1, maxLength: 8 })
       .chain((parts) => fc.constantFrom(parts.map(([a, q]) => a + q).join(''), `${parts.map(([a]) => a).join('')}|ab`));
     const line = fc.array(fc.constantFrom('a', 'b', 'c', '.', '1', ' '), { maxLength: 14 }).map((a) => a.join(''));
-    fc.assert(fc.property(expr, fc.array(line, { minLength: 1, maxLength: 30 }), (source, lines) => {
-      let re: RegExp;
-      try {
-        re = new RegExp(source, 'u');
-      } catch {
-        return; // not a valid expression: search refuses it before any prefilter
-      }
-      const literal = requiredLiteral(source, 'u');
-      if (literal === null) return;
-      for (const l of lines) if (re.test(l)) expect(l).toContain(literal);
-    }), { numRuns: 3000 });
+    fc.assert(
+      fc.property(expr, fc.array(line, { minLength: 1, maxLength: 30 }), (source, lines) => {
+        let re: RegExp;
+        try {
+          re = new RegExp(source, 'u');
+        } catch {
+          return; // not a valid expression: search refuses it before any prefilter
+        }
+        const literal = requiredLiteral(source, 'u');
+        if (literal === null) return;
+        for (const l of lines) if (re.test(l)) expect(l).toContain(literal);
+      }),
+      { numRuns: 3000 },
+    );
   });
 });
 
 describe('the needle of a compiled query', () => {
   it('is the query for a case-sensitive literal, none for a case-insensitive one', () => {
-    expect(createLineMatcher('naïve(x', { regex: false, caseSensitive: true }).needle?.toString('utf8')).toBe('naïve(x');
+    expect(createLineMatcher('naïve(x', { regex: false, caseSensitive: true }).needle?.toString('utf8')).toBe(
+      'naïve(x',
+    );
     expect(createLineMatcher('abc', { regex: false, caseSensitive: false }).needle).toBeNull();
-    expect(createLineMatcher('TODO\\(\\w+\\)', { regex: true, caseSensitive: true }).needle?.toString('utf8')).toBe('TODO(');
+    expect(createLineMatcher('TODO\\(\\w+\\)', { regex: true, caseSensitive: true }).needle?.toString('utf8')).toBe(
+      'TODO(',
+    );
     expect(createLineMatcher('TODO\\(\\w+\\)', { regex: true, caseSensitive: false }).needle).toBeNull();
   });
 });

@@ -27,7 +27,12 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 const WORKER = new URL('../../dist/search-reader-worker.js', import.meta.url);
 
 const opts = (over: Partial<ReaderOptions> = {}): ReaderOptions => ({
-  roots: [{ real: root }], maxFileBytes: 1_000_000, keepMaxBytes: 100_000, needle: null, match: null, ...over,
+  roots: [{ real: root }],
+  maxFileBytes: 1_000_000,
+  keepMaxBytes: 100_000,
+  needle: null,
+  match: null,
+  ...over,
 });
 const scratch = () => ({ buf: Buffer.allocUnsafe(16) });
 const write = (rel: string, content: string | Uint8Array) => {
@@ -59,10 +64,15 @@ describe('readCandidate', () => {
     const p = write('d/m.txt', 'no\r\n€€ hit hit\r\nnone\nhit$\n');
     const r = read(p, opts({ match: { source: 'hit\\$?$', flags: 'u', bounded: true } }));
     expect(r.kind).toBe('hits');
-    expect(r.kind === 'hits' && r.hits).toEqual([[1, 7], [3, 0]]);
+    expect(r.kind === 'hits' && r.hits).toEqual([
+      [1, 7],
+      [3, 0],
+    ]);
     expect(textOf(r)).toBe('no\r\n€€ hit hit\r\nnone\nhit$\n');
     expect(read(p, opts({ match: { source: 'zzz', flags: 'u', bounded: false } })).kind).toBe('no_match');
-    expect(read(p, opts({ match: { source: 'hit', flags: 'u', bounded: false }, keepMaxBytes: 5 })).kind).toBe('deferred');
+    expect(read(p, opts({ match: { source: 'hit', flags: 'u', bounded: false }, keepMaxBytes: 5 })).kind).toBe(
+      'deferred',
+    );
   });
 
   it('refuses a symlink, a FIFO and a file outside the roots', () => {
@@ -96,8 +106,12 @@ describe('readCandidate', () => {
 describe('the pool (bundled worker)', () => {
   it('answers every file, in order, across batches and threads', async () => {
     const pool = new SearchReaderPool(2, WORKER);
-    const files = Array.from({ length: 150 }, (_, i) => write(`many/${String(i).padStart(3, '0')}.txt`, `file ${i}\n${i % 3 === 0 ? 'needle' : 'hay'}\n`));
-    const session = pool.session(opts({ needle: Buffer.from('needle'), match: { source: 'needle', flags: 'u', bounded: false } }));
+    const files = Array.from({ length: 150 }, (_, i) =>
+      write(`many/${String(i).padStart(3, '0')}.txt`, `file ${i}\n${i % 3 === 0 ? 'needle' : 'hay'}\n`),
+    );
+    const session = pool.session(
+      opts({ needle: Buffer.from('needle'), match: { source: 'needle', flags: 'u', bounded: false } }),
+    );
     const results = await Promise.all(files.map((f) => session.read(f)));
     results.forEach((r, i) => {
       expect(r.kind).toBe(i % 3 === 0 ? 'hits' : 'no_match');
@@ -127,4 +141,3 @@ describe('the pool (bundled worker)', () => {
     expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
   });
 });
-

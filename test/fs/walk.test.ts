@@ -30,7 +30,9 @@ import type { AllowedPath } from '../../src/policy/resolve-path.js';
 import { fifo, makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
 
 const cleanups: Array<() => void> = [];
-afterAll(() => { for (const c of cleanups) c(); });
+afterAll(() => {
+  for (const c of cleanups) c();
+});
 
 function tree(spec: TreeSpec): string {
   const t = makeTree(spec, 'fs-tools-walk-');
@@ -48,9 +50,15 @@ async function walkEntries(root: string, opts: Opts = {}) {
   const skips: Array<[string, string]> = [];
   const out = [];
   for await (const e of walkTree({
-    maxDepth: 20, respectGitignore: true, filter: () => 'ok', onSkip: (r, p) => skips.push([r, p]),
-    ...opts, base: (opts.base ?? root) as AllowedPath, rootReal: root,
-  })) out.push(e);
+    maxDepth: 20,
+    respectGitignore: true,
+    filter: () => 'ok',
+    onSkip: (r, p) => skips.push([r, p]),
+    ...opts,
+    base: (opts.base ?? root) as AllowedPath,
+    rootReal: root,
+  }))
+    out.push(e);
   return Object.assign(out, { skips });
 }
 
@@ -105,7 +113,14 @@ describe('symlinks', () => {
 
   it('are reported as links and never descended', async () => {
     const entries = await walkEntries(root);
-    expect(entries.map((e) => e.relative)).toEqual(['dangling', 'file-link', 'in-link', 'out-link', 'real', 'real/f.txt']);
+    expect(entries.map((e) => e.relative)).toEqual([
+      'dangling',
+      'file-link',
+      'in-link',
+      'out-link',
+      'real',
+      'real/f.txt',
+    ]);
     for (const name of ['dangling', 'file-link', 'in-link', 'out-link']) {
       expect(entries.find((e) => e.relative === name)!.stats.isSymbolicLink()).toBe(true);
     }
@@ -133,14 +148,26 @@ describe('.gitignore (not a git work tree)', () => {
   it('is honoured from the root down; a deeper !negation re-includes; anchored patterns are relative to their dir', async () => {
     expect(readdirSync(root)).not.toContain('.git');
     expect(await walk(root)).toEqual([
-      '.gitignore', 'a.txt', 'sub', 'sub/.gitignore', 'sub/deeper', 'sub/deeper/keep.log', 'sub/deeper/local.txt',
-      'sub/keep.log', 'sub/top-only.txt',
+      '.gitignore',
+      'a.txt',
+      'sub',
+      'sub/.gitignore',
+      'sub/deeper',
+      'sub/deeper/keep.log',
+      'sub/deeper/local.txt',
+      'sub/keep.log',
+      'sub/top-only.txt',
     ]);
   });
 
-  it('applies the ancestors\' .gitignore files when the walk starts in a subdirectory', async () => {
+  it("applies the ancestors' .gitignore files when the walk starts in a subdirectory", async () => {
     expect(await walk(root, { base: path.join(root, 'sub') })).toEqual([
-      '.gitignore', 'deeper', 'deeper/keep.log', 'deeper/local.txt', 'keep.log', 'top-only.txt',
+      '.gitignore',
+      'deeper',
+      'deeper/keep.log',
+      'deeper/local.txt',
+      'keep.log',
+      'top-only.txt',
     ]);
     const deeper = await walkEntries(root, { base: path.join(root, 'sub', 'deeper') });
     expect(deeper.map((e) => e.relative)).toEqual(['keep.log', 'local.txt']);
@@ -149,8 +176,17 @@ describe('.gitignore (not a git work tree)', () => {
 
   it('respectGitignore false shows everything', async () => {
     const all = await walk(root, { respectGitignore: false });
-    for (const p of ['a.log', 'top-only.txt', 'build', 'build/out.js', 'sub/x.log', 'sub/local.txt', 'sub/gen/g.ts',
-      'sub/deeper/y.log']) expect(all).toContain(p);
+    for (const p of [
+      'a.log',
+      'top-only.txt',
+      'build',
+      'build/out.js',
+      'sub/x.log',
+      'sub/local.txt',
+      'sub/gen/g.ts',
+      'sub/deeper/y.log',
+    ])
+      expect(all).toContain(p);
     expect(all).toHaveLength(18);
   });
 
@@ -165,25 +201,60 @@ describe('.gitignore (not a git work tree)', () => {
 
   it('agrees with git itself (git ls-files --others --exclude-standard) on a tree of tricky patterns', async () => {
     const repo = tree({
-      '.gitignore': ['*.log', '!important.log', 'build/', '/root-only.txt', 'docs/**/*.tmp', '**/cache', '# comment',
-        '\\#hash.txt', '*.o', '!/keep.o', 'trailing-dir/', 'spaced\\ name.txt', ''].join('\n'),
-      'a.log': '', 'important.log': '', 'root-only.txt': '', '#hash.txt': '', 'a.o': '', 'keep.o': '', 'readme.md': '',
-      'spaced name.txt': '', cache: '', 'trailing-dir': '',
+      '.gitignore': [
+        '*.log',
+        '!important.log',
+        'build/',
+        '/root-only.txt',
+        'docs/**/*.tmp',
+        '**/cache',
+        '# comment',
+        '\\#hash.txt',
+        '*.o',
+        '!/keep.o',
+        'trailing-dir/',
+        'spaced\\ name.txt',
+        '',
+      ].join('\n'),
+      'a.log': '',
+      'important.log': '',
+      'root-only.txt': '',
+      '#hash.txt': '',
+      'a.o': '',
+      'keep.o': '',
+      'readme.md': '',
+      'spaced name.txt': '',
+      cache: '',
+      'trailing-dir': '',
       build: { 'x.js': '' },
       docs: { 'c.tmp': '', 'd.md': '', a: { 'b.tmp': '', 'b.md': '' } },
       x: { cache: { y: '' }, 'z.md': '' },
       sub: {
         '.gitignore': '!debug.log\n*.txt\n!keep.txt\nnested/\n',
-        'debug.log': '', 'other.log': '', 'a.txt': '', 'keep.txt': '', 'root-only.txt': '', 'keep.o': '',
+        'debug.log': '',
+        'other.log': '',
+        'a.txt': '',
+        'keep.txt': '',
+        'root-only.txt': '',
+        'keep.o': '',
         nested: { 'n.md': '' },
         deeper: { '.gitignore': '!*.txt\n', 'd.txt': '', 'e.log': '', 'trailing-dir': { 'f.md': '' } },
       },
     });
     execFileSync('git', ['init', '-q', repo]);
-    const byGit = execFileSync('git', ['-C', repo, '-c', 'core.quotePath=false', 'ls-files', '--others', '--exclude-standard', '-z'],
-      { encoding: 'utf8' }).split('\0').filter(Boolean).sort();
-    const files = (await walkEntries(repo)).filter((e) => !e.stats.isDirectory()).map((e) => e.relative)
-      .filter((p) => p !== '.git' && !p.startsWith('.git/')).sort();
+    const byGit = execFileSync(
+      'git',
+      ['-C', repo, '-c', 'core.quotePath=false', 'ls-files', '--others', '--exclude-standard', '-z'],
+      { encoding: 'utf8' },
+    )
+      .split('\0')
+      .filter(Boolean)
+      .sort();
+    const files = (await walkEntries(repo))
+      .filter((e) => !e.stats.isDirectory())
+      .map((e) => e.relative)
+      .filter((p) => p !== '.git' && !p.startsWith('.git/'))
+      .sort();
     expect(files).toEqual(byGit);
     expect(files).toContain('sub/debug.log'); // the fixture really exercises negation
     expect(files).toContain('sub/deeper/d.txt');
@@ -200,8 +271,18 @@ describe('.gitignore (not a git work tree)', () => {
       walk(odd),
       new Promise<string>((resolve) => setTimeout(() => resolve('timed out'), 3000)),
     ]);
-    expect(result).toEqual(['d', 'd/.gitignore', 'd/.gitignore/inside.txt', 'd/b.txt', 'f', 'f/.gitignore', 'f/a.txt',
-      'l', 'l/.gitignore', 'l/c.txt']);
+    expect(result).toEqual([
+      'd',
+      'd/.gitignore',
+      'd/.gitignore/inside.txt',
+      'd/b.txt',
+      'f',
+      'f/.gitignore',
+      'f/a.txt',
+      'l',
+      'l/.gitignore',
+      'l/c.txt',
+    ]);
   });
 });
 
@@ -219,8 +300,19 @@ describe('include and exclude', () => {
     [{ include: ['src/**/*.ts'] }, ['src/a.ts', 'src/deep/b.ts']],
     [{ include: ['*.ts'], exclude: ['node_modules'] }, ['src/a.ts', 'src/deep/b.ts', 'top.ts']],
     [{ exclude: ['*.md', 'node_modules', 'deep'] }, ['src', 'src/a.js', 'src/a.ts', 'top.ts']],
-    [{ exclude: ['src/deep'] }, ['README.md', 'node_modules', 'node_modules/pkg', 'node_modules/pkg/index.ts', 'src',
-      'src/a.js', 'src/a.ts', 'top.ts']],
+    [
+      { exclude: ['src/deep'] },
+      [
+        'README.md',
+        'node_modules',
+        'node_modules/pkg',
+        'node_modules/pkg/index.ts',
+        'src',
+        'src/a.js',
+        'src/a.ts',
+        'top.ts',
+      ],
+    ],
     [{ include: ['*.TS'], nocase: true }, ['node_modules/pkg/index.ts', 'src/a.ts', 'src/deep/b.ts', 'top.ts']],
     [{ include: ['*.TS'] }, []],
   ] as Array<[Opts, string[]]>)('%j', async (opts, expected) => {
@@ -272,8 +364,12 @@ describe('unreadable directories', () => {
   beforeAll(async () => {
     chmodSync(walkDir, 0o755);
     await build({
-      entryPoints: [fileURLToPath(new URL('../../src/fs/walk.ts', import.meta.url))], outfile: WALK_JS, bundle: true,
-      platform: 'node', format: 'esm', logLevel: 'silent',
+      entryPoints: [fileURLToPath(new URL('../../src/fs/walk.ts', import.meta.url))],
+      outfile: WALK_JS,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      logLevel: 'silent',
       banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
     });
     chmodSync(WALK_JS, 0o644);
@@ -304,7 +400,9 @@ describe('unreadable directories', () => {
       process.stdout.write(JSON.stringify({ uid: process.getuid(), entries, skips }));`;
     const asRoot = process.getuid?.() === 0;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, r], {
-      encoding: 'utf8', timeout: 20_000, ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
+      encoding: 'utf8',
+      timeout: 20_000,
+      ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}),
     });
     chmodSync(path.join(r, 'locked'), 0o755);
     expect(child.stderr).toBe('');
@@ -322,6 +420,9 @@ describe('policy filter', () => {
       filter: (_abs, rel) => (rel === 'hide' || rel === 'deny.txt' ? 'omit' : 'ok'),
     });
     expect(entries.map((e) => e.relative)).toEqual(['keep', 'keep/a.txt']);
-    expect(entries.skips).toEqual([['policy', 'deny.txt'], ['policy', 'hide']]);
+    expect(entries.skips).toEqual([
+      ['policy', 'deny.txt'],
+      ['policy', 'hide'],
+    ]);
   });
 });

@@ -81,11 +81,17 @@ export class FakeGitHub {
   /** A temporary GH_CONFIG_DIR (empty: gh uses GH_TOKEN). */
   readonly configDir: string;
 
-  private constructor(private readonly server: http.Server, readonly port: number) {
+  private constructor(
+    private readonly server: http.Server,
+    readonly port: number,
+  ) {
     this.configDir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-ghcfg-'));
     // gh's own configuration names github.localhost (no token in it: GH_TOKEN supplies it), so the default
     // --git-remote-allow (the operator-configured hosts) admits the fake's host.
-    writeFileSync(path.join(this.configDir, 'hosts.yml'), 'github.localhost:\n    user: tester\n    git_protocol: https\n');
+    writeFileSync(
+      path.join(this.configDir, 'hosts.yml'),
+      'github.localhost:\n    user: tester\n    git_protocol: https\n',
+    );
   }
 
   /** Starts a fake on 127.0.0.1 (ephemeral port). */
@@ -94,7 +100,10 @@ export class FakeGitHub {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const fake = new FakeGitHub(server, (server.address() as AddressInfo).port);
     server.on('request', (req, res) => fake.handle(req, res));
-    server.on('connect', (req, socket) => { fake.connects.push(req.url ?? ''); socket.destroy(); });
+    server.on('connect', (req, socket) => {
+      fake.connects.push(req.url ?? '');
+      socket.destroy();
+    });
     fake.reset();
     return fake;
   }
@@ -110,11 +119,19 @@ export class FakeGitHub {
    */
   env(overrides: Record<string, string> = {}): Record<string, string> {
     return {
-      HTTP_PROXY: this.proxyUrl, http_proxy: this.proxyUrl, HTTPS_PROXY: this.proxyUrl, https_proxy: this.proxyUrl,
-      NO_PROXY: '', no_proxy: '',
-      GH_TOKEN: FAKE_GH_TOKEN, GITHUB_TOKEN: '', GH_ENTERPRISE_TOKEN: '', GITHUB_ENTERPRISE_TOKEN: '',
+      HTTP_PROXY: this.proxyUrl,
+      http_proxy: this.proxyUrl,
+      HTTPS_PROXY: this.proxyUrl,
+      https_proxy: this.proxyUrl,
+      NO_PROXY: '',
+      no_proxy: '',
+      GH_TOKEN: FAKE_GH_TOKEN,
+      GITHUB_TOKEN: '',
+      GH_ENTERPRISE_TOKEN: '',
+      GITHUB_ENTERPRISE_TOKEN: '',
       GH_CONFIG_DIR: this.configDir,
-      GH_REPO: 'decoy-owner/decoy-repo', GH_HOST: 'decoy.example.invalid',
+      GH_REPO: 'decoy-owner/decoy-repo',
+      GH_HOST: 'decoy.example.invalid',
       ...overrides,
     };
   }
@@ -155,10 +172,24 @@ export class FakeGitHub {
     const number = repo.next++;
     const t = new Date(Date.UTC(2026, 0, number)).toISOString();
     repo.issues.set(number, {
-      number, title: f.title ?? `Issue ${number}`, body: f.body ?? '', state: f.state ?? 'open', state_reason: f.state_reason ?? null,
-      labels: f.labels ?? [], assignees: f.assignees ?? [], user: f.user ?? 'reporter', pull: f.pull ?? false,
-      comments: (f.comments ?? []).map((body, i) => ({ id: this.commentIds++, body, user: `commenter${i}`, created_at: t })),
-      created_at: t, updated_at: t, closed_at: f.state === 'closed' ? t : null,
+      number,
+      title: f.title ?? `Issue ${number}`,
+      body: f.body ?? '',
+      state: f.state ?? 'open',
+      state_reason: f.state_reason ?? null,
+      labels: f.labels ?? [],
+      assignees: f.assignees ?? [],
+      user: f.user ?? 'reporter',
+      pull: f.pull ?? false,
+      comments: (f.comments ?? []).map((body, i) => ({
+        id: this.commentIds++,
+        body,
+        user: `commenter${i}`,
+        created_at: t,
+      })),
+      created_at: t,
+      updated_at: t,
+      closed_at: f.state === 'closed' ? t : null,
     });
     return number;
   }
@@ -185,20 +216,35 @@ export class FakeGitHub {
     req.on('end', () => {
       const url = new URL(req.url ?? '/', API);
       const record: RecordedRequest = {
-        method: req.method ?? 'GET', path: `${url.pathname}${url.search}`, body: Buffer.concat(chunks).toString('utf8'), headers: req.headers,
+        method: req.method ?? 'GET',
+        path: `${url.pathname}${url.search}`,
+        body: Buffer.concat(chunks).toString('utf8'),
+        headers: req.headers,
       };
       this.requests.push(record);
-      const script = this.scripts.find((s) => s.left > 0 && (!s.method || s.method === record.method) && matches(s.path, record.path));
+      const script = this.scripts.find(
+        (s) => s.left > 0 && (!s.method || s.method === record.method) && matches(s.path, record.path),
+      );
       if (script) {
         script.left--;
-        if (script.drop) { req.socket.destroy(); return; }
+        if (script.drop) {
+          req.socket.destroy();
+          return;
+        }
         if (script.hang) return;
         const send = (): void => {
-          if (script.status === undefined) { this.answer(record, res); return; }
-          res.writeHead(script.status, { 'content-type': 'application/json; charset=utf-8', ...(script.headers ?? {}) });
+          if (script.status === undefined) {
+            this.answer(record, res);
+            return;
+          }
+          res.writeHead(script.status, {
+            'content-type': 'application/json; charset=utf-8',
+            ...(script.headers ?? {}),
+          });
           res.end(typeof script.body === 'string' ? script.body : JSON.stringify(script.body ?? {}));
         };
-        if (script.delayMs) setTimeout(send, script.delayMs); else send();
+        if (script.delayMs) setTimeout(send, script.delayMs);
+        else send();
         return;
       }
       this.answer(record, res);
@@ -221,7 +267,11 @@ export class FakeGitHub {
     const perPage = Number(url.searchParams.get('per_page') ?? 30);
     const page = Number(url.searchParams.get('page') ?? 1);
     let body: Record<string, unknown>;
-    try { body = r.body ? JSON.parse(r.body) as Record<string, unknown> : {}; } catch { return json(400, { message: 'Problems parsing JSON' }); }
+    try {
+      body = r.body ? (JSON.parse(r.body) as Record<string, unknown>) : {};
+    } catch {
+      return json(400, { message: 'Problems parsing JSON' });
+    }
 
     const paged = <T>(items: T[]): void => {
       const slice = items.slice((page - 1) * perPage, page * perPage);
@@ -243,8 +293,13 @@ export class FakeGitHub {
       }
       if (r.method === 'POST') {
         if (typeof body.title !== 'string' || !body.title) return json(422, { message: 'Validation Failed' });
-        const n = this.addIssue(repo, { title: body.title, body: (body.body as string) ?? '', labels: (body.labels as string[]) ?? [],
-          assignees: (body.assignees as string[]) ?? [], user: 'me' });
+        const n = this.addIssue(repo, {
+          title: body.title,
+          body: (body.body as string) ?? '',
+          labels: (body.labels as string[]) ?? [],
+          assignees: (body.assignees as string[]) ?? [],
+          user: 'me',
+        });
         return json(201, this.toJson(repo, repo.issues.get(n)!));
       }
       return notFound();
@@ -253,14 +308,33 @@ export class FakeGitHub {
     if (!issue) return notFound();
     if (m[4]) {
       if (r.method === 'GET') {
-        return paged(issue.comments.map((c) => ({ id: c.id, body: c.body, user: { login: c.user }, created_at: c.created_at,
-          updated_at: c.created_at, html_url: `https://github.localhost/${repo.owner}/${repo.name}/issues/${number}#issuecomment-${c.id}` })));
+        return paged(
+          issue.comments.map((c) => ({
+            id: c.id,
+            body: c.body,
+            user: { login: c.user },
+            created_at: c.created_at,
+            updated_at: c.created_at,
+            html_url: `https://github.localhost/${repo.owner}/${repo.name}/issues/${number}#issuecomment-${c.id}`,
+          })),
+        );
       }
       if (r.method === 'POST') {
-        const c = { id: this.commentIds++, body: String((body.body as string | undefined) ?? ''), user: 'me', created_at: new Date().toISOString() };
+        const c = {
+          id: this.commentIds++,
+          body: String((body.body as string | undefined) ?? ''),
+          user: 'me',
+          created_at: new Date().toISOString(),
+        };
         issue.comments.push(c);
-        return json(201, { id: c.id, body: c.body, user: { login: c.user }, created_at: c.created_at, updated_at: c.created_at,
-          html_url: `https://github.localhost/${repo.owner}/${repo.name}/issues/${number}#issuecomment-${c.id}` });
+        return json(201, {
+          id: c.id,
+          body: c.body,
+          user: { login: c.user },
+          created_at: c.created_at,
+          updated_at: c.created_at,
+          html_url: `https://github.localhost/${repo.owner}/${repo.name}/issues/${number}#issuecomment-${c.id}`,
+        });
       }
       return notFound();
     }
@@ -272,7 +346,8 @@ export class FakeGitHub {
       if (Array.isArray(body.assignees)) issue.assignees = body.assignees as string[];
       if (body.state === 'closed' || body.state === 'open') {
         issue.state = body.state;
-        issue.state_reason = body.state === 'closed' ? (body.state_reason as string | undefined) ?? 'completed' : 'reopened';
+        issue.state_reason =
+          body.state === 'closed' ? ((body.state_reason as string | undefined) ?? 'completed') : 'reopened';
         issue.closed_at = body.state === 'closed' ? new Date().toISOString() : null;
       }
       issue.updated_at = new Date().toISOString();
@@ -284,10 +359,18 @@ export class FakeGitHub {
   private toJson(repo: FakeRepo, i: FakeIssue): Record<string, unknown> {
     const kind = i.pull ? 'pull' : 'issues';
     return {
-      number: i.number, title: i.title, body: i.body, state: i.state, state_reason: i.state_reason,
+      number: i.number,
+      title: i.title,
+      body: i.body,
+      state: i.state,
+      state_reason: i.state_reason,
       labels: i.labels.map((name) => ({ name, color: 'ededed' })),
-      assignees: i.assignees.map((login) => ({ login })), user: { login: i.user },
-      comments: i.comments.length, created_at: i.created_at, updated_at: i.updated_at, closed_at: i.closed_at,
+      assignees: i.assignees.map((login) => ({ login })),
+      user: { login: i.user },
+      comments: i.comments.length,
+      created_at: i.created_at,
+      updated_at: i.updated_at,
+      closed_at: i.closed_at,
       html_url: `https://github.localhost/${repo.owner}/${repo.name}/${kind}/${i.number}`,
       ...(i.pull ? { pull_request: { url: `${API}/repos/${repo.owner}/${repo.name}/pulls/${i.number}` } } : {}),
     };

@@ -8,8 +8,16 @@ import type { CallResult } from './server.js';
 
 /** A parsed envelope (the `error` object typed loosely for assertions). */
 export interface Envelope {
-  error: { code: string; message: string; path: string | null; details: Record<string, any>; suggestion: string;
-    retryable: boolean; recovery: string; [key: string]: unknown };
+  error: {
+    code: string;
+    message: string;
+    path: string | null;
+    details: Record<string, any>;
+    suggestion: string;
+    retryable: boolean;
+    recovery: string;
+    [key: string]: unknown;
+  };
 }
 
 /**
@@ -22,7 +30,9 @@ export function envelopeOf(result: CallResult): Envelope {
   expect(result.content[0].type).toBe('text');
   const text = result.content[0].text!;
   let parsed: unknown;
-  expect(() => { parsed = JSON.parse(text); }, `not one JSON value: ${text}`).not.toThrow();
+  expect(() => {
+    parsed = JSON.parse(text);
+  }, `not one JSON value: ${text}`).not.toThrow();
   // Exactly one JSON object and nothing else: the text is the canonical serialization of what it parses to.
   expect(JSON.stringify(parsed)).toBe(text);
   const checked = ErrorEnvelopeSchema.safeParse(parsed);

@@ -63,7 +63,7 @@ export interface ConnectOptions {
 
 /** Spawns the server and connects a client of `era`. */
 export async function connect(era: Era, options: ConnectOptions): Promise<TestClient> {
-  const env = { ...process.env as Record<string, string>, ...options.env };
+  const env = { ...(process.env as Record<string, string>), ...options.env };
   const params = {
     command: options.command ?? process.execPath,
     args: options.command ? options.args : [CLI, ...options.args],
@@ -77,15 +77,24 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   if (era === 'modern') {
     const modern = new ModernTransport(params);
     transport = modern;
-    modern.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
-    client = new ModernClient({ name: 'fs-tools-test', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    modern.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    client = new ModernClient(
+      { name: 'fs-tools-test', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
     await client.connect(modern);
   } else {
     const legacyTransport = new LegacyTransport(params);
     transport = legacyTransport;
-    legacyTransport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const legacy = new LegacyClient({ name: 'fs-tools-test', version: '1.0.0' },
-      { capabilities: options.clientRoots ? { roots: { listChanged: true } } : {} });
+    legacyTransport.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const legacy = new LegacyClient(
+      { name: 'fs-tools-test', version: '1.0.0' },
+      { capabilities: options.clientRoots ? { roots: { listChanged: true } } : {} },
+    );
     if (options.clientRoots) {
       const roots = options.clientRoots;
       legacy.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((uri) => ({ uri })) }));
@@ -97,7 +106,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
     (await (client as LegacyClient).callTool({ name, arguments: args })) as CallResult;
   return {
     era,
-    listTools: async () => ((await (client as LegacyClient).listTools()).tools),
+    listTools: async () => (await (client as LegacyClient).listTools()).tools,
     call,
     async callError(name, args) {
       const r = await call(name, args);

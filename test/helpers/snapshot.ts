@@ -32,7 +32,10 @@ export function snapshotTree(dir: string, options: { withMtime?: boolean } = {})
     } else if (st.isFile()) {
       const bytes = readFileSync(abs);
       out[rel] = {
-        kind: 'file', mode, sha256: createHash('sha256').update(bytes).digest('hex'), base64: bytes.toString('base64'),
+        kind: 'file',
+        mode,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        base64: bytes.toString('base64'),
         ...(options.withMtime ? { mtimeMs: st.mtimeMs } : {}),
       };
     } else if (st.isDirectory()) {

@@ -43,7 +43,12 @@ export class TlsForge {
   /** Answers by `host + path` (path without query); unscripted requests get 404. */
   readonly answers = new Map<string, TlsAnswer>();
 
-  private constructor(readonly dir: string, readonly caFile: string, private tls: https.Server, private proxy: http.Server) {}
+  private constructor(
+    readonly dir: string,
+    readonly caFile: string,
+    private tls: https.Server,
+    private proxy: http.Server,
+  ) {}
 
   /** `http://127.0.0.1:PORT` of the CONNECT proxy. */
   get proxyUrl(): string {
@@ -54,30 +59,75 @@ export class TlsForge {
   static async start(hosts: readonly string[]): Promise<TlsForge> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-tls-'));
     const f = (n: string): string => path.join(dir, n);
-    const ssl = (...args: string[]): void => { execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' }); };
+    const ssl = (...args: string[]): void => {
+      execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+    };
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-    ssl('req', '-x509', ...ec, '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=fs-tools test CA',
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
+    ssl(
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      f('ca.key'),
+      '-out',
+      f('ca.pem'),
+      '-days',
+      '2',
+      '-subj',
+      '/CN=fs-tools test CA',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    );
     ssl('req', ...ec, '-keyout', f('leaf.key'), '-out', f('leaf.csr'), '-subj', '/CN=fs-tools test leaf');
-    writeFileSync(f('ext.cnf'), `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}\nbasicConstraints=CA:FALSE\n`
-      + 'keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n');
-    ssl('x509', '-req', '-in', f('leaf.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('leaf.pem'),
-      '-days', '2', '-extfile', f('ext.cnf'));
+    writeFileSync(
+      f('ext.cnf'),
+      `subjectAltName=${hosts.map((h) => `DNS:${h}`).join(',')}\nbasicConstraints=CA:FALSE\n` +
+        'keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n',
+    );
+    ssl(
+      'x509',
+      '-req',
+      '-in',
+      f('leaf.csr'),
+      '-CA',
+      f('ca.pem'),
+      '-CAkey',
+      f('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      f('leaf.pem'),
+      '-days',
+      '2',
+      '-extfile',
+      f('ext.cnf'),
+    );
 
     let forge: TlsForge | null = null;
-    const tls = https.createServer({ key: readFileSync(f('leaf.key')), cert: readFileSync(f('leaf.pem')) }, (req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const host = String(req.headers.host ?? '').toLowerCase().replace(/:443$/, '');
-        const p = (req.url ?? '/').split('?')[0];
-        forge!.requests.push({ host, method: req.method ?? '', path: req.url ?? '', authorization: req.headers.authorization ?? null });
-        const answer = forge!.answers.get(`${host}${p}`) ?? { status: 404, body: { message: 'Not Found' } };
-        const body = answer.body === undefined ? '' : JSON.stringify(answer.body);
-        res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
-        res.end(body);
-      });
-    });
+    const tls = https.createServer(
+      { key: readFileSync(f('leaf.key')), cert: readFileSync(f('leaf.pem')) },
+      (req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          const host = String(req.headers.host ?? '')
+            .toLowerCase()
+            .replace(/:443$/, '');
+          const p = (req.url ?? '/').split('?')[0];
+          forge!.requests.push({
+            host,
+            method: req.method ?? '',
+            path: req.url ?? '',
+            authorization: req.headers.authorization ?? null,
+          });
+          const answer = forge!.answers.get(`${host}${p}`) ?? { status: 404, body: { message: 'Not Found' } };
+          const body = answer.body === undefined ? '' : JSON.stringify(answer.body);
+          res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+          res.end(body);
+        });
+      },
+    );
     const proxy = http.createServer((req, res) => {
       forge!.plain.push(req.url ?? '');
       forge!.plainAuthorization.push(req.headers.authorization ?? null);

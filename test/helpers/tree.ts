@@ -7,8 +7,13 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 
-export interface SymlinkSpec { kind: 'symlink'; target: string }
-export interface FifoSpec { kind: 'fifo' }
+export interface SymlinkSpec {
+  kind: 'symlink';
+  target: string;
+}
+export interface FifoSpec {
+  kind: 'fifo';
+}
 export type TreeSpec = { [name: string]: string | Buffer | TreeSpec | SymlinkSpec | FifoSpec };
 
 export const symlink = (target: string): SymlinkSpec => ({ kind: 'symlink', target });

@@ -25,8 +25,13 @@ const VERDACCIO_VERSION = '6.8.0';
 const VERDACCIO_HOME = path.join(ROOT, 'node_modules/.cache', `fs-tools-verdaccio-${VERDACCIO_VERSION}`);
 /** What the published package may contain: what runs, and what the licences require. */
 const EXPECTED_FILES = [
-  'LICENSE', 'README.md', 'dist/THIRD-PARTY-LICENSES.txt', 'dist/cli.js', 'dist/regex-worker.js',
-  'dist/search-reader-worker.js', 'package.json',
+  'LICENSE',
+  'README.md',
+  'dist/THIRD-PARTY-LICENSES.txt',
+  'dist/cli.js',
+  'dist/regex-worker.js',
+  'dist/search-reader-worker.js',
+  'package.json',
 ];
 /** Upper bound on the unpacked size (bytes); the README states the measured size. */
 const MAX_UNPACKED_BYTES = 3 * 1024 * 1024;
@@ -55,11 +60,23 @@ function ensureVerdaccio(): string {
   const bin = path.join(VERDACCIO_HOME, 'node_modules/verdaccio/bin/verdaccio');
   if (existsSync(bin)) return bin;
   mkdirSync(VERDACCIO_HOME, { recursive: true });
-  writeFileSync(path.join(VERDACCIO_HOME, 'package.json'), JSON.stringify({
-    name: 'fs-tools-verdaccio', private: true,
-    dependencies: { verdaccio: VERDACCIO_VERSION }, overrides: { 'node-fetch': '2.7.0' },
-  }, null, 2));
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: VERDACCIO_HOME, stdio: 'inherit' });
+  writeFileSync(
+    path.join(VERDACCIO_HOME, 'package.json'),
+    JSON.stringify(
+      {
+        name: 'fs-tools-verdaccio',
+        private: true,
+        dependencies: { verdaccio: VERDACCIO_VERSION },
+        overrides: { 'node-fetch': '2.7.0' },
+      },
+      null,
+      2,
+    ),
+  );
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error'], {
+    cwd: VERDACCIO_HOME,
+    stdio: 'inherit',
+  });
   return bin;
 }
 
@@ -71,36 +88,48 @@ describe('install from a registry', () => {
 
   beforeAll(async () => {
     const bin = ensureVerdaccio();
-    work = makeTree({ storage: {}, home: {}, project: { 'README.md': '# a project\n', '.env': 'TOKEN=from-dotenv\n' } });
+    work = makeTree({
+      storage: {},
+      home: {},
+      project: { 'README.md': '# a project\n', '.env': 'TOKEN=from-dotenv\n' },
+    });
     const port = await freePort();
     registry = `http://127.0.0.1:${port}/`;
     const config = path.join(work.dir, 'verdaccio.yaml');
     // No uplinks: the registry serves only what is published to it; anything else is a 404, never a proxy.
-    writeFileSync(config, [
-      `storage: ${path.join(work.dir, 'storage')}`,
-      'auth:',
-      '  htpasswd:',
-      `    file: ${path.join(work.dir, 'htpasswd')}`,
-      '    max_users: 10',
-      'uplinks: {}',
-      'packages:',
-      "  '**':",
-      '    access: $all',
-      '    publish: $authenticated',
-      'log: { type: stdout, format: pretty, level: warn }',
-      '',
-    ].join('\n'));
-    verdaccio = spawn(process.execPath, [bin, '--config', config, '--listen', `127.0.0.1:${port}`], { stdio: 'ignore' });
+    writeFileSync(
+      config,
+      [
+        `storage: ${path.join(work.dir, 'storage')}`,
+        'auth:',
+        '  htpasswd:',
+        `    file: ${path.join(work.dir, 'htpasswd')}`,
+        '    max_users: 10',
+        'uplinks: {}',
+        'packages:',
+        "  '**':",
+        '    access: $all',
+        '    publish: $authenticated',
+        'log: { type: stdout, format: pretty, level: warn }',
+        '',
+      ].join('\n'),
+    );
+    verdaccio = spawn(process.execPath, [bin, '--config', config, '--listen', `127.0.0.1:${port}`], {
+      stdio: 'ignore',
+    });
     const deadline = Date.now() + 60_000;
     for (;;) {
       try {
         if ((await fetch(`${registry}-/ping`)).ok) break;
-      } catch { /* not up yet */ }
+      } catch {
+        /* not up yet */
+      }
       if (Date.now() > deadline) throw new Error('verdaccio did not start');
       await new Promise((r) => setTimeout(r, 200));
     }
     const user = await fetch(`${registry}-/user/org.couchdb.user:tester`, {
-      method: 'PUT', headers: { 'content-type': 'application/json' },
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'tester', password: 'tester-password' }),
     });
     const { token } = (await user.json()) as { token: string };
@@ -116,30 +145,48 @@ describe('install from a registry', () => {
   it('packs what runs and what the licences require, and publishes it', () => {
     const packDir = path.join(work.dir, 'pack');
     mkdirSync(packDir);
-    const [info] = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], {
-      cwd: ROOT, encoding: 'utf8', env: userEnv(path.join(work.dir, 'home')),
-    })) as Array<{ filename: string; unpackedSize: number; size: number; files: Array<{ path: string; size: number }> }>;
+    const [info] = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--pack-destination', packDir], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: userEnv(path.join(work.dir, 'home')),
+      }),
+    ) as Array<{ filename: string; unpackedSize: number; size: number; files: Array<{ path: string; size: number }> }>;
     const files = info.files.map((f) => f.path).sort();
-    process.stdout.write(`tarball ${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked\n${
-      info.files.map((f) => `  ${String(f.size).padStart(9)}  ${f.path}`).join('\n')}\n`);
+    process.stdout.write(
+      `tarball ${info.filename}: ${info.size} bytes packed, ${info.unpackedSize} unpacked\n${info.files
+        .map((f) => `  ${String(f.size).padStart(9)}  ${f.path}`)
+        .join('\n')}\n`,
+    );
     expect(files).toEqual([...EXPECTED_FILES].sort());
     expect(info.unpackedSize).toBeLessThan(MAX_UNPACKED_BYTES);
     execFileSync('npm', ['publish', path.join(packDir, info.filename), '--userconfig', npmrc, '--registry', registry], {
-      encoding: 'utf8', env: userEnv(path.join(work.dir, 'home')),
+      encoding: 'utf8',
+      env: userEnv(path.join(work.dir, 'home')),
     });
-    const published = execFileSync('npm', ['view', PKG.name, 'version', '--userconfig', npmrc, '--registry', registry], {
-      encoding: 'utf8', env: userEnv(path.join(work.dir, 'home')),
-    }).trim();
+    const published = execFileSync(
+      'npm',
+      ['view', PKG.name, 'version', '--userconfig', npmrc, '--registry', registry],
+      {
+        encoding: 'utf8',
+        env: userEnv(path.join(work.dir, 'home')),
+      },
+    ).trim();
     expect(published).toBe(PKG.version);
   });
 
-  describe.each(ERAS)('the README\'s npx line (%s client)', (era) => {
+  describe.each(ERAS)("the README's npx line (%s client)", (era) => {
     it('serves read-only access to the project directory with secrets readable, and warns of no install script', async () => {
       const home = makeTree();
       const project = path.join(work.dir, 'project');
       // An empty cache and a fresh HOME: npx must fetch the package from the registry, as on a new machine.
       const env = userEnv(home.dir, { npm_config_registry: registry, npm_config_cache: path.join(home.dir, 'cache') });
-      const client = await connect(era, { command: 'npx', args: ['-y', PKG.name, '--readonly', '--allow-secrets'], cwd: project, env });
+      const client = await connect(era, {
+        command: 'npx',
+        args: ['-y', PKG.name, '--readonly', '--allow-secrets'],
+        cwd: project,
+        env,
+      });
       try {
         const names = (await client.listTools()).map((t) => t.name);
         expect(names).toContain('read_file');
@@ -167,7 +214,9 @@ describe('install from a registry', () => {
     const fsTools = path.join(prefix, 'bin', 'fs-tools');
     expect(execFileSync(fsTools, ['--version'], { encoding: 'utf8', env }).trim()).toContain(PKG.version);
     const project = makeTree({ 'hello.txt': 'hello\n' });
-    const result = JSON.parse(execFileSync(fsTools, ['call', 'read_file', '{"path":"hello.txt"}'], { cwd: project.dir, encoding: 'utf8', env }));
+    const result = JSON.parse(
+      execFileSync(fsTools, ['call', 'read_file', '{"path":"hello.txt"}'], { cwd: project.dir, encoding: 'utf8', env }),
+    );
     expect(result.content).toBe('hello\n');
     expect(existsSync(path.join(prefix, 'lib/node_modules', PKG.name, 'node_modules'))).toBe(false);
     project.cleanup();

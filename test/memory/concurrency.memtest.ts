@@ -36,7 +36,11 @@ function peakRss(pid: number): number {
 let client: Client;
 let transport: StdioClientTransport;
 async function callOk(name: string, args: Record<string, unknown>): Promise<Record<string, any>> {
-  const r = await client.callTool({ name, arguments: args }, { timeout: 600_000 }) as { isError?: boolean; structuredContent?: Record<string, any>; content: Array<{ text?: string }> };
+  const r = (await client.callTool({ name, arguments: args }, { timeout: 600_000 })) as {
+    isError?: boolean;
+    structuredContent?: Record<string, any>;
+    content: Array<{ text?: string }>;
+  };
   if (r.isError) throw new Error(`${name} failed: ${r.content[0]?.text}`);
   return r.structuredContent!;
 }
@@ -48,10 +52,16 @@ beforeAll(async () => {
   utimesSync(DIR, past, past);
   await new Promise((r) => setTimeout(r, 1500)); // out of the listing cache's racy window (ctime)
   transport = new StdioClientTransport({ command: process.execPath, args: [CLI, scratch.dir], stderr: 'inherit' });
-  client = new Client({ name: 'fs-tools-memtest', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  client = new Client(
+    { name: 'fs-tools-memtest', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   await client.connect(transport);
 }, 300_000);
-afterAll(async () => { await client?.close(); scratch.cleanup(); }, 120_000);
+afterAll(async () => {
+  await client?.close();
+  scratch.cleanup();
+}, 120_000);
 
 describe('memory under concurrency (200,000-entry directory)', () => {
   it('150 concurrent listings and 60 concurrent glob searches: all correct, peak RSS under the bound', async () => {
@@ -70,8 +80,14 @@ describe('memory under concurrency (200,000-entry directory)', () => {
     const started = Date.now();
 
     const listings = Array.from({ length: 150 }, async (_, k) => {
-      const s = await callOk('list_directory', { path: DIR, max_entries: PAGE, ...(cursors[k] ? { cursor: cursors[k] } : {}) });
-      expect(s.entries.map((e: { path: string }) => e.path)).toEqual(Array.from({ length: PAGE }, (_, i) => name(k * PAGE + i)));
+      const s = await callOk('list_directory', {
+        path: DIR,
+        max_entries: PAGE,
+        ...(cursors[k] ? { cursor: cursors[k] } : {}),
+      });
+      expect(s.entries.map((e: { path: string }) => e.path)).toEqual(
+        Array.from({ length: PAGE }, (_, i) => name(k * PAGE + i)),
+      );
       expect(s.truncated).toBe(true);
     });
     const searches = Array.from({ length: 60 }, async (_, k) => {
@@ -83,8 +99,10 @@ describe('memory under concurrency (200,000-entry directory)', () => {
     });
     await Promise.all([...listings, ...searches]);
     const peak = peakRss(transport.pid!);
-    console.log(`210 concurrent calls in ${Date.now() - started} ms; server VmHWM ${(before / 2 ** 20).toFixed(1)} MiB `
-      + `before, ${(peak / 2 ** 20).toFixed(1)} MiB after (bound ${MEMORY_BOUND_MIB} MiB)`);
+    console.log(
+      `210 concurrent calls in ${Date.now() - started} ms; server VmHWM ${(before / 2 ** 20).toFixed(1)} MiB ` +
+        `before, ${(peak / 2 ** 20).toFixed(1)} MiB after (bound ${MEMORY_BOUND_MIB} MiB)`,
+    );
     expect(peak).toBeLessThan(MEMORY_BOUND_MIB * 2 ** 20);
   }, 600_000);
 });

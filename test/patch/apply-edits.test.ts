@@ -66,7 +66,11 @@ describe('uniqueness', () => {
   });
 
   it('replace_all replaces every match and reports where', () => {
-    const r = applyEdits('x = 1;\ny = 2;\nx = 1;\n', [{ old_text: 'x = 1;', new_text: 'x = 3;', replace_all: true }], FILE);
+    const r = applyEdits(
+      'x = 1;\ny = 2;\nx = 1;\n',
+      [{ old_text: 'x = 1;', new_text: 'x = 3;', replace_all: true }],
+      FILE,
+    );
     expect(r.text).toBe('x = 3;\ny = 2;\nx = 3;\n');
     expect(r.edits).toEqual([{ index: 0, replacements: 2, match: 'exact', lines: [1, 3] }]);
   });
@@ -78,11 +82,15 @@ describe('uniqueness', () => {
 
 describe('order and atomicity', () => {
   it('applies edits in order, each to the previous result', () => {
-    const r = applyEdits('a\n', [
-      { old_text: 'a', new_text: 'b' },
-      { old_text: 'b', new_text: 'c' },
-      { old_text: 'c', new_text: 'd' },
-    ], FILE);
+    const r = applyEdits(
+      'a\n',
+      [
+        { old_text: 'a', new_text: 'b' },
+        { old_text: 'b', new_text: 'c' },
+        { old_text: 'c', new_text: 'd' },
+      ],
+      FILE,
+    );
     expect(r.text).toBe('d\n');
     expect(r.edits.map((e) => e.index)).toEqual([0, 1, 2]);
   });
@@ -101,7 +109,10 @@ describe('order and atomicity', () => {
   });
 
   it('a later edit can be ambiguous only because of an earlier one (index reported)', () => {
-    const e = failing('a\nb\n', [{ old_text: 'a', new_text: 'b' }, { old_text: 'b', new_text: 'c' }]);
+    const e = failing('a\nb\n', [
+      { old_text: 'a', new_text: 'b' },
+      { old_text: 'b', new_text: 'c' },
+    ]);
     expect(e.details).toMatchObject({ reason: 'ambiguous', edit_index: 1, count: 2 });
   });
 });
@@ -109,8 +120,20 @@ describe('order and atomicity', () => {
 describe('tolerant matching', () => {
   test.each<[string, string, string, string, string]>([
     // label, file, old_text, new_text, expected file
-    ['file has trailing spaces, old_text none', 'if (x) {  \n  go();\n}\n', 'if (x) {\n  go();', 'if (y) {\n  go();', 'if (y) {\n  go();\n}\n'],
-    ['old_text has trailing spaces, file none', 'if (x) {\n  go();\n}\n', 'if (x) {   \n  go();', 'if (y) {\n  go();', 'if (y) {\n  go();\n}\n'],
+    [
+      'file has trailing spaces, old_text none',
+      'if (x) {  \n  go();\n}\n',
+      'if (x) {\n  go();',
+      'if (y) {\n  go();',
+      'if (y) {\n  go();\n}\n',
+    ],
+    [
+      'old_text has trailing spaces, file none',
+      'if (x) {\n  go();\n}\n',
+      'if (x) {   \n  go();',
+      'if (y) {\n  go();',
+      'if (y) {\n  go();\n}\n',
+    ],
     ['trailing tab vs spaces', 'a\t\nb\n', 'a  \nb', 'A\nB', 'A\nB\n'],
     ['old_text with CRLF, file LF', 'a\nb\nc\n', 'a\r\nb\r\n', 'X\r\nY\r\n', 'X\nY\nc\n'],
     ['old_text with LF, file CRLF', 'a\r\nb\r\nc\r\n', 'a\nb\n', 'X\nY\n', 'X\r\nY\r\nc\r\n'],
@@ -121,7 +144,13 @@ describe('tolerant matching', () => {
   // Regression: the tolerant matcher's trailing-blank allowance after old_text's last line used to consume the blanks
   // that follow mid-line, so `x = 1;  y = 2;` became `x = 3;y = 2;`.
   test.each<[string, string, string, string, string]>([
-    ['old_text ends mid-line', 'if (a) {  \n  x = 1;  y = 2;\n}\n', 'if (a) {\n  x = 1;', 'if (b) {\n  x = 3;', 'if (b) {\n  x = 3;  y = 2;\n}\n'],
+    [
+      'old_text ends mid-line',
+      'if (a) {  \n  x = 1;  y = 2;\n}\n',
+      'if (a) {\n  x = 1;',
+      'if (b) {\n  x = 3;',
+      'if (b) {\n  x = 3;  y = 2;\n}\n',
+    ],
     ['old_text ends mid-line (short)', 'a  \nb  c\n', 'a\nb', 'X\nY', 'X\nY  c\n'],
     ['old_text ends mid-line with its own blank', 'a  \nb c\n', 'a\nb ', 'X\nY ', 'X\nY c\n'],
     ['old_text ends at a line end with blanks', 'a  \nb  \nc\n', 'a\nb', 'X\nY', 'X\nY\nc\n'],
@@ -155,12 +184,18 @@ describe('already_applied', () => {
   });
 
   it('insertion-style new_text (containing old_text) already present', () => {
-    const e = failing('import a;\nimport b;\n\nmain();\n', [{ old_text: 'import a;\n', new_text: 'import a;\nimport b;\n' }]);
+    const e = failing('import a;\nimport b;\n\nmain();\n', [
+      { old_text: 'import a;\n', new_text: 'import a;\nimport b;\n' },
+    ]);
     expect(e.details).toMatchObject({ reason: 'already_applied', edit_index: 0 });
   });
 
   it('insertion where only the old text is present applies', () => {
-    const r = applyEdits('import a;\n\nmain();\n', [{ old_text: 'import a;\n', new_text: 'import a;\nimport b;\n' }], FILE);
+    const r = applyEdits(
+      'import a;\n\nmain();\n',
+      [{ old_text: 'import a;\n', new_text: 'import a;\nimport b;\n' }],
+      FILE,
+    );
     expect(r.text).toBe('import a;\nimport b;\n\nmain();\n');
   });
 
@@ -172,15 +207,45 @@ describe('already_applied', () => {
 describe('bytes are kept', () => {
   test.each<[string, string, TextEdit[], string]>([
     ['CRLF file stays CRLF', 'a\r\nb\r\nc\r\n', [{ old_text: 'b', new_text: 'B1\nB2' }], 'a\r\nB1\r\nB2\r\nc\r\n'],
-    ['CRLF multi-line replacement', 'one\r\ntwo\r\nthree\r\n', [{ old_text: 'one\ntwo\n', new_text: '1\n2\n2.5\n' }], '1\r\n2\r\n2.5\r\nthree\r\n'],
-    ['mixed: untouched lines keep theirs', 'l1\r\nl2\nl3\r\nl4\n', [{ old_text: 'l3', new_text: 'L3' }], 'l1\r\nl2\nL3\r\nl4\n'],
-    ['mixed: an LF line edited stays LF', 'l1\r\nl2\nl3\r\n', [{ old_text: 'l2', new_text: 'X\nY' }], 'l1\r\nX\nY\nl3\r\n'],
-    ['mixed: a CRLF line edited stays CRLF', 'l1\r\nl2\nl3\r\n', [{ old_text: 'l1', new_text: 'X\nY' }], 'X\r\nY\r\nl2\nl3\r\n'],
+    [
+      'CRLF multi-line replacement',
+      'one\r\ntwo\r\nthree\r\n',
+      [{ old_text: 'one\ntwo\n', new_text: '1\n2\n2.5\n' }],
+      '1\r\n2\r\n2.5\r\nthree\r\n',
+    ],
+    [
+      'mixed: untouched lines keep theirs',
+      'l1\r\nl2\nl3\r\nl4\n',
+      [{ old_text: 'l3', new_text: 'L3' }],
+      'l1\r\nl2\nL3\r\nl4\n',
+    ],
+    [
+      'mixed: an LF line edited stays LF',
+      'l1\r\nl2\nl3\r\n',
+      [{ old_text: 'l2', new_text: 'X\nY' }],
+      'l1\r\nX\nY\nl3\r\n',
+    ],
+    [
+      'mixed: a CRLF line edited stays CRLF',
+      'l1\r\nl2\nl3\r\n',
+      [{ old_text: 'l1', new_text: 'X\nY' }],
+      'X\r\nY\r\nl2\nl3\r\n',
+    ],
     ['BOM kept', '\uFEFFfirst\nsecond\n', [{ old_text: 'first', new_text: 'FIRST' }], '\uFEFFFIRST\nsecond\n'],
-    ['BOM kept when editing at the very start', '\uFEFFfirst\n', [{ old_text: 'first\n', new_text: 'zero\nfirst\n' }], '\uFEFFzero\nfirst\n'],
+    [
+      'BOM kept when editing at the very start',
+      '\uFEFFfirst\n',
+      [{ old_text: 'first\n', new_text: 'zero\nfirst\n' }],
+      '\uFEFFzero\nfirst\n',
+    ],
     ['no final newline stays none', 'a\nb', [{ old_text: 'b', new_text: 'B' }], 'a\nB'],
     ['CRLF without final newline', 'a\r\nb', [{ old_text: 'a\nb', new_text: 'x\ny' }], 'x\r\ny'],
-    ['non-ASCII round-trips', 'Bäcker €\nMüller\n', [{ old_text: 'Müller', new_text: 'Bäcker € Straße' }], 'Bäcker €\nBäcker € Straße\n'],
+    [
+      'non-ASCII round-trips',
+      'Bäcker €\nMüller\n',
+      [{ old_text: 'Müller', new_text: 'Bäcker € Straße' }],
+      'Bäcker €\nBäcker € Straße\n',
+    ],
     ['non-ASCII in old_text', 'Bäcker €\n', [{ old_text: 'Bäcker €', new_text: '€ Bäcker' }], '€ Bäcker\n'],
   ])('%s', (_label, original, edits, expected) => {
     expect(applyEdits(original, edits, FILE).text).toBe(expected);

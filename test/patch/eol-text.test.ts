@@ -24,11 +24,12 @@ describe('toEolText', () => {
     expect(t).toEqual({ view, crlfAt, bom, dominant });
   });
 
-  test.each([
-    'a\nb\n', 'a\r\nb\r\n', 'a\r\nb\nc\r\nd', '\uFEFFa\r\n', '\uFEFF', 'x', '\r\n\r\n\n', 'Bäcker €\r\n',
-  ])('maps back unchanged with no replacements: %j', (original) => {
-    expect(applyToOriginal(toEolText(original), [])).toBe(original);
-  });
+  test.each(['a\nb\n', 'a\r\nb\r\n', 'a\r\nb\nc\r\nd', '\uFEFFa\r\n', '\uFEFF', 'x', '\r\n\r\n\n', 'Bäcker €\r\n'])(
+    'maps back unchanged with no replacements: %j',
+    (original) => {
+      expect(applyToOriginal(toEolText(original), [])).toBe(original);
+    },
+  );
 });
 
 describe('applyToOriginal', () => {
@@ -43,10 +44,12 @@ describe('applyToOriginal', () => {
     const t = toEolText(original);
     const s2 = t.view.indexOf('l2');
     const s4 = t.view.indexOf('l4');
-    expect(applyToOriginal(t, [
-      { start: s4, end: s4 + 2, text: 'A\nB' },
-      { start: s2, end: s2 + 2, text: 'C\nD' },
-    ])).toBe('l1\r\nC\nD\nl3\r\nA\nB\n');
+    expect(
+      applyToOriginal(t, [
+        { start: s4, end: s4 + 2, text: 'A\nB' },
+        { start: s2, end: s2 + 2, text: 'C\nD' },
+      ]),
+    ).toBe('l1\r\nC\nD\nl3\r\nA\nB\n');
   });
 
   it('a region containing a CRLF break writes CRLF', () => {
@@ -73,11 +76,23 @@ describe('applyToOriginal', () => {
 });
 
 describe('helpers', () => {
-  test.each([['a\r\nb', 'a\nb'], ['a\rb', 'a\rb'], ['\r\n\r\n', '\n\n'], ['x', 'x']])('toLf(%j)', (input, out) => {
+  test.each([
+    ['a\r\nb', 'a\nb'],
+    ['a\rb', 'a\rb'],
+    ['\r\n\r\n', '\n\n'],
+    ['x', 'x'],
+  ])('toLf(%j)', (input, out) => {
     expect(toLf(input)).toBe(out);
   });
 
-  test.each([[0, 1], [1, 1], [2, 2], [3, 2], [4, 3], [99, 3]])('lineOfOffset("a\\nb\\nc", %i) = %i', (i, line) => {
+  test.each([
+    [0, 1],
+    [1, 1],
+    [2, 2],
+    [3, 2],
+    [4, 3],
+    [99, 3],
+  ])('lineOfOffset("a\\nb\\nc", %i) = %i', (i, line) => {
     expect(lineOfOffset('a\nb\nc', i)).toBe(line);
   });
 });

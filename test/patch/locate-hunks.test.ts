@@ -77,12 +77,18 @@ it('F has 9 lines', () => {
 describe('applies', () => {
   test.each([
     ['with ---/+++ headers', `--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}`],
-    ['with diff --git headers', `diff --git a/F.py b/F.py\nindex 0000000..1111111 100644\n--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}`],
+    [
+      'with diff --git headers',
+      `diff --git a/F.py b/F.py\nindex 0000000..1111111 100644\n--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}`,
+    ],
     ['without headers', `@@ -3,3 +3,3 @@\n${HUNK_BODY}`],
     ['header line 40 instead of 3', `--- a/F.py\n+++ b/F.py\n@@ -40,3 +40,3 @@\n${HUNK_BODY}`],
     ['counts -3,7 +3,9 on a 3/3 body', `--- a/F.py\n+++ b/F.py\n@@ -3,7 +3,9 @@\n${HUNK_BODY}`],
     ['@@ @@', `@@ @@\n${HUNK_BODY}`],
-    ['inside a ```diff fence', `Here you go:\n\n\`\`\`diff\n--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}\`\`\`\n`],
+    [
+      'inside a ```diff fence',
+      `Here you go:\n\n\`\`\`diff\n--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}\`\`\`\n`,
+    ],
     ['a CRLF patch', `--- a/F.py\r\n+++ b/F.py\r\n@@ -3,3 +3,3 @@\r\n${HUNK_BODY.replace(/\n/g, '\r\n')}`],
   ])('%s', (_label, patch) => {
     expect(apply(F, patch)).toBe(F_HELLO);
@@ -120,12 +126,17 @@ describe('applies', () => {
     expect(out).toBe(F_HELLO.replace(/\n/g, '\r\n'));
   });
 
-  it('context differing only by trailing spaces applies and keeps the file\'s trailing spaces', () => {
-    const spaced = F.replace('def greet(name):\n', 'def greet(name):   \n').replace("    greet('a')\n", "    greet('a')\t\n");
+  it("context differing only by trailing spaces applies and keeps the file's trailing spaces", () => {
+    const spaced = F.replace('def greet(name):\n', 'def greet(name):   \n').replace(
+      "    greet('a')\n",
+      "    greet('a')\t\n",
+    );
     const r = applyHunks(spaced, parseUnifiedDiff(`@@ -3,3 +3,3 @@\n${HUNK_BODY}`)[0], FILE);
     expect(r.text).toBe(spaced.replace("print('hi')", "print('hello')"));
     expect(r.text).toContain('def greet(name):   \n');
-    expect(r.hunks).toEqual([{ hunk: 1, line: 3, match: 'trailing_whitespace', placed_by: 'header', candidates: 1, offset: 0 }]);
+    expect(r.hunks).toEqual([
+      { hunk: 1, line: 3, match: 'trailing_whitespace', placed_by: 'header', candidates: 1, offset: 0 },
+    ]);
   });
 
   it('a curly apostrophe in the file matches a straight one in the patch (the file keeps its curly context)', () => {
@@ -150,12 +161,18 @@ describe('applies', () => {
 
   it('a diff that adds "*** Begin Patch" to a markdown file applies', () => {
     const md = '# Notes\n\nSome text.\n';
-    const out = apply(md, '--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,6 @@\n # Notes\n \n Some text.\n+```\n+*** Begin Patch\n+```\n');
+    const out = apply(
+      md,
+      '--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,6 @@\n # Notes\n \n Some text.\n+```\n+*** Begin Patch\n+```\n',
+    );
     expect(out).toBe('# Notes\n\nSome text.\n```\n*** Begin Patch\n```\n');
   });
 
   it('a hunk at the end of F under counts larger than its body (regression: phantom trailing context)', () => {
-    const out = apply(F, "--- a/F.py\n+++ b/F.py\n@@ -8,7 +8,9 @@\n     greet('a')\n-    greet('b')\n+    greet('c')\n");
+    const out = apply(
+      F,
+      "--- a/F.py\n+++ b/F.py\n@@ -8,7 +8,9 @@\n     greet('a')\n-    greet('b')\n+    greet('c')\n",
+    );
     expect(out).toBe(F.replace("greet('b')", "greet('c')"));
   });
 
@@ -166,7 +183,8 @@ describe('applies', () => {
   describe('no newline at end of file', () => {
     const noEol = F.slice(0, -1);
     it('keeps a missing final newline when the last line changes', () => {
-      const patch = "@@ -8,2 +8,2 @@\n     greet('a')\n-    greet('b')\n\\ No newline at end of file\n+    greet('c')\n\\ No newline at end of file\n";
+      const patch =
+        "@@ -8,2 +8,2 @@\n     greet('a')\n-    greet('b')\n\\ No newline at end of file\n+    greet('c')\n\\ No newline at end of file\n";
       expect(apply(noEol, patch)).toBe(noEol.replace("greet('b')", "greet('c')"));
     });
     it('adds the final newline when the patch says so', () => {
@@ -197,9 +215,14 @@ describe('applies', () => {
 
 describe('refuses', () => {
   it('context "def greet(user):" → no_match with nearest line 3 and the first difference', () => {
-    const e = refused(F, "--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n def greet(user):\n-    print('hi')\n+    print('hello')\n \n");
+    const e = refused(
+      F,
+      "--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n def greet(user):\n-    print('hi')\n+    print('hello')\n \n",
+    );
     expect(e.details).toMatchObject({
-      reason: 'no_match', hunk: 1, hunks: 1,
+      reason: 'no_match',
+      hunk: 1,
+      hunks: 1,
       expected: ['def greet(user):', "    print('hi')", ''],
       nearest: {
         line: 3,
@@ -211,9 +234,20 @@ describe('refuses', () => {
   });
 
   it('hunk 2 of 2 not matching → no_match hunk 2, and nothing of hunk 1 comes back', () => {
-    const e = refused(F, `--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}@@ -8,2 +8,2 @@\n     greet('a')\n-    greet('z')\n+    greet('c')\n`);
-    expect(e.details).toMatchObject({ reason: 'no_match', hunk: 2, hunks: 2, expected: ["    greet('a')", "    greet('z')"] });
-    expect(e.details.nearest).toMatchObject({ line: 8, first_difference: { line: 9, expected: "    greet('z')", actual: "    greet('b')", whitespace_only: false } });
+    const e = refused(
+      F,
+      `--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${HUNK_BODY}@@ -8,2 +8,2 @@\n     greet('a')\n-    greet('z')\n+    greet('c')\n`,
+    );
+    expect(e.details).toMatchObject({
+      reason: 'no_match',
+      hunk: 2,
+      hunks: 2,
+      expected: ["    greet('a')", "    greet('z')"],
+    });
+    expect(e.details.nearest).toMatchObject({
+      line: 8,
+      first_difference: { line: 9, expected: "    greet('z')", actual: "    greet('b')", whitespace_only: false },
+    });
   });
 
   describe('a file with two copies of the hunk (context on both sides: no anchoring)', () => {
@@ -221,7 +255,14 @@ describe('refuses', () => {
     const body = ' x = 1\n-y = 2\n+y = 3\n end\n';
     it('@@ @@ → ambiguous with candidates [1, 4]', () => {
       const e = refused(two, `@@ @@\n${body}`);
-      expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, hunks: 1, count: 2, candidates: [1, 4], expected: ['x = 1', 'y = 2', 'end'] });
+      expect(e.details).toMatchObject({
+        reason: 'ambiguous',
+        hunk: 1,
+        hunks: 1,
+        count: 2,
+        candidates: [1, 4],
+        expected: ['x = 1', 'y = 2', 'end'],
+      });
     });
     test.each([
       ['the first', 1, 'x = 1\ny = 3\nend\nx = 1\ny = 2\nend\n'],
@@ -255,13 +296,18 @@ describe('refuses', () => {
     const tabbed = F.replace(/^ {4}/gm, '\t');
     const e = refused(tabbed, `@@ -3,3 +3,3 @@\n${HUNK_BODY}`);
     expect(e.details).toMatchObject({
-      reason: 'no_match', hunk: 1,
-      nearest: { line: 3, first_difference: { line: 4, expected: "    print('hi')", actual: "\tprint('hi')", whitespace_only: true } },
+      reason: 'no_match',
+      hunk: 1,
+      nearest: {
+        line: 3,
+        first_difference: { line: 4, expected: "    print('hi')", actual: "\tprint('hi')", whitespace_only: true },
+      },
     });
   });
 
   it('overlapping hunks → overlap', () => {
-    const patch = "@@ -3,3 +3,3 @@\n def greet(name):\n-    print('hi')\n+    print('hello')\n \n@@ -4,2 +4,2 @@\n     print('hi')\n-\n+# gap\n";
+    const patch =
+      "@@ -3,3 +3,3 @@\n def greet(name):\n-    print('hi')\n+    print('hello')\n \n@@ -4,2 +4,2 @@\n     print('hi')\n-\n+# gap\n";
     const e = refused(F, patch);
     expect(e.details).toMatchObject({ reason: 'overlap', hunk: 2, hunks: 2, candidates: [3, 4] });
   });

@@ -38,7 +38,8 @@ describe('whole lines: a final newline is a line ending', () => {
   ])('one-line old_text %s → line 5, first difference on it', (_label, oldText) => {
     const e = failing(PY, [{ old_text: oldText, new_text: '    timeout = 12\n' }]);
     expect(e.details).toEqual({
-      reason: 'no_match', edit_index: 0,
+      reason: 'no_match',
+      edit_index: 0,
       nearest: {
         line: 5,
         excerpt: '    timeout = 10\n    return timeout',
@@ -51,7 +52,8 @@ describe('whole lines: a final newline is a line ending', () => {
     const r = findNearestRegion(PY.split('\n').slice(0, -1), ['', '    timeout = 11', '']);
     // Aligned so that the content line sits on line 5; the first difference is the blank expected line on line 4.
     expect(r).toEqual({
-      line: 4, excerpt: 'def f():\n    timeout = 10\n    return timeout',
+      line: 4,
+      excerpt: 'def f():\n    timeout = 10\n    return timeout',
       first_difference: { line: 4, expected: '', actual: 'def f():', whitespace_only: false },
     });
   });
@@ -73,7 +75,8 @@ describe('nothing rather than a guess', () => {
     expect(similarity('abcdefghij', 'abcdefgXYZ')).toBeCloseTo(6 / 9, 5);
     expect(similarity('abcdefghij', 'abcdeXYZWV')).toBeCloseTo(4 / 9, 5);
     expect(findNearestRegion(['zzz', 'abcdefgXYZ'], ['abcdefghij'])).toEqual({
-      line: 2, excerpt: 'abcdefgXYZ',
+      line: 2,
+      excerpt: 'abcdefgXYZ',
       first_difference: { line: 2, expected: 'abcdefghij', actual: 'abcdefgXYZ', whitespace_only: false },
     });
     expect(findNearestRegion(['zzz', 'abcdeXYZWV'], ['abcdefghij'])).toBeNull();

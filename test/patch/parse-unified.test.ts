@@ -38,24 +38,29 @@ function refused(patch: string, code: string): ToolError {
 
 const ops = (f: FilePatch, hunk = 0) => f.hunks[hunk].lines.map((l) => `${l.op}${l.text}`);
 
-const BODY = [
-  ' def greet(name):',
-  "-    print('hi')",
-  "+    print('hello')",
-  ' ',
-].join('\n');
+const BODY = [' def greet(name):', "-    print('hi')", "+    print('hello')", ' '].join('\n');
 
 describe('headers', () => {
   it('parses a git diff with a/ b/ prefixes (stripped)', () => {
-    const [f] = parseUnifiedDiff(`diff --git a/src/F.py b/src/F.py\nindex 1234567..89abcde 100644\n--- a/src/F.py\n+++ b/src/F.py\n@@ -3,3 +3,3 @@\n${BODY}\n`);
+    const [f] = parseUnifiedDiff(
+      `diff --git a/src/F.py b/src/F.py\nindex 1234567..89abcde 100644\n--- a/src/F.py\n+++ b/src/F.py\n@@ -3,3 +3,3 @@\n${BODY}\n`,
+    );
     expect(f).toMatchObject({ oldPath: 'src/F.py', newPath: 'src/F.py', headerless: false, rawOldPath: 'a/src/F.py' });
     expect(f.hunks).toHaveLength(1);
-    expect(f.hunks[0]).toMatchObject({ oldStart: 3, newStart: 3, oldNoNewline: false, newNoNewline: false, patchLine: 5 });
+    expect(f.hunks[0]).toMatchObject({
+      oldStart: 3,
+      newStart: 3,
+      oldNoNewline: false,
+      newNoNewline: false,
+      patchLine: 5,
+    });
     expect(ops(f)).toEqual([' def greet(name):', "-    print('hi')", "+    print('hello')", ' ']);
   });
 
   it('parses diff -u headers with timestamps and no prefixes (paths as written)', () => {
-    const [f] = parseUnifiedDiff(`--- F.py\t2024-01-01 10:00:00.000000000 +0100\n+++ F.py\t2024-01-01 10:01:00.000000000 +0100\n@@ -3,3 +3,3 @@\n${BODY}\n`);
+    const [f] = parseUnifiedDiff(
+      `--- F.py\t2024-01-01 10:00:00.000000000 +0100\n+++ F.py\t2024-01-01 10:01:00.000000000 +0100\n@@ -3,3 +3,3 @@\n${BODY}\n`,
+    );
     expect(f).toMatchObject({ oldPath: 'F.py', newPath: 'F.py', headerless: false });
   });
 
@@ -68,20 +73,41 @@ describe('headers', () => {
   it('reads /dev/null as create and delete', () => {
     const [c] = parseUnifiedDiff('--- /dev/null\n+++ b/new.py\n@@ -0,0 +1,2 @@\n+a\n+b\n');
     expect(c).toMatchObject({ oldPath: null, newPath: 'new.py' });
-    const [d] = parseUnifiedDiff('diff --git a/old.py b/old.py\ndeleted file mode 100644\n--- a/old.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n');
+    const [d] = parseUnifiedDiff(
+      'diff --git a/old.py b/old.py\ndeleted file mode 100644\n--- a/old.py\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n',
+    );
     expect(d).toMatchObject({ oldPath: 'old.py', newPath: null });
   });
 
   it('parses several files with several hunks each, and a rename', () => {
     const patch = [
-      'diff --git a/one.txt b/one.txt', '--- a/one.txt', '+++ b/one.txt',
-      '@@ -1,2 +1,2 @@', '-a', '+A', ' b', '@@ -9,2 +9,2 @@', ' y', '-z', '+Z',
-      'diff --git a/old.txt b/new.txt', 'similarity index 90%', 'rename from old.txt', 'rename to new.txt',
-      '--- a/old.txt', '+++ b/new.txt', '@@ -1 +1 @@', '-x', '+X',
+      'diff --git a/one.txt b/one.txt',
+      '--- a/one.txt',
+      '+++ b/one.txt',
+      '@@ -1,2 +1,2 @@',
+      '-a',
+      '+A',
+      ' b',
+      '@@ -9,2 +9,2 @@',
+      ' y',
+      '-z',
+      '+Z',
+      'diff --git a/old.txt b/new.txt',
+      'similarity index 90%',
+      'rename from old.txt',
+      'rename to new.txt',
+      '--- a/old.txt',
+      '+++ b/new.txt',
+      '@@ -1 +1 @@',
+      '-x',
+      '+X',
       '',
     ].join('\n');
     const files = parseUnifiedDiff(patch);
-    expect(files.map((f) => [f.oldPath, f.newPath, f.hunks.length])).toEqual([['one.txt', 'one.txt', 2], ['old.txt', 'new.txt', 1]]);
+    expect(files.map((f) => [f.oldPath, f.newPath, f.hunks.length])).toEqual([
+      ['one.txt', 'one.txt', 2],
+      ['old.txt', 'new.txt', 1],
+    ]);
     expect(ops(files[0], 1)).toEqual([' y', '-z', '+Z']);
   });
 
@@ -93,11 +119,16 @@ describe('headers', () => {
 
   it('a ---/+++ pair followed by @@ after an @@ @@ hunk starts the next file', () => {
     const files = parseUnifiedDiff('--- a/one\n+++ b/one\n@@ @@\n-a\n+b\n--- a/two\n+++ b/two\n@@ @@\n-c\n+d\n');
-    expect(files.map((f) => [f.oldPath, ops(f)])).toEqual([['one', ['-a', '+b']], ['two', ['-c', '+d']]]);
+    expect(files.map((f) => [f.oldPath, ops(f)])).toEqual([
+      ['one', ['-a', '+b']],
+      ['two', ['-c', '+d']],
+    ]);
   });
 
   it('keeps a pure rename (no hunks)', () => {
-    const files = parseUnifiedDiff('diff --git a/old.txt b/new.txt\nsimilarity index 100%\nrename from old.txt\nrename to new.txt\n');
+    const files = parseUnifiedDiff(
+      'diff --git a/old.txt b/new.txt\nsimilarity index 100%\nrename from old.txt\nrename to new.txt\n',
+    );
     expect(files).toHaveLength(1);
     expect(files[0]).toMatchObject({ oldPath: 'old.txt', newPath: 'new.txt', hunks: [] });
   });
@@ -120,7 +151,9 @@ describe('hunk headers are hints', () => {
   it('with counts larger than the body, the body still ends where the text ends (no phantom context from the final newline)', () => {
     // Regression: `-3,7 +3,9` on a 3/3 body. The LF that ends the patch text used to become an extra empty context
     // line (the header still "expected" lines), which then failed to match at the end of a file.
-    const [f] = parseUnifiedDiff(`--- a/F.py\n+++ b/F.py\n@@ -8,7 +8,9 @@\n     greet('a')\n-    greet('b')\n+    greet('c')\n`);
+    const [f] = parseUnifiedDiff(
+      `--- a/F.py\n+++ b/F.py\n@@ -8,7 +8,9 @@\n     greet('a')\n-    greet('b')\n+    greet('c')\n`,
+    );
     expect(ops(f)).toEqual(["     greet('a')", "-    greet('b')", "+    greet('c')"]);
   });
 
@@ -160,7 +193,9 @@ describe('empty lines', () => {
 
 describe('fences and markers', () => {
   it('removes a surrounding ```diff fence and the prose around it', () => {
-    const [f] = parseUnifiedDiff(`Here is the fix:\n\n\`\`\`diff\n--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${BODY}\n\`\`\`\n\nThis changes the greeting.\n`);
+    const [f] = parseUnifiedDiff(
+      `Here is the fix:\n\n\`\`\`diff\n--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\n${BODY}\n\`\`\`\n\nThis changes the greeting.\n`,
+    );
     expect(f.oldPath).toBe('F.py');
     expect(ops(f)).toEqual([' def greet(name):', "-    print('hi')", "+    print('hello')", ' ']);
   });
@@ -175,13 +210,16 @@ describe('fences and markers', () => {
   });
 
   it('a fenced diff of a markdown file with code fences in its context', () => {
-    const patch = '```diff\n--- a/README.md\n+++ b/README.md\n@@ -1,4 +1,4 @@\n # Title\n ```sh\n-old\n+new\n ```\n```\n';
+    const patch =
+      '```diff\n--- a/README.md\n+++ b/README.md\n@@ -1,4 +1,4 @@\n # Title\n ```sh\n-old\n+new\n ```\n```\n';
     const [f] = parseUnifiedDiff(patch);
     expect(ops(f)).toEqual([' # Title', ' ```sh', '-old', '+new', ' ```']);
   });
 
   it('"\\ No newline at end of file" marks the side of the line before it', () => {
-    const [f] = parseUnifiedDiff('@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+B\n\\ No newline at end of file\n');
+    const [f] = parseUnifiedDiff(
+      '@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+B\n\\ No newline at end of file\n',
+    );
     expect(f.hunks[0]).toMatchObject({ oldNoNewline: true, newNoNewline: true });
     expect(ops(f)).toEqual([' a', '-b', '+B']);
     const [g] = parseUnifiedDiff('@@ -1,2 +1,3 @@\n a\n-b\n\\ No newline at end of file\n+b\n+c\n');
@@ -196,14 +234,19 @@ describe('fences and markers', () => {
   });
 
   it('a diff that adds a "*** Begin Patch" line is a unified diff, not Codex format', () => {
-    const [f] = parseUnifiedDiff('--- a/notes.md\n+++ b/notes.md\n@@ -1,2 +1,5 @@\n # Notes\n+*** Begin Patch\n+*** Update File: x\n+*** End Patch\n \n');
+    const [f] = parseUnifiedDiff(
+      '--- a/notes.md\n+++ b/notes.md\n@@ -1,2 +1,5 @@\n # Notes\n+*** Begin Patch\n+*** Update File: x\n+*** End Patch\n \n',
+    );
     expect(ops(f)).toEqual([' # Notes', '+*** Begin Patch', '+*** Update File: x', '+*** End Patch', ' ']);
   });
 });
 
 describe('refusals', () => {
   it('Codex *** Begin Patch … *** End Patch is BEGIN_PATCH with the line and a unified-diff example', () => {
-    const e = refused('*** Begin Patch\n*** Update File: F.py\n@@\n-    print(\'hi\')\n+    print(\'hello\')\n*** End Patch\n', 'BEGIN_PATCH');
+    const e = refused(
+      "*** Begin Patch\n*** Update File: F.py\n@@\n-    print('hi')\n+    print('hello')\n*** End Patch\n",
+      'BEGIN_PATCH',
+    );
     expect(e.details).toEqual({ line: 1, marker: 'Begin Patch' });
     expect(e.suggestion).toContain(UNIFIED_DIFF_EXAMPLE);
     expect(e.message).toContain('line 1');
@@ -226,7 +269,7 @@ describe('refusals', () => {
     ['prose', 'Please change the greeting in greet() to say hello instead of hi.\n'],
     ['an empty-ish text', '\n\n'],
     ['headers without hunks', '--- a/F.py\n+++ b/F.py\n'],
-    ['hunk lines without a header', ' def greet(name):\n-    print(\'hi\')\n+    print(\'hello\')\n'],
+    ['hunk lines without a header', " def greet(name):\n-    print('hi')\n+    print('hello')\n"],
   ])('%s is PATCH_FAILED no_hunks', (_label, patch) => {
     const e = refused(patch, 'PATCH_FAILED');
     expect(e).toBeInstanceOf(PatchFailedError);
@@ -235,7 +278,8 @@ describe('refusals', () => {
   });
 
   it('a context line missing its leading space is PATCH_FAILED malformed with the line', () => {
-    const patch = "--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\ndef greet(name):\n-    print('hi')\n+    print('hello')\n \n";
+    const patch =
+      "--- a/F.py\n+++ b/F.py\n@@ -3,3 +3,3 @@\ndef greet(name):\n-    print('hi')\n+    print('hello')\n \n";
     const e = refused(patch, 'PATCH_FAILED');
     expect(e.details).toEqual({ reason: 'malformed', line: 4, text: 'def greet(name):' });
     expect(e.message).toContain('line 4');

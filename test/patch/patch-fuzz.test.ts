@@ -46,7 +46,10 @@ function render(hunks: StructuredPatchHunk[], r: Rendering): string {
     const s = r.scrambles[i % r.scrambles.length];
     const off = r.offsets[i % r.offsets.length];
     if (s === 'exact') out.push(`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`);
-    else if (s === 'wrong_numbers') out.push(`@@ -${Math.max(0, h.oldStart + off)},${Math.max(0, h.oldLines + (off % 3))} +${Math.max(0, h.newStart - off)},${h.newLines + 2} @@`);
+    else if (s === 'wrong_numbers')
+      out.push(
+        `@@ -${Math.max(0, h.oldStart + off)},${Math.max(0, h.oldLines + (off % 3))} +${Math.max(0, h.newStart - off)},${h.newLines + 2} @@`,
+      );
     else if (s === 'no_counts') out.push(`@@ -${h.oldStart} +${h.newStart} @@`);
     else out.push('@@ @@');
     // An empty line for an empty context line is unambiguous only under correct counts (without them, empty lines
@@ -57,10 +60,14 @@ function render(hunks: StructuredPatchHunk[], r: Rendering): string {
   return `${out.join('\n')}\n`;
 }
 
-const join = (lines: string[], finalNewline: boolean) => (lines.length === 0 ? '' : lines.join('\n') + (finalNewline ? '\n' : ''));
+const join = (lines: string[], finalNewline: boolean) =>
+  lines.length === 0 ? '' : lines.join('\n') + (finalNewline ? '\n' : '');
 
 /** Applies `edits` (one per base line, plus one for the end) to `base`. */
-function edit(base: string[], ops: Array<{ op: 'keep' | 'delete' | 'replace'; ins: string[]; with: string }>): string[] {
+function edit(
+  base: string[],
+  ops: Array<{ op: 'keep' | 'delete' | 'replace'; ins: string[]; with: string }>,
+): string[] {
   const out: string[] = [];
   for (let i = 0; i <= base.length; i++) {
     const o = ops[i % ops.length];
@@ -90,18 +97,27 @@ const count = (hay: string[], needle: string[]) => {
   return n;
 };
 
-const oldSideOf = (h: StructuredPatchHunk) => h.lines.filter((l) => l[0] === ' ' || l[0] === '-').map((l) => l.slice(1));
-const newSideOf = (h: StructuredPatchHunk) => h.lines.filter((l) => l[0] === ' ' || l[0] === '+').map((l) => l.slice(1));
+const oldSideOf = (h: StructuredPatchHunk) =>
+  h.lines.filter((l) => l[0] === ' ' || l[0] === '-').map((l) => l.slice(1));
+const newSideOf = (h: StructuredPatchHunk) =>
+  h.lines.filter((l) => l[0] === ' ' || l[0] === '+').map((l) => l.slice(1));
 
 const chars = fc.constantFrom('a', 'b', 'c', ' ', '-', '+', "'", '\u2019', '\t', 'x', '@', '\\', '`', '*');
 const wordLine = fc.string({ unit: chars, minLength: 1, maxLength: 6 });
-const opArb = (line: fc.Arbitrary<string>) => fc.record({
-  op: fc.constantFrom<'keep' | 'delete' | 'replace'>('keep', 'keep', 'keep', 'keep', 'delete', 'replace'),
-  ins: fc.oneof({ weight: 4, arbitrary: fc.constant([] as string[]) }, { weight: 1, arbitrary: fc.array(line, { minLength: 1, maxLength: 3 }) }),
-  with: line,
-});
+const opArb = (line: fc.Arbitrary<string>) =>
+  fc.record({
+    op: fc.constantFrom<'keep' | 'delete' | 'replace'>('keep', 'keep', 'keep', 'keep', 'delete', 'replace'),
+    ins: fc.oneof(
+      { weight: 4, arbitrary: fc.constant([] as string[]) },
+      { weight: 1, arbitrary: fc.array(line, { minLength: 1, maxLength: 3 }) },
+    ),
+    with: line,
+  });
 const renderingArb = fc.record({
-  scrambles: fc.array(fc.constantFrom<Scramble>('exact', 'wrong_numbers', 'no_counts', 'bare'), { minLength: 1, maxLength: 4 }),
+  scrambles: fc.array(fc.constantFrom<Scramble>('exact', 'wrong_numbers', 'no_counts', 'bare'), {
+    minLength: 1,
+    maxLength: 4,
+  }),
   offsets: fc.array(fc.integer({ min: -50, max: 50 }), { minLength: 1, maxLength: 4 }),
   order: fc.array(fc.nat(20), { maxLength: 8 }),
   headers: fc.boolean(),
@@ -111,87 +127,133 @@ const renderingArb = fc.record({
 
 describe('fuzz', () => {
   it('unique lines, scrambled headers, any order, LF or CRLF: the edited file exactly', () => {
-    fc.assert(fc.property(
-      fc.uniqueArray(fc.oneof({ weight: 9, arbitrary: wordLine }, { weight: 1, arbitrary: fc.constant('') }), { maxLength: 30 }),
-      fc.array(opArb(wordLine), { minLength: 1, maxLength: 31 }),
-      fc.boolean(), fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 4 }), renderingArb,
-      (base, ops, oldEol, newEol, crlf, context, rendering) => {
-        const original = join(base, oldEol);
-        const edited = join(edit(base, ops), newEol);
-        const sp = structuredPatch('file.txt', 'file.txt', original, edited, undefined, undefined, { context });
-        if (sp.hunks.length === 0) return;
-        const patch = render(sp.hunks, rendering);
-        const useCrlf = crlf && original.includes('\n');
-        const r = run(useCrlf ? original.replace(/\n/g, '\r\n') : original, patch);
-        expect(r, `${'error' in r ? JSON.stringify(r.error.details) : ''}\n${patch}`).toEqual({ text: useCrlf ? edited.replace(/\n/g, '\r\n') : edited });
-      },
-    ), { numRuns: RUNS });
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.oneof({ weight: 9, arbitrary: wordLine }, { weight: 1, arbitrary: fc.constant('') }), {
+          maxLength: 30,
+        }),
+        fc.array(opArb(wordLine), { minLength: 1, maxLength: 31 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 4 }),
+        renderingArb,
+        (base, ops, oldEol, newEol, crlf, context, rendering) => {
+          const original = join(base, oldEol);
+          const edited = join(edit(base, ops), newEol);
+          const sp = structuredPatch('file.txt', 'file.txt', original, edited, undefined, undefined, { context });
+          if (sp.hunks.length === 0) return;
+          const patch = render(sp.hunks, rendering);
+          const useCrlf = crlf && original.includes('\n');
+          const r = run(useCrlf ? original.replace(/\n/g, '\r\n') : original, patch);
+          expect(r, `${'error' in r ? JSON.stringify(r.error.details) : ''}\n${patch}`).toEqual({
+            text: useCrlf ? edited.replace(/\n/g, '\r\n') : edited,
+          });
+        },
+      ),
+      { numRuns: RUNS },
+    );
   });
 
   it('repeated lines and blank lines, correct headers: exact, or a justified refusal', () => {
     const tiny = fc.constantFrom('', '', 'a', 'b', 'a b', '-- x', '++ y', ' ');
-    fc.assert(fc.property(
-      fc.array(tiny, { maxLength: 20 }),
-      fc.array(opArb(tiny), { minLength: 1, maxLength: 21 }),
-      fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 3 }), fc.boolean(), fc.boolean(),
-      (base, ops, oldEol, newEol, context, headers, bareEmptyContext) => {
-        const original = join(base, oldEol);
-        const edited = join(edit(base, ops), newEol);
-        const sp = structuredPatch('file.txt', 'file.txt', original, edited, undefined, undefined, { context });
-        if (sp.hunks.length === 0) return;
-        const patch = render(sp.hunks, { scrambles: ['exact'], offsets: [0], order: [], headers, fence: false, bareEmptyContext });
-        const r = run(original, patch);
-        if ('text' in r) {
-          expect(r.text, patch).toBe(edited);
-          return;
-        }
-        const d = r.error.details;
-        const hunk = sp.hunks[(d.hunk as number) - 1];
-        const lines = original === '' ? [] : original.replace(/\n$/, '').split('\n');
-        if (d.reason === 'already_applied') {
-          expect(count(lines, newSideOf(hunk)), `already_applied without the new side present\n${patch}`).toBeGreaterThan(0);
-        } else {
-          expect.fail(`refused ${JSON.stringify(d)}\n${patch}`);
-        }
-      },
-    ), { numRuns: RUNS });
+    fc.assert(
+      fc.property(
+        fc.array(tiny, { maxLength: 20 }),
+        fc.array(opArb(tiny), { minLength: 1, maxLength: 21 }),
+        fc.boolean(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 3 }),
+        fc.boolean(),
+        fc.boolean(),
+        (base, ops, oldEol, newEol, context, headers, bareEmptyContext) => {
+          const original = join(base, oldEol);
+          const edited = join(edit(base, ops), newEol);
+          const sp = structuredPatch('file.txt', 'file.txt', original, edited, undefined, undefined, { context });
+          if (sp.hunks.length === 0) return;
+          const patch = render(sp.hunks, {
+            scrambles: ['exact'],
+            offsets: [0],
+            order: [],
+            headers,
+            fence: false,
+            bareEmptyContext,
+          });
+          const r = run(original, patch);
+          if ('text' in r) {
+            expect(r.text, patch).toBe(edited);
+            return;
+          }
+          const d = r.error.details;
+          const hunk = sp.hunks[(d.hunk as number) - 1];
+          const lines = original === '' ? [] : original.replace(/\n$/, '').split('\n');
+          if (d.reason === 'already_applied') {
+            expect(
+              count(lines, newSideOf(hunk)),
+              `already_applied without the new side present\n${patch}`,
+            ).toBeGreaterThan(0);
+          } else {
+            expect.fail(`refused ${JSON.stringify(d)}\n${patch}`);
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
   });
 
   it('repeated lines, scrambled headers: never a wrong result when every hunk matches once', () => {
     const small = fc.constantFrom('a', 'b', 'c', 'd', 'a b', 'x', '-- x', '++ y');
-    fc.assert(fc.property(
-      fc.array(small, { maxLength: 20 }),
-      fc.array(opArb(small), { minLength: 1, maxLength: 21 }),
-      fc.boolean(), fc.integer({ min: 1, max: 3 }), renderingArb,
-      (base, ops, eol, context, rendering) => {
-        const original = join(base, eol);
-        const edited = join(edit(base, ops), eol);
-        const sp = structuredPatch('file.txt', 'file.txt', original, edited, undefined, undefined, { context });
-        if (sp.hunks.length === 0) return;
-        const patch = render(sp.hunks, rendering);
-        const r = run(original, patch);
-        const lines = original === '' ? [] : original.replace(/\n$/, '').split('\n');
-        const unique = sp.hunks.every((h) => oldSideOf(h).length > 0 && count(lines, oldSideOf(h)) === 1);
-        if ('text' in r) {
-          if (unique) expect(r.text, patch).toBe(edited);
-        } else {
-          expect(['ambiguous', 'already_applied', 'no_match', 'overlap']).toContain(r.error.details.reason);
-          if (unique) expect.fail(`refused ${JSON.stringify(r.error.details)} although every hunk matches once\n${patch}`);
-        }
-      },
-    ), { numRuns: RUNS });
+    fc.assert(
+      fc.property(
+        fc.array(small, { maxLength: 20 }),
+        fc.array(opArb(small), { minLength: 1, maxLength: 21 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 3 }),
+        renderingArb,
+        (base, ops, eol, context, rendering) => {
+          const original = join(base, eol);
+          const edited = join(edit(base, ops), eol);
+          const sp = structuredPatch('file.txt', 'file.txt', original, edited, undefined, undefined, { context });
+          if (sp.hunks.length === 0) return;
+          const patch = render(sp.hunks, rendering);
+          const r = run(original, patch);
+          const lines = original === '' ? [] : original.replace(/\n$/, '').split('\n');
+          const unique = sp.hunks.every((h) => oldSideOf(h).length > 0 && count(lines, oldSideOf(h)) === 1);
+          if ('text' in r) {
+            if (unique) expect(r.text, patch).toBe(edited);
+          } else {
+            expect(['ambiguous', 'already_applied', 'no_match', 'overlap']).toContain(r.error.details.reason);
+            if (unique)
+              expect.fail(`refused ${JSON.stringify(r.error.details)} although every hunk matches once\n${patch}`);
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
   });
 });
 
 describe('regressions found by the fuzz', () => {
   test.each<[string, string, string, string]>([
     // label, original, patch, expected
-    ['wrong counts, no final newline: the LF ending the patch is no context line',
-      'a', '@@ -1,1 +1,3 @@\n-a\n\\ No newline at end of file\n+a\n', 'a\n'],
-    ['@@ @@: removing "-- x" and adding "++ y" is no ---/+++ file header',
-      'a\n-- x\n', '@@ @@\n a\n--- x\n+++ y\n', 'a\n++ y\n'],
-    ['a fenced hunk whose last line is an empty context line (the empty line before the closing fence is a line)',
-      '\n', 'Here:\n\n```diff\n@@ -1,1 +1,2 @@\n+a\n\n```\n\nDone.\n', 'a\n\n'],
+    [
+      'wrong counts, no final newline: the LF ending the patch is no context line',
+      'a',
+      '@@ -1,1 +1,3 @@\n-a\n\\ No newline at end of file\n+a\n',
+      'a\n',
+    ],
+    [
+      '@@ @@: removing "-- x" and adding "++ y" is no ---/+++ file header',
+      'a\n-- x\n',
+      '@@ @@\n a\n--- x\n+++ y\n',
+      'a\n++ y\n',
+    ],
+    [
+      'a fenced hunk whose last line is an empty context line (the empty line before the closing fence is a line)',
+      '\n',
+      'Here:\n\n```diff\n@@ -1,1 +1,2 @@\n+a\n\n```\n\nDone.\n',
+      'a\n\n',
+    ],
   ])('%s', (_label, original, patch, expected) => {
     expect(run(original, patch)).toEqual({ text: expected });
   });

@@ -66,9 +66,19 @@ function gitApply(original: string, patch: string): string | null {
 
 /** The file the diff was made from: TestA at line 3, TestB at line 8; a blank line ends the file. */
 const AT_DIFF_TIME = [
-  'package x', '',
-  'func TestA(t *testing.T) {', '\trun(t)', '\tcheck(t)', '}', '',
-  'func TestB(t *testing.T) {', '\trun(t)', '\tcheck(t)', '}', '', '',
+  'package x',
+  '',
+  'func TestA(t *testing.T) {',
+  '\trun(t)',
+  '\tcheck(t)',
+  '}',
+  '',
+  'func TestB(t *testing.T) {',
+  '\trun(t)',
+  '\tcheck(t)',
+  '}',
+  '',
+  '',
 ].join('\n');
 
 /** The file now: 4 lines inserted above since, so TestA is at line 7 and TestB at line 12. */
@@ -76,17 +86,18 @@ const NOW = AT_DIFF_TIME.replace('package x\n\n', 'package x\n\nimport (\n\t"tes
 
 const TEST_C = '\nfunc TestC(t *testing.T) {\n\tcheck(t)\n}\n';
 
-const APPEND = '--- a/x_test.go\n+++ b/x_test.go\n@@ -9,3 +9,7 @@\n \trun(t)\n \tcheck(t)\n }\n+\n+func TestC(t *testing.T) {\n+\tcheck(t)\n+}\n';
+const APPEND =
+  '--- a/x_test.go\n+++ b/x_test.go\n@@ -9,3 +9,7 @@\n \trun(t)\n \tcheck(t)\n }\n+\n+func TestC(t *testing.T) {\n+\tcheck(t)\n+}\n';
 const DELETE_BLANK = '--- a/x_test.go\n+++ b/x_test.go\n@@ -9,4 +9,3 @@\n \trun(t)\n \tcheck(t)\n }\n-\n';
 
-it('the fixture is the issue\'s: TestA at line 7, TestB at line 12, 4 lines inserted above', () => {
+it("the fixture is the issue's: TestA at line 7, TestB at line 12, 4 lines inserted above", () => {
   const lines = NOW.split('\n');
   expect(lines[6]).toBe('func TestA(t *testing.T) {');
   expect(lines[11]).toBe('func TestB(t *testing.T) {');
   expect(lines.length - AT_DIFF_TIME.split('\n').length).toBe(4);
 });
 
-describe('end-of-file anchoring (the issue\'s minimal cases)', () => {
+describe("end-of-file anchoring (the issue's minimal cases)", () => {
   // The append's context (TestB's run/check/}) ends the file only when no blank line follows: its fixture drops it.
   const nowNoBlank = NOW.replace(/\n\n$/, '\n');
   const diffTimeNoBlank = AT_DIFF_TIME.replace(/\n\n$/, '\n');
@@ -110,12 +121,15 @@ describe('end-of-file anchoring (the issue\'s minimal cases)', () => {
   test.each([
     ['stale numbers', DELETE_BLANK, { line: 13, offset: 4 }],
     ['@@ @@', DELETE_BLANK.replace(/^@@ .* @@$/m, '@@ @@'), { line: 13, offset: null }],
-  ])('delete the trailing blank line, %s: the last line goes, the blank line between the tests stays', (_label, patch, where) => {
-    const r = apply(NOW, patch);
-    expect(r.text).toBe(deleted);
-    expect(r.text).toContain('}\n\nfunc TestB');
-    expect(r.hunks).toEqual([{ hunk: 1, ...where, match: 'exact', placed_by: 'anchored_end', candidates: 2 }]);
-  });
+  ])(
+    'delete the trailing blank line, %s: the last line goes, the blank line between the tests stays',
+    (_label, patch, where) => {
+      const r = apply(NOW, patch);
+      expect(r.text).toBe(deleted);
+      expect(r.text).toContain('}\n\nfunc TestB');
+      expect(r.hunks).toEqual([{ hunk: 1, ...where, match: 'exact', placed_by: 'anchored_end', candidates: 2 }]);
+    },
+  );
 
   it('git apply agrees on the deletion (stale numbers)', () => {
     expect(gitApply(NOW, DELETE_BLANK)).toBe(deleted);
@@ -162,7 +176,13 @@ describe('start-of-file anchoring (the mirror)', () => {
 
   it('anchoring and an exact header that single out different matches → ambiguous', () => {
     const e = refused(file, '@@ -5,2 +5,3 @@\n+// top\n x\n y\n');
-    expect(e.details).toMatchObject({ reason: 'ambiguous', hunk: 1, count: 2, candidates: [1, 5], expected: ['x', 'y'] });
+    expect(e.details).toMatchObject({
+      reason: 'ambiguous',
+      hunk: 1,
+      count: 2,
+      candidates: [1, 5],
+      expected: ['x', 'y'],
+    });
   });
 });
 
@@ -172,7 +192,7 @@ describe('offsets carry between hunks of a file (as GNU patch)', () => {
   const now = `i1\ni2\ni3\ni4\n${diffTime}`;
   const patch = '@@ -1,3 +1,3 @@\n alpha\n-beta\n+BETA\n gamma\n@@ -8,3 +8,3 @@\n r1\n-r2\n+R2\n r3\n';
 
-  it('the second hunk is taken at its header line plus the first hunk\'s offset, not at its raw header line', () => {
+  it("the second hunk is taken at its header line plus the first hunk's offset, not at its raw header line", () => {
     const r = apply(now, patch);
     expect(r.text).toBe(now.replace('beta', 'BETA').replace('q\nr1\nr2', 'q\nr1\nR2'));
     expect(r.hunks).toEqual([
@@ -194,11 +214,28 @@ describe('offsets carry between hunks of a file (as GNU patch)', () => {
 });
 
 describe('the section heading after @@ singles out a match', () => {
-  const file = ['func TestA(t *testing.T) {', '\trun(t)', '\tcheck(t)', '\tdone(t)', '}', '',
-    'func TestB(t *testing.T) {', '\trun(t)', '\tcheck(t)', '\tdone(t)', '}', ''].join('\n');
+  const file = [
+    'func TestA(t *testing.T) {',
+    '\trun(t)',
+    '\tcheck(t)',
+    '\tdone(t)',
+    '}',
+    '',
+    'func TestB(t *testing.T) {',
+    '\trun(t)',
+    '\tcheck(t)',
+    '\tdone(t)',
+    '}',
+    '',
+  ].join('\n');
   it('a stale header on neither match, with `@@ … @@ func TestB(t *testing.T) {` → the match inside TestB', () => {
-    const r = apply(file, '@@ -40,3 +40,3 @@ func TestB(t *testing.T) {\n \trun(t)\n-\tcheck(t)\n+\tcheck2(t)\n \tdone(t)\n');
-    expect(r.text).toBe(file.replace('TestB(t *testing.T) {\n\trun(t)\n\tcheck(t)', 'TestB(t *testing.T) {\n\trun(t)\n\tcheck2(t)'));
+    const r = apply(
+      file,
+      '@@ -40,3 +40,3 @@ func TestB(t *testing.T) {\n \trun(t)\n-\tcheck(t)\n+\tcheck2(t)\n \tdone(t)\n',
+    );
+    expect(r.text).toBe(
+      file.replace('TestB(t *testing.T) {\n\trun(t)\n\tcheck(t)', 'TestB(t *testing.T) {\n\trun(t)\n\tcheck2(t)'),
+    );
     expect(r.hunks).toEqual([{ hunk: 1, line: 8, match: 'exact', placed_by: 'section', candidates: 2, offset: -32 }]);
   });
   it('without it → ambiguous with both candidates (never the nearest to the stale header)', () => {
@@ -207,7 +244,7 @@ describe('the section heading after @@ singles out a match', () => {
   });
 });
 
-describe('the order of the hunks singles out a match (a diff lists a file\'s hunks top to bottom)', () => {
+describe("the order of the hunks singles out a match (a diff lists a file's hunks top to bottom)", () => {
   const file = 'x\ny\nz\nalpha\nbeta\ngamma\nx\ny\nz\nomega\n';
   const unique = '@@ @@\n alpha\n-beta\n+BETA\n gamma\n';
   const twice = '@@ @@\n x\n-y\n+Y\n z\n';
@@ -238,12 +275,18 @@ describe('already_applied only on evidence', () => {
 
   it('a hunk whose new side occurs, but not where its context pins it, is no_match', () => {
     // Leading context only (so end-anchored), and the new side sits in the middle of the file, not at its end.
-    const e = refused('function setup() {\n  init();\n}\nother();\n', '@@ @@\n function setup() {\n-  start();\n+  init();\n');
+    const e = refused(
+      'function setup() {\n  init();\n}\nother();\n',
+      '@@ @@\n function setup() {\n-  start();\n+  init();\n',
+    );
     expect(e.details.reason).toBe('no_match');
   });
 
   it('a change between its context lines, already made, is already_applied', () => {
-    const e = refused('function setup() {\n  init();\n}\n', '@@ @@\n function setup() {\n-  start();\n+  init();\n }\n');
+    const e = refused(
+      'function setup() {\n  init();\n}\n',
+      '@@ @@\n function setup() {\n-  start();\n+  init();\n }\n',
+    );
     expect(e.details).toMatchObject({ reason: 'already_applied', hunk: 1 });
   });
 

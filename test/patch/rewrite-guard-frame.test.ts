@@ -33,19 +33,25 @@ function reference(before: string, after: string): { ratio: number; lines: numbe
 describe('changedRatio with the common frame', () => {
   it('equals the full multiset comparison (property)', () => {
     const line = fc.constantFrom('', 'a', 'b', 'ab', 'ba', 'aa', 'x y', 'a\r');
-    const text = fc.tuple(fc.array(line, { maxLength: 12 }), fc.boolean())
+    const text = fc
+      .tuple(fc.array(line, { maxLength: 12 }), fc.boolean())
       .map(([lines, finalNewline]) => lines.join('\n') + (finalNewline && lines.length ? '\n' : ''));
     const pair = fc.oneof(
       fc.tuple(text, text),
       // shared prefix and suffix around different middles
       fc.tuple(text, text, text, text).map(([p, m1, m2, s]) => [p + m1 + s, p + m2 + s] as [string, string]),
       // a shared run that ends or starts inside a line
-      fc.tuple(text, fc.constantFrom('a', 'b', 'ab'), text).map(([p, mid, s]) => [p + mid + s, p + s] as [string, string]),
+      fc
+        .tuple(text, fc.constantFrom('a', 'b', 'ab'), text)
+        .map(([p, mid, s]) => [p + mid + s, p + s] as [string, string]),
     );
-    fc.assert(fc.property(pair, ([before, after]) => {
-      expect(changedRatio(before, after)).toEqual(reference(before, after));
-      expect(changedRatio(after, before)).toEqual(reference(after, before));
-    }), { numRuns: 20_000 });
+    fc.assert(
+      fc.property(pair, ([before, after]) => {
+        expect(changedRatio(before, after)).toEqual(reference(before, after));
+        expect(changedRatio(after, before)).toEqual(reference(after, before));
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it('a one-line edit in a large file counts one line, across the 4096-character comparison blocks', () => {

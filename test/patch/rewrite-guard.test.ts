@@ -42,7 +42,11 @@ describe('assertNotRewrite', () => {
       return;
     }
     let caught: unknown;
-    try { run(); } catch (error) { caught = error; }
+    try {
+      run();
+    } catch (error) {
+      caught = error;
+    }
     expect(caught).toBeInstanceOf(ToolError);
     const e = caught as ToolError;
     expect(e.code).toBe('REWRITE_BLOCKED');
@@ -54,7 +58,12 @@ describe('assertNotRewrite', () => {
 
   it('counts moved lines as kept', () => {
     const before = lines(12);
-    const after = before.split('\n').filter(Boolean).reverse().map((l) => `${l}\n`).join('');
+    const after = before
+      .split('\n')
+      .filter(Boolean)
+      .reverse()
+      .map((l) => `${l}\n`)
+      .join('');
     expect(changedRatio(before, after).ratio).toBe(0);
     expect(() => assertNotRewrite(before, after, false, '/f')).not.toThrow();
   });

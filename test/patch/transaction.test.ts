@@ -74,7 +74,11 @@ function breakDirectory(dir: string): void {
   }
   setWriteFaultInjector((step, target) => {
     if (step === 'write' && path.dirname(target) === dir) {
-      throw Object.assign(new Error(`EIO: injected fault, write ${target}`), { code: 'EIO', path: target, syscall: 'write' });
+      throw Object.assign(new Error(`EIO: injected fault, write ${target}`), {
+        code: 'EIO',
+        path: target,
+        syscall: 'write',
+      });
     }
   });
 }
@@ -101,8 +105,12 @@ function plan(file: string, next: string | null): PlannedChange {
   const newBytes = next === null ? null : Buffer.from(next);
   return {
     real: file as AllowedPath,
-    oldBytes, oldHash: oldBytes ? hashBytes(oldBytes) : null, oldIdentity: st ? identityOf(st) : null, oldMode: st ? st.mode & 0o7777 : null,
-    newBytes, newHash: newBytes ? hashBytes(newBytes) : null,
+    oldBytes,
+    oldHash: oldBytes ? hashBytes(oldBytes) : null,
+    oldIdentity: st ? identityOf(st) : null,
+    oldMode: st ? st.mode & 0o7777 : null,
+    newBytes,
+    newHash: newBytes ? hashBytes(newBytes) : null,
   };
 }
 
@@ -117,14 +125,17 @@ async function rollbackOf(promise: Promise<unknown>): Promise<RollbackError> {
   return caught as RollbackError;
 }
 
-const journalNames = (state: string) => (existsSync(path.join(state, 'journal')) ? readdirSync(path.join(state, 'journal')) : []);
+const journalNames = (state: string) =>
+  existsSync(path.join(state, 'journal')) ? readdirSync(path.join(state, 'journal')) : [];
 const tempFiles = (root: string) => Object.keys(snapshotTree(root)).filter((p) => /\.fs-tools-[0-9a-f]+\.tmp$/.test(p));
 
 describe(`commitTransaction (faults: ${CHATTR ? 'real, chattr +i' : 'injected EIO: chattr unavailable'})`, () => {
   it('commits every file and removes its journal entry', async () => {
     const t = setup({ d1: { 'a.py': 'a = 1\n' }, d2: { 'b.py': 'b = 1\n' } });
-    await commitTransaction([plan(t.at('d1/a.py'), 'a = 2\n'), plan(t.at('d2/b.py'), 'b = 2\n'), plan(t.at('d2/new.py'), 'n = 1\n')],
-      { stateDir: t.state, isInside: t.isInside });
+    await commitTransaction(
+      [plan(t.at('d1/a.py'), 'a = 2\n'), plan(t.at('d2/b.py'), 'b = 2\n'), plan(t.at('d2/new.py'), 'n = 1\n')],
+      { stateDir: t.state, isInside: t.isInside },
+    );
     expect(readFileSync(t.at('d1/a.py'), 'utf8')).toBe('a = 2\n');
     expect(readFileSync(t.at('d2/b.py'), 'utf8')).toBe('b = 2\n');
     expect(readFileSync(t.at('d2/new.py'), 'utf8')).toBe('n = 1\n');
@@ -153,9 +164,27 @@ describe(`commitTransaction (faults: ${CHATTR ? 'real, chattr +i' : 'injected EI
     await commitTransaction(changes, { stateDir: t.state, isInside: t.isInside });
     expect(pid).toBe(process.pid);
     expect(seen).toEqual([
-      { path: t.at('a.txt'), old_base64: Buffer.from('old a\n').toString('base64'), old_hash: hashBytes(Buffer.from('old a\n')), new_hash: hashBytes(Buffer.from('new a\n')), mode: 0o640 },
-      { path: t.at('b.txt'), old_base64: Buffer.from('old b\n').toString('base64'), old_hash: hashBytes(Buffer.from('old b\n')), new_hash: hashBytes(Buffer.from('new b\n')), mode: 0o644 },
-      { path: t.at('c.txt'), old_base64: null, old_hash: null, new_hash: hashBytes(Buffer.from('new c\n')), mode: null },
+      {
+        path: t.at('a.txt'),
+        old_base64: Buffer.from('old a\n').toString('base64'),
+        old_hash: hashBytes(Buffer.from('old a\n')),
+        new_hash: hashBytes(Buffer.from('new a\n')),
+        mode: 0o640,
+      },
+      {
+        path: t.at('b.txt'),
+        old_base64: Buffer.from('old b\n').toString('base64'),
+        old_hash: hashBytes(Buffer.from('old b\n')),
+        new_hash: hashBytes(Buffer.from('new b\n')),
+        mode: 0o644,
+      },
+      {
+        path: t.at('c.txt'),
+        old_base64: null,
+        old_hash: null,
+        new_hash: hashBytes(Buffer.from('new c\n')),
+        mode: null,
+      },
     ]);
     expect(journalNames(t.state)).toEqual([]);
   });
@@ -165,7 +194,12 @@ describe(`commitTransaction (faults: ${CHATTR ? 'real, chattr +i' : 'injected EI
     chmodSync(t.at('d1/a.py'), 0o755);
     const before = snapshotTree(t.root);
     // Planned (validated) first; then d2 stops accepting writes.
-    const changes = [plan(t.at('d1/a.py'), 'a = 2\n'), plan(t.at('d1/new.py'), 'n = 1\n'), plan(t.at('d2/b.py'), 'b = 2\n'), plan(t.at('d3/c.py'), 'c = 2\n')];
+    const changes = [
+      plan(t.at('d1/a.py'), 'a = 2\n'),
+      plan(t.at('d1/new.py'), 'n = 1\n'),
+      plan(t.at('d2/b.py'), 'b = 2\n'),
+      plan(t.at('d3/c.py'), 'c = 2\n'),
+    ];
     breakDirectory(t.at('d2'));
     const e = await rollbackOf(commitTransaction(changes, { stateDir: t.state, isInside: t.isInside }));
     expect(e.code).toBe('ROLLBACK_COMPLETE');
@@ -205,7 +239,10 @@ describe(`commitTransaction (faults: ${CHATTR ? 'real, chattr +i' : 'injected EI
     breakDirectory(t.at('d2'));
     const e = await rollbackOf(commitTransaction(changes, { stateDir: t.state, isInside: t.isInside }));
     expect(e.code).toBe('ROLLBACK_COMPLETE');
-    expect(e.details.files).toEqual([{ path: t.at('d1/gone.txt'), status: 'restored' }, { path: t.at('d2/x.txt'), status: 'restored' }]);
+    expect(e.details.files).toEqual([
+      { path: t.at('d1/gone.txt'), status: 'restored' },
+      { path: t.at('d2/x.txt'), status: 'restored' },
+    ]);
     for (const d of [...immutableDirs]) setImmutable(d, false);
     expect(snapshotTree(t.root)).toEqual(before);
   });
@@ -222,7 +259,8 @@ describe(`commitTransaction (faults: ${CHATTR ? 'real, chattr +i' : 'injected EI
     else {
       setWriteFaultInjector((step, target) => {
         injector(step, target);
-        if (step === 'write' && target === t.at('d2/c.txt')) throw Object.assign(new Error('EIO: injected'), { code: 'EIO', path: target });
+        if (step === 'write' && target === t.at('d2/c.txt'))
+          throw Object.assign(new Error('EIO: injected'), { code: 'EIO', path: target });
       });
     }
     const e = await rollbackOf(commitTransaction(changes, { stateDir: t.state, isInside: t.isInside }));
@@ -264,14 +302,37 @@ describe('recoverJournals', () => {
   const deadPid = () => spawnSync(process.execPath, ['-e', '']).pid;
 
   it('rolls back an entry of a dead process, leaves alone files changed since, and removes the entry', async () => {
-    const t = setup({ 'a.txt': 'a2\n', 'b.txt': 'someone else\n', 'created.txt': 'c2\n', 'edited-new.txt': 'not ours\n' });
+    const t = setup({
+      'a.txt': 'a2\n',
+      'b.txt': 'someone else\n',
+      'created.txt': 'c2\n',
+      'edited-new.txt': 'not ours\n',
+    });
     const h = (s: string) => hashBytes(Buffer.from(s));
     const { file } = await writeJournal(t.state, [
-      { path: t.at('a.txt'), old_base64: Buffer.from('a1\n').toString('base64'), old_hash: h('a1\n'), new_hash: h('a2\n'), mode: 0o600 },
-      { path: t.at('b.txt'), old_base64: Buffer.from('b1\n').toString('base64'), old_hash: h('b1\n'), new_hash: h('b2\n'), mode: 0o644 },
+      {
+        path: t.at('a.txt'),
+        old_base64: Buffer.from('a1\n').toString('base64'),
+        old_hash: h('a1\n'),
+        new_hash: h('a2\n'),
+        mode: 0o600,
+      },
+      {
+        path: t.at('b.txt'),
+        old_base64: Buffer.from('b1\n').toString('base64'),
+        old_hash: h('b1\n'),
+        new_hash: h('b2\n'),
+        mode: 0o644,
+      },
       { path: t.at('created.txt'), old_base64: null, old_hash: null, new_hash: h('c2\n'), mode: null },
       { path: t.at('edited-new.txt'), old_base64: null, old_hash: null, new_hash: h('e2\n'), mode: null },
-      { path: t.at('deleted.txt'), old_base64: Buffer.from('d1\n').toString('base64'), old_hash: h('d1\n'), new_hash: null, mode: 0o640 },
+      {
+        path: t.at('deleted.txt'),
+        old_base64: Buffer.from('d1\n').toString('base64'),
+        old_hash: h('d1\n'),
+        new_hash: null,
+        mode: 0o640,
+      },
     ]);
     const entry = JSON.parse(readFileSync(file, 'utf8'));
     entry.pid = deadPid();
@@ -283,16 +344,21 @@ describe('recoverJournals', () => {
     writeFileSync(t.at('.other.txt.fs-tools-0123456789ab.tmp'), 'not journaled\n');
     const logs: string[] = [];
     const recovered = await recoverJournals(t.state, t.isInside, (l) => logs.push(l));
-    expect(recovered).toEqual([{
-      id: entry.id, created_at: entry.created_at, pid: entry.pid, outcome: 'ROLLBACK_PARTIAL',
-      files: [
-        { path: t.at('a.txt'), status: 'restored' },
-        { path: t.at('b.txt'), status: 'left_alone', reason: 'changed_by_another_writer' },
-        { path: t.at('created.txt'), status: 'restored' },
-        { path: t.at('edited-new.txt'), status: 'left_alone', reason: 'changed_by_another_writer' },
-        { path: t.at('deleted.txt'), status: 'restored' },
-      ],
-    }]);
+    expect(recovered).toEqual([
+      {
+        id: entry.id,
+        created_at: entry.created_at,
+        pid: entry.pid,
+        outcome: 'ROLLBACK_PARTIAL',
+        files: [
+          { path: t.at('a.txt'), status: 'restored' },
+          { path: t.at('b.txt'), status: 'left_alone', reason: 'changed_by_another_writer' },
+          { path: t.at('created.txt'), status: 'restored' },
+          { path: t.at('edited-new.txt'), status: 'left_alone', reason: 'changed_by_another_writer' },
+          { path: t.at('deleted.txt'), status: 'restored' },
+        ],
+      },
+    ]);
     expect(readFileSync(t.at('a.txt'), 'utf8')).toBe('a1\n');
     expect(lstatSync(t.at('a.txt')).mode & 0o777).toBe(0o600);
     expect(readFileSync(t.at('b.txt'), 'utf8')).toBe('someone else\n');
@@ -316,26 +382,41 @@ describe('recoverJournals', () => {
     cleanups.push(outside.cleanup);
     const h = (s: string) => hashBytes(Buffer.from(s));
     const live = await writeJournal(t.state, [
-      { path: t.at('a.txt'), old_base64: Buffer.from('a1\n').toString('base64'), old_hash: h('a1\n'), new_hash: h('a2\n'), mode: 0o644 },
+      {
+        path: t.at('a.txt'),
+        old_base64: Buffer.from('a1\n').toString('base64'),
+        old_hash: h('a1\n'),
+        new_hash: h('a2\n'),
+        mode: 0o644,
+      },
     ]);
     const liveEntry = JSON.parse(readFileSync(live.file, 'utf8'));
     liveEntry.pid = process.ppid; // our parent: alive
     writeFileSync(live.file, JSON.stringify(liveEntry));
     const dead = await writeJournal(t.state, [
-      { path: path.join(outside.dir, 'o.txt'), old_base64: Buffer.from('o1\n').toString('base64'), old_hash: h('o1\n'), new_hash: h('o2\n'), mode: 0o644 },
+      {
+        path: path.join(outside.dir, 'o.txt'),
+        old_base64: Buffer.from('o1\n').toString('base64'),
+        old_hash: h('o1\n'),
+        new_hash: h('o2\n'),
+        mode: 0o644,
+      },
     ]);
     const deadEntry = JSON.parse(readFileSync(dead.file, 'utf8'));
     deadEntry.pid = deadPid();
     writeFileSync(dead.file, JSON.stringify(deadEntry));
     const recovered = await recoverJournals(t.state, t.isInside, () => undefined);
     // Issue 11: an entry naming a path outside the roots is refused as a whole, never applied, and stays on disk.
-    expect(recovered).toEqual([expect.objectContaining({
-      id: deadEntry.id, outcome: 'NOT_APPLIED', reason: 'refused',
-      files: [{ path: path.join(outside.dir, 'o.txt'), status: 'not_restored', reason: 'NOT_ALLOWED' }],
-    })]);
+    expect(recovered).toEqual([
+      expect.objectContaining({
+        id: deadEntry.id,
+        outcome: 'NOT_APPLIED',
+        reason: 'refused',
+        files: [{ path: path.join(outside.dir, 'o.txt'), status: 'not_restored', reason: 'NOT_ALLOWED' }],
+      }),
+    ]);
     expect(readFileSync(path.join(outside.dir, 'o.txt'), 'utf8')).toBe('o2\n');
     expect(readFileSync(t.at('a.txt'), 'utf8')).toBe('a2\n');
     expect((await listJournals(t.state)).map((j) => j.entry.id).sort()).toEqual([liveEntry.id, deadEntry.id].sort());
   });
 });
-

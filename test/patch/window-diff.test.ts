@@ -14,7 +14,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { unifiedDiff } from '../../src/patch/window-diff.js';
 
-const full = (a: string, b: string, context: number) => createTwoFilesPatch('a/f', 'b/f', a, b, undefined, undefined, { context });
+const full = (a: string, b: string, context: number) =>
+  createTwoFilesPatch('a/f', 'b/f', a, b, undefined, undefined, { context });
 const counts = (d: string) => {
   const body = d.split('\n').filter((l) => !l.startsWith('---') && !l.startsWith('+++'));
   return [body.filter((l) => l.startsWith('-')).length, body.filter((l) => l.startsWith('+')).length];
@@ -23,8 +24,15 @@ const counts = (d: string) => {
 const line = fc.constantFrom('a', 'b', 'c', '', 'a b', 'x\r');
 const lines = fc.array(line, { maxLength: 30 });
 const text = (ls: string[], nl: boolean) => ls.join('\n') + (nl && ls.length ? '\n' : '');
-const pair = fc.tuple(lines, fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 }), fc.array(line, { maxLength: 4 })), { maxLength: 4 }),
-  fc.boolean(), fc.boolean(), lines, lines)
+const pair = fc
+  .tuple(
+    lines,
+    fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 }), fc.array(line, { maxLength: 4 })), { maxLength: 4 }),
+    fc.boolean(),
+    fc.boolean(),
+    lines,
+    lines,
+  )
   .map(([base, edits, nl1, nl2, pre, post]) => {
     const edited = [...base];
     for (const [at, del, ins] of edits) edited.splice(at % (edited.length + 1), del, ...ins);
@@ -33,22 +41,31 @@ const pair = fc.tuple(lines, fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 }), fc.
 
 describe('unifiedDiff', () => {
   it('applies exactly and is as short as createTwoFilesPatch (property)', () => {
-    fc.assert(fc.property(pair, fc.integer({ min: 0, max: 4 }), ([a, b], context) => {
-      for (const [x, y] of [[a, b], [b, a]]) {
-        const d = unifiedDiff('a/f', 'b/f', x, y, context);
-        // (The package's own diff of a lone CR at the end of a file does not apply with its applyPatch; skip those.)
-        if (applyPatch(x, full(x, y, context)) === y) expect(applyPatch(x, d)).toBe(y);
-        expect(counts(d)).toEqual(counts(full(x, y, context)));
-      }
-    }), { numRuns: 20_000 });
+    fc.assert(
+      fc.property(pair, fc.integer({ min: 0, max: 4 }), ([a, b], context) => {
+        for (const [x, y] of [
+          [a, b],
+          [b, a],
+        ]) {
+          const d = unifiedDiff('a/f', 'b/f', x, y, context);
+          // (The package's own diff of a lone CR at the end of a file does not apply with its applyPatch; skip those.)
+          if (applyPatch(x, full(x, y, context)) === y) expect(applyPatch(x, d)).toBe(y);
+          expect(counts(d)).toEqual(counts(full(x, y, context)));
+        }
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it('is the text of createTwoFilesPatch when the texts share no suffix (property)', () => {
-    fc.assert(fc.property(pair, fc.integer({ min: 0, max: 4 }), ([a, b], context) => {
-      const x = `${a}END-A\n`;
-      const y = `${b}END-B\n`;
-      expect(unifiedDiff('a/f', 'b/f', x, y, context)).toBe(full(x, y, context));
-    }), { numRuns: 10_000 });
+    fc.assert(
+      fc.property(pair, fc.integer({ min: 0, max: 4 }), ([a, b], context) => {
+        const x = `${a}END-A\n`;
+        const y = `${b}END-B\n`;
+        expect(unifiedDiff('a/f', 'b/f', x, y, context)).toBe(full(x, y, context));
+      }),
+      { numRuns: 10_000 },
+    );
   });
 
   it('is the text of createTwoFilesPatch for one-line edits of a large file', () => {

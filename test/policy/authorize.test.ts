@@ -23,14 +23,14 @@ const tree = makeTree({
     '.env': `TOKEN=${CONTENT}`,
     '.env.example': 'TOKEN=',
     'notes.txt': symlink('.env'),
-    'dir': { 'x.txt': 'X' },
-    'pipe': fifo(),
+    dir: { 'x.txt': 'X' },
+    pipe: fifo(),
     'pipe-link': symlink('pipe'),
     'hidden-dir': { 'h.txt': CONTENT, 'to-public': symlink('../dir/x.txt') },
     'denied-dir': { 'd.txt': CONTENT, 'to-public': symlink('../dir/x.txt') },
     'to-hidden': symlink('hidden-dir/h.txt'),
     'to-denied': symlink('denied-dir/d.txt'),
-    'docs': { 'r.md': 'R' },
+    docs: { 'r.md': 'R' },
   },
   outside: { '.env': `OUT=${CONTENT}`, 'o.txt': CONTENT },
   'root-link': symlink('proj'),
@@ -76,9 +76,25 @@ describe('authorizeRead order of checks (SPEC §3.3)', () => {
     ['missing secret → SECRET_DENIED (not NOT_FOUND)', 'sub/.env.production', 'file', 'SECRET_DENIED'],
     ['secret as a directory kind → SECRET_DENIED', '.env', 'directory', 'SECRET_DENIED'],
     ['link notes.txt → .env → SECRET_DENIED', 'notes.txt', 'file', 'SECRET_DENIED'],
-    ['policy deny → FILE_POLICY_DENIED', 'denied-dir/d.txt', 'file', 'FILE_POLICY_DENIED', { source: 'policy', rule: 'deny' }],
-    ['policy deny on a missing path → FILE_POLICY_DENIED (before existence)', 'denied-dir/nope', 'file', 'FILE_POLICY_DENIED'],
-    ['policy deny on a directory for kind file → FILE_POLICY_DENIED (before kind)', 'denied-dir', 'file', 'FILE_POLICY_DENIED'],
+    [
+      'policy deny → FILE_POLICY_DENIED',
+      'denied-dir/d.txt',
+      'file',
+      'FILE_POLICY_DENIED',
+      { source: 'policy', rule: 'deny' },
+    ],
+    [
+      'policy deny on a missing path → FILE_POLICY_DENIED (before existence)',
+      'denied-dir/nope',
+      'file',
+      'FILE_POLICY_DENIED',
+    ],
+    [
+      'policy deny on a directory for kind file → FILE_POLICY_DENIED (before kind)',
+      'denied-dir',
+      'file',
+      'FILE_POLICY_DENIED',
+    ],
     ['policy hidden → NOT_FOUND', 'hidden-dir/h.txt', 'file', 'NOT_FOUND'],
     ['policy hidden directory itself → NOT_FOUND', 'hidden-dir', 'directory', 'NOT_FOUND'],
     ['policy hidden + wrong kind → NOT_FOUND (before kind)', 'hidden-dir', 'file', 'NOT_FOUND'],
@@ -89,10 +105,27 @@ describe('authorizeRead order of checks (SPEC §3.3)', () => {
     ['missing → NOT_FOUND', 'nope.txt', 'file', 'NOT_FOUND'],
     ['missing nested → NOT_FOUND', 'no/such/dir/f.txt', 'any', 'NOT_FOUND'],
     ['directory for kind file → VALIDATION', 'dir', 'file', 'VALIDATION', { reason: 'is_directory' }],
-    ['file for kind directory → VALIDATION', 'a.txt', 'directory', 'VALIDATION', { reason: 'not_a_directory', kind: 'file' }],
-    ['FIFO for kind file → FILE_POLICY_DENIED builtin', 'pipe', 'file', 'FILE_POLICY_DENIED',
-      { source: 'builtin', rule: 'special_file', kind: 'fifo' }],
-    ['link to a FIFO for kind file → FILE_POLICY_DENIED builtin', 'pipe-link', 'file', 'FILE_POLICY_DENIED', { source: 'builtin' }],
+    [
+      'file for kind directory → VALIDATION',
+      'a.txt',
+      'directory',
+      'VALIDATION',
+      { reason: 'not_a_directory', kind: 'file' },
+    ],
+    [
+      'FIFO for kind file → FILE_POLICY_DENIED builtin',
+      'pipe',
+      'file',
+      'FILE_POLICY_DENIED',
+      { source: 'builtin', rule: 'special_file', kind: 'fifo' },
+    ],
+    [
+      'link to a FIFO for kind file → FILE_POLICY_DENIED builtin',
+      'pipe-link',
+      'file',
+      'FILE_POLICY_DENIED',
+      { source: 'builtin' },
+    ],
     ['FIFO for kind directory → VALIDATION', 'pipe', 'directory', 'VALIDATION', { kind: 'fifo' }],
   ])('%s', async (label, requested, kind, code, details) => {
     const c = label.startsWith('no roots') ? ctx({ roots: [] }) : ctx();
@@ -109,7 +142,8 @@ describe('authorizeRead order of checks (SPEC §3.3)', () => {
   test('a hidden path is indistinguishable from a missing one', async () => {
     const hidden = await refused('hidden-dir/h.txt');
     const missing = await refused('hidden-dir-nope/h.txt');
-    const blank = (e: EnvelopeError) => JSON.stringify({ ...e, path: '', message: e.message.split(e.path ?? '\0').join('') });
+    const blank = (e: EnvelopeError) =>
+      JSON.stringify({ ...e, path: '', message: e.message.split(e.path ?? '\0').join('') });
     expect(blank(hidden)).toBe(blank(missing));
   });
 });
@@ -136,19 +170,28 @@ describe('authorizeRead successes', () => {
 
   test('a root given through a symlink, in its given spelling', async () => {
     const linked: EffectiveRoot = { given: path.join(tree.dir, 'root-link'), real: PROJ, source: 'cli' };
-    const r = await authorizeRead(path.join(tree.dir, 'root-link', 'a.txt'), ctx({ roots: [linked] }), { kind: 'file' });
+    const r = await authorizeRead(path.join(tree.dir, 'root-link', 'a.txt'), ctx({ roots: [linked] }), {
+      kind: 'file',
+    });
     expect(r.real).toBe(path.join(PROJ, 'a.txt'));
-    await expect(authorizeRead(path.join(tree.dir, 'root-link', 'hidden-dir', 'to-public'), ctx({ roots: [linked] }),
-      { kind: 'file' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(
+      authorizeRead(path.join(tree.dir, 'root-link', 'hidden-dir', 'to-public'), ctx({ roots: [linked] }), {
+        kind: 'file',
+      }),
+    ).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   test('.env.example is not a secret', async () => {
-    await expect(authorizeRead('.env.example', ctx(), { kind: 'file' })).resolves.toMatchObject({ relative: '.env.example' });
+    await expect(authorizeRead('.env.example', ctx(), { kind: 'file' })).resolves.toMatchObject({
+      relative: '.env.example',
+    });
   });
 
   test('--allow-secrets lets a secret through (the policy still applies)', async () => {
     const c = ctx({ allowSecrets: true });
-    const viaLink = await authorizeRead('notes.txt', ctx({ allowSecrets: true, policy: { rules: [] } }), { kind: 'file' });
+    const viaLink = await authorizeRead('notes.txt', ctx({ allowSecrets: true, policy: { rules: [] } }), {
+      kind: 'file',
+    });
     expect(viaLink.real).toBe(path.join(PROJ, '.env'));
     expect((await refused('.env', 'file', c)).code).toBe('FILE_POLICY_DENIED');
   });

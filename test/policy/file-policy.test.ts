@@ -14,7 +14,13 @@ import { ToolError } from '../../src/errors/tool-error.js';
 import { UsageError } from '../../src/errors/usage-error.js';
 import type { PathFlavor } from '../../src/policy/containment.js';
 import {
-  accessFor, assertNotGitInternal, assertPolicyAllows, isInsideGitDir, loadFilePolicy, type Access, type FilePolicy,
+  accessFor,
+  assertNotGitInternal,
+  assertPolicyAllows,
+  isInsideGitDir,
+  loadFilePolicy,
+  type Access,
+  type FilePolicy,
 } from '../../src/policy/file-policy.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -32,7 +38,12 @@ function thrown(fn: () => unknown): unknown {
 
 describe('loadFilePolicy', () => {
   const tree = makeTree({
-    'valid.json': JSON.stringify({ rules: [{ pattern: 'secrets/**', access: 'deny' }, { pattern: 'docs', access: 'read_only' }] }),
+    'valid.json': JSON.stringify({
+      rules: [
+        { pattern: 'secrets/**', access: 'deny' },
+        { pattern: 'docs', access: 'read_only' },
+      ],
+    }),
     'empty-rules.json': '{"rules": []}',
     'bad.json': '{"rules": [',
     'multi-line-bad.json': '{\n  "rules": [\n    {"pattern": "a",\n',
@@ -51,7 +62,10 @@ describe('loadFilePolicy', () => {
 
   test('a valid file parses to its rules', () => {
     expect(loadFilePolicy(path.join(tree.dir, 'valid.json'))).toEqual({
-      rules: [{ pattern: 'secrets/**', access: 'deny' }, { pattern: 'docs', access: 'read_only' }],
+      rules: [
+        { pattern: 'secrets/**', access: 'deny' },
+        { pattern: 'docs', access: 'read_only' },
+      ],
     });
     expect(loadFilePolicy(path.join(tree.dir, 'empty-rules.json'))).toEqual({ rules: [] });
   });
@@ -125,12 +139,27 @@ describe('accessFor', () => {
     for (const order of [levels, [...levels].reverse(), ['hidden', 'deny', 'read_only'] as Access[]]) {
       expect(accessFor({ rules: order.map((access) => ({ pattern: 'x/**', access })) }, 'x/y', POSIX)).toBe('deny');
     }
-    expect(accessFor({ rules: [{ pattern: 'x', access: 'read_only' }, { pattern: 'x', access: 'hidden' }] }, 'x', POSIX))
-      .toBe('hidden');
+    expect(
+      accessFor(
+        {
+          rules: [
+            { pattern: 'x', access: 'read_only' },
+            { pattern: 'x', access: 'hidden' },
+          ],
+        },
+        'x',
+        POSIX,
+      ),
+    ).toBe('hidden');
   });
 
   test('dotfiles under a glob match (dot: true)', () => {
-    const p: FilePolicy = { rules: [{ pattern: 'conf/*', access: 'deny' }, { pattern: '**/*.local', access: 'hidden' }] };
+    const p: FilePolicy = {
+      rules: [
+        { pattern: 'conf/*', access: 'deny' },
+        { pattern: '**/*.local', access: 'hidden' },
+      ],
+    };
     expect(accessFor(p, 'conf/.hidden', POSIX)).toBe('deny');
     expect(accessFor(p, 'a/.b/.x.local', POSIX)).toBe('hidden');
   });
@@ -138,17 +167,24 @@ describe('accessFor', () => {
   // A policy author writes a directory the way .gitignore and shells do; silently matching nothing would leave the
   // directory unprotected.
   test.each(['secrets', 'secrets/', './secrets', '/secrets', './secrets/', '/secrets/**', 'secrets/**'])(
-    'the spelling %j covers the directory secrets and its subtree', (pattern) => {
+    'the spelling %j covers the directory secrets and its subtree',
+    (pattern) => {
       const p: FilePolicy = { rules: [{ pattern, access: 'deny' }] };
       expect(accessFor(p, 'secrets', POSIX)).toBe('deny');
       expect(accessFor(p, 'secrets/k.txt', POSIX)).toBe('deny');
       expect(accessFor(p, 'secrets-public/k.txt', POSIX)).toBe(null);
       // .gitignore semantics: a glob without any `/` matches the name at any depth; with a `/` it is anchored.
       expect(accessFor(p, 'a/secrets/k.txt', POSIX)).toBe(pattern.includes('/') ? null : 'deny');
-    });
+    },
+  );
 
   test('a glob without / matches the name at any depth; with / it is anchored at the root', () => {
-    const p: FilePolicy = { rules: [{ pattern: '*.log', access: 'hidden' }, { pattern: 'build/*.tmp', access: 'deny' }] };
+    const p: FilePolicy = {
+      rules: [
+        { pattern: '*.log', access: 'hidden' },
+        { pattern: 'build/*.tmp', access: 'deny' },
+      ],
+    };
     expect(accessFor(p, 'a.log', POSIX)).toBe('hidden');
     expect(accessFor(p, 'deep/er/a.log', POSIX)).toBe('hidden');
     expect(accessFor(p, 'build/x.tmp', POSIX)).toBe('deny');

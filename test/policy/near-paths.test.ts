@@ -15,8 +15,15 @@ let T = '';
 let R = '';
 let OUT = '';
 const ctx = (over: Partial<PolicyContext> = {}): PolicyContext => ({
-  roots: [{ given: R, real: R, source: 'cli' }], allowSecrets: false,
-  policy: { rules: [{ pattern: 'hid/**', access: 'hidden' }, { pattern: 'den/**', access: 'deny' }] }, ...over,
+  roots: [{ given: R, real: R, source: 'cli' }],
+  allowSecrets: false,
+  policy: {
+    rules: [
+      { pattern: 'hid/**', access: 'hidden' },
+      { pattern: 'den/**', access: 'deny' },
+    ],
+  },
+  ...over,
 });
 const near = async (rel: string, c = ctx()) => nearPaths(await resolveInRoots(rel, c.roots, { followFinal: true }), c);
 const put = (rel: string) => {
@@ -44,7 +51,11 @@ afterAll(() => rmSync(T, { recursive: true, force: true }));
 
 describe('editDistance', () => {
   it.each([
-    ['util', 'utils', 1], ['utils.ts', 'util.ts', 1], ['abc', 'abc', 0], ['kitten', 'sitting', Infinity], ['ab', 'ba', 2],
+    ['util', 'utils', 1],
+    ['utils.ts', 'util.ts', 1],
+    ['abc', 'abc', 0],
+    ['kitten', 'sitting', Infinity],
+    ['ab', 'ba', 2],
   ])('%s ~ %s = %s (capped at 2)', (a, b, d) => expect(editDistance(a, b)).toBe(d));
 });
 
@@ -92,7 +103,8 @@ describe('nearPaths', () => {
     expect(got.every((g) => /many\/file\d\.ts$/.test(g))).toBe(true);
   });
   it(`the walk is bounded: a name beyond ${NEAR_MAX_DIRS} directories is not found, and the call stays fast`, async () => {
-    for (let i = 0; i < NEAR_MAX_DIRS + 50; i++) mkdirSync(path.join(R, 'wide', `d${String(i).padStart(5, '0')}`), { recursive: true });
+    for (let i = 0; i < NEAR_MAX_DIRS + 50; i++)
+      mkdirSync(path.join(R, 'wide', `d${String(i).padStart(5, '0')}`), { recursive: true });
     writeFileSync(path.join(R, 'wide', `d${String(NEAR_MAX_DIRS + 49).padStart(5, '0')}`, 'needle.txt'), 'x\n');
     const started = Date.now();
     expect(await near('zzz/needle.txt')).toEqual([]);
@@ -119,9 +131,10 @@ describe('editDistance equals the full Levenshtein distance within the band (pro
   const full = (a: string, b: string): number => {
     const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
     for (let j = 1; j <= b.length; j++) d[0][j] = j;
-    for (let i = 1; i <= a.length; i++) for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
+    for (let i = 1; i <= a.length; i++)
+      for (let j = 1; j <= b.length; j++) {
+        d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      }
     return d[a.length][b.length];
   };
   it('1,000 random pairs over a 3-letter alphabet', () => {

@@ -58,11 +58,19 @@ const OTHER: EffectiveRoot = { given: path.join(T, 'other'), real: path.join(T, 
 const ROOTS = [ROOT];
 const FOLLOW = { followFinal: true };
 
-async function resolveOk(requested: string, roots: readonly EffectiveRoot[] = ROOTS, followFinal = true): Promise<ResolvedPath> {
+async function resolveOk(
+  requested: string,
+  roots: readonly EffectiveRoot[] = ROOTS,
+  followFinal = true,
+): Promise<ResolvedPath> {
   return resolveInRoots(requested, roots, { followFinal });
 }
 
-async function resolveErr(requested: string, roots: readonly EffectiveRoot[] = ROOTS, followFinal = true): Promise<EnvelopeError> {
+async function resolveErr(
+  requested: string,
+  roots: readonly EffectiveRoot[] = ROOTS,
+  followFinal = true,
+): Promise<EnvelopeError> {
   try {
     const r = await resolveInRoots(requested, roots, { followFinal });
     throw new Error(`expected ${JSON.stringify(requested)} to be refused, resolved to ${r.real}`);
@@ -76,15 +84,17 @@ async function resolveErr(requested: string, roots: readonly EffectiveRoot[] = R
 }
 
 describe('inside the roots', () => {
-  test.each([
-    ['a.txt', 'a.txt'],
-    ['./a.txt', 'a.txt'],
-    ['sub/../a.txt', 'a.txt'],
-    ['sub/dir/f.txt', 'sub/dir/f.txt'],
-    ['sub/dir/', 'sub/dir'],
-    ['.', ''],
-    ['', ''],
-  ].filter(([r]) => r !== ''))('relative %j resolves against the first root to %j', async (requested, rel) => {
+  test.each(
+    [
+      ['a.txt', 'a.txt'],
+      ['./a.txt', 'a.txt'],
+      ['sub/../a.txt', 'a.txt'],
+      ['sub/dir/f.txt', 'sub/dir/f.txt'],
+      ['sub/dir/', 'sub/dir'],
+      ['.', ''],
+      ['', ''],
+    ].filter(([r]) => r !== ''),
+  )('relative %j resolves against the first root to %j', async (requested, rel) => {
     const r = await resolveOk(requested, [ROOT, OTHER]);
     expect(r.real).toBe(path.join(PROJ, rel));
     expect(r.root).toBe(ROOT);
@@ -119,11 +129,13 @@ describe('inside the roots', () => {
   });
 
   test.each(['new.txt', 'new/nested/deep/file.txt', 'sub/dir/new/x.txt'])(
-    'a not-yet-existing path %j resolves (stats null)', async (requested) => {
+    'a not-yet-existing path %j resolves (stats null)',
+    async (requested) => {
       const r = await resolveOk(requested);
       expect(r.real).toBe(path.join(PROJ, requested));
       expect(r.stats).toBeNull();
-    });
+    },
+  );
 
   test('a missing component followed by `..` back into the tree resolves as the kernel would after mkdir -p', async () => {
     const r = await resolveOk('missing/../sub/dir/f.txt');
@@ -157,7 +169,7 @@ describe('inside the roots', () => {
     expect(r.viaSymlink).toBe(true);
   });
 
-  test('`inside-link-to-dir/..` is the link target\'s parent (kernel semantics), not the lexical parent', async () => {
+  test("`inside-link-to-dir/..` is the link target's parent (kernel semantics), not the lexical parent", async () => {
     const r = await resolveOk('inside-link-to-dir/..');
     expect(r.real).toBe(path.join(PROJ, 'sub'));
     expect(r.stats?.isDirectory()).toBe(true);
@@ -182,15 +194,14 @@ describe('inside the roots', () => {
 
   describe('a root given through a symlink accepts both spellings', () => {
     const linked: EffectiveRoot = { given: path.join(T, 'root-link'), real: PROJ, source: 'cli' };
-    test.each([
-      [path.join(T, 'root-link', 'a.txt')],
-      [path.join(T, 'proj', 'a.txt')],
-      ['a.txt'],
-    ])('%j', async (requested) => {
-      const r = await resolveOk(requested, [linked]);
-      expect(r.real).toBe(path.join(PROJ, 'a.txt'));
-      expect(r.root).toBe(linked);
-    });
+    test.each([[path.join(T, 'root-link', 'a.txt')], [path.join(T, 'proj', 'a.txt')], ['a.txt']])(
+      '%j',
+      async (requested) => {
+        const r = await resolveOk(requested, [linked]);
+        expect(r.real).toBe(path.join(PROJ, 'a.txt'));
+        expect(r.root).toBe(linked);
+      },
+    );
 
     test('a link leaving the root is symlink_target_outside in either spelling', async () => {
       for (const base of [path.join(T, 'root-link'), PROJ]) {
@@ -260,7 +271,10 @@ describe('refusals', () => {
     ['missing/deeper/../../link-out-file', false],
     ['missing/../dangling-out', false],
   ])('a missing component does not let .. skip a link out: %j → NOT_ALLOWED', async (requested, linkInMiddle) => {
-    expect(await resolveErr(requested, ROOTS, true)).toMatchObject({ code: 'NOT_ALLOWED', path: path.resolve(PROJ, requested) });
+    expect(await resolveErr(requested, ROOTS, true)).toMatchObject({
+      code: 'NOT_ALLOWED',
+      path: path.resolve(PROJ, requested),
+    });
     if (linkInMiddle) expect((await resolveErr(requested, ROOTS, false)).code).toBe('NOT_ALLOWED');
     // Without following the last component, the link itself is what is named (move/delete of the link).
     else expect((await resolveOk(requested, ROOTS, false)).stats?.isSymbolicLink()).toBe(true);
@@ -279,7 +293,8 @@ describe('refusals', () => {
 
   test('the field name is carried in VALIDATION details', async () => {
     await expect(resolveInRoots('', ROOTS, FOLLOW, 'destination')).rejects.toMatchObject({
-      code: 'VALIDATION', details: { field: 'destination' },
+      code: 'VALIDATION',
+      details: { field: 'destination' },
     });
   });
 
@@ -297,12 +312,14 @@ describe('refusals', () => {
   });
 
   test.each([['loop-a'], ['self-loop'], ['loop-a/x'], ['loop-via-outside']])(
-    'symlink loop %j inside → VALIDATION symlink_loop (path is the absolute request)', async (requested) => {
+    'symlink loop %j inside → VALIDATION symlink_loop (path is the absolute request)',
+    async (requested) => {
       const e = await resolveErr(requested);
       expect(e.code).toBe('VALIDATION');
       expect(e.details).toEqual({ reason: 'symlink_loop' });
       expect(e.path).toBe(path.join(PROJ, requested));
-    });
+    },
+  );
 });
 
 describe('existence outside the roots is never revealed', () => {
@@ -314,13 +331,29 @@ describe('existence outside the roots is never revealed', () => {
   test.each([
     ['a file vs a missing file', path.join(T, 'outside', 'secret.txt'), path.join(T, 'outside', 'nope.txt')],
     ['a directory vs a missing directory', path.join(T, 'outside', 'dir'), path.join(T, 'outside', 'nodir')],
-    ['a nested file vs a missing nested file', path.join(T, 'outside', 'dir', 'inner.txt'), path.join(T, 'nothere', 'x', 'y')],
+    [
+      'a nested file vs a missing nested file',
+      path.join(T, 'outside', 'dir', 'inner.txt'),
+      path.join(T, 'nothere', 'x', 'y'),
+    ],
     ['a link vs a missing path', path.join(T, 'outside', 'link-o'), path.join(T, 'outside', 'nope')],
-    ['a path through a link vs a missing path', path.join(T, 'outside', 'link-o', 'inner.txt'), path.join(T, 'outside', 'nope', 'x')],
+    [
+      'a path through a link vs a missing path',
+      path.join(T, 'outside', 'link-o', 'inner.txt'),
+      path.join(T, 'outside', 'nope', 'x'),
+    ],
     ['a symlink loop vs a missing path', path.join(T, 'outside', 'loop-1'), path.join(T, 'outside', 'nope')],
-    ['a path under a loop vs a missing path', path.join(T, 'outside', 'loop-1', 'x'), path.join(T, 'outside', 'nope', 'x')],
+    [
+      'a path under a loop vs a missing path',
+      path.join(T, 'outside', 'loop-1', 'x'),
+      path.join(T, 'outside', 'nope', 'x'),
+    ],
     ['a sibling-prefix file vs a missing one', path.join(T, 'proj-secret', 'k'), path.join(T, 'proj-secret', 'x')],
-    ['a file under a file vs missing', path.join(T, 'outside', 'secret.txt', 'x'), path.join(T, 'outside', 'nope', 'x')],
+    [
+      'a file under a file vs missing',
+      path.join(T, 'outside', 'secret.txt', 'x'),
+      path.join(T, 'outside', 'nope', 'x'),
+    ],
     ['relative existing vs relative missing', '../outside/secret.txt', '../outside/nope.txt'],
     ['via link: existing vs missing', 'link-out-dir/secret.txt', 'link-out-dir/nope.txt'],
   ])('%s: identical envelopes except the path', async (_label, existing, missing) => {
@@ -341,7 +374,11 @@ describe('existence outside the roots is never revealed', () => {
 test('links created after the tree (absolute targets) behave the same', async () => {
   const extra = makeTree({ root: { d: {} }, out: { 'x.txt': OUTSIDE_CONTENT } });
   try {
-    const root: EffectiveRoot = { given: path.join(extra.dir, 'root'), real: path.join(extra.dir, 'root'), source: 'cli' };
+    const root: EffectiveRoot = {
+      given: path.join(extra.dir, 'root'),
+      real: path.join(extra.dir, 'root'),
+      source: 'cli',
+    };
     symlinkSync(path.join(extra.dir, 'out'), path.join(extra.dir, 'root', 'abs-out'));
     symlinkSync(path.join(extra.dir, 'root', 'd'), path.join(extra.dir, 'root', 'abs-in'));
     mkdirSync(path.join(extra.dir, 'root', 'd', 'e'));

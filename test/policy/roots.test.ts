@@ -13,7 +13,10 @@ import { makeTree } from '../helpers/tree.js';
 
 const R = makeTree({ sub: { 'in.txt': 'x\n' } }, 'fs-tools-rootset-');
 const O = makeTree({ 'o.txt': 'o\n' }, 'fs-tools-rootset-out-');
-afterAll(() => { R.cleanup(); O.cleanup(); });
+afterAll(() => {
+  R.cleanup();
+  O.cleanup();
+});
 const uri = (p: string) => pathToFileURL(p).href;
 const cli = () => [{ given: R.dir, real: R.dir, source: 'cli' as const }];
 const paths = (s: RootSet) => s.current().map((r) => r.real);
@@ -70,9 +73,15 @@ describe('RootSet announcement sequences', () => {
   it('the ROOTS_EMPTY thrown by path resolution names the cause and carries no path', async () => {
     const s = new RootSet(cli(), 'narrow', true);
     await s.applyClientRoots([uri(O.dir)]);
-    const error = await resolveInRoots(path.join(O.dir, 'o.txt'), s.current(), { followFinal: true }).catch((e: unknown) => e);
+    const error = await resolveInRoots(path.join(O.dir, 'o.txt'), s.current(), { followFinal: true }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toMatchObject({ code: 'ROOTS_EMPTY', path: null, details: { rule: 'narrowed_by_client' } });
-    const text = JSON.stringify({ m: (error as Error).message, d: (error as { details: unknown }).details, s: (error as { suggestion: string }).suggestion });
+    const text = JSON.stringify({
+      m: (error as Error).message,
+      d: (error as { details: unknown }).details,
+      s: (error as { suggestion: string }).suggestion,
+    });
     expect(text).not.toContain(O.dir);
     expect(text).not.toContain(R.dir);
   });

@@ -17,26 +17,63 @@ function variants(): string[] {
   const out: string[] = [];
   for (const { glob, except } of SECRET_RULES) {
     const concrete = glob.replace(/\*/g, 'x');
-    for (const n of [concrete, glob.replace(/\*/g, ''), concrete.toUpperCase(), `a${concrete}`, `${concrete}b`,
-      `${concrete}.bak`, `x.${concrete}`, ...(except ?? [])]) {
+    for (const n of [
+      concrete,
+      glob.replace(/\*/g, ''),
+      concrete.toUpperCase(),
+      `a${concrete}`,
+      `${concrete}b`,
+      `${concrete}.bak`,
+      `x.${concrete}`,
+      ...(except ?? []),
+    ]) {
       out.push(n, `/r/${n}`, `/r/sub/${n}`, `/r/${n}/`, `r\\${n}`, `/r/.aws/${n}`, `/r/.docker/${n}`);
     }
   }
-  out.push('', '/', '.', '..', 'credentials', 'config.json', '.aws/CREDENTIALS', '/x/.Docker/Config.JSON', 'id_rsa.pub',
-    '.env.example', '.ENV.Sample', '.envrc', 'env', 'a.pem/', 'a.PeM', 'key', '.key', 'x.keys', 'x.keystore');
+  out.push(
+    '',
+    '/',
+    '.',
+    '..',
+    'credentials',
+    'config.json',
+    '.aws/CREDENTIALS',
+    '/x/.Docker/Config.JSON',
+    'id_rsa.pub',
+    '.env.example',
+    '.ENV.Sample',
+    '.envrc',
+    'env',
+    'a.pem/',
+    'a.PeM',
+    'key',
+    '.key',
+    'x.keys',
+    'x.keystore',
+  );
   return out;
 }
 
 describe('the screen never changes a verdict', () => {
-  it.each([['posix', POSIX], ['windows', WIN]] as const)('rule-derived names (%s separators)', (_name, flavor) => {
+  it.each([
+    ['posix', POSIX],
+    ['windows', WIN],
+  ] as const)('rule-derived names (%s separators)', (_name, flavor) => {
     for (const p of variants()) expect([p, secretRuleFor(p, flavor)]).toEqual([p, matchSecretRules(p, flavor)]);
   });
 
   it('random paths over the letters the rules use (property)', () => {
     const alphabet = fc.constantFrom(...'.-_/\\envpmkyscrdtialjoxfgwhEPNKYSCRDT'.split(''));
-    fc.assert(fc.property(fc.array(alphabet, { maxLength: 24 }).map((a) => a.join('')), fc.boolean(), (p, win) => {
-      const flavor = win ? WIN : POSIX;
-      expect(secretRuleFor(p, flavor)).toBe(matchSecretRules(p, flavor));
-    }), { numRuns: 20_000 });
+    fc.assert(
+      fc.property(
+        fc.array(alphabet, { maxLength: 24 }).map((a) => a.join('')),
+        fc.boolean(),
+        (p, win) => {
+          const flavor = win ? WIN : POSIX;
+          expect(secretRuleFor(p, flavor)).toBe(matchSecretRules(p, flavor));
+        },
+      ),
+      { numRuns: 20_000 },
+    );
   });
 });

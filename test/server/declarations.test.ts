@@ -16,9 +16,15 @@ import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
-const OFFICIAL = fileURLToPath(new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url));
+const OFFICIAL = fileURLToPath(
+  new URL('../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', import.meta.url),
+);
 
-interface Declared { name: string; description?: string; inputSchema: unknown }
+interface Declared {
+  name: string;
+  description?: string;
+  inputSchema: unknown;
+}
 const bytesOf = (t: Declared): number =>
   Buffer.byteLength(JSON.stringify({ name: t.name, description: t.description ?? '', inputSchema: t.inputSchema }));
 const perTool = (tools: Declared[]): number => tools.reduce((n, t) => n + bytesOf(t), 0) / tools.length;
@@ -28,7 +34,11 @@ describe('tool declarations', () => {
   afterAll(() => tree.cleanup());
 
   it('weigh at most 1.5x the official filesystem server per tool', async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [OFFICIAL, tree.dir], stderr: 'ignore' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [OFFICIAL, tree.dir],
+      stderr: 'ignore',
+    });
     const official = new Client({ name: 'declarations-test', version: '1.0.0' });
     await official.connect(transport);
     const theirs = (await official.listTools()).tools as Declared[];
@@ -38,7 +48,10 @@ describe('tool declarations', () => {
     await client.close();
     expect(theirs.length).toBeGreaterThan(10);
     const ratio = perTool(ours) / perTool(theirs);
-    expect(ratio, `fs-tools ${perTool(ours).toFixed(0)} B/tool vs official ${perTool(theirs).toFixed(0)} B/tool`).toBeLessThanOrEqual(1.5);
+    expect(
+      ratio,
+      `fs-tools ${perTool(ours).toFixed(0)} B/tool vs official ${perTool(theirs).toFixed(0)} B/tool`,
+    ).toBeLessThanOrEqual(1.5);
   });
 
   it('say every default that is not false in the field description', () => {
@@ -46,16 +59,27 @@ describe('tool declarations', () => {
     for (const tool of TOOLS) {
       for (const [field, schema] of Object.entries(tool.input.shape as Record<string, z.ZodType>)) {
         if (!(schema instanceof z.ZodDefault)) continue;
-        const value = (schema).def.defaultValue;
+        const value = schema.def.defaultValue;
         if (value === false) continue; // the server instructions: booleans default to false
-        if (!/default/i.test(schema.description ?? '')) missing.push(`${tool.name}.${field} (default ${JSON.stringify(value)})`);
+        if (!/default/i.test(schema.description ?? ''))
+          missing.push(`${tool.name}.${field} (default ${JSON.stringify(value)})`);
       }
     }
     expect(missing).toEqual([]);
   });
 
   it('advertise no keyword Codex would drop, and no nested additionalProperties', () => {
-    const dropped = ['default', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'propertyNames'];
+    const dropped = [
+      'default',
+      'pattern',
+      'minLength',
+      'maxLength',
+      'minimum',
+      'maximum',
+      'minItems',
+      'maxItems',
+      'propertyNames',
+    ];
     for (const tool of TOOLS) {
       const text = JSON.stringify(advertise(tool).inputSchema);
       for (const keyword of dropped) expect(text, `${tool.name} advertises ${keyword}`).not.toContain(`"${keyword}":`);
@@ -87,8 +111,9 @@ describe('tool declarations', () => {
     for (const tool of TOOLS) {
       const d = advertise(tool).description;
       expect(d.length, tool.name).toBeGreaterThanOrEqual(100);
-      expect(d, `${tool.name}: failure or limit`).toMatch(/\bfail|\b[A-Z]{3,}(?:_[A-Z]+)+\b|VALIDATION|at most|≤|never/i);
+      expect(d, `${tool.name}: failure or limit`).toMatch(
+        /\bfail|\b[A-Z]{3,}(?:_[A-Z]+)+\b|VALIDATION|at most|≤|never/i,
+      );
     }
   });
 });
-

@@ -32,11 +32,19 @@ describe('guardStdin', () => {
     const chunks = [...text].map((ch) => Buffer.from(ch)); // one byte… one character at a time
     const { out, replies } = await feed(chunks);
     expect(replies).toEqual([]);
-    expect(out.toString().split('\n').filter(Boolean).map((l) => JSON.parse(l).id)).toEqual([1, 2, 3]);
+    expect(
+      out
+        .toString()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).id),
+    ).toEqual([1, 2, 3]);
   });
 
   it('keeps multi-byte characters split across chunks intact', async () => {
-    const line = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x', params: { s: 'é😀' } })}\n`);
+    const line = Buffer.from(
+      `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x', params: { s: 'é😀' } })}\n`,
+    );
     const cut = line.indexOf(Buffer.from('😀')) + 2;
     const { out, replies } = await feed([line.subarray(0, cut), line.subarray(cut)]);
     expect(replies).toEqual([]);
@@ -68,24 +76,41 @@ describe('guardStdin', () => {
   // Regression (issue 7): an over-long line used to be handed to the transport raw, and the SDK's ReadBuffer then
   // closed the whole session. Now the guard answers it and drops it, holding at most the limit in memory.
   it.each([
-    ['the id written last (as the SDK clients do)', (pad: string) => `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"a":"${pad}"}},"id":41}`, 41],
-    ['the id written first', (pad: string) => `{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"arguments":{"id":7,"a":"${pad}"}}}`, 'abc'],
+    [
+      'the id written last (as the SDK clients do)',
+      (pad: string) =>
+        `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x","arguments":{"a":"${pad}"}},"id":41}`,
+      41,
+    ],
+    [
+      'the id written first',
+      (pad: string) =>
+        `{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"arguments":{"id":7,"a":"${pad}"}}}`,
+      'abc',
+    ],
     ['no id at the top level', (pad: string) => `{"jsonrpc":"2.0","method":"x","params":{"id":7,"a":"${pad}"}}`, null],
     ['not JSON at all', (pad: string) => `garbage ${pad}`, null],
-  ] as Array<[string, (pad: string) => string, unknown]>)('answers an over-long line with %s by -32600 and keeps going', async (_label, make, id) => {
-    const huge = Buffer.from(make('a'.repeat(MAX_LINE_BYTES)));
-    const chunks: Buffer[] = [];
-    for (let i = 0; i < huge.length; i += 1 << 20) chunks.push(huge.subarray(i, i + (1 << 20)));
-    const { out, replies } = await feed([...chunks, `\n${ping(2)}\n`]);
-    expect(replies).toHaveLength(1);
-    expect(codeOf(replies[0])).toBe(-32600);
-    expect(idOf(replies[0])).toBe(id);
-    expect(out.toString()).toBe(`${ping(2)}\n`);
-  });
+  ] as Array<[string, (pad: string) => string, unknown]>)(
+    'answers an over-long line with %s by -32600 and keeps going',
+    async (_label, make, id) => {
+      const huge = Buffer.from(make('a'.repeat(MAX_LINE_BYTES)));
+      const chunks: Buffer[] = [];
+      for (let i = 0; i < huge.length; i += 1 << 20) chunks.push(huge.subarray(i, i + (1 << 20)));
+      const { out, replies } = await feed([...chunks, `\n${ping(2)}\n`]);
+      expect(replies).toHaveLength(1);
+      expect(codeOf(replies[0])).toBe(-32600);
+      expect(idOf(replies[0])).toBe(id);
+      expect(out.toString()).toBe(`${ping(2)}\n`);
+    },
+  );
 
   it('answers an over-long line that ends in the same chunk as the next line, and one cut by end of input', async () => {
     const huge = Buffer.alloc(MAX_LINE_BYTES + 1, 0x61);
-    const { out, replies } = await feed([huge.subarray(0, 1000), Buffer.concat([huge.subarray(1000), Buffer.from(`\n${ping(3)}\n`)]), huge]);
+    const { out, replies } = await feed([
+      huge.subarray(0, 1000),
+      Buffer.concat([huge.subarray(1000), Buffer.from(`\n${ping(3)}\n`)]),
+      huge,
+    ]);
     expect(replies.map(codeOf)).toEqual([-32600, -32600]);
     expect(out.toString()).toBe(`${ping(3)}\n`);
   });

@@ -32,7 +32,12 @@ describe('closest names from the alias table, at every depth', () => {
     ['edit_file', { path: 'a', edits: [{ old_string: 'x', new_text: 'y' }] }, 'edits.0.old_string', 'old_text'],
     ['edit_file', { path: 'a', edits: [{ oldText: 'x', new_text: 'y' }] }, 'edits.0.oldText', 'old_text'],
     ['edit_file', { path: 'a', edits: [{ old_text: 'x', new_string: 'y' }] }, 'edits.0.new_string', 'new_text'],
-    ['edit_file', { path: 'a', edits: [{ old_text: 'x', new_text: 'y', replaceAll: true }] }, 'edits.0.replaceAll', 'replace_all'],
+    [
+      'edit_file',
+      { path: 'a', edits: [{ old_text: 'x', new_text: 'y', replaceAll: true }] },
+      'edits.0.replaceAll',
+      'replace_all',
+    ],
     ['apply_patch', { diff: '--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n' }, 'diff', 'patch'],
   ])('%s %j: %s → %s', (name, args, field, closest) => {
     const e = envelopeOf(name, args);
@@ -59,7 +64,10 @@ describe('closest names from the alias table, at every depth', () => {
     for (const [name, args] of cases) {
       const e = envelopeOf(name, args);
       const fixed = structuredClone(args);
-      for (const u of (e.details.unknown ?? [{ field: e.details.field, closest: e.details.closest }]) as Array<{ field: string; closest: string | null }>) {
+      for (const u of (e.details.unknown ?? [{ field: e.details.field, closest: e.details.closest }]) as Array<{
+        field: string;
+        closest: string | null;
+      }>) {
         expect(u.closest, u.field).not.toBeNull();
         const parts = u.field.split('.');
         const key = parts.pop()!;
@@ -97,7 +105,10 @@ describe('never a suggestion that leads to another VALIDATION', () => {
 
   it('not the same name for two unknown keys', () => {
     const e = envelopeOf('read_file', { file: 'a.txt', filepath: 'b.txt' });
-    expect(e.details.unknown).toEqual([{ field: 'file', closest: 'path' }, { field: 'filepath', closest: null }]);
+    expect(e.details.unknown).toEqual([
+      { field: 'file', closest: 'path' },
+      { field: 'filepath', closest: null },
+    ]);
   });
 
   it('not a name whose schema rejects the value sent', () => {

@@ -9,21 +9,45 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  guardResponse, jsonBytes, jsonStringBytes, prefixWithinJsonBytes, RESPONSE_LIMIT_BYTES, ResponseBudget, TOOL_BUDGET_BYTES,
+  guardResponse,
+  jsonBytes,
+  jsonStringBytes,
+  prefixWithinJsonBytes,
+  RESPONSE_LIMIT_BYTES,
+  ResponseBudget,
+  TOOL_BUDGET_BYTES,
 } from '../../src/tools/response-budget.js';
 
 /** Any UTF-16 code unit, lone surrogates included, with the troublesome ones over-represented. */
 const unit = fc.oneof(
   fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
-  fc.constantFrom('\u0000', '\n', '\r', '\t', '"', '\\', '\u001b', '\u007f', '\u2028', '\ud83d', '\ude00', '😀', 'é', '€'),
+  fc.constantFrom(
+    '\u0000',
+    '\n',
+    '\r',
+    '\t',
+    '"',
+    '\\',
+    '\u001b',
+    '\u007f',
+    '\u2028',
+    '\ud83d',
+    '\ude00',
+    '😀',
+    'é',
+    '€',
+  ),
 );
 const anyString = fc.array(unit, { maxLength: 60 }).map((a) => a.join(''));
 
 describe('serialized sizes', () => {
   it('jsonStringBytes equals the UTF-8 length of JSON.stringify minus the quotes, for any string', () => {
-    fc.assert(fc.property(anyString, (s) => {
-      expect(jsonStringBytes(s)).toBe(Buffer.byteLength(JSON.stringify(s), 'utf8') - 2);
-    }), { numRuns: 2000 });
+    fc.assert(
+      fc.property(anyString, (s) => {
+        expect(jsonStringBytes(s)).toBe(Buffer.byteLength(JSON.stringify(s), 'utf8') - 2);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('a NUL costs six bytes, a newline two, a quote two, an astral character four', () => {
@@ -35,15 +59,18 @@ describe('serialized sizes', () => {
   });
 
   it('prefixWithinJsonBytes: the longest whole-character prefix within the limit', () => {
-    fc.assert(fc.property(anyString, fc.integer({ min: 0, max: 200 }), (s, max) => {
-      const p = prefixWithinJsonBytes(s, max);
-      expect(s.startsWith(p)).toBe(true);
-      expect(jsonStringBytes(p)).toBeLessThanOrEqual(max);
-      if (p.length < s.length) {
-        const pair = /^[\ud800-\udbff][\udc00-\udfff]/.test(s.slice(p.length)) ? 2 : 1;
-        expect(jsonStringBytes(s.slice(0, p.length + pair))).toBeGreaterThan(max);
-      }
-    }), { numRuns: 1000 });
+    fc.assert(
+      fc.property(anyString, fc.integer({ min: 0, max: 200 }), (s, max) => {
+        const p = prefixWithinJsonBytes(s, max);
+        expect(s.startsWith(p)).toBe(true);
+        expect(jsonStringBytes(p)).toBeLessThanOrEqual(max);
+        if (p.length < s.length) {
+          const pair = /^[\ud800-\udbff][\udc00-\udfff]/.test(s.slice(p.length)) ? 2 : 1;
+          expect(jsonStringBytes(s.slice(0, p.length + pair))).toBeGreaterThan(max);
+        }
+      }),
+      { numRuns: 1000 },
+    );
   });
 
   it('the budget charges what fits and refuses what does not', () => {
@@ -54,14 +81,14 @@ describe('serialized sizes', () => {
     b.charge(50);
     expect(b.remaining).toBe(0);
     expect(TOOL_BUDGET_BYTES).toBeLessThan(RESPONSE_LIMIT_BYTES);
-    expect(RESPONSE_LIMIT_BYTES).toBeLessThanOrEqual(10 * 1024 * 1024 / 2);
+    expect(RESPONSE_LIMIT_BYTES).toBeLessThanOrEqual((10 * 1024 * 1024) / 2);
   });
 });
 
 describe('the final guard', () => {
   it('passes a result within the limit through unchanged', () => {
     const result = { content: [{ type: 'text', text: 'x'.repeat(1000) }], structuredContent: { a: 1 } };
-    expect(guardResponse(result, "read_file", false)).toBe(result);
+    expect(guardResponse(result, 'read_file', false)).toBe(result);
   });
 
   it('turns an oversized result into a VALIDATION envelope that fits', () => {
@@ -70,13 +97,21 @@ describe('the final guard', () => {
     expect((out as { isError?: boolean }).isError).toBe(true);
     expect(jsonBytes(out)).toBeLessThan(4096);
     const envelope = JSON.parse((out.content[0] as { text: string }).text);
-    expect(envelope.error).toMatchObject({ code: 'VALIDATION', retryable: false, recovery: 'fix_arguments',
-      details: { reason: 'response_too_large', limit: RESPONSE_LIMIT_BYTES } });
+    expect(envelope.error).toMatchObject({
+      code: 'VALIDATION',
+      retryable: false,
+      recovery: 'fix_arguments',
+      details: { reason: 'response_too_large', limit: RESPONSE_LIMIT_BYTES },
+    });
     expect(envelope.error.details.bytes).toBeGreaterThan(RESPONSE_LIMIT_BYTES);
   });
 
   it('says a mutation was applied (check_already_applied)', () => {
-    const out = guardResponse({ content: [{ type: 'text', text: 'y'.repeat(RESPONSE_LIMIT_BYTES + 1) }] }, 'edit_file', true);
+    const out = guardResponse(
+      { content: [{ type: 'text', text: 'y'.repeat(RESPONSE_LIMIT_BYTES + 1) }] },
+      'edit_file',
+      true,
+    );
     const envelope = JSON.parse((out.content[0] as { text: string }).text);
     expect(envelope.error.recovery).toBe('check_already_applied');
     expect(envelope.error.message).toContain('was applied');

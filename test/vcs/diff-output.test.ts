@@ -8,16 +8,17 @@
 import { describe, expect, it } from 'vitest';
 import { pathOfFileLine, pathOfHeader, splitDiff } from '../../src/vcs/diff-output.js';
 
-const modified = (name: string) => [
-  `diff --git a/${name} b/${name}`,
-  'index 7898192..0f7bc76 100644',
-  `--- a/${name}`,
-  `+++ b/${name}`,
-  '@@ -1 +1,2 @@',
-  ' a',
-  '+c',
-  '',
-].join('\n');
+const modified = (name: string) =>
+  [
+    `diff --git a/${name} b/${name}`,
+    'index 7898192..0f7bc76 100644',
+    `--- a/${name}`,
+    `+++ b/${name}`,
+    '@@ -1 +1,2 @@',
+    ' a',
+    '+c',
+    '',
+  ].join('\n');
 
 describe('pathOfHeader', () => {
   it('splits a plain header in its middle, also when the name contains " b/"', () => {
@@ -60,40 +61,92 @@ describe('splitDiff', () => {
 
   it('a new and a deleted file take their path from the side that is not /dev/null', () => {
     const raw = [
-      'diff --git a/new.txt b/new.txt', 'new file mode 100644', 'index 0000000..e69de29', '--- /dev/null', '+++ b/new.txt',
-      '@@ -0,0 +1 @@', '+n',
-      'diff --git a/gone.txt b/gone.txt', 'deleted file mode 100644', 'index e69de29..0000000', '--- a/gone.txt', '+++ /dev/null',
-      '@@ -1 +0,0 @@', '-g', '',
+      'diff --git a/new.txt b/new.txt',
+      'new file mode 100644',
+      'index 0000000..e69de29',
+      '--- /dev/null',
+      '+++ b/new.txt',
+      '@@ -0,0 +1 @@',
+      '+n',
+      'diff --git a/gone.txt b/gone.txt',
+      'deleted file mode 100644',
+      'index e69de29..0000000',
+      '--- a/gone.txt',
+      '+++ /dev/null',
+      '@@ -1 +0,0 @@',
+      '-g',
+      '',
     ].join('\n');
     expect(splitDiff(raw).map((c) => c.path)).toEqual(['new.txt', 'gone.txt']);
   });
 
   it('renames and copies: the new path, and the old one as oldPath (quoted names decoded)', () => {
     const raw = [
-      'diff --git a/old name.txt b/new name.txt', 'similarity index 100%', 'rename from old name.txt', 'rename to new name.txt',
-      'diff --git "a/\\303\\244" "b/\\303\\266"', 'similarity index 90%', 'copy from "\\303\\244"', 'copy to "\\303\\266"',
-      '--- "a/\\303\\244"', '+++ "b/\\303\\266"', '@@ -1 +1 @@', '-x', '+y', '',
+      'diff --git a/old name.txt b/new name.txt',
+      'similarity index 100%',
+      'rename from old name.txt',
+      'rename to new name.txt',
+      'diff --git "a/\\303\\244" "b/\\303\\266"',
+      'similarity index 90%',
+      'copy from "\\303\\244"',
+      'copy to "\\303\\266"',
+      '--- "a/\\303\\244"',
+      '+++ "b/\\303\\266"',
+      '@@ -1 +1 @@',
+      '-x',
+      '+y',
+      '',
     ].join('\n');
     const chunks = splitDiff(raw);
-    expect(chunks.map((c) => [c.path, c.oldPath])).toEqual([['new name.txt', 'old name.txt'], ['ö', 'ä']]);
+    expect(chunks.map((c) => [c.path, c.oldPath])).toEqual([
+      ['new name.txt', 'old name.txt'],
+      ['ö', 'ä'],
+    ]);
   });
 
   it('a mode-only change or a binary file without ---/+++ lines takes its path from the header', () => {
     const raw = [
-      'diff --git a/run.sh b/run.sh', 'old mode 100644', 'new mode 100755',
-      'diff --git a/img b/x.png b/img b/x.png', 'index 1234567..89abcde 100644', 'Binary files a/img b/x.png and b/img b/x.png differ', '',
+      'diff --git a/run.sh b/run.sh',
+      'old mode 100644',
+      'new mode 100755',
+      'diff --git a/img b/x.png b/img b/x.png',
+      'index 1234567..89abcde 100644',
+      'Binary files a/img b/x.png and b/img b/x.png differ',
+      '',
     ].join('\n');
     const chunks = splitDiff(raw);
-    expect(chunks.map((c) => [c.path, c.binary])).toEqual([['run.sh', false], ['img b/x.png', true]]);
+    expect(chunks.map((c) => [c.path, c.binary])).toEqual([
+      ['run.sh', false],
+      ['img b/x.png', true],
+    ]);
   });
 
   it('a GIT binary patch is binary', () => {
-    const raw = ['diff --git a/b.bin b/b.bin', 'index 1..2 100644', 'GIT binary patch', 'literal 3', 'Kcmb=X0ssIB', '', 'literal 0', 'HcmV?d00001', ''].join('\n');
+    const raw = [
+      'diff --git a/b.bin b/b.bin',
+      'index 1..2 100644',
+      'GIT binary patch',
+      'literal 3',
+      'Kcmb=X0ssIB',
+      '',
+      'literal 0',
+      'HcmV?d00001',
+      '',
+    ].join('\n');
     expect(splitDiff(raw)[0]).toMatchObject({ path: 'b.bin', binary: true });
   });
 
   it('a text diff holding a NUL byte is shown as binary, without its lines', () => {
-    const raw = ['diff --git a/f.dat b/f.dat', 'index 1..2 100644', '--- a/f.dat', '+++ b/f.dat', '@@ -1 +1 @@', '-SECRET\0x', '+y', ''].join('\n');
+    const raw = [
+      'diff --git a/f.dat b/f.dat',
+      'index 1..2 100644',
+      '--- a/f.dat',
+      '+++ b/f.dat',
+      '@@ -1 +1 @@',
+      '-SECRET\0x',
+      '+y',
+      '',
+    ].join('\n');
     const [c] = splitDiff(raw);
     expect(c.binary).toBe(true);
     expect(c.text).not.toContain('SECRET');
@@ -102,8 +155,15 @@ describe('splitDiff', () => {
 
   it('a hunk line that looks like a header or a rename line never names the path', () => {
     const raw = [
-      'diff --git a/doc.md b/doc.md', 'index 1..2 100644', '--- a/doc.md', '+++ b/doc.md', '@@ -1,3 +1,3 @@',
-      '-rename to other.md', '+++ b/evil.md', '--- a/evil.md', '',
+      'diff --git a/doc.md b/doc.md',
+      'index 1..2 100644',
+      '--- a/doc.md',
+      '+++ b/doc.md',
+      '@@ -1,3 +1,3 @@',
+      '-rename to other.md',
+      '+++ b/evil.md',
+      '--- a/evil.md',
+      '',
     ].join('\n');
     const chunks = splitDiff(raw);
     expect(chunks).toHaveLength(1);
@@ -112,9 +172,16 @@ describe('splitDiff', () => {
   });
 
   it('a combined diff of an unmerged path (diff --cc) is a chunk of its own, before the next file', () => {
-    const raw = [
-      'diff --cc c.txt', 'index 1,2..0000000', '--- a/c.txt', '+++ b/c.txt', '@@@ -1,1 -1,1 +1,5 @@@', '++<<<<<<< HEAD', '',
-    ].join('\n') + modified('d.txt');
+    const raw =
+      [
+        'diff --cc c.txt',
+        'index 1,2..0000000',
+        '--- a/c.txt',
+        '+++ b/c.txt',
+        '@@@ -1,1 -1,1 +1,5 @@@',
+        '++<<<<<<< HEAD',
+        '',
+      ].join('\n') + modified('d.txt');
     expect(splitDiff(raw).map((c) => c.path)).toEqual(['c.txt', 'd.txt']);
     const quoted = 'diff --cc "\\303\\244.txt"\nindex 1,2..0\n';
     expect(splitDiff(quoted)[0].path).toBe('ä.txt');

@@ -30,10 +30,13 @@ const forge = http.createServer((req, res) => {
 let proxyLog: string[] = [];
 const upstream = http.createServer((req, res) => {
   proxyLog.push(`GET ${req.url}`);
-  const r = http.request({ host: '127.0.0.1', port: port(forge), path: new URL(req.url!).pathname, headers: req.headers }, (a) => {
-    res.writeHead(a.statusCode!, a.headers);
-    a.pipe(res);
-  });
+  const r = http.request(
+    { host: '127.0.0.1', port: port(forge), path: new URL(req.url!).pathname, headers: req.headers },
+    (a) => {
+      res.writeHead(a.statusCode!, a.headers);
+      a.pipe(res);
+    },
+  );
   req.pipe(r);
 });
 upstream.on('connect', (req: http.IncomingMessage, client: net.Socket) => {
@@ -62,7 +65,9 @@ afterAll(async () => {
 function rawConnect(guardUrl: string, authority: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const u = new URL(guardUrl);
-    const s = net.connect(Number(u.port), u.hostname, () => s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`));
+    const s = net.connect(Number(u.port), u.hostname, () =>
+      s.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`),
+    );
     let buf = '';
     s.on('data', (c) => {
       buf += c.toString('latin1');
@@ -79,28 +84,44 @@ function rawConnect(guardUrl: string, authority: string): Promise<string> {
 function proxiedGet(guardUrl: string, url: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const u = new URL(guardUrl);
-    http.get({ host: u.hostname, port: Number(u.port), path: url, headers: { host: new URL(url).host } }, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => resolve({ status: res.statusCode!, body }));
-    }).on('error', reject);
+    http
+      .get({ host: u.hostname, port: Number(u.port), path: url, headers: { host: new URL(url).host } }, (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, body }));
+      })
+      .on('error', reject);
   });
 }
 
 describe('startEgressGuard', () => {
-  const env = () => ({ HTTPS_PROXY: `http://127.0.0.1:${port(upstream)}`, HTTP_PROXY: `http://127.0.0.1:${port(upstream)}` });
+  const env = () => ({
+    HTTPS_PROXY: `http://127.0.0.1:${port(upstream)}`,
+    HTTP_PROXY: `http://127.0.0.1:${port(upstream)}`,
+  });
 
   test('https: only the allowed authority is tunnelled (through the operator proxy); others are refused and recorded', async () => {
     proxyLog = [];
     const guard = await startEgressGuard([{ host: 'ghe.corp.example', port: 443 }], 'https', env());
     try {
       expect(await rawConnect(guard.url, 'ghe.corp.example:443')).toMatch(/^HTTP\/1\.1 200/);
-      for (const other of ['evil.example:443', 'ghe.corp.example:8443', 'GHE.corp.example.evil:443', '127.0.0.1:443', 'garbage']) {
+      for (const other of [
+        'evil.example:443',
+        'ghe.corp.example:8443',
+        'GHE.corp.example.evil:443',
+        '127.0.0.1:443',
+        'garbage',
+      ]) {
         expect(await rawConnect(guard.url, other)).toMatch(/^HTTP\/1\.1 403/);
       }
       expect(proxyLog).toEqual(['CONNECT ghe.corp.example:443']);
       expect(guard.denied.map((d) => `${d.kind} ${d.host}:${d.port}`)).toEqual([
-        'connect evil.example:443', 'connect ghe.corp.example:8443', 'connect ghe.corp.example.evil:443', 'connect 127.0.0.1:443',
+        'connect evil.example:443',
+        'connect ghe.corp.example:8443',
+        'connect ghe.corp.example.evil:443',
+        'connect 127.0.0.1:443',
         'connect garbage:443',
       ]);
     } finally {
@@ -113,7 +134,10 @@ describe('startEgressGuard', () => {
     forgeHits = [];
     const guard = await startEgressGuard([{ host: 'api.github.localhost', port: 80 }], 'http', env());
     try {
-      expect(await proxiedGet(guard.url, 'http://api.github.localhost/ok')).toEqual({ status: 200, body: 'forge says hi' });
+      expect(await proxiedGet(guard.url, 'http://api.github.localhost/ok')).toEqual({
+        status: 200,
+        body: 'forge says hi',
+      });
       expect((await proxiedGet(guard.url, 'http://api.github.localhost/redirect-here')).status).toBe(302);
       const away = await proxiedGet(guard.url, 'http://api.github.localhost/redirect-away');
       expect(away.status).toBe(502);
@@ -134,12 +158,17 @@ describe('startEgressGuard', () => {
     try {
       const u = new URL(guard.url);
       const raw = await new Promise<string>((resolve, reject) => {
-        const s = net.connect(Number(u.port), u.hostname, () => s.write(
-          'GET http://api.github.localhost/ok HTTP/1.1\r\nHost: api.github.localhost\r\n\r\n'
-          + 'GET http://evil.example/x HTTP/1.1\r\nHost: api.github.localhost\r\n\r\n'
-          + 'GET /y HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n'));
+        const s = net.connect(Number(u.port), u.hostname, () =>
+          s.write(
+            'GET http://api.github.localhost/ok HTTP/1.1\r\nHost: api.github.localhost\r\n\r\n' +
+              'GET http://evil.example/x HTTP/1.1\r\nHost: api.github.localhost\r\n\r\n' +
+              'GET /y HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n',
+          ),
+        );
         let buf = '';
-        s.on('data', (c) => { buf += c.toString('latin1'); });
+        s.on('data', (c) => {
+          buf += c.toString('latin1');
+        });
         s.on('close', () => resolve(buf));
         s.on('error', reject);
         setTimeout(() => s.destroy(), 3000);
@@ -154,7 +183,12 @@ describe('startEgressGuard', () => {
     }
     const tls = await startEgressGuard([{ host: 'ghe.corp.example', port: 443 }], 'https', env());
     try {
-      for (const a of ['x@ghe.corp.example:443', 'ghe.corp.example:443@evil.example', 'ghe.corp.example:443/evil', 'ghe.corp.example:']) {
+      for (const a of [
+        'x@ghe.corp.example:443',
+        'ghe.corp.example:443@evil.example',
+        'ghe.corp.example:443/evil',
+        'ghe.corp.example:',
+      ]) {
         expect(await rawConnect(tls.url, a)).not.toMatch(/ 200/);
       }
     } finally {
@@ -167,15 +201,21 @@ describe('startEgressGuard', () => {
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
     const deadPort = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
-    const guard = await startEgressGuard([{ host: 'ghe.corp.example', port: 443 }], 'https', { HTTPS_PROXY: `http://127.0.0.1:${deadPort}` });
+    const guard = await startEgressGuard([{ host: 'ghe.corp.example', port: 443 }], 'https', {
+      HTTPS_PROXY: `http://127.0.0.1:${deadPort}`,
+    });
     try {
       expect(await rawConnect(guard.url, 'ghe.corp.example:443')).toMatch(/ 502/);
       expect(guard.unreachable).toBe(1);
     } finally {
       await guard.close();
     }
-    expect(upstreamProxy('https', { host: 'h', port: 443 }, { HTTPS_PROXY: 'socks5://127.0.0.1:1080' })).toBe('unsupported');
-    expect(upstreamProxy('https', { host: 'h', port: 443 }, { HTTPS_PROXY: 'proxy.corp:3128' })?.toString()).toBe('http://proxy.corp:3128/');
+    expect(upstreamProxy('https', { host: 'h', port: 443 }, { HTTPS_PROXY: 'socks5://127.0.0.1:1080' })).toBe(
+      'unsupported',
+    );
+    expect(upstreamProxy('https', { host: 'h', port: 443 }, { HTTPS_PROXY: 'proxy.corp:3128' })?.toString()).toBe(
+      'http://proxy.corp:3128/',
+    );
     expect(upstreamProxy('https', { host: 'h', port: 443 }, {})).toBeNull();
     expect(upstreamProxy('http', { host: 'h', port: 80 }, { http_proxy: 'http://p:1', NO_PROXY: 'h' })).toBeNull();
   });
@@ -202,9 +242,19 @@ describe('noProxyMatches (Go rules)', () => {
 
 describe('gh environment and tokens (issue #12)', () => {
   const base = {
-    GH_TOKEN: 'dotcom-token', GITHUB_TOKEN: 'dotcom-token-2', GH_ENTERPRISE_TOKEN: 'ent-token', GITHUB_ENTERPRISE_TOKEN: 'ent-2',
-    GH_HOST: 'ghe.corp.example', GH_REPO: 'a/b', NO_PROXY: '*', no_proxy: '*', CODESPACES: 'true', REQUEST_METHOD: 'GET',
-    HTTPS_PROXY: 'http://corp-proxy:3128', SSL_CERT_FILE: '/ca.pem', GH_CONFIG_DIR: '/nonexistent-gh-config',
+    GH_TOKEN: 'dotcom-token',
+    GITHUB_TOKEN: 'dotcom-token-2',
+    GH_ENTERPRISE_TOKEN: 'ent-token',
+    GITHUB_ENTERPRISE_TOKEN: 'ent-2',
+    GH_HOST: 'ghe.corp.example',
+    GH_REPO: 'a/b',
+    NO_PROXY: '*',
+    no_proxy: '*',
+    CODESPACES: 'true',
+    REQUEST_METHOD: 'GET',
+    HTTPS_PROXY: 'http://corp-proxy:3128',
+    SSL_CERT_FILE: '/ca.pem',
+    GH_CONFIG_DIR: '/nonexistent-gh-config',
   };
   const t = (host: string, port = 443) => ({ host, port, explicitPort: port !== 443 });
 
@@ -224,38 +274,66 @@ describe('gh environment and tokens (issue #12)', () => {
     expect(ghTokenPolicy(t(host), allow, base)).toEqual({ dotcom, enterprise });
     const env = ghEnvironment(ghTokenPolicy(t(host), allow, base), 'http://127.0.0.1:1234', base);
     expect([env.GH_TOKEN !== undefined, env.GITHUB_TOKEN !== undefined]).toEqual([dotcom, dotcom]);
-    expect([env.GH_ENTERPRISE_TOKEN !== undefined, env.GITHUB_ENTERPRISE_TOKEN !== undefined]).toEqual([enterprise, enterprise]);
+    expect([env.GH_ENTERPRISE_TOKEN !== undefined, env.GITHUB_ENTERPRISE_TOKEN !== undefined]).toEqual([
+      enterprise,
+      enterprise,
+    ]);
   });
 
   test('the guard is the only proxy; exemptions and target-deciding variables are gone; CA settings stay', () => {
     const env = ghEnvironment({ dotcom: true, enterprise: false }, 'http://127.0.0.1:1234', base);
-    expect([env.HTTPS_PROXY, env.https_proxy, env.HTTP_PROXY, env.http_proxy]).toEqual(Array(4).fill('http://127.0.0.1:1234'));
-    for (const k of ['NO_PROXY', 'no_proxy', 'CODESPACES', 'REQUEST_METHOD', 'GH_HOST', 'GH_REPO']) expect(env[k]).toBeUndefined();
+    expect([env.HTTPS_PROXY, env.https_proxy, env.HTTP_PROXY, env.http_proxy]).toEqual(
+      Array(4).fill('http://127.0.0.1:1234'),
+    );
+    for (const k of ['NO_PROXY', 'no_proxy', 'CODESPACES', 'REQUEST_METHOD', 'GH_HOST', 'GH_REPO'])
+      expect(env[k]).toBeUndefined();
     expect(env.SSL_CERT_FILE).toBe('/ca.pem');
   });
 
   test('bindEnterpriseToken: the enterprise token moves into a private hosts.yml for the target host only', () => {
     const token = 'ent"\n  evil.example:\n    oauth_token: x';
-    const b = bindEnterpriseToken({ host: 'GHE.corp.example', port: 8443, explicitPort: true }, { GH_ENTERPRISE_TOKEN: token, GITHUB_ENTERPRISE_TOKEN: 'y', PATH: '/bin' })!;
+    const b = bindEnterpriseToken(
+      { host: 'GHE.corp.example', port: 8443, explicitPort: true },
+      { GH_ENTERPRISE_TOKEN: token, GITHUB_ENTERPRISE_TOKEN: 'y', PATH: '/bin' },
+    )!;
     try {
       expect(b.env.GH_CONFIG_DIR).toBe(b.dir);
-      expect([b.env.GH_ENTERPRISE_TOKEN, b.env.GITHUB_ENTERPRISE_TOKEN, b.env.PATH]).toEqual([undefined, undefined, '/bin']);
+      expect([b.env.GH_ENTERPRISE_TOKEN, b.env.GITHUB_ENTERPRISE_TOKEN, b.env.PATH]).toEqual([
+        undefined,
+        undefined,
+        '/bin',
+      ]);
       expect(statSync(b.dir).mode & 0o777).toBe(0o700);
       const file = path.join(b.dir, 'hosts.yml');
       expect(statSync(file).mode & 0o777).toBe(0o600);
       // Only the target's keys are top-level hosts; the hostile token cannot add one.
-      expect(parseGhHostsYaml(readFileSync(file, 'utf8'))).toEqual([{ host: 'ghe.corp.example', port: null }, { host: 'ghe.corp.example', port: 8443 }]);
+      expect(parseGhHostsYaml(readFileSync(file, 'utf8'))).toEqual([
+        { host: 'ghe.corp.example', port: null },
+        { host: 'ghe.corp.example', port: 8443 },
+      ]);
     } finally {
       rmSync(b.dir, { recursive: true, force: true });
     }
     expect(bindEnterpriseToken({ host: 'h', port: 443, explicitPort: false }, { GH_TOKEN: 'x' })).toBeNull();
   });
 
-  test('ghApiAuthority follows gh\'s REST prefix', () => {
-    expect(ghApiAuthority(t('github.com'))).toEqual({ scheme: 'https', authority: { host: 'api.github.com', port: 443 } });
-    expect(ghApiAuthority({ host: 'github.localhost', port: 80, explicitPort: false })).toEqual({ scheme: 'http', authority: { host: 'api.github.localhost', port: 80 } });
-    expect(ghApiAuthority(t('ghe.corp.example'))).toEqual({ scheme: 'https', authority: { host: 'ghe.corp.example', port: 443 } });
-    expect(ghApiAuthority(t('ghe.corp.example', 8443))).toEqual({ scheme: 'https', authority: { host: 'ghe.corp.example', port: 8443 } });
+  test("ghApiAuthority follows gh's REST prefix", () => {
+    expect(ghApiAuthority(t('github.com'))).toEqual({
+      scheme: 'https',
+      authority: { host: 'api.github.com', port: 443 },
+    });
+    expect(ghApiAuthority({ host: 'github.localhost', port: 80, explicitPort: false })).toEqual({
+      scheme: 'http',
+      authority: { host: 'api.github.localhost', port: 80 },
+    });
+    expect(ghApiAuthority(t('ghe.corp.example'))).toEqual({
+      scheme: 'https',
+      authority: { host: 'ghe.corp.example', port: 443 },
+    });
+    expect(ghApiAuthority(t('ghe.corp.example', 8443))).toEqual({
+      scheme: 'https',
+      authority: { host: 'ghe.corp.example', port: 8443 },
+    });
     expect(ghApiAuthority(t('garage.github.com')).authority.host).toBe('garage.github.com');
   });
 });

@@ -23,13 +23,24 @@ function gitReads(text: string): Array<[string, string]> | null {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
   const r = spawnSync('git', ['config', '--file', file, '--no-includes', '--null', '--list'], {
-    cwd: dir, encoding: 'utf8', env: { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: dir, GIT_DIR: path.join(dir, 'none') },
+    cwd: dir,
+    encoding: 'utf8',
+    env: {
+      ...env,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_CONFIG_GLOBAL: '/dev/null',
+      HOME: dir,
+      GIT_DIR: path.join(dir, 'none'),
+    },
   });
   if (r.status !== 0) return null;
-  return r.stdout.split('\0').filter(Boolean).map((rec) => {
-    const nl = rec.indexOf('\n');
-    return nl < 0 ? [rec, 'true'] : [rec.slice(0, nl), rec.slice(nl + 1)];
-  });
+  return r.stdout
+    .split('\0')
+    .filter(Boolean)
+    .map((rec) => {
+      const nl = rec.indexOf('\n');
+      return nl < 0 ? [rec, 'true'] : [rec.slice(0, nl), rec.slice(nl + 1)];
+    });
 }
 
 /** The reader's result flattened in file order (per key, values in order; keys in first-seen order). */
@@ -48,17 +59,18 @@ const grouped = (pairs: Array<[string, string]> | null) => {
 };
 
 const ACCEPTED: Record<string, string> = {
-  'simple': '[core]\n\tfilemode = false\n\tbare = false\n',
-  'subsections, case kept in the subsection only': '[Branch "Main"]\n\tRemote = origin\n\tMERGE = refs/heads/Main\n[remote "origin"]\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n',
+  simple: '[core]\n\tfilemode = false\n\tbare = false\n',
+  'subsections, case kept in the subsection only':
+    '[Branch "Main"]\n\tRemote = origin\n\tMERGE = refs/heads/Main\n[remote "origin"]\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n',
   'escaped subsection': '[branch "we\\"ird\\\\name"]\n\tremote = .\n',
   'deprecated dotted section': '[Branch.Main]\n\tremote = x\n',
   'bare boolean and empty value': '[core]\n\tbare\n\tempty =\n\tspaced =   \n',
   'quotes and escapes': '[a]\n\tv = "  lead" trail\\t\\\\ \\"q\\" \\n next\n\tw = x"  "y\n',
-  'continuation': '[a]\n\tv = one \\\n  two\n',
-  'comments': '# top\n; top\n[a] # after header\n\tv = x # trailing\n\tw = "x # kept ; kept"\n\tz = y;no\n',
+  continuation: '[a]\n\tv = one \\\n  two\n',
+  comments: '# top\n; top\n[a] # after header\n\tv = x # trailing\n\tw = "x # kept ; kept"\n\tz = y;no\n',
   'inner whitespace runs become spaces': '[a]\n\tv = a \t  b\t\tc   \n',
   'CRLF line ends': '[core]\r\n\tfilemode = false\r\n\tv = a b\r\n',
-  'BOM': '\ufeff[core]\n\tfilemode = true\n',
+  BOM: '\ufeff[core]\n\tfilemode = true\n',
   'variable after ] on the same line': '[core] bare = true\n[a]v=1\n',
   'multi-valued keys': '[remote "o"]\n\tfetch = a\n\tfetch = b\n[remote "o"]\n\tfetch = c\n',
   'include sections are plain keys': '[include]\n\tpath = /etc/passwd\n[includeIf "gitdir:/x/"]\n\tpath = ../y\n',

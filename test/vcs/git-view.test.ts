@@ -30,8 +30,18 @@ function git(cwd: string, ...args: string[]): string {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
   return execFileSync('git', args, {
-    cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...env, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e.invalid' },
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...env,
+      HOME: base,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@e.invalid',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@e.invalid',
+    },
   });
 }
 function repo(name: string): string {
@@ -46,19 +56,40 @@ function repo(name: string): string {
 
 describe('isSafeRefName', () => {
   it.each([
-    ['refs/heads/main', true], ['refs/heads/feature/x-1.2', true], ['refs/remotes/origin/main', true], ['refs/heads/ä', true],
-    ['refs/heads/../../../../etc/passwd', false], ['refs/heads/..', false], ['HEAD', false], ['/refs/heads/x', false],
-    ['refs/heads/x/', false], ['refs/heads/x.lock', false], ['refs/heads/.hidden', false], ['refs/heads/a b', false],
-    ['refs/heads/a~1', false], ['refs/heads/a^', false], ['refs/heads/a:b', false], ['refs/heads/a\\b', false],
-    ['refs/heads/a@{1}', false], ['refs//heads', false], ['refs/heads/x.', false], ['refs/heads/\u0001', false],
+    ['refs/heads/main', true],
+    ['refs/heads/feature/x-1.2', true],
+    ['refs/remotes/origin/main', true],
+    ['refs/heads/ä', true],
+    ['refs/heads/../../../../etc/passwd', false],
+    ['refs/heads/..', false],
+    ['HEAD', false],
+    ['/refs/heads/x', false],
+    ['refs/heads/x/', false],
+    ['refs/heads/x.lock', false],
+    ['refs/heads/.hidden', false],
+    ['refs/heads/a b', false],
+    ['refs/heads/a~1', false],
+    ['refs/heads/a^', false],
+    ['refs/heads/a:b', false],
+    ['refs/heads/a\\b', false],
+    ['refs/heads/a@{1}', false],
+    ['refs//heads', false],
+    ['refs/heads/x.', false],
+    ['refs/heads/\u0001', false],
   ])('%s → %s', (name, ok) => expect(isSafeRefName(name)).toBe(ok));
 });
 
 describe('mapThroughRefspecs', () => {
   it('maps through the first matching refspec (glob or exact), skipping negative ones', () => {
-    expect(mapThroughRefspecs('refs/heads/main', ['+refs/heads/*:refs/remotes/origin/*'])).toBe('refs/remotes/origin/main');
-    expect(mapThroughRefspecs('refs/heads/a/b', ['^refs/heads/a/*', 'refs/heads/*:refs/remotes/o/*'])).toBe('refs/remotes/o/a/b');
-    expect(mapThroughRefspecs('refs/heads/main', ['refs/heads/main:refs/remotes/o/trunk'])).toBe('refs/remotes/o/trunk');
+    expect(mapThroughRefspecs('refs/heads/main', ['+refs/heads/*:refs/remotes/origin/*'])).toBe(
+      'refs/remotes/origin/main',
+    );
+    expect(mapThroughRefspecs('refs/heads/a/b', ['^refs/heads/a/*', 'refs/heads/*:refs/remotes/o/*'])).toBe(
+      'refs/remotes/o/a/b',
+    );
+    expect(mapThroughRefspecs('refs/heads/main', ['refs/heads/main:refs/remotes/o/trunk'])).toBe(
+      'refs/remotes/o/trunk',
+    );
     expect(mapThroughRefspecs('refs/heads/main', ['refs/tags/*:refs/tags/*'])).toBeNull();
     expect(mapThroughRefspecs('refs/heads/main', ['refs/heads/main'])).toBeNull();
   });
@@ -88,11 +119,17 @@ describe('private git dirs', () => {
 
 describe('throwGitFailure', () => {
   const result = (stderr: string, exitCode = 128): CommandResult => ({
-    exitCode, stdout: '', stderr, timedOut: false, outputLimited: false, spawnError: null, durationMs: 1,
+    exitCode,
+    stdout: '',
+    stderr,
+    timedOut: false,
+    outputLimited: false,
+    spawnError: null,
+    durationMs: 1,
   });
   it.each([
     'fatal: unexpected line in .git/packed-refs: LEAKED_LINE_MARKER',
-    'fatal: bad numeric config value \'LEAKED_LINE_MARKER\' for \'core.abbrev\'',
+    "fatal: bad numeric config value 'LEAKED_LINE_MARKER' for 'core.abbrev'",
     'error: index file smaller than expected LEAKED_LINE_MARKER',
     'fatal: not a git repository: LEAKED_LINE_MARKER',
     'fatal: loose object 1234 (stored in LEAKED_LINE_MARKER) is corrupt',

@@ -29,7 +29,7 @@ describe('gitlabToken: the token of GITLAB_HOST goes to that instance only', () 
     expect(r.withheld).toBe(!sent);
   });
 
-  test('an https instance\'s token never goes over plain http to the same host and port', () => {
+  test("an https instance's token never goes over plain http to the same host and port", () => {
     const local = { GITLAB_HOST: 'https://127.0.0.1:8443', GITLAB_TOKEN: 'glpat-SECRET' };
     expect(gitlabToken(inst('https://127.0.0.1:8443'), local).token?.value).toBe('glpat-SECRET');
     expect(gitlabToken(inst('http://127.0.0.1:8443'), local).token).toBeNull();
@@ -37,7 +37,10 @@ describe('gitlabToken: the token of GITLAB_HOST goes to that instance only', () 
 
   test('CI_JOB_TOKEN only to the CI server instance', () => {
     const ci = { CI_SERVER_URL: 'https://gitlab.corp.example', CI_JOB_TOKEN: 'job-SECRET' };
-    expect(gitlabToken(inst('gitlab.corp.example'), ci).token).toMatchObject({ header: 'JOB-TOKEN', value: 'job-SECRET' });
+    expect(gitlabToken(inst('gitlab.corp.example'), ci).token).toMatchObject({
+      header: 'JOB-TOKEN',
+      value: 'job-SECRET',
+    });
     expect(gitlabToken(inst('https://gitlab.corp.example/x'), ci).token).toBeNull();
     expect(gitlabToken(inst('gitlab.corp.example.evil.example'), ci).token).toBeNull();
   });

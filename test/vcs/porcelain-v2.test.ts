@@ -29,13 +29,24 @@ describe('branch headers', () => {
   });
 
   it('upstream with ahead/behind as numbers', () => {
-    const { branch } = parsePorcelainV2(`# branch.oid ${OID}\n# branch.head feature/x\n# branch.upstream origin/feature/x\n# branch.ab +3 -12\n`);
-    expect(branch).toEqual({ oid: OID, head: 'feature/x', detached: false, upstream: 'origin/feature/x', ahead: 3, behind: 12 });
+    const { branch } = parsePorcelainV2(
+      `# branch.oid ${OID}\n# branch.head feature/x\n# branch.upstream origin/feature/x\n# branch.ab +3 -12\n`,
+    );
+    expect(branch).toEqual({
+      oid: OID,
+      head: 'feature/x',
+      detached: false,
+      upstream: 'origin/feature/x',
+      ahead: 3,
+      behind: 12,
+    });
     expect(typeof branch.ahead).toBe('number');
   });
 
   it('in sync: +0 -0', () => {
-    const { branch } = parsePorcelainV2(`# branch.oid ${OID}\n# branch.head main\n# branch.upstream origin/main\n# branch.ab +0 -0\n`);
+    const { branch } = parsePorcelainV2(
+      `# branch.oid ${OID}\n# branch.head main\n# branch.upstream origin/main\n# branch.ab +0 -0\n`,
+    );
     expect(branch.ahead).toBe(0);
     expect(branch.behind).toBe(0);
   });
@@ -49,7 +60,8 @@ describe('branch headers', () => {
 
   it('empty output: nothing', () => {
     expect(parsePorcelainV2('')).toEqual({
-      branch: { oid: null, head: null, detached: false, upstream: null, ahead: null, behind: null }, entries: [],
+      branch: { oid: null, head: null, detached: false, upstream: null, ahead: null, behind: null },
+      entries: [],
     });
   });
 });
@@ -145,6 +157,8 @@ describe('unquote (C-quoted paths)', () => {
   });
 
   it('an entry line with an octal UTF-8 path', () => {
-    expect(parsePorcelainV2(`1 .M N... 100644 100644 100644 ${BLOB} ${BLOB} "\\303\\244.txt"\n`).entries[0].path).toBe('ä.txt');
+    expect(parsePorcelainV2(`1 .M N... 100644 100644 100644 ${BLOB} ${BLOB} "\\303\\244.txt"\n`).entries[0].path).toBe(
+      'ä.txt',
+    );
   });
 });

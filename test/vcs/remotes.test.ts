@@ -32,11 +32,20 @@ describe('parseRemoteUrl', () => {
     ['https://github.com/octo/hello.git', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
     ['https://github.com/octo/hello', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
     ['https://github.com/octo/hello/', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
-    ['https://user:ghp_secret@GitHub.com/octo/hello.git', { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' }],
+    [
+      'https://user:ghp_secret@GitHub.com/octo/hello.git',
+      { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' },
+    ],
     ['http://127.0.0.1:8929/a/b/c.git', { scheme: 'http', host: '127.0.0.1', port: 8929, path: 'a/b/c' }],
-    ['https://gitlab.example.com:8443/group/sub/proj.git', { scheme: 'https', host: 'gitlab.example.com', port: 8443, path: 'group/sub/proj' }],
+    [
+      'https://gitlab.example.com:8443/group/sub/proj.git',
+      { scheme: 'https', host: 'gitlab.example.com', port: 8443, path: 'group/sub/proj' },
+    ],
     ['ssh://git@github.com/octo/hello.git', { scheme: 'ssh', host: 'github.com', port: null, path: 'octo/hello' }],
-    ['ssh://git@ssh.github.com:443/octo/hello.git', { scheme: 'ssh', host: 'github.com', port: 443, path: 'octo/hello' }],
+    [
+      'ssh://git@ssh.github.com:443/octo/hello.git',
+      { scheme: 'ssh', host: 'github.com', port: 443, path: 'octo/hello' },
+    ],
     ['git+ssh://git@gitlab.com:2222/a/b/c.git', { scheme: 'ssh', host: 'gitlab.com', port: 2222, path: 'a/b/c' }],
     ['git://github.com/octo/hello.git', { scheme: 'git', host: 'github.com', port: null, path: 'octo/hello' }],
     ['git@github.com:octo/hello.git', { scheme: 'ssh', host: 'github.com', port: null, path: 'octo/hello' }],
@@ -50,8 +59,18 @@ describe('parseRemoteUrl', () => {
   });
 
   test.each([
-    '/srv/git/repo.git', './relative', '../up.git', 'file:///srv/git/repo.git', 'C:\\repos\\x', 'c:/repos/x',
-    'https://github.com/', 'https://github.com/../x', 'ssh://git@host/~user/repo.git', 'git@host:~user/repo', 'ftp://host/a/b', '',
+    '/srv/git/repo.git',
+    './relative',
+    '../up.git',
+    'file:///srv/git/repo.git',
+    'C:\\repos\\x',
+    'c:/repos/x',
+    'https://github.com/',
+    'https://github.com/../x',
+    'ssh://git@host/~user/repo.git',
+    'git@host:~user/repo',
+    'ftp://host/a/b',
+    '',
   ])('not a forge remote: %s', (url) => {
     expect(parseRemoteUrl(url)).toBeNull();
   });
@@ -72,20 +91,36 @@ function thrown(fn: () => unknown): ToolError {
 
 describe('resolveRepo', () => {
   test('https and ssh remotes of the same repo (any case, with or without .git) are one candidate', () => {
-    const c = resolveRepo([
-      remote('origin', 'git@github.com:Octo/Hello.git'),
-      remote('https', 'https://github.com/octo/hello'),
-      remote('alias', 'ssh://git@ssh.github.com:443/octo/hello.git'),
-    ], 'github', { hostname: null });
-    expect(c).toEqual({ host: 'github.com', port: null, scheme: 'https', repo: 'Octo/Hello', remotes: ['origin', 'https', 'alias'] });
+    const c = resolveRepo(
+      [
+        remote('origin', 'git@github.com:Octo/Hello.git'),
+        remote('https', 'https://github.com/octo/hello'),
+        remote('alias', 'ssh://git@ssh.github.com:443/octo/hello.git'),
+      ],
+      'github',
+      { hostname: null },
+    );
+    expect(c).toEqual({
+      host: 'github.com',
+      port: null,
+      scheme: 'https',
+      repo: 'Octo/Hello',
+      remotes: ['origin', 'https', 'alias'],
+    });
   });
 
   test('different repos are GH_AMBIGUOUS with the candidates', () => {
-    const e = thrown(() => resolveRepo([
-      remote('origin', 'https://github.com/octo/hello.git'),
-      remote('upstream', 'git@github.com:someone/hello.git'),
-      remote('gl', 'git@gitlab.com:a/b.git'),
-    ], 'github', { hostname: null }));
+    const e = thrown(() =>
+      resolveRepo(
+        [
+          remote('origin', 'https://github.com/octo/hello.git'),
+          remote('upstream', 'git@github.com:someone/hello.git'),
+          remote('gl', 'git@gitlab.com:a/b.git'),
+        ],
+        'github',
+        { hostname: null },
+      ),
+    );
     expect(e.code).toBe('GH_AMBIGUOUS');
     expect(e.details.candidates).toEqual([
       { host: 'github.com', repo: 'octo/hello', remotes: ['origin'] },
@@ -94,28 +129,59 @@ describe('resolveRepo', () => {
   });
 
   test('the same path on two hosts is two repos', () => {
-    expect(thrown(() => resolveRepo([
-      remote('a', 'https://github.com/o/r'), remote('b', 'https://github.example.com/o/r'),
-    ], 'github', { hostname: null, configured: { github: [{ host: 'github.example.com', port: null }], gitlab: [] } })).code).toBe('GH_AMBIGUOUS');
+    expect(
+      thrown(() =>
+        resolveRepo([remote('a', 'https://github.com/o/r'), remote('b', 'https://github.example.com/o/r')], 'github', {
+          hostname: null,
+          configured: { github: [{ host: 'github.example.com', port: null }], gitlab: [] },
+        }),
+      ).code,
+    ).toBe('GH_AMBIGUOUS');
   });
 
   test('issue #12: a host is GitHub/GitLab by its exact name, never because it contains "github"/"gitlab"', () => {
     const none = { github: [], gitlab: [] };
-    for (const url of ['https://github.attacker.example/o/r', 'git@mygithub.com:o/r.git', 'https://github.com.evil.example/o/r',
-      'https://evil.example/github.com/o']) {
+    for (const url of [
+      'https://github.attacker.example/o/r',
+      'git@mygithub.com:o/r.git',
+      'https://github.com.evil.example/o/r',
+      'https://evil.example/github.com/o',
+    ]) {
       const e = thrown(() => resolveRepo([remote('origin', url)], 'github', { hostname: null, configured: none }));
       expect([url, e.code]).toEqual([url, 'GH_REPO_UNRESOLVED']);
     }
-    expect(thrown(() => resolveRepo([remote('o', 'https://gitlab.attacker.example/a/b')], 'gitlab', { hostname: null, configured: none })).code)
-      .toBe('GL_REPO_UNRESOLVED');
+    expect(
+      thrown(() =>
+        resolveRepo([remote('o', 'https://gitlab.attacker.example/a/b')], 'gitlab', {
+          hostname: null,
+          configured: none,
+        }),
+      ).code,
+    ).toBe('GL_REPO_UNRESOLVED');
     // A hostile remote next to the real one does not make it ambiguous: it is simply not a GitHub remote.
-    expect(resolveRepo([remote('origin', 'https://github.com/o/r'), remote('evil', 'https://github.attacker.example/o/r')], 'github',
-      { hostname: null, configured: none })).toMatchObject({ host: 'github.com', repo: 'o/r', remotes: ['origin'] });
+    expect(
+      resolveRepo(
+        [remote('origin', 'https://github.com/o/r'), remote('evil', 'https://github.attacker.example/o/r')],
+        'github',
+        { hostname: null, configured: none },
+      ),
+    ).toMatchObject({ host: 'github.com', repo: 'o/r', remotes: ['origin'] });
     // Hosts the operator configured (gh's hosts.yml, GH_HOST; GITLAB_HOST, CI_SERVER_URL) count, exactly.
-    const configured = { github: [{ host: 'ghe.corp.example', port: null }], gitlab: [{ host: 'code.corp.example', port: null }] };
-    expect(resolveRepo([remote('o', 'git@ghe.corp.example:t/app.git')], 'github', { hostname: null, configured }).host).toBe('ghe.corp.example');
-    expect(thrown(() => resolveRepo([remote('o', 'git@x.ghe.corp.example:t/app.git')], 'github', { hostname: null, configured })).code).toBe('GH_REPO_UNRESOLVED');
-    expect(resolveRepo([remote('o', 'https://code.corp.example/a/b/c')], 'gitlab', { hostname: null, configured }).repo).toBe('a/b/c');
+    const configured = {
+      github: [{ host: 'ghe.corp.example', port: null }],
+      gitlab: [{ host: 'code.corp.example', port: null }],
+    };
+    expect(
+      resolveRepo([remote('o', 'git@ghe.corp.example:t/app.git')], 'github', { hostname: null, configured }).host,
+    ).toBe('ghe.corp.example');
+    expect(
+      thrown(() =>
+        resolveRepo([remote('o', 'git@x.ghe.corp.example:t/app.git')], 'github', { hostname: null, configured }),
+      ).code,
+    ).toBe('GH_REPO_UNRESOLVED');
+    expect(
+      resolveRepo([remote('o', 'https://code.corp.example/a/b/c')], 'gitlab', { hostname: null, configured }).repo,
+    ).toBe('a/b/c');
   });
 
   test('hostname restricts candidates to that host (any name)', () => {
@@ -127,25 +193,47 @@ describe('resolveRepo', () => {
   test('no remotes / no matching remote: *_REPO_UNRESOLVED with the reason', () => {
     const none = thrown(() => resolveRepo([], 'gitlab', { hostname: null }));
     expect([none.code, none.details.reason]).toEqual(['GL_REPO_UNRESOLVED', 'no_remotes']);
-    const other = thrown(() => resolveRepo([remote('origin', 'https://bitbucket.org/o/r.git'), remote('local', '/srv/x')], 'github', { hostname: null }));
+    const other = thrown(() =>
+      resolveRepo([remote('origin', 'https://bitbucket.org/o/r.git'), remote('local', '/srv/x')], 'github', {
+        hostname: null,
+      }),
+    );
     expect([other.code, other.details.reason]).toEqual(['GH_REPO_UNRESOLVED', 'no_matching_remote']);
-    expect(other.details.remotes).toEqual([{ name: 'origin', host: 'bitbucket.org' }, { name: 'local', host: null }]);
+    expect(other.details.remotes).toEqual([
+      { name: 'origin', host: 'bitbucket.org' },
+      { name: 'local', host: null },
+    ]);
   });
 
   test('GitHub needs owner/name exactly; GitLab accepts nested groups', () => {
-    expect(thrown(() => resolveRepo([remote('o', 'https://github.com/a/b/c')], 'github', { hostname: null })).code).toBe('GH_REPO_UNRESOLVED');
+    expect(
+      thrown(() => resolveRepo([remote('o', 'https://github.com/a/b/c')], 'github', { hostname: null })).code,
+    ).toBe('GH_REPO_UNRESOLVED');
     expect(resolveRepo([remote('o', 'git@gitlab.com:a/b/c.git')], 'gitlab', { hostname: null }).repo).toBe('a/b/c');
   });
 
-  test('GitLab hosts: gitlab.com and GITLAB_HOST\'s host (exact; issue #12); the web port of an http(s) remote is kept', () => {
+  test("GitLab hosts: gitlab.com and GITLAB_HOST's host (exact; issue #12); the web port of an http(s) remote is kept", () => {
     const configured = { github: [], gitlab: [] };
-    const remotes = [remote('ssh', 'git@code.corp.example:team/app.git'), remote('web', 'https://code.corp.example:8443/team/app.git')];
-    expect(thrown(() => resolveRepo(remotes, 'gitlab', { hostname: null, configured })).code).toBe('GL_REPO_UNRESOLVED');
-    expect(resolveRepo(remotes, 'gitlab', { hostname: null, gitlabHost: 'code.corp.example', configured }))
-      .toEqual({ host: 'code.corp.example', port: 8443, scheme: 'https', repo: 'team/app', remotes: ['ssh', 'web'] });
+    const remotes = [
+      remote('ssh', 'git@code.corp.example:team/app.git'),
+      remote('web', 'https://code.corp.example:8443/team/app.git'),
+    ];
+    expect(thrown(() => resolveRepo(remotes, 'gitlab', { hostname: null, configured })).code).toBe(
+      'GL_REPO_UNRESOLVED',
+    );
+    expect(resolveRepo(remotes, 'gitlab', { hostname: null, gitlabHost: 'code.corp.example', configured })).toEqual({
+      host: 'code.corp.example',
+      port: 8443,
+      scheme: 'https',
+      repo: 'team/app',
+      remotes: ['ssh', 'web'],
+    });
     // Was accepted by a substring test before issue #12.
-    expect(thrown(() => resolveRepo([remote('o', 'https://gitlab.corp.example/x/y')], 'gitlab', { hostname: null, configured })).code)
-      .toBe('GL_REPO_UNRESOLVED');
+    expect(
+      thrown(() =>
+        resolveRepo([remote('o', 'https://gitlab.corp.example/x/y')], 'gitlab', { hostname: null, configured }),
+      ).code,
+    ).toBe('GL_REPO_UNRESOLVED');
   });
 });
 
@@ -160,7 +248,10 @@ describe('listRemotes (real git)', () => {
     execFileSync('mkdir', ['-p', repo]);
     git(repo, 'init', '-q');
     // Every location counts as inside the roots here: whatever git PATH finds is one the agent could have planted.
-    const e = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => true }).then(() => null, (error: unknown) => error);
+    const e = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => true }).then(
+      () => null,
+      (error: unknown) => error,
+    );
     expect(e).toBeInstanceOf(ToolError);
     expect((e as ToolError).details).toMatchObject({ reason: 'git_inside_roots' });
   });
@@ -175,29 +266,46 @@ describe('listRemotes (real git)', () => {
     git(repo, 'remote', 'add', 'my.fork', 'git@github.com:me/hello.git');
     const remotes = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false });
     expect(remotes).toEqual([
-      { name: 'origin', url: 'https://github.com/octo/hello', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
-      { name: 'my.fork', url: 'git@github.com:me/hello.git', parsed: { scheme: 'ssh', host: 'github.com', port: null, path: 'me/hello' } },
+      {
+        name: 'origin',
+        url: 'https://github.com/octo/hello',
+        parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' },
+      },
+      {
+        name: 'my.fork',
+        url: 'git@github.com:me/hello.git',
+        parsed: { scheme: 'ssh', host: 'github.com', port: null, path: 'me/hello' },
+      },
     ]);
     expect(thrown(() => resolveRepo(remotes, 'github', { hostname: null })).code).toBe('GH_AMBIGUOUS');
   });
 
-  test('attack: a hostile config\'s include.path / includeIf (e.g. to a file outside the roots) adds no remote and rewrites none', async () => {
+  test("attack: a hostile config's include.path / includeIf (e.g. to a file outside the roots) adds no remote and rewrites none", async () => {
     // The included file could be another repository's config (a private project and its host) or any outside file;
     // the forge target must come from the repository's own config (and the operator's global one) only.
     const repo = path.join(tree.dir, 'hostile');
     const outside = path.join(tree.dir, 'outside.cfg');
-    writeFileSync(outside, '[remote "leak"]\n\turl = https://gitlab.com/secretgroup/secretproj.git\n'
-      + '[url "https://evil.example/"]\n\tinsteadOf = https://github.com/\n');
+    writeFileSync(
+      outside,
+      '[remote "leak"]\n\turl = https://gitlab.com/secretgroup/secretproj.git\n' +
+        '[url "https://evil.example/"]\n\tinsteadOf = https://github.com/\n',
+    );
     execFileSync('mkdir', ['-p', repo]);
     git(repo, 'init', '-q');
     git(repo, 'remote', 'add', 'origin', 'https://github.com/octo/hello.git');
     git(repo, 'config', 'include.path', outside);
     git(repo, 'config', `includeIf.gitdir:${repo}/.git.path`, outside);
     // Positive control: git itself does read the included file.
-    expect(git(repo, 'config', '--get', 'remote.leak.url').trim()).toBe('https://gitlab.com/secretgroup/secretproj.git');
+    expect(git(repo, 'config', '--get', 'remote.leak.url').trim()).toBe(
+      'https://gitlab.com/secretgroup/secretproj.git',
+    );
     const remotes = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false });
     expect(remotes).toEqual([
-      { name: 'origin', url: 'https://github.com/octo/hello.git', parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' } },
+      {
+        name: 'origin',
+        url: 'https://github.com/octo/hello.git',
+        parsed: { scheme: 'https', host: 'github.com', port: null, path: 'octo/hello' },
+      },
     ]);
   });
 
@@ -205,9 +313,18 @@ describe('listRemotes (real git)', () => {
     const repo = path.join(tree.dir, 'huge');
     execFileSync('mkdir', ['-p', repo]);
     git(repo, 'init', '-q');
-    const filler = Array.from({ length: 12_000 }, (_, i) => `[remote "r${i}"]\n\turl = https://github.com/o/${'x'.repeat(80)}${i}\n`).join('');
-    writeFileSync(path.join(repo, '.git', 'config'), `${readFileSync(path.join(repo, '.git', 'config'), 'utf8')}${filler}`);
-    const e = await listRemotes(repo, { timeoutMs: 20_000, isInside: () => false }).then(() => null, (error: unknown) => error);
+    const filler = Array.from(
+      { length: 12_000 },
+      (_, i) => `[remote "r${i}"]\n\turl = https://github.com/o/${'x'.repeat(80)}${i}\n`,
+    ).join('');
+    writeFileSync(
+      path.join(repo, '.git', 'config'),
+      `${readFileSync(path.join(repo, '.git', 'config'), 'utf8')}${filler}`,
+    );
+    const e = await listRemotes(repo, { timeoutMs: 20_000, isInside: () => false }).then(
+      () => null,
+      (error: unknown) => error,
+    );
     expect(e).toBeInstanceOf(ToolError);
     expect((e as ToolError).details).toMatchObject({ reason: 'git_output_limit' });
   });
@@ -258,12 +375,28 @@ describe('--git-remote-allow', () => {
   });
 
   test('issue #12: the default (no flag) is the operator-configured hosts, exact names, not "any"', () => {
-    const env = { ...EMPTY_ENV, GH_HOST: 'ghe.corp.example', GITLAB_HOST: 'https://code.corp.example:8443', CI_SERVER_URL: 'https://ci-gitlab.example/' };
-    const ok = (host: string, port = 443, e: NodeJS.ProcessEnv = env, allow: string[] = []) => isAllowed(allow, target(host, port, 'o/r'), e);
-    expect([ok('github.com'), ok('gitlab.com'), ok('ghe.corp.example'), ok('code.corp.example', 8443), ok('ci-gitlab.example')])
-      .toEqual([true, true, true, true, true]);
-    expect([ok('evil.example'), ok('github.attacker.example'), ok('api.github.com'), ok('code.corp.example', 443), ok('github.localhost', 80)])
-      .toEqual([false, false, false, false, false]);
+    const env = {
+      ...EMPTY_ENV,
+      GH_HOST: 'ghe.corp.example',
+      GITLAB_HOST: 'https://code.corp.example:8443',
+      CI_SERVER_URL: 'https://ci-gitlab.example/',
+    };
+    const ok = (host: string, port = 443, e: NodeJS.ProcessEnv = env, allow: string[] = []) =>
+      isAllowed(allow, target(host, port, 'o/r'), e);
+    expect([
+      ok('github.com'),
+      ok('gitlab.com'),
+      ok('ghe.corp.example'),
+      ok('code.corp.example', 8443),
+      ok('ci-gitlab.example'),
+    ]).toEqual([true, true, true, true, true]);
+    expect([
+      ok('evil.example'),
+      ok('github.attacker.example'),
+      ok('api.github.com'),
+      ok('code.corp.example', 443),
+      ok('github.localhost', 80),
+    ]).toEqual([false, false, false, false, false]);
     expect(ok('ghe.corp.example', 443, EMPTY_ENV)).toBe(false);
     // A given list replaces the default; `default` puts it back; `*` allows any host.
     expect(ok('github.com', 443, env, ['ghe.corp.example'])).toBe(false);
@@ -272,14 +405,29 @@ describe('--git-remote-allow', () => {
     expect(ok('evil.example', 443, env, ['*'])).toBe(true);
   });
 
-  test('issue #12: the hosts of gh\'s own hosts.yml (GH_CONFIG_DIR, else XDG_CONFIG_HOME/gh, else ~/.config/gh)', () => {
+  test("issue #12: the hosts of gh's own hosts.yml (GH_CONFIG_DIR, else XDG_CONFIG_HOME/gh, else ~/.config/gh)", () => {
     const dir = path.join(cfgTree.dir, 'gh');
-    writeFileSync(path.join(dir, 'hosts.yml'), [
-      'github.com:', '    oauth_token: gho_secretsecretsecret', '    user: me',
-      '"ghe.corp.example":', '    user: me', 'ghe2.corp.example:8443: # a comment', '    user: me',
-      'not a host name:', '  nested.example:', '- list.example', 'oauth_token: x',
-    ].join('\n'));
-    const expected = [{ host: 'github.com', port: null }, { host: 'ghe.corp.example', port: null }, { host: 'ghe2.corp.example', port: 8443 }];
+    writeFileSync(
+      path.join(dir, 'hosts.yml'),
+      [
+        'github.com:',
+        '    oauth_token: gho_secretsecretsecret',
+        '    user: me',
+        '"ghe.corp.example":',
+        '    user: me',
+        'ghe2.corp.example:8443: # a comment',
+        '    user: me',
+        'not a host name:',
+        '  nested.example:',
+        '- list.example',
+        'oauth_token: x',
+      ].join('\n'),
+    );
+    const expected = [
+      { host: 'github.com', port: null },
+      { host: 'ghe.corp.example', port: null },
+      { host: 'ghe2.corp.example', port: 8443 },
+    ];
     expect(ghConfiguredHosts({ GH_CONFIG_DIR: dir })).toEqual(expected);
     expect(ghConfiguredHosts({ XDG_CONFIG_HOME: cfgTree.dir })).toEqual(expected);
     expect(ghConfiguredHosts({}, path.join(cfgTree.dir, 'nohome'))).toEqual([]);
@@ -288,12 +436,19 @@ describe('--git-remote-allow', () => {
     // Fail closed: a file too large contributes no host (and nothing of it is ever reported).
     writeFileSync(path.join(dir, 'hosts.yml'), `big.example:\n${'#'.repeat(GH_HOSTS_FILE_MAX_BYTES)}\n`);
     expect(ghConfiguredHosts({ GH_CONFIG_DIR: dir })).toEqual([]);
-    expect(parseGhHostsYaml('a.example:\r\nb.example:\r\n')).toEqual([{ host: 'a.example', port: null }, { host: 'b.example', port: null }]);
+    expect(parseGhHostsYaml('a.example:\r\nb.example:\r\n')).toEqual([
+      { host: 'a.example', port: null },
+      { host: 'b.example', port: null },
+    ]);
   });
 
   test('entries parse into host, port and path segments', () => {
     expect(parseAllowEntry('GitHub.com/Octo')).toEqual({ host: 'github.com', port: null, segments: ['octo'] });
-    expect(parseAllowEntry('https://gitlab.example.com:8443/a/b.git')).toEqual({ host: 'gitlab.example.com', port: 8443, segments: ['a', 'b'] });
+    expect(parseAllowEntry('https://gitlab.example.com:8443/a/b.git')).toEqual({
+      host: 'gitlab.example.com',
+      port: 8443,
+      segments: ['a', 'b'],
+    });
     expect(parseAllowEntry('')).toBeNull();
   });
 

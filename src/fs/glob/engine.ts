@@ -102,17 +102,35 @@ export const ast = {
     return items.length === 1 ? items[0] : { t: 'seq', items };
   },
   /** Any code unit (`.` with the s flag). */
-  any(): Node { return { t: 'set', set: { ranges: [], negate: true, noSlash: false, nocase: false } }; },
+  any(): Node {
+    return { t: 'set', set: { ranges: [], negate: true, noSlash: false, nocase: false } };
+  },
   /** Any code unit but `/`. */
-  notSlash(): Node { return { t: 'set', set: { ranges: [], negate: true, noSlash: true, nocase: false } }; },
-  seq(...items: Node[]): Node { return items.length === 1 ? items[0] : { t: 'seq', items }; },
-  alt(...items: Node[]): Node { return items.length === 1 ? items[0] : { t: 'alt', items }; },
-  star(item: Node): Node { return { t: 'rep', item, min: 0, max: Infinity }; },
-  plus(item: Node): Node { return { t: 'rep', item, min: 1, max: Infinity }; },
-  opt(item: Node): Node { return { t: 'rep', item, min: 0, max: 1 }; },
-  empty(): Node { return { t: 'seq', items: [] }; },
+  notSlash(): Node {
+    return { t: 'set', set: { ranges: [], negate: true, noSlash: true, nocase: false } };
+  },
+  seq(...items: Node[]): Node {
+    return items.length === 1 ? items[0] : { t: 'seq', items };
+  },
+  alt(...items: Node[]): Node {
+    return items.length === 1 ? items[0] : { t: 'alt', items };
+  },
+  star(item: Node): Node {
+    return { t: 'rep', item, min: 0, max: Infinity };
+  },
+  plus(item: Node): Node {
+    return { t: 'rep', item, min: 1, max: Infinity };
+  },
+  opt(item: Node): Node {
+    return { t: 'rep', item, min: 0, max: 1 };
+  },
+  empty(): Node {
+    return { t: 'seq', items: [] };
+  },
   /** Matches nothing. */
-  none(): Node { return { t: 'set', set: { ranges: [], negate: false, noSlash: false, nocase: false } }; },
+  none(): Node {
+    return { t: 'set', set: { ranges: [], negate: false, noSlash: false, nocase: false } };
+  },
 };
 
 /** NFA state kinds. */
@@ -148,17 +166,24 @@ export function compile(root: Node): CompiledMatcher {
   const sets: (CharSet | null)[] = [];
   const add = (k: number, a: number, b: number, set: CharSet | null): number => {
     if (kind.length >= LIMITS.nfaStates) {
-      throw new PatternTooComplexError('nfa_states', LIMITS.nfaStates,
-        `the pattern compiles to more than ${LIMITS.nfaStates} automaton states`);
+      throw new PatternTooComplexError(
+        'nfa_states',
+        LIMITS.nfaStates,
+        `the pattern compiles to more than ${LIMITS.nfaStates} automaton states`,
+      );
     }
-    kind.push(k); out1.push(a); out2.push(b); sets.push(set);
+    kind.push(k);
+    out1.push(a);
+    out2.push(b);
+    sets.push(set);
     return kind.length - 1;
   };
   const match = add(MATCH, -1, -1, null);
   // Continuation-passing construction: build(node, next) returns the state that matches node then continues at next.
   const build = (node: Node, next: number): number => {
     switch (node.t) {
-      case 'set': return add(CHAR, next, -1, node.set);
+      case 'set':
+        return add(CHAR, next, -1, node.set);
       case 'seq': {
         let s = next;
         for (let i = node.items.length - 1; i >= 0; i--) s = build(node.items[i], s);

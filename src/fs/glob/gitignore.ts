@@ -55,7 +55,10 @@ export class GitignoreRules {
       try {
         const rule = parseRule(line);
         if (!rule) continue;
-        if (states + rule.matcher.size > budget) { skipped++; continue; }
+        if (states + rule.matcher.size > budget) {
+          skipped++;
+          continue;
+        }
         states += rule.matcher.size;
         this.rules.push(rule);
       } catch (error) {
@@ -98,14 +101,16 @@ export class GitignoreRules {
   private testOne(path: string): IgnoreVerdict {
     for (let i = this.rules.length - 1; i >= 0; i--) {
       const rule = this.rules[i];
-      if (rule.matcher.test(path)) return rule.negative ? { ignored: false, unignored: true } : { ignored: true, unignored: false };
+      if (rule.matcher.test(path))
+        return rule.negative ? { ignored: false, unignored: true } : { ignored: true, unignored: false };
     }
     return NONE;
   }
 }
 
 /** A token of a rule body after unescaping. */
-type Tok = { k: 'lit'; c: string } | { k: 'star'; escaped?: true } | { k: 'q' } | { k: 'class'; node: Node } | { k: 'slash' };
+type Tok =
+  { k: 'lit'; c: string } | { k: 'star'; escaped?: true } | { k: 'q' } | { k: 'class'; node: Node } | { k: 'slash' };
 
 /**
  * One line → a rule, or null when the line is not a rule.
@@ -114,12 +119,18 @@ type Tok = { k: 'lit'; c: string } | { k: 'star'; escaped?: true } | { k: 'q' } 
 export function parseRule(line: string): Rule | null {
   if (/^\s+$/.test(line) || /(?:[^\\]|^)\\$/.test(line) || line.startsWith('#')) return null;
   if (line.length > LIMITS.patternLength) {
-    throw new PatternTooComplexError('pattern_length', LIMITS.patternLength,
-      `the rule is longer than ${LIMITS.patternLength} characters`);
+    throw new PatternTooComplexError(
+      'pattern_length',
+      LIMITS.patternLength,
+      `the rule is longer than ${LIMITS.patternLength} characters`,
+    );
   }
   let body = line;
   let negative = false;
-  if (body.startsWith('!')) { negative = true; body = body.slice(1); }
+  if (body.startsWith('!')) {
+    negative = true;
+    body = body.slice(1);
+  }
   if (body.startsWith('\\!')) body = `!${body.slice(2)}`;
   else if (body.startsWith('\\#')) body = `#${body.slice(2)}`;
   // "A slash at the beginning or middle" is decided on the body before its trailing whitespace is trimmed (as there).
@@ -141,8 +152,12 @@ function ruleNode(body: string, anchored: boolean): Node {
   let rest = anchoredBySlash ? body.slice(1) : body;
   const items: Node[] = [];
   let leadingGlobstar = false;
-  if (rest.startsWith('**/')) { leadingGlobstar = true; rest = rest.slice(3); }
-  if (leadingGlobstar || (!anchored && !anchoredBySlash)) items.push(ast.opt(ast.seq(ast.star(ast.any()), ast.lit('/', false))));
+  if (rest.startsWith('**/')) {
+    leadingGlobstar = true;
+    rest = rest.slice(3);
+  }
+  if (leadingGlobstar || (!anchored && !anchoredBySlash))
+    items.push(ast.opt(ast.seq(ast.star(ast.any()), ast.lit('/', false))));
   const dirOnly = rest.endsWith('/') && !rest.endsWith('\\/');
   const toks = tokenize(rest);
   // A trailing `*` after `/` or at the very start of a slash-anchored rule needs one character at least.
@@ -163,8 +178,12 @@ function ruleNode(body: string, anchored: boolean): Node {
     const t = toks[i];
     // `/**` followed by `/` or the end: zero or more directories, or (at the end) everything inside.
     // (A `*` after it, even the trailing one taken off above, makes it no globstar: `a/***` is three `*`.)
-    if (t.k === 'slash' && toks[i + 1]?.k === 'star' && toks[i + 2]?.k === 'star'
-      && ((i + 3 === n && tail === null) || toks[i + 3]?.k === 'slash')) {
+    if (
+      t.k === 'slash' &&
+      toks[i + 1]?.k === 'star' &&
+      toks[i + 2]?.k === 'star' &&
+      ((i + 3 === n && tail === null) || toks[i + 3]?.k === 'slash')
+    ) {
       if (i + 3 === n) {
         items.push(ast.lit('/', false), ast.plus(ast.any()));
       } else {
@@ -174,11 +193,21 @@ function ruleNode(body: string, anchored: boolean): Node {
       continue;
     }
     switch (t.k) {
-      case 'lit': items.push(ast.lit(t.c, nocase)); break;
-      case 'slash': items.push(ast.lit('/', false)); break;
-      case 'star': items.push(ast.star(ast.notSlash())); break;
-      case 'q': items.push(ast.notSlash()); break;
-      case 'class': items.push(t.node); break;
+      case 'lit':
+        items.push(ast.lit(t.c, nocase));
+        break;
+      case 'slash':
+        items.push(ast.lit('/', false));
+        break;
+      case 'star':
+        items.push(ast.star(ast.notSlash()));
+        break;
+      case 'q':
+        items.push(ast.notSlash());
+        break;
+      case 'class':
+        items.push(t.node);
+        break;
     }
   }
   if (tail) items.push(tail);
@@ -193,20 +222,40 @@ function tokenize(s: string): Tok[] {
     const c = s[i];
     if (c === '\\') {
       // A final escaped `*` is still a trailing wildcard in the `ignore` package; kept for compatibility.
-      if (s[i + 1] === '*' && i + 2 === s.length) { toks.push({ k: 'star', escaped: true }); i++; continue; }
+      if (s[i + 1] === '*' && i + 2 === s.length) {
+        toks.push({ k: 'star', escaped: true });
+        i++;
+        continue;
+      }
       if (i + 1 < s.length) toks.push({ k: 'lit', c: s[++i] });
       continue;
     }
-    if (c === '*') { toks.push({ k: 'star' }); continue; }
-    if (c === '?') { toks.push({ k: 'q' }); continue; }
-    if (c === '/') { toks.push({ k: 'slash' }); continue; }
+    if (c === '*') {
+      toks.push({ k: 'star' });
+      continue;
+    }
+    if (c === '?') {
+      toks.push({ k: 'q' });
+      continue;
+    }
+    if (c === '/') {
+      toks.push({ k: 'slash' });
+      continue;
+    }
     if (c === '[') {
       // A class ends at the first `]`; it may not contain `/`. Unclosed (or interrupted by `/`... as `ignore` does:
       // it then matches nothing).
       const end = s.indexOf(']', i + 1);
       const slash = s.indexOf('/', i + 1);
-      if (end < 0) { toks.push({ k: 'class', node: ast.none() }); i = s.length; continue; }
-      if (slash >= 0 && slash < end) { toks.push({ k: 'lit', c }); continue; }
+      if (end < 0) {
+        toks.push({ k: 'class', node: ast.none() });
+        i = s.length;
+        continue;
+      }
+      if (slash >= 0 && slash < end) {
+        toks.push({ k: 'lit', c });
+        continue;
+      }
       const ranges: number[] = [];
       const inner = s.slice(i + 1, end);
       for (let j = 0; j < inner.length; j++) {

@@ -47,12 +47,18 @@ const POSIX_CLASSES: Record<string, number[]> = {
  */
 export function compileGlob(glob: string, options: GlobOptions = {}): GlobPredicate {
   if (glob.length > LIMITS.patternLength) {
-    throw new PatternTooComplexError('pattern_length', LIMITS.patternLength,
-      `the pattern is longer than ${LIMITS.patternLength} characters`);
+    throw new PatternTooComplexError(
+      'pattern_length',
+      LIMITS.patternLength,
+      `the pattern is longer than ${LIMITS.patternLength} characters`,
+    );
   }
   let i = 0;
   let negated = false;
-  while (glob[i] === '!' && glob[i + 1] !== '(') { negated = !negated; i++; }
+  while (glob[i] === '!' && glob[i + 1] !== '(') {
+    negated = !negated;
+    i++;
+  }
   let body = glob.slice(i);
   while (body.startsWith('./')) body = body.slice(2);
   const nocase = options.nocase ?? false;
@@ -83,10 +89,14 @@ export function patternBudget(): PatternBudget {
 /** Whether a node can match the empty string, as micromatch's regular expression for it can. */
 function canBeEmpty(node: Node): boolean {
   switch (node.t) {
-    case 'set': return false;
-    case 'seq': return node.items.every(canBeEmpty);
-    case 'alt': return node.items.some(canBeEmpty);
-    case 'rep': return node.min === 0 ? !node.nonEmpty : canBeEmpty(node.item);
+    case 'set':
+      return false;
+    case 'seq':
+      return node.items.every(canBeEmpty);
+    case 'alt':
+      return node.items.some(canBeEmpty);
+    case 'rep':
+      return node.min === 0 ? !node.nonEmpty : canBeEmpty(node.item);
   }
 }
 
@@ -98,7 +108,10 @@ class GlobParser {
   private depth = 0;
   private expanded = 0;
 
-  constructor(private readonly p: string, private readonly nocase: boolean) {}
+  constructor(
+    private readonly p: string,
+    private readonly nocase: boolean,
+  ) {}
 
   parse(): Node {
     return this.sequence('end');
@@ -106,15 +119,23 @@ class GlobParser {
 
   private enter(): void {
     if (++this.depth > LIMITS.nesting) {
-      throw new PatternTooComplexError('nesting', LIMITS.nesting, `the pattern nests more than ${LIMITS.nesting} levels`);
+      throw new PatternTooComplexError(
+        'nesting',
+        LIMITS.nesting,
+        `the pattern nests more than ${LIMITS.nesting} levels`,
+      );
     }
   }
 
   /** True when position j ends a path segment in the current context. */
   private segmentEnd(j: number, stop: Stop): boolean {
     const c = this.p[j];
-    return j >= this.p.length || c === '/' || (stop === 'brace' && (c === ',' || c === '}'))
-      || (stop === 'group' && (c === '|' || c === ')'));
+    return (
+      j >= this.p.length ||
+      c === '/' ||
+      (stop === 'brace' && (c === ',' || c === '}')) ||
+      (stop === 'group' && (c === '|' || c === ')'))
+    );
   }
 
   /** Parses until the end (stop 'end'), a `,`/`}` (stop 'brace') or a `|`/`)` (stop 'group'); does not consume it. */
@@ -153,8 +174,13 @@ class GlobParser {
         continue;
       }
       const beforeGroup = p[this.i + 2] === '{' || (p[this.i + 2] === '@' && p[this.i + 3] === '(');
-      if (c === '*' && p[this.i + 1] === '*' && p[this.i + 2] !== '*' && ((prev === 'group'
-        && (this.i + 2 >= p.length || p[this.i + 2] === '/' || beforeGroup)) || (segStart && beforeGroup))) {
+      if (
+        c === '*' &&
+        p[this.i + 1] === '*' &&
+        p[this.i + 2] !== '*' &&
+        ((prev === 'group' && (this.i + 2 >= p.length || p[this.i + 2] === '/' || beforeGroup)) ||
+          (segStart && beforeGroup))
+      ) {
         // micromatch: `**` right after a group at the end of a segment, or at the start of a segment right before
         // `@(…)` or `{…}`, crosses `/` (`@(a|b)**/x` matches `a/b/x`, `x/**{a,b}` matches `x/y/a`).
         items.push(ast.star(ast.any()));
@@ -168,8 +194,11 @@ class GlobParser {
         continue;
       }
       if (c === '!' && p[this.i + 1] === '(') {
-        throw new PatternTooComplexError('negated_extglob', 0,
-          'the negated extglob !(…) needs a lookahead, which the linear-time matcher does not run');
+        throw new PatternTooComplexError(
+          'negated_extglob',
+          0,
+          'the negated extglob !(…) needs a lookahead, which the linear-time matcher does not run',
+        );
       }
       if (c === '(') {
         const before = this.i;
@@ -195,14 +224,24 @@ class GlobParser {
         last = 'star';
         continue;
       }
-      if (c === '?') { items.push(ast.notSlash()); this.i++; continue; }
+      if (c === '?') {
+        items.push(ast.notSlash());
+        this.i++;
+        continue;
+      }
       if (c === '[') {
         const cls = this.charClass();
-        if (cls) { items.push(cls); continue; }
+        if (cls) {
+          items.push(cls);
+          continue;
+        }
       }
       if (c === '{') {
         const brace = this.brace();
-        if (brace) { items.push(brace); continue; }
+        if (brace) {
+          items.push(brace);
+          continue;
+        }
       }
       if (c === '\\' && this.i + 1 < p.length) {
         items.push(ast.lit(p[this.i + 1], this.nocase));
@@ -242,10 +281,14 @@ class GlobParser {
     this.depth--;
     const body = ast.alt(...alts);
     switch (op) {
-      case '?': return ast.opt(body);
-      case '*': return ast.star(body);
-      case '+': return ast.plus(body);
-      default: return body;
+      case '?':
+        return ast.opt(body);
+      case '*':
+        return ast.star(body);
+      case '+':
+        return ast.plus(body);
+      default:
+        return body;
     }
   }
 
@@ -257,7 +300,10 @@ class GlobParser {
     // micromatch 4 reads `[!…]` as "the text `[!…]`, or one of `!` and the listed characters" (not a negation);
     // kept as it was. `[^…]` negates.
     const bang = p[j] === '!';
-    if (p[j] === '^') { negate = true; j++; }
+    if (p[j] === '^') {
+      negate = true;
+      j++;
+    }
     const ranges: number[] = [];
     let first = true;
     while (j < p.length && (p[j] !== ']' || first)) {
@@ -265,13 +311,29 @@ class GlobParser {
       if (p[j] === '[' && p[j + 1] === ':') {
         const end = p.indexOf(':]', j + 2);
         const name = end > 0 ? p.slice(j + 2, end) : '';
-        if (POSIX_CLASSES[name]) { ranges.push(...POSIX_CLASSES[name]); j = end + 2; continue; }
+        if (POSIX_CLASSES[name]) {
+          ranges.push(...POSIX_CLASSES[name]);
+          j = end + 2;
+          continue;
+        }
       }
       let lo: number;
-      if (p[j] === '\\' && j + 1 < p.length) { lo = p.charCodeAt(j + 1); j += 2; } else { lo = p.charCodeAt(j); j++; }
+      if (p[j] === '\\' && j + 1 < p.length) {
+        lo = p.charCodeAt(j + 1);
+        j += 2;
+      } else {
+        lo = p.charCodeAt(j);
+        j++;
+      }
       if (p[j] === '-' && j + 1 < p.length && p[j + 1] !== ']') {
         let hi: number;
-        if (p[j + 1] === '\\' && j + 2 < p.length) { hi = p.charCodeAt(j + 2); j += 3; } else { hi = p.charCodeAt(j + 1); j += 2; }
+        if (p[j + 1] === '\\' && j + 2 < p.length) {
+          hi = p.charCodeAt(j + 2);
+          j += 3;
+        } else {
+          hi = p.charCodeAt(j + 1);
+          j += 2;
+        }
         if (lo <= hi) ranges.push(lo, hi);
         continue;
       }
@@ -293,10 +355,17 @@ class GlobParser {
     let end = -1;
     for (let j = this.i; j < p.length; j++) {
       const c = p[j];
-      if (c === '\\') { j++; continue; }
+      if (c === '\\') {
+        j++;
+        continue;
+      }
       if (c === '{') depth++;
-      else if (c === '}') { if (--depth === 0) { end = j; break; } }
-      else if (c === ',' && depth === 1) comma = true;
+      else if (c === '}') {
+        if (--depth === 0) {
+          end = j;
+          break;
+        }
+      } else if (c === ',' && depth === 1) comma = true;
     }
     if (end < 0) return null;
     if (!comma) {
@@ -311,7 +380,11 @@ class GlobParser {
     const alts: Node[] = [];
     for (;;) {
       alts.push(this.sequence('brace'));
-      if (this.i >= p.length) { this.depth--; this.i = save; return null; }
+      if (this.i >= p.length) {
+        this.depth--;
+        this.i = save;
+        return null;
+      }
       if (p[this.i++] === '}') break;
     }
     this.depth--;
@@ -331,8 +404,11 @@ class GlobParser {
     this.expanded += count;
     // (Not finite: endpoints too large to be numbers, e.g. {1..1e400}.)
     if (!Number.isFinite(this.expanded) || this.expanded > LIMITS.braceExpansion) {
-      throw new PatternTooComplexError('brace_expansion', LIMITS.braceExpansion,
-        `the pattern's {x..y} ranges expand to more than ${LIMITS.braceExpansion} alternatives`);
+      throw new PatternTooComplexError(
+        'brace_expansion',
+        LIMITS.braceExpansion,
+        `the pattern's {x..y} ranges expand to more than ${LIMITS.braceExpansion} alternatives`,
+      );
     }
     const alts: Node[] = [];
     for (let k = 0, v = a; k < count; k++, v += a <= b ? step : -step) {
@@ -349,22 +425,37 @@ class GlobParser {
  * @throws ToolError VALIDATION with details.reason "pattern_too_complex", details.field, .limit, .max and .pattern
  *   (the glob, cut to 100 characters)
  */
-export function compileToolGlob(glob: string, options: GlobOptions, field: string, budget?: PatternBudget): GlobPredicate {
+export function compileToolGlob(
+  glob: string,
+  options: GlobOptions,
+  field: string,
+  budget?: PatternBudget,
+): GlobPredicate {
   try {
     const compiled = compileGlob(glob, options);
     if (budget) {
       budget.states -= compiled.states;
       if (budget.states < 0) {
-        throw new PatternTooComplexError('call_states', LIMITS.callStates,
-          `the call's globs together compile to more than ${LIMITS.callStates} automaton states`);
+        throw new PatternTooComplexError(
+          'call_states',
+          LIMITS.callStates,
+          `the call's globs together compile to more than ${LIMITS.callStates} automaton states`,
+        );
       }
     }
     return compiled;
   } catch (error) {
     if (!(error instanceof PatternTooComplexError)) throw error;
     throw new ToolError('VALIDATION', `The ${field} pattern is too complex: ${error.message}.`, {
-      details: { reason: 'pattern_too_complex', field, limit: error.limit, max: error.max, pattern: glob.slice(0, 100) },
-      suggestion: 'Use a simpler glob (fewer alternatives and ranges, no !(…)), or several simpler globs in include/exclude.',
+      details: {
+        reason: 'pattern_too_complex',
+        field,
+        limit: error.limit,
+        max: error.max,
+        pattern: glob.slice(0, 100),
+      },
+      suggestion:
+        'Use a simpler glob (fewer alternatives and ranges, no !(…)), or several simpler globs in include/exclude.',
     });
   }
 }
