@@ -69,7 +69,7 @@ function insideRootsOf(ctx: ToolContext): InsideRoots {
   return (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
 }
 
-// eslint-disable-next-line no-control-regex -- matching NUL is the point of this pattern
+/* eslint-disable no-control-regex -- matching NUL is the point of this pattern */
 const NO_NUL = /^[^\u0000]*$/;
 const GITHUB_REPO = /^[A-Za-z0-9][A-Za-z0-9-]*\/[A-Za-z0-9._-]+$/;
 const GITLAB_REPO = /^[A-Za-z0-9_.][A-Za-z0-9_.+-]*(?:\/[A-Za-z0-9_.][A-Za-z0-9_.+-]*)+$/;
@@ -87,7 +87,7 @@ export function issueInput(forge: Forge) {
       .regex(gh ? GITHUB_REPO : GITLAB_REPO, gh ? 'must be owner/name' : 'must be group/name or group/sub/name')
       .optional()
       .describe(gh ? 'owner/name' : 'group/…/name'),
-    // eslint-disable-next-line no-control-regex -- matching NUL is the point of this pattern
+    /* eslint-disable no-control-regex -- matching NUL is the point of this pattern */
     hostname: z
       .string()
       .min(1)
@@ -95,6 +95,7 @@ export function issueInput(forge: Forge) {
       .regex(/^[^\s\u0000]+$/, 'must be a host name without spaces')
       .optional()
       .describe(gh ? 'Default github.com' : 'Default GITLAB_HOST or gitlab.com'),
+    /* eslint-enable no-control-regex */
     path: PathArg.optional().describe('Instead of repo: in a work tree'),
     number: z
       .number()

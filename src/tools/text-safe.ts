@@ -11,11 +11,11 @@
  */
 
 /** Characters that force quoting (besides `"` and `\`). */
-// eslint-disable-next-line no-control-regex
+/* eslint-disable no-control-regex -- these patterns exist to find control characters */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"\\]/;
-// eslint-disable-next-line no-control-regex
 const UNSAFE_G =
   /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/* eslint-enable no-control-regex */
 
 const SHORT: Record<string, string> = {
   '\x07': '\\a',

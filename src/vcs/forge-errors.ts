@@ -198,10 +198,11 @@ export const SNIPPET_MAX_CHARS = 200;
  * SNIPPET_MAX_CHARS characters. Never used for CLI stderr (see classifyCliStderr).
  */
 export function safeSnippet(text: string): string {
-  // eslint-disable-next-line no-control-regex
+  /* eslint-disable no-control-regex -- control characters are what this strips */
   const line = oneLine(
     text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, ' '),
   );
+  /* eslint-enable no-control-regex */
   const clean = redact(line.replace(/\s+/g, ' ').trim());
   return clean.length > SNIPPET_MAX_CHARS ? `${clean.slice(0, SNIPPET_MAX_CHARS - 3)}...` : clean;
 }

@@ -75,10 +75,11 @@ const unit = fc.oneof(
   { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 3, unit: 'grapheme' }) },
 );
 /** A legal file name: no `/`, no NUL, not `.`/`..`, at most 200 UTF-8 bytes. */
-// eslint-disable-next-line no-control-regex -- NUL is the byte a file name cannot hold
+/* eslint-disable no-control-regex -- NUL is the byte a file name cannot hold */
 const fileName = fc
   .array(unit, { minLength: 1, maxLength: 8 })
   .map((a) => a.join('').replace(/[/\u0000]/g, '_'))
+  /* eslint-enable no-control-regex */
   .filter((n) => n !== '.' && n !== '..' && Buffer.byteLength(n) <= 200 && !n.startsWith('.git'));
 
 const textOf = (r: CallResult) => r.content.map((c) => c.text ?? '').join('\n');

@@ -12,9 +12,10 @@ import { describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END, wrapUntrusted } from '../../src/tools/issue-common.js';
 import { escapeBlock, escapeLine, quoteName } from '../../src/tools/text-safe.js';
 
-// eslint-disable-next-line no-control-regex
+/* eslint-disable no-control-regex -- the test looks for control characters */
 const FORBIDDEN =
   /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/* eslint-enable no-control-regex */
 
 const nameUnit = fc.oneof(
   fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
