@@ -26,10 +26,12 @@ import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
-const scratch = makeTree({ home: {}, bin: {}, repos: {} }, 'fs-tools-gl-');
+const scratch = makeTree({ home: {}, repos: {} }, 'fs-tools-gl-');
+// PATH's directory lies outside the roots: a git found inside the roots is refused (git_inside_roots, issue 12).
+const binTree = makeTree({}, 'fs-tools-gl-bin-');
 const HOME = path.join(scratch.dir, 'home');
 const REPOS = path.join(scratch.dir, 'repos');
-const BIN = path.join(scratch.dir, 'bin');
+const BIN = binTree.dir;
 const which = (cmd: string): string | null => {
   try {
     return execFileSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).trim() || null;
@@ -48,6 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await fake.close();
   scratch.cleanup();
+  binTree.cleanup();
 });
 beforeEach(() => fake.reset());
 
