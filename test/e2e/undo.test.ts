@@ -373,11 +373,21 @@ describe('undo: policy, bounds and hostile records', () => {
         expected_hashes: { 'k1.txt': contentHash('one\n'), 'k2.txt': contentHash('two\n') },
       });
       await c.close();
-      // FS_TOOLS_TEST_KILL_AT=2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam).
+      // --test-seams=kill-at:2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam).
       const killed = spawnSync(
         process.execPath,
-        [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'revert_changes', JSON.stringify({ last: 1 })],
-        { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '2' }, encoding: 'utf8' },
+        [
+          CLI,
+          '--test-seams=kill-at:2',
+          '--state-dir',
+          s.dir,
+          '--root',
+          r.dir,
+          'call',
+          'revert_changes',
+          JSON.stringify({ last: 1 }),
+        ],
+        { encoding: 'utf8' },
       );
       expect(killed.signal).toBe('SIGKILL');
       expect(readFileSync(path.join(r.dir, 'k1.txt'), 'utf8')).toBe('one\n'); // the kill landed mid-revert
@@ -385,7 +395,7 @@ describe('undo: policy, bounds and hostile records', () => {
       const restart = spawnSync(
         process.execPath,
         [CLI, '--state-dir', s.dir, '--root', r.dir, 'call', 'list_allowed_directories'],
-        { env: { ...process.env, FS_TOOLS_TEST_KILL_AT: '' }, encoding: 'utf8' },
+        { encoding: 'utf8' },
       );
       expect(JSON.parse(restart.stdout).recovered_transactions[0].outcome, restart.stderr).toBe('ROLLBACK_COMPLETE');
       const again = await start('modern', r.dir, s.dir);
