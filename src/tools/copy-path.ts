@@ -30,11 +30,10 @@ import {
 } from '../fs/verified-dir.js';
 import { assertCopyableEntry, authorizeCopy, kindOf } from '../policy/authorize.js';
 import { isWithin } from '../policy/containment.js';
-import { checkExpectedHash } from '../policy/occ.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { parentMissing, runMutation } from './file-mutation.js';
+import { checkReplacedDestination, parentMissing, runMutation } from './file-mutation.js';
 
 /** Most entries one tree copy holds (files, links and directories beneath the source). */
 export const MAX_COPY_ENTRIES = 10_000;
@@ -112,20 +111,13 @@ export const copyPath = defineTool({
         assertCopyable(srcNow, dstNow, args, source, destination);
         const s = srcNow!;
         // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
-        const dstFile = dstNow?.isFile()
-          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true })
-          : null;
-        if (dstNow || args.expected_hash !== undefined) {
-          checkExpectedHash({
-            absolute: destination.absolute,
-            real: destination.real,
-            current: { hash: dstFile?.hash ?? null, bytes: dstFile?.bytes ?? undefined },
-            expected: args.expected_hash,
-            autoOcc: ctx.config.autoOcc,
-            memory: ctx.hashes,
-          });
-        }
-        const expectDst = dstNow ? identityOf(dstFile?.stats ?? dstNow) : null;
+        const { file: dstFile, identity: expectDst } = await checkReplacedDestination(
+          ctx,
+          scope,
+          destination,
+          dstNow,
+          args.expected_hash,
+        );
         const base = { type: kindOf(s), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null };
         const forgetDst = () => ctx.hashes.forget(destination.real);
 

@@ -16,6 +16,7 @@
  * `details.mutation_applied`, and the call is charged to --mutation-budget (src/server/call-tool.ts): a mutation that
  * happened is always charged. Tools supply only `decide`; they never touch the filesystem themselves.
  */
+import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomicIn } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
@@ -227,6 +228,36 @@ async function recordHistory(ctx: ToolContext, history: NonNullable<MutationStep
       `fs-tools: the undo history could not record a ${history.tool} change (${(error as NodeJS.ErrnoException).code ?? 'error'})\n`,
     );
   }
+}
+
+/**
+ * The destination a move or copy may replace, decided inside the lock on what is there now (SPEC §5: replacing a
+ * file is a mutation under OCC): its current hash (a file; null for a directory, a link or nothing), checked against
+ * `expectedHash` (or the session's memory under --auto-occ), and the identity the effect must still find there.
+ * @param dstNow the destination's lstat through its verified parent, taken in this scope (null: absent)
+ * @throws ToolError HASH_REQUIRED, OCC_MISMATCH
+ */
+export async function checkReplacedDestination(
+  ctx: ToolContext,
+  scope: MutationScope,
+  destination: { absolute: string; real: AllowedPath },
+  dstNow: Stats | null,
+  expectedHash: string | undefined,
+): Promise<{ file: CurrentFile | null; identity: ReturnType<typeof identityOf> | null }> {
+  const file = dstNow?.isFile()
+    ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true })
+    : null;
+  if (dstNow || expectedHash !== undefined) {
+    checkExpectedHash({
+      absolute: destination.absolute,
+      real: destination.real,
+      current: { hash: file?.hash ?? null, bytes: file?.bytes ?? undefined },
+      expected: expectedHash,
+      autoOcc: ctx.config.autoOcc,
+      memory: ctx.hashes,
+    });
+  }
+  return { file, identity: dstNow ? identityOf(file?.stats ?? dstNow) : null };
 }
 
 /**

@@ -8,7 +8,6 @@ import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { isDirectory, readCurrentIn } from '../fs/read-current.js';
 import { moveEntry } from '../fs/tree-ops.js';
-import { identityOf } from '../fs/verified-dir.js';
 import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
@@ -16,7 +15,7 @@ import { checkExpectedHash } from '../policy/occ.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { insideRoots, MutationScope, parentMissing, runMutation } from './file-mutation.js';
+import { checkReplacedDestination, insideRoots, MutationScope, parentMissing, runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
 
 export const MovePathInput = z.strictObject({
@@ -128,20 +127,13 @@ export const movePath = defineTool({
           }
         }
         // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
-        const dstFile = dstNow?.isFile()
-          ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true })
-          : null;
-        if (dstNow || args.expected_hash !== undefined) {
-          checkExpectedHash({
-            absolute: destination.absolute,
-            real: destination.real,
-            current: { hash: dstFile?.hash ?? null, bytes: dstFile?.bytes ?? undefined },
-            expected: args.expected_hash,
-            autoOcc: ctx.config.autoOcc,
-            memory: ctx.hashes,
-          });
-        }
-        const expectDestination = dstNow ? identityOf(dstFile?.stats ?? dstNow) : null;
+        const { file: dstFile, identity: expectDestination } = await checkReplacedDestination(
+          ctx,
+          scope,
+          destination,
+          dstNow,
+          args.expected_hash,
+        );
         return {
           result: {
             type: kindOf(srcNow),
