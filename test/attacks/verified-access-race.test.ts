@@ -282,15 +282,22 @@ function restore() {
   try { const st = fs.lstatSync(a, { throwIfNoEntry: false }); if (st && st.isSymbolicLink()) fs.unlinkSync(a); } catch {}
   try { fs.lstatSync(real); fs.renameSync(real, a); } catch {}
 }
+let acknowledged = -1;
 for (;;) {
   const cmd = Atomics.load(ctl, 1);
   if (cmd !== 0) {
-    restore();
-    Atomics.store(ctl, 2, 1);
-    Atomics.notify(ctl, 2);
+    // Acknowledge the newest pause request (its generation, read before restoring), then wait with a bound: a
+    // wake-up lost between resume and the next pause must not leave either thread waiting forever.
+    // Restore once per request: restoring again while the test rebuilds the tree would race with it.
+    const generation = Atomics.load(ctl, 3);
+    if (generation !== acknowledged) {
+      restore();
+      acknowledged = generation;
+      Atomics.store(ctl, 2, generation);
+      Atomics.notify(ctl, 2);
+    }
     if (cmd === 2) break;
-    Atomics.wait(ctl, 1, 1);
-    Atomics.store(ctl, 2, 0);
+    Atomics.wait(ctl, 1, 1, 20);
     continue;
   }
   let moved = false;
@@ -302,36 +309,62 @@ for (;;) {
 }
 `;
 
-/** A running swapper and its shared counters: [0] swaps, [1] command (0 run, 1 pause, 2 stop), [2] paused. */
+/**
+ * A running swapper and its shared counters: [0] swaps, [1] command (0 run, 1 pause, 2 stop), [2] the newest pause
+ * generation the swapper has acknowledged (entry restored, no swap until the next resume), [3] the newest pause
+ * generation requested.
+ */
 class Swapper {
   private readonly ctl = new Int32Array(new SharedArrayBuffer(16));
   private readonly worker: Worker;
 
+  private exited = false;
+
   constructor(a: string, target: string) {
     Atomics.store(this.ctl, 1, 1);
     this.worker = new Worker(SWAPPER, { eval: true, workerData: { ctl: this.ctl, a, target } });
+    this.worker.once('exit', () => (this.exited = true));
   }
 
   get swaps(): number {
     return Atomics.load(this.ctl, 0);
   }
 
-  /** Stops swapping and waits until the real entry is back in place. */
+  /**
+   * Stops swapping and waits until the real entry is back in place. The wait blocks this thread (the calls under
+   * test must not run while the entry is swapped), so it is bounded: a swapper thread that never started or died
+   * would otherwise hold the test process forever, where no vitest timeout can fire.
+   * @throws Error when the swapper has not paused within 30 s.
+   */
   pause(): void {
+    const generation = Atomics.add(this.ctl, 3, 1) + 1;
     Atomics.store(this.ctl, 1, 1);
-    while (Atomics.load(this.ctl, 2) !== 1) Atomics.wait(this.ctl, 2, 0, 50);
+    const end = Date.now() + 30_000;
+    for (let seen = Atomics.load(this.ctl, 2); seen < generation; seen = Atomics.load(this.ctl, 2)) {
+      if (Date.now() > end) {
+        throw new Error(
+          `the swapper thread did not pause within 30 s (${this.exited ? 'it exited' : 'still running'})`,
+        );
+      }
+      Atomics.wait(this.ctl, 2, seen, 50);
+    }
   }
 
   resume(): void {
-    Atomics.store(this.ctl, 2, 0);
     Atomics.store(this.ctl, 1, 0);
     Atomics.notify(this.ctl, 1);
   }
 
+  /** Ends the swapper thread (terminated if it does not end by itself within 10 s). */
   async stop(): Promise<void> {
+    Atomics.add(this.ctl, 3, 1);
     Atomics.store(this.ctl, 1, 2);
     Atomics.notify(this.ctl, 1);
-    await new Promise((resolve) => this.worker.once('exit', resolve));
+    if (this.exited) return;
+    const exited = new Promise((resolve) => this.worker.once('exit', resolve));
+    const timer = setTimeout(() => void this.worker.terminate(), 10_000);
+    await exited;
+    clearTimeout(timer);
   }
 }
 
@@ -408,8 +441,11 @@ async function runBatch(
       for (const l of leaks(outcome)) bad.push(`leak (${l}): ${JSON.stringify(outcome).slice(0, 300)}`);
     }
   } finally {
-    swapper.pause();
-    await swapper.stop();
+    try {
+      swapper.pause();
+    } finally {
+      await swapper.stop();
+    }
   }
   summary.push(
     `  ${kind} ${label}: ${sawSwap}/${CALLS} calls saw a swap, ${caughtAtUse} caught at use; ${JSON.stringify(outcomes)}`,
