@@ -27,7 +27,6 @@ import {
   mkdtempSync,
   readdirSync,
   readlinkSync,
-  readSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -38,7 +37,7 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { openForReadSync } from '../fs/open-file.js';
+import { openForReadSync, readWholeSync } from '../fs/open-file.js';
 import { resolveGit } from './find-cli.js';
 import { parseGitConfig, type ConfigList } from './git-config.js';
 import { runCommand, type CommandResult } from './run-command.js';
@@ -240,21 +239,15 @@ class Verifier {
           `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
         );
       }
-      const bytes = Buffer.allocUnsafe(stats.size + 1);
-      let filled = 0;
-      while (filled < bytes.length) {
-        const n = readSync(fd, bytes, filled, bytes.length - filled, filled);
-        if (n === 0) break;
-        filled += n;
-      }
-      if (filled > max) {
+      const bytes = readWholeSync(fd, stats.size);
+      if (bytes.length > max) {
         throw repoError(
           'unsupported_repository',
           p,
           `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
         );
       }
-      return bytes.subarray(0, filled);
+      return bytes;
     } finally {
       closeSync(fd);
     }
