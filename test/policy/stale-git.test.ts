@@ -5,7 +5,7 @@
  *  - assertStatusHash passes on the current hash and is STALE_GIT (current hash and work tree in details) otherwise,
  *    leaving the tree as it was;
  *  - a work tree rooted above the roots is NOT_ALLOWED work_tree_outside_roots, reported on the path the agent named;
- *  - gitViewAccess decides containment by the roots it is given; existingDirOf finds the nearest existing directory.
+ *  - gitViewAccess decides containment by the roots it is given and secrets by the built-in rules; existingDirOf finds the nearest existing directory.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -81,6 +81,8 @@ describe('gitViewAccess and existingDirOf', () => {
     expect(access.isInside(REPO)).toBe(true);
     expect(access.isInside(T.dir)).toBe(false);
     expect(access.isInside(`${REPO}x/a`)).toBe(false);
+    expect(access.secretRule(path.join(REPO, '.env'))).not.toBeNull();
+    expect(access.secretRule(A)).toBeNull();
   });
 
   it('finds the nearest existing directory of a path that does not exist yet', async () => {
