@@ -775,6 +775,25 @@ function locateGitDir(top: string, verify: Verifier): string {
   return gitDir;
 }
 
+/**
+ * The real path that `value`, read from the repository file `file` (`what` in errors), names relative to `base`,
+ * checked to lie inside the roots; null when nothing exists there (a missing target is refused only when its lexical
+ * path lies outside).
+ * @throws ToolError NOT_ALLOWED (outside the roots)
+ */
+function realPathInside(base: string, value: string, file: string, what: string, verify: Verifier): string | null {
+  const lexical = path.resolve(base, value);
+  let real: string;
+  try {
+    real = realpathSync(lexical);
+  } catch {
+    if (!verify.isInside(lexical)) throw outsideError(file, what);
+    return null;
+  }
+  if (!verify.isInside(real)) throw outsideError(file, what);
+  return real;
+}
+
 /** A linked worktree's common dir (`commondir` file), verified inside the roots; else the git dir itself. */
 function locateCommonDir(gitDir: string, verify: Verifier): string {
   const file = path.join(gitDir, 'commondir');
@@ -783,15 +802,8 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
   const value = bytes.toString('utf8').replace(/\r?\n$/, '');
   if (value === '' || value.includes('\n') || value.includes('\0'))
     throw repoError('corrupt_repository', file, `${file} is not a valid commondir file.`);
-  const lexical = path.resolve(gitDir, value);
-  let real: string;
-  try {
-    real = realpathSync(lexical);
-  } catch {
-    if (!verify.isInside(lexical)) throw outsideError(file, 'commondir');
-    throw repoError('corrupt_repository', file, `${file} names a directory that does not exist.`);
-  }
-  if (!verify.isInside(real)) throw outsideError(file, 'commondir');
+  const real = realPathInside(gitDir, value, file, 'commondir', verify);
+  if (real === null) throw repoError('corrupt_repository', file, `${file} names a directory that does not exist.`);
   if (!lstatOrNull(real)?.isDirectory())
     throw repoError('corrupt_repository', file, `${file} does not name a directory.`);
   return real;
@@ -833,15 +845,8 @@ function verifyObjects(
         file,
         `${file} uses a quoted alternate path, which the git tools do not support.`,
       );
-    const lexical = path.resolve(objectsDir, line);
-    let real: string;
-    try {
-      real = realpathSync(lexical);
-    } catch {
-      if (!verify.isInside(lexical)) throw outsideError(file, 'objects/info/alternates');
-      continue; // git ignores a missing alternate too
-    }
-    if (!verify.isInside(real)) throw outsideError(file, 'objects/info/alternates');
+    const real = realPathInside(objectsDir, line, file, 'objects/info/alternates', verify);
+    if (real === null) continue; // git ignores a missing alternate too
     if (seen.has(real)) continue;
     seen.add(real);
     if (seen.size > MAX_ALTERNATES)
