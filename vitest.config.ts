@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Issue #20: the in-process test seams exist only in this build of src/ (src/fs/atomic-write.ts); the production
+  // bundle defines the constant as false (scripts/bundle.mjs).
+  define: { FS_TOOLS_TEST_SEAMS: 'true' },
   test: {
     include: ['test/**/*.test.ts'],
     // The install suite (a local registry, npx, npm install -g) is `npm run test:install`.

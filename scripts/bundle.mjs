@@ -32,6 +32,9 @@ const result = await build({
   // published package leaves them out (package.json "files"), and a comment would point at a missing file.
   sourcemap: 'external',
   metafile: true,
+  // Issue #20: the in-process test seams (src/fs/atomic-write.ts setWriteFaultInjector) are compiled out of the
+  // product: the constant folds to false, so the bundle carries no setter and never calls an injector.
+  define: { FS_TOOLS_TEST_SEAMS: 'false' },
   logLevel: 'warning',
   // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },

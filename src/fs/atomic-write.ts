@@ -55,15 +55,32 @@ export interface AtomicWriteOptions {
 }
 
 /**
- * Fault-injection seam for in-process tests (issue #20: module-private, no environment variable; only
- * `setWriteFaultInjector` sets it, and nothing in src/ calls that): when set, called with the step name; it may
- * throw an errno error.
+ * Whether this build carries the in-process test seams (issue #20). `FS_TOOLS_TEST_SEAMS` is a build-time constant,
+ * not a variable anyone can set at run time: vitest.config.ts defines it as `true` for the in-process suite;
+ * scripts/bundle.mjs defines it as `false`, so esbuild folds this to `false` and the production bundle (dist/) carries
+ * no setter and never calls an injector. Undefined (any other way of running src/) means off.
+ */
+declare const FS_TOOLS_TEST_SEAMS: boolean | undefined;
+const WRITE_FAULTS_BUILT_IN = typeof FS_TOOLS_TEST_SEAMS !== 'undefined' && FS_TOOLS_TEST_SEAMS === true;
+
+/**
+ * Fault-injection seam for in-process tests (no environment variable, no CLI flag): when set, called with the step
+ * name before the temporary file is written and before the rename; it may throw an errno error.
  */
 let injectWriteFault: ((step: 'write' | 'rename', target: string) => void) | null = null;
 
-/** Sets the fault-injection seam (tests only). */
+/**
+ * Sets the fault-injection seam (in-process tests only; absent from the production bundle).
+ * @throws Error when this build carries no test seams (FS_TOOLS_TEST_SEAMS not defined as true)
+ */
 export function setWriteFaultInjector(fn: typeof injectWriteFault): void {
+  if (!WRITE_FAULTS_BUILT_IN) throw new Error('setWriteFaultInjector: this build carries no test seams');
   injectWriteFault = fn;
+}
+
+/** Calls the injector, in builds that carry the seam (a constant `false` in the production bundle). */
+function writeFaultPoint(step: 'write' | 'rename', target: string): void {
+  if (WRITE_FAULTS_BUILT_IN) injectWriteFault?.(step, target);
 }
 
 /**
@@ -104,7 +121,7 @@ export async function writeFileAtomicIn(
     });
   let renamed = false;
   try {
-    injectWriteFault?.('write', target);
+    writeFaultPoint('write', target);
     let written = 0;
     while (written < bytes.length) {
       const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
@@ -137,7 +154,7 @@ export async function writeFileAtomicIn(
         if (dir.lstat(base)?.isSymbolicLink()) throw changedError(target, 'symlink_swapped');
       }
     }
-    injectWriteFault?.('rename', target);
+    writeFaultPoint('rename', target);
     try {
       dir.rename(tmpName, dir, base);
     } catch (error) {

@@ -28,11 +28,8 @@ export interface FileIdentity {
   ctimeMs: number;
 }
 
-/**
- * Whole-file facts of one version of a file, and a sparse line index: `checkpointNewlines[k]` is the number of `\n`
- * bytes in `[0, k * checkpointBytes)` for every k with `k * checkpointBytes <= size` (k = 0 included).
- */
-export interface ContentFacts {
+/** Whole-file facts of one version of a file, as one pass over its bytes finds them. */
+export interface FileFacts {
   /** `sha256:` + 64 hex over the raw bytes. */
   hash: string;
   /** Bytes. */
@@ -45,6 +42,13 @@ export interface ContentFacts {
   bom: boolean;
   validUtf8: boolean;
   endsWithNewline: boolean;
+}
+
+/**
+ * File facts and a sparse line index: `checkpointNewlines[k]` is the number of `\n` bytes in
+ * `[0, k * checkpointBytes)` for every k with `k * checkpointBytes <= size` (k = 0 included).
+ */
+export interface ContentFacts extends FileFacts {
   checkpointBytes: number;
   checkpointNewlines: Float64Array;
 }

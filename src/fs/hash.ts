@@ -3,11 +3,33 @@
  * included), always the whole file.
  */
 import { createHash, type Hash } from 'node:crypto';
+import { z } from 'zod';
 
 export const HASH_PREFIX = 'sha256:';
 
 /** Pattern every content hash matches. */
 export const CONTENT_HASH_PATTERN = /^sha256:[0-9a-f]{64}$/;
+
+/** A content hash read back from disk (journal entries, undo history records). */
+export const ContentHashSchema = z.string().regex(CONTENT_HASH_PATTERN);
+
+/**
+ * The rules of a saved old version read back from disk (journal entries, undo history records): `old_base64` and
+ * `old_hash` are both null (the file did not exist) or both set, and the hash is that of the saved bytes.
+ */
+export function savedVersionChecked<T extends z.ZodType<{ old_base64: string | null; old_hash: string | null }>>(
+  schema: T,
+): T {
+  return schema
+    .refine(
+      (f) => (f.old_base64 === null) === (f.old_hash === null),
+      'old_base64 and old_hash are both null or both set',
+    )
+    .refine(
+      (f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
+      'old_base64 does not match old_hash',
+    );
+}
 
 /** Hash of a byte buffer. */
 export function hashBytes(bytes: Uint8Array): string {

@@ -14,7 +14,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { syncDirectory } from './atomic-write.js';
-import { CONTENT_HASH_PATTERN, hashBytes } from './hash.js';
+import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
 
 /** One file of a recorded change: its state before (bytes or absence, mode) and the hash the change left. */
 export interface HistoryFile {
@@ -51,7 +51,7 @@ export interface HistoryLimits {
 export const DEFAULT_HISTORY_LIMITS: HistoryLimits = { maxChanges: 200, maxBytes: 64 * 1024 * 1024 };
 
 const ID_PATTERN = /^[0-9]{15}-[0-9a-f]{12}$/;
-const HashSchema = z.string().regex(CONTENT_HASH_PATTERN);
+const HashSchema = ContentHashSchema;
 const PathSchema = z
   .string()
   .min(1)
@@ -70,22 +70,15 @@ const ChangeSchema = z.strictObject({
   reverts: z.array(z.string().regex(ID_PATTERN)).max(10_000).optional(),
   files: z
     .array(
-      z
-        .strictObject({
+      savedVersionChecked(
+        z.strictObject({
           path: PathSchema,
           old_base64: z.base64().nullable(),
           old_hash: HashSchema.nullable(),
           old_mode: z.number().int().min(0).max(0o777).nullable(),
           new_hash: HashSchema.nullable(),
-        })
-        .refine(
-          (f) => (f.old_base64 === null) === (f.old_hash === null),
-          'old_base64 and old_hash are both null or both set',
-        )
-        .refine(
-          (f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
-          'old_base64 does not match old_hash',
-        ),
+        }),
+      ),
     )
     .min(1)
     .max(10_000),

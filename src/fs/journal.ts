@@ -10,7 +10,7 @@ import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { syncDirectory } from './atomic-write.js';
-import { CONTENT_HASH_PATTERN, hashBytes } from './hash.js';
+import { ContentHashSchema, savedVersionChecked } from './hash.js';
 import { selfIdentity, type ProcessIdentity } from './process-identity.js';
 
 /** One file of a journaled transaction. Hashes are content hashes (SPEC §5). */
@@ -38,7 +38,7 @@ export interface JournalEntry {
 /** Largest entry file read at start-up (an entry holds old bytes, base64). */
 const MAX_ENTRY_BYTES = 512 * 1024 * 1024;
 
-const HashSchema = z.string().regex(CONTENT_HASH_PATTERN);
+const HashSchema = ContentHashSchema;
 const NullableString = z.string().max(256).nullable();
 /**
  * The journal entry as read back. Strict: a journal in a state directory that lies inside a root was once writable
@@ -59,8 +59,8 @@ const JournalEntrySchema = z.strictObject({
   created_at: z.iso.datetime(),
   files: z
     .array(
-      z
-        .strictObject({
+      savedVersionChecked(
+        z.strictObject({
           path: z
             .string()
             .min(1)
@@ -74,15 +74,8 @@ const JournalEntrySchema = z.strictObject({
           new_hash: HashSchema.nullable(),
           // Permission bits only: a journal never restores set-uid, set-gid or sticky bits.
           mode: z.number().int().min(0).max(0o777).nullable(),
-        })
-        .refine(
-          (f) => (f.old_base64 === null) === (f.old_hash === null),
-          'old_base64 and old_hash are both null or both set',
-        )
-        .refine(
-          (f) => f.old_base64 === null || hashBytes(Buffer.from(f.old_base64, 'base64')) === f.old_hash,
-          'old_base64 does not match old_hash',
-        ),
+        }),
+      ),
     )
     .min(1)
     .max(10_000),

@@ -37,17 +37,13 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
       ? await dir.openFile(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
       : await open(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
-    throw error;
+    throw loopAsSwapped(error, real);
   } finally {
     dir?.close();
   }
   try {
     const stats = await handle.stat();
-    // Proven first, classified after: what the descriptor is (directory, FIFO, device) is never reported for a node
-    // that is not the authorized one.
-    assertDescriptorAt(handle.fd, stats, real, true);
-    assertRegularFile(stats, real);
+    assertOpenedRegularFile(handle.fd, stats, real);
     return { handle, stats };
   } catch (error) {
     await handle.close().catch(() => undefined);
@@ -70,20 +66,49 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
       ? dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
       : openSync(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swappedError(real);
-    throw error;
+    throw loopAsSwapped(error, real);
   } finally {
     dir?.close();
   }
   try {
     const stats = fstatSync(fd);
-    assertDescriptorAt(fd, stats, real, true);
-    assertRegularFile(stats, real);
+    assertOpenedRegularFile(fd, stats, real);
     return { fd, stats };
   } catch (error) {
     closeSync(fd);
     throw error;
   }
+}
+
+/**
+ * Reads an open file from offset 0, up to `size + 1` bytes: one byte more than fstat said, so a caller sees a file
+ * that grew since (the result is then longer than `size`).
+ * @returns the bytes read (fewer than `size` when the file shrank)
+ */
+export function readWholeSync(fd: number, size: number): Buffer {
+  const bytes = Buffer.allocUnsafe(size + 1);
+  let filled = 0;
+  while (filled < bytes.length) {
+    const n = readSync(fd, bytes, filled, bytes.length - filled, filled);
+    if (n === 0) break;
+    filled += n;
+  }
+  return bytes.subarray(0, filled);
+}
+
+/** An ELOOP from an O_NOFOLLOW open means a link was swapped in at the last component: NOT_ALLOWED; else unchanged. */
+function loopAsSwapped(error: unknown, real: string): unknown {
+  return (error as NodeJS.ErrnoException).code === 'ELOOP' ? swappedError(real) : error;
+}
+
+/**
+ * Proves the opened descriptor is the authorized node, then that it is a regular file (in that order: what a
+ * descriptor is — directory, FIFO, device — is never reported for a node that is not the authorized one).
+ * @throws ToolError NOT_ALLOWED, FILE_POLICY_DENIED
+ */
+function assertOpenedRegularFile(fd: number, stats: Stats, real: string): void {
+  assertDescriptorAt(fd, stats, real, true);
+  assertRegularFile(stats, real);
 }
 
 /**
@@ -102,15 +127,9 @@ export function readSmallFileSync(
   try {
     if (stats.size > maxBytes) return null;
     // One byte more than fstat's size: a file that grew since is seen (and read the usual way).
-    const bytes = Buffer.allocUnsafe(stats.size + 1);
-    let filled = 0;
-    while (filled < bytes.length) {
-      const n = readSync(fd, bytes, filled, bytes.length - filled, filled);
-      if (n === 0) break;
-      filled += n;
-    }
-    if (filled > stats.size) return null;
-    return { bytes: bytes.subarray(0, filled), stats };
+    const bytes = readWholeSync(fd, stats.size);
+    if (bytes.length > stats.size) return null;
+    return { bytes, stats };
   } finally {
     closeSync(fd);
   }

@@ -38,3 +38,18 @@ export function isWithin(parent: string, child: string, flavor: PathFlavor = HOS
   if (p.isAbsolute(rel)) return false; // another drive or UNC share on Windows
   return rel !== '..' && !rel.startsWith(`..${p.sep}`) && !(p.sep === '\\' && rel.startsWith('../'));
 }
+
+/**
+ * True for exactly one directory-entry name: not empty, not `.` or `..`, no separator, no NUL. Pure; used where a name
+ * from readdir or a caller is joined to a verified directory (src/fs/verified-dir.ts, src/fs/walk.ts).
+ */
+export function isEntryName(name: string): boolean {
+  return (
+    name !== '' &&
+    name !== '.' &&
+    name !== '..' &&
+    !name.includes('/') &&
+    !name.includes(path.sep) &&
+    !name.includes('\0')
+  );
+}

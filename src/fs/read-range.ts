@@ -15,7 +15,13 @@ import { isUtf8 } from 'node:buffer';
 import { fstatSync, readSync, type Stats } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { ToolError } from '../errors/tool-error.js';
-import { CHECKPOINT_BYTES, identityOf, type ContentFacts, type ContentFactsCache } from './content-cache.js';
+import {
+  CHECKPOINT_BYTES,
+  identityOf,
+  type ContentFacts,
+  type ContentFactsCache,
+  type FileFacts,
+} from './content-cache.js';
 import { createContentHasher } from './hash.js';
 import { type Eol, eolFromCounts, hasUtf8Bom } from './text.js';
 
@@ -221,15 +227,7 @@ async function scanOrRecall(handle: RangeSource, request: RangeRequest, options:
   return scan;
 }
 
-interface Scan {
-  hash: string;
-  size: number;
-  totalLines: number;
-  crlf: number;
-  lf: number;
-  bom: boolean;
-  validUtf8: boolean;
-  endsWithNewline: boolean;
+interface Scan extends FileFacts {
   rangeStart: number | null;
   rangeEnd: number | null;
   lineAtOffset: number;
@@ -313,6 +311,7 @@ async function scanFile(
   const endsWithNewline = prevByte === 0x0a;
   const totalLines = size === 0 ? 0 : newlines + (endsWithNewline ? 0 : 1);
   const hash = hasher.digest();
+  const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
   let facts: ContentFacts | undefined;
   if (buildIndex) {
     while (nextCheckpoint <= size) {
@@ -320,27 +319,13 @@ async function scanFile(
       nextCheckpoint += CHECKPOINT_BYTES;
     }
     facts = {
-      hash,
-      size,
-      totalLines,
-      crlf,
-      lf,
-      bom,
-      validUtf8,
-      endsWithNewline,
+      ...fileFacts,
       checkpointBytes: CHECKPOINT_BYTES,
       checkpointNewlines: Float64Array.from(checkpoints),
     };
   }
   return {
-    hash,
-    size,
-    totalLines,
-    crlf,
-    lf,
-    bom,
-    validUtf8,
-    endsWithNewline,
+    ...fileFacts,
     rangeStart,
     rangeEnd,
     lineAtOffset,

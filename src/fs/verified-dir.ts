@@ -49,6 +49,7 @@ import {
 import { open, opendir, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { isEntryName } from './path-within.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
@@ -144,14 +145,7 @@ export function assertDescriptorAt(fd: number, stats: NodeIdentity, expected: st
 
 /** Refuses anything but one directory-entry name. */
 function assertName(name: string): void {
-  if (
-    name === '' ||
-    name === '.' ||
-    name === '..' ||
-    name.includes('/') ||
-    name.includes(path.sep) ||
-    name.includes('\0')
-  ) {
+  if (!isEntryName(name)) {
     throw new Error(`verified-dir: not a single directory entry name: ${JSON.stringify(name)}`);
   }
 }

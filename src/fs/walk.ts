@@ -25,7 +25,7 @@ import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.
 import { LIMITS } from './glob/engine.js';
 import { GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
-import { isWithin } from './path-within.js';
+import { isEntryName, isWithin } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
 import { sharedListing } from './listing-cache.js';
 
@@ -449,14 +449,7 @@ function toPosix(p: string): string {
  * construction (the walker never descends into symlinks). `name` must be a single component from readdir.
  */
 export function childOf(directory: AllowedPath, name: string): AllowedPath {
-  if (
-    name === '' ||
-    name === '.' ||
-    name === '..' ||
-    name.includes('/') ||
-    name.includes(path.sep) ||
-    name.includes('\0')
-  ) {
+  if (!isEntryName(name)) {
     throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
   }
   return path.join(directory, name) as AllowedPath;

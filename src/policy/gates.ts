@@ -59,11 +59,6 @@ export class MutationBudget {
       });
     }
   }
-
-  /** Counts one successful mutation. */
-  spend(): void {
-    this.usedCount++;
-  }
 }
 
 /**

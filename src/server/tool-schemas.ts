@@ -37,6 +37,19 @@ export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<
 }
 
 /**
+ * Rebuilds a JSON Schema tree bottom-up: every object node is copied with its children rewritten first, then handed
+ * to `rewrite`, which may change the copy in place (arrays are mapped, other values kept).
+ */
+function rewriteSchemaNodes(node: unknown, rewrite: (out: Record<string, unknown>) => void): unknown {
+  if (Array.isArray(node)) return node.map((n) => rewriteSchemaNodes(n, rewrite));
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(node)) out[key] = rewriteSchemaNodes(value, rewrite);
+  rewrite(out);
+  return out;
+}
+
+/**
  * Spellings every client's schema handling takes the same way (MCP Inspector `--strict` portability lint, Gemini's
  * single-`type` function declarations, Codex's schema sanitizer):
  *   - `type: [a, b]` (zod's nullable primitives) becomes `anyOf: [{type: a}, {type: b}]`, the same contract;
@@ -45,20 +58,17 @@ export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<
  *   - an empty schema as `additionalProperties` (a free-form record) becomes `true`, the same contract.
  */
 function portable(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(portable);
-  if (node === null || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) out[key] = portable(value);
-  if (Array.isArray(out.type)) {
-    const types = out.type as string[];
-    delete out.type;
-    out.anyOf = types.map((type) => ({ type }));
-  }
-  if (out.minimum === -Number.MAX_SAFE_INTEGER) delete out.minimum;
-  if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
-  const extra = out.additionalProperties;
-  if (extra !== null && typeof extra === 'object' && Object.keys(extra).length === 0) out.additionalProperties = true;
-  return out;
+  return rewriteSchemaNodes(node, (out) => {
+    if (Array.isArray(out.type)) {
+      const types = out.type as string[];
+      delete out.type;
+      out.anyOf = types.map((type) => ({ type }));
+    }
+    if (out.minimum === -Number.MAX_SAFE_INTEGER) delete out.minimum;
+    if (out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
+    const extra = out.additionalProperties;
+    if (extra !== null && typeof extra === 'object' && Object.keys(extra).length === 0) out.additionalProperties = true;
+  });
 }
 
 /**
@@ -132,21 +142,18 @@ export function outputSchemaOf(tool: AnyTool): { type: 'object'; [key: string]: 
  * minItems/maxItems. Identical positions (e.g. `[int, int]` ranges) lose nothing.
  */
 function neutralizeTuples(node: unknown): unknown {
-  if (Array.isArray(node)) return node.map(neutralizeTuples);
-  if (node === null || typeof node !== 'object') return node;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) out[key] = neutralizeTuples(value);
-  if (Array.isArray(out.items)) {
-    const positions = out.items as unknown[];
-    const rest = out.additionalItems;
-    delete out.additionalItems;
-    const variants = [...positions, ...(rest !== undefined && rest !== false ? [rest === true ? {} : rest] : [])];
-    const distinct = [...new Map(variants.map((v) => [JSON.stringify(v), v])).values()];
-    out.items = distinct.length === 1 ? distinct[0] : { anyOf: distinct };
-    if (rest === false && out.maxItems === undefined) out.maxItems = positions.length;
-    if (out.minItems === undefined) out.minItems = positions.length;
-  }
-  return out;
+  return rewriteSchemaNodes(node, (out) => {
+    if (Array.isArray(out.items)) {
+      const positions = out.items as unknown[];
+      const rest = out.additionalItems;
+      delete out.additionalItems;
+      const variants = [...positions, ...(rest !== undefined && rest !== false ? [rest === true ? {} : rest] : [])];
+      const distinct = [...new Map(variants.map((v) => [JSON.stringify(v), v])).values()];
+      out.items = distinct.length === 1 ? distinct[0] : { anyOf: distinct };
+      if (rest === false && out.maxItems === undefined) out.maxItems = positions.length;
+      if (out.minItems === undefined) out.minItems = positions.length;
+    }
+  });
 }
 
 /** The tools/list entry of a tool. */

@@ -310,18 +310,35 @@ async function placeLink(dir: VerifiedDir, name: string, target: string, expecte
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw changedError(dir.pathOf(name));
       throw error;
     }
-  } else {
-    const tmp = tempName(name, 'link');
-    dir.symlink(target, tmp);
-    try {
-      const now = dir.lstat(name);
-      if (!now || !sameNode(now, expected) || now.mtimeMs !== expected.mtimeMs || now.size !== expected.size)
-        throw changedError(dir.pathOf(name));
-      dir.rename(tmp, dir, name);
-    } catch (error) {
-      dir.unlinkOwnTemporary(tmp);
-      throw error;
-    }
+    await dir.sync();
+    return;
+  }
+  const tmp = tempName(name, 'link');
+  dir.symlink(target, tmp);
+  await commitTemporary(dir, tmp, name, () => {
+    const now = dir.lstat(name);
+    if (!now || !sameNode(now, expected) || now.mtimeMs !== expected.mtimeMs || now.size !== expected.size)
+      throw changedError(dir.pathOf(name));
+  });
+}
+
+/**
+ * Renames the temporary entry `tmp` of `dir` over `name` once `prepare` (which fills or checks it) has passed; on any
+ * failure the temporary entry is removed and the error rethrown. The directory is synced after the rename.
+ * @throws whatever `prepare` or the rename throws
+ */
+async function commitTemporary(
+  dir: VerifiedDir,
+  tmp: string,
+  name: string,
+  prepare: () => Promise<void> | void,
+): Promise<void> {
+  try {
+    await prepare();
+    dir.rename(tmp, dir, name);
+  } catch (error) {
+    dir.unlinkOwnTemporary(tmp);
+    throw error;
   }
   await dir.sync();
 }
@@ -496,7 +513,7 @@ async function copyFileAtomic(
 ): Promise<void> {
   const tmp = `${temporaryPrefix(dstName)}${randomBytes(6).toString('hex')}.tmp`;
   to.assertInside();
-  try {
+  await commitTemporary(to, tmp, dstName, async () => {
     const copied = await copyFileIn(from, name, expected, to, tmp);
     if (copied !== hash) throw changedError(from.pathOf(name));
     to.assertInside();
@@ -511,12 +528,7 @@ async function copyFileAtomic(
     } else if (!now || !now.isFile() || !sameVersion(identityOf(now), expectDst)) {
       throw changedError(to.pathOf(dstName));
     }
-    to.rename(tmp, to, dstName);
-  } catch (error) {
-    to.unlinkOwnTemporary(tmp);
-    throw error;
-  }
-  await to.sync();
+  });
 }
 
 /**

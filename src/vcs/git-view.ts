@@ -27,7 +27,6 @@ import {
   mkdtempSync,
   readdirSync,
   readlinkSync,
-  readSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -38,7 +37,7 @@ import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { openForReadSync } from '../fs/open-file.js';
+import { openForReadSync, readWholeSync } from '../fs/open-file.js';
 import { resolveGit } from './find-cli.js';
 import { parseGitConfig, type ConfigList } from './git-config.js';
 import { runCommand, type CommandResult } from './run-command.js';
@@ -240,21 +239,15 @@ class Verifier {
           `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
         );
       }
-      const bytes = Buffer.allocUnsafe(stats.size + 1);
-      let filled = 0;
-      while (filled < bytes.length) {
-        const n = readSync(fd, bytes, filled, bytes.length - filled, filled);
-        if (n === 0) break;
-        filled += n;
-      }
-      if (filled > max) {
+      const bytes = readWholeSync(fd, stats.size);
+      if (bytes.length > max) {
         throw repoError(
           'unsupported_repository',
           p,
           `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
         );
       }
-      return bytes.subarray(0, filled);
+      return bytes;
     } finally {
       closeSync(fd);
     }
@@ -782,6 +775,25 @@ function locateGitDir(top: string, verify: Verifier): string {
   return gitDir;
 }
 
+/**
+ * The real path that `value`, read from the repository file `file` (`what` in errors), names relative to `base`,
+ * checked to lie inside the roots; null when nothing exists there (a missing target is refused only when its lexical
+ * path lies outside).
+ * @throws ToolError NOT_ALLOWED (outside the roots)
+ */
+function realPathInside(base: string, value: string, file: string, what: string, verify: Verifier): string | null {
+  const lexical = path.resolve(base, value);
+  let real: string;
+  try {
+    real = realpathSync(lexical);
+  } catch {
+    if (!verify.isInside(lexical)) throw outsideError(file, what);
+    return null;
+  }
+  if (!verify.isInside(real)) throw outsideError(file, what);
+  return real;
+}
+
 /** A linked worktree's common dir (`commondir` file), verified inside the roots; else the git dir itself. */
 function locateCommonDir(gitDir: string, verify: Verifier): string {
   const file = path.join(gitDir, 'commondir');
@@ -790,15 +802,8 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
   const value = bytes.toString('utf8').replace(/\r?\n$/, '');
   if (value === '' || value.includes('\n') || value.includes('\0'))
     throw repoError('corrupt_repository', file, `${file} is not a valid commondir file.`);
-  const lexical = path.resolve(gitDir, value);
-  let real: string;
-  try {
-    real = realpathSync(lexical);
-  } catch {
-    if (!verify.isInside(lexical)) throw outsideError(file, 'commondir');
-    throw repoError('corrupt_repository', file, `${file} names a directory that does not exist.`);
-  }
-  if (!verify.isInside(real)) throw outsideError(file, 'commondir');
+  const real = realPathInside(gitDir, value, file, 'commondir', verify);
+  if (real === null) throw repoError('corrupt_repository', file, `${file} names a directory that does not exist.`);
   if (!lstatOrNull(real)?.isDirectory())
     throw repoError('corrupt_repository', file, `${file} does not name a directory.`);
   return real;
@@ -840,15 +845,8 @@ function verifyObjects(
         file,
         `${file} uses a quoted alternate path, which the git tools do not support.`,
       );
-    const lexical = path.resolve(objectsDir, line);
-    let real: string;
-    try {
-      real = realpathSync(lexical);
-    } catch {
-      if (!verify.isInside(lexical)) throw outsideError(file, 'objects/info/alternates');
-      continue; // git ignores a missing alternate too
-    }
-    if (!verify.isInside(real)) throw outsideError(file, 'objects/info/alternates');
+    const real = realPathInside(objectsDir, line, file, 'objects/info/alternates', verify);
+    if (real === null) continue; // git ignores a missing alternate too
     if (seen.has(real)) continue;
     seen.add(real);
     if (seen.size > MAX_ALTERNATES)

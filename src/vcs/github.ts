@@ -24,7 +24,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
-import { parseAuthority, startEgressGuard, type Authority, type Denial } from './egress-guard.js';
+import { parseAuthority, startEgressGuard, type Authority } from './egress-guard.js';
 import { ghConfigReachable, hostListed } from './forge-hosts.js';
 import { findCli } from './find-cli.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
@@ -33,8 +33,6 @@ import {
   bodyMessage,
   classifyCliStderr,
   forgeError,
-  hasNextLink,
-  parseIncludeOutput,
   retryAfterSeconds,
   STDERR_IN_TRANSIT,
   STDERR_NOT_SENT,
@@ -43,14 +41,22 @@ import {
   type StderrClass,
 } from './forge-errors.js';
 import {
+  cliResponse,
+  nextPageOf,
+  parseJsonBody,
+  redirectDenied,
+  toComment,
+  toIssue,
+  type ForgeResponse,
+  type IssueFieldNames,
+} from './forge-response.js';
+import {
   describeTarget,
   hostArg,
-  num,
   str,
   type ForgeCallOptions,
   type Issue,
   type IssueBackend,
-  type IssueComment,
   type IssuePage,
   type IssueTarget,
   type IssueWithComments,
@@ -485,13 +491,6 @@ function privateTempBase(isInsideRoots: (absolute: string) => boolean): string {
   );
 }
 
-/** A successful response. */
-interface GhResponse {
-  status: number;
-  headers: Record<string, string>;
-  data: unknown;
-}
-
 /** Runs one `gh api` request; throws the classified ToolError on failure. */
 async function ghApi(
   target: IssueTarget,
@@ -501,7 +500,7 @@ async function ghApi(
   kind: CallKind,
   opts: ForgeCallOptions,
   subject: string,
-): Promise<GhResponse> {
+): Promise<ForgeResponse> {
   const host = hostArg(target);
   const args = ['api', '--hostname', host, '-X', method, '-i', '-H', 'Accept: application/vnd.github+json'];
   if (body !== undefined) args.push('--input', '-');
@@ -543,35 +542,17 @@ async function ghApi(
     await guard.close();
     if (bound) rmSync(bound.dir, { recursive: true, force: true });
   }
-  if (guard.denied.length > 0) throw redirectDenied(target, guard.denied[0], kind, subject);
+  if (guard.denied.length > 0) throw redirectDenied('GitHub', host, target, guard.denied[0], kind, subject);
   const guardUnreachable = guard.unreachable > 0;
-  const response = parseIncludeOutput(result.stdout);
-  const ok =
-    result.exitCode === 0 &&
-    !result.timedOut &&
-    !result.outputLimited &&
-    result.spawnError === null &&
-    response !== null &&
-    response.status >= 200 &&
-    response.status < 300;
-  if (ok) {
-    let data: unknown = null;
-    if (response.body.trim() !== '') {
-      try {
-        data = JSON.parse(response.body);
-      } catch {
-        throw forgeError(
-          kind,
-          {
-            code: 'GH_FAILED',
-            failure: 'unknown_outcome',
-            message: `GitHub (${host}) answered HTTP ${response.status} with a body that is not JSON.`,
-            details: { status: response.status, exit_code: result.exitCode },
-          },
-          subject,
-        );
-      }
-    }
+  const { response, ok } = cliResponse(result);
+  if (ok && response) {
+    const data = parseJsonBody(response.body, response.status, {
+      forge: 'GitHub',
+      host,
+      kind,
+      subject,
+      details: { exit_code: result.exitCode },
+    });
     return { status: response.status, headers: response.headers, data };
   }
   if (guardUnreachable && !result.timedOut && result.spawnError === null) {
@@ -592,6 +573,8 @@ async function ghApi(
     const to = redirectAuthority(response.headers.location, api);
     if (to === null || to.host !== api.authority.host || to.port !== api.authority.port) {
       throw redirectDenied(
+        'GitHub',
+        host,
         target,
         { kind: 'redirect', host: to?.host ?? '(unparseable)', port: to?.port ?? null },
         kind,
@@ -625,37 +608,6 @@ async function ghApi(
   throw forgeError(kind, failure, subject);
 }
 
-/**
- * GH_HOST_DENIED for a gh run the egress guard stopped: the configured host answered with a redirect to another host
- * (or gh tried another host). Nothing was sent there; whatever gh printed is not used.
- */
-function redirectDenied(target: IssueTarget, denial: Denial, kind: CallKind, subject: string): ToolError {
-  const to = `${denial.host}${denial.port !== null && denial.port !== 443 && denial.port !== 80 ? `:${denial.port}` : ''}`;
-  return forgeError(
-    kind,
-    {
-      code: 'GH_HOST_DENIED',
-      failure: 'arguments',
-      message:
-        `GitHub (${hostArg(target)}) redirected the request to another host (${to}); the redirect was not followed, ` +
-        'nothing was sent there and no answer from it was used.',
-      details: {
-        host: target.host,
-        port: target.port,
-        repo: target.repo,
-        reason: 'redirect',
-        redirect_host: denial.host,
-        redirect_port: denial.port,
-        redirect_kind: denial.kind,
-      },
-      suggestion:
-        `Pass hostname as the instance the API really lives on, if ${to} is it, and ask the user to allow it; ` +
-        'otherwise the configured host is misbehaving.',
-    },
-    subject,
-  );
-}
-
 /** The authority a Location header names (relative to the API authority); null when unparseable. */
 function redirectAuthority(location: string | undefined, api: ReturnType<typeof ghApiAuthority>): Authority | null {
   if (!location) return null;
@@ -669,42 +621,16 @@ function redirectAuthority(location: string | undefined, api: ReturnType<typeof 
   }
 }
 
-/** Maps a GitHub REST issue object. */
-function toIssue(o: unknown, withBody: boolean): Issue {
-  const labels = Array.isArray((o as { labels?: unknown }).labels) ? (o as { labels: unknown[] }).labels : [];
-  const assignees = Array.isArray((o as { assignees?: unknown }).assignees)
-    ? (o as { assignees: unknown[] }).assignees
-    : [];
-  const state = str(o, 'state') === 'closed' ? 'closed' : 'open';
-  const issue: Issue = {
-    number: num(o, 'number') ?? 0,
-    title: str(o, 'title') ?? '',
-    state,
-    state_reason: str(o, 'state_reason'),
-    labels: labels.map((l) => (typeof l === 'string' ? l : str(l, 'name'))).filter((l): l is string => l !== null),
-    assignees: assignees.map((a) => str(a, 'login')).filter((a): a is string => a !== null),
-    author: str((o as { user?: unknown }).user ?? null, 'login'),
-    created_at: str(o, 'created_at'),
-    updated_at: str(o, 'updated_at'),
-    closed_at: str(o, 'closed_at'),
-    url: str(o, 'html_url'),
-    comments_count: num(o, 'comments') ?? 0,
-  };
-  if (withBody) issue.body = str(o, 'body') ?? '';
-  return issue;
-}
-
-/** Maps a GitHub REST issue comment. */
-function toComment(o: unknown): IssueComment {
-  return {
-    id: num(o, 'id') ?? 0,
-    author: str((o as { user?: unknown }).user ?? null, 'login'),
-    created_at: str(o, 'created_at'),
-    updated_at: str(o, 'updated_at'),
-    url: str(o, 'html_url'),
-    body: str(o, 'body') ?? '',
-  };
-}
+/** GitHub REST field names (issues and issue comments). */
+const GITHUB_FIELDS: IssueFieldNames = {
+  number: 'number',
+  author: 'user',
+  userName: 'login',
+  url: 'html_url',
+  commentsCount: 'comments',
+  body: 'body',
+  stateReason: 'state_reason',
+};
 
 /** True when a REST issue object is a pull request. */
 function isPullRequest(o: unknown): boolean {
@@ -737,7 +663,7 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
     const subject = describeTarget(target, number);
     const r = await ghApi(target, 'GET', `repos/${repoPath(target)}/issues/${number}`, undefined, kind, opts, subject);
     if (isPullRequest(r.data)) throw notIssue(target, number, r.data, kind !== 'read');
-    return toIssue(r.data, true);
+    return toIssue(r.data, GITHUB_FIELDS, true);
   }
 
   async function patch(target: IssueTarget, number: number, body: Record<string, unknown>): Promise<Issue> {
@@ -751,7 +677,7 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
       opts,
       describeTarget(target, number),
     );
-    return toIssue(r.data, true);
+    return toIssue(r.data, GITHUB_FIELDS, true);
   }
 
   return {
@@ -768,10 +694,9 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
         describeTarget(target),
       );
       const items = Array.isArray(r.data) ? r.data : [];
-      const issues = items.filter((o) => !isPullRequest(o)).map((o) => toIssue(o, false));
+      const issues = items.filter((o) => !isPullRequest(o)).map((o) => toIssue(o, GITHUB_FIELDS, false));
       // GitHub sends a Link header with rel="next" whenever another page exists.
-      const more = hasNextLink(r.headers.link);
-      return { issues, pullRequestsOmitted: items.length - issues.length, nextPage: more ? q.page + 1 : null };
+      return { issues, pullRequestsOmitted: items.length - issues.length, nextPage: nextPageOf(r.headers, q.page) };
     },
 
     async view(target, number, q): Promise<IssueWithComments> {
@@ -788,8 +713,11 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
         describeTarget(target, number),
       );
       const items = Array.isArray(r.data) ? r.data : [];
-      const more = hasNextLink(r.headers.link);
-      return { issue, comments: items.map(toComment), nextCommentsPage: more ? q.page + 1 : null };
+      return {
+        issue,
+        comments: items.map((o) => toComment(o, GITHUB_FIELDS)),
+        nextCommentsPage: nextPageOf(r.headers, q.page),
+      };
     },
 
     async create(target, fields): Promise<Issue> {
@@ -806,7 +734,7 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
         opts,
         `the newest issues of ${describeTarget(target)}`,
       );
-      return toIssue(r.data, true);
+      return toIssue(r.data, GITHUB_FIELDS, true);
     },
 
     async comment(target, number, text) {
@@ -820,7 +748,10 @@ export function githubBackend(opts: ForgeCallOptions): IssueBackend {
         opts,
         describeTarget(target, number),
       );
-      return { issue: { ...issue, comments_count: issue.comments_count + 1 }, comment: toComment(r.data) };
+      return {
+        issue: { ...issue, comments_count: issue.comments_count + 1 },
+        comment: toComment(r.data, GITHUB_FIELDS),
+      };
     },
 
     close: (target, number, reason) => patch(target, number, { state: 'closed', state_reason: reason }),

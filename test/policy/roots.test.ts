@@ -8,7 +8,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveInRoots } from '../../src/policy/resolve-path.js';
-import { RootSet } from '../../src/policy/roots.js';
+import { RootSet, rootsEmptyError } from '../../src/policy/roots.js';
 import { makeTree } from '../helpers/tree.js';
 
 const R = makeTree({ sub: { 'in.txt': 'x\n' } }, 'fs-tools-rootset-');
@@ -92,5 +92,57 @@ describe('RootSet announcement sequences', () => {
     const e = s.emptyError();
     expect(e.message).toContain('without a ROOT');
     expect(e.suggestion).toContain('ROOT argument');
+  });
+});
+
+describe('RootSet reporting and client tracking', () => {
+  it('explains every rule it passes through, and reports what the client announced', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    expect([s.rule, s.explain(), s.fromClient, s.clientRootsMode]).toEqual([
+      'command_line',
+      'The command-line roots are in force.',
+      false,
+      'narrow',
+    ]);
+    await s.applyClientRoots([]);
+    expect(s.explain()).toContain('command-line roots stay in force');
+    await s.applyClientRoots(['not a uri', 'https://example.com/x', uri(path.join(R.dir, 'sub'))]);
+    expect([s.rule, s.fromClient]).toEqual(['narrowed_by_client', true]);
+    expect(s.explain()).toContain('narrow the command-line roots');
+    expect(s.client?.announced.map((a) => a.usable)).toEqual([false, false, true]);
+    expect(s.commandLine.map((r) => r.real)).toEqual([R.dir]);
+    await s.applyClientRoots([]);
+    expect(s.explain()).toContain('empty list after a non-empty one');
+    expect(rootsEmptyError(s.current())).toMatchObject({ code: 'ROOTS_EMPTY', details: { rule: 'client_emptied' } });
+  });
+
+  it('without a command-line ROOT the client replaces the working-directory default', async () => {
+    const s = new RootSet([{ given: R.dir, real: R.dir, source: 'cwd' }], 'narrow', false);
+    expect([s.rule, s.explain()]).toEqual(['cwd_default', 'No ROOT was given: the working directory is the root.']);
+    await s.applyClientRoots([uri(O.dir)]);
+    expect([paths(s), s.rule]).toEqual([[O.dir], 'client_replaces_default']);
+    expect(s.explain()).toContain('replace the working-directory default');
+  });
+
+  it('track applies an answered roots request before ready() returns; a failed request is reported and changes nothing', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.ready(); // nothing pending
+    s.track(Promise.resolve([{ uri: uri(path.join(R.dir, 'sub')) }]), () => undefined);
+    await s.ready();
+    expect(paths(s)).toEqual([path.join(R.dir, 'sub')]);
+    const failures: unknown[] = [];
+    const t = new RootSet(cli(), 'narrow', true);
+    t.track(Promise.reject(new Error('client gone')), (e) => failures.push(e));
+    await t.ready();
+    expect(failures).toHaveLength(1);
+    expect(paths(t)).toEqual([R.dir]);
+    const ignoring = new RootSet(cli(), 'ignore', true);
+    ignoring.track(Promise.resolve([{ uri: uri(O.dir) }]), () => undefined);
+    await ignoring.ready();
+    expect(paths(ignoring)).toEqual([R.dir]);
+  });
+
+  it('a generic ROOTS_EMPTY for an empty list that carries no cause', () => {
+    expect(rootsEmptyError([])).toMatchObject({ code: 'ROOTS_EMPTY', path: null });
   });
 });

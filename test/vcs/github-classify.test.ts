@@ -27,7 +27,7 @@ import {
   type FailureClass,
 } from '../../src/vcs/forge-errors.js';
 import { classifyGh, type GhObservation } from '../../src/vcs/github.js';
-import { classifyGitLab, type GlObservation } from '../../src/vcs/gitlab.js';
+import { classifyGitLab, type GlObservation } from '../../src/vcs/gitlab-classify.js';
 
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
 const ctx = { host: 'github.com', timeoutMs: 30_000, maxOutputBytes: 1_048_576, nowMs: NOW };

@@ -3,7 +3,8 @@
  * function, no network: `gitlabToken` decides what viaHttps/glab get, so pinning it pins the header sent.
  */
 import { describe, expect, test } from 'vitest';
-import { gitlabToken, parseGitLabInstance } from '../../src/vcs/gitlab.js';
+import { parseGitLabInstance } from '../../src/vcs/gitlab-instance.js';
+import { gitlabToken } from '../../src/vcs/gitlab-token.js';
 
 const inst = (raw: string) => {
   const i = parseGitLabInstance(raw);

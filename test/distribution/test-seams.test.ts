@@ -1,0 +1,60 @@
+/**
+ * Test seams never ship armed (issue #20). Pins:
+ *  - the production bundle (dist/cli.js, built by the global setup with scripts/bundle.mjs) carries no
+ *    `setWriteFaultInjector` and its write-fault switch is the folded constant `false`;
+ *  - this in-process build (vitest.config.ts defines FS_TOOLS_TEST_SEAMS) does carry the seam, and an injected fault
+ *    reaches the writer and leaves nothing behind (so the bundle check above is about a seam that really works);
+ *  - no source file names an FS_TOOLS_* environment variable (test-only switches are never read from the
+ *    environment; the operator's variables such as GITLAB_TOKEN or XDG_STATE_HOME are not test seams).
+ */
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { setWriteFaultInjector, writeFileAtomic } from '../../src/fs/atomic-write.js';
+import type { AllowedPath } from '../../src/policy/resolve-path.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+afterEach(() => setWriteFaultInjector(null));
+
+describe('test seams', () => {
+  it('the production bundle carries no write-fault setter and a constant-off switch', () => {
+    const bundle = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
+    expect(bundle).not.toContain('setWriteFaultInjector');
+    expect(bundle).not.toContain('FS_TOOLS_TEST_SEAMS');
+    expect(bundle).toMatch(/var WRITE_FAULTS_BUILT_IN = false;/);
+  });
+
+  it('the in-process build carries the seam: an injected ENOSPC aborts the write and leaves no file', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-seam-'));
+    try {
+      const target = path.join(dir, 'a.txt') as AllowedPath;
+      setWriteFaultInjector((step) => {
+        if (step === 'write') throw Object.assign(new Error('ENOSPC: injected'), { code: 'ENOSPC' });
+      });
+      await expect(
+        writeFileAtomic(target, Buffer.from('x'), { isInside: (p) => p === dir || p.startsWith(`${dir}/`) }),
+      ).rejects.toMatchObject({ code: 'ENOSPC' });
+      expect(existsSync(target)).toBe(false);
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('no source file reads an FS_TOOLS_* environment variable', () => {
+    const offenders: string[] = [];
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        const p = path.join(d, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (p.endsWith('.ts') && /\bFS_TOOLS_(?!TEST_SEAMS\b)[A-Z_]+/.test(readFileSync(p, 'utf8')))
+          offenders.push(path.relative(ROOT, p));
+      }
+    };
+    walk(path.join(ROOT, 'src'));
+    expect(offenders).toEqual([]);
+  });
+});

@@ -1,0 +1,154 @@
+/**
+ * Optimistic concurrency (src/policy/occ.ts; SPEC §5, §3.3 step 7), in-process. Pins:
+ *  - an explicit expected_hash: equal passes, different is OCC_MISMATCH modified (with changed line ranges when
+ *    this session kept a snapshot), "absent" passes only for a missing file (else OCC_MISMATCH created);
+ *  - no expected_hash: auto-OCC off passes; block refuses an unread existing file (HASH_REQUIRED) and a changed or
+ *    deleted remembered one (OCC_MISMATCH, deleted not retryable); warn lets them through with a warning;
+ *  - HashMemory: forget, forgetUnder (a directory and what is below it, not a sibling prefix), snapshot by hash,
+ *    and the snapshot size caps (a large file keeps its hash but no snapshot).
+ */
+import { describe, expect, it } from 'vitest';
+import { OccMismatchError } from '../../src/errors/tool-error.js';
+import { ABSENT, changedRanges, checkExpectedHash, HashMemory, type OccCheck } from '../../src/policy/occ.js';
+
+const H1 = `sha256:${'1'.repeat(64)}`;
+const H2 = `sha256:${'2'.repeat(64)}`;
+
+function check(over: Partial<OccCheck>): OccCheck {
+  return {
+    absolute: '/r/a.txt',
+    real: '/r/a.txt',
+    current: { hash: H1 },
+    expected: undefined,
+    autoOcc: 'block',
+    memory: new HashMemory(),
+    ...over,
+  };
+}
+
+const thrown = (fn: () => unknown): unknown => {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('did not throw');
+};
+
+describe('checkExpectedHash with expected_hash', () => {
+  it('equal passes and names the hash it checked against', () => {
+    expect(checkExpectedHash(check({ expected: H1 }))).toEqual({ checkedAgainst: H1, externalChange: false });
+  });
+
+  it('different is OCC_MISMATCH modified, with the changed lines when a snapshot of the expected version exists', () => {
+    const memory = new HashMemory();
+    memory.remember('/r/a.txt', H2, Buffer.from('a\nb\nc\n'));
+    const e = thrown(() =>
+      checkExpectedHash(check({ expected: H2, memory, current: { hash: H1, bytes: Buffer.from('a\nB\nc\nd\n') } })),
+    ) as OccMismatchError;
+    expect(e).toBeInstanceOf(OccMismatchError);
+    expect(e.code).toBe('OCC_MISMATCH');
+    expect([e.expectedHash, e.currentHash]).toEqual([H2, H1]);
+    expect(e.conflict).toEqual({
+      reason: 'modified',
+      bytes_delta: 2,
+      changed_ranges: [
+        [2, 2],
+        [4, 4],
+      ],
+    });
+  });
+
+  it('"absent" passes for a missing file and is OCC_MISMATCH created for an existing one', () => {
+    expect(checkExpectedHash(check({ expected: ABSENT, current: { hash: null } }))).toEqual({
+      checkedAgainst: null,
+      externalChange: false,
+    });
+    const e = thrown(() =>
+      checkExpectedHash(
+        check({ expected: ABSENT, field: 'expected_hash', current: { hash: H1, bytes: Buffer.from('xy') } }),
+      ),
+    ) as OccMismatchError;
+    expect(e.conflict).toEqual({ reason: 'created', bytes_delta: 2 });
+    expect(e.message).toContain('"absent"');
+  });
+});
+
+describe('checkExpectedHash without expected_hash (auto-OCC)', () => {
+  it('off passes without looking', () => {
+    expect(checkExpectedHash(check({ autoOcc: 'off' }))).toEqual({ checkedAgainst: null, externalChange: false });
+  });
+
+  it('a missing file never read passes; an unread existing file is HASH_REQUIRED (block) or a warning (warn)', () => {
+    expect(checkExpectedHash(check({ current: { hash: null } }))).toEqual({
+      checkedAgainst: null,
+      externalChange: false,
+    });
+    expect(thrown(() => checkExpectedHash(check({})))).toMatchObject({
+      code: 'HASH_REQUIRED',
+      details: { current_hash: H1 },
+    });
+    const v = checkExpectedHash(check({ autoOcc: 'warn' }));
+    expect(v).toMatchObject({ checkedAgainst: null, externalChange: true });
+    expect(v.warning).toContain('was not read in this session');
+  });
+
+  it('a remembered file: unchanged passes; changed is OCC_MISMATCH (block) or a warning (warn); deleted is OCC_MISMATCH', () => {
+    const memory = new HashMemory();
+    memory.remember('/r/a.txt', H1);
+    expect(checkExpectedHash(check({ memory }))).toEqual({ checkedAgainst: H1, externalChange: false });
+    const changed = thrown(() => checkExpectedHash(check({ memory, current: { hash: H2 } }))) as OccMismatchError;
+    expect([changed.code, changed.conflict.reason]).toEqual(['OCC_MISMATCH', 'modified']);
+    const warned = checkExpectedHash(check({ memory, autoOcc: 'warn', current: { hash: H2 } }));
+    expect(warned).toMatchObject({ checkedAgainst: H1, externalChange: true });
+    const deleted = thrown(() => checkExpectedHash(check({ memory, current: { hash: null } }))) as OccMismatchError;
+    expect([deleted.code, deleted.conflict.reason, deleted.currentHash]).toEqual(['OCC_MISMATCH', 'deleted', null]);
+    expect(deleted.retryable).toBe(false);
+  });
+});
+
+describe('HashMemory', () => {
+  it('forgets one path, or a directory and everything below it but not a sibling sharing its prefix', () => {
+    const m = new HashMemory();
+    for (const p of ['/r/d', '/r/d/a', '/r/d/e/b', '/r/dd/c', '/r/x']) m.remember(p, H1, Buffer.from(p));
+    m.forget('/r/x');
+    expect(m.recall('/r/x')).toBeUndefined();
+    expect(m.snapshot('/r/x', H1)).toBeUndefined();
+    m.forgetUnder('/r/d');
+    expect(['/r/d', '/r/d/a', '/r/d/e/b', '/r/dd/c'].map((p) => m.recall(p))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      H1,
+    ]);
+    expect(m.size).toBe(1);
+  });
+
+  it('gives a snapshot only for the hash it was taken with, and none for a file over 256 KiB', () => {
+    const m = new HashMemory();
+    m.remember('/r/a', H1, Buffer.from('one'));
+    expect(m.snapshot('/r/a', H1)?.toString()).toBe('one');
+    expect(m.snapshot('/r/a', H2)).toBeUndefined();
+    m.remember('/r/a', H2, Buffer.alloc(256 * 1024 + 1));
+    expect(m.recall('/r/a')).toBe(H2);
+    expect(m.snapshot('/r/a', H2)).toBeUndefined();
+    expect(m.snapshot('/r/a', H1)).toBeUndefined();
+  });
+
+  it('keeps at most 32 MiB of snapshots, dropping the oldest', () => {
+    const m = new HashMemory();
+    const big = Buffer.alloc(256 * 1024);
+    for (let i = 0; i < 129; i++) m.remember(`/r/f${i}`, H1, big);
+    expect(m.snapshot('/r/f0', H1)).toBeUndefined();
+    expect(m.snapshot('/r/f128', H1)).toBeDefined();
+    expect(m.recall('/r/f0')).toBe(H1);
+  });
+});
+
+describe('changedRanges', () => {
+  it('names added and changed lines, a deletion as the line after it, merging adjacent ranges', () => {
+    expect(changedRanges('a\nb\nc\n', 'a\nb\nc\n')).toEqual([]);
+    expect(changedRanges('a\nb\nc\n', 'a\nc\n')).toEqual([[2, 2]]);
+    expect(changedRanges('a\nb\nc\nd\n', 'a\nX\nY\nd\n')).toEqual([[2, 3]]);
+  });
+});
