@@ -269,20 +269,44 @@ export const revertChanges = defineTool({
         const changes: PlannedChange[] = [];
         const files: z.output<typeof RevertChangesOutput>['files'] = [];
         let diff = '';
+        // Every file of every selected change is checked before anything is written; one envelope names them all
+        // (the first at top level, each in details.files).
+        const currents = [];
+        const moved: OccMismatchError[] = [];
         for (const t of targets) {
           const real = authorized.get(t.path)!.real;
           const current = await scope.current(real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
-          const currentHash = current.hash ?? 'absent';
+          currents.push(current);
           const expected = expectedOverride[t.path] ?? t.expected ?? 'absent';
-          if (currentHash !== expected) {
-            throw new OccMismatchError(`${t.path} changed since the change(s) being reverted; nothing was reverted.`, {
-              path: t.path,
-              expectedHash: expected,
-              currentHash: current.hash,
-              conflict: { reason: current.hash === null ? 'deleted' : t.expected === null ? 'created' : 'modified' },
-              suggestion: 'Read the file; to revert anyway, pass expected_hashes with its current content_hash.',
-            });
+          if ((current.hash ?? 'absent') !== expected) {
+            moved.push(
+              new OccMismatchError(`${t.path} changed since the change(s) being reverted; nothing was reverted.`, {
+                path: t.path,
+                expectedHash: expected,
+                currentHash: current.hash,
+                conflict: {
+                  reason: current.hash === null ? 'deleted' : t.expected === null ? 'created' : 'modified',
+                },
+                suggestion: 'Read the file; to revert anyway, pass expected_hashes with its current content_hash.',
+              }),
+            );
           }
+        }
+        if (moved.length > 0) {
+          const first = moved[0];
+          first.details.files = moved.map((m) => ({
+            path: m.path,
+            expected_hash: m.expectedHash,
+            current_hash: m.currentHash,
+          }));
+          if (moved.length > 1) {
+            first.message = `${moved.length} files changed since the change(s) being reverted (first ${first.path}); nothing was reverted.`;
+          }
+          throw first;
+        }
+        for (const [i, t] of targets.entries()) {
+          const real = authorized.get(t.path)!.real;
+          const current = currents[i];
           const restore = t.restoreBase64 === null ? null : Buffer.from(t.restoreBase64, 'base64');
           const action =
             current.hash === t.restoreHash

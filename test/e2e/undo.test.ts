@@ -108,6 +108,31 @@ describe.each(ERAS)('undo (%s era)', (era) => {
     expect(read('b.txt')).toBe('bee\n');
   });
 
+  it('a revert of several changes checks every file they touched, not only the newest change, before writing', async () => {
+    const b = path.join(R, 'b.txt');
+    const a = path.join(R, 'a.txt');
+    const aNow = read('a.txt');
+    await client.callOk('write_file', { path: b, content: 'older\n', expected_hash: contentHash('bee\n') });
+    await client.callOk('write_file', { path: a, content: 'newer\n', expected_hash: contentHash(aNow) });
+    writeFileSync(b, 'external\n'); // the older change's file moved
+    const e = expectCode(await client.call('revert_changes', { last: 2 }), 'OCC_MISMATCH');
+    expect(e.error.path).toBe(b);
+    expect(e.error.details.files).toEqual([
+      { path: b, expected_hash: contentHash('older\n'), current_hash: contentHash('external\n') },
+    ]);
+    expect(read('a.txt')).toBe('newer\n'); // the newest change's file was not reverted either
+    expect(read('b.txt')).toBe('external\n');
+    writeFileSync(a, 'external a\n'); // both moved: both named
+    const both = expectCode(await client.call('revert_changes', { last: 2 }), 'OCC_MISMATCH');
+    expect(both.error.details.files.map((f: { path: string }) => f.path).sort()).toEqual([a, b].sort());
+    await client.callOk('revert_changes', {
+      last: 2,
+      expected_hashes: { [a]: contentHash('external a\n'), [b]: contentHash('external\n') },
+    });
+    expect(read('b.txt')).toBe('bee\n');
+    expect(read('a.txt')).toBe(aNow);
+  });
+
   it('reverts a multi-file patch as a whole (created deleted, deleted recreated with its mode)', async () => {
     const patch = [
       '--- a/b.txt',
