@@ -90,7 +90,7 @@ export const listChanges = defineTool({
   name: 'list_changes',
   title: 'List changes',
   description:
-    'List the file changes this server made (write_file, edit_file, apply_patch, delete_path of a file, ' +
+    'List the file changes this server made (write_file, edit_file, apply_patch, replace_in_files, delete_path of a file, ' +
     'revert_changes), newest first: id, tool, time, paths with hashes before/after. Kept across restarts in the ' +
     'state directory, bounded by --history-max-changes (200) and --history-max-bytes (64 MiB); the oldest are ' +
     'dropped first (see note). Use an id with revert_changes. Records that fail validation are ignored (invalid). ' +
