@@ -25,8 +25,17 @@ export interface HistoryFile {
   old_hash: string | null;
   /** Permission bits before the change (null: absent). */
   old_mode: number | null;
-  /** Hash the change left; null when it deleted the file. */
+  /** Hash the change left; null when it deleted the file (or left a directory or link: see new_kind). */
   new_hash: string | null;
+  /**
+   * What was there before when it was not a file or nothing (issue 18, undo gaps): a directory (old_mode its
+   * permission bits) or a symbolic link to `old_target`. Absent: a file (old_base64) or nothing.
+   */
+  old_kind?: 'directory' | 'symlink';
+  old_target?: string;
+  /** What the change left when it is a directory or a symbolic link to `new_target`. Absent: new_hash decides. */
+  new_kind?: 'directory' | 'symlink';
+  new_target?: string;
 }
 
 /** One recorded change (a multi-file patch is one). */
@@ -58,6 +67,13 @@ const PathSchema = z
   .max(4096)
   .refine((p) => path.isAbsolute(p) && !p.includes('\0') && path.normalize(p) === p, 'an absolute, normalized path');
 
+/** A recorded symbolic link's target (replayed by a revert only inside the roots, like any link target). */
+const LinkTargetSchema = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((t) => !t.includes('\0'), 'no NUL');
+
 /** A record as read back from disk (hostile until parsed). */
 const ChangeSchema = z.strictObject({
   id: z.string().regex(ID_PATTERN),
@@ -77,7 +93,18 @@ const ChangeSchema = z.strictObject({
           old_hash: HashSchema.nullable(),
           old_mode: z.number().int().min(0).max(0o777).nullable(),
           new_hash: HashSchema.nullable(),
+          old_kind: z.enum(['directory', 'symlink']).optional(),
+          old_target: LinkTargetSchema.optional(),
+          new_kind: z.enum(['directory', 'symlink']).optional(),
+          new_target: LinkTargetSchema.optional(),
         }),
+      ).refine(
+        (f) =>
+          (f.old_kind === undefined || (f.old_base64 === null && f.old_hash === null)) &&
+          (f.new_kind === undefined || f.new_hash === null) &&
+          (f.old_kind === 'symlink') === (f.old_target !== undefined) &&
+          (f.new_kind === 'symlink') === (f.new_target !== undefined),
+        'a directory or link entry carries no bytes; a link entry carries its target',
       ),
     )
     .min(1)
@@ -246,4 +273,42 @@ export function historyFileOf(
     old_mode: oldBytes && oldMode !== null ? oldMode & 0o777 : null,
     new_hash: newHash,
   };
+}
+
+/** The state of a path for the history: a file (bytes), a directory, a symbolic link, or nothing. */
+export type PathState =
+  | { kind: 'file'; bytes: Buffer; mode: number }
+  | { kind: 'directory'; mode: number }
+  | { kind: 'symlink'; target: string }
+  | { kind: 'absent' };
+
+/**
+ * A history entry from the states before and after a change of `real` (directories and links included: move_path,
+ * copy_path, delete_path, create_directory). `after` of a file needs only its hash.
+ */
+export function historyEntryOf(
+  real: string,
+  before: PathState,
+  after:
+    { kind: 'file'; hash: string } | { kind: 'directory' } | { kind: 'symlink'; target: string } | { kind: 'absent' },
+): HistoryFile {
+  const entry: HistoryFile = historyFileOf(
+    real,
+    before.kind === 'file' ? before.bytes : null,
+    before.kind === 'file' || before.kind === 'directory' ? before.mode : null,
+    after.kind === 'file' ? after.hash : null,
+  );
+  if (before.kind === 'directory') {
+    entry.old_kind = 'directory';
+    entry.old_mode = before.mode & 0o777;
+  } else if (before.kind === 'symlink') {
+    entry.old_kind = 'symlink';
+    entry.old_target = before.target;
+  }
+  if (after.kind === 'directory') entry.new_kind = 'directory';
+  else if (after.kind === 'symlink') {
+    entry.new_kind = 'symlink';
+    entry.new_target = after.target;
+  }
+  return entry;
 }

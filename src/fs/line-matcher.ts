@@ -7,6 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { ToolError } from '../errors/tool-error.js';
+import { replaceLines, type LineReplacement } from './replace-lines.js';
 
 /** How long one file may take under a user regular expression, ms. */
 export const REGEX_FILE_TIMEOUT_MS = 1000;
@@ -23,6 +24,13 @@ export interface LineMatcher {
    * expression without a provable literal). A file without them has no match: search skips it without decoding it.
    */
   readonly needle: Buffer | null;
+  /**
+   * Replaces every match in each line of `text` (src/fs/replace-lines.ts; replace_in_files): a literal query inserts
+   * `replacement` as typed, a regular expression expands `$1`, `$<name>`, `$&`, `$$`. A regular expression runs in the
+   * same worker and under the same per-file time limit as matching.
+   * @throws ToolError VALIDATION regex_timeout
+   */
+  replace(text: string, replacement: string): Promise<LineReplacement>;
 }
 
 function escapeRegExp(s: string): string {
@@ -49,12 +57,14 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
     return {
       match: (text) => Promise.resolve().then(() => matchInThread(re, text)),
       needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
+      replace: (text, replacement) => Promise.resolve().then(() => replaceLines(re, text, replacement, true)),
     };
   }
   const literal = requiredLiteral(source, flags);
   return {
     match: (text) => regexPool.run(source, flags, text),
     needle: literal === null ? null : Buffer.from(literal, 'utf8'),
+    replace: (text, replacement) => regexPool.replace(source, flags, text, replacement),
   };
 }
 
@@ -252,6 +262,14 @@ function matchInThread(re: RegExp, text: string): LineHit[] {
   return out;
 }
 
+/** A worker's answer: matching lines, or a replaced text and its count (src/fs/regex-worker.ts). */
+interface WorkerReply {
+  id: number;
+  lines?: LineHit[];
+  text?: string;
+  count?: number;
+}
+
 /** One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive. */
 class RegexWorkerPool {
   private worker: Worker | null = null;
@@ -259,7 +277,25 @@ class RegexWorkerPool {
   private nextId = 1;
 
   run(source: string, flags: string, text: string): Promise<LineHit[]> {
-    const job = this.queue.then(() => this.runNow(source, flags, text));
+    return this.enqueue<LineHit[]>(source, flags, text, undefined, (msg) => msg.lines!);
+  }
+
+  /** Replaces in `text` in the worker (same queue, same time limit). */
+  replace(source: string, flags: string, text: string, replacement: string): Promise<LineReplacement> {
+    return this.enqueue<LineReplacement>(source, flags, text, replacement, (msg) => ({
+      text: msg.text!,
+      count: msg.count!,
+    }));
+  }
+
+  private enqueue<T>(
+    source: string,
+    flags: string,
+    text: string,
+    replacement: string | undefined,
+    pick: (msg: WorkerReply) => T,
+  ): Promise<T> {
+    const job = this.queue.then(() => this.runNow(source, flags, text, replacement)).then(pick);
     this.queue = job.catch(() => undefined);
     return job;
   }
@@ -273,20 +309,20 @@ class RegexWorkerPool {
     return this.worker;
   }
 
-  private runNow(source: string, flags: string, text: string): Promise<LineHit[]> {
+  private runNow(source: string, flags: string, text: string, replacement: string | undefined): Promise<WorkerReply> {
     const worker = this.getWorker();
     const id = this.nextId++;
-    return new Promise<LineHit[]>((resolve, reject) => {
+    return new Promise<WorkerReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         cleanup();
         this.worker = null;
         void worker.terminate();
         reject(regexTimeoutError());
       }, REGEX_FILE_TIMEOUT_MS);
-      const onMessage = (msg: { id: number; lines: LineHit[] }) => {
+      const onMessage = (msg: WorkerReply) => {
         if (msg.id !== id) return;
         cleanup();
-        resolve(msg.lines);
+        resolve(msg);
       };
       const onError = (error: Error) => {
         cleanup();
@@ -300,7 +336,9 @@ class RegexWorkerPool {
       };
       worker.on('message', onMessage);
       worker.on('error', onError);
-      worker.postMessage({ id, source, flags, text });
+      worker.postMessage(
+        replacement === undefined ? { id, source, flags, text } : { id, source, flags, text, replacement },
+      );
     });
   }
 }

@@ -3,14 +3,18 @@
  * the server). Runs in a worker thread that the main thread terminates when a file takes too long.
  * Message in: { id, source, flags, text }. Message out: { id, lines: [[lineIndex, column], …] } (0-based line,
  * 0-based UTF-16 column of the first match on each matching line).
+ * With `replacement` in the message (replace_in_files, issue 18), the worker replaces instead (src/fs/replace-lines.ts)
+ * and answers { id, text, count }.
  */
 import { parentPort } from 'node:worker_threads';
+import { replaceLines } from './replace-lines.js';
 
 interface Job {
   id: number;
   source: string;
   flags: string;
   text: string;
+  replacement?: string;
 }
 
 let cached: { key: string; re: RegExp } | null = null;
@@ -19,6 +23,11 @@ parentPort?.on('message', (job: Job) => {
   const key = `${job.flags}/${job.source}`;
   if (!cached || cached.key !== key) cached = { key, re: new RegExp(job.source, job.flags) };
   const re = cached.re;
+  if (job.replacement !== undefined) {
+    const r = replaceLines(re, job.text, job.replacement, false);
+    parentPort!.postMessage({ id: job.id, text: r.text, count: r.count });
+    return;
+  }
   const out: Array<[number, number]> = [];
   let lineStart = 0;
   let lineIndex = 0;

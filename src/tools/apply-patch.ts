@@ -22,7 +22,7 @@ import { checkExpectedHash } from '../policy/occ.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { deletionIsConflict, insideRoots, runMutation } from './file-mutation.js';
+import { deletionIsConflict, hashRequiredForAll, insideRoots, runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
 
 export const ApplyPatchInput = z.strictObject({
@@ -242,26 +242,6 @@ async function resolveTargets(
     }
   }
   return targets;
-}
-
-/**
- * One HASH_REQUIRED for every file of the patch that needs a hash (issue 21): the first file's path and current_hash
- * stay top-level (compatibility), `details.files` lists each as {path, current_hash}, in patch order.
- */
-function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
-  const first = errors[0];
-  if (errors.length === 1) return first;
-  const files = errors.map((e) => ({ path: e.path, current_hash: e.details.current_hash }));
-  return new ToolError(
-    'HASH_REQUIRED',
-    `${errors.length} files of the patch exist and this session has not read them; ` + 'pass expected_hashes for each.',
-    {
-      path: first.path,
-      details: { current_hash: first.details.current_hash, files },
-      suggestion:
-        'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
-    },
-  );
 }
 
 function decode(current: CurrentFile, absolute: string): string {

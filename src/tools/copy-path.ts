@@ -15,6 +15,7 @@
 import { constants, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { historyEntryOf, type PathState } from '../fs/history.js';
 import { ToolError } from '../errors/tool-error.js';
 import { temporaryPrefix } from '../fs/atomic-write.js';
 import { createContentHasher } from '../fs/hash.js';
@@ -120,6 +121,15 @@ export const copyPath = defineTool({
         );
         const base = { type: kindOf(s), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null };
         const forgetDst = () => ctx.hashes.forget(destination.real);
+        // The undo record of a file or link copy (issue 18): the destination from nothing (or the file it replaced,
+        // when its bytes were loaded: up to 256 KiB) to the copy. A tree copy is not recorded yet.
+        const replaced: PathState | null = !dstNow
+          ? { kind: 'absent' }
+          : dstNow.isFile() && dstFile?.bytes
+            ? { kind: 'file', bytes: dstFile.bytes, mode: dstNow.mode }
+            : null;
+        const copyHistory = (after: { kind: 'file'; hash: string } | { kind: 'symlink'; target: string }) =>
+          replaced ? { tool: 'copy_path', files: [historyEntryOf(destination.real, replaced, after)] } : undefined;
 
         if (s.isFile()) {
           if (s.size > MAX_COPY_BYTES)
@@ -135,6 +145,7 @@ export const copyPath = defineTool({
               await copyFileAtomic(src.dir, src.name, node, current.hash!, dst.dir, dst.name, expectDst);
             },
             remember: () => ctx.hashes.remember(destination.real, current.hash!),
+            history: copyHistory({ kind: 'file', hash: current.hash! }),
           };
         }
         if (s.isSymbolicLink()) {
@@ -146,6 +157,7 @@ export const copyPath = defineTool({
               await placeLink(dst.dir, dst.name, target, expectDst);
             },
             remember: forgetDst,
+            history: copyHistory({ kind: 'symlink', target }),
           };
         }
         // A directory tree: inspected (and every entry authorized on both sides) before anything is written.

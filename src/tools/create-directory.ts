@@ -9,6 +9,7 @@ import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { runMutation } from './file-mutation.js';
+import { historyEntryOf, type HistoryFile } from '../fs/history.js';
 import { quoteName } from './text-safe.js';
 
 export const CreateDirectoryInput = z.strictObject({
@@ -70,6 +71,8 @@ export const createDirectory = defineTool({
         }
         const result = { created: !now };
         if (now) return { result, done: 'nothing' };
+        // Every directory the call creates is recorded (issue 18), filled in once the effect knows which they were.
+        const history = { tool: 'create_directory', files: [] as HistoryFile[] };
         return {
           result,
           done: `created ${target.real}`,
@@ -78,7 +81,11 @@ export const createDirectory = defineTool({
               const made = openDirCreating(target.real, scope.isInside);
               made.dir.close();
               result.created = made.created.length > 0;
+              for (const d of made.created) {
+                history.files.push(historyEntryOf(d, { kind: 'absent' }, { kind: 'directory' }));
+              }
             }),
+          history,
         };
       },
     });

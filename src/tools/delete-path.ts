@@ -14,7 +14,7 @@ import {
   type InspectedTree,
 } from '../fs/tree-ops.js';
 import { sameNode } from '../fs/verified-dir.js';
-import { historyFileOf } from '../fs/history.js';
+import { historyEntryOf, historyFileOf } from '../fs/history.js';
 import { assertDeletableEntry, authorizeWrite, kindOf } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
@@ -97,11 +97,20 @@ export const deletePath = defineTool({
           };
         }
         if (!stats.isDirectory()) {
+          // A link is recorded with its target (issue 18: revert_changes recreates it); other kinds are not.
+          const linkTarget = stats.isSymbolicLink() ? dir.readlink(name) : null;
           return {
             result: { type, previousHash: null, entries: 0 },
             done: `deleted ${target.real}`,
             remember: forget,
             effect: () => removeEntry(dir, name, stats),
+            history:
+              linkTarget !== null
+                ? {
+                    tool: 'delete_path',
+                    files: [historyEntryOf(target.real, { kind: 'symlink', target: linkTarget }, { kind: 'absent' })],
+                  }
+                : undefined,
           };
         }
         const top = dir.openDir(name);
@@ -134,10 +143,18 @@ export const deletePath = defineTool({
           top.close();
         }
         const tree = inspected;
+        const empty = (tree?.entries ?? 0) === 0;
         return {
           result: { type, previousHash: null, entries: tree?.entries ?? 0 },
           done: `deleted ${target.real}`,
           remember: forget,
+          // An empty directory is recorded (revert_changes recreates it with its mode); a non-empty tree is not yet.
+          history: empty
+            ? {
+                tool: 'delete_path',
+                files: [historyEntryOf(target.real, { kind: 'directory', mode: stats.mode }, { kind: 'absent' })],
+              }
+            : undefined,
           effect: async () => {
             if (tree) await removeTree(dir, name, tree);
             else await removeEmptyDir(dir, name, stats);

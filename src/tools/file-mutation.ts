@@ -261,6 +261,27 @@ export async function checkReplacedDestination(
 }
 
 /**
+ * One HASH_REQUIRED for every file of the patch that needs a hash (issue 21): the first file's path and current_hash
+ * stay top-level (compatibility), `details.files` lists each as {path, current_hash}, in the change's order.
+ */
+export function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
+  const first = errors[0];
+  if (errors.length === 1) return first;
+  const files = errors.map((e) => ({ path: e.path, current_hash: e.details.current_hash }));
+  return new ToolError(
+    'HASH_REQUIRED',
+    `${errors.length} files of the change exist and this session has not read them; ` +
+      'pass expected_hashes for each.',
+    {
+      path: first.path,
+      details: { current_hash: first.details.current_hash, files },
+      suggestion:
+        'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
+    },
+  );
+}
+
+/**
  * The `knownToSession` predicate of authorizeWrite for a mutation (issue 21): a missing target is a deletion conflict
  * (OCC_MISMATCH `deleted`), not NOT_FOUND, when an explicit expected hash names content, or when this session read or
  * wrote the path under --auto-occ=block|warn.

@@ -6,8 +6,11 @@
 import type { Stats } from 'node:fs';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { isDirectory, readCurrentIn } from '../fs/read-current.js';
+import { hashBytes } from '../fs/hash.js';
+import { historyEntryOf, type HistoryFile, type PathState } from '../fs/history.js';
+import { isDirectory, readCurrentIn, type CurrentFile } from '../fs/read-current.js';
 import { moveEntry } from '../fs/tree-ops.js';
+import type { VerifiedDir } from '../fs/verified-dir.js';
 import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
@@ -111,9 +114,16 @@ export const movePath = defineTool({
             : null;
         assertMovable(srcNow, dstNow, args.overwrite, source, destination, dstHash);
         let contentHash: string | null = null;
+        let sourceBytes: Buffer | null = null;
         if (srcNow.isFile()) {
-          const current = await scope.current(source.real, { wantBytes: false, maxBytes: 0 });
+          // The bytes are loaded for the undo history (up to --max-edit-bytes; a larger file's move is not recorded).
+          const current = await scope.current(source.real, {
+            wantBytes: !args.dry_run,
+            maxBytes: ctx.config.limits.maxEditBytes,
+            hashOnlyWhenLarge: true,
+          });
           contentHash = current.hash;
+          sourceBytes = current.bytes;
           if (args.expected_source_hash !== undefined) {
             checkExpectedHash({
               absolute: source.absolute,
@@ -134,7 +144,9 @@ export const movePath = defineTool({
           dstNow,
           args.expected_hash,
         );
+        const history = moveHistory(source.real, destination.real, src, dst, srcNow, dstNow, sourceBytes, dstFile);
         return {
+          history,
           result: {
             type: kindOf(srcNow),
             overwritten: dstNow !== null,
@@ -177,6 +189,41 @@ export const movePath = defineTool({
     };
   },
 });
+
+/**
+ * The undo record of a move of a file or a link (issue 18): the source goes from what it was to nothing, the
+ * destination from nothing (or the file it replaced) to what was moved. Not recorded (undefined): a directory, a file
+ * whose bytes were not loaded (larger than --max-edit-bytes, or a replaced destination over 256 KiB).
+ */
+function moveHistory(
+  sourceReal: string,
+  destinationReal: string,
+  src: { dir: VerifiedDir; name: string },
+  dst: { dir: VerifiedDir; name: string },
+  srcNow: Stats,
+  dstNow: Stats | null,
+  sourceBytes: Buffer | null,
+  dstFile: CurrentFile | null,
+): { tool: string; files: HistoryFile[] } | undefined {
+  let before: PathState;
+  let after: { kind: 'file'; hash: string } | { kind: 'symlink'; target: string };
+  if (srcNow.isFile() && sourceBytes) {
+    before = { kind: 'file', bytes: sourceBytes, mode: srcNow.mode };
+    after = { kind: 'file', hash: hashBytes(sourceBytes) };
+  } else if (srcNow.isSymbolicLink()) {
+    const target = src.dir.readlink(src.name);
+    before = { kind: 'symlink', target };
+    after = { kind: 'symlink', target };
+  } else return undefined;
+  let replaced: PathState = { kind: 'absent' };
+  if (dstNow?.isFile() && dstFile?.bytes) replaced = { kind: 'file', bytes: dstFile.bytes, mode: dstNow.mode };
+  else if (dstNow?.isSymbolicLink()) replaced = { kind: 'symlink', target: dst.dir.readlink(dst.name) };
+  else if (dstNow) return undefined;
+  return {
+    tool: 'move_path',
+    files: [historyEntryOf(sourceReal, before, { kind: 'absent' }), historyEntryOf(destinationReal, replaced, after)],
+  };
+}
 
 /**
  * The content hash of an existing destination file, read through its verified parent (null for a directory, a link,

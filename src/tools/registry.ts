@@ -12,6 +12,7 @@ import { stat } from './stat.js';
 import { writeFile } from './write-file.js';
 import { editFile } from './edit-file.js';
 import { applyPatch } from './apply-patch.js';
+import { replaceInFiles } from './replace-in-files.js';
 import { movePath } from './move-path.js';
 import { copyPath } from './copy-path.js';
 import { deletePath } from './delete-path.js';
@@ -34,6 +35,7 @@ export const TOOLS: readonly AnyTool[] = [
   writeFile,
   editFile,
   applyPatch,
+  replaceInFiles,
   movePath,
   copyPath,
   deletePath,

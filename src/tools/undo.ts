@@ -9,10 +9,15 @@
  * budget unit, refused under --readonly, and itself recorded (it can be undone).
  */
 import { isUtf8 } from 'node:buffer';
+import path from 'node:path';
 import { z } from 'zod';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
-import { historyFileOf, loadHistory, type HistoryChange } from '../fs/history.js';
+import { hashBytes } from '../fs/hash.js';
+import { historyEntryOf, loadHistory, type HistoryChange, type HistoryFile, type PathState } from '../fs/history.js';
+import type { CurrentFile } from '../fs/read-current.js';
+import { afterEffect } from '../fs/tree-ops.js';
+import { changedError, withVerifiedDir, type VerifiedDir } from '../fs/verified-dir.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
@@ -72,6 +77,8 @@ const ChangeSummary = z.object({
       path: z.string(),
       previous_hash: ContentHash.nullable().describe('Before the change (null: absent)'),
       content_hash: ContentHash.nullable().describe('What the change left (null: deleted)'),
+      previous_type: z.enum(['directory', 'symlink']).optional().describe('Before: a directory or link, not a file'),
+      type: z.enum(['directory', 'symlink']).optional().describe('Left: a directory or link, not a file'),
     }),
   ),
 });
@@ -90,8 +97,8 @@ export const listChanges = defineTool({
   name: 'list_changes',
   title: 'List changes',
   description:
-    'List the file changes this server made (write_file, edit_file, apply_patch, delete_path of a file, ' +
-    'revert_changes), newest first: id, tool, time, paths with hashes before/after. Kept across restarts in the ' +
+    'List the changes this server made (file writes, edits, patches, replace_in_files, moves, copies and deletes ' +
+    'of files and links, create_directory, reverts), newest first: id, tool, time, paths with hashes before/after. Kept across restarts in the ' +
     'state directory, bounded by --history-max-changes (200) and --history-max-bytes (64 MiB); the oldest are ' +
     'dropped first (see note). Use an id with revert_changes. Records that fail validation are ignored (invalid). ' +
     'Fails only with IO_ERROR (state directory unreadable).',
@@ -111,7 +118,13 @@ export const listChanges = defineTool({
         tool: c.tool,
         created_at: c.created_at,
         ...(c.reverts ? { reverts: c.reverts } : {}),
-        files: c.files.map((f) => ({ path: f.path, previous_hash: f.old_hash, content_hash: f.new_hash })),
+        files: c.files.map((f) => ({
+          path: f.path,
+          previous_hash: f.old_hash,
+          content_hash: f.new_hash,
+          ...(f.old_kind ? { previous_type: f.old_kind } : {}),
+          ...(f.new_kind ? { type: f.new_kind } : {}),
+        })),
       })),
       total: shown.length,
       truncated: shown.length > newest.length,
@@ -124,7 +137,9 @@ export const listChanges = defineTool({
       ...newest.map(
         (c) =>
           `${c.id} ${c.created_at} ${c.tool}${c.reverts ? ` (reverts ${c.reverts.join(', ')})` : ''}: ` +
-          c.files.map((f) => `${f.path} ${f.old_hash ?? 'absent'} -> ${f.new_hash ?? 'deleted'}`).join('; '),
+          c.files
+            .map((f) => `${f.path} ${f.old_kind ?? f.old_hash ?? 'absent'} -> ${f.new_kind ?? f.new_hash ?? 'deleted'}`)
+            .join('; '),
       ),
       ...(newest.length === 0 ? ['No recorded changes.'] : []),
       ...(structured.truncated ? [`(${shown.length - newest.length} older change(s) not shown; raise limit)`] : []),
@@ -154,21 +169,44 @@ export const RevertChangesOutput = z.object({
       action: z.enum(['restored', 'recreated', 'deleted', 'unchanged']),
       previous_hash: ContentHash.nullable(),
       content_hash: ContentHash.nullable(),
+      type: z.enum(['directory', 'symlink']).optional().describe('A directory or link, not a file'),
     }),
   ),
   diff: z.string().optional().describe('dry_run: unified diff of what the revert would do'),
   diff_truncated: z.boolean().optional(),
 });
 
-/** One file the revert touches: where it must be now and what it goes back to. */
+/** One path the revert touches: what it must hold now and what it goes back to. */
 interface RevertTarget {
   path: string;
-  /** The hash the newest selected change left (null: it deleted the file). */
-  expected: string | null;
+  /** The state the newest selected change left, as a state token (see `tokenOf`). */
+  expected: string;
+  /** Whether the newest selected change left a file (or deleted one): its hash is what expected_hashes overrides. */
+  expectedIsFile: boolean;
   /** The state before the oldest selected change. */
-  restoreBase64: string | null;
-  restoreHash: string | null;
-  restoreMode: number | null;
+  restore: PathState;
+}
+
+/** A comparable token of a state: a file's content hash, `absent`, `directory`, or `symlink:<target>`. */
+function tokenOf(state: PathState | { kind: 'file'; hash: string }): string {
+  if (state.kind === 'file') return 'hash' in state ? state.hash : hashBytes(state.bytes);
+  if (state.kind === 'symlink') return `symlink:${state.target}`;
+  return state.kind;
+}
+
+/** The state before a recorded entry. */
+function stateBefore(f: HistoryFile): PathState {
+  if (f.old_kind === 'directory') return { kind: 'directory', mode: f.old_mode ?? 0o755 };
+  if (f.old_kind === 'symlink') return { kind: 'symlink', target: f.old_target! };
+  if (f.old_base64 === null) return { kind: 'absent' };
+  return { kind: 'file', bytes: Buffer.from(f.old_base64, 'base64'), mode: f.old_mode ?? 0o644 };
+}
+
+/** The token of the state a recorded entry left. */
+function tokenAfter(f: HistoryFile): string {
+  if (f.new_kind === 'directory') return 'directory';
+  if (f.new_kind === 'symlink') return `symlink:${f.new_target!}`;
+  return f.new_hash ?? 'absent';
 }
 
 /** Selects the changes to revert, oldest first. @throws ToolError VALIDATION (selector), NOT_FOUND (unknown id) */
@@ -197,12 +235,22 @@ function targetsOf(selected: readonly HistoryChange[]): RevertTarget[] {
   for (let i = selected.length - 1; i >= 0; i--) {
     for (const f of selected[i].files) {
       const t = byPath.get(f.path);
-      const restore = { restoreBase64: f.old_base64, restoreHash: f.old_hash, restoreMode: f.old_mode };
-      if (!t) byPath.set(f.path, { path: f.path, expected: f.new_hash, ...restore });
-      else Object.assign(t, restore);
+      if (!t) {
+        byPath.set(f.path, {
+          path: f.path,
+          expected: tokenAfter(f),
+          expectedIsFile: f.new_kind === undefined,
+          restore: stateBefore(f),
+        });
+      } else t.restore = stateBefore(f);
     }
   }
   return [...byPath.values()];
+}
+
+/** Depth of a path (components), for ordering directory steps. */
+function depthOf(p: string): number {
+  return p.split(path.sep).length;
 }
 
 function textDiff(path: string, before: Buffer | null, after: Buffer | null): string {
@@ -246,73 +294,224 @@ export const revertChanges = defineTool({
     const history = await loadHistory(ctx.config.stateDir);
     const selected = select(args, visible(ctx, history.changes).shown);
     const targets = targetsOf(selected);
+    const isInside = insideRoots(ctx);
     // Each path is authorized as a live write of it (a recorded path is a real path: one that resolves elsewhere now —
     // a link in it or above it — is refused).
     const authorized = new Map<string, AuthorizedWrite>();
     for (const t of targets) {
-      const w = await authorizeWrite(t.path, ctx.policy, { kind: 'file', mustExist: false, followFinal: false });
+      // A file's path must still be a file (a link swapped in is refused as for any write); a directory's or link's
+      // path is checked against what the change left, under the lock.
+      const fileOnly = t.expectedIsFile && t.restore.kind !== 'directory' && t.restore.kind !== 'symlink';
+      const w = await authorizeWrite(t.path, ctx.policy, {
+        kind: fileOnly ? 'file' : 'any',
+        mustExist: false,
+        followFinal: false,
+      });
       if (w.real !== t.path) {
         throw new ToolError('NOT_ALLOWED', `${t.path} no longer resolves to itself; it is not reverted.`, {
           path: t.path,
         });
       }
+      if (t.restore.kind === 'symlink' && !isInside(path.resolve(path.dirname(t.path), t.restore.target))) {
+        throw new ToolError('NOT_ALLOWED', `The link ${t.path} would point outside the roots; it is not recreated.`, {
+          path: t.path,
+        });
+      }
       authorized.set(t.path, w);
     }
-    const isInside = insideRoots(ctx);
     const expectedOverride = args.expected_hashes ?? {};
     const { result } = await runMutation(ctx, {
-      lockPaths: [...authorized.values()].map((w) => w.real),
+      // A path inside a directory this revert may remove is not locked: its lock file (beside it, in that directory)
+      // would keep the directory from being empty. The directory's own lock, in its parent, covers it.
+      lockPaths: [...authorized.values()]
+        .map((w) => w.real)
+        .filter((p) => !targets.some((t) => t.expected === 'directory' && path.dirname(p) === t.path)),
       expectedStatusHash: undefined,
       statusPaths: [],
       dryRun: args.dry_run,
       decide: async (scope) => {
         const changes: PlannedChange[] = [];
         const files: z.output<typeof RevertChangesOutput>['files'] = [];
+        const entries: HistoryFile[] = [];
+        /** Directory and link steps around the journaled file transaction (see the README: not journaled). */
+        const pre: Array<{ order: number; run: () => Promise<void>; what: string }> = [];
+        const post: Array<{ order: number; run: () => Promise<void>; what: string }> = [];
         let diff = '';
+        // Every path of every selected change is checked before anything is written; one envelope names them all
+        // (the first at top level, each in details.files).
+        const currents: Array<{ state: PathState; file: CurrentFile | null; token: string }> = [];
+        const moved: OccMismatchError[] = [];
         for (const t of targets) {
           const real = authorized.get(t.path)!.real;
-          const current = await scope.current(real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
-          const currentHash = current.hash ?? 'absent';
-          const expected = expectedOverride[t.path] ?? t.expected ?? 'absent';
-          if (currentHash !== expected) {
-            throw new OccMismatchError(`${t.path} changed since the change(s) being reverted; nothing was reverted.`, {
-              path: t.path,
-              expectedHash: expected,
-              currentHash: current.hash,
-              conflict: { reason: current.hash === null ? 'deleted' : t.expected === null ? 'created' : 'modified' },
-              suggestion: 'Read the file; to revert anyway, pass expected_hashes with its current content_hash.',
-            });
+          const where = scope.parent(real);
+          const st = where ? where.dir.lstat(where.name) : null;
+          let now: { state: PathState; file: CurrentFile | null; token: string };
+          if (st?.isDirectory()) now = { state: { kind: 'directory', mode: st.mode }, file: null, token: 'directory' };
+          else if (st?.isSymbolicLink()) {
+            const target = where!.dir.readlink(where!.name);
+            now = { state: { kind: 'symlink', target }, file: null, token: `symlink:${target}` };
+          } else if (st && !st.isFile()) now = { state: { kind: 'absent' }, file: null, token: 'other' };
+          else {
+            const file = await scope.current(real, { wantBytes: true, maxBytes: ctx.config.limits.maxEditBytes });
+            now = file.exists
+              ? {
+                  state: { kind: 'file', bytes: file.bytes ?? Buffer.alloc(0), mode: file.stats!.mode },
+                  file,
+                  token: file.hash!,
+                }
+              : { state: { kind: 'absent' }, file, token: 'absent' };
           }
-          const restore = t.restoreBase64 === null ? null : Buffer.from(t.restoreBase64, 'base64');
+          currents.push(now);
+          const override = expectedOverride[t.path];
+          const expected = override ?? t.expected;
+          if (now.token !== expected) {
+            const currentHash = now.file?.hash ?? null;
+            moved.push(
+              new OccMismatchError(`${t.path} changed since the change(s) being reverted; nothing was reverted.`, {
+                path: t.path,
+                expectedHash: expected.startsWith('symlink:') ? 'symlink' : expected,
+                currentHash,
+                conflict: {
+                  reason: now.token === 'absent' ? 'deleted' : expected === 'absent' ? 'created' : 'modified',
+                },
+                suggestion: t.expectedIsFile
+                  ? 'Read the file; to revert anyway, pass expected_hashes with its current content_hash.'
+                  : 'The directory or link changed since; restore it by hand or revert an older change only.',
+              }),
+            );
+          }
+        }
+        if (moved.length > 0) {
+          const first = moved[0];
+          first.details.files = moved.map((m) => ({
+            path: m.path,
+            expected_hash: m.expectedHash,
+            current_hash: m.currentHash,
+          }));
+          if (moved.length > 1) {
+            first.message = `${moved.length} files changed since the change(s) being reverted (first ${first.path}); nothing was reverted.`;
+          }
+          throw first;
+        }
+        for (const [i, t] of targets.entries()) {
+          const real = authorized.get(t.path)!.real;
+          const now = currents[i];
+          const restore = t.restore;
+          const restoreHash = restore.kind === 'file' ? hashBytes(restore.bytes) : null;
+          const type = restore.kind === 'directory' || restore.kind === 'symlink' ? restore.kind : now.state.kind;
           const action =
-            current.hash === t.restoreHash
+            now.token === tokenOf(restore)
               ? ('unchanged' as const)
-              : restore === null
+              : restore.kind === 'absent'
                 ? ('deleted' as const)
-                : current.exists
+                : now.state.kind !== 'absent'
                   ? ('restored' as const)
                   : ('recreated' as const);
-          files.push({ path: t.path, action, previous_hash: current.hash, content_hash: t.restoreHash });
-          if (action === 'unchanged') continue;
-          if (args.dry_run) diff += textDiff(t.path, current.bytes, restore);
-          changes.push({
-            real,
-            oldBytes: current.bytes,
-            oldHash: current.hash,
-            oldIdentity: current.stats ? identityOf(current.stats) : null,
-            oldMode: current.stats ? current.stats.mode & 0o7777 : null,
-            newBytes: restore,
-            newHash: t.restoreHash,
-            newMode: current.exists ? null : t.restoreMode,
-            dir: scope.parent(real)?.dir,
+          files.push({
+            path: t.path,
+            action,
+            previous_hash: now.file?.hash ?? null,
+            content_hash: restoreHash,
+            ...(type === 'directory' || type === 'symlink' ? { type } : {}),
           });
+          if (action === 'unchanged') continue;
+          entries.push(
+            historyEntryOf(real, now.state, restore.kind === 'file' ? { kind: 'file', hash: restoreHash! } : restore),
+          );
+          const inParent = (fn: (dir: VerifiedDir, name: string) => void) => () =>
+            withVerifiedDir(path.dirname(real), isInside, (dir) => fn(dir, path.basename(real)));
+          const depth = depthOf(real);
+          // What is there now goes first (a link or a directory), unless a file: the transaction replaces files.
+          if (now.state.kind === 'symlink') {
+            const target = now.state.target;
+            const unlink = inParent((dir, name) => {
+              const st = dir.lstat(name);
+              if (!st?.isSymbolicLink() || dir.readlink(name) !== target) throw changedError(real);
+              dir.unlink(name);
+            });
+            (restore.kind === 'absent' ? post : pre).push({ order: -depth, run: unlink, what: `removed link ${real}` });
+          } else if (now.state.kind === 'directory') {
+            if (restore.kind !== 'absent') {
+              throw new ToolError(
+                'VALIDATION',
+                `${real} is a directory now; reverting it to a ${restore.kind} is not supported.`,
+                {
+                  path: real,
+                  details: { reason: 'unsupported_revert' },
+                },
+              );
+            }
+            post.push({
+              order: -depth,
+              run: inParent((dir, name) => dir.rmdir(name)),
+              what: `removed directory ${real}`,
+            });
+          }
+          const fromFile = now.state.kind === 'file';
+          if (restore.kind === 'directory') {
+            const mode = restore.mode & 0o777;
+            (fromFile ? post : pre).push({
+              order: depth,
+              run: inParent((dir, name) => {
+                dir.mkdir(name, mode);
+                dir.chmod(name, mode);
+              }),
+              what: `created directory ${real}`,
+            });
+          } else if (restore.kind === 'symlink') {
+            const target = restore.target;
+            (fromFile ? post : pre).push({
+              order: depth + 0.5,
+              run: inParent((dir, name) => dir.symlink(target, name)),
+              what: `created link ${real}`,
+            });
+          }
+          if (fromFile || restore.kind === 'file') {
+            const restoreBytes = restore.kind === 'file' ? restore.bytes : null;
+            if (args.dry_run) diff += textDiff(t.path, now.file?.bytes ?? null, restoreBytes);
+            changes.push({
+              real,
+              oldBytes: fromFile ? (now.file?.bytes ?? null) : null,
+              oldHash: fromFile ? (now.file?.hash ?? null) : null,
+              oldIdentity: fromFile && now.file?.stats ? identityOf(now.file.stats) : null,
+              oldMode: fromFile && now.file?.stats ? now.file.stats.mode & 0o7777 : null,
+              newBytes: restoreBytes,
+              newHash: restoreHash,
+              newMode: fromFile || restore.kind !== 'file' ? null : restore.mode,
+              dir: scope.parent(real)?.dir,
+            });
+          } else if (args.dry_run) {
+            diff += `${action} ${type} ${t.path}\n`;
+          }
         }
+        pre.sort((a, b) => a.order - b.order);
+        post.sort((a, b) => a.order - b.order);
         const diffTruncated = diff.length > MAX_DIFF_CHARS;
+        const steps = changes.length + pre.length + post.length;
         return {
           result: { files, diff: diffTruncated ? diff.slice(0, MAX_DIFF_CHARS) : diff, diffTruncated },
-          done: `reverted ${changes.length} file(s)`,
-          effect: changes.length
-            ? () => commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside })
+          done: `reverted ${steps} path(s)`,
+          effect: steps
+            ? async () => {
+                const done: string[] = [];
+                const run = async (list: typeof pre) => {
+                  for (const step of list) {
+                    await step.run();
+                    done.push(step.what);
+                  }
+                };
+                try {
+                  await run(pre);
+                  if (changes.length) {
+                    await commitTransaction(changes, { stateDir: ctx.config.stateDir, isInside });
+                    done.push(`reverted ${changes.length} file(s)`);
+                  }
+                  await run(post);
+                } catch (error) {
+                  if (done.length === 0) throw error;
+                  throw afterEffect(error, done.join('; '));
+                }
+              }
             : undefined,
           remember: () => {
             for (const c of changes) {
@@ -320,11 +519,7 @@ export const revertChanges = defineTool({
               else ctx.hashes.forget(c.real);
             }
           },
-          history: {
-            tool: 'revert_changes',
-            reverts: selected.map((c) => c.id),
-            files: changes.map((c) => historyFileOf(c.real, c.oldBytes, c.oldMode, c.newHash)),
-          },
+          history: { tool: 'revert_changes', reverts: selected.map((c) => c.id), files: entries },
         };
       },
     });

@@ -19,6 +19,8 @@ const REGISTRY_ORDER = TOOLS.map((t) => t.name);
  *   - write_file replaces a file (destructive); writing the same bytes again changes nothing (idempotent).
  *   - edit_file / apply_patch replace text, apply_patch also deletes files; a second identical call fails or
  *     changes more (not idempotent).
+ *   - replace_in_files rewrites many files; a second identical call replaces again (a pattern whose replacement
+ *     matches it) or finds nothing: not idempotent.
  *   - move_path may overwrite its destination; delete_path deletes; neither is safe to repeat blindly.
  *   - create_directory only adds, and is idempotent by contract.
  *   - list_changes only reads the history; revert_changes overwrites and deletes files (a second call reverts the
@@ -37,6 +39,7 @@ const HONEST_ANNOTATIONS: Record<string, [boolean, boolean, boolean, boolean]> =
   write_file: [false, true, true, false],
   edit_file: [false, true, false, false],
   apply_patch: [false, true, false, false],
+  replace_in_files: [false, true, false, false],
   move_path: [false, true, false, false],
   copy_path: [false, true, false, false],
   delete_path: [false, true, false, false],

@@ -169,6 +169,23 @@ Object.assign(CASES, {
       { args: { patch: 'this is not a diff' }, code: 'PATCH_FAILED' },
     ],
   },
+  replace_in_files: {
+    ok: [
+      { path: 'mut', query: 'p3', replacement: 'P3', dry_run: true },
+      { path: 'mut/patch.txt', query: 'p(\\d)', replacement: 'q$1', regex: true, dry_run: true },
+      // apply_patch (earlier in the walk) made p3 P3
+      {
+        path: 'mut/patch.txt',
+        query: 'p5',
+        replacement: 'P5',
+        expected_hashes: { 'patch.txt': hashOf(PATCH_ME.replace('p3', 'P3')) },
+      },
+    ],
+    fail: [
+      { args: { query: '(', replacement: 'x', regex: true }, code: 'VALIDATION' },
+      { args: { path: '/etc', query: 'x', replacement: 'y' }, code: 'NOT_ALLOWED' },
+    ],
+  },
   move_path: {
     ok: [{ source: 'mut/move.txt', destination: 'mut/moved.txt' }],
     fail: [

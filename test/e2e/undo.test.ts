@@ -108,6 +108,31 @@ describe.each(ERAS)('undo (%s era)', (era) => {
     expect(read('b.txt')).toBe('bee\n');
   });
 
+  it('a revert of several changes checks every file they touched, not only the newest change, before writing', async () => {
+    const b = path.join(R, 'b.txt');
+    const a = path.join(R, 'a.txt');
+    const aNow = read('a.txt');
+    await client.callOk('write_file', { path: b, content: 'older\n', expected_hash: contentHash('bee\n') });
+    await client.callOk('write_file', { path: a, content: 'newer\n', expected_hash: contentHash(aNow) });
+    writeFileSync(b, 'external\n'); // the older change's file moved
+    const e = expectCode(await client.call('revert_changes', { last: 2 }), 'OCC_MISMATCH');
+    expect(e.error.path).toBe(b);
+    expect(e.error.details.files).toEqual([
+      { path: b, expected_hash: contentHash('older\n'), current_hash: contentHash('external\n') },
+    ]);
+    expect(read('a.txt')).toBe('newer\n'); // the newest change's file was not reverted either
+    expect(read('b.txt')).toBe('external\n');
+    writeFileSync(a, 'external a\n'); // both moved: both named
+    const both = expectCode(await client.call('revert_changes', { last: 2 }), 'OCC_MISMATCH');
+    expect(both.error.details.files.map((f: { path: string }) => f.path).sort()).toEqual([a, b].sort());
+    await client.callOk('revert_changes', {
+      last: 2,
+      expected_hashes: { [a]: contentHash('external a\n'), [b]: contentHash('external\n') },
+    });
+    expect(read('b.txt')).toBe('bee\n');
+    expect(read('a.txt')).toBe(aNow);
+  });
+
   it('reverts a multi-file patch as a whole (created deleted, deleted recreated with its mode)', async () => {
     const patch = [
       '--- a/b.txt',
@@ -405,6 +430,89 @@ describe('undo: policy, bounds and hostile records', () => {
       expect((await again.callOk('list_changes', { limit: 1 })).changes[0].tool).toBe('apply_patch');
       await again.close();
     } finally {
+      r.cleanup();
+      s.cleanup();
+    }
+  });
+});
+
+/**
+ * Undo gaps (issue 18): create_directory, move_path and copy_path of a file or link, delete_path of a link or an
+ * empty directory are recorded and reverted (and the revert can be undone).
+ */
+describe.each(ERAS)('undo of directories, links, moves and copies (%s era)', (era) => {
+  it('records and reverts create_directory, move_path, copy_path, delete_path of links and empty directories', async () => {
+    const r = makeTree({ 'm.txt': 'move me\n', 'c.txt': 'copy me\n', 'gone-dir': {}, 'target.txt': 't\n' });
+    const s = makeTree();
+    const R = r.dir;
+    symlinkSync('target.txt', path.join(R, 'link'));
+    chmodSync(path.join(R, 'm.txt'), 0o640);
+    chmodSync(path.join(R, 'gone-dir'), 0o750);
+    const client = await start(era, R, s.dir, ['--auto-occ=off']);
+    const newest = async () => (await client.callOk('list_changes', { limit: 1 })).changes[0];
+    try {
+      // create_directory: every directory it created is one change; the revert removes them (deepest first).
+      await client.callOk('create_directory', { path: 'd1/d2' });
+      const made = await newest();
+      expect(made).toMatchObject({ tool: 'create_directory' });
+      expect(made.files).toEqual([
+        { path: path.join(R, 'd1'), previous_hash: null, content_hash: null, type: 'directory' },
+        { path: path.join(R, 'd1', 'd2'), previous_hash: null, content_hash: null, type: 'directory' },
+      ]);
+      await client.callOk('revert_changes', { change_id: made.id });
+      expect(existsSync(path.join(R, 'd1'))).toBe(false);
+      await client.callOk('revert_changes', { last: 1 }); // the revert undone: the directories are back
+      expect(statSync(path.join(R, 'd1', 'd2')).isDirectory()).toBe(true);
+
+      // move_path of a file: reverted to the source with its bytes and mode.
+      await client.callOk('move_path', { source: 'm.txt', destination: 'd1/moved.txt' });
+      expect((await newest()).tool).toBe('move_path');
+      await client.callOk('revert_changes', { last: 1 });
+      expect(readFileSync(path.join(R, 'm.txt'), 'utf8')).toBe('move me\n');
+      expect(statSync(path.join(R, 'm.txt')).mode & 0o777).toBe(0o640);
+      expect(existsSync(path.join(R, 'd1', 'moved.txt'))).toBe(false);
+
+      // move_path of a link moves the link; the revert puts it back with its target.
+      await client.callOk('move_path', { source: 'link', destination: 'link2' });
+      await client.callOk('revert_changes', { last: 1 });
+      expect(lstatSync(path.join(R, 'link')).isSymbolicLink()).toBe(true);
+      expect(readFileSync(path.join(R, 'link'), 'utf8')).toBe('t\n');
+      expect(existsSync(path.join(R, 'link2'))).toBe(false);
+
+      // copy_path of a file: the revert deletes the copy, the source stays.
+      await client.callOk('copy_path', { source: 'c.txt', destination: 'c2.txt' });
+      expect((await newest()).tool).toBe('copy_path');
+      await client.callOk('revert_changes', { last: 1 });
+      expect(existsSync(path.join(R, 'c2.txt'))).toBe(false);
+      expect(readFileSync(path.join(R, 'c.txt'), 'utf8')).toBe('copy me\n');
+
+      // delete_path of a link and of an empty directory: recreated.
+      await client.callOk('delete_path', { path: 'link' });
+      await client.callOk('revert_changes', { last: 1 });
+      expect(lstatSync(path.join(R, 'link')).isSymbolicLink()).toBe(true);
+      await client.callOk('delete_path', { path: 'gone-dir' });
+      const dry = await client.callOk('revert_changes', { last: 1, dry_run: true });
+      expect(dry.files).toEqual([
+        {
+          path: path.join(R, 'gone-dir'),
+          action: 'recreated',
+          previous_hash: null,
+          content_hash: null,
+          type: 'directory',
+        },
+      ]);
+      expect(existsSync(path.join(R, 'gone-dir'))).toBe(false); // a dry run writes nothing
+      await client.callOk('revert_changes', { last: 1 });
+      expect(statSync(path.join(R, 'gone-dir')).mode & 0o777).toBe(0o750);
+
+      // A directory that is no longer empty is not removed: the revert fails, the file inside stays.
+      await client.callOk('create_directory', { path: 'd3' });
+      writeFileSync(path.join(R, 'd3', 'keep.txt'), 'keep\n');
+      const e = await client.call('revert_changes', { last: 1 });
+      expect(e.isError).toBe(true);
+      expect(readFileSync(path.join(R, 'd3', 'keep.txt'), 'utf8')).toBe('keep\n');
+    } finally {
+      await client.close();
       r.cleanup();
       s.cleanup();
     }

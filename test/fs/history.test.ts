@@ -1,97 +1,113 @@
 /**
- * The undo history in the state directory (src/fs/history.ts; issue 21), in-process on a real directory. Pins:
- *  - an empty or missing history lists nothing; a recorded change reads back as written, oldest first;
- *  - records that are not JSON, have the wrong shape, carry bytes that do not match their hash or sit under another
- *    id's name are counted as invalid and left on disk;
- *  - the bounds: beyond maxChanges the oldest are dropped (counted, newest dropped id kept), never the newest; a change
- *    whose record alone exceeds maxBytes is not recorded and is counted as skipped.
+ * The undo history's records (src/fs/history.ts): entries for files, directories and links round-trip through the
+ * state directory; a record read back is validated strictly (a directory or link entry carrying bytes, a link without
+ * its target, old bytes not matching their hash, a file name not matching its id are invalid and counted, never
+ * returned); the bounds drop the oldest first and count a record too large to keep.
  */
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { hashBytes } from '../../src/fs/hash.js';
-import { DEFAULT_HISTORY_LIMITS, historyFileOf, loadHistory, recordChange } from '../../src/fs/history.js';
+import { historyEntryOf, historyFileOf, loadHistory, recordChange } from '../../src/fs/history.js';
+import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
-const trees: Array<{ cleanup: () => void }> = [];
-afterEach(() => trees.splice(0).forEach((t) => t.cleanup()));
+const LIMITS = { maxChanges: 200, maxBytes: 1024 * 1024 };
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const c of cleanups.splice(0)) c();
+});
 function stateDir(): string {
-  const t = makeTree({}, 'fs-tools-history-');
-  trees.push(t);
+  const t = makeTree();
+  cleanups.push(t.cleanup);
   return t.dir;
 }
-const file = (name: string, before: string | null, after: string | null) =>
-  historyFileOf(
-    `/r/${name}`,
-    before === null ? null : Buffer.from(before),
-    before === null ? null : 0o644,
-    after === null ? null : hashBytes(Buffer.from(after)),
-  );
 
-describe('history', () => {
-  it('lists nothing for a missing directory, then the recorded changes oldest first', async () => {
-    const dir = stateDir();
-    expect(await loadHistory(dir)).toEqual({ changes: [], invalid: 0, dropped: 0, lastDroppedId: null, skipped: 0 });
-    const a = await recordChange(dir, DEFAULT_HISTORY_LIMITS, { tool: 'write_file', files: [file('a', null, 'A')] });
-    const b = await recordChange(dir, DEFAULT_HISTORY_LIMITS, {
-      tool: 'undo',
-      reverts: [a!],
-      files: [file('a', 'A', null)],
+describe('history entries', () => {
+  it('describe files, directories and links before and after', () => {
+    expect(
+      historyEntryOf('/r/a', { kind: 'file', bytes: Buffer.from('x'), mode: 0o100644 }, { kind: 'absent' }),
+    ).toEqual({ path: '/r/a', old_base64: 'eA==', old_hash: contentHash('x'), old_mode: 0o644, new_hash: null });
+    expect(historyEntryOf('/r/d', { kind: 'absent' }, { kind: 'directory' })).toEqual({
+      path: '/r/d',
+      old_base64: null,
+      old_hash: null,
+      old_mode: null,
+      new_hash: null,
+      new_kind: 'directory',
     });
-    const h = await loadHistory(dir);
-    expect(h.changes.map((c) => [c.id, c.tool, c.reverts])).toEqual([
-      [a, 'write_file', undefined],
-      [b, 'undo', [a]],
-    ]);
-    expect(h.changes[1].files[0]).toEqual({
-      path: '/r/a',
-      old_base64: Buffer.from('A').toString('base64'),
-      old_hash: hashBytes(Buffer.from('A')),
-      old_mode: 0o644,
+    expect(historyEntryOf('/r/d', { kind: 'directory', mode: 0o40750 }, { kind: 'absent' })).toMatchObject({
+      old_kind: 'directory',
+      old_mode: 0o750,
+    });
+    expect(historyEntryOf('/r/l', { kind: 'symlink', target: 'a' }, { kind: 'symlink', target: 'b' })).toMatchObject({
+      old_kind: 'symlink',
+      old_target: 'a',
+      new_kind: 'symlink',
+      new_target: 'b',
       new_hash: null,
     });
+    expect(historyEntryOf('/r/f', { kind: 'absent' }, { kind: 'file', hash: contentHash('y') }).new_hash).toBe(
+      contentHash('y'),
+    );
   });
 
-  it('counts invalid records and leaves them on disk', async () => {
+  it('round-trip through the state directory, newest last', async () => {
     const dir = stateDir();
-    const good = await recordChange(dir, DEFAULT_HISTORY_LIMITS, { tool: 'write_file', files: [file('a', 'x', 'y')] });
-    const h = path.join(dir, 'history');
-    const id = (n: number) => `${String(n).padStart(15, '0')}-${'a'.repeat(12)}`;
-    writeFileSync(path.join(h, `${id(1)}.json`), '{not json');
-    writeFileSync(path.join(h, `${id(2)}.json`), JSON.stringify({ id: id(2), tool: 'x' }));
-    const forged = {
-      id: id(3),
+    const files = [
+      historyEntryOf('/r/d', { kind: 'absent' }, { kind: 'directory' }),
+      historyEntryOf('/r/l', { kind: 'symlink', target: '../t' }, { kind: 'absent' }),
+      historyFileOf('/r/f', Buffer.from('old'), 0o644, contentHash('new')),
+    ];
+    const first = await recordChange(dir, LIMITS, { tool: 'create_directory', files: files.slice(0, 1) });
+    const second = await recordChange(dir, LIMITS, { tool: 'delete_path', files: files.slice(1) });
+    const loaded = await loadHistory(dir);
+    expect(loaded.changes.map((c) => c.id)).toEqual([first, second]);
+    expect(loaded.changes[1].files).toEqual(files.slice(1));
+    expect(loaded.invalid).toBe(0);
+  });
+
+  it.each([
+    ['a directory entry with bytes', { old_kind: 'directory', old_base64: 'eA==', old_hash: contentHash('x') }],
+    ['a link entry without its target', { new_kind: 'symlink' }],
+    ['a link target with NUL', { new_kind: 'symlink', new_target: 'a\0b' }],
+    ['a target on a non-link', { new_target: 'a' }],
+    ['bytes not matching their hash', { old_base64: 'eA==', old_hash: contentHash('y') }],
+  ])('ignore a record with %s (counted invalid)', async (_label, patch) => {
+    const dir = stateDir();
+    const id = await recordChange(dir, LIMITS, {
+      tool: 'write_file',
+      files: [historyFileOf('/r/f', null, null, contentHash('n'))],
+    });
+    const file = path.join(dir, 'history', `${id}.json`);
+    const record = {
+      id,
       tool: 'write_file',
       created_at: new Date().toISOString(),
-      files: [{ ...file('a', 'x', 'y'), old_base64: Buffer.from('other').toString('base64') }],
+      files: [{ path: '/r/f', old_base64: null, old_hash: null, old_mode: null, new_hash: null, ...patch }],
     };
-    writeFileSync(path.join(h, `${id(3)}.json`), JSON.stringify(forged));
-    writeFileSync(
-      path.join(h, `${id(4)}.json`),
-      JSON.stringify({ ...forged, id: id(5), files: [file('a', 'x', 'y')] }),
-    );
-    mkdirSync(path.join(h, `${id(6)}.json`));
-    const listing = await loadHistory(dir);
-    expect([listing.changes.map((c) => c.id), listing.invalid]).toEqual([[good], 5]);
-    expect(readdirSync(h)).toHaveLength(6);
+    writeFileSync(file, JSON.stringify(record));
+    const loaded = await loadHistory(dir);
+    expect(loaded.changes).toEqual([]);
+    expect(loaded.invalid).toBe(1);
   });
 
-  it('drops the oldest beyond maxChanges, keeps the newest, and skips a record over maxBytes', async () => {
+  it('drop the oldest beyond the count bound and skip a record alone over the byte bound', async () => {
     const dir = stateDir();
-    const limits = { maxChanges: 2, maxBytes: 10_000 };
-    const ids: Array<string | null> = [];
-    for (const n of ['1', '2', '3'])
-      ids.push(await recordChange(dir, limits, { tool: 'write_file', files: [file(n, n, `${n}!`)] }));
-    let h = await loadHistory(dir);
-    expect(h.changes.map((c) => c.id)).toEqual(ids.slice(1));
-    expect([h.dropped, h.lastDroppedId]).toEqual([1, ids[0]]);
-    const skipped = await recordChange(dir, limits, {
+    const one = (n: number) => ({
       tool: 'write_file',
-      files: [file('big', 'x'.repeat(20_000), 'y')],
+      files: [historyFileOf(`/r/${n}`, null, null, contentHash(`${n}`))],
     });
+    for (let n = 0; n < 4; n++) await recordChange(dir, { maxChanges: 2, maxBytes: 1024 * 1024 }, one(n));
+    const loaded = await loadHistory(dir);
+    expect(loaded.changes.map((c) => c.files[0].path)).toEqual(['/r/2', '/r/3']);
+    expect(loaded.dropped).toBe(2);
+    const skipped = await recordChange(dir, { maxChanges: 10, maxBytes: 10 }, one(9));
     expect(skipped).toBeNull();
-    h = await loadHistory(dir);
-    expect([h.changes.length, h.skipped, h.dropped]).toEqual([2, 1, 1]);
-    expect(existsSync(path.join(dir, 'history', 'meta.json'))).toBe(true);
+    expect((await loadHistory(dir)).skipped).toBe(1);
+    expect(readdirSync(path.join(dir, 'history')).filter((n) => n !== 'meta.json')).toHaveLength(2);
+  });
+
+  it('is empty without a history directory', async () => {
+    expect(await loadHistory(stateDir())).toMatchObject({ changes: [], invalid: 0, dropped: 0, skipped: 0 });
   });
 });

@@ -1,0 +1,40 @@
+/**
+ * Line-wise replacement (src/fs/replace-lines.ts), the core of replace_in_files: a pattern applies to each line on
+ * its own (`^`/`$` are line bounds, a match never spans lines), CRLF and a missing final newline are kept, literal
+ * replacements are inserted as typed while regex replacements expand $1/$<name>/$&/$$, and zero-length matches count.
+ */
+import { describe, expect, it } from 'vitest';
+import { replaceLines } from '../../src/fs/replace-lines.js';
+
+const lit = (q: string) => new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'u');
+
+describe('replaceLines', () => {
+  it.each([
+    ['a foo b foo\nfoo\n', 'foo', 'bar', 'a bar b bar\nbar\n', 3],
+    ['x\r\nfoo\r\n', 'foo', 'bar', 'x\r\nbar\r\n', 1],
+    ['foo', 'foo', 'bar', 'bar', 1],
+    ['no match\n', 'foo', 'bar', 'no match\n', 0],
+    ['a.b a-b\n', '.', '$&$$', 'a$&$$b a-b\n', 1],
+    ['', 'foo', 'bar', '', 0],
+  ])('literal %j: %s → %s', (text, query, replacement, expected, count) => {
+    expect(replaceLines(lit(query), text, replacement, true)).toEqual({ text: expected, count });
+  });
+
+  it.each([
+    ['v1 v22\nv3\n', 'v(\\d+)', 'w$1', 'w1 w22\nw3\n', 3],
+    ['key=val\n', '(?<k>\\w+)=(?<v>\\w+)', '$<v>=$<k>', 'val=key\n', 1],
+    ['a\r\nb\r\n', '$', ';', 'a;\r\nb;\r\n', 2], // $ is before the CR; the CR stays
+    ['a\nb\n', '^', '> ', '> a\n> b\n', 2], // nothing after the final newline
+    ['a\n\nb', '^', '> ', '> a\n> \n> b', 3], // an empty line inside is a line
+    ['a\nb\n', 'a\\nb', 'x', 'a\nb\n', 0], // never spans lines
+    ['price 5\n', '\\d', '$$$&', 'price $5\n', 1],
+  ])('regex %j: /%s/ → %s', (text, source, replacement, expected, count) => {
+    expect(replaceLines(new RegExp(source, 'u'), text, replacement, false)).toEqual({ text: expected, count });
+  });
+
+  it('keeps a global pattern usable and case-insensitive flags', () => {
+    const re = /foo/giu;
+    expect(replaceLines(re, 'FOO foo\n', 'x', true)).toEqual({ text: 'x x\n', count: 2 });
+    expect(replaceLines(re, 'Foo\n', 'y', true)).toEqual({ text: 'y\n', count: 1 });
+  });
+});
