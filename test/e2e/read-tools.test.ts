@@ -114,7 +114,7 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
         { type: 'text', text: 'hello\nworld\n' },
         {
           type: 'text',
-          text: `[fs-tools: content_hash ${sha('hello\nworld\n')}; lines 1-2 of 2; bytes 0-12 of 12; eol lf]`,
+          text: `[fs-tools: content_hash ${sha('hello\nworld\n')}; lines 1-2 of 2]`,
         },
       ]);
       expect(r.structuredContent).toEqual({
