@@ -92,7 +92,8 @@ export const listChanges = defineTool({
   description:
     'List the file changes this server made (writes, edits, patches, file deletes, reverts), newest first: id, ' +
     'tool, time, paths with hashes before/after. Kept across restarts; the oldest go first past ' +
-    '--history-max-changes (200) or --history-max-bytes. Pass an id to revert_changes.',
+    '--history-max-changes (200) or --history-max-bytes. Pass an id to revert_changes; fails only when the ' +
+    'state directory is unreadable (IO_ERROR).',
   group: 'fs-read',
   input: ListChangesInput,
   output: ListChangesOutput,
