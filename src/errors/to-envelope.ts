@@ -24,8 +24,8 @@ export interface ErrorEnvelope {
 
 /** Default next step per code, used when the thrower gave none. */
 const DEFAULT_SUGGESTIONS: Record<ErrorCode, string> = {
-  NOT_ALLOWED: 'Call list_allowed_directories and use a path inside one of the roots.',
-  NOT_FOUND: 'Check the path with list_directory or search_files.',
+  NOT_ALLOWED: 'Use a path inside the roots (list_allowed_directories).',
+  NOT_FOUND: 'Check the path with list_directory.',
   ROOTS_EMPTY: 'Start fs-tools with a ROOT argument, or have the client announce roots.',
   SECRET_DENIED:
     'Secret files are off limits; ask the user to restart fs-tools with --allow-secrets if access is intended.',
@@ -138,7 +138,7 @@ function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
   switch (errno) {
     case 'ENOENT':
     case 'ENOTDIR':
-      return build('NOT_FOUND', `No such file or directory${path ? `: ${path}` : ''}.`, { path });
+      return build('NOT_FOUND', 'No such file or directory.', { path });
     case 'EACCES':
     case 'EPERM':
       return build('FILE_POLICY_DENIED', `The operating system denied access (${errno})${path ? ` to ${path}` : ''}.`, {

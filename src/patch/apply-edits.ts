@@ -67,7 +67,7 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
       spans = findTolerant(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
       match = 'trailing_whitespace';
     }
-    const label = `edits[${index}] (${index + 1} of ${edits.length})`;
+    const label = edits.length === 1 ? 'edit' : `edits[${index}] (${index + 1} of ${edits.length})`;
     if (spans.length === 0) {
       // Evidence only (issue 17): new_text is found and what old_text and new_text share (their common start and end,
       // which is where the old text would have been) carries at least MIN_EVIDENCE_CHARS non-blank characters — never
@@ -92,11 +92,11 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
           ? findNearestRegion(splitView(t.view).lines, splitView(oldText).lines)
           : null;
       throw new PatchFailedError(
-        `${label}: old_text was not found in ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`,
+        `${label}: old_text not found${nearest ? `; closest region at line ${nearest.line}` : ''}.`,
         {
           path: absolute,
           details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
-          suggestion: 'Read the file and copy old_text exactly from its current content (indentation included).',
+          suggestion: 'Copy old_text exactly from a fresh read.',
         },
       );
     }

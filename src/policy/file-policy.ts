@@ -132,7 +132,7 @@ export function assertPolicyAllows(access: Access | null, intent: Intent, absolu
     });
   }
   if (access === 'hidden') {
-    throw new ToolError('NOT_FOUND', `No such file or directory: ${absolute}.`, { path: absolute });
+    throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: absolute });
   }
   if (access === 'read_only' && intent === 'write') {
     throw new ToolError('FILE_POLICY_DENIED', `The file policy makes ${absolute} read-only.`, {

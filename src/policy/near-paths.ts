@@ -183,7 +183,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
  */
 export async function notFoundError(resolved: ResolvedPath, ctx: PolicyContext): Promise<ToolError> {
   const near = await nearPaths(resolved, ctx);
-  return new ToolError('NOT_FOUND', `No such file or directory: ${resolved.absolute}.`, {
+  return new ToolError('NOT_FOUND', 'No such file or directory.', {
     path: resolved.absolute,
     details: near.length ? { near } : {},
     ...(near.length

@@ -123,7 +123,7 @@ export async function resolveInRoots(
     findContainingRoot(roots, absolute) !== undefined || roots.some((r) => isWithin(r.given, absolute));
   // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path).
   const outside = (reason: 'outside_roots' | 'symlink_target_outside') =>
-    new ToolError('NOT_ALLOWED', `${absolute} is outside the allowed roots.`, {
+    new ToolError('NOT_ALLOWED', 'Outside the allowed roots.', {
       path: absolute,
       details: { reason, roots: roots.map((r) => r.real) },
     });

@@ -318,7 +318,7 @@ export const applyPatch = defineTool({
           if (t.action !== 'created' && !current.exists) {
             // Known to the session (or named by content): OCC_MISMATCH deleted (issue 21). Otherwise it vanished.
             if (deletionIsConflict(ctx, expected)(t.source.real)) occ();
-            throw new ToolError('NOT_FOUND', `No such file or directory: ${t.source.absolute}.`, {
+            throw new ToolError('NOT_FOUND', 'No such file or directory.', {
               path: t.source.absolute,
             });
           }

@@ -256,8 +256,7 @@ function assertCopyable(
   source: { real: string; absolute: string },
   destination: { real: string; absolute: string },
 ): void {
-  if (!src)
-    throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+  if (!src) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: source.absolute });
   if (source.real === destination.real) {
     throw new ToolError('VALIDATION', 'source and destination are the same path.', {
       path: source.absolute,

@@ -66,8 +66,7 @@ export const deletePath = defineTool({
       decide: async (scope) => {
         const { dir, name } = scope.existingParent(target.real, target.absolute);
         const stats = dir.lstat(name);
-        if (!stats)
-          throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+        if (!stats) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: target.absolute });
         const type = kindOf(stats);
         const forget = () =>
           stats.isDirectory() ? ctx.hashes.forgetUnder(target.real) : ctx.hashes.forget(target.real);

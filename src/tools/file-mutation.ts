@@ -383,7 +383,7 @@ export async function mutateFile<T>(
         // A known file that is gone: the OCC check throws OCC_MISMATCH deleted (issue 21); otherwise NOT_FOUND.
         if (known) occCheck();
         if (!where) throw parentMissing(target.absolute);
-        throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+        throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: target.absolute });
       }
       if (!where && !options.createDirs) {
         occCheck(); // throws OCC_MISMATCH deleted for a known file; else the parent is simply missing

@@ -27,7 +27,7 @@ export const ListDirectoryInput = z.strictObject({
   long: z.boolean().default(false).describe('Add size and mtime'),
 });
 
-const EntrySchema = z.object({
+const EntryObjectSchema = z.object({
   path: z.string().describe('Relative to the listed directory, / separated'),
   type: KindSchema,
   size: z.number().int().optional().describe('long: bytes (of the link itself for a symlink)'),
@@ -38,9 +38,28 @@ const EntrySchema = z.object({
     .describe("Symlinks only: the target's type when it is inside the roots, else null"),
 });
 
+/**
+ * One listed entry as the model sees it (issue #15): a regular file or a directory that is not a secret is just its
+ * path, a directory's with `/` after it (a name never holds `/`, so this is unambiguous); a symlink, a special file,
+ * a secret, or any entry of a `long` listing is an object. Structured-first clients show this JSON to their model:
+ * the object form tripled a listing's bytes.
+ */
+const EntrySchema = z.union([z.string(), EntryObjectSchema]);
+type EntryObject = z.infer<typeof EntryObjectSchema>;
+
+/** The compact form of an entry (see EntrySchema). */
+function compactEntry(e: EntryObject): z.infer<typeof EntrySchema> {
+  const plain = e.size === undefined && e.secret === undefined;
+  if (plain && e.type === 'file') return e.path;
+  if (plain && e.type === 'directory') return `${e.path}/`;
+  return e;
+}
+
 export const ListDirectoryOutput = z.object({
   path: z.string().describe('Absolute resolved directory'),
-  entries: z.array(EntrySchema),
+  entries: z
+    .array(EntrySchema)
+    .describe('A file is its path, a directory its path and "/"; other kinds, secrets and long entries are objects'),
   truncated: z.boolean(),
   next_cursor: z.string().nullable(),
   skipped: z.object({
@@ -63,7 +82,7 @@ export const ListDirectoryOutput = z.object({
  * One entry as a line of text: the path (quoted and C-escaped when it holds a control character, a line break, a
  * quote or a backslash: src/tools/text-safe.ts), `/` after a directory, the link note, the secret mark.
  */
-function entryLine(e: z.infer<typeof EntrySchema>): string {
+function entryLine(e: EntryObject): string {
   const suffix =
     e.type === 'directory'
       ? '/'
@@ -77,8 +96,9 @@ export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
   description:
-    'List a directory in stable order: path and type (size, mtime with long). Symlinks shown, not followed; ' +
-    'secrets marked; .gitignore respected. At most 1000 entries a page: go on with next_cursor. Fails on a file (VALIDATION).',
+    'List a directory in stable order: a file as its path, a directory as path/; links (not followed), secrets, ' +
+    'other kinds and long (size, mtime) as objects. .gitignore respected. At most 1000 entries a page: go on with ' +
+    'next_cursor. Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,
@@ -110,6 +130,7 @@ export const listDirectory = defineTool({
           ctx.config.limits.maxListEntries,
         );
         const entries: z.infer<typeof EntrySchema>[] = [];
+        let lastPath: string | undefined;
         let unreadable = 0;
         let ignoreRules = 0;
         let pendingUnreadable = 0;
@@ -149,7 +170,7 @@ export const listDirectory = defineTool({
           }
           const type = kindOf(entry.stats);
           const secret = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
-          const item: z.infer<typeof EntrySchema> = {
+          const item: EntryObject = {
             path: entry.relative,
             type,
             // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
@@ -158,7 +179,8 @@ export const listDirectory = defineTool({
             ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
           };
           const line = entryLine(item);
-          const cost = jsonBytes(item) + jsonStringBytes(line) + 2;
+          const shaped = compactEntry(item);
+          const cost = jsonBytes(shaped) + jsonStringBytes(line) + 2;
           if (!budget.take(cost)) {
             if (entries.length > 0) {
               truncated = true;
@@ -170,15 +192,15 @@ export const listDirectory = defineTool({
           pendingUnreadable = 0;
           nameTooLong += pendingNameTooLong;
           pendingNameTooLong = 0;
-          entries.push(item);
+          entries.push(shaped);
+          lastPath = item.path;
           lines.push(line);
         }
         if (!truncated) {
           unreadable += pendingUnreadable;
           nameTooLong += pendingNameTooLong;
         }
-        const last = entries[entries.length - 1];
-        const nextCursor = truncated && last ? encodeCursor(fingerprint, { after: last.path }) : null;
+        const nextCursor = truncated && lastPath !== undefined ? encodeCursor(fingerprint, { after: lastPath }) : null;
         if (truncated)
           lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
         if (entries.length === 0) lines.push('(empty)');

@@ -105,8 +105,7 @@ export const movePath = defineTool({
         const src = scope.existingParent(source.real, source.absolute);
         const dst = scope.existingParent(destination.real, destination.absolute, missingParent);
         const srcNow = src.dir.lstat(src.name);
-        if (!srcNow)
-          throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+        if (!srcNow) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: source.absolute });
         const dstNow = dst.dir.lstat(dst.name);
         const dstHash =
           dstNow?.isFile() && !args.overwrite
@@ -253,8 +252,7 @@ function assertMovable(
   destination: { real: string; absolute: string },
   dstHash: string | null,
 ): void {
-  if (!src)
-    throw new ToolError('NOT_FOUND', `No such file or directory: ${source.absolute}.`, { path: source.absolute });
+  if (!src) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: source.absolute });
   if (src.isDirectory() && isWithin(source.real, destination.real)) {
     throw new ToolError('VALIDATION', 'A directory cannot be moved inside itself.', {
       path: destination.absolute,

@@ -169,16 +169,21 @@ export async function readOne(
 
 /**
  * The facts block that follows the raw content as its own text block (issue #15): a text-only client (Gemini CLI)
- * shows its model only text, so the facts needed for the next call — content_hash, the range returned, eol, bom,
- * and where to continue when truncated — are written here too. One line; the content block stays raw.
+ * shows its model only text, so the facts needed for the next call — content_hash, the lines returned, and where to
+ * continue when truncated — are written here too. One line; the content block stays raw. Defaults are left out to
+ * keep every read small: the byte range only when the read was cut, by bytes or base64; `eol` only when it is not
+ * `lf` (or `none`); `bom` only when there is one.
  */
 export function factsNote(r: ReadResult): string {
   const facts = [
     `content_hash ${r.content_hash}`,
     `lines ${r.range.start_line}-${r.range.end_line} of ${r.total_lines}`,
-    `bytes ${r.range.start_byte}-${r.range.end_byte} of ${r.size}`,
-    `eol ${r.eol}${r.bom ? ', bom' : ''}`,
   ];
+  if (r.truncated || r.encoding === 'base64') {
+    facts.push(`bytes ${r.range.start_byte}-${r.range.end_byte} of ${r.size}`);
+  }
+  if (r.eol !== 'lf' && r.eol !== 'none') facts.push(`eol ${r.eol}`);
+  if (r.bom) facts.push('bom');
   if (r.encoding === 'base64') facts.push('base64');
   if (r.truncated && r.continuation) {
     const next = r.continuation.cut_mid_line
@@ -194,7 +199,7 @@ export const readFile = defineTool({
   title: 'Read file',
   description:
     'Read a UTF-8 file (or base64), whole or a range. Text is the raw content, then a facts line with ' +
-    'content_hash (edits need it). At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 ' +
+    'content_hash (edits need it); eol named when not lf. At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 ' +
     'fails (VALIDATION): use base64.',
   group: 'fs-read',
   input: ReadFileInput,

@@ -32,10 +32,9 @@ export const readMedia = defineTool({
   name: 'read_media',
   title: 'Read image or audio',
   description:
-    'View an image (PNG, JPEG, GIF, WebP) or hear an audio file (WAV, MP3, OGG, FLAC, M4A): returns it as ' +
-    'an image/audio content block, its type detected from the bytes, with size and content_hash. SVG is text: use ' +
-    'read_file. Files over --max-media-bytes (default 2 MiB) fail with VALIDATION reason too_large; other formats ' +
-    'with reason not_media (read_file with encoding base64 gives the raw bytes). Policy as read_file.',
+    'View an image (PNG, JPEG, GIF, WebP) or hear audio (WAV, MP3, OGG, FLAC, M4A) as a content block, with ' +
+    'size and content_hash. Over --max-media-bytes (2 MiB): VALIDATION too_large; other formats: not_media (use ' +
+    'read_file; SVG is text).',
   group: 'fs-read',
   input: ReadMediaInput,
   output: ReadMediaOutput,

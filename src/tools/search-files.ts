@@ -56,35 +56,41 @@ const MatchSchema = z.object({
 export const SearchFilesOutput = z.object({
   path: z.string().describe('Absolute resolved directory searched'),
   mode: z.enum(['glob', 'content']),
-  files: z.array(z.string()).describe('Glob-only search: matching file paths, relative to path'),
-  matches: z.array(MatchSchema).describe('Content search: matching lines'),
+  files: z
+    .array(z.string())
+    .optional()
+    .describe('Glob search or output_mode files_with_matches (only then present): file paths, relative to path'),
+  matches: z.array(MatchSchema).optional().describe('Content search, output_mode matches (only then present)'),
   counts: z
     .array(z.object({ path: z.string(), count: z.number().int() }))
-    .describe('output_mode count: matching lines per file (files with none are left out)'),
+    .optional()
+    .describe('output_mode count (only then present): matching lines per file (files with none are left out)'),
   output_mode: z.enum(['matches', 'files_with_matches', 'count']),
   files_scanned: z.number().int(),
   files_matched: z.number().int(),
-  skipped: z.object({
-    secret: z.number().int(),
-    binary: z.number().int(),
-    too_large: z.number().int(),
-    policy: z.number().int(),
-    unreadable: z.number().int().describe('Directories or files that could not be read'),
-    too_deep: z.number().int().describe("Directories below the walk's depth limit (64), not searched"),
-    name_too_long: z
-      .number()
-      .int()
-      .describe('Directories whose path is longer than the OS accepts (PATH_MAX), not searched'),
-    ignore_rules: z
-      .number()
-      .int()
-      .optional()
-      .describe(
-        '.gitignore lines not applied because they exceed the pattern limits (they match nothing); present when > 0',
-      ),
-  }),
+  skipped: z
+    .object({
+      secret: z.number().int().optional(),
+      binary: z.number().int().optional(),
+      too_large: z.number().int().optional(),
+      policy: z.number().int().optional(),
+      unreadable: z.number().int().optional().describe('Directories or files that could not be read'),
+      too_deep: z.number().int().optional().describe("Directories below the walk's depth limit (64), not searched"),
+      name_too_long: z
+        .number()
+        .int()
+        .optional()
+        .describe('Directories whose path is longer than the OS accepts (PATH_MAX), not searched'),
+      ignore_rules: z
+        .number()
+        .int()
+        .optional()
+        .describe('.gitignore lines not applied because they exceed the pattern limits (they match nothing)'),
+    })
+    .optional()
+    .describe('What was not searched, by reason; only reasons > 0, and absent when nothing was skipped'),
   truncated: z.boolean(),
-  next_cursor: z.string().nullable(),
+  next_cursor: z.string().optional().describe('Present when truncated: pass it as cursor for the next page'),
 });
 
 type Match = z.infer<typeof MatchSchema>;
@@ -517,19 +523,24 @@ export const searchFiles = defineTool({
         }
         if (ignoreRules > 0) skipped.ignore_rules = ignoreRules;
         const nextCursor = truncated && next ? encodeCursor(fingerprint, next) : null;
-        const structured = {
+        // Issue #15: only the result array of this kind of search, only the skip reasons that happened, the cursor
+        // only when there is a next page (structured-first clients show all of it to their model, JSON-escaped).
+        const nonZeroSkips = Object.fromEntries(Object.entries(skipped).filter(([, n]) => n > 0));
+        const structured: z.infer<typeof SearchFilesOutput> = {
           path: target.real,
           mode,
           output_mode: outputMode,
-          files,
-          matches,
-          counts,
+          ...(mode === 'glob' || outputMode === 'files_with_matches'
+            ? { files }
+            : outputMode === 'count'
+              ? { counts }
+              : { matches }),
           files_scanned: filesScanned,
           files_matched: filesMatched,
-          skipped,
+          ...(Object.keys(nonZeroSkips).length > 0 ? { skipped: nonZeroSkips } : {}),
           truncated,
-          next_cursor: nextCursor,
-        } as const;
+          ...(nextCursor !== null ? { next_cursor: nextCursor } : {}),
+        };
         if (out.length === 0) out.push('(no matches)');
         const skippedParts = Object.entries(skipped)
           .filter(([, n]) => n > 0)

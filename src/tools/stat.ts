@@ -78,8 +78,7 @@ export const stat = defineTool({
     }
     // Metadata as it is now through the verified parent, never through whatever a swapped ancestor points to.
     const s = lstatVerified(target.real, isInside);
-    if (!s)
-      throw new ToolError('NOT_FOUND', `No such file or directory: ${target.absolute}.`, { path: target.absolute });
+    if (!s) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: target.absolute });
     const structured = {
       path: target.real,
       type: kindOf(s),

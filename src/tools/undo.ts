@@ -97,11 +97,10 @@ export const listChanges = defineTool({
   name: 'list_changes',
   title: 'List changes',
   description:
-    'List the changes this server made (file writes, edits, patches, replace_in_files, moves, copies and deletes ' +
-    'of files and links, create_directory, reverts), newest first: id, tool, time, paths with hashes before/after. Kept across restarts in the ' +
-    'state directory, bounded by --history-max-changes (200) and --history-max-bytes (64 MiB); the oldest are ' +
-    'dropped first (see note). Use an id with revert_changes. Records that fail validation are ignored (invalid). ' +
-    'Fails only with IO_ERROR (state directory unreadable).',
+    'List the changes this server made (writes, edits, patches, replace_in_files, moves, copies, deletes, ' +
+    'create_directory, reverts), newest first: id, tool, time, paths with hashes before/after. Kept across ' +
+    'restarts; the oldest go first past --history-max-changes (200) or --history-max-bytes. Pass an id to ' +
+    'revert_changes; fails only when the state directory is unreadable (IO_ERROR).',
   group: 'fs-read',
   input: ListChangesInput,
   output: ListChangesOutput,
@@ -269,11 +268,9 @@ export const revertChanges = defineTool({
   name: 'revert_changes',
   title: 'Revert changes',
   description:
-    'Undo changes this server made (ids from list_changes): one change_id, the last N, or since an id ' +
-    '(that one and all later). Every file must still hold what the change left, else OCC_MISMATCH names the file; ' +
-    'pass expected_hashes {path: current content_hash} to revert anyway. Same checks as a live write (roots, secrets, ' +
-    '.git, file policy); atomic across files (journaled); the revert is itself a change. dry_run returns the diff. ' +
-    'Codes: NOT_FOUND (unknown id), OCC_MISMATCH, VALIDATION, policy codes, ROLLBACK_*.',
+    'Undo changes this server made (ids from list_changes): one change_id, the last N, or since an id (and all ' +
+    'later). A file changed since fails OCC_MISMATCH; expected_hashes {path: current content_hash} reverts anyway. ' +
+    'Checks as a live write; atomic across files; itself a change. dry_run returns the diff.',
   group: 'fs-write',
   input: RevertChangesInput,
   output: RevertChangesOutput,

@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
+import { entryObject, entryPath } from '../helpers/entries.js';
 
 const scratch = makeTree({ home: {}, repo: {} }, 'fs-tools-names-');
 const REPO = path.join(scratch.dir, 'repo');
@@ -101,11 +102,11 @@ describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => 
       // list_directory: exactly one line, the entry.
       const list = await client.call('list_directory', { path: REPO, respect_gitignore: false, exclude: ['.git'] });
       expect(list.isError).toBeFalsy();
-      expect((list.structuredContent as any).entries.map((e: { path: string }) => e.path)).toEqual([name]);
+      expect((list.structuredContent as any).entries.map(entryPath)).toEqual([name]);
       const listLines = textOf(list).split('\n');
       expect(listLines).toHaveLength(1);
       // A secret file name (.env, *.pem, …) is listed with its mark after the name.
-      const secret = (list.structuredContent as any).entries[0].secret === true;
+      const secret = entryObject((list.structuredContent as any).entries[0]).secret === true;
       expect(unquote(secret ? listLines[0].replace(/ {2}\[secret\]$/, '') : listLines[0])).toBe(name);
 
       // search_files, glob only: the entry and the summary line.
@@ -178,7 +179,7 @@ describe('structured output keeps the exact name (a directory of many hostile na
     const client = await connect('modern', { args: [scratch.dir] });
     try {
       const r = await client.call('list_directory', { path: dir });
-      expect((r.structuredContent as any).entries.map((e: { path: string }) => e.path)).toEqual(names);
+      expect((r.structuredContent as any).entries.map(entryPath)).toEqual(names);
       expect(textOf(r).split('\n').map(unquote)).toEqual(names);
     } finally {
       await client.close();

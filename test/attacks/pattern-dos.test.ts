@@ -17,6 +17,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, connect, type TestClient } from '../helpers/server.js';
 import { makeTree, type TreeSpec } from '../helpers/tree.js';
+import { entryObject, entryPath } from '../helpers/entries.js';
 
 /** The stated bound for one call of this suite (README "Patterns"); measured: well under 1 s each. */
 const CALL_BOUND_MS = 10_000;
@@ -159,7 +160,7 @@ describe('adversarial patterns, real server', () => {
       const r2 = await client.callOk('search_files', { path: '.', glob: EVIL_STAR, respect_gitignore: false });
       expect(r2.files).toEqual([]);
       const listed = await client.callOk('list_directory', { path: 'd1', respect_gitignore: false });
-      const names = listed.entries.map((e: { path: string }) => e.path);
+      const names = listed.entries.map(entryPath);
       expect(names).toContain(found);
       expect(names).not.toContain(hidden);
     } finally {
@@ -218,7 +219,7 @@ describe('adversarial patterns, real server', () => {
     expect(r.probeMax).toBeLessThan(PROBE_BOUND_MS);
     // One over-limit line in each of the four .gitignore files (the root's, d1's, d2's, d3's).
     expect(r.value.skipped).toEqual({ unreadable: 0, name_too_long: 0, ignore_rules: 4 });
-    const paths = r.value.entries.map((e: { path: string }) => e.path) as string[];
+    const paths = (r.value.entries as unknown[]).map(entryPath);
     // The other lines still apply: `ignored-*.tmp` is ignored; the adversarial lines match none of these names.
     expect(paths).not.toContain('ignored-1.tmp');
     for (const dir of ['', 'd1/', 'd1/d2/', 'd1/d2/d3/']) {
@@ -237,7 +238,9 @@ describe('adversarial patterns, real server', () => {
       client.callOk('list_directory', { path: 'd1/d2/d3', respect_gitignore: false }),
     );
     expect(r.probeMax).toBeLessThan(PROBE_BOUND_MS);
-    const byPath = new Map((r.value.entries as Array<{ path: string; secret?: boolean }>).map((e) => [e.path, e]));
+    const byPath = new Map(
+      (r.value.entries as unknown[]).map((e) => [entryPath(e), entryObject(e) as { secret?: boolean }]),
+    );
     expect(byPath.get(LONG_SECRET)?.secret).toBe(true);
     expect(byPath.get(LONG_PEM)?.secret).toBe(true);
     expect(byPath.get(LONG)?.secret).toBeUndefined();

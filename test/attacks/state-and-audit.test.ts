@@ -39,6 +39,7 @@ import { envelopeOf } from '../helpers/protocol-asserts.js';
 import { CLI, connect, type TestClient } from '../helpers/server.js';
 import { contentHash, snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
+import { entryPath as listedPath } from '../helpers/entries.js';
 
 interface Run {
   status: number | null;
@@ -278,7 +279,7 @@ describe('the state directory inside a root is unreachable through every tool', 
     expect(JSON.stringify(r)).not.toContain('MARKER-STATE-b71 old');
     // Listings and searches of the root omit it.
     const listed = await client.callOk('list_directory', { depth: 5, respect_gitignore: false });
-    expect(listed.entries.map((e: any) => e.path).filter((p: string) => p.startsWith('.fs-tools-state'))).toEqual([]);
+    expect(listed.entries.map(listedPath).filter((p: string) => p.startsWith('.fs-tools-state'))).toEqual([]);
     const found = await client.callOk('search_files', { query: 'MARKER-STATE-b71', respect_gitignore: false });
     expect(found.matches.map((m: any) => m.path)).toEqual(['readme.txt']);
     const globbed = await client.callOk('search_files', { glob: '**/*.json', respect_gitignore: false });
@@ -335,7 +336,7 @@ describe('the audit log inside a root cannot be moved, replaced, edited or redir
       await refuse('move_path', { source: 'a.txt', destination: 'logs/audit.log', overwrite: true });
       await refuse('apply_patch', { patch: '--- a/logs/audit.log\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n' });
       const listed = await client.callOk('list_directory', { depth: 3 });
-      expect(listed.entries.map((e: any) => e.path)).not.toContain('logs/audit.log');
+      expect(listed.entries.map(listedPath)).not.toContain('logs/audit.log');
       const searched = await client.callOk('search_files', { query: 'read_file' });
       expect(searched.matches).toEqual([]);
       expect(lines()).toBeGreaterThan(first);
@@ -387,7 +388,7 @@ describe('path-lock files are neither shown nor reachable', () => {
     const client = await connect('modern', { args: ['--state-dir', tree({}, 'fs-tools-lockname-state-'), R] });
     try {
       const listed = await client.callOk('list_directory', { respect_gitignore: false });
-      expect(listed.entries.map((e: any) => e.path)).toEqual(['a.txt']);
+      expect(listed.entries.map(listedPath)).toEqual(['a.txt']);
       const globbed = await client.callOk('search_files', { glob: '**', respect_gitignore: false });
       expect(JSON.stringify(globbed)).not.toContain('.fs-tools-lock-');
       const searched = await client.callOk('search_files', { query: 'elsewhere', respect_gitignore: false });

@@ -35,6 +35,7 @@ import { createProcessState, type ProcessState } from '../../src/server/process-
 import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
+import { entryObject } from '../helpers/entries.js';
 
 let R: string;
 let O: string;
@@ -284,9 +285,7 @@ describe('list_directory applies the policy to link targets', () => {
     const st = newState([`--policy=${policy}`, R]);
     const listed = await call('list_directory', { path: d }, st);
     expect(codeOf(listed)).toBe('ok');
-    const entries = (
-      listed as unknown as { structured: { entries: Array<{ path: string; link_target_type?: string | null }> } }
-    ).structured.entries;
+    const entries = (listed as unknown as { structured: { entries: unknown[] } }).structured.entries.map(entryObject);
     const byName = Object.fromEntries(entries.map((e) => [e.path, e.link_target_type]));
     expect(Object.keys(byName).sort()).toEqual(['plain.txt', 'to-denied', 'to-hidden', 'to-plain']);
     expect(byName['to-hidden']).toBeNull();

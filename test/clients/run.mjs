@@ -12,11 +12,13 @@
  * MCP Inspector's CLI checks the default mode (it answers roots/list with []) and --strict schema portability.
  *
  * Environment: FS_TOOLS_CLIENTS_DIR (install cache; default ~/.cache/fs-tools/clients-<pins>),
- * FS_TOOLS_CLIENTS=claude,codex,gemini,inspector (subset), FS_TOOLS_CLIENTS_SIZES_JSON=FILE (write the table).
+ * FS_TOOLS_CLIENTS=claude,codex,gemini,inspector (subset), FS_TOOLS_CLIENTS_SIZES_JSON=FILE (write the table),
+ * FS_TOOLS_CLIENTS_DUMP=DIR (write what each client handed its model, per client and server, for inspection).
  * Prints "N passed, N failed" last; exits 1 on any failed check.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +37,8 @@ export const PINNED = {
   '@modelcontextprotocol/inspector': '2.12.0',
 };
 const RUN_TIMEOUT_MS = 120_000;
+/** Clients whose model request carries an image from an MCP tool result (the suite checks the bytes arrive). */
+const IMAGE_CLIENTS = new Set(['Claude Code', 'Gemini CLI']);
 
 let passed = 0;
 let failed = 0;
@@ -85,6 +89,44 @@ function ensureClients(dir) {
 
 const sha = (b) => `sha256:${createHash('sha256').update(b).digest('hex')}`;
 
+/** CRC-32 (ISO-HDLC), for the PNG chunks below (zlib.crc32 needs Node 20.15). */
+function crc32(buf) {
+  let c = ~0;
+  for (const byte of buf) {
+    c ^= byte;
+    for (let k = 0; k < 8; k++) c = (c >>> 1) ^ (0xedb88320 & -(c & 1));
+  }
+  return ~c >>> 0;
+}
+
+/** A valid 16x16 RGB PNG (a red-green gradient): the image read_media must bring to each client's model. */
+export function smallPng() {
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(body));
+    return Buffer.concat([len, body, crc]);
+  };
+  const size = 16;
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(size, 0);
+  ihdr.writeUInt32BE(size, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB, no interlace
+  const raw = Buffer.alloc(size * (1 + size * 3));
+  for (let y = 0; y < size; y++) {
+    raw[y * (1 + size * 3)] = 0; // filter: none
+    for (let x = 0; x < size; x++) raw.set([x * 16, y * 16, 128], y * (1 + size * 3) + 1 + x * 3);
+  }
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
 /** A fresh workspace: a 4 KB source file, a 300-line file, 20 search hits, a 200-entry directory, a file to edit. */
 function makeWorkspace(base) {
   const ws = fs.mkdtempSync(path.join(base, 'ws-'));
@@ -111,7 +153,9 @@ function makeWorkspace(base) {
     fs.writeFileSync(path.join(ws, 'search', `needle-${String(i).padStart(2, '0')}.txt`), `NEEDLE number ${i}\n`);
   fs.mkdirSync(path.join(ws, 'many'));
   for (let i = 1; i <= 200; i++) fs.writeFileSync(path.join(ws, 'many', `f${String(i).padStart(3, '0')}.txt`), '');
-  return { ws, module, editBefore: fs.readFileSync(path.join(src, 'edit.ts')) };
+  const png = smallPng();
+  fs.writeFileSync(path.join(ws, 'pic.png'), png);
+  return { ws, module, png, editBefore: fs.readFileSync(path.join(src, 'edit.ts')) };
 }
 
 /** The fixed script, per server, with labels for the size table. */
@@ -144,6 +188,8 @@ function scriptFor(server, w, { gemini }) {
         args: { path: 'src/edit.ts', edits: [{ old_text: 'no such text here', new_text: 'x' }] },
         fail: 'PATCH_FAILED',
       },
+      // Last, outside the size table: the image must reach the model (issue #18 acceptance).
+      { label: 'read small PNG', tool: 'read_media', args: { path: 'pic.png' }, image: true },
     ];
   }
   const abs = (p) => path.join(w.ws, p);
@@ -165,6 +211,7 @@ function scriptFor(server, w, { gemini }) {
       args: { path: abs('src/edit.ts'), edits: [{ oldText: 'no such text here', newText: 'x' }] },
       fail: true,
     },
+    { label: 'read small PNG', tool: 'read_media_file', args: { path: abs('pic.png') }, image: true },
   ];
 }
 
@@ -311,8 +358,9 @@ async function runClient(clientKey, server, dir, base) {
     });
     await fake.close();
     const st = fake.state;
-    // A client that sent its first request before the MCP server had listed its tools ends the turn at once; one retry.
-    if ((!st.declarations || st.declarations === 'pending') && attempt < 2) continue;
+    // A client that sent its first request before the MCP server had listed its tools ends the turn at once (seen under
+    // load); up to two retries.
+    if ((!st.declarations || st.declarations === 'pending') && attempt < 3) continue;
     const results = script.map((s, i) => {
       const r = st.results[i];
       return r ? { ...r, text: client.clean(r.text) } : null;
@@ -320,9 +368,12 @@ async function runClient(clientKey, server, dir, base) {
     // The server instructions (paths relative to the first root, booleans default to false, how to read an
     // envelope) must reach the model: the declarations rely on them.
     const instructionsSeen = (st.bodies ?? []).some((b) => JSON.stringify(b).includes('booleans default to false'));
+    // Whether the PNG reached the model AS AN IMAGE (base64 inside a JSON text does not count: a model cannot see it).
+    const imageSeen = (st.bodies ?? []).some((b) => hasImagePart(b, w.png.toString('base64')));
     return {
       script,
       results,
+      imageSeen,
       declarations: Array.isArray(st.declarations) ? st.declarations : [],
       output: output.out,
       code: output.code,
@@ -335,6 +386,20 @@ async function runClient(clientKey, server, dir, base) {
 }
 
 // ---------------------------------------------------------------- checks
+
+/**
+ * True when a model request holds an image part with exactly these base64 bytes, in any of the three wire formats:
+ * Anthropic `{type: "image", source: {data}}`, Gemini `{inlineData: {data}}`, OpenAI Responses
+ * `{type: "input_image", image_url: "data:…;base64,…"}`.
+ */
+function hasImagePart(node, b64) {
+  if (Array.isArray(node)) return node.some((n) => hasImagePart(n, b64));
+  if (!node || typeof node !== 'object') return false;
+  if (node.type === 'image' && node.source?.data === b64) return true;
+  if (node.inlineData?.data === b64) return true;
+  if (node.type === 'input_image' && String(node.image_url ?? '').endsWith(`,${b64}`)) return true;
+  return Object.values(node).some((v) => hasImagePart(v, b64));
+}
 
 /** The first JSON object starting at `{"error":{` in a text (raw or once-escaped). */
 function findEnvelope(text) {
@@ -440,6 +505,21 @@ function checkFsToolsRun(clientName, run) {
     `${clientName}: no -32602 output-schema rejection`,
   );
   check(run.instructionsSeen, `${clientName}: the server instructions reach the model (path and default conventions)`);
+  // 9. read_media: the image itself (base64) in the model request, in each client whose model request can carry an
+  // image from a tool result (README "Clients" says which can).
+  if (IMAGE_CLIENTS.has(clientName)) {
+    check(run.imageSeen, `${clientName}: read_media's image (base64 PNG) reaches the model`);
+  } else {
+    // Codex hands its model JSON.stringify(structuredContent) when a result has one (SPEC §2: every success has
+    // one), so the image block is dropped; the model still gets the facts. If this starts failing, Codex passes
+    // images now: move it to IMAGE_CLIENTS and update the README.
+    const w = run.w;
+    check(
+      !run.imageSeen && t(8).includes(sha(w.png)),
+      `${clientName}: read_media's facts (content_hash) reach the model; the image does not (README "Clients")`,
+      t(8).slice(0, 300),
+    );
+  }
 }
 
 // ---------------------------------------------------------------- inspector
@@ -597,13 +677,22 @@ async function main() {
             `${name}: the official server ran the same script (${run.results.filter(Boolean).length}/${run.script.length})`,
             run.output.slice(-500),
           );
+        if (server === 'official') console.log(`  (official: image reached the model: ${run.imageSeen})`);
+        const sized = run.script.map((s, i) => ({ s, r: run.results[i] })).filter(({ s }) => !s.image);
         rows.push({
           client: name,
           server,
-          labels: run.script.map((s) => s.label),
-          sizes: run.results.map((r) => (r ? bytes(r.text) : null)),
+          labels: sized.map(({ s }) => s.label),
+          sizes: sized.map(({ r }) => (r ? bytes(r.text) : null)),
           decl: declarationBytes(run.declarations),
         });
+        if (process.env.FS_TOOLS_CLIENTS_DUMP) {
+          fs.mkdirSync(process.env.FS_TOOLS_CLIENTS_DUMP, { recursive: true });
+          fs.writeFileSync(
+            path.join(process.env.FS_TOOLS_CLIENTS_DUMP, `${key}-${server}.json`),
+            JSON.stringify({ results: run.results, declarations: run.declarations }, null, 2),
+          );
+        }
       }
     }
     if (only.includes('inspector')) {

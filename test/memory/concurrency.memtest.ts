@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { CLI } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
+import { entryPath } from '../helpers/entries.js';
 
 /** The documented bound on the server's peak RSS under this load (README "Limits"). */
 const MEMORY_BOUND_MIB = 300;
@@ -85,9 +86,7 @@ describe('memory under concurrency (200,000-entry directory)', () => {
         max_entries: PAGE,
         ...(cursors[k] ? { cursor: cursors[k] } : {}),
       });
-      expect(s.entries.map((e: { path: string }) => e.path)).toEqual(
-        Array.from({ length: PAGE }, (_, i) => name(k * PAGE + i)),
-      );
+      expect(s.entries.map(entryPath)).toEqual(Array.from({ length: PAGE }, (_, i) => name(k * PAGE + i)));
       expect(s.truncated).toBe(true);
     });
     const searches = Array.from({ length: 60 }, async (_, k) => {
