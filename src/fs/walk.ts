@@ -20,8 +20,7 @@
  * Every STAT_YIELD_EVERY synchronous lstats the walk yields to the event loop, so other calls are not held up. For the
  * same reason a small directory is read synchronously too (SYNC_READDIR_MAX_BYTES), a large one in the thread pool.
  */
-import { constants, type Dirent, type Stats } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, readFileSync, type Dirent, type Stats } from 'node:fs';
 import path from 'node:path';
 import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
 import { LIMITS } from './glob/engine.js';
@@ -173,7 +172,7 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       if (options.respectGitignore) {
         const dirRel = parts.slice(0, i).join('/');
         // Above the base: reported by its path relative to the root.
-        const level = await loadIgnore(
+        const level = loadIgnore(
           options,
           dir,
           dirRel,
@@ -308,13 +307,7 @@ async function* walkDir(
   let myLevels = levels;
   const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
-    const level = await loadIgnore(
-      o,
-      dir,
-      dirRootRel,
-      dirRel ? `${dirRel}/.gitignore` : '.gitignore',
-      chainBudget(levels),
-    );
+    const level = loadIgnore(o, dir, dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore', chainBudget(levels));
     if (level) myLevels = [...levels, level];
   }
   // (a readdir is a yield: the slice starts again after it)
@@ -434,26 +427,28 @@ function sortedIndexOf(names: readonly string[], name: string): number {
  * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped. A line over the pattern limits is
  * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
-async function loadIgnore(
+function loadIgnore(
   o: WalkOptions,
   dir: VerifiedDir,
   dirRootRel: string,
   shown: string,
   budget: number,
-): Promise<IgnoreLevel | null> {
-  let handle: FileHandle | null = null;
+): IgnoreLevel | null {
+  // Synchronous (issue #19): a few µs of syscalls, where four thread-pool round trips cost every page of a listing
+  // far more (a .gitignore is at most MAX_IGNORE_BYTES).
+  let fd: number | null = null;
   try {
-    handle = await dir.openFile('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
-    const stats = await handle.stat();
+    fd = dir.openFileSync('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
+    const stats = fstatSync(fd);
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
-    const text = await handle.readFile('utf8');
+    const text = readFileSync(fd, 'utf8');
     const matcher = new GitignoreRules(text, budget);
     for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
     return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
   } catch {
     return null;
   } finally {
-    await handle?.close().catch(() => undefined);
+    if (fd !== null) closeSync(fd);
   }
 }
 
