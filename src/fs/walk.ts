@@ -13,10 +13,11 @@
  * outside it is ever listed or stat'ed.
  *
  * Types come from the directory listing itself (d_type; Node lstats only where a file system does not report it), so a
- * walk that needs no sizes or times (search, a listing without `long`) makes no per-entry syscall at all (Node resolves
- * an unknown d_type, DT_UNKNOWN, with an lstat relative to the same verified descriptor). A walk that reports them
- * (a `long` listing) lstats only the entries it yields, synchronously: on this class of machine a synchronous lstat costs a few µs, a
- * promise-based one several times that in thread-pool round trips, and a 10,000-entry directory is 10,000 of them.
+ * walk that needs no sizes or times (search, a listing without `long`) makes no per-entry syscall at all (Node
+ * resolves an unknown d_type, DT_UNKNOWN, with an lstat relative to the same verified descriptor). A walk that
+ * reports them (a `long` listing) lstats only the entries it yields, synchronously: on this class of machine a
+ * synchronous lstat costs a few µs, a promise-based one several times that in thread-pool round trips, and a
+ * 10,000-entry directory is 10,000 of them.
  * Every STAT_YIELD_EVERY synchronous lstats the walk yields to the event loop, so other calls are not held up. For the
  * same reason a small directory is read synchronously too (SYNC_READDIR_MAX_BYTES), a large one in the thread pool.
  */
