@@ -190,7 +190,7 @@ async function main() {
       const fsCps = median(a);
       const peerCps = median(b);
       row({ id: '1', op: `read_file 4 KB, ${label}`, unit: 'calls/s', fs: Math.round(fsCps), peer: Math.round(peerCps), peerName: 'peer read_text_file',
-        ratio: peerCps / fsCps, target: '≤ 1.0', met: peerCps / fsCps <= 1.0, fsRss: fs.peakRssMb(), peerRss: peer.peakRssMb(),
+        ratio: peerCps / fsCps, target: '≤ 0.8 (≥ 1.25× its calls/s)', met: peerCps / fsCps <= 0.8, fsRss: fs.peakRssMb(), peerRss: peer.peakRssMb(),
         note: `5 rounds of ${n} calls` });
     }
   }
@@ -311,16 +311,17 @@ async function main() {
       async () => { fsCount = (await allPages(fs, 'list_directory', { path: wide })).reduce((n, p) => n + p.entries.length, 0); },
       async () => { peerCount = (await peer.call('list_directory', { path: wide })).content[0].text.split('\n').length; });
     const ratio = median(r.fs) / median(r.peer);
-    row({ id: '6', op: 'list a 10,000-entry directory (peer: names only)', unit: 'ms', fs: fmtMs(median(r.fs)), peer: fmtMs(median(r.peer)),
+    row({ id: '6', op: 'list a 10,000-entry directory, names and types', unit: 'ms', fs: fmtMs(median(r.fs)), peer: fmtMs(median(r.peer)),
       peerName: 'peer list_directory', ratio, target: '≤ 1.0', met: ratio <= 1.0, fsRss: r.fsRss, peerRss: r.peerRss,
-      note: `${fsCount} vs ${peerCount} entries; fs-tools: 10 pages of 1,000, each entry with type, size and mtime (one lstat each)` });
+      note: `${fsCount} vs ${peerCount} entries; fs-tools: 10 pages of 1,000, types from the listing (d_type, no lstat)` });
+    let fsLong = 0;
     const sized = await duel(reps(5),
-      async () => { fsCount = (await allPages(fs, 'list_directory', { path: wide })).reduce((n, p) => n + p.entries.length, 0); },
+      async () => { fsLong = (await allPages(fs, 'list_directory', { path: wide, long: true })).reduce((n, p) => n + p.entries.length, 0); },
       () => peer.call('list_directory_with_sizes', { path: wide }));
     const ratioSized = median(sized.fs) / median(sized.peer);
-    row({ id: '6b', op: 'list a 10,000-entry directory (peer: with sizes)', unit: 'ms', fs: fmtMs(median(sized.fs)), peer: fmtMs(median(sized.peer)),
+    row({ id: '6b', op: 'list a 10,000-entry directory, long (sizes, mtimes)', unit: 'ms', fs: fmtMs(median(sized.fs)), peer: fmtMs(median(sized.peer)),
       peerName: 'peer list_directory_with_sizes', ratio: ratioSized, target: '≤ 1.0', met: ratioSized <= 1.0, fsRss: sized.fsRss,
-      peerRss: sized.peerRss, note: 'the peer stats every entry too (fs.stat)' });
+      peerRss: sized.peerRss, note: `${fsLong} entries, long: true (one lstat each); the peer stats every entry too (fs.stat)` });
     const src = path.join(tree, 'src');
     let fsTree = 0;
     let peerTree = 0;
@@ -331,7 +332,7 @@ async function main() {
     const ratio2 = median(t.fs) / median(t.peer);
     row({ id: '6', op: 'depth-3 tree (src/: 13,000+ entries)', unit: 'ms', fs: fmtMs(median(t.fs)), peer: fmtMs(median(t.peer)),
       peerName: 'peer directory_tree', ratio: ratio2, target: '≤ 1.0', met: ratio2 <= 1.0, fsRss: t.fsRss, peerRss: t.peerRss,
-      note: `${fsTree} vs ${peerTree} entries; fs-tools all pages of 1,000` });
+      note: `${fsTree} vs ${peerTree} entries; fs-tools all pages of 1,000, names and types (no lstat)` });
   }
 
   // (7) git_status through the sanitized git view vs plain git status, 20,000-file repository (bench/git-status.mjs).

@@ -26,6 +26,16 @@ export const HOST_FLAVOR: PathFlavor = {
  */
 export function isWithin(parent: string, child: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
   const p = flavor.pathModule;
+  if (p.sep === '/') {
+    // Issue #19: the walks ask this for every entry with paths that are already normalized; for those, normalizing
+    // again (resolve, relative) was most of a listing's policy time. Same answer: a plain absolute path is its own
+    // `resolve`, and a separator boundary is a prefix followed by `/`.
+    const a = flavor.caseInsensitive ? parent.toLowerCase() : parent;
+    const b = flavor.caseInsensitive ? child.toLowerCase() : child;
+    if (isPlainAbsolute(a) && isPlainAbsolute(b)) {
+      return a === b || a === '/' || (b.startsWith(a) && b.charCodeAt(a.length) === 0x2f);
+    }
+  }
   let a = p.resolve(parent);
   let b = p.resolve(child);
   if (flavor.caseInsensitive) {
@@ -52,4 +62,28 @@ export function isEntryName(name: string): boolean {
     !name.includes(path.sep) &&
     !name.includes('\0')
   );
+}
+
+/**
+ * True when `s` is an absolute POSIX path that `path.posix.resolve` returns unchanged: it starts with `/` and has no
+ * empty, `.` or `..` component and no trailing `/` (except the root itself).
+ */
+function isPlainAbsolute(s: string): boolean {
+  if (s.charCodeAt(0) !== 0x2f) return false;
+  if (s.length === 1) return true;
+  // One pass from separator to separator (indexOf is native): what follows each `/` must not be `/`, `.` + (`/` or
+  // the end) or `..` + (`/` or the end), and the last character must not be `/`.
+  for (let i = 0; i !== -1; i = s.indexOf('/', i + 1)) {
+    const c1 = s.charCodeAt(i + 1); // NaN past the end
+    if (c1 !== c1 || c1 === 0x2f) return false; // trailing or doubled `/`
+    if (c1 === 0x2e) {
+      const c2 = s.charCodeAt(i + 2);
+      if (c2 !== c2 || c2 === 0x2f) return false; // `.` component
+      if (c2 === 0x2e) {
+        const c3 = s.charCodeAt(i + 3);
+        if (c3 !== c3 || c3 === 0x2f) return false; // `..` component
+      }
+    }
+  }
+  return true;
 }

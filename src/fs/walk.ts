@@ -13,13 +13,15 @@
  * outside it is ever listed or stat'ed.
  *
  * Types come from the directory listing itself (d_type; Node lstats only where a file system does not report it), so a
- * walk that needs no sizes or times (search) makes no per-entry syscall at all. A walk that reports them (listing)
- * lstats only the entries it yields, synchronously: on this class of machine a synchronous lstat costs a few µs, a
- * promise-based one several times that in thread-pool round trips, and a 10,000-entry directory is 10,000 of them.
- * Every STAT_YIELD_EVERY synchronous lstats the walk yields to the event loop, so other calls are not held up.
+ * walk that needs no sizes or times (search, a listing without `long`) makes no per-entry syscall at all (Node
+ * resolves an unknown d_type, DT_UNKNOWN, with an lstat relative to the same verified descriptor). A walk that
+ * reports them (a `long` listing) lstats only the entries it yields, synchronously: on this class of machine a
+ * synchronous lstat costs a few µs, a promise-based one several times that in thread-pool round trips, and a
+ * 10,000-entry directory is 10,000 of them.
+ * Every STAT_YIELD_EVERY synchronous lstats the walk yields to the event loop, so other calls are not held up. For the
+ * same reason a small directory is read synchronously too (SYNC_READDIR_MAX_BYTES), a large one in the thread pool.
  */
-import { constants, type Dirent, type Stats } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, readFileSync, type Dirent, type Stats } from 'node:fs';
 import path from 'node:path';
 import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
 import { LIMITS } from './glob/engine.js';
@@ -32,6 +34,9 @@ import { sharedListing } from './listing-cache.js';
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
 
+/** The special file types a directory listing distinguishes within `other`. */
+export type SpecialType = 'fifo' | 'socket' | 'block_device' | 'char_device';
+
 /** One entry found by a walk that does not stat (`stats: false`). */
 export interface WalkItem {
   /** Path relative to the walk's base, `/`-separated. */
@@ -42,6 +47,11 @@ export interface WalkItem {
   rootRelative: string;
   /** From the directory listing (d_type). */
   type: WalkType;
+  /**
+   * Which special file an `other` entry is, from the same d_type (no syscall); absent for the four common types and
+   * when the listing does not say.
+   */
+  special?: SpecialType;
   /** 1 for the base's direct children. */
   depth: number;
 }
@@ -94,6 +104,12 @@ export interface WalkOptions {
   depthIsLimit?: boolean;
 }
 
+/**
+ * Directories whose own size (st_size: about 20–30 bytes per entry on ext4, xfs and tmpfs; 4 KiB blocks) is at most
+ * this are read synchronously (a few thousand entries, well under a millisecond); larger ones through the thread pool.
+ */
+const SYNC_READDIR_MAX_BYTES = 64 * 1024;
+
 /** Synchronous lstats between two yields to the event loop. */
 const STAT_YIELD_EVERY = 256;
 
@@ -134,6 +150,7 @@ export function compareNames(a: string, b: string): number {
  * before its lstat is left out.
  */
 export function walkTree(options: WalkOptions & { stats: false }): AsyncGenerator<WalkItem>;
+export function walkTree(options: WalkOptions & { stats: boolean }): AsyncGenerator<WalkItem | WalkEntry>;
 export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
 export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
@@ -156,7 +173,7 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       if (options.respectGitignore) {
         const dirRel = parts.slice(0, i).join('/');
         // Above the base: reported by its path relative to the root.
-        const level = await loadIgnore(
+        const level = loadIgnore(
           options,
           dir,
           dirRel,
@@ -173,7 +190,8 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       options,
       run,
       dir,
-      options.base,
+      // Normalized once (an AllowedPath already is), so every childOf below may join by concatenation.
+      path.resolve(options.base) as AllowedPath,
       '',
       baseRootRel,
       1,
@@ -193,6 +211,15 @@ function direntType(d: Dirent): WalkType {
   if (d.isDirectory()) return 'directory';
   if (d.isSymbolicLink()) return 'symlink';
   return 'other';
+}
+
+/** The special type of an `other` entry (d_type), or undefined when the listing does not say. */
+function specialType(d: Dirent): SpecialType | undefined {
+  if (d.isFIFO()) return 'fifo';
+  if (d.isSocket()) return 'socket';
+  if (d.isBlockDevice()) return 'block_device';
+  if (d.isCharacterDevice()) return 'char_device';
+  return undefined;
 }
 
 /**
@@ -268,7 +295,12 @@ async function* walkDir(
   try {
     // Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
     // read and identified through the verified descriptor.
-    ({ dirents, names } = await sharedListing(dir.path, () => dir.readdir(), dir.fd));
+    // Issue #19: a small directory (by its own size, one fstat) is read on this thread, a large one in the pool.
+    ({ dirents, names } = await sharedListing(
+      dir.path,
+      () => (dir.stat().size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
+      dir.fd,
+    ));
   } catch (error) {
     o.onSkip?.(skipReasonOf(error), dirRel || '.');
     return;
@@ -276,13 +308,7 @@ async function* walkDir(
   let myLevels = levels;
   const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
-    const level = await loadIgnore(
-      o,
-      dir,
-      dirRootRel,
-      dirRel ? `${dirRel}/.gitignore` : '.gitignore',
-      chainBudget(levels),
-    );
+    const level = loadIgnore(o, dir, dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore', chainBudget(levels));
     if (level) myLevels = [...levels, level];
   }
   // (a readdir is a yield: the slice starts again after it)
@@ -343,6 +369,11 @@ async function* walkDir(
           continue;
         }
         yield { relative, absolute, rootRelative, type, stats, depth };
+      } else if (type === 'other') {
+        const special = specialType(dirents[i]);
+        yield special
+          ? { relative, absolute, rootRelative, type, special, depth }
+          : { relative, absolute, rootRelative, type, depth };
       } else {
         yield { relative, absolute, rootRelative, type, depth };
       }
@@ -397,26 +428,28 @@ function sortedIndexOf(names: readonly string[], name: string): number {
  * otherwise hang the open forever), and a file over MAX_IGNORE_BYTES is skipped. A line over the pattern limits is
  * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
-async function loadIgnore(
+function loadIgnore(
   o: WalkOptions,
   dir: VerifiedDir,
   dirRootRel: string,
   shown: string,
   budget: number,
-): Promise<IgnoreLevel | null> {
-  let handle: FileHandle | null = null;
+): IgnoreLevel | null {
+  // Synchronous (issue #19): a few µs of syscalls, where four thread-pool round trips cost every page of a listing
+  // far more (a .gitignore is at most MAX_IGNORE_BYTES).
+  let fd: number | null = null;
   try {
-    handle = await dir.openFile('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
-    const stats = await handle.stat();
+    fd = dir.openFileSync('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
+    const stats = fstatSync(fd);
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
-    const text = await handle.readFile('utf8');
+    const text = readFileSync(fd, 'utf8');
     const matcher = new GitignoreRules(text, budget);
     for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
     return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
   } catch {
     return null;
   } finally {
-    await handle?.close().catch(() => undefined);
+    if (fd !== null) closeSync(fd);
   }
 }
 
@@ -446,11 +479,18 @@ function toPosix(p: string): string {
 
 /**
  * A directory entry of an allowed directory, reached by name without following any link. Containment holds by
- * construction (the walker never descends into symlinks). `name` must be a single component from readdir.
+ * construction (the walker never descends into symlinks). `name` must be a single component from readdir;
+ * `directory` must be normalized (as `path.resolve` leaves it: the walk normalizes its base once), else the result
+ * is its concatenation with `name`, not the normalized join.
  */
 export function childOf(directory: AllowedPath, name: string): AllowedPath {
   if (!isEntryName(name)) {
     throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
+  }
+  // Issue #19 (one call per entry of every walk): on POSIX a normalized directory and one entry name join by
+  // concatenation, as path.join would; anything else goes through path.join.
+  if (path.sep === '/' && directory.length > 1 && directory.charCodeAt(directory.length - 1) !== 0x2f) {
+    return `${directory}/${name}` as AllowedPath;
   }
   return path.join(directory, name) as AllowedPath;
 }

@@ -17,6 +17,13 @@ import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 
+/**
+ * One strict decoder for every line (issue #19: one was built per message). `decode` without `stream` decodes a
+ * whole input and resets the decoder, also after it threw on invalid UTF-8, so sharing it carries no state between
+ * lines.
+ */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** The longest line handed to the transport: its read buffer must hold the line and its newline. */
 export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
 /** How much of an over-long line's start and end is kept to find its id. */
@@ -60,7 +67,7 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
     // Decode strictly: invalid UTF-8 is not JSON text (RFC 8259 §8.1), not U+FFFD soup.
     let text: string;
     try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(line).replace(/\r$/, '');
+      text = STRICT_UTF8.decode(line).replace(/\r$/, '');
     } catch {
       reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid UTF-8'));
       return;

@@ -14,7 +14,7 @@ import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
-import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
+import { jsonStringBytes, ResponseBudget } from './response-budget.js';
 
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
@@ -27,7 +27,7 @@ export const ListDirectoryInput = z.strictObject({
   long: z.boolean().default(false).describe('Add size and mtime'),
 });
 
-const EntryObjectSchema = z.object({
+export const EntryObjectSchema = z.object({
   path: z.string().describe('Relative to the listed directory, / separated'),
   type: KindSchema,
   size: z.number().int().optional().describe('long: bytes (of the link itself for a symlink)'),
@@ -92,6 +92,21 @@ function entryLine(e: EntryObject): string {
   return `${quoteName(e.path)}${suffix}${e.secret ? '  [secret]' : ''}`;
 }
 
+/**
+ * `jsonBytes(e)` of an entry built as list_directory builds it (keys in the order path, type, size, mtime, secret,
+ * link_target_type), computed without serializing it (issue #19: one JSON.stringify per entry was a tenth of a
+ * page's time). test/tools/list-entry-bytes.test.ts pins it to jsonBytes. Units: bytes of UTF-8.
+ */
+export function entryBytes(e: EntryObject): number {
+  // {"path":"…","type":"…"}
+  let n = 21 + jsonStringBytes(e.path) + e.type.length;
+  if (e.size !== undefined) n += 8 + String(e.size).length; // ,"size":N
+  if (e.mtime !== undefined) n += 11 + jsonStringBytes(e.mtime); // ,"mtime":"…"
+  if (e.secret !== undefined) n += 10 + String(e.secret).length; // ,"secret":true
+  if (e.link_target_type !== undefined) n += 20 + (e.link_target_type === null ? 4 : e.link_target_type.length + 2);
+  return n;
+}
+
 export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
@@ -141,6 +156,9 @@ export const listDirectory = defineTool({
         budget.charge(2048);
         const lines: string[] = [];
         let truncated = false;
+        // The walk asks `filter` about an entry right before it yields it: its verdict is reused for the secret mark
+        // (issue #19: one classification per entry, not two).
+        const verdict = { absolute: '', secret: false };
         const walk = walkTree({
           base: target.real,
           rootReal: target.root.real,
@@ -151,6 +169,8 @@ export const listDirectory = defineTool({
           resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
           filter: (abs, rel) => {
             const v = classifyEntry(ctx.policy, abs, rel);
+            verdict.absolute = abs;
+            verdict.secret = v.secret;
             return v.hidden || v.denied ? 'omit' : 'ok';
           },
           // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
@@ -162,25 +182,31 @@ export const listDirectory = defineTool({
           },
           signal: ctx.signal,
           nocase: HOST_FLAVOR.caseInsensitive,
+          // Issue #19: names and types come from the directory listing itself (d_type); only `long` lstats entries.
+          stats: args.long,
         });
         for await (const entry of walk) {
           if (entries.length >= maxEntries) {
             truncated = true;
             break;
           }
-          const type = kindOf(entry.stats);
-          const secret = classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
+          const type = 'stats' in entry ? kindOf(entry.stats) : (entry.special ?? entry.type);
+          const secret =
+            verdict.absolute === entry.absolute
+              ? verdict.secret
+              : classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
           const item: EntryObject = {
             path: entry.relative,
             type,
             // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
-            ...(args.long ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
+            ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
             ...(secret ? { secret: true } : {}),
             ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
           };
           const line = entryLine(item);
           const shaped = compactEntry(item);
-          const cost = jsonBytes(shaped) + jsonStringBytes(line) + 2;
+          const cost =
+            (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
           if (!budget.take(cost)) {
             if (entries.length > 0) {
               truncated = true;

@@ -124,10 +124,14 @@ export async function readOne(
     // the usual continuation).
     if (within && r.bytes.length > 0) {
       const half = Math.floor(within.maxCost / 2);
+      // Issue #19: a text whose every byte could cost 6 when escaped (each byte decodes to at most one code unit, whose
+      // cost is at most 6: jsonStringBytes) fits without the per-character scan.
       const fitting =
         options.encoding === 'base64'
           ? Math.floor(half / 4) * 3
-          : Buffer.byteLength(prefixWithinJsonBytes(r.bytes.toString('utf8'), half), 'utf8');
+          : r.bytes.length * 6 <= half
+            ? r.bytes.length
+            : Buffer.byteLength(prefixWithinJsonBytes(r.bytes.toString('utf8'), half), 'utf8');
       if (fitting < r.bytes.length) {
         within.cutByBudget = true;
         // probeOnly: the caller defers a read that does not fit whole (read_files after its first entry).

@@ -52,6 +52,49 @@ export function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
 }
 
+/** Nesting past which `jsonBytesBound` stops estimating and serializes (a cycle then throws as JSON.stringify does). */
+const BOUND_MAX_DEPTH = 64;
+
+/**
+ * An upper bound of `jsonBytes(value)` computed without serializing (issue #19: the guard below ran on every result,
+ * and serializing it cost as much as the SDK's own serialization of the message). A string costs at most 6 bytes
+ * per UTF-16 code unit (`\u00XX`; a surrogate pair is 4 bytes for 2 units, any other character at most 3) plus its
+ * quotes, a number at most 24 (the longest `Number.prototype.toString`, e.g. `-1.2345678901234567e-308`), `true`,
+ * `false`, `null` at most 5; an object or array its brackets, keys, colons and commas. Anything else (a `toJSON`
+ * method such as a Date's, a bigint, a function, nesting deeper than BOUND_MAX_DEPTH) is measured exactly with
+ * `jsonBytes`, so the bound never undercounts. Units: bytes of UTF-8.
+ * @throws TypeError where JSON.stringify throws (a cycle, a bigint)
+ */
+export function jsonBytesBound(value: unknown, depth = 0): number {
+  switch (typeof value) {
+    case 'string':
+      return 2 + 6 * value.length;
+    case 'number':
+      return 24;
+    case 'boolean':
+      return 5;
+    case 'undefined':
+      return 4; // "null" inside an array; an object member that is undefined is left out (counted as at most this)
+    case 'object': {
+      if (value === null) return 4;
+      if (depth >= BOUND_MAX_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function')
+        return jsonBytes(value);
+      let n = 2;
+      if (Array.isArray(value)) {
+        for (const item of value as unknown[]) n += jsonBytesBound(item, depth + 1) + 1;
+        return n;
+      }
+      for (const key in value) {
+        if (!Object.prototype.hasOwnProperty.call(value, key)) continue;
+        n += 2 + 6 * key.length + 1 + jsonBytesBound((value as Record<string, unknown>)[key], depth + 1) + 1;
+      }
+      return n;
+    }
+    default:
+      return jsonBytes(value);
+  }
+}
+
 /**
  * The longest prefix of `s` (whole characters, never half a surrogate pair) whose serialized cost
  * (`jsonStringBytes`) is at most `maxBytes`.
@@ -105,6 +148,8 @@ interface WireResult {
  * For a mutating call that succeeded, the envelope says the change was applied (recovery check_already_applied).
  */
 export function guardResponse<T extends WireResult>(result: T, tool: string, mutated: boolean): T | WireResult {
+  // The cheap bound settles almost every result; only one near the limit is serialized to be measured exactly.
+  if (jsonBytesBound(result) <= RESPONSE_LIMIT_BYTES) return result;
   const bytes = jsonBytes(result);
   if (bytes <= RESPONSE_LIMIT_BYTES) return result;
   const envelope = toEnvelope(

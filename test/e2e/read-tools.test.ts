@@ -9,7 +9,8 @@
  * - stat: file (hash), directory, a symlink inside the roots (symlink.target, facts of the target), a secret
  *   (flagged, no hash), a link leaving the roots (NOT_ALLOWED);
  * - list_directory: depth, secret marking, link_target_type only for links whose target is inside the roots (else
- *   null; absent on non-links), FIFOs listed as fifo, .gitignore respected (and not with respect_gitignore false),
+ *   null; absent on non-links), FIFOs listed as fifo (also without long, from the listing's d_type: the same
+ *   entries as the lstat'ed long listing), .gitignore respected (and not with respect_gitignore false),
  *   paging with a cursor returns every entry once;
  * - search_files: literal, case-insensitive, regex, context_lines (structured and in the text), glob-only, secrets skipped and counted, binary
  *   skipped and counted, .gitignore respected, links not followed, a FIFO in the tree does not hang the search;
@@ -416,6 +417,10 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       expect(long.entries.every((e: unknown) => typeof e === 'object')).toBe(true);
       expect(longByPath['.env']).toMatchObject({ type: 'file', secret: true, size: 27 });
       expect(longByPath['a.txt']).toEqual({ path: 'a.txt', type: 'file', size: 12, mtime: expect.any(String) });
+      // Issue #19: without long, types come from the directory listing (d_type, no lstat); they, the secret marks
+      // and the link targets are exactly those of the lstat'ed long listing, entry for entry.
+      expect(long.entries.map(({ size: _s, mtime: _m, ...rest }: any) => rest)).toEqual(s.entries);
+      expect(long.entries.every((e: any) => typeof e.size === 'number' && typeof e.mtime === 'string')).toBe(true);
       expect(byPath.dir.type).toBe('directory');
       expect(byPath.pipe.type).toBe('fifo');
       expect(byPath['link-in']).toMatchObject({ type: 'symlink', link_target_type: 'file' });

@@ -3,6 +3,8 @@
  * - deterministic pre-order, names sorted by code unit (upper case before lower case, '-' and '.' before letters);
  * - the depth limit (1 = direct children) and each entry's depth;
  * - symlinks are reported as links (lstat) and never descended, inside or outside the tree, dangling or not;
+ * - a walk without stats (issue #19) takes types from the listing (d_type), the same as lstat's, with a FIFO's
+ *   special type, and a small directory read synchronously lists what the thread pool lists;
  * - .gitignore at the root and nested, a deeper `!negation` re-including, anchored patterns relative to their own
  *   directory, ancestors' .gitignore applied when the walk starts in a subdirectory — all in a tree that is not a git
  *   work tree; respect_gitignore false shows the ignored entries;
@@ -25,6 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VerifiedDir } from '../../src/fs/verified-dir.js';
 import { walkTree, type WalkOptions } from '../../src/fs/walk.js';
 import type { AllowedPath } from '../../src/policy/resolve-path.js';
 import { fifo, makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
@@ -424,5 +427,36 @@ describe('policy filter', () => {
       ['policy', 'deny.txt'],
       ['policy', 'hide'],
     ]);
+  });
+});
+
+describe('types from the listing (issue #19)', () => {
+  const root = tree({ d: { f: 'x' }, f: 'y', pipe: fifo(), link: symlink('f') });
+
+  it('a walk without stats reports the same types as lstat, and which special file an `other` is', async () => {
+    const withStats = await walkEntries(root);
+    const withoutStats = await walkEntries(root, { stats: false });
+    expect(withoutStats.map((e) => e.relative)).toEqual(withStats.map((e) => e.relative));
+    for (const e of withoutStats) expect('stats' in e).toBe(false);
+    const types = Object.fromEntries(withoutStats.map((e) => [e.relative, [e.type, e.special]]));
+    expect(types).toEqual({
+      d: ['directory', undefined],
+      'd/f': ['file', undefined],
+      f: ['file', undefined],
+      link: ['symlink', undefined],
+      pipe: ['other', 'fifo'],
+    });
+    expect(withStats.find((e) => e.relative === 'pipe')!.stats.isFIFO()).toBe(true);
+  });
+
+  it('a directory read on this thread lists what the thread pool lists', async () => {
+    const dir = VerifiedDir.open(root, (p) => p === root || p.startsWith(`${root}/`));
+    try {
+      const names = (ds: { name: string }[]) => ds.map((d) => d.name).sort();
+      expect(names(dir.readdirSync())).toEqual(names(await dir.readdir()));
+      expect(names(dir.readdirSync())).toEqual(['d', 'f', 'link', 'pipe']);
+    } finally {
+      dir.close();
+    }
   });
 });

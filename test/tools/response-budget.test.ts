@@ -3,6 +3,9 @@
  * - jsonStringBytes is exactly the UTF-8 length of JSON.stringify (without quotes) for ANY string — control
  *   characters, quotes, backslashes, astral characters and lone surrogates included (property test);
  * - prefixWithinJsonBytes returns the longest whole-character prefix within the limit;
+ * - jsonBytesBound (issue #19: the guard's cheap first look) never undercounts jsonBytes, for any JSON value and for
+ *   Dates (toJSON) and undefined members, and a result just under the limit by the bound's reckoning but over it
+ *   when serialized is still caught;
  * - the guard passes a result within RESPONSE_LIMIT_BYTES unchanged and turns a larger one into a VALIDATION
  *   envelope (reason response_too_large) that itself fits, saying when a mutation was applied.
  */
@@ -11,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import {
   guardResponse,
   jsonBytes,
+  jsonBytesBound,
   jsonStringBytes,
   prefixWithinJsonBytes,
   RESPONSE_LIMIT_BYTES,
@@ -73,6 +77,37 @@ describe('serialized sizes', () => {
     );
   });
 
+  it('jsonBytesBound is never below jsonBytes, for any JSON value, Dates and undefined members', () => {
+    const value = fc.letrec((tie) => ({
+      leaf: fc.oneof(
+        anyString,
+        fc.double(),
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.date({ noInvalidDate: true }),
+      ),
+      node: fc.oneof(
+        { depthSize: 'small' },
+        tie('leaf'),
+        fc.array(tie('node'), { maxLength: 5 }),
+        fc.dictionary(anyString, fc.oneof(tie('node'), fc.constant(undefined)), { maxKeys: 5 }),
+      ),
+    })).node;
+    fc.assert(
+      fc.property(value, (v) => {
+        expect(jsonBytesBound(v)).toBeGreaterThanOrEqual(jsonBytes(v));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(jsonBytesBound(-1.2345678901234567e-308)).toBeGreaterThanOrEqual(jsonBytes(-1.2345678901234567e-308));
+    // Deeper than the estimate goes: the rest is measured exactly.
+    let deep: unknown = 'x';
+    for (let i = 0; i < 100; i++) deep = [deep];
+    expect(jsonBytesBound(deep)).toBeGreaterThanOrEqual(jsonBytes(deep));
+    expect(jsonBytesBound(deep)).toBeLessThan(jsonBytes(deep) + 3 * 64);
+  });
+
   it('the budget charges what fits and refuses what does not', () => {
     const b = new ResponseBudget(100);
     expect(b.take(60)).toBe(true);
@@ -104,6 +139,16 @@ describe('the final guard', () => {
       details: { reason: 'response_too_large', limit: RESPONSE_LIMIT_BYTES },
     });
     expect(envelope.error.details.bytes).toBeGreaterThan(RESPONSE_LIMIT_BYTES);
+  });
+
+  it('measures exactly a result the bound cannot clear: over the limit only when serialized is caught, under it passes', () => {
+    // Plain ASCII: the bound (6 per character) is over the limit, the real size just over / just under it.
+    const over = { content: [{ type: 'text', text: 'z'.repeat(RESPONSE_LIMIT_BYTES) }] };
+    expect(jsonBytesBound(over)).toBeGreaterThan(RESPONSE_LIMIT_BYTES);
+    expect((guardResponse(over, 'read_file', false) as { isError?: boolean }).isError).toBe(true);
+    const under = { content: [{ type: 'text', text: 'z'.repeat(RESPONSE_LIMIT_BYTES - 100) }] };
+    expect(jsonBytesBound(under)).toBeGreaterThan(RESPONSE_LIMIT_BYTES);
+    expect(guardResponse(under, 'read_file', false)).toBe(under);
   });
 
   it('says a mutation was applied (check_already_applied)', () => {
