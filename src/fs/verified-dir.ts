@@ -38,6 +38,7 @@ import {
   lstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readlinkSync,
   renameSync,
   rmdirSync,
@@ -368,6 +369,20 @@ export class VerifiedDir {
         if (out.length >= max) break;
       }
       return out;
+    } catch (error) {
+      throw logical(error, spelling, this.path);
+    }
+  }
+
+  /**
+   * The synchronous twin of `readdir()` (all entries): no thread-pool round trip, for walks that read many small
+   * directories in a row (content search, issue #19); the caller bounds how long it holds the event loop.
+   */
+  readdirNow(): Dirent[] {
+    const spelling = DESCRIPTOR_RELATIVE ? `/proc/self/fd/${this.fd}` : this.path;
+    if (!DESCRIPTOR_RELATIVE) this.assertStill();
+    try {
+      return readdirSync(spelling, { withFileTypes: true });
     } catch (error) {
       throw logical(error, spelling, this.path);
     }

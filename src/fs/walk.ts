@@ -268,7 +268,14 @@ async function* walkDir(
   try {
     // Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
     // read and identified through the verified descriptor.
-    ({ dirents, names } = await sharedListing(dir.path, () => dir.readdir(), dir.fd));
+    // A walk without stats (search) reads synchronously: its directories are mostly small, and a thread-pool round
+    // trip per directory left the search's reader threads waiting (issue #19). The slice check below still bounds
+    // how long the loop is held between yields.
+    ({ dirents, names } = await sharedListing(
+      dir.path,
+      run.wantStats ? () => dir.readdir() : () => new Promise<Dirent[]>((resolve) => resolve(dir.readdirNow())),
+      dir.fd,
+    ));
   } catch (error) {
     o.onSkip?.(skipReasonOf(error), dirRel || '.');
     return;
@@ -459,5 +466,9 @@ export function childOf(directory: AllowedPath, name: string): AllowedPath {
   ) {
     throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
   }
+  // An allowed directory is a real path (no `.`, `..` or doubled separators), so on POSIX joining is concatenation;
+  // path.join's normalisation was a per-entry cost of every walk (issue #19).
+  if (path.sep === '/' && directory.length > 1 && !directory.endsWith('/'))
+    return `${directory}/${name}` as AllowedPath;
   return path.join(directory, name) as AllowedPath;
 }

@@ -27,12 +27,12 @@ export type Loaded =
  * search reader threads, and results are still consumed strictly in walk order, so pages and cursors do not depend
  * on it. The window keeps every reader thread busy while the main thread walks.
  */
-export const READ_AHEAD = 256;
+export const READ_AHEAD = 1024;
 /**
  * Only candidates up to this size are held by read-ahead (bounds its memory to READ_AHEAD × this, bytes); a larger
  * one is read when the search gets to it.
  */
-const READ_AHEAD_MAX_FILE_BYTES = 128 * 1024;
+const READ_AHEAD_MAX_FILE_BYTES = 32 * 1024;
 
 /** Options of `contentMatcher`. */
 export interface ContentMatchOptions {
