@@ -32,7 +32,7 @@ export function isWithin(parent: string, child: string, flavor: PathFlavor = HOS
     // `resolve`, and a separator boundary is a prefix followed by `/`.
     const a = flavor.caseInsensitive ? parent.toLowerCase() : parent;
     const b = flavor.caseInsensitive ? child.toLowerCase() : child;
-    if (isPlainAbsolute(a) && isPlainAbsolute(b)) {
+    if (isCanonicalPosix(a) && isCanonicalPosix(b)) {
       return a === b || a === '/' || (b.startsWith(a) && b.charCodeAt(a.length) === 0x2f);
     }
   }
@@ -68,7 +68,7 @@ export function isEntryName(name: string): boolean {
  * True when `s` is an absolute POSIX path that `path.posix.resolve` returns unchanged: it starts with `/` and has no
  * empty, `.` or `..` component and no trailing `/` (except the root itself).
  */
-function isPlainAbsolute(s: string): boolean {
+export function isCanonicalPosix(s: string): boolean {
   if (s.charCodeAt(0) !== 0x2f) return false;
   if (s.length === 1) return true;
   // One pass from separator to separator (indexOf is native): what follows each `/` must not be `/`, `.` + (`/` or

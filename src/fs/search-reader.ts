@@ -56,7 +56,7 @@ export interface ReaderOptions {
 }
 
 /** Files per message to a worker. */
-const BATCH_FILES = 64;
+const BATCH_FILES = 128;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
 
@@ -221,13 +221,72 @@ interface WorkerSlot {
   load: number;
   /** Terminated on purpose (a timeout): its exit is not a failure of the pool. */
   retired: boolean;
+  /** Sessions whose options this worker has been sent (they are sent once, with the first batch). */
+  sessions: Set<number>;
 }
+
+/**
+ * The message to a worker: a batch of one session's files, NUL-separated in one string (a path never holds a NUL; one
+ * string clones far faster than an array of them: posting batches was 14 % of a search's main thread), and the
+ * session's options the first time this worker sees the session.
+ */
+export interface BatchRequest {
+  id: number;
+  session: number;
+  options?: ReaderOptions;
+  files: string;
+}
+
+/**
+ * A worker's answer: one kind code per file, in order (KIND_CODES), and for the files with bytes (`text`, `hits`) their
+ * index, bytes (transferred) and hits.
+ */
+export interface BatchReply {
+  id: number;
+  kinds: string;
+  found: Array<{ index: number; bytes: Uint8Array; hits?: LineHit[] }>;
+}
+
+/** One character per outcome kind in BatchReply.kinds. */
+const KIND_CODES = {
+  too_large: 'L',
+  unreadable: 'U',
+  binary: 'B',
+  no_match: 'N',
+  deferred: 'D',
+  fallback: 'F',
+  regex_timeout: 'R',
+  text: 'T',
+  hits: 'H',
+} as const satisfies Record<ReadOutcome['kind'], string>;
+const KIND_OF_CODE = new Map<string, ReadOutcome['kind']>(
+  Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as ReadOutcome['kind']]),
+);
+
+/** The outcomes of a reply, in file order (`fallback` for anything missing or malformed). */
+export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {
+  const out: ReadOutcome[] = [];
+  const found = new Map(reply.found.map((f) => [f.index, f]));
+  for (let i = 0; i < count; i++) {
+    const kind = KIND_OF_CODE.get(reply.kinds[i] ?? '') ?? 'fallback';
+    const f = found.get(i);
+    if (kind === 'hits' && f?.hits) out.push({ kind, bytes: f.bytes, hits: f.hits });
+    else if (kind === 'text' && f) out.push({ kind, bytes: f.bytes });
+    else if (kind === 'hits' || kind === 'text') out.push({ kind: 'fallback' });
+    else out.push({ kind });
+  }
+  return out;
+}
+
+/** Session options a worker keeps (older ones are dropped; their batches are long answered). */
+const WORKER_SESSIONS = 8;
 
 /** The worker pool (one per process, threads created on first use and unref'd). */
 export class SearchReaderPool {
   private slots: WorkerSlot[] | null = null;
   private broken = false;
   private nextBatch = 1;
+  private nextSession = 1;
   private watchdog: NodeJS.Timeout | null = null;
   private readonly epoch = Date.now();
 
@@ -246,13 +305,14 @@ export class SearchReaderPool {
   session(options: ReaderOptions): { read(file: string): Promise<ReadOutcome> } {
     // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy it out.
     options = { ...options, needle: options.needle ? new Uint8Array(options.needle) : null };
+    const session = this.nextSession++;
     let files: string[] = [];
     let waiters: Array<(o: ReadOutcome) => void> = [];
     let scheduled = false;
     const flush = () => {
       scheduled = false;
       if (files.length === 0) return;
-      this.dispatch(files, waiters, options);
+      this.dispatch(session, files, waiters, options);
       files = [];
       waiters = [];
     };
@@ -270,7 +330,12 @@ export class SearchReaderPool {
     };
   }
 
-  private dispatch(files: string[], waiters: Array<(o: ReadOutcome) => void>, options: ReaderOptions): void {
+  private dispatch(
+    session: number,
+    files: string[],
+    waiters: Array<(o: ReadOutcome) => void>,
+    options: ReaderOptions,
+  ): void {
     const slots = this.ensureWorkers();
     if (!slots) {
       for (const w of waiters) w({ kind: 'fallback' });
@@ -281,7 +346,13 @@ export class SearchReaderPool {
     const batch: Batch = { id: this.nextBatch++, waiters, bounded: options.match?.bounded ?? false };
     slot.batches.set(batch.id, batch);
     slot.load += files.length;
-    slot.worker.postMessage({ id: batch.id, files, options });
+    const request: BatchRequest = { id: batch.id, session, files: files.join('\0') };
+    if (!slot.sessions.has(session)) {
+      request.options = options;
+      slot.sessions.add(session);
+      if (slot.sessions.size > WORKER_SESSIONS) slot.sessions.delete(slot.sessions.values().next().value!);
+    }
+    slot.worker.postMessage(request);
     if (batch.bounded) this.armWatchdog();
   }
 
@@ -301,13 +372,14 @@ export class SearchReaderPool {
     const progress = new Int32Array(new SharedArrayBuffer(PROGRESS_SLOTS * 4));
     const worker = new Worker(fileURLToPath(this.workerUrl), { workerData: { progress, epoch: this.epoch } });
     worker.unref();
-    const slot: WorkerSlot = { worker, progress, batches: new Map(), load: 0, retired: false };
-    worker.on('message', (msg: { id: number; results: ReadOutcome[] }) => {
+    const slot: WorkerSlot = { worker, progress, batches: new Map(), load: 0, retired: false, sessions: new Set() };
+    worker.on('message', (msg: BatchReply) => {
       const batch = slot.batches.get(msg.id);
       if (!batch) return;
       slot.batches.delete(msg.id);
       slot.load -= batch.waiters.length;
-      batch.waiters.forEach((w, i) => w(msg.results[i] ?? { kind: 'fallback' }));
+      const results = outcomesOf(msg, batch.waiters.length);
+      batch.waiters.forEach((w, i) => w(results[i]));
     });
     const fail = () => {
       if (slot.retired) return;
@@ -372,21 +444,34 @@ export function serveBatches(
 ): void {
   const scratch = { buf: Buffer.allocUnsafe(256 * 1024) };
   const dir: { current: DirHandle | null } = { current: null };
-  port.on('message', (job: { id: number; files: string[]; options: ReaderOptions }) => {
-    const results: ReadOutcome[] = [];
+  const sessions = new Map<number, ReaderOptions>();
+  port.on('message', (job: BatchRequest) => {
+    if (job.options) {
+      sessions.set(job.session, job.options);
+      if (sessions.size > WORKER_SESSIONS) sessions.delete(sessions.keys().next().value!);
+    }
+    const options = sessions.get(job.session);
+    const files = job.files.split('\0');
+    let kinds = '';
+    const found: BatchReply['found'] = [];
     const transfer: ArrayBuffer[] = [];
     Atomics.store(progress, P_BATCH, job.id);
-    job.files.forEach((file, i) => {
+    files.forEach((file, i) => {
       Atomics.store(progress, P_INDEX, i);
       Atomics.store(progress, P_STARTED, Math.max(1, Date.now() - epoch));
-      const r = readCandidate(file, job.options, scratch, dir);
-      if (r.kind === 'text' || r.kind === 'hits') transfer.push(r.bytes.buffer as ArrayBuffer);
-      results.push(r);
+      // A session this worker does not know (never sent, or dropped): the caller reads the file itself.
+      const r: ReadOutcome = options ? readCandidate(file, options, scratch, dir) : { kind: 'fallback' };
+      kinds += KIND_CODES[r.kind];
+      if (r.kind === 'text' || r.kind === 'hits') {
+        transfer.push(r.bytes.buffer as ArrayBuffer);
+        found.push(r.kind === 'hits' ? { index: i, bytes: r.bytes, hits: r.hits } : { index: i, bytes: r.bytes });
+      }
     });
     // The directory is verified afresh by the next batch (its roots may differ, and it may have moved since).
     closeDir(dir);
     Atomics.store(progress, P_STARTED, 0);
-    port.postMessage({ id: job.id, results }, transfer);
+    const reply: BatchReply = { id: job.id, kinds, found };
+    port.postMessage(reply, transfer);
   });
 }
 

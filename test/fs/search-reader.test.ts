@@ -15,7 +15,13 @@ import os from 'node:os';
 import path from 'node:path';
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { readCandidate, SearchReaderPool, type ReaderOptions, type ReadOutcome } from '../../src/fs/search-reader.js';
+import {
+  outcomesOf,
+  readCandidate,
+  SearchReaderPool,
+  type ReaderOptions,
+  type ReadOutcome,
+} from '../../src/fs/search-reader.js';
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-search-reader-')));
 const root = path.join(base, 'root');
@@ -100,6 +106,26 @@ describe('readCandidate', () => {
     writeFileSync(path.join(outside, 'up', 'mid', 'f.txt'), 'outside\n');
     symlinkSync(path.join(outside, 'up'), path.join(root, 'up'));
     expect(read(deep).kind).toBe('unreadable');
+  });
+});
+
+describe('outcomesOf (the compact batch reply)', () => {
+  it('decodes one code per file, attaches bytes and hits, and answers fallback for anything missing or unknown', () => {
+    const bytes = new Uint8Array([104, 105]);
+    const out = outcomesOf(
+      {
+        id: 1,
+        kinds: 'NHTBH?',
+        found: [
+          { index: 1, bytes, hits: [[0, 1]] },
+          { index: 2, bytes },
+        ],
+      },
+      7,
+    );
+    expect(out.map((o) => o.kind)).toEqual(['no_match', 'hits', 'text', 'binary', 'fallback', 'fallback', 'fallback']);
+    expect(out[1]).toEqual({ kind: 'hits', bytes, hits: [[0, 1]] });
+    expect(out[2]).toEqual({ kind: 'text', bytes });
   });
 });
 

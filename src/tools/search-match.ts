@@ -1,0 +1,167 @@
+/**
+ * search_files, step 2 of 3 (walk → match → page; issue #20): what a candidate file holds for a content search —
+ * its matching lines, or why it is skipped (secret, too large, unreadable, binary) — SPEC §6.1. Candidates go to the
+ * search reader threads (src/fs/search-reader.ts) as the walk yields them, up to READ_AHEAD ahead of the page, and
+ * are consumed in walk order; a large candidate, or any when the threads are unavailable, is read on this thread.
+ * A user regular expression runs bounded either way (src/fs/line-matcher.ts). This file changes when how a
+ * candidate is read or matched changes.
+ */
+import { openForRead } from '../fs/open-file.js';
+import { looksBinary } from '../fs/text.js';
+import { searchReaderPool, type ReadOutcome } from '../fs/search-reader.js';
+import type { WalkItem } from '../fs/walk.js';
+import { matcherSpec, regexTimeoutError, type LineHit, type LineMatcher } from '../fs/line-matcher.js';
+import { classifyEntry, type PolicyContext } from '../policy/authorize.js';
+import { findContainingRoot } from '../policy/containment.js';
+
+/**
+ * A candidate file's content, or why content search skips it. `no_match`: a text file without a matching line
+ * (scanned, nothing to report). `hits` are 0-based [line, UTF-16 column] pairs, in line order.
+ */
+export type Loaded =
+  | { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' | 'no_match' }
+  | { kind: 'text'; text: string; hits: LineHit[] };
+
+/**
+ * How many walk entries are prepared ahead of the one being paged. Files are read concurrently with paging, by the
+ * search reader threads, and results are still consumed strictly in walk order, so pages and cursors do not depend
+ * on it. The window keeps every reader thread busy while the main thread walks.
+ */
+export const READ_AHEAD = 1024;
+/**
+ * Only candidates up to this size are held by read-ahead (bounds its memory to READ_AHEAD × this, bytes); a larger
+ * one is read when the search gets to it.
+ */
+const READ_AHEAD_MAX_FILE_BYTES = 32 * 1024;
+
+/** Options of `contentMatcher`. */
+export interface ContentMatchOptions {
+  policy: PolicyContext;
+  /** The compiled query (its `needle` skips files without the required bytes undecoded). */
+  matcher: LineMatcher;
+  query: string;
+  regex: boolean;
+  caseSensitive: boolean;
+  /** Larger files are `too_large` (--max-search-file-bytes), bytes. */
+  maxFileBytes: number;
+}
+
+/** Starts reading and matching candidate files; `start` returns a thunk the page awaits in walk order. */
+export interface ContentMatch {
+  /**
+   * Starts loading `entry` now (on a reader thread when one is available). The returned function, called when the
+   * page gets to the entry, resolves to what the file holds; it rejects with the REGEX_TIMEOUT ToolError when a user
+   * regular expression ran out of time.
+   */
+  start(entry: WalkItem): () => Promise<Loaded>;
+}
+
+/**
+ * The content side of one search call (SPEC §6.1: binary files skipped, secret files skipped and counted, files over
+ * the size cap skipped and counted, a user regex bounded per file).
+ */
+export function contentMatcher(o: ContentMatchOptions): ContentMatch {
+  const isInside = (p: string) => findContainingRoot(o.policy.roots, p) !== undefined;
+  const isSecret = (entry: WalkItem) => classifyEntry(o.policy, entry.absolute, entry.rootRelative).secret;
+
+  /** Reads one candidate file on this thread (large candidates, or when the reader threads are unavailable). */
+  const load = async (entry: WalkItem): Promise<Loaded> => {
+    if (isSecret(entry)) return { kind: 'secret' };
+    let bytes: Buffer;
+    try {
+      const { handle, stats } = await openForRead(entry.absolute, isInside);
+      try {
+        if (stats.size > o.maxFileBytes) return { kind: 'too_large' };
+        // The size is known from the open's fstat: read exactly that (handle.readFile would fstat again and read
+        // once more to see the end).
+        bytes = Buffer.allocUnsafe(stats.size);
+        let filled = 0;
+        while (filled < bytes.length) {
+          const { bytesRead } = await handle.read(bytes, filled, bytes.length - filled, filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        bytes = bytes.subarray(0, filled);
+      } finally {
+        await handle.close();
+      }
+    } catch {
+      return { kind: 'unreadable' };
+    }
+    if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true))
+      return { kind: 'binary' };
+    if (o.matcher.needle && bytes.indexOf(o.matcher.needle) === -1) return { kind: 'no_match' };
+    const text = bytes.toString('utf8');
+    const hits = await o.matcher.match(text);
+    return hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits };
+  };
+
+  const reader = searchReaderPool.session({
+    roots: o.policy.roots.map((r) => ({ real: r.real })),
+    maxFileBytes: o.maxFileBytes,
+    keepMaxBytes: READ_AHEAD_MAX_FILE_BYTES,
+    needle: o.matcher.needle,
+    // The reader threads match lines themselves (a user regex under the same per-file time limit).
+    match: matcherSpec(o.query, { regex: o.regex, caseSensitive: o.caseSensitive }),
+  });
+
+  /**
+   * What the reader thread found, as the page sees it. Called when the page gets to the entry: a deferred (large) or
+   * fallback candidate is read only then, so read-ahead never holds more than READ_AHEAD small files.
+   */
+  const fromReader = async (entry: WalkItem, outcome: ReadOutcome): Promise<Loaded> => {
+    const decode = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+    switch (outcome.kind) {
+      case 'hits':
+        return { kind: 'text', text: decode(outcome.bytes), hits: outcome.hits };
+      case 'text': {
+        const text = decode(outcome.bytes);
+        const hits = await o.matcher.match(text);
+        return hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits };
+      }
+      case 'deferred':
+      case 'fallback':
+        return load(entry);
+      case 'regex_timeout':
+        throw regexTimeoutError();
+      default:
+        return { kind: outcome.kind };
+    }
+  };
+
+  return {
+    start: (entry) => {
+      if (isSecret(entry)) return () => Promise.resolve({ kind: 'secret' });
+      const reading = reader.read(entry.absolute);
+      return () => reading.then((outcome) => fromReader(entry, outcome));
+    },
+  };
+}
+
+/**
+ * Yields `[item, prepare(item)]` for each item of `source`, in order, calling `prepare` up to `size` items ahead of
+ * the consumer. Stopping early (break) finishes `source`.
+ */
+export async function* readAhead<T, P>(
+  source: AsyncIterable<T>,
+  prepare: (item: T) => P,
+  size: number,
+): AsyncGenerator<[T, P]> {
+  const iterator = source[Symbol.asyncIterator]();
+  const queue: Array<[T, P]> = [];
+  let done = false;
+  try {
+    for (;;) {
+      while (!done && queue.length < size) {
+        const step = await iterator.next();
+        if (step.done) done = true;
+        else queue.push([step.value, prepare(step.value)]);
+      }
+      const head = queue.shift();
+      if (!head) return;
+      yield head;
+    }
+  } finally {
+    if (!done) await iterator.return?.();
+  }
+}
