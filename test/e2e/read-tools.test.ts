@@ -419,7 +419,7 @@ describe.each(ERAS)('read tools (%s era)', (era) => {
       expect(longByPath['a.txt']).toEqual({ path: 'a.txt', type: 'file', size: 12, mtime: expect.any(String) });
       // Issue #19: without long, types come from the directory listing (d_type, no lstat); they, the secret marks
       // and the link targets are exactly those of the lstat'ed long listing, entry for entry.
-      expect(long.entries.map(({ size: _s, mtime: _m, ...rest }: any) => rest)).toEqual(s.entries);
+      expect(long.entries.map(({ size: _s, mtime: _m, ...rest }: any) => rest)).toEqual(s.entries.map(entryObject));
       expect(long.entries.every((e: any) => typeof e.size === 'number' && typeof e.mtime === 'string')).toBe(true);
       expect(byPath.dir.type).toBe('directory');
       expect(byPath.pipe.type).toBe('fifo');
