@@ -15,6 +15,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
+import type { SnapshotEntry } from './tree-ops.js';
 
 /** One file of a recorded change: its state before (bytes or absence, mode) and the hash the change left. */
 export interface HistoryFile {
@@ -108,7 +109,9 @@ const ChangeSchema = z.strictObject({
       ),
     )
     .min(1)
-    .max(10_000),
+    // A tree operation is one change (issue 18): a recursive delete of up to 100 000 entries, or a directory move
+    // (each entry at its old and its new path). The byte bound (--history-max-bytes) usually stops far earlier.
+    .max(250_000),
 });
 
 const MetaSchema = z.strictObject({
@@ -224,13 +227,24 @@ export async function recordChange(
   const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
   const text = JSON.stringify(full);
   if (Buffer.byteLength(text) > limits.maxBytes) {
-    const meta = await readMeta(dir);
-    await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
+    await recordSkipped(stateDir);
     return null;
   }
   await writeDurably(path.join(dir, `${full.id}.json`), text);
   await prune(dir, limits);
   return full.id;
+}
+
+/**
+ * Counts a change that was not recorded because its record would exceed --history-max-bytes (a tree operation
+ * found too large while recording it, issue 18); the listing's note says so.
+ * @throws Node errno errors (the caller logs them)
+ */
+export async function recordSkipped(stateDir: string): Promise<void> {
+  const dir = historyDir(stateDir);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const meta = await readMeta(dir);
+  await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
 }
 
 async function prune(dir: string, limits: HistoryLimits): Promise<void> {
@@ -311,4 +325,37 @@ export function historyEntryOf(
     entry.new_target = after.target;
   }
   return entry;
+}
+
+/**
+ * The history entries of a whole tree at `realTop` (issue 18: a tree operation is one change), from its snapshot
+ * (src/fs/tree-ops.ts `snapshotTree`, pre-order): `removed` — the tree went from what the snapshot holds to nothing
+ * (a recursive delete, the old place of a directory move; file bytes are required); `created` — from nothing to what
+ * the snapshot holds (a recursive copy, the new place of a move). The top directory comes first, with `topMode`.
+ * @throws Error when a removed file's bytes were not loaded (a programming error: snapshot with wantBytes)
+ */
+export function historyEntriesOfTree(
+  realTop: string,
+  topMode: number,
+  entries: readonly SnapshotEntry[],
+  side: 'removed' | 'created',
+): HistoryFile[] {
+  const all: Array<{ real: string; state: SnapshotEntry['state'] }> = [
+    { real: realTop, state: { kind: 'directory', mode: topMode & 0o777 } },
+    ...entries.map((e) => ({ real: path.join(realTop, ...e.relative.split('/')), state: e.state })),
+  ];
+  return all.map(({ real, state }) => {
+    if (side === 'created') {
+      return historyEntryOf(
+        real,
+        { kind: 'absent' },
+        state.kind === 'file' ? { kind: 'file', hash: state.hash } : state,
+      );
+    }
+    if (state.kind === 'file') {
+      if (!state.bytes) throw new Error('a removed file is recorded with its bytes');
+      return historyEntryOf(real, { kind: 'file', bytes: state.bytes, mode: state.mode }, { kind: 'absent' });
+    }
+    return historyEntryOf(real, state, { kind: 'absent' });
+  });
 }

@@ -16,6 +16,7 @@
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
+import { readCurrentIn } from './read-current.js';
 import {
   changedError,
   sameNode,
@@ -350,4 +351,73 @@ export function directoryNotEmpty(p: string): ToolError {
     details: { reason: 'directory_not_empty' },
     suggestion: 'Pass recursive: true to delete it with everything inside.',
   });
+}
+
+/** One entry of a tree as `snapshotTree` recorded it (relative `/`-separated, pre-order: a directory first). */
+export interface SnapshotEntry {
+  relative: string;
+  /** A file (its hash, and its bytes when asked for), a directory (its permission bits) or a link (its target). */
+  state:
+    | { kind: 'file'; hash: string; bytes: Buffer | null; mode: number }
+    | { kind: 'directory'; mode: number }
+    | { kind: 'symlink'; target: string };
+}
+
+/** What `snapshotTree` recorded, or why it stopped (issue 18: a tree too large for the undo history). */
+export type TreeSnapshot = { entries: SnapshotEntry[] } | { tooLarge: true };
+
+/**
+ * Records every entry under `top` (not `top` itself) for the undo history of a tree operation (issue 18): each
+ * file's hash (and bytes with `wantBytes`), each directory's mode, each link's target, read through the verified
+ * descriptors of the walk (no path is followed). Stops as soon as the record would exceed `maxBytes` (file bytes
+ * counted base64, plus a per-entry overhead) or `maxEntries`, and returns `{ tooLarge: true }`.
+ * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), FILE_POLICY_DENIED
+ *   (a special file); errno errors from reading
+ */
+export async function snapshotTree(
+  top: VerifiedDir,
+  options: { wantBytes: boolean; maxBytes: number; maxEntries: number },
+): Promise<TreeSnapshot> {
+  const entries: SnapshotEntry[] = [];
+  let bytes = 0;
+  const stop = new Error('too large');
+  try {
+    await walkDescriptors(
+      top,
+      async (dir, frame, name) => {
+        const st = dir.lstat(name);
+        if (!st) throw changedError(dir.pathOf(name));
+        const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
+        // Roughly what the JSON record of the entry costs: its path and fields (the bytes are counted below).
+        bytes += Buffer.byteLength(dir.pathOf(name)) + 160;
+        if (entries.length >= options.maxEntries || bytes > options.maxBytes) throw stop;
+        if (st.isDirectory()) {
+          entries.push({ relative, state: { kind: 'directory', mode: st.mode & 0o777 } });
+          return 'descend';
+        }
+        if (st.isSymbolicLink()) {
+          const target = dir.readlink(name);
+          bytes += Buffer.byteLength(target);
+          entries.push({ relative, state: { kind: 'symlink', target } });
+          return 'next';
+        }
+        if (options.wantBytes && Math.ceil(st.size / 3) * 4 + bytes > options.maxBytes) throw stop;
+        const file = await readCurrentIn(dir, name, { wantBytes: options.wantBytes, maxBytes: options.maxBytes });
+        if (!file.exists || !file.stats || !sameNode(file.stats, st)) throw changedError(dir.pathOf(name));
+        bytes += file.bytes ? Math.ceil(file.bytes.length / 3) * 4 : 0;
+        if (bytes > options.maxBytes) throw stop;
+        entries.push({
+          relative,
+          state: { kind: 'file', hash: file.hash!, bytes: file.bytes, mode: file.stats.mode & 0o777 },
+        });
+        return 'next';
+      },
+      () => undefined,
+      async (dir) => (await dir.readdir()).map((d) => d.name).sort(),
+    );
+  } catch (error) {
+    if (error === stop) return { tooLarge: true };
+    throw error;
+  }
+  return { entries };
 }

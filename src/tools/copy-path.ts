@@ -15,12 +15,12 @@
 import { constants, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { historyEntryOf, type PathState } from '../fs/history.js';
+import { historyEntriesOfTree, historyEntryOf, type HistoryFile, type PathState } from '../fs/history.js';
 import { ToolError } from '../errors/tool-error.js';
 import { temporaryPrefix } from '../fs/atomic-write.js';
 import { createContentHasher } from '../fs/hash.js';
 import { isDirectory } from '../fs/read-current.js';
-import { inspectTree, removeTree } from '../fs/tree-ops.js';
+import { inspectTree, removeTree, type SnapshotEntry } from '../fs/tree-ops.js';
 import {
   changedError,
   identityOf,
@@ -122,7 +122,7 @@ export const copyPath = defineTool({
         const base = { type: kindOf(s), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null };
         const forgetDst = () => ctx.hashes.forget(destination.real);
         // The undo record of a file or link copy (issue 18): the destination from nothing (or the file it replaced,
-        // when its bytes were loaded: up to 256 KiB) to the copy. A tree copy is not recorded yet.
+        // when its bytes were loaded: up to 256 KiB) to the copy.
         const replaced: PathState | null = !dstNow
           ? { kind: 'absent' }
           : dstNow.isFile() && dstFile?.bytes
@@ -209,11 +209,19 @@ export const copyPath = defineTool({
         } finally {
           top.close();
         }
+        const treeHistory = { tool: 'copy_path', files: [] as HistoryFile[] };
         return {
           result: { ...base, entries: plan.length, bytes: total, contentHash: null },
           done: `copied ${source.real} to ${destination.real}`,
-          effect: () => copyTree(src.dir, src.name, s, plan, dst.dir, dst.name),
+          effect: async () => {
+            const copied: SnapshotEntry[] = [];
+            await copyTree(src.dir, src.name, s, plan, dst.dir, dst.name, copied);
+            treeHistory.files = historyEntriesOfTree(destination.real, s.mode, copied, 'created');
+          },
           remember: () => ctx.hashes.forgetUnder(destination.real),
+          // The undo record of a tree copy (issue 18): every entry the copy wrote, each file with the hash of the bytes
+          // it wrote; a revert removes exactly these, refused if any changed since.
+          history: treeHistory,
         };
       },
     });
@@ -376,6 +384,7 @@ export function setCopyFault(fn: typeof copyFault): void {
 /**
  * Copies the inspected tree `plan` of directory `srcName` of `srcParent` to `dstName` of `dstParent`: built in a
  * temporary sibling directory, then renamed into place. Every source entry must still be the node inspected.
+ * `copied` receives each entry written (pre-order; a file with the hash of the bytes written) for the undo history.
  * On failure the temporary tree is removed and nothing is at the destination.
  * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists (it appeared); errno errors
  */
@@ -386,6 +395,7 @@ async function copyTree(
   plan: readonly PlannedEntry[],
   dstParent: VerifiedDir,
   dstName: string,
+  copied: SnapshotEntry[],
 ): Promise<void> {
   const tmpName = tempName(dstName, 'copy');
   dstParent.assertInside();
@@ -417,10 +427,14 @@ async function copyTree(
         stack.push([a, b]);
         if (!sameNode(a.identity, e.stats)) throw changedError(a.path);
         modes.push({ relative: e.relative, mode: now.mode & 0o7777 });
+        copied.push({ relative: e.relative, state: { kind: 'directory', mode: now.mode & 0o777 } });
       } else if (now.isSymbolicLink()) {
-        to.symlink(from.readlink(e.name), e.name);
+        const target = from.readlink(e.name);
+        to.symlink(target, e.name);
+        copied.push({ relative: e.relative, state: { kind: 'symlink', target } });
       } else {
-        await copyFileIn(from, e.name, e.stats, to, e.name);
+        const hash = await copyFileIn(from, e.name, e.stats, to, e.name);
+        copied.push({ relative: e.relative, state: { kind: 'file', hash, bytes: null, mode: now.mode & 0o777 } });
       }
     }
     while (stack.length > 1) {

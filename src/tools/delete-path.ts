@@ -11,10 +11,12 @@ import {
   removeEmptyDir,
   removeEntry,
   removeTree,
+  snapshotTree,
   type InspectedTree,
+  type TreeSnapshot,
 } from '../fs/tree-ops.js';
 import { sameNode } from '../fs/verified-dir.js';
-import { historyEntryOf, historyFileOf } from '../fs/history.js';
+import { historyEntriesOfTree, historyEntryOf, historyFileOf } from '../fs/history.js';
 import { assertDeletableEntry, authorizeWrite, kindOf } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
@@ -114,6 +116,7 @@ export const deletePath = defineTool({
         }
         const top = dir.openDir(name);
         let inspected: InspectedTree | null = null;
+        let snapshot: TreeSnapshot | null = null;
         try {
           if (!sameNode(top.identity, stats))
             throw new ToolError('NOT_ALLOWED', `${target.absolute} changed during the call.`, {
@@ -138,22 +141,31 @@ export const deletePath = defineTool({
           } else if ((await top.readdir()).length > 0) {
             throw directoryNotEmpty(target.absolute);
           }
+          // The undo record of a tree (issue 18): every file's bytes and mode, every directory's mode, every link's
+          // target, read now through the same descriptors; over --history-max-bytes it is not recorded (the listing
+          // counts it as skipped).
+          if (inspected && inspected.entries > 0 && !args.dry_run) {
+            snapshot = await snapshotTree(top, {
+              wantBytes: true,
+              maxBytes: ctx.config.limits.historyMaxBytes,
+              maxEntries: MAX_RECURSIVE_ENTRIES,
+            });
+          }
         } finally {
           top.close();
         }
         const tree = inspected;
-        const empty = (tree?.entries ?? 0) === 0;
         return {
           result: { type, previousHash: null, entries: tree?.entries ?? 0 },
           done: `deleted ${target.real}`,
           remember: forget,
-          // An empty directory is recorded (revert_changes recreates it with its mode); a non-empty tree is not yet.
-          history: empty
-            ? {
-                tool: 'delete_path',
-                files: [historyEntryOf(target.real, { kind: 'directory', mode: stats.mode }, { kind: 'absent' })],
-              }
-            : undefined,
+          history:
+            snapshot && 'tooLarge' in snapshot
+              ? { tool: 'delete_path', files: [], tooLarge: true }
+              : {
+                  tool: 'delete_path',
+                  files: historyEntriesOfTree(target.real, stats.mode, snapshot?.entries ?? [], 'removed'),
+                },
           effect: async () => {
             if (tree) await removeTree(dir, name, tree);
             else await removeEmptyDir(dir, name, stats);

@@ -20,7 +20,7 @@ import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomicIn } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
-import { historyFileOf, recordChange, type HistoryFile } from '../fs/history.js';
+import { historyFileOf, recordChange, recordSkipped, type HistoryFile } from '../fs/history.js';
 import { withPathLock } from '../fs/path-lock.js';
 import { isDirectory, readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
@@ -146,8 +146,11 @@ export interface MutationStep<T> {
   remember?: () => void;
   /** What the effect did, in a few words (reported if the new status hash fails afterwards). */
   done: string;
-  /** The undo record of this change (src/fs/history.ts), written once the effect succeeded. */
-  history?: { tool: string; files: HistoryFile[]; reverts?: string[] };
+  /**
+   * The undo record of this change (src/fs/history.ts), written once the effect succeeded (the effect may still add
+   * to `files`: a tree copy records what it wrote). `tooLarge`: not recorded, counted as skipped for the listing.
+   */
+  history?: { tool: string; files: HistoryFile[]; reverts?: string[]; tooLarge?: boolean };
 }
 
 /** One mutation call as the pipeline runs it. */
@@ -189,7 +192,8 @@ export async function runMutation<T>(
       if (!plan.dryRun && s.effect) {
         await s.effect();
         s.remember?.();
-        if (s.history && s.history.files.length > 0) await recordHistory(ctx, s.history);
+        if (s.history?.tooLarge) await recordHistory(ctx, s.history, true);
+        else if (s.history && s.history.files.length > 0) await recordHistory(ctx, s.history);
       }
       return s;
     } finally {
@@ -213,15 +217,20 @@ export async function runMutation<T>(
  * Records a change in the undo history (inside the path lock, so records of one file are in commit order). A failure
  * to record never fails the change that already happened: it is logged to stderr (no content, no path).
  */
-async function recordHistory(ctx: ToolContext, history: NonNullable<MutationStep<unknown>['history']>): Promise<void> {
+async function recordHistory(
+  ctx: ToolContext,
+  history: NonNullable<MutationStep<unknown>['history']>,
+  skipped = false,
+): Promise<void> {
   try {
+    if (skipped) return await recordSkipped(ctx.config.stateDir);
     await recordChange(
       ctx.config.stateDir,
       {
         maxChanges: ctx.config.limits.historyMaxChanges,
         maxBytes: ctx.config.limits.historyMaxBytes,
       },
-      history,
+      { tool: history.tool, files: history.files, ...(history.reverts ? { reverts: history.reverts } : {}) },
     );
   } catch (error) {
     process.stderr.write(

@@ -7,10 +7,10 @@ import type { Stats } from 'node:fs';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { hashBytes } from '../fs/hash.js';
-import { historyEntryOf, type HistoryFile, type PathState } from '../fs/history.js';
+import { historyEntriesOfTree, historyEntryOf, type HistoryFile, type PathState } from '../fs/history.js';
 import { isDirectory, readCurrentIn, type CurrentFile } from '../fs/read-current.js';
-import { moveEntry } from '../fs/tree-ops.js';
-import type { VerifiedDir } from '../fs/verified-dir.js';
+import { moveEntry, snapshotTree, type TreeSnapshot } from '../fs/tree-ops.js';
+import { changedError, sameNode, type VerifiedDir } from '../fs/verified-dir.js';
 import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
@@ -143,7 +143,11 @@ export const movePath = defineTool({
           dstNow,
           args.expected_hash,
         );
-        const history = moveHistory(source.real, destination.real, src, dst, srcNow, dstNow, sourceBytes, dstFile);
+        const history = srcNow.isDirectory()
+          ? args.dry_run
+            ? undefined
+            : await directoryMoveHistory(ctx, source.real, destination.real, src, srcNow)
+          : moveHistory(source.real, destination.real, src, dst, srcNow, dstNow, sourceBytes, dstFile);
         return {
           history,
           result: {
@@ -191,7 +195,8 @@ export const movePath = defineTool({
 
 /**
  * The undo record of a move of a file or a link (issue 18): the source goes from what it was to nothing, the
- * destination from nothing (or the file it replaced) to what was moved. Not recorded (undefined): a directory, a file
+ * destination from nothing (or the file it replaced) to what was moved (a directory: `directoryMoveHistory`). Not
+ * recorded (undefined): a file
  * whose bytes were not loaded (larger than --max-edit-bytes, or a replaced destination over 256 KiB).
  */
 function moveHistory(
@@ -221,6 +226,45 @@ function moveHistory(
   return {
     tool: 'move_path',
     files: [historyEntryOf(sourceReal, before, { kind: 'absent' }), historyEntryOf(destinationReal, replaced, after)],
+  };
+}
+
+/** Most entries of a moved directory the undo history records (a larger move is not recorded, counted skipped). */
+const MAX_RECORDED_MOVE_ENTRIES = 100_000;
+
+/**
+ * The undo record of a directory move (issue 18: a tree operation is one change): the tree at its old place goes from
+ * what it holds (every file's bytes and mode, directories' modes, links' targets) to nothing, and at its new place
+ * from nothing to the same entries (files by hash). revert_changes thus checks every moved entry (hash or kind) and
+ * that nothing took the old place, then puts the tree back. Over --history-max-bytes: not recorded (`tooLarge`).
+ * @throws ToolError NOT_ALLOWED changed_during_call (the tree changed while it was read); errno errors
+ */
+async function directoryMoveHistory(
+  ctx: ToolContext,
+  sourceReal: string,
+  destinationReal: string,
+  src: { dir: VerifiedDir; name: string },
+  srcNow: Stats,
+): Promise<{ tool: string; files: HistoryFile[]; tooLarge?: boolean }> {
+  const top = src.dir.openDir(src.name);
+  let snapshot: TreeSnapshot;
+  try {
+    if (!sameNode(top.identity, srcNow)) throw changedError(src.dir.pathOf(src.name));
+    snapshot = await snapshotTree(top, {
+      wantBytes: true,
+      maxBytes: ctx.config.limits.historyMaxBytes,
+      maxEntries: MAX_RECORDED_MOVE_ENTRIES,
+    });
+  } finally {
+    top.close();
+  }
+  if ('tooLarge' in snapshot) return { tool: 'move_path', files: [], tooLarge: true };
+  return {
+    tool: 'move_path',
+    files: [
+      ...historyEntriesOfTree(sourceReal, srcNow.mode, snapshot.entries, 'removed'),
+      ...historyEntriesOfTree(destinationReal, srcNow.mode, snapshot.entries, 'created'),
+    ],
   };
 }
 

@@ -378,6 +378,36 @@ export const revertChanges = defineTool({
             );
           }
         }
+        // A directory the revert removes must hold only entries the revert removes too (issue 18: a tree copied or
+        // moved and then added to has changed since): checked here, so nothing is written when it does not.
+        const removed = new Set(targets.filter((t) => t.restore.kind === 'absent').map((t) => t.path));
+        for (const [i, t] of targets.entries()) {
+          if (t.restore.kind !== 'absent' || currents[i].state.kind !== 'directory' || t.expected !== 'directory')
+            continue;
+          const where = scope.parent(authorized.get(t.path)!.real)!;
+          const inside = where.dir.openDir(where.name);
+          let names: string[];
+          try {
+            names = (await inside.readdir()).map((e) => e.name);
+          } finally {
+            inside.close();
+          }
+          const extra = names.filter((n) => !removed.has(path.join(t.path, n))).length;
+          if (extra > 0) {
+            moved.push(
+              new OccMismatchError(
+                `${t.path} holds ${extra} entr${extra === 1 ? 'y' : 'ies'} the change(s) being reverted did not create; nothing was reverted.`,
+                {
+                  path: t.path,
+                  expectedHash: 'directory',
+                  currentHash: null,
+                  conflict: { reason: 'modified' },
+                  suggestion: 'Move or delete what was added there first, or revert by hand.',
+                },
+              ),
+            );
+          }
+        }
         if (moved.length > 0) {
           const first = moved[0];
           first.details.files = moved.map((m) => ({
