@@ -363,16 +363,20 @@ export interface SnapshotEntry {
     | { kind: 'symlink'; target: string };
 }
 
-/** What `snapshotTree` recorded, or why it stopped (issue 18: a tree too large for the undo history). */
-export type TreeSnapshot = { entries: SnapshotEntry[] } | { tooLarge: true };
+/**
+ * What `snapshotTree` recorded, or why it stopped (issue 18): a tree too large for the undo history, or one holding a
+ * special file (FIFO, socket, device), which a revert could not recreate.
+ */
+export type TreeSnapshot = { entries: SnapshotEntry[] } | { tooLarge: true } | { specialFile: true };
 
 /**
  * Records every entry under `top` (not `top` itself) for the undo history of a tree operation (issue 18): each
  * file's hash (and bytes with `wantBytes`), each directory's mode, each link's target, read through the verified
  * descriptors of the walk (no path is followed). Stops as soon as the record would exceed `maxBytes` (file bytes
- * counted base64, plus a per-entry overhead) or `maxEntries`, and returns `{ tooLarge: true }`.
- * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), FILE_POLICY_DENIED
- *   (a special file); errno errors from reading
+ * counted base64, plus a per-entry overhead) or `maxEntries`, and returns `{ tooLarge: true }`; at a special file
+ * (never opened) it returns `{ specialFile: true }`.
+ * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk); errno errors from
+ *   reading
  */
 export async function snapshotTree(
   top: VerifiedDir,
@@ -381,6 +385,7 @@ export async function snapshotTree(
   const entries: SnapshotEntry[] = [];
   let bytes = 0;
   const stop = new Error('too large');
+  const special = new Error('special file');
   try {
     await walkDescriptors(
       top,
@@ -401,6 +406,7 @@ export async function snapshotTree(
           entries.push({ relative, state: { kind: 'symlink', target } });
           return 'next';
         }
+        if (!st.isFile()) throw special;
         if (options.wantBytes && Math.ceil(st.size / 3) * 4 + bytes > options.maxBytes) throw stop;
         const file = await readCurrentIn(dir, name, { wantBytes: options.wantBytes, maxBytes: options.maxBytes });
         if (!file.exists || !file.stats || !sameNode(file.stats, st)) throw changedError(dir.pathOf(name));
@@ -417,6 +423,7 @@ export async function snapshotTree(
     );
   } catch (error) {
     if (error === stop) return { tooLarge: true };
+    if (error === special) return { specialFile: true };
     throw error;
   }
   return { entries };

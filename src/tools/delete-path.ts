@@ -159,13 +159,19 @@ export const deletePath = defineTool({
           result: { type, previousHash: null, entries: tree?.entries ?? 0 },
           done: `deleted ${target.real}`,
           remember: forget,
-          history:
-            snapshot && 'tooLarge' in snapshot
-              ? { tool: 'delete_path', files: [], tooLarge: true }
-              : {
+          history: !snapshot
+            ? {
+                tool: 'delete_path',
+                files: historyEntriesOfTree(target.real, stats.mode, [], 'removed'),
+              }
+            : 'entries' in snapshot
+              ? {
                   tool: 'delete_path',
-                  files: historyEntriesOfTree(target.real, stats.mode, snapshot?.entries ?? [], 'removed'),
-                },
+                  files: historyEntriesOfTree(target.real, stats.mode, snapshot.entries, 'removed'),
+                }
+              : 'tooLarge' in snapshot
+                ? { tool: 'delete_path', files: [], tooLarge: true }
+                : undefined, // a special file inside: not recorded (a revert could not recreate it)
           effect: async () => {
             if (tree) await removeTree(dir, name, tree);
             else await removeEmptyDir(dir, name, stats);

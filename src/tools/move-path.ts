@@ -236,7 +236,8 @@ const MAX_RECORDED_MOVE_ENTRIES = 100_000;
  * The undo record of a directory move (issue 18: a tree operation is one change): the tree at its old place goes from
  * what it holds (every file's bytes and mode, directories' modes, links' targets) to nothing, and at its new place
  * from nothing to the same entries (files by hash). revert_changes thus checks every moved entry (hash or kind) and
- * that nothing took the old place, then puts the tree back. Over --history-max-bytes: not recorded (`tooLarge`).
+ * that nothing took the old place, then puts the tree back. Over --history-max-bytes: not recorded (`tooLarge`); a
+ * tree holding a special file: not recorded (undefined).
  * @throws ToolError NOT_ALLOWED changed_during_call (the tree changed while it was read); errno errors
  */
 async function directoryMoveHistory(
@@ -245,7 +246,7 @@ async function directoryMoveHistory(
   destinationReal: string,
   src: { dir: VerifiedDir; name: string },
   srcNow: Stats,
-): Promise<{ tool: string; files: HistoryFile[]; tooLarge?: boolean }> {
+): Promise<{ tool: string; files: HistoryFile[]; tooLarge?: boolean } | undefined> {
   const top = src.dir.openDir(src.name);
   let snapshot: TreeSnapshot;
   try {
@@ -259,6 +260,7 @@ async function directoryMoveHistory(
     top.close();
   }
   if ('tooLarge' in snapshot) return { tool: 'move_path', files: [], tooLarge: true };
+  if ('specialFile' in snapshot) return undefined; // a FIFO, socket or device could not be recreated: not recorded
   return {
     tool: 'move_path',
     files: [

@@ -1,7 +1,8 @@
 /**
  * The undo record of tree operations (issue 18), in-process on real trees and a real state directory. Pins:
  *  - snapshotTree records every entry pre-order (directories with their mode, links by target, never followed; files
- *    by hash, with their bytes only when asked) and answers tooLarge past its byte or entry bound;
+ *    by hash, with their bytes only when asked) and answers tooLarge past its byte or entry bound, specialFile at a
+ *    FIFO;
  *  - historyEntriesOfTree turns a snapshot into entries at a tree's real path: `removed` (bytes and modes before,
  *    nothing after; refuses a file without bytes) and `created` (nothing before, hashes, kinds and targets after), the
  *    top directory first, and the records pass the history's own validation when written and read back;
@@ -20,7 +21,7 @@ import {
 } from '../../src/fs/history.js';
 import { snapshotTree, type SnapshotEntry } from '../../src/fs/tree-ops.js';
 import { withVerifiedDir } from '../../src/fs/verified-dir.js';
-import { makeTree } from '../helpers/tree.js';
+import { fifo, makeTree } from '../helpers/tree.js';
 
 const trees: Array<{ cleanup: () => void }> = [];
 afterEach(() => trees.splice(0).forEach((t) => t.cleanup()));
@@ -76,6 +77,13 @@ describe('snapshotTree', () => {
     expect(await snap(big.dir, big.inside, { wantBytes: false, maxBytes: 4000, maxEntries: 10 })).toHaveProperty(
       'entries',
     );
+  });
+
+  it('answers specialFile at a FIFO (never opened: a revert could not recreate it)', async () => {
+    const t = tree({ top: { 'a.txt': 'a', pipe: fifo() } });
+    expect(await snap(t.dir, t.inside, { wantBytes: true, maxBytes: 1 << 20, maxEntries: 10 })).toEqual({
+      specialFile: true,
+    });
   });
 });
 
