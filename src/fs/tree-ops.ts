@@ -364,28 +364,35 @@ export interface SnapshotEntry {
 }
 
 /**
- * What `snapshotTree` recorded, or why it stopped (issue 18): a tree too large for the undo history, or one holding a
- * special file (FIFO, socket, device), which a revert could not recreate.
+ * What `snapshotTree` recorded, or why it stopped (issue 18): a tree too large for the undo history, or one holding an
+ * entry it may not record (a special file — FIFO, socket, device — which a revert could not recreate, or an entry the
+ * caller's `recordable` refuses).
  */
-export type TreeSnapshot = { entries: SnapshotEntry[] } | { tooLarge: true } | { specialFile: true };
+export type TreeSnapshot = { entries: SnapshotEntry[] } | { tooLarge: true } | { unrecordable: true };
 
 /**
  * Records every entry under `top` (not `top` itself) for the undo history of a tree operation (issue 18): each
  * file's hash (and bytes with `wantBytes`), each directory's mode, each link's target, read through the verified
  * descriptors of the walk (no path is followed). Stops as soon as the record would exceed `maxBytes` (file bytes
- * counted base64, plus a per-entry overhead) or `maxEntries`, and returns `{ tooLarge: true }`; at a special file
- * (never opened) it returns `{ specialFile: true }`.
+ * counted base64, plus a per-entry overhead) or `maxEntries`, and returns `{ tooLarge: true }`; at a special file, or
+ * an entry `recordable` refuses (the undo history's visibility rule: a secret, hidden or denied entry), it returns
+ * `{ unrecordable: true }` without opening it.
  * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk); errno errors from
  *   reading
  */
 export async function snapshotTree(
   top: VerifiedDir,
-  options: { wantBytes: boolean; maxBytes: number; maxEntries: number },
+  options: {
+    wantBytes: boolean;
+    maxBytes: number;
+    maxEntries: number;
+    recordable?: (absolute: string) => boolean;
+  },
 ): Promise<TreeSnapshot> {
   const entries: SnapshotEntry[] = [];
   let bytes = 0;
   const stop = new Error('too large');
-  const special = new Error('special file');
+  const special = new Error('unrecordable');
   try {
     await walkDescriptors(
       top,
@@ -396,6 +403,7 @@ export async function snapshotTree(
         // Roughly what the JSON record of the entry costs: its path and fields (the bytes are counted below).
         bytes += Buffer.byteLength(dir.pathOf(name)) + 160;
         if (entries.length >= options.maxEntries || bytes > options.maxBytes) throw stop;
+        if (options.recordable && !options.recordable(dir.pathOf(name))) throw special;
         if (st.isDirectory()) {
           entries.push({ relative, state: { kind: 'directory', mode: st.mode & 0o777 } });
           return 'descend';
@@ -423,7 +431,7 @@ export async function snapshotTree(
     );
   } catch (error) {
     if (error === stop) return { tooLarge: true };
-    if (error === special) return { specialFile: true };
+    if (error === special) return { unrecordable: true };
     throw error;
   }
   return { entries };

@@ -23,6 +23,7 @@ import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, Path
 import { defineTool } from './define-tool.js';
 import { runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
+import { historyVisible } from './undo.js';
 
 /** Most entries a recursive delete inspects before refusing. */
 const MAX_RECURSIVE_ENTRIES = 100_000;
@@ -149,6 +150,7 @@ export const deletePath = defineTool({
               wantBytes: true,
               maxBytes: ctx.config.limits.historyMaxBytes,
               maxEntries: MAX_RECURSIVE_ENTRIES,
+              recordable: (absolute) => historyVisible(ctx, absolute),
             });
           }
         } finally {
@@ -171,7 +173,7 @@ export const deletePath = defineTool({
                 }
               : 'tooLarge' in snapshot
                 ? { tool: 'delete_path', files: [], tooLarge: true }
-                : undefined, // a special file inside: not recorded (a revert could not recreate it)
+                : undefined, // a special file or an entry the listing would hide: not recorded
           effect: async () => {
             if (tree) await removeTree(dir, name, tree);
             else await removeEmptyDir(dir, name, stats);

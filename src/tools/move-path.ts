@@ -4,6 +4,7 @@
  * Moving a symlink moves the link, not its target.
  */
 import type { Stats } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { hashBytes } from '../fs/hash.js';
@@ -20,6 +21,7 @@ import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, Path
 import { defineTool, type ToolContext } from './define-tool.js';
 import { checkReplacedDestination, insideRoots, MutationScope, parentMissing, runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
+import { historyVisible } from './undo.js';
 
 export const MovePathInput = z.strictObject({
   source: PathArg.describe('From'),
@@ -196,8 +198,8 @@ export const movePath = defineTool({
 /**
  * The undo record of a move of a file or a link (issue 18): the source goes from what it was to nothing, the
  * destination from nothing (or the file it replaced) to what was moved (a directory: `directoryMoveHistory`). Not
- * recorded (undefined): a file
- * whose bytes were not loaded (larger than --max-edit-bytes, or a replaced destination over 256 KiB).
+ * recorded (undefined): a file whose bytes were not loaded (larger than --max-edit-bytes, or a replaced destination
+ * over 256 KiB).
  */
 function moveHistory(
   sourceReal: string,
@@ -237,7 +239,7 @@ const MAX_RECORDED_MOVE_ENTRIES = 100_000;
  * what it holds (every file's bytes and mode, directories' modes, links' targets) to nothing, and at its new place
  * from nothing to the same entries (files by hash). revert_changes thus checks every moved entry (hash or kind) and
  * that nothing took the old place, then puts the tree back. Over --history-max-bytes: not recorded (`tooLarge`); a
- * tree holding a special file: not recorded (undefined).
+ * tree holding a special file or an entry the listing would hide (`historyVisible`): not recorded (undefined).
  * @throws ToolError NOT_ALLOWED changed_during_call (the tree changed while it was read); errno errors
  */
 async function directoryMoveHistory(
@@ -255,12 +257,16 @@ async function directoryMoveHistory(
       wantBytes: true,
       maxBytes: ctx.config.limits.historyMaxBytes,
       maxEntries: MAX_RECORDED_MOVE_ENTRIES,
+      // Both places of every entry must be listable (a moved .env is not recorded: its bytes stay out of the history).
+      recordable: (absolute) =>
+        historyVisible(ctx, absolute) &&
+        historyVisible(ctx, path.join(destinationReal, path.relative(sourceReal, absolute))),
     });
   } finally {
     top.close();
   }
   if ('tooLarge' in snapshot) return { tool: 'move_path', files: [], tooLarge: true };
-  if ('specialFile' in snapshot) return undefined; // a FIFO, socket or device could not be recreated: not recorded
+  if ('unrecordable' in snapshot) return undefined; // a special file or an entry the listing would hide
   return {
     tool: 'move_path',
     files: [

@@ -35,18 +35,24 @@ const ChangeId = z
 const MAX_DIFF_CHARS = 65_536;
 
 /**
+ * Whether a real path may appear in the history listing under the current roots and policy: inside a root, neither
+ * hidden, denied, guarded nor a secret. A tree operation holding such an entry is not recorded (src/fs/tree-ops.ts
+ * `snapshotTree`): its record could never be listed or reverted, and a secret's bytes are never copied into it.
+ */
+export function historyVisible(ctx: ToolContext, real: string): boolean {
+  const root = findContainingRoot(ctx.policy.roots, real);
+  if (!root) return false;
+  const v = classifyEntry(ctx.policy, real, toPosixRelative(root.real, real));
+  return !v.hidden && !v.denied && !v.secret;
+}
+
+/**
  * The changes this call may see: every path inside the current roots and, under the current policy, neither hidden,
  * denied, guarded nor a secret (a change recorded under other roots, --allow-secrets or another policy is not shown,
  * not even its path or hashes, and cannot be selected by `last` / `since`).
  */
 function visible(ctx: ToolContext, changes: readonly HistoryChange[]): { shown: HistoryChange[]; hidden: number } {
-  const seeable = (p: string) => {
-    const root = findContainingRoot(ctx.policy.roots, p);
-    if (!root) return false;
-    const v = classifyEntry(ctx.policy, p, toPosixRelative(root.real, p));
-    return !v.hidden && !v.denied && !v.secret;
-  };
-  const shown = changes.filter((c) => c.files.every((f) => seeable(f.path)));
+  const shown = changes.filter((c) => c.files.every((f) => historyVisible(ctx, f.path)));
   return { shown, hidden: changes.length - shown.length };
 }
 

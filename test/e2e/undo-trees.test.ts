@@ -4,9 +4,10 @@
  * directory: one change listing every entry; a dry run shows what a revert would do and writes nothing; the revert
  * puts the tree back exactly (bytes, modes, links, empty directories) or removes exactly the copy; a revert after an
  * external change (a file edited, an entry added, the old place taken) is OCC_MISMATCH with nothing changed on disk;
- * a tree too large for --history-max-bytes is not recorded and the listing says so.
+ * a tree too large for --history-max-bytes is not recorded and the listing says so; a moved tree holding a secret is
+ * not recorded (its bytes never reach the history).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -176,6 +177,19 @@ describe('undo of tree operations: bounds', () => {
       expectCode(await client.call('revert_changes', { last: 1 }), 'NOT_FOUND');
       expect(existsSync(path.join(R, 't'))).toBe(false);
       expect(readFileSync(path.join(R, 'other.txt'), 'utf8')).toBe('stays\n');
+    });
+  });
+
+  it('a moved tree holding a secret is not recorded: its bytes never reach the history', async () => {
+    await withServer('legacy', [], async (client, R, S) => {
+      writeFileSync(path.join(R, 't', 'sub', '.env'), 'TOKEN=s3cr3t-value\n');
+      await client.callOk('move_path', { source: 't', destination: 'moved' });
+      expect((await client.callOk('list_changes', {})).changes).toHaveLength(0);
+      const history = path.join(S, 'history');
+      const records = existsSync(history) ? readdirSync(history) : [];
+      const secret = Buffer.from('TOKEN=s3cr3t-value\n').toString('base64');
+      for (const name of records) expect(readFileSync(path.join(history, name), 'utf8')).not.toContain(secret);
+      expect(readFileSync(path.join(R, 'moved', 'sub', '.env'), 'utf8')).toBe('TOKEN=s3cr3t-value\n');
     });
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The undo record of tree operations (issue 18), in-process on real trees and a real state directory. Pins:
  *  - snapshotTree records every entry pre-order (directories with their mode, links by target, never followed; files
- *    by hash, with their bytes only when asked) and answers tooLarge past its byte or entry bound, specialFile at a
- *    FIFO;
+ *    by hash, with their bytes only when asked) and answers tooLarge past its byte or entry bound, unrecordable at a
+ *    FIFO or an entry the caller's `recordable` refuses;
  *  - historyEntriesOfTree turns a snapshot into entries at a tree's real path: `removed` (bytes and modes before,
  *    nothing after; refuses a file without bytes) and `created` (nothing before, hashes, kinds and targets after), the
  *    top directory first, and the records pass the history's own validation when written and read back;
@@ -79,11 +79,21 @@ describe('snapshotTree', () => {
     );
   });
 
-  it('answers specialFile at a FIFO (never opened: a revert could not recreate it)', async () => {
+  it('answers unrecordable at a FIFO (never opened) or at an entry `recordable` refuses', async () => {
     const t = tree({ top: { 'a.txt': 'a', pipe: fifo() } });
     expect(await snap(t.dir, t.inside, { wantBytes: true, maxBytes: 1 << 20, maxEntries: 10 })).toEqual({
-      specialFile: true,
+      unrecordable: true,
     });
+    const u = tree({ top: { 'a.txt': 'a', sub: { '.env': 'K=1' } } });
+    const seen: string[] = [];
+    const recordable = (p: string) => {
+      seen.push(path.relative(u.dir, p));
+      return !p.endsWith('.env');
+    };
+    expect(await snap(u.dir, u.inside, { wantBytes: true, maxBytes: 1 << 20, maxEntries: 10, recordable })).toEqual({
+      unrecordable: true,
+    });
+    expect(seen).toEqual(['top/a.txt', 'top/sub', 'top/sub/.env']);
   });
 });
 
