@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
+import { climbsAfterName } from '../fs/path-within.js';
 import { historyEntryOf, loadHistory, type HistoryChange, type HistoryFile, type PathState } from '../fs/history.js';
 import type { CurrentFile } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
@@ -315,7 +316,11 @@ export const revertChanges = defineTool({
           path: t.path,
         });
       }
-      if (t.restore.kind === 'symlink' && !isInside(path.resolve(path.dirname(t.path), t.restore.target))) {
+      // Lexical containment holds only for a target without `..` after a name (`dot/../..` follows `dot` first).
+      if (
+        t.restore.kind === 'symlink' &&
+        (climbsAfterName(t.restore.target) || !isInside(path.resolve(path.dirname(t.path), t.restore.target)))
+      ) {
         throw new ToolError('NOT_ALLOWED', `The link ${t.path} would point outside the roots; it is not recreated.`, {
           path: t.path,
         });
