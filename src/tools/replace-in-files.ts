@@ -237,7 +237,12 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     filesScanned++;
-    const replaced = await matcher.replace(read.text, args.replacement);
+    // The result may not exceed what this tool reads (a replacement bomb is skipped before it is built).
+    const replaced = await matcher.replace(read.text, args.replacement, ctx.config.limits.maxSearchFileBytes);
+    if (replaced.tooLarge) {
+      skipped.too_large++;
+      continue;
+    }
     if (replaced.count === 0) continue;
     if (expected && expectedFor(entry.relative, entry.absolute) === undefined) {
       skipped.not_previewed++; // not in the preview being applied: left alone
@@ -350,8 +355,12 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         if (current.hash !== c.oldHash) {
           // Changed between the walk and the lock, and the OCC check accepted the new bytes: replace in those.
           if (!isUtf8(bytes)) continue;
-          const again = await matcher.replace(bytes.toString('utf8'), args.replacement);
-          if (again.count === 0) continue;
+          const again = await matcher.replace(
+            bytes.toString('utf8'),
+            args.replacement,
+            ctx.config.limits.maxSearchFileBytes,
+          );
+          if (again.count === 0 || again.tooLarge) continue;
           ({ text: newText, count } = again);
         }
         planned.push({ c, newText, count });
