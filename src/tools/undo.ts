@@ -114,7 +114,7 @@ export const listChanges = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   async run(args, ctx) {
-    const history = await loadHistory(ctx.config.stateDir);
+    const history = await loadHistory(ctx.config.stateDir, ctx.config.limits.historyMaxBytes);
     const { shown, hidden } = visible(ctx, history.changes);
     const newest = shown.slice(-args.limit).reverse();
     const note = droppedNote(history.dropped, history.lastDroppedId, history.skipped);
@@ -295,7 +295,7 @@ export const revertChanges = defineTool({
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => Object.keys(a.expected_hashes ?? {}),
   async run(args, ctx) {
-    const history = await loadHistory(ctx.config.stateDir);
+    const history = await loadHistory(ctx.config.stateDir, ctx.config.limits.historyMaxBytes);
     const selected = select(args, visible(ctx, history.changes).shown);
     const targets = targetsOf(selected);
     const isInside = insideRoots(ctx);

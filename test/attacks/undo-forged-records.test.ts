@@ -3,7 +3,9 @@
  * through `callTool` (the path the stdio server uses). The state directory is hostile input: whatever a record says, a
  * revert never writes outside the roots and never creates a link that resolves outside them.
  *  - two recorded links, `dot -> .` and `up -> dot/..`: each target resolves inside the roots lexically, but the
- *    kernel follows `dot` before applying `..`, so `up` would point at the root's parent. Refused, nothing created.
+ *    kernel follows `dot` before applying `..`, so `up` would point at the root's parent. Refused, nothing created;
+ *  - a record larger than --history-max-bytes (never written by the server, which skips such a change) is invalid and
+ *    never read: a forged huge record no longer costs its size in memory on every list_changes / revert_changes.
  */
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,6 +14,7 @@ import { parseConfig } from '../../src/config.js';
 import { callTool, type CallOutcome } from '../../src/server/call-tool.js';
 import { createProcessState, type ProcessState } from '../../src/server/process-state.js';
 import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
+import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
 let R: string;
@@ -83,5 +86,39 @@ describe('forged records naming links', () => {
     expect(lstatSync(path.join(d, 'sib')).isSymbolicLink()).toBe(true);
     expect(readFileSync(path.join(d, 'sib'), 'utf8')).toBe('x\n');
     expect(existsSync(path.join(d, 'dot'))).toBe(false);
+  });
+});
+
+describe('forged records larger than the history bound', () => {
+  it('are invalid under --history-max-bytes and never applied; under a larger bound the same record is valid', async () => {
+    const old = 'A'.repeat(3000);
+    const id = forge([
+      {
+        path: path.join(R, 'x.txt'),
+        old_base64: Buffer.from(old).toString('base64'),
+        old_hash: contentHash(old),
+        old_mode: 0o644,
+        new_hash: contentHash('x\n'),
+      },
+    ]);
+    const small = createProcessState(
+      parseConfig(['--state-dir', S, '--history-max-bytes', '2048', R], {
+        cwd: R,
+        home: '/nonexistent-home',
+        toolNames: TOOL_NAMES,
+      }),
+      TOOLS,
+      'test',
+    );
+    const signal = new AbortController().signal;
+    const listed = await callTool(small, 'list_changes', {}, signal);
+    if (!listed.ok) throw new Error(listed.envelope.error.code);
+    expect(listed.structured.invalid).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(listed.structured.changes)).not.toContain(id);
+    expect(codeOf(await callTool(small, 'revert_changes', { change_id: id }, signal))).toBe('NOT_FOUND');
+    expect(readFileSync(path.join(R, 'x.txt'), 'utf8')).toBe('x\n');
+    // The default bound (64 MiB): the same record is a valid change (dry run: nothing written).
+    expect(codeOf(await call('revert_changes', { change_id: id, dry_run: true }))).toBe('ok');
+    expect(readFileSync(path.join(R, 'x.txt'), 'utf8')).toBe('x\n');
   });
 });
