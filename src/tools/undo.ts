@@ -22,7 +22,7 @@ import { changedError, withVerifiedDir, type VerifiedDir } from '../fs/verified-
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
-import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
+import { findContainingRoot, isWithin, toPosixRelative } from '../policy/containment.js';
 import { ContentHash, DryRun, ExpectedHash } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { insideRoots, runMutation } from './file-mutation.js';
@@ -299,6 +299,22 @@ export const revertChanges = defineTool({
     const selected = select(args, visible(ctx, history.changes).shown);
     const targets = targetsOf(selected);
     const isInside = insideRoots(ctx);
+    // Nothing lies beneath a link the revert recreates: no change the server records has an entry below a link (links
+    // are never followed), and one written through the new link would land where the link points — authorized on the
+    // lexical path, not there (a forged record: `P -> .git/hooks`, then `P/pre-commit`). Refused before anything.
+    const links = targets.filter((t) => t.restore.kind === 'symlink').map((t) => t.path);
+    for (const t of targets) {
+      const link = links.find((l) => l !== t.path && isWithin(l, t.path));
+      if (link !== undefined) {
+        throw new ToolError(
+          'NOT_ALLOWED',
+          `${t.path} lies beneath the link ${link} being recreated; nothing reverted.`,
+          {
+            path: t.path,
+          },
+        );
+      }
+    }
     // Each path is authorized as a live write of it (a recorded path is a real path: one that resolves elsewhere now —
     // a link in it or above it — is refused).
     const authorized = new Map<string, AuthorizedWrite>();

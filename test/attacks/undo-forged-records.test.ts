@@ -4,6 +4,8 @@
  * revert never writes outside the roots and never creates a link that resolves outside them.
  *  - two recorded links, `dot -> .` and `up -> dot/..`: each target resolves inside the roots lexically, but the
  *    kernel follows `dot` before applying `..`, so `up` would point at the root's parent. Refused, nothing created;
+ *  - a link recreated with an entry beneath it (`P -> .git/hooks`, then `P/pre-commit`): the file was refused by the
+ *    verified write, but the link was left behind (mutation_applied). Now refused before anything is created;
  *  - a record larger than --history-max-bytes (never written by the server, which skips such a change) is invalid and
  *    never read: a forged huge record no longer costs its size in memory on every list_changes / revert_changes.
  */
@@ -86,6 +88,27 @@ describe('forged records naming links', () => {
     expect(lstatSync(path.join(d, 'sib')).isSymbolicLink()).toBe(true);
     expect(readFileSync(path.join(d, 'sib'), 'utf8')).toBe('x\n');
     expect(existsSync(path.join(d, 'dot'))).toBe(false);
+  });
+});
+
+describe('forged records writing beneath a recreated link', () => {
+  it('P -> .git/hooks then P/pre-commit: NOT_ALLOWED, no link, no hook', async () => {
+    const d = path.join(R, 'hooks-attack');
+    mkdirSync(path.join(d, '.git', 'hooks'), { recursive: true });
+    const evil = '#!/bin/sh\necho pwned\n';
+    const id = forge([
+      link(path.join(d, 'P'), '.git/hooks'),
+      {
+        path: path.join(d, 'P', 'pre-commit'),
+        old_base64: Buffer.from(evil).toString('base64'),
+        old_hash: contentHash(evil),
+        old_mode: 0o755,
+        new_hash: null,
+      },
+    ]);
+    expect(codeOf(await call('revert_changes', { change_id: id }))).toBe('NOT_ALLOWED');
+    expect(readdirSync(d)).toEqual(['.git']);
+    expect(readdirSync(path.join(d, '.git', 'hooks'))).toEqual([]);
   });
 });
 
