@@ -22,7 +22,7 @@ import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeRead, authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
-import { HOST_FLAVOR, toPosixRelative } from '../policy/containment.js';
+import { HOST_FLAVOR, isWithin, toPosixRelative } from '../policy/containment.js';
 import { assertNotGitInternal } from '../policy/file-policy.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, GlobList, PathArg } from './common-schemas.js';
@@ -182,6 +182,16 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
   const expectedFor = (relative: string, real: string) =>
     expected ? (expected[relative] ?? expected[real] ?? expected[path.join(baseDir, relative)]) : undefined;
 
+  // A key naming a path outside `path` can never be in the preview; saying so names no outside path (SPEC: no outside
+  // path in an envelope) and costs no walk.
+  for (const key of Object.keys(expected ?? {})) {
+    if (!isWithin(baseDir, path.isAbsolute(key) ? path.normalize(key) : path.join(baseDir, key))) {
+      throw new ToolError('VALIDATION', 'expected_hashes names a file outside path; only files of the preview apply.', {
+        details: { reason: 'outside_preview', field: 'expected_hashes' },
+        suggestion: 'Pass the paths as the dry run listed them (relative to path).',
+      });
+    }
+  }
   const skipped: Skipped = { secret: 0, policy: 0, git: 0, binary: 0, too_large: 0, unreadable: 0, not_previewed: 0 };
   const candidates: Candidate[] = [];
   const visited = new Set<string>();

@@ -4,7 +4,9 @@
  *  - a replacement bomb: a short query over a file of matches with a long replacement (literal, or `$&` repeated in a
  *    regex) asks for a result far beyond any file this tool reads; it used to build it (up to V8's string limit: an
  *    INTERNAL envelope, or gigabytes across many lines). Now the file is skipped as too_large, nothing built or written
- *    (literal in-process; the regex case over stdio, where the bundled regex worker runs).
+ *    (literal in-process; the regex case over stdio, where the bundled regex worker runs);
+ *  - expected_hashes naming a path outside `path` (absolute, or `../../etc/passwd`): was OCC_MISMATCH echoing the
+ *    outside path it built (retryable); now VALIDATION naming no path, nothing written.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -89,5 +91,24 @@ describe('replacement bombs', () => {
       r.cleanup();
       s.cleanup();
     }
+  });
+});
+
+describe('expected_hashes outside the preview', () => {
+  it.each([
+    ['an absolute path outside the roots', '/etc/passwd'],
+    ['a relative path climbing out', '../../etc/passwd'],
+  ])('%s is VALIDATION naming no path, nothing written', async (_, key) => {
+    writeFileSync(path.join(R, 'c.txt'), 'foo\n');
+    const outcome = await call('replace_in_files', {
+      path: R,
+      query: 'foo',
+      replacement: 'bar',
+      expected_hashes: { 'c.txt': 'sha256:' + '0'.repeat(64), [key]: 'absent' },
+    });
+    if (outcome.ok) throw new Error('expected an error');
+    expect(outcome.envelope.error).toMatchObject({ code: 'VALIDATION', details: { reason: 'outside_preview' } });
+    expect(JSON.stringify(outcome.envelope)).not.toContain('/etc');
+    expect(readFileSync(path.join(R, 'c.txt'), 'utf8')).toBe('foo\n');
   });
 });
