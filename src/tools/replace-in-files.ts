@@ -38,6 +38,8 @@ const MAX_FILES = 1000;
 /** Default and largest max_replacements. */
 const DEFAULT_MAX_REPLACEMENTS = 1000;
 const MAX_REPLACEMENTS = 10_000;
+/** Most milliseconds one call spends walking and replacing (as search_files' budget); then `truncated`. */
+const REPLACE_TIME_BUDGET_MS = 20_000;
 /** Most bytes of old content one call holds in memory (the new content is about as large). */
 const MAX_TOTAL_BYTES = 64 * 1024 * 1024;
 
@@ -234,7 +236,14 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         nocase: HOST_FLAVOR.caseInsensitive,
         stats: false,
       });
+  // A whole call's time, as search_files' (each regex file is bounded at 1 s, but not the number of files): past it the
+  // walk stops like a cap, `truncated` (run again; replaced files no longer match).
+  const deadline = Date.now() + REPLACE_TIME_BUDGET_MS;
   for await (const entry of entries) {
+    if (Date.now() > deadline) {
+      truncated = true;
+      break;
+    }
     if (entry.type !== 'file') continue; // links are never followed, directories are walked
     if (classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret) {
       skipped.secret++;

@@ -6,11 +6,13 @@
  *    INTERNAL envelope, or gigabytes across many lines). Now the file is skipped as too_large, nothing built or written
  *    (literal in-process; the regex case over stdio, where the bundled regex worker runs);
  *  - expected_hashes naming a path outside `path` (absolute, or `../../etc/passwd`): was OCC_MISMATCH echoing the
- *    outside path it built (retryable); now VALIDATION naming no path, nothing written.
+ *    outside path it built (retryable); now VALIDATION naming no path, nothing written;
+ *  - many files each just under the 1 s regex bound held the call (and the regex worker search_files shares) for
+ *    files × 1 s: the call now stops at a 20 s budget, as search_files does (`truncated`; the clock is mocked here).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { callTool, type CallOutcome } from '../../src/server/call-tool.js';
 import { createProcessState, type ProcessState } from '../../src/server/process-state.js';
@@ -110,5 +112,26 @@ describe('expected_hashes outside the preview', () => {
     expect(outcome.envelope.error).toMatchObject({ code: 'VALIDATION', details: { reason: 'outside_preview' } });
     expect(JSON.stringify(outcome.envelope)).not.toContain('/etc');
     expect(readFileSync(path.join(R, 'c.txt'), 'utf8')).toBe('foo\n');
+  });
+});
+
+describe('a call over many slow files', () => {
+  it('stops at the whole-call time budget with truncated: true', async () => {
+    const d = path.join(R, 'many');
+    mkdirSync(d);
+    for (let i = 0; i < 40; i++) writeFileSync(path.join(d, `f${String(i).padStart(2, '0')}.txt`), 'foo\n');
+    // Each reading of the clock is one second later: the 20 s budget runs out part-way through the 40 files.
+    const real = Date.now.bind(Date);
+    let ticks = 0;
+    const spy = vi.spyOn(Date, 'now').mockImplementation(() => real() + 1000 * ++ticks);
+    let outcome: CallOutcome;
+    try {
+      outcome = await call('replace_in_files', { path: d, query: 'foo', replacement: 'bar', dry_run: true });
+    } finally {
+      spy.mockRestore();
+    }
+    if (!outcome.ok) throw new Error(outcome.envelope.error.code);
+    expect(outcome.structured.truncated).toBe(true);
+    expect((outcome.structured.files as unknown[]).length).toBeLessThan(40);
   });
 });
