@@ -4,12 +4,13 @@
  * revert never writes outside the roots and never creates a link that resolves outside them.
  *  - two recorded links, `dot -> .` and `up -> dot/..`: each target resolves inside the roots lexically, but the
  *    kernel follows `dot` before applying `..`, so `up` would point at the root's parent. Refused, nothing created;
+ *    so is a target through an existing link to outside (`x -> ext/f`, `ext -> OUTSIDE`: walked as the kernel would);
  *  - a link recreated with an entry beneath it (`P -> .git/hooks`, then `P/pre-commit`): the file was refused by the
  *    verified write, but the link was left behind (mutation_applied). Now refused before anything is created;
  *  - a record larger than --history-max-bytes (never written by the server, which skips such a change) is invalid and
  *    never read: a forged huge record no longer costs its size in memory on every list_changes / revert_changes.
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
@@ -78,6 +79,17 @@ describe('forged records naming links', () => {
     const id = forge([link(path.join(d, 'dot'), '.'), link(path.join(d, 'up'), `${d}/dot/../..`)]);
     expect(codeOf(await call('revert_changes', { change_id: id }))).toBe('NOT_ALLOWED');
     expect(readdirSync(d)).toEqual([]);
+  });
+
+  it('a target through an existing link to outside (ext -> OUTSIDE, x -> ext/f) is refused, nothing created', async () => {
+    const d = path.join(R, 'links4');
+    mkdirSync(d);
+    const outside = makeTree({ f: 'outside\n' }, 'fs-tools-uf-outside-');
+    cleanups.push(outside.cleanup);
+    symlinkSync(outside.dir, path.join(d, 'ext'));
+    const id = forge([link(path.join(d, 'x'), 'ext/f')]);
+    expect(codeOf(await call('revert_changes', { change_id: id }))).toBe('NOT_ALLOWED');
+    expect(readdirSync(d)).toEqual(['ext']);
   });
 
   it('a link to a sibling (leading ..) is still recreated', async () => {
