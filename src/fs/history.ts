@@ -142,14 +142,14 @@ function newId(): string {
   return `${String(Date.now()).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
-/** Largest record read back (bytes); a bigger file is invalid. */
+/** Largest record read back (bytes) without a tighter bound; a bigger file is invalid. */
 const MAX_RECORD_BYTES = 512 * 1024 * 1024;
 
-async function readRecord(file: string): Promise<unknown> {
+async function readRecord(file: string, maxBytes = MAX_RECORD_BYTES): Promise<unknown> {
   const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
   try {
     const st = await handle.stat();
-    if (!st.isFile() || st.size > MAX_RECORD_BYTES) return null;
+    if (!st.isFile() || st.size > maxBytes) return null;
     return JSON.parse(await handle.readFile('utf8'));
   } finally {
     await handle.close();
@@ -181,9 +181,12 @@ async function writeDurably(file: string, text: string): Promise<void> {
 
 /**
  * Every valid change, oldest first; invalid records are counted and left alone.
+ * @param maxRecordBytes a record file larger than this is invalid and never read (callers pass --history-max-bytes:
+ *   `recordChange` never writes a bigger one, so a bigger file was forged or edited; reading it whole on every
+ *   list_changes / revert_changes would hold it in memory). Default 512 MiB.
  * @throws nothing for a missing directory (empty history); Node errno errors otherwise
  */
-export async function loadHistory(stateDir: string): Promise<HistoryListing> {
+export async function loadHistory(stateDir: string, maxRecordBytes = MAX_RECORD_BYTES): Promise<HistoryListing> {
   const dir = historyDir(stateDir);
   let names: string[];
   try {
@@ -197,7 +200,7 @@ export async function loadHistory(stateDir: string): Promise<HistoryListing> {
   let invalid = 0;
   for (const name of names.filter((n) => n.endsWith('.json') && n !== 'meta.json').sort()) {
     try {
-      const parsed = ChangeSchema.safeParse(await readRecord(path.join(dir, name)));
+      const parsed = ChangeSchema.safeParse(await readRecord(path.join(dir, name), maxRecordBytes));
       if (!parsed.success || `${parsed.data.id}.json` !== name) {
         invalid++;
         continue;

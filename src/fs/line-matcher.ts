@@ -27,10 +27,11 @@ export interface LineMatcher {
   /**
    * Replaces every match in each line of `text` (src/fs/replace-lines.ts; replace_in_files): a literal query inserts
    * `replacement` as typed, a regular expression expands `$1`, `$<name>`, `$&`, `$$`. A regular expression runs in the
-   * same worker and under the same per-file time limit as matching.
+   * same worker and under the same per-file time limit as matching. A result longer than `maxChars` UTF-16 code units
+   * is not built: `tooLarge` is set and `text` is the input (a replacement bomb, src/fs/replace-lines.ts).
    * @throws ToolError VALIDATION regex_timeout
    */
-  replace(text: string, replacement: string): Promise<LineReplacement>;
+  replace(text: string, replacement: string, maxChars: number): Promise<LineReplacement>;
 }
 
 function escapeRegExp(s: string): string {
@@ -57,14 +58,15 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
     return {
       match: (text) => Promise.resolve().then(() => matchInThread(re, text)),
       needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
-      replace: (text, replacement) => Promise.resolve().then(() => replaceLines(re, text, replacement, true)),
+      replace: (text, replacement, maxChars) =>
+        Promise.resolve().then(() => replaceLines(re, text, replacement, true, maxChars)),
     };
   }
   const literal = requiredLiteral(source, flags);
   return {
     match: (text) => regexPool.run(source, flags, text),
     needle: literal === null ? null : Buffer.from(literal, 'utf8'),
-    replace: (text, replacement) => regexPool.replace(source, flags, text, replacement),
+    replace: (text, replacement, maxChars) => regexPool.replace(source, flags, text, { replacement, maxChars }),
   };
 }
 
@@ -268,6 +270,7 @@ interface WorkerReply {
   lines?: LineHit[];
   text?: string;
   count?: number;
+  tooLarge?: true;
 }
 
 /** One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive. */
@@ -281,10 +284,16 @@ class RegexWorkerPool {
   }
 
   /** Replaces in `text` in the worker (same queue, same time limit). */
-  replace(source: string, flags: string, text: string, replacement: string): Promise<LineReplacement> {
-    return this.enqueue<LineReplacement>(source, flags, text, replacement, (msg) => ({
+  replace(
+    source: string,
+    flags: string,
+    text: string,
+    job: { replacement: string; maxChars: number },
+  ): Promise<LineReplacement> {
+    return this.enqueue<LineReplacement>(source, flags, text, job, (msg) => ({
       text: msg.text!,
       count: msg.count!,
+      ...(msg.tooLarge ? { tooLarge: true as const } : {}),
     }));
   }
 
@@ -292,7 +301,7 @@ class RegexWorkerPool {
     source: string,
     flags: string,
     text: string,
-    replacement: string | undefined,
+    replacement: { replacement: string; maxChars: number } | undefined,
     pick: (msg: WorkerReply) => T,
   ): Promise<T> {
     const job = this.queue.then(() => this.runNow(source, flags, text, replacement)).then(pick);
@@ -309,7 +318,12 @@ class RegexWorkerPool {
     return this.worker;
   }
 
-  private runNow(source: string, flags: string, text: string, replacement: string | undefined): Promise<WorkerReply> {
+  private runNow(
+    source: string,
+    flags: string,
+    text: string,
+    replacement: { replacement: string; maxChars: number } | undefined,
+  ): Promise<WorkerReply> {
     const worker = this.getWorker();
     const id = this.nextId++;
     return new Promise<WorkerReply>((resolve, reject) => {
@@ -337,7 +351,7 @@ class RegexWorkerPool {
       worker.on('message', onMessage);
       worker.on('error', onError);
       worker.postMessage(
-        replacement === undefined ? { id, source, flags, text } : { id, source, flags, text, replacement },
+        replacement === undefined ? { id, source, flags, text } : { id, source, flags, text, ...replacement },
       );
     });
   }

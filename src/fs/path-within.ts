@@ -87,3 +87,20 @@ export function isCanonicalPosix(s: string): boolean {
   }
   return true;
 }
+
+/**
+ * True when a symbolic link target names `..` after a name (`dot/..`, `/r/a/../b`). The kernel resolves such a
+ * target physically — it follows the link `dot` before applying `..` — so `path.resolve` (lexical) may place it
+ * inside the roots while it really points elsewhere (`dot -> .`, `up -> dot/../..` climbs out of the root). A target
+ * with only leading `..` (`../sibling`) resolves from the link's own, verified, directory: lexical and physical agree.
+ * `.` and empty segments are ignored. Source: the undo security review (revert_changes recreating recorded links).
+ */
+export function climbsAfterName(target: string): boolean {
+  let named = false;
+  for (const segment of target.split('/')) {
+    if (segment === '' || segment === '.') continue;
+    if (segment !== '..') named = true;
+    else if (named) return true;
+  }
+  return false;
+}

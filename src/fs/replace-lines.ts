@@ -12,6 +12,8 @@ export interface LineReplacement {
   text: string;
   /** Matches replaced (a zero-length match, e.g. `^`, counts too). */
   count: number;
+  /** Set when the result would exceed `maxChars`: `text` is then the input, unchanged (nothing was built). */
+  tooLarge?: true;
 }
 
 /**
@@ -19,15 +21,43 @@ export interface LineReplacement {
  * @param re a compiled pattern; it is used with the `g` flag added (a copy is made when it lacks it)
  * @param replacement with `literal` true it is inserted as typed (`$&`, `$1`, `$$` stay); otherwise JavaScript's
  *   replacement patterns apply (`$1`, `$<name>`, `$&`, `$$`), as String.prototype.replace defines them
+ * @param maxChars most UTF-16 code units the result may hold (replace_in_files passes --max-search-file-bytes). A
+ *   line is replaced only after a bound of its result is known to fit (exact for a literal; for a pattern each `$` of
+ *   the replacement counted as the longest of the match, its groups, or — with `` $` `` / `$'` — the line), so a
+ *   replacement bomb (a long replacement for many short matches) stops with `tooLarge` before building anything big.
  */
-export function replaceLines(re: RegExp, text: string, replacement: string, literal: boolean): LineReplacement {
+export function replaceLines(
+  re: RegExp,
+  text: string,
+  replacement: string,
+  literal: boolean,
+  maxChars = Number.POSITIVE_INFINITY,
+): LineReplacement {
   const global = re.global ? re : new RegExp(re.source, `${re.flags}g`);
+  const dollars = literal ? 0 : replacement.split('$').length - 1;
+  const usesContext = !literal && /\$[`']/.test(replacement);
   let count = 0;
-  const count1 = (m: string): string => {
+  /** Bound of the current line's result length (a line's own length plus each match's growth). */
+  let grown = 0;
+  let lineLength = 0;
+  const count1 = (m: string, ...rest: unknown[]): string => {
     count++;
-    return literal ? replacement : m;
+    let longest = m.length;
+    if (dollars > 0) {
+      if (usesContext) longest = lineLength;
+      else {
+        // rest: the groups, then the offset (a number), the line and the named groups.
+        for (const g of rest) {
+          if (typeof g === 'number') break;
+          if (typeof g === 'string' && g.length > longest) longest = g.length;
+        }
+      }
+    }
+    grown += replacement.length + dollars * longest - m.length;
+    return m;
   };
   const out: string[] = [];
+  let total = 0;
   let lineStart = 0;
   // The empty remainder after a final newline (or an empty text) is no line: `^` adds nothing there.
   while (lineStart < text.length) {
@@ -37,10 +67,16 @@ export function replaceLines(re: RegExp, text: string, replacement: string, lite
     const line = text.slice(lineStart, hasCr ? lineEnd - 1 : lineEnd);
     global.lastIndex = 0;
     const before = count;
-    let replaced = line.replace(global, count1);
-    if (!literal && count > before) {
+    grown = 0;
+    lineLength = line.length;
+    // First pass: count the matches and bound the line's result; nothing larger than the line is built.
+    line.replace(global, count1);
+    total += line.length + Math.max(grown, 0) + (hasCr ? 1 : 0) + (nl === -1 ? 0 : 1);
+    if (total > maxChars) return { text, count: 0, tooLarge: true };
+    let replaced = line;
+    if (count > before) {
       global.lastIndex = 0;
-      replaced = line.replace(global, replacement);
+      replaced = literal ? line.replace(global, () => replacement) : line.replace(global, replacement);
     }
     out.push(replaced, hasCr ? '\r' : '', nl === -1 ? '' : '\n');
     if (nl === -1) break;

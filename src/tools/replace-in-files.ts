@@ -22,7 +22,7 @@ import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeRead, authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
-import { HOST_FLAVOR, toPosixRelative } from '../policy/containment.js';
+import { HOST_FLAVOR, isWithin, toPosixRelative } from '../policy/containment.js';
 import { assertNotGitInternal } from '../policy/file-policy.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, GlobList, PathArg } from './common-schemas.js';
@@ -38,6 +38,8 @@ const MAX_FILES = 1000;
 /** Default and largest max_replacements. */
 const DEFAULT_MAX_REPLACEMENTS = 1000;
 const MAX_REPLACEMENTS = 10_000;
+/** Most milliseconds one call spends walking and replacing (as search_files' budget); then `truncated`. */
+const REPLACE_TIME_BUDGET_MS = 20_000;
 /** Most bytes of old content one call holds in memory (the new content is about as large). */
 const MAX_TOTAL_BYTES = 64 * 1024 * 1024;
 
@@ -182,6 +184,16 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
   const expectedFor = (relative: string, real: string) =>
     expected ? (expected[relative] ?? expected[real] ?? expected[path.join(baseDir, relative)]) : undefined;
 
+  // A key naming a path outside `path` can never be in the preview; saying so names no outside path (SPEC: no outside
+  // path in an envelope) and costs no walk.
+  for (const key of Object.keys(expected ?? {})) {
+    if (!isWithin(baseDir, path.isAbsolute(key) ? path.normalize(key) : path.join(baseDir, key))) {
+      throw new ToolError('VALIDATION', 'expected_hashes names a file outside path; only files of the preview apply.', {
+        details: { reason: 'outside_preview', field: 'expected_hashes' },
+        suggestion: 'Pass the paths as the dry run listed them (relative to path).',
+      });
+    }
+  }
   const skipped: Skipped = { secret: 0, policy: 0, git: 0, binary: 0, too_large: 0, unreadable: 0, not_previewed: 0 };
   const candidates: Candidate[] = [];
   const visited = new Set<string>();
@@ -224,7 +236,14 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         nocase: HOST_FLAVOR.caseInsensitive,
         stats: false,
       });
+  // A whole call's time, as search_files' (each regex file is bounded at 1 s, but not the number of files): past it the
+  // walk stops like a cap, `truncated` (run again; replaced files no longer match).
+  const deadline = Date.now() + REPLACE_TIME_BUDGET_MS;
   for await (const entry of entries) {
+    if (Date.now() > deadline) {
+      truncated = true;
+      break;
+    }
     if (entry.type !== 'file') continue; // links are never followed, directories are walked
     if (classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret) {
       skipped.secret++;
@@ -237,7 +256,12 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     filesScanned++;
-    const replaced = await matcher.replace(read.text, args.replacement);
+    // The result may not exceed what this tool reads (a replacement bomb is skipped before it is built).
+    const replaced = await matcher.replace(read.text, args.replacement, ctx.config.limits.maxSearchFileBytes);
+    if (replaced.tooLarge) {
+      skipped.too_large++;
+      continue;
+    }
     if (replaced.count === 0) continue;
     if (expected && expectedFor(entry.relative, entry.absolute) === undefined) {
       skipped.not_previewed++; // not in the preview being applied: left alone
@@ -350,8 +374,12 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         if (current.hash !== c.oldHash) {
           // Changed between the walk and the lock, and the OCC check accepted the new bytes: replace in those.
           if (!isUtf8(bytes)) continue;
-          const again = await matcher.replace(bytes.toString('utf8'), args.replacement);
-          if (again.count === 0) continue;
+          const again = await matcher.replace(
+            bytes.toString('utf8'),
+            args.replacement,
+            ctx.config.limits.maxSearchFileBytes,
+          );
+          if (again.count === 0 || again.tooLarge) continue;
           ({ text: newText, count } = again);
         }
         planned.push({ c, newText, count });

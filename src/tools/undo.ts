@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
+import { climbsAfterName } from '../fs/path-within.js';
 import { historyEntryOf, loadHistory, type HistoryChange, type HistoryFile, type PathState } from '../fs/history.js';
 import type { CurrentFile } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
@@ -21,7 +22,8 @@ import { changedError, withVerifiedDir, type VerifiedDir } from '../fs/verified-
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
-import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
+import { findContainingRoot, isWithin, toPosixRelative } from '../policy/containment.js';
+import { resolveInRoots } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { insideRoots, runMutation } from './file-mutation.js';
@@ -113,7 +115,7 @@ export const listChanges = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   async run(args, ctx) {
-    const history = await loadHistory(ctx.config.stateDir);
+    const history = await loadHistory(ctx.config.stateDir, ctx.config.limits.historyMaxBytes);
     const { shown, hidden } = visible(ctx, history.changes);
     const newest = shown.slice(-args.limit).reverse();
     const note = droppedNote(history.dropped, history.lastDroppedId, history.skipped);
@@ -253,6 +255,24 @@ function targetsOf(selected: readonly HistoryChange[]): RevertTarget[] {
   return [...byPath.values()];
 }
 
+/**
+ * Whether a link target, walked physically from the link's directory as the kernel would (existing links in it
+ * followed: `ext/f` with `ext -> /outside`), stays inside the roots (src/policy/resolve-path.ts `resolveInRoots`).
+ * Links this revert creates do not exist yet; `climbsAfterName` covers them.
+ */
+async function resolvesInside(ctx: ToolContext, linkPath: string, target: string): Promise<boolean> {
+  const spelled = path.isAbsolute(target) ? target : `${path.dirname(linkPath)}${path.sep}${target}`;
+  try {
+    await resolveInRoots(spelled, ctx.policy.roots, { followFinal: true });
+    return true;
+  } catch (error) {
+    if (error instanceof ToolError && error.code === 'NOT_ALLOWED') return false;
+    // A loop inside the roots (resolveInRoots says NOT_ALLOWED for one outside) points nowhere: harmless.
+    if (error instanceof ToolError && error.details.reason === 'symlink_loop') return true;
+    throw error;
+  }
+}
+
 /** Depth of a path (components), for ordering directory steps. */
 function depthOf(p: string): number {
   return p.split(path.sep).length;
@@ -294,10 +314,26 @@ export const revertChanges = defineTool({
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => Object.keys(a.expected_hashes ?? {}),
   async run(args, ctx) {
-    const history = await loadHistory(ctx.config.stateDir);
+    const history = await loadHistory(ctx.config.stateDir, ctx.config.limits.historyMaxBytes);
     const selected = select(args, visible(ctx, history.changes).shown);
     const targets = targetsOf(selected);
     const isInside = insideRoots(ctx);
+    // Nothing lies beneath a link the revert recreates: no change the server records has an entry below a link (links
+    // are never followed), and one written through the new link would land where the link points — authorized on the
+    // lexical path, not there (a forged record: `P -> .git/hooks`, then `P/pre-commit`). Refused before anything.
+    const links = targets.filter((t) => t.restore.kind === 'symlink').map((t) => t.path);
+    for (const t of targets) {
+      const link = links.find((l) => l !== t.path && isWithin(l, t.path));
+      if (link !== undefined) {
+        throw new ToolError(
+          'NOT_ALLOWED',
+          `${t.path} lies beneath the link ${link} being recreated; nothing reverted.`,
+          {
+            path: t.path,
+          },
+        );
+      }
+    }
     // Each path is authorized as a live write of it (a recorded path is a real path: one that resolves elsewhere now —
     // a link in it or above it — is refused).
     const authorized = new Map<string, AuthorizedWrite>();
@@ -315,7 +351,13 @@ export const revertChanges = defineTool({
           path: t.path,
         });
       }
-      if (t.restore.kind === 'symlink' && !isInside(path.resolve(path.dirname(t.path), t.restore.target))) {
+      // Lexical containment holds only for a target without `..` after a name (`dot/../..` follows `dot` first).
+      if (
+        t.restore.kind === 'symlink' &&
+        (climbsAfterName(t.restore.target) ||
+          !isInside(path.resolve(path.dirname(t.path), t.restore.target)) ||
+          !(await resolvesInside(ctx, t.path, t.restore.target)))
+      ) {
         throw new ToolError('NOT_ALLOWED', `The link ${t.path} would point outside the roots; it is not recreated.`, {
           path: t.path,
         });

@@ -37,4 +37,26 @@ describe('replaceLines', () => {
     expect(replaceLines(re, 'FOO foo\n', 'x', true)).toEqual({ text: 'x x\n', count: 2 });
     expect(replaceLines(re, 'Foo\n', 'y', true)).toEqual({ text: 'y\n', count: 1 });
   });
+
+  it('never builds a result over maxChars (a replacement bomb): tooLarge, the input returned', () => {
+    const text = 'aaaa\nbb\n';
+    expect(replaceLines(lit('a'), text, 'xyz', true, text.length + 8)).toEqual({
+      text: 'xyzxyzxyzxyz\nbb\n',
+      count: 4,
+    });
+    expect(replaceLines(lit('a'), text, 'xyz', true, text.length + 7)).toEqual({ text, count: 0, tooLarge: true });
+    // A pattern: a bound, each $ counted as the longest of the match and its groups, or the line with $` / $'.
+    // (a)a on aaaa: 2 matches, each at most 4 + 2 × 2 - 2 longer: 4 + 12 + 1.
+    expect(replaceLines(/(a)a/u, 'aaaa\n', '$1$&', false, 17)).toEqual({ text: 'aaaaaa\n', count: 2 });
+    expect(replaceLines(/(a)a/u, 'aaaa\n', '$1$&', false, 16)).toEqual({ text: 'aaaa\n', count: 0, tooLarge: true });
+    // A group captured by a lookahead lies outside the match (3 here, the match 1): 4 + (2 + 3 - 1) + 1.
+    expect(replaceLines(/b(?=(a+))/u, 'baaa\n', '$1', false, 9)).toEqual({ text: 'aaaaaa\n', count: 1 });
+    expect(replaceLines(/b(?=(a+))/u, 'baaa\n', '$1', false, 8)).toEqual({
+      text: 'baaa\n',
+      count: 0,
+      tooLarge: true,
+    });
+    expect(replaceLines(/b/u, 'abc\n', "$`$'", false, 13)).toEqual({ text: 'aacc\n', count: 1 });
+    expect(replaceLines(/b/u, 'abc\n', "$`$'", false, 12)).toEqual({ text: 'abc\n', count: 0, tooLarge: true });
+  });
 });
