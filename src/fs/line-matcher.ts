@@ -273,11 +273,17 @@ interface WorkerReply {
   tooLarge?: true;
 }
 
-/** One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive. */
-class RegexWorkerPool {
+/**
+ * One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive.
+ * `workerUrl`: the bundled worker next to this module (dist/regex-worker.js); unit tests, which run this module from
+ * src/, pass the built one.
+ */
+export class RegexWorkerPool {
   private worker: Worker | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
+
+  constructor(private readonly workerUrl: URL = new URL('./regex-worker.js', import.meta.url)) {}
 
   run(source: string, flags: string, text: string): Promise<LineHit[]> {
     return this.enqueue<LineHit[]>(source, flags, text, undefined, (msg) => msg.lines!);
@@ -311,8 +317,7 @@ class RegexWorkerPool {
 
   private getWorker(): Worker {
     if (!this.worker) {
-      const url = new URL('./regex-worker.js', import.meta.url);
-      this.worker = new Worker(fileURLToPath(url));
+      this.worker = new Worker(fileURLToPath(this.workerUrl));
       this.worker.unref();
     }
     return this.worker;

@@ -7,7 +7,11 @@
  *  - a regular expression that does not compile is VALIDATION invalid_regex; a compiled one carries a needle only
  *    when a literal is provable;
  *  - matcherSpec gives the source and flags a reader thread compiles, bounded for user regular expressions only;
- *  - regexTimeoutError is VALIDATION regex_timeout with the timeout.
+ *  - regexTimeoutError is VALIDATION regex_timeout with the timeout;
+ *  - a literal replace inserts the replacement as typed, per line, and builds nothing past maxChars;
+ *  - the worker pool (run against the built dist/regex-worker.js) matches and replaces in order, expands `$1`/`$&`,
+ *    stops a catastrophic expression at the per-file limit with regex_timeout and answers the next job with a fresh
+ *    worker.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -15,8 +19,12 @@ import {
   matcherSpec,
   matchLines,
   REGEX_FILE_TIMEOUT_MS,
+  RegexWorkerPool,
   regexTimeoutError,
 } from '../../src/fs/line-matcher.js';
+
+/** The bundled worker (built by the suite's global setup, test/helpers/global-setup.ts). */
+const BUILT_WORKER = new URL('../../dist/regex-worker.js', import.meta.url);
 
 describe('createLineMatcher (literal queries)', () => {
   it('matches per line with the first column, a final \\r removed', async () => {
@@ -79,4 +87,44 @@ describe('matcherSpec, matchLines, regexTimeoutError', () => {
       details: { reason: 'regex_timeout', field: 'query', timeout_ms: REGEX_FILE_TIMEOUT_MS },
     });
   });
+});
+
+describe('replace (literal, in this thread)', () => {
+  it('inserts the replacement as typed on every matching line and counts each match', async () => {
+    const m = createLineMatcher('a.b', { regex: false, caseSensitive: true });
+    expect(await m.replace('a.b x a.b\naxb\r\na.b', '$1', 1000)).toEqual({ text: '$1 x $1\naxb\r\n$1', count: 3 });
+  });
+
+  it('builds nothing past maxChars: the input comes back marked tooLarge', async () => {
+    const m = createLineMatcher('a', { regex: false, caseSensitive: true });
+    const r = await m.replace('aaaa', 'x'.repeat(100), 50);
+    expect(r.tooLarge).toBe(true);
+    expect(r.text).toBe('aaaa');
+  });
+});
+
+describe('RegexWorkerPool (the built worker)', () => {
+  it('matches and replaces in order, with $1 and $& expanded', async () => {
+    const pool = new RegexWorkerPool(BUILT_WORKER);
+    const [hits, replaced] = await Promise.all([
+      pool.run('b(\\d)', 'u', 'ab1\nno\nb2'),
+      pool.replace('b(\\d)', 'u', 'ab1\nno\nb2', { replacement: '[$1|$&]', maxChars: 1000 }),
+    ]);
+    expect(hits).toEqual([
+      [0, 1],
+      [2, 0],
+    ]);
+    expect(replaced).toEqual({ text: 'a[1|b1]\nno\n[2|b2]', count: 2 });
+    const big = await pool.replace('a', 'u', 'aaaa', { replacement: 'x'.repeat(100), maxChars: 50 });
+    expect(big.tooLarge).toBe(true);
+  });
+
+  it('stops a catastrophic expression at the per-file limit, then serves the next job', async () => {
+    const pool = new RegexWorkerPool(BUILT_WORKER);
+    await expect(pool.run('^(a+)+$', 'u', `${'a'.repeat(40)}b`)).rejects.toMatchObject({
+      code: 'VALIDATION',
+      details: { reason: 'regex_timeout' },
+    });
+    expect(await pool.run('b', 'u', 'ab')).toEqual([[0, 1]]);
+  }, 20_000);
 });
