@@ -31,6 +31,7 @@ import {
 } from '../fs/verified-dir.js';
 import { assertCopyableEntry, authorizeCopy, kindOf } from '../policy/authorize.js';
 import { isWithin } from '../policy/containment.js';
+import { copiedLinkAllowed } from '../policy/link-target.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
@@ -71,6 +72,18 @@ interface PlannedEntry {
   depth: number;
   stats: Stats;
 }
+
+/** A link that would point outside the roots at its new place (the target itself is never echoed: it may be outside). */
+const linkOutsideError = (link: string): ToolError =>
+  new ToolError(
+    'NOT_ALLOWED',
+    `The link ${link} would point outside the roots where it is copied; nothing was copied.`,
+    {
+      path: link,
+      details: { reason: 'link_target_outside' },
+      suggestion: 'Copy what the link points to instead, or place the copy where its relative target stays inside.',
+    },
+  );
 
 const tooLarge = (absolute: string, what: string, limit: number, reason: string): ToolError =>
   new ToolError('VALIDATION', `${absolute} is too large to copy in one call (${what}); nothing was copied.`, {
@@ -150,6 +163,8 @@ export const copyPath = defineTool({
         }
         if (s.isSymbolicLink()) {
           const target = src.dir.readlink(src.name);
+          if (!(await copiedLinkAllowed(ctx.policy.roots, destination.real, target)))
+            throw linkOutsideError(destination.real);
           return {
             result: { ...base, entries: 0, bytes: 0, contentHash: null },
             done: `copied the link ${source.real} to ${destination.real}`,
@@ -215,7 +230,9 @@ export const copyPath = defineTool({
           done: `copied ${source.real} to ${destination.real}`,
           effect: async () => {
             const copied: SnapshotEntry[] = [];
-            await copyTree(src.dir, src.name, s, plan, dst.dir, dst.name, copied);
+            await copyTree(src.dir, src.name, s, plan, dst.dir, dst.name, copied, (relative, target) =>
+              copiedLinkAllowed(ctx.policy.roots, `${destination.real}/${relative}`, target),
+            );
             treeHistory.files = historyEntriesOfTree(destination.real, s.mode, copied, 'created');
           },
           remember: () => ctx.hashes.forgetUnder(destination.real),
@@ -385,8 +402,10 @@ export function setCopyFault(fn: typeof copyFault): void {
  * Copies the inspected tree `plan` of directory `srcName` of `srcParent` to `dstName` of `dstParent`: built in a
  * temporary sibling directory, then renamed into place. Every source entry must still be the node inspected.
  * `copied` receives each entry written (pre-order; a file with the hash of the bytes written) for the undo history.
- * On failure the temporary tree is removed and nothing is at the destination.
- * @throws ToolError NOT_ALLOWED changed_during_call, VALIDATION destination_exists (it appeared); errno errors
+ * `linkAllowed` decides each link's target at its new place (src/policy/link-target.ts: a link inside at its source
+ * must stay inside); a link it refuses fails the copy. On failure the temporary tree is removed and nothing is at the destination.
+ * @throws ToolError NOT_ALLOWED changed_during_call or link_target_outside, VALIDATION destination_exists (it
+ *   appeared); errno errors
  */
 async function copyTree(
   srcParent: VerifiedDir,
@@ -396,6 +415,7 @@ async function copyTree(
   dstParent: VerifiedDir,
   dstName: string,
   copied: SnapshotEntry[],
+  linkAllowed: (relative: string, target: string) => Promise<boolean>,
 ): Promise<void> {
   const tmpName = tempName(dstName, 'copy');
   dstParent.assertInside();
@@ -430,6 +450,7 @@ async function copyTree(
         copied.push({ relative: e.relative, state: { kind: 'directory', mode: now.mode & 0o777 } });
       } else if (now.isSymbolicLink()) {
         const target = from.readlink(e.name);
+        if (!(await linkAllowed(e.relative, target))) throw linkOutsideError(from.pathOf(e.name));
         to.symlink(target, e.name);
         copied.push({ relative: e.relative, state: { kind: 'symlink', target } });
       } else {

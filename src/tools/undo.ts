@@ -14,7 +14,6 @@ import { z } from 'zod';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
-import { climbsAfterName } from '../fs/path-within.js';
 import { historyEntryOf, loadHistory, type HistoryChange, type HistoryFile, type PathState } from '../fs/history.js';
 import type { CurrentFile } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
@@ -23,7 +22,7 @@ import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot, isWithin, toPosixRelative } from '../policy/containment.js';
-import { resolveInRoots } from '../policy/resolve-path.js';
+import { linkTargetInside } from '../policy/link-target.js';
 import { ContentHash, DryRun, ExpectedHash } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { insideRoots, runMutation } from './file-mutation.js';
@@ -255,24 +254,6 @@ function targetsOf(selected: readonly HistoryChange[]): RevertTarget[] {
   return [...byPath.values()];
 }
 
-/**
- * Whether a link target, walked physically from the link's directory as the kernel would (existing links in it
- * followed: `ext/f` with `ext -> /outside`), stays inside the roots (src/policy/resolve-path.ts `resolveInRoots`).
- * Links this revert creates do not exist yet; `climbsAfterName` covers them.
- */
-async function resolvesInside(ctx: ToolContext, linkPath: string, target: string): Promise<boolean> {
-  const spelled = path.isAbsolute(target) ? target : `${path.dirname(linkPath)}${path.sep}${target}`;
-  try {
-    await resolveInRoots(spelled, ctx.policy.roots, { followFinal: true });
-    return true;
-  } catch (error) {
-    if (error instanceof ToolError && error.code === 'NOT_ALLOWED') return false;
-    // A loop inside the roots (resolveInRoots says NOT_ALLOWED for one outside) points nowhere: harmless.
-    if (error instanceof ToolError && error.details.reason === 'symlink_loop') return true;
-    throw error;
-  }
-}
-
 /** Depth of a path (components), for ordering directory steps. */
 function depthOf(p: string): number {
   return p.split(path.sep).length;
@@ -352,12 +333,7 @@ export const revertChanges = defineTool({
         });
       }
       // Lexical containment holds only for a target without `..` after a name (`dot/../..` follows `dot` first).
-      if (
-        t.restore.kind === 'symlink' &&
-        (climbsAfterName(t.restore.target) ||
-          !isInside(path.resolve(path.dirname(t.path), t.restore.target)) ||
-          !(await resolvesInside(ctx, t.path, t.restore.target)))
-      ) {
+      if (t.restore.kind === 'symlink' && !(await linkTargetInside(ctx.policy.roots, t.path, t.restore.target))) {
         throw new ToolError('NOT_ALLOWED', `The link ${t.path} would point outside the roots; it is not recreated.`, {
           path: t.path,
         });

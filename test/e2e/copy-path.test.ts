@@ -33,6 +33,7 @@ const SPEC: TreeSpec = {
   'exec.sh': '#!/bin/sh\n',
   'link-to-a': symlink('a.txt'),
   'link-out': symlink('/etc/hostname'),
+  deep: { a: { l: symlink('../../a.txt') } },
   tree: { 'one.txt': 'one\n', b: { 'c.txt': 'c\n', 'd.txt': 'd\n', ln: symlink('../one.txt') }, empty: {} },
   'with-git': { 'x.txt': 'x\n', '.git': { HEAD: 'ref: refs/heads/main\n' } },
   'with-secret': { 'x.txt': 'x\n', '.env': 'TOKEN=1\n' },
@@ -149,6 +150,28 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
     expect(readlinkSync(p('out', 'link-copy'))).toBe('a.txt');
     await s.client.callOk('copy_path', { source: 'link-out', destination: 'out/link-out-copy' });
     expect(readlinkSync(p('out', 'link-out-copy'))).toBe('/etc/hostname');
+  });
+
+  it('never turns a link into an escape: a relative target inside at the source but outside at the destination is NOT_ALLOWED, nothing created', async () => {
+    // deep/a/l -> ../../a.txt is the root's a.txt; at the root (or one level down) the same text climbs out of it.
+    const before = snapshotTree(s.root, { withMtime: true });
+    for (const [source, destination] of [
+      ['deep/a/l', 'l-top'],
+      ['deep/a', 'a-top'],
+    ]) {
+      for (const dryRun of [true, false]) {
+        const r = await s.client.call('copy_path', { source, destination, recursive: true, dry_run: dryRun });
+        // A tree's links are decided as they are copied, so its dry run (which copies nothing) cannot see them.
+        if (dryRun && source === 'deep/a') continue;
+        const e = expectCode(r, 'NOT_ALLOWED');
+        expect(e.error.details.reason).toBe('link_target_outside');
+        expect(JSON.stringify(e)).not.toContain('../../a.txt');
+      }
+    }
+    expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
+    // Where the same text stays inside, the link is copied as it is.
+    await s.client.callOk('copy_path', { source: 'deep/a/l', destination: 'deep/a/l2' });
+    expect(readlinkSync(p('deep', 'a', 'l2'))).toBe('../../a.txt');
   });
 
   it('copies a tree with modes and nested links; a directory needs recursive; dry_run creates nothing', async () => {
