@@ -147,6 +147,26 @@ export function classifyEntry(ctx: PolicyContext, absolute: string, relative: st
   };
 }
 
+/**
+ * The walk filter of the tools that search or edit a tree (src/fs/walk.ts `filter`): an entry hidden or denied by
+ * policy is left out, and `onDenied` counts a denied one (search_files and replace_in_files report them as
+ * `skipped.policy`; a hidden entry is not counted, so its existence is not revealed: SPEC §5).
+ */
+export function policyWalkFilter(
+  ctx: PolicyContext,
+  onDenied: () => void,
+): (absolute: string, relative: string) => 'ok' | 'omit' {
+  return (absolute, relative) => {
+    const v = classifyEntry(ctx, absolute, relative);
+    if (v.hidden) return 'omit';
+    if (v.denied) {
+      onDenied();
+      return 'omit';
+    }
+    return 'ok';
+  };
+}
+
 /** A path that passed every write check. `stats` is null when it does not exist yet. */
 export interface AuthorizedWrite extends ResolvedPath {
   relative: string;

@@ -21,7 +21,13 @@ import { looksBinary } from '../fs/text.js';
 import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { unifiedDiff } from '../patch/window-diff.js';
-import { authorizeRead, authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
+import {
+  authorizeRead,
+  authorizeWrite,
+  classifyEntry,
+  policyWalkFilter,
+  type AuthorizedWrite,
+} from '../policy/authorize.js';
 import { HOST_FLAVOR, isWithin, toPosixRelative } from '../policy/containment.js';
 import { assertNotGitInternal } from '../policy/file-policy.js';
 import { checkExpectedHash } from '../policy/occ.js';
@@ -219,15 +225,7 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         include: args.include,
         exclude: args.exclude,
         resume: null,
-        filter: (abs, rel) => {
-          const v = classifyEntry(ctx.policy, abs, rel);
-          if (v.hidden) return 'omit';
-          if (v.denied) {
-            skipped.policy++;
-            return 'omit';
-          }
-          return 'ok';
-        },
+        filter: policyWalkFilter(ctx.policy, () => skipped.policy++),
         onSkip: (reason) => {
           if (reason === 'unreadable' || reason === 'too_deep' || reason === 'name_too_long') skipped.unreadable++;
         },

@@ -5,7 +5,7 @@
  * a walk of one entry. This file changes when what a search visits, or how its skips are counted, changes.
  */
 import { walkTree, type WalkItem } from '../fs/walk.js';
-import { classifyEntry, type AuthorizedPath, type PolicyContext } from '../policy/authorize.js';
+import { policyWalkFilter, type AuthorizedPath, type PolicyContext } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 
 /** The walk's own skip reasons, counted per yielded entry. */
@@ -92,15 +92,7 @@ export function searchWalk(o: SearchWalkOptions): SearchWalk {
         include: o.include,
         exclude: o.exclude,
         resume: o.resume,
-        filter: (abs, rel) => {
-          const v = classifyEntry(o.policy, abs, rel);
-          if (v.hidden) return 'omit';
-          if (v.denied) {
-            pending.policy++;
-            return 'omit';
-          }
-          return 'ok';
-        },
+        filter: policyWalkFilter(o.policy, () => pending.policy++),
         onSkip: (reason) => {
           if (reason === 'ignore_rule') ignoreRules++;
           else if (reason !== 'policy') pending[reason]++;

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js';
 import { ToolError } from '../../src/errors/tool-error.js';
-import { authorizeRead, type PolicyContext, type WantedKind } from '../../src/policy/authorize.js';
+import { authorizeRead, policyWalkFilter, type PolicyContext, type WantedKind } from '../../src/policy/authorize.js';
 import type { FilePolicy } from '../../src/policy/file-policy.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { fifo, makeTree, symlink } from '../helpers/tree.js';
@@ -204,5 +204,16 @@ describe('authorizeRead successes', () => {
   test("kind 'any' accepts a FIFO (stat never opens it)", async () => {
     const r = await authorizeRead('pipe', ctx(), { kind: 'any' });
     expect(r.stats.isFIFO()).toBe(true);
+  });
+});
+
+describe('policyWalkFilter (the tree walks of search_files and replace_in_files)', () => {
+  test('omits hidden and denied entries, counts only the denied ones, keeps the rest', () => {
+    let denied = 0;
+    const filter = policyWalkFilter(ctx(), () => denied++);
+    const verdicts = ['a.txt', 'hidden-dir', 'denied-dir/d.txt', 'dir/x.txt'].map((rel) =>
+      filter(path.join(PROJ, rel), rel),
+    );
+    expect([verdicts, denied]).toEqual([['ok', 'omit', 'omit', 'ok'], 1]);
   });
 });
