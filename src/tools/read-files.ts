@@ -39,9 +39,8 @@ export const readFiles = defineTool({
   name: 'read_files',
   title: 'Read several files',
   description:
-    `Read up to ${MAX_READ_FILES} files with read_file's options. Each result is {ok, result} or {ok: false, ` +
-    "error} (that path's envelope); the call fails only for bad arguments. Over a 3 MiB response budget the rest come back in " +
-    'remaining_paths (truncated: true).',
+    `Read up to ${MAX_READ_FILES} files with read_file's options: each result {ok, result} or {ok: false, error} ` +
+    "(that path's envelope). Past 3 MiB the rest are in remaining_paths (truncated: true).",
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,

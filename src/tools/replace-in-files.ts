@@ -63,7 +63,7 @@ export const ReplaceInFilesInput = z.strictObject({
   expected_hashes: z
     .record(z.string(), ExpectedHash)
     .optional()
-    .describe("The dry run's path → content_hash; only these files change"),
+    .describe('path → previous_hash from the dry run; only these change'),
   dry_run: DryRun,
 });
 
@@ -156,10 +156,9 @@ export const replaceInFiles = defineTool({
   name: 'replace_in_files',
   title: 'Replace in files',
   description:
-    'Replace text (literal, or a JS regex bounded 1 s/file) in each line of the files under path; .gitignore, ' +
-    'include/exclude as search_files. Skips secret, policy, .git, binary, >10 MiB files (counted). dry_run gives ' +
-    'diffs and each previous_hash: pass them as expected_hashes to apply exactly that (OCC_MISMATCH names a moved ' +
-    'file; nothing written). All files or none (ROLLBACK_*); one undo change. Caps max_files/max_replacements → truncated.',
+    'Replace text (literal, or JS regex: 1 s/file) per line in files under path; filters as search_files; skips ' +
+    'secret, policy, .git, binary, >10 MiB (counted). dry_run: diffs and previous_hash per file; pass them as ' +
+    'expected_hashes to apply exactly that (else OCC_MISMATCH, nothing written). All or nothing; caps → truncated.',
   group: 'fs-write',
   input: ReplaceInFilesInput,
   output: ReplaceInFilesOutput,

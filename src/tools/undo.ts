@@ -71,7 +71,7 @@ function droppedNote(dropped: number, lastDroppedId: string | null, skipped: num
 }
 
 export const ListChangesInput = z.strictObject({
-  limit: z.number().int().min(1).max(1000).default(50).describe('Most changes returned, newest first (default 50)'),
+  limit: z.number().int().min(1).max(1000).default(50).describe('Most changes returned (default 50)'),
 });
 
 const ChangeSummary = z.object({
@@ -104,10 +104,8 @@ export const listChanges = defineTool({
   name: 'list_changes',
   title: 'List changes',
   description:
-    'List the changes this server made (writes, edits, patches, replace_in_files, moves, copies, deletes, ' +
-    'create_directory, reverts), newest first: id, tool, time, paths with hashes before/after. Kept across ' +
-    'restarts; the oldest go first past --history-max-changes (200) or --history-max-bytes. Pass an id to ' +
-    'revert_changes; fails only when the state directory is unreadable (IO_ERROR).',
+    'Changes this server made, newest first: id, tool, time, paths with hashes before/after. Kept across ' +
+    'restarts; oldest dropped past --history-max-changes/--history-max-bytes. Give an id to revert_changes.',
   group: 'fs-read',
   input: ListChangesInput,
   output: ListChangesOutput,
@@ -162,7 +160,7 @@ export const RevertChangesInput = z.strictObject({
   expected_hashes: z
     .record(z.string(), ExpectedHash)
     .optional()
-    .describe('Absolute path → its current content_hash (or "absent"): revert even though the file changed since'),
+    .describe('Absolute path → current content_hash or "absent": revert anyway'),
   dry_run: DryRun,
 });
 
@@ -275,9 +273,9 @@ export const revertChanges = defineTool({
   name: 'revert_changes',
   title: 'Revert changes',
   description:
-    'Undo changes this server made (ids from list_changes): one change_id, the last N, or since an id (and all ' +
-    'later). A file changed since fails OCC_MISMATCH; expected_hashes {path: current content_hash} reverts anyway. ' +
-    'Checks as a live write; atomic across files; itself a change. dry_run returns the diff.',
+    'Undo changes (ids from list_changes): change_id, the last N, or since an id. A file changed since: ' +
+    'OCC_MISMATCH, unless expected_hashes {path: current hash}. Checked as a live write, all or nothing, itself a ' +
+    'change; dry_run shows the diff.',
   group: 'fs-write',
   input: RevertChangesInput,
   output: RevertChangesOutput,
