@@ -27,9 +27,7 @@ import { quoteName } from './text-safe.js';
 
 export const ApplyPatchInput = z.strictObject({
   patch: z.string().min(1).describe('Unified diff, one or more files'),
-  path: PathArg.optional().describe(
-    "Base directory of the diff's paths (default the first root), or the one target file",
-  ),
+  path: PathArg.optional().describe("Base directory of the diff's paths (default: first root), or the target file"),
   expected_hashes: z
     .record(z.string(), ExpectedHash)
     .optional()

@@ -112,8 +112,8 @@ export const listDirectory = defineTool({
   title: 'List directory',
   description:
     'List a directory in stable order: a file as its path, a directory as path/; links (not followed), secrets, ' +
-    'other kinds and long (size, mtime) as objects. .gitignore respected. At most 1000 entries a page: go on with ' +
-    'next_cursor. Fails on a file (VALIDATION).',
+    'other kinds and long (size, mtime) as objects. .gitignore respected. 1000 entries a page, then next_cursor. ' +
+    'Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,

@@ -40,7 +40,7 @@ export const readFiles = defineTool({
   title: 'Read several files',
   description:
     `Read up to ${MAX_READ_FILES} files with read_file's options: each result {ok, result} or {ok: false, error} ` +
-    "(that path's envelope). Past 3 MiB the rest are in remaining_paths (truncated: true).",
+    "(that path's envelope); fails only on bad arguments. Past 3 MiB: the rest in remaining_paths (truncated).",
   group: 'fs-read',
   input: ReadFilesInput,
   output: ReadFilesOutput,

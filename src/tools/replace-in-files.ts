@@ -156,7 +156,7 @@ export const replaceInFiles = defineTool({
   name: 'replace_in_files',
   title: 'Replace in files',
   description:
-    'Replace text (literal, or JS regex: 1 s/file) per line in files under path; filters as search_files; skips ' +
+    'Replace text (literal, or JS regex: 1 s/file) per line in files under path, filtered as search_files; skips ' +
     'secret, policy, .git, binary, >10 MiB (counted). dry_run: diffs and previous_hash per file; pass them as ' +
     'expected_hashes to apply exactly that (else OCC_MISMATCH, nothing written). All or nothing; caps → truncated.',
   group: 'fs-write',

@@ -41,7 +41,7 @@ export const SearchFilesInput = z.strictObject({
   output_mode: z
     .enum(['matches', 'files_with_matches', 'count'])
     .default('matches')
-    .describe('With query: matches (default), files_with_matches (paths), count (per file)'),
+    .describe('With query: matches (default), files_with_matches, count'),
 });
 
 export const SearchFilesOutput = z.object({

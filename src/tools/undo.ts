@@ -104,8 +104,9 @@ export const listChanges = defineTool({
   name: 'list_changes',
   title: 'List changes',
   description:
-    'Changes this server made, newest first: id, tool, time, paths with hashes before/after. Kept across ' +
-    'restarts; oldest dropped past --history-max-changes/--history-max-bytes. Give an id to revert_changes.',
+    'Changes this server made, newest first: id, tool, time, paths, hashes before/after. Kept across ' +
+    'restarts; oldest dropped past --history-max-changes/--history-max-bytes. Give an id to revert_changes; ' +
+    'fails only with IO_ERROR.',
   group: 'fs-read',
   input: ListChangesInput,
   output: ListChangesOutput,
@@ -160,7 +161,7 @@ export const RevertChangesInput = z.strictObject({
   expected_hashes: z
     .record(z.string(), ExpectedHash)
     .optional()
-    .describe('Absolute path → current content_hash or "absent": revert anyway'),
+    .describe('Absolute path → current hash or "absent": revert anyway'),
   dry_run: DryRun,
 });
 
