@@ -4,14 +4,14 @@
  * [JSON_ARGS]` in-process, `tools [--json]`, `--help`, `--version`. A bad flag or policy file exits with status 2 and
  * one line on stderr. stdout carries only protocol messages (serve) or the one JSON result (call, tools).
  */
-import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { parseConfig, processEnvironment, type Config } from './config.js';
 import { registerSecretsFromEnv } from './errors/redact.js';
 import { UsageError } from './errors/usage-error.js';
 import { callTool, listedTools, UnknownToolError } from './server/call-tool.js';
 import { createServer } from './server/create-server.js';
 import { createProcessState } from './server/process-state.js';
-import { guardStdin } from './server/stdio-guard.js';
+import { GuardedStdioTransport } from './server/stdio-transport.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
@@ -137,15 +137,9 @@ async function main(argv: string[]): Promise<number> {
   if (config.roots.length === 0 && config.clientRoots !== 'ignore') {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
-  // Malformed lines are answered by the guard (SPEC §2) before the SDK's transport sees them.
-  const wire: StdioServerTransport = new StdioServerTransport(
-    guardStdin(process.stdin, (message) => {
-      wire.send(message).catch(() => {});
-    }),
-    process.stdout,
-  );
+  // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (SPEC §2).
   serveStdio(() => createServer(state), {
-    transport: wire,
+    transport: new GuardedStdioTransport(process.stdin, process.stdout),
     onerror: (error) => process.stderr.write(`fs-tools: ${error.message}\n`),
   });
   // The MCP stdio binding: exit promptly once the client closes stdin. Idle worker threads (search, regex) must not

@@ -6,7 +6,15 @@
  *   - on a 2025-era connection, the client's roots are read after initialization and on roots/list_changed.
  * The factory may run twice (serveStdio's probe); it only builds and registers, all state is in ProcessState.
  */
-import { ProtocolError, ProtocolErrorCode, Server, type CallToolResult } from '@modelcontextprotocol/server';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type CallToolResult,
+  type JSONRPCRequest,
+  type Result,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import { callTool, listedTools, UnknownToolError } from './call-tool.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
@@ -19,9 +27,28 @@ const INSTRUCTIONS =
   'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations ' +
   'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
 
+/**
+ * The SDK's low-level `Server`, minus its second pass over `tools/call` (issue #19). `Server._wrapHandler` (the SDK's
+ * documented hook for role-specific wrapping) validates every `tools/call` request again — `setRequestHandler` has
+ * already validated it against the protocol schema — and validates every result against the protocol's
+ * CallToolResult schema before it is sent. Our results are built by `createServer` below from the tool's own zod
+ * output (call-tool.ts) and checked by tests instead: test/e2e/schemas.test.ts validates every tool's results
+ * against its advertised outputSchema and the SDK's CallToolResult schema, under both eras. Every other method keeps
+ * the SDK's wrapping. What the dropped wrapper also did and fs-tools does not use: the 2026-07-28 multi-round-trip
+ * seam (`input_required` results, `requestState`), which no fs-tools tool returns or reads.
+ */
+class FsToolsServer extends Server {
+  protected override _wrapHandler(
+    method: string,
+    handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
+  ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
+    return method === 'tools/call' ? handler : super._wrapHandler(method, handler);
+  }
+}
+
 /** Builds one MCP server instance over the shared process state. */
 export function createServer(state: ProcessState): Server {
-  const server = new Server(
+  const server = new FsToolsServer(
     { name: 'fs-tools', version: state.version },
     {
       capabilities: { tools: {} },

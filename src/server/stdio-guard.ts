@@ -1,16 +1,18 @@
 /**
- * A line filter in front of the SDK's stdio transport (SPEC §2: malformed JSON-RPC gets a JSON-RPC error, and the
- * server keeps running). The SDK's ReadBuffer silently skips a line that is not JSON and reports a line that is JSON
- * but not a JSON-RPC message only to `onerror`, so the client never hears back. This filter answers such lines
- * itself — -32700 (parse error, id null) for a line that is not JSON (invalid UTF-8 included), -32600 (invalid
- * request, with the line's id when it has a usable one) for JSON that is not a JSON-RPC message — and passes every
- * valid line through unchanged. Blank lines are dropped without an answer.
- * A line longer than the transport accepts (its 10 MB read buffer; the SDK closes the whole session when one line
- * overflows it) is never handed on: once it outgrows the limit the guard stops buffering it, keeps only its first and
- * last 64 KiB to recover the request id, drops the rest up to its newline, answers -32600 (with that id, else null)
- * and goes on serving. Memory per line is bounded by the limit, whatever the line's length.
+ * The stdin side of the stdio binding (SPEC §2: malformed JSON-RPC gets a JSON-RPC error, and the server keeps
+ * running): splits the byte stream into newline-terminated lines and turns each into one JSON-RPC message, parsed
+ * and checked once (issue #19: the SDK's transport used to parse and validate every line a second time). The SDK's
+ * ReadBuffer silently skips a line that is not JSON and reports a line that is JSON but not a JSON-RPC message only
+ * to `onerror`, so the client never hears back; this guard answers such lines itself — -32700 (parse error, id null)
+ * for a line that is not JSON (invalid UTF-8 included), -32600 (invalid request, with the line's id when it has a
+ * usable one) for JSON that is not a JSON-RPC message — and hands every valid message on as the SDK's own
+ * `parseJSONRPCMessage` returns it. Blank lines are dropped without an answer.
+ * A line longer than the SDK's transports accept (10 MB read buffer, line and newline; a longer line closes the
+ * whole session there) is never parsed: once it outgrows the limit the guard stops buffering it, keeps only its
+ * first and last 64 KiB to recover the request id, drops the rest up to its newline, answers -32600 (with that id,
+ * else null) and goes on serving. Memory per line is bounded by the limit, whatever the line's length.
+ * The transport around it (stdin/stdout, backpressure, close) is src/server/stdio-transport.ts.
  */
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
 
 /** JSON-RPC 2.0 error codes for messages that never reach the SDK. */
@@ -24,16 +26,35 @@ const INVALID_REQUEST = -32600;
  */
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The longest line handed to the transport: its read buffer must hold the line and its newline. */
+/** The longest line accepted as a message: the SDK transports' read buffer must hold the line and its newline. */
 export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
 /** How much of an over-long line's start and end is kept to find its id. */
 const ID_WINDOW_BYTES = 64 * 1024;
 
+/** Where the guard's results go. */
+export interface LineGuardSinks {
+  /** One valid JSON-RPC message (parsed and checked by the SDK's `parseJSONRPCMessage`). */
+  message: (message: JSONRPCMessage) => void;
+  /** One JSON-RPC error response to send for a line that was not a message (through the transport, in order). */
+  reply: (message: JSONRPCMessage) => void;
+}
+
+/** The line splitter and judge: feed it stdin's chunks in order, then `end()` once at end of input. */
+export interface LineGuard {
+  /** Consumes one chunk; calls the sinks synchronously for every line it completes. */
+  push(chunk: Buffer): void;
+  /**
+   * End of input: an over-long line being dropped is answered; an unterminated last line is dropped without an
+   * answer (a message is a newline-terminated line, as for the SDK's ReadBuffer, which waited for the newline).
+   */
+  end(): void;
+}
+
 /**
- * Pipes `input` (stdin) through the filter and returns the stream to hand to the transport.
- * @param reply sends one JSON-RPC error response (through the transport, so it shares stdout's ordering)
+ * Makes a line guard that calls `sinks.message` for each valid line and `sinks.reply` for each malformed one.
+ * Never throws for anything on the wire; an exception thrown by a sink propagates to the `push` caller.
  */
-export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => void): Readable {
+export function createLineGuard(sinks: LineGuardSinks): LineGuard {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   /** The over-long line being dropped: its head and a rolling tail (for the id), and how long it got. */
@@ -54,7 +75,7 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
   const finishDropping = (): void => {
     const d = dropping!;
     dropping = null;
-    reply(
+    sinks.reply(
       errorResponse(
         idOfLongLine(d.head, Buffer.concat(d.tail)),
         INVALID_REQUEST,
@@ -67,32 +88,34 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
     // Decode strictly: invalid UTF-8 is not JSON text (RFC 8259 §8.1), not U+FFFD soup.
     let text: string;
     try {
-      text = STRICT_UTF8.decode(line).replace(/\r$/, '');
+      text = STRICT_UTF8.decode(line);
     } catch {
-      reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid UTF-8'));
+      sinks.reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid UTF-8'));
       return;
     }
-    if (text.trim() === '') return;
+    if (text.endsWith('\r')) text = text.slice(0, -1);
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch {
-      reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'));
+      if (text.trim() === '') return;
+      sinks.reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid JSON'));
       return;
     }
+    let message: JSONRPCMessage;
     try {
-      parseJSONRPCMessage(value);
+      message = parseJSONRPCMessage(value);
     } catch {
       const id = (value as { id?: unknown } | null)?.id;
       const usable = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
-      reply(errorResponse(usable, INVALID_REQUEST, 'Invalid Request: not a JSON-RPC 2.0 message'));
+      sinks.reply(errorResponse(usable, INVALID_REQUEST, 'Invalid Request: not a JSON-RPC 2.0 message'));
       return;
     }
-    guard.push(Buffer.concat([line, Buffer.from('\n')]));
+    sinks.message(message);
   };
 
-  const guard = new Transform({
-    transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback) {
+  return {
+    push(chunk: Buffer): void {
       let rest = chunk;
       while (rest.length > 0) {
         const newline = rest.indexOf(0x0a);
@@ -113,29 +136,25 @@ export function guardStdin(input: Readable, reply: (message: JSONRPCMessage) => 
           }
           break;
         }
-        const parts = [...pending, rest.subarray(0, newline)];
-        const lineBytes = pendingBytes + newline;
+        const line =
+          pending.length === 0 ? rest.subarray(0, newline) : Buffer.concat([...pending, rest.subarray(0, newline)]);
         pending = [];
         pendingBytes = 0;
         rest = rest.subarray(newline + 1);
-        if (lineBytes > MAX_LINE_BYTES) {
-          startDropping(parts);
+        if (line.length > MAX_LINE_BYTES) {
+          startDropping([line]);
           finishDropping();
         } else {
-          judge(Buffer.concat(parts));
+          judge(line);
         }
       }
-      done();
     },
-    flush(done: TransformCallback) {
-      // An unterminated last line is handed on as the SDK would see it (it waits for a newline that never comes).
-      if (pendingBytes > 0) this.push(Buffer.concat(pending));
-      else if (dropping) finishDropping();
-      done();
+    end(): void {
+      pending = [];
+      pendingBytes = 0;
+      if (dropping) finishDropping();
     },
-  });
-  input.on('error', (error) => guard.destroy(error));
-  return input.pipe(guard);
+  };
 }
 
 function errorResponse(id: string | number | null, code: number, message: string): JSONRPCMessage {

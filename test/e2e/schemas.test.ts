@@ -3,6 +3,7 @@
  * failing calls to every tool, checks each success's structuredContent against that tool's advertised outputSchema
  * with Ajv — under both JSON Schema dialects a client may apply (2020-12, the default of a 2026-07-28 client for a
  * schema without `$schema`; draft-07, the 1.x SDK's Ajv) — and each failure's text against the envelope contract.
+ * Every result, success or failure, must also be a protocol CallToolResult (the server does not re-validate its own).
  * A tool added later without a success case here fails the walk.
  */
 import { execFileSync } from 'node:child_process';
@@ -11,6 +12,7 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { isCallToolResult } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorEnvelopeSchema } from '../../src/errors/envelope-schema.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
@@ -389,6 +391,9 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
       for (const args of cases.ok) {
         const label = `${tool.name}(${JSON.stringify(args)})`;
         const result = await client.call(tool.name, args);
+        // The server does not re-validate its own results (issue #19: create-server.ts skips the SDK's second pass);
+        // this walk is the proof that each one is a protocol CallToolResult (both eras' clients also parse it).
+        expect.soft(isCallToolResult(result), `${label} vs CallToolResult`).toBe(true);
         expect.soft(result.isError, `${label}: ${result.content[0]?.text}`).toBeFalsy();
         if (result.isError) continue;
         successes++;
@@ -416,6 +421,7 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
       for (const { args, code } of [...cases.fail, { args: UNKNOWN_PARAMETER, code: 'VALIDATION' }]) {
         const label = `${tool.name}(${JSON.stringify(args)})`;
         const result = await client.call(tool.name, args);
+        expect.soft(isCallToolResult(result), `${label} vs CallToolResult`).toBe(true);
         const envelope = envelopeOf(result);
         failures++;
         expect.soft(envelope.error.code, `${label}: ${envelope.error.message}`).toBe(code);

@@ -1,25 +1,21 @@
 /**
- * The stdin line filter (src/server/stdio-guard.ts): valid JSON-RPC lines pass through byte for byte, however they
- * are split; malformed lines are answered with -32700 / -32600 and dropped; blank lines are dropped silently; a line
- * over the transport's limit is answered with -32600 (with its id when its first or last bytes name one) and dropped
- * without being buffered whole, and the lines after it are served.
+ * The stdin line guard (src/server/stdio-guard.ts): each valid JSON-RPC line becomes one parsed message, however the
+ * bytes are split; malformed lines are answered with -32700 / -32600 and dropped; blank lines are dropped silently; a
+ * line over the transport's limit is answered with -32600 (with its id when its first or last bytes name one) and
+ * dropped without being buffered whole, and the lines after it are served.
  */
-import { PassThrough } from 'node:stream';
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { guardStdin, MAX_LINE_BYTES } from '../../src/server/stdio-guard.js';
+import { createLineGuard, MAX_LINE_BYTES } from '../../src/server/stdio-guard.js';
 
-async function feed(chunks: Array<string | Buffer>): Promise<{ out: Buffer; replies: JSONRPCMessage[] }> {
-  const input = new PassThrough();
+/** Feeds the chunks, then end of input; `out` is the messages handed on, one JSON line each. */
+function feed(chunks: Array<string | Buffer>): { out: Buffer; messages: JSONRPCMessage[]; replies: JSONRPCMessage[] } {
   const replies: JSONRPCMessage[] = [];
-  const guarded = guardStdin(input, (m) => replies.push(m));
-  const parts: Buffer[] = [];
-  guarded.on('data', (d: Buffer) => parts.push(d));
-  const ended = new Promise((r) => guarded.on('end', r));
-  for (const c of chunks) input.write(c);
-  input.end();
-  await ended;
-  return { out: Buffer.concat(parts), replies };
+  const messages: JSONRPCMessage[] = [];
+  const guard = createLineGuard({ message: (m) => messages.push(m), reply: (m) => replies.push(m) });
+  for (const c of chunks) guard.push(typeof c === 'string' ? Buffer.from(c) : c);
+  guard.end();
+  return { out: Buffer.from(messages.map((m) => `${JSON.stringify(m)}\n`).join('')), messages, replies };
 }
 
 const ping = (id: number) => JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' });
@@ -27,10 +23,10 @@ const codeOf = (m: JSONRPCMessage) => (m as { error: { code: number } }).error.c
 const idOf = (m: JSONRPCMessage) => (m as { id: unknown }).id;
 
 describe('guardStdin', () => {
-  it('passes valid lines through unchanged, across chunk boundaries and with CRLF', async () => {
+  it('hands valid lines on as messages, across chunk boundaries and with CRLF', () => {
     const text = `${ping(1)}\n${ping(2)}\r\n${ping(3)}\n`;
     const chunks = [...text].map((ch) => Buffer.from(ch)); // one byte… one character at a time
-    const { out, replies } = await feed(chunks);
+    const { out, replies } = feed(chunks);
     expect(replies).toEqual([]);
     expect(
       out
@@ -41,12 +37,12 @@ describe('guardStdin', () => {
     ).toEqual([1, 2, 3]);
   });
 
-  it('keeps multi-byte characters split across chunks intact', async () => {
+  it('keeps multi-byte characters split across chunks intact', () => {
     const line = Buffer.from(
       `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/x', params: { s: 'é😀' } })}\n`,
     );
     const cut = line.indexOf(Buffer.from('😀')) + 2;
-    const { out, replies } = await feed([line.subarray(0, cut), line.subarray(cut)]);
+    const { out, replies } = feed([line.subarray(0, cut), line.subarray(cut)]);
     expect(replies).toEqual([]);
     expect(out.equals(line)).toBe(true);
   });
@@ -59,16 +55,16 @@ describe('guardStdin', () => {
     ['a request with a bad method', '{"jsonrpc":"2.0","id":7,"method":5}', -32600, 7],
     ['a request without jsonrpc', '{"id":"abc","method":"ping"}', -32600, 'abc'],
     ['an object id', '{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', -32600, null],
-  ] as Array<[string, string | Buffer, number, unknown]>)('answers %s and drops it', async (_label, bad, code, id) => {
-    const { out, replies } = await feed([bad, '\n', `${ping(9)}\n`]);
+  ] as Array<[string, string | Buffer, number, unknown]>)('answers %s and drops it', (_label, bad, code, id) => {
+    const { out, replies } = feed([bad, '\n', `${ping(9)}\n`]);
     expect(replies).toHaveLength(1);
     expect(codeOf(replies[0])).toBe(code);
     expect(idOf(replies[0])).toBe(id);
     expect(out.toString()).toBe(`${ping(9)}\n`);
   });
 
-  it('drops blank lines without an answer', async () => {
-    const { out, replies } = await feed(['\n', '   \r\n', `${ping(1)}\n`]);
+  it('drops blank lines without an answer', () => {
+    const { out, replies } = feed(['\n', '   \r\n', `${ping(1)}\n`]);
     expect(replies).toEqual([]);
     expect(out.toString()).toBe(`${ping(1)}\n`);
   });
@@ -92,11 +88,11 @@ describe('guardStdin', () => {
     ['not JSON at all', (pad: string) => `garbage ${pad}`, null],
   ] as Array<[string, (pad: string) => string, unknown]>)(
     'answers an over-long line with %s by -32600 and keeps going',
-    async (_label, make, id) => {
+    (_label, make, id) => {
       const huge = Buffer.from(make('a'.repeat(MAX_LINE_BYTES)));
       const chunks: Buffer[] = [];
       for (let i = 0; i < huge.length; i += 1 << 20) chunks.push(huge.subarray(i, i + (1 << 20)));
-      const { out, replies } = await feed([...chunks, `\n${ping(2)}\n`]);
+      const { out, replies } = feed([...chunks, `\n${ping(2)}\n`]);
       expect(replies).toHaveLength(1);
       expect(codeOf(replies[0])).toBe(-32600);
       expect(idOf(replies[0])).toBe(id);
@@ -104,9 +100,9 @@ describe('guardStdin', () => {
     },
   );
 
-  it('answers an over-long line that ends in the same chunk as the next line, and one cut by end of input', async () => {
+  it('answers an over-long line that ends in the same chunk as the next line, and one cut by end of input', () => {
     const huge = Buffer.alloc(MAX_LINE_BYTES + 1, 0x61);
-    const { out, replies } = await feed([
+    const { out, replies } = feed([
       huge.subarray(0, 1000),
       Buffer.concat([huge.subarray(1000), Buffer.from(`\n${ping(3)}\n`)]),
       huge,
@@ -115,19 +111,26 @@ describe('guardStdin', () => {
     expect(out.toString()).toBe(`${ping(3)}\n`);
   });
 
-  it('passes a line of exactly the limit through', async () => {
+  it('passes a line of exactly the limit through', () => {
     const prefix = '{"jsonrpc":"2.0","method":"notifications/x","params":{"p":"';
     const suffix = '"}}';
     const line = `${prefix}${'b'.repeat(MAX_LINE_BYTES - prefix.length - suffix.length)}${suffix}`;
     expect(Buffer.byteLength(line)).toBe(MAX_LINE_BYTES);
     expect(MAX_LINE_BYTES + 1).toBe(STDIO_DEFAULT_MAX_BUFFER_SIZE);
-    const { out, replies } = await feed([line, '\n']);
+    const { out, replies } = feed([line, '\n']);
     expect(replies).toEqual([]);
     expect(out.length).toBe(MAX_LINE_BYTES + 1);
   });
 
-  it('hands an unterminated last line on at end of input', async () => {
-    const { out } = await feed([`${ping(1)}\n`, ping(2)]);
-    expect(out.toString()).toBe(`${ping(1)}\n${ping(2)}`);
+  it('drops an unterminated last line at end of input without an answer (a message ends with its newline)', () => {
+    const { out, replies } = feed([`${ping(1)}\n`, ping(2)]);
+    expect(out.toString()).toBe(`${ping(1)}\n`);
+    expect(replies).toEqual([]);
+  });
+
+  it('hands on the message the SDK parsed: the same value, parsed once', () => {
+    const line = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'x', arguments: {} } });
+    const { messages } = feed([`${line}\n`]);
+    expect(messages).toEqual([JSON.parse(line)]);
   });
 });

@@ -1,0 +1,130 @@
+/**
+ * The stdio transport handed to the SDK's `serveStdio` (SPEC §2; the MCP stdio binding: one JSON-RPC message per
+ * line, stdout carries only protocol messages). It does what the SDK's `StdioServerTransport` does — framing, stdout
+ * backpressure, closing when stdin ends — with the stdin guard (src/server/stdio-guard.ts) as its framing, so every
+ * line is decoded, parsed and checked exactly once (issue #19: the guard and the SDK's ReadBuffer each parsed and
+ * validated every line). Responses written in the same turn of the event loop (several calls in flight) leave in one
+ * write: stdout is corked while the turn's messages are queued and uncorked once they are all there.
+ * It knows nothing about tools or protocol eras; `serveStdio` owns those.
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
+import { createLineGuard, type LineGuard } from './stdio-guard.js';
+
+/**
+ * A `Transport` over a byte stream pair (stdin, stdout). `onmessage` receives each valid message once; malformed
+ * lines are answered on stdout by the guard and never reach `onmessage`. When stdin ends or closes, or stdout fails,
+ * the transport closes (`onclose`); requests still in flight are not answered, as with the SDK's transport.
+ */
+export class GuardedStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private readonly guard: LineGuard;
+  private started = false;
+  private closed = false;
+  /** True while stdout is corked for this turn (an uncork is scheduled). */
+  private corked = false;
+
+  /**
+   * @param input stdin (or any readable byte stream)
+   * @param output stdout (or any writable byte stream); the transport writes only JSON-RPC messages to it
+   */
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+  ) {
+    this.guard = createLineGuard({
+      message: (message) => this.onmessage?.(message),
+      reply: (message) => {
+        this.send(message).catch(() => {});
+      },
+    });
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.closed) return;
+    try {
+      this.guard.push(chunk);
+    } catch (error) {
+      // A handler that threw synchronously: report it, keep serving (the SDK's transport reported it the same way).
+      this.onerror?.(error as Error);
+    }
+  };
+
+  private readonly onInputError = (error: Error): void => {
+    this.onerror?.(error);
+  };
+
+  private readonly onInputEnd = (): void => {
+    this.guard.end();
+    void this.close();
+  };
+
+  private readonly onOutputError = (error: Error): void => {
+    // After close the listener stays attached only to swallow late write failures (EPIPE once the client left).
+    if (this.closed) return;
+    this.onerror?.(error);
+    void this.close();
+  };
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.output.uncork();
+  };
+
+  /** Starts reading stdin. @throws Error when called twice (the SDK's contract) */
+  start(): Promise<void> {
+    if (this.started) return Promise.reject(new Error('GuardedStdioTransport already started'));
+    this.started = true;
+    if (this.input.readableEnded || this.input.destroyed) setImmediate(this.onInputEnd);
+    this.input.on('data', this.onData);
+    this.input.on('error', this.onInputError);
+    this.input.on('end', this.onInputEnd);
+    this.input.on('close', this.onInputEnd);
+    this.output.on('error', this.onOutputError);
+    return Promise.resolve();
+  }
+
+  /**
+   * Writes one message as one line. Resolves once stdout took it (at once, or after `drain` when stdout's buffer is
+   * full). @throws (rejects) when the transport is closed or stdout fails
+   */
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('GuardedStdioTransport is closed'));
+    const line = `${JSON.stringify(message)}\n`;
+    if (!this.corked) {
+      // Coalesce this turn's messages: the uncork runs once the current callbacks and their promise jobs are done.
+      this.corked = true;
+      this.output.cork();
+      process.nextTick(this.uncork);
+    }
+    if (this.output.write(line)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const settle = (error?: Error): void => {
+        this.output.off('drain', onDrain);
+        this.output.off('error', onError);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onDrain = (): void => settle();
+      const onError = (error: Error): void => settle(error);
+      this.output.once('drain', onDrain);
+      this.output.once('error', onError);
+    });
+  }
+
+  /** Stops reading stdin and fires `onclose` (idempotent). Messages already written are flushed by stdout itself. */
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    this.input.off('data', this.onData);
+    this.input.off('error', this.onInputError);
+    this.input.off('end', this.onInputEnd);
+    this.input.off('close', this.onInputEnd);
+    if (this.input.listenerCount('data') === 0) this.input.pause();
+    this.onclose?.();
+    return Promise.resolve();
+  }
+}

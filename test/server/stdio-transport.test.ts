@@ -1,0 +1,111 @@
+/**
+ * The stdio transport (src/server/stdio-transport.ts): each valid line reaches `onmessage` once, parsed; a malformed
+ * line is answered on stdout and never reaches `onmessage`; the messages sent in one turn of the event loop leave in
+ * one write; a full stdout holds `send` until it drains; end of stdin closes the transport, after which nothing is
+ * written. The e2e protocol tests (test/e2e/protocol.test.ts, test/attacks/protocol-abuse.test.ts) run it in the
+ * real server under both eras.
+ */
+import { PassThrough, Writable } from 'node:stream';
+import type { JSONRPCMessage } from '@modelcontextprotocol/server';
+import { describe, expect, it } from 'vitest';
+import { GuardedStdioTransport } from '../../src/server/stdio-transport.js';
+
+/** A stdout that records each write(v) call as the list of lines it carried. */
+function recordingOutput(options: { highWaterMark?: number; delayMs?: number } = {}) {
+  const writes: string[][] = [];
+  const later = (done: () => void) => (options.delayMs ? setTimeout(done, options.delayMs) : done());
+  const output = new Writable({
+    highWaterMark: options.highWaterMark,
+    write(chunk: Buffer, _encoding, done) {
+      writes.push(chunk.toString().split('\n').filter(Boolean));
+      later(done);
+    },
+    writev(chunks, done) {
+      writes.push(chunks.flatMap((c) => (c.chunk as Buffer).toString().split('\n').filter(Boolean)));
+      later(done);
+    },
+  });
+  return { output, writes };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+const ping = (id: number): JSONRPCMessage => ({ jsonrpc: '2.0', id, method: 'ping' });
+
+describe('GuardedStdioTransport', () => {
+  it('hands each valid line to onmessage once and answers a malformed one itself', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput();
+    const transport = new GuardedStdioTransport(input, output);
+    const got: JSONRPCMessage[] = [];
+    transport.onmessage = (m) => got.push(m);
+    await transport.start();
+    input.write(`${JSON.stringify(ping(1))}\n{oops\n${JSON.stringify(ping(2)).slice(0, 10)}`);
+    input.write(`${JSON.stringify(ping(2)).slice(10)}\n`);
+    await tick();
+    expect(got).toEqual([ping(1), ping(2)]);
+    expect(writes.flat().map((l) => JSON.parse(l))).toEqual([
+      { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the line is not valid JSON' } },
+    ]);
+    await transport.close();
+  });
+
+  it('writes the messages of one turn in one write, one line each', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput();
+    const transport = new GuardedStdioTransport(input, output);
+    await transport.start();
+    await Promise.all([transport.send(ping(1)), transport.send(ping(2)), transport.send(ping(3))]);
+    await tick();
+    await transport.send(ping(4));
+    await tick();
+    expect(writes.map((w) => w.map((l) => (JSON.parse(l) as { id: number }).id))).toEqual([[1, 2, 3], [4]]);
+    await transport.close();
+  });
+
+  it('holds send until a full stdout drains', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput({ highWaterMark: 16, delayMs: 20 });
+    const transport = new GuardedStdioTransport(input, output);
+    await transport.start();
+    let settled = false;
+    const sent = transport.send(ping(1)).then(() => (settled = true));
+    await tick();
+    expect(settled).toBe(false); // the line is longer than the 16-byte buffer: wait for 'drain'
+    await sent;
+    expect(writes.flat()).toHaveLength(1);
+    await transport.close();
+  });
+
+  it('closes at end of stdin: onclose once, later sends rejected and nothing more written', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput();
+    const transport = new GuardedStdioTransport(input, output);
+    let closes = 0;
+    transport.onclose = () => closes++;
+    await transport.start();
+    await expect(transport.start()).rejects.toThrow(/already started/);
+    input.end(`${JSON.stringify(ping(1))}`); // unterminated: not a message
+    await tick();
+    await tick();
+    expect(closes).toBe(1);
+    await expect(transport.send(ping(2))).rejects.toThrow(/closed/);
+    await tick();
+    expect(writes).toEqual([]);
+  });
+
+  it('reports a stdout failure and closes', async () => {
+    const input = new PassThrough();
+    const output = new Writable({ write: (_c, _e, done) => done(new Error('EPIPE')) });
+    const transport = new GuardedStdioTransport(input, output);
+    const errors: string[] = [];
+    transport.onerror = (e) => errors.push(e.message);
+    let closed = false;
+    transport.onclose = () => (closed = true);
+    await transport.start();
+    await transport.send(ping(1)).catch(() => undefined);
+    await tick();
+    await tick();
+    expect(errors).toContain('EPIPE');
+    expect(closed).toBe(true);
+  });
+});
