@@ -12,7 +12,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
-import { assertDescriptorAt, changedError, VerifiedDir } from './verified-dir.js';
+import { assertDescriptorAt, changedError, VerifiedDir, withHeldDirSync } from './verified-dir.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
@@ -60,15 +60,16 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
  */
 export function openForReadSync(real: string, isInside: (p: string) => boolean): { fd: number; stats: Stats } {
   let fd: number;
-  const dir = verifiedParent(real, isInside);
+  const parent = path.dirname(real);
   try {
-    fd = dir
-      ? dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK })
+    // The parent is held open between calls (issue #19) and proven to be at its path before each use.
+    fd = isInside(parent)
+      ? withHeldDirSync(parent, isInside, (dir) =>
+          dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK }),
+        )
       : openSync(real, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     throw loopAsSwapped(error, real);
-  } finally {
-    dir?.close();
   }
   try {
     const stats = fstatSync(fd);

@@ -523,6 +523,68 @@ export async function withVerifiedDir<T>(
   }
 }
 
+/** How many verified directories `withHeldDirSync` keeps open between calls (least recently used closed first). */
+export const HELD_DIRS_MAX = 16;
+
+/** A directory kept open between calls, with the containment predicate of the call using it now. */
+interface HeldDir {
+  dir: VerifiedDir;
+  inside: { current: (p: string) => boolean };
+}
+
+/** The held directories by authorized path, least recently used first (Map order). */
+const heldDirs = new Map<string, HeldDir>();
+
+/**
+ * Runs `fn` synchronously on a verified descriptor of `dir` (absolute, real), reusing one an earlier call opened
+ * (issue #19: opening a file's directory from its root cost seven syscalls on every small read). A held descriptor is
+ * used only after the one proof every verified directory gets (`assertDescriptorAt`): its /proc/self/fd location
+ * equals `dir` exactly, now — a directory moved, deleted, or swapped for a link since the last call fails it and is
+ * closed, and `dir` is opened afresh from its root, component by component, as `VerifiedDir.open` always does. After
+ * the proof the state is what a fresh open leaves: a descriptor of the node now at `dir`, and the same window before
+ * the caller's own re-check of what it opens (open-file.ts proves the opened file's location too).
+ * Only where operations are descriptor-relative (Linux with /proc); elsewhere every call opens and closes `dir`.
+ * `fn` must not keep the directory or use it after it returns (it stays open for the next call; it is never closed
+ * under a running `fn`, because eviction happens only here, synchronously). At most `HELD_DIRS_MAX` are held.
+ * @throws as VerifiedDir.open, and whatever `fn` throws
+ */
+export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean, fn: (d: VerifiedDir) => T): T {
+  if (!DESCRIPTOR_RELATIVE) {
+    const d = VerifiedDir.open(dir, isInside);
+    try {
+      return fn(d);
+    } finally {
+      d.close();
+    }
+  }
+  let held = heldDirs.get(dir);
+  if (held) {
+    heldDirs.delete(dir);
+    if (locationOf(held.dir.fd) !== dir) {
+      held.dir.close();
+      held = undefined;
+    }
+  }
+  if (!held) {
+    const inside = { current: isInside };
+    held = { dir: VerifiedDir.open(dir, (p) => inside.current(p)), inside };
+  }
+  held.inside.current = isInside;
+  heldDirs.set(dir, held);
+  while (heldDirs.size > HELD_DIRS_MAX) {
+    const [oldest, entry] = heldDirs.entries().next().value as [string, HeldDir];
+    heldDirs.delete(oldest);
+    entry.dir.close();
+  }
+  return fn(held.dir);
+}
+
+/** Closes every held directory (tests; a process that wants its descriptors back). */
+export function releaseHeldDirs(): void {
+  for (const held of heldDirs.values()) held.dir.close();
+  heldDirs.clear();
+}
+
 /**
  * lstat of an authorized path through its verified parent (a root, whose parent lies outside, through its own verified
  * descriptor), so metadata never comes from whatever a swapped ancestor points to; null when it does not exist.
