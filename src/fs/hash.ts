@@ -2,7 +2,7 @@
  * Content hashes (SPEC §5): `sha256:` + 64 lower-case hex digits over the file's raw bytes (BOM and line endings
  * included), always the whole file.
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, hash as oneShotHash, type Hash } from 'node:crypto';
 import { z } from 'zod';
 
 export const HASH_PREFIX = 'sha256:';
@@ -31,9 +31,12 @@ export function savedVersionChecked<T extends z.ZodType<{ old_base64: string | n
     );
 }
 
-/** Hash of a byte buffer. */
+/**
+ * Hash of a byte buffer, in one shot (`crypto.hash`: no Hash object; for a few KB about half the cost of
+ * createHash + update + digest, issue #19).
+ */
 export function hashBytes(bytes: Uint8Array): string {
-  return HASH_PREFIX + createHash('sha256').update(bytes).digest('hex');
+  return HASH_PREFIX + oneShotHash('sha256', bytes, 'hex');
 }
 
 /** An incremental hasher for streaming reads. */

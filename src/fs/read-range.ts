@@ -22,7 +22,7 @@ import {
   type ContentFactsCache,
   type FileFacts,
 } from './content-cache.js';
-import { createContentHasher } from './hash.js';
+import { createContentHasher, hashBytes } from './hash.js';
 import { type Eol, eolFromCounts, hasUtf8Bom } from './text.js';
 
 /**
@@ -250,7 +250,10 @@ async function scanFile(
   sizeHint: number | null,
   buildIndex: boolean,
 ): Promise<Scan> {
-  const hasher = createContentHasher();
+  // Issue #19: a chunk is hashed only once the next read is about to overwrite `buf`, so a file read in one chunk
+  // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
+  let hasher: ReturnType<typeof createContentHasher> | null = null;
+  let unhashed: Buffer | null = null;
   // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
   const buf = Buffer.allocUnsafe(sizeHint === null ? CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1));
   let reads = 0;
@@ -272,10 +275,14 @@ async function scanFile(
   const offset = request.kind === 'bytes' ? request.offset : -1;
   let lineAtOffset = 1;
   for (;;) {
+    if (unhashed) {
+      (hasher ??= createContentHasher()).update(unhashed);
+      unhashed = null;
+    }
     const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
     if (bytesRead === 0) break;
     const chunk = buf.subarray(0, bytesRead);
-    hasher.update(chunk);
+    unhashed = chunk;
     if (pos === 0) bom = hasUtf8Bom(chunk);
     if (validUtf8) {
       const joined = carry.length ? Buffer.concat([carry, chunk]) : chunk;
@@ -310,7 +317,13 @@ async function scanFile(
   const size = pos;
   const endsWithNewline = prevByte === 0x0a;
   const totalLines = size === 0 ? 0 : newlines + (endsWithNewline ? 0 : 1);
-  const hash = hasher.digest();
+  let hash: string;
+  if (hasher === null) {
+    hash = hashBytes(unhashed ?? new Uint8Array(0));
+  } else {
+    if (unhashed) hasher.update(unhashed);
+    hash = hasher.digest();
+  }
   const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
   let facts: ContentFacts | undefined;
   if (buildIndex) {

@@ -13,7 +13,8 @@
  *   truncated chunk whose continuation pointed at the same offset, so following it looped forever);
  * - property (fast-check): consecutive line ranges, and reads that follow `continuation` with small caps (text and
  *   raw bytes), concatenate to the exact bytes of the file;
- * - the content hash is the whole file's, equal for full and partial reads;
+ * - the content hash is the whole file's, equal for full and partial reads; with the size known in advance (read_file
+ *   gives fstat's), a file read in one chunk is hashed in one shot and a longer one chunk by chunk: both equal sha256;
  * - VALIDATION reason range_past_end for start_line / offset past the end.
  */
 import { isUtf8 } from 'node:buffer';
@@ -430,5 +431,22 @@ describe('property: ranges concatenate to the exact bytes', () => {
       }),
       { numRuns: 150 },
     );
+  });
+});
+
+describe('the content hash with the size known in advance (one chunk or several)', () => {
+  it.each([0, 1, 4096, 1024 * 1024 - 1, 1024 * 1024, 1024 * 1024 + 1, 3 * 1024 * 1024 + 5])('%i bytes', async (n) => {
+    const content = Buffer.alloc(n);
+    for (let i = 0; i < n; i++) content[i] = i % 64 === 63 ? 0x0a : 0x61 + (i % 26);
+    const p = writeTemp(content);
+    const handle = await open(p, 'r');
+    try {
+      const stats = await handle.stat();
+      const r = await readRange(handle, { kind: 'head', lines: 1 }, { maxBytes: 1 << 30, textBoundaries: true, stats });
+      expect(r.contentHash).toBe(sha(content));
+      expect(r.size).toBe(n);
+    } finally {
+      await handle.close();
+    }
   });
 });
