@@ -155,7 +155,7 @@ describe('GitignoreRules agrees with the ignore package', () => {
 
 describe('GitignoreRules.testEntry (issue #19: a walk tests entry names, not joined paths)', () => {
   // The tokens above, plus classes whose range holds `/` (`[+-0]`), which keep a rule from matching by name only.
-  const ENTRY_TOKENS = ['a', 'b', '.', '*', '?', '/', '**', '[ab]', '[+-0]', '[.-0]', '!', '\\/', '\\*', '#'];
+  const ENTRY_TOKENS = ['a', 'b', 'A', '.', '*', '?', '/', '**', '[ab]', '[+-0]', '[.-0]', '!', '\\/', '\\*', '#'];
   const entryLineArb = fc
     .array(fc.constantFrom(...ENTRY_TOKENS), { minLength: 1, maxLength: 6 })
     .map((t) => t.join(''));
@@ -186,6 +186,14 @@ describe('GitignoreRules.testEntry (issue #19: a walk tests entry names, not joi
     // [rules, directory, name, is a directory, ignored]
     ['*.log', 'x/y', 'a.log', false, true],
     ['*.log', '', 'a.LOG', false, true],
+    ['*.LOG', '', 'a.log', false, true],
+    ['*.log', '', 'A.LOG', true, true],
+    ['*.log', '', 'alog', false, false],
+    ['*.log', '', '.log', false, true],
+    ['*.k', '', 'x.\u212A', false, true], // the Kelvin sign folds to `k`: the automaton decides
+    ['*.k', '', 'x.\u00e9', false, false],
+    ['*\\/', '', 'aa', true, true], // an escaped `/` matches a directory's own
+    ['*\\/', '', 'aa', false, false],
     ['node_modules/', 'x', 'node_modules', false, false],
     ['node_modules/', 'x', 'node_modules', true, true],
     ['a[+-0]b', 'x/a', 'b', false, true], // the class matches the `/` of x/a/b
