@@ -159,8 +159,8 @@ export const listDirectory = defineTool({
         budget.charge(2048);
         const lines: string[] = [];
         let truncated = false;
-        // The walk asks `filter` about an entry right before it yields it: its verdict is reused for the secret mark
-        // (issue #19: one classification per entry, not two).
+        // The walk asks `filter` about an entry right before it hands it to the sink: its verdict is reused for the
+        // secret mark (issue #19: one classification per entry, not two).
         const verdict = { absolute: '', secret: false };
         const classify = walkEntryClassifier(ctx.policy);
         const walkOptions: Parameters<typeof walkInto>[0] = {

@@ -66,11 +66,12 @@ function walkOrder(ctx: PolicyContext, paths: readonly string[]): string[] {
 const pathArb = fc.array(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 4 }).map((p) => p.join('/'));
 
 describe('walkEntryClassifier agrees with classifyEntry on every entry a walk reaches', () => {
-  it.each([
+  const cases: Array<[string, boolean, FilePolicy]> = [
     ['secrets denied, policy rules', false, POLICY],
     ['secrets allowed, policy rules', true, POLICY],
     ['secrets denied, no rules', false, { rules: [] }],
-  ] as const)('%s (property)', (_label, allowSecrets, policy) => {
+  ];
+  it.each(cases)('%s (property)', (_label, allowSecrets, policy) => {
     const ctx = context(allowSecrets, policy);
     fc.assert(
       fc.property(fc.array(pathArb, { minLength: 1, maxLength: 12 }), (paths) => {
