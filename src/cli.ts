@@ -44,7 +44,7 @@ Options:
   --state-dir=DIR            where the mutation journal lives
   --max-read-bytes=N         bytes per read (default 262144)
   --max-media-bytes=N        largest image/audio file read_media returns (default 2097152)
-  --max-list-entries=N       entries per list_directory page (default 1000)
+  --max-list-entries=N       entries per list_directory page (default 10000; long: 1000)
   --max-search-results=N     matches per search_files page (default 500)
   --max-search-file-bytes=N  larger files are skipped by content search (default 10485760)
   --max-edit-bytes=N         largest file an edit or patch loads (default 67108864)

@@ -33,7 +33,10 @@ export interface Limits {
   maxReadBytes: number;
   /** Largest file read_media returns (bytes). */
   maxMediaBytes: number;
-  /** Most entries one list_directory page returns. Default 1000. */
+  /**
+   * Most entries one list_directory page returns, and the page of a names-and-types listing; a `long` listing's page
+   * defaults to the smaller of this and 1000 (src/tools/list-directory.ts). Default 10000 (issue #19).
+   */
   maxListEntries: number;
   /** Most matches one search_files page returns. Default 500. */
   maxSearchResults: number;
@@ -79,7 +82,7 @@ export interface Config {
 export const DEFAULT_LIMITS: Limits = {
   maxReadBytes: 262_144,
   maxMediaBytes: 2_097_152,
-  maxListEntries: 1000,
+  maxListEntries: 10_000,
   maxSearchResults: 500,
   maxSearchFileBytes: 10 * 1024 * 1024,
   maxEditBytes: 64 * 1024 * 1024,

@@ -59,7 +59,7 @@ export function isEntryName(name: string): boolean {
     name !== '.' &&
     name !== '..' &&
     !name.includes('/') &&
-    !name.includes(path.sep) &&
+    (path.sep === '/' || !name.includes(path.sep)) &&
     !name.includes('\0')
   );
 }

@@ -7,10 +7,11 @@
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
 import { assertHoldsNoGuarded, assertNotGuarded, isGuardedEntry, type GuardedPath } from './builtin-guards.js';
-import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
+import { findContainingRoot, HOST_FLAVOR, isWithin, toPosixRelative } from './containment.js';
 import {
   ACCESS_LEVELS,
   accessFor,
+  accessForEntry,
   assertNotGitInternal,
   assertPolicyAllows,
   type Access,
@@ -19,7 +20,7 @@ import {
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { notFoundError } from './near-paths.js';
-import { assertNotSecret, secretRuleFor } from './secrets.js';
+import { assertNotSecret, secretRuleFor, secretRuleForEntry } from './secrets.js';
 
 /** What policy needs to decide. Built per call from the process state. */
 export interface PolicyContext {
@@ -147,6 +148,49 @@ export function classifyEntry(ctx: PolicyContext, absolute: string, relative: st
   };
 }
 
+/** How a walk treats an entry: left out (`hidden`: not counted; `denied`: counted), marked `secret`, or `ok`. */
+export type EntryClass = 'ok' | 'secret' | 'hidden' | 'denied';
+
+/**
+ * `classifyEntry` for the entries a walk yields (src/fs/walk.ts), with what does not depend on the entry decided
+ * once per call and what depends only on its directory once per directory (issue #19: a listing or a search
+ * classifies every entry of a tree). Same verdict as classifyEntry (test/policy/entry-classifier.test.ts) for the
+ * entries of a walk, i.e. under the walk's guarantees:
+ *  - `absolute` is normalized (as `path.resolve` leaves it), inside an authorized base directory, and `relative` is
+ *    it relative to its root, `/`-separated;
+ *  - every directory between the base and the entry was classified by this classifier and not left out (the walk
+ *    descends nothing it omits), and the base itself passed assertNotGuarded (every `authorize*`).
+ * Then an entry lies within a guarded path only when it IS one (its parent is not within one), so the built-in
+ * guard is a comparison with each guarded path's length and spelling, not a containment test; and the policy level
+ * of each directory above it is null or read_only (a hidden or denied one is left out, or refused as the base), so
+ * only the rules that match the entry's own path can hide or deny it (accessForEntry), not every leading part of it. `name`, the entry's last component, spares
+ * reading the path strings where a screen on the name settles it (the walk has it at hand; derived from `relative`
+ * when not given).
+ */
+export function walkEntryClassifier(
+  ctx: PolicyContext,
+): (absolute: string, relative: string, name?: string) => EntryClass {
+  const fold = HOST_FLAVOR.caseInsensitive;
+  const guarded = (ctx.guarded ?? []).map((g) => (fold ? g.path.toLowerCase() : g.path));
+  const rules = ctx.policy.rules.length > 0;
+  const isGuarded = (absolute: string, name: string): boolean => {
+    for (const g of guarded) {
+      if (g.length === absolute.length && g === (fold ? absolute.toLowerCase() : absolute)) return true;
+    }
+    // Lock files (src/fs/path-lock.ts) all start with `.`: the full pattern only for names that do.
+    return name.charCodeAt(0) === 0x2e && isGuardedEntry([], absolute);
+  };
+  return (absolute, relative, name = relative.slice(relative.lastIndexOf('/') + 1)) => {
+    if (isGuarded(absolute, name)) return 'hidden';
+    // Only the rules on the entry's own path: its directories' level is null or read_only (see above), which
+    // changes no verdict here.
+    const access = rules ? accessForEntry(ctx.policy, relative, null) : null;
+    if (access === 'hidden') return 'hidden';
+    if (access === 'deny') return 'denied';
+    return !ctx.allowSecrets && secretRuleForEntry(absolute, name) !== null ? 'secret' : 'ok';
+  };
+}
+
 /**
  * The walk filter of the tools that search or edit a tree (src/fs/walk.ts `filter`): an entry hidden or denied by
  * policy is left out, and `onDenied` counts a denied one (search_files and replace_in_files report them as
@@ -155,11 +199,12 @@ export function classifyEntry(ctx: PolicyContext, absolute: string, relative: st
 export function policyWalkFilter(
   ctx: PolicyContext,
   onDenied: () => void,
-): (absolute: string, relative: string) => 'ok' | 'omit' {
-  return (absolute, relative) => {
-    const v = classifyEntry(ctx, absolute, relative);
-    if (v.hidden) return 'omit';
-    if (v.denied) {
+): (absolute: string, relative: string, name?: string) => 'ok' | 'omit' {
+  const classify = walkEntryClassifier(ctx);
+  return (absolute, relative, name) => {
+    const c = classify(absolute, relative, name);
+    if (c === 'hidden') return 'omit';
+    if (c === 'denied') {
       onDenied();
       return 'omit';
     }

@@ -88,6 +88,26 @@ export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlav
 }
 
 /**
+ * `accessFor(policy, relative)` when the access level of its parent directory (`relative` without its last
+ * component) is already known: the most restrictive of `parentAccess` and the rules that match `relative` itself
+ * (accessFor tests every leading part of the path, and those of the parent are the parent's). A walk knows its
+ * directory's level once per directory (issue #19: the entries of one directory share every candidate but the last).
+ */
+export function accessForEntry(
+  policy: FilePolicy,
+  relative: string,
+  parentAccess: Access | null,
+  flavor: PathFlavor = HOST_FLAVOR,
+): Access | null {
+  let best = parentAccess;
+  for (const rule of policy.rules) {
+    if (best !== null && ACCESS_LEVELS.indexOf(rule.access) <= ACCESS_LEVELS.indexOf(best)) continue;
+    if (ruleMatcher(rule.pattern, flavor.caseInsensitive)(relative)) best = rule.access;
+  }
+  return best;
+}
+
+/**
  * Compiled rule globs (each compiled once: listings and search classify every entry of a tree, so compiling per call
  * made a policy cost seconds on large trees). Linear-time matching (src/fs/glob): a rule costs at most
  * O(path length × rule size) per candidate.

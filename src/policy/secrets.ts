@@ -61,8 +61,20 @@ const COMPILED_RULES = SECRET_RULES.map((rule) => ({
  * entry of a tree, and nearly every name fails this screen in a few string comparisons instead of 22 glob tests on
  * a split, re-joined path. Null when a rule's last component is a glob this derivation does not understand: then
  * every path runs the full rules.
+ *
+ * In front of it, cheaper still (issue #19: a listing screens every entry): `tails` holds the last two characters of
+ * every name and suffix (ASCII, lower-cased) and `firsts` the first character of every prefix, so a name whose last
+ * two and first characters are ASCII and in neither set is no secret without lower-casing it (most names: `.txt`,
+ * `.ts`, `.md` end in none of those pairs). A non-ASCII character there takes the full screen, since lower-casing
+ * one can give ASCII (the Kelvin sign K becomes `k`).
  */
-const SCREEN = ((): { names: Set<string>; suffixes: string[]; prefixes: string[] } | null => {
+const SCREEN = ((): {
+  names: Set<string>;
+  suffixes: string[];
+  prefixes: string[];
+  tails: Set<number>;
+  firsts: Set<number>;
+} | null => {
   const names = new Set<string>();
   const suffixes: string[] = [];
   const prefixes: string[] = [];
@@ -74,18 +86,39 @@ const SCREEN = ((): { names: Set<string>; suffixes: string[]; prefixes: string[]
     else if (last.endsWith('*') && !special.test(last.slice(0, -1))) prefixes.push(last.slice(0, -1));
     else return null;
   }
-  return { names, suffixes, prefixes };
+  const tails = new Set<number>();
+  const firsts = new Set<number>();
+  for (const s of [...names, ...suffixes]) {
+    // A name or suffix shorter than two characters, or not ASCII, would need the full screen for every path.
+    if (s.length < 2 || [...s].some((c) => c.charCodeAt(0) >= 0x80)) return null;
+    tails.add(pairKey(s.charCodeAt(s.length - 2), s.charCodeAt(s.length - 1)));
+  }
+  for (const s of prefixes) {
+    if (s.length < 1 || s.charCodeAt(0) >= 0x80) return null;
+    firsts.add(asciiLower(s.charCodeAt(0)));
+  }
+  return { names, suffixes, prefixes, tails, firsts };
 })();
 
-/** The last non-empty component of a path (separators per flavor), or ''. */
-function lastComponent(filePath: string, flavor: PathFlavor): string {
+/** An ASCII character code lower-cased (A-Z → a-z; anything else unchanged). */
+function asciiLower(c: number): number {
+  return c >= 0x41 && c <= 0x5a ? c + 0x20 : c;
+}
+
+/** Two ASCII character codes, lower-cased, as one number. */
+function pairKey(a: number, b: number): number {
+  return asciiLower(a) * 128 + asciiLower(b);
+}
+
+/** Start and end (exclusive) of the last non-empty component of a path (separators per flavor). */
+function lastComponentRange(filePath: string, flavor: PathFlavor): [number, number] {
   const win = flavor.pathModule.sep === '\\';
   const isSep = (c: number) => c === 0x2f || (win && c === 0x5c);
   let end = filePath.length;
   while (end > 0 && isSep(filePath.charCodeAt(end - 1))) end--;
   let start = end;
   while (start > 0 && !isSep(filePath.charCodeAt(start - 1))) start--;
-  return filePath.slice(start, end);
+  return [start, end];
 }
 
 /**
@@ -94,15 +127,43 @@ function lastComponent(filePath: string, flavor: PathFlavor): string {
  */
 export function secretRuleFor(filePath: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
   if (SCREEN) {
-    const base = lastComponent(filePath, flavor).toLowerCase();
-    if (
-      !SCREEN.names.has(base) &&
-      !SCREEN.suffixes.some((x) => base.endsWith(x)) &&
-      !SCREEN.prefixes.some((x) => base.startsWith(x))
-    )
-      return null;
+    const [start, end] = lastComponentRange(filePath, flavor);
+    if (!mayBeSecret(filePath, start, end)) return null;
   }
   return matchSecretRules(filePath, flavor);
+}
+
+/**
+ * `secretRuleFor(filePath)` when the caller has the path's last component, `name`, at hand (a walk's entry): the
+ * screen reads only `name` (issue #19: reading a freshly joined path string copies it).
+ */
+export function secretRuleForEntry(filePath: string, name: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
+  if (SCREEN && !mayBeSecret(name, 0, name.length)) return null;
+  return matchSecretRules(filePath, flavor);
+}
+
+/** False when the component `s[start, end)` fails the screen (SCREEN): no rule can match a path ending in it. */
+function mayBeSecret(s: string, start: number, end: number): boolean {
+  if (!SCREEN) return true;
+  if (end - start >= 2) {
+    const a = s.charCodeAt(end - 2);
+    const b = s.charCodeAt(end - 1);
+    const first = s.charCodeAt(start);
+    if (
+      a < 0x80 &&
+      b < 0x80 &&
+      first < 0x80 &&
+      !SCREEN.tails.has(pairKey(a, b)) &&
+      !SCREEN.firsts.has(asciiLower(first))
+    )
+      return false;
+  }
+  const base = s.slice(start, end).toLowerCase();
+  return (
+    SCREEN.names.has(base) ||
+    SCREEN.suffixes.some((x) => base.endsWith(x)) ||
+    SCREEN.prefixes.some((x) => base.startsWith(x))
+  );
 }
 
 /** The full rule match behind `secretRuleFor`, without the screen (exported so tests can compare the two). */

@@ -5,9 +5,9 @@
  * default.
  */
 import { z } from 'zod';
-import { globMatcher, walkTree } from '../fs/walk.js';
+import { globMatcher, walkInto, type WalkEntry, type WalkItem } from '../fs/walk.js';
 import { patternBudget } from '../fs/glob/glob.js';
-import { authorizeRead, classifyEntry, kindOf, linkTargetKind } from '../policy/authorize.js';
+import { authorizeRead, kindOf, linkTargetKind, walkEntryClassifier } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
@@ -16,13 +16,16 @@ import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
 import { jsonStringBytes, ResponseBudget } from './response-budget.js';
 
+/** Default page of a `long` listing (at most --max-list-entries): entries, each an object with size and mtime. */
+export const LONG_PAGE_ENTRIES = 1000;
+
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
   depth: z.number().int().min(1).max(20).default(1).describe('1-20 (default 1: children)'),
   include: GlobList.optional(),
   exclude: GlobList.optional(),
   respect_gitignore: z.boolean().default(true).describe('Default true'),
-  max_entries: z.number().int().min(1).optional().describe('Default and most 1000'),
+  max_entries: z.number().int().min(1).optional().describe('Default and most 10000 (long: default 1000)'),
   cursor: z.string().optional(),
   long: z.boolean().default(false).describe('Add size and mtime'),
 });
@@ -112,8 +115,8 @@ export const listDirectory = defineTool({
   title: 'List directory',
   description:
     'List a directory in stable order: a file as its path, a directory as path/; links (not followed), secrets, ' +
-    'other kinds and long (size, mtime) as objects. .gitignore respected. 1000 entries a page, then next_cursor. ' +
-    'Fails on a file (VALIDATION).',
+    'other kinds and long (size, mtime) as objects. .gitignore respected. 10000 entries a page (long: 1000), then ' +
+    'next_cursor. Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,
@@ -140,10 +143,10 @@ export const listDirectory = defineTool({
         globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
         globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
         const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
-        const maxEntries = Math.min(
-          args.max_entries ?? ctx.config.limits.maxListEntries,
-          ctx.config.limits.maxListEntries,
-        );
+        // Issue #19: a names-and-types page holds up to --max-list-entries (10,000) entries, one call for most
+        // directories; a long one defaults to LONG_PAGE_ENTRIES (its entries are objects, three times the bytes).
+        const most = ctx.config.limits.maxListEntries;
+        const maxEntries = Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most);
         const entries: z.infer<typeof EntrySchema>[] = [];
         let lastPath: string | undefined;
         let unreadable = 0;
@@ -156,10 +159,11 @@ export const listDirectory = defineTool({
         budget.charge(2048);
         const lines: string[] = [];
         let truncated = false;
-        // The walk asks `filter` about an entry right before it yields it: its verdict is reused for the secret mark
-        // (issue #19: one classification per entry, not two).
+        // The walk asks `filter` about an entry right before it hands it to the sink: its verdict is reused for the
+        // secret mark (issue #19: one classification per entry, not two).
         const verdict = { absolute: '', secret: false };
-        const walk = walkTree({
+        const classify = walkEntryClassifier(ctx.policy);
+        const walkOptions: Parameters<typeof walkInto>[0] = {
           base: target.real,
           rootReal: target.root.real,
           maxDepth: args.depth,
@@ -167,11 +171,11 @@ export const listDirectory = defineTool({
           include: args.include,
           exclude: args.exclude,
           resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
-          filter: (abs, rel) => {
-            const v = classifyEntry(ctx.policy, abs, rel);
+          filter: (abs, rel, name) => {
+            const c = classify(abs, rel, name);
             verdict.absolute = abs;
-            verdict.secret = v.secret;
-            return v.hidden || v.denied ? 'omit' : 'ok';
+            verdict.secret = c === 'secret';
+            return c === 'hidden' || c === 'denied' ? 'omit' : 'ok';
           },
           // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
           // the next page, which resumes there.
@@ -184,33 +188,49 @@ export const listDirectory = defineTool({
           nocase: HOST_FLAVOR.caseInsensitive,
           // Issue #19: names and types come from the directory listing itself (d_type); only `long` lstats entries.
           stats: args.long,
-        });
-        for await (const entry of walk) {
+        };
+        // One entry onto the page (false: the page is full, stop the walk). Synchronous for every entry but a
+        // symlink, whose target type is looked up first (issue #19: the walk hands entries to this sink in order,
+        // right after its filter, instead of one async-iteration step each).
+        const add = (entry: WalkItem | WalkEntry, linkTarget?: EntryObject['link_target_type']): boolean => {
           if (entries.length >= maxEntries) {
             truncated = true;
-            break;
+            return false;
           }
-          const type = 'stats' in entry ? kindOf(entry.stats) : (entry.special ?? entry.type);
           const secret =
             verdict.absolute === entry.absolute
               ? verdict.secret
-              : classifyEntry(ctx.policy, entry.absolute, entry.rootRelative).secret;
-          const item: EntryObject = {
-            path: entry.relative,
-            type,
-            // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
-            ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
-            ...(secret ? { secret: true } : {}),
-            ...(type === 'symlink' ? { link_target_type: await linkTargetKind(ctx.policy, entry.absolute) } : {}),
-          };
-          const line = entryLine(item);
-          const shaped = compactEntry(item);
-          const cost =
-            (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
+              : classify(entry.absolute, entry.rootRelative) === 'secret';
+          let shaped: z.infer<typeof EntrySchema>;
+          let line: string;
+          let cost: number;
+          if (!('stats' in entry) && !secret && (entry.type === 'file' || entry.type === 'directory')) {
+            // Issue #19, the common entry (a plain file or directory of a names-and-types listing): its compact form
+            // and its text line are the same string unless the name must be quoted (src/tools/text-safe.ts).
+            shaped = entry.type === 'directory' ? `${entry.relative}/` : entry.relative;
+            const quoted = quoteName(entry.relative);
+            line = quoted === entry.relative ? shaped : entry.type === 'directory' ? `${quoted}/` : quoted;
+            const bytes = jsonStringBytes(shaped);
+            cost = bytes + (line === shaped ? bytes : jsonStringBytes(line)) + 2;
+          } else {
+            const type = 'stats' in entry ? kindOf(entry.stats) : (entry.special ?? entry.type);
+            const item: EntryObject = {
+              path: entry.relative,
+              type,
+              // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
+              ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
+              ...(secret ? { secret: true } : {}),
+              ...(type === 'symlink' ? { link_target_type: linkTarget } : {}),
+            };
+            line = entryLine(item);
+            shaped = compactEntry(item);
+            cost =
+              (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
+          }
           if (!budget.take(cost)) {
             if (entries.length > 0) {
               truncated = true;
-              break;
+              return false;
             }
             budget.charge(cost); // the first entry always goes (a page makes progress)
           }
@@ -219,9 +239,15 @@ export const listDirectory = defineTool({
           nameTooLong += pendingNameTooLong;
           pendingNameTooLong = 0;
           entries.push(shaped);
-          lastPath = item.path;
+          lastPath = entry.relative;
           lines.push(line);
-        }
+          return true;
+        };
+        await walkInto(walkOptions, (entry) =>
+          ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink')
+            ? linkTargetKind(ctx.policy, entry.absolute).then((kind) => add(entry, kind))
+            : add(entry),
+        );
         if (!truncated) {
           unreadable += pendingUnreadable;
           nameTooLong += pendingNameTooLong;

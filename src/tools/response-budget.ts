@@ -25,7 +25,17 @@ export const TOOL_BUDGET_BYTES = 3 * 1024 * 1024;
  */
 export function jsonStringBytes(s: string): number {
   let n = 0;
-  for (let i = 0; i < s.length; i += isPair(s, i) ? 2 : 1) n += charCost(s, i);
+  for (let i = 0; i < s.length;) {
+    const c = s.charCodeAt(i);
+    // Printable ASCII other than `"` and `\` (nearly every character of a path): one byte, no call (issue #19).
+    if (c >= 0x20 && c < 0x7f && c !== 0x22 && c !== 0x5c) {
+      n++;
+      i++;
+    } else {
+      n += charCost(s, i);
+      i += isPair(s, i) ? 2 : 1;
+    }
+  }
   return n;
 }
 

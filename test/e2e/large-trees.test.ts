@@ -128,14 +128,15 @@ describe('a tree of 50,000 files', () => {
 
   it('list_directory pages within the cap; every entry exactly once; .gitignore respected', async () => {
     const started = Date.now();
-    const { items, pages } = await pageAll(client, 'list_directory', { depth: 20 }, 1000, (s) =>
+    // The default page of a names-and-types listing: 10,000 entries (--max-list-entries; issue #19).
+    const { items, pages } = await pageAll(client, 'list_directory', { depth: 20 }, 10_000, (s) =>
       s.entries.map(entryPath),
     );
     const ms = Date.now() - started;
     console.log(`list_directory: ${items.length} entries in ${pages.length} pages, ${ms} ms`);
     expect(pages.length).toBeGreaterThan(1);
     expect(pages[0].truncated).toBe(true);
-    expect(pages[0].entries).toHaveLength(1000);
+    expect(pages[0].entries).toHaveLength(10_000);
     const paths = items as string[];
     expect(new Set(paths).size).toBe(paths.length); // no duplicates
     expect(new Set(paths)).toEqual(generated.listed);

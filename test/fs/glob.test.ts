@@ -153,6 +153,60 @@ describe('GitignoreRules agrees with the ignore package', () => {
   });
 });
 
+describe('GitignoreRules.testEntry (issue #19: a walk tests entry names, not joined paths)', () => {
+  // The tokens above, plus classes whose range holds `/` (`[+-0]`), which keep a rule from matching by name only.
+  const ENTRY_TOKENS = ['a', 'b', 'A', '.', '*', '?', '/', '**', '[ab]', '[+-0]', '[.-0]', '!', '\\/', '\\*', '#'];
+  const entryLineArb = fc
+    .array(fc.constantFrom(...ENTRY_TOKENS), { minLength: 1, maxLength: 6 })
+    .map((t) => t.join(''));
+  it('agrees with test() on the joined path, for entries in walk order (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(entryLineArb, { minLength: 1, maxLength: 4 }),
+        pathsArb,
+        fc.boolean(),
+        (lines, paths, dir) => {
+          const text = lines.join('\n');
+          const joined = new GitignoreRules(text);
+          const byEntry = new GitignoreRules(text);
+          // Sorted, so the entries of one directory follow each other as in a walk (testEntry keeps the last one's verdict).
+          for (const p of [...paths].sort()) {
+            const slash = p.lastIndexOf('/');
+            const a = joined.test(p, dir);
+            const b = byEntry.testEntry(slash < 0 ? '' : p.slice(0, slash), p.slice(slash + 1), dir);
+            expect([text, p, dir, b]).toEqual([text, p, dir, a]);
+          }
+        },
+      ),
+      FUZZ,
+    );
+  });
+
+  it.each([
+    // [rules, directory, name, is a directory, ignored]
+    ['*.log', 'x/y', 'a.log', false, true],
+    ['*.log', '', 'a.LOG', false, true],
+    ['*.LOG', '', 'a.log', false, true],
+    ['*.log', '', 'A.LOG', true, true],
+    ['*.log', '', 'alog', false, false],
+    ['*.log', '', '.log', false, true],
+    ['*.k', '', 'x.\u212A', false, true], // the Kelvin sign folds to `k`: the automaton decides
+    ['*.k', '', 'x.\u00e9', false, false],
+    ['*\\/', '', 'aa', true, true], // an escaped `/` matches a directory's own
+    ['*\\/', '', 'aa', false, false],
+    ['node_modules/', 'x', 'node_modules', false, false],
+    ['node_modules/', 'x', 'node_modules', true, true],
+    ['a[+-0]b', 'x/a', 'b', false, true], // the class matches the `/` of x/a/b
+    ['/top', '', 'top', false, true],
+    ['/top', 'x', 'top', false, false],
+    ['x/', 'x', 'anything', false, true], // an ignored parent decides
+    ['*\n!keep.log', '', 'keep.log', false, false],
+    ['*\n!keep.log', 'd', 'keep.log', false, true], // no re-including inside an ignored directory
+  ])('%j: %s / %s (dir %s) ignored: %s', (rules, dirRel, name, isDir, ignored) => {
+    expect(new GitignoreRules(rules).testEntry(dirRel, name, isDir).ignored).toBe(ignored);
+  });
+});
+
 describe('limits', () => {
   it.each([
     ['pattern_length', 'a'.repeat(LIMITS.patternLength + 1)],

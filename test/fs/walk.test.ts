@@ -16,6 +16,8 @@
  * - include/exclude globs: a glob without / matches the basename at any depth; exclude prunes directories;
  * - resuming from a cursor (inclusive and exclusive) yields exactly the remainder, for every position, also when the
  *   cursor's entry has since been deleted;
+ * - a walk into a sink (walkInto) hands over the same entries in the same order, each right after its filter call,
+ *   and stops where the sink says (false or a promise of it), looking at nothing after;
  * - an unreadable directory is skipped and reported. Tests run as root, and root bypasses permission bits
  *   (CAP_DAC_OVERRIDE: readdir of a mode-000 directory succeeds), so that case runs the walker (bundled by esbuild) in a child
  *   process as the unprivileged user nobody (uid 65534), where EACCES is real.
@@ -28,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerifiedDir } from '../../src/fs/verified-dir.js';
-import { walkTree, type WalkOptions } from '../../src/fs/walk.js';
+import { walkInto, walkTree, type WalkOptions } from '../../src/fs/walk.js';
 import type { AllowedPath } from '../../src/policy/resolve-path.js';
 import { fifo, makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
 
@@ -427,6 +429,59 @@ describe('policy filter', () => {
       ['policy', 'deny.txt'],
       ['policy', 'hide'],
     ]);
+  });
+});
+
+describe('a walk into a sink (walkInto, issue #19)', () => {
+  const root = tree({ b: { z: '', a: { deep: '' } }, a: { 'b.txt': '' }, c: '', '.gitignore': 'c\n' });
+  const base = { maxDepth: 20, respectGitignore: true, base: root as AllowedPath, rootReal: root };
+
+  it('hands over what walkTree yields, in the same order, each right after the filter saw it (with its name)', async () => {
+    const events: string[] = [];
+    await walkInto(
+      {
+        ...base,
+        filter: (abs, rel, name) => {
+          expect(abs).toBe(path.join(root, rel));
+          expect(name).toBe(path.basename(rel));
+          events.push(`filter ${rel}`);
+          return 'ok';
+        },
+      },
+      (item) => {
+        events.push(`sink ${item.relative}`);
+        return true;
+      },
+    );
+    const yielded = await walk(root);
+    expect(yielded).toEqual(['.gitignore', 'a', 'a/b.txt', 'b', 'b/a', 'b/a/deep', 'b/z']);
+    // (`c` is asked about, then left out by the .gitignore: the filter runs before the ignore rules.)
+    expect(events).toEqual(
+      [...yielded, 'c'].sort().flatMap((rel) => [`filter ${rel}`, ...(rel === 'c' ? [] : [`sink ${rel}`])]),
+    );
+  });
+
+  it.each([
+    ['false', () => false],
+    ['a promise of false', () => Promise.resolve(false)],
+  ])('stops when the sink answers %s, also from a subdirectory', async (_label, stop) => {
+    const seen: string[] = [];
+    const filtered: string[] = [];
+    await walkInto(
+      {
+        ...base,
+        filter: (_abs, rel) => {
+          filtered.push(rel);
+          return 'ok';
+        },
+      },
+      (item) => {
+        seen.push(item.relative);
+        return item.relative === 'b/a/deep' ? stop() : Promise.resolve(true);
+      },
+    );
+    expect(seen).toEqual(['.gitignore', 'a', 'a/b.txt', 'b', 'b/a', 'b/a/deep']);
+    expect(filtered).toEqual(seen); // nothing after the stop was even looked at
   });
 });
 

@@ -50,6 +50,18 @@ function variants(): string[] {
     '.key',
     'x.keys',
     'x.keystore',
+    // Non-ASCII characters that lower-case to ASCII (the Kelvin sign K to `k`, dotted İ to `i̇`) at the places the
+    // cheap screen looks at: the last two characters and the first.
+    'x.\u212Aey',
+    'X.KE\u212A',
+    '\u0130d_rsa',
+    '\u212A',
+    'a\u212A',
+    '.ENV.\u212A',
+    'é.pem',
+    'x.ts',
+    'ts',
+    't',
   );
   return out;
 }
@@ -63,7 +75,7 @@ describe('the screen never changes a verdict', () => {
   });
 
   it('random paths over the letters the rules use (property)', () => {
-    const alphabet = fc.constantFrom(...'.-_/\\envpmkyscrdtialjoxfgwhEPNKYSCRDT'.split(''));
+    const alphabet = fc.constantFrom(...'.-_/\\envpmkyscrdtialjoxfgwhEPNKYSCRDT\u212A\u0130é'.split(''));
     fc.assert(
       fc.property(
         fc.array(alphabet, { maxLength: 24 }).map((a) => a.join('')),

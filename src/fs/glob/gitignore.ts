@@ -22,7 +22,24 @@ import { ast, compile, LIMITS, PatternTooComplexError, type CompiledMatcher, typ
 interface Rule {
   negative: boolean;
   matcher: CompiledMatcher;
+  /** A trailing `/` rule: it matches only paths that end in `/` (directories), never a file's. */
+  dirOnly: boolean;
+  /**
+   * The rule matches at any depth and only within the last component (no `/` but a trailing one, no class that
+   * holds `/`): it matches a path exactly when it matches the path's last component (with the `/` of a directory).
+   */
+  basename: boolean;
+  /**
+   * For a basename rule `*` + ASCII literal without `/` (`*.log`, `*~`; not directory-only): the literal, lower-cased. Such a
+   * rule matches a name exactly when the name ends with it, ASCII letters in either case (the engine folds the
+   * input's case), so testEntry compares instead of running the automaton (issue #19: most .gitignore lines are
+   * like this, and the automaton was a listing's largest per-entry cost).
+   */
+  suffix?: string;
 }
+
+const IGNORED: IgnoreVerdict = { ignored: true, unignored: false };
+const UNIGNORED: IgnoreVerdict = { ignored: false, unignored: true };
 
 /** The verdict of one .gitignore file for one path (as the `ignore` package's `test()`). */
 export interface IgnoreVerdict {
@@ -88,6 +105,38 @@ export class GitignoreRules {
     return this.testOne(isDir ? `${rel}/` : rel);
   }
 
+  /**
+   * `test(dir ? `${dir}/${name}` : name, isDir)` for the entry `name` of the directory `dir` (relative to this file's
+   * directory, '' for that directory itself), without building the entry's path for the rules that match at any
+   * depth (issue #19: a walk tests every entry; reading each new path string was most of the cost). Pass the same
+   * `dir` string for the entries of one directory: its verdict is kept between calls.
+   */
+  testEntry(dir: string, name: string, isDir: boolean): IgnoreVerdict {
+    if (dir !== '') {
+      if (dir !== this.lastDir) {
+        this.lastDirVerdict = this.testDir(dir);
+        this.lastDir = dir;
+      }
+      if (this.lastDirVerdict.ignored) return this.lastDirVerdict;
+    }
+    const subject = isDir ? `${name}/` : name;
+    let full: string | null = null;
+    for (let i = this.rules.length - 1; i >= 0; i--) {
+      const rule = this.rules[i];
+      if (rule.dirOnly && !isDir) continue;
+      const hit =
+        rule.suffix !== undefined
+          ? (endsWithFolded(name, rule.suffix) ?? rule.matcher.test(subject))
+          : rule.matcher.test(rule.basename ? subject : (full ??= dir === '' ? subject : `${dir}/${subject}`));
+      if (hit) return rule.negative ? UNIGNORED : IGNORED;
+    }
+    return NONE;
+  }
+
+  /** The directory testEntry saw last, and its verdict. */
+  private lastDir = '';
+  private lastDirVerdict: IgnoreVerdict = NONE;
+
   private testDir(dir: string): IgnoreVerdict {
     let v = this.dirCache.get(dir);
     if (v === undefined) {
@@ -141,12 +190,19 @@ export function parseRule(line: string): Rule | null {
   if (trail) body = body.slice(0, trail.index) + trail[1] + (trail[2].startsWith('\\') ? ' ' : '');
   // A rule that is empty by now (`!`, `! `, a lone BOM) is an empty regular expression in the `ignore` package: it
   // matches every path. Kept.
-  const node = body === '' ? ast.star(ast.any()) : ruleNode(body, anchored);
-  return { negative, matcher: compile(node) };
+  const { node, dirOnly, basename, suffix } =
+    body === '' ? { node: ast.star(ast.any()), dirOnly: false, basename: false } : ruleNode(body, anchored);
+  return { negative, matcher: compile(node), dirOnly, basename, ...(suffix !== undefined ? { suffix } : {}) };
 }
 
-/** The whole-path AST of a rule body (see the module comment for the rules). */
-function ruleNode(body: string, anchored: boolean): Node {
+/**
+ * The whole-path AST of a rule body (see the module comment for the rules); whether it is directory-only (the AST
+ * then ends with `/`) and whether it matches within the last component only (Rule.basename).
+ */
+function ruleNode(
+  body: string,
+  anchored: boolean,
+): { node: Node; dirOnly: boolean; basename: boolean; suffix?: string } {
   const nocase = true;
   const anchoredBySlash = body.startsWith('/');
   let rest = anchoredBySlash ? body.slice(1) : body;
@@ -213,7 +269,48 @@ function ruleNode(body: string, anchored: boolean): Node {
   if (tail) items.push(tail);
   // Not directory-only: the path itself, or it as a directory (`name/`).
   if (!dirOnly) items.push(ast.opt(ast.lit('/', false)));
-  return ast.seq(...items);
+  // Unanchored, a `/` only at the end (`anchored` is false), and no class that could match `/` (`[+-0]` can).
+  const basename =
+    !leadingGlobstar &&
+    !anchored &&
+    !anchoredBySlash &&
+    !toks.some((t) => t.k === 'class' && t.node.t === 'set' && classHoldsSlash(t.node.set.ranges));
+  // `*` then ASCII literals only (Rule.suffix).
+  const literal = toks.slice(1).map((t) => (t.k === 'lit' ? t.c : null));
+  const suffix =
+    basename &&
+    !dirOnly &&
+    toks.length >= 2 &&
+    toks[0].k === 'star' &&
+    !(toks[0] as { escaped?: true }).escaped &&
+    // (No `/` in it, not even escaped: a directory's trailing `/` must stay the optional one after the literal.)
+    literal.every((c) => c !== null && c.length === 1 && c.charCodeAt(0) < 0x80 && c !== '/')
+      ? literal.join('').toLowerCase()
+      : undefined;
+  return { node: ast.seq(...items), dirOnly, basename, ...(suffix !== undefined ? { suffix } : {}) };
+}
+
+/**
+ * Whether `name` ends with `suffix` (lower-case ASCII), ASCII letters of `name` in either case; undefined when a
+ * compared character of `name` is not ASCII (the automaton decides then: case folding can map one to ASCII).
+ */
+function endsWithFolded(name: string, suffix: string): boolean | undefined {
+  const start = name.length - suffix.length;
+  if (start < 0) return false;
+  let same = true;
+  for (let i = 0; i < suffix.length; i++) {
+    let c = name.charCodeAt(start + i);
+    if (c >= 0x80) return undefined;
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c !== suffix.charCodeAt(i)) same = false;
+  }
+  return same;
+}
+
+/** True when one of the ranges (pairs lo, hi) holds `/`. */
+function classHoldsSlash(ranges: readonly number[]): boolean {
+  for (let i = 0; i < ranges.length; i += 2) if (ranges[i] <= 0x2f && 0x2f <= ranges[i + 1]) return true;
+  return false;
 }
 
 function tokenize(s: string): Tok[] {
