@@ -6,7 +6,13 @@
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
-import { assertHoldsNoGuarded, assertNotGuarded, isGuardedEntry, type GuardedPath } from './builtin-guards.js';
+import {
+  assertHoldsNoGuarded,
+  assertNotGuarded,
+  guardedEntryTest,
+  isGuardedEntry,
+  type GuardedPath,
+} from './builtin-guards.js';
 import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
 import {
   ACCESS_LEVELS,
@@ -156,15 +162,26 @@ export function policyWalkFilter(
   ctx: PolicyContext,
   onDenied: () => void,
 ): (absolute: string, relative: string) => 'ok' | 'omit' {
+  const isGuarded = guardedEntryTest(ctx.guarded ?? []);
+  // The verdicts of classifyEntry without its secret test (issue #19: a walk asks for every entry; the secret test is
+  // `isSecretEntry`, asked only for the files a search reads).
   return (absolute, relative) => {
-    const v = classifyEntry(ctx, absolute, relative);
-    if (v.hidden) return 'omit';
-    if (v.denied) {
+    const access = accessFor(ctx.policy, relative);
+    if (access === 'hidden' || isGuarded(absolute)) return 'omit';
+    if (access === 'deny') {
       onDenied();
       return 'omit';
     }
     return 'ok';
   };
+}
+
+/**
+ * `classifyEntry(ctx, absolute, …).secret` alone: true when the entry has a secret name and secrets are not allowed
+ * (SPEC §4.2). For a walk's entries, which `policyWalkFilter` has already judged for hidden and denied.
+ */
+export function isSecretEntry(ctx: PolicyContext, absolute: string): boolean {
+  return !ctx.allowSecrets && secretRuleFor(absolute) !== null;
 }
 
 /** A path that passed every write check. `stats` is null when it does not exist yet. */

@@ -7,10 +7,19 @@
  * a link cannot reach into one). No refusal carries file content.
  */
 import path from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, test } from 'vitest';
 import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js';
 import { ToolError } from '../../src/errors/tool-error.js';
-import { authorizeRead, policyWalkFilter, type PolicyContext, type WantedKind } from '../../src/policy/authorize.js';
+import {
+  authorizeRead,
+  classifyEntry,
+  isSecretEntry,
+  policyWalkFilter,
+  type PolicyContext,
+  type WantedKind,
+} from '../../src/policy/authorize.js';
+import { guardedEntryTest, isGuardedEntry, type GuardedPath } from '../../src/policy/builtin-guards.js';
 import type { FilePolicy } from '../../src/policy/file-policy.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { fifo, makeTree, symlink } from '../helpers/tree.js';
@@ -215,5 +224,68 @@ describe('policyWalkFilter (the tree walks of search_files and replace_in_files)
       filter(path.join(PROJ, rel), rel),
     );
     expect([verdicts, denied]).toEqual([['ok', 'omit', 'omit', 'ok'], 1]);
+  });
+
+  test('agrees with classifyEntry on hidden, denied and guarded entries; isSecretEntry is its secret verdict', () => {
+    const guarded: GuardedPath[] = [
+      { path: path.join(PROJ, 'dir', 'state'), rule: 'state_dir' },
+      { path: path.join(PROJ, 'docs', 'audit.log'), rule: 'audit_log' },
+    ];
+    const rels = [
+      'a.txt',
+      '.env',
+      '.env.example',
+      'hidden-dir',
+      'hidden-dir/h.txt',
+      'denied-dir/d.txt',
+      'dir/state',
+      'dir/state/journal/x',
+      'dir/stat',
+      'dir/state-other',
+      'docs/audit.log',
+      'docs/audit.log2',
+      'docs/r.md',
+      `dir/.fs-tools-lock-${'0'.repeat(32)}`,
+    ];
+    for (const allowSecrets of [false, true]) {
+      const c = ctx({ guarded, allowSecrets });
+      let denied = 0;
+      const filter = policyWalkFilter(c, () => denied++);
+      let expectedDenied = 0;
+      for (const rel of rels) {
+        const abs = path.join(PROJ, rel);
+        const v = classifyEntry(c, abs, rel);
+        if (!v.hidden && v.denied) expectedDenied++;
+        expect([rel, filter(abs, rel)]).toEqual([rel, v.hidden || v.denied ? 'omit' : 'ok']);
+        expect([rel, isSecretEntry(c, abs)]).toEqual([rel, v.secret]);
+      }
+      expect(denied).toBe(expectedDenied);
+    }
+  });
+});
+
+describe('guardedEntryTest (the guarded-entry test of a walk, decided once per directory)', () => {
+  test('gives the answers of isGuardedEntry for entries in any order of directories', () => {
+    const segment = fc.constantFrom('a', 'b', 'st', 'state', 'log', '.fs-tools-lock-' + 'f'.repeat(32));
+    const abs = fc.array(segment, { minLength: 1, maxLength: 5 }).map((parts) => `/r/${parts.join('/')}`);
+    const guardedSets: GuardedPath[][] = [
+      [],
+      [{ path: '/r/a/state', rule: 'state_dir' }],
+      [
+        { path: '/r/a/state', rule: 'state_dir' },
+        { path: '/r/b/log', rule: 'audit_log' },
+      ],
+      [{ path: '/r', rule: 'state_dir' }],
+      [{ path: '/', rule: 'audit_log' }],
+    ];
+    for (const guarded of guardedSets) {
+      fc.assert(
+        fc.property(fc.array(abs, { maxLength: 30 }), (paths) => {
+          const test = guardedEntryTest(guarded);
+          for (const p of paths) expect([p, test(p)]).toEqual([p, isGuardedEntry(guarded, p)]);
+        }),
+        { numRuns: 200 },
+      );
+    }
   });
 });
