@@ -6,7 +6,7 @@
  *   a file whose parent directory was swapped for a link to outside the roots (the directory is opened O_NOFOLLOW and
  *   re-checked, and files are opened through its descriptor);
  * - the pool (the real bundled worker, dist/search-reader-worker.js): results per file in order across batches and
- *   threads; a catastrophic regular expression on one file is stopped by the watchdog (that file `regex_timeout`, the
+ *   threads; a ticket (`submit`) has its outcome synchronously once its batch is answered; a catastrophic regular expression on one file is stopped by the watchdog (that file `regex_timeout`, the
  *   others it held `fallback`), and the pool keeps serving afterwards; an unloadable worker degrades to `fallback`.
  */
 import { execFileSync } from 'node:child_process';
@@ -143,6 +143,20 @@ describe('the pool (bundled worker)', () => {
       expect(r.kind).toBe(i % 3 === 0 ? 'hits' : 'no_match');
       if (r.kind === 'hits') expect(textOf(r)).toBe(`file ${i}\nneedle\n`);
     });
+  });
+
+  it('submit: a ticket has no outcome until its batch is answered, then the same one synchronously', async () => {
+    const pool = new SearchReaderPool(1, WORKER);
+    const session = pool.session(
+      opts({ needle: Buffer.from('needle'), match: { source: 'needle', flags: 'u', bounded: false } }),
+    );
+    const hit = session.submit(write('t/hit.txt', 'x\nneedle\n'));
+    const miss = session.submit(write('t/miss.txt', 'hay\n'));
+    expect([hit.outcome, miss.outcome]).toEqual([undefined, undefined]);
+    const waited = await hit.wait();
+    expect(hit.outcome).toBe(waited);
+    expect(waited).toMatchObject({ kind: 'hits', hits: [[1, 0]] });
+    expect(miss.outcome).toEqual({ kind: 'no_match' }); // same batch: answered together
   });
 
   it('stops a catastrophic regular expression on one file and keeps serving', async () => {
