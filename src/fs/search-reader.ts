@@ -58,7 +58,7 @@ export interface ReaderOptions {
 }
 
 /** Files per message to a worker. */
-const BATCH_FILES = 128;
+const BATCH_FILES = 256;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
 
@@ -195,7 +195,9 @@ export function readCandidate(
       /* already closed */
     }
   }
-  if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) return { kind: 'binary' };
+  // The whole file (issue #19: a first look at its first 8 KiB scanned those twice; any prefix that looks binary makes
+  // the whole file look binary, so the verdict is the same).
+  if (looksBinary(bytes, true)) return { kind: 'binary' };
   if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
   if (!options.match) {
     return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };

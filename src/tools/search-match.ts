@@ -98,8 +98,7 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     } catch {
       return { kind: 'unreadable' };
     }
-    if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true))
-      return { kind: 'binary' };
+    if (looksBinary(bytes, true)) return { kind: 'binary' }; // as the reader threads judge it
     if (o.matcher.needle && bytes.indexOf(o.matcher.needle) === -1) return { kind: 'no_match' };
     const text = bytes.toString('utf8');
     const hits = await o.matcher.match(text);

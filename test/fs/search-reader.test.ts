@@ -1,6 +1,7 @@
 /**
  * The content-search reader threads (src/fs/search-reader.ts). Pins:
- * - readCandidate (the per-file work): text, binary, too large, the required-bytes prefilter (no_match without
+ * - readCandidate (the per-file work): text, binary (judged on the whole file: the verdict of the former 8 KiB-then-whole
+ *   test, property), too large, the required-bytes prefilter (no_match without
  *   decoding), line matching (hits, 0-based line and UTF-16 column, CRLF lines), deferred large candidates;
  * - what it refuses (unreadable): a symlink, a FIFO (never blocks), a file whose directory lies outside the roots, and
  *   a file whose parent directory was swapped for a link to outside the roots (the directory is opened O_NOFOLLOW and
@@ -14,7 +15,9 @@ import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, 
 import os from 'node:os';
 import path from 'node:path';
 
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { looksBinary } from '../../src/fs/text.js';
 import {
   outcomesOf,
   readCandidate,
@@ -51,6 +54,27 @@ const read = (p: string, o: ReaderOptions = opts()) => readCandidate(p, o, scrat
 const textOf = (r: ReadOutcome) => ('bytes' in r ? Buffer.from(r.bytes).toString('utf8') : null);
 
 describe('readCandidate', () => {
+  it('judges binary on the whole file alone: the same verdict as a first look at 8 KiB, then the whole', () => {
+    // Around the 8 KiB boundary: UTF-8 multi-byte characters cut there, invalid bytes and NULs before and after it.
+    const piece = fc.constantFrom(
+      Buffer.from('a'.repeat(4093)),
+      Buffer.from('é'),
+      Buffer.from('😀'),
+      Buffer.from([0xf0, 0x9f]),
+      Buffer.from([0xff]),
+      Buffer.from([0]),
+      Buffer.from('x'),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 8 }), (parts) => {
+        const b = Buffer.concat(parts);
+        const twoStep = looksBinary(b.subarray(0, 8192), b.length <= 8192) || looksBinary(b, true);
+        expect(looksBinary(b, true)).toBe(twoStep);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('reads text, skips binary and too large files', () => {
     const t = write('d/a.txt', 'alpha\nbeta\n');
     expect(read(t).kind).toBe('text');
