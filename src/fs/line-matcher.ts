@@ -56,7 +56,7 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
   }
   if (!options.regex) {
     return {
-      match: (text) => Promise.resolve().then(() => matchInThread(re, text)),
+      match: (text) => Promise.resolve().then(() => matchLines(re, text, options.caseSensitive ? query : null)),
       needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
       replace: (text, replacement, maxChars) =>
         Promise.resolve().then(() => replaceLines(re, text, replacement, true, maxChars)),
@@ -64,7 +64,7 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
   }
   const literal = requiredLiteral(source, flags);
   return {
-    match: (text) => regexPool.run(source, flags, text),
+    match: (text) => regexPool.run(source, flags, text, literal),
     needle: literal === null ? null : Buffer.from(literal, 'utf8'),
     replace: (text, replacement, maxChars) => regexPool.replace(source, flags, text, { replacement, maxChars }),
   };
@@ -242,9 +242,41 @@ export function matcherSpec(
 /**
  * Matching lines of `text`: each line (split on `\n`, a final `\r` removed) tested once; 0-based line index and
  * 0-based UTF-16 column of the first match. `re` must not be global or sticky.
+ *
+ * With `literal` — a string every matching line contains (the query itself for a case-sensitive literal search, or
+ * `requiredLiteral` of a regular expression: the same promise the `needle` prefilter relies on) — only the lines that
+ * contain it are tested (issue #19: a regular expression whose literal is in most files was run on every line of
+ * each; now the lines are found with `indexOf`, and each candidate line is still tested with `re` exactly as above,
+ * so the hits are the same).
  */
-export function matchLines(re: RegExp, text: string): LineHit[] {
-  return matchInThread(re, text);
+export function matchLines(re: RegExp, text: string, literal?: string | null): LineHit[] {
+  return literal ? matchLiteralLines(re, text, literal) : matchInThread(re, text);
+}
+
+/** `matchLines` over the lines that contain `literal` (non-empty) only. */
+function matchLiteralLines(re: RegExp, text: string, literal: string): LineHit[] {
+  const out: LineHit[] = [];
+  let at = text.indexOf(literal);
+  let lineStart = 0;
+  let lineIndex = 0;
+  while (at !== -1) {
+    // Move to the line holding `at`, counting the lines passed.
+    let lineEnd = text.indexOf('\n', lineStart);
+    while (lineEnd !== -1 && lineEnd < at) {
+      lineIndex++;
+      lineStart = lineEnd + 1;
+      lineEnd = text.indexOf('\n', lineStart);
+    }
+    if (lineEnd === -1) lineEnd = text.length;
+    const line = text.slice(lineStart, lineEnd);
+    const m = re.exec(line.endsWith('\r') ? line.slice(0, -1) : line);
+    if (m) out.push([lineIndex, m.index]);
+    if (lineEnd === text.length) break;
+    lineStart = lineEnd + 1;
+    lineIndex++;
+    at = text.indexOf(literal, lineStart);
+  }
+  return out;
 }
 
 function matchInThread(re: RegExp, text: string): LineHit[] {
@@ -273,6 +305,9 @@ interface WorkerReply {
   tooLarge?: true;
 }
 
+/** What a job carries beside the text: a replacement (replace), or the required literal of a match. */
+type JobExtra = { replacement: string; maxChars: number } | { literal: string };
+
 /**
  * One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive.
  * `workerUrl`: the bundled worker next to this module (dist/regex-worker.js); unit tests, which run this module from
@@ -285,8 +320,19 @@ export class RegexWorkerPool {
 
   constructor(private readonly workerUrl: URL = new URL('./regex-worker.js', import.meta.url)) {}
 
-  run(source: string, flags: string, text: string): Promise<LineHit[]> {
-    return this.enqueue<LineHit[]>(source, flags, text, undefined, (msg) => msg.lines!);
+  /**
+   * Matching lines of `text` (`matchLines` in the worker, under the per-file time limit).
+   * @param literal a string every matching line contains (`requiredLiteral`), or null: only lines holding it are tested
+   * @throws ToolError VALIDATION regex_timeout
+   */
+  run(source: string, flags: string, text: string, literal: string | null = null): Promise<LineHit[]> {
+    return this.enqueue<LineHit[]>(
+      source,
+      flags,
+      text,
+      literal === null ? undefined : { literal },
+      (msg) => msg.lines!,
+    );
   }
 
   /** Replaces in `text` in the worker (same queue, same time limit). */
@@ -307,7 +353,7 @@ export class RegexWorkerPool {
     source: string,
     flags: string,
     text: string,
-    replacement: { replacement: string; maxChars: number } | undefined,
+    replacement: JobExtra | undefined,
     pick: (msg: WorkerReply) => T,
   ): Promise<T> {
     const job = this.queue.then(() => this.runNow(source, flags, text, replacement)).then(pick);
@@ -323,12 +369,7 @@ export class RegexWorkerPool {
     return this.worker;
   }
 
-  private runNow(
-    source: string,
-    flags: string,
-    text: string,
-    replacement: { replacement: string; maxChars: number } | undefined,
-  ): Promise<WorkerReply> {
+  private runNow(source: string, flags: string, text: string, replacement: JobExtra | undefined): Promise<WorkerReply> {
     const worker = this.getWorker();
     const id = this.nextId++;
     return new Promise<WorkerReply>((resolve, reject) => {

@@ -16,9 +16,11 @@
  * than REGEX_FILE_TIMEOUT_MS, answers that file `regex_timeout`, answers the other files it held `fallback`, and
  * starts a fresh worker.
  *
- * Requests are batched (BATCH_FILES per message; a partial batch goes out as soon as the main thread is idle) and each
- * file has its own promise, so callers consume results in any order (search consumes them in walk order). If a worker
- * cannot start or dies, its files resolve as `fallback` and the caller reads them on the main thread as before.
+ * Requests are batched (BATCH_FILES per message; a partial batch goes out as soon as the main thread is idle); each
+ * file has a ticket (`submit`) whose outcome is there, synchronously, once its batch is answered, so callers consume
+ * results in any order (search consumes them in walk order) without a promise per file. With a needle (a string every
+ * matching line contains) only the lines holding it are matched. If a worker cannot start or dies, its files resolve
+ * as `fallback` and the caller reads them on the main thread as before.
  */
 import { availableParallelism } from 'node:os';
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
@@ -56,7 +58,7 @@ export interface ReaderOptions {
 }
 
 /** Files per message to a worker. */
-const BATCH_FILES = 128;
+const BATCH_FILES = 256;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
 
@@ -66,6 +68,9 @@ const P_INDEX = 1;
 /** ms since the pool's epoch when the current file started (0: idle). */
 const P_STARTED = 2;
 const PROGRESS_SLOTS = 3;
+
+/** The last session needle (bytes) of this thread, decoded. */
+const needleText: { bytes: Uint8Array | null; text: string } = { bytes: null, text: '' };
 
 /** Compiled expressions of a thread, by flags and source. */
 const compiled = new Map<string, RegExp>();
@@ -190,7 +195,9 @@ export function readCandidate(
       /* already closed */
     }
   }
-  if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true)) return { kind: 'binary' };
+  // The whole file (issue #19: a first look at its first 8 KiB scanned those twice; any prefix that looks binary makes
+  // the whole file look binary, so the verdict is the same).
+  if (looksBinary(bytes, true)) return { kind: 'binary' };
   if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
   if (!options.match) {
     return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
@@ -202,15 +209,63 @@ export function readCandidate(
     re = new RegExp(options.match.source, options.match.flags);
     compiled.set(key, re);
   }
-  const hits = matchLines(re, bytes.toString('utf8'));
+  // The needle is a string every matching line contains (LineMatcher.needle): only lines holding it are tested.
+  if (options.needle && options.needle !== needleText.bytes) {
+    needleText.bytes = options.needle;
+    needleText.text = Buffer.from(options.needle).toString('utf8');
+  }
+  const hits = matchLines(re, bytes.toString('utf8'), options.needle ? needleText.text : null);
   if (hits.length === 0) return { kind: 'no_match' };
   if (bytes.length > options.keepMaxBytes) return { kind: 'deferred' };
   return { kind: 'hits', bytes: new Uint8Array(bytes), hits }; // a copy with its own ArrayBuffer (transferable)
 }
 
+/**
+ * The files of one batch, answered together (issue #19: one promise per batch, not per file; a caller whose batch is
+ * answered reads a file's outcome synchronously, without a microtask per file).
+ */
+class PendingBatch {
+  /** The outcomes in file order, once the batch is answered. */
+  outcomes: ReadOutcome[] | null = null;
+  /** Resolves when the batch is answered. */
+  readonly ready: Promise<void>;
+  private resolveReady!: () => void;
+  /** Files in the batch so far. */
+  count = 0;
+
+  constructor() {
+    this.ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
+  }
+
+  /** Answers the batch (the first answer wins). */
+  settle(outcome: (index: number) => ReadOutcome): void {
+    if (this.outcomes) return;
+    this.outcomes = Array.from({ length: this.count }, (_, i) => outcome(i));
+    this.resolveReady();
+  }
+}
+
+/** One file handed to the reader threads (`session().submit`). */
+export class ReadTicket {
+  constructor(
+    private readonly batch: PendingBatch,
+    private readonly index: number,
+  ) {}
+
+  /** The file's outcome, or undefined while its batch is unanswered. */
+  get outcome(): ReadOutcome | undefined {
+    return this.batch.outcomes?.[this.index];
+  }
+
+  /** The file's outcome when its batch is answered. */
+  wait(): Promise<ReadOutcome> {
+    return this.batch.ready.then(() => this.batch.outcomes![this.index]);
+  }
+}
+
 interface Batch {
   id: number;
-  waiters: Array<(o: ReadOutcome) => void>;
+  pending: PendingBatch;
   bounded: boolean;
 }
 
@@ -301,49 +356,46 @@ export class SearchReaderPool {
     private readonly timeoutMs: number = REGEX_FILE_TIMEOUT_MS,
   ) {}
 
-  /** A batching reader for one search (all its files share `options`). */
-  session(options: ReaderOptions): { read(file: string): Promise<ReadOutcome> } {
+  /**
+   * A batching reader for one search (all its files share `options`): `submit` hands a file over and returns its
+   * ticket; `read` is `submit` and wait.
+   */
+  session(options: ReaderOptions): { submit(file: string): ReadTicket; read(file: string): Promise<ReadOutcome> } {
     // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy it out.
     options = { ...options, needle: options.needle ? new Uint8Array(options.needle) : null };
     const session = this.nextSession++;
     let files: string[] = [];
-    let waiters: Array<(o: ReadOutcome) => void> = [];
+    let pending = new PendingBatch();
     let scheduled = false;
     const flush = () => {
       scheduled = false;
       if (files.length === 0) return;
-      this.dispatch(session, files, waiters, options);
+      this.dispatch(session, files, pending, options);
       files = [];
-      waiters = [];
+      pending = new PendingBatch();
     };
-    return {
-      read: (file) =>
-        new Promise<ReadOutcome>((resolve) => {
-          files.push(file);
-          waiters.push(resolve);
-          if (files.length >= BATCH_FILES) flush();
-          else if (!scheduled) {
-            scheduled = true;
-            setImmediate(flush);
-          }
-        }),
+    const submit = (file: string): ReadTicket => {
+      const ticket = new ReadTicket(pending, pending.count++);
+      files.push(file);
+      if (files.length >= BATCH_FILES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+      return ticket;
     };
+    return { submit, read: (file) => submit(file).wait() };
   }
 
-  private dispatch(
-    session: number,
-    files: string[],
-    waiters: Array<(o: ReadOutcome) => void>,
-    options: ReaderOptions,
-  ): void {
+  private dispatch(session: number, files: string[], pending: PendingBatch, options: ReaderOptions): void {
     const slots = this.ensureWorkers();
     if (!slots) {
-      for (const w of waiters) w({ kind: 'fallback' });
+      pending.settle(() => ({ kind: 'fallback' }));
       return;
     }
     let slot = slots[0];
     for (const s of slots) if (s.load < slot.load) slot = s;
-    const batch: Batch = { id: this.nextBatch++, waiters, bounded: options.match?.bounded ?? false };
+    const batch: Batch = { id: this.nextBatch++, pending, bounded: options.match?.bounded ?? false };
     slot.batches.set(batch.id, batch);
     slot.load += files.length;
     const request: BatchRequest = { id: batch.id, session, files: files.join('\0') };
@@ -377,9 +429,9 @@ export class SearchReaderPool {
       const batch = slot.batches.get(msg.id);
       if (!batch) return;
       slot.batches.delete(msg.id);
-      slot.load -= batch.waiters.length;
-      const results = outcomesOf(msg, batch.waiters.length);
-      batch.waiters.forEach((w, i) => w(results[i]));
+      slot.load -= batch.pending.count;
+      const results = outcomesOf(msg, batch.pending.count);
+      batch.pending.settle((i) => results[i]);
     });
     const fail = () => {
       if (slot.retired) return;
@@ -397,7 +449,7 @@ export class SearchReaderPool {
     const batches = [...slot.batches.values()];
     slot.batches.clear();
     slot.load = 0;
-    for (const b of batches) b.waiters.forEach((w, i) => w(outcome(b, i)));
+    for (const b of batches) b.pending.settle((i) => outcome(b, i));
   }
 
   private armWatchdog(): void {

@@ -165,11 +165,14 @@ export type EntryClass = 'ok' | 'secret' | 'hidden' | 'denied';
  * of each directory above it is null or read_only (a hidden or denied one is left out, or refused as the base), so
  * only the rules that match the entry's own path can hide or deny it (accessForEntry), not every leading part of it. `name`, the entry's last component, spares
  * reading the path strings where a screen on the name settles it (the walk has it at hand; derived from `relative`
- * when not given).
+ * when not given). `secrets: false` leaves the secret test out (never `'secret'`): the walk filters of search and
+ * replace_in_files ask `isSecretEntry` only for the files they read.
  */
 export function walkEntryClassifier(
   ctx: PolicyContext,
+  options: { secrets?: boolean } = {},
 ): (absolute: string, relative: string, name?: string) => EntryClass {
+  const secrets = options.secrets !== false && !ctx.allowSecrets;
   const fold = HOST_FLAVOR.caseInsensitive;
   const guarded = (ctx.guarded ?? []).map((g) => (fold ? g.path.toLowerCase() : g.path));
   const rules = ctx.policy.rules.length > 0;
@@ -187,7 +190,7 @@ export function walkEntryClassifier(
     const access = rules ? accessForEntry(ctx.policy, relative, null) : null;
     if (access === 'hidden') return 'hidden';
     if (access === 'deny') return 'denied';
-    return !ctx.allowSecrets && secretRuleForEntry(absolute, name) !== null ? 'secret' : 'ok';
+    return secrets && secretRuleForEntry(absolute, name) !== null ? 'secret' : 'ok';
   };
 }
 
@@ -200,7 +203,7 @@ export function policyWalkFilter(
   ctx: PolicyContext,
   onDenied: () => void,
 ): (absolute: string, relative: string, name?: string) => 'ok' | 'omit' {
-  const classify = walkEntryClassifier(ctx);
+  const classify = walkEntryClassifier(ctx, { secrets: false });
   return (absolute, relative, name) => {
     const c = classify(absolute, relative, name);
     if (c === 'hidden') return 'omit';
@@ -210,6 +213,14 @@ export function policyWalkFilter(
     }
     return 'ok';
   };
+}
+
+/**
+ * `classifyEntry(ctx, absolute, …).secret` alone: true when the entry has a secret name and secrets are not allowed
+ * (SPEC §4.2). For a walk's entries, which `policyWalkFilter` has already judged for hidden and denied.
+ */
+export function isSecretEntry(ctx: PolicyContext, absolute: string): boolean {
+  return !ctx.allowSecrets && secretRuleFor(absolute) !== null;
 }
 
 /** A path that passed every write check. `stats` is null when it does not exist yet. */

@@ -192,7 +192,7 @@ export const searchFiles = defineTool({
         const prepare = (entry: WalkItem) => {
           const skips: WalkSkipCounts = walk.takeSkips();
           const wanted = entry.type === 'file' && (!globMatch || globMatch(entry.relative));
-          const loaded: (() => Promise<Loaded>) | null = wanted && content ? content.start(entry) : null;
+          const loaded: (() => Loaded | Promise<Loaded>) | null = wanted && content ? content.start(entry) : null;
           return { skips, wanted, loaded };
         };
         for await (const [entry, item] of readAhead(walk.items, prepare, READ_AHEAD)) {
@@ -207,7 +207,9 @@ export const searchFiles = defineTool({
             continue;
           }
           page.commitSkips();
-          const loaded = await item.loaded();
+          // Issue #19: most outcomes are there already (the batch was answered): no await, no microtask.
+          const ready = item.loaded();
+          const loaded = ready instanceof Promise ? await ready : ready;
           if (loaded.kind === 'no_match') page.scannedWithoutMatch();
           else if (loaded.kind !== 'text') page.skippedFile(loaded.kind);
           else if (!page.addFileMatches(entry.relative, loaded.text, loaded.hits)) break;

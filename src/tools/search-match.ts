@@ -11,7 +11,7 @@ import { looksBinary } from '../fs/text.js';
 import { searchReaderPool, type ReadOutcome } from '../fs/search-reader.js';
 import type { WalkItem } from '../fs/walk.js';
 import { matcherSpec, regexTimeoutError, type LineHit, type LineMatcher } from '../fs/line-matcher.js';
-import { classifyEntry, type PolicyContext } from '../policy/authorize.js';
+import { isSecretEntry, type PolicyContext } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 
 /**
@@ -21,6 +21,15 @@ import { findContainingRoot } from '../policy/containment.js';
 export type Loaded =
   | { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' | 'no_match' }
   | { kind: 'text'; text: string; hits: LineHit[] };
+
+/** The outcomes without content, one frozen object each (shared by every file with that outcome). */
+const SIMPLE = Object.freeze({
+  secret: Object.freeze({ kind: 'secret' }),
+  too_large: Object.freeze({ kind: 'too_large' }),
+  unreadable: Object.freeze({ kind: 'unreadable' }),
+  binary: Object.freeze({ kind: 'binary' }),
+  no_match: Object.freeze({ kind: 'no_match' }),
+} as const);
 
 /**
  * How many walk entries are prepared ahead of the one being paged. Files are read concurrently with paging, by the
@@ -50,10 +59,11 @@ export interface ContentMatchOptions {
 export interface ContentMatch {
   /**
    * Starts loading `entry` now (on a reader thread when one is available). The returned function, called when the
-   * page gets to the entry, resolves to what the file holds; it rejects with the REGEX_TIMEOUT ToolError when a user
-   * regular expression ran out of time.
+   * page gets to the entry, gives what the file holds: the value itself when the reader threads have already answered
+   * and nothing is left to do on this thread (issue #19: no promise per file), else a promise of it. It throws (or
+   * rejects with) the REGEX_TIMEOUT ToolError when a user regular expression ran out of time.
    */
-  start(entry: WalkItem): () => Promise<Loaded>;
+  start(entry: WalkItem): () => Loaded | Promise<Loaded>;
 }
 
 /**
@@ -62,7 +72,7 @@ export interface ContentMatch {
  */
 export function contentMatcher(o: ContentMatchOptions): ContentMatch {
   const isInside = (p: string) => findContainingRoot(o.policy.roots, p) !== undefined;
-  const isSecret = (entry: WalkItem) => classifyEntry(o.policy, entry.absolute, entry.rootRelative).secret;
+  const isSecret = (entry: WalkItem) => isSecretEntry(o.policy, entry.absolute);
 
   /** Reads one candidate file on this thread (large candidates, or when the reader threads are unavailable). */
   const load = async (entry: WalkItem): Promise<Loaded> => {
@@ -88,8 +98,7 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     } catch {
       return { kind: 'unreadable' };
     }
-    if (looksBinary(bytes.subarray(0, 8192), bytes.length <= 8192) || looksBinary(bytes, true))
-      return { kind: 'binary' };
+    if (looksBinary(bytes, true)) return { kind: 'binary' }; // as the reader threads judge it
     if (o.matcher.needle && bytes.indexOf(o.matcher.needle) === -1) return { kind: 'no_match' };
     const text = bytes.toString('utf8');
     const hits = await o.matcher.match(text);
@@ -109,15 +118,16 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
    * What the reader thread found, as the page sees it. Called when the page gets to the entry: a deferred (large) or
    * fallback candidate is read only then, so read-ahead never holds more than READ_AHEAD small files.
    */
-  const fromReader = async (entry: WalkItem, outcome: ReadOutcome): Promise<Loaded> => {
+  const fromReader = (entry: WalkItem, outcome: ReadOutcome): Loaded | Promise<Loaded> => {
     const decode = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
     switch (outcome.kind) {
       case 'hits':
         return { kind: 'text', text: decode(outcome.bytes), hits: outcome.hits };
       case 'text': {
         const text = decode(outcome.bytes);
-        const hits = await o.matcher.match(text);
-        return hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits };
+        return o.matcher
+          .match(text)
+          .then((hits): Loaded => (hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits }));
       }
       case 'deferred':
       case 'fallback':
@@ -125,15 +135,18 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
       case 'regex_timeout':
         throw regexTimeoutError();
       default:
-        return { kind: outcome.kind };
+        return SIMPLE[outcome.kind];
     }
   };
 
   return {
     start: (entry) => {
-      if (isSecret(entry)) return () => Promise.resolve({ kind: 'secret' });
-      const reading = reader.read(entry.absolute);
-      return () => reading.then((outcome) => fromReader(entry, outcome));
+      if (isSecret(entry)) return () => SIMPLE.secret;
+      const ticket = reader.submit(entry.absolute);
+      return () => {
+        const outcome = ticket.outcome;
+        return outcome ? fromReader(entry, outcome) : ticket.wait().then((later) => fromReader(entry, later));
+      };
     },
   };
 }

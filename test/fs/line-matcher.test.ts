@@ -7,12 +7,17 @@
  *  - a regular expression that does not compile is VALIDATION invalid_regex; a compiled one carries a needle only
  *    when a literal is provable;
  *  - matcherSpec gives the source and flags a reader thread compiles, bounded for user regular expressions only;
+ *  - matchLines given a literal every matching line contains (issue #19: only lines holding it are tested) gives
+ *    exactly the hits of testing every line (property test over texts built from lines with and without it, CRLF,
+ *    empty lines, astral characters), and a literal absent from the text gives none;
  *  - regexTimeoutError is VALIDATION regex_timeout with the timeout;
  *  - a literal replace inserts the replacement as typed, per line, and builds nothing past maxChars;
- *  - the worker pool (run against the built dist/regex-worker.js) matches and replaces in order, expands `$1`/`$&`,
+ *  - the worker pool (run against the built dist/regex-worker.js) matches (with or without a required literal: the
+ *    same hits) and replaces in order, expands `$1`/`$&`,
  *    stops a catastrophic expression at the per-file limit with regex_timeout and answers the next job with a fresh
  *    worker.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   createLineMatcher,
@@ -21,6 +26,7 @@ import {
   REGEX_FILE_TIMEOUT_MS,
   RegexWorkerPool,
   regexTimeoutError,
+  requiredLiteral,
 } from '../../src/fs/line-matcher.js';
 
 /** The bundled worker (built by the suite's global setup, test/helpers/global-setup.ts). */
@@ -81,6 +87,43 @@ describe('matcherSpec, matchLines, regexTimeoutError', () => {
     ]);
   });
 
+  it('matchLines with a required literal tests only the lines holding it, with the same hits', () => {
+    const piece = fc.constantFrom(
+      'TODO(',
+      'TODO(alice):',
+      'TODO(bob):',
+      ' x',
+      'TO',
+      'DO(',
+      '\r',
+      '\n',
+      '\r\n',
+      '😀',
+      'é',
+      '',
+    );
+    const text = fc.array(piece, { maxLength: 40 }).map((parts) => parts.join(''));
+    const patterns = ['\\bTODO\\((alice|bob)\\):', 'TODO\\(', 'TODO\\(.*$', '^.{0,3}TODO\\(', 'TODO\\(\\r'];
+    for (const source of patterns) {
+      const re = new RegExp(source, 'u');
+      const literal = requiredLiteral(source, 'u');
+      expect(literal).toBe('TODO(');
+      fc.assert(
+        fc.property(text, (t) => {
+          expect(matchLines(re, t, literal)).toEqual(matchLines(re, t));
+        }),
+        { numRuns: 300 },
+      );
+    }
+    // A case-sensitive literal query: its own text is the literal.
+    const lit = /a\.b/u;
+    expect(matchLines(lit, 'x\na.b a.b\r\naxb\n\na.b', 'a.b')).toEqual([
+      [1, 0],
+      [4, 0],
+    ]);
+    expect(matchLines(lit, 'no such text\n', 'a.b')).toEqual([]);
+  });
+
   it('regexTimeoutError names the reason and the timeout', () => {
     expect(regexTimeoutError()).toMatchObject({
       code: 'VALIDATION',
@@ -117,6 +160,18 @@ describe('RegexWorkerPool (the built worker)', () => {
     expect(replaced).toEqual({ text: 'a[1|b1]\nno\n[2|b2]', count: 2 });
     const big = await pool.replace('a', 'u', 'aaaa', { replacement: 'x'.repeat(100), maxChars: 50 });
     expect(big.tooLarge).toBe(true);
+  });
+
+  it('with a required literal, tests only the lines holding it: the same hits', async () => {
+    const pool = new RegexWorkerPool(BUILT_WORKER);
+    const source = '\\bTODO\\((alice|bob)\\):';
+    const text = 'x\n// TODO(carl): no\r\n// TODO(bob): yes\nTODO(alice):\n\nTODO(';
+    const [all, some] = await Promise.all([pool.run(source, 'u', text), pool.run(source, 'u', text, 'TODO(')]);
+    expect(all).toEqual([
+      [2, 3],
+      [3, 0],
+    ]);
+    expect(some).toEqual(all);
   });
 
   it('stops a catastrophic expression at the per-file limit, then serves the next job', async () => {

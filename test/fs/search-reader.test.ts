@@ -1,12 +1,13 @@
 /**
  * The content-search reader threads (src/fs/search-reader.ts). Pins:
- * - readCandidate (the per-file work): text, binary, too large, the required-bytes prefilter (no_match without
+ * - readCandidate (the per-file work): text, binary (judged on the whole file: the verdict of the former 8 KiB-then-whole
+ *   test, property), too large, the required-bytes prefilter (no_match without
  *   decoding), line matching (hits, 0-based line and UTF-16 column, CRLF lines), deferred large candidates;
  * - what it refuses (unreadable): a symlink, a FIFO (never blocks), a file whose directory lies outside the roots, and
  *   a file whose parent directory was swapped for a link to outside the roots (the directory is opened O_NOFOLLOW and
  *   re-checked, and files are opened through its descriptor);
  * - the pool (the real bundled worker, dist/search-reader-worker.js): results per file in order across batches and
- *   threads; a catastrophic regular expression on one file is stopped by the watchdog (that file `regex_timeout`, the
+ *   threads; a ticket (`submit`) has its outcome synchronously once its batch is answered; a catastrophic regular expression on one file is stopped by the watchdog (that file `regex_timeout`, the
  *   others it held `fallback`), and the pool keeps serving afterwards; an unloadable worker degrades to `fallback`.
  */
 import { execFileSync } from 'node:child_process';
@@ -14,7 +15,9 @@ import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, 
 import os from 'node:os';
 import path from 'node:path';
 
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { looksBinary } from '../../src/fs/text.js';
 import {
   outcomesOf,
   readCandidate,
@@ -51,6 +54,27 @@ const read = (p: string, o: ReaderOptions = opts()) => readCandidate(p, o, scrat
 const textOf = (r: ReadOutcome) => ('bytes' in r ? Buffer.from(r.bytes).toString('utf8') : null);
 
 describe('readCandidate', () => {
+  it('judges binary on the whole file alone: the same verdict as a first look at 8 KiB, then the whole', () => {
+    // Around the 8 KiB boundary: UTF-8 multi-byte characters cut there, invalid bytes and NULs before and after it.
+    const piece = fc.constantFrom(
+      Buffer.from('a'.repeat(4093)),
+      Buffer.from('é'),
+      Buffer.from('😀'),
+      Buffer.from([0xf0, 0x9f]),
+      Buffer.from([0xff]),
+      Buffer.from([0]),
+      Buffer.from('x'),
+    );
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 8 }), (parts) => {
+        const b = Buffer.concat(parts);
+        const twoStep = looksBinary(b.subarray(0, 8192), b.length <= 8192) || looksBinary(b, true);
+        expect(looksBinary(b, true)).toBe(twoStep);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('reads text, skips binary and too large files', () => {
     const t = write('d/a.txt', 'alpha\nbeta\n');
     expect(read(t).kind).toBe('text');
@@ -143,6 +167,20 @@ describe('the pool (bundled worker)', () => {
       expect(r.kind).toBe(i % 3 === 0 ? 'hits' : 'no_match');
       if (r.kind === 'hits') expect(textOf(r)).toBe(`file ${i}\nneedle\n`);
     });
+  });
+
+  it('submit: a ticket has no outcome until its batch is answered, then the same one synchronously', async () => {
+    const pool = new SearchReaderPool(1, WORKER);
+    const session = pool.session(
+      opts({ needle: Buffer.from('needle'), match: { source: 'needle', flags: 'u', bounded: false } }),
+    );
+    const hit = session.submit(write('t/hit.txt', 'x\nneedle\n'));
+    const miss = session.submit(write('t/miss.txt', 'hay\n'));
+    expect([hit.outcome, miss.outcome]).toEqual([undefined, undefined]);
+    const waited = await hit.wait();
+    expect(hit.outcome).toBe(waited);
+    expect(waited).toMatchObject({ kind: 'hits', hits: [[1, 0]] });
+    expect(miss.outcome).toEqual({ kind: 'no_match' }); // same batch: answered together
   });
 
   it('stops a catastrophic regular expression on one file and keeps serving', async () => {

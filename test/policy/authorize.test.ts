@@ -10,7 +10,15 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js';
 import { ToolError } from '../../src/errors/tool-error.js';
-import { authorizeRead, policyWalkFilter, type PolicyContext, type WantedKind } from '../../src/policy/authorize.js';
+import {
+  authorizeRead,
+  classifyEntry,
+  isSecretEntry,
+  policyWalkFilter,
+  type PolicyContext,
+  type WantedKind,
+} from '../../src/policy/authorize.js';
+import type { GuardedPath } from '../../src/policy/builtin-guards.js';
 import type { FilePolicy } from '../../src/policy/file-policy.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { fifo, makeTree, symlink } from '../helpers/tree.js';
@@ -215,5 +223,42 @@ describe('policyWalkFilter (the tree walks of search_files and replace_in_files)
       filter(path.join(PROJ, rel), rel),
     );
     expect([verdicts, denied]).toEqual([['ok', 'omit', 'omit', 'ok'], 1]);
+  });
+
+  test('agrees with classifyEntry on hidden, denied and guarded entries; isSecretEntry is its secret verdict', () => {
+    const guarded: GuardedPath[] = [
+      { path: path.join(PROJ, 'dir', 'state'), rule: 'state_dir' },
+      { path: path.join(PROJ, 'docs', 'audit.log'), rule: 'audit_log' },
+    ];
+    const rels = [
+      'a.txt',
+      '.env',
+      '.env.example',
+      // Entries a walk can reach: nothing below a directory it left out (hidden-dir, dir/state), which the walk
+      // filter's classifier assumes (walkEntryClassifier).
+      'hidden-dir',
+      'denied-dir/d.txt',
+      'dir/state',
+      'dir/stat',
+      'dir/state-other',
+      'docs/audit.log',
+      'docs/audit.log2',
+      'docs/r.md',
+      `dir/.fs-tools-lock-${'0'.repeat(32)}`,
+    ];
+    for (const allowSecrets of [false, true]) {
+      const c = ctx({ guarded, allowSecrets });
+      let denied = 0;
+      const filter = policyWalkFilter(c, () => denied++);
+      let expectedDenied = 0;
+      for (const rel of rels) {
+        const abs = path.join(PROJ, rel);
+        const v = classifyEntry(c, abs, rel);
+        if (!v.hidden && v.denied) expectedDenied++;
+        expect([rel, filter(abs, rel)]).toEqual([rel, v.hidden || v.denied ? 'omit' : 'ok']);
+        expect([rel, isSecretEntry(c, abs)]).toEqual([rel, v.secret]);
+      }
+      expect(denied).toBe(expectedDenied);
+    }
   });
 });
