@@ -258,7 +258,7 @@ async function runAgent(c) {
         const edit = c.intent ? regenerateEdit(readContent, c.intent) : null;
         if (!edit) return { outcome: 'gave_up', extra, infoCalls, followedHint, firstCode, trail };
         next.tool = 'edit_file';
-        next.args = { path: s.value.path, edits: [edit], expected_hash: s.value.content_hash };
+        next.args = { path: s.value.path ?? target, edits: [edit], expected_hash: s.value.content_hash };
       }
     } else if (e.code === 'PATCH_FAILED' && d.reason === 'no_match') {
       // Fix each failing piece at its first difference, as the envelope states it (nearest.first_difference).

@@ -123,9 +123,10 @@ export async function resolveInRoots(
     findContainingRoot(roots, absolute) !== undefined || roots.some((r) => isWithin(r.given, absolute));
   // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path).
   const outside = (reason: 'outside_roots' | 'symlink_target_outside') =>
-    new ToolError('NOT_ALLOWED', 'Outside the allowed roots.', {
+    new ToolError('NOT_ALLOWED', 'Outside the roots.', {
       path: absolute,
       details: { reason, roots: roots.map((r) => r.real) },
+      suggestion: 'Use a path inside details.roots.',
     });
   if (walked.loop) {
     // A loop outside the roots must look like any other outside path (its existence is never revealed).

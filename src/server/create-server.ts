@@ -23,7 +23,7 @@ import { advertise } from './tool-schemas.js';
 /** Server instructions: what a client's model reads first. */
 const INSTRUCTIONS =
   'fs-tools: safe file, git and issue tools. Paths are absolute or relative to the first root ' +
-  '(see list_allowed_directories); booleans default to false. Failures are JSON envelopes {"error":{code,message,path,details,suggestion,' +
+  '(see list_allowed_directories); booleans default to false; result fields at their default are left out. Failures are JSON envelopes {"error":{code,message,path,details,suggestion,' +
   'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations ' +
   'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
 

@@ -53,9 +53,12 @@ export const ExpectedStatusHash = z.string().regex(/^sha256:[0-9a-f]{64}$/); // 
 /** dry_run of mutating tools (SPEC §3.3). */
 export const DryRun = z.boolean().default(false);
 
-/** Result fields every file mutation reports. */
+/**
+ * Result fields every file mutation reports. Issue #15: `path` only when it is news — the real path changed differs
+ * from the path asked (a link was followed); the caller named the file.
+ */
 export const MutationResultShape = {
-  path: z.string().describe('Absolute resolved path'),
+  path: z.string().optional().describe('Only when a link was followed: the real path changed'),
   dry_run: z.boolean(),
   previous_hash: ContentHash.nullable().describe('Hash before the change (null: the file did not exist)'),
   content_hash: ContentHash.nullable().describe('Hash of the content now on disk (or that would be, for a dry run)'),

@@ -39,19 +39,28 @@ export const EditFileInput = z.strictObject({
   dry_run: DryRun,
 });
 
+/**
+ * edit_file's structured result (SPEC §6: replacements, unified diff, previous_hash, content_hash). Issue #15:
+ * structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
+ * when some edit did not match exactly once and exactly (replace_all, or tolerated trailing whitespace), since
+ * otherwise `replacements` and the diff say it all; `diff_truncated` only when true; `path` only when a link was followed.
+ */
 export const EditFileOutput = z.object({
   ...MutationResultShape,
   replacements: z.number().int().describe('Total replacements made'),
-  edits: z.array(
-    z.object({
-      index: z.number().int(),
-      replacements: z.number().int(),
-      match: z.enum(['exact', 'trailing_whitespace']).describe('How old_text matched'),
-      lines: z.array(z.number().int()).describe('1-based lines where the matches started'),
-    }),
-  ),
+  edits: z
+    .array(
+      z.object({
+        index: z.number().int(),
+        replacements: z.number().int(),
+        match: z.enum(['exact', 'trailing_whitespace']).describe('How old_text matched'),
+        lines: z.array(z.number().int()).describe('1-based lines where the matches started'),
+      }),
+    )
+    .optional()
+    .describe('Absent: every edit replaced one exact match'),
   diff: z.string().describe('Unified diff of the change'),
-  diff_truncated: z.boolean(),
+  diff_truncated: z.boolean().optional().describe('Present (true) only when the diff was cut'),
 });
 
 export const editFile = defineTool({
@@ -115,14 +124,14 @@ export const editFile = defineTool({
     if (diffTruncated) diff = diff.slice(0, MAX_DIFF_CHARS);
     const replacements = edits.reduce((n, e) => n + e.replacements, 0);
     const structured = {
-      path: target.real,
+      ...(target.real !== target.absolute ? { path: target.real } : {}),
       dry_run: args.dry_run,
       previous_hash: r.previousHash,
       content_hash: r.contentHash,
       replacements,
-      edits,
+      ...(edits.every((e) => e.replacements === 1 && e.match === 'exact') ? {} : { edits }),
       diff,
-      diff_truncated: diffTruncated,
+      ...(diffTruncated ? { diff_truncated: true } : {}),
       ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
       ...(r.statusHash ? { status_hash: r.statusHash } : {}),
     };

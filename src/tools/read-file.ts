@@ -10,7 +10,7 @@ import { openForRead, openForReadSync, readSmallFileSync } from '../fs/open-file
 import { bytesSource, fdSource, readRange, type RangeRequest, type RangeSource } from '../fs/read-range.js';
 import { authorizeRead } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
-import { ContentHash, EolSchema, PathArg, ReadOptionsShape } from './common-schemas.js';
+import { ContentHash, PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { prefixWithinJsonBytes, TOOL_BUDGET_BYTES } from './response-budget.js';
 
@@ -19,34 +19,98 @@ export const ReadFileInput = z.strictObject({
   ...ReadOptionsShape,
 });
 
+/**
+ * read_file's structured result (SPEC §6; issue #15: structured-first clients show it to their model as JSON on every
+ * read, so a field at its default is left out and its absence means the default). Always present: `content`,
+ * `content_hash`, `size`, `total_lines`. Absent means: `path` the path as asked (no link followed), `encoding` utf8,
+ * `range` the whole file, `truncated` false (and then no `continuation`), `eol` lf, `bom` false.
+ */
 export const ReadResultShape = {
-  path: z.string().describe('Absolute resolved path'),
+  path: z.string().optional().describe('Only when a link was followed: the real path read'),
   content: z.string().describe('The returned bytes: raw UTF-8 text, or base64 with encoding base64'),
-  encoding: z.enum(['utf8', 'base64']),
+  encoding: z.literal('base64').optional().describe('Absent: utf8'),
   content_hash: ContentHash.describe('Hash of the whole file (also for a partial read)'),
   size: z.number().int().describe('File size in bytes'),
   total_lines: z.number().int().describe('Lines in the whole file'),
-  range: z.object({
-    start_line: z.number().int(),
-    end_line: z.number().int().describe('Inclusive; start_line - 1 when nothing was returned'),
-    start_byte: z.number().int(),
-    end_byte: z.number().int().describe('Exclusive'),
-  }),
-  truncated: z.boolean().describe('True when the cap cut the range'),
+  range: z
+    .object({
+      start_line: z.number().int(),
+      end_line: z.number().int().describe('Inclusive; start_line - 1 when nothing was returned'),
+      start_byte: z.number().int().optional(),
+      end_byte: z.number().int().optional().describe('Exclusive'),
+    })
+    .optional()
+    .describe('Absent: the whole file. Bytes only when truncated, base64 or read from an offset'),
+  truncated: z.boolean().optional().describe('Present (true) only when the cap cut the range'),
   continuation: z
     .object({
       start_line: z.number().int(),
       offset: z.number().int().describe('Byte offset of the next unread byte'),
       cut_mid_line: z.boolean(),
     })
-    .nullable()
-    .describe('Where to continue when truncated: pass start_line (or offset when cut_mid_line)'),
-  eol: EolSchema,
-  bom: z.boolean(),
+    .optional()
+    .describe('With truncated: pass start_line (or offset when cut_mid_line)'),
+  eol: z.enum(['crlf', 'mixed', 'none']).optional().describe('Absent: lf'),
+  bom: z.boolean().optional().describe('Present (true) only when the file starts with a BOM'),
 };
 
 export const ReadFileOutput = z.object(ReadResultShape);
+/** The wire result of one read (defaults left out). */
 export type ReadResult = z.infer<typeof ReadFileOutput>;
+
+/**
+ * Everything one read established (internal; every field set). `compactRead` turns it into the wire result and
+ * `factsNote` into the text facts line.
+ */
+export interface ReadFacts {
+  /** Real path of the file read. */
+  path: string;
+  /** The requested path, absolute (before links were followed). */
+  requested: string;
+  content: string;
+  encoding: 'utf8' | 'base64';
+  content_hash: string;
+  size: number;
+  total_lines: number;
+  range: { start_line: number; end_line: number; start_byte: number; end_byte: number };
+  truncated: boolean;
+  continuation: { start_line: number; offset: number; cut_mid_line: boolean } | null;
+  eol: 'lf' | 'crlf' | 'mixed' | 'none';
+  bom: boolean;
+  /** The read was asked from a byte offset. */
+  by_offset: boolean;
+}
+
+/** True when the byte bounds of the range are worth stating: the read was cut, is base64, or started at an offset. */
+function bytesMatter(f: ReadFacts): boolean {
+  return f.truncated || f.encoding === 'base64' || f.by_offset;
+}
+
+/** The wire result of a read: every field at its default left out (ReadResultShape says what absence means). */
+export function compactRead(f: ReadFacts): ReadResult {
+  const whole = f.range.start_byte === 0 && f.range.end_byte === f.size && !f.truncated;
+  return {
+    ...(f.path !== f.requested ? { path: f.path } : {}),
+    content: f.content,
+    ...(f.encoding === 'base64' ? { encoding: 'base64' as const } : {}),
+    content_hash: f.content_hash,
+    size: f.size,
+    total_lines: f.total_lines,
+    ...(whole
+      ? {}
+      : {
+          range: {
+            start_line: f.range.start_line,
+            end_line: f.range.end_line,
+            ...(bytesMatter(f) ? { start_byte: f.range.start_byte, end_byte: f.range.end_byte } : {}),
+          },
+        }),
+    ...(f.truncated ? { truncated: true } : {}),
+    ...(f.truncated && f.continuation ? { continuation: f.continuation } : {}),
+    ...(f.eol !== 'lf' ? { eol: f.eol } : {}),
+    ...(f.bom ? { bom: true } : {}),
+  };
+}
 
 type ReadOptions = Omit<z.output<typeof ReadFileInput>, 'path'>;
 
@@ -87,7 +151,7 @@ export async function readOne(
   options: ReadOptions,
   ctx: ToolContext,
   within?: { maxCost: number; cutByBudget?: boolean; probeOnly?: boolean },
-): Promise<ReadResult> {
+): Promise<ReadFacts> {
   const request = toRangeRequest(options);
   const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
   const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
@@ -155,6 +219,7 @@ export async function readOne(
     }
     return {
       path: target.real,
+      requested: target.absolute,
       content: options.encoding === 'base64' ? r.bytes.toString('base64') : r.bytes.toString('utf8'),
       encoding: options.encoding,
       content_hash: r.contentHash,
@@ -165,6 +230,7 @@ export async function readOne(
       continuation: r.continuation,
       eol: r.eol,
       bom: r.bom,
+      by_offset: request.kind === 'bytes',
     };
   } finally {
     await handle.close();
@@ -175,15 +241,15 @@ export async function readOne(
  * The facts block that follows the raw content as its own text block (issue #15): a text-only client (Gemini CLI)
  * shows its model only text, so the facts needed for the next call — content_hash, the lines returned, and where to
  * continue when truncated — are written here too. One line; the content block stays raw. Defaults are left out to
- * keep every read small: the byte range only when the read was cut, by bytes or base64; `eol` only when it is not
+ * keep every read small: the byte range only when the read was cut, read from an offset, or is base64; `eol` only when it is not
  * `lf` (or `none`); `bom` only when there is one.
  */
-export function factsNote(r: ReadResult): string {
+export function factsNote(r: ReadFacts): string {
   const facts = [
     `content_hash ${r.content_hash}`,
     `lines ${r.range.start_line}-${r.range.end_line} of ${r.total_lines}`,
   ];
-  if (r.truncated || r.encoding === 'base64') {
+  if (bytesMatter(r)) {
     facts.push(`bytes ${r.range.start_byte}-${r.range.end_byte} of ${r.size}`);
   }
   if (r.eol !== 'lf' && r.eol !== 'none') facts.push(`eol ${r.eol}`);
@@ -216,7 +282,7 @@ export const readFile = defineTool({
     // Budget: the content twice (structured + text), plus room for the other fields and the note.
     const result = await readOne(requested, options, ctx, { maxCost: TOOL_BUDGET_BYTES - 16 * 1024 });
     return {
-      structured: result,
+      structured: compactRead(result),
       text: [result.content, factsNote(result)],
       audit: {
         paths: [result.path],

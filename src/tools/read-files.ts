@@ -8,7 +8,7 @@ import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
 import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
-import { readOne, ReadResultShape, factsNote } from './read-file.js';
+import { compactRead, factsNote, readOne, ReadResultShape } from './read-file.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { quoteName } from './text-safe.js';
 
@@ -72,7 +72,7 @@ export const readFiles = defineTool({
           };
           try {
             const result = await readOne(requested, options, ctx, within);
-            entry = { path: requested, ok: true, result };
+            entry = { path: requested, ok: true, result: compactRead(result) };
             piece = `==> ${quoteName(requested)} <==\n${result.content}\n${factsNote(result)}`;
           } catch (error) {
             const envelope = toEnvelope(error);

@@ -77,7 +77,7 @@ export const writeFile = defineTool({
       () => ({ bytes, detail: null }),
     );
     const structured = {
-      path: target.real,
+      ...(target.real !== target.absolute ? { path: target.real } : {}),
       dry_run: args.dry_run,
       previous_hash: r.previousHash,
       content_hash: r.contentHash,

@@ -8,7 +8,9 @@
  * checks what each client hands its model: the content, the facts for the next call (content_hash, range, new
  * hash after an edit), every envelope field on failure, and that no client-injected parameter is rejected. The same
  * script runs against the official filesystem server (@modelcontextprotocol/server-filesystem, a devDependency) and
- * a size table compares the bytes each client hands its model, per result and for the tool declarations.
+ * a size table compares the bytes each client hands its model, per result and for the tool declarations. Next to
+ * each ratio it prints the bytes of the contract's facts the official server does not give (contractFacts, measured
+ * on the recorded output) and the ratio without them, and checks that ratio is at most 1.0 per operation and client.
  * MCP Inspector's CLI checks the default mode (it answers roots/list with []) and --strict schema portability.
  *
  * Environment: FS_TOOLS_CLIENTS_DIR (install cache; default ~/.cache/fs-tools/clients-<pins>),
@@ -604,12 +606,194 @@ function declarationBytes(decls) {
   return { tools: decls.length, total, perTool: Math.round(total / decls.length) };
 }
 
+// ---------------------------------------------------------------- the floor: the contract's facts
+
+/**
+ * Result members the contract requires that the official server's results do not carry, per fs-tools tool (SPEC §6's
+ * result column). Members the official server gives an equivalent of (read's `content`, edit's `diff`, listing and
+ * search paths) are not in these lists: their bytes stay on fs-tools' side of the comparison.
+ */
+const CONTRACT_MEMBERS = {
+  read_file: ['content_hash', 'size', 'total_lines', 'range', 'truncated', 'continuation', 'eol', 'bom', 'encoding'],
+  search_files: ['files_scanned', 'files_matched', 'skipped', 'truncated', 'next_cursor'],
+  list_directory: ['truncated', 'next_cursor'],
+  edit_file: ['previous_hash', 'content_hash', 'replacements'],
+};
+/** Per-match members of search_files (SPEC §6: path, line, column, text, context); `path` the official gives too. */
+const CONTRACT_MATCH_MEMBERS = ['line', 'column', 'text', 'before', 'after'];
+/**
+ * `details` members the SPEC requires per code (§3.1 PATCH_FAILED, §6.2 the failing edit's index, §5 HASH_REQUIRED,
+ * §7 STALE_GIT, §6.1/§6.2 VALIDATION reasons). Other details (NOT_FOUND's `near`, NOT_ALLOWED's `reason` and `roots`)
+ * are fs-tools' own choices and count against it.
+ */
+const CONTRACT_DETAILS = {
+  PATCH_FAILED: ['reason', 'edit_index', 'hunk', 'hunks', 'expected', 'nearest', 'candidates', 'current_hash'],
+  HASH_REQUIRED: ['current_hash'],
+  STALE_GIT: ['current_status_hash'],
+  VALIDATION: ['reason'],
+  IO_ERROR: ['errno'],
+};
+/** Items of the text facts line (src/tools/read-file.ts factsNote) and what SPEC §6 read_file fact each one is. */
+const TEXT_FACT_ITEMS = [
+  /^content_hash sha256:[0-9a-f]{64}$/,
+  /^lines \d+-\d+ of \d+$/,
+  /^bytes \d+-\d+ of \d+$/,
+  /^eol (crlf|mixed|none)$/,
+  /^bom$/,
+  /^base64$/,
+  /^truncated, continue with (start_line|offset): \d+$/,
+];
+
+/** A JSON string escaped once more, as it appears inside another JSON string (Gemini's error text). */
+const escOnce = (s) => JSON.stringify(s).slice(1, -1);
+/** Occurrences of `needle` in `text`. */
+function occurrences(text, needle) {
+  let n = 0;
+  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + needle.length)) n++;
+  return n;
+}
+
+/**
+ * Bytes of one JSON member `"key":value` as it appears in `text`, with the comma that separates it from its
+ * neighbour, in every copy (plain and, inside Gemini's error text, escaped once). `keep` is a part of the member, as
+ * it is spelled in plain JSON (a value the official server gives too), whose bytes stay on fs-tools' side.
+ */
+function memberBytes(text, key, value, keep = '') {
+  const member = `"${key}":${JSON.stringify(value)}`;
+  let total = 0;
+  for (const esc of [(x) => x, escOnce]) {
+    for (const form of [`,${member}`, `${member},`, member]) {
+      const n = occurrences(text, esc(form));
+      if (n > 0) {
+        total += n * (bytes(esc(form)) - bytes(esc(keep)));
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+/**
+ * The contract's facts in one fs-tools result that the official server's result for the same step does not give,
+ * measured on the recorded text exactly as the client handed it to its model: `[{fact, bytes}]`.
+ *   - Envelope: Gemini shows the text and, parsed from it, the same envelope again as structuredContent; that second
+ *     copy exists only because seeds/001 makes the text JSON (the official server's plain text is not parsed), so it
+ *     counts whole. In the envelope itself: the seeds/001 framing `{"error":{…}}` and every required member with its value (SPEC §3: code, path, details, suggestion,
+ *     retryable, recovery), except what the official server's text also says — its message stands for ours (only
+ *     `"message":""` is counted), and a `path` the official text names too counts only its member name; inside
+ *     `details` only the members the SPEC requires for that code (CONTRACT_DETAILS).
+ *   - JSON results (Claude Code, Codex): the members of CONTRACT_MEMBERS with their values; per search match
+ *     line/column/text; a range's final line terminator when the official content drops it (SPEC §6.1: lossless).
+ *   - Text results (Gemini CLI): the facts line after a read when every item is a SPEC §6 read fact (the line and
+ *     the client's wrapper around that block: it exists only to carry them), else its contract items alone; a
+ *     write's `content_hash …` and replacement count; a search's summary (files matched and scanned); the final
+ *     line terminator as above.
+ */
+export function contractFacts(tool, text, officialText, { ws, officialWs }) {
+  const facts = [];
+  const add = (fact, n) => {
+    if (n > 0) facts.push({ fact, bytes: n });
+  };
+  const norm = (t, dir) => t.split(dir).join('<WS>');
+  const official = norm(officialText ?? '', officialWs);
+  let envelope = findEnvelope(text)?.error;
+  if (envelope) {
+    // Gemini CLI parses the JSON text of an error result (the envelope, as seeds/001 requires) and shows that parse
+    // again as structuredContent: a second copy that exists only because the contract's text is JSON.
+    const parsedCopy = `,"structuredContent":${JSON.stringify({ error: envelope })}`;
+    if (text.includes(parsedCopy)) {
+      add("Gemini's parsed copy of the envelope", bytes(parsedCopy));
+      text = text.replace(parsedCopy, '');
+      envelope = findEnvelope(text)?.error ?? envelope;
+    }
+    const copies = occurrences(text, '{"error":{') + occurrences(text, escOnce('{"error":{'));
+    const framing = occurrences(text, '{"error":{') * 12 + occurrences(text, escOnce('{"error":{')) * 16;
+    add(`envelope framing {"error":{…}} x${copies}`, framing);
+    for (const key of ['code', 'suggestion', 'retryable', 'recovery']) {
+      if (key in envelope) add(key, memberBytes(text, key, envelope[key]));
+    }
+    const spelled = (v) => JSON.stringify(v).slice(1, -1);
+    add('"message" member name', memberBytes(text, 'message', envelope.message, spelled(envelope.message)));
+    if (envelope.path !== null && official.includes(norm(envelope.path, ws))) {
+      add('"path" member name', memberBytes(text, 'path', envelope.path, spelled(envelope.path)));
+    } else add('path', memberBytes(text, 'path', envelope.path));
+    const wanted = CONTRACT_DETAILS[envelope.code] ?? [];
+    const details = envelope.details ?? {};
+    const extra = Object.fromEntries(Object.entries(details).filter(([k]) => !wanted.includes(k)));
+    // The details member minus its non-contract members (which stay on fs-tools' side).
+    add(
+      `details {${Object.keys(details)
+        .filter((k) => wanted.includes(k))
+        .join(', ')}}`,
+      memberBytes(text, 'details', details, JSON.stringify(extra).slice(1, -1)),
+    );
+    for (const key of ['expected_hash', 'current_hash', 'conflict']) {
+      if (key in envelope) add(key, memberBytes(text, key, envelope[key]));
+    }
+    return facts;
+  }
+  let parsed = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // a text result
+  }
+  if (parsed && typeof parsed === 'object') {
+    for (const key of CONTRACT_MEMBERS[tool] ?? []) {
+      if (key in parsed) add(key, memberBytes(text, key, parsed[key]));
+    }
+    if (tool === 'search_files') {
+      let n = 0;
+      for (const m of parsed.matches ?? []) {
+        for (const key of CONTRACT_MATCH_MEMBERS) if (key in m) n += bytes(`,"${key}":${JSON.stringify(m[key])}`);
+      }
+      add('matches: line, column, text', n);
+    }
+    if (tool === 'read_file') {
+      let theirs = null;
+      try {
+        theirs = JSON.parse(officialText).content;
+      } catch {
+        // not JSON
+      }
+      if (typeof parsed.content === 'string' && parsed.content.endsWith('\n') && theirs && !theirs.endsWith('\n')) {
+        add('final line terminator (SPEC §6.1 lossless range)', bytes(escOnce('\n')));
+      }
+    }
+    return facts;
+  }
+  // Text (Gemini CLI).
+  const block = /\n<untrusted_context>\n\[fs-tools: ([^\]\n]*)\]\n<\/untrusted_context>/.exec(text);
+  if (block) {
+    const items = block[1].split('; ');
+    if (items.every((i) => TEXT_FACT_ITEMS.some((re) => re.test(i))))
+      add(`facts block (${items.length} items)`, bytes(block[0]));
+    else for (const i of items) if (TEXT_FACT_ITEMS.some((re) => re.test(i))) add(i.split(' ')[0], bytes(`${i}; `));
+    if (
+      /\n\n<\/untrusted_context>/.test(text.slice(0, block.index + 1)) &&
+      !/\n\n<\/untrusted_context>/.test(officialText)
+    ) {
+      add('final line terminator (SPEC §6.1 lossless range)', 1);
+    }
+  }
+  if (tool === 'edit_file') {
+    add('content_hash', bytes(/; content_hash sha256:[0-9a-f]{64}/.exec(text)?.[0] ?? ''));
+    add('replacements', bytes(/\d+ replacement\(s\)/.exec(text)?.[0] ?? ''));
+  }
+  if (tool === 'search_files')
+    add('files matched and scanned', bytes(/\n\[\d+ match(es)? in \d+ files?, \d+ scanned\]/.exec(text)?.[0] ?? ''));
+  return facts;
+}
+
 function sizeTable(rows) {
   const lines = [];
   lines.push('');
-  lines.push('Bytes each client hands its model (fs-tools vs official filesystem server, same script)');
+  lines.push(
+    'Bytes each client hands its model (fs-tools vs official filesystem server, same script); "facts": bytes of',
+  );
+  lines.push("the contract's facts the official server does not give; floor: (fs-tools - facts) / official");
   const clients = [...new Set(rows.map((r) => r.client))];
-  const header = ['operation', ...clients.flatMap((c) => [`${c} fs-tools`, `${c} official`, 'ratio'])];
+  const header = ['operation', ...clients.flatMap((c) => [`${c} fs-tools`, 'official', 'ratio', 'facts', 'floor'])];
   const table = [header];
   const labels = rows[0]?.labels ?? [];
   for (const [i, label] of labels.entries()) {
@@ -619,7 +803,14 @@ function sizeTable(rows) {
       const theirs = rows.find((r) => r.client === c && r.server === 'official');
       const a = mine?.sizes[i];
       const b = theirs?.sizes[i];
-      row.push(a ?? '-', b ?? '-', a && b ? (a / b).toFixed(2) : '-');
+      const f = mine?.facts?.[i];
+      row.push(
+        a ?? '-',
+        b ?? '-',
+        a && b ? (a / b).toFixed(2) : '-',
+        f ? f.bytes : '-',
+        a && b && f ? ((a - f.bytes) / b).toFixed(2) : '-',
+      );
     }
     table.push(row);
   }
@@ -631,6 +822,8 @@ function sizeTable(rows) {
       a ? `${a.perTool} (${a.tools})` : '-',
       b ? `${b.perTool} (${b.tools})` : '-',
       a && b ? (a.perTool / b.perTool).toFixed(2) : '-',
+      '',
+      '',
     );
   }
   table.push(decl);
@@ -646,6 +839,37 @@ function sizeTable(rows) {
         .join('  '),
     );
   return lines.join('\n');
+}
+
+/**
+ * Computes each fs-tools row's contract facts against the official row of the same client and asserts the floor:
+ * without the contract's facts, fs-tools hands the model at most what the official server does, per operation.
+ */
+function checkFloor(rows) {
+  for (const mine of rows.filter((r) => r.server === 'fs-tools')) {
+    const theirs = rows.find((r) => r.client === mine.client && r.server === 'official');
+    if (!theirs) continue;
+    mine.facts = mine.labels.map((label, i) => {
+      const list = contractFacts(mine.tools[i], mine.texts[i] ?? '', theirs.texts[i] ?? '', {
+        ws: mine.ws,
+        officialWs: theirs.ws,
+      });
+      return { bytes: list.reduce((n, f) => n + f.bytes, 0), list };
+    });
+    for (const [i, label] of mine.labels.entries()) {
+      const a = mine.sizes[i];
+      const b = theirs.sizes[i];
+      if (!a || !b) continue;
+      const f = mine.facts[i];
+      const ok = check(
+        a - f.bytes <= b,
+        `${mine.client}: ${label}: without the contract's facts (${f.bytes} bytes) at most the official size ` +
+          `(${a - f.bytes} <= ${b})`,
+        f.list.map((x) => `${x.fact}: ${x.bytes}`).join('; '),
+      );
+      if (ok) console.log(`       facts: ${f.list.map((x) => `${x.fact} ${x.bytes}`).join('; ') || 'none'}`);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- main
@@ -684,6 +908,9 @@ async function main() {
           server,
           labels: sized.map(({ s }) => s.label),
           sizes: sized.map(({ r }) => (r ? bytes(r.text) : null)),
+          texts: sized.map(({ r }) => r?.text ?? null),
+          tools: sized.map(({ s }) => s.tool),
+          ws: run.w.ws,
           decl: declarationBytes(run.declarations),
         });
         if (process.env.FS_TOOLS_CLIENTS_DUMP) {
@@ -703,6 +930,8 @@ async function main() {
     fs.rmSync(base, { recursive: true, force: true });
   }
   if (rows.length) {
+    console.log("\nThe floor (fs-tools without the contract's facts <= the official server, per operation and client)");
+    checkFloor(rows);
     console.log(sizeTable(rows));
     if (process.env.FS_TOOLS_CLIENTS_SIZES_JSON)
       fs.writeFileSync(process.env.FS_TOOLS_CLIENTS_SIZES_JSON, JSON.stringify(rows, null, 2));

@@ -122,6 +122,27 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       expect(bytesOf(f).toString()).toBe('alpha\ndelta\n');
     });
 
+    it('an edit result leaves out what it already says (issue #15): per-edit facts only when not one exact match each, path only through a link', async () => {
+      const d = s.area({ 'f.txt': 'a = 1\nb = 2\nb = 2\n', link: symlink('f.txt') });
+      const f = path.join(d, 'f.txt');
+      await s.client.callOk('read_file', { path: f });
+      const one = await s.client.callOk('edit_file', { path: f, edits: [{ old_text: 'a = 1', new_text: 'a = 3' }] });
+      expect(Object.keys(one).sort()).toEqual(['content_hash', 'diff', 'dry_run', 'previous_hash', 'replacements']);
+      const all = await s.client.callOk('edit_file', {
+        path: path.join(d, 'link'),
+        edits: [{ old_text: 'b = 2', new_text: 'b = 4', replace_all: true }],
+      });
+      expect(all.path).toBe(f); // the real path changed, named because a link was followed
+      expect(all.replacements).toBe(2);
+      expect(all.edits).toEqual([{ index: 0, replacements: 2, match: 'exact', lines: [2, 3] }]);
+      expect(all).not.toHaveProperty('diff_truncated');
+      expect(bytesOf(f).toString()).toBe('a = 3\nb = 4\nb = 4\n');
+      const written = await s.client.callOk('write_file', { path: path.join(d, 'link'), content: 'x\n' });
+      expect(written.path).toBe(f);
+      const created = await s.client.callOk('write_file', { path: path.join(d, 'new.txt'), content: 'y\n' });
+      expect(created).not.toHaveProperty('path');
+    });
+
     test.each([
       ['explicit expected_hash', true],
       ['remembered hash (auto-occ block)', false],

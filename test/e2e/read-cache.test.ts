@@ -62,7 +62,13 @@ describe('read_file and the facts cache (real server)', () => {
     ]) {
       const r = await client.callOk('read_file', { path: file, ...args });
       expect([r.content_hash, r.total_lines]).toEqual([sha(A), 70_000]);
-      expect(r.content).toBe(A.subarray(r.range.start_byte, r.range.end_byte).toString());
+      // Issue #15: a range states its lines; its bytes only when read from an offset (or cut, or base64).
+      const lines = A.toString()
+        .split('\n')
+        .slice(r.range.start_line - 1, r.range.end_line);
+      expect(r.content).toBe(lines.map((l: string) => `${l}\n`).join(''));
+      if ('offset' in args) expect(r.range.start_byte).toBe(args.offset);
+      else expect(r.range).not.toHaveProperty('start_byte');
     }
     expect((await client.callOk('read_file', { path: file, tail: 1 })).content).toBe(lineOf('AAAA', 70_000));
 
