@@ -85,7 +85,7 @@ describe('walkEntryClassifier agrees with classifyEntry on every entry a walk re
           expect([rel, withoutName(absolute, rel)]).toEqual([rel, expected]);
         }
       }),
-      { numRuns: 400, seed: 20261201 },
+      { numRuns: 200, seed: 20261201 },
     );
   });
 
