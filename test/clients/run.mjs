@@ -171,7 +171,8 @@ function scriptFor(server, w, { gemini }) {
         tool: 'read_file',
         args: { path: 'big.txt', start_line: 101, end_line: 200, ...wfp },
       },
-      { label: 'search, 20 matches', tool: 'search_files', args: { path: 'search', query: 'NEEDLE' } },
+      // fs-tools searches file content here; the official server has no content search, so its row is its name search.
+      { label: 'search content, 20 matches', tool: 'search_files', args: { path: 'search', query: 'NEEDLE' } },
       { label: 'list 200 entries', tool: 'list_directory', args: { path: 'many' } },
       {
         label: 'edit',
@@ -190,6 +191,8 @@ function scriptFor(server, w, { gemini }) {
         args: { path: 'src/edit.ts', edits: [{ old_text: 'no such text here', new_text: 'x' }] },
         fail: 'PATCH_FAILED',
       },
+      // The search both servers have: file names matching a glob.
+      { label: 'search by name, 20 files', tool: 'search_files', args: { path: 'search', glob: '**/needle-*' } },
       // Last, outside the size table: the image must reach the model (issue #18 acceptance).
       { label: 'read small PNG', tool: 'read_media', args: { path: 'pic.png' }, image: true },
     ];
@@ -198,7 +201,11 @@ function scriptFor(server, w, { gemini }) {
   return [
     { label: 'read 4 KB file', tool: 'read_text_file', args: { path: abs('src/module.ts') } },
     { label: 'read 100-line range', tool: 'read_text_file', args: { path: abs('big.txt'), head: 100, ...wfp } },
-    { label: 'search, 20 matches', tool: 'search_files', args: { path: abs('search'), pattern: '**/needle-*' } },
+    {
+      label: 'search content, 20 matches',
+      tool: 'search_files',
+      args: { path: abs('search'), pattern: '**/needle-*' },
+    },
     { label: 'list 200 entries', tool: 'list_directory', args: { path: abs('many') } },
     {
       label: 'edit',
@@ -213,6 +220,7 @@ function scriptFor(server, w, { gemini }) {
       args: { path: abs('src/edit.ts'), edits: [{ oldText: 'no such text here', newText: 'x' }] },
       fail: true,
     },
+    { label: 'search by name, 20 files', tool: 'search_files', args: { path: abs('search'), pattern: '**/needle-*' } },
     { label: 'read small PNG', tool: 'read_media_file', args: { path: abs('pic.png') }, image: true },
   ];
 }
@@ -507,7 +515,14 @@ function checkFsToolsRun(clientName, run) {
     `${clientName}: no -32602 output-schema rejection`,
   );
   check(run.instructionsSeen, `${clientName}: the server instructions reach the model (path and default conventions)`);
-  // 9. read_media: the image itself (base64) in the model request, in each client whose model request can carry an
+  // 9. search by name: the 20 file names
+  const byName = run.script.findIndex((s) => s.label === 'search by name, 20 files');
+  check(
+    new Set(t(byName).match(/needle-\d\d\.txt/g) ?? []).size === 20,
+    `${clientName}: search by name shows the 20 files`,
+    t(byName).slice(0, 300),
+  );
+  // 10. read_media: the image itself (base64) in the model request, in each client whose model request can carry an
   // image from a tool result (README "Clients" says which can).
   if (IMAGE_CLIENTS.has(clientName)) {
     check(run.imageSeen, `${clientName}: read_media's image (base64 PNG) reaches the model`);
@@ -516,10 +531,11 @@ function checkFsToolsRun(clientName, run) {
     // one), so the image block is dropped; the model still gets the facts. If this starts failing, Codex passes
     // images now: move it to IMAGE_CLIENTS and update the README.
     const w = run.w;
+    const media = run.script.findIndex((s) => s.image);
     check(
-      !run.imageSeen && t(8).includes(sha(w.png)),
+      !run.imageSeen && t(media).includes(sha(w.png)),
       `${clientName}: read_media's facts (content_hash) reach the model; the image does not (README "Clients")`,
-      t(8).slice(0, 300),
+      t(media).slice(0, 300),
     );
   }
 }
