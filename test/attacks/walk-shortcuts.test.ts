@@ -165,3 +165,48 @@ describe('walk shortcuts under attack (issue #19)', () => {
     expect(replaced.files.map((f: any) => f.path).sort()).toEqual([...READABLE].sort());
   }, 30_000);
 });
+
+/**
+ * A page of long paths stays within the response budget (TOOL_BUDGET_BYTES, 3 MiB) with its cursor (issue #19
+ * review: the cursor of a deep path is tens of kilobytes and appears twice, in next_cursor and the text's last line,
+ * while list_directory charged 2 KiB for everything but its entries; a page came out ~64 KiB over 3 MiB). Paths near
+ * PATH_MAX of control characters (6 bytes of JSON each) make a page full after ~75 entries.
+ */
+describe('list_directory: a truncated page of long paths stays within the budget, cursor included', () => {
+  const tree = makeTree({ root: {} }, 'fs-tools-long-page-');
+  const component = '\x01'.repeat(250);
+  const deep = path.join(tree.dir, 'root', ...Array.from({ length: 14 }, () => component));
+  const FILES = 150;
+  let c: TestClient;
+  beforeAll(async () => {
+    mkdirSync(deep, { recursive: true });
+    for (let i = 0; i < FILES; i++) writeFileSync(path.join(deep, `${String(i).padStart(3, '0')}${component}`), '');
+    c = await connect('modern', { args: ['--state-dir', path.join(tree.dir, 'st'), path.join(tree.dir, 'root')] });
+  }, 30_000);
+  afterAll(async () => {
+    await c?.close();
+    tree.cleanup();
+  });
+
+  it('every page at most 3 MiB serialized, truncated with a cursor, and the pages hold every entry once', async () => {
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    for (; pages < 20; pages++) {
+      const r = await c.call('list_directory', {
+        path: path.join(tree.dir, 'root'),
+        depth: 20,
+        ...(cursor ? { cursor } : {}),
+      });
+      expect(Buffer.byteLength(JSON.stringify(r), 'utf8')).toBeLessThanOrEqual(3 * 1024 * 1024);
+      const s = r.structuredContent as Record<string, any>;
+      seen.push(...s.entries.map((e: any) => (typeof e === 'string' ? e : e.path)));
+      if (!s.next_cursor) break;
+      expect(s.truncated).toBe(true);
+      cursor = s.next_cursor;
+    }
+    expect(pages).toBeGreaterThan(0); // at least two pages: the budget, not the entry count, cut them
+    expect(seen.length).toBe(14 + FILES);
+    expect(new Set(seen).size).toBe(seen.length);
+  }, 60_000);
+});
