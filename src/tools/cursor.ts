@@ -11,6 +11,16 @@ export function queryFingerprint(parts: unknown): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 16);
 }
 
+/**
+ * An upper bound, in bytes (base64url is ASCII), of `encodeCursor(queryFingerprint(…), { after })` for an `after` of
+ * `afterLength` UTF-16 code units: each costs at most 6 bytes of JSON (`\u00XX`), the object around it 41
+ * (`{"v":1,"q":"<16>","after":""}`; 48 counted), and base64url makes 4 characters of 3 bytes. O(1): a listing asks it
+ * for every entry it adds (a long path's cursor is kilobytes, and it appears twice in a truncated page).
+ */
+export function afterCursorBytesBound(afterLength: number): number {
+  return Math.ceil(((48 + 6 * afterLength) * 4) / 3);
+}
+
 /** Encodes a resume point. */
 export function encodeCursor(fingerprint: string, position: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify({ v: 1, q: fingerprint, ...position }), 'utf8').toString('base64url');

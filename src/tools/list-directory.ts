@@ -10,7 +10,7 @@ import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, kindOf, linkTargetKind, walkEntryClassifier } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
-import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { afterCursorBytesBound, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
@@ -18,6 +18,8 @@ import { jsonStringBytes, ResponseBudget } from './response-budget.js';
 
 /** Default page of a `long` listing (at most --max-list-entries): entries, each an object with size and mtime. */
 export const LONG_PAGE_ENTRIES = 1000;
+/** Bytes of the text's truncation line around its cursor (`[fs-tools: listing truncated at N entries; …]`), at most. */
+const CURSOR_LINE_BYTES = 96;
 
 export const ListDirectoryInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
@@ -227,13 +229,15 @@ export const listDirectory = defineTool({
             cost =
               (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
           }
-          if (!budget.take(cost)) {
+          // Each entry also leaves room for the cursor that would follow it (next_cursor and the text's last line: a
+          // deep path's cursor is kilobytes, past the fixed 2 KiB), so a truncated page stays within the budget.
+          if (cost + 2 * afterCursorBytesBound(entry.relative.length) + CURSOR_LINE_BYTES > budget.remaining) {
             if (entries.length > 0) {
               truncated = true;
               return false;
             }
-            budget.charge(cost); // the first entry always goes (a page makes progress)
           }
+          budget.charge(cost); // (the first entry always goes: a page makes progress)
           unreadable += pendingUnreadable;
           pendingUnreadable = 0;
           nameTooLong += pendingNameTooLong;
