@@ -91,11 +91,17 @@ export class GuardedStdioTransport implements Transport {
 
   /**
    * Writes one message as one line. Resolves once stdout took it (at once, or after `drain` when stdout's buffer is
-   * full). @throws (rejects) when the transport is closed or stdout fails
+   * full). @throws (rejects) when the transport is closed, the message cannot be serialized, or stdout fails
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('GuardedStdioTransport is closed'));
-    const line = `${JSON.stringify(message)}\n`;
+    let line: string;
+    try {
+      line = `${JSON.stringify(message)}\n`;
+    } catch (error) {
+      // As the SDK's transport: a send fails by rejecting (callers `.catch` it), never by throwing.
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     if (!this.corked) {
       // Coalesce this turn's messages: the uncork runs once the current callbacks and their promise jobs are done.
       this.corked = true;
