@@ -536,6 +536,29 @@ interface HeldDir {
 const heldDirs = new Map<string, HeldDir>();
 
 /**
+ * How long held directories stay open after the last `withHeldDirSync`, ms. A held descriptor keeps its filesystem
+ * busy (`umount` fails with EBUSY) and a deleted directory allocated; an idle server holds none (review of issue #19:
+ * a file read on a mount kept that mount from being unmounted for as long as the server ran).
+ */
+export const HELD_DIRS_IDLE_MS = 1000;
+/** Date.now() of the last use of a held directory. */
+let lastHeldUse = 0;
+/** The pending idle check (unref'd: it never keeps the process alive), or null. */
+let idleTimer: ReturnType<typeof setTimeout> | null = null;
+
+/** Closes every held directory once none was used for HELD_DIRS_IDLE_MS; otherwise checks again later. */
+function releaseWhenIdle(): void {
+  idleTimer = null;
+  const idle = Date.now() - lastHeldUse;
+  if (idle >= HELD_DIRS_IDLE_MS) {
+    releaseHeldDirs();
+    return;
+  }
+  idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS - idle);
+  idleTimer.unref?.();
+}
+
+/**
  * Runs `fn` synchronously on a verified descriptor of `dir` (absolute, real), reusing one an earlier call opened
  * (issue #19: opening a file's directory from its root cost seven syscalls on every small read). A held descriptor is
  * used only after the one proof every verified directory gets (`assertDescriptorAt`): its /proc/self/fd location
@@ -545,7 +568,8 @@ const heldDirs = new Map<string, HeldDir>();
  * the caller's own re-check of what it opens (open-file.ts proves the opened file's location too).
  * Only where operations are descriptor-relative (Linux with /proc); elsewhere every call opens and closes `dir`.
  * `fn` must not keep the directory or use it after it returns (it stays open for the next call; it is never closed
- * under a running `fn`, because eviction happens only here, synchronously). At most `HELD_DIRS_MAX` are held.
+ * under a running `fn`, because eviction happens only here, synchronously, and the idle release runs from a timer,
+ * never during a synchronous `fn`). At most `HELD_DIRS_MAX` are held, and none once HELD_DIRS_IDLE_MS passed unused.
  * @throws as VerifiedDir.open, and whatever `fn` throws
  */
 export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean, fn: (d: VerifiedDir) => T): T {
@@ -571,6 +595,11 @@ export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean
   }
   held.inside.current = isInside;
   heldDirs.set(dir, held);
+  lastHeldUse = Date.now();
+  if (idleTimer === null) {
+    idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS);
+    idleTimer.unref?.();
+  }
   while (heldDirs.size > HELD_DIRS_MAX) {
     const [oldest, entry] = heldDirs.entries().next().value as [string, HeldDir];
     heldDirs.delete(oldest);
@@ -579,10 +608,12 @@ export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean
   return fn(held.dir);
 }
 
-/** Closes every held directory (tests; a process that wants its descriptors back). */
+/** Closes every held directory (after HELD_DIRS_IDLE_MS idle; tests; a process that wants its descriptors back). */
 export function releaseHeldDirs(): void {
   for (const held of heldDirs.values()) held.dir.close();
   heldDirs.clear();
+  if (idleTimer !== null) clearTimeout(idleTimer);
+  idleTimer = null;
 }
 
 /**

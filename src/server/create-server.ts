@@ -35,14 +35,39 @@ const INSTRUCTIONS =
  * output (call-tool.ts) and checked by tests instead: test/e2e/schemas.test.ts validates every tool's results
  * against its advertised outputSchema and the SDK's CallToolResult schema, under both eras. Every other method keeps
  * the SDK's wrapping. What the dropped wrapper also did and fs-tools does not use: the 2026-07-28 multi-round-trip
- * seam (`input_required` results, `requestState`), which no fs-tools tool returns or reads.
+ * seam (`input_required` results, `requestState`), which no fs-tools tool returns or reads. What clients saw of it is
+ * kept: an invalid tools/call request is -32602 "Invalid tools/call request: …" and a non-string requestState -32602
+ * invalid_request_state (test/e2e/protocol-review.test.ts).
  */
 class FsToolsServer extends Server {
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
-    return method === 'tools/call' ? handler : super._wrapHandler(method, handler);
+    if (method !== 'tools/call') return super._wrapHandler(method, handler);
+    return (request, ctx) => {
+      // What the dropped wrapper checked that clients see: a requestState that is not a string is refused as the SDK
+      // refuses it (fs-tools mints none, so a string one is ignored, as the SDK ignores one it cannot verify).
+      const requestState: unknown = ctx.mcpReq.requestState();
+      if (requestState !== undefined && typeof requestState !== 'string') {
+        return Promise.reject(
+          new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid or expired requestState', {
+            reason: 'invalid_request_state',
+          }),
+        );
+      }
+      try {
+        return handler(request, ctx);
+      } catch (error) {
+        // `setRequestHandler`'s stored handler validates the request synchronously and throws a plain Error (which
+        // the protocol layer would answer -32603) before our async handler runs; an invalid tools/call request is
+        // -32602 with the SDK's wording, as before (review of issue #19).
+        if (error instanceof ProtocolError) return Promise.reject(error);
+        return Promise.reject(
+          new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid tools/call request: ${(error as Error).message}`),
+        );
+      }
+    };
   }
 }
 

@@ -26,6 +26,8 @@ export class GuardedStdioTransport implements Transport {
   private closed = false;
   /** True while stdout is corked for this turn (an uncork is scheduled). */
   private corked = false;
+  /** The pending wait for stdout's 'drain', shared by the sends that met a full buffer (null: none pending). */
+  private drainWait: Promise<void> | null = null;
 
   /**
    * @param input stdin (or any readable byte stream)
@@ -89,11 +91,17 @@ export class GuardedStdioTransport implements Transport {
 
   /**
    * Writes one message as one line. Resolves once stdout took it (at once, or after `drain` when stdout's buffer is
-   * full). @throws (rejects) when the transport is closed or stdout fails
+   * full). @throws (rejects) when the transport is closed, the message cannot be serialized, or stdout fails
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('GuardedStdioTransport is closed'));
-    const line = `${JSON.stringify(message)}\n`;
+    let line: string;
+    try {
+      line = `${JSON.stringify(message)}\n`;
+    } catch (error) {
+      // As the SDK's transport: a send fails by rejecting (callers `.catch` it), never by throwing.
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
     if (!this.corked) {
       // Coalesce this turn's messages: the uncork runs once the current callbacks and their promise jobs are done.
       this.corked = true;
@@ -101,8 +109,18 @@ export class GuardedStdioTransport implements Transport {
       process.nextTick(this.uncork);
     }
     if (this.output.write(line)) return Promise.resolve();
-    return new Promise((resolve, reject) => {
+    return this.drained();
+  }
+
+  /**
+   * One wait for stdout's next 'drain' (or 'error'), shared by every send that met the full buffer meanwhile: a burst
+   * of answers adds two listeners to stdout, not two per answer (review of issue #19: 11 or more pending sends
+   * printed MaxListenersExceededWarning on stderr).
+   */
+  private drained(): Promise<void> {
+    this.drainWait ??= new Promise<void>((resolve, reject) => {
       const settle = (error?: Error): void => {
+        this.drainWait = null;
         this.output.off('drain', onDrain);
         this.output.off('error', onError);
         if (error) reject(error);
@@ -113,6 +131,7 @@ export class GuardedStdioTransport implements Transport {
       this.output.once('drain', onDrain);
       this.output.once('error', onError);
     });
+    return this.drainWait;
   }
 
   /** Stops reading stdin and fires `onclose` (idempotent). Messages already written are flushed by stdout itself. */

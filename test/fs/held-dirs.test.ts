@@ -7,6 +7,7 @@
  *    and nothing outside is opened; one deleted is ENOENT;
  *  - at most HELD_DIRS_MAX are held (the process's descriptors stay bounded), the least recently used closed first;
  *  - the held directory answers containment with the predicate of the call using it now;
+ *  - none is held once HELD_DIRS_IDLE_MS passed without a use (review: a held directory kept its mount busy);
  *  - releaseHeldDirs closes them all.
  */
 import {
@@ -20,9 +21,10 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import {
   DESCRIPTOR_RELATIVE,
+  HELD_DIRS_IDLE_MS,
   HELD_DIRS_MAX,
   releaseHeldDirs,
   withHeldDirSync,
@@ -126,6 +128,23 @@ describe.runIf(DESCRIPTOR_RELATIVE)('withHeldDirSync', () => {
     const none = (): boolean => false;
     expect(withHeldDirSync(D, inside, (d) => d.isInside(D))).toBe(true);
     expect(withHeldDirSync(D, none, (d) => d.isInside(D))).toBe(false);
+  });
+
+  it('closes every held directory once none was used for HELD_DIRS_IDLE_MS, and not before', () => {
+    vi.useFakeTimers();
+    try {
+      const baseline = openDescriptors();
+      readVia(D, 'x');
+      vi.advanceTimersByTime(HELD_DIRS_IDLE_MS / 2);
+      readVia(D, 'x'); // used again: the idle time starts over
+      vi.advanceTimersByTime(HELD_DIRS_IDLE_MS * 0.75);
+      expect(openDescriptors()).toBe(baseline + 1);
+      vi.advanceTimersByTime(HELD_DIRS_IDLE_MS);
+      expect(openDescriptors()).toBe(baseline);
+      expect(readVia(D, 'x').text).toBe('one'); // opened afresh
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('releaseHeldDirs closes every held descriptor', () => {

@@ -1,7 +1,8 @@
 /**
  * The stdio transport (src/server/stdio-transport.ts): each valid line reaches `onmessage` once, parsed; a malformed
  * line is answered on stdout and never reaches `onmessage`; the messages sent in one turn of the event loop leave in
- * one write; a full stdout holds `send` until it drains; end of stdin closes the transport, after which nothing is
+ * one write; a full stdout holds `send` until it drains (one shared wait, whatever the number of sends); a message that
+ * cannot be serialized rejects its send; end of stdin closes the transport, after which nothing is
  * written. The e2e protocol tests (test/e2e/protocol.test.ts, test/attacks/protocol-abuse.test.ts) run it in the
  * real server under both eras.
  */
@@ -107,5 +108,34 @@ describe('GuardedStdioTransport', () => {
     await tick();
     expect(errors).toContain('EPIPE');
     expect(closed).toBe(true);
+  });
+  it('shares one drain wait among the sends that met a full stdout (two listeners, not two per send)', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput({ highWaterMark: 16, delayMs: 5 });
+    const transport = new GuardedStdioTransport(input, output);
+    await transport.start();
+    const baseDrain = output.listenerCount('drain');
+    const baseError = output.listenerCount('error');
+    const sends = Array.from({ length: 30 }, (_, i) => transport.send(ping(i)));
+    expect(output.listenerCount('drain')).toBe(baseDrain + 1);
+    expect(output.listenerCount('error')).toBe(baseError + 1);
+    await Promise.all(sends);
+    expect(writes.flat()).toHaveLength(30);
+    expect(output.listenerCount('drain')).toBe(baseDrain);
+    expect(output.listenerCount('error')).toBe(baseError);
+  });
+
+  it('rejects, never throws, when a message cannot be serialized', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput();
+    const transport = new GuardedStdioTransport(input, output);
+    await transport.start();
+    const bad = { jsonrpc: '2.0', id: 1, result: { n: 1n } } as unknown as JSONRPCMessage;
+    let sent: Promise<void> | undefined;
+    expect(() => (sent = transport.send(bad))).not.toThrow();
+    await expect(sent).rejects.toThrow(/BigInt/);
+    await transport.send(ping(2));
+    await tick();
+    expect(writes.flat()).toEqual([JSON.stringify(ping(2))]);
   });
 });
