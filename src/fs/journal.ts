@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { syncDirectory } from './atomic-write.js';
@@ -133,7 +133,9 @@ export async function removeJournal(file: string): Promise<void> {
 /**
  * Every entry file under the state dir, parsed and validated (JournalEntrySchema). Invalid entries are returned with
  * the reason and left on disk. Leftover `*.json.tmp` files (never committed) are removed unless `keepTemporaries`
- * (--readonly: start-up changes nothing).
+ * (--readonly: start-up changes nothing) — only once older than STALE_TEMPORARY_MS: servers may share a state
+ * directory, and a young one is another live server's entry between its write and its rename (removing it made that
+ * server's mutation fail).
  */
 export async function readJournals(
   stateDir: string,
@@ -150,13 +152,25 @@ export async function readJournals(
   for (const name of names.sort()) {
     const file = path.join(dir, name);
     if (!name.endsWith('.json')) {
-      if (name.endsWith('.json.tmp') && !options.keepTemporaries)
+      if (name.endsWith('.json.tmp') && !options.keepTemporaries && (await isStaleTemporary(file)))
         await rm(file, { force: true }).catch(() => undefined);
       continue;
     }
     out.push(await readEntry(file, name));
   }
   return out;
+}
+
+/**
+ * Age (ms, by mtime) after which a never-committed `*.json.tmp` is a leftover: a live writer renames its temporary
+ * within milliseconds (write, fsync, rename), so ten minutes leaves any live server's entry alone.
+ */
+export const STALE_TEMPORARY_MS = 10 * 60 * 1000;
+
+/** True when `file` is a regular file (not followed) last modified at least STALE_TEMPORARY_MS ago. */
+async function isStaleTemporary(file: string): Promise<boolean> {
+  const st = await lstat(file).catch(() => null);
+  return st !== null && st.isFile() && Date.now() - st.mtimeMs >= STALE_TEMPORARY_MS;
 }
 
 async function readEntry(file: string, name: string): Promise<JournalRecord> {

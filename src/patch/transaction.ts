@@ -6,7 +6,7 @@
  * start-up, `recoverJournals` rolls back what a dead process left unfinished, the same way.
  */
 import { toEnvelope } from '../errors/to-envelope.js';
-import { OccMismatchError, RollbackError, type RollbackFile } from '../errors/tool-error.js';
+import { OccMismatchError, RollbackError, ToolError, type RollbackFile } from '../errors/tool-error.js';
 import { makeDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
 import { removeEntry } from '../fs/tree-ops.js';
 import {
@@ -95,7 +95,13 @@ export async function commitTransaction(
     new_hash: c.newHash,
     mode: c.oldMode,
   }));
-  const journal = await writeJournal(options.stateDir, files);
+  // Nothing is written yet when the journal fails; its error names the state directory, which lies outside the
+  // roots and must not reach an envelope (SPEC §3: no outside path), so only its errno is said.
+  const journal = await writeJournal(options.stateDir, files).catch((error: NodeJS.ErrnoException) => {
+    throw new ToolError('IO_ERROR', 'Could not write the undo journal in the state directory; nothing was changed.', {
+      details: { reason: 'journal_write_failed', ...(error.code ? { errno: error.code } : {}) },
+    });
+  });
   killPoint();
   let committed = 0;
   const createdDirs: string[] = [];

@@ -26,13 +26,14 @@
  * the seam throws an injected EIO instead, and the ROLLBACK_FAILED case is skipped.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { toEnvelope } from '../../src/errors/to-envelope.js';
 import { RollbackError } from '../../src/errors/tool-error.js';
 import { identityOf, setWriteFaultInjector } from '../../src/fs/atomic-write.js';
 import { hashBytes } from '../../src/fs/hash.js';
-import { listJournals, writeJournal, type JournalFile } from '../../src/fs/journal.js';
+import { listJournals, STALE_TEMPORARY_MS, writeJournal, type JournalFile } from '../../src/fs/journal.js';
 import { commitTransaction, recoverJournals, type PlannedChange } from '../../src/patch/transaction.js';
 import type { AllowedPath } from '../../src/policy/resolve-path.js';
 import { snapshotTree } from '../helpers/snapshot.js';
@@ -141,6 +142,25 @@ describe(`commitTransaction (faults: ${CHATTR ? 'real, chattr +i' : 'injected EI
     expect(readFileSync(t.at('d2/new.py'), 'utf8')).toBe('n = 1\n');
     expect(journalNames(t.state)).toEqual([]);
     expect(tempFiles(t.root)).toEqual([]);
+  });
+
+  it('a journal that cannot be written refuses the change: IO_ERROR without the state path, nothing written', async () => {
+    const t = setup({ 'a.txt': 'old a\n' });
+    // `journal` a regular file: mkdir fails (EEXIST) even for root, before any file is touched.
+    writeFileSync(path.join(t.state, 'journal'), 'not a directory');
+    const before = snapshotTree(t.root);
+    const error = await commitTransaction([plan(t.at('a.txt'), 'new a\n'), plan(t.at('b.txt'), 'b\n')], {
+      stateDir: t.state,
+      isInside: t.isInside,
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    const envelope = toEnvelope(error);
+    expect(envelope.error.code).toBe('IO_ERROR');
+    expect(envelope.error.details).toMatchObject({ reason: 'journal_write_failed', errno: 'EEXIST' });
+    expect(JSON.stringify(envelope)).not.toContain(t.state);
+    expect(snapshotTree(t.root)).toEqual(before);
   });
 
   it('writes the journal entry durably before the first file', async () => {
@@ -337,7 +357,14 @@ describe('recoverJournals', () => {
     const entry = JSON.parse(readFileSync(file, 'utf8'));
     entry.pid = deadPid();
     writeFileSync(file, JSON.stringify(entry));
-    writeFileSync(path.join(t.state, 'journal', 'half-written.json.tmp'), '{"id":');
+    // A never-committed entry: removed once stale; a young one may be another live server's, between its write and
+    // its rename (servers can share a state directory), and stays.
+    const staleTmp = path.join(t.state, 'journal', 'half-written.json.tmp');
+    const youngTmp = path.join(t.state, 'journal', 'being-written.json.tmp');
+    writeFileSync(staleTmp, '{"id":');
+    const old = new Date(Date.now() - STALE_TEMPORARY_MS - 60_000);
+    utimesSync(staleTmp, old, old);
+    writeFileSync(youngTmp, '{"id":');
     // What a process killed between a temporary write and its rename leaves beside the file; and look-alikes.
     writeFileSync(t.at('.a.txt.fs-tools-0123456789ab.tmp'), 'a2\n');
     writeFileSync(t.at('.a.txt.fs-tools-notes.tmp'), 'mine\n');
@@ -359,6 +386,7 @@ describe('recoverJournals', () => {
         ],
       },
     ]);
+    expect([existsSync(staleTmp), existsSync(youngTmp)]).toEqual([false, true]);
     expect(readFileSync(t.at('a.txt'), 'utf8')).toBe('a1\n');
     expect(lstatSync(t.at('a.txt')).mode & 0o777).toBe(0o600);
     expect(readFileSync(t.at('b.txt'), 'utf8')).toBe('someone else\n');
@@ -369,7 +397,7 @@ describe('recoverJournals', () => {
     expect(existsSync(t.at('.a.txt.fs-tools-0123456789ab.tmp'))).toBe(false);
     expect(existsSync(t.at('.a.txt.fs-tools-notes.tmp'))).toBe(true);
     expect(existsSync(t.at('.other.txt.fs-tools-0123456789ab.tmp'))).toBe(true);
-    expect(journalNames(t.state)).toEqual([]);
+    expect(journalNames(t.state)).toEqual(['being-written.json.tmp']); // the young temporary stays
     expect(logs).toHaveLength(1);
     expect(logs[0]).toContain(entry.id);
     expect(logs[0]).toContain('ROLLBACK_PARTIAL');
