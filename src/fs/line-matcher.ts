@@ -64,7 +64,7 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
   }
   const literal = requiredLiteral(source, flags);
   return {
-    match: (text) => regexPool.run(source, flags, text, literal),
+    match: (text) => regexPool.run(source, flags, text),
     needle: literal === null ? null : Buffer.from(literal, 'utf8'),
     replace: (text, replacement, maxChars) => regexPool.replace(source, flags, text, { replacement, maxChars }),
   };
@@ -305,9 +305,6 @@ interface WorkerReply {
   tooLarge?: true;
 }
 
-/** What a job carries beside the text: a replacement (replace), or the required literal of a match. */
-type JobExtra = { replacement: string; maxChars: number } | { literal: string };
-
 /**
  * One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive.
  * `workerUrl`: the bundled worker next to this module (dist/regex-worker.js); unit tests, which run this module from
@@ -320,19 +317,8 @@ export class RegexWorkerPool {
 
   constructor(private readonly workerUrl: URL = new URL('./regex-worker.js', import.meta.url)) {}
 
-  /**
-   * Matching lines of `text` (`matchLines` in the worker, under the per-file time limit).
-   * @param literal a string every matching line contains (`requiredLiteral`), or null: only lines holding it are tested
-   * @throws ToolError VALIDATION regex_timeout
-   */
-  run(source: string, flags: string, text: string, literal: string | null = null): Promise<LineHit[]> {
-    return this.enqueue<LineHit[]>(
-      source,
-      flags,
-      text,
-      literal === null ? undefined : { literal },
-      (msg) => msg.lines!,
-    );
+  run(source: string, flags: string, text: string): Promise<LineHit[]> {
+    return this.enqueue<LineHit[]>(source, flags, text, undefined, (msg) => msg.lines!);
   }
 
   /** Replaces in `text` in the worker (same queue, same time limit). */
@@ -353,7 +339,7 @@ export class RegexWorkerPool {
     source: string,
     flags: string,
     text: string,
-    replacement: JobExtra | undefined,
+    replacement: { replacement: string; maxChars: number } | undefined,
     pick: (msg: WorkerReply) => T,
   ): Promise<T> {
     const job = this.queue.then(() => this.runNow(source, flags, text, replacement)).then(pick);
@@ -369,7 +355,12 @@ export class RegexWorkerPool {
     return this.worker;
   }
 
-  private runNow(source: string, flags: string, text: string, replacement: JobExtra | undefined): Promise<WorkerReply> {
+  private runNow(
+    source: string,
+    flags: string,
+    text: string,
+    replacement: { replacement: string; maxChars: number } | undefined,
+  ): Promise<WorkerReply> {
     const worker = this.getWorker();
     const id = this.nextId++;
     return new Promise<WorkerReply>((resolve, reject) => {

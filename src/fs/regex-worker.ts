@@ -1,13 +1,12 @@
 /**
  * Worker side of bounded regular-expression search (SPEC §6.1: a user-supplied regular expression can never stall
  * the server). Runs in a worker thread that the main thread terminates when a file takes too long.
- * Message in: { id, source, flags, text, literal? }. Message out: { id, lines: [[lineIndex, column], …] } (0-based line,
+ * Message in: { id, source, flags, text }. Message out: { id, lines: [[lineIndex, column], …] } (0-based line,
  * 0-based UTF-16 column of the first match on each matching line).
  * With `replacement` in the message (replace_in_files, issue 18), the worker replaces instead (src/fs/replace-lines.ts)
  * and answers { id, text, count, tooLarge? } (a result over `maxChars` is not built).
  */
 import { parentPort } from 'node:worker_threads';
-import { matchLines } from './line-matcher.js';
 import { replaceLines } from './replace-lines.js';
 
 interface Job {
@@ -18,8 +17,6 @@ interface Job {
   replacement?: string;
   /** With replacement: most UTF-16 code units of the result (src/fs/replace-lines.ts `maxChars`). */
   maxChars?: number;
-  /** Without replacement: a string every matching line contains; only lines holding it are tested (issue #19). */
-  literal?: string;
 }
 
 let cached: { key: string; re: RegExp } | null = null;
@@ -33,5 +30,21 @@ parentPort?.on('message', (job: Job) => {
     parentPort!.postMessage({ id: job.id, text: r.text, count: r.count, ...(r.tooLarge ? { tooLarge: true } : {}) });
     return;
   }
-  parentPort!.postMessage({ id: job.id, lines: matchLines(re, job.text, job.literal) });
+  const out: Array<[number, number]> = [];
+  let lineStart = 0;
+  let lineIndex = 0;
+  const text = job.text;
+  while (lineStart <= text.length) {
+    let lineEnd = text.indexOf('\n', lineStart);
+    if (lineEnd === -1) lineEnd = text.length;
+    let line = text.slice(lineStart, lineEnd);
+    if (line.endsWith('\r')) line = line.slice(0, -1);
+    re.lastIndex = 0;
+    const m = re.exec(line);
+    if (m) out.push([lineIndex, m.index]);
+    if (lineEnd === text.length) break;
+    lineStart = lineEnd + 1;
+    lineIndex++;
+  }
+  parentPort!.postMessage({ id: job.id, lines: out });
 });
