@@ -12,6 +12,9 @@ import { replaceLines, type LineReplacement } from './replace-lines.js';
 /** How long one file may take under a user regular expression, ms. */
 export const REGEX_FILE_TIMEOUT_MS = 1000;
 
+/** How long a fresh regex worker may take to load before its first file, ms (then it fails like a timeout). */
+export const REGEX_WORKER_START_TIMEOUT_MS = 30_000;
+
 /** 0-based line index and 0-based column of the first match on that line. */
 export type LineHit = [line: number, column: number];
 
@@ -312,6 +315,7 @@ interface WorkerReply {
  */
 export class RegexWorkerPool {
   private worker: Worker | null = null;
+  private ready: Promise<void> = Promise.resolve();
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
 
@@ -347,21 +351,55 @@ export class RegexWorkerPool {
     return job;
   }
 
-  private getWorker(): Worker {
+  /**
+   * The worker, started if needed, once it has loaded (its `{ready: true}` message): the per-file limit then times
+   * the regular expression's work, not the thread's start-up (a fresh worker under load took over a second).
+   * @throws the regex timeout error when the worker does not load within REGEX_WORKER_START_TIMEOUT_MS, or its error
+   */
+  private async getWorker(): Promise<Worker> {
     if (!this.worker) {
-      this.worker = new Worker(fileURLToPath(this.workerUrl));
-      this.worker.unref();
+      const worker = new Worker(fileURLToPath(this.workerUrl));
+      worker.unref();
+      this.worker = worker;
+      this.ready = new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          cleanup();
+          if (this.worker === worker) this.worker = null;
+          void worker.terminate();
+          reject(regexTimeoutError());
+        }, REGEX_WORKER_START_TIMEOUT_MS);
+        timer.unref();
+        const onMessage = (msg: { ready?: boolean }) => {
+          if (msg?.ready !== true) return;
+          cleanup();
+          resolve();
+        };
+        const onError = (error: Error) => {
+          cleanup();
+          if (this.worker === worker) this.worker = null;
+          reject(error);
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          worker.off('message', onMessage);
+          worker.off('error', onError);
+        };
+        worker.on('message', onMessage);
+        worker.on('error', onError);
+      });
     }
-    return this.worker;
+    const worker = this.worker;
+    await this.ready;
+    return worker;
   }
 
-  private runNow(
+  private async runNow(
     source: string,
     flags: string,
     text: string,
     replacement: { replacement: string; maxChars: number } | undefined,
   ): Promise<WorkerReply> {
-    const worker = this.getWorker();
+    const worker = await this.getWorker();
     const id = this.nextId++;
     return new Promise<WorkerReply>((resolve, reject) => {
       const timer = setTimeout(() => {

@@ -48,3 +48,7 @@ parentPort?.on('message', (job: Job) => {
   }
   parentPort!.postMessage({ id: job.id, lines: out });
 });
+
+// Loaded and listening: the per-file time limit starts only now (RegexWorkerPool waits for this message), so a
+// thread's start-up on a busy machine is not charged to the first file's regular expression.
+parentPort?.postMessage({ ready: true });
