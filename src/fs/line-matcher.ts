@@ -315,7 +315,7 @@ interface WorkerReply {
  */
 export class RegexWorkerPool {
   private worker: Worker | null = null;
-  private ready: Promise<void> = Promise.resolve();
+  private ready: Promise<unknown> = Promise.resolve();
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
 
@@ -361,32 +361,7 @@ export class RegexWorkerPool {
       const worker = new Worker(fileURLToPath(this.workerUrl));
       worker.unref();
       this.worker = worker;
-      this.ready = new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          cleanup();
-          if (this.worker === worker) this.worker = null;
-          void worker.terminate();
-          reject(regexTimeoutError());
-        }, REGEX_WORKER_START_TIMEOUT_MS);
-        timer.unref();
-        const onMessage = (msg: { ready?: boolean }) => {
-          if (msg?.ready !== true) return;
-          cleanup();
-          resolve();
-        };
-        const onError = (error: Error) => {
-          cleanup();
-          if (this.worker === worker) this.worker = null;
-          reject(error);
-        };
-        const cleanup = () => {
-          clearTimeout(timer);
-          worker.off('message', onMessage);
-          worker.off('error', onError);
-        };
-        worker.on('message', onMessage);
-        worker.on('error', onError);
-      });
+      this.ready = this.reply(worker, (msg) => (msg.ready === true ? true : undefined), REGEX_WORKER_START_TIMEOUT_MS);
     }
     const worker = this.worker;
     await this.ready;
@@ -401,21 +376,42 @@ export class RegexWorkerPool {
   ): Promise<WorkerReply> {
     const worker = await this.getWorker();
     const id = this.nextId++;
-    return new Promise<WorkerReply>((resolve, reject) => {
+    const reply = this.reply(worker, (msg) => (msg.id === id ? msg : undefined), REGEX_FILE_TIMEOUT_MS);
+    worker.postMessage(
+      replacement === undefined ? { id, source, flags, text } : { id, source, flags, text, ...replacement },
+    );
+    return reply;
+  }
+
+  /**
+   * The first message of `worker` that `accept` takes (its result), within `timeoutMs`; on the timeout the worker
+   * is terminated and dropped (the next job starts a fresh one), and on its error it is dropped.
+   * @throws the regex timeout error, or the worker's error
+   */
+  private reply<T>(
+    worker: Worker,
+    accept: (msg: WorkerReply & { ready?: boolean }) => T | undefined,
+    timeoutMs: number,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const drop = () => {
+        if (this.worker === worker) this.worker = null;
+      };
       const timer = setTimeout(() => {
         cleanup();
-        this.worker = null;
+        drop();
         void worker.terminate();
         reject(regexTimeoutError());
-      }, REGEX_FILE_TIMEOUT_MS);
-      const onMessage = (msg: WorkerReply) => {
-        if (msg.id !== id) return;
+      }, timeoutMs);
+      const onMessage = (msg: WorkerReply & { ready?: boolean }) => {
+        const value = accept(msg);
+        if (value === undefined) return;
         cleanup();
-        resolve(msg);
+        resolve(value);
       };
       const onError = (error: Error) => {
         cleanup();
-        this.worker = null;
+        drop();
         reject(error);
       };
       const cleanup = () => {
@@ -425,9 +421,6 @@ export class RegexWorkerPool {
       };
       worker.on('message', onMessage);
       worker.on('error', onError);
-      worker.postMessage(
-        replacement === undefined ? { id, source, flags, text } : { id, source, flags, text, ...replacement },
-      );
     });
   }
 }
