@@ -169,8 +169,12 @@ export const STALE_TEMPORARY_MS = 10 * 60 * 1000;
 
 /** True when `file` is a regular file (not followed) last modified at least STALE_TEMPORARY_MS ago. */
 async function isStaleTemporary(file: string): Promise<boolean> {
-  const st = await lstat(file).catch(() => null);
-  return st !== null && st.isFile() && Date.now() - st.mtimeMs >= STALE_TEMPORARY_MS;
+  try {
+    const st = await lstat(file);
+    return st.isFile() && Date.now() - st.mtimeMs >= STALE_TEMPORARY_MS;
+  } catch {
+    return false; // gone already (renamed by its writer, or removed by another server)
+  }
 }
 
 async function readEntry(file: string, name: string): Promise<JournalRecord> {

@@ -68,18 +68,21 @@ const COMPILED_RULES = SECRET_RULES.map((rule) => ({
  * `.ts`, `.md` end in none of those pairs). A non-ASCII character there takes the full screen, since lower-casing
  * one can give ASCII (the Kelvin sign K becomes `k`).
  */
-const SCREEN = ((): {
+const SCREEN = deriveScreen(SECRET_RULES);
+
+/** The screen of a rule set (shape above); exported for its tests, which also give it rules it cannot screen. */
+export function deriveScreen(rules: readonly { glob: string }[]): {
   names: Set<string>;
   suffixes: string[];
   prefixes: string[];
   tails: Set<number>;
   firsts: Set<number>;
-} | null => {
+} | null {
   const names = new Set<string>();
   const suffixes: string[] = [];
   const prefixes: string[] = [];
   const special = /[*?[\]{}()!+@\\]/;
-  for (const { glob } of SECRET_RULES) {
+  for (const { glob } of rules) {
     const last = glob.split('/').pop()!.toLowerCase();
     if (!special.test(last)) names.add(last);
     else if (last.startsWith('*') && !special.test(last.slice(1))) suffixes.push(last.slice(1));
@@ -98,7 +101,7 @@ const SCREEN = ((): {
     firsts.add(asciiLower(s.charCodeAt(0)));
   }
   return { names, suffixes, prefixes, tails, firsts };
-})();
+}
 
 /** An ASCII character code lower-cased (A-Z → a-z; anything else unchanged). */
 function asciiLower(c: number): number {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { PathFlavor } from '../../src/policy/containment.js';
-import { matchSecretRules, SECRET_RULES, secretRuleFor } from '../../src/policy/secrets.js';
+import { deriveScreen, matchSecretRules, SECRET_RULES, secretRuleFor } from '../../src/policy/secrets.js';
 
 const POSIX: PathFlavor = { pathModule: path.posix, caseInsensitive: false };
 const WIN: PathFlavor = { pathModule: path.win32, caseInsensitive: true };
@@ -87,5 +87,29 @@ describe('the screen never changes a verdict', () => {
       ),
       { numRuns: 20_000 },
     );
+  });
+});
+
+describe('deriveScreen (which rule sets the name screen can stand in for)', () => {
+  it('screens the shipped rules: every literal name, `*suffix` and `prefix*` last component', () => {
+    const screen = deriveScreen(SECRET_RULES);
+    expect(screen).not.toBeNull();
+    expect(screen!.names.has('.netrc')).toBe(true);
+    expect(screen!.suffixes).toContain('.pem');
+    expect(screen!.prefixes).toContain('.env.');
+  });
+
+  it('gives up (null: every path runs the full rules) on a last component it cannot screen', () => {
+    for (const glob of [
+      '**/[ab].key', // a class
+      '**/a*b', // a glob in the middle
+      '**/x', // a name shorter than two characters
+      '**/*', // an empty suffix
+      '**/*.clé', // a non-ASCII suffix
+      '**/é*', // a non-ASCII prefix
+    ]) {
+      expect([glob, deriveScreen([{ glob: '**/id_rsa' }, { glob }])]).toEqual([glob, null]);
+    }
+    expect(deriveScreen([{ glob: '**/id_rsa' }, { glob: '**/.env.*' }, { glob: '**/*.p12' }])).not.toBeNull();
   });
 });
