@@ -69,7 +69,8 @@ const BOUND_MAX_DEPTH = 64;
  * An upper bound of `jsonBytes(value)` computed without serializing (issue #19: the guard below ran on every result,
  * and serializing it cost as much as the SDK's own serialization of the message). A string costs at most 6 bytes
  * per UTF-16 code unit (`\u00XX`; a surrogate pair is 4 bytes for 2 units, any other character at most 3) plus its
- * quotes, a number at most 24 (the longest `Number.prototype.toString`, e.g. `-1.2345678901234567e-308`), `true`,
+ * quotes, a number at most 25 (the longest `Number.prototype.toString`: a sign, `0.00000` and 17 significant digits, e.g.
+ * `-0.0000010813526559002152`, just above 1e-6 where the exponent form begins; `-1.2345678901234567e-308` is 24), `true`,
  * `false`, `null` at most 5; an object or array its brackets, keys, colons and commas. Anything else (a `toJSON`
  * method such as a Date's, a bigint, a function, nesting deeper than BOUND_MAX_DEPTH) is measured exactly with
  * `jsonBytes`, so the bound never undercounts. Units: bytes of UTF-8.
@@ -80,7 +81,7 @@ export function jsonBytesBound(value: unknown, depth = 0): number {
     case 'string':
       return 2 + 6 * value.length;
     case 'number':
-      return 24;
+      return 25;
     case 'boolean':
       return 5;
     case 'undefined':
