@@ -16,6 +16,9 @@ export interface LineReplacement {
   tooLarge?: true;
 }
 
+/** Thrown by the counting pass of `replaceLines` as soon as the result's bound exceeds `maxChars`. */
+const TOO_LARGE = new Error('replacement result over its bound');
+
 /**
  * Replaces every match of `re` in each line of `text`.
  * @param re a compiled pattern; it is used with the `g` flag added (a copy is made when it lacks it)
@@ -40,24 +43,29 @@ export function replaceLines(
   /** Bound of the current line's result length (a line's own length plus each match's growth). */
   let grown = 0;
   let lineLength = 0;
+  /** Result length bound of the lines before the current one. */
+  let total = 0;
   const count1 = (m: string, ...rest: unknown[]): string => {
     count++;
     let longest = m.length;
-    if (dollars > 0) {
-      if (usesContext) longest = lineLength;
-      else {
-        // rest: the groups, then the offset (a number), the line and the named groups.
-        for (const g of rest) {
-          if (typeof g === 'number') break;
-          if (typeof g === 'string' && g.length > longest) longest = g.length;
-        }
+    // rest: the groups, then the offset (a number), the line and the named groups.
+    let offset = 0;
+    for (const g of rest) {
+      if (typeof g === 'number') {
+        offset = g;
+        break;
       }
+      if (dollars > 0 && typeof g === 'string' && g.length > longest) longest = g.length;
     }
+    if (usesContext) longest = lineLength;
     grown += replacement.length + dollars * longest - m.length;
+    // Stop the pass as soon as the line cannot fit whatever follows: the later matches lie in the rest of the line
+    // and can shrink the result by at most its length. Without this, a bomb of millions of one-character matches on
+    // one line was counted to the end of the line (seconds under load) before the bound below said no.
+    if (total + lineLength + grown - (lineLength - offset - m.length) > maxChars) throw TOO_LARGE;
     return m;
   };
   const out: string[] = [];
-  let total = 0;
   let lineStart = 0;
   // The empty remainder after a final newline (or an empty text) is no line: `^` adds nothing there.
   while (lineStart < text.length) {
@@ -70,7 +78,12 @@ export function replaceLines(
     grown = 0;
     lineLength = line.length;
     // First pass: count the matches and bound the line's result; nothing larger than the line is built.
-    line.replace(global, count1);
+    try {
+      line.replace(global, count1);
+    } catch (e) {
+      if (e === TOO_LARGE) return { text, count: 0, tooLarge: true };
+      throw e;
+    }
     total += line.length + Math.max(grown, 0) + (hasCr ? 1 : 0) + (nl === -1 ? 0 : 1);
     if (total > maxChars) return { text, count: 0, tooLarge: true };
     let replaced = line;

@@ -52,7 +52,9 @@ it.skipIf(commitCount() < 2)(
         cwd: REPO,
         encoding: 'utf8',
         maxBuffer: 64 << 20,
-        timeout: 150_000,
+        // About 30 s on an idle 2-core machine; more than 150 s was seen at a load average of 13 (other suites on
+        // the same cores). A bound, not a target: the time of this sample is not what the test checks.
+        timeout: 420_000,
       },
     );
     const report = JSON.parse(out) as Report;
@@ -79,5 +81,5 @@ it.skipIf(commitCount() < 2)(
     // The comparison can fail: git apply cannot apply the headerless and @@ @@ variants, so its column is not all correct.
     expect(report.table.all.git_apply.correct).toBeLessThan(report.table.all.git_apply.cases);
   },
-  180_000,
+  450_000,
 );

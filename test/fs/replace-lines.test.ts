@@ -59,4 +59,23 @@ describe('replaceLines', () => {
     expect(replaceLines(/b/u, 'abc\n', "$`$'", false, 13)).toEqual({ text: 'aacc\n', count: 1 });
     expect(replaceLines(/b/u, 'abc\n', "$`$'", false, 12)).toEqual({ text: 'abc\n', count: 0, tooLarge: true });
   });
+
+  it('stops a line early only when nothing after it could bring the result back under maxChars', () => {
+    // 'a' grows by 2, then 'bbbbbb' shrinks by 3: the line's bound is its own length, 7 + 1. After the first match
+    // alone it is 9, but the rest of the line (6 characters) may still shrink it, so the pass goes on.
+    expect(replaceLines(/a|b{6}/u, 'abbbbbb\n', 'xxx', false, 8)).toEqual({ text: 'xxxxxx\n', count: 2 });
+    expect(replaceLines(/a|b{6}/u, 'abbbbbb\n', 'xxx', false, 7)).toEqual({
+      text: 'abbbbbb\n',
+      count: 0,
+      tooLarge: true,
+    });
+    // The bomb of test/attacks/replace-in-files-attacks.test.ts: one 3,000,000-character line, every character a
+    // match that grows by 199. It stops after about maxChars / 199 matches instead of counting all 3,000,000.
+    const bomb = 'a'.repeat(3_000_000);
+    expect(replaceLines(/a/u, bomb, '$&'.repeat(100), false, 4_000_000)).toEqual({
+      text: bomb,
+      count: 0,
+      tooLarge: true,
+    });
+  });
 });
