@@ -264,6 +264,19 @@ describe.runIf(loaded !== null)('the addon', () => {
     expect(addon.validUtf8(new Uint8Array(0))).toBe(true);
   });
 
+  it('a run with a name the addon refuses is read by the JavaScript path, with the same outcome', () => {
+    // basename('/') is '' (never a walk entry, but readBatch must not trust that): the addon throws, nothing opened.
+    const options: ReaderOptions = {
+      roots: [{ real: '/' }],
+      maxFileBytes: 1e6,
+      keepMaxBytes: 1e5,
+      needle: null,
+      match: null,
+    };
+    expect(outcomes(['/'], options, addon)).toEqual([{ kind: 'unreadable' }]);
+    expect(outcomes(['/'], options, null)).toEqual([{ kind: 'unreadable' }]);
+  });
+
   it('reads a file whose size fstat reports as 0 as the JavaScript path does: as empty', () => {
     const dir = `/proc/${process.pid}`;
     const files = [`${dir}/status`, `${dir}/cmdline`];
