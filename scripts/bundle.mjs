@@ -2,10 +2,12 @@
 /**
  * Builds dist/ from src/ with esbuild: dist/cli.js (the whole server in one ES module, so a start loads one file
  * instead of a few hundred — about half the start-up CPU, which every agent session and every e2e test pays) and
- * one file per worker thread (src/fs/*-worker.ts → dist/*-worker.js, loaded by URL next to cli.js). Type checking is tsc's job
+ * one file per worker thread (src/fs/*-worker.ts → dist/*-worker.js, loaded by URL next to cli.js), and the optional
+ * native addon of content search (scripts/build-native.mjs). Type checking is tsc's job
  * (`npm run typecheck`); this only bundles.
  */
 import { build } from 'esbuild';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -44,6 +46,9 @@ writeFileSync(`${root}/${staging}/THIRD-PARTY-LICENSES.txt`, thirdPartyLicenses(
 mkdirSync(`${root}/dist`, { recursive: true });
 for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/dist/${name}`);
 rmSync(`${root}/${staging}`, { recursive: true, force: true });
+// Issue #19: the content-search addon, dist/native/<platform>-<arch>/fs_tools_native.node, where a C compiler and
+// Node's headers exist (scripts/build-native.mjs says why not otherwise, and never fails the build).
+spawnSync(process.execPath, [`${root}/scripts/build-native.mjs`], { cwd: root, stdio: 'inherit' });
 
 /**
  * The licence texts of every npm package whose code the bundle inlines (found from esbuild's metafile inputs), one

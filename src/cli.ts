@@ -18,6 +18,7 @@ import { VERSION } from './version.js';
 import { armKillPoint, recoverJournals } from './patch/transaction.js';
 import { failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
+import { searchReaderPool } from './fs/search-reader.js';
 import { findContainingRoot } from './policy/containment.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
@@ -47,6 +48,8 @@ Options:
   --max-list-entries=N       entries per list_directory page (default 10000; long: 1000)
   --max-search-results=N     matches per search_files page (default 500)
   --max-search-file-bytes=N  larger files are skipped by content search (default 10485760)
+  --native=on|off            content search reads files through the bundled native addon when it loads (default
+                             on); off: always through Node's own calls
   --max-edit-bytes=N         largest file an edit or patch loads (default 67108864)
   --forge-timeout-ms=N       per gh/GitLab call (default 30000)
   --forge-output-bytes=N     gh/GitLab output cap (default 1048576)
@@ -85,6 +88,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n`);
     return 0;
   }
+  // Issue #19: before any search starts the reader threads.
+  if (config.native === 'off') searchReaderPool.setNative(false);
   const state = createProcessState(config, TOOLS, VERSION);
   if (mode.kind !== 'tools') {
     // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.

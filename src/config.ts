@@ -77,6 +77,11 @@ export interface Config {
   auditLog: string | null;
   stateDir: string;
   limits: Limits;
+  /**
+   * `--native=on|off` (issue #19): content search's reader threads read through the native addon when it loads
+   * (src/fs/native-reader.ts); `off` keeps them on the JavaScript path. Default on.
+   */
+  native: 'on' | 'off';
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -119,6 +124,7 @@ const OPTIONS = {
   'client-roots': { type: 'string' },
   'audit-log': { type: 'string' },
   'state-dir': { type: 'string' },
+  native: { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
@@ -243,6 +249,7 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     auditLog: typeof values['audit-log'] === 'string' ? path.resolve(env.cwd, values['audit-log']) : null,
     stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir']) : defaultStateDir(),
     limits,
+    native: parseEnum('native', values.native, ['on', 'off'] as const, 'on'),
   };
 }
 

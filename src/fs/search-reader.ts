@@ -32,6 +32,7 @@ import { matchLines, REGEX_FILE_TIMEOUT_MS, type LineHit } from './line-matcher.
 import { openForReadSync } from './open-file.js';
 import { looksBinary } from './text.js';
 import { assertDescriptorAt } from './verified-dir.js';
+import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
 
 /**
  * What reading one candidate found. `text`: a text file passed to the caller to match (no `match` in the options);
@@ -105,17 +106,15 @@ export function closeDir(dir: { current: DirHandle | null }): void {
 }
 
 /**
- * Opens a candidate file for reading, with the checks of `openForReadSync` (regular files only; inside the roots),
- * through the verified directory descriptor on Linux.
- * @throws when the file cannot be opened, is not a regular file, or is not inside the roots
+ * The verified descriptor of `parent`, opened once per directory run and kept in `dir` (Linux): opened O_NOFOLLOW, its
+ * /proc/self/fd location proven equal to `parent` (`assertDescriptorAt`), and `parent` inside the roots. Null when any
+ * of that fails (every file in it is then unreadable).
  */
-function openCandidate(
-  file: string,
+function verifiedParent(
+  parent: string,
   isInside: (p: string) => boolean,
   dir: { current: DirHandle | null },
-): { fd: number; stats: Stats } {
-  if (process.platform !== 'linux') return openForReadSync(file, isInside);
-  const parent = path.dirname(file);
+): number | null {
   if (dir.current?.path !== parent) {
     closeDir(dir);
     let fd: number | null = null;
@@ -130,11 +129,24 @@ function openCandidate(
     }
     dir.current = { path: parent, fd };
   }
-  if (dir.current.fd === null) throw new Error(`${parent} is not a readable directory inside the roots`);
-  const fd = openSync(
-    `/proc/self/fd/${dir.current.fd}/${path.basename(file)}`,
-    constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK,
-  );
+  return dir.current.fd;
+}
+
+/**
+ * Opens a candidate file for reading, with the checks of `openForReadSync` (regular files only; inside the roots),
+ * through the verified directory descriptor on Linux.
+ * @throws when the file cannot be opened, is not a regular file, or is not inside the roots
+ */
+function openCandidate(
+  file: string,
+  isInside: (p: string) => boolean,
+  dir: { current: DirHandle | null },
+): { fd: number; stats: Stats } {
+  if (process.platform !== 'linux') return openForReadSync(file, isInside);
+  const parent = path.dirname(file);
+  const dirFd = verifiedParent(parent, isInside, dir);
+  if (dirFd === null) throw new Error(`${parent} is not a readable directory inside the roots`);
+  const fd = openSync(`/proc/self/fd/${dirFd}/${path.basename(file)}`, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile()) throw new Error('not a regular file');
@@ -195,10 +207,26 @@ export function readCandidate(
       /* already closed */
     }
   }
+  return classify(bytes, options);
+}
+
+/**
+ * Content search's verdict on a file's bytes, after the JavaScript read: binary, then the required bytes, then
+ * `matched` (the native path applies the first two in C, byte for byte the same).
+ */
+function classify(bytes: Buffer, options: ReaderOptions): ReadOutcome {
   // The whole file (issue #19: a first look at its first 8 KiB scanned those twice; any prefix that looks binary makes
   // the whole file look binary, so the verdict is the same).
   if (looksBinary(bytes, true)) return { kind: 'binary' };
   if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
+  return matched(bytes, options);
+}
+
+/**
+ * What a text file holding the required bytes is: `text` (a copy) without `options.match`, else `hits` or `no_match`;
+ * `deferred` when over keepMaxBytes. `bytes` may be a view of a reused buffer: what is returned is a copy.
+ */
+function matched(bytes: Buffer, options: ReaderOptions): ReadOutcome {
   if (!options.match) {
     return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
   }
@@ -218,6 +246,83 @@ export function readCandidate(
   if (hits.length === 0) return { kind: 'no_match' };
   if (bytes.length > options.keepMaxBytes) return { kind: 'deferred' };
   return { kind: 'hits', bytes: new Uint8Array(bytes), hits }; // a copy with its own ArrayBuffer (transferable)
+}
+
+/** The outcome of each native code other than a candidate's. */
+const NATIVE_KIND: Record<1 | 2 | 3 | 4, ReadOutcome> = {
+  [NATIVE_CODES.unreadable]: { kind: 'unreadable' },
+  [NATIVE_CODES.too_large]: { kind: 'too_large' },
+  [NATIVE_CODES.binary]: { kind: 'binary' },
+  [NATIVE_CODES.no_match]: { kind: 'no_match' },
+};
+
+/** A reader thread's reusable state: the JavaScript path's read buffer, the current directory, the addon's buffers. */
+export interface ReaderState {
+  scratch: { buf: Buffer };
+  dir: { current: DirHandle | null };
+  /** The native addon (null: the JavaScript path). */
+  addon: NativeAddon | null;
+  buffers: NativeBuffers;
+}
+
+/** A fresh ReaderState (`addon` null: the JavaScript path only). */
+export function readerState(addon: NativeAddon | null): ReaderState {
+  return { scratch: { buf: Buffer.allocUnsafe(256 * 1024) }, dir: { current: null }, addon, buffers: nativeBuffers() };
+}
+
+/**
+ * Reads (and matches) the files of one batch in order, calling `each(index, outcome)` for each — the work a reader
+ * thread does per batch, exported for tests. With the addon (Linux), each run of files in one directory is read by one
+ * native call through the directory's verified descriptor (`verifiedParent`, as the JavaScript path opens it); else,
+ * and for a run the addon refuses, file by file with `readCandidate`. `before(index)` is called before the
+ * JavaScript work on a file (the watchdog's progress record), `after()` when it ends. Never throws.
+ */
+export function readBatch(
+  files: readonly string[],
+  options: ReaderOptions,
+  state: ReaderState,
+  each: (index: number, outcome: ReadOutcome) => void,
+  before: (index: number) => void = () => {},
+  after: () => void = () => {},
+): void {
+  const { addon } = state;
+  if (!addon || process.platform !== 'linux') {
+    files.forEach((file, i) => {
+      before(i);
+      each(i, readCandidate(file, options, state.scratch, state.dir));
+    });
+    after();
+    return;
+  }
+  const isInside = (p: string) => options.roots.some((r) => isWithin(r.real, p));
+  for (let first = 0; first < files.length;) {
+    const parent = path.dirname(files[first]);
+    let end = first + 1;
+    while (end < files.length && path.dirname(files[end]) === parent) end++;
+    const names = files.slice(first, end).map((f) => path.basename(f));
+    const dirFd = verifiedParent(parent, isInside, state.dir);
+    if (dirFd === null) {
+      for (let i = first; i < end; i++) each(i, { kind: 'unreadable' });
+    } else {
+      let answered = 0;
+      try {
+        nativeReadRun(addon, dirFd, names, options.maxFileBytes, options.needle, state.buffers, (k, r) => {
+          before(first + k);
+          each(first + k, r.code === NATIVE_CODES.candidate ? matched(r.bytes, options) : NATIVE_KIND[r.code]);
+          after();
+          answered = k + 1;
+        });
+      } catch {
+        // A name the addon refuses (it opened nothing): the JavaScript path, with its own checks, for the rest.
+        for (let i = first + answered; i < end; i++) {
+          before(i);
+          each(i, readCandidate(files[i], options, state.scratch, state.dir));
+          after();
+        }
+      }
+    }
+    first = end;
+  }
 }
 
 /**
@@ -344,6 +449,8 @@ export class SearchReaderPool {
   private nextSession = 1;
   private watchdog: NodeJS.Timeout | null = null;
   private readonly epoch = Date.now();
+  /** Reader threads load the native addon (`setNative`); the JavaScript path otherwise. */
+  private native = true;
 
   /**
    * @param size worker threads
@@ -355,6 +462,14 @@ export class SearchReaderPool {
     private readonly workerUrl: URL,
     private readonly timeoutMs: number = REGEX_FILE_TIMEOUT_MS,
   ) {}
+
+  /**
+   * Whether reader threads started from now on read through the native addon when it loads (`--native=off`: never).
+   * Threads already running keep what they started with; the CLI sets this before any search.
+   */
+  setNative(enabled: boolean): void {
+    this.native = enabled;
+  }
 
   /**
    * A batching reader for one search (all its files share `options`): `submit` hands a file over and returns its
@@ -422,7 +537,9 @@ export class SearchReaderPool {
 
   private startWorker(): WorkerSlot {
     const progress = new Int32Array(new SharedArrayBuffer(PROGRESS_SLOTS * 4));
-    const worker = new Worker(fileURLToPath(this.workerUrl), { workerData: { progress, epoch: this.epoch } });
+    const worker = new Worker(fileURLToPath(this.workerUrl), {
+      workerData: { progress, epoch: this.epoch, native: this.native },
+    });
     worker.unref();
     const slot: WorkerSlot = { worker, progress, batches: new Map(), load: 0, retired: false, sessions: new Set() };
     worker.on('message', (msg: BatchReply) => {
@@ -493,10 +610,15 @@ export function serveBatches(
   port: import('node:worker_threads').MessagePort,
   progress: Int32Array,
   epoch: number,
+  addon: NativeAddon | null = null,
 ): void {
-  const scratch = { buf: Buffer.allocUnsafe(256 * 1024) };
-  const dir: { current: DirHandle | null } = { current: null };
+  const state = readerState(addon);
   const sessions = new Map<number, ReaderOptions>();
+  const before = (i: number) => {
+    Atomics.store(progress, P_INDEX, i);
+    Atomics.store(progress, P_STARTED, Math.max(1, Date.now() - epoch));
+  };
+  const after = () => Atomics.store(progress, P_STARTED, 0);
   port.on('message', (job: BatchRequest) => {
     if (job.options) {
       sessions.set(job.session, job.options);
@@ -504,25 +626,24 @@ export function serveBatches(
     }
     const options = sessions.get(job.session);
     const files = job.files.split('\0');
-    let kinds = '';
+    const codes: string[] = new Array<string>(files.length);
     const found: BatchReply['found'] = [];
     const transfer: ArrayBuffer[] = [];
     Atomics.store(progress, P_BATCH, job.id);
-    files.forEach((file, i) => {
-      Atomics.store(progress, P_INDEX, i);
-      Atomics.store(progress, P_STARTED, Math.max(1, Date.now() - epoch));
-      // A session this worker does not know (never sent, or dropped): the caller reads the file itself.
-      const r: ReadOutcome = options ? readCandidate(file, options, scratch, dir) : { kind: 'fallback' };
-      kinds += KIND_CODES[r.kind];
+    const each = (i: number, r: ReadOutcome) => {
+      codes[i] = KIND_CODES[r.kind];
       if (r.kind === 'text' || r.kind === 'hits') {
         transfer.push(r.bytes.buffer as ArrayBuffer);
         found.push(r.kind === 'hits' ? { index: i, bytes: r.bytes, hits: r.hits } : { index: i, bytes: r.bytes });
       }
-    });
+    };
+    // A session this worker does not know (never sent, or dropped): the caller reads the files itself.
+    if (options) readBatch(files, options, state, each, before, after);
+    else files.forEach((_, i) => each(i, { kind: 'fallback' }));
     // The directory is verified afresh by the next batch (its roots may differ, and it may have moved since).
-    closeDir(dir);
+    closeDir(state.dir);
     Atomics.store(progress, P_STARTED, 0);
-    const reply: BatchReply = { id: job.id, kinds, found };
+    const reply: BatchReply = { id: job.id, kinds: codes.join(''), found };
     port.postMessage(reply, transfer);
   });
 }

@@ -13,6 +13,13 @@ import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
+/**
+ * `FS_TOOLS_NATIVE=0` in the test run's environment (issue #19): every server spawned here gets `--native=off`, so
+ * the e2e suites run content search on the JavaScript path instead of the native addon (`FS_TOOLS_NATIVE=0 npx
+ * vitest run test/e2e`). Test code reads it; the server itself reads no FS_TOOLS_* variable.
+ */
+export const NATIVE_ARGS: string[] = process.env.FS_TOOLS_NATIVE === '0' ? ['--native=off'] : [];
+
 export type Era = 'modern' | 'legacy';
 export const ERAS: Era[] = ['modern', 'legacy'];
 
@@ -66,7 +73,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   const env = { ...(process.env as Record<string, string>), ...options.env };
   const params = {
     command: options.command ?? process.execPath,
-    args: options.command ? options.args : [CLI, ...options.args],
+    args: options.command ? options.args : [CLI, ...options.args, ...NATIVE_ARGS],
     cwd: options.cwd,
     env,
     stderr: 'pipe' as const,

@@ -4,7 +4,10 @@
  * - the README's `npx -y fs-tools-mcp --readonly --allow-secrets` serves MCP to real clients of both protocol eras,
  *   read-only and with secrets readable;
  * - `npm install -g fs-tools-mcp` gives a working `fs-tools` command;
- * - neither prints a warning about an install script.
+ * - neither prints a warning about an install script;
+ * - the installed server's content search runs on the native addon shipped in the tarball (issue #19: mapped into
+ *   the server process from the installed package, no compiler involved at install), and without it on
+ *   `--native=off`.
  * The tarball's file list and unpacked size are checked and printed.
  *
  * Verdaccio itself comes from the npm registry on the first run (6.8.0 with node-fetch pinned to 2.7.0 by an
@@ -23,6 +26,9 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PKG = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
 const VERDACCIO_VERSION = '6.8.0';
 const VERDACCIO_HOME = path.join(ROOT, 'node_modules/.cache', `fs-tools-verdaccio-${VERDACCIO_VERSION}`);
+/** The content-search addon of this machine (issue #19), in the tarball wherever a C compiler built it. */
+const NATIVE_ADDON = `dist/native/${process.platform}-${process.arch}/fs_tools_native.node`;
+const HAS_COMPILER = process.platform === 'linux' && spawnSync('cc', ['--version']).status === 0;
 /** What the published package may contain: what runs, and what the licences require. */
 const EXPECTED_FILES = [
   'LICENSE',
@@ -31,6 +37,7 @@ const EXPECTED_FILES = [
   'dist/cli.js',
   'dist/regex-worker.js',
   'dist/search-reader-worker.js',
+  ...(HAS_COMPILER ? [NATIVE_ADDON] : []),
   'package.json',
 ];
 /** Upper bound on the unpacked size (bytes); the README states the measured size. */
@@ -222,4 +229,43 @@ describe('install from a registry', () => {
     project.cleanup();
     home.cleanup();
   });
+
+  it.runIf(HAS_COMPILER)(
+    "the installed server's content search reads through the shipped native addon (and not with --native=off)",
+    async () => {
+      const home = makeTree();
+      const prefix = path.join(home.dir, 'global');
+      const env = userEnv(home.dir, {
+        npm_config_registry: registry,
+        npm_config_cache: path.join(home.dir, 'cache'),
+      });
+      const install = spawnSync('npm', ['install', '-g', '--prefix', prefix, PKG.name], { encoding: 'utf8', env });
+      expect(install.status, install.stderr).toBe(0);
+      const installed = path.join(prefix, 'lib/node_modules', PKG.name, NATIVE_ADDON);
+      // The very binary the tarball shipped: nothing was compiled at install (no script runs there).
+      expect(readFileSync(installed).equals(readFileSync(path.join(ROOT, NATIVE_ADDON)))).toBe(true);
+      expect(install.stdout + install.stderr).not.toMatch(/native reads not built|gyp|cc /i);
+      const project = makeTree({ 'a.txt': 'one needle\n', 'b.txt': 'hay\n', 'sub/c.txt': 'needle two\n' });
+      for (const [flags, mapped] of [
+        [[], true],
+        [['--native=off'], false],
+      ] as const) {
+        const client = await connect('legacy', {
+          command: path.join(prefix, 'bin', 'fs-tools'),
+          args: [...flags, project.dir],
+          env,
+        });
+        try {
+          const found = await client.callOk('search_files', { path: project.dir, query: 'needle' });
+          expect((found.matches as Array<{ path: string }>).map((m) => m.path).sort()).toEqual(['a.txt', 'sub/c.txt']);
+          const maps = readFileSync(`/proc/${client.pid()}/maps`, 'utf8');
+          expect(maps.includes(installed)).toBe(mapped);
+        } finally {
+          await client.close();
+        }
+      }
+      project.cleanup();
+      home.cleanup();
+    },
+  );
 });

@@ -1,0 +1,389 @@
+/*
+ * fs-tools native reads for content search (issue #19): one N-API function, readFiles, that opens, checks and reads a
+ * batch of files named relative to one verified directory descriptor, and applies the content-search prefilter (binary
+ * verdict, required bytes) in C. It is the twin of the JavaScript path of src/fs/search-reader.ts (`readCandidate`),
+ * which stays the fallback; test/fs/native-reader.test.ts compares the two on random trees.
+ *
+ * Security (README "Security model", "Native reads"):
+ *  - a file is opened only as openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY): `dirfd` is the
+ *    directory descriptor the caller opened and verified (its /proc/self/fd location equals the authorized path), so a
+ *    directory swapped for a link afterwards cannot redirect the open; the final name is never followed if it is a
+ *    link; a FIFO or device never blocks (O_NONBLOCK) and is refused (fstat: regular files only);
+ *  - a name that is empty, ".", "..", or holds "/" or NUL is a hard failure (a thrown TypeError) before anything is
+ *    opened: this function never resolves a path, only one directory entry;
+ *  - nothing is allocated here: bytes go into the caller's buffer `out`; a file that does not fit stops the batch and
+ *    reports the size it needs (never more than `maxFileBytes`, which the caller caps);
+ *  - every descriptor opened is closed before the next file, on every path;
+ *  - errors carry no file content and no path: a thrown message names only the argument that was wrong.
+ *
+ * Build: `cc -O2 -shared -fPIC -I<node headers> native/fs_tools_native.c` (scripts/build-native.mjs), node_api.h only
+ * (ABI-stable across Node versions).
+ */
+#define _GNU_SOURCE
+#define NAPI_VERSION 8
+#include <node_api.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* Per-file codes in meta[3 * i] (src/fs/native-reader.ts NATIVE_CODES). */
+enum {
+  CODE_CANDIDATE = 0, /* a text file holding the required bytes: out[meta[3i+1] .. + meta[3i+2]] */
+  CODE_UNREADABLE = 1,
+  CODE_TOO_LARGE = 2,
+  CODE_BINARY = 3,
+  CODE_NO_MATCH = 4,
+  CODE_NEED_SPACE = 5 /* out has too little room left: meta[3i+2] bytes are needed; the batch stops here */
+};
+
+/* Longest name read from JavaScript; anything longer is over NAME_MAX (255) anyway and unreadable without an open. */
+#define NAME_BUF 1024
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/*
+ * 1 when the bytes are text as content search judges it (src/fs/text.ts looksBinary(bytes, true) is false): no NUL
+ * byte, and UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing above U+10FFFF) — the verdict of
+ * Node's buffer.isUtf8 (simdutf). One pass: 32 (SSE2) or 8 bytes at a time while they are ASCII without NUL.
+ */
+static int text_no_nul(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    while (i + 32 <= n) {
+      __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+      __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+      __m128i z = _mm_or_si128(_mm_cmpeq_epi8(a, zero), _mm_cmpeq_epi8(b, zero));
+      if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), z)) != 0) break;
+      i += 32;
+    }
+#endif
+    while (i + 8 <= n) {
+      uint64_t w;
+      memcpy(&w, s + i, 8);
+      if ((w & HIGHS) != 0 || ((w - ONES) & ~w & HIGHS) != 0) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    unsigned char c = s[i];
+    if (c == 0) return 0;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) {
+      need = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c == 0xe0) lo = 0xa0;
+      if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c == 0xf0) lo = 0x90;
+      if (c == 0xf4) hi = 0x8f;
+    } else {
+      return 0;
+    }
+    if (n - i - 1 < need) return 0;
+    if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+    for (size_t k = 2; k <= need; k++) {
+      if (s[i + k] < 0x80 || s[i + k] > 0xbf) return 0;
+    }
+    i += need + 1;
+  }
+  return 1;
+}
+
+/* How common a byte is in source text (higher: more common); the rarest byte of a needle is searched with memchr. */
+static int commonness(unsigned char c) {
+  if (c == ' ' || c == 'e' || c == 't' || c == 'a' || c == 'o' || c == 'i' || c == 'n' || c == 's' || c == 'r')
+    return 9;
+  if (c >= 'a' && c <= 'z') return 7;
+  if (c == '\n' || c == '\t' || c == '.' || c == '(' || c == ')' || c == ';' || c == ',' || c == '"' || c == '\'')
+    return 6;
+  if (c == '_' || c == '=' || c == ':' || c == '/' || c == '{' || c == '}' || c == '-' || c == '*') return 5;
+  if (c >= 'A' && c <= 'Z') return 4;
+  if (c >= '0' && c <= '9') return 3;
+  if (c < 0x80) return 2;
+  return 1;
+}
+
+/*
+ * memmem(h, hn, nd, nn) != NULL (Buffer#indexOf's verdict; an empty needle is everywhere), faster on text: for a
+ * needle of up to RARE_MAX bytes, memchr for its rarest byte, then memcmp around it; once false candidates are more
+ * than one in 16 bytes (after the first 64), memmem (linear) does the rest. So the work stays linear in the haystack:
+ * at most (64 + hn / 16) × RARE_MAX bytes compared before memmem takes over, whatever the file and the needle.
+ */
+#define RARE_MAX 64
+static int contains(const unsigned char *h, size_t hn, const unsigned char *nd, size_t nn) {
+  if (nn == 0) return 1;
+  if (hn < nn) return 0;
+  if (nn > RARE_MAX) return memmem(h, hn, nd, nn) != NULL;
+  size_t r = 0;
+  for (size_t k = 1; k < nn; k++) {
+    if (commonness(nd[k]) < commonness(nd[r])) r = k;
+  }
+  const unsigned char *p = h + r;
+  const unsigned char *last = h + (hn - nn) + r; /* the last place the rare byte can be */
+  size_t misses = 0;
+  while (p <= last) {
+    p = memchr(p, nd[r], (size_t)(last - p) + 1);
+    if (p == NULL) return 0;
+    if (memcmp(p - r, nd, nn) == 0) return 1;
+    p++;
+    if (++misses > 64 && misses * 16 > (size_t)(p - h)) {
+      const unsigned char *from = p - r; /* every match starting before this was tested */
+      return memmem(from, hn - (size_t)(from - h), nd, nn) != NULL;
+    }
+  }
+  return 0;
+}
+
+/* 1 when `name` (n bytes) is one directory entry name: not empty, ".", "..", and no "/" or NUL. */
+static int entry_name(const char *name, size_t n) {
+  if (n == 0) return 0;
+  if (n == 1 && name[0] == '.') return 0;
+  if (n == 2 && name[0] == '.' && name[1] == '.') return 0;
+  if (memchr(name, '/', n) != NULL) return 0;
+  if (memchr(name, '\0', n) != NULL) return 0;
+  return 1;
+}
+
+/* 1 when the byte ranges [a, a + an) and [b, b + bn) share a byte. */
+static int overlaps(const void *a, size_t an, const void *b, size_t bn) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return an > 0 && bn > 0 && x < y + bn && y < x + an;
+}
+
+static napi_value throw_type(napi_env env, const char *message) {
+  napi_throw_type_error(env, NULL, message);
+  return NULL;
+}
+
+/* The bytes of a Uint8Array or Buffer argument (typed array of uint8 only). */
+static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
+  napi_typedarray_type type;
+  size_t len;
+  void *ptr;
+  napi_value ab;
+  size_t offset;
+  if (napi_get_typedarray_info(env, v, &type, &len, &ptr, &ab, &offset) != napi_ok) return 0;
+  if (type != napi_uint8_array) return 0;
+  *data = (unsigned char *)ptr;
+  *length = len;
+  return 1;
+}
+
+/*
+ * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta) → next
+ *
+ *   dirfd         int32 ≥ 0: a verified directory descriptor (the caller's; not closed here)
+ *   names         string[]: single entry names, read from index `start`
+ *   maxFileBytes  number: a regular file larger than this is TOO_LARGE (not read)
+ *   needle        Uint8Array | null: bytes a candidate must contain (`contains`; null: every text file is a candidate)
+ *   out           Uint8Array: candidates' bytes are placed one after another from offset 0
+ *   meta          Float64Array, at least 3 × names.length: per file i, [code, offset in out, length]
+ *
+ * Returns the index after the last file answered: names.length, or the index of a NEED_SPACE file (not read, its
+ * descriptor closed; the caller consumes the candidates, grows `out` and calls again from there).
+ * Throws TypeError on a malformed argument or a name that is not a single entry name (before opening it).
+ */
+static napi_value read_files(napi_env env, napi_callback_info info) {
+  size_t argc = 7;
+  napi_value argv[7];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
+    return throw_type(env, "readFiles: 7 arguments expected");
+  }
+  int32_t dirfd;
+  if (napi_get_value_int32(env, argv[0], &dirfd) != napi_ok || dirfd < 0) {
+    return throw_type(env, "readFiles: dirfd must be a descriptor");
+  }
+  bool is_array = false;
+  uint32_t count;
+  if (napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array ||
+      napi_get_array_length(env, argv[1], &count) != napi_ok) {
+    return throw_type(env, "readFiles: names must be an array");
+  }
+  uint32_t start;
+  if (napi_get_value_uint32(env, argv[2], &start) != napi_ok) {
+    return throw_type(env, "readFiles: start must be an index");
+  }
+  double max_bytes;
+  if (napi_get_value_double(env, argv[3], &max_bytes) != napi_ok || !(max_bytes >= 0)) {
+    return throw_type(env, "readFiles: maxFileBytes must be a number >= 0");
+  }
+  unsigned char *needle = NULL;
+  size_t needle_len = 0;
+  napi_valuetype nt;
+  if (napi_typeof(env, argv[4], &nt) != napi_ok) return throw_type(env, "readFiles: needle");
+  int has_needle = !(nt == napi_null || nt == napi_undefined);
+  if (has_needle && !bytes_of(env, argv[4], &needle, &needle_len)) {
+    return throw_type(env, "readFiles: needle must be a Uint8Array or null");
+  }
+  unsigned char *out;
+  size_t out_len;
+  if (!bytes_of(env, argv[5], &out, &out_len)) return throw_type(env, "readFiles: out must be a Uint8Array");
+  napi_typedarray_type mt;
+  size_t meta_len;
+  void *meta_ptr;
+  napi_value meta_ab;
+  size_t meta_off;
+  if (napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
+      mt != napi_float64_array || meta_len / 3 < count) {
+    return throw_type(env, "readFiles: meta must be a Float64Array of 3 per name");
+  }
+  double *meta = (double *)meta_ptr;
+  /* The output must not overlap what it is compared with or where codes go (the caller's buffers are its own). */
+  if (overlaps(out, out_len, meta_ptr, meta_len * sizeof(double)) || (has_needle && overlaps(out, out_len, needle, needle_len))) {
+    return throw_type(env, "readFiles: out overlaps meta or needle");
+  }
+
+  size_t used = 0;
+  uint32_t i;
+  for (i = start; i < count; i++) {
+    napi_value v;
+    napi_valuetype vt;
+    if (napi_get_element(env, argv[1], i, &v) != napi_ok || napi_typeof(env, v, &vt) != napi_ok ||
+        vt != napi_string) {
+      return throw_type(env, "readFiles: names must be strings");
+    }
+    char name[NAME_BUF];
+    size_t name_len;
+    if (napi_get_value_string_utf8(env, v, name, sizeof name, &name_len) != napi_ok) {
+      return throw_type(env, "readFiles: names must be strings");
+    }
+    if (!entry_name(name, name_len)) {
+      return throw_type(env, "readFiles: not a single directory entry name");
+    }
+    double *m = meta + 3 * (size_t)i;
+    m[1] = 0;
+    m[2] = 0;
+    if (name_len > NAME_BUF - 8) {
+      /* Possibly cut short; over NAME_MAX either way: ENAMETOOLONG without asking. */
+      m[0] = CODE_UNREADABLE;
+      continue;
+    }
+    int fd;
+    do {
+      fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      m[0] = CODE_UNREADABLE;
+      continue;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      m[0] = CODE_UNREADABLE;
+      continue;
+    }
+    if ((double)st.st_size > max_bytes) {
+      close(fd);
+      m[0] = CODE_TOO_LARGE;
+      continue;
+    }
+    size_t size = (size_t)st.st_size;
+    if (size > out_len - used) {
+      close(fd);
+      m[0] = CODE_NEED_SPACE;
+      m[2] = (double)size;
+      break;
+    }
+    /* The size fstat reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
+     * it was, one that shrinks up to its end. */
+    unsigned char *dst = out + used;
+    size_t filled = 0;
+    int failed = 0;
+    while (filled < size) {
+      ssize_t n = pread(fd, dst + filled, size - filled, (off_t)filled);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        failed = 1;
+        break;
+      }
+      if (n == 0) break;
+      filled += (size_t)n;
+    }
+    close(fd);
+    if (failed) {
+      m[0] = CODE_UNREADABLE;
+      continue;
+    }
+    /* looksBinary(bytes, true) of src/fs/text.ts: a NUL byte, or not UTF-8. */
+    if (!text_no_nul(dst, filled)) {
+      m[0] = CODE_BINARY;
+      continue;
+    }
+    /* bytes.indexOf(needle) === -1 (an empty needle is found everywhere, even in an empty file). */
+    if (has_needle && !contains(dst, filled, needle, needle_len)) {
+      m[0] = CODE_NO_MATCH;
+      continue;
+    }
+    m[0] = CODE_CANDIDATE;
+    m[1] = (double)used;
+    m[2] = (double)filled;
+    used += filled;
+  }
+  napi_value result;
+  if (napi_create_uint32(env, i, &result) != napi_ok) return NULL;
+  return result;
+}
+
+/* isText(bytes) → boolean: the binary test (true: not binary), exported so tests can compare it with looksBinary. */
+static napi_value is_text_js(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  unsigned char *data;
+  size_t len;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
+      !bytes_of(env, argv[0], &data, &len)) {
+    return throw_type(env, "isText: a Uint8Array expected");
+  }
+  napi_value result;
+  if (napi_get_boolean(env, text_no_nul(data, len), &result) != napi_ok) return NULL;
+  return result;
+}
+
+/* contains(haystack, needle) → boolean: the required-bytes test, exported so tests can compare it with indexOf. */
+static napi_value contains_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  unsigned char *h, *nd;
+  size_t hn, nn;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 || !bytes_of(env, argv[0], &h, &hn) ||
+      !bytes_of(env, argv[1], &nd, &nn)) {
+    return throw_type(env, "contains: two Uint8Arrays expected");
+  }
+  napi_value result;
+  if (napi_get_boolean(env, contains(h, hn, nd, nn), &result) != napi_ok) return NULL;
+  return result;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"readFiles", NULL, read_files, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"isText", NULL, is_text_js, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  napi_value abi;
+  if (napi_create_uint32(env, 1, &abi) != napi_ok) return NULL;
+  napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
+  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

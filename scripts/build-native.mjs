@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+/**
+ * Compiles the content-search addon (native/fs_tools_native.c, issue #19) into
+ * dist/native/<platform>-<arch>/fs_tools_native.node with the system C compiler and Node's own headers (node_api.h
+ * only: the binary is ABI-stable across Node versions). Run by scripts/bundle.mjs, so `npm run build` and a checkout's
+ * `npm install` build it; the published tarball ships the binary (package.json "files"), so installing from the
+ * registry needs no compiler.
+ *
+ * Never fails the build: without a compiler (`cc`, or $CC) or the headers, or off Linux, it says so in one line on
+ * stderr and leaves the addon out — the server then reads with its JavaScript path. Nothing is downloaded (no
+ * node-gyp). The binary is written beside its final name and renamed in, so a running server never loads half a file.
+ *
+ * Usage: node scripts/build-native.mjs [OUT_DIR]   (default: dist/native/<platform>-<arch>)
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const source = path.join(root, 'native/fs_tools_native.c');
+const outDir = process.argv[2] ?? path.join(root, 'dist/native', `${process.platform}-${process.arch}`);
+const target = path.join(outDir, 'fs_tools_native.node');
+
+/** Where node_api.h is: next to this Node (its install prefix), then the distribution's package. */
+function headerDir() {
+  const candidates = [
+    path.join(path.dirname(path.dirname(process.execPath)), 'include/node'),
+    '/usr/include/node',
+    '/usr/local/include/node',
+  ];
+  return candidates.find((d) => existsSync(path.join(d, 'node_api.h'))) ?? null;
+}
+
+function skip(reason) {
+  process.stderr.write(`fs-tools: native reads not built (${reason}); content search uses its JavaScript path\n`);
+  process.exit(0);
+}
+
+if (process.platform !== 'linux') skip(`${process.platform} is not Linux`);
+if (!existsSync(source)) skip('no native/ sources');
+const include = headerDir();
+if (!include) skip('node_api.h not found');
+const cc = process.env.CC || 'cc';
+mkdirSync(outDir, { recursive: true });
+const temporary = `${target}.tmp-${process.pid}`;
+const compiled = spawnSync(
+  cc,
+  [
+    '-O2',
+    '-std=c11',
+    '-Wall',
+    '-Wextra',
+    '-Werror',
+    '-fPIC',
+    '-shared',
+    '-fvisibility=hidden',
+    '-D_FORTIFY_SOURCE=2',
+    '-fstack-protector-strong',
+    `-I${include}`,
+    '-o',
+    temporary,
+    source,
+  ],
+  { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
+);
+if (compiled.error || compiled.status !== 0) {
+  rmSync(temporary, { force: true });
+  if (compiled.error) skip(`${cc}: ${compiled.error.code ?? compiled.error.message}`);
+  process.stderr.write(compiled.stderr ?? '');
+  skip(`${cc} failed`);
+}
+renameSync(temporary, target);

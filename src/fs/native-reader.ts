@@ -1,0 +1,132 @@
+/**
+ * The optional native addon of content search (issue #19): native/fs_tools_native.c, built by scripts/build-native.mjs
+ * into dist/native/<platform>-<arch>/fs_tools_native.node and shipped in the package. It opens, checks and reads a
+ * batch of files relative to one verified directory descriptor (openat, O_NOFOLLOW) and applies content search's
+ * prefilter (binary verdict, required bytes) without a JavaScript call per syscall. src/fs/search-reader.ts uses it in
+ * its reader threads when it loads, and its JavaScript path otherwise (the same outcomes: test/fs/native-reader.test.ts).
+ *
+ * This module loads it (createRequire from this file's URL: next to the bundle in dist/, or the installed package's
+ * dist/) and wraps its one call in `nativeReadRun`, which grows the output buffer as needed and turns codes into
+ * outcomes.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The addon's exports (native/fs_tools_native.c). */
+export interface NativeAddon {
+  /** Interface version; this module uses NATIVE_ABI. */
+  abi: number;
+  /**
+   * Reads `names[start..]` relative to `dirfd`; per file i writes [code, offset in out, length] to meta[3i..3i+2];
+   * returns the index after the last file answered (a NEED_SPACE file stops the run).
+   * @throws TypeError for a malformed argument or a name that is not one directory entry (nothing is opened then)
+   */
+  readFiles(
+    dirfd: number,
+    names: readonly string[],
+    start: number,
+    maxFileBytes: number,
+    needle: Uint8Array | null,
+    out: Uint8Array,
+    meta: Float64Array,
+  ): number;
+  /** The binary test's verdict, true for text (for tests: it must equal `!looksBinary(bytes, true)`). */
+  isText(bytes: Uint8Array): boolean;
+  /** The required-bytes test (for tests: it must equal `Buffer#indexOf(needle) !== -1`). */
+  contains(haystack: Uint8Array, needle: Uint8Array): boolean;
+}
+
+/** The interface version this code expects (`abi` of the addon). */
+export const NATIVE_ABI = 1;
+
+/** The addon's per-file codes. */
+export const NATIVE_CODES = {
+  candidate: 0,
+  unreadable: 1,
+  too_large: 2,
+  binary: 3,
+  no_match: 4,
+  need_space: 5,
+} as const;
+
+/** Where the addon of this platform lies, relative to the bundle (dist/) or to another directory URL. */
+export function nativeAddonUrl(base: URL = new URL('./', import.meta.url)): URL {
+  return new URL(`native/${process.platform}-${process.arch}/fs_tools_native.node`, base);
+}
+
+/**
+ * Loads the addon, or returns null: off Linux (the reader threads' directory proof is Linux's), when the file is
+ * missing, fails to load (another architecture, a corrupt file, a Node without N-API 8) or has another `abi`.
+ * Never throws.
+ * @param url the .node file (default: `nativeAddonUrl()`, next to this module)
+ */
+export function loadNativeAddon(url: URL = nativeAddonUrl()): NativeAddon | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const file = fileURLToPath(url);
+    if (!existsSync(file)) return null;
+    const addon = createRequire(import.meta.url)(file) as Partial<NativeAddon> | null;
+    if (!addon || addon.abi !== NATIVE_ABI || typeof addon.readFiles !== 'function') return null;
+    return addon as NativeAddon;
+  } catch {
+    return null;
+  }
+}
+
+/** What a native run found for one file: a code other than need_space, and for a candidate its bytes. */
+export type NativeResult = { code: 1 | 2 | 3 | 4 } | { code: 0; bytes: Buffer };
+
+/** The reusable buffers of one reader thread. */
+export interface NativeBuffers {
+  /** Candidates' bytes (grown to the largest file needed, at most the size cap). */
+  out: Buffer;
+  /** Three numbers per name. */
+  meta: Float64Array;
+}
+
+/** Fresh buffers: 256 KiB of output, room for `names` names. */
+export function nativeBuffers(names = 256): NativeBuffers {
+  return { out: Buffer.allocUnsafe(256 * 1024), meta: new Float64Array(3 * names) };
+}
+
+/**
+ * Reads `names` (single entry names) in the directory `dirfd` natively and calls `each(index, result)` in order. A
+ * candidate's `bytes` is a view of the shared output buffer, valid only during the call: copy what you keep. A file
+ * that does not fit the output buffer makes it grow (to the file's size, at most `maxFileBytes`, which bounds what is
+ * allocated) and the run resumes at that file; if the buffer cannot grow, that file is unreadable.
+ * @throws TypeError from the addon for a name that is not one directory entry (nothing opened)
+ */
+export function nativeReadRun(
+  addon: NativeAddon,
+  dirfd: number,
+  names: readonly string[],
+  maxFileBytes: number,
+  needle: Uint8Array | null,
+  buffers: NativeBuffers,
+  each: (index: number, result: NativeResult) => void,
+): void {
+  if (buffers.meta.length < 3 * names.length) buffers.meta = new Float64Array(3 * names.length);
+  let start = 0;
+  while (start < names.length) {
+    const { out, meta } = buffers;
+    const next = addon.readFiles(dirfd, names, start, maxFileBytes, needle, out, meta);
+    for (let i = start; i < next; i++) {
+      const code = meta[3 * i];
+      if (code === NATIVE_CODES.candidate) {
+        each(i, { code: 0, bytes: out.subarray(meta[3 * i + 1], meta[3 * i + 1] + meta[3 * i + 2]) });
+      } else each(i, { code: code as 1 | 2 | 3 | 4 });
+    }
+    if (next >= names.length) return;
+    // NEED_SPACE at `next`: at least its size, doubling so that a file growing between tries cannot loop for long.
+    const needed = meta[3 * next + 2];
+    try {
+      buffers.out = Buffer.allocUnsafe(Math.min(Math.max(needed, 2 * out.length), Math.max(needed, maxFileBytes)));
+    } catch {
+      each(next, { code: NATIVE_CODES.unreadable });
+      start = next + 1;
+      continue;
+    }
+    start = next;
+  }
+}
