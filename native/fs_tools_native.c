@@ -8,7 +8,7 @@
  *  - a file is opened only as openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY): `dirfd` is the
  *    directory descriptor the caller opened and verified (its /proc/self/fd location equals the authorized path), so a
  *    directory swapped for a link afterwards cannot redirect the open; the final name is never followed if it is a
- *    link; a FIFO or device never blocks (O_NONBLOCK) and is refused (fstat: regular files only);
+ *    link; a FIFO or device never blocks (O_NONBLOCK) and is refused (statx: regular files only);
  *  - a name that is empty, ".", "..", or holds "/" or NUL is a hard failure (a thrown TypeError) before anything is
  *    opened: this function never resolves a path, only one directory entry;
  *  - nothing is allocated here: bytes go into the caller's buffer `out`; a file that does not fit stops the batch and
@@ -209,25 +209,28 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
       m[0] = CODE_UNREADABLE;
       continue;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    /* statx, not fstat: glibc exports fstat only from 2.33 (before, it was an inline over __fxstat), so a binary
+     * calling fstat would not load on the older glibc Node 20 still supports (2.28, where statx appeared). */
+    struct statx st;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_SIZE, &st) != 0 ||
+        (st.stx_mask & (STATX_TYPE | STATX_SIZE)) != (STATX_TYPE | STATX_SIZE) || !S_ISREG(st.stx_mode)) {
       close(fd);
       m[0] = CODE_UNREADABLE;
       continue;
     }
-    if ((double)st.st_size > max_bytes) {
+    if ((double)st.stx_size > max_bytes) {
       close(fd);
       m[0] = CODE_TOO_LARGE;
       continue;
     }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)st.stx_size;
     if (size > out_len - used) {
       close(fd);
       m[0] = CODE_NEED_SPACE;
       m[2] = (double)size;
       break;
     }
-    /* The size fstat reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
+    /* The size statx reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
      * it was, one that shrinks up to its end. */
     unsigned char *dst = out + used;
     size_t filled = 0;
