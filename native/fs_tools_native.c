@@ -193,6 +193,17 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
     if (!entry_name(name, name_len)) {
       return throw_type(env, "readFiles: not a single directory entry name");
     }
+    /* napi_get_element can run JavaScript (an accessor on the array, or on Array.prototype for a hole), which can
+     * detach or shrink the buffers and free their memory: take their addresses afresh after it, and stop when they no
+     * longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
+    size_t needle_now = 0;
+    if ((has_needle && (!bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
+        !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
+        napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
+        meta_len / 3 < count) {
+      return throw_type(env, "readFiles: a buffer changed during the call");
+    }
+    meta = (double *)meta_ptr;
     double *m = meta + 3 * (size_t)i;
     m[1] = 0;
     m[2] = 0;

@@ -9,6 +9,8 @@
  * - a FIFO with a writer blocked on it: neither path opens it (the writer stays blocked, nothing is read from it);
  * - a shipped addon that does not load (a corrupt file): the installed layout (cli.js beside native/) falls
  *   back to the JavaScript path with the same answers and nothing on stdout but MCP (the client would fail to parse);
+ * - JavaScript run by the call itself (an accessor on the names array) that detaches or shrinks a buffer: a TypeError,
+ *   not a write into freed memory;
  * - descriptors: hundreds of batches of refused and failing names leave no descriptor open;
  * - distribution: the built addon needs nothing newer from glibc than Node 20 itself (glibc 2.28), so the shipped
  *   binary loads on every Linux that Node 20 runs on instead of falling back silently.
@@ -191,6 +193,91 @@ describe.runIf(addon !== null)('the primitive', () => {
       }
       expect(seen).toBe(500 * names.length);
       expect(count()).toBe(before);
+    } finally {
+      closeSync(fd);
+    }
+  });
+});
+
+describe.runIf(addon !== null)('the primitive: JavaScript run by the call itself', () => {
+  // napi_get_element runs an accessor on the names array: one that detaches or shrinks a buffer frees (or cuts) the
+  // memory the addon was writing to. Before the fix the call went on writing there (a use after free under ASan).
+  const d = mkdtempSync(path.join(base, 'accessor-'));
+  writeFileSync(path.join(d, 'a.txt'), 'needle hello\n');
+  const namesThen = (act: () => void): string[] => {
+    const names = ['a.txt'];
+    Object.defineProperty(names, 1, {
+      enumerable: true,
+      get() {
+        act();
+        return 'a.txt';
+      },
+    });
+    names.push('a.txt');
+    return names;
+  };
+  const detach = (b: ArrayBufferLike) => structuredClone(b, { transfer: [b as ArrayBuffer] });
+  it('a buffer detached or shrunk by an accessor: a TypeError, not a write into freed memory', () => {
+    const fd = openSync(d, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      const out = new Uint8Array(1 << 16);
+      expect(() =>
+        addon!.readFiles(
+          fd,
+          namesThen(() => detach(out.buffer)),
+          0,
+          1e6,
+          null,
+          out,
+          new Float64Array(9),
+        ),
+      ).toThrow(TypeError);
+      const meta = new Float64Array(9);
+      expect(() =>
+        addon!.readFiles(
+          fd,
+          namesThen(() => detach(meta.buffer)),
+          0,
+          1e6,
+          null,
+          Buffer.alloc(64),
+          meta,
+        ),
+      ).toThrow(TypeError);
+      const needle = new Uint8Array(Buffer.from('needle'));
+      const run = () =>
+        addon!.readFiles(
+          fd,
+          namesThen(() => detach(needle.buffer)),
+          0,
+          1e6,
+          needle,
+          Buffer.alloc(64),
+          new Float64Array(9),
+        );
+      expect(run).toThrow(TypeError);
+      // A resizable ArrayBuffer (ES2024; the TypeScript target here does not type it yet).
+      type Resizable = ArrayBuffer & { resize(n: number): void };
+      const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => Resizable;
+      const resizable = new Resizable(64, { maxByteLength: 128 });
+      const shrink = () => resizable.resize(4);
+      expect(() =>
+        addon!.readFiles(fd, namesThen(shrink), 0, 1e6, null, new Uint8Array(resizable), new Float64Array(9)),
+      ).toThrow(TypeError);
+      // An accessor that changes nothing is only a slower array: the same answers.
+      const meta2 = new Float64Array(9);
+      expect(
+        addon!.readFiles(
+          fd,
+          namesThen(() => {}),
+          0,
+          1e6,
+          null,
+          Buffer.alloc(64),
+          meta2,
+        ),
+      ).toBe(3);
+      expect(Array.from(meta2)).toEqual([0, 0, 13, 0, 13, 13, 0, 26, 13]);
     } finally {
       closeSync(fd);
     }
