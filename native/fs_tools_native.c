@@ -44,20 +44,40 @@ enum {
 /* Longest name read from JavaScript; anything longer is over NAME_MAX (255) anyway and unreadable without an open. */
 #define NAME_BUF 1024
 
-/* UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing above U+10FFFF): the same verdict as Node's
- * buffer.isUtf8 (simdutf), which the JavaScript path uses. */
-static int valid_utf8(const unsigned char *s, size_t n) {
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/*
+ * 1 when the bytes are text as content search judges it (src/fs/text.ts looksBinary(bytes, true) is false): no NUL
+ * byte, and UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing above U+10FFFF) — the verdict of
+ * Node's buffer.isUtf8 (simdutf). One pass: 32 (SSE2) or 8 bytes at a time while they are ASCII without NUL.
+ */
+static int text_no_nul(const unsigned char *s, size_t n) {
   size_t i = 0;
   while (i < n) {
-    /* ASCII runs, eight bytes at a time. */
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    while (i + 32 <= n) {
+      __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+      __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
+      __m128i z = _mm_or_si128(_mm_cmpeq_epi8(a, zero), _mm_cmpeq_epi8(b, zero));
+      if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), z)) != 0) break;
+      i += 32;
+    }
+#endif
     while (i + 8 <= n) {
       uint64_t w;
       memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080ULL) break;
+      if ((w & HIGHS) != 0 || ((w - ONES) & ~w & HIGHS) != 0) break;
       i += 8;
     }
     if (i >= n) break;
     unsigned char c = s[i];
+    if (c == 0) return 0;
     if (c < 0x80) {
       i++;
       continue;
@@ -87,6 +107,51 @@ static int valid_utf8(const unsigned char *s, size_t n) {
   return 1;
 }
 
+/* How common a byte is in source text (higher: more common); the rarest byte of a needle is searched with memchr. */
+static int commonness(unsigned char c) {
+  if (c == ' ' || c == 'e' || c == 't' || c == 'a' || c == 'o' || c == 'i' || c == 'n' || c == 's' || c == 'r')
+    return 9;
+  if (c >= 'a' && c <= 'z') return 7;
+  if (c == '\n' || c == '\t' || c == '.' || c == '(' || c == ')' || c == ';' || c == ',' || c == '"' || c == '\'')
+    return 6;
+  if (c == '_' || c == '=' || c == ':' || c == '/' || c == '{' || c == '}' || c == '-' || c == '*') return 5;
+  if (c >= 'A' && c <= 'Z') return 4;
+  if (c >= '0' && c <= '9') return 3;
+  if (c < 0x80) return 2;
+  return 1;
+}
+
+/*
+ * memmem(h, hn, nd, nn) != NULL (Buffer#indexOf's verdict; an empty needle is everywhere), faster on text: for a
+ * needle of up to RARE_MAX bytes, memchr for its rarest byte, then memcmp around it; once false candidates are more
+ * than one in 16 bytes (after the first 64), memmem (linear) does the rest. So the work stays linear in the haystack:
+ * at most (64 + hn / 16) × RARE_MAX bytes compared before memmem takes over, whatever the file and the needle.
+ */
+#define RARE_MAX 64
+static int contains(const unsigned char *h, size_t hn, const unsigned char *nd, size_t nn) {
+  if (nn == 0) return 1;
+  if (hn < nn) return 0;
+  if (nn > RARE_MAX) return memmem(h, hn, nd, nn) != NULL;
+  size_t r = 0;
+  for (size_t k = 1; k < nn; k++) {
+    if (commonness(nd[k]) < commonness(nd[r])) r = k;
+  }
+  const unsigned char *p = h + r;
+  const unsigned char *last = h + (hn - nn) + r; /* the last place the rare byte can be */
+  size_t misses = 0;
+  while (p <= last) {
+    p = memchr(p, nd[r], (size_t)(last - p) + 1);
+    if (p == NULL) return 0;
+    if (memcmp(p - r, nd, nn) == 0) return 1;
+    p++;
+    if (++misses > 64 && misses * 16 > (size_t)(p - h)) {
+      const unsigned char *from = p - r; /* every match starting before this was tested */
+      return memmem(from, hn - (size_t)(from - h), nd, nn) != NULL;
+    }
+  }
+  return 0;
+}
+
 /* 1 when `name` (n bytes) is one directory entry name: not empty, ".", "..", and no "/" or NUL. */
 static int entry_name(const char *name, size_t n) {
   if (n == 0) return 0;
@@ -95,6 +160,12 @@ static int entry_name(const char *name, size_t n) {
   if (memchr(name, '/', n) != NULL) return 0;
   if (memchr(name, '\0', n) != NULL) return 0;
   return 1;
+}
+
+/* 1 when the byte ranges [a, a + an) and [b, b + bn) share a byte. */
+static int overlaps(const void *a, size_t an, const void *b, size_t bn) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  return an > 0 && bn > 0 && x < y + bn && y < x + an;
 }
 
 static napi_value throw_type(napi_env env, const char *message) {
@@ -122,7 +193,7 @@ static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *le
  *   dirfd         int32 ≥ 0: a verified directory descriptor (the caller's; not closed here)
  *   names         string[]: single entry names, read from index `start`
  *   maxFileBytes  number: a regular file larger than this is TOO_LARGE (not read)
- *   needle        Uint8Array | null: bytes a candidate must contain (memmem; null: every text file is a candidate)
+ *   needle        Uint8Array | null: bytes a candidate must contain (`contains`; null: every text file is a candidate)
  *   out           Uint8Array: candidates' bytes are placed one after another from offset 0
  *   meta          Float64Array, at least 3 × names.length: per file i, [code, offset in out, length]
  *
@@ -175,6 +246,10 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
     return throw_type(env, "readFiles: meta must be a Float64Array of 3 per name");
   }
   double *meta = (double *)meta_ptr;
+  /* The output must not overlap what it is compared with or where codes go (the caller's buffers are its own). */
+  if (overlaps(out, out_len, meta_ptr, meta_len * sizeof(double)) || (has_needle && overlaps(out, out_len, needle, needle_len))) {
+    return throw_type(env, "readFiles: out overlaps meta or needle");
+  }
 
   size_t used = 0;
   uint32_t i;
@@ -262,12 +337,12 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
       continue;
     }
     /* looksBinary(bytes, true) of src/fs/text.ts: a NUL byte, or not UTF-8. */
-    if ((filled > 0 && memchr(dst, 0, filled) != NULL) || !valid_utf8(dst, filled)) {
+    if (!text_no_nul(dst, filled)) {
       m[0] = CODE_BINARY;
       continue;
     }
     /* bytes.indexOf(needle) === -1 (an empty needle is found everywhere, even in an empty file). */
-    if (has_needle && needle_len > 0 && (filled < needle_len || memmem(dst, filled, needle, needle_len) == NULL)) {
+    if (has_needle && !contains(dst, filled, needle, needle_len)) {
       m[0] = CODE_NO_MATCH;
       continue;
     }
@@ -281,30 +356,46 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* validUtf8(bytes) → boolean: the binary test's UTF-8 half, exported so tests can compare it with buffer.isUtf8. */
-static napi_value valid_utf8_js(napi_env env, napi_callback_info info) {
+/* isText(bytes) → boolean: the binary test (true: not binary), exported so tests can compare it with looksBinary. */
+static napi_value is_text_js(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   unsigned char *data;
   size_t len;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
       !bytes_of(env, argv[0], &data, &len)) {
-    return throw_type(env, "validUtf8: a Uint8Array expected");
+    return throw_type(env, "isText: a Uint8Array expected");
   }
   napi_value result;
-  if (napi_get_boolean(env, valid_utf8(data, len), &result) != napi_ok) return NULL;
+  if (napi_get_boolean(env, text_no_nul(data, len), &result) != napi_ok) return NULL;
+  return result;
+}
+
+/* contains(haystack, needle) → boolean: the required-bytes test, exported so tests can compare it with indexOf. */
+static napi_value contains_js(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  unsigned char *h, *nd;
+  size_t hn, nn;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2 || !bytes_of(env, argv[0], &h, &hn) ||
+      !bytes_of(env, argv[1], &nd, &nn)) {
+    return throw_type(env, "contains: two Uint8Arrays expected");
+  }
+  napi_value result;
+  if (napi_get_boolean(env, contains(h, hn, nd, nn), &result) != napi_ok) return NULL;
   return result;
 }
 
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"readFiles", NULL, read_files, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"validUtf8", NULL, valid_utf8_js, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"isText", NULL, is_text_js, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
   if (napi_create_uint32(env, 1, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
-  if (napi_define_properties(env, exports, 2, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;
   return exports;
 }

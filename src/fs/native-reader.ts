@@ -31,8 +31,10 @@ export interface NativeAddon {
     out: Uint8Array,
     meta: Float64Array,
   ): number;
-  /** The UTF-8 verdict of the binary test (for tests: it must equal buffer.isUtf8). */
-  validUtf8(bytes: Uint8Array): boolean;
+  /** The binary test's verdict, true for text (for tests: it must equal `!looksBinary(bytes, true)`). */
+  isText(bytes: Uint8Array): boolean;
+  /** The required-bytes test (for tests: it must equal `Buffer#indexOf(needle) !== -1`). */
+  contains(haystack: Uint8Array, needle: Uint8Array): boolean;
 }
 
 /** The interface version this code expects (`abi` of the addon). */

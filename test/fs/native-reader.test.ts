@@ -6,7 +6,8 @@
  *   unreadable files, FIFOs, symlinks (inside, outside, dangling), directories, names with odd bytes, a directory
  *   that is a link, a directory outside the roots, missing files, files whose size fstat reports as 0 (/proc), with
  *   and without a needle and a line expression, and an output buffer too small for the files (it grows and resumes);
- * - its UTF-8 verdict equals buffer.isUtf8 (the binary test) on random and adversarial bytes;
+ * - its binary verdict equals looksBinary (NUL, buffer.isUtf8) and its byte search Buffer#indexOf, on random and
+ *   adversarial bytes (the search stays linear on input built against it);
  * - what it refuses: a name that is empty, ".", "..", or holds "/" or NUL throws a TypeError (nothing opened, no
  *   descriptor left), a symlink as the final name, a FIFO (without blocking), a directory, a device;
  * - a swapped directory cannot redirect it: names resolve in the directory the descriptor holds, not the path;
@@ -34,6 +35,7 @@ import path from 'node:path';
 
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { looksBinary } from '../../src/fs/text.js';
 import {
   loadNativeAddon,
   NATIVE_CODES,
@@ -201,7 +203,7 @@ describe.runIf(loaded !== null)('the addon', () => {
     expect(buffers.meta.length).toBe(18);
   });
 
-  it('applies the binary test and the required bytes (memmem) as the JavaScript path does', () => {
+  it('applies the binary test and the required bytes as the JavaScript path does', () => {
     const d = freshDir('prefilter');
     writeFileSync(path.join(d, 'hit.txt'), 'one\ntwo needle\n');
     writeFileSync(path.join(d, 'miss.txt'), 'one\ntwo\n');
@@ -225,11 +227,12 @@ describe.runIf(loaded !== null)('the addon', () => {
     ]);
   });
 
-  it('says UTF-8 exactly where buffer.isUtf8 does', () => {
+  it('judges text exactly where looksBinary does (NUL, and UTF-8 as buffer.isUtf8 says), at any offset', () => {
     const piece = fc.oneof(
       fc.uint8Array({ maxLength: 12 }),
       fc.constantFrom(
         ...[
+          [0],
           [0xc0, 0x80],
           [0xc1, 0xbf],
           [0xc2, 0x80],
@@ -252,16 +255,45 @@ describe.runIf(loaded !== null)('the addon', () => {
           [0xf0, 0x9f, 0x98],
         ].map((b) => Uint8Array.from(b)),
       ),
-      fc.constantFrom(Buffer.from('plain ascii text, eight+ bytes'), Buffer.from('é€😀')),
+      // ASCII runs of every length around the 8- and 32-byte strides.
+      fc
+        .integer({ min: 1, max: 70 })
+        .map((n) => Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789'.repeat(2).slice(0, n))),
+      fc.constantFrom(Buffer.from('é€😀')),
     );
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 6 }), (parts) => {
         const b = Buffer.concat(parts);
-        expect(addon.validUtf8(b)).toBe(isUtf8(b));
+        expect(addon.isText(b)).toBe(!looksBinary(b, true));
+        expect(addon.isText(b)).toBe(isUtf8(b) && !b.includes(0));
       }),
       { numRuns: 5000 },
     );
-    expect(addon.validUtf8(new Uint8Array(0))).toBe(true);
+    expect(addon.isText(new Uint8Array(0))).toBe(true);
+  });
+
+  it('finds the required bytes exactly where Buffer#indexOf does, in linear time on hostile input', () => {
+    const small = fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b.map((x) => 97 + (x % 3)))); // "abc"
+    const needle = fc.oneof(
+      fc.uint8Array({ maxLength: 6 }).map((b) => Buffer.from(b.map((x) => 97 + (x % 3)))),
+      fc.constantFrom(Buffer.from('needle_7f3a9c'), Buffer.from('TODO('), Buffer.from('é'), Buffer.alloc(0)),
+      fc.uint8Array({ minLength: 60, maxLength: 80 }).map((b) => Buffer.from(b.map((x) => 97 + (x % 2)))),
+    );
+    fc.assert(
+      fc.property(small, needle, fc.nat(3), (h, n, cut) => {
+        const hay = Buffer.concat([h, n.subarray(0, n.length - cut)]);
+        expect(addon.contains(hay, n)).toBe(hay.indexOf(n) !== -1);
+      }),
+      { numRuns: 5000 },
+    );
+    // A needle whose rarest byte recurs every few bytes and whose prefix keeps matching: memmem takes over.
+    const period = 'Zaaaaaaaaaaaaaaa';
+    const hostile = Buffer.from(period.repeat(400_000)); // 6.4 MB
+    for (const n of [period.repeat(3) + 'Y', period.repeat(60) + 'Y', 'aaZ', 'Zaaaaaaaaaaaaaab']) {
+      const started = performance.now();
+      expect(addon.contains(hostile, Buffer.from(n))).toBe(hostile.indexOf(n) !== -1);
+      expect(performance.now() - started).toBeLessThan(2000);
+    }
   });
 
   it('a run with a name the addon refuses is read by the JavaScript path, with the same outcome', () => {
