@@ -11,6 +11,7 @@
  *   back to the JavaScript path with the same answers and nothing on stdout but MCP (the client would fail to parse);
  * - JavaScript run by the call itself (an accessor on the names array) that detaches or shrinks a buffer: a TypeError,
  *   not a write into freed memory;
+ * - a file shorter than its reported size (sysfs): the same short read as the JavaScript path;
  * - descriptors: hundreds of batches of refused and failing names leave no descriptor open;
  * - distribution: the built addon needs nothing newer from glibc than Node 20 itself (glibc 2.28), so the shipped
  *   binary loads on every Linux that Node 20 runs on instead of falling back silently.
@@ -35,7 +36,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadNativeAddon, nativeAddonUrl, nativeBuffers, nativeReadRun } from '../../src/fs/native-reader.js';
+import {
+  loadNativeAddon,
+  nativeAddonUrl,
+  nativeBuffers,
+  nativeReadRun,
+  type NativeAddon,
+} from '../../src/fs/native-reader.js';
+import { closeDir, readBatch, readerState, type ReaderOptions } from '../../src/fs/search-reader.js';
 import { CLI, connect, type TestClient } from '../helpers/server.js';
 
 const DIST = new URL('../../dist/', import.meta.url);
@@ -198,6 +206,34 @@ describe.runIf(addon !== null)('the primitive', () => {
     }
   });
 });
+
+const SYSFS = '/sys/kernel/mm/transparent_hugepage';
+it.runIf(addon !== null && existsSync(`${SYSFS}/enabled`))(
+  'a file shorter than the size fstat reports (sysfs says 4096): read to its end, as the JavaScript path reads it',
+  () => {
+    const files = [`${SYSFS}/enabled`, `${SYSFS}/defrag`, `${SYSFS}/missing`];
+    const options: ReaderOptions = {
+      roots: [{ real: '/sys' }],
+      maxFileBytes: 1e6,
+      keepMaxBytes: 1e5,
+      needle: null,
+      match: null,
+    };
+    const read = (withAddon: NativeAddon | null) => {
+      const state = readerState(withAddon);
+      const got: unknown[] = [];
+      readBatch(files, options, state, (i, r) => {
+        got[i] = 'bytes' in r ? { kind: r.kind, text: Buffer.from(r.bytes).toString('latin1') } : r;
+      });
+      closeDir(state.dir);
+      return got;
+    };
+    const native = read(addon);
+    expect(native).toEqual(read(null));
+    expect(native[0]).toMatchObject({ kind: 'text', text: expect.stringMatching(/^[^\0]{1,200}\n$/) });
+    expect(native[2]).toEqual({ kind: 'unreadable' });
+  },
+);
 
 describe.runIf(addon !== null)('the primitive: JavaScript run by the call itself', () => {
   // napi_get_element runs an accessor on the names array: one that detaches or shrinks a buffer frees (or cuts) the
