@@ -119,6 +119,15 @@ describe.runIf(loaded !== null)('the addon', () => {
       expect(() => addon.readFiles(fd, ['a'], 0, 1, 'x' as unknown as Uint8Array, Buffer.alloc(1), meta)).toThrow(
         TypeError,
       );
+      // The output may not overlap where codes go or the needle it is compared with.
+      const shared = new ArrayBuffer(4096);
+      const overMeta = new Float64Array(shared, 0, 3);
+      expect(() => addon.readFiles(fd, ['a'], 0, 1e6, null, new Uint8Array(shared, 16, 64), overMeta)).toThrow(
+        TypeError,
+      );
+      const needle = new Uint8Array(shared, 100, 4);
+      expect(() => addon.readFiles(fd, ['a'], 0, 1e6, needle, new Uint8Array(shared, 64, 64), meta)).toThrow(TypeError);
+      expect(addon.readFiles(fd, ['a'], 0, 1e6, needle, new Uint8Array(shared, 200, 64), meta)).toBe(1); // disjoint
       expect(() => addon.readFiles(fd, ['a'], 0, 1, null, new Float64Array(1) as unknown as Uint8Array, meta)).toThrow(
         TypeError,
       );
