@@ -8,7 +8,7 @@
  *  - a file is opened only as openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY): `dirfd` is the
  *    directory descriptor the caller opened and verified (its /proc/self/fd location equals the authorized path), so a
  *    directory swapped for a link afterwards cannot redirect the open; the final name is never followed if it is a
- *    link; a FIFO or device never blocks (O_NONBLOCK) and is refused (fstat: regular files only);
+ *    link; a FIFO or device never blocks (O_NONBLOCK) and is refused (statx: regular files only);
  *  - a name that is empty, ".", "..", or holds "/" or NUL is a hard failure (a thrown TypeError) before anything is
  *    opened: this function never resolves a path, only one directory entry;
  *  - nothing is allocated here: bytes go into the caller's buffer `out`; a file that does not fit stops the batch and
@@ -268,6 +268,17 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
     if (!entry_name(name, name_len)) {
       return throw_type(env, "readFiles: not a single directory entry name");
     }
+    /* napi_get_element can run JavaScript (an accessor on the array, or on Array.prototype for a hole), which can
+     * detach or shrink the buffers and free their memory: take their addresses afresh after it, and stop when they no
+     * longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
+    size_t needle_now = 0;
+    if ((has_needle && (!bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
+        !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
+        napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
+        meta_len / 3 < count) {
+      return throw_type(env, "readFiles: a buffer changed during the call");
+    }
+    meta = (double *)meta_ptr;
     double *m = meta + 3 * (size_t)i;
     m[1] = 0;
     m[2] = 0;
@@ -284,25 +295,28 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
       m[0] = CODE_UNREADABLE;
       continue;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    /* statx, not fstat: glibc exports fstat only from 2.33 (before, it was an inline over __fxstat), so a binary
+     * calling fstat would not load on the older glibc Node 20 still supports (2.28, where statx appeared). */
+    struct statx st;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_SIZE, &st) != 0 ||
+        (st.stx_mask & (STATX_TYPE | STATX_SIZE)) != (STATX_TYPE | STATX_SIZE) || !S_ISREG(st.stx_mode)) {
       close(fd);
       m[0] = CODE_UNREADABLE;
       continue;
     }
-    if ((double)st.st_size > max_bytes) {
+    if ((double)st.stx_size > max_bytes) {
       close(fd);
       m[0] = CODE_TOO_LARGE;
       continue;
     }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)st.stx_size;
     if (size > out_len - used) {
       close(fd);
       m[0] = CODE_NEED_SPACE;
       m[2] = (double)size;
       break;
     }
-    /* The size fstat reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
+    /* The size statx reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
      * it was, one that shrinks up to its end. */
     unsigned char *dst = out + used;
     size_t filled = 0;
