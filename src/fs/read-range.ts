@@ -36,7 +36,7 @@ export type RangeSource = Pick<FileHandle, 'read' | 'stat'>;
  * same answers as the file's handle, without a thread-pool round trip per read.
  */
 export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
-  return {
+  const source: RangeSource = {
     read: ((buffer: Buffer, offset: number, length: number, position: number) => {
       const n = Math.max(0, Math.min(length, bytes.length - position));
       if (n > 0) bytes.copy(buffer, offset, position, position + n);
@@ -44,7 +44,15 @@ export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
     }) as unknown as FileHandle['read'],
     stat: (() => Promise.resolve(stats)) as unknown as FileHandle['stat'],
   };
+  inMemory.set(source, bytes);
+  return source;
 }
+
+/**
+ * The bytes behind each `bytesSource` (issue #19): the streaming pass scans them where they are instead of copying
+ * them into a buffer of its own first. The bytes are the caller's (read for this one call); nothing here writes to them.
+ */
+const inMemory = new WeakMap<RangeSource, Buffer>();
 
 /**
  * A RangeSource reading an open descriptor synchronously: for reads whose size is bounded in advance (a range of a
@@ -174,7 +182,9 @@ export async function readRange(
     eol: eolFromCounts(scan.crlf, scan.lf),
     bom: scan.bom,
     validUtf8: scan.validUtf8,
-    bytes: Buffer.from(content),
+    // A copy, so that a short range does not keep a large read buffer alive; the whole of a file read in one chunk is
+    // that buffer already (read for this call alone), so it is handed on as it is (issue #19: one copy less per read).
+    bytes: scan.whole && content.length === scan.whole.length ? content : Buffer.from(content),
     startByte,
     endByte: nextOffset,
     startLine,
@@ -254,8 +264,10 @@ async function scanFile(
   // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
   let hasher: ReturnType<typeof createContentHasher> | null = null;
   let unhashed: Buffer | null = null;
+  // Bytes already in memory are scanned in place, as one chunk: no buffer, no copy (issue #19).
+  const preread = inMemory.get(handle);
   // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
-  const buf = Buffer.allocUnsafe(sizeHint === null ? CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1));
+  const buf = preread ?? Buffer.allocUnsafe(sizeHint === null ? CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1));
   let reads = 0;
   const checkpoints: number[] = [0];
   let nextCheckpoint = buildIndex ? CHECKPOINT_BYTES : Infinity;
@@ -275,11 +287,12 @@ async function scanFile(
   const offset = request.kind === 'bytes' ? request.offset : -1;
   let lineAtOffset = 1;
   for (;;) {
+    if (preread && pos > 0) break; // the one chunk is done (its hash is taken in one shot below)
     if (unhashed) {
       (hasher ??= createContentHasher()).update(unhashed);
       unhashed = null;
     }
-    const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
+    const bytesRead = preread ? preread.length : (await handle.read(buf, 0, buf.length, pos)).bytesRead;
     if (bytesRead === 0) break;
     const chunk = buf.subarray(0, bytesRead);
     unhashed = chunk;
@@ -324,9 +337,9 @@ async function scanFile(
     if (unhashed) hasher.update(unhashed);
     hash = hasher.digest();
   }
-  const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
   let facts: ContentFacts | undefined;
   if (buildIndex) {
+    const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
     while (nextCheckpoint <= size) {
       checkpoints.push(newlines);
       nextCheckpoint += CHECKPOINT_BYTES;
@@ -337,13 +350,21 @@ async function scanFile(
       checkpointNewlines: Float64Array.from(checkpoints),
     };
   }
+  // Written out rather than spread from fileFacts: this runs once per read (issue #19).
   return {
-    ...fileFacts,
+    hash,
+    size,
+    totalLines,
+    crlf,
+    lf,
+    bom,
+    validUtf8,
+    endsWithNewline,
     rangeStart,
     rangeEnd,
     lineAtOffset,
     facts,
-    whole: reads <= 1 ? buf.subarray(0, size) : undefined,
+    whole: reads > 1 ? undefined : preread && preread.length === size ? preread : buf.subarray(0, size),
   };
 }
 

@@ -24,6 +24,13 @@ export class HashMemory {
   remember(real: string, hash: string, bytes?: Uint8Array): void {
     this.hashes.set(real, hash);
     const old = this.snapshots.get(real);
+    // The same content read again (issue #19: an agent re-reads files): the snapshot already holds these bytes (equal
+    // content hashes), so it stays as it is, without a copy; it only becomes the most recently used.
+    if (old && bytes && old.hash === hash && old.bytes.length === bytes.length) {
+      this.snapshots.delete(real);
+      this.snapshots.set(real, old);
+      return;
+    }
     if (old) {
       this.snapshots.delete(real);
       this.snapshotBytes -= old.bytes.length;

@@ -11,11 +11,15 @@ import {
   ProtocolErrorCode,
   Server,
   type CallToolResult,
+  type JSONRPCMessage,
   type JSONRPCRequest,
+  type MessageExtraInfo,
   type Result,
   type ServerContext,
+  type Transport,
 } from '@modelcontextprotocol/server';
 import { callTool, listedTools, UnknownToolError } from './call-tool.js';
+import { checkedByGuard } from './stdio-guard.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
 import { advertise } from './tool-schemas.js';
@@ -38,8 +42,33 @@ const INSTRUCTIONS =
  * seam (`input_required` results, `requestState`), which no fs-tools tool returns or reads. What clients saw of it is
  * kept: an invalid tools/call request is -32602 "Invalid tools/call request: …" and a non-string requestState -32602
  * invalid_request_state (test/e2e/protocol-review.test.ts).
+ *
+ * It also routes a request the stdin guard already checked straight to the SDK's request dispatch (`connect` below).
  */
 class FsToolsServer extends Server {
+  /**
+   * The SDK's `connect`, then one shortcut in the message hook it installs on the transport (issue #19). That hook
+   * classifies every inbound message with zod: is it a result response? an error response? a request? — three parses
+   * per request, the first two failing and building a ZodError each time (about 5 % of the server's CPU per read_file
+   * call). A message the stdin guard produced has passed the SDK's own JSONRPCMessageSchema (src/server/stdio-guard.ts
+   * `checkedByGuard`), whose four member schemas are strict objects: it is a request exactly when it has both `id`
+   * and `method`, and the hook would have called the same `_onrequest(message, extra)` for it. Everything else (the
+   * guard's other messages, any message from elsewhere) still goes through the SDK's hook unchanged. The shortcut is
+   * installed only when the transport had no message handler of its own before (the SDK's hook would call that first).
+   */
+  override async connect(transport: Transport): Promise<void> {
+    const before = transport.onmessage;
+    await super.connect(transport);
+    const sdkHook = transport.onmessage;
+    if (before !== undefined || sdkHook === undefined) return;
+    // `_onrequest` is the Protocol's own inbound request dispatch (TypeScript-private in the SDK; pinned at 2.4.0).
+    const dispatch = this as unknown as { _onrequest(request: JSONRPCRequest, extra?: MessageExtraInfo): void };
+    transport.onmessage = (message: JSONRPCMessage, extra?: MessageExtraInfo) => {
+      if ('method' in message && 'id' in message && checkedByGuard(message)) dispatch._onrequest(message, extra);
+      else sdkHook(message, extra);
+    };
+  }
+
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,

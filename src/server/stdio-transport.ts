@@ -7,6 +7,7 @@
  * write: stdout is corked while the turn's messages are queued and uncorked once they are all there.
  * It knows nothing about tools or protocol eras; `serveStdio` owns those.
  */
+import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { createLineGuard, type LineGuard } from './stdio-guard.js';
@@ -97,7 +98,7 @@ export class GuardedStdioTransport implements Transport {
     if (this.closed) return Promise.reject(new Error('GuardedStdioTransport is closed'));
     let line: string;
     try {
-      line = `${JSON.stringify(message)}\n`;
+      line = `${serializeMessage(message)}\n`;
     } catch (error) {
       // As the SDK's transport: a send fails by rejecting (callers `.catch` it), never by throwing.
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
@@ -146,4 +147,58 @@ export class GuardedStdioTransport implements Transport {
     this.onclose?.();
     return Promise.resolve();
   }
+}
+
+/**
+ * A string no message contains: it stands in for the text that a result carries twice while the rest is serialized.
+ * Random per process, with a NUL (which no path or name holds); its JSON spelling, quotes included, is what is looked for.
+ */
+const MARKER = `\u0000fs-tools-text:${randomUUID()}`;
+const MARKER_JSON = JSON.stringify(MARKER);
+
+/** Text shorter than this is serialized twice as usual (the saving would not pay for the marker's bookkeeping). */
+const SHARED_TEXT_MIN = 1024;
+
+/** A plain object (not an array, not a class instance, no toJSON): spreading it keeps what JSON.stringify would see. */
+function plainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return (proto === Object.prototype || proto === null) && !('toJSON' in value);
+}
+
+/**
+ * `JSON.stringify(message)`, byte for byte, with the JSON escaping of a result's repeated text done once (issue #19).
+ * read_file's result carries the file's text twice — the first content block's `text` and `structuredContent.content`
+ * (issue #15: structured-first and text-only clients each see it) — and escaping a 4 KB text is about half of
+ * serializing the whole answer. When both hold the same string, the message is serialized with a marker in both places
+ * (spreads keep every key's position) and the escaped text is put in for the two markers; any other message, or one
+ * where the marker does not appear exactly twice, is serialized as it is. test/server/stdio-transport.test.ts checks the
+ * output against JSON.stringify.
+ * @throws what JSON.stringify throws (a cycle, a BigInt)
+ */
+export function serializeMessage(message: JSONRPCMessage): string {
+  const result = (message as { result?: unknown }).result;
+  if (plainObject(message) && plainObject(result)) {
+    const { content, structuredContent: structured } = result;
+    if (Array.isArray(content) && content.length > 0 && plainObject(structured)) {
+      const blocks = content as unknown[];
+      const block = blocks[0];
+      if (plainObject(block)) {
+        const text = block.text;
+        if (typeof text === 'string' && text.length >= SHARED_TEXT_MIN && structured.content === text) {
+          const skeleton = JSON.stringify({
+            ...message,
+            result: {
+              ...result,
+              content: [{ ...block, text: MARKER }, ...blocks.slice(1)],
+              structuredContent: { ...structured, content: MARKER },
+            },
+          });
+          const parts = skeleton.split(MARKER_JSON);
+          if (parts.length === 3) return parts.join(JSON.stringify(text));
+        }
+      }
+    }
+  }
+  return JSON.stringify(message);
 }

@@ -19,13 +19,13 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readRange, type RangeRequest, type RangeResult } from '../../src/fs/read-range.js';
+import { bytesSource, readRange, type RangeRequest, type RangeResult } from '../../src/fs/read-range.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 
 const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-read-range-')));
@@ -448,5 +448,53 @@ describe('the content hash with the size known in advance (one chunk or several)
     } finally {
       await handle.close();
     }
+  });
+});
+
+describe('readRange over bytes already read (bytesSource, issue #19: scanned in place)', () => {
+  const requests: RangeRequest[] = [
+    lines(1),
+    lines(2, 3),
+    { kind: 'head', lines: 2 },
+    { kind: 'tail', lines: 2 },
+    { kind: 'bytes', offset: 3 },
+  ];
+
+  it('answers as the file handle does, for any content, request and cap', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uint8Array({ maxLength: 300 }).map((b) => b.map((x) => (x % 7 === 0 ? 0x0a : x % 5 === 0 ? 0x0d : x))),
+        fc.constantFrom(...requests),
+        fc.integer({ min: 1, max: 400 }),
+        async (content, req, maxBytes) => {
+          const p = writeTemp(content);
+          const stats = statSync(p);
+          const settle = (f: () => Promise<RangeResult>) =>
+            f().then(
+              (r) => ({ ...r, bytes: [...r.bytes] }),
+              (e: unknown) => (e as ToolError).code,
+            );
+          const fromBytes = await settle(() =>
+            readRange(bytesSource(Buffer.from(content), stats), req, { maxBytes, textBoundaries: true, stats }),
+          );
+          const fromFile = await withFile(content, (r) => settle(() => r(req, maxBytes)));
+          expect(fromBytes).toEqual(fromFile);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('hands on the whole content as read, and copies a part (a short range never keeps the whole alive)', async () => {
+    const content = Buffer.alloc(14); // not from the shared pool: its ArrayBuffer is its own
+    content.write('one\ntwo\nthree\n');
+    const p = writeTemp(content);
+    const stats = statSync(p);
+    const whole = await readRange(bytesSource(content, stats), lines(1), { maxBytes: 1 << 20, textBoundaries: true });
+    expect(whole.bytes.buffer).toBe(content.buffer);
+    expect(whole.contentHash).toBe(sha(content));
+    const part = await readRange(bytesSource(content, stats), lines(2, 2), { maxBytes: 1 << 20, textBoundaries: true });
+    expect(part.bytes.toString()).toBe('two\n');
+    expect(part.bytes.buffer).not.toBe(content.buffer);
   });
 });

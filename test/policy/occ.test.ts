@@ -135,6 +135,29 @@ describe('HashMemory', () => {
     expect(m.snapshot('/r/a', H1)).toBeUndefined();
   });
 
+  it('keeps the snapshot it has when the same content is read again, as the most recently used (issue #19)', () => {
+    const m = new HashMemory();
+    const first = Buffer.from('one');
+    m.remember('/r/a', H1, first);
+    const kept = m.snapshot('/r/a', H1);
+    m.remember('/r/b', H1, Buffer.from('bee'));
+    m.remember('/r/a', H1, Buffer.from('one'));
+    expect(m.snapshot('/r/a', H1)).toBe(kept); // no new copy
+    expect(kept).not.toBe(first); // the snapshot never aliases the caller's bytes
+    first.fill(0);
+    expect(m.snapshot('/r/a', H1)?.toString()).toBe('one');
+    // Most recently used: over the 32 MiB bound, /r/b (older now) is dropped before /r/a.
+    const big = Buffer.alloc(256 * 1024);
+    for (let i = 0; i < 127; i++) m.remember(`/r/big${i}`, H2, big);
+    m.remember('/r/last', H2, Buffer.alloc(256 * 1024 - 4)); // 2 bytes over: one 3-byte snapshot must go
+    expect(m.snapshot('/r/b', H1)).toBeUndefined();
+    expect(m.snapshot('/r/a', H1)?.toString()).toBe('one');
+    // Other content under the same path replaces it.
+    m.remember('/r/a', H2, Buffer.from('two'));
+    expect(m.snapshot('/r/a', H2)?.toString()).toBe('two');
+    expect(m.snapshot('/r/a', H1)).toBeUndefined();
+  });
+
   it('keeps at most 32 MiB of snapshots, dropping the oldest', () => {
     const m = new HashMemory();
     const big = Buffer.alloc(256 * 1024);
