@@ -337,9 +337,9 @@ async function scanFile(
     if (unhashed) hasher.update(unhashed);
     hash = hasher.digest();
   }
-  const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
   let facts: ContentFacts | undefined;
   if (buildIndex) {
+    const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
     while (nextCheckpoint <= size) {
       checkpoints.push(newlines);
       nextCheckpoint += CHECKPOINT_BYTES;
@@ -350,13 +350,21 @@ async function scanFile(
       checkpointNewlines: Float64Array.from(checkpoints),
     };
   }
+  // Written out rather than spread from fileFacts: this runs once per read (issue #19).
   return {
-    ...fileFacts,
+    hash,
+    size,
+    totalLines,
+    crlf,
+    lf,
+    bom,
+    validUtf8,
+    endsWithNewline,
     rangeStart,
     rangeEnd,
     lineAtOffset,
     facts,
-    whole: reads <= 1 ? buf.subarray(0, size) : undefined,
+    whole: reads > 1 ? undefined : preread && preread.length === size ? preread : buf.subarray(0, size),
   };
 }
 

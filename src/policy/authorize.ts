@@ -76,7 +76,8 @@ export async function authorizeRead(
   await hiddenLikeMissing(() => assertPolicyAllows(access, 'read', resolved.absolute, relative), resolved, ctx);
   if (!resolved.stats) throw await notFoundError(resolved, ctx); // details.near: src/policy/near-paths.ts (issue 21)
   assertKind(resolved.stats, options.kind, resolved.absolute);
-  return { ...resolved, stats: resolved.stats, relative, access };
+  const { requested: asked, absolute, real, root, stats, viaSymlink } = resolved;
+  return { requested: asked, absolute, real, root, stats, viaSymlink, relative, access };
 }
 
 /**

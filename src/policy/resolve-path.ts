@@ -12,7 +12,6 @@ import { lstat, readlink } from 'node:fs/promises';
 import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { DESCRIPTOR_RELATIVE, withHeldDirSync } from '../fs/verified-dir.js';
 import { findContainingRoot, isWithin } from './containment.js';
 import { rootsEmptyError, type EffectiveRoot } from './roots.js';
 
@@ -118,8 +117,7 @@ export async function resolveInRoots(
   const absolute = toAbsolute(requested, roots);
   // Walk the spelling as sent (not `absolute`): `link/..` must mean the link target's parent, as for the kernel.
   const unnormalized = path.isAbsolute(requested) ? requested : `${roots[0].real}${path.sep}${requested}`;
-  const walked =
-    heldParentLookup(unnormalized, roots, options.followFinal) ?? (await walk(unnormalized, options.followFinal));
+  const walked = await walk(unnormalized, options.followFinal);
   // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
   const lexicallyInside =
     findContainingRoot(roots, absolute) !== undefined || roots.some((r) => isWithin(r.given, absolute));
@@ -169,35 +167,6 @@ export { childOf } from '../fs/walk.js';
  */
 export function parentOf(real: AllowedPath): AllowedPath {
   return path.dirname(real) as AllowedPath;
-}
-
-/**
- * The resolution of a canonical-looking path whose directory fs-tools holds open (issue #19: policy's realpath made one
- * readlink per path component on every call), or null when this shortcut does not apply and `walk` must decide.
- * It applies to a normalized absolute path (no `.`, `..`, repeated or trailing separator) whose final component is
- * to be followed and whose directory lies inside a root's real path. That directory is taken through
- * `withHeldDirSync` (src/fs/verified-dir.ts), which proves before use that the descriptor's /proc/self/fd location is
- * exactly that path, now — the kernel spells that location from the directory's own chain of parent entries, so
- * every component of the path is a real directory at that moment, no symbolic link among them, which is what
- * realpath's per-component walk established. The final component is then lstat'ed through the proven descriptor:
- * an entry that is not a symbolic link is the answer, resolved to itself (as realpath would have said). Anything
- * else — a link at the end, a missing entry, a directory that cannot be proven or opened, another platform — returns
- * null, having changed nothing, and the walk below answers exactly as before.
- */
-function heldParentLookup(input: string, roots: readonly EffectiveRoot[], followFinal: boolean): Walked | null {
-  if (!followFinal || !DESCRIPTOR_RELATIVE || path.resolve(input) !== input) return null;
-  const parent = path.dirname(input);
-  if (parent === input) return null;
-  const isInside = (p: string): boolean => findContainingRoot(roots, p) !== undefined;
-  if (!isInside(parent)) return null;
-  let stats: Stats | null;
-  try {
-    stats = withHeldDirSync(parent, isInside, (dir) => dir.lstat(path.basename(input)));
-  } catch {
-    return null;
-  }
-  if (stats === null || stats.isSymbolicLink()) return null;
-  return { resolved: input, stats, viaSymlink: false };
 }
 
 interface Walked {

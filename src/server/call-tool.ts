@@ -111,6 +111,7 @@ export async function callTool(
     if (mutationHappened(outcome.envelope.error)) ticket?.spend();
   }
   ticket?.release(); // a failed call gives its unit back (no-op after spend)
+  if (!state.audit.enabled) return outcome; // no --audit-log (or it failed): no line to build
   state.audit.record({
     time: new Date().toISOString(),
     tool: name,

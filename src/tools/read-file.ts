@@ -89,27 +89,30 @@ function bytesMatter(f: ReadFacts): boolean {
 /** The wire result of a read: every field at its default left out (ReadResultShape says what absence means). */
 export function compactRead(f: ReadFacts): ReadResult {
   const whole = f.range.start_byte === 0 && f.range.end_byte === f.size && !f.truncated;
-  return {
-    ...(f.path !== f.requested ? { path: f.path } : {}),
-    content: f.content,
-    ...(f.encoding === 'base64' ? { encoding: 'base64' as const } : {}),
-    content_hash: f.content_hash,
-    size: f.size,
-    total_lines: f.total_lines,
-    ...(whole
-      ? {}
-      : {
-          range: {
-            start_line: f.range.start_line,
-            end_line: f.range.end_line,
-            ...(bytesMatter(f) ? { start_byte: f.range.start_byte, end_byte: f.range.end_byte } : {}),
-          },
-        }),
-    ...(f.truncated ? { truncated: true } : {}),
-    ...(f.truncated && f.continuation ? { continuation: f.continuation } : {}),
-    ...(f.eol !== 'lf' ? { eol: f.eol } : {}),
-    ...(f.bom ? { bom: true } : {}),
-  };
+  // Built field by field in the wire order (the order of ReadResultShape): no spread of an empty object per default
+  // field on every read (issue #19). test/tools/read-file-compact.test.ts pins it against the spread form.
+  const out: Partial<ReadResult> = {};
+  if (f.path !== f.requested) out.path = f.path;
+  out.content = f.content;
+  if (f.encoding === 'base64') out.encoding = 'base64';
+  out.content_hash = f.content_hash;
+  out.size = f.size;
+  out.total_lines = f.total_lines;
+  if (!whole) {
+    out.range = bytesMatter(f)
+      ? {
+          start_line: f.range.start_line,
+          end_line: f.range.end_line,
+          start_byte: f.range.start_byte,
+          end_byte: f.range.end_byte,
+        }
+      : { start_line: f.range.start_line, end_line: f.range.end_line };
+  }
+  if (f.truncated) out.truncated = true;
+  if (f.truncated && f.continuation) out.continuation = f.continuation;
+  if (f.eol !== 'lf') out.eol = f.eol;
+  if (f.bom) out.bom = true;
+  return out as ReadResult;
 }
 
 type ReadOptions = Omit<z.output<typeof ReadFileInput>, 'path'>;
@@ -165,8 +168,9 @@ export async function readOne(
   const cachedLarge = !small && contentFactsCache.lookup(identityOf(target.stats)) !== undefined;
   let opened: { handle: RangeSource & { close(): Promise<void> }; stats: Stats };
   if (small) {
+    // The source object itself (not a spread copy): readRange recognizes it and scans the bytes where they are.
     opened = {
-      handle: { ...bytesSource(small.bytes, small.stats), close: () => Promise.resolve() },
+      handle: Object.assign(bytesSource(small.bytes, small.stats), { close: () => Promise.resolve() }),
       stats: small.stats,
     };
   } else if (cachedLarge) {
