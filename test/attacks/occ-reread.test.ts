@@ -6,10 +6,13 @@
  * scanned in place) and a larger one (read through a handle). Pins: the second read reports the new content and its
  * hash; an edit with the first read's hash is OCC_MISMATCH and changes nothing; an edit with the second read's hash
  * applies to the new content; the conflict's changed_ranges are computed against the snapshot of exactly the expected
- * version (a snapshot kept for a re-read of unchanged content, replaced when the content changed).
+ * version (a snapshot kept for a re-read of unchanged content, replaced when the content changed). And 8 reads in
+ * flight while a worker thread rewrites the file in place: every whole-file answer's content_hash and size are those
+ * of the very content it returned (the bytes scanned in place are the bytes sent).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
@@ -98,4 +101,39 @@ describe('edits after a file changed between reads (real server)', () => {
       expect(readFileSync(file, 'utf8')).toBe(v('one', 'CCCC', 'three'));
     });
   }
+
+  it('8 reads in flight during in-place rewrites: each answer is self-consistent', async () => {
+    const file = path.join(tree.dir, 'small.txt');
+    writeFileSync(file, 'start\n');
+    const ctl = new Int32Array(new SharedArrayBuffer(8));
+    const worker = new Worker(
+      `const { workerData: { ctl, file } } = require('node:worker_threads');
+       const fs = require('node:fs');
+       for (let i = 0; Atomics.load(ctl, 1) === 0; i++) {
+         fs.writeFileSync(file, i % 2 ? 'short ' + i + '\\n' : ('long line ' + i + ' é✓\\n').repeat(200));
+         Atomics.add(ctl, 0, 1);
+       }`,
+      { eval: true, workerData: { ctl, file } },
+    );
+    let checked = 0;
+    try {
+      const end = Date.now() + 1000;
+      const lane = async (): Promise<void> => {
+        while (Date.now() < end) {
+          const r = await client.call('read_file', { path: 'small.txt' });
+          if (r.isError) continue; // e.g. not valid UTF-8 when a write was caught mid-character
+          const s = r.structuredContent as { content: string; content_hash: string; size: number };
+          expect(s.content_hash).toBe(sha(s.content));
+          expect(s.size).toBe(Buffer.byteLength(s.content));
+          checked++;
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, lane));
+    } finally {
+      Atomics.store(ctl, 1, 1);
+      await new Promise((r) => worker.once('exit', r));
+    }
+    expect(Atomics.load(ctl, 0)).toBeGreaterThan(0);
+    expect(checked).toBeGreaterThan(8);
+  });
 });
