@@ -167,6 +167,14 @@ function plainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
+ * An array JSON.stringify serializes element by element (no subclass, no toJSON): copying its elements into a new
+ * array keeps its output (review of issue #19: a content array with its own toJSON lost it in the rebuilt array).
+ */
+function plainArray(value: unknown): value is unknown[] {
+  return Array.isArray(value) && Object.getPrototypeOf(value) === Array.prototype && !('toJSON' in value);
+}
+
+/**
  * `JSON.stringify(message)`, byte for byte, with the JSON escaping of a result's repeated text done once (issue #19).
  * read_file's result carries the file's text twice — the first content block's `text` and `structuredContent.content`
  * (issue #15: structured-first and text-only clients each see it) — and escaping a 4 KB text is about half of
@@ -180,8 +188,8 @@ export function serializeMessage(message: JSONRPCMessage): string {
   const result = (message as { result?: unknown }).result;
   if (plainObject(message) && plainObject(result)) {
     const { content, structuredContent: structured } = result;
-    if (Array.isArray(content) && content.length > 0 && plainObject(structured)) {
-      const blocks = content as unknown[];
+    if (plainArray(content) && content.length > 0 && plainObject(structured)) {
+      const blocks = content;
       const block = blocks[0];
       if (plainObject(block)) {
         const text = block.text;
