@@ -297,15 +297,18 @@ function pageEntries(o: PageEntriesOptions): {
     return null;
   };
 
-  /** Pages until fewer than `room` entries are queued (1: all of them), waiting where it must. */
-  const drain = async (room: number): Promise<boolean> => {
+  /**
+   * Pages until fewer than `room` entries are queued (1: all of them), waiting where it must; `next` is what the last
+   * `pageReady` returned (a promise there must be awaited before anything else is paged).
+   */
+  const drain = async (room: number, next: ReadTicket | Promise<void> | null): Promise<boolean> => {
     for (;;) {
-      const next = pageReady();
       if (stopped) return false;
       if (next === null) return true;
       if (next instanceof Promise) await next;
       else if (count >= room) await next.wait();
       else return true;
+      next = pageReady();
     }
   };
 
@@ -325,12 +328,12 @@ function pageEntries(o: PageEntriesOptions): {
     const next = pageReady();
     if (stopped) return false;
     if (next === null || (!(next instanceof Promise) && count < READ_AHEAD)) return true;
-    return drain(READ_AHEAD);
+    return drain(READ_AHEAD, next);
   };
   return {
     sink,
     drain: async () => {
-      await drain(1);
+      await drain(1, pageReady());
     },
   };
 }
