@@ -237,10 +237,10 @@ class PendingBatch {
     this.ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
   }
 
-  /** Answers the batch (the first answer wins). */
-  settle(outcome: (index: number) => ReadOutcome): void {
+  /** Answers the batch (the first answer wins): `outcome(index)` per file, or the outcomes themselves, in file order. */
+  settle(outcome: ((index: number) => ReadOutcome) | ReadOutcome[]): void {
     if (this.outcomes) return;
-    this.outcomes = Array.from({ length: this.count }, (_, i) => outcome(i));
+    this.outcomes = Array.isArray(outcome) ? outcome : Array.from({ length: this.count }, (_, i) => outcome(i));
     this.resolveReady();
   }
 }
@@ -444,8 +444,7 @@ export class SearchReaderPool {
       if (!batch) return;
       slot.batches.delete(msg.id);
       slot.load -= batch.pending.count;
-      const results = outcomesOf(msg, batch.pending.count);
-      batch.pending.settle((i) => results[i]);
+      batch.pending.settle(outcomesOf(msg, batch.pending.count));
     });
     const fail = () => {
       if (slot.retired) return;

@@ -22,7 +22,7 @@ import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { contentMatcher, READ_AHEAD, type ContentMatch, type Loaded, type Started } from './search-match.js';
 import { MatchSchema, SearchPage } from './search-page.js';
-import { searchWalk, type SearchWalk, type WalkSkipCounts } from './search-walk.js';
+import { NO_SKIPS, searchWalk, type SearchWalk, type WalkSkipCounts } from './search-walk.js';
 
 /** Wall-clock budget of one search call, ms; past it the call returns what it has with a cursor. */
 const SEARCH_TIME_BUDGET_MS = 20_000;
@@ -315,8 +315,8 @@ function pageEntries(o: PageEntriesOptions): {
   const sink = (entry: WalkItem, name: string): boolean | Promise<boolean> => {
     const skips = walk.takeSkips();
     const wanted = entry.type === 'file' && (globMatch === null || globMatch(entry.relative));
-    if (!wanted && count === 0) {
-      // Nothing queued ahead of it: paged at once.
+    if (!wanted && (count === 0 || skips === NO_SKIPS)) {
+      // Nothing queued ahead of it, or nothing to page (no skips before it): paged at once.
       page.beforeEntry(skips);
       return true;
     }
