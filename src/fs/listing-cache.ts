@@ -27,6 +27,14 @@ export interface SortedListing {
 export const CACHE_MIN_ENTRIES = 1024;
 /** Most names held by the cache in all (about 100 bytes each with their Dirent). */
 export const CACHE_MAX_ENTRIES = 1_000_000;
+/**
+ * A directory whose own size (st_size) is at most this holds fewer than CACHE_MIN_ENTRIES entries on the common file
+ * systems (ext4: at least 12 bytes per entry, so at most 341 in one 4 KiB block; tmpfs: 20 per entry; xfs: a block or
+ * less), so its listing would not be kept: a walk may read and sort it itself (`sortListing`) without asking the cache
+ * (issue #19: the cache's identity is two fstats per directory). On a file system whose directory sizes say less
+ * (btrfs counts name bytes) a directory of many short names may be read so too: it is then read afresh, never wrong.
+ */
+export const SMALL_DIRECTORY_BYTES = 4096;
 /** A directory modified less than this long before the read is not shared (coarse timestamps), ms. */
 export const RACY_MS = 1000;
 
@@ -107,7 +115,11 @@ function remember(dirAbs: string, slot: Slot): void {
   }
 }
 
-function sortListing(dirents: Dirent[]): SortedListing {
+/**
+ * `dirents` sorted in place by name (code units), with the names alone: a listing of its own (not shared), for a
+ * directory too small to be kept (see `SMALL_DIRECTORY_BYTES`).
+ */
+export function sortListing(dirents: Dirent[]): SortedListing {
   dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { dirents, names: dirents.map((d) => d.name) };
 }

@@ -342,10 +342,10 @@ class PendingBatch {
     this.ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
   }
 
-  /** Answers the batch (the first answer wins). */
-  settle(outcome: (index: number) => ReadOutcome): void {
+  /** Answers the batch (the first answer wins): `outcome(index)` per file, or the outcomes themselves, in file order. */
+  settle(outcome: ((index: number) => ReadOutcome) | ReadOutcome[]): void {
     if (this.outcomes) return;
-    this.outcomes = Array.from({ length: this.count }, (_, i) => outcome(i));
+    this.outcomes = Array.isArray(outcome) ? outcome : Array.from({ length: this.count }, (_, i) => outcome(i));
     this.resolveReady();
   }
 }
@@ -423,17 +423,31 @@ const KIND_OF_CODE = new Map<string, ReadOutcome['kind']>(
   Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as ReadOutcome['kind']]),
 );
 
+/** The outcomes without bytes, one frozen object per kind, shared by every file with that outcome (issue #19). */
+const PLAIN_OUTCOMES = new Map<string, ReadOutcome>(
+  (['too_large', 'unreadable', 'binary', 'no_match', 'deferred', 'fallback', 'regex_timeout'] as const).map((kind) => [
+    KIND_CODES[kind],
+    Object.freeze({ kind }),
+  ]),
+);
+const FALLBACK = PLAIN_OUTCOMES.get(KIND_CODES.fallback)!;
+
 /** The outcomes of a reply, in file order (`fallback` for anything missing or malformed). */
 export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {
   const out: ReadOutcome[] = [];
-  const found = new Map(reply.found.map((f) => [f.index, f]));
+  const found = reply.found.length > 0 ? new Map(reply.found.map((f) => [f.index, f])) : null;
   for (let i = 0; i < count; i++) {
-    const kind = KIND_OF_CODE.get(reply.kinds[i] ?? '') ?? 'fallback';
-    const f = found.get(i);
+    const code = reply.kinds[i] ?? '';
+    const plain = PLAIN_OUTCOMES.get(code);
+    if (plain) {
+      out.push(plain);
+      continue;
+    }
+    const kind = KIND_OF_CODE.get(code);
+    const f = found?.get(i);
     if (kind === 'hits' && f?.hits) out.push({ kind, bytes: f.bytes, hits: f.hits });
     else if (kind === 'text' && f) out.push({ kind, bytes: f.bytes });
-    else if (kind === 'hits' || kind === 'text') out.push({ kind: 'fallback' });
-    else out.push({ kind });
+    else out.push(FALLBACK);
   }
   return out;
 }
@@ -547,8 +561,7 @@ export class SearchReaderPool {
       if (!batch) return;
       slot.batches.delete(msg.id);
       slot.load -= batch.pending.count;
-      const results = outcomesOf(msg, batch.pending.count);
-      batch.pending.settle((i) => results[i]);
+      batch.pending.settle(outcomesOf(msg, batch.pending.count));
     });
     const fail = () => {
       if (slot.retired) return;

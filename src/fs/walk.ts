@@ -29,7 +29,7 @@ import { GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { isEntryName, isWithin } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
-import { sharedListing } from './listing-cache.js';
+import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -107,10 +107,11 @@ export interface WalkOptions {
   depthIsLimit?: boolean;
   /**
    * When given, each entry is handed to `sink` in walk order (right after `filter` was asked about it, exactly where
-   * it would be yielded) and the walk yields nothing; `false` (or a promise of it) stops the walk. Issue #19: one
-   * async-iteration step per entry (two generator levels) cost a names-and-types listing a sixth of its time.
+   * it would be yielded), with its last path component `name`, and the walk yields nothing; `false` (or a promise of
+   * it) stops the walk. Issue #19: one async-iteration step per entry (two generator levels) cost a names-and-types
+   * listing a sixth of its time.
    */
-  sink?: (item: WalkItem | WalkEntry) => boolean | Promise<boolean>;
+  sink?: (item: WalkItem | WalkEntry, name: string) => boolean | Promise<boolean>;
 }
 
 /**
@@ -322,11 +323,16 @@ async function* walkDir(
     // Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
     // read and identified through the verified descriptor.
     // Issue #19: a small directory (by its own size, one fstat) is read on this thread, a large one in the pool.
-    ({ dirents, names } = await sharedListing(
-      dir.path,
-      () => (dir.stat().size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
-      dir.fd,
-    ));
+    // A directory too small to be kept by the cache is read and sorted here, with no await (SMALL_DIRECTORY_BYTES).
+    const size = dir.stat().size;
+    ({ dirents, names } =
+      size <= SMALL_DIRECTORY_BYTES
+        ? sortListing(dir.readdirSync())
+        : await sharedListing(
+            dir.path,
+            () => (size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
+            dir.fd,
+          ));
   } catch (error) {
     o.onSkip?.(skipReasonOf(error), dirRel || '.');
     return;
@@ -407,7 +413,7 @@ async function* walkDir(
         item = { relative, absolute, rootRelative, type, depth };
       }
       if (o.sink) {
-        const go = o.sink(item);
+        const go = o.sink(item, name);
         if (go === false || (go !== true && !(await go))) {
           run.stopped = true;
           return;

@@ -218,10 +218,12 @@ export function policyWalkFilter(
 
 /**
  * `classifyEntry(ctx, absolute, …).secret` alone: true when the entry has a secret name and secrets are not allowed
- * (SPEC §4.2). For a walk's entries, which `policyWalkFilter` has already judged for hidden and denied.
+ * (SPEC §4.2). For a walk's entries, which `policyWalkFilter` has already judged for hidden and denied. `name`, when
+ * the caller has it at hand, must be the last component of `absolute` (the screen then reads only it: issue #19).
  */
-export function isSecretEntry(ctx: PolicyContext, absolute: string): boolean {
-  return !ctx.allowSecrets && secretRuleFor(absolute) !== null;
+export function isSecretEntry(ctx: PolicyContext, absolute: string, name?: string): boolean {
+  if (ctx.allowSecrets) return false;
+  return (name === undefined ? secretRuleFor(absolute) : secretRuleForEntry(absolute, name)) !== null;
 }
 
 /** A path that passed every write check. `stats` is null when it does not exist yet. */

@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { globMatcher, type WalkItem } from '../fs/walk.js';
+import { ReadTicket } from '../fs/search-reader.js';
 import { patternBudget } from '../fs/glob/glob.js';
 import { createLineMatcher } from '../fs/line-matcher.js';
 import { authorizeRead } from '../policy/authorize.js';
@@ -19,9 +20,9 @@ import { GlobList, PathArg } from './common-schemas.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
-import { contentMatcher, readAhead, READ_AHEAD, type Loaded } from './search-match.js';
+import { contentMatcher, READ_AHEAD, type ContentMatch, type Loaded, type Started } from './search-match.js';
 import { MatchSchema, SearchPage } from './search-page.js';
-import { searchWalk, type WalkSkipCounts } from './search-walk.js';
+import { NO_SKIPS, searchWalk, type SearchWalk, type WalkSkipCounts } from './search-walk.js';
 
 /** Wall-clock budget of one search call, ms; past it the call returns what it has with a cursor. */
 const SEARCH_TIME_BUDGET_MS = 20_000;
@@ -188,35 +189,11 @@ export const searchFiles = defineTool({
           resumeSkip,
         });
 
-        // Called as the walk yields an entry (ahead of the loop below): candidate files go to the reader threads at once.
-        const prepare = (entry: WalkItem) => {
-          const skips: WalkSkipCounts = walk.takeSkips();
-          const wanted = entry.type === 'file' && (!globMatch || globMatch(entry.relative));
-          const loaded: (() => Loaded | Promise<Loaded>) | null = wanted && content ? content.start(entry) : null;
-          return { skips, wanted, loaded };
-        };
-        // Read-ahead only feeds the reader threads (content search). A glob-only search has nothing to read: a window of
-        // 1 keeps no walk entries queued, where 1024 queued per search survived young-generation GCs and were promoted
-        // (the issue #14 memory test's peak went from ~290 to ~170 MiB with this).
-        for await (const [entry, item] of readAhead(walk.items, prepare, content ? READ_AHEAD : 1)) {
-          page.beforeEntry(item.skips);
-          if (!item.wanted) continue;
-          if (Date.now() > deadline) {
-            page.stopAt(entry.relative);
-            break;
-          }
-          if (!item.loaded) {
-            if (!page.addFile(entry.relative)) break;
-            continue;
-          }
-          page.commitSkips();
-          // Issue #19: most outcomes are there already (the batch was answered): no await, no microtask.
-          const ready = item.loaded();
-          const loaded = ready instanceof Promise ? await ready : ready;
-          if (loaded.kind === 'no_match') page.scannedWithoutMatch();
-          else if (loaded.kind !== 'text') page.skippedFile(loaded.kind);
-          else if (!page.addFileMatches(entry.relative, loaded.text, loaded.hits)) break;
-        }
+        // Issue #19: the walk hands each entry to `pageEntries` (no async-iteration step per entry); candidate files
+        // go to the reader threads at once, and the page consumes the entries strictly in walk order.
+        const pager = pageEntries({ walk, content, globMatch, page, deadline });
+        await walk.run(pager.sink);
+        await pager.drain();
         if (!page.truncated) page.finishWalk(walk.takeSkips());
         const ignoreRules = walk.ignoreRules();
         if (ignoreRules > 0) page.skipped.ignore_rules = ignoreRules;
@@ -244,3 +221,122 @@ export const searchFiles = defineTool({
       args,
     ),
 });
+
+/** What `pageEntries` works with. */
+interface PageEntriesOptions {
+  walk: SearchWalk;
+  content: ContentMatch | null;
+  globMatch: ((relative: string) => boolean) | null;
+  page: SearchPage;
+  /** Date.now() past which the page stops (SEARCH_TIME_BUDGET_MS), ms since the epoch. */
+  deadline: number;
+}
+
+/**
+ * The walk's sink for one page (issue #19; this was an async generator of read-ahead over the walk's own, a promise
+ * and an iterator step per entry at each level): each entry is prepared as the walk reaches it (its skips taken, a
+ * wanted file handed to the reader threads) and queued; the queue is paged in walk order as far as the outcomes are
+ * there. The walk goes on while the head waits for its batch, up to READ_AHEAD entries queued (a glob search queues
+ * none: it has nothing to read); then, or when the head must be read on this thread, the walk waits for the page.
+ * The sink returns false (the walk stops) once the page is full or out of time; after the walk, `drain` pages what is
+ * still queued.
+ */
+function pageEntries(o: PageEntriesOptions): {
+  sink: (entry: WalkItem, name: string) => boolean | Promise<boolean>;
+  drain: () => Promise<void>;
+} {
+  const { walk, content, globMatch, page, deadline } = o;
+  // A ring of READ_AHEAD slots in three arrays (no object per entry): `head` is the next entry to page, `count` how
+  // many are queued. A slot's `started` is NOT_WANTED (not a file the search wants), null (a wanted file with nothing
+  // to read: a glob search), or what content search started for it (a ticket, or a known outcome).
+  const entries = new Array<WalkItem | undefined>(READ_AHEAD);
+  const skipsOf = new Array<WalkSkipCounts | undefined>(READ_AHEAD);
+  const startedOf = new Array<Started | null | typeof NOT_WANTED | undefined>(READ_AHEAD);
+  let head = 0;
+  let count = 0;
+  let stopped = false;
+
+  /** Pages a loaded candidate (content search). */
+  const addLoaded = (entry: WalkItem, loaded: Loaded): void => {
+    if (loaded.kind === 'no_match') page.scannedWithoutMatch();
+    else if (loaded.kind !== 'text') page.skippedFile(loaded.kind);
+    else if (!page.addFileMatches(entry.relative, loaded.text, loaded.hits)) stopped = true;
+  };
+
+  /**
+   * Pages queued entries while their outcomes are at hand. Returns null when the queue is empty or the page stopped,
+   * the head's ticket when its batch is not answered yet, or a promise (to be awaited before anything else is paged)
+   * when the head is being read on this thread.
+   */
+  const pageReady = (): ReadTicket | Promise<void> | null => {
+    while (count > 0 && !stopped) {
+      const started = startedOf[head]!;
+      if (started instanceof ReadTicket && started.outcome === undefined) return started;
+      const entry = entries[head]!;
+      page.beforeEntry(skipsOf[head]!);
+      entries[head] = undefined;
+      skipsOf[head] = undefined;
+      startedOf[head] = undefined;
+      head = head + 1 === READ_AHEAD ? 0 : head + 1;
+      count--;
+      if (started === NOT_WANTED) continue;
+      if (Date.now() > deadline) {
+        page.stopAt(entry.relative);
+        stopped = true;
+        return null;
+      }
+      if (started === null) {
+        if (!page.addFile(entry.relative)) stopped = true;
+        continue;
+      }
+      page.commitSkips();
+      const loaded = started instanceof ReadTicket ? content!.finish(entry, started.outcome!) : started;
+      if (loaded instanceof Promise) return loaded.then((l) => addLoaded(entry, l));
+      addLoaded(entry, loaded);
+    }
+    return null;
+  };
+
+  /**
+   * Pages until fewer than `room` entries are queued (1: all of them), waiting where it must; `next` is what the last
+   * `pageReady` returned (a promise there must be awaited before anything else is paged).
+   */
+  const drain = async (room: number, next: ReadTicket | Promise<void> | null): Promise<boolean> => {
+    for (;;) {
+      if (stopped) return false;
+      if (next === null) return true;
+      if (next instanceof Promise) await next;
+      else if (count >= room) await next.wait();
+      else return true;
+      next = pageReady();
+    }
+  };
+
+  const sink = (entry: WalkItem, name: string): boolean | Promise<boolean> => {
+    const skips = walk.takeSkips();
+    const wanted = entry.type === 'file' && (globMatch === null || globMatch(entry.relative));
+    if (!wanted && (count === 0 || skips === NO_SKIPS)) {
+      // Nothing queued ahead of it, or nothing to page (no skips before it): paged at once.
+      page.beforeEntry(skips);
+      return true;
+    }
+    const tail = head + count < READ_AHEAD ? head + count : head + count - READ_AHEAD;
+    entries[tail] = entry;
+    skipsOf[tail] = skips;
+    startedOf[tail] = !wanted ? NOT_WANTED : content !== null ? content.start(entry, name) : null;
+    count++;
+    const next = pageReady();
+    if (stopped) return false;
+    if (next === null || (!(next instanceof Promise) && count < READ_AHEAD)) return true;
+    return drain(READ_AHEAD, next);
+  };
+  return {
+    sink,
+    drain: async () => {
+      await drain(1, pageReady());
+    },
+  };
+}
+
+/** `pageEntries`' mark of a queued entry the search does not want (a directory, a link, a file the glob skips). */
+const NOT_WANTED = Symbol('not wanted');

@@ -8,7 +8,7 @@
  */
 import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
-import { searchReaderPool, type ReadOutcome } from '../fs/search-reader.js';
+import { searchReaderPool, type ReadOutcome, type ReadTicket } from '../fs/search-reader.js';
 import type { WalkItem } from '../fs/walk.js';
 import { matcherSpec, regexTimeoutError, type LineHit, type LineMatcher } from '../fs/line-matcher.js';
 import { isSecretEntry, type PolicyContext } from '../policy/authorize.js';
@@ -55,15 +55,26 @@ export interface ContentMatchOptions {
   maxFileBytes: number;
 }
 
-/** Starts reading and matching candidate files; `start` returns a thunk the page awaits in walk order. */
+/**
+ * A candidate handed to the reader threads (its ticket), or what it is known to be already (a secret file: not read).
+ */
+export type Started = ReadTicket | Loaded;
+
+/** Starts reading and matching candidate files (`start`), and gives what each holds once read (`finish`). */
 export interface ContentMatch {
   /**
-   * Starts loading `entry` now (on a reader thread when one is available). The returned function, called when the
-   * page gets to the entry, gives what the file holds: the value itself when the reader threads have already answered
-   * and nothing is left to do on this thread (issue #19: no promise per file), else a promise of it. It throws (or
-   * rejects with) the REGEX_TIMEOUT ToolError when a user regular expression ran out of time.
+   * Starts loading `entry` (whose last path component is `name`) now, on a reader thread when one is available: its
+   * ticket, whose `outcome` is there, synchronously, once its batch is answered (issue #19: no promise or closure per
+   * file); or the file's outcome when it is known without reading (a secret file).
    */
-  start(entry: WalkItem): () => Loaded | Promise<Loaded>;
+  start(entry: WalkItem, name: string): Started;
+  /**
+   * What `entry` holds, from the reader threads' `outcome` for it: the value itself when nothing is left to do on this
+   * thread, else a promise of it (a deferred large candidate, or one the threads could not take, is read now, so
+   * read-ahead never holds more than READ_AHEAD small files). It throws (or rejects with) the REGEX_TIMEOUT ToolError
+   * when a user regular expression ran out of time.
+   */
+  finish(entry: WalkItem, outcome: ReadOutcome): Loaded | Promise<Loaded>;
 }
 
 /**
@@ -114,10 +125,7 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     match: matcherSpec(o.query, { regex: o.regex, caseSensitive: o.caseSensitive }),
   });
 
-  /**
-   * What the reader thread found, as the page sees it. Called when the page gets to the entry: a deferred (large) or
-   * fallback candidate is read only then, so read-ahead never holds more than READ_AHEAD small files.
-   */
+  /** What the reader thread found, as the page sees it (ContentMatch.finish). */
   const fromReader = (entry: WalkItem, outcome: ReadOutcome): Loaded | Promise<Loaded> => {
     const decode = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
     switch (outcome.kind) {
@@ -140,41 +148,8 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
   };
 
   return {
-    start: (entry) => {
-      if (isSecret(entry)) return () => SIMPLE.secret;
-      const ticket = reader.submit(entry.absolute);
-      return () => {
-        const outcome = ticket.outcome;
-        return outcome ? fromReader(entry, outcome) : ticket.wait().then((later) => fromReader(entry, later));
-      };
-    },
+    start: (entry, name) =>
+      isSecretEntry(o.policy, entry.absolute, name) ? SIMPLE.secret : reader.submit(entry.absolute),
+    finish: fromReader,
   };
-}
-
-/**
- * Yields `[item, prepare(item)]` for each item of `source`, in order, calling `prepare` up to `size` items ahead of
- * the consumer. Stopping early (break) finishes `source`.
- */
-export async function* readAhead<T, P>(
-  source: AsyncIterable<T>,
-  prepare: (item: T) => P,
-  size: number,
-): AsyncGenerator<[T, P]> {
-  const iterator = source[Symbol.asyncIterator]();
-  const queue: Array<[T, P]> = [];
-  let done = false;
-  try {
-    for (;;) {
-      while (!done && queue.length < size) {
-        const step = await iterator.next();
-        if (step.done) done = true;
-        else queue.push([step.value, prepare(step.value)]);
-      }
-      const head = queue.shift();
-      if (!head) return;
-      yield head;
-    }
-  } finally {
-    if (!done) await iterator.return?.();
-  }
 }

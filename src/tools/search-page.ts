@@ -102,6 +102,8 @@ export class SearchPage {
   /** Issue #14: the text lines are built with the results, and both are charged to the response budget. */
   private readonly out: string[] = [];
   private readonly budget = new ResponseBudget();
+  /** Whether `uncommitted` may hold a count above zero. */
+  private anyUncommitted = false;
   private uncommitted: Record<(typeof WALK_SKIPS)[number], number> = {
     policy: 0,
     unreadable: 0,
@@ -115,11 +117,15 @@ export class SearchPage {
 
   /** Records the walk skips that came before the entry about to be considered. */
   beforeEntry(skips: WalkSkipCounts): void {
-    if (skips !== NO_SKIPS) for (const k of WALK_SKIPS) this.uncommitted[k] += skips[k];
+    if (skips === NO_SKIPS) return;
+    for (const k of WALK_SKIPS) this.uncommitted[k] += skips[k];
+    this.anyUncommitted = true;
   }
 
   /** Counts the walk skips recorded so far (the page has consumed past them). */
   commitSkips(): void {
+    if (!this.anyUncommitted) return; // issue #19: called for every file read, nearly always with nothing to count
+    this.anyUncommitted = false;
     for (const k of WALK_SKIPS) {
       this.skipped[k] += this.uncommitted[k];
       this.uncommitted[k] = 0;

@@ -4,7 +4,7 @@
  * deterministic order, .gitignore, no symlinks followed, policy-hidden and denied entries left out); a single file is
  * a walk of one entry. This file changes when what a search visits, or how its skips are counted, changes.
  */
-import { walkTree, type WalkItem } from '../fs/walk.js';
+import { walkInto, type WalkItem, type WalkOptions } from '../fs/walk.js';
 import { policyWalkFilter, type AuthorizedPath, type PolicyContext } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 
@@ -22,8 +22,13 @@ export type WalkResume = { components: readonly string[]; inclusive: boolean } |
 
 /** What a search walks over. */
 export interface SearchWalk {
-  /** Entries in walk order (files, directories, links; the caller picks the files it wants). */
-  items: AsyncIterable<WalkItem>;
+  /**
+   * Walks, handing each entry and its last path component to `sink` in walk order (files, directories, links; the
+   * caller picks the files it wants), right where the walk reaches it; `false` (or a promise of it) from the sink stops the walk, a promise
+   * pauses it until it settles (issue #19: no async-iteration step per entry). Resolves when the walk is done or
+   * stopped; rejects with what the sink threw.
+   */
+  run(sink: (item: WalkItem, name: string) => boolean | Promise<boolean>): Promise<void>;
   /**
    * The skips since the previous call (the skips before the entry the walk just yielded), reset to zero; NO_SKIPS
    * itself when there were none.
@@ -45,22 +50,6 @@ export interface SearchWalkOptions {
   signal: AbortSignal;
 }
 
-/** An async source of exactly one item (a search over a single file). */
-function oneItem<T>(item: T): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]: () => {
-      let given = false;
-      return {
-        next: (): Promise<IteratorResult<T>> => {
-          const result: IteratorResult<T> = given ? { done: true, value: undefined } : { done: false, value: item };
-          given = true;
-          return Promise.resolve(result);
-        },
-      };
-    },
-  };
-}
-
 /**
  * The entries a search visits below (or at) `target`, with skip accounting: policy-denied entries and directories
  * the walk could not read, was not allowed to descend (depth 64) or whose path is too long are counted, hidden ones
@@ -76,32 +65,36 @@ export function searchWalk(o: SearchWalkOptions): SearchWalk {
     return taken;
   };
   const target = o.target;
-  const items = target.stats.isFile()
-    ? oneItem<WalkItem>({
-        relative: target.real.split(/[\\/]/).pop()!,
-        absolute: target.real,
-        rootRelative: target.relative,
-        type: 'file',
-        depth: 1,
-      })
-    : walkTree({
-        base: target.real,
-        rootReal: target.root.real,
-        maxDepth: 64,
-        respectGitignore: o.respectGitignore,
-        include: o.include,
-        exclude: o.exclude,
-        resume: o.resume,
-        filter: policyWalkFilter(o.policy, () => pending.policy++),
-        onSkip: (reason) => {
-          if (reason === 'ignore_rule') ignoreRules++;
-          else if (reason !== 'policy') pending[reason]++;
-        },
-        depthIsLimit: true,
-        signal: o.signal,
-        nocase: HOST_FLAVOR.caseInsensitive,
-        // Types from the directory listing are all search needs: no per-entry lstat (sizes come from each open).
-        stats: false,
-      });
-  return { items, takeSkips, ignoreRules: () => ignoreRules };
+  const walkOptions: WalkOptions & { stats: false } = {
+    base: target.real,
+    rootReal: target.root.real,
+    maxDepth: 64,
+    respectGitignore: o.respectGitignore,
+    include: o.include,
+    exclude: o.exclude,
+    resume: o.resume,
+    filter: policyWalkFilter(o.policy, () => pending.policy++),
+    onSkip: (reason) => {
+      if (reason === 'ignore_rule') ignoreRules++;
+      else if (reason !== 'policy') pending[reason]++;
+    },
+    depthIsLimit: true,
+    signal: o.signal,
+    nocase: HOST_FLAVOR.caseInsensitive,
+    // Types from the directory listing are all search needs: no per-entry lstat (sizes come from each open).
+    stats: false,
+  };
+  const run = async (sink: (item: WalkItem, name: string) => boolean | Promise<boolean>): Promise<void> => {
+    if (target.stats.isFile()) {
+      // A single file is a walk of one entry.
+      const name = target.real.split(/[\\/]/).pop()!;
+      await sink(
+        { relative: name, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 },
+        name,
+      );
+      return;
+    }
+    await walkInto(walkOptions, sink);
+  };
+  return { run, takeSkips, ignoreRules: () => ignoreRules };
 }
