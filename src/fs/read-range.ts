@@ -122,6 +122,38 @@ export async function readRange(
   request: RangeRequest,
   options: ReadRangeOptions,
 ): Promise<RangeResult> {
+  let current = options;
+  for (let attempt = 1; ; attempt++) {
+    const result = await readRangeOnce(handle, request, current);
+    if (result !== CHANGED) return result;
+    if (attempt >= CHANGED_ATTEMPTS) {
+      throw new ToolError('IO_ERROR', 'The file changed while it was read (another process is writing it).', {
+        details: { reason: 'changed_during_read' },
+        retryable: true,
+        suggestion: 'Read it again once the writer is done.',
+      });
+    }
+    current = { ...options, stats: await handle.stat() };
+  }
+}
+
+/** How many times a read whose file changed between its passes is started again before IO_ERROR. */
+const CHANGED_ATTEMPTS = 3;
+/** `readRangeOnce`'s answer when the file changed between the hashing pass and the range read. */
+const CHANGED = Symbol('changed during read');
+
+/**
+ * One attempt of `readRange`. When the range is not cut from the bytes the hashing pass read (a file read in more
+ * than one chunk, or whose facts were cached), the range is a second read: a file rewritten in between would pair the
+ * hash of one version with the bytes of another (a shrunk file even with zeros never written; found by
+ * test/attacks/occ-reread.test.ts). Such a read is checked — every byte read, and the file's size, mtime and ctime
+ * after it equal to those before the pass — and CHANGED is returned otherwise.
+ */
+async function readRangeOnce(
+  handle: RangeSource,
+  request: RangeRequest,
+  options: ReadRangeOptions,
+): Promise<RangeResult | typeof CHANGED> {
   const scan = await scanOrRecall(handle, request, options);
   let startByte: number;
   let endByte: number;
@@ -156,7 +188,8 @@ export async function readRange(
     bytes = scan.whole.subarray(startByte, readEnd);
   } else {
     bytes = Buffer.alloc(readEnd - startByte);
-    if (bytes.length > 0) await readFully(handle, bytes, startByte);
+    const got = bytes.length > 0 ? await readFully(handle, bytes, startByte) : 0;
+    if (got < bytes.length || !sameVersion(options.stats, await handle.stat(), scan.size)) return CHANGED;
   }
   let content = bytes;
   if (truncated) {
@@ -479,13 +512,24 @@ async function findTailStart(handle: RangeSource, size: number, endsWithNewline:
   return 0;
 }
 
-async function readFully(handle: RangeSource, target: Buffer, position: number): Promise<void> {
+async function readFully(handle: RangeSource, target: Buffer, position: number): Promise<number> {
   let done = 0;
   while (done < target.length) {
     const { bytesRead } = await handle.read(target, done, target.length - done, position + done);
     if (bytesRead === 0) break; // the file shrank under us; return what is there
     done += bytesRead;
   }
+  return done;
+}
+
+/**
+ * True when `after` (fstat after a range read) shows the version the hashing pass saw: its size is the pass's, and
+ * size, mtime and ctime equal `before` (fstat before the pass) when the caller had one.
+ */
+function sameVersion(before: Stats | undefined, after: Stats, scannedSize: number): boolean {
+  if (after.size !== scannedSize) return false;
+  if (!before) return true;
+  return before.size === after.size && before.mtimeMs === after.mtimeMs && before.ctimeMs === after.ctimeMs;
 }
 
 /** The UTF-8 sequence starting at `start` (1 byte for a byte that cannot start one), not reading past `end`. */

@@ -498,3 +498,56 @@ describe('readRange over bytes already read (bytesSource, issue #19: scanned in 
     expect(part.bytes.buffer).not.toBe(content.buffer);
   });
 });
+
+describe('a file rewritten between the hashing pass and the range read', () => {
+  // A stand-in for a file another process rewrites in place (no real file can be rewritten at an exact point between
+  // two reads of one call); the real-server race is test/attacks/occ-reread.test.ts.
+  const versions = ['a'.repeat(1_500_000) + '\n', 'bb\n'.repeat(600_000)];
+  function changingSource(changeAfterReads: number) {
+    let reads = 0;
+    let v = 0;
+    const current = () => Buffer.from(versions[v]);
+    const source = {
+      read: (buffer: Buffer, offset: number, length: number, position: number) => {
+        const bytes = current();
+        const n = Math.max(0, Math.min(length, bytes.length - position));
+        bytes.copy(buffer, offset, position, position + n);
+        if (++reads >= changeAfterReads) {
+          v = 1 - v; // the writer's turn
+          reads = 0;
+        }
+        return Promise.resolve({ bytesRead: n, buffer });
+      },
+      stat: () =>
+        Promise.resolve({ size: current().length, mtimeMs: v, ctimeMs: v } as unknown as import('node:fs').Stats),
+    };
+    return source as unknown as Parameters<typeof readRange>[0];
+  }
+
+  it('never pairs one version’s hash with another’s bytes: read again, then IO_ERROR changed_during_read', async () => {
+    // Changing on every third read: each attempt's range read sees another version than its pass.
+    const error = await readRange(
+      changingSource(3),
+      { kind: 'lines', startLine: 1, endLine: 1 },
+      { maxBytes: 1 << 22, textBoundaries: true },
+    )
+      .then(() => null)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code).toBe('IO_ERROR');
+    expect((error as ToolError).details).toEqual({ reason: 'changed_during_read' });
+    expect((error as ToolError).retryable).toBe(true);
+  });
+
+  it('a file that changed once is read again, and the answer is one version', async () => {
+    const r = await readRange(
+      changingSource(4),
+      { kind: 'lines', startLine: 1, endLine: 1 },
+      { maxBytes: 1 << 22, textBoundaries: true },
+    );
+    const version = versions.find((t) => t.startsWith(r.bytes.toString('latin1')));
+    expect(version).toBeDefined();
+    expect(r.contentHash).toBe(`sha256:${createHash('sha256').update(version!).digest('hex')}`);
+    expect(r.size).toBe(Buffer.byteLength(version!));
+  });
+});
