@@ -45,25 +45,35 @@ export function replaceLines(
   let lineLength = 0;
   /** Result length bound of the lines before the current one. */
   let total = 0;
-  const count1 = (m: string, ...rest: unknown[]): string => {
-    count++;
-    let longest = m.length;
-    // rest: the groups, then the offset (a number), the line and the named groups.
-    let offset = 0;
-    for (const g of rest) {
-      if (typeof g === 'number') {
-        offset = g;
-        break;
+  const unicode = global.unicode || global.flags.includes('v');
+  /**
+   * First pass over one line: counts the matches and bounds the line's result, building nothing larger than a match.
+   * An `exec` loop, not `String.prototype.replace` with a callback: V8 collects every match of a global pattern
+   * before it calls the callback, so a bomb of millions of one-character matches cost the whole collection (hundreds
+   * of milliseconds idle, over the 1 s regex bound under load) however early the callback wanted to stop.
+   * @throws TOO_LARGE as soon as the line cannot fit
+   */
+  const countLine = (line: string): void => {
+    global.lastIndex = 0;
+    for (let m = global.exec(line); m !== null; m = global.exec(line)) {
+      count++;
+      const matched = m[0];
+      let longest = matched.length;
+      if (dollars > 0) {
+        for (let g = 1; g < m.length; g++) {
+          const group = m[g];
+          if (group !== undefined && group.length > longest) longest = group.length;
+        }
       }
-      if (dollars > 0 && typeof g === 'string' && g.length > longest) longest = g.length;
+      if (usesContext) longest = lineLength;
+      grown += replacement.length + dollars * longest - matched.length;
+      // Stop the pass as soon as the line cannot fit whatever follows: the later matches lie in the rest of the line
+      // and can shrink the result by at most its length.
+      if (total + lineLength + grown - (lineLength - m.index - matched.length) > maxChars) throw TOO_LARGE;
+      // A zero-length match (`^`, `\b`, `x*`) does not move lastIndex: step past it as replace does (by a code point
+      // under the u or v flag).
+      if (matched.length === 0) global.lastIndex = advance(line, global.lastIndex, unicode);
     }
-    if (usesContext) longest = lineLength;
-    grown += replacement.length + dollars * longest - m.length;
-    // Stop the pass as soon as the line cannot fit whatever follows: the later matches lie in the rest of the line
-    // and can shrink the result by at most its length. Without this, a bomb of millions of one-character matches on
-    // one line was counted to the end of the line (seconds under load) before the bound below said no.
-    if (total + lineLength + grown - (lineLength - offset - m.length) > maxChars) throw TOO_LARGE;
-    return m;
   };
   const out: string[] = [];
   let lineStart = 0;
@@ -73,13 +83,12 @@ export function replaceLines(
     const lineEnd = nl === -1 ? text.length : nl;
     const hasCr = lineEnd > lineStart && text.charCodeAt(lineEnd - 1) === 13;
     const line = text.slice(lineStart, hasCr ? lineEnd - 1 : lineEnd);
-    global.lastIndex = 0;
     const before = count;
     grown = 0;
     lineLength = line.length;
     // First pass: count the matches and bound the line's result; nothing larger than the line is built.
     try {
-      line.replace(global, count1);
+      countLine(line);
     } catch (e) {
       if (e === TOO_LARGE) return { text, count: 0, tooLarge: true };
       throw e;
@@ -96,4 +105,16 @@ export function replaceLines(
     lineStart = nl + 1;
   }
   return count === 0 ? { text, count } : { text: out.join(''), count };
+}
+
+/**
+ * The index after `index` in `s`, as the ECMAScript AdvanceStringIndex operation defines it: one code unit, or a whole
+ * surrogate pair when `unicode` is set and one starts at `index`.
+ */
+function advance(s: string, index: number, unicode: boolean): number {
+  if (!unicode || index + 1 >= s.length) return index + 1;
+  const first = s.charCodeAt(index);
+  if (first < 0xd800 || first > 0xdbff) return index + 1;
+  const second = s.charCodeAt(index + 1);
+  return second >= 0xdc00 && second <= 0xdfff ? index + 2 : index + 1;
 }

@@ -3,6 +3,7 @@
  * its own (`^`/`$` are line bounds, a match never spans lines), CRLF and a missing final newline are kept, literal
  * replacements are inserted as typed while regex replacements expand $1/$<name>/$&/$$, and zero-length matches count.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { replaceLines } from '../../src/fs/replace-lines.js';
 
@@ -77,5 +78,66 @@ describe('replaceLines', () => {
       count: 0,
       tooLarge: true,
     });
+  });
+
+  it('counts a bomb lazily: the pass asks the pattern for about maxChars / growth matches, not every match', () => {
+    // String.prototype.replace with a callback (the pass before) made V8 collect all 3,000,000 matches before the
+    // first callback could stop it: hundreds of milliseconds idle, past the 1 s regex bound under CI load. Counting
+    // the pattern's exec calls shows the laziness without timing anything.
+    let execs = 0;
+    class Counting extends RegExp {
+      override exec(s: string): RegExpExecArray | null {
+        execs++;
+        return super.exec(s);
+      }
+    }
+    const bomb = 'a'.repeat(3_000_000);
+    const r = replaceLines(new Counting('a', 'gu'), bomb, '$&'.repeat(100), false, 4_000_000);
+    expect(r).toEqual({ text: bomb, count: 0, tooLarge: true });
+    // 4,000,000 / 299 (200 typed characters + 100 × the 1-character match − the match) ≈ 13,378 matches.
+    expect(execs).toBeGreaterThan(3_000);
+    expect(execs).toBeLessThan(20_000);
+  });
+
+  it('agrees with String.prototype.replace line by line, zero-length and astral matches included (property)', () => {
+    const patterns: Array<[string, string]> = [
+      ['a', 'u'],
+      ['^', 'u'],
+      ['$', 'u'],
+      ['x*', 'u'],
+      ['\\b', 'u'],
+      ['(?:)', 'u'],
+      ['.', 'u'],
+      ['(a)|(b)', 'u'],
+      ['(?<w>\\w+)', 'iu'],
+      ['[\\p{L}]*', 'v'],
+      ['(?=a)', 'u'],
+    ];
+    const replacements = ['', 'x', '$&$&', '[$1]', '$$', '$`', '<$<w>>'];
+    const chars = fc.constantFrom('a', 'b', 'x', ' ', '\n', '\r', '😀', 'é', '\uD800');
+    fc.assert(
+      fc.property(
+        fc.array(chars, { maxLength: 24 }).map((cs) => cs.join('')),
+        fc.constantFrom(...patterns),
+        fc.constantFrom(...replacements),
+        (text, [source, flags], replacement) => {
+          const re = new RegExp(source, `${flags}g`);
+          let count = 0;
+          const expected = text
+            .split('\n')
+            .map((full, i, all) => {
+              if (i === all.length - 1 && full === '') return full;
+              const cr = full.endsWith('\r') ? '\r' : '';
+              const line = cr ? full.slice(0, -1) : full;
+              count += [...line.matchAll(re)].length;
+              return line.replace(re, replacement) + cr;
+            })
+            .join('\n');
+          const got = replaceLines(new RegExp(source, flags), text, replacement, false);
+          expect(got).toEqual(count === 0 ? { text, count } : { text: expected, count });
+        },
+      ),
+      { numRuns: 400 },
+    );
   });
 });
