@@ -21,7 +21,8 @@ const TOO_LARGE = new Error('replacement result over its bound');
 
 /**
  * Replaces every match of `re` in each line of `text`.
- * @param re a compiled pattern; it is used with the `g` flag added (a copy is made when it lacks it)
+ * @param re a compiled pattern; it is used with the `g` flag added (a copy is made when it lacks it; a global one is
+ *   used as is and left at `lastIndex` 0, as String.prototype.replace leaves it)
  * @param replacement with `literal` true it is inserted as typed (`$&`, `$1`, `$$` stay); otherwise JavaScript's
  *   replacement patterns apply (`$1`, `$<name>`, `$&`, `$$`), as String.prototype.replace defines them
  * @param maxChars most UTF-16 code units the result may hold (replace_in_files passes --max-search-file-bytes). A
@@ -90,6 +91,9 @@ export function replaceLines(
     try {
       countLine(line);
     } catch (e) {
+      // Stopped mid-line, the exec loop left lastIndex inside the line: a caller's own global pattern is left at 0,
+      // as String.prototype.replace leaves it.
+      global.lastIndex = 0;
       if (e === TOO_LARGE) return { text, count: 0, tooLarge: true };
       throw e;
     }

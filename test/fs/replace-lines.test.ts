@@ -39,6 +39,18 @@ describe('replaceLines', () => {
     expect(replaceLines(re, 'Foo\n', 'y', true)).toEqual({ text: 'y\n', count: 1 });
   });
 
+  it('leaves a global pattern at lastIndex 0 when a line stops the pass early (tooLarge), as replace would', () => {
+    // The exec loop of the counting pass moves the caller's own global pattern; stopped mid-line it left lastIndex
+    // there (2 here), and the caller's next re.test('ab') started past the 'a' and said false.
+    const re = /a/gu;
+    expect(replaceLines(re, 'aaaa\nbaaa', 'xyz', true, 5)).toEqual({ text: 'aaaa\nbaaa', count: 0, tooLarge: true });
+    expect(re.lastIndex).toBe(0);
+    expect(re.test('ab')).toBe(true);
+    const regex = /(a)/gu;
+    expect(replaceLines(regex, 'aaaa', '$1$1', false, 6)).toEqual({ text: 'aaaa', count: 0, tooLarge: true });
+    expect(regex.lastIndex).toBe(0);
+  });
+
   it('never builds a result over maxChars (a replacement bomb): tooLarge, the input returned', () => {
     const text = 'aaaa\nbb\n';
     expect(replaceLines(lit('a'), text, 'xyz', true, text.length + 8)).toEqual({
@@ -135,6 +147,70 @@ describe('replaceLines', () => {
             .join('\n');
           const got = replaceLines(new RegExp(source, flags), text, replacement, false);
           expect(got).toEqual(count === 0 ? { text, count } : { text: expected, count });
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('bounds the result both ways under maxChars, for sticky, global, non-unicode and reused patterns too (property)', () => {
+    // The reviewer's differential fuzz of the exec-loop pass against the callback pass before it and against
+    // String.prototype.replace line by line, kept small: lone surrogates and lookarounds at pair halves (code-unit
+    // stepping without the u flag), empty alternatives, sticky and global input patterns, a global pattern reused after
+    // a pass stopped early, literal and expanding replacements, and a maxChars anywhere around the result's length.
+    const patterns: Array<[string, string]> = [
+      ['(?<=\\uD83D)', ''],
+      ['(?=\\uDE00)', ''],
+      ['(?<=\\uD83D)', 'u'],
+      ['\\uD800', 'u'],
+      ['(?:)', ''],
+      ['\\B', 'u'],
+      ['|a', 'u'],
+      ['(?<!a)', 'u'],
+      ['.??', 'u'],
+      ['a*', 'y'],
+      ['a', 'gy'],
+      ['(?:)', 'giu'],
+      ['(?<n>a)|(?<m>b)', 'u'],
+      ['(a)?', 'u'],
+      ['ſ', 'iu'],
+      ['K', 'iu'],
+    ];
+    const replacements = ['', 'x', 'xyz', '$&$&', '[$1]', "$'", '$<n>', '$10', '$'];
+    const chars = fc.constantFrom('a', 'b', ' ', '\n', '\r', '😀', '\uD800', '\uDE00', '\uD83D', 's', 'ſ', 'k', 'K');
+    fc.assert(
+      fc.property(
+        fc.array(chars, { maxLength: 40 }).map((cs) => cs.join('')),
+        fc.constantFrom(...patterns),
+        fc.constantFrom(...replacements),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 160 }),
+        (text, [source, flags], replacement, literal, maxChars) => {
+          const re = new RegExp(source, flags.includes('g') ? flags : `${flags}g`);
+          let count = 0;
+          const expected = text
+            .split('\n')
+            .map((full, i, all) => {
+              if (i === all.length - 1 && full === '') return full;
+              const cr = full.endsWith('\r') ? '\r' : '';
+              const line = cr ? full.slice(0, -1) : full;
+              count += [...line.matchAll(re)].length;
+              return (literal ? line.replace(re, () => replacement) : line.replace(re, replacement)) + cr;
+            })
+            .join('\n');
+          const pattern = new RegExp(source, flags);
+          // A global pattern is the caller's own object: stop one pass early on it first.
+          if (pattern.global) replaceLines(pattern, 'aaaa😀aaaa', '$&'.repeat(50), false, 10);
+          const got = replaceLines(pattern, text, replacement, literal, maxChars);
+          if (got.tooLarge) {
+            expect(got).toEqual({ text, count: 0, tooLarge: true });
+            // A literal's bound is exact for a text within maxChars (as every file this tool reads is).
+            if (literal && text.length <= maxChars) expect(expected.length).toBeGreaterThan(maxChars);
+          } else {
+            expect(got).toEqual(count === 0 ? { text, count } : { text: expected, count });
+            expect(expected.length <= maxChars || count === 0).toBe(true);
+          }
+          expect(pattern.lastIndex).toBe(0);
         },
       ),
       { numRuns: 400 },
