@@ -31,10 +31,11 @@ export interface LineMatcher {
    * Replaces every match in each line of `text` (src/fs/replace-lines.ts; replace_in_files): a literal query inserts
    * `replacement` as typed, a regular expression expands `$1`, `$<name>`, `$&`, `$$`. A regular expression runs in the
    * same worker and under the same per-file time limit as matching. A result longer than `maxChars` UTF-16 code units
-   * is not built: `tooLarge` is set and `text` is the input (a replacement bomb, src/fs/replace-lines.ts).
+   * is not built: `tooLarge` is set and `text` is the input (a replacement bomb, src/fs/replace-lines.ts); nor is one
+   * of more than `maxCount` matches: `tooMany` is set, and counting stopped at the match after `maxCount`.
    * @throws ToolError VALIDATION regex_timeout
    */
-  replace(text: string, replacement: string, maxChars: number): Promise<LineReplacement>;
+  replace(text: string, replacement: string, maxChars: number, maxCount: number): Promise<LineReplacement>;
 }
 
 function escapeRegExp(s: string): string {
@@ -61,15 +62,16 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
     return {
       match: (text) => Promise.resolve().then(() => matchLines(re, text, options.caseSensitive ? query : null)),
       needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
-      replace: (text, replacement, maxChars) =>
-        Promise.resolve().then(() => replaceLines(re, text, replacement, true, maxChars)),
+      replace: (text, replacement, maxChars, maxCount) =>
+        Promise.resolve().then(() => replaceLines(re, text, replacement, true, maxChars, maxCount)),
     };
   }
   const literal = requiredLiteral(source, flags);
   return {
     match: (text) => regexPool.run(source, flags, text),
     needle: literal === null ? null : Buffer.from(literal, 'utf8'),
-    replace: (text, replacement, maxChars) => regexPool.replace(source, flags, text, { replacement, maxChars }),
+    replace: (text, replacement, maxChars, maxCount) =>
+      regexPool.replace(source, flags, text, { replacement, maxChars, maxCount }),
   };
 }
 
@@ -306,6 +308,7 @@ interface WorkerReply {
   text?: string;
   count?: number;
   tooLarge?: true;
+  tooMany?: true;
 }
 
 /**
@@ -330,12 +333,13 @@ export class RegexWorkerPool {
     source: string,
     flags: string,
     text: string,
-    job: { replacement: string; maxChars: number },
+    job: { replacement: string; maxChars: number; maxCount: number },
   ): Promise<LineReplacement> {
     return this.enqueue<LineReplacement>(source, flags, text, job, (msg) => ({
       text: msg.text!,
       count: msg.count!,
       ...(msg.tooLarge ? { tooLarge: true as const } : {}),
+      ...(msg.tooMany ? { tooMany: true as const } : {}),
     }));
   }
 
@@ -343,7 +347,7 @@ export class RegexWorkerPool {
     source: string,
     flags: string,
     text: string,
-    replacement: { replacement: string; maxChars: number } | undefined,
+    replacement: { replacement: string; maxChars: number; maxCount: number } | undefined,
     pick: (msg: WorkerReply) => T,
   ): Promise<T> {
     const job = this.queue.then(() => this.runNow(source, flags, text, replacement)).then(pick);
@@ -372,7 +376,7 @@ export class RegexWorkerPool {
     source: string,
     flags: string,
     text: string,
-    replacement: { replacement: string; maxChars: number } | undefined,
+    replacement: { replacement: string; maxChars: number; maxCount: number } | undefined,
   ): Promise<WorkerReply> {
     const worker = await this.getWorker();
     const id = this.nextId++;

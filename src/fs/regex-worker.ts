@@ -4,7 +4,8 @@
  * Message in: { id, source, flags, text }. Message out: { id, lines: [[lineIndex, column], …] } (0-based line,
  * 0-based UTF-16 column of the first match on each matching line).
  * With `replacement` in the message (replace_in_files, issue 18), the worker replaces instead (src/fs/replace-lines.ts)
- * and answers { id, text, count, tooLarge? } (a result over `maxChars` is not built).
+ * and answers { id, text, count, tooLarge?, tooMany? } (a result over `maxChars`, or of more than `maxCount` matches,
+ * is not built).
  */
 import { parentPort } from 'node:worker_threads';
 import { replaceLines } from './replace-lines.js';
@@ -17,6 +18,8 @@ interface Job {
   replacement?: string;
   /** With replacement: most UTF-16 code units of the result (src/fs/replace-lines.ts `maxChars`). */
   maxChars?: number;
+  /** With replacement: most matches (src/fs/replace-lines.ts `maxCount`). */
+  maxCount?: number;
 }
 
 let cached: { key: string; re: RegExp } | null = null;
@@ -26,8 +29,14 @@ parentPort?.on('message', (job: Job) => {
   if (!cached || cached.key !== key) cached = { key, re: new RegExp(job.source, job.flags) };
   const re = cached.re;
   if (job.replacement !== undefined) {
-    const r = replaceLines(re, job.text, job.replacement, false, job.maxChars);
-    parentPort!.postMessage({ id: job.id, text: r.text, count: r.count, ...(r.tooLarge ? { tooLarge: true } : {}) });
+    const r = replaceLines(re, job.text, job.replacement, false, job.maxChars, job.maxCount);
+    parentPort!.postMessage({
+      id: job.id,
+      text: r.text,
+      count: r.count,
+      ...(r.tooLarge ? { tooLarge: true } : {}),
+      ...(r.tooMany ? { tooMany: true } : {}),
+    });
     return;
   }
   const out: Array<[number, number]> = [];

@@ -14,10 +14,14 @@ export interface LineReplacement {
   count: number;
   /** Set when the result would exceed `maxChars`: `text` is then the input, unchanged (nothing was built). */
   tooLarge?: true;
+  /** Set when the text has more than `maxCount` matches: `text` is then the input and `count` 0 (nothing built). */
+  tooMany?: true;
 }
 
 /** Thrown by the counting pass of `replaceLines` as soon as the result's bound exceeds `maxChars`. */
 const TOO_LARGE = new Error('replacement result over its bound');
+/** Thrown by the counting pass of `replaceLines` at the match after `maxCount`. */
+const TOO_MANY = new Error('more matches than maxCount');
 
 /**
  * Replaces every match of `re` in each line of `text`.
@@ -29,6 +33,9 @@ const TOO_LARGE = new Error('replacement result over its bound');
  *   line is replaced only after a bound of its result is known to fit (exact for a literal; for a pattern each `$` of
  *   the replacement counted as the longest of the match, its groups, or — with `` $` `` / `$'` — the line), so a
  *   replacement bomb (a long replacement for many short matches) stops with `tooLarge` before building anything big.
+ * @param maxCount most matches the text may have (replace_in_files passes max_replacements, since a file is replaced
+ *   whole or not at all): the counting pass stops at the match after it with `tooMany`, so a file of millions of
+ *   matches costs about `maxCount` matches, not all of them. When both bounds are crossed, the first crossed is said.
  */
 export function replaceLines(
   re: RegExp,
@@ -36,6 +43,7 @@ export function replaceLines(
   replacement: string,
   literal: boolean,
   maxChars = Number.POSITIVE_INFINITY,
+  maxCount = Number.POSITIVE_INFINITY,
 ): LineReplacement {
   const global = re.global ? re : new RegExp(re.source, `${re.flags}g`);
   const dollars = literal ? 0 : replacement.split('$').length - 1;
@@ -52,12 +60,12 @@ export function replaceLines(
    * An `exec` loop, not `String.prototype.replace` with a callback: V8 collects every match of a global pattern
    * before it calls the callback, so a bomb of millions of one-character matches cost the whole collection (hundreds
    * of milliseconds idle, over the 1 s regex bound under load) however early the callback wanted to stop.
-   * @throws TOO_LARGE as soon as the line cannot fit
+   * @throws TOO_LARGE as soon as the line cannot fit; TOO_MANY at the match after `maxCount`
    */
   const countLine = (line: string): void => {
     global.lastIndex = 0;
     for (let m = global.exec(line); m !== null; m = global.exec(line)) {
-      count++;
+      if (++count > maxCount) throw TOO_MANY;
       const matched = m[0];
       let longest = matched.length;
       if (dollars > 0) {
@@ -95,6 +103,7 @@ export function replaceLines(
       // as String.prototype.replace leaves it.
       global.lastIndex = 0;
       if (e === TOO_LARGE) return { text, count: 0, tooLarge: true };
+      if (e === TOO_MANY) return { text, count: 0, tooMany: true };
       throw e;
     }
     total += line.length + Math.max(grown, 0) + (hasCr ? 1 : 0) + (nl === -1 ? 0 : 1);

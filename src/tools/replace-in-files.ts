@@ -89,6 +89,10 @@ export const ReplaceInFilesOutput = z.object({
     too_large: z.number().int(),
     unreadable: z.number().int(),
     not_previewed: z.number().int().describe('Files with matches not named in expected_hashes (left unchanged)'),
+    too_many_matches: z
+      .number()
+      .int()
+      .describe('Files with more matches than max_replacements (a file is replaced whole): raise it or narrow'),
   }),
   truncated: z.boolean().describe('More files match than max_files / max_replacements allowed: run again'),
   diffs_truncated: z.boolean().optional().describe('Some diffs were left out (response size); counts and hashes hold'),
@@ -199,7 +203,16 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       });
     }
   }
-  const skipped: Skipped = { secret: 0, policy: 0, git: 0, binary: 0, too_large: 0, unreadable: 0, not_previewed: 0 };
+  const skipped: Skipped = {
+    secret: 0,
+    policy: 0,
+    git: 0,
+    binary: 0,
+    too_large: 0,
+    unreadable: 0,
+    not_previewed: 0,
+    too_many_matches: 0,
+  };
   const candidates: Candidate[] = [];
   const visited = new Set<string>();
   let filesScanned = 0;
@@ -253,10 +266,21 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     filesScanned++;
-    // The result may not exceed what this tool reads (a replacement bomb is skipped before it is built).
-    const replaced = await matcher.replace(read.text, args.replacement, ctx.config.limits.maxSearchFileBytes);
+    // The result may not exceed what this tool reads (a replacement bomb is skipped before it is built), and a file
+    // is replaced whole, so one with more matches than a call may make is skipped (counting stops at max + 1): no
+    // later call with these arguments could take it, and `truncated` would only send the agent round again.
+    const replaced = await matcher.replace(
+      read.text,
+      args.replacement,
+      ctx.config.limits.maxSearchFileBytes,
+      maxReplacements,
+    );
     if (replaced.tooLarge) {
       skipped.too_large++;
+      continue;
+    }
+    if (replaced.tooMany) {
+      skipped.too_many_matches++;
       continue;
     }
     if (replaced.count === 0) continue;
@@ -375,8 +399,9 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
             bytes.toString('utf8'),
             args.replacement,
             ctx.config.limits.maxSearchFileBytes,
+            maxReplacements,
           );
-          if (again.count === 0 || again.tooLarge) continue;
+          if (again.count === 0 || again.tooLarge || again.tooMany) continue;
           ({ text: newText, count } = again);
         }
         planned.push({ c, newText, count });

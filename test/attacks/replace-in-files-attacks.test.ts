@@ -4,7 +4,8 @@
  *  - a replacement bomb: a short query over a file of matches with a long replacement (literal, or `$&` repeated in a
  *    regex) asks for a result far beyond any file this tool reads; it used to build it (up to V8's string limit: an
  *    INTERNAL envelope, or gigabytes across many lines). Now the file is skipped as too_large, nothing built or written
- *    (literal in-process; the regex case over stdio, where the bundled regex worker runs);
+ *    (literal in-process; the regex case over stdio, where the bundled regex worker runs); a file of more matches
+ *    than max_replacements is skipped as too_many_matches after counting max + 1 of them;
  *  - expected_hashes naming a path outside `path` (absolute, or `../../etc/passwd`): was OCC_MISMATCH echoing the
  *    outside path it built (retryable); now VALIDATION naming no path, nothing written;
  *  - many files each just under the 1 s regex bound held the call (and the regex worker search_files shares) for
@@ -44,7 +45,8 @@ const call = (tool: string, args: Record<string, unknown>): Promise<CallOutcome>
 
 describe('replacement bombs', () => {
   it('a literal replacement growing a file far past --max-search-file-bytes skips it as too_large, nothing written', async () => {
-    const q = { query: 'a', replacement: 'x'.repeat(200) };
+    // 2,000 characters per match: the size bound (about 5,000 matches) is crossed before the count (10,000).
+    const q = { query: 'a', replacement: 'x'.repeat(2000), max_replacements: 10_000 };
     const outcome = await call('replace_in_files', { path: R, ...q, dry_run: true });
     if (!outcome.ok) throw new Error(`expected ok, got ${outcome.envelope.error.code}`);
     expect(outcome.structured).toMatchObject({ files: [], replacements: 0, skipped: { too_large: 1 } });
@@ -74,10 +76,22 @@ describe('replacement bombs', () => {
         path: r.dir,
         query: 'a',
         regex: true,
-        replacement: '$&'.repeat(100),
+        replacement: '$&'.repeat(1000),
+        max_replacements: 10_000,
         dry_run: true,
       });
       expect(bomb).toMatchObject({ files: [], replacements: 0, skipped: { too_large: 1 } });
+      // Its 3,000,000 matches are more than any call may replace in one file: skipped at the 10,001st, not counted to
+      // the end (a 10,000,000-match file used to hit the 1 s regex bound, VALIDATION regex_timeout, instead).
+      const many = await client.callOk('replace_in_files', {
+        path: r.dir,
+        query: 'a',
+        regex: true,
+        replacement: 'b',
+        max_replacements: 10_000,
+        dry_run: true,
+      });
+      expect(many).toMatchObject({ files: [], truncated: false, skipped: { too_many_matches: 1, too_large: 0 } });
       const fine = await client.callOk('replace_in_files', {
         path: r.dir,
         query: 'v(\\d)',

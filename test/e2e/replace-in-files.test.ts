@@ -9,7 +9,7 @@
  * whole replacement is one undo change; a replacement killed part-way recovers to nothing applied after a restart.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
@@ -158,6 +158,26 @@ describe.each(ERAS)('replace_in_files (%s era)', (era) => {
     });
     expect(capped.files).toHaveLength(1);
     expect(capped.truncated).toBe(true);
+  });
+
+  it('skips a file with more matches than max_replacements (too_many_matches), replacing the others', async () => {
+    mkdirSync(path.join(R, 'counts'));
+    writeFileSync(path.join(R, 'counts', 'many.txt'), 'zz '.repeat(30) + '\n');
+    writeFileSync(path.join(R, 'counts', 'few.txt'), 'zz zz\n');
+    const args = { path: 'counts', query: 'zz', replacement: 'y', max_replacements: 20 };
+    const dry = await client.callOk('replace_in_files', { ...args, dry_run: true });
+    expect(dry).toMatchObject({ files: [{ path: 'few.txt', replacements: 2 }], truncated: false });
+    expect(dry.skipped).toMatchObject({ too_many_matches: 1, too_large: 0 });
+    const done = await client.callOk('replace_in_files', {
+      ...args,
+      expected_hashes: { 'few.txt': dry.files[0].previous_hash },
+    });
+    expect(done).toMatchObject({ replacements: 2, truncated: false, skipped: { too_many_matches: 1 } });
+    expect(read('counts/few.txt')).toBe('y y\n');
+    expect(read('counts/many.txt')).toBe('zz '.repeat(30) + '\n');
+    // Raised to cover it, the file is replaced.
+    const raised = await client.callOk('replace_in_files', { ...args, max_replacements: 30, dry_run: true });
+    expect(raised).toMatchObject({ files: [{ path: 'many.txt', replacements: 30 }], skipped: { too_many_matches: 0 } });
   });
 
   it('bounds a regular expression like search_files (regex_timeout), writing nothing', async () => {

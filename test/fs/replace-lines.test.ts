@@ -216,4 +216,40 @@ describe('replaceLines', () => {
       { numRuns: 400 },
     );
   });
+
+  it('stops counting at the match after maxCount: tooMany, the input returned, nothing built', () => {
+    expect(replaceLines(/a/u, 'aa\na\n', 'b', false, Infinity, 3)).toEqual({ text: 'bb\nb\n', count: 3 });
+    expect(replaceLines(/a/u, 'aa\naa\n', 'b', false, Infinity, 3)).toEqual({
+      text: 'aa\naa\n',
+      count: 0,
+      tooMany: true,
+    });
+    expect(replaceLines(/a/u, 'aaaa', 'b', true, Infinity, 3)).toEqual({ text: 'aaaa', count: 0, tooMany: true });
+    // Zero-length matches count as well: `^` on 4 lines is 4 matches.
+    expect(replaceLines(/^/u, 'a\nb\nc\nd\n', '> ', false, Infinity, 3)).toMatchObject({ tooMany: true });
+    // Whichever bound is crossed first is said: here the size (2 matches of +9 each) before the count (3).
+    expect(replaceLines(/a/u, 'aaaa\n', 'x'.repeat(10), true, 20, 3)).toMatchObject({ tooLarge: true });
+    expect(replaceLines(/a/u, 'aaaa\n', 'xx', true, 20, 3)).toMatchObject({ tooMany: true });
+    // A caller's global pattern is left at lastIndex 0 here too.
+    const re = /a/gu;
+    replaceLines(re, 'aaaa', 'b', false, Infinity, 2);
+    expect(re.lastIndex).toBe(0);
+  });
+
+  it('counts a file of millions of matches only to maxCount + 1 (replace_in_files passes max_replacements)', () => {
+    let execs = 0;
+    class Counting extends RegExp {
+      override exec(s: string): RegExpExecArray | null {
+        execs++;
+        return super.exec(s);
+      }
+    }
+    const text = 'a'.repeat(10_000_000);
+    expect(replaceLines(new Counting('a', 'gu'), text, 'b', false, 20_000_000, 10_000)).toEqual({
+      text,
+      count: 0,
+      tooMany: true,
+    });
+    expect(execs).toBe(10_001);
+  });
 });
