@@ -161,7 +161,7 @@ export const replaceInFiles = defineTool({
   title: 'Replace in files',
   description:
     'Replace text (literal, or JS regex: 1 s/file) per line in files under path, filtered as search_files; skips ' +
-    'secret, policy, .git, binary, >10 MiB (counted). dry_run: diffs and previous_hash per file; pass them as ' +
+    'secret, policy, .git, binary, >10 MiB, >max_replacements matches (counted). dry_run: diffs and previous_hash per file; pass them as ' +
     'expected_hashes to apply exactly that (else OCC_MISMATCH, nothing written). All or nothing; caps → truncated.',
   group: 'fs-write',
   input: ReplaceInFilesInput,
