@@ -298,7 +298,14 @@ export class VerifiedDir {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ELOOP') throw changedError(real, 'symlink_swapped');
-      if (code === 'ENOTDIR' && this.lstat(name)?.isSymbolicLink()) throw changedError(real, 'symlink_swapped');
+      if (code === 'ENOTDIR') {
+        const now = this.lstat(name);
+        if (now?.isSymbolicLink()) throw changedError(real, 'symlink_swapped');
+        // ENOTDIR means a non-directory (a link, under O_NOFOLLOW) stood there at the open; a directory or nothing
+        // there now means it changed in between (a link flipped back by a racing process): a change, not the
+        // caller's mistake, so not VALIDATION not_a_directory.
+        if (!now || now.isDirectory()) throw changedError(real);
+      }
       throw error;
     }
     try {
