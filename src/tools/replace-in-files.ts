@@ -280,6 +280,21 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     if (replaced.tooMany) {
+      // A file of the preview, unchanged since, that no longer fits: the apply's max_replacements is lower than the
+      // preview's. OCC_MISMATCH ("no longer changed") would send the agent round the same preview and apply again.
+      const previewed = expected ? expectedFor(entry.relative, entry.absolute) : undefined;
+      if (previewed === read.hash) {
+        throw new ToolError(
+          'VALIDATION',
+          `${entry.absolute} has more matches than max_replacements (${maxReplacements}), unchanged since the ` +
+            'preview listed it; nothing was written.',
+          {
+            path: entry.absolute,
+            details: { reason: 'too_many_matches', field: 'max_replacements' },
+            suggestion: 'Pass the max_replacements of the dry run, or run the dry run again with this one.',
+          },
+        );
+      }
       skipped.too_many_matches++;
       continue;
     }
@@ -352,6 +367,10 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       const results: FileResult[] = [];
       const hashRequired: ToolError[] = [];
       const planned: Array<{ c: Candidate; newText: string; count: number }> = [];
+      // The walk fitted the files under max_replacements; one that changed since is replaced again below, so the
+      // bound is kept here too: the first file that no longer fits, and every one after it, is left to the next call.
+      let plannedCount = 0;
+      let full = false;
       // SPEC §3.3 step 9 for every file before anything else: OCC_MISMATCH (any file) wins; every file needing a hash
       // is listed in one HASH_REQUIRED.
       for (const c of candidates) {
@@ -401,9 +420,17 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
             ctx.config.limits.maxSearchFileBytes,
             maxReplacements,
           );
+          if (again.tooLarge) skipped.too_large++;
+          else if (again.tooMany) skipped.too_many_matches++;
           if (again.count === 0 || again.tooLarge || again.tooMany) continue;
           ({ text: newText, count } = again);
         }
+        if (full || plannedCount + count > maxReplacements) {
+          full = true;
+          truncated = true;
+          continue;
+        }
+        plannedCount += count;
         planned.push({ c, newText, count });
         const newBytes = Buffer.from(newText, 'utf8');
         const newHash = hashBytes(newBytes);
