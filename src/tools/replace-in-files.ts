@@ -413,7 +413,10 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         const bytes = current.bytes ?? Buffer.alloc(0);
         if (current.hash !== c.oldHash) {
           // Changed between the walk and the lock, and the OCC check accepted the new bytes: replace in those.
-          if (!isUtf8(bytes)) continue;
+          if (looksBinary(bytes, true) || !isUtf8(bytes)) {
+            skipped.binary++; // as the walk counts it
+            continue;
+          }
           const again = await matcher.replace(
             bytes.toString('utf8'),
             args.replacement,

@@ -4,7 +4,8 @@
  * replaced again on its new content inside the lock (the OCC check accepted it: a dry run, or --auto-occ off/warn):
  *  - the files the walk fitted under max_replacements could then add up to more than it: the preview listed, and an
  *    apply wrote, more replacements than the call allows (each file's count was bounded, their sum was not);
- *  - a file that gained more than max_replacements matches there was dropped without being counted in `skipped`.
+ *  - a file that gained more than max_replacements matches there (or became binary) was dropped without being
+ *    counted in `skipped`.
  * A preview's file that the apply skips as too_many_matches while its content is unchanged (the apply's
  * max_replacements is lower than the preview's) was OCC_MISMATCH "no longer changed by this replacement": retrying
  * the preview and apply with the same arguments never gets further. It is VALIDATION naming max_replacements.
@@ -117,6 +118,17 @@ describe('a file gaining matches between the walk and the lock', () => {
     expect(done).toMatchObject({ files: [{ path: 'b.txt', replacements: 2 }], skipped: { too_many_matches: 1 } });
     expect(readFileSync(a, 'utf8')).toBe('zz zz zz zz zz\n');
     expect(readFileSync(b, 'utf8')).toBe('y y b\n');
+  });
+
+  it('a file that became binary is counted as binary, not dropped unsaid', async () => {
+    const state = stateWith([]);
+    const d = path.join(R, 'grow-binary');
+    makeTreeIn(d, { 'a.txt': 'zz zz\n', 'b.txt': 'zz zz b\n' });
+    onReplace = (text) => {
+      if (text === 'zz zz b\n') writeFileSync(path.join(d, 'a.txt'), Buffer.from([0x7a, 0x7a, 0xff, 0x0a]));
+    };
+    const dry = ok(await call(state, { ...args('grow-binary'), dry_run: true }));
+    expect(dry).toMatchObject({ files: [{ path: 'b.txt', replacements: 2 }], skipped: { binary: 1 } });
   });
 });
 
