@@ -132,7 +132,7 @@ async function readText(
   entry: WalkItem,
   ctx: ToolContext,
   isInside: (p: string) => boolean,
-): Promise<{ text: string; hash: string } | 'too_large' | 'binary' | 'unreadable'> {
+): Promise<{ text: string; hash: string; bytes: Buffer } | 'too_large' | 'binary' | 'unreadable'> {
   let bytes: Buffer;
   try {
     const { handle, stats } = await openForRead(entry.absolute, isInside);
@@ -147,7 +147,7 @@ async function readText(
   }
   if (bytes.length > ctx.config.limits.maxSearchFileBytes) return 'too_large';
   if (looksBinary(bytes, true) || !isUtf8(bytes)) return 'binary';
-  return { text: bytes.toString('utf8'), hash: hashBytes(bytes) };
+  return { text: bytes.toString('utf8'), hash: hashBytes(bytes), bytes };
 }
 
 function diffOf(relative: string, before: string, after: string): string {
@@ -266,6 +266,9 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     filesScanned++;
+    // The query's required bytes (LineMatcher.needle, as search_files' prefilter): a file without them has no match,
+    // found by one indexOf instead of a pass over every line (on the main thread for a literal query).
+    if (matcher.needle && read.bytes.indexOf(matcher.needle) === -1) continue;
     // The result may not exceed what this tool reads (a replacement bomb is skipped before it is built), and a file
     // is replaced whole, so one with more matches than a call may make is skipped (counting stops at max + 1): no
     // later call with these arguments could take it, and `truncated` would only send the agent round again.

@@ -23,16 +23,22 @@ import { makeTree } from '../helpers/tree.js';
 /** Called with each text the walk replaces in, before it is replaced. */
 let onReplace: ((text: string) => void) | null = null;
 
+// The matcher as built, its replacement hooked; a regular expression is replaced in this thread (the worker is the
+// bundled dist/regex-worker.js, which TypeScript sources cannot start) by the same replaceLines the worker runs.
 vi.mock('../../src/fs/line-matcher.js', async (importOriginal) => {
   const mod = await importOriginal<typeof import('../../src/fs/line-matcher.js')>();
+  const { replaceLines } = await import('../../src/fs/replace-lines.js');
   return {
     ...mod,
     createLineMatcher: (...a: Parameters<typeof mod.createLineMatcher>) => {
       const m = mod.createLineMatcher(...a);
+      const [query, options] = a;
+      const re = new RegExp(query, options.caseSensitive ? 'u' : 'iu');
       return {
         ...m,
         replace: (text: string, replacement: string, maxChars: number, maxCount: number) => {
           onReplace?.(text);
+          if (options.regex) return Promise.resolve(replaceLines(re, text, replacement, false, maxChars, maxCount));
           return m.replace(text, replacement, maxChars, maxCount);
         },
       };
@@ -129,6 +135,31 @@ describe('a file gaining matches between the walk and the lock', () => {
     };
     const dry = ok(await call(state, { ...args('grow-binary'), dry_run: true }));
     expect(dry).toMatchObject({ files: [{ path: 'b.txt', replacements: 2 }], skipped: { binary: 1 } });
+  });
+});
+
+describe('files without the query', () => {
+  it('are not passed over line by line: the required bytes (as search_files) rule them out', async () => {
+    const state = stateWith([]);
+    makeTreeIn(path.join(R, 'needle'), { 'hit.txt': 'one zzz\n', 'miss.txt': 'zz z zz\n'.repeat(1000) });
+    const seen: string[] = [];
+    onReplace = (text) => seen.push(text.slice(0, 8));
+    for (const q of [
+      { query: 'zzz', replacement: 'y' },
+      { query: 'on?e z(z)z', regex: true, replacement: 'y' },
+    ]) {
+      seen.length = 0;
+      const dry = ok(await call(state, { path: 'needle', ...q, dry_run: true }));
+      expect(dry).toMatchObject({ files: [{ path: 'hit.txt', replacements: 1 }], files_scanned: 2 });
+      expect(seen).toEqual(['one zzz\n']);
+    }
+    // Case-insensitive: no needle, every file is passed over (and the answer is the same).
+    seen.length = 0;
+    const dry = ok(
+      await call(state, { path: 'needle', query: 'ZZZ', case_sensitive: false, replacement: 'y', dry_run: true }),
+    );
+    expect(dry).toMatchObject({ files: [{ path: 'hit.txt', replacements: 1 }], files_scanned: 2 });
+    expect(seen).toHaveLength(2);
   });
 });
 
