@@ -132,7 +132,7 @@ async function readText(
   entry: WalkItem,
   ctx: ToolContext,
   isInside: (p: string) => boolean,
-): Promise<{ text: string; hash: string } | 'too_large' | 'binary' | 'unreadable'> {
+): Promise<{ text: string; hash: string; bytes: Buffer } | 'too_large' | 'binary' | 'unreadable'> {
   let bytes: Buffer;
   try {
     const { handle, stats } = await openForRead(entry.absolute, isInside);
@@ -147,7 +147,7 @@ async function readText(
   }
   if (bytes.length > ctx.config.limits.maxSearchFileBytes) return 'too_large';
   if (looksBinary(bytes, true) || !isUtf8(bytes)) return 'binary';
-  return { text: bytes.toString('utf8'), hash: hashBytes(bytes) };
+  return { text: bytes.toString('utf8'), hash: hashBytes(bytes), bytes };
 }
 
 function diffOf(relative: string, before: string, after: string): string {
@@ -266,6 +266,9 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     filesScanned++;
+    // The query's required bytes (LineMatcher.needle, as search_files' prefilter): a file without them has no match,
+    // found by one indexOf instead of a pass over every line (on the main thread for a literal query).
+    if (matcher.needle && read.bytes.indexOf(matcher.needle) === -1) continue;
     // The result may not exceed what this tool reads (a replacement bomb is skipped before it is built), and a file
     // is replaced whole, so one with more matches than a call may make is skipped (counting stops at max + 1): no
     // later call with these arguments could take it, and `truncated` would only send the agent round again.
@@ -280,6 +283,21 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       continue;
     }
     if (replaced.tooMany) {
+      // A file of the preview, unchanged since, that no longer fits: the apply's max_replacements is lower than the
+      // preview's. OCC_MISMATCH ("no longer changed") would send the agent round the same preview and apply again.
+      const previewed = expected ? expectedFor(entry.relative, entry.absolute) : undefined;
+      if (previewed === read.hash) {
+        throw new ToolError(
+          'VALIDATION',
+          `${entry.absolute} has more matches than max_replacements (${maxReplacements}), unchanged since the ` +
+            'preview listed it; nothing was written.',
+          {
+            path: entry.absolute,
+            details: { reason: 'too_many_matches', field: 'max_replacements' },
+            suggestion: 'Pass the max_replacements of the dry run, or run the dry run again with this one.',
+          },
+        );
+      }
       skipped.too_many_matches++;
       continue;
     }
@@ -352,6 +370,10 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       const results: FileResult[] = [];
       const hashRequired: ToolError[] = [];
       const planned: Array<{ c: Candidate; newText: string; count: number }> = [];
+      // The walk fitted the files under max_replacements; one that changed since is replaced again below, so the
+      // bound is kept here too: the first file that no longer fits, and every one after it, is left to the next call.
+      let plannedCount = 0;
+      let full = false;
       // SPEC §3.3 step 9 for every file before anything else: OCC_MISMATCH (any file) wins; every file needing a hash
       // is listed in one HASH_REQUIRED.
       for (const c of candidates) {
@@ -394,16 +416,27 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         const bytes = current.bytes ?? Buffer.alloc(0);
         if (current.hash !== c.oldHash) {
           // Changed between the walk and the lock, and the OCC check accepted the new bytes: replace in those.
-          if (!isUtf8(bytes)) continue;
+          if (looksBinary(bytes, true) || !isUtf8(bytes)) {
+            skipped.binary++; // as the walk counts it
+            continue;
+          }
           const again = await matcher.replace(
             bytes.toString('utf8'),
             args.replacement,
             ctx.config.limits.maxSearchFileBytes,
             maxReplacements,
           );
+          if (again.tooLarge) skipped.too_large++;
+          else if (again.tooMany) skipped.too_many_matches++;
           if (again.count === 0 || again.tooLarge || again.tooMany) continue;
           ({ text: newText, count } = again);
         }
+        if (full || plannedCount + count > maxReplacements) {
+          full = true;
+          truncated = true;
+          continue;
+        }
+        plannedCount += count;
         planned.push({ c, newText, count });
         const newBytes = Buffer.from(newText, 'utf8');
         const newHash = hashBytes(newBytes);

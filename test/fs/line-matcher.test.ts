@@ -134,14 +134,19 @@ describe('matcherSpec, matchLines, regexTimeoutError', () => {
 describe('replace (literal, in this thread)', () => {
   it('inserts the replacement as typed on every matching line and counts each match', async () => {
     const m = createLineMatcher('a.b', { regex: false, caseSensitive: true });
-    expect(await m.replace('a.b x a.b\naxb\r\na.b', '$1', 1000)).toEqual({ text: '$1 x $1\naxb\r\n$1', count: 3 });
+    expect(await m.replace('a.b x a.b\naxb\r\na.b', '$1', 1000, 3)).toEqual({ text: '$1 x $1\naxb\r\n$1', count: 3 });
   });
 
   it('builds nothing past maxChars: the input comes back marked tooLarge', async () => {
     const m = createLineMatcher('a', { regex: false, caseSensitive: true });
-    const r = await m.replace('aaaa', 'x'.repeat(100), 50);
+    const r = await m.replace('aaaa', 'x'.repeat(100), 50, 1000);
     expect(r.tooLarge).toBe(true);
     expect(r.text).toBe('aaaa');
+  });
+
+  it('builds nothing past maxCount matches: the input comes back marked tooMany, count 0', async () => {
+    const m = createLineMatcher('a', { regex: false, caseSensitive: true });
+    expect(await m.replace('aa\na', 'b', 1000, 2)).toEqual({ text: 'aa\na', count: 0, tooMany: true });
   });
 });
 
@@ -150,15 +155,17 @@ describe('RegexWorkerPool (the built worker)', () => {
     const pool = new RegexWorkerPool(BUILT_WORKER);
     const [hits, replaced] = await Promise.all([
       pool.run('b(\\d)', 'u', 'ab1\nno\nb2'),
-      pool.replace('b(\\d)', 'u', 'ab1\nno\nb2', { replacement: '[$1|$&]', maxChars: 1000 }),
+      pool.replace('b(\\d)', 'u', 'ab1\nno\nb2', { replacement: '[$1|$&]', maxChars: 1000, maxCount: 2 }),
     ]);
     expect(hits).toEqual([
       [0, 1],
       [2, 0],
     ]);
     expect(replaced).toEqual({ text: 'a[1|b1]\nno\n[2|b2]', count: 2 });
-    const big = await pool.replace('a', 'u', 'aaaa', { replacement: 'x'.repeat(100), maxChars: 50 });
+    const big = await pool.replace('a', 'u', 'aaaa', { replacement: 'x'.repeat(100), maxChars: 50, maxCount: 10 });
     expect(big.tooLarge).toBe(true);
+    const many = await pool.replace('a', 'u', 'aa\na', { replacement: 'b', maxChars: 1000, maxCount: 2 });
+    expect(many).toEqual({ text: 'aa\na', count: 0, tooMany: true });
   });
 
   it('stops a catastrophic expression at the per-file limit, then serves the next job', async () => {
