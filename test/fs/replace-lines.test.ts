@@ -7,6 +7,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { replaceLines } from '../../src/fs/replace-lines.js';
 
+/** A pattern that counts its exec calls: how far a pass asked for matches, observed without timing anything. */
+class CountingRegExp extends RegExp {
+  execs = 0;
+  override exec(s: string): RegExpExecArray | null {
+    this.execs++;
+    return super.exec(s);
+  }
+}
+
 const lit = (q: string) => new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'u');
 
 describe('replaceLines', () => {
@@ -96,19 +105,13 @@ describe('replaceLines', () => {
     // String.prototype.replace with a callback (the pass before) made V8 collect all 3,000,000 matches before the
     // first callback could stop it: hundreds of milliseconds idle, past the 1 s regex bound under CI load. Counting
     // the pattern's exec calls shows the laziness without timing anything.
-    let execs = 0;
-    class Counting extends RegExp {
-      override exec(s: string): RegExpExecArray | null {
-        execs++;
-        return super.exec(s);
-      }
-    }
+    const counting = new CountingRegExp('a', 'gu');
     const bomb = 'a'.repeat(3_000_000);
-    const r = replaceLines(new Counting('a', 'gu'), bomb, '$&'.repeat(100), false, 4_000_000);
+    const r = replaceLines(counting, bomb, '$&'.repeat(100), false, 4_000_000);
     expect(r).toEqual({ text: bomb, count: 0, tooLarge: true });
     // 4,000,000 / 299 (200 typed characters + 100 × the 1-character match − the match) ≈ 13,378 matches.
-    expect(execs).toBeGreaterThan(3_000);
-    expect(execs).toBeLessThan(20_000);
+    expect(counting.execs).toBeGreaterThan(3_000);
+    expect(counting.execs).toBeLessThan(20_000);
   });
 
   it('agrees with String.prototype.replace line by line, zero-length and astral matches included (property)', () => {
@@ -237,19 +240,13 @@ describe('replaceLines', () => {
   });
 
   it('counts a file of millions of matches only to maxCount + 1 (replace_in_files passes max_replacements)', () => {
-    let execs = 0;
-    class Counting extends RegExp {
-      override exec(s: string): RegExpExecArray | null {
-        execs++;
-        return super.exec(s);
-      }
-    }
+    const counting = new CountingRegExp('a', 'gu');
     const text = 'a'.repeat(10_000_000);
-    expect(replaceLines(new Counting('a', 'gu'), text, 'b', false, 20_000_000, 10_000)).toEqual({
+    expect(replaceLines(counting, text, 'b', false, 20_000_000, 10_000)).toEqual({
       text,
       count: 0,
       tooMany: true,
     });
-    expect(execs).toBe(10_001);
+    expect(counting.execs).toBe(10_001);
   });
 });
