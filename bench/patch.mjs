@@ -33,8 +33,9 @@
  *   reduced_stale_top  `git diff -U1` and lines inserted at the top
  *
  * Options: --sample=N (every k-th case, about N in all), --tools=a,b (apply_patch,git_apply,git_apply_recount,
- * gnu_patch,diff_pkg), --variants=a,b, --json (one JSON object on stdout instead of the table), --verbose (list the
- * cases apply_patch did not get right).
+ * gnu_patch,diff_pkg), --variants=a,b, --until=REV (the history up to REV instead of HEAD: a fixed set of cases that
+ * later commits do not shift), --json (one JSON object on stdout instead of the table), --verbose (list the cases
+ * apply_patch did not get right).
  * Needs dist/ (npm run build), git, and GNU patch for its column (apt-get install patch).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -56,7 +57,7 @@ const ALL_VARIANTS = ['clean', 'no_line_numbers', 'wrong_counts', 'stale_top', '
   'fenced', 'reversed_hunks', 'reduced_context', 'crlf_target', 'blank_no_space', 'reduced_no_numbers', 'reduced_stale_top'];
 
 function parseArgs(argv) {
-  const opts = { sample: 0, tools: ALL_TOOLS, variants: ALL_VARIANTS, json: false, verbose: false, repo: null };
+  const opts = { sample: 0, tools: ALL_TOOLS, variants: ALL_VARIANTS, json: false, verbose: false, repo: null, until: 'HEAD' };
   for (const a of argv) {
     const [k, v] = a.replace(/^--/, '').split('=');
     if (k === 'sample') opts.sample = Number(v);
@@ -65,6 +66,7 @@ function parseArgs(argv) {
     else if (k === 'json') opts.json = true;
     else if (k === 'verbose') opts.verbose = true;
     else if (k === 'repo') opts.repo = v;
+    else if (k === 'until') opts.until = v;
     else throw new Error(`unknown option ${a}`);
   }
   return opts;
@@ -112,9 +114,9 @@ function insertAfterLine(text, after, block) {
   return text.slice(0, at) + block + text.slice(at);
 }
 
-/** Every case of the history: {id, commit, file, variant, patch, before, expected, headerless}. */
-export function buildCases(repo, variants) {
-  const commits = git(repo, ['rev-list', '--no-merges', 'HEAD']).trim().split('\n').filter(Boolean).reverse();
+/** Every case of the history up to `until`: {id, commit, file, variant, patch, before, expected, headerless}. */
+export function buildCases(repo, variants, until = 'HEAD') {
+  const commits = git(repo, ['rev-list', '--no-merges', until]).trim().split('\n').filter(Boolean).reverse();
   const cases = [];
   let unit = 0;
   for (const commit of commits) {
@@ -315,7 +317,7 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const repo = opts.repo ?? git(HERE, ['rev-parse', '--show-toplevel']).trim();
   const shallow = git(repo, ['rev-parse', '--is-shallow-repository']).trim() === 'true';
-  let cases = buildCases(repo, opts.variants);
+  let cases = buildCases(repo, opts.variants, opts.until);
   if (opts.sample > 0 && cases.length > opts.sample) cases = sample(cases, opts.sample);
   let tools = opts.tools;
   if (tools.includes('gnu_patch') && spawnSync('patch', ['--version']).status !== 0) {
