@@ -73,7 +73,7 @@ export const gitDiff = defineTool({
   name: 'git_diff',
   title: 'Git diff',
   description:
-    'Diff of the work tree against the index (staged: index against HEAD), paged by file, 262144 bytes a page ' +
+    'Diff of the work tree against the index (staged: index against HEAD), paged by file, 256 KiB a page ' +
     '(next_cursor). Binary and secret files listed, not dumped; untracked files not included. A stale ' +
     'expected_status_hash fails (STALE_GIT).',
   group: 'git',

@@ -76,7 +76,7 @@ export const gitStatusTool = defineTool({
   description:
     'Git status of the work tree at path: branch, ahead/behind, entries, clean, status_hash (pass it as ' +
     'expected_status_hash: STALE_GIT if the tree moved). Read-only; runs nothing the repository names; fails ' +
-    'outside a work tree or when git metadata leads outside the roots.',
+    'outside a work tree or if git metadata leads out of the roots.',
   group: 'git',
   input: GitStatusInput,
   output: GitStatusOutput,

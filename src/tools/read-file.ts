@@ -273,7 +273,7 @@ export const readFile = defineTool({
   title: 'Read file',
   description:
     'Read a UTF-8 file (or base64), whole or a range. Text is the raw content, then a facts line with ' +
-    'content_hash (edits need it); eol named when not lf. At most 262144 bytes a call; when truncated, go on from continuation. Non-UTF-8 ' +
+    'content_hash (edits need it); eol named when not lf. ≤ 256 KiB a call; when truncated, go on from continuation. Non-UTF-8 ' +
     'fails (VALIDATION): use base64.',
   group: 'fs-read',
   input: ReadFileInput,

@@ -50,7 +50,7 @@ const REPLACE_TIME_BUDGET_MS = 20_000;
 const MAX_TOTAL_BYTES = 64 * 1024 * 1024;
 
 export const ReplaceInFilesInput = z.strictObject({
-  path: PathArg.default('.').describe('Directory or file; default: the first root'),
+  path: PathArg.default('.').describe('Default: the first root'),
   query: z.string().min(1).describe('Text to find in each line'),
   replacement: z.string().describe('With regex: $1, $<name>, $& expand'),
   regex: z.boolean().default(false).describe('query is a JS regex'),
@@ -60,10 +60,7 @@ export const ReplaceInFilesInput = z.strictObject({
   respect_gitignore: z.boolean().default(true).describe('Default true'),
   max_files: z.number().int().min(1).max(MAX_FILES).optional().describe('Default 100, most 1000'),
   max_replacements: z.number().int().min(1).max(MAX_REPLACEMENTS).optional().describe('Default 1000, most 10000'),
-  expected_hashes: z
-    .record(z.string(), ExpectedHash)
-    .optional()
-    .describe('path → previous_hash from the dry run; only these change'),
+  expected_hashes: z.record(z.string(), ExpectedHash).optional().describe('path → previous_hash from the dry run'),
   dry_run: DryRun,
 });
 
@@ -161,8 +158,8 @@ export const replaceInFiles = defineTool({
   title: 'Replace in files',
   description:
     'Replace text (literal, or JS regex: 1 s/file) per line in files under path, filtered as search_files; skips ' +
-    'secret, policy, .git, binary, >10 MiB, >max_replacements matches (counted). dry_run: diffs and previous_hash per file; pass them as ' +
-    'expected_hashes to apply exactly that (else OCC_MISMATCH, nothing written). All or nothing; caps → truncated.',
+    'secret, policy, .git, binary, >10 MiB, >max_replacements matches (counted). dry_run: diffs, previous_hash per ' +
+    'file; apply exactly that with them as expected_hashes (else OCC_MISMATCH). All or nothing; caps → truncated.',
   group: 'fs-write',
   input: ReplaceInFilesInput,
   output: ReplaceInFilesOutput,

@@ -105,7 +105,7 @@ export const listChanges = defineTool({
   title: 'List changes',
   description:
     'Changes this server made, newest first: id, tool, time, paths, hashes before/after. Kept across ' +
-    'restarts; oldest dropped past --history-max-changes/--history-max-bytes. Give an id to revert_changes; ' +
+    'restarts; oldest dropped past the --history-max-* limits. Give an id to revert_changes; ' +
     'fails only with IO_ERROR.',
   group: 'fs-read',
   input: ListChangesInput,
