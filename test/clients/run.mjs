@@ -885,6 +885,18 @@ function checkFloor(rows) {
       );
       if (ok) console.log(`       facts: ${f.list.map((x) => `${x.fact} ${x.bytes}`).join('; ') || 'none'}`);
     }
+    // Issue #15: the declarations the client hands its model weigh at most 1.5x the official server's per tool, in
+    // each client (exact totals, not the rounded per-tool figures of the table).
+    const a = mine.decl;
+    const b = theirs.decl;
+    if (a && b) {
+      const ratio = a.total / a.tools / (b.total / b.tools);
+      check(
+        ratio <= 1.5,
+        `${mine.client}: declarations at most 1.5x the official server's per tool (${ratio.toFixed(3)})`,
+        `${a.total} B / ${a.tools} tools vs ${b.total} B / ${b.tools} tools`,
+      );
+    }
   }
 }
 
