@@ -16,6 +16,25 @@ class CountingRegExp extends RegExp {
   }
 }
 
+/**
+ * The reference replaceLines is checked against: `replace` applied to each line on its own (a final `\r` kept out of
+ * the line, the empty remainder after a final newline no line), and the matches of global `re` counted per line.
+ */
+function reference(text: string, re: RegExp, replace: (line: string) => string): { expected: string; count: number } {
+  let count = 0;
+  const expected = text
+    .split('\n')
+    .map((full, i, all) => {
+      if (i === all.length - 1 && full === '') return full;
+      const cr = full.endsWith('\r') ? '\r' : '';
+      const line = cr ? full.slice(0, -1) : full;
+      count += [...line.matchAll(re)].length;
+      return replace(line) + cr;
+    })
+    .join('\n');
+  return { expected, count };
+}
+
 const lit = (q: string) => new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'u');
 
 describe('replaceLines', () => {
@@ -137,17 +156,7 @@ describe('replaceLines', () => {
         fc.constantFrom(...replacements),
         (text, [source, flags], replacement) => {
           const re = new RegExp(source, `${flags}g`);
-          let count = 0;
-          const expected = text
-            .split('\n')
-            .map((full, i, all) => {
-              if (i === all.length - 1 && full === '') return full;
-              const cr = full.endsWith('\r') ? '\r' : '';
-              const line = cr ? full.slice(0, -1) : full;
-              count += [...line.matchAll(re)].length;
-              return line.replace(re, replacement) + cr;
-            })
-            .join('\n');
+          const { expected, count } = reference(text, re, (line) => line.replace(re, replacement));
           const got = replaceLines(new RegExp(source, flags), text, replacement, false);
           expect(got).toEqual(count === 0 ? { text, count } : { text: expected, count });
         },
@@ -190,17 +199,9 @@ describe('replaceLines', () => {
         fc.integer({ min: 0, max: 160 }),
         (text, [source, flags], replacement, literal, maxChars) => {
           const re = new RegExp(source, flags.includes('g') ? flags : `${flags}g`);
-          let count = 0;
-          const expected = text
-            .split('\n')
-            .map((full, i, all) => {
-              if (i === all.length - 1 && full === '') return full;
-              const cr = full.endsWith('\r') ? '\r' : '';
-              const line = cr ? full.slice(0, -1) : full;
-              count += [...line.matchAll(re)].length;
-              return (literal ? line.replace(re, () => replacement) : line.replace(re, replacement)) + cr;
-            })
-            .join('\n');
+          const { expected, count } = reference(text, re, (line) =>
+            literal ? line.replace(re, () => replacement) : line.replace(re, replacement),
+          );
           const pattern = new RegExp(source, flags);
           // A global pattern is the caller's own object: stop one pass early on it first.
           if (pattern.global) replaceLines(pattern, 'aaaa😀aaaa', '$&'.repeat(50), false, 10);
