@@ -203,15 +203,16 @@ async function walkDescriptors(
 }
 
 /**
- * Visits every entry under `top` (not `top` itself), depth-first, names sorted; `visit` may throw to refuse. Links are
- * reported, never followed.
+ * Visits every entry under `top` (not `top` itself), depth-first pre-order, names sorted; `visit` may throw to refuse.
+ * Links are reported, never followed. `visit` also gets the verified directory holding the entry (e.g. to read a
+ * link's target through it); it must not keep it.
  * @param limit most entries before refusing (VALIDATION too_many_entries)
  * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), VALIDATION
  *   too_many_entries, whatever `visit` throws; errno errors from reading a directory (the tree is then refused)
  */
 export async function inspectTree(
   top: VerifiedDir,
-  visit: (e: InspectedEntry) => void,
+  visit: (e: InspectedEntry, dir: VerifiedDir) => void,
   limit: number,
   signal?: AbortSignal,
 ): Promise<InspectedTree> {
@@ -226,7 +227,7 @@ export async function inspectTree(
       if (++tree.entries > limit) {
         throw new ToolError(
           'VALIDATION',
-          `${top.path} holds more than ${limit} entries; refusing to delete it in one call.`,
+          `${top.path} holds more than ${limit} entries; refusing to carry it in one call.`,
           {
             path: top.path,
             details: { reason: 'too_many_entries', limit },
@@ -234,7 +235,7 @@ export async function inspectTree(
         );
       }
       const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
-      visit({ relative, absolute: dir.pathOf(name), name, stats: st });
+      visit({ relative, absolute: dir.pathOf(name), name, stats: st }, dir);
       tree.dirs.get(keyOf(frame.id))!.set(name, { dev: st.dev, ino: st.ino, dir: st.isDirectory() });
       return st.isDirectory() ? 'descend' : 'next';
     },
@@ -246,6 +247,25 @@ export async function inspectTree(
     },
   );
   return tree;
+}
+
+/**
+ * Whether `after` (a later `inspectTree` of the same directory) holds nothing `before` did not: every directory of
+ * `after` was seen by `before` and each of its entries is the same node under the same name. Entries gone since are
+ * allowed (carrying less is never more than was authorized). Used after a tree was moved, to prove that nothing was
+ * added to it between its inspection and the rename.
+ */
+export function holdsOnlyInspected(before: InspectedTree, after: InspectedTree): boolean {
+  if (!sameNode(before.top, after.top)) return false;
+  for (const [key, names] of after.dirs) {
+    const seen = before.dirs.get(key);
+    if (!seen) return false;
+    for (const [name, id] of names) {
+      const was = seen.get(name);
+      if (!was || !sameNode(was, id) || was.dir !== id.dir) return false;
+    }
+  }
+  return true;
 }
 
 /**

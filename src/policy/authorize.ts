@@ -16,6 +16,7 @@ import {
   assertPolicyAllows,
   type Access,
   type FilePolicy,
+  type Intent,
 } from './file-policy.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
@@ -289,15 +290,46 @@ async function assertWritePolicy(
   ctx: PolicyContext,
   replaces = true,
 ): Promise<{ relative: string; access: Access | null }> {
-  const spellings = [resolved.absolute, resolved.real];
-  assertNotGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
-  if (replaces) assertHoldsNoGuarded(ctx.guarded ?? [], resolved.absolute, spellings);
-  assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
-  assertNotGitInternal(resolved.absolute, resolved.real);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
   const access = policyAccess(ctx, resolved, relative);
-  await hiddenLikeMissing(() => assertPolicyAllows(access, 'write', resolved.absolute, relative), resolved, ctx);
+  const place = { absolute: resolved.absolute, real: resolved.real, relative, access };
+  await hiddenLikeMissing(() => assertPathAllowed(ctx, 'write', place, { holdsNoGuarded: replaces }), resolved, ctx);
   return { relative, access };
+}
+
+/** One path as the per-path rules see it (`assertPathAllowed`). */
+export interface PolicyPlace {
+  /** The spelling reported in envelopes (the requested one, made absolute). */
+  absolute: string;
+  /** The resolved spelling (the same string when nothing was resolved differently). */
+  real: string;
+  /** `real` relative to its root, `/`-separated ('' for a root). */
+  relative: string;
+  /** The file policy's level for the path (`policyAccess`, or `accessForEntry` in a walk). */
+  access: Access | null;
+}
+
+/**
+ * The per-path rules of SPEC §3.3 step 6 for reading (`intent` 'read': a copy's source) or changing (`'write'`: a
+ * write, and both places of a move, the old place of a delete, the new place of a copy) one path — the one decision
+ * shared by the single-path authorizations above and by every entry of a tree operation
+ * (src/policy/tree-authorize.ts), so a rule added here holds for both. In order: the built-in guards (state
+ * directory, audit log, lock files: src/policy/builtin-guards.ts; with `holdsNoGuarded`, a directory above them too),
+ * secret names (unless allowed), the built-in `.git` rule, the file policy for `intent`. Rules: docs/security.md.
+ * @throws ToolError FILE_POLICY_DENIED (builtin; policy deny, read_only on write), SECRET_DENIED, NOT_FOUND (hidden)
+ */
+export function assertPathAllowed(
+  ctx: PolicyContext,
+  intent: Intent,
+  place: PolicyPlace,
+  options: { holdsNoGuarded?: boolean } = {},
+): void {
+  const spellings = place.absolute === place.real ? [place.absolute] : [place.absolute, place.real];
+  assertNotGuarded(ctx.guarded ?? [], place.absolute, spellings);
+  if (options.holdsNoGuarded) assertHoldsNoGuarded(ctx.guarded ?? [], place.absolute, spellings);
+  assertNotSecret(place.absolute, place.real, ctx.allowSecrets);
+  assertNotGitInternal(place.absolute, place.real);
+  assertPolicyAllows(place.access, intent, place.absolute, place.relative);
 }
 
 /**
@@ -356,44 +388,6 @@ export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise
 }
 
 /**
- * SPEC §6.2: may an entry found inside a directory being deleted recursively go with it? A `.git` directory (or
- * file), a secret file (unless secrets are allowed) or any entry the file policy names (read_only, hidden, deny)
- * refuses the whole delete. `relative` is the entry's path relative to its root, `/`-separated.
- * @throws ToolError FILE_POLICY_DENIED (git_dir; policy), SECRET_DENIED (reason secret_inside)
- */
-export function assertDeletableEntry(
-  ctx: PolicyContext,
-  absolute: string,
-  relative: string,
-  _isDirectory: boolean,
-): void {
-  const name = relative.slice(relative.lastIndexOf('/') + 1);
-  if (name.toLowerCase() === '.git') {
-    throw new ToolError('FILE_POLICY_DENIED', `${absolute} is a .git directory; deleting it is never allowed.`, {
-      path: absolute,
-      details: { source: 'builtin', rule: 'git_dir' },
-    });
-  }
-  if (!ctx.allowSecrets && secretRuleFor(absolute) !== null) {
-    throw new ToolError('SECRET_DENIED', `${absolute} is a secret file; the directory is not deleted.`, {
-      path: absolute,
-      details: { reason: 'secret_inside' },
-    });
-  }
-  const access = accessFor(ctx.policy, relative);
-  if (access) {
-    throw new ToolError(
-      'FILE_POLICY_DENIED',
-      `${absolute} is protected by the file policy (${access}); the directory is not deleted.`,
-      {
-        path: absolute,
-        details: { source: 'policy', rule: access },
-      },
-    );
-  }
-}
-
-/**
  * What list_directory may say about a symlink's target (SPEC §6): its kind when the link resolves inside the roots to
  * something the policy neither hides nor denies (checked on the target and on the link's spelling, as for any
  * path); otherwise null — a dangling link, a loop, a target outside the roots, hidden or denied all look the same.
@@ -431,14 +425,10 @@ export interface AuthorizedCopy {
 export async function authorizeCopy(source: string, destination: string, ctx: PolicyContext): Promise<AuthorizedCopy> {
   const src = await resolveInRoots(source, ctx.roots, { followFinal: false }, 'source');
   await resolveInRoots(destination, ctx.roots, { followFinal: false }, 'destination');
-  const spellings = [src.absolute, src.real];
-  assertNotGuarded(ctx.guarded ?? [], src.absolute, spellings);
-  assertHoldsNoGuarded(ctx.guarded ?? [], src.absolute, spellings);
-  assertNotSecret(src.absolute, src.real, ctx.allowSecrets);
-  assertNotGitInternal(src.absolute, src.real);
   const relative = toPosixRelative(src.root.real, src.real);
   const access = policyAccess(ctx, src, relative);
-  await hiddenLikeMissing(() => assertPolicyAllows(access, 'read', src.absolute, relative), src, ctx);
+  const place = { absolute: src.absolute, real: src.real, relative, access };
+  await hiddenLikeMissing(() => assertPathAllowed(ctx, 'read', place, { holdsNoGuarded: true }), src, ctx);
   const dst = await authorizeWrite(destination, ctx, {
     kind: 'any',
     mustExist: false,
@@ -447,56 +437,4 @@ export async function authorizeCopy(source: string, destination: string, ctx: Po
   });
   if (!src.stats) throw await notFoundError(src, ctx);
   return { source: { ...src, relative, access }, destination: dst };
-}
-
-/**
- * Issue #18: may an entry of a directory tree being copied be copied? The entry (root-relative `srcRelative`) must
- * be neither a `.git` directory or file, nor a secret (unless secrets are allowed), nor hidden or denied by the file
- * policy; where it would land (`dstRelative`) must pass the same checks for a write (read_only refuses too), and
- * must not be a guarded path (state directory, audit log). One refused entry refuses the whole copy.
- * @throws ToolError FILE_POLICY_DENIED (git_dir; policy; state_dir), SECRET_DENIED (reason secret_inside)
- */
-export function assertCopyableEntry(
-  ctx: PolicyContext,
-  src: { absolute: string; relative: string },
-  dst: { absolute: string; relative: string },
-): void {
-  const name = src.relative.slice(src.relative.lastIndexOf('/') + 1);
-  if (name.toLowerCase() === '.git') {
-    throw new ToolError('FILE_POLICY_DENIED', `${src.absolute} is a .git directory; copying it is never allowed.`, {
-      path: src.absolute,
-      details: { source: 'builtin', rule: 'git_dir' },
-    });
-  }
-  for (const p of [src, dst]) {
-    if (!ctx.allowSecrets && secretRuleFor(p.absolute) !== null) {
-      throw new ToolError('SECRET_DENIED', `${p.absolute} is a secret file; nothing is copied.`, {
-        path: p.absolute,
-        details: { reason: 'secret_inside' },
-      });
-    }
-  }
-  const srcAccess = accessFor(ctx.policy, src.relative);
-  if (srcAccess && srcAccess !== 'read_only') {
-    throw new ToolError(
-      'FILE_POLICY_DENIED',
-      `${src.absolute} is protected by the file policy (${srcAccess}); nothing is copied.`,
-      {
-        path: src.absolute,
-        details: { source: 'policy', rule: srcAccess },
-      },
-    );
-  }
-  const dstAccess = accessFor(ctx.policy, dst.relative);
-  if (dstAccess) {
-    throw new ToolError(
-      'FILE_POLICY_DENIED',
-      `${dst.absolute} is protected by the file policy (${dstAccess}); nothing is copied.`,
-      {
-        path: dst.absolute,
-        details: { source: 'policy', rule: dstAccess },
-      },
-    );
-  }
-  assertNotGuarded(ctx.guarded ?? [], dst.absolute, [dst.absolute]);
 }

@@ -4,8 +4,8 @@
  * (`expected_hash` is the destination's, as for move_path). Permission bits are kept; times and owners are not.
  *
  * Every path the copy touches passes policy: the source and destination up front (authorizeCopy), and every entry of
- * a tree on both sides (assertCopyableEntry) while the tree is inspected inside the path lock — one refused entry
- * refuses the whole copy before anything is written.
+ * a tree on both sides (src/policy/tree-authorize.ts) while the tree is inspected inside the path lock — one refused
+ * entry refuses the whole copy before anything is written.
  *
  * All-or-nothing: a file is written to a temporary name in the destination's verified parent and renamed into place;
  * a tree is built in a temporary sibling directory there (`.NAME.fs-tools-copy-XXXX`) and renamed into place in one
@@ -29,7 +29,8 @@ import {
   type FileIdentity,
   type VerifiedDir,
 } from '../fs/verified-dir.js';
-import { assertCopyableEntry, authorizeCopy, kindOf } from '../policy/authorize.js';
+import { authorizeCopy, kindOf } from '../policy/authorize.js';
+import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { isWithin } from '../policy/containment.js';
 import { copiedLinkAllowed } from '../policy/link-target.js';
 import { parentOf } from '../policy/resolve-path.js';
@@ -181,16 +182,12 @@ export const copyPath = defineTool({
         let total = 0;
         try {
           if (!sameNode(top.identity, s)) throw changedError(source.absolute);
+          // Every entry is judged as a read at its old place and a write at its new one.
+          const judge = authorizeTreeEntries(ctx.policy, 'copy', source, destination);
           await inspectTree(
             top,
             (e) => {
-              const rel = (r: string) => (r === '' ? e.relative : `${r}/${e.relative}`);
-              const dstAbsolute = `${destination.absolute}/${e.relative}`;
-              assertCopyableEntry(
-                ctx.policy,
-                { absolute: e.absolute, relative: rel(source.relative) },
-                { absolute: dstAbsolute, relative: rel(destination.relative) },
-              );
+              judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
               if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
                 throw new ToolError(
                   'FILE_POLICY_DENIED',
@@ -221,6 +218,7 @@ export const copyPath = defineTool({
             }
             throw error;
           });
+          judge.assertAllowed();
         } finally {
           top.close();
         }

@@ -1,7 +1,8 @@
 /**
  * delete_path (SPEC §6, §6.2): delete a file, a symlink (the link, never its target) or a directory (non-empty only
- * with recursive). Deleting a file is a mutation under OCC. A recursive delete is refused as a whole when the tree
- * holds a secret file, a .git directory, or an entry the file policy protects.
+ * with recursive). Deleting a file is a mutation under OCC. A recursive delete is refused as a whole when any entry
+ * of the tree could not be deleted on its own (a secret, a .git directory, an entry the file policy or a built-in
+ * guard protects: src/policy/tree-authorize.ts).
  */
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
@@ -17,7 +18,8 @@ import {
 } from '../fs/tree-ops.js';
 import { sameNode } from '../fs/verified-dir.js';
 import { historyEntriesOfTree, historyEntryOf, historyFileOf } from '../fs/history.js';
-import { assertDeletableEntry, authorizeWrite, kindOf } from '../policy/authorize.js';
+import { authorizeWrite, kindOf } from '../policy/authorize.js';
+import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
@@ -125,20 +127,17 @@ export const deletePath = defineTool({
               details: { reason: 'changed_during_call' },
             });
           if (args.recursive) {
-            // The whole tree, at any depth, through descriptors: one protected entry refuses the whole delete, and a
-            // tree that cannot be read completely is refused (SPEC §6.2).
+            // The whole tree, at any depth, through descriptors: every entry is judged as a delete of it
+            // (src/policy/tree-authorize.ts), one refused entry refuses the whole delete, and a tree that cannot be
+            // read completely is refused (docs/security.md, "Whole-tree operations").
+            const judge = authorizeTreeEntries(ctx.policy, 'delete', target, null);
             inspected = await inspectTree(
               top,
-              (e) =>
-                assertDeletableEntry(
-                  ctx.policy,
-                  e.absolute,
-                  target.relative === '' ? e.relative : `${target.relative}/${e.relative}`,
-                  e.stats.isDirectory(),
-                ),
+              (e) => judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() }),
               MAX_RECURSIVE_ENTRIES,
               ctx.signal,
             );
+            judge.assertAllowed();
           } else if ((await top.readdir()).length > 0) {
             throw directoryNotEmpty(target.absolute);
           }

@@ -1,7 +1,8 @@
 /**
  * move_path (SPEC §6, §6.2): rename or move a file, link or directory inside the roots. Never overwrites unless
  * `overwrite: true`; then the destination file is a mutation under OCC (`expected_hash` is the destination's).
- * Moving a symlink moves the link, not its target.
+ * Moving a symlink moves the link, not its target. Moving a directory moves every entry it holds: each is authorized
+ * at its old and new place (docs/security.md, "Whole-tree operations").
  */
 import type { Stats } from 'node:fs';
 import path from 'node:path';
@@ -10,12 +11,22 @@ import { ToolError } from '../errors/tool-error.js';
 import { hashBytes } from '../fs/hash.js';
 import { historyEntriesOfTree, historyEntryOf, type HistoryFile, type PathState } from '../fs/history.js';
 import { isDirectory, readCurrentIn, type CurrentFile } from '../fs/read-current.js';
-import { moveEntry, snapshotTree, type TreeSnapshot } from '../fs/tree-ops.js';
+import {
+  afterEffect,
+  holdsOnlyInspected,
+  inspectTree,
+  moveEntry,
+  snapshotTree,
+  type InspectedTree,
+  type TreeSnapshot,
+} from '../fs/tree-ops.js';
 import { changedError, sameNode, type VerifiedDir } from '../fs/verified-dir.js';
 import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
+import { copiedLinkAllowed } from '../policy/link-target.js';
 import { checkExpectedHash } from '../policy/occ.js';
+import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
@@ -145,6 +156,9 @@ export const movePath = defineTool({
           dstNow,
           args.expected_hash,
         );
+        // A directory: every entry it carries is authorized as a move of it, at its old and its new place, on the
+        // directory as held (its verified descriptor), before anything moves.
+        const inspected = srcNow.isDirectory() ? await authorizeTreeMove(ctx, source, destination, src, srcNow) : null;
         const history = srcNow.isDirectory()
           ? args.dry_run
             ? undefined
@@ -159,8 +173,10 @@ export const movePath = defineTool({
             previousDestinationHash: dstFile?.hash ?? null,
           },
           done: `moved ${source.real} to ${destination.real}`,
-          effect: () =>
-            moveEntry(src.dir, src.name, dst.dir, dst.name, { source: srcNow, destination: expectDestination }),
+          effect: async () => {
+            await moveEntry(src.dir, src.name, dst.dir, dst.name, { source: srcNow, destination: expectDestination });
+            if (inspected) await assertMovedAsInspected(src, dst, srcNow, inspected, source.real, destination.real);
+          },
           remember: () => {
             if (srcNow.isDirectory()) ctx.hashes.forgetUnder(source.real);
             ctx.hashes.forget(source.real);
@@ -327,4 +343,104 @@ function assertMovable(
       details: { reason: 'destination_is_directory' },
     });
   }
+}
+
+/** Most entries a directory move inspects before refusing (as a recursive delete). */
+const MAX_MOVED_ENTRIES = 100_000;
+
+/**
+ * Authorizes moving the directory `src` (which must still be the node `srcNow`) as a move of every entry it holds,
+ * at its old and its new place (src/policy/tree-authorize.ts), walking the directory through its verified descriptor
+ * (src/fs/tree-ops.ts `inspectTree`): a tree that cannot be read completely, holds more than MAX_MOVED_ENTRIES
+ * entries or changes under the walk is refused. A link with a relative target must still point inside the roots
+ * from its new place (src/policy/link-target.ts: `a/b/l -> ../../x` moved one level up would climb out).
+ * @returns what was inspected, for `assertMovedAsInspected`
+ * @throws ToolError FILE_POLICY_DENIED / SECRET_DENIED (an entry may not be moved), NOT_ALLOWED (changed_during_call,
+ *   link_target_outside), VALIDATION too_many_entries; errno errors (EACCES: FILE_POLICY_DENIED source os)
+ */
+async function authorizeTreeMove(
+  ctx: ToolContext,
+  source: AuthorizedWrite,
+  destination: AuthorizedWrite,
+  src: { dir: VerifiedDir; name: string },
+  srcNow: Stats,
+): Promise<InspectedTree> {
+  const judge = authorizeTreeEntries(ctx.policy, 'move', source, destination);
+  const links: Array<{ relative: string; target: string }> = [];
+  const top = src.dir.openDir(src.name);
+  let inspected: InspectedTree;
+  try {
+    if (!sameNode(top.identity, srcNow)) throw changedError(src.dir.pathOf(src.name));
+    inspected = await inspectTree(
+      top,
+      (e, dir) => {
+        judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
+        if (e.stats.isSymbolicLink()) links.push({ relative: e.relative, target: dir.readlink(e.name) });
+      },
+      MAX_MOVED_ENTRIES,
+      ctx.signal,
+    );
+  } finally {
+    top.close();
+  }
+  judge.assertAllowed();
+  for (const link of links) {
+    const at = `${destination.real}/${link.relative}`;
+    if (!(await copiedLinkAllowed(ctx.policy.roots, at, link.target))) {
+      const from = `${source.real}/${link.relative}`;
+      throw new ToolError(
+        'NOT_ALLOWED',
+        `The link ${from} would point outside the roots where it is moved; nothing was moved.`,
+        {
+          path: from,
+          details: { reason: 'link_target_outside' },
+          suggestion: 'Move the tree where its relative links stay inside, or replace the link first.',
+        },
+      );
+    }
+  }
+  return inspected;
+}
+
+/**
+ * Right after the rename: the moved directory must hold nothing its inspection did not see (an entry another call or
+ * process added between the walk and the rename was never authorized at the new place). Otherwise the move is undone
+ * (renamed back: the old name is still ours, under the path lock) and refused.
+ * @throws ToolError NOT_ALLOWED changed_during_call (moved back; nothing changed), or the same with
+ *   details.mutation_applied when it could not be moved back
+ */
+async function assertMovedAsInspected(
+  src: { dir: VerifiedDir; name: string },
+  dst: { dir: VerifiedDir; name: string },
+  srcNow: Stats,
+  inspected: InspectedTree,
+  sourceReal: string,
+  destinationReal: string,
+): Promise<void> {
+  let same = false;
+  try {
+    const moved = dst.dir.openDir(dst.name);
+    try {
+      if (sameNode(moved.identity, srcNow))
+        same = holdsOnlyInspected(inspected, await inspectTree(moved, () => undefined, MAX_MOVED_ENTRIES));
+    } finally {
+      moved.close();
+    }
+  } catch {
+    same = false; // not proven: undone like a change
+  }
+  if (same) return;
+  try {
+    await moveEntry(dst.dir, dst.name, src.dir, src.name, { source: srcNow, destination: null });
+  } catch (error) {
+    throw afterEffect(
+      error,
+      `moved ${sourceReal} to ${destinationReal}; the tree changed during the move and could not be moved back`,
+    );
+  }
+  throw new ToolError(
+    'NOT_ALLOWED',
+    `${sourceReal} changed during the move (an entry appeared in it); it was moved back, nothing was moved.`,
+    { path: sourceReal, details: { reason: 'changed_during_call' } },
+  );
 }

@@ -208,7 +208,8 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
     const cases: Array<[Record<string, unknown>, string, string | undefined]> = [
       [{ source: 'with-git', destination: 'out/g', recursive: true }, 'FILE_POLICY_DENIED', 'git_dir'],
       [{ source: 'with-secret', destination: 'out/s', recursive: true }, 'SECRET_DENIED', undefined],
-      [{ source: 'with-hidden', destination: 'out/h', recursive: true }, 'FILE_POLICY_DENIED', 'hidden'],
+      // A hidden entry is never named, nor its rule (docs/security.md, "Whole-tree operations").
+      [{ source: 'with-hidden', destination: 'out/h', recursive: true }, 'FILE_POLICY_DENIED', undefined],
       [{ source: 'with-fifo', destination: 'out/f', recursive: true }, 'FILE_POLICY_DENIED', 'special_file'],
       [{ source: 'with-fifo/pipe', destination: 'out/pipe' }, 'FILE_POLICY_DENIED', 'special_file'],
       [{ source: 'a.txt', destination: 'protected/a.txt' }, 'FILE_POLICY_DENIED', undefined],
@@ -221,6 +222,13 @@ describe.each(ERAS)('copy_path (%s era)', (era) => {
       const e = expectCode(await s.client.call('copy_path', args), code);
       if (rule) expect(e.error.details.rule, JSON.stringify(args)).toBe(rule);
     }
+    const hidden = expectCode(
+      await s.client.call('copy_path', { source: 'with-hidden', destination: 'out/h', recursive: true }),
+      'FILE_POLICY_DENIED',
+    ).error;
+    expect(hidden.details).toEqual({ source: 'policy', reason: 'tree_entries', operation: 'copy' });
+    expect(hidden.path).toBe(p('with-hidden'));
+    expect(JSON.stringify(hidden)).not.toContain('h.txt');
     expect(snapshotTree(s.root, { withMtime: true })).toEqual(before);
   });
 

@@ -4,8 +4,8 @@
  * directory: one change listing every entry; a dry run shows what a revert would do and writes nothing; the revert
  * puts the tree back exactly (bytes, modes, links, empty directories) or removes exactly the copy; a revert after an
  * external change (a file edited, an entry added, the old place taken) is OCC_MISMATCH with nothing changed on disk;
- * a tree too large for --history-max-bytes is not recorded and the listing says so; a moved tree holding a secret is
- * not recorded (its bytes never reach the history).
+ * a tree too large for --history-max-bytes is not recorded and the listing says so; a tree holding a secret is not
+ * moved at all (its bytes never reach the history).
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -180,16 +180,18 @@ describe('undo of tree operations: bounds', () => {
     });
   });
 
-  it('a moved tree holding a secret is not recorded: its bytes never reach the history', async () => {
+  it('a tree holding a secret is not moved (SECRET_DENIED), so its bytes never reach the history', async () => {
     await withServer('legacy', [], async (client, R, S) => {
       writeFileSync(path.join(R, 't', 'sub', '.env'), 'TOKEN=s3cr3t-value\n');
-      await client.callOk('move_path', { source: 't', destination: 'moved' });
+      const before = snapshotTree(R);
+      const e = expectCode(await client.call('move_path', { source: 't', destination: 'moved' }), 'SECRET_DENIED');
+      expect(e.error.details.reason).toBe('secret_inside');
+      expect(snapshotTree(R)).toEqual(before);
       expect((await client.callOk('list_changes', {})).changes).toHaveLength(0);
       const history = path.join(S, 'history');
       const records = existsSync(history) ? readdirSync(history) : [];
       const secret = Buffer.from('TOKEN=s3cr3t-value\n').toString('base64');
       for (const name of records) expect(readFileSync(path.join(history, name), 'utf8')).not.toContain(secret);
-      expect(readFileSync(path.join(R, 'moved', 'sub', '.env'), 'utf8')).toBe('TOKEN=s3cr3t-value\n');
     });
   });
 });

@@ -1,0 +1,211 @@
+/**
+ * Whole-tree operations carry every entry's rules (docs/security.md, "Whole-tree operations"): moving, copying or
+ * deleting a directory is authorized as the same operation on every entry it carries, at the old place and at the
+ * new one. The one policy decision for a tree is `authorizeTreeEntries`; each entry is judged by the per-path rules
+ * every single-path call passes (`assertPathAllowed` in src/policy/authorize.ts: built-in guards, secret names, the
+ * `.git` rule, the file policy), so a rule added there holds for the entries of a tree too. Pure: the caller walks
+ * the tree (src/fs/tree-ops.ts `inspectTree`, through verified descriptors) and hands each entry over.
+ */
+import { ToolError } from '../errors/tool-error.js';
+import { assertPathAllowed, type PolicyContext } from './authorize.js';
+import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
+import { accessFor, accessForEntry, type Access, type Intent } from './file-policy.js';
+import type { ResolvedPath } from './resolve-path.js';
+
+/** The operations that carry a whole tree. */
+export type TreeOperation = 'move' | 'copy' | 'delete';
+
+/** Most offending entries one refusal names (`details.entries`); `details.more` says when there were more. */
+export const MAX_NAMED_ENTRIES = 10;
+
+/** One entry of the walked tree, in pre-order (a directory before what it holds). */
+export interface TreeEntry {
+  /** Relative to the top of the tree, `/`-separated. */
+  relative: string;
+  isDirectory: boolean;
+}
+
+/** One offending entry as a refusal names it. */
+export interface NamedEntry {
+  /** The entry's absolute path at that side (its old place, or where it would land). */
+  path: string;
+  side: 'source' | 'destination';
+  /** `secret`, `read_only`, or a built-in rule (`git_dir`, …). */
+  kind: string;
+}
+
+/** The judge of one tree operation (see `authorizeTreeEntries`). */
+export interface TreeJudge {
+  /**
+   * Judges one entry at every place it has. Entries beneath a refused directory are not judged again (the directory
+   * is named). Throws the refusal as soon as it is settled: an entry that must not be named, or more offending
+   * entries than are named — so a walk stops there.
+   * @throws ToolError FILE_POLICY_DENIED or SECRET_DENIED (the refusal of the whole operation)
+   */
+  entry(e: TreeEntry): void;
+  /**
+   * After the walk: refuses the whole operation when any entry was refused.
+   * @throws ToolError FILE_POLICY_DENIED (reason tree_entries) or SECRET_DENIED (reason secret_inside)
+   */
+  assertAllowed(): void;
+}
+
+/** One spelling of one side's top directory: its absolute path and its path relative to its root. */
+interface Spelling {
+  absolute: string;
+  relative: string;
+  /** The policy level of each directory on the walk's current branch, by depth (0: the top). */
+  levels: Array<Access | null>;
+}
+
+interface Side {
+  name: 'source' | 'destination';
+  intent: Intent;
+  spellings: Spelling[];
+}
+
+/** Built-in guards whose paths listings omit (src/policy/builtin-guards.ts): never named, like `hidden`. */
+const UNLISTED_BUILTIN_RULES = new Set(['state_dir', 'audit_log', 'lock_file']);
+
+/**
+ * The spellings a path is judged in, as `policyAccess` judges a single path: its resolved place, and the spelling
+ * that was asked for when it differs and lies in a root (a link above it must neither carry entries out of a
+ * protected directory nor into one).
+ */
+function spellingsOf(ctx: PolicyContext, place: ResolvedPath): Spelling[] {
+  const relative = toPosixRelative(place.root.real, place.real);
+  const out: Spelling[] = [{ absolute: place.real, relative, levels: [accessFor(ctx.policy, relative)] }];
+  if (place.absolute !== place.real) {
+    const root =
+      findContainingRoot(ctx.roots, place.absolute) ?? ctx.roots.find((r) => isWithin(r.given, place.absolute));
+    if (root) {
+      const base = isWithin(root.real, place.absolute) ? root.real : root.given;
+      const asked = toPosixRelative(base, place.absolute);
+      out.push({ absolute: place.absolute, relative: asked, levels: [accessFor(ctx.policy, asked)] });
+    }
+  }
+  return out;
+}
+
+/**
+ * The one policy decision of a whole-tree operation: a `move` is a write of every entry at its old place (it goes
+ * away) and at its new place (it appears); a `copy` is a read at the old place and a write at the new one; a
+ * `delete` is a write at the old place. The top directory itself has passed the single-path authorization already;
+ * this judges what it holds. Any entry that a single-path call of the same kind would refuse — a `deny`, `hidden` or
+ * `read_only` rule (relative to each root), a secret name (unless secrets are allowed), a built-in guard — refuses
+ * the whole operation, before anything is changed.
+ *
+ * The refusal names up to MAX_NAMED_ENTRIES offending entries (`details.entries`: path, side, kind), only of kinds a
+ * listing shows (secrets, read_only, built-in rules like `git_dir`). An entry that listings omit — `hidden` or `deny`
+ * by policy, or the state directory, audit log or a lock file — is never named, at either side: once one is met the
+ * refusal is the generic one (FILE_POLICY_DENIED, reason tree_entries, no entries, no rule), whatever else was met,
+ * so the envelope tells nothing about which entry, or which rule.
+ * @param destination the new place of the top (null for a delete)
+ */
+export function authorizeTreeEntries(
+  ctx: PolicyContext,
+  operation: TreeOperation,
+  source: ResolvedPath,
+  destination: ResolvedPath | null,
+): TreeJudge {
+  const sides: Side[] = [
+    { name: 'source', intent: operation === 'copy' ? 'read' : 'write', spellings: spellingsOf(ctx, source) },
+  ];
+  if (destination) sides.push({ name: 'destination', intent: 'write', spellings: spellingsOf(ctx, destination) });
+  const named: NamedEntry[] = [];
+  let offending = 0;
+  let allSecrets = true;
+  let first: { source: string; rule: string } | null = null;
+  /** Depth of the shallowest refused directory on the current branch (its entries are not judged); 0: none. */
+  let refusedDepth = 0;
+
+  const refusal = (unnamed: boolean): ToolError => {
+    const what = operation === 'move' ? 'moved' : operation === 'copy' ? 'copied' : 'deleted';
+    const top = source.absolute;
+    if (unnamed) {
+      return new ToolError(
+        'FILE_POLICY_DENIED',
+        `${top} holds entries this ${operation} may not carry; nothing was ${what}.`,
+        {
+          path: top,
+          details: { source: 'policy', reason: 'tree_entries', operation },
+          suggestion: `Only a tree whose every entry may be ${what} is ${what} as a whole.`,
+        },
+      );
+    }
+    const lead = named[0];
+    const more = offending > named.length;
+    const message =
+      `${top} holds entries this ${operation} may not carry (${lead.path}: ${lead.kind}` +
+      `${offending > 1 ? `, and ${offending - 1} more` : ''}); nothing was ${what}.`;
+    const details: Record<string, unknown> = { reason: allSecrets ? 'secret_inside' : 'tree_entries', operation };
+    if (!allSecrets) Object.assign(details, { source: first!.source, rule: first!.rule });
+    details.entries = named.map((e) => ({ ...e }));
+    if (more) details.more = true;
+    return new ToolError(allSecrets ? 'SECRET_DENIED' : 'FILE_POLICY_DENIED', message, { path: lead.path, details });
+  };
+
+  /** The offence of one place (null: allowed), or 'unnamed'. */
+  const judge = (
+    side: Side,
+    spelling: Spelling,
+    e: TreeEntry,
+    depth: number,
+  ): { kind: string; source: string } | 'unnamed' | null => {
+    const relative = spelling.relative === '' ? e.relative : `${spelling.relative}/${e.relative}`;
+    const absolute = `${spelling.absolute}/${e.relative}`;
+    const access =
+      ctx.policy.rules.length > 0 ? accessForEntry(ctx.policy, relative, spelling.levels[depth - 1]) : null;
+    if (e.isDirectory) spelling.levels[depth] = access;
+    try {
+      assertPathAllowed(ctx, side.intent, { absolute, real: absolute, relative, access });
+      return null;
+    } catch (error) {
+      if (!(error instanceof ToolError)) throw error;
+      if (error.code === 'NOT_FOUND') return 'unnamed'; // hidden
+      if (error.code === 'SECRET_DENIED') return { kind: 'secret', source: 'secret' };
+      if (error.code !== 'FILE_POLICY_DENIED') throw error;
+      const rule = typeof error.details.rule === 'string' ? error.details.rule : 'policy';
+      const from = typeof error.details.source === 'string' ? error.details.source : 'policy';
+      if (from === 'policy' && rule === 'deny') return 'unnamed';
+      if (from === 'builtin' && UNLISTED_BUILTIN_RULES.has(rule)) return 'unnamed';
+      return { kind: rule, source: from };
+    }
+  };
+
+  return {
+    entry(e) {
+      let depth = 1;
+      for (let i = e.relative.indexOf('/'); i !== -1; i = e.relative.indexOf('/', i + 1)) depth++;
+      if (refusedDepth !== 0) {
+        if (depth > refusedDepth) return;
+        refusedDepth = 0;
+      }
+      let refused = false;
+      for (const side of sides) {
+        let offence: { kind: string; source: string } | null = null;
+        for (const spelling of side.spellings) {
+          const verdict = judge(side, spelling, e, depth);
+          if (verdict === 'unnamed') throw refusal(true);
+          offence ??= verdict;
+        }
+        if (!offence) continue;
+        refused = true;
+        offending++;
+        if (offence.kind !== 'secret') {
+          allSecrets = false;
+          first ??= { source: offence.source, rule: offence.kind };
+        }
+        if (named.length < MAX_NAMED_ENTRIES) {
+          named.push({ path: `${side.spellings[0].absolute}/${e.relative}`, side: side.name, kind: offence.kind });
+        } else {
+          throw refusal(false);
+        }
+      }
+      if (refused && e.isDirectory) refusedDepth = depth;
+    },
+    assertAllowed() {
+      if (offending > 0) throw refusal(false);
+    },
+  };
+}
