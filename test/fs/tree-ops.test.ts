@@ -8,13 +8,24 @@
  *    removed, what was removed counted in details);
  *  - removeEntry / removeEmptyDir check identity and kind; a non-empty directory is directory_not_empty.
  */
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
 import {
   afterEffect,
   directoryNotEmpty,
+  holdsOnlyInspected,
   inspectTree,
   moveEntry,
   removeEmptyDir,
@@ -170,5 +181,31 @@ describe('removeEntry, removeEmptyDir and the error helpers', () => {
       details: { errno: 'EIO', mutation_applied: true, done: 'moved b' },
     });
     expect(directoryNotEmpty('/r/d')).toMatchObject({ code: 'VALIDATION', path: '/r/d' });
+  });
+});
+
+describe('holdsOnlyInspected', () => {
+  it('is true for the same tree or one with entries gone, false for an entry added or replaced anywhere', async () => {
+    const { dir, inside } = tree({ t: { a: 'A', d: { x: 'X' } } });
+    const t = path.join(dir, 't');
+    const inspect = () =>
+      withVerifiedDir(dir, inside, async (parent) => {
+        const top = parent.openDir('t');
+        try {
+          return await inspectTree(top, () => undefined, 100);
+        } finally {
+          top.close();
+        }
+      });
+    const before = await inspect();
+    expect(holdsOnlyInspected(before, await inspect())).toBe(true);
+    writeFileSync(path.join(t, 'd', 'new'), 'N');
+    expect(holdsOnlyInspected(before, await inspect())).toBe(false);
+    unlinkSync(path.join(t, 'd', 'new'));
+    unlinkSync(path.join(t, 'a'));
+    expect(holdsOnlyInspected(before, await inspect())).toBe(true); // less is never more than inspected
+    writeFileSync(path.join(t, 'd', 'x2'), 'X');
+    renameSync(path.join(t, 'd', 'x2'), path.join(t, 'd', 'x')); // same name, another node
+    expect(holdsOnlyInspected(before, await inspect())).toBe(false);
   });
 });
