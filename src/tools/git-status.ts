@@ -9,7 +9,7 @@ import { authorizeRead, classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
 import { gitViewAccess } from '../policy/git-access.js';
 import { gitStatus, openRepository } from '../vcs/git.js';
-import { locateRepository, type GitView } from '../vcs/git-view.js';
+import type { GitView } from '../vcs/git-view.js';
 import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
 import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
@@ -50,18 +50,11 @@ async function directoryOf(requested: string, ctx: ToolContext): Promise<string>
 }
 
 /**
- * Resolves `requested` to the top of the work tree that contains it, every git location verified inside the roots
- * (no git is run).
+ * Opens the sanitized view of the repository containing `requested` (dispose it when done): the one way git_status,
+ * git_diff and the issue tools' remote lookup find a repository, every git location verified inside the roots.
  * @throws ToolError NOT_ALLOWED (path, work-tree root or a git metadata link outside the roots), VALIDATION (not a
- *   work tree, dubious ownership, unsupported repository), SECRET_DENIED, IO_ERROR corrupt_repository
- */
-export async function resolveWorkTree(requested: string, ctx: ToolContext): Promise<string> {
-  return locateRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots)).workTree;
-}
-
-/**
- * Opens the sanitized view of the repository containing `requested` (dispose it when done).
- * @throws ToolError as resolveWorkTree, plus git_missing / git_timeout and the view's corrupt/unsupported codes
+ *   work tree, dubious ownership, unsupported repository, git_missing), SECRET_DENIED, IO_ERROR corrupt_repository /
+ *   git_timeout
  */
 export async function openWorkTree(requested: string, ctx: ToolContext): Promise<GitView> {
   return openRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots), {

@@ -15,9 +15,9 @@ import {
   type GitLabInstance,
 } from '../vcs/gitlab-instance.js';
 import type { IssueTarget } from '../vcs/issues.js';
-import { listRemotes, resolveRepo, type Forge } from '../vcs/remotes.js';
+import { listRemotes, operatorRemoteConfig, resolveRepo, type Forge, type Remote } from '../vcs/remotes.js';
 import type { ToolContext } from './define-tool.js';
-import { resolveWorkTree } from './git-status.js';
+import { openWorkTree } from './git-status.js';
 import { githubHost, gitlabInstance } from './issue-hostname.js';
 import type { IssueArgs } from './issue-schema.js';
 
@@ -48,14 +48,12 @@ function githubTarget(host: string, port: number | null, repo: string): IssueTar
  *   VALIDATION insecure_http (GITLAB_HOST over http to a non-loopback host)
  */
 export async function resolveTarget(forge: Forge, args: IssueArgs, ctx: ToolContext): Promise<IssueTarget> {
-  const gitOpts = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal, isInside: insideRootsOf(ctx) };
   // The operator's forge host configuration (gh's hosts.yml, GITLAB_HOST …): real process facts, not test switches.
   const configured = (): ConfiguredHosts => configuredForgeHosts(process.env, os.homedir(), insideRootsOf(ctx));
   if (forge === 'github') {
     const given = args.hostname !== undefined ? githubHost(args.hostname) : null;
     if (args.repo !== undefined) return githubTarget(given?.host ?? 'github.com', given?.port ?? null, args.repo);
-    const workTree = await workTreeOf(forge, args.path, ctx);
-    const candidate = resolveRepo(await listRemotes(workTree, gitOpts), 'github', {
+    const candidate = resolveRepo(await remotesOf(forge, args.path, ctx), 'github', {
       hostname: given?.host ?? null,
       configured: configured(),
     });
@@ -69,8 +67,7 @@ export async function resolveTarget(forge: Forge, args: IssueArgs, ctx: ToolCont
     instance = given ?? home ?? (parseGitLabInstance('gitlab.com') as GitLabInstance);
     repo = args.repo;
   } else {
-    const workTree = await workTreeOf(forge, args.path, ctx);
-    const candidate = resolveRepo(await listRemotes(workTree, gitOpts), 'gitlab', {
+    const candidate = resolveRepo(await remotesOf(forge, args.path, ctx), 'gitlab', {
       hostname: given?.host ?? null,
       gitlabHost: home?.host ?? null,
       configured: configured(),
@@ -85,14 +82,22 @@ export async function resolveTarget(forge: Forge, args: IssueArgs, ctx: ToolCont
 }
 
 /**
- * The work tree containing `requested` (default: the first root), inside the roots. A path that is not in a work
- * tree determines no repository: *_REPO_UNRESOLVED (reason not_a_work_tree) rather than git_status's VALIDATION, so
- * the caller is told to pass repo.
- * @throws ToolError path policy codes, *_REPO_UNRESOLVED, git failures
+ * The remotes of the work tree containing `requested` (default: the first root), found exactly as git_status finds
+ * its repository: the same sanitized view (src/vcs/git-view.ts), so every location is verified inside the roots and
+ * the repository's config is the one the view read through its verifier (a `.git/config` link leading outside is
+ * NOT_ALLOWED git_location_outside_roots, naming the link, before anything of the outside file is read). The view
+ * runs nothing here; the operator's global config adds its remotes and rewrites (`operatorRemoteConfig`). A path that
+ * is not in a work tree determines no repository: *_REPO_UNRESOLVED (reason not_a_work_tree) rather than
+ * git_status's VALIDATION, so the caller is told to pass repo. docs/security.md "Finding the repository and
+ * continuation cursors".
+ * @throws ToolError path policy codes, *_REPO_UNRESOLVED, every code git_status's view refuses a repository with
+ *   (NOT_ALLOWED, SECRET_DENIED, VALIDATION unsupported_repository / dubious_ownership / git_inside_roots, IO_ERROR
+ *   corrupt_repository), git_timeout / git_output_limit from the global config
  */
-async function workTreeOf(forge: Forge, requested: string | undefined, ctx: ToolContext): Promise<string> {
+async function remotesOf(forge: Forge, requested: string | undefined, ctx: ToolContext): Promise<Remote[]> {
+  let view;
   try {
-    return await resolveWorkTree(requested ?? '.', ctx);
+    view = await openWorkTree(requested ?? '.', ctx);
   } catch (error) {
     if (error instanceof ToolError && error.code === 'VALIDATION' && error.details.reason === 'not_a_work_tree') {
       throw new ToolError(
@@ -107,4 +112,12 @@ async function workTreeOf(forge: Forge, requested: string | undefined, ctx: Tool
     }
     throw error;
   }
+  const repositoryConfig = view.repositoryConfig;
+  await view.dispose();
+  const operator = await operatorRemoteConfig({
+    timeoutMs: ctx.config.limits.gitTimeoutMs,
+    signal: ctx.signal,
+    isInside: insideRootsOf(ctx),
+  });
+  return listRemotes([operator, repositoryConfig]);
 }

@@ -429,6 +429,12 @@ export class GitView {
 
   private constructor(
     readonly locations: RepositoryLocations,
+    /**
+     * The repository's own config (the common dir's `config`) exactly as verified and parsed for this view: read
+     * through the verifier (a link leading outside the roots is NOT_ALLOWED, to a secret SECRET_DENIED), capped, no
+     * include followed. Data for the server's own lookups (the issue tools' remotes); never handed to git.
+     */
+    readonly repositoryConfig: ConfigList,
     private readonly privateDir: string,
     private readonly indexFd: number | null,
     private readonly runner: GitRunner,
@@ -574,7 +580,7 @@ export class GitView {
       );
       put('shallow', shallow);
       if (locations.index) indexFd = openForReadSync(locations.index, verify.isInside).fd;
-      return new GitView(locations, privateDir, indexFd, runner);
+      return new GitView(locations, repoConfig, privateDir, indexFd, runner);
     } catch (error) {
       if (indexFd !== null) closeSync(indexFd);
       releasePrivateDir(privateDir, true);

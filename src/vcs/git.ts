@@ -2,7 +2,7 @@
  * Running git safely and reading work-tree state (SPEC §7; issue 12). `git_status`, `git_diff` and
  * `expected_status_hash` run git only through a sanitized view (`GitView`, src/vcs/git-view.ts): a private git dir
  * with a config the server writes, locations verified inside the roots, no system or global config. `runGit` is
- * left for metadata queries that read no work-tree content (remotes); it refuses status and diff subcommands. git's
+ * left for queries that read no repository (the operator's global config); it refuses status and diff subcommands. git's
  * stderr never reaches an envelope: failures are classified (`throwGitFailure`). The status hash is sha256 over
  * the exact `git status --porcelain=v2 --branch --untracked-files=all --ignore-submodules=all` output of the view.
  */
@@ -87,15 +87,18 @@ function assertStarted(result: CommandResult, what: string, timeoutMs: number): 
 }
 
 /**
- * Runs `git <args>` in `cwd` with the safe configuration, for metadata queries that read no work-tree content
- * (`config`, `ls-remote --get-url`). Status and diff must go through `openRepository`.
+ * Runs `git <args>` in `cwd` with the safe configuration and `GIT_DIR=/dev/null`, for queries that read no repository
+ * (the operator's global `config`): git discovers and reads no repository here. Status and diff must go through
+ * `openRepository`; a repository's own config is read by the view (`GitView.repositoryConfig`).
  * @throws Error (programming error) for a content-reading subcommand; ToolError git_missing / git_timeout
  */
 export async function runGit(args: readonly string[], options: GitOptions): Promise<CommandResult> {
   if (CONTENT_READERS.has(args[0])) throw new Error(`git ${args[0]} must run through a GitView (openRepository)`);
   const result = await runCommand(resolveGit(options.isInside), ['--no-optional-locks', ...SAFE_CONFIG, ...args], {
     cwd: options.cwd,
-    env: gitEnvironment(),
+    // GIT_DIR=/dev/null: no repository is discovered or read, whatever cwd is (a repository's config is data the
+    // sanitized view reads and verifies; docs/security.md "Finding the repository and continuation cursors").
+    env: { ...gitEnvironment(), GIT_DIR: '/dev/null' },
     timeoutMs: options.timeoutMs,
     maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
     signal: options.signal,

@@ -1,13 +1,16 @@
 /**
  * Resolving the forge repository of a git work tree from its remotes (SPEC §8 "Target"): list the remotes with
- * `insteadOf` applied (as git does; read with `git config --no-includes`, so a hostile config's includes decide nothing), parse https,
+ * `insteadOf` applied (as git does, from the config the sanitized view verified plus the operator's global one; no
+ * include is followed, so a hostile config's includes decide nothing), parse https,
  * ssh:// and scp-style URLs (with ports and GitLab nested groups), keep the remotes of the wanted forge, and fold
  * duplicates of the same repository (same host and path, case-insensitive, `.git` stripped — https and ssh remotes
  * of one repo are one candidate). Zero candidates → *_REPO_UNRESOLVED, several → *_AMBIGUOUS with the candidates:
  * unlike gh and glab, which silently pick a remote, we never guess.
  */
+import os from 'node:os';
 import { ToolError } from '../errors/tool-error.js';
 import { configuredForgeHosts, hostListed, type ConfiguredHosts, type HostPort } from './forge-hosts.js';
+import type { ConfigList } from './git-config.js';
 import { runGit, throwGitFailure, type GitOptions } from './git.js';
 
 /** The forges the issue tools talk to. */
@@ -119,41 +122,28 @@ export function parseRemoteUrl(url: string): ParsedRemoteUrl | null {
 }
 
 /**
- * Lists the remotes of `workTree` with `insteadOf` applied, from ONE `git config --no-includes -z --get-regexp` run
- * (local only; no network; git runs nothing for it). Includes are not followed: `include.path` / `includeIf` of a
- * hostile repository's config may name any file (another repository's config outside the roots, with a private
- * project and its host), and neither a remote nor a rewrite from such a file may decide where a forge call goes.
- * (`git ls-remote --get-url` would follow them.) The operator's global config is read as git reads it, minus its
- * includes too. `insteadOf` is applied as git does (the longest matching prefix wins, `pushInsteadOf` is for pushes
- * only); a remote with several urls is its first one (git's fetch url). Legacy `.git/remotes/` files are ignored.
- * @throws ToolError from runGit / throwGitFailure (git missing, timeout, broken repository)
+ * The remotes of a repository with `insteadOf` applied, from its configuration as already read: `configs` in git's
+ * order (the operator's global config first, then the repository's own — the one the sanitized view verified and
+ * parsed, src/vcs/git-view.ts `repositoryConfig`). No git process reads the repository's config for this, and no
+ * include is followed anywhere: `include.path` / `includeIf` of a hostile repository's config may name any file
+ * (another repository's config outside the roots, with a private project and its host), and neither a remote nor a
+ * rewrite from such a file may decide where a forge call goes. `insteadOf` is applied as git does (the longest
+ * matching prefix wins, `pushInsteadOf` is for pushes only); a remote with several urls is its first one (git's fetch
+ * url). Legacy `.git/remotes/` files and a linked worktree's `config.worktree` are not read. Pure.
  */
-export async function listRemotes(workTree: string, options: Omit<GitOptions, 'cwd'>): Promise<Remote[]> {
-  const opts = { ...options, cwd: workTree, maxOutputBytes: 1024 * 1024 };
-  const config = await runGit(
-    ['config', '--no-includes', '-z', '--get-regexp', '^(remote\\..*\\.url|url\\..*\\.insteadof)$'],
-    opts,
-  );
-  // exit 1 with no output: nothing of it is configured. A capped output is never used as if complete (a dropped
-  // remote or rewrite would change the answer): throwGitFailure makes it IO_ERROR git_output_limit.
-  if (config.outputLimited || (config.exitCode !== 0 && !(config.exitCode === 1 && config.stdout === ''))) {
-    throwGitFailure(config, workTree, 'config');
-  }
+export function listRemotes(configs: readonly ConfigList[]): Remote[] {
   const urls = new Map<string, string>();
   const rewrites: Array<{ base: string; prefix: string }> = [];
-  // -z: each entry is "key\nvalue\0" (a key without value has no "\n": skipped).
-  for (const entry of config.stdout.split('\0')) {
-    const nl = entry.indexOf('\n');
-    if (nl < 0) continue;
-    const key = entry.slice(0, nl);
-    const value = entry.slice(nl + 1);
-    const remote = /^remote\.(.+)\.url$/s.exec(key);
-    if (remote) {
-      if (!urls.has(remote[1])) urls.set(remote[1], value);
-      continue;
+  for (const config of configs) {
+    for (const [key, values] of config) {
+      const remote = /^remote\.(.+)\.url$/s.exec(key);
+      if (remote) {
+        if (!urls.has(remote[1]) && values.length > 0) urls.set(remote[1], values[0]);
+        continue;
+      }
+      const rewrite = /^url\.(.+)\.insteadof$/s.exec(key);
+      if (rewrite) for (const v of values) if (v !== '') rewrites.push({ base: rewrite[1], prefix: v });
     }
-    const rewrite = /^url\.(.+)\.insteadof$/s.exec(key);
-    if (rewrite && value !== '') rewrites.push({ base: rewrite[1], prefix: value });
   }
   return [...urls].map(([name, raw]) => {
     let best: { base: string; prefix: string } | null = null;
@@ -161,6 +151,40 @@ export async function listRemotes(workTree: string, options: Omit<GitOptions, 'c
     const url = best ? best.base + raw.slice(best.prefix.length) : raw;
     return { name, url, parsed: parseRemoteUrl(url) };
   });
+}
+
+/** Most bytes of the operator's remote settings read from the global config; more is refused, never used in part. */
+const GLOBAL_REMOTES_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The remote urls and `insteadOf` rewrites of the operator's global git config (`~/.gitconfig`, the XDG one), from
+ * ONE `git config --global --no-includes -z --get-regexp` run outside any repository (`runGit`: `GIT_DIR=/dev/null`,
+ * the repository's own config comes from the verified view), no include followed, nothing run.
+ * @returns the settings as a ConfigList (keys as git prints them)
+ * @throws ToolError from runGit (git missing or inside the roots, timeout); IO_ERROR git_output_limit when the
+ *   settings exceed 1 MiB (a dropped rewrite would change the answer), git_failed when git refuses the file
+ */
+export async function operatorRemoteConfig(options: Omit<GitOptions, 'cwd'>): Promise<ConfigList> {
+  const where = os.tmpdir();
+  const result = await runGit(
+    ['config', '--global', '--no-includes', '-z', '--get-regexp', '^(remote\\..*\\.url|url\\..*\\.insteadof)$'],
+    { ...options, cwd: where, maxOutputBytes: GLOBAL_REMOTES_MAX_BYTES },
+  );
+  // exit 1 with no output: nothing of it is configured (or no global config at all).
+  if (result.outputLimited || (result.exitCode !== 0 && !(result.exitCode === 1 && result.stdout === ''))) {
+    throwGitFailure(result, where, 'config');
+  }
+  const out: ConfigList = new Map();
+  // -z: each entry is "key\nvalue\0" (a key without value has no "\n": skipped).
+  for (const entry of result.stdout.split('\0')) {
+    const nl = entry.indexOf('\n');
+    if (nl < 0) continue;
+    const key = entry.slice(0, nl);
+    const values = out.get(key);
+    if (values) values.push(entry.slice(nl + 1));
+    else out.set(key, [entry.slice(nl + 1)]);
+  }
+  return out;
 }
 
 /**

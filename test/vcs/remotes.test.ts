@@ -6,7 +6,9 @@
  * - resolveRepo: duplicates of one repo (https + ssh, any case) fold into one candidate; different repos are
  *   GH_AMBIGUOUS / GL_AMBIGUOUS with the candidates; none is *_REPO_UNRESOLVED; `hostname` restricts to that host;
  *   GITLAB_HOST's host counts as GitLab; hosts are GitHub/GitLab by exact name (issue #12: no substring test);
- * - listRemotes with the real git: `insteadOf` is applied, remote names with dots work, no remote → [];
+ * - listRemotes over configs written by the real git (as the view parses them): `insteadOf` is applied, remote names
+ *   with dots work, no remote → [], includes add nothing; the operator's global config (read by a git that reads no
+ *   repository) adds its rewrites and remotes, refused over its cap, never from a git inside the roots;
  * - host-allow: host, host:port (the port must match; 443/80 are the defaults), host/owner prefixes on whole
  *   segments, repo URLs in https and scp form, case-insensitivity, malformed entries match nothing, `*` allows all,
  *   the default (no flag) is the operator-configured hosts (gh's hosts.yml, GH_HOST, GITLAB_HOST, CI_SERVER_URL),
@@ -18,7 +20,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { assertHostAllowed, isAllowed, parseAllowEntry } from '../../src/vcs/host-allow.js';
-import { listRemotes, parseRemoteUrl, resolveRepo, type Remote } from '../../src/vcs/remotes.js';
+import { parseGitConfig } from '../../src/vcs/git-config.js';
+import { listRemotes, operatorRemoteConfig, parseRemoteUrl, resolveRepo, type Remote } from '../../src/vcs/remotes.js';
 import { makeTree } from '../helpers/tree.js';
 import { GH_HOSTS_FILE_MAX_BYTES, ghConfiguredHosts, parseGhHostsYaml } from '../../src/vcs/forge-hosts.js';
 
@@ -237,18 +240,31 @@ describe('resolveRepo', () => {
   });
 });
 
-describe('listRemotes (real git)', () => {
+describe('listRemotes (configs read by the view, real git writes them)', () => {
   const tree = makeTree({ home: {} }, 'fs-tools-remotes-');
   afterAll(() => tree.cleanup());
   const env = { ...process.env, HOME: path.join(tree.dir, 'home'), GIT_CONFIG_NOSYSTEM: '1' };
   const git = (cwd: string, ...args: string[]): string => execFileSync('git', args, { cwd, env, encoding: 'utf8' });
+  /** The repository's own config as the view parses it (no includes). */
+  const repoConfig = (repo: string) => parseGitConfig(readFileSync(path.join(repo, '.git', 'config'), 'utf8'))!;
+  /** Runs fn with HOME (the operator's global config) set to `home`, restored afterwards. */
+  async function withHome<T>(home: string, fn: () => Promise<T>): Promise<T> {
+    const saved = { HOME: process.env.HOME, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME };
+    process.env.HOME = home;
+    process.env.XDG_CONFIG_HOME = path.join(home, '.config');
+    try {
+      return await fn();
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  }
 
-  test('the remotes of the issue tools never come from a git inside the roots (git_inside_roots; nothing run)', async () => {
-    const repo = path.join(tree.dir, 'repo-planted');
-    execFileSync('mkdir', ['-p', repo]);
-    git(repo, 'init', '-q');
+  test("the operator's global config never comes from a git inside the roots (git_inside_roots; nothing run)", async () => {
     // Every location counts as inside the roots here: whatever git PATH finds is one the agent could have planted.
-    const e = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => true }).then(
+    const e = await operatorRemoteConfig({ timeoutMs: 10_000, isInside: () => true }).then(
       () => null,
       (error: unknown) => error,
     );
@@ -256,15 +272,15 @@ describe('listRemotes (real git)', () => {
     expect((e as ToolError).details).toMatchObject({ reason: 'git_inside_roots' });
   });
 
-  test('applies insteadOf, keeps dotted names, and lists nothing for a repo without remotes', async () => {
+  test('applies insteadOf, keeps dotted names, and lists nothing for a repo without remotes', () => {
     const repo = path.join(tree.dir, 'repo');
     execFileSync('mkdir', ['-p', repo]);
     git(repo, 'init', '-q');
-    expect(await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false })).toEqual([]);
+    expect(listRemotes([new Map(), repoConfig(repo)])).toEqual([]);
     git(repo, 'config', 'url.https://github.com/.insteadOf', 'gh:');
     git(repo, 'remote', 'add', 'origin', 'gh:octo/hello');
     git(repo, 'remote', 'add', 'my.fork', 'git@github.com:me/hello.git');
-    const remotes = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false });
+    const remotes = listRemotes([new Map(), repoConfig(repo)]);
     expect(remotes).toEqual([
       {
         name: 'origin',
@@ -277,10 +293,12 @@ describe('listRemotes (real git)', () => {
         parsed: { scheme: 'ssh', host: 'github.com', port: null, path: 'me/hello' },
       },
     ]);
+    // What git itself makes of the same config.
+    expect(git(repo, 'ls-remote', '--get-url', 'origin').trim()).toBe('https://github.com/octo/hello');
     expect(thrown(() => resolveRepo(remotes, 'github', { hostname: null })).code).toBe('GH_AMBIGUOUS');
   });
 
-  test("attack: a hostile config's include.path / includeIf (e.g. to a file outside the roots) adds no remote and rewrites none", async () => {
+  test("attack: a hostile config's include.path / includeIf (e.g. to a file outside the roots) adds no remote and rewrites none", () => {
     // The included file could be another repository's config (a private project and its host) or any outside file;
     // the forge target must come from the repository's own config (and the operator's global one) only.
     const repo = path.join(tree.dir, 'hostile');
@@ -299,8 +317,7 @@ describe('listRemotes (real git)', () => {
     expect(git(repo, 'config', '--get', 'remote.leak.url').trim()).toBe(
       'https://gitlab.com/secretgroup/secretproj.git',
     );
-    const remotes = await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false });
-    expect(remotes).toEqual([
+    expect(listRemotes([new Map(), repoConfig(repo)])).toEqual([
       {
         name: 'origin',
         url: 'https://github.com/octo/hello.git',
@@ -309,19 +326,35 @@ describe('listRemotes (real git)', () => {
     ]);
   });
 
-  test('a remote list larger than the cap is refused, not used as if complete', async () => {
-    const repo = path.join(tree.dir, 'huge');
-    execFileSync('mkdir', ['-p', repo]);
+  test("the operator's global config: its rewrites apply to the repository's remotes, its remotes come first, no repository is read", async () => {
+    const home = path.join(tree.dir, 'operator-home');
+    const repo = path.join(tree.dir, 'global-rewrite');
+    execFileSync('mkdir', ['-p', home, repo]);
+    writeFileSync(
+      path.join(home, '.gitconfig'),
+      '[url "https://github.com/"]\n\tinsteadOf = corp:\n[remote "shared"]\n\turl = corp:octo/shared\n' +
+        `[include]\n\tpath = ${path.join(tree.dir, 'outside.cfg')}\n`,
+    );
     git(repo, 'init', '-q');
+    git(repo, 'remote', 'add', 'origin', 'corp:octo/hello');
+    // git run from inside the repository would also see its config; operatorRemoteConfig runs git in no repository.
+    const operator = await withHome(home, () => operatorRemoteConfig({ timeoutMs: 10_000, isInside: () => false }));
+    expect([...operator.keys()]).toEqual(['url.https://github.com/.insteadof', 'remote.shared.url']);
+    expect(listRemotes([operator, repoConfig(repo)]).map((r) => [r.name, r.url])).toEqual([
+      ['shared', 'https://github.com/octo/shared'],
+      ['origin', 'https://github.com/octo/hello'],
+    ]);
+  });
+
+  test("the operator's remote settings larger than the cap are refused, not used as if complete", async () => {
+    const home = path.join(tree.dir, 'huge-home');
+    execFileSync('mkdir', ['-p', home]);
     const filler = Array.from(
       { length: 12_000 },
       (_, i) => `[remote "r${i}"]\n\turl = https://github.com/o/${'x'.repeat(80)}${i}\n`,
     ).join('');
-    writeFileSync(
-      path.join(repo, '.git', 'config'),
-      `${readFileSync(path.join(repo, '.git', 'config'), 'utf8')}${filler}`,
-    );
-    const e = await listRemotes(repo, { timeoutMs: 20_000, isInside: () => false }).then(
+    writeFileSync(path.join(home, '.gitconfig'), filler);
+    const e = await withHome(home, () => operatorRemoteConfig({ timeoutMs: 20_000, isInside: () => false })).then(
       () => null,
       (error: unknown) => error,
     );
@@ -329,7 +362,7 @@ describe('listRemotes (real git)', () => {
     expect((e as ToolError).details).toMatchObject({ reason: 'git_output_limit' });
   });
 
-  test('insteadOf: the longest matching prefix wins; the first url of a remote is its url', async () => {
+  test('insteadOf: the longest matching prefix wins; the first url of a remote is its url', () => {
     const repo = path.join(tree.dir, 'rewrites');
     execFileSync('mkdir', ['-p', repo]);
     git(repo, 'init', '-q');
@@ -339,7 +372,7 @@ describe('listRemotes (real git)', () => {
     git(repo, 'config', '--add', 'remote.origin.url', 'https://second.example/o/r');
     const want = git(repo, 'ls-remote', '--get-url', 'origin').trim();
     expect(want).toBe('https://github.com/octo/hello');
-    expect((await listRemotes(repo, { timeoutMs: 10_000, isInside: () => false })).map((r) => r.url)).toEqual([want]);
+    expect(listRemotes([new Map(), repoConfig(repo)]).map((r) => r.url)).toEqual([want]);
   });
 });
 
