@@ -88,12 +88,16 @@ export const gitStatusTool = defineTool({
     }
     const parsed = parsePorcelainV2(raw);
     const { branch } = parsed;
-    // SPEC §4.3: a policy-hidden path behaves as absent, so git_status does not name it either.
-    const entries = parsed.entries.filter((e) => {
-      const abs = path.join(root, e.path);
+    // A policy-hidden path behaves as absent, so git_status does not name it either. A rename or copy has
+    // two names, and either hidden side drops the whole entry, as git_diff drops its file (docs/security.md).
+    const isHidden = (relative: string): boolean => {
+      const abs = path.join(root, relative);
       const inRoot = findContainingRoot(ctx.policy.roots, abs);
-      return !inRoot || !classifyEntry(ctx.policy, abs, toPosixRelative(inRoot.real, abs)).hidden;
-    });
+      return inRoot !== undefined && classifyEntry(ctx.policy, abs, toPosixRelative(inRoot.real, abs)).hidden;
+    };
+    const entries = parsed.entries.filter(
+      (e) => !isHidden(e.path) && (e.orig_path === undefined || !isHidden(e.orig_path)),
+    );
     // Issue #14: entries are charged to the response budget (structured + text line); the rest is counted, not sent.
     const budget = new ResponseBudget();
     budget.charge(4096);
