@@ -15,7 +15,7 @@ import { gitStatus, throwGitFailure } from '../vcs/git.js';
 import type { GitView } from '../vcs/git-view.js';
 import { splitDiff } from '../vcs/diff-output.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
-import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { CursorCount, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { runHeavy } from './heavy-calls.js';
 import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from './response-budget.js';
 import { defineTool } from './define-tool.js';
@@ -30,6 +30,16 @@ export const GitDiffInput = z.strictObject({
   expected_status_hash: ExpectedStatusHash.optional(),
   max_bytes: z.number().int().min(1).optional().describe('Default and most 262144'),
   cursor: z.string().optional(),
+});
+
+/**
+ * Where a git_diff page resumes: the file (index in the diff's files) and the UTF-16 offset inside what that file
+ * shows, for the work tree in the state `status_hash` names (a moved tree is STALE_GIT).
+ */
+const DiffPosition = z.strictObject({
+  index: CursorCount,
+  offset: CursorCount,
+  status_hash: z.string().regex(/^sha256:[0-9a-f]{64}$/),
 });
 
 const FileSchema = z.object({
@@ -88,7 +98,7 @@ export const gitDiff = defineTool({
       ctx.signal,
       async () => {
         const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
-        const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+        const position = args.cursor ? decodeCursor(args.cursor, fingerprint, DiffPosition) : null;
         // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
         // entry need not exist: a file deleted in the work tree is a fine thing to diff.
         const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
@@ -129,7 +139,7 @@ export const gitDiff = defineTool({
             );
           if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash)
             throw stale(args.expected_status_hash);
-          if (position && position.status_hash !== statusHash) throw stale(String(position.status_hash));
+          if (position && position.status_hash !== statusHash) throw stale(position.status_hash);
           const r = await view.run(
             [
               // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
@@ -155,15 +165,15 @@ export const gitDiff = defineTool({
           const chunks = splitDiff(r.stdout);
           const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
 
-          let index = typeof position?.index === 'number' ? position.index : 0;
-          let offset = typeof position?.offset === 'number' ? position.offset : 0;
+          let index = position?.index ?? 0;
+          let offset = position?.offset ?? 0;
           let out = '';
           let outBytes = 0;
           const budget = new ResponseBudget();
           budget.charge(4096 + jsonStringBytes(root));
           const files: z.infer<typeof FileSchema>[] = [];
           let truncated = false;
-          let next: Record<string, unknown> | null = null;
+          let next: { index: number; offset: number } | null = null;
           for (; index < chunks.length; index++, offset = 0) {
             const c = chunks[index];
             // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.

@@ -8,6 +8,7 @@
  * READONLY/BUDGET for write actions): resolve the target (path → roots policy → work tree → remotes →
  * *_REPO_UNRESOLVED/*_AMBIGUOUS) → GH_HOST_DENIED → backend (network).
  */
+import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { githubBackend } from '../vcs/github.js';
 import { gitlabBackend } from '../vcs/gitlab.js';
@@ -23,9 +24,18 @@ import { insideRootsOf, resolveTarget } from './issue-target.js';
 import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from './response-budget.js';
 
 /**
- * Decodes a page cursor for this query: the page, its size (a list page may have been split, see runIssueAction),
- * and how many items of that page an earlier response already returned (response budget).
- * @throws ToolError VALIDATION invalid_cursor / cursor_mismatch
+ * Where an issue list or view page resumes: the forge page, its size (a list page may have been split, see
+ * runIssueAction), and how many items of that page an earlier response already returned (response budget).
+ */
+const IssuePosition = z.strictObject({
+  page: z.number().int().min(1),
+  per_page: z.number().int().min(1).max(100),
+  skip: z.number().int().min(0).max(100).optional(),
+});
+
+/**
+ * Decodes a page cursor for this query (src/tools/cursor.ts).
+ * @throws ToolError VALIDATION invalid_cursor / stale_cursor / cursor_mismatch
  */
 function pageFrom(
   cursor: string | undefined,
@@ -33,18 +43,8 @@ function pageFrom(
   perPage: number,
 ): { page: number; perPage: number; skip: number } {
   if (cursor === undefined) return { page: 1, perPage, skip: 0 };
-  const position = decodeCursor(cursor, fingerprint);
-  const { page } = position;
-  const size = position.per_page ?? perPage;
-  const skip = position.skip ?? 0;
-  const ok = (v: unknown, min: number, max: number) =>
-    typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max;
-  if (!ok(page, 1, Number.MAX_SAFE_INTEGER) || !ok(size, 1, 100) || !ok(skip, 0, 100)) {
-    throw new ToolError('VALIDATION', 'The cursor is not one this server issued.', {
-      details: { reason: 'invalid_cursor', field: 'cursor' },
-    });
-  }
-  return { page: page as number, perPage: size as number, skip: skip as number };
+  const position = decodeCursor(cursor, fingerprint, IssuePosition);
+  return { page: position.page, perPage: position.per_page, skip: position.skip ?? 0 };
 }
 
 /**

@@ -10,7 +10,7 @@ import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, kindOf, linkTargetKind, walkEntryClassifier } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
-import { afterCursorBytesBound, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { afterCursorBytesBound, CursorPath, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
@@ -112,6 +112,9 @@ export function entryBytes(e: EntryObject): number {
   return n;
 }
 
+/** Where a list_directory page resumes: after this entry (its path relative to the listed directory). */
+const ListPosition = z.strictObject({ after: CursorPath });
+
 export const listDirectory = defineTool({
   name: 'list_directory',
   title: 'List directory',
@@ -138,8 +141,8 @@ export const listDirectory = defineTool({
           args.exclude,
           args.respect_gitignore,
         ]);
-        const after = args.cursor ? decodeCursor(args.cursor, fingerprint).after : undefined;
-        const resumeAfter = args.cursor ? (typeof after === 'string' ? after : '') : null;
+        // Where the page resumes: after this entry (the last one the previous page returned).
+        const resumeAfter = args.cursor ? decodeCursor(args.cursor, fingerprint, ListPosition).after : null;
         // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
         const patterns = patternBudget();
         globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);

@@ -17,7 +17,7 @@ import { createLineMatcher } from '../fs/line-matcher.js';
 import { authorizeRead } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, PathArg } from './common-schemas.js';
-import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import { CursorCount, CursorPath, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { contentMatcher, READ_AHEAD, type ContentMatch, type Loaded, type Started } from './search-match.js';
@@ -85,6 +85,15 @@ export const SearchFilesOutput = z.object({
   next_cursor: z.string().optional().describe('Present when truncated: pass it as cursor for the next page'),
 });
 
+/**
+ * Where a search_files page resumes (src/tools/search-page.ts): after a glob result, or at a file after its first
+ * `skip` matches (paths relative to the searched directory).
+ */
+const SearchPosition = z.union([
+  z.strictObject({ after: CursorPath }),
+  z.strictObject({ file: CursorPath, skip: CursorCount }),
+]);
+
 export const searchFiles = defineTool({
   name: 'search_files',
   title: 'Search files',
@@ -135,7 +144,7 @@ export const searchFiles = defineTool({
           args.respect_gitignore,
           ...(outputMode === 'matches' ? [] : [outputMode]),
         ]);
-        const position = args.cursor ? decodeCursor(args.cursor, fingerprint) : null;
+        const position = args.cursor ? decodeCursor(args.cursor, fingerprint, SearchPosition) : null;
         // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
         const patterns = patternBudget();
         const globMatch = globMatcher(
@@ -150,9 +159,9 @@ export const searchFiles = defineTool({
         const limits = ctx.config.limits;
         const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);
         const mode = matcher ? 'content' : 'glob';
-        const resumeFile = typeof position?.file === 'string' ? position.file : null;
-        const resumeSkip = typeof position?.skip === 'number' ? position.skip : 0;
-        const resumeAfter = typeof position?.after === 'string' ? position.after : null;
+        const resumeFile = position && 'file' in position ? position.file : null;
+        const resumeSkip = position && 'file' in position ? position.skip : 0;
+        const resumeAfter = position && 'after' in position ? position.after : null;
         const deadline = Date.now() + SEARCH_TIME_BUDGET_MS;
 
         // Step 1: what is visited. Step 2: what each candidate holds. Step 3: what the page returns.

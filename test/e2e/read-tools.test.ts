@@ -695,27 +695,60 @@ describe('unreadable directories (fs-tools call, as an unprivileged user)', () =
     return JSON.parse(r.stdout);
   }
 
-  it('list_directory skips and counts it, once across pages', () => {
+  it('list_directory skips and counts it, once across pages (one server process: cursors do not cross processes)', async () => {
     const whole = cliCall('list_directory', { depth: 3 });
     expect(whole.entries.map(entryPath)).toEqual(['a', 'a/1.txt', 'locked', 'z', 'z/2.txt']);
     expect(whole.skipped.unreadable).toBe(1);
-    // Pages of 3: the first ends with 'locked' itself; its unreadable contents belong to the next page.
-    for (const size of [1, 2, 3]) {
-      let unreadable = 0;
-      const seen: string[] = [];
-      let cursor: string | null = null;
-      do {
-        const s: Record<string, any> = cliCall('list_directory', {
-          depth: 3,
-          max_entries: size,
-          ...(cursor ? { cursor } : {}),
-        });
-        seen.push(...s.entries.map(entryPath));
-        unreadable += s.skipped.unreadable;
-        cursor = s.next_cursor;
-      } while (cursor);
-      expect(seen).toEqual(whole.entries.map(entryPath));
-      expect(unreadable).toBe(1);
+    // Each `fs-tools call` is its own process, with its own cursor key: a cursor one prints is another's stale_cursor.
+    const first = cliCall('list_directory', { depth: 3, max_entries: 1 });
+    const r = spawnSync(
+      process.execPath,
+      [
+        CLI,
+        '--state-dir',
+        stateDir,
+        '--root',
+        tree.dir,
+        'call',
+        'list_directory',
+        JSON.stringify({ depth: 3, max_entries: 1, cursor: first.next_cursor }),
+      ],
+      { encoding: 'utf8', timeout: 20_000, ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}) },
+    );
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout).error).toMatchObject({ code: 'VALIDATION', details: { reason: 'stale_cursor' } });
+    // The pages, from one server (as nobody when the tests run as root: setpriv drops to it before node starts).
+    const client = await connect('modern', {
+      ...(asRoot ? { command: 'setpriv' } : {}),
+      args: [
+        ...(asRoot ? ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CLI] : []),
+        '--state-dir',
+        stateDir,
+        '--root',
+        tree.dir,
+      ],
+    });
+    try {
+      // Pages of 3: the first ends with 'locked' itself; its unreadable contents belong to the next page.
+      for (const size of [1, 2, 3]) {
+        let unreadable = 0;
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const s: Record<string, any> = await client.callOk('list_directory', {
+            depth: 3,
+            max_entries: size,
+            ...(cursor ? { cursor } : {}),
+          });
+          seen.push(...s.entries.map(entryPath));
+          unreadable += s.skipped.unreadable;
+          cursor = s.next_cursor;
+        } while (cursor);
+        expect(seen).toEqual(whole.entries.map(entryPath));
+        expect(unreadable).toBe(1);
+      }
+    } finally {
+      await client.close();
     }
   });
 
