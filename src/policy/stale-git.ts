@@ -6,26 +6,27 @@ import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { gitStatus, withRepository } from '../vcs/git.js';
-import { gitViewAccess } from './git-access.js';
-import type { EffectiveRoot } from './roots.js';
+import type { PolicyContext } from './authorize.js';
+import { gitViewAccess, hiddenInWorkTree } from './git-access.js';
 
 /**
  * The work tree containing `real` (a path inside the roots; for a path that does not exist yet, its nearest existing
  * directory is asked), and its status hash — through the same sanitized view as git_status (src/vcs/git-view.ts), so
- * every git location is verified inside the roots and nothing the repository names runs.
+ * every git location is verified inside the roots and nothing the repository names runs; the lines of the paths
+ * `policy` hides are left out of the hash, as git_status leaves them out.
  * @throws ToolError VALIDATION (not a work tree, unsupported repository), NOT_ALLOWED (the work tree's root or a git
  *   metadata link outside the roots), SECRET_DENIED, IO_ERROR (corrupt repository, timeout)
  */
 export async function currentStatusHash(
   real: string,
   existingDir: string,
-  roots: readonly EffectiveRoot[],
+  policy: PolicyContext,
   timeoutMs: number,
 ): Promise<{ workTree: string; statusHash: string }> {
   try {
-    return await withRepository(existingDir, gitViewAccess(roots), { timeoutMs }, async (view) => ({
+    return await withRepository(existingDir, gitViewAccess(policy.roots), { timeoutMs }, async (view) => ({
       workTree: view.workTree,
-      statusHash: (await gitStatus(view, { timeoutMs })).statusHash,
+      statusHash: (await gitStatus(view, { timeoutMs }, hiddenInWorkTree(policy, view.workTree))).statusHash,
     }));
   } catch (error) {
     // The mutation's own path is what the agent named: report the refusal on it (the work tree top may be above it).
@@ -50,10 +51,10 @@ export async function assertStatusHash(
   expected: string,
   real: string,
   existingDir: string,
-  roots: readonly EffectiveRoot[],
+  policy: PolicyContext,
   timeoutMs: number,
 ): Promise<{ workTree: string; statusHash: string }> {
-  const now = await currentStatusHash(real, existingDir, roots, timeoutMs);
+  const now = await currentStatusHash(real, existingDir, policy, timeoutMs);
   if (now.statusHash !== expected) {
     throw new ToolError(
       'STALE_GIT',

@@ -44,7 +44,7 @@ export function insideRoots(ctx: ToolContext): (p: string) => boolean {
  */
 export async function checkStaleGit(ctx: ToolContext, real: string, expected: string | undefined): Promise<void> {
   if (expected === undefined) return;
-  await assertStatusHash(expected, real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs);
+  await assertStatusHash(expected, real, await existingDirOf(real), ctx.policy, ctx.config.limits.gitTimeoutMs);
 }
 
 /** The work tree's status hash after a mutation (reported when the caller passed expected_status_hash). */
@@ -54,7 +54,7 @@ export async function statusHashAfter(
   expected: string | undefined,
 ): Promise<string | undefined> {
   if (expected === undefined) return undefined;
-  return (await currentStatusHash(real, await existingDirOf(real), ctx.policy.roots, ctx.config.limits.gitTimeoutMs))
+  return (await currentStatusHash(real, await existingDirOf(real), ctx.policy, ctx.config.limits.gitTimeoutMs))
     .statusHash;
 }
 

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { classifyEntry } from '../policy/authorize.js';
 import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
+import { hiddenInWorkTree } from '../policy/git-access.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
 import { gitStatus, throwGitFailure } from '../vcs/git.js';
 import type { GitView } from '../vcs/git-view.js';
@@ -127,7 +128,7 @@ export const gitDiff = defineTool({
             pathspecs.push(`:(literal)${relative || '.'}`);
           }
           const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-          const { statusHash } = await gitStatus(view, gitOptions);
+          const { statusHash } = await gitStatus(view, gitOptions, hiddenInWorkTree(ctx.policy, root));
           const stale = (expected: string) =>
             new ToolError(
               'STALE_GIT',

@@ -1,13 +1,13 @@
 /**
  * git_status (SPEC §7): the work tree's branch, upstream, ahead/behind, entries and status_hash (sha256 over the
- * exact porcelain v2 output of the sanitized view, untracked files included; README "Git"). Read-only: git runs with
+ * exact porcelain v2 output of the sanitized view, untracked files included, policy-hidden paths' lines left out;
+ * README "Git"). Read-only: git runs with
  * --no-optional-locks against a private git dir (src/vcs/git-view.ts), and reads the index through a descriptor.
  */
 import path from 'node:path';
 import { z } from 'zod';
-import { authorizeRead, classifyEntry } from '../policy/authorize.js';
-import { findContainingRoot, toPosixRelative } from '../policy/containment.js';
-import { gitViewAccess } from '../policy/git-access.js';
+import { authorizeRead } from '../policy/authorize.js';
+import { gitViewAccess, hiddenInWorkTree } from '../policy/git-access.js';
 import { gitStatus, openRepository } from '../vcs/git.js';
 import type { GitView } from '../vcs/git-view.js';
 import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
@@ -79,25 +79,24 @@ export const gitStatusTool = defineTool({
   async run(args, ctx) {
     const view = await openWorkTree(args.path, ctx);
     const root = view.workTree;
+    // A policy-hidden path behaves as absent, so git_status does not name it either, and the status hash leaves its
+    // line out. A rename or copy has two names, and either hidden side drops the whole entry, as git_diff drops its
+    // file (docs/security.md "Finding the repository and continuation cursors").
+    const hides = hiddenInWorkTree(ctx.policy, root);
     let raw: string;
     let statusHash: string;
     try {
-      ({ raw, statusHash } = await gitStatus(view, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal }));
+      ({ raw, statusHash } = await gitStatus(
+        view,
+        { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal },
+        hides,
+      ));
     } finally {
       await view.dispose();
     }
     const parsed = parsePorcelainV2(raw);
     const { branch } = parsed;
-    // A policy-hidden path behaves as absent, so git_status does not name it either. A rename or copy has
-    // two names, and either hidden side drops the whole entry, as git_diff drops its file (docs/security.md).
-    const isHidden = (relative: string): boolean => {
-      const abs = path.join(root, relative);
-      const inRoot = findContainingRoot(ctx.policy.roots, abs);
-      return inRoot !== undefined && classifyEntry(ctx.policy, abs, toPosixRelative(inRoot.real, abs)).hidden;
-    };
-    const entries = parsed.entries.filter(
-      (e) => !isHidden(e.path) && (e.orig_path === undefined || !isHidden(e.orig_path)),
-    );
+    const entries = parsed.entries.filter((e) => !hides(e.path) && (e.orig_path === undefined || !hides(e.orig_path)));
     // Issue #14: entries are charged to the response budget (structured + text line); the rest is counted, not sent.
     const budget = new ResponseBudget();
     budget.charge(4096);

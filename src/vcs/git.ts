@@ -4,13 +4,15 @@
  * with a config the server writes, locations verified inside the roots, no system or global config. `runGit` is
  * left for queries that read no repository (the operator's global config); it refuses status and diff subcommands. git's
  * stderr never reaches an envelope: failures are classified (`throwGitFailure`). The status hash is sha256 over
- * the exact `git status --porcelain=v2 --branch --untracked-files=all --ignore-submodules=all` output of the view.
+ * the exact `git status --porcelain=v2 --branch --untracked-files=all --ignore-submodules=all` output of the view,
+ * without the lines of policy-hidden paths.
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { resolveGit } from './find-cli.js';
 import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-view.js';
+import { parsePorcelainV2 } from './porcelain-v2.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
 /** Config overrides that stop a repository's own config from running commands (SPEC §7; issue 5). */
@@ -227,17 +229,44 @@ export const STATUS_ARGS = [
   '--ignore-submodules=all',
 ] as const;
 
-/** The view's status output and its hash. @throws ToolError classified git failures */
+/**
+ * Says whether a work-tree-relative path (`/`-separated, as git prints it) is hidden from the caller. Decided by
+ * policy (src/policy/git-access.ts `hiddenInWorkTree`); a primitive only asks.
+ */
+export type HidesPath = (relative: string) => boolean;
+
+/**
+ * The view's status output and its hash (`statusHashOf`, leaving out what `hides` hides).
+ * @throws ToolError classified git failures
+ */
 export async function gitStatus(
   view: GitView,
   options: { timeoutMs: number; signal?: AbortSignal },
+  hides?: HidesPath,
 ): Promise<{ raw: string; statusHash: string }> {
   const r = await view.run(STATUS_ARGS, options);
   if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
-  return { raw: r.stdout, statusHash: statusHashOf(r.stdout) };
+  return { raw: r.stdout, statusHash: statusHashOf(r.stdout, hides) };
 }
 
-/** SPEC §7: sha256 over the exact porcelain v2 output. */
-export function statusHashOf(raw: string): string {
-  return `sha256:${createHash('sha256').update(raw, 'utf8').digest('hex')}`;
+/**
+ * The status hash: `sha256:` over the exact porcelain v2 output, without the entry lines that name a hidden path
+ * (either side of a rename or copy). With nothing hidden it is the hash of git's output byte for byte. A hidden
+ * path's line is left out, not replaced by anything derived from it: a hash over it would let a caller confirm a
+ * guessed hidden name by computing the hash of the output it expects (docs/security.md "Finding the repository and
+ * continuation cursors").
+ */
+export function statusHashOf(raw: string, hides?: HidesPath): string {
+  let text = raw;
+  if (hides) {
+    text = raw
+      .split('\n')
+      .filter((line) => {
+        if (line === '' || line.startsWith('# ')) return true;
+        const entry = parsePorcelainV2(line).entries[0];
+        return !entry || (!hides(entry.path) && (entry.orig_path === undefined || !hides(entry.orig_path)));
+      })
+      .join('\n');
+  }
+  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
 }

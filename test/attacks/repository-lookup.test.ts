@@ -15,6 +15,7 @@
  *   repository shows both renames with orig_path (positive control).
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -259,7 +260,42 @@ describe('git_status: a rename with a policy-hidden side names neither side', ()
     expect(JSON.stringify(d)).not.toContain('private/');
     expect(JSON.stringify(d)).not.toContain('acquisition');
     expect(d.structuredContent!.files).toEqual([]);
-    // Both tools see the same tree: the status hash is the plain server's (it covers every entry, as documented).
-    expect(s.status_hash).toBe((await plain.callOk('git_status', { path: repo })).status_hash);
+    // git_diff reports the same status hash as git_status; it is not the plain server's, whose covers the hidden lines.
+    expect(d.structuredContent!.status_hash).toBe(s.status_hash);
+    expect(s.status_hash).not.toBe((await plain.callOk('git_status', { path: repo })).status_hash);
+  });
+
+  it('status_hash: a guessed hidden name cannot be confirmed by computing the hash of the expected output', async () => {
+    // Reproduced before the fix: with only untracked changes every porcelain line is `? <path>` and the headers are
+    // in git_status's answer, so sha256 over the output with a guessed hidden name matched status_hash exactly when
+    // the guess was right. Now the hidden lines are left out: the hash is the visible output's, whatever is hidden.
+    const probe = path.join(ROOT, 'probe');
+    mkdirSync(path.join(probe, 'private'), { recursive: true });
+    mkdirSync(path.join(probe, 'public'));
+    git(probe, 'init', '-q');
+    writeFileSync(path.join(probe, 'public', 'keep.txt'), 'kept\n');
+    git(probe, 'add', '-A');
+    git(probe, '-c', 'user.name=t', '-c', 'user.email=t@example.org', 'commit', '-qm', 'init');
+    writeFileSync(path.join(probe, 'private', 'acme-deal.txt'), 'secret\n');
+    writeFileSync(path.join(probe, 'public', 'y.txt'), 'visible\n');
+    const s = await hiding.callOk('git_status', { path: probe });
+    expect(s.entries).toEqual([{ path: 'public/y.txt', kind: 'untracked', index: '?', worktree: '?' }]);
+    const sha = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+    const head = `# branch.oid ${s.head}\n# branch.head ${s.branch}\n`;
+    expect(s.status_hash).not.toBe(sha(`${head}? private/acme-deal.txt\n? public/y.txt\n`));
+    expect(s.status_hash).toBe(sha(`${head}? public/y.txt\n`));
+    // Positive control: the plain server's hash is git's whole output, the hidden line included.
+    expect((await plain.callOk('git_status', { path: probe })).status_hash).toBe(
+      sha(`${head}? private/acme-deal.txt\n? public/y.txt\n`),
+    );
+    // expected_status_hash agrees with git_status under the same policy (a mutation with it is not STALE_GIT), and a
+    // hidden file's change does not move it (the hidden path behaves as absent).
+    writeFileSync(path.join(probe, 'private', 'acme-deal.txt'), 'secret, changed\n');
+    const w = await hiding.callOk('write_file', {
+      path: path.join(probe, 'public', 'z.txt'),
+      content: 'new\n',
+      expected_status_hash: s.status_hash,
+    });
+    expect(w).toMatchObject({ status_hash: sha(`${head}? public/y.txt\n? public/z.txt\n`) });
   });
 });

@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { PolicyContext } from '../../src/policy/authorize.js';
 import { gitViewAccess } from '../../src/policy/git-access.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../../src/policy/stale-git.js';
@@ -41,7 +42,12 @@ git('init', '-q', '-b', 'main');
 git('add', '-A');
 git('commit', '-q', '-m', 'i');
 
-const root = (real: string): EffectiveRoot[] => [{ given: real, real, source: 'cli' }];
+/** A policy context with this one root and no file policy. */
+const root = (real: string): PolicyContext => ({
+  roots: [{ given: real, real, source: 'cli' }] as EffectiveRoot[],
+  allowSecrets: false,
+  policy: { rules: [] },
+});
 const A = path.join(REPO, 'a.txt');
 
 describe('status hash', () => {
@@ -76,7 +82,7 @@ describe('status hash', () => {
 
 describe('gitViewAccess and existingDirOf', () => {
   it('decides containment by the given roots', () => {
-    const access = gitViewAccess(root(REPO));
+    const access = gitViewAccess(root(REPO).roots);
     expect(access.isInside(A)).toBe(true);
     expect(access.isInside(REPO)).toBe(true);
     expect(access.isInside(T.dir)).toBe(false);
