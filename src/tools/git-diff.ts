@@ -128,7 +128,8 @@ export const gitDiff = defineTool({
             pathspecs.push(`:(literal)${relative || '.'}`);
           }
           const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-          const { statusHash } = await gitStatus(view, gitOptions, hiddenInWorkTree(ctx.policy, root));
+          const hides = hiddenInWorkTree(ctx.policy, root);
+          const { statusHash } = await gitStatus(view, gitOptions, hides);
           const stale = (expected: string) =>
             new ToolError(
               'STALE_GIT',
@@ -239,7 +240,9 @@ export const gitDiff = defineTool({
               repo_root: root,
               diff: out,
               files,
-              files_total: chunks.length,
+              // Hidden files are not counted either: their number is not the caller's to know.
+              files_total: chunks.filter((c) => !hides(c.path) && (c.oldPath === undefined || !hides(c.oldPath)))
+                .length,
               status_hash: statusHash,
               truncated,
               next_cursor: nextCursor,

@@ -260,6 +260,9 @@ describe('git_status: a rename with a policy-hidden side names neither side', ()
     expect(JSON.stringify(d)).not.toContain('private/');
     expect(JSON.stringify(d)).not.toContain('acquisition');
     expect(d.structuredContent!.files).toEqual([]);
+    // Not even counted (the plain server counts both renames).
+    expect(d.structuredContent!.files_total).toBe(0);
+    expect((await plain.callOk('git_diff', { path: repo, staged: true })).files_total).toBe(2);
     // git_diff reports the same status hash as git_status; it is not the plain server's, whose covers the hidden lines.
     expect(d.structuredContent!.status_hash).toBe(s.status_hash);
     expect(s.status_hash).not.toBe((await plain.callOk('git_status', { path: repo })).status_hash);
