@@ -43,31 +43,48 @@ const include = headerDir();
 if (!include) skip('node_api.h not found');
 const cc = process.env.CC || 'cc';
 mkdirSync(outDir, { recursive: true });
-const temporary = `${target}.tmp-${process.pid}`;
-const compiled = spawnSync(
-  cc,
-  [
-    '-O2',
-    '-std=c11',
-    '-Wall',
-    '-Wextra',
-    '-Werror',
-    '-fPIC',
-    '-shared',
-    '-fvisibility=hidden',
-    '-D_FORTIFY_SOURCE=2',
-    '-fstack-protector-strong',
-    `-I${include}`,
-    '-o',
-    temporary,
-    source,
-  ],
-  { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
-);
-if (compiled.error || compiled.status !== 0) {
-  rmSync(temporary, { force: true });
-  if (compiled.error) skip(`${cc}: ${compiled.error.code ?? compiled.error.message}`);
-  process.stderr.write(compiled.stderr ?? '');
-  skip(`${cc} failed`);
+
+/**
+ * Compiles one addon into `out` (beside its final name, then renamed in). Returns null, or why it was not built.
+ * @param {string} src @param {string} out @param {string[]} libs
+ */
+function compile(src, out, libs = [], kind = 'shared') {
+  const temporary = `${out}.tmp-${process.pid}`;
+  const compiled = spawnSync(
+    cc,
+    [
+      '-O2',
+      '-std=c11',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      ...(kind === 'shared' ? ['-fPIC', '-shared', '-fvisibility=hidden'] : ['-fPIE', '-pie']),
+      '-D_FORTIFY_SOURCE=2',
+      '-fstack-protector-strong',
+      `-I${include}`,
+      '-o',
+      temporary,
+      src,
+      ...libs,
+    ],
+    { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
+  );
+  if (compiled.error || compiled.status !== 0) {
+    rmSync(temporary, { force: true });
+    if (compiled.error) return `${cc}: ${compiled.error.code ?? compiled.error.message}`;
+    process.stderr.write(compiled.stderr ?? '');
+    return `${cc} failed`;
+  }
+  renameSync(temporary, out);
+  return null;
 }
-renameSync(temporary, target);
+
+// The kernel wall's addon (native/fs_tools_landlock.c, docs/security.md "The kernel wall"): built first and on its
+// own, so that a failure of one addon leaves the other.
+const wall = compile(path.join(root, 'native/fs_tools_landlock.c'), path.join(outDir, 'fs_tools_landlock.node'), ['-lpthread']);
+if (wall) process.stderr.write(`fs-tools: kernel-wall addon not built (${wall}); the server runs without the wall\n`);
+// Its exec helper: git runs through it, under a narrower layer (no forge configuration, no token directories).
+const helper = wall ?? compile(path.join(root, 'native/fs_tools_landlock_exec.c'), path.join(outDir, 'fs_tools_landlock_exec'), [], 'executable');
+if (helper && !wall) process.stderr.write(`fs-tools: kernel-wall exec helper not built (${helper}); git runs in the server's own wall\n`);
+const reads = compile(source, target);
+if (reads) skip(reads);

@@ -8,13 +8,18 @@
  */
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+// `--broken-containment`: the test build of the kernel wall's suite (test/attacks/kernel-wall.test.ts), written to
+// dist-broken/ and never published: the policy layer believes `/` is one more root, so only the kernel wall stands
+// between a tool and the rest of the machine. The production bundle folds the switch to false.
+const broken = process.argv.includes('--broken-containment');
+const outDir = broken ? 'dist-broken' : 'dist';
 // Build beside dist/ and rename each file in: a server started meanwhile (a concurrent test run) never sees a
 // missing or half-written dist/cli.js.
-const staging = `dist.staging-${process.pid}`;
+const staging = `${outDir}.staging-${process.pid}`;
 const result = await build({
   absWorkingDir: root,
   // Every src/fs/*-worker.ts is a worker-thread entry loaded by URL next to cli.js (`new URL('./x-worker.js',
@@ -36,16 +41,22 @@ const result = await build({
   metafile: true,
   // Issue #20: the in-process test seams (src/fs/atomic-write.ts setWriteFaultInjector) are compiled out of the
   // product: the constant folds to false, so the bundle carries no setter and never calls an injector.
-  define: { FS_TOOLS_TEST_SEAMS: 'false' },
+  define: { FS_TOOLS_TEST_SEAMS: 'false', FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false' },
   logLevel: 'warning',
   // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
 });
 
 writeFileSync(`${root}/${staging}/THIRD-PARTY-LICENSES.txt`, thirdPartyLicenses(result.metafile));
-mkdirSync(`${root}/dist`, { recursive: true });
-for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/dist/${name}`);
+mkdirSync(`${root}/${outDir}`, { recursive: true });
+for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/${outDir}/${name}`);
 rmSync(`${root}/${staging}`, { recursive: true, force: true });
+if (broken) {
+  // The addons of the production build, next to the test bundle (it loads them relative to itself).
+  rmSync(`${root}/dist-broken/native`, { recursive: true, force: true });
+  if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/dist-broken/native`, { recursive: true });
+  process.exit(0);
+}
 // Issue #19: the content-search addon, dist/native/<platform>-<arch>/fs_tools_native.node, where a C compiler and
 // Node's headers exist (scripts/build-native.mjs says why not otherwise, and never fails the build).
 spawnSync(process.execPath, [`${root}/scripts/build-native.mjs`], { cwd: root, stdio: 'inherit' });
