@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   // Issue #20: the in-process test seams exist only in this build of src/ (src/fs/atomic-write.ts); the production
   // bundle defines the constant as false (scripts/bundle.mjs).
-  define: { FS_TOOLS_TEST_SEAMS: 'true' },
+  define: { FS_TOOLS_TEST_SEAMS: 'true', FS_TOOLS_BROKEN_CONTAINMENT: 'false' },
   test: {
     include: ['test/**/*.test.ts'],
     // The install suite (a local registry, npx, npm install -g) is `npm run test:install`.

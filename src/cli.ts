@@ -20,6 +20,10 @@ import { failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { searchReaderPool } from './fs/search-reader.js';
 import { findContainingRoot } from './policy/containment.js';
+import { raiseKernelWall } from './cli/kernel-wall.js';
+import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
+import { setDenialSource } from './errors/to-envelope.js';
+import { isWithin } from './fs/path-within.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
 
@@ -50,6 +54,10 @@ Options:
   --max-search-file-bytes=N  larger files are skipped by content search (default 10485760)
   --native=on|off            content search reads files through the bundled native addon when it loads (default
                              on); off: always through Node's own calls
+  --sandbox=auto|require|off the kernel wall: Landlock confines the server and its children to the roots, the state
+                             directory and what they need to run (default auto: where the kernel has it; require:
+                             exit 2 without it)
+  --sandbox-abi=N            for tests: use at most Landlock ABI N (0: act as if the kernel had none)
   --max-edit-bytes=N         largest file an edit or patch loads (default 67108864)
   --forge-timeout-ms=N       per gh/GitLab call (default 30000)
   --forge-output-bytes=N     gh/GitLab output cap (default 1048576)
@@ -57,6 +65,18 @@ Options:
   --history-max-changes=N    changes the undo history keeps (default 200)
   --history-max-bytes=N      bytes of undo records kept in the state dir (default 67108864)
 `;
+
+/** `--version`'s second line: what the wall would be when serving (nothing is confined by asking). */
+function describeAvailableWall(config: Config): string {
+  if (config.sandbox === 'off') return 'kernel wall: off (--sandbox=off)';
+  const addon = loadKernelWallAddon();
+  if (typeof addon === 'string') return `kernel wall: off (${addon})`;
+  const kernel = addon.abi();
+  const abi = config.sandboxAbi === null ? kernel : Math.min(kernel, config.sandboxAbi);
+  return abi >= 1
+    ? `kernel wall: landlock ABI ${abi}, enforced when serving`
+    : 'kernel wall: off (the kernel has no Landlock)';
+}
 
 async function main(argv: string[]): Promise<number> {
   let config: Config;
@@ -85,13 +105,25 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (mode.kind === 'version') {
-    process.stdout.write(`${VERSION}\n`);
+    process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n`);
     return 0;
   }
   // Issue #19: before any search starts the reader threads.
   if (config.native === 'off') searchReaderPool.setNative(false);
   const state = createProcessState(config, TOOLS, VERSION);
   if (mode.kind !== 'tools') {
+    // The kernel wall, before any request is read and before the journal is touched: from here on the process and
+    // everything it starts reach only what src/cli/kernel-wall.ts lists (docs/security.md "The kernel wall").
+    state.kernelWall = await raiseKernelWall(config);
+    if (config.sandbox === 'require' && !state.kernelWall.enforced) {
+      process.stderr.write(`fs-tools: --sandbox=require: ${describeWall(state.kernelWall)}\n`);
+      return 2;
+    }
+    if (state.kernelWall.enforced) {
+      const writable = config.roots.map((r) => r.real);
+      setDenialSource((p) => (p !== null && writable.some((r) => isWithin(r, p)) ? 'os' : 'kernel'));
+    }
+    if (mode.kind === 'serve') process.stderr.write(`fs-tools: ${describeWall(state.kernelWall)}\n`);
     // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.
     // Each journaled file is authorized as a live write would be; under --readonly nothing is applied (issue 11).
     const policy = {

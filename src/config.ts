@@ -82,6 +82,16 @@ export interface Config {
    * (src/fs/native-reader.ts); `off` keeps them on the JavaScript path. Default on.
    */
   native: 'on' | 'off';
+  /**
+   * The kernel wall (docs/security.md "The kernel wall"): `auto` confines the process with Landlock where the kernel
+   * offers it, `require` refuses to start without it, `off` never confines.
+   */
+  sandbox: 'auto' | 'require' | 'off';
+  /**
+   * For tests: act as if the kernel offered at most this Landlock ABI (0: none). Null: what the kernel offers. It can
+   * only lower what the kernel has.
+   */
+  sandboxAbi: number | null;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -125,6 +135,8 @@ const OPTIONS = {
   'audit-log': { type: 'string' },
   'state-dir': { type: 'string' },
   native: { type: 'string' },
+  sandbox: { type: 'string' },
+  'sandbox-abi': { type: 'string' },
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
@@ -250,6 +262,8 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     stateDir: typeof values['state-dir'] === 'string' ? path.resolve(env.cwd, values['state-dir']) : defaultStateDir(),
     limits,
     native: parseEnum('native', values.native, ['on', 'off'] as const, 'on'),
+    sandbox: parseEnum('sandbox', values.sandbox, ['auto', 'require', 'off'] as const, 'auto'),
+    sandboxAbi: parseSandboxAbi(values['sandbox-abi']),
   };
 }
 
@@ -327,6 +341,15 @@ function parseEnum<T extends string>(flag: string, raw: unknown, allowed: readon
   throw new UsageError(
     `--${flag} must be one of ${allowed.join('|')}, got '${typeof raw === 'string' ? raw : JSON.stringify(raw)}'`,
   );
+}
+
+/** `--sandbox-abi=N` (tests): a Landlock ABI from 0 to 99, or null when absent. */
+function parseSandboxAbi(raw: unknown): number | null {
+  if (raw === undefined) return null;
+  if (typeof raw !== 'string' || !/^\d{1,2}$/.test(raw)) {
+    throw new UsageError(`--sandbox-abi must be a Landlock ABI from 0 to 99, got '${String(raw)}'`);
+  }
+  return Number(raw);
 }
 
 function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {

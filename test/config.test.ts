@@ -371,10 +371,10 @@ describe('the built CLI (dist/cli.js)', () => {
     expect(r.status).toBe(2);
   });
 
-  test('--version prints one line on stdout and exits 0', () => {
+  test('--version prints the version and the kernel wall on stdout and exits 0', () => {
     const r = spawnSync(process.execPath, [CLI, '--version'], { cwd: WORK, encoding: 'utf8', timeout: 30_000 });
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^\d+\.\d+\.\d+\S*\n$/);
+    expect(r.stdout).toMatch(/^\d+\.\d+\.\d+\S*\nkernel wall: [^\n]+\n$/);
     expect(r.stderr).toBe('');
   });
 });

@@ -130,6 +130,22 @@ export function toEnvelope(error: unknown): ErrorEnvelope {
   });
 }
 
+/**
+ * Who refused an EACCES/EPERM: `os` (file permissions) or `kernel` (the kernel wall, docs/security.md). Without the
+ * wall every refusal is the operating system's; the CLI replaces this when the wall is enforced.
+ */
+let denialSource: (path: string | null) => 'os' | 'kernel' = () => 'os';
+
+/** Replaces the classifier of EACCES/EPERM refusals (see `denialSource`). */
+export function setDenialSource(classify: (path: string | null) => 'os' | 'kernel'): void {
+  denialSource = classify;
+}
+
+/** `details.source` of an OS refusal of `path` (null: unknown). */
+export function refusalSource(path: string | null): 'os' | 'kernel' {
+  return denialSource(path);
+}
+
 function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
   const path = typeof error.path === 'string' ? error.path : null;
   const errno = error.code;
@@ -141,7 +157,7 @@ function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
     case 'EPERM':
       return build('FILE_POLICY_DENIED', `The operating system denied access (${errno})${path ? ` to ${path}` : ''}.`, {
         path,
-        details: { source: 'os', errno },
+        details: { source: denialSource(path), errno },
       });
     case 'EISDIR':
       return build('VALIDATION', `${path ?? 'The path'} is a directory, not a file.`, {

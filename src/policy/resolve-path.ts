@@ -12,6 +12,7 @@ import { lstat, readlink } from 'node:fs/promises';
 import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { refusalSource } from '../errors/to-envelope.js';
 import { findContainingRoot, isWithin } from './containment.js';
 import { rootsEmptyError, type EffectiveRoot } from './roots.js';
 
@@ -144,7 +145,7 @@ export async function resolveInRoots(
     // Reported only now: inside the roots, an OS refusal is FILE_POLICY_DENIED (SPEC §4.3), outside it never shows.
     throw new ToolError('FILE_POLICY_DENIED', `The operating system denied access to ${absolute} (EACCES).`, {
       path: absolute,
-      details: { source: 'os', errno: 'EACCES' },
+      details: { source: refusalSource(absolute), errno: 'EACCES' },
     });
   }
   return {

@@ -94,7 +94,11 @@ export async function callTool(
       hashes: state.hashes,
       budget: state.budget,
       signal,
-      process: { version: state.version, recoveredTransactions: state.recoveredTransactions },
+      process: {
+        version: state.version,
+        recoveredTransactions: state.recoveredTransactions,
+        kernelWall: state.kernelWall,
+      },
     };
     const result = await tool.run(args, ctx);
     ticket?.spend();

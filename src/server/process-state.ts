@@ -2,6 +2,7 @@
  * Process-wide state, built once in cli.ts and shared by every server instance the stdio factory creates (the
  * factory may run twice: STYLE §4.3). Holds the roots, the remembered hashes, the mutation budget and the audit log.
  */
+import type { WallState } from '../fs/kernel-wall.js';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
@@ -26,11 +27,25 @@ export interface ProcessState {
   recoveredTransactions: unknown[];
   /** The state directory and the audit log, in every spelling: never reachable through the file tools. */
   guarded: readonly GuardedPath[];
+  /** The kernel wall in force (set by the CLI at start-up; off for a state made elsewhere, e.g. in tests). */
+  kernelWall: WallState;
 }
+
+/**
+ * The kernel wall's test build (scripts/bundle.mjs --broken-containment, docs/security.md "The kernel wall"): the
+ * policy layer then takes `/` for one more root, so that the suite can show the kernel refusing what a broken policy
+ * lets through. A build-time constant: the production bundle folds it to false and carries none of this.
+ */
+declare const FS_TOOLS_BROKEN_CONTAINMENT: boolean | undefined;
+const BROKEN_CONTAINMENT = typeof FS_TOOLS_BROKEN_CONTAINMENT !== 'undefined' && FS_TOOLS_BROKEN_CONTAINMENT === true;
 
 /** Builds the state of one process from its configuration and tool registry. */
 export function createProcessState(config: Config, tools: readonly AnyTool[], version: string): ProcessState {
-  const roots = new RootSet(config.roots, config.clientRoots, config.rootsFromCommandLine);
+  const roots = new RootSet(
+    BROKEN_CONTAINMENT ? [...config.roots, { given: '/', real: '/', source: 'cli' }] : config.roots,
+    config.clientRoots,
+    config.rootsFromCommandLine,
+  );
   const audit = new AuditLog(config.auditLog);
   // Lock files are created only inside the roots in force (src/fs/path-lock.ts).
   registerLockScope((p) => findContainingRoot(roots.current(), p) !== undefined);
@@ -43,6 +58,7 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
     audit,
     version,
     recoveredTransactions: [],
+    kernelWall: { enforced: false, reason: 'not started by the command line' },
     guarded: guardedPaths({
       stateDir: [config.stateDir, realSpelling(config.stateDir)],
       auditLog: config.auditLog ? [config.auditLog, realSpelling(config.auditLog), ...audit.realPaths()] : [],

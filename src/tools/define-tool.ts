@@ -10,6 +10,7 @@ import type { PolicyContext } from '../policy/authorize.js';
 import type { MutationBudget } from '../policy/gates.js';
 import type { HashMemory } from '../policy/occ.js';
 import type { RootSet } from '../policy/roots.js';
+import type { WallState } from '../fs/kernel-wall.js';
 
 /** MCP tool annotations; must be honest: each hint reflects the most dangerous action (test/e2e/protocol.test.ts holds an independent table). */
 export interface ToolAnnotations {
@@ -30,7 +31,7 @@ export interface ToolContext {
   /** Aborted when the client cancels the request. */
   signal: AbortSignal;
   /** Process facts for list_allowed_directories. */
-  process: { version: string; recoveredTransactions: readonly unknown[] };
+  process: { version: string; recoveredTransactions: readonly unknown[]; kernelWall: WallState };
 }
 
 /** Facts a handler reports for the audit log (SPEC §9). Never content. */

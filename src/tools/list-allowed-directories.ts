@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ROOTS_RULES, type RootsRule } from '../policy/roots.js';
 import { defineTool } from './define-tool.js';
+import { describeWall } from '../fs/kernel-wall.js';
 
 export const ListAllowedDirectoriesInput = z.strictObject({});
 
@@ -37,6 +38,13 @@ export const ListAllowedDirectoriesOutput = z.object({
   }),
   budget: z.object({ used: z.number().int(), limit: z.number().int().describe('0 means unlimited') }),
   version: z.string(),
+  kernel_wall: z
+    .object({
+      enforced: z.boolean(),
+      abi: z.number().int().optional(),
+      reason: z.string().optional().describe('Why it is off'),
+    })
+    .describe('Landlock confining the server and its children to the roots'),
   recovered_transactions: z
     .array(
       z.object({
@@ -70,6 +78,7 @@ export const listAllowedDirectories = defineTool({
   run(_args, ctx) {
     return Promise.resolve().then(() => {
       const c = ctx.config;
+      const wall = ctx.process.kernelWall;
       const entry = (r: { real: string; given: string; source: 'cli' | 'cwd' | 'client' }) => ({
         path: r.real,
         given: r.given,
@@ -96,6 +105,7 @@ export const listAllowedDirectories = defineTool({
         },
         budget: { used: ctx.budget.used, limit: ctx.budget.limit },
         version: ctx.process.version,
+        kernel_wall: wall.enforced ? { enforced: true, abi: wall.abi } : { enforced: false, reason: wall.reason },
         recovered_transactions: [...ctx.process.recoveredTransactions] as z.output<
           typeof ListAllowedDirectoriesOutput
         >['recovered_transactions'],
@@ -114,6 +124,7 @@ export const listAllowedDirectories = defineTool({
         ...(client?.announced ?? []).map((a) => `  ${a.path}${a.usable ? '' : ' (not usable)'}`),
         `readonly: ${c.readonly}; allow_secrets: ${c.allowSecrets}; auto_occ: ${c.autoOcc}; budget: ${ctx.budget.used}/` +
           `${ctx.budget.limit || 'unlimited'}; fs-tools ${ctx.process.version}`,
+        describeWall(wall),
       ].join('\n');
       return { structured, text };
     });

@@ -33,12 +33,27 @@ export interface RunOptions {
 }
 
 /**
+ * How a child is started under the kernel wall's narrower layer for it (docs/security.md "The kernel wall"): the
+ * program to run instead (the exec helper) and the arguments that go before the original program and its arguments.
+ * Null: the child runs in the server's own wall.
+ */
+export type ChildWall = (file: string, env: NodeJS.ProcessEnv) => { file: string; prefix: readonly string[] } | null;
+
+let childWall: ChildWall | null = null;
+
+/** Sets (once, at start-up, after the wall is raised) how children get their narrower layer; null: none. */
+export function setChildWall(wall: ChildWall | null): void {
+  childWall = wall;
+}
+
+/**
  * Runs `file` with `args` (never through a shell). Never throws for a failing command; throws only for programming
  * errors.
  */
 export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
   const started = performance.now();
-  const result = await execa(file, args, {
+  const layer = childWall?.(file, options.env) ?? null;
+  const result = await execa(layer ? layer.file : file, layer ? [...layer.prefix, file, ...args] : args, {
     cwd: options.cwd,
     env: options.env,
     extendEnv: false,

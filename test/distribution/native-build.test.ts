@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadNativeAddon } from '../../src/fs/native-reader.js';
+import { loadKernelWallAddon } from '../../src/fs/kernel-wall.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = path.join(ROOT, 'scripts/build-native.mjs');
@@ -24,18 +25,20 @@ describe('scripts/build-native.mjs', () => {
     const out = path.join(work, 'with');
     const r = spawnSync(process.execPath, [SCRIPT, out], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
-    expect(readdirSync(out)).toEqual(['fs_tools_native.node']); // no temporary left beside it
+    expect(readdirSync(out).sort()).toEqual(['fs_tools_landlock.node', 'fs_tools_native.node']); // no temporary left
     expect(loadNativeAddon(pathToFileURL(path.join(out, 'fs_tools_native.node')))).not.toBeNull();
+    expect(typeof loadKernelWallAddon(pathToFileURL(path.join(out, 'fs_tools_landlock.node')))).toBe('object');
   });
 
-  it('without a compiler: exits 0, says why in one line, writes nothing', () => {
+  it('without a compiler: exits 0, says why in one line per addon, writes nothing', () => {
     const out = path.join(work, 'without');
     const r = spawnSync(process.execPath, [SCRIPT, out], {
       encoding: 'utf8',
       env: { ...process.env, CC: path.join(work, 'no-such-cc') },
     });
     expect(r.status).toBe(0);
-    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(2);
+    expect(r.stderr).toMatch(/kernel-wall addon not built .*without the wall/);
     expect(r.stderr).toMatch(/native reads not built .*JavaScript path/);
     expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
   });
@@ -43,6 +46,7 @@ describe('scripts/build-native.mjs', () => {
   it('the binary is shipped, never committed', () => {
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { files: string[] };
     expect(pkg.files).toContain('dist/native/*/fs_tools_native.node');
+    expect(pkg.files).toContain('dist/native/*/fs_tools_landlock.node');
     expect(readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n')).toContain('dist/');
     const tracked = spawnSync('git', ['ls-files', '*.node'], { cwd: ROOT, encoding: 'utf8' });
     expect(tracked.stdout).toBe('');

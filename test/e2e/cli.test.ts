@@ -154,10 +154,11 @@ describe('fs-tools tools', () => {
 });
 
 describe('fs-tools --version, --help and bad flags', () => {
-  it('--version prints the package version', () => {
+  it('--version prints the package version, then the kernel wall', () => {
     const r = run(['--version'], project.dir);
     expect(r.status).toBe(0);
-    expect(r.stdout).toBe(`${PACKAGE.version}\n`);
+    expect(r.stdout.split('\n')[0]).toBe(PACKAGE.version);
+    expect(r.stdout.split('\n')[1]).toMatch(/^kernel wall: /);
   });
 
   it('--help exits 0 and shows the usage', () => {

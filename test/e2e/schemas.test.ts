@@ -18,7 +18,7 @@ import { ErrorEnvelopeSchema } from '../../src/errors/envelope-schema.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
 import { FAKE_GITLAB_TOKEN, FakeGitLab } from '../helpers/fake-gitlab.js';
 import { envelopeOf } from '../helpers/protocol-asserts.js';
-import { connect, ERAS, type ListedTool, type TestClient } from '../helpers/server.js';
+import { afterStartupLine, connect, ERAS, type ListedTool, type TestClient } from '../helpers/server.js';
 import { makeTree, symlink } from '../helpers/tree.js';
 
 type Args = Record<string, unknown>;
@@ -453,6 +453,6 @@ describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => 
   });
 
   it('wrote nothing to stderr', () => {
-    expect(client.stderr()).toBe('');
+    expect(afterStartupLine(client.stderr())).toBe('');
   });
 });

@@ -20,6 +20,14 @@ export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
  */
 export const NATIVE_ARGS: string[] = process.env.FS_TOOLS_NATIVE === '0' ? ['--native=off'] : [];
 
+/**
+ * A server's stderr less its one start-up line about the kernel wall (`fs-tools: kernel wall: …`, written by every
+ * serving process), for tests that check nothing else was logged.
+ */
+export function afterStartupLine(stderr: string): string {
+  return stderr.replace(/^fs-tools: kernel wall: [^\n]*\n/, '');
+}
+
 export type Era = 'modern' | 'legacy';
 export const ERAS: Era[] = ['modern', 'legacy'];
 

@@ -1,0 +1,282 @@
+/**
+ * Which paths the kernel wall lets the server reach (docs/security.md "The kernel wall"), and raising it at start-up.
+ *
+ * Read-write: the roots as resolved at start, the state directory, and a private per-run directory made here (0700,
+ * outside the roots) that becomes TMPDIR for the process and its children — git views and gh token directories are
+ * made in it — and is removed at exit. Read and execute: the system's program trees (/usr, /bin, /lib…), Node's own
+ * install prefix, and each directory on PATH (the server runs git, gh and glab from there). Read-only: the package's
+ * own files, the /etc entries that name resolution, TLS and user lookup need, the process's own /proc entry, and the
+ * forge CLIs' configuration directories. /dev/null read-write. Everything else — the rest of the home directory,
+ * other projects, /etc/shadow, other processes' /proc entries — is refused by the kernel, to the server and every
+ * child it starts, whatever the policy layer decides.
+ *
+ * Client roots announced later can only narrow the command-line roots (`--client-roots=narrow`, the default, or
+ * `ignore`), so the start-up list is an upper bound. Where it cannot be — no command-line roots (the client's roots
+ * replace the working-directory default), or `--client-roots=replace` — the wall is off and says why (and
+ * `--sandbox=require` refuses to start): the server cannot know at start-up the roots a client will announce.
+ */
+import {
+  chmodSync,
+  constants,
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../config.js';
+import {
+  accessRights,
+  confineProcess,
+  handledRights,
+  loadKernelWallAddon,
+  type WallRule,
+  type WallState,
+} from '../fs/kernel-wall.js';
+import { setChildWall, type ChildWall } from '../vcs/run-command.js';
+import { isWithin } from '../fs/path-within.js';
+import { ghConfigDir } from '../vcs/forge-hosts.js';
+
+/** Program trees: read and execute. */
+const SYSTEM_PROGRAM_DIRS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];
+
+/** /etc entries the process and its children need: TLS roots, name resolution, users and groups, the loader. */
+const SYSTEM_READ_ONLY = [
+  '/etc/ssl',
+  '/etc/pki',
+  '/etc/ca-certificates',
+  '/etc/crypto-policies',
+  '/etc/resolv.conf',
+  '/etc/hosts',
+  '/etc/host.conf',
+  '/etc/nsswitch.conf',
+  '/etc/gai.conf',
+  '/etc/services',
+  '/etc/protocols',
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/localtime',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/alternatives',
+  '/dev/urandom',
+  '/dev/random',
+  '/proc/meminfo',
+  '/proc/stat',
+  '/proc/cpuinfo',
+  '/sys/fs/cgroup',
+  '/sys/devices/system/cpu',
+];
+
+/**
+ * The wall's plan, or why there is nothing to confine to. `gitRules` is git's narrower layer (the same list without
+ * the forge CLIs' configuration and without the run directory, of which git gets only its view's private
+ * directory); `helper` is the exec helper's private copy that applies it (null: git runs in the server's wall).
+ */
+export type WallPlan =
+  { rules: WallRule[]; runDir: string; gitRules: WallRule[]; helper: string | null } | { reason: string };
+
+/** The real path of `p`, or null when it does not exist. */
+function real(p: string): string | null {
+  try {
+    return realpathSync.native(p);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Decides the rules from the configuration and makes the private per-run directory (setting TMPDIR to it).
+ * @returns the plan, or the reason the wall cannot be raised (no command-line roots; a root is /)
+ */
+export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.env): WallPlan {
+  const roots = config.roots.map((r) => r.real);
+  // The start-up list must be an upper bound of every root the server may later use: client roots may replace the
+  // working-directory default, and under --client-roots=replace the command-line roots too.
+  if (roots.length === 0 || (!config.rootsFromCommandLine && config.clientRoots !== 'ignore')) {
+    return { reason: 'no command-line roots (client roots are not known at start-up)' };
+  }
+  if (config.clientRoots === 'replace') {
+    return { reason: '--client-roots=replace (client roots may lie outside the command-line roots)' };
+  }
+  if (roots.includes('/')) return { reason: 'a root is /' };
+  const inside = (p: string) => roots.some((r) => isWithin(r, p));
+  const rules: WallRule[] = roots.map((r) => ({ path: r, access: 'rw' }));
+
+  try {
+    mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+  } catch {
+    // The journal then fails where it is used, with its own envelope; the wall does not widen for it.
+  }
+  const stateDir = real(config.stateDir);
+  if (stateDir) rules.push({ path: stateDir, access: 'rw' });
+
+  const runDir = makeRunDir(inside);
+  if (typeof runDir !== 'string') return runDir;
+  rules.push({ path: runDir, access: 'rw' }, { path: '/dev/null', access: 'dev' });
+
+  const home = real(os.homedir());
+  const tooWide = (p: string) => p === '/' || (home !== null && isWithin(p, home));
+  for (const dir of SYSTEM_PROGRAM_DIRS) rules.push({ path: dir, access: 'rx' });
+  const node = real(process.execPath);
+  if (node) {
+    const prefix = path.dirname(path.dirname(node));
+    if (!tooWide(prefix)) rules.push({ path: prefix, access: 'rx' });
+  }
+  for (const entry of (env.PATH ?? '').split(path.delimiter)) {
+    if (!path.isAbsolute(entry)) continue;
+    const dir = real(entry);
+    if (dir && !tooWide(dir)) rules.push({ path: dir, access: 'rx' });
+  }
+  for (const p of SYSTEM_READ_ONLY) rules.push({ path: p, access: 'ro' });
+  for (const key of ['SSL_CERT_FILE', 'SSL_CERT_DIR', 'NODE_EXTRA_CA_CERTS', 'GIT_SSL_CAINFO']) {
+    const value = env[key];
+    if (value && path.isAbsolute(value)) rules.push({ path: value, access: 'ro' });
+  }
+  const self = real('/proc/self');
+  if (self) rules.push({ path: self, access: 'ro' });
+  const distDir = path.dirname(fileURLToPath(import.meta.url));
+  rules.push({ path: path.dirname(distDir), access: 'ro' });
+  // git's layer: everything so far but the run directory (its views' private directories are added per run).
+  const gitRules = rules.filter((r) => r.path !== runDir);
+  // The server's own git call for the operator's global safe.directory (src/vcs/git-view.ts) reads these.
+  const xdg = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : null;
+  for (const file of [
+    path.join(os.homedir(), '.gitconfig'),
+    path.join(xdg ?? path.join(os.homedir(), '.config'), 'git', 'config'),
+  ]) {
+    const r = real(file);
+    if (r) rules.push({ path: r, access: 'ro' });
+  }
+  // The forge CLIs' configuration: gh and glab read it, git never does.
+  for (const dir of [ghConfigDir(env), path.join(os.homedir(), '.config', 'glab-cli')]) {
+    const r = real(dir);
+    if (r && !tooWide(r)) rules.push({ path: r, access: 'ro' });
+  }
+  const helper = installHelper(distDir, runDir);
+  if (helper) rules.push({ path: helper, access: 'rx' });
+  return { rules, runDir, gitRules, helper };
+}
+
+/**
+ * Copies the exec helper from the build (dist/native/<platform>-<arch>/fs_tools_landlock_exec) into the run
+ * directory, where no tool can write it, and returns the copy's path; null when the build has none.
+ */
+function installHelper(distDir: string, runDir: string): string | null {
+  const source = path.join(distDir, 'native', `${process.platform}-${process.arch}`, 'fs_tools_landlock_exec');
+  const copy = path.join(runDir, 'fs_tools_landlock_exec');
+  try {
+    copyFileSync(source, copy, constants.COPYFILE_EXCL);
+    chmodSync(copy, 0o500);
+    return copy;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * git's narrower layer for the one subprocess runner (src/vcs/run-command.ts): a program named `git` runs through the
+ * helper with `gitRules`, plus read-write on its view's private directory — the run-directory entry its HOME lies in
+ * (src/vcs/git-view.ts sets HOME inside it). Other programs (gh, glab) run in the server's own wall.
+ */
+export function gitChildWall(plan: Extract<WallPlan, { rules: unknown }>, abi: number): ChildWall | null {
+  const helper = plan.helper;
+  if (!helper) return null;
+  const handled = String(handledRights(abi));
+  const fixed = plan.gitRules.map((r) => `${accessRights(r.access, abi)}:${r.path}`);
+  const rw = accessRights('rw', abi);
+  return (file, env) => {
+    if (path.basename(file) !== 'git' || !path.isAbsolute(file)) return null;
+    const home = env.HOME;
+    const own =
+      home && path.isAbsolute(home) && isWithin(plan.runDir, home) && home !== plan.runDir
+        ? [`${rw}:${path.join(plan.runDir, path.relative(plan.runDir, home).split(path.sep)[0])}`]
+        : [];
+    return { file: helper, prefix: [handled, ...fixed, ...own, '--'] };
+  };
+}
+
+/**
+ * Makes the private per-run directory (0700) under the first of TMPDIR, /tmp, /dev/shm, /var/tmp whose real path is
+ * outside the roots, points TMPDIR at it (os.tmpdir() and every child then use it) and removes it at exit.
+ */
+function makeRunDir(inside: (p: string) => boolean): string | { reason: string } {
+  for (const candidate of [os.tmpdir(), '/tmp', '/dev/shm', '/var/tmp']) {
+    const base = real(candidate);
+    if (!base || inside(base)) continue;
+    sweepRunDirs(base);
+    let dir: string;
+    try {
+      dir = mkdtempSync(path.join(base, `fs-tools-run-${process.pid}-`));
+    } catch {
+      continue;
+    }
+    process.env.TMPDIR = dir;
+    // Its contents go at exit; the directory itself stays (removing it needs a right on its parent, which the wall
+    // does not give) until the next start sweeps it.
+    process.on('exit', () => emptyDir(dir));
+    return dir;
+  }
+  return { reason: 'every temporary directory lies inside the roots' };
+}
+
+/** Removes every entry of `dir`, never throwing (the process is exiting). */
+function emptyDir(dir: string): void {
+  try {
+    for (const name of readdirSync(dir)) rmSync(path.join(dir, name), { recursive: true, force: true });
+  } catch {
+    // Left for the next start's sweep.
+  }
+}
+
+/** Removes the run directories of servers that are gone (`fs-tools-run-PID-…` whose PID is not alive). */
+function sweepRunDirs(base: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(base);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const m = /^fs-tools-run-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+    if (!m || isAlive(Number(m[1]))) continue;
+    const dir = path.join(base, name);
+    try {
+      if (lstatSync(dir).isDirectory() && lstatSync(dir).uid === process.getuid?.())
+        rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Another process's, or gone already.
+    }
+  }
+}
+
+/** Whether a process with this id exists (signal 0; EPERM means it exists and is not ours). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Raises the wall as `--sandbox` asks: `off` → off; otherwise the plan, the addon and the kernel decide. Call once,
+ * after the process state exists (the audit log is open) and before any request is read.
+ */
+export async function raiseKernelWall(config: Config): Promise<WallState> {
+  if (config.sandbox === 'off') return { enforced: false, reason: '--sandbox=off' };
+  const addon = loadKernelWallAddon();
+  if (typeof addon === 'string') return { enforced: false, reason: addon };
+  const plan = planKernelWall(config);
+  if ('reason' in plan) return { enforced: false, reason: plan.reason };
+  const state = await confineProcess(addon, plan.rules, config.sandboxAbi);
+  if (state.enforced) setChildWall(gitChildWall(plan, state.abi));
+  return state;
+}
