@@ -1,0 +1,210 @@
+/**
+ * The kernel wall's mechanism (src/fs/kernel-wall.ts) and plan (src/cli/kernel-wall.ts), in-process. The test
+ * process itself is never confined here (that would confine the rest of this test file's process): the real addon is
+ * loaded and asked its ABI, and the one step that confines is given a stand-in object with the addon's interface —
+ * the real confinement is proven against the real server in test/attacks/kernel-wall.test.ts.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseConfig, processEnvironment } from '../../src/config.js';
+import { planKernelWall, raiseKernelWall } from '../../src/cli/kernel-wall.js';
+import {
+  accessRights,
+  confineProcess,
+  describeWall,
+  handledRights,
+  loadKernelWallAddon,
+  poolThreads,
+  type KernelWallAddon,
+} from '../../src/fs/kernel-wall.js';
+import { TOOL_NAMES } from '../../src/tools/registry.js';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const ADDON = pathToFileURL(path.join(REPO, `dist/native/${process.platform}-${process.arch}/fs_tools_landlock.node`));
+
+describe('rights per ABI', () => {
+  it('handles every right the ABI knows, and no other', () => {
+    expect(handledRights(1)).toBe(0x1fff);
+    expect(handledRights(2)).toBe(0x3fff);
+    expect(handledRights(3)).toBe(0x7fff);
+    expect(handledRights(4)).toBe(0x7fff);
+    expect(handledRights(5)).toBe(0xffff);
+    expect(handledRights(7)).toBe(0xffff);
+  });
+
+  it('read-only never writes or executes; rw never executes or makes devices; dev only reads and writes', () => {
+    const EXECUTE = 1;
+    const WRITE_FILE = 2;
+    const MAKE_CHAR = 1 << 6;
+    const MAKE_BLOCK = 1 << 11;
+    expect(accessRights('ro', 7)).toBe(4 | 8);
+    expect(accessRights('rx', 7)).toBe(4 | 8 | EXECUTE);
+    expect(accessRights('rw', 7) & (EXECUTE | MAKE_CHAR | MAKE_BLOCK)).toBe(0);
+    expect(accessRights('rw', 7) & WRITE_FILE).toBe(WRITE_FILE);
+    expect(accessRights('dev', 7)).toBe(2 | 4 | (1 << 14));
+    // Rights an older ABI lacks are left out (REFER from 2, TRUNCATE from 3).
+    expect(accessRights('rw', 1) & ((1 << 13) | (1 << 14))).toBe(0);
+    expect(accessRights('dev', 1)).toBe(2 | 4);
+  });
+});
+
+describe('poolThreads: the libuv pool size as libuv reads it', () => {
+  it.each([
+    [undefined, 4],
+    ['', 4],
+    ['abc', 4],
+    ['0', 1],
+    ['1', 1],
+    ['16', 16],
+    ['5000', 1024],
+  ])('UV_THREADPOOL_SIZE=%j → %d', (raw, n) => {
+    expect(poolThreads(raw === undefined ? {} : { UV_THREADPOOL_SIZE: raw })).toBe(n);
+  });
+});
+
+describe('the addon', () => {
+  it('loads from the build and reports the kernel ABI (7 on these machines, at least 1)', () => {
+    const addon = loadKernelWallAddon(ADDON);
+    expect(typeof addon).toBe('object');
+    expect((addon as KernelWallAddon).abi()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a missing file or a file that is not the addon gives the reason, never a throw', () => {
+    expect(loadKernelWallAddon(pathToFileURL('/nonexistent/fs_tools_landlock.node'))).toMatch(/not built/);
+    expect(loadKernelWallAddon(pathToFileURL(path.join(REPO, 'package.json')))).toMatch(/not this version/);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-addon-'));
+    try {
+      writeFileSync(path.join(dir, 'corrupt.node'), 'not an ELF file');
+      expect(loadKernelWallAddon(pathToFileURL(path.join(dir, 'corrupt.node')))).toMatch(/failed to load/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('confineProcess decides enforced or off (the confining call is a stand-in here)', () => {
+  const fake = (abi: number, confine: KernelWallAddon['confineProcess']): KernelWallAddon => ({
+    abi: () => abi,
+    confineProcess: confine,
+  });
+
+  it('passes the handled rights, each rule as [path, rights] and the pool size; enforced with the ABI used', async () => {
+    const seen: unknown[] = [];
+    const state = await confineProcess(
+      fake(7, (handled, rules, threads) => {
+        seen.push(handled, rules, threads);
+        return Promise.resolve(rules.map(() => false));
+      }),
+      [
+        { path: '/r', access: 'rw' },
+        { path: '/usr', access: 'rx' },
+      ],
+      5,
+    );
+    expect(state).toEqual({ enforced: true, mechanism: 'landlock', abi: 5 });
+    expect(seen).toEqual([
+      handledRights(5),
+      [
+        ['/r', accessRights('rw', 5)],
+        ['/usr', accessRights('rx', 5)],
+      ],
+      4,
+    ]);
+  });
+
+  it('off: a reason string, no Landlock, --sandbox-abi=0, or a refusal by the kernel', async () => {
+    const never = () => Promise.reject(new Error('must not be called'));
+    expect(await confineProcess('the addon was not built', [], null)).toEqual({
+      enforced: false,
+      reason: 'the addon was not built',
+    });
+    expect(await confineProcess(fake(-38, never), [], null)).toMatchObject({ enforced: false, reason: /no Landlock/ });
+    expect(await confineProcess(fake(7, never), [], 0)).toEqual({
+      enforced: false,
+      reason: 'Landlock ABI 0 (--sandbox-abi)',
+    });
+    expect(
+      await confineProcess(
+        fake(7, () => Promise.reject(new Error('landlock_restrict_self: EPERM'))),
+        [],
+        null,
+      ),
+    ).toEqual({ enforced: false, reason: 'the kernel refused the ruleset (landlock_restrict_self: EPERM)' });
+  });
+
+  it('describeWall: one line either way', () => {
+    expect(describeWall({ enforced: true, mechanism: 'landlock', abi: 7 })).toBe(
+      'kernel wall: landlock ABI 7, enforced',
+    );
+    expect(describeWall({ enforced: false, reason: '--sandbox=off' })).toBe('kernel wall: off (--sandbox=off)');
+  });
+});
+
+describe('planKernelWall', () => {
+  const savedTmp = process.env.TMPDIR;
+  const made: string[] = [];
+  afterEach(() => {
+    if (savedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmp;
+    for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  const config = (argv: string[], cwd: string) =>
+    parseConfig(argv, { ...processEnvironment(TOOL_NAMES), cwd, home: os.homedir() });
+
+  it('roots and the state directory read-write, a private 0700 run directory as TMPDIR, programs read-execute', () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-plan-'));
+    made.push(work);
+    const root = path.join(work, 'root');
+    const state = path.join(work, 'state');
+    mkdirSync(root);
+    const plan = planKernelWall(config([`--state-dir=${state}`, root], work), {
+      PATH: `/usr/bin:relative/bin:/`,
+    });
+    expect('rules' in plan).toBe(true);
+    if (!('rules' in plan)) return;
+    made.push(plan.runDir);
+    const rw = plan.rules.filter((r) => r.access === 'rw').map((r) => r.path);
+    expect(rw).toEqual([root, state, plan.runDir]);
+    expect(statSync(state).isDirectory()).toBe(true);
+    expect(statSync(plan.runDir).mode & 0o777).toBe(0o700);
+    expect(process.env.TMPDIR).toBe(plan.runDir);
+    expect(path.basename(plan.runDir)).toMatch(new RegExp(`^fs-tools-run-${process.pid}-`));
+    const rx = plan.rules.filter((r) => r.access === 'rx').map((r) => r.path);
+    expect(rx).toContain('/usr');
+    expect(rx).toContain('/usr/bin');
+    // Neither a relative PATH entry nor / (too wide) becomes a rule.
+    expect(rx).not.toContain('/');
+    expect(rx.some((p) => !path.isAbsolute(p))).toBe(false);
+    expect(plan.rules).toContainEqual({ path: '/dev/null', access: 'dev' });
+    // Nothing of the home directory as a whole, nor /etc as a whole.
+    const all = plan.rules.map((r) => r.path);
+    expect(all).not.toContain(os.homedir());
+    expect(all).not.toContain('/etc');
+    expect(all).not.toContain('/proc');
+  });
+
+  it('no command-line roots, or a root at /: nothing to confine to (the reason says which)', async () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-plan-'));
+    made.push(work);
+    expect(planKernelWall(config(['/'], work))).toEqual({ reason: 'a root is /' });
+    expect(planKernelWall(config(['--client-roots=replace', work], work))).toEqual({
+      reason: '--client-roots=replace (client roots may lie outside the command-line roots)',
+    });
+    // The working-directory default: client roots may replace it, so it is no upper bound — unless they are ignored.
+    expect(planKernelWall(config([], work))).toMatchObject({ reason: /no command-line roots/ });
+    const ignored = planKernelWall(config(['--client-roots=ignore'], work));
+    expect('rules' in ignored && ignored.rules[0]).toEqual({ path: work, access: 'rw' });
+    if ('runDir' in ignored) made.push(ignored.runDir);
+    const none = { ...config([work], work), roots: [] };
+    expect(planKernelWall(none)).toEqual({
+      reason: 'no command-line roots (client roots are not known at start-up)',
+    });
+    expect(await raiseKernelWall(none)).toMatchObject({ enforced: false });
+    expect(await raiseKernelWall({ ...none, sandbox: 'off' })).toEqual({ enforced: false, reason: '--sandbox=off' });
+    expect(existsSync(work)).toBe(true);
+  });
+});
