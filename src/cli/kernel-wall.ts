@@ -91,6 +91,17 @@ function real(p: string): string | null {
   }
 }
 
+/** The real path of `p`'s nearest existing ancestor joined with the rest (`p` may not exist yet). */
+function realSpelling(p: string): string {
+  const rest: string[] = [];
+  for (let d = path.resolve(p); ; d = path.dirname(d)) {
+    const r = real(d);
+    if (r !== null) return path.join(r, ...rest);
+    if (d === path.dirname(d)) return path.resolve(p);
+    rest.unshift(path.basename(d));
+  }
+}
+
 /**
  * Decides the rules from the configuration and makes the private per-run directory (setting TMPDIR to it).
  * @returns the plan, or the reason the wall cannot be raised (no command-line roots; a root is /)
@@ -109,13 +120,17 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   const inside = (p: string) => roots.some((r) => isWithin(r, p));
   const rules: WallRule[] = roots.map((r) => ({ path: r, access: 'rw' }));
 
-  try {
-    mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
-  } catch {
-    // The journal then fails where it is used, with its own envelope; the wall does not widen for it.
+  // A state directory inside a root is covered by the root's rule (and is not made before it is needed); one outside
+  // is made now (0700), since the wall cannot name what does not exist.
+  if (!inside(realSpelling(config.stateDir))) {
+    try {
+      mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+    } catch {
+      // The journal then fails where it is used, with its own envelope; the wall does not widen for it.
+    }
+    const stateDir = real(config.stateDir);
+    if (stateDir) rules.push({ path: stateDir, access: 'rw' });
   }
-  const stateDir = real(config.stateDir);
-  if (stateDir) rules.push({ path: stateDir, access: 'rw' });
 
   const runDir = makeRunDir(inside);
   if (typeof runDir !== 'string') return runDir;
