@@ -110,10 +110,12 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   const roots = config.roots.map((r) => r.real);
   // The start-up list must be an upper bound of every root the server may later use: client roots may replace the
   // working-directory default, and under --client-roots=replace the command-line roots too.
-  if (roots.length === 0 || (!config.rootsFromCommandLine && config.clientRoots !== 'ignore')) {
+  // Only a serving process has a client that may announce roots; `call` and `tools` keep the roots they start with.
+  const clientMayAnnounce = config.mode.kind === 'serve' && config.clientRoots !== 'ignore';
+  if (roots.length === 0 || (!config.rootsFromCommandLine && clientMayAnnounce)) {
     return { reason: 'no command-line roots (client roots are not known at start-up)' };
   }
-  if (config.clientRoots === 'replace') {
+  if (clientMayAnnounce && config.clientRoots === 'replace') {
     return { reason: '--client-roots=replace (client roots may lie outside the command-line roots)' };
   }
   if (roots.includes('/')) return { reason: 'a root is /' };

@@ -196,6 +196,10 @@ describe('planKernelWall', () => {
     });
     // The working-directory default: client roots may replace it, so it is no upper bound — unless they are ignored.
     expect(planKernelWall(config([], work))).toMatchObject({ reason: /no command-line roots/ });
+    // `call` has no client: the working-directory default is final, and bounds the wall.
+    const oneShot = planKernelWall(config(['call', 'stat', '{}'], work));
+    expect('rules' in oneShot && oneShot.rules[0]).toEqual({ path: work, access: 'rw' });
+    if ('runDir' in oneShot) made.push(oneShot.runDir);
     const ignored = planKernelWall(config(['--client-roots=ignore'], work));
     expect('rules' in ignored && ignored.rules[0]).toEqual({ path: work, access: 'rw' });
     if ('runDir' in ignored) made.push(ignored.runDir);
