@@ -4,7 +4,8 @@
  *    `setWriteFaultInjector` and its write-fault switch is the folded constant `false`;
  *  - this in-process build (vitest.config.ts defines FS_TOOLS_TEST_SEAMS) does carry the seam, and an injected fault
  *    reaches the writer and leaves nothing behind (so the bundle check above is about a seam that really works);
- *  - no source file names an FS_TOOLS_* environment variable (test-only switches are never read from the
+ *  - no source file names an FS_TOOLS_* environment variable other than the two build-time constants
+ *    FS_TOOLS_TEST_SEAMS and FS_TOOLS_BROKEN_CONTAINMENT (test-only switches are never read from the
  *    environment; the operator's variables such as GITLAB_TOKEN or XDG_STATE_HOME are not test seams).
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -24,6 +25,9 @@ describe('test seams', () => {
     const bundle = readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8');
     expect(bundle).not.toContain('setWriteFaultInjector');
     expect(bundle).not.toContain('FS_TOOLS_TEST_SEAMS');
+    // The kernel wall's broken-policy test build (scripts/bundle.mjs --broken-containment) folds to false here.
+    expect(bundle).not.toContain('FS_TOOLS_BROKEN_CONTAINMENT');
+    expect(bundle).toMatch(/var BROKEN_CONTAINMENT = false;/);
     expect(bundle).toMatch(/var WRITE_FAULTS_BUILT_IN = false;/);
   });
 
@@ -50,7 +54,7 @@ describe('test seams', () => {
       for (const e of readdirSync(d, { withFileTypes: true })) {
         const p = path.join(d, e.name);
         if (e.isDirectory()) walk(p);
-        else if (p.endsWith('.ts') && /\bFS_TOOLS_(?!TEST_SEAMS\b)[A-Z_]+/.test(readFileSync(p, 'utf8')))
+        else if (p.endsWith('.ts') && /\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b)[A-Z_]+/.test(readFileSync(p, 'utf8')))
           offenders.push(path.relative(ROOT, p));
       }
     };
