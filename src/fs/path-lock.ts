@@ -65,7 +65,7 @@ export { isLockFileName, LOCK_FILE_PREFIX };
 /** Longest wait (ms) for a lock its holder keeps fresh. */
 const WAIT_MS = 10_000;
 /** A lock not refreshed during this much of our wait (ms) fails the call with `locked` (it is not broken yet). */
-export const LOCK_STUCK_MS = 800;
+export const LOCK_STUCK_MS = 700;
 /** A lock not refreshed for this long (ms, by its ctime) is broken by the next writer, whoever it names. */
 export const LOCK_STALE_MS = 10_000;
 /** The same for a break lock, which lives for a few syscalls. */
