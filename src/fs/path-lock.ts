@@ -44,7 +44,7 @@ import {
   constants,
   existsSync,
   fstatSync,
-  futimes,
+  futimesSync,
   linkSync,
   lstatSync,
   openSync,
@@ -381,9 +381,17 @@ let heartbeat: NodeJS.Timeout | null = null;
 /** Starts refreshing `lock` (and the shared timer when it is the first). */
 function keepFresh(lock: HeldLock): void {
   heldLocks.add(lock);
+  // Synchronous on purpose: an asynchronous futimes still queued when `release` closes the descriptor could run on a
+  // number the kernel has since given to another file (a user's file would get its times changed).
   heartbeat ??= setInterval(() => {
     const now = new Date();
-    for (const l of heldLocks) futimes(l.fd, now, now, () => undefined);
+    for (const l of heldLocks) {
+      try {
+        futimesSync(l.fd, now, now);
+      } catch {
+        /* the lock is being released */
+      }
+    }
   }, HEARTBEAT_MS).unref();
 }
 
