@@ -146,7 +146,7 @@ describe('forged locks', () => {
         ['create_directory', { path: path.join(root, n) }],
         ['write_file', { path: path.join(root, n, 'y.txt'), content: 'y', create_dirs: true }],
         ['write_file', { path: path.join(root, 'd', n, 'y.txt'), content: 'y', create_dirs: true }],
-        ['apply_patch', { patch: `--- /dev/null\n+++ b/${n}/z.txt\n@@ -0,0 +1 @@\n+z\n`, cwd: root }],
+        ['apply_patch', { patch: `--- /dev/null\n+++ b/${n}/z.txt\n@@ -0,0 +1 @@\n+z\n`, path: root }],
         ['copy_path', { source: path.join(root, 'src'), destination: path.join(root, n), recursive: true }],
         ['copy_path', { source: path.join(root, 'm.txt'), destination: path.join(root, 'src', n) }],
         ['move_path', { source: path.join(root, 'm.txt'), destination: path.join(root, n) }],
@@ -156,7 +156,7 @@ describe('forged locks', () => {
         const r = await c.call(tool, args);
         expect(r.isError, `${tool} ${n}`).toBe(true);
         const { error } = JSON.parse(r.content[0].text!) as { error: Record<string, any> };
-        if (error.code !== 'VALIDATION') expect(error.code, `${tool} ${n}`).toBe('FILE_POLICY_DENIED');
+        expect(error, `${tool} ${n}`).toMatchObject({ code: 'FILE_POLICY_DENIED', details: { source: 'builtin' } });
       }
     }
     expect(snapshotTree(root)).toEqual(before);
