@@ -165,7 +165,10 @@ export function removeOwnFilesOnExit(): void {
   for (const [p, kind] of [...inFlight]) {
     if (kind === 'tree') continue;
     try {
-      if (kind === 'lock' && !lockIsMine(p)) continue;
+      if (kind === 'lock' && !lockIsMine(p)) {
+        inFlight.delete(p); // another process's lock at that name: not ours to remove, nor to keep noted
+        continue;
+      }
       unlinkSync(p); // unlink never follows a link at the last component
       inFlight.delete(p);
     } catch {

@@ -15,7 +15,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -93,8 +93,10 @@ describe('withPathLock across processes', () => {
       { stdio: 'ignore' },
     );
     children.push(child);
-    await new Promise((r) => setTimeout(r, 100));
     plant(target, { pid: child.pid, start: startTimeOf(child.pid!) });
+    // Once the owner has refreshed it at least once (a loaded machine may take a while to start it).
+    const planted = lstatSync(file).ctimeMs;
+    while (lstatSync(file).ctimeMs === planted) await new Promise((r) => setTimeout(r, 20));
     const { ran, done } = await ranWithin(target, 1500);
     expect(ran).toBe(false);
     expect(existsSync(file)).toBe(true);
