@@ -16,7 +16,7 @@ import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
 import { armKillPoint, recoverJournals } from './patch/transaction.js';
-import { failCopyAt, setCopyFault } from './tools/copy-path.js';
+import { delayCopy, failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { searchReaderPool } from './fs/search-reader.js';
 import { findContainingRoot } from './policy/containment.js';
@@ -24,6 +24,7 @@ import { raiseKernelWall } from './cli/kernel-wall.js';
 import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
 import { setDenialSource } from './errors/to-envelope.js';
 import { isWithin } from './fs/path-within.js';
+import { configureOwnFiles, removeOwnFilesOnExit, sweepOwnLeftovers } from './fs/own-files.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
 
@@ -81,11 +82,13 @@ function describeAvailableWall(config: Config): string {
 async function main(argv: string[]): Promise<number> {
   let config: Config;
   // Test seams (issue #20): only as the FIRST argument, `--test-seams=kill-at:N` (the crash tests of
-  // test/e2e/patch-crash.test.ts) or `--test-seams=copy-fault:ENTRY` (test/e2e/copy-path.test.ts). Not in --help;
+  // test/e2e/patch-crash.test.ts), `--test-seams=copy-fault:ENTRY` (test/e2e/copy-path.test.ts) or
+  // `--test-seams=copy-delay:MS` (a slow copy: test/attacks/own-files.test.ts). Not in --help;
   // production never passes it.
-  const seam = /^--test-seams=(?:kill-at:(\d{1,6})|copy-fault:(.+))$/s.exec(argv[0] ?? '');
+  const seam = /^--test-seams=(?:kill-at:(\d{1,6})|copy-fault:(.+)|copy-delay:(\d{1,5}))$/s.exec(argv[0] ?? '');
   if (seam) {
     if (seam[1] !== undefined) armKillPoint(Number(seam[1]));
+    else if (seam[3] !== undefined) setCopyFault(delayCopy(Number(seam[3])));
     else setCopyFault(failCopyAt(seam[2]));
     argv = argv.slice(1);
   }
@@ -124,6 +127,20 @@ async function main(argv: string[]): Promise<number> {
       setDenialSource((p) => (p !== null && writable.some((r) => isWithin(r, p)) ? 'os' : 'kernel'));
     }
     if (mode.kind === 'serve') process.stderr.write(`fs-tools: ${describeWall(state.kernelWall)}\n`);
+    // The server's own leftovers (temporaries, copy trees, locks) that a killed process noted in its in-flight
+    // register: removed inside the roots before serving (docs/security.md "Locks, temporaries and shutdown").
+    const isInside = (p: string) => findContainingRoot(state.roots.current(), p) !== undefined;
+    const swept = await sweepOwnLeftovers(config.stateDir, isInside, { readonly: config.readonly });
+    if (swept.length > 0) {
+      const removed = swept.filter((f) => f.outcome === 'removed');
+      process.stderr.write(
+        `fs-tools: start-up sweep: ${removed.length} leftover(s) of a killed fs-tools process removed` +
+          `${swept.length > removed.length ? `, ${swept.length - removed.length} left${config.readonly ? ' (--readonly)' : ''}` : ''}:` +
+          ` ${swept.map((f) => `${f.kind} ${f.path} (${f.outcome})`).join(', ')}\n`,
+      );
+    }
+    configureOwnFiles(config.stateDir);
+    process.once('exit', removeOwnFilesOnExit);
     // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.
     // Each journaled file is authorized as a live write would be; under --readonly nothing is applied (issue 11).
     const policy = {
@@ -175,15 +192,30 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
   // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (SPEC §2).
+  // Graceful shutdown (src/server/shutdown.ts): on stdin end or SIGTERM, stop taking calls, let those in flight finish
+  // (or cancel them after the grace), answer them, remove this process's own files still in flight, exit. Idle worker
+  // threads (search, regex) must not keep the process alive, hence the explicit exit.
+  let draining: Promise<void> | null = null;
+  const shutdown = (why: string): Promise<void> => {
+    draining ??= (async () => {
+      const running = state.calls.size;
+      const left = await state.calls.drain();
+      if (running > 0)
+        process.stderr.write(
+          `fs-tools: ${why}: ${running - left} call(s) in flight answered${left > 0 ? `, ${left} cut off` : ''}\n`,
+        );
+      removeOwnFilesOnExit();
+      // The answers are queued on stdout: exit once it has taken them (a client that left makes the write fail).
+      process.stdout.write('', () => process.exit(0));
+      setTimeout(() => process.exit(0), 1000).unref();
+    })();
+    return draining;
+  };
   serveStdio(() => createServer(state), {
-    transport: new GuardedStdioTransport(process.stdin, process.stdout),
+    transport: new GuardedStdioTransport(process.stdin, process.stdout, () => shutdown('stdin closed')),
     onerror: (error) => process.stderr.write(`fs-tools: ${error.message}\n`),
   });
-  // The MCP stdio binding: exit promptly once the client closes stdin. Idle worker threads (search, regex) must not
-  // keep the process alive; the grace period lets in-flight writes finish and the last responses flush.
-  process.stdin.once('end', () => {
-    setTimeout(() => process.exit(0), 1000).unref();
-  });
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
   return -1; // keep running
 }
 

@@ -18,6 +18,7 @@ import { constants, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import type { AllowedPath } from '../policy/resolve-path.js';
+import { dropOwnFile, noteOwnFile } from './own-files.js';
 import {
   changedError,
   identityOf,
@@ -114,9 +115,13 @@ export async function writeFileAtomicIn(
   const tmp = dir.pathOf(tmpName);
   const before = dir.lstat(base);
   const mode = options.mode ?? (before && before.isFile() ? before.mode & 0o7777 : 0o666);
+  // Noted before it exists: a process killed from here on leaves a temporary the start-up sweep removes
+  // (src/fs/own-files.ts); its name is of the class no tool reads, whatever it holds.
+  noteOwnFile(tmp, 'temporary');
   const handle = await dir
     .openFile(tmpName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode })
     .catch((error: unknown) => {
+      dropOwnFile(tmp);
       throw retarget(error, tmp, target);
     });
   let renamed = false;
@@ -161,6 +166,7 @@ export async function writeFileAtomicIn(
       throw retarget(error, tmp, target);
     }
     renamed = true;
+    dropOwnFile(tmp);
     await dir.sync();
     return dir.lstat(base);
   } catch (error) {
@@ -169,6 +175,7 @@ export async function writeFileAtomicIn(
     if (!renamed) {
       await handle.close().catch(() => undefined);
       dir.unlinkOwnTemporary(tmpName);
+      dropOwnFile(tmp);
     }
   }
 }

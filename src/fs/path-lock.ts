@@ -1,6 +1,6 @@
 /**
  * Serializes mutations of the same path (SPEC §5: no lost update) in this process and across every fs-tools process
- * that can see the file — whatever their --state-dir, HOME, XDG_STATE_HOME or TMPDIR (issue 11 item 4).
+ * that can see the file — whatever their --state-dir, HOME, XDG_STATE_HOME or TMPDIR.
  *
  * In-process: a promise chain per path. Across processes: a lock file BESIDE the target, in the target's parent
  * directory, so every process that can write the file agrees on where the lock is (containers sharing a volume
@@ -17,15 +17,26 @@
  *     existing ancestor under its relative name; after taking a lock, the holder checks that no live process holds
  *     the same target's lock in an ancestor (taken before the directories were created), and that its own lock
  *     directory is still the nearest existing ancestor, else it releases and retries;
- *   - a lock is taken over only when its owner is proved gone (ownerState: pid gone or reused, or another boot);
- *     never because of age (a slow live holder keeps its lock, item 7). Breaking is serialized by a second lock
- *     (`<lock>.break`) and removes the stale lock only if it is still the same inode that was judged stale.
+ *   - the holder keeps its lock fresh: it touches the lock file every HEARTBEAT_MS (futimes on a descriptor, which
+ *     moves the file's ctime — a time no unprivileged process can set back);
+ *   - a lock can never be forged into a denial of service (docs/security.md "Locks, temporaries and shutdown"). What
+ *     stands at the lock name is judged (`judge`):
+ *       · not a lock this program wrote (not a regular file, or no owner record in it): taken away at once — a
+ *         file or link is unlinked, a directory is renamed aside to a visible `fs-tools-forged-lock-<hex>`;
+ *       · an owner proved gone (this host, pid gone or reused, or another boot): broken at once;
+ *       · otherwise the lock is waited for while it is kept fresh (a live holder, on this host or another), up to
+ *         WAIT_MS; a lock NOT refreshed during STUCK_MS of waiting fails the call with IO_ERROR reason `locked`
+ *         (retryable, recovery retry_later, details.lock root-relative), and a lock not refreshed for STALE_MS
+ *         (by its ctime) is broken by the next writer, whoever it names — so no lock outlives its holder's
+ *         heartbeat by more than STALE_MS;
+ *     breaking is serialized by a second lock (`<lock>.break`, judged the same way with a STALE_MS of one second)
+ *     and removes the stale lock only if it is still the same inode that was judged stale;
  *   - a directory in which this process cannot create an entry (EACCES, EPERM, EROFS) gets no lock file: this
  *     process cannot mutate anything there either (every mutation is a temporary file + rename, or an unlink), so
- *     the mutation proceeds unlocked and fails on its own with the OS's reason;
- * Lock files are omitted from list_directory and search_files (src/policy/builtin-guards.ts) and live only while a
- * mutation runs; one left by a crashed process is taken over (and removed) by the next writer of that path.
- * A waiter gives up after WAIT_MS with EBUSY (IO_ERROR, retryable).
+ *     the mutation proceeds unlocked and fails on its own with the OS's reason.
+ * Lock files are of the server's own class (src/fs/own-files.ts): never listed, read, searched or created by the
+ * tools, in any path component; each is noted in the in-flight register before it is created, so the start-up sweep
+ * removes one a killed process left.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -33,40 +44,51 @@ import {
   constants,
   existsSync,
   fstatSync,
+  futimesSync,
   linkSync,
   lstatSync,
   openSync,
   readlinkSync,
   readSync,
   realpathSync,
+  renameSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { dropOwnFile, isLockFileName, LOCK_FILE_PREFIX, noteOwnFile } from './own-files.js';
 import { ownerState, parseIdentity, selfIdentity } from './process-identity.js';
 
-const WAIT_MS = 10_000;
-/** Prefix of every lock-related file name (lock, its temporary, its break lock). */
-export const LOCK_FILE_PREFIX = '.fs-tools-lock-';
-const LOCK_FILE_PATTERN = /^\.fs-tools-lock-[0-9a-f]{32}(?:\.break)?(?:\.[0-9a-f]{16}\.tmp)?$/;
+export { isLockFileName, LOCK_FILE_PREFIX };
 
-/** True for the names this module creates (hidden from listings and searches). */
-export function isLockFileName(name: string): boolean {
-  return LOCK_FILE_PATTERN.test(name);
-}
+/** Longest wait (ms) for a lock its holder keeps fresh. */
+const WAIT_MS = 10_000;
+/** A lock not refreshed during this much of our wait (ms) fails the call with `locked` (it is not broken yet). */
+export const LOCK_STUCK_MS = 700;
+/** A lock not refreshed for this long (ms, by its ctime) is broken by the next writer, whoever it names. */
+export const LOCK_STALE_MS = 10_000;
+/** The same for a break lock, which lives for a few syscalls. */
+const BREAK_STALE_MS = 1_000;
+/** How often (ms) a holder refreshes its lock files. */
+const HEARTBEAT_MS = 200;
 
 const chains = new Map<string, Promise<unknown>>();
 const HAS_PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 
-const scopes = new Set<(p: string) => boolean>();
+interface Scope {
+  isInside: (p: string) => boolean;
+  rootOf?: (p: string) => string | undefined;
+}
+const scopes = new Set<Scope>();
 
 /** True when a lock file may be created in `p`: some registered scope accepts it (all do when none is registered). */
 function scope(p: string): boolean {
   if (scopes.size === 0) return true;
-  for (const accepts of scopes) if (accepts(p)) return true;
+  for (const s of scopes) if (s.isInside(p)) return true;
   return false;
 }
 
@@ -74,13 +96,28 @@ function scope(p: string): boolean {
  * Registers where lock files may be created: only in directories some registered predicate accepts (inside the
  * roots). The process state registers its roots once at start-up (tests that build several process states in one
  * process register each). Without any (unit tests) every directory is accepted.
+ * @param rootOf the real path of the root containing a path (for the root-relative `details.lock` of a `locked`
+ *   envelope); without it the envelope names only the lock file's name
  * @returns a function that unregisters it
  */
-export function registerLockScope(isInside: (p: string) => boolean): () => void {
-  scopes.add(isInside);
+export function registerLockScope(
+  isInside: (p: string) => boolean,
+  rootOf?: (p: string) => string | undefined,
+): () => void {
+  const s: Scope = { isInside, rootOf };
+  scopes.add(s);
   return () => {
-    scopes.delete(isInside);
+    scopes.delete(s);
   };
+}
+
+/** `lockPath` relative to the root containing it (`/`-separated), or its bare name: never a path outside the roots. */
+function rootRelative(lockPath: string): string {
+  for (const s of scopes) {
+    const root = s.rootOf?.(lockPath);
+    if (root !== undefined) return path.relative(root, lockPath).split(path.sep).join('/');
+  }
+  return path.basename(lockPath);
 }
 
 /** A directory opened and verified; `at(name)` names an entry of exactly that directory. */
@@ -92,6 +129,41 @@ interface VerifiedDir {
 
 function lockError(target: string, message: string): Error {
   return Object.assign(new Error(message), { code: 'EBUSY', path: target });
+}
+
+/** Why a lock stopped this call (the `locked` envelope's details.held_by). */
+type HeldBy = 'live_holder' | 'not_refreshed';
+
+/**
+ * IO_ERROR reason `locked`: names the lock (root-relative), says why it is held and how it clears.
+ * @param why live_holder: a holder kept it fresh for WAIT_MS; not_refreshed: nobody refreshed it while we waited
+ */
+function lockedError(target: string, lockPath: string, why: HeldBy, ageMs: number): ToolError {
+  const clearsInS = why === 'live_holder' ? null : Math.max(0, Math.ceil((LOCK_STALE_MS - ageMs) / 1000));
+  return new ToolError(
+    'IO_ERROR',
+    why === 'live_holder'
+      ? `Another process is still changing ${target} (it holds the write lock); nothing was written.`
+      : `The write lock of ${target} is held by an owner that does not refresh it (a process that is stalled, on ` +
+          `another host, or a lock file that was copied in); nothing was written. It is taken over once it has not ` +
+          `been refreshed for ${LOCK_STALE_MS / 1000} s.`,
+    {
+      path: target,
+      details: {
+        reason: 'locked',
+        errno: 'EBUSY',
+        lock: rootRelative(lockPath),
+        held_by: why,
+        ...(clearsInS === null ? {} : { clears_in_s: clearsInS }),
+      },
+      retryable: true,
+      recovery: 'retry_later',
+      suggestion:
+        clearsInS === null
+          ? 'Retry the call in a few seconds, after re-reading the file.'
+          : `Retry the call after ${clearsInS} s, after re-reading the file.`,
+    },
+  );
 }
 
 /** Opens `dir` (a real path) without following a link and proves the descriptor is that directory. */
@@ -156,21 +228,33 @@ function lockSite(target: string): { dir: string; relative: string } | null {
 const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
 
 /**
- * Creates `name` in `dir` holding our owner record, atomically. @returns the lock's inode, or null when taken.
+ * Creates `name` in `dir` holding our owner record, atomically; both the private temporary and the lock are noted in
+ * the in-flight register first (src/fs/own-files.ts). @returns the lock's inode, or null when taken.
  * @throws errno errors; EACCES / EPERM / EROFS mean the directory takes no new entry from this process
  */
 function tryCreate(dir: VerifiedDir, name: string): number | null {
   const tmp = `${name}.${randomBytes(8).toString('hex')}.tmp`;
-  const fd = openSync(dir.at(tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, 0o644);
+  const tmpPath = path.join(dir.path, tmp);
+  const lockPath = path.join(dir.path, name);
+  noteOwnFile(tmpPath, 'lock');
+  let fd: number;
+  try {
+    fd = openSync(dir.at(tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, 0o644);
+  } catch (error) {
+    dropOwnFile(tmpPath);
+    throw error;
+  }
   try {
     try {
       writeSync(fd, JSON.stringify(selfIdentity()));
     } finally {
       closeSync(fd);
     }
+    noteOwnFile(lockPath, 'lock');
     try {
       linkSync(dir.at(tmp), dir.at(name));
     } catch (error) {
+      dropOwnFile(lockPath);
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return null;
       throw error;
     }
@@ -181,29 +265,49 @@ function tryCreate(dir: VerifiedDir, name: string): number | null {
     } catch {
       /* already gone */
     }
+    dropOwnFile(tmpPath);
   }
 }
 
-/** Reads a lock's owner. @returns null when the lock vanished; owner null when the record is unreadable. */
-function inspect(dir: VerifiedDir, name: string): { ino: number; state: 'alive' | 'gone' | 'unknown' } | null {
+/** What stands at a lock name (see the module comment). */
+type Verdict =
+  | { kind: 'forged'; ino: number; directory: boolean }
+  | { kind: 'gone' | 'stale'; ino: number }
+  | { kind: 'held'; ino: number; ctimeMs: number; ageMs: number };
+
+/**
+ * Judges the entry `name` of `dir`. @returns null when nothing is there
+ * @param staleMs age (by ctime) after which a lock nobody refreshes is stale
+ */
+function judge(dir: VerifiedDir, name: string, staleMs: number): Verdict | null {
+  const st = lstatOrNull(dir.at(name));
+  if (!st) return null;
+  if (!st.isFile()) return { kind: 'forged', ino: st.ino, directory: st.isDirectory() };
   let fd: number;
   try {
-    fd = openSync(dir.at(name), constants.O_RDONLY | O_NOFOLLOW);
+    // O_NONBLOCK: a FIFO swapped in since the lstat must not hang the server.
+    fd = openSync(dir.at(name), constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
   }
   try {
-    const st = fstatSync(fd);
+    const now = fstatSync(fd);
+    if (!now.isFile()) return { kind: 'forged', ino: now.ino, directory: false };
     const buf = Buffer.alloc(2048);
-    const n = st.isFile() ? readSync(fd, buf, 0, buf.length, 0) : 0;
+    const n = readSync(fd, buf, 0, buf.length, 0);
     let owner = null;
     try {
       owner = parseIdentity(JSON.parse(buf.subarray(0, n).toString('utf8')));
     } catch {
-      /* not ours, or damaged: cannot judge */
+      /* not a record this program wrote */
     }
-    return { ino: st.ino, state: owner ? ownerState(owner) : 'unknown' };
+    // Our lock files are complete from the moment they exist (written, then linked): no record means not ours.
+    if (!owner) return { kind: 'forged', ino: now.ino, directory: false };
+    if (ownerState(owner) === 'gone') return { kind: 'gone', ino: now.ino };
+    const ageMs = Date.now() - now.ctimeMs;
+    if (ageMs >= staleMs) return { kind: 'stale', ino: now.ino };
+    return { kind: 'held', ino: now.ino, ctimeMs: now.ctimeMs, ageMs };
   } finally {
     closeSync(fd);
   }
@@ -220,43 +324,108 @@ function unlinkIfSame(dir: VerifiedDir, name: string, ino: number): void {
 }
 
 /**
- * Removes a lock whose owner is proved gone. Serialized by `<lock>.break`, so two processes that judged the same
- * lock stale cannot remove the fresh lock one of them took afterwards. A break lock whose own owner is gone (a crash
- * inside these few syscalls) is removed the same inode-checked way.
+ * Takes away what a judgement found removable: a forged directory is renamed aside to a visible
+ * `fs-tools-forged-lock-<hex>` (its content is not ours to delete; the user sees and removes it), anything else is
+ * unlinked — each only while it is still the judged inode.
  */
-function breakStale(dir: VerifiedDir, name: string, staleIno: number): void {
+function takeAway(dir: VerifiedDir, name: string, verdict: Verdict): void {
+  if (verdict.kind === 'forged' && verdict.directory) {
+    if (lstatOrNull(dir.at(name))?.ino !== verdict.ino) return;
+    const aside = `fs-tools-forged-lock-${randomBytes(6).toString('hex')}`;
+    try {
+      renameSync(dir.at(name), dir.at(aside));
+      process.stderr.write(
+        `fs-tools: a directory stood at a lock file's name in ${dir.path}; renamed aside to ${aside}\n`,
+      );
+    } catch {
+      /* gone, or cannot be moved: the wait ends with a locked envelope naming it */
+    }
+    return;
+  }
+  unlinkIfSame(dir, name, verdict.ino);
+}
+
+/**
+ * Removes a lock judged removable. Serialized by `<lock>.break`, so two processes that judged the same lock stale
+ * cannot remove the fresh lock one of them took afterwards. A break lock that is itself forged, of a gone owner, or
+ * older than BREAK_STALE_MS is taken away the same inode-checked way.
+ */
+function breakLock(dir: VerifiedDir, name: string, judged: Verdict): void {
   const breakName = `${name}.break`;
   const mine = tryCreate(dir, breakName);
   if (mine === null) {
-    const holder = inspect(dir, breakName);
-    if (holder?.state === 'gone') unlinkIfSame(dir, breakName, holder.ino);
+    const holder = judge(dir, breakName, BREAK_STALE_MS);
+    if (holder && holder.kind !== 'held') takeAway(dir, breakName, holder);
     return;
   }
   try {
-    const now = inspect(dir, name);
-    if (now && now.ino === staleIno && now.state === 'gone') unlinkIfSame(dir, name, staleIno);
+    const now = judge(dir, name, LOCK_STALE_MS);
+    if (now && now.ino === judged.ino && now.kind !== 'held') takeAway(dir, name, now);
   } finally {
     unlinkIfSame(dir, breakName, mine);
+    dropOwnFile(path.join(dir.path, breakName));
   }
 }
 
-/** A lock held across processes. */
+/** A lock held across processes; `fd` is the lock file, refreshed by the heartbeat. */
 interface HeldLock {
   dir: VerifiedDir;
   name: string;
   ino: number;
+  fd: number;
+}
+
+const heldLocks = new Set<HeldLock>();
+let heartbeat: NodeJS.Timeout | null = null;
+
+/** Starts refreshing `lock` (and the shared timer when it is the first). */
+function keepFresh(lock: HeldLock): void {
+  heldLocks.add(lock);
+  // Synchronous on purpose: an asynchronous futimes still queued when `release` closes the descriptor could run on a
+  // number the kernel has since given to another file (a user's file would get its times changed).
+  heartbeat ??= setInterval(() => {
+    const now = new Date();
+    for (const l of heldLocks) {
+      try {
+        futimesSync(l.fd, now, now);
+      } catch {
+        /* the lock is being released */
+      }
+    }
+  }, HEARTBEAT_MS).unref();
 }
 
 function release(lock: HeldLock): void {
+  heldLocks.delete(lock);
+  if (heldLocks.size === 0 && heartbeat) {
+    clearInterval(heartbeat);
+    heartbeat = null;
+  }
+  try {
+    closeSync(lock.fd);
+  } catch {
+    /* closed */
+  }
   try {
     unlinkIfSame(lock.dir, lock.name, lock.ino);
+    dropOwnFile(path.join(lock.dir.path, lock.name));
   } finally {
     closeSync(lock.dir.fd);
   }
 }
 
-/** True when a live (or unjudgeable) process holds `target`'s lock in a directory above `dir` (see the module comment). */
-function heldAbove(dir: string, target: string): boolean {
+/** Opens the lock file just created (inode `ino`) for the heartbeat. */
+function holdOpen(dir: VerifiedDir, name: string, ino: number): number {
+  const fd = openSync(dir.at(name), constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  if (fstatSync(fd).ino !== ino) {
+    closeSync(fd);
+    throw lockError(dir.path, 'The lock file changed while it was being taken.');
+  }
+  return fd;
+}
+
+/** A lock in a directory above, held by someone live (see the module comment), or null. */
+function heldAbove(dir: string, target: string): { dir: VerifiedDir; name: string; verdict: Verdict } | null {
   for (let a = path.dirname(dir); a !== dir && scope(a); dir = a, a = path.dirname(a)) {
     const name = lockNameFor(path.relative(a, target).split(path.sep).join('/'));
     if (!lstatOrNull(path.join(a, name))) continue;
@@ -264,16 +433,14 @@ function heldAbove(dir: string, target: string): boolean {
     try {
       ancestor = openVerifiedDir(a, target);
     } catch {
-      return true; // cannot tell: wait rather than risk two holders
+      continue; // the ancestor changed: the mutation's own checks refuse the path
     }
-    try {
-      const st = inspect(ancestor, name);
-      if (st && st.state !== 'gone') return true;
-    } finally {
-      closeSync(ancestor.fd);
-    }
+    const verdict = judge(ancestor, name, LOCK_STALE_MS);
+    if (verdict?.kind === 'held') return { dir: ancestor, name, verdict };
+    if (verdict) breakLock(ancestor, name, verdict);
+    closeSync(ancestor.fd);
   }
-  return false;
+  return null;
 }
 
 /**
@@ -286,12 +453,30 @@ function sanitized(error: unknown, target: string): unknown {
   return Object.assign(new Error(`${e.code}: cannot take the write lock of ${target}`), { code: e.code, path: target });
 }
 
+/** How long each lock seen while waiting has gone unrefreshed: key → its ctime and when we first saw that ctime. */
+type Seen = Map<string, { ctimeMs: number; since: number }>;
+
+/**
+ * Records a held lock's ctime and decides whether to keep waiting.
+ * @throws ToolError IO_ERROR reason locked (see lockedError)
+ */
+function waitOrFail(seen: Seen, target: string, lockPath: string, v: Verdict & { kind: 'held' }, deadline: number) {
+  const key = `${lockPath}\0${v.ino}`;
+  const now = Date.now();
+  const prev = seen.get(key);
+  if (!prev || prev.ctimeMs !== v.ctimeMs) seen.set(key, { ctimeMs: v.ctimeMs, since: now });
+  else if (now - prev.since >= LOCK_STUCK_MS) throw lockedError(target, lockPath, 'not_refreshed', v.ageMs);
+  if (now > deadline) throw lockedError(target, lockPath, 'live_holder', v.ageMs);
+}
+
 /**
  * @returns the lock held, or null when there is nothing to exclude: this process cannot create entries in the lock's
  *   directory (see below), or a non-directory stands in the target's path
+ * @throws ToolError IO_ERROR reason locked; NOT_ALLOWED changed_during_call; errno errors
  */
 async function acquire(target: string, deadline: number): Promise<HeldLock | null> {
   let delay = 1;
+  const seen: Seen = new Map();
   for (;;) {
     const site = lockSite(target);
     if (!site) return null;
@@ -318,11 +503,19 @@ async function acquire(target: string, deadline: number): Promise<HeldLock | nul
         throw error;
       }
       if (ino === null) {
-        const owner = inspect(dir, name);
-        if (owner === null)
+        const verdict = judge(dir, name, LOCK_STALE_MS);
+        if (verdict === null)
           retryNow = true; // released between our link and our look
-        else if (owner.state === 'gone') {
-          breakStale(dir, name, owner.ino); // then retry after the first short pause
+        else if (verdict.kind === 'held') waitOrFail(seen, target, path.join(site.dir, name), verdict, deadline);
+        else {
+          breakLock(dir, name, verdict);
+          const after = lstatOrNull(dir.at(name));
+          if (after === null) retryNow = true;
+          else if (after.ino === verdict.ino) {
+            // Still there (another process is breaking it, or it cannot be taken away): counts as not refreshed.
+            const stuck = { kind: 'held' as const, ino: verdict.ino, ctimeMs: -1, ageMs: 0 };
+            waitOrFail(seen, target, path.join(site.dir, name), stuck, deadline);
+          }
         }
       }
     } catch (error) {
@@ -330,25 +523,45 @@ async function acquire(target: string, deadline: number): Promise<HeldLock | nul
       throw sanitized(error, target);
     }
     if (ino !== null) {
-      const held: HeldLock = { dir, name, ino };
+      let held: HeldLock;
+      try {
+        held = { dir, name, ino, fd: holdOpen(dir, name, ino) };
+      } catch (error) {
+        unlinkIfSame(dir, name, ino);
+        dropOwnFile(path.join(dir.path, name));
+        closeSync(dir.fd);
+        throw sanitized(error, target);
+      }
+      keepFresh(held);
       let siteMoved: boolean;
-      let above: boolean;
+      let above: ReturnType<typeof heldAbove> = null;
       try {
         siteMoved = site.relative.includes('/') && lstatOrNull(dir.at(site.relative.split('/')[0])) !== null;
-        above = !siteMoved && heldAbove(site.dir, target);
+        if (!siteMoved) above = heldAbove(site.dir, target);
       } catch (error) {
         release(held);
         throw sanitized(error, target);
       }
       if (!siteMoved && !above) return held;
       release(held); // closes the directory
+      if (above) {
+        try {
+          waitOrFail(
+            seen,
+            target,
+            path.join(above.dir.path, above.name),
+            above.verdict as Verdict & { kind: 'held' },
+            deadline,
+          );
+        } finally {
+          closeSync(above.dir.fd);
+        }
+      }
       if (siteMoved) continue; // the missing directory was created meanwhile: lock beside the target now
     } else {
       closeSync(dir.fd);
       if (retryNow) continue;
     }
-    if (Date.now() > deadline)
-      throw lockError(target, `Timed out waiting for another process's write lock of ${target}.`);
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 25);
   }
@@ -356,9 +569,10 @@ async function acquire(target: string, deadline: number): Promise<HeldLock | nul
 
 /**
  * Runs `fn` while holding the locks of `paths` (real paths, authorized; sorted, so two callers never deadlock).
- * @param _stateDir unused: kept so callers need not change; locks no longer depend on the state directory
- * @throws Error code EBUSY (IO_ERROR) when another process holds a lock for WAIT_MS; ToolError NOT_ALLOWED when a
- *   directory above a target changed identity while its lock was being taken; whatever `fn` throws
+ * @param _stateDir unused: kept so callers need not change; locks do not depend on the state directory
+ * @throws ToolError IO_ERROR reason `locked` (retryable, retry_later, details.lock) when another holder keeps a lock
+ *   for WAIT_MS, or a lock is not refreshed during LOCK_STUCK_MS of waiting; ToolError NOT_ALLOWED when a directory
+ *   above a target changed identity while its lock was being taken; whatever `fn` throws
  */
 export async function withPathLock<T>(paths: readonly string[], _stateDir: string, fn: () => Promise<T>): Promise<T> {
   const keys = [...new Set(paths)].sort();

@@ -6,14 +6,16 @@
  *     (FILE_POLICY_DENIED, details.source "builtin", rule "state_dir" / "audit_log");
  *   - neither they nor a directory above them can be moved, replaced or deleted (rule as above, reason "contains");
  *   - listings and searches of a directory above them omit them (`isGuardedEntry`);
- *   - the path-lock files (`.fs-tools-lock-*`, src/fs/path-lock.ts) are omitted from listings and searches and can be
- *     neither read nor written (an agent-planted lock file would stall every writer of that path).
+ *   - the server's own files (path locks, temporaries, copy trees: src/fs/own-files.ts) are one class, recognised in
+ *     EVERY component of a path: omitted from listings and searches, never read, and never created, written, moved
+ *     or deleted by a tool (an agent-planted lock would stall every writer of that path; a temporary holds a
+ *     secret's bytes under a name that is not a secret). docs/security.md "Locks, temporaries and shutdown".
  * Each guarded path is kept in every spelling we know (as configured, and its real path), and a requested path is
  * compared in both its requested and its resolved spelling, like the `.git` and secret rules. Pure: no IO.
  */
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { isLockFileName } from '../fs/path-lock.js';
+import { ownComponentOf, ownFileKind } from '../fs/own-files.js';
 import { HOST_FLAVOR, isWithin } from './containment.js';
 
 /** One path the file tools must never reach. */
@@ -40,7 +42,13 @@ function within(guarded: readonly GuardedPath[], absolute: string): GuardedPath 
 
 function refuse(requested: string, rule: string, reason?: string): ToolError {
   const what =
-    rule === 'state_dir' ? "fs-tools' state directory" : rule === 'audit_log' ? 'the audit log' : 'a path-lock file';
+    rule === 'state_dir'
+      ? "fs-tools' state directory"
+      : rule === 'audit_log'
+        ? 'the audit log'
+        : rule === 'lock_file'
+          ? "fs-tools' own path-lock file (or inside one)"
+          : "fs-tools' own temporary file (or inside one)";
   const message =
     reason === 'contains'
       ? `${requested} contains ${what}; it can be neither moved, replaced nor deleted.`
@@ -52,9 +60,10 @@ function refuse(requested: string, rule: string, reason?: string): ToolError {
 }
 
 /**
- * Refuses any access to a guarded path or anything inside it, and to path-lock files.
+ * Refuses any access to a guarded path or anything inside it, and to every path with a component of the server's own
+ * class (a lock, a temporary, a copy tree) — so no tool reads one, and none creates a lock-named entry anywhere.
  * @param spellings the requested absolute spelling and the resolved real path
- * @throws ToolError FILE_POLICY_DENIED (builtin, rule state_dir | audit_log | lock_file)
+ * @throws ToolError FILE_POLICY_DENIED (builtin, rule state_dir | audit_log | lock_file | own_temporary)
  */
 export function assertNotGuarded(
   guarded: readonly GuardedPath[],
@@ -64,7 +73,8 @@ export function assertNotGuarded(
   for (const p of spellings) {
     const hit = within(guarded, p);
     if (hit) throw refuse(requested, hit.rule);
-    if (isLockFileName(path.basename(p))) throw refuse(requested, 'lock_file');
+    const own = ownComponentOf(p);
+    if (own !== null) throw refuse(requested, ownFileKind(own) === 'lock' ? 'lock_file' : 'own_temporary');
   }
 }
 
@@ -84,7 +94,10 @@ export function assertHoldsNoGuarded(
   }
 }
 
-/** True when a directory entry found by a walk must be omitted: a guarded path (or inside one), or a lock file. */
+/**
+ * True when a directory entry found by a walk must be omitted: a guarded path (or inside one), or one of the server's
+ * own files (a walk descends nothing it omits, so the entry's own name settles it).
+ */
 export function isGuardedEntry(guarded: readonly GuardedPath[], absolute: string): boolean {
-  return within(guarded, absolute) !== undefined || isLockFileName(path.basename(absolute));
+  return within(guarded, absolute) !== undefined || ownFileKind(path.basename(absolute)) !== null;
 }

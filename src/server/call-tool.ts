@@ -45,7 +45,9 @@ export function listedTools(state: ProcessState): AnyTool[] {
 }
 
 /**
- * Runs one call.
+ * Runs one call, tracked for the graceful shutdown (src/server/shutdown.ts): once the process is closing, a call is
+ * answered with IO_ERROR reason `shutting_down` and nothing runs; a call still running after the shutdown grace sees
+ * its `signal` fire.
  * @throws UnknownToolError for a name no tool has (a protocol error, not a tool result)
  */
 export async function callTool(
@@ -56,6 +58,23 @@ export async function callTool(
 ): Promise<CallOutcome> {
   const tool = state.tools.find((t) => t.name === name);
   if (!tool) throw new UnknownToolError(name);
+  if (state.calls.closing) {
+    const refused = new ToolError('IO_ERROR', 'The server is shutting down; the call was not run.', {
+      details: { reason: 'shutting_down' },
+      suggestion: 'Start the server again and repeat the call.',
+    });
+    return { ok: false, envelope: toEnvelope(refused) };
+  }
+  return await state.calls.track(runCall(state, tool, name, rawArgs, AbortSignal.any([signal, state.calls.signal])));
+}
+
+async function runCall(
+  state: ProcessState,
+  tool: AnyTool,
+  name: string,
+  rawArgs: unknown,
+  signal: AbortSignal,
+): Promise<CallOutcome> {
   const started = performance.now();
   let args: unknown;
   let outcome: CallOutcome;

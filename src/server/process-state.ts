@@ -13,6 +13,7 @@ import { findContainingRoot } from '../policy/containment.js';
 import { MutationBudget } from '../policy/gates.js';
 import { HashMemory } from '../policy/occ.js';
 import { RootSet } from '../policy/roots.js';
+import { CallTracker } from './shutdown.js';
 import type { AnyTool } from '../tools/define-tool.js';
 
 /** Everything a call needs besides its arguments. */
@@ -29,6 +30,8 @@ export interface ProcessState {
   guarded: readonly GuardedPath[];
   /** The kernel wall in force (set by the CLI at start-up; off for a state made elsewhere, e.g. in tests). */
   kernelWall: WallState;
+  /** The calls in flight (graceful shutdown: src/server/shutdown.ts). */
+  calls: CallTracker;
 }
 
 /**
@@ -48,7 +51,10 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
   );
   const audit = new AuditLog(config.auditLog);
   // Lock files are created only inside the roots in force (src/fs/path-lock.ts).
-  registerLockScope((p) => findContainingRoot(roots.current(), p) !== undefined);
+  registerLockScope(
+    (p) => findContainingRoot(roots.current(), p) !== undefined,
+    (p) => findContainingRoot(roots.current(), p)?.real,
+  );
   return {
     config,
     tools,
@@ -59,6 +65,7 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
     version,
     recoveredTransactions: [],
     kernelWall: { enforced: false, reason: 'not started by the command line' },
+    calls: new CallTracker(),
     guarded: guardedPaths({
       stateDir: [config.stateDir, realSpelling(config.stateDir)],
       auditLog: config.auditLog ? [config.auditLog, realSpelling(config.auditLog), ...audit.realPaths()] : [],

@@ -37,6 +37,11 @@ export class GuardedStdioTransport implements Transport {
   constructor(
     private readonly input: Readable,
     private readonly output: Writable,
+    /**
+     * Called when stdin ends; the transport stays open (answers still go out on stdout) until the promise settles,
+     * then closes. Without it the transport closes at once (graceful shutdown: src/server/shutdown.ts).
+     */
+    private readonly onInputEnded?: () => Promise<void>,
   ) {
     this.guard = createLineGuard({
       message: (message) => this.onmessage?.(message),
@@ -60,9 +65,18 @@ export class GuardedStdioTransport implements Transport {
     this.onerror?.(error);
   };
 
+  private inputEnded = false;
+
   private readonly onInputEnd = (): void => {
+    if (this.inputEnded) return;
+    this.inputEnded = true;
     this.guard.end();
-    void this.close();
+    if (!this.onInputEnded || this.closed) {
+      void this.close();
+      return;
+    }
+    this.input.off('data', this.onData);
+    void this.onInputEnded().finally(() => void this.close());
   };
 
   private readonly onOutputError = (error: Error): void => {

@@ -18,9 +18,10 @@ import { z } from 'zod';
 import { historyEntriesOfTree, historyEntryOf, type HistoryFile, type PathState } from '../fs/history.js';
 import { ToolError } from '../errors/tool-error.js';
 import { temporaryPrefix } from '../fs/atomic-write.js';
+import { dropOwnFile, noteOwnFile, removeOwnTree } from '../fs/own-files.js';
 import { createContentHasher } from '../fs/hash.js';
 import { isDirectory } from '../fs/read-current.js';
-import { inspectTree, removeTree, type SnapshotEntry } from '../fs/tree-ops.js';
+import { inspectTree, type SnapshotEntry } from '../fs/tree-ops.js';
 import {
   changedError,
   identityOf,
@@ -228,8 +229,16 @@ export const copyPath = defineTool({
           done: `copied ${source.real} to ${destination.real}`,
           effect: async () => {
             const copied: SnapshotEntry[] = [];
-            await copyTree(src.dir, src.name, s, plan, dst.dir, dst.name, copied, (relative, target) =>
-              copiedLinkAllowed(ctx.policy.roots, `${destination.real}/${relative}`, target),
+            await copyTree(
+              src.dir,
+              src.name,
+              s,
+              plan,
+              dst.dir,
+              dst.name,
+              copied,
+              (relative, target) => copiedLinkAllowed(ctx.policy.roots, `${destination.real}/${relative}`, target),
+              ctx.signal,
             );
             treeHistory.files = historyEntriesOfTree(destination.real, s.mode, copied, 'created');
           },
@@ -348,6 +357,7 @@ async function placeLink(dir: VerifiedDir, name: string, target: string, expecte
     return;
   }
   const tmp = tempName(name, 'link');
+  noteOwnFile(dir.pathOf(tmp), 'tree');
   dir.symlink(target, tmp);
   await commitTemporary(dir, tmp, name, () => {
     const now = dir.lstat(name);
@@ -373,6 +383,8 @@ async function commitTemporary(
   } catch (error) {
     dir.unlinkOwnTemporary(tmp);
     throw error;
+  } finally {
+    dropOwnFile(dir.pathOf(tmp));
   }
   await dir.sync();
 }
@@ -381,7 +393,7 @@ async function commitTemporary(
  * Test seam (issue #18): called before each planned entry is copied; it may throw to simulate a failure part-way.
  * Set only by tests (in-process) or by `--test-seams=copy-fault:ENTRY` (src/cli.ts); never from the environment.
  */
-let copyFault: ((relative: string) => void) | null = null;
+let copyFault: ((relative: string) => void | Promise<void>) | null = null;
 
 /** An EACCES before `entry` is copied (the `--test-seams=copy-fault:ENTRY` seam; the suite runs as root). */
 export function failCopyAt(entry: string): (relative: string) => void {
@@ -389,6 +401,11 @@ export function failCopyAt(entry: string): (relative: string) => void {
     if (relative === entry)
       throw Object.assign(new Error(`EACCES: permission denied, open '${relative}'`), { code: 'EACCES' });
   };
+}
+
+/** A pause of `ms` before each entry is copied (the `--test-seams=copy-delay:MS` seam: a copy that takes a while). */
+export function delayCopy(ms: number): (relative: string) => Promise<void> {
+  return () => new Promise((r) => setTimeout(r, ms));
 }
 
 /** Sets the copy fault seam (tests only). */
@@ -414,9 +431,12 @@ async function copyTree(
   dstName: string,
   copied: SnapshotEntry[],
   linkAllowed: (relative: string, target: string) => Promise<boolean>,
+  signal?: AbortSignal,
 ): Promise<void> {
   const tmpName = tempName(dstName, 'copy');
   dstParent.assertInside();
+  // Noted before it exists (src/fs/own-files.ts): a copy killed part-way leaves a tree the next start sweeps.
+  noteOwnFile(dstParent.pathOf(tmpName), 'tree');
   dstParent.mkdir(tmpName, 0o700);
   const tmpTop = dstParent.openDir(tmpName);
   // Directories as they are walked: [source, copy] per level; modes are set last, deepest first, so a read-only
@@ -429,7 +449,13 @@ async function copyTree(
     stack.push([srcTop, tmpTop]);
     if (!sameNode(srcTop.identity, srcStats)) throw changedError(srcTop.path);
     for (const e of plan) {
-      copyFault?.(e.relative);
+      // A cancelled call (the client's cancellation, or the shutdown grace ran out) stops here; the temporary tree
+      // is removed below and nothing appears at the destination.
+      if (signal?.aborted)
+        throw new ToolError('VALIDATION', 'The call was cancelled; nothing was copied.', {
+          details: { reason: 'cancelled' },
+        });
+      await copyFault?.(e.relative);
       while (stack.length > e.depth) {
         const [a, b] = stack.pop()!;
         a.close();
@@ -517,26 +543,7 @@ async function copyTree(
     }
     tmpTop.close();
     if (!placed) await removeOwnTree(dstParent, tmpName);
-  }
-}
-
-/** Removes this call's own temporary tree (best effort: a failure to clean up never hides the original error). */
-async function removeOwnTree(parent: VerifiedDir, name: string): Promise<void> {
-  try {
-    try {
-      parent.chmod(name, 0o700);
-    } catch {
-      /* gone or not ours */
-    }
-    const top = parent.openDir(name);
-    try {
-      const inspected = await inspectTree(top, () => undefined, MAX_COPY_ENTRIES + 1);
-      await removeTree(parent, name, inspected);
-    } finally {
-      top.close();
-    }
-  } catch {
-    // Left behind as a hidden `.NAME.fs-tools-copy-*` directory beside the destination, never at its name.
+    if (placed || !dstParent.lstat(tmpName)) dropOwnFile(dstParent.pathOf(tmpName));
   }
 }
 
@@ -557,6 +564,7 @@ async function copyFileAtomic(
 ): Promise<void> {
   const tmp = `${temporaryPrefix(dstName)}${randomBytes(6).toString('hex')}.tmp`;
   to.assertInside();
+  noteOwnFile(to.pathOf(tmp), 'temporary');
   await commitTemporary(to, tmp, dstName, async () => {
     const copied = await copyFileIn(from, name, expected, to, tmp);
     if (copied !== hash) throw changedError(from.pathOf(name));

@@ -42,8 +42,11 @@ import { resolveGit } from './find-cli.js';
 import { parseGitConfig, type ConfigList } from './git-config.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
-/** Exclude lines the view adds to the repository's own: fs-tools' path-lock files (src/fs/path-lock.ts). */
-const OWN_EXCLUDES = '.fs-tools-lock-*\n';
+/**
+ * Exclude lines the view adds to the repository's own: fs-tools' own files (src/fs/own-files.ts) — path locks,
+ * temporaries and copy trees — never show in git_status.
+ */
+const OWN_EXCLUDES = '.fs-tools-lock-*\n.*.fs-tools-*.tmp\n.*.fs-tools-copy-*\n.*.fs-tools-link-*\n';
 
 /** Caps (bytes) on the metadata files the view reads; a larger file fails closed (unsupported_repository). */
 export const VIEW_CAPS = {

@@ -19,7 +19,7 @@
  *
  * Rounds per mix: FS_TOOLS_CONCURRENCY_ROUNDS (default 30 in `npm test`; `npm run test:concurrency` runs 500).
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -207,27 +207,35 @@ describe.each(MIXES)(
 
 describe('a second lock holder in another process keeps its lock while alive', () => {
   it('write_file through a session waits for a live foreign lock holder and proceeds once it is gone', async () => {
-    // The lock of target-wait.txt, held by a live process that is not fs-tools (same record format).
+    // The lock of target-wait.txt, held by a live process that is not fs-tools (same record format) and keeps it
+    // fresh as fs-tools' heartbeat does (src/fs/path-lock.ts: a lock nobody refreshes is not waited for).
     const rel = 'target-wait.txt';
     writeFileSync(path.join(root.dir, rel), 'value: 0\n');
     const { spawn } = await import('node:child_process');
-    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
-    const { selfIdentity, startTimeOf } = await import('../../src/fs/process-identity.js');
     const { createHash } = await import('node:crypto');
+    const lockName = `.fs-tools-lock-${createHash('sha256').update(rel).digest('hex').slice(0, 32)}`;
+    const lockPath = path.join(root.dir, lockName);
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs=require('fs');setInterval(()=>{const t=new Date();try{fs.utimesSync(${JSON.stringify(lockPath)},t,t)}catch{}},100)`,
+      ],
+      { stdio: 'ignore' },
+    );
+    const { selfIdentity, startTimeOf } = await import('../../src/fs/process-identity.js');
     await new Promise((r) => setTimeout(r, 100));
     const me = selfIdentity();
-    const lockName = `.fs-tools-lock-${createHash('sha256').update(rel).digest('hex').slice(0, 32)}`;
-    writeFileSync(
-      path.join(root.dir, lockName),
-      JSON.stringify({ ...me, pid: holder.pid, start: startTimeOf(holder.pid!) }),
-    );
+    writeFileSync(lockPath, JSON.stringify({ ...me, pid: holder.pid, start: startTimeOf(holder.pid!) }));
+    const planted = lstatSync(lockPath).ctimeMs;
+    while (lstatSync(lockPath).ctimeMs === planted) await new Promise((r) => setTimeout(r, 20));
     try {
       const c = sessions[2].client;
       const read = await c.callOk('read_file', { path: rel });
       const started = Date.now();
       const pending = c.call('write_file', { path: rel, content: 'value: 1\n', expected_hash: read.content_hash });
       await new Promise((r) => setTimeout(r, 1500));
-      // Still waiting: the holder is alive (whatever the lock's age), so nothing was written.
+      // Still waiting: the holder is alive and keeps its lock fresh, so nothing was written.
       expect(readFileSync(path.join(root.dir, rel), 'utf8')).toBe('value: 0\n');
       holder.kill('SIGKILL');
       const r = await pending;

@@ -1,21 +1,25 @@
 /**
- * The cross-process path lock (src/fs/path-lock.ts; issue 11 items 4 and 7), with real foreign owners: each test
- * plants a lock file whose owner record names a real process (a child that is alive, or one that has exited) the way
- * another fs-tools process would, and checks when the lock is taken over:
+ * The cross-process path lock (src/fs/path-lock.ts; docs/security.md "Locks, temporaries and shutdown"), with real
+ * foreign owners: each test plants what another fs-tools process (or an attacker, or a `git checkout` of a committed
+ * lock) would leave at the lock name, and checks what a writer does:
  *   - an exited owner: taken over at once, and the stale file is gone afterwards;
- *   - a live owner, even with a lock file an hour old: waited for (never broken by age); once it is killed, taken;
+ *   - a live owner that keeps its lock fresh (touches it, as the heartbeat does): waited for; taken once it is gone;
  *   - a live pid whose start time is not the recorded one (the pid was reused): taken over;
- *   - an owner in another pid namespace (cannot be judged): waited for, even though its pid does not exist here;
- *   - a damaged record: waited for (fail closed);
+ *   - an owner that does not refresh its lock (another host, another pid namespace, pid 1, a live child): the call
+ *     fails within a second with IO_ERROR reason `locked` naming the lock, retryable, recovery retry_later;
+ *   - what is not a lock this program wrote (`{}`, a damaged record, a FIFO, a directory): taken away at once (a
+ *     directory is renamed aside, visibly), and the write proceeds;
  * plus: no lock or temporary file remains after a release; a target whose parent is missing is locked in the nearest
  * existing ancestor; a parent that is a symlink to outside (a swap) makes the lock fail without creating anything in
  * the outside directory; the lock of a root lives inside it (its parent is outside the roots).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { ToolError } from '../../src/errors/tool-error.js';
+import { toEnvelope } from '../../src/errors/to-envelope.js';
 import { isLockFileName, registerLockScope, withPathLock } from '../../src/fs/path-lock.js';
 import { selfIdentity, startTimeOf } from '../../src/fs/process-identity.js';
 import { makeTree } from '../helpers/tree.js';
@@ -75,14 +79,25 @@ describe('withPathLock across processes', () => {
     expect(readdirSync(d)).toEqual([]);
   });
 
-  it('waits for a live owner however old its lock, and takes the lock once the owner is gone', async () => {
+  it('waits for a live owner that keeps its lock fresh, and takes the lock once the owner is gone', async () => {
     const d = dir();
     const target = path.join(d, 'f.txt');
-    const child = await liveChild();
-    const file = plant(target, { pid: child.pid, start: startTimeOf(child.pid!) });
-    const hourAgo = new Date(Date.now() - 3600_000);
-    utimesSync(file, hourAgo, hourAgo);
-    const { ran, done } = await ranWithin(target, 700);
+    const file = lockFileOf(target);
+    // The owner refreshes its lock as fs-tools' heartbeat does (the file's ctime moves).
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs=require('fs');setInterval(()=>{const t=new Date();try{fs.utimesSync(${JSON.stringify(file)},t,t)}catch{}},100)`,
+      ],
+      { stdio: 'ignore' },
+    );
+    children.push(child);
+    plant(target, { pid: child.pid, start: startTimeOf(child.pid!) });
+    // Once the owner has refreshed it at least once (a loaded machine may take a while to start it).
+    const planted = lstatSync(file).ctimeMs;
+    while (lstatSync(file).ctimeMs === planted) await new Promise((r) => setTimeout(r, 20));
+    const { ran, done } = await ranWithin(target, 1500);
     expect(ran).toBe(false);
     expect(existsSync(file)).toBe(true);
     child.kill('SIGKILL');
@@ -100,21 +115,62 @@ describe('withPathLock across processes', () => {
     expect(ran).toBe(true);
   });
 
-  it('waits for an owner it cannot judge (another pid namespace, a damaged record), even when its pid is free here', async () => {
+  it('fails within a second, naming the lock, when its owner does not refresh it (another host, pid namespace, pid 1, a live child)', async () => {
     const d = dir();
-    const dead = spawnSync(process.execPath, ['-e', '']).pid;
-    for (const record of [{ pid: dead, pidns: 'pid:[1]' }, { pid: 'x' }]) {
-      const target = path.join(d, `f${String(record.pid)}.txt`);
+    const child = await liveChild();
+    const records: Array<Record<string, unknown>> = [
+      { host: 'another-host.example' },
+      { pid: spawnSync(process.execPath, ['-e', '']).pid, pidns: 'pid:[1]' },
+      { pid: 1, start: startTimeOf(1) },
+      { pid: 1, start: null, boot: null, pidns: null },
+      { pid: child.pid, start: startTimeOf(child.pid!) },
+    ];
+    for (const [i, record] of records.entries()) {
+      const target = path.join(d, `f${i}.txt`);
       const file = plant(target, record);
-      const { ran, done } = await ranWithin(target, 500);
-      expect(ran).toBe(false);
-      expect(existsSync(file)).toBe(true);
-      // Once someone removes it (its owner was really gone), the waiter proceeds.
-      const { rmSync } = await import('node:fs');
-      rmSync(file);
-      await done;
+      const started = Date.now();
+      const error = await withPathLock([target], '', async () => {
+        throw new Error('ran');
+      }).catch((e: unknown) => e as ToolError);
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(error).toBeInstanceOf(ToolError);
+      const envelope = toEnvelope(error).error;
+      expect(envelope).toMatchObject({
+        code: 'IO_ERROR',
+        retryable: true,
+        recovery: 'retry_later',
+        path: target,
+        details: { reason: 'locked', lock: path.basename(file), held_by: 'not_refreshed' },
+      });
+      expect(existsSync(file)).toBe(true); // not broken before LOCK_STALE_MS without a refresh
     }
-    expect(readdirSync(d)).toEqual([]);
+  });
+
+  it('takes away at once what is not a lock it wrote ({}, a damaged record, a FIFO, a directory), and writes', async () => {
+    const d = dir();
+    const targets: string[] = [];
+    for (const [i, make] of [
+      (f: string) => writeFileSync(f, '{}'),
+      (f: string) => writeFileSync(f, '{"pid": "x"'),
+      (f: string) => spawnSync('mkfifo', [f]),
+      (f: string) => {
+        mkdirSync(f);
+        writeFileSync(path.join(f, 'x'), 'planted');
+      },
+    ].entries()) {
+      const target = path.join(d, `g${i}.txt`);
+      make(lockFileOf(target));
+      targets.push(target);
+    }
+    const started = Date.now();
+    await withPathLock(targets, '', async () => undefined);
+    expect(Date.now() - started).toBeLessThan(1000);
+    const left = readdirSync(d);
+    expect(left.filter((n) => isLockFileName(n))).toEqual([]);
+    // The planted directory is kept, renamed aside under a visible name, with its content.
+    const aside = left.filter((n) => n.startsWith('fs-tools-forged-lock-'));
+    expect(aside).toHaveLength(1);
+    expect(readdirSync(path.join(d, aside[0]))).toEqual(['x']);
   });
 
   it('locks a target with a missing parent in its nearest existing ancestor; refuses a parent swapped for a link, creating nothing outside', async () => {

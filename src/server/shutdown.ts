@@ -1,0 +1,74 @@
+/**
+ * Graceful shutdown (docs/security.md "Locks, temporaries and shutdown"): when the client closes stdin or the
+ * process gets SIGTERM, the server stops taking calls (a call that arrives afterwards is answered with IO_ERROR
+ * reason `shutting_down` and nothing is run), lets the calls in flight finish for up to SHUTDOWN_GRACE_MS, then
+ * cancels the ones still running (their AbortSignal fires: a copy or a walk stops and removes its own temporaries)
+ * and gives them ABORT_GRACE_MS more. Whatever is answered by then is written out; then the process removes the own
+ * files it still has in flight (src/fs/own-files.ts: temporaries, its lock files) and exits. A multi-file change cut
+ * off mid-effect keeps its journal entry and is rolled back by the next start.
+ */
+
+/** How long (ms) calls in flight may run on after stdin closed or SIGTERM. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+/** How long (ms) cancelled calls get to stop and clean up after the grace. */
+export const ABORT_GRACE_MS = 2_000;
+
+/** The calls of one process in flight, and whether it still takes new ones. */
+export class CallTracker {
+  private readonly running = new Set<Promise<unknown>>();
+  private readonly cancel = new AbortController();
+  private stopping = false;
+
+  /** True once shutdown began: new calls are refused. */
+  get closing(): boolean {
+    return this.stopping;
+  }
+
+  /** Fires when the calls still running after the grace are cancelled. */
+  get signal(): AbortSignal {
+    return this.cancel.signal;
+  }
+
+  /** Number of calls in flight. */
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Tracks `call` until it settles. @returns `call` */
+  track<T>(call: Promise<T>): Promise<T> {
+    this.running.add(call);
+    const done = (): void => {
+      this.running.delete(call);
+    };
+    call.then(done, done);
+    return call;
+  }
+
+  /**
+   * Stops taking calls and waits for those in flight: up to `graceMs`, then cancels the rest and waits up to
+   * `abortMs` more. @returns the number of calls still running at the end (0: all answered)
+   */
+  async drain(graceMs = SHUTDOWN_GRACE_MS, abortMs = ABORT_GRACE_MS): Promise<number> {
+    this.stopping = true;
+    if (!(await this.settledWithin(graceMs))) {
+      this.cancel.abort();
+      await this.settledWithin(abortMs);
+    }
+    return this.running.size;
+  }
+
+  private async settledWithin(ms: number): Promise<boolean> {
+    if (this.running.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((r) => {
+      timer = setTimeout(() => r(false), ms);
+    });
+    const all = (async () => {
+      while (this.running.size > 0) await Promise.allSettled([...this.running]);
+      return true as const;
+    })();
+    const settled = await Promise.race([all, timeout]);
+    clearTimeout(timer);
+    return settled;
+  }
+}
