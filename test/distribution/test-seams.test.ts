@@ -54,7 +54,10 @@ describe('test seams', () => {
       for (const e of readdirSync(d, { withFileTypes: true })) {
         const p = path.join(d, e.name);
         if (e.isDirectory()) walk(p);
-        else if (p.endsWith('.ts') && /\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b)[A-Z_]+/.test(readFileSync(p, 'utf8')))
+        else if (
+          p.endsWith('.ts') &&
+          /\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b)[A-Z_]+/.test(readFileSync(p, 'utf8'))
+        )
           offenders.push(path.relative(ROOT, p));
       }
     };
