@@ -347,7 +347,9 @@ function parseEnum<T extends string>(flag: string, raw: unknown, allowed: readon
 function parseSandboxAbi(raw: unknown): number | null {
   if (raw === undefined) return null;
   if (typeof raw !== 'string' || !/^\d{1,2}$/.test(raw)) {
-    throw new UsageError(`--sandbox-abi must be a Landlock ABI from 0 to 99, got '${String(raw)}'`);
+    throw new UsageError(
+      `--sandbox-abi must be a Landlock ABI from 0 to 99, got '${typeof raw === 'string' ? raw : JSON.stringify(raw)}'`,
+    );
   }
   return Number(raw);
 }
