@@ -8,11 +8,15 @@
  *  - the order of the walk: with more than 10 named offenders (files the agent wrote, read_only at the destination)
  *    before a hidden entry the refusal named them, and after it was the generic one — so by choosing the names of
  *    what it wrote, the agent could binary-search the name of a hidden entry;
+ *  - the same through copy_path's own refusals: a special file (which the agent can rename with move_path) or the file
+ *    that passes the byte cap ended the walk with an envelope naming it before a hidden entry sorting after it was
+ *    judged, and with the generic one when the hidden entry sorted first;
  *  - move_path of a single link: `a/b/l -> ../../x.txt` moved to `l2` climbs out of the root (only a tree's links
  *    were checked at their new place).
  * And, holding (kept for the spellings they pin): a directory rule written `./infra/prod/` or `infra/prod` (no glob),
  * and a destination named through a link into a denied directory.
  */
+import { execFileSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +42,9 @@ describe('whole-tree authorization, reviewed (attack)', () => {
     symlinkSync('../../x.txt', p('a', 'b', 'l'));
     mkdirSync(p('probe'));
     writeFileSync(p('probe', 'mid'), 'hidden\n');
+    mkdirSync(p('fprobe'));
+    writeFileSync(p('fprobe', 'mid'), 'hidden\n');
+    execFileSync('mkfifo', [p('fprobe', 'a-fifo')]);
     mkdirSync(p('infra', 'prod'), { recursive: true });
     writeFileSync(p('infra', 'prod', 'db.yml'), 'pw\n');
     mkdirSync(p('infra2', 'prod'), { recursive: true });
@@ -52,6 +59,7 @@ describe('whole-tree authorization, reviewed (attack)', () => {
         rules: [
           { pattern: 'secret/**', access: 'deny' },
           { pattern: 'probe/m*', access: 'hidden' },
+          { pattern: 'fprobe/m*', access: 'hidden' },
           { pattern: 'shelf/*.txt', access: 'read_only' },
           { pattern: './infra/prod/', access: 'deny' },
           { pattern: 'infra2/prod', access: 'deny' },
@@ -102,6 +110,23 @@ describe('whole-tree authorization, reviewed (attack)', () => {
       expect(e.error.details, prefix).toEqual({ source: 'policy', reason: 'tree_entries', operation: 'move' });
       seen.push(JSON.stringify(e).replaceAll(p('probe'), 'PROBE'));
       for (const name of names) rmSync(p('probe', name));
+    }
+    expect(seen[0]).toBe(seen[1]);
+  });
+
+  it('copy_path: a special file the agent renames around a hidden entry does not tell where that entry sorts', async () => {
+    const seen: string[] = [];
+    for (const name of ['a-fifo', 'z-fifo']) {
+      if (name !== 'a-fifo')
+        await client.callOk('move_path', { source: 'fprobe/a-fifo', destination: `fprobe/${name}` });
+      const before = snapshotTree(R);
+      const e = expectCode(
+        await client.call('copy_path', { source: 'fprobe', destination: 'fcopy', recursive: true }),
+        'FILE_POLICY_DENIED',
+      );
+      expect(snapshotTree(R)).toEqual(before);
+      expect(e.error.details, name).toEqual({ source: 'policy', reason: 'tree_entries', operation: 'copy' });
+      seen.push(JSON.stringify(e));
     }
     expect(seen[0]).toBe(seen[1]);
   });
