@@ -182,14 +182,19 @@ export const copyPath = defineTool({
         let total = 0;
         try {
           if (!sameNode(top.identity, s)) throw changedError(source.absolute);
-          // Every entry is judged as a read at its old place and a write at its new one.
+          // Every entry is judged as a read at its old place and a write at its new one. The copy's own refusals
+          // (a special file, too many bytes) wait until every entry was judged: thrown mid-walk, they would tell
+          // whether a hidden entry sorts before or after the special or the largest file, which the agent can
+          // rename (docs/security.md, "Whole-tree operations").
           const judge = authorizeTreeEntries(ctx.policy, 'copy', source, destination);
+          const deferred: { refusal: ToolError | null } = { refusal: null };
           await inspectTree(
             top,
             (e) => {
               judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
+              if (deferred.refusal) return;
               if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
-                throw new ToolError(
+                deferred.refusal = new ToolError(
                   'FILE_POLICY_DENIED',
                   `${e.absolute} is a special file (${kindOf(e.stats)}); nothing is copied.`,
                   {
@@ -197,11 +202,19 @@ export const copyPath = defineTool({
                     details: { source: 'builtin', rule: 'special_file' },
                   },
                 );
+                return;
               }
               if (e.stats.isFile()) {
                 total += e.stats.size;
-                if (total > MAX_COPY_BYTES)
-                  throw tooLarge(source.absolute, `over ${MAX_COPY_BYTES} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
+                if (total > MAX_COPY_BYTES) {
+                  deferred.refusal = tooLarge(
+                    source.absolute,
+                    `over ${MAX_COPY_BYTES} bytes`,
+                    MAX_COPY_BYTES,
+                    'too_many_bytes',
+                  );
+                  return;
+                }
               }
               plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
             },
@@ -219,6 +232,7 @@ export const copyPath = defineTool({
             throw error;
           });
           judge.assertAllowed();
+          if (deferred.refusal) throw deferred.refusal;
         } finally {
           top.close();
         }
