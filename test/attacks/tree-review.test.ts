@@ -11,6 +11,8 @@
  *  - the same through copy_path's own refusals: a special file (which the agent can rename with move_path) or the file
  *    that passes the byte cap ended the walk with an envelope naming it before a hidden entry sorting after it was
  *    judged, and with the generic one when the hidden entry sorted first;
+ *  - copy_path of a link whose absolute target is outside the roots (alone or in a tree) created a second such link
+ *    (SPEC 4.3: no tool creates a link whose target resolves outside the roots, absolute or relative);
  *  - move_path of a single link: `a/b/l -> ../../x.txt` moved to `l2` climbs out of the root (only a tree's links
  *    were checked at their new place).
  * And, holding (kept for the spellings they pin): a directory rule written `./infra/prod/` or `infra/prod` (no glob),
@@ -45,6 +47,10 @@ describe('whole-tree authorization, reviewed (attack)', () => {
     mkdirSync(p('fprobe'));
     writeFileSync(p('fprobe', 'mid'), 'hidden\n');
     execFileSync('mkfifo', [p('fprobe', 'a-fifo')]);
+    writeFileSync(path.join(aux.dir, 'outside.txt'), 'outside\n');
+    symlinkSync(path.join(aux.dir, 'outside.txt'), p('abs'));
+    mkdirSync(p('absdir'));
+    symlinkSync(path.join(aux.dir, 'outside.txt'), p('absdir', 'l'));
     mkdirSync(p('infra', 'prod'), { recursive: true });
     writeFileSync(p('infra', 'prod', 'db.yml'), 'pw\n');
     mkdirSync(p('infra2', 'prod'), { recursive: true });
@@ -147,6 +153,22 @@ describe('whole-tree authorization, reviewed (attack)', () => {
     await client.callOk('move_path', { source: 'a/b/l', destination: 'c2/d/l' });
     expect(lstatSync(p('c2', 'd', 'l')).isSymbolicLink()).toBe(true);
     expect(readlinkSync(p('c2', 'd', 'l'))).toBe('../../x.txt');
+  });
+
+  it('copy_path creates no link pointing outside the roots, absolute targets included', async () => {
+    const before = snapshotTree(R);
+    for (const [source, recursive] of [
+      ['abs', false],
+      ['absdir', true],
+    ] as const) {
+      const e = expectCode(
+        await client.call('copy_path', { source, destination: `${source}-copy`, recursive }),
+        'NOT_ALLOWED',
+      );
+      expect(e.error.details.reason).toBe('link_target_outside');
+      expect(JSON.stringify(e)).not.toContain(aux.dir);
+    }
+    expect(snapshotTree(R)).toEqual(before);
   });
 
   it('holds: directory rules in other spellings, and a destination through a link into a denied directory', async () => {
