@@ -32,7 +32,7 @@ import {
 import { authorizeCopy, kindOf } from '../policy/authorize.js';
 import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { isWithin } from '../policy/containment.js';
-import { copiedLinkAllowed } from '../policy/link-target.js';
+import { linkTargetInside } from '../policy/link-target.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
@@ -164,7 +164,7 @@ export const copyPath = defineTool({
         }
         if (s.isSymbolicLink()) {
           const target = src.dir.readlink(src.name);
-          if (!(await copiedLinkAllowed(ctx.policy.roots, destination.real, target)))
+          if (!(await linkTargetInside(ctx.policy.roots, destination.real, target)))
             throw linkOutsideError(destination.real);
           return {
             result: { ...base, entries: 0, bytes: 0, contentHash: null },
@@ -243,7 +243,7 @@ export const copyPath = defineTool({
           effect: async () => {
             const copied: SnapshotEntry[] = [];
             await copyTree(src.dir, src.name, s, plan, dst.dir, dst.name, copied, (relative, target) =>
-              copiedLinkAllowed(ctx.policy.roots, `${destination.real}/${relative}`, target),
+              linkTargetInside(ctx.policy.roots, `${destination.real}/${relative}`, target),
             );
             treeHistory.files = historyEntriesOfTree(destination.real, s.mode, copied, 'created');
           },

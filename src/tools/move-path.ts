@@ -24,7 +24,7 @@ import { changedError, sameNode, type VerifiedDir } from '../fs/verified-dir.js'
 import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
-import { copiedLinkAllowed } from '../policy/link-target.js';
+import { movedLinkAllowed } from '../policy/link-target.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { parentOf } from '../policy/resolve-path.js';
@@ -160,7 +160,7 @@ export const movePath = defineTool({
         // moved to `l` would climb out of the roots), so it must still point inside there (as a tree's links).
         if (srcNow.isSymbolicLink()) {
           const target = src.dir.readlink(src.name);
-          if (!(await copiedLinkAllowed(ctx.policy.roots, destination.real, target))) throw linkOutside(source.real);
+          if (!(await movedLinkAllowed(ctx.policy.roots, destination.real, target))) throw linkOutside(source.real);
         }
         // A directory: every entry it carries is authorized as a move of it, at its old and its new place, on the
         // directory as held (its verified descriptor), before anything moves.
@@ -405,7 +405,7 @@ async function authorizeTreeMove(
   judge.assertAllowed();
   for (const link of links) {
     const at = `${destination.real}/${link.relative}`;
-    if (!(await copiedLinkAllowed(ctx.policy.roots, at, link.target)))
+    if (!(await movedLinkAllowed(ctx.policy.roots, at, link.target)))
       throw linkOutside(`${source.real}/${link.relative}`);
   }
   return inspected;
