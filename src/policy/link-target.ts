@@ -1,6 +1,6 @@
 /**
- * Where a symlink the server places would point (policy): revert_changes recreating a recorded link and copy_path
- * copying a link (a relative target that stays inside at its old place can climb out from a shallower new one:
+ * Where a symlink the server places would point (policy): revert_changes recreating a recorded link, copy_path
+ * copying a link and move_path moving one (a relative target that stays inside at its old place can climb out from a shallower new one:
  * `a/b/l -> ../../x` copied to `l`). Source: the undo security review and its copy_path follow-up (issue 18).
  */
 import path from 'node:path';
@@ -37,11 +37,12 @@ export async function linkTargetInside(
 }
 
 /**
- * Whether a link holding `target` may be placed at `linkPath` by a copy: a relative target means something else at
- * the new place (`a/b/l -> ../../x` copied to `l` climbs out of the root), so it must point inside there
- * (src/policy/link-target.ts); an absolute target means the same everywhere and is copied as it is (a link that
- * already points outside stays such a link: the server never follows it).
+ * Whether a link holding `target` may be placed at `linkPath` by a move (the same link under a new name): a relative
+ * target means something else at the new place (`a/b/l -> ../../x` moved to `l` climbs out of the root), so it must
+ * point inside there (`linkTargetInside`); an absolute target means the same everywhere and is carried as it is (the
+ * link existed before; a move creates no new link pointing outside). A copy creates a new link: it must pass
+ * `linkTargetInside` whatever its target (docs/security.md, "Whole-tree operations").
  */
-export function copiedLinkAllowed(roots: readonly EffectiveRoot[], linkPath: string, target: string): Promise<boolean> {
+export function movedLinkAllowed(roots: readonly EffectiveRoot[], linkPath: string, target: string): Promise<boolean> {
   return path.isAbsolute(target) ? Promise.resolve(true) : linkTargetInside(roots, linkPath, target);
 }

@@ -30,16 +30,16 @@ export interface NamedEntry {
   /** The entry's absolute path at that side (its old place, or where it would land). */
   path: string;
   side: 'source' | 'destination';
-  /** `secret`, `read_only`, or a built-in rule (`git_dir`, …). */
+  /** `secret`, `read_only`, `root` (another root inside the tree), or a built-in rule (`git_dir`, …). */
   kind: string;
 }
 
 /** The judge of one tree operation (see `authorizeTreeEntries`). */
 export interface TreeJudge {
   /**
-   * Judges one entry at every place it has. Entries beneath a refused directory are not judged again (the directory
-   * is named). Throws the refusal as soon as it is settled: an entry that must not be named, or more offending
-   * entries than are named — so a walk stops there.
+   * Judges one entry at every place it has. Every entry is judged, whatever the walk's order; entries beneath a
+   * refused directory are not named or counted (the directory is named). Throws the refusal at once when an entry
+   * must not be named (the generic refusal, whatever else was met) — so a walk stops there.
    * @throws ToolError FILE_POLICY_DENIED or SECRET_DENIED (the refusal of the whole operation)
    */
   entry(e: TreeEntry): void;
@@ -54,6 +54,13 @@ export interface TreeJudge {
 interface Spelling {
   absolute: string;
   relative: string;
+  /**
+   * The other roots that lie strictly inside `absolute` in this spelling (real paths). An entry at or beneath one of
+   * them is judged relative to the deepest such root, as a single-path call on it is (rules are relative to the
+   * nearest root: src/policy/containment.ts `findContainingRoot`), and the root itself is an entry no move or delete
+   * may carry.
+   */
+  nested: string[];
   /** The policy level of each directory on the walk's current branch, by depth (0: the top). */
   levels: Array<Access | null>;
 }
@@ -73,18 +80,34 @@ const UNLISTED_BUILTIN_RULES = new Set(['state_dir', 'audit_log', 'lock_file']);
  * protected directory nor into one).
  */
 function spellingsOf(ctx: PolicyContext, place: ResolvedPath): Spelling[] {
+  const nestedIn = (top: string) =>
+    ctx.roots.map((r) => r.real).filter((real) => real.length > top.length && isWithin(top, real));
   const relative = toPosixRelative(place.root.real, place.real);
-  const out: Spelling[] = [{ absolute: place.real, relative, levels: [accessFor(ctx.policy, relative)] }];
+  const out: Spelling[] = [
+    { absolute: place.real, relative, nested: nestedIn(place.real), levels: [accessFor(ctx.policy, relative)] },
+  ];
   if (place.absolute !== place.real) {
     const root =
       findContainingRoot(ctx.roots, place.absolute) ?? ctx.roots.find((r) => isWithin(r.given, place.absolute));
     if (root) {
       const base = isWithin(root.real, place.absolute) ? root.real : root.given;
       const asked = toPosixRelative(base, place.absolute);
-      out.push({ absolute: place.absolute, relative: asked, levels: [accessFor(ctx.policy, asked)] });
+      out.push({
+        absolute: place.absolute,
+        relative: asked,
+        nested: nestedIn(place.absolute),
+        levels: [accessFor(ctx.policy, asked)],
+      });
     }
   }
   return out;
+}
+
+/** The deepest of `roots` (real paths) that holds `absolute` or is it, or null. */
+function innermost(roots: readonly string[], absolute: string): string | null {
+  let best: string | null = null;
+  for (const root of roots) if ((!best || root.length > best.length) && isWithin(root, absolute)) best = root;
+  return best;
 }
 
 /**
@@ -92,8 +115,9 @@ function spellingsOf(ctx: PolicyContext, place: ResolvedPath): Spelling[] {
  * away) and at its new place (it appears); a `copy` is a read at the old place and a write at the new one; a
  * `delete` is a write at the old place. The top directory itself has passed the single-path authorization already;
  * this judges what it holds. Any entry that a single-path call of the same kind would refuse — a `deny`, `hidden` or
- * `read_only` rule (relative to each root), a secret name (unless secrets are allowed), a built-in guard — refuses
- * the whole operation, before anything is changed.
+ * `read_only` rule (relative to the nearest root, also where another root lies inside the tree), a secret name (unless
+ * secrets are allowed), a built-in guard, another root carried away or replaced — refuses the whole operation,
+ * before anything is changed.
  *
  * The refusal names up to MAX_NAMED_ENTRIES offending entries (`details.entries`: path, side, kind), only of kinds a
  * listing shows (secrets, read_only, built-in rules like `git_dir`). An entry that listings omit — `hidden` or `deny`
@@ -152,10 +176,20 @@ export function authorizeTreeEntries(
     e: TreeEntry,
     depth: number,
   ): { kind: string; source: string } | 'unnamed' | null => {
-    const relative = spelling.relative === '' ? e.relative : `${spelling.relative}/${e.relative}`;
     const absolute = `${spelling.absolute}/${e.relative}`;
-    const access =
-      ctx.policy.rules.length > 0 ? accessForEntry(ctx.policy, relative, spelling.levels[depth - 1]) : null;
+    const nestedRoot = spelling.nested.length > 0 ? innermost(spelling.nested, absolute) : null;
+    let relative: string;
+    let access: Access | null;
+    if (nestedRoot !== null) {
+      // Beneath another root: its own rules, from that root (the walk's levels are those of the top's root).
+      relative = toPosixRelative(nestedRoot, absolute);
+      // A root is neither moved nor deleted, nor replaced by what a move or copy brings (authorizeWrite: is_root).
+      if (relative === '' && side.intent === 'write') return { kind: 'root', source: 'builtin' };
+      access = accessFor(ctx.policy, relative);
+    } else {
+      relative = spelling.relative === '' ? e.relative : `${spelling.relative}/${e.relative}`;
+      access = ctx.policy.rules.length > 0 ? accessForEntry(ctx.policy, relative, spelling.levels[depth - 1]) : null;
+    }
     if (e.isDirectory) spelling.levels[depth] = access;
     try {
       assertPathAllowed(ctx, side.intent, { absolute, real: absolute, relative, access });
@@ -177,10 +211,11 @@ export function authorizeTreeEntries(
     entry(e) {
       let depth = 1;
       for (let i = e.relative.indexOf('/'); i !== -1; i = e.relative.indexOf('/', i + 1)) depth++;
-      if (refusedDepth !== 0) {
-        if (depth > refusedDepth) return;
-        refusedDepth = 0;
-      }
+      if (refusedDepth !== 0 && depth <= refusedDepth) refusedDepth = 0;
+      // Every entry is judged, also beneath a refused directory and past the named ones: the answer must not depend
+      // on the order of the walk (which the agent steers with the names it writes), or whether a hidden or denied
+      // entry sorts before or after other offenders would tell its name.
+      const beneathRefused = refusedDepth !== 0;
       let refused = false;
       for (const side of sides) {
         let offence: { kind: string; source: string } | null = null;
@@ -189,7 +224,7 @@ export function authorizeTreeEntries(
           if (verdict === 'unnamed') throw refusal(true);
           offence ??= verdict;
         }
-        if (!offence) continue;
+        if (!offence || beneathRefused) continue;
         refused = true;
         offending++;
         if (offence.kind !== 'secret') {
@@ -198,8 +233,6 @@ export function authorizeTreeEntries(
         }
         if (named.length < MAX_NAMED_ENTRIES) {
           named.push({ path: `${side.spellings[0].absolute}/${e.relative}`, side: side.name, kind: offence.kind });
-        } else {
-          throw refusal(false);
         }
       }
       if (refused && e.isDirectory) refusedDepth = depth;

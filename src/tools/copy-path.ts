@@ -33,7 +33,7 @@ import {
 import { authorizeCopy, kindOf } from '../policy/authorize.js';
 import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { isWithin } from '../policy/containment.js';
-import { copiedLinkAllowed } from '../policy/link-target.js';
+import { linkTargetInside } from '../policy/link-target.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
@@ -165,7 +165,7 @@ export const copyPath = defineTool({
         }
         if (s.isSymbolicLink()) {
           const target = src.dir.readlink(src.name);
-          if (!(await copiedLinkAllowed(ctx.policy.roots, destination.real, target)))
+          if (!(await linkTargetInside(ctx.policy.roots, destination.real, target)))
             throw linkOutsideError(destination.real);
           return {
             result: { ...base, entries: 0, bytes: 0, contentHash: null },
@@ -183,14 +183,19 @@ export const copyPath = defineTool({
         let total = 0;
         try {
           if (!sameNode(top.identity, s)) throw changedError(source.absolute);
-          // Every entry is judged as a read at its old place and a write at its new one.
+          // Every entry is judged as a read at its old place and a write at its new one. The copy's own refusals
+          // (a special file, too many bytes) wait until every entry was judged: thrown mid-walk, they would tell
+          // whether a hidden entry sorts before or after the special or the largest file, which the agent can
+          // rename (docs/security.md, "Whole-tree operations").
           const judge = authorizeTreeEntries(ctx.policy, 'copy', source, destination);
+          const deferred: { refusal: ToolError | null } = { refusal: null };
           await inspectTree(
             top,
             (e) => {
               judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
+              if (deferred.refusal) return;
               if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
-                throw new ToolError(
+                deferred.refusal = new ToolError(
                   'FILE_POLICY_DENIED',
                   `${e.absolute} is a special file (${kindOf(e.stats)}); nothing is copied.`,
                   {
@@ -198,11 +203,19 @@ export const copyPath = defineTool({
                     details: { source: 'builtin', rule: 'special_file' },
                   },
                 );
+                return;
               }
               if (e.stats.isFile()) {
                 total += e.stats.size;
-                if (total > MAX_COPY_BYTES)
-                  throw tooLarge(source.absolute, `over ${MAX_COPY_BYTES} bytes`, MAX_COPY_BYTES, 'too_many_bytes');
+                if (total > MAX_COPY_BYTES) {
+                  deferred.refusal = tooLarge(
+                    source.absolute,
+                    `over ${MAX_COPY_BYTES} bytes`,
+                    MAX_COPY_BYTES,
+                    'too_many_bytes',
+                  );
+                  return;
+                }
               }
               plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
             },
@@ -220,6 +233,7 @@ export const copyPath = defineTool({
             throw error;
           });
           judge.assertAllowed();
+          if (deferred.refusal) throw deferred.refusal;
         } finally {
           top.close();
         }
@@ -237,7 +251,7 @@ export const copyPath = defineTool({
               dst.dir,
               dst.name,
               copied,
-              (relative, target) => copiedLinkAllowed(ctx.policy.roots, `${destination.real}/${relative}`, target),
+              (relative, target) => linkTargetInside(ctx.policy.roots, `${destination.real}/${relative}`, target),
               ctx.signal,
             );
             treeHistory.files = historyEntriesOfTree(destination.real, s.mode, copied, 'created');

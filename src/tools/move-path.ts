@@ -24,7 +24,7 @@ import { changedError, sameNode, type VerifiedDir } from '../fs/verified-dir.js'
 import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
-import { copiedLinkAllowed } from '../policy/link-target.js';
+import { movedLinkAllowed } from '../policy/link-target.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { parentOf } from '../policy/resolve-path.js';
@@ -156,6 +156,12 @@ export const movePath = defineTool({
           dstNow,
           args.expected_hash,
         );
+        // A link keeps its target string: a relative one means something else at its new place (`a/b/l -> ../../x`
+        // moved to `l` would climb out of the roots), so it must still point inside there (as a tree's links).
+        if (srcNow.isSymbolicLink()) {
+          const target = src.dir.readlink(src.name);
+          if (!(await movedLinkAllowed(ctx.policy.roots, destination.real, target))) throw linkOutside(source.real);
+        }
         // A directory: every entry it carries is authorized as a move of it, at its old and its new place, on the
         // directory as held (its verified descriptor), before anything moves.
         const inspected = srcNow.isDirectory() ? await authorizeTreeMove(ctx, source, destination, src, srcNow) : null;
@@ -345,6 +351,19 @@ function assertMovable(
   }
 }
 
+/** A link that would point outside the roots at its new place (its target is never echoed: it may be outside). */
+function linkOutside(link: string): ToolError {
+  return new ToolError(
+    'NOT_ALLOWED',
+    `The link ${link} would point outside the roots where it is moved; nothing was moved.`,
+    {
+      path: link,
+      details: { reason: 'link_target_outside' },
+      suggestion: 'Move it where its relative target stays inside, or replace the link first.',
+    },
+  );
+}
+
 /** Most entries a directory move inspects before refusing (as a recursive delete). */
 const MAX_MOVED_ENTRIES = 100_000;
 
@@ -386,18 +405,8 @@ async function authorizeTreeMove(
   judge.assertAllowed();
   for (const link of links) {
     const at = `${destination.real}/${link.relative}`;
-    if (!(await copiedLinkAllowed(ctx.policy.roots, at, link.target))) {
-      const from = `${source.real}/${link.relative}`;
-      throw new ToolError(
-        'NOT_ALLOWED',
-        `The link ${from} would point outside the roots where it is moved; nothing was moved.`,
-        {
-          path: from,
-          details: { reason: 'link_target_outside' },
-          suggestion: 'Move the tree where its relative links stay inside, or replace the link first.',
-        },
-      );
-    }
+    if (!(await movedLinkAllowed(ctx.policy.roots, at, link.target)))
+      throw linkOutside(`${source.real}/${link.relative}`);
   }
   return inspected;
 }

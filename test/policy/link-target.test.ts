@@ -4,12 +4,13 @@
  *  - `..` after a name is refused whatever it would resolve to (`dot -> .`, `up -> dot/../..`);
  *  - a target through an existing link to outside is not inside (walked as the kernel would);
  *  - a loop that stays inside is harmless (inside);
- *  - copiedLinkAllowed: an absolute target is copied as it is, a relative one must point inside at its new place.
+ *  - movedLinkAllowed: an absolute target is carried as it is by a move, a relative one must point inside at its new
+ *    place (a copy creates a new link: linkTargetInside, absolute targets included).
  */
 import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { copiedLinkAllowed, linkTargetInside } from '../../src/policy/link-target.js';
+import { movedLinkAllowed, linkTargetInside } from '../../src/policy/link-target.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -45,10 +46,10 @@ describe('linkTargetInside', () => {
   });
 });
 
-describe('copiedLinkAllowed', () => {
-  it('copies an absolute target as it is; a relative one must point inside at its new place', async () => {
-    expect(await copiedLinkAllowed(ROOTS, `${R}/l`, '/etc/hostname')).toBe(true);
-    expect(await copiedLinkAllowed(ROOTS, `${R}/l`, '../../a.txt')).toBe(false);
-    expect(await copiedLinkAllowed(ROOTS, `${R}/deep/a/l`, '../../a.txt')).toBe(true);
+describe('movedLinkAllowed', () => {
+  it('carries an absolute target as it is; a relative one must point inside at its new place', async () => {
+    expect(await movedLinkAllowed(ROOTS, `${R}/l`, '/etc/hostname')).toBe(true);
+    expect(await movedLinkAllowed(ROOTS, `${R}/l`, '../../a.txt')).toBe(false);
+    expect(await movedLinkAllowed(ROOTS, `${R}/deep/a/l`, '../../a.txt')).toBe(true);
   });
 });

@@ -3,7 +3,7 @@
  * it, at its old place and at its new one — move (write, write), copy (read, write), delete (write) — by the per-path
  * rules (secrets, the file policy, the built-in guards); visible offenders are named (up to MAX_NAMED_ENTRIES, then
  * `more`), a hidden or denied entry or a guarded path ends the walk with one generic refusal that names nothing;
- * entries beneath a refused directory are not judged again; a link above the top (requested spelling) is judged too.
+ * entries beneath a refused directory are not named (but judged); a link above the top (requested spelling) is judged too.
  */
 import { describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -28,6 +28,7 @@ const POLICY: FilePolicy = {
     { pattern: 'ro-dir', access: 'read_only' },
     { pattern: 'dst-ro/*.txt', access: 'read_only' },
     { pattern: 'dst-hidden/*.txt', access: 'hidden' },
+    { pattern: 'src/ro-dir/deep', access: 'hidden' },
   ],
 };
 const ctx = (o: Partial<PolicyContext> = {}): PolicyContext => ({
@@ -142,7 +143,7 @@ describe('authorizeTreeEntries', () => {
     expect(lock?.details).toEqual({ source: 'policy', reason: 'tree_entries', operation: 'delete' });
   });
 
-  it('entries beneath a refused directory are not judged again; siblings after it are', () => {
+  it('entries beneath a refused directory are not named; siblings after it are', () => {
     // `ro-dir` (a rule without `/`) matches that name at any depth: at both places.
     const { error } = judge('move', [dir('ro-dir'), file('ro-dir/a.key'), dir('ro-dir/sub'), file('b.key')]);
     expect(error?.details.entries).toEqual([
@@ -153,12 +154,41 @@ describe('authorizeTreeEntries', () => {
     ]);
   });
 
-  it(`names at most ${MAX_NAMED_ENTRIES} entries, then stops with more: true`, () => {
+  it(`names at most ${MAX_NAMED_ENTRIES} entries with more: true, and judges every entry after them`, () => {
     const many = Array.from({ length: 30 }, (_, i) => file(`f${String(i).padStart(2, '0')}.pem`));
     const { error, judged } = judge('delete', many);
     expect((error?.details.entries as unknown[]).length).toBe(MAX_NAMED_ENTRIES);
     expect(error?.details.more).toBe(true);
-    expect(judged).toBe(MAX_NAMED_ENTRIES);
+    expect(judged).toBe(30);
+  });
+
+  it('a hidden or denied entry gives the generic refusal wherever it comes in the walk (before, after, beneath)', () => {
+    const many = Array.from({ length: 20 }, (_, i) => file(`f${String(i).padStart(2, '0')}.pem`));
+    const generic = { source: 'policy', reason: 'tree_entries', operation: 'move' };
+    for (const order of [
+      [dir('hidden'), file('hidden/a'), ...many],
+      [...many, dir('hidden'), file('hidden/a')],
+      [dir('ro-dir'), dir('ro-dir/x'), file('sealed'), ...many],
+      [dir('ro-dir'), file('ro-dir/b.pem'), dir('ro-dir/deep')],
+    ]) {
+      const { error } = judge('move', order);
+      expect(error?.code).toBe('FILE_POLICY_DENIED');
+      expect(error?.details).toEqual(generic);
+    }
+  });
+
+  it('another root inside the tree: its entries are judged by its rules from it; it is not carried away', () => {
+    const inner: EffectiveRoot = { given: `${R}/src/inner`, real: `${R}/src/inner`, source: 'cli' };
+    const c = ctx({ roots: [ROOT, inner] });
+    // src/inner/src/hidden/n: relative to /r no rule matches it; relative to the inner root it is src/hidden/n.
+    const tree = [dir('inner'), dir('inner/src'), dir('inner/src/hidden'), file('inner/src/hidden/n')];
+    expect(judge('copy', tree).error).toBeNull();
+    const hidden = judge('copy', tree, at('src'), at('dst'), c);
+    expect(hidden.error?.details).toEqual({ source: 'policy', reason: 'tree_entries', operation: 'copy' });
+    for (const op of ['move', 'delete'] as const) {
+      const { error } = judge(op, [dir('inner'), file('inner/a.txt')], at('src'), op === 'move' ? at('dst') : null, c);
+      expect(error?.details.entries).toEqual([{ path: `${R}/src/inner`, side: 'source', kind: 'root' }]);
+    }
   });
 
   it('judges the requested spelling too: a link above the top cannot carry entries out of a protected place', () => {
