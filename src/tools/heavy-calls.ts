@@ -5,7 +5,8 @@
  *
  * - `walk`: listing, searching and reading many files, tree operations (copy, move, recursive delete, replace in files);
  * - `git`: a git view and the git processes run in it (git_status, git_diff, a mutation given expected_status_hash);
- * - `forge`: an issue call (gh, glab or an HTTPS request to GitLab, and the git run that reads its work tree's remotes).
+ * - `forge`: an issue call (gh, glab or an HTTPS request to GitLab, and the git view that finds its repository from a
+ *   work tree's remotes).
  *
  * At most `HEAVY_LIMITS[class]` calls of a class run at once. Every call runs its child processes one after another,
  * so at most `HEAVY_LIMITS.forge` gh/glab processes and `HEAVY_LIMITS.git + HEAVY_LIMITS.forge` child processes in

@@ -268,7 +268,7 @@ export function defineIssueTool(forge: Forge, contract: { name: string; title: s
     mutating: (a) => WRITE_ACTIONS.has(a.action),
     validate: (a) => validateIssueArgs(forge, a),
     pathsOf: (a) => (a.path !== undefined ? [a.path] : []),
-    // One forge call at a time per slot; the git run that reads a work tree's remotes counts as part of it.
+    // One forge call at a time per slot; the git view that finds the repository from a path counts as part of it.
     heavy: () => ['forge'],
     run: (args, ctx) => runIssueAction(forge, contract.name, args, ctx),
   });
