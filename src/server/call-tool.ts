@@ -1,14 +1,16 @@
 /**
  * One tool call, read as the data flow (SPEC §3.3 steps 1–3, then the handler):
  *   lookup (unknown → UnknownToolError; disabled → TOOL_UNAVAILABLE) → validateArguments (VALIDATION)
- *   → gates for mutating calls (READONLY, then BUDGET_EXCEEDED) → wait for client roots → tool handler (policy
- *   steps 4–10 happen inside it) → budget spend → audit line.
+ *   → gates for mutating calls (READONLY, then BUDGET_EXCEEDED) → wait for client roots → wait for the call's
+ *   heavy-call slots (src/tools/heavy-calls.ts: busy, cancelled) → tool handler (policy steps 4–10 happen inside it)
+ *   → budget spend → audit line.
  * Every throw goes through the one mapper, `toEnvelope`. Used by both the MCP server and `fs-tools call`.
  */
 import { toEnvelope, type ErrorEnvelope } from '../errors/to-envelope.js';
 import { ToolError } from '../errors/tool-error.js';
 import { assertWritable, type BudgetTicket } from '../policy/gates.js';
 import type { AnyTool, MediaBlock, ToolContext } from '../tools/define-tool.js';
+import { runHeavy } from '../tools/heavy-calls.js';
 import type { ProcessState } from './process-state.js';
 import { validateArguments } from './validate-arguments.js';
 
@@ -101,25 +103,34 @@ async function runCall(
       if (!dryRun) ticket = await state.budget.reserve();
     }
     await state.roots.ready();
-    const ctx: ToolContext = {
-      config: state.config,
-      roots: state.roots,
-      policy: {
-        roots: state.roots.current(),
-        allowSecrets: state.config.allowSecrets,
-        policy: state.config.policy,
-        guarded: state.guarded,
-      },
-      hashes: state.hashes,
-      budget: state.budget,
+    const validated = args;
+    // A heavy call waits here for its slots (src/tools/heavy-calls.ts); the roots in force are taken once it starts.
+    const result = await runHeavy(
+      tool.heavy?.(validated) ?? [],
       signal,
-      process: {
-        version: state.version,
-        recoveredTransactions: state.recoveredTransactions,
-        kernelWall: state.kernelWall,
+      () => {
+        const ctx: ToolContext = {
+          config: state.config,
+          roots: state.roots,
+          policy: {
+            roots: state.roots.current(),
+            allowSecrets: state.config.allowSecrets,
+            policy: state.config.policy,
+            guarded: state.guarded,
+          },
+          hashes: state.hashes,
+          budget: state.budget,
+          signal,
+          process: {
+            version: state.version,
+            recoveredTransactions: state.recoveredTransactions,
+            kernelWall: state.kernelWall,
+          },
+        };
+        return tool.run(validated, ctx);
       },
-    };
-    const result = await tool.run(args, ctx);
+      validated,
+    );
     ticket?.spend();
     audit = result.audit ?? {};
     outcome = {

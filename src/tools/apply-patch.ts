@@ -24,6 +24,7 @@ import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from '
 import { defineTool, type ToolContext } from './define-tool.js';
 import { deletionIsConflict, hashRequiredForAll, insideRoots, runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
+import { heavyClasses } from './heavy-calls.js';
 
 export const ApplyPatchInput = z.strictObject({
   patch: z.string().min(1).describe('Unified diff, one or more files'),
@@ -270,6 +271,7 @@ export const applyPatch = defineTool({
   },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => (a.path ? [a.path] : []),
+  heavy: (a) => heavyClasses(a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const files = parseUnifiedDiff(args.patch);
     const targets = await resolveTargets(files, args, ctx);

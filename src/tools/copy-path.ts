@@ -38,6 +38,7 @@ import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { checkReplacedDestination, parentMissing, runMutation } from './file-mutation.js';
+import { heavyClasses } from './heavy-calls.js';
 
 /** Most entries one tree copy holds (files, links and directories beneath the source). */
 export const MAX_COPY_ENTRIES = 10_000;
@@ -108,6 +109,7 @@ export const copyPath = defineTool({
   mutating: true,
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.source, a.destination],
+  heavy: (a) => heavyClasses('walk', a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const { source, destination } = await authorizeCopy(args.source, args.destination, ctx.policy);
     // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.

@@ -11,6 +11,7 @@ import { defineTool } from './define-tool.js';
 import { runMutation } from './file-mutation.js';
 import { historyEntryOf, type HistoryFile } from '../fs/history.js';
 import { quoteName } from './text-safe.js';
+import { heavyClasses } from './heavy-calls.js';
 
 export const CreateDirectoryInput = z.strictObject({
   path: PathArg,
@@ -39,6 +40,7 @@ export const createDirectory = defineTool({
   mutating: true,
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
+  heavy: (a) => heavyClasses(a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, {
       kind: 'directory',

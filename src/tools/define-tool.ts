@@ -11,6 +11,7 @@ import type { MutationBudget } from '../policy/gates.js';
 import type { HashMemory } from '../policy/occ.js';
 import type { RootSet } from '../policy/roots.js';
 import type { WallState } from '../fs/kernel-wall.js';
+import type { HeavyClass } from './heavy-calls.js';
 
 /** MCP tool annotations; must be honest: each hint reflects the most dangerous action (test/e2e/protocol.test.ts holds an independent table). */
 export interface ToolAnnotations {
@@ -81,6 +82,12 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   validate?: (args: z.output<I>) => void;
   /** True when a successful call with these arguments should not count against the budget (dry runs). */
   isDryRun?: (args: z.output<I>) => boolean;
+  /**
+   * The heavy-call classes a call with these arguments holds while it runs (src/tools/heavy-calls.ts): `walk` when it
+   * walks a tree, `git` when it starts git, `forge` when it talks to a forge. The server takes the slots before `run`
+   * and frees them after (src/server/call-tool.ts); absent or empty: the call never waits.
+   */
+  heavy?: (args: z.output<I>) => readonly HeavyClass[];
   /** Requested paths named by these arguments (audit log). */
   pathsOf?: (args: z.output<I>) => string[];
   run(args: z.output<I>, ctx: ToolContext): Promise<ToolOutcome<z.output<O>>>;

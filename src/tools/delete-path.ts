@@ -26,6 +26,7 @@ import { defineTool } from './define-tool.js';
 import { runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
 import { historyVisible } from './undo.js';
+import { heavyClasses } from './heavy-calls.js';
 
 /** Most entries a recursive delete inspects before refusing. */
 const MAX_RECURSIVE_ENTRIES = 100_000;
@@ -60,6 +61,7 @@ export const deletePath = defineTool({
   mutating: true,
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
+  heavy: (a) => heavyClasses(a.recursive && 'walk', a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'any', mustExist: true, followFinal: false });
     const { result, statusHash } = await runMutation(ctx, {

@@ -16,6 +16,7 @@ import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg 
 import { defineTool } from './define-tool.js';
 import { deletionIsConflict, mutateFile } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
+import { heavyClasses } from './heavy-calls.js';
 
 /** Most characters of unified diff returned in a result. */
 const MAX_DIFF_CHARS = 64 * 1024;
@@ -77,6 +78,7 @@ export const editFile = defineTool({
   mutating: true,
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
+  heavy: (a) => heavyClasses(a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const target = await authorizeWrite(args.path, ctx.policy, {
       kind: 'file',

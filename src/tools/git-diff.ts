@@ -17,7 +17,6 @@ import type { GitView } from '../vcs/git-view.js';
 import { splitDiff } from '../vcs/diff-output.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { CursorCount, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { runHeavy } from './heavy-calls.js';
 import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from './response-budget.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
@@ -93,168 +92,163 @@ export const gitDiff = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path, ...(a.paths ?? [])],
-  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
-  run: (args, ctx) =>
-    runHeavy(
-      ctx.signal,
-      async () => {
-        const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
-        const position = args.cursor ? decodeCursor(args.cursor, fingerprint, DiffPosition) : null;
-        // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
-        // entry need not exist: a file deleted in the work tree is a fine thing to diff.
-        const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
-        for (const p of args.paths ?? [])
-          filters.push(await resolveInRoots(p, ctx.policy.roots, { followFinal: false }, 'paths'));
-        const view = await openWorkTree(args.path, ctx);
-        try {
-          return await diffIn(view, filters);
-        } finally {
-          await view.dispose();
-        }
+  // A heavy call: the server runs it through the heavy-call queue (src/tools/heavy-calls.ts).
+  heavy: () => ['git'],
+  async run(args, ctx) {
+    const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
+    const position = args.cursor ? decodeCursor(args.cursor, fingerprint, DiffPosition) : null;
+    // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
+    // entry need not exist: a file deleted in the work tree is a fine thing to diff.
+    const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
+    for (const p of args.paths ?? [])
+      filters.push(await resolveInRoots(p, ctx.policy.roots, { followFinal: false }, 'paths'));
+    const view = await openWorkTree(args.path, ctx);
+    try {
+      return await diffIn(view, filters);
+    } finally {
+      await view.dispose();
+    }
 
-        /** The diff itself, in the opened view (disposed by the caller). */
-        async function diffIn(view: GitView, filters: Awaited<ReturnType<typeof resolveInRoots>>[]) {
-          const root = view.workTree;
-          const pathspecs: string[] = [];
-          for (const f of filters) {
-            const relative = path.relative(root, f.real);
-            if (relative.startsWith('..') || path.isAbsolute(relative)) {
-              throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
-                path: f.absolute,
-                details: { reason: 'outside_work_tree', field: 'paths' },
-                suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
-              });
-            }
-            pathspecs.push(`:(literal)${relative || '.'}`);
-          }
-          const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-          const hides = hiddenInWorkTree(ctx.policy, root);
-          const { statusHash } = await gitStatus(view, gitOptions, hides);
-          const stale = (expected: string) =>
-            new ToolError(
-              'STALE_GIT',
-              `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`,
-              {
-                path: root,
-                details: { current_status_hash: statusHash, work_tree: root },
-              },
-            );
-          if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash)
-            throw stale(args.expected_status_hash);
-          if (position && position.status_hash !== statusHash) throw stale(position.status_hash);
-          const r = await view.run(
-            [
-              // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
-              // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
-              // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
-              ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']),
-              '--no-ext-diff',
-              '--no-textconv',
-              '--no-color',
-              '-M',
-              // Submodules are never entered (no child git runs with the submodule's own config).
-              '--ignore-submodules=all',
-              // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
-              '--src-prefix=a/',
-              '--dst-prefix=b/',
-              `-U${args.context_lines}`,
-              '--',
-              ...pathspecs,
-            ],
-            { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 },
+    /** The diff itself, in the opened view (disposed by the caller). */
+    async function diffIn(view: GitView, filters: Awaited<ReturnType<typeof resolveInRoots>>[]) {
+      const root = view.workTree;
+      const pathspecs: string[] = [];
+      for (const f of filters) {
+        const relative = path.relative(root, f.real);
+        if (relative.startsWith('..') || path.isAbsolute(relative)) {
+          throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
+            path: f.absolute,
+            details: { reason: 'outside_work_tree', field: 'paths' },
+            suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
+          });
+        }
+        pathspecs.push(`:(literal)${relative || '.'}`);
+      }
+      const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
+      const hides = hiddenInWorkTree(ctx.policy, root);
+      const { statusHash } = await gitStatus(view, gitOptions, hides);
+      const stale = (expected: string) =>
+        new ToolError(
+          'STALE_GIT',
+          `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`,
+          {
+            path: root,
+            details: { current_status_hash: statusHash, work_tree: root },
+          },
+        );
+      if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash)
+        throw stale(args.expected_status_hash);
+      if (position && position.status_hash !== statusHash) throw stale(position.status_hash);
+      const r = await view.run(
+        [
+          // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
+          // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
+          // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
+          ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']),
+          '--no-ext-diff',
+          '--no-textconv',
+          '--no-color',
+          '-M',
+          // Submodules are never entered (no child git runs with the submodule's own config).
+          '--ignore-submodules=all',
+          // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
+          '--src-prefix=a/',
+          '--dst-prefix=b/',
+          `-U${args.context_lines}`,
+          '--',
+          ...pathspecs,
+        ],
+        { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 },
+      );
+      if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
+      const chunks = splitDiff(r.stdout);
+      const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
+
+      let index = position?.index ?? 0;
+      let offset = position?.offset ?? 0;
+      let out = '';
+      let outBytes = 0;
+      const budget = new ResponseBudget();
+      budget.charge(4096 + jsonStringBytes(root));
+      const files: z.infer<typeof FileSchema>[] = [];
+      let truncated = false;
+      let next: { index: number; offset: number } | null = null;
+      for (; index < chunks.length; index++, offset = 0) {
+        const c = chunks[index];
+        // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
+        const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
+          const abs = path.join(root, p);
+          return classifyEntry(
+            ctx.policy,
+            abs,
+            toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs),
           );
-          if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
-          const chunks = splitDiff(r.stdout);
-          const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
-
-          let index = position?.index ?? 0;
-          let offset = position?.offset ?? 0;
-          let out = '';
-          let outBytes = 0;
-          const budget = new ResponseBudget();
-          budget.charge(4096 + jsonStringBytes(root));
-          const files: z.infer<typeof FileSchema>[] = [];
-          let truncated = false;
-          let next: { index: number; offset: number } | null = null;
-          for (; index < chunks.length; index++, offset = 0) {
-            const c = chunks[index];
-            // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
-            const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
-              const abs = path.join(root, p);
-              return classifyEntry(
-                ctx.policy,
-                abs,
-                toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs),
-              );
-            });
-            // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
-            if (verdicts.some((v) => v.hidden)) continue;
-            const omitted = verdicts.some((v) => v.secret)
-              ? 'secret'
-              : verdicts.some((v) => v.hidden || v.denied)
-                ? 'policy'
-                : undefined;
-            const entry: z.infer<typeof FileSchema> = {
-              path: c.path,
-              ...(c.oldPath ? { old_path: c.oldPath } : {}),
-              binary: c.binary,
-              ...(omitted ? { omitted } : {}),
-            };
-            // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
-            // max_bytes is cut like a diff, so paging always moves on).
-            const full = omitted
-              ? `diff --git ${quoteName(`a/${c.path}`)} ${quoteName(`b/${c.path}`)}\n(fs-tools: diff omitted: ${omitted} file)\n`
-              : c.text;
-            let body = full.slice(offset);
-            const bodyBytes = Buffer.byteLength(body);
-            // Issue #14: the body goes out twice (diff + text), JSON-escaped, beside its files entry.
-            const cost = 2 * jsonStringBytes(body) + jsonBytes(entry) + 2;
-            if (out.length > 0 && (outBytes + bodyBytes > maxBytes || cost > budget.remaining)) {
-              truncated = true;
-              next = { index, offset };
-              break;
-            }
-            if (bodyBytes > maxBytes || cost > budget.remaining) {
-              // One file larger than the page: cut at a line boundary and continue inside it.
-              const room = Math.max(1, Math.floor((budget.remaining - jsonBytes(entry) - 2) / 2));
-              let cut = prefixWithinBytes(body, maxBytes);
-              if (jsonStringBytes(cut) > room)
-                cut = prefixWithinJsonBytes(cut, room) || String.fromCodePoint(body.codePointAt(0)!);
-              const nl = cut.lastIndexOf('\n');
-              if (nl > 0) cut = cut.slice(0, nl + 1);
-              body = cut;
-              out += body;
-              files.push(entry);
-              truncated = true;
-              next = { index, offset: offset + body.length };
-              break;
-            }
-            out += body;
-            outBytes += bodyBytes;
-            budget.charge(cost);
-            files.push(entry);
-          }
-          const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
-          return {
-            structured: {
-              repo_root: root,
-              diff: out,
-              files,
-              // Hidden files are not counted either: their number is not the caller's to know.
-              files_total: chunks.filter((c) => !hides(c.path) && (c.oldPath === undefined || !hides(c.oldPath)))
-                .length,
-              status_hash: statusHash,
-              truncated,
-              next_cursor: nextCursor,
-            },
-            text:
-              (out || '(no differences)\n') +
-              (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') +
-              `status_hash ${statusHash}`,
-            audit: { paths: [root] },
-          };
+        });
+        // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
+        if (verdicts.some((v) => v.hidden)) continue;
+        const omitted = verdicts.some((v) => v.secret)
+          ? 'secret'
+          : verdicts.some((v) => v.hidden || v.denied)
+            ? 'policy'
+            : undefined;
+        const entry: z.infer<typeof FileSchema> = {
+          path: c.path,
+          ...(c.oldPath ? { old_path: c.oldPath } : {}),
+          binary: c.binary,
+          ...(omitted ? { omitted } : {}),
+        };
+        // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
+        // max_bytes is cut like a diff, so paging always moves on).
+        const full = omitted
+          ? `diff --git ${quoteName(`a/${c.path}`)} ${quoteName(`b/${c.path}`)}\n(fs-tools: diff omitted: ${omitted} file)\n`
+          : c.text;
+        let body = full.slice(offset);
+        const bodyBytes = Buffer.byteLength(body);
+        // Issue #14: the body goes out twice (diff + text), JSON-escaped, beside its files entry.
+        const cost = 2 * jsonStringBytes(body) + jsonBytes(entry) + 2;
+        if (out.length > 0 && (outBytes + bodyBytes > maxBytes || cost > budget.remaining)) {
+          truncated = true;
+          next = { index, offset };
+          break;
         }
-      },
-      args,
-    ),
+        if (bodyBytes > maxBytes || cost > budget.remaining) {
+          // One file larger than the page: cut at a line boundary and continue inside it.
+          const room = Math.max(1, Math.floor((budget.remaining - jsonBytes(entry) - 2) / 2));
+          let cut = prefixWithinBytes(body, maxBytes);
+          if (jsonStringBytes(cut) > room)
+            cut = prefixWithinJsonBytes(cut, room) || String.fromCodePoint(body.codePointAt(0)!);
+          const nl = cut.lastIndexOf('\n');
+          if (nl > 0) cut = cut.slice(0, nl + 1);
+          body = cut;
+          out += body;
+          files.push(entry);
+          truncated = true;
+          next = { index, offset: offset + body.length };
+          break;
+        }
+        out += body;
+        outBytes += bodyBytes;
+        budget.charge(cost);
+        files.push(entry);
+      }
+      const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
+      return {
+        structured: {
+          repo_root: root,
+          diff: out,
+          files,
+          // Hidden files are not counted either: their number is not the caller's to know.
+          files_total: chunks.filter((c) => !hides(c.path) && (c.oldPath === undefined || !hides(c.oldPath))).length,
+          status_hash: statusHash,
+          truncated,
+          next_cursor: nextCursor,
+        },
+        text:
+          (out || '(no differences)\n') +
+          (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') +
+          `status_hash ${statusHash}`,
+        audit: { paths: [root] },
+      };
+    }
+  },
 });

@@ -76,6 +76,7 @@ export const gitStatusTool = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
+  heavy: () => ['git'],
   async run(args, ctx) {
     const view = await openWorkTree(args.path, ctx);
     const root = view.workTree;

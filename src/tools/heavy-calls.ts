@@ -1,16 +1,35 @@
 /**
- * Concurrency bound for heavy calls (issue #14): listing and searching directory trees, multi-file reads and diffs.
- * At most HEAVY_CONCURRENCY of them run at once in this process; further calls wait in a FIFO queue (each leaves the
- * queue as soon as its client cancels it), and a call that would make the queue longer than HEAVY_QUEUE_LIMIT, or the
- * arguments waiting larger than HEAVY_QUEUE_BYTES, is refused at once with a retryable envelope (IO_ERROR, details.reason "busy", recovery retry_later). Together with
- * the response budget and the shared directory listings this bounds peak memory whatever the number of concurrent
- * calls: the queued calls hold only their arguments, and those are bounded too.
+ * The one concurrency queue for heavy calls (docs/security.md "One queue for heavy calls, and untrusted text"). A
+ * heavy call is one that starts a child process or walks a tree. Each call names the classes of work it does
+ * (`HeavyClass`), takes one slot of every one of them at once before it starts, and holds them until it ends:
+ *
+ * - `walk`: listing, searching and reading many files, tree operations (copy, move, recursive delete, replace in files);
+ * - `git`: a git view and the git processes run in it (git_status, git_diff, a mutation given expected_status_hash);
+ * - `forge`: an issue call (gh, glab or an HTTPS request to GitLab, and the git view that finds its repository from a
+ *   work tree's remotes).
+ *
+ * At most `HEAVY_LIMITS[class]` calls of a class run at once. Every call runs its child processes one after another,
+ * so at most `HEAVY_LIMITS.forge` gh/glab processes and `HEAVY_LIMITS.git + HEAVY_LIMITS.forge` child processes in
+ * all exist at any time. Calls that cannot start wait in one FIFO queue, first come first served within each class: a
+ * waiting call reserves its classes for itself, so a later call needing any of them waits behind it (no call
+ * starves), while a call of other classes starts at once. A waiting call costs a promise and its arguments, nothing
+ * polls; when the client cancels it (its AbortSignal fires) it leaves the queue at once. A call that would make the
+ * queue longer than HEAVY_QUEUE_LIMIT, or the arguments waiting larger than HEAVY_QUEUE_BYTES, is refused at once
+ * with a retryable envelope (IO_ERROR, details.reason "busy", recovery retry_later). Slots are taken all at once and
+ * never while holding others, so no two calls can wait for each other.
  */
 import { ToolError } from '../errors/tool-error.js';
 
-/** Heavy calls running at once. */
-export const HEAVY_CONCURRENCY = 4;
-/** Heavy calls waiting at most; one more is refused (retryable). */
+/** The kinds of heavy work a call can do (see the module comment). */
+export type HeavyClass = 'walk' | 'git' | 'forge';
+
+/** Every class, in a fixed order (details of the busy envelope, stats). */
+export const HEAVY_CLASSES: readonly HeavyClass[] = ['walk', 'git', 'forge'];
+
+/** Calls of each class running at once at most. */
+export const HEAVY_LIMITS: Readonly<Record<HeavyClass, number>> = { walk: 4, git: 4, forge: 4 };
+
+/** Heavy calls waiting at most (all classes together); one more is refused (retryable). */
 export const HEAVY_QUEUE_LIMIT = 1000;
 /**
  * Arguments held by waiting calls at most, in serialized bytes (a waiting call holds its arguments, and one may be
@@ -19,85 +38,130 @@ export const HEAVY_QUEUE_LIMIT = 1000;
 export const HEAVY_QUEUE_BYTES = 16 * 1024 * 1024;
 
 interface Waiter {
+  classes: readonly HeavyClass[];
   bytes: number;
   start: () => void;
-  cancel: () => void;
 }
 
-let running = 0;
+const running: Record<HeavyClass, number> = { walk: 0, git: 0, forge: 0 };
+/** Waiting calls per class (a call of several classes counts in each). */
+const waiting: Record<HeavyClass, number> = { walk: 0, git: 0, forge: 0 };
 let queuedBytes = 0;
 const queue: Waiter[] = [];
 
 /**
- * Runs `fn` when a heavy slot is free. `args` are the call's arguments (their serialized size counts against
- * HEAVY_QUEUE_BYTES while the call waits).
- * @throws ToolError IO_ERROR (reason busy, retryable) when the queue is full; IO_ERROR (reason cancelled) when
- *   `signal` aborts while the call waits
+ * The classes named, each once, in HEAVY_CLASSES order; `false`, `undefined` and `null` entries are left out, so a
+ * tool can write `heavyClasses(args.recursive && 'walk', args.expected_status_hash !== undefined && 'git')`.
  */
-export async function runHeavy<T>(signal: AbortSignal | undefined, fn: () => Promise<T>, args?: unknown): Promise<T> {
-  if (running >= HEAVY_CONCURRENCY || queue.length > 0)
-    await waitForSlot(signal, args === undefined ? 0 : JSON.stringify(args).length);
-  else running++;
+export function heavyClasses(...named: readonly (HeavyClass | false | undefined | null)[]): HeavyClass[] {
+  return HEAVY_CLASSES.filter((c) => named.includes(c));
+}
+
+/**
+ * Runs `fn` once a slot of every class in `classes` is free (at once when `classes` is empty). `args` are the
+ * call's arguments: their serialized size counts against HEAVY_QUEUE_BYTES while the call waits.
+ * @throws ToolError IO_ERROR (reason busy, retryable) when the queue is full; IO_ERROR (reason cancelled) when
+ *   `signal` aborts while the call waits; whatever `fn` throws (its slots are freed)
+ */
+export async function runHeavy<T>(
+  classes: readonly HeavyClass[],
+  signal: AbortSignal | undefined,
+  fn: () => Promise<T>,
+  args?: unknown,
+): Promise<T> {
+  const need = heavyClasses(...classes);
+  if (need.length === 0) return fn();
+  if (need.every((c) => running[c] < HEAVY_LIMITS[c] && waiting[c] === 0)) take(need);
+  else await waitForSlots(need, signal, args === undefined ? 0 : JSON.stringify(args).length);
   try {
     return await fn();
   } finally {
-    release();
+    for (const c of need) running[c]--;
+    schedule();
   }
 }
 
-function release(): void {
-  const next = queue.shift();
-  if (next) {
-    queuedBytes -= next.bytes;
-    next.start(); // the slot passes straight to the next call
-  } else running--;
+function take(classes: readonly HeavyClass[]): void {
+  for (const c of classes) running[c]++;
 }
 
-function waitForSlot(signal: AbortSignal | undefined, bytes: number): Promise<void> {
+/**
+ * Starts every waiting call whose classes all have a free slot and are not reserved by a call before it, in queue
+ * order. Called whenever a slot frees or a waiter leaves.
+ */
+function schedule(): void {
+  const reserved = new Set<HeavyClass>();
+  for (let i = 0; i < queue.length && reserved.size < HEAVY_CLASSES.length;) {
+    const w = queue[i];
+    if (w.classes.every((c) => !reserved.has(c) && running[c] < HEAVY_LIMITS[c])) {
+      unqueue(i);
+      take(w.classes);
+      w.start();
+    } else {
+      for (const c of w.classes) reserved.add(c);
+      i++;
+    }
+  }
+}
+
+function unqueue(at: number): void {
+  const [w] = queue.splice(at, 1);
+  queuedBytes -= w.bytes;
+  for (const c of w.classes) waiting[c]--;
+}
+
+function waitForSlots(classes: readonly HeavyClass[], signal: AbortSignal | undefined, bytes: number): Promise<void> {
   if (signal?.aborted) return Promise.reject(cancelled());
   if (queue.length >= HEAVY_QUEUE_LIMIT || (queue.length > 0 && queuedBytes + bytes > HEAVY_QUEUE_BYTES)) {
-    return Promise.reject(
-      new ToolError(
-        'IO_ERROR',
-        `The server is busy: ${HEAVY_CONCURRENCY} heavy calls are running and ${queue.length} are waiting.`,
-        {
-          details: {
-            reason: 'busy',
-            errno: 'EAGAIN',
-            running: HEAVY_CONCURRENCY,
-            queued: queue.length,
-            queue_limit: HEAVY_QUEUE_LIMIT,
-            queue_bytes_limit: HEAVY_QUEUE_BYTES,
-            retry_after_s: 1,
-          },
-          suggestion: 'Retry the same call in a moment, or make fewer concurrent listing/search/read_files calls.',
-          retryable: true,
-          recovery: 'retry_later',
-        },
-      ),
-    );
+    return Promise.reject(busy());
   }
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => {
       const at = queue.indexOf(waiter);
       if (at >= 0) {
-        queue.splice(at, 1);
-        queuedBytes -= waiter.bytes;
+        unqueue(at);
+        schedule(); // this call may have reserved classes that later calls can now take
       }
       reject(cancelled());
     };
     const waiter: Waiter = {
+      classes,
       bytes,
       start: () => {
         signal?.removeEventListener('abort', onAbort);
         resolve();
       },
-      cancel: onAbort,
     };
     queue.push(waiter);
     queuedBytes += bytes;
+    for (const c of classes) waiting[c]++;
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+function busy(): ToolError {
+  const total = HEAVY_CLASSES.reduce((n, c) => n + running[c], 0);
+  return new ToolError(
+    'IO_ERROR',
+    `The server is busy: ${total} heavy calls are running and ${queue.length} are waiting.`,
+    {
+      details: {
+        reason: 'busy',
+        errno: 'EAGAIN',
+        running: total,
+        running_by_class: { ...running },
+        limits: { ...HEAVY_LIMITS },
+        queued: queue.length,
+        queue_limit: HEAVY_QUEUE_LIMIT,
+        queue_bytes_limit: HEAVY_QUEUE_BYTES,
+        retry_after_s: 1,
+      },
+      suggestion:
+        'Retry the same call in a moment, or make fewer concurrent listing, search, tree, git or issue calls.',
+      retryable: true,
+      recovery: 'retry_later',
+    },
+  );
 }
 
 function cancelled(): ToolError {
@@ -107,7 +171,17 @@ function cancelled(): ToolError {
   });
 }
 
-/** Heavy calls running and waiting (tests, diagnostics). */
-export function heavyCallStats(): { running: number; queued: number; queuedBytes: number } {
-  return { running, queued: queue.length, queuedBytes };
+/** Heavy calls running (in all and per class) and waiting (tests, diagnostics). */
+export function heavyCallStats(): {
+  running: number;
+  runningByClass: Record<HeavyClass, number>;
+  queued: number;
+  queuedBytes: number;
+} {
+  return {
+    running: HEAVY_CLASSES.reduce((n, c) => n + running[c], 0),
+    runningByClass: { ...running },
+    queued: queue.length,
+    queuedBytes,
+  };
 }

@@ -161,7 +161,7 @@ export async function runIssueAction(
         `${forge === 'github' ? `; ${r.pullRequestsOmitted} pull request${r.pullRequestsOmitted === 1 ? '' : 's'} omitted` : ''}` +
         `${cut ? `; ${pageIssues.length - shown.length} more on this page left out (response budget)` : ''}` +
         `${next ? `; more: call again with cursor: ${next}` : ''}.`;
-      const text = shown.length === 0 ? head : `${head}\n${wrapUntrusted(lines.join('\n'))}`;
+      const text = shown.length === 0 ? head : `${head}\n${await wrapUntrusted(lines.join('\n'))}`;
       return { structured, text, audit };
     }
     case 'view': {
@@ -191,7 +191,7 @@ export async function runIssueAction(
         `${comments.length ? `; showing comments from #${first}` : ''}` +
         `${issue.body !== r.issue.body ? `; body cut to ${issue.body?.length ?? 0} of ${r.issue.body?.length ?? 0} characters (response budget)` : ''}` +
         `${next ? `; more: call again with cursor: ${next}` : ''}.`;
-      return { structured, text: `${head}\n${wrapUntrusted(issueBlock(issue, comments))}`, audit };
+      return { structured, text: `${head}\n${await wrapUntrusted(issueBlock(issue, comments))}`, audit };
     }
     case 'create': {
       const issue = await backend.create(target, {
@@ -202,7 +202,7 @@ export async function runIssueAction(
       });
       return {
         structured: { ...base, issue },
-        text: `Created ${describeTarget(target, issue.number)}.\n${wrapUntrusted(issueLine(issue))}`,
+        text: `Created ${describeTarget(target, issue.number)}.\n${await wrapUntrusted(issueLine(issue))}`,
         audit,
       };
     }
@@ -211,7 +211,7 @@ export async function runIssueAction(
       const structured: IssueResult = { ...base, comment: r.comment, ...(r.issue ? { issue: r.issue } : {}) };
       return {
         structured,
-        text: `Commented on ${where} (comment ${r.comment.id}).\n${wrapUntrusted(commentBlock(r.comment))}`,
+        text: `Commented on ${where} (comment ${r.comment.id}).\n${await wrapUntrusted(commentBlock(r.comment))}`,
         audit,
       };
     }
@@ -224,13 +224,17 @@ export async function runIssueAction(
           : undefined;
       return {
         structured: { ...base, issue, ...(warnings ? { warnings } : {}) },
-        text: `Closed ${where}${forge === 'github' ? ` as ${reason}` : ''}.${warnings ? ` Warning: ${warnings[0]}` : ''}\n${wrapUntrusted(issueLine(issue))}`,
+        text: `Closed ${where}${forge === 'github' ? ` as ${reason}` : ''}.${warnings ? ` Warning: ${warnings[0]}` : ''}\n${await wrapUntrusted(issueLine(issue))}`,
         audit,
       };
     }
     case 'reopen': {
       const issue = await backend.reopen(target, args.number!);
-      return { structured: { ...base, issue }, text: `Reopened ${where}.\n${wrapUntrusted(issueLine(issue))}`, audit };
+      return {
+        structured: { ...base, issue },
+        text: `Reopened ${where}.\n${await wrapUntrusted(issueLine(issue))}`,
+        audit,
+      };
     }
     case 'edit': {
       const issue = await backend.edit(target, args.number!, {
@@ -242,7 +246,7 @@ export async function runIssueAction(
       const changed = (['title', 'body', 'labels', 'assignees'] as const).filter((k) => args[k] !== undefined);
       return {
         structured: { ...base, issue },
-        text: `Edited ${where} (${changed.join(', ')}).\n${wrapUntrusted(issueLine(issue))}`,
+        text: `Edited ${where} (${changed.join(', ')}).\n${await wrapUntrusted(issueLine(issue))}`,
         audit,
       };
     }
@@ -264,6 +268,8 @@ export function defineIssueTool(forge: Forge, contract: { name: string; title: s
     mutating: (a) => WRITE_ACTIONS.has(a.action),
     validate: (a) => validateIssueArgs(forge, a),
     pathsOf: (a) => (a.path !== undefined ? [a.path] : []),
+    // One forge call at a time per slot; the git view that finds the repository from a path counts as part of it.
+    heavy: () => ['forge'],
     run: (args, ctx) => runIssueAction(forge, contract.name, args, ctx),
   });
 }

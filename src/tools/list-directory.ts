@@ -11,7 +11,6 @@ import { authorizeRead, kindOf, linkTargetKind, walkEntryClassifier } from '../p
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { afterCursorBytesBound, CursorPath, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { quoteName } from './text-safe.js';
 import { jsonStringBytes, ResponseBudget } from './response-budget.js';
@@ -128,157 +127,152 @@ export const listDirectory = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
-  run: (args, ctx) =>
-    runHeavy(
-      ctx.signal,
-      async () => {
-        const fingerprint = queryFingerprint([
-          'list_directory',
-          args.path,
-          args.depth,
-          args.include,
-          args.exclude,
-          args.respect_gitignore,
-        ]);
-        // Where the page resumes: after this entry (the last one the previous page returned).
-        const resumeAfter = args.cursor ? decodeCursor(args.cursor, fingerprint, ListPosition).after : null;
-        // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
-        const patterns = patternBudget();
-        globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
-        globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
-        const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
-        // Issue #19: a names-and-types page holds up to --max-list-entries (10,000) entries, one call for most
-        // directories; a long one defaults to LONG_PAGE_ENTRIES (its entries are objects, three times the bytes).
-        const most = ctx.config.limits.maxListEntries;
-        const maxEntries = Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most);
-        const entries: z.infer<typeof EntrySchema>[] = [];
-        let lastPath: string | undefined;
-        let unreadable = 0;
-        let ignoreRules = 0;
-        let pendingUnreadable = 0;
-        let nameTooLong = 0;
-        let pendingNameTooLong = 0;
-        // Issue #14: each entry (structured + its text line) is charged to the response budget as it is added.
-        const budget = new ResponseBudget();
-        budget.charge(2048);
-        const lines: string[] = [];
-        let truncated = false;
-        // The walk asks `filter` about an entry right before it hands it to the sink: its verdict is reused for the
-        // secret mark (issue #19: one classification per entry, not two).
-        const verdict = { absolute: '', secret: false };
-        const classify = walkEntryClassifier(ctx.policy);
-        const walkOptions: Parameters<typeof walkInto>[0] = {
-          base: target.real,
-          rootReal: target.root.real,
-          maxDepth: args.depth,
-          respectGitignore: args.respect_gitignore,
-          include: args.include,
-          exclude: args.exclude,
-          resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
-          filter: (abs, rel, name) => {
-            const c = classify(abs, rel, name);
-            verdict.absolute = abs;
-            verdict.secret = c === 'secret';
-            return c === 'hidden' || c === 'denied' ? 'omit' : 'ok';
-          },
-          // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
-          // the next page, which resumes there.
-          onSkip: (reason) => {
-            if (reason === 'unreadable') pendingUnreadable++;
-            else if (reason === 'name_too_long') pendingNameTooLong++;
-            else if (reason === 'ignore_rule') ignoreRules++;
-          },
-          signal: ctx.signal,
-          nocase: HOST_FLAVOR.caseInsensitive,
-          // Issue #19: names and types come from the directory listing itself (d_type); only `long` lstats entries.
-          stats: args.long,
-        };
-        // One entry onto the page (false: the page is full, stop the walk). Synchronous for every entry but a
-        // symlink, whose target type is looked up first (issue #19: the walk hands entries to this sink in order,
-        // right after its filter, instead of one async-iteration step each).
-        const add = (entry: WalkItem | WalkEntry, linkTarget?: EntryObject['link_target_type']): boolean => {
-          if (entries.length >= maxEntries) {
-            truncated = true;
-            return false;
-          }
-          const secret =
-            verdict.absolute === entry.absolute
-              ? verdict.secret
-              : classify(entry.absolute, entry.rootRelative) === 'secret';
-          let shaped: z.infer<typeof EntrySchema>;
-          let line: string;
-          let cost: number;
-          if (!('stats' in entry) && !secret && (entry.type === 'file' || entry.type === 'directory')) {
-            // Issue #19, the common entry (a plain file or directory of a names-and-types listing): its compact form
-            // and its text line are the same string unless the name must be quoted (src/tools/text-safe.ts).
-            shaped = entry.type === 'directory' ? `${entry.relative}/` : entry.relative;
-            const quoted = quoteName(entry.relative);
-            line = quoted === entry.relative ? shaped : entry.type === 'directory' ? `${quoted}/` : quoted;
-            const bytes = jsonStringBytes(shaped);
-            cost = bytes + (line === shaped ? bytes : jsonStringBytes(line)) + 2;
-          } else {
-            const type = 'stats' in entry ? kindOf(entry.stats) : (entry.special ?? entry.type);
-            const item: EntryObject = {
-              path: entry.relative,
-              type,
-              // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
-              ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
-              ...(secret ? { secret: true } : {}),
-              ...(type === 'symlink' ? { link_target_type: linkTarget } : {}),
-            };
-            line = entryLine(item);
-            shaped = compactEntry(item);
-            cost =
-              (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
-          }
-          // Each entry also leaves room for the cursor that would follow it (next_cursor and the text's last line: a
-          // deep path's cursor is kilobytes, past the fixed 2 KiB), so a truncated page stays within the budget.
-          if (cost + 2 * afterCursorBytesBound(entry.relative.length) + CURSOR_LINE_BYTES > budget.remaining) {
-            if (entries.length > 0) {
-              truncated = true;
-              return false;
-            }
-          }
-          budget.charge(cost); // (the first entry always goes: a page makes progress)
-          unreadable += pendingUnreadable;
-          pendingUnreadable = 0;
-          nameTooLong += pendingNameTooLong;
-          pendingNameTooLong = 0;
-          entries.push(shaped);
-          lastPath = entry.relative;
-          lines.push(line);
-          return true;
-        };
-        await walkInto(walkOptions, (entry) =>
-          ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink')
-            ? linkTargetKind(ctx.policy, entry.absolute).then((kind) => add(entry, kind))
-            : add(entry),
-        );
-        if (!truncated) {
-          unreadable += pendingUnreadable;
-          nameTooLong += pendingNameTooLong;
-        }
-        const nextCursor = truncated && lastPath !== undefined ? encodeCursor(fingerprint, { after: lastPath }) : null;
-        if (truncated)
-          lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
-        if (entries.length === 0) lines.push('(empty)');
-        return {
-          structured: {
-            path: target.real,
-            entries,
-            truncated,
-            next_cursor: nextCursor,
-            skipped: {
-              unreadable,
-              name_too_long: nameTooLong,
-              ...(ignoreRules > 0 ? { ignore_rules: ignoreRules } : {}),
-            },
-          },
-          text: lines.join('\n'),
-          audit: { paths: [target.real] },
-        };
+  // A heavy call: the server runs it through the heavy-call queue (src/tools/heavy-calls.ts).
+  heavy: () => ['walk'],
+  async run(args, ctx) {
+    const fingerprint = queryFingerprint([
+      'list_directory',
+      args.path,
+      args.depth,
+      args.include,
+      args.exclude,
+      args.respect_gitignore,
+    ]);
+    // Where the page resumes: after this entry (the last one the previous page returned).
+    const resumeAfter = args.cursor ? decodeCursor(args.cursor, fingerprint, ListPosition).after : null;
+    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+    const patterns = patternBudget();
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
+    const target = await authorizeRead(args.path, ctx.policy, { kind: 'directory' });
+    // Issue #19: a names-and-types page holds up to --max-list-entries (10,000) entries, one call for most
+    // directories; a long one defaults to LONG_PAGE_ENTRIES (its entries are objects, three times the bytes).
+    const most = ctx.config.limits.maxListEntries;
+    const maxEntries = Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most);
+    const entries: z.infer<typeof EntrySchema>[] = [];
+    let lastPath: string | undefined;
+    let unreadable = 0;
+    let ignoreRules = 0;
+    let pendingUnreadable = 0;
+    let nameTooLong = 0;
+    let pendingNameTooLong = 0;
+    // Issue #14: each entry (structured + its text line) is charged to the response budget as it is added.
+    const budget = new ResponseBudget();
+    budget.charge(2048);
+    const lines: string[] = [];
+    let truncated = false;
+    // The walk asks `filter` about an entry right before it hands it to the sink: its verdict is reused for the
+    // secret mark (issue #19: one classification per entry, not two).
+    const verdict = { absolute: '', secret: false };
+    const classify = walkEntryClassifier(ctx.policy);
+    const walkOptions: Parameters<typeof walkInto>[0] = {
+      base: target.real,
+      rootReal: target.root.real,
+      maxDepth: args.depth,
+      respectGitignore: args.respect_gitignore,
+      include: args.include,
+      exclude: args.exclude,
+      resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
+      filter: (abs, rel, name) => {
+        const c = classify(abs, rel, name);
+        verdict.absolute = abs;
+        verdict.secret = c === 'secret';
+        return c === 'hidden' || c === 'denied' ? 'omit' : 'ok';
       },
-      args,
-    ),
+      // Counted once an entry after the skip is on this page: a skip after the page's last entry is seen again by
+      // the next page, which resumes there.
+      onSkip: (reason) => {
+        if (reason === 'unreadable') pendingUnreadable++;
+        else if (reason === 'name_too_long') pendingNameTooLong++;
+        else if (reason === 'ignore_rule') ignoreRules++;
+      },
+      signal: ctx.signal,
+      nocase: HOST_FLAVOR.caseInsensitive,
+      // Issue #19: names and types come from the directory listing itself (d_type); only `long` lstats entries.
+      stats: args.long,
+    };
+    // One entry onto the page (false: the page is full, stop the walk). Synchronous for every entry but a
+    // symlink, whose target type is looked up first (issue #19: the walk hands entries to this sink in order,
+    // right after its filter, instead of one async-iteration step each).
+    const add = (entry: WalkItem | WalkEntry, linkTarget?: EntryObject['link_target_type']): boolean => {
+      if (entries.length >= maxEntries) {
+        truncated = true;
+        return false;
+      }
+      const secret =
+        verdict.absolute === entry.absolute
+          ? verdict.secret
+          : classify(entry.absolute, entry.rootRelative) === 'secret';
+      let shaped: z.infer<typeof EntrySchema>;
+      let line: string;
+      let cost: number;
+      if (!('stats' in entry) && !secret && (entry.type === 'file' || entry.type === 'directory')) {
+        // Issue #19, the common entry (a plain file or directory of a names-and-types listing): its compact form
+        // and its text line are the same string unless the name must be quoted (src/tools/text-safe.ts).
+        shaped = entry.type === 'directory' ? `${entry.relative}/` : entry.relative;
+        const quoted = quoteName(entry.relative);
+        line = quoted === entry.relative ? shaped : entry.type === 'directory' ? `${quoted}/` : quoted;
+        const bytes = jsonStringBytes(shaped);
+        cost = bytes + (line === shaped ? bytes : jsonStringBytes(line)) + 2;
+      } else {
+        const type = 'stats' in entry ? kindOf(entry.stats) : (entry.special ?? entry.type);
+        const item: EntryObject = {
+          path: entry.relative,
+          type,
+          // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
+          ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
+          ...(secret ? { secret: true } : {}),
+          ...(type === 'symlink' ? { link_target_type: linkTarget } : {}),
+        };
+        line = entryLine(item);
+        shaped = compactEntry(item);
+        cost = (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
+      }
+      // Each entry also leaves room for the cursor that would follow it (next_cursor and the text's last line: a
+      // deep path's cursor is kilobytes, past the fixed 2 KiB), so a truncated page stays within the budget.
+      if (cost + 2 * afterCursorBytesBound(entry.relative.length) + CURSOR_LINE_BYTES > budget.remaining) {
+        if (entries.length > 0) {
+          truncated = true;
+          return false;
+        }
+      }
+      budget.charge(cost); // (the first entry always goes: a page makes progress)
+      unreadable += pendingUnreadable;
+      pendingUnreadable = 0;
+      nameTooLong += pendingNameTooLong;
+      pendingNameTooLong = 0;
+      entries.push(shaped);
+      lastPath = entry.relative;
+      lines.push(line);
+      return true;
+    };
+    await walkInto(walkOptions, (entry) =>
+      ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink')
+        ? linkTargetKind(ctx.policy, entry.absolute).then((kind) => add(entry, kind))
+        : add(entry),
+    );
+    if (!truncated) {
+      unreadable += pendingUnreadable;
+      nameTooLong += pendingNameTooLong;
+    }
+    const nextCursor = truncated && lastPath !== undefined ? encodeCursor(fingerprint, { after: lastPath }) : null;
+    if (truncated)
+      lines.push(`[fs-tools: listing truncated at ${entries.length} entries; continue with cursor: ${nextCursor}]`);
+    if (entries.length === 0) lines.push('(empty)');
+    return {
+      structured: {
+        path: target.real,
+        entries,
+        truncated,
+        next_cursor: nextCursor,
+        skipped: {
+          unreadable,
+          name_too_long: nameTooLong,
+          ...(ignoreRules > 0 ? { ignore_rules: ignoreRules } : {}),
+        },
+      },
+      text: lines.join('\n'),
+      audit: { paths: [target.real] },
+    };
+  },
 });

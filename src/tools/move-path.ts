@@ -33,6 +33,7 @@ import { defineTool, type ToolContext } from './define-tool.js';
 import { checkReplacedDestination, insideRoots, MutationScope, parentMissing, runMutation } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
 import { historyVisible } from './undo.js';
+import { heavyClasses } from './heavy-calls.js';
 
 export const MovePathInput = z.strictObject({
   source: PathArg.describe('From'),
@@ -68,6 +69,7 @@ export const movePath = defineTool({
   mutating: true,
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.source, a.destination],
+  heavy: (a) => heavyClasses('walk', a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     // SPEC §3.3 orders the checks across the whole call: both paths pass containment, secrets and policy (steps 5–6)
     // before the source's existence is checked (step 7), so a missing source never hides a refused destination.

@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
-import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { compactRead, factsNote, readOne, ReadResultShape } from './read-file.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
@@ -47,67 +46,63 @@ export const readFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => a.paths,
-  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
-  run: (args, ctx) =>
-    runHeavy(
-      ctx.signal,
-      async () => {
-        const { paths, ...options } = args;
-        const results: z.infer<typeof ReadFilesOutput>['results'] = [];
-        const text: string[] = [];
-        // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
-        // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
-        // truncated + continuation), so every call makes progress.
-        const budget = new ResponseBudget();
-        budget.charge(2048 + jsonBytes(paths) / 2); // the fixed fields and the trailing note
-        let stop = paths.length;
-        for (let i = 0; i < paths.length; i++) {
-          const requested = paths[i];
-          let entry: (typeof results)[number];
-          let piece: string;
-          const within = {
-            maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024),
-            cutByBudget: false,
-            probeOnly: results.length > 0,
-          };
-          try {
-            const result = await readOne(requested, options, ctx, within);
-            entry = { path: requested, ok: true, result: compactRead(result) };
-            piece = `==> ${quoteName(requested)} <==\n${result.content}\n${factsNote(result)}`;
-          } catch (error) {
-            const envelope = toEnvelope(error);
-            entry = { path: requested, ok: false, error: envelope.error };
-            piece = `==> ${quoteName(requested)} <==\n${JSON.stringify(envelope)}`;
-          }
-          const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
-          if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {
-            stop = i;
-            break;
-          }
-          budget.charge(cost);
-          results.push(entry);
-          text.push(piece);
-        }
-        const remaining = paths.slice(stop);
-        if (remaining.length > 0) {
-          text.push(
-            `[fs-tools: response budget reached after ${results.length} of ${paths.length} paths; ` +
-              `call read_files again with paths = remaining_paths (${remaining.length})]`,
-          );
-        }
-        const succeeded = results.filter((r) => r.ok).length;
-        return {
-          structured: {
-            results,
-            succeeded,
-            failed: results.length - succeeded,
-            truncated: remaining.length > 0,
-            remaining_paths: remaining,
-          },
-          text: text.join('\n'),
-          audit: { paths },
-        };
+  // A heavy call: the server runs it through the heavy-call queue (src/tools/heavy-calls.ts).
+  heavy: () => ['walk'],
+  async run(args, ctx) {
+    const { paths, ...options } = args;
+    const results: z.infer<typeof ReadFilesOutput>['results'] = [];
+    const text: string[] = [];
+    // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
+    // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
+    // truncated + continuation), so every call makes progress.
+    const budget = new ResponseBudget();
+    budget.charge(2048 + jsonBytes(paths) / 2); // the fixed fields and the trailing note
+    let stop = paths.length;
+    for (let i = 0; i < paths.length; i++) {
+      const requested = paths[i];
+      let entry: (typeof results)[number];
+      let piece: string;
+      const within = {
+        maxCost: Math.max(0, budget.remaining - 2 * jsonStringBytes(requested) - 1024),
+        cutByBudget: false,
+        probeOnly: results.length > 0,
+      };
+      try {
+        const result = await readOne(requested, options, ctx, within);
+        entry = { path: requested, ok: true, result: compactRead(result) };
+        piece = `==> ${quoteName(requested)} <==\n${result.content}\n${factsNote(result)}`;
+      } catch (error) {
+        const envelope = toEnvelope(error);
+        entry = { path: requested, ok: false, error: envelope.error };
+        piece = `==> ${quoteName(requested)} <==\n${JSON.stringify(envelope)}`;
+      }
+      const cost = jsonBytes(entry) + jsonStringBytes(piece) + 2;
+      if (results.length > 0 && (within.cutByBudget || !budget.take(cost))) {
+        stop = i;
+        break;
+      }
+      budget.charge(cost);
+      results.push(entry);
+      text.push(piece);
+    }
+    const remaining = paths.slice(stop);
+    if (remaining.length > 0) {
+      text.push(
+        `[fs-tools: response budget reached after ${results.length} of ${paths.length} paths; ` +
+          `call read_files again with paths = remaining_paths (${remaining.length})]`,
+      );
+    }
+    const succeeded = results.filter((r) => r.ok).length;
+    return {
+      structured: {
+        results,
+        succeeded,
+        failed: results.length - succeeded,
+        truncated: remaining.length > 0,
+        remaining_paths: remaining,
       },
-      args,
-    ),
+      text: text.join('\n'),
+      audit: { paths },
+    };
+  },
 });

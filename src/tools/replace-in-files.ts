@@ -34,7 +34,7 @@ import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, GlobList, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { hashRequiredForAll, insideRoots, runMutation } from './file-mutation.js';
-import { runHeavy } from './heavy-calls.js';
+
 import { jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { quoteName } from './text-safe.js';
 
@@ -173,7 +173,8 @@ export const replaceInFiles = defineTool({
   },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
-  run: (args, ctx) => runHeavy(ctx.signal, () => replace(args, ctx), args),
+  heavy: () => ['walk'],
+  run: (args, ctx) => replace(args, ctx),
 });
 
 async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolContext) {

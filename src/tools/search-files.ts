@@ -18,7 +18,6 @@ import { authorizeRead } from '../policy/authorize.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, PathArg } from './common-schemas.js';
 import { CursorCount, CursorPath, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { runHeavy } from './heavy-calls.js';
 import { defineTool } from './define-tool.js';
 import { contentMatcher, READ_AHEAD, type ContentMatch, type Loaded, type Started } from './search-match.js';
 import { MatchSchema, SearchPage } from './search-page.js';
@@ -107,128 +106,123 @@ export const searchFiles = defineTool({
   annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
   mutating: false,
   pathsOf: (a) => [a.path],
-  // Issue #14: a heavy call (src/tools/heavy-calls.ts): bounded concurrency, queued beyond it.
-  run: (args, ctx) =>
-    runHeavy(
-      ctx.signal,
-      async () => {
-        if (args.glob === undefined && args.query === undefined) {
-          throw new ToolError('VALIDATION', 'search_files needs a glob, a query, or both.', {
-            details: { reason: 'missing_field', field: 'query' },
-            suggestion: 'Pass query (text to find) and/or glob (e.g. "**/*.ts").',
-          });
-        }
-        const matcher =
-          args.query !== undefined
-            ? createLineMatcher(args.query, { regex: args.regex, caseSensitive: args.case_sensitive })
-            : null;
-        const outputMode = args.output_mode;
-        if (args.query === undefined && outputMode === 'count') {
-          throw new ToolError('VALIDATION', 'output_mode "count" needs a query.', {
-            details: { reason: 'missing_field', field: 'query' },
-            suggestion:
-              'Pass query, or use output_mode "files_with_matches" (or no output_mode) for a glob-only listing.',
-          });
-        }
-        // Issue #18: the modes page differently (per file, not per match), so a cursor of one mode is not another's.
-        const fingerprint = queryFingerprint([
-          'search_files',
-          args.path,
-          args.glob,
-          args.query,
-          args.regex,
-          args.case_sensitive,
-          args.context_lines,
-          args.include,
-          args.exclude,
-          args.respect_gitignore,
-          ...(outputMode === 'matches' ? [] : [outputMode]),
-        ]);
-        const position = args.cursor ? decodeCursor(args.cursor, fingerprint, SearchPosition) : null;
-        // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
-        const patterns = patternBudget();
-        const globMatch = globMatcher(
-          args.glob === undefined ? undefined : [args.glob],
-          HOST_FLAVOR.caseInsensitive,
-          'glob',
-          patterns,
-        );
-        globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
-        globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
-        const target = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
-        const limits = ctx.config.limits;
-        const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);
-        const mode = matcher ? 'content' : 'glob';
-        const resumeFile = position && 'file' in position ? position.file : null;
-        const resumeSkip = position && 'file' in position ? position.skip : 0;
-        const resumeAfter = position && 'after' in position ? position.after : null;
-        const deadline = Date.now() + SEARCH_TIME_BUDGET_MS;
+  // A heavy call: the server runs it through the heavy-call queue (src/tools/heavy-calls.ts).
+  heavy: () => ['walk'],
+  async run(args, ctx) {
+    if (args.glob === undefined && args.query === undefined) {
+      throw new ToolError('VALIDATION', 'search_files needs a glob, a query, or both.', {
+        details: { reason: 'missing_field', field: 'query' },
+        suggestion: 'Pass query (text to find) and/or glob (e.g. "**/*.ts").',
+      });
+    }
+    const matcher =
+      args.query !== undefined
+        ? createLineMatcher(args.query, { regex: args.regex, caseSensitive: args.case_sensitive })
+        : null;
+    const outputMode = args.output_mode;
+    if (args.query === undefined && outputMode === 'count') {
+      throw new ToolError('VALIDATION', 'output_mode "count" needs a query.', {
+        details: { reason: 'missing_field', field: 'query' },
+        suggestion: 'Pass query, or use output_mode "files_with_matches" (or no output_mode) for a glob-only listing.',
+      });
+    }
+    // Issue #18: the modes page differently (per file, not per match), so a cursor of one mode is not another's.
+    const fingerprint = queryFingerprint([
+      'search_files',
+      args.path,
+      args.glob,
+      args.query,
+      args.regex,
+      args.case_sensitive,
+      args.context_lines,
+      args.include,
+      args.exclude,
+      args.respect_gitignore,
+      ...(outputMode === 'matches' ? [] : [outputMode]),
+    ]);
+    const position = args.cursor ? decodeCursor(args.cursor, fingerprint, SearchPosition) : null;
+    // Patterns are arguments: one over the limits is VALIDATION (pattern_too_complex) before any path is looked at.
+    const patterns = patternBudget();
+    const globMatch = globMatcher(
+      args.glob === undefined ? undefined : [args.glob],
+      HOST_FLAVOR.caseInsensitive,
+      'glob',
+      patterns,
+    );
+    globMatcher(args.include, HOST_FLAVOR.caseInsensitive, 'include', patterns);
+    globMatcher(args.exclude, HOST_FLAVOR.caseInsensitive, 'exclude', patterns);
+    const target = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
+    const limits = ctx.config.limits;
+    const maxResults = Math.min(args.max_results ?? limits.maxSearchResults, limits.maxSearchResults);
+    const mode = matcher ? 'content' : 'glob';
+    const resumeFile = position && 'file' in position ? position.file : null;
+    const resumeSkip = position && 'file' in position ? position.skip : 0;
+    const resumeAfter = position && 'after' in position ? position.after : null;
+    const deadline = Date.now() + SEARCH_TIME_BUDGET_MS;
 
-        // Step 1: what is visited. Step 2: what each candidate holds. Step 3: what the page returns.
-        const walk = searchWalk({
-          target,
+    // Step 1: what is visited. Step 2: what each candidate holds. Step 3: what the page returns.
+    const walk = searchWalk({
+      target,
+      policy: ctx.policy,
+      respectGitignore: args.respect_gitignore,
+      include: args.include,
+      exclude: args.exclude,
+      resume:
+        resumeFile !== null
+          ? { components: resumeFile.split('/'), inclusive: true }
+          : resumeAfter !== null
+            ? { components: resumeAfter.split('/'), inclusive: false }
+            : null,
+      signal: ctx.signal,
+    });
+    const content = matcher
+      ? contentMatcher({
           policy: ctx.policy,
-          respectGitignore: args.respect_gitignore,
-          include: args.include,
-          exclude: args.exclude,
-          resume:
-            resumeFile !== null
-              ? { components: resumeFile.split('/'), inclusive: true }
-              : resumeAfter !== null
-                ? { components: resumeAfter.split('/'), inclusive: false }
-                : null,
-          signal: ctx.signal,
-        });
-        const content = matcher
-          ? contentMatcher({
-              policy: ctx.policy,
-              matcher,
-              query: args.query!,
-              regex: args.regex,
-              caseSensitive: args.case_sensitive,
-              maxFileBytes: limits.maxSearchFileBytes,
-            })
-          : null;
-        const page = new SearchPage({
-          mode,
-          outputMode,
-          maxResults,
-          contextLines: args.context_lines,
-          resumeFile,
-          resumeSkip,
-        });
+          matcher,
+          query: args.query!,
+          regex: args.regex,
+          caseSensitive: args.case_sensitive,
+          maxFileBytes: limits.maxSearchFileBytes,
+        })
+      : null;
+    const page = new SearchPage({
+      mode,
+      outputMode,
+      maxResults,
+      contextLines: args.context_lines,
+      resumeFile,
+      resumeSkip,
+    });
 
-        // Issue #19: the walk hands each entry to `pageEntries` (no async-iteration step per entry); candidate files
-        // go to the reader threads at once, and the page consumes the entries strictly in walk order.
-        const pager = pageEntries({ walk, content, globMatch, page, deadline });
-        await walk.run(pager.sink);
-        await pager.drain();
-        if (!page.truncated) page.finishWalk(walk.takeSkips());
-        const ignoreRules = walk.ignoreRules();
-        if (ignoreRules > 0) page.skipped.ignore_rules = ignoreRules;
-        const nextCursor = page.truncated && page.next ? encodeCursor(fingerprint, page.next) : null;
-        // Issue #15: only the result array of this kind of search, only the skip reasons that happened, the cursor
-        // only when there is a next page (structured-first clients show all of it to their model, JSON-escaped).
-        const nonZeroSkips = Object.fromEntries(Object.entries(page.skipped).filter(([, n]) => n > 0));
-        const structured: z.infer<typeof SearchFilesOutput> = {
-          path: target.real,
-          mode,
-          output_mode: outputMode,
-          ...(mode === 'glob' || outputMode === 'files_with_matches'
-            ? { files: page.files }
-            : outputMode === 'count'
-              ? { counts: page.counts }
-              : { matches: page.matches }),
-          files_scanned: page.filesScanned,
-          files_matched: page.filesMatched,
-          ...(Object.keys(nonZeroSkips).length > 0 ? { skipped: nonZeroSkips } : {}),
-          truncated: page.truncated,
-          ...(nextCursor !== null ? { next_cursor: nextCursor } : {}),
-        };
-        return { structured, text: page.text(nextCursor), audit: { paths: [target.real] } };
-      },
-      args,
-    ),
+    // Issue #19: the walk hands each entry to `pageEntries` (no async-iteration step per entry); candidate files
+    // go to the reader threads at once, and the page consumes the entries strictly in walk order.
+    const pager = pageEntries({ walk, content, globMatch, page, deadline });
+    await walk.run(pager.sink);
+    await pager.drain();
+    if (!page.truncated) page.finishWalk(walk.takeSkips());
+    const ignoreRules = walk.ignoreRules();
+    if (ignoreRules > 0) page.skipped.ignore_rules = ignoreRules;
+    const nextCursor = page.truncated && page.next ? encodeCursor(fingerprint, page.next) : null;
+    // Issue #15: only the result array of this kind of search, only the skip reasons that happened, the cursor
+    // only when there is a next page (structured-first clients show all of it to their model, JSON-escaped).
+    const nonZeroSkips = Object.fromEntries(Object.entries(page.skipped).filter(([, n]) => n > 0));
+    const structured: z.infer<typeof SearchFilesOutput> = {
+      path: target.real,
+      mode,
+      output_mode: outputMode,
+      ...(mode === 'glob' || outputMode === 'files_with_matches'
+        ? { files: page.files }
+        : outputMode === 'count'
+          ? { counts: page.counts }
+          : { matches: page.matches }),
+      files_scanned: page.filesScanned,
+      files_matched: page.filesMatched,
+      ...(Object.keys(nonZeroSkips).length > 0 ? { skipped: nonZeroSkips } : {}),
+      truncated: page.truncated,
+      ...(nextCursor !== null ? { next_cursor: nextCursor } : {}),
+    };
+    return { structured, text: page.text(nextCursor), audit: { paths: [target.real] } };
+  },
 });
 
 /** What `pageEntries` works with. */

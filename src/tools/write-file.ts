@@ -10,6 +10,7 @@ import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg 
 import { defineTool } from './define-tool.js';
 import { mutateFile } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
+import { heavyClasses } from './heavy-calls.js';
 
 export const WriteFileInput = z.strictObject({
   path: PathArg,
@@ -61,6 +62,7 @@ export const writeFile = defineTool({
   },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => [a.path],
+  heavy: (a) => heavyClasses(a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const bytes = decodeContent(args);
     const target = await authorizeWrite(args.path, ctx.policy, { kind: 'file', mustExist: false, followFinal: true });
