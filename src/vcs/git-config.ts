@@ -7,6 +7,8 @@
  * subsection as written (the deprecated `[section.sub]` form lower-cased). A variable without `=` is `true`.
  */
 
+import type { Slicer } from './slicer.js';
+
 /** Key → values in file order (a multi-valued key has several). */
 export type ConfigList = Map<string, string[]>;
 
@@ -18,6 +20,29 @@ const isAlnum = (c: string) => isAlpha(c) || (c >= '0' && c <= '9');
  * @example parseGitConfig('[core]\n\tfilemode = false\n').get('core.filemode') // ['false']
  */
 export function parseGitConfig(input: string): ConfigList | null {
+  const steps = configSteps(input);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * `parseGitConfig` in slices: the parse yields to the event loop whenever `slicer`'s slice is used up (a 4 MiB config
+ * takes a few hundred ms in all).
+ */
+export async function parseGitConfigSliced(input: string, slicer: Slicer): Promise<ConfigList | null> {
+  const steps = configSteps(input);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    const wait = slicer.check();
+    if (wait) await wait;
+  }
+}
+
+/** The parser, pausing (yield) every few hundred statements so a caller can slice it. */
+function* configSteps(input: string): Generator<void, ConfigList | null, void> {
   let text = input.startsWith('\ufeff') ? input.slice(1) : input;
   if (text.includes('\0')) return null;
   text = text.replace(/\r\n/g, '\n');
@@ -33,7 +58,9 @@ export function parseGitConfig(input: string): ConfigList | null {
   const skipLine = () => {
     while (i < n && text[i] !== '\n') i++;
   };
+  let statements = 0;
   while (i < n) {
+    if ((++statements & 0xff) === 0) yield;
     const c = text[i];
     if (c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v') {
       i++;

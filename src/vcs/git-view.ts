@@ -22,25 +22,33 @@
 import { execFileSync } from 'node:child_process';
 import {
   closeSync,
+  constants,
+  futimesSync,
   lstatSync,
+  read,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readlinkSync,
   realpathSync,
   rmSync,
+  symlinkSync,
   writeFileSync,
   type Dirent,
   type Stats,
 } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open as openAsync, readdir as readdirAsync, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { openForReadSync, readWholeSync } from '../fs/open-file.js';
 import { resolveGit } from './find-cli.js';
-import { parseGitConfig, type ConfigList } from './git-config.js';
+import { parseGitConfigSliced, type ConfigList } from './git-config.js';
+import { IndexRejection, validateIndex } from './git-index.js';
+import { Slicer } from './slicer.js';
 import { runCommand, type CommandResult } from './run-command.js';
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 
 /**
  * Exclude lines the view adds to the repository's own: fs-tools' own files (src/fs/own-files.ts) — path locks,
@@ -60,6 +68,8 @@ export const VIEW_CAPS = {
   list: 1024 * 1024,
   /** shallow (one object id per line). */
   shallow: 16 * 1024 * 1024,
+  /** The index (a million entries are about 100 MiB; held in memory while it is validated and rebuilt). */
+  index: 128 * 1024 * 1024,
 } as const;
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -105,10 +115,11 @@ function repoError(
   file: string,
   message: string,
   suggestion?: string,
+  facts: Record<string, string | number> = {},
 ): ToolError {
   return new ToolError(kind === 'corrupt_repository' ? 'IO_ERROR' : 'VALIDATION', message, {
     path: file,
-    details: { reason: kind, file, ...(kind === 'corrupt_repository' ? { errno: 'EGIT' } : {}) },
+    details: { ...facts, reason: kind, file, ...(kind === 'corrupt_repository' ? { errno: 'EGIT' } : {}) },
     suggestion:
       suggestion ??
       (kind === 'corrupt_repository'
@@ -251,6 +262,46 @@ class Verifier {
         );
       }
       return bytes;
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  /**
+   * `read` for the larger metadata files (config, packed-refs, shallow, info/exclude, alternates, the index): the same
+   * checks, the bytes read off the event loop in 1 MiB slices from the descriptor opened and proven here.
+   * @returns the bytes and the file's fstat, or null when absent
+   * @throws as `read`
+   */
+  async readLarge(p: string, what: string, max: number): Promise<{ bytes: Buffer; stats: Stats } | null> {
+    const found = this.locate(p, what);
+    if (!found) return null;
+    if (!found.stats.isFile()) {
+      if (found.stats.isDirectory()) return null;
+      throw repoError('unsupported_repository', p, `${p} (${what}) is not a regular file.`);
+    }
+    const tooLarge = () =>
+      repoError(
+        'unsupported_repository',
+        p,
+        `${p} (${what}) is larger than ${max} bytes; the git tools refuse it rather than read part of it.`,
+      );
+    const { fd, stats } = openForReadSync(found.real, this.isInside);
+    try {
+      if (stats.size > max) throw tooLarge();
+      // One byte more than fstat said: a file that grew since is seen, and refused when over the cap.
+      const bytes = Buffer.allocUnsafe(Math.min(stats.size, max) + 1);
+      let filled = 0;
+      while (filled < bytes.length) {
+        const want = Math.min(1 << 20, bytes.length - filled);
+        const n = await new Promise<number>((resolve, reject) =>
+          read(fd, bytes, filled, want, filled, (error, count) => (error ? reject(error) : resolve(count))),
+        );
+        if (n === 0) break;
+        filled += n;
+      }
+      if (filled > max) throw tooLarge();
+      return { bytes: bytes.subarray(0, filled), stats };
     } finally {
       closeSync(fd);
     }
@@ -439,7 +490,7 @@ export class GitView {
      */
     readonly repositoryConfig: ConfigList,
     private readonly privateDir: string,
-    private readonly indexFd: number | null,
+    private readonly hasIndex: boolean,
     private readonly runner: GitRunner,
   ) {}
 
@@ -449,68 +500,54 @@ export class GitView {
   }
 
   /**
-   * Runs `git <args>` against the view: GIT_DIR is the private dir, GIT_WORK_TREE the verified top, the index read
-   * through the descriptor opened at verification. The caller classifies a non-zero exit (`classifyViewFailure`).
+   * Runs `git <args>` against the view: GIT_DIR is the private dir, GIT_WORK_TREE the verified top, the index the
+   * private copy the server validated and rebuilt. The caller classifies a non-zero exit (`classifyViewFailure`).
    */
   run(args: readonly string[], options: ViewRunOptions): Promise<CommandResult> {
     if (this.disposed) throw new Error('GitView used after dispose');
-    const useFd = this.indexFd !== null && process.platform === 'linux';
     const env = {
       ...viewEnvironment(this.privateDir),
       GIT_DIR: this.privateDir,
       GIT_WORK_TREE: this.locations.workTree,
-      GIT_INDEX_FILE: useFd ? '/proc/self/fd/3' : (this.locations.index ?? path.join(this.privateDir, 'no-index')),
+      GIT_INDEX_FILE: path.join(this.privateDir, this.hasIndex ? 'index' : 'no-index'),
     };
-    return this.runner([...VIEW_FLAGS, ...args], env, {
-      ...options,
-      cwd: this.locations.workTree,
-      ...(useFd ? { fds: [this.indexFd] } : {}),
-    });
+    return this.runner([...VIEW_FLAGS, ...args], env, { ...options, cwd: this.locations.workTree });
   }
 
-  /** Removes the private dir and closes the index descriptor. Idempotent. */
+  /** Returns the private dir to the pool. Idempotent. */
   dispose(): Promise<void> {
-    return new Promise((resolve) => {
-      if (!this.disposed) {
-        this.disposed = true;
-        if (this.indexFd !== null) {
-          try {
-            closeSync(this.indexFd);
-          } catch {
-            /* already closed */
-          }
-        }
-        releasePrivateDir(this.privateDir);
-      }
-      resolve();
-    });
+    if (!this.disposed) {
+      this.disposed = true;
+      releasePrivateDir(this.privateDir);
+    }
+    return Promise.resolve();
   }
 
   /**
-   * Verifies the repository whose work tree contains the real directory `dir` and builds its private view.
+   * Verifies the repository whose work tree contains the real directory `dir` and builds its private view. The large
+   * files (config, packed-refs, shallow, the index) are read and checked in slices, off the event loop's critical path.
    * @throws ToolError VALIDATION not_a_work_tree / dubious_ownership / unsupported_repository, NOT_ALLOWED
    *   work_tree_outside_roots / git_location_outside_roots, SECRET_DENIED, IO_ERROR corrupt_repository,
    *   and the runner's errors (git_missing, git_timeout)
    */
-  static open(dir: string, access: ViewAccess, options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
-    return new Promise((resolve) => resolve(GitView.openNow(dir, access, options, runner)));
-  }
-
-  /** The synchronous body of `open` (every check uses synchronous, descriptor-relative calls). */
-  private static openNow(dir: string, access: ViewAccess, _options: ViewRunOptions, runner: GitRunner): GitView {
+  static async open(dir: string, access: ViewAccess, _options: ViewRunOptions, runner: GitRunner): Promise<GitView> {
+    const slicer = new Slicer();
     const verify = new Verifier(access);
     const locations = locateRepository(dir, access);
     const { workTree: top, gitDir, commonDir, objectsDir } = locations;
-    const alternates = verifyObjects(objectsDir, verify, 0);
+    const stores = await verifyObjects(objectsDir, verify, slicer);
 
     const head = readHead(gitDir, verify);
     const configFile = path.join(commonDir, 'config');
-    const configBytes = verify.read(configFile, 'repository config', VIEW_CAPS.config);
-    const exclude = verify.read(path.join(commonDir, 'info', 'exclude'), 'info/exclude', VIEW_CAPS.list);
-    const shallow = verify.read(path.join(commonDir, 'shallow'), 'shallow', VIEW_CAPS.shallow);
+    const configBytes = (await verify.readLarge(configFile, 'repository config', VIEW_CAPS.config))?.bytes ?? null;
+    const exclude =
+      (await verify.readLarge(path.join(commonDir, 'info', 'exclude'), 'info/exclude', VIEW_CAPS.list))?.bytes ?? null;
+    const shallowFile = path.join(commonDir, 'shallow');
+    const shallow = (await verify.readLarge(shallowFile, 'shallow', VIEW_CAPS.shallow))?.bytes ?? null;
+    if (shallow) await checkShallow(shallow, shallowFile, slicer);
     let repoConfig: ConfigList = new Map();
     if (configBytes) {
-      const parsed = parseGitConfig(configBytes.toString('utf8'));
+      const parsed = await parseGitConfigSliced(configBytes.toString('utf8'), slicer);
       if (!parsed)
         throw repoError(
           'corrupt_repository',
@@ -519,14 +556,14 @@ export class GitView {
         );
       repoConfig = parsed;
     }
-    const settings = viewSettings(repoConfig, configFile, gitDir, top, verify);
+    const { lines: settings, objectFormat } = viewSettings(repoConfig, configFile, gitDir, top, verify);
 
     // HEAD and the refs status needs: HEAD's branch and that branch's upstream.
     const refs = new Map<string, string>();
-    const packed = new PackedRefs(commonDir, verify);
+    const packed = new PackedRefs(commonDir, verify, slicer);
     const branchRef = head.kind === 'symbolic' ? head.ref : null;
     if (branchRef) {
-      const oid = resolveRef(branchRef, gitDir, commonDir, verify, packed, 0);
+      const oid = await resolveRef(branchRef, gitDir, commonDir, verify, packed, 0);
       if (oid) refs.set(branchRef, oid);
     }
     const extra: string[] = [];
@@ -546,14 +583,40 @@ export class GitView {
           upstream = mapThroughRefspecs(merge, fetch);
         }
         if (upstream && isSafeRefName(upstream)) {
-          const oid = resolveRef(upstream, gitDir, commonDir, verify, packed, 0);
+          const oid = await resolveRef(upstream, gitDir, commonDir, verify, packed, 0);
           if (oid) refs.set(upstream, oid);
         }
       }
     }
 
+    // The index: parsed and validated by the server, every entry's directories in the work tree checked, then
+    // rebuilt into the private dir. git reads that copy, never the repository's file.
+    let index: { parts: Buffer[]; mtimeMs: number } | null = null;
+    if (locations.index) {
+      const indexFile = path.join(gitDir, 'index');
+      const found = await verify.readLarge(indexFile, 'index', VIEW_CAPS.index);
+      if (found) {
+        let validated: Awaited<ReturnType<typeof validateIndex>>;
+        try {
+          validated = await validateIndex(found.bytes, objectFormat === 'sha256' ? 32 : 20, slicer);
+        } catch (error) {
+          if (!(error instanceof IndexRejection)) throw error;
+          throw repoError(
+            error.kind === 'corrupt' ? 'corrupt_repository' : 'unsupported_repository',
+            indexFile,
+            `${indexFile} ${error.message}; the git tools do not read this repository.`,
+            error.kind === 'corrupt'
+              ? undefined
+              : 'Use git directly for this repository; the server reads only indexes whose every entry it can verify.',
+            error.facts,
+          );
+        }
+        await checkEntryDirectories(top, validated.names, verify, slicer);
+        index = { parts: validated.parts, mtimeMs: found.stats.mtimeMs };
+      }
+    }
+
     const privateDir = acquirePrivateDir(verify.isInside);
-    let indexFd: number | null = null;
     try {
       const put = (rel: string, content: string | Buffer | null) => {
         const file = path.join(privateDir, rel);
@@ -569,7 +632,8 @@ export class GitView {
           .map(([ref, oid]) => `${oid} ${ref}\n`)
           .join(''),
       );
-      put(path.join('objects', 'info', 'alternates'), `${[objectsDir, ...alternates].join('\n')}\n`);
+      const mirrors = await mirrorObjects(privateDir, stores, slicer);
+      put(path.join('objects', 'info', 'alternates'), `${mirrors.join('\n')}\n`);
       // fs-tools' own path-lock files (src/fs/path-lock.ts) come and go beside the files being written: never part of
       // the status (a mutation's lock would otherwise change the very status hash it checks: STALE_GIT).
       put(
@@ -582,14 +646,108 @@ export class GitView {
         ]),
       );
       put('shallow', shallow);
-      if (locations.index) indexFd = openForReadSync(locations.index, verify.isInside).fd;
-      return new GitView(locations, repoConfig, privateDir, indexFd, runner);
+      put('index', null);
+      if (index) await writePrivateIndex(path.join(privateDir, 'index'), index.parts, index.mtimeMs);
+      return new GitView(locations, repoConfig, privateDir, index !== null, runner);
     } catch (error) {
-      if (indexFd !== null) closeSync(indexFd);
       releasePrivateDir(privateDir, true);
       throw error;
     }
   }
+}
+
+/**
+ * Writes the rebuilt index (mode 0600, a new file: O_EXCL after removing any old one) and gives it a modification
+ * time just before the repository index's. git treats an entry whose file changed no earlier than the index as "racily
+ * clean" and compares its content; an earlier index time only makes more entries racy (more comparisons, the same
+ * answer), never fewer.
+ */
+async function writePrivateIndex(file: string, parts: Buffer[], mtimeMs: number): Promise<void> {
+  const handle = await openAsync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, 0o600);
+  try {
+    await handle.writev(parts);
+    const t = new Date(Math.floor(mtimeMs) - 1);
+    futimesSync(handle.fd, t, t);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Checks the work-tree directories git passes through for each index entry (`a` and `a/b` for `a/b/c`). git opens an
+ * entry's file by its path (lstat, then open for a content comparison or a diff, and `.gitattributes` beside it), so a
+ * directory in that path that is a link leading outside the roots would let git read, or tell the existence of, an
+ * outside file. Each directory is looked at once; a missing one (git finds the entry deleted) is fine.
+ * @throws ToolError NOT_ALLOWED git_location_outside_roots naming the link (never its target); unsupported_repository
+ *   for a link whose name is not UTF-8
+ */
+async function checkEntryDirectories(top: string, names: Buffer[], verify: Verifier, slicer: Slicer): Promise<void> {
+  const topBytes = Buffer.from(`${top}/`, 'utf8');
+  const checked = new Set<string>();
+  for (const name of names) {
+    for (let slash = name.indexOf(0x2f); slash >= 0; slash = name.indexOf(0x2f, slash + 1)) {
+      const key = name.toString('latin1', 0, slash);
+      if (checked.has(key)) continue;
+      checked.add(key);
+      const wait = slicer.check();
+      if (wait) await wait;
+      let st: Stats;
+      try {
+        st = lstatSync(Buffer.concat([topBytes, name.subarray(0, slash)]));
+      } catch {
+        continue; // missing (or not reachable): git finds nothing there either
+      }
+      if (!st.isSymbolicLink()) continue;
+      const text = name.toString('utf8', 0, slash);
+      if (!Buffer.from(text, 'utf8').equals(name.subarray(0, slash)))
+        throw repoError(
+          'unsupported_repository',
+          top,
+          `A directory link in the work tree ${top} has a name that is not UTF-8; the git tools do not follow it.`,
+        );
+      verify.locate(path.join(top, text), 'work-tree directory link');
+    }
+  }
+}
+
+/**
+ * A shallow file is object ids, one per line (git-shallow(5)); anything else fails closed (git would refuse it).
+ * @throws ToolError corrupt_repository
+ */
+async function checkShallow(bytes: Buffer, file: string, slicer: Slicer): Promise<void> {
+  for (let at = 0; at < bytes.length;) {
+    const wait = slicer.check();
+    if (wait) await wait;
+    let end = bytes.indexOf(0x0a, at);
+    if (end < 0) end = bytes.length;
+    if (!isOidBytes(bytes, at, end))
+      throw repoError('corrupt_repository', file, `${file} is not a list of object ids; it was not used.`);
+    at = end + 1;
+  }
+}
+
+/**
+ * The object stores as git sees them: for each verified store a directory `alt/N` of the private dir holding links to
+ * its verified `pack` and fan-out directories and nothing else (no `info/`: git never reads a repository's
+ * alternates or commit-graph files, so an alternates file changed after verification cannot reach git). Returns the
+ * mirrors' paths for the view's own `objects/info/alternates`, in the stores' order.
+ */
+async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
+  const base = path.join(privateDir, 'alt');
+  rmSync(base, { recursive: true, force: true });
+  mkdirSync(base, { mode: 0o700 });
+  const out: string[] = [];
+  for (const [n, store] of stores.entries()) {
+    const mirror = path.join(base, String(n));
+    mkdirSync(mirror, { mode: 0o700 });
+    for (const [name, real] of store.subdirs) {
+      const wait = slicer.check();
+      if (wait) await wait;
+      symlinkSync(real, path.join(mirror, name));
+    }
+    out.push(mirror);
+  }
+  return out;
 }
 
 /** A config value the private config can carry (no newline, NUL or other control character but tab). */
@@ -638,8 +796,10 @@ function sweepStaleDirs(base: string): void {
   }
 }
 /** The entries of a private dir, per subdirectory; files may be absent (shallow, info/exclude). */
-const PRIVATE_LAYOUT: Record<string, readonly string[]> = {
-  '': ['HEAD', 'config', 'packed-refs', 'shallow', 'objects', 'refs', 'info', 'home'],
+const PRIVATE_LAYOUT: Record<string, readonly string[] | null> = {
+  '': ['HEAD', 'config', 'packed-refs', 'shallow', 'index', 'objects', 'refs', 'info', 'home', 'alt'],
+  // The object-store mirrors: removed and rebuilt on every use (`mirrorObjects`), never read as left.
+  alt: null,
   objects: ['info'],
   [path.join('objects', 'info')]: ['alternates'],
   refs: ['heads', 'tags'],
@@ -652,6 +812,7 @@ const PRIVATE_LAYOUT: Record<string, readonly string[]> = {
 /** True when `dir` holds only what the server put there (checked with lstat: no link is followed). */
 function isTidy(dir: string): boolean {
   for (const [sub, allowed] of Object.entries(PRIVATE_LAYOUT)) {
+    if (allowed === null) continue;
     let entries: Dirent[];
     try {
       entries = readdirSync(path.join(dir, sub), { withFileTypes: true });
@@ -765,10 +926,17 @@ function locateGitDir(top: string, verify: Verifier): string {
   let gitDir: string;
   if (found.stats.isDirectory()) gitDir = found.real;
   else if (found.stats.isFile()) {
-    const text = verify.read(dotGit, '.git file', VIEW_CAPS.small)!.toString('utf8');
-    const m = /^gitdir: (.+?)\r?\n?$/.exec(text.split('\n')[0] + (text.includes('\n') ? '\n' : ''));
-    if (!m) throw repoError('corrupt_repository', dotGit, `${dotGit} is a .git file without a valid "gitdir:" line.`);
-    const lexical = path.resolve(top, m[1]);
+    // Read as git reads it (read_gitfile_gently): the whole file less its trailing CRs and LFs, "gitdir: " and the
+    // rest is the path. A path with a line break, CR or NUL left in it is refused: git and the server must not be able
+    // to read different directories out of one file.
+    const text = verify
+      .read(dotGit, '.git file', VIEW_CAPS.small)!
+      .toString('utf8')
+      .replace(/[\r\n]+$/, '');
+    const value = text.startsWith('gitdir: ') ? text.slice('gitdir: '.length) : '';
+    if (value === '' || /[\r\n\0]/.test(value))
+      throw repoError('corrupt_repository', dotGit, `${dotGit} is a .git file without a valid "gitdir:" line.`);
+    const lexical = path.resolve(top, value);
     let real: string;
     try {
       real = realpathSync(lexical);
@@ -818,34 +986,66 @@ function locateCommonDir(gitDir: string, verify: Verifier): string {
   return real;
 }
 
+/** One verified object directory as git will see it through the view's mirror (`mirrorObjects`). */
+interface ObjectStore {
+  /** Real path of the object directory. */
+  dir: string;
+  /** Its loose-object fan-out directories (`00`…`ff`) and `pack` that exist: name → verified real path. */
+  subdirs: Map<string, string>;
+}
+
+const FANOUT = /^[0-9a-f]{2}$/;
+
 /**
- * Verifies the objects directory: its entries (fan-out directories, pack, info) and pack files that are links must
- * lead inside the roots, and every alternate it names (recursively, as git follows them) too. Returns the alternates'
- * real paths (git re-reads them from the repository's own objects/info/alternates).
+ * Verifies the objects directory and every alternate it names (recursively, as git follows them, each at most once):
+ * its entries (fan-out directories, pack, info), every pack file and every loose object that is a link must lead
+ * inside the roots (a loose object linked to an outside file would let git's answer tell whether that file exists).
+ * Returns each store once, the repository's own first. git never reads these stores' `info/` (alternates,
+ * commit-graph): it reads the view's mirror of them (`mirrorObjects`), so an alternates file changed after this check
+ * does not reach git.
+ * @throws ToolError NOT_ALLOWED (a link or alternate outside the roots), SECRET_DENIED, unsupported_repository
+ *   (alternates too deep or too many, a quoted alternate path)
  */
-function verifyObjects(
+async function verifyObjects(
   objectsDir: string,
   verify: Verifier,
-  depth: number,
+  slicer: Slicer,
+  depth = 0,
   seen = new Set<string>([objectsDir]),
-): string[] {
-  for (const sub of ['', 'pack', 'info', path.join('info', 'commit-graphs')]) {
-    const d = path.join(objectsDir, sub);
-    let entries: Dirent[];
+): Promise<ObjectStore[]> {
+  const store: ObjectStore = { dir: objectsDir, subdirs: new Map() };
+  const scan = async (d: string): Promise<Dirent[]> => {
     try {
-      entries = readdirSync(d, { withFileTypes: true });
+      return await readdirAsync(d, { withFileTypes: true });
     } catch {
-      continue;
+      return [];
     }
-    for (const e of entries) if (e.isSymbolicLink()) verify.locate(path.join(d, e.name), 'object store entry');
+  };
+  for (const e of await scan(objectsDir)) {
+    const wait = slicer.check();
+    if (wait) await wait;
+    let real: string | null = path.join(objectsDir, e.name);
+    if (e.isSymbolicLink()) {
+      const found = verify.locate(real, 'object store entry');
+      real = found?.stats.isDirectory() ? found.real : null;
+    } else if (!e.isDirectory()) real = null;
+    if (real !== null && (FANOUT.test(e.name) || e.name === 'pack')) store.subdirs.set(e.name, real);
+  }
+  for (const sub of [...store.subdirs.keys(), 'info', path.join('info', 'commit-graphs')]) {
+    const d = path.join(objectsDir, sub);
+    for (const e of await scan(d)) {
+      const wait = slicer.check();
+      if (wait) await wait;
+      if (e.isSymbolicLink()) verify.locate(path.join(d, e.name), 'object store entry');
+    }
   }
   const file = path.join(objectsDir, 'info', 'alternates');
-  const bytes = verify.read(file, 'objects/info/alternates', VIEW_CAPS.list);
-  if (!bytes) return [];
+  const found = await verify.readLarge(file, 'objects/info/alternates', VIEW_CAPS.list);
+  if (!found) return [store];
   if (depth >= MAX_ALTERNATE_DEPTH)
     throw repoError('unsupported_repository', file, `${file} chains alternates deeper than ${MAX_ALTERNATE_DEPTH}.`);
-  const out: string[] = [];
-  for (let line of bytes.toString('utf8').split('\n')) {
+  const out: ObjectStore[] = [store];
+  for (let line of found.bytes.toString('utf8').split('\n')) {
     line = line.replace(/\r$/, '');
     if (line === '' || line.startsWith('#')) continue;
     if (line.startsWith('"'))
@@ -864,7 +1064,8 @@ function verifyObjects(
         file,
         `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`,
       );
-    out.push(real, ...verifyObjects(real, verify, depth + 1, seen));
+    if (!lstatOrNull(real)?.isDirectory()) continue;
+    out.push(...(await verifyObjects(real, verify, slicer, depth + 1, seen)));
   }
   return out;
 }
@@ -892,49 +1093,84 @@ function refHome(ref: string, gitDir: string, commonDir: string): string {
   return /^refs\/(?:bisect|worktree|rewritten)\//.test(ref) ? gitDir : commonDir;
 }
 
-/** packed-refs of a common dir, read (verified, capped) and parsed at most once per view. */
+/** True when bytes [from, to) of `b` are an object id (40 or 64 lower-case hex digits). */
+function isOidBytes(b: Buffer, from: number, to: number): boolean {
+  if (to - from !== 40 && to - from !== 64) return false;
+  for (let i = from; i < to; i++) {
+    const c = b[i];
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
+  }
+  return true;
+}
+
+/**
+ * packed-refs of a common dir: read (verified, capped) once per view, every line checked in slices (a malformed line
+ * fails closed, as git would), then looked up by byte search. Nothing of it is handed to git: the view writes its own
+ * packed-refs with the refs it resolved.
+ */
 class PackedRefs {
-  private map: Map<string, string> | null = null;
+  private bytes: Buffer | null | undefined;
   constructor(
     private readonly commonDir: string,
     private readonly verify: Verifier,
+    private readonly slicer: Slicer,
   ) {}
 
-  /** The object id of `ref` in packed-refs, or undefined. @throws corrupt_repository on a malformed line */
-  get(ref: string): string | undefined {
-    if (!this.map) {
-      this.map = new Map();
-      const file = path.join(this.commonDir, 'packed-refs');
-      const bytes = this.verify.read(file, 'packed-refs', VIEW_CAPS.packedRefs);
-      if (bytes) {
-        for (const raw of bytes.toString('utf8').split('\n')) {
-          const line = raw.replace(/\r$/, '');
-          if (line === '' || line.startsWith('#') || line.startsWith('^')) continue;
-          const sp = line.indexOf(' ');
-          const oid = sp < 0 ? '' : line.slice(0, sp);
-          if (!OID.test(oid))
-            throw repoError(
-              'corrupt_repository',
-              file,
-              `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`,
-            );
-          if (!this.map.has(line.slice(sp + 1))) this.map.set(line.slice(sp + 1), oid);
-        }
+  private async load(): Promise<Buffer | null> {
+    const file = path.join(this.commonDir, 'packed-refs');
+    const found = await this.verify.readLarge(file, 'packed-refs', VIEW_CAPS.packedRefs);
+    const b = found?.bytes ?? null;
+    for (let at = 0; b && at < b.length;) {
+      const wait = this.slicer.check();
+      if (wait) await wait;
+      let end = b.indexOf(0x0a, at);
+      if (end < 0) end = b.length;
+      const lineEnd = end > at && b[end - 1] === 0x0d ? end - 1 : end;
+      const c = b[at];
+      if (lineEnd > at && c !== 0x23 /* # */ && c !== 0x5e /* ^ */) {
+        const sp = b.indexOf(0x20, at);
+        if (sp < 0 || sp >= lineEnd || !isOidBytes(b, at, sp))
+          throw repoError(
+            'corrupt_repository',
+            file,
+            `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`,
+          );
       }
+      at = end + 1;
     }
-    return this.map.get(ref);
+    return b;
+  }
+
+  /** The object id of `ref` in packed-refs (its first line), or undefined. @throws corrupt_repository */
+  async get(ref: string): Promise<string | undefined> {
+    if (this.bytes === undefined) this.bytes = await this.load();
+    const b = this.bytes;
+    if (!b) return undefined;
+    const needle = Buffer.from(` ${ref}`, 'utf8');
+    for (let from = 0; ;) {
+      const at: number = b.indexOf(needle, from);
+      if (at < 0) return undefined;
+      from = at + 1;
+      const after = at + needle.length;
+      const ends =
+        after === b.length ||
+        b[after] === 0x0a ||
+        (b[after] === 0x0d && (after + 1 === b.length || b[after + 1] === 0x0a));
+      const lineStart = at === 0 ? 0 : b.lastIndexOf(0x0a, at - 1) + 1;
+      if (ends && isOidBytes(b, lineStart, at)) return b.toString('latin1', lineStart, at);
+    }
   }
 }
 
 /** The object id `ref` names (loose file, else packed-refs; symbolic refs followed to depth 5), or null. */
-function resolveRef(
+async function resolveRef(
   ref: string,
   gitDir: string,
   commonDir: string,
   verify: Verifier,
   packed: PackedRefs,
   depth: number,
-): string | null {
+): Promise<string | null> {
   if (depth > 5 || !isSafeRefName(ref)) return null;
   const home = refHome(ref, gitDir, commonDir);
   const file = path.join(home, ...ref.split('/'));
@@ -946,7 +1182,7 @@ function resolveRef(
     if (m) return resolveRef(m[1], gitDir, commonDir, verify, packed, depth + 1);
     throw repoError('corrupt_repository', file, `${file} is not a valid ref.`);
   }
-  return packed.get(ref) ?? null;
+  return (await packed.get(ref)) ?? null;
 }
 
 /** The remote-tracking ref `merge` maps to through fetch refspecs (`[+]src:dst`, at most one `*` each), or null. */
@@ -980,7 +1216,13 @@ const KNOWN_EXTENSIONS = new Set(['objectformat', 'worktreeconfig', 'noop', 'pre
  * The private config lines derived from the repository's config: format version, object format, copied data-only
  * keys. `core.worktree` must name the discovered top (else unsupported, or NOT_ALLOWED when it leads outside).
  */
-function viewSettings(config: ConfigList, configFile: string, gitDir: string, top: string, verify: Verifier): string[] {
+function viewSettings(
+  config: ConfigList,
+  configFile: string,
+  gitDir: string,
+  top: string,
+  verify: Verifier,
+): { lines: string[]; objectFormat: 'sha1' | 'sha256' } {
   const version = last(config.get('core.repositoryformatversion')) ?? '0';
   if (version !== '0' && version !== '1')
     throw repoError(
@@ -988,7 +1230,7 @@ function viewSettings(config: ConfigList, configFile: string, gitDir: string, to
       configFile,
       `${configFile} declares repository format version ${Number(version) || 'unknown'}, which the git tools do not read.`,
     );
-  let objectFormat: string | null = null;
+  let objectFormat: 'sha1' | 'sha256' | null = null;
   for (const [key, values] of config) {
     if (!key.startsWith('extensions.') || version !== '1') continue;
     const name = key.slice('extensions.'.length);
@@ -1037,7 +1279,7 @@ function viewSettings(config: ConfigList, configFile: string, gitDir: string, to
       lines.push(`[${key.split('.')[0]}]`, `\t${key.split('.')[1]} = ${v}`);
   }
   if (objectFormat) lines.push('[extensions]', `\tobjectformat = ${objectFormat}`);
-  return lines;
+  return { lines, objectFormat: objectFormat ?? 'sha1' };
 }
 
 /**
