@@ -131,6 +131,7 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
   }
 
   const names: Buffer[] = [];
+  let refused: IndexRejection | null = null;
   let at = 12;
   let previous: Buffer = Buffer.alloc(0);
   let previousStage = -1;
@@ -187,12 +188,14 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
     if (declared !== Math.min(name.length, 0xfff))
       throw corrupt('has an entry whose name length is wrong', { entry: i });
     const problem = indexPathProblem(name);
-    if (problem !== null)
-      throw new IndexRejection('unsupported', `has an entry git refuses to check out (${problem.replace(/_/g, ' ')})`, {
-        entry: i,
-        rule: problem,
-      });
-    if (i > 0 && compareEntries(previous, previousStage, name, stage) >= 0)
+    // Reported after the extensions are read: a split index (whose entries mean something else) is named as such.
+    if (problem !== null && refused === null)
+      refused = new IndexRejection(
+        'unsupported',
+        `has an entry git refuses to check out (${problem.replace(/_/g, ' ')})`,
+        { entry: i, rule: problem },
+      );
+    if (refused === null && i > 0 && compareEntries(previous, previousStage, name, stage) >= 0)
       throw corrupt('has entries out of order or repeated', { entry: i });
     names.push(name);
     previous = name;
@@ -218,6 +221,7 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
       );
     at += 8 + size;
   }
+  if (refused) throw refused;
 
   const body = bytes.subarray(0, entriesEnd);
   const hash = createHash(hashBytes === 20 ? 'sha1' : 'sha256');
