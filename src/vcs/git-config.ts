@@ -29,10 +29,33 @@ export function parseGitConfig(input: string): ConfigList | null {
 
 /**
  * `parseGitConfig` in slices: the parse yields to the event loop whenever `slicer`'s slice is used up (a 4 MiB config
- * takes a few hundred ms in all).
+ * takes a few hundred ms in all). Every line is parsed; only the keys of sections whose lower-cased name (before any
+ * subsection; '' before the first section) `keep` accepts are returned, so a caller that reads a few sections does
+ * not hold a huge config's other values.
  */
-export async function parseGitConfigSliced(input: string, slicer: Slicer): Promise<ConfigList | null> {
-  const steps = configSteps(input);
+export async function parseGitConfigSliced(
+  input: Buffer,
+  slicer: Slicer,
+  keep: (section: string) => boolean = () => true,
+): Promise<ConfigList | null> {
+  // Decoded (UTF-8, as git reads it) and its CRLFs folded in 256 KiB pieces, a slice check after each.
+  if (input.includes(0)) return null;
+  const decoder = new TextDecoder('utf-8');
+  const pieces: string[] = [];
+  let carry = '';
+  for (let at = 0; at < input.length; at += 1 << 18) {
+    const end = Math.min(input.length, at + (1 << 18));
+    let piece = carry + decoder.decode(input.subarray(at, end), { stream: end < input.length });
+    carry = '';
+    if (piece.endsWith('\r') && end < input.length) {
+      carry = '\r';
+      piece = piece.slice(0, -1);
+    }
+    pieces.push(piece.replace(/\r\n/g, '\n'));
+    const wait = slicer.check();
+    if (wait) await wait;
+  }
+  const steps = configSteps(pieces.join('') + carry, keep, true);
   for (;;) {
     const r = steps.next();
     if (r.done) return r.value;
@@ -41,18 +64,30 @@ export async function parseGitConfigSliced(input: string, slicer: Slicer): Promi
   }
 }
 
-/** The parser, pausing (yield) every few hundred statements so a caller can slice it. */
-function* configSteps(input: string): Generator<void, ConfigList | null, void> {
+/**
+ * The parser, pausing (yield) every few hundred statements so a caller can slice it. `normalized`: the caller already
+ * refused NUL and folded CRLF into LF.
+ */
+function* configSteps(
+  input: string,
+  keep: (section: string) => boolean = () => true,
+  normalized = false,
+): Generator<void, ConfigList | null, void> {
   let text = input.startsWith('\ufeff') ? input.slice(1) : input;
-  if (text.includes('\0')) return null;
-  text = text.replace(/\r\n/g, '\n');
+  if (!normalized) {
+    if (text.includes('\0')) return null;
+    text = text.replace(/\r\n/g, '\n');
+  }
   const out: ConfigList = new Map();
   const add = (k: string, v: string) => {
+    if (!kept) return;
     const values = out.get(k);
     if (values) values.push(v);
     else out.set(k, [v]);
   };
   let section: string | null = null;
+  /** Whether the current section's keys are returned (`keep` of its name, before any subsection). */
+  let kept = keep('');
   let i = 0;
   const n = text.length;
   const skipLine = () => {
@@ -78,6 +113,7 @@ function* configSteps(input: string): Generator<void, ConfigList | null, void> {
       if (text[i] === ']') {
         i++;
         section = name.toLowerCase();
+        kept = keep(section.split('.')[0]);
         continue;
       }
       if (text[i] !== ' ' && text[i] !== '\t') return null;
@@ -97,6 +133,7 @@ function* configSteps(input: string): Generator<void, ConfigList | null, void> {
       if (text[i] !== ']') return null;
       i++;
       section = `${name.toLowerCase()}.${sub}`;
+      kept = keep(name.toLowerCase());
       continue;
     }
     if (!isAlpha(c)) return null;
@@ -104,7 +141,7 @@ function* configSteps(input: string): Generator<void, ConfigList | null, void> {
     while (i < n && (isAlnum(text[i]) || text[i] === '-')) name += text[i++];
     while (text[i] === ' ' || text[i] === '\t') i++;
     // Before any section git lists the bare name (no section); the view looks such a key up nowhere.
-    const key = section === null ? name.toLowerCase() : `${section}.${name.toLowerCase()}`;
+    const key = !kept ? '' : section === null ? name.toLowerCase() : `${section}.${name.toLowerCase()}`;
     if (i >= n || text[i] === '\n') {
       add(key, 'true');
       continue;

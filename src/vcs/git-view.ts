@@ -356,6 +356,9 @@ export function isSafeRefName(name: string): boolean {
 
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
+/** The config sections the view reads anything from (core, extensions, copied keys, branch and remote). */
+const VIEW_SECTIONS = new Set(['core', 'extensions', 'status', 'diff', 'branch', 'remote']);
+
 /** Keys copied from the repository's config when their value is one of the allowed ones (data only, no paths). */
 const COPIED_KEYS: Record<string, RegExp> = {
   'core.filemode': /^(?:true|false|yes|no|on|off|1|0)$/i,
@@ -547,7 +550,8 @@ export class GitView {
     if (shallow) await checkShallow(shallow, shallowFile, slicer);
     let repoConfig: ConfigList = new Map();
     if (configBytes) {
-      const parsed = await parseGitConfigSliced(configBytes.toString('utf8'), slicer);
+      // Every line is parsed (a config git would refuse fails closed); only the sections the view reads are kept.
+      const parsed = await parseGitConfigSliced(configBytes, slicer, (section) => VIEW_SECTIONS.has(section));
       if (!parsed)
         throw repoError(
           'corrupt_repository',
@@ -558,15 +562,12 @@ export class GitView {
     }
     const { lines: settings, objectFormat } = viewSettings(repoConfig, configFile, gitDir, top, verify);
 
-    // HEAD and the refs status needs: HEAD's branch and that branch's upstream.
+    // HEAD and the refs status needs: HEAD's branch and that branch's upstream (both looked up in one pass over
+    // packed-refs).
     const refs = new Map<string, string>();
-    const packed = new PackedRefs(commonDir, verify, slicer);
     const branchRef = head.kind === 'symbolic' ? head.ref : null;
-    if (branchRef) {
-      const oid = await resolveRef(branchRef, gitDir, commonDir, verify, packed, 0);
-      if (oid) refs.set(branchRef, oid);
-    }
     const extra: string[] = [];
+    let upstream: string | null = null;
     if (branchRef?.startsWith('refs/heads/')) {
       const branch = branchRef.slice('refs/heads/'.length);
       const remote = last(repoConfig.get(`branch.${branch}.remote`));
@@ -574,7 +575,6 @@ export class GitView {
       if (remote !== undefined && merge !== undefined && isSafeRefName(merge) && isPlainValue(remote)) {
         const bh = sectionHeader('branch', branch);
         if (bh) extra.push(bh, `\tremote = ${quoteValue(remote)}`, `\tmerge = ${quoteValue(merge)}`);
-        let upstream: string | null;
         if (remote === '.') upstream = merge;
         else {
           const fetch = (repoConfig.get(`remote.${remote}.fetch`) ?? []).filter(isPlainValue);
@@ -582,11 +582,19 @@ export class GitView {
           if (rh && fetch.length > 0) extra.push(rh, ...fetch.map((f) => `\tfetch = ${quoteValue(f)}`));
           upstream = mapThroughRefspecs(merge, fetch);
         }
-        if (upstream && isSafeRefName(upstream)) {
-          const oid = await resolveRef(upstream, gitDir, commonDir, verify, packed, 0);
-          if (oid) refs.set(upstream, oid);
-        }
       }
+    }
+    if (upstream !== null && !isSafeRefName(upstream)) upstream = null;
+    const packed = new PackedRefs(
+      commonDir,
+      verify,
+      slicer,
+      [branchRef, upstream].filter((r): r is string => r !== null),
+    );
+    for (const ref of [branchRef, upstream]) {
+      if (ref === null) continue;
+      const oid = await resolveRef(ref, gitDir, commonDir, verify, packed, 0);
+      if (oid) refs.set(ref, oid);
     }
 
     // The index: parsed and validated by the server, every entry's directories in the work tree checked, then
@@ -1110,46 +1118,83 @@ function isOidBytes(b: Buffer, from: number, to: number): boolean {
  */
 class PackedRefs {
   private bytes: Buffer | null | undefined;
+  /** The refs looked up in the same pass that checks the lines: ref → object id of its first line. */
+  private readonly found = new Map<string, string>();
+  private readonly wanted: Buffer[];
   constructor(
     private readonly commonDir: string,
     private readonly verify: Verifier,
     private readonly slicer: Slicer,
-  ) {}
+    wanted: readonly string[],
+  ) {
+    this.wanted = wanted.map((r) => Buffer.from(r, 'utf8'));
+  }
 
   private async load(): Promise<Buffer | null> {
     const file = path.join(this.commonDir, 'packed-refs');
     const found = await this.verify.readLarge(file, 'packed-refs', VIEW_CAPS.packedRefs);
     const b = found?.bytes ?? null;
-    for (let at = 0; b && at < b.length;) {
-      const wait = this.slicer.check();
-      if (wait) await wait;
-      let end = b.indexOf(0x0a, at);
-      if (end < 0) end = b.length;
-      const lineEnd = end > at && b[end - 1] === 0x0d ? end - 1 : end;
-      const c = b[at];
-      if (lineEnd > at && c !== 0x23 /* # */ && c !== 0x5e /* ^ */) {
-        const sp = b.indexOf(0x20, at);
-        if (sp < 0 || sp >= lineEnd || !isOidBytes(b, at, sp))
-          throw repoError(
-            'corrupt_repository',
-            file,
-            `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`,
-          );
+    if (!b) return null;
+    const malformed = () =>
+      repoError(
+        'corrupt_repository',
+        file,
+        `${file} has a malformed line; ${this.commonDir} cannot be read as a repository.`,
+      );
+    for (let at = 0, lines = 0; at < b.length; lines++) {
+      if ((lines & 255) === 0) {
+        const wait = this.slicer.check();
+        if (wait) await wait;
       }
-      at = end + 1;
+      const c = b[at];
+      let i = at;
+      let sp = -1;
+      if (c !== 0x0a && !(c === 0x0d && (at + 1 === b.length || b[at + 1] === 0x0a)) && c !== 0x23 && c !== 0x5e) {
+        // `<object id> <ref>`: the id is checked here, the ref name where it is looked up.
+        while (i < b.length && i - at <= 64 && ((b[i] >= 0x30 && b[i] <= 0x39) || (b[i] >= 0x61 && b[i] <= 0x66))) i++;
+        if ((i - at !== 40 && i - at !== 64) || b[i] !== 0x20) throw malformed();
+        sp = i;
+      }
+      // To the end of the line: a short loop for ordinary lines, a native search for long ones.
+      const stop = Math.min(b.length, i + 512);
+      while (i < stop && b[i] !== 0x0a) i++;
+      if (i === stop && i < b.length) {
+        i = b.indexOf(0x0a, i);
+        if (i < 0) i = b.length;
+      }
+      if (sp >= 0) {
+        const nameEnd = b[i - 1] === 0x0d ? i - 1 : i;
+        for (const w of this.wanted) {
+          if (nameEnd - sp - 1 !== w.length || b.compare(w, 0, w.length, sp + 1, nameEnd) !== 0) continue;
+          const ref = w.toString('utf8');
+          if (!this.found.has(ref)) this.found.set(ref, b.toString('latin1', at, sp));
+        }
+      }
+      at = i + 1;
     }
     return b;
   }
 
-  /** The object id of `ref` in packed-refs (its first line), or undefined. @throws corrupt_repository */
+  /**
+   * The object id of `ref` in packed-refs (its first line), or undefined. The search runs in 256 KiB windows, a slice
+   * check after each. @throws corrupt_repository
+   */
   async get(ref: string): Promise<string | undefined> {
     if (this.bytes === undefined) this.bytes = await this.load();
     const b = this.bytes;
     if (!b) return undefined;
+    if (this.wanted.some((w) => w.toString('utf8') === ref)) return this.found.get(ref);
     const needle = Buffer.from(` ${ref}`, 'utf8');
-    for (let from = 0; ;) {
-      const at: number = b.indexOf(needle, from);
-      if (at < 0) return undefined;
+    for (let from = 0; from < b.length;) {
+      const windowEnd = Math.min(b.length, from + (1 << 18) + needle.length);
+      const at: number = b.subarray(0, windowEnd).indexOf(needle, from);
+      if (at < 0) {
+        if (windowEnd === b.length) return undefined;
+        from = Math.max(from + 1, windowEnd - needle.length + 1);
+        const wait = this.slicer.check();
+        if (wait) await wait;
+        continue;
+      }
       from = at + 1;
       const after = at + needle.length;
       const ends =
@@ -1159,6 +1204,7 @@ class PackedRefs {
       const lineStart = at === 0 ? 0 : b.lastIndexOf(0x0a, at - 1) + 1;
       if (ends && isOidBytes(b, lineStart, at)) return b.toString('latin1', lineStart, at);
     }
+    return undefined;
   }
 }
 

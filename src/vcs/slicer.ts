@@ -6,7 +6,7 @@
 export class Slicer {
   private start = performance.now();
   /** @param sliceMs the longest run between two yields, ms */
-  constructor(private readonly sliceMs = 8) {}
+  constructor(private readonly sliceMs = 2) {}
 
   /** A promise to await when the slice is used up, else null (cheap enough to call per item). */
   check(): Promise<void> | null {

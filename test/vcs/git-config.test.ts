@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseGitConfig } from '../../src/vcs/git-config.js';
+import { parseGitConfig, parseGitConfigSliced } from '../../src/vcs/git-config.js';
+import { Slicer } from '../../src/vcs/slicer.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-gitconfig-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -111,5 +112,26 @@ describe('parseGitConfig agrees with git', () => {
   });
   it('git is the git this suite expects (config --list exists)', () => {
     expect(execFileSync('git', ['--version'], { encoding: 'utf8' })).toMatch(/^git version \d/);
+  });
+});
+
+describe("parseGitConfigSliced (the view's reader: bytes in, slices of event-loop time)", () => {
+  it('reads every accepted and refused case as parseGitConfig does', async () => {
+    for (const text of [...Object.values(ACCEPTED), ...Object.values(REFUSED)]) {
+      const sliced = await parseGitConfigSliced(Buffer.from(text, 'utf8'), new Slicer());
+      expect(sliced).toEqual(parseGitConfig(text));
+    }
+  });
+  it('a CRLF and a multi-byte character split across its 256 KiB pieces, and the kept sections only', async () => {
+    const pad = (n: number) => `# ${'x'.repeat(n - 3)}\n`;
+    // "\r" is the last byte of the first piece, "\n" the first of the next; "é" (2 bytes) straddles the second.
+    const text = `${pad((1 << 18) - 14)}[core]\n\ta = 1\r\n${pad((1 << 18) - 9)}[x]\n\tb = é\r\n[core]\n\tc = 2\r\n`;
+    const bytes = Buffer.from(text, 'utf8');
+    expect(bytes[(1 << 18) - 1]).toBe(0x0d);
+    const all = await parseGitConfigSliced(bytes, new Slicer(0));
+    expect(all).toEqual(parseGitConfig(text));
+    expect(all!.get('x.b')).toEqual(['é']);
+    const kept = await parseGitConfigSliced(bytes, new Slicer(0), (section) => section === 'core');
+    expect([...kept!.keys()]).toEqual(['core.a', 'core.c']);
   });
 });
