@@ -356,8 +356,11 @@ export function isSafeRefName(name: string): boolean {
 
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
-/** The config sections the view reads anything from (core, extensions, copied keys, branch and remote). */
-const VIEW_SECTIONS = new Set(['core', 'extensions', 'status', 'diff', 'branch', 'remote']);
+/**
+ * The config sections anything is read from: by the view (core, extensions, copied keys, branch and remote) and by
+ * the server's own lookups through `repositoryConfig` (remote, url: the issue tools' remotes and `insteadOf`).
+ */
+const VIEW_SECTIONS = new Set(['core', 'extensions', 'status', 'diff', 'branch', 'remote', 'url']);
 
 /** Keys copied from the repository's config when their value is one of the allowed ones (data only, no paths). */
 const COPIED_KEYS: Record<string, RegExp> = {
@@ -487,14 +490,16 @@ export class GitView {
   private constructor(
     readonly locations: RepositoryLocations,
     /**
-     * The repository's own config (the common dir's `config`) exactly as verified and parsed for this view: read
-     * through the verifier (a link leading outside the roots is NOT_ALLOWED, to a secret SECRET_DENIED), capped, no
-     * include followed. Data for the server's own lookups (the issue tools' remotes); never handed to git.
+     * The repository's own config (the common dir's `config`) as verified and parsed for this view: read through
+     * the verifier (a link leading outside the roots is NOT_ALLOWED, to a secret SECRET_DENIED), capped, no include
+     * followed, every line parsed and the keys of VIEW_SECTIONS kept. Data for the server's own lookups (the issue
+     * tools' remotes); never handed to git.
      */
     readonly repositoryConfig: ConfigList,
     private readonly privateDir: string,
     private readonly hasIndex: boolean,
     private readonly runner: GitRunner,
+    private readonly access: ViewAccess,
   ) {}
 
   /** The work-tree top (real path). */
@@ -515,6 +520,33 @@ export class GitView {
       GIT_INDEX_FILE: path.join(this.privateDir, this.hasIndex ? 'index' : 'no-index'),
     };
     return this.runner([...VIEW_FLAGS, ...args], env, { ...options, cwd: this.locations.workTree });
+  }
+
+  /**
+   * Checks the untracked nested repositories a status names. git's untracked walk decides whether a directory holding
+   * a `.git` is a repository (shown as one entry, `dir/`) by reading that `.git` and probing the git dir it names
+   * (HEAD, objects, refs, commondir), wherever it lies: an answer that would tell whether an outside directory is a
+   * repository. The `.git` of every directory an untracked path passes through (shown as `dir/`, as files under it,
+   * or ignored) must lead inside the roots, with the locations git probes there; else the status is refused.
+   * @param untracked the untracked paths of the status, relative to the work tree (a trailing `/` for a directory)
+   * @throws ToolError NOT_ALLOWED git_location_outside_roots naming the `.git` (never its target), SECRET_DENIED
+   */
+  verifyNestedRepositories(untracked: readonly string[]): void {
+    const verify = new Verifier(this.access);
+    const checked = new Set<string>();
+    for (const p of untracked) {
+      // Every directory of the path (the path itself when it is one): git probed its `.git`, if it has one, whether
+      // the `.git` is shown or ignored.
+      const parts = p.replace(/\/$/, '').split('/');
+      const dirs = p.endsWith('/') ? parts.length : parts.length - 1;
+      for (let k = 1; k <= dirs && parts[k - 1] !== '.git'; k++) {
+        const dir = parts.slice(0, k).join('/');
+        if (checked.has(dir)) continue;
+        checked.add(dir);
+        const dotGit = path.join(this.locations.workTree, dir, '.git');
+        if (lstatOrNull(dotGit)) verifyNestedDotGit(dotGit, verify);
+      }
+    }
   }
 
   /** Returns the private dir to the pool. Idempotent. */
@@ -656,11 +688,39 @@ export class GitView {
       put('shallow', shallow);
       put('index', null);
       if (index) await writePrivateIndex(path.join(privateDir, 'index'), index.parts, index.mtimeMs);
-      return new GitView(locations, repoConfig, privateDir, index !== null, runner);
+      return new GitView(locations, repoConfig, privateDir, index !== null, runner, access);
     } catch (error) {
       releasePrivateDir(privateDir, true);
       throw error;
     }
+  }
+}
+
+/**
+ * The checks of `verifyNestedRepositories` for one `.git` (absolute path in the work tree): the `.git` itself (a link
+ * must lead inside the roots), the git dir a `.git` file names, and the entries git probes there — HEAD, objects,
+ * refs, and the common dir a `commondir` file names with its objects and refs.
+ */
+function verifyNestedDotGit(dotGit: string, verify: Verifier): void {
+  const found = verify.locate(dotGit, 'nested repository .git');
+  if (!found) return;
+  let gitDir: string | null = null;
+  if (found.stats.isDirectory()) gitDir = found.real;
+  else if (found.stats.isFile()) {
+    const text = (verify.read(dotGit, 'nested repository .git', VIEW_CAPS.small) ?? Buffer.alloc(0))
+      .toString('utf8')
+      .replace(/[\r\n]+$/, '');
+    if (!text.startsWith('gitdir: ')) return;
+    gitDir = realPathInside(path.dirname(dotGit), text.slice('gitdir: '.length), dotGit, 'nested .git file', verify);
+  }
+  if (gitDir === null || !lstatOrNull(gitDir)?.isDirectory()) return;
+  for (const name of ['HEAD', 'objects', 'refs', 'commondir']) verify.locate(path.join(gitDir, name), 'nested git dir');
+  const commondir = verify.read(path.join(gitDir, 'commondir'), 'nested commondir', VIEW_CAPS.small);
+  if (commondir) {
+    const value = commondir.toString('utf8').replace(/[\r\n]+$/, '');
+    const common = realPathInside(gitDir, value, path.join(gitDir, 'commondir'), 'nested commondir', verify);
+    if (common !== null)
+      for (const name of ['objects', 'refs']) verify.locate(path.join(common, name), 'nested common dir');
   }
 }
 

@@ -246,6 +246,13 @@ export async function gitStatus(
 ): Promise<{ raw: string; statusHash: string }> {
   const r = await view.run(STATUS_ARGS, options);
   if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
+  // An untracked nested repository is shown by what git found at the git dir its `.git` names: that must lie inside.
+  // A policy-hidden path is left out (its line is in no answer and no hash, and a refusal would name it).
+  view.verifyNestedRepositories(
+    parsePorcelainV2(r.stdout)
+      .entries.filter((e) => e.kind === 'untracked' && !hides?.(e.path.replace(/\/$/, '')))
+      .map((e) => e.path),
+  );
   return { raw: r.stdout, statusHash: statusHashOf(r.stdout, hides) };
 }
 

@@ -8,6 +8,8 @@
  * - the agent's own way in: a bare repository with a linked work tree (`repo.git/`, `repo.git/worktrees/main/`, work
  *   tree `main/` with a `.git` file), the index written into `repo.git/worktrees/main/` (through write_file when the
  *   server lets it, else with plain fs as a hostile repository would ship it).
+ * - an untracked nested repository whose `.git` file names a git dir outside the roots (shown, or ignored by a
+ *   `.gitignore`): plain git's status tells whether that outside directory is a repository.
  * Each attack is first shown armed (plain git in that repository prints the outside file). Then git_status, git_diff
  * (work tree, staged, paths, paged) and write_file with expected_status_hash are refused with a clear code, no result
  * carries an outside byte or the outside path, and every result is byte-identical whether or not the outside file
@@ -266,6 +268,42 @@ describe('crafted index entries never make git read outside the roots', () => {
     expect(absent.map((r) => JSON.stringify(r))).toEqual(present.map((r) => JSON.stringify(r)));
     outside(true);
   });
+
+  it.each(['shown', 'ignored'])(
+    'an untracked nested repository whose .git names an outside git dir (%s): refused whether or not it exists',
+    async (variant) => {
+      const top = plainRepo(path.join(ROOT, `nested-${variant}`));
+      mkdirSync(path.join(top, 'nested'));
+      writeFileSync(path.join(top, 'nested', 'f'), 'f\n');
+      writeFileSync(path.join(top, 'nested', '.git'), `gitdir: ${path.join(OUTSIDE, 'orepo', '.git')}\n`);
+      if (variant === 'ignored') writeFileSync(path.join(top, '.gitignore'), '.git\n');
+      const plainStatus = () => git(top, 'status', '--porcelain', '--untracked-files=all');
+      outside(true);
+      git(OUTSIDE, 'init', '-q', 'orepo');
+      const withRepo = plainStatus();
+      outside(true); // no orepo now
+      // Armed: plain git's answer tells whether the outside directory is a repository.
+      expect(plainStatus()).not.toBe(withRepo);
+      const c: Case = { ...CASES[0], code: 'NOT_ALLOWED', reason: 'git_location_outside_roots' };
+      const statusCalls = async () => [
+        await client.call('git_status', { path: top }),
+        await client.call('git_diff', { path: top, expected_status_hash: `sha256:${'0'.repeat(64)}` }),
+        await client.call('write_file', {
+          path: path.join(top, 'probe.txt'),
+          content: 'p\n',
+          expected_status_hash: `sha256:${'0'.repeat(64)}`,
+          dry_run: true,
+        }),
+      ];
+      git(OUTSIDE, 'init', '-q', 'orepo');
+      const present = await statusCalls();
+      assertRefused(present, c, `nested ${variant} (outside repository present)`);
+      outside(true);
+      const absent = await statusCalls();
+      assertRefused(absent, c, `nested ${variant} (outside repository absent)`);
+      expect(absent.map((r) => JSON.stringify(r))).toEqual(present.map((r) => JSON.stringify(r)));
+    },
+  );
 
   it('a legitimate neighbour still works: the same layout with the index git wrote', async () => {
     const top = plainRepo(path.join(ROOT, 'legit'));
