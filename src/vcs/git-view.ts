@@ -9,8 +9,11 @@
  * - the server builds a PRIVATE git dir (mode 0700, outside the roots, reused) holding a config it writes itself
  *   (no include, no filter/diff/merge driver, no external diff, fsmonitor off, hooks path /dev/null, submodules
  *   ignored), a copy of HEAD and of the refs status needs (HEAD's branch and its upstream), the repository's
- *   info/exclude and shallow files, and `objects/info/alternates` naming the repository's verified objects
- *   directory; the index is read in place through a descriptor opened here (`GIT_INDEX_FILE=/proc/self/fd/3`);
+ *   info/exclude and (checked) shallow files, `objects/info/alternates` naming mirrors of the verified object stores
+ *   (links to their pack and fan-out directories, no `info/`), and the index the server parsed, validated and
+ *   rebuilt (git-index.ts): git reads no repository file the server did not check, and nothing checked can change
+ *   before git reads it (docs/security.md "What git may read");
+ * - the large files are read off the event loop and checked in slices (slicer.ts);
  * - from the repository's config only an allow-list of data-only keys is carried over (line-ending and stat
  *   settings, rename detection, `branch.<head>.remote/merge`, `remote.<r>.fetch`, the object format), read by the
  *   server's own parser of git's config syntax (git-config.ts) from a size-capped read; includes are never followed;
