@@ -1,0 +1,149 @@
+/**
+ * The kernel wall's grants, attacked (docs/security.md "The kernel wall"): the wall says "enforced" only when every
+ * thread that does file I/O is confined, and no grant for "what the process needs to run" reaches what it must not.
+ *  - UV_THREADPOOL_SIZE as libuv reads it: `-1` makes libuv start 1024 pool threads (atoi into an unsigned count);
+ *    the wall must confine all of them (or say it is off), never some — a read on any pool thread is refused.
+ *  - Broad PATH entries: a PATH entry that holds a root (its parent), the run directory (/tmp) or gh's configuration
+ *    must not become a read-execute grant: git (probing from inside, as in kernel-wall.test.ts) then reads outside
+ *    the roots, gh's token and the server's run directory.
+ * Everything runs for real: the built server over stdio, real git, the real kernel; the pool check confines a child
+ * Node process with the built addon and the real src/fs/kernel-wall.ts (bundled for it).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '../helpers/server.js';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const ADDON = path.join(REPO, `dist/native/${process.platform}-${process.arch}/fs_tools_landlock.node`);
+const MARKER = `OUTSIDE-${Math.random().toString(36).slice(2)}-MARKER`;
+
+let base: string;
+let root: string;
+let outside: string;
+let bin: string;
+let ghConfig: string;
+
+beforeAll(() => {
+  base = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-grants-'));
+  root = path.join(base, 'root');
+  outside = path.join(base, 'outside');
+  bin = path.join(base, 'bin');
+  ghConfig = path.join(base, 'gh-config');
+  for (const d of [root, outside, bin, ghConfig]) mkdirSync(d, { recursive: true });
+  writeFileSync(path.join(ghConfig, 'hosts.yml'), `github.com:\n    oauth_token: gho_${MARKER}\n`);
+  writeFileSync(path.join(outside, 'secret.txt'), `${MARKER}\n`);
+  writeFileSync(path.join(root, 'inside.txt'), 'inside\n');
+  const git = (args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+      cwd: root,
+      stdio: 'ignore',
+    });
+  git(['init', '-q']);
+  git(['add', 'inside.txt']);
+  git(['commit', '-qm', 'one']);
+  const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    path.join(bin, 'git'),
+    `#!/bin/sh
+if cat ${JSON.stringify(path.join(outside, 'secret.txt'))} >/dev/null 2>&1; then r=read-ok; else r=read-denied; fi
+if cat "$GH_CONFIG_DIR/hosts.yml" >/dev/null 2>&1; then g=gh-config-ok; else g=gh-config-denied; fi
+if ls "$HOME/../.." >/dev/null 2>&1; then t=run-dir-ok; else t=run-dir-denied; fi
+echo "$r $g $t" >> ${JSON.stringify(path.join(root, 'probe.log'))}
+exec ${realGit} "$@"
+`,
+  );
+  chmodSync(path.join(bin, 'git'), 0o755);
+});
+
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+describe('broad PATH entries do not widen the wall', () => {
+  async function probe(extraPath: string[]): Promise<string> {
+    rmSync(path.join(root, 'probe.log'), { force: true });
+    const client = await connect('modern', {
+      args: [root],
+      cwd: root,
+      env: {
+        PATH: [bin, ...extraPath, process.env.PATH ?? ''].join(path.delimiter),
+        GH_CONFIG_DIR: ghConfig,
+      },
+    });
+    try {
+      expect((await client.callOk('list_allowed_directories')).kernel_wall).toMatchObject({ enforced: true });
+      expect((await client.callOk('git_status', { path: root })).repo_root).toBe(root);
+    } finally {
+      await client.close();
+    }
+    return readFileSync(path.join(root, 'probe.log'), 'utf8');
+  }
+
+  it.each([
+    ["a root's parent (which also holds the outside tree and gh's configuration)", () => [base]],
+    ['the temporary directory that holds the run directory', () => [os.tmpdir()]],
+  ])('PATH holding %s: git still reads nothing outside, nor the token, nor the run directory', async (_, extra) => {
+    const log = await probe(extra());
+    expect(log.trim().split('\n').length).toBeGreaterThanOrEqual(1);
+    for (const line of log.trim().split('\n')) expect(line).toBe('read-denied gh-config-denied run-dir-denied');
+  });
+});
+
+describe('the libuv pool as libuv sizes it', () => {
+  let bundle: string;
+  beforeAll(async () => {
+    bundle = path.join(base, 'kernel-wall.mjs');
+    await build({
+      entryPoints: [path.join(REPO, 'src/fs/kernel-wall.ts')],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      outfile: bundle,
+      logLevel: 'silent',
+    });
+  });
+
+  /** Starts the pool (UV_THREADPOOL_SIZE=raw), confines the process as the server does, then reads outside on it. */
+  function confinedReads(raw: string): { state: { enforced: boolean }; threads: number; read: number } {
+    const script = `
+import { promises as fs, readdirSync } from 'node:fs';
+import { confineProcess, loadKernelWallAddon } from ${JSON.stringify(pathToFileURL(bundle).href)};
+const many = (f) => Promise.allSettled(Array.from({ length: 3000 }, f));
+await many(() => fs.stat('/'));
+const threads = readdirSync('/proc/self/task').length;
+const state = await confineProcess(loadKernelWallAddon(new URL(${JSON.stringify(pathToFileURL(ADDON).href)})), [], null);
+const results = await many(() => fs.readFile(${JSON.stringify(path.join(outside, 'secret.txt'))}, 'utf8'));
+process.stdout.write(JSON.stringify({ state, threads, read: results.filter((r) => r.status === 'fulfilled').length }));
+`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, UV_THREADPOOL_SIZE: raw },
+      timeout: 60_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as { state: { enforced: boolean }; threads: number; read: number };
+  }
+
+  it.each(['-1', '2'])('UV_THREADPOOL_SIZE=%j: enforced, and no pool thread reads outside', (raw) => {
+    const { state, threads, read } = confinedReads(raw);
+    expect(threads).toBeGreaterThan(raw === '-1' ? 1024 : 2);
+    expect(state.enforced).toBe(true);
+    expect(read).toBe(0);
+  });
+
+  it('the control: the same reads succeed unconfined', () => {
+    const r = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `require('fs').promises.readFile(${JSON.stringify(path.join(outside, 'secret.txt'))}, 'utf8').then((t) => process.stdout.write(t))`,
+      ],
+      { encoding: 'utf8' },
+    );
+    expect(r.stdout).toBe(`${MARKER}\n`);
+    expect(existsSync(ADDON)).toBe(true);
+  });
+});
