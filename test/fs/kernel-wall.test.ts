@@ -17,7 +17,6 @@ import {
   describeWall,
   handledRights,
   loadKernelWallAddon,
-  poolThreads,
   type KernelWallAddon,
 } from '../../src/fs/kernel-wall.js';
 import { TOOL_NAMES } from '../../src/tools/registry.js';
@@ -51,17 +50,28 @@ describe('rights per ABI', () => {
   });
 });
 
-describe('poolThreads: the libuv pool size as libuv reads it', () => {
+describe("poolThreads: the libuv pool size, computed by the addon with libuv's own arithmetic", () => {
+  const saved = process.env.UV_THREADPOOL_SIZE;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.UV_THREADPOOL_SIZE;
+    else process.env.UV_THREADPOOL_SIZE = saved;
+  });
+  // atoi into an unsigned count, 0 → 1, above 1024 → 1024 (libuv src/threadpool.c): "-1" is 1024 threads, not 1.
   it.each([
     [undefined, 4],
-    ['', 4],
-    ['abc', 4],
+    ['', 1],
+    ['abc', 1],
     ['0', 1],
     ['1', 1],
-    ['16', 16],
+    [' 16', 16],
+    ['16abc', 16],
     ['5000', 1024],
+    ['-1', 1024],
+    ['4294967297', 1],
   ])('UV_THREADPOOL_SIZE=%j → %d', (raw, n) => {
-    expect(poolThreads(raw === undefined ? {} : { UV_THREADPOOL_SIZE: raw })).toBe(n);
+    if (raw === undefined) delete process.env.UV_THREADPOOL_SIZE;
+    else process.env.UV_THREADPOOL_SIZE = raw;
+    expect((loadKernelWallAddon(ADDON) as KernelWallAddon).poolThreads()).toBe(n);
   });
 });
 
@@ -88,14 +98,15 @@ describe('the addon', () => {
 describe('confineProcess decides enforced or off (the confining call is a stand-in here)', () => {
   const fake = (abi: number, confine: KernelWallAddon['confineProcess']): KernelWallAddon => ({
     abi: () => abi,
+    poolThreads: () => 4,
     confineProcess: confine,
   });
 
-  it('passes the handled rights, each rule as [path, rights] and the pool size; enforced with the ABI used', async () => {
+  it('passes the handled rights and each rule as [path, rights]; enforced with the ABI used', async () => {
     const seen: unknown[] = [];
     const state = await confineProcess(
-      fake(7, (handled, rules, threads) => {
-        seen.push(handled, rules, threads);
+      fake(7, (handled, rules) => {
+        seen.push(handled, rules);
         return Promise.resolve(rules.map(() => false));
       }),
       [
@@ -111,7 +122,6 @@ describe('confineProcess decides enforced or off (the confining call is a stand-
         ['/r', accessRights('rw', 5)],
         ['/usr', accessRights('rx', 5)],
       ],
-      4,
     ]);
   });
 
