@@ -316,6 +316,11 @@ export async function raiseKernelWall(config: Config): Promise<WallState> {
   const plan = planKernelWall(config);
   if ('reason' in plan) return { enforced: false, reason: plan.reason };
   const state = await confineProcess(addon, plan.rules, config.sandboxAbi);
-  if (state.enforced) setChildWall(gitChildWall(plan, state.abi));
+  if (state.enforced) {
+    setChildWall(gitChildWall(plan, state.abi));
+    // SIGUSR1 would open Node's inspector on 127.0.0.1, where any local process — a child among them — could run
+    // code in this process's domain, wider than git's layer. A listener of our own takes the signal from Node.
+    process.on('SIGUSR1', () => {});
+  }
   return state;
 }

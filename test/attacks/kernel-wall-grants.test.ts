@@ -139,7 +139,7 @@ exec ${realGit} "$@"
     );
     chmodSync(path.join(probeDir, 'git'), 0o755);
     rmSync(log, { force: true });
-    let stderr = '';
+    let stderr: string;
     const client = await connect('modern', {
       args: [root],
       cwd: root,
