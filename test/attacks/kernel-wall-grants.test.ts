@@ -6,6 +6,8 @@
  *  - Broad PATH entries: a PATH entry that holds a root (its parent), the run directory (/tmp) or gh's configuration
  *    must not become a read-execute grant: git (probing from inside, as in kernel-wall.test.ts) then reads outside
  *    the roots, gh's token and the server's run directory.
+ *  - the server's /proc entry: git read the server's environment (GH_TOKEN, when the operator passes it so) and its
+ *    descriptors (the MCP protocol's pipes) through /proc/PPID; git's layer has no /proc entry of the server.
  *  - git signalling the server: SIGUSR1 makes Node open its inspector on 127.0.0.1:9229, and a Runtime.evaluate there
  *    runs in the server's wider domain — git (a program a repository may drive) read gh's token that way. git's
  *    layer is scoped (no signals, no abstract sockets, no TCP out of it) and the server ignores SIGUSR1 under the wall.
@@ -56,7 +58,8 @@ beforeAll(() => {
 if cat ${JSON.stringify(path.join(outside, 'secret.txt'))} >/dev/null 2>&1; then r=read-ok; else r=read-denied; fi
 if cat "$GH_CONFIG_DIR/hosts.yml" >/dev/null 2>&1; then g=gh-config-ok; else g=gh-config-denied; fi
 if ls "$HOME/../.." >/dev/null 2>&1; then t=run-dir-ok; else t=run-dir-denied; fi
-echo "$r $g $t" >> ${JSON.stringify(path.join(root, 'probe.log'))}
+if cat "/proc/$PPID/environ" >/dev/null 2>&1 || ls "/proc/$PPID/fd" >/dev/null 2>&1; then p=server-proc-ok; else p=server-proc-denied; fi
+echo "$r $g $t $p" >> ${JSON.stringify(path.join(root, 'probe.log'))}
 exec ${realGit} "$@"
 `,
   );
@@ -85,13 +88,21 @@ describe('broad PATH entries do not widen the wall', () => {
     return readFileSync(path.join(root, 'probe.log'), 'utf8');
   }
 
+  it("no PATH change: git reads neither the server's environment (GH_TOKEN) nor its descriptors (the MCP pipes)", async () => {
+    for (const line of (await probe([])).trim().split('\n')) {
+      expect(line).toBe('read-denied gh-config-denied run-dir-denied server-proc-denied');
+    }
+  });
+
   it.each([
     ["a root's parent (which also holds the outside tree and gh's configuration)", () => [base]],
     ['the temporary directory that holds the run directory', () => [os.tmpdir()]],
   ])('PATH holding %s: git still reads nothing outside, nor the token, nor the run directory', async (_, extra) => {
     const log = await probe(extra());
     expect(log.trim().split('\n').length).toBeGreaterThanOrEqual(1);
-    for (const line of log.trim().split('\n')) expect(line).toBe('read-denied gh-config-denied run-dir-denied');
+    for (const line of log.trim().split('\n')) {
+      expect(line).toBe('read-denied gh-config-denied run-dir-denied server-proc-denied');
+    }
   });
 });
 
