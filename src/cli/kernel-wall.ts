@@ -185,8 +185,9 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   const distDir = path.dirname(fileURLToPath(import.meta.url));
   const packageDir = [path.dirname(distDir), distDir].map(real).find((d) => d !== null && !tooWide(d));
   if (packageDir) rules.push({ path: packageDir, access: 'ro' });
-  // git's layer: everything so far but the run directory (its views' private directories are added per run).
-  const gitRules = rules.filter((r) => r.path !== runDir);
+  // git's layer: everything so far but the run directory (its views' private directories are added per run) and the
+  // server's own /proc entry (its environment may hold GH_TOKEN; its descriptors are the MCP protocol's pipes).
+  const gitRules = rules.filter((r) => r.path !== runDir && r.path !== self);
   // The server's own git call for the operator's global safe.directory (src/vcs/git-view.ts) reads these.
   const xdg = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : null;
   for (const file of [
