@@ -1,13 +1,15 @@
 /*
- * fs-tools kernel wall, N-API side (docs/security.md "The kernel wall"): `abi()` and
- * `confineProcess(handled, rules, poolThreads) → Promise<boolean[]>`.
+ * fs-tools kernel wall, N-API side (docs/security.md "The kernel wall"): `abi()`, `poolThreads()` and
+ * `confineProcess(handled, rules) → Promise<boolean[]>`.
  *
  * Landlock confines the calling thread and what it creates afterwards. When the CLI's code first runs, Node has
  * already started the libuv pool (the ES module loader reads the entry file with it), and those threads do every
  * asynchronous file operation. So the ruleset is applied to each pool thread as well: `poolThreads` work items (the
  * pool's size, UV_THREADPOOL_SIZE as libuv reads it) are queued at once and wait at a barrier until all of them run —
  * one per thread, since a thread runs one item at a time — and only then each applies the ruleset; the main thread
- * applies it last. If the barrier is not met within 5 s (a pool thread busy elsewhere), no thread is confined and
+ * applies it last. The pool's size is computed here with libuv's own arithmetic (pool_threads below), not parsed in
+ * JavaScript: `UV_THREADPOOL_SIZE=-1` is 1024 threads to libuv (atoi into an unsigned count), and confining fewer
+ * threads than libuv started would leave the rest free while the wall says "enforced". If the barrier is not met within 5 s (a pool thread busy elsewhere), no thread is confined and
  * the promise rejects. Threads and processes created afterwards (worker threads, git, gh, glab) inherit the domain,
  * and no later call can widen it. Errors carry the step and errno, never a path.
  */
@@ -32,6 +34,28 @@ static napi_value abi_js(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value out;
   if (napi_create_int32(env, fst_landlock_abi(), &out) != napi_ok) return NULL;
+  return out;
+}
+
+/*
+ * The libuv pool's size exactly as libuv 1.x computes it when the pool starts (src/threadpool.c init_threads):
+ * 4 without UV_THREADPOOL_SIZE, else atoi() of it stored in an unsigned int, 0 → 1, above 1024 → 1024. The same
+ * libc atoi on the same string gives the same count (e.g. "-1" → 1024, "" and "abc" → 1).
+ */
+static uint32_t pool_threads(void) {
+  unsigned int n = 4;
+  const char *val = getenv("UV_THREADPOOL_SIZE");
+  if (val != NULL) n = (unsigned int)atoi(val);
+  if (n == 0) n = 1;
+  if (n > 1024) n = 1024;
+  return n;
+}
+
+/* poolThreads() → the libuv pool's size as libuv computes it (pool_threads). */
+static napi_value pool_threads_js(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+  if (napi_create_uint32(env, pool_threads(), &out) != napi_ok) return NULL;
   return out;
 }
 
@@ -166,17 +190,17 @@ static int build_ruleset(uint64_t handled, size_t n, char **paths, const uint64_
 }
 
 /*
- * confineProcess(handled: number, rules: Array<[path: string, access: number]>, poolThreads: number)
+ * confineProcess(handled: number, rules: Array<[path: string, access: number]>)
  *   → Promise<boolean[]> (true: that path did not exist and was skipped)
- * `handled` and each access are bit masks of LANDLOCK_ACCESS_FS_* (below 2^53); `poolThreads` is the libuv pool's
- * size (1..1024). Throws synchronously for malformed arguments or a ruleset that cannot be built (nothing confined);
+ * `handled` and each access are bit masks of LANDLOCK_ACCESS_FS_* (below 2^53); the pool's size is pool_threads().
+ * Throws synchronously for malformed arguments or a ruleset that cannot be built (nothing confined);
  * the promise rejects when the pool barrier or a restrict fails (see the module comment).
  */
 static napi_value confine_process_js(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 3) {
-    return throw_error(env, "confineProcess: 3 arguments expected");
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 2) {
+    return throw_error(env, "confineProcess: 2 arguments expected");
   }
   double handled_d;
   uint32_t n, threads;
@@ -186,9 +210,7 @@ static napi_value confine_process_js(napi_env env, napi_callback_info info) {
   if (napi_get_array_length(env, argv[1], &n) != napi_ok || n > MAX_RULES) {
     return throw_error(env, "confineProcess: rules must be an array of at most 256");
   }
-  if (napi_get_value_uint32(env, argv[2], &threads) != napi_ok || threads < 1 || threads > 1024) {
-    return throw_error(env, "confineProcess: poolThreads must be 1..1024");
-  }
+  threads = pool_threads();
   char **paths = calloc(n ? n : 1, sizeof(char *));
   uint64_t *masks = calloc(n ? n : 1, sizeof(uint64_t));
   unsigned char *skipped = calloc(n ? n : 1, 1);
@@ -256,9 +278,10 @@ static napi_value confine_process_js(napi_env env, napi_callback_info info) {
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"abi", NULL, abi_js, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"poolThreads", NULL, pool_threads_js, NULL, NULL, NULL, napi_enumerable, NULL},
       {"confineProcess", NULL, confine_process_js, NULL, NULL, NULL, napi_enumerable, NULL},
   };
-  if (napi_define_properties(env, exports, 2, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
   return exports;
 }
 

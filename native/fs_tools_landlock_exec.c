@@ -7,7 +7,10 @@
  *   fs_tools_landlock_exec HANDLED [MASK:PATH ...] -- PROGRAM [ARG ...]
  *
  * HANDLED and each MASK are decimal bit masks of LANDLOCK_ACCESS_FS_*; PROGRAM is an absolute path. A layer can only
- * take rights away: what the server's own ruleset refuses stays refused. On any failure nothing runs: one line on
+ * take rights away: what the server's own ruleset refuses stays refused. The layer is also scoped where the kernel
+ * can (ABI 6+: no signals to, and no abstract Unix sockets of, processes outside it — the server among them; Node opens
+ * its inspector on SIGUSR1, and code evaluated there would run in the server's wider domain) and refuses TCP (ABI 4+:
+ * bind and connect; git's calls here are local). On any failure nothing runs: one line on
  * stderr (the step and errno, no path) and exit status 126.
  */
 #include "landlock.h"
@@ -42,7 +45,10 @@ int main(int argc, char **argv) {
   }
   if (i + 1 >= argc || argv[i + 1][0] != '/') return fail("no absolute PROGRAM after --");
   char err[256];
-  if (fst_landlock_restrict(handled, n, paths, masks, NULL, err, sizeof err) != 0) return fail(err);
+  int abi = fst_landlock_abi();
+  uint64_t net = abi >= 4 ? FST_ACCESS_NET_BIND_TCP | FST_ACCESS_NET_CONNECT_TCP : 0;
+  uint64_t scoped = abi >= 6 ? FST_SCOPE_ABSTRACT_UNIX_SOCKET | FST_SCOPE_SIGNAL : 0;
+  if (fst_landlock_restrict(handled, net, scoped, n, paths, masks, NULL, err, sizeof err) != 0) return fail(err);
   execv(argv[i + 1], argv + i + 1);
   snprintf(err, sizeof err, "execv: %s", strerror(errno));
   return fail(err);

@@ -32,9 +32,16 @@
 #endif
 
 /* uapi/linux/landlock.h, spelled out so that an older header on the build machine does not matter. */
+/* The ABI 6 layout; older kernels accept it while the fields they do not know are zero. */
 struct fst_ruleset_attr {
   uint64_t handled_access_fs;
+  uint64_t handled_access_net; /* ABI 4+ */
+  uint64_t scoped;             /* ABI 6+ */
 };
+#define FST_ACCESS_NET_BIND_TCP (1ULL << 0)
+#define FST_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#define FST_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)
+#define FST_SCOPE_SIGNAL (1ULL << 1)
 struct fst_path_beneath_attr {
   uint64_t allowed_access;
   int32_t parent_fd;
@@ -63,9 +70,10 @@ static inline int fst_landlock_abi(void) {
  * that does not exist is skipped (`skipped[i]` = 1). Sets no_new_privs first (Landlock requires it unprivileged).
  * Returns 0, or -1 with a message in `err` (the step and errno; never a path).
  */
-static inline int fst_landlock_restrict(uint64_t handled, size_t n, const char *const *paths, const uint64_t *masks,
-                                        unsigned char *skipped, char *err, size_t errlen) {
-  struct fst_ruleset_attr attr = {.handled_access_fs = handled};
+static inline int fst_landlock_restrict(uint64_t handled, uint64_t handled_net, uint64_t scoped, size_t n,
+                                        const char *const *paths, const uint64_t *masks, unsigned char *skipped,
+                                        char *err, size_t errlen) {
+  struct fst_ruleset_attr attr = {.handled_access_fs = handled, .handled_access_net = handled_net, .scoped = scoped};
   int ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (ruleset < 0) {
     snprintf(err, errlen, "landlock_create_ruleset: %s", strerror(errno));

@@ -4,7 +4,9 @@
  * Read-write: the roots as resolved at start, the state directory, and a private per-run directory made here (0700,
  * outside the roots) that becomes TMPDIR for the process and its children — git views and gh token directories are
  * made in it — and is removed at exit. Read and execute: the system's program trees (/usr, /bin, /lib…), Node's own
- * install prefix, and each directory on PATH (the server runs git, gh and glab from there). Read-only: the package's
+ * install prefix, and each directory on PATH (the server runs git, gh and glab from there) — except a directory that
+ * holds the home directory, a root, the state or run directory or the forge CLIs' configuration, or that anyone may
+ * write (/tmp): granting it would open what it holds. Read-only: the package's
  * own files, the /etc entries that name resolution, TLS and user lookup need, the process's own /proc entry, and the
  * forge CLIs' configuration directories. /dev/null read-write. Everything else — the rest of the home directory,
  * other projects, /etc/shadow, other processes' /proc entries — is refused by the kernel, to the server and every
@@ -102,6 +104,16 @@ function realSpelling(p: string): string {
   }
 }
 
+/** Whether `p` is a directory that anyone may write (mode o+w, like /tmp): never a grant of its own. */
+function worldWritableDir(p: string): boolean {
+  try {
+    const st = lstatSync(p);
+    return st.isDirectory() && (st.mode & 0o002) !== 0;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Decides the rules from the configuration and makes the private per-run directory (setting TMPDIR to it).
  * @returns the plan, or the reason the wall cannot be raised (no command-line roots; a root is /)
@@ -138,13 +150,23 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   if (typeof runDir !== 'string') return runDir;
   rules.push({ path: runDir, access: 'rw' }, { path: '/dev/null', access: 'dev' });
 
+  // A grant for what the process needs to run (programs, the package, certificates, the forge CLIs' configuration)
+  // must not hold what it would open to a reader: the home directory, a root (its siblings are outside), the state
+  // or run directory (git views, gh's private token directories), gh's or glab's configuration (git's layer keeps
+  // the program grants). Nor may it be a directory anyone can write (/tmp, /var/tmp): that holds no program of ours.
   const home = real(os.homedir());
-  const tooWide = (p: string) => p === '/' || (home !== null && isWithin(p, home));
+  const forgeDirs = [ghConfigDir(env), path.join(os.homedir(), '.config', 'glab-cli')]
+    .map(real)
+    .filter((d): d is string => d !== null);
+  const guarded = [...(home ? [home] : []), ...rules.map((r) => r.path), ...forgeDirs];
+  const tooWide = (p: string, keep: readonly string[] = []) =>
+    p === '/' || guarded.some((g) => !keep.includes(g) && isWithin(p, g)) || worldWritableDir(p);
   for (const dir of SYSTEM_PROGRAM_DIRS) rules.push({ path: dir, access: 'rx' });
   const node = real(process.execPath);
   if (node) {
     const prefix = path.dirname(path.dirname(node));
     if (!tooWide(prefix)) rules.push({ path: prefix, access: 'rx' });
+    else if (!tooWide(node)) rules.push({ path: node, access: 'rx' });
   }
   for (const entry of (env.PATH ?? '').split(path.delimiter)) {
     if (!path.isAbsolute(entry)) continue;
@@ -153,15 +175,19 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   }
   for (const p of SYSTEM_READ_ONLY) rules.push({ path: p, access: 'ro' });
   for (const key of ['SSL_CERT_FILE', 'SSL_CERT_DIR', 'NODE_EXTRA_CA_CERTS', 'GIT_SSL_CAINFO']) {
-    const value = env[key];
-    if (value && path.isAbsolute(value)) rules.push({ path: value, access: 'ro' });
+    const value = env[key] && path.isAbsolute(env[key]) ? real(env[key]) : null;
+    if (value && !tooWide(value)) rules.push({ path: value, access: 'ro' });
   }
   const self = real('/proc/self');
   if (self) rules.push({ path: self, access: 'ro' });
+  // The package's own files; where its directory is too wide (a bundle copied into the home directory or beside a
+  // root), only the bundle's directory, and where that is too wide as well, nothing beyond what is loaded already.
   const distDir = path.dirname(fileURLToPath(import.meta.url));
-  rules.push({ path: path.dirname(distDir), access: 'ro' });
-  // git's layer: everything so far but the run directory (its views' private directories are added per run).
-  const gitRules = rules.filter((r) => r.path !== runDir);
+  const packageDir = [path.dirname(distDir), distDir].map(real).find((d) => d !== null && !tooWide(d));
+  if (packageDir) rules.push({ path: packageDir, access: 'ro' });
+  // git's layer: everything so far but the run directory (its views' private directories are added per run) and the
+  // server's own /proc entry (its environment may hold GH_TOKEN; its descriptors are the MCP protocol's pipes).
+  const gitRules = rules.filter((r) => r.path !== runDir && r.path !== self);
   // The server's own git call for the operator's global safe.directory (src/vcs/git-view.ts) reads these.
   const xdg = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : null;
   for (const file of [
@@ -172,10 +198,7 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
     if (r) rules.push({ path: r, access: 'ro' });
   }
   // The forge CLIs' configuration: gh and glab read it, git never does.
-  for (const dir of [ghConfigDir(env), path.join(os.homedir(), '.config', 'glab-cli')]) {
-    const r = real(dir);
-    if (r && !tooWide(r)) rules.push({ path: r, access: 'ro' });
-  }
+  for (const dir of forgeDirs) if (!tooWide(dir, forgeDirs)) rules.push({ path: dir, access: 'ro' });
   const helper = installHelper(distDir, runDir);
   if (helper) rules.push({ path: helper, access: 'rx' });
   return { rules, runDir, gitRules, helper };
@@ -210,11 +233,11 @@ export function gitChildWall(plan: Extract<WallPlan, { rules: unknown }>, abi: n
   const rw = accessRights('rw', abi);
   return (file, env) => {
     if (path.basename(file) !== 'git' || !path.isAbsolute(file)) return null;
-    const home = env.HOME;
-    const own =
-      home && path.isAbsolute(home) && isWithin(plan.runDir, home) && home !== plan.runDir
-        ? [`${rw}:${path.join(plan.runDir, path.relative(plan.runDir, home).split(path.sep)[0])}`]
-        : [];
+    // The first component of HOME below the run directory, compared after normalizing: HOME spelled `<run>/.` or
+    // `<run>/x/..` is the run directory itself and gets nothing (it would open every token directory to git).
+    const home = env.HOME && path.isAbsolute(env.HOME) ? path.relative(plan.runDir, env.HOME) : '';
+    const first = home.split(path.sep)[0];
+    const own = first && first !== '..' && first !== '.' ? [`${rw}:${path.join(plan.runDir, first)}`] : [];
     return { file: helper, prefix: [handled, ...fixed, ...own, '--'] };
   };
 }
@@ -294,6 +317,11 @@ export async function raiseKernelWall(config: Config): Promise<WallState> {
   const plan = planKernelWall(config);
   if ('reason' in plan) return { enforced: false, reason: plan.reason };
   const state = await confineProcess(addon, plan.rules, config.sandboxAbi);
-  if (state.enforced) setChildWall(gitChildWall(plan, state.abi));
+  if (state.enforced) {
+    setChildWall(gitChildWall(plan, state.abi));
+    // SIGUSR1 would open Node's inspector on 127.0.0.1, where any local process — a child among them — could run
+    // code in this process's domain, wider than git's layer. A listener of our own takes the signal from Node.
+    process.on('SIGUSR1', () => {});
+  }
   return state;
 }

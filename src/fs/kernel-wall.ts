@@ -19,16 +19,17 @@ export interface KernelWallAddon {
   /** The highest Landlock ABI of this kernel, or a negative errno when it has none. */
   abi(): number;
   /**
-   * Confines every thread of the process (the libuv pool's `poolThreads` threads, then the main thread) and resolves
-   * with one boolean per rule: true when that path did not exist and was skipped.
+   * The libuv pool's size exactly as libuv computes it when the pool starts (1..1024; `UV_THREADPOOL_SIZE=-1` is
+   * 1024): computed by the addon with libuv's own arithmetic, so that no pool thread is left out.
+   */
+  poolThreads(): number;
+  /**
+   * Confines every thread of the process (the libuv pool's `poolThreads()` threads, then the main thread) and
+   * resolves with one boolean per rule: true when that path did not exist and was skipped.
    * @throws Error synchronously for malformed arguments or a ruleset the kernel refuses (nothing confined); the
    *   promise rejects when the pool could not be confined (nothing confined either)
    */
-  confineProcess(
-    handled: number,
-    rules: ReadonlyArray<readonly [string, number]>,
-    poolThreads: number,
-  ): Promise<boolean[]>;
+  confineProcess(handled: number, rules: ReadonlyArray<readonly [string, number]>): Promise<boolean[]>;
 }
 
 /** Landlock's filesystem rights (uapi/linux/landlock.h), with the ABI that introduced each. */
@@ -105,18 +106,6 @@ export function accessRights(access: WallAccess, abi: number): number {
   return mask;
 }
 
-/**
- * The libuv pool's size as libuv reads it when it starts: UV_THREADPOOL_SIZE as a whole number, 0 → 1, above 1024 →
- * 1024, absent or not a number → 4.
- */
-export function poolThreads(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.UV_THREADPOOL_SIZE;
-  if (raw === undefined || raw === '') return 4;
-  const n = Number.parseInt(raw, 10);
-  if (!Number.isFinite(n)) return 4;
-  return Math.min(1024, Math.max(1, n));
-}
-
 /** Where the addon of this platform lies, relative to the bundle (dist/). */
 export function kernelWallAddonUrl(base: URL = new URL('./', import.meta.url)): URL {
   return new URL(`native/${process.platform}-${process.arch}/fs_tools_landlock.node`, base);
@@ -132,7 +121,12 @@ export function loadKernelWallAddon(url: URL = kernelWallAddonUrl()): KernelWall
     const file = fileURLToPath(url);
     if (!existsSync(file)) return 'the kernel-wall addon was not built (no C compiler at build time)';
     const addon = createRequire(import.meta.url)(file) as Partial<KernelWallAddon> | null;
-    if (!addon || typeof addon.abi !== 'function' || typeof addon.confineProcess !== 'function') {
+    if (
+      !addon ||
+      typeof addon.abi !== 'function' ||
+      typeof addon.poolThreads !== 'function' ||
+      typeof addon.confineProcess !== 'function'
+    ) {
       return 'the kernel-wall addon is not this version';
     }
     return addon as KernelWallAddon;
@@ -167,7 +161,6 @@ export async function confineProcess(
     await addon.confineProcess(
       handledRights(abi),
       rules.map((r) => [r.path, accessRights(r.access, abi)] as const),
-      poolThreads(),
     );
   } catch (error) {
     return { enforced: false, reason: `the kernel refused the ruleset (${(error as Error).message})` };

@@ -25,7 +25,11 @@ describe('scripts/build-native.mjs', () => {
     const out = path.join(work, 'with');
     const r = spawnSync(process.execPath, [SCRIPT, out], { encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
-    expect(readdirSync(out).sort()).toEqual(['fs_tools_landlock.node', 'fs_tools_native.node']); // no temporary left
+    expect(readdirSync(out).sort()).toEqual([
+      'fs_tools_landlock.node',
+      'fs_tools_landlock_exec',
+      'fs_tools_native.node',
+    ]); // no temporary left
     expect(loadNativeAddon(pathToFileURL(path.join(out, 'fs_tools_native.node')))).not.toBeNull();
     expect(typeof loadKernelWallAddon(pathToFileURL(path.join(out, 'fs_tools_landlock.node')))).toBe('object');
   });

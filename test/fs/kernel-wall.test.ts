@@ -4,23 +4,23 @@
  * loaded and asked its ABI, and the one step that confines is given a stand-in object with the addon's interface —
  * the real confinement is proven against the real server in test/attacks/kernel-wall.test.ts.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig, processEnvironment } from '../../src/config.js';
-import { planKernelWall, raiseKernelWall } from '../../src/cli/kernel-wall.js';
+import { gitChildWall, planKernelWall, raiseKernelWall } from '../../src/cli/kernel-wall.js';
 import {
   accessRights,
   confineProcess,
   describeWall,
   handledRights,
   loadKernelWallAddon,
-  poolThreads,
   type KernelWallAddon,
 } from '../../src/fs/kernel-wall.js';
 import { TOOL_NAMES } from '../../src/tools/registry.js';
+import { isWithin } from '../../src/fs/path-within.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const ADDON = pathToFileURL(path.join(REPO, `dist/native/${process.platform}-${process.arch}/fs_tools_landlock.node`));
@@ -51,17 +51,28 @@ describe('rights per ABI', () => {
   });
 });
 
-describe('poolThreads: the libuv pool size as libuv reads it', () => {
+describe("poolThreads: the libuv pool size, computed by the addon with libuv's own arithmetic", () => {
+  const saved = process.env.UV_THREADPOOL_SIZE;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.UV_THREADPOOL_SIZE;
+    else process.env.UV_THREADPOOL_SIZE = saved;
+  });
+  // atoi into an unsigned count, 0 → 1, above 1024 → 1024 (libuv src/threadpool.c): "-1" is 1024 threads, not 1.
   it.each([
     [undefined, 4],
-    ['', 4],
-    ['abc', 4],
+    ['', 1],
+    ['abc', 1],
     ['0', 1],
     ['1', 1],
-    ['16', 16],
+    [' 16', 16],
+    ['16abc', 16],
     ['5000', 1024],
+    ['-1', 1024],
+    ['4294967297', 1],
   ])('UV_THREADPOOL_SIZE=%j → %d', (raw, n) => {
-    expect(poolThreads(raw === undefined ? {} : { UV_THREADPOOL_SIZE: raw })).toBe(n);
+    if (raw === undefined) delete process.env.UV_THREADPOOL_SIZE;
+    else process.env.UV_THREADPOOL_SIZE = raw;
+    expect((loadKernelWallAddon(ADDON) as KernelWallAddon).poolThreads()).toBe(n);
   });
 });
 
@@ -88,14 +99,15 @@ describe('the addon', () => {
 describe('confineProcess decides enforced or off (the confining call is a stand-in here)', () => {
   const fake = (abi: number, confine: KernelWallAddon['confineProcess']): KernelWallAddon => ({
     abi: () => abi,
+    poolThreads: () => 4,
     confineProcess: confine,
   });
 
-  it('passes the handled rights, each rule as [path, rights] and the pool size; enforced with the ABI used', async () => {
+  it('passes the handled rights and each rule as [path, rights]; enforced with the ABI used', async () => {
     const seen: unknown[] = [];
     const state = await confineProcess(
-      fake(7, (handled, rules, threads) => {
-        seen.push(handled, rules, threads);
+      fake(7, (handled, rules) => {
+        seen.push(handled, rules);
         return Promise.resolve(rules.map(() => false));
       }),
       [
@@ -111,7 +123,6 @@ describe('confineProcess decides enforced or off (the confining call is a stand-
         ['/r', accessRights('rw', 5)],
         ['/usr', accessRights('rx', 5)],
       ],
-      4,
     ]);
   });
 
@@ -185,6 +196,56 @@ describe('planKernelWall', () => {
     expect(all).not.toContain(os.homedir());
     expect(all).not.toContain('/etc');
     expect(all).not.toContain('/proc');
+  });
+
+  it('no read grant holds a root, the run or state directory, gh configuration or a world-writable directory', () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-plan-'));
+    made.push(work);
+    const root = path.join(work, 'root');
+    const gh = path.join(work, 'gh');
+    const open = path.join(work, 'open');
+    const tools = path.join(work, 'tools');
+    for (const d of [root, gh, open, tools]) mkdirSync(d);
+    chmodSync(open, 0o777);
+    const plan = planKernelWall(config([root], work), {
+      PATH: [work, os.tmpdir(), open, tools, '/usr/bin'].join(':'),
+      SSL_CERT_DIR: work,
+      GH_CONFIG_DIR: gh,
+    });
+    expect('rules' in plan).toBe(true);
+    if (!('rules' in plan)) return;
+    made.push(plan.runDir);
+    const granted = plan.rules.filter((r) => r.access !== 'rw').map((r) => r.path);
+    expect(granted).not.toContain(work);
+    expect(granted).not.toContain(realpathSync(os.tmpdir()));
+    expect(granted).not.toContain(open);
+    expect(granted).toContain(tools);
+    expect(granted).toContain('/usr/bin');
+    // gh's configuration is the server's (gh runs in its wall), never git's.
+    expect(granted).toContain(gh);
+    expect(plan.gitRules.map((r) => r.path)).not.toContain(gh);
+    for (const g of granted) {
+      for (const held of [root, plan.runDir, gh, os.homedir()]) {
+        if (g !== held) expect(isWithin(g, held), `${g} holds ${held}`).toBe(false);
+      }
+    }
+  });
+
+  it("git's own directory is the run-directory entry its HOME lies in, never the run directory itself", () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-plan-'));
+    made.push(work);
+    const plan = planKernelWall(config([work], work), { PATH: '/usr/bin' });
+    if (!('rules' in plan)) throw new Error(plan.reason);
+    made.push(plan.runDir);
+    const wall = gitChildWall({ ...plan, helper: plan.helper ?? '/bin/true' }, 7)!;
+    const rw = accessRights('rw', 7);
+    const own = (home: string) =>
+      wall('/usr/bin/git', { HOME: home })!.prefix.filter((a) => a.startsWith(`${rw}:${plan.runDir}`));
+    expect(own(path.join(plan.runDir, 'view-1', 'home'))).toEqual([`${rw}:${path.join(plan.runDir, 'view-1')}`]);
+    for (const home of [plan.runDir, `${plan.runDir}/.`, `${plan.runDir}/x/..`, `${plan.runDir}/../other`, '/']) {
+      expect(own(home), home).toEqual([]);
+    }
+    expect(wall('/usr/bin/gh', { HOME: plan.runDir })).toBeNull();
   });
 
   it('no command-line roots, or a root at /: nothing to confine to (the reason says which)', async () => {
