@@ -10,7 +10,7 @@ import { registerSecretsFromEnv } from './errors/redact.js';
 import { UsageError } from './errors/usage-error.js';
 import { callTool, listedTools, UnknownToolError } from './server/call-tool.js';
 import { createServer } from './server/create-server.js';
-import { createProcessState } from './server/process-state.js';
+import { createProcessState, takeBrokenRoots } from './server/process-state.js';
 import { GuardedStdioTransport } from './server/stdio-transport.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
@@ -92,6 +92,7 @@ async function main(argv: string[]): Promise<number> {
     else setCopyFault(failCopyAt(seam[2]));
     argv = argv.slice(1);
   }
+  argv = takeBrokenRoots(argv);
   try {
     config = parseConfig(argv, processEnvironment(TOOL_NAMES));
   } catch (error) {

@@ -36,16 +36,31 @@ export interface ProcessState {
 
 /**
  * The kernel wall's test build (scripts/bundle.mjs --broken-containment, docs/security.md "The kernel wall"): the
- * policy layer then takes `/` for one more root, so that the suite can show the kernel refusing what a broken policy
- * lets through. A build-time constant: the production bundle folds it to false and carries none of this.
+ * policy layer then takes `/` for one more root, and each directory named by leading `--broken-root=DIR` arguments
+ * too (`takeBrokenRoots`), so that the suite can show the kernel refusing what a broken policy lets through — at the
+ * outside directory itself, not only at `/`. A build-time constant: the production bundle folds it to false.
  */
 declare const FS_TOOLS_BROKEN_CONTAINMENT: boolean | undefined;
 const BROKEN_CONTAINMENT = typeof FS_TOOLS_BROKEN_CONTAINMENT !== 'undefined' && FS_TOOLS_BROKEN_CONTAINMENT === true;
+const brokenRoots: string[] = ['/'];
+
+/**
+ * In the test build only: removes leading `--broken-root=DIR` arguments (absolute real paths), remembering them as
+ * policy-only roots. In any other build it returns `argv` unchanged.
+ */
+export function takeBrokenRoots(argv: string[]): string[] {
+  if (!BROKEN_CONTAINMENT) return argv;
+  let i = 0;
+  for (; i < argv.length && argv[i].startsWith('--broken-root='); i++) brokenRoots.push(argv[i].slice(14));
+  return argv.slice(i);
+}
 
 /** Builds the state of one process from its configuration and tool registry. */
 export function createProcessState(config: Config, tools: readonly AnyTool[], version: string): ProcessState {
   const roots = new RootSet(
-    BROKEN_CONTAINMENT ? [...config.roots, { given: '/', real: '/', source: 'cli' }] : config.roots,
+    BROKEN_CONTAINMENT
+      ? [...config.roots, ...brokenRoots.map((r) => ({ given: r, real: r, source: 'cli' as const }))]
+      : config.roots,
     config.clientRoots,
     config.rootsFromCommandLine,
   );

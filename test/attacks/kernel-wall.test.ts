@@ -211,7 +211,10 @@ describe('a broken policy layer (the test build): the kernel refuses what the po
   ];
 
   it('the control: with --sandbox=off the test build reads the outside file (its policy really is broken)', async () => {
-    const client = await connect('modern', { command: process.execPath, args: [BROKEN_CLI, '--sandbox=off', root] });
+    const client = await connect('modern', {
+      command: process.execPath,
+      args: [BROKEN_CLI, `--broken-root=${outside}`, '--sandbox=off', root],
+    });
     try {
       expect((await client.callOk('read_file', { path: secret() })).content).toBe(`${MARKER}\n`);
     } finally {
@@ -221,7 +224,13 @@ describe('a broken policy layer (the test build): the kernel refuses what the po
 
   it('with the wall: no outside byte in any answer, nothing outside created or changed, refusals say kernel', async () => {
     const before = snapshotTree(outside);
-    const client = await connect('modern', { command: process.execPath, args: [BROKEN_CLI, root], cwd: root });
+    // The policy takes `/` and the outside directory itself for roots: every tool is handed the outside path, and
+    // the first open of the outside directory is where the kernel refuses.
+    const client = await connect('modern', {
+      command: process.execPath,
+      args: [BROKEN_CLI, `--broken-root=${outside}`, root],
+      cwd: root,
+    });
     const refusals: string[] = [];
     try {
       expect((await client.callOk('list_allowed_directories')).kernel_wall).toMatchObject({ enforced: true });
