@@ -10,10 +10,13 @@
  *    the destination meanwhile; when the first resumes, nothing the second wrote is lost (the copy refuses to place
  *    over it) and nothing of ours is left.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { isOwnFileName } from '../../src/fs/own-files.js';
+import { LOCK_STALE_MS } from '../../src/fs/path-lock.js';
 import { connect, type TestClient } from '../helpers/server.js';
+import { startRaw } from '../helpers/raw-server.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -63,4 +66,60 @@ describe('tree refusals never name an own file', () => {
       expect(snapshotTree(root)).toEqual(before);
     }
   });
+});
+
+/** Own-class entries under `dir`, at any depth. */
+function ownEntries(dir: string): string[] {
+  const out: string[] = [];
+  const visit = (d: string, rel: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (isOwnFileName(e.name)) out.push(r);
+      else if (e.isDirectory()) visit(path.join(d, e.name), r);
+    }
+  };
+  visit(dir, '');
+  return out;
+}
+
+describe('a stopped holder', () => {
+  it('SIGSTOP past the stale time mid copy_path: a second session writes the destination, the resumed copy loses none of it', async () => {
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 30; i++) files[`f${String(i).padStart(3, '0')}.txt`] = `file ${i}\n`;
+    const root = tree({ src: files });
+    const a = startRaw(['--state-dir', tree(), root], { seam: '--test-seams=copy-delay:50' });
+    await a.ready;
+    const copied = a.call('copy_path', {
+      source: path.join(root, 'src'),
+      destination: path.join(root, 'dst'),
+      recursive: true,
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(ownEntries(root).some((e) => e.startsWith('.fs-tools-lock-'))).toBe(true);
+    a.child.kill('SIGSTOP');
+    try {
+      const b = await server(['--state-dir', tree(), root]);
+      const dst = path.join(root, 'dst');
+      // While A's lock is fresh-but-unrefreshed, B is told to retry later (never a second writer at once).
+      const first = await b.call('write_file', { path: dst, content: 'B wrote this\n' });
+      expect(first.isError).toBe(true);
+      expect(JSON.parse(first.content[0].text!).error).toMatchObject({
+        code: 'IO_ERROR',
+        details: { reason: 'locked', held_by: 'not_refreshed' },
+        retryable: true,
+      });
+      expect(existsSync(dst)).toBe(false);
+      await new Promise((r) => setTimeout(r, LOCK_STALE_MS + 300));
+      await b.callOk('write_file', { path: dst, content: 'B wrote this\n' });
+    } finally {
+      a.child.kill('SIGCONT');
+    }
+    const result = await copied;
+    expect(result?.isError).toBe(true);
+    expect(result?.envelope?.error).toMatchObject({ details: { reason: 'destination_exists' } });
+    expect(readFileSync(path.join(root, 'dst'), 'utf8')).toBe('B wrote this\n');
+    expect(ownEntries(root)).toEqual([]);
+    a.child.stdin.end();
+    expect((await a.exited).code).toBe(0);
+  }, 40_000);
 });
