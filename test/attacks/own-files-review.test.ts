@@ -6,10 +6,14 @@
  *    --state-dir, a register that could not be kept) is copied, moved or deleted: the refusal must not name the
  *    temporary — the own class is never listed, so no envelope names one (as for lock files), with or without
  *    --allow-secrets.
- * 2. A holder stopped (SIGSTOP) for longer than the lock's stale time while it copies a tree: a second session takes
+ * 2. Case and look-alike spellings of own names (`.FS-TOOLS-LOCK-<HEX>`, a Kelvin sign for the `k`, a long s): on a
+ *    case-insensitive file system (macOS, Windows, a vfat or casefold ext4 mount on Linux) they ARE the lock's name,
+ *    so a lock-named directory or a forged record could be planted; no tool creates any of them.
+ * 3. A holder stopped (SIGSTOP) for longer than the lock's stale time while it copies a tree: a second session takes
  *    the destination meanwhile; when the first resumes, nothing the second wrote is lost (the copy refuses to place
  *    over it) and nothing of ours is left.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -81,6 +85,41 @@ function ownEntries(dir: string): string[] {
   visit(dir, '');
   return out;
 }
+
+describe('own names in every spelling', () => {
+  it('no tool creates a case or look-alike variant of a lock, temporary or copy-tree name; nothing is created', async () => {
+    const root = tree({ src: { 'f.txt': 'f\n' }, 'm.txt': 'm\n' });
+    const c = await server(['--auto-occ=off', '--state-dir', tree(), root]);
+    const before = snapshotTree(root);
+    const hex = createHash('sha256').update('a.txt').digest('hex').slice(0, 32);
+    const names = [
+      `.FS-TOOLS-LOCK-${hex.toUpperCase()}`,
+      `.fs-tools-loc\u212a-${hex}`, // KELVIN SIGN folds to k
+      `.f\u017f-tools-lock-${hex}`, // LATIN SMALL LETTER LONG S folds to s
+      '..ENV.FS-TOOLS-0123456789AB.TMP',
+      '.D.FS-TOOLS-COPY-0123456789AB',
+    ];
+    for (const n of names) {
+      const attempts: Array<[string, Record<string, unknown>]> = [
+        ['create_directory', { path: path.join(root, n, 'x') }],
+        ['write_file', { path: path.join(root, n), content: '{}' }],
+        ['write_file', { path: path.join(root, 'd', n, 'y.txt'), content: 'y', create_dirs: true }],
+        ['apply_patch', { patch: `--- /dev/null\n+++ b/${n}/z.txt\n@@ -0,0 +1 @@\n+z\n`, path: root }],
+        ['copy_path', { source: path.join(root, 'src'), destination: path.join(root, n), recursive: true }],
+        ['move_path', { source: path.join(root, 'm.txt'), destination: path.join(root, n) }],
+      ];
+      for (const [tool, args] of attempts) {
+        const r = await c.call(tool, args);
+        expect(r.isError, `${tool} ${n}`).toBe(true);
+        expect(JSON.parse(r.content[0].text!).error, `${tool} ${n}`).toMatchObject({
+          code: 'FILE_POLICY_DENIED',
+          details: { source: 'builtin' },
+        });
+      }
+    }
+    expect(snapshotTree(root)).toEqual(before);
+  });
+});
 
 describe('a stopped holder', () => {
   it('SIGSTOP past the stale time mid copy_path: a second session writes the destination, the resumed copy loses none of it', async () => {
