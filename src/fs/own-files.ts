@@ -42,17 +42,36 @@ const TREE_PATTERN = /^\..*\.fs-tools-(?:copy|link)-[0-9a-f]{12}$/s;
 /** The kinds of own files. */
 export type OwnFileKind = 'lock' | 'temporary' | 'tree';
 
-/** True for a name this module's class covers: a lock (or its temporary / break lock). */
-export function isLockFileName(name: string): boolean {
-  return LOCK_PATTERN.test(name);
+/**
+ * `name` in every spelling a file system may take for the same entry: case-folded the way case-insensitive file
+ * systems fold (upper then lower case, so a KELVIN SIGN is a `k` and a long s an `s`), NFC-normalized, and without
+ * the trailing dots and spaces Windows drops. The server only ever creates lower-case ASCII own names; any spelling
+ * that folds to one is of the class too, so no tool creates an entry that a case-insensitive mount (macOS, Windows, a
+ * vfat or casefold ext4 directory on Linux) resolves to a lock's name. Pure ASCII lower case (the common case) is
+ * returned as is.
+ */
+function folded(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (!/[^\x00-\x7f]|[A-Z]|[. ]$/.test(name)) return name;
+  return name
+    .normalize('NFC')
+    .toUpperCase()
+    .toLowerCase()
+    .replace(/[. ]+$/, '');
 }
 
-/** The class of an entry name, or null when it is not one of the server's own files. */
+/** True for a name this module's class covers: a lock (or its temporary / break lock), in any spelling. */
+export function isLockFileName(name: string): boolean {
+  return LOCK_PATTERN.test(folded(name));
+}
+
+/** The class of an entry name (in any spelling, see `folded`), or null when it is not one of the server's own files. */
 export function ownFileKind(name: string): OwnFileKind | null {
   if (name.charCodeAt(0) !== 0x2e) return null; // every own name starts with '.'
-  if (LOCK_PATTERN.test(name)) return 'lock';
-  if (TEMPORARY_PATTERN.test(name)) return 'temporary';
-  if (TREE_PATTERN.test(name)) return 'tree';
+  const n = folded(name);
+  if (LOCK_PATTERN.test(n)) return 'lock';
+  if (TEMPORARY_PATTERN.test(n)) return 'temporary';
+  if (TREE_PATTERN.test(n)) return 'tree';
   return null;
 }
 

@@ -71,8 +71,12 @@ interface Side {
   spellings: Spelling[];
 }
 
-/** Built-in guards whose paths listings omit (src/policy/builtin-guards.ts): never named, like `hidden`. */
-const UNLISTED_BUILTIN_RULES = new Set(['state_dir', 'audit_log', 'lock_file']);
+/**
+ * Built-in guards whose paths listings omit (src/policy/builtin-guards.ts): never named, like `hidden`. The server's
+ * own files (locks and temporaries, src/fs/own-files.ts) are one class here as in listings: a temporary's name tells
+ * which file was being written (a `..env.fs-tools-*.tmp` holds a secret's bytes).
+ */
+const UNLISTED_BUILTIN_RULES = new Set(['state_dir', 'audit_log', 'lock_file', 'own_temporary']);
 
 /**
  * The spellings a path is judged in, as `policyAccess` judges a single path: its resolved place, and the spelling
@@ -121,7 +125,7 @@ function innermost(roots: readonly string[], absolute: string): string | null {
  *
  * The refusal names up to MAX_NAMED_ENTRIES offending entries (`details.entries`: path, side, kind), only of kinds a
  * listing shows (secrets, read_only, built-in rules like `git_dir`). An entry that listings omit — `hidden` or `deny`
- * by policy, or the state directory, audit log or a lock file — is never named, at either side: once one is met the
+ * by policy, or the state directory, audit log or one of the server's own files — is never named, at either side: once one is met the
  * refusal is the generic one (FILE_POLICY_DENIED, reason tree_entries, no entries, no rule), whatever else was met,
  * so the envelope tells nothing about which entry, or which rule.
  * @param destination the new place of the top (null for a delete)
