@@ -1,0 +1,439 @@
+/**
+ * Git directories recognised by what they are, and the hooks directories repositories name (docs/security.md
+ * "Execution-bearing files and git directories"). A written hook, a written `core.fsmonitor` or filter in a
+ * repository's config is code the user's own git runs later; so nothing inside a git directory is written by the file
+ * tools, whatever the directory is called.
+ *
+ * What git accepts as a repository (setup.c `is_git_directory`): a directory with `HEAD` and `objects` and `refs` —
+ * the last two possibly in the common directory its `commondir` file names. Every directory git accepts as a git
+ * directory or as a common directory therefore holds at least two of the entries `HEAD`, `objects`, `refs`,
+ * `commondir` (a bare `repo.git`, a `--separate-git-dir` target, `worktrees/NAME` with HEAD + commondir, a common dir
+ * with objects + refs). The guard uses exactly that, failing closed on partial shapes:
+ *   - a directory holding two or more of those entries (any kind: git only asks `access()`), looked up by name
+ *     through the directory's verified descriptor — so a case-insensitive filesystem folds the names as git's own
+ *     lookup would — is a git directory, and nothing at it or below it may be created, written, moved or deleted;
+ *   - creating one of those names in a directory that already holds another (write `x/HEAD` when `x/objects`
+ *     exists) would make one, and is refused the same way: a repository cannot be built entry by entry;
+ *   - the hooks directory named by `core.hooksPath` in the configuration of any repository whose work tree holds the
+ *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), or in the user's
+ *     global and system configuration, is guarded the same way (rule `hooks_dir`).
+ * Every directory from the root down is opened component by component through src/fs/verified-dir.ts (a link on the
+ * way is refused), and the entries are looked up relative to those descriptors. Results per directory are cached by
+ * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
+ * (a coarse timestamp could hide a change made in the same tick: git's "racily clean" rule).
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, lstatSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { VerifiedDir } from '../fs/verified-dir.js';
+import { parseGitConfig } from '../vcs/git-config.js';
+import { findContainingRoot, isWithin } from './containment.js';
+
+/** The entries that make a directory a git directory when two of them are present. */
+export const REPOSITORY_ENTRY_NAMES: readonly string[] = ['HEAD', 'objects', 'refs', 'commondir'];
+const REPOSITORY_NAMES_LOWER = new Set(REPOSITORY_ENTRY_NAMES.map((n) => n.toLowerCase()));
+
+/** Largest configuration or `.git` / `commondir` file read for a decision; a larger one fails closed. */
+export const MAX_GIT_METADATA_BYTES = 4 * 1024 * 1024;
+/** git's own limit of nested `include.path`. */
+const MAX_INCLUDE_DEPTH = 10;
+/** A directory or file changed less than this long ago (ns) is not cached. */
+const RACY_NS = 2_000_000_000n;
+const CACHE_MAX = 4096;
+
+/** What one directory holds that matters here. */
+interface DirFacts {
+  /** Which of REPOSITORY_ENTRY_NAMES are present (bit i: name i). */
+  members: number;
+  /** The `.git` entry: none, a directory (or link), or a file. */
+  dotGit: 'none' | 'dir' | 'link' | 'file' | 'other';
+}
+
+interface CachedFacts extends DirFacts {
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+const dirCache = new Map<string, CachedFacts>();
+
+/** Drops every cached directory verdict (tests). */
+export function clearGitDirCache(): void {
+  dirCache.clear();
+  configCache.clear();
+}
+
+const bitCount = (m: number): number => (m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1) + ((m >> 3) & 1);
+
+function isRacy(mtimeNs: bigint, ctimeNs: bigint): boolean {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const newest = mtimeNs > ctimeNs ? mtimeNs : ctimeNs;
+  return now - newest < RACY_NS;
+}
+
+/** An entry looked up through the directory: present (any kind), absent; an error other than absence counts as present. */
+function present(dir: VerifiedDir, name: string): boolean {
+  try {
+    return dir.lstat(name) !== null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return !(code === 'ENOENT' || code === 'ENOTDIR');
+  }
+}
+
+/** The facts of an open verified directory (cached by identity and version). */
+function factsOf(dir: VerifiedDir): DirFacts {
+  const st = fstatSync(dir.fd, { bigint: true });
+  const key = `${st.dev}:${st.ino}`;
+  const cached = dirCache.get(key);
+  if (cached && cached.mtimeNs === st.mtimeNs && cached.ctimeNs === st.ctimeNs) return cached;
+  let members = 0;
+  REPOSITORY_ENTRY_NAMES.forEach((name, i) => {
+    if (present(dir, name)) members |= 1 << i;
+  });
+  let dotGit: DirFacts['dotGit'] = 'none';
+  try {
+    const g = dir.lstat('.git');
+    if (g) dotGit = g.isDirectory() ? 'dir' : g.isSymbolicLink() ? 'link' : g.isFile() ? 'file' : 'other';
+  } catch {
+    dotGit = 'other';
+  }
+  const facts: DirFacts = { members, dotGit };
+  if (!isRacy(st.mtimeNs, st.ctimeNs)) {
+    if (dirCache.size >= CACHE_MAX) dirCache.clear();
+    dirCache.set(key, { ...facts, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs });
+  }
+  return facts;
+}
+
+/** Why a path is refused. */
+type GitRefusal =
+  | { rule: 'git_dir'; reason: 'inside_git_dir' | 'is_git_dir' | 'would_create_git_dir'; gitDir: string }
+  | { rule: 'hooks_dir'; reason: 'core_hookspath'; hooksDir: string }
+  | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string };
+
+function refusal(requested: string, r: GitRefusal): ToolError {
+  let message: string;
+  const details: Record<string, unknown> = { source: 'builtin', rule: r.rule, reason: r.reason };
+  if (r.rule === 'git_dir') {
+    details.git_dir = r.gitDir;
+    message =
+      r.reason === 'would_create_git_dir'
+        ? `Creating ${requested} would make ${r.gitDir} a git directory (it would hold two of HEAD, objects, refs, ` +
+          'commondir); the file tools never build a repository.'
+        : `${requested} is ${r.reason === 'is_git_dir' ? '' : 'inside '}a git directory (${r.gitDir} holds two of ` +
+          'HEAD, objects, refs, commondir); the file tools never change a git directory.';
+  } else if (r.reason === 'core_hookspath') {
+    details.hooks_dir = r.hooksDir;
+    message = `${requested} is in the hooks directory a repository's core.hooksPath names (${r.hooksDir}); its files run on git commands, so the file tools never change it.`;
+  } else {
+    details.repository = r.repository;
+    message = `The configuration of the repository at ${r.repository} cannot be read to tell where its hooks are (core.hooksPath), so nothing in it is written.`;
+  }
+  return new ToolError('FILE_POLICY_DENIED', message, { path: requested, details });
+}
+
+/** A repository whose configuration may name a hooks directory. */
+interface Repository {
+  /** The work tree top (where hooks run), or null for a bare repository. */
+  workTree: string | null;
+  /** Its git directory (real path where it resolved). */
+  gitDir: string;
+}
+
+/** Reads a small file by path (git metadata; never revealed). null when it does not exist. @throws on other errors */
+function readSmall(file: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      if (st.isDirectory()) return null; // git ignores a directory where a config file would be
+      throw new Error('not a regular file');
+    }
+    if (st.size > MAX_GIT_METADATA_BYTES) throw new Error('too large');
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The real path of `p`, or `p` itself when it (or part of it) does not exist: its nearest existing ancestor's real path. */
+function realOrLexical(p: string): string {
+  const rest: string[] = [];
+  let cur = p;
+  for (;;) {
+    try {
+      return path.join(realpathSync.native(cur), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(cur);
+      if (parent === cur) return p;
+      rest.push(path.basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+/** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing whitespace trimmed); null if malformed. */
+function gitfileTarget(text: string, base: string): string | null {
+  const m = /^gitdir: (.*)$/s.exec(text.replace(/\s+$/, ''));
+  if (!m || m[1] === '' || m[1].includes('\n')) return null;
+  return path.resolve(base, m[1]);
+}
+
+/** The git directory a work tree top `top` names through its `.git` entry (null: none usable). */
+function gitDirOf(top: string, kind: DirFacts['dotGit']): string | null {
+  const dotGit = path.join(top, '.git');
+  if (kind === 'dir' || kind === 'link') return realOrLexical(dotGit);
+  if (kind !== 'file') return null;
+  const text = readSmall(dotGit);
+  if (!text) return null;
+  const target = gitfileTarget(text.toString('utf8'), top);
+  return target === null ? null : realOrLexical(target);
+}
+
+const configCache = new Map<string, { sig: string; list: Map<string, string[]> | null }>();
+
+/** Parsed config of `file` (null: git would refuse it), cached by the file's identity and version. @throws on IO */
+function configAt(file: string): Map<string, string[]> | null | 'absent' {
+  let st;
+  try {
+    st = lstatSync(file, { bigint: true, throwIfNoEntry: false });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR') return 'absent';
+    throw error;
+  }
+  if (!st) return 'absent';
+  const sig = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  const cached = configCache.get(file);
+  if (cached && cached.sig === sig && !st.isSymbolicLink()) return cached.list;
+  const bytes = readSmall(file);
+  if (!bytes) return 'absent';
+  const list = parseGitConfig(bytes.toString('utf8'));
+  if (!st.isSymbolicLink() && !isRacy(st.mtimeNs, st.ctimeNs)) {
+    if (configCache.size >= CACHE_MAX) configCache.clear();
+    configCache.set(file, { sig, list });
+  }
+  return list;
+}
+
+/** `~/x` → home; `~user/x` and `%(prefix)/` cannot be decided here (null). */
+function expandUser(value: string, home: string): string | null {
+  if (value === '~' || value.startsWith('~/')) return path.join(home, value.slice(1));
+  if (value.startsWith('~') || value.startsWith('%(prefix)/')) return null;
+  return value;
+}
+
+/**
+ * Every `core.hooksPath` value of a configuration file and the files it includes (`include.path`, and
+ * `includeIf.*.path` whatever its condition: a superset of what git reads). A missing file is skipped, as git does.
+ * @throws Error 'undecidable' when a file cannot be read or parsed, or a path cannot be expanded
+ */
+function hooksPathValues(file: string, home: string, out: string[], depth = 0): void {
+  if (depth > MAX_INCLUDE_DEPTH) throw new Error('undecidable');
+  const list = configAt(file);
+  if (list === 'absent') return;
+  if (list === null) throw new Error('undecidable');
+  for (const [key, values] of list) {
+    if (key === 'core.hookspath') out.push(...values.filter((v) => v !== ''));
+    const include = key === 'include.path' || (key.startsWith('includeif.') && key.endsWith('.path'));
+    if (!include) continue;
+    for (const v of values) {
+      if (v === '') continue;
+      const expanded = expandUser(v, home);
+      if (expanded === null) throw new Error('undecidable');
+      hooksPathValues(path.resolve(path.dirname(file), expanded), home, out, depth + 1);
+    }
+  }
+}
+
+/** The configuration files of the user and the system (git-config(1) FILES), honouring GIT_CONFIG_GLOBAL/SYSTEM. */
+function userConfigFiles(home: string): string[] {
+  const env = process.env;
+  const files: string[] = [];
+  if (!env.GIT_CONFIG_NOSYSTEM) files.push(env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig');
+  if (env.GIT_CONFIG_GLOBAL !== undefined) files.push(env.GIT_CONFIG_GLOBAL);
+  else {
+    files.push(path.join(env.XDG_CONFIG_HOME || path.join(home, '.config'), 'git', 'config'));
+    files.push(path.join(home, '.gitconfig'));
+  }
+  return files.filter((f) => f !== '' && f !== '/dev/null');
+}
+
+/**
+ * The hooks directories (real and lexical spellings) the repositories in `repos` would run hooks from, per the
+ * user's, system and repository configuration.
+ * @throws ToolError FILE_POLICY_DENIED hooks_dir config_undecidable (fail closed)
+ */
+function hooksDirsOf(repos: readonly Repository[], requested: string): string[] {
+  const home = os.homedir();
+  const out: string[] = [];
+  const globalValues: string[] = [];
+  try {
+    for (const f of userConfigFiles(home)) hooksPathValues(f, home, globalValues);
+  } catch {
+    throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
+  }
+  // An absolute (or `~/`) hooks directory of the user's configuration serves every repository, found or not.
+  for (const v of globalValues) {
+    const expanded = expandUser(v, home);
+    if (expanded === null) {
+      throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
+    }
+    if (path.isAbsolute(expanded)) out.push(expanded, realOrLexical(expanded));
+  }
+  for (const repo of repos) {
+    const values = [...globalValues];
+    try {
+      const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
+      const commonDir = commonFile
+        ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
+        : repo.gitDir;
+      for (const dir of new Set([repo.gitDir, commonDir])) {
+        hooksPathValues(path.join(dir, 'config'), home, values);
+        hooksPathValues(path.join(dir, 'config.worktree'), home, values);
+      }
+    } catch {
+      throw refusal(requested, {
+        rule: 'hooks_dir',
+        reason: 'config_undecidable',
+        repository: repo.workTree ?? repo.gitDir,
+      });
+    }
+    for (const v of values) {
+      const expanded = expandUser(v, home);
+      if (expanded === null) {
+        throw refusal(requested, {
+          rule: 'hooks_dir',
+          reason: 'config_undecidable',
+          repository: repo.workTree ?? repo.gitDir,
+        });
+      }
+      const lexical = path.resolve(repo.workTree ?? repo.gitDir, expanded);
+      out.push(lexical, realOrLexical(lexical));
+    }
+  }
+  return out;
+}
+
+/** The repository whose work tree holds the directories above `root` (git's discovery upwards), if any. */
+function repositoryAbove(root: string): Repository | null {
+  let dir = path.dirname(root);
+  for (;;) {
+    let kind: DirFacts['dotGit'] = 'none';
+    try {
+      const g = lstatSync(path.join(dir, '.git'), { throwIfNoEntry: false });
+      if (g) kind = g.isDirectory() ? 'dir' : g.isSymbolicLink() ? 'link' : g.isFile() ? 'file' : 'other';
+    } catch {
+      kind = 'none';
+    }
+    if (kind !== 'none') {
+      let gitDir: string | null;
+      try {
+        gitDir = gitDirOf(dir, kind);
+      } catch {
+        gitDir = null;
+      }
+      return gitDir ? { workTree: dir, gitDir } : null;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+/** What the caller knows about the roots. */
+export interface GitGuardRoots {
+  roots: readonly { real: string }[];
+}
+
+/**
+ * The built-in git-directory guard for one path about to be created, written, moved (either end), copied (either end)
+ * or deleted: refused when the path is, or lies inside, a git directory (recognised by what it is, see the module
+ * comment), when creating it would make its directory one, or when it is or lies inside the hooks directory a
+ * repository's `core.hooksPath` names (a directory that holds one is refused entry by entry by the tree walks). `real` is the authorized real path (it may not exist yet); `requested` is
+ * the spelling named in the refusal.
+ * @throws ToolError FILE_POLICY_DENIED (source builtin, rule git_dir | hooks_dir, details.reason); NOT_ALLOWED when
+ *   a directory on the way changed while it was being checked (verified-dir); errno errors other than absence
+ */
+export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
+  const root = findContainingRoot(ctx.roots, real);
+  if (!root) return; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
+  const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
+  const rel = path.relative(root.real, real);
+  const parts = rel === '' ? [] : rel.split(path.sep);
+  const repos: Repository[] = [];
+  const above = repositoryAbove(root.real);
+  if (above) repos.push(above);
+
+  let dir = VerifiedDir.open(root.real, isInside);
+  try {
+    // Every existing directory from the root down to the path's parent.
+    let depth = 0;
+    let facts = factsOf(dir);
+    for (;;) {
+      if (bitCount(facts.members) >= 2)
+        throw refusal(requested, {
+          rule: 'git_dir',
+          reason: depth === parts.length ? 'is_git_dir' : 'inside_git_dir',
+          gitDir: dir.path,
+        });
+      if (facts.dotGit !== 'none' && depth < parts.length) {
+        let gitDir: string | null;
+        try {
+          gitDir = gitDirOf(dir.path, facts.dotGit);
+        } catch {
+          throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: dir.path });
+        }
+        if (gitDir) repos.push({ workTree: dir.path, gitDir });
+      }
+      if (depth >= parts.length) break;
+      const name = parts[depth];
+      // Creating (or replacing) `name` here: would it complete a repository's shape?
+      const index = REPOSITORY_ENTRY_NAMES.findIndex((n) => n.toLowerCase() === name.toLowerCase());
+      if (index >= 0 && bitCount(facts.members | (1 << index)) >= 2)
+        throw refusal(requested, { rule: 'git_dir', reason: 'would_create_git_dir', gitDir: dir.path });
+      let next: VerifiedDir;
+      try {
+        next = dir.openDir(name);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') break; // nothing below exists: no repository there yet
+        if (error instanceof ToolError && depth === parts.length - 1 && error.details.reason === 'symlink_swapped') {
+          break; // the path itself is a link (moved or deleted as a link, never followed)
+        }
+        throw error;
+      }
+      dir.close();
+      dir = next;
+      depth++;
+      facts = factsOf(dir);
+    }
+  } finally {
+    dir.close();
+  }
+
+  for (const hooks of hooksDirsOf(repos, requested)) {
+    if (isWithin(hooks, real))
+      throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: hooks });
+  }
+}
+
+/** Extra lock paths for a mutation touching `real`: one per directory in which a repository entry is created. */
+export function repositoryShapeLockPath(real: string): string | null {
+  return REPOSITORY_NAMES_LOWER.has(path.basename(real).toLowerCase()) ? path.join(path.dirname(real), 'HEAD') : null;
+}
