@@ -15,8 +15,9 @@
  *   - creating one of those names in a directory that already holds another (write `x/HEAD` when `x/objects`
  *     exists) would make one, and is refused the same way: a repository cannot be built entry by entry;
  *   - the hooks directory named by `core.hooksPath` in the configuration of any repository whose work tree holds the
- *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), or in the user's
- *     global and system configuration, is guarded the same way (rule `hooks_dir`).
+ *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), of any repository
+ *     directly below a root (a shared `../tools/githooks`), or in the user's global and system configuration, is
+ *     guarded the same way (rule `hooks_dir`).
  * Every directory from the root down is opened component by component through src/fs/verified-dir.ts (a link on the
  * way is refused), and the entries are looked up relative to those descriptors. Results per directory are cached by
  * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
@@ -60,6 +61,7 @@ const dirCache = new Map<string, CachedFacts>();
 /** Drops every cached directory verdict (tests). */
 export function clearGitDirCache(): void {
   dirCache.clear();
+  childCache.clear();
   configCache.clear();
 }
 
@@ -231,10 +233,36 @@ function configAt(file: string): Map<string, string[]> | null | 'absent' {
   return list;
 }
 
-/** `~/x` → home; `~user/x` and `%(prefix)/` cannot be decided here (null). */
+/** The home directory of `user` from the password database (/etc/passwd), or null when unknown. */
+function homeOfUser(user: string): string | null {
+  try {
+    if (user === os.userInfo().username) return os.homedir();
+  } catch {
+    /* no password entry for this process */
+  }
+  let passwd: Buffer | null;
+  try {
+    passwd = readSmall('/etc/passwd');
+  } catch {
+    return null;
+  }
+  for (const line of (passwd ?? Buffer.alloc(0)).toString('utf8').split('\n')) {
+    const fields = line.split(':');
+    if (fields[0] === user && fields.length >= 7 && path.isAbsolute(fields[5])) return fields[5];
+  }
+  return null;
+}
+
+/** `~/x` → home, `~user/x` → that user's home (as git's expand_user_path); null when it cannot be decided. */
 function expandUser(value: string, home: string): string | null {
   if (value === '~' || value.startsWith('~/')) return path.join(home, value.slice(1));
-  if (value.startsWith('~') || value.startsWith('%(prefix)/')) return null;
+  if (value.startsWith('~')) {
+    const slash = value.indexOf('/');
+    const user = value.slice(1, slash < 0 ? undefined : slash);
+    const userHome = homeOfUser(user);
+    return userHome === null ? null : path.join(userHome, slash < 0 ? '' : value.slice(slash));
+  }
+  if (value.startsWith('%(prefix)/')) return null; // git's runtime prefix: not known here
   return value;
 }
 
@@ -279,26 +307,27 @@ function userConfigFiles(home: string): string[] {
  * user's, system and repository configuration.
  * @throws ToolError FILE_POLICY_DENIED hooks_dir config_undecidable (fail closed)
  */
-function hooksDirsOf(repos: readonly Repository[], requested: string): string[] {
+function hooksDirsOf(repos: readonly Repository[], requested: string, real: string): string[] {
   const home = os.homedir();
   const out: string[] = [];
   const globalValues: string[] = [];
+  const userConfig = '(user configuration)';
   try {
     for (const f of userConfigFiles(home)) hooksPathValues(f, home, globalValues);
   } catch {
-    throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
+    throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: userConfig });
   }
   // An absolute (or `~/`) hooks directory of the user's configuration serves every repository, found or not.
   for (const v of globalValues) {
     const expanded = expandUser(v, home);
-    if (expanded === null) {
-      throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
-    }
+    if (expanded === null)
+      throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: userConfig });
     if (path.isAbsolute(expanded)) out.push(expanded, realOrLexical(expanded));
   }
   for (const repo of repos) {
-    const values = [...globalValues];
+    const where = repo.workTree ?? repo.gitDir;
     try {
+      const values = [...globalValues];
       const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
       const commonDir = commonFile
         ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
@@ -307,24 +336,18 @@ function hooksDirsOf(repos: readonly Repository[], requested: string): string[] 
         hooksPathValues(path.join(dir, 'config'), home, values);
         hooksPathValues(path.join(dir, 'config.worktree'), home, values);
       }
-    } catch {
-      throw refusal(requested, {
-        rule: 'hooks_dir',
-        reason: 'config_undecidable',
-        repository: repo.workTree ?? repo.gitDir,
-      });
-    }
-    for (const v of values) {
-      const expanded = expandUser(v, home);
-      if (expanded === null) {
-        throw refusal(requested, {
-          rule: 'hooks_dir',
-          reason: 'config_undecidable',
-          repository: repo.workTree ?? repo.gitDir,
-        });
+      for (const v of values) {
+        const expanded = expandUser(v, home);
+        if (expanded === null) throw new Error('undecidable');
+        const lexical = path.resolve(where, expanded);
+        out.push(lexical, realOrLexical(lexical));
       }
-      const lexical = path.resolve(repo.workTree ?? repo.gitDir, expanded);
-      out.push(lexical, realOrLexical(lexical));
+    } catch {
+      // Where its hooks are cannot be told: nothing in its work tree is written. A repository consulted only because
+      // it lies below the root (a sibling of the path) refuses its own work tree, not the whole root.
+      if (isWithin(where, real)) {
+        throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
+      }
     }
   }
   return out;
@@ -356,6 +379,58 @@ function repositoryAbove(root: string): Repository | null {
   }
 }
 
+/** Most child directories of a root whose repositories are consulted for core.hooksPath. */
+export const MAX_ROOT_CHILDREN = 4096;
+const childCache = new Map<string, { mtimeNs: bigint; ctimeNs: bigint; names: string[] }>();
+
+/**
+ * The repositories directly below a root (a child with a `.git`, or a child that is a git directory itself: a bare
+ * `repo.git` beside its work trees), whose core.hooksPath may name a directory outside their own work tree (a shared
+ * `../tools/githooks`). The child directory names are cached per root version; at most MAX_ROOT_CHILDREN are looked at.
+ */
+function repositoriesBelow(root: VerifiedDir): Repository[] {
+  const st = fstatSync(root.fd, { bigint: true });
+  const key = `${st.dev}:${st.ino}`;
+  let names = childCache.get(key);
+  if (!names || names.mtimeNs !== st.mtimeNs || names.ctimeNs !== st.ctimeNs) {
+    const list = root
+      .readdirSync()
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .slice(0, MAX_ROOT_CHILDREN);
+    names = { mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, names: list };
+    if (!isRacy(st.mtimeNs, st.ctimeNs)) {
+      if (childCache.size >= CACHE_MAX) childCache.clear();
+      childCache.set(key, names);
+    }
+  }
+  const out: Repository[] = [];
+  for (const name of names.names) {
+    let child: VerifiedDir;
+    try {
+      child = root.openDir(name);
+    } catch {
+      continue; // gone or replaced since the listing: nothing to read there
+    }
+    try {
+      const facts = factsOf(child);
+      if (bitCount(facts.members) >= 2) out.push({ workTree: null, gitDir: child.path });
+      else if (facts.dotGit !== 'none') {
+        let gitDir: string | null = null;
+        try {
+          gitDir = gitDirOf(child.path, facts.dotGit);
+        } catch {
+          // An unreadable `.git` file: a path inside that work tree is refused by the walk down to it.
+        }
+        if (gitDir) out.push({ workTree: child.path, gitDir });
+      }
+    } finally {
+      child.close();
+    }
+  }
+  return out;
+}
+
 /** What the caller knows about the roots. */
 export interface GitGuardRoots {
   roots: readonly { real: string }[];
@@ -382,6 +457,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
 
   let dir = VerifiedDir.open(root.real, isInside);
   try {
+    repos.push(...repositoriesBelow(dir));
     // Every existing directory from the root down to the path's parent.
     let depth = 0;
     let facts = factsOf(dir);
@@ -427,7 +503,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
     dir.close();
   }
 
-  for (const hooks of hooksDirsOf(repos, requested)) {
+  for (const hooks of hooksDirsOf(repos, requested, real)) {
     if (isWithin(hooks, real))
       throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: hooks });
   }

@@ -10,7 +10,11 @@
  *    file outside the root is never created — and a control shows the same plant, written directly, does run;
  *  - each execution-bearing configuration file: write_file, edit_file, apply_patch (create and modify), copy_path
  *    and move_path onto it are refused by default and allowed with --allow-exec-config; read_file works either way;
- *    a directory moved or copied so that it lands as `.claude/settings.json` is refused too.
+ *    a directory moved or copied so that it lands as `.claude/settings.json` is refused too, and so are deleting one
+ *    or moving it away;
+ *  - what an attacker tries next: a repository built entry by entry (any tool, any case, two servers racing), a `.git`
+ *    file in every spelling, links (symbolic: refused on the target; hard: replaced, not written through), renames
+ *    of a git or hooks directory, core.hooksPath absolute, `~/`, shared by sibling repositories.
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -343,11 +347,170 @@ describe('execution-bearing configuration', () => {
         source: to('.claude-x', 'settings.json'),
         destination: to('land', '.claude', 'settings.json'),
       }),
+      // Removing one removes the user's restrictions too (permissions.deny): deleting or moving it away is refused.
+      await denied.callError('delete_path', { path: to('.mcp.json') }),
+      await denied.callError('move_path', { source: to('.envrc'), destination: to('envrc.bak') }),
     ];
     for (const envelope of refusals) {
       expect(envelope.error.code, JSON.stringify(envelope)).toBe('FILE_POLICY_DENIED');
       expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'exec_config' });
     }
     expect(snapshotTree(base)).toEqual(before);
+  });
+});
+
+describe('what an attacker tries next', () => {
+  const call = (tool: string, args: Record<string, unknown>) => client.callError(tool, args);
+  const denied = (envelope: { error: Record<string, any> }, rule: string) => {
+    expect(envelope.error.code, JSON.stringify(envelope.error)).toBe('FILE_POLICY_DENIED');
+    expect(envelope.error.details).toMatchObject({ source: 'builtin', rule });
+  };
+
+  it('a repository built entry by entry: the second of HEAD/objects/refs/commondir is refused, in any tool and case', async () => {
+    await client.callOk('create_directory', { path: r('build/x/objects') });
+    denied(await call('create_directory', { path: r('build/x/refs') }), 'git_dir');
+    denied(await call('create_directory', { path: r('build/x/REFS') }), 'git_dir');
+    denied(await call('write_file', { path: r('build/x/HEAD'), content: 'ref: refs/heads/main\n' }), 'git_dir');
+    denied(
+      await call('write_file', { path: r('build/x/refs/heads/main'), content: '0'.repeat(40), create_dirs: true }),
+      'git_dir',
+    );
+    denied(
+      await call('apply_patch', { patch: '--- /dev/null\n+++ b/build/x/HEAD\n@@ -0,0 +1 @@\n+ref: refs/heads/main\n' }),
+      'git_dir',
+    );
+    await client.callOk('create_directory', { path: r('build/stage/refs/heads') });
+    denied(await call('move_path', { source: r('build/stage/refs'), destination: r('build/x/refs') }), 'git_dir');
+    denied(
+      await call('copy_path', { source: r('build/stage/refs'), destination: r('build/x/refs'), recursive: true }),
+      'git_dir',
+    );
+    // A worktree admin dir: HEAD, then commondir naming the user's common dir.
+    await client.callOk('write_file', {
+      path: r('build/y/HEAD'),
+      content: 'ref: refs/heads/main\n',
+      create_dirs: true,
+    });
+    denied(await call('write_file', { path: r('build/y/commondir'), content: `${r('bare/repo.git')}\n` }), 'git_dir');
+    // A directory named like a bare repository is nothing special until it has the shape.
+    await client.callOk('write_file', { path: r('build/z.git/notes.txt'), content: 'n\n', create_dirs: true });
+    expect(snapshotTree(r('build/x'))).toEqual({ '': expect.anything(), objects: expect.anything() });
+    expect(Object.keys(snapshotTree(r('build/y'))).sort()).toEqual(['', 'HEAD']);
+  });
+
+  it('two servers racing to add the two halves of a repository never both succeed', async () => {
+    const other = await connect('modern', { args: ['--state-dir', path.join(T.dir, 'state'), R], env: cleanEnv() });
+    try {
+      for (let i = 0; i < 8; i++) {
+        const d = r(`race/r${i}`);
+        mkdirSync(d, { recursive: true });
+        const [a, b] = await Promise.all([
+          client.call('write_file', { path: path.join(d, 'HEAD'), content: 'ref: refs/heads/main\n' }),
+          other.call('create_directory', { path: path.join(d, 'refs') }),
+        ]);
+        expect([a.isError, b.isError].filter((e) => !e).length, `round ${i}`).toBeLessThanOrEqual(1);
+        expect(existsSync(path.join(d, 'HEAD')) && existsSync(path.join(d, 'refs'))).toBe(false);
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a .git file (or directory) in any spelling is never written, created or moved into place', async () => {
+    await client.callOk('create_directory', { path: r('build/wt2') });
+    for (const name of ['.git', '.GIT', '.git ', '.git.', 'git~1', '.g\u200cit']) {
+      denied(
+        await call('write_file', { path: r(`build/wt2/${name}`), content: `gitdir: ${r('build/y')}\n` }),
+        'git_dir',
+      );
+    }
+    writeFileSync(r('build/gitfile.txt'), `gitdir: ${r('build/y')}\n`);
+    denied(await call('move_path', { source: r('build/gitfile.txt'), destination: r('build/wt2/.git') }), 'git_dir');
+    denied(await call('copy_path', { source: r('build/gitfile.txt'), destination: r('build/wt2/.git') }), 'git_dir');
+    expect(snapshotTree(r('build/wt2'))).toEqual({ '': expect.anything() });
+  });
+
+  it('links: a symlink to a git directory or to exec config is refused on its target; a hard link is replaced, not written through', async () => {
+    execFileSync('ln', ['-s', r('bare/repo.git'), r('links-repo')]);
+    denied(await call('write_file', { path: r('links-repo/config'), content: FSMONITOR }), 'git_dir');
+    denied(await call('write_file', { path: r('links-repo/hooks/post-checkout'), content: HOOK }), 'git_dir');
+    writeFileSync(r('.mcp.json'), '{"mcpServers":{}}\n');
+    execFileSync('ln', ['-s', '.mcp.json', r('mcp-link.json')]);
+    await client.callOk('read_file', { path: r('mcp-link.json') });
+    denied(
+      await call('write_file', { path: r('mcp-link.json'), content: '{"mcpServers":{"x":{"command":"sh"}}}\n' }),
+      'exec_config',
+    );
+    // Hard links the user made: writing the other name replaces that entry; the guarded file keeps its bytes.
+    const config = readFileSync(r('bare/repo.git/config'));
+    execFileSync('ln', [r('bare/repo.git/config'), r('config-hardlink')]);
+    await client.callOk('read_file', { path: r('config-hardlink') });
+    await client.callOk('write_file', { path: r('config-hardlink'), content: FSMONITOR });
+    expect(readFileSync(r('bare/repo.git/config'))).toEqual(config);
+    execFileSync('ln', [r('.mcp.json'), r('mcp-hardlink.json')]);
+    await client.callOk('read_file', { path: r('mcp-hardlink.json') });
+    await client.callOk('edit_file', {
+      path: r('mcp-hardlink.json'),
+      edits: [{ old_text: '{}', new_text: '{"x":1}' }],
+    });
+    expect(readFileSync(r('.mcp.json'), 'utf8')).toBe('{"mcpServers":{}}\n');
+    git(r('bare/main'), 'status', '--short');
+    expect(existsSync(MARK)).toBe(false);
+  });
+
+  it('renames: a git directory or hooks directory is moved or deleted neither as a whole nor by its parent name', async () => {
+    denied(await call('move_path', { source: r('bare/repo.git'), destination: r('bare/renamed.git') }), 'git_dir');
+    denied(await call('delete_path', { path: r('sep/gitdir'), recursive: true }), 'git_dir');
+    denied(
+      await call('move_path', { source: r('hp/repo/.githooks'), destination: r('hp/repo/old-hooks') }),
+      'hooks_dir',
+    );
+    // Replacing the hooks directory by another one.
+    await client.callOk('write_file', { path: r('hp/evil/pre-commit'), content: HOOK, create_dirs: true });
+    denied(
+      await call('move_path', { source: r('hp/evil'), destination: r('hp/repo/.githooks'), overwrite: true }),
+      'hooks_dir',
+    );
+    expect(existsSync(r('bare/repo.git/config')) && existsSync(r('hp/repo/.githooks/pre-commit'))).toBe(true);
+  });
+
+  it('core.hooksPath absolute, `~/`, shared by sibling repositories, and set by a later config change', async () => {
+    // Two repositories directly below the root sharing ../shared-hooks (outside each work tree).
+    for (const name of ['svc-a', 'svc-b']) {
+      git(R, 'clone', '-q', r('src-repo'), r(name));
+      git(r(name), 'config', 'core.hooksPath', '../shared-hooks');
+    }
+    denied(
+      await call('write_file', { path: r('shared-hooks/pre-commit'), content: HOOK, create_dirs: true }),
+      'hooks_dir',
+    );
+    // Absolute and `~/` (the server's HOME is T/home; the user sets it inside the work tree here).
+    git(r('svc-a'), 'config', 'core.hooksPath', r('svc-a/abs-hooks'));
+    denied(
+      await call('write_file', { path: r('svc-a/abs-hooks/pre-commit'), content: HOOK, create_dirs: true }),
+      'hooks_dir',
+    );
+    await client.callOk('write_file', { path: r('svc-a/src/ok.txt'), content: 'fine\n', create_dirs: true });
+    git(r('svc-b'), 'config', 'core.hooksPath', '~/hooks-in-home');
+    const other = await connect('modern', {
+      args: ['--state-dir', path.join(T.dir, 'state'), R],
+      env: { ...cleanEnv(), HOME: r('svc-b') },
+    });
+    try {
+      const e = await other.callError('write_file', {
+        path: r('svc-b/hooks-in-home/pre-commit'),
+        content: HOOK,
+        create_dirs: true,
+      });
+      denied(e, 'hooks_dir');
+    } finally {
+      await other.close();
+    }
+    expect(
+      existsSync(r('shared-hooks')) || existsSync(r('svc-a/abs-hooks')) || existsSync(r('svc-b/hooks-in-home')),
+    ).toBe(false);
+    writeFileSync(r('svc-a/a.txt'), 'changed\n');
+    git(r('svc-a'), 'commit', '-q', '-am', 'user commit');
+    expect(existsSync(MARK)).toBe(false);
   });
 });

@@ -14,6 +14,7 @@
  *    allowExecConfig; a directory landing as `.claude` with `settings.json` in it.
  */
 import { mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -198,6 +199,36 @@ describe('core.hooksPath', () => {
     put('lw/.git', `gitdir: ${W('gd')}\n`);
     expect(verdict(W('lw', 'hooks-here', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir' });
     expect(verdict(W('lw', 'other.txt'))).toBeNull();
+  });
+
+  it('a repository directly below the root: its shared hooks directory outside its work tree is guarded', () => {
+    const sib = path.join(R, 'sib');
+    try {
+      mkdirSync(path.join(sib, '.git'), { recursive: true });
+      writeFileSync(path.join(sib, '.git', 'config'), '[core]\n\thooksPath = ../w/shared-hooks\n');
+      expect(verdict(W('shared-hooks', 'pre-commit'))).toMatchObject({
+        rule: 'hooks_dir',
+        hooks_dir: W('shared-hooks'),
+      });
+      // A config git would refuse: that work tree is refused, the rest of the root is not.
+      writeFileSync(path.join(sib, '.git', 'config'), '[core\n');
+      expect(verdict(path.join(sib, 'a.txt'))).toMatchObject({ reason: 'config_undecidable' });
+      expect(verdict(W('shared-hooks', 'pre-commit'))).toBeNull();
+    } finally {
+      rmSync(sib, { recursive: true, force: true });
+    }
+  });
+
+  it("`~user/` expands to that user's home (this process's user: its HOME)", () => {
+    const sib = path.join(R, 'sib2');
+    try {
+      mkdirSync(path.join(sib, '.git'), { recursive: true });
+      writeFileSync(path.join(sib, '.git', 'config'), `[core]\n\thooksPath = ~${os.userInfo().username}/user-hooks\n`);
+      expect(verdict(path.join(R, 'home', 'user-hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir' });
+      expect(verdict(path.join(R, 'home', 'other', 'x'))).toBeNull();
+    } finally {
+      rmSync(sib, { recursive: true, force: true });
+    }
   });
 
   it('fails closed: `~user/`, and a config git would refuse', () => {
