@@ -23,7 +23,7 @@
  * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
  * (a coarse timestamp could hide a change made in the same tick: git's "racily clean" rule).
  */
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, lstatSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, lstatSync, type Stats } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
@@ -39,8 +39,8 @@ const REPOSITORY_NAMES_LOWER = new Set(REPOSITORY_ENTRY_NAMES.map((n) => n.toLow
 export const MAX_GIT_METADATA_BYTES = 4 * 1024 * 1024;
 /** git's own limit of nested `include.path`. */
 const MAX_INCLUDE_DEPTH = 10;
-/** A directory or file changed less than this long ago (ns) is not cached. */
-const RACY_NS = 2_000_000_000n;
+/** A directory or file changed less than this long ago (ms) is not cached. */
+const RACY_MS = 2000;
 const CACHE_MAX = 4096;
 
 /** What one directory holds that matters here. */
@@ -52,8 +52,8 @@ interface DirFacts {
 }
 
 interface CachedFacts extends DirFacts {
-  mtimeNs: bigint;
-  ctimeNs: bigint;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
 const dirCache = new Map<string, CachedFacts>();
@@ -61,16 +61,15 @@ const dirCache = new Map<string, CachedFacts>();
 /** Drops every cached directory verdict (tests). */
 export function clearGitDirCache(): void {
   dirCache.clear();
+  siblingCache.clear();
   childCache.clear();
   configCache.clear();
 }
 
 const bitCount = (m: number): number => (m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1) + ((m >> 3) & 1);
 
-function isRacy(mtimeNs: bigint, ctimeNs: bigint): boolean {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  const newest = mtimeNs > ctimeNs ? mtimeNs : ctimeNs;
-  return now - newest < RACY_NS;
+function isRacy(mtimeMs: number, ctimeMs: number): boolean {
+  return Date.now() - Math.max(mtimeMs, ctimeMs) < RACY_MS;
 }
 
 /** An entry looked up through the directory: present (any kind), absent; an error other than absence counts as present. */
@@ -83,12 +82,17 @@ function present(dir: VerifiedDir, name: string): boolean {
   }
 }
 
+/** The cached facts of the directory `st` describes, when its version is unchanged. */
+function cachedFacts(st: Stats): DirFacts | undefined {
+  const cached = dirCache.get(`${st.dev}:${st.ino}`);
+  return cached && cached.mtimeMs === st.mtimeMs && cached.ctimeMs === st.ctimeMs ? cached : undefined;
+}
+
 /** The facts of an open verified directory (cached by identity and version). */
 function factsOf(dir: VerifiedDir): DirFacts {
-  const st = fstatSync(dir.fd, { bigint: true });
-  const key = `${st.dev}:${st.ino}`;
-  const cached = dirCache.get(key);
-  if (cached && cached.mtimeNs === st.mtimeNs && cached.ctimeNs === st.ctimeNs) return cached;
+  const st = fstatSync(dir.fd);
+  const hit = cachedFacts(st);
+  if (hit) return hit;
   let members = 0;
   REPOSITORY_ENTRY_NAMES.forEach((name, i) => {
     if (present(dir, name)) members |= 1 << i;
@@ -101,9 +105,9 @@ function factsOf(dir: VerifiedDir): DirFacts {
     dotGit = 'other';
   }
   const facts: DirFacts = { members, dotGit };
-  if (!isRacy(st.mtimeNs, st.ctimeNs)) {
+  if (!isRacy(st.mtimeMs, st.ctimeMs)) {
     if (dirCache.size >= CACHE_MAX) dirCache.clear();
-    dirCache.set(key, { ...facts, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs });
+    dirCache.set(`${st.dev}:${st.ino}`, { ...facts, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
   }
   return facts;
 }
@@ -213,20 +217,20 @@ const configCache = new Map<string, { sig: string; list: Map<string, string[]> |
 function configAt(file: string): Map<string, string[]> | null | 'absent' {
   let st;
   try {
-    st = lstatSync(file, { bigint: true, throwIfNoEntry: false });
+    st = lstatSync(file, { throwIfNoEntry: false });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR') return 'absent';
     throw error;
   }
   if (!st) return 'absent';
-  const sig = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  const sig = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
   const cached = configCache.get(file);
   if (cached && cached.sig === sig && !st.isSymbolicLink()) return cached.list;
   const bytes = readSmall(file);
   if (!bytes) return 'absent';
   const list = parseGitConfig(bytes.toString('utf8'));
-  if (!st.isSymbolicLink() && !isRacy(st.mtimeNs, st.ctimeNs)) {
+  if (!st.isSymbolicLink() && !isRacy(st.mtimeMs, st.ctimeMs)) {
     if (configCache.size >= CACHE_MAX) configCache.clear();
     configCache.set(file, { sig, list });
   }
@@ -302,55 +306,107 @@ function userConfigFiles(home: string): string[] {
   return files.filter((f) => f !== '' && f !== '/dev/null');
 }
 
+/** core.hooksPath values of the user's and system configuration, and the absolute hooks directories they name. */
+interface UserHooks {
+  values: string[];
+  dirs: string[];
+}
+
 /**
- * The hooks directories (real and lexical spellings) the repositories in `repos` would run hooks from, per the
- * user's, system and repository configuration.
- * @throws ToolError FILE_POLICY_DENIED hooks_dir config_undecidable (fail closed)
+ * The user's and the system's core.hooksPath (an absolute or `~/` value serves every repository, found or not; a
+ * relative one is taken in each repository).
+ * @throws ToolError FILE_POLICY_DENIED hooks_dir config_undecidable (fail closed: it applies everywhere)
  */
-function hooksDirsOf(repos: readonly Repository[], requested: string, real: string): string[] {
-  const home = os.homedir();
-  const out: string[] = [];
-  const globalValues: string[] = [];
-  const userConfig = '(user configuration)';
+function userHooks(requested: string, home: string): UserHooks {
+  const values: string[] = [];
+  const dirs: string[] = [];
+  const undecidable = () =>
+    refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
   try {
-    for (const f of userConfigFiles(home)) hooksPathValues(f, home, globalValues);
+    for (const f of userConfigFiles(home)) hooksPathValues(f, home, values);
   } catch {
-    throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: userConfig });
+    throw undecidable();
   }
-  // An absolute (or `~/`) hooks directory of the user's configuration serves every repository, found or not.
-  for (const v of globalValues) {
+  for (const v of values) {
     const expanded = expandUser(v, home);
-    if (expanded === null)
-      throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: userConfig });
-    if (path.isAbsolute(expanded)) out.push(expanded, realOrLexical(expanded));
+    if (expanded === null) throw undecidable();
+    if (path.isAbsolute(expanded)) dirs.push(expanded, realOrLexical(expanded));
   }
-  for (const repo of repos) {
-    const where = repo.workTree ?? repo.gitDir;
-    try {
-      const values = [...globalValues];
-      const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
-      const commonDir = commonFile
-        ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
-        : repo.gitDir;
-      for (const dir of new Set([repo.gitDir, commonDir])) {
-        hooksPathValues(path.join(dir, 'config'), home, values);
-        hooksPathValues(path.join(dir, 'config.worktree'), home, values);
-      }
-      for (const v of values) {
-        const expanded = expandUser(v, home);
-        if (expanded === null) throw new Error('undecidable');
-        const lexical = path.resolve(where, expanded);
-        out.push(lexical, realOrLexical(lexical));
-      }
-    } catch {
-      // Where its hooks are cannot be told: nothing in its work tree is written. A repository consulted only because
-      // it lies below the root (a sibling of the path) refuses its own work tree, not the whole root.
-      if (isWithin(where, real)) {
-        throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
-      }
-    }
+  return { values, dirs };
+}
+
+/**
+ * The hooks directories (lexical and real spellings) one repository runs hooks from, per its configuration and the
+ * user's values.
+ * @throws Error when its configuration cannot be read or a value cannot be expanded
+ */
+function repositoryHooks(repo: Repository, user: UserHooks, home: string): string[] {
+  const where = repo.workTree ?? repo.gitDir;
+  const values = [...user.values];
+  const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
+  const commonDir = commonFile
+    ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
+    : repo.gitDir;
+  for (const dir of new Set([repo.gitDir, commonDir])) {
+    hooksPathValues(path.join(dir, 'config'), home, values);
+    hooksPathValues(path.join(dir, 'config.worktree'), home, values);
+  }
+  const out: string[] = [];
+  for (const v of values) {
+    const expanded = expandUser(v, home);
+    if (expanded === null) throw new Error('undecidable');
+    const lexical = path.resolve(where, expanded);
+    out.push(lexical, realOrLexical(lexical));
   }
   return out;
+}
+
+/** How long the repositories below a root and their hooks directories are reused, ms. */
+export const SIBLING_HOOKS_TTL_MS = 2000;
+const siblingCache = new Map<
+  string,
+  { until: number; mtimeMs: number; ctimeMs: number; user: string; hooks: string[]; undecidable: string[] }
+>();
+
+/**
+ * The hooks directories of the repositories directly below a root (`repositoriesBelow`), and the work trees of those
+ * whose configuration cannot be read. Reused for SIBLING_HOOKS_TTL_MS while the root and the user's values are
+ * unchanged: a scan costs one lookup per child directory, too much for every mutation in a wide root.
+ */
+function siblingHooks(root: VerifiedDir, user: UserHooks, home: string): { hooks: string[]; undecidable: string[] } {
+  const st = fstatSync(root.fd);
+  const key = `${st.dev}:${st.ino}`;
+  const userKey = user.values.join('\0');
+  const cached = siblingCache.get(key);
+  const now = Date.now();
+  if (
+    cached &&
+    cached.until > now &&
+    cached.mtimeMs === st.mtimeMs &&
+    cached.ctimeMs === st.ctimeMs &&
+    cached.user === userKey
+  ) {
+    return cached;
+  }
+  const hooks: string[] = [];
+  const undecidable: string[] = [];
+  for (const repo of repositoriesBelow(root)) {
+    try {
+      hooks.push(...repositoryHooks(repo, user, home));
+    } catch {
+      undecidable.push(repo.workTree ?? repo.gitDir);
+    }
+  }
+  if (siblingCache.size >= CACHE_MAX) siblingCache.clear();
+  siblingCache.set(key, {
+    until: now + SIBLING_HOOKS_TTL_MS,
+    mtimeMs: st.mtimeMs,
+    ctimeMs: st.ctimeMs,
+    user: userKey,
+    hooks,
+    undecidable,
+  });
+  return { hooks, undecidable };
 }
 
 /** The repository whose work tree holds the directories above `root` (git's discovery upwards), if any. */
@@ -380,52 +436,59 @@ function repositoryAbove(root: string): Repository | null {
 }
 
 /** Most child directories of a root whose repositories are consulted for core.hooksPath. */
-export const MAX_ROOT_CHILDREN = 4096;
-const childCache = new Map<string, { mtimeNs: bigint; ctimeNs: bigint; names: string[] }>();
+export const MAX_ROOT_CHILDREN = 1024;
+const childCache = new Map<string, { mtimeMs: number; ctimeMs: number; names: string[] }>();
 
 /**
  * The repositories directly below a root (a child with a `.git`, or a child that is a git directory itself: a bare
  * `repo.git` beside its work trees), whose core.hooksPath may name a directory outside their own work tree (a shared
- * `../tools/githooks`). The child directory names are cached per root version; at most MAX_ROOT_CHILDREN are looked at.
+ * `../tools/githooks`). The child directory names are cached per root version, each child's facts per its identity
+ * and version (one lstat through the root's descriptor when unchanged); at most MAX_ROOT_CHILDREN are looked at.
  */
 function repositoriesBelow(root: VerifiedDir): Repository[] {
-  const st = fstatSync(root.fd, { bigint: true });
+  const st = fstatSync(root.fd);
   const key = `${st.dev}:${st.ino}`;
   let names = childCache.get(key);
-  if (!names || names.mtimeNs !== st.mtimeNs || names.ctimeNs !== st.ctimeNs) {
+  if (!names || names.mtimeMs !== st.mtimeMs || names.ctimeMs !== st.ctimeMs) {
     const list = root
       .readdirSync()
       .filter((e) => e.isDirectory())
       .map((e) => e.name)
       .slice(0, MAX_ROOT_CHILDREN);
-    names = { mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, names: list };
-    if (!isRacy(st.mtimeNs, st.ctimeNs)) {
+    names = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, names: list };
+    if (!isRacy(st.mtimeMs, st.ctimeMs)) {
       if (childCache.size >= CACHE_MAX) childCache.clear();
       childCache.set(key, names);
     }
   }
   const out: Repository[] = [];
   for (const name of names.names) {
-    let child: VerifiedDir;
+    let facts: DirFacts | undefined;
     try {
-      child = root.openDir(name);
+      const childStat = root.lstat(name);
+      if (!childStat?.isDirectory()) continue;
+      facts = cachedFacts(childStat);
+      if (!facts) {
+        const child = root.openDir(name);
+        try {
+          facts = factsOf(child);
+        } finally {
+          child.close();
+        }
+      }
     } catch {
       continue; // gone or replaced since the listing: nothing to read there
     }
-    try {
-      const facts = factsOf(child);
-      if (bitCount(facts.members) >= 2) out.push({ workTree: null, gitDir: child.path });
-      else if (facts.dotGit !== 'none') {
-        let gitDir: string | null = null;
-        try {
-          gitDir = gitDirOf(child.path, facts.dotGit);
-        } catch {
-          // An unreadable `.git` file: a path inside that work tree is refused by the walk down to it.
-        }
-        if (gitDir) out.push({ workTree: child.path, gitDir });
+    const childPath = root.pathOf(name);
+    if (bitCount(facts.members) >= 2) out.push({ workTree: null, gitDir: childPath });
+    else if (facts.dotGit !== 'none') {
+      let gitDir: string | null = null;
+      try {
+        gitDir = gitDirOf(childPath, facts.dotGit);
+      } catch {
+        // An unreadable `.git` file: a path inside that work tree is refused by the walk down to it.
       }
-    } finally {
-      child.close();
+      if (gitDir) out.push({ workTree: childPath, gitDir });
     }
   }
   return out;
@@ -451,13 +514,21 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
   const rel = path.relative(root.real, real);
   const parts = rel === '' ? [] : rel.split(path.sep);
+  const home = os.homedir();
+  const user = userHooks(requested, home);
+  const hooks: string[] = [...user.dirs];
   const repos: Repository[] = [];
   const above = repositoryAbove(root.real);
   if (above) repos.push(above);
 
   let dir = VerifiedDir.open(root.real, isInside);
   try {
-    repos.push(...repositoriesBelow(dir));
+    const siblings = siblingHooks(dir, user, home);
+    hooks.push(...siblings.hooks);
+    for (const where of siblings.undecidable) {
+      if (isWithin(where, real))
+        throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
+    }
     // Every existing directory from the root down to the path's parent.
     let depth = 0;
     let facts = factsOf(dir);
@@ -503,9 +574,20 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
     dir.close();
   }
 
-  for (const hooks of hooksDirsOf(repos, requested, real)) {
-    if (isWithin(hooks, real))
-      throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: hooks });
+  for (const repo of repos) {
+    try {
+      hooks.push(...repositoryHooks(repo, user, home));
+    } catch {
+      // Where its hooks are cannot be told: nothing in its work tree (which holds the path) is written.
+      throw refusal(requested, {
+        rule: 'hooks_dir',
+        reason: 'config_undecidable',
+        repository: repo.workTree ?? repo.gitDir,
+      });
+    }
+  }
+  for (const h of hooks) {
+    if (isWithin(h, real)) throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h });
   }
 }
 

@@ -212,6 +212,7 @@ describe('core.hooksPath', () => {
       });
       // A config git would refuse: that work tree is refused, the rest of the root is not.
       writeFileSync(path.join(sib, '.git', 'config'), '[core\n');
+      clearGitDirCache(); // the siblings' hooks are reused for 2 s (SIBLING_HOOKS_TTL_MS)
       expect(verdict(path.join(sib, 'a.txt'))).toMatchObject({ reason: 'config_undecidable' });
       expect(verdict(W('shared-hooks', 'pre-commit'))).toBeNull();
     } finally {
