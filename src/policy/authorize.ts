@@ -22,7 +22,7 @@ import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { notFoundError } from './near-paths.js';
 import { assertNotSecret, secretRuleFor, secretRuleForEntry } from './secrets.js';
-import { assertNotExecConfig, execConfigCarried, execConfigRefusal } from './exec-config.js';
+import { assertNotExecConfig } from './exec-config.js';
 import { assertNotInGitDirectory } from './git-dirs.js';
 
 /** What policy needs to decide. Built per call from the process state. */
@@ -361,21 +361,6 @@ export function assertMayChange(ctx: PolicyContext, absolute: string, real: stri
   assertNotGitInternal(absolute, real);
   assertNotExecConfig(absolute, [absolute, real], ctx.allowExecConfig === true);
   assertNotInGitDirectory(ctx, absolute, real);
-}
-
-/**
- * A directory moved or copied to `destination` must not land as the directory of an execution-bearing configuration
- * file it holds (`move_path tmp .claude` with `tmp/settings.json`). `has(name)`: the directory moved holds `name`.
- * @throws ToolError FILE_POLICY_DENIED (source builtin, rule exec_config)
- */
-export function assertNoExecConfigLanding(
-  ctx: PolicyContext,
-  destination: string,
-  has: (name: string) => boolean,
-): void {
-  if (ctx.allowExecConfig === true) return;
-  const entry = execConfigCarried(destination, has);
-  if (entry) throw execConfigRefusal(destination, entry);
 }
 
 /**

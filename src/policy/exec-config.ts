@@ -57,22 +57,6 @@ export function execConfigEntryOf(absolute: string): ExecConfigEntry | null {
   return null;
 }
 
-/**
- * The entry a directory would carry into place if it landed at `destination` (a move or copy of a directory): a
- * directory landing as `.claude` holding `settings.json` creates `.claude/settings.json`. `has(name)` tells whether
- * the directory being moved holds an entry of that name (looked up through the filesystem, which folds case where it
- * does); asked only for the file names of the entries whose directory `destination` would become.
- */
-export function execConfigCarried(destination: string, has: (name: string) => boolean): ExecConfigEntry | null {
-  for (const entry of EXEC_CONFIG) {
-    const n = entry.components.length;
-    if (n < 2) continue;
-    const file = entry.components[n - 1];
-    if (execConfigEntryOf(path.join(destination, file)) === entry && has(file)) return entry;
-  }
-  return null;
-}
-
 /** FILE_POLICY_DENIED for writing an execution-bearing configuration file. */
 export function execConfigRefusal(requested: string, entry: ExecConfigEntry): ToolError {
   return new ToolError(

@@ -509,8 +509,18 @@ export interface GitGuardRoots {
  *   a directory on the way changed while it was being checked (verified-dir); errno errors other than absence
  */
 export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
+  for (const h of inspect(ctx, requested, real)) {
+    if (isWithin(h, real)) throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h });
+  }
+}
+
+/**
+ * The walk of `assertNotInGitDirectory` (the git-directory rules, throwing), returning the hooks directories that
+ * apply at `real`: the user's, the repositories' below the root and those of the work trees holding it.
+ */
+function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] {
   const root = findContainingRoot(ctx.roots, real);
-  if (!root) return; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
+  if (!root) return []; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
   const rel = path.relative(root.real, real);
   const parts = rel === '' ? [] : rel.split(path.sep);
@@ -521,7 +531,14 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
   const above = repositoryAbove(root.real);
   if (above) repos.push(above);
 
-  let dir = VerifiedDir.open(root.real, isInside);
+  let dir: VerifiedDir;
+  try {
+    dir = VerifiedDir.open(root.real, isInside);
+  } catch (error) {
+    // A root that is gone holds no repository (the operation itself fails on it); anything else fails closed.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return hooks;
+    throw error;
+  }
   try {
     const siblings = siblingHooks(dir, user, home);
     hooks.push(...siblings.hooks);
@@ -586,9 +603,46 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
       });
     }
   }
-  for (const h of hooks) {
-    if (isWithin(h, real)) throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h });
-  }
+  return hooks;
+}
+
+/** What `treeGitGuard` finds wrong with one entry of a tree. */
+export interface TreeGitOffence {
+  rule: 'git_dir' | 'hooks_dir';
+  /** The index in `tops` of the place that is refused (a git directory carried: the old place, 0). */
+  top: number;
+}
+
+/**
+ * The git-directory guard for the entries of a tree being moved, copied or deleted (src/policy/tree-authorize.ts),
+ * whose top directories (`tops`: the old place, and the new place of a move or copy) each passed
+ * `assertNotInGitDirectory`. Per entry, with no IO (the caller's walk lists the tree through verified descriptors, in
+ * pre-order): an entry whose directory holds two of HEAD, objects, refs, commondir among the entries seen so far is
+ * in a git directory carried by the tree (the shape is the same at the old and the new place), and an entry at a
+ * place inside a hooks directory that applies at its top is refused. The returned function takes the entry's path
+ * relative to the top (`/`-separated) and its absolute path at each top, in `tops` order.
+ * @throws as assertNotInGitDirectory, for the tops (a change since their own check)
+ */
+export function treeGitGuard(
+  ctx: GitGuardRoots,
+  tops: readonly { absolute: string; real: string }[],
+): (relative: string, places: readonly string[]) => TreeGitOffence | null {
+  const hooks = tops.map((t) => inspect(ctx, t.absolute, t.real));
+  const seen = new Map<string, number>();
+  return (relative, places) => {
+    const slash = relative.lastIndexOf('/');
+    const parent = slash < 0 ? '' : relative.slice(0, slash);
+    const index = REPOSITORY_ENTRY_NAMES.findIndex((n) => n.toLowerCase() === relative.slice(slash + 1).toLowerCase());
+    if (index >= 0) {
+      const mask = (seen.get(parent) ?? 0) | (1 << index);
+      seen.set(parent, mask);
+      if (bitCount(mask) >= 2) return { rule: 'git_dir', top: 0 };
+    }
+    for (let i = 0; i < places.length; i++) {
+      if (hooks[i]?.some((h) => isWithin(h, places[i]))) return { rule: 'hooks_dir', top: i };
+    }
+    return null;
+  };
 }
 
 /** Extra lock paths for a mutation touching `real`: one per directory in which a repository entry is created. */

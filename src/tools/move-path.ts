@@ -21,13 +21,7 @@ import {
   type TreeSnapshot,
 } from '../fs/tree-ops.js';
 import { changedError, sameNode, type VerifiedDir } from '../fs/verified-dir.js';
-import {
-  assertNoExecConfigLanding,
-  assertWritesAllowed,
-  authorizeWrite,
-  kindOf,
-  type AuthorizedWrite,
-} from '../policy/authorize.js';
+import { assertWritesAllowed, authorizeWrite, kindOf, type AuthorizedWrite } from '../policy/authorize.js';
 import { notFoundError } from '../policy/near-paths.js';
 import { isWithin } from '../policy/containment.js';
 import { movedLinkAllowed } from '../policy/link-target.js';
@@ -133,15 +127,6 @@ export const movePath = defineTool({
             ? (await readCurrentIn(dst.dir, dst.name, { wantBytes: false, maxBytes: 0 })).hash
             : null;
         assertMovable(srcNow, dstNow, args.overwrite, source, destination, dstHash);
-        if (srcNow.isDirectory() && !ctx.policy.allowExecConfig) {
-          // A directory landing as `.claude` (…) with a `settings.json` in it creates execution-bearing configuration.
-          const top = src.dir.openDir(src.name);
-          try {
-            assertNoExecConfigLanding(ctx.policy, destination.absolute, (name) => top.lstat(name) !== null);
-          } finally {
-            top.close();
-          }
-        }
         let contentHash: string | null = null;
         let sourceBytes: Buffer | null = null;
         if (srcNow.isFile()) {

@@ -474,6 +474,43 @@ describe('what an attacker tries next', () => {
     expect(existsSync(r('bare/repo.git/config')) && existsSync(r('hp/repo/.githooks/pre-commit'))).toBe(true);
   });
 
+  it('whole trees: a directory carrying a git directory or a hooks directory is moved, copied and deleted by no tool', async () => {
+    const before = snapshotTree(r('bare'));
+    for (const [tool, args] of [
+      ['move_path', { source: r('bare'), destination: r('bare-moved') }],
+      ['copy_path', { source: r('bare'), destination: r('bare-copy'), recursive: true }],
+      ['delete_path', { path: r('bare'), recursive: true }],
+      ['move_path', { source: r('cd'), destination: r('cd-moved') }],
+      ['copy_path', { source: r('cd/common'), destination: r('common-copy'), recursive: true }],
+    ] as const) {
+      denied(await call(tool, args), 'git_dir');
+    }
+    expect(snapshotTree(r('bare'))).toEqual(before);
+    // A hooks directory shared by a repository below the root, outside its work tree.
+    git(R, 'clone', '-q', r('src-repo'), r('tree-svc'));
+    mkdirSync(r('tree-tools/githooks'), { recursive: true });
+    writeFileSync(r('tree-tools/githooks/pre-commit'), '#!/bin/sh\n: user hook\n');
+    chmodSync(r('tree-tools/githooks/pre-commit'), 0o755);
+    git(r('tree-svc'), 'config', 'core.hooksPath', '../tree-tools/githooks');
+    await new Promise((resolve) => setTimeout(resolve, 2100)); // the sibling repositories' hooks are reused for 2 s
+    denied(await call('move_path', { source: r('tree-tools'), destination: r('tree-tools-old') }), 'hooks_dir');
+    denied(await call('delete_path', { path: r('tree-tools'), recursive: true }), 'hooks_dir');
+    writeFileSync(r('stage-hooks.txt'), HOOK);
+    mkdirSync(r('stage-dir'));
+    writeFileSync(r('stage-dir/post-commit'), HOOK);
+    denied(
+      await call('copy_path', { source: r('stage-dir'), destination: r('tree-tools/githooks/more'), recursive: true }),
+      'hooks_dir',
+    );
+    denied(
+      await call('move_path', { source: r('stage-hooks.txt'), destination: r('tree-tools/githooks/post-commit') }),
+      'hooks_dir',
+    );
+    expect(readFileSync(r('tree-tools/githooks/pre-commit'), 'utf8')).toBe('#!/bin/sh\n: user hook\n');
+    git(r('tree-svc'), 'commit', '-q', '--allow-empty', '-m', 'user commit');
+    expect(existsSync(MARK)).toBe(false);
+  });
+
   it('core.hooksPath absolute, `~/`, shared by sibling repositories, and set by a later config change', async () => {
     // Two repositories directly below the root sharing ../shared-hooks (outside each work tree).
     for (const name of ['svc-a', 'svc-b']) {

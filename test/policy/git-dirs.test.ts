@@ -18,7 +18,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
-import { assertMayChange, assertNoExecConfigLanding, type PolicyContext } from '../../src/policy/authorize.js';
+import { assertMayChange, type PolicyContext } from '../../src/policy/authorize.js';
+import { authorizeTreeEntries } from '../../src/policy/tree-authorize.js';
 import { EXEC_CONFIG, execConfigEntryOf } from '../../src/policy/exec-config.js';
 import { isDotGitName } from '../../src/policy/file-policy.js';
 import { assertNotInGitDirectory, clearGitDirCache, repositoryShapeLockPath } from '../../src/policy/git-dirs.js';
@@ -241,6 +242,55 @@ describe('core.hooksPath', () => {
   });
 });
 
+describe('trees (treeGitGuard, through authorizeTreeEntries)', () => {
+  const place = (rel: string) => ({
+    requested: rel,
+    absolute: W(rel),
+    real: W(rel),
+    root: roots[0],
+    stats: null,
+    viaSymlink: false,
+  });
+  it('a tree carrying a git directory (two repository entries in one directory) is refused, at any depth', () => {
+    mkdirSync(W('proj'), { recursive: true });
+    const judge = authorizeTreeEntries(ctx, 'move', place('proj') as never, place('proj2') as never);
+    const entries: Array<[string, boolean]> = [
+      ['docs', true],
+      ['docs/refs', true],
+      ['repo.git', true],
+      ['repo.git/config', false],
+      ['repo.git/HEAD', false],
+      ['repo.git/objects', true],
+    ];
+    for (const [relative, isDirectory] of entries) judge.entry({ relative, isDirectory });
+    expect(() => judge.assertAllowed()).toThrow(expect.objectContaining({ code: 'FILE_POLICY_DENIED' }));
+    try {
+      judge.assertAllowed();
+    } catch (error) {
+      expect((error as ToolError).details).toMatchObject({ source: 'builtin', rule: 'git_dir' });
+      expect((error as ToolError).details.entries).toEqual([
+        { path: W('proj', 'repo.git', 'objects'), side: 'source', kind: 'git_dir' },
+      ]);
+    }
+    // One repository entry per directory is an ordinary tree.
+    const ok = authorizeTreeEntries(ctx, 'copy', place('proj') as never, place('proj3') as never);
+    for (const e of ['a/HEAD', 'b/refs', 'c/objects', 'c/x']) ok.entry({ relative: e, isDirectory: false });
+    expect(() => ok.assertAllowed()).not.toThrow();
+  });
+
+  it('a tree holding a hooks directory refuses a move and a delete; landing one inside a hooks directory too', () => {
+    put('wt/.git/config', '[core]\n\thooksPath = tools/hooks\n');
+    mkdirSync(W('wt', 'tools', 'hooks'), { recursive: true });
+    const del = authorizeTreeEntries(ctx, 'delete', place('wt/tools') as never, null);
+    del.entry({ relative: 'hooks', isDirectory: true });
+    expect(() => del.assertAllowed()).toThrow(expect.objectContaining({ code: 'FILE_POLICY_DENIED' }));
+    const into = authorizeTreeEntries(ctx, 'copy', place('wt/src') as never, place('wt/tools/hooks/more') as never);
+    // (the top itself is refused by the single-path check; here its entries are)
+    into.entry({ relative: 'pre-commit', isDirectory: false });
+    expect(() => into.assertAllowed()).toThrow(expect.objectContaining({ code: 'FILE_POLICY_DENIED' }));
+  });
+});
+
 describe('.git in every spelling', () => {
   it.each([
     '.git',
@@ -301,13 +351,21 @@ describe('execution-bearing configuration', () => {
     }
   });
 
-  it('a directory landing as .claude with settings.json refused; other names and the flag allowed', () => {
-    const has = (names: string[]) => (n: string) => names.includes(n);
-    expect(() => assertNoExecConfigLanding(ctx, W('.claude'), has(['settings.json']))).toThrow(/Claude Code/);
-    expect(() => assertNoExecConfigLanding(ctx, W('.vscode'), has(['tasks.json']))).toThrow(/VS Code tasks/);
-    expect(() => assertNoExecConfigLanding(ctx, W('.claude'), has(['notes.md']))).not.toThrow();
-    expect(() => assertNoExecConfigLanding(ctx, W('other'), has(['settings.json']))).not.toThrow();
-    const allowed = { ...ctx, allowExecConfig: true };
-    expect(() => assertNoExecConfigLanding(allowed, W('.claude'), has(['settings.json']))).not.toThrow();
+  it('a directory landing as .claude with settings.json: its entry is judged at the new place (tree walk)', () => {
+    const source = {
+      requested: 'tmp',
+      absolute: W('tmp'),
+      real: W('tmp'),
+      root: roots[0],
+      stats: null,
+      viaSymlink: false,
+    };
+    const dest = { ...source, requested: '.claude', absolute: W('.claude'), real: W('.claude') };
+    const judge = authorizeTreeEntries(ctx, 'move', source as never, dest as never);
+    expect(() => judge.entry({ relative: 'settings.json', isDirectory: false })).not.toThrow();
+    expect(() => judge.assertAllowed()).toThrow(/exec_config|Claude Code|may not carry/);
+    const allowed = authorizeTreeEntries({ ...ctx, allowExecConfig: true }, 'move', source as never, dest as never);
+    allowed.entry({ relative: 'settings.json', isDirectory: false });
+    expect(() => allowed.assertAllowed()).not.toThrow();
   });
 });
