@@ -147,6 +147,15 @@ interface Repository {
   gitDir: string;
 }
 
+/**
+ * The roots of the check running now (set by `inspect`, which is synchronous from start to end, so no other check
+ * interleaves). A file outside them that the kernel wall does not let the server read (EACCES, EPERM: the system
+ * configuration, a repository above the roots, the common dir of a work tree whose repository lies outside) is taken
+ * as absent — the server cannot see it, and refusing every write under the wall would make the wall unusable;
+ * docs/security.md says so. Inside the roots an unreadable file still fails closed.
+ */
+let readableScope: (p: string) => boolean = () => true;
+
 /** Reads a small file by path (git metadata; never revealed). null when it does not exist. @throws on other errors */
 function readSmall(file: string): Buffer | null {
   let fd: number;
@@ -155,6 +164,7 @@ function readSmall(file: string): Buffer | null {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    if ((code === 'EACCES' || code === 'EPERM') && !readableScope(path.resolve(file))) return null;
     throw error;
   }
   try {
@@ -221,6 +231,7 @@ function configAt(file: string): Map<string, string[]> | null | 'absent' {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR') return 'absent';
+    if ((code === 'EACCES' || code === 'EPERM') && !readableScope(path.resolve(file))) return 'absent';
     throw error;
   }
   if (!st) return 'absent';
@@ -522,6 +533,7 @@ function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] 
   const root = findContainingRoot(ctx.roots, real);
   if (!root) return []; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
+  readableScope = isInside;
   const rel = path.relative(root.real, real);
   const parts = rel === '' ? [] : rel.split(path.sep);
   const home = os.homedir();
