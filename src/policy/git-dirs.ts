@@ -78,8 +78,19 @@ function present(dir: VerifiedDir, name: string): boolean {
     return dir.lstat(name) !== null;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (isPermissionError(error)) throw error; // fails the call as the OS (or the kernel wall) refused it
     return !(code === 'ENOENT' || code === 'ENOTDIR');
   }
+}
+
+/**
+ * EACCES or EPERM: the OS or the kernel wall refused to let the server look. Such an error fails the call as is
+ * (FILE_POLICY_DENIED, source os or kernel, from the one envelope mapper) — closed, and saying who refused — rather
+ * than being turned into a built-in refusal.
+ */
+function isPermissionError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'EACCES' || code === 'EPERM';
 }
 
 /** The cached facts of the directory `st` describes, when its version is unchanged. */
@@ -335,7 +346,8 @@ function userHooks(requested: string, home: string): UserHooks {
     refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
   try {
     for (const f of userConfigFiles(home)) hooksPathValues(f, home, values);
-  } catch {
+  } catch (error) {
+    if (isPermissionError(error)) throw error;
     throw undecidable();
   }
   for (const v of values) {
@@ -572,7 +584,8 @@ function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] 
         let gitDir: string | null;
         try {
           gitDir = gitDirOf(dir.path, facts.dotGit);
-        } catch {
+        } catch (error) {
+          if (isPermissionError(error)) throw error;
           throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: dir.path });
         }
         if (gitDir) repos.push({ workTree: dir.path, gitDir });
@@ -606,7 +619,8 @@ function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] 
   for (const repo of repos) {
     try {
       hooks.push(...repositoryHooks(repo, user, home));
-    } catch {
+    } catch (error) {
+      if (isPermissionError(error)) throw error;
       // Where its hooks are cannot be told: nothing in its work tree (which holds the path) is written.
       throw refusal(requested, {
         rule: 'hooks_dir',
