@@ -41,6 +41,9 @@ Options:
   --readonly                 no mutation of files or issues
   --tools=LIST               only these tools or groups (fs-read, fs-write, git, issues)
   --allow-secrets            secret files (.env, *.pem, id_rsa, ...) may be read and written
+  --allow-exec-config        RISK: the agent may write files other programs run commands from without asking
+                             (.claude/settings.json, .mcp.json, .vscode/tasks.json, .envrc, ...); git directories
+                             and core.hooksPath stay protected
   --auto-occ=off|warn|block  implicit optimistic concurrency (default block)
   --mutation-budget=N        at most N successful mutating calls (0: unlimited)
   --policy=FILE              JSON file policy: {"rules":[{"pattern":"glob","access":"read_only|hidden|deny"}]}
@@ -147,6 +150,7 @@ async function main(argv: string[]): Promise<number> {
     const policy = {
       roots: state.roots.current(),
       allowSecrets: config.allowSecrets,
+      allowExecConfig: config.allowExecConfig,
       policy: config.policy,
       guarded: state.guarded,
     };

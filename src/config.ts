@@ -66,6 +66,11 @@ export interface Config {
   /** Tool names and groups enabled by --tools; null means all. */
   tools: Set<string> | null;
   allowSecrets: boolean;
+  /**
+   * `--allow-exec-config`: the file tools may write execution-bearing configuration (`.claude/settings.json`, `.mcp.json`,
+   * `.envrc`, …: src/policy/exec-config.ts). Git directories and core.hooksPath stay guarded. Default off.
+   */
+  allowExecConfig: boolean;
   autoOcc: 'off' | 'warn' | 'block';
   /** 0 means unlimited. */
   mutationBudget: number;
@@ -127,6 +132,7 @@ const OPTIONS = {
   readonly: { type: 'boolean' },
   tools: { type: 'string' },
   'allow-secrets': { type: 'boolean' },
+  'allow-exec-config': { type: 'boolean' },
   'auto-occ': { type: 'string' },
   'mutation-budget': { type: 'string' },
   policy: { type: 'string' },
@@ -144,7 +150,7 @@ const OPTIONS = {
 } as const;
 
 /** Switches that also take an explicit `=true` / `=false` (see explicitBooleans). */
-const EXPLICIT_BOOLEAN_FLAGS = new Set(['readonly', 'allow-secrets']);
+const EXPLICIT_BOOLEAN_FLAGS = new Set(['readonly', 'allow-secrets', 'allow-exec-config']);
 
 /**
  * Rewrites `--readonly=true` to `--readonly` and drops `--readonly=false` (likewise `--allow-secrets`), so that a
@@ -249,6 +255,7 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     readonly: values.readonly === true,
     tools: typeof values.tools === 'string' ? parseToolList(values.tools, env.toolNames) : null,
     allowSecrets: values['allow-secrets'] === true,
+    allowExecConfig: values['allow-exec-config'] === true,
     autoOcc: parseEnum('auto-occ', values['auto-occ'], ['off', 'warn', 'block'] as const, 'block'),
     mutationBudget:
       typeof values['mutation-budget'] === 'string'

@@ -22,6 +22,8 @@ import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { notFoundError } from './near-paths.js';
 import { assertNotSecret, secretRuleFor, secretRuleForEntry } from './secrets.js';
+import { assertNotExecConfig } from './exec-config.js';
+import { assertNotInGitDirectory } from './git-dirs.js';
 
 /** What policy needs to decide. Built per call from the process state. */
 export interface PolicyContext {
@@ -30,6 +32,11 @@ export interface PolicyContext {
   policy: FilePolicy;
   /** The state directory and audit log (src/policy/builtin-guards.ts); none when absent (unit tests). */
   guarded?: readonly GuardedPath[];
+  /**
+   * `--allow-exec-config`: the execution-bearing configuration guard (src/policy/exec-config.ts) is lifted. The git
+   * directory and hooks directory guard (src/policy/git-dirs.ts) is not.
+   */
+  allowExecConfig?: boolean;
 }
 
 /** The kind of filesystem object a tool needs. `any` accepts every kind (stat). */
@@ -251,7 +258,8 @@ export interface AuthorizeWriteOptions {
 }
 
 /**
- * Authorizes mutating `requested` (SPEC §3.3 steps 4–7 for writes): containment, secrets, the built-in .git rule,
+ * Authorizes mutating `requested` (SPEC §3.3 steps 4–7 for writes): containment, secrets, the built-in guards against
+ * planted execution (`.git`, execution-bearing configuration, git and hooks directories: docs/security.md),
  * the file policy for writes (read_only and deny refuse), existence and kind.
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
  */
@@ -281,8 +289,8 @@ export async function authorizeWrite(
 }
 
 /**
- * SPEC §3.3 step 6 for a write: the state directory / audit log guard, secrets, the built-in .git rule, the file
- * policy. `replaces`: the call may move, replace or delete what is there (everything but create_directory), so a
+ * SPEC §3.3 step 6 for a write: `assertPathAllowed` (state directory / audit log guard, secrets, `.git`,
+ * execution-bearing configuration, the file policy), then the git and hooks directory guard on disk. `replaces`: the call may move, replace or delete what is there (everything but create_directory), so a
  * directory holding a guarded path is refused too.
  */
 async function assertWritePolicy(
@@ -294,6 +302,8 @@ async function assertWritePolicy(
   const access = policyAccess(ctx, resolved, relative);
   const place = { absolute: resolved.absolute, real: resolved.real, relative, access };
   await hiddenLikeMissing(() => assertPathAllowed(ctx, 'write', place, { holdsNoGuarded: replaces }), resolved, ctx);
+  // Git directories of any name and core.hooksPath directories, looked up on disk (src/policy/git-dirs.ts).
+  assertNotInGitDirectory(ctx, resolved.absolute, resolved.real);
   return { relative, access };
 }
 
@@ -315,7 +325,10 @@ export interface PolicyPlace {
  * shared by the single-path authorizations above and by every entry of a tree operation
  * (src/policy/tree-authorize.ts), so a rule added here holds for both. In order: the built-in guards (state
  * directory, audit log, lock files: src/policy/builtin-guards.ts; with `holdsNoGuarded`, a directory above them too),
- * secret names (unless allowed), the built-in `.git` rule, the file policy for `intent`. Rules: docs/security.md.
+ * secret names (unless allowed), the built-in `.git` rule (every spelling), for a change the execution-bearing
+ * configuration guard (src/policy/exec-config.ts, unless `allowExecConfig`), the file policy for `intent`. The git
+ * directory guard looks at the disk and runs beside it: `assertNotInGitDirectory` for a single path, the tree judge's
+ * `treeGitGuard` for the entries of a tree (src/policy/git-dirs.ts). Rules: docs/security.md.
  * @throws ToolError FILE_POLICY_DENIED (builtin; policy deny, read_only on write), SECRET_DENIED, NOT_FOUND (hidden)
  */
 export function assertPathAllowed(
@@ -329,7 +342,25 @@ export function assertPathAllowed(
   if (options.holdsNoGuarded) assertHoldsNoGuarded(ctx.guarded ?? [], place.absolute, spellings);
   assertNotSecret(place.absolute, place.real, ctx.allowSecrets);
   assertNotGitInternal(place.absolute, place.real);
+  if (intent === 'write') assertNotExecConfig(place.absolute, spellings, ctx.allowExecConfig === true);
   assertPolicyAllows(place.access, intent, place.absolute, place.relative);
+}
+
+/**
+ * The built-in guards against planted execution for one path about to be created, written, moved (either end),
+ * copied onto, or deleted (docs/security.md "Execution-bearing files and git directories"): no `.git` entry in any
+ * spelling on the path; nothing at or inside a git directory recognised by what it is, nor an entry that would make
+ * one, nor inside a `core.hooksPath` hooks directory (git-dirs.ts, looked up through verified descriptors); no
+ * execution-bearing configuration file unless `ctx.allowExecConfig` (exec-config.ts). The one per-path decision a
+ * tree operation calls for every entry it touches, at the old and at the new path. `absolute` is the requested
+ * spelling (named in the refusal and checked by name too), `real` the authorized real path (it may not exist).
+ * @throws ToolError FILE_POLICY_DENIED (source builtin; rule git_dir | hooks_dir | exec_config), NOT_ALLOWED (a
+ *   directory on the way changed during the check)
+ */
+export function assertMayChange(ctx: PolicyContext, absolute: string, real: string): void {
+  assertNotGitInternal(absolute, real);
+  assertNotExecConfig(absolute, [absolute, real], ctx.allowExecConfig === true);
+  assertNotInGitDirectory(ctx, absolute, real);
 }
 
 /**
@@ -429,6 +460,8 @@ export async function authorizeCopy(source: string, destination: string, ctx: Po
   const access = policyAccess(ctx, src, relative);
   const place = { absolute: src.absolute, real: src.real, relative, access };
   await hiddenLikeMissing(() => assertPathAllowed(ctx, 'read', place, { holdsNoGuarded: true }), src, ctx);
+  // Copying out of a git directory (or a hooks directory) is refused like the `.git` rule refuses it.
+  assertNotInGitDirectory(ctx, src.absolute, src.real);
   const dst = await authorizeWrite(destination, ctx, {
     kind: 'any',
     mustExist: false,

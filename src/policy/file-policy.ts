@@ -162,9 +162,28 @@ export function assertPolicyAllows(access: Access | null, intent: Intent, absolu
   }
 }
 
-/** True when any component of the path is `.git` (case-insensitively): SPEC §4.3's built-in write protection. */
+/**
+ * Code points HFS+ ignores in names (git's `is_hfs_dotgit`, utf8.c): `.g\u200cit` is `.git` on a Mac volume.
+ */
+const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+
+/**
+ * True when a name is `.git` as some filesystem git may meet sees it (git's `is_ntfs_dotgit` and `is_hfs_dotgit`):
+ * any case, HFS+-ignored code points, NTFS trailing dots and spaces, an NTFS stream suffix (`.git::$INDEX_ALLOCATION`),
+ * and the 8.3 short name `git~1`. On a case-sensitive Linux filesystem some of these are other names; refusing them
+ * costs nothing, and a tree is often shared with a Mac or Windows checkout.
+ */
+export function isDotGitName(name: string): boolean {
+  let n = name.toLowerCase().replace(HFS_IGNORED, '');
+  const stream = n.indexOf(':');
+  if (stream >= 0) n = n.slice(0, stream);
+  n = n.replace(/[. ]+$/, '');
+  return n === '.git' || n === 'git~1';
+}
+
+/** True when any component of the path is `.git` in any spelling (isDotGitName): SPEC §4.3's built-in write protection. */
 export function isInsideGitDir(absolute: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
-  return absolute.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).some((c) => c.toLowerCase() === '.git');
+  return absolute.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).some((c) => isDotGitName(c));
 }
 
 /**

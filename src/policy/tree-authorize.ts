@@ -3,13 +3,17 @@
  * deleting a directory is authorized as the same operation on every entry it carries, at the old place and at the
  * new one. The one policy decision for a tree is `authorizeTreeEntries`; each entry is judged by the per-path rules
  * every single-path call passes (`assertPathAllowed` in src/policy/authorize.ts: built-in guards, secret names, the
- * `.git` rule, the file policy), so a rule added there holds for the entries of a tree too. Pure: the caller walks
- * the tree (src/fs/tree-ops.ts `inspectTree`, through verified descriptors) and hands each entry over.
+ * `.git` rule, execution-bearing configuration, the file policy), so a rule added there holds for the entries of a
+ * tree too; and by the git-directory guard for trees (`treeGitGuard`: a git directory carried inside the tree, a
+ * hooks directory at either place). The caller walks the tree (src/fs/tree-ops.ts `inspectTree`, through verified
+ * descriptors) and hands each entry over; the judge reads only the tops' ancestors (the hooks directories that apply
+ * there), once, when it is made.
  */
 import { ToolError } from '../errors/tool-error.js';
 import { assertPathAllowed, type PolicyContext } from './authorize.js';
 import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
 import { accessFor, accessForEntry, type Access, type Intent } from './file-policy.js';
+import { treeGitGuard } from './git-dirs.js';
 import type { ResolvedPath } from './resolve-path.js';
 
 /** The operations that carry a whole tree. */
@@ -140,6 +144,11 @@ export function authorizeTreeEntries(
     { name: 'source', intent: operation === 'copy' ? 'read' : 'write', spellings: spellingsOf(ctx, source) },
   ];
   if (destination) sides.push({ name: 'destination', intent: 'write', spellings: spellingsOf(ctx, destination) });
+  // Git directories carried inside the tree, and hooks directories at either place (src/policy/git-dirs.ts).
+  const git = treeGitGuard(
+    ctx,
+    [source, ...(destination ? [destination] : [])].map((p) => ({ absolute: p.absolute, real: p.real })),
+  );
   const named: NamedEntry[] = [];
   let offending = 0;
   let allSecrets = true;
@@ -221,13 +230,18 @@ export function authorizeTreeEntries(
       // entry sorts before or after other offenders would tell its name.
       const beneathRefused = refusedDepth !== 0;
       let refused = false;
-      for (const side of sides) {
+      const gitOffence = git(
+        e.relative,
+        sides.map((side) => `${side.spellings[0].absolute}/${e.relative}`),
+      );
+      for (const [index, side] of sides.entries()) {
         let offence: { kind: string; source: string } | null = null;
         for (const spelling of side.spellings) {
           const verdict = judge(side, spelling, e, depth);
           if (verdict === 'unnamed') throw refusal(true);
           offence ??= verdict;
         }
+        if (!offence && gitOffence?.top === index) offence = { kind: gitOffence.rule, source: 'builtin' };
         if (!offence || beneathRefused) continue;
         refused = true;
         offending++;

@@ -115,6 +115,7 @@ async function runCall(
           policy: {
             roots: state.roots.current(),
             allowSecrets: state.config.allowSecrets,
+            allowExecConfig: state.config.allowExecConfig,
             policy: state.config.policy,
             guarded: state.guarded,
           },

@@ -28,6 +28,7 @@ import { identityOf, openDirCreating, VerifiedDir } from '../fs/verified-dir.js'
 import { ToolError } from '../errors/tool-error.js';
 import type { AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
+import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-dirs.js';
 import { ABSENT, checkExpectedHash, type OccVerdict } from '../policy/occ.js';
 import { parentOf, type AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
@@ -186,8 +187,13 @@ export async function runMutation<T>(
     for (const p of plan.statusPaths.slice(1)) await statusHashAfter(ctx, p, plan.expectedStatusHash);
   }
   const scope = new MutationScope(insideRoots(ctx));
-  const step = await withPathLock(plan.lockPaths, ctx.config.stateDir, async () => {
+  // Creating a repository entry (HEAD, objects, refs, commondir) takes one lock per directory, so two calls cannot
+  // each add one half of a repository's shape past the git-directory guard (src/policy/git-dirs.ts).
+  const shapeLocks = plan.lockPaths.map(repositoryShapeLockPath).filter((p): p is string => p !== null);
+  const step = await withPathLock([...plan.lockPaths, ...shapeLocks], ctx.config.stateDir, async () => {
     try {
+      // The git-directory guard again, inside the lock, on the state now (authorization ran before the lock).
+      for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p);
       const s = await plan.decide(scope);
       if (!plan.dryRun && s.effect) {
         await s.effect();

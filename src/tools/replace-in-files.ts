@@ -30,6 +30,7 @@ import {
 } from '../policy/authorize.js';
 import { HOST_FLAVOR, isWithin, toPosixRelative } from '../policy/containment.js';
 import { assertNotGitInternal } from '../policy/file-policy.js';
+import { assertNotInGitDirectory } from '../policy/git-dirs.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, GlobList, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
@@ -119,7 +120,8 @@ function matcherOf(args: z.output<typeof ReplaceInFilesInput>): LineMatcher {
 function skipOf(error: unknown): keyof Skipped | null {
   if (!(error instanceof ToolError)) return null;
   if (error.code === 'SECRET_DENIED') return 'secret';
-  if (error.code === 'FILE_POLICY_DENIED') return error.details.rule === 'git_dir' ? 'git' : 'policy';
+  if (error.code === 'FILE_POLICY_DENIED')
+    return error.details.rule === 'git_dir' || error.details.rule === 'hooks_dir' ? 'git' : 'policy';
   if (error.code === 'NOT_FOUND' || error.code === 'NOT_ALLOWED') return 'unreadable'; // gone or swapped since the walk
   return null;
 }
@@ -181,6 +183,8 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
   const matcher = matcherOf(args);
   const base = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
   assertNotGitInternal(base.absolute, base.real); // nothing under .git is ever written (SPEC §4.3)
+  // Nor in a git directory of any name, or a core.hooksPath directory (docs/security.md).
+  assertNotInGitDirectory(ctx.policy, base.absolute, base.real);
   const maxFiles = args.max_files ?? DEFAULT_MAX_FILES;
   const maxReplacements = args.max_replacements ?? DEFAULT_MAX_REPLACEMENTS;
   const expected = args.expected_hashes;

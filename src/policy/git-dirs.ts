@@ -1,0 +1,677 @@
+/**
+ * Git directories recognised by what they are, and the hooks directories repositories name (docs/security.md
+ * "Execution-bearing files and git directories"). A written hook, a written `core.fsmonitor` or filter in a
+ * repository's config is code the user's own git runs later; so nothing inside a git directory is written by the file
+ * tools, whatever the directory is called.
+ *
+ * What git accepts as a repository (setup.c `is_git_directory`): a directory with `HEAD` and `objects` and `refs` —
+ * the last two possibly in the common directory its `commondir` file names. Every directory git accepts as a git
+ * directory or as a common directory therefore holds at least two of the entries `HEAD`, `objects`, `refs`,
+ * `commondir` (a bare `repo.git`, a `--separate-git-dir` target, `worktrees/NAME` with HEAD + commondir, a common dir
+ * with objects + refs). The guard uses exactly that, failing closed on partial shapes:
+ *   - a directory holding two or more of those entries (any kind: git only asks `access()`), looked up by name
+ *     through the directory's verified descriptor — so a case-insensitive filesystem folds the names as git's own
+ *     lookup would — is a git directory, and nothing at it or below it may be created, written, moved or deleted;
+ *   - creating one of those names in a directory that already holds another (write `x/HEAD` when `x/objects`
+ *     exists) would make one, and is refused the same way: a repository cannot be built entry by entry;
+ *   - the hooks directory named by `core.hooksPath` in the configuration of any repository whose work tree holds the
+ *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), of any repository
+ *     directly below a root (a shared `../tools/githooks`), or in the user's global and system configuration, is
+ *     guarded the same way (rule `hooks_dir`).
+ * Every directory from the root down is opened component by component through src/fs/verified-dir.ts (a link on the
+ * way is refused), and the entries are looked up relative to those descriptors. Results per directory are cached by
+ * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
+ * (a coarse timestamp could hide a change made in the same tick: git's "racily clean" rule).
+ */
+import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, lstatSync, type Stats } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ToolError } from '../errors/tool-error.js';
+import { VerifiedDir } from '../fs/verified-dir.js';
+import { parseGitConfig } from '../vcs/git-config.js';
+import { findContainingRoot, isWithin } from './containment.js';
+
+/** The entries that make a directory a git directory when two of them are present. */
+export const REPOSITORY_ENTRY_NAMES: readonly string[] = ['HEAD', 'objects', 'refs', 'commondir'];
+const REPOSITORY_NAMES_LOWER = new Set(REPOSITORY_ENTRY_NAMES.map((n) => n.toLowerCase()));
+
+/** Largest configuration or `.git` / `commondir` file read for a decision; a larger one fails closed. */
+export const MAX_GIT_METADATA_BYTES = 4 * 1024 * 1024;
+/** git's own limit of nested `include.path`. */
+const MAX_INCLUDE_DEPTH = 10;
+/** A directory or file changed less than this long ago (ms) is not cached. */
+const RACY_MS = 2000;
+const CACHE_MAX = 4096;
+
+/** What one directory holds that matters here. */
+interface DirFacts {
+  /** Which of REPOSITORY_ENTRY_NAMES are present (bit i: name i). */
+  members: number;
+  /** The `.git` entry: none, a directory (or link), or a file. */
+  dotGit: 'none' | 'dir' | 'link' | 'file' | 'other';
+}
+
+interface CachedFacts extends DirFacts {
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+const dirCache = new Map<string, CachedFacts>();
+
+/** Drops every cached directory verdict (tests). */
+export function clearGitDirCache(): void {
+  dirCache.clear();
+  siblingCache.clear();
+  childCache.clear();
+  configCache.clear();
+}
+
+const bitCount = (m: number): number => (m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1) + ((m >> 3) & 1);
+
+function isRacy(mtimeMs: number, ctimeMs: number): boolean {
+  return Date.now() - Math.max(mtimeMs, ctimeMs) < RACY_MS;
+}
+
+/** An entry looked up through the directory: present (any kind), absent; an error other than absence counts as present. */
+function present(dir: VerifiedDir, name: string): boolean {
+  try {
+    return dir.lstat(name) !== null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (isPermissionError(error)) throw error; // fails the call as the OS (or the kernel wall) refused it
+    return !(code === 'ENOENT' || code === 'ENOTDIR');
+  }
+}
+
+/**
+ * EACCES or EPERM: the OS or the kernel wall refused to let the server look. Such an error fails the call as is
+ * (FILE_POLICY_DENIED, source os or kernel, from the one envelope mapper) — closed, and saying who refused — rather
+ * than being turned into a built-in refusal.
+ */
+function isPermissionError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'EACCES' || code === 'EPERM';
+}
+
+/** The cached facts of the directory `st` describes, when its version is unchanged. */
+function cachedFacts(st: Stats): DirFacts | undefined {
+  const cached = dirCache.get(`${st.dev}:${st.ino}`);
+  return cached && cached.mtimeMs === st.mtimeMs && cached.ctimeMs === st.ctimeMs ? cached : undefined;
+}
+
+/** The facts of an open verified directory (cached by identity and version). */
+function factsOf(dir: VerifiedDir): DirFacts {
+  const st = fstatSync(dir.fd);
+  const hit = cachedFacts(st);
+  if (hit) return hit;
+  let members = 0;
+  REPOSITORY_ENTRY_NAMES.forEach((name, i) => {
+    if (present(dir, name)) members |= 1 << i;
+  });
+  let dotGit: DirFacts['dotGit'] = 'none';
+  try {
+    const g = dir.lstat('.git');
+    if (g) dotGit = g.isDirectory() ? 'dir' : g.isSymbolicLink() ? 'link' : g.isFile() ? 'file' : 'other';
+  } catch {
+    dotGit = 'other';
+  }
+  const facts: DirFacts = { members, dotGit };
+  if (!isRacy(st.mtimeMs, st.ctimeMs)) {
+    if (dirCache.size >= CACHE_MAX) dirCache.clear();
+    dirCache.set(`${st.dev}:${st.ino}`, { ...facts, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+  }
+  return facts;
+}
+
+/** Why a path is refused. */
+type GitRefusal =
+  | { rule: 'git_dir'; reason: 'inside_git_dir' | 'is_git_dir' | 'would_create_git_dir'; gitDir: string }
+  | { rule: 'hooks_dir'; reason: 'core_hookspath'; hooksDir: string }
+  | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string };
+
+function refusal(requested: string, r: GitRefusal): ToolError {
+  let message: string;
+  const details: Record<string, unknown> = { source: 'builtin', rule: r.rule, reason: r.reason };
+  if (r.rule === 'git_dir') {
+    details.git_dir = r.gitDir;
+    message =
+      r.reason === 'would_create_git_dir'
+        ? `Creating ${requested} would make ${r.gitDir} a git directory (it would hold two of HEAD, objects, refs, ` +
+          'commondir); the file tools never build a repository.'
+        : `${requested} is ${r.reason === 'is_git_dir' ? '' : 'inside '}a git directory (${r.gitDir} holds two of ` +
+          'HEAD, objects, refs, commondir); the file tools never change a git directory.';
+  } else if (r.reason === 'core_hookspath') {
+    details.hooks_dir = r.hooksDir;
+    message = `${requested} is in the hooks directory a repository's core.hooksPath names (${r.hooksDir}); its files run on git commands, so the file tools never change it.`;
+  } else {
+    details.repository = r.repository;
+    message = `The configuration of the repository at ${r.repository} cannot be read to tell where its hooks are (core.hooksPath), so nothing in it is written.`;
+  }
+  return new ToolError('FILE_POLICY_DENIED', message, { path: requested, details });
+}
+
+/** A repository whose configuration may name a hooks directory. */
+interface Repository {
+  /** The work tree top (where hooks run), or null for a bare repository. */
+  workTree: string | null;
+  /** Its git directory (real path where it resolved). */
+  gitDir: string;
+}
+
+/**
+ * The roots of the check running now (set by `inspect`, which is synchronous from start to end, so no other check
+ * interleaves). A file outside them that the kernel wall does not let the server read (EACCES, EPERM: the system
+ * configuration, a repository above the roots, the common dir of a work tree whose repository lies outside) is taken
+ * as absent — the server cannot see it, and refusing every write under the wall would make the wall unusable;
+ * docs/security.md says so. Inside the roots an unreadable file still fails closed.
+ */
+let readableScope: (p: string) => boolean = () => true;
+
+/** Reads a small file by path (git metadata; never revealed). null when it does not exist. @throws on other errors */
+function readSmall(file: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    if ((code === 'EACCES' || code === 'EPERM') && !readableScope(path.resolve(file))) return null;
+    throw error;
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) {
+      if (st.isDirectory()) return null; // git ignores a directory where a config file would be
+      throw new Error('not a regular file');
+    }
+    if (st.size > MAX_GIT_METADATA_BYTES) throw new Error('too large');
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The real path of `p`, or `p` itself when it (or part of it) does not exist: its nearest existing ancestor's real path. */
+function realOrLexical(p: string): string {
+  const rest: string[] = [];
+  let cur = p;
+  for (;;) {
+    try {
+      return path.join(realpathSync.native(cur), ...rest.reverse());
+    } catch {
+      const parent = path.dirname(cur);
+      if (parent === cur) return p;
+      rest.push(path.basename(cur));
+      cur = parent;
+    }
+  }
+}
+
+/** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing whitespace trimmed); null if malformed. */
+function gitfileTarget(text: string, base: string): string | null {
+  const m = /^gitdir: (.*)$/s.exec(text.replace(/\s+$/, ''));
+  if (!m || m[1] === '' || m[1].includes('\n')) return null;
+  return path.resolve(base, m[1]);
+}
+
+/** The git directory a work tree top `top` names through its `.git` entry (null: none usable). */
+function gitDirOf(top: string, kind: DirFacts['dotGit']): string | null {
+  const dotGit = path.join(top, '.git');
+  if (kind === 'dir' || kind === 'link') return realOrLexical(dotGit);
+  if (kind !== 'file') return null;
+  const text = readSmall(dotGit);
+  if (!text) return null;
+  const target = gitfileTarget(text.toString('utf8'), top);
+  return target === null ? null : realOrLexical(target);
+}
+
+const configCache = new Map<string, { sig: string; list: Map<string, string[]> | null }>();
+
+/** Parsed config of `file` (null: git would refuse it), cached by the file's identity and version. @throws on IO */
+function configAt(file: string): Map<string, string[]> | null | 'absent' {
+  let st;
+  try {
+    st = lstatSync(file, { throwIfNoEntry: false });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTDIR') return 'absent';
+    if ((code === 'EACCES' || code === 'EPERM') && !readableScope(path.resolve(file))) return 'absent';
+    throw error;
+  }
+  if (!st) return 'absent';
+  const sig = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  const cached = configCache.get(file);
+  if (cached && cached.sig === sig && !st.isSymbolicLink()) return cached.list;
+  const bytes = readSmall(file);
+  if (!bytes) return 'absent';
+  const list = parseGitConfig(bytes.toString('utf8'));
+  if (!st.isSymbolicLink() && !isRacy(st.mtimeMs, st.ctimeMs)) {
+    if (configCache.size >= CACHE_MAX) configCache.clear();
+    configCache.set(file, { sig, list });
+  }
+  return list;
+}
+
+/** The home directory of `user` from the password database (/etc/passwd), or null when unknown. */
+function homeOfUser(user: string): string | null {
+  try {
+    if (user === os.userInfo().username) return os.homedir();
+  } catch {
+    /* no password entry for this process */
+  }
+  let passwd: Buffer | null;
+  try {
+    passwd = readSmall('/etc/passwd');
+  } catch {
+    return null;
+  }
+  for (const line of (passwd ?? Buffer.alloc(0)).toString('utf8').split('\n')) {
+    const fields = line.split(':');
+    if (fields[0] === user && fields.length >= 7 && path.isAbsolute(fields[5])) return fields[5];
+  }
+  return null;
+}
+
+/** `~/x` → home, `~user/x` → that user's home (as git's expand_user_path); null when it cannot be decided. */
+function expandUser(value: string, home: string): string | null {
+  if (value === '~' || value.startsWith('~/')) return path.join(home, value.slice(1));
+  if (value.startsWith('~')) {
+    const slash = value.indexOf('/');
+    const user = value.slice(1, slash < 0 ? undefined : slash);
+    const userHome = homeOfUser(user);
+    return userHome === null ? null : path.join(userHome, slash < 0 ? '' : value.slice(slash));
+  }
+  if (value.startsWith('%(prefix)/')) return null; // git's runtime prefix: not known here
+  return value;
+}
+
+/**
+ * Every `core.hooksPath` value of a configuration file and the files it includes (`include.path`, and
+ * `includeIf.*.path` whatever its condition: a superset of what git reads). A missing file is skipped, as git does.
+ * @throws Error 'undecidable' when a file cannot be read or parsed, or a path cannot be expanded
+ */
+function hooksPathValues(file: string, home: string, out: string[], depth = 0): void {
+  if (depth > MAX_INCLUDE_DEPTH) throw new Error('undecidable');
+  const list = configAt(file);
+  if (list === 'absent') return;
+  if (list === null) throw new Error('undecidable');
+  for (const [key, values] of list) {
+    if (key === 'core.hookspath') out.push(...values.filter((v) => v !== ''));
+    const include = key === 'include.path' || (key.startsWith('includeif.') && key.endsWith('.path'));
+    if (!include) continue;
+    for (const v of values) {
+      if (v === '') continue;
+      const expanded = expandUser(v, home);
+      if (expanded === null) throw new Error('undecidable');
+      hooksPathValues(path.resolve(path.dirname(file), expanded), home, out, depth + 1);
+    }
+  }
+}
+
+/** The configuration files of the user and the system (git-config(1) FILES), honouring GIT_CONFIG_GLOBAL/SYSTEM. */
+function userConfigFiles(home: string): string[] {
+  const env = process.env;
+  const files: string[] = [];
+  if (!env.GIT_CONFIG_NOSYSTEM) files.push(env.GIT_CONFIG_SYSTEM ?? '/etc/gitconfig');
+  if (env.GIT_CONFIG_GLOBAL !== undefined) files.push(env.GIT_CONFIG_GLOBAL);
+  else {
+    files.push(path.join(env.XDG_CONFIG_HOME || path.join(home, '.config'), 'git', 'config'));
+    files.push(path.join(home, '.gitconfig'));
+  }
+  return files.filter((f) => f !== '' && f !== '/dev/null');
+}
+
+/** core.hooksPath values of the user's and system configuration, and the absolute hooks directories they name. */
+interface UserHooks {
+  values: string[];
+  dirs: string[];
+}
+
+/**
+ * The user's and the system's core.hooksPath (an absolute or `~/` value serves every repository, found or not; a
+ * relative one is taken in each repository).
+ * @throws ToolError FILE_POLICY_DENIED hooks_dir config_undecidable (fail closed: it applies everywhere)
+ */
+function userHooks(requested: string, home: string): UserHooks {
+  const values: string[] = [];
+  const dirs: string[] = [];
+  const undecidable = () =>
+    refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
+  try {
+    for (const f of userConfigFiles(home)) hooksPathValues(f, home, values);
+  } catch (error) {
+    if (isPermissionError(error)) throw error;
+    throw undecidable();
+  }
+  for (const v of values) {
+    const expanded = expandUser(v, home);
+    if (expanded === null) throw undecidable();
+    if (path.isAbsolute(expanded)) dirs.push(expanded, realOrLexical(expanded));
+  }
+  return { values, dirs };
+}
+
+/**
+ * The hooks directories (lexical and real spellings) one repository runs hooks from, per its configuration and the
+ * user's values.
+ * @throws Error when its configuration cannot be read or a value cannot be expanded
+ */
+function repositoryHooks(repo: Repository, user: UserHooks, home: string): string[] {
+  const where = repo.workTree ?? repo.gitDir;
+  const values = [...user.values];
+  const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
+  const commonDir = commonFile
+    ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
+    : repo.gitDir;
+  for (const dir of new Set([repo.gitDir, commonDir])) {
+    hooksPathValues(path.join(dir, 'config'), home, values);
+    hooksPathValues(path.join(dir, 'config.worktree'), home, values);
+  }
+  const out: string[] = [];
+  for (const v of values) {
+    const expanded = expandUser(v, home);
+    if (expanded === null) throw new Error('undecidable');
+    const lexical = path.resolve(where, expanded);
+    out.push(lexical, realOrLexical(lexical));
+  }
+  return out;
+}
+
+/** How long the repositories below a root and their hooks directories are reused, ms. */
+export const SIBLING_HOOKS_TTL_MS = 2000;
+const siblingCache = new Map<
+  string,
+  { until: number; mtimeMs: number; ctimeMs: number; user: string; hooks: string[]; undecidable: string[] }
+>();
+
+/**
+ * The hooks directories of the repositories directly below a root (`repositoriesBelow`), and the work trees of those
+ * whose configuration cannot be read. Reused for SIBLING_HOOKS_TTL_MS while the root and the user's values are
+ * unchanged: a scan costs one lookup per child directory, too much for every mutation in a wide root.
+ */
+function siblingHooks(root: VerifiedDir, user: UserHooks, home: string): { hooks: string[]; undecidable: string[] } {
+  const st = fstatSync(root.fd);
+  const key = `${st.dev}:${st.ino}`;
+  const userKey = user.values.join('\0');
+  const cached = siblingCache.get(key);
+  const now = Date.now();
+  if (
+    cached &&
+    cached.until > now &&
+    cached.mtimeMs === st.mtimeMs &&
+    cached.ctimeMs === st.ctimeMs &&
+    cached.user === userKey
+  ) {
+    return cached;
+  }
+  const hooks: string[] = [];
+  const undecidable: string[] = [];
+  for (const repo of repositoriesBelow(root)) {
+    try {
+      hooks.push(...repositoryHooks(repo, user, home));
+    } catch {
+      undecidable.push(repo.workTree ?? repo.gitDir);
+    }
+  }
+  if (siblingCache.size >= CACHE_MAX) siblingCache.clear();
+  siblingCache.set(key, {
+    until: now + SIBLING_HOOKS_TTL_MS,
+    mtimeMs: st.mtimeMs,
+    ctimeMs: st.ctimeMs,
+    user: userKey,
+    hooks,
+    undecidable,
+  });
+  return { hooks, undecidable };
+}
+
+/** The repository whose work tree holds the directories above `root` (git's discovery upwards), if any. */
+function repositoryAbove(root: string): Repository | null {
+  let dir = path.dirname(root);
+  for (;;) {
+    let kind: DirFacts['dotGit'] = 'none';
+    try {
+      const g = lstatSync(path.join(dir, '.git'), { throwIfNoEntry: false });
+      if (g) kind = g.isDirectory() ? 'dir' : g.isSymbolicLink() ? 'link' : g.isFile() ? 'file' : 'other';
+    } catch {
+      kind = 'none';
+    }
+    if (kind !== 'none') {
+      let gitDir: string | null;
+      try {
+        gitDir = gitDirOf(dir, kind);
+      } catch {
+        gitDir = null;
+      }
+      return gitDir ? { workTree: dir, gitDir } : null;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+/** Most child directories of a root whose repositories are consulted for core.hooksPath. */
+export const MAX_ROOT_CHILDREN = 1024;
+const childCache = new Map<string, { mtimeMs: number; ctimeMs: number; names: string[] }>();
+
+/**
+ * The repositories directly below a root (a child with a `.git`, or a child that is a git directory itself: a bare
+ * `repo.git` beside its work trees), whose core.hooksPath may name a directory outside their own work tree (a shared
+ * `../tools/githooks`). The child directory names are cached per root version, each child's facts per its identity
+ * and version (one lstat through the root's descriptor when unchanged); at most MAX_ROOT_CHILDREN are looked at.
+ */
+function repositoriesBelow(root: VerifiedDir): Repository[] {
+  const st = fstatSync(root.fd);
+  const key = `${st.dev}:${st.ino}`;
+  let names = childCache.get(key);
+  if (!names || names.mtimeMs !== st.mtimeMs || names.ctimeMs !== st.ctimeMs) {
+    const list = root
+      .readdirSync()
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .slice(0, MAX_ROOT_CHILDREN);
+    names = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, names: list };
+    if (!isRacy(st.mtimeMs, st.ctimeMs)) {
+      if (childCache.size >= CACHE_MAX) childCache.clear();
+      childCache.set(key, names);
+    }
+  }
+  const out: Repository[] = [];
+  for (const name of names.names) {
+    let facts: DirFacts | undefined;
+    try {
+      const childStat = root.lstat(name);
+      if (!childStat?.isDirectory()) continue;
+      facts = cachedFacts(childStat);
+      if (!facts) {
+        const child = root.openDir(name);
+        try {
+          facts = factsOf(child);
+        } finally {
+          child.close();
+        }
+      }
+    } catch {
+      continue; // gone or replaced since the listing: nothing to read there
+    }
+    const childPath = root.pathOf(name);
+    if (bitCount(facts.members) >= 2) out.push({ workTree: null, gitDir: childPath });
+    else if (facts.dotGit !== 'none') {
+      let gitDir: string | null = null;
+      try {
+        gitDir = gitDirOf(childPath, facts.dotGit);
+      } catch {
+        // An unreadable `.git` file: a path inside that work tree is refused by the walk down to it.
+      }
+      if (gitDir) out.push({ workTree: childPath, gitDir });
+    }
+  }
+  return out;
+}
+
+/** What the caller knows about the roots. */
+export interface GitGuardRoots {
+  roots: readonly { real: string }[];
+}
+
+/**
+ * The built-in git-directory guard for one path about to be created, written, moved (either end), copied (either end)
+ * or deleted: refused when the path is, or lies inside, a git directory (recognised by what it is, see the module
+ * comment), when creating it would make its directory one, or when it is or lies inside the hooks directory a
+ * repository's `core.hooksPath` names (a directory that holds one is refused entry by entry by the tree walks). `real` is the authorized real path (it may not exist yet); `requested` is
+ * the spelling named in the refusal.
+ * @throws ToolError FILE_POLICY_DENIED (source builtin, rule git_dir | hooks_dir, details.reason); NOT_ALLOWED when
+ *   a directory on the way changed while it was being checked (verified-dir); errno errors other than absence
+ */
+export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
+  for (const h of inspect(ctx, requested, real)) {
+    if (isWithin(h, real)) throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h });
+  }
+}
+
+/**
+ * The walk of `assertNotInGitDirectory` (the git-directory rules, throwing), returning the hooks directories that
+ * apply at `real`: the user's, the repositories' below the root and those of the work trees holding it.
+ */
+function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] {
+  const root = findContainingRoot(ctx.roots, real);
+  if (!root) return []; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
+  const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
+  readableScope = isInside;
+  const rel = path.relative(root.real, real);
+  const parts = rel === '' ? [] : rel.split(path.sep);
+  const home = os.homedir();
+  const user = userHooks(requested, home);
+  const hooks: string[] = [...user.dirs];
+  const repos: Repository[] = [];
+  const above = repositoryAbove(root.real);
+  if (above) repos.push(above);
+
+  let dir: VerifiedDir;
+  try {
+    dir = VerifiedDir.open(root.real, isInside);
+  } catch (error) {
+    // A root that is gone holds no repository (the operation itself fails on it); anything else fails closed.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return hooks;
+    throw error;
+  }
+  try {
+    const siblings = siblingHooks(dir, user, home);
+    hooks.push(...siblings.hooks);
+    for (const where of siblings.undecidable) {
+      if (isWithin(where, real))
+        throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
+    }
+    // Every existing directory from the root down to the path's parent.
+    let depth = 0;
+    let facts = factsOf(dir);
+    for (;;) {
+      if (bitCount(facts.members) >= 2)
+        throw refusal(requested, {
+          rule: 'git_dir',
+          reason: depth === parts.length ? 'is_git_dir' : 'inside_git_dir',
+          gitDir: dir.path,
+        });
+      if (facts.dotGit !== 'none' && depth < parts.length) {
+        let gitDir: string | null;
+        try {
+          gitDir = gitDirOf(dir.path, facts.dotGit);
+        } catch (error) {
+          if (isPermissionError(error)) throw error;
+          throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: dir.path });
+        }
+        if (gitDir) repos.push({ workTree: dir.path, gitDir });
+      }
+      if (depth >= parts.length) break;
+      const name = parts[depth];
+      // Creating (or replacing) `name` here: would it complete a repository's shape?
+      const index = REPOSITORY_ENTRY_NAMES.findIndex((n) => n.toLowerCase() === name.toLowerCase());
+      if (index >= 0 && bitCount(facts.members | (1 << index)) >= 2)
+        throw refusal(requested, { rule: 'git_dir', reason: 'would_create_git_dir', gitDir: dir.path });
+      let next: VerifiedDir;
+      try {
+        next = dir.openDir(name);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') break; // nothing below exists: no repository there yet
+        if (error instanceof ToolError && depth === parts.length - 1 && error.details.reason === 'symlink_swapped') {
+          break; // the path itself is a link (moved or deleted as a link, never followed)
+        }
+        throw error;
+      }
+      dir.close();
+      dir = next;
+      depth++;
+      facts = factsOf(dir);
+    }
+  } finally {
+    dir.close();
+  }
+
+  for (const repo of repos) {
+    try {
+      hooks.push(...repositoryHooks(repo, user, home));
+    } catch (error) {
+      if (isPermissionError(error)) throw error;
+      // Where its hooks are cannot be told: nothing in its work tree (which holds the path) is written.
+      throw refusal(requested, {
+        rule: 'hooks_dir',
+        reason: 'config_undecidable',
+        repository: repo.workTree ?? repo.gitDir,
+      });
+    }
+  }
+  return hooks;
+}
+
+/** What `treeGitGuard` finds wrong with one entry of a tree. */
+export interface TreeGitOffence {
+  rule: 'git_dir' | 'hooks_dir';
+  /** The index in `tops` of the place that is refused (a git directory carried: the old place, 0). */
+  top: number;
+}
+
+/**
+ * The git-directory guard for the entries of a tree being moved, copied or deleted (src/policy/tree-authorize.ts),
+ * whose top directories (`tops`: the old place, and the new place of a move or copy) each passed
+ * `assertNotInGitDirectory`. Per entry, with no IO (the caller's walk lists the tree through verified descriptors, in
+ * pre-order): an entry whose directory holds two of HEAD, objects, refs, commondir among the entries seen so far is
+ * in a git directory carried by the tree (the shape is the same at the old and the new place), and an entry at a
+ * place inside a hooks directory that applies at its top is refused. The returned function takes the entry's path
+ * relative to the top (`/`-separated) and its absolute path at each top, in `tops` order.
+ * @throws as assertNotInGitDirectory, for the tops (a change since their own check)
+ */
+export function treeGitGuard(
+  ctx: GitGuardRoots,
+  tops: readonly { absolute: string; real: string }[],
+): (relative: string, places: readonly string[]) => TreeGitOffence | null {
+  const hooks = tops.map((t) => inspect(ctx, t.absolute, t.real));
+  const seen = new Map<string, number>();
+  return (relative, places) => {
+    const slash = relative.lastIndexOf('/');
+    const parent = slash < 0 ? '' : relative.slice(0, slash);
+    const index = REPOSITORY_ENTRY_NAMES.findIndex((n) => n.toLowerCase() === relative.slice(slash + 1).toLowerCase());
+    if (index >= 0) {
+      const mask = (seen.get(parent) ?? 0) | (1 << index);
+      seen.set(parent, mask);
+      if (bitCount(mask) >= 2) return { rule: 'git_dir', top: 0 };
+    }
+    for (let i = 0; i < places.length; i++) {
+      if (hooks[i]?.some((h) => isWithin(h, places[i]))) return { rule: 'hooks_dir', top: i };
+    }
+    return null;
+  };
+}
+
+/** Extra lock paths for a mutation touching `real`: one per directory in which a repository entry is created. */
+export function repositoryShapeLockPath(real: string): string | null {
+  return REPOSITORY_NAMES_LOWER.has(path.basename(real).toLowerCase()) ? path.join(path.dirname(real), 'HEAD') : null;
+}
