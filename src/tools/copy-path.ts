@@ -612,11 +612,13 @@ async function copyFileIn(
   to: VerifiedDir,
   toName: string,
 ): Promise<string> {
+  // Non-blocking (openFile adds O_NONBLOCK): a FIFO renamed over the source after the hash cannot hang the call while
+  // it holds its locks; fstat then refuses anything but the regular file inspected.
   const input = await from.openFile(name, { flags: constants.O_RDONLY });
   const hasher = createContentHasher();
   try {
     const st = await input.stat();
-    if (!sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs)
+    if (!st.isFile() || !sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs)
       throw changedError(from.pathOf(name));
     const mode = st.mode & 0o7777;
     const output = await to.openFile(toName, {
