@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { patternBudget } from '../fs/glob/glob.js';
-import { hashBytes } from '../fs/hash.js';
+import { hashBytes, readAtMost } from '../fs/hash.js';
 import { historyFileOf } from '../fs/history.js';
 import { createLineMatcher, type LineMatcher } from '../fs/line-matcher.js';
 import { openForRead } from '../fs/open-file.js';
@@ -135,7 +135,7 @@ async function readText(
     const { handle, stats } = await openForRead(entry.absolute, isInside);
     try {
       if (stats.size > ctx.config.limits.maxSearchFileBytes) return 'too_large';
-      bytes = await handle.readFile();
+      bytes = await readAtMost(handle, ctx.config.limits.maxSearchFileBytes, stats.size); // never to EOF
     } finally {
       await handle.close();
     }

@@ -43,7 +43,6 @@ const PATH_HELPER_SITES: Record<string, string> = {
   'src/version.ts': "the package's own package.json",
   'src/policy/file-policy.ts': 'the --policy file named on the command line, read at start-up',
   'src/fs/process-identity.ts': '/proc/<pid>/stat and the boot id',
-  'src/fs/walk.ts': 'readFileSync(fd) of a .gitignore opened non-blocking through its verified directory, size-capped',
   'src/vcs/github.ts': "gh's hosts.yml in the server's own fresh private directory, created exclusively (wx)",
   'src/vcs/git-view.ts': "files of the git view, in the server's own private directory",
 };
