@@ -345,7 +345,9 @@ export function historyEntriesOfTree(
 ): HistoryFile[] {
   const all: Array<{ real: string; state: SnapshotEntry['state'] }> = [
     { real: realTop, state: { kind: 'directory', mode: topMode & 0o777 } },
-    ...entries.map((e) => ({ real: path.join(realTop, ...e.relative.split('/')), state: e.state })),
+    // One join per entry (its relative path is already `/`-separated entry names): splitting it into components cost
+    // O(depth) strings per entry, O(depth²) for a deep tree.
+    ...entries.map((e) => ({ real: path.join(realTop, e.relative), state: e.state })),
   ];
   return all.map(({ real, state }) => {
     if (side === 'created') {

@@ -467,6 +467,15 @@ export class VerifiedDir {
     this.withEntryFd(name, (fd) => fchmodSync(fd, mode));
   }
 
+  /**
+   * chmod of this directory itself, through its own descriptor (no path is resolved; a deep tree copy sets each
+   * directory's mode as it leaves it instead of re-opening it from the top).
+   */
+  chmodSelf(mode: number): void {
+    this.assertInside();
+    fchmodSync(this.fd, mode);
+  }
+
   /** utimes of an entry, through a no-follow descriptor (a link is refused); times in seconds or Dates. */
   utimes(name: string, atime: number | Date, mtime: number | Date): void {
     this.withEntryFd(name, (fd) => futimesSync(fd, atime, mtime));
