@@ -57,7 +57,7 @@ describe('every open of a path is non-blocking', () => {
     const sites: string[] = [];
     const missing: string[] = [];
     for (const { rel, text } of files) {
-      for (const m of text.matchAll(/(?<![.\w]|static )(open|openSync)\(/g)) {
+      for (const m of text.matchAll(/(?<![.\w]|static |async )(open|openSync)\(/g)) {
         const args = argumentsAt(text, m.index + m[0].length - 1);
         const line = text.slice(0, m.index).split('\n').length;
         sites.push(`${rel}:${line}`);
