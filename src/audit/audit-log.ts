@@ -38,7 +38,11 @@ export class AuditLog {
     try {
       const fd = openSync(
         file,
-        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (constants.O_NOFOLLOW ?? 0),
+        constants.O_WRONLY |
+          constants.O_APPEND |
+          constants.O_CREAT |
+          (constants.O_NOFOLLOW ?? 0) |
+          (constants.O_NONBLOCK ?? 0),
         0o600,
       );
       if (!fstatSync(fd).isFile()) {

@@ -209,10 +209,21 @@ export function temporaryPrefix(base: string): string {
   return `.${cut}.fs-tools-`;
 }
 
+/**
+ * open(2) flags for the server's own state files (journal entries, undo records) written through a temporary name:
+ * created or truncated, never through a link, never blocking (a FIFO put at the name cannot hang the write).
+ */
+export const STATE_WRITE_FLAGS =
+  constants.O_WRONLY |
+  constants.O_CREAT |
+  constants.O_TRUNC |
+  (constants.O_NOFOLLOW ?? 0) |
+  (constants.O_NONBLOCK ?? 0);
+
 /** fsync a directory by path so a rename is durable (best effort; the journal's own directory, not a tool path). */
 export async function syncDirectory(dir: string): Promise<void> {
   try {
-    const h = await open(dir, constants.O_RDONLY);
+    const h = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NONBLOCK ?? 0));
     try {
       await h.sync();
     } finally {

@@ -4,6 +4,7 @@
  */
 import { createHash, hash as oneShotHash, type Hash } from 'node:crypto';
 import { z } from 'zod';
+import { ToolError } from '../errors/tool-error.js';
 
 export const HASH_PREFIX = 'sha256:';
 
@@ -50,16 +51,100 @@ export function createContentHasher(): { update(chunk: Uint8Array): void; digest
   };
 }
 
-/** Streams an open file through the hasher (1 MiB chunks; bounded memory). */
-export async function hashFileHandle(handle: import('node:fs/promises').FileHandle): Promise<string> {
+/** How far a read may go: a file's reported size, the tool's cap, and the path for the error. */
+export interface ContentBound {
+  /** The size fstat reported when the file was opened. */
+  reportedSize: number;
+  /** The tool's cap on bytes read from a file that holds more than it reports. */
+  maxBytes: number;
+  /** The file's path, for the error (null: not known here). */
+  path: string | null;
+}
+
+/**
+ * A read that went past both the file's size (as fstat reports it now) and the tool's cap: the file does not report
+ * its size (procfs and sysfs files say 0 and can be endless, e.g. /proc/PID/pagemap), so it is never read to its end
+ * (docs/security.md "Bounded work"). VALIDATION reason file_too_large with `details.size` (the reported size) and
+ * `details.limit`.
+ */
+export function contentPastSizeError(bound: ContentBound): ToolError {
+  return new ToolError(
+    'VALIDATION',
+    `${bound.path ?? 'The file'} reports ${bound.reportedSize} bytes but holds more than ${bound.maxBytes} (a file that does not ` +
+      'report its size, like those under /proc); it is not read to its end.',
+    {
+      path: bound.path,
+      details: { reason: 'file_too_large', size: bound.reportedSize, limit: bound.maxBytes },
+      suggestion: 'Files that do not report their size are not read, hashed or edited past the cap.',
+    },
+  );
+}
+
+/**
+ * Checks a read loop that has read `pos` bytes so far against `bound`: within max(reported size, cap) it passes at
+ * once; past it the file is fstat'ed again (a regular file that grew legitimately has a larger size now) and the read
+ * may go on up to max(new size, cap). The reported size is then updated.
+ * @throws ToolError VALIDATION file_too_large (contentPastSizeError)
+ */
+export async function checkContentBound(
+  bound: ContentBound,
+  pos: number,
+  stat: () => Promise<{ size: number }>,
+): Promise<void> {
+  if (pos <= Math.max(bound.reportedSize, bound.maxBytes)) return;
+  const now = (await stat()).size;
+  if (pos > Math.max(now, bound.maxBytes)) throw contentPastSizeError(bound);
+  bound.reportedSize = now;
+}
+
+/**
+ * Streams an open file through the hasher (1 MiB chunks; bounded memory), never past `bound` (checkContentBound).
+ * @throws ToolError VALIDATION file_too_large for a file holding more than it reports and more than the cap
+ */
+export async function hashFileHandle(
+  handle: import('node:fs/promises').FileHandle,
+  bound: ContentBound,
+): Promise<string> {
   const hasher = createContentHasher();
   const buf = Buffer.allocUnsafe(1024 * 1024);
   let pos = 0;
   for (;;) {
     const { bytesRead } = await handle.read(buf, 0, buf.length, pos);
     if (bytesRead === 0) break;
-    hasher.update(buf.subarray(0, bytesRead));
     pos += bytesRead;
+    await checkContentBound(bound, pos, () => handle.stat());
+    hasher.update(buf.subarray(0, bytesRead));
   }
   return hasher.digest();
+}
+
+/** How far past its limit `readAtMost` may read (one page: enough to see the file is over it). */
+const OVERSHOOT_BYTES = 4096;
+
+/**
+ * Reads an open file from offset 0 up to `limit` bytes and at most OVERSHOOT_BYTES more — never to its end when it
+ * holds more: a caller sees a file over `limit` (the result is longer than `limit`) without loading it, whatever fstat
+ * said its size was (a procfs file reports 0). The buffer starts at the reported size (at least 64 KiB) and doubles
+ * as the reads fill it; reads stay multiples of 8 bytes where the limit is (/proc/PID/pagemap refuses others).
+ */
+export async function readAtMost(
+  handle: import('node:fs/promises').FileHandle,
+  limit: number,
+  reportedSize: number,
+): Promise<Buffer> {
+  const most = limit + OVERSHOOT_BYTES;
+  let buf = Buffer.allocUnsafe(Math.min(most, Math.max(reportedSize + 1, 64 * 1024)));
+  let filled = 0;
+  for (;;) {
+    if (filled === buf.length) {
+      if (buf.length >= most) break;
+      const bigger = Buffer.allocUnsafe(Math.min(most, buf.length * 2));
+      buf.copy(bigger, 0, 0, filled);
+      buf = bigger;
+    }
+    const { bytesRead } = await handle.read(buf, filled, buf.length - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return buf.subarray(0, filled);
 }

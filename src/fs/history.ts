@@ -13,7 +13,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { syncDirectory } from './atomic-write.js';
+import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
 import type { SnapshotEntry } from './tree-ops.js';
 
@@ -146,7 +146,7 @@ function newId(): string {
 const MAX_RECORD_BYTES = 512 * 1024 * 1024;
 
 async function readRecord(file: string, maxBytes = MAX_RECORD_BYTES): Promise<unknown> {
-  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   try {
     const st = await handle.stat();
     if (!st.isFile() || st.size > maxBytes) return null;
@@ -168,7 +168,7 @@ async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
 
 async function writeDurably(file: string, text: string): Promise<void> {
   const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
-  const handle = await open(tmp, 'w', 0o600);
+  const handle = await open(tmp, STATE_WRITE_FLAGS, 0o600);
   try {
     await handle.writeFile(text);
     await handle.sync();
@@ -345,7 +345,9 @@ export function historyEntriesOfTree(
 ): HistoryFile[] {
   const all: Array<{ real: string; state: SnapshotEntry['state'] }> = [
     { real: realTop, state: { kind: 'directory', mode: topMode & 0o777 } },
-    ...entries.map((e) => ({ real: path.join(realTop, ...e.relative.split('/')), state: e.state })),
+    // One join per entry (its relative path is already `/`-separated entry names): splitting it into components cost
+    // O(depth) strings per entry, O(depth²) for a deep tree.
+    ...entries.map((e) => ({ real: path.join(realTop, e.relative), state: e.state })),
   ];
   return all.map(({ real, state }) => {
     if (side === 'created') {

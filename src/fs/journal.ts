@@ -9,7 +9,7 @@ import { constants } from 'node:fs';
 import { lstat, mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { syncDirectory } from './atomic-write.js';
+import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, savedVersionChecked } from './hash.js';
 import { selfIdentity, type ProcessIdentity } from './process-identity.js';
 
@@ -112,7 +112,7 @@ export async function writeJournal(
   };
   const file = path.join(dir, `${entry.id}.json`);
   const tmp = `${file}.tmp`;
-  const handle = await open(tmp, 'w', 0o600);
+  const handle = await open(tmp, STATE_WRITE_FLAGS, 0o600);
   try {
     await handle.writeFile(JSON.stringify(entry));
     await handle.sync();
@@ -180,7 +180,7 @@ async function isStaleTemporary(file: string): Promise<boolean> {
 async function readEntry(file: string, name: string): Promise<JournalRecord> {
   let text: string;
   try {
-    const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+    const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
     try {
       const st = await handle.stat();
       if (!st.isFile()) return { file, entry: null, invalid: 'not a regular file' };

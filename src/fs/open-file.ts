@@ -126,7 +126,9 @@ export function readSmallFileSync(
 ): { bytes: Buffer; stats: Stats } | null {
   const { fd, stats } = openForReadSync(real, isInside);
   try {
-    if (stats.size > maxBytes) return null;
+    // Empty by fstat: possibly a file that does not report its size (procfs; some refuse a 1-byte read), read the
+    // usual way, which bounds it (src/fs/read-range.ts maxScanBytes).
+    if (stats.size > maxBytes || stats.size === 0) return null;
     // One byte more than fstat's size: a file that grew since is seen (and read the usual way).
     const bytes = readWholeSync(fd, stats.size);
     if (bytes.length > stats.size) return null;

@@ -121,7 +121,12 @@ function openRegister(): Register | null {
     const file = path.join(dir, `${me.pid}-${me.start ?? '0'}.log`);
     const fd = openSync(
       file,
-      constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND | (constants.O_NOFOLLOW ?? 0),
+      constants.O_WRONLY |
+        constants.O_CREAT |
+        constants.O_TRUNC |
+        constants.O_APPEND |
+        (constants.O_NOFOLLOW ?? 0) |
+        (constants.O_NONBLOCK ?? 0),
       0o600,
     );
     const header = `${JSON.stringify(me)}\n`;
@@ -260,7 +265,9 @@ export async function sweepOwnLeftovers(
     if (register && file === register.file) continue;
     let text: string;
     try {
-      const buf = await readFile(file, { flag: constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) });
+      const buf = await readFile(file, {
+        flag: constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0),
+      });
       if (buf.length > MAX_REGISTER_BYTES) continue;
       text = buf.toString('utf8');
     } catch {
@@ -308,7 +315,15 @@ export async function sweepOwnLeftovers(
       await writeFile(
         file,
         [lines[0], ...keep.map(([p, kind]) => JSON.stringify({ add: p, kind }))].join('\n') + '\n',
-        { mode: 0o600 },
+        {
+          mode: 0o600,
+          flag:
+            constants.O_WRONLY |
+            constants.O_CREAT |
+            constants.O_TRUNC |
+            (constants.O_NOFOLLOW ?? 0) |
+            (constants.O_NONBLOCK ?? 0),
+        },
       ).catch(() => undefined);
   }
   return out;

@@ -168,7 +168,7 @@ function lockedError(target: string, lockPath: string, why: HeldBy, ageMs: numbe
 
 /** Opens `dir` (a real path) without following a link and proves the descriptor is that directory. */
 function openVerifiedDir(dir: string, target: string): VerifiedDir {
-  const fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  const fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
   try {
     const where = HAS_PROC_FD ? readlinkSync(`/proc/self/fd/${fd}`) : realpathSync.native(dir);
     if (where !== dir || !fstatSync(fd).isDirectory()) {
@@ -239,7 +239,11 @@ function tryCreate(dir: VerifiedDir, name: string): number | null {
   noteOwnFile(tmpPath, 'lock');
   let fd: number;
   try {
-    fd = openSync(dir.at(tmp), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW, 0o644);
+    fd = openSync(
+      dir.at(tmp),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | O_NONBLOCK,
+      0o644,
+    );
   } catch (error) {
     dropOwnFile(tmpPath);
     throw error;

@@ -8,7 +8,7 @@ import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
-import { hashBytes, hashFileHandle } from './hash.js';
+import { hashBytes, hashFileHandle, readAtMost } from './hash.js';
 import { assertRegularFile } from './open-file.js';
 import { withVerifiedDir, type VerifiedDir } from './verified-dir.js';
 
@@ -64,22 +64,21 @@ export async function readCurrentIn(dir: VerifiedDir, name: string, options: Rea
   try {
     const stats = await handle.stat();
     assertRegularFile(stats, real);
+    const tooLarge = () =>
+      new ToolError('VALIDATION', `${real} is ${stats.size} bytes, over the ${options.maxBytes}-byte edit limit.`, {
+        path: real,
+        details: { reason: 'file_too_large', size: stats.size, limit: options.maxBytes },
+        suggestion: 'Use write_file to replace it, or raise --max-edit-bytes.',
+      });
     if (options.wantBytes && !(options.hashOnlyWhenLarge && stats.size > options.maxBytes)) {
-      if (stats.size > options.maxBytes) {
-        throw new ToolError(
-          'VALIDATION',
-          `${real} is ${stats.size} bytes, over the ${options.maxBytes}-byte edit limit.`,
-          {
-            path: real,
-            details: { reason: 'file_too_large', size: stats.size, limit: options.maxBytes },
-            suggestion: 'Use write_file to replace it, or raise --max-edit-bytes.',
-          },
-        );
-      }
-      const bytes = await handle.readFile();
-      return { exists: true, hash: hashBytes(bytes), bytes, stats };
+      if (stats.size > options.maxBytes) throw tooLarge();
+      // Never to EOF: a file that reports less than it holds (procfs) is read only up to the cap.
+      const bytes = await readAtMost(handle, options.maxBytes, stats.size);
+      if (bytes.length <= options.maxBytes) return { exists: true, hash: hashBytes(bytes), bytes, stats };
+      if (!options.hashOnlyWhenLarge) throw tooLarge();
     }
-    return { exists: true, hash: await hashFileHandle(handle), bytes: null, stats };
+    const hash = await hashFileHandle(handle, { reportedSize: stats.size, maxBytes: options.maxBytes, path: real });
+    return { exists: true, hash, bytes: null, stats };
   } finally {
     await handle.close();
   }

@@ -22,7 +22,7 @@ import {
   type ContentFactsCache,
   type FileFacts,
 } from './content-cache.js';
-import { createContentHasher, hashBytes } from './hash.js';
+import { checkContentBound, createContentHasher, hashBytes } from './hash.js';
 import { type Eol, eolFromCounts, hasUtf8Bom } from './text.js';
 
 /**
@@ -70,6 +70,8 @@ export function fdSource(fd: number): RangeSource {
 }
 
 const CHUNK_BYTES = 1024 * 1024;
+/** The first read of a file that reports 0 bytes. */
+const SMALL_CHUNK_BYTES = 64 * 1024;
 /** First step of the backwards scan of `tail` (grows 4× per step up to CHUNK_BYTES). */
 const TAIL_FIRST_STEP_BYTES = 16 * 1024;
 
@@ -111,7 +113,15 @@ export interface ReadRangeOptions {
   stats?: Stats;
   /** Whole-file facts of unchanged large files (needs `stats`); absent: always scan. */
   cache?: ContentFactsCache;
+  /**
+   * Most bytes the hashing pass reads past the size fstat reports (a procfs file reports 0 and may never end); past
+   * both, VALIDATION file_too_large (src/fs/hash.ts checkContentBound). Default DEFAULT_SCAN_CAP_BYTES.
+   */
+  maxScanBytes?: number;
 }
+
+/** The default `maxScanBytes`: the default --max-edit-bytes (docs/security.md "Bounded work"). */
+export const DEFAULT_SCAN_CAP_BYTES = 64 * 1024 * 1024;
 
 /**
  * Reads a range of an open regular file.
@@ -260,12 +270,13 @@ function pastEnd(what: string, scan: Scan): ToolError {
 /** The whole-file facts: from the cache for an unchanged large file, else from a full pass (which may fill it). */
 async function scanOrRecall(handle: RangeSource, request: RangeRequest, options: ReadRangeOptions): Promise<Scan> {
   const { cache, stats } = options;
-  if (!cache || !stats) return scanFile(handle, request, stats?.size ?? null, false);
+  const cap = options.maxScanBytes ?? DEFAULT_SCAN_CAP_BYTES;
+  if (!cache || !stats) return scanFile(handle, request, stats?.size ?? null, false, cap);
   const before = identityOf(stats);
   const facts = cache.lookup(before);
   if (facts) return scanWithFacts(handle, facts, request);
   const startedMs = cache.clock();
-  const scan = await scanFile(handle, request, stats.size, cache.wants(stats.size));
+  const scan = await scanFile(handle, request, stats.size, cache.wants(stats.size), cap);
   if (scan.facts) cache.store(before, identityOf(await handle.stat()), startedMs, scan.facts);
   return scan;
 }
@@ -292,7 +303,10 @@ async function scanFile(
   request: RangeRequest,
   sizeHint: number | null,
   buildIndex: boolean,
+  maxScanBytes: number,
 ): Promise<Scan> {
+  const bound = { reportedSize: sizeHint ?? 0, maxBytes: maxScanBytes, path: null };
+  let firstChunk: Buffer | null = null;
   // Issue #19: a chunk is hashed only once the next read is about to overwrite `buf`, so a file read in one chunk
   // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
   let hasher: ReturnType<typeof createContentHasher> | null = null;
@@ -300,7 +314,13 @@ async function scanFile(
   // Bytes already in memory are scanned in place, as one chunk: no buffer, no copy (issue #19).
   const preread = inMemory.get(handle);
   // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
-  const buf = preread ?? Buffer.allocUnsafe(sizeHint === null ? CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1));
+  // A file that reports 0 bytes may hold more (procfs): its first read is a whole small chunk (some such files refuse
+  // reads that are not a multiple of 8 bytes, e.g. /proc/PID/pagemap).
+  let buf =
+    preread ??
+    Buffer.allocUnsafe(
+      sizeHint === null ? CHUNK_BYTES : sizeHint === 0 ? SMALL_CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1),
+    );
   let reads = 0;
   const checkpoints: number[] = [0];
   let nextCheckpoint = buildIndex ? CHECKPOINT_BYTES : Infinity;
@@ -328,6 +348,7 @@ async function scanFile(
     const bytesRead = preread ? preread.length : (await handle.read(buf, 0, buf.length, pos)).bytesRead;
     if (bytesRead === 0) break;
     const chunk = buf.subarray(0, bytesRead);
+    firstChunk ??= chunk;
     unhashed = chunk;
     if (pos === 0) bom = hasUtf8Bom(chunk);
     if (validUtf8) {
@@ -356,6 +377,12 @@ async function scanFile(
     prevByte = chunk[bytesRead - 1];
     pos += bytesRead;
     reads++;
+    // Never to EOF past the reported size and the cap (a procfs file); one that reads past its reported size is read
+    // on in whole chunks (the buffer was sized for what it reported; `unhashed` keeps the old one alive).
+    if (!preread) {
+      await checkContentBound(bound, pos, () => handle.stat());
+      if (pos > (sizeHint ?? 0) && buf.length < CHUNK_BYTES) buf = Buffer.allocUnsafe(CHUNK_BYTES);
+    }
     // A regular file's read returns fewer bytes than asked only at its end.
     if (sizeHint !== null && bytesRead < buf.length && pos >= sizeHint) break;
   }
@@ -397,7 +424,7 @@ async function scanFile(
     rangeEnd,
     lineAtOffset,
     facts,
-    whole: reads > 1 ? undefined : preread && preread.length === size ? preread : buf.subarray(0, size),
+    whole: reads > 1 ? undefined : preread && preread.length === size ? preread : (firstChunk ?? buf).subarray(0, size),
   };
 }
 

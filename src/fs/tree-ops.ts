@@ -134,12 +134,35 @@ export interface InspectedTree {
 
 const keyOf = (id: NodeIdentity): string => `${id.dev}:${id.ino}`;
 
+/** How long a tree walk or copy runs before it lets the event loop answer other calls, ms (docs/security.md). */
+export const TREE_SLICE_MS = 10;
+
+/**
+ * A slicer for a long synchronous loop: call it after each step; it returns a promise to await once the loop has held
+ * the event loop for `ms` since the last yield (a macrotask: other calls' I/O and timers run), else null (nothing to
+ * await on the hot path). Docs/security.md "Bounded work": no call holds the loop for more than about 100 ms.
+ */
+export function loopSlicer(ms = TREE_SLICE_MS): () => Promise<void> | null {
+  let sliceStart = performance.now();
+  return () => {
+    if (performance.now() - sliceStart < ms) return null;
+    return new Promise<void>((resolve) =>
+      setImmediate(() => {
+        sliceStart = performance.now();
+        resolve();
+      }),
+    );
+  };
+}
+
 /** A directory being walked: its identity, path, sorted names and the next one to visit. */
 interface Frame {
   id: NodeIdentity;
   path: string;
   relative: string;
   name: string;
+  /** Levels below the walk's top (the top is 0). */
+  depth: number;
   names: string[];
   next: number;
 }
@@ -155,12 +178,15 @@ async function walkDescriptors(
   listNames: (dir: VerifiedDir, frame: Frame) => Promise<string[]>,
 ): Promise<void> {
   const stack: Frame[] = [];
-  const first: Frame = { id: top.identity, path: top.path, relative: '', name: '', names: [], next: 0 };
+  const slice = loopSlicer();
+  const first: Frame = { id: top.identity, path: top.path, relative: '', name: '', depth: 0, names: [], next: 0 };
   first.names = await listNames(top, first);
   stack.push(first);
   let cur = top;
   try {
     while (stack.length > 0) {
+      const due = slice();
+      if (due) await due;
       const f = stack[stack.length - 1];
       if (f.next >= f.names.length) {
         stack.pop();
@@ -188,6 +214,7 @@ async function walkDescriptors(
           path: child.path,
           relative: f.relative === '' ? name : `${f.relative}/${name}`,
           name,
+          depth: f.depth + 1,
           names: [],
           next: 0,
         };
@@ -207,14 +234,17 @@ async function walkDescriptors(
  * Links are reported, never followed. `visit` also gets the verified directory holding the entry (e.g. to read a
  * link's target through it); it must not keep it.
  * @param limit most entries before refusing (VALIDATION too_many_entries)
+ * @param maxDepth most levels below `top` before refusing (VALIDATION too_deep, details.limit); none when absent
  * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), VALIDATION
- *   too_many_entries, whatever `visit` throws; errno errors from reading a directory (the tree is then refused)
+ *   too_many_entries or too_deep, whatever `visit` throws; errno errors from reading a directory (the tree is then
+ *   refused)
  */
 export async function inspectTree(
   top: VerifiedDir,
   visit: (e: InspectedEntry, dir: VerifiedDir) => void,
   limit: number,
   signal?: AbortSignal,
+  maxDepth?: number,
 ): Promise<InspectedTree> {
   const tree: InspectedTree = { top: top.identity, entries: 0, dirs: new Map() };
   await walkDescriptors(
@@ -222,6 +252,17 @@ export async function inspectTree(
     (dir, frame, name) => {
       if (signal?.aborted)
         throw new ToolError('VALIDATION', 'The call was cancelled.', { details: { reason: 'cancelled' } });
+      if (maxDepth !== undefined && frame.depth + 1 > maxDepth) {
+        throw new ToolError(
+          'VALIDATION',
+          `${top.path} holds entries deeper than ${maxDepth} levels; nothing was done.`,
+          {
+            path: top.path,
+            details: { reason: 'too_deep', limit: maxDepth },
+            suggestion: 'Work on a deeper subtree per call.',
+          },
+        );
+      }
       const st = dir.lstat(name);
       if (!st) throw changedError(dir.pathOf(name));
       if (++tree.entries > limit) {

@@ -167,7 +167,7 @@ function logical(error: unknown, proc: string, real: string, procDest?: string, 
 
 /** Options of `VerifiedDir.openFile`. */
 export interface OpenFileOptions {
-  /** open(2) flags; O_NOFOLLOW is always added. */
+  /** open(2) flags; O_NOFOLLOW and O_NONBLOCK are always added. */
   flags: number;
   /** Permission bits for O_CREAT. */
   mode?: number;
@@ -390,13 +390,16 @@ export class VerifiedDir {
   }
 
   /**
-   * Opens a file entry; O_NOFOLLOW is always added (a link there fails with ELOOP, reported as NOT_ALLOWED).
+   * Opens a file entry; O_NOFOLLOW is always added (a link there fails with ELOOP, reported as NOT_ALLOWED), and so is
+   * O_NONBLOCK: a FIFO swapped in for the entry cannot hang the open (and with it a thread of the file I/O pool), the
+   * caller's fstat then sees what was opened (docs/security.md "Bounded work"; test/fs/open-flags.test.ts holds every
+   * open in src to this).
    * @throws ToolError NOT_ALLOWED (a link); errno errors
    */
   async openFile(name: string, options: OpenFileOptions): Promise<FileHandle> {
     const p = this.at(name);
     try {
-      return await open(p, options.flags | O_NOFOLLOW, options.mode);
+      return await open(p, options.flags | O_NOFOLLOW | O_NONBLOCK, options.mode);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw changedError(this.pathOf(name), 'symlink_swapped');
       throw logical(error, p, this.pathOf(name));
@@ -406,7 +409,7 @@ export class VerifiedDir {
   /** The synchronous twin of `openFile`, returning a descriptor. */
   openFileSync(name: string, options: OpenFileOptions): number {
     try {
-      return this.run(name, (p) => openSync(p, options.flags | O_NOFOLLOW, options.mode));
+      return this.run(name, (p) => openSync(p, options.flags | O_NOFOLLOW | O_NONBLOCK, options.mode));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw changedError(this.pathOf(name), 'symlink_swapped');
       throw error;
@@ -462,6 +465,15 @@ export class VerifiedDir {
   /** chmod of a regular file or directory entry, through a no-follow descriptor (a link is refused). */
   chmod(name: string, mode: number): void {
     this.withEntryFd(name, (fd) => fchmodSync(fd, mode));
+  }
+
+  /**
+   * chmod of this directory itself, through its own descriptor (no path is resolved; a deep tree copy sets each
+   * directory's mode as it leaves it instead of re-opening it from the top).
+   */
+  chmodSelf(mode: number): void {
+    this.assertInside();
+    fchmodSync(this.fd, mode);
   }
 
   /** utimes of an entry, through a no-follow descriptor (a link is refused); times in seconds or Dates. */

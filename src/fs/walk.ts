@@ -21,12 +21,13 @@
  * Every STAT_YIELD_EVERY synchronous lstats the walk yields to the event loop, so other calls are not held up. For the
  * same reason a small directory is read synchronously too (SYNC_READDIR_MAX_BYTES), a large one in the thread pool.
  */
-import { closeSync, constants, fstatSync, readFileSync, type Dirent, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, type Dirent, type Stats } from 'node:fs';
 import path from 'node:path';
 import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
 import { LIMITS } from './glob/engine.js';
 import { GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
+import { readWholeSync } from './open-file.js';
 import { isEntryName, isWithin } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
 import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing } from './listing-cache.js';
@@ -485,7 +486,10 @@ function loadIgnore(
     fd = dir.openFileSync('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
     const stats = fstatSync(fd);
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
-    const text = readFileSync(fd, 'utf8');
+    // Never to EOF (a .gitignore that reports 0 bytes may be endless): one byte past the cap says it is over.
+    const bytes = readWholeSync(fd, MAX_IGNORE_BYTES);
+    if (bytes.length > MAX_IGNORE_BYTES) return null;
+    const text = bytes.toString('utf8');
     const matcher = new GitignoreRules(text, budget);
     for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
     return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;

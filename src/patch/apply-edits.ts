@@ -5,8 +5,8 @@
  * inserted literally (no `$&` patterns). Failures are PATCH_FAILED with the edit's index, the reason and the nearest
  * region. `already_applied` only on evidence (MIN_EVIDENCE_CHARS in src/patch/locate-hunks.ts). Pure: text in, text out.
  */
-import { PatchFailedError } from '../errors/tool-error.js';
-import { applyToOriginal, lineOfOffset, toEolText, toLf, type ViewReplacement } from './eol-text.js';
+import { PatchFailedError, ToolError } from '../errors/tool-error.js';
+import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
 import { allFailures, contentChars, MAX_LISTED_FAILURES, MIN_EVIDENCE_CHARS, splitView } from './locate-hunks.js';
 import { findNearestRegion } from './nearest-region.js';
 
@@ -35,11 +35,20 @@ export interface EditsResult {
 /**
  * Applies `edits` to `original` (a file's full text, BOM included).
  * @param absolute the file's path, for messages
- * @throws PatchFailedError reasons no_match, ambiguous (with count and candidate lines), already_applied; the first
+ * @param maxReplacements most replacements all edits together may make (docs/security.md "Bounded work"); matches
+ *   are collected only up to one past what is left, so a huge count costs no more than the bound
+ * @throws ToolError VALIDATION too_many_matches (field max_replacements) past maxReplacements, nothing applied;
+ *   PatchFailedError reasons no_match, ambiguous (with count and candidate lines), already_applied; the first
  *   failing edit in the top-level details, every failing edit in `details.failures` (see allFailures)
  */
-export function applyEdits(original: string, edits: readonly TextEdit[], absolute: string): EditsResult {
+export function applyEdits(
+  original: string,
+  edits: readonly TextEdit[],
+  absolute: string,
+  maxReplacements = Infinity,
+): EditsResult {
   let text = original;
+  let made = 0;
   const reports: EditReport[] = [];
   /**
    * Edits that failed (issue 21: every failing edit is reported). A failing edit is skipped and the next edits are
@@ -62,10 +71,23 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     const oldText = toLf(edit.old_text);
     const newText = toLf(edit.new_text);
     let match: EditReport['match'] = 'exact';
-    let spans = findExact(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
+    const room = maxReplacements - made + 1; // one past what is left: enough to know it is too many
+    let spans = findExact(t.view, oldText, room).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
     if (spans.length === 0) {
-      spans = findTolerant(t.view, oldText).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
+      spans = findTolerant(t.view, oldText, room).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
       match = 'trailing_whitespace';
+    }
+    if (spans.length > 1 && edit.replace_all && made + spans.length > maxReplacements) {
+      throw new ToolError(
+        'VALIDATION',
+        `${edits.length === 1 ? 'edit' : `edits[${index}]`}: old_text matches more places than max_replacements ` +
+          `(${maxReplacements}) allows in ${absolute}; nothing was written.`,
+        {
+          path: absolute,
+          details: { reason: 'too_many_matches', field: 'max_replacements', limit: maxReplacements, edit_index: index },
+          suggestion: 'Pass a higher max_replacements (up to its maximum), or narrow old_text.',
+        },
+      );
     }
     const label = edits.length === 1 ? 'edit' : `edits[${index}] (${index + 1} of ${edits.length})`;
     if (spans.length === 0) {
@@ -117,7 +139,7 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
         },
       );
     }
-    const lines = spans.map((s) => lineOfOffset(t.view, s.start));
+    const lines = linesOfOffsets(t.view, spans);
     if (spans.length > 1 && !edit.replace_all) {
       throw new PatchFailedError(
         `${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`,
@@ -136,6 +158,7 @@ export function applyEdits(original: string, edits: readonly TextEdit[], absolut
     }
     const replacements: ViewReplacement[] = spans.map((s) => ({ start: s.start, end: s.end, text: newText }));
     reports.push({ index, replacements: spans.length, match, lines });
+    made += spans.length;
     return applyToOriginal(t, replacements);
   }
 }
@@ -189,9 +212,28 @@ interface Span {
   end: number;
 }
 
-function findExact(view: string, needle: string): Span[] {
+/**
+ * 1-based lines of ascending span starts, counted in one pass (a line count from the start for each span cost
+ * spans × file: 10,000 matches in a 50,000-line file).
+ */
+function linesOfOffsets(view: string, spans: readonly Span[]): number[] {
+  const out: number[] = [];
+  let line = 1;
+  let next = view.indexOf('\n'); // the first newline not yet counted (each is searched for once)
+  for (const s of spans) {
+    while (next !== -1 && next < s.start) {
+      line++;
+      next = view.indexOf('\n', next + 1);
+    }
+    out.push(line);
+  }
+  return out;
+}
+
+/** Matches of `needle` in `view`, at most `limit`. */
+function findExact(view: string, needle: string, limit = Infinity): Span[] {
   const out: Span[] = [];
-  for (let i = view.indexOf(needle); i !== -1; i = view.indexOf(needle, i + needle.length)) {
+  for (let i = view.indexOf(needle); i !== -1 && out.length < limit; i = view.indexOf(needle, i + needle.length)) {
     out.push({ start: i, end: i + needle.length });
   }
   return out;
@@ -202,7 +244,7 @@ function escapeRegExp(s: string): string {
 }
 
 /** Matches with any trailing spaces/tabs at each line end (on either side); indentation stays exact. */
-function findTolerant(view: string, needle: string): Span[] {
+function findTolerant(view: string, needle: string, limit = Infinity): Span[] {
   const lines = needle.split('\n');
   if (lines.every((l) => l.trimEnd() === l) && !needle.includes('\n')) return [];
   // A trailing [ \t]* only after a non-empty last line: after a final newline it would eat the next line's indentation.
@@ -215,7 +257,7 @@ function findTolerant(view: string, needle: string): Span[] {
     (last === '' ? '' : `(?:[ \\t]*(?=\\n|$)|${lastTail})`);
   const re = new RegExp(source, 'g');
   const out: Span[] = [];
-  for (let m = re.exec(view); m; m = re.exec(view)) {
+  for (let m = re.exec(view); m && out.length < limit; m = re.exec(view)) {
     if (m[0].length === 0) {
       re.lastIndex++;
       continue;

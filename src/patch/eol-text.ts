@@ -63,9 +63,16 @@ export function applyToOriginal(t: EolText, replacements: readonly ViewReplaceme
   const sorted = [...replacements].sort((a, b) => a.start - b.start || a.end - b.end);
   let out = '';
   let pos = 0; // in view
+  // The first newline at or after a position, remembered across the ascending replacements: many replacements on one
+  // long line search for its end once, not once each (that was replacements × line length).
+  let nl = -2; // not searched yet; -1: none at or after the last position searched (nor any later one)
+  const newlineFrom = (p: number): number => {
+    if (nl === -2 || (nl !== -1 && nl < p)) nl = t.view.indexOf('\n', p);
+    return nl;
+  };
   for (const r of sorted) {
     out += mapBack(t, pos, r.start);
-    const style = styleFor(t, r.start, r.end);
+    const style = styleFor(t, r.start, r.end, newlineFrom);
     out += style === '\n' ? r.text : r.text.replace(/\n/g, '\r\n');
     pos = r.end;
   }
@@ -85,15 +92,22 @@ function mapBack(t: EolText, from: number, to: number): string {
   return out + t.view.slice(last, to);
 }
 
-function styleFor(t: EolText, start: number, end: number): '\n' | '\r\n' {
+function styleFor(
+  t: EolText,
+  start: number,
+  end: number,
+  newlineFrom: (p: number) => number = (p) => t.view.indexOf('\n', p),
+): '\n' | '\r\n' {
   let sawLf = false;
-  for (let i = t.view.indexOf('\n', start); i !== -1 && i < end; i = t.view.indexOf('\n', i + 1)) {
+  const first = newlineFrom(start);
+  for (let i = first; i !== -1 && i < end; i = t.view.indexOf('\n', i + 1)) {
     if (isCrlf(t, i)) return '\r\n';
     sawLf = true;
   }
   if (sawLf) return '\n';
-  // No break inside: the break that ends the line containing `start`.
-  const next = t.view.indexOf('\n', end);
+  // No break inside: the break that ends the line containing `start` (the first at or after `start`, which is past
+  // `end` here).
+  const next = first;
   if (next !== -1) return isCrlf(t, next) ? '\r\n' : '\n';
   const prev = start > 0 ? t.view.lastIndexOf('\n', start - 1) : -1;
   if (prev !== -1) return isCrlf(t, prev) ? '\r\n' : '\n';

@@ -12,14 +12,51 @@
  * identical lines as the changed one (it sees more of the suffix). test/patch/window-diff.test.ts pins both: exact
  * application and minimality over random texts, and identical text whenever the prefix alone is cut.
  */
-import { formatPatch, structuredPatch } from 'diff';
+import { formatPatch, structuredPatch, type StructuredPatchHunk } from 'diff';
 import { commonLineFrame, countNewlines } from './common-frame.js';
+
+/**
+ * Work the exact (Myers) diff of a window may do: its edit length is capped at MYERS_WORK / (lines in the window),
+ * so its cost, about lines × edit length, stays near this many line comparisons (docs/security.md "Bounded work").
+ */
+export const MYERS_WORK = 2_000_000;
+
+/** A unified diff and whether it was cut. */
+export interface BoundedDiff {
+  text: string;
+  /** True when the text was cut at `maxChars` (the hunks after the cut are left out). */
+  truncated: boolean;
+  /**
+   * False when the window changed too much for the exact diff within MYERS_WORK: the hunks then come from the
+   * anchored diff (still exact when applied, possibly longer than the shortest).
+   */
+  minimal: boolean;
+}
 
 /**
  * A unified diff of `before` → `after` (the diff package's format and headers).
  * @param context lines of context around each change (the diff package's `context` option)
  */
 export function unifiedDiff(oldName: string, newName: string, before: string, after: string, context: number): string {
+  return boundedUnifiedDiff(oldName, newName, before, after, context, Infinity).text;
+}
+
+/**
+ * `unifiedDiff` in bounded time and size: the common prefix and suffix are cut (linear), the window between them is
+ * diffed exactly (Myers, the diff package) when its edit length fits MYERS_WORK, else by the anchored diff below
+ * (linear in the window, plus a sort of the anchors); hunks are produced in order and production stops once the text
+ * passes `maxChars` (the caller cuts the text there).
+ * @param myersWork the exact diff's work bound (MYERS_WORK; tests pass 0 to exercise the anchored diff)
+ */
+export function boundedUnifiedDiff(
+  oldName: string,
+  newName: string,
+  before: string,
+  after: string,
+  context: number,
+  maxChars: number,
+  myersWork = MYERS_WORK,
+): BoundedDiff {
   const { start, endBefore, endAfter } = commonLineFrame(before, after);
   // Unchanged lines kept on each side: the hunks' context, and room for nearby hunks to merge as they would.
   const margin = 2 * context + 1;
@@ -31,22 +68,176 @@ export function unifiedDiff(oldName: string, newName: string, before: string, af
     toBefore = j === -1 ? before.length : j + 1;
   }
   const toAfter = endAfter + (toBefore - endBefore); // the suffix is the same text in both
-  if (from === 0 && toBefore === before.length) {
-    return formatPatch(structuredPatch(oldName, newName, before, after, undefined, undefined, { context }));
-  }
   const skipped = countNewlines(before, 0, from);
-  const patch = structuredPatch(
-    oldName,
-    newName,
-    before.slice(from, toBefore),
-    after.slice(from, toAfter),
-    undefined,
-    undefined,
-    { context },
-  );
+  const oldText = before.slice(from, toBefore);
+  const newText = after.slice(from, toAfter);
+  const windowLines = countNewlines(oldText) + countNewlines(newText) + 2;
+  const maxEditLength = Math.max(1, Math.floor(myersWork / windowLines));
+  const exact = structuredPatch(oldName, newName, oldText, newText, undefined, undefined, { context, maxEditLength });
+  const patch = exact ?? {
+    oldFileName: oldName,
+    newFileName: newName,
+    oldHeader: undefined,
+    newHeader: undefined,
+    hunks: anchoredHunks(tokenize(oldText), tokenize(newText), context, maxChars),
+  };
+  let chars = 0;
+  let truncated = false;
+  const hunks: StructuredPatchHunk[] = [];
   for (const hunk of patch.hunks) {
+    if (chars > maxChars) {
+      truncated = true;
+      break;
+    }
     hunk.oldStart += skipped;
     hunk.newStart += skipped;
+    hunks.push(hunk);
+    for (const l of hunk.lines) chars += l.length + 1;
   }
-  return formatPatch(patch);
+  if (chars > maxChars) truncated = true;
+  return { text: formatPatch({ ...patch, hunks }), truncated, minimal: exact !== undefined };
+}
+
+/** Lines as the diff package tokenizes them: each with its `\n` (the last one without, when the text has none). */
+function tokenize(text: string): string[] {
+  const out: string[] = [];
+  let at = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', at)) {
+    out.push(text.slice(at, i + 1));
+    at = i + 1;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
+}
+
+/** One run of an edit script over two token arrays: equal lines, lines removed from `a`, or lines added from `b`. */
+interface Run {
+  kind: 'equal' | 'removed' | 'added';
+  /** Index of the run's first line in `a` (equal, removed) or `b` (added). */
+  at: number;
+  count: number;
+}
+
+/**
+ * A linear-time edit script (patience-style anchoring): lines that occur exactly once in each text are paired, the
+ * longest increasing run of pairs (by position in `b`) is kept, and between consecutive pairs the common leading and
+ * trailing lines are equal while what remains is removed and added whole. Exact when applied; not always shortest.
+ */
+function anchoredRuns(a: readonly string[], b: readonly string[]): Run[] {
+  const seen = new Map<string, { inA: number; inB: number; atA: number; atB: number }>();
+  a.forEach((line, i) => {
+    const s = seen.get(line);
+    if (s) s.inA++;
+    else seen.set(line, { inA: 1, inB: 0, atA: i, atB: -1 });
+  });
+  b.forEach((line, j) => {
+    const s = seen.get(line);
+    if (s) {
+      s.inB++;
+      s.atB = j;
+    }
+  });
+  const pairs: Array<[number, number]> = [];
+  for (const s of seen.values()) if (s.inA === 1 && s.inB === 1) pairs.push([s.atA, s.atB]);
+  pairs.sort((x, y) => x[0] - y[0]);
+  // Longest increasing subsequence of the b positions (patience sorting, O(k log k)).
+  const tails: number[] = [];
+  const prev: number[] = new Array<number>(pairs.length);
+  for (let k = 0; k < pairs.length; k++) {
+    let lo = 0;
+    let hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (pairs[tails[mid]][1] < pairs[k][1]) lo = mid + 1;
+      else hi = mid;
+    }
+    prev[k] = lo > 0 ? tails[lo - 1] : -1;
+    tails[lo] = k;
+  }
+  const anchors: Array<[number, number]> = [];
+  for (let k = tails.length ? tails[tails.length - 1] : -1; k !== -1; k = prev[k]) anchors.push(pairs[k]);
+  anchors.reverse();
+  anchors.push([a.length, b.length]); // the end, as a last anchor (not itself a line)
+  const runs: Run[] = [];
+  const push = (kind: Run['kind'], at: number, count: number) => {
+    if (count === 0) return;
+    const last = runs[runs.length - 1];
+    if (last && last.kind === kind && last.at + last.count === at) last.count += count;
+    else runs.push({ kind, at, count });
+  };
+  let i = 0;
+  let j = 0;
+  for (const [ai, bj] of anchors) {
+    let p = 0;
+    while (i + p < ai && j + p < bj && a[i + p] === b[j + p]) p++;
+    let q = 0;
+    while (ai - q > i + p && bj - q > j + p && a[ai - 1 - q] === b[bj - 1 - q]) q++;
+    push('equal', i, p);
+    push('removed', i + p, ai - q - (i + p));
+    push('added', j + p, bj - q - (j + p));
+    push('equal', ai - q, q);
+    if (ai < a.length) push('equal', ai, 1);
+    i = ai + 1;
+    j = bj + 1;
+  }
+  return runs;
+}
+
+/**
+ * The hunks of the anchored edit script, grouped as the diff package groups them (changes closer than 2 × context
+ * lines share a hunk), lines without their `\n` and "\\ No newline at end of file" after a last line without one.
+ * Stops after the hunk that passes `maxChars` of line text.
+ */
+function anchoredHunks(a: string[], b: string[], context: number, maxChars: number): StructuredPatchHunk[] {
+  const runs = anchoredRuns(a, b);
+  const hunks: StructuredPatchHunk[] = [];
+  let chars = 0;
+  let hunk: StructuredPatchHunk | null = null;
+  let oldLine = 1;
+  let newLine = 1;
+  const put = (prefix: string, line: string) => {
+    hunk!.lines.push(prefix + (line.endsWith('\n') ? line.slice(0, -1) : line));
+    if (!line.endsWith('\n')) hunk!.lines.push('\\ No newline at end of file');
+    chars += line.length + 1;
+  };
+  for (let r = 0; r < runs.length && chars <= maxChars; r++) {
+    const run = runs[r];
+    if (run.kind === 'equal') {
+      if (hunk) {
+        const last = r === runs.length - 1;
+        if (run.count <= 2 * context && !last) {
+          for (let k = 0; k < run.count; k++) put(' ', a[run.at + k]);
+        } else {
+          const n = Math.min(run.count, context);
+          for (let k = 0; k < n; k++) put(' ', a[run.at + k]);
+          hunk.oldLines = oldLine + n - hunk.oldStart;
+          hunk.newLines = newLine + n - hunk.newStart;
+          hunks.push(hunk);
+          hunk = null;
+        }
+      }
+      oldLine += run.count;
+      newLine += run.count;
+      continue;
+    }
+    if (!hunk) {
+      const prev = runs[r - 1];
+      const lead = prev && prev.kind === 'equal' ? Math.min(context, prev.count) : 0;
+      hunk = { oldStart: oldLine - lead, oldLines: 0, newStart: newLine - lead, newLines: 0, lines: [] };
+      for (let k = prev ? prev.at + prev.count - lead : 0; lead > 0 && k < prev.at + prev.count; k++) put(' ', a[k]);
+    }
+    if (run.kind === 'removed') {
+      for (let k = 0; k < run.count; k++) put('-', a[run.at + k]);
+      oldLine += run.count;
+    } else {
+      for (let k = 0; k < run.count; k++) put('+', b[run.at + k]);
+      newLine += run.count;
+    }
+  }
+  if (hunk) {
+    hunk.oldLines = oldLine - hunk.oldStart;
+    hunk.newLines = newLine - hunk.newStart;
+    hunks.push(hunk);
+  }
+  return hunks;
 }

@@ -20,6 +20,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { callTool, listedTools, UnknownToolError } from './call-tool.js';
 import { checkedByGuard } from './stdio-guard.js';
+import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
 import { advertise } from './tool-schemas.js';
@@ -45,6 +46,9 @@ const INSTRUCTIONS =
  *
  * It also routes a request the stdin guard already checked straight to the SDK's request dispatch (`connect` below).
  */
+/** tools/call requests whose arguments were refused before the SDK's validation, by their handler context. */
+const refusedArguments = new WeakMap<object, RefusedArguments>();
+
 class FsToolsServer extends Server {
   /**
    * The SDK's `connect`, then one shortcut in the message hook it installs on the transport (issue #19). That hook
@@ -75,6 +79,19 @@ class FsToolsServer extends Server {
   ): (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result> {
     if (method !== 'tools/call') return super._wrapHandler(method, handler);
     return (request, ctx) => {
+      // Arguments past the bounds of src/server/validate-arguments.ts are refused before the SDK's validation walks
+      // them (its zod record parse cost seconds for 700,000 keys): the call goes on with empty arguments and the
+      // handler answers the refusal as the VALIDATION envelope validateArguments would give (docs/security.md
+      // "Bounded work").
+      const params = (request as { params?: { name?: unknown; arguments?: unknown } }).params;
+      const refused = argumentShapeError(
+        typeof params?.name === 'string' ? params.name : 'the tool',
+        params?.arguments,
+      );
+      if (refused) {
+        refusedArguments.set(ctx, new RefusedArguments(refused));
+        request = { ...request, params: { ...params, arguments: {} } };
+      }
       // What the dropped wrapper checked that clients see: a requestState that is not a string is refused as the SDK
       // refuses it (fs-tools mints none, so a string one is ignored, as the SDK ignores one it cannot verify).
       const requestState: unknown = ctx.mcpReq.requestState();
@@ -120,7 +137,7 @@ export function createServer(state: ProcessState): Server {
     const { name, arguments: args } = request.params;
     let outcome;
     try {
-      outcome = await callTool(state, name, args, ctx.mcpReq.signal);
+      outcome = await callTool(state, name, refusedArguments.get(ctx) ?? args, ctx.mcpReq.signal);
     } catch (error) {
       if (error instanceof UnknownToolError) {
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);

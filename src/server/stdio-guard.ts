@@ -49,6 +49,46 @@ export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
 /** How much of an over-long line's start and end is kept to find its id. */
 const ID_WINDOW_BYTES = 64 * 1024;
 
+/**
+ * Most object members (`"key": value` pairs, at every depth together) one message may hold; a line with more is
+ * answered -32600 unparsed. Ten times the arguments' own bound (src/server/validate-arguments.ts MAX_ARGUMENT_KEYS),
+ * so a call between the two still gets its VALIDATION envelope (docs/security.md "Bounded work").
+ */
+export const MAX_MESSAGE_MEMBERS = 100_000;
+
+/**
+ * True when the JSON text `text` holds more than `limit` object members (colons outside strings), counted without
+ * parsing and stopping at the first one past the limit. String bodies are skipped with native `indexOf` hops (an
+ * escaped quote is one preceded by an odd run of backslashes), so the cost is one pass over the structure outside
+ * strings plus one hop per quote — never more than the line's length. Text that is not JSON is counted the same way
+ * (JSON.parse then refuses it).
+ */
+export function moreMembersThan(text: string, limit: number): boolean {
+  let members = 0;
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const quote = text.indexOf('"', i);
+    const end = quote === -1 ? n : quote;
+    for (let k = i; k < end; k++) if (text.charCodeAt(k) === 0x3a && ++members > limit) return true;
+    if (quote === -1) return false;
+    // Skip the string that starts at `quote`.
+    let from = quote + 1;
+    for (;;) {
+      const close = text.indexOf('"', from);
+      if (close === -1) return false; // unterminated: not JSON
+      let backslashes = 0;
+      while (close - 1 - backslashes > quote && text.charCodeAt(close - 1 - backslashes) === 0x5c) backslashes++;
+      if (backslashes % 2 === 0) {
+        i = close + 1;
+        break;
+      }
+      from = close + 1;
+    }
+  }
+  return false;
+}
+
 /** Where the guard's results go. */
 export interface LineGuardSinks {
   /** One valid JSON-RPC message (parsed and checked by the SDK's `parseJSONRPCMessage`). */
@@ -112,6 +152,18 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
       return;
     }
     if (text.endsWith('\r')) text = text.slice(0, -1);
+    // Parsing cost grows with the number of object members (a 700,000-key object took seconds in JSON.parse alone):
+    // a line past MAX_MESSAGE_MEMBERS is never parsed, like an over-long one (docs/security.md "Bounded work").
+    if (moreMembersThan(text, MAX_MESSAGE_MEMBERS)) {
+      sinks.reply(
+        errorResponse(
+          idOfLongLine(line.subarray(0, ID_WINDOW_BYTES), line.subarray(Math.max(0, line.length - ID_WINDOW_BYTES))),
+          INVALID_REQUEST,
+          `Invalid Request: the message holds more than ${MAX_MESSAGE_MEMBERS} object members; it was dropped`,
+        ),
+      );
+      return;
+    }
     let value: unknown;
     try {
       value = JSON.parse(text);

@@ -37,16 +37,101 @@ function withoutClientControls(tool: AnyTool, args: Record<string, unknown>): Re
  * @throws ToolError VALIDATION
  */
 export function validateArguments(tool: AnyTool, raw: unknown): unknown {
+  if (raw instanceof RefusedArguments) throw raw.error;
   const args = raw === undefined || raw === null ? {} : raw;
   if (typeof args !== 'object' || Array.isArray(args)) {
     throw new ToolError('VALIDATION', `Arguments of ${tool.name} must be a JSON object, got ${typeOf(args)}.`, {
       details: { reason: 'wrong_type', field: null, expected: 'object', received: typeOf(args) },
     });
   }
+  const shape = argumentShapeError(tool.name, args);
+  if (shape) throw shape;
   const own = withoutClientControls(tool, args as Record<string, unknown>);
   const parsed = (tool.input as z.ZodObject).safeParse(own);
   if (parsed.success) return parsed.data;
   throw toValidationError(tool, own, parsed.error);
+}
+
+/**
+ * How deep an argument value may nest (objects and arrays; the arguments object is level 1). The deepest schema of any
+ * tool is a few levels (edits[].old_text, expected_hashes{}); docs/security.md "Bounded work".
+ */
+export const MAX_ARGUMENT_DEPTH = 64;
+/** Most object keys in one call's arguments, at every depth together (docs/security.md "Bounded work"). */
+export const MAX_ARGUMENT_KEYS = 10_000;
+/** Unknown parameters given a closest valid name (each costs an edit-distance search); the rest get none. */
+const MAX_NAMED_UNKNOWN = 20;
+
+/**
+ * Refuses arguments nested deeper than MAX_ARGUMENT_DEPTH or holding more than MAX_ARGUMENT_KEYS object keys, before
+ * anything recursive (schema parsing, cloning, the closest-name search) touches them: one iterative pass with an
+ * explicit stack that stops at the first excess, so its cost is bounded by the line the value came from (at most the
+ * stdio guard's line limit) and nothing can overflow the call stack (docs/security.md "Bounded work").
+ * @throws ToolError VALIDATION reason too_deep (details.limit, details.field: the path to the first too-deep value,
+ *   cut to 10 segments) or too_many_keys (details.limit)
+ */
+export function argumentShapeError(toolName: string, args: unknown): ToolError | null {
+  if (args === null || typeof args !== 'object') return null;
+  try {
+    assertBoundedShape(toolName, args);
+    return null;
+  } catch (error) {
+    if (error instanceof ToolError) return error;
+    throw error;
+  }
+}
+
+/**
+ * Arguments refused by `argumentShapeError` before the protocol layer looked at them (src/server/create-server.ts
+ * replaces such a call's arguments with this): `validateArguments` throws the error it carries, at the step where it
+ * would have found it itself (after tool lookup).
+ */
+export class RefusedArguments {
+  constructor(readonly error: ToolError) {}
+}
+
+function assertBoundedShape(toolName: string, args: object): void {
+  // Each pending value with its depth and the top-level parameter it sits under (named in a too_deep envelope).
+  const stack: Array<{ value: object; depth: number; field: string }> = [];
+  let keys = 0;
+  const visit = (value: object, depth: number, field: string | null): void => {
+    if (Array.isArray(value)) {
+      for (const child of value as unknown[]) push(child, depth, field ?? '');
+      return;
+    }
+    const names = Object.keys(value);
+    keys += names.length;
+    if (keys > MAX_ARGUMENT_KEYS) {
+      throw new ToolError(
+        'VALIDATION',
+        `Arguments of ${toolName} hold more than ${MAX_ARGUMENT_KEYS} object keys; nothing was done.`,
+        {
+          details: { reason: 'too_many_keys', field: null, limit: MAX_ARGUMENT_KEYS },
+          suggestion: `Send only the parameters ${toolName} declares (see its input schema).`,
+        },
+      );
+    }
+    for (const name of names) push((value as Record<string, unknown>)[name], depth, field ?? name);
+  };
+  const push = (child: unknown, depth: number, field: string): void => {
+    if (child === null || typeof child !== 'object') return;
+    if (depth + 1 > MAX_ARGUMENT_DEPTH) {
+      throw new ToolError(
+        'VALIDATION',
+        `Parameter '${field.slice(0, 64)}' of ${toolName} nests deeper than ${MAX_ARGUMENT_DEPTH} levels; nothing was done.`,
+        {
+          details: { reason: 'too_deep', field: field.slice(0, 64), limit: MAX_ARGUMENT_DEPTH },
+          suggestion: `Pass '${field.slice(0, 64)}' as ${toolName}'s input schema declares it.`,
+        },
+      );
+    }
+    stack.push({ value: child, depth: depth + 1, field });
+  };
+  visit(args, 1, null);
+  while (stack.length > 0) {
+    const { value, depth, field } = stack.pop()!;
+    visit(value, depth, field);
+  }
 }
 
 function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: z.ZodError): ToolError {
@@ -54,12 +139,13 @@ function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: 
   // An unknown key explains a "missing" one (file_path sent for path): unknown keys are reported first, all of them.
   if (unknown.length > 0) {
     const first = unknown[0];
+    const listed = unknown.slice(0, MAX_NAMED_UNKNOWN);
     const more =
       unknown.length > 1
-        ? ` (and ${unknown.length - 1} more unknown: ${unknown
+        ? ` (and ${unknown.length - 1} more unknown: ${listed
             .slice(1)
             .map((u) => `'${u.field}'`)
-            .join(', ')})`
+            .join(', ')}${unknown.length > listed.length ? ', …' : ''})`
         : '';
     const renames = unknown.filter((u) => u.closest !== null).map((u) => `'${u.field}' to '${u.closest}'`);
     return new ToolError(
@@ -71,12 +157,13 @@ function toValidationError(tool: AnyTool, args: Record<string, unknown>, error: 
           field: first.field,
           closest: first.closest,
           valid: first.valid,
-          ...(unknown.length > 1 ? { unknown: unknown.map(({ field, closest }) => ({ field, closest })) } : {}),
+          ...(unknown.length > 1 ? { unknown: listed.map(({ field, closest }) => ({ field, closest })) } : {}),
+          ...(unknown.length > listed.length ? { unknown_count: unknown.length } : {}),
         },
         suggestion:
           renames.length > 0
             ? `Rename ${renames.join(', ')}${unknown.length > renames.length ? '; remove the other unknown parameters' : ''}.`
-            : `Remove ${unknown.map((u) => `'${u.field}'`).join(', ')}; valid parameters here: ${first.valid.join(', ')}.`,
+            : `Remove ${listed.map((u) => `'${u.field}'`).join(', ')}${unknown.length > listed.length ? ' and the other unknown parameters' : ''}; valid parameters here: ${first.valid.join(', ')}.`,
       },
     );
   }
@@ -130,7 +217,8 @@ function unknownParameters(tool: AnyTool, args: Record<string, unknown>, error: 
     const claimed = new Set<string>();
     for (const key of issue.keys) {
       const prefix = issue.path.length ? `${issue.path.map(String).join('.')}.` : '';
-      let closest = closestName(key, valid);
+      // Bounded: a closest name only for the first MAX_NAMED_UNKNOWN unknown keys of the call.
+      let closest = found.length < MAX_NAMED_UNKNOWN ? closestName(key, valid) : null;
       if (closest !== null && (Object.hasOwn(present ?? {}, closest) || claimed.has(closest))) closest = null;
       if (closest !== null) claimed.add(closest);
       found.push({ field: `${prefix}${key}`, closest, valid, at: [...issue.path], key });

@@ -21,7 +21,7 @@ import { temporaryPrefix } from '../fs/atomic-write.js';
 import { dropOwnFile, noteOwnFile, removeOwnTree } from '../fs/own-files.js';
 import { createContentHasher } from '../fs/hash.js';
 import { isDirectory } from '../fs/read-current.js';
-import { inspectTree, type SnapshotEntry } from '../fs/tree-ops.js';
+import { inspectTree, loopSlicer, type SnapshotEntry } from '../fs/tree-ops.js';
 import {
   changedError,
   identityOf,
@@ -42,6 +42,12 @@ import { heavyClasses } from './heavy-calls.js';
 
 /** Most entries one tree copy holds (files, links and directories beneath the source). */
 export const MAX_COPY_ENTRIES = 10_000;
+/**
+ * Most levels of a tree copy below its top (docs/security.md "Bounded work"): past it VALIDATION too_deep, before
+ * anything is written. Deeper paths outgrow what a path can name (PATH_MAX, 4096 bytes, at about 2,000 levels of
+ * one-letter names) and the copy's per-entry paths grow with the depth.
+ */
+export const MAX_COPY_DEPTH = 1024;
 /** Most bytes of file content one copy writes (a single file or the sum over a tree). */
 export const MAX_COPY_BYTES = 256 * 1024 * 1024;
 
@@ -223,6 +229,7 @@ export const copyPath = defineTool({
             },
             MAX_COPY_ENTRIES,
             ctx.signal,
+            MAX_COPY_DEPTH,
           ).catch((error: unknown) => {
             if (error instanceof ToolError && error.details.reason === 'too_many_entries') {
               throw tooLarge(
@@ -455,14 +462,25 @@ async function copyTree(
   noteOwnFile(dstParent.pathOf(tmpName), 'tree');
   dstParent.mkdir(tmpName, 0o700);
   const tmpTop = dstParent.openDir(tmpName);
-  // Directories as they are walked: [source, copy] per level; modes are set last, deepest first, so a read-only
-  // directory can still be filled.
-  const stack: Array<[VerifiedDir, VerifiedDir]> = [];
-  const modes: Array<{ relative: string; mode: number }> = [];
+  // Directories as they are walked: [source, copy, mode] per level. A directory's mode is set as the walk leaves it
+  // (its copy is complete then, and its parent is still being filled at 0700), through its own descriptor: each
+  // directory once, so the copy stays linear in entries and depth (re-opening every directory from the top to set its
+  // mode made a 1,000-level copy hold the server for half a minute).
+  const stack: Array<[VerifiedDir, VerifiedDir, number]> = [];
+  const leave = (): void => {
+    const [a, b, mode] = stack.pop()!;
+    a.close();
+    try {
+      b.chmodSelf(mode);
+    } finally {
+      b.close();
+    }
+  };
+  const slice = loopSlicer();
   let placed = false;
   try {
     const srcTop = srcParent.openDir(srcName);
-    stack.push([srcTop, tmpTop]);
+    stack.push([srcTop, tmpTop, srcStats.mode & 0o7777]);
     if (!sameNode(srcTop.identity, srcStats)) throw changedError(srcTop.path);
     for (const e of plan) {
       // A cancelled call (the client's cancellation, or the shutdown grace ran out) stops here; the temporary tree
@@ -472,11 +490,9 @@ async function copyTree(
           details: { reason: 'cancelled' },
         });
       await copyFault?.(e.relative);
-      while (stack.length > e.depth) {
-        const [a, b] = stack.pop()!;
-        a.close();
-        b.close();
-      }
+      const due = slice();
+      if (due) await due;
+      while (stack.length > e.depth) leave();
       const [from, to] = stack[stack.length - 1];
       const now = from.lstat(e.name);
       if (!now || !sameNode(now, e.stats) || kindOf(now) !== kindOf(e.stats)) throw changedError(from.pathOf(e.name));
@@ -484,9 +500,8 @@ async function copyTree(
         to.mkdir(e.name, 0o700);
         const a = from.openDir(e.name);
         const b = to.openDir(e.name);
-        stack.push([a, b]);
+        stack.push([a, b, now.mode & 0o7777]);
         if (!sameNode(a.identity, e.stats)) throw changedError(a.path);
-        modes.push({ relative: e.relative, mode: now.mode & 0o7777 });
         copied.push({ relative: e.relative, state: { kind: 'directory', mode: now.mode & 0o777 } });
       } else if (now.isSymbolicLink()) {
         const target = from.readlink(e.name);
@@ -498,26 +513,7 @@ async function copyTree(
         copied.push({ relative: e.relative, state: { kind: 'file', hash, bytes: null, mode: now.mode & 0o777 } });
       }
     }
-    while (stack.length > 1) {
-      const [a, b] = stack.pop()!;
-      a.close();
-      b.close();
-    }
-    for (const { relative, mode } of modes.reverse()) {
-      const parts = relative.split('/');
-      const name = parts.pop()!;
-      let dir = tmpTop;
-      const opened: VerifiedDir[] = [];
-      try {
-        for (const p of parts) {
-          dir = dir.openDir(p);
-          opened.push(dir);
-        }
-        dir.chmod(name, mode);
-      } finally {
-        for (const d of opened) d.close();
-      }
-    }
+    while (stack.length > 1) leave();
     dstParent.chmod(tmpName, srcStats.mode & 0o7777);
     dstParent.assertInside();
     // There is no rename-without-replace in Node, and rename(2) silently replaces an empty directory: the destination
@@ -554,7 +550,7 @@ async function copyTree(
     await dstParent.sync();
   } finally {
     for (const [a, b] of stack) {
-      if (a !== undefined) a.close();
+      a.close();
       if (b !== tmpTop) b.close();
     }
     tmpTop.close();
@@ -612,11 +608,13 @@ async function copyFileIn(
   to: VerifiedDir,
   toName: string,
 ): Promise<string> {
+  // Non-blocking (openFile adds O_NONBLOCK): a FIFO renamed over the source after the hash cannot hang the call while
+  // it holds its locks; fstat then refuses anything but the regular file inspected.
   const input = await from.openFile(name, { flags: constants.O_RDONLY });
   const hasher = createContentHasher();
   try {
     const st = await input.stat();
-    if (!sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs)
+    if (!st.isFile() || !sameNode(st, expected) || st.size !== expected.size || st.mtimeMs !== expected.mtimeMs)
       throw changedError(from.pathOf(name));
     const mode = st.mode & 0o7777;
     const output = await to.openFile(toName, {

@@ -9,7 +9,7 @@ import { ToolError } from '../errors/tool-error.js';
 import { applyEdits } from '../patch/apply-edits.js';
 import { toEolText } from '../patch/eol-text.js';
 import { assertNotRewrite } from '../patch/rewrite-guard.js';
-import { unifiedDiff } from '../patch/window-diff.js';
+import { boundedUnifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { PatchFailedError } from '../errors/tool-error.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
@@ -20,6 +20,9 @@ import { heavyClasses } from './heavy-calls.js';
 
 /** Most characters of unified diff returned in a result. */
 const MAX_DIFF_CHARS = 64 * 1024;
+/** Default and largest max_replacements (docs/security.md "Bounded work"). */
+export const DEFAULT_EDIT_REPLACEMENTS = 10_000;
+export const MAX_EDIT_REPLACEMENTS = 100_000;
 
 export const EditFileInput = z.strictObject({
   path: PathArg,
@@ -37,6 +40,13 @@ export const EditFileInput = z.strictObject({
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
   allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
+  max_replacements: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_EDIT_REPLACEMENTS)
+    .optional()
+    .describe('Default 10000, most 100000'),
   dry_run: DryRun,
 });
 
@@ -109,7 +119,7 @@ export const editFile = defineTool({
         const before = bytes.toString('utf8');
         let result;
         try {
-          result = applyEdits(before, args.edits, target.absolute);
+          result = applyEdits(before, args.edits, target.absolute, args.max_replacements ?? DEFAULT_EDIT_REPLACEMENTS);
         } catch (error) {
           if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
           throw error;
@@ -119,10 +129,17 @@ export const editFile = defineTool({
       },
     );
     const { before, after, edits } = r.detail;
-    // Same text as the diff package's createTwoFilesPatch, without re-diffing the unchanged lines before the edit.
-    let diff = unifiedDiff(`a/${target.relative}`, `b/${target.relative}`, before, after, 3);
-    diff = diff.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
-    const diffTruncated = diff.length > MAX_DIFF_CHARS;
+    // In bounded time, and cut while it is produced (src/patch/window-diff.ts).
+    const bounded = boundedUnifiedDiff(
+      `a/${target.relative}`,
+      `b/${target.relative}`,
+      before,
+      after,
+      3,
+      MAX_DIFF_CHARS,
+    );
+    let diff = bounded.text.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
+    const diffTruncated = bounded.truncated || diff.length > MAX_DIFF_CHARS;
     if (diffTruncated) diff = diff.slice(0, MAX_DIFF_CHARS);
     const replacements = edits.reduce((n, e) => n + e.replacements, 0);
     const structured = {

@@ -13,14 +13,14 @@ import { z } from 'zod';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import { identityOf } from '../fs/atomic-write.js';
 import { patternBudget } from '../fs/glob/glob.js';
-import { hashBytes } from '../fs/hash.js';
+import { hashBytes, readAtMost } from '../fs/hash.js';
 import { historyFileOf } from '../fs/history.js';
 import { createLineMatcher, type LineMatcher } from '../fs/line-matcher.js';
 import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
 import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
-import { unifiedDiff } from '../patch/window-diff.js';
+import { boundedUnifiedDiff } from '../patch/window-diff.js';
 import {
   authorizeRead,
   authorizeWrite,
@@ -137,7 +137,7 @@ async function readText(
     const { handle, stats } = await openForRead(entry.absolute, isInside);
     try {
       if (stats.size > ctx.config.limits.maxSearchFileBytes) return 'too_large';
-      bytes = await handle.readFile();
+      bytes = await readAtMost(handle, ctx.config.limits.maxSearchFileBytes, stats.size); // never to EOF
     } finally {
       await handle.close();
     }
@@ -149,10 +149,14 @@ async function readText(
   return { text: bytes.toString('utf8'), hash: hashBytes(bytes), bytes };
 }
 
-function diffOf(relative: string, before: string, after: string): string {
-  return unifiedDiff(`a/${relative}`, `b/${relative}`, before, after, 3)
-    .replace(/^Index:.*\n/, '')
-    .replace(/^=+\n/, '');
+/** Most characters of one file's preview diff; a longer one is left out (diffs_truncated), never cut. */
+const MAX_FILE_DIFF_CHARS = 1024 * 1024;
+
+/** The preview diff of one file, in bounded time (src/patch/window-diff.ts), or null when it is too long to show. */
+function diffOf(relative: string, before: string, after: string): string | null {
+  const d = boundedUnifiedDiff(`a/${relative}`, `b/${relative}`, before, after, 3, MAX_FILE_DIFF_CHARS);
+  if (d.truncated) return null;
+  return d.text.replace(/^Index:.*\n/, '').replace(/^=+\n/, '');
 }
 
 export const replaceInFiles = defineTool({
@@ -459,9 +463,9 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
           content_hash: newHash,
         };
         if (args.dry_run) {
-          const diff = diffOf(c.relative, bytes.toString('utf8'), newText);
+          const diff = diffsTruncated ? null : diffOf(c.relative, bytes.toString('utf8'), newText);
           // The diff goes in both the structured result and the text.
-          if (budget.take(2 * jsonStringBytes(diff) + 256)) result.diff = diff;
+          if (diff !== null && budget.take(2 * jsonStringBytes(diff) + 256)) result.diff = diff;
           else diffsTruncated = true;
         }
         results.push(result);

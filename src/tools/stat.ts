@@ -53,9 +53,17 @@ export const stat = defineTool({
     const secret = !ctx.policy.allowSecrets && (isSecretPath(target.absolute) || isSecretPath(target.real));
     let contentHash: string | null = null;
     if (args.hash && target.stats.isFile() && !secret) {
-      const { handle } = await openForRead(target.real, (p) => findContainingRoot(ctx.policy.roots, p) !== undefined);
+      const { handle, stats } = await openForRead(
+        target.real,
+        (p) => findContainingRoot(ctx.policy.roots, p) !== undefined,
+      );
       try {
-        contentHash = await hashFileHandle(handle);
+        // Never past max(size, --max-edit-bytes): a procfs file reports 0 and may never end.
+        contentHash = await hashFileHandle(handle, {
+          reportedSize: stats.size,
+          maxBytes: ctx.config.limits.maxEditBytes,
+          path: target.real,
+        });
       } finally {
         await handle.close();
       }

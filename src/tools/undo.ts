@@ -19,7 +19,7 @@ import type { CurrentFile } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
 import { changedError, withVerifiedDir, type VerifiedDir } from '../fs/verified-dir.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
-import { unifiedDiff } from '../patch/window-diff.js';
+import { boundedUnifiedDiff } from '../patch/window-diff.js';
 import { authorizeWrite, classifyEntry, type AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot, isWithin, toPosixRelative } from '../policy/containment.js';
 import { linkTargetInside } from '../policy/link-target.js';
@@ -260,13 +260,15 @@ function depthOf(p: string): number {
 
 function textDiff(path: string, before: Buffer | null, after: Buffer | null): string {
   if ((before && !isUtf8(before)) || (after && !isUtf8(after))) return `Binary file ${path} differs\n`;
-  const diff = unifiedDiff(
+  // In bounded time, cut while produced (src/patch/window-diff.ts).
+  const diff = boundedUnifiedDiff(
     before ? `a${path}` : '/dev/null',
     after ? `b${path}` : '/dev/null',
     before?.toString('utf8') ?? '',
     after?.toString('utf8') ?? '',
     3,
-  );
+    1024 * 1024,
+  ).text;
   return diff.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
 }
 

@@ -12,7 +12,7 @@
 import { applyPatch, createTwoFilesPatch } from 'diff';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { unifiedDiff } from '../../src/patch/window-diff.js';
+import { boundedUnifiedDiff, unifiedDiff } from '../../src/patch/window-diff.js';
 
 const full = (a: string, b: string, context: number) =>
   createTwoFilesPatch('a/f', 'b/f', a, b, undefined, undefined, { context });
@@ -80,5 +80,45 @@ describe('unifiedDiff', () => {
     expect(unifiedDiff('a/f', 'b/f', before, before, 3)).toBe(full(before, before, 3));
     expect(unifiedDiff('a/f', 'b/f', '', before, 3)).toBe(full('', before, 3));
     expect(unifiedDiff('a/f', 'b/f', before, '', 3)).toBe(full(before, '', 3));
+  });
+});
+
+describe('boundedUnifiedDiff (docs/security.md "Bounded work")', () => {
+  it('the anchored diff (past the exact diff’s work bound) applies exactly (property)', () => {
+    fc.assert(
+      fc.property(pair, fc.integer({ min: 0, max: 4 }), ([a, b], context) => {
+        for (const [x, y] of [
+          [a, b],
+          [b, a],
+        ]) {
+          const d = boundedUnifiedDiff('a/f', 'b/f', x, y, context, Infinity, 0);
+          if (applyPatch(x, full(x, y, context)) === y) expect(applyPatch(x, d.text)).toBe(y);
+          expect(d.truncated).toBe(false);
+        }
+      }),
+      { numRuns: 5_000 },
+    );
+  });
+
+  it('10,000 changed lines of a 50,000-line file: linear (anchored), exact, and cut while produced', () => {
+    const ls = Array.from({ length: 50_000 }, (_, i) => (i % 5 === 0 ? `line ${i} target word` : `line ${i} plain`));
+    const before = `${ls.join('\n')}\n`;
+    const after = before.replaceAll('target', 'TARGET');
+    const started = performance.now();
+    const whole = boundedUnifiedDiff('a/f', 'b/f', before, after, 3, Infinity);
+    expect(performance.now() - started).toBeLessThan(5000); // was 30-50 s (a generous bound: no timing assertion intended)
+    expect(whole.minimal).toBe(false);
+    expect(applyPatch(before, whole.text)).toBe(after);
+    expect(counts(whole.text)).toEqual([10_000, 10_000]);
+    const cut = boundedUnifiedDiff('a/f', 'b/f', before, after, 3, 64 * 1024);
+    expect(cut.truncated).toBe(true);
+    expect(cut.text.length).toBeLessThan(64 * 1024 + 1024);
+    expect(whole.text.startsWith(cut.text.slice(0, cut.text.lastIndexOf('\n@@ ')))).toBe(true);
+  });
+
+  it('a small change keeps the exact diff', () => {
+    const before = 'a\nb\nc\n';
+    const d = boundedUnifiedDiff('a/f', 'b/f', before, 'a\nB\nc\n', 3, Infinity);
+    expect(d).toEqual({ text: full(before, 'a\nB\nc\n', 3), truncated: false, minimal: true });
   });
 });

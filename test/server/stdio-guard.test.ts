@@ -6,7 +6,13 @@
  */
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { checkedByGuard, createLineGuard, MAX_LINE_BYTES } from '../../src/server/stdio-guard.js';
+import {
+  checkedByGuard,
+  createLineGuard,
+  MAX_LINE_BYTES,
+  MAX_MESSAGE_MEMBERS,
+  moreMembersThan,
+} from '../../src/server/stdio-guard.js';
 
 /** Feeds the chunks, then end of input; `out` is the messages handed on, one JSON line each. */
 function feed(chunks: Array<string | Buffer>): { out: Buffer; messages: JSONRPCMessage[]; replies: JSONRPCMessage[] } {
@@ -142,5 +148,30 @@ describe('guardStdin', () => {
     const line = JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'x', arguments: {} } });
     const { messages } = feed([`${line}\n`]);
     expect(messages).toEqual([JSON.parse(line)]);
+  });
+});
+
+describe('members counted before parsing (docs/security.md "Bounded work")', () => {
+  const members = (n: number, id: unknown) =>
+    `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read_file","arguments":{${Array.from(
+      { length: n },
+      (_, i) => `"k${i}":1`,
+    ).join(',')}}},"id":${JSON.stringify(id)}}`;
+
+  it('a line past MAX_MESSAGE_MEMBERS is answered -32600 with its id, unparsed; one at the bound is handed on', () => {
+    const over = feed([`${members(MAX_MESSAGE_MEMBERS, 'many')}\n`]);
+    expect(over.messages).toHaveLength(0);
+    expect(over.replies.map((r) => [codeOf(r), idOf(r)])).toEqual([[-32600, 'many']]);
+    const at = feed([`${members(MAX_MESSAGE_MEMBERS - 6, 7)}\n`]); // 6 members besides the arguments'
+    expect(at.replies).toHaveLength(0);
+    expect(at.messages).toHaveLength(1);
+  });
+
+  it('colons inside strings (escaped quotes and backslashes included) are content, not members', () => {
+    const text = JSON.stringify({ a: ':'.repeat(1000) + '\\":\\\\":' + '"'.repeat(50), b: { c: '\\' } });
+    expect(moreMembersThan(text, 3)).toBe(false); // a, b, c
+    expect(moreMembersThan(text, 2)).toBe(true);
+    expect(moreMembersThan('{"a":"unterminated', 0)).toBe(true);
+    expect(moreMembersThan('"a:b:c"', 0)).toBe(false);
   });
 });

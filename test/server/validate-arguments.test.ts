@@ -6,7 +6,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { toEnvelope } from '../../src/errors/to-envelope.js';
-import { closestName, validateArguments } from '../../src/server/validate-arguments.js';
+import {
+  argumentShapeError,
+  closestName,
+  MAX_ARGUMENT_DEPTH,
+  MAX_ARGUMENT_KEYS,
+  RefusedArguments,
+  validateArguments,
+} from '../../src/server/validate-arguments.js';
 import { TOOLS } from '../../src/tools/registry.js';
 
 const tool = (name: string) => TOOLS.find((t) => t.name === name)!;
@@ -123,5 +130,47 @@ describe('never a suggestion that leads to another VALIDATION', () => {
   it('an alias that is not valid at that depth falls back to edit distance or nothing', () => {
     expect(closestName('old_string', ['path', 'content'])).toBeNull();
     expect(closestName('pathh', ['path', 'content'])).toBe('path');
+  });
+});
+
+describe('bounded shape before anything recursive (docs/security.md "Bounded work")', () => {
+  /** `{"a":{"a":…}}` nested `n` levels, built iteratively (JSON.stringify of it would itself recurse). */
+  const nested = (n: number): unknown => {
+    let v: unknown = 1;
+    for (let i = 0; i < n; i++) v = i % 2 ? { a: v } : [v];
+    return v;
+  };
+
+  it('a value nested 50,000 levels is VALIDATION too_deep naming the parameter, not a stack overflow', () => {
+    const e = envelopeOf('read_file', { path: 'a.txt', x: nested(50_000) });
+    expect(e.code).toBe('VALIDATION');
+    expect(e.details).toEqual({ reason: 'too_deep', field: 'x', limit: MAX_ARGUMENT_DEPTH });
+    // The limit itself passes the shape check (and then fails as an unknown parameter, with a closest-name search).
+    expect(envelopeOf('read_file', { path: 'a.txt', x: nested(MAX_ARGUMENT_DEPTH - 1) }).details.reason).toBe(
+      'unknown_parameter',
+    );
+    expect(envelopeOf('read_file', { path: 'a.txt', x: nested(MAX_ARGUMENT_DEPTH) }).details.reason).toBe('too_deep');
+  });
+
+  it('more than MAX_ARGUMENT_KEYS keys is VALIDATION too_many_keys; at the bound, closest names only for the first 20', () => {
+    const many = (n: number) =>
+      Object.fromEntries([['path', 'a.txt'], ...Array.from({ length: n }, (_, i) => [`fil${i}`, 1])]);
+    expect(envelopeOf('read_file', many(MAX_ARGUMENT_KEYS)).details).toEqual({
+      reason: 'too_many_keys',
+      field: null,
+      limit: MAX_ARGUMENT_KEYS,
+    });
+    const e = envelopeOf('read_file', many(MAX_ARGUMENT_KEYS - 1));
+    expect(e.details.reason).toBe('unknown_parameter');
+    expect(e.details.unknown).toHaveLength(20);
+    expect(e.details.unknown_count).toBe(MAX_ARGUMENT_KEYS - 1);
+    expect(e.message.length).toBeLessThan(2000);
+  });
+
+  it('argumentShapeError names the same refusal for the protocol layer, and RefusedArguments carries it through', () => {
+    const refused = argumentShapeError('read_file', { path: 'a.txt', x: nested(100) });
+    expect(refused?.details.reason).toBe('too_deep');
+    expect(argumentShapeError('read_file', { path: 'a.txt' })).toBeNull();
+    expect(() => validateArguments(tool('read_file'), new RefusedArguments(refused!))).toThrow(refused!);
   });
 });
