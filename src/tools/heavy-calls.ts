@@ -3,7 +3,8 @@
  * heavy call is one that starts a child process or walks a tree. Each call names the classes of work it does
  * (`HeavyClass`), takes one slot of every one of them at once before it starts, and holds them until it ends:
  *
- * - `walk`: listing, searching and reading many files, tree operations (copy, move, recursive delete, replace in files);
+ * - `walk`: listing, searching and reading many files, tree operations (copy, move, recursive delete, replace in files,
+ *   revert_changes);
  * - `git`: a git view and the git processes run in it (git_status, git_diff, a mutation given expected_status_hash);
  * - `forge`: an issue call (gh, glab or an HTTPS request to GitLab, and the git view that finds its repository from a
  *   work tree's remotes).

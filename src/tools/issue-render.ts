@@ -29,15 +29,14 @@ export const UNTRUSTED_END = '<<<END UNTRUSTED ISSUE CONTENT>>>';
  *
  * After this the text between the markers has no invisible character, no run of three angle brackets of any look,
  * and no marker words, so neither marker (nor a look-alike of one) can occur inside it. The rendering is for
- * reading: structured results keep the exact text. Long text is handled in slices of whole lines (SLICE_CHARS), so
- * a large issue page does not hold the event loop.
+ * reading: structured results keep the exact text. Long text is handled in slices (SLICE_CHARS; a longer line is cut
+ * with a line break), so a large issue page or one long line does not hold the event loop.
  */
 export async function wrapUntrusted(text: string): Promise<string> {
   const parts: string[] = [];
   for (let from = 0; from < text.length;) {
-    const cut = from + SLICE_CHARS >= text.length ? -1 : text.indexOf('\n', from + SLICE_CHARS);
-    const to = cut === -1 ? text.length : cut + 1;
-    parts.push(defang(text.slice(from, to)));
+    const [to, cutLine] = sliceEnd(text, from);
+    parts.push(defang(text.slice(from, to)) + (cutLine ? '\n' : ''));
     from = to;
     if (from < text.length) await new Promise((resolve) => setImmediate(resolve));
   }
@@ -45,10 +44,29 @@ export async function wrapUntrusted(text: string): Promise<string> {
 }
 
 /**
- * Text is defanged in slices of whole lines of about this many UTF-16 units, yielding to the event loop between
- * them (nothing the defang looks for spans a line break). A single longer line is one slice.
+ * Text is defanged in slices of at most this many UTF-16 units, yielding to the event loop between them. A slice
+ * ends after a line break; a line longer than a slice is cut (after its last space or tab in the slice's final 1 KiB,
+ * else anywhere but inside a surrogate pair) and the rendering gets a line break at the cut, so nothing the defang
+ * looks for (it never spans a line break) can form across it.
  */
 const SLICE_CHARS = 64 * 1024;
+
+/**
+ * Where the slice of `text` starting at `from` ends (an offset in UTF-16 units), and whether it cuts a line (the
+ * rendering then adds a line break after it).
+ */
+function sliceEnd(text: string, from: number): [number, boolean] {
+  const limit = from + SLICE_CHARS;
+  if (limit >= text.length) return [text.length, false];
+  const nl = text.lastIndexOf('\n', limit - 1);
+  if (nl >= from) return [nl + 1, false];
+  for (let at = limit; at > limit - 1024; at--) {
+    const unit = text.charCodeAt(at - 1);
+    if (unit === 0x20 || unit === 0x09) return [at, true];
+  }
+  const high = text.charCodeAt(limit - 1);
+  return [high >= 0xd800 && high <= 0xdbff ? limit - 1 : limit, true];
+}
 
 /** Steps 1–5 of wrapUntrusted on whole lines. */
 function defang(lines: string): string {
@@ -86,6 +104,11 @@ const BRACKETS: ReadonlyMap<string, { open: boolean; count: number }> = new Map<
       ['\u02c2\u02c3', 1], // ˂ ˃
       ['\u227a\u227b', 1], // ≺ ≻
       ['\u22d6\u22d7', 1], // ⋖ ⋗
+      ['\u02f1\u02f2', 1], // ˱ ˲ (modifier arrowheads)
+      ['\u16b2\u1433', 1], // ᚲ (Runic kaun; closed by ᐳ, which is listed above too)
+      ['\u22b2\u22b3', 1], // ⊲ ⊳
+      ['\u2aa1\u2aa2', 2], // ⪡ ⪢ (double nested)
+      ['\u2af7\u2af8', 3], // ⫷ ⫸ (triple nested)
       ['\u00ab\u00bb', 2], // « »
       ['\u300a\u300b', 2], // 《 》
       ['\u27ea\u27eb', 2], // ⟪ ⟫
@@ -128,7 +151,10 @@ function breakBracketRuns(text: string): string {
   return out;
 }
 
-/** Cyrillic, Greek and digit look-alikes of the letters of the marker words, in lower case. */
+/**
+ * Cyrillic, Greek, Armenian, Lisu, Cherokee and digit look-alikes of the letters of the marker words, as they are after
+ * lower-casing. A table, not the full Unicode confusables data: see docs/security.md for what it covers.
+ */
 const LOOKALIKE_LETTERS: Readonly<Record<string, string>> = {
   '\u0430': 'a', // Cyrillic а
   '\u0441': 'c', // Cyrillic с
@@ -155,6 +181,29 @@ const LOOKALIKE_LETTERS: Readonly<Record<string, string>> = {
   '7': 't',
   '\u03c5': 'u', // Greek υ
   '\u057d': 'u', // Armenian ս
+  '\u0585': 'o', // Armenian օ
+  // Lisu letters (no case) that read as Latin capitals
+  '\ua4ee': 'a', // ꓮ
+  '\ua4da': 'c', // ꓚ
+  '\ua4d3': 'd', // ꓓ
+  '\ua4f0': 'e', // ꓰ
+  '\ua4f2': 'i', // ꓲ
+  '\ua4e0': 'n', // ꓠ
+  '\ua4f3': 'o', // ꓳ
+  '\ua4e3': 'r', // ꓣ
+  '\ua4e2': 's', // ꓢ
+  '\ua4d4': 't', // ꓔ
+  '\ua4f4': 'u', // ꓴ
+  // Cherokee capitals that read as Latin ones, by their lower case (Cherokee small letters, U+AB70…)
+  '\uab7a': 'a', // Ꭺ
+  '\uabaf': 'c', // Ꮯ
+  '\uab70': 'd', // Ꭰ
+  '\uab7c': 'e', // Ꭼ
+  '\uab75': 'i', // Ꭵ
+  '\uab71': 'r', // Ꭱ
+  '\uaba2': 'r', // Ꮢ
+  '\uabaa': 's', // Ꮪ
+  '\uab72': 't', // Ꭲ
 };
 
 /**

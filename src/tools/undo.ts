@@ -295,6 +295,8 @@ export const revertChanges = defineTool({
   },
   isDryRun: (a) => a.dry_run,
   pathsOf: (a) => Object.keys(a.expected_hashes ?? {}),
+  // It reads and restores every file of the selected changes: a tree operation undone is a tree operation.
+  heavy: () => ['walk'],
   async run(args, ctx) {
     const history = await loadHistory(ctx.config.stateDir, ctx.config.limits.historyMaxBytes);
     const selected = select(args, visible(ctx, history.changes).shown);

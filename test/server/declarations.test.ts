@@ -117,3 +117,18 @@ describe('tool declarations', () => {
     }
   });
 });
+
+describe('heavy-call classes (docs/security.md "One queue for heavy calls, and untrusted text")', () => {
+  it('every tool that walks a tree or reads many files takes a walk slot, whatever its arguments', () => {
+    // revert_changes restores every file of the selected changes (a copied or moved tree, a replace_in_files run):
+    // as much work as the tree operation it undoes.
+    const byName = new Map(TOOLS.map((t) => [t.name, t]));
+    const walkers = ['list_directory', 'search_files', 'read_files', 'replace_in_files', 'copy_path', 'move_path'];
+    for (const name of [...walkers, 'revert_changes']) {
+      const tool = byName.get(name);
+      expect(tool, name).toBeDefined();
+      const classes = (tool!.heavy as ((a: Record<string, unknown>) => readonly string[]) | undefined)?.({}) ?? [];
+      expect(classes, name).toContain('walk');
+    }
+  });
+});
