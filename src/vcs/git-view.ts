@@ -802,8 +802,9 @@ async function checkShallow(bytes: Buffer, file: string, slicer: Slicer): Promis
 
 /**
  * The object stores as git sees them: for each verified store a directory `alt/N` of the private dir holding links to
- * its verified `pack` and fan-out directories and nothing else (no `info/`: git never reads a repository's
- * alternates or commit-graph files, so an alternates file changed after verification cannot reach git). Returns the
+ * its verified fan-out directories and a `pack` directory of links to its verified pack files, nothing else (no
+ * `info/`: git never reads a repository's alternates or commit-graph files, so an alternates file changed after
+ * verification cannot reach git; no `multi-pack-index`, whose pack names may hold `..`). Returns the
  * mirrors' paths for the view's own `objects/info/alternates`, in the stores' order.
  */
 async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
