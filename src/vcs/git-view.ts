@@ -402,6 +402,7 @@ const BASE_CONFIG = [
   '\tattributesFile = /dev/null',
   '\tpager = cat',
   '\tsplitIndex = false',
+  '\tmultiPackIndex = false',
   '\tsshCommand = false',
   '[status]',
   '\tsubmoduleSummary = false',
@@ -475,6 +476,8 @@ const VIEW_FLAGS = [
   'protocol.allow=never',
   '-c',
   'core.untrackedCache=false',
+  '-c',
+  'core.multiPackIndex=false',
   '-c',
   'color.ui=false',
 ];
@@ -799,8 +802,9 @@ async function checkShallow(bytes: Buffer, file: string, slicer: Slicer): Promis
 
 /**
  * The object stores as git sees them: for each verified store a directory `alt/N` of the private dir holding links to
- * its verified `pack` and fan-out directories and nothing else (no `info/`: git never reads a repository's
- * alternates or commit-graph files, so an alternates file changed after verification cannot reach git). Returns the
+ * its verified fan-out directories and a `pack` directory of links to its verified pack files, nothing else (no
+ * `info/`: git never reads a repository's alternates or commit-graph files, so an alternates file changed after
+ * verification cannot reach git; no `multi-pack-index`, whose pack names may hold `..`). Returns the
  * mirrors' paths for the view's own `objects/info/alternates`, in the stores' order.
  */
 async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
@@ -814,7 +818,18 @@ async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: 
     for (const [name, real] of store.subdirs) {
       const wait = slicer.check();
       if (wait) await wait;
-      symlinkSync(real, path.join(mirror, name));
+      if (name !== 'pack') symlinkSync(real, path.join(mirror, name));
+    }
+    // The pack directory is rebuilt, not linked: links to the verified pack files only, so git reads no other file
+    // of it (a multi-pack-index naming an outside pack, a link planted after verification).
+    if (store.subdirs.has('pack')) {
+      const pack = path.join(mirror, 'pack');
+      mkdirSync(pack, { mode: 0o700 });
+      for (const [name, real] of store.packFiles) {
+        const wait = slicer.check();
+        if (wait) await wait;
+        symlinkSync(real, path.join(pack, name));
+      }
     }
     out.push(mirror);
   }
@@ -1063,9 +1078,17 @@ interface ObjectStore {
   dir: string;
   /** Its loose-object fan-out directories (`00`…`ff`) and `pack` that exist: name → verified real path. */
   subdirs: Map<string, string>;
+  /** The pack files of its `pack` directory git may read (`PACK_FILE`): name → verified real path. */
+  packFiles: Map<string, string>;
 }
 
 const FANOUT = /^[0-9a-f]{2}$/;
+/**
+ * The files of a `pack` directory the view passes to git: packs, their indexes and reverse indexes. Nothing else
+ * (a `multi-pack-index` names packs by relative paths git does not check for `..`; bitmaps, `.keep` and `.promisor`
+ * files are not needed to read objects).
+ */
+const PACK_FILE = /^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx|rev)$/;
 
 /**
  * Verifies the objects directory and every alternate it names (recursively, as git follows them, each at most once):
@@ -1084,7 +1107,7 @@ async function verifyObjects(
   depth = 0,
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
-  const store: ObjectStore = { dir: objectsDir, subdirs: new Map() };
+  const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
   const scan = async (d: string): Promise<Dirent[]> => {
     try {
       return await readdirAsync(d, { withFileTypes: true });
@@ -1103,11 +1126,21 @@ async function verifyObjects(
     if (real !== null && (FANOUT.test(e.name) || e.name === 'pack')) store.subdirs.set(e.name, real);
   }
   for (const sub of [...store.subdirs.keys(), 'info', path.join('info', 'commit-graphs')]) {
-    const d = path.join(objectsDir, sub);
+    const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
     for (const e of await scan(d)) {
       const wait = slicer.check();
       if (wait) await wait;
-      if (e.isSymbolicLink()) verify.locate(path.join(d, e.name), 'object store entry');
+      const found = e.isSymbolicLink() ? verify.locate(path.join(d, e.name), 'object store entry') : null;
+      if (sub === 'pack' && PACK_FILE.test(e.name)) {
+        const real = e.isSymbolicLink()
+          ? found?.stats.isFile()
+            ? found.real
+            : null
+          : e.isFile()
+            ? path.join(d, e.name)
+            : null;
+        if (real !== null) store.packFiles.set(e.name, real);
+      }
     }
   }
   const file = path.join(objectsDir, 'info', 'alternates');
