@@ -107,7 +107,10 @@ async function answers(client: TestClient, all = true) {
   const out: unknown[] = [];
   for (const args of calls) {
     const r = await client.call('search_files', args);
-    out.push(r.isError ? JSON.parse(r.content[0].text!) : r.structuredContent);
+    const result = (r.isError ? JSON.parse(r.content[0].text!) : r.structuredContent) as Record<string, unknown>;
+    // A continuation cursor is signed with its process's own key: two servers give the same page different cursors.
+    if (typeof result.next_cursor === 'string') result.next_cursor = '<cursor>';
+    out.push(result);
   }
   return out;
 }
