@@ -1,0 +1,114 @@
+/**
+ * Review of the planted-execution guard (docs/security.md "Execution-bearing files and git directories"), through the
+ * real server over stdio with real git: configuration the user's git reads from outside any git directory.
+ *  - a repository whose `.git/config` includes a file in its work tree (`[include] path = ../tools/gitconfig`, a
+ *    shared-config pattern): writing that file plants `core.fsmonitor`, which the user's `git status` runs. The
+ *    included file is part of the repository's configuration and is refused like the config itself; a control shows
+ *    the same bytes written directly do run.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type TestClient } from '../helpers/server.js';
+import { makeTree } from '../helpers/tree.js';
+
+const T = makeTree({ root: {}, state: {}, home: {}, outside: {} }, 'fs-tools-planted-review-');
+const R = path.join(T.dir, 'root');
+const HOME = path.join(T.dir, 'home');
+const MARK = path.join(T.dir, 'outside', 'marker');
+const r = (...p: string[]) => path.join(R, ...p);
+
+function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_') && v !== undefined) env[k] = v;
+  return {
+    ...env,
+    HOME,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_AUTHOR_NAME: 't',
+    GIT_AUTHOR_EMAIL: 't@e.invalid',
+    GIT_COMMITTER_NAME: 't',
+    GIT_COMMITTER_EMAIL: 't@e.invalid',
+  };
+}
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', args, { cwd, env: cleanEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+const FSMONITOR = `[core]\n\tfsmonitor = "touch ${MARK}; false"\n`;
+
+let client: TestClient;
+beforeAll(async () => {
+  mkdirSync(r('inc'));
+  git(r('inc'), 'init', '-q');
+  mkdirSync(r('inc/tools'));
+  writeFileSync(r('inc/tools/gitconfig'), '[user]\n\tname = shared\n');
+  writeFileSync(r('inc/a.txt'), 'a\n');
+  git(r('inc'), 'config', 'include.path', '../tools/gitconfig');
+  git(r('inc'), 'add', '.');
+  git(r('inc'), 'commit', '-qm', 'init');
+  // includeIf with a condition that holds for this repository.
+  mkdirSync(r('incif'));
+  git(r('incif'), 'init', '-q');
+  writeFileSync(r('incif/.shared-gitconfig'), '[user]\n\tname = shared\n');
+  git(r('incif'), 'config', `includeIf.gitdir:${r('incif')}/.path`, '../.shared-gitconfig');
+  client = await connect('modern', { args: ['--state-dir', path.join(T.dir, 'state'), R], env: cleanEnv() });
+}, 60_000);
+afterAll(async () => {
+  await client?.close();
+  T.cleanup();
+});
+
+describe('a configuration file the repository config includes from its work tree', () => {
+  it('control: the planted include runs on the user git status when written directly', () => {
+    const dir = r('control');
+    mkdirSync(dir);
+    git(dir, 'init', '-q');
+    git(dir, 'config', 'include.path', '../cfg');
+    writeFileSync(path.join(dir, 'cfg'), FSMONITOR);
+    try {
+      git(dir, 'status', '--short');
+    } catch {
+      // fsmonitor failing is fine; the marker is what counts
+    }
+    expect(existsSync(MARK)).toBe(true);
+    rmSync(MARK);
+    rmSync(dir, { recursive: true });
+  });
+
+  it.each([
+    ['include.path', 'inc/tools/gitconfig', 'inc'],
+    ['includeIf.*.path', 'incif/.shared-gitconfig', 'incif'],
+  ])(
+    '%s target: write_file, edit_file, move_path onto it are refused; git status runs nothing',
+    async (_k, file, wt) => {
+      const p = r(file);
+      const before = readFileSync(p, 'utf8');
+      const hash = (await client.callOk('read_file', { path: p })).content_hash as string;
+      for (const [tool, args] of [
+        ['write_file', { path: p, content: FSMONITOR, expected_hash: hash }],
+        ['edit_file', { path: p, edits: [{ old_text: '[user]', new_text: FSMONITOR + '[user]' }] }],
+      ] as const) {
+        const envelope = await client.callError(tool, args as Record<string, unknown>);
+        expect(envelope.error.code).toBe('FILE_POLICY_DENIED');
+        expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'git_dir', reason: 'included_config' });
+      }
+      writeFileSync(r(wt, 'staged'), FSMONITOR);
+      const moved = await client.callError('move_path', { source: r(wt, 'staged'), destination: p, overwrite: true });
+      expect(moved.error.code).toBe('FILE_POLICY_DENIED');
+      const del = await client.callError('delete_path', {
+        path: path.dirname(p) === r(wt) ? p : path.dirname(p),
+        recursive: true,
+      });
+      expect(del.error.code).toBe('FILE_POLICY_DENIED');
+      rmSync(r(wt, 'staged'));
+      expect(readFileSync(p, 'utf8')).toBe(before);
+      try {
+        git(r(wt), 'status', '--short');
+      } catch {
+        // nothing planted: status succeeds; a failure still must not create the marker
+      }
+      expect(existsSync(MARK)).toBe(false);
+    },
+  );
+});
