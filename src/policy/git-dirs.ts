@@ -123,16 +123,33 @@ function factsOf(dir: VerifiedDir): DirFacts {
   return facts;
 }
 
+/** A place outside git directories that a repository's git runs code from or reads configuration from. */
+interface Guarded {
+  /** Absolute path (lexical or real spelling). */
+  path: string;
+  /** `hooks`: a core.hooksPath directory; `include`: a configuration file an include names. */
+  kind: 'hooks' | 'include';
+}
+
+const hooksOf = (paths: readonly string[]): Guarded[] => paths.map((p) => ({ path: p, kind: 'hooks' }));
+const includesOf = (paths: readonly string[]): Guarded[] => paths.map((p) => ({ path: p, kind: 'include' }));
+
 /** Why a path is refused. */
 type GitRefusal =
   | { rule: 'git_dir'; reason: 'inside_git_dir' | 'is_git_dir' | 'would_create_git_dir'; gitDir: string }
+  | { rule: 'git_dir'; reason: 'included_config'; config: string }
   | { rule: 'hooks_dir'; reason: 'core_hookspath'; hooksDir: string }
   | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string };
 
 function refusal(requested: string, r: GitRefusal): ToolError {
   let message: string;
   const details: Record<string, unknown> = { source: 'builtin', rule: r.rule, reason: r.reason };
-  if (r.rule === 'git_dir') {
+  if (r.rule === 'git_dir' && r.reason === 'included_config') {
+    details.config = r.config;
+    message =
+      `${requested} is, or holds, ${r.config}, a configuration file a repository's config includes ` +
+      '(include.path / includeIf); git reads it as its own configuration, so the file tools never change it.';
+  } else if (r.rule === 'git_dir') {
     details.git_dir = r.gitDir;
     message =
       r.reason === 'would_create_git_dir'
@@ -295,9 +312,11 @@ function expandUser(value: string, home: string): string | null {
 /**
  * Every `core.hooksPath` value of a configuration file and the files it includes (`include.path`, and
  * `includeIf.*.path` whatever its condition: a superset of what git reads). A missing file is skipped, as git does.
+ * Every included file (lexical and real spelling, present or not) is added to `included`: it is part of the
+ * configuration git reads, wherever it lies.
  * @throws Error 'undecidable' when a file cannot be read or parsed, or a path cannot be expanded
  */
-function hooksPathValues(file: string, home: string, out: string[], depth = 0): void {
+function hooksPathValues(file: string, home: string, out: string[], depth = 0, included: string[] = []): void {
   if (depth > MAX_INCLUDE_DEPTH) throw new Error('undecidable');
   const list = configAt(file);
   if (list === 'absent') return;
@@ -310,7 +329,9 @@ function hooksPathValues(file: string, home: string, out: string[], depth = 0): 
       if (v === '') continue;
       const expanded = expandUser(v, home);
       if (expanded === null) throw new Error('undecidable');
-      hooksPathValues(path.resolve(path.dirname(file), expanded), home, out, depth + 1);
+      const target = path.resolve(path.dirname(file), expanded);
+      included.push(target, realOrLexical(target));
+      hooksPathValues(target, home, out, depth + 1, included);
     }
   }
 }
@@ -331,7 +352,7 @@ function userConfigFiles(home: string): string[] {
 /** core.hooksPath values of the user's and system configuration, and the absolute hooks directories they name. */
 interface UserHooks {
   values: string[];
-  dirs: string[];
+  dirs: Guarded[];
 }
 
 /**
@@ -341,11 +362,12 @@ interface UserHooks {
  */
 function userHooks(requested: string, home: string): UserHooks {
   const values: string[] = [];
-  const dirs: string[] = [];
+  const dirs: Guarded[] = [];
+  const included: string[] = [];
   const undecidable = () =>
     refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
   try {
-    for (const f of userConfigFiles(home)) hooksPathValues(f, home, values);
+    for (const f of userConfigFiles(home)) hooksPathValues(f, home, values, 0, included);
   } catch (error) {
     if (isPermissionError(error)) throw error;
     throw undecidable();
@@ -353,8 +375,9 @@ function userHooks(requested: string, home: string): UserHooks {
   for (const v of values) {
     const expanded = expandUser(v, home);
     if (expanded === null) throw undecidable();
-    if (path.isAbsolute(expanded)) dirs.push(expanded, realOrLexical(expanded));
+    if (path.isAbsolute(expanded)) dirs.push(...hooksOf([expanded, realOrLexical(expanded)]));
   }
+  dirs.push(...includesOf(included));
   return { values, dirs };
 }
 
@@ -363,23 +386,24 @@ function userHooks(requested: string, home: string): UserHooks {
  * user's values.
  * @throws Error when its configuration cannot be read or a value cannot be expanded
  */
-function repositoryHooks(repo: Repository, user: UserHooks, home: string): string[] {
+function repositoryHooks(repo: Repository, user: UserHooks, home: string): Guarded[] {
   const where = repo.workTree ?? repo.gitDir;
   const values = [...user.values];
   const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
   const commonDir = commonFile
     ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
     : repo.gitDir;
+  const included: string[] = [];
   for (const dir of new Set([repo.gitDir, commonDir])) {
-    hooksPathValues(path.join(dir, 'config'), home, values);
-    hooksPathValues(path.join(dir, 'config.worktree'), home, values);
+    hooksPathValues(path.join(dir, 'config'), home, values, 0, included);
+    hooksPathValues(path.join(dir, 'config.worktree'), home, values, 0, included);
   }
-  const out: string[] = [];
+  const out: Guarded[] = includesOf(included);
   for (const v of values) {
     const expanded = expandUser(v, home);
     if (expanded === null) throw new Error('undecidable');
     const lexical = path.resolve(where, expanded);
-    out.push(lexical, realOrLexical(lexical));
+    out.push(...hooksOf([lexical, realOrLexical(lexical)]));
   }
   return out;
 }
@@ -388,7 +412,7 @@ function repositoryHooks(repo: Repository, user: UserHooks, home: string): strin
 export const SIBLING_HOOKS_TTL_MS = 2000;
 const siblingCache = new Map<
   string,
-  { until: number; mtimeMs: number; ctimeMs: number; user: string; hooks: string[]; undecidable: string[] }
+  { until: number; mtimeMs: number; ctimeMs: number; user: string; hooks: Guarded[]; undecidable: string[] }
 >();
 
 /**
@@ -396,7 +420,7 @@ const siblingCache = new Map<
  * whose configuration cannot be read. Reused for SIBLING_HOOKS_TTL_MS while the root and the user's values are
  * unchanged: a scan costs one lookup per child directory, too much for every mutation in a wide root.
  */
-function siblingHooks(root: VerifiedDir, user: UserHooks, home: string): { hooks: string[]; undecidable: string[] } {
+function siblingHooks(root: VerifiedDir, user: UserHooks, home: string): { hooks: Guarded[]; undecidable: string[] } {
   const st = fstatSync(root.fd);
   const key = `${st.dev}:${st.ino}`;
   const userKey = user.values.join('\0');
@@ -411,7 +435,7 @@ function siblingHooks(root: VerifiedDir, user: UserHooks, home: string): { hooks
   ) {
     return cached;
   }
-  const hooks: string[] = [];
+  const hooks: Guarded[] = [];
   const undecidable: string[] = [];
   for (const repo of repositoriesBelow(root)) {
     try {
@@ -533,7 +557,11 @@ export interface GitGuardRoots {
  */
 export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
   for (const h of inspect(ctx, requested, real)) {
-    if (isWithin(h, real)) throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h });
+    if (h.kind === 'hooks' && isWithin(h.path, real))
+      throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h.path });
+    // An included file is changed by changing it or any directory holding it (a move or delete of the directory).
+    if (h.kind === 'include' && isWithin(real, h.path))
+      throw refusal(requested, { rule: 'git_dir', reason: 'included_config', config: h.path });
   }
 }
 
@@ -541,7 +569,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
  * The walk of `assertNotInGitDirectory` (the git-directory rules, throwing), returning the hooks directories that
  * apply at `real`: the user's, the repositories' below the root and those of the work trees holding it.
  */
-function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] {
+function inspect(ctx: GitGuardRoots, requested: string, real: string): Guarded[] {
   const root = findContainingRoot(ctx.roots, real);
   if (!root) return []; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
@@ -550,7 +578,7 @@ function inspect(ctx: GitGuardRoots, requested: string, real: string): string[] 
   const parts = rel === '' ? [] : rel.split(path.sep);
   const home = os.homedir();
   const user = userHooks(requested, home);
-  const hooks: string[] = [...user.dirs];
+  const hooks: Guarded[] = [...user.dirs];
   const repos: Repository[] = [];
   const above = repositoryAbove(root.real);
   if (above) repos.push(above);
@@ -665,7 +693,9 @@ export function treeGitGuard(
       if (bitCount(mask) >= 2) return { rule: 'git_dir', top: 0 };
     }
     for (let i = 0; i < places.length; i++) {
-      if (hooks[i]?.some((h) => isWithin(h, places[i]))) return { rule: 'hooks_dir', top: i };
+      if (hooks[i]?.some((h) => h.kind === 'hooks' && isWithin(h.path, places[i])))
+        return { rule: 'hooks_dir', top: i };
+      if (hooks[i]?.some((h) => h.kind === 'include' && h.path === places[i])) return { rule: 'git_dir', top: i };
     }
     return null;
   };

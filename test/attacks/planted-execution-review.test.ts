@@ -89,7 +89,7 @@ describe('a configuration file the repository config includes from its work tree
         ['write_file', { path: p, content: FSMONITOR, expected_hash: hash }],
         ['edit_file', { path: p, edits: [{ old_text: '[user]', new_text: FSMONITOR + '[user]' }] }],
       ] as const) {
-        const envelope = await client.callError(tool, args as Record<string, unknown>);
+        const envelope = await client.callError(tool, args);
         expect(envelope.error.code).toBe('FILE_POLICY_DENIED');
         expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'git_dir', reason: 'included_config' });
       }
