@@ -52,6 +52,15 @@ beforeAll(async () => {
   git(r('incif'), 'init', '-q');
   writeFileSync(r('incif/.shared-gitconfig'), '[user]\n\tname = shared\n');
   git(r('incif'), 'config', `includeIf.gitdir:${r('incif')}/.path`, '../.shared-gitconfig');
+  // husky (v9) layout: core.hooksPath = .husky/_, whose generated hooks run the user's `.husky/<hook>` scripts.
+  mkdirSync(r('husky'));
+  git(r('husky'), 'init', '-q');
+  mkdirSync(r('husky/.husky/_'), { recursive: true });
+  writeFileSync(r('husky/.husky/_/pre-commit'), '#!/bin/sh\n. "$(dirname "$0")/../pre-commit"\n', { mode: 0o755 });
+  writeFileSync(r('husky/.husky/pre-commit'), 'true\n');
+  git(r('husky'), 'config', 'core.hooksPath', '.husky/_');
+  writeFileSync(r('husky/a.txt'), 'a\n');
+  git(r('husky'), 'add', 'a.txt');
   client = await connect('modern', { args: ['--state-dir', path.join(T.dir, 'state'), R], env: cleanEnv() });
 }, 60_000);
 afterAll(async () => {
@@ -111,4 +120,27 @@ describe('a configuration file the repository config includes from its work tree
       expect(existsSync(MARK)).toBe(false);
     },
   );
+});
+
+describe('husky: the scripts the generated hooks run', () => {
+  it('writing .husky/pre-commit is refused (exec_config) and the user git commit runs nothing planted', async () => {
+    const p = r('husky/.husky/pre-commit');
+    const hash = (await client.callOk('read_file', { path: p })).content_hash as string;
+    const envelope = await client.callError('write_file', {
+      path: p,
+      content: `touch ${MARK}\n`,
+      expected_hash: hash,
+    });
+    expect(envelope.error.code).toBe('FILE_POLICY_DENIED');
+    expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'exec_config' });
+    const fresh = await client.callError('write_file', {
+      path: r('husky/.husky/pre-push'),
+      content: `touch ${MARK}\n`,
+    });
+    expect(fresh.error.details).toMatchObject({ source: 'builtin', rule: 'exec_config' });
+    expect(readFileSync(p, 'utf8')).toBe('true\n');
+    expect(existsSync(r('husky/.husky/pre-push'))).toBe(false);
+    git(r('husky'), 'commit', '-qm', 'user commit');
+    expect(existsSync(MARK)).toBe(false);
+  });
 });
