@@ -61,6 +61,13 @@ beforeAll(async () => {
   git(r('husky'), 'config', 'core.hooksPath', '.husky/_');
   writeFileSync(r('husky/a.txt'), 'a\n');
   git(r('husky'), 'add', 'a.txt');
+  // A repository two levels below the root whose core.hooksPath names a shared directory elsewhere in the root.
+  mkdirSync(r('group/sub/deep'), { recursive: true });
+  git(r('group/sub/deep'), 'init', '-q');
+  mkdirSync(r('shared-hooks'));
+  git(r('group/sub/deep'), 'config', 'core.hooksPath', r('shared-hooks'));
+  writeFileSync(r('group/sub/deep/a.txt'), 'a\n');
+  git(r('group/sub/deep'), 'add', 'a.txt');
   client = await connect('modern', { args: ['--state-dir', path.join(T.dir, 'state'), R], env: cleanEnv() });
 }, 60_000);
 afterAll(async () => {
@@ -143,4 +150,17 @@ describe('husky: the scripts the generated hooks run', () => {
     git(r('husky'), 'commit', '-qm', 'user commit');
     expect(existsSync(MARK)).toBe(false);
   });
+});
+
+describe('a repository nested two levels deep whose core.hooksPath names a directory elsewhere', () => {
+  it.fails(
+    'writing a hook there is refused (known gap: repositories are found only on the path and below the root)',
+    async () => {
+      const envelope = await client.callError('write_file', {
+        path: r('shared-hooks/pre-commit'),
+        content: `#!/bin/sh\ntouch ${MARK}\n`,
+      });
+      expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir' });
+    },
+  );
 });
