@@ -259,8 +259,8 @@ export const applyPatch = defineTool({
   title: 'Apply patch',
   description:
     'Apply a unified diff to one or more files, all or nothing (a failed write rolls back: ROLLBACK_*). Hunks ' +
-    'are found by content (unresolved ties: ambiguous). Existing files need their hash. Not *** Begin Patch (BEGIN_PATCH). PATCH_FAILED details ' +
-    'show the hunk and nearest text.',
+    'are found by content (unresolved ties: ambiguous). Existing files need their hash. Not *** Begin Patch (BEGIN_PATCH). PATCH_FAILED shows ' +
+    'the hunk and nearest text.',
   group: 'fs-write',
   input: ApplyPatchInput,
   output: ApplyPatchOutput,

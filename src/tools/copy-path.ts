@@ -106,7 +106,7 @@ export const copyPath = defineTool({
   title: 'Copy path',
   description:
     'Copy a file, symlink (as a link) or directory (recursive: true; ≤ 10000 entries, 256 MiB), ' +
-    'keeping modes; all or nothing. An existing destination fails (VALIDATION destination_exists) unless overwrite: ' +
+    'keeping modes; all or nothing. An existing destination fails (destination_exists) unless overwrite: ' +
     'true on a file, with its hash.',
   group: 'fs-write',
   input: CopyPathInput,

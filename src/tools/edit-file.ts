@@ -46,7 +46,7 @@ export const EditFileInput = z.strictObject({
     .min(1)
     .max(MAX_EDIT_REPLACEMENTS)
     .optional()
-    .describe('Default 10000, most 100000'),
+    .describe('Default 10000'),
   dry_run: DryRun,
 });
 
@@ -80,7 +80,7 @@ export const editFile = defineTool({
   description:
     'Replace exact text: each old_text must occur once (or replace_all); all or none. Tolerates CRLF/LF and ' +
     'trailing spaces, not indentation. Needs the hash like write_file. Returns a diff and the new content_hash; ' +
-    'PATCH_FAILED details show the nearest text.',
+    'PATCH_FAILED shows the nearest text.',
   group: 'fs-write',
   input: EditFileInput,
   output: EditFileOutput,

@@ -99,7 +99,7 @@ export const searchFiles = defineTool({
   description:
     'Find files by glob and/or lines by text (literal, or JS regex with regex: true). Respects .gitignore; skips ' +
     'secret, binary, >10 MiB files (counted). 500 results a page, then next_cursor. output_mode ' +
-    'files_with_matches/count: paths or per-file counts. Needs glob or query (VALIDATION).',
+    'files_with_matches/count: paths or per-file counts. Needs glob or query.',
   group: 'fs-read',
   input: SearchFilesInput,
   output: SearchFilesOutput,

@@ -28,6 +28,11 @@ const VERDACCIO_VERSION = '6.8.0';
 const VERDACCIO_HOME = path.join(ROOT, 'node_modules/.cache', `fs-tools-verdaccio-${VERDACCIO_VERSION}`);
 /** The content-search addon of this machine (issue #19), in the tarball wherever a C compiler built it. */
 const NATIVE_ADDON = `dist/native/${process.platform}-${process.arch}/fs_tools_native.node`;
+/** The kernel wall's addon and its exec helper (docs/security.md "The kernel wall"), built beside it. */
+const WALL_FILES = [
+  `dist/native/${process.platform}-${process.arch}/fs_tools_landlock.node`,
+  `dist/native/${process.platform}-${process.arch}/fs_tools_landlock_exec`,
+];
 const HAS_COMPILER = process.platform === 'linux' && spawnSync('cc', ['--version']).status === 0;
 /** What the published package may contain: what runs, and what the licences require. */
 const EXPECTED_FILES = [
@@ -37,7 +42,7 @@ const EXPECTED_FILES = [
   'dist/cli.js',
   'dist/regex-worker.js',
   'dist/search-reader-worker.js',
-  ...(HAS_COMPILER ? [NATIVE_ADDON] : []),
+  ...(HAS_COMPILER ? [...WALL_FILES, NATIVE_ADDON] : []),
   'package.json',
 ];
 /** Upper bound on the unpacked size (bytes); the README states the measured size. */
