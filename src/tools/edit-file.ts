@@ -40,13 +40,7 @@ export const EditFileInput = z.strictObject({
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
   allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
-  max_replacements: z
-    .number()
-    .int()
-    .min(1)
-    .max(MAX_EDIT_REPLACEMENTS)
-    .optional()
-    .describe('Default 10000'),
+  max_replacements: z.number().int().min(1).max(MAX_EDIT_REPLACEMENTS).optional().describe('Default 10000'),
   dry_run: DryRun,
 });
 
