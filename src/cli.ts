@@ -18,7 +18,7 @@ import { VERSION } from './version.js';
 import { armKillPoint, recoverJournals } from './patch/transaction.js';
 import { delayCopy, failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
-import { searchReaderPool } from './fs/search-reader.js';
+import { prepareOwnFiles } from './server/own-files.js';
 import { findContainingRoot } from './policy/containment.js';
 import { raiseKernelWall } from './cli/kernel-wall.js';
 import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
@@ -115,8 +115,17 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n`);
     return 0;
   }
-  // Issue #19: before any search starts the reader threads.
-  if (config.native === 'off') searchReaderPool.setNative(false);
+  // The server's own files (docs/security.md): state directory checked, leftovers swept, native addon loaded —
+  // before any request is read.
+  if (mode.kind !== 'tools') {
+    try {
+      prepareOwnFiles(config, (line) => process.stderr.write(`${line}\n`));
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      process.stderr.write(`fs-tools: ${error.message}\n`);
+      return error.exitCode;
+    }
+  }
   const state = createProcessState(config, TOOLS, VERSION);
   if (mode.kind !== 'tools') {
     // The kernel wall, before any request is read and before the journal is touched: from here on the process and
