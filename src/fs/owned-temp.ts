@@ -68,10 +68,26 @@ export function removeAllOwnedTempDirs(): void {
 }
 
 /**
+ * Signal listeners of signal-exit (bundled with execa, which runs subprocesses): one per loaded instance, counted in
+ * its shared emitter (v4: globalThis[Symbol.for('signal-exit emitter')]; v3: process.__signal_exit_emitter__). It
+ * re-raises a signal only when its own listeners are the only ones, so they must not count as "another handler"
+ * here — else each would wait for the other and the process would never end.
+ */
+function signalExitListeners(): number {
+  const count = (emitter: unknown): number => {
+    const n = (emitter as { count?: unknown } | undefined)?.count;
+    return typeof n === 'number' ? n : 0;
+  };
+  const g = globalThis as Record<symbol, unknown>;
+  const p = process as unknown as { __signal_exit_emitter__?: unknown };
+  return count(g[Symbol.for('signal-exit emitter')]) + count(p.__signal_exit_emitter__);
+}
+
+/**
  * The exit paths: 'exit' (normal end, `process.exit`), 'uncaughtExceptionMonitor' (an uncaught error or rejection,
  * before Node ends the process), and SIGTERM/SIGINT/SIGHUP. On a signal the directories are removed at once; when no
- * other handler of that signal exists the process then ends by the signal as it would have without this one, and
- * otherwise that handler (a graceful shutdown) decides when to exit.
+ * other handler of that signal exists (signal-exit's do not count) the process then ends by the signal as it would
+ * have without this one, and otherwise that handler (a graceful shutdown) decides when to exit.
  */
 function installCleanup(): void {
   if (cleanupInstalled) return;
@@ -81,7 +97,8 @@ function installCleanup(): void {
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     const onSignal = (): void => {
       removeAllOwnedTempDirs();
-      if (process.listenerCount(signal) > 1) return;
+      if (process.listenerCount(signal) - 1 - signalExitListeners() > 0) return;
+      // Re-raised without this listener: signal-exit's (if loaded) now sees only its own and ends the process.
       process.removeListener(signal, onSignal);
       process.kill(process.pid, signal);
     };

@@ -1,16 +1,17 @@
 /**
  * The start-up step for the server's own files (docs/security.md "The server's own code and token files"), run by
  * the CLI before any request is read: the state directory is checked (created when absent), the private
- * directories a killed server left are swept, and the native addon is loaded from a verified private copy. After this step the server loads no file as code.
+ * directories a killed server left (gh token configurations, the native addon's copy) are swept, and the native
+ * addon is loaded from a verified private copy. After this step the server loads no file as code.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import os from 'node:os';
 import { defaultStateDir, type Config } from '../config.js';
 import { loadNativeAddonAtStart, nativeAddonUrl } from '../fs/native-load.js';
 import { sweepOwnedTempDirs } from '../fs/owned-temp.js';
 import { searchReaderPool } from '../fs/search-reader.js';
 import { prepareStateDir } from '../fs/state-dir.js';
+import { ghTokenBases } from '../vcs/github.js';
 
 /**
  * Runs the start-up step; `log` gets one line per removed leftover and per addon that is there but not loaded.
@@ -22,7 +23,7 @@ export function prepareOwnFiles(config: Config, log: (line: string) => void): vo
     config.stateDir === defaultStateDir() ? 'the state directory (default; set --state-dir)' : '--state-dir',
   );
   const addonDir = path.dirname(fileURLToPath(nativeAddonUrl()));
-  for (const dir of sweepOwnedTempDirs([os.tmpdir(), '/dev/shm', addonDir])) {
+  for (const dir of sweepOwnedTempDirs([...ghTokenBases(), addonDir])) {
     log(`fs-tools: removed ${dir}, a private directory left by a server that is no longer running`);
   }
   searchReaderPool.setNativeAddon(config.native === 'off' ? null : loadNativeAddonAtStart(log));
