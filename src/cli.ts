@@ -50,7 +50,8 @@ Options:
   --git-remote-allow=LIST    hosts, host/owner or repo URLs the issue tools may reach (default: the configured hosts; 'default' extends, '*' any)
   --client-roots=narrow|replace|ignore   how client-announced roots combine with these (default narrow)
   --audit-log=FILE           append one JSON line per tool call
-  --state-dir=DIR            where the mutation journal lives
+  --state-dir=DIR            where the mutation journal lives (created 0700 if absent; must be yours, not
+                             writable by others, not under /proc, /sys or /dev)
   --max-read-bytes=N         bytes per read (default 262144)
   --max-media-bytes=N        largest image/audio file read_media returns (default 2097152)
   --max-list-entries=N       entries per list_directory page (default 10000; long: 1000)
