@@ -18,10 +18,17 @@ export type WorkerName = 'regex-worker' | 'search-reader-worker';
 /** Set by scripts/bundle.mjs: each worker's bundled code by name. Undefined when running from src/. */
 declare const FS_TOOLS_WORKER_CODE: Readonly<Record<string, string>> | undefined;
 
-/** The code of worker `name` embedded in this build, or null in a build without it (src/ run by vitest). */
-export function embeddedWorkerCode(name: WorkerName): string | null {
-  if (typeof FS_TOOLS_WORKER_CODE === 'undefined') return null;
-  return FS_TOOLS_WORKER_CODE[name] ?? null;
+/**
+ * The code of worker `name` embedded in this build, or null in a build without it (src/ run by vitest).
+ * @param table the embedded code by name (default: this build's `FS_TOOLS_WORKER_CODE`)
+ */
+export function embeddedWorkerCode(
+  name: WorkerName,
+  table: Readonly<Record<string, string>> | undefined = typeof FS_TOOLS_WORKER_CODE === 'undefined'
+    ? undefined
+    : FS_TOOLS_WORKER_CODE,
+): string | null {
+  return table?.[name] ?? null;
 }
 
 /**
