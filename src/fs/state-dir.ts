@@ -2,7 +2,9 @@
  * The state directory's check at start-up (docs/security.md "The server's own code and token files"). The mutation
  * journal and the undo history live there, and a server restarted after a crash replays the journal, so it must be a
  * real directory that only this user can change. Before the first request is read, the configured or default
- * directory is created when absent (mode 0700, with its missing parents) and must then be:
+ * directory is created when absent (mode 0700, with its missing parents) — unless it lies inside a root, where it is
+ * made only when first needed (nothing appears in a served tree at start-up; the kernel wall's root rule covers it)
+ * and only the first rule below is checked until then — and must then be:
  *   - outside /proc, /sys and /dev, in its given and its real spelling (kernel file systems accept some writes and
  *     hang or fail others: the server once wrote a file and then waited forever on a lock there);
  *   - a directory (a symbolic link to one is followed; its real path is what is checked);
@@ -11,7 +13,7 @@
  *     next start replays).
  * Anything else is a UsageError (exit 2, one line on stderr) naming the directory and what is wrong.
  */
-import { accessSync, constants, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../errors/usage-error.js';
 
@@ -42,13 +44,20 @@ function realSpelling(p: string): string {
  * Checks (and creates when absent) the state directory; see the module comment for the rules.
  * @param dir absolute path (config.stateDir)
  * @param flag how to name it in a message: `--state-dir` when the operator gave it, else the default's note
- * @returns the directory's real path
+ * @param insideRoots whether a real path lies inside the roots (an absent directory there is not created)
+ * @returns the directory's real path (for an absent one inside the roots, its real spelling)
  * @throws UsageError when it cannot serve as the state directory
  */
-export function prepareStateDir(dir: string, flag: string): string {
+export function prepareStateDir(
+  dir: string,
+  flag: string,
+  insideRoots: (real: string) => boolean = () => false,
+): string {
   const fail = (why: string) => new UsageError(`${flag}: ${dir} ${why}`);
-  const kernel = underKernelTree(dir) ?? underKernelTree(realSpelling(dir));
+  const spelled = realSpelling(dir);
+  const kernel = underKernelTree(dir) ?? underKernelTree(spelled);
   if (kernel) throw fail(`is under ${kernel}, a kernel file system; give a directory on disk`);
+  if (insideRoots(spelled) && !existsSync(dir)) return spelled;
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (error) {

@@ -1,6 +1,6 @@
 /**
  * The start-up step for the server's own files (docs/security.md "The server's own code and token files"), run by
- * the CLI before any request is read: the state directory is checked (created when absent), the private
+ * the CLI before any request is read: the state directory is checked (created when absent outside the roots), the private
  * directories a killed server left (gh token configurations, the native addon's copy) are swept, and the native
  * addon is loaded from a verified private copy. After this step the server loads no file as code.
  */
@@ -10,6 +10,7 @@ import { defaultStateDir, type Config } from '../config.js';
 import { loadNativeAddonAtStart, nativeAddonUrl } from '../fs/native-load.js';
 import { sweepOwnedTempDirs } from '../fs/owned-temp.js';
 import { searchReaderPool } from '../fs/search-reader.js';
+import { isWithin } from '../fs/path-within.js';
 import { prepareStateDir } from '../fs/state-dir.js';
 import { ghTokenBases } from '../vcs/github.js';
 
@@ -21,6 +22,7 @@ export function prepareOwnFiles(config: Config, log: (line: string) => void): vo
   prepareStateDir(
     config.stateDir,
     config.stateDir === defaultStateDir() ? 'the state directory (default; set --state-dir)' : '--state-dir',
+    (real) => config.roots.some((r) => isWithin(r.real, real)),
   );
   const addonDir = path.dirname(fileURLToPath(nativeAddonUrl()));
   for (const dir of sweepOwnedTempDirs([...ghTokenBases(), addonDir])) {

@@ -43,25 +43,31 @@ interface Server {
 
 /** A server over raw stdio (2025 era: initialize, then calls), with TMPDIR private to this test. */
 function start(): Server {
-  const child = spawn(process.execPath, [CLI, '--state-dir', path.join(scratch.dir, 'state'), scratch.dir + '/root'], {
-    env: {
-      ...process.env,
-      HOME: path.join(scratch.dir, 'home'),
-      XDG_CONFIG_HOME: path.join(scratch.dir, 'home'),
-      GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
-      TMPDIR: TMP,
-      HTTPS_PROXY: forge.proxyUrl,
-      https_proxy: forge.proxyUrl,
-      NO_PROXY: '',
-      no_proxy: '',
-      SSL_CERT_FILE: forge.caFile,
-      GH_HOST: 'ghe.corp.example',
-      GH_TOKEN: '',
-      GITHUB_TOKEN: '',
-      GH_ENTERPRISE_TOKEN: TOKEN,
-      GITHUB_ENTERPRISE_TOKEN: '',
+  // --sandbox=off: under the kernel wall TMPDIR becomes the wall's run directory (its own sweep and exit cleanup);
+  // this test is about the token directories' own marking, exit cleanup and sweep.
+  const child = spawn(
+    process.execPath,
+    [CLI, '--sandbox=off', '--state-dir', path.join(scratch.dir, 'state'), scratch.dir + '/root'],
+    {
+      env: {
+        ...process.env,
+        HOME: path.join(scratch.dir, 'home'),
+        XDG_CONFIG_HOME: path.join(scratch.dir, 'home'),
+        GH_CONFIG_DIR: path.join(scratch.dir, 'ghcfg'),
+        TMPDIR: TMP,
+        HTTPS_PROXY: forge.proxyUrl,
+        https_proxy: forge.proxyUrl,
+        NO_PROXY: '',
+        no_proxy: '',
+        SSL_CERT_FILE: forge.caFile,
+        GH_HOST: 'ghe.corp.example',
+        GH_TOKEN: '',
+        GITHUB_TOKEN: '',
+        GH_ENTERPRISE_TOKEN: TOKEN,
+        GITHUB_ENTERPRISE_TOKEN: '',
+      },
     },
-  });
+  );
   children.push(child);
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

@@ -7,7 +7,8 @@
  *  - no source file names an FS_TOOLS_* environment variable (test-only switches are never read from the
  *    environment; the operator's variables such as GITLAB_TOKEN or XDG_STATE_HOME are not test seams). The names
  *    that may appear are the build-time constants scripts/bundle.mjs defines: FS_TOOLS_TEST_SEAMS,
- *    FS_TOOLS_BROKEN_CONTAINMENT, and the embedded worker code and addon digests (FS_TOOLS_WORKER_CODE, FS_TOOLS_NATIVE_DIGESTS), each only in a `declare const`
+ *    FS_TOOLS_BROKEN_CONTAINMENT, and the embedded worker code and addon digests (FS_TOOLS_WORKER_CODE,
+ *    FS_TOOLS_NATIVE_DIGESTS), each only in a `declare const`
  *    and `typeof` test, never through process.env.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';

@@ -3,7 +3,17 @@
  * Pins: an absent directory is created 0700 with its parents and its real path returned; a symbolic link to a
  * directory is followed; each refusal is a UsageError (exit status 2) naming the directory and the reason.
  */
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -31,6 +41,13 @@ describe('prepareStateDir', () => {
     expect(statSync(dir).mode & 0o777).toBe(0o700);
     expect(statSync(path.join(base, 'a')).mode & 0o777).toBe(0o700);
     expect(prepareStateDir(dir, '--state-dir')).toBe(dir); // existing: accepted as is
+  });
+
+  it('an absent directory inside the roots is not created (made when first needed), but still not on /proc', () => {
+    const dir = path.join(base, 'root', 'home', '.local', 'state', 'fs-tools');
+    const inside = (real: string) => real.startsWith(path.join(base, 'root'));
+    expect(prepareStateDir(dir, '--state-dir', inside)).toBe(dir);
+    expect(existsSync(path.join(base, 'root'))).toBe(false);
   });
 
   it('follows a symbolic link to a directory and returns the target', () => {
