@@ -18,7 +18,7 @@ import { VERSION } from './version.js';
 import { armKillPoint, recoverJournals } from './patch/transaction.js';
 import { delayCopy, failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
-import { prepareOwnFiles } from './server/own-files.js';
+import { prepareStartupFiles } from './server/startup-files.js';
 import { findContainingRoot } from './policy/containment.js';
 import { raiseKernelWall } from './cli/kernel-wall.js';
 import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
@@ -120,7 +120,7 @@ async function main(argv: string[]): Promise<number> {
   // before any request is read.
   if (mode.kind !== 'tools') {
     try {
-      prepareOwnFiles(config, (line) => process.stderr.write(`${line}\n`));
+      prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       process.stderr.write(`fs-tools: ${error.message}\n`);

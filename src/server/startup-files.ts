@@ -18,7 +18,7 @@ import { ghTokenBases } from '../vcs/github.js';
  * Runs the start-up step; `log` gets one line per removed leftover and per addon that is there but not loaded.
  * @throws UsageError when the state directory cannot serve (exit 2)
  */
-export function prepareOwnFiles(config: Config, log: (line: string) => void): void {
+export function prepareStartupFiles(config: Config, log: (line: string) => void): void {
   prepareStateDir(
     config.stateDir,
     config.stateDir === defaultStateDir() ? 'the state directory (default; set --state-dir)' : '--state-dir',
