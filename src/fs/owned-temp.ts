@@ -85,9 +85,10 @@ function signalExitListeners(): number {
 
 /**
  * The exit paths: 'exit' (normal end, `process.exit`), 'uncaughtExceptionMonitor' (an uncaught error or rejection,
- * before Node ends the process), and SIGTERM/SIGINT/SIGHUP. On a signal the directories are removed at once; when no
- * other handler of that signal exists (signal-exit's do not count) the process then ends by the signal as it would
- * have without this one, and otherwise that handler (a graceful shutdown) decides when to exit.
+ * before Node ends the process), and SIGTERM/SIGINT/SIGHUP. When another handler of that signal exists (the graceful
+ * shutdown of src/server/shutdown.ts; signal-exit's do not count) it decides when to exit and the directories stay
+ * until then — a gh call still draining keeps its token directory — and go on 'exit'. Otherwise they are removed at
+ * once and the process ends by the signal as it would have without this handler.
  */
 function installCleanup(): void {
   if (cleanupInstalled) return;
@@ -96,8 +97,8 @@ function installCleanup(): void {
   process.on('uncaughtExceptionMonitor', removeAllOwnedTempDirs);
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     const onSignal = (): void => {
-      removeAllOwnedTempDirs();
       if (process.listenerCount(signal) - 1 - signalExitListeners() > 0) return;
+      removeAllOwnedTempDirs();
       // Re-raised without this listener: signal-exit's (if loaded) now sees only its own and ends the process.
       process.removeListener(signal, onSignal);
       process.kill(process.pid, signal);
