@@ -32,26 +32,34 @@ export function nativeAddonUrl(base: URL = new URL('./', import.meta.url)): URL 
   return new URL(`native/${process.platform}-${process.arch}/fs_tools_native.node`, base);
 }
 
-/** The digest this build recorded for this platform's addon, or null (none built, or not a bundle). */
-export function recordedNativeDigest(): string | null {
+/**
+ * The digest this build recorded for this platform's native file `name` (default: content search's addon; the
+ * kernel wall's `fs_tools_landlock.node` and `fs_tools_landlock_exec` are recorded too), or null (none built, or not
+ * a bundle).
+ */
+export function recordedNativeDigest(name = 'fs_tools_native.node'): string | null {
   if (typeof FS_TOOLS_NATIVE_DIGESTS === 'undefined') return null;
-  return FS_TOOLS_NATIVE_DIGESTS[`${process.platform}-${process.arch}/fs_tools_native.node`] ?? null;
+  return FS_TOOLS_NATIVE_DIGESTS[`${process.platform}-${process.arch}/${name}`] ?? null;
 }
 
-/** The loaded addon and the path reader threads attach to it by (`/proc/self/fd/N`). */
-export interface LoadedNativeAddon {
-  addon: NativeAddon;
+/** A loaded addon and the path it was loaded by (`/proc/self/fd/N`; reader threads attach by it). */
+export interface LoadedNativeAddon<T = NativeAddon> {
+  addon: T;
   path: string;
 }
 
 /**
  * What loading found. `unsupported`: not Linux; `no_digest`: no digest recorded for this platform; `missing`: no
  * readable regular file (or one over MAX_ADDON_BYTES); `digest_mismatch`: the file is not the one built;
- * `not_loadable`: the verified bytes did not load in any private directory (noexec everywhere, no /proc).
+ * `not_loadable`: the verified bytes did not load in any private directory (noexec everywhere, no /proc);
+ * `wrong_interface`: they loaded but do not export what the caller checks for.
  */
-export type NativeLoad =
-  | { loaded: LoadedNativeAddon }
-  | { loaded: null; reason: 'unsupported' | 'no_digest' | 'missing' | 'digest_mismatch' | 'not_loadable' };
+export type NativeLoad<T = NativeAddon> =
+  | { loaded: LoadedNativeAddon<T> }
+  | {
+      loaded: null;
+      reason: 'unsupported' | 'no_digest' | 'missing' | 'digest_mismatch' | 'not_loadable' | 'wrong_interface';
+    };
 
 function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
@@ -81,32 +89,63 @@ export function loadNativeAddon(
   url: URL = nativeAddonUrl(),
   expectedSha256: string | null = recordedNativeDigest(),
 ): NativeLoad {
-  if (process.platform !== 'linux') return { loaded: null, reason: 'unsupported' };
-  if (!expectedSha256) return { loaded: null, reason: 'no_digest' };
-  let file: string;
-  let bytes: Buffer | null;
+  return loadVerifiedAddon(url, expectedSha256, checkedNativeAddon);
+}
+
+/** The bytes of the regular file at `file` read through one descriptor (at most MAX_ADDON_BYTES), or null. */
+function readFileOnce(file: string): Buffer | null {
   try {
-    file = fileURLToPath(url);
-    const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     try {
-      bytes = readAll(fd);
+      return readAll(fd);
     } finally {
       closeSync(fd);
     }
   } catch {
+    return null;
+  }
+}
+
+/**
+ * Loads the native addon at `url` the verified way of the module comment (steps 1–4) when its sha256 is
+ * `expectedSha256`, and returns it when `check` accepts its exports (else `wrong_interface`). Used for content
+ * search's addon and the kernel wall's (src/fs/kernel-wall.ts). Never throws.
+ */
+export function loadVerifiedAddon<T>(
+  url: URL,
+  expectedSha256: string | null,
+  check: (exports: unknown) => T | null,
+): NativeLoad<T> {
+  if (process.platform !== 'linux') return { loaded: null, reason: 'unsupported' };
+  if (!expectedSha256) return { loaded: null, reason: 'no_digest' };
+  let file: string;
+  try {
+    file = fileURLToPath(url);
+  } catch {
     return { loaded: null, reason: 'missing' };
   }
+  const bytes = readFileOnce(file);
   if (!bytes) return { loaded: null, reason: 'missing' };
   if (sha256(bytes) !== expectedSha256) return { loaded: null, reason: 'digest_mismatch' };
   for (const base of [os.tmpdir(), '/dev/shm', path.dirname(file)]) {
-    const loaded = loadPrivateCopy(base, bytes, expectedSha256);
+    const loaded = loadPrivateCopy(base, path.basename(file), bytes, expectedSha256, check);
+    if (loaded === 'wrong_interface') return { loaded: null, reason: loaded };
     if (loaded) return { loaded };
   }
   return { loaded: null, reason: 'not_loadable' };
 }
 
-/** Steps 2–4 of the module comment in `base`; null when any fails (nothing is left behind). */
-function loadPrivateCopy(base: string, bytes: Buffer, expectedSha256: string): LoadedNativeAddon | null {
+/**
+ * Steps 2–4 of the module comment in `base`; null when any fails (nothing is left behind), `wrong_interface` when
+ * the verified bytes loaded but `check` refused their exports.
+ */
+function loadPrivateCopy<T>(
+  base: string,
+  name: string,
+  bytes: Buffer,
+  expectedSha256: string,
+  check: (exports: unknown) => T | null,
+): LoadedNativeAddon<T> | 'wrong_interface' | null {
   let dir: string;
   try {
     dir = makeOwnedTempDir(base, 'native');
@@ -114,26 +153,82 @@ function loadPrivateCopy(base: string, bytes: Buffer, expectedSha256: string): L
     return null;
   }
   let fd: number | null = null;
+  let loaded = false;
   try {
-    const name = path.join(dir, 'fs_tools_native.node');
-    fd = openSync(name, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o700);
-    let at = 0;
-    while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at, at);
-    unlinkSync(name);
+    const copyName = path.join(dir, name);
+    fd = openSync(
+      copyName,
+      constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      0o700,
+    );
+    writeAll(fd, bytes);
+    unlinkSync(copyName);
     removeOwnedTempDir(dir);
     const copy = readAll(fd);
     if (!copy || sha256(copy) !== expectedSha256) throw new Error('the copy changed');
     const loadPath = `/proc/self/fd/${fd}`;
     const module = { exports: {} as unknown };
     process.dlopen(module, loadPath);
-    const addon = checkedNativeAddon(module.exports);
-    if (!addon) throw new Error('not the expected addon');
+    loaded = true;
+    const addon = check(module.exports);
+    // Loaded code stays mapped: keep the descriptor (and its name) for the process's life either way.
+    if (!addon) return 'wrong_interface';
     // The descriptor stays open for the process's life: it is the name reader threads attach by.
     return { addon, path: loadPath };
   } catch {
-    if (fd !== null) closeSync(fd);
+    if (fd !== null && !loaded) closeSync(fd);
     removeOwnedTempDir(dir);
     return null;
+  }
+}
+
+function writeAll(fd: number, bytes: Buffer): void {
+  let at = 0;
+  while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at, at);
+}
+
+/**
+ * Copies the native file `source` to `dest` (a new file, mode `mode`, in a directory only this user can write) when
+ * its sha256 is `expectedSha256`: the source is read through one descriptor and checked, written with O_EXCL and
+ * O_NOFOLLOW, and the copy read back by name and checked again, so what later runs by `dest` is the file built.
+ * Used for the kernel wall's exec helper (src/cli/kernel-wall.ts). Never throws; on any failure `dest` is removed.
+ * @returns 'copied', or why not: `missing` (no such regular file), `no_digest`, `digest_mismatch`, `failed`
+ */
+export function copyVerifiedNativeFile(
+  source: string,
+  dest: string,
+  expectedSha256: string | null,
+  mode: number,
+): 'copied' | 'missing' | 'no_digest' | 'digest_mismatch' | 'failed' {
+  const bytes = readFileOnce(source);
+  if (!bytes) return 'missing';
+  if (!expectedSha256) return 'no_digest';
+  if (sha256(bytes) !== expectedSha256) return 'digest_mismatch';
+  let created = false;
+  try {
+    const fd = openSync(
+      dest,
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+      mode,
+    );
+    created = true;
+    try {
+      writeAll(fd, bytes);
+    } finally {
+      closeSync(fd);
+    }
+    const copy = readFileOnce(dest);
+    if (!copy || sha256(copy) !== expectedSha256) throw new Error('the copy changed');
+    return 'copied';
+  } catch {
+    if (created) {
+      try {
+        unlinkSync(dest);
+      } catch {
+        // Already gone.
+      }
+    }
+    return 'failed';
   }
 }
 

@@ -162,3 +162,62 @@ describe.each([
     }
   }, 60_000);
 });
+
+/**
+ * The kernel wall's own native files (dist/native/<platform>-<arch>/fs_tools_landlock.node, the exec helper
+ * fs_tools_landlock_exec) planted in the install directory: the server runs neither, the wall is off with a reason
+ * naming the file, and `--sandbox=require` refuses to start (exit 2). Positive control: the same install untouched
+ * starts with the wall enforced.
+ */
+describe('the kernel wall’s addon and exec helper, planted in the install directory', () => {
+  const NATIVE_DIR = path.dirname(ADDON_REL);
+  const HAS_WALL = existsSync(path.join(CHECKOUT, NATIVE_DIR, 'fs_tools_landlock_exec'));
+
+  /** Starts the installed server with `--sandbox=require`, closes stdin at once; its exit status and stderr. */
+  const run = (pkg: string, root: string, state: string) => {
+    const r = spawnSync(
+      process.execPath,
+      [path.join(pkg, 'dist/cli.js'), '--sandbox=require', '--state-dir', state, root],
+      { input: '', encoding: 'utf8', timeout: 30_000 },
+    );
+    return { status: r.status, stderr: r.stderr };
+  };
+
+  it.runIf(HAS_WALL && HAS_CC)(
+    'a planted addon or helper never runs; the wall is off and require exits 2',
+    () => {
+      const root = makeTree({ 'a.txt': 'x\n' }, 'fs-tools-own-code-wall-');
+      const state = makeTree({}, 'fs-tools-own-code-wall-state-');
+      const pkg = path.join(root.dir, 'node_modules/fs-tools-mcp');
+      try {
+        installPackage(pkg);
+        cpSync(path.join(CHECKOUT, NATIVE_DIR), path.join(pkg, NATIVE_DIR), { recursive: true });
+        // Positive control: the untouched install raises the wall.
+        const clean = run(pkg, root.dir, state.dir);
+        expect(clean.status, clean.stderr).toBe(0);
+        expect(clean.stderr).toMatch(/kernel wall.*(on|enforced)/i);
+
+        const addon = path.join(pkg, NATIVE_DIR, 'fs_tools_landlock.node');
+        const original = readFileSync(addon);
+        writeFileSync(addon, evilAddon());
+        const planted = run(pkg, root.dir, state.dir);
+        expect(planted.status).toBe(2);
+        expect(planted.stderr).toMatch(/--sandbox=require: .*kernel-wall addon is not the one this build recorded/);
+        expect(existsSync(MARKER)).toBe(false);
+        writeFileSync(addon, original);
+
+        const helper = path.join(pkg, NATIVE_DIR, 'fs_tools_landlock_exec');
+        writeFileSync(helper, `#!/bin/sh\necho helper >> ${JSON.stringify(MARKER)}\nexec "$@"\n`, { mode: 0o755 });
+        const plantedHelper = run(pkg, root.dir, state.dir);
+        expect(plantedHelper.status).toBe(2);
+        expect(plantedHelper.stderr).toMatch(/--sandbox=require: .*exec helper is not the one this build recorded/);
+        expect(existsSync(MARKER)).toBe(false);
+      } finally {
+        rmSync(MARKER, { force: true });
+        root.cleanup();
+        state.cleanup();
+      }
+    },
+    60_000,
+  );
+});

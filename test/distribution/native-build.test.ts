@@ -33,7 +33,8 @@ describe('scripts/build-native.mjs', () => {
     ]); // no temporary left
     const built = pathToFileURL(path.join(out, 'fs_tools_native.node'));
     expect(loadNativeAddon(built, fileSha256(built)).loaded).not.toBeNull();
-    expect(typeof loadKernelWallAddon(pathToFileURL(path.join(out, 'fs_tools_landlock.node')))).toBe('object');
+    const wall = pathToFileURL(path.join(out, 'fs_tools_landlock.node'));
+    expect(typeof loadKernelWallAddon(wall, fileSha256(wall))).toBe('object');
   });
 
   it('without a compiler: exits 0, says why in one line per addon, writes nothing', () => {

@@ -8,18 +8,15 @@
  *   the native addon (where built) is opened only as this process's descriptor of its private copy (/proc/self/fd/N),
  *   and every worker starts from code.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { nativeAddonUrl } from '../../src/fs/native-load.js';
 import { CLI, connect } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const DIST = path.dirname(CLI);
-const work = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-code-loading-'));
-afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** The preload: logs each load of code as one JSON line to $CODE_LOAD_LOG (read by this test, not by the server). */
 const PRELOAD = `
@@ -64,29 +61,35 @@ describe('dist/: no file is loaded as code after start-up', () => {
     // The main bundle's start and the one inside the embedded search-reader worker code (its regex pool).
     expect(starts.length).toBeGreaterThanOrEqual(2);
     for (const args of starts) expect(args).toMatch(/eval: true/);
-    // No require() of a computed path but the kernel wall's addon, loaded at start-up before any request (its digest is
-    // not checked yet: docs/security.md "The server's own code and token files", what remains).
+    // No require() of a computed path: both native addons (content search's and the kernel wall's) are loaded by
+    // descriptor after their digest check (src/fs/native-load.ts).
     const computed = [...bundle.matchAll(/createRequire\([^)]*\)\(([^)'"][^)]*)\)/g)].map((m) => m[1]);
-    expect(computed).toHaveLength(1);
+    expect(computed).toEqual([]);
     expect(bundle).toMatch(/function loadKernelWallAddon\(/);
   });
 
   it('watched from inside: only dist/cli.js is loaded; the addon only by descriptor; workers only from code', async () => {
-    const preload = path.join(work, 'preload.cjs');
+    const root = makeTree(
+      { 'src/a.txt': 'one needle\n', 'src/b.txt': 'needle two\n', 'log/.keep': '' },
+      'fs-tools-code-loading-root-',
+    );
+    // Inside the root: with the kernel wall on (the default), the server can write nowhere else.
+    // The preload too: worker threads inherit `--require` and load it after the wall is up.
+    const logFile = path.join(root.dir, 'log', 'loads.jsonl');
+    const preload = path.join(root.dir, 'log', 'preload.cjs');
     writeFileSync(preload, PRELOAD);
-    const logFile = path.join(work, 'loads.jsonl');
-    const root = makeTree({ 'a.txt': 'one needle\n', 'b.txt': 'needle two\n' }, 'fs-tools-code-loading-root-');
+    const src = path.join(root.dir, 'src');
     const state = makeTree({}, 'fs-tools-code-loading-state-');
     const client = await connect('modern', {
       command: process.execPath,
-      // The kernel wall's addon is loaded by path at start-up (not digest-checked yet); this test is about the rest.
-      args: ['--require', preload, CLI, '--sandbox=off', '--state-dir', state.dir, root.dir],
+      args: ['--require', preload, CLI, '--sandbox=require', '--state-dir', state.dir, root.dir],
       env: { CODE_LOAD_LOG: logFile },
     });
+    let events: Array<{ kind: string; what: string; pid: number }>;
     try {
-      await client.callOk('search_files', { path: root.dir, query: 'needle' });
-      await client.callOk('search_files', { path: root.dir, query: 'ne+dle\\s\\w+', regex: true });
-      const q = { path: root.dir, query: '(ne+dle)', regex: true, replacement: '[$1]' };
+      await client.callOk('search_files', { path: src, query: 'needle' });
+      await client.callOk('search_files', { path: src, query: 'ne+dle\\s\\w+', regex: true });
+      const q = { path: src, query: '(ne+dle)', regex: true, replacement: '[$1]' };
       const preview = await client.callOk('replace_in_files', { ...q, dry_run: true });
       const hashes = Object.fromEntries(
         preview.files.map((f: { path: string; previous_hash: string }) => [f.path, f.previous_hash]),
@@ -94,13 +97,13 @@ describe('dist/: no file is loaded as code after start-up', () => {
       expect((await client.callOk('replace_in_files', { ...q, expected_hashes: hashes })).replacements).toBe(2);
     } finally {
       await client.close();
+      events = readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { kind: string; what: string; pid: number });
       root.cleanup();
       state.cleanup();
     }
-    const events = readFileSync(logFile, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as { kind: string; what: string; pid: number });
     // Per process (the client may start more than one), one module: dist/cli.js.
     const imports = events.filter((e) => e.kind === 'import');
     expect(imports.length).toBeGreaterThan(0);
