@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 /**
  * Builds dist/ from src/ with esbuild: dist/cli.js (the whole server in one ES module, so a start loads one file
- * instead of a few hundred — about half the start-up CPU, which every agent session and every e2e test pays) and
- * one file per worker thread (src/fs/*-worker.ts → dist/*-worker.js, loaded by URL next to cli.js), and the optional
- * native addon of content search (scripts/build-native.mjs). Type checking is tsc's job
- * (`npm run typecheck`); this only bundles.
+ * instead of a few hundred — about half the start-up CPU, which every agent session and every e2e test pays) and the
+ * native addons (scripts/build-native.mjs). The worker threads' code (scripts/worker-bundles.mjs) is embedded in
+ * dist/cli.js as strings, and so is the sha256 of each native file built, which the server checks when it loads the
+ * content-search addon at start-up: nothing the server runs is loaded from a file after start-up (docs/security.md
+ * "The server's own code and token files"). Type checking is tsc's job (`npm run typecheck`); this only bundles.
  */
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { buildWorkerCode } from './worker-bundles.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // `--broken-containment`: the test build of the kernel wall's suite (test/attacks/kernel-wall.test.ts), written to
@@ -20,15 +23,26 @@ const outDir = broken ? 'dist-broken' : 'dist';
 // Build beside dist/ and rename each file in: a server started meanwhile (a concurrent test run) never sees a
 // missing or half-written dist/cli.js.
 const staging = `${outDir}.staging-${process.pid}`;
+// The native addons, dist/native/<platform>-<arch>/ (issue #19 and the kernel wall), where a C compiler and Node's
+// headers exist (scripts/build-native.mjs says why not otherwise, and never fails the build). Built first: their
+// digests go into the bundle. The test build (--broken-containment) uses the production build's.
+if (!broken) spawnSync(process.execPath, [`${root}/scripts/build-native.mjs`], { cwd: root, stdio: 'inherit' });
+/** sha256 (hex) of each file in dist/native, by `<platform>-<arch>/<name>`. */
+const nativeDigests = {};
+if (existsSync(`${root}/dist/native`)) {
+  for (const platform of readdirSync(`${root}/dist/native`).sort()) {
+    if (!existsSync(`${root}/dist/native/${platform}`)) continue;
+    for (const name of readdirSync(`${root}/dist/native/${platform}`).sort()) {
+      if (name.includes('.tmp')) continue;
+      const bytes = readFileSync(`${root}/dist/native/${platform}/${name}`);
+      nativeDigests[`${platform}/${name}`] = createHash('sha256').update(bytes).digest('hex');
+    }
+  }
+}
+const workers = await buildWorkerCode(root);
 const result = await build({
   absWorkingDir: root,
-  // Every src/fs/*-worker.ts is a worker-thread entry loaded by URL next to cli.js (`new URL('./x-worker.js',
-  // import.meta.url)`): the regex worker, the content-search readers. Each is bundled as its own file.
-  entryPoints: {
-    cli: 'src/cli.ts',
-    ...Object.fromEntries(readdirSync(`${root}/src/fs`).filter((f) => f.endsWith('-worker.ts'))
-      .map((f) => [f.slice(0, -3), `src/fs/${f}`])),
-  },
+  entryPoints: { cli: 'src/cli.ts' },
 
   outdir: staging,
   bundle: true,
@@ -41,13 +55,22 @@ const result = await build({
   metafile: true,
   // Issue #20: the in-process test seams (src/fs/atomic-write.ts setWriteFaultInjector) are compiled out of the
   // product: the constant folds to false, so the bundle carries no setter and never calls an injector.
-  define: { FS_TOOLS_TEST_SEAMS: 'false', FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false' },
+  // The worker threads' code (src/fs/worker-code.ts) and the native files' digests (src/fs/native-load.ts).
+  define: {
+    FS_TOOLS_TEST_SEAMS: 'false',
+    FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false',
+    FS_TOOLS_WORKER_CODE: JSON.stringify(workers.code),
+    FS_TOOLS_NATIVE_DIGESTS: JSON.stringify(nativeDigests),
+  },
   logLevel: 'warning',
   // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
 });
 
-writeFileSync(`${root}/${staging}/THIRD-PARTY-LICENSES.txt`, thirdPartyLicenses(result.metafile));
+writeFileSync(
+  `${root}/${staging}/THIRD-PARTY-LICENSES.txt`,
+  thirdPartyLicenses([result.metafile, ...workers.metafiles]),
+);
 mkdirSync(`${root}/${outDir}`, { recursive: true });
 for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/${outDir}/${name}`);
 rmSync(`${root}/${staging}`, { recursive: true, force: true });
@@ -57,20 +80,22 @@ if (broken) {
   if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/dist-broken/native`, { recursive: true });
   process.exit(0);
 }
-// Issue #19: the content-search addon, dist/native/<platform>-<arch>/fs_tools_native.node, where a C compiler and
-// Node's headers exist (scripts/build-native.mjs says why not otherwise, and never fails the build).
-spawnSync(process.execPath, [`${root}/scripts/build-native.mjs`], { cwd: root, stdio: 'inherit' });
+// Worker scripts of earlier builds (dist/*-worker.js): nothing loads them any more, and package.json "files" would
+// ship them.
+for (const name of readdirSync(`${root}/dist`)) {
+  if (/-worker\.js(\.map)?$/.test(name)) rmSync(`${root}/dist/${name}`, { force: true });
+}
 
 /**
  * The licence texts of every npm package whose code the bundle inlines (found from esbuild's metafile inputs), one
  * after another: MIT, ISC, BSD and Apache licences require the notice to travel with the code. Sorted by package name
  * so the file is stable between builds.
- * @param {import('esbuild').Metafile} metafile
+ * @param {import('esbuild').Metafile[]} metafiles the main bundle's and the embedded workers'
  * @returns {string}
  */
-function thirdPartyLicenses(metafile) {
+function thirdPartyLicenses(metafiles) {
   const packageDirs = new Set();
-  for (const input of Object.keys(metafile.inputs)) {
+  for (const input of metafiles.flatMap((m) => Object.keys(m.inputs))) {
     const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
     if (match) packageDirs.add(match[1]);
   }

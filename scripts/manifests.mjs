@@ -133,9 +133,8 @@ function firstSentence(text) {
 
 /** Builds, validates and packs the .mcpb; returns its path. */
 function buildMcpb(pkg) {
-  for (const f of ['cli.js', 'regex-worker.js', 'search-reader-worker.js']) {
-    if (!existsSync(`${root}/dist/${f}`)) throw new Error(`dist/${f} is missing: run npm run build first`);
-  }
+  // The worker threads' code is embedded in dist/cli.js (scripts/worker-bundles.mjs).
+  if (!existsSync(`${root}/dist/cli.js`)) throw new Error('dist/cli.js is missing: run npm run build first');
   const listed = spawnSync(process.execPath, [`${root}/dist/cli.js`, 'tools', '--json'], { encoding: 'utf8', cwd: root });
   if (listed.status !== 0) throw new Error(`fs-tools tools --json failed: ${listed.stderr}`);
   const dir = `${root}/build/mcpb`;

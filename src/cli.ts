@@ -18,7 +18,7 @@ import { VERSION } from './version.js';
 import { armKillPoint, recoverJournals } from './patch/transaction.js';
 import { delayCopy, failCopyAt, setCopyFault } from './tools/copy-path.js';
 import { recoveryRefusal } from './policy/authorize.js';
-import { searchReaderPool } from './fs/search-reader.js';
+import { prepareStartupFiles } from './server/startup-files.js';
 import { findContainingRoot } from './policy/containment.js';
 import { raiseKernelWall } from './cli/kernel-wall.js';
 import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
@@ -50,7 +50,8 @@ Options:
   --git-remote-allow=LIST    hosts, host/owner or repo URLs the issue tools may reach (default: the configured hosts; 'default' extends, '*' any)
   --client-roots=narrow|replace|ignore   how client-announced roots combine with these (default narrow)
   --audit-log=FILE           append one JSON line per tool call
-  --state-dir=DIR            where the mutation journal lives
+  --state-dir=DIR            where the mutation journal lives (created 0700 if absent; must be yours, not
+                             writable by others, not under /proc, /sys or /dev)
   --max-read-bytes=N         bytes per read (default 262144)
   --max-media-bytes=N        largest image/audio file read_media returns (default 2097152)
   --max-list-entries=N       entries per list_directory page (default 10000; long: 1000)
@@ -115,8 +116,17 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n`);
     return 0;
   }
-  // Issue #19: before any search starts the reader threads.
-  if (config.native === 'off') searchReaderPool.setNative(false);
+  // The server's own files (docs/security.md): state directory checked, leftovers swept, native addon loaded —
+  // before any request is read.
+  if (mode.kind !== 'tools') {
+    try {
+      prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      process.stderr.write(`fs-tools: ${error.message}\n`);
+      return error.exitCode;
+    }
+  }
   const state = createProcessState(config, TOOLS, VERSION);
   if (mode.kind !== 'tools') {
     // The kernel wall, before any request is read and before the journal is touched: from here on the process and

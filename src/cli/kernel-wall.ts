@@ -17,17 +17,7 @@
  * replace the working-directory default), or `--client-roots=replace` — the wall is off and says why (and
  * `--sandbox=require` refuses to start): the server cannot know at start-up the roots a client will announce.
  */
-import {
-  chmodSync,
-  constants,
-  copyFileSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  realpathSync,
-  rmSync,
-} from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +32,7 @@ import {
 } from '../fs/kernel-wall.js';
 import { setChildWall, type ChildWall } from '../vcs/run-command.js';
 import { isWithin } from '../fs/path-within.js';
+import { copyVerifiedNativeFile, recordedNativeDigest } from '../fs/native-load.js';
 import { ghConfigDir } from '../vcs/forge-hosts.js';
 
 /** Program trees: read and execute. */
@@ -200,24 +191,27 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   // The forge CLIs' configuration: gh and glab read it, git never does.
   for (const dir of forgeDirs) if (!tooWide(dir, forgeDirs)) rules.push({ path: dir, access: 'ro' });
   const helper = installHelper(distDir, runDir);
+  if (helper !== null && typeof helper !== 'string') return helper;
   if (helper) rules.push({ path: helper, access: 'rx' });
   return { rules, runDir, gitRules, helper };
 }
 
 /**
  * Copies the exec helper from the build (dist/native/<platform>-<arch>/fs_tools_landlock_exec) into the run
- * directory, where no tool can write it, and returns the copy's path; null when the build has none.
+ * directory, where no tool can write it, and returns the copy's path; null when the build has none. Only the file
+ * this build recorded is copied, and the copy is checked again (src/fs/native-load.ts `copyVerifiedNativeFile`): a
+ * helper that is there but differs is a reason, and the wall stays off (docs/security.md "The server's own code and
+ * token files").
  */
-function installHelper(distDir: string, runDir: string): string | null {
+function installHelper(distDir: string, runDir: string): string | { reason: string } | null {
   const source = path.join(distDir, 'native', `${process.platform}-${process.arch}`, 'fs_tools_landlock_exec');
   const copy = path.join(runDir, 'fs_tools_landlock_exec');
-  try {
-    copyFileSync(source, copy, constants.COPYFILE_EXCL);
-    chmodSync(copy, 0o500);
-    return copy;
-  } catch {
-    return null;
+  const outcome = copyVerifiedNativeFile(source, copy, recordedNativeDigest('fs_tools_landlock_exec'), 0o500);
+  if (outcome === 'copied') return copy;
+  if (outcome === 'digest_mismatch') {
+    return { reason: 'the exec helper is not the one this build recorded (sha256 differs)' };
   }
+  return null;
 }
 
 /**

@@ -10,9 +10,7 @@
  * access classes into Landlock rights for the kernel's ABI, and applies a rule list once. Which paths are on the list
  * is the CLI's decision (src/cli/kernel-wall-rules.ts).
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { loadVerifiedAddon, recordedNativeDigest } from './native-load.js';
 
 /** The addon's exports (native/fs_tools_landlock.c). */
 export interface KernelWallAddon {
@@ -111,27 +109,41 @@ export function kernelWallAddonUrl(base: URL = new URL('./', import.meta.url)): 
   return new URL(`native/${process.platform}-${process.arch}/fs_tools_landlock.node`, base);
 }
 
+/** The addon's exports if they are this version's interface, else null. */
+function checkedKernelWallAddon(exports: unknown): KernelWallAddon | null {
+  const addon = exports as Partial<KernelWallAddon> | null;
+  return addon &&
+    typeof addon.abi === 'function' &&
+    typeof addon.poolThreads === 'function' &&
+    typeof addon.confineProcess === 'function'
+    ? (addon as KernelWallAddon)
+    : null;
+}
+
 /**
- * Loads the addon, or returns the reason it cannot be used (off Linux, not built, fails to load). Never throws.
- * Called once at start-up, before any request is read.
+ * Loads the addon, or returns the reason it cannot be used (off Linux, not built, not the file this build recorded,
+ * fails to load). Loaded the verified way of src/fs/native-load.ts: only bytes whose sha256 is `expectedSha256`,
+ * from a private copy (docs/security.md "The server's own code and token files"), so a file planted in the install
+ * directory never runs. Never throws. Called once at start-up, before any request is read.
+ * @param expectedSha256 hex digest (default: the one this build recorded; null — no addon built, or src/ run
+ *   in-process — loads nothing)
  */
-export function loadKernelWallAddon(url: URL = kernelWallAddonUrl()): KernelWallAddon | string {
+export function loadKernelWallAddon(
+  url: URL = kernelWallAddonUrl(),
+  expectedSha256: string | null = recordedNativeDigest('fs_tools_landlock.node'),
+): KernelWallAddon | string {
   if (process.platform !== 'linux') return `${process.platform} has no Landlock`;
-  try {
-    const file = fileURLToPath(url);
-    if (!existsSync(file)) return 'the kernel-wall addon was not built (no C compiler at build time)';
-    const addon = createRequire(import.meta.url)(file) as Partial<KernelWallAddon> | null;
-    if (
-      !addon ||
-      typeof addon.abi !== 'function' ||
-      typeof addon.poolThreads !== 'function' ||
-      typeof addon.confineProcess !== 'function'
-    ) {
+  const result = loadVerifiedAddon(url, expectedSha256, checkedKernelWallAddon);
+  if (result.loaded) return result.loaded.addon;
+  switch (result.reason) {
+    case 'digest_mismatch':
+      return 'the kernel-wall addon is not the one this build recorded (sha256 differs)';
+    case 'wrong_interface':
       return 'the kernel-wall addon is not this version';
-    }
-    return addon as KernelWallAddon;
-  } catch {
-    return 'the kernel-wall addon failed to load';
+    case 'not_loadable':
+      return 'the kernel-wall addon failed to load';
+    default:
+      return 'the kernel-wall addon was not built (no C compiler at build time)';
   }
 }
 

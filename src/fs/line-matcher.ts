@@ -4,10 +4,10 @@
  * when one file exceeds the time limit, so a catastrophic pattern costs at most that long and never blocks other
  * calls.
  */
-import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import type { Worker } from 'node:worker_threads';
 import { ToolError } from '../errors/tool-error.js';
 import { replaceLines, type LineReplacement } from './replace-lines.js';
+import { embeddedWorkerCode, startWorkerFromCode } from './worker-code.js';
 
 /** How long one file may take under a user regular expression, ms. */
 export const REGEX_FILE_TIMEOUT_MS = 1000;
@@ -313,8 +313,8 @@ interface WorkerReply {
 
 /**
  * One worker, one job at a time; replaced after a timeout. Unref'd so it never keeps the process alive.
- * `workerUrl`: the bundled worker next to this module (dist/regex-worker.js); unit tests, which run this module from
- * src/, pass the built one.
+ * `code`: the regex worker's code (src/fs/worker-code.ts: embedded in the bundle, never read from a file); unit
+ * tests, which run this module from src/, pass code built from src/. Null (src/ without it): every job fails.
  */
 export class RegexWorkerPool {
   private worker: Worker | null = null;
@@ -322,7 +322,7 @@ export class RegexWorkerPool {
   private queue: Promise<unknown> = Promise.resolve();
   private nextId = 1;
 
-  constructor(private readonly workerUrl: URL = new URL('./regex-worker.js', import.meta.url)) {}
+  constructor(private readonly code: string | null = embeddedWorkerCode('regex-worker')) {}
 
   run(source: string, flags: string, text: string): Promise<LineHit[]> {
     return this.enqueue<LineHit[]>(source, flags, text, undefined, (msg) => msg.lines!);
@@ -358,11 +358,13 @@ export class RegexWorkerPool {
   /**
    * The worker, started if needed, once it has loaded (its `{ready: true}` message): the per-file limit then times
    * the regular expression's work, not the thread's start-up (a fresh worker under load took over a second).
-   * @throws the regex timeout error when the worker does not load within REGEX_WORKER_START_TIMEOUT_MS, or its error
+   * @throws the regex timeout error when the worker does not load within REGEX_WORKER_START_TIMEOUT_MS, or its error;
+   *   Error when this build has no worker code
    */
   private async getWorker(): Promise<Worker> {
     if (!this.worker) {
-      const worker = new Worker(fileURLToPath(this.workerUrl));
+      if (this.code === null) throw new Error('this build embeds no regex worker (run the bundle, dist/cli.js)');
+      const worker = startWorkerFromCode(this.code);
       worker.unref();
       this.worker = worker;
       this.ready = this.reply(worker, (msg) => (msg.ready === true ? true : undefined), REGEX_WORKER_START_TIMEOUT_MS);

@@ -5,13 +5,11 @@
  * prefilter (binary verdict, required bytes) without a JavaScript call per syscall. src/fs/search-reader.ts uses it in
  * its reader threads when it loads, and its JavaScript path otherwise (the same outcomes: test/fs/native-reader.test.ts).
  *
- * This module loads it (createRequire from this file's URL: next to the bundle in dist/, or the installed package's
- * dist/) and wraps its one call in `nativeReadRun`, which grows the output buffer as needed and turns codes into
- * outcomes.
+ * The process loads it once, at start-up, from a private copy whose sha256 matches the digest recorded at build time
+ * (src/fs/native-load.ts); a reader thread attaches to that already-loaded library (`attachNativeAddon`) and reads no
+ * file. This module wraps the addon's one call in `nativeReadRun`, which grows the output buffer as needed and turns
+ * codes into outcomes.
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 
 /** The addon's exports (native/fs_tools_native.c). */
 export interface NativeAddon {
@@ -50,25 +48,28 @@ export const NATIVE_CODES = {
   need_space: 5,
 } as const;
 
-/** Where the addon of this platform lies, relative to the bundle (dist/) or to another directory URL. */
-export function nativeAddonUrl(base: URL = new URL('./', import.meta.url)): URL {
-  return new URL(`native/${process.platform}-${process.arch}/fs_tools_native.node`, base);
+/** The addon's exports when they have the expected shape and `abi`, else null. */
+export function checkedNativeAddon(exports: unknown): NativeAddon | null {
+  const addon = exports as Partial<NativeAddon> | null;
+  if (!addon || addon.abi !== NATIVE_ABI || typeof addon.readFiles !== 'function') return null;
+  return addon as NativeAddon;
 }
 
+/** The only shape of path a thread attaches to: a descriptor of this process (never a file by name). */
+const LOADED_PATH = /^\/proc\/self\/fd\/\d+$/;
+
 /**
- * Loads the addon, or returns null: off Linux (the reader threads' directory proof is Linux's), when the file is
- * missing, fails to load (another architecture, a corrupt file, a Node without N-API 8) or has another `abi`.
- * Never throws.
- * @param url the .node file (default: `nativeAddonUrl()`, next to this module)
+ * Attaches this thread (a reader thread) to the addon the process loaded at start-up: `path` is
+ * `LoadedNativeAddon.path` (src/fs/native-load.ts), a descriptor of the verified private copy, so the dynamic loader
+ * finds the library already loaded under that name and no file is read. Null off Linux, for any other path, or when
+ * the addon does not attach. Never throws.
  */
-export function loadNativeAddon(url: URL = nativeAddonUrl()): NativeAddon | null {
-  if (process.platform !== 'linux') return null;
+export function attachNativeAddon(path: string): NativeAddon | null {
+  if (process.platform !== 'linux' || !LOADED_PATH.test(path)) return null;
   try {
-    const file = fileURLToPath(url);
-    if (!existsSync(file)) return null;
-    const addon = createRequire(import.meta.url)(file) as Partial<NativeAddon> | null;
-    if (!addon || addon.abi !== NATIVE_ABI || typeof addon.readFiles !== 'function') return null;
-    return addon as NativeAddon;
+    const module = { exports: {} as unknown };
+    process.dlopen(module, path);
+    return checkedNativeAddon(module.exports);
   } catch {
     return null;
   }

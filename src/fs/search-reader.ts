@@ -25,14 +25,14 @@
 import { availableParallelism } from 'node:os';
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { isWithin } from './path-within.js';
 import { matchLines, REGEX_FILE_TIMEOUT_MS, type LineHit } from './line-matcher.js';
 import { openForReadSync } from './open-file.js';
 import { looksBinary } from './text.js';
 import { assertDescriptorAt } from './verified-dir.js';
 import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
+import { embeddedWorkerCode, startWorkerFromCode } from './worker-code.js';
 
 /**
  * What reading one candidate found. `text`: a text file passed to the caller to match (no `match` in the options);
@@ -463,26 +463,32 @@ export class SearchReaderPool {
   private nextSession = 1;
   private watchdog: NodeJS.Timeout | null = null;
   private readonly epoch = Date.now();
-  /** Reader threads load the native addon (`setNative`); the JavaScript path otherwise. */
-  private native = true;
+  /**
+   * The native addon reader threads attach to (`setNativeAddon`: the path of the copy loaded at start-up,
+   * src/fs/native-load.ts); null: the JavaScript path.
+   */
+  private nativePath: string | null = null;
 
   /**
    * @param size worker threads
-   * @param workerUrl the worker script (dist/search-reader-worker.js next to the bundle)
+   * @param code the reader worker's code (src/fs/worker-code.ts: embedded in the bundle, never read from a file);
+   *   null: no threads, every file is read by the caller (`fallback`)
    * @param timeoutMs a user regular expression's time per file before its worker is stopped
    */
   constructor(
     private readonly size: number,
-    private readonly workerUrl: URL,
+    private readonly code: string | null,
     private readonly timeoutMs: number = REGEX_FILE_TIMEOUT_MS,
   ) {}
 
   /**
-   * Whether reader threads started from now on read through the native addon when it loads (`--native=off`: never).
-   * Threads already running keep what they started with; the CLI sets this before any search.
+   * The addon reader threads started from now on read through: `path` is where the process loaded it at start-up
+   * (`LoadedNativeAddon.path`, a descriptor of a private copy, so a thread's dlopen finds the library already loaded
+   * and reads no file); null (the default, and `--native=off`): the JavaScript path. Threads already running keep
+   * what they started with; the CLI sets this before any search.
    */
-  setNative(enabled: boolean): void {
-    this.native = enabled;
+  setNativeAddon(path: string | null): void {
+    this.nativePath = path;
   }
 
   /**
@@ -538,7 +544,7 @@ export class SearchReaderPool {
   }
 
   private ensureWorkers(): WorkerSlot[] | null {
-    if (this.broken) return null;
+    if (this.broken || this.code === null) return null;
     if (this.slots) return this.slots;
     try {
       this.slots = Array.from({ length: this.size }, () => this.startWorker());
@@ -551,8 +557,8 @@ export class SearchReaderPool {
 
   private startWorker(): WorkerSlot {
     const progress = new Int32Array(new SharedArrayBuffer(PROGRESS_SLOTS * 4));
-    const worker = new Worker(fileURLToPath(this.workerUrl), {
-      workerData: { progress, epoch: this.epoch, native: this.native },
+    const worker = startWorkerFromCode(this.code!, {
+      workerData: { progress, epoch: this.epoch, nativePath: this.nativePath },
     });
     worker.unref();
     const slot: WorkerSlot = { worker, progress, batches: new Map(), load: 0, retired: false, sessions: new Set() };
@@ -665,4 +671,4 @@ export function serveBatches(
 const POOL_SIZE = Math.max(1, Math.min(4, availableParallelism()));
 
 /** The process's pool. */
-export const searchReaderPool = new SearchReaderPool(POOL_SIZE, new URL('./search-reader-worker.js', import.meta.url));
+export const searchReaderPool = new SearchReaderPool(POOL_SIZE, embeddedWorkerCode('search-reader-worker'));

@@ -20,13 +20,14 @@
  * Pull requests share the issue number space: `view` of a PR number and every write on one is GH_NOT_ISSUE (each
  * write first GETs the issue; the write itself is exactly one POST or PATCH); `list` leaves PRs out and counts them.
  */
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runCommand, type CommandResult } from './run-command.js';
 import { parseAuthority, startEgressGuard, type Authority } from './egress-guard.js';
 import { ghConfigReachable, hostListed } from './forge-hosts.js';
 import { findCli } from './find-cli.js';
+import { makeOwnedTempDir, removeOwnedTempDir } from '../fs/owned-temp.js';
 import { operatorNamedGitHubHosts } from './host-allow.js';
 import { ToolError } from '../errors/tool-error.js';
 import {
@@ -415,7 +416,10 @@ export function ghEnvironment(
   return { ...env, GH_PROMPT_DISABLED: '1', GH_NO_UPDATE_NOTIFIER: '1', NO_COLOR: '1', GH_SPINNER_DISABLED: '1' };
 }
 
-/** Prefix of the private gh configuration directories (under the OS temporary directory). */
+/**
+ * Prefix of the private gh configuration directories (under the OS temporary directory; the full name records the
+ * owning process: src/fs/owned-temp.ts).
+ */
 export const GH_TOKEN_DIR_PREFIX = 'fs-tools-ghtoken-';
 
 /** A private gh configuration directory holding the enterprise token for one host. */
@@ -428,8 +432,10 @@ interface BoundToken {
  * Binds the environment's enterprise token to the target host for one gh run. gh sends GH_ENTERPRISE_TOKEN to EVERY
  * host but github.com — also to the target of a redirect gh follows without a proxy (Go never proxies loopback
  * addresses, so the egress guard cannot stop a redirect to http://127.0.0.1:…). So the token leaves the environment
- * and goes into a private GH_CONFIG_DIR (mkdtemp outside the roots, 0700; hosts.yml 0600, removed when gh exits) as the `oauth_token`
- * of the target host only; gh looks tokens up per request host, so any other host gets none.
+ * and goes into a private GH_CONFIG_DIR (outside the roots, 0700, marked with this process: src/fs/owned-temp.ts;
+ * hosts.yml 0600) as the `oauth_token` of the target host only; gh looks tokens up per request host, so any other
+ * host gets none. The caller removes it when gh exits (`removeOwnedTempDir`); the process removes it on every exit
+ * path it sees, and the next start sweeps one a killed server left (docs/security.md).
  * @param alwaysPrivate create the private directory even without a token (an empty gh configuration): gh's own
  *   configuration lies inside the roots, where the agent could have written it (forge-hosts.ts ghConfigReachable)
  * @returns null when no enterprise token is set and `alwaysPrivate` is false (gh's own configuration stays in force)
@@ -445,7 +451,7 @@ export function bindEnterpriseToken(
   const keys = [target.host.toLowerCase()];
   // gh 2.23 looks the token up by host name without the port, later versions with it.
   if (target.explicitPort) keys.push(`${target.host.toLowerCase()}:${target.port}`);
-  const dir = mkdtempSync(path.join(privateTempBase(isInsideRoots), GH_TOKEN_DIR_PREFIX));
+  const dir = makeOwnedTempDir(privateTempBase(isInsideRoots), 'ghtoken');
   try {
     // JSON strings are YAML double-quoted scalars: no token character can break out of the value.
     const yaml = token
@@ -458,12 +464,17 @@ export function bindEnterpriseToken(
       : '';
     writeFileSync(path.join(dir, 'hosts.yml'), yaml, { mode: 0o600, flag: 'wx' });
   } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
+    removeOwnedTempDir(dir);
     throw error;
   }
   const out: NodeJS.ProcessEnv = { ...env, GH_CONFIG_DIR: dir };
   for (const key of GH_ENTERPRISE_TOKENS) delete out[key];
   return { dir, env: out };
+}
+
+/** Where private gh configurations may be made, in order of preference (the start-up sweep looks in all of them). */
+export function ghTokenBases(): string[] {
+  return [os.tmpdir(), '/dev/shm', '/var/tmp'];
 }
 
 /**
@@ -472,7 +483,7 @@ export function bindEnterpriseToken(
  * @throws ToolError VALIDATION reason no_private_dir when every candidate is inside the roots (nothing was sent)
  */
 function privateTempBase(isInsideRoots: (absolute: string) => boolean): string {
-  for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
+  for (const candidate of ghTokenBases()) {
     let real: string;
     try {
       real = realpathSync(candidate);
@@ -540,7 +551,7 @@ async function ghApi(
     });
   } finally {
     await guard.close();
-    if (bound) rmSync(bound.dir, { recursive: true, force: true });
+    if (bound) removeOwnedTempDir(bound.dir);
   }
   if (guard.denied.length > 0) throw redirectDenied('GitHub', host, target, guard.denied[0], kind, subject);
   const guardUnreachable = guard.unreachable > 0;

@@ -22,6 +22,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../helpers/server.js';
+import { fileSha256 } from '../helpers/worker-code.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const ADDON = path.join(REPO, `dist/native/${process.platform}-${process.arch}/fs_tools_landlock.node`);
@@ -192,7 +193,7 @@ import { confineProcess, loadKernelWallAddon } from ${JSON.stringify(pathToFileU
 const many = (f) => Promise.allSettled(Array.from({ length: 3000 }, f));
 await many(() => fs.stat('/'));
 const threads = readdirSync('/proc/self/task').length;
-const state = await confineProcess(loadKernelWallAddon(new URL(${JSON.stringify(pathToFileURL(ADDON).href)})), [], null);
+const state = await confineProcess(loadKernelWallAddon(new URL(${JSON.stringify(pathToFileURL(ADDON).href)}), ${JSON.stringify(fileSha256(pathToFileURL(ADDON)))}), [], null);
 const results = await many(() => fs.readFile(${JSON.stringify(path.join(outside, 'secret.txt'))}, 'utf8'));
 process.stdout.write(JSON.stringify({ state, threads, read: results.filter((r) => r.status === 'fulfilled').length }));
 `;

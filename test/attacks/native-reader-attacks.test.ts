@@ -7,8 +7,9 @@
  *   to a file outside the roots (read by both, as a hard link is the same file), a secret file, a FIFO, and more than
  *   one batch of files; no byte of the secret or of the outside file's other content in any answer;
  * - a FIFO with a writer blocked on it: neither path opens it (the writer stays blocked, nothing is read from it);
- * - a shipped addon that does not load (a corrupt file): the installed layout (cli.js beside native/) falls
- *   back to the JavaScript path with the same answers and nothing on stdout but MCP (the client would fail to parse);
+ * - a shipped addon that is not the one built (a corrupt file): the installed layout (cli.js beside native/) refuses
+ *   it at start-up (its sha256 differs from the digest in the bundle), says so on stderr, and falls back to the
+ *   JavaScript path with the same answers and nothing on stdout but MCP (the client would fail to parse);
  * - JavaScript run by the call itself (an accessor on the names array) that detaches or shrinks a buffer: a TypeError,
  *   not a write into freed memory;
  * - a file shorter than its reported size (sysfs): the same short read as the JavaScript path;
@@ -27,6 +28,7 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  readFileSync,
   realpathSync,
   rmSync,
   symlinkSync,
@@ -36,19 +38,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  loadNativeAddon,
-  nativeAddonUrl,
-  nativeBuffers,
-  nativeReadRun,
-  type NativeAddon,
-} from '../../src/fs/native-reader.js';
+import { nativeBuffers, nativeReadRun, type NativeAddon } from '../../src/fs/native-reader.js';
+import { nativeAddonUrl } from '../../src/fs/native-load.js';
+import { loadBuiltAddon } from '../helpers/worker-code.js';
 import { closeDir, readBatch, readerState, type ReaderOptions } from '../../src/fs/search-reader.js';
 import { CLI, connect, type TestClient } from '../helpers/server.js';
 
 const DIST = new URL('../../dist/', import.meta.url);
 const ADDON = fileURLToPath(nativeAddonUrl(DIST));
-const addon = loadNativeAddon(nativeAddonUrl(DIST));
+const addon = loadBuiltAddon()?.addon ?? null;
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-native-attack-')));
 const root = path.join(base, 'root');
 const outside = path.join(base, 'outside');
@@ -162,7 +160,7 @@ describe('content search through the addon: the same answers as --native=off', (
       const expected = offAnswers.slice(0, 2);
       expect(expected).toHaveLength(2);
       // The installed package's layout (package.json beside dist/: the server reads its version there), with a
-      // corrupt addon where the reader threads look for it.
+      // corrupt addon where the server loads it at start-up: its digest is not the recorded one, so it is not loaded.
       const pkg = path.join(base, 'pkg');
       const dist = path.join(pkg, 'dist');
       cpSync(fileURLToPath(DIST), dist, { recursive: true });
@@ -175,6 +173,8 @@ describe('content search through the addon: the same answers as --native=off', (
       try {
         expect(await answers(client, false)).toEqual(expected);
         expect(client.stderr()).not.toMatch(/warning|INTERNAL|incident/i);
+        expect(client.stderr()).toMatch(/native addon .* not the one this build recorded/);
+        expect(readFileSync(`/proc/${client.pid()}/maps`, 'utf8')).not.toContain('fs_tools_native.node');
       } finally {
         await client.close();
       }

@@ -66,7 +66,7 @@ describe('replacement bombs', () => {
     expect(readFileSync(path.join(R, 'small.txt'), 'utf8')).toBe('bbbbbb\n');
   });
 
-  // The regex worker is the bundled dist/regex-worker.js: a real server process.
+  // The regex worker is the one embedded in dist/cli.js: a real server process.
   it('a regex replacement repeating $& (in the worker): the same, over stdio', async () => {
     const r = makeTree({ 'big.txt': BIG, 'ok.txt': 'v1 v2\n' }, 'fs-tools-rif-e2e-');
     const s = makeTree({}, 'fs-tools-rif-e2e-state-');

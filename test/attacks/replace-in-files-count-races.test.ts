@@ -24,7 +24,7 @@ import { makeTree } from '../helpers/tree.js';
 let onReplace: ((text: string) => void) | null = null;
 
 // The matcher as built, its replacement hooked; a regular expression is replaced in this thread (the worker is the
-// bundled dist/regex-worker.js, which TypeScript sources cannot start) by the same replaceLines the worker runs.
+// code embedded in dist/cli.js, which src/ run alone does not carry) by the same replaceLines the worker runs.
 vi.mock('../../src/fs/line-matcher.js', async (importOriginal) => {
   const mod = await importOriginal<typeof import('../../src/fs/line-matcher.js')>();
   const { replaceLines } = await import('../../src/fs/replace-lines.js');

@@ -11,8 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadNativeAddon } from '../../src/fs/native-reader.js';
+import { loadNativeAddon } from '../../src/fs/native-load.js';
 import { loadKernelWallAddon } from '../../src/fs/kernel-wall.js';
+import { fileSha256 } from '../helpers/worker-code.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = path.join(ROOT, 'scripts/build-native.mjs');
@@ -30,8 +31,10 @@ describe('scripts/build-native.mjs', () => {
       'fs_tools_landlock_exec',
       'fs_tools_native.node',
     ]); // no temporary left
-    expect(loadNativeAddon(pathToFileURL(path.join(out, 'fs_tools_native.node')))).not.toBeNull();
-    expect(typeof loadKernelWallAddon(pathToFileURL(path.join(out, 'fs_tools_landlock.node')))).toBe('object');
+    const built = pathToFileURL(path.join(out, 'fs_tools_native.node'));
+    expect(loadNativeAddon(built, fileSha256(built)).loaded).not.toBeNull();
+    const wall = pathToFileURL(path.join(out, 'fs_tools_landlock.node'));
+    expect(typeof loadKernelWallAddon(wall, fileSha256(wall))).toBe('object');
   });
 
   it('without a compiler: exits 0, says why in one line per addon, writes nothing', () => {

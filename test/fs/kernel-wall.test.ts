@@ -4,7 +4,17 @@
  * loaded and asked its ABI, and the one step that confines is given a stand-in object with the addon's interface —
  * the real confinement is proven against the real server in test/attacks/kernel-wall.test.ts.
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -21,6 +31,7 @@ import {
 } from '../../src/fs/kernel-wall.js';
 import { TOOL_NAMES } from '../../src/tools/registry.js';
 import { isWithin } from '../../src/fs/path-within.js';
+import { fileSha256 } from '../helpers/worker-code.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const ADDON = pathToFileURL(path.join(REPO, `dist/native/${process.platform}-${process.arch}/fs_tools_landlock.node`));
@@ -72,24 +83,34 @@ describe("poolThreads: the libuv pool size, computed by the addon with libuv's o
   ])('UV_THREADPOOL_SIZE=%j → %d', (raw, n) => {
     if (raw === undefined) delete process.env.UV_THREADPOOL_SIZE;
     else process.env.UV_THREADPOOL_SIZE = raw;
-    expect((loadKernelWallAddon(ADDON) as KernelWallAddon).poolThreads()).toBe(n);
+    expect((loadKernelWallAddon(ADDON, fileSha256(ADDON)) as KernelWallAddon).poolThreads()).toBe(n);
   });
 });
 
 describe('the addon', () => {
-  it('loads from the build and reports the kernel ABI (7 on these machines, at least 1)', () => {
-    const addon = loadKernelWallAddon(ADDON);
+  it('loads from the build, verified against its digest, and reports the kernel ABI (7 on these machines, at least 1)', () => {
+    const addon = loadKernelWallAddon(ADDON, fileSha256(ADDON));
     expect(typeof addon).toBe('object');
     expect((addon as KernelWallAddon).abi()).toBeGreaterThanOrEqual(1);
   });
 
-  it('a missing file or a file that is not the addon gives the reason, never a throw', () => {
-    expect(loadKernelWallAddon(pathToFileURL('/nonexistent/fs_tools_landlock.node'))).toMatch(/not built/);
-    expect(loadKernelWallAddon(pathToFileURL(path.join(REPO, 'package.json')))).toMatch(/not this version/);
+  it('a missing file, a file that is not the one recorded, or not the addon gives the reason, never a throw', () => {
+    expect(loadKernelWallAddon(pathToFileURL('/nonexistent/fs_tools_landlock.node'), 'ab'.repeat(32))).toMatch(
+      /not built/,
+    );
+    // No digest recorded (src/ in-process, or a build without the addon): nothing is loaded.
+    expect(loadKernelWallAddon(ADDON, null)).toMatch(/not built/);
+    // The built addon under another digest: a planted or replaced file never loads.
+    expect(loadKernelWallAddon(ADDON, 'ab'.repeat(32))).toMatch(/not the one this build recorded/);
+    // Verified bytes that load but export another interface (content search's addon).
+    const other = pathToFileURL(path.join(fileURLToPath(ADDON), '..', 'fs_tools_native.node'));
+    expect(loadKernelWallAddon(other, fileSha256(other))).toMatch(/not this version/);
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-addon-'));
     try {
       writeFileSync(path.join(dir, 'corrupt.node'), 'not an ELF file');
-      expect(loadKernelWallAddon(pathToFileURL(path.join(dir, 'corrupt.node')))).toMatch(/failed to load/);
+      const corrupt = pathToFileURL(path.join(dir, 'corrupt.node'));
+      expect(loadKernelWallAddon(corrupt, fileSha256(corrupt))).toMatch(/failed to load/);
+      expect(readdirSync(dir)).toEqual(['corrupt.node']); // no private copy left beside it
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

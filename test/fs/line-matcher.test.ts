@@ -1,6 +1,6 @@
 /**
  * Line matching for content search (src/fs/line-matcher.ts), in-process. The regular-expression worker pool runs the
- * bundled dist/regex-worker.js and is exercised by the search e2e tests; here, the parts that run in this thread. Pins:
+ * worker embedded in dist/cli.js and is exercised by the search e2e tests; here, the parts that run in this thread. Pins:
  *  - a literal query matches per line (0-based line, UTF-16 column of the first match; a final \r is not part of
  *    the line), case-insensitively when asked, and its prefilter needle is the query's UTF-8 bytes only when
  *    case-sensitive; regex metacharacters in a literal are literal;
@@ -12,12 +12,13 @@
  *    empty lines, astral characters), and a literal absent from the text gives none;
  *  - regexTimeoutError is VALIDATION regex_timeout with the timeout;
  *  - a literal replace inserts the replacement as typed, per line, and builds nothing past maxChars;
- *  - the worker pool (run against the built dist/regex-worker.js) matches and replaces in order, expands `$1`/`$&`,
+ *  - the worker pool (run with the worker's code bundled from src/, as dist/cli.js embeds it) matches and replaces in order, expands `$1`/`$&`,
  *    stops a catastrophic expression at the per-file limit with regex_timeout and answers the next job with a fresh
  *    worker.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { workerCode } from '../helpers/worker-code.js';
 import {
   createLineMatcher,
   matcherSpec,
@@ -29,7 +30,7 @@ import {
 } from '../../src/fs/line-matcher.js';
 
 /** The bundled worker (built by the suite's global setup, test/helpers/global-setup.ts). */
-const BUILT_WORKER = new URL('../../dist/regex-worker.js', import.meta.url);
+const BUILT_WORKER = await workerCode('regex-worker');
 
 describe('createLineMatcher (literal queries)', () => {
   it('matches per line with the first column, a final \\r removed', async () => {
@@ -176,4 +177,8 @@ describe('RegexWorkerPool (the built worker)', () => {
     });
     expect(await pool.run('b', 'u', 'ab')).toEqual([[0, 1]]);
   }, 20_000);
+
+  it('a build without the worker (src/ alone) fails each job instead of loading a file', async () => {
+    await expect(new RegexWorkerPool(null).run('b', 'u', 'ab')).rejects.toThrow(/embeds no regex worker/);
+  });
 });

@@ -36,19 +36,13 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { looksBinary } from '../../src/fs/text.js';
-import {
-  loadNativeAddon,
-  NATIVE_CODES,
-  nativeAddonUrl,
-  nativeBuffers,
-  nativeReadRun,
-  type NativeAddon,
-} from '../../src/fs/native-reader.js';
+import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon } from '../../src/fs/native-reader.js';
+import { loadNativeAddon } from '../../src/fs/native-load.js';
+import { loadBuiltAddon } from '../helpers/worker-code.js';
 import { closeDir, readBatch, readerState, type ReaderOptions, type ReadOutcome } from '../../src/fs/search-reader.js';
 
-const DIST = new URL('../../dist/', import.meta.url);
 const hasCompiler = spawnSync('cc', ['--version']).status === 0;
-const loaded = loadNativeAddon(nativeAddonUrl(DIST));
+const loaded = loadBuiltAddon()?.addon ?? null;
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-native-')));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -64,7 +58,7 @@ const dirFd = (d: string) => openSync(d, constants.O_RDONLY | constants.O_DIRECT
 it('is built into dist/ and loads wherever a C compiler exists', () => {
   expect(process.platform).toBe('linux');
   if (hasCompiler) expect(loaded).not.toBeNull();
-  expect(loadNativeAddon(new URL('file:///nonexistent/fs_tools_native.node'))).toBeNull();
+  expect(loadNativeAddon(new URL('file:///nonexistent/fs_tools_native.node'), 'a'.repeat(64)).loaded).toBeNull();
 });
 
 const addon = loaded as NativeAddon;

@@ -18,6 +18,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { looksBinary } from '../../src/fs/text.js';
+import { workerCode } from '../helpers/worker-code.js';
 import {
   outcomesOf,
   readCandidate,
@@ -33,7 +34,7 @@ mkdirSync(path.join(root, 'd'), { recursive: true });
 mkdirSync(outside);
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-const WORKER = new URL('../../dist/search-reader-worker.js', import.meta.url);
+const WORKER = await workerCode('search-reader-worker');
 
 const opts = (over: Partial<ReaderOptions> = {}): ReaderOptions => ({
   roots: [{ real: root }],
@@ -198,10 +199,11 @@ describe('the pool (bundled worker)', () => {
     expect(again.kind).toBe('hits');
   });
 
-  it('degrades to fallback when the worker cannot load', async () => {
-    const pool = new SearchReaderPool(1, new URL('file:///nonexistent/search-reader-worker.js'));
+  it('degrades to fallback when the worker fails to start, or the build embeds none', async () => {
     const p = write('d/z.txt', 'z\n');
-    expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
-    expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
+    for (const pool of [new SearchReaderPool(1, 'throw new Error("broken worker")'), new SearchReaderPool(1, null)]) {
+      expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
+      expect((await pool.session(opts()).read(p)).kind).toBe('fallback');
+    }
   });
 });

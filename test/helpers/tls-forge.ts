@@ -24,9 +24,10 @@ export interface TlsRequest {
   authorization: string | null;
 }
 
-/** A scripted answer: status, headers, JSON body. */
+/** A scripted answer: status, headers, JSON body; `hang`: the request is read and never answered. */
 export interface TlsAnswer {
   status: number;
+  hang?: boolean;
   headers?: Record<string, string>;
   body?: unknown;
 }
@@ -122,6 +123,7 @@ export class TlsForge {
             authorization: req.headers.authorization ?? null,
           });
           const answer = forge!.answers.get(`${host}${p}`) ?? { status: 404, body: { message: 'Not Found' } };
+          if (answer.hang) return;
           const body = answer.body === undefined ? '' : JSON.stringify(answer.body);
           res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
           res.end(body);

@@ -1,0 +1,32 @@
+/**
+ * The start-up step for the server's own files (docs/security.md "The server's own code and token files"), run by
+ * the CLI before any request is read: the state directory is checked (created when absent outside the roots), the private
+ * directories a killed server left (gh token configurations, the native addon's copy) are swept, and the native
+ * addon is loaded from a verified private copy. After this step the server loads no file as code.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defaultStateDir, type Config } from '../config.js';
+import { loadNativeAddonAtStart, nativeAddonUrl } from '../fs/native-load.js';
+import { sweepOwnedTempDirs } from '../fs/owned-temp.js';
+import { searchReaderPool } from '../fs/search-reader.js';
+import { isWithin } from '../fs/path-within.js';
+import { prepareStateDir } from '../fs/state-dir.js';
+import { ghTokenBases } from '../vcs/github.js';
+
+/**
+ * Runs the start-up step; `log` gets one line per removed leftover and per addon that is there but not loaded.
+ * @throws UsageError when the state directory cannot serve (exit 2)
+ */
+export function prepareStartupFiles(config: Config, log: (line: string) => void): void {
+  prepareStateDir(
+    config.stateDir,
+    config.stateDir === defaultStateDir() ? 'the state directory (default; set --state-dir)' : '--state-dir',
+    (real) => config.roots.some((r) => isWithin(r.real, real)),
+  );
+  const addonDir = path.dirname(fileURLToPath(nativeAddonUrl()));
+  for (const dir of sweepOwnedTempDirs([...ghTokenBases(), addonDir])) {
+    log(`fs-tools: removed ${dir}, a private directory left by a server that is no longer running`);
+  }
+  searchReaderPool.setNativeAddon(config.native === 'off' ? null : loadNativeAddonAtStart(log));
+}

@@ -1,0 +1,118 @@
+/**
+ * The built server loads no file as code after start-up (docs/security.md "The server's own code and token files").
+ * - dist/ holds no worker script, dist/cli.js names none, and every worker it can start (in it and in the worker code
+ *   it embeds) starts from code with `eval: true`;
+ * - watched from inside the process (a `--require` preload that logs every ES module load, every require() of a
+ *   non-built-in, every `process.dlopen` and every `new Worker`, in the main thread and in every worker): through a
+ *   content search, a regex search and a regex replace_in_files, the only file loaded as code is dist/cli.js itself;
+ *   the native addon (where built) is opened only as this process's descriptor of its private copy (/proc/self/fd/N),
+ *   and every worker starts from code.
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { nativeAddonUrl } from '../../src/fs/native-load.js';
+import { CLI, connect } from '../helpers/server.js';
+import { makeTree } from '../helpers/tree.js';
+
+const DIST = path.dirname(CLI);
+
+/** The preload: logs each load of code as one JSON line to $CODE_LOAD_LOG (read by this test, not by the server). */
+const PRELOAD = `
+const fs = require('node:fs');
+const Module = require('node:module');
+const wt = require('node:worker_threads');
+const LOG = process.env.CODE_LOAD_LOG;
+const log = (kind, what) => fs.appendFileSync(LOG, JSON.stringify({ kind, what, pid: process.pid }) + '\\n');
+const load = Module._load;
+Module._load = function (request, ...rest) {
+  if (!Module.isBuiltin(request)) log('require', request);
+  return load.call(this, request, ...rest);
+};
+const dlopen = process.dlopen;
+process.dlopen = function (m, f, ...rest) {
+  log('dlopen', f);
+  return dlopen.call(this, m, f, ...rest);
+};
+const Worker = wt.Worker;
+wt.Worker = class extends Worker {
+  constructor(what, options) {
+    log(options && options.eval ? 'worker-code' : 'worker-file', options && options.eval ? '' : String(what));
+    super(what, options);
+  }
+};
+Module.syncBuiltinESMExports();
+if (wt.isMainThread) {
+  Module.register('data:text/javascript,' + encodeURIComponent(
+    "import { appendFileSync } from 'node:fs';\\n" +
+    'export async function load(url, context, next) {\\n' +
+    "  if (!url.startsWith('node:')) appendFileSync(" + JSON.stringify(LOG) + ", JSON.stringify({ kind: 'import', what: url, pid: process.pid }) + '\\\\n');\\n" +
+    '  return next(url, context);\\n}\\n'));
+}
+`;
+
+describe('dist/: no file is loaded as code after start-up', () => {
+  it('no worker script in dist/; every worker in dist/cli.js starts from code (eval: true)', () => {
+    expect(readdirSync(DIST).filter((n) => /worker/i.test(n))).toEqual([]);
+    const bundle = readFileSync(CLI, 'utf8');
+    expect(bundle).not.toMatch(/-worker\.js/);
+    const starts = [...bundle.matchAll(/new [\w$.]*\bWorker\(([^)]*)\)/g)].map((m) => m[1]);
+    // The main bundle's start and the one inside the embedded search-reader worker code (its regex pool).
+    expect(starts.length).toBeGreaterThanOrEqual(2);
+    for (const args of starts) expect(args).toMatch(/eval: true/);
+    // No require() of a computed path: both native addons (content search's and the kernel wall's) are loaded by
+    // descriptor after their digest check (src/fs/native-load.ts).
+    const computed = [...bundle.matchAll(/createRequire\([^)]*\)\(([^)'"][^)]*)\)/g)].map((m) => m[1]);
+    expect(computed).toEqual([]);
+    expect(bundle).toMatch(/function loadKernelWallAddon\(/);
+  });
+
+  it('watched from inside: only dist/cli.js is loaded; the addon only by descriptor; workers only from code', async () => {
+    const root = makeTree(
+      { 'src/a.txt': 'one needle\n', 'src/b.txt': 'needle two\n', 'log/.keep': '' },
+      'fs-tools-code-loading-root-',
+    );
+    // Inside the root: with the kernel wall on (the default), the server can write nowhere else.
+    // The preload too: worker threads inherit `--require` and load it after the wall is up.
+    const logFile = path.join(root.dir, 'log', 'loads.jsonl');
+    const preload = path.join(root.dir, 'log', 'preload.cjs');
+    writeFileSync(preload, PRELOAD);
+    const src = path.join(root.dir, 'src');
+    const state = makeTree({}, 'fs-tools-code-loading-state-');
+    const client = await connect('modern', {
+      command: process.execPath,
+      args: ['--require', preload, CLI, '--sandbox=require', '--state-dir', state.dir, root.dir],
+      env: { CODE_LOAD_LOG: logFile },
+    });
+    let events: Array<{ kind: string; what: string; pid: number }>;
+    try {
+      await client.callOk('search_files', { path: src, query: 'needle' });
+      await client.callOk('search_files', { path: src, query: 'ne+dle\\s\\w+', regex: true });
+      const q = { path: src, query: '(ne+dle)', regex: true, replacement: '[$1]' };
+      const preview = await client.callOk('replace_in_files', { ...q, dry_run: true });
+      const hashes = Object.fromEntries(
+        preview.files.map((f: { path: string; previous_hash: string }) => [f.path, f.previous_hash]),
+      );
+      expect((await client.callOk('replace_in_files', { ...q, expected_hashes: hashes })).replacements).toBe(2);
+    } finally {
+      await client.close();
+      events = readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { kind: string; what: string; pid: number });
+      root.cleanup();
+      state.cleanup();
+    }
+    // Per process (the client may start more than one), one module: dist/cli.js.
+    const imports = events.filter((e) => e.kind === 'import');
+    expect(imports.length).toBeGreaterThan(0);
+    expect(new Set(imports.map((e) => e.what))).toEqual(new Set([pathToFileURL(CLI).href]));
+    expect(new Set(imports.map((e) => e.pid)).size).toBe(imports.length);
+    expect(events.filter((e) => e.kind === 'require' || e.kind === 'worker-file')).toEqual([]);
+    expect(events.filter((e) => e.kind === 'worker-code').length).toBeGreaterThanOrEqual(2); // readers and regex
+    const dlopens = events.filter((e) => e.kind === 'dlopen').map((e) => e.what);
+    for (const p of dlopens) expect(p).toMatch(/^\/proc\/self\/fd\/\d+$/);
+    if (existsSync(nativeAddonUrl(pathToFileURL(`${DIST}/`)))) expect(dlopens.length).toBeGreaterThan(0);
+  }, 60_000);
+});
