@@ -2,7 +2,8 @@
  * Bounded work (docs/security.md "Bounded work"): calls that used to hold the whole server, each run against the
  * real server over stdio while a watchdog pings it every 20 ms (test/helpers/stall-watchdog.ts) and measures the
  * worst ping round trip. Every call must answer with a result or an envelope (never INTERNAL) and the server must
- * keep answering. The figures are printed (`stall …`); the bound asserted is STALL_BOUND_MS where it is met, and a
+ * keep answering. The figures are printed (`stall …`); the bound asserted is STALL_BOUND_MS (or, when the loaded machine
+ * alone stalls an idle second server longer at the same moments, that stall plus STALL_BOUND_MS) where it is met, and a
  * looser, still failing-on-regression bound where it is not yet (see the docs page).
  * - arguments nested 50,000 levels, 20,000 keys, 700,000 keys in one 8 MB line;
  * - replace_all of a word on 10,000 lines of a 50,000-line file, and a replace_in_files dry run of the same;
@@ -78,11 +79,13 @@ describe('bounded work under a watchdog', () => {
       ['700k keys', keys(700_000), (r) => expect(r.error?.code).toBe(-32600)],
     ];
     for (const [name, args, check] of cases) {
-      const report = await session.watch(() => session.callRaw('read_file', args));
-      console.log(`stall ${name}: ${report.worstStallMs} ms (${report.elapsedMs} ms, ${report.pings} pings)`);
+      const report = await watchAgainstIdle(() => session.callRaw('read_file', args));
+      console.log(
+        `stall ${name}: ${report.worstStallMs} ms (${report.elapsedMs} ms, ${report.pings} pings; idle ${report.idleStallMs} ms)`,
+      );
       check(report.value);
       noInternal(report.value);
-      expect(report.worstStallMs).toBeLessThanOrEqual(STALL_BOUND_MS);
+      expect(report.worstStallMs).toBeLessThanOrEqual(report.bound);
     }
   }, 120_000);
 
