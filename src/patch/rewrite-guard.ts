@@ -7,6 +7,7 @@
  */
 import { ToolError } from '../errors/tool-error.js';
 import { commonLineFrame } from './common-frame.js';
+import { runSteps, runStepsSliced, STEP_LINES, type Steps } from './steps.js';
 
 export const REWRITE_MIN_LINES = 10;
 export const REWRITE_RATIO = 0.9;
@@ -18,14 +19,28 @@ export const REWRITE_RATIO = 0.9;
  * same as comparing everything, and a one-line edit of a large file hashes a few lines instead of every line twice.
  */
 export function changedRatio(before: string, after: string): { ratio: number; lines: number } {
+  return runSteps(changedRatioSteps(before, after));
+}
+
+/** `changedRatio` as steps (src/patch/steps.ts): yields every STEP_LINES lines. */
+function* changedRatioSteps(before: string, after: string): Steps<{ ratio: number; lines: number }> {
   const total = countLines(before);
   if (total === 0) return { ratio: 0, lines: 0 };
   const { start, endBefore, endAfter } = commonLineFrame(before, after);
   const a = splitLines(before.slice(start, endBefore));
+  yield;
+  const b = splitLines(after.slice(start, endAfter));
+  yield;
   const pool = new Map<string, number>();
-  for (const l of splitLines(after.slice(start, endAfter))) pool.set(l, (pool.get(l) ?? 0) + 1);
+  for (let i = 0; i < b.length; i++) {
+    if (i % STEP_LINES === 0) yield;
+    const l = b[i];
+    pool.set(l, (pool.get(l) ?? 0) + 1);
+  }
   let removed = 0;
-  for (const l of a) {
+  for (let i = 0; i < a.length; i++) {
+    if (i % STEP_LINES === 0) yield;
+    const l = a[i];
     const n = pool.get(l) ?? 0;
     if (n > 0) pool.set(l, n - 1);
     else removed++;
@@ -54,6 +69,26 @@ function splitLines(text: string): string[] {
 export function assertNotRewrite(before: string, after: string, allowRewrite: boolean, absolute: string): void {
   if (allowRewrite) return;
   const { ratio, lines } = changedRatio(before, after);
+  throwIfRewrite(ratio, lines, absolute);
+}
+
+/**
+ * `assertNotRewrite` in slices of event-loop time (src/patch/steps.ts): the same decision, for large files in a
+ * server that must keep answering (docs/security.md "Bounded work").
+ * @throws ToolError REWRITE_BLOCKED with details { changed_ratio, threshold, lines, min_lines }
+ */
+export async function assertNotRewriteSliced(
+  before: string,
+  after: string,
+  allowRewrite: boolean,
+  absolute: string,
+): Promise<void> {
+  if (allowRewrite) return;
+  const { ratio, lines } = await runStepsSliced(changedRatioSteps(before, after));
+  throwIfRewrite(ratio, lines, absolute);
+}
+
+function throwIfRewrite(ratio: number, lines: number, absolute: string): void {
   if (lines >= REWRITE_MIN_LINES && ratio >= REWRITE_RATIO) {
     throw new ToolError(
       'REWRITE_BLOCKED',

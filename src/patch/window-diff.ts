@@ -14,6 +14,7 @@
  */
 import { formatPatch, structuredPatch, type StructuredPatchHunk } from 'diff';
 import { commonLineFrame, countNewlines } from './common-frame.js';
+import { runSteps, runStepsSliced, STEP_LINES, type Steps } from './steps.js';
 
 /**
  * Work the exact (Myers) diff of a window may do: its edit length is capped at MYERS_WORK / (lines in the window),
@@ -57,6 +58,35 @@ export function boundedUnifiedDiff(
   maxChars: number,
   myersWork = MYERS_WORK,
 ): BoundedDiff {
+  return runSteps(boundedDiffSteps(oldName, newName, before, after, context, maxChars, myersWork));
+}
+
+/**
+ * `boundedUnifiedDiff` in slices of event-loop time (src/patch/steps.ts): the same text, for the tools' diffs of
+ * large files in a server that must keep answering (docs/security.md "Bounded work"). The exact diff's own call
+ * (bounded by MYERS_WORK) runs as one slice.
+ */
+export function boundedUnifiedDiffSliced(
+  oldName: string,
+  newName: string,
+  before: string,
+  after: string,
+  context: number,
+  maxChars: number,
+): Promise<BoundedDiff> {
+  return runStepsSliced(boundedDiffSteps(oldName, newName, before, after, context, maxChars, MYERS_WORK));
+}
+
+/** `boundedUnifiedDiff` as steps: yields between its phases and every STEP_LINES lines of its own loops. */
+function* boundedDiffSteps(
+  oldName: string,
+  newName: string,
+  before: string,
+  after: string,
+  context: number,
+  maxChars: number,
+  myersWork: number,
+): Steps<BoundedDiff> {
   const { start, endBefore, endAfter } = commonLineFrame(before, after);
   // Unchanged lines kept on each side: the hunks' context, and room for nearby hunks to merge as they would.
   const margin = 2 * context + 1;
@@ -73,18 +103,21 @@ export function boundedUnifiedDiff(
   const newText = after.slice(from, toAfter);
   const windowLines = countNewlines(oldText) + countNewlines(newText) + 2;
   const maxEditLength = Math.max(1, Math.floor(myersWork / windowLines));
+  yield;
   const exact = structuredPatch(oldName, newName, oldText, newText, undefined, undefined, { context, maxEditLength });
+  yield;
   const patch = exact ?? {
     oldFileName: oldName,
     newFileName: newName,
     oldHeader: undefined,
     newHeader: undefined,
-    hunks: anchoredHunks(tokenize(oldText), tokenize(newText), context, maxChars),
+    hunks: yield* anchoredHunks(yield* tokenize(oldText), yield* tokenize(newText), context, maxChars),
   };
   let chars = 0;
   let truncated = false;
   const hunks: StructuredPatchHunk[] = [];
   for (const hunk of patch.hunks) {
+    yield;
     if (chars > maxChars) {
       truncated = true;
       break;
@@ -99,10 +132,11 @@ export function boundedUnifiedDiff(
 }
 
 /** Lines as the diff package tokenizes them: each with its `\n` (the last one without, when the text has none). */
-function tokenize(text: string): string[] {
+function* tokenize(text: string): Steps<string[]> {
   const out: string[] = [];
   let at = 0;
   for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', at)) {
+    if (out.length % STEP_LINES === 0) yield;
     out.push(text.slice(at, i + 1));
     at = i + 1;
   }
@@ -123,27 +157,33 @@ interface Run {
  * longest increasing run of pairs (by position in `b`) is kept, and between consecutive pairs the common leading and
  * trailing lines are equal while what remains is removed and added whole. Exact when applied; not always shortest.
  */
-function anchoredRuns(a: readonly string[], b: readonly string[]): Run[] {
+function* anchoredRuns(a: readonly string[], b: readonly string[]): Steps<Run[]> {
   const seen = new Map<string, { inA: number; inB: number; atA: number; atB: number }>();
-  a.forEach((line, i) => {
+  for (let i = 0; i < a.length; i++) {
+    if (i % STEP_LINES === 0) yield;
+    const line = a[i];
     const s = seen.get(line);
     if (s) s.inA++;
     else seen.set(line, { inA: 1, inB: 0, atA: i, atB: -1 });
-  });
-  b.forEach((line, j) => {
-    const s = seen.get(line);
+  }
+  for (let j = 0; j < b.length; j++) {
+    if (j % STEP_LINES === 0) yield;
+    const s = seen.get(b[j]);
     if (s) {
       s.inB++;
       s.atB = j;
     }
-  });
+  }
   const pairs: Array<[number, number]> = [];
   for (const s of seen.values()) if (s.inA === 1 && s.inB === 1) pairs.push([s.atA, s.atB]);
+  yield;
   pairs.sort((x, y) => x[0] - y[0]);
+  yield;
   // Longest increasing subsequence of the b positions (patience sorting, O(k log k)).
   const tails: number[] = [];
   const prev: number[] = new Array<number>(pairs.length);
   for (let k = 0; k < pairs.length; k++) {
+    if (k % STEP_LINES === 0) yield;
     let lo = 0;
     let hi = tails.length;
     while (lo < hi) {
@@ -167,7 +207,9 @@ function anchoredRuns(a: readonly string[], b: readonly string[]): Run[] {
   };
   let i = 0;
   let j = 0;
-  for (const [ai, bj] of anchors) {
+  for (let n = 0; n < anchors.length; n++) {
+    if (n % STEP_LINES === 0) yield;
+    const [ai, bj] = anchors[n];
     let p = 0;
     while (i + p < ai && j + p < bj && a[i + p] === b[j + p]) p++;
     let q = 0;
@@ -188,8 +230,8 @@ function anchoredRuns(a: readonly string[], b: readonly string[]): Run[] {
  * lines share a hunk), lines without their `\n` and "\\ No newline at end of file" after a last line without one.
  * Stops after the hunk that passes `maxChars` of line text.
  */
-function anchoredHunks(a: string[], b: string[], context: number, maxChars: number): StructuredPatchHunk[] {
-  const runs = anchoredRuns(a, b);
+function* anchoredHunks(a: string[], b: string[], context: number, maxChars: number): Steps<StructuredPatchHunk[]> {
+  const runs = yield* anchoredRuns(a, b);
   const hunks: StructuredPatchHunk[] = [];
   let chars = 0;
   let hunk: StructuredPatchHunk | null = null;
@@ -201,6 +243,7 @@ function anchoredHunks(a: string[], b: string[], context: number, maxChars: numb
     chars += line.length + 1;
   };
   for (let r = 0; r < runs.length && chars <= maxChars; r++) {
+    if (r % STEP_LINES === 0) yield;
     const run = runs[r];
     if (run.kind === 'equal') {
       if (hunk) {

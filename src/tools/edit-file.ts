@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
 import { applyEdits } from '../patch/apply-edits.js';
 import { toEolText } from '../patch/eol-text.js';
-import { assertNotRewrite } from '../patch/rewrite-guard.js';
-import { boundedUnifiedDiff } from '../patch/window-diff.js';
+import { assertNotRewriteSliced } from '../patch/rewrite-guard.js';
+import { boundedUnifiedDiffSliced } from '../patch/window-diff.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { PatchFailedError } from '../errors/tool-error.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
@@ -101,7 +101,7 @@ export const editFile = defineTool({
         mustExist: true,
         tool: 'edit_file',
       },
-      (current) => {
+      async (current) => {
         const bytes = current.bytes!;
         if (!isUtf8(bytes)) {
           throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text; edit_file edits text only.`, {
@@ -118,13 +118,18 @@ export const editFile = defineTool({
           if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
           throw error;
         }
-        assertNotRewrite(toEolText(before).view, toEolText(result.text).view, args.allow_rewrite, target.absolute);
+        await assertNotRewriteSliced(
+          toEolText(before).view,
+          toEolText(result.text).view,
+          args.allow_rewrite,
+          target.absolute,
+        );
         return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
       },
     );
     const { before, after, edits } = r.detail;
     // In bounded time, and cut while it is produced (src/patch/window-diff.ts).
-    const bounded = boundedUnifiedDiff(
+    const bounded = await boundedUnifiedDiffSliced(
       `a/${target.relative}`,
       `b/${target.relative}`,
       before,

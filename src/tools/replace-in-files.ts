@@ -20,7 +20,7 @@ import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
 import { globMatcher, walkTree, type WalkItem } from '../fs/walk.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
-import { boundedUnifiedDiff } from '../patch/window-diff.js';
+import { boundedUnifiedDiffSliced } from '../patch/window-diff.js';
 import {
   authorizeRead,
   authorizeWrite,
@@ -153,8 +153,8 @@ async function readText(
 const MAX_FILE_DIFF_CHARS = 1024 * 1024;
 
 /** The preview diff of one file, in bounded time (src/patch/window-diff.ts), or null when it is too long to show. */
-function diffOf(relative: string, before: string, after: string): string | null {
-  const d = boundedUnifiedDiff(`a/${relative}`, `b/${relative}`, before, after, 3, MAX_FILE_DIFF_CHARS);
+async function diffOf(relative: string, before: string, after: string): Promise<string | null> {
+  const d = await boundedUnifiedDiffSliced(`a/${relative}`, `b/${relative}`, before, after, 3, MAX_FILE_DIFF_CHARS);
   if (d.truncated) return null;
   return d.text.replace(/^Index:.*\n/, '').replace(/^=+\n/, '');
 }
@@ -463,7 +463,7 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
           content_hash: newHash,
         };
         if (args.dry_run) {
-          const diff = diffsTruncated ? null : diffOf(c.relative, bytes.toString('utf8'), newText);
+          const diff = diffsTruncated ? null : await diffOf(c.relative, bytes.toString('utf8'), newText);
           // The diff goes in both the structured result and the text.
           if (diff !== null && budget.take(2 * jsonStringBytes(diff) + 256)) result.diff = diff;
           else diffsTruncated = true;

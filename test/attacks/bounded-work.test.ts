@@ -2,7 +2,8 @@
  * Bounded work (docs/security.md "Bounded work"): calls that used to hold the whole server, each run against the
  * real server over stdio while a watchdog pings it every 20 ms (test/helpers/stall-watchdog.ts) and measures the
  * worst ping round trip. Every call must answer with a result or an envelope (never INTERNAL) and the server must
- * keep answering. The figures are printed (`stall …`); the bound asserted is STALL_BOUND_MS where it is met, and a
+ * keep answering. The figures are printed (`stall …`); the bound asserted is STALL_BOUND_MS (or, when the loaded machine
+ * alone stalls an idle second server longer at the same moments, that stall plus STALL_BOUND_MS) where it is met, and a
  * looser, still failing-on-regression bound where it is not yet (see the docs page).
  * - arguments nested 50,000 levels, 20,000 keys, 700,000 keys in one 8 MB line;
  * - replace_all of a word on 10,000 lines of a 50,000-line file, and a replace_in_files dry run of the same;
@@ -24,6 +25,24 @@ const NOT_YET_BOUND_MS = 5000;
 
 const tree = makeTree({}, 'fs-tools-bounded-');
 let session: StallSession;
+/** A second server that only answers pings: the shared machine's own stalls at the same moments. */
+let idle: StallSession;
+
+/**
+ * `session.watch(work)` while the idle server is pinged at the same moments. `bound`: STALL_BOUND_MS, unless the
+ * machine alone stalled the idle server longer (then its worst plus STALL_BOUND_MS), as in
+ * test/attacks/git-view-event-loop.test.ts.
+ */
+async function watchAgainstIdle<T>(work: () => Promise<T>) {
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const [busy, calm] = await Promise.all([session.watch(() => work().finally(finish)), idle.watch(() => finished)]);
+  return {
+    ...busy,
+    idleStallMs: calm.worstStallMs,
+    bound: Math.max(STALL_BOUND_MS, calm.worstStallMs + STALL_BOUND_MS),
+  };
+}
 
 function noInternal(r: RpcResponse): void {
   expect(JSON.stringify(r)).not.toContain('INTERNAL');
@@ -40,10 +59,12 @@ beforeAll(async () => {
     });
   }
   session = await StallSession.start(['--auto-occ=off', '--state-dir', path.join(tree.dir, '.state'), tree.dir]);
+  idle = await StallSession.start(['--auto-occ=off', '--state-dir', path.join(tree.dir, '.state-idle'), tree.dir]);
 }, 120_000);
 
 afterAll(async () => {
   await session?.close();
+  await idle?.close();
   // Deeper than PATH_MAX: removed level by level from the inside by a shell (rm -rf handles it).
   execFileSync('rm', ['-rf', tree.dir]);
 });
@@ -58,16 +79,18 @@ describe('bounded work under a watchdog', () => {
       ['700k keys', keys(700_000), (r) => expect(r.error?.code).toBe(-32600)],
     ];
     for (const [name, args, check] of cases) {
-      const report = await session.watch(() => session.callRaw('read_file', args));
-      console.log(`stall ${name}: ${report.worstStallMs} ms (${report.elapsedMs} ms, ${report.pings} pings)`);
+      const report = await watchAgainstIdle(() => session.callRaw('read_file', args));
+      console.log(
+        `stall ${name}: ${report.worstStallMs} ms (${report.elapsedMs} ms, ${report.pings} pings; idle ${report.idleStallMs} ms)`,
+      );
       check(report.value);
       noInternal(report.value);
-      expect(report.worstStallMs).toBeLessThanOrEqual(STALL_BOUND_MS);
+      expect(report.worstStallMs).toBeLessThanOrEqual(report.bound);
     }
   }, 120_000);
 
   it('diffs: replace_all over 10,000 of 50,000 lines, and a replace_in_files dry run of the same', async () => {
-    const dry = await session.watch(() =>
+    const dry = await watchAgainstIdle(() =>
       session.call('replace_in_files', {
         path: 'big.txt',
         query: 'target',
@@ -76,22 +99,26 @@ describe('bounded work under a watchdog', () => {
         dry_run: true,
       }),
     );
-    console.log(`stall replace_in_files dry run: ${dry.worstStallMs} ms (${dry.elapsedMs} ms)`);
+    console.log(
+      `stall replace_in_files dry run: ${dry.worstStallMs} ms (${dry.elapsedMs} ms; idle ${dry.idleStallMs} ms)`,
+    );
     noInternal(dry.value);
     expect(dry.value.result.structuredContent.replacements).toBe(10_000);
-    const edit = await session.watch(() =>
+    const edit = await watchAgainstIdle(() =>
       session.call('edit_file', {
         path: 'big.txt',
         edits: [{ old_text: 'target', new_text: 'TARGET', replace_all: true }],
       }),
     );
-    console.log(`stall edit_file replace_all: ${edit.worstStallMs} ms (${edit.elapsedMs} ms)`);
+    console.log(
+      `stall edit_file replace_all: ${edit.worstStallMs} ms (${edit.elapsedMs} ms; idle ${edit.idleStallMs} ms)`,
+    );
     noInternal(edit.value);
     const done = edit.value.result.structuredContent;
     expect(done.replacements).toBe(10_000);
     expect(done.diff_truncated).toBe(true);
     expect((done.diff as string).length).toBeLessThanOrEqual(64 * 1024);
-    for (const r of [dry, edit]) expect(r.worstStallMs).toBeLessThanOrEqual(NOT_YET_BOUND_MS);
+    for (const r of [dry, edit]) expect(r.worstStallMs).toBeLessThanOrEqual(r.bound);
     // Past max_replacements: VALIDATION, nothing written.
     const capped = await session.call('edit_file', {
       path: 'big.txt',
@@ -102,10 +129,10 @@ describe('bounded work under a watchdog', () => {
   }, 180_000);
 
   it('copy_path: a 1,000-level tree is copied, a 2,000-level one is VALIDATION too_deep', async () => {
-    const ok = await session.watch(() =>
+    const ok = await watchAgainstIdle(() =>
       session.call('copy_path', { source: 't1000', destination: 'c1000', recursive: true }),
     );
-    console.log(`stall copy_path 1,000 levels: ${ok.worstStallMs} ms (${ok.elapsedMs} ms)`);
+    console.log(`stall copy_path 1,000 levels: ${ok.worstStallMs} ms (${ok.elapsedMs} ms; idle ${ok.idleStallMs} ms)`);
     noInternal(ok.value);
     expect(ok.value.result.structuredContent.entries).toBe(1000);
     const deep = await session.watch(() =>
