@@ -17,6 +17,9 @@ import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
+/** The real AbortSignal.any, restored after the file (see injectingSignal). */
+const REAL_ANY = AbortSignal.any.bind(AbortSignal);
+
 let R: string;
 let state: ProcessState;
 const cleanups: Array<() => void> = [];
@@ -36,6 +39,7 @@ beforeAll(() => {
   state = createProcessState(config, TOOLS, 'test');
 });
 afterAll(() => {
+  AbortSignal.any = REAL_ANY;
   for (const c of cleanups) c();
 });
 
@@ -54,6 +58,9 @@ function fixture(name: string): string {
  */
 function injectingSignal(atEntry: number, meanwhile: () => void): AbortSignal {
   const signal = new AbortController().signal;
+  // callTool joins the caller's signal with the server's shutdown signal (AbortSignal.any), whose `aborted` would not
+  // read ours: a joint that includes this signal is this signal itself (the shutdown signal never fires here).
+  AbortSignal.any = (signals: AbortSignal[]) => (signals.includes(signal) ? signal : REAL_ANY(signals));
   let reads = 0;
   Object.defineProperty(signal, 'aborted', {
     get() {
