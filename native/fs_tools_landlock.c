@@ -77,18 +77,6 @@ struct confine {
   uint32_t rules;
 };
 
-static int apply_here(int ruleset, char *err, size_t errlen) {
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-    snprintf(err, errlen, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
-    return -1;
-  }
-  if (syscall(__NR_landlock_restrict_self, ruleset, 0) != 0) {
-    snprintf(err, errlen, "landlock_restrict_self: %s", strerror(errno));
-    return -1;
-  }
-  return 0;
-}
-
 /* On a pool thread: wait until every item runs, then confine this thread. */
 static void pool_execute(napi_env env, void *data) {
   (void)env;
@@ -113,7 +101,7 @@ static void pool_execute(napi_env env, void *data) {
   pthread_mutex_unlock(&c->mu);
   if (!go) return;
   char err[200];
-  if (apply_here(c->ruleset, err, sizeof err) != 0) {
+  if (fst_landlock_apply(c->ruleset, err, sizeof err) != 0) {
     pthread_mutex_lock(&c->mu);
     c->failed++;
     snprintf(c->err, sizeof c->err, "pool thread: %s", err);
@@ -128,7 +116,7 @@ static void pool_complete(napi_env env, napi_status status, void *data) {
   if (status != napi_ok) c->failed++;
   if (++c->finished < c->threads) return;
   int ok = c->go && !c->failed;
-  if (ok && apply_here(c->ruleset, c->err, sizeof c->err) != 0) ok = 0;
+  if (ok && fst_landlock_apply(c->ruleset, c->err, sizeof c->err) != 0) ok = 0;
   close(c->ruleset);
   for (uint32_t i = 0; i < c->threads; i++) napi_delete_async_work(env, c->works[i]);
   napi_value value = NULL;
@@ -152,42 +140,6 @@ static void pool_complete(napi_env env, napi_status status, void *data) {
   free(c);
 }
 
-/* Builds the ruleset: rule i allows masks[i] beneath paths[i] (file rules keep only file rights). -1 + err. */
-static int build_ruleset(uint64_t handled, size_t n, char **paths, const uint64_t *masks, unsigned char *skipped,
-                         char *err, size_t errlen) {
-  struct fst_ruleset_attr attr = {.handled_access_fs = handled};
-  int ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
-  if (ruleset < 0) {
-    snprintf(err, errlen, "landlock_create_ruleset: %s", strerror(errno));
-    return -1;
-  }
-  for (size_t i = 0; i < n; i++) {
-    skipped[i] = 0;
-    int fd = open(paths[i], O_PATH | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT || errno == ENOTDIR) {
-        skipped[i] = 1;
-        continue;
-      }
-      snprintf(err, errlen, "open of rule %zu: %s", i, strerror(errno));
-      close(ruleset);
-      return -1;
-    }
-    struct stat st;
-    struct fst_path_beneath_attr rule = {.allowed_access = masks[i] & handled, .parent_fd = fd};
-    if (fstat(fd, &st) != 0) st.st_mode = 0;
-    if (!S_ISDIR(st.st_mode)) rule.allowed_access &= FST_FILE_ACCESS;
-    long r = rule.allowed_access == 0 ? 0 : syscall(__NR_landlock_add_rule, ruleset, FST_RULE_PATH_BENEATH, &rule, 0);
-    int saved = errno;
-    close(fd);
-    if (r != 0) {
-      snprintf(err, errlen, "landlock_add_rule %zu: %s", i, strerror(saved));
-      close(ruleset);
-      return -1;
-    }
-  }
-  return ruleset;
-}
 
 /*
  * confineProcess(handled: number, rules: Array<[path: string, access: number]>)
@@ -231,7 +183,7 @@ static napi_value confine_process_js(napi_env env, napi_callback_info info) {
   }
   int ruleset = -1;
   if (ok) {
-    ruleset = build_ruleset((uint64_t)handled_d, n, paths, masks, skipped, err, sizeof err);
+    ruleset = fst_landlock_build((uint64_t)handled_d, 0, 0, n, (const char *const *)paths, masks, skipped, err, sizeof err);
     ok = ruleset >= 0;
   }
   for (uint32_t i = 0; paths && i < n; i++) free(paths[i]);

@@ -65,14 +65,15 @@ static inline int fst_landlock_abi(void) {
 }
 
 /*
- * Confines the calling thread: `handled` are the filesystem rights the ruleset governs (every right the ABI knows),
- * rule i allows `masks[i]` beneath `paths[i]` (masked to FST_FILE_ACCESS when the path is not a directory). A path
- * that does not exist is skipped (`skipped[i]` = 1). Sets no_new_privs first (Landlock requires it unprivileged).
- * Returns 0, or -1 with a message in `err` (the step and errno; never a path).
+ * Builds a ruleset: `handled` are the filesystem rights it governs (every right the ABI knows; `handled_net` and
+ * `scoped` likewise for network rights and scopes, 0 for none), rule i allows `masks[i]` beneath `paths[i]` (masked
+ * to FST_FILE_ACCESS when the path is not a directory). A path that does not exist is skipped (`skipped[i]` = 1 when
+ * `skipped` is not NULL). Returns the ruleset's descriptor, or -1 with a message in `err` (the step and errno; never
+ * a path). The one builder of both the addon and the exec helper.
  */
-static inline int fst_landlock_restrict(uint64_t handled, uint64_t handled_net, uint64_t scoped, size_t n,
-                                        const char *const *paths, const uint64_t *masks, unsigned char *skipped,
-                                        char *err, size_t errlen) {
+static inline int fst_landlock_build(uint64_t handled, uint64_t handled_net, uint64_t scoped, size_t n,
+                                     const char *const *paths, const uint64_t *masks, unsigned char *skipped,
+                                     char *err, size_t errlen) {
   struct fst_ruleset_attr attr = {.handled_access_fs = handled, .handled_access_net = handled_net, .scoped = scoped};
   int ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (ruleset < 0) {
@@ -109,18 +110,31 @@ static inline int fst_landlock_restrict(uint64_t handled, uint64_t handled_net, 
       return -1;
     }
   }
+  return ruleset;
+}
+
+/* Sets no_new_privs (Landlock requires it unprivileged) and confines the calling thread. 0, or -1 + `err`. */
+static inline int fst_landlock_apply(int ruleset, char *err, size_t errlen) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
     snprintf(err, errlen, "prctl(PR_SET_NO_NEW_PRIVS): %s", strerror(errno));
-    close(ruleset);
     return -1;
   }
   if (syscall(__NR_landlock_restrict_self, ruleset, 0) != 0) {
     snprintf(err, errlen, "landlock_restrict_self: %s", strerror(errno));
-    close(ruleset);
     return -1;
   }
-  close(ruleset);
   return 0;
+}
+
+/* Builds the ruleset (`fst_landlock_build`) and confines the calling thread with it. 0, or -1 + `err`. */
+static inline int fst_landlock_restrict(uint64_t handled, uint64_t handled_net, uint64_t scoped, size_t n,
+                                        const char *const *paths, const uint64_t *masks, unsigned char *skipped,
+                                        char *err, size_t errlen) {
+  int ruleset = fst_landlock_build(handled, handled_net, scoped, n, paths, masks, skipped, err, errlen);
+  if (ruleset < 0) return -1;
+  int r = fst_landlock_apply(ruleset, err, errlen);
+  close(ruleset);
+  return r;
 }
 
 #endif
