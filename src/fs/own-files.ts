@@ -65,6 +65,9 @@ export function isLockFileName(name: string): boolean {
   return LOCK_PATTERN.test(folded(name));
 }
 
+/** The private temporary a lock is written to before it is linked in (src/fs/path-lock.ts tryCreate). */
+const LOCK_TEMPORARY = /\.[0-9a-f]{16}\.tmp$/;
+
 /** The class of an entry name (in any spelling, see `folded`), or null when it is not one of the server's own files. */
 export function ownFileKind(name: string): OwnFileKind | null {
   if (name.charCodeAt(0) !== 0x2e) return null; // every own name starts with '.'
@@ -350,7 +353,10 @@ async function removeLeftover(
         return 'removed';
       }
       if (!st.isFile()) return 'kept';
-      if (kind === 'lock' && !recordNames(dir, name, owner)) return 'kept';
+      // A lock's private temporary (NAME.<16 hex>.tmp) is never a live lock, and may be empty (its owner died between
+      // creating and writing it): the dead owner's register entry is enough. A lock itself goes only while it still
+      // holds that owner's record.
+      if (kind === 'lock' && !LOCK_TEMPORARY.test(name) && !recordNames(dir, name, owner)) return 'kept';
       dir.unlink(name);
       return 'removed';
     });
