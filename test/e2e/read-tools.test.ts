@@ -23,7 +23,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -672,7 +672,10 @@ describe('unreadable directories (fs-tools call, as an unprivileged user)', () =
   const stateDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-state-')));
   beforeAll(() => {
     chmodSync(tree.dir, 0o755);
-    chmodSync(stateDir, 0o777);
+    // The server runs as nobody here: its state directory must be its own and not writable by others (checked at
+    // start, docs/security.md "The server's own code and token files").
+    if (asRoot) chownSync(stateDir, NOBODY, NOBODY);
+    chmodSync(stateDir, 0o700);
     chmodSync(path.join(tree.dir, 'locked'), 0o000);
   });
   afterAll(() => {
