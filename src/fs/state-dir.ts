@@ -5,8 +5,9 @@
  * directory is created when absent (mode 0700, with its missing parents) — unless it lies inside a root, where it is
  * made only when first needed (nothing appears in a served tree at start-up; the kernel wall's root rule covers it)
  * and only the first rule below is checked until then — and must then be:
- *   - outside /proc, /sys and /dev, in its given and its real spelling (kernel file systems accept some writes and
- *     hang or fail others: the server once wrote a file and then waited forever on a lock there);
+ *   - outside /proc, /sys and /dev (but /dev/shm, an ordinary tmpfs), in its given and its real spelling (kernel file
+ *     systems accept some writes and hang or fail others: the server once wrote a file and then waited forever on a
+ *     lock there);
  *   - a directory (a symbolic link to one is followed; its real path is what is checked);
  *   - readable, writable and searchable by this process;
  *   - owned by this user and not writable by group or others (anyone who can write it can plant a journal that the
@@ -21,6 +22,7 @@ import { UsageError } from '../errors/usage-error.js';
 const KERNEL_TREES = ['/proc', '/sys', '/dev'];
 
 function underKernelTree(p: string): string | undefined {
+  if (p === '/dev/shm' || p.startsWith('/dev/shm/')) return undefined; // POSIX shared memory: an ordinary tmpfs
   return KERNEL_TREES.find((t) => p === t || p.startsWith(`${t}/`));
 }
 

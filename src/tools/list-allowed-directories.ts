@@ -68,7 +68,7 @@ export const listAllowedDirectories = defineTool({
   name: 'list_allowed_directories',
   title: 'List allowed directories',
   description:
-    'Roots paths may use now (relative ones resolve against the first), where they came from and why, ' +
+    'Roots paths may use now (relative ones resolve against the first), where they came from, ' +
     'flags, budget, version. Call it first, or after NOT_ALLOWED or ROOTS_EMPTY. Never fails.',
   group: 'fs-read',
   input: ListAllowedDirectoriesInput,

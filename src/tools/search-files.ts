@@ -97,9 +97,9 @@ export const searchFiles = defineTool({
   name: 'search_files',
   title: 'Search files',
   description:
-    'Find files by glob and/or lines by text (literal, or JS regex with regex: true). Respects .gitignore; skips ' +
+    'Find files by glob and/or lines by text (literal, or JS regex if regex: true). Respects .gitignore; skips ' +
     'secret, binary, >10 MiB files (counted). 500 results a page, then next_cursor. output_mode ' +
-    'files_with_matches/count: paths or per-file counts. Needs glob or query.',
+    'files_with_matches/count: paths or per-file counts. Needs glob or query (VALIDATION).',
   group: 'fs-read',
   input: SearchFilesInput,
   output: SearchFilesOutput,

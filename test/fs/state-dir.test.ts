@@ -63,7 +63,15 @@ describe('prepareStateDir', () => {
       '--state-dir: /proc/x is under /proc, a kernel file system; give a directory on disk',
     );
     expect(refusal('/sys').message).toMatch(/is under \/sys/);
-    expect(refusal('/dev/shm/x').message).toMatch(/is under \/dev/);
+    expect(refusal('/dev/fs-tools-x').message).toMatch(/is under \/dev/);
+    // /dev/shm is an ordinary tmpfs: a state directory there is made and accepted.
+    const shm = path.join('/dev/shm', `fs-tools-state-test-${process.pid}`);
+    try {
+      expect(prepareStateDir(shm, '--state-dir')).toBe(shm);
+      expect(statSync(shm).mode & 0o777).toBe(0o700);
+    } finally {
+      rmSync(shm, { recursive: true, force: true });
+    }
     const link = path.join(base, 'to-proc');
     symlinkSync('/proc/self', link);
     expect(refusal(link).message).toMatch(/under \/proc/);
