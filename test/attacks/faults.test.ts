@@ -20,6 +20,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
+  chownSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -347,7 +348,9 @@ describe('unreadable entries inside a search (real server process as the user no
 
   it('skips and counts them, keeps searching, and a read of the unreadable file is FILE_POLICY_DENIED source os', async () => {
     chmodSync(tree.dir, 0o755);
-    chmodSync(stateDir.dir, 0o777);
+    // The server runs as nobody: its state directory must be its own and not writable by others (checked at start).
+    if (asRoot) chownSync(stateDir.dir, NOBODY, NOBODY);
+    chmodSync(stateDir.dir, 0o700);
     chmodSync(path.join(tree.dir, 'locked'), 0o000);
     chmodSync(path.join(tree.dir, 'open/inner/locked-too'), 0o000);
     chmodSync(path.join(tree.dir, 'open/sealed.txt'), 0o000);
