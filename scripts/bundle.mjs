@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { sdkPatchPlugin } from './sdk-patch.mjs';
 import { buildWorkerCode } from './worker-bundles.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -62,6 +63,8 @@ const result = await build({
     FS_TOOLS_WORKER_CODE: JSON.stringify(workers.code),
     FS_TOOLS_NATIVE_DIGESTS: JSON.stringify(nativeDigests),
   },
+  // The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs: requests are classified first).
+  plugins: [sdkPatchPlugin()],
   logLevel: 'warning',
   // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
