@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { sdkPatchPlugin } from './sdk-patch.mjs';
 import { buildWorkerCode } from './worker-bundles.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -19,14 +20,20 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 // dist-broken/ and never published: the policy layer believes `/` is one more root, so only the kernel wall stands
 // between a tool and the rest of the machine. The production bundle folds the switch to false.
 const broken = process.argv.includes('--broken-containment');
-const outDir = broken ? 'dist-broken' : 'dist';
+// `--test-seams`: the test build of the suites that need a seam in the spawned server (a kill point inside a
+// transaction, a failing or slow copy; src/cli/seam-flags.ts), written to dist-seams/ and never published. The
+// production bundle folds FS_TOOLS_TEST_SEAMS to false: it carries neither the seams nor the flag.
+const seams = process.argv.includes('--test-seams');
+if (broken && seams) throw new Error('bundle.mjs: --broken-containment and --test-seams are separate builds');
+const testBuild = broken || seams;
+const outDir = broken ? 'dist-broken' : seams ? 'dist-seams' : 'dist';
 // Build beside dist/ and rename each file in: a server started meanwhile (a concurrent test run) never sees a
 // missing or half-written dist/cli.js.
 const staging = `${outDir}.staging-${process.pid}`;
 // The native addons, dist/native/<platform>-<arch>/ (issue #19 and the kernel wall), where a C compiler and Node's
 // headers exist (scripts/build-native.mjs says why not otherwise, and never fails the build). Built first: their
-// digests go into the bundle. The test build (--broken-containment) uses the production build's.
-if (!broken) spawnSync(process.execPath, [`${root}/scripts/build-native.mjs`], { cwd: root, stdio: 'inherit' });
+// digests go into the bundle. The test builds (--broken-containment, --test-seams) use the production build's.
+if (!testBuild) spawnSync(process.execPath, [`${root}/scripts/build-native.mjs`], { cwd: root, stdio: 'inherit' });
 /** sha256 (hex) of each file in dist/native, by `<platform>-<arch>/<name>`. */
 const nativeDigests = {};
 if (existsSync(`${root}/dist/native`)) {
@@ -53,15 +60,17 @@ const result = await build({
   // published package leaves them out (package.json "files"), and a comment would point at a missing file.
   sourcemap: 'external',
   metafile: true,
-  // Issue #20: the in-process test seams (src/fs/atomic-write.ts setWriteFaultInjector) are compiled out of the
-  // product: the constant folds to false, so the bundle carries no setter and never calls an injector.
+  // The test seams (src/fs/atomic-write.ts setWriteFaultInjector, src/cli/seam-flags.ts) are compiled out of the
+  // product: the constant folds to false, so the bundle carries no setter, no seam flag and never calls an injector.
   // The worker threads' code (src/fs/worker-code.ts) and the native files' digests (src/fs/native-load.ts).
   define: {
-    FS_TOOLS_TEST_SEAMS: 'false',
+    FS_TOOLS_TEST_SEAMS: seams ? 'true' : 'false',
     FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false',
     FS_TOOLS_WORKER_CODE: JSON.stringify(workers.code),
     FS_TOOLS_NATIVE_DIGESTS: JSON.stringify(nativeDigests),
   },
+  // The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs: requests are classified first).
+  plugins: [sdkPatchPlugin()],
   logLevel: 'warning',
   // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
@@ -74,10 +83,10 @@ writeFileSync(
 mkdirSync(`${root}/${outDir}`, { recursive: true });
 for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/${outDir}/${name}`);
 rmSync(`${root}/${staging}`, { recursive: true, force: true });
-if (broken) {
+if (testBuild) {
   // The addons of the production build, next to the test bundle (it loads them relative to itself).
-  rmSync(`${root}/dist-broken/native`, { recursive: true, force: true });
-  if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/dist-broken/native`, { recursive: true });
+  rmSync(`${root}/${outDir}/native`, { recursive: true, force: true });
+  if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/${outDir}/native`, { recursive: true });
   process.exit(0);
 }
 // Worker scripts of earlier builds (dist/*-worker.js): nothing loads them any more, and package.json "files" would

@@ -15,8 +15,8 @@ import { GuardedStdioTransport } from './server/stdio-transport.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
-import { armKillPoint, recoverJournals } from './patch/transaction.js';
-import { delayCopy, failCopyAt, setCopyFault } from './tools/copy-path.js';
+import { recoverJournals } from './patch/transaction.js';
+import { takeTestSeams } from './cli/seam-flags.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { prepareStartupFiles } from './server/startup-files.js';
 import { findContainingRoot } from './policy/containment.js';
@@ -83,19 +83,14 @@ function describeAvailableWall(config: Config): string {
     : 'kernel wall: off (the kernel has no Landlock)';
 }
 
+/** Whether this is a test build (scripts/bundle.mjs --test-seams); see src/fs/atomic-write.ts. */
+declare const FS_TOOLS_TEST_SEAMS: boolean | undefined;
+
 async function main(argv: string[]): Promise<number> {
   let config: Config;
-  // Test seams (issue #20): only as the FIRST argument, `--test-seams=kill-at:N` (the crash tests of
-  // test/e2e/patch-crash.test.ts), `--test-seams=copy-fault:ENTRY` (test/e2e/copy-path.test.ts) or
-  // `--test-seams=copy-delay:MS` (a slow copy: test/attacks/own-files.test.ts). Not in --help;
-  // production never passes it.
-  const seam = /^--test-seams=(?:kill-at:(\d{1,6})|copy-fault:(.+)|copy-delay:(\d{1,5}))$/s.exec(argv[0] ?? '');
-  if (seam) {
-    if (seam[1] !== undefined) armKillPoint(Number(seam[1]));
-    else if (seam[3] !== undefined) setCopyFault(delayCopy(Number(seam[3])));
-    else setCopyFault(failCopyAt(seam[2]));
-    argv = argv.slice(1);
-  }
+  // A test build's seams (src/cli/seam-flags.ts). The product bundle defines the constant as false, so esbuild drops
+  // this call and the module (scripts/bundle.mjs); an in-process run of src/ without the constant has no seams.
+  if (typeof FS_TOOLS_TEST_SEAMS !== 'undefined' && FS_TOOLS_TEST_SEAMS === true) argv = takeTestSeams(argv);
   argv = takeBrokenRoots(argv);
   try {
     config = parseConfig(argv, processEnvironment(TOOL_NAMES));

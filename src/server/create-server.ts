@@ -11,15 +11,11 @@ import {
   ProtocolErrorCode,
   Server,
   type CallToolResult,
-  type JSONRPCMessage,
   type JSONRPCRequest,
-  type MessageExtraInfo,
   type Result,
   type ServerContext,
-  type Transport,
 } from '@modelcontextprotocol/server';
 import { callTool, listedTools, UnknownToolError } from './call-tool.js';
-import { checkedByGuard } from './stdio-guard.js';
 import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
@@ -31,6 +27,9 @@ const INSTRUCTIONS =
   '(see list_allowed_directories); booleans default to false; result fields at their default are left out. Failures are JSON envelopes {"error":{code,message,path,details,suggestion,' +
   'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations ' +
   'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
+
+/** tools/call requests whose arguments were refused before the SDK's validation, by their handler context. */
+const refusedArguments = new WeakMap<object, RefusedArguments>();
 
 /**
  * The SDK's low-level `Server`, minus its second pass over `tools/call` (issue #19). `Server._wrapHandler` (the SDK's
@@ -44,35 +43,10 @@ const INSTRUCTIONS =
  * kept: an invalid tools/call request is -32602 "Invalid tools/call request: …" and a non-string requestState -32602
  * invalid_request_state (test/e2e/protocol-review.test.ts).
  *
- * It also routes a request the stdin guard already checked straight to the SDK's request dispatch (`connect` below).
+ * The SDK's message hook classifies a request with one zod parse instead of three in dist/ (scripts/sdk-patch.mjs,
+ * applied at bundling; nothing here reaches into the SDK's private members).
  */
-/** tools/call requests whose arguments were refused before the SDK's validation, by their handler context. */
-const refusedArguments = new WeakMap<object, RefusedArguments>();
-
 class FsToolsServer extends Server {
-  /**
-   * The SDK's `connect`, then one shortcut in the message hook it installs on the transport (issue #19). That hook
-   * classifies every inbound message with zod: is it a result response? an error response? a request? — three parses
-   * per request, the first two failing and building a ZodError each time (about 5 % of the server's CPU per read_file
-   * call). A message the stdin guard produced has passed the SDK's own JSONRPCMessageSchema (src/server/stdio-guard.ts
-   * `checkedByGuard`), whose four member schemas are strict objects: it is a request exactly when it has both `id`
-   * and `method`, and the hook would have called the same `_onrequest(message, extra)` for it. Everything else (the
-   * guard's other messages, any message from elsewhere) still goes through the SDK's hook unchanged. The shortcut is
-   * installed only when the transport had no message handler of its own before (the SDK's hook would call that first).
-   */
-  override async connect(transport: Transport): Promise<void> {
-    const before = transport.onmessage;
-    await super.connect(transport);
-    const sdkHook = transport.onmessage;
-    if (before !== undefined || sdkHook === undefined) return;
-    // `_onrequest` is the Protocol's own inbound request dispatch (TypeScript-private in the SDK; pinned at 2.4.0).
-    const dispatch = this as unknown as { _onrequest(request: JSONRPCRequest, extra?: MessageExtraInfo): void };
-    transport.onmessage = (message: JSONRPCMessage, extra?: MessageExtraInfo) => {
-      if ('method' in message && 'id' in message && checkedByGuard(message)) dispatch._onrequest(message, extra);
-      else sdkHook(message, extra);
-    };
-  }
-
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,

@@ -26,24 +26,6 @@ const INVALID_REQUEST = -32600;
  */
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/**
- * Every message the guard handed on, exactly as `parseJSONRPCMessage` returned it (issue #19). The SDK's protocol
- * layer classifies each inbound message again with up to three more zod parses (result? error? request?), two of
- * which fail and build a ZodError on every request; for a message in this set the answer is already known: it passed
- * the SDK's own JSONRPCMessageSchema, the union of four strict object schemas, so its keys alone say which one
- * (create-server.ts `FsToolsServer`). A WeakSet: it holds nothing alive.
- */
-const checkedMessages = new WeakSet<object>();
-
-/**
- * True when `message` is an object this process's line guard produced from a line, i.e. one that passed the SDK's
- * JSONRPCMessageSchema (strict: a request has `id` and `method`, a notification `method` and no `id`, a response
- * `result` or `error`). Objects built anywhere else are never in it.
- */
-export function checkedByGuard(message: object): boolean {
-  return checkedMessages.has(message);
-}
-
 /** The longest line accepted as a message: the SDK transports' read buffer must hold the line and its newline. */
 export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
 /** How much of an over-long line's start and end is kept to find its id. */
@@ -181,7 +163,6 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
       sinks.reply(errorResponse(usable, INVALID_REQUEST, 'Invalid Request: not a JSON-RPC 2.0 message'));
       return;
     }
-    checkedMessages.add(message);
     sinks.message(message);
   };
 

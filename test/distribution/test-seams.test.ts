@@ -2,6 +2,8 @@
  * Test seams never ship armed (issue #20). Pins:
  *  - the production bundle (dist/cli.js, built by the global setup with scripts/bundle.mjs) carries no
  *    `setWriteFaultInjector` and its write-fault switch is the folded constant `false`;
+ *  - the production bundle carries no `--test-seams` flag and refuses it as an unknown option (a usage error, exit
+ *    2, nothing served), while the seams test build (dist-seams/cli.js, scripts/bundle.mjs --test-seams) takes it;
  *  - this in-process build (vitest.config.ts defines FS_TOOLS_TEST_SEAMS) does carry the seam, and an injected fault
  *    reaches the writer and leaves nothing behind (so the bundle check above is about a seam that really works);
  *  - no source file names an FS_TOOLS_* environment variable (test-only switches are never read from the
@@ -11,6 +13,7 @@
  *    FS_TOOLS_NATIVE_DIGESTS), each only in a `declare const`
  *    and `typeof` test, never through process.env.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setWriteFaultInjector, writeFileAtomic } from '../../src/fs/atomic-write.js';
 import type { AllowedPath } from '../../src/policy/resolve-path.js';
+import { CLI, SEAMS_CLI } from '../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -32,6 +36,34 @@ describe('test seams', () => {
     expect(bundle).not.toContain('FS_TOOLS_BROKEN_CONTAINMENT');
     expect(bundle).toMatch(/var BROKEN_CONTAINMENT = false;/);
     expect(bundle).toMatch(/var WRITE_FAULTS_BUILT_IN = false;/);
+  });
+
+  it('the production bundle has no --test-seams flag and refuses it; the seams test build takes it', () => {
+    const product = readFileSync(CLI, 'utf8');
+    expect(product.match(/test-seams/gi) ?? []).toEqual([]);
+    // The seams module's code is gone with the flag (a dead `if (false)` call to it may remain).
+    expect(product).not.toMatch(/kill-at|copy-fault|copy-delay/);
+    expect(readFileSync(SEAMS_CLI, 'utf8')).toContain('--test-seams=');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-seam-flag-'));
+    try {
+      // `tools` mode answers without serving: a build that takes the seam prints the tool list, one that does not
+      // stops at the unknown option.
+      const run = (cli: string) =>
+        spawnSync(process.execPath, [cli, '--test-seams=kill-at:1', '--state-dir', dir, '--root', dir, 'tools'], {
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+      const refused = run(CLI);
+      expect(refused.status).toBe(2);
+      expect(refused.stderr).toMatch(/--test-seams/);
+      expect(refused.stdout).toBe('');
+      const taken = run(SEAMS_CLI);
+      expect(taken.stderr).not.toMatch(/unknown|usage/i);
+      expect(taken.status).toBe(0);
+      expect(taken.stdout).toContain('read_file');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('the in-process build carries the seam: an injected ENOSPC aborts the write and leaves no file', async () => {

@@ -1,7 +1,7 @@
 /**
- * Review of issue #19's request shortcut (src/server/create-server.ts `FsToolsServer.connect`: a request the stdin
- * guard checked goes straight to the SDK's request dispatch, without the Protocol's zod re-classification). What a
- * client sees must be what it saw before (checked line by line against main's build during the review). On a raw
+ * Review of issue #19's request shortcut (first a `Server` subclass that sent a request the stdin guard checked
+ * straight to the SDK's private request dispatch; now scripts/sdk-patch.mjs, the SDK's own message hook asking
+ * "request?" first, applied when dist/cli.js is bundled). What a client sees must be what it saw before (checked line by line against main's build during the review). On a raw
  * stdio pipe, both eras, pins the answers to lines that pass or just miss the guard: a message with an id but no
  * method, a non-string method, params that are a string, an array or null, another jsonrpc version, an extra
  * top-level key, both method and result (each -32600 with its id); a response and an error response from the client

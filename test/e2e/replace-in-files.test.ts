@@ -13,7 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { CLI, connect, ERAS, type Era, type TestClient } from '../helpers/server.js';
+import { CLI, connect, SEAMS_CLI, ERAS, type Era, type TestClient } from '../helpers/server.js';
 import { contentHash, snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -285,11 +285,12 @@ describe('replace_in_files: policy and crash recovery', () => {
         replacement: 'bar',
         expected_hashes: { 'k1.txt': contentHash('one foo\n'), 'k2.txt': contentHash('two foo\n') },
       };
-      // --test-seams=kill-at:2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam).
+      // --test-seams=kill-at:2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam; the
+      // seams test build).
       const killed = spawnSync(
         process.execPath,
         [
-          CLI,
+          SEAMS_CLI,
           '--test-seams=kill-at:2',
           '--state-dir',
           s.dir,

@@ -23,7 +23,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { CLI, connect, ERAS, type Era, type TestClient } from '../helpers/server.js';
+import { CLI, connect, SEAMS_CLI, ERAS, type Era, type TestClient } from '../helpers/server.js';
 import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -398,11 +398,12 @@ describe('undo: policy, bounds and hostile records', () => {
         expected_hashes: { 'k1.txt': contentHash('one\n'), 'k2.txt': contentHash('two\n') },
       });
       await c.close();
-      // --test-seams=kill-at:2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam).
+      // --test-seams=kill-at:2: SIGKILL right after the first file's rename (src/patch/transaction.ts seam; the
+      // seams test build).
       const killed = spawnSync(
         process.execPath,
         [
-          CLI,
+          SEAMS_CLI,
           '--test-seams=kill-at:2',
           '--state-dir',
           s.dir,

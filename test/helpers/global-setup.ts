@@ -1,5 +1,5 @@
 /**
- * Builds dist/ once before the suite (like the SDK's ensureBuilt): e2e tests spawn dist/cli.js, the real server, as
+ * Builds dist/ (and the seams test build, dist-seams/) once before the suite (like the SDK's ensureBuilt): e2e tests spawn dist/cli.js, the real server, as
  * an agent would run it. Type checking is a separate step of `npm test` (tsc), so this only bundles (esbuild).
  */
 import { execFileSync } from 'node:child_process';
@@ -8,4 +8,7 @@ import { fileURLToPath } from 'node:url';
 export default function setup(): void {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
+  // The test build with the seams (dist-seams/cli.js: test/helpers/server.ts SEAMS_CLI), after dist/ (it copies the
+  // native addons from there).
+  execFileSync(process.execPath, ['scripts/bundle.mjs', '--test-seams'], { cwd: root, stdio: 'inherit' });
 }

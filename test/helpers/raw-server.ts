@@ -4,7 +4,7 @@
  * `notifications/initialized`), then `tools/call` requests; answers are matched by id.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { CLI, NATIVE_ARGS } from './server.js';
+import { CLI, NATIVE_ARGS, SEAMS_CLI } from './server.js';
 
 /** A tools/call answer: the result's structuredContent, or the parsed envelope. */
 export interface RawAnswer {
@@ -25,9 +25,10 @@ export interface RawServer {
   stderr(): string;
 }
 
-/** Spawns `node dist/cli.js ...args` and starts the handshake. */
+/** Spawns `node dist/cli.js ...args` (dist-seams/cli.js with `options.seam`) and starts the handshake. */
 export function startRaw(args: string[], options: { cwd?: string; seam?: string } = {}): RawServer {
-  const child = spawn(process.execPath, [CLI, ...(options.seam ? [options.seam] : []), ...args, ...NATIVE_ARGS], {
+  const program = options.seam ? [SEAMS_CLI, options.seam] : [CLI];
+  const child = spawn(process.execPath, [...program, ...args, ...NATIVE_ARGS], {
     cwd: options.cwd,
     stdio: ['pipe', 'pipe', 'pipe'],
   });

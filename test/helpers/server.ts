@@ -14,6 +14,17 @@ import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
 /**
+ * The test build with the seams (`node scripts/bundle.mjs --test-seams`, built by the global setup): the only build
+ * that takes `--test-seams=…` as its first argument (src/cli/seam-flags.ts); dist/cli.js refuses the flag.
+ */
+export const SEAMS_CLI = fileURLToPath(new URL('../../dist-seams/cli.js', import.meta.url));
+
+/** The build to run for `args`: the seams build when the first argument is a seam, else dist/cli.js. */
+export function cliFor(args: readonly string[]): string {
+  return args[0]?.startsWith('--test-seams=') ? SEAMS_CLI : CLI;
+}
+
+/**
  * `FS_TOOLS_NATIVE=0` in the test run's environment (issue #19): every server spawned here gets `--native=off`, so
  * the e2e suites run content search on the JavaScript path instead of the native addon (`FS_TOOLS_NATIVE=0 npx
  * vitest run test/e2e`). Test code reads it; the server itself reads no FS_TOOLS_* variable.
@@ -68,7 +79,7 @@ export interface ConnectOptions {
   cwd?: string;
   env?: Record<string, string>;
   /**
-   * Run this program instead of `node dist/cli.js`; `args` is then its whole argument list (an installed `fs-tools`,
+   * Run this program instead of `node dist/cli.js` (dist-seams/cli.js when `args` starts with a seam); `args` is then its whole argument list (an installed `fs-tools`,
    * `npx fs-tools-mcp …`, an MCP Bundle's command line).
    */
   command?: string;
@@ -81,7 +92,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   const env = { ...(process.env as Record<string, string>), ...options.env };
   const params = {
     command: options.command ?? process.execPath,
-    args: options.command ? options.args : [CLI, ...options.args, ...NATIVE_ARGS],
+    args: options.command ? options.args : [cliFor(options.args), ...options.args, ...NATIVE_ARGS],
     cwd: options.cwd,
     env,
     stderr: 'pipe' as const,

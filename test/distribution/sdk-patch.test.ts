@@ -1,0 +1,104 @@
+/**
+ * The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
+ * classifies requests first. Pins:
+ *  - the installed SDK still holds the hook's classification exactly once (an SDK upgrade that rewrites it fails here
+ *    and at build time, so the patch is revisited, never silently lost or misapplied);
+ *  - dist/cli.js (built by the global setup) carries the patched order and not the original;
+ *  - reordering cannot change a dispatch: no message passes the request schema and a response schema both
+ *    (a property over arbitrary objects built from the members those schemas name);
+ *  - src/ reaches into no private SDK member.
+ */
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+} from '@modelcontextprotocol/server';
+import fc from 'fast-check';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { PATCHED_CLASSIFICATION, SDK_CLASSIFICATION } from '../../scripts/sdk-patch.mjs';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SDK_DIST = path.join(ROOT, 'node_modules/@modelcontextprotocol/server/dist');
+
+/** How often `needle` occurs in `text`. */
+const count = (text: string, needle: string): number => text.split(needle).length - 1;
+
+describe('the SDK patch', () => {
+  it('finds the classification exactly once in the installed SDK', () => {
+    const hits = readdirSync(SDK_DIST)
+      .filter((f) => f.endsWith('.mjs'))
+      .map((f) => count(readFileSync(path.join(SDK_DIST, f), 'utf8'), SDK_CLASSIFICATION));
+    expect(hits.reduce((a, b) => a + b, 0)).toBe(1);
+  });
+
+  it('is applied in dist/cli.js', () => {
+    // esbuild re-indents: compare with runs of white space as one space.
+    const flat = (text: string) => text.replace(/\s+/g, ' ').trim();
+    const bundle = flat(readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8'));
+    expect(count(bundle, flat(PATCHED_CLASSIFICATION))).toBe(1);
+    expect(count(bundle, flat(SDK_CLASSIFICATION))).toBe(0);
+  });
+
+  it('cannot change a dispatch: no message is both a request and a response', () => {
+    // A valid message of each kind, with members of the others mixed in (or taken out) at random.
+    const base = fc.constantFrom<Record<string, unknown>>(
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'read_file' } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 'a', result: { content: [] } },
+      { jsonrpc: '2.0', id: 2, error: { code: -32600, message: 'x' } },
+    );
+    const mixIn = fc.record(
+      {
+        jsonrpc: fc.constantFrom('2.0', '1.0'),
+        id: fc.oneof(fc.integer(), fc.string({ maxLength: 3 }), fc.constant(null)),
+        method: fc.constantFrom('ping', 'tools/call'),
+        params: fc.constantFrom({}, { _meta: {} }),
+        result: fc.constantFrom({}, { content: [] }),
+        error: fc.constantFrom({ code: -32600, message: 'x' }, { code: 1.5, message: 'x' }),
+        extra: fc.constant(1),
+      },
+      { requiredKeys: [] },
+    );
+    const drop = fc.subarray(['jsonrpc', 'id', 'method', 'params', 'result', 'error']);
+    const member = fc.tuple(base, fc.option(mixIn, { freq: 2 }), drop).map(([b, extra, gone]) => {
+      const message: Record<string, unknown> = { ...b, ...(extra ?? {}) };
+      for (const key of gone.slice(0, 1)) delete message[key];
+      return message;
+    });
+    const seen = { request: 0, response: 0 };
+    fc.assert(
+      fc.property(member, (message) => {
+        const request = isJSONRPCRequest(message);
+        const response = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
+        seen.request += request ? 1 : 0;
+        seen.response += response ? 1 : 0;
+        expect(request && response).toBe(false);
+        // And the order of the two never decides what a notification is (the hook asks that last either way).
+        if (isJSONRPCNotification(message)) expect(request || response).toBe(false);
+      }),
+      { numRuns: 2000 },
+    );
+    // The property saw both kinds (it is not vacuous).
+    expect(seen.request).toBeGreaterThan(10);
+    expect(seen.response).toBeGreaterThan(10);
+  });
+
+  it('src/ uses no private member of the SDK', () => {
+    const offenders: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (p.endsWith('.ts') && /\b_on(request|response|notification|close)\b/.test(readFileSync(p, 'utf8'))) {
+          offenders.push(path.relative(ROOT, p));
+        }
+      }
+    };
+    walk(path.join(ROOT, 'src'));
+    expect(offenders).toEqual([]);
+  });
+});
