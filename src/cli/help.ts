@@ -63,7 +63,7 @@ Prints the version, then whether the kernel wall (Landlock) would be enforced wh
 
 /**
  * One short purpose per tool for `fs-tools tools` (what it is for, not its title). A tool missing here is listed with
- * its title; test/e2e/cli-help.test.ts fails when one is missing.
+ * its title; test/e2e/cli-commands.test.ts fails when one is missing.
  */
 const TOOL_PURPOSES: Record<string, string> = {
   list_allowed_directories: 'the roots in force, where they came from, the flags, budget and version',
