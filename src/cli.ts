@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 /**
- * The fs-tools command (SPEC §1): flags → Config → one of: serve MCP over stdio (the main job), `call TOOL
- * [JSON_ARGS]` in-process, `tools [--json]`, `--help`, `--version`. A bad flag or policy file exits with status 2 and
- * one line on stderr. stdout carries only protocol messages (serve) or the one JSON result (call, tools).
+ * The fs-tools command (docs/cli.md): flags → Config → one of: serve MCP over stdio (the main job), `call TOOL
+ * [JSON_ARGS|-]` and `batch` in-process (src/cli/call.ts), `tools [--json]`, `help [TOPIC]` (src/cli/help.ts),
+ * `--version`. A usage error exits with status 2 and one line on stderr. stdout carries only protocol messages (serve)
+ * or the command's output (call, batch, tools, help).
  */
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { parseConfig, processEnvironment, type Config } from './config.js';
 import { registerSecretsFromEnv } from './errors/redact.js';
 import { UsageError } from './errors/usage-error.js';
-import { callTool, listedTools, UnknownToolError } from './server/call-tool.js';
+import { listedTools } from './server/call-tool.js';
 import { createServer } from './server/create-server.js';
 import { createProcessState, takeBrokenRoots } from './server/process-state.js';
 import { GuardedStdioTransport } from './server/stdio-transport.js';
@@ -25,15 +26,20 @@ import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
 import { setDenialSource } from './errors/to-envelope.js';
 import { isWithin } from './fs/path-within.js';
 import { configureOwnFiles, removeOwnFilesOnExit, sweepOwnLeftovers } from './fs/own-files.js';
+import { renderHelp, renderToolList } from './cli/help.js';
+import { parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
 
 Usage:
   fs-tools [options] [ROOT ...]              serve MCP over stdio (the main job)
-  fs-tools [options] call TOOL [JSON_ARGS]   run one tool call in-process and print its result as JSON
-                                             (exit 0 ok, 1 tool error)
+  fs-tools [options] call TOOL [JSON_ARGS|-] run one tool call in-process; print its result (--format json|text);
+                                             '-' reads the JSON arguments from stdin
+  fs-tools [options] batch                   JSON Lines requests on stdin, one JSON line out per request, one session
   fs-tools [options] tools [--json]          list the tools this configuration exposes
-  fs-tools --help | --version
+  fs-tools help [COMMAND|TOOL|exit-codes]    help of a command, a tool's arguments, the exit codes
+  fs-tools --help | --version                (also COMMAND --help, call TOOL --help)
+Exit codes: 0 ok, 1 a tool answered with an error envelope, 2 usage error (fs-tools help exit-codes).
 
 Options:
   --root DIR                 sandbox root (repeatable; ROOT arguments are the same). Default: the current
@@ -86,6 +92,12 @@ function describeAvailableWall(config: Config): string {
 /** Whether this is a test build (scripts/bundle.mjs --test-seams); see src/fs/atomic-write.ts. */
 declare const FS_TOOLS_TEST_SEAMS: boolean | undefined;
 
+/** Why `--tools` (with `--readonly`) leaves no tool to serve: every tool it names mutates files. */
+function noToolsLeft(config: Config): string {
+  const named = [...(config.tools ?? [])].join(',');
+  return `--tools=${named} with --readonly leaves no tool: every tool named there changes files (add fs-read, or drop --readonly)`;
+}
+
 async function main(argv: string[]): Promise<number> {
   let config: Config;
   // A test build's seams (src/cli/seam-flags.ts). The product bundle defines the constant as false, so esbuild drops
@@ -104,12 +116,28 @@ async function main(argv: string[]): Promise<number> {
   registerSecretsFromEnv(process.env);
   const mode = config.mode;
   if (mode.kind === 'help') {
-    process.stdout.write(HELP);
+    process.stdout.write(renderHelp(mode.topic, HELP, TOOLS));
     return 0;
   }
   if (mode.kind === 'version') {
     process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n`);
     return 0;
+  }
+  // Refused before anything is created (state directory, audit log, journal): a tool set that serves nothing, and
+  // call arguments that are not JSON.
+  let callArgs: unknown;
+  try {
+    if (listedTools({ config, tools: TOOLS }).length === 0) throw new UsageError(noToolsLeft(config));
+    if (mode.kind === 'call') {
+      callArgs =
+        mode.rawArgs === '-'
+          ? parseArguments(await readBounded(process.stdin), 'the JSON on stdin')
+          : parseArguments(mode.rawArgs, 'JSON_ARGS');
+    }
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`fs-tools: ${error.message}\n`);
+    return error.exitCode;
   }
   // The server's own files (docs/security.md): state directory checked, leftovers swept, native addon loaded —
   // before any request is read.
@@ -172,30 +200,16 @@ async function main(argv: string[]): Promise<number> {
   if (mode.kind === 'tools') {
     const tools = listedTools(state);
     if (mode.json) process.stdout.write(`${JSON.stringify(tools.map(advertise), null, 2)}\n`);
-    else process.stdout.write(tools.map((t) => `${t.name.padEnd(26)} ${t.title}`).join('\n') + '\n');
+    else process.stdout.write(renderToolList(tools));
     return 0;
   }
 
-  if (mode.kind === 'call') {
-    let args: unknown;
-    try {
-      args = JSON.parse(mode.rawArgs);
-    } catch (error) {
-      process.stderr.write(`fs-tools: JSON_ARGS is not valid JSON: ${(error as Error).message}\n`);
-      return 2;
-    }
-    try {
-      const outcome = await callTool(state, mode.tool, args, new AbortController().signal);
-      process.stdout.write(`${JSON.stringify(outcome.ok ? outcome.structured : outcome.envelope, null, 2)}\n`);
-      return outcome.ok ? 0 : 1;
-    } catch (error) {
-      if (error instanceof UnknownToolError) {
-        process.stderr.write(`fs-tools: unknown tool '${mode.tool}' (see fs-tools tools)\n`);
-        return 2;
-      }
-      throw error;
-    }
-  }
+  const output: CallOutput = {
+    out: (text) => new Promise((resolve) => process.stdout.write(text, () => resolve())),
+    err: (text) => process.stderr.write(text),
+  };
+  if (mode.kind === 'call') return await runCall(state, mode.tool, callArgs, mode.format, output);
+  if (mode.kind === 'batch') return await runBatch(state, process.stdin, output);
 
   // serve
   if (config.roots.length === 0 && config.clientRoots !== 'ignore') {

@@ -3,13 +3,14 @@
  * an error). Every failure throws UsageError with a one-line reason; cli.ts turns it into exit status 2.
  * This module reads the filesystem only to resolve roots and load the policy file.
  */
-import { realpathSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import envPaths from 'env-paths';
 import { UsageError } from './errors/usage-error.js';
 import { loadFilePolicy, type FilePolicy } from './policy/file-policy.js';
+import { editDistance } from './policy/near-paths.js';
 import { ALLOW_ANY_ENTRY, ALLOW_DEFAULT_ENTRY, parseAllowEntry } from './vcs/host-allow.js';
 import type { ConfiguredRoot } from './policy/roots.js';
 
@@ -19,12 +20,23 @@ export type { ConfiguredRoot } from './policy/roots.js';
 export const TOOL_GROUPS = ['fs-read', 'fs-write', 'git', 'issues'] as const;
 export type ToolGroup = (typeof TOOL_GROUPS)[number];
 
-/** What `fs-tools` was asked to do. */
+/** The command words (docs/cli.md); any other positional is a root. */
+export const COMMANDS = ['call', 'batch', 'tools', 'help', 'version'] as const;
+export type Command = (typeof COMMANDS)[number];
+/** `help` topics beside the commands and the tool names. */
+export const HELP_TOPICS = ['exit-codes'] as const;
+
+/**
+ * What `fs-tools` was asked to do. `call`'s `rawArgs` is the JSON_ARGS text, or `-` to read it from stdin; `format`
+ * is how its result is printed (`json`: the structured result or envelope; `text`: the MCP text content). `help`'s
+ * `topic` is absent for the general help, else a command, a tool name or one of HELP_TOPICS.
+ */
 export type Mode =
   | { kind: 'serve' }
-  | { kind: 'call'; tool: string; rawArgs: string }
+  | { kind: 'call'; tool: string; rawArgs: string; format: 'json' | 'text' }
+  | { kind: 'batch' }
   | { kind: 'tools'; json: boolean }
-  | { kind: 'help' }
+  | { kind: 'help'; topic?: string }
   | { kind: 'version' };
 
 /** Size caps; all in bytes or counts as named. Defaults are documented in the README. */
@@ -144,6 +156,7 @@ const OPTIONS = {
   sandbox: { type: 'string' },
   'sandbox-abi': { type: 'string' },
   json: { type: 'boolean' },
+  format: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'v' },
   ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((k) => [k, { type: 'string' }])),
@@ -198,45 +211,34 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
       tokens: true,
     });
   } catch (error) {
+    if (error instanceof UsageError) throw error; // already one line with its pointer (explicitBooleans)
     const message = (error as Error).message.split('\n')[0];
     const unknown = /^Unknown option '([^']+)'/.exec(message);
-    throw new UsageError(`${unknown ? `unknown option '${unknown[1]}'` : message} (see fs-tools --help)`);
+    throw new UsageError(unknown ? unknownOption(unknown[1]) : `${message} (see fs-tools --help)`);
   }
   const values = parsed.values as Record<string, string | string[] | boolean | undefined>;
   const positionals = [...parsed.positionals];
 
-  let mode: Mode = { kind: 'serve' };
-  if (values.help) mode = { kind: 'help' };
-  else if (values.version) mode = { kind: 'version' };
-  else if (positionals[0] === 'call') {
-    positionals.shift();
-    const tool = positionals.shift();
-    if (!tool) throw new UsageError('call needs a tool name: fs-tools [options] call TOOL [JSON_ARGS]');
-    const rawArgs = positionals.shift() ?? '{}';
-    if (positionals.length > 0)
-      throw new UsageError(`unexpected argument after JSON_ARGS: ${positionals[0]} (roots go in --root)`);
-    mode = { kind: 'call', tool, rawArgs };
-  } else if (positionals[0] === 'tools') {
-    positionals.shift();
-    if (positionals.length > 0) throw new UsageError(`unexpected argument after tools: ${positionals[0]}`);
-    mode = { kind: 'tools', json: values.json === true };
-  }
-  if (values.json && mode.kind !== 'tools') throw new UsageError('--json only applies to `fs-tools tools`');
-
+  const { mode, consumed } = parseMode(values, positionals, env);
   // Roots keep their command-line order (--root and positional ROOTs interleaved): the first root is the base of
   // relative paths. Positionals consumed by `call`/`tools` are not roots.
-  const consumed = parsed.positionals.length - positionals.length;
   const rootArgs: string[] = [];
   let positionalIndex = 0;
   for (const token of parsed.tokens ?? []) {
     if (token.kind === 'positional') {
-      if (positionalIndex++ >= consumed) rootArgs.push(token.value);
+      if (!consumed.has(positionalIndex++)) rootArgs.push(token.value);
     } else if (token.kind === 'option' && token.name === 'root' && typeof token.value === 'string') {
       rootArgs.push(token.value);
     }
   }
   const rootsFromCommandLine = rootArgs.length > 0;
-  const roots = rootsFromCommandLine ? rootArgs.map((r) => resolveRoot(r, env.cwd)) : defaultRoots(env);
+  // help and version read no root: a root that does not exist must not hide the help (docs/cli.md).
+  const needsRoots = mode.kind !== 'help' && mode.kind !== 'version';
+  const roots = !needsRoots
+    ? []
+    : rootsFromCommandLine
+      ? rootArgs.map((r) => resolveRoot(r, env.cwd))
+      : defaultRoots(env);
   dedupeRoots(roots);
 
   const limits: Limits = { ...DEFAULT_LIMITS };
@@ -272,6 +274,117 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     sandbox: parseEnum('sandbox', values.sandbox, ['auto', 'require', 'off'] as const, 'auto'),
     sandboxAbi: parseSandboxAbi(values['sandbox-abi']),
   };
+}
+
+/**
+ * The command and its arguments from the positionals (docs/cli.md "Commands"): the first positional that is a command
+ * word (COMMANDS) is the command; positionals before it are roots, those after it are the command's own. `--help`
+ * anywhere asks for the help of what the command line names (`tools --help`, `call TOOL --help`), never runs it.
+ * `consumed` holds the indexes of the positionals that are not roots.
+ * @throws UsageError for a missing or extra argument, an unknown tool or help topic, a flag that does not apply to the
+ *   command, or a word that is no existing path but close to a command word (with "did you mean")
+ */
+function parseMode(
+  values: Record<string, string | string[] | boolean | undefined>,
+  positionals: readonly string[],
+  env: ParseEnvironment,
+): { mode: Mode; consumed: Set<number> } {
+  const at = positionals.findIndex((p) => (COMMANDS as readonly string[]).includes(p));
+  const command = at >= 0 ? (positionals[at] as Command) : undefined;
+  const rest = at >= 0 ? positionals.slice(at + 1) : [];
+  const consumed = new Set(at >= 0 ? positionals.map((_, i) => i).filter((i) => i >= at) : []);
+  const extra = (after: string, max: number) => {
+    if (rest.length > max)
+      throw new UsageError(
+        `unexpected argument after ${after}: ${rest[max]} (roots go before the command or in --root)`,
+      );
+  };
+  const tool = (name: string): string => {
+    if (env.toolNames.includes(name)) return name;
+    throw new UsageError(`unknown tool '${name}'${didYouMean(name, env.toolNames)} (see fs-tools tools)`);
+  };
+
+  let mode: Mode;
+  if (values.help === true || command === 'help') {
+    let topic: string | undefined;
+    if (command === 'help') {
+      extra('help TOPIC', 1);
+      topic = rest[0] ?? (values.help === true ? 'help' : undefined);
+    } else if (command === 'call' && rest[0] !== undefined) topic = tool(rest[0]);
+    else topic = command;
+    if (topic !== undefined && ![...COMMANDS, ...HELP_TOPICS, ...env.toolNames].includes(topic)) {
+      throw new UsageError(
+        `unknown help topic '${topic}'${didYouMean(topic, [...COMMANDS, ...HELP_TOPICS, ...env.toolNames])} (topics: ${[...COMMANDS, ...HELP_TOPICS].join(', ')}, or a tool name)`,
+      );
+    }
+    mode = topic === undefined ? { kind: 'help' } : { kind: 'help', topic };
+  } else if (values.version === true || command === 'version') {
+    extra('version', 0);
+    mode = { kind: 'version' };
+  } else if (command === 'call') {
+    if (rest[0] === undefined)
+      throw new UsageError('call needs a tool name: fs-tools [options] call TOOL [JSON_ARGS|-]');
+    extra('JSON_ARGS', 2);
+    const format = parseEnum('format', values.format, ['json', 'text'] as const, 'json');
+    mode = { kind: 'call', tool: tool(rest[0]), rawArgs: rest[1] ?? '{}', format };
+  } else if (command === 'tools') {
+    extra('tools', 0);
+    mode = { kind: 'tools', json: values.json === true };
+  } else if (command === 'batch') {
+    extra('batch', 0);
+    mode = { kind: 'batch' };
+  } else {
+    // No command word: every positional is a root. A word that names no path but is one typo from a command is
+    // the command mistyped (`fs-tools tols`), not a root that does not exist.
+    for (const word of positionals) {
+      const near = suggest(word, COMMANDS);
+      if (near !== null && !word.includes('/') && !existsSync(path.resolve(env.cwd, word))) {
+        throw new UsageError(`unknown command '${word}'; did you mean ${near}? (a root of that name: ./${word})`);
+      }
+    }
+    mode = { kind: 'serve' };
+  }
+  if (values.json === true && mode.kind !== 'tools' && mode.kind !== 'help') {
+    throw new UsageError('--json only applies to `fs-tools tools`');
+  }
+  if (values.format !== undefined && mode.kind !== 'call' && mode.kind !== 'help') {
+    throw new UsageError('--format only applies to `fs-tools call`');
+  }
+  return { mode, consumed };
+}
+
+/**
+ * The candidate closest to `name` (case-insensitive edit distance at most max(2, a third of its length); the first
+ * wins a tie), or null when none is that close. The one "did you mean" rule of the command line (docs/cli.md).
+ */
+export function suggest(name: string, candidates: readonly string[]): string | null {
+  const wanted = name.toLowerCase();
+  const max = Math.max(2, Math.ceil(wanted.length / 3));
+  let best: string | null = null;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const d = editDistance(wanted, candidate.toLowerCase(), max);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+/** `; did you mean X?` for the closest candidate, or '' (see suggest). */
+export function didYouMean(name: string, candidates: readonly string[]): string {
+  const near = suggest(name, candidates);
+  return near === null ? '' : `; did you mean ${near}?`;
+}
+
+/** The message for an option parseArgs does not know, with the closest long option. */
+function unknownOption(given: string): string {
+  const flag = given.split('=')[0];
+  const near = flag.startsWith('--')
+    ? didYouMean(
+        flag,
+        Object.keys(OPTIONS).map((k) => `--${k}`),
+      )
+    : '';
+  return `unknown option '${flag}'${near} (see fs-tools --help)`;
 }
 
 /**
@@ -336,9 +449,13 @@ function dedupeRoots(roots: ConfiguredRoot[]): void {
 }
 
 function parsePositiveInt(flag: string, raw: string, min: number): number {
-  if (!/^\d+$/.test(raw.trim())) throw new UsageError(`--${flag} needs a whole number, got '${raw}'`);
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new UsageError(`--${flag} must be at least ${min}, got '${raw}'`);
+  const text = raw.trim();
+  if (/^-\d+$/.test(text) || (/^\d+$/.test(text) && Number(text) < min)) {
+    throw new UsageError(`--${flag} must be ${min} or more, got '${raw}'`);
+  }
+  if (!/^\d+$/.test(text)) throw new UsageError(`--${flag} needs a whole number, got '${raw}'`);
+  const n = Number(text);
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--${flag} is too large, got '${raw}'`);
   return n;
 }
 
@@ -369,7 +486,9 @@ function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {
   if (items.length === 0) throw new UsageError('--tools needs at least one tool or group');
   for (const item of items) {
     if (!(TOOL_GROUPS as readonly string[]).includes(item) && !toolNames.includes(item)) {
-      throw new UsageError(`--tools: unknown tool or group '${item}' (groups: ${TOOL_GROUPS.join(', ')})`);
+      throw new UsageError(
+        `--tools: unknown tool or group '${item}'${didYouMean(item, [...TOOL_GROUPS, ...toolNames])} (groups: ${TOOL_GROUPS.join(', ')})`,
+      );
     }
   }
   return new Set(items);

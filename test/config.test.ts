@@ -7,6 +7,7 @@
  * Then the built CLI (dist/cli.js) is spawned with bad flags: exit status 2, one line on stderr, nothing on stdout.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -279,7 +280,7 @@ describe('flags', () => {
 describe('subcommands', () => {
   test('call TOOL JSON', () => {
     const c = parseConfig(['call', 'read_file', '{"path":"a.txt"}'], env());
-    expect(c.mode).toEqual({ kind: 'call', tool: 'read_file', rawArgs: '{"path":"a.txt"}' });
+    expect(c.mode).toEqual({ kind: 'call', tool: 'read_file', rawArgs: '{"path":"a.txt"}', format: 'json' });
     expect(c.roots.map((r) => r.real)).toEqual([WORK]);
   });
 
@@ -288,6 +289,7 @@ describe('subcommands', () => {
       kind: 'call',
       tool: 'list_directory',
       rawArgs: '{}',
+      format: 'json',
     });
   });
 
@@ -297,6 +299,42 @@ describe('subcommands', () => {
     expect(c.readonly).toBe(true);
     expect(c.roots.map((r) => r.real)).toEqual([path.join(T, 'other')]);
     expect(c.rootsFromCommandLine).toBe(true);
+  });
+
+  test("roots before the command word are roots; the words after it are the command's", () => {
+    const c = parseConfig([path.join(T, 'other'), 'call', 'read_file', '-', '--format=text'], env());
+    expect(c.mode).toEqual({ kind: 'call', tool: 'read_file', rawArgs: '-', format: 'text' });
+    expect(c.roots.map((r) => r.real)).toEqual([path.join(T, 'other')]);
+    expect(parseConfig([path.join(T, 'other'), 'batch'], env()).mode).toEqual({ kind: 'batch' });
+  });
+
+  test.each([
+    [['help'], undefined],
+    [['help', 'call'], 'call'],
+    [['help', '--help'], 'help'],
+    [['tools', '--help'], 'tools'],
+    [['batch', '--help'], 'batch'],
+    [['version', '--help'], 'version'],
+    [['call', '--help'], 'call'],
+    [['call', 'read_file', '--help'], 'read_file'],
+    [['help', 'read_file'], 'read_file'],
+    [['help', 'exit-codes'], 'exit-codes'],
+    [['/no/such/root', 'tools', '--help'], 'tools'],
+  ])('%j → help %s, no root read', (argv, topic) => {
+    const c = parseConfig(argv, env());
+    expect(c.mode).toEqual(topic === undefined ? { kind: 'help' } : { kind: 'help', topic });
+    expect(c.roots).toEqual([]);
+  });
+
+  test('a word near a command that names an existing directory is a root', () => {
+    mkdirSync(path.join(WORK, 'tool'), { recursive: true });
+    const c = parseConfig(['tool'], env());
+    expect(c.mode).toEqual({ kind: 'serve' });
+    expect(c.roots.map((r) => r.real)).toEqual([path.join(WORK, 'tool')]);
+  });
+
+  test('version as a word', () => {
+    expect(parseConfig(['version'], env()).mode).toEqual({ kind: 'version' });
   });
 
   test('tools and tools --json', () => {
@@ -312,6 +350,12 @@ describe('subcommands', () => {
     ['tools with an extra argument', ['tools', 'more'], /more/],
     ['--json outside tools', ['--json'], /--json/],
     ['--json with call', ['--json', 'call', 'read_file'], /--json/],
+    ['an unknown tool', ['call', 'reed_file'], /unknown tool 'reed_file'; did you mean read_file\?/],
+    ['an unknown help topic', ['help', 'exit-code'], /did you mean exit-codes\?/],
+    ['help with two topics', ['help', 'call', 'tools'], /unexpected argument after help TOPIC: tools/],
+    ['a mistyped command', ['cal'], /unknown command 'cal'; did you mean call\?/],
+    ['--format outside call', ['--format=text', 'tools'], /--format only applies/],
+    ['a bad --format', ['--format=yaml', 'call', 'read_file'], /--format must be one of json\|text/],
   ])('%s → UsageError', (_label, argv, reason) => {
     expect(usageError(argv).message).toMatch(reason);
   });
@@ -335,6 +379,9 @@ describe('bad flags → UsageError (exit 2, one line)', () => {
     [['--tools='], /tools/],
     [['--tools=,'], /tools/],
     [['--bogus'], /unknown option '--bogus'/],
+    [['--read-only'], /unknown option '--read-only'; did you mean --readonly\? \(see fs-tools --help\)$/],
+    [['--readonly=yes'], /^--readonly takes no value, or =true \/ =false \(see fs-tools --help\)$/],
+    [['--mutation-budget=-1'], /^--mutation-budget must be 0 or more, got '-1'$/],
     [['-x'], /-x/],
     [['--readonly=yes'], /readonly/],
     [['--policy=/nonexistent/policy.json'], /nonexistent/],

@@ -28,7 +28,7 @@ export type CallOutcome =
   | { ok: false; envelope: ErrorEnvelope };
 
 /** True when `--tools` enables this tool (by name or group). */
-export function isEnabled(tool: AnyTool, state: ProcessState): boolean {
+export function isEnabled(tool: AnyTool, state: Pick<ProcessState, 'config'>): boolean {
   const enabled = state.config.tools;
   return enabled === null || enabled.has(tool.name) || enabled.has(tool.group);
 }
@@ -42,7 +42,7 @@ export function isAlwaysMutating(tool: AnyTool): boolean {
  * The tools listed in this process, in registry order (SPEC §1: --tools filters; --readonly drops always-mutating
  * file tools, while the issue tools stay and refuse their write actions).
  */
-export function listedTools(state: ProcessState): AnyTool[] {
+export function listedTools(state: Pick<ProcessState, 'config' | 'tools'>): AnyTool[] {
   return state.tools.filter((t) => isEnabled(t, state) && !(state.config.readonly && isAlwaysMutating(t)));
 }
 

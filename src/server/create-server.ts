@@ -15,7 +15,7 @@ import {
   type Result,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import { callTool, listedTools, UnknownToolError } from './call-tool.js';
+import { callTool, listedTools, UnknownToolError, type CallOutcome } from './call-tool.js';
 import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
@@ -91,6 +91,23 @@ class FsToolsServer extends Server {
   }
 }
 
+/**
+ * The MCP `tools/call` result of one outcome: a success is its text blocks (what a model reads), then its media block,
+ * with the structured result as `structuredContent`; an envelope is one text block holding its JSON, `isError: true`.
+ * `fs-tools call --format text` prints the text blocks of this same result (docs/cli.md).
+ */
+export function callToolResultOf(outcome: CallOutcome): CallToolResult {
+  return outcome.ok
+    ? {
+        content: [
+          ...outcome.text.map((text) => ({ type: 'text' as const, text })),
+          ...(outcome.media ? [outcome.media] : []),
+        ],
+        structuredContent: outcome.structured,
+      }
+    : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
+}
+
 /** Builds one MCP server instance over the shared process state. */
 export function createServer(state: ProcessState): Server {
   const server = new FsToolsServer(
@@ -118,15 +135,7 @@ export function createServer(state: ProcessState): Server {
       }
       throw error;
     }
-    const result: CallToolResult = outcome.ok
-      ? {
-          content: [
-            ...outcome.text.map((text) => ({ type: 'text' as const, text })),
-            ...(outcome.media ? [outcome.media] : []),
-          ],
-          structuredContent: outcome.structured,
-        }
-      : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
+    const result = callToolResultOf(outcome);
     const tool = state.tools.find((t) => t.name === name);
     const projected = server.projectCallToolResult(
       result,

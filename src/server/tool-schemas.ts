@@ -30,10 +30,23 @@ const cache = new WeakMap<AnyTool, AdvertisedTool>();
  * a 1.x SDK client's Ajv.
  */
 export function toJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  const out = fullJsonSchema(schema, io);
+  return io === 'input' ? (advertisedInput(out) as Record<string, unknown>) : out;
+}
+
+/** The portable JSON Schema of a zod schema with every keyword kept (defaults, bounds), before advertisedInput. */
+function fullJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
-  const out = portable(neutralizeTuples(json)) as Record<string, unknown>;
-  return io === 'input' ? (advertisedInput(out) as Record<string, unknown>) : out;
+  return portable(neutralizeTuples(json)) as Record<string, unknown>;
+}
+
+/**
+ * A tool's input schema as the server enforces it: the advertised one plus the keywords tools/list leaves out
+ * (defaults, bounds, patterns: UNADVERTISED_INPUT_KEYWORDS). The source of docs/tools.md and `fs-tools help TOOL`.
+ */
+export function documentedInputSchema(tool: AnyTool): { type: 'object'; [key: string]: unknown } {
+  return { type: 'object', ...fullJsonSchema(tool.input as z.ZodObject, 'input') };
 }
 
 /**
