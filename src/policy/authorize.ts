@@ -18,9 +18,9 @@ import {
   type FilePolicy,
   type Intent,
 } from './file-policy.js';
-import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
+import { resolveInRoots, type ResolveOptions, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
-import { notFoundError } from './near-paths.js';
+import { notFoundError, withOutsideNear } from './near-paths.js';
 import { assertNotSecret, secretRuleFor, secretRuleForEntry } from './secrets.js';
 import { assertNotExecConfig } from './exec-config.js';
 import { assertNotInGitDirectory } from './git-dirs.js';
@@ -66,6 +66,24 @@ export function kindOf(
 }
 
 /**
+ * `resolveInRoots` for a path an agent named: a path outside the roots is NOT_ALLOWED with `details.near`, the inside
+ * paths that end like it (src/policy/near-paths.ts `outsideNearPaths`; docs/errors.md).
+ * @throws ToolError as resolveInRoots
+ */
+async function resolveForCall(
+  requested: string,
+  ctx: PolicyContext,
+  options: ResolveOptions,
+  field?: string,
+): Promise<ResolvedPath> {
+  try {
+    return await resolveInRoots(requested, ctx.roots, options, field);
+  } catch (error) {
+    throw await withOutsideNear(error, ctx);
+  }
+}
+
+/**
  * Authorizes reading `requested` (SPEC §3.3 steps 4–7).
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION (NUL, wrong kind), SECRET_DENIED, FILE_POLICY_DENIED (policy
  *   deny; FIFOs, sockets and devices for kind 'file'), NOT_FOUND (missing or hidden)
@@ -75,7 +93,7 @@ export async function authorizeRead(
   ctx: PolicyContext,
   options: { kind: WantedKind; field?: string; secrets?: 'deny' | 'flag' },
 ): Promise<AuthorizedPath> {
-  const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: true }, options.field);
+  const resolved = await resolveForCall(requested, ctx, { followFinal: true }, options.field);
   assertNotGuarded(ctx.guarded ?? [], resolved.absolute, [resolved.absolute, resolved.real]);
   // stat only flags secrets (SPEC §4.2 denies read, write, move, delete and content search, not metadata).
   if (options.secrets !== 'flag') assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
@@ -268,7 +286,7 @@ export async function authorizeWrite(
   ctx: PolicyContext,
   options: AuthorizeWriteOptions,
 ): Promise<AuthorizedWrite> {
-  const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
+  const resolved = await resolveForCall(requested, ctx, { followFinal: options.followFinal }, options.field);
   const { relative, access } = await assertWritePolicy(resolved, ctx, options.kind !== 'directory');
   if (relative === '' && options.kind !== 'directory') {
     throw new ToolError(
@@ -394,7 +412,7 @@ export interface WriteRequest {
 export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx: PolicyContext): Promise<void> {
   const resolved: ResolvedPath[] = [];
   for (const r of requests)
-    resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
+    resolved.push(await resolveForCall(r.requested, ctx, { followFinal: r.followFinal }, r.field));
   for (const r of resolved) await assertWritePolicy(r, ctx);
 }
 
@@ -454,8 +472,8 @@ export interface AuthorizedCopy {
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
  */
 export async function authorizeCopy(source: string, destination: string, ctx: PolicyContext): Promise<AuthorizedCopy> {
-  const src = await resolveInRoots(source, ctx.roots, { followFinal: false }, 'source');
-  await resolveInRoots(destination, ctx.roots, { followFinal: false }, 'destination');
+  const src = await resolveForCall(source, ctx, { followFinal: false }, 'source');
+  await resolveForCall(destination, ctx, { followFinal: false }, 'destination');
   const relative = toPosixRelative(src.root.real, src.real);
   const access = policyAccess(ctx, src, relative);
   const place = { absolute: src.absolute, real: src.real, relative, access };
