@@ -279,7 +279,8 @@ export interface AuthorizeWriteOptions {
  * Authorizes mutating `requested` (SPEC §3.3 steps 4–7 for writes): containment, secrets, the built-in guards against
  * planted execution (`.git`, execution-bearing configuration, git and hooks directories: docs/security.md),
  * the file policy for writes (read_only and deny refuse), existence and kind.
- * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
+ * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED (also reason symlink_at_path: a link at the last component where a file
+ *   is wanted and `followFinal` is false), VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
  */
 export async function authorizeWrite(
   requested: string,
@@ -300,6 +301,15 @@ export async function authorizeWrite(
   }
   if (!resolved.stats) {
     if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near (issue 21)
+  } else if (resolved.stats.isSymbolicLink() && options.kind === 'file') {
+    // A file is wanted at a path whose last component is not followed (a recorded path a revert writes back, a walked
+    // entry): a link standing there now means the path no longer resolves to itself. Never written through, and not
+    // a "special file" either (docs/errors.md).
+    throw new ToolError('NOT_ALLOWED', `${resolved.absolute} is a symbolic link now; it is not written through.`, {
+      path: resolved.absolute,
+      details: { reason: 'symlink_at_path' },
+      suggestion: 'Delete or move the link first if the file is to be written back there.',
+    });
   } else if (!(options.kind === 'any' && resolved.stats.isSymbolicLink())) {
     assertKind(resolved.stats, options.kind, resolved.absolute);
   }

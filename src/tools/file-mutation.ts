@@ -336,7 +336,7 @@ export function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
       'pass expected_hashes for each.',
     {
       path: first.path,
-      details: { current_hash: first.details.current_hash, files },
+      details: { current_hash: first.details.current_hash, field: 'expected_hashes', files },
       suggestion:
         'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
     },
