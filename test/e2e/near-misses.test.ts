@@ -229,12 +229,15 @@ describe.each([[[]], [['--auto-occ=off']]])(
 
 describe('no tool creates a link (issue 30 item 4)', () => {
   const s = setup();
-  it('apply_patch with a git link mode creates no symbolic link', async () => {
+  it('apply_patch with a git link mode creates no symbolic link: a regular file holding the text', async () => {
     const patch =
       'diff --git a/newlink b/newlink\nnew file mode 120000\n--- /dev/null\n+++ b/newlink\n@@ -0,0 +1 @@\n+/etc\n\\ No newline at end of file\n';
-    await s.client.call('apply_patch', { patch, path: s.root });
+    const r = await s.client.callOk('apply_patch', { patch, path: s.root });
+    expect(r.files[0].action).toBe('created');
     const at = path.join(s.root, 'newlink');
-    expect(existsSync(at) ? lstatSync(at).isSymbolicLink() : false).toBe(false);
+    expect(lstatSync(at).isSymbolicLink()).toBe(false);
+    expect(lstatSync(at).isFile()).toBe(true);
+    expect(readFileSync(at, 'utf8')).toBe('/etc');
   });
 });
 
