@@ -273,6 +273,11 @@ export interface AuthorizeWriteOptions {
   /** Follow a symlink at the last component (write through it) or act on the link itself (move, delete). */
   followFinal: boolean;
   field?: string;
+  /**
+   * False: a path outside the roots is NOT_ALLOWED without `details.near` (no walk of the roots). For callers that
+   * use only the refusal's code, like the start-up journal recovery. Default true.
+   */
+  offerNear?: boolean;
 }
 
 /**
@@ -287,7 +292,10 @@ export async function authorizeWrite(
   ctx: PolicyContext,
   options: AuthorizeWriteOptions,
 ): Promise<AuthorizedWrite> {
-  const resolved = await resolveForCall(requested, ctx, { followFinal: options.followFinal }, options.field);
+  const resolved =
+    options.offerNear === false
+      ? await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field)
+      : await resolveForCall(requested, ctx, { followFinal: options.followFinal }, options.field);
   const { relative, access } = await assertWritePolicy(resolved, ctx, options.kind !== 'directory');
   if (relative === '' && options.kind !== 'directory') {
     throw new ToolError(
@@ -436,7 +444,12 @@ export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx
  */
 export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise<string | null> {
   try {
-    const target = await authorizeWrite(file, ctx, { kind: 'file', mustExist: false, followFinal: true });
+    const target = await authorizeWrite(file, ctx, {
+      kind: 'file',
+      mustExist: false,
+      followFinal: true,
+      offerNear: false,
+    });
     if (target.real !== file || target.absolute !== file) return 'NOT_ALLOWED:not_a_real_path';
     return null;
   } catch (error) {

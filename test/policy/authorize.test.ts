@@ -175,6 +175,25 @@ describe('authorizeWrite: a link at a path whose last component is not followed 
   });
 });
 
+describe('authorizeWrite: near paths of an outside path (issue 30)', () => {
+  test('offered by default; not with offerNear: false (the start-up journal recovery needs only the code)', async () => {
+    const outside = path.join(OUT, 'a.txt');
+    const refusal = async (offerNear?: boolean) =>
+      toEnvelope(
+        await authorizeWrite(outside, ctx(), { kind: 'file', mustExist: false, followFinal: true, offerNear }).then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ).error;
+    expect((await refusal()).details).toEqual({
+      reason: 'outside_roots',
+      roots: [PROJ],
+      near: [path.join(PROJ, 'a.txt')],
+    });
+    expect((await refusal(false)).details).toEqual({ reason: 'outside_roots', roots: [PROJ] });
+  });
+});
+
 describe('authorizeRead successes', () => {
   test('a plain file: relative, access and stats', async () => {
     const r = await authorizeRead('a.txt', ctx(), { kind: 'file' });
