@@ -17,7 +17,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -209,6 +209,13 @@ async function runAgent(c) {
         if (!best || best.s > 2) return { outcome: 'stopped', extra, infoCalls, followedHint, firstCode, trail };
         next.args[key] = path.join(dir, best.n);
       }
+    } else if (e.code === 'NOT_ALLOWED' && d.reason !== 'outside_roots') {
+      // A link in the way, a change during the call, a link that would point outside: not a wrong base directory.
+      return { outcome: 'stopped', extra, infoCalls, followedHint, firstCode, trail };
+    } else if (e.code === 'NOT_ALLOWED' && d.near?.length) {
+      const key = pathKeyOf(call, e.path);
+      if (!key) return { outcome: 'gave_up', extra, infoCalls, followedHint, firstCode, trail };
+      next.args[key] = d.near[0]; followedHint = true;
     } else if (e.code === 'NOT_ALLOWED') {
       const key = pathKeyOf(call, e.path);
       const roots = d.roots;
@@ -242,7 +249,7 @@ async function runAgent(c) {
         ? (d.files ?? (d.current_hash !== undefined ? [{ path: e.path, current_hash: d.current_hash }] : null))
         : e.conflict?.reason === 'modified' && Array.isArray(e.conflict.changed_ranges) && e.current_hash ? [{ path: e.path, current_hash: e.current_hash }] : null;
       if (hashes && call.tool !== 'write_file') {
-        if (call.tool === 'apply_patch') {
+        if (call.tool === 'apply_patch' || d.field === 'expected_hashes') {
           next.args.expected_hashes = { ...(next.args.expected_hashes ?? {}), ...Object.fromEntries(hashes.map((h) => [h.path, h.current_hash])) };
         } else next.args.expected_hash = hashes[0].current_hash;
         followedHint = true;
@@ -466,6 +473,50 @@ for (let i = 0; i < 4; i++) {
     call: { tool: 'edit_file', args: { path: abs, edits: [{ old_text: `    timeout = ${10 + k}`, new_text: `    timeout = ${k}` }] } }, check: fileIs(abs, module(k)) });
 }
 
+// 17. Issue 30's near misses: a backslash path, outside paths whose tail exists inside (deeper than the last two
+// components), copy/move onto a link with the hash read through it, replace_in_files naming a secret in
+// expected_hashes or needing hashes, and a revert onto a file swapped for a link.
+for (let i = 0; i < 2; i++) {
+  put(`i30/bs${i}/src/util.ts`, `// util ${i}\n`);
+  add({ cat: 'near_path_backslash', call: { tool: 'read_file', args: { path: `i30/bs${i}\\src\\util.ts` } },
+    check: (r) => r.outcome === 'done' && r.value?.content === `// util ${i}\n` });
+}
+for (let i = 0; i < 2; i++) {
+  put(`i30/out${i}/pkg/src/lib/util.ts`, `// deep ${i}\n`);
+  const given = i === 0 ? `/home/me/proj/i30/out${i}/pkg/src/lib/util.ts` : `../../i30/out${i}/pkg/src/lib/util.ts`;
+  add({ cat: 'outside_roots', call: { tool: 'read_file', args: { path: given } },
+    check: (r) => r.outcome === 'done' && r.value?.content === `// deep ${i}\n` });
+}
+for (const tool of ['copy_path', 'move_path']) {
+  const dir = `i30/${tool}`;
+  put(`${dir}/target.txt`, 'target\n'); put(`${dir}/new.txt`, `new for ${tool}\n`);
+  const ln = path.join(ROOT, dir, 'ln');
+  symlinkSync('target.txt', ln);
+  let hash = null;
+  add({ cat: 'onto_link', prepare: async () => { hash = (await readIt(ln)).value?.content_hash; },
+    call: { tool, args: { source: path.join(ROOT, dir, 'new.txt'), destination: ln, overwrite: true } },
+    intent: { overwriteOk: true },
+    check: () => lstatSync(ln).isFile() && read(ln) === `new for ${tool}\n` && read(path.join(ROOT, dir, 'target.txt')) === 'target\n' });
+  // The hash just read through the link is passed (filled in before the call: the agent read it).
+  cases[cases.length - 1].withHash = () => hash;
+}
+{
+  const a = put('i30/rep/a.txt', 'hello world\n'); put('i30/rep/.env', 'TOKEN=hello\n');
+  add({ cat: 'must_stop', mustStop: true, call: { tool: 'replace_in_files', args: { path: path.join(ROOT, 'i30/rep'), query: 'hello', replacement: 'bye',
+    expected_hashes: { 'a.txt': sha('hello world\n'), '.env': sha('TOKEN=hello\n') } } },
+    check: () => read(a) === 'hello world\n' && read(path.join(ROOT, 'i30/rep/.env')) === 'TOKEN=hello\n' });
+  const b = put('i30/rep2/b.txt', 'hello there\n');
+  add({ cat: 'hash_required_replace', call: { tool: 'replace_in_files', args: { path: b, query: 'hello', replacement: 'bye' } },
+    check: () => read(b) === 'bye there\n' });
+}
+{
+  const f = put('i30/rev/f.txt', 'f0\n'); const other = put('i30/rev/other.txt', 'other\n');
+  add({ cat: 'must_stop', mustStop: true,
+    prepare: async () => { await session.call('write_file', { path: f, content: 'f1\n', expected_hash: sha('f0\n') }); unlinkSync(f); symlinkSync('other.txt', f); },
+    call: { tool: 'revert_changes', args: { last: 1 } },
+    check: () => lstatSync(f).isSymbolicLink() && readlinkSync(f) === 'other.txt' && read(other) === 'other\n' });
+}
+
 // git repo + policy
 sh('git', ['init', '-q']);
 sh('git', ['-c', 'user.email=b@b', '-c', 'user.name=b', 'add', '-A']);
@@ -481,6 +532,7 @@ async function runAll(list) {
   for (const c of list) {
     if (c.prepare) await c.prepare();
     if (c.statusIndex !== undefined) c.call.args.expected_status_hash = statusHashes[c.statusIndex];
+    if (c.withHash) c.call.args.expected_hash = c.withHash();
     const r = await runAgent(c);
     let goal = false;
     try { goal = c.check(r); } catch { goal = false; }

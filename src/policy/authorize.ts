@@ -18,9 +18,9 @@ import {
   type FilePolicy,
   type Intent,
 } from './file-policy.js';
-import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
+import { resolveInRoots, type ResolveOptions, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
-import { notFoundError } from './near-paths.js';
+import { notFoundError, withOutsideNear } from './near-paths.js';
 import { assertNotSecret, secretRuleFor, secretRuleForEntry } from './secrets.js';
 import { assertNotExecConfig } from './exec-config.js';
 import { assertNotInGitDirectory } from './git-dirs.js';
@@ -66,6 +66,24 @@ export function kindOf(
 }
 
 /**
+ * `resolveInRoots` for a path an agent named: a path outside the roots is NOT_ALLOWED with `details.near`, the inside
+ * paths that end like it (src/policy/near-paths.ts `outsideNearPaths`; docs/errors.md).
+ * @throws ToolError as resolveInRoots
+ */
+async function resolveForCall(
+  requested: string,
+  ctx: PolicyContext,
+  options: ResolveOptions,
+  field?: string,
+): Promise<ResolvedPath> {
+  try {
+    return await resolveInRoots(requested, ctx.roots, options, field);
+  } catch (error) {
+    throw await withOutsideNear(error, ctx);
+  }
+}
+
+/**
  * Authorizes reading `requested` (SPEC §3.3 steps 4–7).
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION (NUL, wrong kind), SECRET_DENIED, FILE_POLICY_DENIED (policy
  *   deny; FIFOs, sockets and devices for kind 'file'), NOT_FOUND (missing or hidden)
@@ -75,7 +93,7 @@ export async function authorizeRead(
   ctx: PolicyContext,
   options: { kind: WantedKind; field?: string; secrets?: 'deny' | 'flag' },
 ): Promise<AuthorizedPath> {
-  const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: true }, options.field);
+  const resolved = await resolveForCall(requested, ctx, { followFinal: true }, options.field);
   assertNotGuarded(ctx.guarded ?? [], resolved.absolute, [resolved.absolute, resolved.real]);
   // stat only flags secrets (SPEC §4.2 denies read, write, move, delete and content search, not metadata).
   if (options.secrets !== 'flag') assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
@@ -255,20 +273,29 @@ export interface AuthorizeWriteOptions {
   /** Follow a symlink at the last component (write through it) or act on the link itself (move, delete). */
   followFinal: boolean;
   field?: string;
+  /**
+   * False: a path outside the roots is NOT_ALLOWED without `details.near` (no walk of the roots). For callers that
+   * use only the refusal's code, like the start-up journal recovery. Default true.
+   */
+  offerNear?: boolean;
 }
 
 /**
  * Authorizes mutating `requested` (SPEC §3.3 steps 4–7 for writes): containment, secrets, the built-in guards against
  * planted execution (`.git`, execution-bearing configuration, git and hooks directories: docs/security.md),
  * the file policy for writes (read_only and deny refuse), existence and kind.
- * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
+ * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED (also reason symlink_at_path: a link at the last component where a file
+ *   is wanted and `followFinal` is false), VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
  */
 export async function authorizeWrite(
   requested: string,
   ctx: PolicyContext,
   options: AuthorizeWriteOptions,
 ): Promise<AuthorizedWrite> {
-  const resolved = await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field);
+  const resolved =
+    options.offerNear === false
+      ? await resolveInRoots(requested, ctx.roots, { followFinal: options.followFinal }, options.field)
+      : await resolveForCall(requested, ctx, { followFinal: options.followFinal }, options.field);
   const { relative, access } = await assertWritePolicy(resolved, ctx, options.kind !== 'directory');
   if (relative === '' && options.kind !== 'directory') {
     throw new ToolError(
@@ -282,6 +309,15 @@ export async function authorizeWrite(
   }
   if (!resolved.stats) {
     if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near (issue 21)
+  } else if (resolved.stats.isSymbolicLink() && options.kind === 'file') {
+    // A file is wanted at a path whose last component is not followed (a recorded path a revert writes back, a walked
+    // entry): a link standing there now means the path no longer resolves to itself. Never written through, and not
+    // a "special file" either (docs/errors.md).
+    throw new ToolError('NOT_ALLOWED', `${resolved.absolute} is a symbolic link now; it is not written through.`, {
+      path: resolved.absolute,
+      details: { reason: 'symlink_at_path' },
+      suggestion: 'Delete or move the link first if the file is to be written back there.',
+    });
   } else if (!(options.kind === 'any' && resolved.stats.isSymbolicLink())) {
     assertKind(resolved.stats, options.kind, resolved.absolute);
   }
@@ -394,7 +430,7 @@ export interface WriteRequest {
 export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx: PolicyContext): Promise<void> {
   const resolved: ResolvedPath[] = [];
   for (const r of requests)
-    resolved.push(await resolveInRoots(r.requested, ctx.roots, { followFinal: r.followFinal }, r.field));
+    resolved.push(await resolveForCall(r.requested, ctx, { followFinal: r.followFinal }, r.field));
   for (const r of resolved) await assertWritePolicy(r, ctx);
 }
 
@@ -408,7 +444,12 @@ export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx
  */
 export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise<string | null> {
   try {
-    const target = await authorizeWrite(file, ctx, { kind: 'file', mustExist: false, followFinal: true });
+    const target = await authorizeWrite(file, ctx, {
+      kind: 'file',
+      mustExist: false,
+      followFinal: true,
+      offerNear: false,
+    });
     if (target.real !== file || target.absolute !== file) return 'NOT_ALLOWED:not_a_real_path';
     return null;
   } catch (error) {
@@ -454,8 +495,8 @@ export interface AuthorizedCopy {
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND
  */
 export async function authorizeCopy(source: string, destination: string, ctx: PolicyContext): Promise<AuthorizedCopy> {
-  const src = await resolveInRoots(source, ctx.roots, { followFinal: false }, 'source');
-  await resolveInRoots(destination, ctx.roots, { followFinal: false }, 'destination');
+  const src = await resolveForCall(source, ctx, { followFinal: false }, 'source');
+  await resolveForCall(destination, ctx, { followFinal: false }, 'destination');
   const relative = toPosixRelative(src.root.real, src.real);
   const access = policyAccess(ctx, src, relative);
   const place = { absolute: src.absolute, real: src.real, relative, access };

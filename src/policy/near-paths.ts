@@ -14,6 +14,15 @@
  * 3. the same name elsewhere: a breadth-first walk for entries of exactly the requested name (ignoring case) —
  *    under the path's nearest existing ancestor first, then its root, then the other roots — shallowest first. The walk does not read .gitignore; it skips `.git` and
  *    `node_modules` directories (bounded work, and where agents rarely mean to go), and what the policy hides.
+ * Before these, on POSIX, a path spelled with `\` (`src\util.ts`, one name there) offers the same path with `/` for
+ * `\` when that exists: the backslash path itself is never accepted in its place (`\` is an ordinary name character
+ * on POSIX, and a file may be named so).
+ *
+ * For NOT_ALLOWED of a path outside the roots (`outsideNearPaths`), the inside paths whose last components match the
+ * given path's: the given path's last components re-rooted on each root (longest suffix first, at most
+ * NEAR_MAX_SUFFIX components), then the same-name walk of step 3 over the roots, ranked by how many trailing components
+ * match. Only the given string and the inside of the roots are looked at — the outside path is never touched, so the
+ * list says nothing about it. Docs: docs/errors.md, "The error envelope".
  */
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +30,7 @@ import { ToolError } from '../errors/tool-error.js';
 import { withVerifiedDir } from '../fs/verified-dir.js';
 import { classifyEntry, type PolicyContext } from './authorize.js';
 import { findContainingRoot, toPosixRelative } from './containment.js';
-import type { ResolvedPath } from './resolve-path.js';
+import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 
 /** Most near paths offered. */
 export const NEAR_LIMIT = 5;
@@ -35,6 +44,10 @@ export const NEAR_MAX_MS = 150;
 export const NEAR_MAX_UNCLES = 10;
 /** Most entries read from one directory. */
 export const NEAR_MAX_ENTRIES = 5000;
+/** Most trailing components of an outside path re-rooted on a root (outsideNearPaths). */
+export const NEAR_MAX_SUFFIX = 8;
+/** Most same-name entries the walk of an outside path collects before ranking them. */
+const NEAR_MAX_COLLECTED = 50;
 
 const SKIPPED_DIRS = new Set(['.git', 'node_modules']);
 
@@ -87,16 +100,20 @@ async function entriesOfVerified(dir: string, isInside: (p: string) => boolean):
   }
 }
 
+/** The kind tests `offer` needs: a directory entry (Dirent) or an lstat (Stats). */
+interface EntryKind {
+  isFile(): boolean;
+  isDirectory(): boolean;
+  isSymbolicLink(): boolean;
+}
+
 /**
- * Up to NEAR_LIMIT existing paths near a missing `resolved` path, as absolute real paths (see the module comment for
- * where it looks and what is never offered). Never throws: any failure just offers less.
+ * The near-path list of one call: `offer` adds an existing path when the policy lets it be named (see the module
+ * comment), `found` is the list so far (at most NEAR_LIMIT).
  */
-export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Promise<string[]> {
-  const deadline = Date.now() + NEAR_MAX_MS;
+function nearList(ctx: PolicyContext): { found: string[]; offer: (absolute: string, entry: EntryKind) => boolean } {
   const found: string[] = [];
-  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
-  const entriesOf = (dir: string) => entriesOfVerified(dir, isInside);
-  const offer = (absolute: string, entry: Dirent): boolean => {
+  const offer = (absolute: string, entry: EntryKind): boolean => {
     if (found.length >= NEAR_LIMIT || found.includes(absolute) || entry.isSymbolicLink()) return false;
     if (!entry.isFile() && !entry.isDirectory()) return false;
     const root = findContainingRoot(ctx.roots, absolute);
@@ -115,7 +132,82 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
     found.push(absolute);
     return true;
   };
+  return { found, offer };
+}
+
+/**
+ * The lstat of the existing entry `absolute` inside the roots, read through its verified parent (never by the path
+ * string: a parent swapped for a link fails), or null (missing, a link on the way, outside, unreadable).
+ */
+async function lstatVerified(absolute: string, isInside: (p: string) => boolean): Promise<EntryKind | null> {
+  if (!isInside(absolute)) return null;
   try {
+    return await withVerifiedDir(path.dirname(absolute), isInside, (d) => d.lstat(path.basename(absolute)));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Step 3 of the module comment: a breadth-first walk from `starts` (each directory once) for entries named `wanted`
+ * (ignoring case), other than `except`, handed to `take` in walk order until it returns false or a bound is reached
+ * (NEAR_MAX_DIRS directories, `deadline`). `first`: the entries of `starts[0]` when already read.
+ */
+async function sameNameWalk(
+  ctx: PolicyContext,
+  starts: readonly string[],
+  wanted: string,
+  except: string,
+  take: (absolute: string, entry: Dirent) => boolean,
+  deadline: number,
+  first?: { dir: string; entries: Dirent[] | null },
+): Promise<void> {
+  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const queue = [...starts];
+  const visited = new Set<string>();
+  const lower = wanted.toLowerCase();
+  let dirs = 0;
+  while (queue.length > 0 && dirs < NEAR_MAX_DIRS && Date.now() < deadline) {
+    const dir = queue.shift()!;
+    if (visited.has(dir)) continue;
+    visited.add(dir);
+    dirs++;
+    const entries = first && dir === first.dir ? first.entries : await entriesOfVerified(dir, isInside);
+    if (!entries) continue;
+    for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      const absolute = path.join(dir, e.name);
+      if (e.name.toLowerCase() === lower && absolute !== except && !take(absolute, e)) return;
+      if (e.isDirectory() && !SKIPPED_DIRS.has(e.name)) {
+        const root = findContainingRoot(ctx.roots, absolute);
+        const v = root ? classifyEntry(ctx, absolute, toPosixRelative(root.real, absolute)) : null;
+        if (v && !v.hidden && !v.denied) queue.push(absolute);
+      }
+    }
+  }
+}
+
+/**
+ * Up to NEAR_LIMIT existing paths near a missing `resolved` path, as absolute real paths (see the module comment for
+ * where it looks and what is never offered). Never throws: any failure just offers less.
+ */
+export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Promise<string[]> {
+  const deadline = Date.now() + NEAR_MAX_MS;
+  const { found, offer } = nearList(ctx);
+  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const entriesOf = (dir: string) => entriesOfVerified(dir, isInside);
+  try {
+    // 0. A `\` meant as a separator (POSIX only: on Windows it already is one).
+    if (path.sep === '/' && resolved.requested.includes('\\')) {
+      try {
+        const slashed = await resolveInRoots(resolved.requested.replaceAll('\\', '/'), ctx.roots, {
+          followFinal: false,
+        });
+        const entry = slashed.real !== resolved.real ? await lstatVerified(slashed.real, isInside) : null;
+        if (entry) offer(slashed.real, entry);
+      } catch {
+        // Outside the roots, or not a path at all with `/`: nothing to offer from this step.
+      }
+    }
     const wanted = path.basename(resolved.real);
     const parent = path.dirname(resolved.real);
     if (!wanted) return found;
@@ -149,31 +241,99 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
     while (ancestor !== own.real && ancestor.startsWith(`${own.real}${path.sep}`) && !(await entriesOf(ancestor))) {
       ancestor = path.dirname(ancestor);
     }
-    const queue: string[] = [ancestor, own.real, ...ctx.roots.filter((r) => r.real !== own.real).map((r) => r.real)];
-    const visited = new Set<string>();
-    const lower = wanted.toLowerCase();
-    let dirs = 0;
-    while (queue.length > 0 && found.length < NEAR_LIMIT && dirs < NEAR_MAX_DIRS && Date.now() < deadline) {
-      const dir = queue.shift()!;
-      if (visited.has(dir)) continue;
-      visited.add(dir);
-      dirs++;
-      const entries = dir === parent ? siblings : await entriesOf(dir);
-      if (!entries) continue;
-      for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-        const absolute = path.join(dir, e.name);
-        if (e.name.toLowerCase() === lower && absolute !== resolved.real) offer(absolute, e);
-        if (e.isDirectory() && !SKIPPED_DIRS.has(e.name)) {
-          const root = findContainingRoot(ctx.roots, absolute);
-          const v = root ? classifyEntry(ctx, absolute, toPosixRelative(root.real, absolute)) : null;
-          if (v && !v.hidden && !v.denied) queue.push(absolute);
-        }
-      }
+    const starts = [ancestor, own.real, ...ctx.roots.filter((r) => r.real !== own.real).map((r) => r.real)];
+    if (found.length < NEAR_LIMIT) {
+      await sameNameWalk(
+        ctx,
+        starts,
+        wanted,
+        resolved.real,
+        (absolute, e) => {
+          offer(absolute, e);
+          return found.length < NEAR_LIMIT;
+        },
+        deadline,
+        { dir: parent, entries: siblings },
+      );
     }
   } catch {
     // Best effort: a directory that vanished or refused just offers less.
   }
   return found;
+}
+
+/** How many trailing components `a` and `b` (component lists) have in common. */
+function commonSuffix(a: readonly string[], b: readonly string[]): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[a.length - 1 - n] === b[b.length - 1 - n]) n++;
+  return n;
+}
+
+/**
+ * Up to NEAR_LIMIT existing inside paths for `absolute`, a path outside the roots (lexically normalized, as the
+ * NOT_ALLOWED envelope names it): its last components re-rooted on each root, longest suffix first, then the entries
+ * of its last name anywhere in the roots (the step 3 walk), most matching trailing components first. Looks only at
+ * the given string and inside the roots (see the module comment). Never throws: any failure just offers less.
+ */
+export async function outsideNearPaths(absolute: string, ctx: PolicyContext): Promise<string[]> {
+  const deadline = Date.now() + NEAR_MAX_MS;
+  const { found, offer } = nearList(ctx);
+  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const parts = absolute
+    .slice(path.parse(absolute).root.length)
+    .split(path.sep)
+    .filter((c) => c !== '');
+  if (parts.length === 0) return found;
+  try {
+    // 1. The path's tail on each root: `/home/me/proj/src/util.ts` → ROOT/src/util.ts.
+    for (let k = Math.max(0, parts.length - NEAR_MAX_SUFFIX); k < parts.length && found.length < NEAR_LIMIT; k++) {
+      for (const root of ctx.roots) {
+        if (Date.now() >= deadline) return found;
+        const candidate = path.join(root.real, ...parts.slice(k));
+        const entry = await lstatVerified(candidate, isInside);
+        if (entry) offer(candidate, entry);
+      }
+    }
+    // 2. Its last name anywhere in the roots, ranked by the trailing components that match.
+    if (found.length < NEAR_LIMIT) {
+      const hits: Array<{ absolute: string; entry: Dirent; score: number; order: number }> = [];
+      await sameNameWalk(
+        ctx,
+        ctx.roots.map((r) => r.real),
+        parts[parts.length - 1],
+        '',
+        (hit, entry) => {
+          const root = findContainingRoot(ctx.roots, hit);
+          const tail = root ? toPosixRelative(root.real, hit).split('/') : [];
+          hits.push({ absolute: hit, entry, score: commonSuffix(tail, parts), order: hits.length });
+          return hits.length < NEAR_MAX_COLLECTED;
+        },
+        deadline,
+      );
+      hits.sort((a, b) => b.score - a.score || a.order - b.order);
+      for (const h of hits) offer(h.absolute, h.entry);
+    }
+  } catch {
+    // Best effort, as nearPaths.
+  }
+  return found;
+}
+
+/**
+ * NOT_ALLOWED of a path outside the roots (`details.reason: "outside_roots"`), with `details.near` and a suggestion
+ * naming the closest inside path when outsideNearPaths finds one; any other error is returned unchanged.
+ */
+export async function withOutsideNear(error: unknown, ctx: PolicyContext): Promise<unknown> {
+  if (!(error instanceof ToolError) || error.code !== 'NOT_ALLOWED' || error.details.reason !== 'outside_roots')
+    return error;
+  if (!error.path) return error;
+  const near = await outsideNearPaths(error.path, ctx);
+  if (near.length === 0) return error;
+  return new ToolError('NOT_ALLOWED', error.message, {
+    path: error.path,
+    details: { ...error.details, near },
+    suggestion: `Did you mean ${near[0]}? (details.near lists inside paths ending like the one given.)`,
+  });
 }
 
 /**

@@ -154,10 +154,15 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
         warning: `${c.absolute} was not read in this session; it was changed without a hash check.`,
       };
     }
-    throw new ToolError('HASH_REQUIRED', `${c.absolute} exists and this session has not read it; pass expected_hash.`, {
+    // The parameter the tool takes: expected_hash, or expected_hashes (a map: apply_patch, replace_in_files).
+    const parameter = field.replace(/\[.*$/, '');
+    throw new ToolError('HASH_REQUIRED', `${c.absolute} exists and this session has not read it; pass ${parameter}.`, {
       path: c.absolute,
-      details: { current_hash: current },
-      suggestion: `Read the file first, or pass expected_hash "${current}" if you know its content.`,
+      details: { current_hash: current, field: parameter },
+      suggestion:
+        parameter === field
+          ? `Read the file first, or pass ${field} "${current}" if you know its content.`
+          : `Read the file first, or pass ${parameter} with this file's entry (${field}: "${current}") if you know its content.`,
     });
   }
   if (remembered === current) return { checkedAgainst: remembered, externalChange: false };

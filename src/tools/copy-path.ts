@@ -1,7 +1,8 @@
 /**
  * copy_path (issue #18): copy a file, a symlink (as a link, never its target) or a directory tree (`recursive: true`)
- * inside the roots. Never overwrites unless `overwrite: true`, and then only a file destination, under OCC
- * (`expected_hash` is the destination's, as for move_path). Permission bits are kept; times and owners are not.
+ * inside the roots. Never overwrites unless `overwrite: true`, and then only a file or link destination, under OCC
+ * (`expected_hash` is the destination's, as for move_path; a link destination is replaced as the link itself, its
+ * target never touched: src/tools/file-mutation.ts `checkReplacedDestination`). Permission bits are kept; times and owners are not.
  *
  * Every path the copy touches passes policy: the source and destination up front (authorizeCopy), and every entry of
  * a tree on both sides (src/policy/tree-authorize.ts) while the tree is inspected inside the path lock — one refused
@@ -150,7 +151,9 @@ export const copyPath = defineTool({
           ? { kind: 'absent' }
           : dstNow.isFile() && dstFile?.bytes
             ? { kind: 'file', bytes: dstFile.bytes, mode: dstNow.mode }
-            : null;
+            : dstNow.isSymbolicLink()
+              ? { kind: 'symlink', target: dst.dir.readlink(dst.name) }
+              : null;
         const copyHistory = (after: { kind: 'file'; hash: string } | { kind: 'symlink'; target: string }) =>
           replaced ? { tool: 'copy_path', files: [historyEntryOf(destination.real, replaced, after)] } : undefined;
 
@@ -589,7 +592,8 @@ async function copyFileAtomic(
           details: { reason: 'destination_exists' },
         });
       }
-    } else if (!now || !now.isFile() || !sameVersion(identityOf(now), expectDst)) {
+    } else if (!now || (!now.isFile() && !now.isSymbolicLink()) || !sameVersion(identityOf(now), expectDst)) {
+      // The file or link that was decided on (a link is replaced as the link itself), at the same version.
       throw changedError(to.pathOf(dstName));
     }
   });

@@ -25,8 +25,8 @@ import { withPathLock } from '../fs/path-lock.js';
 import { isDirectory, readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
 import { identityOf, openDirCreating, VerifiedDir } from '../fs/verified-dir.js';
-import { ToolError } from '../errors/tool-error.js';
-import type { AuthorizedWrite } from '../policy/authorize.js';
+import { OccMismatchError, ToolError } from '../errors/tool-error.js';
+import { authorizeRead, type AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-dirs.js';
 import { ABSENT, checkExpectedHash, type OccVerdict } from '../policy/occ.js';
@@ -249,6 +249,8 @@ async function recordHistory(
  * The destination a move or copy may replace, decided inside the lock on what is there now (SPEC §5: replacing a
  * file is a mutation under OCC): its current hash (a file; null for a directory, a link or nothing), checked against
  * `expectedHash` (or the session's memory under --auto-occ), and the identity the effect must still find there.
+ * A link destination is the link itself (the file it points to is never touched; docs/tools.md "Links as
+ * destinations"): `checkReplacedLink` decides it.
  * @param dstNow the destination's lstat through its verified parent, taken in this scope (null: absent)
  * @throws ToolError HASH_REQUIRED, OCC_MISMATCH
  */
@@ -259,6 +261,10 @@ export async function checkReplacedDestination(
   dstNow: Stats | null,
   expectedHash: string | undefined,
 ): Promise<{ file: CurrentFile | null; identity: ReturnType<typeof identityOf> | null }> {
+  if (dstNow?.isSymbolicLink()) {
+    await checkReplacedLink(ctx, scope, destination, expectedHash);
+    return { file: null, identity: identityOf(dstNow) };
+  }
   const file = dstNow?.isFile()
     ? await scope.current(destination.real, { wantBytes: true, maxBytes: 256 * 1024, hashOnlyWhenLarge: true })
     : null;
@@ -276,6 +282,47 @@ export async function checkReplacedDestination(
 }
 
 /**
+ * OCC for a symbolic link a move or copy replaces (the link, never what it points to). A link holds no content of its
+ * own: no expected hash is needed (as delete_path of a link), and the undo history records its target. An explicit
+ * `expectedHash` must be what a read of the link's path gives now — the content hash of the file it leads to, when
+ * that is a file inside the roots the policy lets the session read (read_file / stat of the link report that hash) —
+ * else OCC_MISMATCH: `modified` with that hash, `deleted` when the link leads to no readable file (dangling, outside,
+ * secret, hidden), `created` for "absent" (the link exists).
+ * @throws ToolError OCC_MISMATCH
+ */
+async function checkReplacedLink(
+  ctx: ToolContext,
+  scope: MutationScope,
+  destination: { absolute: string; real: AllowedPath },
+  expectedHash: string | undefined,
+): Promise<void> {
+  if (expectedHash === undefined) return;
+  let throughLink: string | null = null;
+  try {
+    const target = await authorizeRead(destination.real, ctx.policy, { kind: 'file' });
+    throughLink = (await scope.current(target.real, { wantBytes: false, maxBytes: 0 })).hash;
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+  }
+  if (expectedHash !== ABSENT && expectedHash === throughLink) return;
+  const reason = expectedHash === ABSENT ? 'created' : throughLink === null ? 'deleted' : 'modified';
+  throw new OccMismatchError(
+    expectedHash === ABSENT
+      ? `${destination.absolute} exists (a symbolic link), but expected_hash was "absent".`
+      : `The symbolic link ${destination.absolute} no longer leads to the version expected.`,
+    {
+      path: destination.absolute,
+      expectedHash,
+      currentHash: throughLink,
+      conflict: { reason },
+      suggestion:
+        "Read the link's path (read_file or stat) and pass the content_hash it reports, or omit expected_hash: " +
+        'a link is replaced as the link itself.',
+    },
+  );
+}
+
+/**
  * One HASH_REQUIRED for every file of the patch that needs a hash (issue 21): the first file's path and current_hash
  * stay top-level (compatibility), `details.files` lists each as {path, current_hash}, in the change's order.
  */
@@ -289,7 +336,7 @@ export function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
       'pass expected_hashes for each.',
     {
       path: first.path,
-      details: { current_hash: first.details.current_hash, files },
+      details: { current_hash: first.details.current_hash, field: 'expected_hashes', files },
       suggestion:
         'Read the files first, or pass expected_hashes with each details.files[].current_hash if you know their content.',
     },

@@ -1,8 +1,8 @@
 /**
  * replace_in_files (issue 18, "Replace across files"): a literal or regular-expression replacement, line by line as
  * search_files matches (src/fs/replace-lines.ts), over a directory walked like search_files (include/exclude,
- * .gitignore, no links followed). Secret, policy-protected, `.git`, binary and oversized files are skipped and
- * counted. A `dry_run` returns per-file diffs, counts and each file's current content_hash; applying with those
+ * .gitignore, no links followed). Secret, policy-protected, git-directory, binary and oversized files are skipped and
+ * counted; a `.git` directory is never walked, so nothing in it is counted (docs/tools.md). A `dry_run` returns per-file diffs, counts and each file's current content_hash; applying with those
  * hashes (`expected_hashes`) changes exactly the previewed files, or nothing (OCC_MISMATCH naming the file that
  * moved). The change is one journaled transaction (src/patch/transaction.ts, as a multi-file apply_patch) through
  * `runMutation`: one budget unit, one undo-history change, rolled back as a whole on a failure part-way.
@@ -82,7 +82,10 @@ export const ReplaceInFilesOutput = z.object({
   skipped: z.object({
     secret: z.number().int(),
     policy: z.number().int().describe('Denied or read-only by the file policy'),
-    git: z.number().int().describe('Inside a .git directory'),
+    git: z
+      .number()
+      .int()
+      .describe('In a git directory of another name or a hooks directory (.git itself is never walked nor counted)'),
     binary: z.number().int(),
     too_large: z.number().int(),
     unreadable: z.number().int(),
@@ -208,6 +211,17 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
         suggestion: 'Pass the paths as the dry run listed them (relative to path).',
       });
     }
+  }
+  // SPEC §3.3 step 6 for every file expected_hashes names, before the walk: a key naming a secret, a denied or
+  // read-only file, or one in a git directory is refused with its own code (SECRET_DENIED, FILE_POLICY_DENIED), not
+  // reported later as a preview file "no longer changed" (the walk never yields what it may not change).
+  for (const key of Object.keys(expected ?? {})) {
+    await authorizeWrite(path.isAbsolute(key) ? key : path.join(baseDir, key), ctx.policy, {
+      kind: 'file',
+      mustExist: false,
+      followFinal: false,
+      field: 'expected_hashes',
+    });
   }
   const skipped: Skipped = {
     secret: 0,

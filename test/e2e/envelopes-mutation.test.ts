@@ -200,6 +200,7 @@ describe('4. multi-file HASH_REQUIRED lists every file', () => {
     expect(e.recovery).toBe('read_and_rebase');
     expect(e.details).toEqual({
       current_hash: sha(MOD(31)),
+      field: 'expected_hashes',
       files: [
         { path: p('multi/a.py'), current_hash: sha(MOD(31)) },
         { path: p('multi/b.py'), current_hash: sha(MOD(32)) },

@@ -12,6 +12,7 @@ import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js'
 import { ToolError } from '../../src/errors/tool-error.js';
 import {
   authorizeRead,
+  authorizeWrite,
   classifyEntry,
   isSecretEntry,
   policyWalkFilter,
@@ -153,6 +154,43 @@ describe('authorizeRead order of checks (SPEC §3.3)', () => {
     const blank = (e: EnvelopeError) =>
       JSON.stringify({ ...e, path: '', message: e.message.split(e.path ?? '\0').join('') });
     expect(blank(hidden)).toBe(blank(missing));
+  });
+});
+
+describe('authorizeWrite: a link at a path whose last component is not followed (issue 30)', () => {
+  test('a file wanted there: NOT_ALLOWED symlink_at_path, not a "special file"; kind any takes the link itself', async () => {
+    const linkPath = path.join(PROJ, 'pipe-link');
+    const error = await authorizeWrite(linkPath, ctx(), { kind: 'file', mustExist: true, followFinal: false }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ToolError);
+    const envelope = toEnvelope(error).error;
+    expect(envelope.code).toBe('NOT_ALLOWED');
+    expect(envelope.path).toBe(linkPath);
+    expect(envelope.details).toEqual({ reason: 'symlink_at_path' });
+    const any = await authorizeWrite(linkPath, ctx(), { kind: 'any', mustExist: true, followFinal: false });
+    expect(any.real).toBe(linkPath);
+    expect(any.stats?.isSymbolicLink()).toBe(true);
+  });
+});
+
+describe('authorizeWrite: near paths of an outside path (issue 30)', () => {
+  test('offered by default; not with offerNear: false (the start-up journal recovery needs only the code)', async () => {
+    const outside = path.join(OUT, 'a.txt');
+    const refusal = async (offerNear?: boolean) =>
+      toEnvelope(
+        await authorizeWrite(outside, ctx(), { kind: 'file', mustExist: false, followFinal: true, offerNear }).then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ).error;
+    expect((await refusal()).details).toEqual({
+      reason: 'outside_roots',
+      roots: [PROJ],
+      near: [path.join(PROJ, 'a.txt')],
+    });
+    expect((await refusal(false)).details).toEqual({ reason: 'outside_roots', roots: [PROJ] });
   });
 });
 

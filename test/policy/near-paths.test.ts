@@ -8,7 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyContext } from '../../src/policy/authorize.js';
-import { editDistance, NEAR_LIMIT, NEAR_MAX_DIRS, nearPaths } from '../../src/policy/near-paths.js';
+import { ToolError } from '../../src/errors/tool-error.js';
+import {
+  editDistance,
+  NEAR_LIMIT,
+  NEAR_MAX_DIRS,
+  nearPaths,
+  outsideNearPaths,
+  withOutsideNear,
+} from '../../src/policy/near-paths.js';
 import { resolveInRoots } from '../../src/policy/resolve-path.js';
 
 let T = '';
@@ -106,9 +114,79 @@ describe('nearPaths', () => {
     for (let i = 0; i < NEAR_MAX_DIRS + 50; i++)
       mkdirSync(path.join(R, 'wide', `d${String(i).padStart(5, '0')}`), { recursive: true });
     writeFileSync(path.join(R, 'wide', `d${String(NEAR_MAX_DIRS + 49).padStart(5, '0')}`, 'needle.txt'), 'x\n');
-    const started = Date.now();
-    expect(await near('zzz/needle.txt')).toEqual([]);
-    expect(Date.now() - started).toBeLessThan(2000);
+    try {
+      const started = Date.now();
+      expect(await near('zzz/needle.txt')).toEqual([]);
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      rmSync(path.join(R, 'wide'), { recursive: true }); // the later cases walk the tree within the time bound
+    }
+  });
+});
+
+describe('nearPaths: a backslash meant as a separator (issue 30)', () => {
+  it.skipIf(path.sep !== '/')(
+    '`a\\util.ts` offers a/util.ts first; the backslash name itself is never taken',
+    async () => {
+      expect((await near('a\\util.ts'))[0]).toBe(path.join(R, 'a/util.ts'));
+    },
+  );
+  it.skipIf(path.sep !== '/')('never a secret, a hidden path or a link, and nothing outside', async () => {
+    expect(await near('a\\id_rsa')).toEqual([]);
+    expect(await near('hid\\plan.md')).not.toContain(path.join(R, 'hid/plan.md'));
+    expect(await near('a\\target.ts')).toEqual([]);
+    expect(await near('..\\outside\\target.ts')).toEqual([]);
+  });
+});
+
+describe('outsideNearPaths (NOT_ALLOWED, issue 30)', () => {
+  it('the tail of an outside path re-rooted: /home/me/proj/a/util.ts → ROOT/a/util.ts', async () => {
+    expect(await outsideNearPaths('/home/me/proj/a/util.ts', ctx())).toEqual([path.join(R, 'a/util.ts')]);
+  });
+  it('a path whose tail exists nowhere: the same name elsewhere, most matching components first', async () => {
+    put('c/x/plan.md');
+    try {
+      expect(await outsideNearPaths('/srv/other/x/plan.md', ctx())).toEqual([
+        path.join(R, 'b/x/plan.md'),
+        path.join(R, 'c/x/plan.md'),
+      ]);
+      expect(await outsideNearPaths('/srv/c/x/plan.md', ctx())).toEqual([
+        path.join(R, 'c/x/plan.md'),
+        path.join(R, 'b/x/plan.md'),
+      ]);
+    } finally {
+      rmSync(path.join(R, 'c'), { recursive: true });
+    }
+  });
+  it('never a secret, a hidden or denied path, .git internals or a link; nothing for a name absent inside', async () => {
+    expect(await outsideNearPaths('/x/a/id_rsa', ctx())).toEqual([]);
+    expect(await outsideNearPaths('/x/hid/plan.md', ctx())).toEqual([path.join(R, 'b/x/plan.md')]);
+    expect(await outsideNearPaths('/x/.git/HEAD', ctx())).toEqual([]);
+    expect(await outsideNearPaths(path.join(OUT, 'target.ts'), ctx())).toEqual([]);
+    expect(await outsideNearPaths('/nowhere/none.txt', ctx())).toEqual([]);
+    expect(await outsideNearPaths('/', ctx())).toEqual([]);
+  });
+  it('withOutsideNear adds details.near only to NOT_ALLOWED outside_roots, and leaves every other error as it is', async () => {
+    const outside = new ToolError('NOT_ALLOWED', 'Outside the roots.', {
+      path: '/home/me/proj/a/util.ts',
+      details: { reason: 'outside_roots', roots: [R] },
+    });
+    const e = (await withOutsideNear(outside, ctx())) as ToolError;
+    expect(e.code).toBe('NOT_ALLOWED');
+    expect(e.path).toBe('/home/me/proj/a/util.ts');
+    expect(e.details).toEqual({ reason: 'outside_roots', roots: [R], near: [path.join(R, 'a/util.ts')] });
+    expect(e.suggestion).toContain(path.join(R, 'a/util.ts'));
+    const viaLink = new ToolError('NOT_ALLOWED', 'x', {
+      path: '/a/util.ts',
+      details: { reason: 'symlink_target_outside' },
+    });
+    expect(await withOutsideNear(viaLink, ctx())).toBe(viaLink);
+    const none = new ToolError('NOT_ALLOWED', 'x', { path: '/q/none.txt', details: { reason: 'outside_roots' } });
+    expect(await withOutsideNear(none, ctx())).toBe(none);
+    const noPath = new ToolError('NOT_ALLOWED', 'x', { details: { reason: 'outside_roots' } });
+    expect(await withOutsideNear(noPath, ctx())).toBe(noPath);
+    const other = new Error('boom');
+    expect(await withOutsideNear(other, ctx())).toBe(other);
   });
 });
 

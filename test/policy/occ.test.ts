@@ -93,6 +93,20 @@ describe('checkExpectedHash without expected_hash (auto-OCC)', () => {
     expect(v.warning).toContain('was not read in this session');
   });
 
+  it('HASH_REQUIRED names the parameter the tool takes: expected_hash, or the map expected_hashes (issue 30)', () => {
+    const single = thrown(() => checkExpectedHash(check({}))) as Error & { details: unknown; suggestion: string };
+    expect(single.details).toEqual({ current_hash: H1, field: 'expected_hash' });
+    expect(single.message).toContain('pass expected_hash.');
+    expect(single.suggestion).toBe(`Read the file first, or pass expected_hash "${H1}" if you know its content.`);
+    const map = thrown(() => checkExpectedHash(check({ field: 'expected_hashes["a.txt"]' }))) as Error & {
+      details: unknown;
+      suggestion: string;
+    };
+    expect(map.details).toEqual({ current_hash: H1, field: 'expected_hashes' });
+    expect(map.message).toContain('pass expected_hashes.');
+    expect(map.suggestion).toContain(`expected_hashes["a.txt"]: "${H1}"`);
+  });
+
   it('a remembered file: unchanged passes; changed is OCC_MISMATCH (block) or a warning (warn); deleted is OCC_MISMATCH', () => {
     const memory = new HashMemory();
     memory.remember('/r/a.txt', H1);
