@@ -121,6 +121,8 @@ export interface InspectedEntry {
   /** Logical absolute path. */
   absolute: string;
   name: string;
+  /** Levels below the inspected directory (1: one of its own entries). */
+  depth: number;
   stats: Stats;
 }
 
@@ -276,7 +278,7 @@ export async function inspectTree(
         );
       }
       const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
-      visit({ relative, absolute: dir.pathOf(name), name, stats: st }, dir);
+      visit({ relative, absolute: dir.pathOf(name), name, depth: frame.depth + 1, stats: st }, dir);
       tree.dirs.get(keyOf(frame.id))!.set(name, { dev: st.dev, ino: st.ino, dir: st.isDirectory() });
       return st.isDirectory() ? 'descend' : 'next';
     },
@@ -416,6 +418,7 @@ export function directoryNotEmpty(p: string): ToolError {
 
 /** One entry of a tree as `snapshotTree` recorded it (relative `/`-separated, pre-order: a directory first). */
 export interface SnapshotEntry {
+  /** Relative to the top, `/`-separated entry names as the walk read them (never `.`, `..` or empty). */
   relative: string;
   /** A file (its hash, and its bytes when asked for), a directory (its permission bits) or a link (its target). */
   state:

@@ -228,7 +228,7 @@ export const copyPath = defineTool({
                   return;
                 }
               }
-              plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
+              plan.push({ relative: e.relative, name: e.name, depth: e.depth, stats: e.stats });
             },
             MAX_COPY_ENTRIES,
             ctx.signal,
@@ -495,7 +495,11 @@ async function copyTree(
       await copyFault?.(e.relative);
       const due = slice();
       if (due) await due;
-      while (stack.length > e.depth) leave();
+      while (stack.length > e.depth) {
+        leave();
+        const up = slice();
+        if (up) await up;
+      }
       const [from, to] = stack[stack.length - 1];
       const now = from.lstat(e.name);
       if (!now || !sameNode(now, e.stats) || kindOf(now) !== kindOf(e.stats)) throw changedError(from.pathOf(e.name));
@@ -516,7 +520,12 @@ async function copyTree(
         copied.push({ relative: e.relative, state: { kind: 'file', hash, bytes: null, mode: now.mode & 0o777 } });
       }
     }
-    while (stack.length > 1) leave();
+    // Leaving the last branch sets the mode of each directory on it: as many steps as levels, sliced like the rest.
+    while (stack.length > 1) {
+      leave();
+      const due = slice();
+      if (due) await due;
+    }
     dstParent.chmod(tmpName, srcStats.mode & 0o7777);
     dstParent.assertInside();
     // There is no rename-without-replace in Node, and rename(2) silently replaces an empty directory: the destination
