@@ -43,13 +43,16 @@ export interface NamedEntry {
 export interface TreeJudge {
   /**
    * Judges one entry at every place it has. Every entry is judged, whatever the walk's order; entries beneath a
-   * refused directory are not named or counted (the directory is named). Throws the refusal at once when an entry
-   * must not be named (the generic refusal, whatever else was met) — so a walk stops there.
-   * @throws ToolError FILE_POLICY_DENIED or SECRET_DENIED (the refusal of the whole operation)
+   * refused directory are not named or counted (the directory is named). An entry that must not be named (hidden,
+   * denied, guarded) is remembered, and the answer is false: the walk must not look inside it (its contents do not
+   * change the verdict), but goes on with the rest, so that a cap the walk reaches later answers the same whether a
+   * protected name sorts before or after the cap's entry (docs/security.md "Whole-tree operations").
+   * @returns false when the entry was refused without a name (do not descend into it), else true
    */
-  entry(e: TreeEntry): void;
+  entry(e: TreeEntry): boolean;
   /**
-   * After the walk: refuses the whole operation when any entry was refused.
+   * After the walk: refuses the whole operation when any entry was refused — with the generic refusal, naming
+   * nothing, when any entry must not be named.
    * @throws ToolError FILE_POLICY_DENIED (reason tree_entries) or SECRET_DENIED (reason secret_inside)
    */
   assertAllowed(): void;
@@ -175,6 +178,8 @@ export function authorizeTreeEntries(
   let first: { source: string; rule: string } | null = null;
   /** Depth of the shallowest refused directory on the current branch (its entries are not judged); 0: none. */
   let refusedDepth = 0;
+  /** True once an entry that must not be named was met: the refusal is then the generic one. */
+  let unnamed = false;
 
   const refusal = (unnamed: boolean): ToolError => {
     const what = operation === 'move' ? 'moved' : operation === 'copy' ? 'copied' : 'deleted';
@@ -262,7 +267,10 @@ export function authorizeTreeEntries(
         let offence: { kind: string; source: string } | null = null;
         for (const spelling of side.spellings) {
           const verdict = judge(side, spelling, e, name, depth);
-          if (verdict === 'unnamed') throw refusal(true);
+          if (verdict === 'unnamed') {
+            unnamed = true;
+            return false;
+          }
           offence ??= verdict;
         }
         if (!offence && gitOffence?.top === index) offence = { kind: gitOffence.rule, source: 'builtin' };
@@ -278,8 +286,10 @@ export function authorizeTreeEntries(
         }
       }
       if (refused && e.isDirectory) refusedDepth = depth;
+      return true;
     },
     assertAllowed() {
+      if (unnamed) throw refusal(true);
       if (offending > 0) throw refusal(false);
     },
   };

@@ -203,8 +203,8 @@ export const copyPath = defineTool({
           await inspectTree(
             top,
             (e) => {
-              judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
-              if (deferred.refusal) return;
+              if (!judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() })) return false;
+              if (deferred.refusal) return true;
               if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
                 deferred.refusal = new ToolError(
                   'FILE_POLICY_DENIED',
@@ -214,7 +214,7 @@ export const copyPath = defineTool({
                     details: { source: 'builtin', rule: 'special_file' },
                   },
                 );
-                return;
+                return true;
               }
               if (e.stats.isFile()) {
                 total += e.stats.size;
@@ -225,10 +225,11 @@ export const copyPath = defineTool({
                     MAX_COPY_BYTES,
                     'too_many_bytes',
                   );
-                  return;
+                  return true;
                 }
               }
               plan.push({ relative: e.relative, name: e.name, depth: e.depth, stats: e.stats });
+              return true;
             },
             MAX_COPY_ENTRIES,
             ctx.signal,

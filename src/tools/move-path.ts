@@ -401,8 +401,9 @@ async function authorizeTreeMove(
     inspected = await inspectTree(
       top,
       (e, dir) => {
-        judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
+        if (!judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() })) return false;
         if (e.stats.isSymbolicLink()) links.push({ relative: e.relative, target: dir.readlink(e.name) });
+        return true;
       },
       MAX_MOVED_ENTRIES,
       ctx.signal,
