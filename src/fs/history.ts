@@ -15,7 +15,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
-import type { SnapshotEntry } from './tree-ops.js';
+import { isCanonicalPosix } from './path-within.js';
+import { loopSlicer, type SnapshotEntry } from './tree-ops.js';
 
 /** One file of a recorded change: its state before (bytes or absence, mode) and the hash the change left. */
 export interface HistoryFile {
@@ -228,14 +229,38 @@ export async function recordChange(
   const dir = historyDir(stateDir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
-  const text = JSON.stringify(full);
-  if (Buffer.byteLength(text) > limits.maxBytes) {
+  const text = await serializeChange(full, limits.maxBytes);
+  if (text === null) {
     await recordSkipped(stateDir);
     return null;
   }
   await writeDurably(path.join(dir, `${full.id}.json`), text);
   await prune(dir, limits);
   return full.id;
+}
+
+/**
+ * The JSON text of `change` (the fields of JSON.stringify, `files` last), or null once it would exceed `maxBytes`.
+ * Built one file entry at a time in slices of the event loop (src/fs/tree-ops.ts `loopSlicer`), and given up as soon
+ * as it is too large: a record of a deep or large tree runs to megabytes (a 2,000-level move: 16 MB of paths), and
+ * serializing it in one piece held the server for a quarter of a second and more (docs/security.md "Bounded work").
+ */
+async function serializeChange(change: HistoryChange, maxBytes: number): Promise<string | null> {
+  const { files, ...rest } = change;
+  const head = JSON.stringify(rest);
+  const parts: string[] = [`${head.slice(0, -1)},"files":[`];
+  let bytes = Buffer.byteLength(parts[0]) + 2;
+  const slice = loopSlicer();
+  for (let i = 0; i < files.length; i++) {
+    const part = `${i === 0 ? '' : ','}${JSON.stringify(files[i])}`;
+    bytes += Buffer.byteLength(part);
+    if (bytes > maxBytes) return null;
+    parts.push(part);
+    const due = slice();
+    if (due) await due;
+  }
+  parts.push(']}');
+  return parts.join('');
 }
 
 /**
@@ -343,11 +368,17 @@ export function historyEntriesOfTree(
   entries: readonly SnapshotEntry[],
   side: 'removed' | 'created',
 ): HistoryFile[] {
+  const plain = path.sep === '/' && isCanonicalPosix(realTop);
+  const prefix = realTop === '/' ? '/' : `${realTop}/`;
   const all: Array<{ real: string; state: SnapshotEntry['state'] }> = [
     { real: realTop, state: { kind: 'directory', mode: topMode & 0o777 } },
-    // One join per entry (its relative path is already `/`-separated entry names): splitting it into components cost
-    // O(depth) strings per entry, O(depth²) for a deep tree.
-    ...entries.map((e) => ({ real: path.join(realTop, e.relative), state: e.state })),
+    // One concatenation per entry (its relative path is `/`-separated entry names as the walk read them from the
+    // directories: src/fs/tree-ops.ts): splitting it into components, path.join's normalizing or even re-scanning it
+    // cost O(depth) per entry, O(depth²) for a deep tree. A top that is not canonical goes through path.join.
+    ...entries.map((e) => ({
+      real: plain ? `${prefix}${e.relative}` : path.join(realTop, e.relative),
+      state: e.state,
+    })),
   ];
   return all.map(({ real, state }) => {
     if (side === 'created') {

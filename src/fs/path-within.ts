@@ -89,6 +89,24 @@ export function isCanonicalPosix(s: string): boolean {
 }
 
 /**
+ * The last `k` non-empty components of `p`, in order, split at any character of `separators`: what
+ * `p.split(separator).filter(Boolean).slice(-k)` gives, read from the end in O(k + their length) whatever the depth.
+ * The rules that read only a path's tail (secret names, execution-bearing configuration) use it, so judging every
+ * entry of a deep tree stays linear in entries and depth (docs/security.md "Bounded work").
+ */
+export function lastComponents(p: string, k: number, separators = '/'): string[] {
+  const out: string[] = [];
+  let end = p.length;
+  for (let i = p.length - 1; i >= -1 && out.length < k; i--) {
+    if (i === -1 || separators.includes(p[i])) {
+      if (i + 1 < end) out.push(p.slice(i + 1, end));
+      end = i;
+    }
+  }
+  return out.reverse();
+}
+
+/**
  * True when a symbolic link target names `..` after a name (`dot/..`, `/r/a/../b`). The kernel resolves such a
  * target physically — it follows the link `dot` before applying `..` — so `path.resolve` (lexical) may place it
  * inside the roots while it really points elsewhere (`dot -> .`, `up -> dot/../..` climbs out of the root). A target

@@ -121,6 +121,8 @@ export interface InspectedEntry {
   /** Logical absolute path. */
   absolute: string;
   name: string;
+  /** Levels below the inspected directory (1: one of its own entries). */
+  depth: number;
   stats: Stats;
 }
 
@@ -230,38 +232,39 @@ async function walkDescriptors(
 }
 
 /**
- * Visits every entry under `top` (not `top` itself), depth-first pre-order, names sorted; `visit` may throw to refuse.
+ * Visits every entry under `top` (not `top` itself), depth-first pre-order, names sorted; `visit` may throw to refuse,
+ * or return false to keep the walk out of a directory entry (a protected one whose contents do not matter).
  * Links are reported, never followed. `visit` also gets the verified directory holding the entry (e.g. to read a
  * link's target through it); it must not keep it.
+ *
+ * The caps fail closed without telling the walk's order: past `limit` entries the walk stops (nothing the caller
+ * decided about the entries met before is answered instead), and an entry deeper than `maxDepth` is not visited, the
+ * walk goes on without descending, and `too_deep` is thrown once the walk is complete — so which refusal comes back
+ * does not depend on whether a protected name sorts before or after the entry at a cap (docs/security.md
+ * "Whole-tree operations").
  * @param limit most entries before refusing (VALIDATION too_many_entries)
- * @param maxDepth most levels below `top` before refusing (VALIDATION too_deep, details.limit); none when absent
+ * @param maxDepth most levels below `top` (VALIDATION too_deep, details.limit, after the walk); none when absent
  * @throws ToolError NOT_ALLOWED changed_during_call (an entry vanished or changed under the walk), VALIDATION
  *   too_many_entries or too_deep, whatever `visit` throws; errno errors from reading a directory (the tree is then
  *   refused)
  */
 export async function inspectTree(
   top: VerifiedDir,
-  visit: (e: InspectedEntry, dir: VerifiedDir) => void,
+  visit: (e: InspectedEntry, dir: VerifiedDir) => void | boolean,
   limit: number,
   signal?: AbortSignal,
   maxDepth?: number,
 ): Promise<InspectedTree> {
   const tree: InspectedTree = { top: top.identity, entries: 0, dirs: new Map() };
+  let tooDeep = false;
   await walkDescriptors(
     top,
     (dir, frame, name) => {
       if (signal?.aborted)
         throw new ToolError('VALIDATION', 'The call was cancelled.', { details: { reason: 'cancelled' } });
       if (maxDepth !== undefined && frame.depth + 1 > maxDepth) {
-        throw new ToolError(
-          'VALIDATION',
-          `${top.path} holds entries deeper than ${maxDepth} levels; nothing was done.`,
-          {
-            path: top.path,
-            details: { reason: 'too_deep', limit: maxDepth },
-            suggestion: 'Work on a deeper subtree per call.',
-          },
-        );
+        tooDeep = true;
+        return 'next';
       }
       const st = dir.lstat(name);
       if (!st) throw changedError(dir.pathOf(name));
@@ -276,9 +279,9 @@ export async function inspectTree(
         );
       }
       const relative = frame.relative === '' ? name : `${frame.relative}/${name}`;
-      visit({ relative, absolute: dir.pathOf(name), name, stats: st }, dir);
+      const verdict = visit({ relative, absolute: dir.pathOf(name), name, depth: frame.depth + 1, stats: st }, dir);
       tree.dirs.get(keyOf(frame.id))!.set(name, { dev: st.dev, ino: st.ino, dir: st.isDirectory() });
-      return st.isDirectory() ? 'descend' : 'next';
+      return st.isDirectory() && verdict !== false ? 'descend' : 'next';
     },
     () => undefined,
     async (dir, frame) => {
@@ -287,6 +290,13 @@ export async function inspectTree(
       return names;
     },
   );
+  if (tooDeep) {
+    throw new ToolError('VALIDATION', `${top.path} holds entries deeper than ${maxDepth} levels; nothing was done.`, {
+      path: top.path,
+      details: { reason: 'too_deep', limit: maxDepth },
+      suggestion: 'Work on a deeper subtree per call.',
+    });
+  }
   return tree;
 }
 
@@ -416,6 +426,7 @@ export function directoryNotEmpty(p: string): ToolError {
 
 /** One entry of a tree as `snapshotTree` recorded it (relative `/`-separated, pre-order: a directory first). */
 export interface SnapshotEntry {
+  /** Relative to the top, `/`-separated entry names as the walk read them (never `.`, `..` or empty). */
   relative: string;
   /** A file (its hash, and its bytes when asked for), a directory (its permission bits) or a link (its target). */
   state:

@@ -50,7 +50,7 @@ import {
 import { open, opendir, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { isEntryName } from './path-within.js';
+import { isCanonicalPosix, isEntryName } from './path-within.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
@@ -142,6 +142,17 @@ export function assertDescriptorAt(fd: number, stats: NodeIdentity, expected: st
   }
   const now = lstatSync(expected, { throwIfNoEntry: false });
   if (!now || !sameNode(now, stats)) throw changedError(expected);
+}
+
+/**
+ * `path.join(dir, name)` for a canonical absolute directory path and one entry name, by concatenation on POSIX:
+ * `path.join` re-normalizes the whole path, one string per component, which made every step of a deep walk cost
+ * O(depth) allocations (docs/security.md "Bounded work"). Anything else goes through `path.join`.
+ */
+export function childPath(dir: string, name: string): string {
+  // A canonical path (isCanonicalPosix: one scan, no allocation) is its own normalization.
+  if (path.sep !== '/' || !isEntryName(name) || !isCanonicalPosix(dir)) return path.join(dir, name);
+  return dir.length === 1 ? `/${name}` : `${dir}/${name}`;
 }
 
 /** Refuses anything but one directory-entry name. */
@@ -246,7 +257,7 @@ export class VerifiedDir {
 
   /** The logical path of an entry (for messages and results). */
   pathOf(name: string): string {
-    return path.join(this.path, name);
+    return childPath(this.path, name);
   }
 
   /**

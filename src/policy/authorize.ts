@@ -6,7 +6,13 @@
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
-import { assertHoldsNoGuarded, assertNotGuarded, isGuardedEntry, type GuardedPath } from './builtin-guards.js';
+import {
+  assertEntryNotGuarded,
+  assertHoldsNoGuarded,
+  assertNotGuarded,
+  isGuardedEntry,
+  type GuardedPath,
+} from './builtin-guards.js';
 import { findContainingRoot, HOST_FLAVOR, isWithin, toPosixRelative } from './containment.js';
 import {
   ACCESS_LEVELS,
@@ -14,6 +20,8 @@ import {
   accessForEntry,
   assertNotGitInternal,
   assertPolicyAllows,
+  gitInternalRefusal,
+  isDotGitName,
   type Access,
   type FilePolicy,
   type Intent,
@@ -21,7 +29,7 @@ import {
 import { resolveInRoots, type ResolveOptions, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { notFoundError, withOutsideNear } from './near-paths.js';
-import { assertNotSecret, secretRuleFor, secretRuleForEntry } from './secrets.js';
+import { assertNotSecret, secretRefusal, secretRuleFor, secretRuleForEntry } from './secrets.js';
 import { assertNotExecConfig } from './exec-config.js';
 import { assertNotInGitDirectory } from './git-dirs.js';
 
@@ -379,6 +387,26 @@ export function assertPathAllowed(
   assertNotSecret(place.absolute, place.real, ctx.allowSecrets);
   assertNotGitInternal(place.absolute, place.real);
   if (intent === 'write') assertNotExecConfig(place.absolute, spellings, ctx.allowExecConfig === true);
+  assertPolicyAllows(place.access, intent, place.absolute, place.relative);
+}
+
+/**
+ * `assertPathAllowed` for the entry `name` of a directory that passed it at the same place (`place.real` equal to
+ * `place.absolute`; a tree operation's judge walks pre-order, src/policy/tree-authorize.ts): the same rules in the
+ * same order, but the ones that read every component of the path (the server's own classes, the `.git` rule) read only
+ * the new one — the components above were judged with the directory, and the top of the tree by its own
+ * authorization — and the ones that read a tail (secret names, execution-bearing configuration) read only that tail.
+ * So judging every entry of a tree costs O(1) per entry in the depth (docs/security.md "Bounded work").
+ * @throws ToolError FILE_POLICY_DENIED (builtin; policy deny, read_only on write), SECRET_DENIED, NOT_FOUND (hidden)
+ */
+export function assertEntryAllowed(ctx: PolicyContext, intent: Intent, place: PolicyPlace, name: string): void {
+  assertEntryNotGuarded(ctx.guarded ?? [], place.absolute, name);
+  if (!ctx.allowSecrets) {
+    const rule = secretRuleForEntry(place.absolute, name);
+    if (rule !== null) throw secretRefusal(place.absolute, rule);
+  }
+  if (isDotGitName(name)) throw gitInternalRefusal(place.absolute);
+  if (intent === 'write') assertNotExecConfig(place.absolute, [place.absolute], ctx.allowExecConfig === true);
   assertPolicyAllows(place.access, intent, place.absolute, place.relative);
 }
 

@@ -79,6 +79,20 @@ export function assertNotGuarded(
 }
 
 /**
+ * `assertNotGuarded` for an entry `name` of a directory that passed it at the same spelling (a tree operation's walk,
+ * pre-order): the guarded paths are compared with the whole path (a prefix test), the server's own classes only with
+ * the new component — the ones above were judged with the directory, so the cost does not grow with the depth.
+ * @throws ToolError FILE_POLICY_DENIED (builtin, rule state_dir | audit_log | lock_file | own_temporary)
+ */
+export function assertEntryNotGuarded(guarded: readonly GuardedPath[], absolute: string, name: string): void {
+  const hit = within(guarded, absolute);
+  if (hit) throw refuse(absolute, hit.rule);
+  // As `ownComponentOf` reads a path: each backslash-separated part of a name counts as a component too.
+  const own = ownComponentOf(name);
+  if (own !== null) throw refuse(absolute, ownFileKind(own) === 'lock' ? 'lock_file' : 'own_temporary');
+}
+
+/**
  * Refuses moving, replacing or deleting a directory that holds a guarded path (SPEC: a directory above the log can
  * otherwise be moved away and replaced by one whose `audit.log` links elsewhere).
  * @throws ToolError FILE_POLICY_DENIED (builtin, reason "contains")

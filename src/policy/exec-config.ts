@@ -11,6 +11,7 @@
  */
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { lastComponents } from '../fs/path-within.js';
 
 /** One execution-bearing configuration file. */
 export interface ExecConfigEntry {
@@ -75,12 +76,16 @@ export const EXEC_CONFIG: readonly ExecConfigEntry[] = [
   })),
 ];
 
+/** The most components any entry of the table reads from a path's end. */
+const MAX_COMPONENTS = Math.max(...EXEC_CONFIG.map((e) => e.components.length));
+
 /** The operator flag that lifts this guard. */
 export const ALLOW_EXEC_CONFIG_FLAG = '--allow-exec-config';
 
 /** The entry an absolute path (any spelling) is an instance of, or null. */
 export function execConfigEntryOf(absolute: string): ExecConfigEntry | null {
-  const parts = absolute.split(path.sep).filter(Boolean);
+  // Only the tail an entry can match: the cost does not grow with the path's depth.
+  const parts = lastComponents(absolute, MAX_COMPONENTS, path.sep);
   for (const entry of EXEC_CONFIG) {
     const n = entry.components.length;
     if (parts.length < n) continue;

@@ -191,14 +191,17 @@ export function isInsideGitDir(absolute: string, flavor: PathFlavor = HOST_FLAVO
  * @throws ToolError FILE_POLICY_DENIED with details.source "builtin"
  */
 export function assertNotGitInternal(requestedAbsolute: string, resolved: string): void {
-  if (isInsideGitDir(requestedAbsolute) || isInsideGitDir(resolved)) {
-    throw new ToolError(
-      'FILE_POLICY_DENIED',
-      `Writing inside a .git directory is never allowed (${requestedAbsolute}).`,
-      {
-        path: requestedAbsolute,
-        details: { source: 'builtin', rule: 'git_dir' },
-      },
-    );
-  }
+  if (isInsideGitDir(requestedAbsolute) || isInsideGitDir(resolved)) throw gitInternalRefusal(requestedAbsolute);
+}
+
+/** FILE_POLICY_DENIED (builtin, rule git_dir) for `requestedAbsolute`, a path with a `.git` component. */
+export function gitInternalRefusal(requestedAbsolute: string): ToolError {
+  return new ToolError(
+    'FILE_POLICY_DENIED',
+    `Writing inside a .git directory is never allowed (${requestedAbsolute}).`,
+    {
+      path: requestedAbsolute,
+      details: { source: 'builtin', rule: 'git_dir' },
+    },
+  );
 }

@@ -4,6 +4,7 @@
  * `assertNotSecret` throws SECRET_DENIED.
  */
 import { compileGlob } from '../fs/glob/glob.js';
+import { lastComponents } from '../fs/path-within.js';
 import { ToolError } from '../errors/tool-error.js';
 import { HOST_FLAVOR, type PathFlavor } from './containment.js';
 
@@ -53,6 +54,8 @@ const COMPILED_RULES = SECRET_RULES.map((rule) => ({
   depth: rule.glob.split('/').length,
   isMatch: compileGlob(rule.glob, { nocase: true }),
 }));
+/** The most components any rule reads from a path's end. */
+const MAX_RULE_DEPTH = Math.max(...COMPILED_RULES.map((r) => r.depth));
 
 /**
  * A necessary condition derived from the rules, checked before them: the lower-cased last component of a path any
@@ -171,7 +174,8 @@ function mayBeSecret(s: string, start: number, end: number): boolean {
 
 /** The full rule match behind `secretRuleFor`, without the screen (exported so tests can compare the two). */
 export function matchSecretRules(filePath: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
-  const parts = filePath.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).filter(Boolean);
+  // Only the tail a rule can read (its depth in components): the cost does not grow with the path's depth.
+  const parts = lastComponents(filePath, MAX_RULE_DEPTH, flavor.pathModule.sep === '\\' ? '\\/' : '/');
   if (parts.length === 0) return null;
   for (const { rule, depth, isMatch } of COMPILED_RULES) {
     if (parts.length < depth) continue;
@@ -198,10 +202,13 @@ export function isSecretPath(filePath: string, flavor: PathFlavor = HOST_FLAVOR)
 export function assertNotSecret(requestedAbsolute: string, resolved: string, allowSecrets: boolean): void {
   if (allowSecrets) return;
   const rule = secretRuleFor(requestedAbsolute) ?? secretRuleFor(resolved);
-  if (rule !== null) {
-    throw new ToolError('SECRET_DENIED', `${requestedAbsolute} is a secret file (matches ${rule}); access is denied.`, {
-      path: requestedAbsolute,
-      details: { pattern: rule },
-    });
-  }
+  if (rule !== null) throw secretRefusal(requestedAbsolute, rule);
+}
+
+/** SECRET_DENIED for `requestedAbsolute`, a secret name matching the rule `rule`. */
+export function secretRefusal(requestedAbsolute: string, rule: string): ToolError {
+  return new ToolError('SECRET_DENIED', `${requestedAbsolute} is a secret file (matches ${rule}); access is denied.`, {
+    path: requestedAbsolute,
+    details: { pattern: rule },
+  });
 }

@@ -10,9 +10,10 @@
  * there), once, when it is made.
  */
 import { ToolError } from '../errors/tool-error.js';
-import { assertPathAllowed, type PolicyContext } from './authorize.js';
+import { assertEntryAllowed, assertPathAllowed, type PolicyContext } from './authorize.js';
 import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
-import { accessFor, accessForEntry, type Access, type Intent } from './file-policy.js';
+import { accessFor, accessForEntry, isInsideGitDir, type Access, type Intent } from './file-policy.js';
+import { ownComponentOf } from '../fs/own-files.js';
 import { treeGitGuard } from './git-dirs.js';
 import type { ResolvedPath } from './resolve-path.js';
 
@@ -42,13 +43,16 @@ export interface NamedEntry {
 export interface TreeJudge {
   /**
    * Judges one entry at every place it has. Every entry is judged, whatever the walk's order; entries beneath a
-   * refused directory are not named or counted (the directory is named). Throws the refusal at once when an entry
-   * must not be named (the generic refusal, whatever else was met) — so a walk stops there.
-   * @throws ToolError FILE_POLICY_DENIED or SECRET_DENIED (the refusal of the whole operation)
+   * refused directory are not named or counted (the directory is named). An entry that must not be named (hidden,
+   * denied, guarded) is remembered, and the answer is false: the walk must not look inside it (its contents do not
+   * change the verdict), but goes on with the rest, so that a cap the walk reaches later answers the same whether a
+   * protected name sorts before or after the cap's entry (docs/security.md "Whole-tree operations").
+   * @returns false when the entry was refused without a name (do not descend into it), else true
    */
-  entry(e: TreeEntry): void;
+  entry(e: TreeEntry): boolean;
   /**
-   * After the walk: refuses the whole operation when any entry was refused.
+   * After the walk: refuses the whole operation when any entry was refused — with the generic refusal, naming
+   * nothing, when any entry must not be named.
    * @throws ToolError FILE_POLICY_DENIED (reason tree_entries) or SECRET_DENIED (reason secret_inside)
    */
   assertAllowed(): void;
@@ -67,6 +71,13 @@ interface Spelling {
   nested: string[];
   /** The policy level of each directory on the walk's current branch, by depth (0: the top). */
   levels: Array<Access | null>;
+  /**
+   * True when no component of `absolute` is of a class judged component by component (a `.git` spelling, one of the
+   * server's own files): each entry is then judged by its own name only (`assertEntryAllowed`), since every
+   * component between the top and it was judged as an entry before it. Otherwise (a top that was refused already)
+   * each entry gets the whole-path check.
+   */
+  clean: boolean;
 }
 
 interface Side {
@@ -92,7 +103,13 @@ function spellingsOf(ctx: PolicyContext, place: ResolvedPath): Spelling[] {
     ctx.roots.map((r) => r.real).filter((real) => real.length > top.length && isWithin(top, real));
   const relative = toPosixRelative(place.root.real, place.real);
   const out: Spelling[] = [
-    { absolute: place.real, relative, nested: nestedIn(place.real), levels: [accessFor(ctx.policy, relative)] },
+    {
+      absolute: place.real,
+      relative,
+      nested: nestedIn(place.real),
+      levels: [accessFor(ctx.policy, relative)],
+      clean: componentsClean(place.real),
+    },
   ];
   if (place.absolute !== place.real) {
     const root =
@@ -105,10 +122,16 @@ function spellingsOf(ctx: PolicyContext, place: ResolvedPath): Spelling[] {
         relative: asked,
         nested: nestedIn(place.absolute),
         levels: [accessFor(ctx.policy, asked)],
+        clean: componentsClean(place.absolute),
       });
     }
   }
   return out;
+}
+
+/** True when no component of `absolute` is a `.git` spelling or one of the server's own files. */
+function componentsClean(absolute: string): boolean {
+  return !isInsideGitDir(absolute) && ownComponentOf(absolute) === null;
 }
 
 /** The deepest of `roots` (real paths) that holds `absolute` or is it, or null. */
@@ -155,6 +178,8 @@ export function authorizeTreeEntries(
   let first: { source: string; rule: string } | null = null;
   /** Depth of the shallowest refused directory on the current branch (its entries are not judged); 0: none. */
   let refusedDepth = 0;
+  /** True once an entry that must not be named was met: the refusal is then the generic one. */
+  let unnamed = false;
 
   const refusal = (unnamed: boolean): ToolError => {
     const what = operation === 'move' ? 'moved' : operation === 'copy' ? 'copied' : 'deleted';
@@ -187,6 +212,7 @@ export function authorizeTreeEntries(
     side: Side,
     spelling: Spelling,
     e: TreeEntry,
+    name: string,
     depth: number,
   ): { kind: string; source: string } | 'unnamed' | null => {
     const absolute = `${spelling.absolute}/${e.relative}`;
@@ -205,7 +231,9 @@ export function authorizeTreeEntries(
     }
     if (e.isDirectory) spelling.levels[depth] = access;
     try {
-      assertPathAllowed(ctx, side.intent, { absolute, real: absolute, relative, access });
+      const place = { absolute, real: absolute, relative, access };
+      if (spelling.clean) assertEntryAllowed(ctx, side.intent, place, name);
+      else assertPathAllowed(ctx, side.intent, place);
       return null;
     } catch (error) {
       if (!(error instanceof ToolError)) throw error;
@@ -224,6 +252,7 @@ export function authorizeTreeEntries(
     entry(e) {
       let depth = 1;
       for (let i = e.relative.indexOf('/'); i !== -1; i = e.relative.indexOf('/', i + 1)) depth++;
+      const name = e.relative.slice(e.relative.lastIndexOf('/') + 1);
       if (refusedDepth !== 0 && depth <= refusedDepth) refusedDepth = 0;
       // Every entry is judged, also beneath a refused directory and past the named ones: the answer must not depend
       // on the order of the walk (which the agent steers with the names it writes), or whether a hidden or denied
@@ -237,8 +266,11 @@ export function authorizeTreeEntries(
       for (const [index, side] of sides.entries()) {
         let offence: { kind: string; source: string } | null = null;
         for (const spelling of side.spellings) {
-          const verdict = judge(side, spelling, e, depth);
-          if (verdict === 'unnamed') throw refusal(true);
+          const verdict = judge(side, spelling, e, name, depth);
+          if (verdict === 'unnamed') {
+            unnamed = true;
+            return false;
+          }
           offence ??= verdict;
         }
         if (!offence && gitOffence?.top === index) offence = { kind: gitOffence.rule, source: 'builtin' };
@@ -254,8 +286,10 @@ export function authorizeTreeEntries(
         }
       }
       if (refused && e.isDirectory) refusedDepth = depth;
+      return true;
     },
     assertAllowed() {
+      if (unnamed) throw refusal(true);
       if (offending > 0) throw refusal(false);
     },
   };

@@ -203,8 +203,8 @@ export const copyPath = defineTool({
           await inspectTree(
             top,
             (e) => {
-              judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
-              if (deferred.refusal) return;
+              if (!judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() })) return false;
+              if (deferred.refusal) return true;
               if (!e.stats.isFile() && !e.stats.isDirectory() && !e.stats.isSymbolicLink()) {
                 deferred.refusal = new ToolError(
                   'FILE_POLICY_DENIED',
@@ -214,7 +214,7 @@ export const copyPath = defineTool({
                     details: { source: 'builtin', rule: 'special_file' },
                   },
                 );
-                return;
+                return true;
               }
               if (e.stats.isFile()) {
                 total += e.stats.size;
@@ -225,10 +225,11 @@ export const copyPath = defineTool({
                     MAX_COPY_BYTES,
                     'too_many_bytes',
                   );
-                  return;
+                  return true;
                 }
               }
-              plan.push({ relative: e.relative, name: e.name, depth: e.relative.split('/').length, stats: e.stats });
+              plan.push({ relative: e.relative, name: e.name, depth: e.depth, stats: e.stats });
+              return true;
             },
             MAX_COPY_ENTRIES,
             ctx.signal,
@@ -495,7 +496,11 @@ async function copyTree(
       await copyFault?.(e.relative);
       const due = slice();
       if (due) await due;
-      while (stack.length > e.depth) leave();
+      while (stack.length > e.depth) {
+        leave();
+        const up = slice();
+        if (up) await up;
+      }
       const [from, to] = stack[stack.length - 1];
       const now = from.lstat(e.name);
       if (!now || !sameNode(now, e.stats) || kindOf(now) !== kindOf(e.stats)) throw changedError(from.pathOf(e.name));
@@ -516,7 +521,12 @@ async function copyTree(
         copied.push({ relative: e.relative, state: { kind: 'file', hash, bytes: null, mode: now.mode & 0o777 } });
       }
     }
-    while (stack.length > 1) leave();
+    // Leaving the last branch sets the mode of each directory on it: as many steps as levels, sliced like the rest.
+    while (stack.length > 1) {
+      leave();
+      const due = slice();
+      if (due) await due;
+    }
     dstParent.chmod(tmpName, srcStats.mode & 0o7777);
     dstParent.assertInside();
     // There is no rename-without-replace in Node, and rename(2) silently replaces an empty directory: the destination

@@ -284,7 +284,13 @@ async function directoryMoveHistory(
       // Both places of every entry must be listable (a moved .env is not recorded: its bytes stay out of the history).
       recordable: (absolute) =>
         historyVisible(ctx, absolute) &&
-        historyVisible(ctx, path.join(destinationReal, path.relative(sourceReal, absolute))),
+        historyVisible(
+          ctx,
+          // The same entry at its new place: the walk spells it as the top's path + `/` + names.
+          absolute.startsWith(`${sourceReal}/`)
+            ? `${destinationReal}${absolute.slice(sourceReal.length)}`
+            : path.join(destinationReal, path.relative(sourceReal, absolute)),
+        ),
     });
   } finally {
     top.close();
@@ -395,8 +401,9 @@ async function authorizeTreeMove(
     inspected = await inspectTree(
       top,
       (e, dir) => {
-        judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() });
+        if (!judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() })) return false;
         if (e.stats.isSymbolicLink()) links.push({ relative: e.relative, target: dir.readlink(e.name) });
+        return true;
       },
       MAX_MOVED_ENTRIES,
       ctx.signal,

@@ -34,7 +34,8 @@ import {
   type InspectedEntry,
 } from '../../src/fs/tree-ops.js';
 import { identityOf, VerifiedDir, withVerifiedDir } from '../../src/fs/verified-dir.js';
-import { makeTree } from '../helpers/tree.js';
+import { authorizeTreeEntries } from '../../src/policy/tree-authorize.js';
+import { makeTree, type TreeSpec } from '../helpers/tree.js';
 
 const trees: Array<{ cleanup: () => void }> = [];
 afterEach(() => trees.splice(0).forEach((t) => t.cleanup()));
@@ -109,7 +110,7 @@ describe('inspectTree and removeTree', () => {
     const seen: string[] = [];
     await withVerifiedDir(dir, inside, async (parent) => {
       const top = parent.openDir('t');
-      const inspected = await inspectTree(top, (e: InspectedEntry) => seen.push(e.relative), 100).finally(() =>
+      const inspected = await inspectTree(top, (e: InspectedEntry) => void seen.push(e.relative), 100).finally(() =>
         top.close(),
       );
       expect(seen).toEqual(['a', 'a/x', 'a/y', 'b', 'link']);
@@ -207,5 +208,64 @@ describe('holdsOnlyInspected', () => {
     writeFileSync(path.join(t, 'd', 'x2'), 'X');
     renameSync(path.join(t, 'd', 'x2'), path.join(t, 'd', 'x')); // same name, another node
     expect(holdsOnlyInspected(before, await inspect())).toBe(false);
+  });
+});
+
+describe('the caps of a judged walk fail closed without telling the order', () => {
+  /** inspectTree of `t` judged as a delete under a policy hiding `*.secret-note`: the refusal's details. */
+  async function refusalOf(spec: TreeSpec, limit: number, maxDepth?: number) {
+    const { dir, inside } = tree({ t: spec });
+    const root = { given: dir, real: dir, source: 'cli' as const };
+    const ctx = {
+      roots: [root],
+      allowSecrets: false,
+      policy: { rules: [{ pattern: '*.secret-note', access: 'hidden' as const }] },
+    };
+    const place = {
+      requested: `${dir}/t`,
+      absolute: `${dir}/t`,
+      real: `${dir}/t`,
+      root,
+      stats: null,
+      viaSymlink: false,
+    };
+    const judge = authorizeTreeEntries(ctx, 'delete', place as never, null);
+    return withVerifiedDir(dir, inside, async (parent) => {
+      const top = parent.openDir('t');
+      try {
+        await inspectTree(
+          top,
+          (e) => judge.entry({ relative: e.relative, isDirectory: e.stats.isDirectory() }),
+          limit,
+          undefined,
+          maxDepth,
+        );
+        judge.assertAllowed();
+        return null;
+      } catch (error) {
+        if (!(error instanceof ToolError)) throw error;
+        return error.details;
+      }
+    });
+  }
+  const files = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, 'x']));
+
+  it('past the entry cap: too_many_entries whether the hidden name sorts before or after the cap entry', async () => {
+    for (const hidden of ['a.secret-note', 'z.secret-note']) {
+      expect(await refusalOf({ ...files(5), [hidden]: 's' }, 4)).toEqual({ reason: 'too_many_entries', limit: 4 });
+    }
+    // Under the cap, the hidden entry alone decides: the generic refusal.
+    expect(await refusalOf({ ...files(2), 'a.secret-note': 's' }, 4)).toMatchObject({ reason: 'tree_entries' });
+  });
+
+  it('past the depth cap: too_deep whether the hidden name sorts before or after the deep branch', async () => {
+    for (const hidden of ['a.secret-note', 'z.secret-note']) {
+      expect(await refusalOf({ m: { n: { o: 'deep' } }, [hidden]: 's' }, 100, 2)).toEqual({
+        reason: 'too_deep',
+        limit: 2,
+      });
+    }
+    // A hidden directory is not looked into: what it holds is neither counted nor walked.
+    expect(await refusalOf({ 'h.secret-note': { ...files(10) } }, 4)).toMatchObject({ reason: 'tree_entries' });
   });
 });

@@ -55,19 +55,22 @@ function judge(
   source = at('src'),
   destination: ResolvedPath | null = operation === 'delete' ? null : at('dst'),
   c = ctx(),
-): { error: ToolError | null; judged: number } {
+): { error: ToolError | null; judged: number; declined: string[] } {
   const j = authorizeTreeEntries(c, operation, source, destination);
   let judged = 0;
+  const declined: string[] = [];
   try {
     for (const e of entries) {
-      j.entry(e);
+      // As the walk does: nothing beneath an entry the judge declined is visited.
+      if (declined.some((d) => e.relative.startsWith(`${d}/`))) continue;
+      if (!j.entry(e)) declined.push(e.relative);
       judged++;
     }
     j.assertAllowed();
-    return { error: null, judged };
+    return { error: null, judged, declined };
   } catch (error) {
     if (!(error instanceof ToolError)) throw error;
-    return { error, judged };
+    return { error, judged, declined };
   }
 }
 
@@ -117,15 +120,19 @@ describe('authorizeTreeEntries', () => {
     expect(aws?.details.entries).toEqual([{ path: `${R}/.aws/credentials`, side: 'destination', kind: 'secret' }]);
   });
 
-  it('a hidden or denied entry stops the walk at once with the generic refusal, whatever was named before', () => {
-    for (const [entries, stopAt] of [
-      [[file('ro.txt'), dir('hidden'), file('hidden/n.txt'), file('z.txt')], 1],
-      [[dir('sealed'), file('sealed/db.yml')], 0],
+  it('a hidden or denied entry is not looked into, the walk goes on, and the refusal is the generic one', () => {
+    // The walk goes on past it (a cap the walk reaches later must answer the same whether the protected name sorts
+    // before or after the cap's entry), but never inside it; whatever was named before or after is dropped.
+    for (const [entries, judged, declined] of [
+      [[file('ro.txt'), dir('hidden'), file('hidden/n.txt'), file('z.txt')], 3, ['hidden']],
+      [[dir('sealed'), file('sealed/db.yml'), file('a.key')], 2, ['sealed']],
     ] as const) {
-      const { error, judged } = judge('move', [...entries]);
-      expect(judged).toBe(stopAt);
+      const result = judge('move', [...entries]);
+      expect(result.judged).toBe(judged);
+      expect(result.declined).toEqual(declined);
+      const { error } = result;
       expect(error?.details).toEqual({ source: 'policy', reason: 'tree_entries', operation: 'move' });
-      expect(JSON.stringify(error?.details)).not.toMatch(/hidden|sealed|n\.txt|db\.yml|ro\.txt/);
+      expect(JSON.stringify(error?.details)).not.toMatch(/hidden|sealed|n\.txt|db\.yml|ro\.txt|a\.key/);
       expect(error?.path).toBe(`${R}/src`);
     }
   });
