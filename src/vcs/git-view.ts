@@ -598,7 +598,39 @@ export class GitView {
         );
       repoConfig = parsed;
     }
-    const { lines: settings, objectFormat } = viewSettings(repoConfig, configFile, gitDir, top, verify);
+    // With extensions.worktreeConfig, git also reads the git dir's config.worktree, after the common config (its
+    // values win); the format version and extensions come from the common config alone. The view reads it the same
+    // way, so core.worktree set there is held to the same rule and copied keys there reach the view as they reach git.
+    let worktreeFile: string | null = null;
+    if (
+      last(repoConfig.get('core.repositoryformatversion')) === '1' &&
+      isGitTrue(last(repoConfig.get('extensions.worktreeconfig')))
+    ) {
+      const file = path.join(gitDir, 'config.worktree');
+      const bytes = (await verify.readLarge(file, 'worktree config', VIEW_CAPS.config))?.bytes ?? null;
+      if (bytes) {
+        const parsed = await parseGitConfigSliced(bytes, slicer, (section) => VIEW_SECTIONS.has(section));
+        if (!parsed)
+          throw repoError(
+            'corrupt_repository',
+            file,
+            `${file} is not a valid git config file (git would refuse it too); it was not used.`,
+          );
+        for (const [key, values] of parsed) {
+          if (key.startsWith('extensions.') || key === 'core.repositoryformatversion') continue;
+          if (key === 'core.worktree') worktreeFile = file;
+          repoConfig.set(key, [...(repoConfig.get(key) ?? []), ...values]);
+        }
+      }
+    }
+    const { lines: settings, objectFormat } = viewSettings(
+      repoConfig,
+      configFile,
+      gitDir,
+      top,
+      verify,
+      worktreeFile ?? configFile,
+    );
 
     // HEAD and the refs status needs: HEAD's branch and that branch's upstream (both looked up in one pass over
     // packed-refs).
@@ -1351,12 +1383,20 @@ export function mapThroughRefspecs(merge: string, refspecs: readonly string[]): 
   return null;
 }
 
+/** git's boolean reading of a config value (git-config(1) "Values"): true, yes, on, a non-zero number, or no `=`. */
+function isGitTrue(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const v = value.trim().toLowerCase();
+  return v === 'true' || v === 'yes' || v === 'on' || (/^-?\d+$/.test(v) && Number(v) !== 0);
+}
+
 /** Extensions a repository may declare and the view still reads correctly. */
 const KNOWN_EXTENSIONS = new Set(['objectformat', 'worktreeconfig', 'noop', 'preciousobjects', 'partialclone']);
 
 /**
  * The private config lines derived from the repository's config: format version, object format, copied data-only
- * keys. `core.worktree` must name the discovered top (else unsupported, or NOT_ALLOWED when it leads outside).
+ * keys. `core.worktree` must name the discovered top (else unsupported, or NOT_ALLOWED when it leads outside);
+ * `worktreeFile` is the file that set it (the common config, or the git dir's config.worktree).
  */
 function viewSettings(
   config: ConfigList,
@@ -1364,6 +1404,7 @@ function viewSettings(
   gitDir: string,
   top: string,
   verify: Verifier,
+  worktreeFile: string,
 ): { lines: string[]; objectFormat: 'sha1' | 'sha256' } {
   const version = last(config.get('core.repositoryformatversion')) ?? '0';
   if (version !== '0' && version !== '1')
@@ -1402,12 +1443,12 @@ function viewSettings(
     } catch {
       real = lexical;
     }
-    if (!verify.isInside(real)) throw outsideError(configFile, 'core.worktree');
+    if (!verify.isInside(real)) throw outsideError(worktreeFile, 'core.worktree');
     if (real !== top)
       throw repoError(
         'unsupported_repository',
-        configFile,
-        `${configFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`,
+        worktreeFile,
+        `${worktreeFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`,
       );
   }
   const lines = ['[core]', `\trepositoryformatversion = ${version}`];
