@@ -89,6 +89,11 @@ export interface ViewAccess {
   isInside: (p: string) => boolean;
   /** The secret rule `p` matches (SPEC §4.2), or null. */
   secretRule: (p: string) => string | null;
+  /**
+   * True when the file policy withholds absolute real path `p` (hidden, denied, or a built-in guarded path): no git
+   * location may lie there, so it counts as outside the roots for every location the view verifies.
+   */
+  isWithheld: (p: string) => boolean;
 }
 
 /** Options of every git run through a view. */
@@ -131,11 +136,14 @@ function repoError(
   });
 }
 
-/** NOT_ALLOWED for a metadata link (or `.git` file) whose target lies outside the roots; names the link only. */
+/**
+ * NOT_ALLOWED for a metadata link (or `.git` file) whose target lies outside the roots or where the file policy
+ * withholds it (one message for both: it tells neither which nor whether the target exists); names the link only.
+ */
 function outsideError(link: string, what: string): ToolError {
   return new ToolError(
     'NOT_ALLOWED',
-    `${link} (${what}) leads outside the allowed roots; the git tools do not follow it.`,
+    `${link} (${what}) leads outside the allowed roots, or to a path the file policy withholds; the git tools do not follow it.`,
     {
       path: link,
       details: { reason: 'git_location_outside_roots', link },
@@ -173,7 +181,10 @@ const lstatOrNull = (p: string): Stats | null => {
 class Verifier {
   constructor(private readonly access: ViewAccess) {}
 
-  readonly isInside = (p: string): boolean => this.access.isInside(p);
+  /** Inside the roots (the private directory must not be). */
+  readonly insideRoots = (p: string): boolean => this.access.isInside(p);
+  /** Where a git location may lie: inside the roots, and not withheld by the file policy. */
+  readonly isInside = (p: string): boolean => this.access.isInside(p) && !this.access.isWithheld(p);
 
   /**
    * The real path of metadata entry `p` (whose parent is already a verified real path), or null when absent. A link
@@ -694,7 +705,7 @@ export class GitView {
       }
     }
 
-    const privateDir = acquirePrivateDir(verify.isInside);
+    const privateDir = acquirePrivateDir(verify.insideRoots);
     try {
       const put = (rel: string, content: string | Buffer | null) => {
         const file = path.join(privateDir, rel);

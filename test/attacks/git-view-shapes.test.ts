@@ -1,17 +1,21 @@
 /**
- * Attack (docs/security.md "What git may read"): repository shapes beyond crafted entry paths, each with a target that
- * lies outside the work tree but inside the roots and hidden by the policy (`private/**`), so the kernel wall does not
- * stand in the way and only the view can. Real server over stdio, real git. For each shape the hidden target is made
- * present (with the bytes the index expects, so a content comparison would match) and absent, and git_status,
- * git_diff (work tree, staged, paths, paged) and write_file with expected_status_hash must give byte-identical
- * results with no hidden byte:
+ * Attack (docs/security.md "What git may read"): repository shapes beyond crafted entry paths, each reaching a place
+ * that lies outside the work tree but inside the roots and is hidden by the policy (`private/**`), so the kernel wall
+ * does not stand in the way and only the view can. Real server over stdio, real git. For each shape the hidden place
+ * is made present (a marker file, a file with the very bytes the crafted entries expect, a repository) and absent;
+ * git_status, git_diff (work tree, staged, paths, paged) and write_file with expected_status_hash must give
+ * byte-identical results with no hidden byte, and git_status the answer pinned in STATUS:
  *  - a tracked symlink (mode 120000) to the hidden file, and entries "under" a symlinked directory (`lnk/acq.txt`
- *    with work-tree `lnk` a link to `../private`, tracked as a link or not at all);
- *  - a gitlink (mode 160000) whose submodule `.git` file names a git directory in the hidden place;
- *  - skip-worktree entries under the link, with `info/sparse-checkout` and core.sparseCheckout on;
- *  - `extensions.worktreeConfig` with a `config.worktree` setting `core.worktree` to the hidden place;
- *  - a `.git` file with an embedded LF or CR before a second path.
- * The file tools write into no git-directory shape (a submodule's git dir, `worktrees/NAME`, the `config.worktree`).
+ *    with work-tree `lnk` a link to `../private`, tracked as a link or not at all, or skip-worktree with
+ *    core.sparseCheckout and `info/sparse-checkout`);
+ *  - gitlinks (mode 160000): a submodule whose `.git` file names a repository in the hidden place, and one whose
+ *    work-tree directory is a link there;
+ *  - `extensions.worktreeConfig` with a `config.worktree` setting `core.worktree` to the hidden place or elsewhere;
+ *  - a `.git` file naming a repository in the hidden place, and `.git` files with an embedded LF or CR.
+ * Two worked before the fix: the `.git` file into the hidden place (git_status listed the hidden repository's files,
+ * git_diff printed their content), and config.worktree's core.worktree (ignored: git_status described a work tree the
+ * user's git does not use). Every git location must now lie inside the roots and outside what the policy withholds.
+ * The file tools write into none of the git-directory shapes these layouts use.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -143,6 +147,20 @@ const SHAPES: Record<string, (dir: string) => void> = {
     git(dir, 'config', 'extensions.worktreeConfig', 'true');
     writeFileSync(path.join(dir, '.git', 'config.worktree'), '[core]\n\tworktree = ../../private/wt\n');
   },
+  'worktree-config-elsewhere': (dir) => {
+    mkdirSync(path.join(ROOT, 'elsewhere'), { recursive: true });
+    git(dir, 'config', 'core.repositoryformatversion', '1');
+    git(dir, 'config', 'extensions.worktreeConfig', 'true');
+    writeFileSync(path.join(dir, '.git', 'config.worktree'), '[core]\n\tworktree = ../../elsewhere\n');
+  },
+  'gitfile-into-hidden': (dir) => {
+    rmSync(path.join(dir, '.git'), { recursive: true });
+    writeFileSync(path.join(dir, '.git'), 'gitdir: ../private/sub/.git\n');
+  },
+  'gitlink-at-link': (dir) => {
+    symlinkSync('../private/sub', path.join(dir, 'sub'));
+    writeIndex(dir, [{ path: 'sub', oid: A, mode: 0o160000 }]);
+  },
   'gitfile-lf': (dir) => {
     rmSync(path.join(dir, '.git'), { recursive: true });
     writeFileSync(path.join(dir, '.git'), 'gitdir: ../private/sub/.git\n../x\n');
@@ -157,16 +175,21 @@ const SHAPES: Record<string, (dir: string) => void> = {
 const STATUS: Record<string, string> = {
   // The link itself is the entry; its target string is work-tree content, the hidden file is never opened.
   'tracked-symlink': 'A. l',
-  // Entries under a link are deleted in the work tree for git (has_symlink_leading_path): no stat, no content.
-  'under-untracked-link': 'AD lnk/acq.txt\nAD lnk/same.txt',
-  'under-tracked-link': 'AD lnk/acq.txt\nAD lnk/same.txt',
-  // Skip-worktree entries are not looked at in the work tree at all.
-  'skip-worktree-under-link': 'A. lnk/acq.txt\nA. lnk/same.txt',
-  // The submodule is not entered (its .git file is never followed).
+  // A work-tree directory an entry passes through that is a link into a withheld place: refused before git runs
+  // (before: git ran, and only its own rule for paths under a link kept it from reading the hidden files).
+  'under-untracked-link': 'git_location_outside_roots',
+  'under-tracked-link': 'git_location_outside_roots',
+  'skip-worktree-under-link': 'git_location_outside_roots',
+  // The submodule is not entered (its .git file is never followed), whether it is a directory or a link.
   'gitlink-to-hidden': 'clean',
+  'gitlink-at-link': 'clean',
   // config.worktree's core.worktree names another directory: refused like the common config's (before: ignored, and
   // git_status described a work tree the user's git does not use).
-  'worktree-config': 'unsupported_repository',
+  'worktree-config': 'git_location_outside_roots',
+  'worktree-config-elsewhere': 'unsupported_repository',
+  // A .git file naming a repository in the withheld place (before: git_status and git_diff read the hidden
+  // repository's refs, index and objects: its file names and content).
+  'gitfile-into-hidden': 'git_location_outside_roots',
   'gitfile-lf': 'corrupt_repository',
   'gitfile-cr': 'corrupt_repository',
 };
