@@ -466,7 +466,7 @@ function repositoryAbove(root: string): Repository | null {
 }
 
 /** Most directories of one root the repository search looks at; beyond it the search is capped (fails closed). */
-export const MAX_REPOSITORY_SEARCH_DIRS = 10_000;
+export const MAX_REPOSITORY_SEARCH_DIRS = 5_000;
 /** Deepest directory (levels below the root) the repository search descends to; deeper, the search is capped. */
 export const MAX_REPOSITORY_SEARCH_DEPTH = 128;
 
