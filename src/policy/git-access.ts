@@ -1,6 +1,7 @@
 /**
  * The policy decisions the sanitized git view (src/vcs/git-view.ts) asks for while it verifies every git location:
- * whether a real path lies inside the roots in force (SPEC §4.1, §7) and which secret rule it matches (SPEC §4.2).
+ * whether a real path lies inside the roots in force, which secret rule it matches, and whether the file policy
+ * withholds it (docs/security.md "What git may read").
  * Policy decides; the view, a primitive, only calls these.
  */
 import path from 'node:path';
@@ -10,11 +11,21 @@ import { classifyEntry, type PolicyContext } from './authorize.js';
 import { findContainingRoot, toPosixRelative } from './containment.js';
 import { secretRuleFor } from './secrets.js';
 
-/** The ViewAccess for these roots. */
-export function gitViewAccess(roots: readonly { real: string }[]): ViewAccess {
+/**
+ * The ViewAccess for this policy: the roots in force, the secret rules, and what the file policy hides or denies (a
+ * `hidden` or `deny` rule, or a built-in guarded path): git reads no location there, as the file tools read nothing
+ * there (docs/security.md "What git may read").
+ */
+export function gitViewAccess(ctx: PolicyContext): ViewAccess {
   return {
-    isInside: (p) => findContainingRoot(roots, p) !== undefined,
+    isInside: (p) => findContainingRoot(ctx.roots, p) !== undefined,
     secretRule: (p) => secretRuleFor(p),
+    isWithheld: (p) => {
+      const root = findContainingRoot(ctx.roots, p);
+      if (root === undefined) return false;
+      const verdict = classifyEntry(ctx, p, toPosixRelative(root.real, p));
+      return verdict.hidden || verdict.denied;
+    },
   };
 }
 

@@ -16,8 +16,10 @@
  *     exists) would make one, and is refused the same way: a repository cannot be built entry by entry;
  *   - the hooks directory named by `core.hooksPath` in the configuration of any repository whose work tree holds the
  *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), of any repository
- *     directly below a root (a shared `../tools/githooks`), or in the user's global and system configuration, is
- *     guarded the same way (rule `hooks_dir`).
+ *     anywhere inside the root (a shared `../tools/githooks`, an absolute path elsewhere in the root: the whole root is
+ *     searched, `repositoriesInRoot`), or in the user's global and system configuration, is guarded the same way
+ *     (rule `hooks_dir`). When that search is capped (a root with more directories, or deeper, than it looks at),
+ *     an entry named as a git hook is not created or written in that root (reason `search_capped`).
  * Every directory from the root down is opened component by component through src/fs/verified-dir.ts (a link on the
  * way is refused), and the entries are looked up relative to those descriptors. Results per directory are cached by
  * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
@@ -61,8 +63,7 @@ const dirCache = new Map<string, CachedFacts>();
 /** Drops every cached directory verdict (tests). */
 export function clearGitDirCache(): void {
   dirCache.clear();
-  siblingCache.clear();
-  childCache.clear();
+  listingCache.clear();
   configCache.clear();
 }
 
@@ -139,7 +140,8 @@ type GitRefusal =
   | { rule: 'git_dir'; reason: 'inside_git_dir' | 'is_git_dir' | 'would_create_git_dir'; gitDir: string }
   | { rule: 'git_dir'; reason: 'included_config'; config: string }
   | { rule: 'hooks_dir'; reason: 'core_hookspath'; hooksDir: string }
-  | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string };
+  | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string }
+  | { rule: 'hooks_dir'; reason: 'search_capped' };
 
 function refusal(requested: string, r: GitRefusal): ToolError {
   let message: string;
@@ -160,6 +162,10 @@ function refusal(requested: string, r: GitRefusal): ToolError {
   } else if (r.reason === 'core_hookspath') {
     details.hooks_dir = r.hooksDir;
     message = `${requested} is in the hooks directory a repository's core.hooksPath names (${r.hooksDir}); its files run on git commands, so the file tools never change it.`;
+  } else if (r.reason === 'search_capped') {
+    message =
+      `${requested} is named as a git hook, and the root holds more directories than the server searches for ` +
+      'repositories (whose core.hooksPath could name this directory), so it is not written.';
   } else {
     details.repository = r.repository;
     message = `The configuration of the repository at ${r.repository} cannot be read to tell where its hooks are (core.hooksPath), so nothing in it is written.`;
@@ -408,52 +414,29 @@ function repositoryHooks(repo: Repository, user: UserHooks, home: string): Guard
   return out;
 }
 
-/** How long the repositories below a root and their hooks directories are reused, ms. */
-export const SIBLING_HOOKS_TTL_MS = 2000;
-const siblingCache = new Map<
-  string,
-  { until: number; mtimeMs: number; ctimeMs: number; user: string; hooks: Guarded[]; undecidable: string[] }
->();
-
 /**
- * The hooks directories of the repositories directly below a root (`repositoriesBelow`), and the work trees of those
- * whose configuration cannot be read. Reused for SIBLING_HOOKS_TTL_MS while the root and the user's values are
- * unchanged: a scan costs one lookup per child directory, too much for every mutation in a wide root.
+ * The hooks directories of every repository found inside a root (`repositoriesInRoot`), the work trees of those whose
+ * configuration cannot be read, and whether the search was capped.
  */
-function siblingHooks(root: VerifiedDir, user: UserHooks, home: string): { hooks: Guarded[]; undecidable: string[] } {
-  const st = fstatSync(root.fd);
-  const key = `${st.dev}:${st.ino}`;
-  const userKey = user.values.join('\0');
-  const cached = siblingCache.get(key);
-  const now = Date.now();
-  if (
-    cached &&
-    cached.until > now &&
-    cached.mtimeMs === st.mtimeMs &&
-    cached.ctimeMs === st.ctimeMs &&
-    cached.user === userKey
-  ) {
-    return cached;
-  }
+function rootHooks(
+  root: VerifiedDir,
+  user: UserHooks,
+  home: string,
+): { hooks: Guarded[]; undecidable: string[]; capped: boolean } {
   const hooks: Guarded[] = [];
   const undecidable: string[] = [];
-  for (const repo of repositoriesBelow(root)) {
+  const search = repositoriesInRoot(root);
+  for (const repo of search.repositories) {
     try {
       hooks.push(...repositoryHooks(repo, user, home));
     } catch {
+      // Unreadable (a config linked out of the roots the kernel wall hides, a config git would refuse): where its hooks
+      // are cannot be told, so nothing in its work tree is written (the check of a path inside it throws).
       undecidable.push(repo.workTree ?? repo.gitDir);
     }
   }
-  if (siblingCache.size >= CACHE_MAX) siblingCache.clear();
-  siblingCache.set(key, {
-    until: now + SIBLING_HOOKS_TTL_MS,
-    mtimeMs: st.mtimeMs,
-    ctimeMs: st.ctimeMs,
-    user: userKey,
-    hooks,
-    undecidable,
-  });
-  return { hooks, undecidable };
+  undecidable.push(...search.undecidable);
+  return { hooks, undecidable, capped: search.capped };
 }
 
 /** The repository whose work tree holds the directories above `root` (git's discovery upwards), if any. */
@@ -482,63 +465,146 @@ function repositoryAbove(root: string): Repository | null {
   }
 }
 
-/** Most child directories of a root whose repositories are consulted for core.hooksPath. */
-export const MAX_ROOT_CHILDREN = 1024;
-const childCache = new Map<string, { mtimeMs: number; ctimeMs: number; names: string[] }>();
+/** Most directories of one root the repository search looks at; beyond it the search is capped (fails closed). */
+export const MAX_REPOSITORY_SEARCH_DIRS = 5_000;
+/** Deepest directory (levels below the root) the repository search descends to; deeper, the search is capped. */
+export const MAX_REPOSITORY_SEARCH_DEPTH = 128;
+
+/** What the repository search keeps per directory: its subdirectory names and repository facts. */
+interface Listing extends CachedFacts {
+  subdirs: string[];
+}
+const listingCache = new Map<string, Listing>();
+
+/** The listing of an open verified directory, cached by identity and version (dev, ino, mtime, ctime). */
+function listingOf(dir: VerifiedDir): Listing {
+  const st = fstatSync(dir.fd);
+  const key = `${st.dev}:${st.ino}`;
+  const hit = listingCache.get(key);
+  if (hit && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs) return hit;
+  let members = 0;
+  let dotGit: DirFacts['dotGit'] = 'none';
+  const subdirs: string[] = [];
+  for (const entry of dir.readdirSync()) {
+    const lower = entry.name.toLowerCase();
+    const i = REPOSITORY_ENTRY_NAMES.findIndex((n) => n.toLowerCase() === lower);
+    if (i >= 0) members |= 1 << i;
+    if (lower === '.git') {
+      dotGit = entry.isDirectory() ? 'dir' : entry.isSymbolicLink() ? 'link' : entry.isFile() ? 'file' : 'other';
+    } else if (entry.isDirectory()) subdirs.push(entry.name);
+  }
+  const listing: Listing = { members, dotGit, subdirs, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+  if (!isRacy(st.mtimeMs, st.ctimeMs)) {
+    if (listingCache.size >= CACHE_MAX * 4) listingCache.clear();
+    listingCache.set(key, listing);
+  }
+  return listing;
+}
 
 /**
- * The repositories directly below a root (a child with a `.git`, or a child that is a git directory itself: a bare
- * `repo.git` beside its work trees), whose core.hooksPath may name a directory outside their own work tree (a shared
- * `../tools/githooks`). The child directory names are cached per root version, each child's facts per its identity
- * and version (one lstat through the root's descriptor when unchanged); at most MAX_ROOT_CHILDREN are looked at.
+ * Every repository inside a root whose configuration could name a hooks directory: each directory holding a `.git`
+ * entry (a work tree, nested ones and submodules included) and each git directory (a bare `repo.git`, a
+ * `--separate-git-dir` target, a common dir; not descended into). The whole tree is walked through verified
+ * descriptors (O_NOFOLLOW: a link is never followed), holding one descriptor per level; each directory's listing is
+ * cached by identity and version, so an unchanged tree costs one open and fstat per directory, and a changed
+ * directory is listed again. At most MAX_REPOSITORY_SEARCH_DIRS directories and MAX_REPOSITORY_SEARCH_DEPTH levels
+ * are looked at; beyond either, or at a directory the OS or the kernel wall does not let the server list, `capped` is
+ * true and the caller fails closed. A work tree whose `.git` file cannot be read is returned in `undecidable`.
  */
-function repositoriesBelow(root: VerifiedDir): Repository[] {
-  const st = fstatSync(root.fd);
-  const key = `${st.dev}:${st.ino}`;
-  let names = childCache.get(key);
-  if (!names || names.mtimeMs !== st.mtimeMs || names.ctimeMs !== st.ctimeMs) {
-    const list = root
-      .readdirSync()
-      .filter((e) => e.isDirectory())
-      .map((e) => e.name)
-      .slice(0, MAX_ROOT_CHILDREN);
-    names = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, names: list };
-    if (!isRacy(st.mtimeMs, st.ctimeMs)) {
-      if (childCache.size >= CACHE_MAX) childCache.clear();
-      childCache.set(key, names);
+function repositoriesInRoot(root: VerifiedDir): {
+  repositories: Repository[];
+  undecidable: string[];
+  capped: boolean;
+} {
+  const repositories: Repository[] = [];
+  const undecidable: string[] = [];
+  let visited = 0;
+  let capped = false;
+  const visit = (dir: VerifiedDir, depth: number): void => {
+    if (++visited > MAX_REPOSITORY_SEARCH_DIRS || depth > MAX_REPOSITORY_SEARCH_DEPTH) {
+      capped = true;
+      return;
     }
-  }
-  const out: Repository[] = [];
-  for (const name of names.names) {
-    let facts: DirFacts | undefined;
+    let listing: Listing;
     try {
-      const childStat = root.lstat(name);
-      if (!childStat?.isDirectory()) continue;
-      facts = cachedFacts(childStat);
-      if (!facts) {
-        const child = root.openDir(name);
-        try {
-          facts = factsOf(child);
-        } finally {
-          child.close();
-        }
-      }
-    } catch {
-      continue; // gone or replaced since the listing: nothing to read there
+      listing = listingOf(dir);
+    } catch (error) {
+      if (!isPermissionError(error)) throw error;
+      capped = true; // a directory the server may not list could hold a repository: searched no further, closed
+      return;
     }
-    const childPath = root.pathOf(name);
-    if (bitCount(facts.members) >= 2) out.push({ workTree: null, gitDir: childPath });
-    else if (facts.dotGit !== 'none') {
-      let gitDir: string | null = null;
+    if (bitCount(listing.members) >= 2) {
+      repositories.push({ workTree: null, gitDir: dir.path });
+      return; // a git directory: the file tools write nothing in it, and what it holds is git's own
+    }
+    if (listing.dotGit !== 'none') {
       try {
-        gitDir = gitDirOf(childPath, facts.dotGit);
+        const gitDir = gitDirOf(dir.path, listing.dotGit);
+        if (gitDir) repositories.push({ workTree: dir.path, gitDir });
       } catch {
-        // An unreadable `.git` file: a path inside that work tree is refused by the walk down to it.
+        undecidable.push(dir.path);
       }
-      if (gitDir) out.push({ workTree: childPath, gitDir });
     }
-  }
-  return out;
+    for (const name of listing.subdirs) {
+      let child: VerifiedDir;
+      try {
+        child = dir.openDir(name);
+      } catch (error) {
+        if (!isPermissionError(error)) continue; // gone, or replaced by a link or a file since the listing
+        capped = true; // one the server may not open could hold a repository: closed, as for the caps
+        return;
+      }
+      try {
+        visit(child, depth + 1);
+      } finally {
+        child.close();
+      }
+      if (capped) return;
+    }
+  };
+  visit(root, 0);
+  return { repositories, undecidable, capped };
+}
+
+/**
+ * The names git runs from a hooks directory (githooks(5)), lower case. When the repository search of a root is capped,
+ * creating or writing an entry of one of these names in that root is refused: the server cannot tell whether the
+ * directory is one a repository it did not reach names.
+ */
+export const GIT_HOOK_NAMES: ReadonlySet<string> = new Set([
+  'applypatch-msg',
+  'pre-applypatch',
+  'post-applypatch',
+  'pre-commit',
+  'pre-merge-commit',
+  'prepare-commit-msg',
+  'commit-msg',
+  'post-commit',
+  'pre-rebase',
+  'post-checkout',
+  'post-merge',
+  'pre-push',
+  'pre-receive',
+  'update',
+  'proc-receive',
+  'post-receive',
+  'post-update',
+  'reference-transaction',
+  'push-to-checkout',
+  'pre-auto-gc',
+  'post-rewrite',
+  'sendemail-validate',
+  'fsmonitor-watchman',
+  'p4-changelist',
+  'p4-prepare-changelist',
+  'p4-post-changelist',
+  'p4-pre-submit',
+  'post-index-change',
+]);
+
+/** Whether an entry name is one git runs as a hook (any case: a case-insensitive filesystem folds it). */
+function isHookName(name: string): boolean {
+  return GIT_HOOK_NAMES.has(name.toLowerCase());
 }
 
 /** What the caller knows about the roots. */
@@ -556,22 +622,25 @@ export interface GitGuardRoots {
  *   a directory on the way changed while it was being checked (verified-dir); errno errors other than absence
  */
 export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
-  for (const h of inspect(ctx, requested, real)) {
+  const { hooks, capped } = inspect(ctx, requested, real);
+  for (const h of hooks) {
     if (h.kind === 'hooks' && isWithin(h.path, real))
       throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h.path });
     // An included file is changed by changing it or any directory holding it (a move or delete of the directory).
     if (h.kind === 'include' && isWithin(real, h.path))
       throw refusal(requested, { rule: 'git_dir', reason: 'included_config', config: h.path });
   }
+  if (capped && isHookName(path.basename(real)))
+    throw refusal(requested, { rule: 'hooks_dir', reason: 'search_capped' });
 }
 
 /**
  * The walk of `assertNotInGitDirectory` (the git-directory rules, throwing), returning the hooks directories that
  * apply at `real`: the user's, the repositories' below the root and those of the work trees holding it.
  */
-function inspect(ctx: GitGuardRoots, requested: string, real: string): Guarded[] {
+function inspect(ctx: GitGuardRoots, requested: string, real: string): { hooks: Guarded[]; capped: boolean } {
   const root = findContainingRoot(ctx.roots, real);
-  if (!root) return []; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
+  if (!root) return { hooks: [], capped: false }; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
   readableScope = isInside;
   const rel = path.relative(root.real, real);
@@ -588,13 +657,15 @@ function inspect(ctx: GitGuardRoots, requested: string, real: string): Guarded[]
     dir = VerifiedDir.open(root.real, isInside);
   } catch (error) {
     // A root that is gone holds no repository (the operation itself fails on it); anything else fails closed.
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return hooks;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { hooks, capped: false };
     throw error;
   }
+  let capped: boolean;
   try {
-    const siblings = siblingHooks(dir, user, home);
-    hooks.push(...siblings.hooks);
-    for (const where of siblings.undecidable) {
+    const found = rootHooks(dir, user, home);
+    hooks.push(...found.hooks);
+    capped = found.capped;
+    for (const where of found.undecidable) {
       if (isWithin(where, real))
         throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
     }
@@ -657,7 +728,7 @@ function inspect(ctx: GitGuardRoots, requested: string, real: string): Guarded[]
       });
     }
   }
-  return hooks;
+  return { hooks, capped };
 }
 
 /** What `treeGitGuard` finds wrong with one entry of a tree. */
@@ -681,7 +752,8 @@ export function treeGitGuard(
   ctx: GitGuardRoots,
   tops: readonly { absolute: string; real: string }[],
 ): (relative: string, places: readonly string[]) => TreeGitOffence | null {
-  const hooks = tops.map((t) => inspect(ctx, t.absolute, t.real));
+  const found = tops.map((t) => inspect(ctx, t.absolute, t.real));
+  const hooks = found.map((f) => f.hooks);
   const seen = new Map<string, number>();
   return (relative, places) => {
     const slash = relative.lastIndexOf('/');
@@ -696,6 +768,8 @@ export function treeGitGuard(
       if (hooks[i]?.some((h) => h.kind === 'hooks' && isWithin(h.path, places[i])))
         return { rule: 'hooks_dir', top: i };
       if (hooks[i]?.some((h) => h.kind === 'include' && h.path === places[i])) return { rule: 'git_dir', top: i };
+      // A new place (i > 0) in a root whose repository search was capped: no entry named as a git hook arrives.
+      if (i > 0 && found[i]?.capped && isHookName(path.basename(places[i]))) return { rule: 'hooks_dir', top: i };
     }
     return null;
   };

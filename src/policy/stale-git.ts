@@ -24,7 +24,7 @@ export async function currentStatusHash(
   timeoutMs: number,
 ): Promise<{ workTree: string; statusHash: string }> {
   try {
-    return await withRepository(existingDir, gitViewAccess(policy.roots), { timeoutMs }, async (view) => ({
+    return await withRepository(existingDir, gitViewAccess(policy), { timeoutMs }, async (view) => ({
       workTree: view.workTree,
       statusHash: (await gitStatus(view, { timeoutMs }, hiddenInWorkTree(policy, view.workTree))).statusHash,
     }));

@@ -57,7 +57,7 @@ async function directoryOf(requested: string, ctx: ToolContext): Promise<string>
  *   git_timeout
  */
 export async function openWorkTree(requested: string, ctx: ToolContext): Promise<GitView> {
-  return openRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy.roots), {
+  return openRepository(await directoryOf(requested, ctx), gitViewAccess(ctx.policy), {
     timeoutMs: ctx.config.limits.gitTimeoutMs,
     signal: ctx.signal,
   });

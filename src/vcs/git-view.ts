@@ -89,6 +89,11 @@ export interface ViewAccess {
   isInside: (p: string) => boolean;
   /** The secret rule `p` matches (SPEC §4.2), or null. */
   secretRule: (p: string) => string | null;
+  /**
+   * True when the file policy withholds absolute real path `p` (hidden, denied, or a built-in guarded path): no git
+   * location may lie there, so it counts as outside the roots for every location the view verifies.
+   */
+  isWithheld: (p: string) => boolean;
 }
 
 /** Options of every git run through a view. */
@@ -131,11 +136,14 @@ function repoError(
   });
 }
 
-/** NOT_ALLOWED for a metadata link (or `.git` file) whose target lies outside the roots; names the link only. */
+/**
+ * NOT_ALLOWED for a metadata link (or `.git` file) whose target lies outside the roots or where the file policy
+ * withholds it (one message for both: it tells neither which nor whether the target exists); names the link only.
+ */
 function outsideError(link: string, what: string): ToolError {
   return new ToolError(
     'NOT_ALLOWED',
-    `${link} (${what}) leads outside the allowed roots; the git tools do not follow it.`,
+    `${link} (${what}) leads outside the allowed roots, or to a path the file policy withholds; the git tools do not follow it.`,
     {
       path: link,
       details: { reason: 'git_location_outside_roots', link },
@@ -173,7 +181,10 @@ const lstatOrNull = (p: string): Stats | null => {
 class Verifier {
   constructor(private readonly access: ViewAccess) {}
 
-  readonly isInside = (p: string): boolean => this.access.isInside(p);
+  /** Inside the roots (the private directory must not be). */
+  readonly insideRoots = (p: string): boolean => this.access.isInside(p);
+  /** Where a git location may lie: inside the roots, and not withheld by the file policy. */
+  readonly isInside = (p: string): boolean => this.access.isInside(p) && !this.access.isWithheld(p);
 
   /**
    * The real path of metadata entry `p` (whose parent is already a verified real path), or null when absent. A link
@@ -598,7 +609,39 @@ export class GitView {
         );
       repoConfig = parsed;
     }
-    const { lines: settings, objectFormat } = viewSettings(repoConfig, configFile, gitDir, top, verify);
+    // With extensions.worktreeConfig, git also reads the git dir's config.worktree, after the common config (its
+    // values win); the format version and extensions come from the common config alone. The view reads it the same
+    // way, so core.worktree set there is held to the same rule and copied keys there reach the view as they reach git.
+    let worktreeFile: string | null = null;
+    if (
+      last(repoConfig.get('core.repositoryformatversion')) === '1' &&
+      isGitTrue(last(repoConfig.get('extensions.worktreeconfig')))
+    ) {
+      const file = path.join(gitDir, 'config.worktree');
+      const bytes = (await verify.readLarge(file, 'worktree config', VIEW_CAPS.config))?.bytes ?? null;
+      if (bytes) {
+        const parsed = await parseGitConfigSliced(bytes, slicer, (section) => VIEW_SECTIONS.has(section));
+        if (!parsed)
+          throw repoError(
+            'corrupt_repository',
+            file,
+            `${file} is not a valid git config file (git would refuse it too); it was not used.`,
+          );
+        for (const [key, values] of parsed) {
+          if (key.startsWith('extensions.') || key === 'core.repositoryformatversion') continue;
+          if (key === 'core.worktree') worktreeFile = file;
+          repoConfig.set(key, [...(repoConfig.get(key) ?? []), ...values]);
+        }
+      }
+    }
+    const { lines: settings, objectFormat } = viewSettings(
+      repoConfig,
+      configFile,
+      gitDir,
+      top,
+      verify,
+      worktreeFile ?? configFile,
+    );
 
     // HEAD and the refs status needs: HEAD's branch and that branch's upstream (both looked up in one pass over
     // packed-refs).
@@ -662,7 +705,7 @@ export class GitView {
       }
     }
 
-    const privateDir = acquirePrivateDir(verify.isInside);
+    const privateDir = acquirePrivateDir(verify.insideRoots);
     try {
       const put = (rel: string, content: string | Buffer | null) => {
         const file = path.join(privateDir, rel);
@@ -1351,12 +1394,20 @@ export function mapThroughRefspecs(merge: string, refspecs: readonly string[]): 
   return null;
 }
 
+/** git's boolean reading of a config value (git-config(1) "Values"): true, yes, on, a non-zero number, or no `=`. */
+function isGitTrue(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const v = value.trim().toLowerCase();
+  return v === 'true' || v === 'yes' || v === 'on' || (/^-?\d+$/.test(v) && Number(v) !== 0);
+}
+
 /** Extensions a repository may declare and the view still reads correctly. */
 const KNOWN_EXTENSIONS = new Set(['objectformat', 'worktreeconfig', 'noop', 'preciousobjects', 'partialclone']);
 
 /**
  * The private config lines derived from the repository's config: format version, object format, copied data-only
- * keys. `core.worktree` must name the discovered top (else unsupported, or NOT_ALLOWED when it leads outside).
+ * keys. `core.worktree` must name the discovered top (else unsupported, or NOT_ALLOWED when it leads outside);
+ * `worktreeFile` is the file that set it (the common config, or the git dir's config.worktree).
  */
 function viewSettings(
   config: ConfigList,
@@ -1364,6 +1415,7 @@ function viewSettings(
   gitDir: string,
   top: string,
   verify: Verifier,
+  worktreeFile: string,
 ): { lines: string[]; objectFormat: 'sha1' | 'sha256' } {
   const version = last(config.get('core.repositoryformatversion')) ?? '0';
   if (version !== '0' && version !== '1')
@@ -1402,12 +1454,12 @@ function viewSettings(
     } catch {
       real = lexical;
     }
-    if (!verify.isInside(real)) throw outsideError(configFile, 'core.worktree');
+    if (!verify.isInside(real)) throw outsideError(worktreeFile, 'core.worktree');
     if (real !== top)
       throw repoError(
         'unsupported_repository',
-        configFile,
-        `${configFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`,
+        worktreeFile,
+        `${worktreeFile} sets core.worktree to another directory than ${top}; the git tools do not follow it.`,
       );
   }
   const lines = ['[core]', `\trepositoryformatversion = ${version}`];

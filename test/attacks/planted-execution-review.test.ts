@@ -153,14 +153,33 @@ describe('husky: the scripts the generated hooks run', () => {
 });
 
 describe('a repository nested two levels deep whose core.hooksPath names a directory elsewhere', () => {
-  it.fails(
-    'writing a hook there is refused (known gap: repositories are found only on the path and below the root)',
-    async () => {
-      const envelope = await client.callError('write_file', {
-        path: r('shared-hooks/pre-commit'),
-        content: `#!/bin/sh\ntouch ${MARK}\n`,
-      });
-      expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir' });
-    },
-  );
+  it('writing a hook there is refused (the whole root is searched for repositories); the user git commit runs nothing', async () => {
+    const hook = r('shared-hooks/pre-commit');
+    const envelope = await client.callError('write_file', { path: hook, content: `#!/bin/sh\ntouch ${MARK}\n` });
+    expect(envelope.error.code).toBe('FILE_POLICY_DENIED');
+    expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir', reason: 'core_hookspath' });
+    // Moved in as a directory, or copied in: refused the same way.
+    mkdirSync(r('staged-hooks'));
+    writeFileSync(r('staged-hooks/pre-commit'), `#!/bin/sh\ntouch ${MARK}\n`, { mode: 0o755 });
+    const copied = await client.callError('copy_path', {
+      source: r('staged-hooks/pre-commit'),
+      destination: hook,
+    });
+    expect(copied.error.code).toBe('FILE_POLICY_DENIED');
+    rmSync(r('shared-hooks'), { recursive: true });
+    const moved = await client.callError('move_path', { source: r('staged-hooks'), destination: r('shared-hooks') });
+    expect(moved.error.code).toBe('FILE_POLICY_DENIED');
+    expect(existsSync(hook)).toBe(false);
+    // A repository created after the first search (a new directory level, deeper still) is found too.
+    mkdirSync(r('group/sub/deep/x/y'), { recursive: true });
+    git(r('group/sub/deep/x/y'), 'init', '-q');
+    git(r('group/sub/deep/x/y'), 'config', 'core.hooksPath', r('later-hooks'));
+    const later = await client.callError('write_file', { path: r('later-hooks/post-checkout'), content: 'x\n' });
+    expect(later.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir' });
+    expect(existsSync(r('later-hooks'))).toBe(false);
+    git(r('group/sub/deep'), 'commit', '-qm', 'user commit');
+    expect(existsSync(MARK)).toBe(false);
+    // The rest of the root stays writable.
+    await client.callOk('write_file', { path: r('group/notes.txt'), content: 'fine\n' });
+  });
 });

@@ -177,7 +177,9 @@ describe('core.hooksPath', () => {
     repo(`[core]\n\thooksPath = ${W('abs-hooks')}\n[include]\n\tpath = ../extra.cfg\n`);
     put('wt/extra.cfg', '[core]\n\thooksPath = ~/tilde-hooks\n'); // wt/.git/../extra.cfg
     process.env.HOME = W('wt', 'in');
-    expect(verdict(W('abs-hooks', 'pre-push'))).toBeNull(); // no repository whose work tree holds w/abs-hooks
+    // The repository lies in the root, so the directory it names is guarded wherever it is in the root.
+    expect(verdict(W('abs-hooks', 'pre-push'))).toMatchObject({ rule: 'hooks_dir', hooks_dir: W('abs-hooks') });
+    expect(verdict(W('abs-hooks-other', 'pre-push'))).toBeNull();
     expect(verdict(W('wt', 'src', 'x'))).toBeNull();
     expect(verdict(W('wt', 'in', 'tilde-hooks', 'post-merge'))).toMatchObject({ rule: 'hooks_dir' });
     mkdirSync(W('wt', 'abs-hooks'));
@@ -213,12 +215,39 @@ describe('core.hooksPath', () => {
       });
       // A config git would refuse: that work tree is refused, the rest of the root is not.
       writeFileSync(path.join(sib, '.git', 'config'), '[core\n');
-      clearGitDirCache(); // the siblings' hooks are reused for 2 s (SIBLING_HOOKS_TTL_MS)
+      clearGitDirCache(); // the config was rewritten within the same second: its cache entry would still match
       expect(verdict(path.join(sib, 'a.txt'))).toMatchObject({ reason: 'config_undecidable' });
       expect(verdict(W('shared-hooks', 'pre-commit'))).toBeNull();
     } finally {
       rmSync(sib, { recursive: true, force: true });
     }
+  });
+
+  it('a repository at any depth of the root; a directory changed since its listing was cached is listed again', () => {
+    put('a/b/c/d/.git/config', `[core]\n\thooksPath = ${W('deep-hooks')}\n`);
+    age();
+    expect(verdict(W('deep-hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir', hooks_dir: W('deep-hooks') });
+    // A new, deeper repository in an aged (cached) tree: its directory's version changed, so it is listed again.
+    put('a/b/c/d/e/f/.git/config', `[core]\n\thooksPath = ${W('deeper-hooks')}\n`);
+    expect(verdict(W('deeper-hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir' });
+    // A bare repository (a git directory by shape) deep in the root names one too.
+    put('x/y/bare.git/HEAD', 'ref: refs/heads/main\n');
+    mkdirSync(W('x/y/bare.git/objects'));
+    put('x/y/bare.git/config', `[core]\n\tbare = true\n\thooksPath = ${W('bare-hooks')}\n`);
+    expect(verdict(W('bare-hooks', 'x'))).toMatchObject({ rule: 'hooks_dir' });
+    expect(verdict(W('a', 'b', 'plain.txt'))).toBeNull();
+  });
+
+  it('a capped search fails closed: an entry named as a git hook is refused anywhere in the root, others are not', () => {
+    let rel = 'deep';
+    for (let i = 0; i < 130; i++) rel += '/d';
+    mkdirSync(W(rel), { recursive: true });
+    expect(verdict(W('some', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'search_capped' });
+    expect(verdict(W('some', 'POST-CHECKOUT'))).toMatchObject({ reason: 'search_capped' });
+    expect(verdict(W('some', 'pre-commit.md'))).toBeNull();
+    expect(verdict(W('some', 'a.txt'))).toBeNull();
+    rmSync(W('deep'), { recursive: true });
+    expect(verdict(W('some', 'pre-commit'))).toBeNull();
   });
 
   it("`~user/` expands to that user's home (this process's user: its HOME)", () => {

@@ -82,13 +82,26 @@ describe('status hash', () => {
 
 describe('gitViewAccess and existingDirOf', () => {
   it('decides containment by the given roots', () => {
-    const access = gitViewAccess(root(REPO).roots);
+    const access = gitViewAccess(root(REPO));
     expect(access.isInside(A)).toBe(true);
     expect(access.isInside(REPO)).toBe(true);
     expect(access.isInside(T.dir)).toBe(false);
     expect(access.isInside(`${REPO}x/a`)).toBe(false);
     expect(access.secretRule(path.join(REPO, '.env'))).not.toBeNull();
     expect(access.secretRule(A)).toBeNull();
+    // What the file policy hides or denies is withheld from git (counted as outside by the view); the rest is not.
+    const rules = [
+      { pattern: 'private/**', access: 'hidden' as const },
+      { pattern: 'd', access: 'deny' as const },
+      { pattern: 'ro/**', access: 'read_only' as const },
+    ];
+    const withheld = gitViewAccess({ ...root(REPO), policy: { rules } });
+    expect(withheld.isWithheld(path.join(REPO, 'private', 'x'))).toBe(true);
+    expect(withheld.isWithheld(path.join(REPO, 'd', 'x'))).toBe(true);
+    expect(withheld.isWithheld(path.join(REPO, 'ro', 'x'))).toBe(false);
+    expect(withheld.isWithheld(A)).toBe(false);
+    expect(withheld.isWithheld(T.dir)).toBe(false);
+    expect(access.isWithheld(path.join(REPO, 'private', 'x'))).toBe(false);
   });
 
   it('finds the nearest existing directory of a path that does not exist yet', async () => {

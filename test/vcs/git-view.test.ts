@@ -9,6 +9,7 @@
  *   into the envelope, whatever the classification;
  * - `runGit` refuses the content-reading subcommands (they must go through a view).
  */
+import type { PolicyContext } from '../../src/policy/authorize.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -18,6 +19,14 @@ import { ToolError } from '../../src/errors/tool-error.js';
 import { gitStatus, runGit, throwGitFailure, withRepository } from '../../src/vcs/git.js';
 import { isSafeRefName, mapThroughRefspecs } from '../../src/vcs/git-view.js';
 import type { CommandResult } from '../../src/vcs/run-command.js';
+
+/** A policy context with one root and no rules. */
+const policyOf = (real: string): PolicyContext =>
+  ({
+    roots: [{ given: real, real, source: 'cli' }],
+    allowSecrets: false,
+    policy: { rules: [] },
+  }) as unknown as PolicyContext;
 import { gitViewAccess } from '../../src/policy/git-access.js';
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-gitview-test-')));
@@ -102,7 +111,7 @@ describe('private git dirs', () => {
     writeFileSync(path.join(a, 'x.log'), 'x\n');
     const b = repo('plain');
     writeFileSync(path.join(b, 'x.log'), 'x\n');
-    const access = gitViewAccess([{ real: base }]);
+    const access = gitViewAccess(policyOf(base));
     const opts = { timeoutMs: 30_000 };
     const statusOf = (dir: string) => withRepository(dir, access, opts, async (v) => (await gitStatus(v, opts)).raw);
     for (let round = 0; round < 3; round++) {
@@ -142,7 +151,7 @@ describe('throwGitFailure', () => {
     } catch (e) {
       caught.push(e as ToolError);
     }
-    await withRepository(where, gitViewAccess([{ real: base }]), { timeoutMs: 30_000 }, async (view) => {
+    await withRepository(where, gitViewAccess(policyOf(base)), { timeoutMs: 30_000 }, async (view) => {
       try {
         throwGitFailure(result(stderr), where, 'status', view);
       } catch (e) {
