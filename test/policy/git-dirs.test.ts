@@ -234,7 +234,10 @@ describe('core.hooksPath', () => {
     put('x/y/bare.git/HEAD', 'ref: refs/heads/main\n');
     mkdirSync(W('x/y/bare.git/objects'));
     put('x/y/bare.git/config', `[core]\n\tbare = true\n\thooksPath = ${W('bare-hooks')}\n`);
-    expect(verdict(W('bare-hooks', 'x'))).toMatchObject({ rule: 'hooks_dir' });
+    expect(verdict(W('bare-hooks', 'update'))).toMatchObject({ rule: 'hooks_dir' });
+    // Only the names git runs from a hooks directory start the whole-root search (one open per directory of the
+    // root); another name there is not run by git, and is judged by the repositories holding its own path.
+    expect(verdict(W('bare-hooks', 'notes.txt'))).toBeNull();
     expect(verdict(W('a', 'b', 'plain.txt'))).toBeNull();
   });
 
