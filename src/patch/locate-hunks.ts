@@ -11,6 +11,7 @@
  * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure.
  */
 import { PatchFailedError, type PatchFailedDetails } from '../errors/tool-error.js';
+import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, type ViewReplacement } from './eol-text.js';
 import { findNearestRegion } from './nearest-region.js';
 import type { FilePatch, Hunk } from './parse-unified.js';
@@ -45,18 +46,6 @@ export interface HunkReport {
   candidates: number;
   /** `line` minus the header's line (the offset GNU patch reports); null for `@@ @@`. */
   offset: number | null;
-}
-
-/**
- * Least number of non-blank characters in the lines a hunk (or an edit) leaves unchanged before its new text found
- * in the file counts as evidence that the change was already made (issue 17: `already_applied` only on evidence,
- * never because a short or common string occurs somewhere).
- */
-export const MIN_EVIDENCE_CHARS = 8;
-
-/** Non-whitespace characters in `s`. */
-export function contentChars(s: string): number {
-  return s.replace(/\s+/g, '').length;
 }
 
 const TYPOGRAPHY: Array<[RegExp, string]> = [
@@ -299,17 +288,22 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       place(chosen.at, oldSide.length, pass.kind, chosen.by, candidates.length);
       return;
     }
-    // No match at all: already applied (on evidence), or a real mismatch with a diagnosis.
+    // No match at all: already applied (on evidence, the rule edit_file shares), or a real mismatch with a diagnosis.
     if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
       for (const pass of PASSES) {
         const found = findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm));
-        const pinned = found.some(
-          (p) =>
-            (shape.leading > 0 && shape.trailing > 0) ||
-            (anchorEnd && p + newSide.length === lines.length) ||
-            (anchorStart && p === 0),
+        const between = shape.leading > 0 && shape.trailing > 0 && found.length > 0;
+        const anchored = found.some(
+          (p) => (anchorEnd && p + newSide.length === lines.length) || (anchorStart && p === 0),
         );
-        if (pinned) throw alreadyApplied(label, absolute, index, total);
+        const evidence = appliedOnEvidence(t.view, {
+          oldText: oldSide.join('\n'),
+          newText: newSide.join('\n'),
+          contextChars: shape.contextChars,
+          foundPinned: between || anchored,
+          anchored: anchored && !between,
+        });
+        if (evidence) throw alreadyApplied(label, absolute, index, total);
       }
     }
     // The nearest search scans the file: done for the failures that will be listed, not for every failing hunk.
