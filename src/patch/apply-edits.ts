@@ -101,7 +101,8 @@ export function applyEdits(
       // Indentation-tolerant, never a guess: whole lines, one region, one uniform shift, new_text in old_text's frame.
       const fileLines = splitView(t.view).lines;
       const oldLines = splitView(oldText).lines;
-      const regions = findReindented(fileLines, oldLines, MAX_CANDIDATES + 1);
+      // null: the search ran out of budget, so uniqueness is unknown and nothing is re-indented (fail closed).
+      const regions = findReindented(fileLines, oldLines, MAX_CANDIDATES + 1) ?? [];
       if (regions.length > 1) {
         const starts = regions.map((r) => r.at + 1);
         throw new PatchFailedError(

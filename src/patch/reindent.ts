@@ -133,32 +133,38 @@ export interface ReindentedRegion {
   shift: IndentShift;
 }
 
+/** Line comparisons one search may make (a file of 50,000 equal lines and a 400-line old_text would take 20 million). */
+export const MAX_REINDENT_COMPARISONS = 1_000_000;
+
 /**
  * Regions of `fileLines` where `expected` (the agent's whole lines) matches line for line except for one uniform
  * indentation shift (uniformShift), each region with its own shift; trailing blanks are ignored, a blank expected
  * line matches a blank file line. At most `limit` regions are returned (one past what the caller accepts is enough to
- * know there are several). Cost: one comparison per file line for the first non-blank expected line, then the rest
- * only where that matched (the work of a plain line search).
- * @param expected the agent's lines, without terminators, at least one non-blank
+ * know there are several). Cost: one pass to strip the file's lines, then one comparison per line for the first
+ * non-blank expected line and the rest only where that matched, at most MAX_REINDENT_COMPARISONS in all.
+ * @param expected the agent's lines, without terminators
+ * @returns the regions; null when the comparison budget ran out before the search was complete (then nothing is
+ *   known about uniqueness, and the caller must not apply: fail closed)
  */
 export function findReindented(
   fileLines: readonly string[],
   expected: readonly string[],
   limit: number,
-): ReindentedRegion[] {
+): ReindentedRegion[] | null {
   const firstContent = expected.findIndex((l) => l.trim() !== '');
-  if (firstContent === -1) return [];
+  if (firstContent === -1 || expected.length > fileLines.length) return [];
   const bodies = expected.map(body);
+  const fileBodies = fileLines.map(body);
   const out: ReindentedRegion[] = [];
+  let budget = MAX_REINDENT_COMPARISONS;
   for (let i = 0; i + expected.length <= fileLines.length && out.length < limit; i++) {
-    if (body(fileLines[i + firstContent]) !== bodies[firstContent]) continue;
+    if (fileBodies[i + firstContent] !== bodies[firstContent]) continue;
+    if ((budget -= expected.length) < 0) return null;
     const pairs: Array<{ from: string; to: string }> = [];
     let same = true;
     for (let j = 0; j < expected.length && same; j++) {
-      const actual = fileLines[i + j];
-      if (bodies[j] === '') same = actual.trim() === '';
-      else if (body(actual) !== bodies[j]) same = false;
-      else pairs.push({ from: indentOf(expected[j]), to: indentOf(actual) });
+      if (fileBodies[i + j] !== bodies[j]) same = false;
+      else if (bodies[j] !== '') pairs.push({ from: indentOf(expected[j]), to: indentOf(fileLines[i + j]) });
     }
     if (!same) continue;
     const shift = uniformShift(pairs);
