@@ -29,6 +29,8 @@ const MAX_EXCERPT_CHARS = 600;
 const SHORTLIST = 32;
 /** Expected lines scored by similarity in the first scan (the rest only by equality). */
 const FIRST_SCAN_SIMILAR = 3;
+/** Expected content lines compared in the first scan, at most (bounded work per file line). */
+const FIRST_SCAN_LINES = 48;
 
 /**
  * Least score (the mean similarity of the expected lines that carry content, in [0, 1]) for a region to be reported:
@@ -60,14 +62,21 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
   const limit = Math.min(fileLines.length, MAX_SCAN_LINES);
   const squashedFile = fileLines.slice(0, limit + expected.length).map(squash);
   const squashedExpected = expected.map(squash);
-  // First scan: equality (exact or whitespace-only) on every content line, similarity on the first few.
+  // First scan: equality (exact or whitespace-only) on up to FIRST_SCAN_LINES content lines (the first few, then
+  // evenly spaced: a 400-line old_text in a 50,000-line file would be 20 million comparisons), similarity on the first
+  // few. The shortlist is then scored on every line.
   const shortlist: Array<{ at: number; score: number }> = [];
   const first = content.slice(0, FIRST_SCAN_SIMILAR);
   const firstTrim = first.map((j) => expected[j].trim());
+  const stride = Math.max(
+    1,
+    Math.ceil((content.length - FIRST_SCAN_SIMILAR) / (FIRST_SCAN_LINES - FIRST_SCAN_SIMILAR)),
+  );
+  const scanned = content.filter((_, k) => k < FIRST_SCAN_SIMILAR || (k - FIRST_SCAN_SIMILAR) % stride === 0);
   for (let i = 0; i < limit; i++) {
     let score = 0;
-    for (let k = 0; k < content.length; k++) {
-      const j = content[k];
+    for (let k = 0; k < scanned.length; k++) {
+      const j = scanned[k];
       const a = fileLines[i + j];
       if (a === undefined) continue;
       if (a === expected[j]) score += 1;
