@@ -67,7 +67,7 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
   // few. The shortlist is then scored on every line.
   const shortlist: Array<{ at: number; score: number }> = [];
   const first = content.slice(0, FIRST_SCAN_SIMILAR);
-  const firstTrim = first.map((j) => expected[j].trim());
+  const firstScore = first.map((j) => similarityTo(expected[j].trim()));
   const stride = Math.max(
     1,
     Math.ceil((content.length - FIRST_SCAN_SIMILAR) / (FIRST_SCAN_LINES - FIRST_SCAN_SIMILAR)),
@@ -81,7 +81,7 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
       if (a === undefined) continue;
       if (a === expected[j]) score += 1;
       else if (squashedFile[i + j] === squashedExpected[j]) score += 0.9;
-      else if (k < FIRST_SCAN_SIMILAR) score += similarity(a.trim(), firstTrim[k]);
+      else if (k < FIRST_SCAN_SIMILAR) score += firstScore[k](a.trim());
     }
     if (score === 0) continue;
     if (shortlist.length < SHORTLIST) {
@@ -135,6 +135,39 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
 
 function squash(s: string): string {
   return s.replace(/\s+/g, '');
+}
+
+/**
+ * `similarity(·, expected)` as a function prepared once for many calls (the first scan calls it for every file line):
+ * the expected bigrams are counted once, keyed by their two UTF-16 code units, and each call only reads the other
+ * string's bigrams — no allocation per call but one small copy of the counts. Same value as similarity.
+ */
+export function similarityTo(expected: string): (actual: string) => number {
+  const index = new Map<number, number>();
+  const counts: number[] = [];
+  for (let i = 0; i < expected.length - 1; i++) {
+    const key = expected.charCodeAt(i) * 65536 + expected.charCodeAt(i + 1);
+    const at = index.get(key);
+    if (at === undefined) {
+      index.set(key, counts.length);
+      counts.push(1);
+    } else counts[at]++;
+  }
+  const left = new Int32Array(counts.length);
+  return (actual) => {
+    if (actual === expected) return 1;
+    if (actual.length < 2 || expected.length < 2) return 0;
+    left.set(counts);
+    let hits = 0;
+    for (let i = 0; i < actual.length - 1; i++) {
+      const at = index.get(actual.charCodeAt(i) * 65536 + actual.charCodeAt(i + 1));
+      if (at !== undefined && left[at] > 0) {
+        hits++;
+        left[at]--;
+      }
+    }
+    return (2 * hits) / (actual.length - 1 + expected.length - 1);
+  };
 }
 
 /** Similarity in [0, 1]: the Dice coefficient of character bigrams (linear time, fine for a scan of every line). */

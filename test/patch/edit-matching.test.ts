@@ -16,7 +16,7 @@ import { PatchFailedError } from '../../src/errors/tool-error.js';
 import { appliedOnEvidence } from '../../src/patch/applied-evidence.js';
 import { applyEdits, type TextEdit } from '../../src/patch/apply-edits.js';
 import { applyHunks } from '../../src/patch/locate-hunks.js';
-import { findNearestRegion, IN_ORDER_THRESHOLD } from '../../src/patch/nearest-region.js';
+import { findNearestRegion, IN_ORDER_THRESHOLD, similarity, similarityTo } from '../../src/patch/nearest-region.js';
 import { parseUnifiedDiff } from '../../src/patch/parse-unified.js';
 import {
   describeShift,
@@ -94,6 +94,10 @@ describe('appliedOnEvidence', () => {
 });
 
 describe('in-order nearest', () => {
+  it('similarityTo (the prepared form the first scan uses) equals similarity', () => {
+    const words = ['', 'a', 'ab', 'abab', '    timeout = 10', 'timeout = 11', 'Bäcker €', '😀😀x', 'aaaa', 'aa'];
+    for (const a of words) for (const b of words) expect(similarityTo(b)(a)).toBe(similarity(a, b));
+  });
   const lines = ['def f():', '    a = 1', '    c = 3', '    d = 4', '    return a', '', 'def g():', '    b = 2'];
   it('a moved line: the in-order region, first_difference null, where the moved line is now', () => {
     expect(findNearestRegion(lines, ['def f():', '    a = 1', '    b = 2', '    c = 3', '    d = 4'])).toEqual({
