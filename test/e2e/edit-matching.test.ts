@@ -8,7 +8,8 @@
  *  - a moved line: nearest is the in-order region (first_difference null, in_order found/of/missing with the line
  *    where the moved line is now);
  *  - indentation: a Python block quoted at another depth, a YAML block, a Makefile recipe with spaces for its tab
- *    apply re-indented (`match: "reindented"`, `indent_shift`), changing only the targeted lines; two such regions are
+ *    apply re-indented (`match: "reindented"`, `indent_shift`), changing only the targeted lines, and so does a hunk
+ *    of apply_patch written with spaces for a Makefile's tabs; two such regions are
  *    ambiguous, a non-uniform difference and a new_text indented unlike old_text stay no_match, nothing written.
  */
 import { readFileSync } from 'node:fs';
@@ -184,6 +185,24 @@ describe('indentation-tolerant edits', () => {
     expect(readFileSync(f, 'utf8')).toBe('CC = cc\n\nall: x\n\t$(CC) -O2 -o x x.c\n\techo done\n');
     expect(r.edits[0].match).toBe('reindented');
     expect(r.edits[0].indent_shift).toBe('4 spaces=tab');
+  });
+
+  it('apply_patch: a hunk written with spaces for a Makefile recipe applies re-indented, tabs kept', async () => {
+    const text = 'CC = cc\n\nall: x\n\t$(CC) -o x x.c\n\techo done\n';
+    const { f } = await fileWith('Makefile', text);
+    const r = await client.callOk('apply_patch', {
+      path: f,
+      patch: '@@ -3,3 +3,3 @@\n all: x\n-    $(CC) -o x x.c\n+    $(CC) -O2 -o x x.c\n     echo done\n',
+    });
+    expect(readFileSync(f, 'utf8')).toBe('CC = cc\n\nall: x\n\t$(CC) -O2 -o x x.c\n\techo done\n');
+    expect(r.files).toHaveLength(1);
+    const [h] = r.files[0].hunks;
+    expect(h.hunk).toBe(1);
+    expect(h.line).toBe(3);
+    expect(h.match).toBe('reindented');
+    expect(h.indent_shift).toBe('4 spaces=tab');
+    expect(h.placed_by).toBe('content');
+    expect(h.candidates).toBe(1);
   });
 
   it('two regions that match once indentation is ignored: ambiguous, nothing written', async () => {

@@ -4,7 +4,8 @@
  * test/e2e/patch-bench-sample.test.ts samples them) becomes an edit (old side → new side), and the same edit is sent
  * again with its indentation shifted — every line 2 spaces deeper, every line's common indentation removed, and
  * leading 4-space runs written as tabs. Each shifted edit applied as `reindented` must give exactly the bytes of the
- * unshifted edit; the others are refused (PATCH_FAILED) or match the shifted text verbatim elsewhere (exact). Skipped without the history (a shallow clone).
+ * unshifted edit; the others are refused (PATCH_FAILED) or match the shifted text verbatim elsewhere (exact). The same
+ * shifted hunk as a `@@ @@` patch (apply_patch's engine) likewise gives the unshifted hunk's bytes when re-indented. Skipped without the history (a shallow clone).
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -12,7 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { PatchFailedError } from '../../src/errors/tool-error.js';
 import { applyEdits, type TextEdit } from '../../src/patch/apply-edits.js';
-import { parseUnifiedDiff } from '../../src/patch/parse-unified.js';
+import { applyHunks } from '../../src/patch/locate-hunks.js';
+import { parseUnifiedDiff, type Hunk } from '../../src/patch/parse-unified.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const UNTIL = 'b69ebe098fe79f827fcef365cdce29bcd528dff3';
@@ -39,6 +41,22 @@ function tryEdit(text: string, edit: TextEdit): { text: string; match: string } 
   }
 }
 
+/** One hunk alone as a `@@ @@` patch (no line numbers: placed by content only), its lines through `shift`. */
+function tryHunk(
+  text: string,
+  hunk: Hunk,
+  shift: (line: string) => string,
+): { text: string; match: string } | 'refused' {
+  const body = hunk.lines.map((l) => `${l.op}${shift(l.text)}\n`).join('');
+  try {
+    const r = applyHunks(text, parseUnifiedDiff(`@@ @@\n${body}`)[0], '/r/f');
+    return { text: r.text, match: r.hunks[0].match };
+  } catch (error) {
+    if (error instanceof PatchFailedError) return 'refused';
+    throw error;
+  }
+}
+
 const shifts: Array<[string, (line: string) => string]> = [
   ['two spaces deeper', (l) => (l.trim() ? `  ${l}` : l)],
   ['tabs for 4 spaces', (l) => l.replace(/^((?: {4})+)/, (m) => '\t'.repeat(m.length / 4))],
@@ -50,7 +68,7 @@ it.skipIf(!hasHistory())(
     const commits = git(['rev-list', '--no-merges', `--max-count=${COMMITS}`, UNTIL])
       .trim()
       .split('\n');
-    const tally = { edits: 0, reindented: 0, refused: 0 };
+    const tally = { edits: 0, reindented: 0, refused: 0, hunks_reindented: 0 };
     for (const c of commits) {
       const diff = git(['diff', '-U3', `${c}^`, c, '--', '*.ts', '*.md', '*.mjs', '*.json', '*.yml']);
       for (const file of parseUnifiedDiff(diff)) {
@@ -86,12 +104,19 @@ it.skipIf(!hasHistory())(
             if (r.match !== 'reindented') continue;
             tally.reindented++;
             expect(r.text, `${c} ${file.newPath} @@ ${hunk.oldStart}: ${label}`).toBe(base.text);
+            // The same shifted hunk through apply_patch's engine: the unshifted hunk's bytes, or a refusal.
+            const plain = tryHunk(before, hunk, (l) => l);
+            const h = tryHunk(before, hunk, shift);
+            if (plain === 'refused' || h === 'refused' || h.match !== 'reindented') continue;
+            tally.hunks_reindented++;
+            expect(h.text, `hunk: ${c} ${file.newPath} @@ ${hunk.oldStart}: ${label}`).toBe(plain.text);
           }
         }
       }
     }
     console.log(`reindent over history: ${JSON.stringify(tally)}`);
     expect(tally.reindented).toBeGreaterThan(50);
+    expect(tally.hunks_reindented).toBeGreaterThan(50);
   },
   120_000,
 );
