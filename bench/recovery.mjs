@@ -98,11 +98,34 @@ function regenerateEdit(content, intent) {
   for (let k = 0; k <= idx; k++) {
     const oldText = lines.slice(idx - k, idx + 1).join('\n');
     if (content.split(oldText).length === 2) {
-      const newText = [...lines.slice(idx - k, idx), intent.replace(lines[idx])].join('\n');
+      const replaced = intent.replace(lines[idx]);
+      // null: the intent is to delete the line (with its newline).
+      if (replaced === null) return { old_text: `${oldText}\n`, new_text: lines.slice(idx - k, idx).map((l) => `${l}\n`).join('') };
+      const newText = [...lines.slice(idx - k, idx), replaced].join('\n');
       return { old_text: oldText, new_text: newText };
     }
   }
   return null;
+}
+
+/**
+ * For a no_match whose nearest region is `in_order` (old_text's lines in order, not adjacent): when every missing line
+ * is one the edit keeps unchanged (it is in new_text too) and the region holds exactly the other lines, removes the
+ * missing lines from old_text and new_text (or, with `dryRun`, only says whether it would).
+ */
+function dropMoved(edit, nearest, dryRun) {
+  const io = nearest?.in_order;
+  if (!edit || !io || io.missing.length !== io.of - io.found || nearest.excerpt.split('\n').length !== io.found) return false;
+  const ol = edit.old_text.split('\n');
+  const nl = edit.new_text.split('\n');
+  for (const m of io.missing) {
+    const i = ol.indexOf(m.expected);
+    const j = nl.indexOf(m.expected);
+    if (i === -1 || j === -1) return false;
+    if (!dryRun) { ol.splice(i, 1); nl.splice(j, 1); }
+  }
+  if (!dryRun) { edit.old_text = ol.join('\n'); edit.new_text = nl.join('\n'); }
+  return true;
 }
 
 /** Renames the key at a dotted/bracketed field path (`edits[0].old_string`, `edits.0.oldText`) to `to`. */
@@ -230,6 +253,12 @@ async function runAgent(c) {
       next.args[key] = path.join(root, ...parts.slice(-2));
     } else if (e.code === 'OCC_MISMATCH' && e.conflict?.reason === 'deleted') {
       return { outcome: 'stopped', extra, infoCalls, followedHint, firstCode, trail };
+    } else if (e.code === 'PATCH_FAILED' && d.reason === 'no_match' && call.tool === 'edit_file'
+      && (d.failures ?? [d]).every((f) => dropMoved(next.args.edits[f.edit_index], f.nearest, true))) {
+      // The envelope's in-order region: old_text's lines are there in order but for some that moved elsewhere; when
+      // the edit does not change those, drop them from old_text and new_text (the region is exactly the rest).
+      for (const f of d.failures ?? [d]) dropMoved(next.args.edits[f.edit_index], f.nearest, false);
+      followedHint = true;
     } else if (e.code === 'PATCH_FAILED' && d.reason === 'ambiguous' && call.tool === 'edit_file' && Array.isArray(d.candidate_context)
       && c.intent?.anchorDone && pickCandidate(next.args.edits[d.edit_index], d.candidate_context, c.intent)) {
       // The envelope shows the lines around each match: extend old_text (and new_text) with the lines before the one
@@ -465,7 +494,43 @@ for (let i = 0; i < 2; i++) {
   add({ cat: 'hash_required_multi', call: { tool: 'apply_patch', args: { patch: `${hunk(k, `multi${i}/a.py`)}${hunk(k + 50, `multi${i}/b.py`)}` } },
     check: () => read(a) === changedLine(k, k) && read(b) === changedLine(k + 50, k + 50) });
 }
-// 16. READONLY (second session, --readonly).
+// 16. A deletion edit with a typo in old_text (issue 30: never "already applied"): remove the debug line, keeping the
+// line above as the anchor; the file says debugLog, the agent typed debuglog.
+for (let i = 0; i < 3; i++) {
+  const k = 1400 + i; const text = `const a${k} = 1;\nconst debugLog = true;\nconst b${k} = 2;\n`; const abs = put(`deltypo/d${k}.js`, text);
+  add({ cat: 'deletion_typo', prepare: () => readIt(abs),
+    call: { tool: 'edit_file', args: { path: abs, edits: [{ old_text: `const a${k} = 1;\nconst debuglog = true;\n`, new_text: `const a${k} = 1;\n` }] } },
+    intent: { anchor: /^const debugLog = true;$/m, anchorDone: new RegExp(`const a${k} = 1;\nconst b${k} = 2;`), replace: () => null },
+    check: fileIs(abs, `const a${k} = 1;\nconst b${k} = 2;\n`) });
+}
+// 17. A moved line: the agent's old_text keeps `retries` below `timeout`, but it moved into save_k.
+for (let i = 0; i < 3; i++) {
+  const k = 1500 + i; const r = `    retries = ${k % 5 + 1}`;
+  const text = module(k).replace(`${r}\n`, '').replace('    mode = "w"\n', `    mode = "w"\n${r}\n`); const abs = put(`moved/m${k}.py`, text);
+  add({ cat: 'moved_line', prepare: () => readIt(abs),
+    call: { tool: 'edit_file', args: { path: abs, edits: [{ old_text: `def load_${k}():\n    timeout = ${10 + k}\n${r}\n    return timeout\n`, new_text: `def load_${k}():\n    timeout = ${k}\n${r}\n    return timeout\n` }] } },
+    intent: timeoutIntent(k, k), check: fileIs(abs, text.replace(`    timeout = ${10 + k}\n`, `    timeout = ${k}\n`)) });
+}
+// 18. Indentation-shifted edits: a block quoted at another depth (Python, YAML), a Makefile recipe sent with spaces.
+const indentCases = [
+  (k) => ({ name: `ind/c${k}.py`, text: `class C${k}:\n    def load(self):\n        timeout = ${k}\n        return timeout\n\n    def save(self):\n        return ${k}\n`,
+    old_text: `def load(self):\n    timeout = ${k}\n`, new_text: `def load(self):\n    timeout = ${k + 1}\n`,
+    from: `        timeout = ${k}\n`, to: `        timeout = ${k + 1}\n`, anchor: new RegExp(`^        timeout = ${k}$`) }),
+  (k) => ({ name: `ind/s${k}.yaml`, text: `svc${k}:\n  web:\n    image: app:${k}\n    replicas: 2\n  db:\n    image: pg:15\n    replicas: 1\n`,
+    old_text: `image: app:${k}\nreplicas: 2\n`, new_text: `image: app:${k + 1}\nreplicas: 2\n`,
+    from: `    image: app:${k}\n`, to: `    image: app:${k + 1}\n`, anchor: new RegExp(`^    image: app:${k}$`) }),
+  (k) => ({ name: `ind/mk${k}/Makefile`, text: `CC = cc\n\nall: x${k}\n\t$(CC) -o x${k} x.c\n\techo done\n`,
+    old_text: `all: x${k}\n    $(CC) -o x${k} x.c\n`, new_text: `all: x${k}\n    $(CC) -O2 -o x${k} x.c\n`,
+    from: `\t$(CC) -o x${k} x.c\n`, to: `\t$(CC) -O2 -o x${k} x.c\n`, anchor: new RegExp(`^\\t\\$\\(CC\\) -o x${k} x\\.c$`) }),
+];
+for (let i = 0; i < 6; i++) {
+  const k = 1600 + i; const c = indentCases[i % 3](k); const abs = put(c.name, c.text);
+  add({ cat: 'indentation', prepare: () => readIt(abs),
+    call: { tool: 'edit_file', args: { path: abs, edits: [{ old_text: c.old_text, new_text: c.new_text }] } },
+    intent: { anchor: c.anchor, anchorDone: new RegExp(c.to.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), replace: () => c.to.slice(0, -1) },
+    check: fileIs(abs, c.text.replace(c.from, c.to)) });
+}
+// 19. READONLY (second session, --readonly).
 const readonlyCases = [];
 for (let i = 0; i < 4; i++) {
   const k = 1300 + i; const abs = put(`ro/m${k}.py`, module(k));

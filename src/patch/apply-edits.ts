@@ -1,14 +1,18 @@
 /**
  * edit_file's engine (SPEC §6.2): exact-text replacements applied in order, all or none. Each old_text must match
  * exactly once (or replace_all): first exactly on the LF view (so CRLF-vs-LF differences match), then tolerating
- * trailing whitespace at line ends; leading whitespace (indentation) must always match exactly. Replacement text is
- * inserted literally (no `$&` patterns). Failures are PATCH_FAILED with the edit's index, the reason and the nearest
- * region. `already_applied` only on evidence (MIN_EVIDENCE_CHARS in src/patch/locate-hunks.ts). Pure: text in, text out.
+ * trailing whitespace at line ends, then — whole lines only, exactly one region, never a guess — tolerating one uniform
+ * change of indentation, with new_text re-indented the same way (src/patch/reindent.ts; reported as `reindented`).
+ * Replacement text is inserted literally (no `$&` patterns). Failures are PATCH_FAILED with the edit's index, the
+ * reason and the nearest region. `already_applied` only on evidence (src/patch/applied-evidence.ts, the rule apply_patch
+ * shares). Pure: text in, text out.
  */
 import { PatchFailedError, ToolError } from '../errors/tool-error.js';
+import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
-import { allFailures, contentChars, MAX_LISTED_FAILURES, MIN_EVIDENCE_CHARS, splitView } from './locate-hunks.js';
+import { allFailures, MAX_LISTED_FAILURES, splitView } from './locate-hunks.js';
 import { findNearestRegion } from './nearest-region.js';
+import { describeShift, findReindented, reindentText, sameFrame } from './reindent.js';
 
 /** One edit as sent. */
 export interface TextEdit {
@@ -21,7 +25,9 @@ export interface TextEdit {
 export interface EditReport {
   index: number;
   replacements: number;
-  match: 'exact' | 'trailing_whitespace';
+  match: 'exact' | 'trailing_whitespace' | 'reindented';
+  /** For `reindented`: the indentation change from old_text to the file, applied to new_text too (describeShift). */
+  indent_shift?: string;
   /** 1-based lines (in the text before this edit) where the matches start. */
   lines: number[];
 }
@@ -90,14 +96,66 @@ export function applyEdits(
       );
     }
     const label = edits.length === 1 ? 'edit' : `edits[${index}] (${index + 1} of ${edits.length})`;
+    let refusedShift = '';
     if (spans.length === 0) {
-      // Evidence only (issue 17): new_text is found and what old_text and new_text share (their common start and end,
-      // which is where the old text would have been) carries at least MIN_EVIDENCE_CHARS non-blank characters — never
-      // because a short or common new_text occurs somewhere.
+      // Indentation-tolerant, never a guess: whole lines, one region, one uniform shift, new_text in old_text's frame.
+      const fileLines = splitView(t.view).lines;
+      const oldLines = splitView(oldText).lines;
+      // null: the search ran out of budget, so uniqueness is unknown and nothing is re-indented (fail closed).
+      const regions = findReindented(fileLines, oldLines, MAX_CANDIDATES + 1) ?? [];
+      if (regions.length > 1) {
+        const starts = regions.map((r) => r.at + 1);
+        throw new PatchFailedError(
+          `${label}: old_text matches ${regions.length}${regions.length > MAX_CANDIDATES ? '+' : ''} places in ` +
+            `${absolute} once indentation is ignored (lines ${starts.slice(0, 20).join(', ')}), and none exactly.`,
+          {
+            path: absolute,
+            details: {
+              reason: 'ambiguous',
+              edit_index: index,
+              match: 'reindented',
+              count: regions.length,
+              candidates: starts.slice(0, MAX_CANDIDATES),
+              candidate_context: candidateContext(fileLines, starts, oldLines.length),
+            },
+            suggestion:
+              "Copy old_text with the file's own indentation from a fresh read, with a line that singles out one place.",
+          },
+        );
+      }
+      if (regions.length === 1) {
+        const { at, shift } = regions[0];
+        const shifted = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
+        const span = lineSpan(t.view, at, oldLines.length, oldText.endsWith('\n'));
+        if (shifted !== null && span) {
+          reports.push({
+            index,
+            replacements: 1,
+            match: 'reindented',
+            indent_shift: describeShift(shift),
+            lines: [at + 1],
+          });
+          made += 1;
+          return applyToOriginal(t, [{ ...span, text: shifted }]);
+        }
+        refusedShift =
+          ` It matches line ${at + 1} with indentation ${describeShift(shift)}, but new_text is not indented like ` +
+          'old_text, so re-indenting it would be a guess.';
+      }
+    }
+    if (spans.length === 0) {
+      // Evidence only (docs/errors.md): new_text is found, it adds something (a pure deletion's remaining text proves
+      // nothing), the frame old_text and new_text share (their common start and end, where the old text would have
+      // been) carries at least MIN_EVIDENCE_CHARS non-blank characters, and old_text's distinctive lines are gone.
       if (
         newText !== '' &&
-        contentChars(sharedFrame(oldText, newText)) >= MIN_EVIDENCE_CHARS &&
-        t.view.includes(newText)
+        appliedOnEvidence(t.view, {
+          oldText,
+          newText,
+          contextChars: contentChars(sharedFrame(oldText, newText)),
+          foundPinned: t.view.includes(newText),
+          anchored: false,
+        })
       ) {
         throw new PatchFailedError(
           `${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`,
@@ -114,7 +172,7 @@ export function applyEdits(
           ? findNearestRegion(splitView(t.view).lines, splitView(oldText).lines)
           : null;
       throw new PatchFailedError(
-        `${label}: old_text not found${nearest ? `; closest region at line ${nearest.line}` : ''}.`,
+        `${label}: old_text not found${nearest ? `; closest region at line ${nearest.line}` : ''}.${refusedShift}`,
         {
           path: absolute,
           details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
@@ -149,7 +207,7 @@ export function applyEdits(
             reason: 'ambiguous',
             edit_index: index,
             count: spans.length,
-            candidates: lines.slice(0, 50),
+            candidates: lines.slice(0, MAX_CANDIDATES),
             candidate_context: candidateContext(splitView(t.view).lines, lines, splitView(oldText).lines.length),
           },
           suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
@@ -163,6 +221,8 @@ export function applyEdits(
   }
 }
 
+/** Candidate lines listed in an ambiguous envelope. */
+const MAX_CANDIDATES = 50;
 /** Candidates given context in an ambiguous envelope (the first ones), lines of context on each side, characters per line. */
 const CONTEXT_CANDIDATES = 10;
 const CONTEXT_LINES = 2;
@@ -210,6 +270,20 @@ function sharedFrame(a: string, b: string): string {
 interface Span {
   start: number;
   end: number;
+}
+
+/**
+ * The view offsets of `count` whole lines from 0-based line `at`: through the last line's newline when `withNewline`
+ * (null when that line has none: old_text's final newline is not in the file), else up to the end of its text.
+ */
+function lineSpan(view: string, at: number, count: number, withNewline: boolean): Span | null {
+  let start = 0;
+  for (let k = 0; k < at; k++) start = view.indexOf('\n', start) + 1;
+  let end = start;
+  for (let k = 0; k < count - 1; k++) end = view.indexOf('\n', end) + 1;
+  const eol = view.indexOf('\n', end);
+  if (!withNewline) return { start, end: eol === -1 ? view.length : eol };
+  return eol === -1 ? null : { start, end: eol + 1 };
 }
 
 /**

@@ -11,12 +11,17 @@
  * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure.
  */
 import { PatchFailedError, type PatchFailedDetails } from '../errors/tool-error.js';
+import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, type ViewReplacement } from './eol-text.js';
 import { findNearestRegion } from './nearest-region.js';
 import type { FilePatch, Hunk } from './parse-unified.js';
+import { describeShift, findReindented, sameFrame, shiftIndent, type IndentShift } from './reindent.js';
 
-/** How a hunk matched (the tolerance that was needed). */
-export type MatchKind = 'exact' | 'trailing_whitespace' | 'typography';
+/**
+ * How a hunk matched (the tolerance that was needed); `reindented`: whole lines but for one uniform indentation shift,
+ * the added lines re-indented the same way (src/patch/reindent.ts, docs/errors.md "How edits and hunks match").
+ */
+export type MatchKind = 'exact' | 'trailing_whitespace' | 'typography' | 'reindented';
 
 /**
  * What singled out the place where a hunk applied:
@@ -45,18 +50,8 @@ export interface HunkReport {
   candidates: number;
   /** `line` minus the header's line (the offset GNU patch reports); null for `@@ @@`. */
   offset: number | null;
-}
-
-/**
- * Least number of non-blank characters in the lines a hunk (or an edit) leaves unchanged before its new text found
- * in the file counts as evidence that the change was already made (issue 17: `already_applied` only on evidence,
- * never because a short or common string occurs somewhere).
- */
-export const MIN_EVIDENCE_CHARS = 8;
-
-/** Non-whitespace characters in `s`. */
-export function contentChars(s: string): number {
-  return s.replace(/\s+/g, '').length;
+  /** For `reindented`: the indentation change from the hunk to the file, applied to its added lines too. */
+  indent_shift?: string;
 }
 
 const TYPOGRAPHY: Array<[RegExp, string]> = [
@@ -114,6 +109,8 @@ interface Located {
   placedBy: Placement;
   candidates: number;
   hunk: Hunk;
+  /** The indentation shift of a `reindented` match. */
+  shift?: IndentShift;
 }
 
 /** The shape of a hunk: its two sides, and how many context lines lead and trail its changes. */
@@ -299,17 +296,71 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       place(chosen.at, oldSide.length, pass.kind, chosen.by, candidates.length);
       return;
     }
-    // No match at all: already applied (on evidence), or a real mismatch with a diagnosis.
+    // Indentation-tolerant, never a guess (the rule edit_file shares): one region, one uniform shift, and added lines
+    // in the old side's frame that can take it. A search out of budget (null) re-indents nothing.
+    if (shape.changes) {
+      const regions = findReindented(lines, oldSide, MAX_REINDENTED + 1) ?? [];
+      if (regions.length > 1) {
+        throw new PatchFailedError(
+          `${label} matches ${regions.length}${regions.length > MAX_REINDENTED ? '+' : ''} places of ${absolute} once ` +
+            `indentation is ignored (lines ${regions
+              .slice(0, 20)
+              .map((r) => r.at + 1)
+              .join(', ')}), and none exactly.`,
+          {
+            path: absolute,
+            details: {
+              reason: 'ambiguous',
+              hunk: index + 1,
+              hunks: total,
+              match: 'reindented',
+              count: regions.length,
+              candidates: regions.slice(0, MAX_REINDENTED).map((r) => r.at + 1),
+              expected: oldSide.slice(0, 50),
+            },
+            suggestion:
+              "Regenerate the hunk from the file's own lines (their indentation), with enough context to match once.",
+          },
+        );
+      }
+      if (regions.length === 1) {
+        const { at, shift } = regions[0];
+        const added = hunk.lines.filter((l) => l.op === '+' && l.text.trim() !== '');
+        const fits =
+          sameFrame(oldSide.join('\n'), newSide.join('\n')) &&
+          added.every((l) => shiftIndent(/^[ \t]*/.exec(l.text)![0], shift) !== null);
+        if (fits) {
+          located.push({
+            index,
+            start: at,
+            count: oldSide.length,
+            match: 'reindented',
+            placedBy: 'content',
+            candidates: 1,
+            hunk,
+            shift,
+          });
+          if (hunk.oldStart !== null) carried = at - Math.max(hunk.oldStart - 1, 0);
+          return;
+        }
+      }
+    }
+    // No match at all: already applied (on evidence, the rule edit_file shares), or a real mismatch with a diagnosis.
     if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
       for (const pass of PASSES) {
         const found = findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm));
-        const pinned = found.some(
-          (p) =>
-            (shape.leading > 0 && shape.trailing > 0) ||
-            (anchorEnd && p + newSide.length === lines.length) ||
-            (anchorStart && p === 0),
+        const between = shape.leading > 0 && shape.trailing > 0 && found.length > 0;
+        const anchored = found.some(
+          (p) => (anchorEnd && p + newSide.length === lines.length) || (anchorStart && p === 0),
         );
-        if (pinned) throw alreadyApplied(label, absolute, index, total);
+        const evidence = appliedOnEvidence(t.view, {
+          oldText: oldSide.join('\n'),
+          newText: newSide.join('\n'),
+          contextChars: shape.contextChars,
+          foundPinned: between || anchored,
+          anchored: anchored && !between,
+        });
+        if (evidence) throw alreadyApplied(label, absolute, index, total);
       }
     }
     // The nearest search scans the file: done for the failures that will be listed, not for every failing hunk.
@@ -422,7 +473,10 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       if (l.op === ' ')
         out.push(lines[cursor++] ?? l.text); // keep the file's own text for context
       else if (l.op === '-') cursor++;
-      else out.push(l.text);
+      else if (loc.shift && l.text.trim() !== '') {
+        const indent = /^[ \t]*/.exec(l.text)![0];
+        out.push(shiftIndent(indent, loc.shift)! + l.text.slice(indent.length)); // checked when it was placed
+      } else out.push(l.text);
     }
     const endLine = loc.start + loc.count;
     const touchesEof = endLine === lines.length;
@@ -458,6 +512,7 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
           : l.count === 0 && l.hunk.lines.every((x) => x.op === '+')
             ? l.start - l.hunk.oldStart
             : l.start + 1 - Math.max(l.hunk.oldStart, 1),
+      ...(l.shift ? { indent_shift: describeShift(l.shift) } : {}),
     }));
   return { text, hunks };
 }
@@ -535,6 +590,9 @@ function alreadyApplied(label: string, absolute: string, index: number, total: n
     suggestion: 'Read the file to confirm; do not apply this patch again.',
   });
 }
+
+/** Re-indented candidates listed in an ambiguous envelope. */
+const MAX_REINDENTED = 50;
 
 /** Most failures listed in `details.failures` (each carries up to 50 expected lines and a nearest region). */
 export const MAX_LISTED_FAILURES = 20;

@@ -1,14 +1,25 @@
 /**
  * Diagnosis for an edit or hunk that did not match (SPEC §3.1 PATCH_FAILED details.nearest): the region of the file
  * most like the expected lines, the first line where they differ, and whether that difference is whitespace only —
- * so an agent can fix its edit in one step — or nothing, when no region is similar enough (NEAREST_THRESHOLD). Pure.
+ * so an agent can fix its edit in one step; failing that, the region that holds most of the expected lines in order
+ * but not adjacent (a line moved away or inserted between: `in_order`, IN_ORDER_THRESHOLD); or nothing, when no
+ * region is similar enough (NEAREST_THRESHOLD). Pure; bounded work (docs/errors.md "nearest").
  */
 
-/** SPEC §3.1 `nearest`. Lines are 1-based. */
+/**
+ * SPEC §3.1 `nearest`. Lines are 1-based. `first_difference` is null when the region is no line-by-line variant of the
+ * expected lines (an `in_order` region: its lines are not adjacent, so no single line is "the" difference).
+ */
 export interface NearestRegion {
   line: number;
   excerpt: string;
   first_difference: { line: number; expected: string; actual: string; whitespace_only: boolean } | null;
+  /**
+   * Present when the region holds the expected lines in order but not adjacent: how many of the expected content
+   * lines it holds (`found` of `of`), and up to MAX_MISSING of the others (`expected`), each with the 1-based `line`
+   * where it occurs elsewhere in the file (its first occurrence outside the region), or null when it is nowhere.
+   */
+  in_order?: { found: number; of: number; missing: Array<{ expected: string; line: number | null }> };
 }
 
 const MAX_SCAN_LINES = 200_000;
@@ -18,6 +29,8 @@ const MAX_EXCERPT_CHARS = 600;
 const SHORTLIST = 32;
 /** Expected lines scored by similarity in the first scan (the rest only by equality). */
 const FIRST_SCAN_SIMILAR = 3;
+/** Expected content lines compared in the first scan, at most (bounded work per file line). */
+const FIRST_SCAN_LINES = 48;
 
 /**
  * Least score (the mean similarity of the expected lines that carry content, in [0, 1]) for a region to be reported:
@@ -37,8 +50,10 @@ function lineSimilarity(actual: string | undefined, expected: string): number {
  * Finds the region of `fileLines` that best matches `expected` (both whole lines without terminators: split an
  * old_text that ends in a newline with splitView, so its final newline is no empty line). The score of a start is
  * the mean similarity (lineSimilarity) of the expected lines that carry content, aligned line by line; blank expected
- * lines do not count, so a blank line can never win on its own. Ties go to the first line.
- * @returns null when the file or the expected text has no content, or no region scores NEAREST_THRESHOLD
+ * lines do not count, so a blank line can never win on its own. Ties go to the first line. When no start reaches
+ * NEAREST_THRESHOLD, or two or more content lines differ at the best one and an in-order region (findInOrderRegion)
+ * holds more expected lines than it has equal, the in-order region is returned instead.
+ * @returns null when the file or the expected text has no content, or no region reaches either threshold
  */
 export function findNearestRegion(fileLines: readonly string[], expected: readonly string[]): NearestRegion | null {
   if (fileLines.length === 0 || expected.length === 0) return null;
@@ -47,19 +62,26 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
   const limit = Math.min(fileLines.length, MAX_SCAN_LINES);
   const squashedFile = fileLines.slice(0, limit + expected.length).map(squash);
   const squashedExpected = expected.map(squash);
-  // First scan: equality (exact or whitespace-only) on every content line, similarity on the first few.
+  // First scan: equality (exact or whitespace-only) on up to FIRST_SCAN_LINES content lines (the first few, then
+  // evenly spaced: a 400-line old_text in a 50,000-line file would be 20 million comparisons), similarity on the first
+  // few. The shortlist is then scored on every line.
   const shortlist: Array<{ at: number; score: number }> = [];
   const first = content.slice(0, FIRST_SCAN_SIMILAR);
-  const firstTrim = first.map((j) => expected[j].trim());
+  const firstScore = first.map((j) => similarityTo(expected[j].trim()));
+  const stride = Math.max(
+    1,
+    Math.ceil((content.length - FIRST_SCAN_SIMILAR) / (FIRST_SCAN_LINES - FIRST_SCAN_SIMILAR)),
+  );
+  const scanned = content.filter((_, k) => k < FIRST_SCAN_SIMILAR || (k - FIRST_SCAN_SIMILAR) % stride === 0);
   for (let i = 0; i < limit; i++) {
     let score = 0;
-    for (let k = 0; k < content.length; k++) {
-      const j = content[k];
+    for (let k = 0; k < scanned.length; k++) {
+      const j = scanned[k];
       const a = fileLines[i + j];
       if (a === undefined) continue;
       if (a === expected[j]) score += 1;
       else if (squashedFile[i + j] === squashedExpected[j]) score += 0.9;
-      else if (k < FIRST_SCAN_SIMILAR) score += similarity(a.trim(), firstTrim[k]);
+      else if (k < FIRST_SCAN_SIMILAR) score += firstScore[k](a.trim());
     }
     if (score === 0) continue;
     if (shortlist.length < SHORTLIST) {
@@ -82,7 +104,14 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
       best = at;
     }
   }
-  if (best === -1 || bestScore < NEAREST_THRESHOLD) return null;
+  if (best === -1 || bestScore < NEAREST_THRESHOLD) return findInOrderRegion(fileLines, expected, content, limit);
+  // Two or more lines differ line by line: when more expected lines sit in order, not adjacent, elsewhere (a line moved
+  // away or one inserted between), that region explains the mismatch; line-by-line differences there would mislead.
+  const equal = content.filter((j) => squashedFile[best + j] === squashedExpected[j]).length;
+  if (equal < content.length - 1) {
+    const inOrder = findInOrderRegion(fileLines, expected, content, limit);
+    if (inOrder && inOrder.in_order!.found > equal) return inOrder;
+  }
   let firstDifference: NearestRegion['first_difference'] = null;
   for (let j = 0; j < expected.length; j++) {
     const actual = fileLines[best + j];
@@ -108,6 +137,39 @@ function squash(s: string): string {
   return s.replace(/\s+/g, '');
 }
 
+/**
+ * `similarity(·, expected)` as a function prepared once for many calls (the first scan calls it for every file line):
+ * the expected bigrams are counted once, keyed by their two UTF-16 code units, and each call only reads the other
+ * string's bigrams — no allocation per call but one small copy of the counts. Same value as similarity.
+ */
+export function similarityTo(expected: string): (actual: string) => number {
+  const index = new Map<number, number>();
+  const counts: number[] = [];
+  for (let i = 0; i < expected.length - 1; i++) {
+    const key = expected.charCodeAt(i) * 65536 + expected.charCodeAt(i + 1);
+    const at = index.get(key);
+    if (at === undefined) {
+      index.set(key, counts.length);
+      counts.push(1);
+    } else counts[at]++;
+  }
+  const left = new Int32Array(counts.length);
+  return (actual) => {
+    if (actual === expected) return 1;
+    if (actual.length < 2 || expected.length < 2) return 0;
+    left.set(counts);
+    let hits = 0;
+    for (let i = 0; i < actual.length - 1; i++) {
+      const at = index.get(actual.charCodeAt(i) * 65536 + actual.charCodeAt(i + 1));
+      if (at !== undefined && left[at] > 0) {
+        hits++;
+        left[at]--;
+      }
+    }
+    return (2 * hits) / (actual.length - 1 + expected.length - 1);
+  };
+}
+
 /** Similarity in [0, 1]: the Dice coefficient of character bigrams (linear time, fine for a scan of every line). */
 export function similarity(a: string, b: string): number {
   if (a === b) return 1;
@@ -127,4 +189,133 @@ export function similarity(a: string, b: string): number {
     }
   }
   return (2 * hits) / (a.length - 1 + b.length - 1);
+}
+
+/**
+ * Least share of the expected content lines an in-order region must hold (found whitespace-insensitively, in order,
+ * at least two): below it `nearest` is absent rather than a guess.
+ */
+export const IN_ORDER_THRESHOLD = 0.5;
+/** Expected content lines considered by the in-order search (the first ones). */
+const MAX_IN_ORDER_LINES = 400;
+/** A line occurring at most this often in the file anchors candidate regions (a `}` on every other line does not). */
+const MAX_ANCHOR_OCCURRENCES = 16;
+/** Candidate regions (the starts most anchors agree on) scored in full. */
+const IN_ORDER_CANDIDATES = 16;
+/** Matching (expected line, file line) pairs scored per candidate region. */
+const MAX_PAIRS = 20_000;
+/** Missing lines listed. */
+const MAX_MISSING = 10;
+
+/**
+ * The region holding the most expected content lines in order (the longest common subsequence of whole lines,
+ * ignoring whitespace) within a window of twice the expected length around where anchors put the start, so the
+ * region is one the change fits: at most twice as long as the expected lines, holding at least IN_ORDER_THRESHOLD of
+ * their content lines. Bounded: one pass over the file lines (up to `limit`), IN_ORDER_CANDIDATES windows, MAX_PAIRS
+ * pairs each, solved as a longest increasing subsequence (O(pairs log pairs)).
+ * @param content indices of the expected lines that carry content
+ * @returns null when no region reaches the threshold or fewer than two content lines are expected
+ */
+function findInOrderRegion(
+  fileLines: readonly string[],
+  expected: readonly string[],
+  content: readonly number[],
+  limit: number,
+): NearestRegion | null {
+  const used = content.slice(0, MAX_IN_ORDER_LINES);
+  if (used.length < 2) return null;
+  const keys = used.map((j) => squash(expected[j]));
+  const wanted = new Set(keys);
+  const positions = new Map<string, number[]>();
+  for (let i = 0; i < limit; i++) {
+    const key = squash(fileLines[i]);
+    if (!wanted.has(key)) continue;
+    const list = positions.get(key);
+    if (list) list.push(i);
+    else positions.set(key, [i]);
+  }
+  // Anchors vote for the start (the file line of expected line 0) their position implies.
+  const votes = new Map<number, number>();
+  used.forEach((j, k) => {
+    const ps = positions.get(keys[k]) ?? [];
+    if (ps.length > MAX_ANCHOR_OCCURRENCES) return;
+    for (const p of ps) votes.set(p - j, (votes.get(p - j) ?? 0) + 1);
+  });
+  const starts = [...votes.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0] - b[0])
+    .slice(0, IN_ORDER_CANDIDATES)
+    .map(([s]) => s);
+  const half = Math.floor(expected.length / 2);
+  let best: Array<{ k: number; p: number }> = [];
+  for (const s of starts) {
+    const chain = longestInOrder(keys, positions, s - half, s + expected.length + half);
+    const span = (c: typeof chain) => (c.length ? c[c.length - 1].p - c[0].p : Infinity);
+    if (chain.length > best.length || (chain.length === best.length && span(chain) < span(best))) best = chain;
+  }
+  if (best.length < 2 || best.length < IN_ORDER_THRESHOLD * used.length) return null;
+  const first = best[0].p;
+  const last = best[best.length - 1].p;
+  const inChain = new Set(best.map((m) => m.k));
+  const missing: Array<{ expected: string; line: number | null }> = [];
+  for (let k = 0; k < used.length && missing.length < MAX_MISSING; k++) {
+    if (inChain.has(k)) continue;
+    const elsewhere = (positions.get(keys[k]) ?? []).find((p) => p < first || p > last);
+    missing.push({ expected: expected[used[k]], line: elsewhere === undefined ? null : elsewhere + 1 });
+  }
+  const excerpt = fileLines.slice(first, Math.min(last + 1, first + 12)).join('\n');
+  return {
+    line: first + 1,
+    excerpt: excerpt.length > MAX_EXCERPT_CHARS ? `${excerpt.slice(0, MAX_EXCERPT_CHARS)}…` : excerpt,
+    first_difference: null,
+    in_order: { found: best.length, of: used.length, missing },
+  };
+}
+
+/**
+ * The longest chain of expected lines (k ascending) at file lines (p ascending) within [low, high): Hunt–Szymanski,
+ * each expected line's positions visited in descending order, then a longest strictly increasing subsequence.
+ */
+function longestInOrder(
+  keys: readonly string[],
+  positions: ReadonlyMap<string, number[]>,
+  low: number,
+  high: number,
+): Array<{ k: number; p: number }> {
+  const pairs: Array<{ k: number; p: number }> = [];
+  for (let k = 0; k < keys.length && pairs.length < MAX_PAIRS; k++) {
+    const ps = positions.get(keys[k]);
+    if (!ps) continue;
+    let hi = lowerBound(ps, high) - 1;
+    for (; hi >= 0 && ps[hi] >= low && pairs.length < MAX_PAIRS; hi--) pairs.push({ k, p: ps[hi] });
+  }
+  // tails[len-1] = index (in pairs) of the smallest last position of a chain of length len.
+  const tails: number[] = [];
+  const prev = new Int32Array(pairs.length).fill(-1);
+  for (let x = 0; x < pairs.length; x++) {
+    const p = pairs[x].p;
+    let lo = 0;
+    let hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pairs[tails[mid]].p < p) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) prev[x] = tails[lo - 1];
+    tails[lo] = x;
+  }
+  const chain: Array<{ k: number; p: number }> = [];
+  for (let x = tails.length ? tails[tails.length - 1] : -1; x !== -1; x = prev[x]) chain.push(pairs[x]);
+  return chain.reverse();
+}
+
+/** First index of `sorted` whose value is >= `value`. */
+function lowerBound(sorted: readonly number[], value: number): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -49,7 +49,9 @@ export const ApplyPatchOutput = z.object({
         z.object({
           hunk: z.number().int(),
           line: z.number().int().describe('1-based line of the original file where the hunk applied'),
-          match: z.enum(['exact', 'trailing_whitespace', 'typography']).describe('The tolerance the match needed'),
+          match: z
+            .enum(['exact', 'trailing_whitespace', 'typography', 'reindented'])
+            .describe('The tolerance the match needed'),
           placed_by: z
             .enum(['header', 'offset', 'anchored_end', 'anchored_start', 'section', 'order', 'content'])
             .describe(
@@ -58,6 +60,7 @@ export const ApplyPatchOutput = z.object({
             ),
           candidates: z.number().int().describe("Places the hunk's old side matched (0 for a pure insertion)"),
           offset: z.number().int().nullable().describe('line minus the header line; null for @@ @@'),
+          indent_shift: z.string().optional().describe('reindented: indentation change from the hunk to the file'),
         }),
       ),
       previous_hash: ContentHash.nullable(),

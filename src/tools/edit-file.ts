@@ -48,7 +48,7 @@ export const EditFileInput = z.strictObject({
  * edit_file's structured result (SPEC §6: replacements, unified diff, previous_hash, content_hash). Issue #15:
  * structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
  * when some edit did not match exactly once and exactly (replace_all, or tolerated trailing whitespace), since
- * otherwise `replacements` and the diff say it all; `diff_truncated` only when true; `path` only when a link was followed.
+ * otherwise `replacements` and the diff say it all (a `reindented` match carries its `indent_shift`); `diff_truncated` only when true; `path` only when a link was followed.
  */
 export const EditFileOutput = z.object({
   ...MutationResultShape,
@@ -58,7 +58,11 @@ export const EditFileOutput = z.object({
       z.object({
         index: z.number().int(),
         replacements: z.number().int(),
-        match: z.enum(['exact', 'trailing_whitespace']).describe('How old_text matched'),
+        match: z.enum(['exact', 'trailing_whitespace', 'reindented']).describe('How old_text matched'),
+        indent_shift: z
+          .string()
+          .optional()
+          .describe('reindented: indentation change from old_text to the file, also applied to new_text ("+4 spaces")'),
         lines: z.array(z.number().int()).describe('1-based lines where the matches started'),
       }),
     )
@@ -72,8 +76,8 @@ export const editFile = defineTool({
   name: 'edit_file',
   title: 'Edit file',
   description:
-    'Replace exact text: each old_text must occur once (or replace_all); all or none. Tolerates CRLF/LF and ' +
-    'trailing spaces, not indentation. Needs the hash like write_file. Returns a diff and the new content_hash; ' +
+    'Replace exact text: each old_text must occur once (or replace_all); all or none. Tolerates CRLF/LF, ' +
+    'trailing spaces, a uniform indent shift. Needs the hash like write_file. Returns a diff, new content_hash; ' +
     'PATCH_FAILED shows the nearest text.',
   group: 'fs-write',
   input: EditFileInput,

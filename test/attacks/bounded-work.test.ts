@@ -7,6 +7,7 @@
  * looser, still failing-on-regression bound where it is not yet (see the docs page).
  * - arguments nested 50,000 levels, 20,000 keys, 700,000 keys in one 8 MB line;
  * - replace_all of a word on 10,000 lines of a 50,000-line file, and a replace_in_files dry run of the same;
+ * - an edit_file no_match of 400 scrambled, indented lines of that file (nearest and the re-indent search);
  * - copy_path of a 1,000-level tree (copied) and a 2,000-level one (VALIDATION too_deep); move_path and a recursive
  *   delete_path of the 2,000-level one (they share the tree walk and its per-entry authorization);
  * - a file that reports 0 bytes and never ends (/proc/PID/pagemap, the root being /proc/PID) given to the tools;
@@ -21,6 +22,8 @@ import { makeTree } from '../helpers/tree.js';
 
 /** The worst stall allowed on the 2-core machines the suite runs on, ms. */
 const STALL_BOUND_MS = 250;
+/** The looser bound of a call that is not yet sliced (docs/security.md "Bounded work"): a regression to the old cost fails it. */
+const NOT_YET_BOUND_MS = 5_000;
 
 const tree = makeTree({}, 'fs-tools-bounded-');
 let session: StallSession;
@@ -126,6 +129,26 @@ describe('bounded work under a watchdog', () => {
     });
     expect(envelopeOf(capped)?.details).toMatchObject({ reason: 'too_many_matches', field: 'max_replacements' });
   }, 180_000);
+
+  it('edit_file no_match on the 50,000-line file: nearest (aligned and in order) and the re-indent search stay bounded', async () => {
+    // 400 lines of the file in a scrambled order and indented: no exact, no re-indented region; every line exists,
+    // so the aligned scan, the in-order index and the re-indent search all run over the whole file.
+    const scrambled: string[] = [];
+    for (let i = 1; i <= 400; i++)
+      scrambled.push(`  line ${i % 2 ? i + 1 : i - 1} ${i % 5 === 0 ? 'target word here' : 'plain'}`);
+    const r = await watchAgainstIdle(() =>
+      session.call('edit_file', {
+        path: 'big.txt',
+        edits: [{ old_text: `${scrambled.join('\n')}\n`, new_text: 'x\n' }],
+      }),
+    );
+    console.log(`stall edit_file nearest: ${r.worstStallMs} ms (${r.elapsedMs} ms; idle ${r.idleStallMs} ms)`);
+    noInternal(r.value);
+    expect(envelopeOf(r.value)?.code).toBe('PATCH_FAILED');
+    expect(envelopeOf(r.value)?.details.reason).toBe('no_match');
+    // The aligned nearest scan is one block (docs/security.md "Bounded work": over the goal, held to NOT_YET_BOUND_MS).
+    expect(r.worstStallMs).toBeLessThanOrEqual(NOT_YET_BOUND_MS);
+  }, 120_000);
 
   it('tree operations: copy of 1,000 levels, copy (too_deep), move and delete of 2,000 levels', async () => {
     const ok = await watchAgainstIdle(() =>

@@ -14,8 +14,8 @@
  *  - refuses, file bytes (and mtimes) unchanged, with the code and the details: `def greet(user):` → no_match with
  *    nearest line 3 and the first difference; hunk 2 of 2 not matching → no_match hunk 2, hunk 1 not applied either;
  *    a two-copy file with `@@ @@` → ambiguous with candidates [1, 4], while the same patch with a correct header
- *    applies to the right copy; the patch already applied → already_applied; a tab-indented file vs a space-indented
- *    patch → no_match with whitespace_only; prose → no_hunks; a context line missing its leading space → malformed
+ *    applies to the right copy; the patch already applied → already_applied; a tab-indented file vs a patch
+ *    indented non-uniformly → no_match with whitespace_only; prose → no_hunks; a context line missing its leading space → malformed
  *    with the line; `*** Begin Patch … *** End Patch` and a lone `*** Update File: x` → BEGIN_PATCH; overlapping
  *    hunks → overlap; ---/+++ headers without hunks → no_hunks (regression: a silent no-op success); PATCH_FAILED
  *    details carry current_hash;
@@ -482,15 +482,22 @@ describe('apply_patch (modern era)', () => {
       expect(e.details).toMatchObject({ reason: 'already_applied', hunk: 1, hunks: 1 });
     });
 
-    it('a tab-indented file vs a space-indented patch → no_match with whitespace_only', async () => {
+    it('a tab-indented file vs a patch indented non-uniformly → no_match with whitespace_only', async () => {
+      // One uniform shift would apply re-indented (test/e2e/edit-matching.test.ts); here the context line is 2 spaces
+      // off and the changed line a tab for 4 spaces: no single change, so no guess.
       const tabbed = F.replace(/^ {4}/gm, '\t');
-      const e = await refusedOnF(s, WITH_HEADERS, tabbed);
+      const e = await refusedOnF(s, WITH_HEADERS.replace(' def greet(name):', '   def greet(name):'), tabbed);
       expect(e.details).toMatchObject({
         reason: 'no_match',
         hunk: 1,
         nearest: {
           line: 3,
-          first_difference: { line: 4, expected: "    print('hi')", actual: "\tprint('hi')", whitespace_only: true },
+          first_difference: {
+            line: 3,
+            expected: '  def greet(name):',
+            actual: 'def greet(name):',
+            whitespace_only: true,
+          },
         },
       });
     });

@@ -5,8 +5,9 @@
  *    replace_all replaces every match;
  *  - edits apply in order, each to the previous result; a failing edit reports its edit_index and nothing of the
  *    earlier edits escapes (the input string is untouched and no result is returned);
- *  - matching tolerates trailing whitespace and CRLF-vs-LF in old_text, never indentation (no_match with
- *    nearest.first_difference.whitespace_only true);
+ *  - matching tolerates trailing whitespace and CRLF-vs-LF in old_text; an indentation difference that is not one
+ *    uniform shift with new_text in old_text's frame is no_match with nearest.first_difference.whitespace_only true
+ *    (the re-indented matches: test/patch/edit-matching.test.ts);
  *  - already_applied: old_text gone and new_text present; insertion-style new_text (containing old_text) already there;
  *  - bytes: a CRLF file stays CRLF exactly; in a mixed file untouched lines keep their endings; the BOM is kept;
  *    no final newline stays none; non-ASCII (`Bäcker €`) round-trips.

@@ -12,8 +12,9 @@
  *    first difference; hunk 2 of 2 not matching → no_match hunk 2 (nothing returned, so hunk 1 is not applied
  *    either); a two-copy file (context on both sides, so no anchoring) with `@@ @@` → ambiguous with candidates
  *    [1, 4], while a correct header picks the right copy and a header on neither copy is ambiguous (never the
- *    nearest; issue 17 — placement is pinned in test/patch/placement.test.ts); the patch applied twice → already_applied; a tab-indented file vs a space-indented patch → no_match with
- *    whitespace_only true; overlapping hunks → overlap.
+ *    nearest; issue 17 — placement is pinned in test/patch/placement.test.ts); the patch applied twice →
+ *    already_applied; a tab-indented file vs a space-indented patch → applied re-indented (tabs kept, `reindented`),
+ *    a non-uniform indentation difference → no_match with whitespace_only true; overlapping hunks → overlap.
  * The engine is pure: on a refusal it throws and returns nothing, and the input string is untouched; the file-bytes
  * side of "nothing is written" is pinned end to end in test/e2e/apply-patch.test.ts.
  */
@@ -292,15 +293,38 @@ describe('refuses', () => {
     expect(refused(once, patch).details).toMatchObject({ reason: 'already_applied', hunk: 1 });
   });
 
-  it('a tab-indented file vs a space-indented patch → no_match with whitespace_only', () => {
+  it('a tab-indented file vs a space-indented patch → applied re-indented, tabs kept, reported', () => {
     const tabbed = F.replace(/^ {4}/gm, '\t');
-    const e = refused(tabbed, `@@ -3,3 +3,3 @@\n${HUNK_BODY}`);
+    const files = parseUnifiedDiff(`@@ -3,3 +3,3 @@\n${HUNK_BODY}`);
+    const r = applyHunks(tabbed, files[0], FILE);
+    expect(r.text).toBe(F_HELLO.replace(/^ {4}/gm, '\t'));
+    expect(r.hunks).toEqual([
+      {
+        hunk: 1,
+        line: 3,
+        match: 'reindented',
+        placed_by: 'content',
+        candidates: 1,
+        offset: 0,
+        indent_shift: '4 spaces=tab',
+      },
+    ]);
+  });
+
+  it('a non-uniform indentation difference → no_match with whitespace_only', () => {
+    const tabbed = F.replace(/^ {4}/gm, '\t');
+    const e = refused(tabbed, `@@ -3,3 +3,3 @@\n   def greet(name):\n-    print('hi')\n+    print('hello')\n \n`);
     expect(e.details).toMatchObject({
       reason: 'no_match',
       hunk: 1,
       nearest: {
         line: 3,
-        first_difference: { line: 4, expected: "    print('hi')", actual: "\tprint('hi')", whitespace_only: true },
+        first_difference: {
+          line: 3,
+          expected: '  def greet(name):',
+          actual: 'def greet(name):',
+          whitespace_only: true,
+        },
       },
     });
   });
