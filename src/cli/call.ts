@@ -13,7 +13,7 @@ import { didYouMean, suggest } from '../config.js';
 import { callTool, type CallOutcome } from '../server/call-tool.js';
 import { callToolResultOf } from '../server/create-server.js';
 import type { ProcessState } from '../server/process-state.js';
-import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan } from '../server/stdio-guard.js';
+import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from '../server/stdio-guard.js';
 
 /** Where `call` and `batch` write: stdout for results, stderr for notes. Each write resolves once taken. */
 export interface CallOutput {
@@ -23,7 +23,7 @@ export interface CallOutput {
 
 /**
  * All of `input` as UTF-8 text, at most `limit` bytes (`call TOOL -`).
- * @throws UsageError when the input is longer (nothing is run)
+ * @throws UsageError when the input is longer or not valid UTF-8 (nothing is run)
  */
 export async function readBounded(input: Readable, limit = MAX_LINE_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
@@ -36,12 +36,15 @@ export async function readBounded(input: Readable, limit = MAX_LINE_BYTES): Prom
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = strictUtf8(Buffer.concat(chunks));
+  if (text === null) throw new UsageError('the JSON on stdin is not valid UTF-8');
+  return text;
 }
 
 /**
  * Parses JSON_ARGS (or stdin's text) into the call's arguments. What the JSON holds is the tool's to check
- * (VALIDATION, exit 1); text that is not JSON is a usage error.
+ * (VALIDATION, exit 1); text that is not JSON is a usage error, named by the position where parsing stopped — never
+ * quoted (stdin may be a secret file piped by mistake; JSON.parse's own message carries the text's start).
  * @throws UsageError for text that is not JSON, or over MAX_MESSAGE_MEMBERS members
  */
 export function parseArguments(text: string, from: string): unknown {
@@ -51,7 +54,8 @@ export function parseArguments(text: string, from: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new UsageError(`${from} is not valid JSON: ${(error as Error).message}`);
+    const at = /at position (\d+)/.exec((error as Error).message);
+    throw new UsageError(`${from} is not valid JSON${at ? ` (at character ${at[1]})` : ''}`);
   }
 }
 
@@ -97,8 +101,9 @@ function badLine(line: number, message: string, details: Record<string, unknown>
 
 const REQUEST_SHAPE = 'Send one JSON object per line: {"tool": NAME, "arguments": {...}}.';
 
-/** One request line → its output line (the call runs here). */
-async function handleLine(state: ProcessState, line: number, text: string): Promise<BatchLine> {
+/** One request line (its text, or null when its bytes are not UTF-8) → its output line (the call runs here). */
+async function handleLine(state: ProcessState, line: number, text: string | null): Promise<BatchLine> {
+  if (text === null) return badLine(line, 'not valid UTF-8.', { reason: 'malformed_json' }, REQUEST_SHAPE);
   if (moreMembersThan(text, MAX_MESSAGE_MEMBERS)) {
     return badLine(line, `more than ${MAX_MESSAGE_MEMBERS} object members`, { reason: 'too_large' }, REQUEST_SHAPE);
   }
@@ -136,7 +141,8 @@ async function handleLine(state: ProcessState, line: number, text: string): Prom
 /**
  * `fs-tools batch`: reads request lines from `input` until its end, runs each in order (the next line is read once
  * the previous call finished), writes one JSON line per request. A line over MAX_LINE_BYTES is not kept: its bytes
- * are dropped up to its newline and it gets an error line. Blank lines are skipped.
+ * are dropped up to its newline and it gets an error line. A line that is not valid UTF-8 gets an error line (never
+ * U+FFFD in a path or content). Blank lines are skipped.
  * @returns the exit status: 0 when every request succeeded, 1 when any did not
  */
 export async function runBatch(state: ProcessState, input: Readable, output: CallOutput): Promise<number> {
@@ -147,7 +153,7 @@ export async function runBatch(state: ProcessState, input: Readable, output: Cal
   let overlong = false;
   const finish = async (): Promise<void> => {
     lineNumber++;
-    const text = Buffer.concat(pending).toString('utf8').trim();
+    const text = strictUtf8(Buffer.concat(pending))?.trim() ?? null;
     const wasOverlong = overlong;
     pending = [];
     pendingBytes = 0;
