@@ -27,7 +27,7 @@ import { setDenialSource } from './errors/to-envelope.js';
 import { isWithin } from './fs/path-within.js';
 import { configureOwnFiles, removeOwnFilesOnExit, sweepOwnLeftovers } from './fs/own-files.js';
 import { renderHelp, renderToolList } from './cli/help.js';
-import { parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
+import { OutputClosed, parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
 
@@ -115,6 +115,9 @@ async function main(argv: string[]): Promise<number> {
   }
   registerSecretsFromEnv(process.env);
   const mode = config.mode;
+  // A one-shot command's reader may leave early (`fs-tools tools --json | head -1`): a failed write is reported to
+  // its callback (call and batch stop there, src/cli/call.ts), never an unhandled 'error' event with a stack trace.
+  if (mode.kind !== 'serve') process.stdout.on('error', () => {});
   if (mode.kind === 'help') {
     process.stdout.write(renderHelp(mode.topic, HELP, TOOLS));
     return 0;
@@ -205,7 +208,10 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const output: CallOutput = {
-    out: (text) => new Promise((resolve) => process.stdout.write(text, () => resolve())),
+    out: (text) =>
+      new Promise((resolve, reject) =>
+        process.stdout.write(text, (error) => (error ? reject(new OutputClosed(error.message)) : resolve())),
+      ),
     err: (text) => process.stderr.write(text),
   };
   if (mode.kind === 'call') return await runCall(state, mode.tool, callArgs, mode.format, output);

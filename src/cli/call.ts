@@ -15,10 +15,18 @@ import { callToolResultOf } from '../server/create-server.js';
 import type { ProcessState } from '../server/process-state.js';
 import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from '../server/stdio-guard.js';
 
-/** Where `call` and `batch` write: stdout for results, stderr for notes. Each write resolves once taken. */
+/**
+ * Where `call` and `batch` write: stdout for results, stderr for notes. Each `out` resolves once the text is taken,
+ * and rejects with OutputClosed when it cannot be (the reader closed stdout: EPIPE).
+ */
 export interface CallOutput {
   out: (text: string) => Promise<void>;
   err: (text: string) => void;
+}
+
+/** stdout's reader is gone (`fs-tools batch | head -1`): nothing more can be delivered. */
+export class OutputClosed extends Error {
+  override readonly name = 'OutputClosed';
 }
 
 /**
@@ -72,7 +80,10 @@ export function renderText(outcome: CallOutcome, err: (text: string) => void): s
   return text;
 }
 
-/** Runs one call and prints its outcome; returns the exit status (0 result, 1 envelope). */
+/**
+ * Runs one call and prints its outcome; returns the exit status (0 result, 1 envelope). A reader that closed stdout
+ * changes nothing: the call ran, its status is its outcome's (as `rg … | head -1` keeps rg's status).
+ */
 export async function runCall(
   state: ProcessState,
   tool: string,
@@ -81,8 +92,12 @@ export async function runCall(
   output: CallOutput,
 ): Promise<number> {
   const outcome = await callTool(state, tool, args, new AbortController().signal);
-  if (format === 'text') await output.out(renderText(outcome, output.err));
-  else await output.out(`${JSON.stringify(outcome.ok ? outcome.structured : outcome.envelope, null, 2)}\n`);
+  try {
+    if (format === 'text') await output.out(renderText(outcome, output.err));
+    else await output.out(`${JSON.stringify(outcome.ok ? outcome.structured : outcome.envelope, null, 2)}\n`);
+  } catch (error) {
+    if (!(error instanceof OutputClosed)) throw error;
+  }
   return outcome.ok ? 0 : 1;
 }
 
@@ -142,8 +157,9 @@ async function handleLine(state: ProcessState, line: number, text: string | null
  * `fs-tools batch`: reads request lines from `input` until its end, runs each in order (the next line is read once
  * the previous call finished), writes one JSON line per request. A line over MAX_LINE_BYTES is not kept: its bytes
  * are dropped up to its newline and it gets an error line. A line that is not valid UTF-8 gets an error line (never
- * U+FFFD in a path or content). Blank lines are skipped.
- * @returns the exit status: 0 when every request succeeded, 1 when any did not
+ * U+FFFD in a path or content). Blank lines are skipped. When an output line cannot be written (stdout's reader is
+ * gone) the batch stops there: no later request runs, whose result nobody would read.
+ * @returns the exit status: 0 when every request succeeded, 1 when any did not or the batch stopped early
  */
 export async function runBatch(state: ProcessState, input: Readable, output: CallOutput): Promise<number> {
   let failed = false;
@@ -165,16 +181,23 @@ export async function runBatch(state: ProcessState, input: Readable, output: Cal
     if (!result.ok) failed = true;
     await output.out(`${JSON.stringify(result)}\n`);
   };
-  for await (const chunk of input as AsyncIterable<Buffer>) {
-    let start = 0;
-    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
-      take(chunk.subarray(start, nl));
-      start = nl + 1;
-      await finish();
+  try {
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+        take(chunk.subarray(start, nl));
+        start = nl + 1;
+        await finish();
+      }
+      take(chunk.subarray(start));
     }
-    take(chunk.subarray(start));
+    if (pendingBytes > 0 || overlong) await finish();
+  } catch (error) {
+    if (!(error instanceof OutputClosed)) throw error;
+    input.destroy();
+    output.err(`fs-tools: stdout was closed; the batch stopped after line ${lineNumber} (no later line was run)\n`);
+    return 1;
   }
-  if (pendingBytes > 0 || overlong) await finish();
   return failed ? 1 : 0;
 
   function take(part: Buffer): void {
