@@ -4,13 +4,15 @@
  * `call TOOL -` must not turn such bytes into U+FFFD and run the call with a path or content the sender never wrote.
  * A usage error on stderr must not quote the arguments (stdin may be a secret file piped by mistake). A reader that
  * closes stdout early (`| head -1`) must not crash the process with a stack trace, and `batch` must not go on running
- * requests whose results nobody reads. Each case runs the built dist/cli.js and checks the bytes on disk.
+ * requests whose results nobody reads. SIGTERM or Ctrl-C during a batch (`timeout 60 fs-tools batch` in CI) must
+ * shut down as the server does: the call in flight finishes, no later line runs, and none of fs-tools' own lock files
+ * or temporaries stay in the user's work tree. Each case runs the built CLI and checks the bytes on disk.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI } from '../helpers/server.js';
+import { CLI, SEAMS_CLI } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const states = makeTree({});
@@ -149,4 +151,52 @@ describe('stdout closed early (EPIPE)', () => {
       work.cleanup();
     }
   });
+});
+
+describe('SIGTERM or SIGINT during a batch', () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal}: the copy in flight finishes, no later line runs, nothing of ours is left in the root; exit 1`, async () => {
+      const files: Record<string, string> = {};
+      for (let i = 0; i < 20; i++) files[`f${String(i).padStart(2, '0')}.txt`] = `file ${i}\n`;
+      const work = makeTree({ src: files });
+      const state = makeTree({});
+      try {
+        const lines = [
+          JSON.stringify({ tool: 'copy_path', arguments: { source: 'src', destination: 'dst', recursive: true } }),
+          writeLine('later.txt', 'x'),
+        ];
+        const child = spawn(
+          process.execPath,
+          [SEAMS_CLI, '--test-seams=copy-delay:50', '--state-dir', path.join(state.dir, 's'), 'batch'],
+          { cwd: work.dir, env: envFor(), stdio: ['pipe', 'pipe', 'pipe'] },
+        );
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+        child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+        const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+        child.stdin.end(`${lines.join('\n')}\n`);
+        const own = () => readdirSync(work.dir).filter((e) => e.startsWith('.fs-tools-'));
+        for (let waited = 0; own().length === 0 && waited < 20_000; waited += 20) {
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        expect(own().length, 'the copy is in flight').toBeGreaterThan(0);
+        child.kill(signal);
+        const status = await closed;
+        expect(status, stderr).toBe(1);
+        expect(stderr).toMatch(
+          new RegExp(`${signal}: 1 call\\(s\\) in flight finished; the batch stopped after line 1`),
+        );
+        expect(own()).toEqual([]);
+        expect(readdirSync(path.join(work.dir, 'dst'))).toHaveLength(20);
+        expect(existsSync(path.join(work.dir, 'later.txt'))).toBe(false);
+        const out = stdout.trimEnd().split('\n');
+        expect(out).toHaveLength(1);
+        expect(JSON.parse(out[0])).toMatchObject({ tool: 'copy_path', ok: true, result: { entries: 20 } });
+      } finally {
+        work.cleanup();
+        state.cleanup();
+      }
+    }, 30_000);
+  }
 });
