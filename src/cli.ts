@@ -214,6 +214,25 @@ async function main(argv: string[]): Promise<number> {
       ),
     err: (text) => process.stderr.write(text),
   };
+  // SIGTERM or Ctrl-C during a call or batch: shut down as serve does (docs/cli.md "Signals"): no new call starts,
+  // the call in flight finishes (or is cancelled after the grace) so its lock files and temporaries are removed, then
+  // the one-shot command ends through its normal path (the 'exit' hook above removes what is still in flight). A
+  // second signal kills at once (the handlers are `once`).
+  const interrupt = (signal: NodeJS.Signals): void => {
+    void (async () => {
+      const running = state.calls.size;
+      const left = await state.calls.drain();
+      process.stderr.write(
+        `fs-tools: ${signal}: ${running - left} call(s) in flight finished${left > 0 ? `, ${left} cut off` : ''}\n`,
+      );
+      process.stdin.destroy(); // a batch waiting for its next line ends now
+      setTimeout(() => process.exit(1), 1000).unref();
+    })();
+  };
+  if (mode.kind === 'call' || mode.kind === 'batch') {
+    process.once('SIGTERM', interrupt);
+    process.once('SIGINT', interrupt);
+  }
   if (mode.kind === 'call') return await runCall(state, mode.tool, callArgs, mode.format, output);
   if (mode.kind === 'batch') return await runBatch(state, process.stdin, output);
 

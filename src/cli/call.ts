@@ -158,7 +158,8 @@ async function handleLine(state: ProcessState, line: number, text: string | null
  * the previous call finished), writes one JSON line per request. A line over MAX_LINE_BYTES is not kept: its bytes
  * are dropped up to its newline and it gets an error line. A line that is not valid UTF-8 gets an error line (never
  * U+FFFD in a path or content). Blank lines are skipped. When an output line cannot be written (stdout's reader is
- * gone) the batch stops there: no later request runs, whose result nobody would read.
+ * gone) the batch stops there: no later request runs, whose result nobody would read. Once the process is shutting
+ * down (`state.calls.closing`: SIGTERM or SIGINT, src/cli.ts) the batch stops after the line in flight.
  * @returns the exit status: 0 when every request succeeded, 1 when any did not or the batch stopped early
  */
 export async function runBatch(state: ProcessState, input: Readable, output: CallOutput): Promise<number> {
@@ -181,6 +182,11 @@ export async function runBatch(state: ProcessState, input: Readable, output: Cal
     if (!result.ok) failed = true;
     await output.out(`${JSON.stringify(result)}\n`);
   };
+  const stopped = (why: string): number => {
+    input.destroy();
+    output.err(`fs-tools: ${why}; the batch stopped after line ${lineNumber} (no later line was run)\n`);
+    return 1;
+  };
   try {
     for await (const chunk of input as AsyncIterable<Buffer>) {
       let start = 0;
@@ -188,17 +194,17 @@ export async function runBatch(state: ProcessState, input: Readable, output: Cal
         take(chunk.subarray(start, nl));
         start = nl + 1;
         await finish();
+        if (state.calls.closing) return stopped('shutting down');
       }
       take(chunk.subarray(start));
     }
     if (pendingBytes > 0 || overlong) await finish();
   } catch (error) {
-    if (!(error instanceof OutputClosed)) throw error;
-    input.destroy();
-    output.err(`fs-tools: stdout was closed; the batch stopped after line ${lineNumber} (no later line was run)\n`);
-    return 1;
+    if (error instanceof OutputClosed) return stopped('stdout was closed');
+    if (state.calls.closing) return stopped('shutting down'); // stdin ended by the shutdown while waiting for a line
+    throw error;
   }
-  return failed ? 1 : 0;
+  return state.calls.closing ? stopped('shutting down') : failed ? 1 : 0;
 
   function take(part: Buffer): void {
     if (overlong || part.length === 0) return;

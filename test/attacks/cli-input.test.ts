@@ -184,9 +184,8 @@ describe('SIGTERM or SIGINT during a batch', () => {
         child.kill(signal);
         const status = await closed;
         expect(status, stderr).toBe(1);
-        expect(stderr).toMatch(
-          new RegExp(`${signal}: 1 call\\(s\\) in flight finished; the batch stopped after line 1`),
-        );
+        expect(stderr).toMatch(new RegExp(`^fs-tools: ${signal}: 1 call\\(s\\) in flight finished$`, 'm'));
+        expect(stderr).toMatch(/^fs-tools: shutting down; the batch stopped after line 1 /m);
         expect(own()).toEqual([]);
         expect(readdirSync(path.join(work.dir, 'dst'))).toHaveLength(20);
         expect(existsSync(path.join(work.dir, 'later.txt'))).toBe(false);
@@ -199,4 +198,29 @@ describe('SIGTERM or SIGINT during a batch', () => {
       }
     }, 30_000);
   }
+});
+
+describe('serve keeps its own signal handling', () => {
+  it('SIGINT still ends a server at once (the batch/call handler is not installed for serve)', async () => {
+    const work = makeTree({});
+    try {
+      const child = spawn(process.execPath, [CLI, work.dir], { cwd: work.dir, env: envFor(), stdio: 'pipe' });
+      let stderr = '';
+      const started = new Promise<void>((resolve) =>
+        child.stderr.setEncoding('utf8').on('data', (d: string) => {
+          stderr += d;
+          if (stderr.includes('kernel wall')) resolve();
+        }),
+      );
+      const closed = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.on('close', (code, signal) => resolve({ code, signal })),
+      );
+      await started;
+      child.kill('SIGINT');
+      expect(await closed).toEqual({ code: null, signal: 'SIGINT' });
+      expect(stderr).not.toMatch(/in flight finished/);
+    } finally {
+      work.cleanup();
+    }
+  }, 30_000);
 });
