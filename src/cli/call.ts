@@ -69,13 +69,20 @@ export function parseArguments(text: string, from: string): unknown {
 
 /**
  * The text `--format text` prints: each text block of the MCP result of `outcome` (the same result a client
- * receives), each ending in a newline. A media block is no text: it is named on stderr.
+ * receives), each ending in a newline. A media block (read_media's image or audio) is no text: its kind and MIME type
+ * are named on stderr. Neither format prints its data (`--format json` is the structured result, which has none).
  */
 export function renderText(outcome: CallOutcome, err: (text: string) => void): string {
   let text = '';
   for (const block of callToolResultOf(outcome).content) {
     if (block.type === 'text') text += block.text.endsWith('\n') ? block.text : `${block.text}\n`;
-    else err(`fs-tools: the result also holds a ${block.type} content block; --format json shows its data\n`);
+    else {
+      const mime = 'mimeType' in block && typeof block.mimeType === 'string' ? ` (${block.mimeType})` : '';
+      const article = /^[aeiou]/.test(block.type) ? 'an' : 'a';
+      err(
+        `fs-tools: the result also holds ${article} ${block.type} content block${mime} that the command line does not print\n`,
+      );
+    }
   }
   return text;
 }
