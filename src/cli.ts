@@ -27,7 +27,7 @@ import { setDenialSource } from './errors/to-envelope.js';
 import { isWithin } from './fs/path-within.js';
 import { configureOwnFiles, removeOwnFilesOnExit, sweepOwnLeftovers } from './fs/own-files.js';
 import { renderHelp, renderToolList } from './cli/help.js';
-import { parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
+import { OutputClosed, parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
 
@@ -115,6 +115,9 @@ async function main(argv: string[]): Promise<number> {
   }
   registerSecretsFromEnv(process.env);
   const mode = config.mode;
+  // A one-shot command's reader may leave early (`fs-tools tools --json | head -1`): a failed write is reported to
+  // its callback (call and batch stop there, src/cli/call.ts), never an unhandled 'error' event with a stack trace.
+  if (mode.kind !== 'serve') process.stdout.on('error', () => {});
   if (mode.kind === 'help') {
     process.stdout.write(renderHelp(mode.topic, HELP, TOOLS));
     return 0;
@@ -205,9 +208,31 @@ async function main(argv: string[]): Promise<number> {
   }
 
   const output: CallOutput = {
-    out: (text) => new Promise((resolve) => process.stdout.write(text, () => resolve())),
+    out: (text) =>
+      new Promise((resolve, reject) =>
+        process.stdout.write(text, (error) => (error ? reject(new OutputClosed(error.message)) : resolve())),
+      ),
     err: (text) => process.stderr.write(text),
   };
+  // SIGTERM or Ctrl-C during a call or batch: shut down as serve does (docs/cli.md "Signals"): no new call starts,
+  // the call in flight finishes (or is cancelled after the grace) so its lock files and temporaries are removed, then
+  // the one-shot command ends through its normal path (the 'exit' hook above removes what is still in flight). A
+  // second signal kills at once (the handlers are `once`).
+  const interrupt = (signal: NodeJS.Signals): void => {
+    void (async () => {
+      const running = state.calls.size;
+      const left = await state.calls.drain();
+      process.stderr.write(
+        `fs-tools: ${signal}: ${running - left} call(s) in flight finished${left > 0 ? `, ${left} cut off` : ''}\n`,
+      );
+      process.stdin.destroy(); // a batch waiting for its next line ends now
+      setTimeout(() => process.exit(1), 1000).unref();
+    })();
+  };
+  if (mode.kind === 'call' || mode.kind === 'batch') {
+    process.once('SIGTERM', interrupt);
+    process.once('SIGINT', interrupt);
+  }
   if (mode.kind === 'call') return await runCall(state, mode.tool, callArgs, mode.format, output);
   if (mode.kind === 'batch') return await runBatch(state, process.stdin, output);
 

@@ -13,17 +13,25 @@ import { didYouMean, suggest } from '../config.js';
 import { callTool, type CallOutcome } from '../server/call-tool.js';
 import { callToolResultOf } from '../server/create-server.js';
 import type { ProcessState } from '../server/process-state.js';
-import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan } from '../server/stdio-guard.js';
+import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from '../server/stdio-guard.js';
 
-/** Where `call` and `batch` write: stdout for results, stderr for notes. Each write resolves once taken. */
+/**
+ * Where `call` and `batch` write: stdout for results, stderr for notes. Each `out` resolves once the text is taken,
+ * and rejects with OutputClosed when it cannot be (the reader closed stdout: EPIPE).
+ */
 export interface CallOutput {
   out: (text: string) => Promise<void>;
   err: (text: string) => void;
 }
 
+/** stdout's reader is gone (`fs-tools batch | head -1`): nothing more can be delivered. */
+export class OutputClosed extends Error {
+  override readonly name = 'OutputClosed';
+}
+
 /**
  * All of `input` as UTF-8 text, at most `limit` bytes (`call TOOL -`).
- * @throws UsageError when the input is longer (nothing is run)
+ * @throws UsageError when the input is longer or not valid UTF-8 (nothing is run)
  */
 export async function readBounded(input: Readable, limit = MAX_LINE_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
@@ -36,12 +44,15 @@ export async function readBounded(input: Readable, limit = MAX_LINE_BYTES): Prom
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = strictUtf8(Buffer.concat(chunks));
+  if (text === null) throw new UsageError('the JSON on stdin is not valid UTF-8');
+  return text;
 }
 
 /**
  * Parses JSON_ARGS (or stdin's text) into the call's arguments. What the JSON holds is the tool's to check
- * (VALIDATION, exit 1); text that is not JSON is a usage error.
+ * (VALIDATION, exit 1); text that is not JSON is a usage error, named by the position where parsing stopped — never
+ * quoted (stdin may be a secret file piped by mistake; JSON.parse's own message carries the text's start).
  * @throws UsageError for text that is not JSON, or over MAX_MESSAGE_MEMBERS members
  */
 export function parseArguments(text: string, from: string): unknown {
@@ -51,24 +62,35 @@ export function parseArguments(text: string, from: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new UsageError(`${from} is not valid JSON: ${(error as Error).message}`);
+    const at = /at position (\d+)/.exec((error as Error).message);
+    throw new UsageError(`${from} is not valid JSON${at ? ` (at character ${at[1]})` : ''}`);
   }
 }
 
 /**
  * The text `--format text` prints: each text block of the MCP result of `outcome` (the same result a client
- * receives), each ending in a newline. A media block is no text: it is named on stderr.
+ * receives), each ending in a newline. A media block (read_media's image or audio) is no text: its kind and MIME type
+ * are named on stderr. Neither format prints its data (`--format json` is the structured result, which has none).
  */
 export function renderText(outcome: CallOutcome, err: (text: string) => void): string {
   let text = '';
   for (const block of callToolResultOf(outcome).content) {
     if (block.type === 'text') text += block.text.endsWith('\n') ? block.text : `${block.text}\n`;
-    else err(`fs-tools: the result also holds a ${block.type} content block; --format json shows its data\n`);
+    else {
+      const mime = 'mimeType' in block && typeof block.mimeType === 'string' ? ` (${block.mimeType})` : '';
+      const article = /^[aeiou]/.test(block.type) ? 'an' : 'a';
+      err(
+        `fs-tools: the result also holds ${article} ${block.type} content block${mime} that the command line does not print\n`,
+      );
+    }
   }
   return text;
 }
 
-/** Runs one call and prints its outcome; returns the exit status (0 result, 1 envelope). */
+/**
+ * Runs one call and prints its outcome; returns the exit status (0 result, 1 envelope). A reader that closed stdout
+ * changes nothing: the call ran, its status is its outcome's (as `rg … | head -1` keeps rg's status).
+ */
 export async function runCall(
   state: ProcessState,
   tool: string,
@@ -77,8 +99,12 @@ export async function runCall(
   output: CallOutput,
 ): Promise<number> {
   const outcome = await callTool(state, tool, args, new AbortController().signal);
-  if (format === 'text') await output.out(renderText(outcome, output.err));
-  else await output.out(`${JSON.stringify(outcome.ok ? outcome.structured : outcome.envelope, null, 2)}\n`);
+  try {
+    if (format === 'text') await output.out(renderText(outcome, output.err));
+    else await output.out(`${JSON.stringify(outcome.ok ? outcome.structured : outcome.envelope, null, 2)}\n`);
+  } catch (error) {
+    if (!(error instanceof OutputClosed)) throw error;
+  }
   return outcome.ok ? 0 : 1;
 }
 
@@ -97,8 +123,9 @@ function badLine(line: number, message: string, details: Record<string, unknown>
 
 const REQUEST_SHAPE = 'Send one JSON object per line: {"tool": NAME, "arguments": {...}}.';
 
-/** One request line → its output line (the call runs here). */
-async function handleLine(state: ProcessState, line: number, text: string): Promise<BatchLine> {
+/** One request line (its text, or null when its bytes are not UTF-8) → its output line (the call runs here). */
+async function handleLine(state: ProcessState, line: number, text: string | null): Promise<BatchLine> {
+  if (text === null) return badLine(line, 'not valid UTF-8.', { reason: 'malformed_json' }, REQUEST_SHAPE);
   if (moreMembersThan(text, MAX_MESSAGE_MEMBERS)) {
     return badLine(line, `more than ${MAX_MESSAGE_MEMBERS} object members`, { reason: 'too_large' }, REQUEST_SHAPE);
   }
@@ -136,8 +163,11 @@ async function handleLine(state: ProcessState, line: number, text: string): Prom
 /**
  * `fs-tools batch`: reads request lines from `input` until its end, runs each in order (the next line is read once
  * the previous call finished), writes one JSON line per request. A line over MAX_LINE_BYTES is not kept: its bytes
- * are dropped up to its newline and it gets an error line. Blank lines are skipped.
- * @returns the exit status: 0 when every request succeeded, 1 when any did not
+ * are dropped up to its newline and it gets an error line. A line that is not valid UTF-8 gets an error line (never
+ * U+FFFD in a path or content). Blank lines are skipped. When an output line cannot be written (stdout's reader is
+ * gone) the batch stops there: no later request runs, whose result nobody would read. Once the process is shutting
+ * down (`state.calls.closing`: SIGTERM or SIGINT, src/cli.ts) the batch stops after the line in flight.
+ * @returns the exit status: 0 when every request succeeded, 1 when any did not or the batch stopped early
  */
 export async function runBatch(state: ProcessState, input: Readable, output: CallOutput): Promise<number> {
   let failed = false;
@@ -147,7 +177,7 @@ export async function runBatch(state: ProcessState, input: Readable, output: Cal
   let overlong = false;
   const finish = async (): Promise<void> => {
     lineNumber++;
-    const text = Buffer.concat(pending).toString('utf8').trim();
+    const text = strictUtf8(Buffer.concat(pending))?.trim() ?? null;
     const wasOverlong = overlong;
     pending = [];
     pendingBytes = 0;
@@ -159,17 +189,29 @@ export async function runBatch(state: ProcessState, input: Readable, output: Cal
     if (!result.ok) failed = true;
     await output.out(`${JSON.stringify(result)}\n`);
   };
-  for await (const chunk of input as AsyncIterable<Buffer>) {
-    let start = 0;
-    for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
-      take(chunk.subarray(start, nl));
-      start = nl + 1;
-      await finish();
+  const stopped = (why: string): number => {
+    input.destroy();
+    output.err(`fs-tools: ${why}; the batch stopped after line ${lineNumber} (no later line was run)\n`);
+    return 1;
+  };
+  try {
+    for await (const chunk of input as AsyncIterable<Buffer>) {
+      let start = 0;
+      for (let nl = chunk.indexOf(10, start); nl !== -1; nl = chunk.indexOf(10, start)) {
+        take(chunk.subarray(start, nl));
+        start = nl + 1;
+        await finish();
+        if (state.calls.closing) return stopped('shutting down');
+      }
+      take(chunk.subarray(start));
     }
-    take(chunk.subarray(start));
+    if (pendingBytes > 0 || overlong) await finish();
+  } catch (error) {
+    if (error instanceof OutputClosed) return stopped('stdout was closed');
+    if (state.calls.closing) return stopped('shutting down'); // stdin ended by the shutdown while waiting for a line
+    throw error;
   }
-  if (pendingBytes > 0 || overlong) await finish();
-  return failed ? 1 : 0;
+  return state.calls.closing ? stopped('shutting down') : failed ? 1 : 0;
 
   function take(part: Buffer): void {
     if (overlong || part.length === 0) return;

@@ -26,6 +26,18 @@ const INVALID_REQUEST = -32600;
  */
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * `bytes` as text when they are valid UTF-8, else null: never U+FFFD in place of bytes the sender wrote (RFC 8259
+ * §8.1: JSON text is UTF-8). The one decoder of every line read from stdin (this guard, `fs-tools batch`, `call -`).
+ */
+export function strictUtf8(bytes: Uint8Array): string | null {
+  try {
+    return STRICT_UTF8.decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
 /** The longest line accepted as a message: the SDK transports' read buffer must hold the line and its newline. */
 export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
 /** How much of an over-long line's start and end is kept to find its id. */
@@ -126,10 +138,8 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
 
   const judge = (line: Buffer): void => {
     // Decode strictly: invalid UTF-8 is not JSON text (RFC 8259 §8.1), not U+FFFD soup.
-    let text: string;
-    try {
-      text = STRICT_UTF8.decode(line);
-    } catch {
+    let text = strictUtf8(line);
+    if (text === null) {
       sinks.reply(errorResponse(null, PARSE_ERROR, 'Parse error: the line is not valid UTF-8'));
       return;
     }

@@ -233,6 +233,39 @@ describe('call: exit codes, stdin, --format text', () => {
   });
 });
 
+describe('call read_media: the image block', () => {
+  it('--format text prints the text blocks a client gets; stderr names the image block without a false pointer', async () => {
+    // A 1x1 PNG.
+    const png = Buffer.from(
+      '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+        '1f15c4890000000d49444154789c63f80f0000010100051' +
+        '8d84e0000000049454e44ae426082',
+      'hex',
+    );
+    const work = makeTree({ 'i.png': png });
+    const client = await connect('modern', { args: [work.dir] });
+    try {
+      const served = await client.call('read_media', { path: 'i.png' });
+      const texts = served.content.filter((b) => b.type === 'text');
+      expect(served.content.some((b) => b.type === 'image')).toBe(true);
+      const r = run(['call', 'read_media', '{"path":"i.png"}', '--format', 'text'], '', work.dir);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toBe(texts.map((b) => (b.text!.endsWith('\n') ? b.text : `${b.text}\n`)).join(''));
+      expect(r.stderr).toBe(
+        'fs-tools: the result also holds an image content block (image/png) that the command line does not print\n',
+      );
+      // --format json is the structured result: it does not carry the image data either (the stderr line must not
+      // send the user there for it).
+      const json = run(['call', 'read_media', '{"path":"i.png"}'], '', work.dir);
+      expect(json.status).toBe(0);
+      expect(json.stdout).not.toContain(png.toString('base64'));
+    } finally {
+      await client.close();
+      work.cleanup();
+    }
+  });
+});
+
 describe('batch', () => {
   it('read then edit in one session passes auto-OCC; a bad line in the middle gets an error line; exit 1', () => {
     const work = makeTree({ 'notes.txt': 'one\ntwo\n' });
