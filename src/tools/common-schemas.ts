@@ -47,6 +47,20 @@ export const ExpectedHash = z
   .regex(/^(?:sha256:[0-9a-f]{64}|absent)$/)
   .describe('content_hash from a read, or "absent"');
 
+/** on_conflict of edit_file and apply_patch (docs/tools.md "Merging instead of refusing"). */
+export const OnConflict = z
+  .enum(['fail', 'merge'])
+  .describe('merge: if only other lines changed since your read, merge (else OCC_MISMATCH)');
+
+/** What a merged mutation reports (on_conflict "merge"). */
+export const MergedResult = z
+  .object({
+    base_hash: z.string(),
+    current_hash_before: z.string(),
+    changed_ranges: z.array(z.tuple([z.number().int(), z.number().int()])).describe('Their lines in the new file'),
+  })
+  .optional();
+
 /** expected_status_hash of mutating tools (SPEC §7). */
 export const ExpectedStatusHash = z.string().regex(/^sha256:[0-9a-f]{64}$/); // the name says it: git_status's status_hash
 
