@@ -114,7 +114,35 @@ function range(start0: number, end0: number): LineRange {
 }
 
 /**
- * Merges their change and our change to `base` by git's rule (see the module comment).
+ * How far a hunk could slide (a block whose first line equals the line after it, or whose last line equals the line
+ * before it, can be placed lower or higher with the same result): the range of base lines any diff could give it.
+ * xdiff and Myers may place such a block differently; the merge treats the whole range as the hunk's, so a placement
+ * that would touch the other side's change in git's diff touches it here too.
+ * @returns [lowest oStart, highest oEnd) in base lines, within [lo, hi) (the neighbouring hunks of the same side)
+ */
+function extentOf(h: Hunk, o: number[], x: number[], lo: number, hi: number): [number, number] {
+  let up = 0;
+  let down = 0;
+  const slide = (arr: number[], s: number, e: number) => {
+    if (e === s) return;
+    let k = 0;
+    while (h.oStart - k - 1 >= lo && s - k - 1 >= 0 && arr[s - k - 1] === arr[e - k - 1]) k++;
+    up = Math.max(up, k);
+    k = 0;
+    while (h.oStart + h.oLength + k < hi && e + k < arr.length && arr[s + k] === arr[e + k]) k++;
+    down = Math.max(down, k);
+  };
+  slide(o, h.oStart, h.oStart + h.oLength);
+  slide(x, h.xStart, h.xStart + h.xLength);
+  return [h.oStart - up, h.oStart + h.oLength + down];
+}
+
+/**
+ * Merges their change and our change to `base` by git's rule (see the module comment), conservatively where a diff is
+ * ambiguous: each hunk counts with every base line it could slide over (`extentOf`), and changes of both sides in one
+ * region merge only when they are the very same hunks (same base lines, same new lines); otherwise the region is a
+ * conflict. So where git would report a conflict this never produces bytes, and where git merges it produces git's
+ * bytes or refuses (test/patch/merge3-differential.test.ts checks it on this repository's history).
  * @param maxEdits bound on each side's edit script against the base, in lines (default MERGE_MAX_EDITS)
  * @returns merged text and where their change lies in it; the conflicting regions; or too_large (nothing merged)
  */
@@ -132,52 +160,80 @@ export function merge3(base: string, theirs: string, ours: string, maxEdits = ME
   const t = hunksOf(o, sides.theirs, 'theirs', maxEdits);
   const u = hunksOf(o, sides.ours, 'ours', maxEdits);
   if (!t || !u) return { kind: 'too_large' };
-  const hunks = [...t, ...u].sort(
-    (a, b) => a.oStart - b.oStart || (a.side === b.side ? 0 : a.side === 'theirs' ? -1 : 1),
+  const extended = [t, u].flatMap((hs) =>
+    hs.map((h, k) => {
+      const lo = k > 0 ? hs[k - 1].oStart + hs[k - 1].oLength : 0;
+      const hi = k + 1 < hs.length ? hs[k + 1].oStart : o.length;
+      const [from, to] = extentOf(h, o, sides[h.side], lo, hi);
+      return { h, from, to };
+    }),
   );
+  extended.sort((a, b) => a.from - b.from || a.h.oStart - b.h.oStart);
   const out: string[] = [];
   const theirRanges: LineRange[] = [];
   const conflicts: MergeConflictRegion[] = [];
   let cursor = 0;
   let i = 0;
-  while (i < hunks.length) {
-    const first = hunks[i];
-    const regionStart = first.oStart;
-    let regionEnd = first.oStart + first.oLength;
-    const region = [first];
+  while (i < extended.length) {
+    const regionStart = extended[i].from;
+    let regionEnd = extended[i].to;
+    const region: Hunk[] = [extended[i].h];
     i++;
     // git's rule: a hunk that starts at or before the region's end (overlapping or adjacent) joins it.
-    while (i < hunks.length && hunks[i].oStart <= regionEnd) {
-      regionEnd = Math.max(regionEnd, hunks[i].oStart + hunks[i].oLength);
-      region.push(hunks[i]);
+    while (i < extended.length && extended[i].from <= regionEnd) {
+      regionEnd = Math.max(regionEnd, extended[i].to);
+      region.push(extended[i].h);
       i++;
     }
     for (let k = cursor; k < regionStart; k++) out.push(lines.o[k]);
     cursor = regionEnd;
+    const of = (side: Hunk['side']) => region.filter((h) => h.side === side).sort((a, b) => a.oStart - b.oStart);
+    const th = of('theirs');
+    const oh = of('ours');
     // Each side's span over [regionStart, regionEnd): its hunks' extent, widened by the unchanged base lines around.
-    const span = (side: Hunk['side']): [number, number] | null => {
-      const hs = region.filter((h) => h.side === side);
-      if (hs.length === 0) return null;
-      const oS = hs[0].oStart;
+    const span = (hs: Hunk[]): [number, number] => {
       const last = hs[hs.length - 1];
-      const oE = last.oStart + last.oLength;
-      return [hs[0].xStart - (oS - regionStart), last.xStart + last.xLength + (regionEnd - oE)];
+      return [
+        hs[0].xStart - (hs[0].oStart - regionStart),
+        last.xStart + last.xLength + (regionEnd - last.oStart - last.oLength),
+      ];
     };
-    const ts = span('theirs');
-    const us = span('ours');
-    const take = (side: Hunk['side'], s: [number, number]) => {
+    const take = (side: Hunk['side'], hs: Hunk[]) => {
+      const s = span(hs);
       const from = out.length;
       for (let k = s[0]; k < s[1]; k++) out.push(lines[side][k]);
-      if (side === 'theirs') theirRanges.push([from + 1, Math.max(from + 1, out.length)]);
+      if (side === 'theirs') {
+        for (const h of hs) {
+          const at = from + (h.xStart - s[0]) + 1;
+          theirRanges.push([at, at + Math.max(h.xLength, 1) - 1]);
+        }
+      }
     };
-    if (ts && us) {
-      if (sameLines(sides.theirs, ts[0], ts[1], sides.ours, us[0], us[1])) {
-        take('theirs', ts); // both made the same change
-      } else {
+    if (th.length && oh.length) {
+      const same =
+        th.length === oh.length &&
+        th.every(
+          (h, k) =>
+            h.oStart === oh[k].oStart &&
+            h.oLength === oh[k].oLength &&
+            sameLines(
+              sides.theirs,
+              h.xStart,
+              h.xStart + h.xLength,
+              sides.ours,
+              oh[k].xStart,
+              oh[k].xStart + oh[k].xLength,
+            ),
+        );
+      if (same)
+        take('theirs', th); // both made the very same change
+      else {
+        const ts = span(th);
+        const us = span(oh);
         conflicts.push({ base: range(regionStart, regionEnd), theirs: range(ts[0], ts[1]), ours: range(us[0], us[1]) });
       }
-    } else if (ts) take('theirs', ts);
-    else take('ours', us!);
+    } else if (th.length) take('theirs', th);
+    else take('ours', oh);
   }
   if (conflicts.length) return { kind: 'conflict', regions: conflicts };
   for (let k = cursor; k < o.length; k++) out.push(lines.o[k]);
