@@ -50,7 +50,7 @@ export const ApplyPatchInput = z.strictObject({
     .describe('Path (as in the diff) → content_hash, or "absent"'),
   expected_status_hash: ExpectedStatusHash.optional(),
   on_conflict: OnConflict.optional(),
-  allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
+  allow_rewrite: z.boolean().default(false).describe('Allow ≥90% rewrites'),
   dry_run: DryRun,
 });
 

@@ -36,7 +36,7 @@ export const ReadOptionsShape = {
   end_line: z.number().int().min(1).optional().describe('Inclusive'),
   head: z.number().int().min(1).max(10_000_000).optional(),
   tail: z.number().int().min(1).max(10_000_000).optional(),
-  offset: z.number().int().min(0).optional().describe('Byte offset, from continuation'),
+  offset: z.number().int().min(0).optional().describe('From continuation'),
   max_bytes: z.number().int().min(1).optional().describe('Default and most 262144'),
   encoding: z.enum(['utf8', 'base64']).default('utf8').describe('Default utf8'),
 };
@@ -48,9 +48,7 @@ export const ExpectedHash = z
   .describe('content_hash from a read, or "absent"');
 
 /** on_conflict of edit_file and apply_patch (docs/tools.md "Merging instead of refusing"). */
-export const OnConflict = z
-  .enum(['fail', 'merge'])
-  .describe('merge: if only other lines changed since your read, merge (else OCC_MISMATCH)');
+export const OnConflict = z.enum(['fail', 'merge']).describe("merge: keep others' edits elsewhere");
 
 /** What a merged mutation reports (on_conflict "merge"). */
 export const MergedResult = z

@@ -48,7 +48,7 @@ export const EditFileInput = z.strictObject({
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
   on_conflict: OnConflict.optional(),
-  allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
+  allow_rewrite: z.boolean().default(false).describe('Allow ≥90% rewrites'),
   max_replacements: z.number().int().min(1).max(MAX_EDIT_REPLACEMENTS).optional().describe('Default 10000'),
   dry_run: DryRun,
 });
