@@ -10,9 +10,9 @@
  * Hunt–McIlroy candidate scan is cubic on repeated lines (0.5 s for 1,000 blank lines against 1,000), and its merge
  * diffs whole files.
  *
- * Lines keep their terminators (a CRLF line differs from the same LF line; a last line without newline differs from
- * one with), as git compares them. Lines are interned to numbers before the diff: the library keys a plain object by
- * numbers before the diff (comparisons of small integers; no line content is ever used as an object key).
+ * Lines are compared with their terminators' meaning (a CRLF line differs from the same LF line; a last line without
+ * newline differs from one with), as git compares them. The diff compares lines as strings (===); no line content is ever used as an
+ * object key.
  *
  * Work is bounded (`maxEdits`): each pairwise diff stops once its edit script would pass this many inserted plus
  * deleted lines, and the merge is then refused (`too_large`). Myers' cost grows with the square of that length, not
@@ -45,10 +45,27 @@ export type Merge3Result =
   | { kind: 'conflict'; regions: MergeConflictRegion[] }
   | { kind: 'too_large' };
 
-/** Splits text into lines, each keeping its `\n` (the last may have none). */
+/**
+ * Splits text into lines for comparison without copying them: a line ended by `\n` is its content without the `\n`;
+ * a last line without terminator is its content followed by `\n` (no other entry can contain one), so the two differ
+ * as git's lines do. `joinLines` is the inverse.
+ */
 export function splitLines(text: string): string[] {
   if (text === '') return [];
-  return text.split(/(?<=\n)/);
+  const parts = text.split('\n');
+  const last = parts.pop()!;
+  if (last !== '') parts.push(`${last}\n`);
+  return parts;
+}
+
+/** The text of lines from `splitLines`. */
+export function joinLines(lines: readonly string[]): string {
+  const pieces: string[] = [];
+  for (const l of lines) {
+    if (l.endsWith('\n')) pieces.push(l.slice(0, -1));
+    else pieces.push(l, '\n');
+  }
+  return pieces.join('');
 }
 
 interface Hunk {
@@ -63,7 +80,7 @@ interface Hunk {
  * The changed hunks of `x` against `o` (0-based line indices), the common prefix and suffix removed before the diff.
  * @returns null when the edit script is longer than `maxEdits`
  */
-function hunksOf(o: number[], x: number[], side: Hunk['side'], maxEdits: number): Hunk[] | null {
+function hunksOf(o: string[], x: string[], side: Hunk['side'], maxEdits: number): Hunk[] | null {
   let pre = 0;
   while (pre < o.length && pre < x.length && o[pre] === x[pre]) pre++;
   let suf = 0;
@@ -103,7 +120,23 @@ function hunksOf(o: number[], x: number[], side: Hunk['side'], maxEdits: number)
   return hunks;
 }
 
-function sameLines(a: number[], aStart: number, aEnd: number, b: number[], bStart: number, bEnd: number): boolean {
+/** One changed region of a two-way line diff: 0-based start and length in the old and the new lines. */
+export interface LineHunk {
+  oStart: number;
+  oLength: number;
+  xStart: number;
+  xLength: number;
+}
+
+/**
+ * The changed regions between two texts, line by line (terminators kept), with the same bound as the merge: null
+ * when the edit script would pass `maxEdits` lines. For changed_ranges of an OCC conflict (src/policy/occ.ts).
+ */
+export function diffLineHunks(before: string, after: string, maxEdits = MERGE_MAX_EDITS): LineHunk[] | null {
+  return hunksOf(splitLines(before), splitLines(after), 'theirs', maxEdits);
+}
+
+function sameLines(a: string[], aStart: number, aEnd: number, b: string[], bStart: number, bEnd: number): boolean {
   if (aEnd - aStart !== bEnd - bStart) return false;
   for (let i = 0; i < aEnd - aStart; i++) if (a[aStart + i] !== b[bStart + i]) return false;
   return true;
@@ -120,10 +153,10 @@ function range(start0: number, end0: number): LineRange {
  * that would touch the other side's change in git's diff touches it here too.
  * @returns [lowest oStart, highest oEnd) in base lines, within [lo, hi) (the neighbouring hunks of the same side)
  */
-function extentOf(h: Hunk, o: number[], x: number[], lo: number, hi: number): [number, number] {
+function extentOf(h: Hunk, o: string[], x: string[], lo: number, hi: number): [number, number] {
   let up = 0;
   let down = 0;
-  const slide = (arr: number[], s: number, e: number) => {
+  const slide = (arr: string[], s: number, e: number) => {
     if (e === s) return;
     let k = 0;
     while (h.oStart - k - 1 >= lo && s - k - 1 >= 0 && arr[s - k - 1] === arr[e - k - 1]) k++;
@@ -147,16 +180,9 @@ function extentOf(h: Hunk, o: number[], x: number[], lo: number, hi: number): [n
  * @returns merged text and where their change lies in it; the conflicting regions; or too_large (nothing merged)
  */
 export function merge3(base: string, theirs: string, ours: string, maxEdits = MERGE_MAX_EDITS): Merge3Result {
-  const ids = new Map<string, number>();
-  const intern = (lines: string[]) =>
-    lines.map((l) => {
-      let id = ids.get(l);
-      if (id === undefined) ids.set(l, (id = ids.size));
-      return id;
-    });
   const lines = { o: splitLines(base), theirs: splitLines(theirs), ours: splitLines(ours) };
-  const o = intern(lines.o);
-  const sides = { theirs: intern(lines.theirs), ours: intern(lines.ours) };
+  const o = lines.o;
+  const sides = { theirs: lines.theirs, ours: lines.ours };
   const t = hunksOf(o, sides.theirs, 'theirs', maxEdits);
   const u = hunksOf(o, sides.ours, 'ours', maxEdits);
   if (!t || !u) return { kind: 'too_large' };
@@ -243,5 +269,5 @@ export function merge3(base: string, theirs: string, ours: string, maxEdits = ME
     if (last && r[0] <= last[1] + 1) last[1] = Math.max(last[1], r[1]);
     else merged.push([r[0], r[1]]);
   }
-  return { kind: 'merged', text: out.join(''), theirRanges: merged };
+  return { kind: 'merged', text: joinLines(out), theirRanges: merged };
 }

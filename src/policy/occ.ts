@@ -10,9 +10,8 @@
  * Memory: a snapshot is kept only for a file of at most SNAPSHOT_MAX_BYTES (256 KiB), and all snapshots together hold
  * at most SNAPSHOT_TOTAL_BYTES (32 MiB; the least recently used go first). Hashes alone are kept for every file.
  */
-import { diffLines } from 'diff';
 import { OccMismatchError, ToolError, type OccConflict } from '../errors/tool-error.js';
-import type { MergeConflictRegion } from '../patch/merge3.js';
+import { diffLineHunks, splitLines, type MergeConflictRegion } from '../patch/merge3.js';
 
 /** Largest file whose bytes a read or write keeps (for changed_ranges and merging), in bytes. */
 export const SNAPSHOT_MAX_BYTES = 256 * 1024;
@@ -186,6 +185,7 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
 
 function mismatch(c: OccCheck, expected: string): OccMismatchError {
   const current = c.current.hash;
+  let pastMergeBound = false;
   let conflict: OccConflict;
   if (current === null) {
     conflict = { reason: 'deleted' };
@@ -194,11 +194,13 @@ function mismatch(c: OccCheck, expected: string): OccMismatchError {
     const before = c.memory.snapshot(c.real, expected);
     if (before && c.current.bytes) {
       conflict.bytes_delta = c.current.bytes.length - before.length;
-      const ranges = changedRanges(before.toString('utf8'), Buffer.from(c.current.bytes).toString('utf8'));
+      const exact = { value: true };
+      const ranges = changedRanges(before.toString('utf8'), Buffer.from(c.current.bytes).toString('utf8'), exact);
       if (ranges.length) conflict.changed_ranges = ranges;
+      if (!exact.value) pastMergeBound = true;
     }
   }
-  return new OccMismatchError(
+  const error = new OccMismatchError(
     current === null
       ? `${c.absolute} was deleted since the expected version.`
       : `${c.absolute} changed since the expected version (${expected.slice(0, 19)}…).`,
@@ -209,26 +211,34 @@ function mismatch(c: OccCheck, expected: string): OccMismatchError {
       conflict,
     },
   );
+  // The other change is already past the line diff's bound: a merge would diff it again to the same end.
+  if (pastMergeBound) tooLargeToMerge.add(error);
+  return error;
 }
 
 /**
  * 1-based inclusive line ranges of `after` that differ from `before` (a pure deletion marks the line after it).
+ * Bounded work (docs/tools.md "Merging instead of refusing"): past the line diff's bound (300 changed lines) the answer
+ * is the one range from the first to the last differing line of `after`, and `exact.value` is set false.
  */
-export function changedRanges(before: string, after: string): Array<[number, number]> {
+export function changedRanges(
+  before: string,
+  after: string,
+  exact: { value: boolean } = { value: true },
+): Array<[number, number]> {
+  const hunks = diffLineHunks(before, after);
   const out: Array<[number, number]> = [];
-  let line = 1;
-  for (const part of diffLines(before, after)) {
-    const n = part.count ?? 0;
-    if (part.added) {
-      out.push([line, line + n - 1]);
-      line += n;
-    } else if (part.removed) {
-      const last = out[out.length - 1];
-      if (!last || last[1] < line - 1) out.push([line, line]);
-    } else {
-      line += n;
-    }
+  exact.value = hunks !== null;
+  if (hunks === null) {
+    const a = splitLines(before);
+    const b = splitLines(after);
+    let pre = 0;
+    while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+    let suf = 0;
+    while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+    return [[pre + 1, Math.max(pre + 1, b.length - suf)]];
   }
+  for (const h of hunks) out.push([h.xStart + 1, h.xStart + Math.max(h.xLength, 1)]);
   // merge overlapping/adjacent ranges
   const merged: Array<[number, number]> = [];
   for (const r of out) {
@@ -250,6 +260,9 @@ export const MERGE_NOTES = {
   notModified: 'on_conflict "merge" merges changes to an existing file only.',
 } as const;
 
+/** Mismatches whose other change the OCC check already found past the merge's line-diff bound. */
+const tooLargeToMerge = new WeakSet<OccMismatchError>();
+
 /** Adds a note to a mismatch's conflict and returns it (to be thrown). */
 export function withMergeNote(mismatch: OccMismatchError, note: string): OccMismatchError {
   mismatch.conflict.note = note;
@@ -261,12 +274,14 @@ export function withMergeNote(mismatch: OccMismatchError, note: string): OccMism
  * session holds for the mismatch's expected hash. Only a modification is merged: a deleted file is never merged into
  * existence, and "absent" keeps its meaning.
  * @returns the read version's bytes
- * @throws OccMismatchError the mismatch itself (deleted, created), or with conflict.note `notHeld`
+ * @throws OccMismatchError the mismatch itself (deleted, created), or with conflict.note `notHeld`, or `tooLarge`
+ *   when the check that made the mismatch found the other change past the line diff's bound
  */
 export function mergeBaseFor(mismatch: OccMismatchError, real: string, memory: HashMemory): Buffer {
   if (mismatch.conflict.reason !== 'modified') throw mismatch;
   const base = memory.snapshot(real, mismatch.expectedHash);
   if (!base) throw withMergeNote(mismatch, MERGE_NOTES.notHeld);
+  if (tooLargeToMerge.has(mismatch)) throw withMergeNote(mismatch, MERGE_NOTES.tooLarge);
   return base;
 }
 

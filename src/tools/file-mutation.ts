@@ -364,6 +364,9 @@ export function deletionIsConflict(ctx: ToolContext, expected: string | undefine
     (ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined);
 }
 
+/** Lets other calls (and pings) run between two bounded steps. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** What a merged result reports (`merged`; docs/tools.md "Merging instead of refusing"). */
 export interface MergedInfo {
   /** The read version the caller's change was made against. */
@@ -395,12 +398,16 @@ export async function mergeInstead(
   if (!isUtf8(base) || !isUtf8(currentBytes)) throw withMergeNote(mismatch, MERGE_NOTES.notText);
   const baseText = base.toString('utf8');
   let oursText: string;
+  // Each step holds the event loop for one bounded piece (docs/security.md "Bounded work"): the OCC check's changed
+  // ranges, your change on the read version, the merge.
+  await nextTurn();
   try {
     oursText = await ours(baseText, base);
   } catch (error) {
     if (error instanceof PatchFailedError) throw withMergeNote(mismatch, MERGE_NOTES.notApplicable);
     throw error;
   }
+  await nextTurn();
   const r = merge3(baseText, Buffer.from(currentBytes).toString('utf8'), oursText);
   if (r.kind === 'too_large') throw withMergeNote(mismatch, MERGE_NOTES.tooLarge);
   if (r.kind === 'conflict') throw overlappingConflict(mismatch, r.regions);

@@ -4,7 +4,7 @@
  * could place in several ways, the work bound, and lines no diff library may see as object keys.
  */
 import { describe, expect, it } from 'vitest';
-import { merge3, splitLines } from '../../src/patch/merge3.js';
+import { joinLines, merge3, splitLines } from '../../src/patch/merge3.js';
 
 const L = (...xs: string[]) => xs.map((x) => `${x}\n`).join('');
 const BASE = L('a', 'b', 'c', 'd', 'e', 'f', 'g');
@@ -59,8 +59,12 @@ describe('merge3', () => {
     const base = 'a\r\n__proto__\r\nconstructor\r\nhasOwnProperty';
     const r = merge3(base, 'top\r\n' + base, base.replace('hasOwnProperty', 'toString'));
     expect(r).toMatchObject({ kind: 'merged', text: 'top\r\na\r\n__proto__\r\nconstructor\r\ntoString' });
-    expect(splitLines('x\ny')).toEqual(['x\n', 'y']);
+    expect(splitLines('x\ny')).toEqual(['x', 'y\n']);
+    expect(splitLines('x\ny\n')).toEqual(['x', 'y']);
     expect(splitLines('')).toEqual([]);
+    for (const t of ['', 'a', 'a\n', '\n\n', 'a\r\nb', 'a\n\nb\n']) expect(joinLines(splitLines(t))).toBe(t);
+    expect(merge3('a\nb', 'a\nb\n', 'a\nb').kind).toBe('merged');
+    expect(merge3('a\nb', 'a\nb\n', 'a\nB').kind).toBe('conflict');
   });
 
   it('refuses past the work bound instead of diffing', () => {
