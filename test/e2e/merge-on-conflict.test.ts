@@ -128,6 +128,24 @@ describe('edit_file on_conflict', () => {
     expect(readFileSync(p, 'utf8')).toBe(theirs);
   });
 
+  it('a change that does not apply to the read version: OCC_MISMATCH modified with the note, nothing written', async () => {
+    const p = file('notapplicable.ts', BASE);
+    await client.callOk('read_file', { path: p });
+    const theirs = `${BASE}const added = 1;\n`;
+    writeFileSync(p, theirs);
+    const e = (
+      await client.callError('edit_file', {
+        path: p,
+        edits: [{ old_text: 'const added = 1;', new_text: 'const added = 2;' }],
+        on_conflict: 'merge',
+      })
+    ).error;
+    expect(e.code).toBe('OCC_MISMATCH');
+    expect(e.conflict.reason).toBe('modified');
+    expect(e.conflict.note).toMatch(/does not apply to the version you read/);
+    expect(readFileSync(p, 'utf8')).toBe(theirs);
+  });
+
   it('a deleted file is never merged into existence; "absent" keeps its meaning', async () => {
     const p = file('gone.ts', BASE);
     await client.callOk('read_file', { path: p });
