@@ -359,6 +359,23 @@ for (let i = 0; i < 6; i++) {
   add({ cat: 'stale_edit', prepare: async () => { await readIt(abs); writeFileSync(abs, other); },
     call: { tool: 'apply_patch', args: { path: abs, patch } }, intent: timeoutIntent(k, k), check: fileIs(abs, changedLine(k, k, other)) });
 }
+// 1b. Formatter-changed files (issue 28): the agent read the file, a formatter or hook rewrote OTHER lines (quote
+// style, a header comment, whitespace, a final blank line), the agent edits with its stale view. Once as today (strict:
+// OCC_MISMATCH, recovered from the envelope) and once with on_conflict "merge" (merged in the first call): the
+// difference of the two categories' mean extra calls is what merging saves.
+const formatted = (text, k) =>
+  `# formatted by a hook\n${text.replace(`import os  # module ${k}`, `import os # module ${k}`).replace(/"/g, "'")}\n`;
+for (const merge of [false, true]) {
+  for (let i = 0; i < 6; i++) {
+    const k = (merge ? 700 : 600) + i; const abs = put(`formatted/m${k}.py`, module(k)); const other = formatted(module(k), k);
+    const viaPatch = i % 2 === 1;
+    const patch = `--- a/m${k}.py\n+++ b/m${k}.py\n@@ -3,3 +3,3 @@\n def load_${k}():\n-    timeout = ${10 + k}\n+    timeout = ${k}\n     retries = ${k % 5 + 1}\n`;
+    const args = viaPatch ? { path: abs, patch } : { path: abs, edits: [{ old_text: `    timeout = ${10 + k}`, new_text: `    timeout = ${k}` }] };
+    if (merge) args.on_conflict = 'merge';
+    add({ cat: merge ? 'formatter_merge' : 'formatter', prepare: async () => { await readIt(abs); writeFileSync(abs, other); },
+      call: { tool: viaPatch ? 'apply_patch' : 'edit_file', args }, intent: timeoutIntent(k, k), check: fileIs(abs, changedLine(k, k, other)) });
+  }
+}
 // 2. Typos in old_text (read first: the session knows the hash).
 const typos = [
   (k) => `    timeout = ${11 + k}`, // wrong number
@@ -632,6 +649,9 @@ console.log(lines.join('\n'));
 const total = results.length; const rec = results.filter((r) => r.recovered).length; const env = results.filter((r) => r.envelopeOnly).length;
 console.log(`\n${total} cases in ${seconds.toFixed(1)} s: recovered ${rec}/${total}, envelope-only ${env}/${total} (${(100 * env / total).toFixed(1)} %), `
   + `mean extra calls ${(results.reduce((s, r) => s + r.extra, 0) / total).toFixed(2)}, misleading ${results.filter((r) => r.misleading).length}`);
+const extraOf = (cat) => results.filter((r) => r.cat === cat).reduce((s, r) => s + r.extra, 0);
+console.log(`formatter-changed files: on_conflict "merge" took ${extraOf('formatter_merge')} extra calls where the strict rule took `
+  + `${extraOf('formatter')} (${results.filter((r) => r.cat === 'formatter').length} cases each)`);
 const bad = results.filter((r) => !r.recovered || !r.envelopeOnly || r.misleading);
 if (bad.length) {
   console.log('\nNot recovered, not envelope-only, or misleading:');

@@ -51,6 +51,8 @@ Options:
                              (.claude/settings.json, .mcp.json, .vscode/tasks.json, .envrc, ...); git directories
                              and core.hooksPath stay protected
   --auto-occ=off|warn|block  implicit optimistic concurrency (default block)
+  --on-conflict=fail|merge   default on_conflict of edit_file/apply_patch (default fail; merge: a change made
+                             against the read version is merged when only other lines changed since)
   --mutation-budget=N        at most N successful mutating calls (0: unlimited)
   --policy=FILE              JSON file policy: {"rules":[{"pattern":"glob","access":"read_only|hidden|deny"}]}
   --git-remote-allow=LIST    hosts, host/owner or repo URLs the issue tools may reach (default: the configured hosts; 'default' extends, '*' any)

@@ -84,6 +84,11 @@ export interface Config {
    */
   allowExecConfig: boolean;
   autoOcc: 'off' | 'warn' | 'block';
+  /**
+   * `--on-conflict`: the session default of edit_file's and apply_patch's `on_conflict` (docs/tools.md "Merging
+   * instead of refusing"). Default `fail`: an OCC mismatch is refused.
+   */
+  onConflict: 'fail' | 'merge';
   /** 0 means unlimited. */
   mutationBudget: number;
   policy: FilePolicy;
@@ -146,6 +151,7 @@ const OPTIONS = {
   'allow-secrets': { type: 'boolean' },
   'allow-exec-config': { type: 'boolean' },
   'auto-occ': { type: 'string' },
+  'on-conflict': { type: 'string' },
   'mutation-budget': { type: 'string' },
   policy: { type: 'string' },
   'git-remote-allow': { type: 'string' },
@@ -259,6 +265,7 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     allowSecrets: values['allow-secrets'] === true,
     allowExecConfig: values['allow-exec-config'] === true,
     autoOcc: parseEnum('auto-occ', values['auto-occ'], ['off', 'warn', 'block'] as const, 'block'),
+    onConflict: parseEnum('on-conflict', values['on-conflict'], ['fail', 'merge'] as const, 'fail'),
     mutationBudget:
       typeof values['mutation-budget'] === 'string'
         ? parsePositiveInt('mutation-budget', values['mutation-budget'], 0)

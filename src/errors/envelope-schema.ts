@@ -17,9 +17,19 @@ export const EnvelopeErrorSchema = z.object({
   current_hash: z.string().nullable().optional(),
   conflict: z
     .object({
-      reason: z.enum(['modified', 'deleted', 'created']),
+      reason: z.enum(['modified', 'deleted', 'created', 'overlapping']),
       changed_ranges: z.array(z.tuple([z.number().int(), z.number().int()])).optional(),
       bytes_delta: z.number().int().optional(),
+      overlapping: z
+        .array(
+          z.object({
+            base: z.tuple([z.number().int(), z.number().int()]),
+            theirs: z.tuple([z.number().int(), z.number().int()]),
+            ours: z.tuple([z.number().int(), z.number().int()]),
+          }),
+        )
+        .optional(),
+      note: z.string().optional(),
     })
     .optional(),
 });

@@ -52,11 +52,19 @@ export class ToolError extends Error {
 
 /** What changed between the expected and the current content (SPEC §3). */
 export interface OccConflict {
-  reason: 'modified' | 'deleted' | 'created';
+  /** `overlapping`: on_conflict "merge" found changes of both sides that overlap or touch (docs/errors.md). */
+  reason: 'modified' | 'deleted' | 'created' | 'overlapping';
   /** 1-based inclusive line ranges of the current content that differ from the expected content, when known. */
   changed_ranges?: Array<[number, number]>;
   /** current size minus expected size, in bytes, when known. */
   bytes_delta?: number;
+  /**
+   * `overlapping` only: each region both sides changed, as 1-based inclusive line ranges of the read version (base),
+   * the current file (theirs) and the caller's change applied to the read version (ours); an empty side [n, n-1].
+   */
+  overlapping?: Array<{ base: [number, number]; theirs: [number, number]; ours: [number, number] }>;
+  /** Why on_conflict "merge" did not merge (a `modified` conflict): no file content, a fixed sentence. */
+  note?: string;
 }
 
 /**

@@ -3,13 +3,20 @@
  *  - the session's remembered hashes: every read and write records the hash of what is now on disk, keyed by
  *    resolved path (and, for files up to 256 KiB, a snapshot of the bytes, so a conflict can name the changed lines);
  *  - the expected-hash decision for a mutation: OCC_MISMATCH, HASH_REQUIRED, or proceed (with a warning under
- *    --auto-occ=warn).
+ *    --auto-occ=warn);
+ *  - whether an OCC_MISMATCH may be merged instead (on_conflict "merge", docs/tools.md "Merging instead of refusing"):
+ *    only a modification, only from a read version whose bytes are still held.
+ *
+ * Memory: a snapshot is kept only for a file of at most SNAPSHOT_MAX_BYTES (256 KiB), and all snapshots together hold
+ * at most SNAPSHOT_TOTAL_BYTES (32 MiB; the least recently used go first). Hashes alone are kept for every file.
  */
-import { diffLines } from 'diff';
 import { OccMismatchError, ToolError, type OccConflict } from '../errors/tool-error.js';
+import { diffLineHunks, splitLines, type MergeConflictRegion } from '../patch/merge3.js';
 
-const SNAPSHOT_MAX_BYTES = 256 * 1024;
-const SNAPSHOT_TOTAL_BYTES = 32 * 1024 * 1024;
+/** Largest file whose bytes a read or write keeps (for changed_ranges and merging), in bytes. */
+export const SNAPSHOT_MAX_BYTES = 256 * 1024;
+/** Most bytes all kept snapshots of one session hold together. */
+export const SNAPSHOT_TOTAL_BYTES = 32 * 1024 * 1024;
 
 /** The literal expected_hash meaning "the file must not exist" (SPEC §5). */
 export const ABSENT = 'absent';
@@ -178,6 +185,7 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
 
 function mismatch(c: OccCheck, expected: string): OccMismatchError {
   const current = c.current.hash;
+  let pastMergeBound = false;
   let conflict: OccConflict;
   if (current === null) {
     conflict = { reason: 'deleted' };
@@ -186,11 +194,13 @@ function mismatch(c: OccCheck, expected: string): OccMismatchError {
     const before = c.memory.snapshot(c.real, expected);
     if (before && c.current.bytes) {
       conflict.bytes_delta = c.current.bytes.length - before.length;
-      const ranges = changedRanges(before.toString('utf8'), Buffer.from(c.current.bytes).toString('utf8'));
+      const exact = { value: true };
+      const ranges = changedRanges(before.toString('utf8'), Buffer.from(c.current.bytes).toString('utf8'), exact);
       if (ranges.length) conflict.changed_ranges = ranges;
+      if (!exact.value) pastMergeBound = true;
     }
   }
-  return new OccMismatchError(
+  const error = new OccMismatchError(
     current === null
       ? `${c.absolute} was deleted since the expected version.`
       : `${c.absolute} changed since the expected version (${expected.slice(0, 19)}…).`,
@@ -201,26 +211,34 @@ function mismatch(c: OccCheck, expected: string): OccMismatchError {
       conflict,
     },
   );
+  // The other change is already past the line diff's bound: a merge would diff it again to the same end.
+  if (pastMergeBound) tooLargeToMerge.add(error);
+  return error;
 }
 
 /**
  * 1-based inclusive line ranges of `after` that differ from `before` (a pure deletion marks the line after it).
+ * Bounded work (docs/tools.md "Merging instead of refusing"): past the line diff's bound (300 changed lines) the answer
+ * is the one range from the first to the last differing line of `after`, and `exact.value` is set false.
  */
-export function changedRanges(before: string, after: string): Array<[number, number]> {
+export function changedRanges(
+  before: string,
+  after: string,
+  exact: { value: boolean } = { value: true },
+): Array<[number, number]> {
+  const hunks = diffLineHunks(before, after);
   const out: Array<[number, number]> = [];
-  let line = 1;
-  for (const part of diffLines(before, after)) {
-    const n = part.count ?? 0;
-    if (part.added) {
-      out.push([line, line + n - 1]);
-      line += n;
-    } else if (part.removed) {
-      const last = out[out.length - 1];
-      if (!last || last[1] < line - 1) out.push([line, line]);
-    } else {
-      line += n;
-    }
+  exact.value = hunks !== null;
+  if (hunks === null) {
+    const a = splitLines(before);
+    const b = splitLines(after);
+    let pre = 0;
+    while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++;
+    let suf = 0;
+    while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf]) suf++;
+    return [[pre + 1, Math.max(pre + 1, b.length - suf)]];
   }
+  for (const h of hunks) out.push([h.xStart + 1, h.xStart + Math.max(h.xLength, 1)]);
   // merge overlapping/adjacent ranges
   const merged: Array<[number, number]> = [];
   for (const r of out) {
@@ -229,4 +247,63 @@ export function changedRanges(before: string, after: string): Array<[number, num
     else merged.push([r[0], r[1]]);
   }
   return merged;
+}
+
+/** Why on_conflict "merge" did not merge (conflict.note of an OCC_MISMATCH `modified`). Fixed sentences, no content. */
+export const MERGE_NOTES = {
+  notHeld:
+    'on_conflict "merge" needs the version you read; this session no longer holds its bytes ' +
+    '(kept for files up to 256 KiB, 32 MiB in all). Read the file again.',
+  notText: 'on_conflict "merge" merges UTF-8 text only.',
+  notApplicable: 'on_conflict "merge": your change does not apply to the version you read.',
+  tooLarge: 'on_conflict "merge": the changes are too large to merge within the work bound (300 changed lines a side).',
+  notModified: 'on_conflict "merge" merges changes to an existing file only.',
+} as const;
+
+/** Mismatches whose other change the OCC check already found past the merge's line-diff bound. */
+const tooLargeToMerge = new WeakSet<OccMismatchError>();
+
+/** Adds a note to a mismatch's conflict and returns it (to be thrown). */
+export function withMergeNote(mismatch: OccMismatchError, note: string): OccMismatchError {
+  mismatch.conflict.note = note;
+  return mismatch;
+}
+
+/**
+ * The read version an on_conflict "merge" starts from (docs/tools.md "Merging instead of refusing"): the bytes this
+ * session holds for the mismatch's expected hash. Only a modification is merged: a deleted file is never merged into
+ * existence, and "absent" keeps its meaning.
+ * @returns the read version's bytes
+ * @throws OccMismatchError the mismatch itself (deleted, created), or with conflict.note `notHeld`, or `tooLarge`
+ *   when the check that made the mismatch found the other change past the line diff's bound
+ */
+export function mergeBaseFor(mismatch: OccMismatchError, real: string, memory: HashMemory): Buffer {
+  if (mismatch.conflict.reason !== 'modified') throw mismatch;
+  const base = memory.snapshot(real, mismatch.expectedHash);
+  if (!base) throw withMergeNote(mismatch, MERGE_NOTES.notHeld);
+  if (tooLargeToMerge.has(mismatch)) throw withMergeNote(mismatch, MERGE_NOTES.tooLarge);
+  return base;
+}
+
+/**
+ * The OCC_MISMATCH of a merge that found overlapping or touching changes: `conflict.reason: "overlapping"`, the
+ * regions (base, theirs, ours), and what the `modified` conflict said (changed_ranges, bytes_delta).
+ */
+export function overlappingConflict(mismatch: OccMismatchError, regions: MergeConflictRegion[]): OccMismatchError {
+  const { changed_ranges, bytes_delta } = mismatch.conflict;
+  return new OccMismatchError(
+    `${mismatch.path ?? 'The file'} changed since the version you read, and those changes overlap or touch yours.`,
+    {
+      path: mismatch.path ?? '',
+      expectedHash: mismatch.expectedHash,
+      currentHash: mismatch.currentHash,
+      conflict: {
+        reason: 'overlapping',
+        ...(changed_ranges ? { changed_ranges } : {}),
+        ...(bytes_delta !== undefined ? { bytes_delta } : {}),
+        overlapping: regions,
+      },
+      suggestion: 'Read the file again and redo your change on the current content.',
+    },
+  );
 }

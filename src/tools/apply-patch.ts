@@ -20,9 +20,24 @@ import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { assertWritesAllowed, authorizeWrite, type AuthorizedWrite } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { resolveInRoots } from '../policy/resolve-path.js';
-import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, PathArg } from './common-schemas.js';
+import {
+  ContentHash,
+  DryRun,
+  ExpectedHash,
+  ExpectedStatusHash,
+  MergedResult,
+  OnConflict,
+  PathArg,
+} from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { deletionIsConflict, hashRequiredForAll, insideRoots, runMutation } from './file-mutation.js';
+import {
+  deletionIsConflict,
+  hashRequiredForAll,
+  insideRoots,
+  mergeInstead,
+  runMutation,
+  type MergedInfo,
+} from './file-mutation.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';
 
@@ -34,7 +49,8 @@ export const ApplyPatchInput = z.strictObject({
     .optional()
     .describe('Path (as in the diff) → content_hash, or "absent"'),
   expected_status_hash: ExpectedStatusHash.optional(),
-  allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
+  on_conflict: OnConflict.optional(),
+  allow_rewrite: z.boolean().default(false).describe('Allow ≥90% rewrites'),
   dry_run: DryRun,
 });
 
@@ -65,6 +81,7 @@ export const ApplyPatchOutput = z.object({
       ),
       previous_hash: ContentHash.nullable(),
       content_hash: ContentHash.nullable().describe('null for a deleted file'),
+      merged: MergedResult,
     }),
   ),
   external_change: z.boolean().optional(),
@@ -293,7 +310,10 @@ export const applyPatch = defineTool({
         // one HASH_REQUIRED (issue 21: all known problems in one envelope); then step 10 (the hunks) per file.
         const currents: CurrentFile[] = [];
         const hashRequired: ToolError[] = [];
-        for (const t of targets) {
+        // on_conflict "merge": a modified file's OCC_MISMATCH, merged (or refused) with its hunks below.
+        const onConflict = args.on_conflict ?? ctx.config.onConflict;
+        const toMerge = new Map<number, OccMismatchError>();
+        for (const [i, t] of targets.entries()) {
           // A created file's destination is read too (it must still be absent), through its verified parent.
           const current = await scope.current(t.source.real, {
             wantBytes: true,
@@ -350,6 +370,10 @@ export const applyPatch = defineTool({
               const verdict = occ();
               if (verdict.warning) warnings.push(verdict.warning);
             } catch (error) {
+              if (onConflict === 'merge' && t.action === 'modified' && error instanceof OccMismatchError) {
+                toMerge.set(i, error);
+                continue;
+              }
               if (!(error instanceof ToolError) || error.code !== 'HASH_REQUIRED') throw error;
               hashRequired.push(error);
             }
@@ -360,8 +384,24 @@ export const applyPatch = defineTool({
           const current = currents[i];
           const before = t.action === 'created' ? '' : decode(current, t.source.absolute);
           let applied: { text: string; hunks: HunkReport[] };
+          let merged: MergedInfo | undefined;
+          const mismatch = toMerge.get(i);
           try {
-            applied = t.file.hunks.length ? applyHunks(before, t.file, t.source.absolute) : { text: before, hunks: [] };
+            if (mismatch) {
+              // The hunks apply to the version read (their lines are that version's); the merge then goes on disk.
+              let onBase: HunkReport[] = [];
+              const m = await mergeInstead(ctx, mismatch, t.source.real, current.bytes, (baseText) => {
+                const r = applyHunks(baseText, t.file, t.source.absolute);
+                onBase = r.hunks;
+                return r.text;
+              });
+              applied = { text: m.text, hunks: onBase };
+              merged = m.merged;
+            } else {
+              applied = t.file.hunks.length
+                ? applyHunks(before, t.file, t.source.absolute)
+                : { text: before, hunks: [] };
+            }
           } catch (error) {
             if (error instanceof PatchFailedError) {
               error.details.current_hash = current.hash;
@@ -431,6 +471,7 @@ export const applyPatch = defineTool({
             hunks: applied.hunks,
             previous_hash: current.hash,
             content_hash: newHash,
+            ...(merged ? { merged } : {}),
           });
         }
         return {
@@ -461,7 +502,7 @@ export const applyPatch = defineTool({
         (f) =>
           `${args.dry_run ? 'would be ' : ''}${f.action} ${quoteName(f.path)}${f.from ? ` (from ${quoteName(f.from)})` : ''}: ` +
           `${f.hunks.length} hunk(s)${f.hunks.length ? ` at line ${f.hunks.map((h) => h.line).join(', ')}` : ''}; ` +
-          `content_hash ${f.content_hash ?? '(deleted)'}`,
+          `content_hash ${f.content_hash ?? '(deleted)'}${f.merged ? '; merged with a change made since your read' : ''}`,
       ),
       ...warnings.map((w) => `warning: ${w}`),
     ].join('\n');

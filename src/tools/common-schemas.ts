@@ -36,7 +36,7 @@ export const ReadOptionsShape = {
   end_line: z.number().int().min(1).optional().describe('Inclusive'),
   head: z.number().int().min(1).max(10_000_000).optional(),
   tail: z.number().int().min(1).max(10_000_000).optional(),
-  offset: z.number().int().min(0).optional().describe('Byte offset, from continuation'),
+  offset: z.number().int().min(0).optional().describe('From continuation'),
   max_bytes: z.number().int().min(1).optional().describe('Default and most 262144'),
   encoding: z.enum(['utf8', 'base64']).default('utf8').describe('Default utf8'),
 };
@@ -46,6 +46,18 @@ export const ExpectedHash = z
   .string()
   .regex(/^(?:sha256:[0-9a-f]{64}|absent)$/)
   .describe('content_hash from a read, or "absent"');
+
+/** on_conflict of edit_file and apply_patch (docs/tools.md "Merging instead of refusing"). */
+export const OnConflict = z.enum(['fail', 'merge']).describe("merge: keep others' edits elsewhere");
+
+/** What a merged mutation reports (on_conflict "merge"). */
+export const MergedResult = z
+  .object({
+    base_hash: z.string(),
+    current_hash_before: z.string(),
+    changed_ranges: z.array(z.tuple([z.number().int(), z.number().int()])).describe('Their lines in the new file'),
+  })
+  .optional();
 
 /** expected_status_hash of mutating tools (SPEC §7). */
 export const ExpectedStatusHash = z.string().regex(/^sha256:[0-9a-f]{64}$/); // the name says it: git_status's status_hash

@@ -12,7 +12,15 @@ import { assertNotRewriteSliced } from '../patch/rewrite-guard.js';
 import { boundedUnifiedDiffSliced } from '../patch/window-diff.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { PatchFailedError } from '../errors/tool-error.js';
-import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
+import {
+  DryRun,
+  ExpectedHash,
+  ExpectedStatusHash,
+  MergedResult,
+  MutationResultShape,
+  OnConflict,
+  PathArg,
+} from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { deletionIsConflict, mutateFile } from './file-mutation.js';
 import { quoteName } from './text-safe.js';
@@ -39,7 +47,8 @@ export const EditFileInput = z.strictObject({
     .describe('1-100 edits, in order'),
   expected_hash: ExpectedHash.optional(),
   expected_status_hash: ExpectedStatusHash.optional(),
-  allow_rewrite: z.boolean().default(false).describe('Allow replacing ≥90% of a ≥10-line file'),
+  on_conflict: OnConflict.optional(),
+  allow_rewrite: z.boolean().default(false).describe('Allow ≥90% rewrites'),
   max_replacements: z.number().int().min(1).max(MAX_EDIT_REPLACEMENTS).optional().describe('Default 10000'),
   dry_run: DryRun,
 });
@@ -70,6 +79,7 @@ export const EditFileOutput = z.object({
     .describe('Absent: every edit replaced one exact match'),
   diff: z.string().describe('Unified diff of the change'),
   diff_truncated: z.boolean().optional().describe('Present (true) only when the diff was cut'),
+  merged: MergedResult,
 });
 
 export const editFile = defineTool({
@@ -104,6 +114,7 @@ export const editFile = defineTool({
         wantBytes: true,
         mustExist: true,
         tool: 'edit_file',
+        onConflict: args.on_conflict ?? ctx.config.onConflict,
       },
       async (current) => {
         const bytes = current.bytes!;
@@ -131,7 +142,9 @@ export const editFile = defineTool({
         return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
       },
     );
-    const { before, after, edits } = r.detail;
+    const { edits } = r.detail;
+    // Merged: the diff shows what this write changes on disk (the current file → the merge).
+    const { before, after } = r.merged ?? r.detail;
     // In bounded time, and cut while it is produced (src/patch/window-diff.ts).
     const bounded = await boundedUnifiedDiffSliced(
       `a/${target.relative}`,
@@ -154,12 +167,14 @@ export const editFile = defineTool({
       ...(edits.every((e) => e.replacements === 1 && e.match === 'exact') ? {} : { edits }),
       diff,
       ...(diffTruncated ? { diff_truncated: true } : {}),
+      ...(r.merged ? { merged: r.merged.info } : {}),
       ...(r.occ.externalChange ? { external_change: true, warnings: [r.occ.warning!] } : {}),
       ...(r.statusHash ? { status_hash: r.statusHash } : {}),
     };
     const text =
       `${args.dry_run ? 'Would edit' : 'Edited'} ${quoteName(target.real)}: ${replacements} replacement(s); ` +
-      `content_hash ${r.contentHash}${r.occ.warning ? `\nwarning: ${r.occ.warning}` : ''}\n${diff}`;
+      `content_hash ${r.contentHash}${r.occ.warning ? `\nwarning: ${r.occ.warning}` : ''}` +
+      `${r.merged ? `\nmerged with a change made since ${r.merged.info.base_hash.slice(0, 19)}…` : ''}\n${diff}`;
     return {
       structured,
       text,

@@ -25,11 +25,21 @@ import { withPathLock } from '../fs/path-lock.js';
 import { isDirectory, readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
 import { identityOf, openDirCreating, VerifiedDir } from '../fs/verified-dir.js';
-import { OccMismatchError, ToolError } from '../errors/tool-error.js';
+import { isUtf8 } from 'node:buffer';
+import { OccMismatchError, PatchFailedError, ToolError } from '../errors/tool-error.js';
+import { merge3 } from '../patch/merge3.js';
 import { authorizeRead, type AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-dirs.js';
-import { ABSENT, checkExpectedHash, type OccVerdict } from '../policy/occ.js';
+import {
+  ABSENT,
+  checkExpectedHash,
+  MERGE_NOTES,
+  mergeBaseFor,
+  overlappingConflict,
+  withMergeNote,
+  type OccVerdict,
+} from '../policy/occ.js';
 import { parentOf, type AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
 import type { ToolContext } from './define-tool.js';
@@ -354,6 +364,63 @@ export function deletionIsConflict(ctx: ToolContext, expected: string | undefine
     (ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined);
 }
 
+/** Lets other calls (and pings) run between two bounded steps. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** What a merged result reports (`merged`; docs/tools.md "Merging instead of refusing"). */
+export interface MergedInfo {
+  /** The read version the caller's change was made against. */
+  base_hash: string;
+  /** The file as it was just before this write (someone else's change on top of base_hash). */
+  current_hash_before: string;
+  /** 1-based inclusive line ranges of the new content that came from that other change (a deletion: the line after). */
+  changed_ranges: Array<[number, number]>;
+}
+
+/**
+ * on_conflict "merge" after an OCC_MISMATCH (docs/tools.md "Merging instead of refusing"), inside the mutation's lock:
+ * the read version's bytes (policy: mergeBaseFor), the caller's change applied to them (`ours`), and the three-way
+ * merge with the current bytes by git's rule (src/patch/merge3.ts).
+ * @param ours the caller's change applied to the read version's text (its PATCH_FAILED means: does not apply there)
+ * @returns the merged text and what the result reports
+ * @throws OccMismatchError `modified` with conflict.note (not held, not text, not applicable, too large),
+ *   `overlapping` (a conflict), the mismatch itself (deleted, created); whatever `ours` throws but PATCH_FAILED
+ */
+export async function mergeInstead(
+  ctx: ToolContext,
+  mismatch: OccMismatchError,
+  real: string,
+  currentBytes: Uint8Array | null | undefined,
+  ours: (baseText: string, base: Buffer) => string | Promise<string>,
+): Promise<{ text: string; merged: MergedInfo }> {
+  const base = mergeBaseFor(mismatch, real, ctx.hashes);
+  if (!currentBytes || mismatch.currentHash === null) throw withMergeNote(mismatch, MERGE_NOTES.notModified);
+  if (!isUtf8(base) || !isUtf8(currentBytes)) throw withMergeNote(mismatch, MERGE_NOTES.notText);
+  const baseText = base.toString('utf8');
+  let oursText: string;
+  // Each step holds the event loop for one bounded piece (docs/security.md "Bounded work"): the OCC check's changed
+  // ranges, your change on the read version, the merge.
+  await nextTurn();
+  try {
+    oursText = await ours(baseText, base);
+  } catch (error) {
+    if (error instanceof PatchFailedError) throw withMergeNote(mismatch, MERGE_NOTES.notApplicable);
+    throw error;
+  }
+  await nextTurn();
+  const r = merge3(baseText, Buffer.from(currentBytes).toString('utf8'), oursText);
+  if (r.kind === 'too_large') throw withMergeNote(mismatch, MERGE_NOTES.tooLarge);
+  if (r.kind === 'conflict') throw overlappingConflict(mismatch, r.regions);
+  return {
+    text: r.text,
+    merged: {
+      base_hash: mismatch.expectedHash,
+      current_hash_before: mismatch.currentHash,
+      changed_ranges: r.theirRanges,
+    },
+  };
+}
+
 /** Options of `mutateFile`. */
 export interface MutateOptions {
   expectedHash: string | undefined;
@@ -372,6 +439,8 @@ export interface MutateOptions {
   field?: string;
   /** The tool's name, for the undo history. Default write_file. */
   tool?: string;
+  /** edit_file's on_conflict: "merge" merges an OCC_MISMATCH `modified` instead (`mergeInstead`). Default fail. */
+  onConflict?: 'fail' | 'merge';
 }
 
 /** What `mutateFile` did. */
@@ -385,6 +454,8 @@ export interface MutateResult<T> {
   detail: T;
   /** New status hash of the work tree, when expected_status_hash was given. */
   statusHash?: string;
+  /** Present when on_conflict "merge" merged: what to report, and the current text the merge was written over. */
+  merged?: { info: MergedInfo; before: string; after: string };
 }
 
 /** The computed new content and the handler's own facts about it. */
@@ -451,8 +522,24 @@ export async function mutateFile<T>(
         occCheck(); // throws OCC_MISMATCH deleted for a known file; else the parent is simply missing
         throw parentMissing(target.absolute);
       }
-      const occ = occCheck();
-      const computed = await compute(current);
+      let occ: OccVerdict;
+      let computed: Computed<T>;
+      let merged: MutateResult<T>['merged'];
+      try {
+        occ = occCheck();
+        computed = await compute(current);
+      } catch (error) {
+        if (options.onConflict !== 'merge' || !(error instanceof OccMismatchError)) throw error;
+        // The caller's change against the version it read, merged with what is on disk now (or refused).
+        let ours: Computed<T> | undefined;
+        const m = await mergeInstead(ctx, error, real, current.bytes, async (_text, base) => {
+          ours = await compute({ ...current, hash: error.expectedHash, bytes: base });
+          return ours.bytes.toString('utf8');
+        });
+        occ = { checkedAgainst: error.expectedHash, externalChange: false };
+        computed = { bytes: Buffer.from(m.text, 'utf8'), detail: ours!.detail };
+        merged = { info: m.merged, before: Buffer.from(current.bytes!).toString('utf8'), after: m.text };
+      }
       const contentHash = hashBytes(computed.bytes);
       const result = {
         created: !current.exists,
@@ -461,6 +548,7 @@ export async function mutateFile<T>(
         bytes: computed.bytes.length,
         occ,
         detail: computed.detail,
+        ...(merged ? { merged } : {}),
       };
       const effect = async () => {
         let dir = where?.dir;

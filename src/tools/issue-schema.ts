@@ -58,7 +58,7 @@ export function issueInput(forge: Forge) {
       .max(ISSUE_BOUNDS.maxNumber)
       .optional()
       .describe(gh ? 'Issue number' : 'Issue iid'),
-    title: noNul(z.string().min(1).max(ISSUE_BOUNDS.titleChars)).optional().describe('≤ 256 characters'),
+    title: noNul(z.string().min(1).max(ISSUE_BOUNDS.titleChars)).optional().describe('≤ 256 chars'),
     body: noNul(z.string().max(ISSUE_BOUNDS.bodyBytes))
       .refine((s) => Buffer.byteLength(s, 'utf8') <= ISSUE_BOUNDS.bodyBytes, {
         message: 'must be at most 65536 bytes (UTF-8)',

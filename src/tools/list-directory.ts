@@ -119,8 +119,8 @@ export const listDirectory = defineTool({
   title: 'List directory',
   description:
     'List a directory in stable order: a file as its path, a directory as path/; links (not followed), secrets, ' +
-    'other kinds and long (size, mtime) as objects. .gitignore respected. 10000 entries a page (long: 1000), then ' +
-    'next_cursor. Fails on a file (VALIDATION).',
+    'other kinds and long (size, mtime) as objects. .gitignore respected. Paged ' +
+    '(next_cursor). Fails on a file (VALIDATION).',
   group: 'fs-read',
   input: ListDirectoryInput,
   output: ListDirectoryOutput,

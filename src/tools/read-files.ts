@@ -15,7 +15,7 @@ import { quoteName } from './text-safe.js';
 export const MAX_READ_FILES = 100;
 
 export const ReadFilesInput = z.strictObject({
-  paths: z.array(PathArg).min(1).max(MAX_READ_FILES).describe(`1-${MAX_READ_FILES} paths`),
+  paths: z.array(PathArg).min(1).max(MAX_READ_FILES), // the description says "up to 100"
   ...ReadOptionsShape,
 });
 

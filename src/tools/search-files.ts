@@ -28,7 +28,7 @@ const SEARCH_TIME_BUDGET_MS = 20_000;
 
 export const SearchFilesInput = z.strictObject({
   path: PathArg.default('.').describe('Default: the first root'),
-  glob: z.string().min(1).optional().describe('File glob, e.g. **/*.ts'),
+  glob: z.string().min(1).optional().describe('e.g. **/*.ts'),
   query: z.string().min(1).optional().describe('Text to find'),
   regex: z.boolean().default(false).describe('query is a JS regex'),
   case_sensitive: z.boolean().default(true).describe('Default true'),
@@ -98,7 +98,7 @@ export const searchFiles = defineTool({
   title: 'Search files',
   description:
     'Find files by glob and/or lines by text (literal, or JS regex if regex: true). Respects .gitignore; skips ' +
-    'secret, binary, >10 MiB files (counted). 500 results a page, then next_cursor. output_mode ' +
+    'secret, binary, >10 MiB files (counted). Paged (next_cursor). output_mode ' +
     'files_with_matches/count: paths or per-file counts. Needs glob or query (VALIDATION).',
   group: 'fs-read',
   input: SearchFilesInput,

@@ -17,7 +17,7 @@ import { quoteName } from './text-safe.js';
 
 export const StatInput = z.strictObject({
   path: PathArg,
-  hash: z.boolean().default(true).describe('Hash a regular file (default true)'),
+  hash: z.boolean().default(true).describe('Default true'),
 });
 
 export const StatOutput = z.object({

@@ -49,7 +49,7 @@ export const writeFile = defineTool({
   title: 'Write file',
   description:
     'Create a file or replace its whole content, atomically. Replacing needs its hash (expected_hash or an ' +
-    'earlier read, else HASH_REQUIRED); OCC_MISMATCH: it changed, re-read. Returns the new content_hash. For partial ' +
+    'earlier read, else HASH_REQUIRED); OCC_MISMATCH: it changed, re-read. For partial ' +
     'changes use edit_file.',
   group: 'fs-write',
   input: WriteFileInput,

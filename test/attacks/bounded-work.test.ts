@@ -11,7 +11,9 @@
  * - copy_path of a 1,000-level tree (copied) and a 2,000-level one (VALIDATION too_deep); move_path and a recursive
  *   delete_path of the 2,000-level one (they share the tree walk and its per-entry authorization);
  * - a file that reports 0 bytes and never ends (/proc/PID/pagemap, the root being /proc/PID) given to the tools;
- * - a FIFO renamed over a copy_path source again and again by another process: no call hangs.
+ * - a FIFO renamed over a copy_path source again and again by another process: no call hangs;
+ * - on_conflict "merge" of a 50,000-line file (under the 256 KiB snapshot size) changed at both ends, and one whose
+ *   other change is past the merge's work bound (refused, OCC_MISMATCH modified with the note).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -148,6 +150,43 @@ describe('bounded work under a watchdog', () => {
     expect(envelopeOf(r.value)?.details.reason).toBe('no_match');
     // The aligned nearest scan is one block (docs/security.md "Bounded work": over the goal, held to NOT_YET_BOUND_MS).
     expect(r.worstStallMs).toBeLessThanOrEqual(NOT_YET_BOUND_MS);
+  }, 120_000);
+
+  it('on_conflict "merge" of a 50,000-line file: merged, or refused past the work bound, in bounded time', async () => {
+    const lines = Array.from({ length: 50_000 }, (_, i) => (i === 25_000 ? 'MIDDLE' : String(i % 10_000)));
+    const file = path.join(tree.dir, 'merge.txt');
+    const base = `${lines.join('\n')}\n`;
+    expect(base.length).toBeLessThan(256 * 1024);
+    const attempt = async (theirs: string) => {
+      writeFileSync(file, base);
+      const read = await session.call('read_file', { path: 'merge.txt' });
+      writeFileSync(file, theirs);
+      return await watchAgainstIdle(() =>
+        session.call('edit_file', {
+          path: 'merge.txt',
+          edits: [{ old_text: 'MIDDLE', new_text: 'CHANGED' }],
+          expected_hash: read.result.structuredContent.content_hash,
+          on_conflict: 'merge',
+        }),
+      );
+    };
+    const ends = await attempt(`top\n${base.replace(/^0\n/, '')}bottom\n`);
+    console.log(
+      `stall edit_file merge 50,000 lines: ${ends.worstStallMs} ms (${ends.elapsedMs} ms; idle ${ends.idleStallMs} ms)`,
+    );
+    noInternal(ends.value);
+    expect(ends.value.result.structuredContent.merged).toBeDefined();
+    // Every tenth line of the second half changed (2,500 lines): past the bound, refused without diffing on.
+    const many = lines.map((l, i) => (i > 25_000 && i % 10 === 0 ? `${l} ` : l));
+    const large = await attempt(`${many.join('\n')}\n`);
+    console.log(
+      `stall edit_file merge refused: ${large.worstStallMs} ms (${large.elapsedMs} ms; idle ${large.idleStallMs} ms)`,
+    );
+    const e = envelopeOf(large.value) as unknown as { code: string; conflict: { reason: string; note: string } };
+    expect(e.code).toBe('OCC_MISMATCH');
+    expect(e.conflict.reason).toBe('modified');
+    expect(e.conflict.note).toMatch(/too large/);
+    for (const r of [ends, large]) expect(r.worstStallMs).toBeLessThanOrEqual(r.bound);
   }, 120_000);
 
   it('tree operations: copy of 1,000 levels, copy (too_deep), move and delete of 2,000 levels', async () => {

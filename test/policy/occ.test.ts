@@ -5,11 +5,23 @@
  *  - no expected_hash: auto-OCC off passes; block refuses an unread existing file (HASH_REQUIRED) and a changed or
  *    deleted remembered one (OCC_MISMATCH, deleted not retryable); warn lets them through with a warning;
  *  - HashMemory: forget, forgetUnder (a directory and what is below it, not a sibling prefix), snapshot by hash,
- *    and the snapshot size caps (a large file keeps its hash but no snapshot).
+ *    and the snapshot size caps (a large file keeps its hash but no snapshot);
+ *  - on_conflict "merge": only a modification from a read version whose bytes are held is merged (the note says
+ *    why not), and the overlapping conflict's envelope fields.
  */
 import { describe, expect, it } from 'vitest';
 import { OccMismatchError } from '../../src/errors/tool-error.js';
-import { ABSENT, changedRanges, checkExpectedHash, HashMemory, type OccCheck } from '../../src/policy/occ.js';
+import {
+  ABSENT,
+  changedRanges,
+  checkExpectedHash,
+  HashMemory,
+  MERGE_NOTES,
+  mergeBaseFor,
+  overlappingConflict,
+  withMergeNote,
+  type OccCheck,
+} from '../../src/policy/occ.js';
 
 const H1 = `sha256:${'1'.repeat(64)}`;
 const H2 = `sha256:${'2'.repeat(64)}`;
@@ -187,5 +199,70 @@ describe('changedRanges', () => {
     expect(changedRanges('a\nb\nc\n', 'a\nb\nc\n')).toEqual([]);
     expect(changedRanges('a\nb\nc\n', 'a\nc\n')).toEqual([[2, 2]]);
     expect(changedRanges('a\nb\nc\nd\n', 'a\nX\nY\nd\n')).toEqual([[2, 3]]);
+  });
+});
+
+describe('on_conflict "merge": what may be merged', () => {
+  const mismatchOf = (memory: HashMemory, current: { hash: string | null; bytes?: Uint8Array }, expected = H1) =>
+    thrown(() => checkExpectedHash(check({ memory, current, expected }))) as OccMismatchError;
+
+  it('a modification from a held read version: its bytes', () => {
+    const memory = new HashMemory();
+    memory.remember('/r/a.txt', H1, Buffer.from('a\nb\n'));
+    const m = mismatchOf(memory, { hash: H2, bytes: Buffer.from('a\nB\n') });
+    expect(mergeBaseFor(m, '/r/a.txt', memory).toString()).toBe('a\nb\n');
+  });
+
+  it('bytes not held: the mismatch itself, with the note; deleted and created: unchanged, never merged', () => {
+    const memory = new HashMemory();
+    memory.remember('/r/a.txt', H1); // a hash only (stat, a range read)
+    const m = mismatchOf(memory, { hash: H2 });
+    const e = thrown(() => mergeBaseFor(m, '/r/a.txt', memory)) as OccMismatchError;
+    expect(e).toBe(m);
+    expect(e.conflict).toEqual({ reason: 'modified', note: MERGE_NOTES.notHeld });
+    const deleted = mismatchOf(memory, { hash: null });
+    expect(thrown(() => mergeBaseFor(deleted, '/r/a.txt', memory))).toBe(deleted);
+    expect(deleted.conflict).toEqual({ reason: 'deleted' });
+    const created = mismatchOf(memory, { hash: H2 }, ABSENT);
+    expect(thrown(() => mergeBaseFor(created, '/r/a.txt', memory))).toBe(created);
+    expect(created.conflict.reason).toBe('created');
+    expect(withMergeNote(created, MERGE_NOTES.tooLarge).conflict.note).toBe(MERGE_NOTES.tooLarge);
+  });
+
+  it('an overlapping conflict keeps the hashes, changed_ranges and bytes_delta, and lists the regions', () => {
+    const memory = new HashMemory();
+    memory.remember('/r/a.txt', H1, Buffer.from('a\nb\n'));
+    const m = mismatchOf(memory, { hash: H2, bytes: Buffer.from('a\nBB\n') });
+    const region = {
+      base: [2, 2] as [number, number],
+      theirs: [2, 2] as [number, number],
+      ours: [2, 3] as [number, number],
+    };
+    const o = overlappingConflict(m, [region]);
+    expect(o.code).toBe('OCC_MISMATCH');
+    expect(o.envelopeExtras()).toEqual({
+      expected_hash: H1,
+      current_hash: H2,
+      conflict: { reason: 'overlapping', changed_ranges: [[2, 2]], bytes_delta: 1, overlapping: [region] },
+    });
+    expect(o.path).toBe('/r/a.txt');
+    // Without a snapshot the modified conflict had no ranges: none are invented.
+    const bare = overlappingConflict(mismatchOf(new HashMemory(), { hash: H2 }), [region]);
+    expect(bare.conflict).toEqual({ reason: 'overlapping', overlapping: [region] });
+  });
+});
+
+describe('on_conflict "merge": past the line diff bound', () => {
+  it('the OCC check found the other change too large: a coarse range, and mergeBaseFor refuses with the note', () => {
+    const memory = new HashMemory();
+    const before = Array.from({ length: 1000 }, (_, i) => `line ${i}\n`).join('');
+    const after = before.replace(/^line (\d*[05])$/gm, 'LINE $1'); // every fifth line: 400 edits
+    memory.remember('/r/a.txt', H1, Buffer.from(before));
+    const m = thrown(() =>
+      checkExpectedHash(check({ memory, current: { hash: H2, bytes: Buffer.from(after) }, expected: H1 })),
+    ) as OccMismatchError;
+    expect(m.conflict.changed_ranges).toEqual([[1, 996]]);
+    const e = thrown(() => mergeBaseFor(m, '/r/a.txt', memory)) as OccMismatchError;
+    expect(e.conflict.note).toBe(MERGE_NOTES.tooLarge);
   });
 });
