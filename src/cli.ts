@@ -21,6 +21,8 @@ import { takeTestSeams } from './cli/seam-flags.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { prepareStartupFiles } from './server/startup-files.js';
 import { findContainingRoot } from './policy/containment.js';
+import { describeRejection } from './policy/roots.js';
+import { describeNativeReads, loadNativeAddon, nativeLoadReason, type NativeReadsState } from './fs/native-load.js';
 import { raiseKernelWall } from './cli/kernel-wall.js';
 import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
 import { setDenialSource } from './errors/to-envelope.js';
@@ -98,6 +100,35 @@ function noToolsLeft(config: Config): string {
   return `--tools=${named} with --readonly leaves no tool: every tool named there changes files (add fs-read, or drop --readonly)`;
 }
 
+/**
+ * Serving with bad command-line roots (docs/security.md "Roots"): one stderr line per root left out and why, and one
+ * more when none is left. The server still starts; list_allowed_directories and path envelopes name them too.
+ */
+function reportRejectedRoots(config: Config): void {
+  for (const r of config.rejectedRoots) {
+    process.stderr.write(
+      `fs-tools: root left out: ${r.given} ${describeRejection(r.reason)} (fix the ROOT arguments in the MCP configuration)\n`,
+    );
+  }
+  if (config.rejectedRoots.length > 0 && config.roots.length === 0) {
+    process.stderr.write('fs-tools: no command-line root is left: path tools answer ROOTS_EMPTY\n');
+  }
+}
+
+/**
+ * `--version`'s third line: whether content search would read through the native addon when serving. The addon is
+ * loaded the verified way to find out (src/fs/native-load.ts: nothing is left on disk).
+ */
+function describeAvailableNativeReads(config: Config): string {
+  if (config.native === 'off') return describeNativeReads({ inUse: false, reason: '--native=off' });
+  const result = loadNativeAddon();
+  return describeNativeReads(
+    result.loaded
+      ? { inUse: true, path: result.loaded.path }
+      : { inUse: false, reason: nativeLoadReason(result.reason) },
+  );
+}
+
 async function main(argv: string[]): Promise<number> {
   let config: Config;
   // A test build's seams (src/cli/seam-flags.ts). The product bundle defines the constant as false, so esbuild drops
@@ -120,7 +151,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (mode.kind === 'version') {
-    process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n`);
+    process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n${describeAvailableNativeReads(config)}\n`);
     return 0;
   }
   // Refused before anything is created (state directory, audit log, journal): a tool set that serves nothing, and
@@ -139,11 +170,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`fs-tools: ${error.message}\n`);
     return error.exitCode;
   }
+  if (mode.kind === 'serve') reportRejectedRoots(config);
   // The server's own files (docs/security.md): state directory checked, leftovers swept, native addon loaded —
   // before any request is read.
+  let nativeReads: NativeReadsState | null = null;
   if (mode.kind !== 'tools') {
     try {
-      prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
+      nativeReads = prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       process.stderr.write(`fs-tools: ${error.message}\n`);
@@ -151,6 +184,7 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   const state = createProcessState(config, TOOLS, VERSION);
+  if (nativeReads) state.nativeReads = nativeReads;
   if (mode.kind !== 'tools') {
     // The kernel wall, before any request is read and before the journal is touched: from here on the process and
     // everything it starts reach only what src/cli/kernel-wall.ts lists (docs/security.md "The kernel wall").
@@ -212,7 +246,7 @@ async function main(argv: string[]): Promise<number> {
   if (mode.kind === 'batch') return await runBatch(state, process.stdin, output);
 
   // serve
-  if (config.roots.length === 0 && config.clientRoots !== 'ignore') {
+  if (config.roots.length === 0 && !config.rootsFromCommandLine && config.clientRoots !== 'ignore') {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
   // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (SPEC §2).
