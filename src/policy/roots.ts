@@ -13,6 +13,11 @@
  *   - `client_replaces_default`: narrow without command-line roots: the client's roots replace the cwd default.
  *   - `replaced_by_client`: replace: the client's roots.
  *   - `client_emptied`: an empty list after a non-empty one narrows to nothing, never back to the old set.
+ *
+ * Roots given but not in force are kept as RejectedRoot (docs/security.md "Roots"): command-line roots left out at
+ * start-up, and each entry of the client's last roots/list answer that is not a `file://` URI of a readable local
+ * directory. Every `current()` snapshot carries them, so ROOTS_EMPTY and the NOT_ALLOWED of a path outside the roots
+ * can name them; they never widen anything.
  */
 import { constants } from 'node:fs';
 import { access, realpath, stat } from 'node:fs/promises';
