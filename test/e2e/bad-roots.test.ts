@@ -126,6 +126,19 @@ describe('bad roots in the one-shot modes', () => {
     expect(JSON.parse(r.stdout).content).toBe('in proj\n');
   });
 
+  it('`batch` exits 2 before reading a request', () => {
+    const r = spawnSync(process.execPath, [CLI, '--state-dir', stateDir, missing, 'batch', ...NATIVE_ARGS], {
+      encoding: 'utf8',
+      cwd: H.dir,
+      env: { ...process.env, ...env },
+      input: '{"tool":"write_file","arguments":{"path":"x.txt","content":"x"}}\n',
+      timeout: 20_000,
+    });
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim()).toBe(`fs-tools: root does not exist: ${missing}`);
+  });
+
   it('`tools` with a file as root exits 2', () => {
     const r = run(['--root', notDir, 'tools']);
     expect(r.status).toBe(2);
