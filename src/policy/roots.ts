@@ -269,7 +269,8 @@ export class RootSet {
       .join('; ');
     let message: string;
     let suggestion: string;
-    if (rule === 'command_line' && this.configured.length === 0 && this.rejectedAtStart.length > 0) {
+    // Every command-line root left out: the cause whatever a client announced since (narrowing an empty set).
+    if (this.configured.length === 0 && this.rejectedAtStart.length > 0 && rule !== 'replaced_by_client') {
       message = `No sandbox roots: every command-line root was left out (${named}).`;
       suggestion =
         "Fix the ROOT arguments (or --root) of the fs-tools command in the client's MCP configuration: give existing " +

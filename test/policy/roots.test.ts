@@ -201,6 +201,13 @@ describe('RootSet reporting and client tracking', () => {
     // A client root cannot widen an empty command-line set under narrow.
     await s.applyClientRoots([uri(R.dir)]);
     expect(paths(s)).toEqual([]);
+    expect(s.emptyError().message).toContain('every command-line root was left out');
+    // Under replace the client's answer decides: an answer with no valid entry is named as the cause.
+    const r = new RootSet([], 'replace', true, [{ given: missing, source: 'cli', reason: 'missing' }]);
+    await r.applyClientAnswer({ roots: [{ uri: 'relative/path' }] });
+    expect([paths(r), r.rule]).toEqual([[], 'replaced_by_client']);
+    expect(r.emptyError().message).toContain("no entry of the client's roots/list answer");
+    expect(r.emptyError().details.rejected_roots).toHaveLength(2);
     expect(rejectedRootsOf(s.current())).toEqual([{ given: missing, source: 'cli', reason: 'missing' }]);
   });
 
