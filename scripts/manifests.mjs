@@ -33,6 +33,7 @@ export function serverJson(pkg) {
     name: pkg.mcpName,
     title: 'fs-tools',
     description: pkg.description,
+    repository: { url: repositoryUrl(pkg), source: 'github' },
     version: pkg.version,
     packages: [
       {
@@ -123,6 +124,14 @@ export function mcpbManifest(pkg, tools) {
       },
     },
   };
+}
+
+/**
+ * package.json's `repository.url` as a browsable URL (`git+https://…/x.git` → `https://…/x`).
+ * @param {Record<string, any>} pkg
+ */
+function repositoryUrl(pkg) {
+  return String(pkg.repository.url).replace(/^git\+/, '').replace(/\.git$/, '');
 }
 
 /** @param {string} text */

@@ -21,6 +21,8 @@ import { takeTestSeams } from './cli/seam-flags.js';
 import { recoveryRefusal } from './policy/authorize.js';
 import { prepareStartupFiles } from './server/startup-files.js';
 import { findContainingRoot } from './policy/containment.js';
+import { describeRejection } from './policy/roots.js';
+import { describeNativeReads, loadNativeAddon, nativeLoadReason, type NativeReadsState } from './fs/native-load.js';
 import { raiseKernelWall } from './cli/kernel-wall.js';
 import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
 import { setDenialSource } from './errors/to-envelope.js';
@@ -43,7 +45,10 @@ Exit codes: 0 ok, 1 a tool answered with an error envelope, 2 usage error (fs-to
 
 Options:
   --root DIR                 sandbox root (repeatable; ROOT arguments are the same). Default: the current
-                             directory, unless it is / or your home directory.
+                             directory, unless it is / or your home directory. A leading ~/ is your home
+                             directory (client configurations run no shell). A root that does not exist, is not
+                             a directory or cannot be read is left out with a line on stderr when serving (and
+                             named by list_allowed_directories); call and tools exit 2 on it
   --readonly                 no mutation of files or issues
   --tools=LIST               only these tools or groups (fs-read, fs-write, git, issues)
   --allow-secrets            secret files (.env, *.pem, id_rsa, ...) may be read and written
@@ -100,6 +105,35 @@ function noToolsLeft(config: Config): string {
   return `--tools=${named} with --readonly leaves no tool: every tool named there changes files (add fs-read, or drop --readonly)`;
 }
 
+/**
+ * Serving with bad command-line roots (docs/security.md "Roots"): one stderr line per root left out and why, and one
+ * more when none is left. The server still starts; list_allowed_directories and path envelopes name them too.
+ */
+function reportRejectedRoots(config: Config): void {
+  for (const r of config.rejectedRoots) {
+    process.stderr.write(
+      `fs-tools: root left out: ${r.given} ${describeRejection(r.reason)} (fix the ROOT arguments in the MCP configuration)\n`,
+    );
+  }
+  if (config.rejectedRoots.length > 0 && config.roots.length === 0) {
+    process.stderr.write('fs-tools: no command-line root is left: path tools answer ROOTS_EMPTY\n');
+  }
+}
+
+/**
+ * `--version`'s third line: whether content search would read through the native addon when serving. The addon is
+ * loaded the verified way to find out (src/fs/native-load.ts: nothing is left on disk).
+ */
+function describeAvailableNativeReads(config: Config): string {
+  if (config.native === 'off') return describeNativeReads({ inUse: false, reason: '--native=off' });
+  const result = loadNativeAddon();
+  return describeNativeReads(
+    result.loaded
+      ? { inUse: true, path: result.loaded.path }
+      : { inUse: false, reason: nativeLoadReason(result.reason) },
+  );
+}
+
 async function main(argv: string[]): Promise<number> {
   let config: Config;
   // A test build's seams (src/cli/seam-flags.ts). The product bundle defines the constant as false, so esbuild drops
@@ -125,7 +159,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (mode.kind === 'version') {
-    process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n`);
+    process.stdout.write(`${VERSION}\n${describeAvailableWall(config)}\n${describeAvailableNativeReads(config)}\n`);
     return 0;
   }
   // Refused before anything is created (state directory, audit log, journal): a tool set that serves nothing, and
@@ -144,11 +178,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`fs-tools: ${error.message}\n`);
     return error.exitCode;
   }
+  if (mode.kind === 'serve') reportRejectedRoots(config);
   // The server's own files (docs/security.md): state directory checked, leftovers swept, native addon loaded —
   // before any request is read.
+  let nativeReads: NativeReadsState | null = null;
   if (mode.kind !== 'tools') {
     try {
-      prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
+      nativeReads = prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       process.stderr.write(`fs-tools: ${error.message}\n`);
@@ -156,6 +192,7 @@ async function main(argv: string[]): Promise<number> {
     }
   }
   const state = createProcessState(config, TOOLS, VERSION);
+  if (nativeReads) state.nativeReads = nativeReads;
   if (mode.kind !== 'tools') {
     // The kernel wall, before any request is read and before the journal is touched: from here on the process and
     // everything it starts reach only what src/cli/kernel-wall.ts lists (docs/security.md "The kernel wall").
@@ -239,7 +276,7 @@ async function main(argv: string[]): Promise<number> {
   if (mode.kind === 'batch') return await runBatch(state, process.stdin, output);
 
   // serve
-  if (config.roots.length === 0 && config.clientRoots !== 'ignore') {
+  if (config.roots.length === 0 && !config.rootsFromCommandLine && config.clientRoots !== 'ignore') {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
   // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (SPEC §2).

@@ -3,7 +3,7 @@
  * an error). Every failure throws UsageError with a one-line reason; cli.ts turns it into exit status 2.
  * This module reads the filesystem only to resolve roots and load the policy file.
  */
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,9 +12,9 @@ import { UsageError } from './errors/usage-error.js';
 import { loadFilePolicy, type FilePolicy } from './policy/file-policy.js';
 import { editDistance } from './policy/near-paths.js';
 import { ALLOW_ANY_ENTRY, ALLOW_DEFAULT_ENTRY, parseAllowEntry } from './vcs/host-allow.js';
-import type { ConfiguredRoot } from './policy/roots.js';
+import { describeRejection, type ConfiguredRoot, type RejectedRoot, type RootRejection } from './policy/roots.js';
 
-export type { ConfiguredRoot } from './policy/roots.js';
+export type { ConfiguredRoot, RejectedRoot } from './policy/roots.js';
 
 /** Tool groups accepted by --tools (SPEC §1). */
 export const TOOL_GROUPS = ['fs-read', 'fs-write', 'git', 'issues'] as const;
@@ -74,6 +74,11 @@ export interface Config {
   roots: ConfiguredRoot[];
   /** True when roots came from ROOT/--root (not the cwd default). Decides client-root narrowing (SPEC §4.1). */
   rootsFromCommandLine: boolean;
+  /**
+   * Command-line roots left out because they do not exist, are not directories or cannot be read (serve only: every
+   * other mode exits 2 on one, see rejectBadRoots). Never replaced by the working-directory default.
+   */
+  rejectedRoots: RejectedRoot[];
   readonly: boolean;
   /** Tool names and groups enabled by --tools; null means all. */
   tools: Set<string> | null;
@@ -240,11 +245,14 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
   const rootsFromCommandLine = rootArgs.length > 0;
   // help and version read no root: a root that does not exist must not hide the help (docs/cli.md).
   const needsRoots = mode.kind !== 'help' && mode.kind !== 'version';
+  const resolved = needsRoots ? rootArgs.map((r) => resolveRoot(r, env)) : [];
   const roots = !needsRoots
     ? []
     : rootsFromCommandLine
-      ? rootArgs.map((r) => resolveRoot(r, env.cwd))
+      ? resolved.filter((r): r is ConfiguredRoot => !('reason' in r))
       : defaultRoots(env);
+  const rejectedRoots = resolved.filter((r): r is RejectedRoot => 'reason' in r);
+  rejectBadRoots(mode, rejectedRoots);
   dedupeRoots(roots);
 
   const limits: Limits = { ...DEFAULT_LIMITS };
@@ -260,6 +268,7 @@ export function parseConfig(argv: readonly string[], env: ParseEnvironment): Con
     mode,
     roots,
     rootsFromCommandLine,
+    rejectedRoots,
     readonly: values.readonly === true,
     tools: typeof values.tools === 'string' ? parseToolList(values.tools, env.toolNames) : null,
     allowSecrets: values['allow-secrets'] === true,
@@ -415,19 +424,52 @@ function parseRemoteAllow(raw: string): string[] {
   return entries;
 }
 
-function resolveRoot(raw: string, cwd: string): ConfiguredRoot {
+/**
+ * A leading `~/` (or a bare `~`) of a command-line root becomes the home directory: MCP clients start the server from a
+ * JSON configuration without a shell, so `"~/proj"` arrives as written. `~user` and a `~` elsewhere are left alone
+ * (README "Troubleshooting"; tool paths never expand `~`).
+ */
+export function expandHome(raw: string, home: string): string {
+  if (raw === '~') return home;
+  return raw.startsWith('~/') ? path.join(home, raw.slice(2)) : raw;
+}
+
+/**
+ * One command-line root: resolved (after `~/` expansion) against the working directory to its real path, or the
+ * reason it is left out (it does not exist, is not a directory, or this process may not list and enter it).
+ * @throws UsageError for an empty root or one with a NUL byte (a malformed argument, whatever the mode)
+ */
+function resolveRoot(raw: string, env: ParseEnvironment): ConfiguredRoot | RejectedRoot {
   // An empty root would silently resolve to cwd (`--root=$UNSET_VAR` must not widen the sandbox).
   if (raw === '') throw new UsageError('root is empty');
   if (raw.includes('\0')) throw new UsageError('root contains a NUL byte');
-  const given = path.resolve(cwd, raw);
+  const given = path.resolve(env.cwd, expandHome(raw, env.home));
+  const rejected = (reason: RootRejection): RejectedRoot => ({ given, source: 'cli', reason });
   let real: string;
   try {
     real = realpathSync.native(given);
-  } catch {
-    throw new UsageError(`root does not exist: ${given}`);
+  } catch (error) {
+    return rejected((error as NodeJS.ErrnoException).code === 'EACCES' ? 'unreadable' : 'missing');
   }
-  if (!statSync(real).isDirectory()) throw new UsageError(`root is not a directory: ${given}`);
+  try {
+    if (!statSync(real).isDirectory()) return rejected('not_a_directory');
+    accessSync(real, constants.R_OK | constants.X_OK);
+  } catch {
+    return rejected('unreadable');
+  }
   return { given, real, source: 'cli' };
+}
+
+/**
+ * A bad command-line root stops every mode but serving (and --help/--version, which use no root): `call`, `batch`
+ * and `tools` exit 2 with the first root's reason. Serving starts without it instead (docs/security.md "Roots"):
+ * a client that only shows "connection closed" would leave its user no way to learn what was wrong.
+ * @throws UsageError naming the first rejected root and why
+ */
+function rejectBadRoots(mode: Mode, rejected: readonly RejectedRoot[]): void {
+  if (rejected.length === 0 || mode.kind === 'serve' || mode.kind === 'help' || mode.kind === 'version') return;
+  const first = rejected[0];
+  throw new UsageError(`root ${describeRejection(first.reason)}: ${first.given}`);
 }
 
 /** SPEC §1: the cwd is the default root unless it is the filesystem root or the home directory. */

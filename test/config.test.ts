@@ -1,7 +1,8 @@
 /**
  * Pins command-line parsing (SPEC §1) through parseConfig with a fake ParseEnvironment and real temp directories:
  * defaults; every flag; repeated --root and positional roots (order kept, duplicates folded onto the first), relative
- * roots against cwd, roots through symlinks; a missing, empty or non-directory root is a UsageError; `call TOOL JSON`
+ * roots against cwd, roots through symlinks; an empty root is a UsageError, a missing or non-directory one is left out
+ * when serving and a UsageError in the other modes; a leading `~/` is the home directory; `call TOOL JSON`
  * and `tools --json`; bad --auto-occ / --client-roots / --mutation-budget / limits / --tools / unknown flags are
  * UsageErrors (exit 2, one line). The default root is cwd, except when cwd is / or the home directory (then none).
  * Then the built CLI (dist/cli.js) is spawned with bad flags: exit status 2, one line on stderr, nothing on stdout.
@@ -149,9 +150,9 @@ describe('roots', () => {
   });
 
   test.each([
-    ['a missing root', ['does-not-exist'], /does not exist/],
-    ['a missing --root', ['--root', path.join(T, 'nope')], /does not exist/],
-    ['a file as root', ['a.txt'], /not a directory/],
+    ['a missing root', ['--root', 'does-not-exist', 'call', 'read_file'], /does not exist/],
+    ['a missing --root', ['--root', path.join(T, 'nope'), 'tools'], /does not exist/],
+    ['a file as root', ['--root', 'a.txt', 'call', 'read_file'], /not a directory/],
     ['an empty root', [''], /empty/],
     ['an empty --root', ['--root='], /empty/],
     ['a NUL byte', ['a\0b'], /NUL/],
@@ -160,8 +161,29 @@ describe('roots', () => {
     expect(usageError(argv).message).toMatch(reason);
   });
 
-  test('`~` is not expanded', () => {
-    expect(usageError(['~']).message).toContain(path.join(WORK, '~'));
+  test('serving: a missing root or a file is left out with its reason, never replaced by the cwd default', () => {
+    const c = parseConfig(['does-not-exist', WORK, 'a.txt'], env());
+    expect(c.roots.map((r) => r.real)).toEqual([WORK]);
+    expect(c.rejectedRoots).toEqual([
+      { given: path.join(WORK, 'does-not-exist'), source: 'cli', reason: 'missing' },
+      { given: path.join(WORK, 'a.txt'), source: 'cli', reason: 'not_a_directory' },
+    ]);
+    const none = parseConfig(['does-not-exist'], env());
+    expect([none.roots, none.rootsFromCommandLine]).toEqual([[], true]);
+    // --help and --version use no root: a bad one does not stop them.
+    expect(parseConfig(['--help', 'does-not-exist'], env()).mode.kind).toBe('help');
+  });
+
+  test('a leading `~/` or a bare `~` is the home directory (client configurations run no shell); `~user` is not', () => {
+    expect(parseConfig(['~'], env()).roots).toEqual([{ given: HOME, real: HOME, source: 'cli' }]);
+    const project = path.join(HOME, 'project');
+    expect(parseConfig(['--root', '~/project'], env()).roots).toEqual([
+      { given: project, real: project, source: 'cli' },
+    ]);
+    expect(parseConfig(['~nobody', 'x/~/y'], env()).rejectedRoots.map((r) => r.given)).toEqual([
+      path.join(WORK, '~nobody'),
+      path.join(WORK, 'x/~/y'),
+    ]);
   });
 });
 
@@ -181,7 +203,9 @@ describe('flags', () => {
     expect(off.roots.map((r) => r.real)).toEqual([WORK]);
     expect(usageError(['--readonly=yes']).message).toContain('--readonly takes no value, or =true / =false');
     // After `--`, such a word is a root name, not a flag.
-    expect(usageError(['--', '--readonly=true']).message).not.toContain('takes no value');
+    expect(parseConfig(['--', '--readonly=true'], env()).rejectedRoots[0].given).toBe(
+      path.join(WORK, '--readonly=true'),
+    );
   });
 
   test.each(['off', 'warn', 'block'] as const)('--auto-occ=%s', (mode) => {
@@ -408,7 +432,7 @@ describe('the built CLI (dist/cli.js)', () => {
     [['--policy=../bad-policy.json']],
     [['--mutation-budget=-1']],
     [['--tools=bogus']],
-    [['does-not-exist']],
+    [['--root', 'does-not-exist', 'call', 'read_file']],
     [['call']],
   ])('%j exits 2 with one line on stderr and nothing on stdout', (argv) => {
     const r = spawnSync(process.execPath, [CLI, ...argv], { cwd: WORK, encoding: 'utf8', timeout: 30_000, input: '' });
@@ -421,7 +445,7 @@ describe('the built CLI (dist/cli.js)', () => {
   test('--version prints the version and the kernel wall on stdout and exits 0', () => {
     const r = spawnSync(process.execPath, [CLI, '--version'], { cwd: WORK, encoding: 'utf8', timeout: 30_000 });
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^\d+\.\d+\.\d+\S*\nkernel wall: [^\n]+\n$/);
+    expect(r.stdout).toMatch(/^\d+\.\d+\.\d+\S*\nkernel wall: [^\n]+\nnative reads: (on|off \([^\n]+\))[^\n]*\n$/);
     expect(r.stderr).toBe('');
   });
 });

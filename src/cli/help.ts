@@ -13,8 +13,8 @@ export const EXIT_CODES_HELP = `Exit codes:
      line did)
   1  a tool answered with an error envelope (call: printed on stdout; batch: any line's "ok" is false)
   2  usage error, nothing was run: an unknown or malformed flag, command, tool or help topic (with "did you mean"
-     for a near miss), call arguments that are not JSON, a bad policy file or root, a --tools list that leaves no
-     tool; one line on stderr starting "fs-tools: "
+     for a near miss), call arguments that are not JSON, a bad policy file, a bad root (call, batch, tools; serve
+     leaves it out and names it), a --tools list that leaves no tool; one line on stderr starting "fs-tools: "
 `;
 
 const COMMAND_HELP: Record<Command, string> = {

@@ -12,6 +12,9 @@
  * other projects, /etc/shadow, other processes' /proc entries — is refused by the kernel, to the server and every
  * child it starts, whatever the policy layer decides.
  *
+ * A rejected command-line root (one that does not exist, is not a directory or cannot be read: config.ts) gets no
+ * rule; when every one was rejected the wall still stands, with no root in it (fail closed).
+ *
  * Client roots announced later can only narrow the command-line roots (`--client-roots=narrow`, the default, or
  * `ignore`), so the start-up list is an upper bound. Where it cannot be — no command-line roots (the client's roots
  * replace the working-directory default), or `--client-roots=replace` — the wall is off and says why (and
@@ -115,7 +118,10 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   // working-directory default, and under --client-roots=replace the command-line roots too.
   // Only a serving process has a client that may announce roots; `call` and `tools` keep the roots they start with.
   const clientMayAnnounce = config.mode.kind === 'serve' && config.clientRoots !== 'ignore';
-  if (roots.length === 0 || (!config.rootsFromCommandLine && clientMayAnnounce)) {
+  // Command-line roots that were all left out (config.rejectedRoots: missing, not directories, unreadable) leave the
+  // wall with no root at all, never without a wall: the policy layer has no root either (ROOTS_EMPTY), and client
+  // roots can only narrow that empty set, so the kernel refuses every path a policy bug might let through.
+  if ((roots.length === 0 && !config.rootsFromCommandLine) || (!config.rootsFromCommandLine && clientMayAnnounce)) {
     return { reason: 'no command-line roots (client roots are not known at start-up)' };
   }
   if (clientMayAnnounce && config.clientRoots === 'replace') {

@@ -233,13 +233,45 @@ export function copyVerifiedNativeFile(
 }
 
 /**
- * The CLI's start-up step: loads this build's addon and returns the path reader threads attach by, or null (the
- * JavaScript path). A file that is there but is not the one built, or verified bytes that do not load, is said in one
- * line through `log`; an absent addon is not (builds without a compiler have none).
+ * Whether content search reads files through the native addon (docs/security.md "The server's own code and token
+ * files"): on, with the path reader threads attach by, or off and why — `--native=off`, or a NativeLoad reason in
+ * words (nativeLoadReason). Shown by `--version` and list_allowed_directories.
  */
-export function loadNativeAddonAtStart(log: (line: string) => void): string | null {
+export type NativeReadsState = { inUse: true; path: string } | { inUse: false; reason: string };
+
+/** A NativeLoad failure in words, for `--version`, list_allowed_directories and start-up lines. */
+export function nativeLoadReason(reason: Extract<NativeLoad, { loaded: null }>['reason']): string {
+  switch (reason) {
+    case 'unsupported':
+      return `no native addon on ${process.platform}`;
+    case 'no_digest':
+      return 'this build has no native addon (built without a C compiler)';
+    case 'missing':
+      return 'the native addon file is missing';
+    case 'digest_mismatch':
+      return 'the native addon is not the one this build recorded (sha256 differs)';
+    case 'not_loadable':
+      return 'the native addon could not be loaded (load error)';
+    case 'wrong_interface':
+      return 'the native addon loaded but does not export what this build expects (load error)';
+  }
+}
+
+/** `native reads: on` or `native reads: off (why)`: one line for `--version` and list_allowed_directories. */
+export function describeNativeReads(state: NativeReadsState): string {
+  return state.inUse
+    ? 'native reads: on (content search reads through the native addon)'
+    : `native reads: off (${state.reason})`;
+}
+
+/**
+ * The CLI's start-up step: loads this build's addon and says whether reader threads use it. A file that is there
+ * but is not the one built, or verified bytes that do not load, is also said in one line through `log`; an absent
+ * addon is not (builds without a compiler have none).
+ */
+export function loadNativeAddonAtStart(log: (line: string) => void): NativeReadsState {
   const result = loadNativeAddon();
-  if (result.loaded) return result.loaded.path;
+  if (result.loaded) return { inUse: true, path: result.loaded.path };
   if (result.reason === 'digest_mismatch') {
     log(
       'fs-tools: the native addon next to the server is not the one this build recorded (sha256 differs); it is not loaded, content search uses its JavaScript path',
@@ -247,5 +279,5 @@ export function loadNativeAddonAtStart(log: (line: string) => void): string | nu
   } else if (result.reason === 'not_loadable') {
     log('fs-tools: the native addon could not be loaded from a private copy; content search uses its JavaScript path');
   }
-  return null;
+  return { inUse: false, reason: nativeLoadReason(result.reason) };
 }

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { refusalSource } from '../errors/to-envelope.js';
 import { findContainingRoot, isWithin } from './containment.js';
-import { rootsEmptyError, type EffectiveRoot } from './roots.js';
+import { rejectedRootsDetail, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
 
 /** A resolved, contained, absolute path. Only this module creates one. */
 export type AllowedPath = string & { readonly __brand: 'AllowedPath' };
@@ -122,12 +122,21 @@ export async function resolveInRoots(
   // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
   const lexicallyInside =
     findContainingRoot(roots, absolute) !== undefined || roots.some((r) => isWithin(r.given, absolute));
-  // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path).
+  // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path);
+  // details.rejected_roots: the roots given but left out and why (a typo or `~/x` in a client's configuration).
+  const rejected = rejectedRootsOf(roots);
   const outside = (reason: 'outside_roots' | 'symlink_target_outside') =>
     new ToolError('NOT_ALLOWED', 'Outside the roots.', {
       path: absolute,
-      details: { reason, roots: roots.map((r) => r.real) },
-      suggestion: 'Use a path inside details.roots.',
+      details: {
+        reason,
+        roots: roots.map((r) => r.real),
+        ...(rejected.length > 0 ? { rejected_roots: rejectedRootsDetail(rejected) } : {}),
+      },
+      suggestion:
+        rejected.length > 0
+          ? 'Use a path inside details.roots; details.rejected_roots were left out (fix them in the MCP configuration).'
+          : 'Use a path inside details.roots.',
     });
   if (walked.loop) {
     // A loop outside the roots must look like any other outside path (its existence is never revealed).

@@ -13,8 +13,14 @@
  *   - `client_replaces_default`: narrow without command-line roots: the client's roots replace the cwd default.
  *   - `replaced_by_client`: replace: the client's roots.
  *   - `client_emptied`: an empty list after a non-empty one narrows to nothing, never back to the old set.
+ *
+ * Roots given but not in force are kept as RejectedRoot (docs/security.md "Roots"): command-line roots left out at
+ * start-up, and each entry of the client's last roots/list answer that is not a `file://` URI of a readable local
+ * directory. Every `current()` snapshot carries them, so ROOTS_EMPTY and the NOT_ALLOWED of a path outside the roots
+ * can name them; they never widen anything.
  */
-import { realpath } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, realpath, stat } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { ToolError } from '../errors/tool-error.js';
 import { HOST_FLAVOR, isWithin } from './containment.js';
@@ -60,14 +66,76 @@ export const ROOTS_RULES: readonly RootsRule[] = [
   'client_emptied',
 ];
 
+/**
+ * Why a root was left out (docs/security.md "Roots"): `missing` (no such path), `not_a_directory`, `unreadable` (the
+ * process may not list or enter it), and for a client's roots/list entry `not_a_file_uri` (a plain path, another
+ * scheme, or a `file://` URI that names no local path) or `malformed` (not an object with a string `uri`).
+ */
+export type RootRejection = 'missing' | 'not_a_directory' | 'unreadable' | 'not_a_file_uri' | 'malformed';
+
+/** Every RootRejection, for output schemas. */
+export const ROOT_REJECTIONS: readonly RootRejection[] = [
+  'missing',
+  'not_a_directory',
+  'unreadable',
+  'not_a_file_uri',
+  'malformed',
+];
+
+/**
+ * A root that was given but is not in force: `given` is the spelling as given (made absolute for a command-line root;
+ * a client entry's URI or path, at most 200 characters), `source` where it came from, `reason` why it was left out.
+ */
+export interface RejectedRoot {
+  given: string;
+  source: 'cli' | 'client';
+  reason: RootRejection;
+}
+
+/** One sentence per rejection reason, for stderr lines and envelope messages. */
+export function describeRejection(reason: RootRejection): string {
+  switch (reason) {
+    case 'missing':
+      return 'does not exist';
+    case 'not_a_directory':
+      return 'is not a directory';
+    case 'unreadable':
+      return 'cannot be read (permission denied)';
+    case 'not_a_file_uri':
+      return 'is not a file:// URI';
+    case 'malformed':
+      return 'is not a root entry ({"uri": "file://..."})';
+  }
+}
+
 /** What the client last announced: the URIs it sent (as paths where they are file URIs) and which of them exist. */
 export interface ClientRootsReport {
-  /** Each announced root: its path (or the URI when it is not a file URI) and whether it is usable. */
-  announced: Array<{ path: string; usable: boolean }>;
+  /**
+   * Each announced entry: its path (or the URI or raw text when it is not a file URI), whether it is usable, and
+   * when not, why.
+   */
+  announced: Array<{ path: string; usable: boolean; reason?: RootRejection }>;
 }
 
 /** Where an empty `current()` snapshot keeps the ROOTS_EMPTY error that names its cause (see rootsEmptyError). */
 const EMPTY_CAUSE = Symbol('fs-tools.rootsEmptyCause');
+/** Where a `current()` snapshot keeps the roots that were left out (see rejectedRootsOf). */
+const REJECTED = Symbol('fs-tools.rejectedRoots');
+
+/**
+ * The roots left out when this snapshot was taken (command-line roots that do not exist, are not directories or are
+ * unreadable; a client's invalid entries), for path envelopes to name; empty for a list built elsewhere.
+ */
+export function rejectedRootsOf(roots: readonly EffectiveRoot[]): readonly RejectedRoot[] {
+  return (roots as { [REJECTED]?: readonly RejectedRoot[] })[REJECTED] ?? [];
+}
+
+/** The rejected roots as envelope details carry them: `[{root, source, reason}]`. */
+export function rejectedRootsDetail(
+  rejected: readonly RejectedRoot[],
+): Array<{ root: string; source: string; reason: RootRejection }> {
+  return rejected.map((r) => ({ root: r.given, source: r.source, reason: r.reason }));
+}
 
 /**
  * The ROOTS_EMPTY error for an empty roots snapshot: the one the RootSet attached to it (naming the actual cause
@@ -93,22 +161,48 @@ export class RootSet {
   private lastClient: ClientRootsReport | null = null;
   private currentRule: RootsRule;
 
+  private snapshot: readonly EffectiveRoot[] | null = null;
+
+  /**
+   * @param configured the command-line roots in force (or the working-directory default)
+   * @param mode `--client-roots`
+   * @param fromCommandLine whether ROOT/--root was given (even when every one was rejected: then there is no root,
+   *   never the working-directory default)
+   * @param rejectedAtStart command-line roots left out at start-up (config.ts), named by list_allowed_directories and
+   *   path envelopes
+   */
   constructor(
     private readonly configured: readonly ConfiguredRoot[],
     private readonly mode: 'narrow' | 'replace' | 'ignore',
     private readonly fromCommandLine: boolean,
+    private readonly rejectedAtStart: readonly RejectedRoot[] = [],
   ) {
     this.roots = configured.map((r) => ({ ...r }));
     this.currentRule = this.baseRule();
   }
 
-  /** The roots in force now, first root first. An empty snapshot carries its ROOTS_EMPTY cause (rootsEmptyError). */
+  /**
+   * The roots in force now, first root first. An empty snapshot carries its ROOTS_EMPTY cause (rootsEmptyError); every
+   * snapshot carries the rejected roots (rejectedRootsOf).
+   */
   current(): readonly EffectiveRoot[] {
-    if (this.roots.length > 0) return this.roots;
-    const empty: EffectiveRoot[] = [];
-    const error = this.emptyError();
-    Object.defineProperty(empty, EMPTY_CAUSE, { value: () => error, enumerable: false });
-    return Object.freeze(empty);
+    if (this.snapshot) return this.snapshot;
+    const list: EffectiveRoot[] = [...this.roots];
+    if (list.length === 0) {
+      const error = this.emptyError();
+      Object.defineProperty(list, EMPTY_CAUSE, { value: () => error, enumerable: false });
+    }
+    Object.defineProperty(list, REJECTED, { value: Object.freeze([...this.rejected]), enumerable: false });
+    this.snapshot = Object.freeze(list);
+    return this.snapshot;
+  }
+
+  /** Every root left out now: the command-line ones rejected at start-up, then the client's last invalid entries. */
+  get rejected(): readonly RejectedRoot[] {
+    const client = (this.lastClient?.announced ?? [])
+      .filter((a) => !a.usable && a.reason !== undefined)
+      .map((a) => ({ given: a.path, source: 'client' as const, reason: a.reason as RootRejection }));
+    return [...this.rejectedAtStart, ...client];
   }
 
   /** The command-line (or cwd default) roots this process started with. */
@@ -168,9 +262,25 @@ export class RootSet {
   emptyError(): ToolError {
     const rule = this.currentRule;
     const announced = this.lastClient?.announced ?? [];
+    const rejected = this.rejected;
+    const named = rejected
+      .slice(0, 5)
+      .map((r) => `${r.given} ${describeRejection(r.reason)}`)
+      .join('; ');
     let message: string;
     let suggestion: string;
-    if (rule === 'client_emptied') {
+    // Every command-line root left out: the cause whatever a client announced since (narrowing an empty set).
+    if (this.configured.length === 0 && this.rejectedAtStart.length > 0 && rule !== 'replaced_by_client') {
+      message = `No sandbox roots: every command-line root was left out (${named}).`;
+      suggestion =
+        "Fix the ROOT arguments (or --root) of the fs-tools command in the client's MCP configuration: give existing " +
+        'directories as absolute paths (a leading ~/ is expanded), then restart the server.';
+    } else if (announced.length > 0 && announced.every((a) => !a.usable)) {
+      message = `No sandbox roots: no entry of the client's roots/list answer is a usable local directory (${named}).`;
+      suggestion =
+        'Have the client announce its workspace as file:// URIs of existing directories (its workspace or roots ' +
+        'setting), or restart fs-tools with --client-roots=ignore to keep the command-line roots.';
+    } else if (rule === 'client_emptied') {
       message =
         "No sandbox roots: the client's latest roots update was an empty list, which narrows the roots to nothing.";
       suggestion =
@@ -180,10 +290,6 @@ export class RootSet {
         'No sandbox roots: fs-tools was started without a ROOT, and its working directory (/ or the home directory) is never a default root.';
       suggestion =
         "Add the project directory as a ROOT argument (or --root DIR) to the fs-tools command in the client's MCP configuration.";
-    } else if (announced.length > 0 && announced.every((a) => !a.usable)) {
-      message = 'No sandbox roots: none of the roots the client announced exists as a local directory.';
-      suggestion =
-        'Open the client on an existing local directory, or restart fs-tools with --client-roots=ignore to keep the command-line roots.';
     } else if (rule === 'narrowed_by_client') {
       message = "No sandbox roots: the client's roots do not overlap the command-line roots (--client-roots=narrow).";
       suggestion =
@@ -199,6 +305,7 @@ export class RootSet {
         client_roots: this.mode,
         command_line_roots: this.configured.length,
         client_announced: announced.length,
+        ...(rejected.length > 0 ? { rejected_roots: rejectedRootsDetail(rejected) } : {}),
       },
       suggestion,
     });
@@ -218,63 +325,62 @@ export class RootSet {
   }
 
   /**
-   * Registers a roots/list request in flight; calls wait for it (bounded). A failed request leaves the roots as
-   * they were and is reported through `onError`.
+   * Registers a roots/list request in flight; calls wait for it (bounded). `request` resolves to the raw result of
+   * the request (not checked by a schema: applyClientAnswer takes it entry by entry). A failed request leaves the
+   * roots as they were and is reported through `onError`.
    */
-  track(request: Promise<readonly { uri: string }[]>, onError: (e: unknown) => void): void {
+  track(request: Promise<unknown>, onError: (e: unknown) => void): void {
     if (this.mode === 'ignore') return;
-    const p = request.then((list) => this.applyClientRoots(list.map((r) => r.uri)), onError);
+    const p = request.then((result) => this.applyClientAnswer(result), onError);
     this.pending = p.finally(() => {
       if (this.pending === p) this.pending = null;
     });
   }
 
-  /**
-   * Applies a client's announced root URIs (SPEC §4.1 as updated). Non-file URIs and roots that do not exist are
-   * dropped. An empty list before any non-empty one keeps the command-line (or default) roots; an empty list after
-   * a non-empty one narrows to nothing, never back to the old set.
-   */
+  /** applyClientAnswer for a list of URIs (`{roots: [{uri}, …]}`). */
   async applyClientRoots(uris: readonly string[]): Promise<void> {
+    await this.applyClientAnswer({ roots: uris.map((uri) => ({ uri })) });
+  }
+
+  /**
+   * Applies a client's roots/list result (docs/security.md "Roots"), entry by entry: an entry `{uri}` whose `uri` is
+   * a `file://` URI of an existing, readable directory applies; any other entry (a plain path, another scheme, a
+   * missing path, a file, not an object) is listed as rejected with its reason. A result without a `roots` array is
+   * one malformed entry. A non-empty answer with no usable entry gives no roots (ROOTS_EMPTY naming the rejected
+   * entries), never the wider default. An empty list before any non-empty one keeps the command-line (or default)
+   * roots; an empty list after a non-empty one narrows to nothing, never back to the old set.
+   */
+  async applyClientAnswer(result: unknown): Promise<void> {
     if (this.mode === 'ignore') return;
+    const list = (result as { roots?: unknown } | null)?.roots;
+    const entries: unknown[] = Array.isArray(list) ? list : [result];
     const client: EffectiveRoot[] = [];
     const announced: ClientRootsReport['announced'] = [];
-    for (const uri of uris) {
-      let given: string;
-      try {
-        given = fileURLToPath(uri);
-      } catch {
-        announced.push({ path: uri.slice(0, 200), usable: false });
-        continue;
-      }
-      try {
-        client.push({ given, real: await realpath(given), source: 'client' });
-        announced.push({ path: given, usable: true });
-      } catch {
-        // A root that does not exist cannot contain anything.
-        announced.push({ path: given, usable: false });
-      }
+    for (const entry of entries.slice(0, MAX_CLIENT_ROOTS)) {
+      const parsed = await parseClientRoot(entry);
+      announced.push(parsed.announced);
+      if (parsed.root) client.push(parsed.root);
     }
     this.clientAnnounced = true;
     this.lastClient = { announced };
-    if (uris.length === 0) {
+    if (entries.length === 0) {
       if (!this.clientEverOffered) {
-        this.roots = this.configured.map((r) => ({ ...r }));
-        this.currentRule = 'client_offered_none';
+        this.set(
+          this.configured.map((r) => ({ ...r })),
+          'client_offered_none',
+        );
       } else {
-        this.roots = [];
-        this.currentRule = 'client_emptied';
+        this.set([], 'client_emptied');
       }
       return;
     }
     this.clientEverOffered = true;
     if (this.mode === 'replace') {
-      this.roots = dedupe(client);
-      this.currentRule = 'replaced_by_client';
+      this.set(dedupe(client), 'replaced_by_client');
       return;
     }
     if (!this.fromCommandLine) {
-      this.roots = dedupe(client);
-      this.currentRule = 'client_replaces_default';
+      this.set(dedupe(client), 'client_replaces_default');
       return;
     }
     // narrow: intersect with the command-line roots.
@@ -285,14 +391,59 @@ export class RootSet {
         else if (isWithin(c.real, r.real, HOST_FLAVOR)) out.push({ ...r });
       }
     }
-    this.roots = dedupe(out);
-    this.currentRule = 'narrowed_by_client';
+    this.set(dedupe(out), 'narrowed_by_client');
+  }
+
+  private set(roots: EffectiveRoot[], rule: RootsRule): void {
+    this.roots = roots;
+    this.currentRule = rule;
+    this.snapshot = null;
   }
 
   private baseRule(): RootsRule {
     if (this.fromCommandLine) return 'command_line';
     return this.configured.length > 0 ? 'cwd_default' : 'no_default_root';
   }
+}
+
+/** Most entries of one roots/list answer taken (the rest are ignored: a client has a handful of workspace folders). */
+const MAX_CLIENT_ROOTS = 256;
+
+/** The text of an entry that is not a usable root, as list_allowed_directories shows it (at most 200 characters). */
+function entryText(entry: unknown): string {
+  const uri = (entry as { uri?: unknown } | null)?.uri;
+  const text = typeof uri === 'string' ? uri : typeof entry === 'string' ? entry : (JSON.stringify(entry) ?? 'null');
+  return text.slice(0, 200);
+}
+
+/** One roots/list entry → the root it gives, or why it gives none (see RootSet.applyClientAnswer). */
+async function parseClientRoot(
+  entry: unknown,
+): Promise<{ root?: EffectiveRoot; announced: ClientRootsReport['announced'][number] }> {
+  const uri = typeof entry === 'object' && entry !== null ? (entry as { uri?: unknown }).uri : undefined;
+  if (typeof uri !== 'string') return { announced: { path: entryText(entry), usable: false, reason: 'malformed' } };
+  let given: string;
+  try {
+    if (!uri.startsWith('file://')) throw new Error('not a file URI');
+    given = fileURLToPath(uri);
+  } catch {
+    return { announced: { path: entryText(entry), usable: false, reason: 'not_a_file_uri' } };
+  }
+  const refusal = (reason: RootRejection) => ({ announced: { path: given, usable: false, reason } });
+  let real: string;
+  try {
+    real = await realpath(given);
+  } catch (error) {
+    // A root that does not exist cannot contain anything.
+    return refusal((error as NodeJS.ErrnoException).code === 'EACCES' ? 'unreadable' : 'missing');
+  }
+  try {
+    if (!(await stat(real)).isDirectory()) return refusal('not_a_directory');
+    await access(real, constants.R_OK | constants.X_OK);
+  } catch (error) {
+    return refusal((error as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'unreadable');
+  }
+  return { root: { given, real, source: 'client' }, announced: { path: given, usable: true } };
 }
 
 function dedupe(roots: EffectiveRoot[]): EffectiveRoot[] {

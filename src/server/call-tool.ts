@@ -126,6 +126,7 @@ async function runCall(
             version: state.version,
             recoveredTransactions: state.recoveredTransactions,
             kernelWall: state.kernelWall,
+            nativeReads: state.nativeReads,
           },
         };
         return tool.run(validated, ctx);

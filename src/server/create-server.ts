@@ -14,7 +14,10 @@ import {
   type JSONRPCRequest,
   type Result,
   type ServerContext,
+  SdkError,
+  SdkErrorCode,
 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { callTool, listedTools, UnknownToolError, type CallOutcome } from './call-tool.js';
 import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import type { ProcessState } from './process-state.js';
@@ -153,17 +156,23 @@ export function createServer(state: ProcessState): Server {
   });
 
   // 2025-era only: the 2026-07-28 era has no server-to-client requests, so roots come from the command line.
+  // The answer is taken entry by entry (RootSet.applyClientAnswer), not by the SDK's ListRootsResult schema, which
+  // rejects a whole answer for one plain path in it and would leave the server on its wider default.
   const readRoots = () => {
     if (!server.getClientCapabilities()?.roots) return;
-    state.roots.track(
-      server.listRoots().then((r) => r.roots),
-      (error) => process.stderr.write(`fs-tools: roots/list failed: ${oneLine((error as Error).message)}\n`),
-    );
+    state.roots.track(server.request({ method: 'roots/list' }, ANY_ROOTS_RESULT), (error) => {
+      // A client that leaves while its answer is pending (MCP Inspector does) is not a failure: nothing to say.
+      if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) return;
+      process.stderr.write(`fs-tools: roots/list failed: ${oneLine((error as Error).message)}\n`);
+    });
   };
   server.oninitialized = readRoots;
   server.setNotificationHandler('notifications/roots/list_changed', () => readRoots());
   return server;
 }
+
+/** roots/list's result as sent: any JSON value (RootSet.applyClientAnswer judges each entry). */
+const ANY_ROOTS_RESULT = z.unknown();
 
 /** A log line stays one line (SDK errors can carry a pretty-printed JSON dump). */
 function oneLine(text: string): string {

@@ -3,6 +3,7 @@
  * factory may run twice: STYLE §4.3). Holds the roots, the remembered hashes, the mutation budget and the audit log.
  */
 import type { WallState } from '../fs/kernel-wall.js';
+import type { NativeReadsState } from '../fs/native-load.js';
 import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
@@ -30,6 +31,8 @@ export interface ProcessState {
   guarded: readonly GuardedPath[];
   /** The kernel wall in force (set by the CLI at start-up; off for a state made elsewhere, e.g. in tests). */
   kernelWall: WallState;
+  /** Whether content search reads through the native addon (set by the CLI at start-up; off for a state made elsewhere). */
+  nativeReads: NativeReadsState;
   /** The calls in flight (graceful shutdown: src/server/shutdown.ts). */
   calls: CallTracker;
 }
@@ -63,6 +66,7 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
       : config.roots,
     config.clientRoots,
     config.rootsFromCommandLine,
+    config.rejectedRoots,
   );
   const audit = new AuditLog(config.auditLog);
   // Lock files are created only inside the roots in force (src/fs/path-lock.ts).
@@ -80,6 +84,7 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
     version,
     recoveredTransactions: [],
     kernelWall: { enforced: false, reason: 'not started by the command line' },
+    nativeReads: { inUse: false, reason: 'not started by the command line' },
     calls: new CallTracker(),
     guarded: guardedPaths({
       stateDir: [config.stateDir, realSpelling(config.stateDir)],

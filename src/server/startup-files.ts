@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultStateDir, type Config } from '../config.js';
-import { loadNativeAddonAtStart, nativeAddonUrl } from '../fs/native-load.js';
+import { loadNativeAddonAtStart, nativeAddonUrl, type NativeReadsState } from '../fs/native-load.js';
 import { sweepOwnedTempDirs } from '../fs/owned-temp.js';
 import { searchReaderPool } from '../fs/search-reader.js';
 import { isWithin } from '../fs/path-within.js';
@@ -16,9 +16,10 @@ import { ghTokenBases } from '../vcs/github.js';
 
 /**
  * Runs the start-up step; `log` gets one line per removed leftover and per addon that is there but not loaded.
+ * @returns whether content search reads through the native addon, and if not why
  * @throws UsageError when the state directory cannot serve (exit 2)
  */
-export function prepareStartupFiles(config: Config, log: (line: string) => void): void {
+export function prepareStartupFiles(config: Config, log: (line: string) => void): NativeReadsState {
   prepareStateDir(
     config.stateDir,
     config.stateDir === defaultStateDir() ? 'the state directory (default; set --state-dir)' : '--state-dir',
@@ -28,5 +29,8 @@ export function prepareStartupFiles(config: Config, log: (line: string) => void)
   for (const dir of sweepOwnedTempDirs([...ghTokenBases(), addonDir])) {
     log(`fs-tools: removed ${dir}, a private directory left by a server that is no longer running`);
   }
-  searchReaderPool.setNativeAddon(config.native === 'off' ? null : loadNativeAddonAtStart(log));
+  const native: NativeReadsState =
+    config.native === 'off' ? { inUse: false, reason: '--native=off' } : loadNativeAddonAtStart(log);
+  searchReaderPool.setNativeAddon(native.inUse ? native.path : null);
+  return native;
 }

@@ -11,6 +11,7 @@ import type { MutationBudget } from '../policy/gates.js';
 import type { HashMemory } from '../policy/occ.js';
 import type { RootSet } from '../policy/roots.js';
 import type { WallState } from '../fs/kernel-wall.js';
+import type { NativeReadsState } from '../fs/native-load.js';
 import type { HeavyClass } from './heavy-calls.js';
 
 /** MCP tool annotations; must be honest: each hint reflects the most dangerous action (test/e2e/protocol.test.ts holds an independent table). */
@@ -32,7 +33,12 @@ export interface ToolContext {
   /** Aborted when the client cancels the request. */
   signal: AbortSignal;
   /** Process facts for list_allowed_directories. */
-  process: { version: string; recoveredTransactions: readonly unknown[]; kernelWall: WallState };
+  process: {
+    version: string;
+    recoveredTransactions: readonly unknown[];
+    kernelWall: WallState;
+    nativeReads: NativeReadsState;
+  };
 }
 
 /** Facts a handler reports for the audit log (SPEC §9). Never content. */

@@ -3,9 +3,18 @@
  * the version, and journal transactions recovered at start-up.
  */
 import { z } from 'zod';
-import { ROOTS_RULES, type RootsRule } from '../policy/roots.js';
+import {
+  describeRejection,
+  ROOT_REJECTIONS,
+  ROOTS_RULES,
+  type RootRejection,
+  type RootsRule,
+} from '../policy/roots.js';
 import { defineTool } from './define-tool.js';
 import { describeWall } from '../fs/kernel-wall.js';
+import { describeNativeReads } from '../fs/native-load.js';
+
+const Rejection = z.enum(ROOT_REJECTIONS as [RootRejection, ...RootRejection[]]);
 
 export const ListAllowedDirectoriesInput = z.strictObject({});
 
@@ -22,9 +31,13 @@ export const ListAllowedDirectoriesOutput = z.object({
     .describe('Which SPEC §4.1 rule produced the effective roots'),
   command_line_roots: z.array(RootEntry).describe('The command-line roots (or the working-directory default)'),
   client_roots: z
-    .array(z.object({ path: z.string(), usable: z.boolean() }))
+    .array(z.object({ path: z.string(), usable: z.boolean(), reason: Rejection.optional() }))
     .optional()
     .describe('What the client last announced; absent when it announced nothing'),
+  rejected_roots: z
+    .array(z.object({ root: z.string(), source: z.enum(['cli', 'client']), reason: Rejection }))
+    .optional()
+    .describe('Roots given but left out, and why; absent when none'),
   flags: z.object({
     readonly: z.boolean(),
     allow_secrets: z.boolean(),
@@ -45,6 +58,9 @@ export const ListAllowedDirectoriesOutput = z.object({
       reason: z.string().optional().describe('Why it is off'),
     })
     .describe('Landlock confining the server and its children to the roots'),
+  native_reads: z
+    .object({ in_use: z.boolean(), reason: z.string().optional().describe('Why not') })
+    .describe("Whether content search reads through the native addon (else Node's own calls)"),
   recovered_transactions: z
     .array(
       z.object({
@@ -79,6 +95,8 @@ export const listAllowedDirectories = defineTool({
     return Promise.resolve().then(() => {
       const c = ctx.config;
       const wall = ctx.process.kernelWall;
+      const native = ctx.process.nativeReads;
+      const rejected = ctx.roots.rejected.map((r) => ({ root: r.given, source: r.source, reason: r.reason }));
       const entry = (r: { real: string; given: string; source: 'cli' | 'cwd' | 'client' }) => ({
         path: r.real,
         given: r.given,
@@ -91,6 +109,7 @@ export const listAllowedDirectories = defineTool({
         rule: ctx.roots.rule,
         command_line_roots: ctx.roots.commandLine.map(entry),
         ...(client ? { client_roots: client.announced } : {}),
+        ...(rejected.length > 0 ? { rejected_roots: rejected } : {}),
         flags: {
           readonly: c.readonly,
           allow_secrets: c.allowSecrets,
@@ -106,6 +125,7 @@ export const listAllowedDirectories = defineTool({
         budget: { used: ctx.budget.used, limit: ctx.budget.limit },
         version: ctx.process.version,
         kernel_wall: wall.enforced ? { enforced: true, abi: wall.abi } : { enforced: false, reason: wall.reason },
+        native_reads: native.inUse ? { in_use: true } : { in_use: false, reason: native.reason },
         recovered_transactions: [...ctx.process.recoveredTransactions] as z.output<
           typeof ListAllowedDirectoriesOutput
         >['recovered_transactions'],
@@ -121,10 +141,17 @@ export const listAllowedDirectories = defineTool({
         `Command-line roots: ${structured.command_line_roots.length ? '' : 'none'}`,
         ...structured.command_line_roots.map(line),
         `Client roots: ${client ? (client.announced.length ? '' : 'announced an empty list') : 'none announced'}`,
-        ...(client?.announced ?? []).map((a) => `  ${a.path}${a.usable ? '' : ' (not usable)'}`),
+        ...(client?.announced ?? []).map(
+          (a) =>
+            `  ${a.path}${a.usable ? '' : ` (rejected: ${a.reason ? describeRejection(a.reason) : 'not usable'})`}`,
+        ),
+        ...ctx.roots.rejected
+          .filter((r) => r.source === 'cli')
+          .map((r) => `Command-line root left out: ${r.given} ${describeRejection(r.reason)}`),
         `readonly: ${c.readonly}; allow_secrets: ${c.allowSecrets}; auto_occ: ${c.autoOcc}; budget: ${ctx.budget.used}/` +
           `${ctx.budget.limit || 'unlimited'}; fs-tools ${ctx.process.version}`,
         describeWall(wall),
+        describeNativeReads(native),
       ].join('\n');
       return { structured, text };
     });

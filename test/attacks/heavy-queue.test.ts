@@ -18,7 +18,7 @@ import { StdioClientTransport as LegacyTransport } from '@modelcontextprotocol/s
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEAVY_LIMITS, HEAVY_QUEUE_LIMIT } from '../../src/tools/heavy-calls.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
-import { CLI, NATIVE_ARGS } from '../helpers/server.js';
+import { CLI, NATIVE_ARGS, oneSendAtATime } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ home: {}, bin: {}, root: { repo: { 'a.txt': 'a\n', 'b.txt': 'b\n' } } }, 'fs-tools-queue-');
@@ -94,6 +94,7 @@ async function startServer(): Promise<{ client: LegacyClient; pid: number }> {
     env: { ...(process.env as Record<string, string>), HOME, XDG_CONFIG_HOME: HOME, ...fake.env(), PATH: BIN },
     stderr: 'pipe',
   });
+  oneSendAtATime(transport);
   const client = new LegacyClient({ name: 'fs-tools-test', version: '1.0.0' });
   await client.connect(transport);
   return { client, pid: transport.pid! };

@@ -64,10 +64,21 @@ class RawSession {
       this.stderr += d.toString('utf8');
     });
   }
-  /** Writes respecting backpressure. */
+  /**
+   * Writes bytes to the server's stdin, respecting backpressure. Writes that meet a full pipe share one wait for
+   * 'drain' (one listener, however many are in flight: a listener each was a MaxListenersExceededWarning).
+   */
   async write(data: string | Buffer): Promise<void> {
-    if (!this.child.stdin.write(data)) await new Promise((r) => this.child.stdin.once('drain', r));
+    if (this.child.stdin.write(data)) return;
+    this.drainWait ??= new Promise<void>((resolve) =>
+      this.child.stdin.once('drain', () => {
+        this.drainWait = null;
+        resolve();
+      }),
+    );
+    await this.drainWait;
   }
+  private drainWait: Promise<void> | null = null;
   send(message: object): Promise<void> {
     return this.write(`${JSON.stringify(message)}\n`);
   }

@@ -540,6 +540,71 @@ function checkFsToolsRun(clientName, run) {
   }
 }
 
+// ---------------------------------------------------------------- bad roots through Claude Code
+
+/**
+ * A root the way a user writes it in a client configuration: `claude mcp add fs -- node …/dist/cli.js ~/proj ~/typo`
+ * (Claude Code starts the server with no shell, so fs-tools expands `~/` itself, and `~/typo` does not exist). The
+ * server must connect (it used to exit 2, and Claude Code showed only "Failed to connect"), serve `~/proj`, and the
+ * model's list_allowed_directories result must name the missing root and why (docs/security.md "Roots").
+ */
+async function runClaudeBadRoots(dir, base) {
+  const home = fs.mkdtempSync(path.join(base, 'home-bad-roots-'));
+  const proj = path.join(home, 'proj');
+  fs.mkdirSync(proj);
+  const env = { PATH: process.env.PATH, HOME: home };
+  const bin = path.join(dir, 'node_modules', '.bin', 'claude');
+  execFileSync(bin, ['mcp', 'add', 'fs', '--', process.execPath, FS_TOOLS, '~/proj', '~/typo'], {
+    cwd: proj,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 60_000,
+  });
+  const health = execFileSync(bin, ['mcp', 'list'], { cwd: proj, env, encoding: 'utf8', timeout: 60_000 });
+  check(
+    /fs: .*~\/typo.*Connected/.test(health),
+    'Claude Code: a server with `~/proj ~/typo` in its args connects',
+    health,
+  );
+  let seen = null;
+  for (let attempt = 1; attempt <= 3 && !seen; attempt++) {
+    const fake = await startFakeModel([{ tool: 'list_allowed_directories', args: {} }]);
+    const run = CLIENTS.claude.setup({ home, ws: proj, serverCmd: [], fakeUrl: fake.url, binDir: path.dirname(bin) });
+    await new Promise((resolve) => {
+      const child = spawn(bin, run.args, {
+        cwd: proj,
+        env: { ...env, TMPDIR: os.tmpdir(), CI: '1', TERM: 'dumb', ...run.env },
+        stdio: ['ignore', 'ignore', 'ignore'],
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+      child.on('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    await fake.close();
+    // A first model request sent before the MCP server listed its tools ends the turn at once (as above): retry.
+    seen = fake.state.results[0]?.text ?? null;
+  }
+  const structured = parseFirstJson(seen ?? '');
+  check(
+    structured?.roots?.[0]?.path === proj &&
+      structured?.rejected_roots?.[0]?.root === path.join(home, 'typo') &&
+      structured?.rejected_roots?.[0]?.reason === 'missing',
+    "Claude Code: the model's list_allowed_directories names `~/proj` as the root and `~/typo` as missing",
+    seen ?? 'no result reached the model',
+  );
+}
+
+/** The tool's JSON at the start of `text` (Claude Code appends its `<system-reminder>` blocks after it), or null. */
+function parseFirstJson(text) {
+  try {
+    return JSON.parse(text.split(/\n*<system-reminder>/)[0].trim());
+  } catch {
+    return null;
+  }
+}
+
 // ---------------------------------------------------------------- inspector
 
 function runInspector(dir, base) {
@@ -949,6 +1014,10 @@ async function main() {
           );
         }
       }
+    }
+    if (only.includes('claude')) {
+      console.log('\nClaude Code, bad roots');
+      await runClaudeBadRoots(dir, base);
     }
     if (only.includes('inspector')) {
       console.log(`\nMCP Inspector ${PINNED['@modelcontextprotocol/inspector']}`);

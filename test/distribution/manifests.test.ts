@@ -30,6 +30,16 @@ describe('server.json (MCP Registry)', () => {
     expect(serverJson.packages[0].version).toBe(PKG.version);
   });
 
+  it("names one repository everywhere: package.json's repository, homepage and bugs, the registry name's account", () => {
+    // io.github.OWNER/NAME: the registry checks that OWNER publishes it, so the repository lives under that account.
+    const owner = /^io\.github\.([^/]+)\//.exec(PKG.mcpName)?.[1];
+    const repo = `https://github.com/${owner}/fs-tools`;
+    expect(PKG.repository).toEqual({ type: 'git', url: `git+${repo}.git` });
+    expect(PKG.homepage).toBe(`${repo}#readme`);
+    expect(PKG.bugs).toEqual({ url: `${repo}/issues` });
+    expect(serverJson.repository).toEqual({ url: repo, source: 'github' });
+  });
+
   it('validates against the registry schema it names', () => {
     const schema = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/mcp-registry/server.schema.json'), 'utf8'));
     expect(serverJson.$schema).toBe(schema.$id);

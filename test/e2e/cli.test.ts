@@ -159,6 +159,7 @@ describe('fs-tools --version, --help and bad flags', () => {
     expect(r.status).toBe(0);
     expect(r.stdout.split('\n')[0]).toBe(PACKAGE.version);
     expect(r.stdout.split('\n')[1]).toMatch(/^kernel wall: /);
+    expect(r.stdout.split('\n')[2]).toMatch(/^native reads: (on|off \(.+\))/);
   });
 
   it('--help exits 0 and shows the usage', () => {
@@ -172,7 +173,7 @@ describe('fs-tools --version, --help and bad flags', () => {
   it.each([
     [['--no-such-flag']],
     [['--client-roots=sometimes']],
-    [['/no/such/root/dir']],
+    [['--root', '/no/such/root/dir', 'call', 'stat']],
     [['--policy=/no/such/policy.json']],
   ])('%j exits 2 with one line on stderr', (args) => {
     const r = run(args, project.dir);

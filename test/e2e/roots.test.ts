@@ -11,7 +11,7 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StdioClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectCode, waitFor } from '../helpers/protocol-asserts.js';
+import { expectCode } from '../helpers/protocol-asserts.js';
 import { CLI, connect, ERAS, type CallResult, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -155,17 +155,16 @@ describe('client roots, 2025 era, --client-roots=narrow (default)', () => {
     }
   });
 
-  it('a roots/list answer that breaks the protocol schema (non-file URI) keeps the CLI roots and says so', async () => {
+  it('a roots/list answer with a non-file URI: the file:// entry narrows, the other is listed as rejected', async () => {
+    // Before: the SDK's schema rejected the whole answer and the CLI roots stayed. Now each entry is judged alone.
     const client = await connect('legacy', { args: [R.dir], clientRoots: ['https://example.invalid/repo', uri(sub)] });
     try {
-      expect(await rootsOf(client)).toEqual([{ path: R.dir, source: 'cli' }]);
-      expect(await waitFor(() => client.stderr().includes('roots/list failed')), client.stderr()).toBe(true);
-      expect(
-        client
-          .stderr()
-          .split('\n')
-          .filter((l) => l.includes('roots/list')),
-      ).toHaveLength(1);
+      expect(await rootsOf(client)).toEqual([{ path: sub, source: 'client' }]);
+      const list = await client.callOk('list_allowed_directories', {});
+      expect(list.rejected_roots).toEqual([
+        { root: 'https://example.invalid/repo', source: 'client', reason: 'not_a_file_uri' },
+      ]);
+      expect(client.stderr()).not.toContain('roots/list failed');
     } finally {
       await client.close();
     }

@@ -12,7 +12,13 @@ import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { refusalSource, setDenialSource, toEnvelope } from '../../src/errors/to-envelope.js';
 import { checkContentBound, contentPastSizeError, type ContentBound } from '../../src/fs/hash.js';
-import { copyVerifiedNativeFile, loadNativeAddonAtStart, loadVerifiedAddon } from '../../src/fs/native-load.js';
+import {
+  copyVerifiedNativeFile,
+  describeNativeReads,
+  loadNativeAddonAtStart,
+  loadVerifiedAddon,
+  nativeLoadReason,
+} from '../../src/fs/native-load.js';
 
 describe('checkContentBound', () => {
   const bound = (reportedSize: number, maxBytes: number): ContentBound => ({ reportedSize, maxBytes, path: '/p/f' });
@@ -67,8 +73,29 @@ describe('copyVerifiedNativeFile copies only the file built', () => {
 
   it('loadNativeAddonAtStart in this unbundled build (no recorded digest): the JavaScript path, nothing said', () => {
     const lines: string[] = [];
-    expect(loadNativeAddonAtStart((l) => lines.push(l))).toBeNull();
+    expect(loadNativeAddonAtStart((l) => lines.push(l))).toEqual({
+      inUse: false,
+      reason: 'this build has no native addon (built without a C compiler)',
+    });
     expect(lines).toEqual([]);
+  });
+
+  it('nativeLoadReason says every reason native reads are off in words (--version, list_allowed_directories)', () => {
+    const reasons = [
+      'unsupported',
+      'no_digest',
+      'missing',
+      'digest_mismatch',
+      'not_loadable',
+      'wrong_interface',
+    ] as const;
+    const words = reasons.map(nativeLoadReason);
+    expect(new Set(words).size).toBe(reasons.length);
+    expect(words[2]).toMatch(/missing/);
+    expect(words[3]).toMatch(/sha256 differs/);
+    expect(words[4]).toMatch(/load error/);
+    expect(describeNativeReads({ inUse: false, reason: words[3] })).toBe(`native reads: off (${words[3]})`);
+    expect(describeNativeReads({ inUse: true, path: '/proc/self/fd/9' })).toMatch(/^native reads: on/);
   });
 });
 

@@ -285,7 +285,17 @@ describe('planKernelWall', () => {
     const ignored = planKernelWall(config(['--client-roots=ignore'], work));
     expect('rules' in ignored && ignored.rules[0]).toEqual({ path: work, access: 'rw' });
     if ('runDir' in ignored) made.push(ignored.runDir);
-    const none = { ...config([work], work), roots: [] };
+    // Every command-line root rejected (missing, not a directory, unreadable): the wall stands with no root in it.
+    const missing = path.join(work, 'missing');
+    const rejected = planKernelWall(config([missing, path.join(work, 'missing-too')], work));
+    expect('rules' in rejected).toBe(true);
+    if ('rules' in rejected) {
+      made.push(rejected.runDir);
+      expect(rejected.rules.filter((r) => r.access === 'rw').map((r) => r.path)).not.toContain(work);
+      expect(rejected.rules.some((r) => r.path === missing || isWithin(work, r.path))).toBe(false);
+    }
+    // No root and none given (`call` with the cwd at / or home): nothing to confine to.
+    const none = { ...config(['call', 'stat', '{}'], work), roots: [] };
     expect(planKernelWall(none)).toEqual({
       reason: 'no command-line roots (client roots are not known at start-up)',
     });

@@ -39,6 +39,23 @@ export function afterStartupLine(stderr: string): string {
   return stderr.replace(/^fs-tools: kernel wall: [^\n]*\n/, '');
 }
 
+/**
+ * Makes `transport`'s sends wait for one another. The SDK's stdio client transports (both eras) wait for stdin's
+ * 'drain' with one listener per send that meets a full pipe, so a burst of concurrent calls (500 in
+ * test/attacks/protocol-abuse.test.ts, 1,010 in test/attacks/heavy-queue.test.ts) stacked hundreds of listeners and
+ * `npm test` printed MaxListenersExceededWarning. Chained, the sends meet the full pipe one at a time: one listener
+ * at most, the same bytes in the same order, and still one burst (a send waits for the pipe, never for an answer).
+ */
+export function oneSendAtATime(transport: { send: (...args: never[]) => Promise<void> }): void {
+  const send = transport.send.bind(transport);
+  let last: Promise<void> = Promise.resolve();
+  transport.send = (...args: never[]) => {
+    const next = last.then(() => send(...args));
+    last = next.catch(() => undefined);
+    return next;
+  };
+}
+
 export type Era = 'modern' | 'legacy';
 export const ERAS: Era[] = ['modern', 'legacy'];
 
@@ -102,6 +119,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   let transport: { readonly pid: number | null };
   if (era === 'modern') {
     const modern = new ModernTransport(params);
+    oneSendAtATime(modern);
     transport = modern;
     modern.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();
@@ -113,6 +131,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
     await client.connect(modern);
   } else {
     const legacyTransport = new LegacyTransport(params);
+    oneSendAtATime(legacyTransport);
     transport = legacyTransport;
     legacyTransport.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();

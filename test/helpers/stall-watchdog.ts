@@ -73,10 +73,21 @@ export class StallSession {
     return this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Writes bytes to the server's stdin, respecting backpressure. */
+  /**
+   * Writes bytes to the server's stdin, respecting backpressure. Writes that meet a full pipe share one wait for
+   * 'drain' (one listener, however many are in flight: a listener each was a MaxListenersExceededWarning).
+   */
   async write(data: string): Promise<void> {
-    if (!this.child.stdin.write(data)) await new Promise((r) => this.child.stdin.once('drain', r));
+    if (this.child.stdin.write(data)) return;
+    this.drainWait ??= new Promise<void>((resolve) =>
+      this.child.stdin.once('drain', () => {
+        this.drainWait = null;
+        resolve();
+      }),
+    );
+    await this.drainWait;
   }
+  private drainWait: Promise<void> | null = null;
 
   /** Sends a request (`params` serialized with JSON.stringify) and waits for its response. */
   request(method: string, params?: unknown): Promise<RpcResponse> {

@@ -2,16 +2,18 @@
  * RootSet's rules (SPEC §4.1 as updated for issue #15), driven directly with announcement sequences a client (or an
  * attacker posing as one) can send: an initial empty list keeps the command-line roots; anything announced after a
  * non-empty list only narrows, and an empty list then narrows to nothing, never back; an announcement of roots that
- * do not exist is not "no roots to offer". ROOTS_EMPTY names the cause and never a path.
+ * do not exist is not "no roots to offer". A roots/list answer is taken entry by entry (invalid entries rejected with
+ * their reason; none valid: no roots, never the default). ROOTS_EMPTY names the cause and no path but the roots
+ * given (rejected command-line roots, the client's own entries).
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveInRoots } from '../../src/policy/resolve-path.js';
-import { RootSet, rootsEmptyError } from '../../src/policy/roots.js';
+import { rejectedRootsOf, RootSet, rootsEmptyError } from '../../src/policy/roots.js';
 import { makeTree } from '../helpers/tree.js';
 
-const R = makeTree({ sub: { 'in.txt': 'x\n' } }, 'fs-tools-rootset-');
+const R = makeTree({ sub: { 'in.txt': 'x\n' }, 'top.txt': 't\n', other: {} }, 'fs-tools-rootset-');
 const O = makeTree({ 'o.txt': 'o\n' }, 'fs-tools-rootset-out-');
 afterAll(() => {
   R.cleanup();
@@ -49,7 +51,10 @@ describe('RootSet announcement sequences', () => {
     await s.applyClientRoots([uri(path.join(R.dir, 'no-such-dir'))]);
     expect(paths(s)).toEqual([]);
     const e = s.emptyError();
-    expect(e.message).toContain('none of the roots the client announced exists');
+    expect(e.message).toContain("no entry of the client's roots/list answer is a usable local directory");
+    expect(e.details.rejected_roots).toEqual([
+      { root: path.join(R.dir, 'no-such-dir'), source: 'client', reason: 'missing' },
+    ]);
     await s.applyClientRoots([]);
     expect([paths(s), s.rule]).toEqual([[], 'client_emptied']);
   });
@@ -127,7 +132,7 @@ describe('RootSet reporting and client tracking', () => {
   it('track applies an answered roots request before ready() returns; a failed request is reported and changes nothing', async () => {
     const s = new RootSet(cli(), 'narrow', true);
     await s.ready(); // nothing pending
-    s.track(Promise.resolve([{ uri: uri(path.join(R.dir, 'sub')) }]), () => undefined);
+    s.track(Promise.resolve({ roots: [{ uri: uri(path.join(R.dir, 'sub')) }] }), () => undefined);
     await s.ready();
     expect(paths(s)).toEqual([path.join(R.dir, 'sub')]);
     const failures: unknown[] = [];
@@ -137,9 +142,73 @@ describe('RootSet reporting and client tracking', () => {
     expect(failures).toHaveLength(1);
     expect(paths(t)).toEqual([R.dir]);
     const ignoring = new RootSet(cli(), 'ignore', true);
-    ignoring.track(Promise.resolve([{ uri: uri(O.dir) }]), () => undefined);
+    ignoring.track(Promise.resolve({ roots: [{ uri: uri(O.dir) }] }), () => undefined);
     await ignoring.ready();
     expect(paths(ignoring)).toEqual([R.dir]);
+  });
+
+  it('a roots/list answer is taken entry by entry: each invalid entry is rejected with its reason', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    const file = path.join(R.dir, 'top.txt');
+    await s.applyClientAnswer({
+      roots: [
+        { uri: uri(path.join(R.dir, 'sub')) },
+        { uri: path.join(R.dir, 'other') },
+        { uri: 'https://example.invalid/x' },
+        { uri: 'file://remote-host/share' },
+        { uri: uri(file) },
+        { name: 'no uri' },
+        42,
+      ],
+    });
+    expect([paths(s), s.rule]).toEqual([[path.join(R.dir, 'sub')], 'narrowed_by_client']);
+    expect(s.rejected.map((r) => [r.given, r.reason])).toEqual([
+      [path.join(R.dir, 'other'), 'not_a_file_uri'],
+      ['https://example.invalid/x', 'not_a_file_uri'],
+      ['file://remote-host/share', 'not_a_file_uri'],
+      [file, 'not_a_directory'],
+      ['{"name":"no uri"}', 'malformed'],
+      ['42', 'malformed'],
+    ]);
+    // The NOT_ALLOWED of a path outside names them too.
+    const error = await resolveInRoots(path.join(R.dir, 'top.txt'), s.current(), { followFinal: true }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'NOT_ALLOWED', details: { reason: 'outside_roots' } });
+    expect((error as { details: { rejected_roots: unknown[] } }).details.rejected_roots).toHaveLength(6);
+  });
+
+  it('a non-empty answer with no valid entry, or no roots array at all, gives no roots: never the default', async () => {
+    for (const answer of [{ roots: [{ uri: R.dir }] }, { roots: 'x' }, null, 'nonsense']) {
+      const s = new RootSet([{ given: R.dir, real: R.dir, source: 'cwd' }], 'narrow', false);
+      await s.applyClientAnswer(answer);
+      expect([paths(s), s.rule]).toEqual([[], 'client_replaces_default']);
+      const e = s.emptyError();
+      expect(e.message).toContain('no entry of the client');
+      expect(e.suggestion).toContain('file:// URIs');
+      expect(e.details.rejected_roots).toHaveLength(1);
+    }
+  });
+
+  it('command-line roots rejected at start-up: every one rejected is ROOTS_EMPTY naming them, and stays so', async () => {
+    const missing = path.join(R.dir, 'missing');
+    const s = new RootSet([], 'narrow', true, [{ given: missing, source: 'cli', reason: 'missing' }]);
+    expect([paths(s), s.rule]).toEqual([[], 'command_line']);
+    const e = rootsEmptyError(s.current());
+    expect(e.message).toBe(`No sandbox roots: every command-line root was left out (${missing} does not exist).`);
+    expect(e.suggestion).toContain('ROOT arguments');
+    expect(e.details.rejected_roots).toEqual([{ root: missing, source: 'cli', reason: 'missing' }]);
+    // A client root cannot widen an empty command-line set under narrow.
+    await s.applyClientRoots([uri(R.dir)]);
+    expect(paths(s)).toEqual([]);
+    expect(s.emptyError().message).toContain('every command-line root was left out');
+    // Under replace the client's answer decides: an answer with no valid entry is named as the cause.
+    const r = new RootSet([], 'replace', true, [{ given: missing, source: 'cli', reason: 'missing' }]);
+    await r.applyClientAnswer({ roots: [{ uri: 'relative/path' }] });
+    expect([paths(r), r.rule]).toEqual([[], 'replaced_by_client']);
+    expect(r.emptyError().message).toContain("no entry of the client's roots/list answer");
+    expect(r.emptyError().details.rejected_roots).toHaveLength(2);
+    expect(rejectedRootsOf(s.current())).toEqual([{ given: missing, source: 'cli', reason: 'missing' }]);
   });
 
   it('a generic ROOTS_EMPTY for an empty list that carries no cause', () => {
