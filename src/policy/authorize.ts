@@ -397,15 +397,27 @@ export function assertPathAllowed(
  * the new one — the components above were judged with the directory, and the top of the tree by its own
  * authorization — and the ones that read a tail (secret names, execution-bearing configuration) read only that tail.
  * So judging every entry of a tree costs O(1) per entry in the depth (docs/security.md "Bounded work").
+ * A directory above that was refused by a component rule is still walked (its entries are judged, so the answer does
+ * not depend on the walk's order): the caller says so with `belowGitDir` (a `.git` spelling between the top and the
+ * entry), and the entry is then refused by the `.git` rule where the whole-path check refuses it — before the file
+ * policy, so a hidden entry there does not turn the named refusal into the generic one. (An entry below one of the
+ * server's own files is never judged: the walk does not enter one.)
+ * @param belowGitDir true when a component between the top and `name` is a `.git` spelling (`isDotGitName`)
  * @throws ToolError FILE_POLICY_DENIED (builtin; policy deny, read_only on write), SECRET_DENIED, NOT_FOUND (hidden)
  */
-export function assertEntryAllowed(ctx: PolicyContext, intent: Intent, place: PolicyPlace, name: string): void {
+export function assertEntryAllowed(
+  ctx: PolicyContext,
+  intent: Intent,
+  place: PolicyPlace,
+  name: string,
+  belowGitDir = false,
+): void {
   assertEntryNotGuarded(ctx.guarded ?? [], place.absolute, name);
   if (!ctx.allowSecrets) {
     const rule = secretRuleForEntry(place.absolute, name);
     if (rule !== null) throw secretRefusal(place.absolute, rule);
   }
-  if (isDotGitName(name)) throw gitInternalRefusal(place.absolute);
+  if (belowGitDir || isDotGitName(name)) throw gitInternalRefusal(place.absolute);
   if (intent === 'write') assertNotExecConfig(place.absolute, [place.absolute], ctx.allowExecConfig === true);
   assertPolicyAllows(place.access, intent, place.absolute, place.relative);
 }

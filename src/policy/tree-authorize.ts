@@ -12,7 +12,7 @@
 import { ToolError } from '../errors/tool-error.js';
 import { assertEntryAllowed, assertPathAllowed, type PolicyContext } from './authorize.js';
 import { findContainingRoot, isWithin, toPosixRelative } from './containment.js';
-import { accessFor, accessForEntry, isInsideGitDir, type Access, type Intent } from './file-policy.js';
+import { accessFor, accessForEntry, isDotGitName, isInsideGitDir, type Access, type Intent } from './file-policy.js';
 import { ownComponentOf } from '../fs/own-files.js';
 import { treeGitGuard } from './git-dirs.js';
 import type { ResolvedPath } from './resolve-path.js';
@@ -180,6 +180,11 @@ export function authorizeTreeEntries(
   let refusedDepth = 0;
   /** True once an entry that must not be named was met: the refusal is then the generic one. */
   let unnamed = false;
+  /**
+   * Depth of the shallowest directory on the current branch whose name is a `.git` spelling; 0: none. Its entries
+   * are still walked, and the `.git` rule refuses each of them as the whole-path check does (`assertEntryAllowed`).
+   */
+  let gitDepth = 0;
 
   const refusal = (unnamed: boolean): ToolError => {
     const what = operation === 'move' ? 'moved' : operation === 'copy' ? 'copied' : 'deleted';
@@ -214,6 +219,7 @@ export function authorizeTreeEntries(
     e: TreeEntry,
     name: string,
     depth: number,
+    belowGitDir: boolean,
   ): { kind: string; source: string } | 'unnamed' | null => {
     const absolute = `${spelling.absolute}/${e.relative}`;
     const nestedRoot = spelling.nested.length > 0 ? innermost(spelling.nested, absolute) : null;
@@ -232,7 +238,7 @@ export function authorizeTreeEntries(
     if (e.isDirectory) spelling.levels[depth] = access;
     try {
       const place = { absolute, real: absolute, relative, access };
-      if (spelling.clean) assertEntryAllowed(ctx, side.intent, place, name);
+      if (spelling.clean) assertEntryAllowed(ctx, side.intent, place, name, belowGitDir);
       else assertPathAllowed(ctx, side.intent, place);
       return null;
     } catch (error) {
@@ -254,6 +260,8 @@ export function authorizeTreeEntries(
       for (let i = e.relative.indexOf('/'); i !== -1; i = e.relative.indexOf('/', i + 1)) depth++;
       const name = e.relative.slice(e.relative.lastIndexOf('/') + 1);
       if (refusedDepth !== 0 && depth <= refusedDepth) refusedDepth = 0;
+      if (gitDepth !== 0 && depth <= gitDepth) gitDepth = 0;
+      const belowGitDir = gitDepth !== 0;
       // Every entry is judged, also beneath a refused directory and past the named ones: the answer must not depend
       // on the order of the walk (which the agent steers with the names it writes), or whether a hidden or denied
       // entry sorts before or after other offenders would tell its name.
@@ -266,7 +274,7 @@ export function authorizeTreeEntries(
       for (const [index, side] of sides.entries()) {
         let offence: { kind: string; source: string } | null = null;
         for (const spelling of side.spellings) {
-          const verdict = judge(side, spelling, e, name, depth);
+          const verdict = judge(side, spelling, e, name, depth, belowGitDir);
           if (verdict === 'unnamed') {
             unnamed = true;
             return false;
@@ -286,6 +294,7 @@ export function authorizeTreeEntries(
         }
       }
       if (refused && e.isDirectory) refusedDepth = depth;
+      if (e.isDirectory && !belowGitDir && isDotGitName(name)) gitDepth = depth;
       return true;
     },
     assertAllowed() {

@@ -1,6 +1,7 @@
 /**
  * The per-entry rules of a tree walk (src/policy/authorize.ts `assertEntryAllowed`) decide exactly as the whole-path
- * rules (`assertPathAllowed`) for every entry whose ancestors below a clean top passed them — the walk judges a
+ * rules (`assertPathAllowed`) for every entry the walk judges below a clean top — beneath a directory refused with a
+ * name too (a `.git` spelling, a read_only or secret directory), where it went on judging — the walk judges a
  * directory before what it holds, so reading only the new component (and a bounded tail) loses nothing while keeping
  * a deep tree's judging linear in its depth (docs/security.md "Bounded work"). Also the helpers it rests on:
  * `lastComponents` (the tail the secret and execution-bearing configuration rules read) and `childPath`.
@@ -12,7 +13,7 @@ import { ToolError } from '../../src/errors/tool-error.js';
 import { lastComponents } from '../../src/fs/path-within.js';
 import { childPath } from '../../src/fs/verified-dir.js';
 import { assertEntryAllowed, assertPathAllowed, type PolicyContext } from '../../src/policy/authorize.js';
-import { accessFor, type FilePolicy, type Intent } from '../../src/policy/file-policy.js';
+import { accessFor, isDotGitName, type FilePolicy, type Intent } from '../../src/policy/file-policy.js';
 
 const TOP = '/r/top';
 const POLICY: FilePolicy = {
@@ -20,6 +21,10 @@ const POLICY: FilePolicy = {
     { pattern: 'top/**/hidden', access: 'hidden' },
     { pattern: 'top/**/sealed', access: 'deny' },
     { pattern: '*.ro', access: 'read_only' },
+    // Globs that match on ancestor components.
+    { pattern: '**/secret/**', access: 'hidden' },
+    { pattern: 'top/*/db.yml', access: 'deny' },
+    { pattern: 'top/**/e/**', access: 'read_only' },
   ],
 };
 /** Names of every class a component rule or a tail rule reads, and plain ones. */
@@ -50,7 +55,21 @@ const NAMES = [
   'x.ro',
   'state',
   'audit.log',
+  'secret',
+  'db.yml',
 ];
+
+/** True for a refusal the walk does not look beneath (src/policy/tree-authorize.ts: never named, not entered). */
+function unnamed(result: unknown): boolean {
+  const r = result as { code: string; details: { source?: string; rule?: string } };
+  if (r.code === 'NOT_FOUND') return true;
+  if (r.code !== 'FILE_POLICY_DENIED') return false;
+  return (
+    (r.details.source === 'policy' && r.details.rule === 'deny') ||
+    (r.details.source === 'builtin' &&
+      ['state_dir', 'audit_log', 'lock_file', 'own_temporary'].includes(r.details.rule!))
+  );
+}
 
 const ctxOf = (allowSecrets: boolean, allowExecConfig: boolean): PolicyContext => ({
   roots: [{ given: '/r', real: '/r', source: 'cli' }],
@@ -75,7 +94,10 @@ function outcome(check: () => void): unknown {
 }
 
 describe('assertEntryAllowed', () => {
-  it('decides as assertPathAllowed on every entry below passing ancestors', () => {
+  // The walk judges the entries beneath a directory refused with a name too (the answer must not depend on the
+  // walk's order), and enters nothing refused without one: so must the comparison. A `.git` spelling above is passed
+  // in, as the judge tracks it.
+  it('decides as assertPathAllowed on every entry the walk judges', () => {
     fc.assert(
       fc.property(
         fc.array(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 8 }),
@@ -85,13 +107,15 @@ describe('assertEntryAllowed', () => {
         (names, intent, secrets, exec) => {
           const ctx = ctxOf(secrets, exec);
           let absolute = TOP;
+          let belowGitDir = false;
           for (const name of names) {
             absolute = `${absolute}/${name}`;
             const relative = path.posix.relative('/r', absolute);
             const place = { absolute, real: absolute, relative, access: accessFor(POLICY, relative) };
             const whole = outcome(() => assertPathAllowed(ctx, intent, place));
-            expect(outcome(() => assertEntryAllowed(ctx, intent, place, name))).toEqual(whole);
-            if (whole !== null) break; // beneath a refused directory the walk names nothing
+            expect(outcome(() => assertEntryAllowed(ctx, intent, place, name, belowGitDir))).toEqual(whole);
+            if (whole !== null && unnamed(whole)) break; // the walk does not enter it
+            belowGitDir ||= isDotGitName(name);
           }
         },
       ),

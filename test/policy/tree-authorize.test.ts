@@ -101,6 +101,25 @@ describe('authorizeTreeEntries', () => {
     expect(hidden?.message).not.toContain('a.txt');
   });
 
+  it('beneath a .git directory the .git rule decides, as on the whole path; past it, the file policy again', () => {
+    const c = ctx({ policy: { rules: [{ pattern: '**/vault', access: 'hidden' }] } });
+    // A hidden entry inside `.git` (any spelling): the named git_dir refusal, as without it (the generic one would
+    // tell that the hidden entry is there).
+    for (const git of ['.git', '.GIT.', 'git~1']) {
+      const inside = [dir('r'), dir(`r/${git}`), dir(`r/${git}/vault`), file(`r/${git}/vault/n`)];
+      const { error } = judge('move', inside, at('src'), at('dst'), c);
+      expect(error?.details, git).toMatchObject({ source: 'builtin', rule: 'git_dir', reason: 'tree_entries' });
+      expect(error?.path).toBe(`${R}/src/r/${git}`);
+      expect(judge('move', inside.slice(0, 2), at('src'), at('dst'), c).error?.details).toEqual(error?.details);
+    }
+    // The same hidden name beside `.git`, walked after it: the generic refusal.
+    const beside = [dir('r'), dir('r/.git'), file('r/.git/HEAD'), dir('r/vault'), file('r/vault/n')];
+    for (const op of ['move', 'copy', 'delete'] as const) {
+      const { error } = judge(op, beside, at('src'), op === 'delete' ? null : at('dst'), c);
+      expect(error?.details, op).toEqual({ source: 'policy', reason: 'tree_entries', operation: op });
+    }
+  });
+
   it('secrets alone: SECRET_DENIED secret_inside, both places named; allowed with --allow-secrets', () => {
     const { error } = judge('move', [dir('k'), file('k/id_rsa')]);
     expect(error?.code).toBe('SECRET_DENIED');
