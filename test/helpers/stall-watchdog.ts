@@ -7,7 +7,7 @@
  * unanswered when the work ended counts until it is answered).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { CLI, coverageEnv } from './server.js';
+import { CLI } from './server.js';
 
 /** How often the watchdog pings, ms. */
 export const PING_INTERVAL_MS = 20;
@@ -36,11 +36,7 @@ export class StallSession {
   private exited: Promise<void>;
 
   private constructor(args: string[], cwd?: string) {
-    this.child = spawn(process.execPath, [CLI, ...args], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      cwd,
-      env: { ...process.env, ...coverageEnv() },
-    });
+    this.child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'], cwd });
     this.child.stdout.on('data', (d: Buffer) => {
       const lines = (this.partial + d.toString('utf8')).split('\n');
       this.partial = lines.pop()!;
