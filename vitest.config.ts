@@ -26,7 +26,8 @@ export default defineConfig({
     // src/server, src/tools and src/vcs count the spawned servers too (test/helpers/spawned-coverage.mjs): measured
     // 2026-12-03 from the first 233 of the 619 servers of a full run, spawned coverage alone (a subset of what the full
     // run counts); a folder's bar 3 points below its lowest file, a file's own bar 5 points below it (at most 95),
-    // written only where it is well above the folder's.
+    // written only where it is well above the folder's. Files main changed after that measurement (the merge mode
+    // of the mutations, the tool reference, the server's start-up) have their folder's bar only until measured again.
     coverage: {
       // vitest's v8 provider plus the spawned servers' coverage (NODE_V8_COVERAGE, mapped through dist/cli.js.map).
       provider: 'custom',
@@ -69,23 +70,14 @@ export default defineConfig({
         'src/fs/verified-dir.ts': { lines: 80, statements: 73, functions: 76, branches: 59 },
         'src/server/**': { lines: 45, statements: 44, functions: 35, branches: 22 },
         'src/server/call-tool.ts': { lines: 83, statements: 79, functions: 86, branches: 81 },
-        'src/server/create-server.ts': { lines: 75, statements: 73, functions: 86, branches: 69 },
         'src/server/process-state.ts': { lines: 70, statements: 65, functions: 61, branches: 45 },
         'src/server/shutdown.ts': { lines: 60, statements: 57, functions: 65, branches: 61 },
-        'src/server/startup-files.ts': { lines: 80, statements: 82, functions: 95, branches: 70 },
         'src/server/stdio-transport.ts': { lines: 83, statements: 76, functions: 71, branches: 67 },
-        'src/server/tool-schemas.ts': { lines: 95, statements: 91, functions: 95, branches: 82 },
         'src/server/validate-arguments.ts': { lines: 82, statements: 76, functions: 80, branches: 60 },
         'src/tools/**': { lines: 36, statements: 32, functions: 37, branches: 13 },
-        'src/tools/apply-patch.ts': { lines: 78, statements: 77, functions: 91, branches: 71 },
-        'src/tools/common-schemas.ts': { lines: 95, statements: 95, functions: 95, branches: 95 },
-        'src/tools/copy-path.ts': { lines: 81, statements: 77, functions: 84, branches: 65 },
         'src/tools/create-directory.ts': { lines: 87, statements: 87, functions: 95, branches: 86 },
         'src/tools/cursor.ts': { lines: 82, statements: 77, functions: 95, branches: 69 },
-        'src/tools/define-tool.ts': { lines: 95, statements: 95, functions: 95, branches: 95 },
         'src/tools/delete-path.ts': { lines: 92, statements: 91, functions: 95, branches: 74 },
-        'src/tools/edit-file.ts': { lines: 95, statements: 92, functions: 95, branches: 84 },
-        'src/tools/file-mutation.ts': { lines: 79, statements: 73, functions: 83, branches: 69 },
         'src/tools/git-diff.ts': { lines: 93, statements: 91, functions: 95, branches: 83 },
         'src/tools/git-status.ts': { lines: 95, statements: 91, functions: 95, branches: 79 },
         'src/tools/github-issues.ts': { lines: 95, statements: 95, functions: 95, branches: 95 },
@@ -97,14 +89,11 @@ export default defineConfig({
         'src/tools/issue-schema.ts': { lines: 95, statements: 95, functions: 95, branches: 95 },
         'src/tools/issue-target.ts': { lines: 91, statements: 92, functions: 95, branches: 83 },
         'src/tools/issue-tool.ts': { lines: 91, statements: 88, functions: 95, branches: 78 },
-        'src/tools/list-allowed-directories.ts': { lines: 95, statements: 95, functions: 95, branches: 83 },
         'src/tools/list-directory.ts': { lines: 90, statements: 86, functions: 95, branches: 81 },
-        'src/tools/move-path.ts': { lines: 66, statements: 60, functions: 65, branches: 62 },
         'src/tools/read-file.ts': { lines: 86, statements: 86, functions: 76, branches: 89 },
         'src/tools/read-files.ts': { lines: 83, statements: 84, functions: 70, branches: 66 },
         'src/tools/read-media.ts': { lines: 84, statements: 84, functions: 61, branches: 70 },
         'src/tools/registry.ts': { lines: 95, statements: 95, functions: 95, branches: 95 },
-        'src/tools/replace-in-files.ts': { lines: 68, statements: 63, functions: 75, branches: 46 },
         'src/tools/response-budget.ts': { lines: 85, statements: 82, functions: 95, branches: 66 },
         'src/tools/search-files.ts': { lines: 90, statements: 86, functions: 85, branches: 85 },
         'src/tools/search-match.ts': { lines: 36, statements: 32, functions: 50, branches: 13 },
@@ -123,7 +112,6 @@ export default defineConfig({
         'src/vcs/forge-response.ts': { lines: 91, statements: 88, functions: 95, branches: 72 },
         'src/vcs/git-config.ts': { lines: 84, statements: 75, functions: 75, branches: 71 },
         'src/vcs/git-index.ts': { lines: 74, statements: 63, functions: 95, branches: 49 },
-        'src/vcs/git-view.ts': { lines: 74, statements: 70, functions: 87, branches: 57 },
         'src/vcs/git.ts': { lines: 55, statements: 53, functions: 81, branches: 36 },
         'src/vcs/github.ts': { lines: 83, statements: 82, functions: 79, branches: 72 },
         'src/vcs/gitlab-classify.ts': { lines: 69, statements: 66, functions: 55, branches: 60 },
