@@ -196,10 +196,49 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   }
   // The forge CLIs' configuration: gh and glab read it, git never does.
   for (const dir of forgeDirs) if (!tooWide(dir, forgeDirs)) rules.push({ path: dir, access: 'ro' });
+  // Node's own coverage output (after git's layer was taken: git never writes it).
+  const coverageDir = v8CoverageDir(env, guarded, [
+    ...forgeDirs,
+    ...rules.filter((r) => r.access === 'rw').map((r) => r.path),
+  ]);
+  if (coverageDir) rules.push({ path: coverageDir, access: 'rw' });
   const helper = installHelper(distDir, runDir);
   if (helper !== null && typeof helper !== 'string') return helper;
   if (helper) rules.push({ path: helper, access: 'rx' });
   return { rules, runDir, gitRules, helper };
+}
+
+/**
+ * The directory `NODE_V8_COVERAGE` names, as a read-write grant: Node writes the process's coverage there when it
+ * exits (the test suite's coverage of the spawned server, docs/development.md). The variable is the operator's, like
+ * the configuration; Node reads it at start-up, before the run directory exists, and writes after that directory is
+ * emptied, so the output cannot live there. Granted only when it is an existing directory (the wall can only name what
+ * exists; Node creates a missing one, which the wall would then refuse) owned by this user, not writable by anyone
+ * (o+w), not `/`, holding none of `guarded` (the home directory, the roots, the state and run directories, the forge
+ * CLIs' configuration) and lying within none of `enclosing` (the forge CLIs' configuration and every read-write grant
+ * so far: a directory inside a root needs no grant of its own). git's layer never gets it.
+ * @param env the process environment (`NODE_V8_COVERAGE`: a path, resolved against the working directory as Node does)
+ * @param guarded real paths the grant may not hold
+ * @param enclosing real paths the grant may not lie within
+ * @returns the directory's real path, or null (unset, missing, not a directory, another user's, o+w, or too wide)
+ * Source: docs/security.md "The kernel wall".
+ */
+export function v8CoverageDir(
+  env: NodeJS.ProcessEnv,
+  guarded: readonly string[],
+  enclosing: readonly string[],
+): string | null {
+  const named = env.NODE_V8_COVERAGE;
+  if (!named) return null;
+  const dir = real(path.resolve(named));
+  if (dir === null || dir === '/') return null;
+  try {
+    const st = lstatSync(dir);
+    if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o002) !== 0) return null;
+  } catch {
+    return null;
+  }
+  return guarded.some((g) => isWithin(dir, g)) || enclosing.some((e) => isWithin(e, dir)) ? null : dir;
 }
 
 /**

@@ -145,7 +145,7 @@ setTimeout(() => { console.log('inspector-timeout'); process.exit(0); }, 5000);
     writeFileSync(
       path.join(probeDir, 'git'),
       `#!/bin/sh
-${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(probeDir, 'inspector-probe.mjs'))} "$PPID" "$GH_CONFIG_DIR/hosts.yml" >> ${JSON.stringify(log)} 2>&1
+env -u NODE_V8_COVERAGE ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(probeDir, 'inspector-probe.mjs'))} "$PPID" "$GH_CONFIG_DIR/hosts.yml" >> ${JSON.stringify(log)} 2>&1
 exec ${realGit} "$@"
 `,
     );

@@ -22,7 +22,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, connect, type TestClient } from '../helpers/server.js';
+import { CLI, connect, coverageEnv, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 /** The stated bound on the server's peak RSS (VmHWM) under this abuse, MiB (README "Protocol limits"). */
@@ -48,7 +48,10 @@ class RawSession {
   private partial = '';
   stderr = '';
   constructor(args: string[]) {
-    this.child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...coverageEnv() },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.child.stdout.on('data', (d: Buffer) => {
       const lines = (this.partial + d.toString('utf8')).split('\n');
       this.partial = lines.pop()!;

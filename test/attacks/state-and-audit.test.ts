@@ -36,7 +36,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { envelopeOf } from '../helpers/protocol-asserts.js';
-import { CLI, connect, type TestClient } from '../helpers/server.js';
+import { CLI, connect, coverageEnv, type TestClient } from '../helpers/server.js';
 import { contentHash, snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 import { entryPath as listedPath } from '../helpers/entries.js';
@@ -50,7 +50,7 @@ interface Run {
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...(process.env as Record<string, string>), ...env },
+      env: { ...(process.env as Record<string, string>), ...coverageEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -21,7 +21,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliFor } from '../helpers/server.js';
+import { cliFor, coverageEnv } from '../helpers/server.js';
 import { contentHash, snapshotTree, type TreeSnapshot } from '../helpers/snapshot.js';
 import { makeTree, writeTree, type TreeSpec } from '../helpers/tree.js';
 
@@ -36,7 +36,7 @@ interface Run {
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cliFor(args), ...args], {
-      env: { ...(process.env as Record<string, string>), ...env },
+      env: { ...(process.env as Record<string, string>), ...coverageEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -16,7 +16,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { afterStartupLine, CLI, ERAS } from '../helpers/server.js';
+import { afterStartupLine, CLI, coverageEnv, ERAS } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const ENVELOPE = {
@@ -33,7 +33,10 @@ class Raw {
   private out = '';
   stderr = '';
   constructor(args: string[]) {
-    this.child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...coverageEnv() },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.child.stdout.on('data', (d: Buffer) => {
       this.out += d.toString('utf8');
     });

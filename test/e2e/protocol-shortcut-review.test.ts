@@ -11,7 +11,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { afterStartupLine, CLI, ERAS } from '../helpers/server.js';
+import { afterStartupLine, CLI, coverageEnv, ERAS } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const ENVELOPE = {
@@ -37,7 +37,10 @@ describe.each(ERAS)('requests past the stdin guard answer as before issue #19 (%
   }
 
   beforeAll(async () => {
-    child = spawn(process.execPath, [CLI, tree.dir], { stdio: ['pipe', 'pipe', 'pipe'] });
+    child = spawn(process.execPath, [CLI, tree.dir], {
+      env: { ...process.env, ...coverageEnv() },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (d: string) => (out += d));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));

@@ -7,7 +7,15 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOOLS } from '../../src/tools/registry.js';
 import { expectCode, protocolError } from '../helpers/protocol-asserts.js';
-import { afterStartupLine, CLI, connect, ERAS, type ListedTool, type TestClient } from '../helpers/server.js';
+import {
+  afterStartupLine,
+  CLI,
+  connect,
+  coverageEnv,
+  ERAS,
+  type ListedTool,
+  type TestClient,
+} from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const REGISTRY_ORDER = TOOLS.map((t) => t.name);
@@ -253,7 +261,10 @@ class RawSession {
   private out = '';
   stderr = '';
   constructor(args: string[]) {
-    this.child = spawn(process.execPath, [CLI, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...coverageEnv() },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.child.stdout.on('data', (d: Buffer) => {
       this.out += d.toString('utf8');
     });

@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI } from '../helpers/server.js';
+import { CLI, coverageEnv } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ root: {}, state: {} }, 'fs-tools-state-dir-');
@@ -89,7 +89,10 @@ describe('--state-dir is checked before serving', () => {
   });
 
   it('serving: exit 2 before reading a request (stdin left open)', async () => {
-    const child = spawn(process.execPath, [CLI, '--state-dir=/proc/x', ROOT], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, '--state-dir=/proc/x', ROOT], {
+      env: { ...process.env, ...coverageEnv() },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));

@@ -6,6 +6,7 @@
  */
 import {
   chmodSync,
+  chownSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -20,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseConfig, processEnvironment } from '../../src/config.js';
-import { gitChildWall, planKernelWall, raiseKernelWall } from '../../src/cli/kernel-wall.js';
+import { gitChildWall, planKernelWall, raiseKernelWall, v8CoverageDir } from '../../src/cli/kernel-wall.js';
 import {
   accessRights,
   confineProcess,
@@ -249,6 +250,68 @@ describe('planKernelWall', () => {
       for (const held of [root, plan.runDir, gh, os.homedir()]) {
         if (g !== held) expect(isWithin(g, held), `${g} holds ${held}`).toBe(false);
       }
+    }
+  });
+
+  it("NODE_V8_COVERAGE: the server's own directory read-write (never git's); refused when missing, o+w, too wide or inside a grant", () => {
+    const work = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-wall-plan-'));
+    made.push(work);
+    const root = path.join(work, 'root');
+    const cov = path.join(work, 'coverage');
+    const state = path.join(work, 'state');
+    const open = path.join(work, 'open');
+    const gh = path.join(work, 'gh');
+    for (const d of [root, cov, open, gh, path.join(gh, 'hosts')]) mkdirSync(d);
+    chmodSync(open, 0o777);
+    const rwFor = (coverage: string) => {
+      const plan = planKernelWall(config([`--state-dir=${state}`, root], work), {
+        PATH: '/usr/bin',
+        GH_CONFIG_DIR: gh,
+        NODE_V8_COVERAGE: coverage,
+      });
+      if (!('rules' in plan)) throw new Error(plan.reason);
+      made.push(plan.runDir);
+      expect(plan.gitRules.map((r) => r.path)).not.toContain(cov);
+      const rw = plan.rules.filter((r) => r.access === 'rw').map((r) => r.path);
+      expect(rw.slice(0, 3)).toEqual([root, state, plan.runDir]);
+      return rw.slice(3);
+    };
+    expect(rwFor(cov)).toEqual([cov]);
+    // Relative to the working directory, as Node resolves it.
+    const cwd = process.cwd();
+    process.chdir(work);
+    try {
+      expect(rwFor('coverage')).toEqual([cov]);
+    } finally {
+      process.chdir(cwd);
+    }
+    // Holding a root: refused in the plan. The rest of the refusals directly (each plan adds an exit listener).
+    expect(rwFor(work)).toEqual([]);
+    writeFileSync(path.join(work, 'file'), '');
+    const guarded = [root, gh, os.homedir()];
+    const enclosing = [root, gh];
+    for (const refused of [
+      path.join(work, 'missing'),
+      path.join(work, 'file'),
+      open,
+      '/',
+      os.homedir(),
+      path.join(gh, 'hosts'),
+      path.join(root),
+    ]) {
+      expect(v8CoverageDir({ NODE_V8_COVERAGE: refused }, guarded, enclosing), refused).toBeNull();
+    }
+    expect(v8CoverageDir({ NODE_V8_COVERAGE: cov }, guarded, enclosing)).toBe(cov);
+    expect(v8CoverageDir({}, [], [])).toBeNull();
+    // Another user's directory (/proc/1 belongs to root; as root, a directory made for nobody).
+    if (process.getuid?.() === 0) {
+      const nobody = path.join(work, 'nobody');
+      mkdirSync(nobody);
+      chownSync(nobody, 65534, 65534);
+      expect(v8CoverageDir({ NODE_V8_COVERAGE: nobody }, [], [])).toBeNull();
+      expect(v8CoverageDir({ NODE_V8_COVERAGE: cov }, [], [])).toBe(cov);
+    } else {
+      expect(v8CoverageDir({ NODE_V8_COVERAGE: '/root' }, [], [])).toBeNull();
     }
   });
 

@@ -4,7 +4,7 @@
  * `notifications/initialized`), then `tools/call` requests; answers are matched by id.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { CLI, NATIVE_ARGS, SEAMS_CLI } from './server.js';
+import { CLI, NATIVE_ARGS, SEAMS_CLI, coverageEnv } from './server.js';
 
 /** A tools/call answer: the result's structuredContent, or the parsed envelope. */
 export interface RawAnswer {
@@ -30,6 +30,7 @@ export function startRaw(args: string[], options: { cwd?: string; seam?: string 
   const program = options.seam ? [SEAMS_CLI, options.seam] : [CLI];
   const child = spawn(process.execPath, [...program, ...args, ...NATIVE_ARGS], {
     cwd: options.cwd,
+    env: { ...process.env, ...coverageEnv() },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';

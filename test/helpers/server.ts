@@ -10,6 +10,14 @@ import { StdioClientTransport as ModernTransport } from '@modelcontextprotocol/c
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { inject } from 'vitest';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Where spawned servers write their V8 coverage (test/helpers/spawned-coverage.mjs); absent without coverage. */
+    spawnedCoverageDir?: string;
+  }
+}
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
 
@@ -54,6 +62,22 @@ export function oneSendAtATime(transport: { send: (...args: never[]) => Promise<
     last = next.catch(() => undefined);
     return next;
   };
+}
+
+/**
+ * What a spawned server's environment adds for the suite's coverage of the spawned server: `NODE_V8_COVERAGE` naming
+ * the directory the coverage provider made (test/helpers/spawned-coverage.mjs, which merges what the servers write
+ * there into the coverage report), or nothing when coverage is not collected (`--coverage.enabled=false`) or outside
+ * a vitest worker.
+ */
+export function coverageEnv(): Record<string, string> {
+  let dir: string | undefined;
+  try {
+    dir = inject('spawnedCoverageDir');
+  } catch {
+    dir = undefined;
+  }
+  return dir ? { NODE_V8_COVERAGE: dir } : {};
 }
 
 export type Era = 'modern' | 'legacy';
@@ -106,7 +130,11 @@ export interface ConnectOptions {
 
 /** Spawns the server and connects a client of `era`. */
 export async function connect(era: Era, options: ConnectOptions): Promise<TestClient> {
-  const env = { ...(process.env as Record<string, string>), ...options.env };
+  const env = {
+    ...(process.env as Record<string, string>),
+    ...(options.command ? {} : coverageEnv()),
+    ...options.env,
+  };
   const params = {
     command: options.command ?? process.execPath,
     args: options.command ? options.args : [cliFor(options.args), ...options.args, ...NATIVE_ARGS],
