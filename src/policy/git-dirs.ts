@@ -17,8 +17,7 @@
  *   - the hooks directory named by `core.hooksPath` in the configuration of any repository whose work tree holds the
  *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), of any repository
  *     anywhere inside the root (a shared `../tools/githooks`, an absolute path elsewhere in the root: the whole root is
- *     searched, `repositoriesInRoot`, for an entry named as a git hook and for every tree operation: the only names git
- *     runs from a hooks directory), or in the user's global and system configuration, is guarded the same way
+ *     searched, `repositoriesInRoot`, for every path: an included file or a helper a hook runs has any name), or in the user's global and system configuration, is guarded the same way
  *     (rule `hooks_dir`). When that search is capped (a root with more directories, or deeper, than it looks at),
  *     an entry named as a git hook is not created or written in that root (reason `search_capped`).
  * Every directory from the root down is opened component by component through src/fs/verified-dir.ts (a link on the
@@ -623,10 +622,10 @@ export interface GitGuardRoots {
  *   a directory on the way changed while it was being checked (verified-dir); errno errors other than absence
  */
 export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
-  // The whole-root repository search costs one open per directory of the root: it runs only for an entry named as a
-  // git hook, the only names git runs from a hooks directory (docs/security.md, "Execution-bearing files and git
-  // directories"). Other names are judged against the hooks directories of the repositories holding the path.
-  const { hooks, capped } = inspect(ctx, requested, real, isHookName(path.basename(real)));
+  // The whole-root repository search runs for every name: a configuration file a repository includes, and a file a
+  // hook in a shared hooks directory runs, can have any name and lie outside every work tree holding it; only the
+  // search finds the repository that names them (docs/security.md, "Execution-bearing files and git directories").
+  const { hooks, capped } = inspect(ctx, requested, real);
   for (const h of hooks) {
     if (h.kind === 'hooks' && isWithin(h.path, real))
       throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h.path });
@@ -642,12 +641,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
  * The walk of `assertNotInGitDirectory` (the git-directory rules, throwing), returning the hooks directories that
  * apply at `real`: the user's, the repositories' below the root and those of the work trees holding it.
  */
-function inspect(
-  ctx: GitGuardRoots,
-  requested: string,
-  real: string,
-  wholeRoot: boolean,
-): { hooks: Guarded[]; capped: boolean } {
+function inspect(ctx: GitGuardRoots, requested: string, real: string): { hooks: Guarded[]; capped: boolean } {
   const root = findContainingRoot(ctx.roots, real);
   if (!root) return { hooks: [], capped: false }; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
@@ -669,16 +663,14 @@ function inspect(
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { hooks, capped: false };
     throw error;
   }
-  let capped = false;
+  let capped: boolean;
   try {
-    if (wholeRoot) {
-      const found = rootHooks(dir, user, home);
-      hooks.push(...found.hooks);
-      capped = found.capped;
-      for (const where of found.undecidable) {
-        if (isWithin(where, real))
-          throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
-      }
+    const found = rootHooks(dir, user, home);
+    hooks.push(...found.hooks);
+    capped = found.capped;
+    for (const where of found.undecidable) {
+      if (isWithin(where, real))
+        throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
     }
     // Every existing directory from the root down to the path's parent.
     let depth = 0;
@@ -763,9 +755,7 @@ export function treeGitGuard(
   ctx: GitGuardRoots,
   tops: readonly { absolute: string; real: string }[],
 ): (relative: string, places: readonly string[]) => TreeGitOffence | null {
-  // Entries of any name arrive with the tree: every top gets the whole-root search (tree operations run in the heavy
-  // queue's walk class).
-  const found = tops.map((t) => inspect(ctx, t.absolute, t.real, true));
+  const found = tops.map((t) => inspect(ctx, t.absolute, t.real));
   const hooks = found.map((f) => f.hooks);
   const seen = new Map<string, number>();
   return (relative, places) => {

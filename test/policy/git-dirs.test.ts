@@ -235,9 +235,9 @@ describe('core.hooksPath', () => {
     mkdirSync(W('x/y/bare.git/objects'));
     put('x/y/bare.git/config', `[core]\n\tbare = true\n\thooksPath = ${W('bare-hooks')}\n`);
     expect(verdict(W('bare-hooks', 'update'))).toMatchObject({ rule: 'hooks_dir' });
-    // Only the names git runs from a hooks directory start the whole-root search (one open per directory of the
-    // root); another name there is not run by git, and is judged by the repositories holding its own path.
-    expect(verdict(W('bare-hooks', 'notes.txt'))).toBeNull();
+    // Any name in it: a hook there may run a helper beside it (a sourced `common.sh`), so the whole directory is
+    // guarded, whatever repository names it (test/attacks/git-hooks-gate-review.test.ts).
+    expect(verdict(W('bare-hooks', 'common.sh'))).toMatchObject({ rule: 'hooks_dir' });
     expect(verdict(W('a', 'b', 'plain.txt'))).toBeNull();
   });
 
