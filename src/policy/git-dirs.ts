@@ -25,7 +25,18 @@
  * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
  * (a coarse timestamp could hide a change made in the same tick: git's "racily clean" rule).
  */
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, lstatSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  type Stats,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
@@ -405,13 +416,55 @@ function repositoryHooks(repo: Repository, user: UserHooks, home: string): Guard
     hooksPathValues(path.join(dir, 'config.worktree'), home, values, 0, included);
   }
   const out: Guarded[] = includesOf(included);
+  // Without core.hooksPath git runs hooks from the common dir's `hooks`, which may itself be a link out of the git
+  // directory (`ln -s ../tools/hooks .git/hooks`); guarded at its real place too.
+  const dirs = values.length === 0 ? [path.join(commonDir, 'hooks')] : [];
   for (const v of values) {
     const expanded = expandUser(v, home);
     if (expanded === null) throw new Error('undecidable');
-    const lexical = path.resolve(where, expanded);
-    out.push(...hooksOf([lexical, realOrLexical(lexical)]));
+    dirs.push(path.resolve(where, expanded));
+  }
+  for (const lexical of dirs) {
+    const real = realOrLexical(lexical);
+    out.push(...hooksOf([lexical, real]), ...hooksOf(linkTargetsIn(real)));
   }
   return out;
+}
+
+/** Most links in one hooks directory whose targets are followed; more fails closed (undecidable). */
+const MAX_HOOK_LINKS = 256;
+
+/**
+ * Where the links in hooks directory `dir` lead (real path of each target, present or not): git runs a hook that is a
+ * link (`.git/hooks/pre-commit -> ../../scripts/pre-commit`) by executing its target, so the target is part of the
+ * hooks directory however it is reached. A missing directory holds none.
+ * @throws Error when the directory cannot be listed or holds more than MAX_HOOK_LINKS links
+ */
+function linkTargetsIn(dir: string): string[] {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    if ((code === 'EACCES' || code === 'EPERM') && !readableScope(dir)) return [];
+    throw error;
+  }
+  const links = entries.filter((e) => e.isSymbolicLink());
+  if (links.length > MAX_HOOK_LINKS) throw new Error('undecidable');
+  const targets: string[] = [];
+  for (const link of links) {
+    // Follow the chain by hand: a dangling link's target is where a file created later would run from.
+    let p = path.join(dir, link.name);
+    for (let hops = 0; ; hops++) {
+      if (hops > 40) throw new Error('undecidable'); // ELOOP, as the kernel would answer
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (!st?.isSymbolicLink()) break;
+      p = realOrLexical(path.resolve(path.dirname(p), readlinkSync(p)));
+    }
+    targets.push(realOrLexical(p));
+  }
+  return targets;
 }
 
 /**

@@ -10,7 +10,7 @@
  * Each case has a control that shows the same bytes written directly do run.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
@@ -72,6 +72,23 @@ beforeAll(async () => {
   writeFileSync(r('tools/githooks/common.sh'), 'true\n');
   repo(r('app'));
   git(r('app'), 'config', 'core.hooksPath', '../tools/githooks');
+  // A hook that is a link to a tracked script (`ln -s ../../scripts/pre-commit .git/hooks/pre-commit`), in the
+  // repository's own hooks directory and in a core.hooksPath directory.
+  repo(r('linked'));
+  mkdirSync(r('linked/scripts'));
+  writeFileSync(r('linked/scripts/pre-commit'), '#!/bin/sh\ntrue\n', { mode: 0o755 });
+  symlinkSync('../../scripts/pre-commit', r('linked/.git/hooks/pre-commit'));
+  repo(r('linked2'));
+  mkdirSync(r('linked2/.githooks'));
+  writeFileSync(r('hook-scripts-post-commit'), '#!/bin/sh\ntrue\n', { mode: 0o755 });
+  symlinkSync('../../hook-scripts-post-commit', r('linked2/.githooks/post-commit'));
+  git(r('linked2'), 'config', 'core.hooksPath', '.githooks');
+  // A dangling hook link (its script not written yet), and a repository whose whole hooks directory is a link.
+  symlinkSync('../../scripts/post-commit', r('linked/.git/hooks/post-commit'));
+  repo(r('linkdir'));
+  mkdirSync(r('shared-git-hooks'));
+  rmSync(r('linkdir/.git/hooks'), { recursive: true });
+  symlinkSync('../../shared-git-hooks', r('linkdir/.git/hooks'));
   client = await connect('modern', { args: ['--state-dir', path.join(T.dir, 'state'), R], env: cleanEnv() });
 }, 60_000);
 afterAll(async () => {
@@ -155,5 +172,60 @@ describe('a file a hook runs, inside a shared hooks directory', () => {
     expect(existsSync(MARK)).toBe(false);
     // The rest of the root stays writable.
     await client.callOk('write_file', { path: r('notes.txt'), content: 'fine\n' });
+  });
+});
+
+describe('a hook that is a link to a file elsewhere in the root', () => {
+  it.each([
+    ['.git/hooks/pre-commit -> scripts/pre-commit', 'linked', 'linked/scripts/pre-commit'],
+    ['core.hooksPath/.githooks/post-commit -> a file beside the repository', 'linked2', 'hook-scripts-post-commit'],
+  ])('%s: writing the target is refused; the user git commit runs nothing', async (_shape, wt, target) => {
+    const p = r(target);
+    const before = readFileSync(p, 'utf8');
+    const hash = (await client.callOk('read_file', { path: p })).content_hash as string;
+    const envelope = await client.callError('write_file', {
+      path: p,
+      content: `#!/bin/sh\n${PLANT}`,
+      expected_hash: hash,
+    });
+    expect(envelope.error.code).toBe('FILE_POLICY_DENIED');
+    expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir' });
+    writeFileSync(r('staged-hook'), `#!/bin/sh\n${PLANT}`, { mode: 0o755 });
+    const moved = await client.callError('move_path', { source: r('staged-hook'), destination: p, overwrite: true });
+    expect(moved.error.code).toBe('FILE_POLICY_DENIED');
+    rmSync(r('staged-hook'));
+    expect(readFileSync(p, 'utf8')).toBe(before);
+    writeFileSync(r(wt, 'c.txt'), 'c\n');
+    git(r(wt), 'add', 'c.txt');
+    userGit(r(wt), 'commit', '-qm', 'user commit');
+    expect(existsSync(MARK)).toBe(false);
+  });
+});
+
+describe('a hook reached through a link that does not lead to a file yet', () => {
+  it('control: git runs a dangling hook link once its target exists', () => {
+    repo(r('control3'));
+    symlinkSync('../../hook-target', r('control3/.git/hooks/pre-commit'));
+    writeFileSync(r('control3/hook-target'), `#!/bin/sh\n${PLANT}`, { mode: 0o755 });
+    writeFileSync(r('control3/b.txt'), 'b\n');
+    git(r('control3'), 'add', 'b.txt');
+    userGit(r('control3'), 'commit', '-qm', 'user commit');
+    expect(existsSync(MARK)).toBe(true);
+    rmSync(MARK);
+    rmSync(r('control3'), { recursive: true });
+  });
+
+  it.each([
+    ['a dangling .git/hooks/post-commit link', 'linked', 'linked/scripts/post-commit'],
+    ['a .git/hooks directory that is a link', 'linkdir', 'shared-git-hooks/post-commit'],
+  ])('%s: creating the file it names is refused; the user git commit runs nothing', async (_shape, wt, target) => {
+    const envelope = await client.callError('write_file', { path: r(target), content: `#!/bin/sh\n${PLANT}` });
+    expect(envelope.error.code).toBe('FILE_POLICY_DENIED');
+    expect(envelope.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir' });
+    expect(existsSync(r(target))).toBe(false);
+    writeFileSync(r(wt, 'd.txt'), 'd\n');
+    git(r(wt), 'add', 'd.txt');
+    userGit(r(wt), 'commit', '-qm', 'user commit');
+    expect(existsSync(MARK)).toBe(false);
   });
 });

@@ -241,6 +241,29 @@ describe('core.hooksPath', () => {
     expect(verdict(W('a', 'b', 'plain.txt'))).toBeNull();
   });
 
+  it('hooks reached through links: the target of every link in the hooks directory git uses, and a linked hooks dir', () => {
+    put('lk/.git/config', '');
+    put('lk/scripts/pre-commit', 'true\n');
+    mkdirSync(W('lk/.git/hooks'));
+    symlinkSync('../../scripts/pre-commit', W('lk/.git/hooks/pre-commit'));
+    // A chain ending in a target not written yet.
+    symlinkSync('../../scripts/chain', W('lk/.git/hooks/post-commit'));
+    symlinkSync('missing-hook', W('lk/scripts/chain'));
+    expect(verdict(W('lk/scripts/pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+    expect(verdict(W('lk/scripts/missing-hook'))).toMatchObject({ rule: 'hooks_dir' });
+    expect(verdict(W('lk/scripts/other'))).toBeNull();
+    // A hooks directory that is itself a link out of the git directory.
+    put('ld/.git/config', '');
+    mkdirSync(W('shared-hooks'));
+    symlinkSync('../../shared-hooks', W('ld/.git/hooks'));
+    expect(verdict(W('shared-hooks/pre-push'))).toMatchObject({ rule: 'hooks_dir' });
+    // A link loop fails closed for the work tree of the repository whose hooks it is in.
+    put('lp/.git/config', '');
+    mkdirSync(W('lp/.git/hooks'));
+    symlinkSync('loop', W('lp/.git/hooks/loop'));
+    expect(verdict(W('lp/a.txt'))).toMatchObject({ rule: 'hooks_dir', reason: 'config_undecidable' });
+  });
+
   it('a capped search fails closed: an entry named as a git hook is refused anywhere in the root, others are not', () => {
     let rel = 'deep';
     for (let i = 0; i < 130; i++) rel += '/d';
