@@ -139,8 +139,11 @@ function factsOf(dir: VerifiedDir): DirFacts {
 interface Guarded {
   /** Absolute path (lexical or real spelling). */
   path: string;
-  /** `hooks`: a core.hooksPath directory; `include`: a configuration file an include names. */
-  kind: 'hooks' | 'include';
+  /**
+   * `hooks`: a core.hooksPath directory; `include`: a configuration file an include names; `user_config`: the user's
+   * or the system's configuration file itself (a root holding the home directory holds `~/.gitconfig`).
+   */
+  kind: 'hooks' | 'include' | 'user_config';
 }
 
 const hooksOf = (paths: readonly string[]): Guarded[] => paths.map((p) => ({ path: p, kind: 'hooks' }));
@@ -149,7 +152,7 @@ const includesOf = (paths: readonly string[]): Guarded[] => paths.map((p) => ({ 
 /** Why a path is refused. */
 type GitRefusal =
   | { rule: 'git_dir'; reason: 'inside_git_dir' | 'is_git_dir' | 'would_create_git_dir'; gitDir: string }
-  | { rule: 'git_dir'; reason: 'included_config'; config: string }
+  | { rule: 'git_dir'; reason: 'included_config' | 'user_config'; config: string }
   | { rule: 'hooks_dir'; reason: 'core_hookspath'; hooksDir: string }
   | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string }
   | { rule: 'hooks_dir'; reason: 'search_capped' };
@@ -157,12 +160,15 @@ type GitRefusal =
 function refusal(requested: string, r: GitRefusal): ToolError {
   let message: string;
   const details: Record<string, unknown> = { source: 'builtin', rule: r.rule, reason: r.reason };
-  if (r.rule === 'git_dir' && r.reason === 'included_config') {
+  if (r.rule === 'git_dir' && 'config' in r) {
     details.config = r.config;
     message =
-      `${requested} is, or holds, ${r.config}, a configuration file a repository's config includes ` +
-      '(include.path / includeIf); git reads it as its own configuration, so the file tools never change it.';
-  } else if (r.rule === 'git_dir') {
+      r.reason === 'user_config'
+        ? `${requested} is, or holds, ${r.config}, the user's or the system's git configuration, which every ` +
+          "repository's git reads; the file tools never change it."
+        : `${requested} is, or holds, ${r.config}, a configuration file a repository's config includes ` +
+          '(include.path / includeIf); git reads it as its own configuration, so the file tools never change it.';
+  } else if ('gitDir' in r) {
     details.git_dir = r.gitDir;
     message =
       r.reason === 'would_create_git_dir'
@@ -395,6 +401,9 @@ function userHooks(requested: string, home: string): UserHooks {
     if (path.isAbsolute(expanded)) dirs.push(...hooksOf([expanded, realOrLexical(expanded)]));
   }
   dirs.push(...includesOf(included));
+  // The files themselves: git reads them in every repository, so one inside a root is guarded like an included file.
+  for (const f of userConfigFiles(home))
+    dirs.push(...[f, realOrLexical(f)].map((p) => ({ path: p, kind: 'user_config' as const })));
   return { values, dirs };
 }
 
@@ -683,8 +692,12 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
     if (h.kind === 'hooks' && isWithin(h.path, real))
       throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h.path });
     // An included file is changed by changing it or any directory holding it (a move or delete of the directory).
-    if (h.kind === 'include' && isWithin(real, h.path))
-      throw refusal(requested, { rule: 'git_dir', reason: 'included_config', config: h.path });
+    if ((h.kind === 'include' || h.kind === 'user_config') && isWithin(real, h.path))
+      throw refusal(requested, {
+        rule: 'git_dir',
+        reason: h.kind === 'include' ? 'included_config' : 'user_config',
+        config: h.path,
+      });
   }
   if (capped && isHookName(path.basename(real)))
     throw refusal(requested, { rule: 'hooks_dir', reason: 'search_capped' });
@@ -823,7 +836,8 @@ export function treeGitGuard(
     for (let i = 0; i < places.length; i++) {
       if (hooks[i]?.some((h) => h.kind === 'hooks' && isWithin(h.path, places[i])))
         return { rule: 'hooks_dir', top: i };
-      if (hooks[i]?.some((h) => h.kind === 'include' && h.path === places[i])) return { rule: 'git_dir', top: i };
+      if (hooks[i]?.some((h) => (h.kind === 'include' || h.kind === 'user_config') && h.path === places[i]))
+        return { rule: 'git_dir', top: i };
       // A new place (i > 0) in a root whose repository search was capped: no entry named as a git hook arrives.
       if (i > 0 && found[i]?.capped && isHookName(path.basename(places[i]))) return { rule: 'hooks_dir', top: i };
     }

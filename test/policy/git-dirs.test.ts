@@ -241,6 +241,13 @@ describe('core.hooksPath', () => {
     expect(verdict(W('a', 'b', 'plain.txt'))).toBeNull();
   });
 
+  it('the user configuration file inside a root is guarded itself (user_config)', () => {
+    put('user.gitconfig', '[user]\n\tname = me\n');
+    process.env.GIT_CONFIG_GLOBAL = W('user.gitconfig');
+    expect(verdict(W('user.gitconfig'))).toMatchObject({ rule: 'git_dir', reason: 'user_config' });
+    expect(verdict(W('other.txt'))).toBeNull();
+  });
+
   it('hooks reached through links: the target of every link in the hooks directory git uses, and a linked hooks dir', () => {
     put('lk/.git/config', '');
     put('lk/scripts/pre-commit', 'true\n');
