@@ -254,9 +254,9 @@ function realOrLexical(p: string): string {
   }
 }
 
-/** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing whitespace trimmed); null if malformed. */
+/** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing CRs and LFs trimmed, nothing else); null if malformed. */
 function gitfileTarget(text: string, base: string): string | null {
-  const m = /^gitdir: (.*)$/s.exec(text.replace(/\s+$/, ''));
+  const m = /^gitdir: (.*)$/s.exec(text.replace(/[\r\n]+$/, ''));
   if (!m || m[1] === '' || m[1].includes('\n')) return null;
   return path.resolve(base, m[1]);
 }
@@ -417,7 +417,7 @@ function repositoryHooks(repo: Repository, user: UserHooks, home: string): Guard
   const values = [...user.values];
   const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
   const commonDir = commonFile
-    ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
+    ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/[\r\n]+$/, '')))
     : repo.gitDir;
   const included: string[] = [];
   for (const dir of new Set([repo.gitDir, commonDir])) {

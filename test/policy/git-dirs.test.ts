@@ -248,6 +248,19 @@ describe('core.hooksPath', () => {
     expect(verdict(W('other.txt'))).toBeNull();
   });
 
+  it('commondir and .git files are read as git reads them: only trailing CRs and LFs are trimmed', () => {
+    // git uses `../common ` (trailing space) for the common dir; a decoy `../common` must not be read in its place.
+    put('common /HEAD', 'ref: refs/heads/main\n');
+    mkdirSync(W('common /objects'));
+    mkdirSync(W('common /refs'));
+    put('common /config', '[core]\n\thooksPath = hooks-rel\n');
+    put('common/config', '[user]\n\tname = decoy\n');
+    put('gd/HEAD', 'ref: refs/heads/main\n');
+    put('gd/commondir', '../common \n');
+    put('wt/.git', 'gitdir: ../gd\n');
+    expect(verdict(W('wt/hooks-rel/pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+  });
+
   it('hooks reached through links: the target of every link in the hooks directory git uses, and a linked hooks dir', () => {
     put('lk/.git/config', '');
     put('lk/scripts/pre-commit', 'true\n');
