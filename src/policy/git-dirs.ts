@@ -17,8 +17,7 @@
  *   - the hooks directory named by `core.hooksPath` in the configuration of any repository whose work tree holds the
  *     path (its `.git` directory or file at any ancestor within the roots, or above the roots), of any repository
  *     anywhere inside the root (a shared `../tools/githooks`, an absolute path elsewhere in the root: the whole root is
- *     searched, `repositoriesInRoot`, for an entry named as a git hook and for every tree operation: the only names git
- *     runs from a hooks directory), or in the user's global and system configuration, is guarded the same way
+ *     searched, `repositoriesInRoot`, for every path: an included file or a helper a hook runs has any name), or in the user's global and system configuration, is guarded the same way
  *     (rule `hooks_dir`). When that search is capped (a root with more directories, or deeper, than it looks at),
  *     an entry named as a git hook is not created or written in that root (reason `search_capped`).
  * Every directory from the root down is opened component by component through src/fs/verified-dir.ts (a link on the
@@ -26,7 +25,18 @@
  * identity and version (dev, ino, mtime, ctime); a directory changed within the last two seconds is never cached
  * (a coarse timestamp could hide a change made in the same tick: git's "racily clean" rule).
  */
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, lstatSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  readSync,
+  realpathSync,
+  type Stats,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
@@ -129,8 +139,11 @@ function factsOf(dir: VerifiedDir): DirFacts {
 interface Guarded {
   /** Absolute path (lexical or real spelling). */
   path: string;
-  /** `hooks`: a core.hooksPath directory; `include`: a configuration file an include names. */
-  kind: 'hooks' | 'include';
+  /**
+   * `hooks`: a core.hooksPath directory; `include`: a configuration file an include names; `user_config`: the user's
+   * or the system's configuration file itself (a root holding the home directory holds `~/.gitconfig`).
+   */
+  kind: 'hooks' | 'include' | 'user_config';
 }
 
 const hooksOf = (paths: readonly string[]): Guarded[] => paths.map((p) => ({ path: p, kind: 'hooks' }));
@@ -139,7 +152,7 @@ const includesOf = (paths: readonly string[]): Guarded[] => paths.map((p) => ({ 
 /** Why a path is refused. */
 type GitRefusal =
   | { rule: 'git_dir'; reason: 'inside_git_dir' | 'is_git_dir' | 'would_create_git_dir'; gitDir: string }
-  | { rule: 'git_dir'; reason: 'included_config'; config: string }
+  | { rule: 'git_dir'; reason: 'included_config' | 'user_config'; config: string }
   | { rule: 'hooks_dir'; reason: 'core_hookspath'; hooksDir: string }
   | { rule: 'hooks_dir'; reason: 'config_undecidable'; repository: string }
   | { rule: 'hooks_dir'; reason: 'search_capped' };
@@ -147,12 +160,15 @@ type GitRefusal =
 function refusal(requested: string, r: GitRefusal): ToolError {
   let message: string;
   const details: Record<string, unknown> = { source: 'builtin', rule: r.rule, reason: r.reason };
-  if (r.rule === 'git_dir' && r.reason === 'included_config') {
+  if (r.rule === 'git_dir' && 'config' in r) {
     details.config = r.config;
     message =
-      `${requested} is, or holds, ${r.config}, a configuration file a repository's config includes ` +
-      '(include.path / includeIf); git reads it as its own configuration, so the file tools never change it.';
-  } else if (r.rule === 'git_dir') {
+      r.reason === 'user_config'
+        ? `${requested} is, or holds, ${r.config}, the user's or the system's git configuration, which every ` +
+          "repository's git reads; the file tools never change it."
+        : `${requested} is, or holds, ${r.config}, a configuration file a repository's config includes ` +
+          '(include.path / includeIf); git reads it as its own configuration, so the file tools never change it.';
+  } else if ('gitDir' in r) {
     details.git_dir = r.gitDir;
     message =
       r.reason === 'would_create_git_dir'
@@ -238,9 +254,9 @@ function realOrLexical(p: string): string {
   }
 }
 
-/** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing whitespace trimmed); null if malformed. */
+/** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing CRs and LFs trimmed, nothing else); null if malformed. */
 function gitfileTarget(text: string, base: string): string | null {
-  const m = /^gitdir: (.*)$/s.exec(text.replace(/\s+$/, ''));
+  const m = /^gitdir: (.*)$/s.exec(text.replace(/[\r\n]+$/, ''));
   if (!m || m[1] === '' || m[1].includes('\n')) return null;
   return path.resolve(base, m[1]);
 }
@@ -385,6 +401,9 @@ function userHooks(requested: string, home: string): UserHooks {
     if (path.isAbsolute(expanded)) dirs.push(...hooksOf([expanded, realOrLexical(expanded)]));
   }
   dirs.push(...includesOf(included));
+  // The files themselves: git reads them in every repository, so one inside a root is guarded like an included file.
+  for (const f of userConfigFiles(home))
+    dirs.push(...[f, realOrLexical(f)].map((p) => ({ path: p, kind: 'user_config' as const })));
   return { values, dirs };
 }
 
@@ -398,7 +417,7 @@ function repositoryHooks(repo: Repository, user: UserHooks, home: string): Guard
   const values = [...user.values];
   const commonFile = readSmall(path.join(repo.gitDir, 'commondir'));
   const commonDir = commonFile
-    ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/\s+$/, '')))
+    ? realOrLexical(path.resolve(repo.gitDir, commonFile.toString('utf8').replace(/[\r\n]+$/, '')))
     : repo.gitDir;
   const included: string[] = [];
   for (const dir of new Set([repo.gitDir, commonDir])) {
@@ -406,13 +425,55 @@ function repositoryHooks(repo: Repository, user: UserHooks, home: string): Guard
     hooksPathValues(path.join(dir, 'config.worktree'), home, values, 0, included);
   }
   const out: Guarded[] = includesOf(included);
+  // Without core.hooksPath git runs hooks from the common dir's `hooks`, which may itself be a link out of the git
+  // directory (`ln -s ../tools/hooks .git/hooks`); guarded at its real place too.
+  const dirs = values.length === 0 ? [path.join(commonDir, 'hooks')] : [];
   for (const v of values) {
     const expanded = expandUser(v, home);
     if (expanded === null) throw new Error('undecidable');
-    const lexical = path.resolve(where, expanded);
-    out.push(...hooksOf([lexical, realOrLexical(lexical)]));
+    dirs.push(path.resolve(where, expanded));
+  }
+  for (const lexical of dirs) {
+    const real = realOrLexical(lexical);
+    out.push(...hooksOf([lexical, real]), ...hooksOf(linkTargetsIn(real)));
   }
   return out;
+}
+
+/** Most links in one hooks directory whose targets are followed; more fails closed (undecidable). */
+const MAX_HOOK_LINKS = 256;
+
+/**
+ * Where the links in hooks directory `dir` lead (real path of each target, present or not): git runs a hook that is a
+ * link (`.git/hooks/pre-commit -> ../../scripts/pre-commit`) by executing its target, so the target is part of the
+ * hooks directory however it is reached. A missing directory holds none.
+ * @throws Error when the directory cannot be listed or holds more than MAX_HOOK_LINKS links
+ */
+function linkTargetsIn(dir: string): string[] {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+    if ((code === 'EACCES' || code === 'EPERM') && !readableScope(dir)) return [];
+    throw error;
+  }
+  const links = entries.filter((e) => e.isSymbolicLink());
+  if (links.length > MAX_HOOK_LINKS) throw new Error('undecidable');
+  const targets: string[] = [];
+  for (const link of links) {
+    // Follow the chain by hand: a dangling link's target is where a file created later would run from.
+    let p = path.join(dir, link.name);
+    for (let hops = 0; ; hops++) {
+      if (hops > 40) throw new Error('undecidable'); // ELOOP, as the kernel would answer
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (!st?.isSymbolicLink()) break;
+      p = realOrLexical(path.resolve(path.dirname(p), readlinkSync(p)));
+    }
+    targets.push(realOrLexical(p));
+  }
+  return targets;
 }
 
 /**
@@ -623,16 +684,20 @@ export interface GitGuardRoots {
  *   a directory on the way changed while it was being checked (verified-dir); errno errors other than absence
  */
 export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, real: string): void {
-  // The whole-root repository search costs one open per directory of the root: it runs only for an entry named as a
-  // git hook, the only names git runs from a hooks directory (docs/security.md, "Execution-bearing files and git
-  // directories"). Other names are judged against the hooks directories of the repositories holding the path.
-  const { hooks, capped } = inspect(ctx, requested, real, isHookName(path.basename(real)));
+  // The whole-root repository search runs for every name: a configuration file a repository includes, and a file a
+  // hook in a shared hooks directory runs, can have any name and lie outside every work tree holding it; only the
+  // search finds the repository that names them (docs/security.md, "Execution-bearing files and git directories").
+  const { hooks, capped } = inspect(ctx, requested, real);
   for (const h of hooks) {
     if (h.kind === 'hooks' && isWithin(h.path, real))
       throw refusal(requested, { rule: 'hooks_dir', reason: 'core_hookspath', hooksDir: h.path });
     // An included file is changed by changing it or any directory holding it (a move or delete of the directory).
-    if (h.kind === 'include' && isWithin(real, h.path))
-      throw refusal(requested, { rule: 'git_dir', reason: 'included_config', config: h.path });
+    if ((h.kind === 'include' || h.kind === 'user_config') && isWithin(real, h.path))
+      throw refusal(requested, {
+        rule: 'git_dir',
+        reason: h.kind === 'include' ? 'included_config' : 'user_config',
+        config: h.path,
+      });
   }
   if (capped && isHookName(path.basename(real)))
     throw refusal(requested, { rule: 'hooks_dir', reason: 'search_capped' });
@@ -642,12 +707,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
  * The walk of `assertNotInGitDirectory` (the git-directory rules, throwing), returning the hooks directories that
  * apply at `real`: the user's, the repositories' below the root and those of the work trees holding it.
  */
-function inspect(
-  ctx: GitGuardRoots,
-  requested: string,
-  real: string,
-  wholeRoot: boolean,
-): { hooks: Guarded[]; capped: boolean } {
+function inspect(ctx: GitGuardRoots, requested: string, real: string): { hooks: Guarded[]; capped: boolean } {
   const root = findContainingRoot(ctx.roots, real);
   if (!root) return { hooks: [], capped: false }; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
   const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
@@ -669,16 +729,14 @@ function inspect(
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { hooks, capped: false };
     throw error;
   }
-  let capped = false;
+  let capped: boolean;
   try {
-    if (wholeRoot) {
-      const found = rootHooks(dir, user, home);
-      hooks.push(...found.hooks);
-      capped = found.capped;
-      for (const where of found.undecidable) {
-        if (isWithin(where, real))
-          throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
-      }
+    const found = rootHooks(dir, user, home);
+    hooks.push(...found.hooks);
+    capped = found.capped;
+    for (const where of found.undecidable) {
+      if (isWithin(where, real))
+        throw refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: where });
     }
     // Every existing directory from the root down to the path's parent.
     let depth = 0;
@@ -763,9 +821,7 @@ export function treeGitGuard(
   ctx: GitGuardRoots,
   tops: readonly { absolute: string; real: string }[],
 ): (relative: string, places: readonly string[]) => TreeGitOffence | null {
-  // Entries of any name arrive with the tree: every top gets the whole-root search (tree operations run in the heavy
-  // queue's walk class).
-  const found = tops.map((t) => inspect(ctx, t.absolute, t.real, true));
+  const found = tops.map((t) => inspect(ctx, t.absolute, t.real));
   const hooks = found.map((f) => f.hooks);
   const seen = new Map<string, number>();
   return (relative, places) => {
@@ -780,7 +836,8 @@ export function treeGitGuard(
     for (let i = 0; i < places.length; i++) {
       if (hooks[i]?.some((h) => h.kind === 'hooks' && isWithin(h.path, places[i])))
         return { rule: 'hooks_dir', top: i };
-      if (hooks[i]?.some((h) => h.kind === 'include' && h.path === places[i])) return { rule: 'git_dir', top: i };
+      if (hooks[i]?.some((h) => (h.kind === 'include' || h.kind === 'user_config') && h.path === places[i]))
+        return { rule: 'git_dir', top: i };
       // A new place (i > 0) in a root whose repository search was capped: no entry named as a git hook arrives.
       if (i > 0 && found[i]?.capped && isHookName(path.basename(places[i]))) return { rule: 'hooks_dir', top: i };
     }

@@ -11,7 +11,9 @@
  *  - gitlinks (mode 160000): a submodule whose `.git` file names a repository in the hidden place, and one whose
  *    work-tree directory is a link there;
  *  - `extensions.worktreeConfig` with a `config.worktree` setting `core.worktree` to the hidden place or elsewhere;
- *  - a `.git` file naming a repository in the hidden place, and `.git` files with an embedded LF or CR.
+ *  - a `.git` file naming a repository in the hidden place, and `.git` files with an embedded LF or CR;
+ *  - `objects/info/alternates` naming the hidden repository's objects with a staged entry naming the hidden blob, and
+ *    a linked work tree whose `commondir` is the hidden repository (both held: git_location_outside_roots).
  * Two worked before the fix: the `.git` file into the hidden place (git_status listed the hidden repository's files,
  * git_diff printed their content), and config.worktree's core.worktree (ignored: git_status described a work tree the
  * user's git does not use). Every git location must now lie inside the roots and outside what the policy withholds.
@@ -169,6 +171,22 @@ const SHAPES: Record<string, (dir: string) => void> = {
     rmSync(path.join(dir, '.git'), { recursive: true });
     writeFileSync(path.join(dir, '.git'), 'gitdir: ../private/sub/.git\r../x\r\n');
   },
+  // Review (git-view shapes, second pass): an object store in the withheld place, with a staged entry naming the
+  // hidden file's blob (git_diff staged would print it), and a linked work tree whose commondir lies there.
+  'alternates-into-hidden': (dir) => {
+    mkdirSync(path.join(dir, '.git', 'objects', 'info'), { recursive: true });
+    writeFileSync(path.join(dir, '.git', 'objects', 'info', 'alternates'), '../../../private/sub/.git/objects\n');
+    writeIndex(dir, [{ path: 'x.txt', oid: blobId(SECRET) }]);
+  },
+  'commondir-into-hidden': (dir) => {
+    rmSync(path.join(dir, '.git'), { recursive: true });
+    const gd = `${dir}-gd`;
+    mkdirSync(gd);
+    writeFileSync(path.join(gd, 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(path.join(gd, 'commondir'), '../private/sub/.git\n');
+    writeFileSync(path.join(gd, 'gitdir'), path.join(dir, '.git') + '\n');
+    writeFileSync(path.join(dir, '.git'), `gitdir: ${gd}\n`);
+  },
 };
 
 /** What git_status answers for each shape (the same whether or not the hidden place exists). */
@@ -192,6 +210,8 @@ const STATUS: Record<string, string> = {
   'gitfile-into-hidden': 'git_location_outside_roots',
   'gitfile-lf': 'corrupt_repository',
   'gitfile-cr': 'corrupt_repository',
+  'alternates-into-hidden': 'git_location_outside_roots',
+  'commondir-into-hidden': 'git_location_outside_roots',
 };
 
 let client: TestClient;

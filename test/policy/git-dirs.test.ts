@@ -235,10 +235,53 @@ describe('core.hooksPath', () => {
     mkdirSync(W('x/y/bare.git/objects'));
     put('x/y/bare.git/config', `[core]\n\tbare = true\n\thooksPath = ${W('bare-hooks')}\n`);
     expect(verdict(W('bare-hooks', 'update'))).toMatchObject({ rule: 'hooks_dir' });
-    // Only the names git runs from a hooks directory start the whole-root search (one open per directory of the
-    // root); another name there is not run by git, and is judged by the repositories holding its own path.
-    expect(verdict(W('bare-hooks', 'notes.txt'))).toBeNull();
+    // Any name in it: a hook there may run a helper beside it (a sourced `common.sh`), so the whole directory is
+    // guarded, whatever repository names it (test/attacks/git-hooks-gate-review.test.ts).
+    expect(verdict(W('bare-hooks', 'common.sh'))).toMatchObject({ rule: 'hooks_dir' });
     expect(verdict(W('a', 'b', 'plain.txt'))).toBeNull();
+  });
+
+  it('the user configuration file inside a root is guarded itself (user_config)', () => {
+    put('user.gitconfig', '[user]\n\tname = me\n');
+    process.env.GIT_CONFIG_GLOBAL = W('user.gitconfig');
+    expect(verdict(W('user.gitconfig'))).toMatchObject({ rule: 'git_dir', reason: 'user_config' });
+    expect(verdict(W('other.txt'))).toBeNull();
+  });
+
+  it('commondir and .git files are read as git reads them: only trailing CRs and LFs are trimmed', () => {
+    // git uses `../common ` (trailing space) for the common dir; a decoy `../common` must not be read in its place.
+    put('common /HEAD', 'ref: refs/heads/main\n');
+    mkdirSync(W('common /objects'));
+    mkdirSync(W('common /refs'));
+    put('common /config', '[core]\n\thooksPath = hooks-rel\n');
+    put('common/config', '[user]\n\tname = decoy\n');
+    put('gd/HEAD', 'ref: refs/heads/main\n');
+    put('gd/commondir', '../common \n');
+    put('wt/.git', 'gitdir: ../gd\n');
+    expect(verdict(W('wt/hooks-rel/pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+  });
+
+  it('hooks reached through links: the target of every link in the hooks directory git uses, and a linked hooks dir', () => {
+    put('lk/.git/config', '');
+    put('lk/scripts/pre-commit', 'true\n');
+    mkdirSync(W('lk/.git/hooks'));
+    symlinkSync('../../scripts/pre-commit', W('lk/.git/hooks/pre-commit'));
+    // A chain ending in a target not written yet.
+    symlinkSync('../../scripts/chain', W('lk/.git/hooks/post-commit'));
+    symlinkSync('missing-hook', W('lk/scripts/chain'));
+    expect(verdict(W('lk/scripts/pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+    expect(verdict(W('lk/scripts/missing-hook'))).toMatchObject({ rule: 'hooks_dir' });
+    expect(verdict(W('lk/scripts/other'))).toBeNull();
+    // A hooks directory that is itself a link out of the git directory.
+    put('ld/.git/config', '');
+    mkdirSync(W('shared-hooks'));
+    symlinkSync('../../shared-hooks', W('ld/.git/hooks'));
+    expect(verdict(W('shared-hooks/pre-push'))).toMatchObject({ rule: 'hooks_dir' });
+    // A link loop fails closed for the work tree of the repository whose hooks it is in.
+    put('lp/.git/config', '');
+    mkdirSync(W('lp/.git/hooks'));
+    symlinkSync('loop', W('lp/.git/hooks/loop'));
+    expect(verdict(W('lp/a.txt'))).toMatchObject({ rule: 'hooks_dir', reason: 'config_undecidable' });
   });
 
   it('a capped search fails closed: an entry named as a git hook is refused anywhere in the root, others are not', () => {
