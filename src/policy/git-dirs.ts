@@ -76,6 +76,7 @@ export function clearGitDirCache(): void {
   dirCache.clear();
   listingCache.clear();
   configCache.clear();
+  repositorySearchCache.clear();
 }
 
 const bitCount = (m: number): number => (m & 1) + ((m >> 1) & 1) + ((m >> 2) & 1) + ((m >> 3) & 1);
@@ -487,7 +488,7 @@ function rootHooks(
 ): { hooks: Guarded[]; undecidable: string[]; capped: boolean } {
   const hooks: Guarded[] = [];
   const undecidable: string[] = [];
-  const search = repositoriesInRoot(root);
+  const search = cachedRepositoriesInRoot(root);
   for (const repo of search.repositories) {
     try {
       hooks.push(...repositoryHooks(repo, user, home));
@@ -525,6 +526,35 @@ function repositoryAbove(root: string): Repository | null {
     if (parent === dir) return null;
     dir = parent;
   }
+}
+
+/**
+ * How long one root's list of repositories (`repositoriesInRoot`) is reused, ms. The search opens every directory of
+ * the root (up to MAX_REPOSITORY_SEARCH_DIRS: about 15 ms idle, several hundred under load), too much for every
+ * mutation. The file tools cannot create a repository (`would_create_git_dir`, the `.git` rules), so only another
+ * process can add one, and it is seen after at most this long (docs/security.md "core.hooksPath"). What the
+ * repositories say — their configuration, included files, the links in their hooks directories — is read again on
+ * every call, and the checks along the path's own ancestors are never reused.
+ */
+export const REPOSITORY_SEARCH_REUSE_MS = 2000;
+const repositorySearchCache = new Map<string, ReturnType<typeof repositoriesInRoot> & { until: number }>();
+
+/** Forgets every root's list of repositories (tests: a verdict that must see a repository created just before). */
+export function clearRepositorySearchCache(): void {
+  repositorySearchCache.clear();
+}
+
+/** `repositoriesInRoot`, reused for REPOSITORY_SEARCH_REUSE_MS per root identity. */
+function cachedRepositoriesInRoot(root: VerifiedDir): ReturnType<typeof repositoriesInRoot> {
+  const st = fstatSync(root.fd);
+  const key = `${st.dev}:${st.ino}`;
+  const now = Date.now();
+  const hit = repositorySearchCache.get(key);
+  if (hit && hit.until > now) return hit;
+  const found = repositoriesInRoot(root);
+  if (repositorySearchCache.size >= CACHE_MAX) repositorySearchCache.clear();
+  repositorySearchCache.set(key, { ...found, until: now + REPOSITORY_SEARCH_REUSE_MS });
+  return found;
 }
 
 /** Most directories of one root the repository search looks at; beyond it the search is capped (fails closed). */

@@ -174,6 +174,9 @@ describe('a repository nested two levels deep whose core.hooksPath names a direc
     mkdirSync(r('group/sub/deep/x/y'), { recursive: true });
     git(r('group/sub/deep/x/y'), 'init', '-q');
     git(r('group/sub/deep/x/y'), 'config', 'core.hooksPath', r('later-hooks'));
+    // The server reuses a root's list of repositories for up to REPOSITORY_SEARCH_REUSE_MS (2 s; the file tools
+    // cannot create one): a repository another process just made is guarded once that has passed.
+    await new Promise((done) => setTimeout(done, 2_100));
     const later = await client.callError('write_file', { path: r('later-hooks/post-checkout'), content: 'x\n' });
     expect(later.error.details).toMatchObject({ source: 'builtin', rule: 'hooks_dir' });
     expect(existsSync(r('later-hooks'))).toBe(false);

@@ -517,6 +517,9 @@ describe('what an attacker tries next', () => {
       git(R, 'clone', '-q', r('src-repo'), r(name));
       git(r(name), 'config', 'core.hooksPath', '../shared-hooks');
     }
+    // The server reuses a root's list of repositories for up to REPOSITORY_SEARCH_REUSE_MS (2 s; the file tools
+    // cannot create one): a repository another process just made is guarded once that has passed.
+    await new Promise((done) => setTimeout(done, 2_100));
     denied(
       await call('write_file', { path: r('shared-hooks/pre-commit'), content: HOOK, create_dirs: true }),
       'hooks_dir',

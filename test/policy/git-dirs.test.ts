@@ -16,13 +16,19 @@
 import { mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { assertMayChange, type PolicyContext } from '../../src/policy/authorize.js';
 import { authorizeTreeEntries } from '../../src/policy/tree-authorize.js';
 import { EXEC_CONFIG, execConfigEntryOf } from '../../src/policy/exec-config.js';
 import { isDotGitName } from '../../src/policy/file-policy.js';
-import { assertNotInGitDirectory, clearGitDirCache, repositoryShapeLockPath } from '../../src/policy/git-dirs.js';
+import {
+  assertNotInGitDirectory,
+  clearGitDirCache,
+  clearRepositorySearchCache,
+  REPOSITORY_SEARCH_REUSE_MS,
+  repositoryShapeLockPath,
+} from '../../src/policy/git-dirs.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -55,6 +61,9 @@ function put(rel: string, content = ''): void {
 }
 /** The refusal's details, or null when allowed. */
 function verdict(p: string): Record<string, unknown> | null {
+  // Each verdict sees a fresh repository search: these tests create repositories between verdicts; the search's
+  // reuse window (REPOSITORY_SEARCH_REUSE_MS) has a test of its own.
+  clearRepositorySearchCache();
   try {
     assertNotInGitDirectory(ctx, p, p);
     return null;
@@ -220,6 +229,24 @@ describe('core.hooksPath', () => {
       expect(verdict(W('shared-hooks', 'pre-commit'))).toBeNull();
     } finally {
       rmSync(sib, { recursive: true, force: true });
+    }
+  });
+
+  it('a repository another process creates is found once the root search reuse window has passed', () => {
+    expect(verdict(W('win-hooks', 'pre-commit'))).toBeNull(); // a fresh search, cached from here
+    const start = Date.now();
+    vi.useFakeTimers({ now: start, toFake: ['Date'] });
+    try {
+      put('win/repo/.git/config', `[core]\n\thooksPath = ${W('win-hooks')}\n`);
+      // Within the window the root's list of repositories is reused (the file tools cannot create one); after it, the
+      // new repository's hooks directory is guarded. The checks along the path's own repositories are never reused.
+      vi.setSystemTime(start + REPOSITORY_SEARCH_REUSE_MS + 1);
+      expect(() => assertNotInGitDirectory(ctx, W('win-hooks', 'pre-commit'), W('win-hooks', 'pre-commit'))).toThrow(
+        ToolError,
+      );
+      expect(verdict(W('win', 'repo', 'hooks-not-named.txt'))).toBeNull();
+    } finally {
+      vi.useRealTimers();
     }
   });
 
