@@ -8,7 +8,7 @@
  * shares). Pure: text in, text out.
  */
 import { PatchFailedError, ToolError } from '../errors/tool-error.js';
-import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
+import { appliedOnEvidence, contentChars, editFramePinned, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
 import { allFailures, MAX_LISTED_FAILURES, splitView } from './locate-hunks.js';
 import { findNearestRegion } from './nearest-region.js';
@@ -144,7 +144,7 @@ export function applyEdits(
       }
     }
     if (spans.length === 0) {
-      // Evidence only (docs/errors.md): new_text is found, it adds something (a pure deletion's remaining text proves
+      // Evidence only (docs/errors.md): new_text is found at every place its frame occurs, it adds something (a pure deletion's remaining text proves
       // nothing), the frame old_text and new_text share (their common start and end, where the old text would have
       // been) carries at least MIN_EVIDENCE_CHARS non-blank characters, and old_text's distinctive lines are gone.
       if (
@@ -153,7 +153,7 @@ export function applyEdits(
           oldText,
           newText,
           contextChars: contentChars(sharedFrame(oldText, newText)),
-          foundPinned: t.view.includes(newText),
+          foundPinned: editFramePinned(t.view, oldText, newText),
           anchored: false,
         })
       ) {
