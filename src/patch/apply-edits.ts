@@ -125,7 +125,8 @@ export function applyEdits(
       }
       if (regions.length === 1) {
         const { at, shift } = regions[0];
-        const shifted = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
+        const reindented = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
+        const shifted = reindented === null ? null : keepUnchangedLines(reindented, oldText, newText, fileLines, at);
         const span = lineSpan(t.view, at, oldLines.length, oldText.endsWith('\n'));
         if (shifted !== null && span) {
           reports.push({
@@ -256,6 +257,35 @@ function startsInsideIndentation(view: string, start: number, needle: string): b
   if (!/^[ \t]/.test(needle) || start === 0) return false;
   const lineStart = view.lastIndexOf('\n', start - 1) + 1;
   return lineStart < start && /^[ \t]+$/.test(view.slice(lineStart, start));
+}
+
+/**
+ * The re-indented new_text with the lines old_text and new_text share at their start and at their end (whole lines,
+ * as the agent typed them on both sides) put back as the file has them: those lines are not targeted by the edit,
+ * so their blanks (a blank line holding the file's indentation, trailing blanks old_text left out) stay the file's.
+ * Only the changed lines in between carry the re-indentation (docs/errors.md "How edits and hunks match").
+ * @param shifted reindentText(newText, shift): as many lines as newText
+ * @param fileLines the file's view lines; the match starts at 0-based line `at` and covers old_text's whole lines
+ */
+function keepUnchangedLines(
+  shifted: string,
+  oldText: string,
+  newText: string,
+  fileLines: readonly string[],
+  at: number,
+): string {
+  const o = oldText.split('\n');
+  const nw = newText.split('\n');
+  const out = shifted.split('\n');
+  // old_text's whole lines: a final newline ends its last line, the empty piece after it is no line of the file.
+  const whole = oldText.endsWith('\n') ? o.length - 1 : o.length;
+  let p = 0;
+  for (; p < whole && p < nw.length && o[p] === nw[p]; p++) out[p] = fileLines[at + p];
+  for (let k = 1; k <= o.length - p && k <= nw.length - p && o[o.length - k] === nw[nw.length - k]; k++) {
+    const line = o.length - k;
+    if (line < whole) out[nw.length - k] = fileLines[at + line];
+  }
+  return out.join('\n');
 }
 
 /** The common start and common end of `a` and `b` (not overlapping), concatenated. */
