@@ -5,6 +5,9 @@
  *    is found at ANOTHER place the same frame occurs (another function sets `level = "debug"`) was reported
  *    already_applied, "do not apply this edit again" — the change is not in the file and the edit was lost. Now
  *    no_match with nearest at the line the edit meant, and the file unchanged;
+ *  - the same for apply_patch: a hunk whose removed line has a typo, its context (`total = 0` … `return total`) in two
+ *    functions, one of which already holds the new side, was already_applied while the function at the header's line
+ *    still had the old line. Now every place the context occurs must hold the new side;
  *  - a re-indented edit rewrote lines the agent did not target: a blank line holding the file's indentation (and a
  *    line whose trailing blanks old_text omitted) came out as new_text spelt them. Now the lines old_text and
  *    new_text share at their start and end keep the file's own text; only the changed lines are re-indented.
@@ -87,6 +90,45 @@ describe('already_applied needs a frame that pins one place', () => {
     expect(snapshotTree(d, { withMtime: true })).toEqual(before);
     expect(e.details.reason).toBe('already_applied');
     expect(e.details.edit_index).toBe(0);
+  });
+});
+
+describe('already_applied for a hunk needs context that pins one place', () => {
+  const PY =
+    'def a():\n    total = 0\n    y = 2\n    return total\n\ndef b():\n    total = 0\n    y = 1\n    return total\n';
+
+  it('a typo in the removed line, the new side at another place with the same context: no_match, not already_applied', async () => {
+    const { f, d } = await fileWith('e.py', PY);
+    const before = snapshotTree(d, { withMtime: true });
+    const e = expectCode(
+      await client.call('apply_patch', {
+        path: f,
+        patch: '@@ -7,3 +7,3 @@\n     total = 0\n-    y = l\n+    y = 2\n     return total\n',
+      }),
+      'PATCH_FAILED',
+    ).error;
+    expect(snapshotTree(d, { withMtime: true })).toEqual(before);
+    expect(e.details.reason).toBe('no_match');
+    expect(e.details.hunk).toBe(1);
+    expect(e.details.current_hash).toBe(contentHash(PY));
+    expect(e.details.nearest.first_difference.expected).toBe('    y = l');
+    expect(e.suggestion).not.toMatch(/do not apply this patch again/);
+  });
+
+  it('the same hunk really applied (its context occurs only around the new side) stays already_applied', async () => {
+    const text = PY.replace('    y = 1', '    z = 1').replace('total = 0\n    z', 'count = 0\n    z');
+    const { f, d } = await fileWith('f.py', text);
+    const before = snapshotTree(d, { withMtime: true });
+    const e = expectCode(
+      await client.call('apply_patch', {
+        path: f,
+        patch: '@@ -1,4 +1,4 @@\n def a():\n     total = 0\n-    y = l\n+    y = 2\n     return total\n',
+      }),
+      'PATCH_FAILED',
+    ).error;
+    expect(snapshotTree(d, { withMtime: true })).toEqual(before);
+    expect(e.details.reason).toBe('already_applied');
+    expect(e.details.hunk).toBe(1);
   });
 });
 
