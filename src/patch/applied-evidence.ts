@@ -67,3 +67,72 @@ export function appliedOnEvidence(view: string, change: UnmatchedChange): boolea
   }
   return true;
 }
+
+/** Places of an edit's frame looked at before the evidence check gives up (fails closed: no evidence). */
+const MAX_FRAME_PLACES = 1_000;
+
+/**
+ * Whether an edit's new_text is in `view` where old_text's frame says it belongs: new_text occurs, and EVERY place the
+ * frame occurs holds new_text. The frame is the common start `P` and common end `S` that old_text and new_text share
+ * (what the edit keeps); a place of the frame is an occurrence of P followed by the first S after it, with no more
+ * lines between them than either side's changed middle has. A frame that also occurs around other text (another
+ * function with the same `const level = "` … `";`) pins no place: new_text found there proves nothing about the place
+ * the edit meant, whose old line may just differ by a typo (docs/errors.md "already_applied only on evidence").
+ * Bounded: at most MAX_FRAME_PLACES places are looked at; past that, false (no evidence: no_match).
+ * @param view the file's LF view
+ * @param oldText the edit's old_text, LF
+ * @param newText the edit's new_text, LF
+ */
+export function editFramePinned(view: string, oldText: string, newText: string): boolean {
+  if (newText === '' || !view.includes(newText)) return false;
+  let p = 0;
+  while (p < oldText.length && p < newText.length && oldText[p] === newText[p]) p++;
+  let q = 0;
+  while (
+    q < oldText.length - p &&
+    q < newText.length - p &&
+    oldText[oldText.length - 1 - q] === newText[newText.length - 1 - q]
+  )
+    q++;
+  const prefix = oldText.slice(0, p);
+  const suffix = oldText.slice(oldText.length - q);
+  const newlines = (s: string) => s.split('\n').length - 1;
+  const maxLines = Math.max(
+    newlines(oldText.slice(p, oldText.length - q)),
+    newlines(newText.slice(p, newText.length - q)),
+  );
+  const newlineAt: number[] = [];
+  for (let k = view.indexOf('\n'); k !== -1; k = view.indexOf('\n', k + 1)) newlineAt.push(k);
+  /** 0-based line of a view offset: the newlines before it (binary search). */
+  const lineOf = (offset: number) => {
+    let lo = 0;
+    let hi = newlineAt.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (newlineAt[mid] < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  let places = 0;
+  if (prefix !== '') {
+    let j = -1; // the first S at or after the current P's end (positions only grow: one pass over the view)
+    for (let i = view.indexOf(prefix); i !== -1; i = view.indexOf(prefix, i + 1)) {
+      if (++places > MAX_FRAME_PLACES) return false;
+      const from = i + prefix.length;
+      if (suffix === '') j = from;
+      else if (j < from) j = view.indexOf(suffix, from);
+      if (j === -1) break; // no S after this P, nor after any later one
+      if (lineOf(j) - lineOf(from) > maxLines) continue;
+      if (!view.startsWith(newText, i)) return false;
+    }
+    return true;
+  }
+  // No common start: the places are the occurrences of S, each of which must end a new_text.
+  for (let j = view.indexOf(suffix); j !== -1; j = view.indexOf(suffix, j + 1)) {
+    if (++places > MAX_FRAME_PLACES) return false;
+    const end = j + suffix.length;
+    if (end < newText.length || !view.startsWith(newText, end - newText.length)) return false;
+  }
+  return true;
+}

@@ -8,7 +8,7 @@
  * shares). Pure: text in, text out.
  */
 import { PatchFailedError, ToolError } from '../errors/tool-error.js';
-import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
+import { appliedOnEvidence, contentChars, editFramePinned, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
 import { allFailures, MAX_LISTED_FAILURES, splitView } from './locate-hunks.js';
 import { findNearestRegion } from './nearest-region.js';
@@ -125,7 +125,8 @@ export function applyEdits(
       }
       if (regions.length === 1) {
         const { at, shift } = regions[0];
-        const shifted = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
+        const reindented = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
+        const shifted = reindented === null ? null : keepUnchangedLines(reindented, oldText, newText, fileLines, at);
         const span = lineSpan(t.view, at, oldLines.length, oldText.endsWith('\n'));
         if (shifted !== null && span) {
           reports.push({
@@ -144,7 +145,7 @@ export function applyEdits(
       }
     }
     if (spans.length === 0) {
-      // Evidence only (docs/errors.md): new_text is found, it adds something (a pure deletion's remaining text proves
+      // Evidence only (docs/errors.md): new_text is found at every place its frame occurs, it adds something (a pure deletion's remaining text proves
       // nothing), the frame old_text and new_text share (their common start and end, where the old text would have
       // been) carries at least MIN_EVIDENCE_CHARS non-blank characters, and old_text's distinctive lines are gone.
       if (
@@ -153,7 +154,7 @@ export function applyEdits(
           oldText,
           newText,
           contextChars: contentChars(sharedFrame(oldText, newText)),
-          foundPinned: t.view.includes(newText),
+          foundPinned: editFramePinned(t.view, oldText, newText),
           anchored: false,
         })
       ) {
@@ -256,6 +257,35 @@ function startsInsideIndentation(view: string, start: number, needle: string): b
   if (!/^[ \t]/.test(needle) || start === 0) return false;
   const lineStart = view.lastIndexOf('\n', start - 1) + 1;
   return lineStart < start && /^[ \t]+$/.test(view.slice(lineStart, start));
+}
+
+/**
+ * The re-indented new_text with the lines old_text and new_text share at their start and at their end (whole lines,
+ * as the agent typed them on both sides) put back as the file has them: those lines are not targeted by the edit,
+ * so their blanks (a blank line holding the file's indentation, trailing blanks old_text left out) stay the file's.
+ * Only the changed lines in between carry the re-indentation (docs/errors.md "How edits and hunks match").
+ * @param shifted reindentText(newText, shift): as many lines as newText
+ * @param fileLines the file's view lines; the match starts at 0-based line `at` and covers old_text's whole lines
+ */
+function keepUnchangedLines(
+  shifted: string,
+  oldText: string,
+  newText: string,
+  fileLines: readonly string[],
+  at: number,
+): string {
+  const o = oldText.split('\n');
+  const nw = newText.split('\n');
+  const out = shifted.split('\n');
+  // old_text's whole lines: a final newline ends its last line, the empty piece after it is no line of the file.
+  const whole = oldText.endsWith('\n') ? o.length - 1 : o.length;
+  let p = 0;
+  for (; p < whole && p < nw.length && o[p] === nw[p]; p++) out[p] = fileLines[at + p];
+  for (let k = 1; k <= o.length - p && k <= nw.length - p && o[o.length - k] === nw[nw.length - k]; k++) {
+    const line = o.length - k;
+    if (line < whole) out[nw.length - k] = fileLines[at + line];
+  }
+  return out.join('\n');
 }
 
 /** The common start and common end of `a` and `b` (not overlapping), concatenated. */

@@ -349,7 +349,8 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
       for (const pass of PASSES) {
         const found = findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm));
-        const between = shape.leading > 0 && shape.trailing > 0 && found.length > 0;
+        const between =
+          shape.leading > 0 && shape.trailing > 0 && found.length > 0 && contextPinsNewSide(lines, shape, pass.norm);
         const anchored = found.some(
           (p) => (anchorEnd && p + newSide.length === lines.length) || (anchorStart && p === 0),
         );
@@ -580,6 +581,33 @@ function alreadyThere(
 ): boolean {
   if (newSide.length === 0 || at < 0 || at + newSide.length > lines.length) return false;
   for (let j = 0; j < newSide.length; j++) if (norm(lines[at + j]) !== norm(newSide[j])) return false;
+  return true;
+}
+
+/**
+ * Whether the hunk's context pins the place its new side was found (the already_applied evidence, docs/errors.md
+ * "already_applied only on evidence"): every place the leading context lines occur followed — after no more lines than
+ * either side's middle has — by the trailing context lines holds the new side. Context that also frames other lines
+ * (two functions with the same `total = 0` … `return total`) pins nothing: the new side found in one says nothing of
+ * the other, whose removed line may just differ by a typo. Cost: one scan of the file per pass, as findAll.
+ * @param norm the pass's line normalization
+ */
+function contextPinsNewSide(lines: readonly string[], shape: Shape, norm: (s: string) => string): boolean {
+  const { newSide, oldSide, leading, trailing } = shape;
+  const lead = newSide.slice(0, leading).map(norm);
+  const trail = newSide.slice(newSide.length - trailing).map(norm);
+  const maxMiddle = Math.max(oldSide.length, newSide.length) - leading - trailing;
+  const at = (i: number, want: readonly string[]) => {
+    if (i < 0 || i + want.length > lines.length) return false;
+    for (let j = 0; j < want.length; j++) if (norm(lines[i + j]) !== want[j]) return false;
+    return true;
+  };
+  for (let i = 0; i + leading + trailing <= lines.length; i++) {
+    if (!at(i, lead)) continue;
+    for (let m = 0; m <= maxMiddle; m++) {
+      if (at(i + leading + m, trail) && !alreadyThere(lines, newSide, i, norm)) return false;
+    }
+  }
   return true;
 }
 

@@ -30,6 +30,7 @@ import { OccMismatchError, PatchFailedError, ToolError } from '../errors/tool-er
 import { merge3 } from '../patch/merge3.js';
 import { authorizeRead, type AuthorizedWrite } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
+import { linkTargetInside } from '../policy/link-target.js';
 import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-dirs.js';
 import {
   ABSENT,
@@ -261,8 +262,10 @@ async function recordHistory(
  * `expectedHash` (or the session's memory under --auto-occ), and the identity the effect must still find there.
  * A link destination is the link itself (the file it points to is never touched; docs/tools.md "Links as
  * destinations"): `checkReplacedLink` decides it.
+ * A link whose target lies outside the roots is not replaced: its undo could not recreate it (NOT_ALLOWED
+ * link_target_outside).
  * @param dstNow the destination's lstat through its verified parent, taken in this scope (null: absent)
- * @throws ToolError HASH_REQUIRED, OCC_MISMATCH
+ * @throws ToolError HASH_REQUIRED, OCC_MISMATCH, NOT_ALLOWED link_target_outside
  */
 export async function checkReplacedDestination(
   ctx: ToolContext,
@@ -272,6 +275,21 @@ export async function checkReplacedDestination(
   expectedHash: string | undefined,
 ): Promise<{ file: CurrentFile | null; identity: ReturnType<typeof identityOf> | null }> {
   if (dstNow?.isSymbolicLink()) {
+    // Its undo recreates the link (revert_changes), which no tool does for a target outside the roots: replacing such a
+    // link could not be undone — for a move not even the moved file — so it is refused before anything changes.
+    const held = scope.existingParent(destination.real, destination.absolute);
+    if (!(await linkTargetInside(ctx.policy.roots, destination.real, held.dir.readlink(held.name)))) {
+      throw new ToolError(
+        'NOT_ALLOWED',
+        `${destination.absolute} is a symbolic link that points outside the roots; replacing it could not be undone, ` +
+          'so it is not replaced.',
+        {
+          path: destination.absolute,
+          details: { reason: 'link_target_outside' },
+          suggestion: 'Choose another destination, or delete the link first (delete_path) if it is to go.',
+        },
+      );
+    }
     await checkReplacedLink(ctx, scope, destination, expectedHash);
     return { file: null, identity: identityOf(dstNow) };
   }
