@@ -6,7 +6,8 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { ToolError } from '../errors/tool-error.js';
-import { replaceLines, type LineReplacement } from './replace-lines.js';
+import { replaceLinesSteps, type LineReplacement } from './replace-lines.js';
+import { loopSlicer } from './tree-ops.js';
 import { embeddedWorkerCode, startWorkerFromCode } from './worker-code.js';
 
 /** How long one file may take under a user regular expression, ms. */
@@ -63,7 +64,7 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
       match: (text) => Promise.resolve().then(() => matchLines(re, text, options.caseSensitive ? query : null)),
       needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
       replace: (text, replacement, maxChars, maxCount) =>
-        Promise.resolve().then(() => replaceLines(re, text, replacement, true, maxChars, maxCount)),
+        runSliced(replaceLinesSteps(re, text, replacement, true, maxChars, maxCount)),
     };
   }
   const literal = requiredLiteral(source, flags);
@@ -73,6 +74,21 @@ export function createLineMatcher(query: string, options: { regex: boolean; case
     replace: (text, replacement, maxChars, maxCount) =>
       regexPool.replace(source, flags, text, { replacement, maxChars, maxCount }),
   };
+}
+
+/**
+ * Runs a literal replacement's steps (src/fs/replace-lines.ts) on this thread, letting the event loop answer other
+ * calls every ~10 ms (loopSlicer; docs/security.md "Bounded work"). Starts after the current microtask, as before.
+ */
+async function runSliced(steps: Generator<void, LineReplacement, void>): Promise<LineReplacement> {
+  await Promise.resolve();
+  const slice = loopSlicer();
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    const wait = slice();
+    if (wait) await wait;
+  }
 }
 
 /** Shortest literal worth a prefilter (a 1–2 character needle occurs in nearly every file). */

@@ -45,6 +45,30 @@ export function replaceLines(
   maxChars = Number.POSITIVE_INFINITY,
   maxCount = Number.POSITIVE_INFINITY,
 ): LineReplacement {
+  const steps = replaceLinesSteps(re, text, replacement, literal, maxChars, maxCount);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** Lines replaced between two checkpoints of replaceLinesSteps. */
+const REPLACE_STEP_LINES = 1024;
+
+/**
+ * `replaceLines` as steps: a generator that yields (nothing) every REPLACE_STEP_LINES lines and returns the same
+ * result, so the main thread can run a literal replacement in slices of event-loop time (src/fs/line-matcher.ts;
+ * docs/security.md "Bounded work"). The same shape as src/patch/steps.ts, without importing it (the regex worker's
+ * bundle stays free of other modules).
+ */
+export function* replaceLinesSteps(
+  re: RegExp,
+  text: string,
+  replacement: string,
+  literal: boolean,
+  maxChars = Number.POSITIVE_INFINITY,
+  maxCount = Number.POSITIVE_INFINITY,
+): Generator<void, LineReplacement, void> {
   const global = re.global ? re : new RegExp(re.source, `${re.flags}g`);
   const dollars = literal ? 0 : replacement.split('$').length - 1;
   const usesContext = !literal && /\$[`']/.test(replacement);
@@ -91,8 +115,13 @@ export function replaceLines(
   const out: string[] = [];
   let copied = 0;
   let lineStart = 0;
+  let sinceYield = 0;
   // The empty remainder after a final newline (or an empty text) is no line: `^` adds nothing there.
   while (lineStart < text.length) {
+    if (++sinceYield === REPLACE_STEP_LINES) {
+      sinceYield = 0;
+      yield;
+    }
     const nl = text.indexOf('\n', lineStart);
     const lineEnd = nl === -1 ? text.length : nl;
     const hasCr = lineEnd > lineStart && text.charCodeAt(lineEnd - 1) === 13;

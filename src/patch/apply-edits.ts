@@ -5,14 +5,16 @@
  * change of indentation, with new_text re-indented the same way (src/patch/reindent.ts; reported as `reindented`).
  * Replacement text is inserted literally (no `$&` patterns). Failures are PATCH_FAILED with the edit's index, the
  * reason and the nearest region. `already_applied` only on evidence (src/patch/applied-evidence.ts, the rule apply_patch
- * shares). Pure: text in, text out.
+ * shares). Pure: text in, text out; written as steps (src/patch/steps.ts), so a server runs the searches over the
+ * file (the re-indent search, the nearest region) in slices of event-loop time (applyEditsSliced).
  */
 import { PatchFailedError, ToolError } from '../errors/tool-error.js';
 import { appliedOnEvidence, contentChars, editFramePinned, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
 import { allFailures, MAX_LISTED_FAILURES, splitView } from './locate-hunks.js';
-import { findNearestRegion } from './nearest-region.js';
-import { describeShift, findReindented, reindentText, sameFrame } from './reindent.js';
+import { nearestRegionSteps } from './nearest-region.js';
+import { describeShift, reindentedSteps, reindentText, sameFrame } from './reindent.js';
+import { runSteps, runStepsSliced, type Steps } from './steps.js';
 
 /** One edit as sent. */
 export interface TextEdit {
@@ -53,6 +55,28 @@ export function applyEdits(
   absolute: string,
   maxReplacements = Infinity,
 ): EditsResult {
+  return runSteps(applyEditsSteps(original, edits, absolute, maxReplacements));
+}
+
+/**
+ * `applyEdits` in slices of event-loop time (src/patch/steps.ts): the same result or the same error, for a server that
+ * must keep answering while it searches a large file (docs/security.md "Bounded work").
+ */
+export function applyEditsSliced(
+  original: string,
+  edits: readonly TextEdit[],
+  absolute: string,
+  maxReplacements = Infinity,
+): Promise<EditsResult> {
+  return runStepsSliced(applyEditsSteps(original, edits, absolute, maxReplacements));
+}
+
+function* applyEditsSteps(
+  original: string,
+  edits: readonly TextEdit[],
+  absolute: string,
+  maxReplacements: number,
+): Steps<EditsResult> {
   let text = original;
   let made = 0;
   const reports: EditReport[] = [];
@@ -61,18 +85,18 @@ export function applyEdits(
    * tried on the text as it stands, so each listed failure is one the agent would meet; nothing is written anyway.
    */
   const failed: Array<{ index: number; error: PatchFailedError }> = [];
-  edits.forEach((edit, index) => {
+  for (const [index, edit] of edits.entries()) {
     try {
-      text = applyOne(text, edit, index);
+      text = yield* applyOne(text, edit, index);
     } catch (error) {
       if (!(error instanceof PatchFailedError)) throw error;
       failed.push({ index, error });
     }
-  });
+  }
   if (failed.length > 0) throw allFailures(failed, 'edit');
   return { text, edits: reports };
 
-  function applyOne(text: string, edit: TextEdit, index: number): string {
+  function* applyOne(text: string, edit: TextEdit, index: number): Steps<string> {
     const t = toEolText(text);
     const oldText = toLf(edit.old_text);
     const newText = toLf(edit.new_text);
@@ -102,7 +126,7 @@ export function applyEdits(
       const fileLines = splitView(t.view).lines;
       const oldLines = splitView(oldText).lines;
       // null: the search ran out of budget, so uniqueness is unknown and nothing is re-indented (fail closed).
-      const regions = findReindented(fileLines, oldLines, MAX_CANDIDATES + 1) ?? [];
+      const regions = (yield* reindentedSteps(fileLines, oldLines, MAX_CANDIDATES + 1)) ?? [];
       if (regions.length > 1) {
         const starts = regions.map((r) => r.at + 1);
         throw new PatchFailedError(
@@ -170,7 +194,7 @@ export function applyEdits(
       // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line (issue 21).
       const nearest =
         failed.length < MAX_LISTED_FAILURES
-          ? findNearestRegion(splitView(t.view).lines, splitView(oldText).lines)
+          ? yield* nearestRegionSteps(splitView(t.view).lines, splitView(oldText).lines)
           : null;
       throw new PatchFailedError(
         `${label}: old_text not found${nearest ? `; closest region at line ${nearest.line}` : ''}.${refusedShift}`,

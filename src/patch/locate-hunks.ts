@@ -8,14 +8,16 @@
  * hunk reports how it was placed (HunkReport). A hunk that matches nowhere is `no_match` (with the nearest region), or
  * `already_applied` when its new side is there on evidence; hunks whose regions overlap are refused (`overlap`).
  * Context lines keep the file's own text (its trailing spaces, its curly quotes); only removed and added lines change.
- * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure.
+ * Line endings, BOM and final-newline state are preserved through src/patch/eol-text.ts. Pure; written as steps
+ * (src/patch/steps.ts), so a server runs the passes over the file in slices of event-loop time (applyHunksSliced).
  */
 import { PatchFailedError, type PatchFailedDetails } from '../errors/tool-error.js';
 import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, type ViewReplacement } from './eol-text.js';
-import { findNearestRegion } from './nearest-region.js';
+import { nearestRegionSteps } from './nearest-region.js';
 import type { FilePatch, Hunk } from './parse-unified.js';
-import { describeShift, findReindented, sameFrame, shiftIndent, type IndentShift } from './reindent.js';
+import { describeShift, reindentedSteps, sameFrame, shiftIndent, type IndentShift } from './reindent.js';
+import { runSteps, runStepsSliced, STEP_LINES, type Steps } from './steps.js';
 
 /**
  * How a hunk matched (the tolerance that was needed); `reindented`: whole lines but for one uniform indentation shift,
@@ -84,18 +86,29 @@ export function splitView(view: string): { lines: string[]; finalNewline: boolea
   return { lines, finalNewline };
 }
 
-/** All start indices where `needle` occurs in `hay` as consecutive lines under `norm`. */
-function findAll(
+/**
+ * All start indices where `needle` occurs in `hay` as consecutive lines under `norm`, as steps: yields about every
+ * STEP_LINES line comparisons.
+ */
+function* findAll(
   hay: readonly string[],
   needle: readonly string[],
   norm: (s: string) => string,
   normHay: string[],
-): number[] {
+): Steps<number[]> {
   const out: number[] = [];
   if (needle.length === 0) return out;
   const n = needle.map(norm);
+  let work = 0;
   outer: for (let i = 0; i + n.length <= hay.length; i++) {
-    for (let j = 0; j < n.length; j++) if (normHay[i + j] !== n[j]) continue outer;
+    if (work >= STEP_LINES) {
+      work = 0;
+      yield;
+    }
+    for (let j = 0; j < n.length; j++) {
+      work++;
+      if (normHay[i + j] !== n[j]) continue outer;
+    }
     out.push(i);
   }
   return out;
@@ -178,19 +191,44 @@ function sectionLinesAbove(lines: readonly string[]): Int32Array {
  * @throws PatchFailedError no_match (with nearest and expected), ambiguous (with candidates), already_applied, overlap
  */
 export function applyHunks(original: string, file: FilePatch, absolute: string): { text: string; hunks: HunkReport[] } {
+  return runSteps(applyHunksSteps(original, file, absolute));
+}
+
+/**
+ * `applyHunks` in slices of event-loop time (src/patch/steps.ts): the same result or the same error, for a server that
+ * must keep answering while it searches a large file (docs/security.md "Bounded work").
+ */
+export function applyHunksSliced(
+  original: string,
+  file: FilePatch,
+  absolute: string,
+): Promise<{ text: string; hunks: HunkReport[] }> {
+  return runStepsSliced(applyHunksSteps(original, file, absolute));
+}
+
+function* applyHunksSteps(
+  original: string,
+  file: FilePatch,
+  absolute: string,
+): Steps<{ text: string; hunks: HunkReport[] }> {
   const t = toEolText(original);
   const { lines, finalNewline } = splitView(t.view);
   const total = file.hunks.length;
   const located: Located[] = [];
   const normCache = new Map<MatchKind, string[]>();
-  const normalized = (kind: MatchKind, norm: (s: string) => string) => {
+  /** The file's lines under `norm`, computed once per kind (as steps: yields every STEP_LINES lines). */
+  function* normalized(kind: MatchKind, norm: (s: string) => string): Steps<string[]> {
     let v = normCache.get(kind);
     if (!v) {
-      v = lines.map(norm);
+      v = [];
+      for (let i = 0; i < lines.length; i++) {
+        v.push(norm(lines[i]));
+        if (i % STEP_LINES === STEP_LINES - 1) yield;
+      }
       normCache.set(kind, v);
     }
     return v;
-  };
+  }
   /** Offset (found line − header line) of the previous hunk placed in this file: GNU patch looks there first. */
   let carried = 0;
   let sectionIndex: Int32Array | null = null;
@@ -207,16 +245,16 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
 
   /** Hunks that failed (issue 21: every failing hunk is reported, not only the first). */
   const failed: Array<{ index: number; error: PatchFailedError }> = [];
-  file.hunks.forEach((hunk, index) => {
+  for (const [index, hunk] of file.hunks.entries()) {
     try {
-      locateOne(hunk, index);
+      yield* locateOne(hunk, index);
     } catch (error) {
       if (!(error instanceof PatchFailedError)) throw error;
       failed.push({ index, error });
     }
-  });
+  }
 
-  function locateOne(hunk: Hunk, index: number): void {
+  function* locateOne(hunk: Hunk, index: number): Steps<void> {
     const shape = shapeOf(hunk);
     const { oldSide, newSide } = shape;
     const label = `hunk ${index + 1} of ${total}${total > 1 || file.newPath ? ` (${file.newPath ?? file.oldPath ?? 'file'})` : ''}`;
@@ -248,20 +286,16 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     // Empty lines after the hunk that might have been empty context lines (counts absent or wrong) could make the
     // trailing context longer: then the hunk is end-anchored only when no match is followed by such blank lines.
     const blanks = hunk.uncertainTrailingBlanks ?? 0;
-    const anchorEnd =
-      shape.changes &&
-      shape.trailing < shape.leading &&
-      (blanks === 0 ||
-        !findAll(
-          lines,
-          [...oldSide, ...Array<string>(blanks).fill('')],
-          PASSES[1].norm,
-          normalized(PASSES[1].kind, PASSES[1].norm),
-        ).length);
+    let anchorEnd = shape.changes && shape.trailing < shape.leading;
+    if (anchorEnd && blanks > 0) {
+      const padded = [...oldSide, ...Array<string>(blanks).fill('')];
+      const normLines = yield* normalized(PASSES[1].kind, PASSES[1].norm);
+      anchorEnd = (yield* findAll(lines, padded, PASSES[1].norm, normLines)).length === 0;
+    }
     const anchorStart = shape.changes && shape.leading < shape.trailing;
     for (const pass of PASSES) {
-      const normLines = normalized(pass.kind, pass.norm);
-      const candidates = findAll(lines, oldSide, pass.norm, normLines);
+      const normLines = yield* normalized(pass.kind, pass.norm);
+      const candidates = yield* findAll(lines, oldSide, pass.norm, normLines);
       if (candidates.length === 0) continue;
       if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
         // Already applied, on evidence: an append whose new side follows every match of its context; an anchored
@@ -299,7 +333,7 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     // Indentation-tolerant, never a guess (the rule edit_file shares): one region, one uniform shift, and added lines
     // in the old side's frame that can take it. A search out of budget (null) re-indents nothing.
     if (shape.changes) {
-      const regions = findReindented(lines, oldSide, MAX_REINDENTED + 1) ?? [];
+      const regions = (yield* reindentedSteps(lines, oldSide, MAX_REINDENTED + 1)) ?? [];
       if (regions.length > 1) {
         throw new PatchFailedError(
           `${label} matches ${regions.length}${regions.length > MAX_REINDENTED ? '+' : ''} places of ${absolute} once ` +
@@ -348,7 +382,7 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
     // No match at all: already applied (on evidence, the rule edit_file shares), or a real mismatch with a diagnosis.
     if (shape.changes && shape.contextChars >= MIN_EVIDENCE_CHARS) {
       for (const pass of PASSES) {
-        const found = findAll(lines, newSide, pass.norm, normalized(pass.kind, pass.norm));
+        const found = yield* findAll(lines, newSide, pass.norm, yield* normalized(pass.kind, pass.norm));
         const between =
           shape.leading > 0 && shape.trailing > 0 && found.length > 0 && contextPinsNewSide(lines, shape, pass.norm);
         const anchored = found.some(
@@ -365,7 +399,7 @@ export function applyHunks(original: string, file: FilePatch, absolute: string):
       }
     }
     // The nearest search scans the file: done for the failures that will be listed, not for every failing hunk.
-    const nearest = failed.length < MAX_LISTED_FAILURES ? findNearestRegion(lines, oldSide) : null;
+    const nearest = failed.length < MAX_LISTED_FAILURES ? yield* nearestRegionSteps(lines, oldSide) : null;
     throw new PatchFailedError(
       `${label} does not match ${absolute}${nearest ? `; the closest region starts at line ${nearest.line}` : ''}.`,
       {

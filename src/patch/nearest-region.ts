@@ -3,8 +3,10 @@
  * most like the expected lines, the first line where they differ, and whether that difference is whitespace only —
  * so an agent can fix its edit in one step; failing that, the region that holds most of the expected lines in order
  * but not adjacent (a line moved away or inserted between: `in_order`, IN_ORDER_THRESHOLD); or nothing, when no
- * region is similar enough (NEAREST_THRESHOLD). Pure; bounded work (docs/errors.md "nearest").
+ * region is similar enough (NEAREST_THRESHOLD). Pure; bounded work (docs/errors.md "nearest"), written as steps
+ * (src/patch/steps.ts) so a server computes it in slices of event-loop time (docs/security.md "Bounded work").
  */
+import { runSteps, STEP_LINES, type Steps } from './steps.js';
 
 /**
  * SPEC §3.1 `nearest`. Lines are 1-based. `first_difference` is null when the region is no line-by-line variant of the
@@ -31,6 +33,11 @@ const SHORTLIST = 32;
 const FIRST_SCAN_SIMILAR = 3;
 /** Expected content lines compared in the first scan, at most (bounded work per file line). */
 const FIRST_SCAN_LINES = 48;
+/**
+ * Starts scored between two checkpoints of the first scan: each costs up to FIRST_SCAN_LINES comparisons and
+ * FIRST_SCAN_SIMILAR similarity scores, some microseconds, so a checkpoint every STEP_LINES starts would be too rare.
+ */
+const SCAN_STEP = 128;
 
 /**
  * Least score (the mean similarity of the expected lines that carry content, in [0, 1]) for a region to be reported:
@@ -51,16 +58,33 @@ function lineSimilarity(actual: string | undefined, expected: string): number {
  * old_text that ends in a newline with splitView, so its final newline is no empty line). The score of a start is
  * the mean similarity (lineSimilarity) of the expected lines that carry content, aligned line by line; blank expected
  * lines do not count, so a blank line can never win on its own. Ties go to the first line. When no start reaches
- * NEAREST_THRESHOLD, or two or more content lines differ at the best one and an in-order region (findInOrderRegion)
- * holds more expected lines than it has equal, the in-order region is returned instead.
+ * NEAREST_THRESHOLD, or two or more content lines differ at the best one and an in-order region (inOrderRegionSteps)
+ * holds more expected lines than it has equal, the in-order region is returned instead. Linear in the file's lines
+ * (up to MAX_SCAN_LINES starts); nearestRegionSteps is the same search as steps.
  * @returns null when the file or the expected text has no content, or no region reaches either threshold
  */
 export function findNearestRegion(fileLines: readonly string[], expected: readonly string[]): NearestRegion | null {
+  return runSteps(nearestRegionSteps(fileLines, expected));
+}
+
+/**
+ * `findNearestRegion` as steps (src/patch/steps.ts): yields every STEP_LINES file lines of each pass over the file,
+ * every SCAN_STEP starts of the first scan and after each start re-scored in full; the same result run at once
+ * (runSteps) or in slices (runStepsSliced).
+ */
+export function* nearestRegionSteps(
+  fileLines: readonly string[],
+  expected: readonly string[],
+): Steps<NearestRegion | null> {
   if (fileLines.length === 0 || expected.length === 0) return null;
   const content = expected.flatMap((l, j) => (l.trim() === '' ? [] : [j]));
   if (content.length === 0) return null;
   const limit = Math.min(fileLines.length, MAX_SCAN_LINES);
-  const squashedFile = fileLines.slice(0, limit + expected.length).map(squash);
+  const squashedFile: string[] = [];
+  for (let i = 0; i < Math.min(fileLines.length, limit + expected.length); i++) {
+    squashedFile.push(squash(fileLines[i]));
+    if (i % STEP_LINES === STEP_LINES - 1) yield;
+  }
   const squashedExpected = expected.map(squash);
   // First scan: equality (exact or whitespace-only) on up to FIRST_SCAN_LINES content lines (the first few, then
   // evenly spaced: a 400-line old_text in a 50,000-line file would be 20 million comparisons), similarity on the first
@@ -74,6 +98,7 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
   );
   const scanned = content.filter((_, k) => k < FIRST_SCAN_SIMILAR || (k - FIRST_SCAN_SIMILAR) % stride === 0);
   for (let i = 0; i < limit; i++) {
+    if (i % SCAN_STEP === SCAN_STEP - 1) yield;
     let score = 0;
     for (let k = 0; k < scanned.length; k++) {
       const j = scanned[k];
@@ -96,6 +121,7 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
   let best = -1;
   let bestScore = 0;
   for (const { at } of shortlist) {
+    yield;
     let sum = 0;
     for (const j of content) sum += lineSimilarity(fileLines[at + j], expected[j]);
     const score = sum / content.length;
@@ -104,12 +130,13 @@ export function findNearestRegion(fileLines: readonly string[], expected: readon
       best = at;
     }
   }
-  if (best === -1 || bestScore < NEAREST_THRESHOLD) return findInOrderRegion(fileLines, expected, content, limit);
+  if (best === -1 || bestScore < NEAREST_THRESHOLD)
+    return yield* inOrderRegionSteps(fileLines, expected, content, limit);
   // Two or more lines differ line by line: when more expected lines sit in order, not adjacent, elsewhere (a line moved
   // away or one inserted between), that region explains the mismatch; line-by-line differences there would mislead.
   const equal = content.filter((j) => squashedFile[best + j] === squashedExpected[j]).length;
   if (equal < content.length - 1) {
-    const inOrder = findInOrderRegion(fileLines, expected, content, limit);
+    const inOrder = yield* inOrderRegionSteps(fileLines, expected, content, limit);
     if (inOrder && inOrder.in_order!.found > equal) return inOrder;
   }
   let firstDifference: NearestRegion['first_difference'] = null;
@@ -212,22 +239,24 @@ const MAX_MISSING = 10;
  * ignoring whitespace) within a window of twice the expected length around where anchors put the start, so the
  * region is one the change fits: at most twice as long as the expected lines, holding at least IN_ORDER_THRESHOLD of
  * their content lines. Bounded: one pass over the file lines (up to `limit`), IN_ORDER_CANDIDATES windows, MAX_PAIRS
- * pairs each, solved as a longest increasing subsequence (O(pairs log pairs)).
+ * pairs each, solved as a longest increasing subsequence (O(pairs log pairs)). As steps: yields every STEP_LINES
+ * file lines and after each candidate region.
  * @param content indices of the expected lines that carry content
  * @returns null when no region reaches the threshold or fewer than two content lines are expected
  */
-function findInOrderRegion(
+function* inOrderRegionSteps(
   fileLines: readonly string[],
   expected: readonly string[],
   content: readonly number[],
   limit: number,
-): NearestRegion | null {
+): Steps<NearestRegion | null> {
   const used = content.slice(0, MAX_IN_ORDER_LINES);
   if (used.length < 2) return null;
   const keys = used.map((j) => squash(expected[j]));
   const wanted = new Set(keys);
   const positions = new Map<string, number[]>();
   for (let i = 0; i < limit; i++) {
+    if (i % STEP_LINES === STEP_LINES - 1) yield;
     const key = squash(fileLines[i]);
     if (!wanted.has(key)) continue;
     const list = positions.get(key);
@@ -248,6 +277,7 @@ function findInOrderRegion(
   const half = Math.floor(expected.length / 2);
   let best: Array<{ k: number; p: number }> = [];
   for (const s of starts) {
+    yield;
     const chain = longestInOrder(keys, positions, s - half, s + expected.length + half);
     const span = (c: typeof chain) => (c.length ? c[c.length - 1].p - c[0].p : Infinity);
     if (chain.length > best.length || (chain.length === best.length && span(chain) < span(best))) best = chain;

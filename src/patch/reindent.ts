@@ -2,8 +2,10 @@
  * Indentation-tolerant matching, never a guess (docs/errors.md "Indentation-tolerant edits"): an old_text that matches
  * whole lines of the file except for ONE uniform change of leading whitespace on every non-blank line — the same
  * prefix added, the same prefix removed, or tabs turned into spaces (or spaces into tabs) at one consistent width —
- * and the new text re-indented by that same change. Pure: lines in, lines out.
+ * and the new text re-indented by that same change. Pure: lines in, lines out. The search over a file is also written
+ * as steps (src/patch/steps.ts), for a server that computes it in slices (docs/security.md "Bounded work").
  */
+import { runSteps, STEP_LINES, type Steps } from './steps.js';
 
 /**
  * A uniform change of indentation, from the agent's text to the file:
@@ -151,15 +153,37 @@ export function findReindented(
   expected: readonly string[],
   limit: number,
 ): ReindentedRegion[] | null {
+  return runSteps(reindentedSteps(fileLines, expected, limit));
+}
+
+/**
+ * `findReindented` as steps (src/patch/steps.ts): yields every STEP_LINES file lines (and every STEP_LINES
+ * comparisons of the regions compared in full); the same result run at once or in slices.
+ */
+export function* reindentedSteps(
+  fileLines: readonly string[],
+  expected: readonly string[],
+  limit: number,
+): Steps<ReindentedRegion[] | null> {
   const firstContent = expected.findIndex((l) => l.trim() !== '');
   if (firstContent === -1 || expected.length > fileLines.length) return [];
   const bodies = expected.map(body);
-  const fileBodies = fileLines.map(body);
+  const fileBodies: string[] = [];
+  for (let i = 0; i < fileLines.length; i++) {
+    fileBodies.push(body(fileLines[i]));
+    if (i % STEP_LINES === STEP_LINES - 1) yield;
+  }
   const out: ReindentedRegion[] = [];
   let budget = MAX_REINDENT_COMPARISONS;
+  let sinceYield = 0;
   for (let i = 0; i + expected.length <= fileLines.length && out.length < limit; i++) {
+    if (++sinceYield >= STEP_LINES) {
+      sinceYield = 0;
+      yield;
+    }
     if (fileBodies[i + firstContent] !== bodies[firstContent]) continue;
     if ((budget -= expected.length) < 0) return null;
+    sinceYield += expected.length;
     const pairs: Array<{ from: string; to: string }> = [];
     let same = true;
     for (let j = 0; j < expected.length && same; j++) {

@@ -77,7 +77,11 @@ export function boundedUnifiedDiffSliced(
   return runStepsSliced(boundedDiffSteps(oldName, newName, before, after, context, maxChars, MYERS_WORK));
 }
 
-/** `boundedUnifiedDiff` as steps: yields between its phases and every STEP_LINES lines of its own loops. */
+/**
+ * `boundedUnifiedDiff` as steps: yields between its phases and every STEP_LINES lines of its own loops. The exact diff
+ * runs only when it can succeed within its edit length (surplusLines), so the one block left is a search that can
+ * finish.
+ */
 function* boundedDiffSteps(
   oldName: string,
   newName: string,
@@ -103,15 +107,24 @@ function* boundedDiffSteps(
   const newText = after.slice(from, toAfter);
   const windowLines = countNewlines(oldText) + countNewlines(newText) + 2;
   const maxEditLength = Math.max(1, Math.floor(myersWork / windowLines));
+  const oldLines = yield* tokenize(oldText);
+  const newLines = yield* tokenize(newText);
+  // The exact diff gives up (undefined) past maxEditLength removed plus added lines; a line's surplus on one side must
+  // be removed or added whatever the alignment, so when the surplus alone is over it the exact diff is not started (it
+  // would tokenize and search the whole window in one block, only to give up) and the anchored diff is taken, as it
+  // would have been.
+  const hopeless = (yield* surplusLines(oldLines, newLines)) > maxEditLength;
   yield;
-  const exact = structuredPatch(oldName, newName, oldText, newText, undefined, undefined, { context, maxEditLength });
+  const exact = hopeless
+    ? undefined
+    : structuredPatch(oldName, newName, oldText, newText, undefined, undefined, { context, maxEditLength });
   yield;
   const patch = exact ?? {
     oldFileName: oldName,
     newFileName: newName,
     oldHeader: undefined,
     newHeader: undefined,
-    hunks: yield* anchoredHunks(yield* tokenize(oldText), yield* tokenize(newText), context, maxChars),
+    hunks: yield* anchoredHunks(oldLines, newLines, context, maxChars),
   };
   let chars = 0;
   let truncated = false;
@@ -142,6 +155,27 @@ function* tokenize(text: string): Steps<string[]> {
   }
   if (at < text.length) out.push(text.slice(at));
   return out;
+}
+
+/**
+ * The lines any edit script from `a` to `b` must remove or add: for each distinct line, how many more times it occurs
+ * on one side than on the other, summed (a lower bound of the diff package's edit length). Linear; yields every
+ * STEP_LINES lines.
+ */
+export function* surplusLines(a: readonly string[], b: readonly string[]): Steps<number> {
+  const balance = new Map<string, number>();
+  for (let i = 0; i < a.length; i++) {
+    if (i % STEP_LINES === 0) yield;
+    balance.set(a[i], (balance.get(a[i]) ?? 0) + 1);
+  }
+  for (let j = 0; j < b.length; j++) {
+    if (j % STEP_LINES === 0) yield;
+    balance.set(b[j], (balance.get(b[j]) ?? 0) - 1);
+  }
+  yield;
+  let surplus = 0;
+  for (const n of balance.values()) surplus += Math.abs(n);
+  return surplus;
 }
 
 /** One run of an edit script over two token arrays: equal lines, lines removed from `a`, or lines added from `b`. */

@@ -13,9 +13,9 @@ import { hashBytes } from '../fs/hash.js';
 import { historyFileOf } from '../fs/history.js';
 import type { CurrentFile } from '../fs/read-current.js';
 import { toEolText } from '../patch/eol-text.js';
-import { applyHunks, type HunkReport } from '../patch/locate-hunks.js';
+import { applyHunksSliced, type HunkReport } from '../patch/locate-hunks.js';
 import { parseUnifiedDiff, type FilePatch } from '../patch/parse-unified.js';
-import { assertNotRewrite } from '../patch/rewrite-guard.js';
+import { assertNotRewriteSliced } from '../patch/rewrite-guard.js';
 import { commitTransaction, type PlannedChange } from '../patch/transaction.js';
 import { assertWritesAllowed, authorizeWrite, type AuthorizedWrite } from '../policy/authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
@@ -390,8 +390,8 @@ export const applyPatch = defineTool({
             if (mismatch) {
               // The hunks apply to the version read (their lines are that version's); the merge then goes on disk.
               let onBase: HunkReport[] = [];
-              const m = await mergeInstead(ctx, mismatch, t.source.real, current.bytes, (baseText) => {
-                const r = applyHunks(baseText, t.file, t.source.absolute);
+              const m = await mergeInstead(ctx, mismatch, t.source.real, current.bytes, async (baseText) => {
+                const r = await applyHunksSliced(baseText, t.file, t.source.absolute);
                 onBase = r.hunks;
                 return r.text;
               });
@@ -399,7 +399,7 @@ export const applyPatch = defineTool({
               merged = m.merged;
             } else {
               applied = t.file.hunks.length
-                ? applyHunks(before, t.file, t.source.absolute)
+                ? await applyHunksSliced(before, t.file, t.source.absolute)
                 : { text: before, hunks: [] };
             }
           } catch (error) {
@@ -420,7 +420,7 @@ export const applyPatch = defineTool({
             );
           }
           if (t.action === 'modified' || t.action === 'renamed') {
-            assertNotRewrite(
+            await assertNotRewriteSliced(
               toEolText(before).view,
               toEolText(applied.text).view,
               args.allow_rewrite,

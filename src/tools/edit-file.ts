@@ -6,7 +6,7 @@
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { ToolError } from '../errors/tool-error.js';
-import { applyEdits } from '../patch/apply-edits.js';
+import { applyEditsSliced } from '../patch/apply-edits.js';
 import { toEolText } from '../patch/eol-text.js';
 import { assertNotRewriteSliced } from '../patch/rewrite-guard.js';
 import { boundedUnifiedDiffSliced } from '../patch/window-diff.js';
@@ -128,7 +128,12 @@ export const editFile = defineTool({
         const before = bytes.toString('utf8');
         let result;
         try {
-          result = applyEdits(before, args.edits, target.absolute, args.max_replacements ?? DEFAULT_EDIT_REPLACEMENTS);
+          result = await applyEditsSliced(
+            before,
+            args.edits,
+            target.absolute,
+            args.max_replacements ?? DEFAULT_EDIT_REPLACEMENTS,
+          );
         } catch (error) {
           if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
           throw error;
