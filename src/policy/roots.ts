@@ -130,11 +130,24 @@ export function rejectedRootsOf(roots: readonly EffectiveRoot[]): readonly Rejec
   return (roots as { [REJECTED]?: readonly RejectedRoot[] })[REJECTED] ?? [];
 }
 
-/** The rejected roots as envelope details carry them: `[{root, source, reason}]`. */
-export function rejectedRootsDetail(
-  rejected: readonly RejectedRoot[],
-): Array<{ root: string; source: string; reason: RootRejection }> {
-  return rejected.map((r) => ({ root: r.given, source: r.source, reason: r.reason }));
+/** Most rejected roots one envelope names (list_allowed_directories lists them all). */
+const MAX_REJECTED_IN_ENVELOPE = 10;
+
+/**
+ * The rejected roots as envelope details carry them: `{rejected_roots: [{root, source, reason}]}` for the first 10,
+ * plus `rejected_roots_omitted: N` when there are more (a client's answer may hold 256 rejected entries, which would
+ * ride along in every envelope); `{}` when none.
+ */
+export function rejectedRootsDetails(rejected: readonly RejectedRoot[]): {
+  rejected_roots?: Array<{ root: string; source: string; reason: RootRejection }>;
+  rejected_roots_omitted?: number;
+} {
+  if (rejected.length === 0) return {};
+  const shown = rejected
+    .slice(0, MAX_REJECTED_IN_ENVELOPE)
+    .map((r) => ({ root: r.given, source: r.source, reason: r.reason }));
+  const omitted = rejected.length - shown.length;
+  return { rejected_roots: shown, ...(omitted > 0 ? { rejected_roots_omitted: omitted } : {}) };
 }
 
 /**
@@ -308,7 +321,7 @@ export class RootSet {
         client_roots: this.mode,
         command_line_roots: this.configured.length,
         client_announced: announced.length,
-        ...(rejected.length > 0 ? { rejected_roots: rejectedRootsDetail(rejected) } : {}),
+        ...rejectedRootsDetails(rejected),
       },
       suggestion,
     });

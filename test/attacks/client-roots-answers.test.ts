@@ -9,6 +9,7 @@
  *  - A list_changed storm: answers are parsed concurrently, and a slow old answer applied after a newer one undid it.
  *  - A newline in an announced URI (`%0A`, or a raw one in a plain-path entry) started a line of its own in
  *    list_allowed_directories' text and in ROOTS_EMPTY's message; a `file://` URI's path was shown uncapped.
+ *  - 256 rejected entries of 200 characters rode along in every NOT_ALLOWED and ROOTS_EMPTY envelope (~60 KB each).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -166,6 +167,27 @@ describe('client-supplied text reaches the model as one bounded line', () => {
         expect(r.root).not.toMatch(/[\n\r\u2028]/);
       }
       expect(empty.error!.details.rejected_roots[0].root).toContain('\\u000aIGNORE');
+    } finally {
+      c.close();
+    }
+  });
+});
+
+describe('rejected entries in envelopes are bounded', () => {
+  it('an answer of 256 long bogus entries and one valid one: a NOT_ALLOWED names at most 10 of them and the count', async () => {
+    const bogus = Array.from({ length: 256 }, (_, i) => ({
+      uri: `${pathToFileURL(W.dir).href}/${i}-${'b'.repeat(300)}`,
+    }));
+    const answer = { roots: [{ uri: pathToFileURL(sub).href }, ...bogus] };
+    const c = await rawRootsClient((id) => JSON.stringify({ jsonrpc: '2.0', id, result: answer }));
+    try {
+      const outside = await c.call('read_file', { path: path.join(W.dir, 'top.txt') });
+      expect(outside.error?.code).toBe('NOT_ALLOWED');
+      expect(outside.error!.details.rejected_roots).toHaveLength(10);
+      expect(outside.error!.details.rejected_roots_omitted).toBe(245);
+      expect(JSON.stringify(outside.error).length).toBeLessThan(4096);
+      // list_allowed_directories still lists every entry read.
+      expect((await c.call('list_allowed_directories')).ok!.rejected_roots).toHaveLength(255);
     } finally {
       c.close();
     }

@@ -236,3 +236,14 @@ describe('the shown text of a rejected client entry (review of the r8-roots work
     expect(s.rejected.map((r) => r.reason)).toEqual(['not_a_file_uri', 'missing', 'missing', 'malformed']);
   });
 });
+
+describe('rejected entries in envelopes', () => {
+  it('ROOTS_EMPTY names the first 10 and counts the rest', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientAnswer({ roots: Array.from({ length: 12 }, (_, i) => ({ uri: `plain-${i}` })) });
+    const details = s.emptyError().details;
+    expect((details.rejected_roots as unknown[]).length).toBe(10);
+    expect(details.rejected_roots_omitted).toBe(2);
+    expect(s.rejected).toHaveLength(12);
+  });
+});
