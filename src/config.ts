@@ -427,9 +427,11 @@ function parseRemoteAllow(raw: string): string[] {
 /**
  * A leading `~/` (or a bare `~`) of a command-line root becomes the home directory: MCP clients start the server from a
  * JSON configuration without a shell, so `"~/proj"` arrives as written. `~user` and a `~` elsewhere are left alone
- * (README "Troubleshooting"; tool paths never expand `~`).
+ * (README "Troubleshooting"; tool paths never expand `~`), and so is every `~` when `home` is not an absolute path
+ * (HOME set empty or relative: `~` would name the working directory or a path under it).
  */
 export function expandHome(raw: string, home: string): string {
+  if (!path.isAbsolute(home)) return raw;
   if (raw === '~') return home;
   return raw.startsWith('~/') ? path.join(home, raw.slice(2)) : raw;
 }

@@ -185,6 +185,18 @@ describe('roots', () => {
       path.join(WORK, 'x/~/y'),
     ]);
   });
+
+  test('`~` is not expanded when HOME is empty or relative (it would name the working directory or a path under it)', () => {
+    // os.homedir() returns HOME as set: '' made `~` the working directory, 'rel' made `~/project` WORK/rel/project.
+    for (const home of ['', 'rel', '.']) {
+      const c = parseConfig(['~', '~/project'], env({ home }));
+      expect(c.roots).toEqual([]);
+      expect(c.rejectedRoots.map((r) => [r.given, r.reason])).toEqual([
+        [path.join(WORK, '~'), 'missing'],
+        [path.join(WORK, '~', 'project'), 'missing'],
+      ]);
+    }
+  });
 });
 
 describe('flags', () => {

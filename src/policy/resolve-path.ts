@@ -14,7 +14,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { refusalSource } from '../errors/to-envelope.js';
 import { findContainingRoot, isWithin } from './containment.js';
-import { rejectedRootsDetail, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
+import { rejectedRootsDetails, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
 
 /** A resolved, contained, absolute path. Only this module creates one. */
 export type AllowedPath = string & { readonly __brand: 'AllowedPath' };
@@ -131,7 +131,7 @@ export async function resolveInRoots(
       details: {
         reason,
         roots: roots.map((r) => r.real),
-        ...(rejected.length > 0 ? { rejected_roots: rejectedRootsDetail(rejected) } : {}),
+        ...rejectedRootsDetails(rejected),
       },
       suggestion:
         rejected.length > 0

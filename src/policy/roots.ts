@@ -130,11 +130,24 @@ export function rejectedRootsOf(roots: readonly EffectiveRoot[]): readonly Rejec
   return (roots as { [REJECTED]?: readonly RejectedRoot[] })[REJECTED] ?? [];
 }
 
-/** The rejected roots as envelope details carry them: `[{root, source, reason}]`. */
-export function rejectedRootsDetail(
-  rejected: readonly RejectedRoot[],
-): Array<{ root: string; source: string; reason: RootRejection }> {
-  return rejected.map((r) => ({ root: r.given, source: r.source, reason: r.reason }));
+/** Most rejected roots one envelope names (list_allowed_directories lists them all). */
+const MAX_REJECTED_IN_ENVELOPE = 10;
+
+/**
+ * The rejected roots as envelope details carry them: `{rejected_roots: [{root, source, reason}]}` for the first 10,
+ * plus `rejected_roots_omitted: N` when there are more (a client's answer may hold 256 rejected entries, which would
+ * ride along in every envelope); `{}` when none.
+ */
+export function rejectedRootsDetails(rejected: readonly RejectedRoot[]): {
+  rejected_roots?: Array<{ root: string; source: string; reason: RootRejection }>;
+  rejected_roots_omitted?: number;
+} {
+  if (rejected.length === 0) return {};
+  const shown = rejected
+    .slice(0, MAX_REJECTED_IN_ENVELOPE)
+    .map((r) => ({ root: r.given, source: r.source, reason: r.reason }));
+  const omitted = rejected.length - shown.length;
+  return { rejected_roots: shown, ...(omitted > 0 ? { rejected_roots_omitted: omitted } : {}) };
 }
 
 /**
@@ -162,6 +175,9 @@ export class RootSet {
   private currentRule: RootsRule;
 
   private snapshot: readonly EffectiveRoot[] | null = null;
+  /** How many client answers were started (track, applyClientRoots, applyClientAnswer), and the newest one applied. */
+  private answersStarted = 0;
+  private newestApplied = 0;
 
   /**
    * @param configured the command-line roots in force (or the working-directory default)
@@ -305,7 +321,7 @@ export class RootSet {
         client_roots: this.mode,
         command_line_roots: this.configured.length,
         client_announced: announced.length,
-        ...(rejected.length > 0 ? { rejected_roots: rejectedRootsDetail(rejected) } : {}),
+        ...rejectedRootsDetails(rejected),
       },
       suggestion,
     });
@@ -331,7 +347,9 @@ export class RootSet {
    */
   track(request: Promise<unknown>, onError: (e: unknown) => void): void {
     if (this.mode === 'ignore') return;
-    const p = request.then((result) => this.applyClientAnswer(result), onError);
+    // The answer's place in request order is taken now: an answer parsed after a newer one was applied is stale.
+    const order = ++this.answersStarted;
+    const p = request.then((result) => this.applyAnswerInOrder(result, order), onError);
     this.pending = p.finally(() => {
       if (this.pending === p) this.pending = null;
     });
@@ -351,6 +369,15 @@ export class RootSet {
    * roots; an empty list after a non-empty one narrows to nothing, never back to the old set.
    */
   async applyClientAnswer(result: unknown): Promise<void> {
+    await this.applyAnswerInOrder(result, ++this.answersStarted);
+  }
+
+  /**
+   * applyClientAnswer for the answer to the `order`-th request: answers are parsed concurrently (a list_changed storm
+   * sends one roots/list per notification), and one whose request is older than the answer last applied is dropped,
+   * so a slow old answer never undoes a newer one (an empty list after a non-empty one stays empty).
+   */
+  private async applyAnswerInOrder(result: unknown, order: number): Promise<void> {
     if (this.mode === 'ignore') return;
     const list = (result as { roots?: unknown } | null)?.roots;
     const entries: unknown[] = Array.isArray(list) ? list : [result];
@@ -361,6 +388,8 @@ export class RootSet {
       announced.push(parsed.announced);
       if (parsed.root) client.push(parsed.root);
     }
+    if (order < this.newestApplied) return;
+    this.newestApplied = order;
     this.clientAnnounced = true;
     this.lastClient = { announced };
     if (entries.length === 0) {
@@ -409,11 +438,27 @@ export class RootSet {
 /** Most entries of one roots/list answer taken (the rest are ignored: a client has a handful of workspace folders). */
 const MAX_CLIENT_ROOTS = 256;
 
-/** The text of an entry that is not a usable root, as list_allowed_directories shows it (at most 200 characters). */
+/** The most characters of a rejected entry's text that list_allowed_directories and envelopes show. */
+const MAX_SHOWN_ENTRY = 200;
+
+/**
+ * Client-supplied text as list_allowed_directories and envelopes show it: one line (control characters, U+2028 and
+ * U+2029 written as `\uXXXX`, so a newline in an announced URI cannot start a line of its own in text a model reads)
+ * and at most 200 characters (a `file://` URI's path as well as a plain string).
+ */
+function shownText(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const oneLine = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => {
+    return `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+  return oneLine.length > MAX_SHOWN_ENTRY ? `${oneLine.slice(0, MAX_SHOWN_ENTRY - 1)}…` : oneLine;
+}
+
+/** The text of an entry that is not a usable root, as list_allowed_directories shows it (see shownText). */
 function entryText(entry: unknown): string {
   const uri = (entry as { uri?: unknown } | null)?.uri;
   const text = typeof uri === 'string' ? uri : typeof entry === 'string' ? entry : (JSON.stringify(entry) ?? 'null');
-  return text.slice(0, 200);
+  return shownText(text.slice(0, 4 * MAX_SHOWN_ENTRY));
 }
 
 /** One roots/list entry → the root it gives, or why it gives none (see RootSet.applyClientAnswer). */
@@ -429,7 +474,9 @@ async function parseClientRoot(
   } catch {
     return { announced: { path: entryText(entry), usable: false, reason: 'not_a_file_uri' } };
   }
-  const refusal = (reason: RootRejection) => ({ announced: { path: given, usable: false, reason } });
+  const refusal = (reason: RootRejection) => ({
+    announced: { path: shownText(given.slice(0, 4 * MAX_SHOWN_ENTRY)), usable: false, reason },
+  });
   let real: string;
   try {
     real = await realpath(given);

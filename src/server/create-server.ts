@@ -20,6 +20,7 @@ import {
 import { z } from 'zod';
 import { callTool, listedTools, UnknownToolError, type CallOutcome } from './call-tool.js';
 import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
+import { malformedAnswerText } from './stdio-guard.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
 import { advertise } from './tool-schemas.js';
@@ -160,7 +161,15 @@ export function createServer(state: ProcessState): Server {
   // rejects a whole answer for one plain path in it and would leave the server on its wider default.
   const readRoots = () => {
     if (!server.getClientCapabilities()?.roots) return;
-    state.roots.track(server.request({ method: 'roots/list' }, ANY_ROOTS_RESULT), (error) => {
+    // An answer that is not a JSON-RPC response (src/server/stdio-guard.ts) is one malformed entry: no roots from it,
+    // never the roots it would have narrowed.
+    const answer = server.request({ method: 'roots/list' }, ANY_ROOTS_RESULT).catch((error: unknown) => {
+      const malformed = malformedAnswerText(error);
+      if (malformed === null) throw error;
+      process.stderr.write(`fs-tools: roots/list answer is not a JSON-RPC response: ${oneLine(malformed)}\n`);
+      return malformed;
+    });
+    state.roots.track(answer, (error) => {
       // A client that leaves while its answer is pending (MCP Inspector does) is not a failure: nothing to say.
       if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) return;
       process.stderr.write(`fs-tools: roots/list failed: ${oneLine((error as Error).message)}\n`);

@@ -11,6 +11,8 @@
  * whole session there) is never parsed: once it outgrows the limit the guard stops buffering it, keeps only its
  * first and last 64 KiB to recover the request id, drops the rest up to its newline, answers -32600 (with that id,
  * else null) and goes on serving. Memory per line is bounded by the limit, whatever the line's length.
+ * A line that answers one of the server's requests (an id, no method) but is no JSON-RPC response, or is dropped
+ * unread, is never answered (JSON-RPC does not answer a response): the request it answers fails as malformed.
  * The transport around it (stdin/stdout, backpressure, close) is src/server/stdio-transport.ts.
  */
 import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
@@ -85,7 +87,10 @@ export function moreMembersThan(text: string, limit: number): boolean {
 
 /** Where the guard's results go. */
 export interface LineGuardSinks {
-  /** One valid JSON-RPC message (parsed and checked by the SDK's `parseJSONRPCMessage`). */
+  /**
+   * One valid JSON-RPC message (parsed and checked by the SDK's `parseJSONRPCMessage`), or the error response that
+   * stands for a client's malformed answer to a server request (see malformedAnswer).
+   */
   message: (message: JSONRPCMessage) => void;
   /** One JSON-RPC error response to send for a line that was not a message (through the transport, in order). */
   reply: (message: JSONRPCMessage) => void;
@@ -127,13 +132,10 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
   const finishDropping = (): void => {
     const d = dropping!;
     dropping = null;
-    sinks.reply(
-      errorResponse(
-        idOfLongLine(d.head, Buffer.concat(d.tail)),
-        INVALID_REQUEST,
-        `Invalid Request: the line is ${d.bytes} bytes long, over the ${MAX_LINE_BYTES}-byte limit of one message; it was dropped`,
-      ),
-    );
+    const id = idOfLongLine(d.head, Buffer.concat(d.tail));
+    const why = `the line is ${d.bytes} bytes long, over the ${MAX_LINE_BYTES}-byte limit of one message; it was dropped`;
+    if (id !== null && responseHead(d.head.toString('utf8'))) sinks.message(malformedAnswer(id, `an answer: ${why}`));
+    else sinks.reply(errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`));
   };
 
   const judge = (line: Buffer): void => {
@@ -147,13 +149,11 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
     // Parsing cost grows with the number of object members (a 700,000-key object took seconds in JSON.parse alone):
     // a line past MAX_MESSAGE_MEMBERS is never parsed, like an over-long one (docs/security.md "Bounded work").
     if (moreMembersThan(text, MAX_MESSAGE_MEMBERS)) {
-      sinks.reply(
-        errorResponse(
-          idOfLongLine(line.subarray(0, ID_WINDOW_BYTES), line.subarray(Math.max(0, line.length - ID_WINDOW_BYTES))),
-          INVALID_REQUEST,
-          `Invalid Request: the message holds more than ${MAX_MESSAGE_MEMBERS} object members; it was dropped`,
-        ),
-      );
+      const head = line.subarray(0, ID_WINDOW_BYTES);
+      const id = idOfLongLine(head, line.subarray(Math.max(0, line.length - ID_WINDOW_BYTES)));
+      const why = `the message holds more than ${MAX_MESSAGE_MEMBERS} object members; it was dropped`;
+      if (id !== null && responseHead(head.toString('utf8'))) sinks.message(malformedAnswer(id, `an answer: ${why}`));
+      else sinks.reply(errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`));
       return;
     }
     let value: unknown;
@@ -170,6 +170,13 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
     } catch {
       const id = (value as { id?: unknown } | null)?.id;
       const usable = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
+      if (usable !== null && typeof value === 'object' && !Array.isArray(value) && !('method' in value!)) {
+        // An answer to one of the server's requests, in a shape JSON-RPC does not allow (a `result` that is not an
+        // object, neither result nor error): that request fails now, as malformed, not at the SDK's timeout.
+        const result = (value as { result?: unknown }).result;
+        sinks.message(malformedAnswer(usable, JSON.stringify(result)?.slice(0, 800) ?? 'neither result nor error'));
+        return;
+      }
       sinks.reply(errorResponse(usable, INVALID_REQUEST, 'Invalid Request: not a JSON-RPC 2.0 message'));
       return;
     }
@@ -219,6 +226,35 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
   };
 }
 
+/** Where a malformed answer's error response carries the answer's text (see malformedAnswerText). */
+const MALFORMED_ANSWER = 'fs_tools_malformed_answer';
+
+/**
+ * A client's line that answers one of the server's requests (an id and no method) but is not a JSON-RPC response —
+ * its `result` is not an object, it has neither result nor error, or it is too long or too large to parse — handed to
+ * the SDK as an error response for that id, so the request fails at once as malformed instead of waiting for the
+ * SDK's timeout with the state it would have changed (the roots: docs/security.md "Roots"). JSON-RPC never answers a
+ * response, so the client gets nothing back. `text` says what the answer was (its result's JSON, cut, or why it was
+ * dropped unread).
+ */
+function malformedAnswer(id: string | number, text: string): JSONRPCMessage {
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: { code: INVALID_REQUEST, message: 'Invalid response', data: { [MALFORMED_ANSWER]: text } },
+  } as unknown as JSONRPCMessage;
+}
+
+/**
+ * The text of a malformed answer when `error` is the failure of a request whose answer was one (see malformedAnswer),
+ * else null. A client that sends such an error itself only makes its own answer count as malformed.
+ */
+export function malformedAnswerText(error: unknown): string | null {
+  const data = (error as { data?: unknown } | null)?.data;
+  const text = typeof data === 'object' && data !== null ? (data as Record<string, unknown>)[MALFORMED_ANSWER] : null;
+  return typeof text === 'string' ? text : null;
+}
+
 function errorResponse(id: string | number | null, code: number, message: string): JSONRPCMessage {
   // id null is what JSON-RPC 2.0 prescribes when the request's id cannot be determined.
   return { jsonrpc: '2.0', id, error: { code, message } } as unknown as JSONRPCMessage;
@@ -244,10 +280,13 @@ function usableId(token: string): string | number | null {
 
 const ID_VALUE = /^\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|"(?:[^"\\]|\\.)*")/;
 
-/** A top-level "id" member of the object that starts `text` (which may be cut anywhere). */
-function idNearStart(text: string): string | number | null {
+/**
+ * Calls `visit(key, end)` for each top-level member key of the object that starts `text` (which may be cut anywhere),
+ * in order, where `end` is the index of the key's closing quote; stops when `visit` returns true or the text ends.
+ */
+function visitTopLevelKeys(text: string, visit: (key: string | number | null, end: number) => boolean): void {
   let i = text.search(/\S/);
-  if (i === -1 || text[i] !== '{') return null;
+  if (i === -1 || text[i] !== '{') return;
   let depth = 0;
   let expectKey = false;
   for (; i < text.length; i++) {
@@ -255,11 +294,8 @@ function idNearStart(text: string): string | number | null {
     if (ch === '"') {
       let end = i + 1;
       while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      if (end >= text.length) return null;
-      if (depth === 1 && expectKey && usableId(text.slice(i, end + 1)) === 'id') {
-        const value = ID_VALUE.exec(text.slice(end + 1, end + 1 + 1024));
-        return value ? usableId(value[1]) : null;
-      }
+      if (end >= text.length) return;
+      if (depth === 1 && expectKey && visit(usableId(text.slice(i, end + 1)), end)) return;
       expectKey = false;
       i = end;
     } else if (ch === '{' || ch === '[') {
@@ -271,7 +307,33 @@ function idNearStart(text: string): string | number | null {
       expectKey = true;
     }
   }
-  return null;
+}
+
+/** A top-level "id" member of the object that starts `text` (which may be cut anywhere). */
+function idNearStart(text: string): string | number | null {
+  let id: string | number | null = null;
+  visitTopLevelKeys(text, (key, end) => {
+    if (key !== 'id') return false;
+    const value = ID_VALUE.exec(text.slice(end + 1, end + 1 + 1024));
+    id = value ? usableId(value[1]) : null;
+    return true;
+  });
+  return id;
+}
+
+/**
+ * True when the first bytes of a line too long or too large to parse show a response: a top-level `result` or
+ * `error` member and no `method` among the members they hold.
+ */
+function responseHead(text: string): boolean {
+  let answer = false;
+  let method = false;
+  visitTopLevelKeys(text, (key) => {
+    if (key === 'method') method = true;
+    if (key === 'result' || key === 'error') answer = true;
+    return method;
+  });
+  return answer && !method;
 }
 
 /** An "id" member that is the last member of the line's top-level object. */

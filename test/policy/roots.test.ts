@@ -215,3 +215,35 @@ describe('RootSet reporting and client tracking', () => {
     expect(rootsEmptyError([])).toMatchObject({ code: 'ROOTS_EMPTY', path: null });
   });
 });
+
+describe('the shown text of a rejected client entry (review of the r8-roots work)', () => {
+  it('is one line of at most 200 characters, for a plain string and for a file:// URI path', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientAnswer({
+      roots: [
+        { uri: 'x\r\n\u2028y\u0085' },
+        { uri: `${uri(R.dir)}/nope%0Az` },
+        { uri: `${uri(R.dir)}/${'a'.repeat(1000)}` },
+        'b'.repeat(1000),
+      ],
+    });
+    const shown = s.client!.announced.map((a) => a.path);
+    expect(shown[0]).toBe('x\\u000d\\u000a\\u2028y\\u0085');
+    expect(shown[1]).toBe(`${R.dir}/nope\\u000az`);
+    expect(shown[2]).toHaveLength(200);
+    expect(shown[2].endsWith('…')).toBe(true);
+    expect(shown[3]).toHaveLength(200);
+    expect(s.rejected.map((r) => r.reason)).toEqual(['not_a_file_uri', 'missing', 'missing', 'malformed']);
+  });
+});
+
+describe('rejected entries in envelopes', () => {
+  it('ROOTS_EMPTY names the first 10 and counts the rest', async () => {
+    const s = new RootSet(cli(), 'narrow', true);
+    await s.applyClientAnswer({ roots: Array.from({ length: 12 }, (_, i) => ({ uri: `plain-${i}` })) });
+    const details = s.emptyError().details;
+    expect((details.rejected_roots as unknown[]).length).toBe(10);
+    expect(details.rejected_roots_omitted).toBe(2);
+    expect(s.rejected).toHaveLength(12);
+  });
+});

@@ -159,3 +159,34 @@ describe('members counted before parsing (docs/security.md "Bounded work")', () 
     expect(moreMembersThan('"a:b:c"', 0)).toBe(false);
   });
 });
+
+describe('a client answer that is not a JSON-RPC response (review of the roots work)', () => {
+  const failure = (m: JSONRPCMessage) => m as { id: unknown; error: { code: number; data: Record<string, string> } };
+
+  it.each([
+    ['a result that is an array', '{"jsonrpc":"2.0","id":0,"result":[{"uri":"file:///p"}]}', '[{"uri":"file:///p"}]'],
+    ['a string result', '{"jsonrpc":"2.0","id":"r1","result":"file:///p"}', '"file:///p"'],
+    ['neither result nor error', '{"jsonrpc":"2.0","id":3}', 'neither result nor error'],
+  ])('%s is handed on as a malformed answer for its id, and never answered', (_label, line, text) => {
+    const { messages, replies } = feed([`${line}\n`]);
+    expect(replies).toEqual([]);
+    expect(messages).toHaveLength(1);
+    const m = failure(messages[0]);
+    expect(m.id).toBe(JSON.parse(line).id);
+    expect(m.error.code).toBe(-32600);
+    expect(m.error.data.fs_tools_malformed_answer).toBe(text);
+  });
+
+  it('an over-long answer (result first, id last, as SDK clients write it) fails its request; an over-long request is answered', () => {
+    const answer = Buffer.from(
+      `{"result":{"roots":[{"uri":"file:///${'a'.repeat(MAX_LINE_BYTES)}"}]},"jsonrpc":"2.0","id":4}`,
+    );
+    const request = Buffer.from(
+      `{"jsonrpc":"2.0","id":5,"method":"x","params":{"result":"${'a'.repeat(MAX_LINE_BYTES)}"}}`,
+    );
+    const { messages, replies } = feed([answer, '\n', request, '\n']);
+    expect(messages.map((m) => [failure(m).id, failure(m).error.code])).toEqual([[4, -32600]]);
+    expect(failure(messages[0]).error.data.fs_tools_malformed_answer).toMatch(/^an answer: the line is \d+ bytes long/);
+    expect(replies.map((r) => [idOf(r), codeOf(r)])).toEqual([[5, -32600]]);
+  });
+});
