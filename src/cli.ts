@@ -220,8 +220,8 @@ async function main(argv: string[]): Promise<number> {
     }
     configureOwnFiles(config.stateDir);
     process.once('exit', removeOwnFilesOnExit);
-    // SPEC §6.4: roll back what a process that died mid-transaction left behind, before serving anything.
-    // Each journaled file is authorized as a live write would be; under --readonly nothing is applied (issue 11).
+    // docs/tools.md: roll back what a process that died mid-transaction left behind, before serving anything.
+    // Each journaled file is authorized as a live write would be; under --readonly nothing is applied.
     const policy = {
       roots: state.roots.current(),
       allowSecrets: config.allowSecrets,
@@ -279,7 +279,7 @@ async function main(argv: string[]): Promise<number> {
   if (config.roots.length === 0 && !config.rootsFromCommandLine && config.clientRoots !== 'ignore') {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
-  // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (SPEC §2).
+  // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (docs/tools.md).
   // Graceful shutdown (src/server/shutdown.ts): on stdin end or SIGTERM, stop taking calls, let those in flight finish
   // (or cancel them after the grace), answer them, remove this process's own files still in flight, exit. Idle worker
   // threads (search, regex) must not keep the process alive, hence the explicit exit.

@@ -1,5 +1,5 @@
 /**
- * Command-line flags → Config (SPEC §1). Parsing uses Node's built-in `util.parseArgs` (strict: an unknown flag is
+ * Command-line flags → Config (docs/cli.md). Parsing uses Node's built-in `util.parseArgs` (strict: an unknown flag is
  * an error). Every failure throws UsageError with a one-line reason; cli.ts turns it into exit status 2.
  * This module reads the filesystem only to resolve roots and load the policy file.
  */
@@ -16,7 +16,7 @@ import { describeRejection, type ConfiguredRoot, type RejectedRoot, type RootRej
 
 export type { ConfiguredRoot, RejectedRoot } from './policy/roots.js';
 
-/** Tool groups accepted by --tools (SPEC §1). */
+/** Tool groups accepted by --tools (docs/cli.md). */
 export const TOOL_GROUPS = ['fs-read', 'fs-write', 'git', 'issues'] as const;
 export type ToolGroup = (typeof TOOL_GROUPS)[number];
 
@@ -47,7 +47,7 @@ export interface Limits {
   maxMediaBytes: number;
   /**
    * Most entries one list_directory page returns, and the page of a names-and-types listing; a `long` listing's page
-   * defaults to the smaller of this and 1000 (src/tools/list-directory.ts). Default 10000 (issue #19).
+   * defaults to the smaller of this and 1000 (src/tools/list-directory.ts). Default 10000.
    */
   maxListEntries: number;
   /** Most matches one search_files page returns. Default 500. */
@@ -72,7 +72,7 @@ export interface Config {
   mode: Mode;
   /** Roots from the command line, or the working-directory default; empty when there is none. */
   roots: ConfiguredRoot[];
-  /** True when roots came from ROOT/--root (not the cwd default). Decides client-root narrowing (SPEC §4.1). */
+  /** True when roots came from ROOT/--root (not the cwd default). Decides client-root narrowing (docs/security.md "Roots"). */
   rootsFromCommandLine: boolean;
   /**
    * Command-line roots left out because they do not exist, are not directories or cannot be read (serve only: every
@@ -105,7 +105,7 @@ export interface Config {
   stateDir: string;
   limits: Limits;
   /**
-   * `--native=on|off` (issue #19): content search's reader threads read through the native addon when it loads
+   * `--native=on|off`: content search's reader threads read through the native addon when it loads
    * (src/fs/native-reader.ts); `off` keeps them on the JavaScript path. Default on.
    */
   native: 'on' | 'off';
@@ -209,7 +209,7 @@ export interface ParseEnvironment {
 
 /**
  * Parses argv (without node and script) into a Config.
- * @throws UsageError for an unknown flag, a bad value, a missing root, or an invalid policy file (SPEC §1: exit 2)
+ * @throws UsageError for an unknown flag, a bad value, a missing root, or an invalid policy file (docs/cli.md: exit 2)
  */
 export function parseConfig(argv: readonly string[], env: ParseEnvironment): Config {
   let parsed;
@@ -404,7 +404,7 @@ function unknownOption(given: string): string {
 }
 
 /**
- * `--git-remote-allow=LIST` (SPEC §1, src/vcs/host-allow.ts): comma-separated entries, trimmed, empties dropped. An
+ * `--git-remote-allow=LIST` (docs/cli.md, src/vcs/host-allow.ts): comma-separated entries, trimmed, empties dropped. An
  * empty result means the default (the hosts the operator configured); `default` and `*` are kept as given.
  * @throws UsageError for an entry that is not a host, host/path or repository URL (it would silently admit nothing)
  */
@@ -474,7 +474,7 @@ function rejectBadRoots(mode: Mode, rejected: readonly RejectedRoot[]): void {
   throw new UsageError(`root ${describeRejection(first.reason)}: ${first.given}`);
 }
 
-/** SPEC §1: the cwd is the default root unless it is the filesystem root or the home directory. */
+/** docs/cli.md: the cwd is the default root unless it is the filesystem root or the home directory. */
 function defaultRoots(env: ParseEnvironment): ConfiguredRoot[] {
   let real: string;
   try {
@@ -546,7 +546,7 @@ function parseToolList(raw: string, toolNames: readonly string[]): Set<string> {
 }
 
 /**
- * The platform's user state directory for fs-tools (SPEC §1 --state-dir): $XDG_STATE_HOME/fs-tools or
+ * The platform's user state directory for fs-tools (docs/cli.md --state-dir): $XDG_STATE_HOME/fs-tools or
  * ~/.local/state/fs-tools on Linux (XDG Base Directory spec); env-paths' data directory elsewhere
  * (~/Library/Application Support/fs-tools, %LOCALAPPDATA%\fs-tools\Data).
  */

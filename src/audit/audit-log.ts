@@ -1,12 +1,12 @@
 /**
- * The audit log (SPEC §9): with --audit-log, one JSON line per tool call with time, tool, action, paths, outcome
+ * The audit log (docs/security.md): with --audit-log, one JSON line per tool call with time, tool, action, paths, outcome
  * code (or "ok"), hashes before and after, bytes and duration. Never file content, patch bodies, issue bodies or
  * secrets: entries are built from an allow-list of fields, and every string passes `redact()`. Lines carry
  * agent-chosen strings (paths, actions), JSON-escaped: a consumer must parse them as JSON, never paste them into a
  * shell. Writing the log never fails a call: the first failure is reported once on stderr and later ones are silent.
  *
  * The file is opened ONCE, at start-up, with O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW (mode 0600 when created), and every
- * line is written through that descriptor (issue 11 item 6): moving the log or its directory away, or putting a link
+ * line is written through that descriptor: moving the log or its directory away, or putting a link
  * where it was, changes nothing about where lines go. A log that is a symlink at start-up is refused (stderr).
  */
 import { closeSync, constants, fstatSync, openSync, realpathSync, writeSync } from 'node:fs';
@@ -82,7 +82,7 @@ export class AuditLog {
 
   /**
    * True when `record` writes lines: a log was given and opened. When false `record` does nothing, so a caller may skip
-   * building the entry (issue #19: formatting the time of every call without a log was about 1 % of a small read's CPU).
+   * building the entry (formatting the time of every call without a log was about 1 % of a small read's CPU).
    */
   get enabled(): boolean {
     return this.fd !== null;

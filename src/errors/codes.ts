@@ -1,12 +1,12 @@
 /**
- * The one table of error codes (SPEC §3.1, §3.2; seeds/001 is normative).
+ * The one table of error codes (docs/errors.md, the normative envelope contract).
  *
  * Each code maps to its default `retryable` and `recovery`. Filesystem codes are fixed by this table; issue-tool
  * codes are defaults that `src/vcs` overrides per call (a read may retry a rate limit, a write never does).
  * `src/errors/to-envelope.ts` is the only reader of this table.
  */
 
-/** What the caller should do next. SPEC §3: the filesystem mapper uses only the first three. */
+/** What the caller should do next. docs/errors.md: the filesystem mapper uses only the first three. */
 export type Recovery =
   'read_and_rebase' | 'check_already_applied' | 'fix_arguments' | 'retry_later' | 'fix_environment';
 
@@ -21,7 +21,7 @@ const env = { retryable: false, recovery: 'fix_environment' } as const;
 const checkApplied = { retryable: false, recovery: 'check_already_applied' } as const;
 
 export const ERROR_CODES = {
-  // ---- SPEC §3.1 filesystem codes ----
+  // ---- docs/errors.md filesystem codes ----
   /** Path (or its resolved target) outside the roots. details: { reason, roots: the real root paths in force } */
   NOT_ALLOWED: fix,
   /** Path missing inside the roots (or hidden by the file policy). details: { near?: up to 5 existing paths } */
@@ -43,8 +43,8 @@ export const ERROR_CODES = {
   /** --auto-occ=block and no expected hash is known. details: { current_hash } */
   HASH_REQUIRED: rebase,
   /**
-   * A hunk or edit did not apply. details: SPEC §3.1 PATCH_FAILED details, plus failures/failed_count when several
-   * failed. seeds/001: recovery read_and_rebase; malformed/no_hunks override it to fix_arguments (the patch text).
+   * A hunk or edit did not apply. details: docs/errors.md PATCH_FAILED details, plus failures/failed_count when several
+   * failed. docs/errors.md: recovery read_and_rebase; malformed/no_hunks override it to fix_arguments (the patch text).
    */
   PATCH_FAILED: { retryable: false, recovery: 'read_and_rebase' },
   /** Codex *** Begin Patch format. details: { line } */
@@ -66,7 +66,7 @@ export const ERROR_CODES = {
   /** A bug. details: { incident_id } (also logged to stderr with the stack). */
   INTERNAL: fix,
 
-  // ---- SPEC §3.2 issue-tool codes (defaults; src/vcs sets retryable/recovery per call) ----
+  // ---- docs/issue-tools.md issue-tool codes (defaults; src/vcs sets retryable/recovery per call) ----
   GH_CLI_MISSING: env,
   GH_AUTH_REQUIRED: env,
   GH_FORBIDDEN: env,
@@ -94,7 +94,7 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 /** All codes in table order (used by the envelope JSON schema and the pin test). */
 export const ALL_ERROR_CODES = Object.keys(ERROR_CODES) as ErrorCode[];
 
-/** All recovery values, in SPEC §3.2 order. */
+/** All recovery values, in docs/issue-tools.md order. */
 export const ALL_RECOVERIES: readonly Recovery[] = [
   'read_and_rebase',
   'check_already_applied',

@@ -1,5 +1,5 @@
 /**
- * The envelope as a zod schema (SPEC §3), for output schemas that embed per-item envelopes (read_files) and for
+ * The envelope as a zod schema (docs/errors.md), for output schemas that embed per-item envelopes (read_files) and for
  * tests that check every failure against the contract.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * The one filter every outgoing message passes (SPEC §3: no token, no credential in a URL; §8: tokens redacted from
+ * The one filter every outgoing message passes (docs/errors.md: no token, no credential in a URL; docs/issue-tools.md: tokens redacted from
  * every message and log). Pure string rewriting, no IO.
  */
 

@@ -1,8 +1,8 @@
 /**
- * The one mapper (SPEC §3): every tool failure, typed or not, becomes exactly one envelope here, and only here.
+ * The one mapper (docs/errors.md): every tool failure, typed or not, becomes exactly one envelope here, and only here.
  * A ToolError maps to its own code; Node errno errors map by errno; anything else is INTERNAL with an incident id
  * logged to stderr with its stack. Never maps an unknown failure to a client-fault code other than INTERNAL's
- * fix_arguments default (STYLE §4.4, the SDK REVIEW.md catch). Every string leaves through `redact()`.
+ * fix_arguments default. Every string leaves through `redact()`.
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
@@ -12,7 +12,7 @@ import { redact, redactDeep } from './redact.js';
 import { ToolError } from './tool-error.js';
 
 /**
- * The envelope body (SPEC §3), derived from its zod schema (src/errors/envelope-schema.ts; issue #20: one type per
+ * The envelope body (docs/errors.md), derived from its zod schema (src/errors/envelope-schema.ts; one type per
  * shape). Extra members appear only for OCC_MISMATCH.
  */
 export type EnvelopeError = z.infer<typeof EnvelopeErrorSchema>;
@@ -66,7 +66,7 @@ const DEFAULT_SUGGESTIONS: Record<ErrorCode, string> = {
   GL_FAILED: 'See the message and details.',
 };
 
-/** errno → code for Node errors that reach the mapper without a ToolError wrapper (SPEC §3.1, §4.3). */
+/** errno → code for Node errors that reach the mapper without a ToolError wrapper (docs/errors.md). */
 const IO_ERRNOS = new Set([
   'ENOSPC',
   'EIO',
@@ -106,7 +106,7 @@ export function setIncidentLogger(logger: (line: string) => void): (line: string
 }
 
 /**
- * Turns any thrown value into the SPEC §3 envelope.
+ * Turns any thrown value into the docs/errors.md envelope.
  * @param error a ToolError, a Node errno error, or anything else (→ INTERNAL)
  * @returns the envelope, with every string redacted
  */

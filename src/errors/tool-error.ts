@@ -1,5 +1,5 @@
 /**
- * Typed tool errors (SPEC §3). Handlers and policy throw these; `to-envelope.ts` turns them (and bare Node errors)
+ * Typed tool errors (docs/errors.md). Handlers and policy throw these; `to-envelope.ts` turns them (and bare Node errors)
  * into the envelope. Field names follow Node's errno errors (`code`, `path`), as node-tar's error classes do, so
  * the mapper reads a ToolError and an `fs` error the same way. Nothing here formats an envelope.
  */
@@ -13,7 +13,7 @@ export interface ToolErrorOptions {
   details?: Record<string, unknown>;
   /** The next call to make. Defaults to a per-code suggestion in the mapper. */
   suggestion?: string;
-  /** Overrides the table's `retryable` (issue tools only: SPEC §3.2 sets it per call). */
+  /** Overrides the table's `retryable` (issue tools only: docs/issue-tools.md sets it per call). */
   retryable?: boolean;
   /** Overrides the table's `recovery` (issue tools; PATCH_FAILED malformed/no_hunks → fix_arguments). */
   recovery?: Recovery;
@@ -21,7 +21,7 @@ export interface ToolErrorOptions {
   cause?: unknown;
 }
 
-/** A failure with a SPEC §3 code. `message` is one sentence for a person. */
+/** A failure with a docs/errors.md code. `message` is one sentence for a person. */
 export class ToolError extends Error {
   override readonly name = 'ToolError';
   readonly code: ErrorCode;
@@ -42,7 +42,7 @@ export class ToolError extends Error {
   }
 
   /**
-   * Extra members placed in `error` beside `details` (SPEC §3: OCC_MISMATCH carries `expected_hash`,
+   * Extra members placed in `error` beside `details` (docs/errors.md: OCC_MISMATCH carries `expected_hash`,
    * `current_hash`, `conflict` there). Subclasses override.
    */
   envelopeExtras(): Record<string, unknown> {
@@ -50,7 +50,7 @@ export class ToolError extends Error {
   }
 }
 
-/** What changed between the expected and the current content (SPEC §3). */
+/** What changed between the expected and the current content (docs/errors.md). */
 export interface OccConflict {
   /** `overlapping`: on_conflict "merge" found changes of both sides that overlap or touch (docs/errors.md). */
   reason: 'modified' | 'deleted' | 'created' | 'overlapping';
@@ -68,7 +68,7 @@ export interface OccConflict {
 }
 
 /**
- * What a deleted file's OCC_MISMATCH tells the agent (issue 21). There is nothing to re-read, so "read and rebase" and
+ * What a deleted file's OCC_MISMATCH tells the agent. There is nothing to re-read, so "read and rebase" and
  * `retryable: true` would send it in circles: the envelope says `retryable: false` (seed 001 lists OCC_MISMATCH among
  * the codes that MAY be retryable; this conflict cannot be resolved by acting on the envelope and calling again) and
  * `recovery: "fix_arguments"` — the only ways on change the arguments: re-create the file deliberately with
@@ -78,7 +78,7 @@ export const DELETED_CONFLICT_SUGGESTION =
   'The file was deleted after the version you expected; there is nothing to read. ' +
   'Stop, or re-create it deliberately with write_file and expected_hash: "absent".';
 
-/** OCC_MISMATCH: the file is not what the caller expected (SPEC §5). */
+/** OCC_MISMATCH: the file is not what the caller expected (docs/errors.md "Optimistic concurrency"). */
 export class OccMismatchError extends ToolError {
   readonly expectedHash: string;
   readonly currentHash: string | null;
@@ -110,7 +110,7 @@ export class OccMismatchError extends ToolError {
   }
 }
 
-/** SPEC §3.1 PATCH_FAILED details. Lines are 1-based. */
+/** docs/errors.md PATCH_FAILED details. Lines are 1-based. */
 export interface PatchFailedDetails {
   reason: 'no_match' | 'ambiguous' | 'overlap' | 'already_applied' | 'malformed' | 'no_hunks';
   /** edit_file: index of the failing edit in `edits` (0-based). */
@@ -126,7 +126,7 @@ export interface PatchFailedDetails {
   current_hash?: string | null;
   /**
    * Every failing hunk (apply_patch, within one file) or edit (edit_file), in order, each with its own reason and
-   * diagnosis (issue 21: all known problems in one envelope). The first is also spread into the top-level fields.
+   * diagnosis (all known problems in one envelope). The first is also spread into the top-level fields.
    * Present only when two or more failed (with one, the top-level fields are that one); `failed_count` is the total.
    */
   failures?: Array<Record<string, unknown>>;
@@ -136,7 +136,7 @@ export interface PatchFailedDetails {
 
 /**
  * PATCH_FAILED: an edit or hunk did not apply to the current content; nothing was written. `recovery` defaults to the
- * table's `read_and_rebase`; the patch-text failures (`malformed`, `no_hunks`) pass `fix_arguments` (issue 21:
+ * table's `read_and_rebase`; the patch-text failures (`malformed`, `no_hunks`) pass `fix_arguments` (
  * re-reading the file cannot repair a patch that has no usable hunk — the patch text is the problem).
  */
 export class PatchFailedError extends ToolError {
@@ -153,7 +153,7 @@ export class PatchFailedError extends ToolError {
   }
 }
 
-/** One file's fate in a rollback (SPEC §3.1 ROLLBACK_* details.files). */
+/** One file's fate in a rollback (docs/errors.md ROLLBACK_* details.files). */
 export interface RollbackFile {
   path: string;
   status: 'restored' | 'not_restored' | 'left_alone';

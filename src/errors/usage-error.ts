@@ -1,6 +1,6 @@
 /**
  * Start-up errors (bad flag, bad root, bad policy file): a family apart from tool errors, like the SDK's SdkError
- * beside ProtocolError. `cli.ts` prints the one-line message to stderr and exits with status 2 (SPEC §1). A
+ * beside ProtocolError. `cli.ts` prints the one-line message to stderr and exits with status 2 (docs/cli.md). A
  * UsageError never becomes an envelope.
  */
 export class UsageError extends Error {
@@ -11,6 +11,6 @@ export class UsageError extends Error {
     super(message.replace(/\s*[\r\n]+\s*/g, ' ').trim());
   }
 
-  /** Process exit status for this error (SPEC §1: 2). */
+  /** Process exit status for this error (docs/cli.md: 2). */
   readonly exitCode = 2;
 }

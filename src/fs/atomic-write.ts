@@ -1,5 +1,5 @@
 /**
- * Atomic, no-follow writes (SPEC §4.1, §6.2). The one place that replaces a file's bytes, entirely through the
+ * Atomic, no-follow writes (docs/security.md "Roots"). The one place that replaces a file's bytes, entirely through the
  * verified parent directory descriptor (src/fs/verified-dir.ts):
  *   1. a temporary file is created in the verified parent with O_CREAT|O_EXCL|O_NOFOLLOW (never an existing file);
  *      no ancestor swapped for a link can redirect it;
@@ -51,12 +51,12 @@ export interface AtomicWriteOptions {
   mode?: number | null;
   /** Identity check before rename; omit to skip (e.g. the caller holds no snapshot). */
   expected?: ExpectedTarget;
-  /** Test seam (fault injection, SPEC issue 7): called between the temp write and the rename. */
+  /** Test seam (fault injection): called between the temp write and the rename. */
   beforeRename?: () => Promise<void>;
 }
 
 /**
- * Whether this build carries the in-process test seams (issue #20). `FS_TOOLS_TEST_SEAMS` is a build-time constant,
+ * Whether this build carries the in-process test seams. `FS_TOOLS_TEST_SEAMS` is a build-time constant,
  * not a variable anyone can set at run time: vitest.config.ts defines it as `true` for the in-process suite;
  * scripts/bundle.mjs defines it as `false`, so esbuild folds this to `false` and the production bundle (dist/) carries
  * no setter and never calls an injector. Undefined (any other way of running src/) means off.
@@ -184,7 +184,7 @@ export async function writeFileAtomicIn(
 function retarget(error: unknown, tmp: string, target: string): unknown {
   const e = error as NodeJS.ErrnoException;
   // FileHandle operations (write, sync, chmod) fail without a path: an ENOSPC or EIO there is about the target too
-  // (issue 7: a full disk was reported with path null).
+  // (a full disk was reported with path null).
   if (e && typeof e === 'object' && typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && e.path === undefined)
     e.path = target;
   if (e && typeof e === 'object' && e.path === tmp) {
@@ -199,7 +199,7 @@ function retarget(error: unknown, tmp: string, target: string): unknown {
 /**
  * The start of a temporary file's name for the target name `base`: `.BASE.fs-tools-`, followed by 12 hex digits and
  * `.tmp`. BASE is cut at a character boundary so the whole name fits NAME_MAX (255 bytes): with the full name, a file
- * whose name is 229-255 bytes long could not be written at all (issue 7).
+ * whose name is 229-255 bytes long could not be written at all.
  */
 export function temporaryPrefix(base: string): string {
   const room = 255 - '..fs-tools-'.length - 12 - '.tmp'.length;
@@ -235,7 +235,7 @@ export async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * Creates the missing directories between the nearest existing ancestor and `target` (SPEC §6.2 create_directory,
+ * Creates the missing directories between the nearest existing ancestor and `target` (docs/tools.md create_directory,
  * write_file create_dirs), one level at a time, each relative to its verified parent and opened with O_NOFOLLOW
  * (src/fs/verified-dir.ts openDirCreating).
  * @returns the directories created, outermost first

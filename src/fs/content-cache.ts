@@ -1,6 +1,6 @@
 /**
- * A process-wide cache of the whole-file facts a read reports (SPEC §5: the content hash always covers the whole
- * file; SPEC §6.1: total lines, EOL style, BOM, UTF-8 validity), plus a sparse line index, so that a range read of a
+ * A process-wide cache of the whole-file facts a read reports (docs/errors.md "Optimistic concurrency": the content hash always covers the whole
+ * file; docs/tools.md: total lines, EOL style, BOM, UTF-8 validity), plus a sparse line index, so that a range read of a
  * large unchanged file neither re-hashes nor re-scans it. Used by read_file / read_files (src/fs/read-range.ts);
  * mutations never trust it (their optimistic-concurrency check always hashes the bytes it replaces,
  * src/fs/read-current.ts).

@@ -1,5 +1,5 @@
 /**
- * Content hashes (SPEC §5): `sha256:` + 64 lower-case hex digits over the file's raw bytes (BOM and line endings
+ * Content hashes (docs/errors.md "Optimistic concurrency"): `sha256:` + 64 lower-case hex digits over the file's raw bytes (BOM and line endings
  * included), always the whole file.
  */
 import { createHash, hash as oneShotHash, type Hash } from 'node:crypto';
@@ -34,7 +34,7 @@ export function savedVersionChecked<T extends z.ZodType<{ old_base64: string | n
 
 /**
  * Hash of a byte buffer, in one shot (`crypto.hash`: no Hash object; for a few KB about half the cost of
- * createHash + update + digest, issue #19).
+ * createHash + update + digest).
  */
 export function hashBytes(bytes: Uint8Array): string {
   return HASH_PREFIX + oneShotHash('sha256', bytes, 'hex');

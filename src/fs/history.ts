@@ -1,5 +1,5 @@
 /**
- * The undo history (issue 18, "Undo"): every change the server made to files through the one mutation pipeline
+ * The undo history ("Undo"): every change the server made to files through the one mutation pipeline
  * (src/tools/file-mutation.ts `runMutation`), one JSON file per change under `<state-dir>/history/`, so it survives
  * a restart. The state directory is never reachable by the file tools (src/policy/builtin-guards.ts), but a state
  * directory configured inside a root was once writable, so every record is validated strictly (zod, old bytes against
@@ -30,7 +30,7 @@ export interface HistoryFile {
   /** Hash the change left; null when it deleted the file (or left a directory or link: see new_kind). */
   new_hash: string | null;
   /**
-   * What was there before when it was not a file or nothing (issue 18, undo gaps): a directory (old_mode its
+   * What was there before when it was not a file or nothing (undo gaps): a directory (old_mode its
    * permission bits) or a symbolic link to `old_target`. Absent: a file (old_base64) or nothing.
    */
   old_kind?: 'directory' | 'symlink';
@@ -110,7 +110,7 @@ const ChangeSchema = z.strictObject({
       ),
     )
     .min(1)
-    // A tree operation is one change (issue 18): a recursive delete of up to 100 000 entries, or a directory move
+    // A tree operation is one change: a recursive delete of up to 100 000 entries, or a directory move
     // (each entry at its old and its new path). The byte bound (--history-max-bytes) usually stops far earlier.
     .max(250_000),
 });
@@ -265,7 +265,7 @@ async function serializeChange(change: HistoryChange, maxBytes: number): Promise
 
 /**
  * Counts a change that was not recorded because its record would exceed --history-max-bytes (a tree operation
- * found too large while recording it, issue 18); the listing's note says so.
+ * found too large while recording it); the listing's note says so.
  * @throws Node errno errors (the caller logs them)
  */
 export async function recordSkipped(stateDir: string): Promise<void> {
@@ -356,7 +356,7 @@ export function historyEntryOf(
 }
 
 /**
- * The history entries of a whole tree at `realTop` (issue 18: a tree operation is one change), from its snapshot
+ * The history entries of a whole tree at `realTop` (a tree operation is one change), from its snapshot
  * (src/fs/tree-ops.ts `snapshotTree`, pre-order): `removed` — the tree went from what the snapshot holds to nothing
  * (a recursive delete, the old place of a directory move; file bytes are required); `created` — from nothing to what
  * the snapshot holds (a recursive copy, the new place of a move). The top directory comes first, with `topMode`.

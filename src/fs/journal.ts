@@ -1,5 +1,5 @@
 /**
- * The mutation journal (SPEC §6.4): before the first write of a multi-file change, one entry per transaction is
+ * The mutation journal (docs/tools.md): before the first write of a multi-file change, one entry per transaction is
  * written durably under `<state-dir>/journal/` (file fsynced, then its directory), holding for every file its old
  * bytes (or their absence) and the hash we intend to leave there. The entry is removed once the change is committed
  * or rolled back. An entry found at start-up belongs to a process that died mid-transaction.
@@ -13,7 +13,7 @@ import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, savedVersionChecked } from './hash.js';
 import { selfIdentity, type ProcessIdentity } from './process-identity.js';
 
-/** One file of a journaled transaction. Hashes are content hashes (SPEC §5). */
+/** One file of a journaled transaction. Hashes are content hashes (docs/errors.md "Optimistic concurrency"). */
 export interface JournalFile {
   path: string;
   /** Old bytes, base64; null when the file did not exist. */

@@ -1,5 +1,5 @@
 /**
- * Finding matching lines in text for search_files (SPEC §6.1). A literal query runs in this thread (an escaped
+ * Finding matching lines in text for search_files (docs/tools.md). A literal query runs in this thread (an escaped
  * pattern has no backtracking to blow up). A user regular expression runs in a worker thread that is terminated
  * when one file exceeds the time limit, so a catastrophic pattern costs at most that long and never blocks other
  * calls.
@@ -266,7 +266,7 @@ export function matcherSpec(
  *
  * With `literal` — a string every matching line contains (the query itself for a case-sensitive literal search, or
  * `requiredLiteral` of a regular expression: the same promise the `needle` prefilter relies on) — only the lines that
- * contain it are tested (issue #19: a regular expression whose literal is in most files was run on every line of
+ * contain it are tested (a regular expression whose literal is in most files was run on every line of
  * each; now the lines are found with `indexOf`, and each candidate line is still tested with `re` exactly as above,
  * so the hits are the same).
  */

@@ -1,5 +1,5 @@
 /**
- * One sorted listing of a directory, shared (issue #14). Every page of list_directory and every search re-walks
+ * One sorted listing of a directory, shared. Every page of list_directory and every search re-walks
  * the directories it visits; a 200,000-entry directory read and sorted per page and per concurrent call held one
  * copy per call (4.5 GB at 150 concurrent listings). Here a directory's sorted listing is read once and shared:
  *
@@ -31,7 +31,7 @@ export const CACHE_MAX_ENTRIES = 1_000_000;
  * A directory whose own size (st_size) is at most this holds fewer than CACHE_MIN_ENTRIES entries on the common file
  * systems (ext4: at least 12 bytes per entry, so at most 341 in one 4 KiB block; tmpfs: 20 per entry; xfs: a block or
  * less), so its listing would not be kept: a walk may read and sort it itself (`sortListing`) without asking the cache
- * (issue #19: the cache's identity is two fstats per directory). On a file system whose directory sizes say less
+ * (the cache's identity is two fstats per directory). On a file system whose directory sizes say less
  * (btrfs counts name bytes) a directory of many short names may be read so too: it is then read afresh, never wrong.
  */
 export const SMALL_DIRECTORY_BYTES = 4096;

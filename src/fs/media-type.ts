@@ -1,6 +1,6 @@
 /**
  * Media type detection from a file's first bytes (magic numbers), never from its name: a `.png` that holds text is
- * not an image, and a renamed image still is one. Used by read_media (issue #18).
+ * not an image, and a renamed image still is one. Used by read_media.
  *
  * Recognized (the formats models and MCP clients accept as image/audio content):
  * - images: PNG, JPEG, GIF (87a/89a), WebP (RIFF…WEBP)

@@ -1,5 +1,5 @@
 /**
- * The optional native addon of content search (issue #19): native/fs_tools_native.c, built by scripts/build-native.mjs
+ * The optional native addon of content search: native/fs_tools_native.c, built by scripts/build-native.mjs
  * into dist/native/<platform>-<arch>/fs_tools_native.node and shipped in the package. It opens, checks and reads a
  * batch of files relative to one verified directory descriptor (openat, O_NOFOLLOW) and applies content search's
  * prefilter (binary verdict, required bytes) without a JavaScript call per syscall. src/fs/search-reader.ts uses it in

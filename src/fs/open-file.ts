@@ -1,5 +1,5 @@
 /**
- * Opening files that policy authorized, with defense in depth (SPEC §4.1, §4.3), like node-tar's O_NOFOLLOW writes:
+ * Opening files that policy authorized, with defense in depth (docs/security.md "Roots"), like node-tar's O_NOFOLLOW writes:
  * - O_NOFOLLOW: a symlink swapped into the last component after the check makes the open fail (ELOOP);
  * - O_NONBLOCK: a FIFO swapped in after the check cannot hang the open, and fstat then refuses it;
  * - after the open, the file actually opened is proven to be the authorized one by the one check of
@@ -62,7 +62,7 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
   let fd: number;
   const parent = path.dirname(real);
   try {
-    // The parent is held open between calls (issue #19) and proven to be at its path before each use.
+    // The parent is held open between calls and proven to be at its path before each use.
     fd = isInside(parent)
       ? withHeldDirSync(parent, isInside, (dir) =>
           dir.openFileSync(path.basename(real), { flags: constants.O_RDONLY | O_NONBLOCK }),
@@ -139,7 +139,7 @@ export function readSmallFileSync(
 }
 
 /**
- * FIFOs, sockets, devices and directories are never read (SPEC §4.3: reading a FIFO would hang the server).
+ * FIFOs, sockets, devices and directories are never read (docs/security.md: reading a FIFO would hang the server).
  * @throws ToolError FILE_POLICY_DENIED rule special_file
  */
 export function assertRegularFile(stats: Stats, real: string): void {

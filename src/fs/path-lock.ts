@@ -1,5 +1,5 @@
 /**
- * Serializes mutations of the same path (SPEC §5: no lost update) in this process and across every fs-tools process
+ * Serializes mutations of the same path (docs/errors.md "Optimistic concurrency": no lost update) in this process and across every fs-tools process
  * that can see the file — whatever their --state-dir, HOME, XDG_STATE_HOME or TMPDIR.
  *
  * In-process: a promise chain per path. Across processes: a lock file BESIDE the target, in the target's parent

@@ -1,5 +1,5 @@
 /**
- * Pure containment predicates (SPEC §4.1): a separator boundary (`/a/proj` does not contain `/a/proj-secret`),
+ * Pure containment predicates (docs/security.md "Roots"): a separator boundary (`/a/proj` does not contain `/a/proj-secret`),
  * case-insensitive where the platform's filesystem is (Windows, macOS). No IO, no decisions: policy
  * (src/policy/containment.ts) decides with them, and primitives that must re-prove where a descriptor landed (the
  * search reader threads) use them without importing policy (the layering rule: test/layering.test.ts).

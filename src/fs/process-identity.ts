@@ -1,5 +1,5 @@
 /**
- * Who owns a lock or a journal entry, and whether that process is still running (issue 11 item 7). A pid alone is
+ * Who owns a lock or a journal entry, and whether that process is still running. A pid alone is
  * not an identity: pids are reused. An owner is recorded as pid + the process's start time (field 22 of
  * /proc/PID/stat, clock ticks since boot) + the boot id (/proc/sys/kernel/random/boot_id) + the pid namespace
  * (/proc/self/ns/pid) + the host name. An owner is judged `gone` only on proof: another boot, no such pid, or a pid

@@ -1,5 +1,5 @@
 /**
- * Reading a file's current state before a mutation (SPEC §5, §3.3 step 9): its bytes (up to a cap), hash and
+ * Reading a file's current state before a mutation (docs/errors.md "Optimistic concurrency" step 9): its bytes (up to a cap), hash and
  * identity, through its verified parent directory (src/fs/verified-dir.ts) and a no-follow open. Used inside the path
  * lock, so what the OCC check sees is what the write replaces.
  */
@@ -86,7 +86,7 @@ export async function readCurrentIn(dir: VerifiedDir, name: string, options: Rea
 
 /**
  * True when `p` is an existing directory (not a link to one). A path-string lstat: only for the existence checks of
- * SPEC §3.3 step 7, before the lock; every decision inside the lock is taken again through verified descriptors.
+ * docs/errors.md "Order of checks" step 7, before the lock; every decision inside the lock is taken again through verified descriptors.
  */
 export async function isDirectory(p: string): Promise<boolean> {
   return (await lstat(p).catch(() => null))?.isDirectory() ?? false;

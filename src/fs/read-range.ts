@@ -1,5 +1,5 @@
 /**
- * Bounded-memory reads of a line or byte range (SPEC §6.1), with the whole-file facts every read reports (SPEC §5):
+ * Bounded-memory reads of a line or byte range (docs/tools.md), with the whole-file facts every read reports (docs/errors.md "Optimistic concurrency"):
  * one streaming pass over the file computes the content hash, the line count, the EOL style, the BOM and UTF-8
  * validity, and finds the byte offsets of the requested lines; then only the range (at most `maxBytes`) is read.
  * Memory is one chunk plus the returned range, whatever the file size. Ranges are exact: a range holds the bytes of
@@ -49,7 +49,7 @@ export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
 }
 
 /**
- * The bytes behind each `bytesSource` (issue #19): the streaming pass scans them where they are instead of copying
+ * The bytes behind each `bytesSource`: the streaming pass scans them where they are instead of copying
  * them into a buffer of its own first. The bytes are the caller's (read for this one call); nothing here writes to them.
  */
 const inMemory = new WeakMap<RangeSource, Buffer>();
@@ -226,7 +226,7 @@ async function readRangeOnce(
     bom: scan.bom,
     validUtf8: scan.validUtf8,
     // A copy, so that a short range does not keep a large read buffer alive; the whole of a file read in one chunk is
-    // that buffer already (read for this call alone), so it is handed on as it is (issue #19: one copy less per read).
+    // that buffer already (read for this call alone), so it is handed on as it is (one copy less per read).
     bytes: scan.whole && content.length === scan.whole.length ? content : Buffer.from(content),
     startByte,
     endByte: nextOffset,
@@ -311,7 +311,7 @@ async function scanFile(
   // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
   let hasher: ReturnType<typeof createContentHasher> | null = null;
   let unhashed: Buffer | null = null;
-  // Bytes already in memory are scanned in place, as one chunk: no buffer, no copy (issue #19).
+  // Bytes already in memory are scanned in place, as one chunk: no buffer, no copy.
   const preread = inMemory.get(handle);
   // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
   // A file that reports 0 bytes may hold more (procfs): its first read is a whole small chunk (some such files refuse
@@ -410,7 +410,7 @@ async function scanFile(
       checkpointNewlines: Float64Array.from(checkpoints),
     };
   }
-  // Written out rather than spread from fileFacts: this runs once per read (issue #19).
+  // Written out rather than spread from fileFacts: this runs once per read.
   return {
     hash,
     size,

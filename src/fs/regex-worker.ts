@@ -1,9 +1,9 @@
 /**
- * Worker side of bounded regular-expression search (SPEC §6.1: a user-supplied regular expression can never stall
+ * Worker side of bounded regular-expression search (docs/tools.md: a user-supplied regular expression can never stall
  * the server). Runs in a worker thread that the main thread terminates when a file takes too long.
  * Message in: { id, source, flags, text }. Message out: { id, lines: [[lineIndex, column], …] } (0-based line,
  * 0-based UTF-16 column of the first match on each matching line).
- * With `replacement` in the message (replace_in_files, issue 18), the worker replaces instead (src/fs/replace-lines.ts)
+ * With `replacement` in the message (replace_in_files), the worker replaces instead (src/fs/replace-lines.ts)
  * and answers { id, text, count, tooLarge?, tooMany? } (a result over `maxChars`, or of more than `maxCount` matches,
  * is not built).
  */

@@ -1,5 +1,5 @@
 /**
- * Reading and matching content-search candidates off the main thread (SPEC §6.1: search "stays responsive on huge
+ * Reading and matching content-search candidates off the main thread (docs/tools.md: search "stays responsive on huge
  * trees"; a user regular expression "can never stall the server").
  *
  * Opening, checking and reading tens of thousands of small files costs five syscalls each (open, fstat, the
@@ -215,7 +215,7 @@ export function readCandidate(
  * `matched` (the native path applies the first two in C, byte for byte the same).
  */
 function classify(bytes: Buffer, options: ReaderOptions): ReadOutcome {
-  // The whole file (issue #19: a first look at its first 8 KiB scanned those twice; any prefix that looks binary makes
+  // The whole file (a first look at its first 8 KiB scanned those twice; any prefix that looks binary makes
   // the whole file look binary, so the verdict is the same).
   if (looksBinary(bytes, true)) return { kind: 'binary' };
   if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
@@ -326,7 +326,7 @@ export function readBatch(
 }
 
 /**
- * The files of one batch, answered together (issue #19: one promise per batch, not per file; a caller whose batch is
+ * The files of one batch, answered together (one promise per batch, not per file; a caller whose batch is
  * answered reads a file's outcome synchronously, without a microtask per file).
  */
 class PendingBatch {
@@ -423,7 +423,7 @@ const KIND_OF_CODE = new Map<string, ReadOutcome['kind']>(
   Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as ReadOutcome['kind']]),
 );
 
-/** The outcomes without bytes, one frozen object per kind, shared by every file with that outcome (issue #19). */
+/** The outcomes without bytes, one frozen object per kind, shared by every file with that outcome. */
 const PLAIN_OUTCOMES = new Map<string, ReadOutcome>(
   (['too_large', 'unreadable', 'binary', 'no_match', 'deferred', 'fallback', 'regex_timeout'] as const).map((kind) => [
     KIND_CODES[kind],

@@ -1,5 +1,5 @@
 /**
- * Text facts shared by every tool that reads or rewrites text (SPEC §6.1, §6.2): line-ending style, UTF-8 BOM,
+ * Text facts shared by every tool that reads or rewrites text (docs/tools.md): line-ending style, UTF-8 BOM,
  * binary detection. Pure functions over bytes.
  */
 import { isUtf8 } from 'node:buffer';

@@ -1,5 +1,5 @@
 /**
- * Moving and deleting entries of authorized paths (SPEC §6.2), through verified directory descriptors
+ * Moving and deleting entries of authorized paths (docs/tools.md), through verified directory descriptors
  * (src/fs/verified-dir.ts) only.
  *
  * Moves never overwrite unless asked: files and links are moved with link(2)+unlink(2), which fails atomically on an
@@ -436,14 +436,14 @@ export interface SnapshotEntry {
 }
 
 /**
- * What `snapshotTree` recorded, or why it stopped (issue 18): a tree too large for the undo history, or one holding an
+ * What `snapshotTree` recorded, or why it stopped: a tree too large for the undo history, or one holding an
  * entry it may not record (a special file — FIFO, socket, device — which a revert could not recreate, or an entry the
  * caller's `recordable` refuses).
  */
 export type TreeSnapshot = { entries: SnapshotEntry[] } | { tooLarge: true } | { unrecordable: true };
 
 /**
- * Records every entry under `top` (not `top` itself) for the undo history of a tree operation (issue 18): each
+ * Records every entry under `top` (not `top` itself) for the undo history of a tree operation: each
  * file's hash (and bytes with `wantBytes`), each directory's mode, each link's target, read through the verified
  * descriptors of the walk (no path is followed). Stops as soon as the record would exceed `maxBytes` (file bytes
  * counted base64, plus a per-entry overhead) or `maxEntries`, and returns `{ tooLarge: true }`; at a special file, or

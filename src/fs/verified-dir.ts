@@ -1,5 +1,5 @@
 /**
- * Verified access (SPEC §4.1): the one module through which the file tools reach the filesystem after authorization.
+ * Verified access (docs/security.md "Roots"): the one module through which the file tools reach the filesystem after authorization.
  * Authorization proves a path string; a second process may swap any directory on that path for a symbolic link
  * between the check and the syscall, and every path-string syscall (`unlink`, `rename`, `mkdir`, `readdir`, `lstat`)
  * resolves every parent again. Here, instead:
@@ -387,7 +387,7 @@ export class VerifiedDir {
   }
 
   /**
-   * The entries of this directory, read synchronously on the calling thread (issue #19: for a small directory a
+   * The entries of this directory, read synchronously on the calling thread (for a small directory a
    * thread-pool round trip costs more than the read itself). Same spelling and checks as `readdir`.
    */
   readdirSync(): Dirent[] {
@@ -567,7 +567,7 @@ const heldDirs = new Map<string, HeldDir>();
 
 /**
  * How long held directories stay open after the last `withHeldDirSync`, ms. A held descriptor keeps its filesystem
- * busy (`umount` fails with EBUSY) and a deleted directory allocated; an idle server holds none (review of issue #19:
+ * busy (`umount` fails with EBUSY) and a deleted directory allocated; an idle server holds none (
  * a file read on a mount kept that mount from being unmounted for as long as the server ran).
  */
 export const HELD_DIRS_IDLE_MS = 1000;
@@ -590,7 +590,7 @@ function releaseWhenIdle(): void {
 
 /**
  * Runs `fn` synchronously on a verified descriptor of `dir` (absolute, real), reusing one an earlier call opened
- * (issue #19: opening a file's directory from its root cost seven syscalls on every small read). A held descriptor is
+ * (opening a file's directory from its root cost seven syscalls on every small read). A held descriptor is
  * used only after the one proof every verified directory gets (`assertDescriptorAt`): its /proc/self/fd location
  * equals `dir` exactly, now — a directory moved, deleted, or swapped for a link since the last call fails it and is
  * closed, and `dir` is opened afresh from its root, component by component, as `VerifiedDir.open` always does. After

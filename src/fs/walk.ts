@@ -1,5 +1,5 @@
 /**
- * The directory walker shared by list_directory and search_files (SPEC §6.1). Depth-first, pre-order, names sorted
+ * The directory walker shared by list_directory and search_files (docs/tools.md). Depth-first, pre-order, names sorted
  * by code unit, so the order is deterministic and a cursor (the last path emitted) resumes exactly after it without
  * re-walking what came before. Symlinks are reported, never descended into, so every entry the walk yields lies
  * inside the directory it started from (containment is proven by construction; no per-entry realpath). `.gitignore`
@@ -67,7 +67,7 @@ export interface WalkEntry extends WalkItem {
 export type WalkSkip = 'unreadable' | 'policy' | 'too_deep' | 'name_too_long' | 'ignore_rule';
 
 /**
- * Why a directory could not be read (issue #14: no silent gaps): ENAMETOOLONG (the path is longer than the OS
+ * Why a directory could not be read (no silent gaps): ENAMETOOLONG (the path is longer than the OS
  * accepts, PATH_MAX) is `name_too_long`; anything else (EACCES, ELOOP, vanished, …) is `unreadable`.
  */
 export function skipReasonOf(error: unknown): WalkSkip {
@@ -238,7 +238,7 @@ function specialType(d: Dirent): SpecialType | undefined {
 
 /**
  * lstat (relative to the verified directory) without the thread pool; null when the entry is gone, else the skip
- * reason when it cannot be stat'ed (issue #14: ENAMETOOLONG and the like are reported, not dropped). Yields to the
+ * reason when it cannot be stat'ed (ENAMETOOLONG and the like are reported, not dropped). Yields to the
  * loop now and then.
  */
 async function statNow(run: WalkRun, dir: VerifiedDir, name: string): Promise<Stats | null | WalkSkip> {
@@ -479,7 +479,7 @@ function loadIgnore(
   shown: string,
   budget: number,
 ): IgnoreLevel | null {
-  // Synchronous (issue #19): a few µs of syscalls, where four thread-pool round trips cost every page of a listing
+  // Synchronous: a few µs of syscalls, where four thread-pool round trips cost every page of a listing
   // far more (a .gitignore is at most MAX_IGNORE_BYTES).
   let fd: number | null = null;
   try {

@@ -1,5 +1,5 @@
 /**
- * edit_file's engine (SPEC §6.2): exact-text replacements applied in order, all or none. Each old_text must match
+ * edit_file's engine (docs/tools.md): exact-text replacements applied in order, all or none. Each old_text must match
  * exactly once (or replace_all): first exactly on the LF view (so CRLF-vs-LF differences match), then tolerating
  * trailing whitespace at line ends, then — whole lines only, exactly one region, never a guess — tolerating one uniform
  * change of indentation, with new_text re-indented the same way (src/patch/reindent.ts; reported as `reindented`).
@@ -81,7 +81,7 @@ function* applyEditsSteps(
   let made = 0;
   const reports: EditReport[] = [];
   /**
-   * Edits that failed (issue 21: every failing edit is reported). A failing edit is skipped and the next edits are
+   * Edits that failed (every failing edit is reported). A failing edit is skipped and the next edits are
    * tried on the text as it stands, so each listed failure is one the agent would meet; nothing is written anyway.
    */
   const failed: Array<{ index: number; error: PatchFailedError }> = [];
@@ -191,7 +191,7 @@ function* applyEditsSteps(
           },
         );
       }
-      // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line (issue 21).
+      // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line.
       const nearest =
         failed.length < MAX_LISTED_FAILURES
           ? yield* nearestRegionSteps(splitView(t.view).lines, splitView(oldText).lines)
@@ -254,7 +254,7 @@ const CONTEXT_LINES = 2;
 const CONTEXT_LINE_CHARS = 200;
 
 /**
- * The lines around each of the first CONTEXT_CANDIDATES ambiguous matches (issue 21: enough for an agent to extend
+ * The lines around each of the first CONTEXT_CANDIDATES ambiguous matches (enough for an agent to extend
  * old_text with the neighbouring line that singles out the match it means, without reading the file): for each, its
  * 1-based `line`, up to CONTEXT_LINES lines `before` the match and `after` it (a match spanning `span` lines), each cut
  * to CONTEXT_LINE_CHARS characters. Content of the file being edited, as `nearest` already carries.
@@ -275,7 +275,7 @@ function candidateContext(
 /**
  * True when a match of `needle` that starts with blanks begins inside a line's indentation, after other blanks (old_text
  * `  x = 1` inside `    x = 1`): replacing it would keep the extra indentation and silently change the line's
- * indentation, which SPEC §6.2 forbids — so it is no match (the nearest region then says whitespace_only).
+ * indentation, which docs/tools.md forbids — so it is no match (the nearest region then says whitespace_only).
  */
 function startsInsideIndentation(view: string, start: number, needle: string): boolean {
   if (!/^[ \t]/.test(needle) || start === 0) return false;

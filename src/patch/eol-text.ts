@@ -1,5 +1,5 @@
 /**
- * Line-ending-preserving text (SPEC §6.2): edits and hunks are matched on an LF view of the file, and written back
+ * Line-ending-preserving text (docs/tools.md): edits and hunks are matched on an LF view of the file, and written back
  * into the original with every untouched byte (CRLF or LF, final newline or not) exactly as it was. Replacement text
  * takes the line-ending style of the region it replaces (a CRLF file stays CRLF; in a mixed file, untouched lines keep
  * theirs). The BOM is kept out of the view and restored. Pure functions.

@@ -1,5 +1,5 @@
 /**
- * Hunk location and application for one file (SPEC §6.3, issue 17). Every hunk is located by content in the ORIGINAL
+ * Hunk location and application for one file (docs/tools.md). Every hunk is located by content in the ORIGINAL
  * file, so hunks may come in any order: exact first, then ignoring trailing whitespace (and line endings, since
  * matching runs on the LF view), then with typographic quotes and dashes normalized. Among several equal matches the
  * place is singled out by what the diff states — end/start-of-file anchoring, the header line shifted by the offset
@@ -39,7 +39,7 @@ export type MatchKind = 'exact' | 'trailing_whitespace' | 'typography' | 'reinde
  */
 export type Placement = 'header' | 'offset' | 'anchored_end' | 'anchored_start' | 'section' | 'order' | 'content';
 
-/** Where one hunk applied, and why there (issue 17: a person or an agent can check every placement). */
+/** Where one hunk applied, and why there (a person or an agent can check every placement). */
 export interface HunkReport {
   /** 1-based hunk number in the file's patch. */
   hunk: number;
@@ -173,7 +173,7 @@ function sectionLinesAbove(lines: readonly string[]): Int32Array {
 /**
  * Applies a file's hunks to its current text.
  *
- * Placement (issue 17), for the hunk's old side matched with the first tolerance that finds it anywhere:
+ * Placement, for the hunk's old side matched with the first tolerance that finds it anywhere:
  * one match is taken. Of several, the one singled out by the hunk's anchoring (fewer trailing than leading context
  * lines: the match that ends at the end of the file; the mirror: the one at line 1), else by the header's line
  * shifted by the offset the previous hunk of this file was found at, else by the header's line itself, else by the
@@ -243,7 +243,7 @@ function* applyHunksSteps(
     expected: string[];
   }> = [];
 
-  /** Hunks that failed (issue 21: every failing hunk is reported, not only the first). */
+  /** Hunks that failed (every failing hunk is reported, not only the first). */
   const failed: Array<{ index: number; error: PatchFailedError }> = [];
   for (const [index, hunk] of file.hunks.entries()) {
     try {
@@ -660,7 +660,7 @@ const MAX_REINDENTED = 50;
 export const MAX_LISTED_FAILURES = 20;
 
 /**
- * One PATCH_FAILED for every failing hunk or edit (issue 21: all known problems in one envelope): the first failure
+ * One PATCH_FAILED for every failing hunk or edit (all known problems in one envelope): the first failure
  * (lowest index) keeps its message, suggestion and top-level details for compatibility; when two or more failed,
  * `details.failures` lists each failure's own details in order (without the file-wide `hunks` total), at most
  * MAX_LISTED_FAILURES, and `details.failed_count` says how many failed in all. With one failure the envelope is

@@ -1,5 +1,5 @@
 /**
- * Diagnosis for an edit or hunk that did not match (SPEC §3.1 PATCH_FAILED details.nearest): the region of the file
+ * Diagnosis for an edit or hunk that did not match (docs/errors.md PATCH_FAILED details.nearest): the region of the file
  * most like the expected lines, the first line where they differ, and whether that difference is whitespace only —
  * so an agent can fix its edit in one step; failing that, the region that holds most of the expected lines in order
  * but not adjacent (a line moved away or inserted between: `in_order`, IN_ORDER_THRESHOLD); or nothing, when no
@@ -9,7 +9,7 @@
 import { runSteps, STEP_LINES, type Steps } from './steps.js';
 
 /**
- * SPEC §3.1 `nearest`. Lines are 1-based. `first_difference` is null when the region is no line-by-line variant of the
+ * docs/errors.md `nearest`. Lines are 1-based. `first_difference` is null when the region is no line-by-line variant of the
  * expected lines (an `in_order` region: its lines are not adjacent, so no single line is "the" difference).
  */
 export interface NearestRegion {
@@ -41,7 +41,7 @@ const SCAN_STEP = 128;
 
 /**
  * Least score (the mean similarity of the expected lines that carry content, in [0, 1]) for a region to be reported:
- * below it `nearest` is absent rather than a guess (issue 21).
+ * below it `nearest` is absent rather than a guess.
  */
 export const NEAREST_THRESHOLD = 0.6;
 

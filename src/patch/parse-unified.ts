@@ -1,5 +1,5 @@
 /**
- * A tolerant unified-diff parser (SPEC §6.3), the front of apply_patch. Accepts what `git diff` and `diff -u` write
+ * A tolerant unified-diff parser (docs/tools.md), the front of apply_patch. Accepts what `git diff` and `diff -u` write
  * and what agents send: with or without `diff --git` / `---` / `+++` headers, `a/` and `b/` prefixes, one or several
  * files and hunks, wrong hunk counts or none (`@@ @@`), a surrounding ```diff fence, `\ No newline at end of file`,
  * `/dev/null` for create and delete, an empty line standing for an empty context line. Codex `*** Begin Patch`
@@ -52,7 +52,7 @@ export interface FilePatch {
   rawNewPath: string | null;
 }
 
-/** The example given with BEGIN_PATCH (SPEC §6.3: a minimal unified diff in the suggestion). */
+/** The example given with BEGIN_PATCH (docs/tools.md: a minimal unified diff in the suggestion). */
 export const UNIFIED_DIFF_EXAMPLE =
   '--- a/src/app.py\n+++ b/src/app.py\n@@ -1,3 +1,3 @@\n import os\n-x = 1\n+x = 2\n print(x)\n';
 

@@ -1,5 +1,5 @@
 /**
- * REWRITE_BLOCKED (SPEC §6.2): an edit or patch that replaces nearly all of a non-trivial file is refused unless
+ * REWRITE_BLOCKED (docs/tools.md): an edit or patch that replaces nearly all of a non-trivial file is refused unless
  * `allow_rewrite: true` (write_file is the tool for full rewrites). The threshold, documented in the README:
  *   - non-trivial: the original has at least REWRITE_MIN_LINES (10) lines;
  *   - nearly all: at least REWRITE_RATIO (90 %) of the original lines are gone from the result (counted as a

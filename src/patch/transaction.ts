@@ -1,5 +1,5 @@
 /**
- * Multi-file changes as one transaction (SPEC §6.4). Everything is authorized, hashed and computed before this
+ * Multi-file changes as one transaction (docs/tools.md). Everything is authorized, hashed and computed before this
  * runs; here: journal the old bytes durably → commit the files one by one, each re-checked against its snapshot just
  * before its rename → on a failure part-way, replay the journal in reverse (ROLLBACK_COMPLETE / PARTIAL / FAILED),
  * never overwriting a file someone else changed after our write (`left_alone`) → remove the journal entry. At
@@ -59,7 +59,7 @@ async function inParent<T>(
 }
 
 /**
- * Test seam for crash tests (issue 4), armed only by the CLI's `--test-seams=kill-at:N` flag (src/cli.ts; issue #20:
+ * Test seam for crash tests, armed only by the CLI's `--test-seams=kill-at:N` flag (src/cli.ts:
  * never set in production, no environment variable): the process SIGKILLs itself at the N-th commit step (0 = right
  * after the journal is durable; then before and after each file's commit). Unarmed it changes nothing.
  */
@@ -96,7 +96,7 @@ export async function commitTransaction(
     mode: c.oldMode,
   }));
   // Nothing is written yet when the journal fails; its error names the state directory, which lies outside the
-  // roots and must not reach an envelope (SPEC §3: no outside path), so only its errno is said.
+  // roots and must not reach an envelope (docs/errors.md: no outside path), so only its errno is said.
   const journal = await writeJournal(options.stateDir, files).catch((error: NodeJS.ErrnoException) => {
     throw new ToolError('IO_ERROR', 'Could not write the undo journal in the state directory; nothing was changed.', {
       details: { reason: 'journal_write_failed', ...(error.code ? { errno: error.code } : {}) },
@@ -300,8 +300,8 @@ function ownerAlive(entry: JournalEntry): boolean {
 }
 
 /**
- * Rolls back every journal entry left by a dead process (SPEC §6.4), logging each to stderr.
- * Every file of an entry is authorized first as a live write would be (issue 11 item 6): when any file is refused
+ * Rolls back every journal entry left by a dead process (docs/tools.md), logging each to stderr.
+ * Every file of an entry is authorized first as a live write would be: when any file is refused
  * (outside the roots, under .git, a secret, read_only / deny, the state directory …) the entry is not applied at all,
  * stays on disk and is reported NOT_APPLIED with each file's reason. An invalid entry is reported the same way. Under
  * --readonly nothing is applied or removed and every pending entry is reported.

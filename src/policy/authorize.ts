@@ -1,5 +1,5 @@
 /**
- * The only policy entry point tools call. Each `authorize*` runs the SPEC §3.3 checks in order, from ROOTS_EMPTY on:
+ * The only policy entry point tools call. Each `authorize*` runs the docs/errors.md "Order of checks" checks in order, from ROOTS_EMPTY on:
  *   4 ROOTS_EMPTY → 5 NOT_ALLOWED (resolve-path) → 6 SECRET_DENIED (secrets), FILE_POLICY_DENIED (file-policy)
  *   → 7 NOT_FOUND, VALIDATION (existence and kind).
  * Steps 1–3 (lookup, arguments, gates) run earlier in src/server/call-tool.ts; 8–10 belong to the operation.
@@ -92,7 +92,7 @@ async function resolveForCall(
 }
 
 /**
- * Authorizes reading `requested` (SPEC §3.3 steps 4–7).
+ * Authorizes reading `requested` (docs/errors.md "Order of checks" steps 4–7).
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION (NUL, wrong kind), SECRET_DENIED, FILE_POLICY_DENIED (policy
  *   deny; FIFOs, sockets and devices for kind 'file'), NOT_FOUND (missing or hidden)
  */
@@ -103,12 +103,12 @@ export async function authorizeRead(
 ): Promise<AuthorizedPath> {
   const resolved = await resolveForCall(requested, ctx, { followFinal: true }, options.field);
   assertNotGuarded(ctx.guarded ?? [], resolved.absolute, [resolved.absolute, resolved.real]);
-  // stat only flags secrets (SPEC §4.2 denies read, write, move, delete and content search, not metadata).
+  // stat only flags secrets (docs/security.md denies read, write, move, delete and content search, not metadata).
   if (options.secrets !== 'flag') assertNotSecret(resolved.absolute, resolved.real, ctx.allowSecrets);
   const relative = toPosixRelative(resolved.root.real, resolved.real);
   const access = policyAccess(ctx, resolved, relative);
   await hiddenLikeMissing(() => assertPolicyAllows(access, 'read', resolved.absolute, relative), resolved, ctx);
-  if (!resolved.stats) throw await notFoundError(resolved, ctx); // details.near: src/policy/near-paths.ts (issue 21)
+  if (!resolved.stats) throw await notFoundError(resolved, ctx); // details.near: src/policy/near-paths.ts
   assertKind(resolved.stats, options.kind, resolved.absolute);
   const { requested: asked, absolute, real, root, stats, viaSymlink } = resolved;
   return { requested: asked, absolute, real, root, stats, viaSymlink, relative, access };
@@ -116,7 +116,7 @@ export async function authorizeRead(
 
 /**
  * The policy's access level for a resolved path: the most restrictive of the level of where it resolved to and of the
- * spelling that was asked for (as secrets are checked on both, SPEC §4.2), so a link can neither reach into a hidden
+ * spelling that was asked for (as secrets are checked on both, docs/security.md), so a link can neither reach into a hidden
  * or denied directory nor carry a path out of one. `relative` is `resolved.real` relative to its root.
  */
 export function policyAccess(ctx: PolicyContext, resolved: ResolvedPath, relative: string): Access | null {
@@ -135,7 +135,7 @@ export function policyAccess(ctx: PolicyContext, resolved: ResolvedPath, relativ
 
 /**
  * @throws ToolError VALIDATION (directory for a file, file for a directory), FILE_POLICY_DENIED (special files are
- *   never opened: SPEC §4.3 — reading a FIFO would hang the server)
+ *   never opened: docs/security.md — reading a FIFO would hang the server)
  */
 export function assertKind(stats: Stats, wanted: WantedKind, absolute: string): void {
   if (wanted === 'any') return;
@@ -188,7 +188,7 @@ export type EntryClass = 'ok' | 'secret' | 'hidden' | 'denied';
 
 /**
  * `classifyEntry` for the entries a walk yields (src/fs/walk.ts), with what does not depend on the entry decided
- * once per call and what depends only on its directory once per directory (issue #19: a listing or a search
+ * once per call and what depends only on its directory once per directory (a listing or a search
  * classifies every entry of a tree). Same verdict as classifyEntry (test/policy/entry-classifier.test.ts) for the
  * entries of a walk, i.e. under the walk's guarantees:
  *  - `absolute` is normalized (as `path.resolve` leaves it), inside an authorized base directory, and `relative` is
@@ -232,7 +232,7 @@ export function walkEntryClassifier(
 /**
  * The walk filter of the tools that search or edit a tree (src/fs/walk.ts `filter`): an entry hidden or denied by
  * policy is left out, and `onDenied` counts a denied one (search_files and replace_in_files report them as
- * `skipped.policy`; a hidden entry is not counted, so its existence is not revealed: SPEC §5).
+ * `skipped.policy`; a hidden entry is not counted, so its existence is not revealed: docs/errors.md "Optimistic concurrency").
  */
 export function policyWalkFilter(
   ctx: PolicyContext,
@@ -252,8 +252,8 @@ export function policyWalkFilter(
 
 /**
  * `classifyEntry(ctx, absolute, …).secret` alone: true when the entry has a secret name and secrets are not allowed
- * (SPEC §4.2). For a walk's entries, which `policyWalkFilter` has already judged for hidden and denied. `name`, when
- * the caller has it at hand, must be the last component of `absolute` (the screen then reads only it: issue #19).
+ * (docs/security.md). For a walk's entries, which `policyWalkFilter` has already judged for hidden and denied. `name`, when
+ * the caller has it at hand, must be the last component of `absolute` (the screen then reads only it).
  */
 export function isSecretEntry(ctx: PolicyContext, absolute: string, name?: string): boolean {
   if (ctx.allowSecrets) return false;
@@ -274,7 +274,7 @@ export interface AuthorizeWriteOptions {
   mustExist: boolean;
   /**
    * True for a real path this session read or wrote (under --auto-occ=block|warn): then a missing target is not
-   * NOT_FOUND here — the OCC check (SPEC §3.3 step 9) reports it as OCC_MISMATCH `deleted` (issue 21). Pass
+   * NOT_FOUND here — the OCC check (docs/errors.md "Order of checks" step 9) reports it as OCC_MISMATCH `deleted`. Pass
    * `(real) => ctx.config.autoOcc !== 'off' && ctx.hashes.recall(real) !== undefined`.
    */
   knownToSession?: (real: string) => boolean;
@@ -289,7 +289,7 @@ export interface AuthorizeWriteOptions {
 }
 
 /**
- * Authorizes mutating `requested` (SPEC §3.3 steps 4–7 for writes): containment, secrets, the built-in guards against
+ * Authorizes mutating `requested` (docs/errors.md "Order of checks" steps 4–7 for writes): containment, secrets, the built-in guards against
  * planted execution (`.git`, execution-bearing configuration, git and hooks directories: docs/security.md),
  * the file policy for writes (read_only and deny refuse), existence and kind.
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED (also reason symlink_at_path: a link at the last component where a file
@@ -316,7 +316,7 @@ export async function authorizeWrite(
     );
   }
   if (!resolved.stats) {
-    if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near (issue 21)
+    if (options.mustExist && !options.knownToSession?.(resolved.real)) throw await notFoundError(resolved, ctx); // details.near
   } else if (resolved.stats.isSymbolicLink() && options.kind === 'file') {
     // A file is wanted at a path whose last component is not followed (a recorded path a revert writes back, a walked
     // entry): a link standing there now means the path no longer resolves to itself. Never written through, and not
@@ -333,7 +333,7 @@ export async function authorizeWrite(
 }
 
 /**
- * SPEC §3.3 step 6 for a write: `assertPathAllowed` (state directory / audit log guard, secrets, `.git`,
+ * docs/errors.md "Order of checks" step 6 for a write: `assertPathAllowed` (state directory / audit log guard, secrets, `.git`,
  * execution-bearing configuration, the file policy), then the git and hooks directory guard on disk. `replaces`: the call may move, replace or delete what is there (everything but create_directory), so a
  * directory holding a guarded path is refused too.
  */
@@ -364,7 +364,7 @@ export interface PolicyPlace {
 }
 
 /**
- * The per-path rules of SPEC §3.3 step 6 for reading (`intent` 'read': a copy's source) or changing (`'write'`: a
+ * The per-path rules of docs/errors.md "Order of checks" step 6 for reading (`intent` 'read': a copy's source) or changing (`'write'`: a
  * write, and both places of a move, the old place of a delete, the new place of a copy) one path — the one decision
  * shared by the single-path authorizations above and by every entry of a tree operation
  * (src/policy/tree-authorize.ts), so a rule added here holds for both. In order: the built-in guards (state
@@ -441,7 +441,7 @@ export function assertMayChange(ctx: PolicyContext, absolute: string, real: stri
 
 /**
  * Runs a policy check; a hidden path's NOT_FOUND is rebuilt by notFoundError so it carries the same `details.near` a
- * missing path there would (issue 21: otherwise a missing `near` would tell a hidden file from a missing one).
+ * missing path there would (otherwise a missing `near` would tell a hidden file from a missing one).
  */
 async function hiddenLikeMissing(check: () => void, resolved: ResolvedPath, ctx: PolicyContext): Promise<void> {
   try {
@@ -460,11 +460,11 @@ export interface WriteRequest {
 }
 
 /**
- * SPEC §3.3 holds across the whole call, not per argument: for a call that names several paths (move_path's source
+ * docs/errors.md "Order of checks" holds across the whole call, not per argument: for a call that names several paths (move_path's source
  * and destination, apply_patch's files), every path's containment (step 5) is decided before any path's secret and
  * policy checks (step 6), and those before any existence or kind check (step 7). Tools call this first and then
  * `authorizeWrite` per path as usual. Without it, a refused first path (a source under .git, a missing first file)
- * decided the code while a later path lay outside the roots (issue 7).
+ * decided the code while a later path lay outside the roots.
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, VALIDATION, SECRET_DENIED, FILE_POLICY_DENIED
  */
 export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx: PolicyContext): Promise<void> {
@@ -475,7 +475,7 @@ export async function assertWritesAllowed(requests: readonly WriteRequest[], ctx
 }
 
 /**
- * Authorizes restoring one journaled file at start-up exactly as a live write of it would be (issue 11 item 6):
+ * Authorizes restoring one journaled file at start-up exactly as a live write of it would be:
  * real-path containment, the state directory / audit log guard, secrets, the `.git` rule, the file policy, and the
  * kind (a directory is not restored over). A journal records real paths, so a path that no longer resolves to itself
  * (a link now stands in it or above it) is refused too.
@@ -500,7 +500,7 @@ export async function recoveryRefusal(file: string, ctx: PolicyContext): Promise
 }
 
 /**
- * What list_directory may say about a symlink's target (SPEC §6): its kind when the link resolves inside the roots to
+ * What list_directory may say about a symlink's target (docs/tools.md): its kind when the link resolves inside the roots to
  * something the policy neither hides nor denies (checked on the target and on the link's spelling, as for any
  * path); otherwise null — a dangling link, a loop, a target outside the roots, hidden or denied all look the same.
  */
@@ -519,7 +519,7 @@ export async function linkTargetKind(
   }
 }
 
-/** The two paths of a copy, authorized (issue #18). */
+/** The two paths of a copy, authorized. */
 export interface AuthorizedCopy {
   /** The source, its last component NOT followed (a link is copied as a link); `stats` null when missing. */
   source: ResolvedPath & { relative: string; access: Access | null };
@@ -527,7 +527,7 @@ export interface AuthorizedCopy {
 }
 
 /**
- * Authorizes copy_path (issue #18), SPEC §3.3 across the whole call: both paths' containment (step 5) first, then
+ * Authorizes copy_path, docs/errors.md "Order of checks" across the whole call: both paths' containment (step 5) first, then
  * step 6 — the source as a read of the entry itself (the state directory / audit log guard on it and on anything it
  * holds, secrets, the `.git` rule: copying git internals out is refused like writing them, the file policy for
  * reading) and the destination as a write (`authorizeWrite`) — then step 7 (the source exists; its kind is checked by

@@ -1,7 +1,7 @@
 /**
- * Built-in rules that no flag or policy file can lift (issue 11 item 6), beside the `.git` write rule of
+ * Built-in rules that no flag or policy file can lift, beside the `.git` write rule of
  * file-policy.ts:
- *   - the state directory (journal; SPEC §6.4) and the audit log (SPEC §9) are never reachable through the file
+ *   - the state directory (journal; docs/tools.md) and the audit log (docs/security.md) are never reachable through the file
  *     tools, whatever the roots: nothing inside them is read, written, listed or searched
  *     (FILE_POLICY_DENIED, details.source "builtin", rule "state_dir" / "audit_log");
  *   - neither they nor a directory above them can be moved, replaced or deleted (rule as above, reason "contains");
@@ -93,7 +93,7 @@ export function assertEntryNotGuarded(guarded: readonly GuardedPath[], absolute:
 }
 
 /**
- * Refuses moving, replacing or deleting a directory that holds a guarded path (SPEC: a directory above the log can
+ * Refuses moving, replacing or deleting a directory that holds a guarded path (docs/security.md: a directory above the log can
  * otherwise be moved away and replaced by one whose `audit.log` links elsewhere).
  * @throws ToolError FILE_POLICY_DENIED (builtin, reason "contains")
  */

@@ -1,5 +1,5 @@
 /**
- * Pure containment predicates (SPEC §4.1): a separator boundary (`/a/proj` does not contain `/a/proj-secret`),
+ * Pure containment predicates (docs/security.md "Roots"): a separator boundary (`/a/proj` does not contain `/a/proj-secret`),
  * case-insensitive where the platform's filesystem is (Windows, macOS). No IO. The path module is a parameter so
  * tests run the Windows rules (`path.win32`: drive letters, UNC, `\`) on Linux.
  */

@@ -1,5 +1,5 @@
 /**
- * The file security policy (SPEC §4.3): JSON rules with globs (micromatch dialect, matched in linear time by
+ * The file security policy (docs/security.md): JSON rules with globs (micromatch dialect, matched in linear time by
  * src/fs/glob) relative to each root, each with an access
  * level, plus the built-in rules that are always on (no writes under `.git`; FIFOs, sockets and devices are never
  * opened). Loading an invalid file is a UsageError (exit 2). Evaluation is pure.
@@ -91,7 +91,7 @@ export function accessFor(policy: FilePolicy, relative: string, flavor: PathFlav
  * `accessFor(policy, relative)` when the access level of its parent directory (`relative` without its last
  * component) is already known: the most restrictive of `parentAccess` and the rules that match `relative` itself
  * (accessFor tests every leading part of the path, and those of the parent are the parent's). A walk knows its
- * directory's level once per directory (issue #19: the entries of one directory share every candidate but the last).
+ * directory's level once per directory (the entries of one directory share every candidate but the last).
  */
 export function accessForEntry(
   policy: FilePolicy,
@@ -181,7 +181,7 @@ export function isDotGitName(name: string): boolean {
   return n === '.git' || n === 'git~1';
 }
 
-/** True when any component of the path is `.git` in any spelling (isDotGitName): SPEC §4.3's built-in write protection. */
+/** True when any component of the path is `.git` in any spelling (isDotGitName): docs/security.md's built-in write protection. */
 export function isInsideGitDir(absolute: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
   return absolute.split(flavor.pathModule.sep === '\\' ? /[\\/]+/ : /\/+/).some((c) => isDotGitName(c));
 }

@@ -1,5 +1,5 @@
 /**
- * Process gates for mutating calls (SPEC §3.3 step 3, §4.4): READONLY, then BUDGET_EXCEEDED. They run after argument
+ * Process gates for mutating calls (docs/errors.md "Order of checks" step 3): READONLY, then BUDGET_EXCEEDED. They run after argument
  * validation and before any path is resolved. The budget counts successful, non-dry-run mutating calls; dry runs and
  * failures are free.
  */
@@ -22,7 +22,7 @@ export class MutationBudget {
   constructor(readonly limit: number) {}
 
   /**
-   * Holds one unit for a mutating call about to run (SPEC §4.4: the check runs before the call). Calls in progress
+   * Holds one unit for a mutating call about to run (docs/security.md: the check runs before the call). Calls in progress
    * hold their unit, so concurrent calls can never succeed more than `limit` times in total (checking before and
    * counting after let every call in flight pass the check). A call that finds the remaining units held by calls in
    * progress waits until one settles: spent, it is refused; released (that call failed), it proceeds.

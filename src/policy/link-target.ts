@@ -1,7 +1,7 @@
 /**
  * Where a symlink the server places would point (policy): revert_changes recreating a recorded link, copy_path
  * copying a link and move_path moving one (a relative target that stays inside at its old place can climb out from a shallower new one:
- * `a/b/l -> ../../x` copied to `l`). Source: the undo security review and its copy_path follow-up (issue 18).
+ * `a/b/l -> ../../x` copied to `l`). Source: the undo security review and its copy_path follow-up.
  */
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';

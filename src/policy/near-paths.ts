@@ -1,5 +1,5 @@
 /**
- * Near paths for NOT_FOUND (issue 21): up to NEAR_LIMIT existing paths the agent probably meant, so a typo costs no
+ * Near paths for NOT_FOUND: up to NEAR_LIMIT existing paths the agent probably meant, so a typo costs no
  * list_directory / search_files round trip. Policy decides what may be offered: never a secret (unless
  * --allow-secrets), never a policy-hidden or denied path, never anything under `.git`, never a symbolic link (its
  * target may lie outside the roots), never anything outside the roots. The work is bounded (NEAR_MAX_DIRS directories,

@@ -1,5 +1,5 @@
 /**
- * Optimistic concurrency (SPEC §5, §3.3 step 9). Owns:
+ * Optimistic concurrency (docs/errors.md "Optimistic concurrency" step 9). Owns:
  *  - the session's remembered hashes: every read and write records the hash of what is now on disk, keyed by
  *    resolved path (and, for files up to 256 KiB, a snapshot of the bytes, so a conflict can name the changed lines);
  *  - the expected-hash decision for a mutation: OCC_MISMATCH, HASH_REQUIRED, or proceed (with a warning under
@@ -18,7 +18,7 @@ export const SNAPSHOT_MAX_BYTES = 256 * 1024;
 /** Most bytes all kept snapshots of one session hold together. */
 export const SNAPSHOT_TOTAL_BYTES = 32 * 1024 * 1024;
 
-/** The literal expected_hash meaning "the file must not exist" (SPEC §5). */
+/** The literal expected_hash meaning "the file must not exist" (docs/errors.md "Optimistic concurrency"). */
 export const ABSENT = 'absent';
 
 /** The session's memory of content hashes, keyed by resolved absolute path. One per process. */
@@ -31,7 +31,7 @@ export class HashMemory {
   remember(real: string, hash: string, bytes?: Uint8Array): void {
     this.hashes.set(real, hash);
     const old = this.snapshots.get(real);
-    // The same content read again (issue #19: an agent re-reads files): the snapshot already holds these bytes (equal
+    // The same content read again (an agent re-reads files): the snapshot already holds these bytes (equal
     // content hashes), so it stays as it is, without a copy; it only becomes the most recently used.
     if (old && bytes && old.hash === hash && old.bytes.length === bytes.length) {
       this.snapshots.delete(real);
@@ -125,10 +125,10 @@ export interface OccVerdict {
 }
 
 /**
- * Decides whether a mutation of an existing (or absent) file may proceed (SPEC §5).
+ * Decides whether a mutation of an existing (or absent) file may proceed (docs/errors.md "Optimistic concurrency").
  * Explicit expected_hash always binds. Without it, an existing file uses the session's remembered hash under
  * block/warn; block refuses when there is none (HASH_REQUIRED), warn proceeds and flags external_change. Under
- * block/warn, an absent file this session read or wrote is OCC_MISMATCH `deleted` (issue 21).
+ * block/warn, an absent file this session read or wrote is OCC_MISMATCH `deleted`.
  * @throws OccMismatchError OCC_MISMATCH; ToolError HASH_REQUIRED
  */
 export function checkExpectedHash(c: OccCheck): OccVerdict {
@@ -149,7 +149,7 @@ export function checkExpectedHash(c: OccCheck): OccVerdict {
   }
   if (c.autoOcc === 'off') return { checkedAgainst: null, externalChange: false };
   const remembered = c.memory.recall(c.real);
-  // Deletion is a conflict, not a missing path, when this session read or wrote the file (issue 21, SPEC §3.3 step 7):
+  // Deletion is a conflict, not a missing path, when this session read or wrote the file (docs/errors.md "Order of checks" step 7):
   // re-creating it silently would undo someone's deletion. Re-creating deliberately takes expected_hash "absent".
   if (current === null && remembered !== undefined) throw mismatch(c, remembered);
   if (current === null) return { checkedAgainst: null, externalChange: false };

@@ -1,5 +1,5 @@
 /**
- * Path resolution and containment (SPEC §4.1, §3.3 steps 4–5). The only creator of `AllowedPath`, the one path type
+ * Path resolution and containment (docs/security.md "Roots" steps 4–5). The only creator of `AllowedPath`, the one path type
  * the file primitives accept, so "tools never touch a path that policy did not hand them" is enforced by the compiler.
  *
  * Order, like node-tar's [CHECKPATH] then [CHECKFS]: string checks first (NUL, empty; `~` is not expanded; relative
@@ -35,7 +35,7 @@ export interface ResolvedPath {
   viaSymlink: boolean;
 }
 
-/** SPEC §4.1 resolution options. */
+/** docs/security.md "Roots" resolution options. */
 export interface ResolveOptions {
   /** Follow a symlink in the last component (read, write) or not (lstat-like: move or delete a link itself). */
   followFinal: boolean;
@@ -45,7 +45,7 @@ const MAX_LINKS = 40; // as Linux's MAXSYMLINKS
 
 /**
  * Path separators of this platform: a backslash is one only on Windows. On POSIX it is an ordinary name character, so
- * splitting on it resolved the name `a\b` as `a/b`, and delete_path of a file named `a\b` deleted `a/b` (issue 7).
+ * splitting on it resolved the name `a\b` as `a/b`, and delete_path of a file named `a\b` deleted `a/b`.
  */
 const SEPARATOR = path.sep === '\\' ? /[\\/]+/ : /\/+/;
 
@@ -70,7 +70,7 @@ export function assertPathString(requested: unknown, field = 'path'): asserts re
     throw new ToolError('VALIDATION', `'${field}' contains a NUL byte.`, { details: { reason: 'nul_byte', field } });
   }
   // Longer than PATH_MAX, the kernel refuses the path in every syscall (ENAMETOOLONG); refusing it here also bounds the
-  // walk below, whose cost grows with the square of the length (issue 7: a 100 KB path held the event loop for 12 s).
+  // walk below, whose cost grows with the square of the length (a 100 KB path held the event loop for 12 s).
   if (Buffer.byteLength(requested) >= PATH_MAX_BYTES) {
     throw new ToolError(
       'VALIDATION',
@@ -81,7 +81,7 @@ export function assertPathString(requested: unknown, field = 'path'): asserts re
     );
   }
   // A name longer than NAME_MAX cannot exist, and below a missing directory it would reach no syscall before the write
-  // (issue 7: a create under a missing parent made the parent, then failed on the name part-way through a commit).
+  // (a create under a missing parent made the parent, then failed on the name part-way through a commit).
   for (const name of requested.split(SEPARATOR)) {
     if (Buffer.byteLength(name) > NAME_MAX_BYTES) {
       throw new ToolError(
@@ -95,7 +95,7 @@ export function assertPathString(requested: unknown, field = 'path'): asserts re
   }
 }
 
-/** The requested path made absolute: absolute as given, else relative to the first root (SPEC §4.1). */
+/** The requested path made absolute: absolute as given, else relative to the first root (docs/security.md "Roots"). */
 export function toAbsolute(requested: string, roots: readonly EffectiveRoot[]): string {
   return path.isAbsolute(requested) ? path.resolve(requested) : path.resolve(roots[0].real, requested);
 }
@@ -113,7 +113,7 @@ export async function resolveInRoots(
 ): Promise<ResolvedPath> {
   assertPathString(requested, field);
   if (roots.length === 0) {
-    throw rootsEmptyError(roots); // names the actual cause and fix (SPEC §4.1)
+    throw rootsEmptyError(roots); // names the actual cause and fix (docs/security.md "Roots")
   }
   const absolute = toAbsolute(requested, roots);
   // Walk the spelling as sent (not `absolute`): `link/..` must mean the link target's parent, as for the kernel.
@@ -122,7 +122,7 @@ export async function resolveInRoots(
   // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
   const lexicallyInside =
     findContainingRoot(roots, absolute) !== undefined || roots.some((r) => isWithin(r.given, absolute));
-  // details.roots: the roots in force (issue 21: the agent needs no list_allowed_directories call to pick a path);
+  // details.roots: the roots in force (the agent needs no list_allowed_directories call to pick a path);
   // details.rejected_roots: the roots given but left out and why (a typo or `~/x` in a client's configuration).
   const rejected = rejectedRootsOf(roots);
   const outside = (reason: 'outside_roots' | 'symlink_target_outside') =>
@@ -151,7 +151,7 @@ export async function resolveInRoots(
     throw outside(walked.resolved !== absolute && lexicallyInside ? 'symlink_target_outside' : 'outside_roots');
   }
   if (walked.accessDenied) {
-    // Reported only now: inside the roots, an OS refusal is FILE_POLICY_DENIED (SPEC §4.3), outside it never shows.
+    // Reported only now: inside the roots, an OS refusal is FILE_POLICY_DENIED (docs/security.md), outside it never shows.
     throw new ToolError('FILE_POLICY_DENIED', `The operating system denied access to ${absolute} (EACCES).`, {
       path: absolute,
       details: { source: refusalSource(absolute), errno: 'EACCES' },

@@ -1,9 +1,9 @@
 /**
- * The effective sandbox roots of this process (SPEC §4.1): command-line roots (or the cwd default) combined with the
+ * The effective sandbox roots of this process (docs/security.md "Roots"): command-line roots (or the cwd default) combined with the
  * roots a client announces, under --client-roots=narrow|replace|ignore. A path-tool call that arrives while the
- * first client request for roots is pending waits for it, at most 2 s (SPEC §2).
+ * first client request for roots is pending waits for it, at most 2 s (docs/tools.md).
  *
- * Rules (SPEC §4.1 as updated for issue #15), each with a name that list_allowed_directories reports as `rule`:
+ * Rules (docs/security.md "Roots"), each with a name that list_allowed_directories reports as `rule`:
  *   - `command_line` / `cwd_default` / `no_default_root`: no client roots in effect (none asked, none announced yet,
  *     `ignore`, or a 2026-07-28 client that is never asked).
  *   - `client_offered_none`: the client's FIRST announcement (and every one after it that is also empty, as long as
@@ -28,7 +28,7 @@ import { HOST_FLAVOR, isWithin } from './containment.js';
 /**
  * One sandbox root as configured (command line or the cwd default). `real` is its realpath; `given` is the absolute
  * spelling the user gave. Declared here, not in config.ts, so policy never imports the configuration (config → policy
- * is the one direction: issue 11 item 5).
+ * is the one direction).
  */
 export interface ConfiguredRoot {
   given: string;
@@ -152,7 +152,7 @@ export function rejectedRootsDetails(rejected: readonly RejectedRoot[]): {
 
 /**
  * The ROOTS_EMPTY error for an empty roots snapshot: the one the RootSet attached to it (naming the actual cause
- * and fix, SPEC §4.1), or a generic one for a list built elsewhere (tests, `fs-tools call`).
+ * and fix, docs/security.md "Roots"), or a generic one for a list built elsewhere (tests, `fs-tools call`).
  */
 export function rootsEmptyError(roots: readonly EffectiveRoot[]): ToolError {
   const cause = (roots as { [EMPTY_CAUSE]?: () => ToolError })[EMPTY_CAUSE];
@@ -161,7 +161,7 @@ export function rootsEmptyError(roots: readonly EffectiveRoot[]): ToolError {
     : new ToolError('ROOTS_EMPTY', 'No sandbox roots are in force, so no path can be used.', { path: null });
 }
 
-/** SPEC §2: how long a path call waits for the first pending roots/list answer. */
+/** docs/tools.md: how long a path call waits for the first pending roots/list answer. */
 export const CLIENT_ROOTS_WAIT_MS = 2000;
 
 /** Holds the effective roots and applies client announcements. One per process. */
@@ -273,7 +273,7 @@ export class RootSet {
 
   /**
    * The ROOTS_EMPTY error for the current state: its message names the actual cause and its suggestion the fix
-   * (SPEC §4.1). Never names a path outside the roots other than the client's own announcement.
+   * (docs/security.md "Roots"). Never names a path outside the roots other than the client's own announcement.
    */
   emptyError(): ToolError {
     const rule = this.currentRule;

@@ -1,5 +1,5 @@
 /**
- * Secret filenames (SPEC §4.2). The rules are data: one array of globs with their exceptions, matched
+ * Secret filenames (docs/security.md). The rules are data: one array of globs with their exceptions, matched
  * case-insensitively on the last one or two path components. `isSecretPath` is a pure predicate;
  * `assertNotSecret` throws SECRET_DENIED.
  */
@@ -15,7 +15,7 @@ interface SecretRule {
   except?: readonly string[];
 }
 
-/** SPEC §4.2 "at least" list. */
+/** docs/security.md "at least" list. */
 export const SECRET_RULES: readonly SecretRule[] = [
   { glob: '.env' },
   { glob: '.env.*', except: ['.env.example', '.env.sample', '.env.template'] },
@@ -39,7 +39,7 @@ export const SECRET_RULES: readonly SecretRule[] = [
   { glob: 'credentials.json' },
   { glob: '.aws/credentials' },
   { glob: '.docker/config.json' },
-  // Beyond SPEC §4.2's list (issue #12): the forge CLIs' own token stores (gh's hosts.yml holds oauth_token per host;
+  // Beyond docs/security.md's list: the forge CLIs' own token stores (gh's hosts.yml holds oauth_token per host;
   // glab's config.yml holds token per host). With a root at $HOME they were readable and writable by the agent.
   { glob: 'gh/hosts.yml' },
   { glob: 'glab-cli/config.yml' },
@@ -65,7 +65,7 @@ const MAX_RULE_DEPTH = Math.max(...COMPILED_RULES.map((r) => r.depth));
  * a split, re-joined path. Null when a rule's last component is a glob this derivation does not understand: then
  * every path runs the full rules.
  *
- * In front of it, cheaper still (issue #19: a listing screens every entry): `tails` holds the last two characters of
+ * In front of it, cheaper still (a listing screens every entry): `tails` holds the last two characters of
  * every name and suffix (ASCII, lower-cased) and `firsts` the first character of every prefix, so a name whose last
  * two and first characters are ASCII and in neither set is no secret without lower-casing it (most names: `.txt`,
  * `.ts`, `.md` end in none of those pairs). A non-ASCII character there takes the full screen, since lower-casing
@@ -141,7 +141,7 @@ export function secretRuleFor(filePath: string, flavor: PathFlavor = HOST_FLAVOR
 
 /**
  * `secretRuleFor(filePath)` when the caller has the path's last component, `name`, at hand (a walk's entry): the
- * screen reads only `name` (issue #19: reading a freshly joined path string copies it).
+ * screen reads only `name` (reading a freshly joined path string copies it).
  */
 export function secretRuleForEntry(filePath: string, name: string, flavor: PathFlavor = HOST_FLAVOR): string | null {
   if (SCREEN && !mayBeSecret(name, 0, name.length)) return null;
@@ -189,14 +189,14 @@ export function matchSecretRules(filePath: string, flavor: PathFlavor = HOST_FLA
   return null;
 }
 
-/** True when the path names a secret file (SPEC §4.2). */
+/** True when the path names a secret file (docs/security.md). */
 export function isSecretPath(filePath: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
   return secretRuleFor(filePath, flavor) !== null;
 }
 
 /**
  * Throws SECRET_DENIED when either the requested spelling or the resolved target is a secret name
- * (SPEC §4.2: "checked on the requested path and on the resolved target"), unless secrets are allowed.
+ * (docs/security.md: "checked on the requested path and on the resolved target"), unless secrets are allowed.
  * @throws ToolError SECRET_DENIED
  */
 export function assertNotSecret(requestedAbsolute: string, resolved: string, allowSecrets: boolean): void {

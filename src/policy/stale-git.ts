@@ -1,5 +1,5 @@
 /**
- * STALE_GIT (SPEC §7, §3.3 step 8): a mutation or git_diff that carries `expected_status_hash` proceeds only while
+ * STALE_GIT (docs/security.md "What git may read" step 8): a mutation or git_diff that carries `expected_status_hash` proceeds only while
  * the work tree's status hash is unchanged.
  */
 import { lstat } from 'node:fs/promises';

@@ -1,5 +1,5 @@
 /**
- * One tool call, read as the data flow (SPEC §3.3 steps 1–3, then the handler):
+ * One tool call, read as the data flow (docs/errors.md "Order of checks" steps 1–3, then the handler):
  *   lookup (unknown → UnknownToolError; disabled → TOOL_UNAVAILABLE) → validateArguments (VALIDATION)
  *   → gates for mutating calls (READONLY, then BUDGET_EXCEEDED) → wait for client roots → wait for the call's
  *   heavy-call slots (src/tools/heavy-calls.ts: busy, cancelled) → tool handler (policy steps 4–10 happen inside it)
@@ -39,7 +39,7 @@ export function isAlwaysMutating(tool: AnyTool): boolean {
 }
 
 /**
- * The tools listed in this process, in registry order (SPEC §1: --tools filters; --readonly drops always-mutating
+ * The tools listed in this process, in registry order (docs/cli.md: --tools filters; --readonly drops always-mutating
  * file tools, while the issue tools stay and refuse their write actions).
  */
 export function listedTools(state: Pick<ProcessState, 'config' | 'tools'>): AnyTool[] {

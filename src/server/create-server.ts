@@ -1,6 +1,6 @@
 /**
- * The factory handed to `serveStdio` (SPEC §2): one low-level SDK `Server` that owns `tools/list` and `tools/call`
- * itself, so the SPEC's surface holds instead of McpServer's defaults (STYLE §4.3):
+ * The factory handed to `serveStdio` (docs/tools.md): one low-level SDK `Server` that owns `tools/list` and `tools/call`
+ * itself, so the documented surface (docs/tools.md) holds instead of McpServer's defaults:
  *   - a disabled tool is a TOOL_UNAVAILABLE envelope, a readonly-hidden tool is READONLY, bad arguments are
  *     VALIDATION envelopes; only an unknown tool name is a protocol error (-32602);
  *   - on a 2025-era connection, the client's roots are read after initialization and on roots/list_changed.
@@ -36,7 +36,7 @@ const INSTRUCTIONS =
 const refusedArguments = new WeakMap<object, RefusedArguments>();
 
 /**
- * The SDK's low-level `Server`, minus its second pass over `tools/call` (issue #19). `Server._wrapHandler` (the SDK's
+ * The SDK's low-level `Server`, minus its second pass over `tools/call`. `Server._wrapHandler` (the SDK's
  * documented hook for role-specific wrapping) validates every `tools/call` request again — `setRequestHandler` has
  * already validated it against the protocol schema — and validates every result against the protocol's
  * CallToolResult schema before it is sent. Our results are built by `createServer` below from the tool's own zod
@@ -85,7 +85,7 @@ class FsToolsServer extends Server {
       } catch (error) {
         // `setRequestHandler`'s stored handler validates the request synchronously and throws a plain Error (which
         // the protocol layer would answer -32603) before our async handler runs; an invalid tools/call request is
-        // -32602 with the SDK's wording, as before (review of issue #19).
+        // -32602 with the SDK's wording, as before.
         if (error instanceof ProtocolError) return Promise.reject(error);
         return Promise.reject(
           new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid tools/call request: ${(error as Error).message}`),

@@ -1,6 +1,6 @@
 /**
  * Process-wide state, built once in cli.ts and shared by every server instance the stdio factory creates (the
- * factory may run twice: STYLE §4.3). Holds the roots, the remembered hashes, the mutation budget and the audit log.
+ * factory may run twice). Holds the roots, the remembered hashes, the mutation budget and the audit log.
  */
 import type { WallState } from '../fs/kernel-wall.js';
 import type { NativeReadsState } from '../fs/native-load.js';

@@ -1,7 +1,7 @@
 /**
- * The stdin side of the stdio binding (SPEC §2: malformed JSON-RPC gets a JSON-RPC error, and the server keeps
+ * The stdin side of the stdio binding (docs/tools.md: malformed JSON-RPC gets a JSON-RPC error, and the server keeps
  * running): splits the byte stream into newline-terminated lines and turns each into one JSON-RPC message, parsed
- * and checked once (issue #19: the SDK's transport used to parse and validate every line a second time). The SDK's
+ * and checked once (the SDK's transport used to parse and validate every line a second time). The SDK's
  * ReadBuffer silently skips a line that is not JSON and reports a line that is JSON but not a JSON-RPC message only
  * to `onerror`, so the client never hears back; this guard answers such lines itself — -32700 (parse error, id null)
  * for a line that is not JSON (invalid UTF-8 included), -32600 (invalid request, with the line's id when it has a
@@ -22,7 +22,7 @@ const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 
 /**
- * One strict decoder for every line (issue #19: one was built per message). `decode` without `stream` decodes a
+ * One strict decoder for every line (one was built per message). `decode` without `stream` decodes a
  * whole input and resets the decoder, also after it threw on invalid UTF-8, so sharing it carries no state between
  * lines.
  */

@@ -1,8 +1,8 @@
 /**
- * The stdio transport handed to the SDK's `serveStdio` (SPEC §2; the MCP stdio binding: one JSON-RPC message per
+ * The stdio transport handed to the SDK's `serveStdio` (docs/tools.md; the MCP stdio binding: one JSON-RPC message per
  * line, stdout carries only protocol messages). It does what the SDK's `StdioServerTransport` does — framing, stdout
  * backpressure, closing when stdin ends — with the stdin guard (src/server/stdio-guard.ts) as its framing, so every
- * line is decoded, parsed and checked exactly once (issue #19: the guard and the SDK's ReadBuffer each parsed and
+ * line is decoded, parsed and checked exactly once (the guard and the SDK's ReadBuffer each parsed and
  * validated every line). Responses written in the same turn of the event loop (several calls in flight) leave in one
  * write: stdout is corked while the turn's messages are queued and uncorked once they are all there.
  * It knows nothing about tools or protocol eras; `serveStdio` owns those.
@@ -129,7 +129,7 @@ export class GuardedStdioTransport implements Transport {
 
   /**
    * One wait for stdout's next 'drain' (or 'error'), shared by every send that met the full buffer meanwhile: a burst
-   * of answers adds two listeners to stdout, not two per answer (review of issue #19: 11 or more pending sends
+   * of answers adds two listeners to stdout, not two per answer (11 or more pending sends
    * printed MaxListenersExceededWarning on stderr).
    */
   private drained(): Promise<void> {
@@ -182,16 +182,16 @@ function plainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * An array JSON.stringify serializes element by element (no subclass, no toJSON): copying its elements into a new
- * array keeps its output (review of issue #19: a content array with its own toJSON lost it in the rebuilt array).
+ * array keeps its output (a content array with its own toJSON lost it in the rebuilt array).
  */
 function plainArray(value: unknown): value is unknown[] {
   return Array.isArray(value) && Object.getPrototypeOf(value) === Array.prototype && !('toJSON' in value);
 }
 
 /**
- * `JSON.stringify(message)`, byte for byte, with the JSON escaping of a result's repeated text done once (issue #19).
+ * `JSON.stringify(message)`, byte for byte, with the JSON escaping of a result's repeated text done once.
  * read_file's result carries the file's text twice — the first content block's `text` and `structuredContent.content`
- * (issue #15: structured-first and text-only clients each see it) — and escaping a 4 KB text is about half of
+ * (structured-first and text-only clients each see it) — and escaping a 4 KB text is about half of
  * serializing the whole answer. When both hold the same string, the message is serialized with a marker in both places
  * (spreads keep every key's position) and the escaped text is put in for the two markers; any other message, or one
  * where the marker does not appear exactly twice, is serialized as it is. test/server/stdio-transport.test.ts checks the

@@ -1,5 +1,5 @@
 /**
- * The advertised form of each tool (SPEC §2): name, title, description, JSON Schemas generated from the same zod
+ * The advertised form of each tool (docs/tools.md): name, title, description, JSON Schemas generated from the same zod
  * schemas that validate, and annotations. Deterministic: registry order, stable key order.
  */
 import { z } from 'zod';
@@ -85,7 +85,7 @@ function portable(node: unknown): unknown {
 }
 
 /**
- * Keywords an input schema does not advertise. Codex drops exactly these before its model sees a schema (issue #15),
+ * Keywords an input schema does not advertise. Codex drops exactly these before its model sees a schema,
  * so a model there never sees them anyway; every one that matters to a model (a default, a count or size limit, a
  * format) is in the field's description instead (test/server/declarations.test.ts checks the defaults), and the
  * server still enforces all of them (the zod schema validates every call: VALIDATION). Advertising them twice, once
@@ -128,11 +128,11 @@ function advertisedInput(node: unknown): unknown {
   return out;
 }
 
-/** The envelope's `error` member as JSON Schema (SPEC §3), for output schemas that admit the envelope. */
+/** The envelope's `error` member as JSON Schema (docs/errors.md), for output schemas that admit the envelope. */
 let envelopeErrorJson: Record<string, unknown> | undefined;
 
 /**
- * A tool's output schema that admits both its success shape and the error envelope (SPEC §2, issue #15). A
+ * A tool's output schema that admits both its success shape and the error envelope (docs/tools.md). A
  * text-only client (Gemini CLI) parses the first text block of a result without structuredContent (every isError
  * result) as JSON and validates it against the output schema, so a schema that admits only successes turns every
  * envelope into "-32602 Structured content does not match". Spelled without duplicating the success properties:

@@ -1,5 +1,5 @@
 /**
- * Argument validation (SPEC §2, §3.3 step 2): the tool's zod schema decides; every problem becomes a VALIDATION
+ * Argument validation (docs/tools.md step 2): the tool's zod schema decides; every problem becomes a VALIDATION
  * envelope naming the field, what was expected and what was received, and for an unknown parameter the closest
  * valid name. The SDK's bare text never reaches the caller. Argument values are never echoed (they may be content).
  */
@@ -9,7 +9,7 @@ import type { AnyTool } from '../tools/define-tool.js';
 
 /**
  * Control parameters that real clients inject into EVERY tool call's arguments, whatever the tool's input schema
- * says (SPEC §2: accepted and ignored, as a documented list; README "Clients"). Each entry: name → who sends it.
+ * says (docs/tools.md: accepted and ignored, as a documented list; README "Clients"). Each entry: name → who sends it.
  * Only top-level keys that the tool itself does not declare are dropped; anything else unknown stays VALIDATION.
  */
 export const CLIENT_CONTROL_PARAMETERS: Readonly<Record<string, string>> = Object.freeze({

@@ -1,6 +1,6 @@
 /**
- * apply_patch (SPEC §6.3, §6.4): apply a unified diff to one or several files as one transaction. The diff is parsed
- * during argument validation (BEGIN_PATCH, PATCH_FAILED malformed/no_hunks come before any path check: SPEC §3.3
+ * apply_patch (docs/tools.md): apply a unified diff to one or several files as one transaction. The diff is parsed
+ * during argument validation (BEGIN_PATCH, PATCH_FAILED malformed/no_hunks come before any path check: docs/errors.md "Order of checks"
  * step 2); then every file is authorized, hashed (OCC per file) and patched in memory; nothing is written unless every
  * file applies; then the journaled commit (src/patch/transaction.ts) writes them, rolling back on a failure part-way.
  */
@@ -146,10 +146,10 @@ async function resolveTargets(
     });
   }
   // The header path is appended to the base as written, not joined: path.join would fold `link/..` lexically, and a
-  // patch of `link-to-outside/../x` would then write `base/x` instead of being refused (issue 7). resolveInRoots walks
+  // patch of `link-to-outside/../x` would then write `base/x` instead of being refused. resolveInRoots walks
   // the spelling the way the kernel does (`link/..` is the link target's parent), as for every other tool.
   const rel = (p: string) => (single !== null ? single : path.isAbsolute(p) ? p : `${base!}${path.sep}${p}`);
-  // SPEC §3.3 across the whole patch: every file's containment, then every file's secret and policy checks, before any
+  // docs/errors.md "Order of checks" across the whole patch: every file's containment, then every file's secret and policy checks, before any
   // file's existence (a missing or refused first file must not decide the code while a later one lies outside).
   if (!files.some((f) => f.headerless && single === null)) {
     await assertWritesAllowed(
@@ -187,7 +187,7 @@ async function resolveTargets(
     const oldName = file.oldPath ?? file.newPath!;
     const newName = file.newPath ?? file.oldPath!;
     // A file this session knows (or expected_hashes names by content) that is gone is OCC_MISMATCH deleted inside the
-    // lock, not NOT_FOUND here (issue 21).
+    // lock, not NOT_FOUND here.
     const knownToSession = (real: string) => {
       const expected = expectedFor(args.expected_hashes, [
         oldName,
@@ -205,7 +205,7 @@ async function resolveTargets(
         stripped = await authorizeWrite(rel(name), ctx.policy, options);
       } catch (error) {
         // `diff -u` paths that really start with a/ or b/: retry unstripped. When that is missing too, the envelope
-        // names the stripped (real target) path, never the diff's prefix (issue 21).
+        // names the stripped (real target) path, never the diff's prefix.
         if (error instanceof ToolError && error.code === 'NOT_FOUND' && raw && raw !== name && single === null) {
           try {
             return await authorizeWrite(rel(raw), ctx.policy, { ...options, knownToSession: undefined });
@@ -306,8 +306,8 @@ export const applyPatch = defineTool({
       decide: async (scope) => {
         const changes: PlannedChange[] = [];
         const results: FileResult[] = [];
-        // SPEC §3.3 step 9 for every file first: an OCC_MISMATCH (any file) wins; every file needing a hash is listed in
-        // one HASH_REQUIRED (issue 21: all known problems in one envelope); then step 10 (the hunks) per file.
+        // docs/errors.md "Order of checks" step 9 for every file first: an OCC_MISMATCH (any file) wins; every file needing a hash is listed in
+        // one HASH_REQUIRED (all known problems in one envelope); then step 10 (the hunks) per file.
         const currents: CurrentFile[] = [];
         const hashRequired: ToolError[] = [];
         // on_conflict "merge": a modified file's OCC_MISMATCH, merged (or refused) with its hunks below.
@@ -339,7 +339,7 @@ export const applyPatch = defineTool({
               field: `expected_hashes["${t.key}"]`,
             });
           if (t.action !== 'created' && !current.exists) {
-            // Known to the session (or named by content): OCC_MISMATCH deleted (issue 21). Otherwise it vanished.
+            // Known to the session (or named by content): OCC_MISMATCH deleted. Otherwise it vanished.
             if (deletionIsConflict(ctx, expected)(t.source.real)) occ();
             throw new ToolError('NOT_FOUND', 'No such file or directory.', {
               path: t.source.absolute,

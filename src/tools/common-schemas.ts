@@ -3,10 +3,10 @@
  */
 import { z } from 'zod';
 
-/** A path argument (SPEC §4.1). */
+/** A path argument (docs/security.md "Roots"). */
 export const PathArg = z.string(); // absolute, or relative to the first root: said once, in the server instructions
 
-/** A content hash (SPEC §5). */
+/** A content hash (docs/errors.md "Optimistic concurrency"). */
 export const ContentHash = z
   .string()
   .regex(/^sha256:[0-9a-f]{64}$/)
@@ -41,7 +41,7 @@ export const ReadOptionsShape = {
   encoding: z.enum(['utf8', 'base64']).default('utf8').describe('Default utf8'),
 };
 
-/** expected_hash of mutating tools (SPEC §5): a content hash, or "absent" for "must not exist". */
+/** expected_hash of mutating tools (docs/errors.md "Optimistic concurrency"): a content hash, or "absent" for "must not exist". */
 export const ExpectedHash = z
   .string()
   .regex(/^(?:sha256:[0-9a-f]{64}|absent)$/)
@@ -59,10 +59,10 @@ export const MergedResult = z
   })
   .optional();
 
-/** expected_status_hash of mutating tools (SPEC §7). */
+/** expected_status_hash of mutating tools (docs/security.md "What git may read"). */
 export const ExpectedStatusHash = z.string().regex(/^sha256:[0-9a-f]{64}$/); // the name says it: git_status's status_hash
 
-/** dry_run of mutating tools (SPEC §3.3). */
+/** dry_run of mutating tools (docs/errors.md "Order of checks"). */
 export const DryRun = z.boolean().default(false);
 
 /**

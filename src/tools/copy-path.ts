@@ -1,5 +1,5 @@
 /**
- * copy_path (issue #18): copy a file, a symlink (as a link, never its target) or a directory tree (`recursive: true`)
+ * copy_path: copy a file, a symlink (as a link, never its target) or a directory tree (`recursive: true`)
  * inside the roots. Never overwrites unless `overwrite: true`, and then only a file or link destination, under OCC
  * (`expected_hash` is the destination's, as for move_path; a link destination is replaced as the link itself, its
  * target never touched: src/tools/file-mutation.ts `checkReplacedDestination`). Permission bits are kept; times and owners are not.
@@ -119,7 +119,7 @@ export const copyPath = defineTool({
   heavy: (a) => heavyClasses('walk', a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
     const { source, destination } = await authorizeCopy(args.source, args.destination, ctx.policy);
-    // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
+    // docs/errors.md "Order of checks" step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
     assertCopyable(source.stats, destination.stats, args, source, destination);
     const missingParent = 'Call create_directory for the parent first.';
     if (!(await isDirectory(parentOf(destination.real)))) throw parentMissing(destination.absolute, missingParent);
@@ -135,7 +135,7 @@ export const copyPath = defineTool({
         const dstNow = dst.dir.lstat(dst.name);
         assertCopyable(srcNow, dstNow, args, source, destination);
         const s = srcNow!;
-        // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
+        // The destination as it is now: a file being replaced is a mutation under OCC (docs/errors.md "Optimistic concurrency").
         const { file: dstFile, identity: expectDst } = await checkReplacedDestination(
           ctx,
           scope,
@@ -145,7 +145,7 @@ export const copyPath = defineTool({
         );
         const base = { type: kindOf(s), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null };
         const forgetDst = () => ctx.hashes.forget(destination.real);
-        // The undo record of a file or link copy (issue 18): the destination from nothing (or the file it replaced,
+        // The undo record of a file or link copy: the destination from nothing (or the file it replaced,
         // when its bytes were loaded: up to 256 KiB) to the copy.
         const replaced: PathState | null = !dstNow
           ? { kind: 'absent' }
@@ -270,7 +270,7 @@ export const copyPath = defineTool({
             treeHistory.files = historyEntriesOfTree(destination.real, s.mode, copied, 'created');
           },
           remember: () => ctx.hashes.forgetUnder(destination.real),
-          // The undo record of a tree copy (issue 18): every entry the copy wrote, each file with the hash of the bytes
+          // The undo record of a tree copy: every entry the copy wrote, each file with the hash of the bytes
           // it wrote; a revert removes exactly these, refused if any changed since.
           history: treeHistory,
         };
@@ -417,7 +417,7 @@ async function commitTemporary(
 }
 
 /**
- * Test seam (issue #18): called before each planned entry is copied; it may throw to simulate a failure part-way.
+ * Test seam: called before each planned entry is copied; it may throw to simulate a failure part-way.
  * Set only by tests (in-process) or by `--test-seams=copy-fault:ENTRY` (src/cli.ts); never from the environment.
  */
 let copyFault: ((relative: string) => void | Promise<void>) | null = null;

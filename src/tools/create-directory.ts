@@ -1,5 +1,5 @@
 /**
- * create_directory (SPEC §6, §6.2): create a directory and its missing parents; idempotent; never through a link
+ * create_directory (docs/tools.md): create a directory and its missing parents; idempotent; never through a link
  * that leaves the roots (each created level is re-checked).
  */
 import { z } from 'zod';
@@ -73,7 +73,7 @@ export const createDirectory = defineTool({
         }
         const result = { created: !now };
         if (now) return { result, done: 'nothing' };
-        // Every directory the call creates is recorded (issue 18), filled in once the effect knows which they were.
+        // Every directory the call creates is recorded, filled in once the effect knows which they were.
         const history = { tool: 'create_directory', files: [] as HistoryFile[] };
         return {
           result,

@@ -1,5 +1,5 @@
 /**
- * The shape of one tool (STYLE §4.2): contract on top (schemas, description, annotations), handler below. One zod
+ * The shape of one tool: contract on top (schemas, description, annotations), handler below. One zod
  * schema gives the advertised JSON Schema, the validation and the handler's argument types. Handlers get validated
  * arguments and a ToolContext and return `{ structured, text }`; they throw ToolError (or let Node errors bubble)
  * and never build an envelope.
@@ -41,7 +41,7 @@ export interface ToolContext {
   };
 }
 
-/** Facts a handler reports for the audit log (SPEC §9). Never content. */
+/** Facts a handler reports for the audit log (docs/security.md). Never content. */
 export interface AuditFacts {
   paths?: string[];
   action?: string;
@@ -82,7 +82,7 @@ export interface ToolDefinition<I extends z.ZodObject = z.ZodObject, O extends z
   /** True (or true for these arguments) when the call mutates files or issues; gates READONLY and the budget. */
   mutating: boolean | ((args: z.output<I>) => boolean);
   /**
-   * Tool-specific argument checks that belong to SPEC §3.3 step 2 (after the schema, before the gates), e.g.
+   * Tool-specific argument checks that belong to docs/errors.md "Order of checks" step 2 (after the schema, before the gates), e.g.
    * apply_patch's BEGIN_PATCH and unparseable-diff checks. Throws ToolError.
    */
   validate?: (args: z.output<I>) => void;

@@ -1,5 +1,5 @@
 /**
- * delete_path (SPEC §6, §6.2): delete a file, a symlink (the link, never its target) or a directory (non-empty only
+ * delete_path (docs/tools.md): delete a file, a symlink (the link, never its target) or a directory (non-empty only
  * with recursive). Deleting a file is a mutation under OCC. A recursive delete is refused as a whole when any entry
  * of the tree could not be deleted on its own (a secret, a .git directory, an entry the file policy or a built-in
  * guard protects: src/policy/tree-authorize.ts).
@@ -103,7 +103,7 @@ export const deletePath = defineTool({
           };
         }
         if (!stats.isDirectory()) {
-          // A link is recorded with its target (issue 18: revert_changes recreates it); other kinds are not.
+          // A link is recorded with its target (revert_changes recreates it); other kinds are not.
           const linkTarget = stats.isSymbolicLink() ? dir.readlink(name) : null;
           return {
             result: { type, previousHash: null, entries: 0 },
@@ -143,7 +143,7 @@ export const deletePath = defineTool({
           } else if ((await top.readdir()).length > 0) {
             throw directoryNotEmpty(target.absolute);
           }
-          // The undo record of a tree (issue 18): every file's bytes and mode, every directory's mode, every link's
+          // The undo record of a tree: every file's bytes and mode, every directory's mode, every link's
           // target, read now through the same descriptors; over --history-max-bytes it is not recorded (the listing
           // counts it as skipped).
           if (inspected && inspected.entries > 0 && !args.dry_run) {

@@ -1,5 +1,5 @@
 /**
- * edit_file (SPEC §6, §6.2): exact-text replacements, all or none, keeping the file's BOM, line endings and final
+ * edit_file (docs/tools.md): exact-text replacements, all or none, keeping the file's BOM, line endings and final
  * newline; PATCH_FAILED with the failing edit's index and the nearest region; REWRITE_BLOCKED for near-total
  * rewrites. The engine is src/patch/apply-edits.ts; the write flow is src/tools/file-mutation.ts.
  */
@@ -54,7 +54,7 @@ export const EditFileInput = z.strictObject({
 });
 
 /**
- * edit_file's structured result (SPEC §6: replacements, unified diff, previous_hash, content_hash). Issue #15:
+ * edit_file's structured result (docs/tools.md: replacements, unified diff, previous_hash, content_hash). Issue #15:
  * structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
  * when some edit did not match exactly once and exactly (replace_all, or tolerated trailing whitespace), since
  * otherwise `replacements` and the diff say it all (a `reindented` match carries its `indent_shift`); `diff_truncated` only when true; `path` only when a link was followed.

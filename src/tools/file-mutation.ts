@@ -1,5 +1,5 @@
 /**
- * The one mutation pipeline (SPEC §3.3 steps 8–10), used by write_file, edit_file, apply_patch, move_path,
+ * The one mutation pipeline (docs/errors.md "Order of checks" steps 8–10), used by write_file, edit_file, apply_patch, move_path,
  * delete_path and create_directory (and exported for journal recovery):
  *
  *   8 STALE_GIT (expected_status_hash) — and every other work tree whose status hash the call will report is proven
@@ -51,7 +51,7 @@ export function insideRoots(ctx: ToolContext): (p: string) => boolean {
 }
 
 /**
- * Checks STALE_GIT for `target` when an expected status hash is given (SPEC §3.3 step 8).
+ * Checks STALE_GIT for `target` when an expected status hash is given (docs/errors.md "Order of checks" step 8).
  * @throws ToolError STALE_GIT, VALIDATION (not a work tree), NOT_ALLOWED (work tree outside the roots)
  */
 export async function checkStaleGit(ctx: ToolContext, real: string, expected: string | undefined): Promise<void> {
@@ -257,7 +257,7 @@ async function recordHistory(
 }
 
 /**
- * The destination a move or copy may replace, decided inside the lock on what is there now (SPEC §5: replacing a
+ * The destination a move or copy may replace, decided inside the lock on what is there now (docs/errors.md "Optimistic concurrency": replacing a
  * file is a mutation under OCC): its current hash (a file; null for a directory, a link or nothing), checked against
  * `expectedHash` (or the session's memory under --auto-occ), and the identity the effect must still find there.
  * A link destination is the link itself (the file it points to is never touched; docs/tools.md "Links as
@@ -351,7 +351,7 @@ async function checkReplacedLink(
 }
 
 /**
- * One HASH_REQUIRED for every file of the patch that needs a hash (issue 21): the first file's path and current_hash
+ * One HASH_REQUIRED for every file of the patch that needs a hash: the first file's path and current_hash
  * stay top-level (compatibility), `details.files` lists each as {path, current_hash}, in the change's order.
  */
 export function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
@@ -372,7 +372,7 @@ export function hashRequiredForAll(errors: readonly ToolError[]): ToolError {
 }
 
 /**
- * The `knownToSession` predicate of authorizeWrite for a mutation (issue 21): a missing target is a deletion conflict
+ * The `knownToSession` predicate of authorizeWrite for a mutation: a missing target is a deletion conflict
  * (OCC_MISMATCH `deleted`), not NOT_FOUND, when an explicit expected hash names content, or when this session read or
  * wrote the path under --auto-occ=block|warn.
  */
@@ -446,7 +446,7 @@ export interface MutateOptions {
   dryRun: boolean;
   /**
    * Load the current bytes (edits) or only hash them (whole-file replace). `'small'`: load them only up to the OCC
-   * snapshot size (256 KiB), so an OCC conflict can carry changed_ranges and bytes_delta (write_file, issue 21).
+   * snapshot size (256 KiB), so an OCC conflict can carry changed_ranges and bytes_delta (write_file).
    */
   wantBytes: boolean | 'small';
   /** Create missing parent directories (write_file create_dirs). */
@@ -494,9 +494,9 @@ export async function mutateFile<T>(
   options: MutateOptions,
   compute: (current: CurrentFile) => Promise<Computed<T>> | Computed<T>,
 ): Promise<MutateResult<T>> {
-  // SPEC §3.3 step 7 (existence) before step 8 (STALE_GIT) and 9 (OCC): a new file needs its parent directory.
+  // docs/errors.md "Order of checks" step 7 (existence) before step 8 (STALE_GIT) and 9 (OCC): a new file needs its parent directory.
   // A file this session knows (or an explicit content hash names) whose directory is gone too is a deletion conflict,
-  // decided by the OCC check below, not a missing parent (issue 21).
+  // decided by the OCC check below, not a missing parent.
   const known = deletionIsConflict(ctx, options.expectedHash)(target.real);
   if (!target.stats && !options.createDirs && !known && !(await isDirectory(parentOf(target.real))))
     throw parentMissing(target.absolute);
@@ -531,7 +531,7 @@ export async function mutateFile<T>(
           field: options.field,
         });
       if (options.mustExist && !current.exists) {
-        // A known file that is gone: the OCC check throws OCC_MISMATCH deleted (issue 21); otherwise NOT_FOUND.
+        // A known file that is gone: the OCC check throws OCC_MISMATCH deleted; otherwise NOT_FOUND.
         if (known) occCheck();
         if (!where) throw parentMissing(target.absolute);
         throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: target.absolute });

@@ -1,5 +1,5 @@
 /**
- * git_diff (SPEC §7): the unified diff of the work tree (or the index with `staged`), paged by file with a cursor
+ * git_diff (docs/security.md "What git may read"): the unified diff of the work tree (or the index with `staged`), paged by file with a cursor
  * bound to the status hash. Binary files are listed, never dumped; secret and policy-protected files are listed as
  * omitted, never shown; output over max_bytes is cut with a continuation. With expected_status_hash, a moved tree
  * is STALE_GIT and no diff body is returned. git runs in the sanitized view (src/vcs/git-view.ts): submodules are not
@@ -97,7 +97,7 @@ export const gitDiff = defineTool({
   async run(args, ctx) {
     const fingerprint = queryFingerprint(['git_diff', args.path, args.staged, args.paths, args.context_lines]);
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint, DiffPosition) : null;
-    // SPEC §3.3: every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
+    // docs/errors.md "Order of checks": every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
     // entry need not exist: a file deleted in the work tree is a fine thing to diff.
     const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
     for (const p of args.paths ?? [])
@@ -142,7 +142,7 @@ export const gitDiff = defineTool({
       const r = await view.run(
         [
           // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
-          // whenever stat data is stale, even under --no-optional-locks (SPEC §7: never write to the repository).
+          // whenever stat data is stale, even under --no-optional-locks (docs/security.md "What git may read": never write to the repository).
           // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
           ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']),
           '--no-ext-diff',
@@ -184,7 +184,7 @@ export const gitDiff = defineTool({
             toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs),
           );
         });
-        // SPEC §4.3: a policy-hidden file behaves as absent: not even named.
+        // docs/security.md: a policy-hidden file behaves as absent: not even named.
         if (verdicts.some((v) => v.hidden)) continue;
         const omitted = verdicts.some((v) => v.secret)
           ? 'secret'

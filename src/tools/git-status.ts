@@ -1,5 +1,5 @@
 /**
- * git_status (SPEC §7): the work tree's branch, upstream, ahead/behind, entries and status_hash (sha256 over the
+ * git_status (docs/security.md "What git may read"): the work tree's branch, upstream, ahead/behind, entries and status_hash (sha256 over the
  * exact porcelain v2 output of the sanitized view, untracked files included, policy-hidden paths' lines left out;
  * README "Git"). Read-only: git runs with
  * --no-optional-locks against a private git dir (src/vcs/git-view.ts), and reads the index through a descriptor.
@@ -43,7 +43,7 @@ export const GitStatusOutput = z.object({
   entries_total: z.number().int().describe('Entries in the whole status (more than entries.length when truncated)'),
 });
 
-/** The real directory `requested` names (a file's directory), after the read checks of SPEC §3.3 steps 4–7. */
+/** The real directory `requested` names (a file's directory), after the read checks of docs/errors.md "Order of checks" steps 4–7. */
 async function directoryOf(requested: string, ctx: ToolContext): Promise<string> {
   const target = await authorizeRead(requested, ctx.policy, { kind: 'any', secrets: 'flag' });
   return target.stats.isDirectory() ? target.real : path.dirname(target.real);

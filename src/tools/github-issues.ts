@@ -1,5 +1,5 @@
 /**
- * github_issues (SPEC §8): GitHub issues through the `gh` CLI's REST API (`gh api`, src/vcs/github.ts). One tool
+ * github_issues (docs/issue-tools.md): GitHub issues through the `gh` CLI's REST API (`gh api`, src/vcs/github.ts). One tool
  * with an `action`; reads (list, view) and writes (create, comment, close, reopen, edit). Writes are refused under
  * --readonly and counted by the budget; every write first checks that the number is an issue, not a pull request.
  */

@@ -1,5 +1,5 @@
 /**
- * gitlab_issues (SPEC §8): GitLab issues through the REST API v4 (src/vcs/gitlab.ts): `glab api` when glab is
+ * gitlab_issues (docs/issue-tools.md): GitLab issues through the REST API v4 (src/vcs/gitlab.ts): `glab api` when glab is
  * installed, else HTTPS with GITLAB_TOKEN / GITLAB_PRIVATE_TOKEN / CI_JOB_TOKEN. One tool with an `action`; writes
  * are refused under --readonly and counted by the budget. Projects may sit in nested groups (group/sub/name).
  */

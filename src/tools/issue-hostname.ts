@@ -1,5 +1,5 @@
 /**
- * The issue tools' `hostname` argument (SPEC §8): a GitHub host (gh decides the scheme) or a GitLab instance (host,
+ * The issue tools' `hostname` argument (docs/issue-tools.md): a GitHub host (gh decides the scheme) or a GitLab instance (host,
  * host:port or http(s) URL, src/vcs/gitlab-instance.ts). Used by the argument rules and by target resolution.
  */
 import { ToolError } from '../errors/tool-error.js';

@@ -1,5 +1,5 @@
 /**
- * Per-action argument rules of the issue tools (SPEC §8, §3.3 step 2): what the schema cannot say because it is one
+ * Per-action argument rules of the issue tools (docs/issue-tools.md step 2): what the schema cannot say because it is one
  * schema for all actions. Run as the tools' `validate` hook, so VALIDATION comes before READONLY and before anything
  * is resolved or sent.
  */
@@ -31,7 +31,7 @@ const REQUIRES: Record<IssueAction, ReadonlyArray<keyof IssueArgs>> = {
 };
 
 /**
- * Per-action argument rules (SPEC §3.3 step 2, so VALIDATION comes before READONLY and before anything is resolved):
+ * Per-action argument rules (docs/errors.md "Order of checks" step 2, so VALIDATION comes before READONLY and before anything is resolved):
  * required fields per action, fields that do not apply to the action (refused rather than ignored: `state: closed`
  * on edit would otherwise silently do nothing), repo vs path, an edit with nothing to change, an empty comment,
  * the hostname's syntax, and plain http to a non-loopback GitLab host (reason insecure_http).

@@ -1,5 +1,5 @@
 /**
- * The contract shared by `github_issues` and `gitlab_issues` (SPEC §8): the actions, their bounds, the input schema
+ * The contract shared by `github_issues` and `gitlab_issues` (docs/issue-tools.md): the actions, their bounds, the input schema
  * (one per forge: the repo syntax differs) and the output schema. Types are derived from the schemas.
  */
 import { z } from 'zod';
@@ -11,10 +11,10 @@ import { PathArg } from './common-schemas.js';
 export const ISSUE_ACTIONS = ['list', 'view', 'create', 'comment', 'close', 'reopen', 'edit'] as const;
 export type IssueAction = (typeof ISSUE_ACTIONS)[number];
 
-/** Actions that change an issue (READONLY, budget; SPEC §4.4). */
+/** Actions that change an issue (READONLY, budget; docs/security.md). */
 export const WRITE_ACTIONS: ReadonlySet<IssueAction> = new Set(['create', 'comment', 'close', 'reopen', 'edit']);
 
-/** SPEC §8 bounds. */
+/** docs/issue-tools.md bounds. */
 export const ISSUE_BOUNDS = {
   titleChars: 256,
   bodyBytes: 64 * 1024,

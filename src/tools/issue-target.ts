@@ -1,5 +1,5 @@
 /**
- * Which repository an issue call targets (SPEC §8 "Target"): an explicit repo (on `hostname`, GITLAB_HOST or the
+ * Which repository an issue call targets (docs/issue-tools.md "Target"): an explicit repo (on `hostname`, GITLAB_HOST or the
  * forge's default host), or the remotes of the work tree around `path` (default: the first root), resolved through
  * the roots policy. GitLab's scheme and port for a remote follow src/vcs/gitlab-instance.ts.
  */
@@ -43,7 +43,7 @@ function githubTarget(host: string, port: number | null, repo: string): IssueTar
 }
 
 /**
- * Resolves the target of a call (SPEC §8 "Target").
+ * Resolves the target of a call (docs/issue-tools.md "Target").
  * @throws ToolError from path policy (ROOTS_EMPTY, NOT_ALLOWED, …), git, *_REPO_UNRESOLVED, *_AMBIGUOUS,
  *   VALIDATION insecure_http (GITLAB_HOST over http to a non-loopback host)
  */

@@ -1,10 +1,10 @@
 /**
- * What an issue tool does when called (SPEC §8): resolve the target (src/tools/issue-target.ts) → the host
+ * What an issue tool does when called (docs/issue-tools.md): resolve the target (src/tools/issue-target.ts) → the host
  * allow-list (GH_HOST_DENIED) → the forge backend in src/vcs (network) → the result, with list and view pages fitted
  * to the response budget and rendered between the untrusted-content markers (src/tools/issue-render.ts).
  * `defineIssueTool` builds each forge's tool from its contract (github-issues.ts, gitlab-issues.ts).
  *
- * Order inside a call (after SPEC §3.3 steps 1–3 in call-tool: lookup, VALIDATION incl. `validateIssueArgs`,
+ * Order inside a call (after docs/errors.md "Order of checks" steps 1–3 in call-tool: lookup, VALIDATION incl. `validateIssueArgs`,
  * READONLY/BUDGET for write actions): resolve the target (path → roots policy → work tree → remotes →
  * *_REPO_UNRESOLVED/*_AMBIGUOUS) → GH_HOST_DENIED → backend (network).
  */
@@ -64,7 +64,7 @@ function fitBody(issue: Issue, budget: ResponseBudget): Issue {
 
 /**
  * Runs one action of `forge`'s tool.
- * @throws ToolError (see validateIssueArgs, resolveTarget, GH_HOST_DENIED, and the backends' SPEC §3.2 codes)
+ * @throws ToolError (see validateIssueArgs, resolveTarget, GH_HOST_DENIED, and the backends' docs/issue-tools.md codes)
  */
 export async function runIssueAction(
   forge: Forge,

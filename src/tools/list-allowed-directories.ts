@@ -1,5 +1,5 @@
 /**
- * list_allowed_directories (SPEC §6): the roots in force with their source, the flags in force, the mutation budget,
+ * list_allowed_directories (docs/tools.md): the roots in force with their source, the flags in force, the mutation budget,
  * the version, and journal transactions recovered at start-up.
  */
 import { z } from 'zod';
@@ -28,7 +28,7 @@ export const ListAllowedDirectoriesOutput = z.object({
   roots: z.array(RootEntry).describe('The effective roots: what paths may use now'),
   rule: z
     .enum(ROOTS_RULES as [RootsRule, ...RootsRule[]])
-    .describe('Which SPEC §4.1 rule produced the effective roots'),
+    .describe('Which docs/security.md "Roots" rule produced the effective roots'),
   command_line_roots: z.array(RootEntry).describe('The command-line roots (or the working-directory default)'),
   client_roots: z
     .array(z.object({ path: z.string(), usable: z.boolean(), reason: Rejection.optional() }))

@@ -1,5 +1,5 @@
 /**
- * list_directory (SPEC §6): entries of a directory tree up to `depth`, in deterministic order, paged with a cursor.
+ * list_directory (docs/tools.md): entries of a directory tree up to `depth`, in deterministic order, paged with a cursor.
  * Symlinks are reported as links (never descended), with their target's type only when the target is inside the
  * roots. Secret names are shown and marked; policy-hidden and denied entries are omitted; .gitignore is honoured by
  * default.
@@ -43,7 +43,7 @@ export const EntryObjectSchema = z.object({
 });
 
 /**
- * One listed entry as the model sees it (issue #15): a regular file or a directory that is not a secret is just its
+ * One listed entry as the model sees it: a regular file or a directory that is not a secret is just its
  * path, a directory's with `/` after it (a name never holds `/`, so this is unambiguous); a symlink, a special file,
  * a secret, or any entry of a `long` listing is an object. Structured-first clients show this JSON to their model:
  * the object form tripled a listing's bytes.
@@ -98,7 +98,7 @@ function entryLine(e: EntryObject): string {
 
 /**
  * `jsonBytes(e)` of an entry built as list_directory builds it (keys in the order path, type, size, mtime, secret,
- * link_target_type), computed without serializing it (issue #19: one JSON.stringify per entry was a tenth of a
+ * link_target_type), computed without serializing it (one JSON.stringify per entry was a tenth of a
  * page's time). test/tools/list-entry-bytes.test.ts pins it to jsonBytes. Units: bytes of UTF-8.
  */
 export function entryBytes(e: EntryObject): number {
@@ -162,7 +162,7 @@ export const listDirectory = defineTool({
     const lines: string[] = [];
     let truncated = false;
     // The walk asks `filter` about an entry right before it hands it to the sink: its verdict is reused for the
-    // secret mark (issue #19: one classification per entry, not two).
+    // secret mark (one classification per entry, not two).
     const verdict = { absolute: '', secret: false };
     const classify = walkEntryClassifier(ctx.policy);
     const walkOptions: Parameters<typeof walkInto>[0] = {
@@ -192,7 +192,7 @@ export const listDirectory = defineTool({
       stats: args.long,
     };
     // One entry onto the page (false: the page is full, stop the walk). Synchronous for every entry but a
-    // symlink, whose target type is looked up first (issue #19: the walk hands entries to this sink in order,
+    // symlink, whose target type is looked up first (the walk hands entries to this sink in order,
     // right after its filter, instead of one async-iteration step each).
     const add = (entry: WalkItem | WalkEntry, linkTarget?: EntryObject['link_target_type']): boolean => {
       if (entries.length >= maxEntries) {
@@ -219,7 +219,7 @@ export const listDirectory = defineTool({
         const item: EntryObject = {
           path: entry.relative,
           type,
-          // Size and mtime only on request (issue #15): they tripled a listing's bytes in every client's context.
+          // Size and mtime only on request: they tripled a listing's bytes in every client's context.
           ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
           ...(secret ? { secret: true } : {}),
           ...(type === 'symlink' ? { link_target_type: linkTarget } : {}),

@@ -1,5 +1,5 @@
 /**
- * move_path (SPEC §6, §6.2): rename or move a file, link or directory inside the roots. Never overwrites unless
+ * move_path (docs/tools.md): rename or move a file, link or directory inside the roots. Never overwrites unless
  * `overwrite: true`; then the destination file is a mutation under OCC (`expected_hash` is the destination's).
  * Moving a symlink moves the link, not its target. Moving a directory moves every entry it holds: each is authorized
  * at its old and new place (docs/security.md, "Whole-tree operations").
@@ -71,7 +71,7 @@ export const movePath = defineTool({
   pathsOf: (a) => [a.source, a.destination],
   heavy: (a) => heavyClasses('walk', a.expected_status_hash !== undefined && 'git'),
   async run(args, ctx) {
-    // SPEC §3.3 orders the checks across the whole call: both paths pass containment, secrets and policy (steps 5–6)
+    // docs/errors.md "Order of checks" orders the checks across the whole call: both paths pass containment, secrets and policy (steps 5–6)
     // before the source's existence is checked (step 7), so a missing source never hides a refused destination.
     await assertWritesAllowed(
       [
@@ -92,14 +92,14 @@ export const movePath = defineTool({
       followFinal: false,
       field: 'destination',
     });
-    if (!source.stats) throw await notFoundError(source, ctx.policy); // details.near (issue 21)
+    if (!source.stats) throw await notFoundError(source, ctx.policy); // details.near
     if (source.real === destination.real) {
       throw new ToolError('VALIDATION', 'source and destination are the same path.', {
         path: source.absolute,
         details: { reason: 'same_path' },
       });
     }
-    // SPEC §3.3 step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
+    // docs/errors.md "Order of checks" step 7 on what authorization saw (refusals only); every one is decided again inside the lock.
     assertMovable(
       source.stats,
       destination.stats,
@@ -150,7 +150,7 @@ export const movePath = defineTool({
             });
           }
         }
-        // The destination as it is now: a file being replaced is a mutation under OCC (SPEC §5).
+        // The destination as it is now: a file being replaced is a mutation under OCC (docs/errors.md "Optimistic concurrency").
         const { file: dstFile, identity: expectDestination } = await checkReplacedDestination(
           ctx,
           scope,
@@ -220,7 +220,7 @@ export const movePath = defineTool({
 });
 
 /**
- * The undo record of a move of a file or a link (issue 18): the source goes from what it was to nothing, the
+ * The undo record of a move of a file or a link: the source goes from what it was to nothing, the
  * destination from nothing (or the file it replaced) to what was moved (a directory: `directoryMoveHistory`). Not
  * recorded (undefined): a file whose bytes were not loaded (larger than --max-edit-bytes, or a replaced destination
  * over 256 KiB).
@@ -259,7 +259,7 @@ function moveHistory(
 const MAX_RECORDED_MOVE_ENTRIES = 100_000;
 
 /**
- * The undo record of a directory move (issue 18: a tree operation is one change): the tree at its old place goes from
+ * The undo record of a directory move (a tree operation is one change): the tree at its old place goes from
  * what it holds (every file's bytes and mode, directories' modes, links' targets) to nothing, and at its new place
  * from nothing to the same entries (files by hash). revert_changes thus checks every moved entry (hash or kind) and
  * that nothing took the old place, then puts the tree back. Over --history-max-bytes: not recorded (`tooLarge`); a
@@ -321,7 +321,7 @@ async function destinationHash(ctx: ToolContext, destination: AuthorizedWrite): 
 }
 
 /**
- * The refusals of SPEC §6.2 for a move, on the given facts (authorization's, then again the current ones inside the
+ * The refusals of docs/tools.md for a move, on the given facts (authorization's, then again the current ones inside the
  * lock): a missing source, a directory into itself, an existing destination without overwrite, a directory
  * destination.
  * @throws ToolError NOT_FOUND, VALIDATION (destination_inside_source, destination_exists, destination_is_directory)
@@ -344,7 +344,7 @@ function assertMovable(
   if (dst && !overwrite) {
     throw new ToolError('VALIDATION', `${destination.absolute} already exists; nothing was moved.`, {
       // current_hash: the destination's content hash (null for a directory or link), so overwrite: true with
-      // expected_hash can follow without a read (issue 21).
+      // expected_hash can follow without a read.
       path: destination.absolute,
       details: { reason: 'destination_exists', current_hash: dst.isFile() ? dstHash : null },
       suggestion:

@@ -1,5 +1,5 @@
 /**
- * read_file (SPEC §6, §6.1): a whole file or an exact line/byte range, in bounded memory, with the whole file's
+ * read_file (docs/tools.md): a whole file or an exact line/byte range, in bounded memory, with the whole file's
  * content hash (remembered for OCC), line count, EOL style and BOM.
  */
 import { closeSync, type Stats } from 'node:fs';
@@ -20,7 +20,7 @@ export const ReadFileInput = z.strictObject({
 });
 
 /**
- * read_file's structured result (SPEC §6; issue #15: structured-first clients show it to their model as JSON on every
+ * read_file's structured result (docs/tools.md; structured-first clients show it to their model as JSON on every
  * read, so a field at its default is left out and its absence means the default). Always present: `content`,
  * `content_hash`, `size`, `total_lines`. Absent means: `path` the path as asked (no link followed), `encoding` utf8,
  * `range` the whole file, `truncated` false (and then no `continuation`), `eol` lf, `bom` false.
@@ -90,7 +90,7 @@ function bytesMatter(f: ReadFacts): boolean {
 export function compactRead(f: ReadFacts): ReadResult {
   const whole = f.range.start_byte === 0 && f.range.end_byte === f.size && !f.truncated;
   // Built field by field in the wire order (the order of ReadResultShape): no spread of an empty object per default
-  // field on every read (issue #19). test/tools/read-file-compact.test.ts pins it against the spread form.
+  // field on every read. test/tools/read-file-compact.test.ts pins it against the spread form.
   const out: Partial<ReadResult> = {};
   if (f.path !== f.requested) out.path = f.path;
   out.content = f.content;
@@ -145,9 +145,9 @@ export function toRangeRequest(o: ReadOptions): RangeRequest {
 
 /**
  * Reads one path (shared by read_file and read_files). With `within`, the content is cut so that it fits
- * `maxCost` bytes when sent twice JSON-escaped (issue #14: structured + text), and `cutByBudget` says it was; with
+ * `maxCost` bytes when sent twice JSON-escaped (structured + text), and `cutByBudget` says it was; with
  * `probeOnly` it is not cut, only flagged.
- * @throws ToolError from policy (SPEC §3.3 4–7), VALIDATION (conflicting options, range past end, binary)
+ * @throws ToolError from policy (docs/errors.md "Order of checks" 4–7), VALIDATION (conflicting options, range past end, binary)
  */
 export async function readOne(
   requested: string,
@@ -242,7 +242,7 @@ export async function readOne(
 }
 
 /**
- * The facts block that follows the raw content as its own text block (issue #15): a text-only client (Gemini CLI)
+ * The facts block that follows the raw content as its own text block: a text-only client (Gemini CLI)
  * shows its model only text, so the facts needed for the next call — content_hash, the lines returned, and where to
  * continue when truncated — are written here too. One line; the content block stays raw. Defaults are left out to
  * keep every read small: the byte range only when the read was cut, read from an offset, or is base64; `eol` only when it is not

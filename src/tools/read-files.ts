@@ -1,5 +1,5 @@
 /**
- * read_files (SPEC §6): several reads in one call; each path gets its result or its own envelope (built by the one
+ * read_files (docs/tools.md): several reads in one call; each path gets its result or its own envelope (built by the one
  * mapper), so one bad path never hides the others.
  */
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 /**
- * read_media (issue #18): an image or audio file as an MCP `image` / `audio` content block that the model can look
+ * read_media: an image or audio file as an MCP `image` / `audio` content block that the model can look
  * at or listen to, with the MIME type detected from the bytes (src/fs/media-type.ts), plus the usual facts (path,
  * size, content_hash) in structured form. Same policy as read_file (roots, secrets, file policy, special files); the
  * whole file is read through the verified descriptor, up to --max-media-bytes.

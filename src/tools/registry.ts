@@ -1,5 +1,5 @@
 /**
- * The ordered list of tools. This order is the tools/list order (deterministic, SPEC §2).
+ * The ordered list of tools. This order is the tools/list order (deterministic, docs/tools.md).
  */
 import type { AnyTool } from './define-tool.js';
 import { listAllowedDirectories } from './list-allowed-directories.js';

@@ -1,5 +1,5 @@
 /**
- * replace_in_files (issue 18, "Replace across files"): a literal or regular-expression replacement, line by line as
+ * replace_in_files ("Replace across files"): a literal or regular-expression replacement, line by line as
  * search_files matches (src/fs/replace-lines.ts), over a directory walked like search_files (include/exclude,
  * .gitignore, no links followed). Secret, policy-protected, git-directory, binary and oversized files are skipped and
  * counted; a `.git` directory is never walked, so nothing in it is counted (docs/tools.md). A `dry_run` returns per-file diffs, counts and each file's current content_hash; applying with those
@@ -114,7 +114,7 @@ interface Candidate {
   count: number;
 }
 
-/** Compiles the query (SPEC §3.3 step 2). @throws ToolError VALIDATION invalid_regex */
+/** Compiles the query (docs/errors.md "Order of checks" step 2). @throws ToolError VALIDATION invalid_regex */
 function matcherOf(args: z.output<typeof ReplaceInFilesInput>): LineMatcher {
   return createLineMatcher(args.query, { regex: args.regex, caseSensitive: args.case_sensitive });
 }
@@ -189,7 +189,7 @@ export const replaceInFiles = defineTool({
 async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolContext) {
   const matcher = matcherOf(args);
   const base = await authorizeRead(args.path, ctx.policy, { kind: 'any' });
-  assertNotGitInternal(base.absolute, base.real); // nothing under .git is ever written (SPEC §4.3)
+  assertNotGitInternal(base.absolute, base.real); // nothing under .git is ever written (docs/security.md)
   // Nor in a git directory of any name, or a core.hooksPath directory (docs/security.md).
   assertNotInGitDirectory(ctx.policy, base.absolute, base.real);
   const maxFiles = args.max_files ?? DEFAULT_MAX_FILES;
@@ -202,7 +202,7 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
   const expectedFor = (relative: string, real: string) =>
     expected ? (expected[relative] ?? expected[real] ?? expected[path.join(baseDir, relative)]) : undefined;
 
-  // A key naming a path outside `path` can never be in the preview; saying so names no outside path (SPEC: no outside
+  // A key naming a path outside `path` can never be in the preview; saying so names no outside path (docs/security.md: no outside
   // path in an envelope) and costs no walk.
   for (const key of Object.keys(expected ?? {})) {
     if (!isWithin(baseDir, path.isAbsolute(key) ? path.normalize(key) : path.join(baseDir, key))) {
@@ -212,7 +212,7 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       });
     }
   }
-  // SPEC §3.3 step 6 for every file expected_hashes names, before the walk: a key naming a secret, a denied or
+  // docs/errors.md "Order of checks" step 6 for every file expected_hashes names, before the walk: a key naming a secret, a denied or
   // read-only file, or one in a git directory is refused with its own code (SECRET_DENIED, FILE_POLICY_DENIED), not
   // reported later as a preview file "no longer changed" (the walk never yields what it may not change).
   for (const key of Object.keys(expected ?? {})) {
@@ -394,7 +394,7 @@ async function replace(args: z.output<typeof ReplaceInFilesInput>, ctx: ToolCont
       // bound is kept here too: the first file that no longer fits, and every one after it, is left to the next call.
       let plannedCount = 0;
       let full = false;
-      // SPEC §3.3 step 9 for every file before anything else: OCC_MISMATCH (any file) wins; every file needing a hash
+      // docs/errors.md "Order of checks" step 9 for every file before anything else: OCC_MISMATCH (any file) wins; every file needing a hash
       // is listed in one HASH_REQUIRED.
       for (const c of candidates) {
         const current = await scope.current(c.target.real, {

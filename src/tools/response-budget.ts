@@ -1,5 +1,5 @@
 /**
- * The response budget (issue #14): every tools/call result, as serialized on the wire (structuredContent and text
+ * The response budget: every tools/call result, as serialized on the wire (structuredContent and text
  * content together, JSON escapes included), stays under RESPONSE_LIMIT_BYTES — well inside the 10 MiB read buffer of
  * both SDK clients (`STDIO_DEFAULT_MAX_BUFFER_SIZE` in @modelcontextprotocol/sdk 1.x and @modelcontextprotocol/client
  * 2.x; a line longer than that makes the client drop the transport, killing the session).
@@ -27,7 +27,7 @@ export function jsonStringBytes(s: string): number {
   let n = 0;
   for (let i = 0; i < s.length;) {
     const c = s.charCodeAt(i);
-    // Printable ASCII other than `"` and `\` (nearly every character of a path): one byte, no call (issue #19).
+    // Printable ASCII other than `"` and `\` (nearly every character of a path): one byte, no call.
     if (c >= 0x20 && c < 0x7f && c !== 0x22 && c !== 0x5c) {
       n++;
       i++;
@@ -66,7 +66,7 @@ export function jsonBytes(value: unknown): number {
 const BOUND_MAX_DEPTH = 64;
 
 /**
- * An upper bound of `jsonBytes(value)` computed without serializing (issue #19: the guard below ran on every result,
+ * An upper bound of `jsonBytes(value)` computed without serializing (the guard below ran on every result,
  * and serializing it cost as much as the SDK's own serialization of the message). A string costs at most 6 bytes
  * per UTF-16 code unit (`\u00XX`; a surrogate pair is 4 bytes for 2 units, any other character at most 3) plus its
  * quotes, a number at most 25 (the longest `Number.prototype.toString`: a sign, `0.00000` and 17 significant digits, e.g.

@@ -1,10 +1,10 @@
 /**
- * search_files (SPEC §6, §6.1): find files by glob and/or lines by content (literal, or a regular expression when
+ * search_files (docs/tools.md): find files by glob and/or lines by content (literal, or a regular expression when
  * `regex: true`), over the shared walker (deterministic order, .gitignore, no symlinks followed). Content search
  * skips secret files, policy-denied files, binary files and files over the size cap, and counts each; results are
  * capped and continue with a cursor; a regular expression runs bounded (src/fs/line-matcher.ts).
  *
- * This file holds the contract (schemas, definition) and the loop; the three steps live apart (issue #20):
+ * This file holds the contract (schemas, definition) and the loop; the three steps live apart:
  * src/tools/search-walk.ts (what is visited, walk skips), src/tools/search-match.ts (what a candidate holds),
  * src/tools/search-page.ts (what a page returns, its cursor and text).
  */
@@ -236,7 +236,7 @@ interface PageEntriesOptions {
 }
 
 /**
- * The walk's sink for one page (issue #19; this was an async generator of read-ahead over the walk's own, a promise
+ * The walk's sink for one page (this was an async generator of read-ahead over the walk's own, a promise
  * and an iterator step per entry at each level): each entry is prepared as the walk reaches it (its skips taken, a
  * wanted file handed to the reader threads) and queued; the queue is paged in walk order as far as the outcomes are
  * there. The walk goes on while the head waits for its batch, up to READ_AHEAD entries queued (a glob search queues

@@ -1,6 +1,6 @@
 /**
- * search_files, step 2 of 3 (walk → match → page; issue #20): what a candidate file holds for a content search —
- * its matching lines, or why it is skipped (secret, too large, unreadable, binary) — SPEC §6.1. Candidates go to the
+ * search_files, step 2 of 3 (walk → match → page): what a candidate file holds for a content search —
+ * its matching lines, or why it is skipped (secret, too large, unreadable, binary) — docs/tools.md Candidates go to the
  * search reader threads (src/fs/search-reader.ts) as the walk yields them, up to READ_AHEAD ahead of the page, and
  * are consumed in walk order; a large candidate, or any when the threads are unavailable, is read on this thread.
  * A user regular expression runs bounded either way (src/fs/line-matcher.ts). This file changes when how a
@@ -64,7 +64,7 @@ export type Started = ReadTicket | Loaded;
 export interface ContentMatch {
   /**
    * Starts loading `entry` (whose last path component is `name`) now, on a reader thread when one is available: its
-   * ticket, whose `outcome` is there, synchronously, once its batch is answered (issue #19: no promise or closure per
+   * ticket, whose `outcome` is there, synchronously, once its batch is answered (no promise or closure per
    * file); or the file's outcome when it is known without reading (a secret file).
    */
   start(entry: WalkItem, name: string): Started;
@@ -78,7 +78,7 @@ export interface ContentMatch {
 }
 
 /**
- * The content side of one search call (SPEC §6.1: binary files skipped, secret files skipped and counted, files over
+ * The content side of one search call (docs/tools.md: binary files skipped, secret files skipped and counted, files over
  * the size cap skipped and counted, a user regex bounded per file).
  */
 export function contentMatcher(o: ContentMatchOptions): ContentMatch {

@@ -1,5 +1,5 @@
 /**
- * search_files, step 3 of 3 (walk → match → page; issue #20): one page of results (SPEC §6: at most max_results a
+ * search_files, step 3 of 3 (walk → match → page): one page of results (docs/tools.md: at most max_results a
  * page, within the response budget, `truncated` and a cursor to continue), its skip counts and its text. Results are
  * added in walk order; the first result of a page always goes in (a page makes progress); the cursor names where the
  * next page resumes: `{after}` a glob result, or `{file, skip}` (a file, and how many of its matches were returned).
@@ -26,7 +26,7 @@ export const MatchSchema = z.object({
 
 type Match = z.infer<typeof MatchSchema>;
 
-/** Skip counts of a page, by reason (SPEC §6 `skipped`). */
+/** Skip counts of a page, by reason (docs/tools.md `skipped`). */
 export interface SearchSkipped {
   secret: number;
   binary: number;
@@ -124,7 +124,7 @@ export class SearchPage {
 
   /** Counts the walk skips recorded so far (the page has consumed past them). */
   commitSkips(): void {
-    if (!this.anyUncommitted) return; // issue #19: called for every file read, nearly always with nothing to count
+    if (!this.anyUncommitted) return; // called for every file read, nearly always with nothing to count
     this.anyUncommitted = false;
     for (const k of WALK_SKIPS) {
       this.skipped[k] += this.uncommitted[k];
@@ -161,7 +161,7 @@ export class SearchPage {
     this.filesScanned++;
   }
 
-  /** Content search: a candidate skipped (binary files count as scanned, SPEC §6.1). */
+  /** Content search: a candidate skipped (binary files count as scanned, docs/tools.md). */
   skippedFile(reason: 'secret' | 'too_large' | 'unreadable' | 'binary'): void {
     if (reason === 'binary') this.filesScanned++;
     this.skipped[reason]++;
@@ -169,7 +169,7 @@ export class SearchPage {
 
   /**
    * Content search: a scanned file with matching lines `hits` (0-based [line, column]) in `text`. In `matches` mode
-   * adds them (the page may end inside the file); otherwise one result per file (issue #18).
+   * adds them (the page may end inside the file); otherwise one result per file.
    */
   addFileMatches(relative: string, text: string, hits: readonly LineHit[]): boolean {
     this.filesScanned++;

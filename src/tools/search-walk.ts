@@ -1,6 +1,6 @@
 /**
- * search_files, step 1 of 3 (walk → match → page; issue #20): which entries a search visits, in walk order, and what
- * the walk skipped before each of them (SPEC §6.1). A directory is walked by the shared walker (src/fs/walk.ts:
+ * search_files, step 1 of 3 (walk → match → page): which entries a search visits, in walk order, and what
+ * the walk skipped before each of them (docs/tools.md). A directory is walked by the shared walker (src/fs/walk.ts:
  * deterministic order, .gitignore, no symlinks followed, policy-hidden and denied entries left out); a single file is
  * a walk of one entry. This file changes when what a search visits, or how its skips are counted, changes.
  */
@@ -25,7 +25,7 @@ export interface SearchWalk {
   /**
    * Walks, handing each entry and its last path component to `sink` in walk order (files, directories, links; the
    * caller picks the files it wants), right where the walk reaches it; `false` (or a promise of it) from the sink stops the walk, a promise
-   * pauses it until it settles (issue #19: no async-iteration step per entry). Resolves when the walk is done or
+   * pauses it until it settles (no async-iteration step per entry). Resolves when the walk is done or
    * stopped; rejects with what the sink threw.
    */
   run(sink: (item: WalkItem, name: string) => boolean | Promise<boolean>): Promise<void>;
@@ -53,7 +53,7 @@ export interface SearchWalkOptions {
 /**
  * The entries a search visits below (or at) `target`, with skip accounting: policy-denied entries and directories
  * the walk could not read, was not allowed to descend (depth 64) or whose path is too long are counted, hidden ones
- * are not (they behave as absent, SPEC §4.3).
+ * are not (they behave as absent, docs/security.md).
  */
 export function searchWalk(o: SearchWalkOptions): SearchWalk {
   const pending = { policy: 0, unreadable: 0, too_deep: 0, name_too_long: 0 };

@@ -1,5 +1,5 @@
 /**
- * stat (SPEC §6): metadata of one path, following a symlink that stays inside the roots (and saying it was one).
+ * stat (docs/tools.md): metadata of one path, following a symlink that stays inside the roots (and saying it was one).
  * A secret's metadata is shown with `secret: true` but without its content hash unless --allow-secrets.
  */
 import path from 'node:path';
@@ -32,7 +32,7 @@ export const StatOutput = z.object({
     .nullable()
     .describe('Set when the requested path is a symbolic link (the other fields describe its target)'),
   content_hash: ContentHash.nullable().describe('Files only; null for directories, special files and secrets'),
-  secret: z.boolean().describe('Secret filename (SPEC §4.2): content tools refuse it without --allow-secrets'),
+  secret: z.boolean().describe('Secret filename (docs/security.md): content tools refuse it without --allow-secrets'),
   policy: z.enum(['read_only', 'hidden', 'deny']).nullable().describe('File-policy access level, if any'),
 });
 

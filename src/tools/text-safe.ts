@@ -1,5 +1,5 @@
 /**
- * Safe rendering of hostile names and titles in TEXT output (issue #14). Structured results always carry the exact
+ * Safe rendering of hostile names and titles in TEXT output. Structured results always carry the exact
  * value; only the text a model (or a terminal) reads goes through here.
  *
  * Rule (as `git` with core.quotePath and `ls --quoting-style=c` do): a name that contains a character that could

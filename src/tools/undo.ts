@@ -1,5 +1,5 @@
 /**
- * list_changes and revert_changes (issue 18, "Undo"): the server's own changes, recorded by the one mutation pipeline
+ * list_changes and revert_changes ("Undo"): the server's own changes, recorded by the one mutation pipeline
  * (src/tools/file-mutation.ts → src/fs/history.ts), listed and reverted.
  *
  * A revert is a live write of every file it touches: each path is authorized again (roots, state-dir guard, secrets,
@@ -405,7 +405,7 @@ export const revertChanges = defineTool({
             );
           }
         }
-        // A directory the revert removes must hold only entries the revert removes too (issue 18: a tree copied or
+        // A directory the revert removes must hold only entries the revert removes too (a tree copied or
         // moved and then added to has changed since): checked here, so nothing is written when it does not.
         const removed = new Set(targets.filter((t) => t.restore.kind === 'absent').map((t) => t.path));
         for (const [i, t] of targets.entries()) {

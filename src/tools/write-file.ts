@@ -1,6 +1,6 @@
 /**
- * write_file (SPEC §6, §6.2): create a file or replace one whole, atomically, keeping the replaced file's mode.
- * Replacing an existing file is a mutation under OCC (SPEC §5); creating one is not (unless expected_hash says so).
+ * write_file (docs/tools.md): create a file or replace one whole, atomically, keeping the replaced file's mode.
+ * Replacing an existing file is a mutation under OCC (docs/errors.md "Optimistic concurrency"); creating one is not (unless expected_hash says so).
  */
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
@@ -56,7 +56,7 @@ export const writeFile = defineTool({
   output: WriteFileOutput,
   annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
   mutating: true,
-  // SPEC §3.3 step 2: a missing or double content, or bad base64, is an argument problem, decided before the gates.
+  // docs/errors.md "Order of checks" step 2: a missing or double content, or bad base64, is an argument problem, decided before the gates.
   validate: (a) => {
     decodeContent(a);
   },

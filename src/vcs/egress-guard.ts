@@ -1,5 +1,5 @@
 /**
- * The egress guard of `gh` (SPEC §8: no answer that redirects to another host is followed or believed). gh follows
+ * The egress guard of `gh` (docs/issue-tools.md: no answer that redirects to another host is followed or believed). gh follows
  * HTTP redirects itself, and gh 2.23 attaches a token to the redirect target's request (GH_ENTERPRISE_TOKEN for any
  * host but github.com), so a redirect from the configured host to another one would carry the token there and its
  * answer would be returned as the issue data. gh has no switch to stop that; so every gh run gets this guard as its

@@ -3,7 +3,7 @@
  * inside the roots (a project's `node_modules/.bin` added by `npm run`/`npx`, `~/bin` under a root at `$HOME`, a
  * relative or empty entry) lets the agent plant the program the server runs with the forge tokens in its environment:
  * write_file keeps an existing file's mode and move_path keeps a moved executable's, so an executable named `gh`
- * there is within its reach. Such a CLI is never run (issue #12).
+ * there is within its reach. Such a CLI is never run.
  */
 import { accessSync, constants as fsConstants, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -56,7 +56,7 @@ export function findCli(
  * first on PATH as execvp finds it, resolved against the server's own working directory (so a relative or empty PATH
  * entry never means the repository git runs in). A git found inside the roots is never run: the agent can plant an
  * executable there (write_file keeps an existing file's mode, move_path a moved executable's; a cloned hostile
- * repository brings its own), and git runs with the server's environment, forge tokens included (issue #12).
+ * repository brings its own), and git runs with the server's environment, forge tokens included.
  * @param isInside true when an absolute path lies inside the roots in force
  * @throws ToolError VALIDATION git_missing (no git on PATH) or git_inside_roots (the git found lies inside the roots)
  */

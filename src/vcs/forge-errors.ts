@@ -1,8 +1,8 @@
 /**
  * What the two forge backends (src/vcs/github.ts, src/vcs/gitlab.ts) share: the read/write retry semantics of
- * SPEC §3.2, `retry_after_s` from response headers, and the parser of `gh api -i` / `glab api -i` output.
+ * docs/issue-tools.md, `retry_after_s` from response headers, and the parser of `gh api -i` / `glab api -i` output.
  *
- * SPEC §3.2 in one place (the table in src/errors/codes.ts holds only defaults):
+ * docs/issue-tools.md in one place (the table in src/errors/codes.ts holds only defaults):
  * - reads (`list`, `view`): rate limits, transport failures, timeouts and 5xx are retryable, recovery retry_later;
  * - writes are never retryable: a write that failed in transit (or whose outcome is unknown) may already have been
  *   applied → check_already_applied, with a suggestion to view the issue first; a write refused by a rate limit was
@@ -45,7 +45,7 @@ export interface RetrySemantics {
 }
 
 /**
- * SPEC §3.2 retry semantics for a failure class of a request kind.
+ * docs/issue-tools.md retry semantics for a failure class of a request kind.
  * @returns retryable (reads only, for rate limits and transient failures), recovery, and whether a write may have
  *   been applied
  */
@@ -56,7 +56,7 @@ export function retrySemantics(kind: CallKind, failure: FailureClass): RetrySema
   if (failure === 'unknown_outcome' && kind !== 'write')
     return { retryable: false, recovery: 'fix_arguments', mayBeApplied: false };
   if (kind === 'read') return { retryable: true, recovery: 'retry_later', mayBeApplied: false };
-  // A write action: never retryable (SPEC §3.2).
+  // A write action: never retryable (docs/issue-tools.md).
   if (kind === 'precheck' || failure === 'rate_limit' || failure === 'not_sent') {
     return { retryable: false, recovery: 'retry_later', mayBeApplied: false };
   }
@@ -74,7 +74,7 @@ export interface ForgeFailure {
 }
 
 /**
- * Builds the ToolError of a forge failure with the SPEC §3.2 semantics of `kind`. A write that may have been applied
+ * Builds the ToolError of a forge failure with the docs/issue-tools.md semantics of `kind`. A write that may have been applied
  * gets `details.may_be_applied: true` and a suggestion to view the issue first; a pre-write check failure gets
  * `details.write_sent: false`.
  * @param subject what to view when a write may have been applied, e.g. "github.com/o/r#12"
@@ -162,7 +162,7 @@ export function parseIncludeOutput(stdout: string): IncludedResponse | null {
  * The `message` of a JSON error body (GitHub `{message}`, GitLab `{message}` — a string, or an object of field
  * errors — or `{error, error_description}`) as a safe snippet (see `safeSnippet`).
  *
- * Why a forge's message may be kept at all (decided for issue #12, "no file text in errors"): it is text the forge
+ * Why a forge's message may be kept at all (decided for "no file text in errors"): it is text the forge
  * server wrote about our request; the server never sees local files, so it cannot carry their content — only what the
  * agent itself sent (its own title/body). What it could carry is a credential (a hostile server echoing a header), a
  * multi-line dump or terminal control characters: the snippet is redacted, one line, control characters removed and
@@ -219,7 +219,7 @@ export function oneLine(text: string): string {
 
 /**
  * What a forge CLI's (gh, glab) stderr said, as a fixed word. The stderr itself never enters an envelope, a log or
- * the audit log (issue #12): gh and glab print YAML parse errors of their configuration files (which hold tokens),
+ * the audit log: gh and glab print YAML parse errors of their configuration files (which hold tokens),
  * paths and file names, and whatever a server sent, so none of it is copied — only this class.
  */
 export type StderrClass =

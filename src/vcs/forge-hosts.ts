@@ -1,5 +1,5 @@
 /**
- * The forge hosts the operator configured (SPEC §1 `--git-remote-allow` default, §8 "Target"): github.com, the hosts
+ * The forge hosts the operator configured (docs/cli.md `--git-remote-allow` default, docs/issue-tools.md): github.com, the hosts
  * in gh's own configuration (`hosts.yml`) and `GH_HOST`; gitlab.com, `GITLAB_HOST` and the CI server
  * (`CI_SERVER_URL`, else `CI_SERVER_HOST`). These hosts are the default allow-list, the hosts whose remotes count as
  * GitHub or GitLab remotes (exact names, never a substring test), and the hosts an enterprise token may be given to.

@@ -1,5 +1,5 @@
 /**
- * What the GitHub and GitLab backends do alike with a forge's answer (issue #20: one place instead of two copies):
+ * What the GitHub and GitLab backends do alike with a forge's answer (one place instead of two copies):
  * decide whether a `gh api -i` / `glab api -i` run succeeded, parse a JSON body, refuse a redirect the egress guard
  * stopped (GH_HOST_DENIED), and map REST issue and comment objects onto the forge-neutral model of src/vcs/issues.ts
  * (the two APIs differ only in field names).

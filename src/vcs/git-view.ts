@@ -1,5 +1,5 @@
 /**
- * The sanitized view git runs against (SPEC §7; issue 12, design (a)). A repository's own configuration, hooks,
+ * The sanitized view git runs against (docs/security.md "What git may read"). A repository's own configuration, hooks,
  * attributes-driven drivers and metadata links are hostile input, so git never sees the repository's git directory:
  *
  * - every location git would read (work tree, `.git` file or link, git dir, common dir, objects and each alternate,
@@ -87,7 +87,7 @@ const MAX_ALTERNATES = 64;
 export interface ViewAccess {
   /** True when absolute real path `p` lies inside the roots in force. */
   isInside: (p: string) => boolean;
-  /** The secret rule `p` matches (SPEC §4.2), or null. */
+  /** The secret rule `p` matches (docs/security.md), or null. */
   secretRule: (p: string) => string | null;
   /**
    * True when the file policy withholds absolute real path `p` (hidden, denied, or a built-in guarded path): no git

@@ -1,5 +1,5 @@
 /**
- * Running git safely and reading work-tree state (SPEC §7; issue 12). `git_status`, `git_diff` and
+ * Running git safely and reading work-tree state (docs/security.md "What git may read"). `git_status`, `git_diff` and
  * `expected_status_hash` run git only through a sanitized view (`GitView`, src/vcs/git-view.ts): a private git dir
  * with a config the server writes, locations verified inside the roots, no system or global config. `runGit` is
  * left for queries that read no repository (the operator's global config); it refuses status and diff subcommands. git's
@@ -15,7 +15,7 @@ import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-v
 import { parsePorcelainV2 } from './porcelain-v2.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
-/** Config overrides that stop a repository's own config from running commands (SPEC §7; issue 5). */
+/** Config overrides that stop a repository's own config from running commands (docs/security.md "What git may read"). */
 const SAFE_CONFIG = [
   '-c',
   'core.fsmonitor=false',

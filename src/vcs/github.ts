@@ -1,5 +1,5 @@
 /**
- * GitHub issues through the `gh` CLI (SPEC §8): every request is
+ * GitHub issues through the `gh` CLI (docs/issue-tools.md): every request is
  *   gh api --hostname HOST -X METHOD -i -H 'Accept: application/vnd.github+json' [--input -] ENDPOINT
  * run by the one subprocess runner (no shell, --forge-timeout-ms, --forge-output-bytes), REST only, `-X` always
  * explicit, request bodies as JSON on stdin, the target always explicit (GH_REPO/GH_HOST are removed from gh's
@@ -11,7 +11,7 @@
  * (http://api.github.localhost/…); transport errors printed as Go errors ("Post \"…\": EOF", "dial tcp …: connect:
  * connection refused"); no retries of its own.
  *
- * Hosts and tokens (issue #12): the allow-list has been checked before gh is started (src/vcs/host-allow.ts); gh
+ * Hosts and tokens: the allow-list has been checked before gh is started (src/vcs/host-allow.ts); gh
  * gets GH_TOKEN/GITHUB_TOKEN only for github.com (github.localhost: only when named) and the enterprise tokens only for a host the
  * operator named (ghTokenPolicy); every run has the egress guard (src/vcs/egress-guard.ts) as its only proxy, so a
  * redirect to another host is neither followed nor believed (GH_HOST_DENIED, reason redirect). gh's stderr is never
@@ -109,13 +109,13 @@ const STDERR_WORDS: Readonly<Record<StderrClass, string>> = {
 };
 
 /**
- * Classifies a failed `gh api` run into a SPEC §3.2 failure (code, cause class, message, details). Pure.
+ * Classifies a failed `gh api` run into a docs/issue-tools.md failure (code, cause class, message, details). Pure.
  * Order: spawn error → timeout → output cap → HTTP status (401, 403/429 rate limits, other 403, 404/410, 5xx,
  * other 4xx, a 2xx with a failing gh) → no status: exit 4, auth text, rate-limit text, transport text → GH_FAILED.
  */
 export function classifyGh(obs: GhObservation, ctx: ClassifyContext): ForgeFailure {
   const msg = obs.bodyMessage ?? '';
-  // gh's stderr is never copied (it may quote its config files, paths, tokens): only its class (issue #12).
+  // gh's stderr is never copied (it may quote its config files, paths, tokens): only its class.
   const stderrClass = classifyCliStderr(obs.stderr);
   const base: Record<string, unknown> = {
     exit_code: obs.exitCode,
@@ -372,7 +372,7 @@ export function ghApiAuthority(target: Pick<IssueTarget, 'host' | 'port' | 'expl
   return { scheme, authority: { host: dotcomLike ? `api.${h}` : h, port } };
 }
 
-/** Which tokens of the environment reach gh for a target (SPEC §8: tokens only to the instance they belong to). */
+/** Which tokens of the environment reach gh for a target (docs/issue-tools.md: tokens only to the instance they belong to). */
 export interface GhTokenPolicy {
   /** GH_TOKEN/GITHUB_TOKEN kept: only for github.com, and for github.localhost when the operator named it. */
   dotcom: boolean;
@@ -397,7 +397,7 @@ export function ghTokenPolicy(
 }
 
 /**
- * gh's environment (SPEC §8): the server's (config dir, CA settings, …) minus GH_REPO/GH_HOST, the variables that
+ * gh's environment (docs/issue-tools.md): the server's (config dir, CA settings, …) minus GH_REPO/GH_HOST, the variables that
  * would make gh page, colour or print debug logs (which may include headers), the proxy exemptions, and every token
  * `tokens` does not keep; with `guardUrl` as gh's only proxy (src/vcs/egress-guard.ts).
  */
@@ -665,8 +665,8 @@ function notIssue(target: IssueTarget, number: number, o: unknown, writing: bool
 }
 
 /**
- * The GitHub backend (SPEC §8) over `gh api`.
- * @throws ToolError with SPEC §3.2 codes (see classifyGh), GH_NOT_ISSUE for pull-request numbers
+ * The GitHub backend (docs/issue-tools.md) over `gh api`.
+ * @throws ToolError with docs/issue-tools.md codes (see classifyGh), GH_NOT_ISSUE for pull-request numbers
  */
 export function githubBackend(opts: ForgeCallOptions): IssueBackend {
   /** GETs issue `number` (kind read or precheck) and refuses a pull request. */

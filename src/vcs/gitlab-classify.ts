@@ -1,7 +1,7 @@
 /**
- * Classification of a failed GitLab request (SPEC §3.2), for both transports: HTTP status, timeout, output cap, glab's
+ * Classification of a failed GitLab request (docs/issue-tools.md), for both transports: HTTP status, timeout, output cap, glab's
  * exit and stderr class, fetch's transport errors. No glab stderr and no transport error text reaches an envelope or
- * a log (issue #12): only a class or an errno code; GitLab's JSON error message only as a safe snippet
+ * a log: only a class or an errno code; GitLab's JSON error message only as a safe snippet
  * (src/vcs/forge-errors.ts). Codes: 401 GL_AUTH_REQUIRED, 403 GL_FORBIDDEN, 404 GL_NOT_FOUND, 429 GH_RATE_LIMIT,
  * 5xx/transport/timeout GL_NETWORK, other statuses (400, 409, 422, 3xx) GL_FAILED with status and message.
  */
@@ -18,7 +18,7 @@ export interface GlObservation {
   outputLimited: boolean;
   /** errno-like code of a transport failure (ECONNREFUSED, UND_ERR_SOCKET …), or a glab stderr line's class. */
   transportCode: string | null;
-  /** The transport error message or glab's stderr: only classified, never reported (issue #12). */
+  /** The transport error message or glab's stderr: only classified, never reported. */
   transportMessage: string | null;
   /** glab only: exit code. */
   exitCode?: number | null;
@@ -47,7 +47,7 @@ const NOT_SENT_CODES = new Set([
 ]);
 
 /**
- * Classifies a failed GitLab request (SPEC §3.2). Pure. Order: timeout → output cap → status (401, 403, 404, 429,
+ * Classifies a failed GitLab request (docs/issue-tools.md). Pure. Order: timeout → output cap → status (401, 403, 404, 429,
  * 5xx, 2xx with a bad body, others) → glab auth text → transport (not sent / in transit) → GL_FAILED.
  */
 export function classifyGitLab(
@@ -165,7 +165,7 @@ export function classifyGitLab(
       suggestion: 'Fix the arguments as the message says.',
     };
   }
-  // glab's stderr and transport error texts are never copied (issue #12): only a class / an errno code.
+  // glab's stderr and transport error texts are never copied: only a class / an errno code.
   const stderrClass = obs.exitCode !== undefined ? classifyCliStderr(obs.transportMessage ?? '') : null;
   if (stderrClass === 'auth') {
     return {

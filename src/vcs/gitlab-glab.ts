@@ -1,5 +1,5 @@
 /**
- * The glab transport of the GitLab backend (SPEC §8): `glab api --hostname HOST -X METHOD -i [--input -] PATH` when
+ * The glab transport of the GitLab backend (docs/issue-tools.md): `glab api --hostname HOST -X METHOD -i [--input -] PATH` when
  * glab is on PATH (it owns authentication and hosts; same `-X`/`-i`/`--input -` discipline as gh), run by the one
  * subprocess runner. glab (Go) follows redirects and forwards PRIVATE-TOKEN, so it runs behind the egress guard
  * (src/vcs/egress-guard.ts): a redirect to another host is GH_HOST_DENIED (reason redirect). A glab inside the roots

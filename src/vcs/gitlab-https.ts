@@ -1,5 +1,5 @@
 /**
- * The HTTPS transport of the GitLab backend (SPEC §8), used when glab is not installed: fetch with a token from
+ * The HTTPS transport of the GitLab backend (docs/issue-tools.md), used when glab is not installed: fetch with a token from
  * GITLAB_TOKEN or GITLAB_PRIVATE_TOKEN (`PRIVATE-TOKEN` header) or CI_JOB_TOKEN (`JOB-TOKEN` header), only for its
  * own instance (src/vcs/gitlab-token.ts). Redirects are not followed (a redirect would carry PRIVATE-TOKEN to another
  * origin): GL_FAILED with the status and only the redirect's host. The response body is read under the output cap

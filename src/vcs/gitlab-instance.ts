@@ -1,5 +1,5 @@
 /**
- * GitLab instances (SPEC §8): how an instance is spelled (`hostname`, GITLAB_HOST, CI_SERVER_URL), which instance a
+ * GitLab instances (docs/issue-tools.md): how an instance is spelled (`hostname`, GITLAB_HOST, CI_SERVER_URL), which instance a
  * git remote names, and the scheme rule: plain http only for loopback hosts (127.0.0.0/8, ::1, localhost), so a token
  * never crosses a network unencrypted; anything else over http is VALIDATION reason insecure_http and nothing is sent.
  */
@@ -33,14 +33,14 @@ export function parseGitLabInstance(raw: string): GitLabInstance | null {
 }
 
 /**
- * The instance named by GITLAB_HOST (host, host:port or URL), or null when unset or unparseable. SPEC §8: the
+ * The instance named by GITLAB_HOST (host, host:port or URL), or null when unset or unparseable. docs/issue-tools.md: the
  * fallback instance when neither `hostname` nor a remote decides, and the instance GITLAB_TOKEN belongs to.
  */
 export function gitlabHostFromEnv(env: NodeJS.ProcessEnv = process.env): GitLabInstance | null {
   return env.GITLAB_HOST ? parseGitLabInstance(env.GITLAB_HOST) : null;
 }
 
-/** True for 127.0.0.0/8, ::1 and localhost (SPEC §8: the only hosts plain http may reach). */
+/** True for 127.0.0.0/8, ::1 and localhost (docs/issue-tools.md: the only hosts plain http may reach). */
 export function isLoopbackHost(host: string): boolean {
   const h = host.toLowerCase().replace(/^\[|\]$/g, '');
   return h === 'localhost' || h === '::1' || /^127(?:\.\d{1,3}){3}$/.test(h);
@@ -72,7 +72,7 @@ export function sameInstance(a: GitLabInstance | null, b: GitLabInstance): boole
 }
 
 /**
- * The instance a git remote names, when neither `hostname` nor GITLAB_HOST decides (SPEC §8): an http remote keeps
+ * The instance a git remote names, when neither `hostname` nor GITLAB_HOST decides (docs/issue-tools.md): an http remote keeps
  * http only on a loopback host; anything else is reached over https — on the https remote's port, else the default
  * (an http remote's port is not an https port).
  */

@@ -1,5 +1,5 @@
 /**
- * Which GitLab token a request may carry (SPEC §8, issue #12): a token from the environment is sent only to its own
+ * Which GitLab token a request may carry (docs/issue-tools.md): a token from the environment is sent only to its own
  * instance (same scheme, host, port and path prefix): GITLAB_TOKEN/GITLAB_PRIVATE_TOKEN to GITLAB_HOST (gitlab.com
  * when unset), CI_JOB_TOKEN to CI_SERVER_URL/CI_SERVER_HOST. A remote or a `hostname` pointing elsewhere is called
  * without it — a repository's remote must not be able to collect the user's token.

@@ -1,10 +1,10 @@
 /**
- * The GitLab issue backend (SPEC §8) over the REST API v4: what each action requests and how the answer maps onto
+ * The GitLab issue backend (docs/issue-tools.md) over the REST API v4: what each action requests and how the answer maps onto
  * the issue model. The pieces it stands on, one concern each:
  * - src/vcs/gitlab-instance.ts: instance spelling, the instance a remote names, plain http only on loopback;
  * - src/vcs/gitlab-token.ts: which environment token may go to which instance;
  * - src/vcs/gitlab-glab.ts / src/vcs/gitlab-https.ts: the two transports (`glab api` when installed, else fetch);
- * - src/vcs/gitlab-classify.ts: failures → SPEC §3.2 codes; retry semantics per src/vcs/forge-errors.ts (reads may
+ * - src/vcs/gitlab-classify.ts: failures → docs/issue-tools.md codes; retry semantics per src/vcs/forge-errors.ts (reads may
  *   retry; writes never);
  * - src/vcs/forge-response.ts: JSON bodies, paging headers and field mapping shared with GitHub.
  * Project paths are URL-encoded as one segment (nested groups: a%2Fb%2Fc).
@@ -40,8 +40,8 @@ const GITLAB_FIELDS: IssueFieldNames = {
 };
 
 /**
- * The GitLab backend (SPEC §8). `project` paths are URL-encoded as one segment (nested groups: a%2Fb%2Fc).
- * @throws ToolError with SPEC §3.2 codes (see classifyGitLab); GL_NOT_FOUND reason unknown_user for an assignee
+ * The GitLab backend (docs/issue-tools.md). `project` paths are URL-encoded as one segment (nested groups: a%2Fb%2Fc).
+ * @throws ToolError with docs/issue-tools.md codes (see classifyGitLab); GL_NOT_FOUND reason unknown_user for an assignee
  *   username that does not exist (nothing written)
  */
 export function gitlabBackend(opts: ForgeCallOptions): IssueBackend {

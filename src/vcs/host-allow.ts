@@ -1,5 +1,5 @@
 /**
- * `--git-remote-allow` (SPEC §1, §8): which forge hosts and repositories the issue tools may reach.
+ * `--git-remote-allow` (docs/cli.md): which forge hosts and repositories the issue tools may reach.
  *
  * - Flag absent (or empty): the hosts the operator configured (src/vcs/forge-hosts.ts: github.com, gh's hosts.yml
  *   hosts, GH_HOST, gitlab.com, GITLAB_HOST, CI_SERVER_URL/CI_SERVER_HOST), read from the environment at each call.
@@ -146,7 +146,7 @@ export function isAllowed(
 
 /**
  * @throws ToolError GH_HOST_DENIED (details: host, port, repo, allowed) when `target` is outside the allow list —
- *   for both forges (SPEC §3.2). `allowed` lists the effective entries (host[:port][/prefix]; "*" for any).
+ *   for both forges (docs/issue-tools.md). `allowed` lists the effective entries (host[:port][/prefix]; "*" for any).
  */
 export function assertHostAllowed(
   allow: readonly string[],

@@ -1,12 +1,12 @@
 /**
- * The forge-neutral issue model both backends return (SPEC §8 results): GitHub REST issues and GitLab REST v4
+ * The forge-neutral issue model both backends return (docs/issue-tools.md results): GitHub REST issues and GitLab REST v4
  * issues are mapped onto these shapes, so the two tools share one output schema and one text rendering.
  */
 
 import { z } from 'zod';
 
 /**
- * An issue as the tools report it, one shape for the type and the output schema (issue #20: the type is derived).
+ * An issue as the tools report it, one shape for the type and the output schema (the type is derived).
  * Times are ISO 8601 strings as the forge gave them; `body` is the body / description (empty string when none),
  * omitted in list results; `comments_count` is the number of (user) comments the forge reports.
  */
@@ -79,7 +79,7 @@ export interface IssueFields {
   assignees?: string[];
 }
 
-/** Per-call transport settings (SPEC §8 bounds; from --forge-timeout-ms and --forge-output-bytes). */
+/** Per-call transport settings (docs/issue-tools.md bounds; from --forge-timeout-ms and --forge-output-bytes). */
 export interface ForgeCallOptions {
   /** Per request, ms. */
   timeoutMs: number;
@@ -98,7 +98,7 @@ export interface ForgeCallOptions {
   isInsideRoots?: (absolute: string) => boolean;
 }
 
-/** What each forge backend implements. Every method throws ToolError with SPEC §3.2 codes and semantics. */
+/** What each forge backend implements. Every method throws ToolError with docs/issue-tools.md codes and semantics. */
 export interface IssueBackend {
   list(
     target: IssueTarget,

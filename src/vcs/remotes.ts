@@ -1,5 +1,5 @@
 /**
- * Resolving the forge repository of a git work tree from its remotes (SPEC §8 "Target"): list the remotes with
+ * Resolving the forge repository of a git work tree from its remotes (docs/issue-tools.md "Target"): list the remotes with
  * `insteadOf` applied (as git does, from the config the sanitized view verified plus the operator's global one; no
  * include is followed, so a hostile config's includes decide nothing), parse https,
  * ssh:// and scp-style URLs (with ports and GitLab nested groups), keep the remotes of the wanted forge, and fold
@@ -221,7 +221,7 @@ export interface ResolveOptions {
 }
 
 /**
- * Picks the one repository of `forge` among `remotes` (SPEC §8).
+ * Picks the one repository of `forge` among `remotes` (docs/issue-tools.md).
  * @returns the candidate, duplicates (same host + path, case-insensitive) folded
  * @throws ToolError GH_REPO_UNRESOLVED / GL_REPO_UNRESOLVED (details.reason no_remotes | no_matching_remote,
  *   details.remotes: [{name, host}]), GH_AMBIGUOUS / GL_AMBIGUOUS (details.candidates: [{host, repo, remotes}])

@@ -1,5 +1,5 @@
 /**
- * The one subprocess runner (SPEC §7, §8): execa without a shell, with a timeout, an output cap, no stdin unless
+ * The one subprocess runner (docs/security.md "What git may read"): execa without a shell, with a timeout, an output cap, no stdin unless
  * given, and an environment the caller shapes. Everything git, gh and glab run goes through here.
  */
 import { execa } from 'execa';

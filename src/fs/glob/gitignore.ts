@@ -32,7 +32,7 @@ interface Rule {
   /**
    * For a basename rule `*` + ASCII literal without `/` (`*.log`, `*~`; not directory-only): the literal, lower-cased. Such a
    * rule matches a name exactly when the name ends with it, ASCII letters in either case (the engine folds the
-   * input's case), so testEntry compares instead of running the automaton (issue #19: most .gitignore lines are
+   * input's case), so testEntry compares instead of running the automaton (most .gitignore lines are
    * like this, and the automaton was a listing's largest per-entry cost).
    */
   suffix?: string;
@@ -108,7 +108,7 @@ export class GitignoreRules {
   /**
    * `test(dir ? `${dir}/${name}` : name, isDir)` for the entry `name` of the directory `dir` (relative to this file's
    * directory, '' for that directory itself), without building the entry's path for the rules that match at any
-   * depth (issue #19: a walk tests every entry; reading each new path string was most of the cost). Pass the same
+   * depth (a walk tests every entry; reading each new path string was most of the cost). Pass the same
    * `dir` string for the entries of one directory: its verdict is kept between calls.
    */
   testEntry(dir: string, name: string, isDir: boolean): IgnoreVerdict {
