@@ -14,6 +14,10 @@
  * newline differs from one with), as git compares them. The diff compares lines as strings (===); no line content is ever used as an
  * object key.
  *
+ * Repeated lines can be aligned in several ways of the same cost, and git's diff may pick one where the two sides'
+ * changes touch: the merge is computed with both tie-breaks (earliest and latest alignment) and stands only when both
+ * give the same bytes (test/attacks/merge-alignment.test.ts).
+ *
  * Work is bounded (`maxEdits`): each pairwise diff stops once its edit script would pass this many inserted plus
  * deleted lines, and the merge is then refused (`too_large`). Myers' cost grows with the square of that length, not
  * with the file's size beyond a linear pass: at the default 300 one diff takes well under 100 ms also on a
@@ -181,10 +185,48 @@ function extentOf(h: Hunk, o: string[], x: string[], lo: number, hi: number): [n
  */
 export function merge3(base: string, theirs: string, ours: string, maxEdits = MERGE_MAX_EDITS): Merge3Result {
   const lines = { o: splitLines(base), theirs: splitLines(theirs), ours: splitLines(ours) };
+  const early = mergeAligned(lines, maxEdits, hunksOf);
+  if (early.kind !== 'merged') return early;
+  // A line diff can align repeated lines in several ways of the same cost (not only slides of one hunk), and git's
+  // diff may pick one where the two sides' changes touch. The merge stands only when the opposite tie-break (each
+  // diff computed on the reversed lines) merges to the very same bytes; otherwise it is that alignment's conflict.
+  const late = mergeAligned(lines, maxEdits, lateHunksOf);
+  if (late.kind !== 'merged') return late;
+  if (late.text !== early.text) {
+    const n = lines.o.length;
+    return {
+      kind: 'conflict',
+      regions: [{ base: [1, n], theirs: [1, lines.theirs.length], ours: [1, lines.ours.length] }],
+    };
+  }
+  return early;
+}
+
+/** `hunksOf` with the opposite tie-break: the diff of the reversed lines, mapped back (same edit length). */
+function lateHunksOf(o: string[], x: string[], side: Hunk['side'], maxEdits: number): Hunk[] | null {
+  const hunks = hunksOf([...o].reverse(), [...x].reverse(), side, maxEdits);
+  if (!hunks) return null;
+  return hunks
+    .map((h) => ({
+      side,
+      oStart: o.length - h.oStart - h.oLength,
+      oLength: h.oLength,
+      xStart: x.length - h.xStart - h.xLength,
+      xLength: h.xLength,
+    }))
+    .reverse();
+}
+
+/** The merge of `merge3` with the hunks one diff (`diff`) finds. */
+function mergeAligned(
+  lines: { o: string[]; theirs: string[]; ours: string[] },
+  maxEdits: number,
+  diff: typeof hunksOf,
+): Merge3Result {
   const o = lines.o;
   const sides = { theirs: lines.theirs, ours: lines.ours };
-  const t = hunksOf(o, sides.theirs, 'theirs', maxEdits);
-  const u = hunksOf(o, sides.ours, 'ours', maxEdits);
+  const t = diff(o, sides.theirs, 'theirs', maxEdits);
+  const u = diff(o, sides.ours, 'ours', maxEdits);
   if (!t || !u) return { kind: 'too_large' };
   const extended = [t, u].flatMap((hs) =>
     hs.map((h, k) => {
