@@ -138,9 +138,13 @@ function historyDir(stateDir: string): string {
   return path.join(stateDir, 'history');
 }
 
+let lastIdMs = 0;
+
 function newId(): string {
-  // Milliseconds keep the order across processes; a random tail keeps ids unique.
-  return `${String(Date.now()).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  // Milliseconds keep the order across processes; a random tail keeps ids unique. Within this process the millisecond
+  // part strictly increases, so two changes recorded in the same millisecond keep their order (ids sort by it).
+  lastIdMs = Math.max(Date.now(), lastIdMs + 1);
+  return `${String(lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
 /** Largest record read back (bytes) without a tighter bound; a bigger file is invalid. */
