@@ -94,6 +94,11 @@ export interface LineGuardSinks {
   message: (message: JSONRPCMessage) => void;
   /** One JSON-RPC error response to send for a line that was not a message (through the transport, in order). */
   reply: (message: JSONRPCMessage) => void;
+  /**
+   * Whether `id` is that of a request the server sent and still waits on: only then is a malformed line with that id
+   * an answer (see malformedAnswer); otherwise it is an invalid request and gets -32600. Absent: every id is.
+   */
+  awaitsAnswer?: (id: string | number) => boolean;
 }
 
 /** The line splitter and judge: feed it stdin's chunks in order, then `end()` once at end of input. */
@@ -112,6 +117,7 @@ export interface LineGuard {
  * Never throws for anything on the wire; an exception thrown by a sink propagates to the `push` caller.
  */
 export function createLineGuard(sinks: LineGuardSinks): LineGuard {
+  const awaits = (id: string | number): boolean => sinks.awaitsAnswer?.(id) ?? true;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   /** The over-long line being dropped: its head and a rolling tail (for the id), and how long it got. */
@@ -134,7 +140,8 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
     dropping = null;
     const id = idOfLongLine(d.head, Buffer.concat(d.tail));
     const why = `the line is ${d.bytes} bytes long, over the ${MAX_LINE_BYTES}-byte limit of one message; it was dropped`;
-    if (id !== null && responseHead(d.head.toString('utf8'))) sinks.message(malformedAnswer(id, `an answer: ${why}`));
+    if (id !== null && awaits(id) && responseHead(d.head.toString('utf8')))
+      sinks.message(malformedAnswer(id, `an answer: ${why}`));
     else sinks.reply(errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`));
   };
 
@@ -152,7 +159,8 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
       const head = line.subarray(0, ID_WINDOW_BYTES);
       const id = idOfLongLine(head, line.subarray(Math.max(0, line.length - ID_WINDOW_BYTES)));
       const why = `the message holds more than ${MAX_MESSAGE_MEMBERS} object members; it was dropped`;
-      if (id !== null && responseHead(head.toString('utf8'))) sinks.message(malformedAnswer(id, `an answer: ${why}`));
+      if (id !== null && awaits(id) && responseHead(head.toString('utf8')))
+        sinks.message(malformedAnswer(id, `an answer: ${why}`));
       else sinks.reply(errorResponse(id, INVALID_REQUEST, `Invalid Request: ${why}`));
       return;
     }
@@ -170,7 +178,13 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
     } catch {
       const id = (value as { id?: unknown } | null)?.id;
       const usable = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
-      if (usable !== null && typeof value === 'object' && !Array.isArray(value) && !('method' in value!)) {
+      if (
+        usable !== null &&
+        awaits(usable) &&
+        typeof value === 'object' &&
+        !Array.isArray(value) &&
+        !('method' in value!)
+      ) {
         // An answer to one of the server's requests, in a shape JSON-RPC does not allow (a `result` that is not an
         // object, neither result nor error): that request fails now, as malformed, not at the SDK's timeout.
         const result = (value as { result?: unknown }).result;

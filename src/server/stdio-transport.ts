@@ -12,6 +12,9 @@ import type { Readable, Writable } from 'node:stream';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { createLineGuard, type LineGuard } from './stdio-guard.js';
 
+/** Most requests of this server awaiting answers that are remembered (a few roots/list at a time in practice). */
+const MAX_AWAITED_ANSWERS = 1024;
+
 /**
  * A `Transport` over a byte stream pair (stdin, stdout). `onmessage` receives each valid message once; malformed
  * lines are answered on stdout by the guard and never reach `onmessage`. When stdin ends or closes, or stdout fails,
@@ -27,6 +30,9 @@ export class GuardedStdioTransport implements Transport {
   private closed = false;
   /** True while stdout is corked for this turn (an uncork is scheduled). */
   private corked = false;
+  /** Ids of the requests this server sent (roots/list) whose answers have not arrived: a malformed line naming one is
+   * that request's malformed answer, any other is an invalid request (src/server/stdio-guard.ts). */
+  private readonly awaitingAnswer = new Set<string | number>();
   /** The pending wait for stdout's 'drain', shared by the sends that met a full buffer (null: none pending). */
   private drainWait: Promise<void> | null = null;
 
@@ -44,10 +50,15 @@ export class GuardedStdioTransport implements Transport {
     private readonly onInputEnded?: () => Promise<void>,
   ) {
     this.guard = createLineGuard({
-      message: (message) => this.onmessage?.(message),
+      message: (message) => {
+        const m = message as { id?: string | number; method?: unknown };
+        if (m.id !== undefined && m.method === undefined) this.awaitingAnswer.delete(m.id);
+        this.onmessage?.(message);
+      },
       reply: (message) => {
         this.send(message).catch(() => {});
       },
+      awaitsAnswer: (id) => this.awaitingAnswer.has(id),
     });
   }
 
@@ -110,6 +121,11 @@ export class GuardedStdioTransport implements Transport {
    */
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('GuardedStdioTransport is closed'));
+    const m = message as { id?: string | number; method?: unknown };
+    if (m.id !== undefined && typeof m.method === 'string') {
+      if (this.awaitingAnswer.size >= MAX_AWAITED_ANSWERS) this.awaitingAnswer.clear();
+      this.awaitingAnswer.add(m.id);
+    }
     let line: string;
     try {
       line = `${serializeMessage(message)}\n`;
