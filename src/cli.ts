@@ -48,7 +48,7 @@ Options:
                              directory, unless it is / or your home directory. A leading ~/ is your home
                              directory (client configurations run no shell). A root that does not exist, is not
                              a directory or cannot be read is left out with a line on stderr when serving (and
-                             named by list_allowed_directories); call and tools exit 2 on it
+                             named by list_allowed_directories); call, batch and tools exit 2 on it
   --readonly                 no mutation of files or issues
   --tools=LIST               only these tools or groups (fs-read, fs-write, git, issues)
   --allow-secrets            secret files (.env, *.pem, id_rsa, ...) may be read and written
