@@ -292,7 +292,7 @@ export function mergeBaseFor(mismatch: OccMismatchError, real: string, memory: H
 export function overlappingConflict(mismatch: OccMismatchError, regions: MergeConflictRegion[]): OccMismatchError {
   const { changed_ranges, bytes_delta } = mismatch.conflict;
   return new OccMismatchError(
-    `${mismatch.path ?? 'The file'} changed since the version you read, and those changes overlap or touch yours.`,
+    `${mismatch.path || 'The file'} changed since the version you read, and those changes overlap or touch yours.`,
     {
       path: mismatch.path ?? '',
       expectedHash: mismatch.expectedHash,

@@ -252,6 +252,50 @@ describe('on_conflict "merge": what may be merged', () => {
   });
 });
 
+describe('on_conflict "merge": the overlapping conflict of a mismatch that names no path', () => {
+  it('says "The file" and keeps an empty path', () => {
+    const m = new OccMismatchError('x', {
+      path: '',
+      expectedHash: H1,
+      currentHash: H2,
+      conflict: { reason: 'modified' },
+    });
+    const o = overlappingConflict(m, []);
+    expect(o.message).toMatch(/^The file changed since the version you read/);
+    expect([o.expectedHash, o.currentHash, o.conflict.reason]).toEqual([H1, H2, 'overlapping']);
+  });
+});
+
+describe('changedRanges', () => {
+  it('merges ranges that touch: a deleted line marks the line after it, next to a changed one', () => {
+    expect(changedRanges('a\nb\nc\nd\n', 'a\nc\nD\n')).toEqual([[2, 3]]);
+  });
+
+  it('past the bound: one range from the first to the last differing line, the common head and tail left out', () => {
+    const before = Array.from({ length: 1200 }, (_, i) => `line ${i}\n`).join('');
+    const after = before.replace(/^line (\d+)$/gm, (l, n: string) =>
+      Number(n) % 3 === 1 && Number(n) < 1100 ? `L ${n}` : l,
+    );
+    const exact = { value: true };
+    expect(changedRanges(before, after, exact)).toEqual([[2, 1100]]); // 1-based: lines 2 (index 1) to 1100 (index 1099)
+    expect(exact.value).toBe(false);
+  });
+});
+
+describe('HashMemory.forget and forgetUnder drop the snapshots they held', () => {
+  it('a forgotten path has neither hash nor snapshot; a Windows-style directory prefix is honoured', () => {
+    const m = new HashMemory();
+    m.remember('/r/a', H1, Buffer.from('one'));
+    m.forget('/r/a');
+    expect([m.recall('/r/a'), m.snapshot('/r/a', H1)]).toEqual([undefined, undefined]);
+    m.forget('/r/never-held'); // nothing to drop: no throw
+    m.remember('C:\\r\\d\\x', H1, Buffer.from('x'));
+    m.remember('C:\\r\\dx', H2, Buffer.from('y'));
+    m.forgetUnder('C:\\r\\d');
+    expect([m.recall('C:\\r\\d\\x'), m.recall('C:\\r\\dx')]).toEqual([undefined, H2]);
+  });
+});
+
 describe('on_conflict "merge": past the line diff bound', () => {
   it('the OCC check found the other change too large: a coarse range, and mergeBaseFor refuses with the note', () => {
     const memory = new HashMemory();
