@@ -12,6 +12,7 @@
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { lastComponents } from '../fs/path-within.js';
+import { GIT_HOOK_NAMES } from './git-dirs.js';
 
 /** One execution-bearing configuration file. */
 export interface ExecConfigEntry {
@@ -20,41 +21,6 @@ export interface ExecConfigEntry {
   /** The class named in the refusal: which program runs what. */
   reason: string;
 }
-
-/**
- * The hook names git runs (githooks(5)); husky's generated hooks in `.husky/_` run the script of the same name in
- * `.husky/`, outside the hooks directory core.hooksPath names.
- */
-const GIT_HOOK_NAMES: readonly string[] = [
-  'applypatch-msg',
-  'pre-applypatch',
-  'post-applypatch',
-  'pre-commit',
-  'pre-merge-commit',
-  'prepare-commit-msg',
-  'commit-msg',
-  'post-commit',
-  'pre-rebase',
-  'post-checkout',
-  'post-merge',
-  'pre-push',
-  'pre-receive',
-  'update',
-  'proc-receive',
-  'post-receive',
-  'post-update',
-  'reference-transaction',
-  'push-to-checkout',
-  'pre-auto-gc',
-  'post-rewrite',
-  'sendemail-validate',
-  'fsmonitor-watchman',
-  'post-index-change',
-  'p4-changelist',
-  'p4-prepare-changelist',
-  'p4-post-changelist',
-  'p4-pre-submit',
-];
 
 /**
  * The table. Adding a client's file is one line. Source of each entry: the client's documentation of project-level
@@ -70,7 +36,9 @@ export const EXEC_CONFIG: readonly ExecConfigEntry[] = [
   { components: ['.gemini', 'settings.json'], reason: 'Gemini CLI hooks and MCP servers' },
   { components: ['.codex', 'config.toml'], reason: 'Codex MCP servers and commands' },
   { components: ['.envrc'], reason: 'direnv (runs on cd)' },
-  ...GIT_HOOK_NAMES.map((hook) => ({
+  // husky's generated hooks in `.husky/_` run the script of the same name in `.husky/`, outside the hooks directory
+  // core.hooksPath names: every name git runs as a hook (githooks(5), the one list in git-dirs.ts).
+  ...[...GIT_HOOK_NAMES].map((hook) => ({
     components: ['.husky', hook],
     reason: 'husky git hook script (run by the hooks in core.hooksPath .husky/_)',
   })),
