@@ -123,7 +123,10 @@ export class GuardedStdioTransport implements Transport {
     if (this.closed) return Promise.reject(new Error('GuardedStdioTransport is closed'));
     const m = message as { id?: string | number; method?: unknown };
     if (m.id !== undefined && typeof m.method === 'string') {
-      if (this.awaitingAnswer.size >= MAX_AWAITED_ANSWERS) this.awaitingAnswer.clear();
+      // Past the bound the oldest is forgotten (a Set keeps insertion order), never the ones just sent.
+      if (this.awaitingAnswer.size >= MAX_AWAITED_ANSWERS) {
+        this.awaitingAnswer.delete(this.awaitingAnswer.values().next().value as string | number);
+      }
       this.awaitingAnswer.add(m.id);
     }
     let line: string;
