@@ -101,6 +101,8 @@ export default defineConfig({
         'src/tools/search-walk.ts': { lines: 90, statements: 87, functions: 95, branches: 70 },
         'src/tools/stat.ts': { lines: 95, statements: 91, functions: 95, branches: 85 },
         'src/tools/text-safe.ts': { lines: 82, statements: 85, functions: 95, branches: 61 },
+        // src/mutation holds what src/tools/file-mutation.ts held when src/tools was measured: the tools' bar.
+        'src/mutation/**': { lines: 36, statements: 32, functions: 37, branches: 13 },
         'src/tools/undo.ts': { lines: 91, statements: 89, functions: 93, branches: 79 },
         'src/tools/write-file.ts': { lines: 95, statements: 95, functions: 95, branches: 91 },
         'src/vcs/**': { lines: 11, statements: 12, functions: 47, branches: 12 },

@@ -3,14 +3,16 @@
  * under src/, parse its imports with the TypeScript compiler (static imports, `export … from`, `import type`, dynamic
  * `import()`), and fail on any import against the flow
  *
- *   cli → server → tools → config → policy → primitives (fs, patch, vcs, audit) → errors, version
+ *   cli → server → tools → mutation → config → policy → primitives (fs, patch, vcs, audit) → errors, version
  *
  * A module may import its own layer or any layer below it, never one above. Where config, audit and version sit:
  *   - config (src/config.ts) parses flags and loads the policy file, so it sits above policy and below tools/server,
  *     which read the parsed Config; policy never imports config (the old config ↔ policy cycle: ConfiguredRoot now
  *     lives in src/policy/roots.ts);
  *   - audit (src/audit) writes the log file: a primitive, used only by the server's process state;
- *   - version (src/version.ts) is a constant: a leaf beside errors.
+ *   - version (src/version.ts) is a constant: a leaf beside errors;
+ *   - mutation (src/mutation) is the one mutation pipeline the mutating tools call: below tools (it never imports a
+ *     tool; the per-call ToolContext lives in src/mutation/context.ts) and above config and policy.
  * One exception, type-only and named: primitives may `import type` from src/policy/resolve-path.ts — the
  * `AllowedPath` brand, by which a primitive's signature states that it acts only on paths policy authorized. The import
  * is erased at compile time, so it adds no runtime dependency; any runtime import of policy from a primitive fails.
@@ -28,6 +30,7 @@ const LAYERS: ReadonlyArray<{ name: string; areas: readonly string[] }> = [
   { name: 'cli', areas: ['cli'] },
   { name: 'server', areas: ['server'] },
   { name: 'tools', areas: ['tools'] },
+  { name: 'mutation', areas: ['mutation'] },
   { name: 'config', areas: ['config'] },
   { name: 'policy', areas: ['policy'] },
   { name: 'primitives', areas: ['fs', 'patch', 'vcs', 'audit'] },
@@ -200,9 +203,11 @@ describe('layering', () => {
     expect(edges).toContainEqual(expect.objectContaining({ from: 'config.ts', to: 'policy/file-policy.ts' }));
     expect(edges.some((e) => e.from.startsWith('tools/') && e.to.startsWith('policy/'))).toBe(true);
     expect(edges.some((e) => e.from.startsWith('patch/') && e.to.startsWith('fs/'))).toBe(true);
+    expect(edges.some((e) => e.from.startsWith('tools/') && e.to.startsWith('mutation/'))).toBe(true);
+    expect(edges.some((e) => e.from.startsWith('mutation/') && e.to.startsWith('policy/'))).toBe(true);
   });
 
-  it('every area has a layer and every import follows cli → server → tools → config → policy → primitives → errors', () => {
+  it('every area has a layer and every import follows cli → server → tools → mutation → config → policy → primitives → errors', () => {
     expect(violations(edges)).toEqual([]);
   });
 
@@ -218,6 +223,9 @@ describe('layering', () => {
     expect(violations([{ from: 'fs/walk.ts', to: 'policy/resolve-path.ts', typeOnly: true, line: 1 }])).toEqual([]);
     expect(violations([{ from: 'fs/walk.ts', to: 'policy/containment.ts', typeOnly: true, line: 1 }])).toHaveLength(1);
     expect(violations([{ from: 'errors/x.ts', to: 'fs/hash.ts', typeOnly: false, line: 1 }])).toHaveLength(1);
+    expect(violations([{ from: 'mutation/x.ts', to: 'tools/define-tool.ts', typeOnly: true, line: 1 }])).toHaveLength(
+      1,
+    );
     expect(violations([{ from: 'newarea/x.ts', to: 'errors/codes.ts', typeOnly: false, line: 1 }])).toHaveLength(1);
     expect(
       areaCycle([

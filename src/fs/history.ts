@@ -1,6 +1,6 @@
 /**
  * The undo history ("Undo"): every change the server made to files through the one mutation pipeline
- * (src/tools/file-mutation.ts `runMutation`), one JSON file per change under `<state-dir>/history/`, so it survives
+ * (src/mutation/pipeline.ts `runMutation`), one JSON file per change under `<state-dir>/history/`, so it survives
  * a restart. The state directory is never reachable by the file tools (src/policy/builtin-guards.ts), but a state
  * directory configured inside a root was once writable, so every record is validated strictly (zod, old bytes against
  * their hash, id against the file name) and an invalid record is skipped and counted, never trusted.

@@ -39,7 +39,7 @@ export interface PlannedChange {
   /** Permission bits for the new file (an undo restoring a deleted file); absent: the replaced file's, or the default. */
   newMode?: number | null;
   /**
-   * The verified parent directory, opened inside the path lock when the change was decided (src/tools/file-mutation.ts
+   * The verified parent directory, opened inside the path lock when the change was decided (src/mutation/scope.ts
    * MutationScope): the commit and its rollback act in it, never re-resolving the path. Absent: opened by path
    * (a parent the commit creates; start-up recovery).
    */

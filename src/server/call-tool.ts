@@ -143,7 +143,7 @@ async function runCall(
     };
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };
-    // A mutation that happened is charged even when the call then failed (src/tools/file-mutation.ts).
+    // A mutation that happened is charged even when the call then failed (src/mutation/pipeline.ts).
     if (mutationHappened(outcome.envelope.error)) ticket?.spend();
   }
   ticket?.release(); // a failed call gives its unit back (no-op after spend)

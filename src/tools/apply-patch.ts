@@ -30,14 +30,10 @@ import {
   PathArg,
 } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import {
-  deletionIsConflict,
-  hashRequiredForAll,
-  insideRoots,
-  mergeInstead,
-  runMutation,
-  type MergedInfo,
-} from './file-mutation.js';
+import { mergeInstead, type MergedInfo } from '../mutation/merge.js';
+import { deletionIsConflict, hashRequiredForAll } from '../mutation/occ-rules.js';
+import { runMutation } from '../mutation/pipeline.js';
+import { insideRoots } from '../mutation/scope.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';
 

@@ -2,7 +2,7 @@
  * copy_path: copy a file, a symlink (as a link, never its target) or a directory tree (`recursive: true`)
  * inside the roots. Never overwrites unless `overwrite: true`, and then only a file or link destination, under OCC
  * (`expected_hash` is the destination's, as for move_path; a link destination is replaced as the link itself, its
- * target never touched: src/tools/file-mutation.ts `checkReplacedDestination`). Permission bits are kept; times and owners are not.
+ * target never touched: src/mutation/destination-checks.ts `checkReplacedDestination`). Permission bits are kept; times and owners are not.
  *
  * Every path the copy touches passes policy: the source and destination up front (authorizeCopy), and every entry of
  * a tree on both sides (src/policy/tree-authorize.ts) while the tree is inspected inside the path lock — one refused
@@ -38,7 +38,9 @@ import { linkTargetInside } from '../policy/link-target.js';
 import { parentOf } from '../policy/resolve-path.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { checkReplacedDestination, parentMissing, runMutation } from './file-mutation.js';
+import { checkReplacedDestination } from '../mutation/destination-checks.js';
+import { runMutation } from '../mutation/pipeline.js';
+import { parentMissing } from '../mutation/scope.js';
 import { heavyClasses } from './heavy-calls.js';
 
 /** Most entries one tree copy holds (files, links and directories beneath the source). */

@@ -8,7 +8,7 @@ import { openDirCreating } from '../fs/verified-dir.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { runMutation } from './file-mutation.js';
+import { runMutation } from '../mutation/pipeline.js';
 import { historyEntryOf, type HistoryFile } from '../fs/history.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';

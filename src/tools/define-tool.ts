@@ -5,14 +5,11 @@
  * and never build an envelope.
  */
 import type { z } from 'zod';
-import type { Config, ToolGroup } from '../config.js';
-import type { PolicyContext } from '../policy/authorize.js';
-import type { MutationBudget } from '../policy/gates.js';
-import type { HashMemory } from '../policy/occ.js';
-import type { RootSet } from '../policy/roots.js';
-import type { WallState } from '../fs/kernel-wall.js';
-import type { NativeReadsState } from '../fs/native-load.js';
+import type { ToolGroup } from '../config.js';
+import type { ToolContext } from '../mutation/context.js';
 import type { HeavyClass } from './heavy-calls.js';
+
+export type { ToolContext } from '../mutation/context.js';
 
 /** MCP tool annotations; must be honest: each hint reflects the most dangerous action (test/e2e/protocol.test.ts holds an independent table). */
 export interface ToolAnnotations {
@@ -20,25 +17,6 @@ export interface ToolAnnotations {
   destructiveHint: boolean;
   idempotentHint: boolean;
   openWorldHint: boolean;
-}
-
-/** What a handler may use. Built per call by src/server/call-tool.ts. */
-export interface ToolContext {
-  config: Config;
-  roots: RootSet;
-  /** The policy inputs in force for this call (roots snapshot, secrets flag, policy rules). */
-  policy: PolicyContext;
-  hashes: HashMemory;
-  budget: MutationBudget;
-  /** Aborted when the client cancels the request. */
-  signal: AbortSignal;
-  /** Process facts for list_allowed_directories. */
-  process: {
-    version: string;
-    recoveredTransactions: readonly unknown[];
-    kernelWall: WallState;
-    nativeReads: NativeReadsState;
-  };
 }
 
 /** Facts a handler reports for the audit log (docs/security.md). Never content. */

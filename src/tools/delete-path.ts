@@ -23,7 +23,7 @@ import { authorizeTreeEntries } from '../policy/tree-authorize.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { runMutation } from './file-mutation.js';
+import { runMutation } from '../mutation/pipeline.js';
 import { quoteName } from './text-safe.js';
 import { historyVisible } from './undo.js';
 import { heavyClasses } from './heavy-calls.js';

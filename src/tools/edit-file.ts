@@ -1,7 +1,7 @@
 /**
  * edit_file (docs/tools.md): exact-text replacements, all or none, keeping the file's BOM, line endings and final
  * newline; PATCH_FAILED with the failing edit's index and the nearest region; REWRITE_BLOCKED for near-total
- * rewrites. The engine is src/patch/apply-edits.ts; the write flow is src/tools/file-mutation.ts.
+ * rewrites. The engine is src/patch/apply-edits.ts; the write flow is src/mutation/mutate-file.ts.
  */
 import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
@@ -22,7 +22,8 @@ import {
   PathArg,
 } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { deletionIsConflict, mutateFile } from './file-mutation.js';
+import { mutateFile } from '../mutation/mutate-file.js';
+import { deletionIsConflict } from '../mutation/occ-rules.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';
 

@@ -34,7 +34,9 @@ import { assertNotInGitDirectory } from '../policy/git-dirs.js';
 import { checkExpectedHash } from '../policy/occ.js';
 import { ContentHash, DryRun, ExpectedHash, GlobList, PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { hashRequiredForAll, insideRoots, runMutation } from './file-mutation.js';
+import { hashRequiredForAll } from '../mutation/occ-rules.js';
+import { runMutation } from '../mutation/pipeline.js';
+import { insideRoots } from '../mutation/scope.js';
 
 import { jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { quoteName } from './text-safe.js';

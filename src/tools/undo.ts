@@ -1,6 +1,6 @@
 /**
  * list_changes and revert_changes ("Undo"): the server's own changes, recorded by the one mutation pipeline
- * (src/tools/file-mutation.ts → src/fs/history.ts), listed and reverted.
+ * (src/mutation/pipeline.ts → src/fs/history.ts), listed and reverted.
  *
  * A revert is a live write of every file it touches: each path is authorized again (roots, state-dir guard, secrets,
  * `.git`, file policy), read inside the path lock, checked against the hash the reverted change(s) left
@@ -25,7 +25,8 @@ import { findContainingRoot, isWithin, toPosixRelative } from '../policy/contain
 import { linkTargetInside } from '../policy/link-target.js';
 import { ContentHash, DryRun, ExpectedHash } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
-import { insideRoots, runMutation } from './file-mutation.js';
+import { runMutation } from '../mutation/pipeline.js';
+import { insideRoots } from '../mutation/scope.js';
 
 const ChangeId = z
   .string()

@@ -8,7 +8,7 @@ import { ToolError } from '../errors/tool-error.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedHash, ExpectedStatusHash, MutationResultShape, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { mutateFile } from './file-mutation.js';
+import { mutateFile } from '../mutation/mutate-file.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';
 

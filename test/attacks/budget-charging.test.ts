@@ -9,7 +9,7 @@
  *      destination as they were. Before issue 11 the move happened, computing the destination's status hash then
  *      failed with VALIDATION, and the budget read `used: 0` after five moves.
  * Part 2 depends on the single mutation pipeline of issue 11 item 3 ("every check that can fail runs before the
- * first effect; a mutation that happened is always charged"), built in src/tools/file-mutation.ts on branch i11a.
+ * first effect; a mutation that happened is always charged"), built in the mutation pipeline (src/mutation/pipeline.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
