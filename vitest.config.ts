@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LONG_SUITES } from './vitest.long.config.js';
 
 export default defineConfig({
   // Issue #20: the in-process test seams exist only in this build of src/ (src/fs/atomic-write.ts); the production
@@ -7,7 +8,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The install suite (a local registry, npx, npm install -g) is `npm run test:install`.
-    exclude: ['test/install/**', '**/node_modules/**'],
+    // The long suites (vitest.long.config.ts: races, kill runs, the patch sample) have their own scripts, run by .ci/run.
+    exclude: ['test/install/**', '**/node_modules/**', ...LONG_SUITES],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
