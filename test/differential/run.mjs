@@ -17,7 +17,8 @@
  *   must be identical too.
  * The first differences are printed (tool, arguments, both outcomes); the exit code is 1 when there is any.
  *
- * Options: --baseline REV (default c565c78, the commit before the redesign), --worlds N (6), --calls N (250 per world),
+ * Odd worlds run with a file policy (a read_only, a hidden and a deny rule), every third with --on-conflict=merge.
+ * Options: --baseline REV (default c565c78, the commit before the redesign), --worlds N (8), --calls N (300 per world),
  * --seed N (1), --keep (keep the baseline worktree).
  */
 import { spawnSync } from 'node:child_process';
@@ -47,8 +48,8 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const { values: opts } = parseArgs({
   options: {
     baseline: { type: 'string', default: 'c565c78' },
-    worlds: { type: 'string', default: '6' },
-    calls: { type: 'string', default: '250' },
+    worlds: { type: 'string', default: '8' },
+    calls: { type: 'string', default: '300' },
     seed: { type: 'string', default: '1' },
     keep: { type: 'boolean', default: false },
   },
@@ -186,7 +187,23 @@ function makeWorld(base, w) {
     '.claude/settings.json',
     '.mcp.json',
   ];
-  return { root, outside, state: path.join(base, 'state'), pool };
+  const flags = [];
+  if (w % 2 === 1) {
+    const policy = path.join(base, 'policy.json');
+    writeFileSync(
+      policy,
+      JSON.stringify({
+        rules: [
+          { pattern: 'docs/**', access: 'read_only' },
+          { pattern: 'a/b/**', access: 'hidden' },
+          { pattern: '**/*.md', access: 'deny' },
+        ],
+      }),
+    );
+    flags.push('--policy', policy);
+  }
+  if (w % 3 === 2) flags.push('--on-conflict=merge');
+  return { root, outside, state: path.join(base, 'state'), pool, flags };
 }
 
 const sha = (buf) => `sha256:${createHash('sha256').update(buf).digest('hex')}`;
@@ -444,7 +461,7 @@ function snapshot(dir, skip) {
 async function session(cli, world) {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [cli, world.root, '--state-dir', world.state],
+    args: [cli, world.root, '--state-dir', world.state, ...world.flags],
     env: { ...process.env, HOME: path.dirname(world.root) },
     stderr: 'pipe',
   });
