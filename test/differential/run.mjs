@@ -12,7 +12,8 @@
  *   climb with `..`; hashes for expected_hash are computed from the disk as it is at that moment, so a call's
  *   arguments depend only on the world's state, which is the same for both servers as long as the outcomes were;
  * - an outcome is the tool result or the error envelope (code, reason, message, details, suggestion), normalised only
- *   where two correct runs differ: history change ids and times, cursors (minted per process), mtimes;
+ *   where two correct runs differ: history change ids and times, cursors (minted per process), mtimes, and NOT_FOUND's
+ *   near paths (a search bounded by time);
  * - after every world the whole tree (root and outside: names, kinds, modes, sizes, content digests, link targets)
  *   must be identical too.
  * The first differences are printed (tool, arguments, both outcomes); the exit code is 1 when there is any.
@@ -240,6 +241,12 @@ function genCall(r, world) {
     return r.chance(0.7) ? path.join(world.root, rel) : rel.startsWith('../') ? path.join(world.root, rel) : rel;
   };
   const rel = () => r.pick(world.pool);
+  /** Mostly a text file that exists now (so that edits, patches and moves also succeed), else any pooled path. */
+  const textRel = () => {
+    const texts = world.pool.filter((x) => readText(world, x) !== null && !x.startsWith('..'));
+    return texts.length > 0 && r.chance(0.75) ? r.pick(texts) : rel();
+  };
+  const fresh = () => `${r.pick(['fresh', 'src/fresh', 'a/b/c/fresh', 'docs/fresh'])}-${r.int(1000)}.txt`;
   const abs = (x) => path.join(world.root, x);
   const tool = r.pick([
     'read_file',
@@ -307,7 +314,7 @@ function genCall(r, world) {
       return [tool, a];
     }
     case 'edit_file': {
-      const x = rel();
+      const x = textRel();
       const text = readText(world, x);
       let old = r.pick(WORDS);
       if (text && r.chance(0.8)) {
@@ -321,7 +328,7 @@ function genCall(r, world) {
       return [tool, a];
     }
     case 'apply_patch': {
-      const x = rel();
+      const x = textRel();
       const text = readText(world, x) ?? '';
       const lines = text.split('\n');
       if (lines.length > 2) lines[r.int(lines.length - 1)] += ' patched';
@@ -350,11 +357,11 @@ function genCall(r, world) {
       ];
     case 'move_path':
     case 'copy_path': {
-      const s = rel();
-      const a = {
-        source: abs(s),
-        destination: abs(r.pick(['moved.txt', 'src/copy.ts', 'new-dir/x.txt', 'a/b/c', 'docs', '../outside/x', s])),
-      };
+      const s = r.chance(0.3) ? r.pick(['src', 'a', 'docs', 'src/lib']) : textRel();
+      const dest = r.chance(0.5)
+        ? fresh()
+        : r.pick(['moved.txt', 'src/copy.ts', 'new-dir/x.txt', 'a/b/c', 'docs', '../outside/x', s]);
+      const a = { source: abs(s), destination: abs(dest) };
       if (r.chance(0.3)) a.overwrite = true;
       if (tool === 'copy_path' && r.chance(0.5)) a.recursive = true;
       const h = hashArg(r, world, s);
@@ -363,7 +370,7 @@ function genCall(r, world) {
       return [tool, a];
     }
     case 'delete_path': {
-      const x = rel();
+      const x = textRel();
       const a = { path: abs(x), recursive: r.chance(0.4) };
       const h = hashArg(r, world, x);
       if (h && h !== 'absent') a.expected_hash = h;
@@ -425,12 +432,24 @@ function normalise(v) {
   return v;
 }
 
+/**
+ * NOT_FOUND's near paths come from a search bounded by time (src/policy/near-paths.ts, 150 ms): on a loaded machine one
+ * run may find them and the other not. Both spellings become one.
+ */
+function withoutNear(block) {
+  const e = block?.error;
+  if (!e || typeof e !== 'object') return block;
+  if (e.details && typeof e.details === 'object') delete e.details.near;
+  if (typeof e.suggestion === 'string' && /^(Did you mean|Check the path)/.test(e.suggestion)) e.suggestion = '<near>';
+  return block;
+}
+
 /** The outcome of one call, as the client sees it (text blocks parsed as JSON when they are). */
 function outcome(result) {
   const blocks = (result.content ?? []).map((b) => {
     if (b.type !== 'text') return { type: b.type };
     try {
-      return JSON.parse(b.text);
+      return withoutNear(JSON.parse(b.text));
     } catch {
       return b.text;
     }
