@@ -61,7 +61,7 @@ const STDERR_WORDS: Readonly<Record<StderrClass, string>> = {
 };
 
 /** Spawn errors that mean "gh cannot be run here" (GH_CLI_MISSING) rather than a failed start. */
-const CLI_MISSING_ERRNOS = new Set(['ENOENT', 'EACCES', 'ENOEXEC', 'EPERM']);
+const CLI_MISSING_ERRNOS: ReadonlySet<string> = new Set(['ENOENT', 'EACCES', 'ENOEXEC', 'EPERM']);
 
 /** What the rules read: the observation, the context, and what is derived from them once. */
 interface GhFacts {

@@ -37,7 +37,7 @@ export interface GlObservation {
 }
 
 /** Transport error codes raised before the request left (nothing can have been applied). */
-const NOT_SENT_CODES = new Set([
+const NOT_SENT_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
   'EAI_AGAIN',
