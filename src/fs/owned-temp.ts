@@ -1,6 +1,6 @@
 /**
  * The server's private temporary directories outside the roots (docs/security.md "The server's own code and token
- * files"): a gh configuration holding the enterprise token for one gh run (`ghtoken`, src/vcs/github.ts) and the
+ * files"): a gh configuration holding the enterprise token for one gh run (`ghtoken`, src/vcs/github-token.ts) and the
  * native addon's copy while it is loaded at start-up (`native`, src/fs/native-load.ts).
  *
  * Each is created by mkdtemp (mode 0700) under a name that records its owner:

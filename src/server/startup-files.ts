@@ -12,7 +12,7 @@ import { sweepOwnedTempDirs } from '../fs/owned-temp.js';
 import { searchReaderPool } from '../fs/search-reader.js';
 import { isWithin } from '../fs/path-within.js';
 import { prepareStateDir } from '../fs/state-dir.js';
-import { ghTokenBases } from '../vcs/github.js';
+import { ghTokenBases } from '../vcs/github-token.js';
 
 /**
  * Runs the start-up step; `log` gets one line per removed leftover and per addon that is there but not loaded.

@@ -23,7 +23,7 @@ import type { IssueArgs } from './issue-schema.js';
 
 /**
  * "Inside the sandbox roots" for this call: where the agent can read or write. gh's configuration there is not the
- * operator's (src/vcs/forge-hosts.ts), and token files are never created there (src/vcs/github.ts).
+ * operator's (src/vcs/forge-hosts.ts), and token files are never created there (src/vcs/github-token.ts).
  */
 export function insideRootsOf(ctx: ToolContext): InsideRoots {
   return (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;

@@ -64,6 +64,22 @@ export function parseAuthority(raw: string, defaultPort: number | null = null): 
   return { host: (m[1] ?? m[2]).toLowerCase().replace(/\.$/, ''), port };
 }
 
+/**
+ * The authority a redirect's Location names, resolved against `base` (the request's URL): its host and port (443 for
+ * https, 80 for http when none is given). Pure.
+ * @returns null when `location` is absent, unparseable or names a scheme other than http/https
+ */
+export function locationAuthority(location: string | undefined, base: string | URL): Authority | null {
+  if (!location) return null;
+  try {
+    const to = new URL(location, base);
+    if (to.protocol !== 'https:' && to.protocol !== 'http:') return null;
+    return parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80);
+  } catch {
+    return null;
+  }
+}
+
 function allowedAuthority(allowed: readonly Authority[], a: Authority): boolean {
   return allowed.some((x) => x.host === a.host && x.port === a.port);
 }
@@ -197,6 +213,141 @@ function openTunnel(
   });
 }
 
+/** The state of one running guard, shared by its handlers. */
+interface GuardState {
+  readonly allowed: readonly Authority[];
+  readonly scheme: 'https' | 'http';
+  /** The server's environment (the operator's upstream proxy). */
+  readonly env: NodeJS.ProcessEnv;
+  readonly denied: Denial[];
+  unreachable: number;
+  /** Every open connection (client and upstream), destroyed on close. */
+  readonly sockets: Set<net.Socket>;
+  /** Aborted on close: stops pending tunnels and forwarded requests. */
+  readonly closing: AbortController;
+}
+
+const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+
+/** Keeps `socket` in the guard's set until it closes. */
+function track(state: GuardState, socket: net.Socket): void {
+  state.sockets.add(socket);
+  socket.on('close', () => state.sockets.delete(socket));
+}
+
+/** A CONNECT (gh over https): a tunnel only to an allowed authority, else 403 before a byte reaches the host. */
+function onConnect(state: GuardState, req: http.IncomingMessage, client: net.Socket, head: Buffer): void {
+  client.on('error', () => {});
+  const target = parseAuthority(req.url ?? '', 443);
+  if (!target || state.scheme !== 'https' || !allowedAuthority(state.allowed, target)) {
+    state.denied.push({ kind: 'connect', host: target?.host ?? '(malformed)', port: target?.port ?? null });
+    client.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    return;
+  }
+  const proxy = upstreamProxy('https', target, state.env);
+  if (proxy === 'unsupported') {
+    client.end(BAD_GATEWAY);
+    return;
+  }
+  openTunnel(target, proxy, state.closing.signal).then(
+    ({ socket, rest }) => {
+      track(state, socket);
+      socket.on('error', () => client.destroy());
+      client.on('close', () => socket.destroy());
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (rest.length) client.write(rest);
+      if (head.length) socket.write(head);
+      socket.pipe(client);
+      client.pipe(socket);
+      socket.resume();
+    },
+    () => {
+      state.unreachable++;
+      client.end(BAD_GATEWAY);
+    },
+  );
+}
+
+/** A plain-http request (gh for github.localhost): forwarded only to an allowed authority, else 403. */
+function onRequest(state: GuardState, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const refuse = (status: number, denial: Denial | null): void => {
+    if (denial) state.denied.push(denial);
+    req.resume();
+    res.writeHead(status, { 'Content-Length': '0', Connection: 'close' }).end();
+  };
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '');
+  } catch {
+    refuse(400, null);
+    return;
+  }
+  const target = url.protocol === 'http:' ? parseAuthority(url.host, 80) : null;
+  if (!target || state.scheme !== 'http' || !allowedAuthority(state.allowed, target)) {
+    refuse(403, { kind: 'request', host: target?.host ?? url.hostname.toLowerCase(), port: target?.port ?? null });
+    return;
+  }
+  const proxy = upstreamProxy('http', target, state.env);
+  if (proxy === 'unsupported') {
+    refuse(502, null);
+    return;
+  }
+  forward(state, req, res, { url, target, proxy, refuse });
+}
+
+/**
+ * Forwards an allowed plain-http request (through the operator's proxy when one applies). A 3xx answer whose
+ * Location names another authority is not passed on: 502 and a `redirect` denial.
+ */
+function forward(
+  state: GuardState,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  to: { url: URL; target: Authority; proxy: URL | null; refuse: (status: number, denial: Denial | null) => void },
+): void {
+  const { url, target, proxy } = to;
+  const headers = { ...req.headers };
+  delete headers['proxy-connection'];
+  delete headers['proxy-authorization'];
+  const upstream = http.request(
+    {
+      host: proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host,
+      port: proxy ? Number(proxy.port || 80) : target.port,
+      method: req.method,
+      path: proxy ? url.href : `${url.pathname}${url.search}`,
+      headers: { ...headers, ...(proxy ? proxyAuthorization(proxy) : {}) },
+      signal: state.closing.signal,
+    },
+    (answer) => {
+      const location = answer.headers.location;
+      if (answer.statusCode !== undefined && answer.statusCode >= 300 && answer.statusCode < 400 && location) {
+        const next = locationAuthority(location, url);
+        if (!next || next.host !== target.host || next.port !== target.port) {
+          answer.resume();
+          to.refuse(502, { kind: 'redirect', host: next?.host ?? '(unparseable)', port: next?.port ?? null });
+          return;
+        }
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    },
+  );
+  let connected = false;
+  upstream.on('socket', (sock: net.Socket) => {
+    if (!sock.connecting) connected = true;
+    else
+      sock.once('connect', () => {
+        connected = true;
+      });
+  });
+  upstream.on('error', () => {
+    if (!connected) state.unreachable++;
+    if (!res.headersSent) res.writeHead(502, { 'Content-Length': '0', Connection: 'close' }).end();
+    else res.destroy();
+  });
+  req.pipe(upstream);
+}
+
 /**
  * Starts a guard that lets through only `allowed` (see the module comment).
  * @param scheme how gh reaches the target: https (CONNECT tunnels) or http (github.localhost: forwarded requests)
@@ -207,122 +358,21 @@ export async function startEgressGuard(
   scheme: 'https' | 'http',
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<EgressGuard> {
-  const denied: Denial[] = [];
-  let unreachable = 0;
-  const sockets = new Set<net.Socket>();
-  const closing = new AbortController();
+  const state: GuardState = {
+    allowed,
+    scheme,
+    env,
+    denied: [],
+    unreachable: 0,
+    sockets: new Set<net.Socket>(),
+    closing: new AbortController(),
+  };
   const server = http.createServer();
-  server.on('connection', (s: net.Socket) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-
-  server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-    client.on('error', () => {});
-    const target = parseAuthority(req.url ?? '', 443);
-    if (!target || scheme !== 'https' || !allowedAuthority(allowed, target)) {
-      denied.push({ kind: 'connect', host: target?.host ?? '(malformed)', port: target?.port ?? null });
-      client.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-      return;
-    }
-    const proxy = upstreamProxy('https', target, env);
-    if (proxy === 'unsupported') {
-      client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-      return;
-    }
-    openTunnel(target, proxy, closing.signal).then(
-      ({ socket, rest }) => {
-        sockets.add(socket);
-        socket.on('close', () => sockets.delete(socket));
-        socket.on('error', () => client.destroy());
-        client.on('close', () => socket.destroy());
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        if (rest.length) client.write(rest);
-        if (head.length) socket.write(head);
-        socket.pipe(client);
-        client.pipe(socket);
-        socket.resume();
-      },
-      () => {
-        unreachable++;
-        client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-      },
-    );
-  });
-
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const refuse = (status: number, denial: Denial | null): void => {
-      if (denial) denied.push(denial);
-      req.resume();
-      res.writeHead(status, { 'Content-Length': '0', Connection: 'close' }).end();
-    };
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '');
-    } catch {
-      refuse(400, null);
-      return;
-    }
-    const target = url.protocol === 'http:' ? parseAuthority(url.host, 80) : null;
-    if (!target || scheme !== 'http' || !allowedAuthority(allowed, target)) {
-      refuse(403, { kind: 'request', host: target?.host ?? url.hostname.toLowerCase(), port: target?.port ?? null });
-      return;
-    }
-    const proxy = upstreamProxy('http', target, env);
-    if (proxy === 'unsupported') {
-      refuse(502, null);
-      return;
-    }
-    const headers = { ...req.headers };
-    delete headers['proxy-connection'];
-    delete headers['proxy-authorization'];
-    const upstream = http.request(
-      {
-        host: proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host,
-        port: proxy ? Number(proxy.port || 80) : target.port,
-        method: req.method,
-        path: proxy ? url.href : `${url.pathname}${url.search}`,
-        headers: { ...headers, ...(proxy ? proxyAuthorization(proxy) : {}) },
-        signal: closing.signal,
-      },
-      (answer) => {
-        const location = answer.headers.location;
-        if (answer.statusCode !== undefined && answer.statusCode >= 300 && answer.statusCode < 400 && location) {
-          let next: Authority | null = null;
-          try {
-            const to = new URL(location, url);
-            next =
-              to.protocol === 'http:' || to.protocol === 'https:'
-                ? parseAuthority(to.host, to.protocol === 'https:' ? 443 : 80)
-                : null;
-          } catch {
-            /* unparseable: refused below */
-          }
-          if (!next || next.host !== target.host || next.port !== target.port) {
-            answer.resume();
-            refuse(502, { kind: 'redirect', host: next?.host ?? '(unparseable)', port: next?.port ?? null });
-            return;
-          }
-        }
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    let connected = false;
-    upstream.on('socket', (sock: net.Socket) => {
-      if (!sock.connecting) connected = true;
-      else
-        sock.once('connect', () => {
-          connected = true;
-        });
-    });
-    upstream.on('error', () => {
-      if (!connected) unreachable++;
-      if (!res.headersSent) res.writeHead(502, { 'Content-Length': '0', Connection: 'close' }).end();
-      else res.destroy();
-    });
-    req.pipe(upstream);
-  });
+  server.on('connection', (s: net.Socket) => track(state, s));
+  server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) =>
+    onConnect(state, req, client, head),
+  );
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => onRequest(state, req, res));
   server.on('clientError', (_e, s) => s.destroy());
 
   await new Promise<void>((resolve, reject) => {
@@ -332,14 +382,14 @@ export async function startEgressGuard(
   const { port } = server.address() as net.AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    denied,
+    denied: state.denied,
     get unreachable() {
-      return unreachable;
+      return state.unreachable;
     },
     close: () =>
       new Promise<void>((resolve) => {
-        closing.abort();
-        for (const s of sockets) s.destroy();
+        state.closing.abort();
+        for (const s of state.sockets) s.destroy();
         server.close(() => resolve());
       }),
   };

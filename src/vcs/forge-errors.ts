@@ -74,6 +74,25 @@ export interface ForgeFailure {
 }
 
 /**
+ * One rule of a forge failure classifier (src/vcs/github-classify.ts, src/vcs/gitlab-classify.ts): `when` tests the
+ * facts of one failed request, `then` builds its failure. A classifier is an ordered table of rules; the first rule
+ * that holds decides (see `firstFailure`).
+ */
+export interface FailureRule<F> {
+  when: (facts: F) => boolean;
+  then: (facts: F) => ForgeFailure;
+}
+
+/**
+ * The failure of the first rule of `rules` that holds for `facts`. Pure.
+ * @throws Error when no rule holds (a classifier's table ends with a rule that always holds)
+ */
+export function firstFailure<F>(rules: readonly FailureRule<F>[], facts: F): ForgeFailure {
+  for (const rule of rules) if (rule.when(facts)) return rule.then(facts);
+  throw new Error('forge failure classifier: no rule matched');
+}
+
+/**
  * Builds the ToolError of a forge failure with the docs/issue-tools.md semantics of `kind`. A write that may have been applied
  * gets `details.may_be_applied: true` and a suggestion to view the issue first; a pre-write check failure gets
  * `details.write_sent: false`.

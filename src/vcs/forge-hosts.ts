@@ -109,7 +109,7 @@ function reachableByAgent(file: string, isInsideRoots: InsideRoots): boolean {
 /**
  * True when gh's configuration directory (or its `config.yml` / `hosts.yml`) lies inside the roots: the agent could
  * have written it — e.g. `http_unix_socket` in config.yml sends every gh request, token included, to a unix socket,
- * around the egress guard — so gh must not run with it (src/vcs/github.ts gives gh a private one instead).
+ * around the egress guard — so gh must not run with it (src/vcs/github-request.ts gives gh a private one instead).
  */
 export function ghConfigReachable(
   env: NodeJS.ProcessEnv = process.env,

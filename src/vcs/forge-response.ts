@@ -17,6 +17,21 @@ export interface ForgeResponse {
   data: unknown;
 }
 
+/**
+ * One REST request of a forge backend, as its transports take it (`gh api`; `glab api` or fetch).
+ * @typeParam M the HTTP methods the forge's actions use
+ */
+export interface ForgeRequest<M extends string> {
+  method: M;
+  /** Path below the API root (GitHub: as `gh api` takes it; GitLab: below /api/v4/), query included. */
+  apiPath: string;
+  /** The JSON request body (sent on stdin or as the fetch body), undefined for none. */
+  body?: unknown;
+  kind: CallKind;
+  /** What to view when a write may have been applied (see forgeError). */
+  subject: string;
+}
+
 /** The display name of a forge in messages. */
 export type ForgeName = 'GitHub' | 'GitLab';
 

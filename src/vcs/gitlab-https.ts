@@ -8,13 +8,18 @@
 import { ToolError } from '../errors/tool-error.js';
 import { bodyMessage, forgeError } from './forge-errors.js';
 import { parseJsonBody, type ForgeResponse } from './forge-response.js';
-import { classifyGitLab, transportCodeOf, transportMessageOf } from './gitlab-classify.js';
+import { classifyGitLab, transportCodeOf, transportMessageOf, type GlObservation } from './gitlab-classify.js';
 import type { GitLabInstance } from './gitlab-instance.js';
 import type { GlRequest } from './gitlab-request.js';
 import { gitlabToken } from './gitlab-token.js';
 import { hostArg, type ForgeCallOptions } from './issues.js';
 
-/** One request over HTTPS (or loopback http) with fetch. */
+/**
+ * One request over HTTPS (or loopback http) with fetch: the instance's own token only, redirects not followed, the
+ * body read under the output cap, the whole request under the timeout.
+ * @throws ToolError GL_AUTH_REQUIRED for a write without a token (nothing sent), else the classified failure
+ *   (src/vcs/gitlab-classify.ts) with the retry semantics of `req.kind`
+ */
 export async function viaHttps(
   instance: GitLabInstance,
   req: GlRequest,
@@ -23,26 +28,18 @@ export async function viaHttps(
   const { token, withheld } = gitlabToken(instance);
   const host = hostArg({ ...instance, repo: '' });
   const ctx = { host, timeoutMs: opts.timeoutMs, maxOutputBytes: opts.maxOutputBytes, nowMs: Date.now() };
-  if (req.kind !== 'read' && !token) {
-    // A write (or its checks) without a token would only be refused by the server: say so before sending.
-    throw forgeError(
-      req.kind,
-      {
-        code: 'GL_AUTH_REQUIRED',
-        failure: 'environment',
-        message: `No GitLab token for ${host}, and writes need one; nothing was sent.${withheld ? ` GITLAB_TOKEN belongs to the GITLAB_HOST instance (gitlab.com when unset), not ${host}.` : ''}`,
-        details: { token_sent: false, write_sent: false, ...(withheld ? { token_withheld: true } : {}) },
-        suggestion: withheld
-          ? `Set GITLAB_HOST to ${instance.scheme}://${host} if GITLAB_TOKEN belongs to it.`
-          : 'Set GITLAB_TOKEN (a personal access token with the api scope).',
-      },
-      req.subject,
-    );
-  }
+  // A write (or its checks) without a token would only be refused by the server: say so before sending.
+  if (req.kind !== 'read' && !token) throw tokenlessWrite(instance, host, withheld, req);
   const url = `${instance.scheme}://${host}${instance.basePath}/api/v4/${req.apiPath}`;
   const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': 'fs-tools' };
   if (token) headers[token.header] = token.value;
   if (req.body !== undefined) headers['Content-Type'] = 'application/json';
+  const failed = (o: Omit<GlObservation, 'tokenSent' | 'tokenWithheld'>): ToolError =>
+    forgeError(
+      req.kind,
+      classifyGitLab({ ...o, tokenSent: token !== null, tokenWithheld: withheld }, ctx),
+      req.subject,
+    );
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -75,48 +72,40 @@ export async function viaHttps(
       });
       return { status, headers: responseHeaders, data };
     }
-    throw forgeError(
-      req.kind,
-      classifyGitLab(
-        {
-          status,
-          headers: responseHeaders,
-          bodyMessage: limited ? null : bodyMessage(text),
-          timedOut: false,
-          outputLimited: limited,
-          transportCode: null,
-          transportMessage: null,
-          tokenSent: token !== null,
-          tokenWithheld: withheld,
-        },
-        ctx,
-      ),
-      req.subject,
-    );
+    const answer = { status, headers: responseHeaders, bodyMessage: limited ? null : bodyMessage(text) };
+    throw failed({ ...answer, timedOut: false, outputLimited: limited, transportCode: null, transportMessage: null });
   } catch (error) {
     if (error instanceof ToolError) throw error;
-    throw forgeError(
-      req.kind,
-      classifyGitLab(
-        {
-          status,
-          headers: responseHeaders,
-          bodyMessage: null,
-          timedOut,
-          outputLimited: false,
-          transportCode: timedOut ? null : opts.signal.aborted ? 'ECANCELED' : transportCodeOf(error),
-          transportMessage: transportMessageOf(error),
-          tokenSent: token !== null,
-          tokenWithheld: withheld,
-        },
-        ctx,
-      ),
-      req.subject,
-    );
+    throw failed({
+      status,
+      headers: responseHeaders,
+      bodyMessage: null,
+      timedOut,
+      outputLimited: false,
+      transportCode: timedOut ? null : opts.signal.aborted ? 'ECANCELED' : transportCodeOf(error),
+      transportMessage: transportMessageOf(error),
+    });
   } finally {
     clearTimeout(timer);
     opts.signal.removeEventListener('abort', onAbort);
   }
+}
+
+/** GL_AUTH_REQUIRED for a write (or its checks) without a token for `host`: nothing was sent. */
+function tokenlessWrite(instance: GitLabInstance, host: string, withheld: boolean, req: GlRequest): ToolError {
+  return forgeError(
+    req.kind,
+    {
+      code: 'GL_AUTH_REQUIRED',
+      failure: 'environment',
+      message: `No GitLab token for ${host}, and writes need one; nothing was sent.${withheld ? ` GITLAB_TOKEN belongs to the GITLAB_HOST instance (gitlab.com when unset), not ${host}.` : ''}`,
+      details: { token_sent: false, write_sent: false, ...(withheld ? { token_withheld: true } : {}) },
+      suggestion: withheld
+        ? `Set GITLAB_HOST to ${instance.scheme}://${host} if GITLAB_TOKEN belongs to it.`
+        : 'Set GITLAB_TOKEN (a personal access token with the api scope).',
+    },
+    req.subject,
+  );
 }
 
 /** Reads a response body as UTF-8, stopping (and aborting) once it exceeds `max` bytes. */

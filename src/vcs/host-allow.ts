@@ -112,7 +112,7 @@ export function effectiveAllowEntries(
 /**
  * Hosts the operator named: the configured GitHub hosts plus the hosts of explicit `--git-remote-allow` entries
  * (not `*`), minus the configured GitLab hosts unless also configured for GitHub. An enterprise GitHub token may be
- * given to gh only for one of these (src/vcs/github.ts).
+ * given to gh only for one of these (src/vcs/github-token.ts).
  */
 export function operatorNamedGitHubHosts(
   allow: readonly string[],

@@ -98,13 +98,22 @@ export interface ForgeCallOptions {
   isInsideRoots?: (absolute: string) => boolean;
 }
 
+/** One forge page: its number (from 1) and size (issues or comments per page). */
+export interface IssuePageQuery {
+  perPage: number;
+  page: number;
+}
+
+/** One page of a `list`: the state and labels to match, and the page. */
+export interface IssueListQuery extends IssuePageQuery {
+  state: 'open' | 'closed' | 'all';
+  labels?: string[];
+}
+
 /** What each forge backend implements. Every method throws ToolError with docs/issue-tools.md codes and semantics. */
 export interface IssueBackend {
-  list(
-    target: IssueTarget,
-    q: { state: 'open' | 'closed' | 'all'; labels?: string[]; perPage: number; page: number },
-  ): Promise<IssuePage>;
-  view(target: IssueTarget, number: number, q: { perPage: number; page: number }): Promise<IssueWithComments>;
+  list(target: IssueTarget, q: IssueListQuery): Promise<IssuePage>;
+  view(target: IssueTarget, number: number, q: IssuePageQuery): Promise<IssueWithComments>;
   create(target: IssueTarget, fields: IssueFields): Promise<Issue>;
   /** `issue` is the issue as checked before the write (GitHub), or null when the backend did not fetch it (GitLab). */
   comment(target: IssueTarget, number: number, body: string): Promise<{ issue: Issue | null; comment: IssueComment }>;

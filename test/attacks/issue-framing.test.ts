@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-render.js';
+import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FAKE_GITLAB_TOKEN, FakeGitLab } from '../helpers/fake-gitlab.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';

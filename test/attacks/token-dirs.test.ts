@@ -1,5 +1,5 @@
 /**
- * Kill test: the private gh configuration holding the enterprise token (src/vcs/github.ts, src/fs/owned-temp.ts;
+ * Kill test: the private gh configuration holding the enterprise token (src/vcs/github-token.ts, src/fs/owned-temp.ts;
  * docs/security.md "The server's own code and token files"). The REAL gh runs against a TLS forge for
  * ghe.corp.example that reads the request and never answers (test/helpers/tls-forge.ts), so the server sits in the
  * gh call with `fs-tools-ghtoken-*` / hosts.yml (the token) on disk. Then the server is ended:
@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/server.js';
 import { TlsForge } from '../helpers/tls-forge.js';
 import { makeTree } from '../helpers/tree.js';
-import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github.js';
+import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github-token.js';
 
 const TOKEN = 'ghe_enterprise_token_KILLTEST_0123456789';
 const GH = execFileSync('sh', ['-c', 'command -v gh || true'], { encoding: 'utf8' }).trim();

@@ -25,7 +25,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, type CallResult, type TestClient } from '../helpers/server.js';
 import { TlsForge } from '../helpers/tls-forge.js';
-import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github.js';
+import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github-token.js';
 import { makeTree } from '../helpers/tree.js';
 
 const ENT_TOKEN = 'ghe_enterprise_token_0123456789_SECRET';

@@ -21,7 +21,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-render.js';
+import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FAKE_GH_TOKEN, FakeGitHub } from '../helpers/fake-github.js';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';

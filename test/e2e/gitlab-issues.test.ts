@@ -20,7 +20,7 @@ import { mkdirSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-render.js';
+import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FAKE_GITLAB_TOKEN, FakeGitLab } from '../helpers/fake-gitlab.js';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';

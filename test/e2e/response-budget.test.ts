@@ -17,7 +17,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESPONSE_LIMIT_BYTES } from '../../src/tools/response-budget.js';
-import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-render.js';
+import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';

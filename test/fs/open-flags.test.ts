@@ -43,7 +43,7 @@ const PATH_HELPER_SITES: Record<string, string> = {
   'src/version.ts': "the package's own package.json",
   'src/policy/file-policy.ts': 'the --policy file named on the command line, read at start-up',
   'src/fs/process-identity.ts': '/proc/<pid>/stat and the boot id',
-  'src/vcs/github.ts': "gh's hosts.yml in the server's own fresh private directory, created exclusively (wx)",
+  'src/vcs/github-token.ts': "gh's hosts.yml in the server's own fresh private directory, created exclusively (wx)",
   'src/vcs/git-view.ts': "files of the git view, in the server's own private directory",
 };
 

@@ -1,6 +1,6 @@
 /**
  * Issue #14, hostile names and titles in text output (src/tools/text-safe.ts) and the untrusted-issue wrapper
- * (src/tools/issue-render.ts wrapUntrusted). Property tests:
+ * (src/tools/issue-untrusted.ts wrapUntrusted). Property tests:
  * - quoteName never yields a line break, a control character, a line/paragraph separator or a bidi control, and is
  *   unambiguous: decoding its C escapes gives the name back, and a harmless name is printed as is;
  * - no issue text — built from marker fragments, look-alikes, angle-bracket runs, zero-width characters and
@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { UNTRUSTED_BEGIN, UNTRUSTED_END, wrapUntrusted } from '../../src/tools/issue-render.js';
+import { UNTRUSTED_BEGIN, UNTRUSTED_END, wrapUntrusted } from '../../src/tools/issue-untrusted.js';
 import { escapeBlock, escapeLine, quoteName } from '../../src/tools/text-safe.js';
 
 /* eslint-disable no-control-regex -- the test looks for control characters */

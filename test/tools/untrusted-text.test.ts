@@ -1,5 +1,5 @@
 /**
- * The untrusted-issue wrapper as a reader sees it (src/tools/issue-render.ts wrapUntrusted; docs/security.md "One
+ * The untrusted-issue wrapper as a reader sees it (src/tools/issue-untrusted.ts wrapUntrusted; docs/security.md "One
  * queue for heavy calls, and untrusted text"). Property tests over interleavings: the markers (begin and end), with
  * their brackets swapped for look-alikes, their letters in other cases or swapped for look-alikes, spaces between
  * the words changed, and invisible characters (category Cf, variation selectors, tag characters, Hangul fillers),
@@ -13,7 +13,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { UNTRUSTED_BEGIN, UNTRUSTED_END, wrapUntrusted } from '../../src/tools/issue-render.js';
+import { UNTRUSTED_BEGIN, UNTRUSTED_END, wrapUntrusted } from '../../src/tools/issue-untrusted.js';
 
 const INVISIBLE = [
   '\u200b', // zero-width space

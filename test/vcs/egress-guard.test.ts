@@ -15,7 +15,8 @@ import path from 'node:path';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { noProxyMatches, startEgressGuard, upstreamProxy } from '../../src/vcs/egress-guard.js';
-import { bindEnterpriseToken, ghApiAuthority, ghEnvironment, ghTokenPolicy } from '../../src/vcs/github.js';
+import { ghApiAuthority } from '../../src/vcs/github-target.js';
+import { bindEnterpriseToken, ghEnvironment, ghTokenPolicy } from '../../src/vcs/github-token.js';
 import { parseGhHostsYaml } from '../../src/vcs/forge-hosts.js';
 
 /** A plain-http "forge" that records requests; /redirect-away answers 302 to another host, /redirect-here to itself. */

@@ -26,7 +26,7 @@ import {
   type CallKind,
   type FailureClass,
 } from '../../src/vcs/forge-errors.js';
-import { classifyGh, type GhObservation } from '../../src/vcs/github.js';
+import { classifyGh, type GhObservation } from '../../src/vcs/github-classify.js';
 import { classifyGitLab, type GlObservation } from '../../src/vcs/gitlab-classify.js';
 
 const NOW = Date.UTC(2026, 10, 29, 12, 0, 0);
