@@ -5,14 +5,11 @@
  * `--version`. A usage error exits with status 2 and one line on stderr. stdout carries only protocol messages (serve)
  * or the command's output (call, batch, tools, help).
  */
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { parseConfig, processEnvironment, type Config } from './config.js';
 import { registerSecretsFromEnv } from './errors/redact.js';
 import { UsageError } from './errors/usage-error.js';
 import { listedTools } from './server/call-tool.js';
-import { createServer } from './server/create-server.js';
 import { takeBrokenRoots, type ProcessState } from './server/process-state.js';
-import { GuardedStdioTransport } from './server/stdio-transport.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
@@ -171,7 +168,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (mode.kind === 'call' || mode.kind === 'batch') return await runOneShot(state, mode, callArgs);
-  serve(state, config);
+  await serve(state, config);
   return -1; // keep running
 }
 
@@ -235,7 +232,14 @@ async function runOneShot(
  * files still in flight, exit. Idle worker threads (search, regex) must not keep the process alive, hence the
  * explicit exit.
  */
-function serve(state: ProcessState, config: Config): void {
+async function serve(state: ProcessState, config: Config): Promise<void> {
+  // The MCP SDK and the server's wiring are evaluated only when serving (a one-shot command needs neither): part of
+  // the bundle (scripts/bundle.mjs), evaluated here before the first request is read — no file is loaded.
+  const [{ serveStdio }, { createServer }, { GuardedStdioTransport }] = await Promise.all([
+    import('@modelcontextprotocol/server/stdio'),
+    import('./server/create-server.js'),
+    import('./server/stdio-transport.js'),
+  ]);
   if (config.roots.length === 0 && !config.rootsFromCommandLine && config.clientRoots !== 'ignore') {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
