@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 /**
- * Bench row 7 (issue 12): `git_status` through fs-tools' sanitized git view against plain
+ * Bench row 7: `git_status` through fs-tools' sanitized git view against plain
  * `git --no-optional-locks status --porcelain=v2 --branch --untracked-files=all` on the same 20,000-file repository
  * (200 directories × 100 files, 20 modified, 20 untracked, the index refreshed first). Both are timed end to end from
  * this process: an MCP call to a real fs-tools server (stdio) against spawning git. Interleaved, medians; target
- * ≤ 1.5×. The fs-tools status_hash is checked against sha256 of plain git's output first (same work, same answer).
+ * ≤ 1.0×. The fs-tools status_hash is checked against sha256 of plain git's output first (same work, same answer).
  *
  * Used by bench/run.mjs (`--only git`); runs alone too: `node bench/git-status.mjs [--reps N]` (after npm run build).
  */
@@ -81,7 +81,7 @@ export async function benchGitStatus({ log, reps }) {
       server.resetPeakRss();
       await fsStatus();
       return { id: '7', op: 'git_status, 20,000-file repository (20 modified, 20 untracked)', unit: 'ms', fs: median(a).toFixed(1),
-        peer: median(b).toFixed(1), peerName: 'git status --porcelain=v2 (spawned)', ratio, target: '≤ 1.5', met: ratio <= 1.5,
+        peer: median(b).toFixed(1), peerName: 'git status --porcelain=v2 (spawned)', ratio, target: '≤ 1.0', met: ratio <= 1.0,
         fsRss: server.peakRssMb(), peerRss: null, note: `${n} interleaved runs each; same status_hash as plain git's output` };
     } finally {
       await server.close();
@@ -95,5 +95,5 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const i = process.argv.indexOf('--reps');
   const scale = i > 0 ? Number(process.argv[i + 1]) : 1;
   const row = await benchGitStatus({ log: (s) => process.stderr.write(`[bench] ${s}\n`), reps: (n) => Math.max(1, Math.round(n * scale)) });
-  process.stdout.write(`git_status ${row.fs} ms, plain git status ${row.peer} ms, ratio ${row.ratio.toFixed(2)} (target ≤ 1.5: ${row.met ? 'met' : 'NOT met'})\n`);
+  process.stdout.write(`git_status ${row.fs} ms, plain git status ${row.peer} ms, ratio ${row.ratio.toFixed(2)} (target ≤ 1.0: ${row.met ? 'met' : 'NOT met'})\n`);
 }

@@ -13,8 +13,16 @@
  * server's peak RSS grew by more than --rss-growth-mb (default 64) from the warm-up to the end.
  *
  * Options: --calls N (default 100000), --clients N (default 8), --max-seconds N, --rss-growth-mb N, --json FILE.
+ *
+ * `--compare REV` (e.g. `npm run soak -- --compare b78d87c`): builds REV in a temporary git worktree (its own
+ * `npm ci` unless its package-lock.json equals this checkout's, whose node_modules it then links; `npm run build`),
+ * then runs this build and REV's alternately on the same machine in one run — rounds in the order A B B A …
+ * (--rounds N per build, default 2; --calls is per build, default 30000 there), each round on a fresh tree — and
+ * reports each build's calls/s (total calls / total seconds of its rounds), the ratio this/REV (target ≥ 1.0) and
+ * every round. The worktree is removed at the end.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,6 +38,8 @@ const { values: opts } = parseArgs({
     'max-seconds': { type: 'string', default: '900' },
     'rss-growth-mb': { type: 'string', default: '64' },
     json: { type: 'string' },
+    compare: { type: 'string' },
+    rounds: { type: 'string', default: '2' },
   },
 });
 const TOTAL_CALLS = Number(opts.calls);
@@ -41,7 +51,8 @@ const WARMUP_CALLS = Math.min(1000, Math.floor(TOTAL_CALLS / CLIENTS / 10));
 /** Calls each client keeps in flight. */
 const IN_FLIGHT = 4;
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const CLI = path.join(REPO, 'dist', 'cli.js');
 const sha256 = (s) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
 
 function vm(pid, key) {
@@ -53,25 +64,36 @@ function vm(pid, key) {
   }
 }
 
-// The shared tree: 40 directories × 25 files to read, list and search; one directory per client for its writes.
-const base = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-soak-'));
-const root = path.join(base, 'root');
-const outside = path.join(base, 'outside');
-const stateDir = path.join(base, 'state');
-mkdirSync(outside, { recursive: true });
-writeFileSync(path.join(outside, 'o.txt'), 'outside\n');
-for (let d = 0; d < 40; d++) {
-  mkdirSync(path.join(root, 'src', `d${d}`), { recursive: true });
-  for (let f = 0; f < 25; f++) {
-    const lines = Array.from({ length: 40 }, (_, i) => `line ${i} of file ${d}/${f}${i === 7 ? ' needle' : ''}`);
-    writeFileSync(path.join(root, 'src', `d${d}`, `f${f}.txt`), `${lines.join('\n')}\n`);
+/** Every temporary directory this run made (removed at the end, also after a failure). */
+const temporaries = [];
+
+/**
+ * A fresh shared tree: 40 directories × 25 files to read, list and search; one directory per client for its writes;
+ * a file outside the root and a secret inside it.
+ * @returns {{ base: string, root: string, outside: string, stateDir: string }}
+ */
+function makeTree() {
+  const base = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-soak-'));
+  temporaries.push(base);
+  const root = path.join(base, 'root');
+  const outside = path.join(base, 'outside');
+  const stateDir = path.join(base, 'state');
+  mkdirSync(outside, { recursive: true });
+  writeFileSync(path.join(outside, 'o.txt'), 'outside\n');
+  for (let d = 0; d < 40; d++) {
+    mkdirSync(path.join(root, 'src', `d${d}`), { recursive: true });
+    for (let f = 0; f < 25; f++) {
+      const lines = Array.from({ length: 40 }, (_, i) => `line ${i} of file ${d}/${f}${i === 7 ? ' needle' : ''}`);
+      writeFileSync(path.join(root, 'src', `d${d}`, `f${f}.txt`), `${lines.join('\n')}\n`);
+    }
   }
-}
-writeFileSync(path.join(root, '.env'), 'SOAK_SECRET=1\n');
-for (let c = 0; c < CLIENTS; c++) {
-  mkdirSync(path.join(root, 'work', `c${c}`), { recursive: true });
-  writeFileSync(path.join(root, 'work', `c${c}`, 'edit.txt'), 'counter 0\n');
-  writeFileSync(path.join(root, 'work', `c${c}`, 'never-read.txt'), 'untouched\n');
+  writeFileSync(path.join(root, '.env'), 'SOAK_SECRET=1\n');
+  for (let c = 0; c < CLIENTS; c++) {
+    mkdirSync(path.join(root, 'work', `c${c}`), { recursive: true });
+    writeFileSync(path.join(root, 'work', `c${c}`, 'edit.txt'), 'counter 0\n');
+    writeFileSync(path.join(root, 'work', `c${c}`, 'never-read.txt'), 'untouched\n');
+  }
+  return { base, root, outside, stateDir };
 }
 
 /** The mix: [weight, kind]. Each kind knows its call and the outcome it must have. */
@@ -92,9 +114,9 @@ function pick(i) {
   return MIX[0][1];
 }
 
-async function startClient(c) {
+async function startClient(c, cli, { stateDir, root }) {
   const transport = new StdioClientTransport({
-    command: process.execPath, args: [CLI, '--state-dir', stateDir, root], stderr: 'pipe',
+    command: process.execPath, args: [cli, '--state-dir', stateDir, root], stderr: 'pipe',
   });
   let stderr = '';
   transport.stderr?.on('data', (d) => { stderr += d.toString(); });
@@ -104,7 +126,7 @@ async function startClient(c) {
 }
 
 /** One client's loop: kinds of calls until `quota` tool calls were made (a write is a stat and a write). */
-async function drive(c, conn, quota, deadline, counts, unexpected, onWarm) {
+async function drive(c, conn, { root, outside }, quota, deadline, counts, unexpected, onWarm) {
   const mine = `work/c${c}`;
   let editHash = null; // the hash of edit.txt this client last saw (it is the only writer of its directory)
   let editN = 0;
@@ -176,32 +198,38 @@ async function drive(c, conn, quota, deadline, counts, unexpected, onWarm) {
     while (calls < quota && Date.now() < deadline) {
       const i = next++;
       await one(i);
-      if (!warm && calls >= WARMUP_CALLS) { warm = true; onWarm(); }
+      if (!warm && calls >= Math.min(WARMUP_CALLS, Math.floor(quota / 10))) { warm = true; onWarm(); }
     }
   }));
   return calls;
 }
 
-async function main() {
+/**
+ * One soak of the build at `cli` on a fresh tree.
+ * @param {string} cli the build's dist/cli.js
+ * @param {number} totalCalls tool calls in all clients together
+ * @returns {Promise<Record<string, any>>} the report (calls, seconds, calls_per_second, outcomes, RSS, …)
+ */
+async function soakOnce(cli, totalCalls) {
+  const tree = makeTree();
   const loadAtStart = os.loadavg();
   const started = Date.now();
   const deadline = started + MAX_SECONDS * 1000;
-  const conns = await Promise.all(Array.from({ length: CLIENTS }, (_, c) => startClient(c)));
+  const conns = await Promise.all(Array.from({ length: CLIENTS }, (_, c) => startClient(c, cli, tree)));
   const counts = {};
   const unexpected = {};
   const warmRss = new Array(CLIENTS).fill(null);
-  const quota = Math.floor(TOTAL_CALLS / CLIENTS);
+  const quota = Math.floor(totalCalls / CLIENTS);
   const t0 = performance.now();
-  let warmAt = null;
-  const done = await Promise.all(conns.map((conn, c) => drive(c, conn, quota + (c < TOTAL_CALLS % CLIENTS ? 1 : 0), deadline, counts, unexpected,
-    () => { warmRss[c] = vm(conn.pid, 'VmHWM'); warmAt ??= performance.now(); })));
+  const done = await Promise.all(conns.map((conn, c) => drive(c, conn, tree, quota + (c < totalCalls % CLIENTS ? 1 : 0), deadline, counts, unexpected,
+    () => { warmRss[c] = vm(conn.pid, 'VmHWM'); })));
   const seconds = (performance.now() - t0) / 1000;
   const total = done.reduce((a, b) => a + b, 0);
   const endRss = conns.map((conn) => vm(conn.pid, 'VmHWM'));
   const nowRss = conns.map((conn) => vm(conn.pid, 'VmRSS'));
   const incidents = conns.filter((conn) => /INTERNAL|incident/.test(conn.stderr())).length;
   await Promise.all(conns.map((conn) => conn.client.close()));
-  rmSync(base, { recursive: true, force: true });
+  rmSync(tree.base, { recursive: true, force: true });
 
   const growth = endRss.map((e, i) => (e !== null && warmRss[i] !== null ? e - warmRss[i] : null));
   const report = {
@@ -212,7 +240,7 @@ async function main() {
     clients: CLIENTS,
     servers: `${CLIENTS} processes (one per client), one shared tree and state dir`,
     calls: total,
-    stopped_by: total < TOTAL_CALLS ? `time limit ${MAX_SECONDS} s` : 'call count',
+    stopped_by: total < totalCalls ? `time limit ${MAX_SECONDS} s` : 'call count',
     seconds: Math.round(seconds * 10) / 10,
     calls_per_second: Math.round(total / seconds),
     outcomes: Object.fromEntries(Object.entries(counts).sort((a, b) => b[1] - a[1])),
@@ -224,12 +252,22 @@ async function main() {
     rss_growth_bound_mb: RSS_GROWTH_MB,
     servers_with_incidents: incidents,
   };
-  console.log(JSON.stringify(report, null, 2));
-  if (opts.json) writeFileSync(opts.json, `${JSON.stringify(report, null, 2)}\n`);
   const failures = [];
   if (Object.keys(unexpected).length > 0) failures.push('unexpected outcomes');
   if (growth.some((g) => g !== null && g > RSS_GROWTH_MB)) failures.push(`peak RSS grew by more than ${RSS_GROWTH_MB} MiB`);
   if (incidents > 0) failures.push('INTERNAL incidents on stderr');
+  report.failures = failures;
+  return report;
+}
+
+async function main() {
+  if (opts.compare) return compare(opts.compare);
+  const report = await soakOnce(CLI, TOTAL_CALLS);
+  const { failures } = report;
+  delete report.failures;
+  console.log(JSON.stringify(report, null, 2));
+  if (opts.json) writeFileSync(opts.json, `${JSON.stringify(report, null, 2)}\n`);
+  const total = report.calls;
   if (failures.length) {
     console.error(`soak: FAILED: ${failures.join('; ')}`);
     process.exitCode = 1;
@@ -238,8 +276,91 @@ async function main() {
   }
 }
 
-main().catch((error) => {
+/**
+ * Builds `rev` in a temporary worktree of this repository; returns the worktree's path (its dist/cli.js is built).
+ * @param {string} rev a commit, tag or branch
+ */
+function buildRevision(rev) {
+  const run = (cmd, args, cwd) => {
+    const r = spawnSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}) in ${cwd}`);
+    return r.stdout;
+  };
+  const commit = run('git', ['rev-parse', '--verify', `${rev}^{commit}`], REPO).trim();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-soak-rev-'));
+  temporaries.push(dir);
+  const tree = path.join(dir, 'tree');
+  worktrees.push(tree);
+  run('git', ['worktree', 'add', '--detach', tree, commit], REPO);
+  const lock = (p) => { try { return readFileSync(path.join(p, 'package-lock.json'), 'utf8'); } catch { return null; } };
+  if (lock(tree) !== null && lock(tree) === lock(REPO)) {
+    symlinkSync(path.join(REPO, 'node_modules'), path.join(tree, 'node_modules'), 'dir');
+    console.error(`soak: ${rev} (${commit.slice(0, 12)}) has this checkout's package-lock.json: node_modules linked`);
+  } else {
+    console.error(`soak: ${rev} (${commit.slice(0, 12)}): npm ci`);
+    run('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], tree);
+  }
+  run('npm', ['run', 'build'], tree);
+  return { tree, commit };
+}
+
+/** Worktrees this run added (removed at the end). */
+const worktrees = [];
+
+/** `--compare REV`: this build (A) and REV's (B) alternately, A B B A …; calls/s of each and the ratio. */
+async function compare(rev) {
+  const calls = process.argv.includes('--calls') ? TOTAL_CALLS : 30_000;
+  const rounds = Number(opts.rounds);
+  const other = buildRevision(rev);
+  const builds = { this: CLI, [rev]: path.join(other.tree, 'dist', 'cli.js') };
+  const names = ['this', rev];
+  const per = Math.ceil(calls / rounds);
+  const results = { this: [], [rev]: [] };
+  const loadAtStart = os.loadavg();
+  for (let i = 0; i < 2 * rounds; i++) {
+    const name = names[[0, 1, 1, 0][i % 4]];
+    const r = await soakOnce(builds[name], per);
+    results[name].push(r);
+    console.error(`soak: round ${i + 1}/${2 * rounds}: ${name} ${r.calls} calls in ${r.seconds} s (${r.calls_per_second}/s), load ${r.load_average_at_start[0]}`);
+  }
+  const rate = (rs) => rs.reduce((n, r) => n + r.calls, 0) / rs.reduce((n, r) => n + r.seconds, 0);
+  const a = rate(results.this);
+  const b = rate(results[rev]);
+  const report = {
+    date: new Date().toISOString(),
+    machine: `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), node ${process.version}`,
+    load_average_at_start: loadAtStart.map((x) => Math.round(x * 100) / 100),
+    load_average_at_end: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    clients: CLIENTS,
+    calls_per_build: per * rounds,
+    order: Array.from({ length: 2 * rounds }, (_, i) => names[[0, 1, 1, 0][i % 4]]).join(' '),
+    this_calls_per_second: Math.round(a),
+    [`${rev}_calls_per_second`]: Math.round(b),
+    [`${rev}_commit`]: other.commit,
+    ratio_this_over_rev: Math.round((a / b) * 1000) / 1000,
+    target: '≥ 1.0',
+    met: a / b >= 1.0,
+    rounds: Object.fromEntries(names.map((n) => [n, results[n].map((r) => ({ calls_per_second: r.calls_per_second, seconds: r.seconds,
+      load_average_at_start: r.load_average_at_start[0], peak_rss_mb_max: Math.max(...r.peak_rss_mb_at_end.map((x) => x ?? 0)),
+      failures: r.failures }))])),
+  };
+  console.log(JSON.stringify(report, null, 2));
+  if (opts.json) writeFileSync(opts.json, `${JSON.stringify(report, null, 2)}\n`);
+  const failed = names.filter((n) => results[n].some((r) => r.failures.length > 0));
+  if (failed.length) {
+    console.error(`soak: FAILED rounds in ${failed.join(', ')} (see rounds.*.failures)`);
+    process.exitCode = 1;
+  }
+  console.error(`soak --compare: this ${Math.round(a)}/s, ${rev} ${Math.round(b)}/s, ratio ${(a / b).toFixed(3)} (target ≥ 1.0: ${a / b >= 1 ? 'met' : 'NOT met'})`);
+}
+
+function cleanUp() {
+  for (const tree of worktrees) spawnSync('git', ['worktree', 'remove', '--force', tree], { cwd: REPO, stdio: 'ignore' });
+  for (const dir of temporaries) rmSync(dir, { recursive: true, force: true });
+}
+
+main().then(cleanUp, (error) => {
   console.error(error);
-  rmSync(base, { recursive: true, force: true });
+  cleanUp();
   process.exitCode = 1;
 });

@@ -5,29 +5,20 @@
  * `--version`. A usage error exits with status 2 and one line on stderr. stdout carries only protocol messages (serve)
  * or the command's output (call, batch, tools, help).
  */
-import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import { parseConfig, processEnvironment, type Config } from './config.js';
 import { registerSecretsFromEnv } from './errors/redact.js';
 import { UsageError } from './errors/usage-error.js';
 import { listedTools } from './server/call-tool.js';
-import { createServer } from './server/create-server.js';
-import { createProcessState, takeBrokenRoots } from './server/process-state.js';
-import { GuardedStdioTransport } from './server/stdio-transport.js';
+import { takeBrokenRoots, type ProcessState } from './server/process-state.js';
 import { advertise } from './server/tool-schemas.js';
 import { TOOL_NAMES, TOOLS } from './tools/registry.js';
 import { VERSION } from './version.js';
-import { recoverJournals } from './patch/transaction.js';
 import { takeTestSeams } from './cli/seam-flags.js';
-import { recoveryRefusal } from './policy/authorize.js';
-import { prepareStartupFiles } from './server/startup-files.js';
-import { findContainingRoot } from './policy/containment.js';
 import { describeRejection } from './policy/roots.js';
-import { describeNativeReads, loadNativeAddon, nativeLoadReason, type NativeReadsState } from './fs/native-load.js';
-import { raiseKernelWall } from './cli/kernel-wall.js';
-import { describeWall, loadKernelWallAddon } from './fs/kernel-wall.js';
-import { setDenialSource } from './errors/to-envelope.js';
-import { isWithin } from './fs/path-within.js';
-import { configureOwnFiles, removeOwnFilesOnExit, sweepOwnLeftovers } from './fs/own-files.js';
+import { describeNativeReads, loadNativeAddon, nativeLoadReason } from './fs/native-load.js';
+import { loadKernelWallAddon } from './fs/kernel-wall.js';
+import { removeOwnFilesOnExit } from './fs/own-files.js';
+import { startUp } from './cli/start-up.js';
 import { renderHelp, renderToolList } from './cli/help.js';
 import { OutputClosed, parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
 
@@ -135,20 +126,8 @@ function describeAvailableNativeReads(config: Config): string {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let config: Config;
-  // A test build's seams (src/cli/seam-flags.ts). The product bundle defines the constant as false, so esbuild drops
-  // this call and the module (scripts/bundle.mjs); an in-process run of src/ without the constant has no seams.
-  if (typeof FS_TOOLS_TEST_SEAMS !== 'undefined' && FS_TOOLS_TEST_SEAMS === true) argv = takeTestSeams(argv);
-  argv = takeBrokenRoots(argv);
-  try {
-    config = parseConfig(argv, processEnvironment(TOOL_NAMES));
-  } catch (error) {
-    if (error instanceof UsageError) {
-      process.stderr.write(`fs-tools: ${error.message}\n`);
-      return error.exitCode;
-    }
-    throw error;
-  }
+  const config = parseCommandLine(argv);
+  if (typeof config === 'number') return config;
   registerSecretsFromEnv(process.env);
   const mode = config.mode;
   // A one-shot command's reader may leave early (`fs-tools tools --json | head -1`): a failed write is reported to
@@ -179,65 +158,8 @@ async function main(argv: string[]): Promise<number> {
     return error.exitCode;
   }
   if (mode.kind === 'serve') reportRejectedRoots(config);
-  // The server's own files (docs/security.md): state directory checked, leftovers swept, native addon loaded —
-  // before any request is read.
-  let nativeReads: NativeReadsState | null = null;
-  if (mode.kind !== 'tools') {
-    try {
-      nativeReads = prepareStartupFiles(config, (line) => process.stderr.write(`${line}\n`));
-    } catch (error) {
-      if (!(error instanceof UsageError)) throw error;
-      process.stderr.write(`fs-tools: ${error.message}\n`);
-      return error.exitCode;
-    }
-  }
-  const state = createProcessState(config, TOOLS, VERSION);
-  if (nativeReads) state.nativeReads = nativeReads;
-  if (mode.kind !== 'tools') {
-    // The kernel wall, before any request is read and before the journal is touched: from here on the process and
-    // everything it starts reach only what src/cli/kernel-wall.ts lists (docs/security.md "The kernel wall").
-    state.kernelWall = await raiseKernelWall(config);
-    if (config.sandbox === 'require' && !state.kernelWall.enforced) {
-      process.stderr.write(`fs-tools: --sandbox=require: ${describeWall(state.kernelWall)}\n`);
-      return 2;
-    }
-    if (state.kernelWall.enforced) {
-      const writable = config.roots.map((r) => r.real);
-      setDenialSource((p) => (p !== null && writable.some((r) => isWithin(r, p)) ? 'os' : 'kernel'));
-    }
-    if (mode.kind === 'serve') process.stderr.write(`fs-tools: ${describeWall(state.kernelWall)}\n`);
-    // The server's own leftovers (temporaries, copy trees, locks) that a killed process noted in its in-flight
-    // register: removed inside the roots before serving (docs/security.md "Locks, temporaries and shutdown").
-    const isInside = (p: string) => findContainingRoot(state.roots.current(), p) !== undefined;
-    const swept = await sweepOwnLeftovers(config.stateDir, isInside, { readonly: config.readonly });
-    if (swept.length > 0) {
-      const removed = swept.filter((f) => f.outcome === 'removed');
-      process.stderr.write(
-        `fs-tools: start-up sweep: ${removed.length} leftover(s) of a killed fs-tools process removed` +
-          `${swept.length > removed.length ? `, ${swept.length - removed.length} left${config.readonly ? ' (--readonly)' : ''}` : ''}:` +
-          ` ${swept.map((f) => `${f.kind} ${f.path} (${f.outcome})`).join(', ')}\n`,
-      );
-    }
-    configureOwnFiles(config.stateDir);
-    process.once('exit', removeOwnFilesOnExit);
-    // docs/tools.md: roll back what a process that died mid-transaction left behind, before serving anything.
-    // Each journaled file is authorized as a live write would be; under --readonly nothing is applied.
-    const policy = {
-      roots: state.roots.current(),
-      allowSecrets: config.allowSecrets,
-      allowExecConfig: config.allowExecConfig,
-      policy: config.policy,
-      guarded: state.guarded,
-    };
-    state.recoveredTransactions.push(
-      ...(await recoverJournals(
-        config.stateDir,
-        (p) => findContainingRoot(state.roots.current(), p) !== undefined,
-        (line) => process.stderr.write(`${line}\n`),
-        { readonly: config.readonly, authorize: (file) => recoveryRefusal(file, policy) },
-      )),
-    );
-  }
+  const state = await startUp(config, TOOLS, VERSION);
+  if (typeof state === 'number') return state;
 
   if (mode.kind === 'tools') {
     const tools = listedTools(state);
@@ -245,7 +167,36 @@ async function main(argv: string[]): Promise<number> {
     else process.stdout.write(renderToolList(tools));
     return 0;
   }
+  if (mode.kind === 'call' || mode.kind === 'batch') return await runOneShot(state, mode, callArgs);
+  await serve(state, config);
+  return -1; // keep running
+}
 
+/**
+ * The flags, test seams and environment as a Config; the exit status of a usage error (its line is on stderr).
+ */
+function parseCommandLine(argv: string[]): Config | number {
+  // A test build's seams (src/cli/seam-flags.ts). The product bundle defines the constant as false, so esbuild drops
+  // this call and the module (scripts/bundle.mjs); an in-process run of src/ without the constant has no seams.
+  if (typeof FS_TOOLS_TEST_SEAMS !== 'undefined' && FS_TOOLS_TEST_SEAMS === true) argv = takeTestSeams(argv);
+  argv = takeBrokenRoots(argv);
+  try {
+    return parseConfig(argv, processEnvironment(TOOL_NAMES));
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`fs-tools: ${error.message}\n`);
+      return error.exitCode;
+    }
+    throw error;
+  }
+}
+
+/** `call` and `batch` (src/cli/call.ts): runs them with SIGTERM and Ctrl-C handled; returns the exit status. */
+async function runOneShot(
+  state: ProcessState,
+  mode: Extract<Config['mode'], { kind: 'call' | 'batch' }>,
+  callArgs: unknown,
+): Promise<number> {
   const output: CallOutput = {
     out: (text) =>
       new Promise((resolve, reject) =>
@@ -255,8 +206,8 @@ async function main(argv: string[]): Promise<number> {
   };
   // SIGTERM or Ctrl-C during a call or batch: shut down as serve does (docs/cli.md "Signals"): no new call starts,
   // the call in flight finishes (or is cancelled after the grace) so its lock files and temporaries are removed, then
-  // the one-shot command ends through its normal path (the 'exit' hook above removes what is still in flight). A
-  // second signal kills at once (the handlers are `once`).
+  // the one-shot command ends through its normal path (the 'exit' hook of start-up removes what is still in flight).
+  // A second signal kills at once (the handlers are `once`).
   const interrupt = (signal: NodeJS.Signals): void => {
     void (async () => {
       const running = state.calls.size;
@@ -268,21 +219,30 @@ async function main(argv: string[]): Promise<number> {
       setTimeout(() => process.exit(1), 1000).unref();
     })();
   };
-  if (mode.kind === 'call' || mode.kind === 'batch') {
-    process.once('SIGTERM', interrupt);
-    process.once('SIGINT', interrupt);
-  }
+  process.once('SIGTERM', interrupt);
+  process.once('SIGINT', interrupt);
   if (mode.kind === 'call') return await runCall(state, mode.tool, callArgs, mode.format, output);
-  if (mode.kind === 'batch') return await runBatch(state, process.stdin, output);
+  return await runBatch(state, process.stdin, output);
+}
 
-  // serve
+/**
+ * Serves MCP over stdio through our own transport: the stdin guard frames, parses and checks each line once and
+ * answers malformed ones (docs/tools.md). Graceful shutdown (src/server/shutdown.ts): on stdin end or SIGTERM, stop
+ * taking calls, let those in flight finish (or cancel them after the grace), answer them, remove this process's own
+ * files still in flight, exit. Idle worker threads (search, regex) must not keep the process alive, hence the
+ * explicit exit.
+ */
+async function serve(state: ProcessState, config: Config): Promise<void> {
+  // The MCP SDK and the server's wiring are evaluated only when serving (a one-shot command needs neither): part of
+  // the bundle (scripts/bundle.mjs), evaluated here before the first request is read — no file is loaded.
+  const [{ serveStdio }, { createServer }, { GuardedStdioTransport }] = await Promise.all([
+    import('@modelcontextprotocol/server/stdio'),
+    import('./server/create-server.js'),
+    import('./server/stdio-transport.js'),
+  ]);
   if (config.roots.length === 0 && !config.rootsFromCommandLine && config.clientRoots !== 'ignore') {
     process.stderr.write('fs-tools: no roots given and the current directory is / or home; waiting for client roots\n');
   }
-  // Our own transport: the stdin guard frames, parses and checks each line once and answers malformed ones (docs/tools.md).
-  // Graceful shutdown (src/server/shutdown.ts): on stdin end or SIGTERM, stop taking calls, let those in flight finish
-  // (or cancel them after the grace), answer them, remove this process's own files still in flight, exit. Idle worker
-  // threads (search, regex) must not keep the process alive, hence the explicit exit.
   let draining: Promise<void> | null = null;
   const shutdown = (why: string): Promise<void> => {
     draining ??= (async () => {
@@ -304,7 +264,6 @@ async function main(argv: string[]): Promise<number> {
     onerror: (error) => process.stderr.write(`fs-tools: ${error.message}\n`),
   });
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  return -1; // keep running
 }
 
 main(process.argv.slice(2)).then(

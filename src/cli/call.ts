@@ -11,9 +11,9 @@ import { ToolError } from '../errors/tool-error.js';
 import { UsageError } from '../errors/usage-error.js';
 import { didYouMean, suggest } from '../config.js';
 import { callTool, type CallOutcome } from '../server/call-tool.js';
-import { callToolResultOf } from '../server/create-server.js';
+import { callToolResultOf } from '../server/call-result.js';
 import type { ProcessState } from '../server/process-state.js';
-import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from '../server/stdio-guard.js';
+import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from '../server/message-bounds.js';
 
 /**
  * Where `call` and `batch` write: stdout for results, stderr for notes. Each `out` resolves once the text is taken,

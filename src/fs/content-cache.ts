@@ -57,6 +57,11 @@ export interface ContentFacts extends FileFacts {
 export interface ContentCacheOptions {
   /** Most files remembered (least recently used goes first). Default 64. */
   maxEntries?: number;
+  /**
+   * Most bytes the entries may hold together, by `entryBytes` (least recently used goes first); an entry larger than
+   * this alone is not stored. Default 16 MiB (the line index of 64 files of 2 GiB).
+   */
+  maxBytes?: number;
   /** Files smaller than this are not worth caching (a scan is cheaper than the bookkeeping). Default 1 MiB. */
   minFileBytes?: number;
   /** The racy-timestamp margin in ms (see the module comment). Default 2000. */
@@ -73,20 +78,31 @@ export function identityOf(stats: Stats): FileIdentity {
   return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs, ctimeMs: stats.ctimeMs };
 }
 
+/**
+ * What one entry holds in memory, bytes: its line index (8 bytes a checkpoint), its hash string and a fixed 256 for
+ * the objects and the key around them. An estimate of what it keeps alive, for the cache's byte bound.
+ */
+export function entryBytes(facts: ContentFacts): number {
+  return facts.checkpointNewlines.byteLength + 2 * facts.hash.length + 256;
+}
+
 function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
 /** The cache (see the module comment for when an entry may be used). */
 export class ContentFactsCache {
-  private readonly entries = new Map<string, { identity: FileIdentity; facts: ContentFacts }>();
+  private readonly entries = new Map<string, { identity: FileIdentity; facts: ContentFacts; bytes: number }>();
+  private heldBytes = 0;
   readonly maxEntries: number;
+  readonly maxBytes: number;
   readonly minFileBytes: number;
   readonly racyMarginMs: number;
   private readonly now: () => number;
 
   constructor(options: ContentCacheOptions = {}) {
     this.maxEntries = options.maxEntries ?? 64;
+    this.maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
     this.minFileBytes = options.minFileBytes ?? 1024 * 1024;
     this.racyMarginMs = options.racyMarginMs ?? 2000;
     this.now = options.now ?? Date.now;
@@ -108,7 +124,7 @@ export class ContentFactsCache {
     const hit = this.entries.get(key);
     if (!hit) return undefined;
     if (!sameIdentity(hit.identity, identity)) {
-      this.entries.delete(key);
+      this.drop(key);
       return undefined;
     }
     // LRU: move to the end.
@@ -127,19 +143,34 @@ export class ContentFactsCache {
   store(before: FileIdentity, after: FileIdentity, scanStartedMs: number, facts: ContentFacts): boolean {
     if (!this.wants(before.size) || facts.size !== before.size || !sameIdentity(before, after)) return false;
     if (Math.max(before.mtimeMs, before.ctimeMs) > scanStartedMs - this.racyMarginMs) return false;
+    const bytes = entryBytes(facts);
+    if (bytes > this.maxBytes) return false;
     const key = `${before.dev}:${before.ino}`;
-    this.entries.delete(key);
-    this.entries.set(key, { identity: { ...before }, facts });
-    while (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+    this.drop(key);
+    this.entries.set(key, { identity: { ...before }, facts, bytes });
+    this.heldBytes += bytes;
+    while (this.entries.size > this.maxEntries || this.heldBytes > this.maxBytes) {
+      this.drop(this.entries.keys().next().value as string);
     }
     return true;
+  }
+
+  private drop(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.heldBytes -= entry.bytes;
   }
 
   /** Drops every entry. */
   clear(): void {
     this.entries.clear();
+    this.heldBytes = 0;
+  }
+
+  /** Bytes the entries hold together (`entryBytes` of each): at most `maxBytes`. */
+  get bytes(): number {
+    return this.heldBytes;
   }
 
   /** Number of files remembered. */

@@ -9,7 +9,7 @@
 import { toEnvelope, type ErrorEnvelope } from '../errors/to-envelope.js';
 import { ToolError } from '../errors/tool-error.js';
 import { assertWritable, type BudgetTicket } from '../policy/gates.js';
-import type { AnyTool, MediaBlock, ToolContext } from '../tools/define-tool.js';
+import type { AnyTool, AuditFacts, MediaBlock, ToolContext, ToolOutcome } from '../tools/define-tool.js';
 import { runHeavy } from '../tools/heavy-calls.js';
 import type { ProcessState } from './process-state.js';
 import { validateArguments } from './validate-arguments.js';
@@ -78,63 +78,12 @@ async function runCall(
   signal: AbortSignal,
 ): Promise<CallOutcome> {
   const started = performance.now();
-  let args: unknown;
+  const run: CallRun = { args: undefined, audit: {}, ticket: undefined };
   let outcome: CallOutcome;
-  let audit: {
-    paths?: string[];
-    action?: string;
-    hash_before?: string | null;
-    hash_after?: string | null;
-    bytes?: number;
-  } = {};
-  let ticket: BudgetTicket | undefined;
   try {
-    if (!isEnabled(tool, state)) {
-      throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, {
-        details: { tool: name },
-      });
-    }
-    args = validateArguments(tool, rawArgs);
-    tool.validate?.(args);
-    const mutating = typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating;
-    const dryRun = tool.isDryRun?.(args) ?? false;
-    if (mutating) {
-      assertWritable(state.config.readonly, name, actionOf(args));
-      if (!dryRun) ticket = await state.budget.reserve();
-    }
-    await state.roots.ready();
-    const validated = args;
-    // A heavy call waits here for its slots (src/tools/heavy-calls.ts); the roots in force are taken once it starts.
-    const result = await runHeavy(
-      tool.heavy?.(validated) ?? [],
-      signal,
-      () => {
-        const ctx: ToolContext = {
-          config: state.config,
-          roots: state.roots,
-          policy: {
-            roots: state.roots.current(),
-            allowSecrets: state.config.allowSecrets,
-            allowExecConfig: state.config.allowExecConfig,
-            policy: state.config.policy,
-            guarded: state.guarded,
-          },
-          hashes: state.hashes,
-          budget: state.budget,
-          signal,
-          process: {
-            version: state.version,
-            recoveredTransactions: state.recoveredTransactions,
-            kernelWall: state.kernelWall,
-            nativeReads: state.nativeReads,
-          },
-        };
-        return tool.run(validated, ctx);
-      },
-      validated,
-    );
-    ticket?.spend();
-    audit = result.audit ?? {};
+    const result = await executeTool(state, tool, name, rawArgs, signal, run);
+    run.ticket?.spend();
+    run.audit = result.audit ?? {};
     outcome = {
       ok: true,
       structured: result.structured as Record<string, unknown>,
@@ -144,10 +93,91 @@ async function runCall(
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };
     // A mutation that happened is charged even when the call then failed (src/mutation/pipeline.ts).
-    if (mutationHappened(outcome.envelope.error)) ticket?.spend();
+    if (mutationHappened(outcome.envelope.error)) run.ticket?.spend();
   }
-  ticket?.release(); // a failed call gives its unit back (no-op after spend)
+  run.ticket?.release(); // a failed call gives its unit back (no-op after spend)
   if (!state.audit.enabled) return outcome; // no --audit-log (or it failed): no line to build
+  recordAudit(state, tool, name, rawArgs, run, outcome, started);
+  return outcome;
+}
+
+/** What one call gathered on its way, for the budget and the audit line (filled in as the steps pass). */
+interface CallRun {
+  /** The validated arguments; undefined when validation did not pass. */
+  args: unknown;
+  audit: AuditFacts;
+  /** The mutation budget unit reserved for a mutating call (not for a dry run). */
+  ticket: BudgetTicket | undefined;
+}
+
+/**
+ * The steps of one call in their order: the tool enabled (TOOL_UNAVAILABLE), the arguments validated (VALIDATION),
+ * the read-only gate and the mutation budget for a mutating call, the roots ready, then the handler in its heavy-call
+ * slots (src/tools/heavy-calls.ts). Records the validated arguments and the budget ticket in `run` as it goes.
+ * @throws whatever a step or the handler throws (the caller maps it to the one envelope)
+ */
+async function executeTool(
+  state: ProcessState,
+  tool: AnyTool,
+  name: string,
+  rawArgs: unknown,
+  signal: AbortSignal,
+  run: CallRun,
+): Promise<ToolOutcome<unknown>> {
+  if (!isEnabled(tool, state)) {
+    throw new ToolError('TOOL_UNAVAILABLE', `${name} is disabled in this process (--tools).`, {
+      details: { tool: name },
+    });
+  }
+  const args = validateArguments(tool, rawArgs);
+  run.args = args;
+  tool.validate?.(args);
+  const mutating = typeof tool.mutating === 'function' ? tool.mutating(args) : tool.mutating;
+  const dryRun = tool.isDryRun?.(args) ?? false;
+  if (mutating) {
+    assertWritable(state.config.readonly, name, actionOf(args));
+    if (!dryRun) run.ticket = await state.budget.reserve();
+  }
+  await state.roots.ready();
+  // A heavy call waits here for its slots; the roots in force are taken once it starts.
+  return await runHeavy(tool.heavy?.(args) ?? [], signal, () => tool.run(args, toolContext(state, signal)), args);
+}
+
+/** The ToolContext of one call: the process's state, with the policy inputs (roots snapshot) taken now. */
+function toolContext(state: ProcessState, signal: AbortSignal): ToolContext {
+  return {
+    config: state.config,
+    roots: state.roots,
+    policy: {
+      roots: state.roots.current(),
+      allowSecrets: state.config.allowSecrets,
+      allowExecConfig: state.config.allowExecConfig,
+      policy: state.config.policy,
+      guarded: state.guarded,
+    },
+    hashes: state.hashes,
+    budget: state.budget,
+    signal,
+    process: {
+      version: state.version,
+      recoveredTransactions: state.recoveredTransactions,
+      kernelWall: state.kernelWall,
+      nativeReads: state.nativeReads,
+    },
+  };
+}
+
+/** Writes the call's audit line (docs/security.md, audit log): facts only, never content. */
+function recordAudit(
+  state: ProcessState,
+  tool: AnyTool,
+  name: string,
+  rawArgs: unknown,
+  run: CallRun,
+  outcome: CallOutcome,
+  started: number,
+): void {
+  const { args, audit } = run;
   state.audit.record({
     time: new Date().toISOString(),
     tool: name,
@@ -159,7 +189,6 @@ async function runCall(
     ...(audit.bytes !== undefined ? { bytes: audit.bytes } : {}),
     duration_ms: Math.round((performance.now() - started) * 100) / 100,
   });
-  return outcome;
 }
 
 /**

@@ -18,7 +18,8 @@ import {
   SdkErrorCode,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { callTool, listedTools, UnknownToolError, type CallOutcome } from './call-tool.js';
+import { callTool, listedTools, UnknownToolError } from './call-tool.js';
+import { callToolResultOf } from './call-result.js';
 import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import { malformedAnswerText } from './stdio-guard.js';
 import type { ProcessState } from './process-state.js';
@@ -93,23 +94,6 @@ class FsToolsServer extends Server {
       }
     };
   }
-}
-
-/**
- * The MCP `tools/call` result of one outcome: a success is its text blocks (what a model reads), then its media block,
- * with the structured result as `structuredContent`; an envelope is one text block holding its JSON, `isError: true`.
- * `fs-tools call --format text` prints the text blocks of this same result (docs/cli.md).
- */
-export function callToolResultOf(outcome: CallOutcome): CallToolResult {
-  return outcome.ok
-    ? {
-        content: [
-          ...outcome.text.map((text) => ({ type: 'text' as const, text })),
-          ...(outcome.media ? [outcome.media] : []),
-        ],
-        structuredContent: outcome.structured,
-      }
-    : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
 }
 
 /** Builds one MCP server instance over the shared process state. */

@@ -15,75 +15,15 @@
  * unread, is never answered (JSON-RPC does not answer a response): the request it answers fails as malformed.
  * The transport around it (stdin/stdout, backpressure, close) is src/server/stdio-transport.ts.
  */
-import { parseJSONRPCMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { parseJSONRPCMessage, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from './message-bounds.js';
 
 /** JSON-RPC 2.0 error codes for messages that never reach the SDK. */
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 
-/**
- * One strict decoder for every line (one was built per message). `decode` without `stream` decodes a
- * whole input and resets the decoder, also after it threw on invalid UTF-8, so sharing it carries no state between
- * lines.
- */
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/**
- * `bytes` as text when they are valid UTF-8, else null: never U+FFFD in place of bytes the sender wrote (RFC 8259
- * §8.1: JSON text is UTF-8). The one decoder of every line read from stdin (this guard, `fs-tools batch`, `call -`).
- */
-export function strictUtf8(bytes: Uint8Array): string | null {
-  try {
-    return STRICT_UTF8.decode(bytes);
-  } catch {
-    return null;
-  }
-}
-
-/** The longest line accepted as a message: the SDK transports' read buffer must hold the line and its newline. */
-export const MAX_LINE_BYTES = STDIO_DEFAULT_MAX_BUFFER_SIZE - 1;
 /** How much of an over-long line's start and end is kept to find its id. */
 const ID_WINDOW_BYTES = 64 * 1024;
-
-/**
- * Most object members (`"key": value` pairs, at every depth together) one message may hold; a line with more is
- * answered -32600 unparsed. Ten times the arguments' own bound (src/server/validate-arguments.ts MAX_ARGUMENT_KEYS),
- * so a call between the two still gets its VALIDATION envelope (docs/security.md "Bounded work").
- */
-export const MAX_MESSAGE_MEMBERS = 100_000;
-
-/**
- * True when the JSON text `text` holds more than `limit` object members (colons outside strings), counted without
- * parsing and stopping at the first one past the limit. String bodies are skipped with native `indexOf` hops (an
- * escaped quote is one preceded by an odd run of backslashes), so the cost is one pass over the structure outside
- * strings plus one hop per quote — never more than the line's length. Text that is not JSON is counted the same way
- * (JSON.parse then refuses it).
- */
-export function moreMembersThan(text: string, limit: number): boolean {
-  let members = 0;
-  let i = 0;
-  const n = text.length;
-  while (i < n) {
-    const quote = text.indexOf('"', i);
-    const end = quote === -1 ? n : quote;
-    for (let k = i; k < end; k++) if (text.charCodeAt(k) === 0x3a && ++members > limit) return true;
-    if (quote === -1) return false;
-    // Skip the string that starts at `quote`.
-    let from = quote + 1;
-    for (;;) {
-      const close = text.indexOf('"', from);
-      if (close === -1) return false; // unterminated: not JSON
-      let backslashes = 0;
-      while (close - 1 - backslashes > quote && text.charCodeAt(close - 1 - backslashes) === 0x5c) backslashes++;
-      if (backslashes % 2 === 0) {
-        i = close + 1;
-        break;
-      }
-      from = close + 1;
-    }
-  }
-  return false;
-}
 
 /** Where the guard's results go. */
 export interface LineGuardSinks {

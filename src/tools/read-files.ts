@@ -7,7 +7,8 @@ import { toEnvelope } from '../errors/to-envelope.js';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import { PathArg, ReadOptionsShape } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
-import { compactRead, factsNote, readOne, ReadResultShape } from './read-file.js';
+import { compactRead, factsNote, ReadResultShape } from './read-file.js';
+import { readOne } from './read-one.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { quoteName } from './text-safe.js';
 

@@ -32,6 +32,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   CHECKPOINT_BYTES,
   ContentFactsCache,
+  entryBytes,
   identityOf,
   type ContentFacts,
   type FileIdentity,
@@ -365,6 +366,29 @@ describe('keys and bounds', () => {
     lru.lookup(ids[0]);
     lru.store(ids[2], ids[2], 1e9, f);
     expect([lru.lookup(ids[0]), lru.lookup(ids[1]), lru.lookup(ids[2])].map(Boolean)).toEqual([true, false, true]);
+  });
+
+  it('the entries hold at most maxBytes together (least recently used goes first); bytes reports it', () => {
+    const big = (n: number): ContentFacts => ({ ...f, checkpointNewlines: new Float64Array(n) });
+    const one = entryBytes(big(1000));
+    expect(one).toBe(8000 + 2 * f.hash.length + 256);
+    const cache = new ContentFactsCache({ minFileBytes: 0, maxBytes: 2 * one + 10 });
+    const ids = [1, 2, 3, 4].map((ino) => ({ ...base, ino }));
+    expect(cache.store(ids[0], ids[0], 1e9, big(1000))).toBe(true);
+    expect(cache.store(ids[1], ids[1], 1e9, big(1000))).toBe(true);
+    expect(cache.bytes).toBe(2 * one);
+    cache.lookup(ids[0]);
+    expect(cache.store(ids[2], ids[2], 1e9, big(1000))).toBe(true);
+    expect(ids.slice(0, 3).map((id) => Boolean(cache.lookup(id)))).toEqual([true, false, true]);
+    expect(cache.bytes).toBe(2 * one);
+    // Larger than the bound alone: not stored, nothing evicted for it.
+    expect(cache.store(ids[3], ids[3], 1e9, big(10_000))).toBe(false);
+    expect(cache.size).toBe(2);
+    // A stale entry dropped by a lookup gives its bytes back; so does clear.
+    expect(cache.lookup({ ...ids[0], size: 11 })).toBeUndefined();
+    expect(cache.bytes).toBe(one);
+    cache.clear();
+    expect(cache.bytes).toBe(0);
   });
 
   it('identityOf takes the fields from a Stats', async () => {

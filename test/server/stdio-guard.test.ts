@@ -6,7 +6,8 @@
  */
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { createLineGuard, MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan } from '../../src/server/stdio-guard.js';
+import { createLineGuard } from '../../src/server/stdio-guard.js';
+import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan } from '../../src/server/message-bounds.js';
 
 /** Feeds the chunks, then end of input; `out` is the messages handed on, one JSON line each. */
 function feed(chunks: Array<string | Buffer>): { out: Buffer; messages: JSONRPCMessage[]; replies: JSONRPCMessage[] } {

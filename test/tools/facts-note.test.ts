@@ -4,7 +4,8 @@
  * when present.
  */
 import { describe, expect, it } from 'vitest';
-import { compactRead, factsNote, type ReadFacts } from '../../src/tools/read-file.js';
+import { compactRead, factsNote } from '../../src/tools/read-file.js';
+import type { ReadFacts } from '../../src/tools/read-one.js';
 
 const HASH = `sha256:${'a'.repeat(64)}`;
 const base: ReadFacts = {

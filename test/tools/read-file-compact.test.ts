@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compactRead, type ReadFacts } from '../../src/tools/read-file.js';
+import { compactRead } from '../../src/tools/read-file.js';
+import type { ReadFacts } from '../../src/tools/read-one.js';
 
 /** The spread form compactRead had before issue #19 (the reference). */
 function spreadForm(f: ReadFacts): unknown {
