@@ -47,10 +47,11 @@ export const EditFileInput = z.strictObject({
 });
 
 /**
- * edit_file's structured result (docs/tools.md: replacements, unified diff, previous_hash, content_hash). Issue #15:
- * structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
+ * edit_file's structured result (docs/tools.md: replacements, unified diff, previous_hash, content_hash).
+ * Structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
  * when some edit did not match exactly once and exactly (replace_all, or tolerated trailing whitespace), since
- * otherwise `replacements` and the diff say it all (a `reindented` match carries its `indent_shift`); `diff_truncated` only when true; `path` only when a link was followed.
+ * otherwise `replacements` and the diff say it all (a `reindented` match carries its `indent_shift`);
+ * `diff_truncated` only when true; `path` only when a link was followed.
  */
 export const EditFileOutput = z.object({
   ...MutationResultShape,
