@@ -5,7 +5,7 @@ import path from 'node:path';
 import { writeFileAtomicIn } from '../fs/atomic-write.js';
 import { hashBytes } from '../fs/hash.js';
 import { historyFileOf } from '../fs/history.js';
-import { readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
+import { isDirectory, readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
 import { afterEffect } from '../fs/tree-ops.js';
 import { identityOf, openDirCreating, type VerifiedDir } from '../fs/verified-dir.js';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
@@ -120,12 +120,22 @@ export async function mutateFile<T>(
 /**
  * Step 7, inside the lock: the parent directory and the file as they are now — the one place a file mutation decides
  * existence. A file nobody expects whose parent is missing is NOT_FOUND parent_missing (unless create_dirs), one that
- * must exist (edit_file) is NOT_FOUND; a known file that is gone is left to step 9 (`decideFile`).
+ * must exist (edit_file) is NOT_FOUND; a known file that is gone is left to step 9 (`decideFile`). The parent is
+ * opened once; only when that fails for a new file is a path lookup asked whether it is a directory at all.
  * @throws ToolError NOT_FOUND, VALIDATION not_a_directory / NOT_ALLOWED (the parent: MutationScope.parent)
  */
 async function inspectFile(scope: MutationScope, plan: FilePlan): Promise<FileState> {
   const { target, options } = plan;
-  const where = scope.parent(target.real);
+  let where: FileState['where'];
+  try {
+    where = scope.parent(target.real);
+  } catch (error) {
+    // A new file nobody expects whose parent cannot be opened as a directory (a file, a link or nothing there): its
+    // parent is missing, as a path lookup of the parent says.
+    const expectsParent = !target.stats && !plan.known && !options.createDirs;
+    if (expectsParent && !(await isDirectory(parentOf(target.real)))) throw parentMissing(target.absolute);
+    throw error;
+  }
   const current = where
     ? await readCurrentIn(where.dir, where.name, plan.read)
     : { exists: false, hash: null, bytes: null, stats: null };
