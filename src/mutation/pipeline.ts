@@ -1,20 +1,32 @@
 /**
- * The one mutation pipeline (docs/errors.md "Order of checks" steps 8–10), used by write_file, edit_file, apply_patch, move_path,
- * delete_path and create_directory (and exported for journal recovery):
+ * The one mutation pipeline: every mutating tool (write_file, edit_file, apply_patch, replace_in_files,
+ * create_directory, copy_path, move_path, delete_path, revert_changes) runs through `runMutation`, and this file is
+ * where the order of checks of a mutation reads top to bottom (docs/errors.md "Order of checks"):
  *
- *   8 STALE_GIT (expected_status_hash) — and every other work tree whose status hash the call will report is proven
- *     to be one now, so that cannot fail after the effect
- *   → [path lock over every path the call touches]
- *   → `decide`: the tool reads the CURRENT state of every path it touches (existence, kind, bytes, hash —
- *     destinations included) through verified directory descriptors opened inside the lock (MutationScope), runs
- *     9 HASH_REQUIRED / OCC_MISMATCH and 10 its own checks (PATCH_FAILED, REWRITE_BLOCKED …), and returns its effect;
- *     nothing decided before the lock is trusted, and every check that can fail runs here, before the first effect
- *   → dry run stops here → the effect (the only step that changes anything) → hash memory
- *   → the new status hash.
+ *   1–3  tool lookup, arguments (schema, the tool's `validate`), READONLY, BUDGET_EXCEEDED — src/server/call-tool.ts,
+ *        before the tool runs;
+ *   4–7  the tool's PLAN, before the lock: every path through src/policy/authorize.ts (ROOTS_EMPTY, NOT_ALLOWED for
+ *        every path first, SECRET_DENIED, FILE_POLICY_DENIED, existence and kind as authorization saw them), giving
+ *        the `MutationPlan` (paths to lock, work trees, dry run);
+ *   8    STALE_GIT: git runs here, before the lock, and every other work tree whose status hash the call reports is
+ *        proven to be one; a failure is held and thrown at its place in the order, inside the lock, after step 7;
+ *   →    [path lock over every path the call touches, and the repository-shape locks]
+ *   6    the git-directory guard again, on the state now;
+ *   7    INSPECT (`plan.inspect`): the current state of what the call touches — existence, kind, bytes, hash — read
+ *        ONCE through verified directory descriptors opened inside the lock (MutationScope); NOT_FOUND, VALIDATION;
+ *   8    the held STALE_GIT;
+ *   9–10 DECIDE (`plan.decide`, on the inspected state): HASH_REQUIRED / OCC_MISMATCH (or the merge), then the
+ *        tool's own checks (PATCH_FAILED, REWRITE_BLOCKED …); it returns the result and the EFFECT. Nothing decided
+ *        before the lock is trusted, and every check that can fail runs before the first effect;
+ *   →    a dry run stops here;
+ *   10   EFFECT (the only step that changes anything: src/fs/atomic-write.ts, src/patch/transaction.ts, src/fs/tree-ops.ts)
+ *        → hash memory (`remember`) → RECORD (the undo history, src/fs/history.ts)
+ *   →    [lock released] → the new status hash (when expected_status_hash was given).
  *
  * A failure after the effect started (only I/O, or git for the new status hash) is reported with what was done and
  * `details.mutation_applied`, and the call is charged to --mutation-budget (src/server/call-tool.ts): a mutation that
- * happened is always charged. Tools supply only `decide`; they never touch the filesystem themselves.
+ * happened is always charged. Tools supply only the plan and its `inspect`/`decide` steps (their step code lives in
+ * src/mutation/<what it holds>.ts); they never touch the filesystem themselves.
  */
 import { withPathLock } from '../fs/path-lock.js';
 import { afterEffect } from '../fs/tree-ops.js';
@@ -62,8 +74,11 @@ export interface MutationStep<T> {
   history?: { tool: string; files: HistoryFile[]; reverts?: string[]; tooLarge?: boolean };
 }
 
-/** One mutation call as the pipeline runs it. */
-export interface MutationPlan<T> {
+/**
+ * One mutation call as the pipeline runs it: the plan (made before the lock) and the steps run inside it.
+ * `S` is what `inspect` found (undefined when the tool has no separate inspect step).
+ */
+export interface MutationPlan<T, S = undefined> {
   /** Every path the call touches (sources, destinations, files of a patch): the path lock is taken on all. */
   lockPaths: readonly AllowedPath[];
   expectedStatusHash: string | undefined;
@@ -73,43 +88,36 @@ export interface MutationPlan<T> {
    */
   statusPaths: readonly AllowedPath[];
   dryRun: boolean;
-  /** Inside the lock: read the current state through `scope`, decide, and return the effect. */
-  decide: (scope: MutationScope) => MutationStep<T> | Promise<MutationStep<T>>;
+  /**
+   * Inside the lock, step 7: read the current state through `scope`, once, and throw NOT_FOUND / VALIDATION (kind).
+   * Absent: `decide` reads the state itself (steps 7, 9 and 10 in one).
+   */
+  inspect?: (scope: MutationScope) => S | Promise<S>;
+  /** Inside the lock, steps 9–10 on what `inspect` found: decide, and return the effect. */
+  decide: (scope: MutationScope, state: S) => MutationStep<T> | Promise<MutationStep<T>>;
 }
 
 /**
- * Runs one mutation (see the module comment).
+ * Runs one mutation: the order of checks of the module comment, top to bottom.
  * @returns the step's result and, when expected_status_hash was given (not a dry run), the new status hash
- * @throws ToolError STALE_GIT, VALIDATION / NOT_ALLOWED (work trees), whatever `decide` throws (nothing was changed),
- *   the effect's errors (with details.mutation_applied when part of it happened), a status-hash failure after the
- *   effect (details.mutation_applied)
+ * @throws ToolError what `inspect` throws (7), STALE_GIT, VALIDATION / NOT_ALLOWED (work trees; 8), whatever
+ *   `decide` throws (9, 10; nothing was changed), the effect's errors (with details.mutation_applied when part of it
+ *   happened), a status-hash failure after the effect (details.mutation_applied)
  */
-export async function runMutation<T>(
+export async function runMutation<T, S = undefined>(
   ctx: ToolContext,
-  plan: MutationPlan<T>,
+  plan: MutationPlan<T, S>,
 ): Promise<{ result: T; statusHash?: string }> {
-  if (plan.expectedStatusHash !== undefined && plan.statusPaths.length > 0) {
-    await checkStaleGit(ctx, plan.statusPaths[0], plan.expectedStatusHash);
-    // The status hash reported afterwards must be computable: a path outside any work tree is VALIDATION now, not
-    // after the effect.
-    for (const p of plan.statusPaths.slice(1)) await statusHashAfter(ctx, p, plan.expectedStatusHash);
-  }
+  const staleGit = await workTreeVerdict(ctx, plan); // 8, held until after 7
   const scope = new MutationScope(insideRoots(ctx));
-  // Creating a repository entry (HEAD, objects, refs, commondir) takes one lock per directory, so two calls cannot
-  // each add one half of a repository's shape past the git-directory guard (src/policy/git-dirs.ts).
-  const shapeLocks = plan.lockPaths.map(repositoryShapeLockPath).filter((p): p is string => p !== null);
-  const step = await withPathLock([...plan.lockPaths, ...shapeLocks], ctx.config.stateDir, async () => {
+  const step = await withPathLock(lockPathsOf(plan), ctx.config.stateDir, async () => {
     try {
-      // The git-directory guard again, inside the lock, on the state now (authorization ran before the lock).
-      for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p);
-      const s = await plan.decide(scope);
-      if (!plan.dryRun && s.effect) {
-        await s.effect();
-        s.remember?.();
-        if (s.history?.tooLarge) await recordHistory(ctx, s.history, true);
-        else if (s.history && s.history.files.length > 0) await recordHistory(ctx, s.history);
-      }
-      return s;
+      for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p); // 6, on the state now
+      const state = plan.inspect ? await plan.inspect(scope) : (undefined as S); // 7
+      if (staleGit) throw staleGit; // 8
+      const decided = await plan.decide(scope, state); // 9, 10
+      if (!plan.dryRun && decided.effect) await applyEffect(ctx, decided); // effect, remember, record
+      return decided;
     } finally {
       scope.close();
     }
@@ -125,4 +133,41 @@ export async function runMutation<T>(
   } catch (error) {
     throw step.effect ? afterEffect(error, step.done) : error;
   }
+}
+
+/**
+ * Step 8 before the lock (git runs outside it): STALE_GIT on the first status path, and every other one proven to
+ * lie in a work tree (the status hash reported afterwards must be computable: VALIDATION now, not after the effect).
+ * @returns the error to throw at step 8, or null
+ */
+async function workTreeVerdict(
+  ctx: ToolContext,
+  plan: Pick<MutationPlan<unknown>, 'expectedStatusHash' | 'statusPaths'>,
+): Promise<Error | null> {
+  if (plan.expectedStatusHash === undefined || plan.statusPaths.length === 0) return null;
+  try {
+    await checkStaleGit(ctx, plan.statusPaths[0], plan.expectedStatusHash);
+    for (const p of plan.statusPaths.slice(1)) await statusHashAfter(ctx, p, plan.expectedStatusHash);
+    return null;
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+/**
+ * The paths the lock is taken on: every path of the call, and one repository-shape lock per directory where the
+ * call could create a repository entry (HEAD, objects, refs, commondir), so two calls cannot each add one half of a
+ * repository's shape past the git-directory guard (src/policy/git-dirs.ts).
+ */
+function lockPathsOf(plan: Pick<MutationPlan<unknown>, 'lockPaths'>): string[] {
+  const shapeLocks = plan.lockPaths.map(repositoryShapeLockPath).filter((p): p is string => p !== null);
+  return [...plan.lockPaths, ...shapeLocks];
+}
+
+/** The effect, then the hash memory, then the undo record (inside the lock, so records of one file are in order). */
+async function applyEffect(ctx: ToolContext, decided: MutationStep<unknown>): Promise<void> {
+  await decided.effect!();
+  decided.remember?.();
+  if (decided.history?.tooLarge) await recordHistory(ctx, decided.history, true);
+  else if (decided.history && decided.history.files.length > 0) await recordHistory(ctx, decided.history);
 }

@@ -2,14 +2,13 @@
  * create_directory (docs/tools.md): create a directory and its missing parents; idempotent; never through a link
  * that leaves the roots (each created level is re-checked).
  */
+import type { Stats } from 'node:fs';
 import { z } from 'zod';
-import { OccMismatchError, ToolError } from '../errors/tool-error.js';
-import { openDirCreating } from '../fs/verified-dir.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { DryRun, ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { runMutation } from '../mutation/pipeline.js';
-import { historyEntryOf, type HistoryFile } from '../fs/history.js';
+import { decideDirectory, inspectDirectory } from '../mutation/create-directory.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';
 
@@ -47,49 +46,13 @@ export const createDirectory = defineTool({
       mustExist: false,
       followFinal: true,
     });
-    const { result, statusHash } = await runMutation(ctx, {
+    const { result, statusHash } = await runMutation<{ created: boolean }, Stats | null>(ctx, {
       lockPaths: [target.real],
       expectedStatusHash: args.expected_status_hash,
       statusPaths: [target.real],
       dryRun: args.dry_run,
-      decide: (scope) => {
-        // What is there now (its parent may be missing too: created like mkdir -p).
-        // A root (authorized as a directory) is there by definition; its parent lies outside and is never opened.
-        const where = target.relative === '' ? null : scope.parent(target.real);
-        const now = target.relative === '' ? target.stats : where ? where.dir.lstat(where.name) : null;
-        if (now && !now.isDirectory()) {
-          throw new ToolError('VALIDATION', `${target.absolute} exists and is not a directory.`, {
-            path: target.absolute,
-            details: { reason: 'not_a_directory' },
-          });
-        }
-        if (now && args.expected_hash === 'absent') {
-          throw new OccMismatchError(`${target.absolute} already exists, but expected_hash was "absent".`, {
-            path: target.absolute,
-            expectedHash: 'absent',
-            currentHash: null,
-            conflict: { reason: 'created' },
-          });
-        }
-        const result = { created: !now };
-        if (now) return { result, done: 'nothing' };
-        // Every directory the call creates is recorded, filled in once the effect knows which they were.
-        const history = { tool: 'create_directory', files: [] as HistoryFile[] };
-        return {
-          result,
-          done: `created ${target.real}`,
-          effect: () =>
-            Promise.resolve().then(() => {
-              const made = openDirCreating(target.real, scope.isInside);
-              made.dir.close();
-              result.created = made.created.length > 0;
-              for (const d of made.created) {
-                history.files.push(historyEntryOf(d, { kind: 'absent' }, { kind: 'directory' }));
-              }
-            }),
-          history,
-        };
-      },
+      inspect: (scope) => inspectDirectory(scope, target),
+      decide: (scope, now) => decideDirectory(scope, target, now, args.expected_hash),
     });
     const created = result.created;
     return {

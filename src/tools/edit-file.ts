@@ -1,17 +1,11 @@
 /**
  * edit_file (docs/tools.md): exact-text replacements, all or none, keeping the file's BOM, line endings and final
  * newline; PATCH_FAILED with the failing edit's index and the nearest region; REWRITE_BLOCKED for near-total
- * rewrites. The engine is src/patch/apply-edits.ts; the write flow is src/mutation/mutate-file.ts.
+ * rewrites. The engine is src/patch/apply-edits.ts; its step is src/mutation/edit-file.ts, the write flow
+ * src/mutation/mutate-file.ts.
  */
-import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
-import { ToolError } from '../errors/tool-error.js';
-import { applyEditsSliced } from '../patch/apply-edits.js';
-import { toEolText } from '../patch/eol-text.js';
-import { assertNotRewriteSliced } from '../patch/rewrite-guard.js';
-import { boundedUnifiedDiffSliced } from '../patch/window-diff.js';
 import { authorizeWrite } from '../policy/authorize.js';
-import { PatchFailedError } from '../errors/tool-error.js';
 import {
   DryRun,
   ExpectedHash,
@@ -22,15 +16,13 @@ import {
   PathArg,
 } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
+import { editDiff, editedContent } from '../mutation/edit-file.js';
 import { mutateFile } from '../mutation/mutate-file.js';
 import { deletionIsConflict } from '../mutation/occ-rules.js';
 import { quoteName } from './text-safe.js';
 import { heavyClasses } from './heavy-calls.js';
 
-/** Most characters of unified diff returned in a result. */
-const MAX_DIFF_CHARS = 64 * 1024;
-/** Default and largest max_replacements (docs/security.md "Bounded work"). */
-export const DEFAULT_EDIT_REPLACEMENTS = 10_000;
+/** Largest max_replacements (docs/security.md "Bounded work"; the default, 10000, is src/mutation/edit-file.ts's). */
 export const MAX_EDIT_REPLACEMENTS = 100_000;
 
 export const EditFileInput = z.strictObject({
@@ -55,10 +47,11 @@ export const EditFileInput = z.strictObject({
 });
 
 /**
- * edit_file's structured result (docs/tools.md: replacements, unified diff, previous_hash, content_hash). Issue #15:
- * structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
+ * edit_file's structured result (docs/tools.md: replacements, unified diff, previous_hash, content_hash).
+ * Structured-first clients show it as JSON, so what the rest already says is left out: `edits` (per-edit facts) only
  * when some edit did not match exactly once and exactly (replace_all, or tolerated trailing whitespace), since
- * otherwise `replacements` and the diff say it all (a `reindented` match carries its `indent_shift`); `diff_truncated` only when true; `path` only when a link was followed.
+ * otherwise `replacements` and the diff say it all (a `reindented` match carries its `indent_shift`);
+ * `diff_truncated` only when true; `path` only when a link was followed.
  */
 export const EditFileOutput = z.object({
   ...MutationResultShape,
@@ -117,52 +110,12 @@ export const editFile = defineTool({
         tool: 'edit_file',
         onConflict: args.on_conflict ?? ctx.config.onConflict,
       },
-      async (current) => {
-        const bytes = current.bytes!;
-        if (!isUtf8(bytes)) {
-          throw new ToolError('VALIDATION', `${target.absolute} is not valid UTF-8 text; edit_file edits text only.`, {
-            path: target.absolute,
-            details: { reason: 'binary', current_hash: current.hash },
-            suggestion: 'Use write_file with content_base64 to replace a binary file.',
-          });
-        }
-        const before = bytes.toString('utf8');
-        let result;
-        try {
-          result = await applyEditsSliced(
-            before,
-            args.edits,
-            target.absolute,
-            args.max_replacements ?? DEFAULT_EDIT_REPLACEMENTS,
-          );
-        } catch (error) {
-          if (error instanceof PatchFailedError) error.details.current_hash = current.hash;
-          throw error;
-        }
-        await assertNotRewriteSliced(
-          toEolText(before).view,
-          toEolText(result.text).view,
-          args.allow_rewrite,
-          target.absolute,
-        );
-        return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
-      },
+      (current) => editedContent(args, target.absolute, current),
     );
     const { edits } = r.detail;
     // Merged: the diff shows what this write changes on disk (the current file → the merge).
     const { before, after } = r.merged ?? r.detail;
-    // In bounded time, and cut while it is produced (src/patch/window-diff.ts).
-    const bounded = await boundedUnifiedDiffSliced(
-      `a/${target.relative}`,
-      `b/${target.relative}`,
-      before,
-      after,
-      3,
-      MAX_DIFF_CHARS,
-    );
-    let diff = bounded.text.replace(/^=+\n/, '').replace(/^Index:.*\n/, '');
-    const diffTruncated = bounded.truncated || diff.length > MAX_DIFF_CHARS;
-    if (diffTruncated) diff = diff.slice(0, MAX_DIFF_CHARS);
+    const { diff, truncated: diffTruncated } = await editDiff(target.relative, before, after);
     const replacements = edits.reduce((n, e) => n + e.replacements, 0);
     const structured = {
       ...(target.real !== target.absolute ? { path: target.real } : {}),

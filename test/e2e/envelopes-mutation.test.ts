@@ -131,6 +131,24 @@ describe('1. a deleted file this session knows is OCC_MISMATCH deleted', () => {
     expect(readFileSync(f, 'utf8')).toBe('x\n');
   });
 
+  it('write_file of a new file under a path whose parent is a file: NOT_FOUND parent_missing, nothing changed', async () => {
+    // Found by test:differential: the existence decision moved inside the lock, where the parent is opened as a
+    // directory; a parent that is a file stays parent_missing (as before), not VALIDATION not_a_directory.
+    const parent = p('src/utils.ts');
+    for (const dryRun of [false, true]) {
+      const { error: e } = await client.callError('write_file', {
+        path: path.join(parent, 'x.ts'),
+        content: 'x\n',
+        expected_hash: 'absent',
+        dry_run: dryRun,
+      });
+      expect(e.code).toBe('NOT_FOUND');
+      expect(e.details).toEqual({ reason: 'parent_missing' });
+      expect(e.path).toBe(path.join(parent, 'x.ts'));
+    }
+    expect(readFileSync(parent, 'utf8')).toBe('export const u = 1;\n');
+  });
+
   it('a file the session never knew stays NOT_FOUND (with near, not a conflict)', async () => {
     const { error: e } = await client.callError('edit_file', {
       path: p('m6.pyy'),

@@ -228,6 +228,22 @@ describe.each(ERAS)('order of checks, SPEC §3.3 (%s era)', (era) => {
     expect(JSON.stringify(stale)).not.toContain('+two');
   });
 
+  it('7 before 8 for a mutation: a path through a file is refused by kind or parent, not STALE_GIT', async () => {
+    // Existence and kind are decided inside the lock (src/mutation/pipeline.ts), the held STALE_GIT after them.
+    const through = { expected_status_hash: STALE, dry_run: true };
+    const dir = expectCode(
+      await main.call('create_directory', { path: 'repo/tracked.txt/sub', ...through }),
+      'VALIDATION',
+    );
+    expect(dir.error.details.reason).toBe('not_a_directory');
+    const made = { path: 'repo/tracked.txt/x', content: 'x\n', create_dirs: true, ...through };
+    expect(expectCode(await main.call('write_file', made), 'VALIDATION').error.details.reason).toBe('not_a_directory');
+    const bare = { path: 'repo/tracked.txt/x', content: 'x\n', ...through };
+    expect(expectCode(await main.call('write_file', bare), 'NOT_FOUND').error.details.reason).toBe('parent_missing');
+    // … and with everything else in order, the stale hash decides.
+    expectCode(await main.call('write_file', { path: 'repo/new.txt', content: 'x\n', ...through }), 'STALE_GIT');
+  });
+
   it('rejections left no trace: both trees are byte-for-byte unchanged', () => {
     expect(snapshot(R.dir)).toEqual(before.R);
     expect(snapshot(O.dir)).toEqual(before.O);
