@@ -436,12 +436,17 @@ function normalise(v) {
  * NOT_FOUND's near paths come from a search bounded by time (src/policy/near-paths.ts, 150 ms): on a loaded machine one
  * run may find them and the other not. Both spellings become one.
  */
-function withoutNear(block) {
-  const e = block?.error;
-  if (!e || typeof e !== 'object') return block;
-  if (e.details && typeof e.details === 'object') delete e.details.near;
-  if (typeof e.suggestion === 'string' && /^(Did you mean|Check the path)/.test(e.suggestion)) e.suggestion = '<near>';
-  return block;
+function withoutNear(value) {
+  if (Array.isArray(value)) return value.map(withoutNear);
+  if (!value || typeof value !== 'object') return value;
+  const e = value.error;
+  if (e && typeof e === 'object') {
+    if (e.details && typeof e.details === 'object') delete e.details.near;
+    if (typeof e.suggestion === 'string' && /^(Did you mean|Check the path)/.test(e.suggestion))
+      e.suggestion = '<near>';
+  }
+  for (const k of Object.keys(value)) value[k] = withoutNear(value[k]);
+  return value;
 }
 
 /** The outcome of one call, as the client sees it (text blocks parsed as JSON when they are). */
@@ -454,7 +459,7 @@ function outcome(result) {
       return b.text;
     }
   });
-  return normalise({ isError: !!result.isError, blocks, structured: result.structuredContent ?? null });
+  return normalise({ isError: !!result.isError, blocks, structured: withoutNear(result.structuredContent ?? null) });
 }
 
 /** Names, kinds, modes, sizes, digests and link targets of everything under `dir` (the state directory left out). */
