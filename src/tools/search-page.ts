@@ -6,7 +6,7 @@
  * This file changes when what a page holds, how it is cut, or how it reads changes.
  */
 import { z } from 'zod';
-import type { LineHit } from '../fs/line-matcher.js';
+import type { LineHit } from '../fs/match-lines.js';
 import { escapeLine, quoteName } from './text-safe.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { NO_SKIPS, WALK_SKIPS, type WalkSkipCounts } from './search-walk.js';
