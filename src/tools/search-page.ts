@@ -59,7 +59,7 @@ export class SearchPage {
   truncated = false;
   /** Where the next page resumes (cursor position), when truncated. */
   next: Record<string, unknown> | null = null;
-  /** Issue #14: the text lines are built with the results, and both are charged to the response budget. */
+  /** The text lines are built with the results, and both are charged to the response budget. */
   private readonly out: string[] = [];
   private readonly budget = new ResponseBudget();
   /** Whether `uncommitted` may hold a count above zero. */
@@ -177,7 +177,7 @@ export class SearchPage {
   }
 
   /**
-   * Issue #18: one result per file (its path, or its path and count), paged by file: the cursor resumes at the first
+   * One result per file (its path, or its path and count), paged by file: the cursor resumes at the first
    * file not returned, with the same result cap and response budget as matches.
    */
   private addFileResult(relative: string, count: number): boolean {
