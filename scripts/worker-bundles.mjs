@@ -12,7 +12,7 @@ import { readdirSync } from 'node:fs';
  * Bundles each src/fs/*-worker.ts under `root`.
  * @param {string} root the checkout (absolute)
  * @returns {Promise<{ code: Record<string, string>, metafiles: import('esbuild').Metafile[] }>} code by worker name
- *   (the file name without `.ts`, e.g. `regex-worker`) and esbuild's metafiles (for the licence file)
+ *   (the file name without `.ts`, e.g. `search-reader-worker`) and esbuild's metafiles (for the licence file)
  */
 export async function buildWorkerCode(root) {
   const code = {};

@@ -2,8 +2,8 @@
  * The optional native addon of content search: native/fs_tools_native.c, built by scripts/build-native.mjs
  * into dist/native/<platform>-<arch>/fs_tools_native.node and shipped in the package. It opens, checks and reads a
  * batch of files relative to one verified directory descriptor (openat, O_NOFOLLOW) and applies content search's
- * prefilter (binary verdict, required bytes) without a JavaScript call per syscall. src/fs/search-reader.ts uses it in
- * its reader threads when it loads, and its JavaScript path otherwise (the same outcomes: test/fs/native-reader.test.ts).
+ * prefilter (binary verdict, required bytes) without a JavaScript call per syscall. src/fs/search-reader-read.ts uses it in
+ * the reader threads when it loads, and its JavaScript path otherwise (the same outcomes: test/fs/native-reader.test.ts).
  *
  * The process loads it once, at start-up, from a private copy whose sha256 matches the digest recorded at build time
  * (src/fs/native-load.ts); a reader thread attaches to that already-loaded library (`attachNativeAddon`) and reads no

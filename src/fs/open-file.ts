@@ -54,7 +54,7 @@ export async function openForRead(real: AllowedPath, isInside: (p: string) => bo
 /**
  * The synchronous twin of `openForRead`, with the same checks (O_NOFOLLOW | O_NONBLOCK, regular files only, the opened
  * file re-checked through /proc/self/fd or by identity). For worker threads that read many small files in a row
- * (content search, src/fs/search-reader.ts), where each async call would cost a thread-pool round trip.
+ * (content search, src/fs/search-reader-read.ts), where each async call would cost a thread-pool round trip.
  * Close the descriptor with `closeSync`.
  * @throws ToolError NOT_ALLOWED, FILE_POLICY_DENIED as openForRead; Node errno errors
  */

@@ -1,6 +1,6 @@
 /**
  * Line-wise replacement for replace_in_files, shared by the main thread (literal queries) and the regex
- * worker (src/fs/regex-worker.ts, user regular expressions under the 1-second bound of src/fs/line-matcher.ts). The
+ * reader threads (src/fs/search-reader-match.ts, user regular expressions under the 1-second bound of src/fs/search-reader.ts). The
  * pattern is applied to each line on its own, exactly as search_files matches lines: split on `\n`, a final `\r` not
  * part of the line, so `^`/`$` mean line start/end and a match never spans lines; line terminators are kept as they
  * are; the empty remainder after a final newline is not a line. Pure: no IO, never throws for a compiled pattern.

@@ -1,17 +1,97 @@
 /**
- * Worker side of src/fs/search-reader.ts: reads (and matches) batches of content-search candidates synchronously.
+ * The reader threads of src/fs/search-reader.ts — the process's one pool of worker threads for content search and user
+ * regular expressions. Reads (and matches) batches of content-search candidates synchronously
+ * (src/fs/search-reader-read.ts), and runs regular-expression jobs (src/fs/search-reader-match.ts: a search's lines on
+ * the main thread's path, replace_in_files), publishing the file or job it is on in shared memory for the pool's
+ * watchdog, which terminates a thread stuck on one under a user regular expression.
  * workerData: { progress: Int32Array over a SharedArrayBuffer, epoch: ms, nativePath: the native addon the process
  * loaded at start-up (src/fs/native-reader.ts `attachNativeAddon`; the JavaScript path when null or when it does not
  * attach) }. Started from code embedded in the bundle (src/fs/worker-code.ts), never from a file.
- * Message in: BatchRequest { id, session, options? (first batch of a session), files: NUL-separated paths }.
- * Message out: BatchReply { id, kinds: one code per file, found: the files with bytes }; the bytes of `text`/`hits` results are
- * transferred.
+ * Messages in: BatchRequest { id, session, options? (first batch of a session), files: NUL-separated paths }, or
+ * RegexJobRequest { id, job }. Messages out: BatchReply { id, kinds: one code per file, found: the files with bytes }
+ * (the bytes of `text`/`hits` results are transferred), or RegexJobReply { id, lines | replaced }.
  */
-import { parentPort, workerData } from 'node:worker_threads';
-import { attachNativeAddon } from './native-reader.js';
-import { serveBatches } from './search-reader.js';
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { attachNativeAddon, type NativeAddon } from './native-reader.js';
+import { runRegexJob } from './search-reader-match.js';
+import {
+  KIND_CODES,
+  P_BATCH,
+  P_INDEX,
+  P_STARTED,
+  WORKER_SESSIONS,
+  type BatchReply,
+  type BatchRequest,
+  type ReaderOptions,
+  type ReadOutcome,
+  type RegexJobReply,
+  type RegexJobRequest,
+} from './search-reader-protocol.js';
+import { closeDir, readBatch, readerState, type BatchHooks, type ReaderState } from './search-reader-read.js';
+
+/** Answers one batch: every file's outcome code, and the bytes of those that have them (transferred). */
+function answerBatch(
+  port: MessagePort,
+  job: BatchRequest,
+  options: ReaderOptions | undefined,
+  state: ReaderState,
+  hooks: BatchHooks,
+): void {
+  const files = job.files.split('\0');
+  const codes: string[] = new Array<string>(files.length);
+  const found: BatchReply['found'] = [];
+  const transfer: ArrayBuffer[] = [];
+  const each = (i: number, r: ReadOutcome) => {
+    codes[i] = KIND_CODES[r.kind];
+    if (r.kind === 'text' || r.kind === 'hits') {
+      transfer.push(r.bytes.buffer as ArrayBuffer);
+      found.push(r.kind === 'hits' ? { index: i, bytes: r.bytes, hits: r.hits } : { index: i, bytes: r.bytes });
+    }
+  };
+  // A session this worker does not know (never sent, or dropped): the caller reads the files itself.
+  if (options) readBatch(files, options, state, each, hooks);
+  else files.forEach((_, i) => each(i, { kind: 'fallback' }));
+  // The directories are verified afresh by the next batch (its roots may differ, and they may have moved since).
+  closeDir(state.dir);
+  const reply: BatchReply = { id: job.id, kinds: codes.join(''), found };
+  port.postMessage(reply, transfer);
+}
+
+/** The worker loop: answers each batch or job in order, publishing the file it is on in `progress` for the watchdog. */
+function serve(port: MessagePort, progress: Int32Array, epoch: number, addon: NativeAddon | null): void {
+  const state = readerState(addon);
+  const sessions = new Map<number, ReaderOptions>();
+  const hooks: BatchHooks = {
+    before: (i) => {
+      Atomics.store(progress, P_INDEX, i);
+      Atomics.store(progress, P_STARTED, Math.max(1, Date.now() - epoch));
+    },
+    after: () => Atomics.store(progress, P_STARTED, 0),
+  };
+  port.on('message', (msg: BatchRequest | RegexJobRequest) => {
+    Atomics.store(progress, P_BATCH, msg.id);
+    if ('job' in msg) {
+      hooks.before(0);
+      let reply: RegexJobReply;
+      try {
+        reply = runRegexJob(msg, state.scratch.regexes);
+      } catch (error) {
+        reply = { id: msg.id, error: String((error as Error)?.message ?? error) };
+      }
+      hooks.after();
+      port.postMessage(reply);
+      return;
+    }
+    if (msg.options) {
+      sessions.set(msg.session, msg.options);
+      if (sessions.size > WORKER_SESSIONS) sessions.delete(sessions.keys().next().value!);
+    }
+    answerBatch(port, msg, sessions.get(msg.session), state, hooks);
+    Atomics.store(progress, P_STARTED, 0);
+  });
+}
 
 const data = workerData as { progress: Int32Array; epoch: number; nativePath?: string | null };
 if (parentPort) {
-  serveBatches(parentPort, data.progress, data.epoch, data.nativePath ? attachNativeAddon(data.nativePath) : null);
+  serve(parentPort, data.progress, data.epoch, data.nativePath ? attachNativeAddon(data.nativePath) : null);
 }

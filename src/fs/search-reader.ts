@@ -1,329 +1,68 @@
 /**
- * Reading and matching content-search candidates off the main thread (docs/tools.md: search "stays responsive on huge
- * trees"; a user regular expression "can never stall the server").
+ * The process's one pool of worker threads for content search and user regular expressions (docs/tools.md: search
+ * "stays responsive on huge trees"; a user regular expression "can never stall the server"), main thread's side.
  *
  * Opening, checking and reading tens of thousands of small files costs five syscalls each (open, fstat, the
  * /proc/self/fd containment re-check, read, close); as promise-based calls on the main thread each is a thread-pool
- * round trip, and a 23,000-file search spent seconds in that overhead alone. Here a small pool of worker threads does
- * the same checks synchronously (`openForReadSync`, the twin of the main thread's `openForRead`), tells text from
- * binary, applies the query's required bytes (`LineMatcher.needle`: a file without them is "no match" without being
- * decoded), and matches the lines itself. Only files with matches come back, with their bytes (transferred, not
- * copied) and hits; a matching file over `keepMaxBytes` comes back "deferred" (the caller reads it when it gets
- * there), so the memory held by read-ahead stays bounded.
+ * round trip, and a 23,000-file search spent seconds in that overhead alone. Here a small pool of worker threads
+ * (src/fs/search-reader-worker.ts) does the same checks synchronously through the verified-access module
+ * (src/fs/search-reader-read.ts), tells text from binary, applies the query's required bytes (`LineMatcher.needle`: a
+ * file without them is "no match" without being decoded), and matches the lines itself
+ * (src/fs/search-reader-match.ts). Only files with matches come back, with their bytes (transferred, not copied) and
+ * hits; a matching file over `keepMaxBytes` comes back "deferred" (the caller reads it when it gets there), so the
+ * memory held by read-ahead stays bounded. The same threads run regular-expression jobs on one text (`regexLines`,
+ * `regexReplace`: a user regular expression's search on the main thread's path, replace_in_files).
  *
- * A user regular expression is bounded as on the main thread's path (src/fs/line-matcher.ts): each worker publishes
- * which file it is on and since when in shared memory; a watchdog terminates a worker stuck on one file for longer
- * than REGEX_FILE_TIMEOUT_MS, answers that file `regex_timeout`, answers the other files it held `fallback`, and
- * starts a fresh worker.
+ * A user regular expression is bounded: each worker publishes which file or job it is on and since when in shared
+ * memory; a watchdog terminates a worker stuck on one for longer than REGEX_FILE_TIMEOUT_MS, answers that file
+ * `regex_timeout` (a job: rejects with the regex_timeout error), answers the other files it held `fallback` (their
+ * jobs: rejected), and starts a fresh worker. A thread's start-up is not charged to its first file.
  *
  * Requests are batched (BATCH_FILES per message; a partial batch goes out as soon as the main thread is idle); each
  * file has a ticket (`submit`) whose outcome is there, synchronously, once its batch is answered, so callers consume
- * results in any order (search consumes them in walk order) without a promise per file. With a needle (a string every
- * matching line contains) only the lines holding it are matched. If a worker cannot start or dies, its files resolve
- * as `fallback` and the caller reads them on the main thread as before.
+ * results in any order (search consumes them in walk order) without a promise per file. If a worker cannot start or
+ * dies, its files resolve as `fallback` and the caller reads them on the main thread as before.
  */
 import { availableParallelism } from 'node:os';
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { isWithin } from './path-within.js';
-import { matchLines, REGEX_FILE_TIMEOUT_MS, type LineHit } from './line-matcher.js';
-import { openForReadSync } from './open-file.js';
-import { looksBinary } from './text.js';
-import { assertDescriptorAt } from './verified-dir.js';
-import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
+import { ToolError } from '../errors/tool-error.js';
+import type { LineHit } from './match-lines.js';
+import type { LineReplacement } from './replace-lines.js';
+import {
+  outcomesOf,
+  P_BATCH,
+  P_INDEX,
+  P_STARTED,
+  PROGRESS_SLOTS,
+  WORKER_SESSIONS,
+  type BatchReply,
+  type BatchRequest,
+  type ReaderOptions,
+  type ReadOutcome,
+  type RegexJobReply,
+  type RegexJobRequest,
+} from './search-reader-protocol.js';
 import { embeddedWorkerCode, startWorkerFromCode } from './worker-code.js';
 
-/**
- * What reading one candidate found. `text`: a text file passed to the caller to match (no `match` in the options);
- * `hits`: a file with matching lines (with `match`); `deferred`: a candidate over keepMaxBytes, for the caller to read;
- * `fallback`: not read here (no worker), for the caller to read; `regex_timeout`: the expression ran out of time.
- */
-export type ReadOutcome =
-  | { kind: 'too_large' | 'unreadable' | 'binary' | 'no_match' | 'deferred' | 'fallback' | 'regex_timeout' }
-  | { kind: 'text'; bytes: Uint8Array }
-  | { kind: 'hits'; bytes: Uint8Array; hits: LineHit[] };
+/** How long one file may take under a user regular expression, ms. */
+export const REGEX_FILE_TIMEOUT_MS = 1000;
 
-/** The per-search settings a worker needs (structured-clonable). */
-export interface ReaderOptions {
-  /** Real paths of the sandbox roots: the opened file must lie in one (the /proc/self/fd re-check). */
-  roots: ReadonlyArray<{ real: string }>;
-  /** Larger files are `too_large` (--max-search-file-bytes). */
-  maxFileBytes: number;
-  /** Larger candidates are `deferred` instead of returned. */
-  keepMaxBytes: number;
-  /** Bytes every matching line contains (null: every text file is a candidate). */
-  needle: Uint8Array | null;
-  /** Match lines here (`hits`), with this expression; `bounded`: a user regex under the per-file time limit. */
-  match: { source: string; flags: string; bounded: boolean } | null;
+/** The error of a regular expression stopped after REGEX_FILE_TIMEOUT_MS on one file (VALIDATION regex_timeout). */
+export function regexTimeoutError(): ToolError {
+  return new ToolError(
+    'VALIDATION',
+    `The regular expression took longer than ${REGEX_FILE_TIMEOUT_MS} ms on one file and was stopped.`,
+    {
+      details: { reason: 'regex_timeout', field: 'query', timeout_ms: REGEX_FILE_TIMEOUT_MS },
+      suggestion: 'Simplify the pattern (avoid nested quantifiers such as (a+)+), or use a literal query.',
+    },
+  );
 }
 
 /** Files per message to a worker. */
 const BATCH_FILES = 256;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
-
-/** Slots of a worker's progress record (Int32Array over shared memory). */
-const P_BATCH = 0;
-const P_INDEX = 1;
-/** ms since the pool's epoch when the current file started (0: idle). */
-const P_STARTED = 2;
-const PROGRESS_SLOTS = 3;
-
-/** The last session needle (bytes) of this thread, decoded. */
-const needleText: { bytes: Uint8Array | null; text: string } = { bytes: null, text: '' };
-
-/** Compiled expressions of a thread, by flags and source. */
-const compiled = new Map<string, RegExp>();
-
-const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
-const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
-const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
-
-/**
- * The directory a worker last opened files in, opened and verified once (Linux): files are then opened as
- * `/proc/self/fd/<dir fd>/<name>`, which the kernel resolves from the directory the descriptor holds — openat(2) by
- * another name — so no path component above the file can be swapped for a link after the check, and the per-file
- * /proc/self/fd re-check of `openForReadSync` is not needed (it was a fifth of a worker's time). The name itself is
- * opened with O_NOFOLLOW, as always.
- */
-export interface DirHandle {
-  path: string;
-  /** The verified directory's descriptor, or null when it could not be opened or lies outside the roots. */
-  fd: number | null;
-}
-
-/** Closes a worker's current directory (end of a batch). */
-export function closeDir(dir: { current: DirHandle | null }): void {
-  if (dir.current?.fd != null) {
-    try {
-      closeSync(dir.current.fd);
-    } catch {
-      /* already closed */
-    }
-  }
-  dir.current = null;
-}
-
-/**
- * The verified descriptor of `parent`, opened once per directory run and kept in `dir` (Linux): opened O_NOFOLLOW, its
- * /proc/self/fd location proven equal to `parent` (`assertDescriptorAt`), and `parent` inside the roots. Null when any
- * of that fails (every file in it is then unreadable).
- */
-function verifiedParent(
-  parent: string,
-  isInside: (p: string) => boolean,
-  dir: { current: DirHandle | null },
-): number | null {
-  if (dir.current?.path !== parent) {
-    closeDir(dir);
-    let fd: number | null = null;
-    try {
-      fd = openSync(parent, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
-      // The one proof of src/fs/verified-dir.ts: the descriptor is the directory the walk listed, exactly there.
-      assertDescriptorAt(fd, fstatSync(fd), parent);
-      if (!isInside(parent)) throw new Error('outside the roots');
-    } catch {
-      if (fd !== null) closeSync(fd);
-      fd = null;
-    }
-    dir.current = { path: parent, fd };
-  }
-  return dir.current.fd;
-}
-
-/**
- * Opens a candidate file for reading, with the checks of `openForReadSync` (regular files only; inside the roots),
- * through the verified directory descriptor on Linux.
- * @throws when the file cannot be opened, is not a regular file, or is not inside the roots
- */
-function openCandidate(
-  file: string,
-  isInside: (p: string) => boolean,
-  dir: { current: DirHandle | null },
-): { fd: number; stats: Stats } {
-  if (process.platform !== 'linux') return openForReadSync(file, isInside);
-  const parent = path.dirname(file);
-  const dirFd = verifiedParent(parent, isInside, dir);
-  if (dirFd === null) throw new Error(`${parent} is not a readable directory inside the roots`);
-  const fd = openSync(`/proc/self/fd/${dirFd}/${path.basename(file)}`, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-  try {
-    const stats = fstatSync(fd);
-    if (!stats.isFile()) throw new Error('not a regular file');
-    return { fd, stats };
-  } catch (error) {
-    closeSync(fd);
-    throw error;
-  }
-}
-
-/**
- * Reads (and with `options.match`, matches) one file as content search sees it: the work a worker does per file,
- * exported for tests. Never throws.
- * @param scratch a reusable read buffer, grown as needed
- * @param dir the worker's current verified directory (kept across the files of a batch); absent: opened and closed
- *   for this file alone
- */
-export function readCandidate(
-  file: string,
-  options: ReaderOptions,
-  scratch: { buf: Buffer },
-  dir?: { current: DirHandle | null },
-): ReadOutcome {
-  if (!dir) {
-    const own = { current: null };
-    try {
-      return readCandidate(file, options, scratch, own);
-    } finally {
-      closeDir(own);
-    }
-  }
-  let opened: { fd: number; stats: { size: number } };
-  try {
-    opened = openCandidate(file, (p) => options.roots.some((r) => isWithin(r.real, p)), dir);
-  } catch {
-    return { kind: 'unreadable' };
-  }
-  const { fd } = opened;
-  let bytes: Buffer;
-  try {
-    const size = opened.stats.size;
-    if (size > options.maxFileBytes) return { kind: 'too_large' };
-    if (scratch.buf.length < size) scratch.buf = Buffer.allocUnsafe(Math.max(size, 64 * 1024));
-    // The size fstat reported, as the main thread's path reads it (a file that grows meanwhile is read as it was).
-    let filled = 0;
-    while (filled < size) {
-      const n = readSync(fd, scratch.buf, filled, size - filled, filled);
-      if (n === 0) break;
-      filled += n;
-    }
-    bytes = scratch.buf.subarray(0, filled);
-  } catch {
-    return { kind: 'unreadable' };
-  } finally {
-    try {
-      closeSync(fd);
-    } catch {
-      /* already closed */
-    }
-  }
-  return classify(bytes, options);
-}
-
-/**
- * Content search's verdict on a file's bytes, after the JavaScript read: binary, then the required bytes, then
- * `matched` (the native path applies the first two in C, byte for byte the same).
- */
-function classify(bytes: Buffer, options: ReaderOptions): ReadOutcome {
-  // The whole file (a first look at its first 8 KiB scanned those twice; any prefix that looks binary makes
-  // the whole file look binary, so the verdict is the same).
-  if (looksBinary(bytes, true)) return { kind: 'binary' };
-  if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
-  return matched(bytes, options);
-}
-
-/**
- * What a text file holding the required bytes is: `text` (a copy) without `options.match`, else `hits` or `no_match`;
- * `deferred` when over keepMaxBytes. `bytes` may be a view of a reused buffer: what is returned is a copy.
- */
-function matched(bytes: Buffer, options: ReaderOptions): ReadOutcome {
-  if (!options.match) {
-    return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
-  }
-  const key = `${options.match.flags}/${options.match.source}`;
-  let re = compiled.get(key);
-  if (!re) {
-    if (compiled.size > 16) compiled.clear();
-    re = new RegExp(options.match.source, options.match.flags);
-    compiled.set(key, re);
-  }
-  // The needle is a string every matching line contains (LineMatcher.needle): only lines holding it are tested.
-  if (options.needle && options.needle !== needleText.bytes) {
-    needleText.bytes = options.needle;
-    needleText.text = Buffer.from(options.needle).toString('utf8');
-  }
-  const hits = matchLines(re, bytes.toString('utf8'), options.needle ? needleText.text : null);
-  if (hits.length === 0) return { kind: 'no_match' };
-  if (bytes.length > options.keepMaxBytes) return { kind: 'deferred' };
-  return { kind: 'hits', bytes: new Uint8Array(bytes), hits }; // a copy with its own ArrayBuffer (transferable)
-}
-
-/** The outcome of each native code other than a candidate's. */
-const NATIVE_KIND: Record<1 | 2 | 3 | 4, ReadOutcome> = {
-  [NATIVE_CODES.unreadable]: { kind: 'unreadable' },
-  [NATIVE_CODES.too_large]: { kind: 'too_large' },
-  [NATIVE_CODES.binary]: { kind: 'binary' },
-  [NATIVE_CODES.no_match]: { kind: 'no_match' },
-};
-
-/** A reader thread's reusable state: the JavaScript path's read buffer, the current directory, the addon's buffers. */
-export interface ReaderState {
-  scratch: { buf: Buffer };
-  dir: { current: DirHandle | null };
-  /** The native addon (null: the JavaScript path). */
-  addon: NativeAddon | null;
-  buffers: NativeBuffers;
-}
-
-/** A fresh ReaderState (`addon` null: the JavaScript path only). */
-export function readerState(addon: NativeAddon | null): ReaderState {
-  return { scratch: { buf: Buffer.allocUnsafe(256 * 1024) }, dir: { current: null }, addon, buffers: nativeBuffers() };
-}
-
-/**
- * Reads (and matches) the files of one batch in order, calling `each(index, outcome)` for each — the work a reader
- * thread does per batch, exported for tests. With the addon (Linux), each run of files in one directory is read by one
- * native call through the directory's verified descriptor (`verifiedParent`, as the JavaScript path opens it); else,
- * and for a run the addon refuses, file by file with `readCandidate`. `before(index)` is called before the
- * JavaScript work on a file (the watchdog's progress record), `after()` when it ends. Never throws.
- */
-export function readBatch(
-  files: readonly string[],
-  options: ReaderOptions,
-  state: ReaderState,
-  each: (index: number, outcome: ReadOutcome) => void,
-  before: (index: number) => void = () => {},
-  after: () => void = () => {},
-): void {
-  const { addon } = state;
-  if (!addon || process.platform !== 'linux') {
-    files.forEach((file, i) => {
-      before(i);
-      each(i, readCandidate(file, options, state.scratch, state.dir));
-    });
-    after();
-    return;
-  }
-  const isInside = (p: string) => options.roots.some((r) => isWithin(r.real, p));
-  for (let first = 0; first < files.length;) {
-    const parent = path.dirname(files[first]);
-    let end = first + 1;
-    while (end < files.length && path.dirname(files[end]) === parent) end++;
-    const names = files.slice(first, end).map((f) => path.basename(f));
-    const dirFd = verifiedParent(parent, isInside, state.dir);
-    if (dirFd === null) {
-      for (let i = first; i < end; i++) each(i, { kind: 'unreadable' });
-    } else {
-      let answered = 0;
-      try {
-        nativeReadRun(addon, dirFd, names, options.maxFileBytes, options.needle, state.buffers, (k, r) => {
-          before(first + k);
-          each(first + k, r.code === NATIVE_CODES.candidate ? matched(r.bytes, options) : NATIVE_KIND[r.code]);
-          after();
-          answered = k + 1;
-        });
-      } catch {
-        // A name the addon refuses (it opened nothing): the JavaScript path, with its own checks, for the rest.
-        for (let i = first + answered; i < end; i++) {
-          before(i);
-          each(i, readCandidate(files[i], options, state.scratch, state.dir));
-          after();
-        }
-      }
-    }
-    first = end;
-  }
-}
 
 /**
  * The files of one batch, answered together (one promise per batch, not per file; a caller whose batch is
@@ -368,16 +107,23 @@ export class ReadTicket {
   }
 }
 
-interface Batch {
+/** A batch or job a worker holds. */
+interface InFlight {
   id: number;
-  pending: PendingBatch;
+  /** Under the per-file time limit (a user regular expression). */
   bounded: boolean;
+  /** Files it holds (a job: 1), the slot's load. */
+  count: number;
+  /** The worker's answer. */
+  answer(reply: BatchReply | RegexJobReply): void;
+  /** The worker is gone: `timedOut` is the index of the file (0 for a job) the watchdog stopped, if in this one. */
+  abandon(timedOut: number | null): void;
 }
 
 interface WorkerSlot {
   worker: Worker;
   progress: Int32Array;
-  batches: Map<number, Batch>;
+  held: Map<number, InFlight>;
   load: number;
   /** Terminated on purpose (a timeout): its exit is not a failure of the pool. */
   retired: boolean;
@@ -385,81 +131,14 @@ interface WorkerSlot {
   sessions: Set<number>;
 }
 
-/**
- * The message to a worker: a batch of one session's files, NUL-separated in one string (a path never holds a NUL; one
- * string clones far faster than an array of them: posting batches was 14 % of a search's main thread), and the
- * session's options the first time this worker sees the session.
- */
-export interface BatchRequest {
-  id: number;
-  session: number;
-  options?: ReaderOptions;
-  files: string;
-}
-
-/**
- * A worker's answer: one kind code per file, in order (KIND_CODES), and for the files with bytes (`text`, `hits`) their
- * index, bytes (transferred) and hits.
- */
-export interface BatchReply {
-  id: number;
-  kinds: string;
-  found: Array<{ index: number; bytes: Uint8Array; hits?: LineHit[] }>;
-}
-
-/** One character per outcome kind in BatchReply.kinds. */
-const KIND_CODES = {
-  too_large: 'L',
-  unreadable: 'U',
-  binary: 'B',
-  no_match: 'N',
-  deferred: 'D',
-  fallback: 'F',
-  regex_timeout: 'R',
-  text: 'T',
-  hits: 'H',
-} as const satisfies Record<ReadOutcome['kind'], string>;
-const KIND_OF_CODE = new Map<string, ReadOutcome['kind']>(
-  Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as ReadOutcome['kind']]),
-);
-
-/** The outcomes without bytes, one frozen object per kind, shared by every file with that outcome. */
-const PLAIN_OUTCOMES = new Map<string, ReadOutcome>(
-  (['too_large', 'unreadable', 'binary', 'no_match', 'deferred', 'fallback', 'regex_timeout'] as const).map((kind) => [
-    KIND_CODES[kind],
-    Object.freeze({ kind }),
-  ]),
-);
-const FALLBACK = PLAIN_OUTCOMES.get(KIND_CODES.fallback)!;
-
-/** The outcomes of a reply, in file order (`fallback` for anything missing or malformed). */
-export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {
-  const out: ReadOutcome[] = [];
-  const found = reply.found.length > 0 ? new Map(reply.found.map((f) => [f.index, f])) : null;
-  for (let i = 0; i < count; i++) {
-    const code = reply.kinds[i] ?? '';
-    const plain = PLAIN_OUTCOMES.get(code);
-    if (plain) {
-      out.push(plain);
-      continue;
-    }
-    const kind = KIND_OF_CODE.get(code);
-    const f = found?.get(i);
-    if (kind === 'hits' && f?.hits) out.push({ kind, bytes: f.bytes, hits: f.hits });
-    else if (kind === 'text' && f) out.push({ kind, bytes: f.bytes });
-    else out.push(FALLBACK);
-  }
-  return out;
-}
-
-/** Session options a worker keeps (older ones are dropped; their batches are long answered). */
-const WORKER_SESSIONS = 8;
+/** A regular-expression job's parameters (RegexJobRequest.job). */
+type RegexJob = RegexJobRequest['job'];
 
 /** The worker pool (one per process, threads created on first use and unref'd). */
 export class SearchReaderPool {
   private slots: WorkerSlot[] | null = null;
   private broken = false;
-  private nextBatch = 1;
+  private nextId = 1;
   private nextSession = 1;
   private watchdog: NodeJS.Timeout | null = null;
   private readonly epoch = Date.now();
@@ -472,7 +151,7 @@ export class SearchReaderPool {
   /**
    * @param size worker threads
    * @param code the reader worker's code (src/fs/worker-code.ts: embedded in the bundle, never read from a file);
-   *   null: no threads, every file is read by the caller (`fallback`)
+   *   null: no threads, every file is read by the caller (`fallback`) and every regular-expression job fails
    * @param timeoutMs a user regular expression's time per file before its worker is stopped
    */
   constructor(
@@ -522,25 +201,97 @@ export class SearchReaderPool {
     return { submit, read: (file) => submit(file).wait() };
   }
 
+  /**
+   * The matching lines of `text` under the user regular expression (`source`, `flags`; already compiled once by the
+   * caller), in a worker, under the per-file time limit.
+   * @throws ToolError VALIDATION regex_timeout; Error when no worker can run it (a build without the worker code)
+   */
+  regexLines(source: string, flags: string, text: string): Promise<LineHit[]> {
+    return this.runJob({ source, flags, text }).then((reply) => reply.lines!);
+  }
+
+  /**
+   * `text` with every match of (`source`, `flags`) replaced (src/fs/replace-lines.ts `replaceLines`: `$1`, `$<name>`,
+   * `$&`, `$$` expanded; bounded by `maxChars` and `maxCount`), in a worker, under the per-file time limit.
+   * @throws as `regexLines`
+   */
+  regexReplace(
+    source: string,
+    flags: string,
+    text: string,
+    replace: { replacement: string; maxChars: number; maxCount: number },
+  ): Promise<LineReplacement> {
+    return this.runJob({ source, flags, text, replace }).then((reply) => reply.replaced!);
+  }
+
+  private runJob(job: RegexJob): Promise<RegexJobReply> {
+    return new Promise<RegexJobReply>((resolve, reject) => {
+      const slot = this.leastLoaded();
+      if (!slot) {
+        reject(
+          new Error(
+            this.code === null
+              ? 'this build embeds no regex worker (run the bundle, dist/cli.js)'
+              : 'the regular-expression worker could not start',
+          ),
+        );
+        return;
+      }
+      const id = this.nextId++;
+      this.hold(slot, {
+        id,
+        bounded: true,
+        count: 1,
+        answer: (reply) => {
+          const r = reply as RegexJobReply;
+          if (r.error !== undefined) reject(new Error(`the regular expression failed: ${r.error}`));
+          else resolve(r);
+        },
+        abandon: (timedOut) =>
+          reject(timedOut === null ? new Error('the regular-expression worker stopped') : regexTimeoutError()),
+      });
+      const request: RegexJobRequest = { id, job };
+      slot.worker.postMessage(request);
+    });
+  }
+
   private dispatch(session: number, files: string[], pending: PendingBatch, options: ReaderOptions): void {
-    const slots = this.ensureWorkers();
-    if (!slots) {
+    const slot = this.leastLoaded();
+    if (!slot) {
       pending.settle(() => ({ kind: 'fallback' }));
       return;
     }
-    let slot = slots[0];
-    for (const s of slots) if (s.load < slot.load) slot = s;
-    const batch: Batch = { id: this.nextBatch++, pending, bounded: options.match?.bounded ?? false };
-    slot.batches.set(batch.id, batch);
-    slot.load += files.length;
-    const request: BatchRequest = { id: batch.id, session, files: files.join('\0') };
+    const id = this.nextId++;
+    this.hold(slot, {
+      id,
+      bounded: options.match?.bounded ?? false,
+      count: files.length,
+      answer: (reply) => pending.settle(outcomesOf(reply as BatchReply, pending.count)),
+      abandon: (timedOut) => pending.settle((i) => ({ kind: i === timedOut ? 'regex_timeout' : 'fallback' })),
+    });
+    const request: BatchRequest = { id, session, files: files.join('\0') };
     if (!slot.sessions.has(session)) {
       request.options = options;
       slot.sessions.add(session);
       if (slot.sessions.size > WORKER_SESSIONS) slot.sessions.delete(slot.sessions.values().next().value!);
     }
     slot.worker.postMessage(request);
-    if (batch.bounded) this.armWatchdog();
+  }
+
+  /** Notes that `slot` holds `work` (its load, the watchdog when bounded). */
+  private hold(slot: WorkerSlot, work: InFlight): void {
+    slot.held.set(work.id, work);
+    slot.load += work.count;
+    if (work.bounded) this.armWatchdog();
+  }
+
+  /** The least loaded worker (the threads started on first use), or null when there are none. */
+  private leastLoaded(): WorkerSlot | null {
+    const slots = this.ensureWorkers();
+    if (!slots) return null;
+    let slot = slots[0];
+    for (const s of slots) if (s.load < slot.load) slot = s;
+    return slot;
   }
 
   private ensureWorkers(): WorkerSlot[] | null {
@@ -561,31 +312,31 @@ export class SearchReaderPool {
       workerData: { progress, epoch: this.epoch, nativePath: this.nativePath },
     });
     worker.unref();
-    const slot: WorkerSlot = { worker, progress, batches: new Map(), load: 0, retired: false, sessions: new Set() };
-    worker.on('message', (msg: BatchReply) => {
-      const batch = slot.batches.get(msg.id);
-      if (!batch) return;
-      slot.batches.delete(msg.id);
-      slot.load -= batch.pending.count;
-      batch.pending.settle(outcomesOf(msg, batch.pending.count));
+    const slot: WorkerSlot = { worker, progress, held: new Map(), load: 0, retired: false, sessions: new Set() };
+    worker.on('message', (msg: BatchReply | RegexJobReply) => {
+      const work = slot.held.get(msg.id);
+      if (!work) return;
+      slot.held.delete(msg.id);
+      slot.load -= work.count;
+      work.answer(msg);
     });
     const fail = () => {
       if (slot.retired) return;
       // Every outstanding file is read by the caller instead; later searches do without workers.
       this.broken = true;
-      this.release(slot, () => ({ kind: 'fallback' }));
+      this.release(slot, null, 0);
     };
     worker.on('error', fail);
     worker.on('exit', fail);
     return slot;
   }
 
-  /** Answers every outstanding file of a slot with `outcome(batch, index)`. */
-  private release(slot: WorkerSlot, outcome: (batch: Batch, index: number) => ReadOutcome): void {
-    const batches = [...slot.batches.values()];
-    slot.batches.clear();
+  /** Abandons everything a slot holds: the file `index` of batch or job `stopped` timed out, if any. */
+  private release(slot: WorkerSlot, stopped: number | null, index: number): void {
+    const held = [...slot.held.values()];
+    slot.held.clear();
     slot.load = 0;
-    for (const b of batches) b.pending.settle((i) => outcome(b, i));
+    for (const w of held) w.abandon(w.id === stopped ? index : null);
   }
 
   private armWatchdog(): void {
@@ -599,72 +350,22 @@ export class SearchReaderPool {
     let pendingBounded = false;
     const now = Date.now() - this.epoch;
     this.slots?.forEach((slot, index) => {
-      const batchId = Atomics.load(slot.progress, P_BATCH);
+      const current = Atomics.load(slot.progress, P_BATCH);
       const started = Atomics.load(slot.progress, P_STARTED);
-      const batch = slot.batches.get(batchId);
-      if (batch?.bounded && started > 0 && now - started > this.timeoutMs) {
-        const fileIndex = Atomics.load(slot.progress, P_INDEX);
+      if (slot.held.get(current)?.bounded && started > 0 && now - started > this.timeoutMs) {
         slot.retired = true;
         void slot.worker.terminate();
-        this.release(slot, (b, i) =>
-          b.id === batchId && i === fileIndex ? { kind: 'regex_timeout' } : { kind: 'fallback' },
-        );
+        this.release(slot, current, Atomics.load(slot.progress, P_INDEX));
         this.slots![index] = this.startWorker();
         return;
       }
-      for (const b of slot.batches.values()) if (b.bounded) pendingBounded = true;
+      for (const w of slot.held.values()) if (w.bounded) pendingBounded = true;
     });
     if (!pendingBounded && this.watchdog) {
       clearInterval(this.watchdog);
       this.watchdog = null;
     }
   }
-}
-
-/**
- * The worker loop (run by src/fs/search-reader-worker.ts): answers each batch in order, publishing the file it is on
- * in `progress` for the watchdog.
- */
-export function serveBatches(
-  port: import('node:worker_threads').MessagePort,
-  progress: Int32Array,
-  epoch: number,
-  addon: NativeAddon | null = null,
-): void {
-  const state = readerState(addon);
-  const sessions = new Map<number, ReaderOptions>();
-  const before = (i: number) => {
-    Atomics.store(progress, P_INDEX, i);
-    Atomics.store(progress, P_STARTED, Math.max(1, Date.now() - epoch));
-  };
-  const after = () => Atomics.store(progress, P_STARTED, 0);
-  port.on('message', (job: BatchRequest) => {
-    if (job.options) {
-      sessions.set(job.session, job.options);
-      if (sessions.size > WORKER_SESSIONS) sessions.delete(sessions.keys().next().value!);
-    }
-    const options = sessions.get(job.session);
-    const files = job.files.split('\0');
-    const codes: string[] = new Array<string>(files.length);
-    const found: BatchReply['found'] = [];
-    const transfer: ArrayBuffer[] = [];
-    Atomics.store(progress, P_BATCH, job.id);
-    const each = (i: number, r: ReadOutcome) => {
-      codes[i] = KIND_CODES[r.kind];
-      if (r.kind === 'text' || r.kind === 'hits') {
-        transfer.push(r.bytes.buffer as ArrayBuffer);
-        found.push(r.kind === 'hits' ? { index: i, bytes: r.bytes, hits: r.hits } : { index: i, bytes: r.bytes });
-      }
-    };
-    // A session this worker does not know (never sent, or dropped): the caller reads the files itself.
-    if (options) readBatch(files, options, state, each, before, after);
-    else files.forEach((_, i) => each(i, { kind: 'fallback' }));
-    // The directory is verified afresh by the next batch (its roots may differ, and it may have moved since).
-    closeDir(state.dir);
-    Atomics.store(progress, P_STARTED, 0);
-    const reply: BatchReply = { id: job.id, kinds: codes.join(''), found };
-    port.postMessage(reply, transfer);
-  });
 }
 
 /** Reader threads: one per core (they block in syscalls as much as they compute), at least 1, at most 4. */

@@ -13,7 +13,7 @@
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 
 /** The worker threads (their file names in src/fs without `.ts`). */
-export type WorkerName = 'regex-worker' | 'search-reader-worker';
+export type WorkerName = 'search-reader-worker';
 
 /** Set by scripts/bundle.mjs: each worker's bundled code by name. Undefined when running from src/. */
 declare const FS_TOOLS_WORKER_CODE: Readonly<Record<string, string>> | undefined;

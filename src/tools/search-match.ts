@@ -8,9 +8,11 @@
  */
 import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
-import { searchReaderPool, type ReadOutcome, type ReadTicket } from '../fs/search-reader.js';
+import { regexTimeoutError, searchReaderPool, type ReadTicket } from '../fs/search-reader.js';
+import type { ReadOutcome } from '../fs/search-reader-protocol.js';
 import type { WalkItem } from '../fs/walk.js';
-import { matcherSpec, regexTimeoutError, type LineHit, type LineMatcher } from '../fs/line-matcher.js';
+import { matcherSpec, type LineMatcher } from '../fs/line-matcher.js';
+import type { LineHit } from '../fs/match-lines.js';
 import { isSecretEntry, type PolicyContext } from '../policy/authorize.js';
 import { findContainingRoot } from '../policy/containment.js';
 

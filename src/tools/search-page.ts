@@ -5,26 +5,11 @@
  * next page resumes: `{after}` a glob result, or `{file, skip}` (a file, and how many of its matches were returned).
  * This file changes when what a page holds, how it is cut, or how it reads changes.
  */
-import { z } from 'zod';
-import type { LineHit } from '../fs/line-matcher.js';
-import { escapeLine, quoteName } from './text-safe.js';
+import type { LineHit } from '../fs/match-lines.js';
+import { cutLine, renderMatch, stripCr, type Match } from './search-line.js';
+import { quoteName } from './text-safe.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { NO_SKIPS, WALK_SKIPS, type WalkSkipCounts } from './search-walk.js';
-
-/** Longest line text returned per match, in characters (longer lines are cut around the match). */
-const MAX_LINE_CHARS = 400;
-
-/** One matching line (the output schema's element). */
-export const MatchSchema = z.object({
-  path: z.string().describe('Relative to the searched directory, / separated'),
-  line: z.number().int().describe('1-based'),
-  column: z.number().int().describe('1-based, in UTF-16 code units'),
-  text: z.string().describe('The matching line (without its terminator; long lines are cut around the match)'),
-  before: z.array(z.string()).optional(),
-  after: z.array(z.string()).optional(),
-});
-
-type Match = z.infer<typeof MatchSchema>;
 
 /** Skip counts of a page, by reason (docs/tools.md `skipped`). */
 export interface SearchSkipped {
@@ -51,31 +36,6 @@ export interface SearchPageOptions {
   resumeSkip: number;
 }
 
-function cutLine(line: string, column: number): string {
-  if (line.length <= MAX_LINE_CHARS) return line;
-  const start = Math.max(0, Math.min(column - MAX_LINE_CHARS / 4, line.length - MAX_LINE_CHARS));
-  return `${start > 0 ? '…' : ''}${line.slice(start, start + MAX_LINE_CHARS)}${start + MAX_LINE_CHARS < line.length ? '…' : ''}`;
-}
-
-function stripCr(line: string): string {
-  return line.endsWith('\r') ? line.slice(0, -1) : line;
-}
-
-/**
- * One match as text, grep style: `path:line:column: text` for the match, `path-line- text` for its context lines,
- * `--` after the group when context is shown. The path is quoted when unusual and the line texts have their control
- * characters escaped (src/tools/text-safe.ts), so each match or context line is exactly one line of output.
- */
-function renderMatch(m: Match, withContext: boolean): string {
-  const p = quoteName(m.path);
-  return [
-    ...(m.before ?? []).map((t, i, all) => `${p}-${m.line - all.length + i}- ${escapeLine(t)}`),
-    `${p}:${m.line}:${m.column}: ${escapeLine(m.text)}`,
-    ...(m.after ?? []).map((t, i) => `${p}-${m.line + 1 + i}- ${escapeLine(t)}`),
-    ...(withContext ? ['--'] : []),
-  ].join('\n');
-}
-
 /**
  * One page of search results. The `add*` methods return false when the page is full: it is then `truncated`, with
  * `next` set to where the next page resumes, and the caller stops. Walk skips are counted only once the page has
@@ -99,7 +59,7 @@ export class SearchPage {
   truncated = false;
   /** Where the next page resumes (cursor position), when truncated. */
   next: Record<string, unknown> | null = null;
-  /** Issue #14: the text lines are built with the results, and both are charged to the response budget. */
+  /** The text lines are built with the results, and both are charged to the response budget. */
   private readonly out: string[] = [];
   private readonly budget = new ResponseBudget();
   /** Whether `uncommitted` may hold a count above zero. */
@@ -217,7 +177,7 @@ export class SearchPage {
   }
 
   /**
-   * Issue #18: one result per file (its path, or its path and count), paged by file: the cursor resumes at the first
+   * One result per file (its path, or its path and count), paged by file: the cursor resumes at the first
    * file not returned, with the same result cap and response budget as matches.
    */
   private addFileResult(relative: string, count: number): boolean {

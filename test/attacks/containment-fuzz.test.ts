@@ -26,7 +26,7 @@
  * identical worlds, one in-process and one through the real server process (dist/cli.js, real MCP client), and
  * requires the same outcome codes, which shows that the in-process path is the server's path.
  * Regular-expression searches are left to the real-server tests (secret-leaks, protocol-abuse): in-process under vitest
- * the regex worker (src/fs/regex-worker.ts) cannot be started from TypeScript sources; the walk they share with
+ * the reader threads (src/fs/search-reader-worker.ts) cannot be started from TypeScript sources; the walk they share with
  * literal searches is fuzzed here.
  * --auto-occ=off, so mutations reach the filesystem without hash plumbing. Worlds live on /dev/shm (tmpfs) when it
  * exists, so fsync costs nothing; otherwise in the OS temporary directory.

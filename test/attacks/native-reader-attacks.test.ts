@@ -1,6 +1,6 @@
 /**
  * Attacks on content search's native addon (issue #19 review: native/fs_tools_native.c, src/fs/native-reader.ts,
- * `readBatch` in src/fs/search-reader.ts), against the real server over stdio and the real primitive:
+ * `readBatch` in src/fs/search-reader-read.ts), against the real server over stdio and the real primitive:
  * - differential through the server: the same search_files answers (matches, counts, truncation, skip counts, binary
  *   detection) with the addon and with `--native=off`, on a tree of text, binary, invalid UTF-8, empty, at-cap,
  *   over-cap, larger-than-the-output-buffer files, odd names (newline, invalid UTF-8), symlinks in and out, a hard link
@@ -41,7 +41,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nativeBuffers, nativeReadRun, type NativeAddon } from '../../src/fs/native-reader.js';
 import { nativeAddonUrl } from '../../src/fs/native-load.js';
 import { loadBuiltAddon } from '../helpers/worker-code.js';
-import { closeDir, readBatch, readerState, type ReaderOptions } from '../../src/fs/search-reader.js';
+import { closeDir, readBatch, readerState } from '../../src/fs/search-reader-read.js';
+import type { ReaderOptions } from '../../src/fs/search-reader-protocol.js';
 import { CLI, connect, type TestClient } from '../helpers/server.js';
 
 const DIST = new URL('../../dist/', import.meta.url);

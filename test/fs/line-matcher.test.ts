@@ -12,25 +12,20 @@
  *    empty lines, astral characters), and a literal absent from the text gives none;
  *  - regexTimeoutError is VALIDATION regex_timeout with the timeout;
  *  - a literal replace inserts the replacement as typed, per line, and builds nothing past maxChars;
- *  - the worker pool (run with the worker's code bundled from src/, as dist/cli.js embeds it) matches and replaces in order, expands `$1`/`$&`,
+ *  - the reader pool's regular-expression jobs (the worker's code bundled from src/, as dist/cli.js embeds it) match and replace in order, expands `$1`/`$&`,
  *    stops a catastrophic expression at the per-file limit with regex_timeout and answers the next job with a fresh
  *    worker.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { workerCode } from '../helpers/worker-code.js';
-import {
-  createLineMatcher,
-  matcherSpec,
-  matchLines,
-  REGEX_FILE_TIMEOUT_MS,
-  RegexWorkerPool,
-  regexTimeoutError,
-  requiredLiteral,
-} from '../../src/fs/line-matcher.js';
+import { createLineMatcher, matcherSpec } from '../../src/fs/line-matcher.js';
+import { matchLines } from '../../src/fs/match-lines.js';
+import { requiredLiteral } from '../../src/fs/required-literal.js';
+import { REGEX_FILE_TIMEOUT_MS, regexTimeoutError, SearchReaderPool } from '../../src/fs/search-reader.js';
 
-/** The bundled worker (built by the suite's global setup, test/helpers/global-setup.ts). */
-const BUILT_WORKER = await workerCode('regex-worker');
+/** The bundled reader worker, which runs regular-expression jobs too (built from src/ as dist/cli.js embeds it). */
+const BUILT_WORKER = await workerCode('search-reader-worker');
 
 describe('createLineMatcher (literal queries)', () => {
   it('matches per line with the first column, a final \\r removed', async () => {
@@ -151,34 +146,34 @@ describe('replace (literal, in this thread)', () => {
   });
 });
 
-describe('RegexWorkerPool (the built worker)', () => {
+describe('regular-expression jobs on the reader pool (the built worker)', () => {
   it('matches and replaces in order, with $1 and $& expanded', async () => {
-    const pool = new RegexWorkerPool(BUILT_WORKER);
+    const pool = new SearchReaderPool(2, BUILT_WORKER);
     const [hits, replaced] = await Promise.all([
-      pool.run('b(\\d)', 'u', 'ab1\nno\nb2'),
-      pool.replace('b(\\d)', 'u', 'ab1\nno\nb2', { replacement: '[$1|$&]', maxChars: 1000, maxCount: 2 }),
+      pool.regexLines('b(\\d)', 'u', 'ab1\nno\nb2'),
+      pool.regexReplace('b(\\d)', 'u', 'ab1\nno\nb2', { replacement: '[$1|$&]', maxChars: 1000, maxCount: 2 }),
     ]);
     expect(hits).toEqual([
       [0, 1],
       [2, 0],
     ]);
     expect(replaced).toEqual({ text: 'a[1|b1]\nno\n[2|b2]', count: 2 });
-    const big = await pool.replace('a', 'u', 'aaaa', { replacement: 'x'.repeat(100), maxChars: 50, maxCount: 10 });
+    const big = await pool.regexReplace('a', 'u', 'aaaa', { replacement: 'x'.repeat(100), maxChars: 50, maxCount: 10 });
     expect(big.tooLarge).toBe(true);
-    const many = await pool.replace('a', 'u', 'aa\na', { replacement: 'b', maxChars: 1000, maxCount: 2 });
+    const many = await pool.regexReplace('a', 'u', 'aa\na', { replacement: 'b', maxChars: 1000, maxCount: 2 });
     expect(many).toEqual({ text: 'aa\na', count: 0, tooMany: true });
   });
 
   it('stops a catastrophic expression at the per-file limit, then serves the next job', async () => {
-    const pool = new RegexWorkerPool(BUILT_WORKER);
-    await expect(pool.run('^(a+)+$', 'u', `${'a'.repeat(40)}b`)).rejects.toMatchObject({
+    const pool = new SearchReaderPool(1, BUILT_WORKER);
+    await expect(pool.regexLines('^(a+)+$', 'u', `${'a'.repeat(40)}b`)).rejects.toMatchObject({
       code: 'VALIDATION',
       details: { reason: 'regex_timeout' },
     });
-    expect(await pool.run('b', 'u', 'ab')).toEqual([[0, 1]]);
+    expect(await pool.regexLines('b', 'u', 'ab')).toEqual([[0, 1]]);
   }, 20_000);
 
   it('a build without the worker (src/ alone) fails each job instead of loading a file', async () => {
-    await expect(new RegexWorkerPool(null).run('b', 'u', 'ab')).rejects.toThrow(/embeds no regex worker/);
+    await expect(new SearchReaderPool(1, null).regexLines('b', 'u', 'ab')).rejects.toThrow(/embeds no regex worker/);
   });
 });

@@ -2,7 +2,8 @@
  * Issue #14, the shared sorted listing (src/fs/listing-cache.ts): concurrent and later readers of an unchanged
  * directory share one listing (one read); any change of the directory (an entry created or removed, the directory
  * swapped for another) is seen by the next call; a recently modified ("racy") directory is never shared; a failed
- * read is not cached.
+ * read is not cached; the cache is bounded by bytes (its estimate `listingBytes`), least recently used listings
+ * dropped first, and reports what it holds.
  */
 import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -10,8 +11,10 @@ import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   CACHE_MIN_ENTRIES,
+  ListingCache,
   RACY_MS,
   clearListingCache,
+  listingBytes,
   listingCacheStats,
   sharedListing,
 } from '../../src/fs/listing-cache.js';
@@ -57,7 +60,13 @@ describe('sharedListing', () => {
     expect(all[0].dirents.map((d) => d.name)).toEqual(all[0].names);
     await sharedListing(dir, r.read);
     expect(r.reads).toBe(1);
-    expect(listingCacheStats()).toEqual({ directories: 1, entries: CACHE_MIN_ENTRIES + 10 });
+    expect(listingCacheStats()).toEqual({
+      directories: 1,
+      entries: CACHE_MIN_ENTRIES + 10,
+      bytes: listingBytes(all[0]),
+    });
+    // Per name: its UTF-16 characters (here 6: f00001…) and a fixed overhead.
+    expect(listingBytes(all[0]) / all[0].names.length).toBeGreaterThan(12);
   });
 
   it('sees a created and a removed entry at once (a changed directory is read again)', async () => {
@@ -118,5 +127,28 @@ describe('sharedListing', () => {
     await expect(Promise.all([sharedListing(dir, failing), sharedListing(dir, failing)])).rejects.toThrow('EACCES');
     expect(calls).toBe(1);
     expect((await sharedListing(dir, counting(dir).read)).names).toHaveLength(2);
+  });
+
+  it('holds at most its byte bound: the least recently used listing goes first; one over the bound is not kept', async () => {
+    const dirs = ['lru-a', 'lru-b', 'lru-c'].map((n) => bigDir(n, CACHE_MIN_ENTRIES));
+    await pastRacy();
+    const one = listingBytes(await new ListingCache().listing(dirs[0], counting(dirs[0]).read));
+    const cache = new ListingCache(2 * one);
+    const readers = dirs.map((d) => counting(d));
+    await cache.listing(dirs[0], readers[0].read);
+    await cache.listing(dirs[1], readers[1].read);
+    await cache.listing(dirs[0], readers[0].read); // a is now the most recently used
+    expect(cache.stats()).toEqual({ directories: 2, entries: 2 * CACHE_MIN_ENTRIES, bytes: 2 * one });
+    await cache.listing(dirs[2], readers[2].read); // b goes
+    expect(cache.stats().bytes).toBeLessThanOrEqual(2 * one);
+    await cache.listing(dirs[0], readers[0].read);
+    await cache.listing(dirs[1], readers[1].read);
+    expect(readers.map((r) => r.reads)).toEqual([1, 2, 1]);
+    const tiny = new ListingCache(one - 1);
+    const t = counting(dirs[0]);
+    await tiny.listing(dirs[0], t.read);
+    await tiny.listing(dirs[0], t.read);
+    expect(t.reads).toBe(2);
+    expect(tiny.stats()).toEqual({ directories: 0, entries: 0, bytes: 0 });
   });
 });

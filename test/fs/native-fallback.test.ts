@@ -15,7 +15,8 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadNativeAddon, nativeAddonUrl } from '../../src/fs/native-load.js';
 import { attachNativeAddon } from '../../src/fs/native-reader.js';
-import { SearchReaderPool, type ReaderOptions } from '../../src/fs/search-reader.js';
+import { SearchReaderPool } from '../../src/fs/search-reader.js';
+import type { ReaderOptions } from '../../src/fs/search-reader-protocol.js';
 import { fileSha256, loadBuiltAddon, workerCode } from '../helpers/worker-code.js';
 
 const WORKER = await workerCode('search-reader-worker');

@@ -39,7 +39,8 @@ import { looksBinary } from '../../src/fs/text.js';
 import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon } from '../../src/fs/native-reader.js';
 import { loadNativeAddon } from '../../src/fs/native-load.js';
 import { loadBuiltAddon } from '../helpers/worker-code.js';
-import { closeDir, readBatch, readerState, type ReaderOptions, type ReadOutcome } from '../../src/fs/search-reader.js';
+import { closeDir, readBatch, readerState } from '../../src/fs/search-reader-read.js';
+import type { ReaderOptions, ReadOutcome } from '../../src/fs/search-reader-protocol.js';
 
 const hasCompiler = spawnSync('cc', ['--version']).status === 0;
 const loaded = loadBuiltAddon()?.addon ?? null;

@@ -1,5 +1,5 @@
 /**
- * The literal prefilter of content search (src/fs/line-matcher.ts `requiredLiteral`, `createLineMatcher().needle`):
+ * The literal prefilter of content search (src/fs/required-literal.ts `requiredLiteral`, `createLineMatcher().needle`):
  * a file without the needle is skipped unread, so the needle must be contained in every line the expression matches.
  * Pins: known expressions give the expected literal (or none); property: for random expressions over a small
  * alphabet with groups, classes, alternation, quantifiers and escapes, every random line the expression matches
@@ -8,7 +8,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createLineMatcher, requiredLiteral } from '../../src/fs/line-matcher.js';
+import { createLineMatcher } from '../../src/fs/line-matcher.js';
+import { requiredLiteral } from '../../src/fs/required-literal.js';
 
 describe('requiredLiteral', () => {
   it.each([

@@ -19,13 +19,9 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { looksBinary } from '../../src/fs/text.js';
 import { workerCode } from '../helpers/worker-code.js';
-import {
-  outcomesOf,
-  readCandidate,
-  SearchReaderPool,
-  type ReaderOptions,
-  type ReadOutcome,
-} from '../../src/fs/search-reader.js';
+import { SearchReaderPool } from '../../src/fs/search-reader.js';
+import { outcomesOf, type ReaderOptions, type ReadOutcome } from '../../src/fs/search-reader-protocol.js';
+import { readCandidate } from '../../src/fs/search-reader-read.js';
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-search-reader-')));
 const root = path.join(base, 'root');

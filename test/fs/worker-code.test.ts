@@ -7,11 +7,10 @@ import { embeddedWorkerCode, startWorkerFromCode } from '../../src/fs/worker-cod
 
 describe('worker code', () => {
   it('src/ alone embeds none; a build table gives each by name', () => {
-    expect(embeddedWorkerCode('regex-worker')).toBeNull();
     expect(embeddedWorkerCode('search-reader-worker')).toBeNull();
-    const table = { 'regex-worker': 'code A' };
-    expect(embeddedWorkerCode('regex-worker', table)).toBe('code A');
-    expect(embeddedWorkerCode('search-reader-worker', table)).toBeNull();
+    const table = { 'search-reader-worker': 'code A' };
+    expect(embeddedWorkerCode('search-reader-worker', table)).toBe('code A');
+    expect(embeddedWorkerCode('search-reader-worker', { 'other-worker': 'code B' })).toBeNull();
   });
 
   it('starts a worker from a string (eval), with its workerData', async () => {

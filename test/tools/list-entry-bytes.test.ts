@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { entryBytes, EntryObjectSchema } from '../../src/tools/list-directory.js';
+import { entryBytes, EntryObjectSchema } from '../../src/tools/list-schema.js';
 import { jsonBytes } from '../../src/tools/response-budget.js';
 import type { z } from 'zod';
 

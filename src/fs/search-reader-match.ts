@@ -1,0 +1,84 @@
+/**
+ * Content search's verdict on a candidate's bytes, in a reader thread (docs/tools.md, search_files): binary, then the
+ * query's required bytes, then the matching lines; and the regular-expression jobs the same threads run for the main
+ * thread (a user regular expression's search on the main thread's path, replace_in_files), under the same per-file
+ * time limit (the pool's watchdog, src/fs/search-reader.ts). Each thread keeps its compiled expressions in a
+ * `CompiledRegexes` it owns (no module-level state).
+ */
+import { matchLines } from './match-lines.js';
+import { replaceLines } from './replace-lines.js';
+import type { ReaderOptions, ReadOutcome, RegexJobReply, RegexJobRequest } from './search-reader-protocol.js';
+import { looksBinary } from './text.js';
+
+/** How many compiled expressions a thread keeps (the cache is emptied when full). */
+const COMPILED_MAX = 16;
+
+/**
+ * A thread's compiled regular expressions by flags and source, and the text of the last session needle it decoded.
+ * Owned by one reader thread (`ReaderState`), or created per call where no state is kept.
+ */
+export class CompiledRegexes {
+  private readonly compiled = new Map<string, RegExp>();
+  private needleBytes: Uint8Array | null = null;
+  private needle = '';
+
+  /** The expression for (`source`, `flags`), compiled once. @throws SyntaxError when it does not compile */
+  get(source: string, flags: string): RegExp {
+    const key = `${flags}/${source}`;
+    let re = this.compiled.get(key);
+    if (!re) {
+      if (this.compiled.size > COMPILED_MAX) this.compiled.clear();
+      re = new RegExp(source, flags);
+      this.compiled.set(key, re);
+    }
+    return re;
+  }
+
+  /** `needle` decoded as UTF-8 (cached for the last needle seen: one per search). */
+  needleText(needle: Uint8Array): string {
+    if (needle !== this.needleBytes) {
+      this.needleBytes = needle;
+      this.needle = Buffer.from(needle).toString('utf8');
+    }
+    return this.needle;
+  }
+}
+
+/**
+ * Content search's verdict on a file's bytes read by JavaScript: binary (the whole file: any prefix that looks binary
+ * makes the whole file look binary, so a first look at 8 KiB gave the same verdict), then the required bytes, then
+ * `matched` (the native path applies the first two in C, byte for byte the same).
+ */
+export function classify(bytes: Buffer, options: ReaderOptions, regexes: CompiledRegexes): ReadOutcome {
+  if (looksBinary(bytes, true)) return { kind: 'binary' };
+  if (options.needle && bytes.indexOf(options.needle) === -1) return { kind: 'no_match' };
+  return matched(bytes, options, regexes);
+}
+
+/**
+ * What a text file holding the required bytes is: `text` (a copy) without `options.match`, else `hits` or `no_match`;
+ * `deferred` when over keepMaxBytes. `bytes` may be a view of a reused buffer: what is returned is a copy.
+ */
+export function matched(bytes: Buffer, options: ReaderOptions, regexes: CompiledRegexes): ReadOutcome {
+  if (!options.match) {
+    return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
+  }
+  const re = regexes.get(options.match.source, options.match.flags);
+  // The needle is a string every matching line contains (LineMatcher.needle): only lines holding it are tested.
+  const hits = matchLines(re, bytes.toString('utf8'), options.needle ? regexes.needleText(options.needle) : null);
+  if (hits.length === 0) return { kind: 'no_match' };
+  if (bytes.length > options.keepMaxBytes) return { kind: 'deferred' };
+  return { kind: 'hits', bytes: new Uint8Array(bytes), hits }; // a copy with its own ArrayBuffer (transferable)
+}
+
+/**
+ * Runs one regular-expression job: every line of the text tested (matchLines), or every match replaced
+ * (src/fs/replace-lines.ts `replaceLines`, with its bounds). @throws what compiling or running the expression throws
+ */
+export function runRegexJob(request: RegexJobRequest, regexes: CompiledRegexes): RegexJobReply {
+  const { job } = request;
+  const re = regexes.get(job.source, job.flags);
+  if (!job.replace) return { id: request.id, lines: matchLines(re, job.text) };
+  const { replacement, maxChars, maxCount } = job.replace;
+  return { id: request.id, replaced: replaceLines(re, job.text, replacement, false, maxChars, maxCount) };
+}

@@ -1,0 +1,135 @@
+/**
+ * What the content-search reader threads and the main thread say to each other (src/fs/search-reader.ts is the main
+ * thread's side, src/fs/search-reader-worker.ts the threads'): the outcome of reading one candidate, the per-search
+ * options, the batch and regular-expression job messages and their compact encoding, and the shared progress record
+ * the watchdog reads. Structured-clonable values only.
+ */
+import type { LineHit } from './match-lines.js';
+import type { LineReplacement } from './replace-lines.js';
+
+/**
+ * What reading one candidate found. `text`: a text file passed to the caller to match (no `match` in the options);
+ * `hits`: a file with matching lines (with `match`); `deferred`: a candidate over keepMaxBytes, for the caller to read;
+ * `fallback`: not read here (no worker), for the caller to read; `regex_timeout`: the expression ran out of time.
+ */
+export type ReadOutcome =
+  | { kind: 'too_large' | 'unreadable' | 'binary' | 'no_match' | 'deferred' | 'fallback' | 'regex_timeout' }
+  | { kind: 'text'; bytes: Uint8Array }
+  | { kind: 'hits'; bytes: Uint8Array; hits: LineHit[] };
+
+/** The per-search settings a worker needs (structured-clonable). */
+export interface ReaderOptions {
+  /** Real paths of the sandbox roots: the opened file must lie in one (the /proc/self/fd re-check). */
+  roots: ReadonlyArray<{ real: string }>;
+  /** Larger files are `too_large` (--max-search-file-bytes). */
+  maxFileBytes: number;
+  /** Larger candidates are `deferred` instead of returned. */
+  keepMaxBytes: number;
+  /** Bytes every matching line contains (null: every text file is a candidate). */
+  needle: Uint8Array | null;
+  /** Match lines here (`hits`), with this expression; `bounded`: a user regex under the per-file time limit. */
+  match: { source: string; flags: string; bounded: boolean } | null;
+}
+
+/** Slots of a worker's progress record (Int32Array over shared memory): the batch or job it is on, */
+export const P_BATCH = 0;
+/** the index of the file in that batch (0 for a job), */
+export const P_INDEX = 1;
+/** and ms since the pool's epoch when the current file or job started (0: idle). */
+export const P_STARTED = 2;
+/** Int32 slots of a progress record. */
+export const PROGRESS_SLOTS = 3;
+
+/** Session options a worker keeps (older ones are dropped; their batches are long answered). */
+export const WORKER_SESSIONS = 8;
+
+/**
+ * The message to a worker: a batch of one session's files, NUL-separated in one string (a path never holds a NUL; one
+ * string clones far faster than an array of them: posting batches was 14 % of a search's main thread), and the
+ * session's options the first time this worker sees the session.
+ */
+export interface BatchRequest {
+  id: number;
+  session: number;
+  options?: ReaderOptions;
+  files: string;
+}
+
+/**
+ * A worker's answer: one kind code per file, in order (KIND_CODES), and for the files with bytes (`text`, `hits`) their
+ * index, bytes (transferred) and hits.
+ */
+export interface BatchReply {
+  id: number;
+  kinds: string;
+  found: Array<{ index: number; bytes: Uint8Array; hits?: LineHit[] }>;
+}
+
+/**
+ * A regular-expression job on one text (search on the main thread's path, replace_in_files): the matching lines of
+ * `text` under (`source`, `flags`), or with `replace` every match replaced (src/fs/replace-lines.ts: a result over
+ * `maxChars` UTF-16 code units, or of more than `maxCount` matches, is not built). Always under the per-file time
+ * limit.
+ */
+export interface RegexJobRequest {
+  id: number;
+  job: {
+    source: string;
+    flags: string;
+    text: string;
+    replace?: { replacement: string; maxChars: number; maxCount: number };
+  };
+}
+
+/** A worker's answer to a RegexJobRequest: the lines, the replacement, or what running it threw (a message). */
+export interface RegexJobReply {
+  id: number;
+  lines?: LineHit[];
+  replaced?: LineReplacement;
+  error?: string;
+}
+
+/** One character per outcome kind in BatchReply.kinds. */
+export const KIND_CODES = {
+  too_large: 'L',
+  unreadable: 'U',
+  binary: 'B',
+  no_match: 'N',
+  deferred: 'D',
+  fallback: 'F',
+  regex_timeout: 'R',
+  text: 'T',
+  hits: 'H',
+} as const satisfies Record<ReadOutcome['kind'], string>;
+const KIND_OF_CODE = new Map<string, ReadOutcome['kind']>(
+  Object.entries(KIND_CODES).map(([kind, code]) => [code, kind as ReadOutcome['kind']]),
+);
+
+/** The outcomes without bytes, one frozen object per kind, shared by every file with that outcome. */
+const PLAIN_OUTCOMES = new Map<string, ReadOutcome>(
+  (['too_large', 'unreadable', 'binary', 'no_match', 'deferred', 'fallback', 'regex_timeout'] as const).map((kind) => [
+    KIND_CODES[kind],
+    Object.freeze({ kind }),
+  ]),
+);
+const FALLBACK = PLAIN_OUTCOMES.get(KIND_CODES.fallback)!;
+
+/** The outcomes of a reply, in file order (`fallback` for anything missing or malformed). */
+export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {
+  const out: ReadOutcome[] = [];
+  const found = reply.found.length > 0 ? new Map(reply.found.map((f) => [f.index, f])) : null;
+  for (let i = 0; i < count; i++) {
+    const code = reply.kinds[i] ?? '';
+    const plain = PLAIN_OUTCOMES.get(code);
+    if (plain) {
+      out.push(plain);
+      continue;
+    }
+    const kind = KIND_OF_CODE.get(code);
+    const f = found?.get(i);
+    if (kind === 'hits' && f?.hits) out.push({ kind, bytes: f.bytes, hits: f.hits });
+    else if (kind === 'text' && f) out.push({ kind, bytes: f.bytes });
+    else out.push(FALLBACK);
+  }
+  return out;
+}

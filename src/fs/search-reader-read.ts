@@ -1,0 +1,266 @@
+/**
+ * How a content-search reader thread reaches and reads its candidates (docs/security.md "Roots", "Native reads for
+ * content search"): each directory through the verified-access module (src/fs/verified-dir.ts) — opened from its
+ * root component by component, O_NOFOLLOW, and proven to be exactly the directory the walk listed, inside the roots —
+ * and each file opened relative to that descriptor, O_NOFOLLOW|O_NONBLOCK, regular files only, read up to the size
+ * fstat reported. With the native addon a directory's run of files is read by one native call on the same verified
+ * descriptor (src/fs/native-reader.ts). The verdict on the bytes is src/fs/search-reader-match.ts's.
+ */
+import { closeSync, constants, fstatSync, readSync, type Stats } from 'node:fs';
+import path from 'node:path';
+import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
+import { openForReadSync } from './open-file.js';
+import { isWithin } from './path-within.js';
+import { classify, CompiledRegexes, matched } from './search-reader-match.js';
+import type { ReaderOptions, ReadOutcome } from './search-reader-protocol.js';
+import { VerifiedDir } from './verified-dir.js';
+
+/**
+ * The verified directories a reader thread holds while it reads a batch (Linux): the chain from the root of the
+ * directory it reads in now down to it (`stack`, outermost first; a later directory below any of them is opened from
+ * there, one O_NOFOLLOW step per component), and that directory (`current`: null when it could not be opened or
+ * proven). Closed at the end of each batch (`closeDir`): the next batch proves its directories afresh.
+ */
+export interface DirCursor {
+  stack: VerifiedDir[];
+  current: { path: string; dir: VerifiedDir | null } | null;
+}
+
+/** A cursor holding nothing. */
+export function dirCursor(): DirCursor {
+  return { stack: [], current: null };
+}
+
+/** Closes every directory a cursor holds (end of a batch). */
+export function closeDir(cursor: DirCursor): void {
+  for (const d of cursor.stack) d.close();
+  cursor.stack = [];
+  cursor.current = null;
+}
+
+/** True when `dir` is `p` or an ancestor of it. */
+function holds(dir: string, p: string): boolean {
+  return p === dir || (p.startsWith(dir) && (dir.endsWith('/') || p[dir.length] === '/'));
+}
+
+/**
+ * The verified directory `parent` (absolute, real), from the cursor or opened now below the deepest directory the
+ * cursor holds above it (the root containing it, opened by `VerifiedDir.open`, when none): every step O_NOFOLLOW
+ * relative to its verified parent, then the one proof of the verified-access module (`assertStill`: its
+ * /proc/self/fd location is exactly `parent`) and `parent` inside the roots. Null when any of that fails (every file
+ * in it is then unreadable).
+ */
+function verifiedParent(parent: string, options: ReaderOptions, cursor: DirCursor): VerifiedDir | null {
+  if (cursor.current?.path === parent) return cursor.current.dir;
+  const isInside = (p: string) => options.roots.some((r) => isWithin(r.real, p));
+  let dir: VerifiedDir | null;
+  try {
+    const stack = cursor.stack;
+    while (stack.length > 0 && !holds(stack[stack.length - 1].path, parent)) stack.pop()!.close();
+    if (stack.length === 0) {
+      const root = options.roots.filter((r) => holds(r.real, parent)).sort((a, b) => b.real.length - a.real.length)[0];
+      if (!root) throw new Error('outside the roots');
+      stack.push(VerifiedDir.open(root.real, isInside));
+    }
+    const top = stack[stack.length - 1];
+    const below = parent.slice(top.path.length).split('/').filter(Boolean);
+    for (const name of below) stack.push(stack[stack.length - 1].openDir(name));
+    dir = stack[stack.length - 1];
+    dir.assertStill();
+    if (!isInside(parent)) throw new Error('outside the roots');
+  } catch {
+    dir = null;
+  }
+  cursor.current = { path: parent, dir };
+  return dir;
+}
+
+/**
+ * Opens a candidate file for reading (regular files only; inside the roots): on Linux relative to its verified
+ * directory (`verifiedParent`), elsewhere with the checks of `openForReadSync`.
+ * @throws when the file cannot be opened, is not a regular file, or is not inside the roots
+ */
+function openCandidate(file: string, options: ReaderOptions, cursor: DirCursor): { fd: number; stats: Stats } {
+  if (process.platform !== 'linux') {
+    return openForReadSync(file, (p) => options.roots.some((r) => isWithin(r.real, p)));
+  }
+  const parent = path.dirname(file);
+  const dir = verifiedParent(parent, options, cursor);
+  if (dir === null) throw new Error(`${parent} is not a readable directory inside the roots`);
+  const fd = dir.openFileSync(path.basename(file), { flags: constants.O_RDONLY });
+  try {
+    const stats = fstatSync(fd);
+    if (!stats.isFile()) throw new Error('not a regular file');
+    return { fd, stats };
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/** A reader thread's reusable read buffer (grown as needed) and compiled expressions. */
+export interface ReaderScratch {
+  buf: Buffer;
+  /** Absent: compiled afresh for each file. */
+  regexes?: CompiledRegexes;
+}
+
+/** Reads `size` bytes of `fd` from offset 0 into `scratch` (fewer when the file shrank). @throws errno errors */
+function readInto(fd: number, size: number, scratch: ReaderScratch): Buffer {
+  if (scratch.buf.length < size) scratch.buf = Buffer.allocUnsafe(Math.max(size, 64 * 1024));
+  let filled = 0;
+  while (filled < size) {
+    const n = readSync(fd, scratch.buf, filled, size - filled, filled);
+    if (n === 0) break;
+    filled += n;
+  }
+  return scratch.buf.subarray(0, filled);
+}
+
+/**
+ * Reads (and with `options.match`, matches) one file as content search sees it: the work a worker does per file,
+ * exported for tests. Never throws.
+ * @param scratch a reusable read buffer, grown as needed
+ * @param cursor the worker's verified directories (kept across the files of a batch); absent: opened and closed for
+ *   this file alone
+ */
+export function readCandidate(
+  file: string,
+  options: ReaderOptions,
+  scratch: ReaderScratch,
+  cursor?: DirCursor,
+): ReadOutcome {
+  if (!cursor) {
+    const own = dirCursor();
+    try {
+      return readCandidate(file, options, scratch, own);
+    } finally {
+      closeDir(own);
+    }
+  }
+  let opened: { fd: number; stats: { size: number } };
+  try {
+    opened = openCandidate(file, options, cursor);
+  } catch {
+    return { kind: 'unreadable' };
+  }
+  const { fd } = opened;
+  let bytes: Buffer;
+  try {
+    const size = opened.stats.size;
+    if (size > options.maxFileBytes) return { kind: 'too_large' };
+    // The size fstat reported, as the main thread's path reads it (a file that grows meanwhile is read as it was).
+    bytes = readInto(fd, size, scratch);
+  } catch {
+    return { kind: 'unreadable' };
+  } finally {
+    try {
+      closeSync(fd);
+    } catch {
+      /* already closed */
+    }
+  }
+  return classify(bytes, options, scratch.regexes ?? new CompiledRegexes());
+}
+
+/** The outcome of each native code other than a candidate's. */
+const NATIVE_KIND: Record<1 | 2 | 3 | 4, ReadOutcome> = {
+  [NATIVE_CODES.unreadable]: { kind: 'unreadable' },
+  [NATIVE_CODES.too_large]: { kind: 'too_large' },
+  [NATIVE_CODES.binary]: { kind: 'binary' },
+  [NATIVE_CODES.no_match]: { kind: 'no_match' },
+};
+
+/** A reader thread's reusable state: the JavaScript path's read buffer, its directories, the addon's buffers. */
+export interface ReaderState {
+  scratch: ReaderScratch & { regexes: CompiledRegexes };
+  dir: DirCursor;
+  /** The native addon (null: the JavaScript path). */
+  addon: NativeAddon | null;
+  buffers: NativeBuffers;
+}
+
+/** A fresh ReaderState (`addon` null: the JavaScript path only). */
+export function readerState(addon: NativeAddon | null): ReaderState {
+  return {
+    scratch: { buf: Buffer.allocUnsafe(256 * 1024), regexes: new CompiledRegexes() },
+    dir: dirCursor(),
+    addon,
+    buffers: nativeBuffers(),
+  };
+}
+
+/** Calls around the JavaScript work on each file: the watchdog's progress record. */
+export interface BatchHooks {
+  before(index: number): void;
+  after(): void;
+}
+
+const NO_HOOKS: BatchHooks = { before: () => {}, after: () => {} };
+
+/**
+ * Reads (and matches) the files of one batch in order, calling `each(index, outcome)` for each — the work a reader
+ * thread does per batch, exported for tests. With the addon (Linux), each run of files in one directory is read by one
+ * native call through the directory's verified descriptor (`verifiedParent`, as the JavaScript path opens it); else,
+ * and for a run the addon refuses, file by file with `readCandidate`. `hooks.before(index)` is called before the
+ * JavaScript work on a file (the watchdog's progress record), `hooks.after()` when it ends. Never throws.
+ */
+export function readBatch(
+  files: readonly string[],
+  options: ReaderOptions,
+  state: ReaderState,
+  each: (index: number, outcome: ReadOutcome) => void,
+  hooks: BatchHooks = NO_HOOKS,
+): void {
+  const { addon } = state;
+  if (!addon || process.platform !== 'linux') {
+    files.forEach((file, i) => {
+      hooks.before(i);
+      each(i, readCandidate(file, options, state.scratch, state.dir));
+    });
+    hooks.after();
+    return;
+  }
+  for (let first = 0; first < files.length;) {
+    const parent = path.dirname(files[first]);
+    let end = first + 1;
+    while (end < files.length && path.dirname(files[end]) === parent) end++;
+    readRun(files, first, end, options, state, each, hooks);
+    first = end;
+  }
+}
+
+/** `readBatch` for the files [first, end) of one directory, through the addon. */
+function readRun(
+  files: readonly string[],
+  first: number,
+  end: number,
+  options: ReaderOptions,
+  state: ReaderState,
+  each: (index: number, outcome: ReadOutcome) => void,
+  hooks: BatchHooks,
+): void {
+  const dir = verifiedParent(path.dirname(files[first]), options, state.dir);
+  if (dir === null) {
+    for (let i = first; i < end; i++) each(i, { kind: 'unreadable' });
+    return;
+  }
+  const names = files.slice(first, end).map((f) => path.basename(f));
+  let answered = 0;
+  try {
+    nativeReadRun(state.addon!, dir.fd, names, options.maxFileBytes, options.needle, state.buffers, (k, r) => {
+      hooks.before(first + k);
+      const outcome = r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes) : null;
+      each(first + k, outcome ?? NATIVE_KIND[r.code as 1 | 2 | 3 | 4]);
+      hooks.after();
+      answered = k + 1;
+    });
+  } catch {
+    // A name the addon refuses (it opened nothing): the JavaScript path, with its own checks, for the rest.
+    for (let i = first + answered; i < end; i++) {
+      hooks.before(i);
+      each(i, readCandidate(files[i], options, state.scratch, state.dir));
+      hooks.after();
+    }
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * One page of list_directory (docs/tools.md): entries added in walk order, each charged to the response budget with
+ * its text line and room for the cursor that would follow it; the walk's skips counted only once an entry after them
+ * is on the page (a skip after the page's last entry is seen again by the next page, which resumes there). This file
+ * changes when what a page holds, how it is cut, or how it reads changes.
+ */
+import type { z } from 'zod';
+import type { WalkEntry, WalkItem } from '../fs/walk.js';
+import { kindOf } from '../policy/authorize.js';
+import { afterCursorBytesBound } from './cursor.js';
+import { compactEntry, entryBytes, entryLine, type EntryObject, type EntrySchema } from './list-schema.js';
+import { jsonStringBytes, ResponseBudget } from './response-budget.js';
+import { quoteName } from './text-safe.js';
+
+/** Bytes of the text's truncation line around its cursor (`[fs-tools: listing truncated at N entries; …]`), at most. */
+const CURSOR_LINE_BYTES = 96;
+
+/** A listed entry in both forms, and what it costs the response budget (bytes). */
+interface Shaped {
+  shaped: z.infer<typeof EntrySchema>;
+  line: string;
+  cost: number;
+}
+
+/**
+ * An entry's compact form, text line and cost. The common entry (a plain file or directory of a names-and-types
+ * listing): its compact form and its text line are the same string unless the name must be quoted
+ * (src/tools/text-safe.ts). Anything else is an object; size and mtime only on request (`long`: they tripled a
+ * listing's bytes in every client's context).
+ */
+function shape(entry: WalkItem | WalkEntry, secret: boolean, linkTarget: EntryObject['link_target_type']): Shaped {
+  if (!('stats' in entry) && !secret && (entry.type === 'file' || entry.type === 'directory')) {
+    const shaped = entry.type === 'directory' ? `${entry.relative}/` : entry.relative;
+    const quoted = quoteName(entry.relative);
+    const line = quoted === entry.relative ? shaped : entry.type === 'directory' ? `${quoted}/` : quoted;
+    const bytes = jsonStringBytes(shaped);
+    return { shaped, line, cost: bytes + (line === shaped ? bytes : jsonStringBytes(line)) + 2 };
+  }
+  const type = 'stats' in entry ? kindOf(entry.stats) : (entry.special ?? entry.type);
+  const item: EntryObject = {
+    path: entry.relative,
+    type,
+    ...('stats' in entry ? { size: entry.stats.size, mtime: entry.stats.mtime.toISOString() } : {}),
+    ...(secret ? { secret: true } : {}),
+    ...(type === 'symlink' ? { link_target_type: linkTarget } : {}),
+  };
+  const line = entryLine(item);
+  const shaped = compactEntry(item);
+  const cost = (typeof shaped === 'string' ? jsonStringBytes(shaped) : entryBytes(shaped)) + jsonStringBytes(line) + 2;
+  return { shaped, line, cost };
+}
+
+/**
+ * One list_directory page. `add` returns false when the page is full (`truncated`); `skip` notes a walk skip.
+ * The first entry always goes in (a page makes progress).
+ */
+export class ListPage {
+  readonly entries: z.infer<typeof EntrySchema>[] = [];
+  readonly lines: string[] = [];
+  lastPath: string | undefined;
+  truncated = false;
+  unreadable = 0;
+  nameTooLong = 0;
+  ignoreRules = 0;
+  private pendingUnreadable = 0;
+  private pendingNameTooLong = 0;
+  // Each entry (structured + its text line) is charged to the response budget as it is added.
+  private readonly budget = new ResponseBudget();
+
+  constructor(private readonly maxEntries: number) {
+    this.budget.charge(2048);
+  }
+
+  /** A skip the walk reported (counted once an entry after it is on this page). */
+  skip(reason: string): void {
+    if (reason === 'unreadable') this.pendingUnreadable++;
+    else if (reason === 'name_too_long') this.pendingNameTooLong++;
+    else if (reason === 'ignore_rule') this.ignoreRules++;
+  }
+
+  /** Adds one entry (false: the page is full, stop the walk). */
+  add(entry: WalkItem | WalkEntry, secret: boolean, linkTarget?: EntryObject['link_target_type']): boolean {
+    if (this.entries.length >= this.maxEntries) {
+      this.truncated = true;
+      return false;
+    }
+    const { shaped, line, cost } = shape(entry, secret, linkTarget);
+    // Each entry also leaves room for the cursor that would follow it (next_cursor and the text's last line: a
+    // deep path's cursor is kilobytes, past the fixed 2 KiB), so a truncated page stays within the budget.
+    if (cost + 2 * afterCursorBytesBound(entry.relative.length) + CURSOR_LINE_BYTES > this.budget.remaining) {
+      if (this.entries.length > 0) {
+        this.truncated = true;
+        return false;
+      }
+    }
+    this.budget.charge(cost); // (the first entry always goes: a page makes progress)
+    this.commitSkips();
+    this.entries.push(shaped);
+    this.lastPath = entry.relative;
+    this.lines.push(line);
+    return true;
+  }
+
+  /** Counts the skips noted so far (an entry after them is on the page, or the walk ended untruncated). */
+  commitSkips(): void {
+    this.unreadable += this.pendingUnreadable;
+    this.pendingUnreadable = 0;
+    this.nameTooLong += this.pendingNameTooLong;
+    this.pendingNameTooLong = 0;
+  }
+
+  /** The page's text, with the truncation line (its cursor) or `(empty)`. */
+  text(nextCursor: string | null): string {
+    const lines = [...this.lines];
+    if (this.truncated) {
+      lines.push(
+        `[fs-tools: listing truncated at ${this.entries.length} entries; continue with cursor: ${nextCursor}]`,
+      );
+    }
+    if (this.entries.length === 0) lines.push('(empty)');
+    return lines.join('\n');
+  }
+}
