@@ -11,7 +11,8 @@
 import { PatchFailedError, ToolError } from '../errors/tool-error.js';
 import { appliedOnEvidence, contentChars, editFramePinned, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
 import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
-import { allFailures, MAX_LISTED_FAILURES, splitView } from './locate-hunks.js';
+import { allFailures, MAX_LISTED_FAILURES } from './failures.js';
+import { splitView } from './line-match.js';
 import { nearestRegionSteps } from './nearest-region.js';
 import { describeShift, reindentedSteps, reindentText, sameFrame } from './reindent.js';
 import { runSteps, runStepsSliced, type Steps } from './steps.js';
