@@ -4,7 +4,7 @@
  * then with typographic quotes and dashes normalized — the file's lines under each pass's normalization (computed
  * once per pass), and the searches over them. Pure; the scans are steps (src/patch/steps.ts).
  */
-import { STEP_LINES, type Steps } from './steps.js';
+import { runSteps, STEP_LINES, type Steps } from './steps.js';
 
 /**
  * How a hunk matched (the tolerance that was needed); `reindented`: whole lines but for one uniform indentation shift,
@@ -42,10 +42,21 @@ export const PASSES: readonly MatchPass[] = [
 
 /** Splits an LF view into lines (without terminators) and its final-newline state. */
 export function splitView(view: string): { lines: string[]; finalNewline: boolean } {
-  if (view === '') return { lines: [], finalNewline: false };
-  const lines = view.split('\n');
-  const finalNewline = lines[lines.length - 1] === '';
-  if (finalNewline) lines.pop();
+  return runSteps(splitViewSteps(view));
+}
+
+/** `splitView` as steps: yields every STEP_LINES lines. */
+export function* splitViewSteps(view: string): Steps<{ lines: string[]; finalNewline: boolean }> {
+  const lines: string[] = [];
+  if (view === '') return { lines, finalNewline: false };
+  let start = 0;
+  for (let nl = view.indexOf('\n'); nl !== -1; nl = view.indexOf('\n', start)) {
+    lines.push(view.slice(start, nl));
+    start = nl + 1;
+    if (lines.length % STEP_LINES === 0) yield;
+  }
+  const finalNewline = start === view.length;
+  if (!finalNewline) lines.push(view.slice(start));
   return { lines, finalNewline };
 }
 

@@ -14,7 +14,7 @@
  */
 import { PatchFailedError } from '../errors/tool-error.js';
 import { appliedOnEvidence, contentChars, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
-import { applyToOriginal, toEolText } from './eol-text.js';
+import { applyToOriginalSteps, toEolTextSteps } from './eol-text.js';
 import { allFailures, MAX_LISTED_FAILURES } from './failures.js';
 import {
   choose,
@@ -31,7 +31,7 @@ import {
   normalizedLines,
   PASSES,
   sameLines,
-  splitView,
+  splitViewSteps,
   type MatchKind,
   type MatchPass,
 } from './line-match.js';
@@ -163,8 +163,8 @@ function* applyHunksSteps(
   file: FilePatch,
   absolute: string,
 ): Steps<{ text: string; hunks: HunkReport[] }> {
-  const t = toEolText(original);
-  const { lines, finalNewline } = splitView(t.view);
+  const t = yield* toEolTextSteps(original);
+  const { lines, finalNewline } = yield* splitViewSteps(t.view);
   let sectionIndex: Int32Array | null = null;
   const s: FileSearch = {
     file,
@@ -191,7 +191,8 @@ function* applyHunksSteps(
   for (const d of s.deferred) s.failed.push({ index: d.index, error: ambiguous(s, d) });
   if (s.failed.length > 0) throw allFailures(s.failed, 'hunk');
   refuseOverlaps(s);
-  const text = applyToOriginal(t, yield* hunkReplacements(s.located, lines, finalNewline, t.view.length));
+  const replacements = yield* hunkReplacements(s.located, lines, finalNewline, t.view.length);
+  const text = yield* applyToOriginalSteps(t, replacements);
   return { text, hunks: reportsOf(s.located) };
 }
 
