@@ -43,28 +43,18 @@ export function* diffLinesSteps(
   const oldLen = oldLines.length;
   const maxEdits = Math.min(newLen + oldLen, maxEditLength);
   let work = 0;
-  /** Follows `path` down its diagonal while the lines are equal (a snake); returns the new line position. */
-  function* snake(path: DiffPath, diagonal: number): Steps<number> {
-    let oldPos = path.oldPos;
-    let newPos = oldPos - diagonal;
-    let common = 0;
-    while (newPos + 1 < newLen && oldPos + 1 < oldLen && oldLines[oldPos + 1] === newLines[newPos + 1]) {
-      newPos++;
-      oldPos++;
-      common++;
-      if (++work >= STEP_LINES) {
-        work = 0;
-        yield;
-      }
-    }
-    if (common) path.last = { count: common, added: false, removed: false, previous: path.last };
-    path.oldPos = oldPos;
-    return newPos;
-  }
   /** Furthest-reaching paths by diagonal (old position minus new position). */
   const best = new Map<number, DiffPath>([[0, { oldPos: -1, last: undefined }]]);
   const seed = best.get(0)!;
-  let newPos = yield* snake(seed, 0);
+  // Each snake (a run of equal lines down a diagonal) is followed in pieces of what is left of STEP_LINES comparisons,
+  // inline: a generator per diagonal and edit length cost more than the comparisons of short snakes.
+  for (;;) {
+    work += follow(oldLines, newLines, seed, 0, STEP_LINES - work);
+    if (work < STEP_LINES) break;
+    work = 0;
+    yield;
+  }
+  let newPos = seed.oldPos;
   if (seed.oldPos + 1 >= oldLen && newPos + 1 >= newLen) return runsOf(seed.last);
   // Once a path reaches the right (bottom) edge of the edit graph, diagonals beyond it cannot do better: jsdiff's
   // pruning, kept because it decides which equal-cost script is found.
@@ -98,7 +88,13 @@ export function* diffLinesSteps(
         !canRemove || (canAdd && removePath.oldPos < addPath!.oldPos)
           ? extended(addPath!, true, false, 0)
           : extended(removePath, false, true, 1);
-      newPos = yield* snake(path, diagonal);
+      for (;;) {
+        work += follow(oldLines, newLines, path, diagonal, STEP_LINES - work);
+        if (work < STEP_LINES) break;
+        work = 0;
+        yield;
+      }
+      newPos = path.oldPos - diagonal;
       if (path.oldPos + 1 >= oldLen && newPos + 1 >= newLen) return runsOf(path.last);
       best.set(diagonal, path);
       if (path.oldPos + 1 >= oldLen) maxDiagonal = Math.min(maxDiagonal, diagonal - 1);
@@ -106,6 +102,41 @@ export function* diffLinesSteps(
     }
   }
   return null;
+}
+
+/**
+ * Follows `path` down `diagonal` over at most `limit` equal lines (jsdiff's extractCommon, in pieces): the lines
+ * followed join the path's last run when that is a run of kept lines (the previous piece of the same snake: a snake
+ * always follows an insertion or a deletion, or starts the seed path), else a new kept run.
+ * @returns the lines followed; `limit` means there may be more
+ */
+function follow(
+  oldLines: readonly string[],
+  newLines: readonly string[],
+  path: DiffPath,
+  diagonal: number,
+  limit: number,
+): number {
+  let oldPos = path.oldPos;
+  let newPos = oldPos - diagonal;
+  let common = 0;
+  while (
+    common < limit &&
+    newPos + 1 < newLines.length &&
+    oldPos + 1 < oldLines.length &&
+    oldLines[oldPos + 1] === newLines[newPos + 1]
+  ) {
+    newPos++;
+    oldPos++;
+    common++;
+  }
+  if (common) {
+    const last = path.last;
+    if (last && !last.added && !last.removed) last.count += common;
+    else path.last = { count: common, added: false, removed: false, previous: last };
+  }
+  path.oldPos = oldPos;
+  return common;
 }
 
 /** `path` with one more inserted (`added`) or deleted (`removed`) line, as a new path (jsdiff's addToPath). */
