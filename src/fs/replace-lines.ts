@@ -70,43 +70,18 @@ export function* replaceLinesSteps(
   maxCount = Number.POSITIVE_INFINITY,
 ): Generator<void, LineReplacement, void> {
   const global = re.global ? re : new RegExp(re.source, `${re.flags}g`);
-  const dollars = literal ? 0 : replacement.split('$').length - 1;
-  const usesContext = !literal && /\$[`']/.test(replacement);
-  let count = 0;
-  /** Bound of the current line's result length (a line's own length plus each match's growth). */
-  let grown = 0;
-  let lineLength = 0;
-  /** Result length bound of the lines before the current one. */
-  let total = 0;
-  const unicode = global.unicode || global.flags.includes('v');
-  /**
-   * First pass over one line: counts the matches and bounds the line's result, building nothing larger than a match.
-   * An `exec` loop, not `String.prototype.replace` with a callback: V8 collects every match of a global pattern
-   * before it calls the callback, so a bomb of millions of one-character matches cost the whole collection (hundreds
-   * of milliseconds idle, over the 1 s regex bound under load) however early the callback wanted to stop.
-   * @throws TOO_LARGE as soon as the line cannot fit; TOO_MANY at the match after `maxCount`
-   */
-  const countLine = (line: string): void => {
-    global.lastIndex = 0;
-    for (let m = global.exec(line); m !== null; m = global.exec(line)) {
-      if (++count > maxCount) throw TOO_MANY;
-      const matched = m[0];
-      let longest = matched.length;
-      if (dollars > 0) {
-        for (let g = 1; g < m.length; g++) {
-          const group = m[g];
-          if (group !== undefined && group.length > longest) longest = group.length;
-        }
-      }
-      if (usesContext) longest = lineLength;
-      grown += replacement.length + dollars * longest - matched.length;
-      // Stop the pass as soon as the line cannot fit whatever follows: the later matches lie in the rest of the line
-      // and can shrink the result by at most its length.
-      if (total + lineLength + grown - (lineLength - m.index - matched.length) > maxChars) throw TOO_LARGE;
-      // A zero-length match (`^`, `\b`, `x*`) does not move lastIndex: step past it as replace does (by a code point
-      // under the u or v flag).
-      if (matched.length === 0) global.lastIndex = advance(line, global.lastIndex, unicode);
-    }
+  const c: LineCount = {
+    global,
+    replacement,
+    dollars: literal ? 0 : replacement.split('$').length - 1,
+    usesContext: !literal && /\$[`']/.test(replacement),
+    unicode: global.unicode || global.flags.includes('v'),
+    maxChars,
+    maxCount,
+    count: 0,
+    grown: 0,
+    lineLength: 0,
+    total: 0,
   };
   // Only the changed lines are pushed, each after the unchanged text before it (`copied`: where that starts): a text
   // of millions of short lines and few matches no longer builds an array of three strings per line (10,000,000
@@ -126,12 +101,12 @@ export function* replaceLinesSteps(
     const lineEnd = nl === -1 ? text.length : nl;
     const hasCr = lineEnd > lineStart && text.charCodeAt(lineEnd - 1) === 13;
     const line = text.slice(lineStart, hasCr ? lineEnd - 1 : lineEnd);
-    const before = count;
-    grown = 0;
-    lineLength = line.length;
+    const before = c.count;
+    c.grown = 0;
+    c.lineLength = line.length;
     // First pass: count the matches and bound the line's result; nothing larger than the line is built.
     try {
-      countLine(line);
+      countLine(c, line);
     } catch (e) {
       // Stopped mid-line, the exec loop left lastIndex inside the line: a caller's own global pattern is left at 0,
       // as String.prototype.replace leaves it.
@@ -140,9 +115,9 @@ export function* replaceLinesSteps(
       if (e === TOO_MANY) return { text, count: 0, tooMany: true };
       throw e;
     }
-    total += line.length + Math.max(grown, 0) + (hasCr ? 1 : 0) + (nl === -1 ? 0 : 1);
-    if (total > maxChars) return { text, count: 0, tooLarge: true };
-    if (count > before) {
+    c.total += line.length + Math.max(c.grown, 0) + (hasCr ? 1 : 0) + (nl === -1 ? 0 : 1);
+    if (c.total > maxChars) return { text, count: 0, tooLarge: true };
+    if (c.count > before) {
       global.lastIndex = 0;
       out.push(
         text.slice(copied, lineStart),
@@ -153,9 +128,62 @@ export function* replaceLinesSteps(
     if (nl === -1) break;
     lineStart = nl + 1;
   }
-  if (count === 0) return { text, count };
+  if (c.count === 0) return { text, count: c.count };
   out.push(text.slice(copied));
-  return { text: out.join(''), count };
+  return { text: out.join(''), count: c.count };
+}
+
+/** The counting pass over one text: the pattern and its bounds, and the counts so far. */
+interface LineCount {
+  /** The pattern with the `g` flag. */
+  global: RegExp;
+  replacement: string;
+  /** `$` signs in the replacement (0 for a literal one): each may insert up to the longest of the match or a group. */
+  dollars: number;
+  /** The replacement uses `` $` `` or `$'` (the line before or after the match). */
+  usesContext: boolean;
+  /** The pattern has the u or v flag (a zero-length match steps over a whole code point). */
+  unicode: boolean;
+  maxChars: number;
+  maxCount: number;
+  /** Matches counted so far, in the whole text. */
+  count: number;
+  /** Bound of the current line's result length (a line's own length plus each match's growth). */
+  grown: number;
+  lineLength: number;
+  /** Result length bound of the lines before the current one. */
+  total: number;
+}
+
+/**
+ * First pass over one line: counts the matches and bounds the line's result, building nothing larger than a match.
+ * An `exec` loop, not `String.prototype.replace` with a callback: V8 collects every match of a global pattern
+ * before it calls the callback, so a bomb of millions of one-character matches cost the whole collection (hundreds
+ * of milliseconds idle, over the 1 s regex bound under load) however early the callback wanted to stop.
+ * @throws TOO_LARGE as soon as the line cannot fit; TOO_MANY at the match after `maxCount`
+ */
+function countLine(c: LineCount, line: string): void {
+  const { global, replacement, dollars } = c;
+  global.lastIndex = 0;
+  for (let m = global.exec(line); m !== null; m = global.exec(line)) {
+    if (++c.count > c.maxCount) throw TOO_MANY;
+    const matched = m[0];
+    let longest = matched.length;
+    if (dollars > 0) {
+      for (let g = 1; g < m.length; g++) {
+        const group = m[g];
+        if (group !== undefined && group.length > longest) longest = group.length;
+      }
+    }
+    if (c.usesContext) longest = c.lineLength;
+    c.grown += replacement.length + dollars * longest - matched.length;
+    // Stop the pass as soon as the line cannot fit whatever follows: the later matches lie in the rest of the line
+    // and can shrink the result by at most its length.
+    if (c.total + c.lineLength + c.grown - (c.lineLength - m.index - matched.length) > c.maxChars) throw TOO_LARGE;
+    // A zero-length match (`^`, `\b`, `x*`) does not move lastIndex: step past it as replace does (by a code point
+    // under the u or v flag).
+    if (matched.length === 0) global.lastIndex = advance(line, global.lastIndex, c.unicode);
+  }
 }
 
 /**

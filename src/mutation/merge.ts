@@ -3,7 +3,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { OccMismatchError, PatchFailedError } from '../errors/tool-error.js';
-import { merge3 } from '../patch/merge3.js';
+import { merge3Sliced } from '../patch/merge3.js';
 import { MERGE_NOTES, mergeBaseFor, overlappingConflict, withMergeNote } from '../policy/occ.js';
 import type { ToolContext } from './context.js';
 
@@ -51,7 +51,7 @@ export async function mergeInstead(
     throw error;
   }
   await nextTurn();
-  const r = merge3(baseText, Buffer.from(currentBytes).toString('utf8'), oursText);
+  const r = await merge3Sliced(baseText, Buffer.from(currentBytes).toString('utf8'), oursText);
   if (r.kind === 'too_large') throw withMergeNote(mismatch, MERGE_NOTES.tooLarge);
   if (r.kind === 'conflict') throw overlappingConflict(mismatch, r.regions);
   return {

@@ -10,11 +10,12 @@
  */
 import { PatchFailedError, ToolError } from '../errors/tool-error.js';
 import { appliedOnEvidence, contentChars, editFramePinned, MIN_EVIDENCE_CHARS } from './applied-evidence.js';
-import { applyToOriginal, toEolText, toLf, type ViewReplacement } from './eol-text.js';
-import { allFailures, MAX_LISTED_FAILURES, splitView } from './locate-hunks.js';
+import { applyToOriginalSteps, toEolTextSteps, toLf, type EolText, type ViewReplacement } from './eol-text.js';
+import { allFailures, MAX_LISTED_FAILURES } from './failures.js';
+import { splitView, splitViewSteps } from './line-match.js';
 import { nearestRegionSteps } from './nearest-region.js';
 import { describeShift, reindentedSteps, reindentText, sameFrame } from './reindent.js';
-import { runSteps, runStepsSliced, type Steps } from './steps.js';
+import { runSteps, runStepsSliced, STEP_LINES, type Steps } from './steps.js';
 
 /** One edit as sent. */
 export interface TextEdit {
@@ -71,179 +72,238 @@ export function applyEditsSliced(
   return runStepsSliced(applyEditsSteps(original, edits, absolute, maxReplacements));
 }
 
+/** One call's edits being applied: the bound, and what was made, reported and failed so far. */
+interface EditRun {
+  edits: readonly TextEdit[];
+  absolute: string;
+  maxReplacements: number;
+  /** Replacements made by the edits so far. */
+  made: number;
+  reports: EditReport[];
+  /**
+   * Edits that failed (every failing edit is reported). A failing edit is skipped and the next edits are
+   * tried on the text as it stands, so each listed failure is one the agent would meet; nothing is written anyway.
+   */
+  failed: Array<{ index: number; error: PatchFailedError }>;
+}
+
+/** One edit being applied to the text as it stands: its LF view, old_text and new_text in LF, its label. */
+interface EditCase {
+  edit: TextEdit;
+  index: number;
+  t: EolText;
+  oldText: string;
+  newText: string;
+  /** `edit` or `edits[i] (n of m)`, for messages. */
+  label: string;
+}
+
 function* applyEditsSteps(
   original: string,
   edits: readonly TextEdit[],
   absolute: string,
   maxReplacements: number,
 ): Steps<EditsResult> {
+  const r: EditRun = { edits, absolute, maxReplacements, made: 0, reports: [], failed: [] };
   let text = original;
-  let made = 0;
-  const reports: EditReport[] = [];
-  /**
-   * Edits that failed (every failing edit is reported). A failing edit is skipped and the next edits are
-   * tried on the text as it stands, so each listed failure is one the agent would meet; nothing is written anyway.
-   */
-  const failed: Array<{ index: number; error: PatchFailedError }> = [];
   for (const [index, edit] of edits.entries()) {
     try {
-      text = yield* applyOne(text, edit, index);
+      text = yield* applyOne(r, text, edit, index);
     } catch (error) {
       if (!(error instanceof PatchFailedError)) throw error;
-      failed.push({ index, error });
+      r.failed.push({ index, error });
     }
   }
-  if (failed.length > 0) throw allFailures(failed, 'edit');
-  return { text, edits: reports };
+  if (r.failed.length > 0) throw allFailures(r.failed, 'edit');
+  return { text, edits: r.reports };
+}
 
-  function* applyOne(text: string, edit: TextEdit, index: number): Steps<string> {
-    const t = toEolText(text);
-    const oldText = toLf(edit.old_text);
-    const newText = toLf(edit.new_text);
-    let match: EditReport['match'] = 'exact';
-    const room = maxReplacements - made + 1; // one past what is left: enough to know it is too many
-    let spans = findExact(t.view, oldText, room).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
-    if (spans.length === 0) {
-      spans = findTolerant(t.view, oldText, room).filter((sp) => !startsInsideIndentation(t.view, sp.start, oldText));
-      match = 'trailing_whitespace';
-    }
-    if (spans.length > 1 && edit.replace_all && made + spans.length > maxReplacements) {
-      throw new ToolError(
-        'VALIDATION',
-        `${edits.length === 1 ? 'edit' : `edits[${index}]`}: old_text matches more places than max_replacements ` +
-          `(${maxReplacements}) allows in ${absolute}; nothing was written.`,
-        {
-          path: absolute,
-          details: { reason: 'too_many_matches', field: 'max_replacements', limit: maxReplacements, edit_index: index },
-          suggestion: 'Pass a higher max_replacements (up to its maximum), or narrow old_text.',
-        },
-      );
-    }
-    const label = edits.length === 1 ? 'edit' : `edits[${index}] (${index + 1} of ${edits.length})`;
-    let refusedShift = '';
-    if (spans.length === 0) {
-      // Indentation-tolerant, never a guess: whole lines, one region, one uniform shift, new_text in old_text's frame.
-      const fileLines = splitView(t.view).lines;
-      const oldLines = splitView(oldText).lines;
-      // null: the search ran out of budget, so uniqueness is unknown and nothing is re-indented (fail closed).
-      const regions = (yield* reindentedSteps(fileLines, oldLines, MAX_CANDIDATES + 1)) ?? [];
-      if (regions.length > 1) {
-        const starts = regions.map((r) => r.at + 1);
-        throw new PatchFailedError(
-          `${label}: old_text matches ${regions.length}${regions.length > MAX_CANDIDATES ? '+' : ''} places in ` +
-            `${absolute} once indentation is ignored (lines ${starts.slice(0, 20).join(', ')}), and none exactly.`,
-          {
-            path: absolute,
-            details: {
-              reason: 'ambiguous',
-              edit_index: index,
-              match: 'reindented',
-              count: regions.length,
-              candidates: starts.slice(0, MAX_CANDIDATES),
-              candidate_context: candidateContext(fileLines, starts, oldLines.length),
-            },
-            suggestion:
-              "Copy old_text with the file's own indentation from a fresh read, with a line that singles out one place.",
-          },
-        );
-      }
-      if (regions.length === 1) {
-        const { at, shift } = regions[0];
-        const reindented = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
-        const shifted = reindented === null ? null : keepUnchangedLines(reindented, oldText, newText, fileLines, at);
-        const span = lineSpan(t.view, at, oldLines.length, oldText.endsWith('\n'));
-        if (shifted !== null && span) {
-          reports.push({
-            index,
-            replacements: 1,
-            match: 'reindented',
-            indent_shift: describeShift(shift),
-            lines: [at + 1],
-          });
-          made += 1;
-          return applyToOriginal(t, [{ ...span, text: shifted }]);
-        }
-        refusedShift =
-          ` It matches line ${at + 1} with indentation ${describeShift(shift)}, but new_text is not indented like ` +
-          'old_text, so re-indenting it would be a guess.';
-      }
-    }
-    if (spans.length === 0) {
-      // Evidence only (docs/errors.md): new_text is found at every place its frame occurs, it adds something (a pure deletion's remaining text proves
-      // nothing), the frame old_text and new_text share (their common start and end, where the old text would have
-      // been) carries at least MIN_EVIDENCE_CHARS non-blank characters, and old_text's distinctive lines are gone.
-      if (
-        newText !== '' &&
-        appliedOnEvidence(t.view, {
-          oldText,
-          newText,
-          contextChars: contentChars(sharedFrame(oldText, newText)),
-          foundPinned: editFramePinned(t.view, oldText, newText),
-          anchored: false,
-        })
-      ) {
-        throw new PatchFailedError(
-          `${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`,
-          {
-            path: absolute,
-            details: { reason: 'already_applied', edit_index: index },
-            suggestion: 'Read the file to confirm; do not apply this edit again.',
-          },
-        );
-      }
-      // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line.
-      const nearest =
-        failed.length < MAX_LISTED_FAILURES
-          ? yield* nearestRegionSteps(splitView(t.view).lines, splitView(oldText).lines)
-          : null;
-      throw new PatchFailedError(
-        `${label}: old_text not found${nearest ? `; closest region at line ${nearest.line}` : ''}.${refusedShift}`,
-        {
-          path: absolute,
-          details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
-          suggestion: 'Copy old_text exactly from a fresh read.',
-        },
-      );
-    }
-    // Inserting after old_text (new_text contains it) where the result is already there: already applied.
-    const at = newText.indexOf(oldText);
-    if (
-      at !== -1 &&
-      newText !== oldText &&
-      contentChars(oldText) >= MIN_EVIDENCE_CHARS &&
-      spans.every((s) => t.view.startsWith(newText, s.start - at))
-    ) {
-      throw new PatchFailedError(
-        `${label}: ${absolute} already contains new_text around every match; the edit looks already applied.`,
-        {
-          path: absolute,
-          details: { reason: 'already_applied', edit_index: index },
-          suggestion: 'Read the file to confirm; do not apply this edit again.',
-        },
-      );
-    }
-    const lines = linesOfOffsets(t.view, spans);
-    if (spans.length > 1 && !edit.replace_all) {
-      throw new PatchFailedError(
-        `${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`,
-        {
-          path: absolute,
-          details: {
-            reason: 'ambiguous',
-            edit_index: index,
-            count: spans.length,
-            candidates: lines.slice(0, MAX_CANDIDATES),
-            candidate_context: candidateContext(splitView(t.view).lines, lines, splitView(oldText).lines.length),
-          },
-          suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
-        },
-      );
-    }
-    const replacements: ViewReplacement[] = spans.map((s) => ({ start: s.start, end: s.end, text: newText }));
-    reports.push({ index, replacements: spans.length, match, lines });
-    made += spans.length;
-    return applyToOriginal(t, replacements);
+/**
+ * Applies one edit to `text`: its exact (then trailing-whitespace tolerant) matches replaced, or its one re-indented
+ * region; records what it did in `r`.
+ * @returns the text after the edit
+ * @throws ToolError VALIDATION too_many_matches; PatchFailedError no_match, ambiguous, already_applied
+ */
+function* applyOne(r: EditRun, text: string, edit: TextEdit, index: number): Steps<string> {
+  const { edits, absolute, maxReplacements } = r;
+  const t = yield* toEolTextSteps(text);
+  const c: EditCase = {
+    edit,
+    index,
+    t,
+    oldText: toLf(edit.old_text),
+    newText: toLf(edit.new_text),
+    label: edits.length === 1 ? 'edit' : `edits[${index}] (${index + 1} of ${edits.length})`,
+  };
+  const { oldText, newText, label } = c;
+  const { spans, match } = matchesOf(t.view, oldText, maxReplacements - r.made + 1); // one past what is left
+  if (spans.length > 1 && edit.replace_all && r.made + spans.length > maxReplacements) {
+    throw new ToolError(
+      'VALIDATION',
+      `${edits.length === 1 ? 'edit' : `edits[${index}]`}: old_text matches more places than max_replacements ` +
+        `(${maxReplacements}) allows in ${absolute}; nothing was written.`,
+      {
+        path: absolute,
+        details: { reason: 'too_many_matches', field: 'max_replacements', limit: maxReplacements, edit_index: index },
+        suggestion: 'Pass a higher max_replacements (up to its maximum), or narrow old_text.',
+      },
+    );
   }
+  if (spans.length === 0) return yield* applyUnmatched(r, c);
+  // Inserting after old_text (new_text contains it) where the result is already there: already applied.
+  const at = newText.indexOf(oldText);
+  if (
+    at !== -1 &&
+    newText !== oldText &&
+    contentChars(oldText) >= MIN_EVIDENCE_CHARS &&
+    spans.every((s) => t.view.startsWith(newText, s.start - at))
+  ) {
+    throw new PatchFailedError(
+      `${label}: ${absolute} already contains new_text around every match; the edit looks already applied.`,
+      {
+        path: absolute,
+        details: { reason: 'already_applied', edit_index: index },
+        suggestion: 'Read the file to confirm; do not apply this edit again.',
+      },
+    );
+  }
+  const lines = yield* linesOfOffsets(t.view, spans);
+  if (spans.length > 1 && !edit.replace_all) {
+    const viewLines = (yield* splitViewSteps(t.view)).lines;
+    throw new PatchFailedError(
+      `${label}: old_text matches ${spans.length} places in ${absolute} (lines ${lines.slice(0, 20).join(', ')}).`,
+      {
+        path: absolute,
+        details: {
+          reason: 'ambiguous',
+          edit_index: index,
+          count: spans.length,
+          candidates: lines.slice(0, MAX_CANDIDATES),
+          candidate_context: candidateContext(viewLines, lines, splitView(oldText).lines.length),
+        },
+        suggestion: 'Add surrounding lines to old_text so it matches once, or pass replace_all: true.',
+      },
+    );
+  }
+  const replacements: ViewReplacement[] = spans.map((s) => ({ start: s.start, end: s.end, text: newText }));
+  r.reports.push({ index, replacements: spans.length, match, lines });
+  r.made += spans.length;
+  return yield* applyToOriginalSteps(t, replacements);
+}
+
+/**
+ * old_text's matches in the view, at most `limit`: exact, else tolerating trailing whitespace (findTolerant); a
+ * match starting inside a line's indentation is none (startsInsideIndentation).
+ */
+function matchesOf(view: string, oldText: string, limit: number): { spans: Span[]; match: EditReport['match'] } {
+  const exact = findExact(view, oldText, limit).filter((sp) => !startsInsideIndentation(view, sp.start, oldText));
+  if (exact.length > 0) return { spans: exact, match: 'exact' };
+  const tolerant = findTolerant(view, oldText, limit).filter((sp) => !startsInsideIndentation(view, sp.start, oldText));
+  return { spans: tolerant, match: 'trailing_whitespace' };
+}
+
+/**
+ * An edit whose old_text matched nowhere: its one re-indented region (reindented), else already applied on evidence,
+ * else no_match with the nearest region.
+ * @returns the text after the re-indented edit
+ * @throws PatchFailedError ambiguous (several re-indented regions), already_applied, no_match
+ */
+function* applyUnmatched(r: EditRun, c: EditCase): Steps<string> {
+  const { index, t, oldText, newText, label } = c;
+  const { absolute } = r;
+  const reindented = yield* applyReindented(r, c);
+  if (reindented.text !== undefined) return reindented.text;
+  // Evidence only (docs/errors.md): new_text is found at every place its frame occurs, it adds something (a pure
+  // deletion's remaining text proves nothing), the frame old_text and new_text share (their common start and end, where
+  // the old text would have been) carries at least MIN_EVIDENCE_CHARS non-blank characters, and old_text's
+  // distinctive lines are gone.
+  if (
+    newText !== '' &&
+    appliedOnEvidence(t.view, {
+      oldText,
+      newText,
+      contextChars: contentChars(sharedFrame(oldText, newText)),
+      foundPinned: editFramePinned(t.view, oldText, newText),
+      anchored: false,
+    })
+  ) {
+    throw new PatchFailedError(
+      `${label}: old_text is not in ${absolute}, but new_text already is; the edit looks already applied.`,
+      {
+        path: absolute,
+        details: { reason: 'already_applied', edit_index: index },
+        suggestion: 'Read the file to confirm; do not apply this edit again.',
+      },
+    );
+  }
+  // Whole lines on both sides: a final newline of old_text ends its last line, it is no empty line.
+  const nearest =
+    r.failed.length < MAX_LISTED_FAILURES
+      ? yield* nearestRegionSteps((yield* splitViewSteps(t.view)).lines, splitView(oldText).lines)
+      : null;
+  throw new PatchFailedError(
+    `${label}: old_text not found${nearest ? `; closest region at line ${nearest.line}` : ''}.${reindented.refused}`,
+    {
+      path: absolute,
+      details: { reason: 'no_match', edit_index: index, ...(nearest ? { nearest } : {}) },
+      suggestion: 'Copy old_text exactly from a fresh read.',
+    },
+  );
+}
+
+/**
+ * Indentation-tolerant, never a guess: whole lines, one region, one uniform shift, new_text in old_text's frame.
+ * @returns `text`: the text after the re-indented edit (recorded in `r`); else `refused`: why one region found was not
+ *   re-indented, for the no_match message ('' when none was found)
+ * @throws PatchFailedError ambiguous when several regions match once indentation is ignored
+ */
+function* applyReindented(r: EditRun, c: EditCase): Steps<{ text?: string; refused: string }> {
+  const { index, t, oldText, newText, label } = c;
+  const fileLines = (yield* splitViewSteps(t.view)).lines;
+  const oldLines = splitView(oldText).lines;
+  // null: the search ran out of budget, so uniqueness is unknown and nothing is re-indented (fail closed).
+  const regions = (yield* reindentedSteps(fileLines, oldLines, MAX_CANDIDATES + 1)) ?? [];
+  if (regions.length > 1) {
+    const starts = regions.map((x) => x.at + 1);
+    throw new PatchFailedError(
+      `${label}: old_text matches ${regions.length}${regions.length > MAX_CANDIDATES ? '+' : ''} places in ` +
+        `${r.absolute} once indentation is ignored (lines ${starts.slice(0, 20).join(', ')}), and none exactly.`,
+      {
+        path: r.absolute,
+        details: {
+          reason: 'ambiguous',
+          edit_index: index,
+          match: 'reindented',
+          count: regions.length,
+          candidates: starts.slice(0, MAX_CANDIDATES),
+          candidate_context: candidateContext(fileLines, starts, oldLines.length),
+        },
+        suggestion:
+          "Copy old_text with the file's own indentation from a fresh read, with a line that singles out one place.",
+      },
+    );
+  }
+  if (regions.length === 0) return { refused: '' };
+  const { at, shift } = regions[0];
+  const reindented = sameFrame(oldText, newText) ? reindentText(newText, shift) : null;
+  const shifted = reindented === null ? null : keepUnchangedLines(reindented, oldText, newText, fileLines, at);
+  const span = lineSpan(t.view, at, oldLines.length, oldText.endsWith('\n'));
+  if (shifted !== null && span) {
+    r.reports.push({
+      index,
+      replacements: 1,
+      match: 'reindented',
+      indent_shift: describeShift(shift),
+      lines: [at + 1],
+    });
+    r.made += 1;
+    return { text: yield* applyToOriginalSteps(t, [{ ...span, text: shifted }]), refused: '' };
+  }
+  return {
+    refused:
+      ` It matches line ${at + 1} with indentation ${describeShift(shift)}, but new_text is not indented like ` +
+      'old_text, so re-indenting it would be a guess.',
+  };
 }
 
 /** Candidate lines listed in an ambiguous envelope. */
@@ -342,9 +402,9 @@ function lineSpan(view: string, at: number, count: number, withNewline: boolean)
 
 /**
  * 1-based lines of ascending span starts, counted in one pass (a line count from the start for each span cost
- * spans × file: 10,000 matches in a 50,000-line file).
+ * spans × file: 10,000 matches in a 50,000-line file); as steps (yields every STEP_LINES lines counted).
  */
-function linesOfOffsets(view: string, spans: readonly Span[]): number[] {
+function* linesOfOffsets(view: string, spans: readonly Span[]): Steps<number[]> {
   const out: number[] = [];
   let line = 1;
   let next = view.indexOf('\n'); // the first newline not yet counted (each is searched for once)
@@ -352,6 +412,7 @@ function linesOfOffsets(view: string, spans: readonly Span[]): number[] {
     while (next !== -1 && next < s.start) {
       line++;
       next = view.indexOf('\n', next + 1);
+      if (line % STEP_LINES === 0) yield;
     }
     out.push(line);
   }

@@ -2,8 +2,10 @@
  * Line-ending-preserving text (docs/tools.md): edits and hunks are matched on an LF view of the file, and written back
  * into the original with every untouched byte (CRLF or LF, final newline or not) exactly as it was. Replacement text
  * takes the line-ending style of the region it replaces (a CRLF file stays CRLF; in a mixed file, untouched lines keep
- * theirs). The BOM is kept out of the view and restored. Pure functions.
+ * theirs). The BOM is kept out of the view and restored. Pure functions; the passes over a file's lines are also
+ * written as steps (src/patch/steps.ts) for the engines that run in slices of event-loop time.
  */
+import { runSteps, STEP_LINES, type Steps } from './steps.js';
 
 const BOM = '\uFEFF';
 
@@ -20,6 +22,11 @@ export interface EolText {
 
 /** Builds the LF view of `original`. */
 export function toEolText(original: string): EolText {
+  return runSteps(toEolTextSteps(original));
+}
+
+/** `toEolText` as steps: yields every STEP_LINES line breaks. */
+export function* toEolTextSteps(original: string): Steps<EolText> {
   const bom = original.startsWith(BOM);
   const body = bom ? original.slice(1) : original;
   const crlfAt: number[] = [];
@@ -27,6 +34,7 @@ export function toEolText(original: string): EolText {
   let last = 0;
   let removed = 0;
   let lf = 0;
+  let breaks = 0;
   for (let i = body.indexOf('\n'); i !== -1; i = body.indexOf('\n', i + 1)) {
     if (i > 0 && body[i - 1] === '\r') {
       view += body.slice(last, i - 1);
@@ -36,6 +44,7 @@ export function toEolText(original: string): EolText {
     } else {
       lf++;
     }
+    if (++breaks % STEP_LINES === 0) yield;
   }
   view += body.slice(last);
   return { view, crlfAt, bom, dominant: crlfAt.length > lf ? '\r\n' : '\n' };
@@ -59,6 +68,11 @@ export interface ViewReplacement {
  * were LF; with no break inside, the style of the line the region sits on (or the file's dominant style).
  */
 export function applyToOriginal(t: EolText, replacements: readonly ViewReplacement[]): string {
+  return runSteps(applyToOriginalSteps(t, replacements));
+}
+
+/** `applyToOriginal` as steps: yields every STEP_LINES CRLF line breaks restored. */
+export function* applyToOriginalSteps(t: EolText, replacements: readonly ViewReplacement[]): Steps<string> {
   // At equal starts an insertion (empty range) goes first: after a non-empty range `pos` is past its start.
   const sorted = [...replacements].sort((a, b) => a.start - b.start || a.end - b.end);
   let out = '';
@@ -71,23 +85,25 @@ export function applyToOriginal(t: EolText, replacements: readonly ViewReplaceme
     return nl;
   };
   for (const r of sorted) {
-    out += mapBack(t, pos, r.start);
+    out += yield* mapBack(t, pos, r.start);
     const style = styleFor(t, r.start, r.end, newlineFrom);
     out += style === '\n' ? r.text : r.text.replace(/\n/g, '\r\n');
     pos = r.end;
   }
-  out += mapBack(t, pos, t.view.length);
+  out += yield* mapBack(t, pos, t.view.length);
   return (t.bom ? BOM : '') + out;
 }
 
-/** The original text of view[from, to), with CRLFs restored. */
-function mapBack(t: EolText, from: number, to: number): string {
+/** The original text of view[from, to), with CRLFs restored; as steps (yields every STEP_LINES CRLFs). */
+function* mapBack(t: EolText, from: number, to: number): Steps<string> {
   let out = '';
   let last = from;
+  let restored = 0;
   for (let k = lowerBound(t.crlfAt, from); k < t.crlfAt.length && t.crlfAt[k] < to; k++) {
     const i = t.crlfAt[k];
     out += `${t.view.slice(last, i)}\r\n`;
     last = i + 1;
+    if (++restored % STEP_LINES === 0) yield;
   }
   return out + t.view.slice(last, to);
 }

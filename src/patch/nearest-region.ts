@@ -86,9 +86,58 @@ export function* nearestRegionSteps(
     if (i % STEP_LINES === STEP_LINES - 1) yield;
   }
   const squashedExpected = expected.map(squash);
-  // First scan: equality (exact or whitespace-only) on up to FIRST_SCAN_LINES content lines (the first few, then
-  // evenly spaced: a 400-line old_text in a 50,000-line file would be 20 million comparisons), similarity on the first
-  // few. The shortlist is then scored on every line.
+  const scan: Scan = { fileLines, expected, content, limit, squashedFile, squashedExpected };
+  const shortlist = yield* firstScan(scan);
+  // Full score of the shortlisted starts.
+  let best = -1;
+  let bestScore = 0;
+  for (const { at } of shortlist) {
+    yield;
+    let sum = 0;
+    for (const j of content) sum += lineSimilarity(fileLines[at + j], expected[j]);
+    const score = sum / content.length;
+    if (score > bestScore || (score === bestScore && at < best)) {
+      bestScore = score;
+      best = at;
+    }
+  }
+  if (best === -1 || bestScore < NEAREST_THRESHOLD)
+    return yield* inOrderRegionSteps(fileLines, expected, content, limit);
+  // Two or more lines differ line by line: when more expected lines sit in order, not adjacent, elsewhere (a line moved
+  // away or one inserted between), that region explains the mismatch; line-by-line differences there would mislead.
+  const equal = content.filter((j) => squashedFile[best + j] === squashedExpected[j]).length;
+  if (equal < content.length - 1) {
+    const inOrder = yield* inOrderRegionSteps(fileLines, expected, content, limit);
+    if (inOrder && inOrder.in_order!.found > equal) return inOrder;
+  }
+  const excerpt = fileLines.slice(best, best + Math.max(EXCERPT_LINES, Math.min(expected.length, 12))).join('\n');
+  return {
+    line: best + 1,
+    excerpt: excerpt.length > MAX_EXCERPT_CHARS ? `${excerpt.slice(0, MAX_EXCERPT_CHARS)}…` : excerpt,
+    first_difference: firstDifference(fileLines, expected, best),
+  };
+}
+
+/** What the scans of one search share: the file's and the expected lines, also with their blanks squashed. */
+interface Scan {
+  fileLines: readonly string[];
+  expected: readonly string[];
+  /** Indices of the expected lines that carry content. */
+  content: readonly number[];
+  /** Starts scanned: 0 to `limit` (exclusive). */
+  limit: number;
+  squashedFile: readonly string[];
+  squashedExpected: readonly string[];
+}
+
+/**
+ * The first scan: equality (exact or whitespace-only) on up to FIRST_SCAN_LINES content lines (the first few, then
+ * evenly spaced: a 400-line old_text in a 50,000-line file would be 20 million comparisons), similarity on the first
+ * few. As steps: yields every SCAN_STEP starts.
+ * @returns the SHORTLIST best starts, best first (ties: the first line), to be scored on every line
+ */
+function* firstScan(scan: Scan): Steps<Array<{ at: number; score: number }>> {
+  const { fileLines, expected, content, limit, squashedFile, squashedExpected } = scan;
   const shortlist: Array<{ at: number; score: number }> = [];
   const first = content.slice(0, FIRST_SCAN_SIMILAR);
   const firstScore = first.map((j) => similarityTo(expected[j].trim()));
@@ -117,47 +166,27 @@ export function* nearestRegionSteps(
       shortlist.sort((x, y) => y.score - x.score || x.at - y.at);
     }
   }
-  // Full score of the shortlisted starts.
-  let best = -1;
-  let bestScore = 0;
-  for (const { at } of shortlist) {
-    yield;
-    let sum = 0;
-    for (const j of content) sum += lineSimilarity(fileLines[at + j], expected[j]);
-    const score = sum / content.length;
-    if (score > bestScore || (score === bestScore && at < best)) {
-      bestScore = score;
-      best = at;
-    }
-  }
-  if (best === -1 || bestScore < NEAREST_THRESHOLD)
-    return yield* inOrderRegionSteps(fileLines, expected, content, limit);
-  // Two or more lines differ line by line: when more expected lines sit in order, not adjacent, elsewhere (a line moved
-  // away or one inserted between), that region explains the mismatch; line-by-line differences there would mislead.
-  const equal = content.filter((j) => squashedFile[best + j] === squashedExpected[j]).length;
-  if (equal < content.length - 1) {
-    const inOrder = yield* inOrderRegionSteps(fileLines, expected, content, limit);
-    if (inOrder && inOrder.in_order!.found > equal) return inOrder;
-  }
-  let firstDifference: NearestRegion['first_difference'] = null;
+  return shortlist;
+}
+
+/** The first line where the region at `best` differs from the expected lines, or null when none does. */
+function firstDifference(
+  fileLines: readonly string[],
+  expected: readonly string[],
+  best: number,
+): NearestRegion['first_difference'] {
   for (let j = 0; j < expected.length; j++) {
     const actual = fileLines[best + j];
     if (actual !== expected[j]) {
-      firstDifference = {
+      return {
         line: best + j + 1,
         expected: expected[j],
         actual: actual ?? '(end of file)',
         whitespace_only: actual !== undefined && squash(actual) === squash(expected[j]),
       };
-      break;
     }
   }
-  const excerpt = fileLines.slice(best, best + Math.max(EXCERPT_LINES, Math.min(expected.length, 12))).join('\n');
-  return {
-    line: best + 1,
-    excerpt: excerpt.length > MAX_EXCERPT_CHARS ? `${excerpt.slice(0, MAX_EXCERPT_CHARS)}…` : excerpt,
-    first_difference: firstDifference,
-  };
+  return null;
 }
 
 function squash(s: string): string {
