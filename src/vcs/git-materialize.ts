@@ -6,11 +6,15 @@
  */
 
 import {
+  closeSync,
   constants,
+  fstatSync,
   futimesSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
+  readSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -21,6 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { mirrorObjects, type ObjectStore } from './git-objects.js';
+import { viewCaches } from './git-view-cache.js';
 import type { ViewIndex } from './git-verify.js';
 import type { Slicer } from './slicer.js';
 
@@ -212,6 +217,7 @@ export function acquirePrivateDir(isInside: (p: string) => boolean): string {
 export function releasePrivateDir(dir: string, discard = false): void {
   if (discard) {
     allDirs.delete(dir);
+    viewCaches.mirrors.delete(dir);
     rm(dir, { recursive: true, force: true }).catch(() => undefined);
     return;
   }
@@ -243,10 +249,15 @@ export interface ViewContents {
  */
 export async function materializeView(privateDir: string, contents: ViewContents, slicer: Slicer): Promise<void> {
   const { head, refs, exclude, index } = contents;
-  const put = (rel: string, content: string | Buffer | null) => {
+  const put = (rel: string, text: string | Buffer | null) => {
     const file = path.join(privateDir, rel);
-    if (content === null) rmSync(file, { force: true });
-    else writeFileSync(file, content, { mode: 0o600 });
+    if (text === null) rmSync(file, { force: true });
+    else {
+      const content = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
+      // A reused dir's file that already holds exactly these bytes is left as it is (rewriting costs more than
+      // reading it back on a disk-backed TMPDIR).
+      if (!holdsExactly(file, content)) writeFileSync(file, content, { mode: 0o600 });
+    }
   };
   put('HEAD', head.kind === 'symbolic' ? `ref: ${head.ref}\n` : `${head.oid}\n`);
   put('config', `${contents.config.join('\n')}\n`);
@@ -271,6 +282,63 @@ export async function materializeView(privateDir: string, contents: ViewContents
     ]),
   );
   put('shallow', contents.shallow);
+  const indexFile = path.join(privateDir, 'index');
+  if (index && (await indexHolds(indexFile, index, slicer))) return;
   put('index', null);
-  if (index) await writePrivateIndex(path.join(privateDir, 'index'), index.parts, index.mtimeMs);
+  if (index) await writePrivateIndex(indexFile, index.parts, index.mtimeMs);
+}
+
+/** Opens `file` for reading without following a link; null when it cannot be opened (absent, a link, …). */
+function openExisting(file: string): number | null {
+  try {
+    return openSync(file, constants.O_RDONLY | O_NOFOLLOW | (constants.O_NONBLOCK ?? 0));
+  } catch {
+    return null;
+  }
+}
+
+/** True when `file` is a regular file (not a link) holding exactly `content`. */
+function holdsExactly(file: string, content: Buffer): boolean {
+  const fd = openExisting(file);
+  if (fd === null) return false;
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size !== content.length) return false;
+    const bytes = Buffer.allocUnsafe(content.length + 1);
+    let filled = 0;
+    for (let n = 1; n > 0 && filled < bytes.length; filled += n)
+      n = readSync(fd, bytes, filled, bytes.length - filled, filled);
+    return filled === content.length && bytes.subarray(0, filled).equals(content);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * True when the private index `file` is a regular file (not a link) holding exactly the rebuilt index `index` with
+ * the modification time `writePrivateIndex` gives it: then it is left as it is. Read in 1 MiB slices.
+ */
+async function indexHolds(file: string, index: ViewIndex, slicer: Slicer): Promise<boolean> {
+  const fd = openExisting(file);
+  if (fd === null) return false;
+  try {
+    const st = fstatSync(fd);
+    const size = index.parts.reduce((n, p) => n + p.length, 0);
+    if (!st.isFile() || st.size !== size || st.mtimeMs !== Math.floor(index.mtimeMs) - 1) return false;
+    const window = Buffer.allocUnsafe(1 << 20);
+    let at = 0;
+    for (const part of index.parts) {
+      for (let off = 0; off < part.length;) {
+        const n = readSync(fd, window, 0, Math.min(window.length, part.length - off), at);
+        if (n <= 0 || part.compare(window, 0, n, off, off + n) !== 0) return false;
+        off += n;
+        at += n;
+        const wait = slicer.check();
+        if (wait) await wait;
+      }
+    }
+    return readSync(fd, window, 0, 1, at) === 0;
+  } finally {
+    closeSync(fd);
+  }
 }

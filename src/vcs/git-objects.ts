@@ -4,10 +4,11 @@
  * directories and pack files only.
  */
 
-import { mkdirSync, rmSync, symlinkSync, type Dirent } from 'node:fs';
+import { mkdirSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, type Dirent, type Stats } from 'node:fs';
 import { readdir as readdirAsync } from 'node:fs/promises';
 import path from 'node:path';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
+import { RACY_MS, rememberListing, viewCaches } from './git-view-cache.js';
 import type { Slicer } from './slicer.js';
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -36,6 +37,32 @@ const FANOUT = /^[0-9a-f]{2}$/;
 const PACK_FILE = /^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx|rev)$/;
 
 /**
+ * The entries of object-store directory `d` (a verified real path), none when it cannot be listed. An unchanged
+ * directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again (`viewCaches`); the
+ * caller verifies each link entry again whatever the listing's age.
+ */
+async function listStoreDirectory(d: string): Promise<Dirent[]> {
+  let st: Stats;
+  try {
+    st = statSync(d);
+  } catch {
+    return [];
+  }
+  const hit = viewCaches.listings.get(d);
+  if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
+    return hit.entries;
+  let entries: Dirent[];
+  try {
+    entries = await readdirAsync(d, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  if (Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS)
+    rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, entries });
+  return entries;
+}
+
+/**
  * Verifies the objects directory and every alternate it names (recursively, as git follows them, each at most once):
  * its entries (fan-out directories, pack, info), every pack file and every loose object that is a link must lead
  * inside the roots (a loose object linked to an outside file would let git's answer tell whether that file exists).
@@ -53,14 +80,7 @@ export async function verifyObjects(
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  const scan = async (d: string): Promise<Dirent[]> => {
-    try {
-      return await readdirAsync(d, { withFileTypes: true });
-    } catch {
-      return [];
-    }
-  };
-  for (const e of await scan(objectsDir)) {
+  for (const e of await listStoreDirectory(objectsDir)) {
     const wait = slicer.check();
     if (wait) await wait;
     let real: string | null = path.join(objectsDir, e.name);
@@ -72,7 +92,7 @@ export async function verifyObjects(
   }
   for (const sub of [...store.subdirs.keys(), 'info', path.join('info', 'commit-graphs')]) {
     const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
-    for (const e of await scan(d)) {
+    for (const e of await listStoreDirectory(d)) {
       const wait = slicer.check();
       if (wait) await wait;
       const found = e.isSymbolicLink() ? verify.locate(path.join(d, e.name), 'object store entry') : null;
@@ -128,6 +148,10 @@ export async function verifyObjects(
  */
 export async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
   const base = path.join(privateDir, 'alt');
+  const fingerprint = JSON.stringify(stores.map((s) => [[...s.subdirs], [...s.packFiles]]));
+  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, slicer)))
+    return stores.map((_, n) => path.join(base, String(n)));
+  viewCaches.mirrors.delete(privateDir);
   rmSync(base, { recursive: true, force: true });
   mkdirSync(base, { mode: 0o700 });
   const out: string[] = [];
@@ -152,5 +176,45 @@ export async function mirrorObjects(privateDir: string, stores: ObjectStore[], s
     }
     out.push(mirror);
   }
+  viewCaches.mirrors.set(privateDir, fingerprint);
   return out;
+}
+
+/**
+ * True when the mirrors under `base` (a reused private dir's `alt`, itself checked a directory by `isTidy`) hold
+ * exactly what `mirrorObjects` writes for `stores`: directories `0`…`n-1`, each with a link per fan-out directory
+ * whose text is the verified real path, and `pack` a directory of links to the verified pack files; nothing else.
+ */
+async function mirrorIntact(base: string, stores: ObjectStore[], slicer: Slicer): Promise<boolean> {
+  try {
+    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))))) return false;
+    for (const [n, store] of stores.entries()) {
+      const mirror = path.join(base, String(n));
+      const links = new Map([...store.subdirs].filter(([name]) => name !== 'pack'));
+      const hasPack = store.subdirs.has('pack');
+      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []))) return false;
+      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set())) return false;
+      const wait = slicer.check();
+      if (wait) await wait;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when directory `dir` holds exactly the links `links` (name → the link's text) and the directories `dirs`
+ * (entry types as listed: a link is never taken for a directory).
+ */
+function holdsExactly(dir: string, links: ReadonlyMap<string, string>, dirs: ReadonlySet<string>): boolean {
+  const entries = readdirSync(dir, { withFileTypes: true });
+  if (entries.length !== links.size + dirs.size) return false;
+  for (const e of entries) {
+    const target = links.get(e.name);
+    if (target !== undefined) {
+      if (!e.isSymbolicLink() || readlinkSync(path.join(dir, e.name)) !== target) return false;
+    } else if (!dirs.has(e.name) || !e.isDirectory()) return false;
+  }
+  return true;
 }

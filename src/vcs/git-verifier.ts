@@ -5,7 +5,7 @@
  * every file is read whole from a descriptor opened and proven here, under a size cap (VIEW_CAPS), or refused.
  */
 
-import { closeSync, lstatSync, read, readlinkSync, realpathSync, type Stats } from 'node:fs';
+import { closeSync, lstatSync, read, readlinkSync, readSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { openForReadSync, readWholeSync } from '../fs/open-file.js';
@@ -25,6 +25,9 @@ export const VIEW_CAPS = {
   /** The index (a million entries are about 100 MiB; held in memory while it is validated and rebuilt). */
   index: 128 * 1024 * 1024,
 } as const;
+
+/** Files up to this size (bytes) `readLarge` reads synchronously; larger ones off the event loop, 1 MiB at a time. */
+const SYNC_READ_BYTES = 64 * 1024;
 
 /**
  * The policy decisions a view needs, handed in by policy (src/policy/git-access.ts): primitives act, policy decides
@@ -193,7 +196,8 @@ export class Verifier {
 
   /**
    * `read` for the larger metadata files (config, packed-refs, shallow, info/exclude, alternates, the index): the same
-   * checks, the bytes read off the event loop in 1 MiB slices from the descriptor opened and proven here.
+   * checks, the bytes read off the event loop in 1 MiB slices (a file up to SYNC_READ_BYTES in one synchronous
+   * read) from the descriptor opened and proven here.
    * @returns the bytes and the file's fstat, or null when absent
    * @throws as `read`
    */
@@ -218,9 +222,14 @@ export class Verifier {
       let filled = 0;
       while (filled < bytes.length) {
         const want = Math.min(1 << 20, bytes.length - filled);
-        const n = await new Promise<number>((resolve, reject) =>
-          read(fd, bytes, filled, want, filled, (error, count) => (error ? reject(error) : resolve(count))),
-        );
+        // A small file (the usual config, exclude, packed-refs) in synchronous reads: a trip through the thread pool
+        // costs more than the read.
+        const n =
+          bytes.length <= SYNC_READ_BYTES
+            ? readSync(fd, bytes, filled, want, filled)
+            : await new Promise<number>((resolve, reject) =>
+                read(fd, bytes, filled, want, filled, (error, count) => (error ? reject(error) : resolve(count))),
+              );
         if (n === 0) break;
         filled += n;
       }

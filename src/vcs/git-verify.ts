@@ -6,9 +6,10 @@
 
 import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { IndexRejection, validateIndex } from './git-index.js';
+import { IndexRejection, validateIndex, type ValidatedIndex } from './git-index.js';
 import type { RepositoryLocations } from './git-locate.js';
 import { isOidBytes } from './git-refs.js';
+import { rememberIndex, viewCaches } from './git-view-cache.js';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
 import type { Slicer } from './slicer.js';
 
@@ -41,44 +42,63 @@ export function verifyNestedDotGit(dotGit: string, verify: Verifier): void {
 }
 
 /**
- * Checks the work-tree directories git passes through for each index entry (`a` and `a/b` for `a/b/c`). git opens an
- * entry's file by its path (lstat, then open for a content comparison or a diff, and `.gitattributes` beside it), so a
- * directory in that path that is a link leading outside the roots would let git read, or tell the existence of, an
- * outside file. Each directory is looked at once; a missing one (git finds the entry deleted) is fine.
+ * The work-tree directories git passes through for the index entries `names` (`a` and `a/b` for `a/b/c`), each once,
+ * in the order the entries first name them: what `checkEntryDirectories` looks at (a pure function of the names, so
+ * it is kept with a reused index).
+ */
+export async function entryDirectories(names: readonly Buffer[], slicer: Slicer): Promise<Buffer[]> {
+  const seen = new Set<string>();
+  const out: Buffer[] = [];
+  for (let i = 0; i < names.length; i++) {
+    if ((i & 1023) === 1023) {
+      const wait = slicer.check();
+      if (wait) await wait;
+    }
+    const name = names[i];
+    for (let slash = name.indexOf(0x2f); slash >= 0; slash = name.indexOf(0x2f, slash + 1)) {
+      const key = name.toString('latin1', 0, slash);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(name.subarray(0, slash));
+    }
+  }
+  return out;
+}
+
+/**
+ * Checks the work-tree directories git passes through for the index entries (`directories`, from `entryDirectories`).
+ * git opens an entry's file by its path (lstat, then open for a content comparison or a diff, and `.gitattributes`
+ * beside it), so a directory in that path that is a link leading outside the roots would let git read, or tell the
+ * existence of, an outside file. Each directory is looked at on every call; a missing one (git finds the entry
+ * deleted) is fine.
  * @throws ToolError NOT_ALLOWED git_location_outside_roots naming the link (never its target); unsupported_repository
  *   for a link whose name is not UTF-8
  */
 export async function checkEntryDirectories(
   top: string,
-  names: Buffer[],
+  directories: readonly Buffer[],
   verify: Verifier,
   slicer: Slicer,
 ): Promise<void> {
   const topBytes = Buffer.from(`${top}/`, 'utf8');
-  const checked = new Set<string>();
-  for (const name of names) {
-    for (let slash = name.indexOf(0x2f); slash >= 0; slash = name.indexOf(0x2f, slash + 1)) {
-      const key = name.toString('latin1', 0, slash);
-      if (checked.has(key)) continue;
-      checked.add(key);
-      const wait = slicer.check();
-      if (wait) await wait;
-      let st: Stats;
-      try {
-        st = lstatSync(Buffer.concat([topBytes, name.subarray(0, slash)]));
-      } catch {
-        continue; // missing (or not reachable): git finds nothing there either
-      }
-      if (!st.isSymbolicLink()) continue;
-      const text = name.toString('utf8', 0, slash);
-      if (!Buffer.from(text, 'utf8').equals(name.subarray(0, slash)))
-        throw repoError(
-          'unsupported_repository',
-          top,
-          `A directory link in the work tree ${top} has a name that is not UTF-8; the git tools do not follow it.`,
-        );
-      verify.locate(path.join(top, text), 'work-tree directory link');
+  for (const dir of directories) {
+    const wait = slicer.check();
+    if (wait) await wait;
+    let st: Stats;
+    try {
+      st = lstatSync(Buffer.concat([topBytes, dir]));
+    } catch {
+      continue; // missing (or not reachable): git finds nothing there either
     }
+    if (!st.isSymbolicLink()) continue;
+    const text = dir.toString('utf8');
+    if (!Buffer.from(text, 'utf8').equals(dir))
+      throw repoError(
+        'unsupported_repository',
+        top,
+        `A directory link in the work tree ${top} has a name that is not UTF-8; the git tools do not follow it.`,
+      );
+    verify.locate(path.join(top, text), 'work-tree directory link');
   }
 }
 
@@ -121,9 +141,39 @@ export async function readViewIndex(
   const indexFile = path.join(locations.gitDir, 'index');
   const found = await verify.readLarge(indexFile, 'index', VIEW_CAPS.index);
   if (!found) return null;
-  let validated: Awaited<ReturnType<typeof validateIndex>>;
+  const hashBytes = objectFormat === 'sha256' ? 32 : 20;
+  // An index equal byte for byte to one validated before is not validated again (validation depends on nothing else).
+  let entry = viewCaches.indexes.get(indexFile);
+  if (!entry || entry.hashBytes !== hashBytes || !(await sameBytes(entry.bytes, found.bytes, slicer))) {
+    const validated = await validatedIndex(indexFile, found.bytes, hashBytes, slicer);
+    entry = { bytes: found.bytes, hashBytes, validated, directories: await entryDirectories(validated.names, slicer) };
+  }
+  rememberIndex(indexFile, entry);
+  await checkEntryDirectories(locations.workTree, entry.directories, verify, slicer);
+  return { parts: entry.validated.parts, mtimeMs: found.stats.mtimeMs };
+}
+
+/** True when `a` and `b` hold the same bytes (compared in 4 MiB windows, a slice check after each). */
+async function sameBytes(a: Buffer, b: Buffer, slicer: Slicer): Promise<boolean> {
+  if (a.length !== b.length) return false;
+  for (let at = 0; at < a.length; at += 4 << 20) {
+    const end = Math.min(a.length, at + (4 << 20));
+    if (a.compare(b, at, end, at, end) !== 0) return false;
+    const wait = slicer.check();
+    if (wait) await wait;
+  }
+  return true;
+}
+
+/** `validateIndex` of index file `indexFile`, its rejections as envelopes. @throws ToolError corrupt/unsupported_repository */
+async function validatedIndex(
+  indexFile: string,
+  bytes: Buffer,
+  hashBytes: 20 | 32,
+  slicer: Slicer,
+): Promise<ValidatedIndex> {
   try {
-    validated = await validateIndex(found.bytes, objectFormat === 'sha256' ? 32 : 20, slicer);
+    return await validateIndex(bytes, hashBytes, slicer);
   } catch (error) {
     if (!(error instanceof IndexRejection)) throw error;
     throw repoError(
@@ -136,6 +186,4 @@ export async function readViewIndex(
       error.facts,
     );
   }
-  await checkEntryDirectories(locations.workTree, validated.names, verify, slicer);
-  return { parts: validated.parts, mtimeMs: found.stats.mtimeMs };
 }
