@@ -185,7 +185,7 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   // git's layer: everything so far but the run directory (its views' private directories are added per run) and the
   // server's own /proc entry (its environment may hold GH_TOKEN; its descriptors are the MCP protocol's pipes).
   const gitRules = rules.filter((r) => r.path !== runDir && r.path !== self);
-  // The server's own git call for the operator's global safe.directory (src/vcs/git-view.ts) reads these.
+  // The server's own git call for the operator's global safe.directory (src/vcs/git-locate.ts) reads these.
   const xdg = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : null;
   for (const file of [
     path.join(os.homedir(), '.gitconfig'),

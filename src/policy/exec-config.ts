@@ -12,7 +12,7 @@
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { lastComponents } from '../fs/path-within.js';
-import { GIT_HOOK_NAMES } from './git-dirs.js';
+import { GIT_HOOK_NAMES } from './git-hooks-config.js';
 
 /** One execution-bearing configuration file. */
 export interface ExecConfigEntry {

@@ -17,9 +17,9 @@ import type { GitView } from '../vcs/git-view.js';
 import { splitDiff } from '../vcs/diff-output.js';
 import { ExpectedStatusHash, PathArg } from './common-schemas.js';
 import { CursorCount, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
-import { jsonBytes, jsonStringBytes, prefixWithinJsonBytes, ResponseBudget } from './response-budget.js';
-import { defineTool } from './define-tool.js';
-import { quoteName } from './text-safe.js';
+import { jsonStringBytes } from './response-budget.js';
+import { defineTool, type ToolContext } from './define-tool.js';
+import { pageDiff } from './git-diff-page.js';
 import { openWorkTree } from './git-status.js';
 
 export const GitDiffInput = z.strictObject({
@@ -59,26 +59,6 @@ export const GitDiffOutput = z.object({
   next_cursor: z.string().nullable(),
 });
 
-/**
- * The longest prefix of `s` (whole characters: never half a surrogate pair or UTF-8 sequence) whose UTF-8 encoding
- * fits `maxBytes`, computed in one pass. At least one character, so a page always makes progress (a page of a
- * max_bytes smaller than one character holds that one character).
- */
-export function prefixWithinBytes(s: string, maxBytes: number): string {
-  let t = s.slice(0, maxBytes);
-  const last = t.charCodeAt(t.length - 1);
-  if (last >= 0xd800 && last <= 0xdbff) t = t.slice(0, -1);
-  const buf = Buffer.from(t, 'utf8');
-  let cut = t;
-  if (buf.length > maxBytes) {
-    let end = maxBytes;
-    while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
-    cut = buf.subarray(0, end).toString('utf8');
-  }
-  if (cut === '' && s !== '') cut = String.fromCodePoint(s.codePointAt(0)!);
-  return cut;
-}
-
 export const gitDiff = defineTool({
   name: 'git_diff',
   title: 'Git diff',
@@ -99,156 +79,126 @@ export const gitDiff = defineTool({
     const position = args.cursor ? decodeCursor(args.cursor, fingerprint, DiffPosition) : null;
     // docs/errors.md "Order of checks": every path's containment (step 5) before anything about the tree (STALE_GIT is step 8). A `paths`
     // entry need not exist: a file deleted in the work tree is a fine thing to diff.
-    const filters: Awaited<ReturnType<typeof resolveInRoots>>[] = [];
+    const filters: ResolvedFilter[] = [];
     for (const p of args.paths ?? [])
       filters.push(await resolveInRoots(p, ctx.policy.roots, { followFinal: false }, 'paths'));
     const view = await openWorkTree(args.path, ctx);
     try {
-      return await diffIn(view, filters);
+      return await diffIn(view, args, ctx, { filters, position, fingerprint });
     } finally {
       await view.dispose();
     }
-
-    /** The diff itself, in the opened view (disposed by the caller). */
-    async function diffIn(view: GitView, filters: Awaited<ReturnType<typeof resolveInRoots>>[]) {
-      const root = view.workTree;
-      const pathspecs: string[] = [];
-      for (const f of filters) {
-        const relative = path.relative(root, f.real);
-        if (relative.startsWith('..') || path.isAbsolute(relative)) {
-          throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
-            path: f.absolute,
-            details: { reason: 'outside_work_tree', field: 'paths' },
-            suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
-          });
-        }
-        pathspecs.push(`:(literal)${relative || '.'}`);
-      }
-      const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
-      const hides = hiddenInWorkTree(ctx.policy, root);
-      const { statusHash } = await gitStatus(view, gitOptions, hides);
-      const stale = (expected: string) =>
-        new ToolError(
-          'STALE_GIT',
-          `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`,
-          {
-            path: root,
-            details: { current_status_hash: statusHash, work_tree: root },
-          },
-        );
-      if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash)
-        throw stale(args.expected_status_hash);
-      if (position && position.status_hash !== statusHash) throw stale(position.status_hash);
-      const r = await view.run(
-        [
-          // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
-          // whenever stat data is stale, even under --no-optional-locks (docs/security.md "What git may read": never write to the repository).
-          // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
-          ...(args.staged ? ['diff', '--cached'] : ['diff-files', '-p']),
-          '--no-ext-diff',
-          '--no-textconv',
-          '--no-color',
-          '-M',
-          // Submodules are never entered (no child git runs with the submodule's own config).
-          '--ignore-submodules=all',
-          // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
-          '--src-prefix=a/',
-          '--dst-prefix=b/',
-          `-U${args.context_lines}`,
-          '--',
-          ...pathspecs,
-        ],
-        { ...gitOptions, maxOutputBytes: 256 * 1024 * 1024 },
-      );
-      if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
-      const chunks = splitDiff(r.stdout);
-      const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
-
-      let index = position?.index ?? 0;
-      let offset = position?.offset ?? 0;
-      let out = '';
-      let outBytes = 0;
-      const budget = new ResponseBudget();
-      budget.charge(4096 + jsonStringBytes(root));
-      const files: z.infer<typeof FileSchema>[] = [];
-      let truncated = false;
-      let next: { index: number; offset: number } | null = null;
-      for (; index < chunks.length; index++, offset = 0) {
-        const c = chunks[index];
-        // A rename or copy shows the old file's lines too (removed and context lines): both names must be shareable.
-        const verdicts = [c.path, ...(c.oldPath !== undefined ? [c.oldPath] : [])].map((p) => {
-          const abs = path.join(root, p);
-          return classifyEntry(
-            ctx.policy,
-            abs,
-            toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs),
-          );
-        });
-        // docs/security.md: a policy-hidden file behaves as absent: not even named.
-        if (verdicts.some((v) => v.hidden)) continue;
-        const omitted = verdicts.some((v) => v.secret)
-          ? 'secret'
-          : verdicts.some((v) => v.hidden || v.denied)
-            ? 'policy'
-            : undefined;
-        const entry: z.infer<typeof FileSchema> = {
-          path: c.path,
-          ...(c.oldPath ? { old_path: c.oldPath } : {}),
-          binary: c.binary,
-          ...(omitted ? { omitted } : {}),
-        };
-        // The offset continues inside whatever this file shows, its placeholder included (a placeholder longer than
-        // max_bytes is cut like a diff, so paging always moves on).
-        const full = omitted
-          ? `diff --git ${quoteName(`a/${c.path}`)} ${quoteName(`b/${c.path}`)}\n(fs-tools: diff omitted: ${omitted} file)\n`
-          : c.text;
-        let body = full.slice(offset);
-        const bodyBytes = Buffer.byteLength(body);
-        // Issue #14: the body goes out twice (diff + text), JSON-escaped, beside its files entry.
-        const cost = 2 * jsonStringBytes(body) + jsonBytes(entry) + 2;
-        if (out.length > 0 && (outBytes + bodyBytes > maxBytes || cost > budget.remaining)) {
-          truncated = true;
-          next = { index, offset };
-          break;
-        }
-        if (bodyBytes > maxBytes || cost > budget.remaining) {
-          // One file larger than the page: cut at a line boundary and continue inside it.
-          const room = Math.max(1, Math.floor((budget.remaining - jsonBytes(entry) - 2) / 2));
-          let cut = prefixWithinBytes(body, maxBytes);
-          if (jsonStringBytes(cut) > room)
-            cut = prefixWithinJsonBytes(cut, room) || String.fromCodePoint(body.codePointAt(0)!);
-          const nl = cut.lastIndexOf('\n');
-          if (nl > 0) cut = cut.slice(0, nl + 1);
-          body = cut;
-          out += body;
-          files.push(entry);
-          truncated = true;
-          next = { index, offset: offset + body.length };
-          break;
-        }
-        out += body;
-        outBytes += bodyBytes;
-        budget.charge(cost);
-        files.push(entry);
-      }
-      const nextCursor = truncated && next ? encodeCursor(fingerprint, { ...next, status_hash: statusHash }) : null;
-      return {
-        structured: {
-          repo_root: root,
-          diff: out,
-          files,
-          // Hidden files are not counted either: their number is not the caller's to know.
-          files_total: chunks.filter((c) => !hides(c.path) && (c.oldPath === undefined || !hides(c.oldPath))).length,
-          status_hash: statusHash,
-          truncated,
-          next_cursor: nextCursor,
-        },
-        text:
-          (out || '(no differences)\n') +
-          (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') +
-          `status_hash ${statusHash}`,
-        audit: { paths: [root] },
-      };
-    }
   },
 });
+
+type ResolvedFilter = Awaited<ReturnType<typeof resolveInRoots>>;
+
+/** The `:(literal)` pathspecs of `filters`, relative to the work tree `root`. @throws ToolError VALIDATION outside_work_tree */
+function workTreePathspecs(root: string, filters: readonly ResolvedFilter[]): string[] {
+  const pathspecs: string[] = [];
+  for (const f of filters) {
+    const relative = path.relative(root, f.real);
+    if (relative.startsWith('..') || path.isAbsolute(relative)) {
+      throw new ToolError('VALIDATION', `${f.absolute} is not inside the work tree ${root}.`, {
+        path: f.absolute,
+        details: { reason: 'outside_work_tree', field: 'paths' },
+        suggestion: 'List only paths inside the work tree of path, or call git_diff once per repository.',
+      });
+    }
+    pathspecs.push(`:(literal)${relative || '.'}`);
+  }
+  return pathspecs;
+}
+
+/** The arguments of the diff git runs in the view. */
+function diffArguments(staged: boolean, contextLines: number, pathspecs: readonly string[]): string[] {
+  return [
+    // The work-tree diff uses the plumbing `diff-files -p`: porcelain `git diff` refreshes and rewrites .git/index
+    // whenever stat data is stale, even under --no-optional-locks (docs/security.md "What git may read": never write to the repository).
+    // `diff --cached` does not touch the index, and unlike diff-index it also works on an unborn branch.
+    ...(staged ? ['diff', '--cached'] : ['diff-files', '-p']),
+    '--no-ext-diff',
+    '--no-textconv',
+    '--no-color',
+    '-M',
+    // Submodules are never entered (no child git runs with the submodule's own config).
+    '--ignore-submodules=all',
+    // Fixed a/ b/ prefixes whatever diff.noprefix / diff.mnemonicPrefix the repository sets (splitDiff reads them).
+    '--src-prefix=a/',
+    '--dst-prefix=b/',
+    `-U${contextLines}`,
+    '--',
+    ...pathspecs,
+  ];
+}
+
+/** The diff itself, in the opened view (disposed by the caller): status hash and staleness, git's diff, one page. */
+async function diffIn(
+  view: GitView,
+  args: z.output<typeof GitDiffInput>,
+  ctx: ToolContext,
+  request: {
+    filters: readonly ResolvedFilter[];
+    position: z.infer<typeof DiffPosition> | null;
+    fingerprint: string;
+  },
+) {
+  const { position, fingerprint } = request;
+  const root = view.workTree;
+  const pathspecs = workTreePathspecs(root, request.filters);
+  const gitOptions = { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal };
+  const hides = hiddenInWorkTree(ctx.policy, root);
+  const { statusHash } = await gitStatus(view, gitOptions, hides);
+  const stale = (expected: string) =>
+    new ToolError(
+      'STALE_GIT',
+      `The git work tree ${root} changed since ${expected === args.expected_status_hash ? 'expected_status_hash' : 'the cursor'} was taken.`,
+      {
+        path: root,
+        details: { current_status_hash: statusHash, work_tree: root },
+      },
+    );
+  if (args.expected_status_hash !== undefined && args.expected_status_hash !== statusHash)
+    throw stale(args.expected_status_hash);
+  if (position && position.status_hash !== statusHash) throw stale(position.status_hash);
+  const r = await view.run(diffArguments(args.staged, args.context_lines, pathspecs), {
+    ...gitOptions,
+    maxOutputBytes: 256 * 1024 * 1024,
+  });
+  if (r.exitCode !== 0) throwGitFailure(r, root, 'diff', view);
+  const chunks = splitDiff(r.stdout);
+  const maxBytes = Math.min(args.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
+  const page = pageDiff(
+    chunks,
+    { index: position?.index ?? 0, offset: position?.offset ?? 0 },
+    maxBytes,
+    4096 + jsonStringBytes(root),
+    (p) => {
+      const abs = path.join(root, p);
+      return classifyEntry(
+        ctx.policy,
+        abs,
+        toPosixRelative(findContainingRoot(ctx.policy.roots, abs)?.real ?? root, abs),
+      );
+    },
+  );
+  const truncated = page.next !== null;
+  const nextCursor = page.next ? encodeCursor(fingerprint, { ...page.next, status_hash: statusHash }) : null;
+  return {
+    structured: {
+      repo_root: root,
+      diff: page.text,
+      files: page.files,
+      // Hidden files are not counted either: their number is not the caller's to know.
+      files_total: chunks.filter((c) => !hides(c.path) && (c.oldPath === undefined || !hides(c.oldPath))).length,
+      status_hash: statusHash,
+      truncated,
+      next_cursor: nextCursor,
+    },
+    text:
+      (page.text || '(no differences)\n') +
+      (truncated ? `[fs-tools: diff truncated; continue with cursor: ${nextCursor}]\n` : '') +
+      `status_hash ${statusHash}`,
+    audit: { paths: [root] },
+  };
+}

@@ -30,6 +30,12 @@ export interface RunOptions {
    * `/proc/self/fd/3`: the file opened and checked here, not whatever a path names by the time git opens it).
    */
   fds?: readonly number[];
+  /**
+   * Run in the server's own wall rather than git's narrower layer (`setChildWall`): only for the server's query of the
+   * operator's global `safe.directory` (src/vcs/git-locate.ts), which reads the git configuration files that layer
+   * leaves out (docs/security.md "The kernel wall"). Never for a git that reads a repository.
+   */
+  serverWall?: boolean;
 }
 
 /**
@@ -52,7 +58,7 @@ export function setChildWall(wall: ChildWall | null): void {
  */
 export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
   const started = performance.now();
-  const layer = childWall?.(file, options.env) ?? null;
+  const layer = options.serverWall ? null : (childWall?.(file, options.env) ?? null);
   const result = await execa(layer ? layer.file : file, layer ? [...layer.prefix, file, ...args] : args, {
     cwd: options.cwd,
     env: options.env,

@@ -22,13 +22,9 @@ import { assertMayChange, type PolicyContext } from '../../src/policy/authorize.
 import { authorizeTreeEntries } from '../../src/policy/tree-authorize.js';
 import { EXEC_CONFIG, execConfigEntryOf } from '../../src/policy/exec-config.js';
 import { isDotGitName } from '../../src/policy/file-policy.js';
-import {
-  assertNotInGitDirectory,
-  clearGitDirCache,
-  clearRepositorySearchCache,
-  REPOSITORY_SEARCH_REUSE_MS,
-  repositoryShapeLockPath,
-} from '../../src/policy/git-dirs.js';
+import { assertNotInGitDirectory, repositoryShapeLockPath } from '../../src/policy/git-dirs.js';
+import { clearGitDirCache, clearRepositorySearchCache } from '../../src/policy/git-dirs-state.js';
+import { REPOSITORY_SEARCH_REUSE_MS } from '../../src/policy/git-repository-search.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { makeTree } from '../helpers/tree.js';
 

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { gitStatus, runGit, throwGitFailure, withRepository } from '../../src/vcs/git.js';
-import { isSafeRefName, mapThroughRefspecs } from '../../src/vcs/git-view.js';
+import { isSafeRefName, mapThroughRefspecs } from '../../src/vcs/git-refs.js';
 import type { CommandResult } from '../../src/vcs/run-command.js';
 
 /** A policy context with one root and no rules. */

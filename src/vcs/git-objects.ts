@@ -1,0 +1,220 @@
+/**
+ * The object stores a view shows git (docs/security.md "What git may read"): the repository's objects directory and
+ * every alternate, verified inside the roots, and the private mirror of each that holds links to the verified fan-out
+ * directories and pack files only.
+ */
+
+import { mkdirSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, type Dirent, type Stats } from 'node:fs';
+import { readdir as readdirAsync } from 'node:fs/promises';
+import path from 'node:path';
+import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
+import { RACY_MS, rememberListing, viewCaches } from './git-view-cache.js';
+import type { Slicer } from './slicer.js';
+
+/** Most alternates git follows (it stops at depth 5 too). */
+const MAX_ALTERNATE_DEPTH = 5;
+
+/** Most alternate object directories in all (each is checked on every call). */
+const MAX_ALTERNATES = 64;
+
+/** One verified object directory as git will see it through the view's mirror (`mirrorObjects`). */
+export interface ObjectStore {
+  /** Real path of the object directory. */
+  dir: string;
+  /** Its loose-object fan-out directories (`00`…`ff`) and `pack` that exist: name → verified real path. */
+  subdirs: Map<string, string>;
+  /** The pack files of its `pack` directory git may read (`PACK_FILE`): name → verified real path. */
+  packFiles: Map<string, string>;
+}
+
+const FANOUT = /^[0-9a-f]{2}$/;
+
+/**
+ * The files of a `pack` directory the view passes to git: packs, their indexes and reverse indexes. Nothing else
+ * (a `multi-pack-index` names packs by relative paths git does not check for `..`; bitmaps, `.keep` and `.promisor`
+ * files are not needed to read objects).
+ */
+const PACK_FILE = /^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx|rev)$/;
+
+/**
+ * The entries of object-store directory `d` (a verified real path), none when it cannot be listed. An unchanged
+ * directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again (`viewCaches`); the
+ * caller verifies each link entry again whatever the listing's age.
+ */
+async function listStoreDirectory(d: string): Promise<Dirent[]> {
+  let st: Stats;
+  try {
+    st = statSync(d);
+  } catch {
+    return [];
+  }
+  const hit = viewCaches.listings.get(d);
+  if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
+    return hit.entries;
+  let entries: Dirent[];
+  try {
+    entries = await readdirAsync(d, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  if (Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS)
+    rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, entries });
+  return entries;
+}
+
+/**
+ * Verifies the objects directory and every alternate it names (recursively, as git follows them, each at most once):
+ * its entries (fan-out directories, pack, info), every pack file and every loose object that is a link must lead
+ * inside the roots (a loose object linked to an outside file would let git's answer tell whether that file exists).
+ * Returns each store once, the repository's own first. git never reads these stores' `info/` (alternates,
+ * commit-graph): it reads the view's mirror of them (`mirrorObjects`), so an alternates file changed after this check
+ * does not reach git.
+ * @throws ToolError NOT_ALLOWED (a link or alternate outside the roots), SECRET_DENIED, unsupported_repository
+ *   (alternates too deep or too many, a quoted alternate path)
+ */
+export async function verifyObjects(
+  objectsDir: string,
+  verify: Verifier,
+  slicer: Slicer,
+  depth = 0,
+  seen = new Set<string>([objectsDir]),
+): Promise<ObjectStore[]> {
+  const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
+  for (const e of await listStoreDirectory(objectsDir)) {
+    const wait = slicer.check();
+    if (wait) await wait;
+    let real: string | null = path.join(objectsDir, e.name);
+    if (e.isSymbolicLink()) {
+      const found = verify.locate(real, 'object store entry');
+      real = found?.stats.isDirectory() ? found.real : null;
+    } else if (!e.isDirectory()) real = null;
+    if (real !== null && (FANOUT.test(e.name) || e.name === 'pack')) store.subdirs.set(e.name, real);
+  }
+  for (const sub of [...store.subdirs.keys(), 'info', path.join('info', 'commit-graphs')]) {
+    const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
+    for (const e of await listStoreDirectory(d)) {
+      const wait = slicer.check();
+      if (wait) await wait;
+      const found = e.isSymbolicLink() ? verify.locate(path.join(d, e.name), 'object store entry') : null;
+      if (sub === 'pack' && PACK_FILE.test(e.name)) {
+        const real = e.isSymbolicLink()
+          ? found?.stats.isFile()
+            ? found.real
+            : null
+          : e.isFile()
+            ? path.join(d, e.name)
+            : null;
+        if (real !== null) store.packFiles.set(e.name, real);
+      }
+    }
+  }
+  const file = path.join(objectsDir, 'info', 'alternates');
+  const found = await verify.readLarge(file, 'objects/info/alternates', VIEW_CAPS.list);
+  if (!found) return [store];
+  if (depth >= MAX_ALTERNATE_DEPTH)
+    throw repoError('unsupported_repository', file, `${file} chains alternates deeper than ${MAX_ALTERNATE_DEPTH}.`);
+  const out: ObjectStore[] = [store];
+  for (let line of found.bytes.toString('utf8').split('\n')) {
+    line = line.replace(/\r$/, '');
+    if (line === '' || line.startsWith('#')) continue;
+    if (line.startsWith('"'))
+      throw repoError(
+        'unsupported_repository',
+        file,
+        `${file} uses a quoted alternate path, which the git tools do not support.`,
+      );
+    const real = realPathInside(objectsDir, line, file, 'objects/info/alternates', verify);
+    if (real === null) continue; // git ignores a missing alternate too
+    if (seen.has(real)) continue;
+    seen.add(real);
+    if (seen.size > MAX_ALTERNATES)
+      throw repoError(
+        'unsupported_repository',
+        file,
+        `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`,
+      );
+    if (!lstatOrNull(real)?.isDirectory()) continue;
+    out.push(...(await verifyObjects(real, verify, slicer, depth + 1, seen)));
+  }
+  return out;
+}
+
+/**
+ * The object stores as git sees them: for each verified store a directory `alt/N` of the private dir holding links to
+ * its verified fan-out directories and a `pack` directory of links to its verified pack files, nothing else (no
+ * `info/`: git never reads a repository's alternates or commit-graph files, so an alternates file changed after
+ * verification cannot reach git; no `multi-pack-index`, whose pack names may hold `..`). Returns the
+ * mirrors' paths for the view's own `objects/info/alternates`, in the stores' order.
+ */
+export async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
+  const base = path.join(privateDir, 'alt');
+  const fingerprint = JSON.stringify(stores.map((s) => [[...s.subdirs], [...s.packFiles]]));
+  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, slicer)))
+    return stores.map((_, n) => path.join(base, String(n)));
+  viewCaches.mirrors.delete(privateDir);
+  rmSync(base, { recursive: true, force: true });
+  mkdirSync(base, { mode: 0o700 });
+  const out: string[] = [];
+  for (const [n, store] of stores.entries()) {
+    const mirror = path.join(base, String(n));
+    mkdirSync(mirror, { mode: 0o700 });
+    for (const [name, real] of store.subdirs) {
+      const wait = slicer.check();
+      if (wait) await wait;
+      if (name !== 'pack') symlinkSync(real, path.join(mirror, name));
+    }
+    // The pack directory is rebuilt, not linked: links to the verified pack files only, so git reads no other file
+    // of it (a multi-pack-index naming an outside pack, a link planted after verification).
+    if (store.subdirs.has('pack')) {
+      const pack = path.join(mirror, 'pack');
+      mkdirSync(pack, { mode: 0o700 });
+      for (const [name, real] of store.packFiles) {
+        const wait = slicer.check();
+        if (wait) await wait;
+        symlinkSync(real, path.join(pack, name));
+      }
+    }
+    out.push(mirror);
+  }
+  viewCaches.mirrors.set(privateDir, fingerprint);
+  return out;
+}
+
+/**
+ * True when the mirrors under `base` (a reused private dir's `alt`, itself checked a directory by `isTidy`) hold
+ * exactly what `mirrorObjects` writes for `stores`: directories `0`…`n-1`, each with a link per fan-out directory
+ * whose text is the verified real path, and `pack` a directory of links to the verified pack files; nothing else.
+ */
+async function mirrorIntact(base: string, stores: ObjectStore[], slicer: Slicer): Promise<boolean> {
+  try {
+    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))))) return false;
+    for (const [n, store] of stores.entries()) {
+      const mirror = path.join(base, String(n));
+      const links = new Map([...store.subdirs].filter(([name]) => name !== 'pack'));
+      const hasPack = store.subdirs.has('pack');
+      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []))) return false;
+      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set())) return false;
+      const wait = slicer.check();
+      if (wait) await wait;
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * True when directory `dir` holds exactly the links `links` (name → the link's text) and the directories `dirs`
+ * (entry types as listed: a link is never taken for a directory).
+ */
+function holdsExactly(dir: string, links: ReadonlyMap<string, string>, dirs: ReadonlySet<string>): boolean {
+  const entries = readdirSync(dir, { withFileTypes: true });
+  if (entries.length !== links.size + dirs.size) return false;
+  for (const e of entries) {
+    const target = links.get(e.name);
+    if (target !== undefined) {
+      if (!e.isSymbolicLink() || readlinkSync(path.join(dir, e.name)) !== target) return false;
+    } else if (!dirs.has(e.name) || !e.isDirectory()) return false;
+  }
+  return true;
+}

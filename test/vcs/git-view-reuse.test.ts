@@ -1,0 +1,172 @@
+/**
+ * What the sanitized view reuses between calls (src/vcs/git-view-cache.ts) never skips a check: with the real git,
+ * each case first shows the reuse happened (a cache entry, an unchanged inode), then changes what was checked and
+ * shows the next view sees the change:
+ * - a loose object replaced by a link leading outside the roots after its fan-out directory's listing was kept →
+ *   NOT_ALLOWED;
+ * - the repository's index replaced by garbage of the same length after its validation was kept → corrupt_repository;
+ * - a work-tree directory of an entry replaced by a link leading outside after the index was kept → NOT_ALLOWED;
+ * - a reused private dir whose object-store mirror or index someone changed is rebuilt, not used as found.
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { ToolError } from '../../src/errors/tool-error.js';
+import type { PolicyContext } from '../../src/policy/authorize.js';
+import { gitViewAccess } from '../../src/policy/git-access.js';
+import { gitStatus, openRepository } from '../../src/vcs/git.js';
+import type { GitView } from '../../src/vcs/git-view.js';
+import { clearViewCaches, viewCaches } from '../../src/vcs/git-view-cache.js';
+
+const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-gitview-reuse-')));
+const root = path.join(base, 'root');
+const outside = path.join(base, 'outside');
+mkdirSync(root);
+mkdirSync(outside);
+writeFileSync(path.join(outside, 'secret.txt'), 'OUTSIDE\n');
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+const policy = {
+  roots: [{ given: root, real: root, source: 'cli' }],
+  allowSecrets: false,
+  policy: { rules: [] },
+} as unknown as PolicyContext;
+const options = { timeoutMs: 30_000 };
+
+function git(cwd: string, ...args: string[]): string {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
+  return execFileSync('git', args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...env,
+      HOME: base,
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@e.invalid',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@e.invalid',
+    },
+  });
+}
+
+/** A committed repository inside the root with `sub/f.txt` and `a.txt` (loose objects only). */
+function repo(name: string): string {
+  const dir = path.join(root, name);
+  mkdirSync(path.join(dir, 'sub'), { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  writeFileSync(path.join(dir, 'a.txt'), 'a\n');
+  writeFileSync(path.join(dir, 'sub', 'f.txt'), 'f\n');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'i');
+  return dir;
+}
+
+const open = (dir: string): Promise<GitView> => openRepository(dir, gitViewAccess(policy), options);
+/** One status through a view, the view disposed; returns the private dir it used. */
+async function statusOnce(dir: string): Promise<string> {
+  const view = await open(dir);
+  try {
+    await gitStatus(view, options);
+    return (view as unknown as { privateDir: string }).privateDir;
+  } finally {
+    await view.dispose();
+  }
+}
+const settle = () => new Promise((r) => setTimeout(r, 30));
+
+beforeEach(() => {
+  clearViewCaches();
+  // Every directory counts as settled (older than the racy window): the listings are kept from the first call.
+  vi.useFakeTimers({ toFake: ['Date'] });
+  vi.setSystemTime(Date.now() + 60_000);
+});
+afterEach(() => vi.useRealTimers());
+
+describe('reuse between calls', () => {
+  it('a loose object that became a link leading outside after its directory listing was kept → NOT_ALLOWED', async () => {
+    const dir = repo('loose');
+    await statusOnce(dir);
+    const blob = git(dir, 'rev-parse', 'HEAD:a.txt').trim();
+    const fanout = path.join(dir, '.git', 'objects', blob.slice(0, 2));
+    expect(viewCaches.listings.has(fanout)).toBe(true);
+    await settle(); // a later timestamp than the kept listing's, whatever the clock's granularity
+    const file = path.join(fanout, blob.slice(2));
+    renameSync(file, `${file}.moved`);
+    symlinkSync(path.join(outside, 'secret.txt'), file);
+    const error = await open(dir).then(
+      (v) => v.dispose().then(() => null),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code).toBe('NOT_ALLOWED');
+    expect((error as ToolError).details.reason).toBe('git_location_outside_roots');
+    expect(JSON.stringify((error as ToolError).details)).not.toContain(outside);
+  });
+
+  it('an index replaced by garbage of the same length after its validation was kept → corrupt_repository', async () => {
+    const dir = repo('index');
+    await statusOnce(dir);
+    const indexFile = path.join(dir, '.git', 'index');
+    expect(viewCaches.indexes.has(indexFile)).toBe(true);
+    const size = statSync(indexFile).size;
+    writeFileSync(indexFile, Buffer.alloc(size, 0x41));
+    const error = await open(dir).then(
+      (v) => v.dispose().then(() => null),
+      (e: unknown) => e,
+    );
+    expect((error as ToolError).code).toBe('IO_ERROR');
+    expect((error as ToolError).details.reason).toBe('corrupt_repository');
+  });
+
+  it('an entry directory that became a link leading outside after the index was kept → NOT_ALLOWED', async () => {
+    const dir = repo('entrydir');
+    await statusOnce(dir);
+    expect(viewCaches.indexes.has(path.join(dir, '.git', 'index'))).toBe(true);
+    rmSync(path.join(dir, 'sub'), { recursive: true });
+    symlinkSync(outside, path.join(dir, 'sub'));
+    const error = await open(dir).then(
+      (v) => v.dispose().then(() => null),
+      (e: unknown) => e,
+    );
+    expect((error as ToolError).code).toBe('NOT_ALLOWED');
+    expect((error as ToolError).details.link).toBe(path.join(dir, 'sub'));
+  });
+
+  it('a reused private dir keeps its mirror and index when untouched, and rebuilds what someone changed', async () => {
+    const dir = repo('private');
+    const first = await statusOnce(dir);
+    const mirror = path.join(first, 'alt', '0');
+    const mirrorIno = lstatSync(mirror).ino;
+    const index = readFileSync(path.join(first, 'index'));
+    expect(await statusOnce(dir)).toBe(first);
+    expect(lstatSync(mirror).ino).toBe(mirrorIno); // kept: not rebuilt
+    // Someone adds a link to the mirror and rewrites the private index (same length, same times).
+    symlinkSync(outside, path.join(mirror, 'zz'));
+    const indexStat = statSync(path.join(first, 'index'));
+    writeFileSync(path.join(first, 'index'), Buffer.alloc(index.length, 0x42));
+    utimesSync(path.join(first, 'index'), indexStat.atime, indexStat.mtime);
+    expect(await statusOnce(dir)).toBe(first);
+    expect(existsSync(path.join(first, 'alt', '0', 'zz'))).toBe(false);
+    expect(readdirSync(path.join(first, 'alt', '0')).every((n) => /^[0-9a-f]{2}$|^pack$/.test(n))).toBe(true);
+    expect(readFileSync(path.join(first, 'index')).equals(index)).toBe(true);
+  });
+});
