@@ -13,6 +13,7 @@ import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { refusalSource } from '../errors/to-envelope.js';
+import { isEntryName } from '../fs/path-within.js';
 import { findContainingRoot, isWithin } from './containment.js';
 import { rejectedRootsDetails, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
 
@@ -167,13 +168,28 @@ export async function resolveInRoots(
   };
 }
 
-// `childOf` (a directory entry of an allowed directory) lives with the walker that produces entries; re-exported here
-// so callers that name it from policy keep working.
-export { childOf } from '../fs/walk.js';
+/**
+ * A directory entry of an allowed directory, reached by name without following any link: allowed. The walker
+ * (src/fs/walk.ts) is handed this to mint its entries' paths (it never descends into a symlink, so containment holds
+ * by construction). `name` must be a single component from readdir; `directory` must be normalized (as an
+ * AllowedPath is), else the result is its concatenation with `name`, not the normalized join.
+ * @throws Error when `name` is not one entry name (a programming error)
+ */
+export function childOf(directory: AllowedPath, name: string): AllowedPath {
+  if (!isEntryName(name)) {
+    throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
+  }
+  // One call per entry of every walk: on POSIX a normalized directory and one entry name join by concatenation, as
+  // path.join would; anything else goes through path.join.
+  if (path.sep === '/' && directory.length > 1 && directory.charCodeAt(directory.length - 1) !== 0x2f) {
+    return `${directory}/${name}` as AllowedPath;
+  }
+  return path.join(directory, name) as AllowedPath;
+}
 
 /**
  * The parent directory of an allowed path. Contained whenever the path is not itself a root (write authorization
- * refuses roots; makeDirectories re-checks every directory it creates).
+ * refuses roots; openDirCreating re-checks every directory it creates).
  */
 export function parentOf(real: AllowedPath): AllowedPath {
   return path.dirname(real) as AllowedPath;

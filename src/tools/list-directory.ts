@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { globMatcher, walkInto, type WalkEntry, type WalkItem } from '../fs/walk.js';
 import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, kindOf, linkTargetKind, walkEntryClassifier } from '../policy/authorize.js';
+import { childOf } from '../policy/resolve-path.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { GlobList, KindSchema, PathArg } from './common-schemas.js';
 import { afterCursorBytesBound, CursorPath, decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
@@ -168,6 +169,7 @@ export const listDirectory = defineTool({
     const walkOptions: Parameters<typeof walkInto>[0] = {
       base: target.real,
       rootReal: target.root.real,
+      childOf,
       maxDepth: args.depth,
       respectGitignore: args.respect_gitignore,
       include: args.include,
