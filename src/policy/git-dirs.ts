@@ -42,7 +42,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { VerifiedDir } from '../fs/verified-dir.js';
 import { parseGitConfig } from '../vcs/git-config.js';
-import { findContainingRoot, isWithin } from './containment.js';
+import { findContainingRoot, isInsideRoots, isWithin } from './containment.js';
 
 /** The entries that make a directory a git directory when two of them are present. */
 export const REPOSITORY_ENTRY_NAMES: readonly string[] = ['HEAD', 'objects', 'refs', 'commondir'];
@@ -740,7 +740,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
 function inspect(ctx: GitGuardRoots, requested: string, real: string): { hooks: Guarded[]; capped: boolean } {
   const root = findContainingRoot(ctx.roots, real);
   if (!root) return { hooks: [], capped: false }; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
-  const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
+  const isInside = (p: string) => isInsideRoots(ctx.roots, p);
   readableScope = isInside;
   const rel = path.relative(root.real, real);
   const parts = rel === '' ? [] : rel.split(path.sep);
