@@ -353,7 +353,7 @@ async function scanFile(
 ): Promise<Scan> {
   const bound = { reportedSize: sizeHint ?? 0, maxBytes: maxScanBytes, path: null };
   let firstChunk: Buffer | null = null;
-  // Issue #19: a chunk is hashed only once the next read is about to overwrite `buf`, so a file read in one chunk
+  // A chunk is hashed only once the next read is about to overwrite `buf`, so a file read in one chunk
   // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
   let hasher: ReturnType<typeof createContentHasher> | null = null;
   let unhashed: Buffer | null = null;

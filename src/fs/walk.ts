@@ -114,7 +114,7 @@ export interface WalkOptions {
   /**
    * When given, each entry is handed to `sink` in walk order (right after `filter` was asked about it, exactly where
    * it would be yielded), with its last path component `name`, and the walk yields nothing; `false` (or a promise of
-   * it) stops the walk. Issue #19: one async-iteration step per entry (two generator levels) cost a names-and-types
+   * it) stops the walk. One async-iteration step per entry (two generator levels) cost a names-and-types
    * listing a sixth of its time.
    */
   sink?: (item: WalkItem | WalkEntry, name: string) => boolean | Promise<boolean>;
@@ -331,8 +331,8 @@ interface DirFrame {
 
 /**
  * The sorted listing of a frame's directory, or null when it cannot be read (reported to onSkip).
- * Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
- * read and identified through the verified descriptor. Issue #19: a small directory (by its own size, one fstat) is
+ * One sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
+ * read and identified through the verified descriptor. A small directory (by its own size, one fstat) is
  * read on this thread, a large one in the pool; a directory too small to be kept by the cache is read and sorted
  * here, with no await (SMALL_DIRECTORY_BYTES).
  */
@@ -415,7 +415,7 @@ async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerat
     const level = loadIgnore(o, f.dir, f.rootRel, shown, chainBudget(f.levels));
     if (level) levels = [...f.levels, level];
   }
-  // Issue #19: this directory as each .gitignore level sees it, once per directory (GitignoreRules.testEntry).
+  // This directory as each .gitignore level sees it, once per directory (GitignoreRules.testEntry).
   const ignoreDirs = levels.map((l) => (l.dir === '' ? f.rootRel : f.rootRel.slice(l.dir.length + 1)));
   // (a readdir is a yield: the slice starts again after it)
   run.sliceStart = performance.now();
