@@ -114,20 +114,8 @@ function worldWritableDir(p: string): boolean {
  */
 export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.env): WallPlan {
   const roots = config.roots.map((r) => r.real);
-  // The start-up list must be an upper bound of every root the server may later use: client roots may replace the
-  // working-directory default, and under --client-roots=replace the command-line roots too.
-  // Only a serving process has a client that may announce roots; `call` and `tools` keep the roots they start with.
-  const clientMayAnnounce = config.mode.kind === 'serve' && config.clientRoots !== 'ignore';
-  // Command-line roots that were all left out (config.rejectedRoots: missing, not directories, unreadable) leave the
-  // wall with no root at all, never without a wall: the policy layer has no root either (ROOTS_EMPTY), and client
-  // roots can only narrow that empty set, so the kernel refuses every path a policy bug might let through.
-  if ((roots.length === 0 && !config.rootsFromCommandLine) || (!config.rootsFromCommandLine && clientMayAnnounce)) {
-    return { reason: 'no command-line roots (client roots are not known at start-up)' };
-  }
-  if (clientMayAnnounce && config.clientRoots === 'replace') {
-    return { reason: '--client-roots=replace (client roots may lie outside the command-line roots)' };
-  }
-  if (roots.includes('/')) return { reason: 'a root is /' };
+  const refused = cannotRaise(config, roots);
+  if (refused) return refused;
   const inside = (p: string) => roots.some((r) => isWithin(r, p));
   const rules: WallRule[] = roots.map((r) => ({ path: r, access: 'rw' }));
 
@@ -158,6 +146,58 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
   const guarded = [...(home ? [home] : []), ...rules.map((r) => r.path), ...forgeDirs];
   const tooWide = (p: string, keep: readonly string[] = []) =>
     p === '/' || guarded.some((g) => !keep.includes(g) && isWithin(p, g)) || worldWritableDir(p);
+  rules.push(...runGrants(env, tooWide));
+  const self = real('/proc/self');
+  if (self) rules.push({ path: self, access: 'ro' });
+  // The package's own files; where its directory is too wide (a bundle copied into the home directory or beside a
+  // root), only the bundle's directory, and where that is too wide as well, nothing beyond what is loaded already.
+  const distDir = path.dirname(fileURLToPath(import.meta.url));
+  const packageDir = [path.dirname(distDir), distDir].map(real).find((d) => d !== null && !tooWide(d));
+  if (packageDir) rules.push({ path: packageDir, access: 'ro' });
+  // git's layer: everything so far but the run directory (its views' private directories are added per run) and the
+  // server's own /proc entry (its environment may hold GH_TOKEN; its descriptors are the MCP protocol's pipes).
+  const gitRules = rules.filter((r) => r.path !== runDir && r.path !== self);
+  rules.push(...gitConfigGrants(env));
+  // The forge CLIs' configuration: gh and glab read it, git never does.
+  for (const dir of forgeDirs) if (!tooWide(dir, forgeDirs)) rules.push({ path: dir, access: 'ro' });
+  // Node's own coverage output (after git's layer was taken: git never writes it).
+  const coverageDir = v8CoverageDir(env, guarded, [
+    ...forgeDirs,
+    ...rules.filter((r) => r.access === 'rw').map((r) => r.path),
+  ]);
+  if (coverageDir) rules.push({ path: coverageDir, access: 'rw' });
+  const helper = installHelper(distDir, runDir);
+  if (helper !== null && typeof helper !== 'string') return helper;
+  if (helper) rules.push({ path: helper, access: 'rx' });
+  return { rules, runDir, gitRules, helper };
+}
+
+/** Why the wall cannot be raised for this configuration (see planKernelWall), or null when it can. */
+function cannotRaise(config: Config, roots: readonly string[]): { reason: string } | null {
+  // The start-up list must be an upper bound of every root the server may later use: client roots may replace the
+  // working-directory default, and under --client-roots=replace the command-line roots too.
+  // Only a serving process has a client that may announce roots; `call` and `tools` keep the roots they start with.
+  const clientMayAnnounce = config.mode.kind === 'serve' && config.clientRoots !== 'ignore';
+  // Command-line roots that were all left out (config.rejectedRoots: missing, not directories, unreadable) leave the
+  // wall with no root at all, never without a wall: the policy layer has no root either (ROOTS_EMPTY), and client
+  // roots can only narrow that empty set, so the kernel refuses every path a policy bug might let through.
+  if ((roots.length === 0 && !config.rootsFromCommandLine) || (!config.rootsFromCommandLine && clientMayAnnounce)) {
+    return { reason: 'no command-line roots (client roots are not known at start-up)' };
+  }
+  if (clientMayAnnounce && config.clientRoots === 'replace') {
+    return { reason: '--client-roots=replace (client roots may lie outside the command-line roots)' };
+  }
+  if (roots.includes('/')) return { reason: 'a root is /' };
+  return null;
+}
+
+/**
+ * What the process needs to run, none of it too wide (see planKernelWall): the system's program directories, Node's
+ * installation (or only its binary), the PATH's directories (rx), the system's read-only files and the operator's
+ * certificate files (ro).
+ */
+function runGrants(env: NodeJS.ProcessEnv, tooWide: (p: string) => boolean): WallRule[] {
+  const rules: WallRule[] = [];
   for (const dir of SYSTEM_PROGRAM_DIRS) rules.push({ path: dir, access: 'rx' });
   const node = real(process.execPath);
   if (node) {
@@ -175,18 +215,13 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
     const value = env[key] && path.isAbsolute(env[key]) ? real(env[key]) : null;
     if (value && !tooWide(value)) rules.push({ path: value, access: 'ro' });
   }
-  const self = real('/proc/self');
-  if (self) rules.push({ path: self, access: 'ro' });
-  // The package's own files; where its directory is too wide (a bundle copied into the home directory or beside a
-  // root), only the bundle's directory, and where that is too wide as well, nothing beyond what is loaded already.
-  const distDir = path.dirname(fileURLToPath(import.meta.url));
-  const packageDir = [path.dirname(distDir), distDir].map(real).find((d) => d !== null && !tooWide(d));
-  if (packageDir) rules.push({ path: packageDir, access: 'ro' });
-  // git's layer: everything so far but the run directory (its views' private directories are added per run) and the
-  // server's own /proc entry (its environment may hold GH_TOKEN; its descriptors are the MCP protocol's pipes).
-  const gitRules = rules.filter((r) => r.path !== runDir && r.path !== self);
-  // The server's own git call for the operator's global safe.directory (src/vcs/git-locate.ts) reads these.
+  return rules;
+}
+
+/** The operator's global git configuration files (ro): the server's own git call for safe.directory (src/vcs/git-locate.ts) reads them. */
+function gitConfigGrants(env: NodeJS.ProcessEnv): WallRule[] {
   const xdg = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : null;
+  const rules: WallRule[] = [];
   for (const file of [
     path.join(os.homedir(), '.gitconfig'),
     path.join(xdg ?? path.join(os.homedir(), '.config'), 'git', 'config'),
@@ -194,18 +229,7 @@ export function planKernelWall(config: Config, env: NodeJS.ProcessEnv = process.
     const r = real(file);
     if (r) rules.push({ path: r, access: 'ro' });
   }
-  // The forge CLIs' configuration: gh and glab read it, git never does.
-  for (const dir of forgeDirs) if (!tooWide(dir, forgeDirs)) rules.push({ path: dir, access: 'ro' });
-  // Node's own coverage output (after git's layer was taken: git never writes it).
-  const coverageDir = v8CoverageDir(env, guarded, [
-    ...forgeDirs,
-    ...rules.filter((r) => r.access === 'rw').map((r) => r.path),
-  ]);
-  if (coverageDir) rules.push({ path: coverageDir, access: 'rw' });
-  const helper = installHelper(distDir, runDir);
-  if (helper !== null && typeof helper !== 'string') return helper;
-  if (helper) rules.push({ path: helper, access: 'rx' });
-  return { rules, runDir, gitRules, helper };
+  return rules;
 }
 
 /**

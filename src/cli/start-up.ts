@@ -14,7 +14,7 @@ import { configureOwnFiles, removeOwnFilesOnExit, sweepOwnLeftovers } from '../f
 import { isWithin } from '../fs/path-within.js';
 import { recoverJournals } from '../patch/transaction.js';
 import { recoveryRefusal } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 import { createProcessState, type ProcessState } from '../server/process-state.js';
 import { prepareStartupFiles } from '../server/startup-files.js';
 import type { AnyTool } from '../tools/define-tool.js';
@@ -73,7 +73,7 @@ export async function startUp(
  * removed inside the roots before serving; one stderr line says what was removed and what was left.
  */
 async function sweepLeftovers(config: Config, state: ProcessState): Promise<void> {
-  const isInside = (p: string) => findContainingRoot(state.roots.current(), p) !== undefined;
+  const isInside = (p: string) => isInsideRoots(state.roots.current(), p);
   const swept = await sweepOwnLeftovers(config.stateDir, isInside, { readonly: config.readonly });
   if (swept.length === 0) return;
   const removed = swept.filter((f) => f.outcome === 'removed');
@@ -97,14 +97,9 @@ async function recoverTransactions(config: Config, state: ProcessState): Promise
     guarded: state.guarded,
   };
   state.recoveredTransactions.push(
-    ...(await recoverJournals(
-      config.stateDir,
-      (p) => findContainingRoot(state.roots.current(), p) !== undefined,
-      note,
-      {
-        readonly: config.readonly,
-        authorize: (file) => recoveryRefusal(file, policy),
-      },
-    )),
+    ...(await recoverJournals(config.stateDir, (p) => isInsideRoots(state.roots.current(), p), note, {
+      readonly: config.readonly,
+      authorize: (file) => recoveryRefusal(file, policy),
+    })),
   );
 }

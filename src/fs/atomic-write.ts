@@ -235,15 +235,16 @@ export async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * Creates the missing directories between the nearest existing ancestor and `target` (docs/tools.md create_directory,
- * write_file create_dirs), one level at a time, each relative to its verified parent and opened with O_NOFOLLOW
- * (src/fs/verified-dir.ts openDirCreating).
+ * Creates the missing parent directories of the authorized file `file` (docs/tools.md: a change that creates
+ * `a/b/c.txt`, as `git apply` does), from the nearest existing ancestor down, one level at a time, each relative to
+ * its verified parent and opened with O_NOFOLLOW (src/fs/verified-dir.ts openDirCreating, which proves containment
+ * itself).
  * @returns the directories created, outermost first
  * @throws ToolError NOT_ALLOWED when a component is a link or lands outside; VALIDATION when a component exists and is
  *   not a directory
  */
-export function makeDirectories(target: AllowedPath, isInside: (p: string) => boolean): string[] {
-  const { dir, created } = openDirCreating(target, isInside);
+export function makeParentDirectories(file: AllowedPath, isInside: (p: string) => boolean): string[] {
+  const { dir, created } = openDirCreating(path.dirname(file), isInside);
   dir.close();
   return created;
 }

@@ -12,7 +12,8 @@ import { open, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
-import { assertDescriptorAt, changedError, VerifiedDir, withHeldDirSync } from './verified-dir.js';
+import { withHeldDirSync } from './held-dirs.js';
+import { assertDescriptorAt, changedError, VerifiedDir } from './verified-dir.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;

@@ -10,9 +10,9 @@
  *     lock is held, and a lock file is never seen half-written;
  *   - `<hash>` is SHA-256 of the target's name relative to the lock's directory, so the lock name has a fixed
  *     length (NAME_MAX holds) and does not repeat the file name;
- *   - the directory is opened with O_DIRECTORY|O_NOFOLLOW and proved (via /proc/self/fd) to be the directory we
- *     authorized; every later syscall goes through `/proc/self/fd/N/<name>`, so a parent swapped for a symlink never
- *     makes us create, read or remove a lock file elsewhere (Linux; elsewhere the path is re-checked and used);
+ *   - the directory is opened through the verified-access module (src/fs/verified-dir.ts: from the root down, one
+ *     O_NOFOLLOW component at a time, its location proved) and every later syscall names one entry of that
+ *     descriptor, so a parent swapped for a symlink never makes us create, read or remove a lock file elsewhere;
  *   - a target whose parent does not exist yet (create_dirs, a patch creating `a/b/c.txt`) is locked in its nearest
  *     existing ancestor under its relative name; after taking a lock, the holder checks that no live process holds
  *     the same target's lock in an ancestor (taken before the directories were created), and that its own lock
@@ -37,99 +37,40 @@
  * Lock files are of the server's own class (src/fs/own-files.ts): never listed, read, searched or created by the
  * tools, in any path component; each is noted in the in-flight register before it is created, so the start-up sweep
  * removes one a killed process left.
+ *
+ * Split by concern: where a lock lives and the registered scopes (src/fs/lock-site.ts), one lock file's creation,
+ * judgement and removal (src/fs/lock-file.ts); here the wait, the heartbeat and the in-process order.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  existsSync,
-  fstatSync,
-  futimesSync,
-  linkSync,
-  lstatSync,
-  openSync,
-  readlinkSync,
-  readSync,
-  realpathSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, futimesSync } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { dropOwnFile, isLockFileName, LOCK_FILE_PREFIX, noteOwnFile } from './own-files.js';
-import { ownerState, parseIdentity, selfIdentity } from './process-identity.js';
+import {
+  breakLock,
+  entryStat,
+  holdOpen,
+  judge,
+  LOCK_STALE_MS,
+  lockNameFor,
+  tryCreate,
+  unlinkIfSame,
+} from './lock-file.js';
+import type { Verdict } from './lock-file.js';
+import { inLockScope, lockSite, lstatOrNull, relativeName, rootRelative } from './lock-site.js';
+import { dropOwnFile, isLockFileName, LOCK_FILE_PREFIX } from './own-files.js';
+import { VerifiedDir } from './verified-dir.js';
 
-export { isLockFileName, LOCK_FILE_PREFIX };
+export { isLockFileName, LOCK_FILE_PREFIX, LOCK_STALE_MS };
+export { registerLockScope } from './lock-site.js';
 
 /** Longest wait (ms) for a lock its holder keeps fresh. */
 const WAIT_MS = 10_000;
 /** A lock not refreshed during this much of our wait (ms) fails the call with `locked` (it is not broken yet). */
 export const LOCK_STUCK_MS = 700;
-/** A lock not refreshed for this long (ms, by its ctime) is broken by the next writer, whoever it names. */
-export const LOCK_STALE_MS = 10_000;
-/** The same for a break lock, which lives for a few syscalls. */
-const BREAK_STALE_MS = 1_000;
 /** How often (ms) a holder refreshes its lock files. */
 const HEARTBEAT_MS = 200;
 
+/** The in-process order: per path, the promise of the last caller that holds or waits for it. */
 const chains = new Map<string, Promise<unknown>>();
-const HAS_PROC_FD = process.platform === 'linux' && existsSync('/proc/self/fd');
-const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
-const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
-const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
-
-interface Scope {
-  isInside: (p: string) => boolean;
-  rootOf?: (p: string) => string | undefined;
-}
-const scopes = new Set<Scope>();
-
-/** True when a lock file may be created in `p`: some registered scope accepts it (all do when none is registered). */
-function scope(p: string): boolean {
-  if (scopes.size === 0) return true;
-  for (const s of scopes) if (s.isInside(p)) return true;
-  return false;
-}
-
-/**
- * Registers where lock files may be created: only in directories some registered predicate accepts (inside the
- * roots). The process state registers its roots once at start-up (tests that build several process states in one
- * process register each). Without any (unit tests) every directory is accepted.
- * @param rootOf the real path of the root containing a path (for the root-relative `details.lock` of a `locked`
- *   envelope); without it the envelope names only the lock file's name
- * @returns a function that unregisters it
- */
-export function registerLockScope(
-  isInside: (p: string) => boolean,
-  rootOf?: (p: string) => string | undefined,
-): () => void {
-  const s: Scope = { isInside, rootOf };
-  scopes.add(s);
-  return () => {
-    scopes.delete(s);
-  };
-}
-
-/** `lockPath` relative to the root containing it (`/`-separated), or its bare name: never a path outside the roots. */
-function rootRelative(lockPath: string): string {
-  for (const s of scopes) {
-    const root = s.rootOf?.(lockPath);
-    if (root !== undefined) return path.relative(root, lockPath).split(path.sep).join('/');
-  }
-  return path.basename(lockPath);
-}
-
-/** A directory opened and verified; `at(name)` names an entry of exactly that directory. */
-interface VerifiedDir {
-  fd: number;
-  path: string;
-  at(name: string): string;
-}
-
-function lockError(target: string, message: string): Error {
-  return Object.assign(new Error(message), { code: 'EBUSY', path: target });
-}
 
 /** Why a lock stopped this call (the `locked` envelope's details.held_by). */
 type HeldBy = 'live_holder' | 'not_refreshed';
@@ -166,208 +107,39 @@ function lockedError(target: string, lockPath: string, why: HeldBy, ageMs: numbe
   );
 }
 
-/** Opens `dir` (a real path) without following a link and proves the descriptor is that directory. */
-function openVerifiedDir(dir: string, target: string): VerifiedDir {
-  const fd = openSync(dir, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK);
+/** NOT_ALLOWED changed_during_call: a directory above `target` changed (a link swapped in, moved) while locking. */
+function changedWhileLocking(target: string): ToolError {
+  return new ToolError(
+    'NOT_ALLOWED',
+    `A directory above ${target} changed while it was being locked; nothing was written.`,
+    {
+      path: target,
+      details: { reason: 'changed_during_call' },
+      retryable: true,
+    },
+  );
+}
+
+/**
+ * An error from a lock syscall, re-pointed at the target: its message and path must not name the lock file or its
+ * directory's descriptor (errors are output). A verified directory's NOT_ALLOWED (a component swapped, the
+ * directory moved out of the roots) becomes `changedWhileLocking`.
+ */
+function sanitized(error: unknown, target: string): unknown {
+  if (error instanceof ToolError) {
+    return error.code === 'NOT_ALLOWED' && error.path !== target ? changedWhileLocking(target) : error;
+  }
+  const e = error as NodeJS.ErrnoException;
+  if (typeof e?.code !== 'string') return error;
+  return Object.assign(new Error(`${e.code}: cannot take the write lock of ${target}`), { code: e.code, path: target });
+}
+
+/** Opens a lock's directory through the verified-access module, inside the lock scopes. */
+function openLockDir(dir: string, target: string): VerifiedDir {
   try {
-    const where = HAS_PROC_FD ? readlinkSync(`/proc/self/fd/${fd}`) : realpathSync.native(dir);
-    if (where !== dir || !fstatSync(fd).isDirectory()) {
-      throw new ToolError(
-        'NOT_ALLOWED',
-        `A directory above ${target} changed while it was being locked; nothing was written.`,
-        {
-          path: target,
-          details: { reason: 'changed_during_call' },
-          retryable: true,
-        },
-      );
-    }
+    return VerifiedDir.open(dir, inLockScope);
   } catch (error) {
-    closeSync(fd);
-    throw error;
-  }
-  return { fd, path: dir, at: (name) => (HAS_PROC_FD ? `/proc/self/fd/${fd}/${name}` : path.join(dir, name)) };
-}
-
-function lockNameFor(relative: string): string {
-  return `${LOCK_FILE_PREFIX}${createHash('sha256').update(relative).digest('hex').slice(0, 32)}`;
-}
-
-function lstatOrNull(p: string): import('node:fs').Stats | null {
-  try {
-    return lstatSync(p);
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Where the lock of `target` lives: its nearest existing ancestor directory inside the scope, and the name there;
- * null when a non-directory stands where a directory of the path should be (nothing to lock).
- */
-function lockSite(target: string): { dir: string; relative: string } | null {
-  let dir = path.dirname(target);
-  while (dir !== path.dirname(dir) && scope(dir)) {
-    const st = lstatOrNull(dir);
-    if (st?.isDirectory()) return { dir, relative: path.relative(dir, target).split(path.sep).join('/') };
-    // A file or a link where a directory should be: no process can create or change the target at this path (an
-    // authorized real path has no link in it; one swapped in since is the mutation's own check to refuse), so
-    // there is nothing to exclude and the mutation fails on its own.
-    if (st) return null;
-    dir = path.dirname(dir);
-  }
-  // A root itself (its parent lies outside the roots): the lock lives inside it.
-  const st = lstatOrNull(target);
-  if (scope(target) && st?.isDirectory()) return { dir: target, relative: '.' };
-  if (scope(dir) && lstatOrNull(dir)?.isDirectory())
-    return { dir, relative: path.relative(dir, target).split(path.sep).join('/') };
-  throw lockError(target, `Cannot lock ${target}: no directory to hold its lock inside the roots.`);
-}
-
-/** Errors that say this process cannot create entries in the directory at all. */
-const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
-
-/**
- * Creates `name` in `dir` holding our owner record, atomically; both the private temporary and the lock are noted in
- * the in-flight register first (src/fs/own-files.ts). @returns the lock's inode, or null when taken.
- * @throws errno errors; EACCES / EPERM / EROFS mean the directory takes no new entry from this process
- */
-function tryCreate(dir: VerifiedDir, name: string): number | null {
-  const tmp = `${name}.${randomBytes(8).toString('hex')}.tmp`;
-  const tmpPath = path.join(dir.path, tmp);
-  const lockPath = path.join(dir.path, name);
-  noteOwnFile(tmpPath, 'lock');
-  let fd: number;
-  try {
-    fd = openSync(
-      dir.at(tmp),
-      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | O_NONBLOCK,
-      0o644,
-    );
-  } catch (error) {
-    dropOwnFile(tmpPath);
-    throw error;
-  }
-  try {
-    try {
-      writeSync(fd, JSON.stringify(selfIdentity()));
-    } finally {
-      closeSync(fd);
-    }
-    noteOwnFile(lockPath, 'lock');
-    try {
-      linkSync(dir.at(tmp), dir.at(name));
-    } catch (error) {
-      dropOwnFile(lockPath);
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return null;
-      throw error;
-    }
-    return lstatSync(dir.at(name)).ino;
-  } finally {
-    try {
-      unlinkSync(dir.at(tmp));
-    } catch {
-      /* already gone */
-    }
-    dropOwnFile(tmpPath);
-  }
-}
-
-/** What stands at a lock name (see the module comment). */
-type Verdict =
-  | { kind: 'forged'; ino: number; directory: boolean }
-  | { kind: 'gone' | 'stale'; ino: number }
-  | { kind: 'held'; ino: number; ctimeMs: number; ageMs: number };
-
-/**
- * Judges the entry `name` of `dir`. @returns null when nothing is there
- * @param staleMs age (by ctime) after which a lock nobody refreshes is stale
- */
-function judge(dir: VerifiedDir, name: string, staleMs: number): Verdict | null {
-  const st = lstatOrNull(dir.at(name));
-  if (!st) return null;
-  if (!st.isFile()) return { kind: 'forged', ino: st.ino, directory: st.isDirectory() };
-  let fd: number;
-  try {
-    // O_NONBLOCK: a FIFO swapped in since the lstat must not hang the server.
-    fd = openSync(dir.at(name), constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-  try {
-    const now = fstatSync(fd);
-    if (!now.isFile()) return { kind: 'forged', ino: now.ino, directory: false };
-    const buf = Buffer.alloc(2048);
-    const n = readSync(fd, buf, 0, buf.length, 0);
-    let owner = null;
-    try {
-      owner = parseIdentity(JSON.parse(buf.subarray(0, n).toString('utf8')));
-    } catch {
-      /* not a record this program wrote */
-    }
-    // Our lock files are complete from the moment they exist (written, then linked): no record means not ours.
-    if (!owner) return { kind: 'forged', ino: now.ino, directory: false };
-    if (ownerState(owner) === 'gone') return { kind: 'gone', ino: now.ino };
-    const ageMs = Date.now() - now.ctimeMs;
-    if (ageMs >= staleMs) return { kind: 'stale', ino: now.ino };
-    return { kind: 'held', ino: now.ino, ctimeMs: now.ctimeMs, ageMs };
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Removes `name` only if it is still the inode `ino` (never someone's fresh lock). */
-function unlinkIfSame(dir: VerifiedDir, name: string, ino: number): void {
-  if (lstatOrNull(dir.at(name))?.ino !== ino) return;
-  try {
-    unlinkSync(dir.at(name));
-  } catch {
-    /* already gone */
-  }
-}
-
-/**
- * Takes away what a judgement found removable: a forged directory is renamed aside to a visible
- * `fs-tools-forged-lock-<hex>` (its content is not ours to delete; the user sees and removes it), anything else is
- * unlinked — each only while it is still the judged inode.
- */
-function takeAway(dir: VerifiedDir, name: string, verdict: Verdict): void {
-  if (verdict.kind === 'forged' && verdict.directory) {
-    if (lstatOrNull(dir.at(name))?.ino !== verdict.ino) return;
-    const aside = `fs-tools-forged-lock-${randomBytes(6).toString('hex')}`;
-    try {
-      renameSync(dir.at(name), dir.at(aside));
-      process.stderr.write(
-        `fs-tools: a directory stood at a lock file's name in ${dir.path}; renamed aside to ${aside}\n`,
-      );
-    } catch {
-      /* gone, or cannot be moved: the wait ends with a locked envelope naming it */
-    }
-    return;
-  }
-  unlinkIfSame(dir, name, verdict.ino);
-}
-
-/**
- * Removes a lock judged removable. Serialized by `<lock>.break`, so two processes that judged the same lock stale
- * cannot remove the fresh lock one of them took afterwards. A break lock that is itself forged, of a gone owner, or
- * older than BREAK_STALE_MS is taken away the same inode-checked way.
- */
-function breakLock(dir: VerifiedDir, name: string, judged: Verdict): void {
-  const breakName = `${name}.break`;
-  const mine = tryCreate(dir, breakName);
-  if (mine === null) {
-    const holder = judge(dir, breakName, BREAK_STALE_MS);
-    if (holder && holder.kind !== 'held') takeAway(dir, breakName, holder);
-    return;
-  }
-  try {
-    const now = judge(dir, name, LOCK_STALE_MS);
-    if (now && now.ino === judged.ino && now.kind !== 'held') takeAway(dir, name, now);
-  } finally {
-    unlinkIfSame(dir, breakName, mine);
-    dropOwnFile(path.join(dir.path, breakName));
+    throw sanitized(error, target);
   }
 }
 
@@ -379,6 +151,7 @@ interface HeldLock {
   fd: number;
 }
 
+/** The locks this process holds now, refreshed by one shared timer while there is any. */
 const heldLocks = new Set<HeldLock>();
 let heartbeat: NodeJS.Timeout | null = null;
 
@@ -399,6 +172,7 @@ function keepFresh(lock: HeldLock): void {
   }, HEARTBEAT_MS).unref();
 }
 
+/** Stops refreshing `lock`, removes its file (while it is still ours) and closes its directory. */
 function release(lock: HeldLock): void {
   heldLocks.delete(lock);
   if (heldLocks.size === 0 && heartbeat) {
@@ -411,161 +185,166 @@ function release(lock: HeldLock): void {
     /* closed */
   }
   try {
-    unlinkIfSame(lock.dir, lock.name, lock.ino);
-    dropOwnFile(path.join(lock.dir.path, lock.name));
+    unlinkIfSame(lock.dir, lock.name, lock.ino, true);
+    dropOwnFile(lock.dir.pathOf(lock.name));
   } finally {
-    closeSync(lock.dir.fd);
+    lock.dir.close();
   }
-}
-
-/** Opens the lock file just created (inode `ino`) for the heartbeat. */
-function holdOpen(dir: VerifiedDir, name: string, ino: number): number {
-  const fd = openSync(dir.at(name), constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-  if (fstatSync(fd).ino !== ino) {
-    closeSync(fd);
-    throw lockError(dir.path, 'The lock file changed while it was being taken.');
-  }
-  return fd;
 }
 
 /** A lock in a directory above, held by someone live (see the module comment), or null. */
 function heldAbove(dir: string, target: string): { dir: VerifiedDir; name: string; verdict: Verdict } | null {
-  for (let a = path.dirname(dir); a !== dir && scope(a); dir = a, a = path.dirname(a)) {
-    const name = lockNameFor(path.relative(a, target).split(path.sep).join('/'));
+  for (let a = path.dirname(dir); a !== dir && inLockScope(a); dir = a, a = path.dirname(a)) {
+    const name = lockNameFor(relativeName(a, target));
+    // By path: only whether to look (the lock itself is judged through the verified directory below).
     if (!lstatOrNull(path.join(a, name))) continue;
     let ancestor: VerifiedDir;
     try {
-      ancestor = openVerifiedDir(a, target);
+      ancestor = VerifiedDir.open(a, inLockScope);
     } catch {
       continue; // the ancestor changed: the mutation's own checks refuse the path
     }
     const verdict = judge(ancestor, name, LOCK_STALE_MS);
     if (verdict?.kind === 'held') return { dir: ancestor, name, verdict };
     if (verdict) breakLock(ancestor, name, verdict);
-    closeSync(ancestor.fd);
+    ancestor.close();
   }
   return null;
-}
-
-/**
- * An errno error from a lock syscall, re-pointed at the target: its message and path must not name
- * `/proc/self/fd/N/.fs-tools-lock-…` (errors are output).
- */
-function sanitized(error: unknown, target: string): unknown {
-  const e = error as NodeJS.ErrnoException;
-  if (error instanceof ToolError || typeof e?.code !== 'string') return error;
-  return Object.assign(new Error(`${e.code}: cannot take the write lock of ${target}`), { code: e.code, path: target });
 }
 
 /** How long each lock seen while waiting has gone unrefreshed: key → its ctime and when we first saw that ctime. */
 type Seen = Map<string, { ctimeMs: number; since: number }>;
 
+/** One wait of one `acquire`: the target, its deadline and the locks seen so far. */
+interface Wait {
+  target: string;
+  deadline: number;
+  seen: Seen;
+}
+
 /**
  * Records a held lock's ctime and decides whether to keep waiting.
  * @throws ToolError IO_ERROR reason locked (see lockedError)
  */
-function waitOrFail(seen: Seen, target: string, lockPath: string, v: Verdict & { kind: 'held' }, deadline: number) {
+function waitOrFail(wait: Wait, lockPath: string, v: Verdict & { kind: 'held' }): void {
   const key = `${lockPath}\0${v.ino}`;
   const now = Date.now();
-  const prev = seen.get(key);
-  if (!prev || prev.ctimeMs !== v.ctimeMs) seen.set(key, { ctimeMs: v.ctimeMs, since: now });
-  else if (now - prev.since >= LOCK_STUCK_MS) throw lockedError(target, lockPath, 'not_refreshed', v.ageMs);
-  if (now > deadline) throw lockedError(target, lockPath, 'live_holder', v.ageMs);
+  const prev = wait.seen.get(key);
+  if (!prev || prev.ctimeMs !== v.ctimeMs) wait.seen.set(key, { ctimeMs: v.ctimeMs, since: now });
+  else if (now - prev.since >= LOCK_STUCK_MS) throw lockedError(wait.target, lockPath, 'not_refreshed', v.ageMs);
+  if (now > wait.deadline) throw lockedError(wait.target, lockPath, 'live_holder', v.ageMs);
+}
+
+/** Errors that say this process cannot create entries in the directory at all. */
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/** What one attempt at a lock came to: done (the lock, or null: nothing to exclude), or try again now or later. */
+type Attempt = { done: HeldLock | null } | { again: 'now' | 'later' };
+
+/**
+ * The lock name `name` in `dir` is taken: judges it, breaks it when removable, and records a held one's freshness.
+ * @returns when to try again
+ * @throws ToolError IO_ERROR reason locked (see waitOrFail)
+ */
+function whenTaken(wait: Wait, dir: VerifiedDir, name: string): 'now' | 'later' {
+  const verdict = judge(dir, name, LOCK_STALE_MS);
+  if (verdict === null) return 'now'; // released between our link and our look
+  if (verdict.kind === 'held') {
+    waitOrFail(wait, dir.pathOf(name), verdict);
+    return 'later';
+  }
+  breakLock(dir, name, verdict);
+  const after = entryStat(dir, name);
+  if (after === null) return 'now';
+  if (after.ino === verdict.ino) {
+    // Still there (another process is breaking it, or it cannot be taken away): counts as not refreshed.
+    waitOrFail(wait, dir.pathOf(name), { kind: 'held', ino: verdict.ino, ctimeMs: -1, ageMs: 0 });
+  }
+  return 'later';
+}
+
+/**
+ * We created the lock `name` (inode `ino`) in the site's directory: holds it open and keeps it fresh, then checks
+ * that the site is still the nearest existing ancestor and that no live process holds the target's lock above.
+ */
+function confirm(
+  wait: Wait,
+  site: { dir: string; relative: string },
+  dir: VerifiedDir,
+  name: string,
+  ino: number,
+): Attempt {
+  let held: HeldLock;
+  try {
+    held = { dir, name, ino, fd: holdOpen(dir, name, ino) };
+  } catch (error) {
+    unlinkIfSame(dir, name, ino, true);
+    dropOwnFile(dir.pathOf(name));
+    dir.close();
+    throw sanitized(error, wait.target);
+  }
+  keepFresh(held);
+  let siteMoved: boolean;
+  let above: ReturnType<typeof heldAbove> = null;
+  try {
+    siteMoved = site.relative.includes('/') && entryStat(dir, site.relative.split('/')[0]) !== null;
+    if (!siteMoved) above = heldAbove(site.dir, wait.target);
+  } catch (error) {
+    release(held);
+    throw sanitized(error, wait.target);
+  }
+  if (!siteMoved && !above) return { done: held };
+  release(held); // closes the directory
+  if (above) {
+    try {
+      waitOrFail(wait, above.dir.pathOf(above.name), above.verdict as Verdict & { kind: 'held' });
+    } finally {
+      above.dir.close();
+    }
+  }
+  // The missing directory was created meanwhile: lock beside the target now.
+  return { again: siteMoved ? 'now' : 'later' };
+}
+
+/** One attempt at the lock of `wait.target` (see `acquire`). */
+function attempt(wait: Wait): Attempt {
+  const site = lockSite(wait.target);
+  if (!site) return { done: null };
+  const dir = openLockDir(site.dir, wait.target);
+  const name = lockNameFor(site.relative);
+  let ino: number | null;
+  try {
+    ino = tryCreate(dir, name);
+  } catch (error) {
+    dir.close();
+    // This process cannot create an entry in the directory, so it cannot create, replace, rename or delete the
+    // target either (every mutation here is a temporary file + rename, or an unlink): there is nothing to
+    // exclude. The mutation goes on and fails on its own with the OS's reason (in-process order still holds).
+    if (UNWRITABLE.has((error as NodeJS.ErrnoException).code ?? '')) return { done: null };
+    throw sanitized(error, wait.target);
+  }
+  if (ino !== null) return confirm(wait, site, dir, name, ino);
+  try {
+    return { again: whenTaken(wait, dir, name) };
+  } catch (error) {
+    throw sanitized(error, wait.target);
+  } finally {
+    dir.close();
+  }
 }
 
 /**
  * @returns the lock held, or null when there is nothing to exclude: this process cannot create entries in the lock's
- *   directory (see below), or a non-directory stands in the target's path
+ *   directory, or a non-directory stands in the target's path
  * @throws ToolError IO_ERROR reason locked; NOT_ALLOWED changed_during_call; errno errors
  */
 async function acquire(target: string, deadline: number): Promise<HeldLock | null> {
   let delay = 1;
-  const seen: Seen = new Map();
+  const wait: Wait = { target, deadline, seen: new Map() };
   for (;;) {
-    const site = lockSite(target);
-    if (!site) return null;
-    let dir: VerifiedDir;
-    try {
-      dir = openVerifiedDir(site.dir, target);
-    } catch (error) {
-      throw sanitized(error, target);
-    }
-    const name = lockNameFor(site.relative);
-    let retryNow = false;
-    let ino: number | null;
-    try {
-      try {
-        ino = tryCreate(dir, name);
-      } catch (error) {
-        // This process cannot create an entry in the directory, so it cannot create, replace, rename or delete the
-        // target either (every mutation here is a temporary file + rename, or an unlink): there is nothing to
-        // exclude. The mutation goes on and fails on its own with the OS's reason (in-process order still holds).
-        if (UNWRITABLE.has((error as NodeJS.ErrnoException).code ?? '')) {
-          closeSync(dir.fd);
-          return null;
-        }
-        throw error;
-      }
-      if (ino === null) {
-        const verdict = judge(dir, name, LOCK_STALE_MS);
-        if (verdict === null)
-          retryNow = true; // released between our link and our look
-        else if (verdict.kind === 'held') waitOrFail(seen, target, path.join(site.dir, name), verdict, deadline);
-        else {
-          breakLock(dir, name, verdict);
-          const after = lstatOrNull(dir.at(name));
-          if (after === null) retryNow = true;
-          else if (after.ino === verdict.ino) {
-            // Still there (another process is breaking it, or it cannot be taken away): counts as not refreshed.
-            const stuck = { kind: 'held' as const, ino: verdict.ino, ctimeMs: -1, ageMs: 0 };
-            waitOrFail(seen, target, path.join(site.dir, name), stuck, deadline);
-          }
-        }
-      }
-    } catch (error) {
-      closeSync(dir.fd);
-      throw sanitized(error, target);
-    }
-    if (ino !== null) {
-      let held: HeldLock;
-      try {
-        held = { dir, name, ino, fd: holdOpen(dir, name, ino) };
-      } catch (error) {
-        unlinkIfSame(dir, name, ino);
-        dropOwnFile(path.join(dir.path, name));
-        closeSync(dir.fd);
-        throw sanitized(error, target);
-      }
-      keepFresh(held);
-      let siteMoved: boolean;
-      let above: ReturnType<typeof heldAbove> = null;
-      try {
-        siteMoved = site.relative.includes('/') && lstatOrNull(dir.at(site.relative.split('/')[0])) !== null;
-        if (!siteMoved) above = heldAbove(site.dir, target);
-      } catch (error) {
-        release(held);
-        throw sanitized(error, target);
-      }
-      if (!siteMoved && !above) return held;
-      release(held); // closes the directory
-      if (above) {
-        try {
-          waitOrFail(
-            seen,
-            target,
-            path.join(above.dir.path, above.name),
-            above.verdict as Verdict & { kind: 'held' },
-            deadline,
-          );
-        } finally {
-          closeSync(above.dir.fd);
-        }
-      }
-      if (siteMoved) continue; // the missing directory was created meanwhile: lock beside the target now
-    } else {
-      closeSync(dir.fd);
-      if (retryNow) continue;
-    }
+    const step = attempt(wait);
+    if ('done' in step) return step.done;
+    if (step.again === 'now') continue;
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 25);
   }

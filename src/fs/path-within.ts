@@ -27,7 +27,7 @@ export const HOST_FLAVOR: PathFlavor = {
 export function isWithin(parent: string, child: string, flavor: PathFlavor = HOST_FLAVOR): boolean {
   const p = flavor.pathModule;
   if (p.sep === '/') {
-    // Issue #19: the walks ask this for every entry with paths that are already normalized; for those, normalizing
+    // The walks ask this for every entry with paths that are already normalized; for those, normalizing
     // again (resolve, relative) was most of a listing's policy time. Same answer: a plain absolute path is its own
     // `resolve`, and a separator boundary is a prefix followed by `/`.
     const a = flavor.caseInsensitive ? parent.toLowerCase() : parent;

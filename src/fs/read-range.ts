@@ -12,8 +12,7 @@
  * 64 KiB read per range end), so its cost no longer depends on the file's size.
  */
 import { isUtf8 } from 'node:buffer';
-import { fstatSync, readSync, type Stats } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
 import {
   CHECKPOINT_BYTES,
@@ -23,51 +22,11 @@ import {
   type FileFacts,
 } from './content-cache.js';
 import { checkContentBound, createContentHasher, hashBytes } from './hash.js';
+import { inMemoryBytes, type RangeSource } from './range-source.js';
 import { type Eol, eolFromCounts, hasUtf8Bom } from './text.js';
 
-/**
- * What readRange reads from: an open file (a FileHandle), or a file already in memory (`bytesSource`). Only
- * positional reads, and fstat when the facts cache is used.
- */
-export type RangeSource = Pick<FileHandle, 'read' | 'stat'>;
-
-/**
- * A RangeSource over bytes already read (a small file read in one synchronous call, src/tools/read-file.ts): the
- * same answers as the file's handle, without a thread-pool round trip per read.
- */
-export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
-  const source: RangeSource = {
-    read: ((buffer: Buffer, offset: number, length: number, position: number) => {
-      const n = Math.max(0, Math.min(length, bytes.length - position));
-      if (n > 0) bytes.copy(buffer, offset, position, position + n);
-      return Promise.resolve({ bytesRead: n, buffer });
-    }) as unknown as FileHandle['read'],
-    stat: (() => Promise.resolve(stats)) as unknown as FileHandle['stat'],
-  };
-  inMemory.set(source, bytes);
-  return source;
-}
-
-/**
- * The bytes behind each `bytesSource`: the streaming pass scans them where they are instead of copying
- * them into a buffer of its own first. The bytes are the caller's (read for this one call); nothing here writes to them.
- */
-const inMemory = new WeakMap<RangeSource, Buffer>();
-
-/**
- * A RangeSource reading an open descriptor synchronously: for reads whose size is bounded in advance (a range of a
- * file whose facts are cached), where a thread-pool round trip per read costs more than the read itself.
- */
-export function fdSource(fd: number): RangeSource {
-  return {
-    read: ((buffer: Buffer, offset: number, length: number, position: number) =>
-      Promise.resolve().then(() => ({
-        bytesRead: readSync(fd, buffer, offset, length, position),
-        buffer,
-      }))) as unknown as FileHandle['read'],
-    stat: (() => Promise.resolve().then(() => fstatSync(fd))) as unknown as FileHandle['stat'],
-  };
-}
+// The sources a range is read from: src/fs/range-source.ts (re-exported: part of this module's surface).
+export { bytesSource, fdSource, type RangeSource } from './range-source.js';
 
 const CHUNK_BYTES = 1024 * 1024;
 /** The first read of a file that reports 0 bytes. */
@@ -294,69 +253,45 @@ interface Scan extends FileFacts {
 }
 
 /**
- * The streaming pass: hash, lines, EOL counts, UTF-8 validity, and the requested line range's byte offsets; with
- * `buildIndex`, also the sparse line index (newlines before every CHECKPOINT_BYTES boundary) for the cache.
- * @param sizeHint the size from fstat (sizes the read buffer: a 4 KB file needs no 1 MiB buffer), or null
+ * What the streaming pass learns from the bytes, chunk by chunk: newlines and EOL counts, UTF-8 validity, the requested
+ * line range's byte offsets and, with `buildIndex`, the sparse line index (newlines before every CHECKPOINT_BYTES
+ * boundary). `take` copies the counters to locals for its loop (one chunk's newlines) and writes them back.
  */
-async function scanFile(
-  handle: RangeSource,
-  request: RangeRequest,
-  sizeHint: number | null,
-  buildIndex: boolean,
-  maxScanBytes: number,
-): Promise<Scan> {
-  const bound = { reportedSize: sizeHint ?? 0, maxBytes: maxScanBytes, path: null };
-  let firstChunk: Buffer | null = null;
-  // Issue #19: a chunk is hashed only once the next read is about to overwrite `buf`, so a file read in one chunk
-  // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
-  let hasher: ReturnType<typeof createContentHasher> | null = null;
-  let unhashed: Buffer | null = null;
-  // Bytes already in memory are scanned in place, as one chunk: no buffer, no copy.
-  const preread = inMemory.get(handle);
-  // One byte more than the size: a small file is read (and its end seen, by the short read) in one call.
-  // A file that reports 0 bytes may hold more (procfs): its first read is a whole small chunk (some such files refuse
-  // reads that are not a multiple of 8 bytes, e.g. /proc/PID/pagemap).
-  let buf =
-    preread ??
-    Buffer.allocUnsafe(
-      sizeHint === null ? CHUNK_BYTES : sizeHint === 0 ? SMALL_CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1),
-    );
-  let reads = 0;
-  const checkpoints: number[] = [0];
-  let nextCheckpoint = buildIndex ? CHECKPOINT_BYTES : Infinity;
-  let pos = 0;
-  let newlines = 0;
-  let crlf = 0;
-  let lf = 0;
-  let prevByte = -1;
-  let validUtf8 = true;
-  let carry: Buffer = Buffer.alloc(0);
-  let bom = false;
-  // Line range wanted (for lines/head): start after the (S-1)th newline, end after the E-th.
-  const startLine = request.kind === 'lines' ? request.startLine : 1;
-  const endLine = request.kind === 'lines' ? request.endLine : request.kind === 'head' ? request.lines : null;
-  let rangeStart: number | null = startLine === 1 ? 0 : null;
-  let rangeEnd: number | null = null;
-  const offset = request.kind === 'bytes' ? request.offset : -1;
-  let lineAtOffset = 1;
-  for (;;) {
-    if (preread && pos > 0) break; // the one chunk is done (its hash is taken in one shot below)
-    if (unhashed) {
-      (hasher ??= createContentHasher()).update(unhashed);
-      unhashed = null;
-    }
-    const bytesRead = preread ? preread.length : (await handle.read(buf, 0, buf.length, pos)).bytesRead;
-    if (bytesRead === 0) break;
-    const chunk = buf.subarray(0, bytesRead);
-    firstChunk ??= chunk;
-    unhashed = chunk;
-    if (pos === 0) bom = hasUtf8Bom(chunk);
-    if (validUtf8) {
-      const joined = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+class ChunkScan {
+  newlines = 0;
+  crlf = 0;
+  lf = 0;
+  prevByte = -1;
+  validUtf8 = true;
+  private carry: Buffer = Buffer.alloc(0);
+  readonly checkpoints: number[] = [0];
+  private nextCheckpoint: number;
+  /** Line range wanted (for lines/head): start after the (S-1)th newline, end after the E-th. */
+  private readonly startLine: number;
+  private readonly endLine: number | null;
+  private readonly offset: number;
+  rangeStart: number | null;
+  rangeEnd: number | null = null;
+  lineAtOffset = 1;
+
+  constructor(request: RangeRequest, buildIndex: boolean) {
+    this.nextCheckpoint = buildIndex ? CHECKPOINT_BYTES : Infinity;
+    this.startLine = request.kind === 'lines' ? request.startLine : 1;
+    this.endLine = request.kind === 'lines' ? request.endLine : request.kind === 'head' ? request.lines : null;
+    this.rangeStart = this.startLine === 1 ? 0 : null;
+    this.offset = request.kind === 'bytes' ? request.offset : -1;
+  }
+
+  /** Scans `chunk`, which starts at byte `pos` of the file. */
+  take(chunk: Buffer, pos: number): void {
+    if (this.validUtf8) {
+      const joined = this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk;
       const boundary = utf8Boundary(joined, joined.length);
-      if (!isUtf8(joined.subarray(0, boundary))) validUtf8 = false;
-      carry = Buffer.from(joined.subarray(boundary));
+      if (!isUtf8(joined.subarray(0, boundary))) this.validUtf8 = false;
+      this.carry = Buffer.from(joined.subarray(boundary));
     }
+    let { newlines, crlf, lf, nextCheckpoint, rangeStart, rangeEnd, lineAtOffset } = this;
+    const { startLine, endLine, offset, checkpoints, prevByte } = this;
     let i = chunk.indexOf(0x0a);
     while (i !== -1) {
       const before = i > 0 ? chunk[i - 1] : prevByte;
@@ -374,7 +309,74 @@ async function scanFile(
       if (offset >= 0 && absolute < offset) lineAtOffset = newlines + 1;
       i = chunk.indexOf(0x0a, i + 1);
     }
-    prevByte = chunk[bytesRead - 1];
+    this.newlines = newlines;
+    this.crlf = crlf;
+    this.lf = lf;
+    this.nextCheckpoint = nextCheckpoint;
+    this.rangeStart = rangeStart;
+    this.rangeEnd = rangeEnd;
+    this.lineAtOffset = lineAtOffset;
+    this.prevByte = chunk[chunk.length - 1];
+  }
+
+  /** The end of the bytes at `size`: a UTF-8 sequence cut off there is invalid; the index is completed to `size`. */
+  end(size: number): void {
+    if (this.carry.length > 0) this.validUtf8 = false;
+    if (this.nextCheckpoint === Infinity) return;
+    while (this.nextCheckpoint <= size) {
+      this.checkpoints.push(this.newlines);
+      this.nextCheckpoint += CHECKPOINT_BYTES;
+    }
+  }
+}
+
+/** The first read buffer: one byte more than the size, so a small file's end is seen by the short read. */
+function firstBuffer(sizeHint: number | null): Buffer {
+  // A file that reports 0 bytes may hold more (procfs): its first read is a whole small chunk (some such files refuse
+  // reads that are not a multiple of 8 bytes, e.g. /proc/PID/pagemap).
+  return Buffer.allocUnsafe(
+    sizeHint === null ? CHUNK_BYTES : sizeHint === 0 ? SMALL_CHUNK_BYTES : Math.min(CHUNK_BYTES, sizeHint + 1),
+  );
+}
+
+/**
+ * The streaming pass: hash, lines, EOL counts, UTF-8 validity, and the requested line range's byte offsets; with
+ * `buildIndex`, also the sparse line index (newlines before every CHECKPOINT_BYTES boundary) for the cache.
+ * @param sizeHint the size from fstat (sizes the read buffer: a 4 KB file needs no 1 MiB buffer), or null
+ */
+async function scanFile(
+  handle: RangeSource,
+  request: RangeRequest,
+  sizeHint: number | null,
+  buildIndex: boolean,
+  maxScanBytes: number,
+): Promise<Scan> {
+  const bound = { reportedSize: sizeHint ?? 0, maxBytes: maxScanBytes, path: null };
+  let firstChunk: Buffer | null = null;
+  // A chunk is hashed only once the next read is about to overwrite `buf`, so a file read in one chunk
+  // (every small read) is hashed in one shot at the end (hashBytes), without an incremental Hash object.
+  let hasher: ReturnType<typeof createContentHasher> | null = null;
+  let unhashed: Buffer | null = null;
+  // Bytes already in memory are scanned in place, as one chunk: no buffer, no copy.
+  const preread = inMemoryBytes(handle);
+  let buf = preread ?? firstBuffer(sizeHint);
+  let reads = 0;
+  let pos = 0;
+  let bom = false;
+  const scan = new ChunkScan(request, buildIndex);
+  for (;;) {
+    if (preread && pos > 0) break; // the one chunk is done (its hash is taken in one shot below)
+    if (unhashed) {
+      (hasher ??= createContentHasher()).update(unhashed);
+      unhashed = null;
+    }
+    const bytesRead = preread ? preread.length : (await handle.read(buf, 0, buf.length, pos)).bytesRead;
+    if (bytesRead === 0) break;
+    const chunk = buf.subarray(0, bytesRead);
+    firstChunk ??= chunk;
+    unhashed = chunk;
+    if (pos === 0) bom = hasUtf8Bom(chunk);
+    scan.take(chunk, pos);
     pos += bytesRead;
     reads++;
     // Never to EOF past the reported size and the cap (a procfs file); one that reads past its reported size is read
@@ -386,9 +388,10 @@ async function scanFile(
     // A regular file's read returns fewer bytes than asked only at its end.
     if (sizeHint !== null && bytesRead < buf.length && pos >= sizeHint) break;
   }
-  if (carry.length > 0) validUtf8 = false;
   const size = pos;
-  const endsWithNewline = prevByte === 0x0a;
+  scan.end(size);
+  const { newlines, crlf, lf, validUtf8 } = scan;
+  const endsWithNewline = scan.prevByte === 0x0a;
   const totalLines = size === 0 ? 0 : newlines + (endsWithNewline ? 0 : 1);
   let hash: string;
   if (hasher === null) {
@@ -397,20 +400,14 @@ async function scanFile(
     if (unhashed) hasher.update(unhashed);
     hash = hasher.digest();
   }
-  let facts: ContentFacts | undefined;
-  if (buildIndex) {
-    const fileFacts: FileFacts = { hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline };
-    while (nextCheckpoint <= size) {
-      checkpoints.push(newlines);
-      nextCheckpoint += CHECKPOINT_BYTES;
-    }
-    facts = {
-      ...fileFacts,
-      checkpointBytes: CHECKPOINT_BYTES,
-      checkpointNewlines: Float64Array.from(checkpoints),
-    };
-  }
-  // Written out rather than spread from fileFacts: this runs once per read.
+  const facts: ContentFacts | undefined = buildIndex
+    ? {
+        ...{ hash, size, totalLines, crlf, lf, bom, validUtf8, endsWithNewline },
+        checkpointBytes: CHECKPOINT_BYTES,
+        checkpointNewlines: Float64Array.from(scan.checkpoints),
+      }
+    : undefined;
+  // Written out rather than spread from the facts: this runs once per read.
   return {
     hash,
     size,
@@ -420,9 +417,9 @@ async function scanFile(
     bom,
     validUtf8,
     endsWithNewline,
-    rangeStart,
-    rangeEnd,
-    lineAtOffset,
+    rangeStart: scan.rangeStart,
+    rangeEnd: scan.rangeEnd,
+    lineAtOffset: scan.lineAtOffset,
     facts,
     whole: reads > 1 ? undefined : preread && preread.length === size ? preread : (firstChunk ?? buf).subarray(0, size),
   };

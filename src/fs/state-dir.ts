@@ -17,13 +17,14 @@
 import { accessSync, constants, existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { UsageError } from '../errors/usage-error.js';
+import { isWithin } from './path-within.js';
 
 /** Kernel file systems no state may live on (Linux). */
 const KERNEL_TREES = ['/proc', '/sys', '/dev'];
 
 function underKernelTree(p: string): string | undefined {
-  if (p === '/dev/shm' || p.startsWith('/dev/shm/')) return undefined; // POSIX shared memory: an ordinary tmpfs
-  return KERNEL_TREES.find((t) => p === t || p.startsWith(`${t}/`));
+  if (isWithin('/dev/shm', p)) return undefined; // POSIX shared memory: an ordinary tmpfs
+  return KERNEL_TREES.find((t) => isWithin(t, p));
 }
 
 /** `p`'s real path, resolving the longest existing prefix (the rest is appended as given). */

@@ -28,7 +28,6 @@
 import {
   closeSync,
   constants,
-  existsSync,
   fchmodSync,
   fstat as fstatCb,
   fstatSync,
@@ -50,110 +49,37 @@ import {
 import { open, opendir, readdir, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
-import { isCanonicalPosix, isEntryName } from './path-within.js';
+import {
+  assertDescriptorAt,
+  changedError,
+  childPath,
+  DESCRIPTOR_RELATIVE,
+  locationOf,
+  sameNode,
+  TOO_LONG,
+  type NodeIdentity,
+} from './dir-identity.js';
+import { isEntryName } from './path-within.js';
+
+// Where a descriptor is and which node it is: src/fs/dir-identity.ts, part of this module's surface.
+export {
+  assertDescriptorAt,
+  changedError,
+  childPath,
+  DESCRIPTOR_RELATIVE,
+  identityOf,
+  locationOf,
+  sameNode,
+  sameVersion,
+  TOO_LONG,
+  type FileIdentity,
+  type NodeIdentity,
+} from './dir-identity.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 const O_DIRECTORY = constants.O_DIRECTORY ?? 0;
 const O_NONBLOCK = constants.O_NONBLOCK ?? 0;
 const DIR_FLAGS = constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK;
-
-/**
- * True where an operation can name a file relative to an open directory (`/proc/self/fd/N/name`): Linux with /proc.
- * Elsewhere the path-string fallback described above is used.
- */
-export const DESCRIPTOR_RELATIVE: boolean = process.platform === 'linux' && existsSync('/proc/self/fd');
-
-/** Which node a descriptor or directory entry is: device and inode. */
-export interface NodeIdentity {
-  dev: number;
-  ino: number;
-}
-
-/** A file's identity and version as lstat reports them; a change in any field means someone else wrote it. */
-export interface FileIdentity extends NodeIdentity {
-  size: number;
-  mtimeMs: number;
-}
-
-/** The identity and version of a Stats. */
-export function identityOf(stats: Stats): FileIdentity {
-  return { dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs };
-}
-
-/** True when both name the same node (dev, ino). */
-export function sameNode(a: NodeIdentity, b: NodeIdentity): boolean {
-  return a.dev === b.dev && a.ino === b.ino;
-}
-
-/** True when both are the same node at the same version (dev, ino, size, mtime). */
-export function sameVersion(a: FileIdentity, b: FileIdentity): boolean {
-  return sameNode(a, b) && a.size === b.size && a.mtimeMs === b.mtimeMs;
-}
-
-/**
- * NOT_ALLOWED: something on the path changed between authorization and use (a link or another directory swapped in,
- * a directory moved). Nothing was done by the operation that detected it.
- */
-export function changedError(
-  target: string,
-  reason = 'changed_during_call',
-  extra: Record<string, unknown> = {},
-): ToolError {
-  return new ToolError(
-    'NOT_ALLOWED',
-    `${target} changed during the call (${reason.replace(/_/g, ' ')}); it was not used.`,
-    {
-      path: target,
-      details: { reason, ...extra },
-    },
-  );
-}
-
-/**
- * The path a descriptor really refers to now (Linux: /proc/self/fd), or null where that cannot be known. A file or
- * directory deleted while open reads as "PATH (deleted)"; that is returned as is (it equals no authorized path).
- */
-export function locationOf(fd: number): string | null {
-  if (!DESCRIPTOR_RELATIVE) return null;
-  try {
-    return readlinkSync(`/proc/self/fd/${fd}`);
-  } catch (error) {
-    // Deeper than PATH_MAX: the kernel cannot spell the path (see `assertInside`).
-    if ((error as NodeJS.ErrnoException).code === 'ENAMETOOLONG') return TOO_LONG;
-    return null;
-  }
-}
-
-/** `locationOf` for a descriptor whose path is longer than PATH_MAX. */
-export const TOO_LONG = '\0too long';
-
-/**
- * The one proof that an opened descriptor is the authorized node (files and directories alike): on Linux its
- * /proc/self/fd location equals `expected` exactly; elsewhere its identity equals a fresh lstat of `expected`.
- * `allowDeleted`: a regular file deleted after the open (reading it reveals nothing outside) is accepted.
- * @throws ToolError NOT_ALLOWED reason changed_during_call
- */
-export function assertDescriptorAt(fd: number, stats: NodeIdentity, expected: string, allowDeleted = false): void {
-  const actual = locationOf(fd);
-  if (actual !== null) {
-    const clean = allowDeleted && actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
-    if (clean !== expected) throw changedError(expected);
-    return;
-  }
-  const now = lstatSync(expected, { throwIfNoEntry: false });
-  if (!now || !sameNode(now, stats)) throw changedError(expected);
-}
-
-/**
- * `path.join(dir, name)` for a canonical absolute directory path and one entry name, by concatenation on POSIX:
- * `path.join` re-normalizes the whole path, one string per component, which made every step of a deep walk cost
- * O(depth) allocations (docs/security.md "Bounded work"). Anything else goes through `path.join`.
- */
-export function childPath(dir: string, name: string): string {
-  // A canonical path (isCanonicalPosix: one scan, no allocation) is its own normalization.
-  if (path.sep !== '/' || !isEntryName(name) || !isCanonicalPosix(dir)) return path.join(dir, name);
-  return dir.length === 1 ? `/${name}` : `${dir}/${name}`;
-}
 
 /** Refuses anything but one directory-entry name. */
 function assertName(name: string): void {
@@ -551,99 +477,6 @@ export async function withVerifiedDir<T>(
   } finally {
     d.close();
   }
-}
-
-/** How many verified directories `withHeldDirSync` keeps open between calls (least recently used closed first). */
-export const HELD_DIRS_MAX = 16;
-
-/** A directory kept open between calls, with the containment predicate of the call using it now. */
-interface HeldDir {
-  dir: VerifiedDir;
-  inside: { current: (p: string) => boolean };
-}
-
-/** The held directories by authorized path, least recently used first (Map order). */
-const heldDirs = new Map<string, HeldDir>();
-
-/**
- * How long held directories stay open after the last `withHeldDirSync`, ms. A held descriptor keeps its filesystem
- * busy (`umount` fails with EBUSY) and a deleted directory allocated; an idle server holds none (
- * a file read on a mount kept that mount from being unmounted for as long as the server ran).
- */
-export const HELD_DIRS_IDLE_MS = 1000;
-/** Date.now() of the last use of a held directory. */
-let lastHeldUse = 0;
-/** The pending idle check (unref'd: it never keeps the process alive), or null. */
-let idleTimer: ReturnType<typeof setTimeout> | null = null;
-
-/** Closes every held directory once none was used for HELD_DIRS_IDLE_MS; otherwise checks again later. */
-function releaseWhenIdle(): void {
-  idleTimer = null;
-  const idle = Date.now() - lastHeldUse;
-  if (idle >= HELD_DIRS_IDLE_MS) {
-    releaseHeldDirs();
-    return;
-  }
-  idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS - idle);
-  idleTimer.unref?.();
-}
-
-/**
- * Runs `fn` synchronously on a verified descriptor of `dir` (absolute, real), reusing one an earlier call opened
- * (opening a file's directory from its root cost seven syscalls on every small read). A held descriptor is
- * used only after the one proof every verified directory gets (`assertDescriptorAt`): its /proc/self/fd location
- * equals `dir` exactly, now — a directory moved, deleted, or swapped for a link since the last call fails it and is
- * closed, and `dir` is opened afresh from its root, component by component, as `VerifiedDir.open` always does. After
- * the proof the state is what a fresh open leaves: a descriptor of the node now at `dir`, and the same window before
- * the caller's own re-check of what it opens (open-file.ts proves the opened file's location too).
- * Only where operations are descriptor-relative (Linux with /proc); elsewhere every call opens and closes `dir`.
- * `fn` must not keep the directory or use it after it returns (it stays open for the next call; it is never closed
- * under a running `fn`, because eviction happens only here, synchronously, and the idle release runs from a timer,
- * never during a synchronous `fn`). At most `HELD_DIRS_MAX` are held, and none once HELD_DIRS_IDLE_MS passed unused.
- * @throws as VerifiedDir.open, and whatever `fn` throws
- */
-export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean, fn: (d: VerifiedDir) => T): T {
-  if (!DESCRIPTOR_RELATIVE) {
-    const d = VerifiedDir.open(dir, isInside);
-    try {
-      return fn(d);
-    } finally {
-      d.close();
-    }
-  }
-  let held = heldDirs.get(dir);
-  if (held) {
-    heldDirs.delete(dir);
-    if (locationOf(held.dir.fd) !== dir) {
-      held.dir.close();
-      held = undefined;
-    }
-  }
-  if (!held) {
-    const inside = { current: isInside };
-    held = { dir: VerifiedDir.open(dir, (p) => inside.current(p)), inside };
-  }
-  held.inside.current = isInside;
-  heldDirs.set(dir, held);
-  lastHeldUse = Date.now();
-  if (idleTimer === null) {
-    idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS);
-    idleTimer.unref?.();
-  }
-  while (heldDirs.size > HELD_DIRS_MAX) {
-    const [oldest, entry] = heldDirs.entries().next().value as [string, HeldDir];
-    heldDirs.delete(oldest);
-    entry.dir.close();
-  }
-  return fn(held.dir);
-}
-
-/** Closes every held directory (after HELD_DIRS_IDLE_MS idle; tests; a process that wants its descriptors back). */
-export function releaseHeldDirs(): void {
-  for (const held of heldDirs.values()) held.dir.close();
-  heldDirs.clear();
-  if (idleTimer !== null) clearTimeout(idleTimer);
-  idleTimer = null;
 }
 
 /**

@@ -28,7 +28,7 @@ import { LIMITS } from './glob/engine.js';
 import { GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
-import { isEntryName, isWithin } from './path-within.js';
+import { isWithin } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
 import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing } from './listing-cache.js';
 
@@ -94,6 +94,11 @@ export interface WalkOptions {
    * component (already a flat string: reading it costs nothing, where reading a new path string copies it).
    */
   filter: (absolute: string, rootRelative: string, name: string) => 'ok' | 'omit';
+  /**
+   * The policy's minting of an entry's path (src/policy/resolve-path.ts `childOf`): a directory entry of an allowed
+   * directory, reached without following a link, is allowed. Only policy mints `AllowedPath`.
+   */
+  childOf: (directory: AllowedPath, name: string) => AllowedPath;
   /** Called for each skipped directory or entry. */
   onSkip?: (reason: WalkSkip, relative: string) => void;
   signal?: AbortSignal;
@@ -109,7 +114,7 @@ export interface WalkOptions {
   /**
    * When given, each entry is handed to `sink` in walk order (right after `filter` was asked about it, exactly where
    * it would be yielded), with its last path component `name`, and the walk yields nothing; `false` (or a promise of
-   * it) stops the walk. Issue #19: one async-iteration step per entry (two generator levels) cost a names-and-types
+   * it) stops the walk. One async-iteration step per entry (two generator levels) cost a names-and-types
    * listing a sixth of its time.
    */
   sink?: (item: WalkItem | WalkEntry, name: string) => boolean | Promise<boolean>;
@@ -141,6 +146,9 @@ interface WalkRun {
   statsSinceYield: number;
   entriesSinceCheck: number;
   sliceStart: number;
+  /** The include and exclude globs, compiled once (null: none). */
+  include: ((s: string) => boolean) | null;
+  exclude: ((s: string) => boolean) | null;
 }
 
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
@@ -177,6 +185,8 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
     statsSinceYield: 0,
     entriesSinceCheck: 0,
     sliceStart: performance.now(),
+    include,
+    exclude,
   };
   // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
@@ -200,20 +210,16 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       dir.close();
       dir = next;
     }
-    yield* walkDir(
-      options,
-      run,
+    // An AllowedPath is normalized (policy's real path), so every childOf below may join by concatenation.
+    yield* walkDir(options, run, {
       dir,
-      // Normalized once (an AllowedPath already is), so every childOf below may join by concatenation.
-      path.resolve(options.base) as AllowedPath,
-      '',
-      baseRootRel,
-      1,
+      abs: options.base,
+      rel: '',
+      rootRel: baseRootRel,
+      depth: 1,
       levels,
-      options.resume ?? null,
-      include,
-      exclude,
-    );
+      resume: options.resume ?? null,
+    });
   } finally {
     dir.close();
   }
@@ -304,153 +310,179 @@ function yieldIfDue(run: WalkRun): Promise<void> | null {
   );
 }
 
-async function* walkDir(
+/** Where the walk resumes (WalkOptions.resume). */
+type Resume = { components: readonly string[]; inclusive: boolean };
+
+/** One directory of the walk: its verified descriptor, its paths, its depth and what applies in it. */
+interface DirFrame {
+  dir: VerifiedDir;
+  /** Absolute path (an entry of an allowed directory, minted by policy). */
+  abs: AllowedPath;
+  /** Relative to the walk's base ('' for the base). */
+  rel: string;
+  /** Relative to the root. */
+  rootRel: string;
+  /** Depth of this directory's entries (1 for the base's). */
+  depth: number;
+  /** The .gitignore levels above this directory. */
+  levels: IgnoreLevel[];
+  resume: Resume | null;
+}
+
+/**
+ * The sorted listing of a frame's directory, or null when it cannot be read (reported to onSkip).
+ * One sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
+ * read and identified through the verified descriptor. A small directory (by its own size, one fstat) is
+ * read on this thread, a large one in the pool; a directory too small to be kept by the cache is read and sorted
+ * here, with no await (SMALL_DIRECTORY_BYTES).
+ */
+async function listingOf(
   o: WalkOptions,
-  run: WalkRun,
-  dir: VerifiedDir,
-  dirAbs: AllowedPath,
-  dirRel: string,
-  dirRootRel: string,
-  depth: number,
-  levels: IgnoreLevel[],
-  resume: { components: readonly string[]; inclusive: boolean } | null,
-  include: ((s: string) => boolean) | null,
-  exclude: ((s: string) => boolean) | null,
-): AsyncGenerator<WalkItem | WalkEntry> {
-  if (o.signal?.aborted) return;
-  let dirents: readonly Dirent[];
-  let names: readonly string[];
+  f: DirFrame,
+): Promise<{ dirents: readonly Dirent[]; names: readonly string[] } | null> {
+  const dir = f.dir;
   try {
-    // Issue #14: one sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
-    // read and identified through the verified descriptor.
-    // Issue #19: a small directory (by its own size, one fstat) is read on this thread, a large one in the pool.
-    // A directory too small to be kept by the cache is read and sorted here, with no await (SMALL_DIRECTORY_BYTES).
     const size = dir.stat().size;
-    ({ dirents, names } =
-      size <= SMALL_DIRECTORY_BYTES
-        ? sortListing(dir.readdirSync())
-        : await sharedListing(
-            dir.path,
-            () => (size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
-            dir.fd,
-          ));
+    return size <= SMALL_DIRECTORY_BYTES
+      ? sortListing(dir.readdirSync())
+      : await sharedListing(
+          dir.path,
+          () => (size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
+          dir.fd,
+        );
   } catch (error) {
-    o.onSkip?.(skipReasonOf(error), dirRel || '.');
-    return;
+    o.onSkip?.(skipReasonOf(error), f.rel || '.');
+    return null;
   }
-  let myLevels = levels;
+}
+
+/** The first index of the sorted `names` that does not sort before `wanted` (binary search). */
+function firstNotBefore(names: readonly string[], wanted: string): number {
+  let first = 0;
+  let hi = names.length;
+  while (first < hi) {
+    const mid = (first + hi) >>> 1;
+    if (compareNames(names[mid], wanted) < 0) first = mid + 1;
+    else hi = mid;
+  }
+  return first;
+}
+
+/** Where an entry stands against the resume cursor: skipped (null), or whether it is emitted and resumes below. */
+const AFTER_CURSOR = { emit: true, childResume: null } as const;
+function againstCursor(
+  resume: Resume,
+  dirDepth: number,
+  name: string,
+): { emit: boolean; childResume: Resume | null } | null {
+  const cmp = compareNames(name, resume.components[dirDepth]);
+  if (cmp < 0) return null;
+  if (cmp > 0) return AFTER_CURSOR; // everything from here on comes after the cursor
+  if (dirDepth === resume.components.length - 1) return { emit: resume.inclusive, childResume: null };
+  return { emit: false, childResume: resume };
+}
+
+/** The item for an entry without stats (type and, for `other`, the special type from the listing). */
+function plainItem(f: DirFrame, d: Dirent, relative: string, absolute: AllowedPath, rootRelative: string): WalkItem {
+  const type = direntType(d);
+  const depth = f.depth;
+  if (type !== 'other') return { relative, absolute, rootRelative, type, depth };
+  const special = specialType(d);
+  return special
+    ? { relative, absolute, rootRelative, type, special, depth }
+    : { relative, absolute, rootRelative, type, depth };
+}
+
+/** Hands `item` to the sink (false: the walk stops) or reports that it is to be yielded (true). */
+async function handOver(o: WalkOptions, run: WalkRun, item: WalkItem | WalkEntry, name: string): Promise<boolean> {
+  const go = o.sink!(item, name);
+  if (go === false || (go !== true && !(await go))) {
+    run.stopped = true;
+    return false;
+  }
+  return true;
+}
+
+async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerator<WalkItem | WalkEntry> {
+  if (o.signal?.aborted) return;
+  const listing = await listingOf(o, f);
+  if (!listing) return;
+  const { dirents, names } = listing;
+  let levels = f.levels;
   const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
-    const level = loadIgnore(o, dir, dirRootRel, dirRel ? `${dirRel}/.gitignore` : '.gitignore', chainBudget(levels));
-    if (level) myLevels = [...levels, level];
+    const shown = f.rel ? `${f.rel}/.gitignore` : '.gitignore';
+    const level = loadIgnore(o, f.dir, f.rootRel, shown, chainBudget(f.levels));
+    if (level) levels = [...f.levels, level];
   }
-  // Issue #19: this directory as each .gitignore level sees it, once per directory (GitignoreRules.testEntry).
-  const ignoreDirs = myLevels.map((l) => (l.dir === '' ? dirRootRel : dirRootRel.slice(l.dir.length + 1)));
+  // This directory as each .gitignore level sees it, once per directory (GitignoreRules.testEntry).
+  const ignoreDirs = levels.map((l) => (l.dir === '' ? f.rootRel : f.rootRel.slice(l.dir.length + 1)));
   // (a readdir is a yield: the slice starts again after it)
   run.sliceStart = performance.now();
-  const dirDepth = dirRel === '' ? 0 : dirRel.split('/').length;
-  // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO.
-  let first = 0;
-  if (resume) {
-    // Binary search (the names are sorted): a late page of a huge directory does not compare its way there.
-    const wanted = resume.components[dirDepth];
-    let hi = names.length;
-    while (first < hi) {
-      const mid = (first + hi) >>> 1;
-      if (compareNames(names[mid], wanted) < 0) first = mid + 1;
-      else hi = mid;
-    }
-  }
+  const dirDepth = f.rel === '' ? 0 : f.rel.split('/').length;
+  // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO (binary
+  // search: a late page of a huge directory does not compare its way there).
+  const first = f.resume ? firstNotBefore(names, f.resume.components[dirDepth]) : 0;
   for (let i = first; i < names.length; i++) {
     const name = names[i];
     const due = yieldIfDue(run);
     if (due) await due;
     if (o.signal?.aborted) return;
-    // Resume: skip what sorts before the cursor at this level.
-    let childResume: typeof resume = null;
-    let emit = true;
-    if (resume) {
-      const wanted = resume.components[dirDepth];
-      const cmp = compareNames(name, wanted);
-      if (cmp < 0) continue;
-      if (cmp === 0) {
-        const isCursorItself = dirDepth === resume.components.length - 1;
-        if (isCursorItself) emit = resume.inclusive;
-        else {
-          emit = false;
-          childResume = resume;
-        }
-      }
-      // cmp > 0: everything from here on comes after the cursor.
-    }
-    const relative = dirRel ? `${dirRel}/${name}` : name;
-    const absolute = childOf(dirAbs, name);
-    const rootRelative = dirRootRel ? `${dirRootRel}/${name}` : name;
-    const type = direntType(dirents[i]);
-    const isDir = type === 'directory';
+    const place = f.resume ? againstCursor(f.resume, dirDepth, name) : AFTER_CURSOR;
+    if (place === null) continue;
+    const relative = f.rel ? `${f.rel}/${name}` : name;
+    const absolute = o.childOf(f.abs, name);
+    const rootRelative = f.rootRel ? `${f.rootRel}/${name}` : name;
+    const isDir = dirents[i].isDirectory();
     if (o.filter(absolute, rootRelative, name) === 'omit') {
       o.onSkip?.('policy', relative);
       continue;
     }
-    if (myLevels.length && isIgnored(myLevels, ignoreDirs, name, isDir)) continue;
-    if (exclude && exclude(relative)) continue;
-    const matchesInclude = !include || include(relative);
-    if (emit && matchesInclude) {
+    if (levels.length && isIgnored(levels, ignoreDirs, name, isDir)) continue;
+    if (run.exclude && run.exclude(relative)) continue;
+    if (place.emit && (!run.include || run.include(relative))) {
       let item: WalkItem | WalkEntry;
       if (run.wantStats) {
-        const stats = await statNow(run, dir, name);
+        const stats = await statNow(run, f.dir, name);
         if (!stats) continue; // vanished between readdir and lstat
         if (typeof stats === 'string') {
           o.onSkip?.(stats, relative);
           continue;
         }
-        item = { relative, absolute, rootRelative, type, stats, depth };
-      } else if (type === 'other') {
-        const special = specialType(dirents[i]);
-        item = special
-          ? { relative, absolute, rootRelative, type, special, depth }
-          : { relative, absolute, rootRelative, type, depth };
-      } else {
-        item = { relative, absolute, rootRelative, type, depth };
-      }
-      if (o.sink) {
-        const go = o.sink(item, name);
-        if (go === false || (go !== true && !(await go))) {
-          run.stopped = true;
-          return;
-        }
-      } else yield item;
+        item = { relative, absolute, rootRelative, type: direntType(dirents[i]), stats, depth: f.depth };
+      } else item = plainItem(f, dirents[i], relative, absolute, rootRelative);
+      if (!o.sink) yield item;
+      else if (!(await handOver(o, run, item, name))) return;
     }
-    if (isDir && depth < o.maxDepth && name !== '.git') {
-      let child: VerifiedDir;
-      try {
-        child = dir.openDir(name);
-      } catch {
-        // Gone, or swapped for a link since the listing: never followed.
-        o.onSkip?.('unreadable', relative);
-        continue;
-      }
-      try {
-        yield* walkDir(
-          o,
-          run,
-          child,
-          absolute,
-          relative,
-          rootRelative,
-          depth + 1,
-          myLevels,
-          childResume,
-          include,
-          exclude,
-        );
-      } finally {
-        child.close();
-      }
+    if (!isDir || name === '.git') continue;
+    if (f.depth < o.maxDepth) {
+      const frame = { abs: absolute, rel: relative, rootRel: rootRelative, levels, resume: place.childResume };
+      yield* descend(o, run, f, name, frame);
       if (run.stopped) return;
-    } else if (isDir && o.depthIsLimit && name !== '.git' && (emit || childResume)) {
-      o.onSkip?.('too_deep', relative);
-    }
+    } else if (o.depthIsLimit && (place.emit || place.childResume)) o.onSkip?.('too_deep', relative);
+  }
+}
+
+/** Walks the subdirectory `name` of `f` (opened O_NOFOLLOW relative to it; one that cannot be opened is skipped). */
+async function* descend(
+  o: WalkOptions,
+  run: WalkRun,
+  f: DirFrame,
+  name: string,
+  frame: Omit<DirFrame, 'dir' | 'depth'>,
+): AsyncGenerator<WalkItem | WalkEntry> {
+  let child: VerifiedDir;
+  try {
+    child = f.dir.openDir(name);
+  } catch {
+    // Gone, or swapped for a link since the listing: never followed.
+    o.onSkip?.('unreadable', frame.rel);
+    return;
+  }
+  try {
+    yield* walkDir(o, run, { ...frame, dir: child, depth: f.depth + 1 });
+  } finally {
+    child.close();
   }
 }
 
@@ -522,22 +554,4 @@ function isIgnored(levels: readonly IgnoreLevel[], dirs: readonly string[], name
 
 function toPosix(p: string): string {
   return path.sep === '\\' ? p.split('\\').join('/') : p;
-}
-
-/**
- * A directory entry of an allowed directory, reached by name without following any link. Containment holds by
- * construction (the walker never descends into symlinks). `name` must be a single component from readdir;
- * `directory` must be normalized (as `path.resolve` leaves it: the walk normalizes its base once), else the result
- * is its concatenation with `name`, not the normalized join.
- */
-export function childOf(directory: AllowedPath, name: string): AllowedPath {
-  if (!isEntryName(name)) {
-    throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
-  }
-  // Issue #19 (one call per entry of every walk): on POSIX a normalized directory and one entry name join by
-  // concatenation, as path.join would; anything else goes through path.join.
-  if (path.sep === '/' && directory.length > 1 && directory.charCodeAt(directory.length - 1) !== 0x2f) {
-    return `${directory}/${name}` as AllowedPath;
-  }
-  return path.join(directory, name) as AllowedPath;
 }

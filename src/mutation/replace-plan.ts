@@ -21,6 +21,7 @@ import {
   type AuthorizedWrite,
 } from '../policy/authorize.js';
 import { HOST_FLAVOR, isWithin, toPosixRelative } from '../policy/containment.js';
+import { childOf } from '../policy/resolve-path.js';
 import { assertNotGitInternal } from '../policy/file-policy.js';
 import { assertNotInGitDirectory } from '../policy/git-dirs.js';
 import type { ToolContext } from './context.js';
@@ -164,6 +165,7 @@ function entriesOf(plan: ReplacePlan, args: ReplaceArgs, ctx: ToolContext): Asyn
   return walkTree({
     base: base.real,
     rootReal: base.root.real,
+    childOf,
     maxDepth: 64,
     respectGitignore: args.respect_gitignore,
     include: args.include,

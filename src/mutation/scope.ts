@@ -6,13 +6,13 @@ import path from 'node:path';
 import { readCurrentIn, type CurrentFile, type ReadCurrentOptions } from '../fs/read-current.js';
 import { VerifiedDir } from '../fs/verified-dir.js';
 import { ToolError } from '../errors/tool-error.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import type { ToolContext } from './context.js';
 
 /** A containment predicate over the roots of this call. */
 export function insideRoots(ctx: ToolContext): (p: string) => boolean {
-  return (p) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+  return (p) => isInsideRoots(ctx.policy.roots, p);
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import { toEnvelope } from '../errors/to-envelope.js';
 import { OccMismatchError, RollbackError, ToolError, type RollbackFile } from '../errors/tool-error.js';
-import { makeDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
+import { makeParentDirectories, temporaryPrefix, writeFileAtomicIn } from '../fs/atomic-write.js';
 import { removeEntry } from '../fs/tree-ops.js';
 import {
   changedError,
@@ -180,8 +180,8 @@ export async function commitTransaction(
  * Creates the missing parent directories of a file the change creates (as `git apply` does), never through a link
  * or outside the roots; returns the directories it created, outermost first.
  */
-function makeParents(file: string, isInside: (p: string) => boolean): Promise<string[]> {
-  return new Promise((resolve) => resolve(makeDirectories(path.dirname(file) as AllowedPath, isInside)));
+function makeParents(file: AllowedPath, isInside: (p: string) => boolean): Promise<string[]> {
+  return new Promise((resolve) => resolve(makeParentDirectories(file, isInside)));
 }
 
 function rollbackError(statuses: RollbackFile[], committed: number, cause: unknown): RollbackError {
@@ -217,7 +217,8 @@ export async function rollbackFiles(
   // hold their old bytes as far as we are concerned. Start-up recovery passes files.length (it cannot know).
   for (let i = Math.min(committed, files.length) - 1; i >= 0; i--) {
     const f = files[i];
-    const real = f.path as AllowedPath;
+    // A journaled path is re-proved inside the roots here, and every syscall on it goes through its verified parent.
+    const real = f.path;
     try {
       if (!isInside(real)) {
         statuses[i] = { path: f.path, status: 'not_restored', reason: 'outside_roots' };

@@ -23,6 +23,19 @@ export function findContainingRoot<R extends { real: string }>(
   return best;
 }
 
+/**
+ * The one containment check of policy (docs/security.md "Roots"): true when `p` (absolute) is one of `roots` (their
+ * real paths) or lies beneath one, at a separator boundary. Primitives, which may not import policy, are handed it
+ * as their `isInside` predicate (or use the pure `isWithin` of src/fs/path-within.ts for one known root).
+ */
+export function isInsideRoots(
+  roots: readonly { real: string }[],
+  p: string,
+  flavor: PathFlavor = HOST_FLAVOR,
+): boolean {
+  return findContainingRoot(roots, p, flavor) !== undefined;
+}
+
 /** `child` relative to `root`, with `/` separators (for globs and listings). */
 export function toPosixRelative(root: string, child: string, flavor: PathFlavor = HOST_FLAVOR): string {
   const p = flavor.pathModule;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { HidesPath } from '../vcs/git.js';
 import type { ViewAccess } from '../vcs/git-view.js';
 import { classifyEntry, type PolicyContext } from './authorize.js';
-import { findContainingRoot, toPosixRelative } from './containment.js';
+import { findContainingRoot, isInsideRoots, toPosixRelative } from './containment.js';
 import { secretRuleFor } from './secrets.js';
 
 /**
@@ -18,7 +18,7 @@ import { secretRuleFor } from './secrets.js';
  */
 export function gitViewAccess(ctx: PolicyContext): ViewAccess {
   return {
-    isInside: (p) => findContainingRoot(ctx.roots, p) !== undefined,
+    isInside: (p) => isInsideRoots(ctx.roots, p),
     secretRule: (p) => secretRuleFor(p),
     isWithheld: (p) => {
       const root = findContainingRoot(ctx.roots, p);

@@ -33,7 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { VerifiedDir } from '../fs/verified-dir.js';
-import { findContainingRoot, isWithin } from './containment.js';
+import { findContainingRoot, isInsideRoots, isWithin } from './containment.js';
 import { refusal } from './git-dir-refusal.js';
 import { gitDirState, type Repository } from './git-dirs-state.js';
 import { isHookName, repositoryHooks, rootHooks, userHooks, type Guarded } from './git-hooks-config.js';
@@ -88,7 +88,7 @@ export function assertNotInGitDirectory(ctx: GitGuardRoots, requested: string, r
 function inspect(ctx: GitGuardRoots, requested: string, real: string): { hooks: Guarded[]; capped: boolean } {
   const root = findContainingRoot(ctx.roots, real);
   if (!root) return { hooks: [], capped: false }; // containment is decided (and refused) elsewhere; nothing to look at outside the roots
-  const isInside = (p: string) => findContainingRoot(ctx.roots, p) !== undefined;
+  const isInside = (p: string) => isInsideRoots(ctx.roots, p);
   gitDirState.readableScope = isInside;
   const rel = path.relative(root.real, real);
   const parts = rel === '' ? [] : rel.split(path.sep);

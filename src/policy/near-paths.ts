@@ -29,7 +29,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { withVerifiedDir } from '../fs/verified-dir.js';
 import { classifyEntry, type PolicyContext } from './authorize.js';
-import { findContainingRoot, toPosixRelative } from './containment.js';
+import { findContainingRoot, isInsideRoots, isWithin, toPosixRelative } from './containment.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
 
 /** Most near paths offered. */
@@ -162,7 +162,7 @@ async function sameNameWalk(
   deadline: number,
   first?: { dir: string; entries: Dirent[] | null },
 ): Promise<void> {
-  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const isInside = (p: string): boolean => isInsideRoots(ctx.roots, p);
   const queue = [...starts];
   const visited = new Set<string>();
   const lower = wanted.toLowerCase();
@@ -193,7 +193,7 @@ async function sameNameWalk(
 export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Promise<string[]> {
   const deadline = Date.now() + NEAR_MAX_MS;
   const { found, offer } = nearList(ctx);
-  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const isInside = (p: string): boolean => isInsideRoots(ctx.roots, p);
   const entriesOf = (dir: string) => entriesOfVerified(dir, isInside);
   try {
     // 0. A `\` meant as a separator (POSIX only: on Windows it already is one).
@@ -238,7 +238,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
     // relatives), then from the path's own root, then the other roots.
     const own = findContainingRoot(ctx.roots, resolved.real) ?? resolved.root;
     let ancestor = parent;
-    while (ancestor !== own.real && ancestor.startsWith(`${own.real}${path.sep}`) && !(await entriesOf(ancestor))) {
+    while (ancestor !== own.real && isWithin(own.real, ancestor) && !(await entriesOf(ancestor))) {
       ancestor = path.dirname(ancestor);
     }
     const starts = [ancestor, own.real, ...ctx.roots.filter((r) => r.real !== own.real).map((r) => r.real)];
@@ -278,7 +278,7 @@ function commonSuffix(a: readonly string[], b: readonly string[]): number {
 export async function outsideNearPaths(absolute: string, ctx: PolicyContext): Promise<string[]> {
   const deadline = Date.now() + NEAR_MAX_MS;
   const { found, offer } = nearList(ctx);
-  const isInside = (p: string): boolean => findContainingRoot(ctx.roots, p) !== undefined;
+  const isInside = (p: string): boolean => isInsideRoots(ctx.roots, p);
   const parts = absolute
     .slice(path.parse(absolute).root.length)
     .split(path.sep)

@@ -13,6 +13,7 @@ import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { refusalSource } from '../errors/to-envelope.js';
+import { isEntryName } from '../fs/path-within.js';
 import { findContainingRoot, isWithin } from './containment.js';
 import { rejectedRootsDetails, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
 
@@ -167,13 +168,28 @@ export async function resolveInRoots(
   };
 }
 
-// `childOf` (a directory entry of an allowed directory) lives with the walker that produces entries; re-exported here
-// so callers that name it from policy keep working.
-export { childOf } from '../fs/walk.js';
+/**
+ * A directory entry of an allowed directory, reached by name without following any link: allowed. The walker
+ * (src/fs/walk.ts) is handed this to mint its entries' paths (it never descends into a symlink, so containment holds
+ * by construction). `name` must be a single component from readdir; `directory` must be normalized (as an
+ * AllowedPath is), else the result is its concatenation with `name`, not the normalized join.
+ * @throws Error when `name` is not one entry name (a programming error)
+ */
+export function childOf(directory: AllowedPath, name: string): AllowedPath {
+  if (!isEntryName(name)) {
+    throw new Error(`childOf: not a directory entry name: ${JSON.stringify(name)}`);
+  }
+  // One call per entry of every walk: on POSIX a normalized directory and one entry name join by concatenation, as
+  // path.join would; anything else goes through path.join.
+  if (path.sep === '/' && directory.length > 1 && directory.charCodeAt(directory.length - 1) !== 0x2f) {
+    return `${directory}/${name}` as AllowedPath;
+  }
+  return path.join(directory, name) as AllowedPath;
+}
 
 /**
  * The parent directory of an allowed path. Contained whenever the path is not itself a root (write authorization
- * refuses roots; makeDirectories re-checks every directory it creates).
+ * refuses roots; openDirCreating re-checks every directory it creates).
  */
 export function parentOf(real: AllowedPath): AllowedPath {
   return path.dirname(real) as AllowedPath;
@@ -196,40 +212,67 @@ interface Walked {
  * lexically would, and a write would then create its file outside the roots).
  */
 async function walk(input: string, followFinal: boolean): Promise<Walked> {
-  // Fast path: the whole path exists; native realpath gives the answer in one call.
   if (followFinal) {
-    try {
-      // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
-      // latency. Only this fast path; the component walk below stays asynchronous.
-      const resolved = realpathSync.native(input);
-      const stats = lstatSync(resolved);
-      // realpath's answer holds no link; a link there now was swapped in since: resolve again, component by component
-      // (reporting it as the "special file" it is not would tell the agent the path is forbidden for good).
-      if (!stats.isSymbolicLink()) {
-        let viaSymlink = false;
-        // Already canonical: the lstat above was of this very path (one fewer syscall on every read).
-        const spelled = stripTrailingSep(input);
-        if (spelled !== resolved) {
-          try {
-            viaSymlink = (await lstat(spelled)).isSymbolicLink();
-          } catch {
-            /* raced away: treat as not a link */
-          }
-        }
-        return { resolved, stats, viaSymlink };
-      }
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ELOOP') return { resolved: input, stats: null, viaSymlink: false, loop: true };
-      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EACCES' && code !== 'EPERM') throw error;
-    }
+    const whole = await walkWhole(input);
+    if (whole) return whole;
   }
+  return await walkComponents(input, followFinal);
+}
+
+/**
+ * The fast path of `walk`: the whole path exists; native realpath gives the answer in one call. Null when it does not
+ * apply (a component missing or unsearchable, or a link swapped in since realpath): the component walk decides.
+ * @throws errno errors other than ENOENT, ENOTDIR, EACCES, EPERM (ELOOP is a result: `loop`)
+ */
+async function walkWhole(input: string): Promise<Walked | null> {
+  try {
+    // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
+    // latency. Only this fast path; the component walk stays asynchronous.
+    const resolved = realpathSync.native(input);
+    const stats = lstatSync(resolved);
+    // realpath's answer holds no link; a link there now was swapped in since: resolve again, component by component
+    // (reporting it as the "special file" it is not would tell the agent the path is forbidden for good).
+    if (stats.isSymbolicLink()) return null;
+    let viaSymlink = false;
+    // Already canonical: the lstat above was of this very path (one fewer syscall on every read).
+    const spelled = stripTrailingSep(input);
+    if (spelled !== resolved) {
+      try {
+        viaSymlink = (await lstat(spelled)).isSymbolicLink();
+      } catch {
+        /* raced away: treat as not a link */
+      }
+    }
+    return { resolved, stats, viaSymlink };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') return { resolved: input, stats: null, viaSymlink: false, loop: true };
+    if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EACCES' && code !== 'EPERM') throw error;
+    return null;
+  }
+}
+
+/** The components of a path or link target, without empty and `.` ones. */
+function componentsOf(s: string): string[] {
+  return s.split(SEPARATOR).filter((c) => c !== '' && c !== '.');
+}
+
+/** Splices a link's `target` into the walk's queue; returns the walk's new position (the root for an absolute one). */
+function spliceLink(queue: string[], current: string, target: string): string {
+  if (!path.isAbsolute(target)) {
+    queue.unshift(...componentsOf(target));
+    return current;
+  }
+  const t = path.parse(target);
+  queue.unshift(...componentsOf(target.slice(t.root.length)));
+  return t.root;
+}
+
+/** The component walk of `walk` (see there). */
+async function walkComponents(input: string, followFinal: boolean): Promise<Walked> {
   const parsed = path.parse(input);
   let current = parsed.root;
-  const queue = input
-    .slice(parsed.root.length)
-    .split(SEPARATOR)
-    .filter((c) => c !== '' && c !== '.');
+  const queue = componentsOf(input.slice(parsed.root.length));
   let links = 0;
   let viaSymlink = false;
   let accessDenied = false;
@@ -274,24 +317,10 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
         continue;
       }
       if (isLast) viaSymlink = true;
-      if (path.isAbsolute(target)) {
-        const t = path.parse(target);
-        current = t.root;
-        queue.unshift(
-          ...target
-            .slice(t.root.length)
-            .split(SEPARATOR)
-            .filter((c) => c !== '' && c !== '.'),
-        );
-      } else {
-        queue.unshift(...target.split(SEPARATOR).filter((c) => c !== '' && c !== '.'));
-      }
+      current = spliceLink(queue, current, target);
       continue;
     }
-    if (isLast) {
-      if (stats.isSymbolicLink()) viaSymlink = true;
-      return { resolved: next, stats, viaSymlink, accessDenied };
-    }
+    if (isLast) return { resolved: next, stats, viaSymlink: viaSymlink || stats.isSymbolicLink(), accessDenied };
     current = next;
   }
   // The walk ended below a missing component, or on the root or a `..` step (an existing, resolved directory).

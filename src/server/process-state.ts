@@ -10,7 +10,7 @@ import type { Config } from '../config.js';
 import { AuditLog } from '../audit/audit-log.js';
 import { registerLockScope } from '../fs/path-lock.js';
 import { guardedPaths, type GuardedPath } from '../policy/builtin-guards.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { findContainingRoot, isInsideRoots } from '../policy/containment.js';
 import { MutationBudget } from '../policy/gates.js';
 import { HashMemory } from '../policy/occ.js';
 import { RootSet } from '../policy/roots.js';
@@ -71,7 +71,7 @@ export function createProcessState(config: Config, tools: readonly AnyTool[], ve
   const audit = new AuditLog(config.auditLog);
   // Lock files are created only inside the roots in force (src/fs/path-lock.ts).
   registerLockScope(
-    (p) => findContainingRoot(roots.current(), p) !== undefined,
+    (p) => isInsideRoots(roots.current(), p),
     (p) => findContainingRoot(roots.current(), p)?.real,
   );
   return {

@@ -10,9 +10,9 @@ import { defaultStateDir, type Config } from '../config.js';
 import { loadNativeAddonAtStart, nativeAddonUrl, type NativeReadsState } from '../fs/native-load.js';
 import { sweepOwnedTempDirs } from '../fs/owned-temp.js';
 import { searchReaderPool } from '../fs/search-reader.js';
-import { isWithin } from '../fs/path-within.js';
 import { prepareStateDir } from '../fs/state-dir.js';
 import { ghTokenBases } from '../vcs/github-token.js';
+import { isInsideRoots } from '../policy/containment.js';
 
 /**
  * Runs the start-up step; `log` gets one line per removed leftover and per addon that is there but not loaded.
@@ -23,7 +23,7 @@ export function prepareStartupFiles(config: Config, log: (line: string) => void)
   prepareStateDir(
     config.stateDir,
     config.stateDir === defaultStateDir() ? 'the state directory (default; set --state-dir)' : '--state-dir',
-    (real) => config.roots.some((r) => isWithin(r.real, real)),
+    (real) => isInsideRoots(config.roots, real),
   );
   const addonDir = path.dirname(fileURLToPath(nativeAddonUrl()));
   for (const dir of sweepOwnedTempDirs([...ghTokenBases(), addonDir])) {

@@ -5,7 +5,7 @@
  */
 import os from 'node:os';
 import { ToolError } from '../errors/tool-error.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 import { configuredForgeHosts, type ConfiguredHosts, type InsideRoots } from '../vcs/forge-hosts.js';
 import {
   assertSecureInstance,
@@ -26,7 +26,7 @@ import type { IssueArgs } from './issue-schema.js';
  * operator's (src/vcs/forge-hosts.ts), and token files are never created there (src/vcs/github-token.ts).
  */
 export function insideRootsOf(ctx: ToolContext): InsideRoots {
-  return (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+  return (p: string) => isInsideRoots(ctx.policy.roots, p);
 }
 
 /** The GitHub target for host (+ optional port) and repo. gh uses plain http only for github.localhost. */

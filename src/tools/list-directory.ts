@@ -7,6 +7,7 @@
 import { globMatcher, walkInto, type WalkEntry, type WalkItem } from '../fs/walk.js';
 import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, linkTargetKind, walkEntryClassifier } from '../policy/authorize.js';
+import { childOf } from '../policy/resolve-path.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool } from './define-tool.js';
@@ -60,6 +61,7 @@ export const listDirectory = defineTool({
     const walkOptions: Parameters<typeof walkInto>[0] = {
       base: target.real,
       rootReal: target.root.real,
+      childOf,
       maxDepth: args.depth,
       respectGitignore: args.respect_gitignore,
       include: args.include,

@@ -14,7 +14,7 @@ import { hashBytes } from '../fs/hash.js';
 import { detectMedia, MEDIA_SNIFF_BYTES } from '../fs/media-type.js';
 import { openForRead } from '../fs/open-file.js';
 import { authorizeRead } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 import { ContentHash, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 
@@ -44,10 +44,7 @@ export const readMedia = defineTool({
   async run(args, ctx) {
     const target = await authorizeRead(args.path, ctx.policy, { kind: 'file' });
     const limit = ctx.config.limits.maxMediaBytes;
-    const { handle, stats } = await openForRead(
-      target.real,
-      (p) => findContainingRoot(ctx.policy.roots, p) !== undefined,
-    );
+    const { handle, stats } = await openForRead(target.real, (p) => isInsideRoots(ctx.policy.roots, p));
     let bytes: Buffer;
     try {
       if (stats.size > limit) {

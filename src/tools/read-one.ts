@@ -17,7 +17,7 @@ import {
   type RangeSource,
 } from '../fs/read-range.js';
 import { authorizeRead, type AuthorizedPath } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 import type { ToolContext } from './define-tool.js';
 import type { ReadFileInput } from './read-file.js';
 import { prefixWithinJsonBytes } from './response-budget.js';
@@ -94,7 +94,7 @@ interface OpenedFile {
  * read synchronously too: whatever the request, that is at most two 64 KiB index spans plus the capped range.
  */
 async function openTarget(target: AuthorizedPath, ctx: ToolContext): Promise<OpenedFile> {
-  const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+  const isInside = (p: string) => isInsideRoots(ctx.policy.roots, p);
   const small =
     target.stats.size <= SMALL_READ_BYTES ? readSmallFileSync(target.real, isInside, SMALL_READ_BYTES) : null;
   if (small) {

@@ -14,7 +14,7 @@ import type { WalkItem } from '../fs/walk.js';
 import { matcherSpec, type LineMatcher } from '../fs/line-matcher.js';
 import type { LineHit } from '../fs/match-lines.js';
 import { isSecretEntry, type PolicyContext } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 
 /**
  * A candidate file's content, or why content search skips it. `no_match`: a text file without a matching line
@@ -84,7 +84,7 @@ export interface ContentMatch {
  * the size cap skipped and counted, a user regex bounded per file).
  */
 export function contentMatcher(o: ContentMatchOptions): ContentMatch {
-  const isInside = (p: string) => findContainingRoot(o.policy.roots, p) !== undefined;
+  const isInside = (p: string) => isInsideRoots(o.policy.roots, p);
   const isSecret = (entry: WalkItem) => isSecretEntry(o.policy, entry.absolute);
 
   /** Reads one candidate file on this thread (large candidates, or when the reader threads are unavailable). */

@@ -6,6 +6,7 @@
  */
 import { walkInto, type WalkItem, type WalkOptions } from '../fs/walk.js';
 import { policyWalkFilter, type AuthorizedPath, type PolicyContext } from '../policy/authorize.js';
+import { childOf } from '../policy/resolve-path.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 
 /** The walk's own skip reasons, counted per yielded entry. */
@@ -68,6 +69,7 @@ export function searchWalk(o: SearchWalkOptions): SearchWalk {
   const walkOptions: WalkOptions & { stats: false } = {
     base: target.real,
     rootReal: target.root.real,
+    childOf,
     maxDepth: 64,
     respectGitignore: o.respectGitignore,
     include: o.include,

@@ -9,7 +9,7 @@ import { hashFileHandle } from '../fs/hash.js';
 import { lstatVerified, withVerifiedDir } from '../fs/verified-dir.js';
 import { openForRead } from '../fs/open-file.js';
 import { authorizeRead, kindOf } from '../policy/authorize.js';
-import { findContainingRoot } from '../policy/containment.js';
+import { isInsideRoots } from '../policy/containment.js';
 import { isSecretPath } from '../policy/secrets.js';
 import { ContentHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
@@ -53,10 +53,7 @@ export const stat = defineTool({
     const secret = !ctx.policy.allowSecrets && (isSecretPath(target.absolute) || isSecretPath(target.real));
     let contentHash: string | null = null;
     if (args.hash && target.stats.isFile() && !secret) {
-      const { handle, stats } = await openForRead(
-        target.real,
-        (p) => findContainingRoot(ctx.policy.roots, p) !== undefined,
-      );
+      const { handle, stats } = await openForRead(target.real, (p) => isInsideRoots(ctx.policy.roots, p));
       try {
         // Never past max(size, --max-edit-bytes): a procfs file reports 0 and may never end.
         contentHash = await hashFileHandle(handle, {
@@ -69,7 +66,7 @@ export const stat = defineTool({
       }
       ctx.hashes.remember(target.real, contentHash);
     }
-    const isInside = (p: string) => findContainingRoot(ctx.policy.roots, p) !== undefined;
+    const isInside = (p: string) => isInsideRoots(ctx.policy.roots, p);
     let symlink: { target: string } | null = null;
     if (target.viaSymlink) {
       // The link itself, read through its verified directory; a spelling with another link above it (or a directory

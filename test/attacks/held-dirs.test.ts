@@ -14,7 +14,7 @@ import { mkdirSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HELD_DIRS_IDLE_MS } from '../../src/fs/verified-dir.js';
+import { HELD_DIRS_IDLE_MS } from '../../src/fs/held-dirs.js';
 import { connect, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 

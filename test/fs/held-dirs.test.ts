@@ -1,5 +1,5 @@
 /**
- * Directories held open between calls (src/fs/verified-dir.ts `withHeldDirSync`, issue #19), in-process on real
+ * Directories held open between calls (src/fs/held-dirs.ts `withHeldDirSync`, issue #19), in-process on real
  * trees. Pins:
  *  - a second call on the same directory reuses the held descriptor (no new open);
  *  - a held directory is proven again before each use: one moved away and replaced is opened afresh (the new one is
@@ -22,14 +22,8 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  DESCRIPTOR_RELATIVE,
-  HELD_DIRS_IDLE_MS,
-  HELD_DIRS_MAX,
-  releaseHeldDirs,
-  withHeldDirSync,
-  type VerifiedDir,
-} from '../../src/fs/verified-dir.js';
+import { HELD_DIRS_IDLE_MS, HELD_DIRS_MAX, releaseHeldDirs, withHeldDirSync } from '../../src/fs/held-dirs.js';
+import { DESCRIPTOR_RELATIVE, type VerifiedDir } from '../../src/fs/verified-dir.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { makeTree } from '../helpers/tree.js';
 

@@ -146,6 +146,39 @@ describe('withPathLock across processes', () => {
     }
   });
 
+  it('a lock of the same target in an ancestor (taken before its directories existed): a live one stops the call, a dead one is broken', async () => {
+    const d = dir();
+    const child = await liveChild();
+    const deep = path.join(d, 'a', 'b', 'c.txt');
+    // Another process locked `a/b/c.txt` while a/b did not exist: its lock lives in d, under the name of a/b/c.txt.
+    const above = lockFileOf(path.join(d, 'x'), 'a/b/c.txt');
+    writeFileSync(above, JSON.stringify({ ...selfIdentity(), pid: child.pid, start: startTimeOf(child.pid!) }));
+    mkdirSync(path.join(d, 'a', 'b'), { recursive: true });
+    const error = await withPathLock([deep], '', async () => {
+      throw new Error('ran');
+    }).catch((e: unknown) => e as ToolError);
+    expect(toEnvelope(error).error).toMatchObject({
+      code: 'IO_ERROR',
+      path: deep,
+      details: { reason: 'locked', lock: path.basename(above), held_by: 'not_refreshed' },
+    });
+    expect(existsSync(above)).toBe(true);
+    expect(readdirSync(path.join(d, 'a', 'b'))).toEqual([]); // our own lock beside the target was released
+    // The same lock of an owner that exited is broken, and the call runs.
+    writeFileSync(
+      above,
+      JSON.stringify({ ...selfIdentity(), pid: spawnSync(process.execPath, ['-e', '']).pid, start: '1' }),
+    );
+    let ran = false;
+    await withPathLock([deep], '', async () => {
+      ran = true;
+      expect(readdirSync(path.join(d, 'a', 'b')).filter(isLockFileName)).toHaveLength(1);
+    });
+    expect(ran).toBe(true);
+    expect(readdirSync(d).sort()).toEqual(['a']);
+    expect(readdirSync(path.join(d, 'a', 'b'))).toEqual([]);
+  });
+
   it('takes away at once what is not a lock it wrote ({}, a damaged record, a FIFO, a directory), and writes', async () => {
     const d = dir();
     const targets: string[] = [];

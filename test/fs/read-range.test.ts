@@ -19,13 +19,13 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bytesSource, readRange, type RangeRequest, type RangeResult } from '../../src/fs/read-range.js';
+import { bytesSource, fdSource, readRange, type RangeRequest, type RangeResult } from '../../src/fs/read-range.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 
 const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-read-range-')));
@@ -483,6 +483,29 @@ describe('readRange over bytes already read (bytesSource, issue #19: scanned in 
       ),
       { numRuns: 150 },
     );
+  });
+
+  it('reads a descriptor synchronously (fdSource) with the answers of the file handle', async () => {
+    const content = Buffer.from('alpha\r\nbeta\ngamma');
+    const p = writeTemp(content);
+    const stats = statSync(p);
+    const fd = openSync(p, 'r');
+    try {
+      for (const req of [lines(1), lines(2, 3), lines(3, 3)]) {
+        const fromFd = await readRange(fdSource(fd), req, { maxBytes: 1 << 20, textBoundaries: true, stats });
+        const fromBytes = await readRange(bytesSource(content, stats), req, {
+          maxBytes: 1 << 20,
+          textBoundaries: true,
+        });
+        expect({ ...fromFd, bytes: fromFd.bytes.toString() }).toEqual({
+          ...fromBytes,
+          bytes: fromBytes.bytes.toString(),
+        });
+      }
+      expect((await fdSource(fd).stat()).size).toBe(content.length);
+    } finally {
+      closeSync(fd);
+    }
   });
 
   it('hands on the whole content as read, and copies a part (a short range never keeps the whole alive)', async () => {

@@ -10,6 +10,7 @@
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ToolError } from '../../src/errors/tool-error.js';
 import { lstatVerified, openDirCreating, VerifiedDir } from '../../src/fs/verified-dir.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -69,5 +70,36 @@ describe('VerifiedDir names', () => {
     } finally {
       d.close();
     }
+  });
+
+  it('opens a subdirectory, refuses a link or a file there, reads a bounded listing, and climbs only to the node it saw', async () => {
+    mkdirSync(path.join(R, 'sub', 'x'), { recursive: true });
+    writeFileSync(path.join(R, 'sub', 'one'), '1');
+    writeFileSync(path.join(R, 'sub', 'two'), '2');
+    symlinkSync(OUT, path.join(R, 'sub', 'link'));
+    const root = VerifiedDir.open(R, inside);
+    const sub = root.openDir('sub');
+    try {
+      expect(() => sub.openDir('link')).toThrow(expect.objectContaining({ code: 'NOT_ALLOWED' }));
+      expect(() => sub.openDir('one')).toThrow(expect.objectContaining({ code: 'ENOTDIR' }));
+      expect(() => sub.openDir('missing')).toThrow(expect.objectContaining({ code: 'ENOENT' }));
+      expect(await sub.readdir(2)).toHaveLength(2);
+      expect((await sub.readdir()).map((e) => e.name).sort()).toEqual(['link', 'one', 'two', 'x']);
+      const x = sub.openDir('x');
+      // Back up through `..`: the node seen going down is accepted, any other refused.
+      const up = x.openParent(sub.identity, sub.path);
+      expect(up.stat().ino).toBe(sub.identity.ino);
+      up.close();
+      expect(() => x.openParent(root.identity, sub.path)).toThrow(ToolError);
+      x.close();
+      expect((await sub.statAsync()).ino).toBe(sub.identity.ino);
+      await sub.sync();
+    } finally {
+      sub.close();
+      root.close();
+    }
+    expect(() => sub.assertStill()).toThrow(/used after close/);
+    expect(() => sub.assertInside()).toThrow(/used after close/);
+    expect(readdirSync(OUT)).toEqual([]);
   });
 });

@@ -31,7 +31,7 @@ import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerifiedDir } from '../../src/fs/verified-dir.js';
 import { walkInto, walkTree, type WalkOptions } from '../../src/fs/walk.js';
-import type { AllowedPath } from '../../src/policy/resolve-path.js';
+import { childOf, type AllowedPath } from '../../src/policy/resolve-path.js';
 import { fifo, makeTree, symlink, type TreeSpec } from '../helpers/tree.js';
 
 const cleanups: Array<() => void> = [];
@@ -59,6 +59,7 @@ async function walkEntries(root: string, opts: Opts = {}) {
     respectGitignore: true,
     filter: () => 'ok',
     onSkip: (r, p) => skips.push([r, p]),
+    childOf,
     ...opts,
     base: (opts.base ?? root) as AllowedPath,
     rootReal: root,
@@ -401,7 +402,7 @@ describe('unreadable directories', () => {
       const { walkTree } = await import(${JSON.stringify(WALK_JS)});
       const skips = []; const entries = [];
       for await (const e of walkTree({ base: process.argv[1], rootReal: process.argv[1], maxDepth: 10,
-        respectGitignore: true, filter: () => 'ok', onSkip: (reason, p) => skips.push([reason, p]) })) entries.push(e.relative);
+        respectGitignore: true, filter: () => 'ok', childOf: (d, n) => d + '/' + n, onSkip: (reason, p) => skips.push([reason, p]) })) entries.push(e.relative);
       process.stdout.write(JSON.stringify({ uid: process.getuid(), entries, skips }));`;
     const asRoot = process.getuid?.() === 0;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script, r], {
@@ -434,7 +435,7 @@ describe('policy filter', () => {
 
 describe('a walk into a sink (walkInto, issue #19)', () => {
   const root = tree({ b: { z: '', a: { deep: '' } }, a: { 'b.txt': '' }, c: '', '.gitignore': 'c\n' });
-  const base = { maxDepth: 20, respectGitignore: true, base: root as AllowedPath, rootReal: root };
+  const base = { maxDepth: 20, respectGitignore: true, base: root as AllowedPath, rootReal: root, childOf };
 
   it('hands over what walkTree yields, in the same order, each right after the filter saw it (with its name)', async () => {
     const events: string[] = [];

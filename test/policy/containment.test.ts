@@ -6,7 +6,13 @@
  */
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { findContainingRoot, isWithin, toPosixRelative, type PathFlavor } from '../../src/policy/containment.js';
+import {
+  findContainingRoot,
+  isInsideRoots,
+  isWithin,
+  toPosixRelative,
+  type PathFlavor,
+} from '../../src/policy/containment.js';
 
 const POSIX: PathFlavor = { pathModule: path.posix, caseInsensitive: false };
 const WIN: PathFlavor = { pathModule: path.win32, caseInsensitive: true };
@@ -104,6 +110,27 @@ describe('findContainingRoot', () => {
   ])('win32: %j → %j', (child, expected) => {
     const winRoots = [{ real: 'C:\\proj' }, { real: '\\\\server\\share\\proj' }];
     expect(findContainingRoot(winRoots, child, WIN)?.real).toBe(expected);
+  });
+});
+
+describe('isInsideRoots (the one containment check)', () => {
+  const roots = [{ real: '/x/proj' }, { real: '/y' }];
+  test.each([
+    ['/x/proj', true],
+    ['/x/proj/a/b', true],
+    ['/y/z', true],
+    ['/x/proj-secret/k', false],
+    ['/x/proj/../proj-secret', false],
+    ['/x', false],
+    ['/', false],
+  ])('%j → %j', (p, expected) => {
+    expect(isInsideRoots(roots, p, POSIX)).toBe(expected);
+  });
+
+  test('no roots: nothing is inside; win32 spellings compare case-insensitively', () => {
+    expect(isInsideRoots([], '/x', POSIX)).toBe(false);
+    expect(isInsideRoots([{ real: 'C:\\proj' }], 'c:\\PROJ\\a', WIN)).toBe(true);
+    expect(isInsideRoots([{ real: 'C:\\proj' }], 'D:\\proj\\a', WIN)).toBe(false);
   });
 });
 
