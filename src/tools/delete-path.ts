@@ -25,7 +25,7 @@ import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, Path
 import { defineTool } from './define-tool.js';
 import { runMutation } from '../mutation/pipeline.js';
 import { quoteName } from './text-safe.js';
-import { historyVisible } from './undo.js';
+import { historyVisible } from '../mutation/history-visible.js';
 import { heavyClasses } from './heavy-calls.js';
 
 /** Most entries a recursive delete inspects before refusing. */

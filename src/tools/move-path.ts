@@ -34,7 +34,7 @@ import { checkReplacedDestination } from '../mutation/destination-checks.js';
 import { runMutation } from '../mutation/pipeline.js';
 import { insideRoots, MutationScope, parentMissing } from '../mutation/scope.js';
 import { quoteName } from './text-safe.js';
-import { historyVisible } from './undo.js';
+import { historyVisible } from '../mutation/history-visible.js';
 import { heavyClasses } from './heavy-calls.js';
 
 export const MovePathInput = z.strictObject({
