@@ -11,7 +11,7 @@
  *   - `--test-seams=copy-delay:MS`: a pause of MS before each entry copy_path copies (a copy that takes a while).
  */
 import { armKillPoint } from '../patch/transaction.js';
-import { delayCopy, failCopyAt, setCopyFault } from '../tools/copy-path.js';
+import { delayCopy, failCopyAt, setCopyFault } from '../mutation/copy-write.js';
 
 /**
  * Arms the seam `argv[0]` names, if it names one.

@@ -22,7 +22,7 @@ import { parseConfig } from '../../src/config.js';
 import { withPathLock } from '../../src/fs/path-lock.js';
 import { callTool, type CallOutcome } from '../../src/server/call-tool.js';
 import { createProcessState, type ProcessState } from '../../src/server/process-state.js';
-import { setCopyFault } from '../../src/tools/copy-path.js';
+import { setCopyFault } from '../../src/mutation/copy-write.js';
 import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
 import { makeTree } from '../helpers/tree.js';
 
