@@ -4,7 +4,7 @@
  * a destination created after authorization), and a source swapped part-way through a tree copy (a directory replaced
  * by a link out of the roots, a file replaced by another) stops the copy with nothing at the destination, no
  * temporary directory left and nothing read from outside. Mid-copy swaps use the seam `setCopyFault`
- * (src/tools/copy-path.ts), called before each planned entry is copied.
+ * (src/mutation/copy-write.ts), called before each planned entry is copied.
  */
 import {
   existsSync,
