@@ -141,7 +141,8 @@ export function targetsOf(selected: readonly HistoryChange[]): RevertTarget[] {
  * `P -> .git/hooks`, then `P/pre-commit`). A recorded path is a real path: one that resolves elsewhere now (a link in
  * it or above it) is refused, and a link is recreated only with a target inside the roots.
  * @returns each target's path → its authorization
- * @throws ToolError NOT_ALLOWED (beneath a recreated link, no longer itself, link target outside), and whatever
+ * @throws ToolError NOT_ALLOWED with details.reason beneath_recreated_link, symlink_in_path (no longer itself) or
+ *   link_target_outside (docs/errors.md "A link where a file is written back"), and whatever
  *   authorizeWrite throws (NOT_ALLOWED, SECRET_DENIED, FILE_POLICY_DENIED, VALIDATION)
  */
 export async function authorizeRevert(
@@ -154,6 +155,7 @@ export async function authorizeRevert(
     if (link !== undefined) {
       throw new ToolError('NOT_ALLOWED', `${t.path} lies beneath the link ${link} being recreated; nothing reverted.`, {
         path: t.path,
+        details: { reason: 'beneath_recreated_link' },
       });
     }
   }
@@ -170,12 +172,14 @@ export async function authorizeRevert(
     if (w.real !== t.path) {
       throw new ToolError('NOT_ALLOWED', `${t.path} no longer resolves to itself; it is not reverted.`, {
         path: t.path,
+        details: { reason: 'symlink_in_path' },
       });
     }
     // Lexical containment holds only for a target without `..` after a name (`dot/../..` follows `dot` first).
     if (t.restore.kind === 'symlink' && !(await linkTargetInside(ctx.policy.roots, t.path, t.restore.target))) {
       throw new ToolError('NOT_ALLOWED', `The link ${t.path} would point outside the roots; it is not recreated.`, {
         path: t.path,
+        details: { reason: 'link_target_outside' },
       });
     }
     authorized.set(t.path, w);
