@@ -1,11 +1,11 @@
 /**
  * The steps of copy_path (src/tools/copy-path.ts declares the tool): authorization of both paths before the lock
- * (`authorizeCopyCall`), then inside the lock on the current state (`decideCopy`): the refusals, the destination under
- * OCC (a link destination is replaced as the link itself: src/mutation/destination-checks.ts `checkReplacedDestination`), and
- * per kind what the copy will write — a file (hashed now, streamed again by the effect), a link (its target must stay
- * inside at the new place), or a tree, every entry of which is authorized on both sides (src/policy/tree-authorize.ts)
- * while it is inspected, one refused entry refusing the whole copy before anything is written. The effects are
- * src/mutation/copy-write.ts.
+ * (`authorizeCopyCall`); inside the lock, `inspectCopy` reads both places once and makes the refusals, and `decideCopy`
+ * decides the destination under OCC (a link destination is replaced as the link itself:
+ * src/mutation/destination-checks.ts `checkReplacedDestination`) and per kind what the copy will write — a file
+ * (hashed now, streamed again by the effect), a link (its target must stay inside at the new place), or a tree, every
+ * entry of which is authorized on both sides (src/policy/tree-authorize.ts) while it is inspected, one refused entry
+ * refusing the whole copy before anything is written. The effects are src/mutation/copy-write.ts.
  */
 import type { Stats } from 'node:fs';
 import { ToolError } from '../errors/tool-error.js';
@@ -94,23 +94,45 @@ export async function authorizeCopyCall(ctx: ToolContext, args: CopyArgs): Promi
   return { source, destination };
 }
 
+/** What a copy's inspect step found inside the lock: both verified parents and names, and the lstat of each now. */
+export interface CopyInspected {
+  src: { dir: VerifiedDir; name: string };
+  dst: { dir: VerifiedDir; name: string };
+  srcNow: Stats;
+  dstNow: Stats | null;
+}
+
 /**
- * Decides a copy inside the lock, on the current state of both paths (see the module comment).
- * @throws ToolError as `assertCopyable`, HASH_REQUIRED / OCC_MISMATCH / NOT_ALLOWED link_target_outside (the
- *   destination), VALIDATION too_many_bytes / too_many_entries / too_deep, NOT_ALLOWED (link_target_outside,
- *   changed_during_call), FILE_POLICY_DENIED / SECRET_DENIED (an entry of a tree)
+ * The inspect step of a copy, inside the lock (docs/errors.md "Order of checks" step 7): both places as they are now,
+ * read once, and the refusals on them.
+ * @throws ToolError NOT_FOUND (parent_missing too), VALIDATION and FILE_POLICY_DENIED as `assertCopyable`
+ */
+export function inspectCopy(
+  scope: MutationScope,
+  { source, destination }: AuthorizedCopy,
+  args: CopyArgs,
+): CopyInspected {
+  const src = scope.existingParent(source.real, source.absolute);
+  const dst = scope.existingParent(destination.real, destination.absolute, MISSING_PARENT);
+  const srcNow = src.dir.lstat(src.name);
+  const dstNow = dst.dir.lstat(dst.name);
+  assertCopyable(srcNow, dstNow, args, source, destination);
+  return { src, dst, srcNow: srcNow!, dstNow };
+}
+
+/**
+ * The decide step of a copy, on what `inspectCopy` found (see the module comment).
+ * @throws ToolError HASH_REQUIRED / OCC_MISMATCH / NOT_ALLOWED link_target_outside (the destination), VALIDATION
+ *   too_many_bytes / too_many_entries / too_deep, NOT_ALLOWED (link_target_outside, changed_during_call),
+ *   FILE_POLICY_DENIED / SECRET_DENIED (an entry of a tree)
  */
 export async function decideCopy(
   ctx: ToolContext,
   scope: MutationScope,
   { source, destination }: AuthorizedCopy,
   args: CopyArgs,
+  { src, dst, srcNow, dstNow }: CopyInspected,
 ): Promise<MutationStep<CopyResult>> {
-  const src = scope.existingParent(source.real, source.absolute);
-  const dst = scope.existingParent(destination.real, destination.absolute, MISSING_PARENT);
-  const srcNow = src.dir.lstat(src.name);
-  const dstNow = dst.dir.lstat(dst.name);
-  assertCopyable(srcNow, dstNow, args, source, destination);
   // The destination as it is now: a file being replaced is a mutation under OCC (docs/errors.md "Optimistic concurrency").
   const { file: dstFile, identity: expectDst } = await checkReplacedDestination(
     ctx,
@@ -125,14 +147,14 @@ export async function decideCopy(
     destination,
     src,
     dst,
-    srcNow: srcNow!,
+    srcNow,
     expectDst,
-    base: { type: kindOf(srcNow!), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null },
+    base: { type: kindOf(srcNow), overwritten: dstNow !== null, previousDestinationHash: dstFile?.hash ?? null },
     history: (after) =>
       replaced ? { tool: 'copy_path', files: [historyEntryOf(destination.real, replaced, after)] } : undefined,
   };
-  if (srcNow!.isFile()) return await decideFileCopy(ctx, scope, places);
-  if (srcNow!.isSymbolicLink()) return await decideLinkCopy(ctx, places);
+  if (srcNow.isFile()) return await decideFileCopy(ctx, scope, places);
+  if (srcNow.isSymbolicLink()) return await decideLinkCopy(ctx, places);
   return await decideTreeCopy(ctx, places);
 }
 

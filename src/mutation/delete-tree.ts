@@ -1,5 +1,5 @@
 /**
- * The decide step of delete_path (src/tools/delete-path.ts declares the tool), inside the path lock, on what is there
+ * The inspect and decide steps of delete_path (src/tools/delete-path.ts declares the tool), inside the path lock, on what is there
  * now — its kind, its hash, its whole tree (never the stats of authorization) — for each kind: a file (a mutation
  * under OCC), a link or other non-directory (the entry itself, never its target), a directory (empty, or with
  * `recursive` every entry judged as a delete of it: src/policy/tree-authorize.ts), and the undo record of each.
@@ -44,29 +44,37 @@ export interface DeleteResult {
 }
 
 /** The entry being deleted, as held inside the lock: its verified parent, its name and its lstat now. */
-interface Held {
+export interface Held {
   dir: VerifiedDir;
   name: string;
   stats: Stats;
 }
 
 /**
- * Decides a delete of `target` inside the lock (see the module comment).
- * @throws ToolError NOT_FOUND (gone), HASH_REQUIRED / OCC_MISMATCH (a file), VALIDATION not_empty, NOT_ALLOWED
- *   changed_during_call, FILE_POLICY_DENIED / SECRET_DENIED (an entry of the tree), VALIDATION too_many_entries
+ * The inspect step of a delete, inside the lock (docs/errors.md "Order of checks" step 7): the entry as it is now.
+ * @throws ToolError NOT_FOUND (parent_missing too)
+ */
+export function inspectDelete(scope: MutationScope, target: AuthorizedWrite): Held {
+  const { dir, name } = scope.existingParent(target.real, target.absolute);
+  const stats = dir.lstat(name);
+  if (!stats) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: target.absolute });
+  return { dir, name, stats };
+}
+
+/**
+ * The decide step of a delete, on what `inspectDelete` found (see the module comment).
+ * @throws ToolError HASH_REQUIRED / OCC_MISMATCH (a file), VALIDATION not_empty, NOT_ALLOWED changed_during_call,
+ *   FILE_POLICY_DENIED / SECRET_DENIED (an entry of the tree), VALIDATION too_many_entries
  */
 export async function decideDelete(
   ctx: ToolContext,
   scope: MutationScope,
   target: AuthorizedWrite,
   args: DeleteArgs,
+  held: Held,
 ): Promise<MutationStep<DeleteResult>> {
-  const { dir, name } = scope.existingParent(target.real, target.absolute);
-  const stats = dir.lstat(name);
-  if (!stats) throw new ToolError('NOT_FOUND', 'No such file or directory.', { path: target.absolute });
-  const held = { dir, name, stats };
-  if (stats.isFile()) return await decideFileDelete(ctx, scope, target, held, args);
-  if (!stats.isDirectory()) return decideEntryDelete(ctx, target, held);
+  if (held.stats.isFile()) return await decideFileDelete(ctx, scope, target, held, args);
+  if (!held.stats.isDirectory()) return decideEntryDelete(ctx, target, held);
   return await decideDirectoryDelete(ctx, target, held, args);
 }
 

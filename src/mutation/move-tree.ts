@@ -140,19 +140,25 @@ async function readMovedFile(
   return { hash: current.hash, bytes: current.bytes };
 }
 
+/** What a move's inspect step found inside the lock: both verified parents and names, and the lstat of each now. */
+export interface MoveInspected {
+  src: Held;
+  dst: Held;
+  srcNow: Stats;
+  dstNow: Stats | null;
+}
+
 /**
- * Decides a move inside the lock, on the current state of both paths: nothing seen during authorization is trusted.
- * @throws ToolError NOT_FOUND, VALIDATION (as `assertMovable`), OCC_MISMATCH / HASH_REQUIRED (source or destination),
- *   NOT_ALLOWED (link_target_outside, changed_during_call), FILE_POLICY_DENIED / SECRET_DENIED (an entry of a tree),
- *   VALIDATION too_many_entries
+ * The inspect step of a move, inside the lock (docs/errors.md "Order of checks" step 7), on the current state of both
+ * paths: nothing seen during authorization is trusted.
+ * @throws ToolError NOT_FOUND (parent_missing too), VALIDATION as `assertMovable`
  */
-export async function decideMove(
-  ctx: ToolContext,
+export async function inspectMove(
   scope: MutationScope,
   source: AuthorizedWrite,
   destination: AuthorizedWrite,
   args: MoveArgs,
-): Promise<MutationStep<MoveResult>> {
+): Promise<MoveInspected> {
   const src = scope.existingParent(source.real, source.absolute);
   const dst = scope.existingParent(destination.real, destination.absolute, MISSING_PARENT);
   const srcNow = src.dir.lstat(src.name);
@@ -163,6 +169,22 @@ export async function decideMove(
       ? (await readCurrentIn(dst.dir, dst.name, { wantBytes: false, maxBytes: 0 })).hash
       : null;
   assertMovable(srcNow, dstNow, args.overwrite, source, destination, dstHash);
+  return { src, dst, srcNow, dstNow };
+}
+
+/**
+ * The decide step of a move, on what `inspectMove` found.
+ * @throws ToolError OCC_MISMATCH / HASH_REQUIRED (source or destination), NOT_ALLOWED (link_target_outside,
+ *   changed_during_call), FILE_POLICY_DENIED / SECRET_DENIED (an entry of a tree), VALIDATION too_many_entries
+ */
+export async function decideMove(
+  ctx: ToolContext,
+  scope: MutationScope,
+  source: AuthorizedWrite,
+  destination: AuthorizedWrite,
+  args: MoveArgs,
+  { src, dst, srcNow, dstNow }: MoveInspected,
+): Promise<MutationStep<MoveResult>> {
   const moved = srcNow.isFile() ? await readMovedFile(ctx, scope, source, args) : { hash: null, bytes: null };
   const contentHash = moved.hash;
   // The destination as it is now: a file being replaced is a mutation under OCC (docs/errors.md "Optimistic concurrency").

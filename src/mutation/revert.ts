@@ -198,14 +198,18 @@ export function revertLockPaths(call: RevertCall): AuthorizedWrite['real'][] {
 }
 
 /** The current state of one target, read inside the lock. */
-interface CurrentState {
+export interface CurrentState {
   state: PathState;
   file: CurrentFile | null;
   token: string;
 }
 
-/** Reads the current state of every target through the scope's verified directories, in the targets' order. */
-async function readCurrentStates(ctx: ToolContext, scope: MutationScope, call: RevertCall): Promise<CurrentState[]> {
+/**
+ * The inspect step of a revert, inside the lock: the current state of every target (kind, a file's bytes and hash),
+ * read once through the scope's verified directories, in the targets' order.
+ * @throws ToolError NOT_ALLOWED / VALIDATION from the verified directories; errno errors
+ */
+export async function inspectRevert(ctx: ToolContext, scope: MutationScope, call: RevertCall): Promise<CurrentState[]> {
   const currents: CurrentState[] = [];
   for (const t of call.targets) {
     const real = call.authorized.get(t.path)!.real;
@@ -517,7 +521,7 @@ async function runRevert(ctx: ToolContext, plan: RevertPlan, isInside: MutationS
 }
 
 /**
- * The decide step of a revert, inside the lock: every path of every selected change is read and checked before
+ * The decide step of a revert, on what `inspectRevert` read: every path of every selected change is checked before
  * anything is written, and one envelope names all that changed since; then the plan and its effect.
  * @throws OccMismatchError (a path changed since; details.files names each), ToolError VALIDATION unsupported_revert,
  *   NOT_ALLOWED / VALIDATION from the verified directories
@@ -526,8 +530,8 @@ export async function decideRevert(
   ctx: ToolContext,
   scope: MutationScope,
   call: RevertCall,
+  currents: readonly CurrentState[],
 ): Promise<MutationStep<RevertResult>> {
-  const currents = await readCurrentStates(ctx, scope, call);
   const moved = [...changedSince(call, currents), ...(await grownDirectories(scope, call, currents))];
   if (moved.length > 0) throw oneConflict(moved);
   const plan: RevertPlan = { changes: [], files: [], entries: [], pre: [], post: [], diff: '' };

@@ -15,7 +15,7 @@
  * copy; a crash part-way can leave only that hidden temporary directory (never the destination name) — see README.
  */
 import { z } from 'zod';
-import { authorizeCopyCall, decideCopy } from '../mutation/copy-tree.js';
+import { authorizeCopyCall, decideCopy, inspectCopy } from '../mutation/copy-tree.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { runMutation } from '../mutation/pipeline.js';
@@ -66,7 +66,10 @@ export const copyPath = defineTool({
       expectedStatusHash: args.expected_status_hash,
       statusPaths: [destination.real],
       dryRun: args.dry_run,
-      decide: (scope) => decideCopy(ctx, scope, { source, destination }, args),
+      decide: (scope) => {
+        const call = { source, destination };
+        return decideCopy(ctx, scope, call, args, inspectCopy(scope, call, args));
+      },
     });
     return {
       structured: {

@@ -5,7 +5,7 @@
  * guard protects: src/policy/tree-authorize.ts). The decide step for each kind is src/mutation/delete-tree.ts.
  */
 import { z } from 'zod';
-import { decideDelete } from '../mutation/delete-tree.js';
+import { decideDelete, inspectDelete } from '../mutation/delete-tree.js';
 import { authorizeWrite } from '../policy/authorize.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
@@ -52,7 +52,7 @@ export const deletePath = defineTool({
       statusPaths: [target.real],
       dryRun: args.dry_run,
       // Inside the lock, on what is there now: its kind, its hash, its whole tree (never the stats of authorization).
-      decide: (scope) => decideDelete(ctx, scope, target, args),
+      decide: (scope) => decideDelete(ctx, scope, target, args, inspectDelete(scope, target)),
     });
     const type = result.type;
     return {

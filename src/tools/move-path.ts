@@ -5,7 +5,7 @@
  * at its old and new place (docs/security.md, "Whole-tree operations"). The steps are src/mutation/move-tree.ts.
  */
 import { z } from 'zod';
-import { authorizeMove, decideMove } from '../mutation/move-tree.js';
+import { authorizeMove, decideMove, inspectMove } from '../mutation/move-tree.js';
 import { ContentHash, DryRun, ExpectedHash, ExpectedStatusHash, KindSchema, PathArg } from './common-schemas.js';
 import { defineTool } from './define-tool.js';
 import { runMutation } from '../mutation/pipeline.js';
@@ -56,7 +56,8 @@ export const movePath = defineTool({
       statusPaths: [source.real, destination.real],
       dryRun: args.dry_run,
       // Inside the lock, on the current state of both paths: nothing seen during authorization is trusted.
-      decide: (scope) => decideMove(ctx, scope, source, destination, args),
+      decide: async (scope) =>
+        decideMove(ctx, scope, source, destination, args, await inspectMove(scope, source, destination, args)),
     });
     const type = result.type;
     const dstStats = result.overwritten;

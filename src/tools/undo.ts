@@ -16,6 +16,7 @@ import { visibleChanges } from '../mutation/history-visible.js';
 import {
   authorizeRevert,
   decideRevert,
+  inspectRevert,
   revertLockPaths,
   selectChanges,
   targetsOf,
@@ -196,7 +197,7 @@ export const revertChanges = defineTool({
       expectedStatusHash: undefined,
       statusPaths: [],
       dryRun: args.dry_run,
-      decide: (scope) => decideRevert(ctx, scope, call),
+      decide: async (scope) => decideRevert(ctx, scope, call, await inspectRevert(ctx, scope, call)),
     });
     const structured = {
       dry_run: args.dry_run,
