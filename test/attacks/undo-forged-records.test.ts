@@ -152,6 +152,26 @@ describe('a recorded path that resolves elsewhere now', () => {
   });
 });
 
+describe('a real record of a link to outside', () => {
+  it('delete_path of it is recorded and listed; its revert is NOT_ALLOWED link_target_outside, no link made', async () => {
+    const outside = makeTree({ f: 'outside\n' }, 'fs-tools-uf-outside-');
+    cleanups.push(outside.cleanup);
+    const d = path.join(R, 'real-link');
+    mkdirSync(d);
+    symlinkSync(path.join(outside.dir, 'f'), path.join(d, 'out'));
+    expect(codeOf(await call('delete_path', { path: path.join(d, 'out') }))).toBe('ok');
+    const listed = await call('list_changes', { limit: 1 });
+    if (!listed.ok) throw new Error('list_changes failed');
+    const newest = (listed.structured as { changes: Array<{ id: string; tool: string }> }).changes[0];
+    expect(newest.tool).toBe('delete_path');
+    const outcome = await call('revert_changes', { change_id: newest.id });
+    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
+    expect(reasonOf(outcome)).toBe('link_target_outside');
+    expect(readdirSync(d)).toEqual([]);
+    expect(readFileSync(path.join(outside.dir, 'f'), 'utf8')).toBe('outside\n');
+  });
+});
+
 describe('forged records larger than the history bound', () => {
   it('are invalid under --history-max-bytes and never applied; under a larger bound the same record is valid', async () => {
     const old = 'A'.repeat(3000);
