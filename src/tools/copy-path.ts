@@ -66,10 +66,8 @@ export const copyPath = defineTool({
       expectedStatusHash: args.expected_status_hash,
       statusPaths: [destination.real],
       dryRun: args.dry_run,
-      decide: (scope) => {
-        const call = { source, destination };
-        return decideCopy(ctx, scope, call, args, inspectCopy(scope, call, args));
-      },
+      inspect: (scope) => inspectCopy(scope, { source, destination }, args),
+      decide: (scope, found) => decideCopy(ctx, scope, { source, destination }, args, found),
     });
     return {
       structured: {

@@ -52,7 +52,8 @@ export const deletePath = defineTool({
       statusPaths: [target.real],
       dryRun: args.dry_run,
       // Inside the lock, on what is there now: its kind, its hash, its whole tree (never the stats of authorization).
-      decide: (scope) => decideDelete(ctx, scope, target, args, inspectDelete(scope, target)),
+      inspect: (scope) => inspectDelete(scope, target),
+      decide: (scope, found) => decideDelete(ctx, scope, target, args, found),
     });
     const type = result.type;
     return {

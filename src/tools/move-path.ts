@@ -56,8 +56,8 @@ export const movePath = defineTool({
       statusPaths: [source.real, destination.real],
       dryRun: args.dry_run,
       // Inside the lock, on the current state of both paths: nothing seen during authorization is trusted.
-      decide: async (scope) =>
-        decideMove(ctx, scope, source, destination, args, await inspectMove(scope, source, destination, args)),
+      inspect: (scope) => inspectMove(scope, source, destination, args),
+      decide: (scope, found) => decideMove(ctx, scope, source, destination, args, found),
     });
     const type = result.type;
     const dstStats = result.overwritten;

@@ -197,7 +197,8 @@ export const revertChanges = defineTool({
       expectedStatusHash: undefined,
       statusPaths: [],
       dryRun: args.dry_run,
-      decide: async (scope) => decideRevert(ctx, scope, call, await inspectRevert(ctx, scope, call)),
+      inspect: (scope) => inspectRevert(ctx, scope, call),
+      decide: (scope, found) => decideRevert(ctx, scope, call, found),
     });
     const structured = {
       dry_run: args.dry_run,
