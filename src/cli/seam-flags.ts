@@ -7,11 +7,11 @@
  * The seams, only as the first argument:
  *   - `--test-seams=kill-at:N`: SIGKILL at the N-th durable step of a multi-file transaction (src/patch/transaction.ts;
  *     the crash tests);
- *   - `--test-seams=copy-fault:ENTRY`: an EACCES before copy_path copies ENTRY (src/tools/copy-path.ts);
+ *   - `--test-seams=copy-fault:ENTRY`: an EACCES before copy_path copies ENTRY (src/mutation/copy-write.ts);
  *   - `--test-seams=copy-delay:MS`: a pause of MS before each entry copy_path copies (a copy that takes a while).
  */
 import { armKillPoint } from '../patch/transaction.js';
-import { delayCopy, failCopyAt, setCopyFault } from '../tools/copy-path.js';
+import { delayCopy, failCopyAt, setCopyFault } from '../mutation/copy-write.js';
 
 /**
  * Arms the seam `argv[0]` names, if it names one.

@@ -163,32 +163,152 @@ export function authorizeTreeEntries(
   source: ResolvedPath,
   destination: ResolvedPath | null,
 ): TreeJudge {
-  const sides: Side[] = [
-    { name: 'source', intent: operation === 'copy' ? 'read' : 'write', spellings: spellingsOf(ctx, source) },
-  ];
-  if (destination) sides.push({ name: 'destination', intent: 'write', spellings: spellingsOf(ctx, destination) });
-  // Git directories carried inside the tree, and hooks directories at either place (src/policy/git-dirs.ts).
-  const git = treeGitGuard(
-    ctx,
-    [source, ...(destination ? [destination] : [])].map((p) => ({ absolute: p.absolute, real: p.real })),
-  );
-  const named: NamedEntry[] = [];
-  let offending = 0;
-  let allSecrets = true;
-  let first: { source: string; rule: string } | null = null;
+  return new TreeEntriesJudge(ctx, operation, source, destination);
+}
+
+/**
+ * The offence of one entry at one place, judged by the per-path rules (null: allowed), or 'unnamed' when the entry
+ * must not be named (hidden, denied by policy, or a built-in guard listings omit). A directory's policy level is kept
+ * in `spelling.levels` for the entries beneath it.
+ * @throws whatever the rules throw other than their refusals (a programming error)
+ */
+function judgePlace(
+  ctx: PolicyContext,
+  side: Side,
+  spelling: Spelling,
+  e: TreeEntry,
+  name: string,
+  depth: number,
+  belowGitDir: boolean,
+): { kind: string; source: string } | 'unnamed' | null {
+  const absolute = `${spelling.absolute}/${e.relative}`;
+  const nestedRoot = spelling.nested.length > 0 ? innermost(spelling.nested, absolute) : null;
+  let relative: string;
+  let access: Access | null;
+  if (nestedRoot !== null) {
+    // Beneath another root: its own rules, from that root (the walk's levels are those of the top's root).
+    relative = toPosixRelative(nestedRoot, absolute);
+    // A root is neither moved nor deleted, nor replaced by what a move or copy brings (authorizeWrite: is_root).
+    if (relative === '' && side.intent === 'write') return { kind: 'root', source: 'builtin' };
+    access = accessFor(ctx.policy, relative);
+  } else {
+    relative = spelling.relative === '' ? e.relative : `${spelling.relative}/${e.relative}`;
+    access = ctx.policy.rules.length > 0 ? accessForEntry(ctx.policy, relative, spelling.levels[depth - 1]) : null;
+  }
+  if (e.isDirectory) spelling.levels[depth] = access;
+  try {
+    const place = { absolute, real: absolute, relative, access };
+    if (spelling.clean) assertEntryAllowed(ctx, side.intent, place, name, belowGitDir);
+    else assertPathAllowed(ctx, side.intent, place);
+    return null;
+  } catch (error) {
+    if (!(error instanceof ToolError)) throw error;
+    if (error.code === 'NOT_FOUND') return 'unnamed'; // hidden
+    if (error.code === 'SECRET_DENIED') return { kind: 'secret', source: 'secret' };
+    if (error.code !== 'FILE_POLICY_DENIED') throw error;
+    const rule = typeof error.details.rule === 'string' ? error.details.rule : 'policy';
+    const from = typeof error.details.source === 'string' ? error.details.source : 'policy';
+    if (from === 'policy' && rule === 'deny') return 'unnamed';
+    if (from === 'builtin' && UNLISTED_BUILTIN_RULES.has(rule)) return 'unnamed';
+    return { kind: rule, source: from };
+  }
+}
+
+/** The judge `authorizeTreeEntries` makes: the state of one walk's verdicts. */
+class TreeEntriesJudge implements TreeJudge {
+  private readonly sides: Side[];
+  /** Git directories carried inside the tree, and hooks directories at either place (src/policy/git-dirs.ts). */
+  private readonly git: ReturnType<typeof treeGitGuard>;
+  private readonly named: NamedEntry[] = [];
+  private offending = 0;
+  private allSecrets = true;
+  private first: { source: string; rule: string } | null = null;
   /** Depth of the shallowest refused directory on the current branch (its entries are not judged); 0: none. */
-  let refusedDepth = 0;
+  private refusedDepth = 0;
   /** True once an entry that must not be named was met: the refusal is then the generic one. */
-  let unnamed = false;
+  private unnamed = false;
   /**
    * Depth of the shallowest directory on the current branch whose name is a `.git` spelling; 0: none. Its entries
    * are still walked, and the `.git` rule refuses each of them as the whole-path check does (`assertEntryAllowed`).
    */
-  let gitDepth = 0;
+  private gitDepth = 0;
 
-  const refusal = (unnamed: boolean): ToolError => {
+  constructor(
+    private readonly ctx: PolicyContext,
+    private readonly operation: TreeOperation,
+    private readonly source: ResolvedPath,
+    destination: ResolvedPath | null,
+  ) {
+    this.sides = [
+      { name: 'source', intent: operation === 'copy' ? 'read' : 'write', spellings: spellingsOf(ctx, source) },
+    ];
+    if (destination) {
+      this.sides.push({ name: 'destination', intent: 'write', spellings: spellingsOf(ctx, destination) });
+    }
+    this.git = treeGitGuard(
+      ctx,
+      [source, ...(destination ? [destination] : [])].map((p) => ({ absolute: p.absolute, real: p.real })),
+    );
+  }
+
+  entry(e: TreeEntry): boolean {
+    let depth = 1;
+    for (let i = e.relative.indexOf('/'); i !== -1; i = e.relative.indexOf('/', i + 1)) depth++;
+    const name = e.relative.slice(e.relative.lastIndexOf('/') + 1);
+    if (this.refusedDepth !== 0 && depth <= this.refusedDepth) this.refusedDepth = 0;
+    if (this.gitDepth !== 0 && depth <= this.gitDepth) this.gitDepth = 0;
+    const belowGitDir = this.gitDepth !== 0;
+    // Every entry is judged, also beneath a refused directory and past the named ones: the answer must not depend
+    // on the order of the walk (which the agent steers with the names it writes), or whether a hidden or denied
+    // entry sorts before or after other offenders would tell its name.
+    const beneathRefused = this.refusedDepth !== 0;
+    let refused = false;
+    const gitOffence = this.git(
+      e.relative,
+      this.sides.map((side) => `${side.spellings[0].absolute}/${e.relative}`),
+    );
+    for (const [index, side] of this.sides.entries()) {
+      let offence: { kind: string; source: string } | null = null;
+      for (const spelling of side.spellings) {
+        const verdict = judgePlace(this.ctx, side, spelling, e, name, depth, belowGitDir);
+        if (verdict === 'unnamed') {
+          this.unnamed = true;
+          return false;
+        }
+        offence ??= verdict;
+      }
+      if (!offence && gitOffence?.top === index) offence = { kind: gitOffence.rule, source: 'builtin' };
+      if (!offence || beneathRefused) continue;
+      refused = true;
+      this.count(side, e, offence);
+    }
+    if (refused && e.isDirectory) this.refusedDepth = depth;
+    if (e.isDirectory && !belowGitDir && isDotGitName(name)) this.gitDepth = depth;
+    return true;
+  }
+
+  /** Counts one offending entry at one side, naming it while fewer than MAX_NAMED_ENTRIES are named. */
+  private count(side: Side, e: TreeEntry, offence: { kind: string; source: string }): void {
+    this.offending++;
+    if (offence.kind !== 'secret') {
+      this.allSecrets = false;
+      this.first ??= { source: offence.source, rule: offence.kind };
+    }
+    if (this.named.length < MAX_NAMED_ENTRIES) {
+      this.named.push({ path: `${side.spellings[0].absolute}/${e.relative}`, side: side.name, kind: offence.kind });
+    }
+  }
+
+  assertAllowed(): void {
+    if (this.unnamed) throw this.refusal(true);
+    if (this.offending > 0) throw this.refusal(false);
+  }
+
+  /** The refusal of the whole operation: generic when an entry must not be named, else naming the offenders. */
+  private refusal(unnamed: boolean): ToolError {
+    const operation = this.operation;
     const what = operation === 'move' ? 'moved' : operation === 'copy' ? 'copied' : 'deleted';
-    const top = source.absolute;
+    const top = this.source.absolute;
     if (unnamed) {
       return new ToolError(
         'FILE_POLICY_DENIED',
@@ -200,106 +320,21 @@ export function authorizeTreeEntries(
         },
       );
     }
-    const lead = named[0];
-    const more = offending > named.length;
+    const lead = this.named[0];
+    const more = this.offending > this.named.length;
     const message =
       `${top} holds entries this ${operation} may not carry (${lead.path}: ${lead.kind}` +
-      `${offending > 1 ? `, and ${offending - 1} more` : ''}); nothing was ${what}.`;
-    const details: Record<string, unknown> = { reason: allSecrets ? 'secret_inside' : 'tree_entries', operation };
-    if (!allSecrets) Object.assign(details, { source: first!.source, rule: first!.rule });
-    details.entries = named.map((e) => ({ ...e }));
+      `${this.offending > 1 ? `, and ${this.offending - 1} more` : ''}); nothing was ${what}.`;
+    const details: Record<string, unknown> = {
+      reason: this.allSecrets ? 'secret_inside' : 'tree_entries',
+      operation,
+    };
+    if (!this.allSecrets) Object.assign(details, { source: this.first!.source, rule: this.first!.rule });
+    details.entries = this.named.map((n) => ({ ...n }));
     if (more) details.more = true;
-    return new ToolError(allSecrets ? 'SECRET_DENIED' : 'FILE_POLICY_DENIED', message, { path: lead.path, details });
-  };
-
-  /** The offence of one place (null: allowed), or 'unnamed'. */
-  const judge = (
-    side: Side,
-    spelling: Spelling,
-    e: TreeEntry,
-    name: string,
-    depth: number,
-    belowGitDir: boolean,
-  ): { kind: string; source: string } | 'unnamed' | null => {
-    const absolute = `${spelling.absolute}/${e.relative}`;
-    const nestedRoot = spelling.nested.length > 0 ? innermost(spelling.nested, absolute) : null;
-    let relative: string;
-    let access: Access | null;
-    if (nestedRoot !== null) {
-      // Beneath another root: its own rules, from that root (the walk's levels are those of the top's root).
-      relative = toPosixRelative(nestedRoot, absolute);
-      // A root is neither moved nor deleted, nor replaced by what a move or copy brings (authorizeWrite: is_root).
-      if (relative === '' && side.intent === 'write') return { kind: 'root', source: 'builtin' };
-      access = accessFor(ctx.policy, relative);
-    } else {
-      relative = spelling.relative === '' ? e.relative : `${spelling.relative}/${e.relative}`;
-      access = ctx.policy.rules.length > 0 ? accessForEntry(ctx.policy, relative, spelling.levels[depth - 1]) : null;
-    }
-    if (e.isDirectory) spelling.levels[depth] = access;
-    try {
-      const place = { absolute, real: absolute, relative, access };
-      if (spelling.clean) assertEntryAllowed(ctx, side.intent, place, name, belowGitDir);
-      else assertPathAllowed(ctx, side.intent, place);
-      return null;
-    } catch (error) {
-      if (!(error instanceof ToolError)) throw error;
-      if (error.code === 'NOT_FOUND') return 'unnamed'; // hidden
-      if (error.code === 'SECRET_DENIED') return { kind: 'secret', source: 'secret' };
-      if (error.code !== 'FILE_POLICY_DENIED') throw error;
-      const rule = typeof error.details.rule === 'string' ? error.details.rule : 'policy';
-      const from = typeof error.details.source === 'string' ? error.details.source : 'policy';
-      if (from === 'policy' && rule === 'deny') return 'unnamed';
-      if (from === 'builtin' && UNLISTED_BUILTIN_RULES.has(rule)) return 'unnamed';
-      return { kind: rule, source: from };
-    }
-  };
-
-  return {
-    entry(e) {
-      let depth = 1;
-      for (let i = e.relative.indexOf('/'); i !== -1; i = e.relative.indexOf('/', i + 1)) depth++;
-      const name = e.relative.slice(e.relative.lastIndexOf('/') + 1);
-      if (refusedDepth !== 0 && depth <= refusedDepth) refusedDepth = 0;
-      if (gitDepth !== 0 && depth <= gitDepth) gitDepth = 0;
-      const belowGitDir = gitDepth !== 0;
-      // Every entry is judged, also beneath a refused directory and past the named ones: the answer must not depend
-      // on the order of the walk (which the agent steers with the names it writes), or whether a hidden or denied
-      // entry sorts before or after other offenders would tell its name.
-      const beneathRefused = refusedDepth !== 0;
-      let refused = false;
-      const gitOffence = git(
-        e.relative,
-        sides.map((side) => `${side.spellings[0].absolute}/${e.relative}`),
-      );
-      for (const [index, side] of sides.entries()) {
-        let offence: { kind: string; source: string } | null = null;
-        for (const spelling of side.spellings) {
-          const verdict = judge(side, spelling, e, name, depth, belowGitDir);
-          if (verdict === 'unnamed') {
-            unnamed = true;
-            return false;
-          }
-          offence ??= verdict;
-        }
-        if (!offence && gitOffence?.top === index) offence = { kind: gitOffence.rule, source: 'builtin' };
-        if (!offence || beneathRefused) continue;
-        refused = true;
-        offending++;
-        if (offence.kind !== 'secret') {
-          allSecrets = false;
-          first ??= { source: offence.source, rule: offence.kind };
-        }
-        if (named.length < MAX_NAMED_ENTRIES) {
-          named.push({ path: `${side.spellings[0].absolute}/${e.relative}`, side: side.name, kind: offence.kind });
-        }
-      }
-      if (refused && e.isDirectory) refusedDepth = depth;
-      if (e.isDirectory && !belowGitDir && isDotGitName(name)) gitDepth = depth;
-      return true;
-    },
-    assertAllowed() {
-      if (unnamed) throw refusal(true);
-      if (offending > 0) throw refusal(false);
-    },
-  };
+    return new ToolError(this.allSecrets ? 'SECRET_DENIED' : 'FILE_POLICY_DENIED', message, {
+      path: lead.path,
+      details,
+    });
+  }
 }

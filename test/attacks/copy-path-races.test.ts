@@ -4,7 +4,7 @@
  * a destination created after authorization), and a source swapped part-way through a tree copy (a directory replaced
  * by a link out of the roots, a file replaced by another) stops the copy with nothing at the destination, no
  * temporary directory left and nothing read from outside. Mid-copy swaps use the seam `setCopyFault`
- * (src/tools/copy-path.ts), called before each planned entry is copied.
+ * (src/mutation/copy-write.ts), called before each planned entry is copied.
  */
 import {
   existsSync,
@@ -22,7 +22,7 @@ import { parseConfig } from '../../src/config.js';
 import { withPathLock } from '../../src/fs/path-lock.js';
 import { callTool, type CallOutcome } from '../../src/server/call-tool.js';
 import { createProcessState, type ProcessState } from '../../src/server/process-state.js';
-import { setCopyFault } from '../../src/tools/copy-path.js';
+import { setCopyFault } from '../../src/mutation/copy-write.js';
 import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
 import { makeTree } from '../helpers/tree.js';
 

@@ -41,6 +41,7 @@ afterAll(() => {
 const call = (tool: string, args: Record<string, unknown>): Promise<CallOutcome> =>
   callTool(state, tool, args, new AbortController().signal);
 const codeOf = (o: CallOutcome): string => (o.ok ? 'ok' : o.envelope.error.code);
+const reasonOf = (o: CallOutcome): unknown => (o.ok ? undefined : o.envelope.error.details?.reason);
 
 let n = 0;
 /** Writes a forged record holding `files` (a valid shape) and returns its id. */
@@ -70,6 +71,7 @@ describe('forged records naming links', () => {
     const id = forge([link(path.join(d, 'dot'), '.'), link(path.join(d, 'up'), 'dot/../..')]);
     const outcome = await call('revert_changes', { change_id: id });
     expect(codeOf(outcome)).toBe('NOT_ALLOWED');
+    expect(reasonOf(outcome)).toBe('link_target_outside');
     expect(readdirSync(d)).toEqual([]);
   });
 
@@ -88,7 +90,9 @@ describe('forged records naming links', () => {
     cleanups.push(outside.cleanup);
     symlinkSync(outside.dir, path.join(d, 'ext'));
     const id = forge([link(path.join(d, 'x'), 'ext/f')]);
-    expect(codeOf(await call('revert_changes', { change_id: id }))).toBe('NOT_ALLOWED');
+    const outcome = await call('revert_changes', { change_id: id });
+    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
+    expect(reasonOf(outcome)).toBe('link_target_outside');
     expect(readdirSync(d)).toEqual(['ext']);
   });
 
@@ -118,9 +122,53 @@ describe('forged records writing beneath a recreated link', () => {
         new_hash: null,
       },
     ]);
-    expect(codeOf(await call('revert_changes', { change_id: id }))).toBe('NOT_ALLOWED');
+    const outcome = await call('revert_changes', { change_id: id });
+    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
+    expect(reasonOf(outcome)).toBe('beneath_recreated_link');
     expect(readdirSync(d)).toEqual(['.git']);
     expect(readdirSync(path.join(d, '.git', 'hooks'))).toEqual([]);
+  });
+});
+
+describe('a recorded path that resolves elsewhere now', () => {
+  it('a link on the way to it (sub -> other, both inside): NOT_ALLOWED symlink_in_path, nothing written', async () => {
+    const d = path.join(R, 'moved-away');
+    mkdirSync(path.join(d, 'other'), { recursive: true });
+    symlinkSync('other', path.join(d, 'sub'));
+    const old = 'before\n';
+    const id = forge([
+      {
+        path: path.join(d, 'sub', 'f'),
+        old_base64: Buffer.from(old).toString('base64'),
+        old_hash: contentHash(old),
+        old_mode: 0o644,
+        new_hash: null,
+      },
+    ]);
+    const outcome = await call('revert_changes', { change_id: id });
+    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
+    expect(reasonOf(outcome)).toBe('symlink_in_path');
+    expect(readdirSync(path.join(d, 'other'))).toEqual([]);
+  });
+});
+
+describe('a real record of a link to outside', () => {
+  it('delete_path of it is recorded and listed; its revert is NOT_ALLOWED link_target_outside, no link made', async () => {
+    const outside = makeTree({ f: 'outside\n' }, 'fs-tools-uf-outside-');
+    cleanups.push(outside.cleanup);
+    const d = path.join(R, 'real-link');
+    mkdirSync(d);
+    symlinkSync(path.join(outside.dir, 'f'), path.join(d, 'out'));
+    expect(codeOf(await call('delete_path', { path: path.join(d, 'out') }))).toBe('ok');
+    const listed = await call('list_changes', { limit: 1 });
+    if (!listed.ok) throw new Error('list_changes failed');
+    const newest = (listed.structured as { changes: Array<{ id: string; tool: string }> }).changes[0];
+    expect(newest.tool).toBe('delete_path');
+    const outcome = await call('revert_changes', { change_id: newest.id });
+    expect(codeOf(outcome)).toBe('NOT_ALLOWED');
+    expect(reasonOf(outcome)).toBe('link_target_outside');
+    expect(readdirSync(d)).toEqual([]);
+    expect(readFileSync(path.join(outside.dir, 'f'), 'utf8')).toBe('outside\n');
   });
 });
 

@@ -5,7 +5,7 @@
  * path the copy touches (the whole copy refused, nothing created), --readonly, the mutation budget (one unit per
  * call), and a tree copy that fails part-way leaving nothing at the destination and no temporary directory.
  *
- * The part-way failure uses the test seam --test-seams=copy-fault:<entry> (src/tools/copy-path.ts: an EACCES when
+ * The part-way failure uses the test seam --test-seams=copy-fault:<entry> (src/mutation/copy-write.ts: an EACCES when
  * the copy reaches that entry): the suite runs as root in CI, where chmod 000 does not make a file unreadable.
  */
 import {
