@@ -76,18 +76,19 @@ function killPoint(): void {
   if (killCounter++ === killAt) process.kill(process.pid, 'SIGKILL');
 }
 
+/** Where and how a transaction commits: the state directory (its journal) and the roots' containment check. */
+interface CommitOptions {
+  stateDir: string;
+  isInside: (p: string) => boolean;
+}
+
 /**
- * Commits `changes` atomically as a whole.
+ * Commits `changes` atomically as a whole: the journal first (durable), then each file in order (its parents made
+ * when the change creates it), then the journal removed. A failure part-way rolls back the committed files.
  * @throws RollbackError when a commit failed part-way (the cause is in details.cause); errors from writing the journal
  *   itself bubble unchanged (nothing was written)
  */
-export async function commitTransaction(
-  changes: readonly PlannedChange[],
-  options: {
-    stateDir: string;
-    isInside: (p: string) => boolean;
-  },
-): Promise<void> {
+export async function commitTransaction(changes: readonly PlannedChange[], options: CommitOptions): Promise<void> {
   const files: JournalFile[] = changes.map((c) => ({
     path: c.real,
     old_base64: c.oldBytes ? c.oldBytes.toString('base64') : null,
@@ -110,44 +111,7 @@ export async function commitTransaction(
     for (const c of changes) {
       if (c.oldBytes === null && c.newBytes !== null && !c.dir)
         createdDirs.push(...(await makeParents(c.real, options.isInside)));
-      if (c.newBytes === null) {
-        // Through the verified parent: the file must still be the one validated (an unlink never follows a link).
-        await inParent(c.real, c.dir, options.isInside, async (dir) => {
-          const now = dir.lstat(path.basename(c.real));
-          if (!now || !c.oldIdentity || !sameVersion(identityOf(now), c.oldIdentity)) {
-            throw changedError(c.real);
-          }
-          killPoint();
-          await removeEntry(dir, path.basename(c.real), now);
-        });
-      } else {
-        const newBytes = c.newBytes;
-        await inParent(c.real, c.dir, options.isInside, (dir, name) =>
-          writeFileAtomicIn(dir, name, newBytes, {
-            mode: c.newMode ?? undefined,
-            expected: {
-              identity: c.oldIdentity,
-              // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
-              onChanged: async () => {
-                const now = await inParent(c.real, c.dir, options.isInside, (d, name) =>
-                  readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }),
-                ).catch(() => null);
-                if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
-                return new OccMismatchError(
-                  `${c.real} changed after the patch was validated; nothing more was written.`,
-                  {
-                    path: c.real,
-                    expectedHash: c.oldHash ?? 'absent',
-                    currentHash: now?.hash ?? null,
-                    conflict: { reason: now?.hash == null ? 'deleted' : c.oldHash === null ? 'created' : 'modified' },
-                  },
-                );
-              },
-            },
-            beforeRename: () => Promise.resolve().then(killPoint),
-          }),
-        );
-      }
+      await commitOne(c, options.isInside);
       committed++;
       killPoint();
     }
@@ -155,25 +119,66 @@ export async function commitTransaction(
     if (committed === 0) {
       // The first file's commit failed before its rename or unlink (each is all or nothing): nothing was changed, so
       // this is the cause itself, not a rollback (a directory created for it is removed again when empty).
-      for (const d of createdDirs.reverse()) {
-        await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(
-          () => undefined,
-        );
-      }
+      await removeCreatedDirs(createdDirs, options.isInside);
       await removeJournal(journal.file).catch(() => undefined);
       throw error;
     }
     const statuses = await rollbackFiles(files, committed, options.isInside, rollbackDirs);
-    for (const d of createdDirs.reverse()) {
-      // only if empty again, through its verified parent
-      await withVerifiedDir(path.dirname(d), options.isInside, (dir) => dir.rmdir(path.basename(d))).catch(
-        () => undefined,
-      );
-    }
+    await removeCreatedDirs(createdDirs, options.isInside);
     await removeJournal(journal.file).catch(() => undefined);
     throw rollbackError(statuses, committed, error);
   }
   await removeJournal(journal.file);
+}
+
+/**
+ * Commits one file of a transaction through its verified parent: an unlink of the file validated (never following a
+ * link), or an atomic write that refuses a file changed since it was validated (OCC_MISMATCH with both hashes; a
+ * re-save with the same bytes proceeds).
+ * @throws OccMismatchError / ToolError (changed) when the file is not the one validated; the write's own errors
+ */
+async function commitOne(c: PlannedChange, isInside: (p: string) => boolean): Promise<void> {
+  if (c.newBytes === null) {
+    await inParent(c.real, c.dir, isInside, async (dir) => {
+      const now = dir.lstat(path.basename(c.real));
+      if (!now || !c.oldIdentity || !sameVersion(identityOf(now), c.oldIdentity)) {
+        throw changedError(c.real);
+      }
+      killPoint();
+      await removeEntry(dir, path.basename(c.real), now);
+    });
+    return;
+  }
+  const newBytes = c.newBytes;
+  await inParent(c.real, c.dir, isInside, (dir, name) =>
+    writeFileAtomicIn(dir, name, newBytes, {
+      mode: c.newMode ?? undefined,
+      expected: {
+        identity: c.oldIdentity,
+        // Someone wrote the file after it was validated: the cause is a concurrency conflict, with both hashes.
+        onChanged: async () => {
+          const now = await inParent(c.real, c.dir, isInside, (d, name) =>
+            readCurrentIn(d, name, { wantBytes: false, maxBytes: 0 }),
+          ).catch(() => null);
+          if (now && now.hash === c.oldHash) return null; // re-saved with the same bytes (a touch): proceed
+          return new OccMismatchError(`${c.real} changed after the patch was validated; nothing more was written.`, {
+            path: c.real,
+            expectedHash: c.oldHash ?? 'absent',
+            currentHash: now?.hash ?? null,
+            conflict: { reason: now?.hash == null ? 'deleted' : c.oldHash === null ? 'created' : 'modified' },
+          });
+        },
+      },
+      beforeRename: () => Promise.resolve().then(killPoint),
+    }),
+  );
+}
+
+/** Removes the directories a failed transaction created, innermost first, each only if empty, through its parent. */
+async function removeCreatedDirs(createdDirs: string[], isInside: (p: string) => boolean): Promise<void> {
+  for (const d of createdDirs.reverse()) {
+    await withVerifiedDir(path.dirname(d), isInside, (dir) => dir.rmdir(path.basename(d))).catch(() => undefined);
+  }
 }
 
 /**
