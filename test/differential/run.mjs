@@ -18,7 +18,8 @@
  *   must be identical too.
  * The first differences are printed (tool, arguments, both outcomes); the exit code is 1 when there is any.
  *
- * Odd worlds run with a file policy (a read_only, a hidden and a deny rule), every third with --on-conflict=merge.
+ * Odd worlds run with a file policy (a read_only, a hidden and a deny rule), every third with --on-conflict=merge,
+ * every fourth with --auto-occ=warn or off, every fifth with --mutation-budget=25.
  * Options: --baseline REV (default c565c78, the commit before the redesign), --worlds N (8), --calls N (300 per world),
  * --seed N (1), --keep (keep the baseline worktree).
  */
@@ -204,6 +205,9 @@ function makeWorld(base, w) {
     flags.push('--policy', policy);
   }
   if (w % 3 === 2) flags.push('--on-conflict=merge');
+  // The other OCC modes, and a budget small enough to run out (dry runs and refusals are not charged).
+  if (w % 4 === 3) flags.push(w % 8 === 3 ? '--auto-occ=warn' : '--auto-occ=off');
+  if (w % 5 === 4) flags.push('--mutation-budget=25');
   return { root, outside, state: path.join(base, 'state'), pool, flags };
 }
 
@@ -697,7 +701,8 @@ try {
       total++;
       const ca = a.calls[i];
       const cb = b.calls[i];
-      const key = `${ca.tool}:${ca.out.out.isError ? (ca.out.out.blocks[0]?.error?.code ?? 'error') : 'ok'}`;
+      const merged = JSON.stringify(ca.out.out.structured ?? {}).includes('"merged"') ? '+merged' : '';
+      const key = `${ca.tool}:${ca.out.out.isError ? (ca.out.out.blocks[0]?.error?.code ?? 'error') : `ok${merged}`}`;
       byTool.set(key, (byTool.get(key) ?? 0) + 1);
       const ja = JSON.stringify(ca.out);
       const jb = JSON.stringify(cb.out);
