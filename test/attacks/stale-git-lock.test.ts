@@ -62,7 +62,7 @@ describe('a STALE_GIT refusal takes no path lock', () => {
     cleanup?.();
   });
 
-  it('write_file, edit_file, apply_patch and create_directory answer STALE_GIT at once, not IO_ERROR locked', async () => {
+  it('every mutating tool with expected_status_hash answers STALE_GIT at once, not IO_ERROR locked', async () => {
     const before = readFileSync(path.join(dir, 'tracked.txt'), 'utf8');
     const hash = `sha256:${createHash('sha256').update(before).digest('hex')}`;
     const calls: Array<[string, Record<string, unknown>]> = [
@@ -77,6 +77,9 @@ describe('a STALE_GIT refusal takes no path lock', () => {
         },
       ],
       ['create_directory', { path: 'new-dir' }],
+      ['delete_path', { path: 'tracked.txt', expected_hash: hash }],
+      ['move_path', { source: 'tracked.txt', destination: 'fresh.txt', expected_source_hash: hash }],
+      ['copy_path', { source: 'sub/inner.txt', destination: 'fresh.txt' }],
     ];
     for (const [tool, args] of calls) {
       for (const dry_run of [false, true]) {
