@@ -113,8 +113,7 @@ export async function runMutation<T, S = undefined>(
   const scope = new MutationScope(insideRoots(ctx));
   const step = await withPathLock(lockPathsOf(plan), ctx.config.stateDir, async () => {
     try {
-      for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p); // 6, on the state now
-      const state = plan.inspect ? await plan.inspect(scope) : (undefined as S); // 7
+      const state = await inspectNow(ctx, plan, scope); // 6, 7
       const decided = await plan.decide(scope, state); // 9, 10
       if (!plan.dryRun && decided.effect) await applyEffect(ctx, decided); // effect, remember, record
       return decided;
@@ -163,12 +162,20 @@ async function workTreeVerdict(
 async function refuseAtStep8<T, S>(ctx: ToolContext, plan: MutationPlan<T, S>, verdict: Error): Promise<never> {
   const scope = new MutationScope(insideRoots(ctx));
   try {
-    for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p); // 6
-    if (plan.inspect) await plan.inspect(scope); // 7
+    await inspectNow(ctx, plan, scope); // 6, 7
   } finally {
     scope.close();
   }
   throw verdict; // 8
+}
+
+/**
+ * Steps 6 and 7 on the state now, through `scope`: the git-directory guard again (authorization ran before), then the
+ * tool's `inspect`. @returns what `inspect` found (undefined without one) @throws ToolError as they throw
+ */
+async function inspectNow<T, S>(ctx: ToolContext, plan: MutationPlan<T, S>, scope: MutationScope): Promise<S> {
+  for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p);
+  return plan.inspect ? await plan.inspect(scope) : (undefined as S);
 }
 
 /**
