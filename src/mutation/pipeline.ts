@@ -9,12 +9,12 @@
  *        every path first, SECRET_DENIED, FILE_POLICY_DENIED, existence and kind as authorization saw them), giving
  *        the `MutationPlan` (paths to lock, work trees, dry run);
  *   8    STALE_GIT: git runs here, before the lock, and every other work tree whose status hash the call reports is
- *        proven to be one; a failure is held and thrown at its place in the order, inside the lock, after step 7;
+ *        proven to be one; a failure is held and thrown at its place in the order, after step 7 — a refused call
+ *        takes no lock (`refuseAtStep8`: steps 6 and 7 read-only on the state now, then the verdict);
  *   →    [path lock over every path the call touches, and the repository-shape locks]
  *   6    the git-directory guard again, on the state now;
  *   7    INSPECT (`plan.inspect`): the current state of what the call touches — existence, kind, bytes, hash — read
  *        ONCE through verified directory descriptors opened inside the lock (MutationScope); NOT_FOUND, VALIDATION;
- *   8    the held STALE_GIT;
  *   9–10 DECIDE (`plan.decide`, on the inspected state): HASH_REQUIRED / OCC_MISMATCH (or the merge), then the
  *        tool's own checks (PATCH_FAILED, REWRITE_BLOCKED …); it returns the result and the EFFECT. Nothing decided
  *        before the lock is trusted, and every check that can fail runs before the first effect;
@@ -109,12 +109,11 @@ export async function runMutation<T, S = undefined>(
   plan: MutationPlan<T, S>,
 ): Promise<{ result: T; statusHash?: string }> {
   const staleGit = await workTreeVerdict(ctx, plan); // 8, held until after 7
+  if (staleGit) await refuseAtStep8(ctx, plan, staleGit); // refused: no lock taken
   const scope = new MutationScope(insideRoots(ctx));
   const step = await withPathLock(lockPathsOf(plan), ctx.config.stateDir, async () => {
     try {
-      for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p); // 6, on the state now
-      const state = plan.inspect ? await plan.inspect(scope) : (undefined as S); // 7
-      if (staleGit) throw staleGit; // 8
+      const state = await inspectNow(ctx, plan, scope); // 6, 7
       const decided = await plan.decide(scope, state); // 9, 10
       if (!plan.dryRun && decided.effect) await applyEffect(ctx, decided); // effect, remember, record
       return decided;
@@ -152,6 +151,31 @@ async function workTreeVerdict(
   } catch (error) {
     return error as Error;
   }
+}
+
+/**
+ * A call refused at step 8 takes no path lock (it changes nothing, so it waits for no other writer and a lock it cannot
+ * take never turns its refusal into IO_ERROR `locked`): steps 6 and 7 on the state now, read-only through verified
+ * descriptors, then the held verdict.
+ * @throws ToolError what the git-directory guard or `inspect` throws (6, 7), else `verdict`
+ */
+async function refuseAtStep8<T, S>(ctx: ToolContext, plan: MutationPlan<T, S>, verdict: Error): Promise<never> {
+  const scope = new MutationScope(insideRoots(ctx));
+  try {
+    await inspectNow(ctx, plan, scope); // 6, 7
+  } finally {
+    scope.close();
+  }
+  throw verdict; // 8
+}
+
+/**
+ * Steps 6 and 7 on the state now, through `scope`: the git-directory guard again (authorization ran before), then the
+ * tool's `inspect`. @returns what `inspect` found (undefined without one) @throws ToolError as they throw
+ */
+async function inspectNow<T, S>(ctx: ToolContext, plan: MutationPlan<T, S>, scope: MutationScope): Promise<S> {
+  for (const p of plan.lockPaths) assertNotInGitDirectory(ctx.policy, p, p);
+  return plan.inspect ? await plan.inspect(scope) : (undefined as S);
 }
 
 /**
