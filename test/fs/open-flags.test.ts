@@ -44,7 +44,7 @@ const PATH_HELPER_SITES: Record<string, string> = {
   'src/policy/file-policy.ts': 'the --policy file named on the command line, read at start-up',
   'src/fs/process-identity.ts': '/proc/<pid>/stat and the boot id',
   'src/vcs/github-token.ts': "gh's hosts.yml in the server's own fresh private directory, created exclusively (wx)",
-  'src/vcs/git-view.ts': "files of the git view, in the server's own private directory",
+  'src/vcs/git-materialize.ts': "files of the git view, in the server's own private directory",
 };
 
 const files = sources(SRC).map((f) => ({
