@@ -359,8 +359,13 @@ export class SearchReaderPool {
       if (slot.held.get(current)?.bounded && started > 0 && now - started > this.timeoutMs) {
         slot.retired = true;
         void slot.worker.terminate();
-        // The fresh worker first: what `release` abandons may be submitted again at once (a job).
-        this.slots![index] = this.startWorker();
+        // The fresh worker first: what `release` abandons may be submitted again at once (a job). A worker that
+        // cannot start leaves the pool without threads (what it held is then read by the callers, its jobs fail).
+        try {
+          this.slots![index] = this.startWorker();
+        } catch {
+          this.broken = true;
+        }
         this.release(slot, current, Atomics.load(slot.progress, P_INDEX));
         return;
       }
