@@ -47,7 +47,7 @@ export class CompiledRegexes {
 /**
  * Content search's verdict on a file's bytes read by JavaScript: binary (the whole file: any prefix that looks binary
  * makes the whole file look binary, so a first look at 8 KiB gave the same verdict), then the required bytes, then
- * `matched` (the native path applies the first two in C, byte for byte the same).
+ * `matched` (the native path applies the first two in C, byte for byte the same). Never throws.
  */
 export function classify(bytes: Buffer, options: ReaderOptions, regexes: CompiledRegexes): ReadOutcome {
   if (looksBinary(bytes, true)) return { kind: 'binary' };
@@ -57,15 +57,24 @@ export function classify(bytes: Buffer, options: ReaderOptions, regexes: Compile
 
 /**
  * What a text file holding the required bytes is: `text` (a copy) without `options.match`, else `hits` or `no_match`;
- * `deferred` when over keepMaxBytes. `bytes` may be a view of a reused buffer: what is returned is a copy.
+ * `deferred` when over keepMaxBytes; `fallback` when the expression throws while it runs. `bytes` may be a view of a
+ * reused buffer: what is returned is a copy. Never throws.
  */
 export function matched(bytes: Buffer, options: ReaderOptions, regexes: CompiledRegexes): ReadOutcome {
   if (!options.match) {
     return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
   }
-  const re = regexes.get(options.match.source, options.match.flags);
-  // The needle is a string every matching line contains (LineMatcher.needle): only lines holding it are tested.
-  const hits = matchLines(re, bytes.toString('utf8'), options.needle ? regexes.needleText(options.needle) : null);
+  let hits;
+  try {
+    const re = regexes.get(options.match.source, options.match.flags);
+    // The needle is a string every matching line contains (LineMatcher.needle): only lines holding it are tested.
+    hits = matchLines(re, bytes.toString('utf8'), options.needle ? regexes.needleText(options.needle) : null);
+  } catch {
+    // The expression threw while it ran (V8's backtracking stack overflows on a long line: RangeError). The thread
+    // must live on (it serves every search and regular expression of the process): the caller reads the file and
+    // runs the expression as a job, which answers the call's error.
+    return { kind: 'fallback' };
+  }
   if (hits.length === 0) return { kind: 'no_match' };
   if (bytes.length > options.keepMaxBytes) return { kind: 'deferred' };
   return { kind: 'hits', bytes: new Uint8Array(bytes), hits }; // a copy with its own ArrayBuffer (transferable)

@@ -15,8 +15,8 @@
  *
  * A user regular expression is bounded: each worker publishes which file or job it is on and since when in shared
  * memory; a watchdog terminates a worker stuck on one for longer than REGEX_FILE_TIMEOUT_MS, answers that file
- * `regex_timeout` (a job: rejects with the regex_timeout error), answers the other files it held `fallback` (their
- * jobs: rejected), and starts a fresh worker. A thread's start-up is not charged to its first file.
+ * `regex_timeout` (a job: rejects with the regex_timeout error), starts a fresh worker, and answers the other files
+ * it held `fallback` (its other jobs run again on the fresh worker). A thread's start-up is not charged to its first file.
  *
  * Requests are batched (BATCH_FILES per message; a partial batch goes out as soon as the main thread is idle); each
  * file has a ticket (`submit`) whose outcome is there, synchronously, once its batch is answered, so callers consume
@@ -247,8 +247,12 @@ export class SearchReaderPool {
           if (r.error !== undefined) reject(new Error(`the regular expression failed: ${r.error}`));
           else resolve(r);
         },
-        abandon: (timedOut) =>
-          reject(timedOut === null ? new Error('the regular-expression worker stopped') : regexTimeoutError()),
+        // Stopped for another job's timeout: run again on the thread that replaced it (the pool is broken when a
+        // thread died: then it rejects).
+        abandon: (timedOut) => {
+          if (timedOut === null) void this.runJob(job).then(resolve, reject);
+          else reject(regexTimeoutError());
+        },
       });
       const request: RegexJobRequest = { id, job };
       slot.worker.postMessage(request);
@@ -355,8 +359,14 @@ export class SearchReaderPool {
       if (slot.held.get(current)?.bounded && started > 0 && now - started > this.timeoutMs) {
         slot.retired = true;
         void slot.worker.terminate();
+        // The fresh worker first: what `release` abandons may be submitted again at once (a job). A worker that
+        // cannot start leaves the pool without threads (what it held is then read by the callers, its jobs fail).
+        try {
+          this.slots![index] = this.startWorker();
+        } catch {
+          this.broken = true;
+        }
         this.release(slot, current, Atomics.load(slot.progress, P_INDEX));
-        this.slots![index] = this.startWorker();
         return;
       }
       for (const w of slot.held.values()) if (w.bounded) pendingBounded = true;

@@ -103,6 +103,25 @@ function rng(seed) {
 }
 
 const WORDS = ['alpha', 'beta', 'gamma', 'needle', 'delta', 'TODO', 'fixme', 'return', 'const', 'x'];
+/** User regular expressions for search_files and replace_in_files (groups, anchors, classes, lookarounds, bad ones). */
+const REGEX_QUERIES = [
+  'ne+dle',
+  '^(\\w+) (\\w+)',
+  '(TODO|fixme)',
+  '(?<w>re\\w+)',
+  '(?<=al)pha',
+  '[A-Z]{3,}',
+  '\\b(\\w)(\\w*)\\b$',
+  '^$',
+  '^',
+  'x*',
+  '(\\d+)',
+  'secret',
+  'three\\r?$',
+  '(unclosed',
+  '\\p{Lu}',
+  '(a|b',
+];
 
 function textFile(r, lines) {
   return (
@@ -431,20 +450,26 @@ function genCall(r, world) {
           path: abs(r.pick(['.', 'src', 'a', 'link-in', 'link-out-rel', 'missing', '.git'])),
           depth: 1 + r.int(3),
           long: r.chance(0.3),
+          ...(r.chance(0.3) ? { max_entries: 1 + r.int(5) } : {}), // paged: followed (followPages)
         },
       ];
-    case 'search_files':
-      return r.chance(0.5)
-        ? [tool, { path: world.root, glob: r.pick(['**/*.ts', '**/*.md', '*', '**/.env', 'src/**']) }]
-        : [
-            tool,
-            {
-              path: world.root,
-              query: r.pick(['needle', 'TODO', 'return', 'secret', 'OUTSIDE']),
-              regex: r.chance(0.2),
-              context_lines: r.int(2),
-            },
-          ];
+    case 'search_files': {
+      if (r.chance(0.35)) {
+        const a = { path: world.root, glob: r.pick(['**/*.ts', '**/*.md', '*', '**/.env', 'src/**', '**/*']) };
+        if (r.chance(0.4)) a.max_results = 1 + r.int(6); // paged: the run follows next_cursor (followPages)
+        return [tool, a];
+      }
+      const regex = r.chance(0.5);
+      const a = {
+        path: r.chance(0.8) ? world.root : abs(r.pick(['src', 'a', 'docs', 'crlf.txt'])),
+        query: regex ? r.pick(REGEX_QUERIES) : r.pick(['needle', 'TODO', 'return', 'secret', 'OUTSIDE', 'ne', 'e']),
+        regex,
+        context_lines: r.int(4),
+      };
+      if (r.chance(0.3)) a.case_sensitive = false;
+      if (r.chance(0.4)) a.max_results = 1 + r.int(8); // paged: the run follows next_cursor (followPages)
+      return [tool, a];
+    }
     case 'stat':
       return [tool, { path: P() }];
     case 'write_file': {
@@ -489,15 +514,26 @@ function genCall(r, world) {
       return [tool, a];
     }
     case 'replace_in_files':
-      return [
-        tool,
-        {
-          path: abs(r.pick(['.', 'src', 'docs', 'a'])),
-          query: r.pick(WORDS),
-          replacement: r.pick(WORDS) + '2',
-          dry_run: r.chance(0.6),
-        },
-      ];
+      return r.chance(0.5)
+        ? [
+            tool,
+            {
+              path: abs(r.pick(['.', 'src', 'docs', 'a'])),
+              query: r.pick(WORDS),
+              replacement: r.pick(WORDS) + '2',
+              dry_run: r.chance(0.6),
+            },
+          ]
+        : [
+            tool,
+            {
+              path: abs(r.pick(['.', 'src', 'docs', 'a', 'crlf.txt'])),
+              query: r.pick(REGEX_QUERIES),
+              regex: true,
+              replacement: r.pick(['[$1]', '$&$&', '$$', '<$<w>>', 'x', '', '$2-$1']),
+              dry_run: r.chance(0.7),
+            },
+          ];
     case 'move_path':
     case 'copy_path': {
       const s = r.chance(0.3) ? r.pick(['src', 'a', 'docs', 'src/lib']) : textRel();
@@ -563,6 +599,8 @@ const VOLATILE_KEYS = new Set([
 const TIME_RE = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g;
 /** A history change id (src/fs/history.ts: milliseconds, then random hex), wherever a text names one. */
 const CHANGE_ID_RE = /\b\d{15}-[0-9a-f]{12}\b/g;
+/** A paging cursor (src/tools/cursor.ts: three base64url parts, minted per process) in a text block. */
+const CURSOR_RE = /\b[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{20,}/g;
 
 function normalise(v) {
   if (Array.isArray(v)) return v.map(normalise);
@@ -571,7 +609,8 @@ function normalise(v) {
     for (const k of Object.keys(v).sort()) o[k] = VOLATILE_KEYS.has(k) ? '<volatile>' : normalise(v[k]);
     return o;
   }
-  if (typeof v === 'string') return v.replace(TIME_RE, '<time>').replace(CHANGE_ID_RE, '<change-id>');
+  if (typeof v === 'string')
+    return v.replace(TIME_RE, '<time>').replace(CHANGE_ID_RE, '<change-id>').replace(CURSOR_RE, '<cursor>');
   return v;
 }
 
@@ -636,9 +675,15 @@ async function session(cli, world) {
   });
   const client = new Client({ name: 'fs-tools-differential', version: '1.0.0' }, { capabilities: {} });
   await client.connect(transport);
+  let next = null;
   return {
-    call: async (name, args) =>
-      outcome(await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 })),
+    call: async (name, args) => {
+      const result = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000 });
+      next = result.structuredContent?.next_cursor ?? null;
+      return outcome(result);
+    },
+    /** The next_cursor of the last call (this server's own), or null. */
+    nextCursor: () => next,
     close: () => client.close(),
   };
 }
@@ -660,6 +705,13 @@ async function runWorld(cli, base, w) {
         sent.expected_status_hash = st.structured?.status_hash ?? 'sha256:' + '2'.repeat(64);
       }
       calls.push({ tool, args, out: { before, out: await s.call(tool, sent) } });
+      // followPages: a paged search or listing is followed with this server's own cursors (minted per process), up
+      // to 4 pages; the pages must match page for page.
+      const paged = tool === 'search_files' || tool === 'list_directory';
+      for (let page = 2, next = s.nextCursor(); paged && next && page <= 5; page++, next = s.nextCursor()) {
+        const out = await s.call(tool, { ...sent, cursor: next });
+        calls.push({ tool, args: { ...args, cursor: `<page ${page}>` }, out: { before: [], out } });
+      }
     }
   } finally {
     await s.close();
@@ -697,10 +749,11 @@ try {
   for (let w = 0; w < WORLDS; w++) {
     const a = await runWorld(baseline.cli, path.join(base, 'w'), w);
     const b = await runWorld(thisCli, path.join(base, 'w'), w);
-    for (let i = 0; i < a.calls.length; i++) {
+    for (let i = 0; i < Math.max(a.calls.length, b.calls.length); i++) {
       total++;
-      const ca = a.calls[i];
-      const cb = b.calls[i];
+      const none = { tool: '<no call: fewer pages>', args: {}, out: { before: [], out: {} } };
+      const ca = a.calls[i] ?? none;
+      const cb = b.calls[i] ?? none;
       const merged = JSON.stringify(ca.out.out.structured ?? {}).includes('"merged"') ? '+merged' : '';
       const key = `${ca.tool}:${ca.out.out.isError ? (ca.out.out.blocks[0]?.error?.code ?? 'error') : `ok${merged}`}`;
       byTool.set(key, (byTool.get(key) ?? 0) + 1);

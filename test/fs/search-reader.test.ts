@@ -102,6 +102,17 @@ describe('readCandidate', () => {
     );
   });
 
+  it('answers fallback, without throwing, for a file on which the expression throws (backtracking stack overflow)', () => {
+    // One 8,000,000-byte line: V8's regexp backtracking stack overflows on it (RangeError) for this pattern.
+    const p = write('d/long.txt', `${'ab'.repeat(4_000_000)}\n`);
+    const o = opts({ maxFileBytes: 10_000_000, match: { source: '^((a)|(b))*c', flags: 'u', bounded: true } });
+    expect(read(p, o).kind).toBe('fallback');
+    expect(read(p, opts({ maxFileBytes: 10_000_000, match: { source: 'ab', flags: 'u', bounded: true } })).kind).toBe(
+      'deferred',
+    );
+    rmSync(p);
+  });
+
   it('refuses a symlink, a FIFO and a file outside the roots', () => {
     const target = write('d/real.txt', 'x\n');
     symlinkSync(target, path.join(root, 'd', 'link.txt'));
