@@ -600,7 +600,7 @@ const TIME_RE = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b/g;
 /** A history change id (src/fs/history.ts: milliseconds, then random hex), wherever a text names one. */
 const CHANGE_ID_RE = /\b\d{15}-[0-9a-f]{12}\b/g;
 /** A paging cursor (src/tools/cursor.ts: three base64url parts, minted per process) in a text block. */
-const CURSOR_RE = /\b[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{20,}/g;
+const CURSOR_RE = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{20,}/g;
 
 function normalise(v) {
   if (Array.isArray(v)) return v.map(normalise);
