@@ -393,14 +393,22 @@ function plainItem(f: DirFrame, d: Dirent, relative: string, absolute: AllowedPa
     : { relative, absolute, rootRelative, type, depth };
 }
 
-/** Hands `item` to the sink (false: the walk stops) or reports that it is to be yielded (true). */
-async function handOver(o: WalkOptions, run: WalkRun, item: WalkItem | WalkEntry, name: string): Promise<boolean> {
+/**
+ * Hands `item` to the sink: true, the walk goes on; false, it stops. Synchronous when the sink answers synchronously
+ * (one call per entry of every walk: an async function here costs a promise and a microtask per entry on the main
+ * thread's critical path).
+ */
+function handOver(o: WalkOptions, run: WalkRun, item: WalkItem | WalkEntry, name: string): boolean | Promise<boolean> {
   const go = o.sink!(item, name);
-  if (go === false || (go !== true && !(await go))) {
+  if (go === true) return true;
+  if (go === false) {
     run.stopped = true;
     return false;
   }
-  return true;
+  return go.then((v) => {
+    if (!v) run.stopped = true;
+    return v;
+  });
 }
 
 async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerator<WalkItem | WalkEntry> {
@@ -452,7 +460,10 @@ async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerat
         item = { relative, absolute, rootRelative, type: direntType(dirents[i]), stats, depth: f.depth };
       } else item = plainItem(f, dirents[i], relative, absolute, rootRelative);
       if (!o.sink) yield item;
-      else if (!(await handOver(o, run, item, name))) return;
+      else {
+        const go = handOver(o, run, item, name);
+        if (go === false || (go !== true && !(await go))) return;
+      }
     }
     if (!isDir || name === '.git') continue;
     if (f.depth < o.maxDepth) {
