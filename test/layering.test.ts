@@ -3,7 +3,7 @@
  * under src/, parse its imports with the TypeScript compiler (static imports, `export … from`, `import type`, dynamic
  * `import()`), and fail on any import against the flow
  *
- *   cli → server → tools → mutation → config → policy → primitives (fs, patch, vcs, audit) → errors, version
+ *   cli → server → tools → mutation → config → policy → primitives (fs, patch, vcs, audit) → errors, version, process-slots
  *
  * A module may import its own layer or any layer below it, never one above. Where config, audit and version sit:
  *   - config (src/config.ts) parses flags and loads the policy file, so it sits above policy and below tools/server,

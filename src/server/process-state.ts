@@ -1,6 +1,7 @@
 /**
  * Process-wide state, built once in cli.ts and shared by every server instance the stdio factory creates (the
- * factory may run twice). Holds the roots, the remembered hashes, the mutation budget and the audit log.
+ * factory may run twice). Holds the roots, the remembered hashes, the mutation budget and the audit log. What the
+ * modules below the server keep between calls (caches, pools, locks, the heavy-call queue) is in src/process-slots.ts.
  */
 import type { WallState } from '../fs/kernel-wall.js';
 import type { NativeReadsState } from '../fs/native-load.js';
