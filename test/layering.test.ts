@@ -3,7 +3,7 @@
  * under src/, parse its imports with the TypeScript compiler (static imports, `export … from`, `import type`, dynamic
  * `import()`), and fail on any import against the flow
  *
- *   cli → server → tools → mutation → config → policy → primitives (fs, patch, vcs, audit) → errors, version
+ *   cli → server → tools → mutation → config → policy → primitives (fs, patch, vcs, audit) → errors, version, process-slots
  *
  * A module may import its own layer or any layer below it, never one above. Where config, audit and version sit:
  *   - config (src/config.ts) parses flags and loads the policy file, so it sits above policy and below tools/server,
@@ -11,6 +11,8 @@
  *     lives in src/policy/roots.ts);
  *   - audit (src/audit) writes the log file: a primitive, used only by the server's process state;
  *   - version (src/version.ts) is a constant: a leaf beside errors;
+ *   - process-slots (src/process-slots.ts) is the registry of the process's state: a leaf beside errors, so that every
+ *     layer (errors included) can keep its state there;
  *   - mutation (src/mutation) is the one mutation pipeline the mutating tools call: below tools (it never imports a
  *     tool; the per-call ToolContext lives in src/mutation/context.ts) and above config and policy.
  * One exception, type-only and named: primitives may `import type` from src/policy/resolve-path.ts — the
@@ -34,7 +36,7 @@ const LAYERS: ReadonlyArray<{ name: string; areas: readonly string[] }> = [
   { name: 'config', areas: ['config'] },
   { name: 'policy', areas: ['policy'] },
   { name: 'primitives', areas: ['fs', 'patch', 'vcs', 'audit'] },
-  { name: 'errors', areas: ['errors', 'version'] },
+  { name: 'errors', areas: ['errors', 'version', 'process-slots'] },
 ];
 
 /** The only type-only crossing allowed, from a layer to one module above it. */

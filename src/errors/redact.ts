@@ -2,6 +2,7 @@
  * The one filter every outgoing message passes (docs/errors.md: no token, no credential in a URL; docs/issue-tools.md: tokens redacted from
  * every message and log). Pure string rewriting, no IO.
  */
+import { processSlot } from '../process-slots.js';
 
 const REDACTED = '[REDACTED]';
 
@@ -52,8 +53,8 @@ export function redactDeep<T>(value: T): T {
   return value;
 }
 
-/** Token values found in the environment at start-up; redacted verbatim wherever they appear. */
-const knownSecrets: string[] = [];
+/** Token values found in the environment at start-up; redacted verbatim wherever they appear (src/process-slots.ts). */
+const knownSecrets = processSlot('errors/redact', (): string[] => []);
 
 /** Registers the values of token-bearing environment variables so they are redacted verbatim (called by cli.ts). */
 export function registerSecretsFromEnv(env: NodeJS.ProcessEnv): void {

@@ -10,6 +10,7 @@ import { ERROR_CODES, type ErrorCode, type Recovery } from './codes.js';
 import type { EnvelopeErrorSchema } from './envelope-schema.js';
 import { redact, redactDeep } from './redact.js';
 import { ToolError } from './tool-error.js';
+import { processSlot } from '../process-slots.js';
 
 /**
  * The envelope body (docs/errors.md), derived from its zod schema (src/errors/envelope-schema.ts; one type per
@@ -92,16 +93,26 @@ function isErrnoError(error: unknown): error is Error & NodeErrnoLike {
   return typeof code === 'string' && /^E[A-Z0-9]+$/.test(code);
 }
 
-/** Logs to stderr (never stdout: it carries the protocol). Replaceable in tests through `setIncidentLogger`. */
-export let logIncident: (line: string) => void = (line) => process.stderr.write(`${line}\n`);
+/**
+ * What start-up and tests install here (src/process-slots.ts): `logIncident`, the incident logger (to stderr, never
+ * stdout: it carries the protocol; replaceable in tests through `setIncidentLogger`); `denialSource`, who refused an
+ * EACCES/EPERM: `os` (file permissions) or `kernel` (the kernel wall, docs/security.md). Without the wall every refusal
+ * is the operating system's; the CLI replaces it when the wall is enforced (`setDenialSource`).
+ */
+const hooks = processSlot('errors/to-envelope', () => ({
+  logIncident: (line: string): void => {
+    process.stderr.write(`${line}\n`);
+  },
+  denialSource: (_path: string | null): 'os' | 'kernel' => 'os',
+}));
 
 /**
- * Replaces the incident logger (an ESM importer cannot assign `logIncident` itself) and returns the previous one, so
- * a test can capture what INTERNAL logs and restore stderr afterwards.
+ * Replaces the incident logger and returns the previous one, so a test can capture what INTERNAL logs and restore
+ * stderr afterwards.
  */
 export function setIncidentLogger(logger: (line: string) => void): (line: string) => void {
-  const previous = logIncident;
-  logIncident = logger;
+  const previous = hooks.logIncident;
+  hooks.logIncident = logger;
   return previous;
 }
 
@@ -124,26 +135,20 @@ export function toEnvelope(error: unknown): ErrorEnvelope {
   if (isErrnoError(error)) return fromErrno(error);
   const incidentId = randomUUID();
   const stack = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  logIncident(`fs-tools: INTERNAL incident ${incidentId}: ${redact(stack)}`);
+  hooks.logIncident(`fs-tools: INTERNAL incident ${incidentId}: ${redact(stack)}`);
   return build('INTERNAL', `Internal error in fs-tools (incident ${incidentId}).`, {
     details: { incident_id: incidentId },
   });
 }
 
-/**
- * Who refused an EACCES/EPERM: `os` (file permissions) or `kernel` (the kernel wall, docs/security.md). Without the
- * wall every refusal is the operating system's; the CLI replaces this when the wall is enforced.
- */
-let denialSource: (path: string | null) => 'os' | 'kernel' = () => 'os';
-
-/** Replaces the classifier of EACCES/EPERM refusals (see `denialSource`). */
+/** Replaces the classifier of EACCES/EPERM refusals (see `hooks.denialSource`). */
 export function setDenialSource(classify: (path: string | null) => 'os' | 'kernel'): void {
-  denialSource = classify;
+  hooks.denialSource = classify;
 }
 
 /** `details.source` of an OS refusal of `path` (null: unknown). */
 export function refusalSource(path: string | null): 'os' | 'kernel' {
-  return denialSource(path);
+  return hooks.denialSource(path);
 }
 
 function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
@@ -157,7 +162,7 @@ function fromErrno(error: Error & NodeErrnoLike): ErrorEnvelope {
     case 'EPERM':
       return build('FILE_POLICY_DENIED', `The operating system denied access (${errno})${path ? ` to ${path}` : ''}.`, {
         path,
-        details: { source: denialSource(path), errno },
+        details: { source: hooks.denialSource(path), errno },
       });
     case 'EISDIR':
       return build('VALIDATION', `${path ?? 'The path'} is a directory, not a file.`, {

@@ -28,6 +28,7 @@ import {
   withVerifiedDir,
   type FileIdentity,
 } from './verified-dir.js';
+import { processSlot } from '../process-slots.js';
 
 export { identityOf, type FileIdentity } from './verified-dir.js';
 
@@ -66,22 +67,25 @@ const WRITE_FAULTS_BUILT_IN = typeof FS_TOOLS_TEST_SEAMS !== 'undefined' && FS_T
 
 /**
  * Fault-injection seam for in-process tests (no environment variable, no CLI flag): when set, called with the step
- * name before the temporary file is written and before the rename; it may throw an errno error.
+ * name before the temporary file is written and before the rename; it may throw an errno error. Process state
+ * (src/process-slots.ts).
  */
-let injectWriteFault: ((step: 'write' | 'rename', target: string) => void) | null = null;
+const seam = processSlot('fs/atomic-write', () => ({
+  injectWriteFault: null as ((step: 'write' | 'rename', target: string) => void) | null,
+}));
 
 /**
  * Sets the fault-injection seam (in-process tests only; absent from the production bundle).
  * @throws Error when this build carries no test seams (FS_TOOLS_TEST_SEAMS not defined as true)
  */
-export function setWriteFaultInjector(fn: typeof injectWriteFault): void {
+export function setWriteFaultInjector(fn: typeof seam.injectWriteFault): void {
   if (!WRITE_FAULTS_BUILT_IN) throw new Error('setWriteFaultInjector: this build carries no test seams');
-  injectWriteFault = fn;
+  seam.injectWriteFault = fn;
 }
 
 /** Calls the injector, in builds that carry the seam (a constant `false` in the production bundle). */
 function writeFaultPoint(step: 'write' | 'rename', target: string): void {
-  if (WRITE_FAULTS_BUILT_IN) injectWriteFault?.(step, target);
+  if (WRITE_FAULTS_BUILT_IN) seam.injectWriteFault?.(step, target);
 }
 
 /**

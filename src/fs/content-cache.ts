@@ -18,6 +18,7 @@
  * whose server clock lags this host's by more than the margin.
  */
 import type { Stats } from 'node:fs';
+import { processSlot } from '../process-slots.js';
 
 /** The key fields of an open file (fstat). Times in ms since the epoch, as Node's Stats reports them. */
 export interface FileIdentity {
@@ -179,5 +180,5 @@ export class ContentFactsCache {
   }
 }
 
-/** The one cache of this process (read_file and read_files). */
-export const contentFactsCache = new ContentFactsCache();
+/** The one cache of this process (read_file and read_files; src/process-slots.ts). */
+export const contentFactsCache = processSlot('fs/content-cache', () => new ContentFactsCache());

@@ -6,6 +6,7 @@
  */
 import { DESCRIPTOR_RELATIVE, locationOf } from './dir-identity.js';
 import { VerifiedDir } from './verified-dir.js';
+import { processSlot } from '../process-slots.js';
 
 /** How many verified directories `withHeldDirSync` keeps open between calls (least recently used closed first). */
 export const HELD_DIRS_MAX = 16;
@@ -16,8 +17,16 @@ interface HeldDir {
   inside: { current: (p: string) => boolean };
 }
 
-/** The held directories by authorized path, least recently used first (Map order). */
-const heldDirs = new Map<string, HeldDir>();
+/**
+ * The cache's state (src/process-slots.ts): `dirs`, the held directories by authorized path, least recently used
+ * first (Map order); `lastUse`, Date.now() of the last use of a held directory; `idleTimer`, the pending idle check
+ * (unref'd: it never keeps the process alive), or null.
+ */
+const cache = processSlot('fs/held-dirs', () => ({
+  dirs: new Map<string, HeldDir>(),
+  lastUse: 0,
+  idleTimer: null as ReturnType<typeof setTimeout> | null,
+}));
 
 /**
  * How long held directories stay open after the last `withHeldDirSync`, ms. A held descriptor keeps its filesystem
@@ -25,21 +34,17 @@ const heldDirs = new Map<string, HeldDir>();
  * a file read on a mount kept that mount from being unmounted for as long as the server ran).
  */
 export const HELD_DIRS_IDLE_MS = 1000;
-/** Date.now() of the last use of a held directory. */
-let lastHeldUse = 0;
-/** The pending idle check (unref'd: it never keeps the process alive), or null. */
-let idleTimer: ReturnType<typeof setTimeout> | null = null;
 
 /** Closes every held directory once none was used for HELD_DIRS_IDLE_MS; otherwise checks again later. */
 function releaseWhenIdle(): void {
-  idleTimer = null;
-  const idle = Date.now() - lastHeldUse;
+  cache.idleTimer = null;
+  const idle = Date.now() - cache.lastUse;
   if (idle >= HELD_DIRS_IDLE_MS) {
     releaseHeldDirs();
     return;
   }
-  idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS - idle);
-  idleTimer.unref?.();
+  cache.idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS - idle);
+  cache.idleTimer.unref?.();
 }
 
 /**
@@ -65,9 +70,9 @@ export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean
       d.close();
     }
   }
-  let held = heldDirs.get(dir);
+  let held = cache.dirs.get(dir);
   if (held) {
-    heldDirs.delete(dir);
+    cache.dirs.delete(dir);
     if (locationOf(held.dir.fd) !== dir) {
       held.dir.close();
       held = undefined;
@@ -78,15 +83,15 @@ export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean
     held = { dir: VerifiedDir.open(dir, (p) => inside.current(p)), inside };
   }
   held.inside.current = isInside;
-  heldDirs.set(dir, held);
-  lastHeldUse = Date.now();
-  if (idleTimer === null) {
-    idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS);
-    idleTimer.unref?.();
+  cache.dirs.set(dir, held);
+  cache.lastUse = Date.now();
+  if (cache.idleTimer === null) {
+    cache.idleTimer = setTimeout(releaseWhenIdle, HELD_DIRS_IDLE_MS);
+    cache.idleTimer.unref?.();
   }
-  while (heldDirs.size > HELD_DIRS_MAX) {
-    const [oldest, entry] = heldDirs.entries().next().value as [string, HeldDir];
-    heldDirs.delete(oldest);
+  while (cache.dirs.size > HELD_DIRS_MAX) {
+    const [oldest, entry] = cache.dirs.entries().next().value as [string, HeldDir];
+    cache.dirs.delete(oldest);
     entry.dir.close();
   }
   return fn(held.dir);
@@ -94,8 +99,8 @@ export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean
 
 /** Closes every held directory (after HELD_DIRS_IDLE_MS idle; tests; a process that wants its descriptors back). */
 export function releaseHeldDirs(): void {
-  for (const held of heldDirs.values()) held.dir.close();
-  heldDirs.clear();
-  if (idleTimer !== null) clearTimeout(idleTimer);
-  idleTimer = null;
+  for (const held of cache.dirs.values()) held.dir.close();
+  cache.dirs.clear();
+  if (cache.idleTimer !== null) clearTimeout(cache.idleTimer);
+  cache.idleTimer = null;
 }

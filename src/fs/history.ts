@@ -17,6 +17,7 @@ import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
 import { isCanonicalPosix } from './path-within.js';
 import { loopSlicer, type SnapshotEntry } from './tree-ops.js';
+import { processSlot } from '../process-slots.js';
 
 /** One file of a recorded change: its state before (bytes or absence, mode) and the hash the change left. */
 export interface HistoryFile {
@@ -138,13 +139,14 @@ function historyDir(stateDir: string): string {
   return path.join(stateDir, 'history');
 }
 
-let lastIdMs = 0;
+/** The milliseconds of the last id this process gave (src/process-slots.ts). */
+const ids = processSlot('fs/history', () => ({ lastIdMs: 0 }));
 
 function newId(): string {
   // Milliseconds keep the order across processes; a random tail keeps ids unique. Within this process the millisecond
   // part strictly increases, so two changes recorded in the same millisecond keep their order (ids sort by it).
-  lastIdMs = Math.max(Date.now(), lastIdMs + 1);
-  return `${String(lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  ids.lastIdMs = Math.max(Date.now(), ids.lastIdMs + 1);
+  return `${String(ids.lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
 /** Largest record read back (bytes) without a tighter bound; a bigger file is invalid. */

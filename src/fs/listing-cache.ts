@@ -19,6 +19,7 @@
  * The listing is immutable once published: callers must not sort or change the arrays they get.
  */
 import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
+import { processSlot } from '../process-slots.js';
 
 /** A directory's entries sorted by name (code units), with the names alone for fast comparison. */
 export interface SortedListing {
@@ -158,8 +159,8 @@ export class ListingCache {
   }
 }
 
-/** The process's listings. */
-export const processListings = new ListingCache();
+/** The process's listings (src/process-slots.ts). */
+export const processListings = processSlot('fs/listing-cache', () => new ListingCache());
 
 /** `processListings.listing(dirAbs, read, fd)`: see `ListingCache.listing`. */
 export function sharedListing(dirAbs: string, read: () => Promise<Dirent[]>, fd?: number): Promise<SortedListing> {

@@ -6,6 +6,7 @@
  */
 import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { processSlot } from '../process-slots.js';
 
 /** One registered scope: a containment predicate and, optionally, the root of a path inside it. */
 interface Scope {
@@ -13,10 +14,10 @@ interface Scope {
   rootOf?: (p: string) => string | undefined;
 }
 /**
- * The scopes in force. Process state (one set per process, like the lock files themselves): each ProcessState
- * registers its roots at creation (src/server/process-state.ts).
+ * The scopes in force. Process state (one set per process, like the lock files themselves; src/process-slots.ts):
+ * each ProcessState registers its roots at creation (src/server/process-state.ts).
  */
-const scopes = new Set<Scope>();
+const scopes = processSlot('fs/lock-site', () => new Set<Scope>());
 
 /** True when a lock file may be created in `p`: some registered scope accepts it (all do when none is registered). */
 export function inLockScope(p: string): boolean {

@@ -30,6 +30,7 @@ import path from 'node:path';
 import { ownerState, parseIdentity, selfIdentity } from './process-identity.js';
 import { inspectTree, removeTree } from './tree-ops.js';
 import { VerifiedDir, withVerifiedDir } from './verified-dir.js';
+import { processSlot } from '../process-slots.js';
 
 /** Prefix of every lock-related file name (lock, its temporary, its break lock). */
 export const LOCK_FILE_PREFIX = '.fs-tools-lock-';
@@ -101,24 +102,30 @@ interface Register {
   headerBytes: number;
 }
 
-let stateDir: string | null = null;
-let register: Register | null = null;
-let registerFailed = false;
-/** What this process has in flight: absolute path → kind. */
-const inFlight = new Map<string, OwnFileKind>();
+/**
+ * The register's state (src/process-slots.ts): `stateDir`, the state directory configured at start-up; `register`,
+ * this process's open register file; `registerFailed`, set once it could not be kept; `files`, what this process has
+ * in flight: absolute path → kind.
+ */
+const inflight = processSlot('fs/own-files', () => ({
+  stateDir: null as string | null,
+  register: null as Register | null,
+  registerFailed: false,
+  files: new Map<string, OwnFileKind>(),
+}));
 
 /**
  * Sets the state directory whose `inflight/` holds this process's register (cli.ts, once at start-up). Without it
  * (in-process unit tests) own files are tracked in memory only.
  */
 export function configureOwnFiles(dir: string | null): void {
-  stateDir = dir;
+  inflight.stateDir = dir;
 }
 
 function openRegister(): Register | null {
-  if (register || registerFailed || stateDir === null) return register;
+  if (inflight.register || inflight.registerFailed || inflight.stateDir === null) return inflight.register;
   try {
-    const dir = path.join(stateDir, 'inflight');
+    const dir = path.join(inflight.stateDir, 'inflight');
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const me = selfIdentity();
     const file = path.join(dir, `${me.pid}-${me.start ?? '0'}.log`);
@@ -134,16 +141,16 @@ function openRegister(): Register | null {
     );
     const header = `${JSON.stringify(me)}\n`;
     writeSync(fd, header);
-    register = { dir, file, fd, headerBytes: Buffer.byteLength(header) };
+    inflight.register = { dir, file, fd, headerBytes: Buffer.byteLength(header) };
   } catch (error) {
     // The register is best effort (like the undo history): a mutation never fails because it cannot be noted. The
     // leftover is still of the hidden class, and the next writer of that path breaks a dead owner's lock.
-    registerFailed = true;
+    inflight.registerFailed = true;
     process.stderr.write(
       `fs-tools: cannot keep the in-flight register in the state directory (${(error as NodeJS.ErrnoException).code ?? 'error'}); leftovers of a crash will not be swept\n`,
     );
   }
-  return register;
+  return inflight.register;
 }
 
 function append(line: object): void {
@@ -158,17 +165,17 @@ function append(line: object): void {
 
 /** Notes `absolute` (an own file about to be created) in the register. Call BEFORE creating it. */
 export function noteOwnFile(absolute: string, kind: OwnFileKind): void {
-  inFlight.set(absolute, kind);
+  inflight.files.set(absolute, kind);
   append({ add: absolute, kind });
 }
 
 /** Drops `absolute` from the register (it was renamed into place or removed). */
 export function dropOwnFile(absolute: string): void {
-  if (!inFlight.delete(absolute)) return;
-  if (inFlight.size === 0 && register) {
+  if (!inflight.files.delete(absolute)) return;
+  if (inflight.files.size === 0 && inflight.register) {
     try {
       // Nothing in flight: back to the owner line, so the log never grows with the number of calls.
-      ftruncateSync(register.fd, register.headerBytes);
+      ftruncateSync(inflight.register.fd, inflight.register.headerBytes);
       return;
     } catch {
       /* fall through to a drop line */
@@ -179,7 +186,7 @@ export function dropOwnFile(absolute: string): void {
 
 /** What this process has in flight now (shutdown clean-up, tests). */
 export function ownFilesInFlight(): ReadonlyMap<string, OwnFileKind> {
-  return inFlight;
+  return inflight.files;
 }
 
 /**
@@ -189,27 +196,27 @@ export function ownFilesInFlight(): ReadonlyMap<string, OwnFileKind> {
  * when nothing is left in it.
  */
 export function removeOwnFilesOnExit(): void {
-  for (const [p, kind] of [...inFlight]) {
+  for (const [p, kind] of [...inflight.files]) {
     if (kind === 'tree') continue;
     try {
       if (kind === 'lock' && !lockIsMine(p)) {
-        inFlight.delete(p); // another process's lock at that name: not ours to remove, nor to keep noted
+        inflight.files.delete(p); // another process's lock at that name: not ours to remove, nor to keep noted
         continue;
       }
       unlinkSync(p); // unlink never follows a link at the last component
-      inFlight.delete(p);
+      inflight.files.delete(p);
     } catch {
-      inFlight.delete(p);
+      inflight.files.delete(p);
     }
   }
-  if (!register) return;
+  if (!inflight.register) return;
   try {
-    closeSync(register.fd);
-    if (inFlight.size === 0) unlinkSync(register.file);
+    closeSync(inflight.register.fd);
+    if (inflight.files.size === 0) unlinkSync(inflight.register.file);
   } catch {
     /* best effort */
   }
-  register = null;
+  inflight.register = null;
 }
 
 function lockIsMine(p: string): boolean {
@@ -265,7 +272,7 @@ export async function sweepOwnLeftovers(
   for (const name of names.sort()) {
     if (!/^\d+-\d+\.log$/.test(name)) continue;
     const file = path.join(inflightDir, name);
-    if (register && file === register.file) continue;
+    if (inflight.register && file === inflight.register.file) continue;
     let text: string;
     try {
       const buf = await readFile(file, {

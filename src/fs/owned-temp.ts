@@ -13,6 +13,7 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { ownerState, selfIdentity } from './process-identity.js';
+import { processSlot } from '../process-slots.js';
 
 /** What a private directory holds. */
 export type OwnedTempKind = 'ghtoken' | 'native';
@@ -27,9 +28,11 @@ const LEGACY_GHTOKEN = /^fs-tools-ghtoken-[A-Za-z0-9]{6}$/;
  */
 export const LEGACY_MAX_AGE_MS = 60 * 60 * 1000;
 
-/** The directories this process created and has not removed yet. */
-const live = new Set<string>();
-let cleanupInstalled = false;
+/**
+ * This process's temporaries (src/process-slots.ts): `live`, the directories it created and has not removed yet;
+ * `cleanupInstalled`, set once the exit hooks are installed.
+ */
+const temps = processSlot('fs/owned-temp', () => ({ live: new Set<string>(), cleanupInstalled: false }));
 
 /** This process's mark: `<pid namespace>-<pid>-<start>` (0 where unknown). */
 function mark(): string {
@@ -48,7 +51,7 @@ function mark(): string {
 export function makeOwnedTempDir(base: string, kind: OwnedTempKind): string {
   installCleanup();
   const dir = mkdtempSync(path.join(base, `fs-tools-${kind}-${mark()}-`));
-  live.add(dir);
+  temps.live.add(dir);
   return dir;
 }
 
@@ -56,7 +59,7 @@ export function makeOwnedTempDir(base: string, kind: OwnedTempKind): string {
 export function removeOwnedTempDir(dir: string): void {
   try {
     rmSync(dir, { recursive: true, force: true });
-    live.delete(dir);
+    temps.live.delete(dir);
   } catch {
     /* retried at exit; else the next start's sweep */
   }
@@ -64,7 +67,7 @@ export function removeOwnedTempDir(dir: string): void {
 
 /** Removes every directory this process still holds (synchronously: it runs in exit and signal handlers). */
 export function removeAllOwnedTempDirs(): void {
-  for (const dir of [...live]) removeOwnedTempDir(dir);
+  for (const dir of [...temps.live]) removeOwnedTempDir(dir);
 }
 
 /**
@@ -91,8 +94,8 @@ function signalExitListeners(): number {
  * once and the process ends by the signal as it would have without this handler.
  */
 function installCleanup(): void {
-  if (cleanupInstalled) return;
-  cleanupInstalled = true;
+  if (temps.cleanupInstalled) return;
+  temps.cleanupInstalled = true;
   process.on('exit', removeAllOwnedTempDirs);
   process.on('uncaughtExceptionMonitor', removeAllOwnedTempDirs);
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
@@ -136,7 +139,7 @@ export function sweepOwnedTempDirs(bases: readonly string[], now: number = Date.
       } catch {
         continue;
       }
-      if (!st.isDirectory() || (uid !== null && st.uid !== uid) || live.has(dir)) continue;
+      if (!st.isDirectory() || (uid !== null && st.uid !== uid) || temps.live.has(dir)) continue;
       if (m) {
         const owner = {
           pid: Number(m[3]),

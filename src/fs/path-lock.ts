@@ -58,6 +58,7 @@ import type { Verdict } from './lock-file.js';
 import { inLockScope, lockSite, lstatOrNull, relativeName, rootRelative } from './lock-site.js';
 import { dropOwnFile, isLockFileName, LOCK_FILE_PREFIX } from './own-files.js';
 import { VerifiedDir } from './verified-dir.js';
+import { processSlot } from '../process-slots.js';
 
 export { isLockFileName, LOCK_FILE_PREFIX, LOCK_STALE_MS };
 export { registerLockScope } from './lock-site.js';
@@ -69,8 +70,16 @@ export const LOCK_STUCK_MS = 700;
 /** How often (ms) a holder refreshes its lock files. */
 const HEARTBEAT_MS = 200;
 
-/** The in-process order: per path, the promise of the last caller that holds or waits for it. */
-const chains = new Map<string, Promise<unknown>>();
+/**
+ * The locks' state (src/process-slots.ts): `chains`, the in-process order (per path, the promise of the last caller
+ * that holds or waits for it); `held`, the locks this process holds now, refreshed by one shared timer, `heartbeat`,
+ * while there is any.
+ */
+const locks = processSlot('fs/path-lock', () => ({
+  chains: new Map<string, Promise<unknown>>(),
+  held: new Set<HeldLock>(),
+  heartbeat: null as NodeJS.Timeout | null,
+}));
 
 /** Why a lock stopped this call (the `locked` envelope's details.held_by). */
 type HeldBy = 'live_holder' | 'not_refreshed';
@@ -151,18 +160,14 @@ interface HeldLock {
   fd: number;
 }
 
-/** The locks this process holds now, refreshed by one shared timer while there is any. */
-const heldLocks = new Set<HeldLock>();
-let heartbeat: NodeJS.Timeout | null = null;
-
 /** Starts refreshing `lock` (and the shared timer when it is the first). */
 function keepFresh(lock: HeldLock): void {
-  heldLocks.add(lock);
+  locks.held.add(lock);
   // Synchronous on purpose: an asynchronous futimes still queued when `release` closes the descriptor could run on a
   // number the kernel has since given to another file (a user's file would get its times changed).
-  heartbeat ??= setInterval(() => {
+  locks.heartbeat ??= setInterval(() => {
     const now = new Date();
-    for (const l of heldLocks) {
+    for (const l of locks.held) {
       try {
         futimesSync(l.fd, now, now);
       } catch {
@@ -174,10 +179,10 @@ function keepFresh(lock: HeldLock): void {
 
 /** Stops refreshing `lock`, removes its file (while it is still ours) and closes its directory. */
 function release(lock: HeldLock): void {
-  heldLocks.delete(lock);
-  if (heldLocks.size === 0 && heartbeat) {
-    clearInterval(heartbeat);
-    heartbeat = null;
+  locks.held.delete(lock);
+  if (locks.held.size === 0 && locks.heartbeat) {
+    clearInterval(locks.heartbeat);
+    locks.heartbeat = null;
   }
   try {
     closeSync(lock.fd);
@@ -359,12 +364,12 @@ async function acquire(target: string, deadline: number): Promise<HeldLock | nul
  */
 export async function withPathLock<T>(paths: readonly string[], _stateDir: string, fn: () => Promise<T>): Promise<T> {
   const keys = [...new Set(paths)].sort();
-  const previous = keys.map((k) => chains.get(k) ?? Promise.resolve());
+  const previous = keys.map((k) => locks.chains.get(k) ?? Promise.resolve());
   let releaseChain!: () => void;
   const mine = new Promise<void>((r) => {
     releaseChain = r;
   });
-  for (const k of keys) chains.set(k, mine);
+  for (const k of keys) locks.chains.set(k, mine);
   await Promise.all(previous.map((p) => p.catch(() => undefined)));
   const held: HeldLock[] = [];
   try {
@@ -382,7 +387,7 @@ export async function withPathLock<T>(paths: readonly string[], _stateDir: strin
         /* the lock file is gone already */
       }
     }
-    for (const k of keys) if (chains.get(k) === mine) chains.delete(k);
+    for (const k of keys) if (locks.chains.get(k) === mine) locks.chains.delete(k);
     releaseChain();
   }
 }

@@ -44,6 +44,7 @@ export function startTimeOf(pid: number): string | null {
   return fields[19] ?? null; // fields[0] is field 3 (state)
 }
 
+// Not process state (test/architecture.test.ts allow list): a lazy constant, computed on first use, never changed.
 let self: ProcessIdentity | null = null;
 
 /** This process's identity (computed once). */

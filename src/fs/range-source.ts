@@ -31,6 +31,7 @@ export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
 /**
  * The bytes behind each `bytesSource`: the streaming pass scans them where they are instead of copying
  * them into a buffer of its own first. The bytes are the caller's (read for this one call); nothing here writes to them.
+ * Not process state (test/architecture.test.ts allow list): a side table of each source, gone with it.
  */
 const inMemory = new WeakMap<RangeSource, Buffer>();
 

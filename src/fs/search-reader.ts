@@ -43,6 +43,7 @@ import {
   type RegexJobRequest,
 } from './search-reader-protocol.js';
 import { embeddedWorkerCode, startWorkerFromCode } from './worker-code.js';
+import { processSlot } from '../process-slots.js';
 
 /** How long one file may take under a user regular expression, ms. */
 export const REGEX_FILE_TIMEOUT_MS = 1000;
@@ -381,5 +382,8 @@ export class SearchReaderPool {
 /** Reader threads: one per core (they block in syscalls as much as they compute), at least 1, at most 4. */
 const POOL_SIZE = Math.max(1, Math.min(4, availableParallelism()));
 
-/** The process's pool. */
-export const searchReaderPool = new SearchReaderPool(POOL_SIZE, embeddedWorkerCode('search-reader-worker'));
+/** The process's pool (src/process-slots.ts). */
+export const searchReaderPool = processSlot(
+  'fs/search-reader',
+  () => new SearchReaderPool(POOL_SIZE, embeddedWorkerCode('search-reader-worker')),
+);

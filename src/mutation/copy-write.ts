@@ -22,6 +22,7 @@ import {
   type VerifiedDir,
 } from '../fs/verified-dir.js';
 import { kindOf } from '../policy/authorize.js';
+import { processSlot } from '../process-slots.js';
 
 /** One entry of a source tree, in pre-order (a directory before what it holds). */
 export interface PlannedEntry {
@@ -107,8 +108,11 @@ async function commitTemporary(
 /**
  * Test seam: called before each planned entry is copied; it may throw to simulate a failure part-way.
  * Set only by tests (in-process) or by `--test-seams=copy-fault:ENTRY` (src/cli.ts); never from the environment.
+ * Process state (src/process-slots.ts).
  */
-let copyFault: ((relative: string) => void | Promise<void>) | null = null;
+const seam = processSlot('mutation/copy-write', () => ({
+  copyFault: null as ((relative: string) => void | Promise<void>) | null,
+}));
 
 /** An EACCES before `entry` is copied (the `--test-seams=copy-fault:ENTRY` seam; the suite runs as root). */
 export function failCopyAt(entry: string): (relative: string) => void {
@@ -124,8 +128,8 @@ export function delayCopy(ms: number): (relative: string) => Promise<void> {
 }
 
 /** Sets the copy fault seam (tests only). */
-export function setCopyFault(fn: typeof copyFault): void {
-  copyFault = fn;
+export function setCopyFault(fn: typeof seam.copyFault): void {
+  seam.copyFault = fn;
 }
 
 /**
@@ -200,7 +204,7 @@ async function copyEntries(
       throw new ToolError('VALIDATION', 'The call was cancelled; nothing was copied.', {
         details: { reason: 'cancelled' },
       });
-    await copyFault?.(e.relative);
+    await seam.copyFault?.(e.relative);
     const due = slice();
     if (due) await due;
     while (stack.length > e.depth) {

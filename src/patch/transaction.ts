@@ -24,6 +24,7 @@ import { withPathLock } from '../fs/path-lock.js';
 import { readCurrentIn } from '../fs/read-current.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import path from 'node:path';
+import { processSlot } from '../process-slots.js';
 
 /** One planned file change, fully computed. */
 export interface PlannedChange {
@@ -61,19 +62,19 @@ async function inParent<T>(
 /**
  * Test seam for crash tests, armed only by the CLI's `--test-seams=kill-at:N` flag (src/cli.ts:
  * never set in production, no environment variable): the process SIGKILLs itself at the N-th commit step (0 = right
- * after the journal is durable; then before and after each file's commit). Unarmed it changes nothing.
+ * after the journal is durable; then before and after each file's commit). Unarmed it changes nothing. Process state
+ * (src/process-slots.ts).
  */
-let killAt: number | null = null;
-let killCounter = 0;
+const seam = processSlot('patch/transaction', () => ({ killAt: null as number | null, killCounter: 0 }));
 
 /** Arms the crash-test kill point (tests only, through `--test-seams=kill-at:N`). */
 export function armKillPoint(step: number): void {
-  killAt = step;
+  seam.killAt = step;
 }
 
 function killPoint(): void {
-  if (killAt === null) return;
-  if (killCounter++ === killAt) process.kill(process.pid, 'SIGKILL');
+  if (seam.killAt === null) return;
+  if (seam.killCounter++ === seam.killAt) process.kill(process.pid, 'SIGKILL');
 }
 
 /** Where and how a transaction commits: the state directory (its journal) and the roots' containment check. */

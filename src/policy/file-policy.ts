@@ -111,6 +111,7 @@ export function accessForEntry(
  * Compiled rule globs (each compiled once: listings and search classify every entry of a tree, so compiling per call
  * made a policy cost seconds on large trees). Linear-time matching (src/fs/glob): a rule costs at most
  * O(path length × rule size) per candidate.
+ * Not process state (test/architecture.test.ts allow list): a memo of a pure function, pattern → predicate.
  */
 const RULE_MATCHERS = new Map<string, GlobPredicate>();
 

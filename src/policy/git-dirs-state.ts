@@ -4,6 +4,7 @@
  * and whole-root repository searches, each keyed by identity and version so a change is seen, and the readable scope
  * of the check running now. `clearGitDirCache` drops all of it (tests).
  */
+import { processSlot } from '../process-slots.js';
 
 /** A directory or file changed less than this long ago (ms) is not cached. */
 export const RACY_MS = 2000;
@@ -66,14 +67,14 @@ export interface GitDirState {
   readableScope: (p: string) => boolean;
 }
 
-/** The one state object of the guard. */
-export const gitDirState: GitDirState = {
+/** The one state object of the guard (src/process-slots.ts). */
+export const gitDirState = processSlot('policy/git-dirs-state', (): GitDirState => ({
   dirs: new Map(),
   listings: new Map(),
   configs: new Map(),
   searches: new Map(),
   readableScope: () => true,
-};
+}));
 
 /** Drops every cached directory verdict (tests). */
 export function clearGitDirCache(): void {

@@ -260,7 +260,10 @@ export const MERGE_NOTES = {
   notModified: 'on_conflict "merge" merges changes to an existing file only.',
 } as const;
 
-/** Mismatches whose other change the OCC check already found past the merge's line-diff bound. */
+/**
+ * Mismatches whose other change the OCC check already found past the merge's line-diff bound. Not process state
+ * (test/architecture.test.ts allow list): a side table of each error, gone with it.
+ */
 const tooLargeToMerge = new WeakSet<OccMismatchError>();
 
 /** Adds a note to a mismatch's conflict and returns it (to be thrown). */

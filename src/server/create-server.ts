@@ -33,7 +33,10 @@ const INSTRUCTIONS =
   'retryable,recovery}}: follow `recovery`; retryable never means resend the same mutation unchanged. Mutations ' +
   'of existing files need the content_hash from a read (expected_hash), or a prior read in this session.';
 
-/** tools/call requests whose arguments were refused before the SDK's validation, by their handler context. */
+/**
+ * tools/call requests whose arguments were refused before the SDK's validation, by their handler context. Not process
+ * state (test/architecture.test.ts allow list): a side table of each request, gone with it.
+ */
 const refusedArguments = new WeakMap<object, RefusedArguments>();
 
 /**

@@ -1,6 +1,7 @@
 /**
  * Process-wide state, built once in cli.ts and shared by every server instance the stdio factory creates (the
- * factory may run twice). Holds the roots, the remembered hashes, the mutation budget and the audit log.
+ * factory may run twice). Holds the roots, the remembered hashes, the mutation budget and the audit log. What the
+ * modules below the server keep between calls (caches, pools, locks, the heavy-call queue) is in src/process-slots.ts.
  */
 import type { WallState } from '../fs/kernel-wall.js';
 import type { NativeReadsState } from '../fs/native-load.js';
@@ -16,6 +17,7 @@ import { HashMemory } from '../policy/occ.js';
 import { RootSet } from '../policy/roots.js';
 import { CallTracker } from './shutdown.js';
 import type { AnyTool } from '../tools/define-tool.js';
+import { processSlot } from '../process-slots.js';
 
 /** Everything a call needs besides its arguments. */
 export interface ProcessState {
@@ -45,7 +47,8 @@ export interface ProcessState {
  */
 declare const FS_TOOLS_BROKEN_CONTAINMENT: boolean | undefined;
 const BROKEN_CONTAINMENT = typeof FS_TOOLS_BROKEN_CONTAINMENT !== 'undefined' && FS_TOOLS_BROKEN_CONTAINMENT === true;
-const brokenRoots: string[] = ['/'];
+/** The policy-only roots of that build (src/process-slots.ts). */
+const brokenRoots = processSlot('server/process-state', (): string[] => ['/']);
 
 /**
  * In the test build only: removes leading `--broken-root=DIR` arguments (absolute real paths), remembering them as

@@ -22,6 +22,7 @@ export interface AdvertisedTool {
   };
 }
 
+// Not process state (test/architecture.test.ts allow list): a memo of each tool's declaration (immutable input).
 const cache = new WeakMap<AnyTool, AdvertisedTool>();
 
 /**
@@ -128,7 +129,10 @@ function advertisedInput(node: unknown): unknown {
   return out;
 }
 
-/** The envelope's `error` member as JSON Schema (docs/errors.md), for output schemas that admit the envelope. */
+/**
+ * The envelope's `error` member as JSON Schema (docs/errors.md), for output schemas that admit the envelope. Not
+ * process state (test/architecture.test.ts allow list): a lazy constant.
+ */
 let envelopeErrorJson: Record<string, unknown> | undefined;
 
 /**

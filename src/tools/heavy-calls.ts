@@ -20,6 +20,7 @@
  * never while holding others, so no two calls can wait for each other.
  */
 import { ToolError } from '../errors/tool-error.js';
+import { processSlot } from '../process-slots.js';
 
 /** The kinds of heavy work a call can do (see the module comment). */
 export type HeavyClass = 'walk' | 'git' | 'forge';
@@ -44,11 +45,16 @@ interface Waiter {
   start: () => void;
 }
 
-const running: Record<HeavyClass, number> = { walk: 0, git: 0, forge: 0 };
-/** Waiting calls per class (a call of several classes counts in each). */
-const waiting: Record<HeavyClass, number> = { walk: 0, git: 0, forge: 0 };
-let queuedBytes = 0;
-const queue: Waiter[] = [];
+/**
+ * The queue's state (src/process-slots.ts): calls running per class; calls waiting per class (a call of several
+ * classes counts in each); the arguments' bytes held by waiting calls; the waiting calls, first come first.
+ */
+const heavy = processSlot('tools/heavy-calls', () => ({
+  running: { walk: 0, git: 0, forge: 0 },
+  waiting: { walk: 0, git: 0, forge: 0 },
+  queuedBytes: 0,
+  queue: [] as Waiter[],
+}));
 
 /**
  * The classes named, each once, in HEAVY_CLASSES order; `false`, `undefined` and `null` entries are left out, so a
@@ -72,18 +78,18 @@ export async function runHeavy<T>(
 ): Promise<T> {
   const need = heavyClasses(...classes);
   if (need.length === 0) return fn();
-  if (need.every((c) => running[c] < HEAVY_LIMITS[c] && waiting[c] === 0)) take(need);
+  if (need.every((c) => heavy.running[c] < HEAVY_LIMITS[c] && heavy.waiting[c] === 0)) take(need);
   else await waitForSlots(need, signal, args === undefined ? 0 : JSON.stringify(args).length);
   try {
     return await fn();
   } finally {
-    for (const c of need) running[c]--;
+    for (const c of need) heavy.running[c]--;
     schedule();
   }
 }
 
 function take(classes: readonly HeavyClass[]): void {
-  for (const c of classes) running[c]++;
+  for (const c of classes) heavy.running[c]++;
 }
 
 /**
@@ -92,9 +98,9 @@ function take(classes: readonly HeavyClass[]): void {
  */
 function schedule(): void {
   const reserved = new Set<HeavyClass>();
-  for (let i = 0; i < queue.length && reserved.size < HEAVY_CLASSES.length;) {
-    const w = queue[i];
-    if (w.classes.every((c) => !reserved.has(c) && running[c] < HEAVY_LIMITS[c])) {
+  for (let i = 0; i < heavy.queue.length && reserved.size < HEAVY_CLASSES.length;) {
+    const w = heavy.queue[i];
+    if (w.classes.every((c) => !reserved.has(c) && heavy.running[c] < HEAVY_LIMITS[c])) {
       unqueue(i);
       take(w.classes);
       w.start();
@@ -106,19 +112,22 @@ function schedule(): void {
 }
 
 function unqueue(at: number): void {
-  const [w] = queue.splice(at, 1);
-  queuedBytes -= w.bytes;
-  for (const c of w.classes) waiting[c]--;
+  const [w] = heavy.queue.splice(at, 1);
+  heavy.queuedBytes -= w.bytes;
+  for (const c of w.classes) heavy.waiting[c]--;
 }
 
 function waitForSlots(classes: readonly HeavyClass[], signal: AbortSignal | undefined, bytes: number): Promise<void> {
   if (signal?.aborted) return Promise.reject(cancelled());
-  if (queue.length >= HEAVY_QUEUE_LIMIT || (queue.length > 0 && queuedBytes + bytes > HEAVY_QUEUE_BYTES)) {
+  if (
+    heavy.queue.length >= HEAVY_QUEUE_LIMIT ||
+    (heavy.queue.length > 0 && heavy.queuedBytes + bytes > HEAVY_QUEUE_BYTES)
+  ) {
     return Promise.reject(busy());
   }
   return new Promise<void>((resolve, reject) => {
     const onAbort = () => {
-      const at = queue.indexOf(waiter);
+      const at = heavy.queue.indexOf(waiter);
       if (at >= 0) {
         unqueue(at);
         schedule(); // this call may have reserved classes that later calls can now take
@@ -133,26 +142,26 @@ function waitForSlots(classes: readonly HeavyClass[], signal: AbortSignal | unde
         resolve();
       },
     };
-    queue.push(waiter);
-    queuedBytes += bytes;
-    for (const c of classes) waiting[c]++;
+    heavy.queue.push(waiter);
+    heavy.queuedBytes += bytes;
+    for (const c of classes) heavy.waiting[c]++;
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
 function busy(): ToolError {
-  const total = HEAVY_CLASSES.reduce((n, c) => n + running[c], 0);
+  const total = HEAVY_CLASSES.reduce((n, c) => n + heavy.running[c], 0);
   return new ToolError(
     'IO_ERROR',
-    `The server is busy: ${total} heavy calls are running and ${queue.length} are waiting.`,
+    `The server is busy: ${total} heavy calls are running and ${heavy.queue.length} are waiting.`,
     {
       details: {
         reason: 'busy',
         errno: 'EAGAIN',
         running: total,
-        running_by_class: { ...running },
+        running_by_class: { ...heavy.running },
         limits: { ...HEAVY_LIMITS },
-        queued: queue.length,
+        queued: heavy.queue.length,
         queue_limit: HEAVY_QUEUE_LIMIT,
         queue_bytes_limit: HEAVY_QUEUE_BYTES,
         retry_after_s: 1,
@@ -180,9 +189,9 @@ export function heavyCallStats(): {
   queuedBytes: number;
 } {
   return {
-    running: HEAVY_CLASSES.reduce((n, c) => n + running[c], 0),
-    runningByClass: { ...running },
-    queued: queue.length,
-    queuedBytes,
+    running: HEAVY_CLASSES.reduce((n, c) => n + heavy.running[c], 0),
+    runningByClass: { ...heavy.running },
+    queued: heavy.queue.length,
+    queuedBytes: heavy.queuedBytes,
   };
 }

@@ -13,6 +13,7 @@
 /** Characters that force quoting (besides `"` and `\`). */
 /* eslint-disable no-control-regex -- these patterns exist to find control characters */
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"\\]/;
+// Not process state (test/architecture.test.ts allow list): a constant; `needsQuoting` resets its lastIndex around `test`.
 const UNSAFE_G =
   /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 /* eslint-enable no-control-regex */

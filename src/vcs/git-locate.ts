@@ -20,6 +20,7 @@ import {
   VIEW_CAPS,
   type ViewAccess,
 } from './git-verifier.js';
+import { processSlot } from '../process-slots.js';
 
 /** The verified locations of one repository. */
 export interface RepositoryLocations {
@@ -176,13 +177,13 @@ async function checkOwnership(top: string, gitDir: string, isInside: (p: string)
  * (in the server's own wall: git's narrower layer leaves the user's git configuration out) with the environment less GIT_* and no system config. None when
  * git fails, times out or says nothing.
  */
-let safeDirCache: Promise<string[]> | null = null;
+const safeDirs = processSlot('vcs/git-locate', () => ({ cache: null as Promise<string[]> | null }));
 function safeDirectories(isInside: (p: string) => boolean): Promise<string[]> {
-  if (safeDirCache) return safeDirCache;
+  if (safeDirs.cache) return safeDirs.cache;
   const program = resolveGit(isInside);
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-  safeDirCache = runCommand(program, ['config', '--global', '--null', '--get-all', 'safe.directory'], {
+  safeDirs.cache = runCommand(program, ['config', '--global', '--null', '--get-all', 'safe.directory'], {
     env: { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_DIR: '/dev/null' },
     timeoutMs: 5000,
     maxOutputBytes: 1024 * 1024,
@@ -193,5 +194,5 @@ function safeDirectories(isInside: (p: string) => boolean): Promise<string[]> {
     (r) => (r.exitCode === 0 ? r.stdout.split('\0').filter(Boolean) : []),
     () => [], // none, or git missing
   );
-  return safeDirCache;
+  return safeDirs.cache;
 }

@@ -28,6 +28,7 @@ import { mirrorObjects, type ObjectStore } from './git-objects.js';
 import { viewCaches } from './git-view-cache.js';
 import type { ViewIndex } from './git-verify.js';
 import type { Slicer } from './slicer.js';
+import { processSlot } from '../process-slots.js';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 
@@ -94,12 +95,16 @@ export async function writePrivateIndex(file: string, parts: Buffer[], mtimeMs: 
  * reads from one is rewritten (or removed) for each call, and a reused dir must hold exactly the entries the server
  * made (anything else — a `commondir`, `hooks`, `info/attributes` planted by someone — discards it). A private dir
  * is never inside the roots, where an agent's own file tools could reach it: the OS temporary directory, else
- * /dev/shm or /var/tmp, whichever lies outside every root. Removed when the process exits.
+ * /dev/shm or /var/tmp, whichever lies outside every root. Removed when the process exits. The pool's state
+ * (src/process-slots.ts): the dirs free for reuse, every dir this process made, whether the exit hook is installed,
+ * and the bases swept of dead servers' dirs.
  */
-const freeDirs: string[] = [];
-const allDirs = new Set<string>();
-let exitHook = false;
-const sweptBases = new Set<string>();
+const pool = processSlot('vcs/git-materialize', () => ({
+  freeDirs: [] as string[],
+  allDirs: new Set<string>(),
+  exitHook: false,
+  sweptBases: new Set<string>(),
+}));
 
 /**
  * Removes private dirs that servers no longer running left behind (a process killed by a signal never runs its exit
@@ -163,7 +168,7 @@ function isTidy(dir: string): boolean {
 }
 
 export function acquirePrivateDir(isInside: (p: string) => boolean): string {
-  for (let reused = freeDirs.pop(); reused; reused = freeDirs.pop()) {
+  for (let reused = pool.freeDirs.pop(); reused; reused = pool.freeDirs.pop()) {
     if (!isInside(reused) && isTidy(reused)) return reused;
     releasePrivateDir(reused, true);
   }
@@ -189,18 +194,18 @@ export function acquirePrivateDir(isInside: (p: string) => boolean): string {
       },
     );
   }
-  if (!sweptBases.has(base)) {
-    sweptBases.add(base);
+  if (!pool.sweptBases.has(base)) {
+    pool.sweptBases.add(base);
     sweepStaleDirs(base);
   }
   const dir = mkdtempSync(path.join(base, `fs-tools-gitview-${process.pid}-`));
   for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
     mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
   }
-  if (!exitHook) {
-    exitHook = true;
+  if (!pool.exitHook) {
+    pool.exitHook = true;
     process.once('exit', () => {
-      for (const d of allDirs) {
+      for (const d of pool.allDirs) {
         try {
           rmSync(d, { recursive: true, force: true });
         } catch {
@@ -209,19 +214,19 @@ export function acquirePrivateDir(isInside: (p: string) => boolean): string {
       }
     });
   }
-  allDirs.add(dir);
+  pool.allDirs.add(dir);
   return dir;
 }
 
 /** Returns a private dir to the pool (or removes it, after a failure, so no half-written state is reused). */
 export function releasePrivateDir(dir: string, discard = false): void {
   if (discard) {
-    allDirs.delete(dir);
+    pool.allDirs.delete(dir);
     viewCaches.mirrors.delete(dir);
     rm(dir, { recursive: true, force: true }).catch(() => undefined);
     return;
   }
-  freeDirs.push(dir);
+  pool.freeDirs.push(dir);
 }
 
 /** What a view's private dir holds, all of it verified or written by the server. */

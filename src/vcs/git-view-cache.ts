@@ -13,6 +13,7 @@
  */
 import type { Dirent } from 'node:fs';
 import type { ValidatedIndex } from './git-index.js';
+import { processSlot } from '../process-slots.js';
 
 /** A directory changed less than this long ago (ms) is not cached. */
 export const RACY_MS = 2000;
@@ -49,8 +50,12 @@ export interface ViewCaches {
   readonly mirrors: Map<string, string>;
 }
 
-/** The one state object. */
-export const viewCaches: ViewCaches = { indexes: new Map(), listings: new Map(), mirrors: new Map() };
+/** The one state object (src/process-slots.ts). */
+export const viewCaches = processSlot('vcs/git-view-cache', (): ViewCaches => ({
+  indexes: new Map(),
+  listings: new Map(),
+  mirrors: new Map(),
+}));
 
 /** Forgets everything reused (tests). */
 export function clearViewCaches(): void {

@@ -3,6 +3,7 @@
  * given, and an environment the caller shapes. Everything git, gh and glab run goes through here.
  */
 import { execa } from 'execa';
+import { processSlot } from '../process-slots.js';
 
 /** The outcome of a finished command (a non-zero exit is an outcome, not an exception). */
 export interface CommandResult {
@@ -45,11 +46,12 @@ export interface RunOptions {
  */
 export type ChildWall = (file: string, env: NodeJS.ProcessEnv) => { file: string; prefix: readonly string[] } | null;
 
-let childWall: ChildWall | null = null;
+/** How children get their narrower layer, set at start-up (src/process-slots.ts); null: none. */
+const children = processSlot('vcs/run-command', () => ({ childWall: null as ChildWall | null }));
 
 /** Sets (once, at start-up, after the wall is raised) how children get their narrower layer; null: none. */
 export function setChildWall(wall: ChildWall | null): void {
-  childWall = wall;
+  children.childWall = wall;
 }
 
 /**
@@ -58,7 +60,7 @@ export function setChildWall(wall: ChildWall | null): void {
  */
 export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
   const started = performance.now();
-  const layer = options.serverWall ? null : (childWall?.(file, options.env) ?? null);
+  const layer = options.serverWall ? null : (children.childWall?.(file, options.env) ?? null);
   const result = await execa(layer ? layer.file : file, layer ? [...layer.prefix, file, ...args] : args, {
     cwd: options.cwd,
     env: options.env,
