@@ -56,9 +56,16 @@ export class CompiledRegexes {
   }
 }
 
+/** A byte-string test with Buffer#indexOf's verdict (`indexOf(needle) !== -1`). */
+export type ContainsBytes = (haystack: Uint8Array, needle: Uint8Array) => boolean;
+
+/** `ContainsBytes` by Buffer#indexOf (the JavaScript path; the addon's `contains` is several times faster on text). */
+const indexOfContains: ContainsBytes = (haystack, needle) =>
+  Buffer.from(haystack.buffer, haystack.byteOffset, haystack.byteLength).indexOf(needle) !== -1;
+
 /** True when `bytes` holds at least one of `anyOf`. */
-function holdsAny(bytes: Buffer, anyOf: readonly Uint8Array[]): boolean {
-  for (const b of anyOf) if (bytes.indexOf(b) !== -1) return true;
+function holdsAny(bytes: Buffer, anyOf: readonly Uint8Array[], contains: ContainsBytes): boolean {
+  for (const b of anyOf) if (contains(bytes, b)) return true;
   return false;
 }
 
@@ -77,10 +84,16 @@ export function classify(bytes: Buffer, options: ReaderOptions, regexes: Compile
  * What a text file holding the required bytes is: `text` (a copy) without `options.match`, else `hits` or `no_match`;
  * `deferred` when over keepMaxBytes; `fallback` when the expression throws while it runs. `bytes` may be a view of a
  * reused buffer: what is returned is a copy. Never throws.
+ * @param contains the byte-string test of the required set (the native addon's `contains` where it is loaded)
  */
-export function matched(bytes: Buffer, options: ReaderOptions, regexes: CompiledRegexes): ReadOutcome {
+export function matched(
+  bytes: Buffer,
+  options: ReaderOptions,
+  regexes: CompiledRegexes,
+  contains: ContainsBytes = indexOfContains,
+): ReadOutcome {
   // The required set (LineMatcher.anyOf): a file holding none of its strings has no matching line.
-  if (options.anyOf && !holdsAny(bytes, options.anyOf)) return { kind: 'no_match' };
+  if (options.anyOf && !holdsAny(bytes, options.anyOf, contains)) return { kind: 'no_match' };
   if (!options.match) {
     return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
   }

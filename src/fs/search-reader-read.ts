@@ -11,7 +11,7 @@ import path from 'node:path';
 import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
 import { openForReadSync } from './open-file.js';
 import { isWithin } from './path-within.js';
-import { classify, CompiledRegexes, matched } from './search-reader-match.js';
+import { classify, CompiledRegexes, matched, type ContainsBytes } from './search-reader-match.js';
 import type { ReaderOptions, ReadOutcome } from './search-reader-protocol.js';
 import { VerifiedDir } from './verified-dir.js';
 
@@ -216,6 +216,8 @@ export interface ReaderState {
   /** The native addon (null: the JavaScript path). */
   addon: NativeAddon | null;
   buffers: NativeBuffers;
+  /** The required set's byte test: the addon's `contains` (Buffer#indexOf's verdict, test/fs/native-reader.test.ts). */
+  contains: ContainsBytes | undefined;
 }
 
 /** A fresh ReaderState (`addon` null: the JavaScript path only). */
@@ -225,6 +227,7 @@ export function readerState(addon: NativeAddon | null): ReaderState {
     dir: dirCursor(),
     addon,
     buffers: nativeBuffers(),
+    contains: addon ? (haystack, needle) => addon.contains(haystack, needle) : undefined,
   };
 }
 
@@ -288,7 +291,8 @@ function readRun(
   try {
     nativeReadRun(state.addon!, dir.fd, names, options.maxFileBytes, options.needle, state.buffers, (k, r) => {
       hooks.before(first + k);
-      const outcome = r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes) : null;
+      const outcome =
+        r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes, state.contains) : null;
       each(first + k, outcome ?? NATIVE_KIND[r.code as 1 | 2 | 3 | 4]);
       hooks.after();
       answered = k + 1;
