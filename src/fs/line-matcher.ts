@@ -7,7 +7,7 @@
 import { ToolError } from '../errors/tool-error.js';
 import { matchLines, type LineHit } from './match-lines.js';
 import { replaceLinesSteps, type LineReplacement } from './replace-lines.js';
-import { requiredLiteral } from './required-literal.js';
+import { requiredLiteral, requiredLiteralSet } from './required-literal.js';
 import { searchReaderPool, type SearchReaderPool } from './search-reader.js';
 import { loopSlicer } from './tree-ops.js';
 
@@ -20,6 +20,12 @@ export interface LineMatcher {
    * expression without a provable literal). A file without them has no match: search skips it without decoding it.
    */
   readonly needle: Buffer | null;
+  /**
+   * UTF-8 strings of which every matching line contains at least one, or null when no such set is known or it would
+   * rule out no more than `needle` (src/fs/required-literal.ts `requiredLiteralSet`). A file with none of them has no
+   * match: search skips it without decoding it, and tests only the lines holding one of them.
+   */
+  readonly anyOf: readonly Buffer[] | null;
   /**
    * Replaces every match in each line of `text` (src/fs/replace-lines.ts; replace_in_files): a literal query inserts
    * `replacement` as typed, a regular expression expands `$1`, `$<name>`, `$&`, `$$`. A regular expression runs in the
@@ -59,14 +65,18 @@ export function createLineMatcher(
     return {
       match: (text) => Promise.resolve().then(() => matchLines(re, text, options.caseSensitive ? query : null)),
       needle: options.caseSensitive ? Buffer.from(query, 'utf8') : null,
+      anyOf: null,
       replace: (text, replacement, maxChars, maxCount) =>
         runSliced(replaceLinesSteps(re, text, replacement, true, maxChars, maxCount)),
     };
   }
   const literal = requiredLiteral(source, flags);
+  const set = requiredLiteralSet(source, flags);
   return {
     match: (text) => pool.regexLines(source, flags, text),
     needle: literal === null ? null : Buffer.from(literal, 'utf8'),
+    // A set of one string that is the needle itself rules out nothing more.
+    anyOf: set === null || (set.length === 1 && set[0] === literal) ? null : set.map((x) => Buffer.from(x, 'utf8')),
     replace: (text, replacement, maxChars, maxCount) =>
       pool.regexReplace(source, flags, text, { replacement, maxChars, maxCount }),
   };

@@ -170,3 +170,197 @@ export function requiredLiteral(source: string, flags: string): string | null {
   for (const r of s.runs) if (r.length >= MIN_REQUIRED_LITERAL && (best === null || r.length > best.length)) best = r;
   return best;
 }
+
+/** Most strings a required set may hold (each is one more scan of a candidate's bytes). */
+const MAX_SET = 16;
+
+/**
+ * The scan of `requiredLiteralSet`: like `Scan`, but the run being built is a set of alternatives (`cur`: every match
+ * of what was scanned since the run began ends with one of them), and each finished run is such a set.
+ */
+interface SetScan {
+  source: string;
+  i: number;
+  /** Finished runs: every match contains one string of each. */
+  sets: string[][];
+  cur: string[];
+  /** What `cur` was before the last atom, for a quantifier that makes that atom optional. */
+  before: string[];
+}
+
+/** Ends the current run. */
+function endSet(s: SetScan): void {
+  if (s.cur.some((x) => x !== '')) s.sets.push(s.cur);
+  s.cur = [''];
+  s.before = [''];
+}
+
+/** Appends each of `alternatives` to the current run (a new run starts with them when the product would be too big). */
+function appendAlternatives(s: SetScan, alternatives: string[]): void {
+  if (s.cur.length * alternatives.length > MAX_SET) endSet(s);
+  s.before = s.cur;
+  s.cur = s.cur.flatMap((x) => alternatives.map((a) => x + a));
+}
+
+/** Splits `body` at its top-level `|` (groups, classes and escapes honoured). */
+function splitAlternatives(body: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let inClass = false;
+  let from = 0;
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === '\\') i++;
+    else if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === '|' && depth === 0) {
+      out.push(body.slice(from, i));
+      from = i + 1;
+    }
+  }
+  out.push(body.slice(from));
+  return out;
+}
+
+/**
+ * The exact text `alternative` matches when it is a sequence of literal characters only (plain characters and escaped
+ * punctuation; no class, group, quantifier, anchor or letter escape), else null.
+ */
+function literalText(alternative: string): string | null {
+  let out = '';
+  for (let i = 0; i < alternative.length; i++) {
+    const c = alternative[i];
+    if (c === '\\') {
+      const e = alternative[i + 1];
+      if (e === undefined || /[0-9A-Za-z]/.test(e)) return null;
+      out += e;
+      i++;
+    } else if ('.^$*+?()[]{}|'.includes(c)) return null;
+    else out += c;
+  }
+  return out;
+}
+
+/**
+ * A group at `s.i` (an opening `(`): a capturing, named or non-capturing group whose alternatives are all literal text
+ * extends the run by each of them; any other group (a lookaround, a group holding classes, quantifiers or groups) ends
+ * the run. False when unbalanced.
+ */
+function groupAtom(s: SetScan): boolean {
+  const open = s.i;
+  const inner: Scan = { source: s.source, i: s.i, runs: [], run: '', lastLiteral: 0 };
+  if (!skipGroup(inner)) return false;
+  s.i = inner.i;
+  let body = s.source.slice(open + 1, s.i - 1);
+  if (body.startsWith('?:')) body = body.slice(2);
+  else if (/^\?<[^=!]/.test(body)) body = body.slice(body.indexOf('>') + 1);
+  else if (body.startsWith('?')) body = '('; // a lookaround: not literal text
+  const texts = splitAlternatives(body).map(literalText);
+  if (texts.some((t) => t === null) || texts.length > MAX_SET) {
+    endSet(s);
+    return true;
+  }
+  appendAlternatives(s, texts as string[]);
+  return true;
+}
+
+/** A quantifier at `s.i` after an atom that extended the run: drops that atom when it may be absent; ends the run. */
+function setQuantifier(s: SetScan): boolean {
+  const c = s.source[s.i];
+  let min = c === '+' ? 1 : 0;
+  if (c === '{') {
+    const m = /^\{(\d+)(,\d*)?\}/.exec(s.source.slice(s.i));
+    if (!m) return false;
+    min = Number(m[1]);
+    s.i += m[0].length;
+  } else {
+    s.i++;
+  }
+  if (s.source[s.i] === '?') s.i++; // lazy
+  if (min === 0) s.cur = s.before;
+  endSet(s);
+  return true;
+}
+
+/** One atom of a branch at `s.i` (see `atom`; a group of literal alternatives extends the run). False: give up. */
+function setAtom(s: SetScan): boolean {
+  const c = s.source[s.i];
+  if (c === '*' || c === '?' || c === '+' || c === '{') return setQuantifier(s);
+  if (c === '(') return groupAtom(s);
+  if (c === '[') {
+    endSet(s);
+    const inner: Scan = { source: s.source, i: s.i, runs: [], run: '', lastLiteral: 0 };
+    if (!skipClass(inner)) return false;
+    s.i = inner.i;
+    return true;
+  }
+  if (c === '|' || c === ')' || c === ']' || c === '}') return false;
+  if (c === '.' || c === '^' || c === '$') {
+    endSet(s);
+    s.i++;
+    return true;
+  }
+  if (c === '\\') {
+    const e = s.source[s.i + 1];
+    if (e === undefined) return false;
+    if (!/[0-9A-Za-z]/.test(e)) {
+      appendAlternatives(s, [e]);
+      s.i += 2;
+      return true;
+    }
+    // A letter or digit escape: not a literal; `escape` knows how far it reaches.
+    const inner: Scan = { source: s.source, i: s.i, runs: [], run: '', lastLiteral: 0 };
+    if (!escape(inner)) return false;
+    endSet(s);
+    s.i = inner.i;
+    return true;
+  }
+  const cp = String.fromCodePoint(s.source.codePointAt(s.i)!);
+  appendAlternatives(s, [cp]);
+  s.i += cp.length;
+  return true;
+}
+
+/** Of `sets`, the one most likely to rule a file out: the longest shortest string, then the fewest strings. */
+function bestSet(sets: string[][]): string[] | null {
+  let best: string[] | null = null;
+  const shortest = (set: string[]) => Math.min(...set.map((x) => [...x].length));
+  for (const set of sets) {
+    if (shortest(set) < MIN_REQUIRED_LITERAL) continue;
+    if (
+      best === null ||
+      shortest(set) > shortest(best) ||
+      (shortest(set) === shortest(best) && set.length < best.length)
+    ) {
+      best = set;
+    }
+  }
+  return best;
+}
+
+/**
+ * A set of strings of which every match of the regular expression `source` (with `flags`) contains at least one,
+ * or null when none can be proven: the prefilter for expressions `requiredLiteral` has no single literal for, or only a
+ * common one (`\bTODO\((alice|bob)\):` → `TODO(alice):`, `TODO(bob):` where `requiredLiteral` gives `TODO(`;
+ * `foo|barbaz` → `foo`, `barbaz`). Conservative by construction, as `requiredLiteral`: in each top-level branch only
+ * literal characters and groups whose alternatives are all literal text count (such a group extends the run by each
+ * alternative; anything else ends it; an optional atom is dropped), each branch contributes its best run, and a branch
+ * without one, a case-insensitive or `v`-mode expression, or more than 16 strings gives up. Every string has at least
+ * 3 characters. Deduplicated, sorted.
+ */
+export function requiredLiteralSet(source: string, flags: string): string[] | null {
+  if (flags.includes('i') || flags.includes('v')) return null;
+  const out = new Set<string>();
+  for (const branch of splitAlternatives(source)) {
+    const s: SetScan = { source: branch, i: 0, sets: [], cur: [''], before: [''] };
+    while (s.i < branch.length) if (!setAtom(s)) return null;
+    endSet(s);
+    const best = bestSet(s.sets);
+    if (best === null) return null;
+    for (const x of best) out.add(x);
+    if (out.size > MAX_SET) return null;
+  }
+  return [...out].sort();
+}

@@ -14,13 +14,16 @@ import { looksBinary } from './text.js';
 const COMPILED_MAX = 16;
 
 /**
- * A thread's compiled regular expressions by flags and source, and the text of the last session needle it decoded.
+ * A thread's compiled regular expressions by flags and source, and the text of the last session needle (and required
+ * set) it decoded.
  * Owned by one reader thread (`ReaderState`), or created per call where no state is kept.
  */
 export class CompiledRegexes {
   private readonly compiled = new Map<string, RegExp>();
   private needleBytes: Uint8Array | null = null;
   private needle = '';
+  private anyOfBytes: Uint8Array[] | null = null;
+  private anyOf: string[] = [];
 
   /** The expression for (`source`, `flags`), compiled once. @throws SyntaxError when it does not compile */
   get(source: string, flags: string): RegExp {
@@ -42,6 +45,28 @@ export class CompiledRegexes {
     }
     return this.needle;
   }
+
+  /** `anyOf` decoded as UTF-8 (cached for the last set seen: one per search). */
+  anyOfText(anyOf: Uint8Array[]): string[] {
+    if (anyOf !== this.anyOfBytes) {
+      this.anyOfBytes = anyOf;
+      this.anyOf = anyOf.map((b) => Buffer.from(b).toString('utf8'));
+    }
+    return this.anyOf;
+  }
+}
+
+/** A byte-string test with Buffer#indexOf's verdict (`indexOf(needle) !== -1`). */
+export type ContainsBytes = (haystack: Uint8Array, needle: Uint8Array) => boolean;
+
+/** `ContainsBytes` by Buffer#indexOf (the JavaScript path; the addon's `contains` is several times faster on text). */
+const indexOfContains: ContainsBytes = (haystack, needle) =>
+  Buffer.from(haystack.buffer, haystack.byteOffset, haystack.byteLength).indexOf(needle) !== -1;
+
+/** True when `bytes` holds at least one of `anyOf`. */
+function holdsAny(bytes: Buffer, anyOf: readonly Uint8Array[], contains: ContainsBytes): boolean {
+  for (const b of anyOf) if (contains(bytes, b)) return true;
+  return false;
 }
 
 /**
@@ -59,16 +84,30 @@ export function classify(bytes: Buffer, options: ReaderOptions, regexes: Compile
  * What a text file holding the required bytes is: `text` (a copy) without `options.match`, else `hits` or `no_match`;
  * `deferred` when over keepMaxBytes; `fallback` when the expression throws while it runs. `bytes` may be a view of a
  * reused buffer: what is returned is a copy. Never throws.
+ * @param contains the byte-string test of the required set (the native addon's `contains` where it is loaded)
  */
-export function matched(bytes: Buffer, options: ReaderOptions, regexes: CompiledRegexes): ReadOutcome {
+export function matched(
+  bytes: Buffer,
+  options: ReaderOptions,
+  regexes: CompiledRegexes,
+  contains: ContainsBytes = indexOfContains,
+): ReadOutcome {
+  // The required set (LineMatcher.anyOf): a file holding none of its strings has no matching line.
+  if (options.anyOf && !holdsAny(bytes, options.anyOf, contains)) return { kind: 'no_match' };
   if (!options.match) {
     return bytes.length > options.keepMaxBytes ? { kind: 'deferred' } : { kind: 'text', bytes: new Uint8Array(bytes) };
   }
   let hits;
   try {
     const re = regexes.get(options.match.source, options.match.flags);
-    // The needle is a string every matching line contains (LineMatcher.needle): only lines holding it are tested.
-    hits = matchLines(re, bytes.toString('utf8'), options.needle ? regexes.needleText(options.needle) : null);
+    // Every matching line holds the needle (LineMatcher.needle) and one string of the required set (anyOf): only
+    // lines holding one of the set, else the needle, are tested.
+    const literal = options.anyOf
+      ? regexes.anyOfText(options.anyOf)
+      : options.needle
+        ? regexes.needleText(options.needle)
+        : null;
+    hits = matchLines(re, bytes.toString('utf8'), literal);
   } catch {
     // The expression threw while it ran (V8's backtracking stack overflows on a long line: RangeError). The thread
     // must live on (it serves every search and regular expression of the process): the caller reads the file and

@@ -27,6 +27,11 @@ export interface ReaderOptions {
   keepMaxBytes: number;
   /** Bytes every matching line contains (null: every text file is a candidate). */
   needle: Uint8Array | null;
+  /**
+   * Bytes of which every matching line contains one (LineMatcher.anyOf; null: none known): a candidate holding none
+   * of them is `no_match` undecoded, and only the lines holding one are tested (absent: none known).
+   */
+  anyOf?: Uint8Array[] | null;
   /** Match lines here (`hits`), with this expression; `bounded`: a user regex under the per-file time limit. */
   match: { source: string; flags: string; bounded: boolean } | null;
 }

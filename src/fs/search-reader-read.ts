@@ -11,31 +11,49 @@ import path from 'node:path';
 import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
 import { openForReadSync } from './open-file.js';
 import { isWithin } from './path-within.js';
-import { classify, CompiledRegexes, matched } from './search-reader-match.js';
+import { classify, CompiledRegexes, matched, type ContainsBytes } from './search-reader-match.js';
 import type { ReaderOptions, ReadOutcome } from './search-reader-protocol.js';
 import { VerifiedDir } from './verified-dir.js';
 
 /**
- * The verified directories a reader thread holds while it reads a batch (Linux): the chain from the root of the
- * directory it reads in now down to it (`stack`, outermost first; a later directory below any of them is opened from
- * there, one O_NOFOLLOW step per component), and that directory (`current`: null when it could not be opened or
- * proven). Closed at the end of each batch (`closeDir`): the next batch proves its directories afresh.
+ * The verified directories a reader thread holds (Linux): the chain from the root of the directory it reads in now
+ * down to it (`stack`, outermost first; a later directory below any of them is opened from there, one O_NOFOLLOW step
+ * per component), and that directory (`current`: null when it could not be opened or proven). The chain is kept from
+ * one batch of a search to the next (`keepDir`; a batch of another search, whose roots may differ, drops it first) and
+ * closed when the thread goes idle (`closeDir`). What a kept chain saves is only the steps down to a directory: each
+ * batch proves its first directory afresh, every directory is proven when it is reached (its /proc/self/fd location
+ * is exactly the path the walk listed, inside the roots), and a proof that fails through a kept chain is tried once
+ * more from the root, so a batch reads exactly what one that opened everything afresh would.
  */
 export interface DirCursor {
   stack: VerifiedDir[];
   current: { path: string; dir: VerifiedDir | null } | null;
+  /** The search options the stack was opened under (null: none yet). */
+  owner: ReaderOptions | null;
+  /** The stack's outermost directory was opened by an earlier batch. */
+  kept: boolean;
 }
 
 /** A cursor holding nothing. */
 export function dirCursor(): DirCursor {
-  return { stack: [], current: null };
+  return { stack: [], current: null, owner: null, kept: false };
 }
 
-/** Closes every directory a cursor holds (end of a batch). */
+/** Closes every directory a cursor holds (the thread is idle, or the search changed). */
 export function closeDir(cursor: DirCursor): void {
   for (const d of cursor.stack) d.close();
   cursor.stack = [];
   cursor.current = null;
+  cursor.kept = false;
+}
+
+/**
+ * End of a batch: the chain stays open for the next batch of the same search, but no directory counts as proven any
+ * more (the next batch proves its first directory again).
+ */
+export function keepDir(cursor: DirCursor): void {
+  cursor.current = null;
+  cursor.kept = cursor.stack.length > 0;
 }
 
 /** True when `dir` is `p` or an ancestor of it. */
@@ -47,17 +65,38 @@ function holds(dir: string, p: string): boolean {
  * The verified directory `parent` (absolute, real), from the cursor or opened now below the deepest directory the
  * cursor holds above it (the root containing it, opened by `VerifiedDir.open`, when none): every step O_NOFOLLOW
  * relative to its verified parent, then the one proof of the verified-access module (`assertStill`: its
- * /proc/self/fd location is exactly `parent`) and `parent` inside the roots. Null when any of that fails (every file
- * in it is then unreadable).
+ * /proc/self/fd location is exactly `parent`) and `parent` inside the roots. When that fails through a chain kept from
+ * an earlier batch (a directory above may have been moved or replaced since), once more from the root. Null when it
+ * fails (every file in it is then unreadable).
  */
 function verifiedParent(parent: string, options: ReaderOptions, cursor: DirCursor): VerifiedDir | null {
   if (cursor.current?.path === parent) return cursor.current.dir;
+  if (cursor.owner !== options) {
+    closeDir(cursor);
+    cursor.owner = options;
+  }
   const isInside = (p: string) => options.roots.some((r) => isWithin(r.real, p));
-  let dir: VerifiedDir | null;
+  let dir = provenParent(parent, options, cursor, isInside);
+  if (dir === null && cursor.kept) {
+    closeDir(cursor);
+    dir = provenParent(parent, options, cursor, isInside);
+  }
+  cursor.current = { path: parent, dir };
+  return dir;
+}
+
+/** `verifiedParent`'s steps and proof, through the chain the cursor holds. Null when any of it fails. */
+function provenParent(
+  parent: string,
+  options: ReaderOptions,
+  cursor: DirCursor,
+  isInside: (p: string) => boolean,
+): VerifiedDir | null {
   try {
     const stack = cursor.stack;
     while (stack.length > 0 && !holds(stack[stack.length - 1].path, parent)) stack.pop()!.close();
     if (stack.length === 0) {
+      cursor.kept = false;
       const root = options.roots.filter((r) => holds(r.real, parent)).sort((a, b) => b.real.length - a.real.length)[0];
       if (!root) throw new Error('outside the roots');
       stack.push(VerifiedDir.open(root.real, isInside));
@@ -65,14 +104,13 @@ function verifiedParent(parent: string, options: ReaderOptions, cursor: DirCurso
     const top = stack[stack.length - 1];
     const below = parent.slice(top.path.length).split('/').filter(Boolean);
     for (const name of below) stack.push(stack[stack.length - 1].openDir(name));
-    dir = stack[stack.length - 1];
+    const dir = stack[stack.length - 1];
     dir.assertStill();
     if (!isInside(parent)) throw new Error('outside the roots');
+    return dir;
   } catch {
-    dir = null;
+    return null;
   }
-  cursor.current = { path: parent, dir };
-  return dir;
 }
 
 /**
@@ -178,6 +216,8 @@ export interface ReaderState {
   /** The native addon (null: the JavaScript path). */
   addon: NativeAddon | null;
   buffers: NativeBuffers;
+  /** The required set's byte test: the addon's `contains` (Buffer#indexOf's verdict, test/fs/native-reader.test.ts). */
+  contains: ContainsBytes | undefined;
 }
 
 /** A fresh ReaderState (`addon` null: the JavaScript path only). */
@@ -187,6 +227,7 @@ export function readerState(addon: NativeAddon | null): ReaderState {
     dir: dirCursor(),
     addon,
     buffers: nativeBuffers(),
+    contains: addon ? (haystack, needle) => addon.contains(haystack, needle) : undefined,
   };
 }
 
@@ -250,7 +291,8 @@ function readRun(
   try {
     nativeReadRun(state.addon!, dir.fd, names, options.maxFileBytes, options.needle, state.buffers, (k, r) => {
       hooks.before(first + k);
-      const outcome = r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes) : null;
+      const outcome =
+        r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes, state.contains) : null;
       each(first + k, outcome ?? NATIVE_KIND[r.code as 1 | 2 | 3 | 4]);
       hooks.after();
       answered = k + 1;

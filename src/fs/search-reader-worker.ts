@@ -27,7 +27,13 @@ import {
   type RegexJobReply,
   type RegexJobRequest,
 } from './search-reader-protocol.js';
-import { closeDir, readBatch, readerState, type BatchHooks, type ReaderState } from './search-reader-read.js';
+import { closeDir, keepDir, readBatch, readerState, type BatchHooks, type ReaderState } from './search-reader-read.js';
+
+/**
+ * How long a reader thread keeps the verified directories of its last batch open once it has no batch to read, ms: the
+ * next batch of the same search goes on from them (src/fs/search-reader-read.ts `keepDir`); an idle thread holds none.
+ */
+const KEEP_DIRS_IDLE_MS = 20;
 
 /** Answers one batch: every file's outcome code, and the bytes of those that have them (transferred). */
 function answerBatch(
@@ -51,8 +57,8 @@ function answerBatch(
   // A session this worker does not know (never sent, or dropped): the caller reads the files itself.
   if (options) readBatch(files, options, state, each, hooks);
   else files.forEach((_, i) => each(i, { kind: 'fallback' }));
-  // The directories are verified afresh by the next batch (its roots may differ, and they may have moved since).
-  closeDir(state.dir);
+  // The next batch of this search goes on from these directories, proving each again (search-reader-read.ts).
+  keepDir(state.dir);
   const reply: BatchReply = { id: job.id, kinds: codes.join(''), found };
   port.postMessage(reply, transfer);
 }
@@ -68,6 +74,8 @@ function serve(port: MessagePort, progress: Int32Array, epoch: number, addon: Na
     },
     after: () => Atomics.store(progress, P_STARTED, 0),
   };
+  const idle = setTimeout(() => closeDir(state.dir), KEEP_DIRS_IDLE_MS);
+  idle.unref();
   port.on('message', (msg: BatchRequest | RegexJobRequest) => {
     Atomics.store(progress, P_BATCH, msg.id);
     if ('job' in msg) {
@@ -88,6 +96,7 @@ function serve(port: MessagePort, progress: Int32Array, epoch: number, addon: Na
     }
     answerBatch(port, msg, sessions.get(msg.session), state, hooks);
     Atomics.store(progress, P_STARTED, 0);
+    idle.refresh();
   });
 }
 

@@ -176,8 +176,12 @@ export class SearchReaderPool {
    * ticket; `read` is `submit` and wait.
    */
   session(options: ReaderOptions): { submit(file: string): ReadTicket; read(file: string): Promise<ReadOutcome> } {
-    // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy it out.
-    options = { ...options, needle: options.needle ? new Uint8Array(options.needle) : null };
+    // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy them out.
+    options = {
+      ...options,
+      needle: options.needle ? new Uint8Array(options.needle) : null,
+      anyOf: options.anyOf ? options.anyOf.map((b) => new Uint8Array(b)) : null,
+    };
     const session = this.nextSession++;
     let files: string[] = [];
     let pending = new PendingBatch();

@@ -113,6 +113,7 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     }
     if (looksBinary(bytes, true)) return { kind: 'binary' }; // as the reader threads judge it
     if (o.matcher.needle && bytes.indexOf(o.matcher.needle) === -1) return { kind: 'no_match' };
+    if (o.matcher.anyOf && !o.matcher.anyOf.some((b) => bytes.indexOf(b) !== -1)) return { kind: 'no_match' };
     const text = bytes.toString('utf8');
     const hits = await o.matcher.match(text);
     return hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits };
@@ -123,6 +124,7 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     maxFileBytes: o.maxFileBytes,
     keepMaxBytes: READ_AHEAD_MAX_FILE_BYTES,
     needle: o.matcher.needle,
+    anyOf: o.matcher.anyOf ? [...o.matcher.anyOf] : null,
     // The reader threads match lines themselves (a user regex under the same per-file time limit).
     match: matcherSpec(o.query, { regex: o.regex, caseSensitive: o.caseSensitive }),
   });

@@ -412,6 +412,9 @@ describe.runIf(loaded !== null)('differential: the addon and the JavaScript path
   const optionsArb = fc.record({
     needle: fc.constantFrom(null, 'needle', 'é', 'hello world', 'zzzz'),
     match: fc.constantFrom(null, 'needle', 'l+o', 'TODO\\((alice|bob)\\):'),
+    // The required set (LineMatcher.anyOf): tested by Buffer#indexOf on the JavaScript path, the addon's `contains`
+    // on the native one.
+    anyOf: fc.constantFrom(null, ['needle', 'zzzz'], ['hello', 'é'], ['TODO(alice):', 'TODO(bob):']),
     maxFileBytes: fc.constantFrom(100, 1000, 1_000_000),
     keepMaxBytes: fc.constantFrom(10, 100_000),
     outBytes: fc.constantFrom(undefined, 0, 16, 200),
@@ -454,6 +457,7 @@ describe.runIf(loaded !== null)('differential: the addon and the JavaScript path
           keepMaxBytes: o.keepMaxBytes,
           needle: o.needle === null ? null : Buffer.from(o.needle),
           match: o.match === null ? null : { source: o.match, flags: 'u', bounded: false },
+          anyOf: o.anyOf === null ? null : o.anyOf.map((s) => Buffer.from(s)),
         };
         const before = openFds();
         const viaJs = outcomes(files, options, null);
