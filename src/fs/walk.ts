@@ -267,8 +267,10 @@ export async function walkInto(
   options: Omit<WalkOptions, 'sink'>,
   sink: NonNullable<WalkOptions['sink']>,
 ): Promise<void> {
-  // With a sink the walk yields nothing: this only drives it.
-  for await (const _ of walkTree({ ...options, sink })) {
+  // With a sink the walk yields nothing: this only drives it. The options object is built by Object.assign, not by
+  // a spread with `sink` after it: V8 (Node 20) gave every `{ ...options, sink }` a map of its own, so each call
+  // deoptimized the walk's loop (it reads these options per entry) and it was compiled again, call after call.
+  for await (const _ of walkTree(Object.assign({}, options, { sink }))) {
     /* nothing is yielded */
   }
 }
