@@ -493,7 +493,10 @@ async function* descend(
     return;
   }
   try {
-    yield* walkDir(o, run, { ...frame, dir: child, depth: f.depth + 1 });
+    // Field by field, not `{ ...frame, dir, depth }`: V8 (Node 20) gives such a spread a map of its own each time, and
+    // walkDir reads the frame per entry (see walkInto).
+    const { abs, rel, rootRel, levels, resume } = frame;
+    yield* walkDir(o, run, { dir: child, abs, rel, rootRel, depth: f.depth + 1, levels, resume });
   } finally {
     child.close();
   }
