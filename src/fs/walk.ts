@@ -142,6 +142,12 @@ const SLICE_CHECK_EVERY = 8;
 interface WalkRun {
   /** Set when the sink (WalkOptions.sink) asked to stop: every level returns. */
   stopped: boolean;
+  /**
+   * WalkOptions.signal's `aborted`, kept by its abort listener: read per entry, where reading the signal itself was
+   * a V8 map check that failed on every call (each AbortSignal of Node 20 has a map of its own), so the walk's loop was
+   * deoptimized and compiled again.
+   */
+  aborted: boolean;
   wantStats: boolean;
   statsSinceYield: number;
   entriesSinceCheck: number;
@@ -179,8 +185,10 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
   const budget = patternBudget();
   const include = globMatcher(options.include, options.nocase ?? false, 'include', budget);
   const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude', budget);
+  const signal = options.signal;
   const run: WalkRun = {
     stopped: false,
+    aborted: signal?.aborted ?? false,
     wantStats: options.stats !== false,
     statsSinceYield: 0,
     entriesSinceCheck: 0,
@@ -191,6 +199,10 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
   // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
   let dir = VerifiedDir.open(options.rootReal, (p) => isWithin(options.rootReal, p));
+  const onAbort = () => {
+    run.aborted = true;
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
     for (let i = 0; i < parts.length; i++) {
@@ -221,6 +233,7 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       resume: options.resume ?? null,
     });
   } finally {
+    signal?.removeEventListener('abort', onAbort);
     dir.close();
   }
 }
@@ -267,8 +280,10 @@ export async function walkInto(
   options: Omit<WalkOptions, 'sink'>,
   sink: NonNullable<WalkOptions['sink']>,
 ): Promise<void> {
-  // With a sink the walk yields nothing: this only drives it.
-  for await (const _ of walkTree({ ...options, sink })) {
+  // With a sink the walk yields nothing: this only drives it. The options object is built by Object.assign, not by
+  // a spread with `sink` after it: V8 (Node 20) gave every `{ ...options, sink }` a map of its own, so each call
+  // deoptimized the walk's loop (it reads these options per entry) and it was compiled again, call after call.
+  for await (const _ of walkTree(Object.assign({}, options, { sink }))) {
     /* nothing is yielded */
   }
 }
@@ -412,7 +427,7 @@ function handOver(o: WalkOptions, run: WalkRun, item: WalkItem | WalkEntry, name
 }
 
 async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerator<WalkItem | WalkEntry> {
-  if (o.signal?.aborted) return;
+  if (run.aborted) return;
   const listing = await listingOf(o, f);
   if (!listing) return;
   const { dirents, names } = listing;
@@ -435,7 +450,7 @@ async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerat
     const name = names[i];
     const due = yieldIfDue(run);
     if (due) await due;
-    if (o.signal?.aborted) return;
+    if (run.aborted) return;
     const place = f.resume ? againstCursor(f.resume, dirDepth, name) : AFTER_CURSOR;
     if (place === null) continue;
     const relative = f.rel ? `${f.rel}/${name}` : name;
@@ -491,7 +506,10 @@ async function* descend(
     return;
   }
   try {
-    yield* walkDir(o, run, { ...frame, dir: child, depth: f.depth + 1 });
+    // Field by field, not `{ ...frame, dir, depth }`: V8 (Node 20) gives such a spread a map of its own each time, and
+    // walkDir reads the frame per entry (see walkInto).
+    const { abs, rel, rootRel, levels, resume } = frame;
+    yield* walkDir(o, run, { dir: child, abs, rel, rootRel, depth: f.depth + 1, levels, resume });
   } finally {
     child.close();
   }

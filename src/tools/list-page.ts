@@ -23,8 +23,17 @@ interface Shaped {
 }
 
 /**
- * An entry's compact form, text line and cost. The common entry (a plain file or directory of a names-and-types
- * listing): its compact form and its text line are the same string unless the name must be quoted
+ * A name of printable ASCII other than `"` and `\`: its JSON string is its characters (one byte each) and its text
+ * line is itself (quoteName leaves it as is: src/tools/text-safe.ts). One native regex test per entry instead of a
+ * quoting test and a character loop: nearly every listed name is one, and the first calls of a process run this
+ * code before it is optimized.
+ */
+const PLAIN_NAME = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * An entry's compact form, text line and cost, for every entry but a plain-named file or directory (ListPage.add
+ * handles those itself, see PLAIN_NAME). A file or directory that is not a secret and has no stats is just its path (a
+ * directory's with `/` after it), its text line the same string unless the name must be quoted
  * (src/tools/text-safe.ts). Anything else is an object; size and mtime only on request (`long`: they tripled a
  * listing's bytes in every client's context).
  */
@@ -56,12 +65,16 @@ function shape(entry: WalkItem | WalkEntry, secret: boolean, linkTarget: EntryOb
  */
 export class ListPage {
   readonly entries: z.infer<typeof EntrySchema>[] = [];
-  readonly lines: string[] = [];
   lastPath: string | undefined;
   truncated = false;
   unreadable = 0;
   nameTooLong = 0;
   ignoreRules = 0;
+  /**
+   * The text lines, once one differs from its entry (a quoted name, an object entry); null while every entry is a
+   * string that is its own line, the common page, whose text is then its entries joined (one array, not two).
+   */
+  private lines: string[] | null = null;
   private pendingUnreadable = 0;
   private pendingNameTooLong = 0;
   // Each entry (structured + its text line) is charged to the response budget as it is added.
@@ -84,20 +97,37 @@ export class ListPage {
       this.truncated = true;
       return false;
     }
-    const { shaped, line, cost } = shape(entry, secret, linkTarget);
+    const relative = entry.relative;
+    let shaped: z.infer<typeof EntrySchema>;
+    let line: string;
+    let cost: number;
+    if (
+      !secret &&
+      !('stats' in entry) &&
+      (entry.type === 'file' || entry.type === 'directory') &&
+      PLAIN_NAME.test(relative)
+    ) {
+      // The common entry: shape()'s result without building it (JSON string and line are the same characters).
+      line = entry.type === 'directory' ? `${relative}/` : relative;
+      shaped = line;
+      cost = 2 * line.length + 2;
+    } else {
+      ({ shaped, line, cost } = shape(entry, secret, linkTarget));
+    }
     // Each entry also leaves room for the cursor that would follow it (next_cursor and the text's last line: a
     // deep path's cursor is kilobytes, past the fixed 2 KiB), so a truncated page stays within the budget.
-    if (cost + 2 * afterCursorBytesBound(entry.relative.length) + CURSOR_LINE_BYTES > this.budget.remaining) {
+    if (cost + 2 * afterCursorBytesBound(relative.length) + CURSOR_LINE_BYTES > this.budget.remaining) {
       if (this.entries.length > 0) {
         this.truncated = true;
         return false;
       }
     }
     this.budget.charge(cost); // (the first entry always goes: a page makes progress)
-    this.commitSkips();
+    if (this.pendingUnreadable !== 0 || this.pendingNameTooLong !== 0) this.commitSkips();
+    if (this.lines === null && line !== shaped) this.lines = (this.entries as string[]).slice();
     this.entries.push(shaped);
-    this.lastPath = entry.relative;
-    this.lines.push(line);
+    this.lastPath = relative;
+    if (this.lines !== null) this.lines.push(line);
     return true;
   }
 
@@ -109,15 +139,14 @@ export class ListPage {
     this.pendingNameTooLong = 0;
   }
 
-  /** The page's text, with the truncation line (its cursor) or `(empty)`. */
+  /** The page's text: one line per entry, then the truncation line (its cursor) or `(empty)`. */
   text(nextCursor: string | null): string {
-    const lines = [...this.lines];
-    if (this.truncated) {
-      lines.push(
-        `[fs-tools: listing truncated at ${this.entries.length} entries; continue with cursor: ${nextCursor}]`,
-      );
-    }
-    if (this.entries.length === 0) lines.push('(empty)');
-    return lines.join('\n');
+    // While `lines` is null every entry is a string that is its own line.
+    const body = (this.lines ?? (this.entries as string[])).join('\n');
+    const last = this.truncated
+      ? `[fs-tools: listing truncated at ${this.entries.length} entries; continue with cursor: ${nextCursor}]`
+      : null;
+    if (this.entries.length === 0) return last === null ? '(empty)' : `${last}\n(empty)`;
+    return last === null ? body : `${body}\n${last}`;
   }
 }
