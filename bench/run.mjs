@@ -8,7 +8,8 @@
  * ROOT) and are driven by the same MCP client. Every operation is repeated; the table shows medians, the ratio
  * fs-tools / peer (of times: below 1.0 means fs-tools is faster; for calls per second the ratio is peer/fs-tools
  * calls per second, the same thing) and each server's peak RSS during that operation (VmHWM from /proc/PID/status,
- * reset before each operation through /proc/PID/clear_refs). Two rows summarise: the one-shot `fs-tools call
+ * reset before each operation through /proc/PID/clear_refs); the read_file rows also note each server's CPU time per
+ * call (user + system from /proc/PID/stat), which a loaded machine disturbs less than wall time. Two rows summarise: the one-shot `fs-tools call
  * read_file` wall time against a bare `node -e 0` (bench/one-shot.mjs), and the server's peak RSS over the whole bench
  * against the peer's. The header names the machine, the load average at the start and the end, and whether the kernel
  * wall was in force in the server measured (it is on by default; the bench says so when it is not).
@@ -95,6 +96,18 @@ async function allPages(server, tool, args) {
   } while (cursor);
   return pages;
 }
+
+/** CPU time (user + system) a process has used so far, ms, from /proc/PID/stat; null where /proc is not readable. */
+function cpuMs(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** The kernel's clock ticks per second for /proc/PID/stat times (USER_HZ: 100 on Linux; `getconf CLK_TCK`). */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
 /** Two decimals, or three where two would round onto a target (1.00, 0.20, 2.00) and hide which side it is on. */
@@ -197,6 +210,9 @@ async function main() {
       peer.resetPeakRss();
       const a = [];
       const b = [];
+      // The CPU time each server spent on the rounds (user + system): on a loaded machine the wall times vary with
+      // the scheduler, the CPU per call much less.
+      const cpuBefore = [cpuMs(fs.pid), cpuMs(peer.pid)];
       for (let round = 0; round < 5; round++) {
         if (round % 2 === 0) {
           a.push(await throughput(fsRead, n, concurrency));
@@ -206,11 +222,16 @@ async function main() {
           a.push(await throughput(fsRead, n, concurrency));
         }
       }
+      const perCall = (pid, before) => {
+        const after = cpuMs(pid);
+        return after === null || before === null ? 'n/a' : `${((after - before) / (5 * n)).toFixed(3)} ms`;
+      };
+      const cpuNote = `server CPU per call: fs-tools ${perCall(fs.pid, cpuBefore[0])}, peer ${perCall(peer.pid, cpuBefore[1])}`;
       const fsCps = median(a);
       const peerCps = median(b);
       row({ id: '1', op: `read_file 4 KB, ${label}`, unit: 'calls/s', fs: Math.round(fsCps), peer: Math.round(peerCps), peerName: 'peer read_text_file',
         ratio: peerCps / fsCps, target: '≤ 0.67 (≥ 1.5× its calls/s)', met: peerCps / fsCps <= 0.67, fsRss: fs.peakRssMb(), peerRss: peer.peakRssMb(),
-        note: `5 rounds of ${n} calls` });
+        note: `5 rounds of ${n} calls; ${cpuNote}` });
     }
   }
 

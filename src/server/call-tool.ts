@@ -67,7 +67,7 @@ export async function callTool(
     });
     return { ok: false, envelope: toEnvelope(refused) };
   }
-  return await state.calls.track(runCall(state, tool, name, rawArgs, AbortSignal.any([signal, state.calls.signal])));
+  return await state.calls.run(signal, (callSignal) => runCall(state, tool, name, rawArgs, callSignal));
 }
 
 async function runCall(

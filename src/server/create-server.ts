@@ -10,6 +10,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   Server,
+  type CallToolRequest,
   type CallToolResult,
   type JSONRPCRequest,
   type Result,
@@ -53,8 +54,23 @@ const refusedArguments = new WeakMap<object, RefusedArguments>();
  *
  * The SDK's message hook classifies a request with one zod parse instead of three in dist/ (scripts/sdk-patch.mjs,
  * applied at bundling; nothing here reaches into the SDK's private members).
+ *
+ * A tools/call request whose params are only a string `name` and a plain-object `arguments` (or none) — what every
+ * 2025-era client sends unless it adds `_meta` — goes to the handler as it is (`onToolsCall`), without the SDK's
+ * second parse of it against CallToolRequestSchema (`setRequestHandler`'s stored handler, after the stdin guard's
+ * parse): that schema passes such params unchanged and the handler reads only `name` and `arguments`. Any other
+ * shape (a `_meta`, a `task`, the 2026-07-28 envelope, a wrong type) takes the SDK's validation and its errors.
  */
 class FsToolsServer extends Server {
+  /** The tools/call handler as registered (`setToolsCallHandler`), for requests that need no second parse. */
+  private onToolsCall?: (request: CallToolRequest, ctx: ServerContext) => Promise<CallToolResult>;
+
+  /** Registers the tools/call handler (through the SDK's `setRequestHandler`, which wraps it below). */
+  setToolsCallHandler(handler: (request: CallToolRequest, ctx: ServerContext) => Promise<CallToolResult>): void {
+    this.onToolsCall = handler;
+    this.setRequestHandler('tools/call', handler);
+  }
+
   protected override _wrapHandler(
     method: string,
     handler: (request: JSONRPCRequest, ctx: ServerContext) => Promise<Result>,
@@ -85,6 +101,8 @@ class FsToolsServer extends Server {
         );
       }
       try {
+        const direct = this.onToolsCall;
+        if (direct && plainCallParams(request.params)) return direct(request as unknown as CallToolRequest, ctx);
         return handler(request, ctx);
       } catch (error) {
         // `setRequestHandler`'s stored handler validates the request synchronously and throws a plain Error (which
@@ -115,7 +133,7 @@ export function createServer(state: ProcessState): Server {
     }),
   );
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
+  server.setToolsCallHandler(async (request, ctx) => {
     const { name, arguments: args } = request.params;
     let outcome;
     try {
@@ -165,6 +183,24 @@ export function createServer(state: ProcessState): Server {
   server.oninitialized = readRoots;
   server.setNotificationHandler('notifications/roots/list_changed', () => readRoots());
   return server;
+}
+
+/**
+ * True when `params` are a tools/call request's params that the SDK's CallToolRequestSchema would pass as they are: a
+ * plain object with a string `name`, an optional plain-object `arguments` (a record of any values; an own
+ * `__proto__` key is left to the schema), and no other member. Anything else is for the SDK to judge.
+ */
+function plainCallParams(params: unknown): boolean {
+  if (!plainRecord(params)) return false;
+  for (const key in params) if (key !== 'name' && key !== 'arguments') return false;
+  if (typeof params.name !== 'string') return false;
+  const args = params.arguments;
+  return args === undefined || (plainRecord(args) && !Object.hasOwn(args, '__proto__'));
+}
+
+/** A JSON object as JSON.parse builds it: not null, not an array, Object.prototype as its prototype. */
+function plainRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 }
 
 /** roots/list's result as sent: any JSON value (RootSet.applyClientAnswer judges each entry). */

@@ -212,7 +212,7 @@ function plainArray(value: unknown): value is unknown[] {
  * read_file's result carries the file's text twice — the first content block's `text` and `structuredContent.content`
  * (structured-first and text-only clients each see it) — and escaping a 4 KB text is about half of
  * serializing the whole answer. When both hold the same string, the message is serialized with a marker in both places
- * (spreads keep every key's position) and the escaped text is put in for the two markers; any other message, or one
+ * (spreads keep every key's position) and the escaped text is put in for the two markers, once escaped; any other message, or one
  * where the marker does not appear exactly twice, is serialized as it is. test/server/stdio-transport.test.ts checks the
  * output against JSON.stringify.
  * @throws what JSON.stringify throws (a cycle, a BigInt)
@@ -235,8 +235,20 @@ export function serializeMessage(message: JSONRPCMessage): string {
               structuredContent: { ...structured, content: MARKER },
             },
           });
-          const parts = skeleton.split(MARKER_JSON);
-          if (parts.length === 3) return parts.join(JSON.stringify(text));
+          const first = skeleton.indexOf(MARKER_JSON);
+          const second = first === -1 ? -1 : skeleton.indexOf(MARKER_JSON, first + MARKER_JSON.length);
+          if (second !== -1 && skeleton.indexOf(MARKER_JSON, second + MARKER_JSON.length) === -1) {
+            // Concatenated, not joined: V8 keeps the pieces as a rope that the write to stdout flattens once (a
+            // joined string was one more 9 KB copy per read, flattened again with the line's newline).
+            const escaped = JSON.stringify(text);
+            return (
+              skeleton.slice(0, first) +
+              escaped +
+              skeleton.slice(first + MARKER_JSON.length, second) +
+              escaped +
+              skeleton.slice(second + MARKER_JSON.length)
+            );
+          }
         }
       }
     }

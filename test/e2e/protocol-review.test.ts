@@ -5,6 +5,8 @@
  *  - an invalid tools/call request (name not a string, arguments a string or an array, no params) is JSON-RPC -32602
  *    "Invalid tools/call request: …" — regression: with the wrapper dropped, the SDK's remaining validation threw a
  *    plain Error, answered -32603 (internal error) with a raw zod dump;
+ *  - a tools/call whose params hold more than a string name and plain-object arguments (an extra member, a _meta) is
+ *    judged by the SDK's schema as before (the plain shape skips that second parse);
  *  - a requestState that is not a string is -32602 invalid_request_state, as the SDK answers it; a string one is
  *    ignored (fs-tools mints none) and the call is served;
  *  - a burst of pipelined calls whose answers far exceed stdout's buffer (40 × 30 KB in one write) is answered
@@ -120,6 +122,28 @@ describe.each(ERAS)('tools/call requests as before issue #19 (%s era, raw pipe)'
     // The server is unharmed: a valid call is served.
     raw.write(line(5, 'tools/call', { name: 'read_file', arguments: { path: 'a.txt' } }));
     expect((await raw.waitFor(5)).result.content[0].text).toBe('hello\n');
+  });
+
+  it('judges a tools/call whose params carry more than name and arguments as the SDK does', async () => {
+    // Only params that are exactly a string name and plain-object arguments skip the SDK's second parse
+    // (src/server/create-server.ts); these shapes still take it: a member the schema strips, a _meta, a `task` it checks.
+    raw.write(line(30, 'tools/call', { name: 'read_file', arguments: { path: 'a.txt' }, extra: 1 }));
+    raw.write(
+      line(31, 'tools/call', { name: 'read_file', arguments: { path: 'a.txt' }, _meta: { progressToken: 'p' } }),
+    );
+    expect((await raw.waitFor(30)).result.content[0].text).toBe('hello\n');
+    expect((await raw.waitFor(31)).result.content[0].text).toBe('hello\n');
+    if (era === 'legacy') {
+      raw.write(line(32, 'tools/call', { name: 'read_file', arguments: { path: 'a.txt' }, task: 5 }));
+      const refused = await raw.waitFor(32);
+      expect(refused.error?.code, JSON.stringify(refused)).toBe(-32602);
+      expect(refused.error.message).toMatch(/^Invalid tools\/call request: /);
+    }
+    // An own __proto__ member of the arguments (JSON.parse makes one) is left to the SDK's schema, which drops it.
+    raw.write(
+      line(33, 'tools/call', { name: 'read_file', arguments: { path: 'a.txt', zz: 1 } }).replace('"zz"', '"__proto__"'),
+    );
+    expect((await raw.waitFor(33)).result.content[0].text).toBe('hello\n');
   });
 
   it('refuses a requestState that is not a string (-32602) and ignores a string one', async () => {

@@ -1,0 +1,66 @@
+/**
+ * CallTracker.run (src/server/shutdown.ts): the signal each call hands its tool fires when the request's signal fires
+ * (the client cancelled, or the connection closed) and when the shutdown grace ends, and carries that reason; the
+ * listener it adds to the request's signal is gone once the call settled.
+ */
+import { describe, expect, it } from 'vitest';
+import { CallTracker } from '../../src/server/shutdown.js';
+
+/** A call that runs until its signal fires, then settles with the reason it saw. */
+function untilAborted(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(signal.reason);
+    else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
+  });
+}
+
+describe('CallTracker.run', () => {
+  it("fires the call's signal when the request's signal fires, with its reason", async () => {
+    const calls = new CallTracker();
+    const request = new AbortController();
+    const running = calls.run(request.signal, untilAborted);
+    expect(calls.size).toBe(1);
+    const reason = new Error('cancelled by the client');
+    request.abort(reason);
+    await expect(running).resolves.toBe(reason);
+    await Promise.resolve();
+    expect(calls.size).toBe(0);
+  });
+
+  it('hands an already aborted signal to a call whose request was aborted before it started', async () => {
+    const calls = new CallTracker();
+    const request = new AbortController();
+    request.abort('gone');
+    await expect(calls.run(request.signal, untilAborted)).resolves.toBe('gone');
+  });
+
+  it('aborts the calls still running when the grace ends, and hands later calls an aborted signal', async () => {
+    const calls = new CallTracker();
+    const request = new AbortController();
+    const seen: unknown[] = [];
+    const running = calls.run(request.signal, async (signal) => seen.push(await untilAborted(signal)));
+    const left = await calls.drain(10, 1000);
+    expect(left).toBe(0);
+    await running;
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBe(calls.signal.reason);
+    expect(request.signal.aborted).toBe(false);
+    const late = await calls.run(new AbortController().signal, async (signal) => Promise.resolve(signal.aborted));
+    expect(late).toBe(true);
+  });
+
+  it('leaves no listener on the request signal once the call settled', async () => {
+    const calls = new CallTracker();
+    const request = new AbortController();
+    let fired = 0;
+    let callSignal: AbortSignal | undefined;
+    await calls.run(request.signal, (signal) => {
+      callSignal = signal;
+      signal.addEventListener('abort', () => fired++);
+      return Promise.resolve('done');
+    });
+    request.abort();
+    expect(callSignal?.aborted).toBe(false);
+    expect(fired).toBe(0);
+  });
+});
