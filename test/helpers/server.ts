@@ -104,6 +104,16 @@ const legacyValidator = sharedValidator(new LegacyValidator());
 export type Era = 'modern' | 'legacy';
 export const ERAS: Era[] = ['modern', 'legacy'];
 
+/**
+ * `fn` (vitest's `it` or `describe`) when the suite's `era` is `only`, else a stand-in that registers nothing: for
+ * cases whose outcome does not depend on the client's era (server-side work such as bulk data, git contents, forge
+ * failures), so that a `describe.each(ERAS)` suite runs them once instead of once per era. Each file's header says
+ * which of its cases run under both eras and why.
+ */
+export function inEra<T extends (...args: never[]) => unknown>(era: Era, only: Era, fn: T): T {
+  return era === only ? fn : ((() => undefined) as unknown as T);
+}
+
 /** A tools/call result as the client sees it. */
 export interface CallResult {
   isError?: boolean;
