@@ -16,6 +16,8 @@ export default defineConfig({
     // e2e tests spawn server processes; 2 cores.
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
+    // Large byte arrays compare with Buffer#equals instead of vitest's per-element walk (same verdicts).
+    setupFiles: ['test/helpers/byte-equality.ts'],
     // Issue #20: v8 coverage of the in-process code (e2e tests spawn dist/cli.js, which coverage does not see).
     // Per-file thresholds: every file in a guarded folder must meet its folder's bar, and the files named below their
     // own. src/errors and src/patch: measured 2026-12-01 with test/errors and test/patch alone, set slightly below.

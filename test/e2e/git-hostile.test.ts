@@ -17,7 +17,8 @@
  * submodule whose .git file leads outside; and the legitimate neighbours that must keep working (a symlinked .git
  * inside the roots, a linked worktree).
  *
- * For every case and level, with each era: git_status, git_diff (work tree, staged, paths) and write_file (dry run)
+ * For every case and level, with one era (the probes alternate between the two sessions: what git runs or reads is
+ * the server's, whichever client asks): git_status, git_diff (work tree, staged, paths) and write_file (dry run)
  * with expected_status_hash end with the expected code (or succeed), no marker file appears, and no outside or secret
  * content (nor the outside directory's path) appears in any result, envelope, server stderr or audit line.
  * Also: with TMPDIR inside the roots, the server's private git dir is made outside them (never reachable by an agent).
@@ -694,16 +695,17 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
 
   it('the matrix (both eras)', async () => {
     expect(PROBES.length).toBeGreaterThan(50);
+    const probesOf = (era: Era) => PROBES.filter((_, i) => ERAS[i % ERAS.length] === era);
     await Promise.all(
       ERAS.map(async (era) => {
-        for (const p of PROBES) await probeOnce(clients[era]!, p);
+        for (const p of probesOf(era)) await probeOnce(clients[era]!, p);
       }),
     );
     expect(markers()).toEqual([]);
     for (const era of ERAS) {
       const stderr = clients[era]!.stderr();
       const audit = readFileSync(`${AUDIT}.${era}`, 'utf8');
-      expect(audit.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(PROBES.length * 5);
+      expect(audit.split('\n').filter(Boolean).length).toBeGreaterThanOrEqual(probesOf(era).length * 5);
       for (const f of FORBIDDEN) {
         expect(stderr.includes(f), `${era} stderr carries ${f}`).toBe(false);
         expect(audit.includes(f), `${era} audit log carries ${f}`).toBe(false);

@@ -1,7 +1,9 @@
 /**
  * github_issues end to end (SPEC §8, §3.2, issue 6 acceptance): the real server (dist/cli.js) runs the real `gh`
  * binary against a fake GitHub on 127.0.0.1 (test/helpers/fake-github.ts; gh talks plain http to github.localhost,
- * routed with HTTP_PROXY). Under both protocol eras:
+ * routed with HTTP_PROXY). The actions and the remote resolution run under both protocol eras (results as each era's
+ * client parses them); the failure codes and the audit log run once (legacy era): an envelope is the same error result
+ * in both eras, and the codes, the retry semantics and the audit lines are the server's:
  * - actions: list (pull requests omitted and counted, cursor pages), view (comments paged), create, comment, close
  *   with reason, reopen, edit — a read sends only GETs, a write exactly one POST/PATCH (after one GET check);
  * - one case per code: GH_CLI_MISSING (PATH without gh), GH_AUTH_REQUIRED (no token → exit 4; 401), GH_FORBIDDEN
@@ -24,7 +26,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FAKE_GH_TOKEN, FakeGitHub } from '../helpers/fake-github.js';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
+import { connect, ERAS, inEra, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ home: {}, bin: {}, repos: {} }, 'fs-tools-gh-');
@@ -301,7 +303,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
   });
 
-  describe('failure codes', () => {
+  inEra(
+    era,
+    'legacy',
+    describe,
+  )('failure codes', () => {
     it('GH_CLI_MISSING: gh not on PATH', async () => {
       const e = expectCode(await call({ action: 'list', ...REPO }, 'nogh'), 'GH_CLI_MISSING');
       expect([e.error.retryable, e.error.recovery]).toEqual([false, 'fix_environment']);
@@ -590,7 +596,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
     });
   });
 
-  it('the audit log has one line per call with the action, and no bodies or tokens', async () => {
+  inEra(
+    era,
+    'legacy',
+    it,
+  )('the audit log has one line per call with the action, and no bodies or tokens', async () => {
     await call({ action: 'comment', ...REPO, number: 1, body: 'AUDIT-BODY-MARKER' });
     await call({ action: 'view', ...REPO, number: 3 });
     const lines = readFileSync(auditLog, 'utf8')

@@ -11,6 +11,9 @@
  *    (the response budget: a page continues with a cursor), and view of an issue with huge comments.
  * The server runs with --max-read-bytes=64 MiB and --max-search-results=100000, so the budget, not those caps, is
  * what cuts. "Size" below is the client's view of the result re-serialized, which is what the server sent.
+ * Under both eras: the 100 files of escape-heavy text (dozens of responses at the budget's edge, each parsed by that
+ * era's client with its own framing and result fields). Every other case runs once, the eras taking turns: what it
+ * proves (how the server cuts and continues) is the server's, and both clients read the same 10 MiB buffer.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESPONSE_LIMIT_BYTES } from '../../src/tools/response-budget.js';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
-import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
+import { connect, ERAS, inEra, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ home: {}, text: {}, nul: {}, search: {}, repo: {} }, 'fs-tools-budget-');
@@ -144,102 +147,123 @@ describe.each(ERAS)('the response budget (%s era)', (era: Era) => {
     expect(calls).toBeGreaterThan(4);
   }, 120_000);
 
-  it('read_files: 100 NUL-rich files of 256 KiB — one per call (each is ~3 MiB escaped), in order, none lost', async () => {
-    let paths = NUL;
-    for (let call = 0; call < 4; call++) {
-      const { s, text } = await ok('read_files', { paths });
-      expect(s.results).toHaveLength(1);
-      expect(s.results[0]).toMatchObject({ path: paths[0], ok: true });
-      expect(Buffer.from(s.results[0].result.content)).toEqual(nulBody);
-      expect(s.remaining_paths).toEqual(paths.slice(1));
-      expect(text).toContain('paths = remaining_paths (');
-      paths = s.remaining_paths;
-    }
-  }, 120_000);
-
-  it('read_files: a first file too large for the budget is cut with its own continuation; following it loses nothing', async () => {
-    const { s } = await ok('read_files', { paths: [BIG_NUL, NUL[0]] });
-    expect(s.results).toHaveLength(1);
-    const first = s.results[0].result;
-    expect(first.truncated).toBe(true);
-    expect(s.remaining_paths).toEqual([NUL[0]]);
-    let content = Buffer.from(first.content);
-    let continuation = first.continuation;
-    while (continuation) {
-      const { s: next } = await ok('read_file', { path: BIG_NUL, start_line: continuation.start_line });
-      content = Buffer.concat([content, Buffer.from(next.content)]);
-      continuation = next.continuation;
-    }
-    expect(content).toEqual(bigNulBody);
-  }, 120_000);
-
-  it('the widest search with context: every match exactly once across budgeted pages', async () => {
-    const seen: string[] = [];
-    let cursor: string | undefined;
-    let pages = 0;
-    do {
-      const { s, text } = await ok('search_files', {
-        path: path.join(ROOT, 'search'),
-        query: 'needle',
-        context_lines: 10,
-        max_results: 100000,
-        ...(cursor ? { cursor } : {}),
-      });
-      pages++;
-      for (const m of s.matches) {
-        seen.push(`${m.path}:${m.line}`);
-        expect(m.text).toContain(`needle ${m.line - 1} `);
+  inEra(era, 'modern', it)(
+    'read_files: 100 NUL-rich files of 256 KiB — one per call (each is ~3 MiB escaped), in order, none lost',
+    async () => {
+      let paths = NUL;
+      for (let call = 0; call < 4; call++) {
+        const { s, text } = await ok('read_files', { paths });
+        expect(s.results).toHaveLength(1);
+        expect(s.results[0]).toMatchObject({ path: paths[0], ok: true });
+        expect(Buffer.from(s.results[0].result.content)).toEqual(nulBody);
+        expect(s.remaining_paths).toEqual(paths.slice(1));
+        expect(text).toContain('paths = remaining_paths (');
+        paths = s.remaining_paths;
       }
-      if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
-      // The text shows the control characters escaped, never raw.
-      // eslint-disable-next-line no-control-regex -- the control bytes are what must not leak
-      expect(text).not.toMatch(/[\u0001\u0002]/);
-      cursor = s.next_cursor ?? undefined;
-    } while (cursor);
-    const expected = ['s0.txt', 's1.txt'].flatMap((f) =>
-      Array.from({ length: SEARCH_LINES }, (_, i) => `${f}:${i + 1}`),
-    );
-    expect(seen).toEqual(expected);
-    expect(pages).toBeGreaterThan(2);
-  }, 120_000);
+    },
+    120_000,
+  );
 
-  it('git_diff of a huge change: budgeted pages that concatenate to the whole diff', async () => {
-    let diff = '';
-    let cursor: string | undefined;
-    let pages = 0;
-    do {
-      const { s, text } = await ok('git_diff', { path: REPO, ...(cursor ? { cursor } : {}) });
-      pages++;
-      diff += s.diff;
-      if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
-      cursor = s.next_cursor ?? undefined;
-    } while (cursor);
-    expect(diff).toBe(fullDiff);
-    expect(pages).toBeGreaterThan(2);
-  }, 180_000);
+  inEra(era, 'legacy', it)(
+    'read_files: a first file too large for the budget is cut with its own continuation; following it loses nothing',
+    async () => {
+      const { s } = await ok('read_files', { paths: [BIG_NUL, NUL[0]] });
+      expect(s.results).toHaveLength(1);
+      const first = s.results[0].result;
+      expect(first.truncated).toBe(true);
+      expect(s.remaining_paths).toEqual([NUL[0]]);
+      let content = Buffer.from(first.content);
+      let continuation = first.continuation;
+      while (continuation) {
+        const { s: next } = await ok('read_file', { path: BIG_NUL, start_line: continuation.start_line });
+        content = Buffer.concat([content, Buffer.from(next.content)]);
+        continuation = next.continuation;
+      }
+      expect(content).toEqual(bigNulBody);
+    },
+    120_000,
+  );
 
-  it('github_issues list of huge bodies: pages split under the forge output cap, every issue once', async () => {
-    fake.reset();
-    const repo = fake.addRepo('big', 'bodies');
-    for (let i = 0; i < 30; i++) fake.addIssue(repo, { title: `huge ${i}`, body: `"\\${'b'.repeat(64 * KIB - 3)}` });
-    const numbers: number[] = [];
-    let cursor: string | undefined;
-    do {
-      const { s, text } = await ok('github_issues', {
-        action: 'list',
-        repo: 'big/bodies',
-        hostname: 'github.localhost',
-        ...(cursor ? { cursor } : {}),
-      });
-      numbers.push(...s.issues.map((i: { number: number }) => i.number));
-      if (s.next_cursor) expect(text).toContain(`call again with cursor: ${s.next_cursor}`);
-      cursor = s.next_cursor ?? undefined;
-    } while (cursor);
-    expect(numbers.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
-  }, 120_000);
+  inEra(era, 'modern', it)(
+    'the widest search with context: every match exactly once across budgeted pages',
+    async () => {
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const { s, text } = await ok('search_files', {
+          path: path.join(ROOT, 'search'),
+          query: 'needle',
+          context_lines: 10,
+          max_results: 100000,
+          ...(cursor ? { cursor } : {}),
+        });
+        pages++;
+        for (const m of s.matches) {
+          seen.push(`${m.path}:${m.line}`);
+          expect(m.text).toContain(`needle ${m.line - 1} `);
+        }
+        if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
+        // The text shows the control characters escaped, never raw.
+        // eslint-disable-next-line no-control-regex -- the control bytes are what must not leak
+        expect(text).not.toMatch(/[\u0001\u0002]/);
+        cursor = s.next_cursor ?? undefined;
+      } while (cursor);
+      const expected = ['s0.txt', 's1.txt'].flatMap((f) =>
+        Array.from({ length: SEARCH_LINES }, (_, i) => `${f}:${i + 1}`),
+      );
+      expect(seen).toEqual(expected);
+      expect(pages).toBeGreaterThan(2);
+    },
+    120_000,
+  );
+
+  inEra(era, 'legacy', it)(
+    'git_diff of a huge change: budgeted pages that concatenate to the whole diff',
+    async () => {
+      let diff = '';
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const { s, text } = await ok('git_diff', { path: REPO, ...(cursor ? { cursor } : {}) });
+        pages++;
+        diff += s.diff;
+        if (s.truncated) expect(text).toContain(`continue with cursor: ${s.next_cursor}`);
+        cursor = s.next_cursor ?? undefined;
+      } while (cursor);
+      expect(diff).toBe(fullDiff);
+      expect(pages).toBeGreaterThan(2);
+    },
+    180_000,
+  );
+
+  inEra(era, 'modern', it)(
+    'github_issues list of huge bodies: pages split under the forge output cap, every issue once',
+    async () => {
+      fake.reset();
+      const repo = fake.addRepo('big', 'bodies');
+      for (let i = 0; i < 30; i++) fake.addIssue(repo, { title: `huge ${i}`, body: `"\\${'b'.repeat(64 * KIB - 3)}` });
+      const numbers: number[] = [];
+      let cursor: string | undefined;
+      do {
+        const { s, text } = await ok('github_issues', {
+          action: 'list',
+          repo: 'big/bodies',
+          hostname: 'github.localhost',
+          ...(cursor ? { cursor } : {}),
+        });
+        numbers.push(...s.issues.map((i: { number: number }) => i.number));
+        if (s.next_cursor) expect(text).toContain(`call again with cursor: ${s.next_cursor}`);
+        cursor = s.next_cursor ?? undefined;
+      } while (cursor);
+      expect(numbers.sort((a, b) => a - b)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    },
+    120_000,
+  );
 });
 
-describe.each(ERAS)('the response budget on forge results over a raised output cap (%s era)', (era: Era) => {
+describe('the response budget on forge results over a raised output cap (legacy era)', () => {
+  const era: Era = 'legacy';
   let client: TestClient;
   beforeAll(async () => {
     client = await connect(era, {

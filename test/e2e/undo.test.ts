@@ -443,7 +443,9 @@ describe('undo: policy, bounds and hostile records', () => {
  * Undo gaps (issue 18): create_directory, move_path and copy_path of a file or link, delete_path of a link or an
  * empty directory are recorded and reverted (and the revert can be undone).
  */
-describe.each(ERAS)('undo of directories, links, moves and copies (%s era)', (era) => {
+// Once (legacy era): what is recorded and reverted on the filesystem is the server's; the per-era results are above.
+describe('undo of directories, links, moves and copies (legacy era)', () => {
+  const era: Era = 'legacy';
   it('records and reverts create_directory, move_path, copy_path, delete_path of links and empty directories', async () => {
     const r = makeTree({ 'm.txt': 'move me\n', 'c.txt': 'copy me\n', 'gone-dir': {}, 'target.txt': 't\n' });
     const s = makeTree();
