@@ -329,7 +329,9 @@ async function indexHolds(file: string, index: ViewIndex, slicer: Slicer): Promi
   try {
     const st = fstatSync(fd);
     const size = index.parts.reduce((n, p) => n + p.length, 0);
-    if (!st.isFile() || st.size !== size || st.mtimeMs !== Math.floor(index.mtimeMs) - 1) return false;
+    // Rounded: a time set through a Date reads back a fraction of a millisecond off about half the time (seconds as
+    // a double), which made every call rewrite the index.
+    if (!st.isFile() || st.size !== size || Math.round(st.mtimeMs) !== Math.floor(index.mtimeMs) - 1) return false;
     const window = Buffer.allocUnsafe(1 << 20);
     let at = 0;
     for (const part of index.parts) {
