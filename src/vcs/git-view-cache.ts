@@ -5,13 +5,12 @@
  * - `indexes`: the validated, rebuilt index of a repository, reused when the index bytes read for this call are equal,
  *   byte for byte, to the bytes that were validated (validation is a pure function of the bytes and the object
  *   format). Bounded by INDEX_CACHE_BYTES in all (the bytes, and about 128 bytes per entry name and directory held).
- * - `listings`: the entries (name and type) of an object-store directory, reused while the directory's identity and
+ * - `listings`: the entries (names by type) of an object-store directory, reused while the directory's identity and
  *   version (dev, ino, mtime, ctime) are unchanged; never cached within RACY_MS of its last change (a coarse timestamp
  *   could hide a change made in the same tick). Entries that are links are verified again on every call.
  * - `mirrors`: per private dir, the object stores its mirror was built for; the mirror is reused only after its whole
  *   content (every entry, every link's text) is found to be what the server wrote.
  */
-import type { Dirent } from 'node:fs';
 import type { ValidatedIndex } from './git-index.js';
 import { processSlot } from '../process-slots.js';
 
@@ -31,13 +30,18 @@ export interface ReusedIndex {
   directories: Buffer[];
 }
 
-/** One object-store directory's entries at one version. */
+/**
+ * One object-store directory's entries at one version, sorted by what the view does with them: the links (verified
+ * again on every call), the subdirectories and the regular files. Anything else (a socket, a FIFO) is in none.
+ */
 export interface CachedListing {
   dev: number;
   ino: number;
   mtimeMs: number;
   ctimeMs: number;
-  entries: Dirent[];
+  links: string[];
+  directories: string[];
+  files: string[];
 }
 
 /** The view's process-wide state. */
