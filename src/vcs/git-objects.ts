@@ -4,11 +4,21 @@
  * directories and pack files only.
  */
 
-import { mkdirSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, type Dirent, type Stats } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  type Dirent,
+  type Stats,
+} from 'node:fs';
 import { readdir as readdirAsync } from 'node:fs/promises';
 import path from 'node:path';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
-import { RACY_MS, rememberListing, viewCaches, type CachedListing } from './git-view-cache.js';
+import { heldSince, RACY_MS, rememberHeld, rememberListing, viewCaches, type CachedListing } from './git-view-cache.js';
 import type { Slicer } from './slicer.js';
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -156,7 +166,7 @@ export async function verifyObjects(
 export async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
   const base = path.join(privateDir, 'alt');
   const fingerprint = JSON.stringify(stores.map((s) => [[...s.subdirs], [...s.packFiles]]));
-  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, slicer)))
+  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, fingerprint, slicer)))
     return stores.map((_, n) => path.join(base, String(n)));
   viewCaches.mirrors.delete(privateDir);
   rmSync(base, { recursive: true, force: true });
@@ -192,15 +202,20 @@ export async function mirrorObjects(privateDir: string, stores: ObjectStore[], s
  * exactly what `mirrorObjects` writes for `stores`: directories `0`…`n-1`, each with a link per fan-out directory
  * whose text is the verified real path, and `pack` a directory of links to the verified pack files; nothing else.
  */
-async function mirrorIntact(base: string, stores: ObjectStore[], slicer: Slicer): Promise<boolean> {
+async function mirrorIntact(
+  base: string,
+  stores: ObjectStore[],
+  fingerprint: string,
+  slicer: Slicer,
+): Promise<boolean> {
   try {
-    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))))) return false;
+    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))), fingerprint)) return false;
     for (const [n, store] of stores.entries()) {
       const mirror = path.join(base, String(n));
       const links = new Map([...store.subdirs].filter(([name]) => name !== 'pack'));
       const hasPack = store.subdirs.has('pack');
-      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []))) return false;
-      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set())) return false;
+      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []), fingerprint)) return false;
+      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set(), fingerprint)) return false;
       const wait = slicer.check();
       if (wait) await wait;
     }
@@ -212,9 +227,18 @@ async function mirrorIntact(base: string, stores: ObjectStore[], slicer: Slicer)
 
 /**
  * True when directory `dir` holds exactly the links `links` (name → the link's text) and the directories `dirs`
- * (entry types as listed: a link is never taken for a directory).
+ * (entry types as listed: a link is never taken for a directory). A directory found so for the mirror `fingerprint`
+ * and showing the same stamp since (`heldSince`: no entry added, removed or replaced) is not listed again.
  */
-function holdsExactly(dir: string, links: ReadonlyMap<string, string>, dirs: ReadonlySet<string>): boolean {
+function holdsExactly(
+  dir: string,
+  links: ReadonlyMap<string, string>,
+  dirs: ReadonlySet<string>,
+  fingerprint: string,
+): boolean {
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) return false;
+  if (heldSince(dir, st, fingerprint)) return true;
   const entries = readdirSync(dir, { withFileTypes: true });
   if (entries.length !== links.size + dirs.size) return false;
   for (const e of entries) {
@@ -223,5 +247,6 @@ function holdsExactly(dir: string, links: ReadonlyMap<string, string>, dirs: Rea
       if (!e.isSymbolicLink() || readlinkSync(path.join(dir, e.name)) !== target) return false;
     } else if (!dirs.has(e.name) || !e.isDirectory()) return false;
   }
+  rememberHeld(dir, st, fingerprint);
   return true;
 }
