@@ -10,7 +10,6 @@ import { authorizeRead } from '../policy/authorize.js';
 import { gitViewAccess, hiddenInWorkTree } from '../policy/git-access.js';
 import { gitStatus, openRepository } from '../vcs/git.js';
 import type { GitView } from '../vcs/git-view.js';
-import { parsePorcelainV2 } from '../vcs/porcelain-v2.js';
 import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
 import { quoteName } from './text-safe.js';
@@ -84,20 +83,14 @@ export const gitStatusTool = defineTool({
     // line out. A rename or copy has two names, and either hidden side drops the whole entry, as git_diff drops its
     // file (docs/security.md "Finding the repository and continuation cursors").
     const hides = hiddenInWorkTree(ctx.policy, root);
-    let raw: string;
-    let statusHash: string;
+    let status: Awaited<ReturnType<typeof gitStatus>>;
     try {
-      ({ raw, statusHash } = await gitStatus(
-        view,
-        { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal },
-        hides,
-      ));
+      status = await gitStatus(view, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal }, hides);
     } finally {
       await view.dispose();
     }
-    const parsed = parsePorcelainV2(raw);
-    const { branch } = parsed;
-    const entries = parsed.entries.filter((e) => !hides(e.path) && (e.orig_path === undefined || !hides(e.orig_path)));
+    // Parsed once: the entries are those the status hash covers (hidden ones left out).
+    const { branch, entries, statusHash } = status;
     // Issue #14: entries are charged to the response budget (structured + text line); the rest is counted, not sent.
     const budget = new ResponseBudget();
     budget.charge(4096);

@@ -6,13 +6,15 @@
  * `validateIndex` parses versions 2, 3 and 4 (with v4's path prefix compression), every entry and every extension
  * header, checks the trailing checksum, and applies git's own path rule for checkout (`verify_path`, with both the NTFS
  * and the HFS protections on: `.git` in any case, `.git.`, `.git `, `git~1`, `.g\u200cit`, …). Anything it does not
- * understand fails closed. It returns the bytes of a rebuilt index (the same header and entries, no extensions, a fresh
- * checksum): the file git reads is exactly what was validated, and no extension (cache tree, untracked cache, split
- * index link, offsets) reaches git unchecked.
+ * understand fails closed. It returns the bytes of a rebuilt index (the same header and entries, a cache tree the
+ * server computed from those entries (git-cache-tree.ts), a fresh checksum): the file git reads is exactly what was
+ * validated, and none of the repository's extensions (cache tree, untracked cache, split index link, offsets) reaches
+ * git.
  *
  * The work runs in slices (`Slicer`): an index of a hundred thousand entries never holds the event loop for long.
  */
 import { createHash } from 'node:crypto';
+import { cacheTreeExtension, type TreeEntry } from './git-cache-tree.js';
 import type { Slicer } from './slicer.js';
 
 /** A failure to accept an index: `corrupt` (git itself would refuse it) or `unsupported` (the server refuses it). */
@@ -92,7 +94,7 @@ export interface ValidatedIndex {
   version: number;
   /** Entry paths (raw bytes), in index order. */
   names: Buffer[];
-  /** The rebuilt index: write these parts in order. */
+  /** The rebuilt index: write these parts in order (header and entries, the server's cache tree if any, checksum). */
   parts: Buffer[];
 }
 
@@ -131,6 +133,8 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
   }
 
   const names: Buffer[] = [];
+  // What the cache tree is computed from; null once an entry is unmerged or intent-to-add (git writes no tree then).
+  let treeEntries: TreeEntry[] | null = [];
   let refused: IndexRejection | null = null;
   let at = 12;
   let previous: Buffer = Buffer.alloc(0);
@@ -142,6 +146,7 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
     if (at + fixed > end) throw corrupt('is truncated inside an entry', { entry: i });
     const mode = bytes.readUInt32BE(at + 24);
     const flags = bytes.readUInt16BE(at + 40 + hashBytes);
+    const entryAt = at;
     let nameAt = at + fixed;
     if (flags & 0x4000) {
       if (version < 3) throw corrupt('has an extended entry in a version 2 index', { entry: i });
@@ -149,6 +154,7 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
       const extended = bytes.readUInt16BE(nameAt);
       if (extended & ~KNOWN_EXTENDED)
         throw new IndexRejection('unsupported', 'has an entry flag the git tools do not know', { entry: i });
+      if (extended & 0x2000) treeEntries = null; // intent-to-add
       nameAt += 2;
     }
     if (!MODES.has(mode))
@@ -198,6 +204,8 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
     if (refused === null && i > 0 && compareEntries(previous, previousStage, name, stage) >= 0)
       throw corrupt('has entries out of order or repeated', { entry: i });
     names.push(name);
+    if (stage !== 0) treeEntries = null;
+    treeEntries?.push({ name, mode, oid: bytes.subarray(entryAt + 40, entryAt + 40 + hashBytes) });
     previous = name;
     previousStage = stage;
   }
@@ -224,10 +232,12 @@ export async function validateIndex(bytes: Buffer, hashBytes: 20 | 32, slicer: S
   if (refused) throw refused;
 
   const body = bytes.subarray(0, entriesEnd);
+  const tree = treeEntries ? await cacheTreeExtension(treeEntries, hashBytes, slicer) : null;
   const hash = createHash(hashBytes === 20 ? 'sha1' : 'sha256');
   for (let p = 0; p < body.length; p += 1 << 20) {
     hash.update(body.subarray(p, Math.min(body.length, p + (1 << 20))));
     await slicer.check();
   }
-  return { version, names, parts: [body, hash.digest()] };
+  if (tree) hash.update(tree);
+  return { version, names, parts: tree ? [body, tree, hash.digest()] : [body, hash.digest()] };
 }

@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { mirrorObjects, type ObjectStore } from './git-objects.js';
-import { viewCaches } from './git-view-cache.js';
+import { forgetStamps, heldSince, rememberHeld, viewCaches } from './git-view-cache.js';
 import type { ViewIndex } from './git-verify.js';
 import type { Slicer } from './slicer.js';
 import { processSlot } from '../process-slots.js';
@@ -223,6 +223,7 @@ export function releasePrivateDir(dir: string, discard = false): void {
   if (discard) {
     pool.allDirs.delete(dir);
     viewCaches.mirrors.delete(dir);
+    forgetStamps(dir);
     rm(dir, { recursive: true, force: true }).catch(() => undefined);
     return;
   }
@@ -329,7 +330,11 @@ async function indexHolds(file: string, index: ViewIndex, slicer: Slicer): Promi
   try {
     const st = fstatSync(fd);
     const size = index.parts.reduce((n, p) => n + p.length, 0);
-    if (!st.isFile() || st.size !== size || st.mtimeMs !== Math.floor(index.mtimeMs) - 1) return false;
+    // Rounded: a time set through a Date reads back a fraction of a millisecond off about half the time (seconds as
+    // a double), which made every call rewrite the index.
+    if (!st.isFile() || st.size !== size || Math.round(st.mtimeMs) !== Math.floor(index.mtimeMs) - 1) return false;
+    // Found to hold exactly this rebuilt index before, and unchanged since (`heldSince`): not read back again.
+    if (heldSince(file, st, index.parts)) return true;
     const window = Buffer.allocUnsafe(1 << 20);
     let at = 0;
     for (const part of index.parts) {
@@ -342,7 +347,9 @@ async function indexHolds(file: string, index: ViewIndex, slicer: Slicer): Promi
         if (wait) await wait;
       }
     }
-    return readSync(fd, window, 0, 1, at) === 0;
+    if (readSync(fd, window, 0, 1, at) !== 0) return false;
+    rememberHeld(file, st, index.parts);
+    return true;
   } finally {
     closeSync(fd);
   }

@@ -4,11 +4,21 @@
  * directories and pack files only.
  */
 
-import { mkdirSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, type Dirent, type Stats } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  type Dirent,
+  type Stats,
+} from 'node:fs';
 import { readdir as readdirAsync } from 'node:fs/promises';
 import path from 'node:path';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
-import { RACY_MS, rememberListing, viewCaches } from './git-view-cache.js';
+import { heldSince, RACY_MS, rememberHeld, rememberListing, viewCaches, type CachedListing } from './git-view-cache.js';
 import type { Slicer } from './slicer.js';
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -36,30 +46,41 @@ const FANOUT = /^[0-9a-f]{2}$/;
  */
 const PACK_FILE = /^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})\.(?:pack|idx|rev)$/;
 
+/** An object-store directory's entries by type (`CachedListing` less its version). */
+type StoreListing = Pick<CachedListing, 'links' | 'directories' | 'files'>;
+
+const NO_ENTRIES: StoreListing = { links: [], directories: [], files: [] };
+
 /**
- * The entries of object-store directory `d` (a verified real path), none when it cannot be listed. An unchanged
- * directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again (`viewCaches`); the
- * caller verifies each link entry again whatever the listing's age.
+ * The entries of object-store directory `d` (a verified real path) by type, none when it cannot be listed. An
+ * unchanged directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again
+ * (`viewCaches`); the caller verifies each link entry again whatever the listing's age.
  */
-async function listStoreDirectory(d: string): Promise<Dirent[]> {
+async function listStoreDirectory(d: string): Promise<StoreListing> {
   let st: Stats;
   try {
     st = statSync(d);
   } catch {
-    return [];
+    return NO_ENTRIES;
   }
   const hit = viewCaches.listings.get(d);
   if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
-    return hit.entries;
+    return hit;
   let entries: Dirent[];
   try {
     entries = await readdirAsync(d, { withFileTypes: true });
   } catch {
-    return [];
+    return NO_ENTRIES;
+  }
+  const listing: StoreListing = { links: [], directories: [], files: [] };
+  for (const e of entries) {
+    if (e.isSymbolicLink()) listing.links.push(e.name);
+    else if (e.isDirectory()) listing.directories.push(e.name);
+    else if (e.isFile()) listing.files.push(e.name);
   }
   if (Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS)
-    rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, entries });
-  return entries;
+    rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ...listing });
+  return listing;
 }
 
 /**
@@ -80,33 +101,29 @@ export async function verifyObjects(
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  for (const e of await listStoreDirectory(objectsDir)) {
+  const top = await listStoreDirectory(objectsDir);
+  for (const name of top.links) {
     const wait = slicer.check();
     if (wait) await wait;
-    let real: string | null = path.join(objectsDir, e.name);
-    if (e.isSymbolicLink()) {
-      const found = verify.locate(real, 'object store entry');
-      real = found?.stats.isDirectory() ? found.real : null;
-    } else if (!e.isDirectory()) real = null;
-    if (real !== null && (FANOUT.test(e.name) || e.name === 'pack')) store.subdirs.set(e.name, real);
+    const found = verify.locate(path.join(objectsDir, name), 'object store entry');
+    if (found?.stats.isDirectory() && (FANOUT.test(name) || name === 'pack')) store.subdirs.set(name, found.real);
   }
+  for (const name of top.directories)
+    if (FANOUT.test(name) || name === 'pack') store.subdirs.set(name, path.join(objectsDir, name));
   for (const sub of [...store.subdirs.keys(), 'info', path.join('info', 'commit-graphs')]) {
+    const wait = slicer.check();
+    if (wait) await wait;
     const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
-    for (const e of await listStoreDirectory(d)) {
-      const wait = slicer.check();
-      if (wait) await wait;
-      const found = e.isSymbolicLink() ? verify.locate(path.join(d, e.name), 'object store entry') : null;
-      if (sub === 'pack' && PACK_FILE.test(e.name)) {
-        const real = e.isSymbolicLink()
-          ? found?.stats.isFile()
-            ? found.real
-            : null
-          : e.isFile()
-            ? path.join(d, e.name)
-            : null;
-        if (real !== null) store.packFiles.set(e.name, real);
-      }
+    const listing = await listStoreDirectory(d);
+    // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
+    for (const name of listing.links) {
+      const pause = slicer.check();
+      if (pause) await pause;
+      const found = verify.locate(path.join(d, name), 'object store entry');
+      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) store.packFiles.set(name, found.real);
     }
+    if (sub === 'pack')
+      for (const name of listing.files) if (PACK_FILE.test(name)) store.packFiles.set(name, path.join(d, name));
   }
   const file = path.join(objectsDir, 'info', 'alternates');
   const found = await verify.readLarge(file, 'objects/info/alternates', VIEW_CAPS.list);
@@ -149,7 +166,7 @@ export async function verifyObjects(
 export async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
   const base = path.join(privateDir, 'alt');
   const fingerprint = JSON.stringify(stores.map((s) => [[...s.subdirs], [...s.packFiles]]));
-  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, slicer)))
+  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, fingerprint, slicer)))
     return stores.map((_, n) => path.join(base, String(n)));
   viewCaches.mirrors.delete(privateDir);
   rmSync(base, { recursive: true, force: true });
@@ -185,15 +202,20 @@ export async function mirrorObjects(privateDir: string, stores: ObjectStore[], s
  * exactly what `mirrorObjects` writes for `stores`: directories `0`…`n-1`, each with a link per fan-out directory
  * whose text is the verified real path, and `pack` a directory of links to the verified pack files; nothing else.
  */
-async function mirrorIntact(base: string, stores: ObjectStore[], slicer: Slicer): Promise<boolean> {
+async function mirrorIntact(
+  base: string,
+  stores: ObjectStore[],
+  fingerprint: string,
+  slicer: Slicer,
+): Promise<boolean> {
   try {
-    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))))) return false;
+    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))), fingerprint)) return false;
     for (const [n, store] of stores.entries()) {
       const mirror = path.join(base, String(n));
       const links = new Map([...store.subdirs].filter(([name]) => name !== 'pack'));
       const hasPack = store.subdirs.has('pack');
-      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []))) return false;
-      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set())) return false;
+      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []), fingerprint)) return false;
+      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set(), fingerprint)) return false;
       const wait = slicer.check();
       if (wait) await wait;
     }
@@ -205,9 +227,18 @@ async function mirrorIntact(base: string, stores: ObjectStore[], slicer: Slicer)
 
 /**
  * True when directory `dir` holds exactly the links `links` (name → the link's text) and the directories `dirs`
- * (entry types as listed: a link is never taken for a directory).
+ * (entry types as listed: a link is never taken for a directory). A directory found so for the mirror `fingerprint`
+ * and showing the same stamp since (`heldSince`: no entry added, removed or replaced) is not listed again.
  */
-function holdsExactly(dir: string, links: ReadonlyMap<string, string>, dirs: ReadonlySet<string>): boolean {
+function holdsExactly(
+  dir: string,
+  links: ReadonlyMap<string, string>,
+  dirs: ReadonlySet<string>,
+  fingerprint: string,
+): boolean {
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) return false;
+  if (heldSince(dir, st, fingerprint)) return true;
   const entries = readdirSync(dir, { withFileTypes: true });
   if (entries.length !== links.size + dirs.size) return false;
   for (const e of entries) {
@@ -216,5 +247,6 @@ function holdsExactly(dir: string, links: ReadonlyMap<string, string>, dirs: Rea
       if (!e.isSymbolicLink() || readlinkSync(path.join(dir, e.name)) !== target) return false;
     } else if (!dirs.has(e.name) || !e.isDirectory()) return false;
   }
+  rememberHeld(dir, st, fingerprint);
   return true;
 }

@@ -5,13 +5,18 @@
  * - `indexes`: the validated, rebuilt index of a repository, reused when the index bytes read for this call are equal,
  *   byte for byte, to the bytes that were validated (validation is a pure function of the bytes and the object
  *   format). Bounded by INDEX_CACHE_BYTES in all (the bytes, and about 128 bytes per entry name and directory held).
- * - `listings`: the entries (name and type) of an object-store directory, reused while the directory's identity and
+ * - `listings`: the entries (names by type) of an object-store directory, reused while the directory's identity and
  *   version (dev, ino, mtime, ctime) are unchanged; never cached within RACY_MS of its last change (a coarse timestamp
  *   could hide a change made in the same tick). Entries that are links are verified again on every call.
  * - `mirrors`: per private dir, the object stores its mirror was built for; the mirror is reused only after its whole
  *   content (every entry, every link's text) is found to be what the server wrote.
+ * - `stamps` (and an index's `stamp`): what a full check found a file or directory to hold (the repository's index:
+ *   its bytes; the private index: the rebuilt index; a mirror directory: its entries), tied to the entry's `Stamp`.
+ *   While the entry shows the same stamp it holds the same thing: any write, link, unlink or rename in it changes its
+ *   ctime, which no process can set back. A stamp is kept only when the entry had last changed RACY_MS before the
+ *   check (`settled`), so a change made in the same clock tick as the check still shows as a later ctime.
  */
-import type { Dirent } from 'node:fs';
+import type { Stats } from 'node:fs';
 import type { ValidatedIndex } from './git-index.js';
 import { processSlot } from '../process-slots.js';
 
@@ -29,15 +34,57 @@ export interface ReusedIndex {
   validated: ValidatedIndex;
   /** The work-tree directories its entries pass through (`entryDirectories`). */
   directories: Buffer[];
+  /** Its file's stamp (fstat before the read) when it had settled: the same stamp, the same bytes. */
+  stamp?: Stamp;
 }
 
-/** One object-store directory's entries at one version. */
+/** An entry's identity and version: device, inode, size, modification and change times (ms). */
+export interface Stamp {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+/** The stamp of `st`. */
+export const stampOf = (st: Stats): Stamp => ({
+  dev: st.dev,
+  ino: st.ino,
+  size: st.size,
+  mtimeMs: st.mtimeMs,
+  ctimeMs: st.ctimeMs,
+});
+
+/** True when `st` shows exactly `stamp`. */
+export const sameStamp = (stamp: Stamp, st: Stats): boolean =>
+  stamp.dev === st.dev &&
+  stamp.ino === st.ino &&
+  stamp.size === st.size &&
+  stamp.mtimeMs === st.mtimeMs &&
+  stamp.ctimeMs === st.ctimeMs;
+
+/** True when the entry of `st` last changed at least RACY_MS ago: a check of it may be tied to its stamp. */
+export const settled = (st: Stats): boolean => Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS;
+
+/** What a full check found an entry of a private dir to hold (compared with `===`), and the entry's stamp then. */
+export interface StampedCheck {
+  stamp: Stamp;
+  holds: unknown;
+}
+
+/**
+ * One object-store directory's entries at one version, sorted by what the view does with them: the links (verified
+ * again on every call), the subdirectories and the regular files. Anything else (a socket, a FIFO) is in none.
+ */
 export interface CachedListing {
   dev: number;
   ino: number;
   mtimeMs: number;
   ctimeMs: number;
-  entries: Dirent[];
+  links: string[];
+  directories: string[];
+  files: string[];
 }
 
 /** The view's process-wide state. */
@@ -48,6 +95,8 @@ export interface ViewCaches {
   readonly listings: Map<string, CachedListing>;
   /** By private dir: the fingerprint of the object stores its mirror shows. */
   readonly mirrors: Map<string, string>;
+  /** By the path of a private dir's entry (its index, its mirror directories). */
+  readonly stamps: Map<string, StampedCheck>;
 }
 
 /** The one state object (src/process-slots.ts). */
@@ -55,6 +104,7 @@ export const viewCaches = processSlot('vcs/git-view-cache', (): ViewCaches => ({
   indexes: new Map(),
   listings: new Map(),
   mirrors: new Map(),
+  stamps: new Map(),
 }));
 
 /** Forgets everything reused (tests). */
@@ -62,6 +112,27 @@ export function clearViewCaches(): void {
   viewCaches.indexes.clear();
   viewCaches.listings.clear();
   viewCaches.mirrors.clear();
+  viewCaches.stamps.clear();
+}
+
+/** Forgets the stamps of private dir `dir`'s entries (the dir is discarded). */
+export function forgetStamps(dir: string): void {
+  for (const key of viewCaches.stamps.keys()) if (key.startsWith(`${dir}/`)) viewCaches.stamps.delete(key);
+}
+
+/**
+ * True when the private dir entry `file` (its stat `st`, taken before the check that would follow) was found by a
+ * full check to hold `holds` and shows the same stamp since.
+ */
+export function heldSince(file: string, st: Stats, holds: unknown): boolean {
+  const kept = viewCaches.stamps.get(file);
+  return kept !== undefined && kept.holds === holds && sameStamp(kept.stamp, st);
+}
+
+/** Records that a full check found `file` (stat `st`, taken before the check) to hold `holds`, if it had settled. */
+export function rememberHeld(file: string, st: Stats, holds: unknown): void {
+  if (settled(st)) viewCaches.stamps.set(file, { stamp: stampOf(st), holds });
+  else viewCaches.stamps.delete(file);
 }
 
 /** The memory a reused index holds, bytes: the file's bytes and about 128 per entry name or directory (a view each). */

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { resolveGit } from './find-cli.js';
 import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-view.js';
-import { parsePorcelainV2 } from './porcelain-v2.js';
+import { parsePorcelainV2Kept, type BranchInfo, type StatusEntry } from './porcelain-v2.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
 /** Config overrides that stop a repository's own config from running commands (docs/security.md "What git may read"). */
@@ -236,25 +236,32 @@ export const STATUS_ARGS = [
 export type HidesPath = (relative: string) => boolean;
 
 /**
- * The view's status output and its hash (`statusHashOf`, leaving out what `hides` hides).
- * @throws ToolError classified git failures
+ * The view's status, parsed once: its hash (`statusHashOf`, leaving out what `hides` hides), the branch facts and the
+ * entries `hides` leaves (neither side of a rename or copy hidden), and git's raw output.
+ * @throws ToolError classified git failures; NOT_ALLOWED / SECRET_DENIED from `verifyNestedRepositories`
  */
 export async function gitStatus(
   view: GitView,
   options: { timeoutMs: number; signal?: AbortSignal },
   hides?: HidesPath,
-): Promise<{ raw: string; statusHash: string }> {
+): Promise<{ raw: string; statusHash: string; branch: BranchInfo; entries: StatusEntry[] }> {
   const r = await view.run(STATUS_ARGS, options);
   if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
+  const parsed = parsePorcelainV2Kept(r.stdout, visibleTo(hides));
   // An untracked nested repository is shown by what git found at the git dir its `.git` names: that must lie inside.
   // A policy-hidden path is left out (its line is in no answer and no hash, and a refusal would name it).
-  view.verifyNestedRepositories(
-    parsePorcelainV2(r.stdout)
-      .entries.filter((e) => e.kind === 'untracked' && !hides?.(e.path.replace(/\/$/, '')))
-      .map((e) => e.path),
-  );
-  return { raw: r.stdout, statusHash: statusHashOf(r.stdout, hides) };
+  view.verifyNestedRepositories(parsed.untracked.filter((p) => !hides?.(p.replace(/\/$/, ''))));
+  return { raw: r.stdout, statusHash: hashOfText(parsed.text), branch: parsed.branch, entries: parsed.entries };
 }
+
+/** Keeps an entry when `hides` hides neither of its paths. */
+const visibleTo =
+  (hides?: HidesPath) =>
+  (e: StatusEntry): boolean =>
+    !hides || (!hides(e.path) && (e.orig_path === undefined || !hides(e.orig_path)));
+
+/** `sha256:` and the hex sha256 of `text` (UTF-8). */
+const hashOfText = (text: string): string => `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
 
 /**
  * The status hash: `sha256:` over the exact porcelain v2 output, without the entry lines that name a hidden path
@@ -264,16 +271,5 @@ export async function gitStatus(
  * continuation cursors").
  */
 export function statusHashOf(raw: string, hides?: HidesPath): string {
-  let text = raw;
-  if (hides) {
-    text = raw
-      .split('\n')
-      .filter((line) => {
-        if (line === '' || line.startsWith('# ')) return true;
-        const entry = parsePorcelainV2(line).entries[0];
-        return !entry || (!hides(entry.path) && (entry.orig_path === undefined || !hides(entry.orig_path)));
-      })
-      .join('\n');
-  }
-  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+  return hashOfText(parsePorcelainV2Kept(raw, visibleTo(hides)).text);
 }

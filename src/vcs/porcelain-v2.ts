@@ -25,54 +25,91 @@ export interface BranchInfo {
 
 /** Parses the whole output. */
 export function parsePorcelainV2(raw: string): { branch: BranchInfo; entries: StatusEntry[] } {
+  const { branch, entries } = parsePorcelainV2Kept(raw, () => true);
+  return { branch, entries };
+}
+
+/**
+ * Parses the whole output in one pass, keeping the entries `keep` accepts.
+ * @returns the branch facts; the kept entries; `text`, the output less the lines of the entries left out (the whole
+ *   output, byte for byte, when every entry is kept); `untracked`, the path of every untracked entry, kept or not
+ */
+export function parsePorcelainV2Kept(
+  raw: string,
+  keep: (entry: StatusEntry) => boolean,
+): { branch: BranchInfo; entries: StatusEntry[]; text: string; untracked: string[] } {
   const branch: BranchInfo = { oid: null, head: null, detached: false, upstream: null, ahead: null, behind: null };
   const entries: StatusEntry[] = [];
-  for (const line of raw.split('\n')) {
-    if (line === '') continue;
-    if (line.startsWith('# ')) {
-      const [key, ...rest] = line.slice(2).split(' ');
-      const value = rest.join(' ');
-      if (key === 'branch.oid') branch.oid = value === '(initial)' ? null : value;
-      else if (key === 'branch.head') {
-        branch.detached = value === '(detached)';
-        branch.head = branch.detached ? null : value;
-      } else if (key === 'branch.upstream') branch.upstream = value;
-      else if (key === 'branch.ab') {
-        const m = /^\+(\d+) -(\d+)$/.exec(value);
-        if (m) {
-          branch.ahead = Number(m[1]);
-          branch.behind = Number(m[2]);
-        }
-      }
+  const untracked: string[] = [];
+  const lines = raw.split('\n');
+  let dropped = false;
+  const kept: string[] = [];
+  for (const line of lines) {
+    if (line === '') {
+      kept.push(line);
       continue;
     }
-    const type = line[0];
-    if (type === '?' || type === '!') {
-      entries.push({
-        path: unquote(line.slice(2)),
-        kind: type === '?' ? 'untracked' : 'ignored',
-        index: type,
-        worktree: type,
-      });
-    } else if (type === '1') {
-      const f = fields(line, 8);
-      entries.push({ path: unquote(f.rest), kind: 'changed', index: f.parts[1][0], worktree: f.parts[1][1] });
-    } else if (type === '2') {
-      const f = fields(line, 9);
-      const [p, orig] = splitRename(f.rest);
-      entries.push({
-        path: unquote(p),
-        kind: 'renamed',
-        index: f.parts[1][0],
-        worktree: f.parts[1][1],
-        orig_path: unquote(orig),
-      });
-    } else if (type === 'u') {
-      const f = fields(line, 10);
-      entries.push({ path: unquote(f.rest), kind: 'unmerged', index: f.parts[1][0], worktree: f.parts[1][1] });
+    if (line.startsWith('# ')) {
+      kept.push(line);
+      branchLine(line.slice(2), branch);
+      continue;
+    }
+    const entry = entryLine(line);
+    if (entry?.kind === 'untracked') untracked.push(entry.path);
+    if (entry && !keep(entry)) {
+      dropped = true;
+      continue;
+    }
+    kept.push(line);
+    if (entry) entries.push(entry);
+  }
+  return { branch, entries, text: dropped ? kept.join('\n') : raw, untracked };
+}
+
+/** Reads one `# branch.*` header (without its `# `) into `branch`. */
+function branchLine(header: string, branch: BranchInfo): void {
+  const [key, ...rest] = header.split(' ');
+  const value = rest.join(' ');
+  if (key === 'branch.oid') branch.oid = value === '(initial)' ? null : value;
+  else if (key === 'branch.head') {
+    branch.detached = value === '(detached)';
+    branch.head = branch.detached ? null : value;
+  } else if (key === 'branch.upstream') branch.upstream = value;
+  else if (key === 'branch.ab') {
+    const m = /^\+(\d+) -(\d+)$/.exec(value);
+    if (m) {
+      branch.ahead = Number(m[1]);
+      branch.behind = Number(m[2]);
     }
   }
-  return { branch, entries };
+}
+
+/** The entry of one entry line, or null for a line of a kind this parser does not know. */
+function entryLine(line: string): StatusEntry | null {
+  const type = line[0];
+  if (type === '?' || type === '!') {
+    return { path: unquote(line.slice(2)), kind: type === '?' ? 'untracked' : 'ignored', index: type, worktree: type };
+  }
+  if (type === '1') {
+    const f = fields(line, 8);
+    return { path: unquote(f.rest), kind: 'changed', index: f.parts[1][0], worktree: f.parts[1][1] };
+  }
+  if (type === '2') {
+    const f = fields(line, 9);
+    const [p, orig] = splitRename(f.rest);
+    return {
+      path: unquote(p),
+      kind: 'renamed',
+      index: f.parts[1][0],
+      worktree: f.parts[1][1],
+      orig_path: unquote(orig),
+    };
+  }
+  if (type === 'u') {
+    const f = fields(line, 10);
+    return { path: unquote(f.rest), kind: 'unmerged', index: f.parts[1][0], worktree: f.parts[1][1] };
+  }
+  return null;
 }
 
 /** Splits off `n` space-separated fields; the rest of the line is the path part. */

@@ -5,10 +5,13 @@
  *   rebuilt copy reads back in git exactly as the original (`git ls-files --stage`, `git status`);
  * - everything it does not understand fails closed: bad signature or checksum, truncation, a name length that
  *   disagrees with the NUL, unsorted or repeated entries, unknown modes, flags and versions, split and sparse indexes,
- *   an unknown required extension, v4 prefix compression dropping more than the previous name.
+ *   an unknown required extension, v4 prefix compression dropping more than the previous name;
+ * - the rebuilt index's cache tree (src/vcs/git-cache-tree.ts) is the one git itself writes, byte for byte, and a
+ *   repository's own cache tree never reaches git: one claiming a staged directory unchanged does not hide the change.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -178,6 +181,136 @@ describe('validateIndex against real git', () => {
     const e = await rejection(readFileSync(path.join(dir, '.git', 'index')));
     expect(e.kind).toBe('unsupported');
     expect(e.message).toMatch(/split index/);
+  });
+});
+
+/** The extensions of index file `bytes` (v2/v3 entries), signature → data. */
+function extensionsOf(bytes: Buffer): Map<string, Buffer> {
+  let at = 12;
+  for (let i = bytes.readUInt32BE(8); i > 0; i--) {
+    const flags = bytes.readUInt16BE(at + 60);
+    const nul = bytes.indexOf(0, at + 62 + (flags & 0x4000 ? 2 : 0));
+    at += (nul - at + 8) & ~7;
+  }
+  const out = new Map<string, Buffer>();
+  for (const end = bytes.length - 20; at < end; at += 8 + bytes.readUInt32BE(at + 4))
+    out.set(bytes.toString('latin1', at, at + 4), bytes.subarray(at + 8, at + 8 + bytes.readUInt32BE(at + 4)));
+  return out;
+}
+
+describe('the cache tree of the rebuilt index', () => {
+  /** A committed repository whose names test git's tree order: files beside directories of similar names. */
+  function treeRepo(name: string, initArgs: string[] = []): string {
+    const dir = path.join(base, name);
+    mkdirSync(dir);
+    git(dir, 'init', '-q', '-b', 'main', ...initArgs);
+    const files = ['a.txt', 'a/b', 'a-b/c', 'a0', 'ab/c/d', 'ab/c.txt', 'deep/x/y/z/w.txt', 'z', 'Zz/q', 'é/ü.txt'];
+    for (const f of files) {
+      mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+      writeFileSync(path.join(dir, f), `${f}\n`);
+    }
+    writeFileSync(path.join(dir, 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+    symlinkSync('a.txt', path.join(dir, 'link'));
+    git(dir, 'add', '-A');
+    // A submodule entry (a commit id in the tree), as `git submodule add` would stage it.
+    git(dir, 'update-index', '--add', '--cacheinfo', `160000,${'1'.repeat(initArgs.length ? 64 : 40)},sub/module`);
+    git(dir, 'commit', '-q', '-m', 'i');
+    return dir;
+  }
+
+  it.each([
+    ['sha1', [] as string[], 20 as const],
+    ['sha256', ['--object-format=sha256'], 32 as const],
+  ])('equals the one git writes (%s), byte for byte', async (name, initArgs, hashBytes) => {
+    const dir = treeRepo(`tree-${name}`, initArgs);
+    git(dir, 'write-tree'); // every directory of git's own cache tree valid
+    const original = readFileSync(path.join(dir, '.git', 'index'));
+    const theirs = extensionsOf(original).get('TREE');
+    expect(theirs).toBeDefined();
+    const v = await validate(original, hashBytes);
+    expect(v.parts).toHaveLength(3);
+    expect(v.parts[1].subarray(0, 4).toString()).toBe('TREE');
+    expect(v.parts[1].subarray(8).equals(theirs!)).toBe(true);
+  });
+
+  it('a staged change, deletion and new directory: status through the rebuilt index equals git on the original', async () => {
+    const dir = treeRepo('tree-staged');
+    writeFileSync(path.join(dir, 'deep', 'x', 'y', 'z', 'w.txt'), 'staged\n');
+    rmSync(path.join(dir, 'ab', 'c', 'd'));
+    mkdirSync(path.join(dir, 'new', 'dir'), { recursive: true });
+    writeFileSync(path.join(dir, 'new', 'dir', 'f'), 'f\n');
+    git(dir, 'add', '-A');
+    const original = readFileSync(path.join(dir, '.git', 'index'));
+    const v = await validate(original);
+    const copy = path.join(base, 'tree-staged.index');
+    writeFileSync(copy, Buffer.concat(v.parts));
+    const status = (file: string) =>
+      execFileSync('git', ['status', '--porcelain=v2', '--untracked-files=all'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, GIT_INDEX_FILE: file },
+      });
+    const answer = status(copy);
+    expect(answer).toBe(status(path.join(dir, '.git', 'index')));
+    expect(answer).toMatch(/^1 M\. .* deep\/x\/y\/z\/w\.txt$/m);
+    expect(answer).toMatch(/^1 D\. .* ab\/c\/d$/m);
+    expect(answer).toMatch(/^1 A\. .* new\/dir\/f$/m);
+  });
+
+  it("a repository's cache tree claiming a staged directory unchanged does not hide the change", async () => {
+    const dir = treeRepo('tree-lie');
+    git(dir, 'write-tree');
+    const clean = readFileSync(path.join(dir, '.git', 'index'));
+    writeFileSync(path.join(dir, 'deep', 'x', 'y', 'z', 'w.txt'), 'staged\n');
+    git(dir, 'add', '-A');
+    const staged = readFileSync(path.join(dir, '.git', 'index'));
+    // The staged index's entries with the clean index's cache tree (every directory "as in HEAD"), checksum redone.
+    const cleanTree = extensionsOf(clean).get('TREE')!;
+    const stagedTree = extensionsOf(staged).get('TREE');
+    const entriesEnd = staged.length - 20 - (stagedTree ? stagedTree.length + 8 : 0);
+    const header = Buffer.alloc(8);
+    header.write('TREE', 0, 'latin1');
+    header.writeUInt32BE(cleanTree.length, 4);
+    const body = Buffer.concat([staged.subarray(0, entriesEnd), header, cleanTree]);
+    const lying = Buffer.concat([body, createHash('sha1').update(body).digest()]);
+    const lyingFile = path.join(base, 'tree-lie.lying');
+    writeFileSync(lyingFile, lying);
+    const status = (file: string) =>
+      execFileSync('git', ['status', '--porcelain=v2'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, GIT_INDEX_FILE: file },
+      });
+    expect(status(lyingFile)).not.toContain('w.txt'); // git believes the lie
+    const v = await validate(lying);
+    const copy = path.join(base, 'tree-lie.index');
+    writeFileSync(copy, Buffer.concat(v.parts));
+    expect(status(copy)).toMatch(/^1 M\. .* deep\/x\/y\/z\/w\.txt$/m);
+  });
+
+  it('no cache tree for an unmerged or intent-to-add entry, or a name both file and directory', async () => {
+    const ita = treeRepo('tree-ita');
+    writeFileSync(path.join(ita, 'new.txt'), 'n\n');
+    git(ita, 'add', '-N', 'new.txt');
+    expect((await validate(readFileSync(path.join(ita, '.git', 'index')))).parts).toHaveLength(2);
+    const unmerged = await validate(
+      buildIndex({
+        entries: [
+          { path: 'a.txt', oid: EMPTY, stage: 1 },
+          { path: 'a.txt', oid: EMPTY, stage: 2 },
+        ],
+      }),
+    );
+    expect(unmerged.parts).toHaveLength(2);
+    const both = await validate(
+      buildIndex({
+        entries: [
+          { path: 'a', oid: EMPTY },
+          { path: 'a/b', oid: EMPTY },
+        ],
+      }),
+    );
+    expect(both.parts).toHaveLength(2);
   });
 });
 

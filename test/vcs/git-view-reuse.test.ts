@@ -6,9 +6,13 @@
  *   NOT_ALLOWED;
  * - the repository's index replaced by garbage of the same length after its validation was kept → corrupt_repository;
  * - a work-tree directory of an entry replaced by a link leading outside after the index was kept → NOT_ALLOWED;
- * - a reused private dir whose object-store mirror or index someone changed is rebuilt, not used as found.
+ * - an index rewritten in place with its size and mtime kept, after its bytes were kept by their stamp → the change
+ *   shows (the ctime moved);
+ * - a reused private dir whose object-store mirror or index someone changed is rebuilt, not used as found, also once
+ *   their checks were tied to their stamps (a fan-out link replaced by one leading outside, same name).
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   existsSync,
   lstatSync,
@@ -16,6 +20,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -33,6 +38,7 @@ import { gitViewAccess } from '../../src/policy/git-access.js';
 import { gitStatus, openRepository } from '../../src/vcs/git.js';
 import type { GitView } from '../../src/vcs/git-view.js';
 import { clearViewCaches, viewCaches } from '../../src/vcs/git-view-cache.js';
+import { blobId } from '../helpers/git-index.js';
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-gitview-reuse-')));
 const root = path.join(base, 'root');
@@ -137,6 +143,54 @@ describe('reuse between calls', () => {
     expect((error as ToolError).details.reason).toBe('corrupt_repository');
   });
 
+  it('an index rewritten in place (same size, its mtime set back) after its bytes were kept by stamp: the change shows', async () => {
+    const dir = repo('stamp');
+    const indexFile = path.join(dir, '.git', 'index');
+    const clean = readFileSync(indexFile);
+    // The same index with `a.txt` (its first entry) staged as "b\n": the same size, another object id.
+    const staged = Buffer.from(clean);
+    Buffer.from(blobId('b\n'), 'hex').copy(staged, 12 + 40);
+    createHash('sha1')
+      .update(staged.subarray(0, staged.length - 20))
+      .digest()
+      .copy(staged, staged.length - 20);
+    const seconds = Math.floor(statSync(indexFile).mtimeMs / 1000); // a time utimes can set back exactly
+    utimesSync(indexFile, seconds, seconds);
+    const before = statSync(indexFile);
+    const statusOf = async () => {
+      const view = await open(dir);
+      try {
+        return (await gitStatus(view, options)).raw;
+      } finally {
+        await view.dispose();
+      }
+    };
+    expect(await statusOf()).not.toMatch(/a\.txt/);
+    expect(viewCaches.indexes.get(indexFile)?.stamp?.ino).toBe(before.ino); // kept by its stamp
+    await settle();
+    writeFileSync(indexFile, staged); // the same inode, rewritten
+    writeFileSync(path.join(dir, 'a.txt'), 'b\n');
+    utimesSync(indexFile, seconds, seconds);
+    expect(statSync(indexFile).ino).toBe(before.ino);
+    expect(statSync(indexFile).mtimeMs).toBe(before.mtimeMs);
+    expect(await statusOf()).toMatch(/^1 M\. .* a\.txt$/m);
+  });
+
+  it('a kept mirror directory whose fan-out link someone replaced (same name, outside) is rebuilt', async () => {
+    const dir = repo('mirrorlink');
+    const first = await statusOnce(dir);
+    const mirror = path.join(first, 'alt', '0');
+    const fanout = readdirSync(mirror).find((n) => /^[0-9a-f]{2}$/.test(n))!;
+    const target = readlinkSync(path.join(mirror, fanout));
+    expect(await statusOnce(dir)).toBe(first); // the second call tied the mirror's check to its stamp
+    expect(viewCaches.stamps.has(mirror)).toBe(true);
+    await settle();
+    rmSync(path.join(mirror, fanout));
+    symlinkSync(outside, path.join(mirror, fanout));
+    expect(await statusOnce(dir)).toBe(first);
+    expect(readlinkSync(path.join(mirror, fanout))).toBe(target);
+  });
+
   it('an entry directory that became a link leading outside after the index was kept → NOT_ALLOWED', async () => {
     const dir = repo('entrydir');
     await statusOnce(dir);
@@ -153,12 +207,27 @@ describe('reuse between calls', () => {
 
   it('a reused private dir keeps its mirror and index when untouched, and rebuilds what someone changed', async () => {
     const dir = repo('private');
+    // The view gives its index the time 1 ms before the repository's, through a Date; pick a repository index time
+    // whose view time reads back a fraction of a millisecond off (about half of them do), as the rewrite did.
+    const probe = path.join(base, 'probe');
+    writeFileSync(probe, '');
+    let bad = Math.floor(Date.now() / 1000) * 1000;
+    for (; ; bad++) {
+      utimesSync(probe, new Date(bad), new Date(bad));
+      if (statSync(probe).mtimeMs !== bad) break;
+    }
+    utimesSync(path.join(dir, '.git', 'index'), (bad + 1.5) / 1000, (bad + 1.5) / 1000);
     const first = await statusOnce(dir);
+    expect(statSync(path.join(first, 'index')).mtimeMs).not.toBe(bad);
     const mirror = path.join(first, 'alt', '0');
     const mirrorIno = lstatSync(mirror).ino;
     const index = readFileSync(path.join(first, 'index'));
+    const indexStamp = (({ ino, ctimeMs }) => ({ ino, ctimeMs }))(statSync(path.join(first, 'index')));
+    await new Promise((r) => setTimeout(r, 20)); // a rewrite would now have a later ctime
     expect(await statusOnce(dir)).toBe(first);
     expect(lstatSync(mirror).ino).toBe(mirrorIno); // kept: not rebuilt
+    // Kept too, whatever fraction of a millisecond its time reads back with (it was rewritten on half the calls).
+    expect((({ ino, ctimeMs }) => ({ ino, ctimeMs }))(statSync(path.join(first, 'index')))).toEqual(indexStamp);
     // Someone adds a link to the mirror and rewrites the private index (same length, same times).
     symlinkSync(outside, path.join(mirror, 'zz'));
     const indexStat = statSync(path.join(first, 'index'));

@@ -8,10 +8,12 @@
  * - C-quoted paths: `\t`, `\"`, `\\`, `\n`, and octal UTF-8 byte sequences (`"\303\244.txt"` → `ä.txt`); unquoted
  *   paths with spaces are taken verbatim;
  * - the samples are real git 2.x output (captured from `git status --porcelain=v2 --branch --untracked-files=all
- *   --ignored`), and an empty output parses to no entries.
+ *   --ignored`), and an empty output parses to no entries;
+ * - one pass with a filter (`parsePorcelainV2Kept`): the output less the lines of the entries left out, every
+ *   untracked path.
  */
 import { describe, expect, it } from 'vitest';
-import { parsePorcelainV2, unquote } from '../../src/vcs/porcelain-v2.js';
+import { parsePorcelainV2, parsePorcelainV2Kept, unquote } from '../../src/vcs/porcelain-v2.js';
 
 const OID = '477d05e90da954203c0352a9b2db8668c15464ea';
 const BLOB = '587be6b4c3f93f93c489c0111bba5596147a26cb';
@@ -160,5 +162,34 @@ describe('unquote (C-quoted paths)', () => {
     expect(parsePorcelainV2(`1 .M N... 100644 100644 100644 ${BLOB} ${BLOB} "\\303\\244.txt"\n`).entries[0].path).toBe(
       'ä.txt',
     );
+  });
+});
+
+describe('parsePorcelainV2Kept (one pass: entries, hashed text, untracked paths)', () => {
+  const raw =
+    `# branch.oid ${OID}\n# branch.head main\n` +
+    `1 .M N... 100644 100644 100644 ${BLOB} ${BLOB} keep.txt\n` +
+    `2 R. N... 100644 100644 100644 ${BLOB} ${BLOB} R100 new.txt\tsecret/old.txt\n` +
+    `? secret/u.txt\n? shown/\n`;
+  const hidesSecret = (p: string) => p.startsWith('secret/');
+
+  it('keeping everything gives the output back byte for byte and the entries of parsePorcelainV2', () => {
+    const all = parsePorcelainV2Kept(raw, () => true);
+    expect(all.text).toBe(raw);
+    expect(all.entries).toEqual(parsePorcelainV2(raw).entries);
+    expect(all.branch).toEqual(parsePorcelainV2(raw).branch);
+  });
+
+  it('leaves out the lines of the entries not kept (a rename with either side hidden), lists every untracked path', () => {
+    const kept = parsePorcelainV2Kept(
+      raw,
+      (e) => !hidesSecret(e.path) && (e.orig_path === undefined || !hidesSecret(e.orig_path)),
+    );
+    expect(kept.entries.map((e) => e.path)).toEqual(['keep.txt', 'shown/']);
+    expect(kept.text).toBe(
+      `# branch.oid ${OID}\n# branch.head main\n1 .M N... 100644 100644 100644 ${BLOB} ${BLOB} keep.txt\n? shown/\n`,
+    );
+    expect(kept.untracked).toEqual(['secret/u.txt', 'shown/']);
+    expect(kept.branch.head).toBe('main');
   });
 });
