@@ -150,7 +150,7 @@ export function createServer(state: ProcessState): Server {
       result,
       tool && outcome.ok ? advertise(tool).outputSchema : undefined,
     );
-    // Issue #14: never an oversized message (the client would drop the transport).
+    // The response budget (docs/tools.md): never an oversized message (the client would drop the transport).
     let mutated: boolean;
     try {
       mutated =

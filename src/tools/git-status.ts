@@ -91,7 +91,7 @@ export const gitStatusTool = defineTool({
     }
     // Parsed once: the entries are those the status hash covers (hidden ones left out).
     const { branch, entries, statusHash } = status;
-    // Issue #14: entries are charged to the response budget (structured + text line); the rest is counted, not sent.
+    // The response budget (docs/tools.md): entries are charged to the response budget (structured + text line); the rest is counted, not sent.
     const budget = new ResponseBudget();
     budget.charge(4096);
     const shown: typeof entries = [];

@@ -53,7 +53,7 @@ export const readFiles = defineTool({
     const { paths, ...options } = args;
     const results: z.infer<typeof ReadFilesOutput>['results'] = [];
     const text: string[] = [];
-    // Issue #14: the response budget is charged entry by entry (structured entry + its text, serialized). An entry
+    // The response budget (docs/tools.md) is charged entry by entry (structured entry + its text, serialized). An entry
     // that does not fit is left for the next call (remaining_paths), except the first, which is cut to fit (its own
     // truncated + continuation), so every call makes progress.
     const budget = new ResponseBudget();
