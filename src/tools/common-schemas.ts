@@ -66,7 +66,7 @@ export const ExpectedStatusHash = z.string().regex(/^sha256:[0-9a-f]{64}$/); // 
 export const DryRun = z.boolean().default(false);
 
 /**
- * Result fields every file mutation reports. Issue #15: `path` only when it is news — the real path changed differs
+ * Result fields every file mutation reports (docs/tools.md): `path` only when it is news — the real path changed differs
  * from the path asked (a link was followed); the caller named the file.
  */
 export const MutationResultShape = {
