@@ -14,6 +14,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, r
 import { fileURLToPath } from 'node:url';
 import { sdkPatchPlugin } from './sdk-patch.mjs';
 import { buildWorkerCode } from './worker-bundles.mjs';
+import { zodLocalesPlugin } from './zod-locales.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // `--broken-containment`: the test build of the kernel wall's suite (test/attacks/kernel-wall.test.ts), written to
@@ -69,8 +70,9 @@ const result = await build({
     FS_TOOLS_WORKER_CODE: JSON.stringify(workers.code),
     FS_TOOLS_NATIVE_DIGESTS: JSON.stringify(nativeDigests),
   },
-  // The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs: requests are classified first).
-  plugins: [sdkPatchPlugin()],
+  // The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs: requests are classified first), and zod's
+  // locales trimmed to English (scripts/zod-locales.mjs).
+  plugins: [sdkPatchPlugin(), zodLocalesPlugin()],
   logLevel: 'warning',
   // CommonJS dependencies call require() for Node built-ins; give the ES module one.
   banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
