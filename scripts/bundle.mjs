@@ -64,6 +64,9 @@ const result = await build({
   // Maps stay in dist/ for debugging (`node --enable-source-maps`) but carry no sourceMappingURL comment: the
   // published package leaves them out (package.json "files"), and a comment would point at a missing file.
   sourcemap: 'external',
+  // Every non-ASCII character of a string, template, regular expression or name is escaped (esbuild's default, stated
+  // here because asciiComments below relies on it).
+  charset: 'ascii',
   metafile: true,
   // The test seams (src/fs/atomic-write.ts setWriteFaultInjector, src/cli/seam-flags.ts) are compiled out of the
   // product: the constant folds to false, so the bundle carries no setter, no seam flag and never calls an injector.
@@ -88,12 +91,14 @@ writeFileSync(
   `${root}/${staging}/THIRD-PARTY-LICENSES.txt`,
   thirdPartyLicenses([result.metafile, ...workers.metafiles]),
 );
+asciiComments(`${root}/${staging}/${PROGRAM}`);
+
 // The code cache, made by one representative call of the staged program (which loads the native files beside it),
 // for the product only: the test builds start without one (scripts/code-cache.mjs).
 let withCache = false;
 if (!testBuild) {
   if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/${staging}/native`, { recursive: true });
-  const why = makeCodeCache(`${root}/${staging}`);
+  const why = makeCodeCache(`${root}/${staging}`, `${root}/${outDir}`);
   rmSync(`${root}/${staging}/native`, { recursive: true, force: true });
   if (why !== null) process.stderr.write(`bundle.mjs: no code cache (every start compiles dist/${PROGRAM}): ${why}\n`);
   withCache = why === null;
@@ -118,6 +123,30 @@ if (testBuild) {
 // ship them.
 for (const name of readdirSync(`${root}/dist`)) {
   if (/-worker\.js(\.map)?$/.test(name)) rmSync(`${root}/dist/${name}`, { force: true });
+}
+
+/**
+ * Makes the program's text ASCII: the comments esbuild keeps (from dependencies: a `—`, an `…`, confusable letters)
+ * are the only non-ASCII characters left (charset: 'ascii' escapes every other), and one of them makes Node decode
+ * the whole 2 MB file into a two-byte string at every start (a slower decode, twice the memory, slower scans for
+ * every function compiled later). Each UTF-16 unit of such a character becomes `?`, so every line and column — the
+ * source map's positions — stays where it was.
+ * @param {string} file the program, rewritten in place
+ * @throws Error when a non-ASCII character is on a line where it does not follow `//` or continue a block comment
+ */
+function asciiComments(file) {
+  const text = readFileSync(file, 'utf8');
+  const lines = text.split('\n');
+  for (const [i, line] of lines.entries()) {
+    const at = line.search(/[^\x00-\x7f]/);
+    if (at === -1) continue;
+    const before = line.slice(0, at);
+    const lead = line.trimStart();
+    if (!before.includes('//') && !lead.startsWith('*') && !lead.startsWith('/*')) {
+      throw new Error(`bundle.mjs: ${file}:${i + 1}: a non-ASCII character outside a comment (charset: 'ascii' should escape it)`);
+    }
+  }
+  writeFileSync(file, text.replace(/[^\x00-\x7f]/g, '?'));
 }
 
 /**

@@ -25,7 +25,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,10 +93,16 @@ script.runInThisContext()(createRequire(programUrl), programUrl.href);
 
 /**
  * Makes DIR/main.code-cache by running the representative call in a child process (this file with `--make`).
+ *
+ * The program is compiled under the name it will have in `outDir`, not the staging name: on Node 20 the code
+ * deserialized from a cache keeps the script name it was made with (stack traces, CPU profiles), whatever name the
+ * loader then gives. So a build's stack traces name `outDir/main.js`; a package installed elsewhere names the path it
+ * was built at.
  * @param {string} dir the staging directory holding main.js and the native files it loads (native/)
+ * @param {string} outDir where main.js will be (absolute)
  * @returns {string | null} null when made, else why not (the build then ships no cache: every start compiles)
  */
-export function makeCodeCache(dir) {
+export function makeCodeCache(dir, outDir) {
   const root = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-code-cache-root-'));
   const state = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-code-cache-state-'));
   try {
@@ -104,7 +110,18 @@ export function makeCodeCache(dir) {
     writeFileSync(file, `${'x'.repeat(63)}\n`.repeat(64));
     const made = spawnSync(
       process.execPath,
-      [fileURLToPath(import.meta.url), '--make', dir, root, '--state-dir', state, 'call', 'read_file', JSON.stringify({ path: file })],
+      [
+        fileURLToPath(import.meta.url),
+        '--make',
+        dir,
+        pathToFileURL(path.join(outDir, PROGRAM)).href,
+        root,
+        '--state-dir',
+        state,
+        'call',
+        'read_file',
+        JSON.stringify({ path: file }),
+      ],
       { encoding: 'utf8', cwd: root },
     );
     let size;
@@ -116,7 +133,7 @@ export function makeCodeCache(dir) {
     if (made.status !== 0 || size !== 4096) {
       return `the representative call failed (status ${made.status}): ${made.stderr.trim().slice(0, 500)}`;
     }
-    renameSync(path.join(root, CODE_CACHE), path.join(dir, CODE_CACHE));
+    copyFileSync(path.join(root, CODE_CACHE), path.join(dir, CODE_CACHE));
     return null;
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -125,11 +142,11 @@ export function makeCodeCache(dir) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--make') {
-  // argv: --make DIR ROOT ...ARGS: run DIR/main.js with ROOT ...ARGS (ROOT first: it is where the cache is written,
-  // the one place besides the state directory that the kernel wall lets the program write).
-  const [, , , dir, root, ...args] = process.argv;
+  // argv: --make DIR NAME ROOT ...ARGS: run DIR/main.js, compiled as NAME, with ROOT ...ARGS (ROOT first: it is where
+  // the cache is written, the one place besides the state directory that the kernel wall lets the program write).
+  const [, , , dir, filename, root, ...args] = process.argv;
   const programUrl = pathToFileURL(path.join(dir, PROGRAM));
-  const script = new Script(readFileSync(programUrl, 'utf8'), { filename: programUrl.href });
+  const script = new Script(readFileSync(programUrl, 'utf8'), { filename });
   process.argv = [process.argv[0], fileURLToPath(programUrl), root, ...args];
   process.on('exit', () => writeFileSync(path.join(root, CODE_CACHE), script.createCachedData()));
   script.runInThisContext()(createRequire(programUrl), programUrl.href);
