@@ -2,6 +2,7 @@
  * The built server loads no file as code after start-up (docs/security.md "The server's own code and token files").
  * - dist/ holds no worker script, the program (dist/main.js) names none, and every worker it can start (in it and in
  *   the worker code it embeds) starts from code with `eval: true`;
+ * - a one-shot `call` of a tool that reads no file through the content-search addon does not load it;
  * - watched from inside the process (a `--require` preload that logs every ES module load, every require() of a
  *   non-built-in, every `process.dlopen` and every `new Worker`, in the main thread and in every worker): through a
  *   content search, a regex search and a regex replace_in_files, the only files loaded as code are dist/cli.js itself
@@ -9,6 +10,7 @@
  *   the native addon (where built) is opened only as this process's descriptor of its private copy (/proc/self/fd/N),
  *   and every worker starts from code.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -128,5 +130,46 @@ describe('dist/: no file is loaded as code after start-up', () => {
     const dlopens = events.filter((e) => e.kind === 'dlopen').map((e) => e.what);
     for (const p of dlopens) expect(p).toMatch(/^\/proc\/self\/fd\/\d+$/);
     if (existsSync(nativeAddonUrl(pathToFileURL(`${DIST}/`)))) expect(dlopens.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a one-shot call loads the content-search addon only for a tool that reads through it', () => {
+    const addon = existsSync(nativeAddonUrl(pathToFileURL(`${DIST}/`)));
+    const root = makeTree({ 'a.txt': 'one needle\n', 'log/.keep': '' }, 'fs-tools-code-loading-call-');
+    try {
+      writeFileSync(path.join(root.dir, 'log', 'preload.cjs'), PRELOAD);
+      // Without the kernel wall (its own addon is the other dlopen), one call each; the dlopens of each process.
+      const dlopens = (tool: string, args: Record<string, unknown>): number => {
+        const log = path.join(root.dir, 'log', `${tool}.jsonl`);
+        writeFileSync(log, '');
+        const r = spawnSync(
+          process.execPath,
+          [
+            '--require',
+            path.join(root.dir, 'log', 'preload.cjs'),
+            CLI,
+            '--sandbox=off',
+            '--state-dir',
+            path.join(root.dir, 'log', `state-${tool}`),
+            root.dir,
+            'call',
+            tool,
+            JSON.stringify(args),
+          ],
+          { encoding: 'utf8', env: { ...process.env, CODE_LOAD_LOG: log }, timeout: 60_000 },
+        );
+        expect(r.status).toBe(0);
+        return readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"dlopen"')).length;
+      };
+      expect(dlopens('read_file', { path: path.join(root.dir, 'a.txt') })).toBe(0);
+      expect(dlopens('stat', { path: path.join(root.dir, 'a.txt') })).toBe(0);
+      // The main thread's load and each reader thread's attach to the loaded copy.
+      const searched = dlopens('search_files', { path: root.dir, query: 'needle' });
+      if (addon) expect(searched).toBeGreaterThan(0);
+      else expect(searched).toBe(0);
+    } finally {
+      root.cleanup();
+    }
   }, 60_000);
 });
