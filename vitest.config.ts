@@ -33,7 +33,7 @@ export default defineConfig({
     // written only where it is well above the folder's. Files main changed after that measurement (the merge mode
     // of the mutations, the tool reference, the server's start-up) have their folder's bar only until measured again.
     coverage: {
-      // vitest's v8 provider plus the spawned servers' coverage (NODE_V8_COVERAGE, mapped through dist/cli.js.map).
+      // vitest's v8 provider plus the spawned servers' coverage (NODE_V8_COVERAGE, mapped through dist/main.js.map).
       provider: 'custom',
       customProviderModule: './test/helpers/spawned-coverage.mjs',
       include: ['src/**/*.ts'],

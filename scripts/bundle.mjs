@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 /**
- * Builds dist/ from src/ with esbuild: dist/cli.js (the whole server in one ES module, so a start loads one file
- * instead of a few hundred — about half the start-up CPU, which every agent session and every e2e test pays) and the
- * native addons (scripts/build-native.mjs). The worker threads' code (scripts/worker-bundles.mjs) is embedded in
- * dist/cli.js as strings, and so is the sha256 of each native file built, which the server checks when it loads the
- * content-search addon at start-up: nothing the server runs is loaded from a file after start-up (docs/security.md
- * "The server's own code and token files"). Type checking is tsc's job (`npm run typecheck`); this only bundles.
+ * Builds dist/ from src/ with esbuild: the whole program in one script, dist/main.js (one file instead of a few
+ * hundred modules — about half the start-up CPU, which every agent session and every e2e test pays), started by
+ * dist/cli.js with V8's code cache of it (dist/main.code-cache; scripts/code-cache.mjs says why a script and a loader,
+ * and how the cache is checked), and the native addons (scripts/build-native.mjs). The worker threads' code
+ * (scripts/worker-bundles.mjs) is embedded in dist/main.js as strings, and so is the sha256 of each native file built,
+ * which the server checks when it loads the content-search addon at start-up: nothing the server runs is loaded from
+ * a file after start-up (docs/security.md "The server's own code and token files"). Type checking is tsc's job
+ * (`npm run typecheck`); this only bundles.
  */
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
@@ -13,7 +15,9 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sdkPatchPlugin } from './sdk-patch.mjs';
+import { CODE_CACHE, PROGRAM, PROGRAM_URL, PROGRAM_WRAPPER, loaderSource, makeCodeCache } from './code-cache.mjs';
 import { buildWorkerCode } from './worker-bundles.mjs';
+import { zodLocalesPlugin } from './zod-locales.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // `--broken-containment`: the test build of the kernel wall's suite (test/attacks/kernel-wall.test.ts), written to
@@ -49,16 +53,20 @@ if (existsSync(`${root}/dist/native`)) {
 const workers = await buildWorkerCode(root);
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { cli: 'src/cli.ts' },
+  entryPoints: { [PROGRAM.replace(/\.js$/, '')]: 'src/cli.ts' },
 
   outdir: staging,
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  // A script, not an ES module: Node 20 takes a code cache only for scripts (scripts/code-cache.mjs).
+  format: 'cjs',
   target: 'node20',
   // Maps stay in dist/ for debugging (`node --enable-source-maps`) but carry no sourceMappingURL comment: the
   // published package leaves them out (package.json "files"), and a comment would point at a missing file.
   sourcemap: 'external',
+  // Every non-ASCII character of a string, template, regular expression or name is escaped (esbuild's default, stated
+  // here because asciiComments below relies on it).
+  charset: 'ascii',
   metafile: true,
   // The test seams (src/fs/atomic-write.ts setWriteFaultInjector, src/cli/seam-flags.ts) are compiled out of the
   // product: the constant folds to false, so the bundle carries no setter, no seam flag and never calls an injector.
@@ -68,21 +76,43 @@ const result = await build({
     FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false',
     FS_TOOLS_WORKER_CODE: JSON.stringify(workers.code),
     FS_TOOLS_NATIVE_DIGESTS: JSON.stringify(nativeDigests),
+    'import.meta.url': PROGRAM_URL,
   },
-  // The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs: requests are classified first).
-  plugins: [sdkPatchPlugin()],
+  // The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs: requests are classified first), and zod's
+  // locales trimmed to English (scripts/zod-locales.mjs).
+  plugins: [sdkPatchPlugin(), zodLocalesPlugin()],
   logLevel: 'warning',
-  // CommonJS dependencies call require() for Node built-ins; give the ES module one.
-  banner: { js: "import { createRequire as __fsToolsCreateRequire } from 'node:module'; const require = __fsToolsCreateRequire(import.meta.url);" },
+  // One function of `require` (for Node built-ins) and the program's URL, which the loader calls.
+  banner: { js: PROGRAM_WRAPPER.banner },
+  footer: { js: PROGRAM_WRAPPER.footer },
 });
 
 writeFileSync(
   `${root}/${staging}/THIRD-PARTY-LICENSES.txt`,
   thirdPartyLicenses([result.metafile, ...workers.metafiles]),
 );
+asciiComments(`${root}/${staging}/${PROGRAM}`);
+
+// The code cache, made by one representative call of the staged program (which loads the native files beside it),
+// for the product only: the test builds start without one (scripts/code-cache.mjs).
+let withCache = false;
+if (!testBuild) {
+  if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/${staging}/native`, { recursive: true });
+  const why = makeCodeCache(`${root}/${staging}`, `${root}/${outDir}`);
+  rmSync(`${root}/${staging}/native`, { recursive: true, force: true });
+  if (why !== null) process.stderr.write(`bundle.mjs: no code cache (every start compiles dist/${PROGRAM}): ${why}\n`);
+  withCache = why === null;
+}
+writeFileSync(`${root}/${staging}/cli.js`, loaderSource(`${root}/${staging}`, { withCache }), { mode: 0o755 });
 mkdirSync(`${root}/${outDir}`, { recursive: true });
-for (const name of readdirSync(`${root}/${staging}`)) renameSync(`${root}/${staging}/${name}`, `${root}/${outDir}/${name}`);
+if (!withCache) rmSync(`${root}/${outDir}/${CODE_CACHE}`, { force: true });
+// The loader last: a start meanwhile runs either the previous build or this one (a loader whose digests do not match
+// the files beside it compiles without the cache).
+const names = readdirSync(`${root}/${staging}`).sort((a, b) => Number(a === 'cli.js') - Number(b === 'cli.js'));
+for (const name of names) renameSync(`${root}/${staging}/${name}`, `${root}/${outDir}/${name}`);
 rmSync(`${root}/${staging}`, { recursive: true, force: true });
+// The source map of the ES-module bundle of earlier builds (dist/cli.js is the loader now and has none).
+rmSync(`${root}/${outDir}/cli.js.map`, { force: true });
 if (testBuild) {
   // The addons of the production build, next to the test bundle (it loads them relative to itself).
   rmSync(`${root}/${outDir}/native`, { recursive: true, force: true });
@@ -93,6 +123,30 @@ if (testBuild) {
 // ship them.
 for (const name of readdirSync(`${root}/dist`)) {
   if (/-worker\.js(\.map)?$/.test(name)) rmSync(`${root}/dist/${name}`, { force: true });
+}
+
+/**
+ * Makes the program's text ASCII: the comments esbuild keeps (from dependencies: a `—`, an `…`, confusable letters)
+ * are the only non-ASCII characters left (charset: 'ascii' escapes every other), and one of them makes Node decode
+ * the whole 2 MB file into a two-byte string at every start (a slower decode, twice the memory, slower scans for
+ * every function compiled later). Each UTF-16 unit of such a character becomes `?`, so every line and column — the
+ * source map's positions — stays where it was.
+ * @param {string} file the program, rewritten in place
+ * @throws Error when a non-ASCII character is on a line where it does not follow `//` or continue a block comment
+ */
+function asciiComments(file) {
+  const text = readFileSync(file, 'utf8');
+  const lines = text.split('\n');
+  for (const [i, line] of lines.entries()) {
+    const at = line.search(/[^\x00-\x7f]/);
+    if (at === -1) continue;
+    const before = line.slice(0, at);
+    const lead = line.trimStart();
+    if (!before.includes('//') && !lead.startsWith('*') && !lead.startsWith('/*')) {
+      throw new Error(`bundle.mjs: ${file}:${i + 1}: a non-ASCII character outside a comment (charset: 'ascii' should escape it)`);
+    }
+  }
+  writeFileSync(file, text.replace(/[^\x00-\x7f]/g, '?'));
 }
 
 /**

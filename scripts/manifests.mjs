@@ -142,7 +142,7 @@ function firstSentence(text) {
 
 /** Builds, validates and packs the .mcpb; returns its path. */
 function buildMcpb(pkg) {
-  // The worker threads' code is embedded in dist/cli.js (scripts/worker-bundles.mjs).
+  // The worker threads' code is embedded in dist/main.js (scripts/worker-bundles.mjs).
   if (!existsSync(`${root}/dist/cli.js`)) throw new Error('dist/cli.js is missing: run npm run build first');
   const listed = spawnSync(process.execPath, [`${root}/dist/cli.js`, 'tools', '--json'], { encoding: 'utf8', cwd: root });
   if (listed.status !== 0) throw new Error(`fs-tools tools --json failed: ${listed.stderr}`);
@@ -150,9 +150,12 @@ function buildMcpb(pkg) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(`${dir}/server`, { recursive: true });
   for (const f of readdirSync(`${root}/dist`)) {
-    if (f.endsWith('.js') || f === 'THIRD-PARTY-LICENSES.txt') copyFileSync(`${root}/dist/${f}`, `${dir}/server/${f}`);
+    // The loader, the program and its code cache (scripts/code-cache.mjs), and the licences.
+    if (f.endsWith('.js') || f === 'main.code-cache' || f === 'THIRD-PARTY-LICENSES.txt') {
+      copyFileSync(`${root}/dist/${f}`, `${dir}/server/${f}`);
+    }
   }
-  // dist/cli.js is an ES module and reads its version from ../package.json.
+  // dist/cli.js is an ES module, and the program reads its version from ../package.json.
   writeFileSync(`${dir}/package.json`, `${JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', license: pkg.license }, null, 2)}\n`);
   copyFileSync(`${root}/LICENSE`, `${dir}/LICENSE`);
   writeFileSync(`${dir}/manifest.json`, `${JSON.stringify(mcpbManifest(pkg, JSON.parse(listed.stdout)), null, 2)}\n`);

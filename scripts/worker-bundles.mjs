@@ -7,6 +7,7 @@
  */
 import { build } from 'esbuild';
 import { readdirSync } from 'node:fs';
+import { zodLocalesPlugin } from './zod-locales.mjs';
 
 /**
  * Bundles each src/fs/*-worker.ts under `root`.
@@ -29,6 +30,7 @@ export async function buildWorkerCode(root) {
       write: false,
       metafile: true,
       define: { FS_TOOLS_TEST_SEAMS: 'false' },
+      plugins: [zodLocalesPlugin()], // zod's locales trimmed to English, as in dist/cli.js
       logLevel: 'warning',
     });
     code[file.slice(0, -3)] = result.outputFiles[0].text;

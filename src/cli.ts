@@ -10,8 +10,8 @@ import { registerSecretsFromEnv } from './errors/redact.js';
 import { UsageError } from './errors/usage-error.js';
 import { listedTools } from './server/call-tool.js';
 import { takeBrokenRoots, type ProcessState } from './server/process-state.js';
-import { advertise } from './server/tool-schemas.js';
-import { TOOL_NAMES, TOOLS } from './tools/registry.js';
+import type { AnyTool } from './tools/define-tool.js';
+import { TOOL_INDEX, TOOL_INDEX_NAMES } from './tools/tool-index.js';
 import { VERSION } from './version.js';
 import { takeTestSeams } from './cli/seam-flags.js';
 import { describeRejection } from './policy/roots.js';
@@ -19,7 +19,6 @@ import { describeNativeReads, loadNativeAddon, nativeLoadReason } from './fs/nat
 import { loadKernelWallAddon } from './fs/kernel-wall.js';
 import { removeOwnFilesOnExit } from './fs/own-files.js';
 import { startUp } from './cli/start-up.js';
-import { renderHelp, renderToolList } from './cli/help.js';
 import { OutputClosed, parseArguments, readBounded, runBatch, runCall, type CallOutput } from './cli/call.js';
 
 const HELP = `fs-tools ${VERSION}: a safe filesystem, git and issue MCP server for coding agents
@@ -134,7 +133,8 @@ async function main(argv: string[]): Promise<number> {
   // its callback (call and batch stop there, src/cli/call.ts), never an unhandled 'error' event with a stack trace.
   if (mode.kind !== 'serve') process.stdout.on('error', () => {});
   if (mode.kind === 'help') {
-    process.stdout.write(renderHelp(mode.topic, HELP, TOOLS));
+    const [{ renderHelp }, tools] = await Promise.all([import('./cli/help.js'), toolsFor(mode)]);
+    process.stdout.write(renderHelp(mode.topic, HELP, tools));
     return 0;
   }
   if (mode.kind === 'version') {
@@ -145,7 +145,7 @@ async function main(argv: string[]): Promise<number> {
   // call arguments that are not JSON.
   let callArgs: unknown;
   try {
-    if (listedTools({ config, tools: TOOLS }).length === 0) throw new UsageError(noToolsLeft(config));
+    if (listedTools({ config, tools: TOOL_INDEX }).length === 0) throw new UsageError(noToolsLeft(config));
     if (mode.kind === 'call') {
       callArgs =
         mode.rawArgs === '-'
@@ -158,18 +158,33 @@ async function main(argv: string[]): Promise<number> {
     return error.exitCode;
   }
   if (mode.kind === 'serve') reportRejectedRoots(config);
-  const state = await startUp(config, TOOLS, VERSION);
+  const state = await startUp(config, await toolsFor(mode), VERSION);
   if (typeof state === 'number') return state;
 
   if (mode.kind === 'tools') {
     const tools = listedTools(state);
-    if (mode.json) process.stdout.write(`${JSON.stringify(tools.map(advertise), null, 2)}\n`);
-    else process.stdout.write(renderToolList(tools));
+    if (mode.json) {
+      const { advertise } = await import('./server/tool-schemas.js');
+      process.stdout.write(`${JSON.stringify(tools.map(advertise), null, 2)}\n`);
+    } else process.stdout.write((await import('./cli/help.js')).renderToolList(tools));
     return 0;
   }
   if (mode.kind === 'call' || mode.kind === 'batch') return await runOneShot(state, mode, callArgs);
   await serve(state, config);
   return -1; // keep running
+}
+
+/**
+ * The tools `mode` works with: a one-shot `call` only the one it calls (src/tools/tool-index.ts: the other tools'
+ * modules are never evaluated), every other mode all of them, in registry order. Part of the bundle either way: no
+ * file is loaded.
+ */
+async function toolsFor(mode: Config['mode']): Promise<readonly AnyTool[]> {
+  if (mode.kind === 'call') {
+    const entry = TOOL_INDEX.find((t) => t.name === mode.tool);
+    if (entry) return [await entry.load()];
+  }
+  return (await import('./tools/registry.js')).TOOLS;
 }
 
 /**
@@ -181,7 +196,7 @@ function parseCommandLine(argv: string[]): Config | number {
   if (typeof FS_TOOLS_TEST_SEAMS !== 'undefined' && FS_TOOLS_TEST_SEAMS === true) argv = takeTestSeams(argv);
   argv = takeBrokenRoots(argv);
   try {
-    return parseConfig(argv, processEnvironment(TOOL_NAMES));
+    return parseConfig(argv, processEnvironment(TOOL_INDEX_NAMES));
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`fs-tools: ${error.message}\n`);

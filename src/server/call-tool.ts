@@ -28,21 +28,25 @@ export type CallOutcome =
   | { ok: false; envelope: ErrorEnvelope };
 
 /** True when `--tools` enables this tool (by name or group). */
-export function isEnabled(tool: AnyTool, state: Pick<ProcessState, 'config'>): boolean {
+export function isEnabled(tool: Pick<AnyTool, 'name' | 'group'>, state: Pick<ProcessState, 'config'>): boolean {
   const enabled = state.config.tools;
   return enabled === null || enabled.has(tool.name) || enabled.has(tool.group);
 }
 
 /** True when the tool mutates for every call (and so is left out of tools/list under --readonly). */
-export function isAlwaysMutating(tool: AnyTool): boolean {
+export function isAlwaysMutating(tool: Pick<AnyTool, 'mutating'>): boolean {
   return tool.mutating === true;
 }
 
 /**
  * The tools listed in this process, in registry order (docs/cli.md: --tools filters; --readonly drops always-mutating
- * file tools, while the issue tools stay and refuse their write actions).
+ * file tools, while the issue tools stay and refuse their write actions). Takes the tools or their index entries
+ * (src/tools/tool-index.ts), which carry the same name, group and always-mutating flag.
  */
-export function listedTools(state: Pick<ProcessState, 'config' | 'tools'>): AnyTool[] {
+export function listedTools<T extends Pick<AnyTool, 'name' | 'group' | 'mutating'>>(state: {
+  config: ProcessState['config'];
+  tools: readonly T[];
+}): T[] {
   return state.tools.filter((t) => isEnabled(t, state) && !(state.config.readonly && isAlwaysMutating(t)));
 }
 

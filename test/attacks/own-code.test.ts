@@ -60,7 +60,9 @@ function evilAddon(): Buffer {
 function installPackage(dir: string): void {
   mkdirSync(path.join(dir, 'dist'), { recursive: true });
   cpSync(path.join(CHECKOUT, 'package.json'), path.join(dir, 'package.json'));
-  cpSync(path.join(CHECKOUT, 'dist/cli.js'), path.join(dir, 'dist/cli.js'));
+  for (const file of ['cli.js', 'main.js', 'main.code-cache']) {
+    cpSync(path.join(CHECKOUT, 'dist', file), path.join(dir, 'dist', file));
+  }
   if (HAS_ADDON) cpSync(path.join(CHECKOUT, ADDON_REL), path.join(dir, ADDON_REL));
 }
 

@@ -1,19 +1,22 @@
 /**
  * The built server loads no file as code after start-up (docs/security.md "The server's own code and token files").
- * - dist/ holds no worker script, dist/cli.js names none, and every worker it can start (in it and in the worker code
- *   it embeds) starts from code with `eval: true`;
+ * - dist/ holds no worker script, the program (dist/main.js) names none, and every worker it can start (in it and in
+ *   the worker code it embeds) starts from code with `eval: true`;
+ * - a one-shot `call` of a tool that reads no file through the content-search addon does not load it;
  * - watched from inside the process (a `--require` preload that logs every ES module load, every require() of a
  *   non-built-in, every `process.dlopen` and every `new Worker`, in the main thread and in every worker): through a
- *   content search, a regex search and a regex replace_in_files, the only file loaded as code is dist/cli.js itself;
+ *   content search, a regex search and a regex replace_in_files, the only files loaded as code are dist/cli.js itself
+ *   (the one ES module) and the program it compiles at start, dist/main.js (the one `vm.Script`: scripts/code-cache.mjs);
  *   the native addon (where built) is opened only as this process's descriptor of its private copy (/proc/self/fd/N),
  *   and every worker starts from code.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { nativeAddonUrl } from '../../src/fs/native-load.js';
-import { CLI, connect } from '../helpers/server.js';
+import { CLI, connect, PROGRAM } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const DIST = path.dirname(CLI);
@@ -35,6 +38,14 @@ process.dlopen = function (m, f, ...rest) {
   log('dlopen', f);
   return dlopen.call(this, m, f, ...rest);
 };
+const vm = require('node:vm');
+const Script = vm.Script;
+vm.Script = class extends Script {
+  constructor(code, options) {
+    super(code, options);
+    log('script', String(options && options.filename));
+  }
+};
 const Worker = wt.Worker;
 wt.Worker = class extends Worker {
   constructor(what, options) {
@@ -53,9 +64,9 @@ if (wt.isMainThread) {
 `;
 
 describe('dist/: no file is loaded as code after start-up', () => {
-  it('no worker script in dist/; every worker in dist/cli.js starts from code (eval: true)', () => {
+  it('no worker script in dist/; every worker in dist/main.js starts from code (eval: true)', () => {
     expect(readdirSync(DIST).filter((n) => /worker/i.test(n))).toEqual([]);
-    const bundle = readFileSync(CLI, 'utf8');
+    const bundle = readFileSync(PROGRAM, 'utf8');
     expect(bundle).not.toMatch(/-worker\.js/);
     const starts = [...bundle.matchAll(/new [\w$.]*\bWorker\(([^)]*)\)/g)].map((m) => m[1]);
     // One start, src/fs/worker-code.ts `startWorkerFromCode`: the one pool of reader threads (content search and user
@@ -69,7 +80,7 @@ describe('dist/: no file is loaded as code after start-up', () => {
     expect(bundle).toMatch(/function loadKernelWallAddon\(/);
   });
 
-  it('watched from inside: only dist/cli.js is loaded; the addon only by descriptor; workers only from code', async () => {
+  it('watched from inside: only dist/cli.js and dist/main.js are loaded; the addon by descriptor; workers from code', async () => {
     const root = makeTree(
       { 'src/a.txt': 'one needle\n', 'src/b.txt': 'needle two\n', 'log/.keep': '' },
       'fs-tools-code-loading-root-',
@@ -105,15 +116,60 @@ describe('dist/: no file is loaded as code after start-up', () => {
       root.cleanup();
       state.cleanup();
     }
-    // Per process (the client may start more than one), one module: dist/cli.js.
+    // Per process (the client may start more than one), one module: dist/cli.js, which compiles one script:
+    // dist/main.js.
     const imports = events.filter((e) => e.kind === 'import');
     expect(imports.length).toBeGreaterThan(0);
     expect(new Set(imports.map((e) => e.what))).toEqual(new Set([pathToFileURL(CLI).href]));
     expect(new Set(imports.map((e) => e.pid)).size).toBe(imports.length);
+    const scripts = events.filter((e) => e.kind === 'script');
+    expect(new Set(scripts.map((e) => e.what))).toEqual(new Set([pathToFileURL(PROGRAM).href]));
+    expect(scripts.map((e) => e.pid).sort()).toEqual(imports.map((e) => e.pid).sort());
     expect(events.filter((e) => e.kind === 'require' || e.kind === 'worker-file')).toEqual([]);
     expect(events.filter((e) => e.kind === 'worker-code').length).toBeGreaterThanOrEqual(2); // readers and regex
     const dlopens = events.filter((e) => e.kind === 'dlopen').map((e) => e.what);
     for (const p of dlopens) expect(p).toMatch(/^\/proc\/self\/fd\/\d+$/);
     if (existsSync(nativeAddonUrl(pathToFileURL(`${DIST}/`)))) expect(dlopens.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('a one-shot call loads the content-search addon only for a tool that reads through it', () => {
+    const addon = existsSync(nativeAddonUrl(pathToFileURL(`${DIST}/`)));
+    const root = makeTree({ 'a.txt': 'one needle\n', 'log/.keep': '' }, 'fs-tools-code-loading-call-');
+    try {
+      writeFileSync(path.join(root.dir, 'log', 'preload.cjs'), PRELOAD);
+      // Without the kernel wall (its own addon is the other dlopen), one call each; the dlopens of each process.
+      const dlopens = (tool: string, args: Record<string, unknown>): number => {
+        const log = path.join(root.dir, 'log', `${tool}.jsonl`);
+        writeFileSync(log, '');
+        const r = spawnSync(
+          process.execPath,
+          [
+            '--require',
+            path.join(root.dir, 'log', 'preload.cjs'),
+            CLI,
+            '--sandbox=off',
+            '--state-dir',
+            path.join(root.dir, 'log', `state-${tool}`),
+            root.dir,
+            'call',
+            tool,
+            JSON.stringify(args),
+          ],
+          { encoding: 'utf8', env: { ...process.env, CODE_LOAD_LOG: log }, timeout: 60_000 },
+        );
+        expect(r.status).toBe(0);
+        return readFileSync(log, 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"dlopen"')).length;
+      };
+      expect(dlopens('read_file', { path: path.join(root.dir, 'a.txt') })).toBe(0);
+      expect(dlopens('stat', { path: path.join(root.dir, 'a.txt') })).toBe(0);
+      // The main thread's load and each reader thread's attach to the loaded copy.
+      const searched = dlopens('search_files', { path: root.dir, query: 'needle' });
+      if (addon) expect(searched).toBeGreaterThan(0);
+      else expect(searched).toBe(0);
+    } finally {
+      root.cleanup();
+    }
   }, 60_000);
 });

@@ -3,7 +3,7 @@
  * classifies requests first. Pins:
  *  - the installed SDK still holds the hook's classification exactly once (an SDK upgrade that rewrites it fails here
  *    and at build time, so the patch is revisited, never silently lost or misapplied);
- *  - dist/cli.js (built by the global setup) carries the patched order and not the original;
+ *  - dist/main.js (the program, built by the global setup) carries the patched order and not the original;
  *  - reordering cannot change a dispatch: no message passes the request schema and a response schema both
  *    (a property over arbitrary objects built from the members those schemas name);
  *  - src/ reaches into no private SDK member.
@@ -35,10 +35,10 @@ describe('the SDK patch', () => {
     expect(hits.reduce((a, b) => a + b, 0)).toBe(1);
   });
 
-  it('is applied in dist/cli.js', () => {
+  it('is applied in dist/main.js', () => {
     // esbuild re-indents: compare with runs of white space as one space.
     const flat = (text: string) => text.replace(/\s+/g, ' ').trim();
-    const bundle = flat(readFileSync(path.join(ROOT, 'dist/cli.js'), 'utf8'));
+    const bundle = flat(readFileSync(path.join(ROOT, 'dist/main.js'), 'utf8'));
     expect(count(bundle, flat(PATCHED_CLASSIFICATION))).toBe(1);
     expect(count(bundle, flat(SDK_CLASSIFICATION))).toBe(0);
   });

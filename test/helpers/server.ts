@@ -22,12 +22,16 @@ declare module 'vitest' {
 }
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+/** The program dist/cli.js starts (scripts/code-cache.mjs): the bundle of src/, whose text the distribution tests read. */
+export const PROGRAM = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
 /**
  * The test build with the seams (`node scripts/bundle.mjs --test-seams`, built by the global setup): the only build
  * that takes `--test-seams=…` as its first argument (src/cli/seam-flags.ts); dist/cli.js refuses the flag.
  */
 export const SEAMS_CLI = fileURLToPath(new URL('../../dist-seams/cli.js', import.meta.url));
+/** The program of the seams test build. */
+export const SEAMS_PROGRAM = fileURLToPath(new URL('../../dist-seams/main.js', import.meta.url));
 
 /** The build to run for `args`: the seams build when the first argument is a seam, else dist/cli.js. */
 export function cliFor(args: readonly string[]): string {

@@ -2,15 +2,18 @@
  * vitest's v8 coverage provider, plus the coverage of the servers the tests spawn (vitest.config.ts
  * `customProviderModule`; docs/development.md "Coverage").
  *
- * The e2e and attack suites run the built server (dist/cli.js, dist-seams/cli.js, dist-broken/cli.js) in child
- * processes, which vitest's in-process coverage does not see. Here:
+ * The e2e and attack suites run the built server (dist/cli.js, dist-seams/cli.js, dist-broken/cli.js: each a loader
+ * that compiles the program beside it, main.js; scripts/code-cache.mjs) in child processes, which vitest's in-process
+ * coverage does not see. Here:
  * 1. At start the provider makes a private directory (0700, under the system's temporary directory) and provides it
  *    to the tests as `spawnedCoverageDir`; the spawn helpers (test/helpers/server.ts `coverageEnv`) start every server
  *    with `NODE_V8_COVERAGE` naming it, so Node writes each server's V8 coverage there when it exits (the kernel wall
  *    grants that directory: docs/security.md "The kernel wall").
  * 2. At the end, of each file written there only the entries of the bundles above are kept, merged per bundle
  *    (V8's per-process coverage, `mergeProcessCovs`), and each bundle is converted once through its source map
- *    (dist/cli.js.map) into per-file coverage of src/ — the same conversion vitest applies to the in-process code.
+ *    (dist/main.js.map) into per-file coverage of src/ — the same conversion vitest applies to the in-process code.
+ *    Under NODE_V8_COVERAGE the loader compiles the program without its code cache (cached functions carry no block
+ *    counters), so the branches are counted.
  * 3. That coverage is merged into vitest's own before the reports and the thresholds, so a threshold on src/tools,
  *    src/server or src/vcs counts what the spawned servers ran as well as what the in-process tests ran.
  * Without coverage (`--coverage.enabled=false`) none of this runs and the servers get no `NODE_V8_COVERAGE`.
@@ -22,8 +25,8 @@ import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import v8Module from '@vitest/coverage-v8';
 
-/** The server bundles the tests spawn, relative to the project root. */
-const BUNDLES = ['dist/cli.js', 'dist-seams/cli.js', 'dist-broken/cli.js'];
+/** The programs of the server builds the tests spawn, relative to the project root. */
+const BUNDLES = ['dist/main.js', 'dist-seams/main.js', 'dist-broken/main.js'];
 
 /** Whether no statement, function or branch of this file coverage ran (an istanbul FileCoverage). */
 function neverRun(fileCoverage) {

@@ -40,6 +40,8 @@ const EXPECTED_FILES = [
   'README.md',
   'dist/THIRD-PARTY-LICENSES.txt',
   'dist/cli.js',
+  'dist/main.code-cache',
+  'dist/main.js',
   ...(HAS_COMPILER ? [...WALL_FILES, NATIVE_ADDON] : []),
   'package.json',
 ];

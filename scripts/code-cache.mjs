@@ -1,0 +1,153 @@
+/**
+ * The start-up code cache of dist/ (docs/security.md "The server's own code and token files", docs/benchmarks.md
+ * "Start-up, read_file and memory"). Node 20 has no compile cache for ES modules, so the program is built as a
+ * script and started by a small loader:
+ *
+ *   dist/cli.js           the loader (the `fs-tools` command): an ES module of a few lines, generated here
+ *   dist/main.js          the program (src/cli.ts and everything it imports, one script: a function of `require`
+ *                         and the program's own URL, which stands for `import.meta.url`)
+ *   dist/main.js.map      its source map (not published)
+ *   dist/main.code-cache  V8's code cache of dist/main.js, made by the build after one representative
+ *                         `fs-tools call read_file` (the functions it compiled, so a start compiles almost nothing)
+ *
+ * V8 checks a code cache only against the source's length and its own version and flags: a cache that does not
+ * belong to the source would run other code than the file shows. So the loader uses the cache only when the sha256
+ * of dist/main.js and of the cache are the ones this build recorded in dist/cli.js, on the Node version and
+ * architecture that made it, and not under NODE_V8_COVERAGE (cached functions carry no block counters: coverage of
+ * the spawned servers would lose its branches). Anything else — no cache, another digest, another Node, a cache V8
+ * rejects — is a plain compile of dist/main.js, as before the cache existed. The loader reads both files from its
+ * own directory only (never from a root or the state directory), before anything else runs; nothing writes a cache
+ * at run time (the build makes it; a running server could not anyway: the kernel wall refuses it).
+ *
+ * Run as a script (`node scripts/code-cache.mjs --make DIR`), it is the build's representative call: it compiles
+ * DIR/main.js the way the loader does, runs `call read_file` on a small file in a temporary root, and writes V8's
+ * code cache of what ran (`script.createCachedData()`) into that root, which scripts/bundle.mjs then moves to DIR.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Script } from 'node:vm';
+
+/** The program's file name in dist/. */
+export const PROGRAM = 'main.js';
+/** The code cache's file name in dist/. */
+export const CODE_CACHE = 'main.code-cache';
+/** What the program's text stands for `import.meta.url` (esbuild `define`): its own file URL, a parameter. */
+export const PROGRAM_URL = '__fsToolsProgramUrl';
+/**
+ * The program is one function expression (esbuild's CommonJS output between these two lines): the loader calls it
+ * with a `require` for Node's built-ins and the program's URL. Strict, as the ES modules it is built from.
+ */
+export const PROGRAM_WRAPPER = {
+  banner: `(function (require, ${PROGRAM_URL}) {'use strict';`,
+  footer: '})',
+};
+
+/** sha256 of bytes, hex. */
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+
+/**
+ * The text of dist/cli.js for the program and cache in `dir`.
+ * @param {string} dir where main.js (and, when `withCache`, main.code-cache) lie
+ * @param {{ withCache: boolean }} options
+ * @returns {string}
+ */
+export function loaderSource(dir, { withCache }) {
+  const record = {
+    program: PROGRAM,
+    programSha256: sha256(readFileSync(path.join(dir, PROGRAM))),
+    cache: withCache ? CODE_CACHE : null,
+    cacheSha256: withCache ? sha256(readFileSync(path.join(dir, CODE_CACHE))) : null,
+    node: process.version,
+    arch: process.arch,
+  };
+  return `#!/usr/bin/env node
+// fs-tools: starts the program (${PROGRAM}) with the code cache this build made for it (scripts/code-cache.mjs).
+import { hash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Script } from 'node:vm';
+
+const BUILD = ${JSON.stringify(record)};
+const programUrl = new URL(BUILD.program, import.meta.url);
+const program = readFileSync(programUrl);
+let cachedData;
+if (BUILD.cache && process.version === BUILD.node && process.arch === BUILD.arch && !process.env.NODE_V8_COVERAGE) {
+  try {
+    const cache = readFileSync(new URL(BUILD.cache, import.meta.url));
+    if (hash('sha256', cache) === BUILD.cacheSha256 && hash('sha256', program) === BUILD.programSha256) {
+      cachedData = cache;
+    }
+  } catch {
+    // No cache (or unreadable): a plain compile.
+  }
+}
+const script = new Script(program.toString('utf8'), { filename: programUrl.href, cachedData });
+script.runInThisContext()(createRequire(programUrl), programUrl.href);
+`;
+}
+
+/**
+ * Makes DIR/main.code-cache by running the representative call in a child process (this file with `--make`).
+ *
+ * The program is compiled under the name it will have in `outDir`, not the staging name: on Node 20 the code
+ * deserialized from a cache keeps the script name it was made with (stack traces, CPU profiles), whatever name the
+ * loader then gives. So a build's stack traces name `outDir/main.js`; a package installed elsewhere names the path it
+ * was built at.
+ * @param {string} dir the staging directory holding main.js and the native files it loads (native/)
+ * @param {string} outDir where main.js will be (absolute)
+ * @returns {string | null} null when made, else why not (the build then ships no cache: every start compiles)
+ */
+export function makeCodeCache(dir, outDir) {
+  const root = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-code-cache-root-'));
+  const state = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-code-cache-state-'));
+  try {
+    const file = path.join(root, 'small-4k.txt');
+    writeFileSync(file, `${'x'.repeat(63)}\n`.repeat(64));
+    const made = spawnSync(
+      process.execPath,
+      [
+        fileURLToPath(import.meta.url),
+        '--make',
+        dir,
+        pathToFileURL(path.join(outDir, PROGRAM)).href,
+        root,
+        '--state-dir',
+        state,
+        'call',
+        'read_file',
+        JSON.stringify({ path: file }),
+      ],
+      { encoding: 'utf8', cwd: root },
+    );
+    let size;
+    try {
+      size = JSON.parse(made.stdout).size;
+    } catch {
+      size = undefined;
+    }
+    if (made.status !== 0 || size !== 4096) {
+      return `the representative call failed (status ${made.status}): ${made.stderr.trim().slice(0, 500)}`;
+    }
+    copyFileSync(path.join(root, CODE_CACHE), path.join(dir, CODE_CACHE));
+    return null;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(state, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--make') {
+  // argv: --make DIR NAME ROOT ...ARGS: run DIR/main.js, compiled as NAME, with ROOT ...ARGS (ROOT first: it is where
+  // the cache is written, the one place besides the state directory that the kernel wall lets the program write).
+  const [, , , dir, filename, root, ...args] = process.argv;
+  const programUrl = pathToFileURL(path.join(dir, PROGRAM));
+  const script = new Script(readFileSync(programUrl, 'utf8'), { filename });
+  process.argv = [process.argv[0], fileURLToPath(programUrl), root, ...args];
+  process.on('exit', () => writeFileSync(path.join(root, CODE_CACHE), script.createCachedData()));
+  script.runInThisContext()(createRequire(programUrl), programUrl.href);
+}
