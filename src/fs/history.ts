@@ -9,11 +9,11 @@
  * and the number dropped is kept in `meta.json` for the listing's note.
  */
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { closeSync, constants, mkdirSync, openSync, renameSync, statSync } from 'node:fs';
+import { open, readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
+import { fsyncDescriptor, STATE_WRITE_FLAGS, syncDirectory, writeAll } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
 import { isCanonicalPosix } from './path-within.js';
 import { loopSlicer, type SnapshotEntry } from './tree-ops.js';
@@ -173,16 +173,30 @@ async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
   return { dropped: 0, last_dropped_id: null };
 }
 
-async function writeDurably(file: string, text: string): Promise<void> {
+/**
+ * Writes `file` durably: a private temporary beside it (never through a link, never blocking), written and fsynced,
+ * renamed over `file`, then the directory fsynced. A missing directory is created (0700) once the first open says
+ * so — not before every record (that was a mkdir and a stat per change). Only the write and the two fsyncs go
+ * through the I/O pool; the open, close and rename in the state directory are synchronous (microseconds each).
+ * @throws Node errno errors
+ */
+async function writeDurably(file: string, data: string | Uint8Array): Promise<void> {
   const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
-  const handle = await open(tmp, STATE_WRITE_FLAGS, 0o600);
+  let fd: number;
   try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    fd = openSync(tmp, STATE_WRITE_FLAGS, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fd = openSync(tmp, STATE_WRITE_FLAGS, 0o600);
   }
-  await rename(tmp, file);
+  try {
+    await writeAll(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    await fsyncDescriptor(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
   await syncDirectory(path.dirname(file));
 }
 
@@ -233,40 +247,65 @@ export async function recordChange(
   change: Omit<HistoryChange, 'id' | 'created_at'>,
 ): Promise<string | null> {
   const dir = historyDir(stateDir);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
-  const text = await serializeChange(full, limits.maxBytes);
-  if (text === null) {
+  const bytes = await serializeChange(full, limits.maxBytes);
+  if (bytes === null) {
     await recordSkipped(stateDir);
     return null;
   }
-  await writeDurably(path.join(dir, `${full.id}.json`), text);
+  await writeDurably(path.join(dir, `${full.id}.json`), bytes);
   await prune(dir, limits);
   return full.id;
 }
 
+/** Below this many characters of base64 an entry is serialized whole (splicing it in is not worth it). */
+const SPLICE_BASE64_CHARS = 4096;
+/** Stands for `old_base64` while an entry is serialized: NUL is in no path or link target, so its JSON is unique. */
+const BASE64_MARK = '\0';
+const BASE64_MARK_JSON = JSON.stringify(BASE64_MARK);
+
 /**
- * The JSON text of `change` (the fields of JSON.stringify, `files` last), or null once it would exceed `maxBytes`.
- * Built one file entry at a time in slices of the event loop (src/fs/tree-ops.ts `loopSlicer`), and given up as soon
- * as it is too large: a record of a deep or large tree runs to megabytes (a 2,000-level move: 16 MB of paths), and
- * serializing it in one piece held the server for a quarter of a second and more (docs/security.md "Bounded work").
+ * The JSON of `change` as UTF-8 bytes (the text of JSON.stringify, `files` last), or null once it would exceed
+ * `maxBytes`. Built one file entry at a time in slices of the event loop (src/fs/tree-ops.ts `loopSlicer`), and given
+ * up as soon as it is too large: a record of a deep or large tree runs to megabytes (a 2,000-level move: 16 MB of
+ * paths), and serializing it in one piece held the server for a quarter of a second and more (docs/security.md
+ * "Bounded work"). An entry's old bytes (base64: ASCII that JSON never escapes) are copied into the record as they
+ * are, not scanned again by JSON.stringify and re-encoded as UTF-8 (for a 1 MiB file that was most of the record's
+ * cost).
  */
-async function serializeChange(change: HistoryChange, maxBytes: number): Promise<string | null> {
+async function serializeChange(change: HistoryChange, maxBytes: number): Promise<Buffer | null> {
   const { files, ...rest } = change;
   const head = JSON.stringify(rest);
-  const parts: string[] = [`${head.slice(0, -1)},"files":[`];
-  let bytes = Buffer.byteLength(parts[0]) + 2;
+  // Each part is JSON text (UTF-8) or, spliced between two of them, an entry's base64 (ASCII, written as latin1).
+  const parts: Array<{ text: string; ascii: boolean }> = [{ text: `${head.slice(0, -1)},"files":[`, ascii: false }];
+  let bytes = Buffer.byteLength(parts[0].text) + 2;
+  const add = (text: string, ascii: boolean): boolean => {
+    bytes += ascii ? text.length : Buffer.byteLength(text);
+    parts.push({ text, ascii });
+    return bytes <= maxBytes;
+  };
   const slice = loopSlicer();
   for (let i = 0; i < files.length; i++) {
-    const part = `${i === 0 ? '' : ','}${JSON.stringify(files[i])}`;
-    bytes += Buffer.byteLength(part);
-    if (bytes > maxBytes) return null;
-    parts.push(part);
+    const f = files[i];
+    const comma = i === 0 ? '' : ',';
+    if (f.old_base64 !== null && f.old_base64.length >= SPLICE_BASE64_CHARS) {
+      // The same key order as JSON.stringify(f): replacing the value keeps its key's place.
+      const json = JSON.stringify({ ...f, old_base64: BASE64_MARK });
+      const at = json.indexOf(BASE64_MARK_JSON);
+      const fits =
+        add(`${comma}${json.slice(0, at)}"`, false) &&
+        add(f.old_base64, true) &&
+        add(`"${json.slice(at + BASE64_MARK_JSON.length)}`, false);
+      if (!fits) return null;
+    } else if (!add(`${comma}${JSON.stringify(f)}`, false)) return null;
     const due = slice();
     if (due) await due;
   }
-  parts.push(']}');
-  return parts.join('');
+  parts.push({ text: ']}', ascii: false });
+  const out = Buffer.allocUnsafe(bytes);
+  let at = 0;
+  for (const p of parts) at += out.write(p.text, at, p.ascii ? 'latin1' : 'utf8');
+  return out;
 }
 
 /**
@@ -276,23 +315,35 @@ async function serializeChange(change: HistoryChange, maxBytes: number): Promise
  */
 export async function recordSkipped(stateDir: string): Promise<void> {
   const dir = historyDir(stateDir);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const meta = await readMeta(dir);
   await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
 }
 
+/**
+ * Drops the oldest records beyond the bounds (never the newest). The records' sizes are read with one synchronous
+ * stat each, in slices of the event loop: a promise and a round trip through the I/O pool per record and per change
+ * (up to --history-max-changes of them) was the largest cost of a small mutation under load.
+ */
 async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   const names = (await readdir(dir))
     .filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5)))
     .sort();
-  const sizes = await Promise.all(names.map(async (n) => (await stat(path.join(dir, n)).catch(() => null))?.size ?? 0));
+  const sizes: number[] = [];
+  const slice = loopSlicer();
+  for (const n of names) {
+    sizes.push(statSync(path.join(dir, n), { throwIfNoEntry: false })?.size ?? 0);
+    const due = slice();
+    if (due) await due;
+  }
   let total = sizes.reduce((a, b) => a + b, 0);
   let count = names.length;
   let dropped = 0;
   let lastDropped: string | null = null;
   // Never drop the newest change: it was just recorded (and alone fits the byte bound).
   for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++) {
-    await rm(path.join(dir, names[i]), { force: true });
+    await unlink(path.join(dir, names[i])).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
     total -= sizes[i];
     count--;
     dropped++;
@@ -307,17 +358,23 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   }
 }
 
-/** A history file entry from a planned change (bytes before, mode, new hash). */
+/**
+ * A history file entry from a planned change (bytes before, mode, new hash).
+ * @param oldHash the hash of `oldBytes` when the caller already has it (read with them, src/fs/read-current.ts), so
+ *   1 MiB is not hashed a second time; it must be the hash of exactly these bytes (a record whose bytes do not match
+ *   its hash is invalid when read back)
+ */
 export function historyFileOf(
   real: string,
   oldBytes: Buffer | null,
   oldMode: number | null,
   newHash: string | null,
+  oldHash?: string | null,
 ): HistoryFile {
   return {
     path: real,
     old_base64: oldBytes ? oldBytes.toString('base64') : null,
-    old_hash: oldBytes ? hashBytes(oldBytes) : null,
+    old_hash: oldBytes ? (oldHash ?? hashBytes(oldBytes)) : null,
     old_mode: oldBytes && oldMode !== null ? oldMode & 0o777 : null,
     new_hash: newHash,
   };
