@@ -139,14 +139,18 @@ function historyDir(stateDir: string): string {
   return path.join(stateDir, 'history');
 }
 
-/** The milliseconds of the last id this process gave (src/process-slots.ts). */
-const ids = processSlot('fs/history', () => ({ lastIdMs: 0 }));
+/** The milliseconds of the last id this process gave, and the record sizes it has seen (src/process-slots.ts). */
+const historyState = processSlot('fs/history', () => ({
+  lastIdMs: 0,
+  /** The sizes of the records seen, per history directory, by file name (see `prune`). */
+  recordSizes: new Map<string, Map<string, number>>(),
+}));
 
 function newId(): string {
   // Milliseconds keep the order across processes; a random tail keeps ids unique. Within this process the millisecond
   // part strictly increases, so two changes recorded in the same millisecond keep their order (ids sort by it).
-  ids.lastIdMs = Math.max(Date.now(), ids.lastIdMs + 1);
-  return `${String(ids.lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  historyState.lastIdMs = Math.max(Date.now(), historyState.lastIdMs + 1);
+  return `${String(historyState.lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
 /** Largest record read back (bytes) without a tighter bound; a bigger file is invalid. */
@@ -254,7 +258,7 @@ export async function recordChange(
     return null;
   }
   await writeDurably(path.join(dir, `${full.id}.json`), bytes);
-  await prune(dir, limits);
+  await prune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
   return full.id;
 }
 
@@ -320,21 +324,45 @@ export async function recordSkipped(stateDir: string): Promise<void> {
 }
 
 /**
- * Drops the oldest records beyond the bounds (never the newest). The records' sizes are read with one synchronous
- * stat each, in slices of the event loop: a promise and a round trip through the I/O pool per record and per change
- * (up to --history-max-changes of them) was the largest cost of a small mutation under load.
+ * Most history directories whose record sizes are kept (`historyState.recordSizes`: per history directory, the size
+ * of each record this process has seen, by file name; only the names listed at the last prune). A record is written
+ * once, under a fresh name (milliseconds and 48 random bits) by a rename, and never rewritten by any fs-tools process,
+ * so the size seen once is its size; a name this process has not seen (another process's record, a file put there)
+ * is stat'ed. The bound is kept exact for every record fs-tools writes; a file someone rewrote in place under a
+ * record's name after it was seen counts at its old size until this process restarts (whoever can do that can fill
+ * the disk directly; reading it back is validated as ever, and a record over --history-max-bytes is never read).
  */
-async function prune(dir: string, limits: HistoryLimits): Promise<void> {
+const MAX_SIZED_DIRS = 16;
+
+/**
+ * Drops the oldest records beyond the bounds (never the newest, `newest`: just written, `size` bytes). Sizes come
+ * from `historyState.recordSizes`; a name not seen yet gets one synchronous stat, in slices of the event loop: an asynchronous
+ * stat of every record on every change (up to --history-max-changes promises and I/O-pool round trips) was the
+ * largest cost of a small mutation under load.
+ */
+async function prune(dir: string, limits: HistoryLimits, newest: { name: string; size: number }): Promise<void> {
   const names = (await readdir(dir))
     .filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5)))
     .sort();
+  const known = historyState.recordSizes.get(dir) ?? new Map<string, number>();
+  known.set(newest.name, newest.size);
+  const now = new Map<string, number>();
   const sizes: number[] = [];
   const slice = loopSlicer();
   for (const n of names) {
-    sizes.push(statSync(path.join(dir, n), { throwIfNoEntry: false })?.size ?? 0);
-    const due = slice();
-    if (due) await due;
+    let size = known.get(n);
+    if (size === undefined) {
+      size = statSync(path.join(dir, n), { throwIfNoEntry: false })?.size;
+      const due = slice();
+      if (due) await due;
+    }
+    if (size !== undefined) now.set(n, size);
+    sizes.push(size ?? 0);
   }
+  const sized = historyState.recordSizes;
+  sized.delete(dir);
+  if (sized.size >= MAX_SIZED_DIRS) sized.delete(sized.keys().next().value!);
+  sized.set(dir, now);
   let total = sizes.reduce((a, b) => a + b, 0);
   let count = names.length;
   let dropped = 0;
@@ -345,6 +373,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
       if (error.code !== 'ENOENT') throw error;
     });
     total -= sizes[i];
+    now.delete(names[i]);
     count--;
     dropped++;
     lastDropped = names[i].slice(0, -5);
