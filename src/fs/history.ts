@@ -9,7 +9,7 @@
  * and the number dropped is kept in `meta.json` for the listing's note.
  */
 import { randomUUID } from 'node:crypto';
-import { closeSync, constants, mkdirSync, openSync, renameSync, statSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -178,13 +178,15 @@ async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
 }
 
 /**
- * Writes `file` durably: a private temporary beside it (never through a link, never blocking), written and fsynced,
- * renamed over `file`, then the directory fsynced. A missing directory is created (0700) once the first open says
- * so — not before every record (that was a mkdir and a stat per change). Only the write and the two fsyncs go
- * through the I/O pool; the open, close and rename in the state directory are synchronous (microseconds each).
+ * Writes `data` to a private temporary beside `file` (never through a link, never blocking) and fsyncs it; the caller
+ * renames it over `file` (`writeDurably`, a staged record's commit). A missing directory is created (0700) once the
+ * first open says so — not before every record (that was a mkdir and a stat per change). Only the write and the fsync
+ * go through the I/O pool; the open and close are synchronous (microseconds each). A temporary that could not be
+ * written whole is removed.
+ * @returns the temporary's path
  * @throws Node errno errors
  */
-async function writeDurably(file: string, data: string | Uint8Array): Promise<void> {
+async function writeTemporary(file: string, data: string | Uint8Array): Promise<string> {
   const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
   let fd: number;
   try {
@@ -197,9 +199,31 @@ async function writeDurably(file: string, data: string | Uint8Array): Promise<vo
   try {
     await writeAll(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
     await fsyncDescriptor(fd);
-  } finally {
+  } catch (error) {
     closeSync(fd);
+    unlinkQuietly(tmp);
+    throw error;
   }
+  closeSync(fd);
+  return tmp;
+}
+
+/** Removes the server's own temporary `p` in the state directory; errors are ignored (already gone). */
+function unlinkQuietly(p: string): void {
+  try {
+    unlinkSync(p);
+  } catch {
+    /* already gone */
+  }
+}
+
+/**
+ * Writes `file` durably: the temporary (`writeTemporary`: written and fsynced), renamed over `file`, then the
+ * directory fsynced.
+ * @throws Node errno errors
+ */
+async function writeDurably(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = await writeTemporary(file, data);
   renameSync(tmp, file);
   await syncDirectory(path.dirname(file));
 }
@@ -250,16 +274,68 @@ export async function recordChange(
   limits: HistoryLimits,
   change: Omit<HistoryChange, 'id' | 'created_at'>,
 ): Promise<string | null> {
+  return await (await stageChange(stateDir, limits, change)).commit();
+}
+
+/** A change whose record is written (to its temporary) but not yet part of the history (`stageChange`). */
+export interface StagedChange {
+  /**
+   * Makes the record part of the history: renamed to its name, the directory fsynced, the bounds applied; a change
+   * too large to record is counted as skipped instead. @returns its id, or null when skipped
+   * @throws Node errno errors
+   */
+  commit(): Promise<string | null>;
+  /** Drops the record (its change did not happen): the temporary is removed. Never throws. */
+  discard(): void;
+}
+
+/**
+ * The first half of `recordChange`: the change's id is taken (ids keep the order of staging) and its record written
+ * and fsynced under a temporary name that no listing reads, so the pipeline can write it while the change itself is
+ * being made and commit it once that succeeded (src/mutation/pipeline.ts): the two writes and their fsyncs overlap
+ * instead of following each other. A crash in between leaves only a `.tmp` file, which no listing reads.
+ * @throws Node errno errors (nothing staged)
+ */
+export async function stageChange(
+  stateDir: string,
+  limits: HistoryLimits,
+  change: Omit<HistoryChange, 'id' | 'created_at'>,
+): Promise<StagedChange> {
   const dir = historyDir(stateDir);
   const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
   const bytes = await serializeChange(full, limits.maxBytes);
   if (bytes === null) {
-    await recordSkipped(stateDir);
-    return null;
+    return {
+      commit: async () => {
+        await recordSkipped(stateDir);
+        return null;
+      },
+      discard: () => undefined,
+    };
   }
-  await writeDurably(path.join(dir, `${full.id}.json`), bytes);
-  await prune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
-  return full.id;
+  const file = path.join(dir, `${full.id}.json`);
+  const tmp = await writeTemporary(file, bytes);
+  let settled = false;
+  return {
+    commit: async () => {
+      if (settled) throw new Error('history: a staged change is committed or discarded once');
+      settled = true;
+      try {
+        renameSync(tmp, file);
+      } catch (error) {
+        unlinkQuietly(tmp);
+        throw error;
+      }
+      await syncDirectory(dir);
+      await prune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
+      return full.id;
+    },
+    discard: () => {
+      if (settled) return;
+      settled = true;
+      unlinkQuietly(tmp);
+    },
+  };
 }
 
 /** Below this many characters of base64 an entry is serialized whole (splicing it in is not worth it). */

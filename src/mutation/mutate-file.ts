@@ -204,6 +204,7 @@ async function decideFile<T>(
     history: restorable
       ? {
           tool: options.tool ?? 'write_file',
+          complete: true,
           files: [
             historyFileOf(
               target.real,
