@@ -191,16 +191,19 @@ export async function writeFileAtomicIn(
     if (!renamed) {
       // Closed here only if still open (never twice: the number may belong to another file by then); no write or
       // fsync on it is pending, each was awaited.
-      if (fd !== null) {
-        try {
-          closeSync(fd);
-        } catch {
-          /* the error being thrown says more */
-        }
-      }
+      if (fd !== null) closeQuietly(fd);
       dir.unlinkOwnTemporary(tmpName);
       dropOwnFile(tmp);
     }
+  }
+}
+
+/** Closes `fd` on a failure path; an error of the close is dropped (the error being thrown says more). */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* see above */
   }
 }
 
