@@ -18,11 +18,13 @@
  * `npm ci` unless its package-lock.json equals this checkout's, whose node_modules it then links; `npm run build`),
  * then runs this build and REV's alternately on the same machine in one run — rounds in the order A B B A …
  * (--rounds N per build, default 2; --calls is per build, default 30000 there), each round on a fresh tree — and
- * reports each build's calls/s (total calls / total seconds of its rounds), the ratio this/REV (target ≥ 1.0) and
- * every round. The worktree is removed at the end.
+ * reports each build's calls/s (total calls / total seconds of its rounds), the ratio this/REV (target ≥ 1.0), the
+ * servers' CPU time per call of each (user + system from /proc/PID/stat; on a loaded machine the steadier figure) and
+ * every round. The worktree is removed at the end. REV may also be a directory holding a built checkout
+ * (`DIR/dist/cli.js`, e.g. a worktree built earlier): it is used as it is, nothing is built or removed.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,6 +56,18 @@ const IN_FLIGHT = 4;
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const CLI = path.join(REPO, 'dist', 'cli.js');
 const sha256 = (s) => `sha256:${createHash('sha256').update(s).digest('hex')}`;
+
+/** CPU time (user + system, ms) the process `pid` has used so far (/proc/PID/stat; null elsewhere). */
+function cpuMs(pid) {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+/** Clock ticks per second of /proc/PID/stat (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS = 100;
 
 function vm(pid, key) {
   try {
@@ -220,11 +234,13 @@ async function soakOnce(cli, totalCalls) {
   const unexpected = {};
   const warmRss = new Array(CLIENTS).fill(null);
   const quota = Math.floor(totalCalls / CLIENTS);
+  const cpuAtStart = conns.map((conn) => cpuMs(conn.pid));
   const t0 = performance.now();
   const done = await Promise.all(conns.map((conn, c) => drive(c, conn, tree, quota + (c < totalCalls % CLIENTS ? 1 : 0), deadline, counts, unexpected,
     () => { warmRss[c] = vm(conn.pid, 'VmHWM'); })));
   const seconds = (performance.now() - t0) / 1000;
   const total = done.reduce((a, b) => a + b, 0);
+  const cpuUsed = conns.map((conn, i) => (cpuAtStart[i] === null ? null : cpuMs(conn.pid) - cpuAtStart[i]));
   const endRss = conns.map((conn) => vm(conn.pid, 'VmHWM'));
   const nowRss = conns.map((conn) => vm(conn.pid, 'VmRSS'));
   const incidents = conns.filter((conn) => /INTERNAL|incident/.test(conn.stderr())).length;
@@ -243,6 +259,11 @@ async function soakOnce(cli, totalCalls) {
     stopped_by: total < totalCalls ? `time limit ${MAX_SECONDS} s` : 'call count',
     seconds: Math.round(seconds * 10) / 10,
     calls_per_second: Math.round(total / seconds),
+    // CPU time of the servers (user + system, all 8 together) per call: less disturbed by the machine's load than
+    // calls per second.
+    server_cpu_ms_per_call: cpuUsed.includes(null)
+      ? null
+      : Math.round((cpuUsed.reduce((a, b) => a + b, 0) / total) * 1000) / 1000,
     outcomes: Object.fromEntries(Object.entries(counts).sort((a, b) => b[1] - a[1])),
     unexpected,
     peak_rss_mb_after_warmup: warmRss.map((x) => (x === null ? null : Math.round(x * 10) / 10)),
@@ -281,6 +302,10 @@ async function main() {
  * @param {string} rev a commit, tag or branch
  */
 function buildRevision(rev) {
+  if (existsSync(path.join(rev, 'dist', 'cli.js'))) {
+    const head = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: rev, encoding: 'utf8' });
+    return { tree: path.resolve(rev), commit: head.status === 0 ? head.stdout.trim() : 'unknown' };
+  }
   const run = (cmd, args, cwd) => {
     const r = spawnSync(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}) in ${cwd}`);
@@ -321,11 +346,17 @@ async function compare(rev) {
     const name = names[[0, 1, 1, 0][i % 4]];
     const r = await soakOnce(builds[name], per);
     results[name].push(r);
-    console.error(`soak: round ${i + 1}/${2 * rounds}: ${name} ${r.calls} calls in ${r.seconds} s (${r.calls_per_second}/s), load ${r.load_average_at_start[0]}`);
+    console.error(`soak: round ${i + 1}/${2 * rounds}: ${name} ${r.calls} calls in ${r.seconds} s (${r.calls_per_second}/s, server CPU ${r.server_cpu_ms_per_call} ms/call), load ${r.load_average_at_start[0]}`);
   }
   const rate = (rs) => rs.reduce((n, r) => n + r.calls, 0) / rs.reduce((n, r) => n + r.seconds, 0);
   const a = rate(results.this);
   const b = rate(results[rev]);
+  const cpu = (rs) =>
+    rs.some((r) => r.server_cpu_ms_per_call === null)
+      ? null
+      : rs.reduce((n, r) => n + r.server_cpu_ms_per_call * r.calls, 0) / rs.reduce((n, r) => n + r.calls, 0);
+  const cpuA = cpu(results.this);
+  const cpuB = cpu(results[rev]);
   const report = {
     date: new Date().toISOString(),
     machine: `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), node ${process.version}`,
@@ -338,9 +369,13 @@ async function compare(rev) {
     [`${rev}_calls_per_second`]: Math.round(b),
     [`${rev}_commit`]: other.commit,
     ratio_this_over_rev: Math.round((a / b) * 1000) / 1000,
+    this_server_cpu_ms_per_call: cpuA === null ? null : Math.round(cpuA * 1000) / 1000,
+    [`${rev}_server_cpu_ms_per_call`]: cpuB === null ? null : Math.round(cpuB * 1000) / 1000,
+    cpu_ratio_rev_over_this: cpuA === null || cpuB === null ? null : Math.round((cpuB / cpuA) * 1000) / 1000,
     target: '≥ 1.0',
     met: a / b >= 1.0,
     rounds: Object.fromEntries(names.map((n) => [n, results[n].map((r) => ({ calls_per_second: r.calls_per_second, seconds: r.seconds,
+      server_cpu_ms_per_call: r.server_cpu_ms_per_call,
       load_average_at_start: r.load_average_at_start[0], peak_rss_mb_max: Math.max(...r.peak_rss_mb_at_end.map((x) => x ?? 0)),
       failures: r.failures }))])),
   };
@@ -351,7 +386,8 @@ async function compare(rev) {
     console.error(`soak: FAILED rounds in ${failed.join(', ')} (see rounds.*.failures)`);
     process.exitCode = 1;
   }
-  console.error(`soak --compare: this ${Math.round(a)}/s, ${rev} ${Math.round(b)}/s, ratio ${(a / b).toFixed(3)} (target ≥ 1.0: ${a / b >= 1 ? 'met' : 'NOT met'})`);
+  console.error(`soak --compare: this ${Math.round(a)}/s, ${rev} ${Math.round(b)}/s, ratio ${(a / b).toFixed(3)} (target ≥ 1.0: ${a / b >= 1 ? 'met' : 'NOT met'}); ` +
+    `server CPU per call this ${cpuA?.toFixed(2)} ms, ${rev} ${cpuB?.toFixed(2)} ms (${rev}/this ${cpuA && cpuB ? (cpuB / cpuA).toFixed(3) : 'n/a'})`);
 }
 
 function cleanUp() {

@@ -23,7 +23,7 @@ export const SLOT_NAMES = [
   'fs/atomic-write', // the write-fault injector (test builds only)
   'fs/content-cache', // facts of file contents read, keyed by identity and stamps
   'fs/held-dirs', // verified directories held open between calls, and their idle timer
-  'fs/history', // the last undo record id's milliseconds (ids stay increasing)
+  'fs/history', // the last undo record id's milliseconds (ids stay increasing), the records' sizes seen
   'fs/listing-cache', // directory listings, keyed by identity and stamps
   'fs/lock-site', // the lock scopes (the roots) registered by each ProcessState
   'fs/own-files', // the in-flight register of the server's own files

@@ -14,8 +14,16 @@
  * We do not use write-file-atomic: it resolves symlinks and writes through them, and needs Node 22.
  */
 import { randomBytes } from 'node:crypto';
-import { constants, type Stats } from 'node:fs';
-import { open } from 'node:fs/promises';
+import {
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fsync as fsyncCb,
+  openSync,
+  write as writeCb,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { dropOwnFile, noteOwnFile } from './own-files.js';
@@ -122,30 +130,34 @@ export async function writeFileAtomicIn(
   // Noted before it exists: a process killed from here on leaves a temporary the start-up sweep removes
   // (src/fs/own-files.ts); its name is of the class no tool reads, whatever it holds.
   noteOwnFile(tmp, 'temporary');
-  const handle = await dir
-    .openFile(tmpName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode })
-    .catch((error: unknown) => {
-      dropOwnFile(tmp);
-      throw retarget(error, tmp, target);
-    });
+  // The descriptor's own syscalls are synchronous (microseconds each) except the write and the fsync: every round
+  // trip through the I/O pool costs a thread hand-off twice, which on a loaded machine is most of a small write.
+  let fd: number | null;
+  try {
+    fd = dir.openFileSync(tmpName, { flags: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, mode });
+  } catch (error) {
+    dropOwnFile(tmp);
+    throw retarget(error, tmp, target);
+  }
   let renamed = false;
   try {
     writeFaultPoint('write', target);
-    let written = 0;
-    while (written < bytes.length) {
-      const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
-      written += bytesWritten;
-    }
+    await writeAll(fd, bytes);
     if (options.mode === null || options.mode === undefined) {
-      if (before && before.isFile()) await handle.chmod(before.mode & 0o7777);
+      if (before && before.isFile()) fchmodSync(fd, before.mode & 0o7777);
     } else {
-      await handle.chmod(options.mode);
+      fchmodSync(fd, options.mode);
     }
     if (before && before.isFile() && process.getuid?.() === 0) {
-      await handle.chown(before.uid, before.gid).catch(() => undefined);
+      try {
+        fchownSync(fd, before.uid, before.gid);
+      } catch {
+        /* best effort, as root only */
+      }
     }
-    await handle.sync();
-    await handle.close();
+    await fsyncDescriptor(fd);
+    closeSync(fd);
+    fd = null;
     await options.beforeRename?.();
     // [defense in depth] the parent is still inside the roots, and the target is what was hashed.
     dir.assertInside();
@@ -177,11 +189,44 @@ export async function writeFileAtomicIn(
     throw retarget(error, tmp, target);
   } finally {
     if (!renamed) {
-      await handle.close().catch(() => undefined);
+      // Closed here only if still open (never twice: the number may belong to another file by then); no write or
+      // fsync on it is pending, each was awaited.
+      if (fd !== null) closeQuietly(fd);
       dir.unlinkOwnTemporary(tmpName);
       dropOwnFile(tmp);
     }
   }
+}
+
+/** Closes `fd` on a failure path; an error of the close is dropped (the error being thrown says more). */
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* see above */
+  }
+}
+
+/**
+ * Writes all of `bytes` to the descriptor `fd` from its current offset, in the I/O pool (one round trip unless the
+ * kernel takes less than all at once).
+ * @throws Node errno errors (ENOSPC, EIO …; without a path: the caller names the file)
+ */
+export async function writeAll(fd: number, bytes: Uint8Array): Promise<void> {
+  let written = 0;
+  while (written < bytes.length) {
+    written += await new Promise<number>((resolve, reject) =>
+      writeCb(fd, bytes, written, bytes.length - written, null, (error, n) => (error ? reject(error) : resolve(n))),
+    );
+  }
+}
+
+/**
+ * fsync(2) of the descriptor `fd`, in the I/O pool.
+ * @throws Node errno errors (EIO …)
+ */
+export async function fsyncDescriptor(fd: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => fsyncCb(fd, (error) => (error ? reject(error) : resolve())));
 }
 
 /** An errno error about our temporary file is reported as being about the target (the temp name is internal). */
@@ -227,11 +272,11 @@ export const STATE_WRITE_FLAGS =
 /** fsync a directory by path so a rename is durable (best effort; the journal's own directory, not a tool path). */
 export async function syncDirectory(dir: string): Promise<void> {
   try {
-    const h = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NONBLOCK ?? 0));
+    const fd = openSync(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NONBLOCK ?? 0));
     try {
-      await h.sync();
+      await fsyncDescriptor(fd);
     } finally {
-      await h.close();
+      closeSync(fd);
     }
   } catch {
     /* best effort */

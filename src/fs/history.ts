@@ -9,11 +9,11 @@
  * and the number dropped is kept in `meta.json` for the listing's note.
  */
 import { randomUUID } from 'node:crypto';
-import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { closeSync, constants, mkdirSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { open, readdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { STATE_WRITE_FLAGS, syncDirectory } from './atomic-write.js';
+import { fsyncDescriptor, STATE_WRITE_FLAGS, syncDirectory, writeAll } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
 import { isCanonicalPosix } from './path-within.js';
 import { loopSlicer, type SnapshotEntry } from './tree-ops.js';
@@ -139,14 +139,18 @@ function historyDir(stateDir: string): string {
   return path.join(stateDir, 'history');
 }
 
-/** The milliseconds of the last id this process gave (src/process-slots.ts). */
-const ids = processSlot('fs/history', () => ({ lastIdMs: 0 }));
+/** The milliseconds of the last id this process gave, and the record sizes it has seen (src/process-slots.ts). */
+const historyState = processSlot('fs/history', () => ({
+  lastIdMs: 0,
+  /** The sizes of the records seen, per history directory, by file name (see `prune`). */
+  recordSizes: new Map<string, Map<string, number>>(),
+}));
 
 function newId(): string {
   // Milliseconds keep the order across processes; a random tail keeps ids unique. Within this process the millisecond
   // part strictly increases, so two changes recorded in the same millisecond keep their order (ids sort by it).
-  ids.lastIdMs = Math.max(Date.now(), ids.lastIdMs + 1);
-  return `${String(ids.lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  historyState.lastIdMs = Math.max(Date.now(), historyState.lastIdMs + 1);
+  return `${String(historyState.lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
 }
 
 /** Largest record read back (bytes) without a tighter bound; a bigger file is invalid. */
@@ -173,16 +177,54 @@ async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
   return { dropped: 0, last_dropped_id: null };
 }
 
-async function writeDurably(file: string, text: string): Promise<void> {
+/**
+ * Writes `data` to a private temporary beside `file` (never through a link, never blocking) and fsyncs it; the caller
+ * renames it over `file` (`writeDurably`, a staged record's commit). A missing directory is created (0700) once the
+ * first open says so — not before every record (that was a mkdir and a stat per change). Only the write and the fsync
+ * go through the I/O pool; the open and close are synchronous (microseconds each). A temporary that could not be
+ * written whole is removed.
+ * @returns the temporary's path
+ * @throws Node errno errors
+ */
+async function writeTemporary(file: string, data: string | Uint8Array): Promise<string> {
   const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
-  const handle = await open(tmp, STATE_WRITE_FLAGS, 0o600);
+  let fd: number;
   try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    fd = openSync(tmp, STATE_WRITE_FLAGS, 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fd = openSync(tmp, STATE_WRITE_FLAGS, 0o600);
   }
-  await rename(tmp, file);
+  try {
+    await writeAll(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    await fsyncDescriptor(fd);
+  } catch (error) {
+    closeSync(fd);
+    unlinkQuietly(tmp);
+    throw error;
+  }
+  closeSync(fd);
+  return tmp;
+}
+
+/** Removes the server's own temporary `p` in the state directory; errors are ignored (already gone). */
+function unlinkQuietly(p: string): void {
+  try {
+    unlinkSync(p);
+  } catch {
+    /* already gone */
+  }
+}
+
+/**
+ * Writes `file` durably: the temporary (`writeTemporary`: written and fsynced), renamed over `file`, then the
+ * directory fsynced.
+ * @throws Node errno errors
+ */
+async function writeDurably(file: string, data: string | Uint8Array): Promise<void> {
+  const tmp = await writeTemporary(file, data);
+  renameSync(tmp, file);
   await syncDirectory(path.dirname(file));
 }
 
@@ -232,41 +274,118 @@ export async function recordChange(
   limits: HistoryLimits,
   change: Omit<HistoryChange, 'id' | 'created_at'>,
 ): Promise<string | null> {
-  const dir = historyDir(stateDir);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
-  const text = await serializeChange(full, limits.maxBytes);
-  if (text === null) {
-    await recordSkipped(stateDir);
-    return null;
-  }
-  await writeDurably(path.join(dir, `${full.id}.json`), text);
-  await prune(dir, limits);
-  return full.id;
+  return await (await stageChange(stateDir, limits, change)).commit();
+}
+
+/** A change whose record is written (to its temporary) but not yet part of the history (`stageChange`). */
+export interface StagedChange {
+  /**
+   * Makes the record part of the history: renamed to its name, the directory fsynced, the bounds applied; a change
+   * too large to record is counted as skipped instead. @returns its id, or null when skipped
+   * @throws Node errno errors
+   */
+  commit(): Promise<string | null>;
+  /** Drops the record (its change did not happen): the temporary is removed. Never throws. */
+  discard(): void;
 }
 
 /**
- * The JSON text of `change` (the fields of JSON.stringify, `files` last), or null once it would exceed `maxBytes`.
- * Built one file entry at a time in slices of the event loop (src/fs/tree-ops.ts `loopSlicer`), and given up as soon
- * as it is too large: a record of a deep or large tree runs to megabytes (a 2,000-level move: 16 MB of paths), and
- * serializing it in one piece held the server for a quarter of a second and more (docs/security.md "Bounded work").
+ * The first half of `recordChange`: the change's id is taken (ids keep the order of staging) and its record written
+ * and fsynced under a temporary name that no listing reads, so the pipeline can write it while the change itself is
+ * being made and commit it once that succeeded (src/mutation/pipeline.ts): the two writes and their fsyncs overlap
+ * instead of following each other. A crash in between leaves only a `.tmp` file, which no listing reads.
+ * @throws Node errno errors (nothing staged)
  */
-async function serializeChange(change: HistoryChange, maxBytes: number): Promise<string | null> {
+export async function stageChange(
+  stateDir: string,
+  limits: HistoryLimits,
+  change: Omit<HistoryChange, 'id' | 'created_at'>,
+): Promise<StagedChange> {
+  const dir = historyDir(stateDir);
+  const full: HistoryChange = { id: newId(), created_at: new Date().toISOString(), ...change };
+  const bytes = await serializeChange(full, limits.maxBytes);
+  if (bytes === null) {
+    return {
+      commit: async () => {
+        await recordSkipped(stateDir);
+        return null;
+      },
+      discard: () => undefined,
+    };
+  }
+  const file = path.join(dir, `${full.id}.json`);
+  const tmp = await writeTemporary(file, bytes);
+  let settled = false;
+  return {
+    commit: async () => {
+      if (settled) throw new Error('history: a staged change is committed or discarded once');
+      settled = true;
+      try {
+        renameSync(tmp, file);
+      } catch (error) {
+        unlinkQuietly(tmp);
+        throw error;
+      }
+      await syncDirectory(dir);
+      await prune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
+      return full.id;
+    },
+    discard: () => {
+      if (settled) return;
+      settled = true;
+      unlinkQuietly(tmp);
+    },
+  };
+}
+
+/** Below this many characters of base64 an entry is serialized whole (splicing it in is not worth it). */
+const SPLICE_BASE64_CHARS = 4096;
+/** Stands for `old_base64` while an entry is serialized: NUL is in no path or link target, so its JSON is unique. */
+const BASE64_MARK = '\0';
+const BASE64_MARK_JSON = JSON.stringify(BASE64_MARK);
+
+/**
+ * The JSON of `change` as UTF-8 bytes (the text of JSON.stringify, `files` last), or null once it would exceed
+ * `maxBytes`. Built one file entry at a time in slices of the event loop (src/fs/tree-ops.ts `loopSlicer`), and given
+ * up as soon as it is too large: a record of a deep or large tree runs to megabytes (a 2,000-level move: 16 MB of
+ * paths), and serializing it in one piece held the server for a quarter of a second and more (docs/security.md
+ * "Bounded work"). An entry's old bytes (base64: ASCII that JSON never escapes) are copied into the record as they
+ * are, not scanned again by JSON.stringify and re-encoded as UTF-8 (for a 1 MiB file that was most of the record's
+ * cost).
+ */
+async function serializeChange(change: HistoryChange, maxBytes: number): Promise<Buffer | null> {
   const { files, ...rest } = change;
   const head = JSON.stringify(rest);
-  const parts: string[] = [`${head.slice(0, -1)},"files":[`];
-  let bytes = Buffer.byteLength(parts[0]) + 2;
+  // Each part is JSON text (UTF-8) or, spliced between two of them, an entry's base64 (ASCII, written as latin1).
+  const parts: Array<{ text: string; ascii: boolean }> = [{ text: `${head.slice(0, -1)},"files":[`, ascii: false }];
+  let bytes = Buffer.byteLength(parts[0].text) + 2;
+  const add = (text: string, ascii: boolean): boolean => {
+    bytes += ascii ? text.length : Buffer.byteLength(text);
+    parts.push({ text, ascii });
+    return bytes <= maxBytes;
+  };
   const slice = loopSlicer();
   for (let i = 0; i < files.length; i++) {
-    const part = `${i === 0 ? '' : ','}${JSON.stringify(files[i])}`;
-    bytes += Buffer.byteLength(part);
-    if (bytes > maxBytes) return null;
-    parts.push(part);
+    const f = files[i];
+    const comma = i === 0 ? '' : ',';
+    if (f.old_base64 !== null && f.old_base64.length >= SPLICE_BASE64_CHARS) {
+      // The same key order as JSON.stringify(f): replacing the value keeps its key's place.
+      const json = JSON.stringify({ ...f, old_base64: BASE64_MARK });
+      const at = json.indexOf(BASE64_MARK_JSON);
+      const fits =
+        add(`${comma}${json.slice(0, at)}"`, false) &&
+        add(f.old_base64, true) &&
+        add(`"${json.slice(at + BASE64_MARK_JSON.length)}`, false);
+      if (!fits) return null;
+    } else if (!add(`${comma}${JSON.stringify(f)}`, false)) return null;
     const due = slice();
     if (due) await due;
   }
-  parts.push(']}');
-  return parts.join('');
+  parts.push({ text: ']}', ascii: false });
+  const out = Buffer.allocUnsafe(bytes);
+  let at = 0;
+  for (const p of parts) at += out.write(p.text, at, p.ascii ? 'latin1' : 'utf8');
+  return out;
 }
 
 /**
@@ -276,24 +395,61 @@ async function serializeChange(change: HistoryChange, maxBytes: number): Promise
  */
 export async function recordSkipped(stateDir: string): Promise<void> {
   const dir = historyDir(stateDir);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
   const meta = await readMeta(dir);
   await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
 }
 
-async function prune(dir: string, limits: HistoryLimits): Promise<void> {
+/**
+ * Most history directories whose record sizes are kept (`historyState.recordSizes`: per history directory, the size
+ * of each record this process has seen, by file name; only the names listed at the last prune). A record is written
+ * once, under a fresh name (milliseconds and 48 random bits) by a rename, and never rewritten by any fs-tools process,
+ * so the size seen once is its size; a name this process has not seen (another process's record, a file put there)
+ * is stat'ed. The bound is kept exact for every record fs-tools writes; a file someone rewrote in place under a
+ * record's name after it was seen counts at its old size until this process restarts (whoever can do that can fill
+ * the disk directly; reading it back is validated as ever, and a record over --history-max-bytes is never read).
+ */
+const MAX_SIZED_DIRS = 16;
+
+/**
+ * Drops the oldest records beyond the bounds (never the newest, `newest`: just written, `size` bytes). Sizes come
+ * from `historyState.recordSizes`; a name not seen yet gets one synchronous stat, in slices of the event loop: an asynchronous
+ * stat of every record on every change (up to --history-max-changes promises and I/O-pool round trips) was the
+ * largest cost of a small mutation under load.
+ */
+async function prune(dir: string, limits: HistoryLimits, newest: { name: string; size: number }): Promise<void> {
   const names = (await readdir(dir))
     .filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5)))
     .sort();
-  const sizes = await Promise.all(names.map(async (n) => (await stat(path.join(dir, n)).catch(() => null))?.size ?? 0));
+  const known = historyState.recordSizes.get(dir) ?? new Map<string, number>();
+  known.set(newest.name, newest.size);
+  const now = new Map<string, number>();
+  const sizes: number[] = [];
+  const slice = loopSlicer();
+  for (const n of names) {
+    let size = known.get(n);
+    if (size === undefined) {
+      size = statSync(path.join(dir, n), { throwIfNoEntry: false })?.size;
+      const due = slice();
+      if (due) await due;
+    }
+    if (size !== undefined) now.set(n, size);
+    sizes.push(size ?? 0);
+  }
+  const sized = historyState.recordSizes;
+  sized.delete(dir);
+  if (sized.size >= MAX_SIZED_DIRS) sized.delete(sized.keys().next().value!);
+  sized.set(dir, now);
   let total = sizes.reduce((a, b) => a + b, 0);
   let count = names.length;
   let dropped = 0;
   let lastDropped: string | null = null;
   // Never drop the newest change: it was just recorded (and alone fits the byte bound).
   for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++) {
-    await rm(path.join(dir, names[i]), { force: true });
+    await unlink(path.join(dir, names[i])).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
     total -= sizes[i];
+    now.delete(names[i]);
     count--;
     dropped++;
     lastDropped = names[i].slice(0, -5);
@@ -307,17 +463,23 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   }
 }
 
-/** A history file entry from a planned change (bytes before, mode, new hash). */
+/**
+ * A history file entry from a planned change (bytes before, mode, new hash).
+ * @param oldHash the hash of `oldBytes` when the caller already has it (read with them, src/fs/read-current.ts), so
+ *   1 MiB is not hashed a second time; it must be the hash of exactly these bytes (a record whose bytes do not match
+ *   its hash is invalid when read back)
+ */
 export function historyFileOf(
   real: string,
   oldBytes: Buffer | null,
   oldMode: number | null,
   newHash: string | null,
+  oldHash?: string | null,
 ): HistoryFile {
   return {
     path: real,
     old_base64: oldBytes ? oldBytes.toString('base64') : null,
-    old_hash: oldBytes ? hashBytes(oldBytes) : null,
+    old_hash: oldBytes ? (oldHash ?? hashBytes(oldBytes)) : null,
     old_mode: oldBytes && oldMode !== null ? oldMode & 0o777 : null,
     new_hash: newHash,
   };

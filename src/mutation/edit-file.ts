@@ -59,7 +59,16 @@ export async function editedContent(
     throw error;
   }
   await assertNotRewriteSliced(toEolText(before).view, toEolText(result.text).view, args.allow_rewrite, absolute);
-  return { bytes: Buffer.from(result.text, 'utf8'), detail: { before, after: result.text, edits: result.edits } };
+  return { bytes: utf8Bytes(result.text), detail: { before, after: result.text, edits: result.edits } };
+}
+
+/**
+ * The UTF-8 bytes of `text`. A text whose UTF-8 length equals its length in UTF-16 code units is ASCII (every other
+ * character takes two bytes or more), and ASCII encodes as latin1, a plain copy: for a 1 MiB file about a sixth of
+ * the UTF-8 encoder's time.
+ */
+function utf8Bytes(text: string): Buffer {
+  return Buffer.from(text, Buffer.byteLength(text, 'utf8') === text.length ? 'latin1' : 'utf8');
 }
 
 /**

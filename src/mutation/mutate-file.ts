@@ -204,7 +204,16 @@ async function decideFile<T>(
     history: restorable
       ? {
           tool: options.tool ?? 'write_file',
-          files: [historyFileOf(target.real, current.bytes, current.stats ? current.stats.mode : null, contentHash)],
+          complete: true,
+          files: [
+            historyFileOf(
+              target.real,
+              current.bytes,
+              current.stats ? current.stats.mode : null,
+              contentHash,
+              current.hash,
+            ),
+          ],
         }
       : undefined,
   };

@@ -35,7 +35,7 @@ import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
 import type { ToolContext } from './context.js';
-import { recordHistory } from './record.js';
+import { commitHistory, recordHistory, stageHistory } from './record.js';
 import { insideRoots, MutationScope } from './scope.js';
 
 /**
@@ -71,7 +71,18 @@ export interface MutationStep<T> {
    * The undo record of this change (src/fs/history.ts), written once the effect succeeded (the effect may still add
    * to `files`: a tree copy records what it wrote). `tooLarge`: not recorded, counted as skipped for the listing.
    */
-  history?: { tool: string; files: HistoryFile[]; reverts?: string[]; tooLarge?: boolean };
+  history?: {
+    tool: string;
+    files: HistoryFile[];
+    reverts?: string[];
+    tooLarge?: boolean;
+    /**
+     * The record is complete before the effect (nothing the effect does adds to it): it is written while the effect
+     * runs and committed once the effect succeeded (removed if it failed), so the two writes and their fsyncs
+     * overlap. Absent: written after the effect.
+     */
+    complete?: boolean;
+  };
 }
 
 /**
@@ -188,10 +199,28 @@ function lockPathsOf(plan: Pick<MutationPlan<unknown>, 'lockPaths'>): string[] {
   return [...plan.lockPaths, ...shapeLocks];
 }
 
-/** The effect, then the hash memory, then the undo record (inside the lock, so records of one file are in order). */
+/**
+ * The effect, then the hash memory, then the undo record (inside the lock, so records of one file are in order). A
+ * record complete before the effect is written while the effect runs (`stageHistory`) and committed after it, or
+ * dropped when the effect failed: only a change that happened is ever recorded.
+ */
 async function applyEffect(ctx: ToolContext, decided: MutationStep<unknown>): Promise<void> {
+  const history = decided.history;
+  if (history?.complete && !history.tooLarge && history.files.length > 0) {
+    const effect = decided.effect!();
+    const staged = stageHistory(ctx, history); // never rejects
+    try {
+      await effect;
+    } catch (error) {
+      (await staged)?.discard();
+      throw error;
+    }
+    decided.remember?.();
+    await commitHistory(history, await staged);
+    return;
+  }
   await decided.effect!();
   decided.remember?.();
-  if (decided.history?.tooLarge) await recordHistory(ctx, decided.history, true);
-  else if (decided.history && decided.history.files.length > 0) await recordHistory(ctx, decided.history);
+  if (history?.tooLarge) await recordHistory(ctx, history, true);
+  else if (history && history.files.length > 0) await recordHistory(ctx, history);
 }

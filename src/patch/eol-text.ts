@@ -29,6 +29,8 @@ export function toEolText(original: string): EolText {
 export function* toEolTextSteps(original: string): Steps<EolText> {
   const bom = original.startsWith(BOM);
   const body = bom ? original.slice(1) : original;
+  // No CR at all (most files): the view is the text itself, found with one scan instead of a step per line.
+  if (body.indexOf('\r') === -1) return { view: body, crlfAt: [], bom, dominant: '\n' };
   const crlfAt: number[] = [];
   let view = '';
   let last = 0;

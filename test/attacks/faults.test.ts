@@ -155,8 +155,15 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
   /** Seam mode only: the files whose next write "does not fit". */
   const pendingGrowth = new Set<string>();
 
+  /** The undo history's directory listing (records and any temporary), [] while there is none. */
+  const historyNames = () => {
+    const dir = path.join(aux.dir, 'state', 'history');
+    return existsSync(dir) ? readdirSync(dir).sort() : [];
+  };
+
   it('write_file that does not fit: IO_ERROR ENOSPC, the original keeps its bytes and mode, no temporary left', async () => {
     pendingGrowth.add('a.txt');
+    const history = historyNames();
     const r = await call('write_file', { path: 'a.txt', content: GROW, expected_hash: contentHash(A) });
     pendingGrowth.clear();
     expect(r.ok).toBe(false);
@@ -165,10 +172,13 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
     expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe(A);
     expect(statSync(path.join(root, 'a.txt')).mode & 0o777).toBe(0o640);
     expect(temporaries(root)).toEqual([]);
+    // The undo record, written while the write ran, was dropped with it: no record, no temporary.
+    expect(historyNames()).toEqual(history);
   });
 
   it('edit_file that does not fit: IO_ERROR ENOSPC, nothing changed', async () => {
     pendingGrowth.add('a.txt');
+    const history = historyNames();
     const r = await call('edit_file', {
       path: 'a.txt',
       edits: [{ old_text: 'line 2', new_text: GROW }],
@@ -178,6 +188,7 @@ describe(`ENOSPC (${SMALL_FS ? 'real: a full 256 KiB tmpfs, real server process'
     expect(r.error).toMatchObject({ code: 'IO_ERROR', details: { errno: 'ENOSPC' } });
     expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe(A);
     expect(temporaries(root)).toEqual([]);
+    expect(historyNames()).toEqual(history);
   });
 
   it('a two-file patch whose second file does not fit: ROLLBACK_COMPLETE, both files as before, no journal', async () => {

@@ -94,4 +94,18 @@ describe('history', () => {
     expect([h.changes.length, h.skipped, h.dropped]).toEqual([2, 1, 1]);
     expect(existsSync(path.join(dir, 'history', 'meta.json'))).toBe(true);
   });
+
+  it('counts records another process wrote since this one last looked toward the byte bound', async () => {
+    const dir = stateDir();
+    const limits = { maxChanges: 100, maxBytes: 6_000 };
+    const first = await recordChange(dir, limits, { tool: 'write_file', files: [file('1', '1', '1!')] });
+    // Another process's record (only its name and size matter to the bound), sorting after the first.
+    const foreign = `${first!.slice(0, 16)}ffffffffffff`;
+    writeFileSync(path.join(dir, 'history', `${foreign}.json`), 'x'.repeat(5_500));
+    const second = await recordChange(dir, limits, { tool: 'write_file', files: [file('2', '2', '2!')] });
+    const names = readdirSync(path.join(dir, 'history')).filter((n) => n !== 'meta.json');
+    expect(names.sort()).toEqual([`${foreign}.json`, `${second}.json`]);
+    const h = await loadHistory(dir);
+    expect([h.dropped, h.lastDroppedId, h.invalid]).toEqual([1, first, 1]);
+  });
 });

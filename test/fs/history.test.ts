@@ -4,7 +4,7 @@
  * its target, old bytes not matching their hash, a file name not matching its id are invalid and counted, never
  * returned); the bounds drop the oldest first and count a record too large to keep.
  */
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { historyEntryOf, historyFileOf, loadHistory, recordChange } from '../../src/fs/history.js';
@@ -105,6 +105,33 @@ describe('history entries', () => {
     expect(skipped).toBeNull();
     expect((await loadHistory(dir)).skipped).toBe(1);
     expect(readdirSync(path.join(dir, 'history')).filter((n) => n !== 'meta.json')).toHaveLength(2);
+  });
+
+  it('writes a record holding large old versions byte for byte as JSON.stringify would, and reads it back', async () => {
+    const dir = stateDir();
+    // Over the size from which the base64 is copied into the record as it is (not through JSON.stringify); the paths
+    // need escaping (a quote, a backslash, a control character, non-ASCII), and a small entry sits between two large.
+    const big = Buffer.alloc(300_000, 'é\n\u0001');
+    const other = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 256));
+    const files = [
+      historyFileOf('/r/"quoted"\\dir/ünï\tcode.txt', big, 0o100600, contentHash('new')),
+      historyFileOf('/r/small', Buffer.from('s'), 0o644, null, contentHash('s')),
+      historyEntryOf('/r/link', { kind: 'symlink', target: 'a"b' }, { kind: 'absent' }),
+      historyFileOf('/r/binary', other, 0o755, contentHash('x')),
+    ];
+    const id = await recordChange(dir, { maxChanges: 10, maxBytes: 8 * 1024 * 1024 }, { tool: 'edit_file', files });
+    const text = readFileSync(path.join(dir, 'history', `${id}.json`), 'utf8');
+    const parsed = JSON.parse(text) as { files: unknown[] };
+    expect(JSON.stringify(parsed)).toBe(text);
+    expect(parsed.files).toEqual(files);
+    const loaded = await loadHistory(dir);
+    expect(loaded.invalid).toBe(0);
+    expect(loaded.changes[0].files).toEqual(files);
+    expect(Buffer.from(loaded.changes[0].files[0].old_base64!, 'base64').equals(big)).toBe(true);
+    // The bound counts the spliced bytes too: the same change over a bound it exceeds is skipped, nothing written.
+    const skipped = await recordChange(dir, { maxChanges: 10, maxBytes: 300_000 }, { tool: 'edit_file', files });
+    expect(skipped).toBeNull();
+    expect(readdirSync(path.join(dir, 'history')).filter((n) => n !== 'meta.json')).toEqual([`${id}.json`]);
   });
 
   it('is empty without a history directory', async () => {
