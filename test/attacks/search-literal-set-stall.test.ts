@@ -35,6 +35,8 @@ beforeAll(async () => {
   writeFileSync(path.join(tree.dir, 'other.txt'), 'abc abc abc\n');
   session = await StallSession.start(['--state-dir', path.join(tree.dir, '.state'), tree.dir]);
   idle = await StallSession.start(['--state-dir', path.join(tree.dir, '.state-idle'), tree.dir]);
+  // The first search starts the reader threads: not the stall measured here.
+  await session.call('search_files', { path: tree.dir, query: 'ab+c', regex: true });
 }, 60_000);
 
 afterAll(async () => {
