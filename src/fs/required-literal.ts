@@ -7,6 +7,13 @@
 /** Shortest literal worth a prefilter (a 1–2 character needle occurs in nearly every file). */
 const MIN_REQUIRED_LITERAL = 3;
 
+/**
+ * Longest pattern whose literals are worked out, UTF-16 code units: the scans run on the main thread when a query is
+ * compiled, so a longer one (a message may hold megabytes) gets no prefilter rather than a stall (docs/security.md
+ * "Bounded work"; the set's scan costs about a microsecond per character here).
+ */
+const MAX_PATTERN_CHARS = 8192;
+
 /** The scan of `requiredLiteral`: the pattern, where it is, and the runs of literals found so far. */
 interface Scan {
   source: string;
@@ -158,11 +165,12 @@ function atom(s: Scan): boolean {
  * A string that every match of the regular expression `source` (with `flags`) contains, or null when none can be
  * proven. Conservative by construction: only literal characters in the top-level sequence count (a group, a class, an
  * escape class, `.`, an anchor or an optional quantifier ends a run of literals, and a top-level `|` gives up); a
- * case-insensitive (`i`) or `v`-mode expression gives up. Returns the longest run of at least 3 characters.
+ * case-insensitive (`i`) or `v`-mode expression, or one longer than 8,192 characters, gives up. Returns the longest run
+ * of at least 3 characters.
  * Used to skip files that cannot match before running the expression (as ripgrep's literal extraction does).
  */
 export function requiredLiteral(source: string, flags: string): string | null {
-  if (flags.includes('i') || flags.includes('v')) return null;
+  if (flags.includes('i') || flags.includes('v') || source.length > MAX_PATTERN_CHARS) return null;
   const s: Scan = { source, i: 0, runs: [], run: '', lastLiteral: 0 };
   while (s.i < source.length) if (!atom(s)) return null;
   endRun(s);
@@ -323,18 +331,20 @@ function setAtom(s: SetScan): boolean {
   return true;
 }
 
-/** Of `sets`, the one most likely to rule a file out: the longest shortest string, then the fewest strings. */
+/**
+ * Of `sets`, the one most likely to rule a file out: the longest shortest string, then the fewest strings. Each set's
+ * shortest length is counted once (linear in the pattern: counting the best one again for every set was quadratic, a
+ * main-thread stall of seconds for a 40,000-character pattern; docs/security.md "Bounded work").
+ */
 function bestSet(sets: string[][]): string[] | null {
   let best: string[] | null = null;
-  const shortest = (set: string[]) => Math.min(...set.map((x) => [...x].length));
+  let bestShortest = 0;
   for (const set of sets) {
-    if (shortest(set) < MIN_REQUIRED_LITERAL) continue;
-    if (
-      best === null ||
-      shortest(set) > shortest(best) ||
-      (shortest(set) === shortest(best) && set.length < best.length)
-    ) {
+    const shortest = Math.min(...set.map((x) => [...x].length));
+    if (shortest < MIN_REQUIRED_LITERAL) continue;
+    if (best === null || shortest > bestShortest || (shortest === bestShortest && set.length < best.length)) {
       best = set;
+      bestShortest = shortest;
     }
   }
   return best;
@@ -347,11 +357,11 @@ function bestSet(sets: string[][]): string[] | null {
  * `foo|barbaz` → `foo`, `barbaz`). Conservative by construction, as `requiredLiteral`: in each top-level branch only
  * literal characters and groups whose alternatives are all literal text count (such a group extends the run by each
  * alternative; anything else ends it; an optional atom is dropped), each branch contributes its best run, and a branch
- * without one, a case-insensitive or `v`-mode expression, or more than 16 strings gives up. Every string has at least
- * 3 characters. Deduplicated, sorted.
+ * without one, a case-insensitive or `v`-mode expression, one longer than 8,192 characters, or more than 16 strings
+ * gives up. Every string has at least 3 characters. Deduplicated, sorted.
  */
 export function requiredLiteralSet(source: string, flags: string): string[] | null {
-  if (flags.includes('i') || flags.includes('v')) return null;
+  if (flags.includes('i') || flags.includes('v') || source.length > MAX_PATTERN_CHARS) return null;
   const out = new Set<string>();
   for (const branch of splitAlternatives(source)) {
     const s: SetScan = { source: branch, i: 0, sets: [], cur: [''], before: [''] };
