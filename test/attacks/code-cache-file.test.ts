@@ -1,9 +1,9 @@
 /**
  * The start-up code cache file (dist/main.code-cache) is optional, so whatever stands at its name must end in a
  * plain compile of the program, never in a start-up that waits or reads without bound (docs/security.md "The
- * server's own code and token files"). Where the package lies inside a root, copy_path copies a symbolic link as a
- * link, so a link a repository holds (to a FIFO, /dev/zero, ...) can be put at the cache's name; another process
- * can put a FIFO there. Before the loader checked what it opened, a FIFO there hung every start for ever (and a link
+ * server's own code and token files"). Where the package lies inside a root, copy_path copies a symbolic link whose
+ * target is inside the roots as a link, so the agent can put a link to a FIFO in a root at the cache's name (tried
+ * through the server); another process can put a FIFO or a link to a device there. Before the loader checked what it opened, a FIFO there hung every start for ever (and a link
  * to /dev/zero read 4 GB before failing). Each case runs a copy of dist/ with a one-shot `call read_file` and a
  * deadline: the call answers, and no cached data is handed to V8.
  */
@@ -96,7 +96,7 @@ describe('dist/main.code-cache: whatever stands there, start-up compiles plainly
     expect(r.scripts).toEqual(['{"cached":false}']);
   });
 
-  it('a symbolic link to /dev/zero (what copy_path can put there from a link in a root): no unbounded read', () => {
+  it('a symbolic link to /dev/zero: no unbounded read', () => {
     const cli = distWithCache('dev-zero', (file) => symlinkSync('/dev/zero', file));
     const r = callWithDeadline(cli);
     expect(r.signal).toBeNull();
