@@ -25,7 +25,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,13 +62,14 @@ export function loaderSource(dir, { withCache }) {
     programSha256: sha256(readFileSync(path.join(dir, PROGRAM))),
     cache: withCache ? CODE_CACHE : null,
     cacheSha256: withCache ? sha256(readFileSync(path.join(dir, CODE_CACHE))) : null,
+    cacheBytes: withCache ? statSync(path.join(dir, CODE_CACHE)).size : null,
     node: process.version,
     arch: process.arch,
   };
   return `#!/usr/bin/env node
 // fs-tools: starts the program (${PROGRAM}) with the code cache this build made for it (scripts/code-cache.mjs).
 import { hash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Script } from 'node:vm';
 
@@ -77,13 +78,20 @@ const programUrl = new URL(BUILD.program, import.meta.url);
 const program = readFileSync(programUrl);
 let cachedData;
 if (BUILD.cache && process.version === BUILD.node && process.arch === BUILD.arch && !process.env.NODE_V8_COVERAGE) {
+  let fd;
   try {
-    const cache = readFileSync(new URL(BUILD.cache, import.meta.url));
-    if (hash('sha256', cache) === BUILD.cacheSha256 && hash('sha256', program) === BUILD.programSha256) {
+    // Only a regular file of the recorded size is read: a FIFO, a device or a link to one is a plain compile, not a
+    // wait or an unbounded read (the cache is optional).
+    fd = openSync(new URL(BUILD.cache, import.meta.url), constants.O_RDONLY | constants.O_NONBLOCK);
+    const stat = fstatSync(fd);
+    const cache = stat.isFile() && stat.size === BUILD.cacheBytes ? readFileSync(fd) : null;
+    if (cache && hash('sha256', cache) === BUILD.cacheSha256 && hash('sha256', program) === BUILD.programSha256) {
       cachedData = cache;
     }
   } catch {
     // No cache (or unreadable): a plain compile.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 const script = new Script(program.toString('utf8'), { filename: programUrl.href, cachedData });
