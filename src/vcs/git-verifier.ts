@@ -202,20 +202,6 @@ export class Verifier {
    * @throws as `read`
    */
   async readLarge(p: string, what: string, max: number): Promise<{ bytes: Buffer; stats: Stats } | null> {
-    return (await this.readLargeUnlessKept(p, what, max, () => false)) as { bytes: Buffer; stats: Stats } | null;
-  }
-
-  /**
-   * `readLarge`, except that when `kept` says the caller already holds the bytes of the file with this fstat (taken on
-   * the descriptor opened and proven here), nothing is read and `bytes` is null.
-   * @throws as `read`
-   */
-  async readLargeUnlessKept(
-    p: string,
-    what: string,
-    max: number,
-    kept: (stats: Stats) => boolean,
-  ): Promise<{ bytes: Buffer | null; stats: Stats } | null> {
     const found = this.locate(p, what);
     if (!found) return null;
     if (!found.stats.isFile()) {
@@ -231,7 +217,6 @@ export class Verifier {
     const { fd, stats } = openForReadSync(found.real, this.isInside);
     try {
       if (stats.size > max) throw tooLarge();
-      if (kept(stats)) return { bytes: null, stats };
       // One byte more than fstat said: a file that grew since is seen, and refused when over the cap.
       const bytes = Buffer.allocUnsafe(Math.min(stats.size, max) + 1);
       let filled = 0;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { IndexRejection, validateIndex, type ValidatedIndex } from './git-index.js';
 import type { RepositoryLocations } from './git-locate.js';
 import { isOidBytes } from './git-refs.js';
-import { rememberIndex, sameStamp, settled, stampOf, viewCaches } from './git-view-cache.js';
+import { rememberIndex, viewCaches } from './git-view-cache.js';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
 import type { Slicer } from './slicer.js';
 
@@ -140,32 +140,16 @@ export async function readViewIndex(
   if (!locations.index) return null;
   const indexFile = path.join(locations.gitDir, 'index');
   const hashBytes = objectFormat === 'sha256' ? 32 : 20;
-  const cached = viewCaches.indexes.get(indexFile);
-  const kept = cached?.hashBytes === hashBytes ? cached : undefined;
-  // The file showing the stamp it had when its bytes were read (settled then) holds those bytes: not read again.
-  const found = await verify.readLargeUnlessKept(
-    indexFile,
-    'index',
-    VIEW_CAPS.index,
-    (stats) => kept?.stamp !== undefined && sameStamp(kept.stamp, stats),
-  );
+  // Read on every call, never skipped by the file's stamp: a write through a shared mapping of the file moves neither
+  // its mtime nor its ctime once the page is dirty (docs/security.md "What git may read").
+  const found = await verify.readLarge(indexFile, 'index', VIEW_CAPS.index);
   if (!found) return null;
-  let entry = kept;
-  if (found.bytes !== null) {
-    // An index equal byte for byte to one validated before is not validated again (validation depends on nothing
-    // else).
-    if (!entry || !(await sameBytes(entry.bytes, found.bytes, slicer))) {
-      const validated = await validatedIndex(indexFile, found.bytes, hashBytes, slicer);
-      entry = {
-        bytes: found.bytes,
-        hashBytes,
-        validated,
-        directories: await entryDirectories(validated.names, slicer),
-      };
-    }
-    entry = { ...entry, stamp: settled(found.stats) ? stampOf(found.stats) : undefined };
+  // An index equal byte for byte to one validated before is not validated again (validation depends on nothing else).
+  let entry = viewCaches.indexes.get(indexFile);
+  if (!entry || entry.hashBytes !== hashBytes || !(await sameBytes(entry.bytes, found.bytes, slicer))) {
+    const validated = await validatedIndex(indexFile, found.bytes, hashBytes, slicer);
+    entry = { bytes: found.bytes, hashBytes, validated, directories: await entryDirectories(validated.names, slicer) };
   }
-  if (!entry) throw new Error('index bytes neither read nor kept');
   rememberIndex(indexFile, entry);
   await checkEntryDirectories(locations.workTree, entry.directories, verify, slicer);
   return { parts: entry.validated.parts, mtimeMs: found.stats.mtimeMs };

@@ -10,11 +10,15 @@
  *   could hide a change made in the same tick). Entries that are links are verified again on every call.
  * - `mirrors`: per private dir, the object stores its mirror was built for; the mirror is reused only after its whole
  *   content (every entry, every link's text) is found to be what the server wrote.
- * - `stamps` (and an index's `stamp`): what a full check found a file or directory to hold (the repository's index:
- *   its bytes; the private index: the rebuilt index; a mirror directory: its entries), tied to the entry's `Stamp`.
- *   While the entry shows the same stamp it holds the same thing: any write, link, unlink or rename in it changes its
- *   ctime, which no process can set back. A stamp is kept only when the entry had last changed RACY_MS before the
- *   check (`settled`), so a change made in the same clock tick as the check still shows as a later ctime.
+ * - `stamps`: what a full check found an entry of a private dir to hold (the private index: the rebuilt index; a
+ *   mirror directory: its entries), tied to the entry's `Stamp`. While the entry shows the same stamp it holds the
+ *   same thing: a link, unlink or rename in a directory, and a write(2) or truncation of a file, moves its ctime, which
+ *   no process can set back. A stamp is kept only when the entry had last changed RACY_MS before the check
+ *   (`settled`), so a change made in the same clock tick as the check still shows as a later ctime. A write through a
+ *   shared mapping of a file moves no time once its page is dirty: that is why the repository's index (a file of the
+ *   roots, written by anyone who writes the repository) is read on every call and never trusted by its stamp; the
+ *   private dir is the server's own (mode 0700, outside the roots), where a process able to map its files could as
+ *   well change them after any check, before git reads them.
  */
 import type { Stats } from 'node:fs';
 import type { ValidatedIndex } from './git-index.js';
@@ -34,8 +38,6 @@ export interface ReusedIndex {
   validated: ValidatedIndex;
   /** The work-tree directories its entries pass through (`entryDirectories`). */
   directories: Buffer[];
-  /** Its file's stamp (fstat before the read) when it had settled: the same stamp, the same bytes. */
-  stamp?: Stamp;
 }
 
 /** An entry's identity and version: device, inode, size, modification and change times (ms). */

@@ -288,6 +288,41 @@ describe('the cache tree of the rebuilt index', () => {
     expect(status(copy)).toMatch(/^1 M\. .* deep\/x\/y\/z\/w\.txt$/m);
   });
 
+  it('equals the one git writes for names git orders around `/` and quotes (newline, tab, quotes, backslash, bytes over 0x7f), skip-worktree entries and index v4', async () => {
+    const parts = ['a', 'a!', 'a-', 'a.b', 'a0', 'a b', 'n\nl', 'é', 'ÿ', 'A', 'z~', 'a\\b', '\t', '"q"'];
+    let seed = 7;
+    const pick = () => parts[(seed = (seed * 1103515245 + 12345) & 0x7fffffff) % parts.length];
+    for (let round = 0; round < 4; round++) {
+      const dir = path.join(base, `tree-names-${round}`);
+      mkdirSync(dir);
+      git(dir, 'init', '-q', '-b', 'main');
+      const files = new Set<string>();
+      const dirs = new Set<string>();
+      for (let k = 0; k < 30; k++) {
+        const comps = Array.from({ length: 1 + (k % 4) }, pick);
+        const p = comps.join('/');
+        const parents = comps.slice(0, -1).map((_, d) => comps.slice(0, d + 1).join('/'));
+        if (files.has(p) || dirs.has(p) || parents.some((d) => files.has(d))) continue;
+        for (const d of parents) dirs.add(d);
+        mkdirSync(path.join(dir, ...comps.slice(0, -1)), { recursive: true });
+        if (k % 7 === 3) symlinkSync('t', path.join(dir, p));
+        else writeFileSync(path.join(dir, p), `${p}\n`, { mode: k % 5 === 0 ? 0o755 : 0o644 });
+        files.add(p);
+      }
+      git(dir, 'add', '-A');
+      git(dir, 'commit', '-q', '-m', 'i');
+      if (round % 2 === 1) git(dir, 'update-index', '--skip-worktree', ...[...files].slice(0, 3));
+      git(dir, 'write-tree');
+      const original = readFileSync(path.join(dir, '.git', 'index'));
+      const theirs = extensionsOf(original).get('TREE');
+      expect(theirs).toBeDefined();
+      expect((await validate(original)).parts[1].subarray(8).equals(theirs!)).toBe(true);
+      git(dir, 'update-index', '--index-version', '4');
+      const v4 = await validate(readFileSync(path.join(dir, '.git', 'index')));
+      expect(v4.parts[1].subarray(8).equals(theirs!)).toBe(true);
+    }
+  });
+
   it('no cache tree for an unmerged or intent-to-add entry, or a name both file and directory', async () => {
     const ita = treeRepo('tree-ita');
     writeFileSync(path.join(ita, 'new.txt'), 'n\n');
