@@ -37,6 +37,12 @@ export interface LineMatcher {
   replace(text: string, replacement: string, maxChars: number, maxCount: number): Promise<LineReplacement>;
 }
 
+/**
+ * The longest query compiled, in UTF-16 code units (docs/security.md "Bounded work"). `new RegExp` parses a pattern
+ * on this thread; an 8 MB query held the event loop for 160–700 ms, so a longer one is refused before any work.
+ */
+export const MAX_QUERY_CHARS = 65_536;
+
 function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
@@ -44,13 +50,20 @@ function escapeRegExp(s: string): string {
 /**
  * Compiles a query.
  * @param pool where a regular expression runs (default: the process's reader threads)
- * @throws ToolError VALIDATION (reason invalid_regex) for a pattern that does not compile
+ * @throws ToolError VALIDATION (reason invalid_regex) for a pattern that does not compile, (reason query_too_long)
+ *   for a query over MAX_QUERY_CHARS
  */
 export function createLineMatcher(
   query: string,
   options: { regex: boolean; caseSensitive: boolean },
   pool: SearchReaderPool = searchReaderPool,
 ): LineMatcher {
+  if (query.length > MAX_QUERY_CHARS) {
+    throw new ToolError('VALIDATION', `The query is ${query.length} characters long; at most ${MAX_QUERY_CHARS}.`, {
+      details: { reason: 'query_too_long', field: 'query', limit: MAX_QUERY_CHARS },
+      suggestion: 'Search for a shorter distinctive part of the text.',
+    });
+  }
   const { source, flags } = matcherSpec(query, options);
   let re: RegExp;
   try {

@@ -31,7 +31,7 @@ type SearchArgs = z.infer<typeof SearchFilesInput>;
 
 /**
  * The query compiled, after the argument rules: a glob or a query is needed, and `count` needs a query.
- * @throws ToolError VALIDATION missing_field, invalid_regex
+ * @throws ToolError VALIDATION missing_field, invalid_regex, query_too_long
  */
 function compileQuery(args: SearchArgs): LineMatcher | null {
   if (args.glob === undefined && args.query === undefined) {

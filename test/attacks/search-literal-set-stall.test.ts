@@ -9,10 +9,13 @@
  * (test/helpers/stall-watchdog.ts), with an idle second server for the machine's own stalls: the search still finds
  * the file. Fixed by counting each run once and by working out no literal for a pattern over 8,192 characters (no
  * prefilter, the same results); in process, a pattern of the same shape under that length still gets its long run.
+ * Compiling the query itself (`new RegExp`, on the main thread) held the event loop for 160–700 ms at 8 MB: a query over
+ * 65,536 characters is refused (VALIDATION query_too_long) before anything is compiled, as fast as any refusal.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_QUERY_CHARS } from '../../src/fs/line-matcher.js';
 import { requiredLiteral, requiredLiteralSet } from '../../src/fs/required-literal.js';
 import { envelopeOf, StallSession } from '../helpers/stall-watchdog.js';
 import { makeTree } from '../helpers/tree.js';
@@ -80,4 +83,41 @@ describe('the required set of a long pattern', () => {
     },
     120_000,
   );
+});
+
+describe('a query longer than the cap', () => {
+  it.each([
+    ['search_files', true],
+    ['search_files', false],
+    ['replace_in_files', true],
+  ] as const)(
+    '%s (regex %s) of 8 MB is refused before it is compiled',
+    async (tool, regex) => {
+      const query = `${'(a|b)'.repeat(1_600_000)}c`;
+      const args =
+        tool === 'search_files'
+          ? { path: tree.dir, query, regex, output_mode: 'files_with_matches' }
+          : { path: tree.dir, query, regex, replacement: 'y', dry_run: true };
+      let finish!: () => void;
+      const finished = new Promise<void>((resolve) => (finish = resolve));
+      const [busy, calm] = await Promise.all([
+        session.watch(() => session.call(tool, args).finally(finish)),
+        idle.watch(() => finished),
+      ]);
+      const bound = Math.max(STALL_BOUND_MS, calm.worstStallMs + STALL_BOUND_MS);
+      console.log(`stall ${tool} 8 MB query: ${busy.worstStallMs} ms (idle ${calm.worstStallMs} ms)`);
+      const envelope = envelopeOf(busy.value);
+      expect(envelope?.code).toBe('VALIDATION');
+      expect(envelope?.details).toMatchObject({ reason: 'query_too_long', field: 'query', limit: MAX_QUERY_CHARS });
+      expect(busy.worstStallMs).toBeLessThanOrEqual(bound);
+    },
+    120_000,
+  );
+
+  it('a query of exactly the cap still runs', async () => {
+    const query = 'z'.repeat(MAX_QUERY_CHARS);
+    const r = await session.call('search_files', { path: tree.dir, query, output_mode: 'files_with_matches' });
+    expect(envelopeOf(r)).toBeNull();
+    expect(r.result.structuredContent.files).toEqual([]);
+  }, 60_000);
 });
