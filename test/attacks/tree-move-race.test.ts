@@ -9,7 +9,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { callTool, type CallOutcome } from '../../src/server/call-tool.js';
 import { createProcessState, type ProcessState } from '../../src/server/process-state.js';
@@ -17,8 +17,8 @@ import { TOOL_NAMES, TOOLS } from '../../src/tools/registry.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
-/** The real AbortSignal.any, restored after the file (see injectingSignal). */
-const REAL_ANY = AbortSignal.any.bind(AbortSignal);
+/** The real `aborted` getter of AbortSignal.prototype, restored after each test (see injectingSignal). */
+const REAL_ABORTED = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!;
 
 let R: string;
 let state: ProcessState;
@@ -38,8 +38,10 @@ beforeAll(() => {
   });
   state = createProcessState(config, TOOLS, 'test');
 });
+afterEach(() => {
+  Object.defineProperty(AbortSignal.prototype, 'aborted', REAL_ABORTED);
+});
 afterAll(() => {
-  AbortSignal.any = REAL_ANY;
   for (const c of cleanups) c();
 });
 
@@ -53,22 +55,22 @@ function fixture(name: string): string {
 }
 
 /**
- * A signal whose `aborted` is read by the tree walk once per entry (src/fs/tree-ops.ts inspectTree): on the
- * `atEntry`-th read from inside that walk, `meanwhile` runs. Reads from anywhere else are not counted.
+ * A signal for the call, and a hook on every signal's `aborted`: the tree walk (src/fs/tree-ops.ts inspectTree) reads
+ * its call's signal once per entry, and on the `atEntry`-th such read `meanwhile` runs. The hook is on
+ * AbortSignal.prototype because callTool hands the walk a signal of its own (one AbortController per call, tied to
+ * the caller's), not the caller's; reads from anywhere else are not counted. afterEach restores the getter.
  */
 function injectingSignal(atEntry: number, meanwhile: () => void): AbortSignal {
-  const signal = new AbortController().signal;
-  // callTool joins the caller's signal with the server's shutdown signal (AbortSignal.any), whose `aborted` would not
-  // read ours: a joint that includes this signal is this signal itself (the shutdown signal never fires here).
-  AbortSignal.any = (signals: AbortSignal[]) => (signals.includes(signal) ? signal : REAL_ANY(signals));
   let reads = 0;
-  Object.defineProperty(signal, 'aborted', {
-    get() {
+  Object.defineProperty(AbortSignal.prototype, 'aborted', {
+    configurable: true,
+    get(this: AbortSignal) {
+      const real = REAL_ABORTED.get!.call(this) as boolean;
       if (new Error().stack?.includes('inspectTree') && ++reads === atEntry) meanwhile();
-      return false;
+      return real;
     },
   });
-  return signal;
+  return new AbortController().signal;
 }
 
 const codeOf = (o: CallOutcome): string => (o.ok ? 'ok' : o.envelope.error.code);
