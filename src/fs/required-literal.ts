@@ -85,21 +85,32 @@ function skipClass(s: Scan): boolean {
 }
 
 /**
+ * The quantifier at `source[i]` (`*`, `?`, `+`, `{n}`, `{n,}`, `{n,m}`, lazy or not): its least count and the index
+ * past it (and past a lazy `?`). Null for a `{` that is no quantifier. Shared by both scans.
+ */
+function readQuantifier(source: string, i: number): { min: number; end: number } | null {
+  const c = source[i];
+  let min = c === '+' ? 1 : 0;
+  let end = i + 1;
+  if (c === '{') {
+    const m = /^\{(\d+)(,\d*)?\}/.exec(source.slice(i));
+    if (!m) return null;
+    min = Number(m[1]);
+    end = i + m[0].length;
+  }
+  if (source[end] === '?') end++; // lazy
+  return { min, end };
+}
+
+/**
  * A quantifier at `s.i` (`*`, `?`, `+`, `{n}`, `{n,}`, `{n,m}`, lazy or not): moves past it, drops the quantified
  * character from the run when it may be absent, and ends the run. False for a `{` that is no quantifier.
  */
 function quantifier(s: Scan): boolean {
-  const c = s.source[s.i];
-  let min = c === '+' ? 1 : 0;
-  if (c === '{') {
-    const m = /^\{(\d+)(,\d*)?\}/.exec(s.source.slice(s.i));
-    if (!m) return false;
-    min = Number(m[1]);
-    s.i += m[0].length;
-  } else {
-    s.i++;
-  }
-  if (s.source[s.i] === '?') s.i++; // lazy
+  const q = readQuantifier(s.source, s.i);
+  if (q === null) return false;
+  const min = q.min;
+  s.i = q.end;
   if (s.lastLiteral > 0 && min === 0) s.run = s.run.slice(0, s.run.length - s.lastLiteral); // the character is optional
   endRun(s);
   return true;
@@ -276,18 +287,10 @@ function groupAtom(s: SetScan): boolean {
 
 /** A quantifier at `s.i` after an atom that extended the run: drops that atom when it may be absent; ends the run. */
 function setQuantifier(s: SetScan): boolean {
-  const c = s.source[s.i];
-  let min = c === '+' ? 1 : 0;
-  if (c === '{') {
-    const m = /^\{(\d+)(,\d*)?\}/.exec(s.source.slice(s.i));
-    if (!m) return false;
-    min = Number(m[1]);
-    s.i += m[0].length;
-  } else {
-    s.i++;
-  }
-  if (s.source[s.i] === '?') s.i++; // lazy
-  if (min === 0) s.cur = s.before;
+  const q = readQuantifier(s.source, s.i);
+  if (q === null) return false;
+  s.i = q.end;
+  if (q.min === 0) s.cur = s.before;
   endSet(s);
   return true;
 }
