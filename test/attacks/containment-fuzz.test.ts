@@ -763,9 +763,10 @@ const callArb: fc.Arbitrary<CallSpec> = fc.oneof(
       })),
   },
   { weight: 8, arbitrary: P.map((p) => ({ tool: 'create_directory', args: { path: p } })) },
-  { weight: 1, arbitrary: PRepo.map((p) => ({ tool: 'git_status', args: { path: p } })) },
+  // The git tools weigh 4 so that 1,000 calls refuse some of each (with 1, about one run in twelve refused none).
+  { weight: 4, arbitrary: PRepo.map((p) => ({ tool: 'git_status', args: { path: p } })) },
   {
-    weight: 1,
+    weight: 4,
     arbitrary: fc
       .record({ path: PRepo, paths: maybe(fc.array(PNoFollow, { minLength: 1, maxLength: 2 })), staged: fc.boolean() })
       .map(({ path: p, paths, staged }) => ({
