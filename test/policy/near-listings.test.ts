@@ -1,0 +1,107 @@
+/**
+ * src/policy/near-listings.ts: the near-path search reuses directory listings between calls. After each kind of
+ * change between two calls, the list offered with the kept listings equals the list of a search that reads every
+ * directory afresh (the kept listings dropped), and it reflects the change. Real directories; the tree is made once
+ * and left alone for more than the racy window (RACY_MS), so its listings are kept.
+ */
+import { mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PolicyContext } from '../../src/policy/authorize.js';
+import { RACY_MS } from '../../src/fs/listing-cache.js';
+import { processNearListings } from '../../src/policy/near-listings.js';
+import { nearPaths, outsideNearPaths } from '../../src/policy/near-paths.js';
+import { resolveInRoots } from '../../src/policy/resolve-path.js';
+
+let T = '';
+let R = '';
+let OUT = '';
+const ctx = (over: Partial<PolicyContext> = {}): PolicyContext => ({
+  roots: [{ given: R, real: R, source: 'cli' }],
+  allowSecrets: false,
+  policy: { rules: [{ pattern: 'hid/**', access: 'hidden' }] },
+  ...over,
+});
+const put = (rel: string, base = R) => {
+  mkdirSync(path.dirname(path.join(base, rel)), { recursive: true });
+  writeFileSync(path.join(base, rel), 'x\n');
+};
+const rel = (list: string[]) => list.map((p) => path.relative(R, p));
+
+/** The near list of `request` with the kept listings, then with none; both must agree. */
+async function both(request: string, c = ctx()): Promise<string[]> {
+  const find = async () => nearPaths(await resolveInRoots(request, c.roots, { followFinal: true }), c);
+  const kept = await find();
+  processNearListings.clear();
+  const fresh = await find();
+  expect(kept).toEqual(fresh);
+  return rel(fresh);
+}
+
+beforeAll(async () => {
+  T = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'near-listings-')));
+  R = path.join(T, 'root');
+  OUT = path.join(T, 'outside');
+  put('a/b/util.ts');
+  put('c/util.ts');
+  put('c/d/keep.ts');
+  put('e/f/util.ts');
+  put('g/h/x.ts');
+  put('k/key.txt');
+  put('d/util.ts', OUT);
+  // Old enough that the listings are kept (a directory changed within RACY_MS is read afresh every time).
+  await new Promise((r) => setTimeout(r, RACY_MS + 100));
+  // A first search compiles the policy's matchers: done here, outside the search's time bound of the tests.
+  await both('zz/warm-up.ts');
+  processNearListings.clear();
+});
+afterAll(() => rmSync(T, { recursive: true, force: true }));
+
+describe('near paths with kept listings', () => {
+  it('keeps listings, and offers the same list with and without them after each change', async () => {
+    // c/util.ts first: `zz` within edit distance 2 of `c` (a mistyped directory), then the walk.
+    expect(await both('zz/util.ts')).toEqual(['c/util.ts', 'a/b/util.ts', 'e/f/util.ts']);
+    await both('zz/util.ts'); // warms the kept listings again
+    expect(processNearListings.stats().directories).toBeGreaterThan(5);
+
+    // A file created (in a directory whose listing is kept).
+    put('g/h/util.ts');
+    expect(await both('zz/util.ts')).toEqual(['c/util.ts', 'a/b/util.ts', 'e/f/util.ts', 'g/h/util.ts']);
+    // Renamed away.
+    renameSync(path.join(R, 'a/b/util.ts'), path.join(R, 'a/b/util2.ts'));
+    expect(await both('zz/util.ts')).toEqual(['c/util.ts', 'e/f/util.ts', 'g/h/util.ts']);
+    // Deleted.
+    rmSync(path.join(R, 'c/util.ts'));
+    expect(await both('zz/util.ts')).toEqual(['e/f/util.ts', 'g/h/util.ts']);
+  });
+
+  it('a kept directory replaced by a link (to outside, or to its own moved self) is never read through the link', async () => {
+    await both('zz/util.ts');
+    // e/f unchanged itself (same inode, mtime, ctime of f's listing) but its parent e moved and a link in its place.
+    renameSync(path.join(R, 'e'), path.join(R, 'e2'));
+    symlinkSync(path.join(R, 'e2'), path.join(R, 'e'));
+    expect(await both('zz/util.ts')).toEqual(['e2/f/util.ts', 'g/h/util.ts']);
+    // c/d replaced by a link to an outside directory holding util.ts: no outside name offered.
+    await both('zz/util.ts');
+    renameSync(path.join(R, 'c/d'), path.join(T, 'd-moved'));
+    symlinkSync(path.join(OUT, 'd'), path.join(R, 'c/d'));
+    expect(await both('zz/util.ts')).toEqual(['e2/f/util.ts', 'g/h/util.ts']);
+    const c = ctx();
+    const outside = await outsideNearPaths(path.join(OUT, 'd', 'util.ts'), c);
+    processNearListings.clear();
+    expect(outside).toEqual(await outsideNearPaths(path.join(OUT, 'd', 'util.ts'), c));
+    expect(rel(outside)).toEqual(['e2/f/util.ts', 'g/h/util.ts']);
+  });
+
+  it('policy-relevant renames: to a secret name, into a hidden directory; the policy is applied on every call', async () => {
+    await both('zz/id_rsa');
+    renameSync(path.join(R, 'k/key.txt'), path.join(R, 'k/id_rsa'));
+    expect(await both('zz/id_rsa')).toEqual([]);
+    // The same kept listings under a policy that allows secrets offer it.
+    expect(await both('zz/id_rsa', ctx({ allowSecrets: true }))).toEqual(['k/id_rsa']);
+    await both('zz/util.ts');
+    renameSync(path.join(R, 'g'), path.join(R, 'hid'));
+    expect(await both('zz/util.ts')).toEqual(['e2/f/util.ts']);
+  });
+});
