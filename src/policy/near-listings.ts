@@ -21,7 +21,7 @@
  *  - Racy timestamps: a directory modified less than RACY_MS before its read is not kept (coarse timestamps can
  *    hide a second change in the same tick), as src/fs/listing-cache.ts does.
  * Bounds: at most MAX_DIRS directories and MAX_ENTRIES names in all (least recently used first out).
- * Docs: docs/security.md, "Near paths"; docs/benchmarks.md, "Mutations: the one-line edit and the mixed load".
+ * Docs: docs/security.md, "Security model" (verified reads); docs/benchmarks.md, "Mutations: the one-line edit and the mixed load".
  */
 import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
 import path from 'node:path';
