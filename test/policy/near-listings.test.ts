@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyContext } from '../../src/policy/authorize.js';
 import { RACY_MS } from '../../src/fs/listing-cache.js';
 import { processNearListings } from '../../src/policy/near-listings.js';
-import { nearPaths, outsideNearPaths } from '../../src/policy/near-paths.js';
+import { NEAR_MAX_ENTRIES, nearPaths, outsideNearPaths } from '../../src/policy/near-paths.js';
 import { resolveInRoots } from '../../src/policy/resolve-path.js';
 
 let T = '';
@@ -49,6 +49,7 @@ beforeAll(async () => {
   put('e/f/util.ts');
   put('g/h/x.ts');
   put('k/key.txt');
+  put('p/q/r.ts');
   put('d/util.ts', OUT);
   // Old enough that the listings are kept (a directory changed within RACY_MS is read afresh every time).
   await new Promise((r) => setTimeout(r, RACY_MS + 100));
@@ -103,5 +104,22 @@ describe('near paths with kept listings', () => {
     await both('zz/util.ts');
     renameSync(path.join(R, 'g'), path.join(R, 'hid'));
     expect(await both('zz/util.ts')).toEqual(['e2/f/util.ts']);
+  });
+
+  it('a kept directory whose parent is moved and replaced by a link to it is not read through the link', async () => {
+    const isInside = (p: string) => p === R || p.startsWith(R + path.sep);
+    const q = path.join(R, 'p', 'q');
+    const read = processNearListings.reader(isInside, NEAR_MAX_ENTRIES);
+    await read(R);
+    await read(path.join(R, 'p'));
+    const first = await read(q);
+    expect(first?.entries.map((e) => e.name)).toEqual(['r.ts']);
+    // q itself is untouched (same inode, mtime, ctime): only the chain from the root shows p is now a link.
+    renameSync(path.join(R, 'p'), path.join(R, 'p2'));
+    symlinkSync(path.join(R, 'p2'), path.join(R, 'p'));
+    expect(await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(q)).toBe(null);
+    expect(
+      (await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(path.join(R, 'p2', 'q')))?.entries.length,
+    ).toBe(1);
   });
 });
