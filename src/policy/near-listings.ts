@@ -10,8 +10,12 @@
  * configuration and roots.
  *
  * When a kept listing is reused: only when every directory from the anchor (the outermost prefix of the path inside
- * the current roots, where a verified open starts) down to it has a kept listing whose stamp equals its lstat now, and
- * each one's name is a directory in its parent's kept listing. Why that is the listing a verified read would give now:
+ * the current roots, where a verified open starts) down to it has a kept listing whose stamp equals its stamp now, and
+ * each one's name is a directory in its parent's kept listing. The anchor's stamp now is taken through a verified open
+ * of it (src/fs/verified-dir.ts: its location proven), never by its path string: the path above a root lies outside
+ * the roots, and a link put there (an ancestor of the root moved, a link to it in its place) leaves the root's own
+ * stamp unchanged while a verified open refuses it. The others are lstat'ed by path string once the anchor is proven.
+ * Why that is the listing a verified read would give now:
  *  - ctime cannot be set by a process and changes on every change of the inode, a rename of it included, and mtime
  *    changes on every entry created, removed or renamed in a directory; so an unchanged stamp means the directory
  *    holds the same names, and was not moved, since its listing was read through a verified descriptor.
@@ -26,7 +30,7 @@
 import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { RACY_MS } from '../fs/listing-cache.js';
-import { withVerifiedDir } from '../fs/verified-dir.js';
+import { VerifiedDir, withVerifiedDir } from '../fs/verified-dir.js';
 import { processSlot } from '../process-slots.js';
 
 /** Most directories kept. */
@@ -50,6 +54,19 @@ interface Kept {
 
 function stampOf(st: BigIntStats): string {
   return `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/**
+ * The stamp of the anchor `dir` now, through a verified open (its location proven, see the module comment).
+ * @throws as VerifiedDir.open (a link on the way or in its place, outside the roots, missing)
+ */
+function anchorStamp(dir: string, isInside: (p: string) => boolean): BigIntStats {
+  const d = VerifiedDir.open(dir, isInside);
+  try {
+    return fstatSync(d.fd, { bigint: true });
+  } finally {
+    d.close();
+  }
 }
 
 function listingOf(entries: Dirent[]): NearListing {
@@ -112,7 +129,7 @@ export class NearListings {
       return false;
     let st: BigIntStats | undefined;
     try {
-      st = lstatSync(dir, { bigint: true, throwIfNoEntry: false });
+      st = anchor ? anchorStamp(dir, isInside) : lstatSync(dir, { bigint: true, throwIfNoEntry: false });
     } catch {
       st = undefined;
     }
