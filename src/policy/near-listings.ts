@@ -24,7 +24,8 @@
  *    out of the roots (its ctime) or replaced (its inode) is read afresh, through a verified open, which refuses it.
  *  - Racy timestamps: a directory modified less than RACY_MS before its read is not kept (coarse timestamps can
  *    hide a second change in the same tick), as src/fs/listing-cache.ts does.
- * Bounds: at most MAX_DIRS directories and MAX_ENTRIES names in all (least recently used first out).
+ * Bounds: at most MAX_DIRS directories, MAX_ENTRIES names and MAX_BYTES bytes (estimated: `entryBytes`) in all,
+ * least recently used first out; a listing over a bound on its own is not kept (read afresh on every call).
  * Docs: docs/security.md, "Security model" (verified reads); docs/benchmarks.md, "Mutations: the one-line edit and the mixed load".
  */
 import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
@@ -37,6 +38,22 @@ import { processSlot } from '../process-slots.js';
 export const MAX_DIRS = 4096;
 /** Most names kept over all directories. */
 export const MAX_ENTRIES = 200_000;
+/** Most bytes kept over all directories (`entryBytes`): names of up to 255 bytes would otherwise hold ~70 MB. */
+export const MAX_BYTES = 16 * 1024 * 1024;
+/** Memory of one kept entry besides its name (its Dirent, two array slots, a set slot), bytes; measured ~90. */
+const ENTRY_OVERHEAD_BYTES = 96;
+
+/** What one kept entry holds in memory, estimated: ENTRY_OVERHEAD_BYTES and two bytes per UTF-16 unit of its name. */
+export function entryBytes(name: string): number {
+  return ENTRY_OVERHEAD_BYTES + 2 * name.length;
+}
+
+/** The bounds of a NearListings (tests give smaller ones). */
+export interface NearLimits {
+  dirs: number;
+  entries: number;
+  bytes: number;
+}
 
 /** One directory's entries as read (readdir order), shared: callers must not change the array or its entries. */
 export interface NearListing {
@@ -48,6 +65,8 @@ export interface NearListing {
 interface Kept {
   stamp: string;
   listing: NearListing;
+  /** `entryBytes` of its entries. */
+  bytes: number;
   /** Names of the entries that are directories (the chain check). */
   dirs: ReadonlySet<string>;
 }
@@ -81,6 +100,10 @@ function listingOf(entries: Dirent[]): NearListing {
 export class NearListings {
   private readonly kept = new Map<string, Kept>();
   private names = 0;
+  private bytes = 0;
+
+  /** @param limits the bounds (MAX_DIRS, MAX_ENTRIES, MAX_BYTES unless given) */
+  constructor(private readonly limits: NearLimits = { dirs: MAX_DIRS, entries: MAX_ENTRIES, bytes: MAX_BYTES }) {}
 
   /**
    * A reader for one search: `read(dir)` gives the listing of `dir` (absolute, real) as a verified read (at most `max`
@@ -143,11 +166,16 @@ export class NearListings {
 
   private keep(dir: string, stamp: string, listing: NearListing): void {
     this.drop(dir);
+    let bytes = 0;
+    for (const e of listing.entries) bytes += entryBytes(e.name);
+    if (listing.entries.length > this.limits.entries || bytes > this.limits.bytes) return;
     const dirs = new Set(listing.entries.filter((e) => e.isDirectory()).map((e) => e.name));
-    this.kept.set(dir, { stamp, listing, dirs });
+    this.kept.set(dir, { stamp, listing, bytes, dirs });
     this.names += listing.entries.length;
+    this.bytes += bytes;
+    const { limits } = this;
     for (const [d] of this.kept) {
-      if (this.kept.size <= MAX_DIRS && this.names <= MAX_ENTRIES) break;
+      if (this.kept.size <= limits.dirs && this.names <= limits.entries && this.bytes <= limits.bytes) break;
       this.drop(d);
     }
   }
@@ -157,17 +185,19 @@ export class NearListings {
     if (!kept) return;
     this.kept.delete(dir);
     this.names -= kept.listing.entries.length;
+    this.bytes -= kept.bytes;
   }
 
   /** Drops every kept listing (tests: the same search without reuse). */
   clear(): void {
     this.kept.clear();
     this.names = 0;
+    this.bytes = 0;
   }
 
-  /** Directories and names kept (tests, diagnostics). */
-  stats(): { directories: number; entries: number } {
-    return { directories: this.kept.size, entries: this.names };
+  /** Directories, names and bytes (`entryBytes`) kept (tests, diagnostics). */
+  stats(): { directories: number; entries: number; bytes: number } {
+    return { directories: this.kept.size, entries: this.names, bytes: this.bytes };
   }
 }
 

@@ -10,10 +10,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyContext } from '../../src/policy/authorize.js';
 import { RACY_MS } from '../../src/fs/listing-cache.js';
-import { processNearListings } from '../../src/policy/near-listings.js';
+import { entryBytes, NearListings, processNearListings } from '../../src/policy/near-listings.js';
 import { NEAR_MAX_ENTRIES, nearPaths, outsideNearPaths } from '../../src/policy/near-paths.js';
 import { resolveInRoots } from '../../src/policy/resolve-path.js';
 
+/** Three directories of 20 names of 200 characters each (the bytes bound). */
+const BYTE_DIRS = ['one', 'two', 'three'];
+const LONG_NAME = (i: number) => `${String(i).padStart(2, '0')}${'n'.repeat(198)}`;
 let T = '';
 let R = '';
 let OUT = '';
@@ -51,6 +54,7 @@ beforeAll(async () => {
   put('k/key.txt');
   put('p/q/r.ts');
   put('d/util.ts', OUT);
+  for (const d of BYTE_DIRS) for (let i = 0; i < 20; i++) put(path.join(d, LONG_NAME(i)), path.join(T, 'bytes'));
   // Old enough that the listings are kept (a directory changed within RACY_MS is read afresh every time).
   await new Promise((r) => setTimeout(r, RACY_MS + 100));
   // A first search compiles the policy's matchers: done here, outside the search's time bound of the tests.
@@ -121,5 +125,25 @@ describe('near paths with kept listings', () => {
     expect(
       (await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(path.join(R, 'p2', 'q')))?.entries.length,
     ).toBe(1);
+  });
+
+  it('keeps at most the bytes it is given (least recently used first out), and no listing over the bound alone', async () => {
+    const base = path.join(T, 'bytes');
+    const isInside = (p: string) => p === base || p.startsWith(base + path.sep);
+    const one = 20 * entryBytes(LONG_NAME(0));
+    const listings = new NearListings({ dirs: 100, entries: 1000, bytes: 2 * one + 100 });
+    const read = listings.reader(isInside, NEAR_MAX_ENTRIES);
+    for (const d of BYTE_DIRS) expect((await read(path.join(base, d)))?.entries.length).toBe(20);
+    expect(listings.stats()).toEqual({ directories: 2, entries: 40, bytes: 2 * one });
+    // The first one read was dropped: read afresh (and kept again, dropping the next oldest).
+    expect((await listings.reader(isInside, NEAR_MAX_ENTRIES)(path.join(base, 'one')))?.entries.length).toBe(20);
+    expect(listings.stats()).toEqual({ directories: 2, entries: 40, bytes: 2 * one });
+    // A listing over the bound on its own is given to the caller, never kept.
+    const small = new NearListings({ dirs: 100, entries: 1000, bytes: one - 1 });
+    expect((await small.reader(isInside, NEAR_MAX_ENTRIES)(path.join(base, 'two')))?.entries.length).toBe(20);
+    expect(small.stats()).toEqual({ directories: 0, entries: 0, bytes: 0 });
+    const few = new NearListings({ dirs: 100, entries: 19, bytes: 10 * one });
+    expect((await few.reader(isInside, NEAR_MAX_ENTRIES)(path.join(base, 'two')))?.entries.length).toBe(20);
+    expect(few.stats()).toEqual({ directories: 0, entries: 0, bytes: 0 });
   });
 });
