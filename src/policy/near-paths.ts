@@ -27,6 +27,7 @@
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { loopSlicer } from '../fs/tree-ops.js';
 import { withVerifiedDir } from '../fs/verified-dir.js';
 import { processNearListings, type NearListing } from './near-listings.js';
 import { classifyEntry, type PolicyContext } from './authorize.js';
@@ -150,7 +151,9 @@ async function lstatVerified(absolute: string, isInside: (p: string) => boolean)
 /**
  * Step 3 of the module comment: a breadth-first walk from `starts` (each directory once) for entries named `wanted`
  * (ignoring case), other than `except`, handed to `take` in walk order until it returns false or a bound is reached
- * (NEAR_MAX_DIRS directories, `deadline`); directories read with `entriesOf` (the search's `entriesReader`).
+ * (NEAR_MAX_DIRS directories, `deadline`); directories read with `entriesOf` (the search's `entriesReader`). Kept
+ * listings come back without I/O, so the walk yields to the event loop every few milliseconds itself (`loopSlicer`):
+ * a walk over kept listings of many large directories would otherwise hold the loop for the whole NEAR_MAX_MS.
  */
 async function sameNameWalk(
   ctx: PolicyContext,
@@ -164,8 +167,10 @@ async function sameNameWalk(
   const queue = [...starts];
   const visited = new Set<string>();
   const lower = wanted.toLowerCase();
+  const slice = loopSlicer();
   let dirs = 0;
   while (queue.length > 0 && dirs < NEAR_MAX_DIRS && Date.now() < deadline) {
+    await slice();
     const dir = queue.shift()!;
     if (visited.has(dir)) continue;
     visited.add(dir);
