@@ -127,6 +127,20 @@ describe('near paths with kept listings', () => {
     ).toBe(1);
   });
 
+  it('roots changed between calls (a root narrowed): no kept name outside the current roots is offered', async () => {
+    expect(await both('zz/util.ts')).toContain('e2/f/util.ts');
+    const narrow = path.join(R, 'e2');
+    const c = ctx({ roots: [{ given: narrow, real: narrow, source: 'client' }] });
+    // Kept listings of R and its other directories stay, but only what lies under the current root is offered.
+    expect(processNearListings.stats().directories).toBeGreaterThan(0);
+    const request = path.join(narrow, 'zz', 'util.ts');
+    const kept = await nearPaths(await resolveInRoots(request, c.roots, { followFinal: true }), c);
+    processNearListings.clear();
+    const fresh = await nearPaths(await resolveInRoots(request, c.roots, { followFinal: true }), c);
+    expect(kept).toEqual(fresh);
+    expect(rel(fresh)).toEqual(['e2/f/util.ts']);
+  });
+
   it('keeps at most the bytes it is given (least recently used first out), and no listing over the bound alone', async () => {
     const base = path.join(T, 'bytes');
     const isInside = (p: string) => p === base || p.startsWith(base + path.sep);
