@@ -55,6 +55,7 @@ beforeAll(async () => {
   put('p/q/r.ts');
   put('d/util.ts', OUT);
   for (const d of BYTE_DIRS) for (let i = 0; i < 20; i++) put(path.join(d, LONG_NAME(i)), path.join(T, 'bytes'));
+  put('w/r/a/util.ts', T);
   // Old enough that the listings are kept (a directory changed within RACY_MS is read afresh every time).
   await new Promise((r) => setTimeout(r, RACY_MS + 100));
   // A first search compiles the policy's matchers: done here, outside the search's time bound of the tests.
@@ -125,6 +126,18 @@ describe('near paths with kept listings', () => {
     expect(
       (await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(path.join(R, 'p2', 'q')))?.entries.length,
     ).toBe(1);
+  });
+
+  it('a root whose ancestor (outside the roots) is moved and replaced by a link: its kept listing is not reused', async () => {
+    const root = path.join(T, 'w', 'r');
+    const isInside = (p: string) => p === root || p.startsWith(root + path.sep);
+    const first = await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(root);
+    expect(first?.entries.map((e) => e.name)).toEqual(['a']);
+    // The root itself is untouched: only its path now resolves through a link, which a verified open refuses.
+    renameSync(path.join(T, 'w'), path.join(T, 'w-moved'));
+    symlinkSync(path.join(T, 'w-moved'), path.join(T, 'w'));
+    expect(await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(root)).toBe(null);
+    expect(await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(path.join(root, 'a'))).toBe(null);
   });
 
   it('roots changed between calls (a root narrowed): no kept name outside the current roots is offered', async () => {
