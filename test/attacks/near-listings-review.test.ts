@@ -11,7 +11,8 @@
  * the root is refused (the cold server offers none). Fixed by taking the anchor's stamp through a verified open.
  * What did not work (kept here as regressions): an entry added and the directory's mtime set back with utimes (its
  * ctime moves); a directory deleted and created again under the same name (inode reuse: a new ctime); a directory
- * changed within its racy second (never kept).
+ * changed within its racy second (never kept); a lock file, an own temporary, a secret, `.git` and the state
+ * directory in kept listings (the policy and the built-in guards are applied on every call, warm or cold).
  */
 import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -114,5 +115,28 @@ describe('stamps that do not move', () => {
     const fresh = await near(cold, path.join(root, 'nowhere', 'util.ts'), root);
     expect(fresh).not.toContain('k/util.ts');
     expect(await near(warm, path.join(root, 'nowhere', 'util.ts'), root)).toEqual(fresh);
+  });
+});
+
+describe('guarded names in kept listings', () => {
+  const root = path.join(tree.dir, 'guarded');
+  const LOCK = `.fs-tools-lock-${'a'.repeat(32)}`;
+  const TEMP = `.util.ts.fs-tools-${'b'.repeat(12)}.tmp`;
+  let warm: StallSession;
+  beforeAll(async () => {
+    for (const f of [LOCK, TEMP, '.env', '.git/config', 'state/util.ts', 'src/util.ts']) put(path.join(root, f));
+    await settle();
+    warm = await StallSession.start(['--state-dir', path.join(root, 'state'), root]);
+    sessions.push(warm);
+  }, 60_000);
+
+  it('a name the built-in guards or the secret rules hide is never offered, cold or warm', async () => {
+    for (let round = 0; round < 2; round++) {
+      expect(await near(warm, path.join(root, `${LOCK}x`), root)).toEqual([]);
+      expect(await near(warm, path.join(root, `${TEMP}x`), root)).toEqual([]);
+      expect(await near(warm, path.join(root, '.envx'), root)).toEqual([]);
+      expect(await near(warm, path.join(root, 'nowhere', 'config'), root)).toEqual([]);
+      expect(await near(warm, path.join(root, 'nowhere', 'util.ts'), root)).toEqual(['src/util.ts']);
+    }
   });
 });
