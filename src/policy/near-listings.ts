@@ -25,7 +25,10 @@
  *  - Racy timestamps: a directory modified less than RACY_MS before its read is not kept (coarse timestamps can
  *    hide a second change in the same tick), as src/fs/listing-cache.ts does.
  * Bounds: at most MAX_DIRS directories, MAX_ENTRIES names and MAX_BYTES bytes (estimated: `entryBytes`) in all,
- * least recently used first out; a listing over a bound on its own is not kept (read afresh on every call).
+ * least recently used first out; a listing over a bound on its own is not kept (read afresh on every call). A
+ * directory more than MAX_DEPTH components deep is not kept either: the chain check lstats every directory above it by
+ * path string, each a walk from `/`, so its cost grows with the square of the depth (2,000 levels: ~150-200 ms in one
+ * synchronous stretch); bounded so, it stays under a few milliseconds.
  * Docs: docs/security.md, "Security model" (verified reads); docs/benchmarks.md, "Mutations: the one-line edit and the mixed load".
  */
 import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
@@ -38,6 +41,8 @@ import { processSlot } from '../process-slots.js';
 export const MAX_DIRS = 4096;
 /** Most names kept over all directories. */
 export const MAX_ENTRIES = 200_000;
+/** Deepest directory kept, in path components (see the module comment). */
+export const MAX_DEPTH = 128;
 /** Most bytes kept over all directories (`entryBytes`): names of up to 255 bytes would otherwise hold ~70 MB. */
 export const MAX_BYTES = 16 * 1024 * 1024;
 /** Memory of one kept entry besides its name (its Dirent, two array slots, a set slot), bytes; measured ~90. */
@@ -86,6 +91,13 @@ function anchorStamp(dir: string, isInside: (p: string) => boolean): BigIntStats
   } finally {
     d.close();
   }
+}
+
+/** Components of the absolute path `dir` (`/` is 0, `/a/b` is 2). */
+function depthOf(dir: string): number {
+  let n = 0;
+  for (let i = 0; i < dir.length; i++) if (dir[i] === path.sep) n++;
+  return dir.endsWith(path.sep) ? n - 1 : n;
 }
 
 function listingOf(entries: Dirent[]): NearListing {
@@ -169,6 +181,7 @@ export class NearListings {
     let bytes = 0;
     for (const e of listing.entries) bytes += entryBytes(e.name);
     if (listing.entries.length > this.limits.entries || bytes > this.limits.bytes) return;
+    if (depthOf(dir) > MAX_DEPTH) return;
     const dirs = new Set(listing.entries.filter((e) => e.isDirectory()).map((e) => e.name));
     this.kept.set(dir, { stamp, listing, bytes, dirs });
     this.names += listing.entries.length;

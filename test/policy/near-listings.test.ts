@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyContext } from '../../src/policy/authorize.js';
 import { RACY_MS } from '../../src/fs/listing-cache.js';
-import { entryBytes, NearListings, processNearListings } from '../../src/policy/near-listings.js';
+import { entryBytes, MAX_DEPTH, NearListings, processNearListings } from '../../src/policy/near-listings.js';
 import { NEAR_MAX_ENTRIES, nearPaths, outsideNearPaths } from '../../src/policy/near-paths.js';
 import { resolveInRoots } from '../../src/policy/resolve-path.js';
 
@@ -56,6 +56,7 @@ beforeAll(async () => {
   put('d/util.ts', OUT);
   for (const d of BYTE_DIRS) for (let i = 0; i < 20; i++) put(path.join(d, LONG_NAME(i)), path.join(T, 'bytes'));
   put('w/r/a/util.ts', T);
+  put(path.join(...Array.from({ length: MAX_DEPTH }, () => 'd'), 'x.ts'), path.join(T, 'deep'));
   // Old enough that the listings are kept (a directory changed within RACY_MS is read afresh every time).
   await new Promise((r) => setTimeout(r, RACY_MS + 100));
   // A first search compiles the policy's matchers: done here, outside the search's time bound of the tests.
@@ -138,6 +139,19 @@ describe('near paths with kept listings', () => {
     symlinkSync(path.join(T, 'w-moved'), path.join(T, 'w'));
     expect(await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(root)).toBe(null);
     expect(await processNearListings.reader(isInside, NEAR_MAX_ENTRIES)(path.join(root, 'a'))).toBe(null);
+  });
+
+  it('a directory deeper than MAX_DEPTH is read but not kept (its chain check would cost the square of its depth)', async () => {
+    const base = path.join(T, 'deep');
+    const isInside = (p: string) => p === base || p.startsWith(base + path.sep);
+    const listings = new NearListings();
+    const read = listings.reader(isInside, NEAR_MAX_ENTRIES);
+    const deepest = path.join(base, ...Array.from({ length: MAX_DEPTH }, () => 'd'));
+    expect(deepest.split(path.sep).length - 1).toBeGreaterThan(MAX_DEPTH);
+    expect((await read(deepest))?.entries.map((e) => e.name)).toEqual(['x.ts']);
+    expect(listings.stats().directories).toBe(0);
+    expect((await read(path.join(base, 'd')))?.entries.map((e) => e.name)).toEqual(['d']);
+    expect(listings.stats().directories).toBe(1);
   });
 
   it('roots changed between calls (a root narrowed): no kept name outside the current roots is offered', async () => {
