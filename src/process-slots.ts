@@ -33,6 +33,7 @@ export const SLOT_NAMES = [
   'mutation/copy-write', // the copy fault (seams build only)
   'patch/transaction', // the kill-at step and its counter (seams build only)
   'policy/git-dirs-state', // the git-directory guard's caches
+  'policy/near-listings', // the near-path search's directory listings, keyed by identity and stamps
   'server/process-state', // the policy-only roots of the broken-containment test build
   'tools/heavy-calls', // the heavy-call queue and its counters
   'vcs/git-locate', // git's global safe.directory list, read once

@@ -27,7 +27,9 @@
 import type { Dirent } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
+import { loopSlicer } from '../fs/tree-ops.js';
 import { withVerifiedDir } from '../fs/verified-dir.js';
+import { processNearListings, type NearListing } from './near-listings.js';
 import { classifyEntry, type PolicyContext } from './authorize.js';
 import { findContainingRoot, isInsideRoots, isWithin, toPosixRelative } from './containment.js';
 import { resolveInRoots, type ResolvedPath } from './resolve-path.js';
@@ -87,17 +89,15 @@ function nameScore(name: string, wanted: string): number {
 }
 
 /**
- * The entries of `dir` (at most NEAR_MAX_ENTRIES), read through a descriptor opened from the roots component by
- * component (src/fs/verified-dir.ts), or null when it cannot be read. Never by its path string: a process that swaps
- * the directory (or a parent) for a link to outside between the resolution and the read would otherwise have the
- * outside directory's names offered under the inside path (attack on the merged near paths).
+ * A reader of directory entries for one search (at most NEAR_MAX_ENTRIES per directory): each directory read through
+ * a descriptor opened from the roots component by component (src/fs/verified-dir.ts), or its listing kept from an
+ * earlier search when its chain of stamps shows it is the one such a read would give now (src/policy/near-listings.ts);
+ * null when it cannot be read. Never by its path string: a process that swaps the directory (or a parent) for a link
+ * to outside between the resolution and the read would otherwise have the outside directory's names offered under the
+ * inside path (attack on the merged near paths).
  */
-async function entriesOfVerified(dir: string, isInside: (p: string) => boolean): Promise<Dirent[] | null> {
-  try {
-    return await withVerifiedDir(dir, isInside, (d) => d.readdir(NEAR_MAX_ENTRIES));
-  } catch {
-    return null;
-  }
+function entriesReader(ctx: PolicyContext): (dir: string) => Promise<NearListing | null> {
+  return processNearListings.reader((p) => isInsideRoots(ctx.roots, p), NEAR_MAX_ENTRIES);
 }
 
 /** The kind tests `offer` needs: a directory entry (Dirent) or an lstat (Stats). */
@@ -151,7 +151,9 @@ async function lstatVerified(absolute: string, isInside: (p: string) => boolean)
 /**
  * Step 3 of the module comment: a breadth-first walk from `starts` (each directory once) for entries named `wanted`
  * (ignoring case), other than `except`, handed to `take` in walk order until it returns false or a bound is reached
- * (NEAR_MAX_DIRS directories, `deadline`). `first`: the entries of `starts[0]` when already read.
+ * (NEAR_MAX_DIRS directories, `deadline`); directories read with `entriesOf` (the search's `entriesReader`). Kept
+ * listings come back without I/O, so the walk yields to the event loop every few milliseconds itself (`loopSlicer`):
+ * a walk over kept listings of many large directories would otherwise hold the loop for the whole NEAR_MAX_MS.
  */
 async function sameNameWalk(
   ctx: PolicyContext,
@@ -160,24 +162,28 @@ async function sameNameWalk(
   except: string,
   take: (absolute: string, entry: Dirent) => boolean,
   deadline: number,
-  first?: { dir: string; entries: Dirent[] | null },
+  entriesOf: (dir: string) => Promise<NearListing | null>,
 ): Promise<void> {
-  const isInside = (p: string): boolean => isInsideRoots(ctx.roots, p);
   const queue = [...starts];
   const visited = new Set<string>();
   const lower = wanted.toLowerCase();
+  const slice = loopSlicer();
   let dirs = 0;
   while (queue.length > 0 && dirs < NEAR_MAX_DIRS && Date.now() < deadline) {
+    await slice();
     const dir = queue.shift()!;
     if (visited.has(dir)) continue;
     visited.add(dir);
     dirs++;
-    const entries = first && dir === first.dir ? first.entries : await entriesOfVerified(dir, isInside);
-    if (!entries) continue;
-    for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    const listing = await entriesOf(dir);
+    if (!listing) continue;
+    for (const e of listing.sorted()) {
+      const match = e.name.toLowerCase() === lower;
+      const isDir = e.isDirectory() && !SKIPPED_DIRS.has(e.name);
+      if (!match && !isDir) continue;
       const absolute = path.join(dir, e.name);
-      if (e.name.toLowerCase() === lower && absolute !== except && !take(absolute, e)) return;
-      if (e.isDirectory() && !SKIPPED_DIRS.has(e.name)) {
+      if (match && absolute !== except && !take(absolute, e)) return;
+      if (isDir) {
         const root = findContainingRoot(ctx.roots, absolute);
         const v = root ? classifyEntry(ctx, absolute, toPosixRelative(root.real, absolute)) : null;
         if (v && !v.hidden && !v.denied) queue.push(absolute);
@@ -194,7 +200,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
   const deadline = Date.now() + NEAR_MAX_MS;
   const { found, offer } = nearList(ctx);
   const isInside = (p: string): boolean => isInsideRoots(ctx.roots, p);
-  const entriesOf = (dir: string) => entriesOfVerified(dir, isInside);
+  const entriesOf = entriesReader(ctx);
   try {
     // 0. A `\` meant as a separator (POSIX only: on Windows it already is one).
     if (path.sep === '/' && resolved.requested.includes('\\')) {
@@ -212,7 +218,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
     const parent = path.dirname(resolved.real);
     if (!wanted) return found;
     // 1. The same directory.
-    const siblings = await entriesOf(parent);
+    const siblings = (await entriesOf(parent))?.entries;
     if (siblings) {
       const near = siblings
         .map((e) => ({ e, s: nameScore(e.name, wanted) }))
@@ -222,7 +228,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
     } else {
       // 2. A mistyped parent directory.
       const grand = path.dirname(parent);
-      const uncles = findContainingRoot(ctx.roots, grand) ? await entriesOf(grand) : null;
+      const uncles = findContainingRoot(ctx.roots, grand) ? (await entriesOf(grand))?.entries : null;
       const parentName = path.basename(parent);
       for (const u of (uncles ?? [])
         .filter((e) => e.isDirectory() && nameScore(e.name, parentName) !== Infinity)
@@ -230,7 +236,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
         .slice(0, NEAR_MAX_UNCLES)) {
         if (Date.now() >= deadline) break;
         const inside = await entriesOf(path.join(grand, u.name));
-        const hit = inside?.find((e) => e.name === wanted);
+        const hit = inside?.entries.find((e) => e.name === wanted);
         if (hit) offer(path.join(grand, u.name, hit.name), hit);
       }
     }
@@ -253,7 +259,7 @@ export async function nearPaths(resolved: ResolvedPath, ctx: PolicyContext): Pro
           return found.length < NEAR_LIMIT;
         },
         deadline,
-        { dir: parent, entries: siblings },
+        entriesOf,
       );
     }
   } catch {
@@ -309,6 +315,7 @@ export async function outsideNearPaths(absolute: string, ctx: PolicyContext): Pr
           return hits.length < NEAR_MAX_COLLECTED;
         },
         deadline,
+        entriesReader(ctx),
       );
       hits.sort((a, b) => b.score - a.score || a.order - b.order);
       for (const h of hits) offer(h.absolute, h.entry);
