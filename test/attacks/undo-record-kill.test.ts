@@ -7,7 +7,7 @@
  *
  * The kill is exact, not timed: an inotify watch on the root (fs.watch) SIGKILLs the server as the new file is
  * renamed over the target, the one moment a record must already exist. Then a fresh server must list the change and
- * revert it to the old bytes exactly.
+ * revert it to the old bytes exactly, and a staged temporary a process killed long ago left is removed.
  */
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,6 +55,10 @@ describe('undo record and SIGKILL', () => {
     // The kill came after the rename: the file holds the new bytes.
     expect(readFileSync(file, 'utf8')).toBe('new content\n');
 
+    // A staged record left by a process killed long ago (its change never became visible): the next change's bounds
+    // check removes it; nothing else reads it.
+    const stale = path.join(state, 'history', '000000000000001-aaaaaaaaaaaa.json.abcdef01.tmp');
+    writeFileSync(stale, '{}');
     const second = startRaw(args);
     cleanups.push(() => second.child.kill('SIGKILL'));
     await second.ready;
