@@ -30,7 +30,7 @@
  */
 import { withPathLock } from '../fs/path-lock.js';
 import { afterEffect } from '../fs/tree-ops.js';
-import type { HistoryFile } from '../fs/history.js';
+import type { HistoryFile, StagedChange } from '../fs/history.js';
 import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-dirs.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
@@ -213,10 +213,13 @@ function lockPathsOf(plan: Pick<MutationPlan<unknown>, 'lockPaths'>): string[] {
 async function applyEffect(ctx: ToolContext, decided: MutationStep<unknown>): Promise<void> {
   const history = decided.history;
   if (history?.complete && !history.tooLarge && history.files.length > 0) {
-    const staged = stageHistory(ctx, history); // never rejects
+    // The effect first: its temporary's write is under way in the I/O pool while the record is serialized here. Its
+    // `beforeVisible` runs only after its own awaits, so `staged` is set by then.
+    const stagedRef: { staged?: Promise<StagedChange | null> } = {};
     const effect = decided.effect!(async () => {
-      await publishHistory(history, await staged); // never rejects
+      await publishHistory(history, await stagedRef.staged!); // never rejects
     });
+    const staged = (stagedRef.staged = stageHistory(ctx, history)); // never rejects
     try {
       await effect;
     } catch (error) {
