@@ -60,7 +60,10 @@ export interface AtomicWriteOptions {
   mode?: number | null;
   /** Identity check before rename; omit to skip (e.g. the caller holds no snapshot). */
   expected?: ExpectedTarget;
-  /** Test seam (fault injection): called between the temp write and the rename. */
+  /**
+   * Awaited between the temporary's fsync and the last checks before the rename (a failed check still refuses the
+   * write): the undo record is published here (src/mutation/pipeline.ts), and the transaction's kill seam runs here.
+   */
   beforeRename?: () => Promise<void>;
 }
 

@@ -280,12 +280,18 @@ export async function recordChange(
 /** A change whose record is written (to its temporary) but not yet part of the history (`stageChange`). */
 export interface StagedChange {
   /**
-   * Makes the record part of the history: renamed to its name, the directory fsynced, the bounds applied; a change
-   * too large to record is counted as skipped instead. @returns its id, or null when skipped
+   * Renames the record into place and fsyncs the directory, right before the change itself becomes visible
+   * (src/mutation/pipeline.ts; docs/security.md "The undo record of a killed write"). Once; later calls do nothing.
+   * @throws Node errno errors (the temporary is removed)
+   */
+  publish(): Promise<void>;
+  /**
+   * Makes the record part of the history: published (when `publish` was not called), then the bounds applied; a
+   * change too large to record is counted as skipped instead. @returns its id, or null when skipped
    * @throws Node errno errors
    */
   commit(): Promise<string | null>;
-  /** Drops the record (its change did not happen): the temporary is removed. Never throws. */
+  /** Drops the record (its change did not happen): its temporary, or the record once published. Never throws. */
   discard(): void;
 }
 
@@ -306,6 +312,7 @@ export async function stageChange(
   const bytes = await serializeChange(full, limits.maxBytes);
   if (bytes === null) {
     return {
+      publish: () => Promise.resolve(),
       commit: async () => {
         await recordSkipped(stateDir);
         return null;
@@ -316,10 +323,9 @@ export async function stageChange(
   const file = path.join(dir, `${full.id}.json`);
   const tmp = await writeTemporary(file, bytes);
   let settled = false;
-  return {
-    commit: async () => {
-      if (settled) throw new Error('history: a staged change is committed or discarded once');
-      settled = true;
+  let published: Promise<void> | null = null;
+  const publish = (): Promise<void> =>
+    (published ??= (async () => {
       try {
         renameSync(tmp, file);
       } catch (error) {
@@ -327,13 +333,22 @@ export async function stageChange(
         throw error;
       }
       await syncDirectory(dir);
+    })());
+  return {
+    publish,
+    commit: async () => {
+      if (settled) throw new Error('history: a staged change is committed or discarded once');
+      settled = true;
+      await publish();
       await prune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
       return full.id;
     },
     discard: () => {
       if (settled) return;
       settled = true;
+      // Published or not: the record's name and its temporary are both this change's own (fresh, random) names.
       unlinkQuietly(tmp);
+      if (published) unlinkQuietly(file);
     },
   };
 }
@@ -417,9 +432,9 @@ const MAX_SIZED_DIRS = 16;
  * largest cost of a small mutation under load.
  */
 async function prune(dir: string, limits: HistoryLimits, newest: { name: string; size: number }): Promise<void> {
-  const names = (await readdir(dir))
-    .filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5)))
-    .sort();
+  const all = await readdir(dir);
+  removeStaleStaged(dir, all);
+  const names = all.filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5))).sort();
   const known = historyState.recordSizes.get(dir) ?? new Map<string, number>();
   known.set(newest.name, newest.size);
   const now = new Map<string, number>();
@@ -460,6 +475,24 @@ async function prune(dir: string, limits: HistoryLimits, newest: { name: string;
       path.join(dir, 'meta.json'),
       JSON.stringify({ ...meta, dropped: meta.dropped + dropped, last_dropped_id: lastDropped }),
     );
+  }
+}
+
+/** A staged record's temporary (`stageChange`, `writeTemporary`): `<id>.json.<8 hex>.tmp`. */
+const STAGED_PATTERN = /^([0-9]{15})-[0-9a-f]{12}\.json\.[0-9a-f]{8}\.tmp$/;
+
+/**
+ * Age (ms, by its id) past which `prune` removes a staged record's temporary: one lives for one write's effect; an
+ * older one was left by a process killed before publishing it, and nothing else reads, counts or removes it.
+ */
+export const STALE_STAGED_MS = 60 * 60 * 1000;
+
+/** Removes the staged temporaries among `names` (entries of the history directory `dir`) older than STALE_STAGED_MS. */
+function removeStaleStaged(dir: string, names: readonly string[]): void {
+  const before = Date.now() - STALE_STAGED_MS;
+  for (const n of names) {
+    const m = STAGED_PATTERN.exec(n);
+    if (m && Number(m[1]) < before) unlinkQuietly(path.join(dir, n));
   }
 }
 

@@ -198,7 +198,7 @@ async function decideFile<T>(
   const restorable = !current.exists || current.bytes !== null;
   return {
     result,
-    effect: () => writeDecided(ctx, scope, plan, state, computed.bytes),
+    effect: (beforeVisible) => writeDecided(ctx, scope, plan, state, computed.bytes, beforeVisible),
     done: `${current.exists ? 'replaced' : 'created'} ${target.real}`,
     remember: () => ctx.hashes.remember(target.real, contentHash, computed.bytes),
     history: restorable
@@ -261,6 +261,7 @@ async function writeDecided(
   plan: FilePlan,
   state: FileState,
   bytes: Buffer,
+  beforeVisible?: () => Promise<void>,
 ): Promise<void> {
   const { current } = state;
   const real = plan.target.real;
@@ -275,6 +276,7 @@ async function writeDecided(
   const name = path.basename(real);
   try {
     await writeFileAtomicIn(parent, name, bytes, {
+      beforeRename: beforeVisible,
       expected: {
         identity: current.stats ? identityOf(current.stats) : null,
         onChanged: async () => {

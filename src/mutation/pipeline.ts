@@ -30,12 +30,12 @@
  */
 import { withPathLock } from '../fs/path-lock.js';
 import { afterEffect } from '../fs/tree-ops.js';
-import type { HistoryFile } from '../fs/history.js';
+import type { HistoryFile, StagedChange } from '../fs/history.js';
 import { assertNotInGitDirectory, repositoryShapeLockPath } from '../policy/git-dirs.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { assertStatusHash, currentStatusHash, existingDirOf } from '../policy/stale-git.js';
 import type { ToolContext } from './context.js';
-import { commitHistory, recordHistory, stageHistory } from './record.js';
+import { commitHistory, publishHistory, recordHistory, stageHistory } from './record.js';
 import { insideRoots, MutationScope } from './scope.js';
 
 /**
@@ -61,8 +61,12 @@ export async function statusHashAfter(
 /** What a tool's `decide` returns: its result and the effect that makes it so. */
 export interface MutationStep<T> {
   result: T;
-  /** The only code that changes anything; not run for a dry run. Absent: nothing to change. */
-  effect?: () => Promise<void>;
+  /**
+   * The only code that changes anything; not run for a dry run. Absent: nothing to change. `beforeVisible`, when
+   * given, is awaited right before the change becomes visible (a file's rename over its target), after every check
+   * that can still refuse it: the undo record is published there (`applyEffect`).
+   */
+  effect?: (beforeVisible?: () => Promise<void>) => Promise<void>;
   /** Hash-memory updates once the effect succeeded. */
   remember?: () => void;
   /** What the effect did, in a few words (reported if the new status hash fails afterwards). */
@@ -78,8 +82,9 @@ export interface MutationStep<T> {
     tooLarge?: boolean;
     /**
      * The record is complete before the effect (nothing the effect does adds to it): it is written while the effect
-     * runs and committed once the effect succeeded (removed if it failed), so the two writes and their fsyncs
-     * overlap. Absent: written after the effect.
+     * runs, so the two writes and their fsyncs overlap, published right before the change becomes visible (the
+     * effect's `beforeVisible`) and committed once the effect succeeded (removed if it failed). Absent: written after
+     * the effect.
      */
     complete?: boolean;
   };
@@ -201,14 +206,20 @@ function lockPathsOf(plan: Pick<MutationPlan<unknown>, 'lockPaths'>): string[] {
 
 /**
  * The effect, then the hash memory, then the undo record (inside the lock, so records of one file are in order). A
- * record complete before the effect is written while the effect runs (`stageHistory`) and committed after it, or
- * dropped when the effect failed: only a change that happened is ever recorded.
+ * record complete before the effect is written while the effect runs (`stageHistory`), published right before the
+ * change becomes visible (a SIGKILL after the change landed still leaves its record: the record is durable first),
+ * and committed after it, or dropped when the effect failed.
  */
 async function applyEffect(ctx: ToolContext, decided: MutationStep<unknown>): Promise<void> {
   const history = decided.history;
   if (history?.complete && !history.tooLarge && history.files.length > 0) {
-    const effect = decided.effect!();
-    const staged = stageHistory(ctx, history); // never rejects
+    // The effect first: its temporary's write is under way in the I/O pool while the record is serialized here. Its
+    // `beforeVisible` runs only after its own awaits, so `staged` is set by then.
+    const stagedRef: { staged?: Promise<StagedChange | null> } = {};
+    const effect = decided.effect!(async () => {
+      await publishHistory(history, await stagedRef.staged!); // never rejects
+    });
+    const staged = (stagedRef.staged = stageHistory(ctx, history)); // never rejects
     try {
       await effect;
     } catch (error) {

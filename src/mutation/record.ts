@@ -48,6 +48,25 @@ export async function stageHistory(
 }
 
 /**
+ * Publishes a record `stageHistory` wrote (src/fs/history.ts `StagedChange.publish`), right before the effect makes
+ * its change visible: a process killed after the change landed leaves its record. Never throws, as `recordHistory`
+ * (the change goes on without a record, which `commitHistory` then no longer tries to make).
+ */
+export async function publishHistory(
+  history: NonNullable<MutationStep<unknown>['history']>,
+  staged: StagedChange | null,
+): Promise<boolean> {
+  if (!staged) return false;
+  try {
+    await staged.publish();
+    return true;
+  } catch (error) {
+    logFailure(history.tool, error);
+    return false;
+  }
+}
+
+/**
  * Commits a record `stageHistory` wrote, once the effect succeeded (inside the path lock, so records of one file are
  * in commit order). Never throws, as `recordHistory`.
  */

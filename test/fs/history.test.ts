@@ -4,10 +4,17 @@
  * its target, old bytes not matching their hash, a file name not matching its id are invalid and counted, never
  * returned); the bounds drop the oldest first and count a record too large to keep.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { historyEntryOf, historyFileOf, loadHistory, recordChange } from '../../src/fs/history.js';
+import {
+  historyEntryOf,
+  historyFileOf,
+  loadHistory,
+  recordChange,
+  stageChange,
+  STALE_STAGED_MS,
+} from '../../src/fs/history.js';
 import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -136,5 +143,38 @@ describe('history entries', () => {
 
   it('is empty without a history directory', async () => {
     expect(await loadHistory(stateDir())).toMatchObject({ changes: [], invalid: 0, dropped: 0, skipped: 0 });
+  });
+});
+
+describe('staged records', () => {
+  const change = { tool: 'write_file', files: [historyFileOf('/r/f', Buffer.from('old'), 0o644, contentHash('new'))] };
+
+  it('publish makes the record visible before the commit; discard after publish removes it', async () => {
+    const dir = stateDir();
+    const staged = await stageChange(dir, LIMITS, change);
+    expect((await loadHistory(dir)).changes).toEqual([]);
+    await staged.publish();
+    await staged.publish(); // once only
+    const listed = (await loadHistory(dir)).changes;
+    expect(listed.map((c) => c.files[0].path)).toEqual(['/r/f']);
+    staged.discard();
+    expect((await loadHistory(dir)).changes).toEqual([]);
+    expect(readdirSync(path.join(dir, 'history'))).toEqual([]);
+  });
+
+  it('commit after publish keeps the one record; a staged temporary older than STALE_STAGED_MS is removed', async () => {
+    const dir = stateDir();
+    const first = await stageChange(dir, LIMITS, change);
+    const history = path.join(dir, 'history');
+    const oldMs = String(Date.now() - STALE_STAGED_MS - 60_000).padStart(15, '0');
+    const freshMs = String(Date.now()).padStart(15, '0');
+    const stale = path.join(history, `${oldMs}-aaaaaaaaaaaa.json.abcdef01.tmp`);
+    const fresh = path.join(history, `${freshMs}-bbbbbbbbbbbb.json.abcdef02.tmp`);
+    const other = path.join(history, `${oldMs}-cccccccccccc.json.tmp`);
+    for (const f of [stale, fresh, other]) writeFileSync(f, '{}');
+    await first.publish();
+    const id = await first.commit();
+    expect((await loadHistory(dir)).changes.map((c) => c.id)).toEqual([id]);
+    expect([existsSync(stale), existsSync(fresh), existsSync(other)]).toEqual([false, true, true]);
   });
 });
