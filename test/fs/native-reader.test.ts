@@ -329,10 +329,10 @@ describe.runIf(loaded !== null)('the addon', () => {
           [0xf0, 0x9f, 0x98],
         ].map((b) => Uint8Array.from(b)),
       ),
-      // ASCII runs of every length around the 8- and 32-byte strides.
+      // ASCII runs of every length around the 8-, 16- and 64-byte strides.
       fc
-        .integer({ min: 1, max: 70 })
-        .map((n) => Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789'.repeat(2).slice(0, n))),
+        .integer({ min: 1, max: 140 })
+        .map((n) => Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789'.repeat(4).slice(0, n))),
       fc.constantFrom(Buffer.from('é€😀')),
     );
     fc.assert(
@@ -344,6 +344,15 @@ describe.runIf(loaded !== null)('the addon', () => {
       { numRuns: 5000 },
     );
     expect(addon.isText(new Uint8Array(0))).toBe(true);
+    // One byte that is not ASCII-without-NUL at every offset of an ASCII text, across several 64-byte steps.
+    const ascii = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz\n'.repeat(8).slice(0, 260));
+    for (const bad of [0x00, 0x80, 0xc3, 0xff, 0x7f, 0x01]) {
+      for (let at = 0; at < ascii.length; at++) {
+        const b = Buffer.from(ascii);
+        b[at] = bad;
+        expect(addon.isText(b)).toBe(isUtf8(b) && !b.includes(0));
+      }
+    }
   });
 
   it('finds the required bytes exactly where Buffer#indexOf does, in linear time on hostile input', () => {
