@@ -97,6 +97,14 @@ export function attachNativeAddon(path: string): NativeAddon | null {
 /** What a native run found for one file: a code other than need_space, and for a candidate its bytes. */
 export type NativeResult = { code: 1 | 2 | 3 | 4 } | { code: 0; bytes: Buffer };
 
+/** The results without bytes, one frozen object per code the addon answers with (no object per file). */
+const PLAIN_RESULTS: Readonly<Record<number, NativeResult>> = Object.freeze({
+  [NATIVE_CODES.unreadable]: Object.freeze({ code: NATIVE_CODES.unreadable }),
+  [NATIVE_CODES.too_large]: Object.freeze({ code: NATIVE_CODES.too_large }),
+  [NATIVE_CODES.binary]: Object.freeze({ code: NATIVE_CODES.binary }),
+  [NATIVE_CODES.no_match]: Object.freeze({ code: NATIVE_CODES.no_match }),
+});
+
 /** The reusable buffers of one reader thread. */
 export interface NativeBuffers {
   /** Candidates' bytes (grown to the largest file needed, at most the size cap). */
@@ -137,7 +145,7 @@ export function nativeReadRun(
       const code = meta[3 * i];
       if (code === NATIVE_CODES.candidate) {
         each(i, { code: 0, bytes: out.subarray(meta[3 * i + 1], meta[3 * i + 1] + meta[3 * i + 2]) });
-      } else each(i, { code: code as 1 | 2 | 3 | 4 });
+      } else each(i, PLAIN_RESULTS[code]);
     }
     if (next >= names.length) return;
     // NEED_SPACE at `next`: at least its size, doubling so that a file growing between tries cannot loop for long.
