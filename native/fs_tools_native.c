@@ -51,23 +51,30 @@ enum {
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
+/* 1 when the 16 bytes at `p` are all in 0x01..0x7f (ASCII without NUL): as signed bytes, all greater than zero. */
+#if defined(__SSE2__)
+static inline __m128i ascii_no_nul16(const unsigned char *p) {
+  return _mm_cmpgt_epi8(_mm_loadu_si128((const __m128i *)p), _mm_setzero_si128());
+}
+#endif
+
 /*
  * 1 when the bytes are text as content search judges it (src/fs/text.ts looksBinary(bytes, true) is false): no NUL
  * byte, and UTF-8 as RFC 3629 defines it (no overlong forms, no surrogates, nothing above U+10FFFF) — the verdict of
- * Node's buffer.isUtf8 (simdutf). One pass: 32 (SSE2) or 8 bytes at a time while they are ASCII without NUL.
+ * Node's buffer.isUtf8 (simdutf). One pass: 64 or 16 (SSE2) or 8 bytes at a time while they are ASCII without NUL
+ * (one signed compare per 16 bytes tests both), then byte by byte through the rest of a UTF-8 sequence.
  */
 static int text_no_nul(const unsigned char *s, size_t n) {
   size_t i = 0;
   while (i < n) {
 #if defined(__SSE2__)
-    const __m128i zero = _mm_setzero_si128();
-    while (i + 32 <= n) {
-      __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
-      __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
-      __m128i z = _mm_or_si128(_mm_cmpeq_epi8(a, zero), _mm_cmpeq_epi8(b, zero));
-      if (_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), z)) != 0) break;
-      i += 32;
+    while (i + 64 <= n) {
+      __m128i ab = _mm_and_si128(ascii_no_nul16(s + i), ascii_no_nul16(s + i + 16));
+      __m128i cd = _mm_and_si128(ascii_no_nul16(s + i + 32), ascii_no_nul16(s + i + 48));
+      if (_mm_movemask_epi8(_mm_and_si128(ab, cd)) != 0xffff) break;
+      i += 64;
     }
+    while (i + 16 <= n && _mm_movemask_epi8(ascii_no_nul16(s + i)) == 0xffff) i += 16;
 #endif
     while (i + 8 <= n) {
       uint64_t w;
@@ -152,6 +159,37 @@ static int contains(const unsigned char *h, size_t hn, const unsigned char *nd, 
   return 0;
 }
 
+/* The 4 bytes at `p` as a little-endian number. */
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* 1 when `set` (n bytes) is a well-formed byte-string set: strings one after another, each its length (4 bytes, little
+ * endian) then that many bytes, nothing left over. */
+static int set_well_formed(const unsigned char *set, size_t n) {
+  size_t at = 0;
+  while (at < n) {
+    if (n - at < 4) return 0;
+    uint32_t len = le32(set + at);
+    at += 4;
+    if (len > n - at) return 0;
+    at += len;
+  }
+  return 1;
+}
+
+/* 1 when `h` contains one string of the well-formed set `set` (`contains` per string, in order; an empty set: 0). */
+static int contains_any(const unsigned char *h, size_t hn, const unsigned char *set, size_t n) {
+  size_t at = 0;
+  while (at + 4 <= n) {
+    uint32_t len = le32(set + at);
+    at += 4;
+    if (contains(h, hn, set + at, len)) return 1;
+    at += len;
+  }
+  return 0;
+}
+
 /* 1 when `name` (n bytes) is one directory entry name: not empty, ".", "..", and no "/" or NUL. */
 static int entry_name(const char *name, size_t n) {
   if (n == 0) return 0;
@@ -188,7 +226,7 @@ static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *le
 }
 
 /*
- * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta) → next
+ * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta[, anyOf]) → next
  *
  *   dirfd         int32 ≥ 0: a verified directory descriptor (the caller's; not closed here)
  *   names         string[]: single entry names, read from index `start`
@@ -196,16 +234,19 @@ static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *le
  *   needle        Uint8Array | null: bytes a candidate must contain (`contains`; null: every text file is a candidate)
  *   out           Uint8Array: candidates' bytes are placed one after another from offset 0
  *   meta          Float64Array, at least 3 × names.length: per file i, [code, offset in out, length]
+ *   anyOf         Uint8Array | null | absent: a set of byte strings of which a candidate must also contain one
+ *                 (`contains_any`; src/fs/native-reader.ts `packByteSet`: each string as its length, 4 bytes little
+ *                 endian, then its bytes; an empty set: no file is a candidate); absent or null: no such test
  *
  * Returns the index after the last file answered: names.length, or the index of a NEED_SPACE file (not read, its
  * descriptor closed; the caller consumes the candidates, grows `out` and calls again from there).
  * Throws TypeError on a malformed argument or a name that is not a single entry name (before opening it).
  */
 static napi_value read_files(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value argv[7];
+  size_t argc = 8;
+  napi_value argv[8];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
-    return throw_type(env, "readFiles: 7 arguments expected");
+    return throw_type(env, "readFiles: 7 or 8 arguments expected");
   }
   int32_t dirfd;
   if (napi_get_value_int32(env, argv[0], &dirfd) != napi_ok || dirfd < 0) {
@@ -246,9 +287,19 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
     return throw_type(env, "readFiles: meta must be a Float64Array of 3 per name");
   }
   double *meta = (double *)meta_ptr;
+  /* argc is 8 when the caller passed anyOf: napi fills missing arguments with undefined. */
+  unsigned char *set = NULL;
+  size_t set_len = 0;
+  napi_valuetype st_type = napi_undefined;
+  if (argc >= 8 && napi_typeof(env, argv[7], &st_type) != napi_ok) return throw_type(env, "readFiles: anyOf");
+  int has_set = !(st_type == napi_null || st_type == napi_undefined);
+  if (has_set && (!bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
+    return throw_type(env, "readFiles: anyOf must be a packed byte-string set or null");
+  }
   /* The output must not overlap what it is compared with or where codes go (the caller's buffers are its own). */
-  if (overlaps(out, out_len, meta_ptr, meta_len * sizeof(double)) || (has_needle && overlaps(out, out_len, needle, needle_len))) {
-    return throw_type(env, "readFiles: out overlaps meta or needle");
+  if (overlaps(out, out_len, meta_ptr, meta_len * sizeof(double)) ||
+      (has_needle && overlaps(out, out_len, needle, needle_len)) || (has_set && overlaps(out, out_len, set, set_len))) {
+    return throw_type(env, "readFiles: out overlaps meta, needle or anyOf");
   }
 
   size_t used = 0;
@@ -272,7 +323,10 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
      * detach or shrink the buffers and free their memory: take their addresses afresh after it, and stop when they no
      * longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
     size_t needle_now = 0;
+    size_t set_now = 0;
     if ((has_needle && (!bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
+        (has_set &&
+         (!bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
         !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
         napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
         meta_len / 3 < count) {
@@ -346,6 +400,11 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
       m[0] = CODE_NO_MATCH;
       continue;
     }
+    /* ...and none of the set: matched()'s holdsAny(bytes, anyOf) is false (src/fs/search-reader-match.ts). */
+    if (has_set && !contains_any(dst, filled, set, set_len)) {
+      m[0] = CODE_NO_MATCH;
+      continue;
+    }
     m[0] = CODE_CANDIDATE;
     m[1] = (double)used;
     m[2] = (double)filled;
@@ -393,7 +452,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
-  if (napi_create_uint32(env, 1, &abi) != napi_ok) return NULL;
+  if (napi_create_uint32(env, 2, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
   if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;

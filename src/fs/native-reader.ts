@@ -17,7 +17,9 @@ export interface NativeAddon {
   abi: number;
   /**
    * Reads `names[start..]` relative to `dirfd`; per file i writes [code, offset in out, length] to meta[3i..3i+2];
-   * returns the index after the last file answered (a NEED_SPACE file stops the run).
+   * returns the index after the last file answered (a NEED_SPACE file stops the run). A text file is a candidate
+   * when it holds `needle` (null: any) and one string of `anyOf` (a set packed by `packByteSet`; null or absent: no
+   * such test), else no_match.
    * @throws TypeError for a malformed argument or a name that is not one directory entry (nothing is opened then)
    */
   readFiles(
@@ -28,6 +30,7 @@ export interface NativeAddon {
     needle: Uint8Array | null,
     out: Uint8Array,
     meta: Float64Array,
+    anyOf?: Uint8Array | null,
   ): number;
   /** The binary test's verdict, true for text (for tests: it must equal `!looksBinary(bytes, true)`). */
   isText(bytes: Uint8Array): boolean;
@@ -35,8 +38,24 @@ export interface NativeAddon {
   contains(haystack: Uint8Array, needle: Uint8Array): boolean;
 }
 
-/** The interface version this code expects (`abi` of the addon). */
-export const NATIVE_ABI = 1;
+/** The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`). */
+export const NATIVE_ABI = 2;
+
+/**
+ * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,
+ * one after another, in one buffer of its own (never a view of Buffer's shared pool, which the output could overlap).
+ */
+export function packByteSet(set: readonly Uint8Array[]): Uint8Array {
+  const packed = new Uint8Array(set.reduce((n, b) => n + 4 + b.length, 0));
+  const view = new DataView(packed.buffer);
+  let at = 0;
+  for (const b of set) {
+    view.setUint32(at, b.length, true);
+    packed.set(b, at + 4);
+    at += 4 + b.length;
+  }
+  return packed;
+}
 
 /** The addon's per-file codes. */
 export const NATIVE_CODES = {
@@ -78,6 +97,14 @@ export function attachNativeAddon(path: string): NativeAddon | null {
 /** What a native run found for one file: a code other than need_space, and for a candidate its bytes. */
 export type NativeResult = { code: 1 | 2 | 3 | 4 } | { code: 0; bytes: Buffer };
 
+/** The results without bytes, one frozen object per code the addon answers with (no object per file). */
+const PLAIN_RESULTS: Readonly<Record<number, NativeResult>> = Object.freeze({
+  [NATIVE_CODES.unreadable]: Object.freeze({ code: NATIVE_CODES.unreadable }),
+  [NATIVE_CODES.too_large]: Object.freeze({ code: NATIVE_CODES.too_large }),
+  [NATIVE_CODES.binary]: Object.freeze({ code: NATIVE_CODES.binary }),
+  [NATIVE_CODES.no_match]: Object.freeze({ code: NATIVE_CODES.no_match }),
+});
+
 /** The reusable buffers of one reader thread. */
 export interface NativeBuffers {
   /** Candidates' bytes (grown to the largest file needed, at most the size cap). */
@@ -95,7 +122,8 @@ export function nativeBuffers(names = 256): NativeBuffers {
  * Reads `names` (single entry names) in the directory `dirfd` natively and calls `each(index, result)` in order. A
  * candidate's `bytes` is a view of the shared output buffer, valid only during the call: copy what you keep. A file
  * that does not fit the output buffer makes it grow (to the file's size, at most `maxFileBytes`, which bounds what is
- * allocated) and the run resumes at that file; if the buffer cannot grow, that file is unreadable.
+ * allocated) and the run resumes at that file; if the buffer cannot grow, that file is unreadable. `anyOf`: the
+ * required set packed by `packByteSet` (a text file holding none of it is no_match; null: no such test).
  * @throws TypeError from the addon for a name that is not one directory entry (nothing opened)
  */
 export function nativeReadRun(
@@ -106,17 +134,18 @@ export function nativeReadRun(
   needle: Uint8Array | null,
   buffers: NativeBuffers,
   each: (index: number, result: NativeResult) => void,
+  anyOf: Uint8Array | null = null,
 ): void {
   if (buffers.meta.length < 3 * names.length) buffers.meta = new Float64Array(3 * names.length);
   let start = 0;
   while (start < names.length) {
     const { out, meta } = buffers;
-    const next = addon.readFiles(dirfd, names, start, maxFileBytes, needle, out, meta);
+    const next = addon.readFiles(dirfd, names, start, maxFileBytes, needle, out, meta, anyOf);
     for (let i = start; i < next; i++) {
       const code = meta[3 * i];
       if (code === NATIVE_CODES.candidate) {
         each(i, { code: 0, bytes: out.subarray(meta[3 * i + 1], meta[3 * i + 1] + meta[3 * i + 2]) });
-      } else each(i, { code: code as 1 | 2 | 3 | 4 });
+      } else each(i, PLAIN_RESULTS[code]);
     }
     if (next >= names.length) return;
     // NEED_SPACE at `next`: at least its size, doubling so that a file growing between tries cannot loop for long.

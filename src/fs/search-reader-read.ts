@@ -8,7 +8,14 @@
  */
 import { closeSync, constants, fstatSync, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon, type NativeBuffers } from './native-reader.js';
+import {
+  NATIVE_CODES,
+  nativeBuffers,
+  nativeReadRun,
+  packByteSet,
+  type NativeAddon,
+  type NativeBuffers,
+} from './native-reader.js';
 import { openForReadSync } from './open-file.js';
 import { isWithin } from './path-within.js';
 import { classify, CompiledRegexes, matched, type ContainsBytes } from './search-reader-match.js';
@@ -218,6 +225,8 @@ export interface ReaderState {
   buffers: NativeBuffers;
   /** The required set's byte test: the addon's `contains` (Buffer#indexOf's verdict, test/fs/native-reader.test.ts). */
   contains: ContainsBytes | undefined;
+  /** The last search's required set (`ReaderOptions.anyOf`, by identity) packed for the addon (`packByteSet`). */
+  packed: { of: readonly Uint8Array[]; bytes: Uint8Array } | null;
 }
 
 /** A fresh ReaderState (`addon` null: the JavaScript path only). */
@@ -228,7 +237,14 @@ export function readerState(addon: NativeAddon | null): ReaderState {
     addon,
     buffers: nativeBuffers(),
     contains: addon ? (haystack, needle) => addon.contains(haystack, needle) : undefined,
+    packed: null,
   };
+}
+
+/** `anyOf` packed for the addon, once per search (the options of a search, and so its set, are one object). */
+function packedSet(state: ReaderState, anyOf: readonly Uint8Array[]): Uint8Array {
+  if (state.packed?.of !== anyOf) state.packed = { of: anyOf, bytes: packByteSet(anyOf) };
+  return state.packed.bytes;
 }
 
 /** Calls around the JavaScript work on each file: the watchdog's progress record. */
@@ -287,16 +303,29 @@ function readRun(
     return;
   }
   const names = files.slice(first, end).map((f) => path.basename(f));
+  // The required set is tested in C too (a file holding none of it is no_match there, as `matched` would find it), so
+  // only files holding one come back to JavaScript; `matched` tests a candidate again.
+  const anyOf = options.anyOf ? packedSet(state, options.anyOf) : null;
   let answered = 0;
   try {
-    nativeReadRun(state.addon!, dir.fd, names, options.maxFileBytes, options.needle, state.buffers, (k, r) => {
-      hooks.before(first + k);
-      const outcome =
-        r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes, state.contains) : null;
-      each(first + k, outcome ?? NATIVE_KIND[r.code as 1 | 2 | 3 | 4]);
-      hooks.after();
-      answered = k + 1;
-    });
+    const { maxFileBytes, needle } = options;
+    nativeReadRun(
+      state.addon!,
+      dir.fd,
+      names,
+      maxFileBytes,
+      needle,
+      state.buffers,
+      (k, r) => {
+        hooks.before(first + k);
+        const outcome =
+          r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes, state.contains) : null;
+        each(first + k, outcome ?? NATIVE_KIND[r.code as 1 | 2 | 3 | 4]);
+        hooks.after();
+        answered = k + 1;
+      },
+      anyOf,
+    );
   } catch {
     // A name the addon refuses (it opened nothing): the JavaScript path, with its own checks, for the rest.
     for (let i = first + answered; i < end; i++) {

@@ -54,8 +54,9 @@ function answerBatch(
       found.push(r.kind === 'hits' ? { index: i, bytes: r.bytes, hits: r.hits } : { index: i, bytes: r.bytes });
     }
   };
-  // A session this worker does not know (never sent, or dropped): the caller reads the files itself.
-  if (options) readBatch(files, options, state, each, hooks);
+  // A session this worker does not know (never sent, or dropped): the caller reads the files itself. The watchdog
+  // looks only at batches under a user regular expression (`bounded`), so only those record each file's progress.
+  if (options) readBatch(files, options, state, each, options.match?.bounded ? hooks : undefined);
   else files.forEach((_, i) => each(i, { kind: 'fallback' }));
   // The next batch of this search goes on from these directories, proving each again (search-reader-read.ts).
   keepDir(state.dir);

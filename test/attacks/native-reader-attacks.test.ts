@@ -38,7 +38,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nativeBuffers, nativeReadRun, type NativeAddon } from '../../src/fs/native-reader.js';
+import { nativeBuffers, nativeReadRun, packByteSet, type NativeAddon } from '../../src/fs/native-reader.js';
 import { nativeAddonUrl } from '../../src/fs/native-load.js';
 import { loadBuiltAddon } from '../helpers/worker-code.js';
 import { closeDir, readBatch, readerState } from '../../src/fs/search-reader-read.js';
@@ -296,6 +296,16 @@ describe.runIf(addon !== null)('the primitive: JavaScript run by the call itself
           new Float64Array(9),
         );
       expect(run).toThrow(TypeError);
+      // The required set: detached, or rewritten so that a length points past its end (the addon would read past it).
+      const setOf = () => packByteSet([Buffer.from('needle'), Buffer.from('hello')]);
+      const set = setOf();
+      const runSet = (act: () => void, s: Uint8Array) =>
+        addon!.readFiles(fd, namesThen(act), 0, 1e6, null, Buffer.alloc(64), new Float64Array(9), s);
+      expect(() => runSet(() => detach(set.buffer), set)).toThrow(TypeError);
+      const rewritten = setOf();
+      expect(() => runSet(() => rewritten.set([0xff, 0xff, 0, 0], 0), rewritten)).toThrow(TypeError);
+      const same = setOf();
+      expect(runSet(() => {}, same)).toBe(3); // an accessor that changes nothing: the same answers
       // A resizable ArrayBuffer (ES2024; the TypeScript target here does not type it yet).
       type Resizable = ArrayBuffer & { resize(n: number): void };
       const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => Resizable;

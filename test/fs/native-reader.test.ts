@@ -36,7 +36,13 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { looksBinary } from '../../src/fs/text.js';
-import { NATIVE_CODES, nativeBuffers, nativeReadRun, type NativeAddon } from '../../src/fs/native-reader.js';
+import {
+  NATIVE_CODES,
+  nativeBuffers,
+  nativeReadRun,
+  packByteSet,
+  type NativeAddon,
+} from '../../src/fs/native-reader.js';
 import { loadNativeAddon } from '../../src/fs/native-load.js';
 import { loadBuiltAddon } from '../helpers/worker-code.js';
 import { closeDir, readBatch, readerState } from '../../src/fs/search-reader-read.js';
@@ -231,6 +237,70 @@ describe.runIf(loaded !== null)('the addon', () => {
     ]);
   });
 
+  it('applies the required set (anyOf) as matched() does, and refuses a malformed set before opening anything', () => {
+    const d = freshDir('set');
+    writeFileSync(path.join(d, 'alice.txt'), 'x\n// TODO(alice): a\n');
+    writeFileSync(path.join(d, 'bob.txt'), '// TODO(bob): b');
+    writeFileSync(path.join(d, 'needle-only.txt'), '// TODO(carol): c\n');
+    writeFileSync(path.join(d, 'none.txt'), 'nothing\n');
+    writeFileSync(path.join(d, 'nul.txt'), 'TODO(alice):\0');
+    const names = ['alice.txt', 'bob.txt', 'needle-only.txt', 'none.txt', 'nul.txt'];
+    const fd = dirFd(d);
+    const codes = (needle: string | null, set: Uint8Array | null) => {
+      const got: number[] = [];
+      nativeReadRun(
+        addon,
+        fd,
+        names,
+        1e6,
+        needle === null ? null : Buffer.from(needle),
+        nativeBuffers(),
+        (i, r) => {
+          got[i] = r.code;
+        },
+        set,
+      );
+      return got;
+    };
+    const { candidate: C, no_match: N, binary: B } = NATIVE_CODES;
+    try {
+      const set = packByteSet([Buffer.from('TODO(alice):'), Buffer.from('TODO(bob):')]);
+      expect(codes('TODO(', set)).toEqual([C, C, N, N, B]);
+      expect(codes(null, set)).toEqual([C, C, N, N, B]);
+      expect(codes('TODO(', null)).toEqual([C, C, C, N, B]);
+      // The needle and the set both hold: a file with one of the set but not the needle is no_match.
+      expect(codes('x', set)).toEqual([C, N, N, N, B]);
+      // An empty set rules out every text file, as holdsAny over no strings does; an empty string is everywhere.
+      expect(codes(null, packByteSet([]))).toEqual([N, N, N, N, B]);
+      expect(codes(null, packByteSet([Buffer.alloc(0)]))).toEqual([C, C, C, C, B]);
+      const before = openFds();
+      const meta = new Float64Array(3 * names.length).fill(-1);
+      const malformed = [
+        new Uint8Array([1, 0, 0]), // a length cut short
+        new Uint8Array([5, 0, 0, 0, 0x61]), // a string longer than what is left
+        Uint8Array.from([...packByteSet([Buffer.from('ab')]), 0]), // a byte left over
+        new Uint8Array([0xff, 0xff, 0xff, 0xff]),
+      ];
+      for (const bad of malformed) {
+        expect(() => addon.readFiles(fd, names, 0, 1e6, null, Buffer.alloc(64), meta, bad)).toThrow(TypeError);
+      }
+      expect(() =>
+        addon.readFiles(fd, names, 0, 1e6, null, Buffer.alloc(64), meta, 'ab' as unknown as Uint8Array),
+      ).toThrow(TypeError);
+      // The output may not overlap the set either.
+      const shared = new ArrayBuffer(4096);
+      const inShared = new Uint8Array(shared, 100, 8);
+      inShared.set(packByteSet([Buffer.from('ab')]));
+      expect(() => addon.readFiles(fd, names, 0, 1e6, null, new Uint8Array(shared, 64, 64), meta, inShared)).toThrow(
+        TypeError,
+      );
+      expect(Array.from(meta)).toEqual(new Array<number>(3 * names.length).fill(-1)); // nothing answered
+      expect(openFds()).toBe(before);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
   it('judges text exactly where looksBinary does (NUL, and UTF-8 as buffer.isUtf8 says), at any offset', () => {
     const piece = fc.oneof(
       fc.uint8Array({ maxLength: 12 }),
@@ -259,10 +329,10 @@ describe.runIf(loaded !== null)('the addon', () => {
           [0xf0, 0x9f, 0x98],
         ].map((b) => Uint8Array.from(b)),
       ),
-      // ASCII runs of every length around the 8- and 32-byte strides.
+      // ASCII runs of every length around the 8-, 16- and 64-byte strides.
       fc
-        .integer({ min: 1, max: 70 })
-        .map((n) => Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789'.repeat(2).slice(0, n))),
+        .integer({ min: 1, max: 140 })
+        .map((n) => Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789'.repeat(4).slice(0, n))),
       fc.constantFrom(Buffer.from('é€😀')),
     );
     fc.assert(
@@ -274,6 +344,15 @@ describe.runIf(loaded !== null)('the addon', () => {
       { numRuns: 5000 },
     );
     expect(addon.isText(new Uint8Array(0))).toBe(true);
+    // One byte that is not ASCII-without-NUL at every offset of an ASCII text, across several 64-byte steps.
+    const ascii = Buffer.from('0123456789abcdefghijklmnopqrstuvwxyz\n'.repeat(8).slice(0, 260));
+    for (const bad of [0x00, 0x80, 0xc3, 0xff, 0x7f, 0x01]) {
+      for (let at = 0; at < ascii.length; at++) {
+        const b = Buffer.from(ascii);
+        b[at] = bad;
+        expect(addon.isText(b)).toBe(isUtf8(b) && !b.includes(0));
+      }
+    }
   });
 
   it('finds the required bytes exactly where Buffer#indexOf does, in linear time on hostile input', () => {
