@@ -3,4 +3,7 @@ import type { Plugin } from 'esbuild';
 /** See sdk-patch.mjs. */
 export const SDK_CLASSIFICATION: string;
 export const PATCHED_CLASSIFICATION: string;
+export const SDK_SETTLE: string;
+export const PATCHED_SETTLE: string;
+export const SDK_PATCHES: readonly { name: string; original: string; patched: string }[];
 export function sdkPatchPlugin(): Plugin;

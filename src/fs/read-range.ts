@@ -21,7 +21,7 @@ import {
   type ContentFactsCache,
   type FileFacts,
 } from './content-cache.js';
-import { checkContentBound, createContentHasher, hashBytes } from './hash.js';
+import { checkContentBound, createContentHasher, hashBytes, hashRecentBytes } from './hash.js';
 import { inMemoryBytes, type RangeSource } from './range-source.js';
 import { type Eol, eolFromCounts, hasUtf8Bom } from './text.js';
 
@@ -395,7 +395,9 @@ async function scanFile(
   const totalLines = size === 0 ? 0 : newlines + (endsWithNewline ? 0 : 1);
   let hash: string;
   if (hasher === null) {
-    hash = hashBytes(unhashed ?? new Uint8Array(0));
+    // Bytes already in memory (a small file read whole in one step) are likely read again unchanged: their hash is
+    // recalled after a full comparison (hashRecentBytes); a file read in one chunk here is hashed as it is.
+    hash = preread ? hashRecentBytes(preread) : hashBytes(unhashed ?? new Uint8Array(0));
   } else {
     if (unhashed) hasher.update(unhashed);
     hash = hasher.digest();

@@ -82,7 +82,10 @@ export function assertPathString(requested: unknown, field = 'path'): asserts re
     );
   }
   // A name longer than NAME_MAX cannot exist, and below a missing directory it would reach no syscall before the write
-  // (a create under a missing parent made the parent, then failed on the name part-way through a commit).
+  // (a create under a missing parent made the parent, then failed on the name part-way through a commit). UTF-8 takes
+  // at most 3 bytes per UTF-16 code unit (a surrogate pair's 4 bytes are two units), so a path of at most
+  // NAME_MAX_BYTES / 3 units holds no such name and is not split to look (every read_file call passed here).
+  if (requested.length * 3 <= NAME_MAX_BYTES) return;
   for (const name of requested.split(SEPARATOR)) {
     if (Buffer.byteLength(name) > NAME_MAX_BYTES) {
       throw new ToolError(

@@ -79,7 +79,7 @@ async function runCall(
   tool: AnyTool,
   name: string,
   rawArgs: unknown,
-  signal: AbortSignal,
+  signal: () => AbortSignal,
 ): Promise<CallOutcome> {
   const started = performance.now();
   const run: CallRun = { args: undefined, audit: {}, ticket: undefined };
@@ -118,6 +118,8 @@ interface CallRun {
  * The steps of one call in their order: the tool enabled (TOOL_UNAVAILABLE), the arguments validated (VALIDATION),
  * the read-only gate and the mutation budget for a mutating call, the roots ready, then the handler in its heavy-call
  * slots (src/tools/heavy-calls.ts). Records the validated arguments and the budget ticket in `run` as it goes.
+ * `signal` makes the call's AbortSignal on first use (CallTracker.run): the heavy-call wait and the tool's
+ * `ctx.signal` ask for it; a call that needs neither makes none.
  * @throws whatever a step or the handler throws (the caller maps it to the one envelope)
  */
 async function executeTool(
@@ -125,7 +127,7 @@ async function executeTool(
   tool: AnyTool,
   name: string,
   rawArgs: unknown,
-  signal: AbortSignal,
+  signal: () => AbortSignal,
   run: CallRun,
 ): Promise<ToolOutcome<unknown>> {
   if (!isEnabled(tool, state)) {
@@ -144,11 +146,16 @@ async function executeTool(
   }
   await state.roots.ready();
   // A heavy call waits here for its slots; the roots in force are taken once it starts.
-  return await runHeavy(tool.heavy?.(args) ?? [], signal, () => tool.run(args, toolContext(state, signal)), args);
+  const classes = tool.heavy?.(args) ?? [];
+  const wait = classes.length > 0 ? signal() : undefined;
+  return await runHeavy(classes, wait, () => tool.run(args, toolContext(state, signal)), args);
 }
 
-/** The ToolContext of one call: the process's state, with the policy inputs (roots snapshot) taken now. */
-function toolContext(state: ProcessState, signal: AbortSignal): ToolContext {
+/**
+ * The ToolContext of one call: the process's state, with the policy inputs (roots snapshot) taken now; `signal` is
+ * made when the tool first reads it.
+ */
+function toolContext(state: ProcessState, signal: () => AbortSignal): ToolContext {
   return {
     config: state.config,
     roots: state.roots,
@@ -161,7 +168,9 @@ function toolContext(state: ProcessState, signal: AbortSignal): ToolContext {
     },
     hashes: state.hashes,
     budget: state.budget,
-    signal,
+    get signal() {
+      return signal();
+    },
     process: {
       version: state.version,
       recoveredTransactions: state.recoveredTransactions,

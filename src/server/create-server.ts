@@ -52,8 +52,9 @@ const refusedArguments = new WeakMap<object, RefusedArguments>();
  * kept: an invalid tools/call request is -32602 "Invalid tools/call request: …" and a non-string requestState -32602
  * invalid_request_state (test/e2e/protocol-review.test.ts).
  *
- * The SDK's message hook classifies a request with one zod parse instead of three in dist/ (scripts/sdk-patch.mjs,
- * applied at bundling; nothing here reaches into the SDK's private members).
+ * The SDK's message hook classifies a request with one zod parse instead of three, and its stdio channel notes an
+ * answer by its shape instead of parsing it, in dist/ (scripts/sdk-patch.mjs, applied at bundling; nothing here
+ * reaches into the SDK's private members).
  *
  * A tools/call request whose params are only a string `name` and a plain-object `arguments` (or none) — what every
  * 2025-era client sends unless it adds `_meta` — goes to the handler as it is (`onToolsCall`), without the SDK's

@@ -1,11 +1,12 @@
 /**
- * The one upstream-style change to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
- * classifies requests first. Pins:
- *  - the installed SDK still holds the hook's classification exactly once (an SDK upgrade that rewrites it fails here
+ * The two upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
+ * classifies requests first, and the stdio connection channel notes an answered request by the answer's shape. Pins:
+ *  - the installed SDK still holds each original text exactly once (an SDK upgrade that rewrites one fails here
  *    and at build time, so the patch is revisited, never silently lost or misapplied);
- *  - dist/main.js (the program, built by the global setup) carries the patched order and not the original;
+ *  - dist/main.js (the program, built by the global setup) carries each patched text and no original;
  *  - reordering cannot change a dispatch: no message passes the request schema and a response schema both
  *    (a property over arbitrary objects built from the members those schemas name);
+ *  - the shape test settles every message with an id that the response schemas pass, and no request or notification;
  *  - src/ reaches into no private SDK member.
  */
 import {
@@ -19,28 +20,44 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { PATCHED_CLASSIFICATION, SDK_CLASSIFICATION } from '../../scripts/sdk-patch.mjs';
+import { SDK_PATCHES } from '../../scripts/sdk-patch.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SDK_DIST = path.join(ROOT, 'node_modules/@modelcontextprotocol/server/dist');
+
+/** The second patch's test, compiled from the text dist/main.js carries (scripts/sdk-patch.mjs PATCHED_SETTLE). */
+const answerShaped = (() => {
+  const settle = SDK_PATCHES[1].patched;
+  const condition = /^\s*if \((.*)\) \{$/m.exec(settle)?.[1];
+  if (condition === undefined) throw new Error('the settle patch has no condition');
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the patch's own text, under test
+  return new Function('message', `return ${condition};`) as (message: Record<string, unknown>) => boolean;
+})();
 
 /** How often `needle` occurs in `text`. */
 const count = (text: string, needle: string): number => text.split(needle).length - 1;
 
 describe('the SDK patch', () => {
-  it('finds the classification exactly once in the installed SDK', () => {
-    const hits = readdirSync(SDK_DIST)
-      .filter((f) => f.endsWith('.mjs'))
-      .map((f) => count(readFileSync(path.join(SDK_DIST, f), 'utf8'), SDK_CLASSIFICATION));
-    expect(hits.reduce((a, b) => a + b, 0)).toBe(1);
+  it('finds each original text exactly once in the installed SDK', () => {
+    for (const patch of SDK_PATCHES) {
+      const hits = readdirSync(SDK_DIST)
+        .filter((f) => f.endsWith('.mjs'))
+        .map((f) => count(readFileSync(path.join(SDK_DIST, f), 'utf8'), patch.original));
+      expect(
+        hits.reduce((a, b) => a + b, 0),
+        patch.name,
+      ).toBe(1);
+    }
   });
 
   it('is applied in dist/main.js', () => {
     // esbuild re-indents: compare with runs of white space as one space.
     const flat = (text: string) => text.replace(/\s+/g, ' ').trim();
     const bundle = flat(readFileSync(path.join(ROOT, 'dist/main.js'), 'utf8'));
-    expect(count(bundle, flat(PATCHED_CLASSIFICATION))).toBe(1);
-    expect(count(bundle, flat(SDK_CLASSIFICATION))).toBe(0);
+    for (const patch of SDK_PATCHES) {
+      expect(count(bundle, flat(patch.patched)), patch.name).toBe(1);
+      expect(count(bundle, flat(patch.original)), patch.name).toBe(0);
+    }
   });
 
   it('cannot change a dispatch: no message is both a request and a response', () => {
@@ -79,6 +96,11 @@ describe('the SDK patch', () => {
         expect(request && response).toBe(false);
         // And the order of the two never decides what a notification is (the hook asks that last either way).
         if (isJSONRPCNotification(message)) expect(request || response).toBe(false);
+        // The channel's shape test (the second patch) settles every response the schemas pass, never a request or a
+        // notification.
+        const settled = answerShaped(message) && message.id !== undefined;
+        if (response && message.id !== undefined) expect(settled).toBe(true); // the SDK settles those with an id
+        if (request || isJSONRPCNotification(message)) expect(settled).toBe(false);
       }),
       { numRuns: 2000 },
     );

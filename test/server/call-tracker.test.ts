@@ -6,8 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { CallTracker } from '../../src/server/shutdown.js';
 
-/** A call that runs until its signal fires, then settles with the reason it saw. */
-function untilAborted(signal: AbortSignal): Promise<unknown> {
+/** A call that runs until its signal fires, then settles with the reason it saw (it asks for the signal at once). */
+function untilAborted(signalOf: () => AbortSignal): Promise<unknown> {
+  const signal = signalOf();
   return new Promise((resolve) => {
     if (signal.aborted) resolve(signal.reason);
     else signal.addEventListener('abort', () => resolve(signal.reason), { once: true });
@@ -45,7 +46,7 @@ describe('CallTracker.run', () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]).toBe(calls.signal.reason);
     expect(request.signal.aborted).toBe(false);
-    const late = await calls.run(new AbortController().signal, async (signal) => Promise.resolve(signal.aborted));
+    const late = await calls.run(new AbortController().signal, async (signal) => Promise.resolve(signal().aborted));
     expect(late).toBe(true);
   });
 
@@ -55,12 +56,60 @@ describe('CallTracker.run', () => {
     let fired = 0;
     let callSignal: AbortSignal | undefined;
     await calls.run(request.signal, (signal) => {
-      callSignal = signal;
-      signal.addEventListener('abort', () => fired++);
+      callSignal = signal();
+      callSignal.addEventListener('abort', () => fired++);
       return Promise.resolve('done');
     });
     request.abort();
     expect(callSignal?.aborted).toBe(false);
     expect(fired).toBe(0);
+  });
+
+  it('makes the signal only when asked, as it would have been at the start', async () => {
+    // Asked after the request fired (the call looked late): aborted with the request's reason.
+    const calls = new CallTracker();
+    const request = new AbortController();
+    let ask: (() => AbortSignal) | undefined;
+    let release = (): void => undefined;
+    const running = calls.run(request.signal, (signal) => {
+      ask = signal;
+      return new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    });
+    request.abort('cancelled');
+    expect(ask?.().aborted).toBe(true);
+    expect(ask?.().reason).toBe('cancelled');
+    release();
+    await running;
+
+    // Asked after the grace ended: aborted with the shutdown's reason, though the request never fired.
+    const second = new AbortController();
+    let askLate: (() => AbortSignal) | undefined;
+    let releaseLate = (): void => undefined;
+    const slow = calls.run(second.signal, (signal) => {
+      askLate = signal;
+      return new Promise<void>((resolve) => {
+        releaseLate = resolve;
+      });
+    });
+    const draining = calls.drain(10, 50);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(askLate?.().aborted).toBe(true);
+    expect(askLate?.().reason).toBe(calls.signal.reason);
+    releaseLate();
+    await slow;
+    expect(await draining).toBe(0);
+
+    // Asked after the call settled: a live signal no one holds a listener for.
+    const third = new AbortController();
+    let askAfter: (() => AbortSignal) | undefined;
+    await new CallTracker().run(third.signal, (signal) => {
+      askAfter = signal;
+      return Promise.resolve();
+    });
+    const after = askAfter?.();
+    third.abort();
+    expect(after?.aborted).toBe(false);
   });
 });

@@ -33,13 +33,27 @@ describe('serializeMessage', () => {
     const text = `${'line "one"\n\ttab \\ back\u0001 é ✓ 😀\r\n'.repeat(60)}\u0000fs-tools-text:x`;
     same(readResult(text));
     same(readResult(text, { isError: false, _meta: { a: [1, null, 'x'] } }));
-    // The text was escaped once, on its own (the shortcut ran), not inside the whole message twice.
+    // The text was escaped once, on its own (the shortcut ran), not inside the whole message twice; a text read
+    // again (equal, whether or not the same string) is not escaped again.
+    const fresh = `${text}!`;
     const spy = vi.spyOn(JSON, 'stringify');
     try {
-      serializeMessage(readResult(text));
-      expect(spy.mock.calls.filter(([v]) => v === text)).toHaveLength(1);
+      serializeMessage(readResult(fresh));
+      expect(spy.mock.calls.filter(([v]) => v === fresh)).toHaveLength(1);
+      serializeMessage(readResult(`${text}!`));
+      expect(spy.mock.calls.filter(([v]) => v === fresh)).toHaveLength(1);
     } finally {
       spy.mockRestore();
+    }
+  });
+
+  it('recalls an escaped text only for an equal text', () => {
+    // Same length, one character apart, alternating (ABA): each message is JSON.stringify's.
+    const a = `${'x"\n'.repeat(400)}a`;
+    const b = `${'x"\n'.repeat(400)}b`;
+    for (const text of [a, a, b, a, `${a.slice(0, -1)}a`, b, b.slice(0, -1) + '\u0001', a]) {
+      const m = readResult(text);
+      expect(serializeMessage(m)).toBe(JSON.stringify(m));
     }
   });
 
