@@ -52,9 +52,18 @@ type StoreListing = Pick<CachedListing, 'links' | 'directories' | 'files'>;
 const NO_ENTRIES: StoreListing = { links: [], directories: [], files: [] };
 
 /**
+ * The largest object-store directory (its st_size, bytes) listed synchronously; a larger one is listed through the
+ * thread pool (`listStoreDirectory`). A fan-out directory of a few hundred loose objects is one 4 KiB block on ext4.
+ */
+const SYNC_LIST_BYTES = 64 * 1024;
+
+/**
  * The entries of object-store directory `d` (a verified real path) by type, none when it cannot be listed. An
  * unchanged directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again
- * (`viewCaches`); the caller verifies each link entry again whatever the listing's age.
+ * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. A directory of at most
+ * SYNC_LIST_BYTES is read synchronously: no round trip through the thread pool per directory (a repository whose
+ * objects changed in the last 2 s lists all 256 fan-out directories on every call); a larger one asynchronously, so
+ * the kernel's part of a huge listing stays off the event loop.
  */
 async function listStoreDirectory(d: string): Promise<StoreListing> {
   let st: Stats;
@@ -68,7 +77,10 @@ async function listStoreDirectory(d: string): Promise<StoreListing> {
     return hit;
   let entries: Dirent[];
   try {
-    entries = await readdirAsync(d, { withFileTypes: true });
+    entries =
+      st.size <= SYNC_LIST_BYTES
+        ? readdirSync(d, { withFileTypes: true })
+        : await readdirAsync(d, { withFileTypes: true });
   } catch {
     return NO_ENTRIES;
   }

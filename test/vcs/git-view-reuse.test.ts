@@ -10,6 +10,8 @@
  *   bytes are read on every call; test/attacks/git-index-mapped-write.test.ts: not even its ctime need move);
  * - a reused private dir whose object-store mirror or index someone changed is rebuilt, not used as found, also once
  *   their checks were tied to their stamps (a fan-out link replaced by one leading outside, same name).
+ * And the listing itself (read in batches, src/vcs/git-objects.ts): a link among more entries than one batch holds is
+ * found wherever it lies, on the first call and after the kept listing's directory changed.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -126,6 +128,29 @@ describe('reuse between calls', () => {
     expect((error as ToolError).code).toBe('NOT_ALLOWED');
     expect((error as ToolError).details.reason).toBe('git_location_outside_roots');
     expect(JSON.stringify((error as ToolError).details)).not.toContain(outside);
+  });
+
+  it('a link leading outside among 1,000 loose objects (more than one listing batch) → NOT_ALLOWED', async () => {
+    const dir = repo('batched');
+    const blob = git(dir, 'rev-parse', 'HEAD:a.txt').trim();
+    const fanout = path.join(dir, '.git', 'objects', blob.slice(0, 2));
+    // Entries git never reads (not 38 hex digits) fill the directory well past one batch of the listing.
+    for (let i = 0; i < 1000; i++) writeFileSync(path.join(fanout, `tmp_obj_${i}`), '');
+    await statusOnce(dir);
+    expect(viewCaches.listings.get(fanout)?.files.length).toBe(1001);
+    await settle();
+    const file = path.join(fanout, blob.slice(2));
+    renameSync(file, `${file}.moved`);
+    symlinkSync(path.join(outside, 'secret.txt'), file);
+    const error = await open(dir).then(
+      (v) => v.dispose().then(() => null),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code).toBe('NOT_ALLOWED');
+    expect((error as ToolError).details.reason).toBe('git_location_outside_roots');
+    expect(viewCaches.listings.get(fanout)?.links).toEqual([blob.slice(2)]);
+    expect(viewCaches.listings.get(fanout)?.files.length).toBe(1001);
   });
 
   it('an index replaced by garbage of the same length after its validation was kept → corrupt_repository', async () => {
