@@ -8,6 +8,7 @@
 import {
   closeSync,
   constants,
+  fchmodSync,
   fstatSync,
   futimesSync,
   mkdirSync,
@@ -25,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { mirrorObjects, type ObjectStore } from './git-objects.js';
-import { forgetStamps, heldSince, rememberHeld, viewCaches } from './git-view-cache.js';
+import { forgetStamps, heldSince, rememberHeld, viewCaches, type FsTime } from './git-view-cache.js';
 import type { ViewIndex } from './git-verify.js';
 import type { Slicer } from './slicer.js';
 import { processSlot } from '../process-slots.js';
@@ -104,6 +105,8 @@ const pool = processSlot('vcs/git-materialize', () => ({
   allDirs: new Set<string>(),
   exitHook: false,
   sweptBases: new Set<string>(),
+  /** The clock file `fsTimeNow` changes (in a dir of its own, made like a private dir), open for the process's life. */
+  clock: null as { dir: string; fd: number } | null,
 }));
 
 /**
@@ -172,6 +175,19 @@ export function acquirePrivateDir(isInside: (p: string) => boolean): string {
     if (!isInside(reused) && isTidy(reused)) return reused;
     releasePrivateDir(reused, true);
   }
+  const dir = newPrivateDir(isInside);
+  for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
+    mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
+  }
+  return dir;
+}
+
+/**
+ * A new, empty directory (mode 0700) of the server's own in the first temporary directory outside the roots, removed
+ * at exit (and by the next server's sweep if this one is killed).
+ * @throws ToolError VALIDATION no_private_dir (every temporary directory lies inside the roots); IO errors
+ */
+function newPrivateDir(isInside: (p: string) => boolean): string {
   let base: string | null = null;
   for (const candidate of [os.tmpdir(), '/dev/shm', '/var/tmp']) {
     try {
@@ -199,9 +215,6 @@ export function acquirePrivateDir(isInside: (p: string) => boolean): string {
     sweepStaleDirs(base);
   }
   const dir = mkdtempSync(path.join(base, `fs-tools-gitview-${process.pid}-`));
-  for (const sub of [['objects', 'info'], ['refs', 'heads'], ['refs', 'tags'], ['info'], ['home']]) {
-    mkdirSync(path.join(dir, ...sub), { recursive: true, mode: 0o700 });
-  }
   if (!pool.exitHook) {
     pool.exitHook = true;
     process.once('exit', () => {
@@ -216,6 +229,36 @@ export function acquirePrivateDir(isInside: (p: string) => boolean): string {
   }
   pool.allDirs.add(dir);
   return dir;
+}
+
+/**
+ * Reads the clock of the file system the private dirs lie on (`FsTime`, src/vcs/git-view-cache.ts): changes the mode
+ * of a file of the server's own there (to the 0600 it has) and returns the change time the kernel gave that change.
+ * Read before the stats of a call's checks, it lets a check tie itself to an entry's stamp as soon as the entry's last
+ * change is older than this time, instead of 2 s later (`settled`): only for entries of the same file system (the same
+ * device). Null when the file cannot be made or changed (then only the 2 s rule applies).
+ */
+export function fsTimeNow(isInside: (p: string) => boolean): FsTime | null {
+  try {
+    if (pool.clock && isInside(pool.clock.dir)) {
+      closeSync(pool.clock.fd);
+      pool.clock = null;
+    }
+    if (!pool.clock) {
+      const dir = newPrivateDir(isInside);
+      const fd = openSync(
+        path.join(dir, 'clock'),
+        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW,
+        0o600,
+      );
+      pool.clock = { dir, fd };
+    }
+    fchmodSync(pool.clock.fd, 0o600);
+    const st = fstatSync(pool.clock.fd);
+    return { dev: st.dev, ctimeMs: st.ctimeMs };
+  } catch {
+    return null;
+  }
 }
 
 /** Returns a private dir to the pool (or removes it, after a failure, so no half-written state is reused). */
@@ -253,7 +296,12 @@ export interface ViewContents {
  * rewritten or removed, and the object-store mirrors are rebuilt (`mirrorObjects`).
  * @throws on IO errors (the caller discards the dir)
  */
-export async function materializeView(privateDir: string, contents: ViewContents, slicer: Slicer): Promise<void> {
+export async function materializeView(
+  privateDir: string,
+  contents: ViewContents,
+  slicer: Slicer,
+  now: FsTime | null,
+): Promise<void> {
   const { head, refs, exclude, index } = contents;
   const put = (rel: string, text: string | Buffer | null) => {
     const file = path.join(privateDir, rel);
@@ -274,7 +322,7 @@ export async function materializeView(privateDir: string, contents: ViewContents
       .map(([ref, oid]) => `${oid} ${ref}\n`)
       .join(''),
   );
-  const mirrors = await mirrorObjects(privateDir, contents.stores, slicer);
+  const mirrors = await mirrorObjects(privateDir, contents.stores, slicer, now);
   put(path.join('objects', 'info', 'alternates'), `${mirrors.join('\n')}\n`);
   // fs-tools' own path-lock files (src/fs/path-lock.ts) come and go beside the files being written: never part of
   // the status (a mutation's lock would otherwise change the very status hash it checks: STALE_GIT).
@@ -289,7 +337,7 @@ export async function materializeView(privateDir: string, contents: ViewContents
   );
   put('shallow', contents.shallow);
   const indexFile = path.join(privateDir, 'index');
-  if (index && (await indexHolds(indexFile, index, slicer))) return;
+  if (index && (await indexHolds(indexFile, index, slicer, now))) return;
   put('index', null);
   if (index) await writePrivateIndex(indexFile, index.parts, index.mtimeMs);
 }
@@ -324,7 +372,7 @@ function holdsExactly(file: string, content: Buffer): boolean {
  * True when the private index `file` is a regular file (not a link) holding exactly the rebuilt index `index` with
  * the modification time `writePrivateIndex` gives it: then it is left as it is. Read in 1 MiB slices.
  */
-async function indexHolds(file: string, index: ViewIndex, slicer: Slicer): Promise<boolean> {
+async function indexHolds(file: string, index: ViewIndex, slicer: Slicer, now: FsTime | null): Promise<boolean> {
   const fd = openExisting(file);
   if (fd === null) return false;
   try {
@@ -348,7 +396,7 @@ async function indexHolds(file: string, index: ViewIndex, slicer: Slicer): Promi
       }
     }
     if (readSync(fd, window, 0, 1, at) !== 0) return false;
-    rememberHeld(file, st, index.parts);
+    rememberHeld(file, st, index.parts, now);
     return true;
   } finally {
     closeSync(fd);

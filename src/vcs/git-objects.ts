@@ -18,7 +18,15 @@ import {
 import { readdir as readdirAsync } from 'node:fs/promises';
 import path from 'node:path';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
-import { heldSince, RACY_MS, rememberHeld, rememberListing, viewCaches, type CachedListing } from './git-view-cache.js';
+import {
+  heldSince,
+  rememberHeld,
+  rememberListing,
+  settled,
+  viewCaches,
+  type CachedListing,
+  type FsTime,
+} from './git-view-cache.js';
 import type { Slicer } from './slicer.js';
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -52,11 +60,20 @@ type StoreListing = Pick<CachedListing, 'links' | 'directories' | 'files'>;
 const NO_ENTRIES: StoreListing = { links: [], directories: [], files: [] };
 
 /**
+ * The largest object-store directory (its st_size, bytes) listed synchronously; a larger one is listed through the
+ * thread pool (`listStoreDirectory`). A fan-out directory of a few hundred loose objects is one 4 KiB block on ext4.
+ */
+const SYNC_LIST_BYTES = 64 * 1024;
+
+/**
  * The entries of object-store directory `d` (a verified real path) by type, none when it cannot be listed. An
  * unchanged directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again
- * (`viewCaches`); the caller verifies each link entry again whatever the listing's age.
+ * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. A directory of at most
+ * SYNC_LIST_BYTES is read synchronously: no round trip through the thread pool per directory (a repository whose
+ * objects changed in the last 2 s lists all 256 fan-out directories on every call); a larger one asynchronously, so
+ * the kernel's part of a huge listing stays off the event loop.
  */
-async function listStoreDirectory(d: string): Promise<StoreListing> {
+async function listStoreDirectory(d: string, now: FsTime | null): Promise<StoreListing> {
   let st: Stats;
   try {
     st = statSync(d);
@@ -68,7 +85,10 @@ async function listStoreDirectory(d: string): Promise<StoreListing> {
     return hit;
   let entries: Dirent[];
   try {
-    entries = await readdirAsync(d, { withFileTypes: true });
+    entries =
+      st.size <= SYNC_LIST_BYTES
+        ? readdirSync(d, { withFileTypes: true })
+        : await readdirAsync(d, { withFileTypes: true });
   } catch {
     return NO_ENTRIES;
   }
@@ -78,7 +98,7 @@ async function listStoreDirectory(d: string): Promise<StoreListing> {
     else if (e.isDirectory()) listing.directories.push(e.name);
     else if (e.isFile()) listing.files.push(e.name);
   }
-  if (Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS)
+  if (settled(st, now))
     rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ...listing });
   return listing;
 }
@@ -97,11 +117,12 @@ export async function verifyObjects(
   objectsDir: string,
   verify: Verifier,
   slicer: Slicer,
+  now: FsTime | null,
   depth = 0,
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  const top = await listStoreDirectory(objectsDir);
+  const top = await listStoreDirectory(objectsDir, now);
   for (const name of top.links) {
     const wait = slicer.check();
     if (wait) await wait;
@@ -114,7 +135,7 @@ export async function verifyObjects(
     const wait = slicer.check();
     if (wait) await wait;
     const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
-    const listing = await listStoreDirectory(d);
+    const listing = await listStoreDirectory(d, now);
     // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
     for (const name of listing.links) {
       const pause = slicer.check();
@@ -151,7 +172,7 @@ export async function verifyObjects(
         `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`,
       );
     if (!lstatOrNull(real)?.isDirectory()) continue;
-    out.push(...(await verifyObjects(real, verify, slicer, depth + 1, seen)));
+    out.push(...(await verifyObjects(real, verify, slicer, now, depth + 1, seen)));
   }
   return out;
 }
@@ -163,10 +184,18 @@ export async function verifyObjects(
  * verification cannot reach git; no `multi-pack-index`, whose pack names may hold `..`). Returns the
  * mirrors' paths for the view's own `objects/info/alternates`, in the stores' order.
  */
-export async function mirrorObjects(privateDir: string, stores: ObjectStore[], slicer: Slicer): Promise<string[]> {
+export async function mirrorObjects(
+  privateDir: string,
+  stores: ObjectStore[],
+  slicer: Slicer,
+  now: FsTime | null,
+): Promise<string[]> {
   const base = path.join(privateDir, 'alt');
   const fingerprint = JSON.stringify(stores.map((s) => [[...s.subdirs], [...s.packFiles]]));
-  if (viewCaches.mirrors.get(privateDir) === fingerprint && (await mirrorIntact(base, stores, fingerprint, slicer)))
+  if (
+    viewCaches.mirrors.get(privateDir) === fingerprint &&
+    (await mirrorIntact(base, stores, fingerprint, slicer, now))
+  )
     return stores.map((_, n) => path.join(base, String(n)));
   viewCaches.mirrors.delete(privateDir);
   rmSync(base, { recursive: true, force: true });
@@ -207,15 +236,17 @@ async function mirrorIntact(
   stores: ObjectStore[],
   fingerprint: string,
   slicer: Slicer,
+  now: FsTime | null,
 ): Promise<boolean> {
   try {
-    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))), fingerprint)) return false;
+    if (!holdsExactly(base, new Map(), new Set(stores.map((_, n) => String(n))), fingerprint, now)) return false;
     for (const [n, store] of stores.entries()) {
       const mirror = path.join(base, String(n));
       const links = new Map([...store.subdirs].filter(([name]) => name !== 'pack'));
       const hasPack = store.subdirs.has('pack');
-      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []), fingerprint)) return false;
-      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set(), fingerprint)) return false;
+      if (!holdsExactly(mirror, links, new Set(hasPack ? ['pack'] : []), fingerprint, now)) return false;
+      if (hasPack && !holdsExactly(path.join(mirror, 'pack'), store.packFiles, new Set(), fingerprint, now))
+        return false;
       const wait = slicer.check();
       if (wait) await wait;
     }
@@ -235,6 +266,7 @@ function holdsExactly(
   links: ReadonlyMap<string, string>,
   dirs: ReadonlySet<string>,
   fingerprint: string,
+  now: FsTime | null,
 ): boolean {
   const st = lstatSync(dir);
   if (!st.isDirectory()) return false;
@@ -247,6 +279,6 @@ function holdsExactly(
       if (!e.isSymbolicLink() || readlinkSync(path.join(dir, e.name)) !== target) return false;
     } else if (!dirs.has(e.name) || !e.isDirectory()) return false;
   }
-  rememberHeld(dir, st, fingerprint);
+  rememberHeld(dir, st, fingerprint, now);
   return true;
 }

@@ -6,15 +6,16 @@
  *   byte for byte, to the bytes that were validated (validation is a pure function of the bytes and the object
  *   format). Bounded by INDEX_CACHE_BYTES in all (the bytes, and about 128 bytes per entry name and directory held).
  * - `listings`: the entries (names by type) of an object-store directory, reused while the directory's identity and
- *   version (dev, ino, mtime, ctime) are unchanged; never cached within RACY_MS of its last change (a coarse timestamp
+ *   version (dev, ino, mtime, ctime) are unchanged; never cached unless it has settled (`settled`: a coarse timestamp
  *   could hide a change made in the same tick). Entries that are links are verified again on every call.
  * - `mirrors`: per private dir, the object stores its mirror was built for; the mirror is reused only after its whole
  *   content (every entry, every link's text) is found to be what the server wrote.
  * - `stamps`: what a full check found an entry of a private dir to hold (the private index: the rebuilt index; a
  *   mirror directory: its entries), tied to the entry's `Stamp`. While the entry shows the same stamp it holds the
  *   same thing: a link, unlink or rename in a directory, and a write(2) or truncation of a file, moves its ctime, which
- *   no process can set back. A stamp is kept only when the entry had last changed RACY_MS before the check
- *   (`settled`), so a change made in the same clock tick as the check still shows as a later ctime. A write through a
+ *   no process can set back. A stamp is kept only when the entry had last changed RACY_MS before the check,
+ *   or before the file system's own clock read just before the check (`settled`, `FsTime`), so a change made in the
+ *   same clock tick as the check still shows as a later ctime. A write through a
  *   shared mapping of a file moves no time once its page is dirty: that is why the repository's index (a file of the
  *   roots, written by anyone who writes the repository) is read on every call and never trusted by its stamp; the
  *   private dir is the server's own (mode 0700, outside the roots), where a process able to map its files could as
@@ -66,8 +67,26 @@ export const sameStamp = (stamp: Stamp, st: Stats): boolean =>
   stamp.mtimeMs === st.mtimeMs &&
   stamp.ctimeMs === st.ctimeMs;
 
-/** True when the entry of `st` last changed at least RACY_MS ago: a check of it may be tied to its stamp. */
-export const settled = (st: Stats): boolean => Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS;
+/**
+ * A file system's clock, read by changing a file of it (`fsTimeNow` in src/vcs/git-materialize.ts): the file's device
+ * and the change time (ms) the change got. Every later change of any entry of that file system gets a change time no
+ * earlier than this: the kernel stamps a change with its coarse clock cut to the file system's granularity (or a finer
+ * time never before one already handed out), whatever that granularity is.
+ */
+export interface FsTime {
+  dev: number;
+  ctimeMs: number;
+}
+
+/**
+ * True when the entry of `st` (a stat taken after `now` was read) has settled: a check of it may be tied to its stamp,
+ * because any later change of it shows as a later time. Either it last changed at least RACY_MS ago (a coarse
+ * timestamp cannot hide 2 s), or `now`, read on the same file system before the stat, is already past its last change:
+ * a change made after the stat gets a change time of at least `now`, later than the one in the stamp.
+ */
+export const settled = (st: Stats, now: FsTime | null = null): boolean =>
+  Date.now() - Math.max(st.mtimeMs, st.ctimeMs) >= RACY_MS ||
+  (now !== null && now.dev === st.dev && Math.max(st.mtimeMs, st.ctimeMs) < now.ctimeMs);
 
 /** What a full check found an entry of a private dir to hold (compared with `===`), and the entry's stamp then. */
 export interface StampedCheck {
@@ -131,9 +150,12 @@ export function heldSince(file: string, st: Stats, holds: unknown): boolean {
   return kept !== undefined && kept.holds === holds && sameStamp(kept.stamp, st);
 }
 
-/** Records that a full check found `file` (stat `st`, taken before the check) to hold `holds`, if it had settled. */
-export function rememberHeld(file: string, st: Stats, holds: unknown): void {
-  if (settled(st)) viewCaches.stamps.set(file, { stamp: stampOf(st), holds });
+/**
+ * Records that a full check found `file` (stat `st`, taken before the check and after `now` was read) to hold `holds`,
+ * if it had settled (`settled`).
+ */
+export function rememberHeld(file: string, st: Stats, holds: unknown, now: FsTime | null): void {
+  if (settled(st, now)) viewCaches.stamps.set(file, { stamp: stampOf(st), holds });
   else viewCaches.stamps.delete(file);
 }
 

@@ -30,7 +30,7 @@
 import path from 'node:path';
 import type { ConfigList } from './git-config.js';
 import { locateRepository, type RepositoryLocations } from './git-locate.js';
-import { acquirePrivateDir, BASE_CONFIG, materializeView, releasePrivateDir } from './git-materialize.js';
+import { acquirePrivateDir, BASE_CONFIG, fsTimeNow, materializeView, releasePrivateDir } from './git-materialize.js';
 import { verifyObjects } from './git-objects.js';
 import { readHead, resolveViewRefs } from './git-refs.js';
 import { lstatOrNull, Verifier, VIEW_CAPS, type ViewAccess } from './git-verifier.js';
@@ -199,8 +199,10 @@ export class GitView {
     // Locate: every location git would read, a real path inside the roots.
     const locations = await locateRepository(dir, access);
     const { workTree: top, gitDir, commonDir, objectsDir } = locations;
+    // The file system's clock, read before any stat whose stamp a check may be tied to (`settled`).
+    const now = fsTimeNow(verify.insideRoots);
     // Verify: the object stores, HEAD, the config, exclude and shallow files, the refs and the index.
-    const stores = await verifyObjects(objectsDir, verify, slicer);
+    const stores = await verifyObjects(objectsDir, verify, slicer, now);
     const head = readHead(gitDir, verify);
     const configFile = path.join(commonDir, 'config');
     const configBytes = (await verify.readLarge(configFile, 'repository config', VIEW_CAPS.config))?.bytes ?? null;
@@ -235,6 +237,7 @@ export class GitView {
         privateDir,
         { head, config: [...BASE_CONFIG, ...settings, ...upstreamLines], refs, stores, exclude, shallow, index },
         slicer,
+        now,
       );
       return new GitView(locations, repoConfig, privateDir, index !== null, runner, access);
     } catch (error) {

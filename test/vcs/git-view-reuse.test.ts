@@ -10,6 +10,11 @@
  *   bytes are read on every call; test/attacks/git-index-mapped-write.test.ts: not even its ctime need move);
  * - a reused private dir whose object-store mirror or index someone changed is rebuilt, not used as found, also once
  *   their checks were tied to their stamps (a fan-out link replaced by one leading outside, same name).
+ * And the listing itself (src/vcs/git-objects.ts): a link among more entries than one batch holds is found wherever it
+ * lies, on the first call and after the kept listing's directory changed.
+ * With the real clock (`settled` by the file system's own clock, not only 2 s later): a listing, a mirror directory and
+ * the private index tied to their stamps a few milliseconds after their last change, then changed right after the call
+ * that kept them, are checked again (a link leading outside → NOT_ALLOWED; a mirror link and the index → rewritten).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -128,6 +133,29 @@ describe('reuse between calls', () => {
     expect(JSON.stringify((error as ToolError).details)).not.toContain(outside);
   });
 
+  it('a link leading outside among 1,000 loose objects (more than one listing batch) → NOT_ALLOWED', async () => {
+    const dir = repo('batched');
+    const blob = git(dir, 'rev-parse', 'HEAD:a.txt').trim();
+    const fanout = path.join(dir, '.git', 'objects', blob.slice(0, 2));
+    // Entries git never reads (not 38 hex digits) fill the directory well past one batch of the listing.
+    for (let i = 0; i < 1000; i++) writeFileSync(path.join(fanout, `tmp_obj_${i}`), '');
+    await statusOnce(dir);
+    expect(viewCaches.listings.get(fanout)?.files.length).toBe(1001);
+    await settle();
+    const file = path.join(fanout, blob.slice(2));
+    renameSync(file, `${file}.moved`);
+    symlinkSync(path.join(outside, 'secret.txt'), file);
+    const error = await open(dir).then(
+      (v) => v.dispose().then(() => null),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code).toBe('NOT_ALLOWED');
+    expect((error as ToolError).details.reason).toBe('git_location_outside_roots');
+    expect(viewCaches.listings.get(fanout)?.links).toEqual([blob.slice(2)]);
+    expect(viewCaches.listings.get(fanout)?.files.length).toBe(1001);
+  });
+
   it('an index replaced by garbage of the same length after its validation was kept → corrupt_repository', async () => {
     const dir = repo('index');
     await statusOnce(dir);
@@ -237,5 +265,57 @@ describe('reuse between calls', () => {
     expect(existsSync(path.join(first, 'alt', '0', 'zz'))).toBe(false);
     expect(readdirSync(path.join(first, 'alt', '0')).every((n) => /^[0-9a-f]{2}$|^pack$/.test(n))).toBe(true);
     expect(readFileSync(path.join(first, 'index')).equals(index)).toBe(true);
+  });
+});
+
+describe('reuse tied to the file system clock (the real clock, no 2 s wait)', () => {
+  beforeEach(() => {
+    vi.useRealTimers();
+    clearViewCaches();
+  });
+  // The private dirs (and the clock file) lie in os.tmpdir(), like the root: one file system, so its clock applies.
+  const sameFs = () => expect(statSync(os.tmpdir()).dev).toBe(statSync(root).dev);
+
+  it('a listing kept 30 ms after its directory changed, then a loose object made a link outside at once → NOT_ALLOWED', async () => {
+    sameFs();
+    const dir = repo('clock-loose');
+    const blob = git(dir, 'rev-parse', 'HEAD:a.txt').trim();
+    const fanout = path.join(dir, '.git', 'objects', blob.slice(0, 2));
+    await settle(); // one clock tick past the commit, far less than 2 s
+    expect(Date.now() - statSync(fanout).ctimeMs).toBeLessThan(2000);
+    await statusOnce(dir);
+    expect(viewCaches.listings.has(fanout)).toBe(true); // kept: settled by the file system's clock
+    const file = path.join(fanout, blob.slice(2));
+    renameSync(file, `${file}.moved`); // no wait: within the same clock tick if the machine is fast enough
+    symlinkSync(path.join(outside, 'secret.txt'), file);
+    const error = await open(dir).then(
+      (v) => v.dispose().then(() => null),
+      (e: unknown) => e,
+    );
+    expect((error as ToolError).code).toBe('NOT_ALLOWED');
+    expect((error as ToolError).details.reason).toBe('git_location_outside_roots');
+  });
+
+  it('a mirror and a private index kept a tick after they were written, then changed at once, are written again', async () => {
+    sameFs();
+    const dir = repo('clock-private');
+    const first = await statusOnce(dir);
+    const mirror = path.join(first, 'alt', '0');
+    const indexFile = path.join(first, 'index');
+    const index = readFileSync(indexFile);
+    await settle();
+    expect(await statusOnce(dir)).toBe(first); // this call tied both checks to their stamps
+    expect(viewCaches.stamps.has(mirror)).toBe(true);
+    expect(viewCaches.stamps.has(indexFile)).toBe(true);
+    const fanout = readdirSync(mirror).find((n) => /^[0-9a-f]{2}$/.test(n))!;
+    const target = readlinkSync(path.join(mirror, fanout));
+    rmSync(path.join(mirror, fanout));
+    symlinkSync(outside, path.join(mirror, fanout));
+    const indexStat = statSync(indexFile);
+    writeFileSync(indexFile, Buffer.alloc(index.length, 0x42));
+    utimesSync(indexFile, indexStat.atime, indexStat.mtime);
+    expect(await statusOnce(dir)).toBe(first);
+    expect(readlinkSync(path.join(mirror, fanout))).toBe(target);
+    expect(readFileSync(indexFile).equals(index)).toBe(true);
   });
 });
