@@ -206,6 +206,20 @@ static int overlaps(const void *a, size_t an, const void *b, size_t bn) {
   return an > 0 && bn > 0 && x < y + bn && y < x + an;
 }
 
+/*
+ * 1 when what readFiles writes shares no byte with another of its buffers: `out` (out_n bytes) none with meta (meta_n
+ * doubles), the needle or the set; meta none with the needle or the set (a NULL buffer: not passed).
+ */
+static int buffers_apart(const void *out, size_t out_n, const void *meta, size_t meta_n, const void *needle,
+                         size_t needle_n, const void *set, size_t set_n) {
+  size_t meta_bytes = meta_n * sizeof(double);
+  if (overlaps(out, out_n, meta, meta_bytes)) return 0;
+  if (needle != NULL && (overlaps(out, out_n, needle, needle_n) || overlaps(meta, meta_bytes, needle, needle_n))) {
+    return 0;
+  }
+  return set == NULL || !(overlaps(out, out_n, set, set_n) || overlaps(meta, meta_bytes, set, set_n));
+}
+
 static napi_value throw_type(napi_env env, const char *message) {
   napi_throw_type_error(env, NULL, message);
   return NULL;
@@ -296,10 +310,12 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   if (has_set && (!bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
     return throw_type(env, "readFiles: anyOf must be a packed byte-string set or null");
   }
-  /* The output must not overlap what it is compared with or where codes go (the caller's buffers are its own). */
-  if (overlaps(out, out_len, meta_ptr, meta_len * sizeof(double)) ||
-      (has_needle && overlaps(out, out_len, needle, needle_len)) || (has_set && overlaps(out, out_len, set, set_len))) {
-    return throw_type(env, "readFiles: out overlaps meta, needle or anyOf");
+  /* Nothing the call writes (out, meta) may overlap another buffer: the output not what it is compared with or where
+   * codes go, and meta not the needle or the set, which are tested after meta[1] and meta[2] of a file are zeroed (a
+   * set over meta would change its lengths after it was validated, and be read past its end). */
+  if (!buffers_apart(out, out_len, meta_ptr, meta_len, has_needle ? needle : NULL, needle_len, has_set ? set : NULL,
+                     set_len)) {
+    return throw_type(env, "readFiles: out or meta overlaps another buffer");
   }
 
   size_t used = 0;
@@ -329,7 +345,9 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
          (!bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
         !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
         napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
-        meta_len / 3 < count) {
+        meta_len / 3 < count ||
+        !buffers_apart(out, out_len, meta_ptr, meta_len, has_needle ? needle : NULL, needle_len, has_set ? set : NULL,
+                       set_len)) {
       return throw_type(env, "readFiles: a buffer changed during the call");
     }
     meta = (double *)meta_ptr;
