@@ -178,12 +178,15 @@ static int set_well_formed(const unsigned char *set, size_t n) {
   return 1;
 }
 
-/* 1 when `h` contains one string of the well-formed set `set` (`contains` per string, in order; an empty set: 0). */
+/* 1 when `h` contains one string of the well-formed set `set` (`contains` per string, in order; an empty set: 0).
+ * Every length is bounded as it is read (a string past the set's end ends the test: no_match), so no change to the set
+ * after it was validated can make this read past it. */
 static int contains_any(const unsigned char *h, size_t hn, const unsigned char *set, size_t n) {
   size_t at = 0;
   while (at + 4 <= n) {
     uint32_t len = le32(set + at);
     at += 4;
+    if (len > n - at) return 0;
     if (contains(h, hn, set + at, len)) return 1;
     at += len;
   }
@@ -239,6 +242,22 @@ static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *le
   return 1;
 }
 
+/* bytes_of, for bytes the call tests and must not change under it: not in a SharedArrayBuffer (another thread could
+ * write them meanwhile; napi_is_arraybuffer is false for a SharedArrayBuffer). */
+static int unshared_bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
+  napi_typedarray_type type;
+  size_t len;
+  void *ptr;
+  napi_value ab;
+  size_t offset;
+  bool plain = false;
+  if (napi_get_typedarray_info(env, v, &type, &len, &ptr, &ab, &offset) != napi_ok) return 0;
+  if (type != napi_uint8_array || napi_is_arraybuffer(env, ab, &plain) != napi_ok || !plain) return 0;
+  *data = (unsigned char *)ptr;
+  *length = len;
+  return 1;
+}
+
 /*
  * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta[, anyOf]) → next
  *
@@ -285,8 +304,8 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   napi_valuetype nt;
   if (napi_typeof(env, argv[4], &nt) != napi_ok) return throw_type(env, "readFiles: needle");
   int has_needle = !(nt == napi_null || nt == napi_undefined);
-  if (has_needle && !bytes_of(env, argv[4], &needle, &needle_len)) {
-    return throw_type(env, "readFiles: needle must be a Uint8Array or null");
+  if (has_needle && !unshared_bytes_of(env, argv[4], &needle, &needle_len)) {
+    return throw_type(env, "readFiles: needle must be a Uint8Array (not shared) or null");
   }
   unsigned char *out;
   size_t out_len;
@@ -307,8 +326,8 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   napi_valuetype st_type = napi_undefined;
   if (argc >= 8 && napi_typeof(env, argv[7], &st_type) != napi_ok) return throw_type(env, "readFiles: anyOf");
   int has_set = !(st_type == napi_null || st_type == napi_undefined);
-  if (has_set && (!bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
-    return throw_type(env, "readFiles: anyOf must be a packed byte-string set or null");
+  if (has_set && (!unshared_bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
+    return throw_type(env, "readFiles: anyOf must be a packed byte-string set (not shared) or null");
   }
   /* Nothing the call writes (out, meta) may overlap another buffer: the output not what it is compared with or where
    * codes go, and meta not the needle or the set, which are tested after meta[1] and meta[2] of a file are zeroed (a
@@ -340,9 +359,9 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
      * longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
     size_t needle_now = 0;
     size_t set_now = 0;
-    if ((has_needle && (!bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
+    if ((has_needle && (!unshared_bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
         (has_set &&
-         (!bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
+         (!unshared_bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
         !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
         napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
         meta_len / 3 < count ||

@@ -8,6 +8,9 @@
  *   refuses `out` over `meta`, the needle or the set;
  * - a needle that shares its memory with `meta`: the needle would change under the test (a file the JavaScript path
  *   matches dropped); refused the same way.
+ * - a set in a SharedArrayBuffer: another thread flipping one of its lengths between the addon's check and its test
+ *   made it read past the set's end (AddressSanitizer: heap-buffer-overflow in `contains_any`, a worker rewriting the
+ *   length in a loop); a shared set or needle is refused, and `contains_any` bounds every length it reads besides.
  * Nothing is read past a buffer and no file is opened for a refused call (the meta stays as it was).
  */
 import { mkdtempSync, openSync, closeSync, realpathSync, rmSync, writeFileSync, constants } from 'node:fs';
@@ -48,6 +51,26 @@ describe.runIf(addon !== null)('the addon: a required set or needle over meta', 
       const own = new Float64Array(3);
       expect(addon!.readFiles(fd, ['big.txt'], 0, 1e6, null, new Uint8Array(300_000), own, Buffer.from(set))).toBe(1);
       expect(own[0]).toBe(4);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('a set or a needle in a SharedArrayBuffer: a TypeError (another thread could change it during the test)', () => {
+    const fd = openSync(base, constants.O_RDONLY | constants.O_DIRECTORY);
+    try {
+      const packed = packByteSet([Buffer.from('zz'), Buffer.from('aa')]);
+      const sharedSet = new Uint8Array(new SharedArrayBuffer(packed.length));
+      sharedSet.set(packed);
+      const sharedNeedle = new Uint8Array(new SharedArrayBuffer(2)).fill(0x61);
+      const meta = new Float64Array(3).fill(7);
+      const out = new Uint8Array(300_000);
+      expect(() => addon!.readFiles(fd, ['big.txt'], 0, 1e6, null, out, meta, sharedSet)).toThrow(TypeError);
+      expect(() => addon!.readFiles(fd, ['big.txt'], 0, 1e6, sharedNeedle, out, meta)).toThrow(TypeError);
+      expect(Array.from(meta)).toEqual([7, 7, 7]); // refused before any file was answered
+      // The same set and needle in buffers of their own: a candidate.
+      expect(addon!.readFiles(fd, ['big.txt'], 0, 1e6, Buffer.from('aa'), out, meta, packed)).toBe(1);
+      expect(Array.from(meta)).toEqual([0, 0, 200_000]);
     } finally {
       closeSync(fd);
     }
