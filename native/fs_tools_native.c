@@ -178,12 +178,15 @@ static int set_well_formed(const unsigned char *set, size_t n) {
   return 1;
 }
 
-/* 1 when `h` contains one string of the well-formed set `set` (`contains` per string, in order; an empty set: 0). */
+/* 1 when `h` contains one string of the well-formed set `set` (`contains` per string, in order; an empty set: 0).
+ * Every length is bounded as it is read (a string past the set's end ends the test: no_match), so no change to the set
+ * after it was validated can make this read past it. */
 static int contains_any(const unsigned char *h, size_t hn, const unsigned char *set, size_t n) {
   size_t at = 0;
   while (at + 4 <= n) {
     uint32_t len = le32(set + at);
     at += 4;
+    if (len > n - at) return 0;
     if (contains(h, hn, set + at, len)) return 1;
     at += len;
   }
@@ -206,6 +209,20 @@ static int overlaps(const void *a, size_t an, const void *b, size_t bn) {
   return an > 0 && bn > 0 && x < y + bn && y < x + an;
 }
 
+/*
+ * 1 when what readFiles writes shares no byte with another of its buffers: `out` (out_n bytes) none with meta (meta_n
+ * doubles), the needle or the set; meta none with the needle or the set (a NULL buffer: not passed).
+ */
+static int buffers_apart(const void *out, size_t out_n, const void *meta, size_t meta_n, const void *needle,
+                         size_t needle_n, const void *set, size_t set_n) {
+  size_t meta_bytes = meta_n * sizeof(double);
+  if (overlaps(out, out_n, meta, meta_bytes)) return 0;
+  if (needle != NULL && (overlaps(out, out_n, needle, needle_n) || overlaps(meta, meta_bytes, needle, needle_n))) {
+    return 0;
+  }
+  return set == NULL || !(overlaps(out, out_n, set, set_n) || overlaps(meta, meta_bytes, set, set_n));
+}
+
 static napi_value throw_type(napi_env env, const char *message) {
   napi_throw_type_error(env, NULL, message);
   return NULL;
@@ -220,6 +237,22 @@ static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *le
   size_t offset;
   if (napi_get_typedarray_info(env, v, &type, &len, &ptr, &ab, &offset) != napi_ok) return 0;
   if (type != napi_uint8_array) return 0;
+  *data = (unsigned char *)ptr;
+  *length = len;
+  return 1;
+}
+
+/* bytes_of, for bytes the call tests and must not change under it: not in a SharedArrayBuffer (another thread could
+ * write them meanwhile; napi_is_arraybuffer is false for a SharedArrayBuffer). */
+static int unshared_bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
+  napi_typedarray_type type;
+  size_t len;
+  void *ptr;
+  napi_value ab;
+  size_t offset;
+  bool plain = false;
+  if (napi_get_typedarray_info(env, v, &type, &len, &ptr, &ab, &offset) != napi_ok) return 0;
+  if (type != napi_uint8_array || napi_is_arraybuffer(env, ab, &plain) != napi_ok || !plain) return 0;
   *data = (unsigned char *)ptr;
   *length = len;
   return 1;
@@ -271,8 +304,8 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   napi_valuetype nt;
   if (napi_typeof(env, argv[4], &nt) != napi_ok) return throw_type(env, "readFiles: needle");
   int has_needle = !(nt == napi_null || nt == napi_undefined);
-  if (has_needle && !bytes_of(env, argv[4], &needle, &needle_len)) {
-    return throw_type(env, "readFiles: needle must be a Uint8Array or null");
+  if (has_needle && !unshared_bytes_of(env, argv[4], &needle, &needle_len)) {
+    return throw_type(env, "readFiles: needle must be a Uint8Array (not shared) or null");
   }
   unsigned char *out;
   size_t out_len;
@@ -293,13 +326,15 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   napi_valuetype st_type = napi_undefined;
   if (argc >= 8 && napi_typeof(env, argv[7], &st_type) != napi_ok) return throw_type(env, "readFiles: anyOf");
   int has_set = !(st_type == napi_null || st_type == napi_undefined);
-  if (has_set && (!bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
-    return throw_type(env, "readFiles: anyOf must be a packed byte-string set or null");
+  if (has_set && (!unshared_bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
+    return throw_type(env, "readFiles: anyOf must be a packed byte-string set (not shared) or null");
   }
-  /* The output must not overlap what it is compared with or where codes go (the caller's buffers are its own). */
-  if (overlaps(out, out_len, meta_ptr, meta_len * sizeof(double)) ||
-      (has_needle && overlaps(out, out_len, needle, needle_len)) || (has_set && overlaps(out, out_len, set, set_len))) {
-    return throw_type(env, "readFiles: out overlaps meta, needle or anyOf");
+  /* Nothing the call writes (out, meta) may overlap another buffer: the output not what it is compared with or where
+   * codes go, and meta not the needle or the set, which are tested after meta[1] and meta[2] of a file are zeroed (a
+   * set over meta would change its lengths after it was validated, and be read past its end). */
+  if (!buffers_apart(out, out_len, meta_ptr, meta_len, has_needle ? needle : NULL, needle_len, has_set ? set : NULL,
+                     set_len)) {
+    return throw_type(env, "readFiles: out or meta overlaps another buffer");
   }
 
   size_t used = 0;
@@ -324,12 +359,14 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
      * longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
     size_t needle_now = 0;
     size_t set_now = 0;
-    if ((has_needle && (!bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
+    if ((has_needle && (!unshared_bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
         (has_set &&
-         (!bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
+         (!unshared_bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
         !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
         napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
-        meta_len / 3 < count) {
+        meta_len / 3 < count ||
+        !buffers_apart(out, out_len, meta_ptr, meta_len, has_needle ? needle : NULL, needle_len, has_set ? set : NULL,
+                       set_len)) {
       return throw_type(env, "readFiles: a buffer changed during the call");
     }
     meta = (double *)meta_ptr;
