@@ -248,7 +248,7 @@ export function fsTimeNow(isInside: (p: string) => boolean): FsTime | null {
       const dir = newPrivateDir(isInside);
       const fd = openSync(
         path.join(dir, 'clock'),
-        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW,
+        constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | O_NOFOLLOW | constants.O_NONBLOCK,
         0o600,
       );
       pool.clock = { dir, fd };
