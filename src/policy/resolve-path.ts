@@ -273,8 +273,11 @@ async function walkWhole(input: string): Promise<Walked | null> {
   // realpath(3) reads every prefix of the path again (a link at each step): its cost grows with the square of the
   // resolved depth, and a short path through a link to a deep target pays it. The kernel's own resolution is linear.
   const kernel = kernelResolved(input);
-  if (kernel !== null && pathComponentCount(kernel) > MAX_PATH_COMPONENTS) {
-    return { resolved: kernel, stats: null, viaSymlink: false, tooDeep: true };
+  if (kernel === 'loop') return { resolved: input, stats: null, viaSymlink: false, loop: true };
+  // Not there (or not searchable): realpath would fail the same way after the same quadratic walk.
+  if (kernel === 'missing') return null;
+  if (kernel !== null && pathComponentCount(kernel.real) > MAX_PATH_COMPONENTS) {
+    return { resolved: kernel.real, stats: null, viaSymlink: false, tooDeep: true };
   }
   try {
     // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
@@ -312,20 +315,23 @@ const O_PATH = 0o10000000;
 
 /**
  * Where the kernel resolves `input` to (links followed), in one linear walk: an O_PATH descriptor's name in
- * /proc/self/fd. Used only to bound the depth before realpath; null when not on Linux or on any failure (the caller's
- * own resolution then decides and reports, as before).
+ * /proc/self/fd. Used only to bound the depth before realpath. `missing` when a component is missing or not searchable
+ * (ENOENT, ENOTDIR, EACCES, EPERM), `loop` for ELOOP; null when not on Linux or on any other failure (realpath then
+ * decides and reports, as before).
  */
-function kernelResolved(input: string): string | null {
+function kernelResolved(input: string): { real: string } | 'missing' | 'loop' | null {
   if (process.platform !== 'linux') return null;
   let fd: number;
   try {
     // O_NONBLOCK as every open here (an O_PATH open does not open the file: a FIFO cannot block it in any case).
     fd = openSync(input, O_PATH | constants.O_NONBLOCK);
-  } catch {
-    return null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') return 'loop';
+    return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM' ? 'missing' : null;
   }
   try {
-    return readlinkSync(`/proc/self/fd/${fd}`);
+    return { real: readlinkSync(`/proc/self/fd/${fd}`) };
   } catch {
     return null;
   } finally {
