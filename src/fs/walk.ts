@@ -155,11 +155,7 @@ interface WalkRun {
   /** The include and exclude globs, compiled once (null: none). */
   include: ((s: string) => boolean) | null;
   exclude: ((s: string) => boolean) | null;
-  /**
-   * The deepest frame (WalkItem.depth) whose entries stay within MAX_PATH_COMPONENTS: deeper entries are paths every
-   * tool refuses (`path_too_deep`), so the walk does not offer them; it reports each directory it does not descend
-   * as `too_deep` (docs/security.md "Bounded work").
-   */
+  /** The deepest frame whose entries stay within MAX_PATH_COMPONENTS (deeper: `too_deep`, docs/security.md). */
   deepestFrame: number;
 }
 

@@ -270,20 +270,16 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
  * @throws errno errors other than ENOENT, ENOTDIR, EACCES, EPERM (ELOOP is a result: `loop`)
  */
 async function walkWhole(input: string): Promise<Walked | null> {
-  // realpath(3) reads every prefix of the path again (a link at each step): its cost grows with the square of the
-  // resolved depth, and a short path through a link to a deep target pays it. The kernel's own resolution is linear.
-  const kernel = kernelResolved(input);
-  if (kernel === 'loop') return { resolved: input, stats: null, viaSymlink: false, loop: true };
-  // Not there (or not searchable): realpath would fail the same way after the same quadratic walk.
-  if (kernel === 'missing') return null;
-  if (kernel !== null && pathComponentCount(kernel.real) > MAX_PATH_COMPONENTS) {
-    return { resolved: kernel.real, stats: null, viaSymlink: false, tooDeep: true };
-  }
   try {
+    // realpath(3) reads every prefix of the path again (a link at each step): its cost grows with the square of the
+    // resolved depth, and a short path through a link to a deep target pays it. The kernel's own resolution is linear
+    // and fails the same way (a missing component, ELOOP: handled below, before realpath's quadratic walk).
+    const kernel = kernelResolved(input);
     // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
-    // latency. Only this fast path; the component walk stays asynchronous.
-    const resolved = realpathSync.native(input);
-    // Without the kernel's answer (not Linux, no /proc), the bound is checked after realpath, before any other work.
+    // latency. Only this fast path; the component walk stays asynchronous. (Without the kernel's answer — not Linux,
+    // no /proc — the bound is checked after realpath, still before any other work.)
+    const resolved =
+      kernel !== null && pathComponentCount(kernel) > MAX_PATH_COMPONENTS ? kernel : realpathSync.native(input);
     if (pathComponentCount(resolved) > MAX_PATH_COMPONENTS) {
       return { resolved, stats: null, viaSymlink: false, tooDeep: true };
     }
@@ -315,23 +311,15 @@ const O_PATH = 0o10000000;
 
 /**
  * Where the kernel resolves `input` to (links followed), in one linear walk: an O_PATH descriptor's name in
- * /proc/self/fd. Used only to bound the depth before realpath. `missing` when a component is missing or not searchable
- * (ENOENT, ENOTDIR, EACCES, EPERM), `loop` for ELOOP; null when not on Linux or on any other failure (realpath then
- * decides and reports, as before).
+ * /proc/self/fd. Used only to bound the depth before realpath; null when not on Linux or /proc cannot tell.
+ * @throws the open's errno error (ENOENT, ENOTDIR, EACCES, ELOOP, …), as realpath would throw it
  */
-function kernelResolved(input: string): { real: string } | 'missing' | 'loop' | null {
+function kernelResolved(input: string): string | null {
   if (process.platform !== 'linux') return null;
-  let fd: number;
+  // O_NONBLOCK as every open here (an O_PATH open does not open the file: a FIFO cannot block it in any case).
+  const fd = openSync(input, O_PATH | constants.O_NONBLOCK);
   try {
-    // O_NONBLOCK as every open here (an O_PATH open does not open the file: a FIFO cannot block it in any case).
-    fd = openSync(input, O_PATH | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') return 'loop';
-    return code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES' || code === 'EPERM' ? 'missing' : null;
-  }
-  try {
-    return { real: readlinkSync(`/proc/self/fd/${fd}`) };
+    return readlinkSync(`/proc/self/fd/${fd}`);
   } catch {
     return null;
   } finally {
