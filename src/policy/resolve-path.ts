@@ -327,6 +327,15 @@ function kernelResolved(input: string): string | null {
   }
 }
 
+/**
+ * The real path of an existing `p` (links followed): the kernel's answer where it has one (Linux: linear in the depth
+ * the links lead to), else realpath(3), which reads every prefix again (quadratic in that depth).
+ * @throws errno errors of the resolution (ENOENT, ENOTDIR, EACCES, ELOOP, …)
+ */
+export function realPathOf(p: string): string {
+  return kernelResolved(p) ?? realpathSync.native(p);
+}
+
 /** The components of a path or link target, without empty and `.` ones. */
 function componentsOf(s: string): string[] {
   return s.split(SEPARATOR).filter((c) => c !== '' && c !== '.');

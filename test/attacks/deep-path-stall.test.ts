@@ -10,7 +10,7 @@
  * pings it (test/helpers/stall-watchdog.ts), with an idle second server for the machine's own stalls.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_PATH_COMPONENTS, pathComponentCount } from '../../src/fs/path-within.js';
@@ -41,6 +41,14 @@ beforeAll(async () => {
   writeFileSync(path.join(tree.dir, nearCap, 'a/a/n.txt'), 'needle out\n');
   // A short path to the deep directory: a relative target of 3,800 bytes.
   symlinkSync(chain(LEVELS), path.join(tree.dir, 'link'));
+  // A repository whose core.hooksPath leads through a link to the deep directory and then 60 missing components: the
+  // hooks guard resolved each ancestor of it with realpath (20 s per write in it).
+  const repo = path.join(tree.dir, 'repo');
+  mkdirSync(repo);
+  expect(spawnSync('git', ['init', '-q', repo]).status).toBe(0);
+  symlinkSync(path.join(tree.dir, chain(LEVELS)), path.join(repo, 'deeplink'));
+  const hooksPath = `deeplink/${Array.from({ length: 60 }, () => 'm').join('/')}`;
+  expect(spawnSync('git', ['-C', repo, 'config', 'core.hooksPath', hooksPath]).status).toBe(0);
   session = await StallSession.start(['--state-dir', '/tmp/fs-tools-deep-state-' + process.pid, tree.dir]);
   idle = await StallSession.start(['--state-dir', '/tmp/fs-tools-deep-idle-' + process.pid, tree.dir]);
   // Start the reader threads and the caches outside the measured calls.
@@ -74,7 +82,7 @@ async function measured(label: string, tool: string, args: Record<string, unknow
 /** Nothing but what beforeAll made: no g.txt anywhere in the deep directory. */
 function expectNothingWritten(): void {
   expect(readdirSync(path.join(tree.dir, chain(LEVELS)))).toEqual(['f.txt']);
-  expect(readdirSync(tree.dir).sort()).toEqual(['a', 'link']);
+  expect(readdirSync(tree.dir).sort()).toEqual(['a', 'link', 'repo']);
 }
 
 const deep = `${chain(LEVELS)}/f.txt`;
@@ -116,6 +124,18 @@ describe('a path deeper than the bound', () => {
     const past = envelopeOf(await session.call('stat', { path: `${nearCap}/a/n.txt` }));
     expect(past?.details.reason).toBe('path_too_deep');
   }, 60_000);
+});
+
+describe('paths from repository content', () => {
+  it('a write in a repository whose core.hooksPath leads through a link to a deep directory keeps the server answering', async () => {
+    const r = await measured('write_file under a deep core.hooksPath', 'write_file', {
+      path: 'repo/new.txt',
+      content: 'new\n',
+      expected_hash: 'absent',
+    });
+    expect(envelopeOf(r)).toBeNull();
+    expect(readFileSync(path.join(tree.dir, 'repo', 'new.txt'), 'utf8')).toBe('new\n');
+  }, 120_000);
 });
 
 describe('walks near the bound', () => {

@@ -8,12 +8,13 @@
  * inside and NOT_ALLOWED outside; followFinal:false returns the link itself. Existence outside the roots is never
  * revealed: the envelopes for an existing and a missing outside path differ only in the path string.
  */
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { MAX_PATH_COMPONENTS, pathComponentCount } from '../../src/fs/path-within.js';
+import { realOrLexical } from '../../src/policy/git-repository-shape.js';
 import { resolveInRoots, type ResolvedPath } from '../../src/policy/resolve-path.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { makeTree, symlink } from '../helpers/tree.js';
@@ -437,6 +438,14 @@ describe('path depth (MAX_PATH_COMPONENTS, docs/security.md "Bounded work")', ()
   test('a link to an edge-deep target inside the bound resolves', async () => {
     const r = await resolveInRoots('edge-link/d', [root], FOLLOW);
     expect(pathComponentCount(r.real)).toBe(MAX_PATH_COMPONENTS);
+  });
+
+  test('realOrLexical: the nearest existing ancestor through a deep link, the missing rest appended', () => {
+    const deepReal = path.join(rootDir, chain(room + 2));
+    expect(realOrLexical(path.join(rootDir, 'deep-link'))).toBe(deepReal);
+    expect(realOrLexical(path.join(rootDir, 'deep-link', 'm', 'n', 'o'))).toBe(path.join(deepReal, 'm', 'n', 'o'));
+    expect(realOrLexical(path.join(rootDir, 'missing', 'x'))).toBe(path.join(rootDir, 'missing', 'x'));
+    expect(realOrLexical('relative/missing')).toBe(path.join(realpathSync(process.cwd()), 'relative/missing'));
   });
 
   test.each(['deep-out', 'deep-out/missing.txt'])('%s: too deep outside the roots is NOT_ALLOWED', async (spelled) => {
