@@ -122,3 +122,27 @@ export function climbsAfterName(target: string): boolean {
   }
   return false;
 }
+
+/**
+ * The most components an absolute path may have (`/a/b` has two): deeper paths are refused before any work per
+ * ancestor (docs/security.md "Bounded work"). Resolving a path, locking it, and checking its ancestors for git
+ * directories and .gitignore rules each cost one step per ancestor, and some of those steps are themselves a syscall
+ * that walks every ancestor again: the cost grows with the square of the depth (a 1,900-level path held the event
+ * loop for 0.4–2.8 s; 256 levels stayed under ~60 ms).
+ */
+export const MAX_PATH_COMPONENTS = 256;
+
+/**
+ * The number of components of an absolute, normalized path (`/` has none, `/a/b` two). Pure; counts separators
+ * (either one on Windows) followed by a name, so a trailing separator adds nothing.
+ */
+export function pathComponentCount(absolute: string): number {
+  let count = 0;
+  for (let i = 0; i < absolute.length; i++) {
+    const c = absolute.charCodeAt(i);
+    if (c !== 0x2f && !(c === 0x5c && path.sep === '\\')) continue;
+    const next = absolute.charCodeAt(i + 1);
+    if (i + 1 < absolute.length && next !== 0x2f && !(next === 0x5c && path.sep === '\\')) count++;
+  }
+  return count;
+}

@@ -28,7 +28,7 @@ import { LIMITS } from './glob/engine.js';
 import { GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
-import { isWithin } from './path-within.js';
+import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
 import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing } from './listing-cache.js';
 
@@ -155,6 +155,8 @@ interface WalkRun {
   /** The include and exclude globs, compiled once (null: none). */
   include: ((s: string) => boolean) | null;
   exclude: ((s: string) => boolean) | null;
+  /** The deepest frame whose entries stay within MAX_PATH_COMPONENTS (deeper: `too_deep`, docs/security.md). */
+  deepestFrame: number;
 }
 
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
@@ -195,6 +197,7 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
     sliceStart: performance.now(),
     include,
     exclude,
+    deepestFrame: MAX_PATH_COMPONENTS - pathComponentCount(options.base),
   };
   // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
@@ -221,6 +224,11 @@ export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem |
       const next = dir.openDir(parts[i]);
       dir.close();
       dir = next;
+    }
+    if (run.deepestFrame < 1) {
+      // The base's own entries would be deeper than any tool resolves.
+      options.onSkip?.('too_deep', '');
+      return;
     }
     // An AllowedPath is normalized (policy's real path), so every childOf below may join by concatenation.
     yield* walkDir(options, run, {
@@ -481,7 +489,10 @@ async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerat
       }
     }
     if (!isDir || name === '.git') continue;
-    if (f.depth < o.maxDepth) {
+    if (f.depth >= run.deepestFrame) {
+      // Always reported: a bound of the server, whatever depth the caller asked for.
+      if (place.emit || place.childResume) o.onSkip?.('too_deep', relative);
+    } else if (f.depth < o.maxDepth) {
       const frame = { abs: absolute, rel: relative, rootRel: rootRelative, levels, resume: place.childResume };
       yield* descend(o, run, f, name, frame);
       if (run.stopped) return;

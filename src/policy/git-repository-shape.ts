@@ -3,10 +3,11 @@
  * directory holding two or more of `HEAD`, `objects`, `refs`, `commondir` (looked up through the directory's verified
  * descriptor), the `.git` entry of a work tree, and the git directory a `.git` file names.
  */
-import { closeSync, constants, fstatSync, openSync, readSync, realpathSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { VerifiedDir } from '../fs/verified-dir.js';
 import { CACHE_MAX, gitDirState, isRacy, type DirFacts } from './git-dirs-state.js';
+import { realPathOf } from './resolve-path.js';
 
 /** The entries that make a directory a git directory when two of them are present. */
 export const REPOSITORY_ENTRY_NAMES: readonly string[] = ['HEAD', 'objects', 'refs', 'commondir'];
@@ -100,21 +101,49 @@ export function readSmall(file: string): Buffer | null {
   }
 }
 
-/** The real path of `p`, or `p` itself when it (or part of it) does not exist: its nearest existing ancestor's real path. */
+/**
+ * The real path of `p`, or `p` itself when it (or part of it) does not exist: its nearest existing ancestor's real path
+ * with the missing rest appended. `p` comes from repository content (a config's `core.hooksPath`, `include.path`, a
+ * `gitdir:` file) and may lead through a link to a deep directory: each ancestor is resolved by the kernel in one
+ * linear walk (`realPathOf`), and the nearest existing one is found by bisection — existence is monotone along the
+ * ancestors — so a missing tail of n components costs log n resolutions, not n quadratic ones (60 missing components
+ * behind a link to a 1,900-level directory held the event loop for 20 s; docs/security.md "Bounded work").
+ */
 export function realOrLexical(p: string): string {
-  const rest: string[] = [];
-  let cur = p;
-  for (;;) {
+  const real = (q: string): string | null => {
     try {
-      return path.join(realpathSync.native(cur), ...rest.reverse());
+      return realPathOf(q);
     } catch {
-      const parent = path.dirname(cur);
-      if (parent === cur) return p;
-      rest.push(path.basename(cur));
-      cur = parent;
+      return null;
+    }
+  };
+  const whole = real(p);
+  if (whole !== null) return whole;
+  const { root } = path.parse(p);
+  const parts = p
+    .slice(root.length)
+    .split(SEPARATORS)
+    .filter((c) => c !== '');
+  // (A relative `p` climbs to `.`, as path.dirname does.)
+  const prefix = (i: number) => root + parts.slice(0, i).join(path.sep) || '.';
+  // The longest prefix (fewer than all parts: the whole is missing) that resolves; none: `p` as it is.
+  let lo = 0;
+  let hi = parts.length - 1;
+  let found: { at: number; real: string } | null = null;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const r = real(prefix(mid));
+    if (r === null) hi = mid - 1;
+    else {
+      found = { at: mid, real: r };
+      lo = mid + 1;
     }
   }
+  return found === null ? p : path.join(found.real, ...parts.slice(found.at));
 }
+
+/** Path separators of this platform (a backslash is one only on Windows). */
+const SEPARATORS = path.sep === '\\' ? /[\\/]+/ : /\/+/;
 
 /** `gitdir: X` of a `.git` file, as git's read_gitfile takes it (trailing CRs and LFs trimmed, nothing else); null if malformed. */
 function gitfileTarget(text: string, base: string): string | null {

@@ -9,11 +9,11 @@
  * Existence outside the roots is never revealed: every outside path is NOT_ALLOWED, existing or not.
  */
 import { lstat, readlink } from 'node:fs/promises';
-import { lstatSync, realpathSync, type Stats } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { refusalSource } from '../errors/to-envelope.js';
-import { isEntryName } from '../fs/path-within.js';
+import { isEntryName, MAX_PATH_COMPONENTS, pathComponentCount } from '../fs/path-within.js';
 import { findContainingRoot, isWithin } from './containment.js';
 import { rejectedRootsDetails, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
 
@@ -105,8 +105,38 @@ export function toAbsolute(requested: string, roots: readonly EffectiveRoot[]): 
 }
 
 /**
+ * The deepest a spelling reaches, in components from the filesystem root: a name adds one, `..` takes one away (not
+ * below the root), `.` and empty components nothing. `a/b/../..` reaches 2, like the walk that follows it.
+ */
+function peakDepth(spelling: string): number {
+  let depth = 0;
+  let peak = 0;
+  for (const c of spelling.split(SEPARATOR)) {
+    if (c === '' || c === '.') continue;
+    if (c === '..') {
+      if (depth > 0) depth--;
+    } else if (++depth > peak) peak = depth;
+  }
+  return peak;
+}
+
+/** VALIDATION `path_too_deep` (docs/errors.md): the path, or where its links lead, is deeper than MAX_PATH_COMPONENTS. */
+function tooDeepError(field: string, viaLink: boolean): ToolError {
+  const what = viaLink ? `'${field}' leads through a symbolic link to` : `'${field}' is`;
+  return new ToolError(
+    'VALIDATION',
+    `${what} a path of more than ${MAX_PATH_COMPONENTS} components, deeper than this server resolves.`,
+    {
+      details: { reason: 'path_too_deep', field, limit: MAX_PATH_COMPONENTS },
+      suggestion: `Use a path of at most ${MAX_PATH_COMPONENTS} components (counted from the filesystem root), e.g. move deep content up.`,
+    },
+  );
+}
+
+/**
  * Resolves `requested` against the roots and checks containment.
- * @throws ToolError VALIDATION (empty, NUL, link loop), ROOTS_EMPTY, NOT_ALLOWED (outside the roots, whether or not
+ * @throws ToolError VALIDATION (empty, NUL, link loop; `path_too_deep`: the path as spelled, or as its links resolve,
+ *   reaches more than MAX_PATH_COMPONENTS components), ROOTS_EMPTY, NOT_ALLOWED (outside the roots, whether or not
  *   it exists)
  */
 export async function resolveInRoots(
@@ -122,6 +152,8 @@ export async function resolveInRoots(
   const absolute = toAbsolute(requested, roots);
   // Walk the spelling as sent (not `absolute`): `link/..` must mean the link target's parent, as for the kernel.
   const unnormalized = path.isAbsolute(requested) ? requested : `${roots[0].real}${path.sep}${requested}`;
+  // Before any IO: every step below costs one step per ancestor, some of them a syscall that walks every ancestor.
+  if (peakDepth(unnormalized) > MAX_PATH_COMPONENTS) throw tooDeepError(field, false);
   const walked = await walk(unnormalized, options.followFinal);
   // Lexically inside a root, in its real or its given spelling (a root given through a symlink).
   const lexicallyInside =
@@ -149,6 +181,14 @@ export async function resolveInRoots(
       path: absolute,
       details: { reason: 'symlink_loop' },
     });
+  }
+  if (walked.tooDeep) {
+    // Links led deeper than the bound; the walk stopped at `resolved`, a prefix of where they lead. Outside the roots
+    // it is refused as outside (its depth is not revealed); a later `..` could have come back in: refused all the same.
+    if (!findContainingRoot(roots, walked.resolved)) {
+      throw outside(lexicallyInside ? 'symlink_target_outside' : 'outside_roots');
+    }
+    throw tooDeepError(field, true);
   }
   const root = findContainingRoot(roots, walked.resolved);
   if (!root) {
@@ -206,6 +246,8 @@ interface Walked {
   accessDenied?: boolean;
   /** Too many links (ELOOP); `resolved` is meaningless. */
   loop?: boolean;
+  /** Links led deeper than MAX_PATH_COMPONENTS; `resolved` is where the walk stopped (a prefix of the target). */
+  tooDeep?: boolean;
 }
 
 /**
@@ -229,9 +271,18 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
  */
 async function walkWhole(input: string): Promise<Walked | null> {
   try {
+    // realpath(3) reads every prefix of the path again (a link at each step): its cost grows with the square of the
+    // resolved depth, and a short path through a link to a deep target pays it. The kernel's own resolution is linear
+    // and fails the same way (a missing component, ELOOP: handled below, before realpath's quadratic walk).
+    const kernel = kernelResolved(input);
     // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
-    // latency. Only this fast path; the component walk stays asynchronous.
-    const resolved = realpathSync.native(input);
+    // latency. Only this fast path; the component walk stays asynchronous. (Without the kernel's answer — not Linux,
+    // no /proc — the bound is checked after realpath, still before any other work.)
+    const resolved =
+      kernel !== null && pathComponentCount(kernel) > MAX_PATH_COMPONENTS ? kernel : realpathSync.native(input);
+    if (pathComponentCount(resolved) > MAX_PATH_COMPONENTS) {
+      return { resolved, stats: null, viaSymlink: false, tooDeep: true };
+    }
     const stats = lstatSync(resolved);
     // realpath's answer holds no link; a link there now was swapped in since: resolve again, component by component
     // (reporting it as the "special file" it is not would tell the agent the path is forbidden for good).
@@ -255,6 +306,36 @@ async function walkWhole(input: string): Promise<Walked | null> {
   }
 }
 
+/** Linux's O_PATH (the same value on x86-64 and arm64): a descriptor that only names a file, opening nothing. */
+const O_PATH = 0o10000000;
+
+/**
+ * Where the kernel resolves `input` to (links followed), in one linear walk: an O_PATH descriptor's name in
+ * /proc/self/fd. Used only to bound the depth before realpath; null when not on Linux or /proc cannot tell.
+ * @throws the open's errno error (ENOENT, ENOTDIR, EACCES, ELOOP, …), as realpath would throw it
+ */
+function kernelResolved(input: string): string | null {
+  if (process.platform !== 'linux') return null;
+  // O_NONBLOCK as every open here (an O_PATH open does not open the file: a FIFO cannot block it in any case).
+  const fd = openSync(input, O_PATH | constants.O_NONBLOCK);
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The real path of an existing `p` (links followed): the kernel's answer where it has one (Linux: linear in the depth
+ * the links lead to), else realpath(3), which reads every prefix again (quadratic in that depth).
+ * @throws errno errors of the resolution (ENOENT, ENOTDIR, EACCES, ELOOP, …)
+ */
+export function realPathOf(p: string): string {
+  return kernelResolved(p) ?? realpathSync.native(p);
+}
+
 /** The components of a path or link target, without empty and `.` ones. */
 function componentsOf(s: string): string[] {
   return s.split(SEPARATOR).filter((c) => c !== '' && c !== '.');
@@ -276,6 +357,8 @@ async function walkComponents(input: string, followFinal: boolean): Promise<Walk
   const parsed = path.parse(input);
   let current = parsed.root;
   const queue = componentsOf(input.slice(parsed.root.length));
+  /** Components of `current`: a spliced link target can make it deeper than the spelling (MAX_PATH_COMPONENTS). */
+  let depth = 0;
   let links = 0;
   let viaSymlink = false;
   let accessDenied = false;
@@ -285,10 +368,12 @@ async function walkComponents(input: string, followFinal: boolean): Promise<Walk
     const name = queue.shift()!;
     if (name === '..') {
       current = path.dirname(current);
+      if (depth > 0) depth--;
       if (missingDepth > 0) missingDepth--;
       continue;
     }
     const next = path.join(current, name);
+    if (++depth > MAX_PATH_COMPONENTS) return { resolved: next, stats: null, viaSymlink, tooDeep: true };
     const isLast = queue.length === 0;
     if (missingDepth > 0) {
       missingDepth++;
@@ -316,11 +401,14 @@ async function walkComponents(input: string, followFinal: boolean): Promise<Walk
         // (each retry counts towards MAX_LINKS, so a swap loop ends as symlink_loop, never as a crash).
         const code = (error as NodeJS.ErrnoException).code;
         if (code !== 'EINVAL' && code !== 'ENOENT') throw error;
+        depth--;
         queue.unshift(name);
         continue;
       }
       if (isLast) viaSymlink = true;
+      depth--; // the link itself is replaced by its target
       current = spliceLink(queue, current, target);
+      if (path.isAbsolute(target)) depth = 0;
       continue;
     }
     if (isLast) return { resolved: next, stats, viaSymlink: viaSymlink || stats.isSymbolicLink(), accessDenied };

@@ -100,6 +100,7 @@ export const listDirectory = defineTool({
         skipped: {
           unreadable: page.unreadable,
           name_too_long: page.nameTooLong,
+          ...(page.tooDeep > 0 ? { too_deep: page.tooDeep } : {}),
           ...(page.ignoreRules > 0 ? { ignore_rules: page.ignoreRules } : {}),
         },
       },

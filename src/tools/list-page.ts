@@ -7,6 +7,7 @@
 import type { z } from 'zod';
 import type { WalkEntry, WalkItem } from '../fs/walk.js';
 import { kindOf } from '../policy/authorize.js';
+import { MAX_PATH_COMPONENTS } from '../fs/path-within.js';
 import { afterCursorBytesBound } from './cursor.js';
 import { compactEntry, entryBytes, entryLine, type EntryObject, type EntrySchema } from './list-schema.js';
 import { jsonStringBytes, ResponseBudget } from './response-budget.js';
@@ -69,6 +70,8 @@ export class ListPage {
   truncated = false;
   unreadable = 0;
   nameTooLong = 0;
+  /** Directories not descended because their entries would be deeper than MAX_PATH_COMPONENTS. */
+  tooDeep = 0;
   ignoreRules = 0;
   /**
    * The text lines, once one differs from its entry (a quoted name, an object entry); null while every entry is a
@@ -77,6 +80,7 @@ export class ListPage {
   private lines: string[] | null = null;
   private pendingUnreadable = 0;
   private pendingNameTooLong = 0;
+  private pendingTooDeep = 0;
   // Each entry (structured + its text line) is charged to the response budget as it is added.
   private readonly budget = new ResponseBudget();
 
@@ -88,6 +92,7 @@ export class ListPage {
   skip(reason: string): void {
     if (reason === 'unreadable') this.pendingUnreadable++;
     else if (reason === 'name_too_long') this.pendingNameTooLong++;
+    else if (reason === 'too_deep') this.pendingTooDeep++;
     else if (reason === 'ignore_rule') this.ignoreRules++;
   }
 
@@ -123,7 +128,7 @@ export class ListPage {
       }
     }
     this.budget.charge(cost); // (the first entry always goes: a page makes progress)
-    if (this.pendingUnreadable !== 0 || this.pendingNameTooLong !== 0) this.commitSkips();
+    if (this.pendingUnreadable !== 0 || this.pendingNameTooLong !== 0 || this.pendingTooDeep !== 0) this.commitSkips();
     if (this.lines === null && line !== shaped) this.lines = (this.entries as string[]).slice();
     this.entries.push(shaped);
     this.lastPath = relative;
@@ -137,16 +142,23 @@ export class ListPage {
     this.pendingUnreadable = 0;
     this.nameTooLong += this.pendingNameTooLong;
     this.pendingNameTooLong = 0;
+    this.tooDeep += this.pendingTooDeep;
+    this.pendingTooDeep = 0;
   }
 
   /** The page's text: one line per entry, then the truncation line (its cursor) or `(empty)`. */
   text(nextCursor: string | null): string {
     // While `lines` is null every entry is a string that is its own line.
-    const body = (this.lines ?? (this.entries as string[])).join('\n');
+    let body = (this.lines ?? (this.entries as string[])).join('\n');
+    if (this.tooDeep !== 0) {
+      // Said in the text as well: a text-only client must not take the listing for complete.
+      const note = `[fs-tools: ${this.tooDeep} directories not listed: deeper than ${MAX_PATH_COMPONENTS} path components]`;
+      body = body === '' ? note : `${body}\n${note}`;
+    }
     const last = this.truncated
       ? `[fs-tools: listing truncated at ${this.entries.length} entries; continue with cursor: ${nextCursor}]`
       : null;
-    if (this.entries.length === 0) return last === null ? '(empty)' : `${last}\n(empty)`;
+    if (this.entries.length === 0 && this.tooDeep === 0) return last === null ? '(empty)' : `${last}\n(empty)`;
     return last === null ? body : `${body}\n${last}`;
   }
 }

@@ -60,6 +60,11 @@ export const ListDirectoryOutput = z.object({
       .number()
       .int()
       .describe('Directories whose path is longer than the OS accepts (PATH_MAX), not listed'),
+    too_deep: z
+      .number()
+      .int()
+      .optional()
+      .describe('Directories past 256 path components, not listed; present when > 0'),
     ignore_rules: z
       .number()
       .int()

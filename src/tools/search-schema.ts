@@ -47,7 +47,11 @@ export const SearchFilesOutput = z.object({
       too_large: z.number().int().optional(),
       policy: z.number().int().optional(),
       unreadable: z.number().int().optional().describe('Directories or files that could not be read'),
-      too_deep: z.number().int().optional().describe("Directories below the walk's depth limit (64), not searched"),
+      too_deep: z
+        .number()
+        .int()
+        .optional()
+        .describe("Directories past the walk's depth limit (64) or 256 path components, not searched"),
       name_too_long: z
         .number()
         .int()

@@ -10,7 +10,7 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isWithin, type PathFlavor } from '../../src/fs/path-within.js';
+import { isWithin, pathComponentCount, type PathFlavor } from '../../src/fs/path-within.js';
 
 const POSIX: PathFlavor = { pathModule: path.posix, caseInsensitive: false };
 const POSIX_NOCASE: PathFlavor = { pathModule: path.posix, caseInsensitive: true };
@@ -72,5 +72,14 @@ describe('isWithin', () => {
     expect(isWithin('C:\\proj', 'c:\\PROJ\\a', win)).toBe(true);
     expect(isWithin('C:\\proj', 'D:\\proj\\a', win)).toBe(false);
     expect(isWithin('C:\\proj', 'C:\\proj-secret', win)).toBe(false);
+  });
+});
+
+describe('pathComponentCount', () => {
+  it('counts names after separators; on POSIX a backslash is a name character', () => {
+    expect(pathComponentCount('/')).toBe(0);
+    expect(pathComponentCount('/a//b/')).toBe(2);
+    expect(pathComponentCount('/a\\b')).toBe(1);
+    expect(pathComponentCount('/a/\\b')).toBe(2);
   });
 });

@@ -23,12 +23,13 @@
  *   process as the unprivileged user nobody (uid 65534), where EACCES is real.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_PATH_COMPONENTS, pathComponentCount } from '../../src/fs/path-within.js';
 import { VerifiedDir } from '../../src/fs/verified-dir.js';
 import { walkInto, walkTree, type WalkOptions } from '../../src/fs/walk.js';
 import { childOf, type AllowedPath } from '../../src/policy/resolve-path.js';
@@ -514,5 +515,22 @@ describe('types from the listing (issue #19)', () => {
     } finally {
       dir.close();
     }
+  });
+});
+
+describe('the path depth bound (MAX_PATH_COMPONENTS)', () => {
+  it('offers no entry past the bound and reports each directory it leaves out as too_deep, whatever maxDepth', async () => {
+    const root = tree({});
+    const room = MAX_PATH_COMPONENTS - pathComponentCount(root);
+    const chain = (n: number) => Array.from({ length: n }, () => 'd').join('/');
+    mkdirSync(path.join(root, chain(room + 2)), { recursive: true });
+    const base = path.join(root, chain(room - 2));
+    const entries = await walkEntries(root, { base, maxDepth: 20 });
+    expect(entries.map((e) => e.relative)).toEqual(['d', 'd/d']);
+    expect(entries.skips).toEqual([['too_deep', 'd/d']]);
+    for (const e of entries) expect(pathComponentCount(e.absolute)).toBeLessThanOrEqual(MAX_PATH_COMPONENTS);
+    // A base at the bound: its own entries are past it.
+    const atBound = await walkEntries(root, { base: path.join(root, chain(room)) });
+    expect([atBound.length, atBound.skips]).toEqual([0, [['too_deep', '']]]);
   });
 });

@@ -8,11 +8,13 @@
  * inside and NOT_ALLOWED outside; followFinal:false returns the link itself. Existence outside the roots is never
  * revealed: the envelopes for an existing and a missing outside path differ only in the path string.
  */
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, realpathSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { toEnvelope, type EnvelopeError } from '../../src/errors/to-envelope.js';
 import { ToolError } from '../../src/errors/tool-error.js';
+import { MAX_PATH_COMPONENTS, pathComponentCount } from '../../src/fs/path-within.js';
+import { realOrLexical } from '../../src/policy/git-repository-shape.js';
 import { resolveInRoots, type ResolvedPath } from '../../src/policy/resolve-path.js';
 import type { EffectiveRoot } from '../../src/policy/roots.js';
 import { makeTree, symlink } from '../helpers/tree.js';
@@ -388,4 +390,67 @@ test('links created after the tree (absolute targets) behave the same', async ()
   } finally {
     extra.cleanup();
   }
+});
+
+describe('path depth (MAX_PATH_COMPONENTS, docs/security.md "Bounded work")', () => {
+  const chain = (n: number) => Array.from({ length: n }, () => 'd').join('/');
+  const extra = makeTree({ root: {}, out: {} });
+  afterAll(() => extra.cleanup());
+  const rootDir = path.join(extra.dir, 'root');
+  const root: EffectiveRoot = { given: rootDir, real: rootDir, source: 'cli' };
+  const rootDepth = pathComponentCount(rootDir);
+  /** Levels below the root up to the bound. */
+  const room = MAX_PATH_COMPONENTS - rootDepth;
+  const tooDeep = { reason: 'path_too_deep', field: 'path', limit: MAX_PATH_COMPONENTS };
+  mkdirSync(path.join(rootDir, chain(room + 3)), { recursive: true });
+  mkdirSync(path.join(extra.dir, 'out', chain(room + 3)), { recursive: true });
+  symlinkSync(chain(room + 2), path.join(rootDir, 'deep-link'));
+  symlinkSync(path.join(extra.dir, 'out', chain(room + 2)), path.join(rootDir, 'deep-out'));
+  symlinkSync(chain(room - 1), path.join(rootDir, 'edge-link'));
+
+  test('pathComponentCount counts names, not separators', () => {
+    expect([pathComponentCount('/'), pathComponentCount('/a'), pathComponentCount('/a//b/')]).toEqual([0, 1, 2]);
+  });
+
+  test('a spelling of exactly the bound resolves; one component more is refused before any IO', async () => {
+    const r = await resolveInRoots(chain(room), [root], FOLLOW);
+    expect(pathComponentCount(r.real)).toBe(MAX_PATH_COMPONENTS);
+    // Missing or not, deeper as spelled: refused (as is a spelling that climbs back with `..` after going too deep).
+    for (const spelled of [chain(room + 1), `${chain(room + 1)}/missing`, `${chain(room + 1)}/../..`]) {
+      const error = await resolveInRoots(spelled, [root], FOLLOW).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolError);
+      expect((error as ToolError).code).toBe('VALIDATION');
+      expect((error as ToolError).details).toEqual(tooDeep);
+    }
+  });
+
+  test.each([
+    ['deep-link', 'an existing target (the kernel answer)'],
+    ['deep-link/missing.txt', 'a missing final component (the component walk)'],
+    ['edge-link/d/d', 'a target that crosses the bound below the link'],
+  ])('%s: a short path through a link to %s is path_too_deep', async (spelled) => {
+    const error = await resolveInRoots(spelled, [root], FOLLOW).catch((e: unknown) => e);
+    expect((error as ToolError).code).toBe('VALIDATION');
+    expect((error as ToolError).details).toEqual(tooDeep);
+    expect((error as ToolError).message).toContain('leads through a symbolic link');
+  });
+
+  test('a link to an edge-deep target inside the bound resolves', async () => {
+    const r = await resolveInRoots('edge-link/d', [root], FOLLOW);
+    expect(pathComponentCount(r.real)).toBe(MAX_PATH_COMPONENTS);
+  });
+
+  test('realOrLexical: the nearest existing ancestor through a deep link, the missing rest appended', () => {
+    const deepReal = path.join(rootDir, chain(room + 2));
+    expect(realOrLexical(path.join(rootDir, 'deep-link'))).toBe(deepReal);
+    expect(realOrLexical(path.join(rootDir, 'deep-link', 'm', 'n', 'o'))).toBe(path.join(deepReal, 'm', 'n', 'o'));
+    expect(realOrLexical(path.join(rootDir, 'missing', 'x'))).toBe(path.join(rootDir, 'missing', 'x'));
+    expect(realOrLexical('relative/missing')).toBe(path.join(realpathSync(process.cwd()), 'relative/missing'));
+  });
+
+  test.each(['deep-out', 'deep-out/missing.txt'])('%s: too deep outside the roots is NOT_ALLOWED', async (spelled) => {
+    const error = await resolveInRoots(spelled, [root], FOLLOW).catch((e: unknown) => e);
+    expect((error as ToolError).code).toBe('NOT_ALLOWED');
+    expect((error as ToolError).details).toMatchObject({ reason: 'symlink_target_outside' });
+  });
 });
