@@ -236,7 +236,8 @@ function newPrivateDir(isInside: (p: string) => boolean): string {
  * of a file of the server's own there (to the 0600 it has) and returns the change time the kernel gave that change.
  * Read before the stats of a call's checks, it lets a check tie itself to an entry's stamp as soon as the entry's last
  * change is older than this time, instead of 2 s later (`settled`): only for entries of the same file system (the same
- * device). Null when the file cannot be made or changed (then only the 2 s rule applies).
+ * device). Null when the file cannot be made or changed, or when the file system's stamps are not finer than a
+ * millisecond (a step back of the system clock could then repeat a kept stamp): then only the 2 s rule applies.
  */
 export function fsTimeNow(isInside: (p: string) => boolean): FsTime | null {
   try {
@@ -254,8 +255,15 @@ export function fsTimeNow(isInside: (p: string) => boolean): FsTime | null {
       pool.clock = { dir, fd };
     }
     fchmodSync(pool.clock.fd, 0o600);
-    const st = fstatSync(pool.clock.fd);
-    return { dev: st.dev, ctimeMs: st.ctimeMs };
+    const st = fstatSync(pool.clock.fd, { bigint: true });
+    // Stamps in whole milliseconds or coarser (whole seconds: ext4 with small inodes; FAT): a step back of the
+    // system clock (a leap second, an NTP step) brings the stamps just handed out round again, so a change then can
+    // show a kept stamp. Only the 2 s rule, which outlasts a step back under 2 s, applies there. On a file system
+    // with finer stamps this reading is whole by chance one time in a million: then this call keeps to 2 s too.
+    if (st.ctimeNs % 1_000_000n === 0n) return null;
+    // In ms the way node computes an entry's ctimeMs (seconds * 1e3 + nanoseconds / 1e6), so the two compare exactly.
+    const ctimeMs = Number(st.ctimeNs / 1_000_000_000n) * 1e3 + Number(st.ctimeNs % 1_000_000_000n) / 1e6;
+    return { dev: Number(st.dev), ctimeMs };
   } catch {
     return null;
   }
