@@ -261,7 +261,43 @@ async function walk(input: string, followFinal: boolean): Promise<Walked> {
     const whole = await walkWhole(input);
     if (whole) return whole;
   }
-  return await walkComponents(input, followFinal);
+  const walked = await walkComponents(input, followFinal);
+  if (!walked.tooDeep || !followFinal) return walked;
+  // The component walk stopped at the bound, where the kernel would have gone on (through a link past it, or down and
+  // back up with `..`): had the path existed, walkWhole would have answered with the kernel's destination, outside
+  // the roots or not. Answer the same way for a missing path, or whether a path outside exists would show (NOT_ALLOWED
+  // vs path_too_deep): the kernel resolves the longest existing prefix, and the walk goes on from its real path.
+  const rebased = rebasedOnKernelPrefix(input);
+  return rebased === null ? walked : await walkComponents(rebased, followFinal);
+}
+
+/**
+ * `input` with its longest prefix the kernel resolves replaced by that prefix's real path (links followed), or null
+ * when the whole resolves or the kernel cannot tell. The prefix is found by bisection: resolution fails at the first
+ * missing (or unsearchable) component and every longer prefix fails with it, so log n kernel walks, each linear.
+ */
+function rebasedOnKernelPrefix(input: string): string | null {
+  const parsed = path.parse(input);
+  const parts = componentsOf(input.slice(parsed.root.length));
+  const prefix = (i: number) => parsed.root + parts.slice(0, i).join(path.sep);
+  let lo = 0;
+  let hi = parts.length;
+  let found: { at: number; real: string } | null = null;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    let real: string | null;
+    try {
+      real = kernelResolved(prefix(mid));
+    } catch {
+      hi = mid - 1;
+      continue;
+    }
+    if (real === null) return null;
+    found = { at: mid, real };
+    lo = mid + 1;
+  }
+  if (found === null || found.at === parts.length) return null;
+  return path.join(found.real, ...parts.slice(found.at));
 }
 
 /**
@@ -319,7 +355,9 @@ function kernelResolved(input: string): string | null {
   // O_NONBLOCK as every open here (an O_PATH open does not open the file: a FIFO cannot block it in any case).
   const fd = openSync(input, O_PATH | constants.O_NONBLOCK);
   try {
-    return readlinkSync(`/proc/self/fd/${fd}`);
+    const name = readlinkSync(`/proc/self/fd/${fd}`);
+    // Not a usable path: deleted since the open (" (deleted)" appended), or not reachable from this root.
+    return name.startsWith('/') && !name.endsWith(' (deleted)') ? name : null;
   } catch {
     return null;
   } finally {

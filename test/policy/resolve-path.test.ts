@@ -407,6 +407,8 @@ describe('path depth (MAX_PATH_COMPONENTS, docs/security.md "Bounded work")', ()
   symlinkSync(chain(room + 2), path.join(rootDir, 'deep-link'));
   symlinkSync(path.join(extra.dir, 'out', chain(room + 2)), path.join(rootDir, 'deep-out'));
   symlinkSync(chain(room - 1), path.join(rootDir, 'edge-link'));
+  // A link one component past the bound, out of the roots (the component walk stops before reading it).
+  symlinkSync(path.join(extra.dir, 'out'), path.join(rootDir, chain(room), 'l'));
 
   test('pathComponentCount counts names, not separators', () => {
     expect([pathComponentCount('/'), pathComponentCount('/a'), pathComponentCount('/a//b/')]).toEqual([0, 1, 2]);
@@ -446,6 +448,20 @@ describe('path depth (MAX_PATH_COMPONENTS, docs/security.md "Bounded work")', ()
     expect(realOrLexical(path.join(rootDir, 'deep-link', 'm', 'n', 'o'))).toBe(path.join(deepReal, 'm', 'n', 'o'));
     expect(realOrLexical(path.join(rootDir, 'missing', 'x'))).toBe(path.join(rootDir, 'missing', 'x'));
     expect(realOrLexical('relative/missing')).toBe(path.join(realpathSync(process.cwd()), 'relative/missing'));
+  });
+
+  test.each(['edge-link/d/l', 'edge-link/d/l/missing.txt'])(
+    '%s: a link past the bound out of the roots is NOT_ALLOWED, its target existing or not',
+    async (spelled) => {
+      const error = await resolveInRoots(spelled, [root], FOLLOW).catch((e: unknown) => e);
+      expect((error as ToolError).code).toBe('NOT_ALLOWED');
+      expect((error as ToolError).details).toMatchObject({ reason: 'symlink_target_outside' });
+    },
+  );
+
+  test('a missing path reached down past the bound and back up resolves where the kernel leads', async () => {
+    const r = await resolveInRoots(`deep-link/${'../'.repeat(room + 2)}new.txt`, [root], FOLLOW);
+    expect(r.real).toBe(path.join(rootDir, 'new.txt'));
   });
 
   test.each(['deep-out', 'deep-out/missing.txt'])('%s: too deep outside the roots is NOT_ALLOWED', async (spelled) => {
