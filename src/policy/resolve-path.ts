@@ -307,15 +307,12 @@ function rebasedOnKernelPrefix(input: string): string | null {
  */
 async function walkWhole(input: string): Promise<Walked | null> {
   try {
-    // realpath(3) reads every prefix of the path again (a link at each step): its cost grows with the square of the
-    // resolved depth, and a short path through a link to a deep target pays it. The kernel's own resolution is linear
-    // and fails the same way (a missing component, ELOOP: handled below, before realpath's quadratic walk).
-    const kernel = kernelResolved(input);
-    // Synchronous: two syscalls of a few µs, where two thread-pool round trips were most of a small read_file's own
-    // latency. Only this fast path; the component walk stays asynchronous. (Without the kernel's answer — not Linux,
-    // no /proc — the bound is checked after realpath, still before any other work.)
-    const resolved =
-      kernel !== null && pathComponentCount(kernel) > MAX_PATH_COMPONENTS ? kernel : realpathSync.native(input);
+    // The kernel's own resolution (`realPathOf`): linear in the depth the links lead to, and it fails the same way as
+    // realpath(3) (a missing component, ELOOP: handled below), which reads every prefix again (quadratic) and runs
+    // only where the kernel cannot tell (not Linux, no /proc, a deleted file). Synchronous: a few syscalls of a few µs,
+    // where two thread-pool round trips were most of a small read_file's own latency. Only this fast path; the
+    // component walk stays asynchronous.
+    const resolved = realPathOf(input);
     if (pathComponentCount(resolved) > MAX_PATH_COMPONENTS) {
       return { resolved, stats: null, viaSymlink: false, tooDeep: true };
     }
@@ -347,7 +344,7 @@ const O_PATH = 0o10000000;
 
 /**
  * Where the kernel resolves `input` to (links followed), in one linear walk: an O_PATH descriptor's name in
- * /proc/self/fd. Used only to bound the depth before realpath; null when not on Linux or /proc cannot tell.
+ * /proc/self/fd, the same canonical path realpath(3) gives; null when not on Linux or /proc cannot tell.
  * @throws the open's errno error (ENOENT, ENOTDIR, EACCES, ELOOP, …), as realpath would throw it
  */
 function kernelResolved(input: string): string | null {
