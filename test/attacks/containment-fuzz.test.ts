@@ -1009,6 +1009,17 @@ async function runCalls(
   return { codes, counts };
 }
 
+/**
+ * One call per git tool at an outside repository, added to every world's generated calls: the git tools weigh little,
+ * and the outcome check below asserts each tool was refused at least once (with generated calls alone, some runs of
+ * 1,000 refused no git_status: the assertion then failed by chance, not because of a bug).
+ */
+const OUTSIDE_REPO: PathDesc = { base: 'O/orepo', form: 'abs', tail: [], seps: ['/'], trailing: '', repeat: 1 };
+const GIT_REFUSALS: CallSpec[] = [
+  { tool: 'git_status', args: { path: slot(true)(OUTSIDE_REPO) } },
+  { tool: 'git_diff', args: { path: slot(true)(OUTSIDE_REPO) } },
+];
+
 /** `count` generated calls, reproducible from `seed`. */
 function callsFor(seed: number, count: number): CallSpec[] {
   return fc.sample(fc.array(callArb, { minLength: count, maxLength: count }), { seed, numRuns: 1 })[0];
@@ -1031,7 +1042,7 @@ describe('containment fuzzing', () => {
       fc.asyncProperty(worldArb, fc.integer(), async (spec, callSeed) => {
         const specs = callsFor(callSeed, CALLS_PER_WORLD);
         const w = startWorld(spec, randomBytes(6).toString('hex'));
-        const { counts } = await runCalls(w, specs, inProcess(w));
+        const { counts } = await runCalls(w, [...specs, ...GIT_REFUSALS], inProcess(w));
         for (const [k, v] of Object.entries(counts)) totals[k] = (totals[k] ?? 0) + v;
         calls += specs.length;
       }),
