@@ -1,24 +1,56 @@
 import { defineConfig } from 'vitest/config';
 import { LONG_SUITES } from './vitest.long.config.js';
+import SlowFirstSequencer from './test/helpers/slow-first-sequencer.js';
+
+/** What no project here runs: the install suite (`npm run test:install`) and the long suites (vitest.long.config.ts). */
+const EXCLUDED = ['test/install/**', '**/node_modules/**', ...LONG_SUITES];
+
+/**
+ * The files that need a fresh module state (a process of their own, vitest's default): they count or reset
+ * process-wide state (process slots, the lock site, the native addon's load, the journal's recovery, the git view's
+ * caches) and fail when another file ran in the same worker first. Every other file runs in the `shared` project,
+ * whose two workers each run many files one after another without reloading modules (docs/development.md "Where
+ * `npm test`'s time goes"). A new test file that fails only after others in one worker belongs here.
+ */
+const FRESH_MODULE_STATE = [
+  'test/process-slots.test.ts',
+  'test/attacks/replace-in-files-count-races.test.ts',
+  'test/fs/native-fallback.test.ts',
+  'test/fs/path-lock.test.ts',
+  'test/patch/transaction.test.ts',
+  'test/vcs/git-view-reuse.test.ts',
+  'test/vcs/git-view.test.ts',
+];
 
 export default defineConfig({
   // Issue #20: the in-process test seams exist only in this build of src/ (src/fs/atomic-write.ts); the production
   // bundle defines the constant as false (scripts/bundle.mjs).
   define: { FS_TOOLS_TEST_SEAMS: 'true', FS_TOOLS_BROKEN_CONTAINMENT: 'false' },
   test: {
-    include: ['test/**/*.test.ts'],
-    // The install suite (a local registry, npx, npm install -g) is `npm run test:install`.
-    // The long suites (vitest.long.config.ts: races, kill runs, the patch sample) have their own scripts, run by .ci/run.
-    exclude: ['test/install/**', '**/node_modules/**', ...LONG_SUITES],
+    exclude: EXCLUDED,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
     // e2e tests spawn server processes; 2 cores.
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          isolate: false,
+          include: ['test/**/*.test.ts'],
+          exclude: [...EXCLUDED, ...FRESH_MODULE_STATE],
+        },
+      },
+      { extends: true, test: { name: 'fresh', include: FRESH_MODULE_STATE } },
+    ],
+    sequence: { sequencer: SlowFirstSequencer },
     // Large byte arrays compare with Buffer#equals instead of vitest's per-element walk (same verdicts).
     setupFiles: ['test/helpers/byte-equality.ts'],
-    // Issue #20: v8 coverage of the in-process code (e2e tests spawn dist/cli.js, which coverage does not see).
+    // `npm run test:coverage` (not `npm test`: docs/development.md "Coverage"): v8 coverage of the in-process code and of
+    // the spawned servers (e2e tests spawn dist/cli.js).
     // Per-file thresholds: every file in a guarded folder must meet its folder's bar, and the files named below their
     // own. src/errors and src/patch: measured 2026-12-01 with test/errors and test/patch alone, set slightly below.
     // src/policy and src/fs: measured 2026-12-01 with test/fs, test/policy, test/patch, test/tools, test/errors alone

@@ -1,12 +1,11 @@
 /**
- * `npm test`'s static checks, run at the same time: `node test/helpers/static-checks.mjs typecheck lint format:check`
- * runs `npm run <name>` for each name concurrently, prints each one's output whole when it ends (never interleaved),
+ * `npm test`'s static checks, run at the same time (test/helpers/npm-test.mjs starts this beside vitest, at nice 19):
+ * `node test/helpers/static-checks.mjs typecheck lint format:check` runs `npm run <name>` for each name concurrently, prints each one's output whole when it ends (never interleaved),
  * and exits 1 if any failed (after all have ended), 0 otherwise.
  *
  * Each check is one single-threaded process (tsc ~21 s of CPU, eslint ~48 s with its type-aware rules, prettier
  * ~18 s on these machines); one after another they took ~65 s of `npm test` on 2 cores, side by side about as long as
- * eslint alone. They run before vitest, not during it, so they never load the machine under the suite's stall-bound
- * tests.
+ * eslint alone, and beside vitest at the lowest priority they mostly use the CPU the suite leaves idle.
  */
 import { spawn } from 'node:child_process';
 
