@@ -21,11 +21,12 @@
  *
  * Run as a script (`node scripts/code-cache.mjs --make DIR`), it is the build's representative run: it compiles
  * DIR/main.js the way the loader does, runs it twice in one process — `call read_file` on a small file in a
- * temporary root, then a served MCP session (initialize, tools/list, one read_file call, stdin closed) — and writes
+ * temporary root, then a served MCP session (initialize, tools/list, read_file, git_status, stdin closed) — and writes
  * V8's code cache of what ran (`script.createCachedData()`) into that root, which scripts/bundle.mjs then moves to
  * DIR. Both runs share the one compiled script, so the cache holds what a one-shot call compiles and what serving
- * compiles before and at its first requests (the SDK, every tool module and its schemas, the kernel wall): without
- * the second, every `fs-tools` server compiled those at start (docs/benchmarks.md "Server start-up").
+ * compiles before and at its first requests (the SDK, every tool module and its schemas, the kernel wall, the
+ * subprocess runner): without the second, every `fs-tools` server compiled those at start (docs/benchmarks.md
+ * "Server start-up").
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -121,6 +122,9 @@ export function makeCodeCache(dir, outDir) {
   try {
     const file = path.join(root, 'small-4k.txt');
     writeFileSync(file, `${'x'.repeat(63)}\n`.repeat(64));
+    // A work tree, so the session's git_status runs git (and evaluates the subprocess runner); without git on the
+    // build machine that call answers an envelope and the cache simply lacks that code.
+    spawnSync('git', ['init', '-q'], { cwd: root, stdio: 'ignore' });
     const made = spawnSync(
       process.execPath,
       [
@@ -148,7 +152,10 @@ export function makeCodeCache(dir, outDir) {
   }
 }
 
-/** The served session's requests (JSON Lines on the server's stdin): initialize, tools/list, read_file of `file`. */
+/**
+ * The served session's requests (JSON Lines on the server's stdin): initialize, tools/list, read_file of `file`,
+ * git_status of the root.
+ */
 function servedSession(file) {
   const messages = [
     {
@@ -160,6 +167,7 @@ function servedSession(file) {
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     { jsonrpc: '2.0', id: 2, method: 'tools/list' },
     { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'read_file', arguments: { path: file } } },
+    { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'git_status', arguments: {} } },
   ];
   return messages.map((m) => `${JSON.stringify(m)}\n`).join('');
 }
@@ -191,8 +199,8 @@ function representativeFailure(stdout) {
     return 'a served answer is not JSON';
   }
   const read = answers.find((a) => a.id === 3);
-  if (answers.length !== 3 || !Array.isArray(read?.result?.content) || read.result.isError === true) {
-    return 'the served session did not answer initialize, tools/list and read_file';
+  if (answers.length !== 4 || !Array.isArray(read?.result?.content) || read.result.isError === true) {
+    return 'the served session did not answer initialize, tools/list, read_file and git_status';
   }
   return null;
 }
