@@ -138,7 +138,8 @@ export function makeCodeCache(dir, outDir) {
         '--',
         JSON.stringify({ path: file }),
       ],
-      { encoding: 'utf8', cwd: root, input: servedSession(file) },
+      // A run that hangs (a server that never sees its stdin end) fails the cache, never the build.
+      { encoding: 'utf8', cwd: root, input: servedSession(file), timeout: 120_000 },
     );
     const why = representativeFailure(made.stdout);
     if (made.status !== 0 || why !== null) {
