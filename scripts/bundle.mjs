@@ -93,8 +93,8 @@ writeFileSync(
 );
 asciiComments(`${root}/${staging}/${PROGRAM}`);
 
-// The code cache, made by one representative call of the staged program (which loads the native files beside it),
-// for the product only: the test builds start without one (scripts/code-cache.mjs).
+// The code cache, made by the representative run (a call, then a served session) of the staged program (which loads
+// the native files beside it), for the product only: the test builds start without one (scripts/code-cache.mjs).
 let withCache = false;
 if (!testBuild) {
   if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/${staging}/native`, { recursive: true });

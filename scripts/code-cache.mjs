@@ -19,9 +19,14 @@
  * own directory only (never from a root or the state directory), before anything else runs; nothing writes a cache
  * at run time (the build makes it; a running server could not anyway: the kernel wall refuses it).
  *
- * Run as a script (`node scripts/code-cache.mjs --make DIR`), it is the build's representative call: it compiles
- * DIR/main.js the way the loader does, runs `call read_file` on a small file in a temporary root, and writes V8's
- * code cache of what ran (`script.createCachedData()`) into that root, which scripts/bundle.mjs then moves to DIR.
+ * Run as a script (`node scripts/code-cache.mjs --make DIR`), it is the build's representative run: it compiles
+ * DIR/main.js the way the loader does, runs it twice in one process — `call read_file` on a small file in a
+ * temporary root, then a served MCP session (initialize, tools/list, read_file, git_status, stdin closed) — and writes
+ * V8's code cache of what ran (`script.createCachedData()`) into that root, which scripts/bundle.mjs then moves to
+ * DIR. Both runs share the one compiled script, so the cache holds what a one-shot call compiles and what serving
+ * compiles before and at its first requests (the SDK, every tool module and its schemas, the kernel wall, the
+ * subprocess runner): without the second, every `fs-tools` server compiled those at start (docs/benchmarks.md
+ * "Server start-up").
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -100,7 +105,8 @@ script.runInThisContext()(createRequire(programUrl), programUrl.href);
 }
 
 /**
- * Makes DIR/main.code-cache by running the representative call in a child process (this file with `--make`).
+ * Makes DIR/main.code-cache by the representative run (a call, then a served session) in a child process (this file
+ * with `--make`).
  *
  * The program is compiled under the name it will have in `outDir`, not the staging name: on Node 20 the code
  * deserialized from a cache keeps the script name it was made with (stack traces, CPU profiles), whatever name the
@@ -116,6 +122,9 @@ export function makeCodeCache(dir, outDir) {
   try {
     const file = path.join(root, 'small-4k.txt');
     writeFileSync(file, `${'x'.repeat(63)}\n`.repeat(64));
+    // A work tree, so the session's git_status runs git (and evaluates the subprocess runner); without git on the
+    // build machine that call answers an envelope and the cache simply lacks that code.
+    spawnSync('git', ['init', '-q'], { cwd: root, stdio: 'ignore' });
     const made = spawnSync(
       process.execPath,
       [
@@ -126,20 +135,15 @@ export function makeCodeCache(dir, outDir) {
         root,
         '--state-dir',
         state,
-        'call',
-        'read_file',
+        '--',
         JSON.stringify({ path: file }),
       ],
-      { encoding: 'utf8', cwd: root },
+      // A run that hangs (a server that never sees its stdin end) fails the cache, never the build.
+      { encoding: 'utf8', cwd: root, input: servedSession(file), timeout: 120_000 },
     );
-    let size;
-    try {
-      size = JSON.parse(made.stdout).size;
-    } catch {
-      size = undefined;
-    }
-    if (made.status !== 0 || size !== 4096) {
-      return `the representative call failed (status ${made.status}): ${made.stderr.trim().slice(0, 500)}`;
+    const why = representativeFailure(made.stdout);
+    if (made.status !== 0 || why !== null) {
+      return `the representative run failed (status ${made.status}; ${why ?? 'exit status'}): ${made.stderr.trim().slice(0, 500)}`;
     }
     copyFileSync(path.join(root, CODE_CACHE), path.join(dir, CODE_CACHE));
     return null;
@@ -149,13 +153,83 @@ export function makeCodeCache(dir, outDir) {
   }
 }
 
+/**
+ * The served session's requests (JSON Lines on the server's stdin): initialize, tools/list, read_file of `file`,
+ * git_status of the root.
+ */
+function servedSession(file) {
+  const messages = [
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'code-cache', version: '1' } },
+    },
+    { jsonrpc: '2.0', method: 'notifications/initialized' },
+    { jsonrpc: '2.0', id: 2, method: 'tools/list' },
+    { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'read_file', arguments: { path: file } } },
+    { jsonrpc: '2.0', id: 4, method: 'tools/call', params: { name: 'git_status', arguments: {} } },
+  ];
+  return messages.map((m) => `${JSON.stringify(m)}\n`).join('');
+}
+
+/**
+ * Why the representative run's stdout is not what both runs answer, or null: the call's result (pretty JSON, a
+ * 4,096-byte file) and then one answer line per request of the served session, the read_file call's without error.
+ * @param {string} stdout
+ * @returns {string | null}
+ */
+function representativeFailure(stdout) {
+  const at = stdout.indexOf('\n{"');
+  if (at === -1) return 'no served answers';
+  let size;
+  try {
+    size = JSON.parse(stdout.slice(0, at)).size;
+  } catch {
+    size = undefined;
+  }
+  if (size !== 4096) return 'the call read no 4,096-byte file';
+  let answers;
+  try {
+    answers = stdout
+      .slice(at + 1)
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+  } catch {
+    return 'a served answer is not JSON';
+  }
+  const read = answers.find((a) => a.id === 3);
+  if (answers.length !== 4 || !Array.isArray(read?.result?.content) || read.result.isError === true) {
+    return 'the served session did not answer initialize, tools/list, read_file and git_status';
+  }
+  return null;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv[2] === '--make') {
-  // argv: --make DIR NAME ROOT ...ARGS: run DIR/main.js, compiled as NAME, with ROOT ...ARGS (ROOT first: it is where
-  // the cache is written, the one place besides the state directory that the kernel wall lets the program write).
-  const [, , , dir, filename, root, ...args] = process.argv;
+  // argv: --make DIR NAME ROOT ...OPTIONS -- READ_ARGS: run DIR/main.js, compiled as NAME, twice: `ROOT ...OPTIONS
+  // --sandbox=off call read_file READ_ARGS`, then, when that exits with 0, `ROOT ...OPTIONS` serving the session on
+  // stdin. ROOT comes first: it is where the cache is written at exit, the one place besides the state directory that
+  // the served run's kernel wall lets the program write. The call runs without the wall (the served run raises it):
+  // a wall raised twice in one process would confine the second start-up's own files (native addon) as no real start
+  // is. The program ends each run with process.exit: the first one starts the served run instead.
+  const [, , , dir, filename, root, ...rest] = process.argv;
+  const options = rest.slice(0, rest.indexOf('--'));
+  const readArgs = rest[rest.indexOf('--') + 1];
   const programUrl = pathToFileURL(path.join(dir, PROGRAM));
   const script = new Script(readFileSync(programUrl, 'utf8'), { filename });
-  process.argv = [process.argv[0], fileURLToPath(programUrl), root, ...args];
-  process.on('exit', () => writeFileSync(path.join(root, CODE_CACHE), script.createCachedData()));
-  script.runInThisContext()(createRequire(programUrl), programUrl.href);
+  const run = (args) => {
+    process.argv = [process.argv[0], fileURLToPath(programUrl), root, ...args];
+    script.runInThisContext()(createRequire(programUrl), programUrl.href);
+  };
+  const exit = process.exit.bind(process);
+  process.exit = (code) => {
+    process.exit = exit;
+    if (code !== 0) exit(code);
+    setImmediate(() => run(options));
+  };
+  process.on('exit', (code) => {
+    if (code === 0) writeFileSync(path.join(root, CODE_CACHE), script.createCachedData());
+  });
+  run([...options, '--sandbox=off', 'call', 'read_file', readArgs]);
 }

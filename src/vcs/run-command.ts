@@ -2,7 +2,6 @@
  * The one subprocess runner (docs/security.md "What git may read"): execa without a shell, with a timeout, an output cap, no stdin unless
  * given, and an environment the caller shapes. Everything git, gh and glab run goes through here.
  */
-import { execa } from 'execa';
 import { processSlot } from '../process-slots.js';
 
 /** The outcome of a finished command (a non-zero exit is an outcome, not an exception). */
@@ -46,8 +45,19 @@ export interface RunOptions {
  */
 export type ChildWall = (file: string, env: NodeJS.ProcessEnv) => { file: string; prefix: readonly string[] } | null;
 
-/** How children get their narrower layer, set at start-up (src/process-slots.ts); null: none. */
-const children = processSlot('vcs/run-command', () => ({ childWall: null as ChildWall | null }));
+/** execa's entry point. */
+type Execa = typeof import('execa').execa;
+
+/**
+ * How children get their narrower layer, set at start-up (src/process-slots.ts); null: none. And execa, once
+ * evaluated: it is part of the bundle (scripts/bundle.mjs; no file is loaded), evaluated at the first command rather
+ * than at every start (its module, its signal tables and Node's child-process modules cost a server that never runs a
+ * command about 10 ms of CPU: docs/benchmarks.md "Server start-up").
+ */
+const children = processSlot('vcs/run-command', () => ({
+  childWall: null as ChildWall | null,
+  execa: null as Execa | null,
+}));
 
 /** Sets (once, at start-up, after the wall is raised) how children get their narrower layer; null: none. */
 export function setChildWall(wall: ChildWall | null): void {
@@ -59,6 +69,7 @@ export function setChildWall(wall: ChildWall | null): void {
  * errors.
  */
 export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
+  const execa = children.execa ?? (children.execa = (await import('execa')).execa);
   const started = performance.now();
   const layer = options.serverWall ? null : (children.childWall?.(file, options.env) ?? null);
   const result = await execa(layer ? layer.file : file, layer ? [...layer.prefix, file, ...args] : args, {

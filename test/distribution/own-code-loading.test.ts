@@ -80,6 +80,13 @@ describe('dist/: no file is loaded as code after start-up', () => {
     expect(bundle).toMatch(/function loadKernelWallAddon\(/);
   });
 
+  it('dist/main.js keeps no dynamic import(): each lazily evaluated module is inside the one script', () => {
+    // esbuild turns `await import()` of a bundled module into a call inside the program; one of a Node built-in or an
+    // external package is left as a real import(), which the program (a vm.Script without an import callback) would
+    // fail at run time (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING), or which would load a file.
+    expect([...readFileSync(PROGRAM, 'utf8').matchAll(/\bimport\((?!\))[^)]{0,80}\)/g)].map((m) => m[0])).toEqual([]);
+  });
+
   it('watched from inside: only dist/cli.js and dist/main.js are loaded; the addon by descriptor; workers from code', async () => {
     const root = makeTree(
       { 'src/a.txt': 'one needle\n', 'src/b.txt': 'needle two\n', 'log/.keep': '' },
