@@ -7,15 +7,15 @@
 import {
   lstatSync,
   mkdirSync,
+  opendirSync,
   readdirSync,
   readlinkSync,
   rmSync,
   statSync,
   symlinkSync,
-  type Dirent,
+  type Dir,
   type Stats,
 } from 'node:fs';
-import { readdir as readdirAsync } from 'node:fs/promises';
 import path from 'node:path';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
 import {
@@ -60,20 +60,26 @@ type StoreListing = Pick<CachedListing, 'links' | 'directories' | 'files'>;
 const NO_ENTRIES: StoreListing = { links: [], directories: [], files: [] };
 
 /**
- * The largest object-store directory (its st_size, bytes) listed synchronously; a larger one is listed through the
- * thread pool (`listStoreDirectory`). A fan-out directory of a few hundred loose objects is one 4 KiB block on ext4.
+ * The most entries of one object-store directory read synchronously (a fan-out directory of a few hundred loose
+ * objects, every `pack` and `info` directory git itself leaves); the rest come through the thread pool STORE_BATCH
+ * at a time. Counted in entries, not taken from the directory's st_size: a file system may report any size.
  */
-const SYNC_LIST_BYTES = 64 * 1024;
+const SYNC_LIST_ENTRIES = 2048;
+
+/** Entries of an object-store directory read per readdir batch (opendir(3)'s buffer). */
+const STORE_BATCH = 512;
 
 /**
  * The entries of object-store directory `d` (a verified real path) by type, none when it cannot be listed. An
  * unchanged directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again
- * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. A directory of at most
- * SYNC_LIST_BYTES is read synchronously: no round trip through the thread pool per directory (a repository whose
- * objects changed in the last 2 s lists all 256 fan-out directories on every call); a larger one asynchronously, so
- * the kernel's part of a huge listing stays off the event loop.
+ * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. The first SYNC_LIST_ENTRIES
+ * entries are read synchronously: no round trip through the thread pool per directory (a repository whose objects
+ * changed in the last 2 s lists all 256 fan-out directories on every call); the rest of a larger directory a batch
+ * at a time through the thread pool, each entry sorted between `slicer` checks, so a directory of any size holds the
+ * event loop for a batch at most (docs/security.md "Bounded work": one listing of 200,000 entries converted and
+ * sorted in one go held it for 100–160 ms, four at once 470–670 ms).
  */
-async function listStoreDirectory(d: string, now: FsTime | null): Promise<StoreListing> {
+async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null): Promise<StoreListing> {
   let st: Stats;
   try {
     st = statSync(d);
@@ -83,20 +89,29 @@ async function listStoreDirectory(d: string, now: FsTime | null): Promise<StoreL
   const hit = viewCaches.listings.get(d);
   if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
     return hit;
-  let entries: Dirent[];
+  const listing: StoreListing = { links: [], directories: [], files: [] };
+  let dir: Dir;
   try {
-    entries =
-      st.size <= SYNC_LIST_BYTES
-        ? readdirSync(d, { withFileTypes: true })
-        : await readdirAsync(d, { withFileTypes: true });
+    dir = opendirSync(d, { bufferSize: STORE_BATCH });
   } catch {
     return NO_ENTRIES;
   }
-  const listing: StoreListing = { links: [], directories: [], files: [] };
-  for (const e of entries) {
-    if (e.isSymbolicLink()) listing.links.push(e.name);
-    else if (e.isDirectory()) listing.directories.push(e.name);
-    else if (e.isFile()) listing.files.push(e.name);
+  try {
+    let read = 0;
+    for (;;) {
+      const e = read < SYNC_LIST_ENTRIES ? dir.readSync() : await dir.read();
+      if (e === null) break;
+      read++;
+      if (e.isSymbolicLink()) listing.links.push(e.name);
+      else if (e.isDirectory()) listing.directories.push(e.name);
+      else if (e.isFile()) listing.files.push(e.name);
+      const wait = slicer.check();
+      if (wait) await wait;
+    }
+  } catch {
+    return NO_ENTRIES;
+  } finally {
+    dir.closeSync();
   }
   if (settled(st, now))
     rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ...listing });
@@ -122,7 +137,7 @@ export async function verifyObjects(
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  const top = await listStoreDirectory(objectsDir, now);
+  const top = await listStoreDirectory(objectsDir, slicer, now);
   for (const name of top.links) {
     const wait = slicer.check();
     if (wait) await wait;
@@ -135,7 +150,7 @@ export async function verifyObjects(
     const wait = slicer.check();
     if (wait) await wait;
     const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
-    const listing = await listStoreDirectory(d, now);
+    const listing = await listStoreDirectory(d, slicer, now);
     // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
     for (const name of listing.links) {
       const pause = slicer.check();
