@@ -35,6 +35,13 @@ const MAX_ALTERNATE_DEPTH = 5;
 /** Most alternate object directories in all (each is checked on every call). */
 const MAX_ALTERNATES = 64;
 
+/**
+ * Most pack files (packs, their indexes and reverse indexes) of all verified stores together: each is a link in the
+ * view's mirror, built, fingerprinted and read back on every call (`mirrorObjects`, `holdsExactly`, partly in one
+ * go), so their number is bounded before any of that. git's own `gc.autoPackLimit` keeps a store near 50 packs.
+ */
+export const MAX_PACK_FILES = 4096;
+
 /** One verified object directory as git will see it through the view's mirror (`mirrorObjects`). */
 export interface ObjectStore {
   /** Real path of the object directory. */
@@ -126,7 +133,7 @@ async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null)
  * commit-graph): it reads the view's mirror of them (`mirrorObjects`), so an alternates file changed after this check
  * does not reach git.
  * @throws ToolError NOT_ALLOWED (a link or alternate outside the roots), SECRET_DENIED, unsupported_repository
- *   (alternates too deep or too many, a quoted alternate path)
+ *   (alternates too deep or too many, a quoted alternate path, more than MAX_PACK_FILES pack files in all)
  */
 export async function verifyObjects(
   objectsDir: string,
@@ -156,10 +163,19 @@ export async function verifyObjects(
       const pause = slicer.check();
       if (pause) await pause;
       const found = verify.locate(path.join(d, name), 'object store entry');
-      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) store.packFiles.set(name, found.real);
+      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) {
+        store.packFiles.set(name, found.real);
+        checkPackFiles(store.packFiles.size, objectsDir);
+      }
     }
     if (sub === 'pack')
-      for (const name of listing.files) if (PACK_FILE.test(name)) store.packFiles.set(name, path.join(d, name));
+      for (const name of listing.files) {
+        const pause = slicer.check();
+        if (pause) await pause;
+        if (!PACK_FILE.test(name)) continue;
+        store.packFiles.set(name, path.join(d, name));
+        checkPackFiles(store.packFiles.size, objectsDir);
+      }
   }
   const file = path.join(objectsDir, 'info', 'alternates');
   const found = await verify.readLarge(file, 'objects/info/alternates', VIEW_CAPS.list);
@@ -189,7 +205,27 @@ export async function verifyObjects(
     if (!lstatOrNull(real)?.isDirectory()) continue;
     out.push(...(await verifyObjects(real, verify, slicer, now, depth + 1, seen)));
   }
+  if (depth === 0)
+    checkPackFiles(
+      out.reduce((n, s) => n + s.packFiles.size, 0),
+      objectsDir,
+    );
   return out;
+}
+
+/**
+ * Fails closed when `count` pack files (of the stores verified from `objectsDir`) pass MAX_PACK_FILES.
+ * @throws ToolError VALIDATION unsupported_repository (details `limit`), naming the objects directory only
+ */
+function checkPackFiles(count: number, objectsDir: string): void {
+  if (count > MAX_PACK_FILES)
+    throw repoError(
+      'unsupported_repository',
+      objectsDir,
+      `${objectsDir} and its alternates hold more than ${MAX_PACK_FILES} pack files (packs, indexes, reverse indexes).`,
+      'Repack the repository (`git repack -ad`) or use git directly; the server mirrors a bounded number of pack files.',
+      { limit: MAX_PACK_FILES },
+    );
 }
 
 /**

@@ -10,11 +10,12 @@
  * between any two calls). A link to an outside file among the 200,000 entries is still found and refused.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { linkSync, mkdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelopeOf, StallSession, type RpcResponse } from '../helpers/stall-watchdog.js';
 import { makeTree } from '../helpers/tree.js';
+import { MAX_PACK_FILES } from '../../src/vcs/git-objects.js';
 
 /** The worst stall allowed on the 2-core machines the suite runs on, ms (as test/attacks/bounded-work.test.ts). */
 const STALL_BOUND_MS = 250;
@@ -28,6 +29,7 @@ const ROOT = path.join(tree.dir, 'root');
 const REPO = path.join(ROOT, 'repo');
 const BASE = path.join(ROOT, 'base');
 const ALT = path.join(ROOT, 'alt');
+const PACKS = path.join(ROOT, 'packs');
 /** The big directory while it is not swapped in (outside the roots, on the same file system). */
 const PARKED = path.join(tree.dir, 'big');
 let here = PARKED;
@@ -90,6 +92,7 @@ beforeAll(async () => {
   // alt borrows base's objects through objects/info/alternates (and has none of its own).
   git(ROOT, 'clone', '-q', '--shared', BASE, ALT);
   writeFileSync(path.join(ALT, 'a.txt'), 'a\nchanged in alt\n');
+  committedRepo(PACKS);
   const args = (name: string) => ['--state-dir', path.join(tree.dir, name), ROOT];
   session = await StallSession.start(args('state'));
   idle = await StallSession.start(args('idle-state'));
@@ -167,5 +170,26 @@ describe('a fan-out directory of 200,000 entries', () => {
     renameSync(here, PARKED);
     here = PARKED;
     expect(resultOf(await session.call('git_status', { path: REPO })).entries).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('a pack directory of more pack files than the mirror takes', () => {
+  it(`up to ${MAX_PACK_FILES} pack files in all are mirrored; one more is VALIDATION unsupported_repository`, async () => {
+    const pack = path.join(PACKS, '.git', 'objects', 'pack');
+    const packName = /^pack-[0-9a-f]{40}\.(?:pack|idx|rev)$/;
+    const real = readdirSync(pack).filter((n) => packName.test(n)).length;
+    const seed = path.join(tree.dir, 'seed.idx');
+    writeFileSync(seed, '');
+    const fake = (i: number) => path.join(pack, `pack-${i.toString(16).padStart(40, '0')}.idx`);
+    for (let i = 0; i < MAX_PACK_FILES - real; i++) linkSync(seed, fake(i));
+    // At the cap: mirrored and given to git, which finds the empty indexes unreadable (its answer, not the cap's).
+    const [atCap] = await measured('pack files at the cap', [['git_status', { path: PACKS }]]);
+    expect(envelopeOf(atCap)?.details.reason).not.toBe('unsupported_repository');
+    linkSync(seed, fake(MAX_PACK_FILES - real));
+    const [past] = await measured('pack files past the cap', [['git_status', { path: PACKS }]]);
+    const envelope = envelopeOf(past);
+    expect(envelope?.code).toBe('VALIDATION');
+    expect(envelope?.details).toMatchObject({ reason: 'unsupported_repository', limit: MAX_PACK_FILES });
+    expect(envelope?.details.file).toBe(path.join(PACKS, '.git', 'objects'));
   }, 60_000);
 });
