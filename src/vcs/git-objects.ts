@@ -77,7 +77,8 @@ const SYNC_LIST_ENTRIES = 2048;
 const STORE_BATCH = 512;
 
 /**
- * The entries of object-store directory `d` (a verified real path) by type, none when it cannot be listed. An
+ * The entries of object-store directory `d` (a verified real path) by type; null when it cannot be listed whole (gone,
+ * unreadable: mode 0311 lets git open an entry by name that the server cannot see, or a read failing midway). An
  * unchanged directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again
  * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. The first SYNC_LIST_ENTRIES
  * entries are read synchronously: no round trip through the thread pool per directory (a repository whose objects
@@ -86,12 +87,12 @@ const STORE_BATCH = 512;
  * event loop for a batch at most (docs/security.md "Bounded work": one listing of 200,000 entries converted and
  * sorted in one go held it for 100–160 ms, four at once 470–670 ms).
  */
-async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null): Promise<StoreListing> {
+async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null): Promise<StoreListing | null> {
   let st: Stats;
   try {
     st = statSync(d);
   } catch {
-    return NO_ENTRIES;
+    return null;
   }
   const hit = viewCaches.listings.get(d);
   if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
@@ -101,7 +102,7 @@ async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null)
   try {
     dir = opendirSync(d, { bufferSize: STORE_BATCH });
   } catch {
-    return NO_ENTRIES;
+    return null;
   }
   try {
     let read = 0;
@@ -116,7 +117,7 @@ async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null)
       if (wait) await wait;
     }
   } catch {
-    return NO_ENTRIES;
+    return null;
   } finally {
     dir.closeSync();
   }
@@ -144,7 +145,7 @@ export async function verifyObjects(
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  const top = await listStoreDirectory(objectsDir, slicer, now);
+  const top = (await listStoreDirectory(objectsDir, slicer, now)) ?? NO_ENTRIES;
   for (const name of top.links) {
     const wait = slicer.check();
     if (wait) await wait;
@@ -158,6 +159,11 @@ export async function verifyObjects(
     if (wait) await wait;
     const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
     const listing = await listStoreDirectory(d, slicer, now);
+    if (listing === null) {
+      // Entries that cannot be listed cannot be verified: the directory is not mirrored (git finds no object in it).
+      store.subdirs.delete(sub);
+      continue;
+    }
     // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
     for (const name of listing.links) {
       const pause = slicer.check();
