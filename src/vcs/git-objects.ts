@@ -7,15 +7,15 @@
 import {
   lstatSync,
   mkdirSync,
+  opendirSync,
   readdirSync,
   readlinkSync,
   rmSync,
   statSync,
   symlinkSync,
-  type Dirent,
+  type Dir,
   type Stats,
 } from 'node:fs';
-import { readdir as readdirAsync } from 'node:fs/promises';
 import path from 'node:path';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
 import {
@@ -34,6 +34,13 @@ const MAX_ALTERNATE_DEPTH = 5;
 
 /** Most alternate object directories in all (each is checked on every call). */
 const MAX_ALTERNATES = 64;
+
+/**
+ * Most pack files (packs, their indexes and reverse indexes) of all verified stores together: each is a link in the
+ * view's mirror, built, fingerprinted and read back on every call (`mirrorObjects`, `holdsExactly`, partly in one
+ * go), so their number is bounded before any of that. git's own `gc.autoPackLimit` keeps a store near 50 packs.
+ */
+export const MAX_PACK_FILES = 4096;
 
 /** One verified object directory as git will see it through the view's mirror (`mirrorObjects`). */
 export interface ObjectStore {
@@ -60,43 +67,59 @@ type StoreListing = Pick<CachedListing, 'links' | 'directories' | 'files'>;
 const NO_ENTRIES: StoreListing = { links: [], directories: [], files: [] };
 
 /**
- * The largest object-store directory (its st_size, bytes) listed synchronously; a larger one is listed through the
- * thread pool (`listStoreDirectory`). A fan-out directory of a few hundred loose objects is one 4 KiB block on ext4.
+ * The most entries of one object-store directory read synchronously (a fan-out directory of a few hundred loose
+ * objects, every `pack` and `info` directory git itself leaves); the rest come through the thread pool STORE_BATCH
+ * at a time. Counted in entries, not taken from the directory's st_size: a file system may report any size.
  */
-const SYNC_LIST_BYTES = 64 * 1024;
+const SYNC_LIST_ENTRIES = 2048;
+
+/** Entries of an object-store directory read per readdir batch (opendir(3)'s buffer). */
+const STORE_BATCH = 512;
 
 /**
- * The entries of object-store directory `d` (a verified real path) by type, none when it cannot be listed. An
+ * The entries of object-store directory `d` (a verified real path) by type; null when it cannot be listed whole (gone,
+ * unreadable: mode 0311 lets git open an entry by name that the server cannot see, or a read failing midway). An
  * unchanged directory (same dev, ino, mtime and ctime, stat taken before the listing) is not listed again
- * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. A directory of at most
- * SYNC_LIST_BYTES is read synchronously: no round trip through the thread pool per directory (a repository whose
- * objects changed in the last 2 s lists all 256 fan-out directories on every call); a larger one asynchronously, so
- * the kernel's part of a huge listing stays off the event loop.
+ * (`viewCaches`); the caller verifies each link entry again whatever the listing's age. The first SYNC_LIST_ENTRIES
+ * entries are read synchronously: no round trip through the thread pool per directory (a repository whose objects
+ * changed in the last 2 s lists all 256 fan-out directories on every call); the rest of a larger directory a batch
+ * at a time through the thread pool, each entry sorted between `slicer` checks, so a directory of any size holds the
+ * event loop for a batch at most (docs/security.md "Bounded work": one listing of 200,000 entries converted and
+ * sorted in one go held it for 100–160 ms, four at once 470–670 ms).
  */
-async function listStoreDirectory(d: string, now: FsTime | null): Promise<StoreListing> {
+async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null): Promise<StoreListing | null> {
   let st: Stats;
   try {
     st = statSync(d);
   } catch {
-    return NO_ENTRIES;
+    return null;
   }
   const hit = viewCaches.listings.get(d);
   if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
     return hit;
-  let entries: Dirent[];
-  try {
-    entries =
-      st.size <= SYNC_LIST_BYTES
-        ? readdirSync(d, { withFileTypes: true })
-        : await readdirAsync(d, { withFileTypes: true });
-  } catch {
-    return NO_ENTRIES;
-  }
   const listing: StoreListing = { links: [], directories: [], files: [] };
-  for (const e of entries) {
-    if (e.isSymbolicLink()) listing.links.push(e.name);
-    else if (e.isDirectory()) listing.directories.push(e.name);
-    else if (e.isFile()) listing.files.push(e.name);
+  let dir: Dir;
+  try {
+    dir = opendirSync(d, { bufferSize: STORE_BATCH });
+  } catch {
+    return null;
+  }
+  try {
+    let read = 0;
+    for (;;) {
+      const e = read < SYNC_LIST_ENTRIES ? dir.readSync() : await dir.read();
+      if (e === null) break;
+      read++;
+      if (e.isSymbolicLink()) listing.links.push(e.name);
+      else if (e.isDirectory()) listing.directories.push(e.name);
+      else if (e.isFile()) listing.files.push(e.name);
+      const wait = slicer.check();
+      if (wait) await wait;
+    }
+  } catch {
+    return null;
+  } finally {
+    dir.closeSync();
   }
   if (settled(st, now))
     rememberListing(d, { dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ...listing });
@@ -111,7 +134,7 @@ async function listStoreDirectory(d: string, now: FsTime | null): Promise<StoreL
  * commit-graph): it reads the view's mirror of them (`mirrorObjects`), so an alternates file changed after this check
  * does not reach git.
  * @throws ToolError NOT_ALLOWED (a link or alternate outside the roots), SECRET_DENIED, unsupported_repository
- *   (alternates too deep or too many, a quoted alternate path)
+ *   (alternates too deep or too many, a quoted alternate path, more than MAX_PACK_FILES pack files in all)
  */
 export async function verifyObjects(
   objectsDir: string,
@@ -122,7 +145,7 @@ export async function verifyObjects(
   seen = new Set<string>([objectsDir]),
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  const top = await listStoreDirectory(objectsDir, now);
+  const top = (await listStoreDirectory(objectsDir, slicer, now)) ?? NO_ENTRIES;
   for (const name of top.links) {
     const wait = slicer.check();
     if (wait) await wait;
@@ -135,16 +158,30 @@ export async function verifyObjects(
     const wait = slicer.check();
     if (wait) await wait;
     const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
-    const listing = await listStoreDirectory(d, now);
+    const listing = await listStoreDirectory(d, slicer, now);
+    if (listing === null) {
+      // Entries that cannot be listed cannot be verified: the directory is not mirrored (git finds no object in it).
+      store.subdirs.delete(sub);
+      continue;
+    }
     // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
     for (const name of listing.links) {
       const pause = slicer.check();
       if (pause) await pause;
       const found = verify.locate(path.join(d, name), 'object store entry');
-      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) store.packFiles.set(name, found.real);
+      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) {
+        store.packFiles.set(name, found.real);
+        checkPackFiles(store.packFiles.size, objectsDir);
+      }
     }
     if (sub === 'pack')
-      for (const name of listing.files) if (PACK_FILE.test(name)) store.packFiles.set(name, path.join(d, name));
+      for (const name of listing.files) {
+        const pause = slicer.check();
+        if (pause) await pause;
+        if (!PACK_FILE.test(name)) continue;
+        store.packFiles.set(name, path.join(d, name));
+        checkPackFiles(store.packFiles.size, objectsDir);
+      }
   }
   const file = path.join(objectsDir, 'info', 'alternates');
   const found = await verify.readLarge(file, 'objects/info/alternates', VIEW_CAPS.list);
@@ -174,7 +211,27 @@ export async function verifyObjects(
     if (!lstatOrNull(real)?.isDirectory()) continue;
     out.push(...(await verifyObjects(real, verify, slicer, now, depth + 1, seen)));
   }
+  if (depth === 0)
+    checkPackFiles(
+      out.reduce((n, s) => n + s.packFiles.size, 0),
+      objectsDir,
+    );
   return out;
+}
+
+/**
+ * Fails closed when `count` pack files (of the stores verified from `objectsDir`) pass MAX_PACK_FILES.
+ * @throws ToolError VALIDATION unsupported_repository (details `limit`), naming the objects directory only
+ */
+function checkPackFiles(count: number, objectsDir: string): void {
+  if (count > MAX_PACK_FILES)
+    throw repoError(
+      'unsupported_repository',
+      objectsDir,
+      `${objectsDir} and its alternates hold more than ${MAX_PACK_FILES} pack files (packs, indexes, reverse indexes).`,
+      'Repack the repository (`git repack -ad`) or use git directly; the server mirrors a bounded number of pack files.',
+      { limit: MAX_PACK_FILES },
+    );
 }
 
 /**
