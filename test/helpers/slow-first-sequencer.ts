@@ -15,6 +15,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 export const SLOW_FIRST: readonly string[] = [
   'test/attacks/token-dirs.test.ts',
+  'test/attacks/git-object-store-stall.test.ts',
   'test/e2e/large-trees.test.ts',
   'test/attacks/own-files.test.ts',
   'test/e2e/git.test.ts',
