@@ -123,8 +123,17 @@ export function makeCodeCache(dir, outDir) {
     const file = path.join(root, 'small-4k.txt');
     writeFileSync(file, `${'x'.repeat(63)}\n`.repeat(64));
     // A work tree, so the session's git_status runs git (and evaluates the subprocess runner); without git on the
-    // build machine that call answers an envelope and the cache simply lacks that code.
-    spawnSync('git', ['init', '-q'], { cwd: root, stdio: 'ignore' });
+    // build machine that call answers an envelope and the cache simply lacks that code. In `root` whatever the build's
+    // environment says (a GIT_DIR exported to a hook or script running the build made this init create or reinitialize
+    // the repository it names), and with neither the system's nor the builder's git configuration (an `include.path`
+    // naming a FIFO held it, and so the build, forever); bounded in time like the run below.
+    const gitEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GIT_')));
+    spawnSync('git', ['init', '-q'], {
+      cwd: root,
+      stdio: 'ignore',
+      timeout: 30_000,
+      env: { ...gitEnv, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+    });
     const made = spawnSync(
       process.execPath,
       [

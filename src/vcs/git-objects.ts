@@ -133,6 +133,11 @@ async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null)
  * Returns each store once, the repository's own first. git never reads these stores' `info/` (alternates,
  * commit-graph): it reads the view's mirror of them (`mirrorObjects`), so an alternates file changed after this check
  * does not reach git.
+ * `seen` (real paths of the stores verified so far) and `packCount` (pack files counted so far, and the repository's
+ * objects directory the error names) are shared by the whole recursion: the pack-file cap trips at the first file
+ * past it, across the repository and every alternate, not after each of up to MAX_ALTERNATES stores has been listed
+ * and verified whole (64 stores of 4,096 linked pack files each were all verified, seconds of work per call, before
+ * the total was checked).
  * @throws ToolError NOT_ALLOWED (a link or alternate outside the roots), SECRET_DENIED, unsupported_repository
  *   (alternates too deep or too many, a quoted alternate path, more than MAX_PACK_FILES pack files in all)
  */
@@ -143,6 +148,7 @@ export async function verifyObjects(
   now: FsTime | null,
   depth = 0,
   seen = new Set<string>([objectsDir]),
+  packCount = { files: 0, objectsDir },
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
   const top = (await listStoreDirectory(objectsDir, slicer, now)) ?? NO_ENTRIES;
@@ -171,7 +177,7 @@ export async function verifyObjects(
       const found = verify.locate(path.join(d, name), 'object store entry');
       if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) {
         store.packFiles.set(name, found.real);
-        checkPackFiles(store.packFiles.size, objectsDir);
+        checkPackFiles(++packCount.files, packCount.objectsDir);
       }
     }
     if (sub === 'pack')
@@ -180,7 +186,7 @@ export async function verifyObjects(
         if (pause) await pause;
         if (!PACK_FILE.test(name)) continue;
         store.packFiles.set(name, path.join(d, name));
-        checkPackFiles(store.packFiles.size, objectsDir);
+        checkPackFiles(++packCount.files, packCount.objectsDir);
       }
   }
   const file = path.join(objectsDir, 'info', 'alternates');
@@ -209,13 +215,8 @@ export async function verifyObjects(
         `${file} names more than ${MAX_ALTERNATES} alternate object directories in all.`,
       );
     if (!lstatOrNull(real)?.isDirectory()) continue;
-    out.push(...(await verifyObjects(real, verify, slicer, now, depth + 1, seen)));
+    out.push(...(await verifyObjects(real, verify, slicer, now, depth + 1, seen, packCount)));
   }
-  if (depth === 0)
-    checkPackFiles(
-      out.reduce((n, s) => n + s.packFiles.size, 0),
-      objectsDir,
-    );
   return out;
 }
 
