@@ -45,8 +45,12 @@ const EXPECTED_FILES = [
   ...(HAS_COMPILER ? [...WALL_FILES, NATIVE_ADDON] : []),
   'package.json',
 ];
-/** Upper bound on the unpacked size (bytes); the README states the measured size. */
-const MAX_UNPACKED_BYTES = 4 * 1024 * 1024;
+/**
+ * Upper bound on the unpacked size (bytes); docs/install.md states the measured size. Raised from 4 to 5 MiB on
+ * 2026-12-04: the code cache now also covers serving (1.1 → 1.9 MB), which saves ~40 ms of CPU on every server start
+ * (docs/benchmarks.md "Server start-up").
+ */
+const MAX_UNPACKED_BYTES = 5 * 1024 * 1024;
 
 /** The environment of a user's shell: no npm_* variables leaking from `npm run`, a fresh HOME. */
 function userEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
