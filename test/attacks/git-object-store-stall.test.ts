@@ -9,13 +9,14 @@
  * of the big directory is renamed, so the listing cannot come from the view's cache (an attacker can do the same
  * between any two calls). A link to an outside file among the 200,000 entries is still found and refused.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { linkSync, mkdirSync, readdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelopeOf, StallSession, type RpcResponse } from '../helpers/stall-watchdog.js';
 import { makeTree } from '../helpers/tree.js';
 import { MAX_PACK_FILES } from '../../src/vcs/git-objects.js';
+import { isolatedGit } from '../helpers/isolated-git.js';
 
 /** The worst stall allowed on the 2-core machines the suite runs on, ms (as test/attacks/bounded-work.test.ts). */
 const STALL_BOUND_MS = 250;
@@ -37,23 +38,8 @@ let turn = 0;
 let session: StallSession;
 let idle: StallSession;
 
-function git(cwd: string, ...args: string[]): string {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-  return execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      ...env,
-      HOME,
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@e.invalid',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@e.invalid',
-    },
-  });
-}
+/** git in `cwd`, isolated from this machine's git configuration and GIT_* variables (test/helpers/isolated-git.ts). */
+const git = (cwd: string, ...args: string[]): string => isolatedGit(cwd, HOME, ...args);
 
 /** A repository at `dir` with one commit, its objects packed (no loose object: every fan-out name is free). */
 function committedRepo(dir: string): void {

@@ -9,13 +9,13 @@
  * verified, so the answer is the cap (VALIDATION unsupported_repository), not the outside link found after it. Real
  * server over stdio, real git.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 import { MAX_PACK_FILES } from '../../src/vcs/git-objects.js';
+import { isolatedGit } from '../helpers/isolated-git.js';
 
 const tree = makeTree({ home: {}, root: {}, outside: { 'x.idx': 'outside\n' } }, 'fs-tools-pack-cap-');
 const HOME = path.join(tree.dir, 'home');
@@ -30,9 +30,7 @@ const packName = (store: number, i: number): string =>
 
 beforeAll(() => {
   mkdirSync(REPO);
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-  execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: REPO, env: { ...env, HOME, GIT_CONFIG_NOSYSTEM: '1' } });
+  isolatedGit(REPO, HOME, 'init', '-q', '-b', 'main');
   const alternates: string[] = [];
   for (const store of [0, 1, 2]) {
     const objects = path.join(ROOT, `alt${store}`, 'objects');

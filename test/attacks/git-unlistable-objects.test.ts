@@ -8,12 +8,13 @@
  * mirrored: git finds no object there. Real server over stdio (as nobody when the tests run as root, so the mode
  * holds), with the policy layer alone (`--sandbox=off`) and with the kernel wall in force, real git.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, connect, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
+import { isolatedGit } from '../helpers/isolated-git.js';
 
 const NOBODY = 65534;
 const asRoot = process.getuid?.() === 0;
@@ -25,23 +26,8 @@ const ROOT = path.join(tree.dir, 'root');
 const REPO = path.join(ROOT, 'repo');
 let fanOut = '';
 
-function git(cwd: string, ...args: string[]): string {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-  return execFileSync('git', args, {
-    cwd,
-    encoding: 'utf8',
-    env: {
-      ...env,
-      HOME,
-      GIT_CONFIG_NOSYSTEM: '1',
-      GIT_AUTHOR_NAME: 't',
-      GIT_AUTHOR_EMAIL: 't@e.invalid',
-      GIT_COMMITTER_NAME: 't',
-      GIT_COMMITTER_EMAIL: 't@e.invalid',
-    },
-  });
-}
+/** git in `cwd`, isolated from this machine's git configuration and GIT_* variables (test/helpers/isolated-git.ts). */
+const git = (cwd: string, ...args: string[]): string => isolatedGit(cwd, HOME, ...args);
 
 beforeAll(() => {
   // A commit (packed), then a staged a.txt whose blob is moved outside the roots and linked from its fan-out directory.
