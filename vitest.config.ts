@@ -47,8 +47,9 @@ export default defineConfig({
       { extends: true, test: { name: 'fresh', include: FRESH_MODULE_STATE } },
     ],
     sequence: { sequencer: SlowFirstSequencer },
-    // Large byte arrays compare with Buffer#equals instead of vitest's per-element walk (same verdicts).
-    setupFiles: ['test/helpers/byte-equality.ts'],
+    // Large byte arrays compare with Buffer#equals instead of vitest's per-element walk (same verdicts); per-file CPU
+    // accounting when FS_TOOLS_TEST_CPU_LOG is set (test/helpers/cpu-per-file.ts).
+    setupFiles: ['test/helpers/byte-equality.ts', 'test/helpers/cpu-per-file.ts'],
     // `npm run test:coverage` (not `npm test`: docs/development.md "Coverage"): v8 coverage of the in-process code and of
     // the spawned servers (e2e tests spawn dist/cli.js).
     // Per-file thresholds: every file in a guarded folder must meet its folder's bar, and the files named below their
