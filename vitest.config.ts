@@ -22,6 +22,13 @@ const FRESH_MODULE_STATE = [
   'test/vcs/git-view.test.ts',
 ];
 
+// Every node process this suite starts (~700 servers, CLI runs, helpers) would parse the CA bundle that
+// NODE_EXTRA_CA_CERTS names at start-up: ~70 ms of CPU each on these machines, whose environment sets it to the
+// system bundle. Nothing here reaches past 127.0.0.1 (the forge tests give gh their own CA through SSL_CERT_FILE), so
+// the suite runs without it (docs/development.md "Where `npm test`'s time goes"). vitest's workers are forked after
+// this runs and inherit the environment without it.
+delete process.env.NODE_EXTRA_CA_CERTS;
+
 export default defineConfig({
   // Issue #20: the in-process test seams exist only in this build of src/ (src/fs/atomic-write.ts); the production
   // bundle defines the constant as false (scripts/bundle.mjs).
