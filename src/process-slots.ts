@@ -29,13 +29,14 @@ export const SLOT_NAMES = [
   'fs/lock-site', // the lock scopes (the roots) registered by each ProcessState
   'fs/own-files', // the in-flight register of the server's own files
   'fs/owned-temp', // the private temporary directories alive, and the exit hook's flag
-  'fs/path-lock', // the in-process lock chains, the locks held and their heartbeat
+  'fs/path-lock', // the in-process lock chains, the locks held and their heartbeat, the stale time
   'fs/search-reader', // the one pool of reader threads
   'mutation/copy-write', // the copy fault (seams build only)
   'patch/transaction', // the kill-at step and its counter (seams build only)
   'policy/git-dirs-state', // the git-directory guard's caches
   'policy/near-listings', // the near-path search's directory listings, keyed by identity and stamps
   'server/process-state', // the policy-only roots of the broken-containment test build
+  'server/shutdown', // the shutdown grace (shorter only in the seams build)
   'tools/heavy-calls', // the heavy-call queue and its counters
   'vcs/git-locate', // git's global safe.directory list, read once
   'vcs/git-materialize', // the pool of private git directories and the bases swept

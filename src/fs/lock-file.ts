@@ -159,9 +159,10 @@ function takeAway(dir: VerifiedDir, name: string, verdict: Verdict): void {
 /**
  * Removes a lock judged removable. Serialized by `<lock>.break`, so two processes that judged the same lock stale
  * cannot remove the fresh lock one of them took afterwards. A break lock that is itself forged, of a gone owner, or
- * older than BREAK_STALE_MS is taken away the same inode-checked way.
+ * older than BREAK_STALE_MS is taken away the same inode-checked way. `staleMs` is the stale time the lock was judged
+ * by (LOCK_STALE_MS, or the test build's shorter one).
  */
-export function breakLock(dir: VerifiedDir, name: string, judged: Verdict): void {
+export function breakLock(dir: VerifiedDir, name: string, judged: Verdict, staleMs: number): void {
   const breakName = `${name}.break`;
   const mine = tryCreate(dir, breakName);
   if (mine === null) {
@@ -170,7 +171,7 @@ export function breakLock(dir: VerifiedDir, name: string, judged: Verdict): void
     return;
   }
   try {
-    const now = judge(dir, name, LOCK_STALE_MS);
+    const now = judge(dir, name, staleMs);
     if (now && now.ino === judged.ino && now.kind !== 'held') takeAway(dir, name, now);
   } finally {
     unlinkIfSame(dir, breakName, mine, true);

@@ -73,13 +73,24 @@ const HEARTBEAT_MS = 200;
 /**
  * The locks' state (src/process-slots.ts): `chains`, the in-process order (per path, the promise of the last caller
  * that holds or waits for it); `held`, the locks this process holds now, refreshed by one shared timer, `heartbeat`,
- * while there is any.
+ * while there is any; `staleMs`, the stale time locks are judged by (LOCK_STALE_MS; `setLockStaleMs`).
  */
 const locks = processSlot('fs/path-lock', () => ({
   chains: new Map<string, Promise<unknown>>(),
   held: new Set<HeldLock>(),
   heartbeat: null as NodeJS.Timeout | null,
+  staleMs: LOCK_STALE_MS,
 }));
+
+/**
+ * Sets the stale time this process judges locks by: LOCK_STALE_MS unless a test build shortens it
+ * (`--test-seams=lock-stale:MS`, src/cli/seam-flags.ts), so that a test of what happens after the stale time does not
+ * wait 10 s. It stays well above HEARTBEAT_MS, so a live holder's lock is never judged stale.
+ * @param ms the stale time (ms), at least 5 × HEARTBEAT_MS
+ */
+export function setLockStaleMs(ms: number): void {
+  locks.staleMs = Math.max(5 * HEARTBEAT_MS, ms);
+}
 
 /** Why a lock stopped this call (the `locked` envelope's details.held_by). */
 type HeldBy = 'live_holder' | 'not_refreshed';
@@ -89,14 +100,14 @@ type HeldBy = 'live_holder' | 'not_refreshed';
  * @param why live_holder: a holder kept it fresh for WAIT_MS; not_refreshed: nobody refreshed it while we waited
  */
 function lockedError(target: string, lockPath: string, why: HeldBy, ageMs: number): ToolError {
-  const clearsInS = why === 'live_holder' ? null : Math.max(0, Math.ceil((LOCK_STALE_MS - ageMs) / 1000));
+  const clearsInS = why === 'live_holder' ? null : Math.max(0, Math.ceil((locks.staleMs - ageMs) / 1000));
   return new ToolError(
     'IO_ERROR',
     why === 'live_holder'
       ? `Another process is still changing ${target} (it holds the write lock); nothing was written.`
       : `The write lock of ${target} is held by an owner that does not refresh it (a process that is stalled, on ` +
           `another host, or a lock file that was copied in); nothing was written. It is taken over once it has not ` +
-          `been refreshed for ${LOCK_STALE_MS / 1000} s.`,
+          `been refreshed for ${locks.staleMs / 1000} s.`,
     {
       path: target,
       details: {
@@ -209,9 +220,9 @@ function heldAbove(dir: string, target: string): { dir: VerifiedDir; name: strin
     } catch {
       continue; // the ancestor changed: the mutation's own checks refuse the path
     }
-    const verdict = judge(ancestor, name, LOCK_STALE_MS);
+    const verdict = judge(ancestor, name, locks.staleMs);
     if (verdict?.kind === 'held') return { dir: ancestor, name, verdict };
-    if (verdict) breakLock(ancestor, name, verdict);
+    if (verdict) breakLock(ancestor, name, verdict, locks.staleMs);
     ancestor.close();
   }
   return null;
@@ -252,13 +263,13 @@ type Attempt = { done: HeldLock | null } | { again: 'now' | 'later' };
  * @throws ToolError IO_ERROR reason locked (see waitOrFail)
  */
 function whenTaken(wait: Wait, dir: VerifiedDir, name: string): 'now' | 'later' {
-  const verdict = judge(dir, name, LOCK_STALE_MS);
+  const verdict = judge(dir, name, locks.staleMs);
   if (verdict === null) return 'now'; // released between our link and our look
   if (verdict.kind === 'held') {
     waitOrFail(wait, dir.pathOf(name), verdict);
     return 'later';
   }
-  breakLock(dir, name, verdict);
+  breakLock(dir, name, verdict, locks.staleMs);
   const after = entryStat(dir, name);
   if (after === null) return 'now';
   if (after.ino === verdict.ino) {

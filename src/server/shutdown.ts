@@ -7,11 +7,25 @@
  * files it still has in flight (src/fs/own-files.ts: temporaries, its lock files) and exits. A multi-file change cut
  * off mid-effect keeps its journal entry and is rolled back by the next start.
  */
+import { processSlot } from '../process-slots.js';
 
 /** How long (ms) calls in flight may run on after stdin closed or SIGTERM. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** How long (ms) cancelled calls get to stop and clean up after the grace. */
 export const ABORT_GRACE_MS = 2_000;
+
+/** The grace `drain` gives by default (src/process-slots.ts): SHUTDOWN_GRACE_MS unless `setShutdownGrace` changed it. */
+const grace = processSlot('server/shutdown', () => ({ ms: SHUTDOWN_GRACE_MS }));
+
+/**
+ * Sets the grace this process's shutdown gives the calls in flight: SHUTDOWN_GRACE_MS unless a test build shortens it
+ * (`--test-seams=shutdown-grace:MS`, src/cli/seam-flags.ts), so that a test of a call cut off at the end of the grace
+ * does not wait 10 s.
+ * @param ms the grace (ms)
+ */
+export function setShutdownGrace(ms: number): void {
+  grace.ms = ms;
+}
 
 /** The calls of one process in flight, and whether it still takes new ones. */
 export class CallTracker {
@@ -87,7 +101,7 @@ export class CallTracker {
    * Stops taking calls and waits for those in flight: up to `graceMs`, then cancels the rest and waits up to
    * `abortMs` more. @returns the number of calls still running at the end (0: all answered)
    */
-  async drain(graceMs = SHUTDOWN_GRACE_MS, abortMs = ABORT_GRACE_MS): Promise<number> {
+  async drain(graceMs = grace.ms, abortMs = ABORT_GRACE_MS): Promise<number> {
     this.stopping = true;
     if (!(await this.settledWithin(graceMs))) {
       this.cancel.abort();

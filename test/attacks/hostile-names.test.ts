@@ -4,6 +4,9 @@
  * the issue's own attacks (`notes\n.env`, `readme\n  M main.ts`) — the TEXT of list_directory, search_files (glob
  * and content) and git_status shows that file as exactly one line, which decodes back to the name, and no line that
  * is not an entry; the structured results carry the exact name. No control character reaches the text at all.
+ * The generated names are split between the eras (30 runs each, 60 in all as before): the text is the server's, the
+ * same for either client, and each era still reads every output for names of every kind. The last two describes
+ * share one server (same flags; each works in its own directory).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -158,8 +161,15 @@ describe.each(ERAS)('hostile file names in text output (%s era)', (era: Era) => 
   }, 60_000);
 
   it('any file name is exactly one line of each text output', async () => {
-    await fc.assert(fc.asyncProperty(fileName, check), { numRuns: 60 });
+    await fc.assert(fc.asyncProperty(fileName, check), { numRuns: 30 });
   }, 180_000);
+});
+
+/** One modern server for the last two describes (started on first use, closed after the file). */
+let shared: Promise<TestClient> | undefined;
+const sharedClient = (): Promise<TestClient> => (shared ??= connect('modern', { args: [scratch.dir] }));
+afterAll(async () => {
+  await (await shared)?.close();
 });
 
 describe('structured output keeps the exact name (a directory of many hostile names)', () => {
@@ -176,14 +186,10 @@ describe('structured output keeps the exact name (a directory of many hostile na
       '\u001b[2Jclear',
     ].sort();
     for (const n of names) writeFileSync(path.join(dir, n), '');
-    const client = await connect('modern', { args: [scratch.dir] });
-    try {
-      const r = await client.call('list_directory', { path: dir });
-      expect((r.structuredContent as any).entries.map(entryPath)).toEqual(names);
-      expect(textOf(r).split('\n').map(unquote)).toEqual(names);
-    } finally {
-      await client.close();
-    }
+    const client = await sharedClient();
+    const r = await client.call('list_directory', { path: dir });
+    expect((r.structuredContent as any).entries.map(entryPath)).toEqual(names);
+    expect(textOf(r).split('\n').map(unquote)).toEqual(names);
   }, 60_000);
 });
 
@@ -200,32 +206,28 @@ describe('names and link targets in the text of the other tools (review of the m
     execFileSync('ln', ['-s', forged, link]);
     const hostileDir = path.join(dir, 'd\nM main.ts');
     mkdirSync(hostileDir, { recursive: true });
-    const client = await connect('modern', { args: [scratch.dir] });
-    try {
-      const texts: string[] = [];
-      const st = await client.call('stat', { path: link });
-      expect(st.isError, textOf(st)).toBeFalsy();
-      texts.push(textOf(st));
-      const file = path.join(hostileDir, 'f.txt');
-      for (const [tool, args] of [
-        ['write_file', { path: file, content: 'a\n' }],
-        ['edit_file', { path: file, edits: [{ old_text: 'a', new_text: 'b' }] }],
-        ['read_files', { paths: [file] }],
-        ['create_directory', { path: path.join(hostileDir, 'sub') }],
-        ['move_path', { source: file, destination: path.join(hostileDir, 'g.txt') }],
-        ['delete_path', { path: path.join(hostileDir, 'g.txt') }],
-      ] as const) {
-        const r = await client.call(tool, args);
-        expect(r.isError, `${tool}: ${textOf(r)}`).toBeFalsy();
-        texts.push(textOf(r));
-      }
-      for (const t of texts) {
-        expect(t).not.toMatch(CONTROL);
-        expect(t).not.toMatch(/^\[fs-tools: the file was deleted\]/m);
-        expect(t).not.toMatch(/^M main\.ts/m);
-      }
-    } finally {
-      await client.close();
+    const client = await sharedClient();
+    const texts: string[] = [];
+    const st = await client.call('stat', { path: link });
+    expect(st.isError, textOf(st)).toBeFalsy();
+    texts.push(textOf(st));
+    const file = path.join(hostileDir, 'f.txt');
+    for (const [tool, args] of [
+      ['write_file', { path: file, content: 'a\n' }],
+      ['edit_file', { path: file, edits: [{ old_text: 'a', new_text: 'b' }] }],
+      ['read_files', { paths: [file] }],
+      ['create_directory', { path: path.join(hostileDir, 'sub') }],
+      ['move_path', { source: file, destination: path.join(hostileDir, 'g.txt') }],
+      ['delete_path', { path: path.join(hostileDir, 'g.txt') }],
+    ] as const) {
+      const r = await client.call(tool, args);
+      expect(r.isError, `${tool}: ${textOf(r)}`).toBeFalsy();
+      texts.push(textOf(r));
+    }
+    for (const t of texts) {
+      expect(t).not.toMatch(CONTROL);
+      expect(t).not.toMatch(/^\[fs-tools: the file was deleted\]/m);
+      expect(t).not.toMatch(/^M main\.ts/m);
     }
   });
 });

@@ -11,19 +11,23 @@
  *    so a lock-named directory or a forged record could be planted; no tool creates any of them.
  * 3. A holder stopped (SIGSTOP) for longer than the lock's stale time while it copies a tree: a second session takes
  *    the destination meanwhile; when the first resumes, nothing the second wrote is lost (the copy refuses to place
- *    over it) and nothing of ours is left.
+ *    over it) and nothing of ours is left. The second session is the seams build with a stale time of STALE_MS
+ *    instead of LOCK_STALE_MS (10 s; `--test-seams=lock-stale:MS`, src/cli/seam-flags.ts): the same judgement of the
+ *    stopped holder's lock, without waiting 10 s. It starts before the holder is stopped, so its first write meets
+ *    the lock well within the stale time.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOwnFileName } from '../../src/fs/own-files.js';
-import { LOCK_STALE_MS } from '../../src/fs/path-lock.js';
 import { connect, type TestClient } from '../helpers/server.js';
 import { startRaw } from '../helpers/raw-server.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
+/** The second session's stale time (ms): above its first write's ~0.7 s wait (LOCK_STUCK_MS) after the stop. */
+const STALE_MS = 3_000;
 const cleanups: Array<() => void> = [];
 const clients: TestClient[] = [];
 afterAll(async () => {
@@ -127,7 +131,10 @@ describe('a stopped holder', () => {
     for (let i = 0; i < 30; i++) files[`f${String(i).padStart(3, '0')}.txt`] = `file ${i}\n`;
     const root = tree({ src: files });
     const a = startRaw(['--state-dir', tree(), root], { seam: '--test-seams=copy-delay:50' });
-    await a.ready;
+    const [b] = await Promise.all([
+      server([`--test-seams=lock-stale:${STALE_MS}`, '--state-dir', tree(), root]),
+      a.ready,
+    ]);
     const copied = a.call('copy_path', {
       source: path.join(root, 'src'),
       destination: path.join(root, 'dst'),
@@ -137,7 +144,6 @@ describe('a stopped holder', () => {
     expect(ownEntries(root).some((e) => e.startsWith('.fs-tools-lock-'))).toBe(true);
     a.child.kill('SIGSTOP');
     try {
-      const b = await server(['--state-dir', tree(), root]);
       const dst = path.join(root, 'dst');
       // While A's lock is fresh-but-unrefreshed, B is told to retry later (never a second writer at once).
       const first = await b.call('write_file', { path: dst, content: 'B wrote this\n' });
@@ -148,7 +154,7 @@ describe('a stopped holder', () => {
         retryable: true,
       });
       expect(existsSync(dst)).toBe(false);
-      await new Promise((r) => setTimeout(r, LOCK_STALE_MS + 300));
+      await new Promise((r) => setTimeout(r, STALE_MS + 300));
       await b.callOk('write_file', { path: dst, content: 'B wrote this\n' });
     } finally {
       a.child.kill('SIGCONT');

@@ -5,8 +5,11 @@
  * 1. Forged locks: a lock-named directory at a file's lock name, a lock-named entry in the middle of a path, lock
  *    files naming another host, `{}`, pid 1 (with its real start time), and a lock in an ancestor for a file whose
  *    directory does not exist yet. Every write succeeds or fails within a second; a failure is IO_ERROR reason
- *    `locked`, retryable, retry_later, naming the lock root-relative; after LOCK_STALE_MS every one succeeds (no
- *    state in which a file can never be written again).
+ *    `locked`, retryable, retry_later, naming the lock root-relative; after the stale time every one succeeds (no
+ *    state in which a file can never be written again). The server is the seams build with a stale time of STALE_MS
+ *    instead of LOCK_STALE_MS (10 s; `--test-seams=lock-stale:MS`, src/cli/seam-flags.ts): the same judgement,
+ *    without waiting 10 s. The locks are planted once it has started, so the three failing writes (~0.7 s each,
+ *    LOCK_STUCK_MS) all meet them fresh.
  * 2. No tool creates an entry of the own class (lock, temporary, copy tree) in any component: create_directory,
  *    write_file create_dirs, apply_patch, copy_path and move_path destinations — nothing is created.
  * 3. A temporary of `.env` (what a server killed mid-write leaves) and a copy tree holding a `.env`: never listed,
@@ -22,12 +25,13 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOwnFileName } from '../../src/fs/own-files.js';
 import { selfIdentity, startTimeOf } from '../../src/fs/process-identity.js';
-import { LOCK_STALE_MS } from '../../src/fs/path-lock.js';
 import { connect, type TestClient } from '../helpers/server.js';
 import { startRaw } from '../helpers/raw-server.js';
 import { snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
+/** The stale time (ms) of the forged-locks server (seams build): above the ~2.1 s the three failing writes wait. */
+const STALE_MS = 4_000;
 const cleanups: Array<() => void> = [];
 const clients: TestClient[] = [];
 afterAll(async () => {
@@ -68,6 +72,7 @@ describe('forged locks', () => {
   it('a lock planted anywhere on the path, from another host, {}, pid 1: each write succeeds or fails within 1 s naming the lock, and succeeds after the stale time', async () => {
     const root = tree({ sub: {}, deep: {} });
     const state = tree();
+    const c = await server([`--test-seams=lock-stale:${STALE_MS}`, '--auto-occ=off', '--state-dir', state, root]);
     const me = selfIdentity();
     // A lock-named directory at a.txt's lock name (what create_directory could make before the fix).
     mkdirSync(path.join(root, lockName('a.txt'), 'x'), { recursive: true });
@@ -83,7 +88,6 @@ describe('forged locks', () => {
     // A lock-named directory in the middle of a path.
     mkdirSync(path.join(root, 'deep', lockName('zz')));
     const planted = Date.now();
-    const c = await server(['--auto-occ=off', '--state-dir', state, root]);
     const targets = ['a.txt', 'sub/b.txt', 'c.txt', 'd.txt', 'new/e.txt'];
     const locks: Record<string, string> = {
       'c.txt': lockName('c.txt'),
@@ -105,7 +109,8 @@ describe('forged locks', () => {
         recovery: 'retry_later',
         details: { reason: 'locked', lock: locks[t], held_by: 'not_refreshed' },
       });
-      expect(error.details.clears_in_s).toBeLessThanOrEqual(LOCK_STALE_MS / 1000);
+      expect(error.details.clears_in_s).toBeLessThanOrEqual(STALE_MS / 1000);
+      expect(error.message).toContain(`not been refreshed for ${STALE_MS / 1000} s`);
     }
     // What is not a lock this program wrote is taken away at once: a.txt and sub/b.txt were written.
     expect(readFileSync(path.join(root, 'a.txt'), 'utf8')).toBe('new a.txt\n');
@@ -126,7 +131,7 @@ describe('forged locks', () => {
       details: { source: 'builtin', rule: 'lock_file' },
     });
     // No state in which a file can never be written again: after the stale time, every write goes through.
-    await new Promise((r) => setTimeout(r, Math.max(0, planted + LOCK_STALE_MS + 300 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, planted + STALE_MS + 300 - Date.now())));
     for (const t of targets) {
       await c.callOk('write_file', { path: path.join(root, t), content: `later ${t}\n`, create_dirs: true });
       expect(readFileSync(path.join(root, t), 'utf8')).toBe(`later ${t}\n`);

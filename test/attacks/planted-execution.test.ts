@@ -361,6 +361,26 @@ describe('execution-bearing configuration', () => {
 
 describe('what an attacker tries next', () => {
   const call = (tool: string, args: Record<string, unknown>) => client.callError(tool, args);
+  // The repositories the last two cases need, made by the user (another process) when this describe starts: the
+  // server reuses a root's list of repositories for up to REPOSITORY_SEARCH_REUSE_MS (2 s; the file tools cannot
+  // create one), so a repository made meanwhile is guarded once that has passed. Made here, the 2 s pass during the
+  // cases before them instead of in two waits of their own; `reposKnown` waits for whatever is left.
+  let reposMadeAt = 0;
+  beforeAll(() => {
+    // A hooks directory shared by a repository below the root, outside its work tree.
+    git(R, 'clone', '-q', r('src-repo'), r('tree-svc'));
+    mkdirSync(r('tree-tools/githooks'), { recursive: true });
+    writeFileSync(r('tree-tools/githooks/pre-commit'), '#!/bin/sh\n: user hook\n');
+    chmodSync(r('tree-tools/githooks/pre-commit'), 0o755);
+    git(r('tree-svc'), 'config', 'core.hooksPath', '../tree-tools/githooks');
+    // Two repositories directly below the root sharing ../shared-hooks (outside each work tree).
+    for (const name of ['svc-a', 'svc-b']) {
+      git(R, 'clone', '-q', r('src-repo'), r(name));
+      git(r(name), 'config', 'core.hooksPath', '../shared-hooks');
+    }
+    reposMadeAt = Date.now();
+  });
+  const reposKnown = () => new Promise((done) => setTimeout(done, Math.max(0, reposMadeAt + 2_100 - Date.now())));
   const denied = (envelope: { error: Record<string, any> }, rule: string) => {
     expect(envelope.error.code, JSON.stringify(envelope.error)).toBe('FILE_POLICY_DENIED');
     expect(envelope.error.details).toMatchObject({ source: 'builtin', rule });
@@ -486,13 +506,8 @@ describe('what an attacker tries next', () => {
       denied(await call(tool, args), 'git_dir');
     }
     expect(snapshotTree(r('bare'))).toEqual(before);
-    // A hooks directory shared by a repository below the root, outside its work tree.
-    git(R, 'clone', '-q', r('src-repo'), r('tree-svc'));
-    mkdirSync(r('tree-tools/githooks'), { recursive: true });
-    writeFileSync(r('tree-tools/githooks/pre-commit'), '#!/bin/sh\n: user hook\n');
-    chmodSync(r('tree-tools/githooks/pre-commit'), 0o755);
-    git(r('tree-svc'), 'config', 'core.hooksPath', '../tree-tools/githooks');
-    await new Promise((resolve) => setTimeout(resolve, 2100)); // the sibling repositories' hooks are reused for 2 s
+    // tree-svc (made in beforeAll) shares ../tree-tools/githooks, outside its work tree.
+    await reposKnown();
     denied(await call('move_path', { source: r('tree-tools'), destination: r('tree-tools-old') }), 'hooks_dir');
     denied(await call('delete_path', { path: r('tree-tools'), recursive: true }), 'hooks_dir');
     writeFileSync(r('stage-hooks.txt'), HOOK);
@@ -512,14 +527,8 @@ describe('what an attacker tries next', () => {
   });
 
   it('core.hooksPath absolute, `~/`, shared by sibling repositories, and set by a later config change', async () => {
-    // Two repositories directly below the root sharing ../shared-hooks (outside each work tree).
-    for (const name of ['svc-a', 'svc-b']) {
-      git(R, 'clone', '-q', r('src-repo'), r(name));
-      git(r(name), 'config', 'core.hooksPath', '../shared-hooks');
-    }
-    // The server reuses a root's list of repositories for up to REPOSITORY_SEARCH_REUSE_MS (2 s; the file tools
-    // cannot create one): a repository another process just made is guarded once that has passed.
-    await new Promise((done) => setTimeout(done, 2_100));
+    // svc-a and svc-b (made in beforeAll) share ../shared-hooks, outside each work tree.
+    await reposKnown();
     denied(
       await call('write_file', { path: r('shared-hooks/pre-commit'), content: HOOK, create_dirs: true }),
       'hooks_dir',

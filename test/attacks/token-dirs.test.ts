@@ -10,18 +10,23 @@
  *   dead server's whole run directory (where its TMPDIR and so the token directory lay); with --sandbox=off, the
  *   token directory itself in the temporary directory, said on stderr.
  * Afterwards no file under the temporary directory holds a byte of the token. TMPDIR is private to this test.
+ * The servers ended during the gh call run the seams build with a shutdown grace of GRACE_MS instead of 10 s
+ * (`--test-seams=shutdown-grace:MS`, src/cli/seam-flags.ts): the gh call never answers, so SIGTERM and stdin closed
+ * wait out the whole grace and then cancel it, as with 10 s; the SIGKILL cases run the product build.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI } from '../helpers/server.js';
+import { CLI, SEAMS_CLI } from '../helpers/server.js';
 import { TlsForge } from '../helpers/tls-forge.js';
 import { makeTree } from '../helpers/tree.js';
 import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github-token.js';
 
 const TOKEN = 'ghe_enterprise_token_KILLTEST_0123456789';
+/** The shutdown grace (ms) of the servers ended gracefully during the gh call (the product's is 10 s). */
+const GRACE_MS = 500;
 const GH = execFileSync('sh', ['-c', 'command -v gh || true'], { encoding: 'utf8' }).trim();
 const scratch = makeTree({ root: { 'a.txt': 'a\n' }, home: {}, ghcfg: {}, tmp: {}, state: {} }, 'fs-tools-tokdir-');
 const TMP = path.join(scratch.dir, 'tmp');
@@ -47,13 +52,14 @@ interface Server {
 /**
  * A server over raw stdio (2025 era: initialize, then calls), with TMPDIR private to this test. With the kernel wall
  * (`wall`, the default) the server's TMPDIR is its run directory `TMP/fs-tools-run-PID-XXXXXX` (src/cli/kernel-wall.ts),
- * so its token directories live there; with `--sandbox=off` directly in TMP.
+ * so its token directories live there; with `--sandbox=off` directly in TMP. `shortGrace`: the seams build with a
+ * shutdown grace of GRACE_MS.
  */
-function start(wall: boolean): Server {
+function start(wall: boolean, shortGrace = false): Server {
   const child = spawn(
     process.execPath,
     [
-      CLI,
+      ...(shortGrace ? [SEAMS_CLI, `--test-seams=shutdown-grace:${GRACE_MS}`] : [CLI]),
       wall ? '--sandbox=require' : '--sandbox=off',
       '--state-dir',
       path.join(scratch.dir, 'state'),
@@ -141,10 +147,10 @@ async function until(what: string, check: () => boolean, ms = 20_000): Promise<v
 }
 
 /** Starts a server and waits until gh is blocked with the token on disk; returns the server and its directory. */
-async function inGhCall(wall: boolean): Promise<{ s: Server; dir: string }> {
+async function inGhCall(wall: boolean, shortGrace = false): Promise<{ s: Server; dir: string }> {
   const before = new Set(tokenDirs());
   forge.requests.length = 0;
-  const s = start(wall);
+  const s = start(wall, shortGrace);
   listIssues(s);
   let dir = '';
   await until('the token directory and the request', () => {
@@ -171,7 +177,7 @@ describe.runIf(GH !== '')('gh token directories on every exit path (kernel wall 
   ] as const)(
     '%s during a gh call: the directory is gone when the process has exited',
     async (_name, end) => {
-      const { s, dir } = await inGhCall(true);
+      const { s, dir } = await inGhCall(true, true);
       expect(s.stderr()).toMatch(/kernel wall: .*enforced/);
       end(s);
       await s.exited;

@@ -45,7 +45,7 @@ describe('test seams', () => {
     const product = readFileSync(PROGRAM, 'utf8');
     expect(product.match(/test-seams/gi) ?? []).toEqual([]);
     // The seams module's code is gone with the flag (a dead `if (false)` call to it may remain).
-    expect(product).not.toMatch(/kill-at|copy-fault|copy-delay/);
+    expect(product).not.toMatch(/kill-at|copy-fault|copy-delay|lock-stale|shutdown-grace/);
     expect(readFileSync(SEAMS_PROGRAM, 'utf8')).toContain('--test-seams=');
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-seam-flag-'));
     try {

@@ -20,7 +20,11 @@
  *  - dry_run of write_file/edit_file returns the would-be hash and writes nothing.
  * Every rejection asserts the code and that the bytes, modes and listings involved are unchanged.
  * Under both eras except the escapes from the roots (legacy) and .git (modern), which run once: refusals decided by
- * the server on the filesystem, the same error result in both eras.
+ * the server on the filesystem, the same error result in both eras; and, once each, the REWRITE_BLOCKED threshold
+ * (modern: the server's count of replaced lines) and the process flags but --readonly (--auto-occ=warn and
+ * --mutation-budget=2 modern, --auto-occ=off and --mutation-budget=3 legacy: what a flag lets through is decided by
+ * the server, and the results' shapes are checked under both eras by the cases above). --readonly runs under both:
+ * it changes tools/list, which each era's client reads.
  */
 import {
   chmodSync,
@@ -417,29 +421,31 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
       new_text: Array.from({ length: k }, (_, i) => `new ${i + 1}`).join('\n'),
     });
 
-    test.each<[string, string, number, boolean, boolean]>([
-      // label, file, lines replaced, allow_rewrite, blocked
-      ['10 lines, 9 replaced (90%)', TEN, 9, false, true],
-      ['10 lines, all replaced', TEN, 10, false, true],
-      ['10 lines, 8 replaced (80%)', TEN, 8, false, false],
-      ['9 lines, all replaced', NINE, 9, false, false],
-      ['10 lines, all replaced with allow_rewrite', TEN, 10, true, false],
-    ])('REWRITE_BLOCKED threshold: %s', async (_label, content, k, allowRewrite, blocked) => {
-      const { f, d } = await fileWith(content);
-      const before = snapshotTree(d, { withMtime: true });
-      const call = await s.client.call('edit_file', {
-        path: f,
-        edits: [replaceFirst(content, k)],
-        allow_rewrite: allowRewrite,
+    modernOnly('the REWRITE_BLOCKED threshold', () => {
+      test.each<[string, string, number, boolean, boolean]>([
+        // label, file, lines replaced, allow_rewrite, blocked
+        ['10 lines, 9 replaced (90%)', TEN, 9, false, true],
+        ['10 lines, all replaced', TEN, 10, false, true],
+        ['10 lines, 8 replaced (80%)', TEN, 8, false, false],
+        ['9 lines, all replaced', NINE, 9, false, false],
+        ['10 lines, all replaced with allow_rewrite', TEN, 10, true, false],
+      ])('REWRITE_BLOCKED threshold: %s', async (_label, content, k, allowRewrite, blocked) => {
+        const { f, d } = await fileWith(content);
+        const before = snapshotTree(d, { withMtime: true });
+        const call = await s.client.call('edit_file', {
+          path: f,
+          edits: [replaceFirst(content, k)],
+          allow_rewrite: allowRewrite,
+        });
+        if (blocked) {
+          const e = expectCode(call, 'REWRITE_BLOCKED');
+          expect(e.error.details).toMatchObject({ threshold: 0.9, min_lines: 10, lines: 10 });
+          expect(snapshotTree(d, { withMtime: true })).toEqual(before);
+        } else {
+          expect(call.isError, call.content[0]?.text).toBeFalsy();
+          expect(bytesOf(f).toString()).toContain('new 1\n');
+        }
       });
-      if (blocked) {
-        const e = expectCode(call, 'REWRITE_BLOCKED');
-        expect(e.error.details).toMatchObject({ threshold: 0.9, min_lines: 10, lines: 10 });
-        expect(snapshotTree(d, { withMtime: true })).toEqual(before);
-      } else {
-        expect(call.isError, call.content[0]?.text).toBeFalsy();
-        expect(bytesOf(f).toString()).toContain('new 1\n');
-      }
     });
   });
 
@@ -780,7 +786,9 @@ describe.each(ERAS)('mutations (%s era)', (era) => {
 });
 
 describe.each(ERAS)('process flags (%s era)', (era) => {
-  describe('--auto-occ=warn', () => {
+  const modernOnly = inEra(era, 'modern', describe);
+  const legacyOnly = inEra(era, 'legacy', describe);
+  modernOnly('--auto-occ=warn', () => {
     const s = useServer(era, ['--auto-occ=warn']);
     it('proceeds with external_change true on an external change and on an unread file', async () => {
       const d = s.area({ 'f.txt': 'one\ntwo\n', 'g.txt': 'unread\n' });
@@ -804,7 +812,7 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
     });
   });
 
-  describe('--auto-occ=off', () => {
+  legacyOnly('--auto-occ=off', () => {
     const s = useServer(era, ['--auto-occ=off']);
     it('proceeds without any hash; explicit hashes still bind', async () => {
       const d = s.area({ 'f.txt': 'unread\n', 'g.txt': 'one\n' });
@@ -859,7 +867,7 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
     });
   });
 
-  describe('--mutation-budget=2', () => {
+  modernOnly('--mutation-budget=2', () => {
     const s = useServer(era, ['--mutation-budget=2']);
     it('counts only successful mutations: dry runs and failures are free', async () => {
       const d = s.area({ 'f.txt': 'v0\n' });
@@ -889,7 +897,7 @@ describe.each(ERAS)('process flags (%s era)', (era) => {
 
   // Regression: the budget was checked before each call and counted after it, so every call in flight passed the
   // check and 8 concurrent writes under --mutation-budget=2 all succeeded.
-  describe('--mutation-budget=3 under concurrent calls', () => {
+  legacyOnly('--mutation-budget=3 under concurrent calls', () => {
     const s = useServer(era, ['--mutation-budget=3']);
     it('never allows more than 3 successes, and failing calls in flight give their unit back', async () => {
       const d = s.area({ 'unread.txt': 'u\n' });

@@ -7,13 +7,16 @@
  * written); caps give truncated; the order of checks (VALIDATION before READONLY before BUDGET_EXCEEDED before
  * NOT_ALLOWED); --readonly does not list it and refuses it; one budget unit per applying call, none for a preview; the
  * whole replacement is one undo change; a replacement killed part-way recovers to nothing applied after a restart.
+ * Under both eras except, once each: the regex bound (modern; it spends the whole REGEX_FILE_TIMEOUT_MS of a reader
+ * thread), the budget (modern), the policy and the crash recovery — what they prove is the server's work (its bound,
+ * its count of units, the files on disk), whichever client asks; --readonly runs under both (it changes tools/list).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { CLI, connect, SEAMS_CLI, ERAS, type Era, type TestClient } from '../helpers/server.js';
+import { CLI, connect, SEAMS_CLI, ERAS, inEra, type Era, type TestClient } from '../helpers/server.js';
 import { contentHash, snapshotTree } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -32,6 +35,7 @@ function start(era: Era, root: string, state: string, flags: string[] = []): Pro
 }
 
 describe.each(ERAS)('replace_in_files (%s era)', (era) => {
+  const modernOnly = inEra(era, 'modern', it);
   let R: string;
   let S: string;
   let client: TestClient;
@@ -180,7 +184,7 @@ describe.each(ERAS)('replace_in_files (%s era)', (era) => {
     expect(raised).toMatchObject({ files: [{ path: 'many.txt', replacements: 30 }], skipped: { too_many_matches: 0 } });
   });
 
-  it('bounds a regular expression like search_files (regex_timeout), writing nothing', async () => {
+  modernOnly('bounds a regular expression like search_files (regex_timeout), writing nothing', async () => {
     writeFileSync(path.join(R, 'src/slow.txt'), `${'a'.repeat(40)}!\n`);
     const before = snapshotTree(R);
     const e = expectCode(
@@ -217,7 +221,8 @@ describe.each(ERAS)('replace_in_files (%s era)', (era) => {
 });
 
 describe.each(ERAS)('replace_in_files gates (%s era)', (era) => {
-  it('--readonly: not listed, refused after validation; the budget counts applying calls only', async () => {
+  const modernOnly = inEra(era, 'modern', it);
+  it('--readonly: not listed, refused after validation', async () => {
     const r = makeTree({ 'a.txt': 'foo\n', 'b.txt': 'foo\n' });
     const s = makeTree();
     try {
@@ -226,9 +231,20 @@ describe.each(ERAS)('replace_in_files gates (%s era)', (era) => {
         expect((await ro.listTools()).map((t) => t.name)).not.toContain('replace_in_files');
         expectCode(await ro.call('replace_in_files', { query: '(', regex: true, replacement: 'x' }), 'VALIDATION');
         expectCode(await ro.call('replace_in_files', { query: 'foo', replacement: 'x', dry_run: true }), 'READONLY');
+        expect(readFileSync(path.join(r.dir, 'a.txt'), 'utf8')).toBe('foo\n');
       } finally {
         await ro.close();
       }
+    } finally {
+      r.cleanup();
+      s.cleanup();
+    }
+  });
+
+  modernOnly('the budget counts applying calls only', async () => {
+    const r = makeTree({ 'a.txt': 'foo\n', 'b.txt': 'foo\n' });
+    const s = makeTree();
+    try {
       const budget = await start(era, r.dir, s.dir, ['--mutation-budget=1', '--auto-occ=off']);
       try {
         await budget.callOk('replace_in_files', { query: 'foo', replacement: 'x', dry_run: true });
