@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import type { AnyTool } from '../tools/define-tool.js';
+import { toolDefinition, type ToolEntry } from '../tools/tool-index.js';
 
 /** One entry of tools/list. */
 export interface AdvertisedTool {
@@ -208,4 +209,12 @@ export function advertise(tool: AnyTool): AdvertisedTool {
     cache.set(tool, entry);
   }
   return entry;
+}
+
+/**
+ * The tools/list entry of a tool as a process holds it: the build's entry by name when there is one, so a server lists
+ * its tools without evaluating their modules (src/cli.ts); otherwise `advertise` of its definition.
+ */
+export async function advertiseEntry(entry: ToolEntry): Promise<AdvertisedTool> {
+  return ('load' in entry ? builtEntry(entry.name) : undefined) ?? advertise(await toolDefinition(entry));
 }
