@@ -94,7 +94,11 @@ describe('test seams', () => {
         if (e.isDirectory()) walk(p);
         else if (p.endsWith('.ts')) {
           const text = readFileSync(p, 'utf8');
-          if (/\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b|WORKER_CODE\b|NATIVE_DIGESTS\b|ADVERTISED\b)[A-Z_]+/.test(text)) {
+          if (
+            /\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b|WORKER_CODE\b|NATIVE_DIGESTS\b|ADVERTISED\b)[A-Z_]+/.test(
+              text,
+            )
+          ) {
             offenders.push(path.relative(ROOT, p));
           }
           if (/process\.env(\.|\[['"`])FS_TOOLS_/.test(text)) offenders.push(path.relative(ROOT, p));
