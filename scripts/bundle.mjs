@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { advertisedToolsJson } from './advertised-tools.mjs';
 import { sdkPatchPlugin } from './sdk-patch.mjs';
 import { CODE_CACHE, PROGRAM, PROGRAM_URL, PROGRAM_WRAPPER, loaderSource, makeCodeCache } from './code-cache.mjs';
 import { buildWorkerCode } from './worker-bundles.mjs';
@@ -51,6 +52,12 @@ if (existsSync(`${root}/dist/native`)) {
   }
 }
 const workers = await buildWorkerCode(root);
+/** The build switches of this build: the program's and the advertised entries' (scripts/advertised-tools.mjs). */
+const switches = {
+  FS_TOOLS_TEST_SEAMS: seams ? 'true' : 'false',
+  FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false',
+};
+const advertised = await advertisedToolsJson(root, switches);
 const result = await build({
   absWorkingDir: root,
   entryPoints: { [PROGRAM.replace(/\.js$/, '')]: 'src/cli.ts' },
@@ -70,10 +77,11 @@ const result = await build({
   metafile: true,
   // The test seams (src/fs/atomic-write.ts setWriteFaultInjector, src/cli/seam-flags.ts) are compiled out of the
   // product: the constant folds to false, so the bundle carries no setter, no seam flag and never calls an injector.
-  // The worker threads' code (src/fs/worker-code.ts) and the native files' digests (src/fs/native-load.ts).
+  // The worker threads' code (src/fs/worker-code.ts), the native files' digests (src/fs/native-load.ts) and the tools'
+  // advertised entries, one JSON string (src/server/tool-schemas.ts).
   define: {
-    FS_TOOLS_TEST_SEAMS: seams ? 'true' : 'false',
-    FS_TOOLS_BROKEN_CONTAINMENT: broken ? 'true' : 'false',
+    ...switches,
+    FS_TOOLS_ADVERTISED: JSON.stringify(advertised),
     FS_TOOLS_WORKER_CODE: JSON.stringify(workers.code),
     FS_TOOLS_NATIVE_DIGESTS: JSON.stringify(nativeDigests),
     'import.meta.url': PROGRAM_URL,

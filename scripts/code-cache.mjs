@@ -24,9 +24,10 @@
  * temporary root, then a served MCP session (initialize, tools/list, read_file, git_status, stdin closed) — and writes
  * V8's code cache of what ran (`script.createCachedData()`) into that root, which scripts/bundle.mjs then moves to
  * DIR. Both runs share the one compiled script, so the cache holds what a one-shot call compiles and what serving
- * compiles before and at its first requests (the SDK, every tool module and its schemas, the kernel wall, the
- * subprocess runner): without the second, every `fs-tools` server compiled those at start (docs/benchmarks.md
- * "Server start-up").
+ * compiles before and at its first requests (the SDK, the modules of the tools it calls and their schemas, the
+ * kernel wall, the subprocess runner): without the second, every `fs-tools` server compiled those at start
+ * (docs/benchmarks.md "Server start-up"). A server evaluates a tool's module at the tool's first call; calling every
+ * tool here as well made the cache 7% larger and no start or first call measurably cheaper.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -158,11 +158,14 @@ async function main(argv: string[]): Promise<number> {
     return error.exitCode;
   }
   if (mode.kind === 'serve') reportRejectedRoots(config);
-  const state = await startUp(config, await toolsFor(mode), VERSION);
+  // A server holds the tools' index entries: tools/list answers from the entries the build generated
+  // (src/server/tool-schemas.ts) and each tool's module is evaluated at its first call, not at every start.
+  const defined = mode.kind === 'serve' ? [] : await toolsFor(mode);
+  const state = await startUp(config, mode.kind === 'serve' ? TOOL_INDEX : defined, VERSION);
   if (typeof state === 'number') return state;
 
   if (mode.kind === 'tools') {
-    const tools = listedTools(state);
+    const tools = listedTools({ config, tools: defined });
     if (mode.json) {
       const { advertise } = await import('./server/tool-schemas.js');
       process.stdout.write(`${JSON.stringify(tools.map(advertise), null, 2)}\n`);

@@ -42,6 +42,7 @@ const MODULE_STATE_ALLOWED: Readonly<Record<string, string>> = {
   'server/stdio-transport.ts:lastEscaped': "memo of a pure function: the last text escaped → JSON.stringify's spelling",
   'server/tool-schemas.ts:cache': "memo (WeakMap) of a tool's declaration, derived from its immutable definition",
   'server/tool-schemas.ts:envelopeErrorJson': "lazy constant: the envelope's JSON Schema",
+  'server/tool-schemas.ts:builtEntries': "lazy constant: the build's advertised entries, parsed",
   'tools/issue-untrusted.ts:markerWordsExpression': "lazy constant: the marker words' `g` RegExp (matchAll only)",
   'tools/text-safe.ts:UNSAFE_G': 'constant `g` RegExp: its lastIndex is reset around its one stateful use',
 };

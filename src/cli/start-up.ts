@@ -17,7 +17,7 @@ import { recoveryRefusal } from '../policy/authorize.js';
 import { isInsideRoots } from '../policy/containment.js';
 import { createProcessState, type ProcessState } from '../server/process-state.js';
 import { prepareStartupFiles } from '../server/startup-files.js';
-import type { AnyTool } from '../tools/define-tool.js';
+import type { ToolEntry } from '../tools/tool-index.js';
 import { raiseKernelWall } from './kernel-wall.js';
 
 /** A line to stderr (start-up notes; stdout carries the protocol or the command's output). */
@@ -31,7 +31,7 @@ const note = (line: string): void => {
  */
 export async function startUp(
   config: Config,
-  tools: readonly AnyTool[],
+  tools: readonly ToolEntry[],
   version: string,
 ): Promise<ProcessState | number> {
   const mode = config.mode;

@@ -11,6 +11,7 @@ import { ToolError } from '../errors/tool-error.js';
 import { assertWritable, type BudgetTicket } from '../policy/gates.js';
 import type { AnyTool, AuditFacts, MediaBlock, ToolContext, ToolOutcome } from '../tools/define-tool.js';
 import { runHeavy } from '../tools/heavy-calls.js';
+import { toolDefinition } from '../tools/tool-index.js';
 import type { ProcessState } from './process-state.js';
 import { validateArguments } from './validate-arguments.js';
 
@@ -62,8 +63,8 @@ export async function callTool(
   rawArgs: unknown,
   signal: AbortSignal,
 ): Promise<CallOutcome> {
-  const tool = state.tools.find((t) => t.name === name);
-  if (!tool) throw new UnknownToolError(name);
+  const entry = state.tools.find((t) => t.name === name);
+  if (!entry) throw new UnknownToolError(name);
   if (state.calls.closing) {
     const refused = new ToolError('IO_ERROR', 'The server is shutting down; the call was not run.', {
       details: { reason: 'shutting_down' },
@@ -71,7 +72,10 @@ export async function callTool(
     });
     return { ok: false, envelope: toEnvelope(refused) };
   }
-  return await state.calls.run(signal, (callSignal) => runCall(state, tool, name, rawArgs, callSignal));
+  // A server evaluates a tool's module at its first call (src/cli.ts), inside the tracked call.
+  return await state.calls.run(signal, async (callSignal) =>
+    runCall(state, await toolDefinition(entry), name, rawArgs, callSignal),
+  );
 }
 
 async function runCall(

@@ -25,7 +25,7 @@ import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import { malformedAnswerText } from './stdio-guard.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
-import { advertise } from './tool-schemas.js';
+import { advertise, advertiseEntry } from './tool-schemas.js';
 
 /** Server instructions: what a client's model reads first. */
 const INSTRUCTIONS =
@@ -128,14 +128,16 @@ export function createServer(state: ProcessState): Server {
     },
   );
 
-  server.setRequestHandler('tools/list', () =>
-    Promise.resolve({
-      tools: listedTools(state).map(advertise),
-    }),
-  );
+  server.setRequestHandler('tools/list', async () => ({
+    tools: await Promise.all(listedTools(state).map(advertiseEntry)),
+  }));
 
   server.setToolsCallHandler(async (request, ctx) => {
     const { name, arguments: args } = request.params;
+    // The tool's definition, its module evaluated at its first call (src/cli.ts), taken before the call: nothing is
+    // awaited between the call's end and the answer, which the shutdown's drain relies on (src/server/shutdown.ts).
+    const entry = state.tools.find((t) => t.name === name);
+    const tool = entry && ('load' in entry ? await entry.load() : entry);
     let outcome;
     try {
       outcome = await callTool(state, name, refusedArguments.get(ctx) ?? args, ctx.mcpReq.signal);
@@ -146,7 +148,6 @@ export function createServer(state: ProcessState): Server {
       throw error;
     }
     const result = callToolResultOf(outcome);
-    const tool = state.tools.find((t) => t.name === name);
     const projected = server.projectCallToolResult(
       result,
       tool && outcome.ok ? advertise(tool).outputSchema : undefined,

@@ -16,13 +16,14 @@ import { MutationBudget } from '../policy/gates.js';
 import { HashMemory } from '../policy/occ.js';
 import { RootSet } from '../policy/roots.js';
 import { CallTracker } from './shutdown.js';
-import type { AnyTool } from '../tools/define-tool.js';
+import type { ToolEntry } from '../tools/tool-index.js';
 import { processSlot } from '../process-slots.js';
 
 /** Everything a call needs besides its arguments. */
 export interface ProcessState {
   config: Config;
-  tools: readonly AnyTool[];
+  /** The tools of this process, in registry order: definitions, or index entries loaded at their first call. */
+  tools: readonly ToolEntry[];
   roots: RootSet;
   hashes: HashMemory;
   budget: MutationBudget;
@@ -62,7 +63,7 @@ export function takeBrokenRoots(argv: string[]): string[] {
 }
 
 /** Builds the state of one process from its configuration and tool registry. */
-export function createProcessState(config: Config, tools: readonly AnyTool[], version: string): ProcessState {
+export function createProcessState(config: Config, tools: readonly ToolEntry[], version: string): ProcessState {
   const roots = new RootSet(
     BROKEN_CONTAINMENT
       ? [...config.roots, ...brokenRoots.map((r) => ({ given: r, real: r, source: 'cli' as const }))]

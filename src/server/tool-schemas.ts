@@ -1,10 +1,13 @@
 /**
  * The advertised form of each tool (docs/tools.md): name, title, description, JSON Schemas generated from the same zod
- * schemas that validate, and annotations. Deterministic: registry order, stable key order.
+ * schemas that validate, and annotations. Deterministic: registry order, stable key order. The build generates every
+ * tool's entry once with this module (scripts/advertised-tools.mjs) and embeds them, so the program returns them
+ * instead of generating them at each process's first tools/list (docs/benchmarks.md "Server start-up").
  */
 import { z } from 'zod';
 import { EnvelopeErrorSchema } from '../errors/envelope-schema.js';
 import type { AnyTool } from '../tools/define-tool.js';
+import { toolDefinition, type ToolEntry } from '../tools/tool-index.js';
 
 /** One entry of tools/list. */
 export interface AdvertisedTool {
@@ -24,6 +27,24 @@ export interface AdvertisedTool {
 
 // Not process state (test/architecture.test.ts allow list): a memo of each tool's declaration (immutable input).
 const cache = new WeakMap<AnyTool, AdvertisedTool>();
+
+/**
+ * Every tool's entry as this build generated it from the same declarations (scripts/advertised-tools.mjs), JSON by
+ * tool name; undefined where src/ runs unbundled (the unit tests), which generate them.
+ */
+declare const FS_TOOLS_ADVERTISED: string | undefined;
+
+/**
+ * The built entries, parsed on first use. Not process state (test/architecture.test.ts allow list): a lazy constant.
+ */
+let builtEntries: Readonly<Record<string, AdvertisedTool>> | undefined;
+
+/** The entry the build generated for a tool of this name, if any. */
+function builtEntry(name: string): AdvertisedTool | undefined {
+  if (typeof FS_TOOLS_ADVERTISED === 'undefined') return undefined;
+  builtEntries ??= JSON.parse(FS_TOOLS_ADVERTISED) as Record<string, AdvertisedTool>;
+  return Object.hasOwn(builtEntries, name) ? builtEntries[name] : undefined;
+}
 
 /**
  * JSON Schema for a zod schema, in the subset that means the same in draft-07 and 2020-12 and without `$schema`, so
@@ -177,7 +198,7 @@ function neutralizeTuples(node: unknown): unknown {
 export function advertise(tool: AnyTool): AdvertisedTool {
   let entry = cache.get(tool);
   if (!entry) {
-    entry = {
+    entry = builtEntry(tool.name) ?? {
       name: tool.name,
       title: tool.title,
       description: tool.description,
@@ -188,4 +209,12 @@ export function advertise(tool: AnyTool): AdvertisedTool {
     cache.set(tool, entry);
   }
   return entry;
+}
+
+/**
+ * The tools/list entry of a tool as a process holds it: the build's entry by name when there is one, so a server lists
+ * its tools without evaluating their modules (src/cli.ts); otherwise `advertise` of its definition.
+ */
+export async function advertiseEntry(entry: ToolEntry): Promise<AdvertisedTool> {
+  return ('load' in entry ? builtEntry(entry.name) : undefined) ?? advertise(await toolDefinition(entry));
 }

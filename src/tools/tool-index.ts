@@ -2,8 +2,9 @@
  * Every tool by name, with what the command line needs before any tool module is evaluated (its `--tools` group and
  * whether every call of it mutates) and a loader of its definition. A one-shot `fs-tools call` evaluates the module
  * of the one tool it calls (building a tool's zod schemas and its dependencies' was most of a call's start after
- * compiling: docs/benchmarks.md "Start-up, read_file and memory"); everything else takes the whole list
- * (src/tools/registry.ts). The loaders are dynamic imports inside the one bundle (scripts/bundle.mjs): no file is
+ * compiling: docs/benchmarks.md "Start-up, read_file and memory"); a server holds these entries and evaluates a
+ * tool's module at the tool's first call (tools/list answers from the entries the build generated:
+ * src/server/tool-schemas.ts); the other modes take the whole list (src/tools/registry.ts). The loaders are dynamic imports inside the one bundle (scripts/bundle.mjs): no file is
  * read. test/tools/tool-index.test.ts keeps this list equal to the registry's, entry for entry.
  */
 import type { ToolGroup } from '../config.js';
@@ -121,3 +122,14 @@ export const TOOL_INDEX: readonly ToolIndexEntry[] = [
 
 /** Every tool name, in registry order (for `--tools` and the command line's checks). */
 export const TOOL_INDEX_NAMES: readonly string[] = TOOL_INDEX.map((t) => t.name);
+
+/**
+ * A tool as a process holds it: its definition, or its index entry whose module is evaluated on the tool's first call
+ * (a server: src/cli.ts). Both carry the name, group and always-mutating flag the listing needs.
+ */
+export type ToolEntry = AnyTool | ToolIndexEntry;
+
+/** The definition of a tool entry, evaluating its module on first use (the module system keeps it after). */
+export async function toolDefinition(entry: ToolEntry): Promise<AnyTool> {
+  return 'load' in entry ? await entry.load() : entry;
+}

@@ -23,8 +23,15 @@
  * so a redirect from an allowed https host to a loopback address is followed by gh directly; it can only come from a
  * host the operator configured, and an https loopback target still needs a certificate the operator trusts.
  */
-import http from 'node:http';
+import type http from 'node:http';
 import net from 'node:net';
+
+/**
+ * Node's `http`, taken at the first guard instead of at every start (about 4 ms of CPU: most processes never run gh or
+ * glab). A built-in module, not a file: the program is a script without an import callback, so it asks the process
+ * (docs/benchmarks.md "Server start-up").
+ */
+const nodeHttp = (): typeof http => process.getBuiltinModule('node:http');
 
 /** One allowed host:port (host lower-case, IPv6 without brackets). */
 export interface Authority {
@@ -309,7 +316,7 @@ function forward(
   const headers = { ...req.headers };
   delete headers['proxy-connection'];
   delete headers['proxy-authorization'];
-  const upstream = http.request(
+  const upstream = nodeHttp().request(
     {
       host: proxy ? proxy.hostname.replace(/^\[|\]$/g, '') : target.host,
       port: proxy ? Number(proxy.port || 80) : target.port,
@@ -367,7 +374,7 @@ export async function startEgressGuard(
     sockets: new Set<net.Socket>(),
     closing: new AbortController(),
   };
-  const server = http.createServer();
+  const server = nodeHttp().createServer();
   server.on('connection', (s: net.Socket) => track(state, s));
   server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) =>
     onConnect(state, req, client, head),

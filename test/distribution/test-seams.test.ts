@@ -9,8 +9,8 @@
  *  - no source file names an FS_TOOLS_* environment variable (test-only switches are never read from the
  *    environment; the operator's variables such as GITLAB_TOKEN or XDG_STATE_HOME are not test seams). The names
  *    that may appear are the build-time constants scripts/bundle.mjs defines: FS_TOOLS_TEST_SEAMS,
- *    FS_TOOLS_BROKEN_CONTAINMENT, and the embedded worker code and addon digests (FS_TOOLS_WORKER_CODE,
- *    FS_TOOLS_NATIVE_DIGESTS), each only in a `declare const`
+ *    FS_TOOLS_BROKEN_CONTAINMENT, and the embedded worker code, addon digests and advertised tool entries
+ *    (FS_TOOLS_WORKER_CODE, FS_TOOLS_NATIVE_DIGESTS, FS_TOOLS_ADVERTISED), each only in a `declare const`
  *    and `typeof` test, never through process.env.
  */
 import { spawnSync } from 'node:child_process';
@@ -94,7 +94,11 @@ describe('test seams', () => {
         if (e.isDirectory()) walk(p);
         else if (p.endsWith('.ts')) {
           const text = readFileSync(p, 'utf8');
-          if (/\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b|WORKER_CODE\b|NATIVE_DIGESTS\b)[A-Z_]+/.test(text)) {
+          if (
+            /\bFS_TOOLS_(?!TEST_SEAMS\b|BROKEN_CONTAINMENT\b|WORKER_CODE\b|NATIVE_DIGESTS\b|ADVERTISED\b)[A-Z_]+/.test(
+              text,
+            )
+          ) {
             offenders.push(path.relative(ROOT, p));
           }
           if (/process\.env(\.|\[['"`])FS_TOOLS_/.test(text)) offenders.push(path.relative(ROOT, p));
