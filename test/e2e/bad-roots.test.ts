@@ -5,7 +5,7 @@
  * `call` and `tools` still exit 2. A leading `~/` of a command-line root is the home directory, as a client
  * configuration passes it (no shell). A client's roots/list answer is taken entry by entry: a valid `file://` entry
  * applies, plain paths are listed as rejected, and an answer with no valid entry gives no roots, never the
- * working-directory default.
+ * working-directory default. Modern-era clients probe in place (one server start per connect, test/helpers/server.ts).
  */
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -31,6 +31,10 @@ const stateDir = path.join(H.dir, 'state');
 afterAll(() => H.cleanup());
 
 const env = { HOME: H.dir };
+let version: string | undefined;
+/** `fs-tools --version` (it names the kernel wall this machine gives), run once for the file. */
+const versionLines = (): string =>
+  (version ??= spawnSync(process.execPath, [CLI, '--version'], { encoding: 'utf8' }).stdout);
 const stderrLinesAbout = (stderr: string, what: string) => stderr.split('\n').filter((l) => l.includes(what));
 
 describe.each(ERAS)('serve with bad command-line roots, as a client configuration starts it (%s era)', (era) => {
@@ -40,6 +44,7 @@ describe.each(ERAS)('serve with bad command-line roots, as a client configuratio
       args: ['--state-dir', stateDir, '~/proj', missing, '~/notes.txt'],
       env,
       cwd: H.dir,
+      probe: 'in-place',
     });
     try {
       expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('in proj\n');
@@ -77,7 +82,12 @@ describe.each(ERAS)('serve with bad command-line roots, as a client configuratio
 
   it('every root rejected: ROOTS_EMPTY names them and the fix, never the working-directory default; the wall stays up', async () => {
     // The working directory would be a default root (it is neither / nor HOME): it must not become one.
-    const client = await connect(era, { args: ['--state-dir', stateDir, '~/typo', missing], env, cwd: proj });
+    const client = await connect(era, {
+      args: ['--state-dir', stateDir, '~/typo', missing],
+      env,
+      cwd: proj,
+      probe: 'in-place',
+    });
     try {
       const empty = expectCode(await client.call('read_file', { path: 'a.txt' }), 'ROOTS_EMPTY').error;
       expect(empty.message).toContain(path.join(H.dir, 'typo'));
@@ -93,8 +103,7 @@ describe.each(ERAS)('serve with bad command-line roots, as a client configuratio
       expect(list.command_line_roots).toEqual([]);
       expect(list.rule).toBe('command_line');
       // Fail closed in the kernel too: where the kernel has Landlock, the wall is raised with no root in it.
-      const version = spawnSync(process.execPath, [CLI, '--version'], { encoding: 'utf8' }).stdout;
-      if (/kernel wall: landlock/.test(version)) expect(list.kernel_wall).toMatchObject({ enforced: true });
+      if (/kernel wall: landlock/.test(versionLines())) expect(list.kernel_wall).toMatchObject({ enforced: true });
       else expect(list.kernel_wall.reason).not.toMatch(/no command-line roots/);
       expect(stderrLinesAbout(client.stderr(), 'no command-line root is left')).toHaveLength(1);
       expect(client.stderr()).not.toContain('waiting for client roots');
@@ -174,6 +183,7 @@ describe('an unreadable root', () => {
         path.join(T.dir, 'open'),
         locked,
       ],
+      probe: 'in-place',
     });
     try {
       expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('open\n');

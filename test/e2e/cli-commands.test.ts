@@ -3,7 +3,9 @@
  * exit status asserted one by one. `help` per command and per tool (the tool's arguments checked against its
  * declared schema), the flag-message fixes, "did you mean" for flags, commands and tools, `call TOOL -`, `--format
  * text` against what an MCP client receives, `batch` (read-then-edit in one session, a bad line in the middle), and
- * that a refused command line creates nothing (no state directory, no file).
+ * that a refused command line creates nothing (no state directory, no file). `--help`, `--version` and `tools` are
+ * checked here only (test/e2e/cli.test.ts ran the same command lines again). The modern-era clients that give what an
+ * MCP client receives probe in place (one server start per connect, test/helpers/server.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -15,6 +17,8 @@ import { advertise } from '../../src/server/tool-schemas.js';
 import { TOOLS } from '../../src/tools/registry.js';
 import { CLI, connect } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
+
+const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const project = makeTree({ 'a.txt': 'hello\n', src: { 'main.ts': 'export {};\n// TODO: wire it\n' } });
 const states = makeTree({});
@@ -103,6 +107,7 @@ describe('help', () => {
   it('help and --help without a topic print the general usage; help exit-codes the exit codes', () => {
     const general = run(['--help']);
     expect(general.status).toBe(0);
+    expect(general.stderr).toBe('');
     expect(general.stdout).toContain('Usage:');
     expect(general.stdout).toContain('batch');
     expect(general.stdout).toContain('call TOOL [JSON_ARGS|-]');
@@ -119,11 +124,14 @@ describe('help', () => {
     expect(r.stdout).toContain('fs-tools [options] tools [--json]');
   });
 
-  it('the version as a word', () => {
+  it('the version as a word; --version prints the package version, then the kernel wall and the native reads', () => {
     const r = run(['version']);
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(run(['--version']).stdout);
-    expect(r.stdout.split('\n')[0]).toMatch(/^\d+\.\d+\.\d+/);
+    const [version, wall, native] = r.stdout.split('\n');
+    expect(version).toBe(PACKAGE.version);
+    expect(wall).toMatch(/^kernel wall: /);
+    expect(native).toMatch(/^native reads: (on|off \(.+\))/);
   });
 });
 
@@ -213,7 +221,7 @@ describe('call: exit codes, stdin, --format text', () => {
   });
 
   it('--format text prints the text content an MCP client receives, for a result and for an envelope', async () => {
-    const client = await connect('modern', { args: [project.dir] });
+    const client = await connect('modern', { args: [project.dir], probe: 'in-place' });
     try {
       for (const [tool, args, status] of [
         ['read_file', { path: 'a.txt' }, 0],
@@ -243,7 +251,7 @@ describe('call read_media: the image block', () => {
       'hex',
     );
     const work = makeTree({ 'i.png': png });
-    const client = await connect('modern', { args: [work.dir] });
+    const client = await connect('modern', { args: [work.dir], probe: 'in-place' });
     try {
       const served = await client.call('read_media', { path: 'i.png' });
       const texts = served.content.filter((b) => b.type === 'text');

@@ -1,17 +1,15 @@
 /**
  * The command line (SPEC §1) as a user runs it: `call` prints the structured result or the envelope with exit 0/1,
- * an unknown tool or a bad flag exits 2 with one line on stderr, `tools [--json]`, `--version`, `--help`, the
- * README's newcomer command from a project directory (cwd default root), and `--readonly --allow-secrets`.
+ * an unknown tool or a bad flag exits 2 with one line on stderr, `tools --json`, the README's newcomer command from a
+ * project directory (cwd default root), and `--readonly --allow-secrets` (its modern-era client probes in place: one
+ * server start). `tools`, `--version` and `--help` are checked in test/e2e/cli-commands.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorEnvelopeSchema } from '../../src/errors/envelope-schema.js';
 import { TOOLS } from '../../src/tools/registry.js';
 import { CLI, connect, ERAS } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
-
-const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Runs `fs-tools ARGS` in `cwd` and returns exit status and output. */
 function run(args: string[], cwd: string, env: Record<string, string> = {}) {
@@ -122,16 +120,6 @@ describe('fs-tools call', () => {
 });
 
 describe('fs-tools tools', () => {
-  it('lists the tools, one per line, in registry order', () => {
-    const r = run(['tools'], project.dir);
-    expect(r.status, r.stderr).toBe(0);
-    const names = r.stdout
-      .trim()
-      .split('\n')
-      .map((l) => l.split(/\s+/)[0]);
-    expect(names).toEqual(TOOLS.map((t) => t.name));
-  });
-
   it('--json prints the advertised entries, the same as tools/list', async () => {
     const r = run(['tools', '--json'], project.dir);
     expect(r.status, r.stderr).toBe(0);
@@ -153,23 +141,7 @@ describe('fs-tools tools', () => {
   });
 });
 
-describe('fs-tools --version, --help and bad flags', () => {
-  it('--version prints the package version, then the kernel wall', () => {
-    const r = run(['--version'], project.dir);
-    expect(r.status).toBe(0);
-    expect(r.stdout.split('\n')[0]).toBe(PACKAGE.version);
-    expect(r.stdout.split('\n')[1]).toMatch(/^kernel wall: /);
-    expect(r.stdout.split('\n')[2]).toMatch(/^native reads: (on|off \(.+\))/);
-  });
-
-  it('--help exits 0 and shows the usage', () => {
-    const r = run(['--help'], project.dir);
-    expect(r.status).toBe(0);
-    expect(r.stdout).toContain('Usage:');
-    expect(r.stdout).toContain('call TOOL');
-    expect(r.stderr).toBe('');
-  });
-
+describe('fs-tools bad flags', () => {
   it.each([
     [['--no-such-flag']],
     [['--client-roots=sometimes']],
@@ -187,7 +159,7 @@ describe('fs-tools --version, --help and bad flags', () => {
 
 describe.each(ERAS)('npx fs-tools --readonly --allow-secrets, served (%s era)', (era) => {
   it('reads the project directory, secrets included, read-only', async () => {
-    const client = await connect(era, { args: ['--readonly', '--allow-secrets'], cwd: project.dir });
+    const client = await connect(era, { args: ['--readonly', '--allow-secrets'], cwd: project.dir, probe: 'in-place' });
     try {
       expect((await client.callOk('read_file', { path: '.env' })).content).toBe(`API_KEY=${ENV_MARKER}\n`);
       const dirs = await client.callOk('list_allowed_directories', {});

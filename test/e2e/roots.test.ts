@@ -2,7 +2,8 @@
  * Roots end to end (SPEC §1 roots default, §2 client roots, §4.1): a 2025-era client's roots narrow the command-line
  * roots (default), replace them (`replace`, or when there are no command-line roots), or are ignored (`ignore`); a
  * 2026-07-28 client is not asked, so the command-line roots apply; with no roots at all every path tool is
- * ROOTS_EMPTY while list_allowed_directories still answers.
+ * ROOTS_EMPTY while list_allowed_directories still answers. Modern-era clients probe in place (one server start per
+ * connect, test/helpers/server.ts); the two cases whose client announces only an outside directory share a server.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -61,16 +62,20 @@ describe('client roots, 2025 era, --client-roots=narrow (default)', () => {
     }
   });
 
+  // One server for the two cases whose client announces only O (outside the CLI root), started by the first to run;
+  // neither changes the session's roots.
+  let outsideOnly: Promise<TestClient> | undefined;
+  const narrowedToNothing = () => (outsideOnly ??= connect('legacy', { args: [R.dir], clientRoots: [uri(O.dir)] }));
+  afterAll(async () => {
+    await (await outsideOnly)?.close();
+  });
+
   it('a client root outside the CLI roots narrows to nothing: ROOTS_EMPTY', async () => {
-    const client = await connect('legacy', { args: [R.dir], clientRoots: [uri(O.dir)] });
-    try {
-      expectCode(await client.call('read_file', { path: path.join(R.dir, 'top.txt') }), 'ROOTS_EMPTY');
-      expectCode(await client.call('read_file', { path: path.join(O.dir, 'x.txt') }), 'ROOTS_EMPTY');
-      expectCode(await client.call('stat', { path: 'top.txt' }), 'ROOTS_EMPTY');
-      expect(await rootsOf(client)).toEqual([]);
-    } finally {
-      await client.close();
-    }
+    const client = await narrowedToNothing();
+    expectCode(await client.call('read_file', { path: path.join(R.dir, 'top.txt') }), 'ROOTS_EMPTY');
+    expectCode(await client.call('read_file', { path: path.join(O.dir, 'x.txt') }), 'ROOTS_EMPTY');
+    expectCode(await client.call('stat', { path: 'top.txt' }), 'ROOTS_EMPTY');
+    expect(await rootsOf(client)).toEqual([]);
   });
 
   it('an INITIAL empty client list leaves the CLI roots in force and says so (MCP Inspector answers [])', async () => {
@@ -102,21 +107,17 @@ describe('client roots, 2025 era, --client-roots=narrow (default)', () => {
   });
 
   it('a narrowing to nothing names its cause and the fix', async () => {
-    const client = await connect('legacy', { args: [R.dir], clientRoots: [uri(O.dir)] });
-    try {
-      const e = expectCode(await client.call('read_file', { path: 'top.txt' }), 'ROOTS_EMPTY');
-      expect(e.error.message).toContain('do not overlap the command-line roots');
-      expect(e.error.suggestion).toContain('--client-roots=ignore');
-      expect(e.error.suggestion).not.toContain('Start fs-tools with a ROOT');
-      expect(e.error.details.rule).toBe('narrowed_by_client');
-      // No path of the client's or the CLI's roots is echoed in the envelope.
-      expect(JSON.stringify(e)).not.toContain(O.dir);
-      const l = await client.callOk('list_allowed_directories', {});
-      expect(l.rule).toBe('narrowed_by_client');
-      expect(l.client_roots).toEqual([{ path: O.dir, usable: true }]);
-    } finally {
-      await client.close();
-    }
+    const client = await narrowedToNothing();
+    const e = expectCode(await client.call('read_file', { path: 'top.txt' }), 'ROOTS_EMPTY');
+    expect(e.error.message).toContain('do not overlap the command-line roots');
+    expect(e.error.suggestion).toContain('--client-roots=ignore');
+    expect(e.error.suggestion).not.toContain('Start fs-tools with a ROOT');
+    expect(e.error.details.rule).toBe('narrowed_by_client');
+    // No path of the client's or the CLI's roots is echoed in the envelope.
+    expect(JSON.stringify(e)).not.toContain(O.dir);
+    const l = await client.callOk('list_allowed_directories', {});
+    expect(l.rule).toBe('narrowed_by_client');
+    expect(l.client_roots).toEqual([{ path: O.dir, usable: true }]);
   });
 
   it('with no CLI roots, the client roots replace the working-directory default', async () => {
@@ -294,7 +295,7 @@ describe('client roots timing, 2025 era', () => {
 
 describe('2026-07-28 era: client roots are not requested', () => {
   it('the command-line roots apply', async () => {
-    const client = await connect('modern', { args: [R.dir] });
+    const client = await connect('modern', { args: [R.dir], probe: 'in-place' });
     try {
       expect((await client.callOk('read_file', { path: 'top.txt' })).content).toBe('top\n');
       expect((await client.callOk('read_file', { path: 'sub/in.txt' })).content).toBe('in sub\n');
@@ -310,7 +311,7 @@ describe('2026-07-28 era: client roots are not requested', () => {
 describe.each(ERAS)('no roots at all: cwd is / and no ROOT (%s era)', (era) => {
   let client: TestClient;
   beforeAll(async () => {
-    client = await connect(era, { args: [], cwd: '/' });
+    client = await connect(era, { args: [], cwd: '/', probe: 'in-place' });
   });
   afterAll(async () => {
     await client.close();
@@ -345,7 +346,7 @@ describe('home directory is not a default root', () => {
   it('cwd = HOME and no ROOT: ROOTS_EMPTY', async () => {
     const home = makeTree({ 'notes.txt': 'private\n' }, 'fs-tools-home-');
     mkdirSync(path.join(home.dir, '.ssh'));
-    const client = await connect('modern', { args: [], cwd: home.dir, env: { HOME: home.dir } });
+    const client = await connect('modern', { args: [], cwd: home.dir, env: { HOME: home.dir }, probe: 'in-place' });
     try {
       const e = expectCode(await client.call('read_file', { path: 'notes.txt' }), 'ROOTS_EMPTY');
       // The cause (no ROOT, and home is never a default) and the fix (a ROOT in the client's configuration).

@@ -6,18 +6,24 @@
  * external change (a file edited, an entry added, the old place taken) is OCC_MISMATCH with nothing changed on disk;
  * a tree too large for --history-max-bytes is not recorded and the listing says so; a tree holding a secret is not
  * moved at all (its bytes never reach the history).
+ *
+ * Which server each case runs on: what a revert records and restores on the filesystem is the server's alone, so each
+ * tree case runs once, under one era — the recursive delete and the directory move on one modern-era server, the
+ * recursive copy and the secret tree on one legacy-era server (both eras' results of list_changes and revert_changes
+ * are checked case by case in test/e2e/undo.test.ts). Cases sharing a server (same flags, one state directory) each
+ * work in their own copy of the fixture under its root; the --history-max-bytes case has its own server and state.
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { connect, ERAS, type Era, type TestClient } from '../helpers/server.js';
+import { connect, type Era, type TestClient } from '../helpers/server.js';
 import { snapshotTree } from '../helpers/snapshot.js';
-import { makeTree } from '../helpers/tree.js';
+import { makeTree, writeTree } from '../helpers/tree.js';
 
-/** A root holding `t/`: files (one binary, one with mode 0640), a nested directory (0750), a link and an empty dir. */
-function fixture(): { dir: string; cleanup: () => void } {
-  const r = makeTree({
+/** Writes into `dir` `t/`: files (one binary, one with mode 0640), a nested directory (0750), a link and an empty dir. */
+function fixture(dir: string): void {
+  writeTree(dir, {
     t: {
       'a.txt': 'alpha\n',
       sub: { 'b.bin': Buffer.from([0, 1, 2, 255, 254]), deeper: { 'c.txt': 'see\n' } },
@@ -25,27 +31,39 @@ function fixture(): { dir: string; cleanup: () => void } {
     },
     'other.txt': 'stays\n',
   });
-  chmodSync(path.join(r.dir, 't', 'a.txt'), 0o640);
-  chmodSync(path.join(r.dir, 't', 'sub'), 0o750);
-  symlinkSync('../a.txt', path.join(r.dir, 't', 'sub', 'link'));
-  return r;
+  chmodSync(path.join(dir, 't', 'a.txt'), 0o640);
+  chmodSync(path.join(dir, 't', 'sub'), 0o750);
+  symlinkSync('../a.txt', path.join(dir, 't', 'sub', 'link'));
 }
 
-async function withServer(
-  era: Era,
-  flags: string[],
-  body: (client: TestClient, root: string, state: string) => Promise<void>,
-): Promise<void> {
-  const r = fixture();
-  const s = makeTree();
-  const client = await connect(era, { args: ['--state-dir', s.dir, '--auto-occ=off', ...flags, r.dir] });
-  try {
-    await body(client, r.dir, s.dir);
-  } finally {
+type Body = (client: TestClient, dir: string, state: string) => Promise<void>;
+
+/**
+ * One server of `era` (`--auto-occ=off` and `flags`, one state directory) for the cases of the enclosing describe:
+ * started before them, closed after. The returned function runs a case on it in a fresh copy of the fixture, a
+ * directory of its own under the server's root (the case names paths absolutely).
+ */
+function serverFor(era: Era, flags: string[] = []): (body: Body) => Promise<void> {
+  const root = makeTree();
+  const state = makeTree();
+  let client: TestClient;
+  let cases = 0;
+  beforeAll(async () => {
+    client = await connect(era, {
+      args: ['--state-dir', state.dir, '--auto-occ=off', ...flags, root.dir],
+      probe: 'in-place',
+    });
+  });
+  afterAll(async () => {
     await client.close();
-    r.cleanup();
-    s.cleanup();
-  }
+    root.cleanup();
+    state.cleanup();
+  });
+  return async (body) => {
+    const dir = path.join(root.dir, `case${++cases}`);
+    fixture(dir);
+    await body(client, dir, state.dir);
+  };
 }
 
 interface Listed {
@@ -56,12 +74,14 @@ interface Listed {
 const newest = async (client: TestClient): Promise<Listed> =>
   (await client.callOk('list_changes', { limit: 1 })).changes[0] as Listed;
 
-describe.each(ERAS)('undo of tree operations (%s era)', (era) => {
+describe('undo of tree operations (modern era, one server)', () => {
+  const onServer = serverFor('modern');
+
   it('a recursive delete is one change; the revert recreates the tree; refused when something took its place', async () => {
-    await withServer(era, [], async (client, R) => {
+    await onServer(async (client, R) => {
       const T = path.join(R, 't');
       const before = snapshotTree(T);
-      await client.callOk('delete_path', { path: 't', recursive: true });
+      await client.callOk('delete_path', { path: T, recursive: true });
       expect(existsSync(T)).toBe(false);
       const change = await newest(client);
       expect(change.tool).toBe('delete_path');
@@ -80,7 +100,7 @@ describe.each(ERAS)('undo of tree operations (%s era)', (era) => {
       expect(snapshotTree(T)).toEqual(before); // bytes, modes, the link's target, the empty directory
 
       // Deleted again, then something new at its place: the revert is refused and touches nothing.
-      await client.callOk('delete_path', { path: 't', recursive: true });
+      await client.callOk('delete_path', { path: T, recursive: true });
       mkdirSync(T);
       writeFileSync(path.join(T, 'new.txt'), 'mine\n');
       const taken = snapshotTree(R);
@@ -90,12 +110,52 @@ describe.each(ERAS)('undo of tree operations (%s era)', (era) => {
     });
   });
 
+  it('a directory move is one change; the revert moves it back; refused after an edit or when the old place is taken', async () => {
+    await onServer(async (client, R) => {
+      const T = path.join(R, 't');
+      const U = path.join(R, 'moved');
+      const before = snapshotTree(T);
+      await client.callOk('move_path', { source: T, destination: U });
+      const change = await newest(client);
+      expect(change.tool).toBe('move_path');
+      expect(change.files).toHaveLength(16); // each of the 8 entries at its old and its new place
+
+      // A moved file edited: refused, nothing changed.
+      writeFileSync(path.join(U, 'a.txt'), 'changed\n');
+      let now = snapshotTree(R);
+      let e = expectCode(await client.call('revert_changes', { change_id: change.id }), 'OCC_MISMATCH');
+      expect(e.error.path).toBe(path.join(U, 'a.txt'));
+      expect(snapshotTree(R)).toEqual(now);
+      writeFileSync(path.join(U, 'a.txt'), 'alpha\n');
+
+      // The old place taken by a new directory: refused, nothing changed.
+      mkdirSync(T);
+      now = snapshotTree(R);
+      e = expectCode(await client.call('revert_changes', { change_id: change.id }), 'OCC_MISMATCH');
+      expect(e.error.path).toBe(T);
+      expect(snapshotTree(R)).toEqual(now);
+      await client.callOk('delete_path', { path: T });
+
+      await client.callOk('revert_changes', { change_id: change.id });
+      expect(existsSync(U)).toBe(false);
+      expect(snapshotTree(T)).toEqual(before);
+      // The revert is itself a change: undoing it moves the tree to its new place again.
+      await client.callOk('revert_changes', { last: 1 });
+      expect(existsSync(T)).toBe(false);
+      expect(snapshotTree(U)).toEqual(before);
+    });
+  });
+});
+
+describe('undo of tree operations (legacy era, one server)', () => {
+  const onServer = serverFor('legacy');
+
   it('a recursive copy is one change; the revert removes exactly the copy; refused after an edit or an addition', async () => {
-    await withServer(era, [], async (client, R) => {
+    await onServer(async (client, R) => {
       const T = path.join(R, 't');
       const U = path.join(R, 'u');
       const source = snapshotTree(T);
-      await client.callOk('copy_path', { source: 't', destination: 'u', recursive: true });
+      await client.callOk('copy_path', { source: T, destination: U, recursive: true });
       const change = await newest(client);
       expect(change.tool).toBe('copy_path');
       expect(change.files).toHaveLength(8);
@@ -119,7 +179,7 @@ describe.each(ERAS)('undo of tree operations (%s era)', (era) => {
       expect(snapshotTree(R)).toEqual(now);
 
       // Without the addition the revert removes exactly the copy; the source is untouched.
-      await client.callOk('delete_path', { path: 'u/sub/added.txt' });
+      await client.callOk('delete_path', { path: path.join(R, 'u', 'sub', 'added.txt') });
       const dry = await client.callOk('revert_changes', { change_id: change.id, dry_run: true });
       expect(dry.files.map((f: { action: string }) => f.action)).toEqual(Array(8).fill('deleted'));
       expect(existsSync(U)).toBe(true); // the dry run removed nothing
@@ -129,69 +189,40 @@ describe.each(ERAS)('undo of tree operations (%s era)', (era) => {
     });
   });
 
-  it('a directory move is one change; the revert moves it back; refused after an edit or when the old place is taken', async () => {
-    await withServer(era, [], async (client, R) => {
-      const T = path.join(R, 't');
-      const U = path.join(R, 'moved');
-      const before = snapshotTree(T);
-      await client.callOk('move_path', { source: 't', destination: 'moved' });
-      const change = await newest(client);
-      expect(change.tool).toBe('move_path');
-      expect(change.files).toHaveLength(16); // each of the 8 entries at its old and its new place
-
-      // A moved file edited: refused, nothing changed.
-      writeFileSync(path.join(U, 'a.txt'), 'changed\n');
-      let now = snapshotTree(R);
-      let e = expectCode(await client.call('revert_changes', { change_id: change.id }), 'OCC_MISMATCH');
-      expect(e.error.path).toBe(path.join(U, 'a.txt'));
-      expect(snapshotTree(R)).toEqual(now);
-      writeFileSync(path.join(U, 'a.txt'), 'alpha\n');
-
-      // The old place taken by a new directory: refused, nothing changed.
-      mkdirSync(T);
-      now = snapshotTree(R);
-      e = expectCode(await client.call('revert_changes', { change_id: change.id }), 'OCC_MISMATCH');
-      expect(e.error.path).toBe(T);
-      expect(snapshotTree(R)).toEqual(now);
-      await client.callOk('delete_path', { path: 't' });
-
-      await client.callOk('revert_changes', { change_id: change.id });
-      expect(existsSync(U)).toBe(false);
-      expect(snapshotTree(T)).toEqual(before);
-      // The revert is itself a change: undoing it moves the tree to its new place again.
-      await client.callOk('revert_changes', { last: 1 });
-      expect(existsSync(T)).toBe(false);
-      expect(snapshotTree(U)).toEqual(before);
+  it('a tree holding a secret is not moved (SECRET_DENIED), so its bytes never reach the history', async () => {
+    await onServer(async (client, R, S) => {
+      writeFileSync(path.join(R, 't', 'sub', '.env'), 'TOKEN=s3cr3t-value\n');
+      const before = snapshotTree(R);
+      const history = (await client.callOk('list_changes', {})).changes;
+      const e = expectCode(
+        await client.call('move_path', { source: path.join(R, 't'), destination: path.join(R, 'moved') }),
+        'SECRET_DENIED',
+      );
+      expect(e.error.details.reason).toBe('secret_inside');
+      expect(snapshotTree(R)).toEqual(before);
+      // Nothing recorded: the server's history (the other cases' changes) is as it was before the call.
+      expect((await client.callOk('list_changes', {})).changes).toEqual(history);
+      const dir = path.join(S, 'history');
+      const records = existsSync(dir) ? readdirSync(dir) : [];
+      const secret = Buffer.from('TOKEN=s3cr3t-value\n').toString('base64');
+      for (const name of records) expect(readFileSync(path.join(dir, name), 'utf8')).not.toContain(secret);
     });
   });
 });
 
 describe('undo of tree operations: bounds', () => {
+  const onServer = serverFor('modern', ['--history-max-bytes=1500']);
+
   it('a tree too large for --history-max-bytes is not recorded, and the listing says so', async () => {
-    await withServer('modern', ['--history-max-bytes=1500'], async (client, R) => {
+    await onServer(async (client, R) => {
       writeFileSync(path.join(R, 't', 'big.txt'), 'x'.repeat(4000));
-      await client.callOk('delete_path', { path: 't', recursive: true });
+      await client.callOk('delete_path', { path: path.join(R, 't'), recursive: true });
       const listed = await client.callOk('list_changes', {});
       expect(listed.changes).toHaveLength(0);
       expect(listed.note).toMatch(/1 change\(s\) were not recorded/);
       expectCode(await client.call('revert_changes', { last: 1 }), 'NOT_FOUND');
       expect(existsSync(path.join(R, 't'))).toBe(false);
       expect(readFileSync(path.join(R, 'other.txt'), 'utf8')).toBe('stays\n');
-    });
-  });
-
-  it('a tree holding a secret is not moved (SECRET_DENIED), so its bytes never reach the history', async () => {
-    await withServer('legacy', [], async (client, R, S) => {
-      writeFileSync(path.join(R, 't', 'sub', '.env'), 'TOKEN=s3cr3t-value\n');
-      const before = snapshotTree(R);
-      const e = expectCode(await client.call('move_path', { source: 't', destination: 'moved' }), 'SECRET_DENIED');
-      expect(e.error.details.reason).toBe('secret_inside');
-      expect(snapshotTree(R)).toEqual(before);
-      expect((await client.callOk('list_changes', {})).changes).toHaveLength(0);
-      const history = path.join(S, 'history');
-      const records = existsSync(history) ? readdirSync(history) : [];
-      const secret = Buffer.from('TOKEN=s3cr3t-value\n').toString('base64');
-      for (const name of records) expect(readFileSync(path.join(history, name), 'utf8')).not.toContain(secret);
     });
   });
 });

@@ -7,6 +7,12 @@
  * shows the diff and writes nothing; --readonly does not list revert_changes and refuses it; one budget unit per
  * revert call; a revert onto a path the policy now protects (a file policy read_only rule) or a secret is refused with
  * nothing written; the bounds drop the oldest changes with a note; an invalid record on disk is ignored, never applied.
+ *
+ * Eras: the calls of the first describe run under both (each era's client parses list_changes, revert_changes,
+ * tools/list and the envelopes); its two cases that start a server of their own for what is the server's alone — the
+ * history surviving a restart, the budget count — run once, under the modern era. The other describes each run once,
+ * under the era they name. Modern-era clients probe in place (`probe: 'in-place'`, test/helpers/server.ts): one
+ * server start per connect.
  */
 import {
   chmodSync,
@@ -23,15 +29,17 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { CLI, connect, SEAMS_CLI, ERAS, type Era, type TestClient } from '../helpers/server.js';
+import { CLI, connect, SEAMS_CLI, ERAS, inEra, type Era, type TestClient } from '../helpers/server.js';
 import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
 function start(era: Era, root: string, state: string, flags: string[] = []): Promise<TestClient> {
-  return connect(era, { args: ['--state-dir', state, ...flags, root] });
+  return connect(era, { args: ['--state-dir', state, ...flags, root], probe: 'in-place' });
 }
 
 describe.each(ERAS)('undo (%s era)', (era) => {
+  /** For a case that starts a server of its own for what is the server's alone: once, under the modern era. */
+  const itOnce = inEra(era, 'modern', it);
   let R: string;
   let S: string;
   let client: TestClient;
@@ -171,7 +179,7 @@ describe.each(ERAS)('undo (%s era)', (era) => {
     expect(statSync(path.join(R, 'gone.sh')).mode & 0o777).toBe(0o755);
   });
 
-  it('keeps the history across a restart (same --state-dir) and reverts since a point', async () => {
+  itOnce('keeps the history across a restart (same --state-dir) and reverts since a point', async () => {
     const a = path.join(R, 'a.txt');
     const before = read('a.txt');
     await client.callOk('write_file', { path: a, content: 'r1\n', expected_hash: contentHash(before) });
@@ -185,7 +193,7 @@ describe.each(ERAS)('undo (%s era)', (era) => {
     expect(read('a.txt')).toBe(before);
   });
 
-  it('refuses under --readonly (not listed) and counts one budget unit per revert', async () => {
+  it('refuses under --readonly (not listed)', async () => {
     const ro = await start(era, R, S, ['--readonly']);
     try {
       const names = (await ro.listTools()).map((t) => t.name);
@@ -197,6 +205,9 @@ describe.each(ERAS)('undo (%s era)', (era) => {
     } finally {
       await ro.close();
     }
+  });
+
+  itOnce('counts one budget unit per revert', async () => {
     const budget = await start(era, R, S, ['--mutation-budget=2']);
     try {
       const a = path.join(R, 'a.txt');

@@ -161,7 +161,22 @@ export interface ConnectOptions {
   command?: string;
   /** Legacy era only: roots the client announces (file:// URIs). */
   clientRoots?: string[];
+  /**
+   * Modern era only: where the client sends its `server/discover` probe. `sibling` (the default) is what the SDK
+   * does with its own stdio transport, as a real client does: it spawns a second, disposable server from the same
+   * parameters for the probe, then starts the session's server — two server starts per connect. `in-place` sends the
+   * probe to the session's own server (the SDK's path for any other transport): one start. For files whose modern-era
+   * cases are about the server's answers, not the client's start-up (`InPlaceProbeTransport` below).
+   */
+  probe?: 'sibling' | 'in-place';
 }
+
+/**
+ * The modern SDK's stdio transport under another class: the client probes with the disposable sibling only when the
+ * transport's prototype is the SDK's own (`_dispose` an own property of it, @modelcontextprotocol/client 2.x), and
+ * sends `server/discover` on the transport itself otherwise. Same process, pipes and framing; one server start.
+ */
+class InPlaceProbeTransport extends ModernTransport {}
 
 /** Spawns the server and connects a client of `era`. */
 export async function connect(era: Era, options: ConnectOptions): Promise<TestClient> {
@@ -181,7 +196,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   let client: ModernClient | LegacyClient;
   let transport: { readonly pid: number | null };
   if (era === 'modern') {
-    const modern = new ModernTransport(params);
+    const modern = options.probe === 'in-place' ? new InPlaceProbeTransport(params) : new ModernTransport(params);
     oneSendAtATime(modern);
     transport = modern;
     modern.stderr?.on('data', (d: Buffer) => {
