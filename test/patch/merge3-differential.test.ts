@@ -7,7 +7,7 @@
  *  - where git reports a conflict, merge3 never produces bytes.
  * git merge-file runs once per triple, all from one shell process (one spawn for the whole batch).
  * `npm test` compares the first 400 triples (FS_TOOLS_MERGE3_TRIPLES, default 400: about half this file's CPU, and both
- * outcomes still occur well over a hundred times each); `npm run test:diff-properties` (.ci/run) compares 1,200, at
+ * outcomes still occur well over a hundred times each); `npm run test:full-counts` (.ci/run) compares 1,200, at
  * least the 1,000 the acceptance asks for.
  */
 import { execFileSync } from 'node:child_process';
@@ -19,7 +19,7 @@ import { expect, it } from 'vitest';
 import { merge3 } from '../../src/patch/merge3.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-/** Triples most used (keeps the run short): 400 in `npm test`, 1,200 in `npm run test:diff-properties`. */
+/** Triples most used (keeps the run short): 400 in `npm test`, 1,200 in `npm run test:full-counts`. */
 const MAX_TRIPLES = Number(process.env.FS_TOOLS_MERGE3_TRIPLES ?? 400);
 /** Triples needed: the acceptance bound of 1,000, or all asked for when fewer are. */
 const MIN_TRIPLES = Math.min(1000, MAX_TRIPLES);

@@ -9,7 +9,7 @@
  *   the package's search consumes before any choice), and for one-line edits of a large file at its start, middle and
  *   end.
  * The three properties run a quarter of their full counts in `npm test` (5,000, 2,500 and 1,250 generated pairs:
- * FS_TOOLS_DIFF_RUNS, default 5,000, is the first one's); `npm run test:diff-properties` (.ci/run) runs the full
+ * FS_TOOLS_DIFF_RUNS, default 5,000, is the first one's); `npm run test:full-counts` (.ci/run) runs the full
  * 20,000, 10,000 and 5,000.
  */
 import { applyPatch, createTwoFilesPatch } from 'diff';
