@@ -3,7 +3,17 @@
  * directories, `symlink(target)` makes a link, `fifo()` a named pipe. Roots are realpath'd (macOS /private/var).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -38,9 +48,31 @@ export function writeTree(dir: string, spec: TreeSpec): void {
   }
 }
 
-/** A fresh temporary directory (realpath'd) holding `spec`; `cleanup()` removes it. */
-export function makeTree(spec: TreeSpec = {}, prefix = 'fs-tools-'): { dir: string; cleanup: () => void } {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+/**
+ * Where a test that creates tens of thousands of files makes its tree: /dev/shm when it is a writable directory (a
+ * tmpfs on Linux), else the system's temporary directory. On the shared ext4 disk of the CI machines creating a file
+ * costs 0.3-1 ms of CPU when other jobs write too (5,000 files: 1.4-5.2 s, against 0.1 s on tmpfs); a test whose point
+ * is the server's work over many entries, not the disk, need not pay that.
+ */
+export function manyFilesTmpdir(): string {
+  try {
+    accessSync('/dev/shm', constants.W_OK);
+    return statSync('/dev/shm').isDirectory() ? '/dev/shm' : os.tmpdir();
+  } catch {
+    return os.tmpdir();
+  }
+}
+
+/**
+ * A fresh temporary directory (realpath'd) holding `spec`, made under `base` (default: the system's temporary
+ * directory); `cleanup()` removes it.
+ */
+export function makeTree(
+  spec: TreeSpec = {},
+  prefix = 'fs-tools-',
+  base = os.tmpdir(),
+): { dir: string; cleanup: () => void } {
+  const dir = realpathSync(mkdtempSync(path.join(base, prefix)));
   writeTree(dir, spec);
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }

@@ -8,11 +8,17 @@
  * - its text is identical to createTwoFilesPatch whenever the two texts share no suffix (only the prefix is cut, which
  *   the package's search consumes before any choice), and for one-line edits of a large file at its start, middle and
  *   end.
+ * The three properties run a quarter of their full counts in `npm test` (5,000, 2,500 and 1,250 generated pairs:
+ * FS_TOOLS_DIFF_RUNS, default 5,000, is the first one's); `npm run test:full-counts` (.ci/run) runs the full
+ * 20,000, 10,000 and 5,000.
  */
 import { applyPatch, createTwoFilesPatch } from 'diff';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { boundedUnifiedDiff, unifiedDiff } from '../../src/patch/window-diff.js';
+
+/** Generated pairs of the first property; the second runs half as many, the third a quarter. */
+const RUNS = Number(process.env.FS_TOOLS_DIFF_RUNS ?? 5_000);
 
 const full = (a: string, b: string, context: number) =>
   createTwoFilesPatch('a/f', 'b/f', a, b, undefined, undefined, { context });
@@ -53,7 +59,7 @@ describe('unifiedDiff', () => {
           expect(counts(d)).toEqual(counts(full(x, y, context)));
         }
       }),
-      { numRuns: 20_000 },
+      { numRuns: RUNS },
     );
   });
 
@@ -64,7 +70,7 @@ describe('unifiedDiff', () => {
         const y = `${b}END-B\n`;
         expect(unifiedDiff('a/f', 'b/f', x, y, context)).toBe(full(x, y, context));
       }),
-      { numRuns: 10_000 },
+      { numRuns: RUNS / 2 },
     );
   });
 
@@ -96,7 +102,7 @@ describe('boundedUnifiedDiff (docs/security.md "Bounded work")', () => {
           expect(d.truncated).toBe(false);
         }
       }),
-      { numRuns: 5_000 },
+      { numRuns: RUNS / 4 },
     );
   });
 
