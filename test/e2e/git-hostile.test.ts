@@ -17,8 +17,9 @@
  * submodule whose .git file leads outside; and the legitimate neighbours that must keep working (a symlinked .git
  * inside the roots, a linked worktree).
  *
- * For every case and level, with one era (the probes alternate between the two sessions: what git runs or reads is
- * the server's, whichever client asks): git_status, git_diff (work tree, staged, paths) and write_file (dry run)
+ * For every case (config cases: at one level each in `npm test`, super, sub and nested in turn; at every level in
+ * `npm run test:hostile`, FS_TOOLS_HOSTILE_LEVELS=all, run by .ci/run), with one era (the probes alternate between
+ * the two sessions: what git runs or reads is the server's, whichever client asks): git_status, git_diff (work tree, staged, paths) and write_file (dry run)
  * with expected_status_hash end with the expected code (or succeed), no marker file appears, and no outside or secret
  * content (nor the outside directory's path) appears in any result, envelope, server stderr or audit line.
  * Also: with TMPDIR inside the roots, the server's private git dir is made outside them (never reachable by an agent).
@@ -603,6 +604,18 @@ const LOCATION_CASES: LocationCase[] = [
   },
 ];
 
+/**
+ * `npm test` probes each config case at one level, super, sub and nested in turn down CONFIG_CASES (a fixed subset:
+ * every case, and every level for a third of them); FS_TOOLS_HOSTILE_LEVELS=all (`npm run test:hostile`, run by .ci/run)
+ * probes every case at every level, the whole matrix.
+ */
+const EVERY_LEVEL = process.env.FS_TOOLS_HOSTILE_LEVELS === 'all';
+/** The levels of config case `c`'s copy that are armed and probed. */
+function probedLevels(c: ConfigCase): Level[] {
+  const levels = levelsOf(path.join(ROOT, `cfg-${c.name}`));
+  return EVERY_LEVEL ? levels : [levels[CONFIG_CASES.indexOf(c) % levels.length]];
+}
+
 function buildAll(): void {
   buildTemplate();
   buildOutside();
@@ -621,11 +634,10 @@ function buildAll(): void {
     ['cp', '-a', TEMPLATE, subTop],
     ...LOCATION_CASES.map((c) => ['cp', '-a', plain, locRepo(c)]),
   ]);
-  // Config cases: the case applied at every level of its copy.
+  // Config cases: the case applied at every level of its copy, probed at the levels `probedLevels` names.
   for (const c of CONFIG_CASES) {
-    const levels = levelsOf(configTop(c));
-    for (const l of levels) c.apply(l, `${c.name}-${l.name}`);
-    for (const l of levels) PROBES.push({ label: `${c.name} @${l.name}`, dir: l.dir, outcome: c.outcome });
+    for (const l of levelsOf(configTop(c))) c.apply(l, `${c.name}-${l.name}`);
+    for (const l of probedLevels(c)) PROBES.push({ label: `${c.name} @${l.name}`, dir: l.dir, outcome: c.outcome });
   }
   // Armed: plain git, as a user would run it in each of these repositories, does run what they name (each level's
   // markers are named after its case and level).
@@ -634,12 +646,12 @@ function buildAll(): void {
     scratch.dir,
     gitEnv(),
     armed.flatMap((c) =>
-      levelsOf(configTop(c)).map((l) => ({ cwd: l.dir, argv: ['git', c.arm!, '--ignore-submodules=all'] })),
+      probedLevels(c).map((l) => ({ cwd: l.dir, argv: ['git', c.arm!, '--ignore-submodules=all'] })),
     ),
   );
   const ran = markers();
   for (const c of armed) {
-    for (const l of levelsOf(configTop(c))) {
+    for (const l of probedLevels(c)) {
       expect(
         ran.some((m) => m.startsWith(`${c.name}-${l.name}-`)),
         `${c.name} at ${l.name} is not armed: ${ran.join(' ')}`,
@@ -724,7 +736,8 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
   });
 
   it('the matrix (both eras)', async () => {
-    expect(PROBES.length).toBeGreaterThan(50);
+    // Every config case at its levels, the submodule case at two, every location case.
+    expect(PROBES.length).toBe(CONFIG_CASES.length * (EVERY_LEVEL ? 3 : 1) + 2 + LOCATION_CASES.length);
     const probesOf = (era: Era) => PROBES.filter((_, i) => ERAS[i % ERAS.length] === era);
     await Promise.all(
       ERAS.map(async (era) => {
@@ -794,8 +807,7 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
     const sub = await c.callOk('git_status', { path: path.join(sup, 'sub') });
     expect(sub.repo_root).toBe(path.join(sup, 'sub'));
     expect(sub.entries.map((e: { path: string }) => e.path).sort()).toEqual(['a.txt', 'b.f', 'c.d', 'u.txt']);
-    const big = PROBES.find((p) => p.label === 'config-1.3MB @super')!;
-    const b = await c.callOk('git_diff', { path: big.dir });
+    const b = await c.callOk('git_diff', { path: path.join(ROOT, 'cfg-config-1.3MB') });
     expect(b.diff).toContain('+HOSTILE b');
     expect(markers()).toEqual([]);
   });
