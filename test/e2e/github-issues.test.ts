@@ -1,10 +1,10 @@
 /**
  * github_issues end to end (SPEC §8, §3.2, issue 6 acceptance): the real server (dist/cli.js) runs the real `gh`
  * binary against a fake GitHub on 127.0.0.1 (test/helpers/fake-github.ts; gh talks plain http to github.localhost,
- * routed with HTTP_PROXY). The actions and the remote resolution that succeeds run under both protocol eras (results
- * as each era's client parses them); the failure codes, the remote resolutions that fail and the audit log run once
- * (legacy era): an envelope is the same error result in both eras, and the codes, the retry semantics and the audit
- * lines are the server's:
+ * routed with HTTP_PROXY). The remote resolution that succeeds runs under both protocol eras (a call through each
+ * era's client end to end); the rest runs once (legacy era): what the actions send and return, the codes, the retry
+ * semantics and the audit lines are the server's, an envelope is the same error result in both eras, and each
+ * action's result as each era's client parses it is test/e2e/schemas.test.ts's walk (every action, both eras):
  * - actions: list (pull requests omitted and counted, cursor pages), view (comments paged), create, comment, close
  *   with reason, reopen, edit — a read sends only GETs, a write exactly one POST/PATCH (after one GET check);
  * - one case per code: GH_CLI_MISSING (PATH without gh), GH_AUTH_REQUIRED (no token → exit 4; 401), GH_FORBIDDEN
@@ -132,7 +132,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   const call = async (args: Record<string, unknown>, kind: Parameters<typeof server>[0] = 'main') =>
     (await server(kind)).call('github_issues', args);
 
-  describe('actions', () => {
+  inEra(
+    era,
+    'legacy',
+    describe,
+  )('actions', () => {
     it('list: open issues only, pull requests omitted and counted, paged by cursor; only GETs are sent', async () => {
       const first = await call({ action: 'list', ...REPO, limit: 2 });
       expect(first.isError).toBeFalsy();

@@ -1,9 +1,11 @@
 /**
  * gitlab_issues end to end (SPEC §8, §3.2, issue 6 acceptance): the real server (dist/cli.js) against a fake GitLab
  * REST v4 on 127.0.0.1 (test/helpers/fake-gitlab.ts), through the HTTPS path (plain http is allowed to loopback
- * hosts; PATH holds git but no glab). The actions and the first remote resolution (successes: results as each era's
- * client parses them) run under both protocol eras; the rest (envelopes, retry semantics, host rules, the audit log:
- * the server's alone, an envelope being the same error result in both eras) runs once, under the legacy era:
+ * hosts; PATH holds git but no glab). The first remote resolution (a success through each era's client end to end)
+ * runs under both protocol eras; the rest (what the actions send and return, envelopes, retry semantics, host rules,
+ * the audit log: the server's alone, an envelope being the same error result in both eras) runs once, under the
+ * legacy era; each action's result as each era's client parses it is test/e2e/schemas.test.ts's walk (every action,
+ * both eras):
  * - actions on a nested-group project (a/b/c, sent as projects/a%2Fb%2Fc): list (paged), view (notes paged, system
  *   notes left out), create (assignees by id), comment, close, reopen, edit — reads only GET, writes exactly one
  *   POST/PUT;
@@ -125,7 +127,11 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
   const call = async (args: Record<string, unknown>, kind: Parameters<typeof server>[0] = 'main') =>
     (await server(kind)).call('gitlab_issues', args);
 
-  describe('actions', () => {
+  inEra(
+    era,
+    'legacy',
+    describe,
+  )('actions', () => {
     it('list: a nested-group project, URL-encoded, with the token, paged', async () => {
       const first = await call({ action: 'list', ...REPO, limit: 1 });
       expect(first.isError, textOf(first)).toBeFalsy();

@@ -4,7 +4,9 @@
  * with Ajv — under both JSON Schema dialects a client may apply (2020-12, the default of a 2026-07-28 client for a
  * schema without `$schema`; draft-07, the 1.x SDK's Ajv) — and each failure's text against the envelope contract.
  * Every result, success or failure, must also be a protocol CallToolResult (the server does not re-validate its own).
- * A tool added later without a success case here fails the walk.
+ * A tool added later without a success case here fails the walk. The issue tools' success cases hold every action,
+ * so each action's result is parsed by each era's client here (github-issues and gitlab-issues pin the actions'
+ * requests and fields once).
  */
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -254,6 +256,17 @@ Object.assign(CASES, {
       { action: 'view', repo: 'octo/hello', hostname: 'github.localhost', number: 3 },
       { action: 'comment', repo: 'octo/hello', hostname: 'github.localhost', number: 1, body: 'schemas walk' },
       { action: 'close', repo: 'octo/hello', hostname: 'github.localhost', number: 1, reason: 'completed' },
+      { action: 'reopen', repo: 'octo/hello', hostname: 'github.localhost', number: 1 },
+      { action: 'edit', repo: 'octo/hello', hostname: 'github.localhost', number: 1, title: 'Renamed', labels: [] },
+      {
+        action: 'create',
+        repo: 'octo/hello',
+        hostname: 'github.localhost',
+        title: 'New one',
+        body: 'Details',
+        labels: ['bug'],
+        assignees: ['alice'],
+      },
     ],
     fail: [
       { args: { action: 'view', repo: 'octo/hello', hostname: 'github.localhost', number: 2 }, code: 'GH_NOT_ISSUE' },
@@ -266,6 +279,10 @@ Object.assign(CASES, {
       { action: 'list', repo: 'a/b/c' },
       { action: 'view', repo: 'a/b/c', number: 2 },
       { action: 'comment', repo: 'a/b/c', number: 1, body: 'schemas walk' },
+      { action: 'close', repo: 'a/b/c', number: 1 },
+      { action: 'reopen', repo: 'a/b/c', number: 1 },
+      { action: 'edit', repo: 'a/b/c', number: 1, title: 'Renamed' },
+      { action: 'create', repo: 'a/b/c', title: 'New', body: 'Text', labels: ['bug'], assignees: ['bob'] },
     ],
     fail: [
       { args: { action: 'view', repo: 'a/b/c', number: 99 }, code: 'GL_NOT_FOUND' },
