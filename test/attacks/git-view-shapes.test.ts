@@ -20,10 +20,11 @@
  * The file tools write into none of the git-directory shapes these layouts use.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type CallResult, type TestClient } from '../helpers/server.js';
+import { runBatch } from '../helpers/git-batch.js';
 import { blobId, buildIndex, type IndexEntrySpec } from '../helpers/git-index.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -61,17 +62,25 @@ const git = (cwd: string, ...args: string[]): string =>
 function hidden(present: boolean): void {
   rmSync(PRIVATE, { recursive: true, force: true });
   if (!present) return;
-  mkdirSync(PRIVATE);
-  writeFileSync(path.join(PRIVATE, 'acq.txt'), SECRET);
-  writeFileSync(path.join(PRIVATE, 'same.txt'), SAME);
-  mkdirSync(path.join(PRIVATE, 'sub'));
-  git(path.join(PRIVATE, 'sub'), 'init', '-q', '-b', 'main');
-  writeFileSync(path.join(PRIVATE, 'sub', 'f.txt'), SECRET);
-  git(path.join(PRIVATE, 'sub'), 'add', '-A');
-  git(path.join(PRIVATE, 'sub'), 'commit', '-q', '-m', 'i');
-  mkdirSync(path.join(PRIVATE, 'wt'));
-  writeFileSync(path.join(PRIVATE, 'wt', 'a.txt'), SECRET);
+  if (!existsSync(HIDDEN_TEMPLATE)) {
+    // Built once, outside the roots; each `hidden(true)` copies it in-process (fresh files, no child process).
+    mkdirSync(HIDDEN_TEMPLATE);
+    writeFileSync(path.join(HIDDEN_TEMPLATE, 'acq.txt'), SECRET);
+    writeFileSync(path.join(HIDDEN_TEMPLATE, 'same.txt'), SAME);
+    mkdirSync(path.join(HIDDEN_TEMPLATE, 'sub'));
+    writeFileSync(path.join(HIDDEN_TEMPLATE, 'sub', 'f.txt'), SECRET);
+    runBatch(path.join(HIDDEN_TEMPLATE, 'sub'), gitEnv(), [
+      ['git', 'init', '-q', '-b', 'main'],
+      ['git', 'add', '-A'],
+      ['git', 'commit', '-q', '-m', 'i'],
+    ]);
+    mkdirSync(path.join(HIDDEN_TEMPLATE, 'wt'));
+    writeFileSync(path.join(HIDDEN_TEMPLATE, 'wt', 'a.txt'), SECRET);
+  }
+  cpSync(HIDDEN_TEMPLATE, PRIVATE, { recursive: true, verbatimSymlinks: true });
 }
+/** Where the hidden place is built once: outside the roots. */
+const HIDDEN_TEMPLATE = path.join(scratch.dir, 'hidden-template');
 
 /** A hidden file whose bytes the repository's index and objects also hold: a content comparison would match. */
 const SAME = 'same bytes\n';
@@ -82,13 +91,16 @@ const S = blobId(SAME);
 function repo(name: string): string {
   const dir = path.join(ROOT, name);
   mkdirSync(dir);
-  git(dir, 'init', '-q', '-b', 'main');
   writeFileSync(path.join(dir, 'a.txt'), 'a\n');
   writeFileSync(path.join(dir, 'blob'), SAME);
-  git(dir, 'add', 'a.txt');
-  git(dir, 'hash-object', '-w', 'blob');
+  // One child process for the four (test/helpers/git-batch.ts); the commit holds the index only (a.txt).
+  runBatch(dir, gitEnv(), [
+    ['git', 'init', '-q', '-b', 'main'],
+    ['git', 'add', 'a.txt'],
+    ['git', 'hash-object', '-w', 'blob'],
+    ['git', 'commit', '-q', '-m', 'i'],
+  ]);
   rmSync(path.join(dir, 'blob'));
-  git(dir, 'commit', '-q', '-m', 'i');
   return dir;
 }
 

@@ -17,13 +17,14 @@
  * submodule whose .git file leads outside; and the legitimate neighbours that must keep working (a symlinked .git
  * inside the roots, a linked worktree).
  *
- * For every case and level, with one era (the probes alternate between the two sessions: what git runs or reads is
- * the server's, whichever client asks): git_status, git_diff (work tree, staged, paths) and write_file (dry run)
+ * For every case (config cases: at one level each in `npm test`, super, sub and nested in turn; at every level in
+ * `npm run test:hostile`, FS_TOOLS_HOSTILE_LEVELS=all, run by .ci/run), with one era (the probes alternate between
+ * the two sessions: what git runs or reads is the server's, whichever client asks): git_status, git_diff (work tree, staged, paths) and write_file (dry run)
  * with expected_status_hash end with the expected code (or succeed), no marker file appears, and no outside or secret
  * content (nor the outside directory's path) appears in any result, envelope, server stderr or audit line.
  * Also: with TMPDIR inside the roots, the server's private git dir is made outside them (never reachable by an agent).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -39,6 +40,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBatch, runEach } from '../helpers/git-batch.js';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree, writeTree, type TreeSpec } from '../helpers/tree.js';
@@ -72,9 +74,13 @@ function gitEnv(): NodeJS.ProcessEnv {
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, env: gitEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
-/** Plain git as a user would run it (may fail: a hostile driver can make it fail). */
-function plainGit(cwd: string, ...args: string[]): void {
-  spawnSync('git', args, { cwd, env: gitEnv(), stdio: 'ignore', timeout: 20_000 });
+/** Runs test-side git commands (each `[cwd, ...args]`) one after another in one child process (git-batch.ts). */
+function gits(...commands: Array<[string, ...string[]]>): void {
+  runBatch(
+    scratch.dir,
+    gitEnv(),
+    commands.map(([cwd, ...args]) => ['git', '-C', cwd, ...args]),
+  );
 }
 const touch = (name: string) => `touch '${path.join(MARKERS, name)}'`;
 const markers = () => readdirSync(MARKERS).sort();
@@ -90,41 +96,50 @@ const FILES: TreeSpec = {
   '.gitattributes': '*.f filter=x\n*.d diff=x\n',
 };
 
-function makeRepo(dir: string, files: TreeSpec = FILES): string {
+/** The git commands that make `dir` a repository holding `files` (written now), committed on branch main. */
+function makeRepo(dir: string, files: TreeSpec = FILES): Array<[string, ...string[]]> {
   mkdirSync(dir, { recursive: true });
-  git(dir, 'init', '-q', '-b', 'main');
   writeTree(dir, files);
-  git(dir, 'add', '-A');
-  git(dir, 'commit', '-q', '-m', 'initial');
-  return dir;
+  return [
+    [dir, 'init', '-q', '-b', 'main'],
+    [dir, 'add', '-A'],
+    [dir, 'commit', '-q', '-m', 'initial'],
+  ];
 }
 
-/** Staged, modified, stat-dirty (same content, new mtime) and untracked files in `dir`. */
-function dirty(dir: string): void {
-  writeFileSync(path.join(dir, 'a.txt'), 'a\nHOSTILE a\n');
-  git(dir, 'add', 'a.txt');
-  writeFileSync(path.join(dir, 'b.f'), 'b\nHOSTILE b\n');
-  writeFileSync(path.join(dir, 'c.d'), 'c\nHOSTILE c\n');
-  const later = new Date(Date.now() + 10_000);
-  utimesSync(path.join(dir, 'same.f'), later, later);
-  writeFileSync(path.join(dir, 'u.txt'), 'untracked\n');
+/** Staged, modified, stat-dirty (same content, new mtime) and untracked files in each of `dirs`. */
+function dirty(...dirs: string[]): void {
+  for (const dir of dirs) writeFileSync(path.join(dir, 'a.txt'), 'a\nHOSTILE a\n');
+  gits(...dirs.map((dir): [string, ...string[]] => [dir, 'add', 'a.txt']));
+  for (const dir of dirs) {
+    writeFileSync(path.join(dir, 'b.f'), 'b\nHOSTILE b\n');
+    writeFileSync(path.join(dir, 'c.d'), 'c\nHOSTILE c\n');
+    const later = new Date(Date.now() + 10_000);
+    utimesSync(path.join(dir, 'same.f'), later, later);
+    writeFileSync(path.join(dir, 'u.txt'), 'untracked\n');
+  }
 }
 
 // --- the superproject template: super ⊃ sub ⊃ nested ---------------------------------------------------------
 let TEMPLATE = '';
 function buildTemplate(): void {
   const src = path.join(scratch.dir, 'src');
-  git(src, 'config', '--global', 'protocol.file.allow', 'always');
-  git(src, 'config', '--global', 'user.name', 'Test');
-  git(src, 'config', '--global', 'user.email', 'test@example.invalid');
-  const nested = makeRepo(path.join(src, 'nested'));
-  const sub = makeRepo(path.join(src, 'sub'));
-  git(sub, 'submodule', 'add', '-q', nested, 'nested');
-  git(sub, 'commit', '-q', '-m', 'nested');
-  TEMPLATE = makeRepo(path.join(src, 'template'));
-  git(TEMPLATE, 'submodule', 'add', '-q', sub, 'sub');
-  git(TEMPLATE, 'commit', '-q', '-m', 'sub');
-  git(TEMPLATE, 'submodule', 'update', '-q', '--init', '--recursive');
+  const nested = path.join(src, 'nested');
+  const sub = path.join(src, 'sub');
+  TEMPLATE = path.join(src, 'template');
+  gits(
+    [src, 'config', '--global', 'protocol.file.allow', 'always'],
+    [src, 'config', '--global', 'user.name', 'Test'],
+    [src, 'config', '--global', 'user.email', 'test@example.invalid'],
+    ...makeRepo(nested),
+    ...makeRepo(sub),
+    [sub, 'submodule', 'add', '-q', nested, 'nested'],
+    [sub, 'commit', '-q', '-m', 'nested'],
+    ...makeRepo(TEMPLATE),
+    [TEMPLATE, 'submodule', 'add', '-q', sub, 'sub'],
+    [TEMPLATE, 'commit', '-q', '-m', 'sub'],
+    [TEMPLATE, 'submodule', 'update', '-q', '--init', '--recursive'],
+  );
 }
 
 interface Level {
@@ -379,14 +394,15 @@ interface LocationCase {
 
 let OUTSIDE_REPO = '';
 function buildOutside(): void {
-  OUTSIDE_REPO = makeRepo(path.join(OUTSIDE, 'repo'), {
-    'o.txt': 'OUTSIDE_CONTENT_MARKER\n',
-    'a.txt': 'OUTSIDE_CONTENT_MARKER a\n',
-  });
-  git(OUTSIDE_REPO, 'pack-refs', '--all');
+  OUTSIDE_REPO = path.join(OUTSIDE, 'repo');
+  gits(...makeRepo(OUTSIDE_REPO, { 'o.txt': 'OUTSIDE_CONTENT_MARKER\n', 'a.txt': 'OUTSIDE_CONTENT_MARKER a\n' }), [
+    OUTSIDE_REPO,
+    'pack-refs',
+    '--all',
+  ]);
   writeFileSync(path.join(OUTSIDE_REPO, 'o.txt'), 'OUTSIDE_CONTENT_MARKER changed\n');
   writeFileSync(path.join(OUTSIDE_REPO, 'a.txt'), 'OUTSIDE_CONTENT_MARKER staged\n');
-  git(OUTSIDE_REPO, 'add', 'a.txt');
+  gits([OUTSIDE_REPO, 'add', 'a.txt']);
   writeFileSync(path.join(OUTSIDE, 'secret.txt'), 'OUTSIDE_SECRET_MARKER\nref: refs/heads/main\n');
   writeFileSync(path.join(ROOT, '.env'), 'INSIDE_SECRET_MARKER=1\n');
 }
@@ -588,45 +604,71 @@ const LOCATION_CASES: LocationCase[] = [
   },
 ];
 
+/**
+ * `npm test` probes each config case at one level, super, sub and nested in turn down CONFIG_CASES (a fixed subset:
+ * every case, and every level for a third of them); FS_TOOLS_HOSTILE_LEVELS=all (`npm run test:hostile`, run by .ci/run)
+ * probes every case at every level, the whole matrix.
+ */
+const EVERY_LEVEL = process.env.FS_TOOLS_HOSTILE_LEVELS === 'all';
+/** The levels of config case `c`'s copy that are armed and probed. */
+function probedLevels(c: ConfigCase): Level[] {
+  const levels = levelsOf(path.join(ROOT, `cfg-${c.name}`));
+  return EVERY_LEVEL ? levels : [levels[CONFIG_CASES.indexOf(c) % levels.length]];
+}
+
 function buildAll(): void {
   buildTemplate();
   buildOutside();
-  // Dirty every level of the template once (the copies keep it: cp -a keeps the future mtime of same.f).
-  for (const l of levelsOf(TEMPLATE)) dirty(l.dir);
-  // Config cases: a copy of the template per case, the case applied at every level.
+  const plain = path.join(scratch.dir, 'src', 'plain');
+  gits(...makeRepo(plain, { ...FILES, '.gitattributes': '' }));
+  // Dirty every level of the template once (the copies keep it: cp -a keeps the future mtime of same.f), and the
+  // plain repository the location cases copy.
+  dirty(...levelsOf(TEMPLATE).map((l) => l.dir), plain);
+  // A copy of the template per config case and for the submodule case, a copy of the plain repository per location
+  // case: all in one child process.
+  const configTop = (c: ConfigCase) => path.join(ROOT, `cfg-${c.name}`);
+  const subTop = path.join(ROOT, 'sub-dotgit-outside');
+  const locRepo = (c: LocationCase) => path.join(ROOT, `loc-${c.name}`);
+  runBatch(scratch.dir, gitEnv(), [
+    ...CONFIG_CASES.map((c) => ['cp', '-a', TEMPLATE, configTop(c)]),
+    ['cp', '-a', TEMPLATE, subTop],
+    ...LOCATION_CASES.map((c) => ['cp', '-a', plain, locRepo(c)]),
+  ]);
+  // Config cases: the case applied at every level of its copy, probed at the levels `probedLevels` names.
   for (const c of CONFIG_CASES) {
-    const top = path.join(ROOT, `cfg-${c.name}`);
-    execFileSync('cp', ['-a', TEMPLATE, top]);
-    const levels = levelsOf(top);
-    for (const l of levels) c.apply(l, `${c.name}-${l.name}`);
-    if (c.arm) {
-      // Armed: plain git, as a user would run it in each of these repositories, does run what they name.
-      for (const l of levels) plainGit(l.dir, c.arm, '--ignore-submodules=all');
-      for (const l of levels) {
-        expect(
-          markers().some((m) => m.startsWith(`${c.name}-${l.name}-`)),
-          `${c.name} at ${l.name} is not armed: ${markers().join(' ')}`,
-        ).toBe(true);
-      }
-      clearMarkers();
+    for (const l of levelsOf(configTop(c))) c.apply(l, `${c.name}-${l.name}`);
+    for (const l of probedLevels(c)) PROBES.push({ label: `${c.name} @${l.name}`, dir: l.dir, outcome: c.outcome });
+  }
+  // Armed: plain git, as a user would run it in each of these repositories, does run what they name (each level's
+  // markers are named after its case and level).
+  const armed = CONFIG_CASES.filter((c) => c.arm !== null);
+  runEach(
+    scratch.dir,
+    gitEnv(),
+    armed.flatMap((c) =>
+      probedLevels(c).map((l) => ({ cwd: l.dir, argv: ['git', c.arm!, '--ignore-submodules=all'] })),
+    ),
+  );
+  const ran = markers();
+  for (const c of armed) {
+    for (const l of probedLevels(c)) {
+      expect(
+        ran.some((m) => m.startsWith(`${c.name}-${l.name}-`)),
+        `${c.name} at ${l.name} is not armed: ${ran.join(' ')}`,
+      ).toBe(true);
       // Plain git refreshed the index: make same.f stat-dirty again, so the server faces a content comparison too.
       const later = new Date(Date.now() + 20_000);
-      for (const l of levels) utimesSync(path.join(l.dir, 'same.f'), later, later);
+      utimesSync(path.join(l.dir, 'same.f'), later, later);
     }
-    for (const l of levels) PROBES.push({ label: `${c.name} @${l.name}`, dir: l.dir, outcome: c.outcome });
   }
+  clearMarkers();
   // A submodule whose .git file leads outside: the superproject is fine (submodules are not entered), the submodule not.
-  const top = path.join(ROOT, 'sub-dotgit-outside');
-  execFileSync('cp', ['-a', TEMPLATE, top]);
-  writeFileSync(path.join(top, 'sub', '.git'), `gitdir: ${path.join(OUTSIDE_REPO, '.git')}\n`);
-  PROBES.push({ label: 'sub-dotgit-outside @super', dir: top, outcome: OK });
-  PROBES.push({ label: 'sub-dotgit-outside @sub', dir: path.join(top, 'sub'), outcome: NOT_ALLOWED });
-  // Location cases: a copy of one plain dirty repository per case.
-  const plain = makeRepo(path.join(scratch.dir, 'src', 'plain'), { ...FILES, '.gitattributes': '' });
-  dirty(plain);
+  writeFileSync(path.join(subTop, 'sub', '.git'), `gitdir: ${path.join(OUTSIDE_REPO, '.git')}\n`);
+  PROBES.push({ label: 'sub-dotgit-outside @super', dir: subTop, outcome: OK });
+  PROBES.push({ label: 'sub-dotgit-outside @sub', dir: path.join(subTop, 'sub'), outcome: NOT_ALLOWED });
+  // Location cases: each case's copy of the plain dirty repository made hostile.
   for (const c of LOCATION_CASES) {
-    const repo = path.join(ROOT, `loc-${c.name}`);
-    execFileSync('cp', ['-a', plain, repo]);
+    const repo = locRepo(c);
     const dir = c.mutate(repo) ?? repo;
     PROBES.push({ label: c.name, dir, outcome: c.outcome });
   }
@@ -694,7 +736,8 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
   });
 
   it('the matrix (both eras)', async () => {
-    expect(PROBES.length).toBeGreaterThan(50);
+    // Every config case at its levels, the submodule case at two, every location case.
+    expect(PROBES.length).toBe(CONFIG_CASES.length * (EVERY_LEVEL ? 3 : 1) + 2 + LOCATION_CASES.length);
     const probesOf = (era: Era) => PROBES.filter((_, i) => ERAS[i % ERAS.length] === era);
     await Promise.all(
       ERAS.map(async (era) => {
@@ -764,8 +807,7 @@ describe('hostile repositories: nothing runs, nothing outside or secret leaks, e
     const sub = await c.callOk('git_status', { path: path.join(sup, 'sub') });
     expect(sub.repo_root).toBe(path.join(sup, 'sub'));
     expect(sub.entries.map((e: { path: string }) => e.path).sort()).toEqual(['a.txt', 'b.f', 'c.d', 'u.txt']);
-    const big = PROBES.find((p) => p.label === 'config-1.3MB @super')!;
-    const b = await c.callOk('git_diff', { path: big.dir });
+    const b = await c.callOk('git_diff', { path: path.join(ROOT, 'cfg-config-1.3MB') });
     expect(b.diff).toContain('+HOSTILE b');
     expect(markers()).toEqual([]);
   });

@@ -34,6 +34,13 @@
  *   git_missing; a repository owned by another uid → VALIDATION dubious_ownership (git refuses as root too); a
  *   garbage .git/index → IO_ERROR corrupt_repository naming the index (issue 12: classified, no git stderr); an
  *   empty .git/HEAD → IO_ERROR reason corrupt_repository.
+ *
+ * Eras and processes: STALE_GIT on mutations runs under both eras (results and envelopes of every mutating tool as
+ * each era's client parses them); every other case is the server's and git's alone (hashes, diffs, what git runs,
+ * failure codes) and runs once, under the modern era. The cases share one server per era, rooted at ZONE, each
+ * working in its own directory there; a case whose point is a server's roots or environment (a root inside a
+ * repository, PATH) starts its own. Test-side git runs in batches (test/helpers/git-batch.ts): a spawn from the
+ * test worker costs more CPU than a small git command.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -53,6 +60,7 @@ import {
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
+import { runBatch } from '../helpers/git-batch.js';
 import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree, writeTree, type TreeSpec } from '../helpers/tree.js';
 
@@ -88,18 +96,32 @@ function freshDir(parent: string, prefix: string): string {
   return mkdtempSync(path.join(parent, prefix));
 }
 
+/** Runs test-side git commands (each its arguments) one after another in one child process; returns stdout. */
+function gits(cwd: string, ...commands: string[][]): string {
+  return runBatch(
+    cwd,
+    gitEnv(),
+    commands.map((args) => ['git', ...args]),
+  );
+}
+
 /** A repository under `parent` holding `files`, committed on branch main (no commit when `files` is null). */
 function makeRepo(parent: string, files: TreeSpec | null, prefix = 'repo-'): string {
   const repo = freshDir(parent, prefix);
-  git(repo, 'init', '-q', '-b', 'main');
-  git(repo, 'config', 'user.name', 'Test');
-  git(repo, 'config', 'user.email', 'test@example.invalid');
-  git(repo, 'config', 'commit.gpgsign', 'false');
-  if (files) {
-    writeTree(repo, files);
-    git(repo, 'add', '-A');
-    git(repo, 'commit', '-q', '-m', 'initial');
-  }
+  if (files) writeTree(repo, files);
+  gits(
+    repo,
+    ['init', '-q', '-b', 'main'],
+    ['config', 'user.name', 'Test'],
+    ['config', 'user.email', 'test@example.invalid'],
+    ['config', 'commit.gpgsign', 'false'],
+    ...(files
+      ? [
+          ['add', '-A'],
+          ['commit', '-q', '-m', 'initial'],
+        ]
+      : []),
+  );
   return repo;
 }
 
@@ -117,6 +139,26 @@ async function startServer(
   });
 }
 
+/**
+ * Where the file's shared servers are rooted: each describe works in its own directory under it (the repositories
+ * outside the roots, and the servers with other roots or another PATH, are elsewhere in `scratch`).
+ */
+const ZONE = path.join(scratch.dir, 'zone');
+mkdirSync(ZONE);
+const shared: Partial<Record<Era, Promise<TestClient>>> = {};
+/** The file's server of `era` on ZONE, started on first use (a case that needs a fresh process starts its own). */
+function sharedServer(era: Era): Promise<TestClient> {
+  shared[era] ??= startServer(era, [ZONE]);
+  return shared[era];
+}
+afterAll(async () => {
+  for (const c of Object.values(shared)) {
+    const client = await c;
+    expectNoIncident(client);
+    await client.close();
+  }
+});
+
 /** Everything the client received, for absence checks. */
 const everything = (r: CallResult) => JSON.stringify(r);
 
@@ -130,12 +172,8 @@ describe('status_hash', () => {
   let client: TestClient;
   let base: string;
   beforeAll(async () => {
-    base = freshDir(scratch.dir, 'status-');
-    client = await startServer('modern', [base]);
-  });
-  afterAll(async () => {
-    expectNoIncident(client);
-    await client.close();
+    base = freshDir(ZONE, 'status-');
+    client = await sharedServer('modern');
   });
 
   const hashOf = async (repo: string) => (await client.callOk('git_status', { path: repo })).status_hash as string;
@@ -202,9 +240,8 @@ describe('status_hash', () => {
   function repoWithUpstream(): { repo: string; remote: string } {
     const repo = makeRepo(base, { 'a.txt': 'a\n' });
     const remote = freshDir(base, 'remote-');
-    git(remote, 'init', '-q', '--bare', '-b', 'main');
-    git(repo, 'remote', 'add', 'origin', remote);
-    git(repo, 'push', '-q', '-u', 'origin', 'main');
+    gits(remote, ['init', '-q', '--bare', '-b', 'main']);
+    gits(repo, ['remote', 'add', 'origin', remote], ['push', '-q', '-u', 'origin', 'main']);
     return { repo, remote };
   }
 
@@ -225,13 +262,14 @@ describe('status_hash', () => {
   it('changes when the branch falls behind its upstream (fetch of a new remote commit)', async () => {
     const { repo, remote } = repoWithUpstream();
     const other = freshDir(base, 'clone-');
-    git(other, 'clone', '-q', remote, '.');
-    git(other, 'config', 'user.name', 'Other');
-    git(other, 'config', 'user.email', 'other@example.invalid');
+    gits(
+      other,
+      ['clone', '-q', remote, '.'],
+      ['config', 'user.name', 'Other'],
+      ['config', 'user.email', 'other@example.invalid'],
+    );
     writeFileSync(path.join(other, 'b.txt'), 'b\n');
-    git(other, 'add', 'b.txt');
-    git(other, 'commit', '-q', '-m', 'remote work');
-    git(other, 'push', '-q');
+    gits(other, ['add', 'b.txt'], ['commit', '-q', '-m', 'remote work'], ['push', '-q']);
     const head = (await client.callOk('git_status', { path: repo })).head;
     await expectMoves(repo, () => git(repo, 'fetch', '-q'));
     expect(await client.callOk('git_status', { path: repo })).toMatchObject({ ahead: 0, behind: 1, head });
@@ -289,7 +327,7 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
   let repo: string;
   beforeAll(async () => {
     repo = makeRepo(
-      scratch.dir,
+      ZONE,
       {
         'a.txt': 'alpha\nbeta\n',
         'w.txt': 'write me\n',
@@ -299,11 +337,7 @@ describe.each(ERAS)('STALE_GIT on mutations (%s era)', (era) => {
       },
       `stale-${era}-`,
     );
-    client = await startServer(era, [repo]);
-  });
-  afterAll(async () => {
-    expectNoIncident(client);
-    await client.close();
+    client = await sharedServer(era);
   });
 
   const currentHash = async () => (await client.callOk('git_status', { path: repo })).status_hash as string;
@@ -477,12 +511,8 @@ describe('git_diff', () => {
   let client: TestClient;
   let base: string;
   beforeAll(async () => {
-    base = freshDir(scratch.dir, 'diff-');
-    client = await startServer('modern', [base]);
-  });
-  afterAll(async () => {
-    expectNoIncident(client);
-    await client.close();
+    base = freshDir(ZONE, 'diff-');
+    client = await sharedServer('modern');
   });
 
   const lines = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} line ${i + 1}\n`).join('');
@@ -646,8 +676,7 @@ describe('git_diff', () => {
     git(repo, 'switch', '-q', '-c', 'theirs');
     writeFileSync(path.join(repo, 'c.txt'), 'theirs\n');
     writeFileSync(path.join(repo, 'x.pem'), 'PEMCONFLICTMARKER theirs\n');
-    git(repo, 'commit', '-q', '-am', 'theirs');
-    git(repo, 'switch', '-q', 'main');
+    gits(repo, ['commit', '-q', '-am', 'theirs'], ['switch', '-q', 'main']);
     writeFileSync(path.join(repo, 'c.txt'), 'ours\n');
     writeFileSync(path.join(repo, 'x.pem'), 'PEMCONFLICTMARKER ours\n');
     git(repo, 'commit', '-q', '-am', 'ours');
@@ -688,7 +717,7 @@ describe('git_diff', () => {
     rmSync(path.join(repo, 'b.txt'));
     const deleted = await client.callOk('git_diff', {
       path: repo,
-      paths: [path.relative(base, path.join(repo, 'b.txt'))],
+      paths: [path.relative(ZONE, path.join(repo, 'b.txt'))],
     });
     expect(deleted.files).toEqual([{ path: 'b.txt', binary: false }]);
     expect(deleted.diff).toContain('deleted file mode');
@@ -775,7 +804,7 @@ describe('git_diff', () => {
 // ---------------------------------------------------------------------------------------------------------------
 describe('read-only git', () => {
   it('git_status and git_diff never write to the repository (no index refresh, no lock files)', async () => {
-    const base = freshDir(scratch.dir, 'readonly-');
+    const base = freshDir(ZONE, 'readonly-');
     const files: TreeSpec = {};
     for (let i = 0; i < 30; i++) files[`f${i}.txt`] = `file ${i}\n`;
     const repo = makeRepo(base, files);
@@ -798,15 +827,11 @@ describe('read-only git', () => {
       return out;
     };
     const before = snapshot();
-    const client = await startServer('modern', [base]);
-    try {
-      await client.callOk('git_status', { path: repo });
-      await client.callOk('git_diff', { path: repo });
-      await client.callOk('git_diff', { path: repo, staged: true });
-      await allPagesOf(client, { path: repo, max_bytes: 100 });
-    } finally {
-      await client.close();
-    }
+    const client = await sharedServer('modern');
+    await client.callOk('git_status', { path: repo });
+    await client.callOk('git_diff', { path: repo });
+    await client.callOk('git_diff', { path: repo, staged: true });
+    await allPagesOf(client, { path: repo, max_bytes: 100 });
     expect(snapshot()).toEqual(before);
     // Sanity: plain git diff does refresh (write) the index here.
     git(repo, 'diff');
@@ -834,18 +859,21 @@ async function allPagesOf(client: TestClient, args: Record<string, unknown>): Pr
 // ---------------------------------------------------------------------------------------------------------------
 describe('a hostile repository config runs nothing', () => {
   it('core.fsmonitor, diff.external, core.pager, textconv, diff command and filter drivers never run', async () => {
-    const base = freshDir(scratch.dir, 'hostile-');
+    const base = freshDir(ZONE, 'hostile-');
     const markers = freshDir(scratch.dir, 'markers-');
     const repo = makeRepo(base, { 'a.txt': 'a\n', 'b.cv': 'b\n', 'c.flt': 'c\n' });
     const touch = (name: string) => `touch '${path.join(markers, name)}'`;
-    git(repo, 'config', 'core.fsmonitor', `${touch('fsmonitor')}; false`);
-    git(repo, 'config', 'diff.external', `sh -c "${touch('external')}"`);
-    git(repo, 'config', 'core.pager', `${touch('pager')}; cat`);
-    git(repo, 'config', 'diff.cv.textconv', `sh -c '${touch('textconv')}; cat "$0"'`);
-    git(repo, 'config', 'diff.cv.command', `sh -c "${touch('diffcommand')}"`);
-    git(repo, 'config', 'filter.flt.clean', `sh -c '${touch('clean')}; cat'`);
-    git(repo, 'config', 'filter.flt.smudge', `sh -c '${touch('smudge')}; cat'`);
-    git(repo, 'config', 'filter.flt.required', 'true');
+    gits(
+      repo,
+      ['config', 'core.fsmonitor', `${touch('fsmonitor')}; false`],
+      ['config', 'diff.external', `sh -c "${touch('external')}"`],
+      ['config', 'core.pager', `${touch('pager')}; cat`],
+      ['config', 'diff.cv.textconv', `sh -c '${touch('textconv')}; cat "$0"'`],
+      ['config', 'diff.cv.command', `sh -c "${touch('diffcommand')}"`],
+      ['config', 'filter.flt.clean', `sh -c '${touch('clean')}; cat'`],
+      ['config', 'filter.flt.smudge', `sh -c '${touch('smudge')}; cat'`],
+      ['config', 'filter.flt.required', 'true'],
+    );
     writeFileSync(path.join(repo, '.gitattributes'), '*.cv diff=cv\n*.flt filter=flt\n');
     writeFileSync(path.join(repo, 'a.txt'), 'a\nHOSTILE a\n');
     writeFileSync(path.join(repo, 'b.cv'), 'b\nHOSTILE b\n');
@@ -854,9 +882,7 @@ describe('a hostile repository config runs nothing', () => {
 
     // Armed: plain git (as a user would run it) does run them. (core.pager only runs on a terminal, so it cannot be
     // shown armed here; the server must still never page.)
-    execFileSync('git', ['status'], { cwd: repo, env: gitEnv(), stdio: 'ignore' });
-    execFileSync('git', ['diff'], { cwd: repo, env: gitEnv(), stdio: 'ignore' });
-    execFileSync('git', ['diff', '--no-ext-diff', 'b.cv'], { cwd: repo, env: gitEnv(), stdio: 'ignore' });
+    gits(repo, ['status'], ['diff'], ['diff', '--no-ext-diff', 'b.cv']);
     const armed = readdirSync(markers).sort();
     expect(armed).toEqual(expect.arrayContaining(['clean', 'external', 'fsmonitor', 'textconv']));
     for (const m of armed) rmSync(path.join(markers, m));
@@ -867,23 +893,23 @@ describe('a hostile repository config runs nothing', () => {
     rmSync(markers, { recursive: true });
     mkdirSync(markers);
 
-    for (const era of ERAS) {
-      const client = await startServer(era, [base]);
-      const s = await client.callOk('git_status', { path: repo });
-      expect(s.entries.map((e: { path: string }) => e.path)).toEqual(
-        expect.arrayContaining(['a.txt', 'b.cv', 'c.flt']),
-      );
-      const d = await client.callOk('git_diff', { path: repo });
-      expect(d.diff).toContain('+HOSTILE b');
-      expect(d.diff).toContain('+HOSTILE c');
-      const staged = await client.callOk('git_diff', { path: repo, staged: true });
-      expect(staged.diff).toContain('+HOSTILE a');
-      await client.callOk('git_diff', { path: repo, paths: [path.join(repo, 'c.flt')], context_lines: 0 });
-      await client.callOk('create_directory', { path: path.join(repo, 'newdir'), expected_status_hash: s.status_hash });
-      expectNoIncident(client);
-      await client.close();
-      expect(readdirSync(markers), `${era}: a repository-configured command ran`).toEqual([]);
-    }
+    // What git runs is the server's whichever client asks: one era (the file's header).
+    const client = await sharedServer('modern');
+    const s = await client.callOk('git_status', { path: repo });
+    expect(s.entries.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['a.txt', 'b.cv', 'c.flt']));
+    const d = await client.callOk('git_diff', { path: repo });
+    expect(d.diff).toContain('+HOSTILE b');
+    expect(d.diff).toContain('+HOSTILE c');
+    const staged = await client.callOk('git_diff', { path: repo, staged: true });
+    expect(staged.diff).toContain('+HOSTILE a');
+    await client.callOk('git_diff', { path: repo, paths: [path.join(repo, 'c.flt')], context_lines: 0 });
+    const made = await client.callOk('create_directory', {
+      path: path.join(repo, 'newdir'),
+      expected_status_hash: s.status_hash,
+    });
+    expect(made.created).toBe(true);
+    expectNoIncident(client);
+    expect(readdirSync(markers), 'a repository-configured command ran').toEqual([]);
   });
 });
 
@@ -893,14 +919,10 @@ describe('failures are clear envelopes', () => {
   let base: string;
   let outsideRepo: string;
   beforeAll(async () => {
-    base = freshDir(scratch.dir, 'fail-');
+    base = freshDir(ZONE, 'fail-');
     outsideRepo = makeRepo(freshDir(scratch.dir, 'outside-'), { 'o.txt': 'OUTSIDEMARKER\n' });
     writeFileSync(path.join(outsideRepo, 'o.txt'), 'OUTSIDEMARKER changed\n');
-    client = await startServer('modern', [base]);
-  });
-  afterAll(async () => {
-    expectNoIncident(client);
-    await client.close();
+    client = await sharedServer('modern');
   });
 
   it('a path outside the roots → NOT_ALLOWED (git_status, git_diff, a paths entry)', async () => {

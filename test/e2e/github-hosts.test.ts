@@ -23,6 +23,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expectCode } from '../helpers/protocol-asserts.js';
+import { runBatch } from '../helpers/git-batch.js';
 import { connect, type CallResult, type TestClient } from '../helpers/server.js';
 import { TlsForge } from '../helpers/tls-forge.js';
 import { GH_TOKEN_DIR_PREFIX } from '../../src/vcs/github-token.js';
@@ -69,9 +70,10 @@ function workTree(name: string, remotes: Record<string, string>): string {
   const dir = path.join(scratch.dir, 'repos', name);
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1' };
-  execFileSync('git', ['init', '-q'], { cwd: dir, env });
-  for (const [remote, url] of Object.entries(remotes))
-    execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
+  runBatch(dir, env, [
+    ['git', 'init', '-q'],
+    ...Object.entries(remotes).map(([remote, url]) => ['git', 'remote', 'add', remote, url]),
+  ]);
   return dir;
 }
 const ATTACKER = workTree('attacker', { origin: 'https://github.attacker.example/o/r.git' });
@@ -109,6 +111,20 @@ const call = async (args: Record<string, unknown>): Promise<CallResult> => {
   main ??= await server();
   return main.call('github_issues', args);
 };
+let anyHost: TestClient | null = null;
+/**
+ * The server with `--git-remote-allow=*` (shared by the cases that need no more): gh must believe it is logged in
+ * somewhere (a hosts.yml entry without a token), or it would not run at all without a token; and no NO_PROXY, so the
+ * guard forwards any host through the "internet" proxy.
+ */
+async function anyHostServer(): Promise<TestClient> {
+  if (anyHost) return anyHost;
+  const cfg = path.join(outsideCfg, 'ghcfg-any');
+  mkdirSync(cfg, { recursive: true });
+  writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
+  anyHost = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+  return anyHost;
+}
 
 const issues = (title: string): unknown[] => [
   { number: 1, title, state: 'open', labels: [], assignees: [], user: { login: 'x' }, comments: 0 },
@@ -254,12 +270,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   });
 
   it('with --git-remote-allow=* another host is reachable, but neither token goes there', async () => {
-    // gh must believe it is logged in somewhere (a hosts.yml entry without a token), or it would not run at all
-    // without a token; and no NO_PROXY, so the guard forwards evil.example through the "internet" proxy.
-    const cfg = path.join(outsideCfg, 'ghcfg-any');
-    mkdirSync(cfg, { recursive: true });
-    writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
-    const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    const any = await anyHostServer();
     forge.answers.set('evil.example/api/v3/repos/o/r/issues', { status: 200, body: issues('public') });
     const r = await any.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'evil.example' });
     expect(r.isError, textOf(r)).toBeFalsy();
@@ -270,10 +281,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
   it('attack: with --git-remote-allow=* the github.com token does not go to github.localhost (plain http) unless named', async () => {
     // gh sends GH_TOKEN to github.localhost as to github.com, over plain http to api.github.localhost:80 — whatever
     // listens there. `*` allows the host, but the token belongs to github.com only.
-    const cfg = path.join(outsideCfg, 'ghcfg-any-local');
-    mkdirSync(cfg, { recursive: true });
-    writeFileSync(path.join(cfg, 'hosts.yml'), 'ghe.corp.example:\n    user: me\n');
-    const any = await server(['--git-remote-allow=*'], { GH_CONFIG_DIR: cfg, NO_PROXY: '', no_proxy: '' });
+    const any = await anyHostServer();
     await any.call('github_issues', { action: 'list', repo: 'o/r', hostname: 'github.localhost' });
     // Positive control: the request did reach the "internet" (so a token would have been seen).
     expect(forge.plain).toEqual(['http://api.github.localhost/repos/o/r/issues?state=open&per_page=30&page=1']);
@@ -281,7 +289,7 @@ describe.skipIf(!GH)('issue #12: the real gh never takes a token, or data, to a 
     // Named by the operator, the token goes there (gh's own rule).
     forge.reset();
     const named = await server(['--git-remote-allow=*,github.localhost'], {
-      GH_CONFIG_DIR: cfg,
+      GH_CONFIG_DIR: path.join(outsideCfg, 'ghcfg-any'),
       NO_PROXY: '',
       no_proxy: '',
     });

@@ -1,9 +1,10 @@
 /**
  * github_issues end to end (SPEC §8, §3.2, issue 6 acceptance): the real server (dist/cli.js) runs the real `gh`
  * binary against a fake GitHub on 127.0.0.1 (test/helpers/fake-github.ts; gh talks plain http to github.localhost,
- * routed with HTTP_PROXY). The actions and the remote resolution run under both protocol eras (results as each era's
- * client parses them); the failure codes and the audit log run once (legacy era): an envelope is the same error result
- * in both eras, and the codes, the retry semantics and the audit lines are the server's:
+ * routed with HTTP_PROXY). The remote resolution that succeeds runs under both protocol eras (a call through each
+ * era's client end to end); the rest runs once (legacy era): what the actions send and return, the codes, the retry
+ * semantics and the audit lines are the server's, an envelope is the same error result in both eras, and each
+ * action's result as each era's client parses it is test/e2e/schemas.test.ts's walk (every action, both eras):
  * - actions: list (pull requests omitted and counted, cursor pages), view (comments paged), create, comment, close
  *   with reason, reopen, edit — a read sends only GETs, a write exactly one POST/PATCH (after one GET check);
  * - one case per code: GH_CLI_MISSING (PATH without gh), GH_AUTH_REQUIRED (no token → exit 4; 401), GH_FORBIDDEN
@@ -25,6 +26,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FAKE_GH_TOKEN, FakeGitHub } from '../helpers/fake-github.js';
+import { runBatch } from '../helpers/git-batch.js';
 import { expectCode } from '../helpers/protocol-asserts.js';
 import { connect, ERAS, inEra, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
@@ -56,9 +58,10 @@ function workTree(name: string, remotes: Record<string, string>): string {
   const dir = path.join(REPOS, name);
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1' };
-  execFileSync('git', ['init', '-q'], { cwd: dir, env });
-  for (const [remote, url] of Object.entries(remotes))
-    execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
+  runBatch(dir, env, [
+    ['git', 'init', '-q'],
+    ...Object.entries(remotes).map(([remote, url]) => ['git', 'remote', 'add', remote, url]),
+  ]);
   return dir;
 }
 const SAME_REPO = workTree('same', {
@@ -129,7 +132,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
   const call = async (args: Record<string, unknown>, kind: Parameters<typeof server>[0] = 'main') =>
     (await server(kind)).call('github_issues', args);
 
-  describe('actions', () => {
+  inEra(
+    era,
+    'legacy',
+    describe,
+  )('actions', () => {
     it('list: open issues only, pull requests omitted and counted, paged by cursor; only GETs are sent', async () => {
       const first = await call({ action: 'list', ...REPO, limit: 2 });
       expect(first.isError).toBeFalsy();
@@ -277,7 +284,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(fake.requests[0].path).toMatch(/^\/repos\/octo\/hello\/issues\?/);
     });
 
-    it('GH_AMBIGUOUS: two GitHub remotes for different repos, with the candidates; nothing sent', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('GH_AMBIGUOUS: two GitHub remotes for different repos, with the candidates; nothing sent', async () => {
       const e = expectCode(await call({ action: 'list', path: AMBIGUOUS }), 'GH_AMBIGUOUS');
       expect(e.error.details.candidates).toEqual([
         { host: 'github.localhost', repo: 'octo/hello', remotes: ['origin'] },
@@ -287,7 +298,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(fake.requests).toEqual([]);
     });
 
-    it('GH_REPO_UNRESOLVED: no remotes, or no GitHub remote; nothing sent', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('GH_REPO_UNRESOLVED: no remotes, or no GitHub remote; nothing sent', async () => {
       const none = expectCode(await call({ action: 'list', path: NO_REMOTE }), 'GH_REPO_UNRESOLVED');
       expect(none.error.details.reason).toBe('no_remotes');
       const other = expectCode(await call({ action: 'view', number: 1, path: OTHER_FORGE }), 'GH_REPO_UNRESOLVED');
@@ -298,7 +313,11 @@ describe.each(ERAS)('github_issues through the real gh (%s era)', (era: Era) => 
       expect(fake.requests).toEqual([]);
     });
 
-    it('a path outside the roots is NOT_ALLOWED', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('a path outside the roots is NOT_ALLOWED', async () => {
       expectCode(await call({ action: 'list', path: '/etc' }), 'NOT_ALLOWED');
     });
   });

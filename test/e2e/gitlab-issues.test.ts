@@ -1,7 +1,11 @@
 /**
  * gitlab_issues end to end (SPEC §8, §3.2, issue 6 acceptance): the real server (dist/cli.js) against a fake GitLab
  * REST v4 on 127.0.0.1 (test/helpers/fake-gitlab.ts), through the HTTPS path (plain http is allowed to loopback
- * hosts; PATH holds git but no glab). Under both protocol eras:
+ * hosts; PATH holds git but no glab). The first remote resolution (a success through each era's client end to end)
+ * runs under both protocol eras; the rest (what the actions send and return, envelopes, retry semantics, host rules,
+ * the audit log: the server's alone, an envelope being the same error result in both eras) runs once, under the
+ * legacy era; each action's result as each era's client parses it is test/e2e/schemas.test.ts's walk (every action,
+ * both eras):
  * - actions on a nested-group project (a/b/c, sent as projects/a%2Fb%2Fc): list (paged), view (notes paged, system
  *   notes left out), create (assignees by id), comment, close, reopen, edit — reads only GET, writes exactly one
  *   POST/PUT;
@@ -22,8 +26,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNTRUSTED_BEGIN, UNTRUSTED_END } from '../../src/tools/issue-untrusted.js';
 import { FAKE_GITLAB_TOKEN, FakeGitLab } from '../helpers/fake-gitlab.js';
+import { runBatch } from '../helpers/git-batch.js';
 import { expectCode } from '../helpers/protocol-asserts.js';
-import { connect, ERAS, type CallResult, type Era, type TestClient } from '../helpers/server.js';
+import { connect, ERAS, inEra, type CallResult, type Era, type TestClient } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ home: {}, repos: {} }, 'fs-tools-gl-');
@@ -58,9 +63,10 @@ function workTree(name: string, remotes: Record<string, string>): string {
   const dir = path.join(REPOS, name);
   mkdirSync(dir, { recursive: true });
   const env = { ...process.env, HOME, GIT_CONFIG_NOSYSTEM: '1' };
-  execFileSync('git', ['init', '-q'], { cwd: dir, env });
-  for (const [remote, url] of Object.entries(remotes))
-    execFileSync('git', ['remote', 'add', remote, url], { cwd: dir, env });
+  runBatch(dir, env, [
+    ['git', 'init', '-q'],
+    ...Object.entries(remotes).map(([remote, url]) => ['git', 'remote', 'add', remote, url]),
+  ]);
   return dir;
 }
 
@@ -121,7 +127,11 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
   const call = async (args: Record<string, unknown>, kind: Parameters<typeof server>[0] = 'main') =>
     (await server(kind)).call('gitlab_issues', args);
 
-  describe('actions', () => {
+  inEra(
+    era,
+    'legacy',
+    describe,
+  )('actions', () => {
     it('list: a nested-group project, URL-encoded, with the token, paged', async () => {
       const first = await call({ action: 'list', ...REPO, limit: 1 });
       expect(first.isError, textOf(first)).toBeFalsy();
@@ -224,14 +234,22 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(withHost.isError, textOf(withHost)).toBeFalsy();
     });
 
-    it('GL_AMBIGUOUS and GL_REPO_UNRESOLVED, nothing sent', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('GL_AMBIGUOUS and GL_REPO_UNRESOLVED, nothing sent', async () => {
       const e = expectCode(await call({ action: 'list', path: trees.ambiguous }), 'GL_AMBIGUOUS');
       expect((e.error.details.candidates as Array<{ repo: string }>).map((c) => c.repo)).toEqual(['a/b/c', 'x/y']);
       expectCode(await call({ action: 'list', path: trees.none }), 'GL_REPO_UNRESOLVED');
       expect(fake.requests).toEqual([]);
     });
 
-    it('VALIDATION insecure_http: plain http to a non-loopback host, nothing sent', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('VALIDATION insecure_http: plain http to a non-loopback host, nothing sent', async () => {
       const e = expectCode(
         await call({ action: 'list', repo: 'a/b/c', hostname: 'http://gitlab.example.com' }),
         'VALIDATION',
@@ -240,7 +258,11 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(fake.requests).toEqual([]);
     });
 
-    it('GH_HOST_DENIED outside --git-remote-allow (the port counts), nothing sent; READONLY before it', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('GH_HOST_DENIED outside --git-remote-allow (the port counts), nothing sent; READONLY before it', async () => {
       const denied = expectCode(
         await call({ action: 'list', repo: 'x/y', hostname: HOST }, 'readonly'),
         'GH_HOST_DENIED',
@@ -259,7 +281,11 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(fake.requests).toEqual([]);
     });
 
-    it('another spelling of the host is not a configured host: GH_HOST_DENIED by default, nothing sent', async () => {
+    inEra(
+      era,
+      'legacy',
+      it,
+    )('another spelling of the host is not a configured host: GH_HOST_DENIED by default, nothing sent', async () => {
       const e = expectCode(
         await call({ action: 'list', repo: 'a/b/c', hostname: `http://localhost:${fake.port}` }),
         'GH_HOST_DENIED',
@@ -269,22 +295,33 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
       expect(fake.requests).toEqual([]);
     });
 
-    it('the token goes only to its own instance (even with --git-remote-allow=*): another spelling reads anonymously, cannot write', async () => {
-      const other = `http://localhost:${fake.port}`;
-      const r = await call({ action: 'list', repo: 'a/b/c', hostname: other }, 'anyhost');
-      expect(r.isError, textOf(r)).toBeFalsy();
-      expect(fake.requests[0].headers['private-token']).toBeUndefined();
-      fake.requests.length = 0;
-      const e = expectCode(
-        await call({ action: 'comment', repo: 'a/b/c', hostname: other, number: 1, body: 'x' }, 'anyhost'),
-        'GL_AUTH_REQUIRED',
-      );
-      expect(e.error.details).toMatchObject({ token_withheld: true, write_sent: false });
-      expect(fake.requests).toEqual([]);
-    });
+    inEra(
+      era,
+      'legacy',
+      it,
+    )(
+      'the token goes only to its own instance (even with --git-remote-allow=*): another spelling reads anonymously, cannot write',
+      async () => {
+        const other = `http://localhost:${fake.port}`;
+        const r = await call({ action: 'list', repo: 'a/b/c', hostname: other }, 'anyhost');
+        expect(r.isError, textOf(r)).toBeFalsy();
+        expect(fake.requests[0].headers['private-token']).toBeUndefined();
+        fake.requests.length = 0;
+        const e = expectCode(
+          await call({ action: 'comment', repo: 'a/b/c', hostname: other, number: 1, body: 'x' }, 'anyhost'),
+          'GL_AUTH_REQUIRED',
+        );
+        expect(e.error.details).toMatchObject({ token_withheld: true, write_sent: false });
+        expect(fake.requests).toEqual([]);
+      },
+    );
   });
 
-  describe('status codes on a read and on a write', () => {
+  inEra(
+    era,
+    'legacy',
+    describe,
+  )('status codes on a read and on a write', () => {
     const cases: Array<[number, string, Record<string, string>]> = [
       [401, 'GL_AUTH_REQUIRED', {}],
       [403, 'GL_FORBIDDEN', {}],
@@ -364,7 +401,11 @@ describe.each(ERAS)('gitlab_issues over HTTPS against a fake GitLab (%s era)', (
     });
   });
 
-  it('the audit log names the actions and holds no token or issue text', async () => {
+  inEra(
+    era,
+    'legacy',
+    it,
+  )('the audit log names the actions and holds no token or issue text', async () => {
     await call({ action: 'comment', ...REPO, number: 1, body: 'GITLAB-AUDIT-MARKER' });
     const raw = readFileSync(auditLog, 'utf8');
     const lines = raw

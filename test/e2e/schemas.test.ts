@@ -4,9 +4,10 @@
  * with Ajv — under both JSON Schema dialects a client may apply (2020-12, the default of a 2026-07-28 client for a
  * schema without `$schema`; draft-07, the 1.x SDK's Ajv) — and each failure's text against the envelope contract.
  * Every result, success or failure, must also be a protocol CallToolResult (the server does not re-validate its own).
- * A tool added later without a success case here fails the walk.
+ * A tool added later without a success case here fails the walk. The issue tools' success cases hold every action,
+ * so each action's result is parsed by each era's client here (github-issues and gitlab-issues pin the actions'
+ * requests and fields once).
  */
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -16,6 +17,7 @@ import { isCallToolResult } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorEnvelopeSchema } from '../../src/errors/envelope-schema.js';
 import { FakeGitHub } from '../helpers/fake-github.js';
+import { runBatch } from '../helpers/git-batch.js';
 import { FAKE_GITLAB_TOKEN, FakeGitLab } from '../helpers/fake-gitlab.js';
 import { envelopeOf } from '../helpers/protocol-asserts.js';
 import { afterStartupLine, connect, ERAS, type ListedTool, type TestClient } from '../helpers/server.js';
@@ -254,6 +256,17 @@ Object.assign(CASES, {
       { action: 'view', repo: 'octo/hello', hostname: 'github.localhost', number: 3 },
       { action: 'comment', repo: 'octo/hello', hostname: 'github.localhost', number: 1, body: 'schemas walk' },
       { action: 'close', repo: 'octo/hello', hostname: 'github.localhost', number: 1, reason: 'completed' },
+      { action: 'reopen', repo: 'octo/hello', hostname: 'github.localhost', number: 1 },
+      { action: 'edit', repo: 'octo/hello', hostname: 'github.localhost', number: 1, title: 'Renamed', labels: [] },
+      {
+        action: 'create',
+        repo: 'octo/hello',
+        hostname: 'github.localhost',
+        title: 'New one',
+        body: 'Details',
+        labels: ['bug'],
+        assignees: ['alice'],
+      },
     ],
     fail: [
       { args: { action: 'view', repo: 'octo/hello', hostname: 'github.localhost', number: 2 }, code: 'GH_NOT_ISSUE' },
@@ -266,6 +279,10 @@ Object.assign(CASES, {
       { action: 'list', repo: 'a/b/c' },
       { action: 'view', repo: 'a/b/c', number: 2 },
       { action: 'comment', repo: 'a/b/c', number: 1, body: 'schemas walk' },
+      { action: 'close', repo: 'a/b/c', number: 1 },
+      { action: 'reopen', repo: 'a/b/c', number: 1 },
+      { action: 'edit', repo: 'a/b/c', number: 1, title: 'Renamed' },
+      { action: 'create', repo: 'a/b/c', title: 'New', body: 'Text', labels: ['bug'], assignees: ['bob'] },
     ],
     fail: [
       { args: { action: 'view', repo: 'a/b/c', number: 99 }, code: 'GL_NOT_FOUND' },
@@ -290,40 +307,57 @@ function issueFakesEnv(): Record<string, string> {
 
 /** A git work tree with one commit, one modified file and one untracked file. */
 function makeRepo(dir: string): void {
-  const git = (...args: string[]) =>
-    execFileSync('git', args, {
-      cwd: dir,
-      stdio: 'ignore',
-      env: {
-        ...process.env,
-        GIT_AUTHOR_NAME: 't',
-        GIT_AUTHOR_EMAIL: 't@example.com',
-        GIT_COMMITTER_NAME: 't',
-        GIT_COMMITTER_EMAIL: 't@example.com',
-        GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_CONFIG_NOSYSTEM: '1',
-      },
-    });
-  git('init', '-q', '-b', 'main');
-  git('add', 'tracked.txt');
-  git('commit', '-q', '-m', 'init');
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: 't',
+    GIT_AUTHOR_EMAIL: 't@example.com',
+    GIT_COMMITTER_NAME: 't',
+    GIT_COMMITTER_EMAIL: 't@example.com',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_CONFIG_NOSYSTEM: '1',
+  };
+  // One child process for the three (test/helpers/git-batch.ts).
+  runBatch(dir, env, [
+    ['git', 'init', '-q', '-b', 'main'],
+    ['git', 'add', 'tracked.txt'],
+    ['git', 'commit', '-q', '-m', 'init'],
+  ]);
 }
 
 /** A generic failure every tool has: an unknown parameter. */
 const UNKNOWN_PARAMETER: Args = { __not_a_parameter__: true };
 
-/** Compiles advertised schemas under both dialects, strictly (unknown keywords are schema bugs). */
+/**
+ * Compiles advertised schemas under both dialects, strictly (unknown keywords are schema bugs). One engine per
+ * dialect for the whole file, and each distinct schema text compiled once per dialect: both eras list the same
+ * schemas, and the same text compiled by the same engine is the same validator (a compile that throws is not kept, so
+ * it throws again wherever it is asked for).
+ */
 function compilers(): Array<{ dialect: string; compile: (schema: object) => ValidateFunction }> {
-  // strictRequired off: the output schemas' `anyOf: [{required: [success fields]}, {required: ['error']}]` names
-  // properties declared one level up, which is correct JSON Schema (Ajv's own default leaves this check off; the
-  // SDKs' validators do too). Every other strict check stays on.
-  const draft07 = new Ajv({ strict: true, strictRequired: false, allErrors: true });
-  const draft2020 = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
-  return [
-    { dialect: 'draft-07', compile: (s) => draft07.compile(s) },
-    { dialect: '2020-12', compile: (s) => draft2020.compile(s) },
-  ];
+  return COMPILERS;
 }
+/** `compile` with its results kept by schema text. */
+function compiledOnce(compile: (schema: object) => ValidateFunction): (schema: object) => ValidateFunction {
+  const compiled = new Map<string, ValidateFunction>();
+  return (schema) => {
+    const key = JSON.stringify(schema);
+    let validate = compiled.get(key);
+    if (!validate) {
+      validate = compile(schema);
+      compiled.set(key, validate);
+    }
+    return validate;
+  };
+}
+// strictRequired off: the output schemas' `anyOf: [{required: [success fields]}, {required: ['error']}]` names
+// properties declared one level up, which is correct JSON Schema (Ajv's own default leaves this check off; the
+// SDKs' validators do too). Every other strict check stays on.
+const draft07 = new Ajv({ strict: true, strictRequired: false, allErrors: true });
+const draft2020 = new Ajv2020({ strict: true, strictRequired: false, allErrors: true });
+const COMPILERS: Array<{ dialect: string; compile: (schema: object) => ValidateFunction }> = [
+  { dialect: 'draft-07', compile: compiledOnce((schema) => draft07.compile(schema)) },
+  { dialect: '2020-12', compile: compiledOnce((schema) => draft2020.compile(schema)) },
+];
 
 describe.each(ERAS)('advertised schemas hold for every tool (%s era)', (era) => {
   const tree = makeTree({
