@@ -15,7 +15,7 @@ import { renderHelp } from '../../src/cli/help.js';
 import { COMMANDS } from '../../src/config.js';
 import { advertise } from '../../src/server/tool-schemas.js';
 import { TOOLS } from '../../src/tools/registry.js';
-import { CLI, connect } from '../helpers/server.js';
+import { CLI, connect, coverageEnv } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 const PACKAGE = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -34,7 +34,7 @@ function run(args: string[], input = '', cwd = project.dir) {
   const r = spawnSync(process.execPath, [CLI, ...args], {
     cwd,
     encoding: 'utf8',
-    env: { ...process.env, XDG_STATE_HOME: home },
+    env: { ...process.env, ...coverageEnv(), XDG_STATE_HOME: home },
     timeout: 30_000,
     input,
     maxBuffer: 64 * 1024 * 1024,
