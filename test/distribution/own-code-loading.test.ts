@@ -8,7 +8,9 @@
  *   content search, a regex search and a regex replace_in_files, the only files loaded as code are dist/cli.js itself
  *   (the one ES module) and the program it compiles at start, dist/main.js (the one `vm.Script`: scripts/code-cache.mjs);
  *   the native addon (where built) is opened only as this process's descriptor of its private copy (/proc/self/fd/N),
- *   and every worker starts from code.
+ *   and every worker starts from code;
+ * - a server evaluates each tool's module at the tool's first call, after the kernel wall is up: the first call of every
+ *   tool (in a served session with the wall) answers without INTERNAL and loads no file as code.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +18,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { nativeAddonUrl } from '../../src/fs/native-load.js';
+import { TOOL_INDEX_NAMES } from '../../src/tools/tool-index.js';
 import { CLI, connect, PROGRAM } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -137,6 +140,50 @@ describe('dist/: no file is loaded as code after start-up', () => {
     const dlopens = events.filter((e) => e.kind === 'dlopen').map((e) => e.what);
     for (const p of dlopens) expect(p).toMatch(/^\/proc\/self\/fd\/\d+$/);
     if (existsSync(nativeAddonUrl(pathToFileURL(`${DIST}/`)))) expect(dlopens.length).toBeGreaterThan(0);
+  }, 60_000);
+
+  it("watched from inside: each tool's first call (its module evaluated then, after the wall) loads no file as code", async () => {
+    // A server evaluates a tool's module at the tool's first call (src/tools/tool-index.ts), so every tool's code and
+    // its dependencies' first run after the kernel wall is up: none may need a file, and none may load one as code.
+    const root = makeTree({ 'a.txt': 'one needle\n', 'log/.keep': '' }, 'fs-tools-code-loading-first-');
+    const logFile = path.join(root.dir, 'log', 'loads.jsonl');
+    const preload = path.join(root.dir, 'log', 'preload.cjs');
+    writeFileSync(preload, PRELOAD);
+    const state = makeTree({}, 'fs-tools-code-loading-first-state-');
+    const client = await connect('modern', {
+      command: process.execPath,
+      args: ['--require', preload, CLI, '--sandbox=require', '--state-dir', state.dir, root.dir],
+      env: { CODE_LOAD_LOG: logFile },
+    });
+    let events: Array<{ kind: string; what: string; pid: number }>;
+    try {
+      expect((await client.listTools()).map((t) => t.name)).toEqual(TOOL_INDEX_NAMES);
+      // Every tool once, with no arguments: the module is evaluated before the arguments are judged, so each answers
+      // its result or an envelope (VALIDATION for most), never INTERNAL.
+      for (const name of TOOL_INDEX_NAMES) {
+        const r = await client.call(name, {});
+        if (r.isError) {
+          const { error } = JSON.parse(r.content[0].text!) as { error: { code: string } };
+          expect(error.code, name).not.toBe('INTERNAL');
+        }
+      }
+    } finally {
+      await client.close();
+      events = readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { kind: string; what: string; pid: number });
+      root.cleanup();
+      state.cleanup();
+    }
+    expect(new Set(events.filter((e) => e.kind === 'import').map((e) => e.what))).toEqual(
+      new Set([pathToFileURL(CLI).href]),
+    );
+    expect(new Set(events.filter((e) => e.kind === 'script').map((e) => e.what))).toEqual(
+      new Set([pathToFileURL(PROGRAM).href]),
+    );
+    expect(events.filter((e) => e.kind === 'require' || e.kind === 'worker-file')).toEqual([]);
+    for (const e of events.filter((x) => x.kind === 'dlopen')) expect(e.what).toMatch(/^\/proc\/self\/fd\/\d+$/);
   }, 60_000);
 
   it('a one-shot call loads the content-search addon only for a tool that reads through it', () => {

@@ -4,6 +4,9 @@
  *    `setWriteFaultInjector` and its write-fault switch is the folded constant `false`;
  *  - the production bundle carries no `--test-seams` flag and refuses it as an unknown option (a usage error, exit
  *    2, nothing served), while the seams test build (dist-seams/cli.js, scripts/bundle.mjs --test-seams) takes it;
+ *  - the production bundle keeps the 10 s lock stale time and shutdown grace: nothing in it assigns either (the seams
+ *    build's lock-stale and shutdown-grace seams do), and its one-shot call reports a lock nobody refreshes as taken
+ *    over after 10 s;
  *  - this in-process build (vitest.config.ts defines FS_TOOLS_TEST_SEAMS) does carry the seam, and an injected fault
  *    reaches the writer and leaves nothing behind (so the bundle check above is about a seam that really works);
  *  - no source file names an FS_TOOLS_* environment variable (test-only switches are never read from the
@@ -14,13 +17,15 @@
  *    and `typeof` test, never through process.env.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { setWriteFaultInjector, writeFileAtomic } from '../../src/fs/atomic-write.js';
 import type { AllowedPath } from '../../src/policy/resolve-path.js';
+import { selfIdentity } from '../../src/fs/process-identity.js';
 import { CLI, PROGRAM, SEAMS_CLI, SEAMS_PROGRAM } from '../helpers/server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -64,6 +69,39 @@ describe('test seams', () => {
       expect(taken.stderr).not.toMatch(/unknown|usage/i);
       expect(taken.status).toBe(0);
       expect(taken.stdout).toContain('read_file');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the production bundle keeps the 10 s lock stale time and the 10 s shutdown grace (the lock-stale and shutdown-grace seams never reach it)', () => {
+    // Since the own-files and token-dirs tests moved to the seams build with short timers, this is what pins the
+    // product's values. Statically: the defaults are the constants, and nothing assigns the stale time or the grace
+    // (the seams build does: the positive control).
+    const product = readFileSync(PROGRAM, 'utf8');
+    expect(product).toMatch(/\bLOCK_STALE_MS = 1e4;/);
+    expect(product).toMatch(/\bSHUTDOWN_GRACE_MS = 1e4;/);
+    expect(product).toMatch(/staleMs: LOCK_STALE_MS\b/);
+    expect(product).toMatch(/processSlot\("server\/shutdown", \(\) => \(\{ ms: SHUTDOWN_GRACE_MS \}\)\)/);
+    const assigns = /\.staleMs = |\bgrace\.ms = /g;
+    expect(product.match(assigns) ?? []).toEqual([]);
+    expect((readFileSync(SEAMS_PROGRAM, 'utf8').match(assigns) ?? []).length).toBe(2);
+    // And as the product answers: a lock nobody refreshes (another host's) is taken over after 10 s.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-tools-seam-defaults-'));
+    try {
+      const lock = `.fs-tools-lock-${createHash('sha256').update('a.txt').digest('hex').slice(0, 32)}`;
+      writeFileSync(path.join(dir, lock), JSON.stringify({ ...selfIdentity(), host: 'another-host.example' }));
+      const args = JSON.stringify({ path: path.join(dir, 'a.txt'), content: 'x' });
+      const r = spawnSync(
+        process.execPath,
+        [CLI, '--sandbox=off', '--state-dir', path.join(dir, '.state'), dir, 'call', 'write_file', args],
+        { cwd: dir, encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(r.status, r.stderr).toBe(1);
+      const { error } = JSON.parse(r.stdout) as { error: { message: string; details: Record<string, unknown> } };
+      expect(error.details).toMatchObject({ reason: 'locked', held_by: 'not_refreshed', lock });
+      expect(error.message).toContain('not been refreshed for 10 s');
+      expect(error.details.clears_in_s).toBeGreaterThanOrEqual(9);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,8 +3,8 @@
  * (the client cancelled, or the connection closed) and when the shutdown grace ends, and carries that reason; the
  * listener it adds to the request's signal is gone once the call settled.
  */
-import { describe, expect, it } from 'vitest';
-import { CallTracker } from '../../src/server/shutdown.js';
+import { describe, expect, it, vi } from 'vitest';
+import { CallTracker, SHUTDOWN_GRACE_MS } from '../../src/server/shutdown.js';
 
 /** A call that runs until its signal fires, then settles with the reason it saw (it asks for the signal at once). */
 function untilAborted(signalOf: () => AbortSignal): Promise<unknown> {
@@ -48,6 +48,24 @@ describe('CallTracker.run', () => {
     expect(request.signal.aborted).toBe(false);
     const late = await calls.run(new AbortController().signal, async (signal) => Promise.resolve(signal().aborted));
     expect(late).toBe(true);
+  });
+
+  it('drains for SHUTDOWN_GRACE_MS, 10 s, by default (the shutdown-grace seam is the seams build only)', async () => {
+    expect(SHUTDOWN_GRACE_MS).toBe(10_000);
+    vi.useFakeTimers();
+    try {
+      const calls = new CallTracker();
+      const running = calls.run(new AbortController().signal, untilAborted);
+      const draining = calls.drain();
+      await vi.advanceTimersByTimeAsync(SHUTDOWN_GRACE_MS - 10);
+      expect(calls.signal.aborted).toBe(false);
+      await vi.advanceTimersByTimeAsync(20);
+      expect(calls.signal.aborted).toBe(true);
+      await expect(running).resolves.toBe(calls.signal.reason);
+      await expect(draining).resolves.toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('leaves no listener on the request signal once the call settled', async () => {
