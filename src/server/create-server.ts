@@ -25,6 +25,7 @@ import { argumentShapeError, RefusedArguments } from './validate-arguments.js';
 import { malformedAnswerText } from './stdio-guard.js';
 import type { ProcessState } from './process-state.js';
 import { guardResponse } from '../tools/response-budget.js';
+import { toolDefinition } from '../tools/tool-index.js';
 import { advertise, advertiseEntry } from './tool-schemas.js';
 
 /** Server instructions: what a client's model reads first. */
@@ -137,7 +138,7 @@ export function createServer(state: ProcessState): Server {
     // The tool's definition, its module evaluated at its first call (src/cli.ts), taken before the call: nothing is
     // awaited between the call's end and the answer, which the shutdown's drain relies on (src/server/shutdown.ts).
     const entry = state.tools.find((t) => t.name === name);
-    const tool = entry && ('load' in entry ? await entry.load() : entry);
+    const tool = entry && (await toolDefinition(entry));
     let outcome;
     try {
       outcome = await callTool(state, name, refusedArguments.get(ctx) ?? args, ctx.mcpReq.signal);
