@@ -44,7 +44,6 @@ describe.each(ERAS)('serve with bad command-line roots, as a client configuratio
       args: ['--state-dir', stateDir, '~/proj', missing, '~/notes.txt'],
       env,
       cwd: H.dir,
-      probe: 'in-place',
     });
     try {
       expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('in proj\n');
@@ -86,7 +85,6 @@ describe.each(ERAS)('serve with bad command-line roots, as a client configuratio
       args: ['--state-dir', stateDir, '~/typo', missing],
       env,
       cwd: proj,
-      probe: 'in-place',
     });
     try {
       const empty = expectCode(await client.call('read_file', { path: 'a.txt' }), 'ROOTS_EMPTY').error;
@@ -183,7 +181,6 @@ describe('an unreadable root', () => {
         path.join(T.dir, 'open'),
         locked,
       ],
-      probe: 'in-place',
     });
     try {
       expect((await client.callOk('read_file', { path: 'a.txt' })).content).toBe('open\n');

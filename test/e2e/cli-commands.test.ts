@@ -221,7 +221,7 @@ describe('call: exit codes, stdin, --format text', () => {
   });
 
   it('--format text prints the text content an MCP client receives, for a result and for an envelope', async () => {
-    const client = await connect('modern', { args: [project.dir], probe: 'in-place' });
+    const client = await connect('modern', { args: [project.dir] });
     try {
       for (const [tool, args, status] of [
         ['read_file', { path: 'a.txt' }, 0],
@@ -251,7 +251,7 @@ describe('call read_media: the image block', () => {
       'hex',
     );
     const work = makeTree({ 'i.png': png });
-    const client = await connect('modern', { args: [work.dir], probe: 'in-place' });
+    const client = await connect('modern', { args: [work.dir] });
     try {
       const served = await client.call('read_media', { path: 'i.png' });
       const texts = served.content.filter((b) => b.type === 'text');

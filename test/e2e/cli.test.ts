@@ -159,7 +159,7 @@ describe('fs-tools bad flags', () => {
 
 describe.each(ERAS)('npx fs-tools --readonly --allow-secrets, served (%s era)', (era) => {
   it('reads the project directory, secrets included, read-only', async () => {
-    const client = await connect(era, { args: ['--readonly', '--allow-secrets'], cwd: project.dir, probe: 'in-place' });
+    const client = await connect(era, { args: ['--readonly', '--allow-secrets'], cwd: project.dir });
     try {
       expect((await client.callOk('read_file', { path: '.env' })).content).toBe(`API_KEY=${ENV_MARKER}\n`);
       const dirs = await client.callOk('list_allowed_directories', {});

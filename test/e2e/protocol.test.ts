@@ -65,7 +65,9 @@ describe.each(ERAS)('tools/list (%s era)', (era) => {
   let client: TestClient;
   let tools: ListedTool[];
   beforeAll(async () => {
-    client = await connect(era, { args: [tree.dir] });
+    // tools/list as a real client of the SDK gets it: the discover probe on a disposable sibling server (the SDK's
+    // stdio path), then the session on a second process.
+    client = await connect(era, { args: [tree.dir], probe: 'sibling' });
     tools = await client.listTools();
   });
   afterAll(async () => {

@@ -295,7 +295,7 @@ describe('client roots timing, 2025 era', () => {
 
 describe('2026-07-28 era: client roots are not requested', () => {
   it('the command-line roots apply', async () => {
-    const client = await connect('modern', { args: [R.dir], probe: 'in-place' });
+    const client = await connect('modern', { args: [R.dir] });
     try {
       expect((await client.callOk('read_file', { path: 'top.txt' })).content).toBe('top\n');
       expect((await client.callOk('read_file', { path: 'sub/in.txt' })).content).toBe('in sub\n');
@@ -311,7 +311,7 @@ describe('2026-07-28 era: client roots are not requested', () => {
 describe.each(ERAS)('no roots at all: cwd is / and no ROOT (%s era)', (era) => {
   let client: TestClient;
   beforeAll(async () => {
-    client = await connect(era, { args: [], cwd: '/', probe: 'in-place' });
+    client = await connect(era, { args: [], cwd: '/' });
   });
   afterAll(async () => {
     await client.close();
@@ -346,7 +346,7 @@ describe('home directory is not a default root', () => {
   it('cwd = HOME and no ROOT: ROOTS_EMPTY', async () => {
     const home = makeTree({ 'notes.txt': 'private\n' }, 'fs-tools-home-');
     mkdirSync(path.join(home.dir, '.ssh'));
-    const client = await connect('modern', { args: [], cwd: home.dir, env: { HOME: home.dir }, probe: 'in-place' });
+    const client = await connect('modern', { args: [], cwd: home.dir, env: { HOME: home.dir } });
     try {
       const e = expectCode(await client.call('read_file', { path: 'notes.txt' }), 'ROOTS_EMPTY');
       // The cause (no ROOT, and home is never a default) and the fix (a ROOT in the client's configuration).

@@ -1,5 +1,7 @@
 /**
- * Smoke: both protocol eras reach the real server process, list tools and read a file.
+ * Smoke: both protocol eras reach the real server process, list tools and read a file. The modern-era client starts
+ * the way the SDK's own stdio transport does for a real client (`probe: 'sibling'`, test/helpers/server.ts): its
+ * `server/discover` probe goes to a disposable sibling server, which it reaps, before the session's server starts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, ERAS, type TestClient } from '../helpers/server.js';
@@ -9,7 +11,8 @@ describe.each(ERAS)('smoke (%s era)', (era) => {
   const tree = makeTree({ 'a.txt': 'hello\n' });
   let client: TestClient;
   beforeAll(async () => {
-    client = await connect(era, { args: [tree.dir] });
+    // The real client's start-up, sibling probe included: the one path no other e2e file takes.
+    client = await connect(era, { args: [tree.dir], probe: 'sibling' });
   });
   afterAll(async () => {
     await client.close();

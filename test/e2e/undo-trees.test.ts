@@ -51,7 +51,6 @@ function serverFor(era: Era, flags: string[] = []): (body: Body) => Promise<void
   beforeAll(async () => {
     client = await connect(era, {
       args: ['--state-dir', state.dir, '--auto-occ=off', ...flags, root.dir],
-      probe: 'in-place',
     });
   });
   afterAll(async () => {

@@ -11,8 +11,7 @@
  * Eras: the calls of the first describe run under both (each era's client parses list_changes, revert_changes,
  * tools/list and the envelopes); its two cases that start a server of their own for what is the server's alone — the
  * history surviving a restart, the budget count — run once, under the modern era. The other describes each run once,
- * under the era they name. Modern-era clients probe in place (`probe: 'in-place'`, test/helpers/server.ts): one
- * server start per connect.
+ * under the era they name.
  */
 import {
   chmodSync,
@@ -34,7 +33,7 @@ import { contentHash } from '../helpers/snapshot.js';
 import { makeTree } from '../helpers/tree.js';
 
 function start(era: Era, root: string, state: string, flags: string[] = []): Promise<TestClient> {
-  return connect(era, { args: ['--state-dir', state, ...flags, root], probe: 'in-place' });
+  return connect(era, { args: ['--state-dir', state, ...flags, root] });
 }
 
 describe.each(ERAS)('undo (%s era)', (era) => {

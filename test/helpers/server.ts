@@ -1,7 +1,8 @@
 /**
  * Real server processes for end-to-end tests: spawns the built dist/cli.js over stdio and talks to it with a real
  * MCP client of either era — `modern` is @modelcontextprotocol/client pinned to 2026-07-28 (server/discover, no
- * handshake); `legacy` is @modelcontextprotocol/sdk 1.x (initialize). Both expose the same small interface so one
+ * handshake; sent to the session's own server unless a test asks for the real client's disposable sibling:
+ * `ConnectOptions.probe`); `legacy` is @modelcontextprotocol/sdk 1.x (initialize). Both expose the same small interface so one
  * scenario runs under both eras with `describe.each(ERAS)`.
  */
 import { fileURLToPath } from 'node:url';
@@ -162,11 +163,14 @@ export interface ConnectOptions {
   /** Legacy era only: roots the client announces (file:// URIs). */
   clientRoots?: string[];
   /**
-   * Modern era only: where the client sends its `server/discover` probe. `sibling` (the default) is what the SDK
-   * does with its own stdio transport, as a real client does: it spawns a second, disposable server from the same
-   * parameters for the probe, then starts the session's server — two server starts per connect. `in-place` sends the
-   * probe to the session's own server (the SDK's path for any other transport): one start. For files whose modern-era
-   * cases are about the server's answers, not the client's start-up (`InPlaceProbeTransport` below).
+   * Modern era only: where the client sends its `server/discover` probe. `in-place` (the default) sends it to the
+   * session's own server, the SDK's path for every transport but its own stdio one (`InPlaceProbeTransport` below):
+   * one server start per connect. `sibling` is what the SDK does with its own stdio transport, as a real client does:
+   * it spawns a second, disposable server from the same parameters for the probe, reaps it (SIGTERM), then starts the
+   * session's server — two server starts per connect, ~0.2 s more CPU. The default is `in-place` because almost every
+   * case is about the server's answers, not the client's start-up; pass `sibling` where the point is the start-up a
+   * real client performs (test/e2e/smoke.test.ts, the tools/list suite of test/e2e/protocol.test.ts). Ignored under
+   * the legacy era, whose client sends `initialize` on the session's server.
    */
   probe?: 'sibling' | 'in-place';
 }
@@ -178,7 +182,11 @@ export interface ConnectOptions {
  */
 class InPlaceProbeTransport extends ModernTransport {}
 
-/** Spawns the server and connects a client of `era`. */
+/**
+ * Spawns the server and connects a client of `era`: one server process, or two for a modern client with
+ * `probe: 'sibling'` (the first reaped before this resolves). Rejects when the server cannot be started or the
+ * client's handshake or discover probe fails.
+ */
 export async function connect(era: Era, options: ConnectOptions): Promise<TestClient> {
   const env = {
     ...(process.env as Record<string, string>),
@@ -196,7 +204,7 @@ export async function connect(era: Era, options: ConnectOptions): Promise<TestCl
   let client: ModernClient | LegacyClient;
   let transport: { readonly pid: number | null };
   if (era === 'modern') {
-    const modern = options.probe === 'in-place' ? new InPlaceProbeTransport(params) : new ModernTransport(params);
+    const modern = options.probe === 'sibling' ? new ModernTransport(params) : new InPlaceProbeTransport(params);
     oneSendAtATime(modern);
     transport = modern;
     modern.stderr?.on('data', (d: Buffer) => {

@@ -202,6 +202,9 @@ describe('install from a registry', () => {
         args: ['-y', PKG.name, '--readonly', '--allow-secrets'],
         cwd: project,
         env,
+        // As a real client of the SDK starts the README's command line: `npx` runs twice, the first for the
+        // disposable sibling that answers the discover probe (with an empty npm cache, that one installs).
+        probe: 'sibling',
       });
       try {
         const names = (await client.listTools()).map((t) => t.name);
