@@ -157,7 +157,8 @@ describe('a tree of 50,000 files', () => {
     const paths = matches.map((m) => m.path);
     expect(new Set(paths).size).toBe(paths.length);
     expect(new Set(paths)).toEqual(generated.textMatches);
-    for (const m of matches) expect(m).toEqual({ path: m.path, line: 1, column: 1, text: `needle in ${m.path}` });
+    // One comparison of all 48,001 (an expect per match cost ~0.7 s of CPU).
+    expect(matches).toEqual(matches.map((m) => ({ path: m.path, line: 1, column: 1, text: `needle in ${m.path}` })));
     const skipped = pages.reduce((sum, p) => sum + (p.skipped?.binary ?? 0), 0);
     expect(skipped).toBe(generated.binaries);
     expect(pages.reduce((sum, p) => sum + (p.skipped?.secret ?? 0), 0)).toBe(0);
