@@ -2,7 +2,7 @@
  * Issue #14 acceptance, with the real SDK clients of both eras: results that used to exceed the clients' 10 MiB read
  * buffer (and so killed the session) now stay within the response budget, every response parses, the session stays
  * alive, and truncation says how to continue — and following the continuation yields everything exactly once:
- *  - read_files of 100 files × 256 KiB of text (quotes, backslashes, tabs: escapes double them) and of NUL-rich text
+ *  - read_files of 30 files × 200 KiB of text (quotes, backslashes, tabs: escapes double them) and of NUL-rich text
  *    (each NUL is six bytes escaped: the first file is cut to fit, with its own continuation);
  *  - the widest content search (context_lines 10, max_results far above the default, long lines of control
  *    characters);
@@ -11,7 +11,7 @@
  *    (the response budget: a page continues with a cursor), and view of an issue with huge comments.
  * The server runs with --max-read-bytes=64 MiB and --max-search-results=100000, so the budget, not those caps, is
  * what cuts. "Size" below is the client's view of the result re-serialized, which is what the server sent.
- * Under both eras: the 100 files of escape-heavy text (dozens of responses at the budget's edge, each parsed by that
+ * Under both eras: the 30 files of escape-heavy text (8 responses at the budget's edge, each parsed by that
  * era's client with its own framing and result fields). Every other case runs once, the eras taking turns: what it
  * proves (how the server cuts and continues) is the server's, and both clients read the same 10 MiB buffer.
  */
@@ -30,18 +30,23 @@ const ROOT = scratch.dir;
 const HOME = path.join(ROOT, 'home');
 const KIB = 1024;
 
-// 100 × 256 KiB of text full of characters JSON escapes.
+// 30 × 200 KiB of text full of characters JSON escapes: 8 budgeted calls of ~4 files (100 files made 13 calls under
+// each era and proved no more).
+const TEXT_FILES = 30;
 const textLine = 'line with "quotes", back\\slashes\tand tabs — ünïcödé ' + 'x'.repeat(40) + '\n';
 const textBody = textLine.repeat(Math.ceil((256 * KIB) / Buffer.byteLength(textLine))).slice(0, 200 * KIB);
-const TEXT = Array.from({ length: 100 }, (_, i) => path.join(ROOT, 'text', `t${String(i).padStart(3, '0')}.txt`));
+const TEXT = Array.from({ length: TEXT_FILES }, (_, i) =>
+  path.join(ROOT, 'text', `t${String(i).padStart(3, '0')}.txt`),
+);
 // 100 × 256 KiB of NUL-rich text (valid UTF-8: 63 NULs and a newline per line).
 const nulBody = Buffer.from(('\u0000'.repeat(63) + '\n').repeat((256 * KIB) / 64));
 const NUL = Array.from({ length: 100 }, (_, i) => path.join(ROOT, 'nul', `n${String(i).padStart(3, '0')}.txt`));
 // One NUL-rich file of 1 MiB: twelve bytes a byte in the response, so it alone exceeds the budget.
 const BIG_NUL = path.join(ROOT, 'nul', 'big.txt');
 const bigNulBody = Buffer.from(('\u0000'.repeat(63) + '\n').repeat((1024 * KIB) / 64));
-// Search: every line matches, 400 characters of control characters around the needle.
-const SEARCH_LINES = 300;
+// Search: every line matches, 400 characters of control characters around the needle. 2 files × 100 lines: 6
+// budgeted pages (150 lines a file made 9; the 300 of before, more, and proved no more).
+const SEARCH_LINES = 100;
 const searchBody =
   Array.from({ length: SEARCH_LINES }, (_, i) => `${'\u0001'.repeat(190)} needle ${i} ${'\u0002'.repeat(190)}`).join(
     '\n',
@@ -63,6 +68,8 @@ const git = (...args: string[]) =>
       GIT_COMMITTER_EMAIL: 't@e',
     },
   });
+/** Lines of the big file of the git_diff case. */
+const BIG_LINES = 25_000;
 let fullDiff = '';
 
 let fake: FakeGitHub;
@@ -72,11 +79,12 @@ beforeAll(async () => {
   for (const f of NUL) writeFileSync(f, nulBody);
   writeFileSync(BIG_NUL, bigNulBody);
   for (let i = 0; i < 2; i++) writeFileSync(path.join(ROOT, 'search', `s${i}.txt`), searchBody);
-  // git: a 6 MiB file whose every line changes (with escapable characters), and 200 small changed files (pages cut
-  // inside a file and between files; 2,000 before cost ~2 s of CPU more and proved no more).
+  // git: a 2.2 MB file whose every line changes (with escapable characters), and 200 small changed files (pages cut
+  // inside a file and between files; 2,000 before cost ~2 s of CPU more and proved no more). 25,000 lines make a
+  // 4.5 MB diff, 4 budgeted pages (60,000 lines before: more pages, no more proof).
   git('init', '-q');
   const big = (tag: string) =>
-    Array.from({ length: 60_000 }, (_, i) => `${tag} ${i} "q" \\ \u0001\t${'y'.repeat(70)}`).join('\n') + '\n';
+    Array.from({ length: BIG_LINES }, (_, i) => `${tag} ${i} "q" \\ \u0001\t${'y'.repeat(70)}`).join('\n') + '\n';
   writeFileSync(path.join(REPO, 'big.txt'), big('old'));
   mkdirSync(path.join(REPO, 'many'));
   for (let i = 0; i < 200; i++) writeFileSync(path.join(REPO, 'many', `f${i}.txt`), `old ${i}\n`);
