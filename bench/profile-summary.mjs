@@ -3,7 +3,7 @@
  * Summarises a V8 CPU profile (`node --cpu-prof`, a `.cpuprofile` JSON file): self time by function and by source
  * file, as text. Used by `npm run bench -- --profile DIR` and on its own:
  *
- *   node bench/profile-summary.mjs FILE.cpuprofile [TOP]
+ *   node bench/profile-summary.mjs FILE.cpuprofile... [TOP]
  *
  * Self time of a node = the sum of the sample intervals (`timeDeltas`) attributed to it; functions with the same name
  * and location are merged. "(idle)" is time the event loop waited (for the thread pool, the disk or the client);
@@ -19,26 +19,42 @@ import { fileURLToPath } from 'node:url';
  * @returns {string}
  */
 export function summarizeProfile(file, top = 25) {
-  const profile = JSON.parse(readFileSync(file, 'utf8'));
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const selfUs = new Map();
-  for (let i = 0; i < profile.samples.length; i++) {
-    const id = profile.samples[i];
-    selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  }
-  const total = [...selfUs.values()].reduce((a, b) => a + b, 0) || 1;
+  return summarizeProfiles([file], top);
+}
+
+/**
+ * Returns the summary text of several profiles taken together (e.g. the soak's eight servers): their self times
+ * added up by function and by file.
+ * @param {string[]} fileList paths of .cpuprofile files
+ * @param {number} top how many functions to list
+ * @returns {string}
+ */
+export function summarizeProfiles(fileList, top = 25) {
   const fns = new Map();
   const files = new Map();
-  for (const [id, us] of selfUs) {
-    const cf = byId.get(id).callFrame;
-    const where = cf.url ? `${shortUrl(cf.url)}:${cf.lineNumber + 1}` : '';
-    const key = `${cf.functionName || '(anonymous)'} ${where}`.trim();
-    fns.set(key, (fns.get(key) ?? 0) + us);
-    const fileKey = cf.url ? shortUrl(cf.url) : cf.functionName || '(native)';
-    files.set(fileKey, (files.get(fileKey) ?? 0) + us);
+  let total = 0;
+  for (const file of fileList) {
+    const profile = JSON.parse(readFileSync(file, 'utf8'));
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    const selfUs = new Map();
+    for (let i = 0; i < profile.samples.length; i++) {
+      const id = profile.samples[i];
+      selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    }
+    for (const [id, us] of selfUs) {
+      total += us;
+      const cf = byId.get(id).callFrame;
+      const where = cf.url ? `${shortUrl(cf.url)}:${cf.lineNumber + 1}` : '';
+      const key = `${cf.functionName || '(anonymous)'} ${where}`.trim();
+      fns.set(key, (fns.get(key) ?? 0) + us);
+      const fileKey = cf.url ? shortUrl(cf.url) : cf.functionName || '(native)';
+      files.set(fileKey, (files.get(fileKey) ?? 0) + us);
+    }
   }
+  total ||= 1;
   const pct = (us) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms`;
-  const lines = [`CPU profile ${file}: ${(total / 1e6).toFixed(2)} s sampled`, '', 'self time by function:'];
+  const name = fileList.length === 1 ? fileList[0] : `${fileList.length} files`;
+  const lines = [`CPU profile ${name}: ${(total / 1e6).toFixed(2)} s sampled`, '', 'self time by function:'];
   for (const [k, us] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(us)}  ${k}`);
   lines.push('', 'self time by file:');
   for (const [k, us] of [...files].sort((a, b) => b[1] - a[1]).slice(0, 15)) lines.push(`  ${pct(us)}  ${k}`);
@@ -54,5 +70,8 @@ function shortUrl(url) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  process.stdout.write(`${summarizeProfile(process.argv[2], Number(process.argv[3] ?? 25))}\n`);
+  // FILE [TOP], or several files (taken together) and an optional TOP last.
+  const args = process.argv.slice(2);
+  const top = /^\d+$/.test(args.at(-1) ?? '') ? Number(args.pop()) : 25;
+  process.stdout.write(`${summarizeProfiles(args, top)}\n`);
 }

@@ -22,9 +22,13 @@
  * servers' CPU time per call of each (user + system from /proc/PID/stat; on a loaded machine the steadier figure) and
  * every round. The worktree is removed at the end. REV may also be a directory holding a built checkout
  * (`DIR/dist/cli.js`, e.g. a worktree built earlier): it is used as it is, nothing is built or removed.
+ *
+ * `--profile DIR`: each server runs under `node --cpu-prof`, writing its profile inside the soak's root (the kernel
+ * wall lets it write nowhere else; no call of the mix reaches that directory); at the end of each round the profiles
+ * are moved to DIR/<round>/ and the eight servers' self times, taken together, are printed (bench/profile-summary.mjs).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,6 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { summarizeProfiles } from './profile-summary.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -42,6 +47,7 @@ const { values: opts } = parseArgs({
     json: { type: 'string' },
     compare: { type: 'string' },
     rounds: { type: 'string', default: '2' },
+    profile: { type: 'string' },
   },
 });
 const TOTAL_CALLS = Number(opts.calls);
@@ -128,9 +134,13 @@ function pick(i) {
   return MIX[0][1];
 }
 
+/** Where the servers write their profiles under --profile (inside the root: the kernel wall). */
+const profileInside = (root) => path.join(root, 'cpu-profiles');
+
 async function startClient(c, cli, { stateDir, root }) {
+  const profileArgs = opts.profile ? ['--cpu-prof', '--cpu-prof-dir', profileInside(root)] : [];
   const transport = new StdioClientTransport({
-    command: process.execPath, args: [cli, '--state-dir', stateDir, root], stderr: 'pipe',
+    command: process.execPath, args: [...profileArgs, cli, '--state-dir', stateDir, root], stderr: 'pipe',
   });
   let stderr = '';
   transport.stderr?.on('data', (d) => { stderr += d.toString(); });
@@ -245,6 +255,7 @@ async function soakOnce(cli, totalCalls) {
   const nowRss = conns.map((conn) => vm(conn.pid, 'VmRSS'));
   const incidents = conns.filter((conn) => /INTERNAL|incident/.test(conn.stderr())).length;
   await Promise.all(conns.map((conn) => conn.client.close()));
+  if (opts.profile) await keepProfiles(profileInside(tree.root), conns.length);
   rmSync(tree.base, { recursive: true, force: true });
 
   const growth = endRss.map((e, i) => (e !== null && warmRss[i] !== null ? e - warmRss[i] : null));
@@ -279,6 +290,23 @@ async function soakOnce(cli, totalCalls) {
   if (incidents > 0) failures.push('INTERNAL incidents on stderr');
   report.failures = failures;
   return report;
+}
+
+/** Rounds profiled so far (--profile). */
+let profiledRounds = 0;
+
+/**
+ * Waits (up to 10 s) for `count` servers' profiles in `inside`, moves them to --profile DIR/<round>/ and prints
+ * their summary taken together.
+ */
+async function keepProfiles(inside, count) {
+  const list = () => (existsSync(inside) ? readdirSync(inside).filter((f) => f.endsWith('.cpuprofile')) : []);
+  for (let waited = 0; list().length < count && waited < 10_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+  const out = path.join(path.resolve(opts.profile), `round-${++profiledRounds}`);
+  mkdirSync(out, { recursive: true });
+  for (const f of list()) cpSync(path.join(inside, f), path.join(out, f));
+  const files = readdirSync(out).map((f) => path.join(out, f));
+  console.error(`soak: ${files.length} profiles in ${out}\n${summarizeProfiles(files, 40)}`);
 }
 
 async function main() {

@@ -46,6 +46,12 @@ const ENTRY_OVERHEAD_BYTES = 96;
  * (btrfs counts name bytes) a directory of many short names may be read so too: it is then read afresh, never wrong.
  */
 export const SMALL_DIRECTORY_BYTES = 4096;
+
+/**
+ * Directories whose own size (st_size: about 20–30 bytes per entry on ext4, xfs and tmpfs; 4 KiB blocks) is at most
+ * this are read synchronously (a few thousand entries, well under a millisecond); larger ones through the thread pool.
+ */
+export const SYNC_READDIR_MAX_BYTES = 64 * 1024;
 /** A directory modified less than this long before the read is not shared (coarse timestamps), ms. */
 export const RACY_MS = 1000;
 

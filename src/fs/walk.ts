@@ -30,7 +30,7 @@ import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
 import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
-import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing } from './listing-cache.js';
+import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing, SYNC_READDIR_MAX_BYTES } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -119,12 +119,6 @@ export interface WalkOptions {
    */
   sink?: (item: WalkItem | WalkEntry, name: string) => boolean | Promise<boolean>;
 }
-
-/**
- * Directories whose own size (st_size: about 20–30 bytes per entry on ext4, xfs and tmpfs; 4 KiB blocks) is at most
- * this are read synchronously (a few thousand entries, well under a millisecond); larger ones through the thread pool.
- */
-const SYNC_READDIR_MAX_BYTES = 64 * 1024;
 
 /** Synchronous lstats between two yields to the event loop. */
 const STAT_YIELD_EVERY = 256;
