@@ -7,8 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 export default function setup(): void {
   const root = fileURLToPath(new URL('../..', import.meta.url));
-  execFileSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
-  // The test build with the seams (dist-seams/cli.js: test/helpers/server.ts SEAMS_CLI), after dist/ (it copies the
-  // native addons from there).
-  execFileSync(process.execPath, ['scripts/bundle.mjs', '--test-seams'], { cwd: root, stdio: 'inherit' });
+  // dist/, then the test build with the seams (dist-seams/cli.js: test/helpers/server.ts SEAMS_CLI), which copies the
+  // native addons from dist/: one process, so the worker threads' code and esbuild's service are made once for both.
+  execFileSync(process.execPath, ['scripts/bundle.mjs', '--and-test-seams'], { cwd: root, stdio: 'inherit' });
 }
