@@ -152,6 +152,12 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
     // Could not be started (ENOENT, EACCES): no exit and no output follow.
     if (child.pid === undefined) finish(notStarted(error));
   });
+  // A stopped command's output is not waited for past its exit (a process it started may still hold the pipes).
+  child.on('exit', () => {
+    if (stopped === null) return;
+    child.stdout!.destroy();
+    child.stderr!.destroy();
+  });
   child.on('close', (code) =>
     finish({
       exitCode: stopped === null ? code : null,

@@ -3,7 +3,7 @@
  * output as given, input on stdin, extra descriptors, a program that cannot start, and the three ways a command is
  * stopped (timeout, output cap, cancel), each leaving no process behind.
  */
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,8 +15,9 @@ const base = { env, timeoutMs: 20_000, maxOutputBytes: 1 << 20 };
 const dir = mkdtempSync(path.join(os.tmpdir(), 'run-command-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** True when process `pid` no longer exists. */
+/** True when process `pid` (a real one: > 0) no longer exists. */
 function gone(pid: number): boolean {
+  expect(pid).toBeGreaterThan(0);
   try {
     process.kill(pid, 0);
     return false;
@@ -60,29 +61,52 @@ describe('runCommand', () => {
   });
 
   it('stops a command at its timeout, and the process is gone', async () => {
-    const r = await runCommand(SH, ['-c', 'echo $$; exec sleep 30'], { ...base, timeoutMs: 300 });
+    const pidFile = path.join(dir, 'timeout.pid');
+    const r = await runCommand(SH, ['-c', `echo $$ > ${pidFile}; exec sleep 30`], { ...base, timeoutMs: 2000 });
     expect(r).toMatchObject({ timedOut: true, exitCode: null, outputLimited: false });
-    expect(gone(Number(r.stdout.trim()))).toBe(true);
+    expect(gone(Number(readFileSync(pidFile, 'utf8').trim()))).toBe(true);
     expect(r.durationMs).toBeLessThan(10_000);
   });
 
+  it('returns at the exit of a stopped command even when a process it started still holds its output', async () => {
+    const pidFile = path.join(dir, 'held.pid');
+    const r = await runCommand(SH, ['-c', `sleep 30 & echo $! > ${pidFile}; exec sleep 30`], {
+      ...base,
+      timeoutMs: 2000,
+    });
+    const held = Number(readFileSync(pidFile, 'utf8').trim());
+    try {
+      expect(r).toMatchObject({ timedOut: true, exitCode: null });
+      expect(r.durationMs).toBeLessThan(10_000);
+    } finally {
+      if (held > 0 && !gone(held)) process.kill(held, 'SIGKILL');
+    }
+  });
+
   it('stops a command whose output exceeds the cap, keeping at most the cap', async () => {
-    const r = await runCommand(SH, ['-c', 'echo $$ >&2; while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done'], {
+    const pidFile = path.join(dir, 'cap.pid');
+    const r = await runCommand(SH, ['-c', `echo $$ > ${pidFile}; while :; do echo xxxxxxxxxxxxxxxxxxxxxxxx; done`], {
       ...base,
       maxOutputBytes: 4096,
     });
     expect(r).toMatchObject({ outputLimited: true, timedOut: false, exitCode: null });
     expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(4096);
     expect(r.stdout.startsWith('xxxx')).toBe(true);
-    expect(gone(Number(r.stderr.trim()))).toBe(true);
+    expect(gone(Number(readFileSync(pidFile, 'utf8').trim()))).toBe(true);
   });
 
   it('stops a command when its signal aborts, and the process is gone', async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 200);
-    const r = await runCommand(SH, ['-c', 'echo $$; exec sleep 30'], { ...base, signal: controller.signal });
+    const pidFile = path.join(dir, 'cancel.pid');
+    // Aborted once the command has started (it wrote its pid).
+    const poll = setInterval(() => existsSync(pidFile) && controller.abort(), 20);
+    const r = await runCommand(SH, ['-c', `echo $$ > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; exec sleep 30`], {
+      ...base,
+      signal: controller.signal,
+    });
+    clearInterval(poll);
     expect(r).toMatchObject({ exitCode: null, timedOut: false, outputLimited: false });
-    expect(gone(Number(r.stdout.trim()))).toBe(true);
+    expect(gone(Number(readFileSync(pidFile, 'utf8').trim()))).toBe(true);
     expect(r.durationMs).toBeLessThan(10_000);
   });
 });
