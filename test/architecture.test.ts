@@ -24,7 +24,7 @@ const SRC = path.resolve(import.meta.dirname, '..', 'src');
 /** The verified-access module: its surface and its parts (relative to src/). */
 const VERIFIED_ACCESS = ['fs/verified-dir.ts', 'fs/dir-identity.ts', 'fs/held-dirs.ts'];
 
-/** Modules that start processes: Node's, and the one library the runner uses. */
+/** Modules that start processes: Node's, and a library around them (execa, once the runner's). */
 const PROCESS_MODULES = new Set(['child_process', 'node:child_process', 'cluster', 'node:cluster', 'execa']);
 
 /**
@@ -116,7 +116,8 @@ function specifiersOf(source: ts.SourceFile): string[] {
     } else if (
       ts.isCallExpression(node) &&
       (node.expression.kind === ts.SyntaxKind.ImportKeyword ||
-        (ts.isIdentifier(node.expression) && node.expression.text === 'require')) &&
+        (ts.isIdentifier(node.expression) && node.expression.text === 'require') ||
+        (ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'getBuiltinModule')) &&
       node.arguments.length > 0 &&
       ts.isStringLiteralLike(node.arguments[0])
     ) {
@@ -390,10 +391,15 @@ describe('the detectors', () => {
         'const fd = openSync(d, constants.O_RDONLY | constants.O_DIRECTORY);',
         'const at = `/proc/self/fd/${fd}/name`;',
         "const e = await import('execa');",
+        "const c = process.getBuiltinModule('node:child_process');",
       ].join('\n'),
     );
     expect(brandCasts(bad)).toHaveLength(3);
-    expect(specifiersOf(bad).filter((s) => PROCESS_MODULES.has(s))).toEqual(['node:child_process', 'execa']);
+    expect(specifiersOf(bad).filter((s) => PROCESS_MODULES.has(s))).toEqual([
+      'node:child_process',
+      'execa',
+      'node:child_process',
+    ]);
     expect(ownDirectoryAccess(bad)).toHaveLength(2);
     const good = parse('good.ts', "import type { AllowedPath } from './resolve-path.js';\nconst n: string = 'x';");
     expect(brandCasts(good)).toEqual([]);
@@ -554,7 +560,7 @@ describe('Subprocess runner: every child process starts in src/vcs/run-command.t
     );
 
   it('the runner is where processes start', () => {
-    expect(specifiersOf(moduleByRel.get('vcs/run-command.ts')!.source)).toContain('execa');
+    expect(specifiersOf(moduleByRel.get('vcs/run-command.ts')!.source)).toContain('node:child_process');
   });
 
   it('no other module imports a process-starting module', () => {

@@ -1,7 +1,9 @@
 /**
- * The one subprocess runner (docs/security.md "What git may read"): execa without a shell, with a timeout, an output cap, no stdin unless
- * given, and an environment the caller shapes. Everything git, gh and glab run goes through here.
+ * The one subprocess runner (docs/security.md "What git may read"): Node's `spawn` without a shell, with a timeout, an
+ * output cap, no stdin unless given, and an environment the caller shapes (nothing inherited: `env` is the whole
+ * environment). Everything git, gh and glab run goes through here.
  */
+import type { ChildProcess as Child } from 'node:child_process';
 import { processSlot } from '../process-slots.js';
 
 /** The outcome of a finished command (a non-zero exit is an outcome, not an exception). */
@@ -45,18 +47,24 @@ export interface RunOptions {
  */
 export type ChildWall = (file: string, env: NodeJS.ProcessEnv) => { file: string; prefix: readonly string[] } | null;
 
-/** execa's entry point. */
-type Execa = typeof import('execa').execa;
+/**
+ * Node's `spawn`, taken at the first command rather than at every start: a server that never runs git, gh or glab does
+ * not load `child_process` (docs/benchmarks.md "Server start-up"). A built-in module, not a file: the program is a
+ * script without an import callback, so it asks the process.
+ */
+const childProcess = (): typeof import('node:child_process') => process.getBuiltinModule('node:child_process');
+
+/** How long a child stopped by SIGTERM (timeout, output cap, cancel) has before SIGKILL, ms. */
+const FORCE_KILL_AFTER_MS = 5000;
 
 /**
- * How children get their narrower layer, set at start-up (src/process-slots.ts); null: none. And execa, once
- * evaluated: it is part of the bundle (scripts/bundle.mjs; no file is loaded), evaluated at the first command rather
- * than at every start (its module, its signal tables and Node's child-process modules cost a server that never runs a
- * command about 10 ms of CPU: docs/benchmarks.md "Server start-up").
+ * How children get their narrower layer, set at start-up (src/process-slots.ts); null: none. The children still
+ * running, stopped when the server exits (a git, gh or glab never outlives the server that started it).
  */
 const children = processSlot('vcs/run-command', () => ({
   childWall: null as ChildWall | null,
-  execa: null as Execa | null,
+  live: new Set<Child>(),
+  exitHook: false,
 }));
 
 /** Sets (once, at start-up, after the wall is raised) how children get their narrower layer; null: none. */
@@ -65,49 +73,134 @@ export function setChildWall(wall: ChildWall | null): void {
 }
 
 /**
- * Runs `file` with `args` (never through a shell). Never throws for a failing command; throws only for programming
+ * Runs `file` with `args` (never through a shell): Node's `spawn` directly (a library around it cost about 3 ms of CPU
+ * and more latency per command: docs/benchmarks.md "git_status (2026-12-04)"). stdout and stderr are collected as bytes
+ * and decoded as UTF-8 once; more than `maxOutputBytes` on either stops the command. A timeout, the cap or `signal`
+ * stops it with SIGTERM, then SIGKILL after 5 s. Never throws for a failing command; throws only for programming
  * errors.
  */
 export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
-  const execa = children.execa ?? (children.execa = (await import('execa')).execa);
   const started = performance.now();
   const layer = options.serverWall ? null : (children.childWall?.(file, options.env) ?? null);
-  const result = await execa(layer ? layer.file : file, layer ? [...layer.prefix, file, ...args] : args, {
-    cwd: options.cwd,
-    env: options.env,
-    extendEnv: false,
-    shell: false,
-    timeout: options.timeoutMs,
-    maxBuffer: options.maxOutputBytes,
-    input: options.input,
-    // execa passes a number at index ≥ 3 to the child as that descriptor (its types only know the standard three).
-    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as unknown as [
-      'pipe',
-      'pipe',
-      'pipe',
-    ],
-    reject: false,
-    stripFinalNewline: false,
-    cancelSignal: options.signal,
-    encoding: 'utf8',
-    windowsHide: true,
+  const outcome = await new Promise<Outcome>((resolve) =>
+    startChild(layer ? layer.file : file, layer ? [...layer.prefix, file, ...args] : [...args], options, resolve),
+  );
+  return { ...outcome, durationMs: performance.now() - started };
+}
+
+/** A finished command, less its duration. */
+type Outcome = Omit<CommandResult, 'durationMs'>;
+
+/** Stops every child still running (the server is exiting). */
+function stopLiveChildren(): void {
+  for (const child of children.live) child.kill('SIGTERM');
+}
+
+/** Starts `program` and calls `done` once, when it has exited and its output is closed (or it could not start). */
+function startChild(program: string, argv: string[], options: RunOptions, done: (outcome: Outcome) => void): void {
+  if (!children.exitHook) {
+    children.exitHook = true;
+    process.on('exit', stopLiveChildren);
+  }
+  const stdio = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as const;
+  let child: Child;
+  try {
+    child = childProcess().spawn(program, argv, {
+      cwd: options.cwd,
+      env: options.env,
+      shell: false,
+      stdio: [...stdio],
+    });
+  } catch (error) {
+    done(notStarted(error));
+    return;
+  }
+  const out = collector(options.maxOutputBytes, () => stop('limit'));
+  const err = collector(options.maxOutputBytes, () => stop('limit'));
+  let stopped: 'timeout' | 'limit' | 'cancel' | null = null;
+  let forceKill: NodeJS.Timeout | null = null;
+  function stop(why: 'timeout' | 'limit' | 'cancel'): void {
+    if (stopped !== null || child.exitCode !== null || child.signalCode !== null) return;
+    stopped = why;
+    child.kill('SIGTERM');
+    forceKill = setTimeout(() => child.kill('SIGKILL'), FORCE_KILL_AFTER_MS);
+    forceKill.unref();
+  }
+  const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+  const onAbort = (): void => stop('cancel');
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted) stop('cancel');
+  children.live.add(child);
+  let finished = false;
+  const finish = (outcome: Outcome): void => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(timer);
+    if (forceKill) clearTimeout(forceKill);
+    options.signal?.removeEventListener('abort', onAbort);
+    children.live.delete(child);
+    done(outcome);
+  };
+  child.stdout!.on('data', out.add);
+  child.stderr!.on('data', err.add);
+  if (options.input !== undefined) {
+    // A child that exits without reading its input closes the pipe (EPIPE): that is its outcome, not an error here.
+    child.stdin!.on('error', () => {});
+    child.stdin!.end(options.input, 'utf8');
+  }
+  child.on('error', (error) => {
+    // Could not be started (ENOENT, EACCES): no exit and no output follow.
+    if (child.pid === undefined) finish(notStarted(error));
   });
-  const spawnError =
-    result.failed &&
-    result.exitCode === undefined &&
-    !result.timedOut &&
-    !result.isMaxBuffer &&
-    !result.isCanceled &&
-    (result.cause as NodeJS.ErrnoException | undefined)?.code
-      ? String((result.cause as NodeJS.ErrnoException).code)
-      : null;
+  // A stopped command's output is not waited for past its exit (a process it started may still hold the pipes).
+  child.on('exit', () => {
+    if (stopped === null) return;
+    child.stdout!.destroy();
+    child.stderr!.destroy();
+  });
+  child.on('close', (code) =>
+    finish({
+      exitCode: stopped === null ? code : null,
+      stdout: out.text(),
+      stderr: err.text(),
+      timedOut: stopped === 'timeout',
+      outputLimited: stopped === 'limit',
+      spawnError: null,
+    }),
+  );
+}
+
+/** The outcome of a program that could not be started: its errno code (ENOENT: not installed). */
+function notStarted(error: unknown): Outcome {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return {
-    exitCode: result.exitCode ?? null,
-    stdout: typeof result.stdout === 'string' ? result.stdout : '',
-    stderr: typeof result.stderr === 'string' ? result.stderr : '',
-    timedOut: result.timedOut === true,
-    outputLimited: result.isMaxBuffer === true,
-    spawnError,
-    durationMs: performance.now() - started,
+    exitCode: null,
+    stdout: '',
+    stderr: '',
+    timedOut: false,
+    outputLimited: false,
+    spawnError: typeof code === 'string' ? code : 'ESPAWN',
+  };
+}
+
+/** Collects a stream's bytes up to `cap`; calls `over` once when more arrive. `text()`: what was kept, as UTF-8. */
+function collector(cap: number, over: () => void): { add: (chunk: Buffer) => void; text: () => string } {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let full = false;
+  return {
+    add: (chunk) => {
+      if (full) return;
+      if (size + chunk.length > cap) {
+        full = true;
+        chunks.push(chunk.subarray(0, cap - size));
+        size = cap;
+        over();
+        return;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    },
+    text: () => (chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, size).toString('utf8')),
   };
 }
