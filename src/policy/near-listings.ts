@@ -138,8 +138,7 @@ export class NearListings {
           const before = fstatSync(d.fd, { bigint: true });
           // A small directory in one synchronous read (getdents on this thread: well under a millisecond), the same
           // entries in the same order as the iteration, which costs an opendir and two reads through the I/O pool.
-          const entries =
-            before.size <= SYNC_READDIR_MAX_BYTES ? d.readdirSync().slice(0, max) : await d.readdir(max);
+          const entries = before.size <= SYNC_READDIR_MAX_BYTES ? d.readdirSync().slice(0, max) : await d.readdir(max);
           const listing = listingOf(entries);
           const after = fstatSync(d.fd, { bigint: true });
           const now = Date.now();
