@@ -91,8 +91,11 @@ export async function runCommand(file: string, args: readonly string[], options:
 /** A finished command, less its duration. */
 type Outcome = Omit<CommandResult, 'durationMs'>;
 
-/** Stops every child still running (the server is exiting). */
-function stopLiveChildren(): void {
+/**
+ * Sends SIGTERM to every command still running: the server is exiting (the `exit` hook set at the first command), so
+ * no git, gh or glab outlives it. Their `runCommand` calls resolve with `exitCode: null` when they end.
+ */
+export function stopRunningCommands(): void {
   for (const child of children.live) child.kill('SIGTERM');
 }
 
@@ -100,7 +103,7 @@ function stopLiveChildren(): void {
 function startChild(program: string, argv: string[], options: RunOptions, done: (outcome: Outcome) => void): void {
   if (!children.exitHook) {
     children.exitHook = true;
-    process.on('exit', stopLiveChildren);
+    process.on('exit', stopRunningCommands);
   }
   const stdio = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as const;
   let child: Child;
