@@ -119,9 +119,16 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
   const err = collector(options.maxOutputBytes, () => stop('limit'));
   let stopped: 'timeout' | 'limit' | 'cancel' | null = null;
   let forceKill: NodeJS.Timeout | null = null;
+  let finished = false;
   function stop(why: 'timeout' | 'limit' | 'cancel'): void {
-    if (stopped !== null || child.exitCode !== null || child.signalCode !== null) return;
+    if (stopped !== null || finished) return;
     stopped = why;
+    if (child.exitCode !== null || child.signalCode !== null) {
+      // Exited, but a process it started still holds its output: stop waiting for it (the call returns now).
+      child.stdout!.destroy();
+      child.stderr!.destroy();
+      return;
+    }
     child.kill('SIGTERM');
     forceKill = setTimeout(() => child.kill('SIGKILL'), FORCE_KILL_AFTER_MS);
     forceKill.unref();
@@ -131,7 +138,6 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
   options.signal?.addEventListener('abort', onAbort, { once: true });
   if (options.signal?.aborted) stop('cancel');
   children.live.add(child);
-  let finished = false;
   const finish = (outcome: Outcome): void => {
     if (finished) return;
     finished = true;
