@@ -45,3 +45,30 @@ describe('runCommand: a command that exits while a process it started holds its 
     expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(4096);
   }, 40_000);
 });
+
+describe('runCommand: a large output and the event loop', () => {
+  it('decodes as the output arrives: no stretch of the event loop near a whole 50 MB decode', async () => {
+    let last = performance.now();
+    let worst = 0;
+    const tick = setInterval(() => {
+      const now = performance.now();
+      worst = Math.max(worst, now - last);
+      last = now;
+    }, 5);
+    try {
+      // Multi-byte text (the slow decode): one toString of the whole output held the loop 300–430 ms here.
+      const r = await runCommand(SH, ['-c', 'yes "äöü abc" | head -c 50000000'], {
+        ...base,
+        maxOutputBytes: 64 * 1024 * 1024,
+        timeoutMs: 60_000,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout.startsWith('äöü abc\näöü abc\n')).toBe(true);
+      expect(Buffer.byteLength(r.stdout)).toBe(50_000_000);
+    } finally {
+      clearInterval(tick);
+    }
+    expect(worst).toBeLessThan(250);
+  }, 60_000);
+});
