@@ -1,0 +1,82 @@
+/**
+ * Review attack: no git, gh or glab outlives the process that started it (execa's `cleanup`, through signal-exit, killed
+ * its children on the parent's exit by SIGINT, SIGHUP or SIGTERM too). A small program bundling the runner starts a
+ * long command, then ends in each way; the command must be gone.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildSync } from 'esbuild';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'run-command-exit-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const runner = path.join(dir, 'runner.mjs');
+buildSync({
+  entryPoints: [path.resolve('src/vcs/run-command.ts')],
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  outfile: runner,
+  logLevel: 'silent',
+});
+const program = path.join(dir, 'program.mjs');
+writeFileSync(
+  program,
+  `import { runCommand } from ${JSON.stringify(runner)};
+const [pidFile, how] = process.argv.slice(2);
+void runCommand('/bin/sh', ['-c', 'echo $$ > ' + pidFile + '.tmp; mv ' + pidFile + '.tmp ' + pidFile + '; exec sleep 30'],
+  { env: { PATH: process.env.PATH }, timeoutMs: 60000, maxOutputBytes: 1 << 20 });
+setInterval(() => {}, 1000);
+if (how === 'exit') setTimeout(() => process.exit(0), 300);
+if (how === 'throw') setTimeout(() => { throw new Error('uncaught'); }, 300);
+`,
+);
+
+/** True while `pid` runs (a zombie left to a parent that does not reap it is not running). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function endsWith(how: 'exit' | 'SIGINT' | 'SIGHUP' | 'SIGTERM' | 'throw'): Promise<boolean> {
+  const pidFile = path.join(dir, `${how}.pid`);
+  const node = spawn(process.execPath, [program, pidFile, how], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => node.on('exit', resolve));
+  const until = Date.now() + 10_000;
+  while (!existsSync(pidFile) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  const child = Number(readFileSync(pidFile, 'utf8').trim());
+  expect(child).toBeGreaterThan(0);
+  if (how !== 'throw' && how !== 'exit') node.kill(how);
+  await exited;
+  await new Promise((r) => setTimeout(r, 200));
+  const outlived = alive(child);
+  if (outlived) process.kill(child, 'SIGKILL');
+  return outlived;
+}
+
+describe('runCommand: a child does not outlive its parent', () => {
+  it.each(['exit', 'throw'] as const)(
+    'parent ends by %s',
+    async (how) => {
+      expect(await endsWith(how)).toBe(false);
+    },
+    20_000,
+  );
+
+  // KNOWN GAP (review, session 14): only 'exit' stops the children; a process ended by a signal it does not handle
+  // never emits it, and execa's signal-exit handlers are gone. `fs-tools serve` handles SIGTERM (graceful, then
+  // process.exit) but not SIGINT or SIGHUP: a git, gh or glab in flight outlives it. it.fails until fixed: flip to it.
+  it.fails.each(['SIGINT', 'SIGHUP', 'SIGTERM'] as const)(
+    'parent ends by %s (unhandled)',
+    async (how) => {
+      expect(await endsWith(how)).toBe(false);
+    },
+    20_000,
+  );
+});
