@@ -5,6 +5,7 @@
  */
 import type { ChildProcess as Child } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
+import { onExit } from 'signal-exit';
 import { processSlot } from '../process-slots.js';
 
 /** The outcome of a finished command (a non-zero exit is an outcome, not an exception). */
@@ -93,7 +94,7 @@ export async function runCommand(file: string, args: readonly string[], options:
 type Outcome = Omit<CommandResult, 'durationMs'>;
 
 /**
- * Sends SIGTERM to every command still running: the server is exiting (the `exit` hook set at the first command), so
+ * Sends SIGTERM to every command still running: the server is exiting (the exit hook set at the first command), so
  * no git, gh or glab outlives it. Their `runCommand` calls resolve with `exitCode: null` when they end.
  */
 export function stopRunningCommands(): void {
@@ -104,7 +105,10 @@ export function stopRunningCommands(): void {
 function startChild(program: string, argv: string[], options: RunOptions, done: (outcome: Outcome) => void): void {
   if (!children.exitHook) {
     children.exitHook = true;
-    process.on('exit', stopRunningCommands);
+    // signal-exit (what execa used): on `exit` and also when SIGINT, SIGHUP or SIGTERM ends the process by default,
+    // where Node emits no `exit`. It re-raises a signal only when its listeners are the only ones, and the server's
+    // own (src/fs/owned-temp.ts, the graceful shutdown) count it.
+    onExit(() => stopRunningCommands());
   }
   const stdio = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as const;
   let child: Child;
