@@ -62,8 +62,8 @@ else {
 
 /**
  * Builds one output directory: dist/ (the product), dist-seams/ (seams) or dist-broken/ (broken), from src/cli.ts,
- * the worker code and the native digests above; the product's with its code cache, the test builds' with a copy of
- * dist/native.
+ * the worker code and the native digests above; the product and the seams build with a code cache (the
+ * broken-containment build without), the test builds with a copy of dist/native.
  * @param {{ broken: boolean, seams: boolean }} build which build (at most one true)
  * @returns {Promise<void>} when every file is in place
  */
@@ -94,7 +94,7 @@ async function bundle({ broken, seams }) {
     if (existsSync(`${root}/dist/native`)) cpSync(`${root}/dist/native`, `${root}/${staging}/native`, { recursive: true });
     const why = makeCodeCache(`${root}/${staging}`, `${root}/${outDir}`);
     rmSync(`${root}/${staging}/native`, { recursive: true, force: true });
-    if (why !== null) process.stderr.write(`bundle.mjs: no code cache (every start compiles dist/${PROGRAM}): ${why}\n`);
+    if (why !== null) process.stderr.write(`bundle.mjs: no code cache (every start compiles ${outDir}/${PROGRAM}): ${why}\n`);
     withCache = why === null;
   }
   writeFileSync(`${root}/${staging}/cli.js`, loaderSource(`${root}/${staging}`, { withCache }), { mode: 0o755 });

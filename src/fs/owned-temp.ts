@@ -71,10 +71,9 @@ export function removeAllOwnedTempDirs(): void {
 }
 
 /**
- * Signal listeners of signal-exit (no bundled library uses it since the subprocess runner spawns directly; kept for a
- * dependency that brings it back): one per loaded instance, counted in
- * its shared emitter (v4: globalThis[Symbol.for('signal-exit emitter')]; v3: process.__signal_exit_emitter__). It
- * re-raises a signal only when its own listeners are the only ones, so they must not count as "another handler"
+ * Signal listeners of signal-exit (the subprocess runner's exit hook, src/vcs/run-command.ts): one per loaded instance,
+ * counted in its shared emitter (v4: globalThis[Symbol.for('signal-exit emitter')]; v3:
+ * process.__signal_exit_emitter__). It re-raises a signal only when its own listeners are the only ones, so they must not count as "another handler"
  * here — else each would wait for the other and the process would never end.
  */
 function signalExitListeners(): number {

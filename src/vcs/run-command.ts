@@ -76,11 +76,12 @@ export function setChildWall(wall: ChildWall | null): void {
 
 /**
  * Runs `file` with `args` (never through a shell): Node's `spawn` directly (a library around it cost about 3 ms of CPU
- * and more latency per command: docs/benchmarks.md "git_status (2026-12-04)"). stdout and stderr are decoded as UTF-8
- * chunk by chunk; more than `maxOutputBytes` bytes on either stops the command. A timeout, the cap or `signal` stops
- * it with SIGTERM, then SIGKILL after 5 s; the call returns when the command has exited, even if a process it started
- * still holds its output. Children still running when the server exits are stopped (signal-exit). Never throws for a failing command; throws only for programming
- * errors.
+ * and more latency per command: docs/benchmarks.md "git_status (2026-12-04, session 14)"). stdout and stderr are
+ * decoded as UTF-8 chunk by chunk; more than `maxOutputBytes` bytes on either stops the command. A timeout, the cap or
+ * `signal` stops it with SIGTERM, then SIGKILL after 5 s; a stopped command's call returns at its exit even if a
+ * process it started still holds its output (an unstopped one returns when its output closes, or at its timeout).
+ * Children still running when the server exits are stopped (signal-exit). Never throws for a failing command; throws
+ * only for programming errors.
  */
 export async function runCommand(file: string, args: readonly string[], options: RunOptions): Promise<CommandResult> {
   const started = performance.now();
