@@ -73,8 +73,8 @@ export function removeAllOwnedTempDirs(): void {
 /**
  * Signal listeners of signal-exit (the subprocess runner's exit hook, src/vcs/run-command.ts): one per loaded instance,
  * counted in its shared emitter (v4: globalThis[Symbol.for('signal-exit emitter')]; v3:
- * process.__signal_exit_emitter__). It re-raises a signal only when its own listeners are the only ones, so they must not count as "another handler"
- * here — else each would wait for the other and the process would never end.
+ * process.__signal_exit_emitter__). It re-raises a signal only when its own listeners are the only ones, so they must
+ * not count as "another handler" here — else each would wait for the other and the process would never end.
  */
 function signalExitListeners(): number {
   const count = (emitter: unknown): number => {
