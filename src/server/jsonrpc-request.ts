@@ -2,7 +2,7 @@
  * The common JSON-RPC request recognized without zod (src/server/stdio-guard.ts). Nearly every line a server reads is
  * a request whose envelope is four members — `jsonrpc: "2.0"`, an id, a method, params that are a plain object — and
  * the SDK's `parseJSONRPCMessage` (a zod union of four strict object schemas) is about a tenth of a small read_file's
- * own CPU while V8 is still warming up (docs/benchmarks.md "Listing, tree and read_file"). `plainRequest` accepts only
+ * own CPU while V8 is still warming up (docs/benchmarks.md "Start-up, read_file and memory"). `plainRequest` accepts only
  * envelopes that schema passes and builds exactly the object it returns: the members in the schema's order
  * (`jsonrpc`, `id`, `method`, `params`), a fresh `params` object holding the same members in the same order, the
  * members' values as they are. Anything else — a notification, a response, params with `_meta`, an `__proto__` member,

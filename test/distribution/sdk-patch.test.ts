@@ -163,7 +163,9 @@ describe('the SDK patch', () => {
     const bundle = readFileSync(path.join(ROOT, 'dist/main.js'), 'utf8');
     expect(count(bundle, 'function fsToolsPlainRequest(message)')).toBe(1);
     // And the common tools/call request is one (else the patch saves nothing).
-    expect(plainRequest({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'x', arguments: {} } })).toBe(true);
+    expect(plainRequest({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'x', arguments: {} } })).toBe(
+      true,
+    );
   });
 
   it('src/ uses no private member of the SDK', () => {

@@ -43,7 +43,10 @@ const ids = fc.oneof(
   fc.integer(),
   fc.constantFrom(2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53, 1.5, -0, 0, null, true),
 );
-const keys = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('name', 'arguments', '_meta', '__proto__', '0', 'id'));
+const keys = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.constantFrom('name', 'arguments', '_meta', '__proto__', '0', 'id'),
+);
 const params = fc.oneof(
   fc.constant(undefined),
   fc.dictionary(keys, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
@@ -73,7 +76,8 @@ const requests = fc
 
 describe('plainRequest', () => {
   it('answers as parseJSONRPCMessage for a tools/call request, whatever the member order', () => {
-    const line = '{"params":{"arguments":{"path":"/x"},"name":"read_file"},"method":"tools/call","id":7,"jsonrpc":"2.0"}';
+    const line =
+      '{"params":{"arguments":{"path":"/x"},"name":"read_file"},"method":"tools/call","id":7,"jsonrpc":"2.0"}';
     expect(agrees(JSON.parse(line))).toBe(true);
     expect(JSON.stringify(plainRequest(JSON.parse(line)))).toBe(
       '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"path":"/x"},"name":"read_file"}}',
