@@ -5,5 +5,6 @@ export const SDK_CLASSIFICATION: string;
 export const PATCHED_CLASSIFICATION: string;
 export const SDK_SETTLE: string;
 export const PATCHED_SETTLE: string;
+export const FS_TOOLS_PLAIN_REQUEST: string;
 export const SDK_PATCHES: readonly { name: string; original: string; patched: string }[];
 export function sdkPatchPlugin(): Plugin;

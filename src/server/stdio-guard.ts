@@ -16,6 +16,7 @@
  * The transport around it (stdin/stdout, backpressure, close) is src/server/stdio-transport.ts.
  */
 import { parseJSONRPCMessage, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { plainRequest } from './jsonrpc-request.js';
 import { MAX_LINE_BYTES, MAX_MESSAGE_MEMBERS, moreMembersThan, strictUtf8 } from './message-bounds.js';
 
 /** JSON-RPC 2.0 error codes for messages that never reach the SDK. */
@@ -114,7 +115,8 @@ export function createLineGuard(sinks: LineGuardSinks): LineGuard {
     }
     let message: JSONRPCMessage;
     try {
-      message = parseJSONRPCMessage(value);
+      // The common request shape is recognized without zod, as the SDK's parse would return it; the rest is parsed.
+      message = plainRequest(value) ?? parseJSONRPCMessage(value);
     } catch {
       const id = (value as { id?: unknown } | null)?.id;
       const usable = typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;

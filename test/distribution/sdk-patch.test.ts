@@ -1,11 +1,12 @@
 /**
- * The two upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
- * classifies requests first, and the stdio connection channel notes an answered request by the answer's shape. Pins:
+ * The three upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
+ * classifies requests first, the common request by its plain shape before the zod parse, and the stdio connection channel notes an answered request by the answer's shape. Pins:
  *  - the installed SDK still holds each original text exactly once (an SDK upgrade that rewrites one fails here
  *    and at build time, so the patch is revisited, never silently lost or misapplied);
  *  - dist/main.js (the program, built by the global setup) carries each patched text and no original;
  *  - reordering cannot change a dispatch: no message passes the request schema and a response schema both
  *    (a property over arbitrary objects built from the members those schemas name);
+ *  - the plain request test answers "request" only for messages the request schema passes;
  *  - the shape test settles every message with an id that the response schemas pass, and no request or notification;
  *  - src/ reaches into no private SDK member.
  */
@@ -20,7 +21,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SDK_PATCHES } from '../../scripts/sdk-patch.mjs';
+import { FS_TOOLS_PLAIN_REQUEST, SDK_PATCHES } from '../../scripts/sdk-patch.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SDK_DIST = path.join(ROOT, 'node_modules/@modelcontextprotocol/server/dist');
@@ -32,6 +33,12 @@ const answerShaped = (() => {
   if (condition === undefined) throw new Error('the settle patch has no condition');
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the patch's own text, under test
   return new Function('message', `return ${condition};`) as (message: Record<string, unknown>) => boolean;
+})();
+
+/** The third patch's plain request test, compiled from the text the build appends to the SDK module. */
+const plainRequest = (() => {
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the patch's own text, under test
+  return new Function(`${FS_TOOLS_PLAIN_REQUEST}\nreturn fsToolsPlainRequest;`)() as (message: unknown) => boolean;
 })();
 
 /** How often `needle` occurs in `text`. */
@@ -107,6 +114,58 @@ describe('the SDK patch', () => {
     // The property saw both kinds (it is not vacuous).
     expect(seen.request).toBeGreaterThan(10);
     expect(seen.response).toBeGreaterThan(10);
+  });
+
+  it('calls a message a request by its plain shape only when the request schema passes it', () => {
+    const id = fc.oneof(
+      fc.integer(),
+      fc.string({ maxLength: 3 }),
+      fc.constantFrom(2 ** 53 - 1, 2 ** 53, 1.5, -0, null, true),
+    );
+    const params = fc.oneof(
+      fc.constant(undefined),
+      fc.dictionary(fc.constantFrom('name', 'arguments', '_meta', '__proto__', 'x'), fc.jsonValue({ maxDepth: 1 }), {
+        maxKeys: 3,
+      }),
+      fc.jsonValue({ maxDepth: 1 }),
+    );
+    // A plain request, with members of other shapes mixed in at random (two times in three).
+    const request = fc.record(
+      { jsonrpc: fc.constant('2.0'), id: fc.oneof(fc.integer(), fc.string({ maxLength: 3 })), method: fc.string() },
+      { requiredKeys: ['jsonrpc', 'id', 'method'] },
+    );
+    const mixIn = fc.record(
+      {
+        jsonrpc: fc.constantFrom('2.0', '1.0'),
+        id,
+        method: fc.oneof(fc.constantFrom('tools/call', 'ping'), fc.integer()),
+        params,
+        result: fc.constant({}),
+        extra: fc.constant(1),
+      },
+      { requiredKeys: [] },
+    );
+    const message = fc
+      .tuple(request, fc.option(mixIn, { freq: 2 }), params)
+      .map(([r, extra, p]) => ({ ...r, ...(p === undefined ? {} : { params: p }), ...(extra ?? {}) }));
+    let plain = 0;
+    fc.assert(
+      fc.property(message, (m) => {
+        const value: unknown = JSON.parse(JSON.stringify(m));
+        if (!plainRequest(value)) return;
+        plain++;
+        expect(isJSONRPCRequest(value)).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+    expect(plain).toBeGreaterThan(200);
+    // The bundle carries the test where the hook can call it.
+    const bundle = readFileSync(path.join(ROOT, 'dist/main.js'), 'utf8');
+    expect(count(bundle, 'function fsToolsPlainRequest(message)')).toBe(1);
+    // And the common tools/call request is one (else the patch saves nothing).
+    expect(plainRequest({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'x', arguments: {} } })).toBe(
+      true,
+    );
   });
 
   it('src/ uses no private member of the SDK', () => {

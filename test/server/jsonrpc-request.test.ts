@@ -1,0 +1,130 @@
+/**
+ * The stdin guard's zod-free request recognition (src/server/jsonrpc-request.ts) against the SDK's
+ * `parseJSONRPCMessage`: whatever `plainRequest` accepts, the SDK's parse accepts too and returns the same message —
+ * same members in the same order, same values (the arguments object itself), a fresh params object; whatever the
+ * SDK's parse refuses, `plainRequest` refuses. Requests with `_meta`, notifications and responses are left to the SDK.
+ */
+import { parseJSONRPCMessage } from '@modelcontextprotocol/server';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { plainRequest } from '../../src/server/jsonrpc-request.js';
+
+/** The SDK's answer: the parsed message, or null when it throws. */
+function sdk(value: unknown): unknown {
+  try {
+    return parseJSONRPCMessage(value);
+  } catch {
+    return null;
+  }
+}
+
+/** Asserts that `plainRequest` agrees with the SDK on `value` wherever it answers; returns whether it answered. */
+function agrees(value: unknown): boolean {
+  const fast = plainRequest(value);
+  if (fast === undefined) return false;
+  const expected = sdk(value);
+  expect(expected).not.toBeNull();
+  // Same members in the same order, same values, compared as the wire would carry them and structurally.
+  expect(JSON.stringify(fast)).toBe(JSON.stringify(expected));
+  expect(fast).toStrictEqual(expected);
+  expect(Object.keys(fast)).toEqual(Object.keys(expected as object));
+  const params = (value as { params?: Record<string, unknown> }).params;
+  const out = (fast as { params?: Record<string, unknown> }).params;
+  if (params !== undefined) {
+    expect(out).not.toBe(params);
+    expect(Object.keys(out!)).toEqual(Object.keys((expected as { params: object }).params));
+    for (const key of Object.keys(params)) expect(out![key]).toBe(params[key]);
+  }
+  return true;
+}
+
+const ids = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.integer(),
+  fc.constantFrom(2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53, 1.5, -0, 0, null, true),
+);
+const keys = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.constantFrom('name', 'arguments', '_meta', '__proto__', '0', 'id'),
+);
+const params = fc.oneof(
+  fc.constant(undefined),
+  fc.dictionary(keys, fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 }),
+  fc.jsonValue({ maxDepth: 1 }),
+);
+const envelopes = fc.record(
+  {
+    jsonrpc: fc.constantFrom('2.0', '2.0', '1.0', 2),
+    id: ids,
+    method: fc.oneof(fc.constantFrom('tools/call', 'ping'), fc.string({ maxLength: 4 }), fc.integer()),
+    params,
+    result: fc.jsonValue({ maxDepth: 1 }),
+    error: fc.jsonValue({ maxDepth: 1 }),
+    extra: fc.jsonValue({ maxDepth: 1 }),
+  },
+  { requiredKeys: [] },
+);
+
+/** Requests of the plain shape, members in any order (the common case, so that many are answered). */
+const requests = fc
+  .record({ id: ids, method: fc.string({ maxLength: 6 }), params: params })
+  .chain((r) =>
+    fc
+      .shuffledSubarray(Object.entries({ jsonrpc: '2.0', ...r }), { minLength: 4, maxLength: 4 })
+      .map((entries) => Object.fromEntries(entries)),
+  );
+
+describe('plainRequest', () => {
+  it('answers as parseJSONRPCMessage for a tools/call request, whatever the member order', () => {
+    const line =
+      '{"params":{"arguments":{"path":"/x"},"name":"read_file"},"method":"tools/call","id":7,"jsonrpc":"2.0"}';
+    expect(agrees(JSON.parse(line))).toBe(true);
+    expect(JSON.stringify(plainRequest(JSON.parse(line)))).toBe(
+      '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"path":"/x"},"name":"read_file"}}',
+    );
+    expect(agrees({ jsonrpc: '2.0', id: 'a', method: 'ping' })).toBe(true);
+  });
+
+  it('leaves _meta, __proto__, odd ids, notifications, responses and extra members to the SDK', () => {
+    const refused = [
+      { jsonrpc: '2.0', id: 1, method: 'x', params: { _meta: { progressToken: 1 } } },
+      JSON.parse('{"jsonrpc":"2.0","id":1,"method":"x","params":{"__proto__":{"a":1}}}'),
+      { jsonrpc: '2.0', id: 1.5, method: 'x' },
+      { jsonrpc: '2.0', id: -0, method: 'x' },
+      { jsonrpc: '2.0', id: 2 ** 53, method: 'x' },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 1, result: {} },
+      { jsonrpc: '2.0', id: 1, method: 'x', extra: 1 },
+      { jsonrpc: '2.0', id: 1, method: 'x', params: [] },
+      { jsonrpc: '2.0', id: 1, method: 'x', params: null },
+      Object.assign(Object.create(null) as object, { jsonrpc: '2.0', id: 1, method: 'x' }),
+      [],
+      null,
+      'x',
+    ];
+    for (const value of refused) expect(plainRequest(value)).toBeUndefined();
+  });
+
+  it('agrees with parseJSONRPCMessage on generated envelopes (as JSON.parse builds them)', () => {
+    let answered = 0;
+    fc.assert(
+      fc.property(envelopes, (envelope) => {
+        const value: unknown = JSON.parse(JSON.stringify(envelope));
+        if (agrees(value)) answered++;
+      }),
+      { numRuns: 3000 },
+    );
+    expect(answered).toBeGreaterThan(0);
+  });
+
+  it('answers most plain requests, always as parseJSONRPCMessage does', () => {
+    let answered = 0;
+    fc.assert(
+      fc.property(requests, (request) => {
+        if (agrees(JSON.parse(JSON.stringify(request)))) answered++;
+      }),
+      { numRuns: 2000 },
+    );
+    expect(answered).toBeGreaterThan(500);
+  });
+});
