@@ -106,9 +106,9 @@ describe.runIf(addon !== null)('the addon: packed names', () => {
     expect(() => packNames(['a.txt', 'b.txt\0a.txt'], buffers)).toThrow(TypeError);
     withDir((fd) => {
       const seen: number[] = [];
-      expect(() => nativeReadRun(addon!, fd, ['a.txt', 'dir/../a.txt'], 1e6, null, buffers, (i) => seen.push(i))).toThrow(
-        TypeError,
-      );
+      expect(() =>
+        nativeReadRun(addon!, fd, ['a.txt', 'dir/../a.txt'], 1e6, null, buffers, (i) => seen.push(i)),
+      ).toThrow(TypeError);
       expect(seen).toEqual([]);
     });
   });

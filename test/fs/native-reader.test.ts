@@ -114,7 +114,9 @@ describe.runIf(loaded !== null)('the addon', () => {
       expect(() => addon.readFiles(fd, 'a' as unknown as string[], 0, 1, null, Buffer.alloc(1), meta)).toThrow(
         TypeError,
       );
-      expect(() => addon.readFiles(fd, [1 as unknown as string], 0, 1, null, Buffer.alloc(1), meta)).toThrow(TypeError);
+      expect(() => addon.readFiles(fd, [1] as unknown as string[], 0, 1, null, Buffer.alloc(1), meta)).toThrow(
+        TypeError,
+      );
       expect(() => addon.readFiles(fd, ['a', 'a'], 0, 1, null, Buffer.alloc(1), meta)).toThrow(TypeError); // meta short
       expect(() => addon.readFiles(fd, ['a'], 0, -1, null, Buffer.alloc(1), meta)).toThrow(TypeError);
       expect(() => addon.readFiles(fd, ['a'], 0, 1, 'x' as unknown as Uint8Array, Buffer.alloc(1), meta)).toThrow(
