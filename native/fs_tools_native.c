@@ -258,21 +258,134 @@ static int unshared_bytes_of(napi_env env, napi_value v, unsigned char **data, s
   return 1;
 }
 
+/* What `read_files` reads with, fixed for one call (the buffers as taken after the last JavaScript that could run). */
+struct read_args {
+  int dirfd;
+  double max_bytes;
+  int has_needle;
+  unsigned char *needle;
+  size_t needle_len;
+  int has_set;
+  unsigned char *set;
+  size_t set_len;
+  unsigned char *out;
+  size_t out_len;
+};
+
+/*
+ * Opens, checks and reads the one entry `name` (NUL-terminated, a single entry name) of `a->dirfd` into a->out at
+ * *used, and writes its [code, offset, length] to m. Returns 1 when the file does not fit (NEED_SPACE: the run stops
+ * there), else 0.
+ */
+static int read_one(const struct read_args *a, const char *name, double *m, size_t *used) {
+  m[1] = 0;
+  m[2] = 0;
+  int fd;
+  do {
+    fd = openat(a->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    m[0] = CODE_UNREADABLE;
+    return 0;
+  }
+  /* statx, not fstat: glibc exports fstat only from 2.33 (before, it was an inline over __fxstat), so a binary
+   * calling fstat would not load on the older glibc Node 20 still supports (2.28, where statx appeared). */
+  struct statx st;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_SIZE, &st) != 0 ||
+      (st.stx_mask & (STATX_TYPE | STATX_SIZE)) != (STATX_TYPE | STATX_SIZE) || !S_ISREG(st.stx_mode)) {
+    close(fd);
+    m[0] = CODE_UNREADABLE;
+    return 0;
+  }
+  if ((double)st.stx_size > a->max_bytes) {
+    close(fd);
+    m[0] = CODE_TOO_LARGE;
+    return 0;
+  }
+  size_t size = (size_t)st.stx_size;
+  if (size > a->out_len - *used) {
+    close(fd);
+    m[0] = CODE_NEED_SPACE;
+    m[2] = (double)size;
+    return 1;
+  }
+  /* The size statx reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
+   * it was, one that shrinks up to its end. */
+  unsigned char *dst = a->out + *used;
+  size_t filled = 0;
+  int failed = 0;
+  while (filled < size) {
+    ssize_t n = pread(fd, dst + filled, size - filled, (off_t)filled);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      failed = 1;
+      break;
+    }
+    if (n == 0) break;
+    filled += (size_t)n;
+  }
+  close(fd);
+  if (failed) {
+    m[0] = CODE_UNREADABLE;
+    return 0;
+  }
+  /* looksBinary(bytes, true) of src/fs/text.ts: a NUL byte, or not UTF-8. */
+  if (!text_no_nul(dst, filled)) {
+    m[0] = CODE_BINARY;
+    return 0;
+  }
+  /* bytes.indexOf(needle) === -1 (an empty needle is found everywhere, even in an empty file). */
+  if (a->has_needle && !contains(dst, filled, a->needle, a->needle_len)) {
+    m[0] = CODE_NO_MATCH;
+    return 0;
+  }
+  /* ...and none of the set: matched()'s holdsAny(bytes, anyOf) is false (src/fs/search-reader-match.ts). */
+  if (a->has_set && !contains_any(dst, filled, a->set, a->set_len)) {
+    m[0] = CODE_NO_MATCH;
+    return 0;
+  }
+  m[0] = CODE_CANDIDATE;
+  m[1] = (double)*used;
+  m[2] = (double)filled;
+  *used += filled;
+  return 0;
+}
+
+/*
+ * The number of names in a packed list (each name's UTF-8 bytes followed by one NUL), or -1 when it is malformed: it
+ * does not end with a NUL, or a name is not one directory entry name (empty, ".", "..", or holding "/").
+ */
+static int64_t packed_count(const unsigned char *p, size_t n) {
+  if (n > 0 && p[n - 1] != '\0') return -1;
+  int64_t count = 0;
+  size_t at = 0;
+  while (at < n) {
+    const unsigned char *nul = memchr(p + at, '\0', n - at);
+    size_t len = (size_t)(nul - (p + at));
+    if (!entry_name((const char *)p + at, len)) return -1;
+    at += len + 1;
+    count++;
+  }
+  return count;
+}
+
 /*
  * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta[, anyOf]) → next
  *
  *   dirfd         int32 ≥ 0: a verified directory descriptor (the caller's; not closed here)
- *   names         string[]: single entry names, read from index `start`
+ *   names         string[]: single entry names, read from index `start`; or a Uint8Array (not shared, sharing no byte
+ *                 with `out` or `meta`) of packed names: each name's UTF-8 bytes followed by one NUL, every name
+ *                 checked before anything is opened (no JavaScript can run while they are read: the fast form)
  *   maxFileBytes  number: a regular file larger than this is TOO_LARGE (not read)
  *   needle        Uint8Array | null: bytes a candidate must contain (`contains`; null: every text file is a candidate)
  *   out           Uint8Array: candidates' bytes are placed one after another from offset 0
- *   meta          Float64Array, at least 3 × names.length: per file i, [code, offset in out, length]
+ *   meta          Float64Array, at least 3 × the number of names: per file i, [code, offset in out, length]
  *   anyOf         Uint8Array | null | absent: a set of byte strings of which a candidate must also contain one
  *                 (`contains_any`; src/fs/native-reader.ts `packByteSet`: each string as its length, 4 bytes little
  *                 endian, then its bytes; an empty set: no file is a candidate); absent or null: no such test
  *
- * Returns the index after the last file answered: names.length, or the index of a NEED_SPACE file (not read, its
- * descriptor closed; the caller consumes the candidates, grows `out` and calls again from there).
+ * Returns the index after the last file answered: the number of names, or the index of a NEED_SPACE file (not read,
+ * its descriptor closed; the caller consumes the candidates, grows `out` and calls again from there).
  * Throws TypeError on a malformed argument or a name that is not a single entry name (before opening it).
  */
 static napi_value read_files(napi_env env, napi_callback_info info) {
@@ -281,35 +394,42 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
     return throw_type(env, "readFiles: 7 or 8 arguments expected");
   }
-  int32_t dirfd;
-  if (napi_get_value_int32(env, argv[0], &dirfd) != napi_ok || dirfd < 0) {
+  struct read_args a;
+  if (napi_get_value_int32(env, argv[0], &a.dirfd) != napi_ok || a.dirfd < 0) {
     return throw_type(env, "readFiles: dirfd must be a descriptor");
   }
   bool is_array = false;
   uint32_t count;
-  if (napi_is_array(env, argv[1], &is_array) != napi_ok || !is_array ||
-      napi_get_array_length(env, argv[1], &count) != napi_ok) {
-    return throw_type(env, "readFiles: names must be an array");
+  unsigned char *packed = NULL;
+  size_t packed_len = 0;
+  if (napi_is_array(env, argv[1], &is_array) != napi_ok) return throw_type(env, "readFiles: names");
+  if (is_array) {
+    if (napi_get_array_length(env, argv[1], &count) != napi_ok) return throw_type(env, "readFiles: names");
+  } else {
+    if (!unshared_bytes_of(env, argv[1], &packed, &packed_len)) {
+      return throw_type(env, "readFiles: names must be an array or packed names (not shared)");
+    }
+    int64_t c = packed_count(packed, packed_len);
+    if (c < 0) return throw_type(env, "readFiles: not a single directory entry name");
+    if (c > UINT32_MAX) return throw_type(env, "readFiles: too many names");
+    count = (uint32_t)c;
   }
   uint32_t start;
   if (napi_get_value_uint32(env, argv[2], &start) != napi_ok) {
     return throw_type(env, "readFiles: start must be an index");
   }
-  double max_bytes;
-  if (napi_get_value_double(env, argv[3], &max_bytes) != napi_ok || !(max_bytes >= 0)) {
+  if (napi_get_value_double(env, argv[3], &a.max_bytes) != napi_ok || !(a.max_bytes >= 0)) {
     return throw_type(env, "readFiles: maxFileBytes must be a number >= 0");
   }
-  unsigned char *needle = NULL;
-  size_t needle_len = 0;
+  a.needle = NULL;
+  a.needle_len = 0;
   napi_valuetype nt;
   if (napi_typeof(env, argv[4], &nt) != napi_ok) return throw_type(env, "readFiles: needle");
-  int has_needle = !(nt == napi_null || nt == napi_undefined);
-  if (has_needle && !unshared_bytes_of(env, argv[4], &needle, &needle_len)) {
+  a.has_needle = !(nt == napi_null || nt == napi_undefined);
+  if (a.has_needle && !unshared_bytes_of(env, argv[4], &a.needle, &a.needle_len)) {
     return throw_type(env, "readFiles: needle must be a Uint8Array (not shared) or null");
   }
-  unsigned char *out;
-  size_t out_len;
-  if (!bytes_of(env, argv[5], &out, &out_len)) return throw_type(env, "readFiles: out must be a Uint8Array");
+  if (!bytes_of(env, argv[5], &a.out, &a.out_len)) return throw_type(env, "readFiles: out must be a Uint8Array");
   napi_typedarray_type mt;
   size_t meta_len;
   void *meta_ptr;
@@ -321,131 +441,78 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   }
   double *meta = (double *)meta_ptr;
   /* argc is 8 when the caller passed anyOf: napi fills missing arguments with undefined. */
-  unsigned char *set = NULL;
-  size_t set_len = 0;
+  a.set = NULL;
+  a.set_len = 0;
   napi_valuetype st_type = napi_undefined;
   if (argc >= 8 && napi_typeof(env, argv[7], &st_type) != napi_ok) return throw_type(env, "readFiles: anyOf");
-  int has_set = !(st_type == napi_null || st_type == napi_undefined);
-  if (has_set && (!unshared_bytes_of(env, argv[7], &set, &set_len) || !set_well_formed(set, set_len))) {
+  a.has_set = !(st_type == napi_null || st_type == napi_undefined);
+  if (a.has_set && (!unshared_bytes_of(env, argv[7], &a.set, &a.set_len) || !set_well_formed(a.set, a.set_len))) {
     return throw_type(env, "readFiles: anyOf must be a packed byte-string set (not shared) or null");
   }
   /* Nothing the call writes (out, meta) may overlap another buffer: the output not what it is compared with or where
    * codes go, and meta not the needle or the set, which are tested after meta[1] and meta[2] of a file are zeroed (a
-   * set over meta would change its lengths after it was validated, and be read past its end). */
-  if (!buffers_apart(out, out_len, meta_ptr, meta_len, has_needle ? needle : NULL, needle_len, has_set ? set : NULL,
-                     set_len)) {
+   * set over meta would change its lengths after it was validated, and be read past its end); nor packed names, which
+   * were checked before the first write. */
+  if (!buffers_apart(a.out, a.out_len, meta_ptr, meta_len, a.has_needle ? a.needle : NULL, a.needle_len,
+                     a.has_set ? a.set : NULL, a.set_len) ||
+      (packed != NULL && (overlaps(packed, packed_len, a.out, a.out_len) ||
+                          overlaps(packed, packed_len, meta_ptr, meta_len * sizeof(double))))) {
     return throw_type(env, "readFiles: out or meta overlaps another buffer");
   }
 
   size_t used = 0;
   uint32_t i;
-  for (i = start; i < count; i++) {
-    napi_value v;
-    napi_valuetype vt;
-    if (napi_get_element(env, argv[1], i, &v) != napi_ok || napi_typeof(env, v, &vt) != napi_ok ||
-        vt != napi_string) {
-      return throw_type(env, "readFiles: names must be strings");
+  if (packed != NULL) {
+    /* No JavaScript runs from here to the end: the buffers stay as taken and checked above. */
+    size_t at = 0;
+    for (i = 0; i < start && i < count; i++) at += strlen((const char *)packed + at) + 1;
+    for (; i < count; i++) {
+      const char *name = (const char *)packed + at;
+      at += strlen(name) + 1;
+      if (read_one(&a, name, meta + 3 * (size_t)i, &used)) break;
     }
-    char name[NAME_BUF];
-    size_t name_len;
-    if (napi_get_value_string_utf8(env, v, name, sizeof name, &name_len) != napi_ok) {
-      return throw_type(env, "readFiles: names must be strings");
-    }
-    if (!entry_name(name, name_len)) {
-      return throw_type(env, "readFiles: not a single directory entry name");
-    }
-    /* napi_get_element can run JavaScript (an accessor on the array, or on Array.prototype for a hole), which can
-     * detach or shrink the buffers and free their memory: take their addresses afresh after it, and stop when they no
-     * longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
-    size_t needle_now = 0;
-    size_t set_now = 0;
-    if ((has_needle && (!unshared_bytes_of(env, argv[4], &needle, &needle_now) || needle_now != needle_len)) ||
-        (has_set &&
-         (!unshared_bytes_of(env, argv[7], &set, &set_now) || set_now != set_len || !set_well_formed(set, set_len))) ||
-        !bytes_of(env, argv[5], &out, &out_len) || out_len < used ||
-        napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
-        meta_len / 3 < count ||
-        !buffers_apart(out, out_len, meta_ptr, meta_len, has_needle ? needle : NULL, needle_len, has_set ? set : NULL,
-                       set_len)) {
-      return throw_type(env, "readFiles: a buffer changed during the call");
-    }
-    meta = (double *)meta_ptr;
-    double *m = meta + 3 * (size_t)i;
-    m[1] = 0;
-    m[2] = 0;
-    if (name_len > NAME_BUF - 8) {
-      /* Possibly cut short; over NAME_MAX either way: ENAMETOOLONG without asking. */
-      m[0] = CODE_UNREADABLE;
-      continue;
-    }
-    int fd;
-    do {
-      fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    } while (fd < 0 && errno == EINTR);
-    if (fd < 0) {
-      m[0] = CODE_UNREADABLE;
-      continue;
-    }
-    /* statx, not fstat: glibc exports fstat only from 2.33 (before, it was an inline over __fxstat), so a binary
-     * calling fstat would not load on the older glibc Node 20 still supports (2.28, where statx appeared). */
-    struct statx st;
-    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_SIZE, &st) != 0 ||
-        (st.stx_mask & (STATX_TYPE | STATX_SIZE)) != (STATX_TYPE | STATX_SIZE) || !S_ISREG(st.stx_mode)) {
-      close(fd);
-      m[0] = CODE_UNREADABLE;
-      continue;
-    }
-    if ((double)st.stx_size > max_bytes) {
-      close(fd);
-      m[0] = CODE_TOO_LARGE;
-      continue;
-    }
-    size_t size = (size_t)st.stx_size;
-    if (size > out_len - used) {
-      close(fd);
-      m[0] = CODE_NEED_SPACE;
-      m[2] = (double)size;
-      break;
-    }
-    /* The size statx reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
-     * it was, one that shrinks up to its end. */
-    unsigned char *dst = out + used;
-    size_t filled = 0;
-    int failed = 0;
-    while (filled < size) {
-      ssize_t n = pread(fd, dst + filled, size - filled, (off_t)filled);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        failed = 1;
-        break;
+  } else {
+    for (i = start; i < count; i++) {
+      napi_value v;
+      napi_valuetype vt;
+      if (napi_get_element(env, argv[1], i, &v) != napi_ok || napi_typeof(env, v, &vt) != napi_ok ||
+          vt != napi_string) {
+        return throw_type(env, "readFiles: names must be strings");
       }
-      if (n == 0) break;
-      filled += (size_t)n;
+      char name[NAME_BUF];
+      size_t name_len;
+      if (napi_get_value_string_utf8(env, v, name, sizeof name, &name_len) != napi_ok) {
+        return throw_type(env, "readFiles: names must be strings");
+      }
+      if (!entry_name(name, name_len)) {
+        return throw_type(env, "readFiles: not a single directory entry name");
+      }
+      /* napi_get_element can run JavaScript (an accessor on the array, or on Array.prototype for a hole), which can
+       * detach or shrink the buffers and free their memory: take their addresses afresh after it, and stop when they
+       * no longer hold what was promised (the bytes already placed, 3 numbers per name, the same needle). */
+      size_t needle_now = 0;
+      size_t set_now = 0;
+      if ((a.has_needle && (!unshared_bytes_of(env, argv[4], &a.needle, &needle_now) || needle_now != a.needle_len)) ||
+          (a.has_set && (!unshared_bytes_of(env, argv[7], &a.set, &set_now) || set_now != a.set_len ||
+                         !set_well_formed(a.set, a.set_len))) ||
+          !bytes_of(env, argv[5], &a.out, &a.out_len) || a.out_len < used ||
+          napi_get_typedarray_info(env, argv[6], &mt, &meta_len, &meta_ptr, &meta_ab, &meta_off) != napi_ok ||
+          meta_len / 3 < count ||
+          !buffers_apart(a.out, a.out_len, meta_ptr, meta_len, a.has_needle ? a.needle : NULL, a.needle_len,
+                         a.has_set ? a.set : NULL, a.set_len)) {
+        return throw_type(env, "readFiles: a buffer changed during the call");
+      }
+      meta = (double *)meta_ptr;
+      double *m = meta + 3 * (size_t)i;
+      if (name_len > NAME_BUF - 8) {
+        /* Possibly cut short; over NAME_MAX either way: ENAMETOOLONG without asking. */
+        m[0] = CODE_UNREADABLE;
+        m[1] = 0;
+        m[2] = 0;
+        continue;
+      }
+      if (read_one(&a, name, m, &used)) break;
     }
-    close(fd);
-    if (failed) {
-      m[0] = CODE_UNREADABLE;
-      continue;
-    }
-    /* looksBinary(bytes, true) of src/fs/text.ts: a NUL byte, or not UTF-8. */
-    if (!text_no_nul(dst, filled)) {
-      m[0] = CODE_BINARY;
-      continue;
-    }
-    /* bytes.indexOf(needle) === -1 (an empty needle is found everywhere, even in an empty file). */
-    if (has_needle && !contains(dst, filled, needle, needle_len)) {
-      m[0] = CODE_NO_MATCH;
-      continue;
-    }
-    /* ...and none of the set: matched()'s holdsAny(bytes, anyOf) is false (src/fs/search-reader-match.ts). */
-    if (has_set && !contains_any(dst, filled, set, set_len)) {
-      m[0] = CODE_NO_MATCH;
-      continue;
-    }
-    m[0] = CODE_CANDIDATE;
-    m[1] = (double)used;
-    m[2] = (double)filled;
-    used += filled;
   }
   napi_value result;
   if (napi_create_uint32(env, i, &result) != napi_ok) return NULL;
@@ -489,7 +556,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
-  if (napi_create_uint32(env, 2, &abi) != napi_ok) return NULL;
+  if (napi_create_uint32(env, 3, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
   if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;

@@ -17,6 +17,8 @@ export interface NativeAddon {
   abi: number;
   /**
    * Reads `names[start..]` relative to `dirfd`; per file i writes [code, offset in out, length] to meta[3i..3i+2];
+   * `names` is an array of single entry names, or (the fast form, no JavaScript call per name) the names packed by
+   * `packNames` into a buffer of its own (not shared, apart from `out` and `meta`), every name checked before any open;
    * returns the index after the last file answered (a NEED_SPACE file stops the run). A text file is a candidate
    * when it holds `needle` (null: any) and one string of `anyOf` (a set packed by `packByteSet`; null or absent: no
    * such test), else no_match.
@@ -24,7 +26,7 @@ export interface NativeAddon {
    */
   readFiles(
     dirfd: number,
-    names: readonly string[],
+    names: readonly string[] | Uint8Array,
     start: number,
     maxFileBytes: number,
     needle: Uint8Array | null,
@@ -38,8 +40,11 @@ export interface NativeAddon {
   contains(haystack: Uint8Array, needle: Uint8Array): boolean;
 }
 
-/** The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`). */
-export const NATIVE_ABI = 2;
+/**
+ * The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`; 3: it
+ * takes packed names).
+ */
+export const NATIVE_ABI = 3;
 
 /**
  * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,
@@ -111,11 +116,32 @@ export interface NativeBuffers {
   out: Buffer;
   /** Three numbers per name. */
   meta: Float64Array;
+  /** The names of a run, packed (`packNames`; grown as needed, its own memory: never Buffer's shared pool). */
+  names: Buffer;
 }
 
 /** Fresh buffers: 256 KiB of output, room for `names` names. */
 export function nativeBuffers(names = 256): NativeBuffers {
-  return { out: Buffer.allocUnsafe(256 * 1024), meta: new Float64Array(3 * names) };
+  return {
+    out: Buffer.allocUnsafe(256 * 1024),
+    meta: new Float64Array(3 * names),
+    names: Buffer.allocUnsafeSlow(16 * 1024),
+  };
+}
+
+/**
+ * `names` as `readFiles` takes them packed: each name's UTF-8 bytes followed by one NUL, in `buffers.names` (grown
+ * when they do not fit); returns the view of the packed bytes. A name holding `/` (or empty, `.`, `..`) is refused by
+ * the addon before it opens anything.
+ * @throws TypeError for a name holding NUL (packed, it would read as two names)
+ */
+export function packNames(names: readonly string[], buffers: NativeBuffers): Uint8Array {
+  for (const name of names) if (name.includes('\0')) throw new TypeError('packNames: a name holds NUL');
+  const joined = names.length === 0 ? '' : `${names.join('\0')}\0`;
+  // A UTF-16 unit is at most 3 bytes of UTF-8 (a surrogate pair, 2 units, is 4).
+  if (buffers.names.length < 3 * joined.length) buffers.names = Buffer.allocUnsafeSlow(3 * joined.length);
+  const length = buffers.names.write(joined, 0, 'utf8');
+  return buffers.names.subarray(0, length);
 }
 
 /**
@@ -137,10 +163,12 @@ export function nativeReadRun(
   anyOf: Uint8Array | null = null,
 ): void {
   if (buffers.meta.length < 3 * names.length) buffers.meta = new Float64Array(3 * names.length);
+  // Packed once for the run (the addon reads them without a call per name; NEED_SPACE resumes in the same list).
+  const packed = packNames(names, buffers);
   let start = 0;
   while (start < names.length) {
     const { out, meta } = buffers;
-    const next = addon.readFiles(dirfd, names, start, maxFileBytes, needle, out, meta, anyOf);
+    const next = addon.readFiles(dirfd, packed, start, maxFileBytes, needle, out, meta, anyOf);
     for (let i = start; i < next; i++) {
       const code = meta[3 * i];
       if (code === NATIVE_CODES.candidate) {

@@ -279,30 +279,39 @@ export function readBatch(
     return;
   }
   for (let first = 0; first < files.length;) {
-    const parent = path.dirname(files[first]);
+    // The files of one directory are a run: one lastIndexOf per file (the paths are absolute and canonical, so the
+    // parent is everything before the last `/`, as path.dirname has it).
+    const cut = files[first].lastIndexOf('/');
+    const parent = cut > 0 ? files[first].slice(0, cut) : cut === 0 ? '/' : '.';
+    const names = [files[first].slice(cut + 1)];
     let end = first + 1;
-    while (end < files.length && path.dirname(files[end]) === parent) end++;
-    readRun(files, first, end, options, state, each, hooks);
+    for (; cut >= 0 && end < files.length; end++) {
+      const f = files[end];
+      if (f.lastIndexOf('/') !== cut || !f.startsWith(parent)) break;
+      names.push(f.slice(cut + 1));
+    }
+    readRun(files, first, end, names, parent, options, state, each, hooks);
     first = end;
   }
 }
 
-/** `readBatch` for the files [first, end) of one directory, through the addon. */
+/** `readBatch` for the files [first, end) of the directory `parent` (their last components `names`), through the addon. */
 function readRun(
   files: readonly string[],
   first: number,
   end: number,
+  names: readonly string[],
+  parent: string,
   options: ReaderOptions,
   state: ReaderState,
   each: (index: number, outcome: ReadOutcome) => void,
   hooks: BatchHooks,
 ): void {
-  const dir = verifiedParent(path.dirname(files[first]), options, state.dir);
+  const dir = verifiedParent(parent, options, state.dir);
   if (dir === null) {
     for (let i = first; i < end; i++) each(i, { kind: 'unreadable' });
     return;
   }
-  const names = files.slice(first, end).map((f) => path.basename(f));
   // The required set is tested in C too (a file holding none of it is no_match there, as `matched` would find it), so
   // only files holding one come back to JavaScript; `matched` tests a candidate again.
   const anyOf = options.anyOf ? packedSet(state, options.anyOf) : null;

@@ -114,7 +114,9 @@ describe.runIf(loaded !== null)('the addon', () => {
       expect(() => addon.readFiles(fd, 'a' as unknown as string[], 0, 1, null, Buffer.alloc(1), meta)).toThrow(
         TypeError,
       );
-      expect(() => addon.readFiles(fd, [1 as unknown as string], 0, 1, null, Buffer.alloc(1), meta)).toThrow(TypeError);
+      expect(() => addon.readFiles(fd, [1] as unknown as string[], 0, 1, null, Buffer.alloc(1), meta)).toThrow(
+        TypeError,
+      );
       expect(() => addon.readFiles(fd, ['a', 'a'], 0, 1, null, Buffer.alloc(1), meta)).toThrow(TypeError); // meta short
       expect(() => addon.readFiles(fd, ['a'], 0, -1, null, Buffer.alloc(1), meta)).toThrow(TypeError);
       expect(() => addon.readFiles(fd, ['a'], 0, 1, 'x' as unknown as Uint8Array, Buffer.alloc(1), meta)).toThrow(
@@ -190,7 +192,7 @@ describe.runIf(loaded !== null)('the addon', () => {
     writeFileSync(path.join(d, 'huge.txt'), 'c'.repeat(5_000_000));
     writeFileSync(path.join(d, 'at-cap.txt'), 'd'.repeat(1000));
     writeFileSync(path.join(d, 'over-cap.txt'), 'e'.repeat(1001));
-    const buffers = { out: Buffer.alloc(8), meta: new Float64Array(3) };
+    const buffers = { out: Buffer.alloc(8), meta: new Float64Array(3), names: Buffer.alloc(0) };
     const got: Array<[number, number]> = [];
     const fd = dirFd(d);
     try {
