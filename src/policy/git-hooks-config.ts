@@ -178,8 +178,7 @@ function readUserHooks(requested: string, home: string, files: readonly string[]
   }
   dirs.push(...includesOf(included));
   // The files themselves: git reads them in every repository, so one inside a root is guarded like an included file.
-  for (const f of files)
-    dirs.push(...[f, realOrLexical(f)].map((p) => ({ path: p, kind: 'user_config' as const })));
+  for (const f of files) dirs.push(...[f, realOrLexical(f)].map((p) => ({ path: p, kind: 'user_config' as const })));
   return { values, dirs };
 }
 

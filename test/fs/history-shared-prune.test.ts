@@ -33,7 +33,8 @@ function stateDir(): string {
   trees.push(t);
   return t.dir;
 }
-const file = (name: string) => historyFileOf(`/r/${name}`, Buffer.from(name), 0o644, hashBytes(Buffer.from(`${name}!`)));
+const file = (name: string) =>
+  historyFileOf(`/r/${name}`, Buffer.from(name), 0o644, hashBytes(Buffer.from(`${name}!`)));
 const limits = { maxChanges: 1, maxBytes: 1_000_000 };
 
 describe('history shared by several servers', () => {
