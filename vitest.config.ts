@@ -17,6 +17,7 @@ const FRESH_MODULE_STATE = [
   'test/attacks/replace-in-files-count-races.test.ts',
   'test/fs/native-fallback.test.ts',
   'test/fs/path-lock.test.ts',
+  'test/fs/history-shared-prune.test.ts', // mocks node:fs/promises for src/fs/history.ts
   'test/patch/transaction.test.ts',
   'test/vcs/git-view-reuse.test.ts',
   'test/vcs/git-view.test.ts',

@@ -5,6 +5,8 @@
  * of the check running now. `clearGitDirCache` drops all of it (tests).
  */
 import { processSlot } from '../process-slots.js';
+import type { UserHooks } from './git-hooks-config.js';
+import type { PathStamps } from './path-stamps.js';
 
 /** A directory or file changed less than this long ago (ms) is not cached. */
 export const RACY_MS = 2000;
@@ -58,6 +60,12 @@ export interface GitDirState {
   /** Each root's repository search by the root's `dev:ino`, reused until `until` (ms since the epoch). */
   readonly searches: Map<string, RepositorySearch & { until: number }>;
   /**
+   * The user's and the system's configuration as `userHooks` last read it, reused while the files' list and
+   * readability scope (`key`) are the same and every component of their paths lstats to its stamp (path-stamps.ts);
+   * null when none is kept.
+   */
+  user: { key: string; stamps: PathStamps; hooks: UserHooks } | null;
+  /**
    * The roots of the check running now (set by `inspect`, which is synchronous from start to end, so no other check
    * interleaves). A file outside them that the kernel wall does not let the server read (EACCES, EPERM: the system
    * configuration, a repository above the roots, the common dir of a work tree whose repository lies outside) is
@@ -73,6 +81,7 @@ export const gitDirState = processSlot('policy/git-dirs-state', (): GitDirState 
   listings: new Map(),
   configs: new Map(),
   searches: new Map(),
+  user: null,
   readableScope: () => true,
 }));
 
@@ -82,6 +91,7 @@ export function clearGitDirCache(): void {
   gitDirState.listings.clear();
   gitDirState.configs.clear();
   gitDirState.searches.clear();
+  gitDirState.user = null;
 }
 
 /** Forgets every root's list of repositories (tests: a verdict that must see a repository created just before). */

@@ -12,6 +12,7 @@ import { parseGitConfig } from '../vcs/git-config.js';
 import { refusal } from './git-dir-refusal.js';
 import { CACHE_MAX, gitDirState, isRacy, type Repository } from './git-dirs-state.js';
 import { isPermissionError, readSmall, realOrLexical } from './git-repository-shape.js';
+import { stampPaths, stampsHold } from './path-stamps.js';
 import { cachedRepositoriesInRoot } from './git-repository-search.js';
 
 /** git's own limit of nested `include.path`. */
@@ -138,17 +139,34 @@ export interface UserHooks {
 
 /**
  * The user's and the system's core.hooksPath (an absolute or `~/` value serves every repository, found or not; a
- * relative one is taken in each repository).
+ * relative one is taken in each repository), and the configuration files themselves. The answer is kept while the
+ * files and their readability scope are the same and every component of their paths is unchanged (path-stamps.ts);
+ * only an answer read from those files alone is kept (no core.hooksPath value, no include: those name more paths).
+ * The returned object is shared between checks: callers copy, never change it.
  * @throws ToolError FILE_POLICY_DENIED hooks_dir config_undecidable (fail closed: it applies everywhere)
  */
 export function userHooks(requested: string, home: string): UserHooks {
+  const files = userConfigFiles(home);
+  const key = files.map((f) => `${f}\0${gitDirState.readableScope(path.resolve(f)) ? 1 : 0}`).join('\0');
+  const kept = gitDirState.user;
+  if (kept !== null && kept.key === key && stampsHold(kept.stamps)) return kept.hooks;
+  gitDirState.user = null;
+  const stamps = stampPaths(files); // before the reads: a change while they run shows at the next check
+  const hooks = readUserHooks(requested, home, files);
+  if (stamps !== null && hooks.values.length === 0 && hooks.dirs.every((d) => d.kind === 'user_config'))
+    gitDirState.user = { key, stamps, hooks };
+  return hooks;
+}
+
+/** `userHooks` read afresh from `files` (userConfigFiles). @throws as userHooks */
+function readUserHooks(requested: string, home: string, files: readonly string[]): UserHooks {
   const values: string[] = [];
   const dirs: Guarded[] = [];
   const included: string[] = [];
   const undecidable = () =>
     refusal(requested, { rule: 'hooks_dir', reason: 'config_undecidable', repository: '(user configuration)' });
   try {
-    for (const f of userConfigFiles(home)) hooksPathValues(f, home, values, 0, included);
+    for (const f of files) hooksPathValues(f, home, values, 0, included);
   } catch (error) {
     if (isPermissionError(error)) throw error;
     throw undecidable();
@@ -160,8 +178,7 @@ export function userHooks(requested: string, home: string): UserHooks {
   }
   dirs.push(...includesOf(included));
   // The files themselves: git reads them in every repository, so one inside a root is guarded like an included file.
-  for (const f of userConfigFiles(home))
-    dirs.push(...[f, realOrLexical(f)].map((p) => ({ path: p, kind: 'user_config' as const })));
+  for (const f of files) dirs.push(...[f, realOrLexical(f)].map((p) => ({ path: p, kind: 'user_config' as const })));
   return { values, dirs };
 }
 
