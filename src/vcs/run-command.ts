@@ -3,10 +3,11 @@
  * output cap, no stdin unless given, and an environment the caller shapes (nothing inherited: `env` is the whole
  * environment). Everything git, gh and glab run goes through here.
  */
-import type { ChildProcess as Child } from 'node:child_process';
+import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { onExit } from 'signal-exit';
 import { processSlot } from '../process-slots.js';
+import { startNative, startWithNode, type NativeSpawner, type StartedChild as Child } from './child-start.js';
 
 /** The outcome of a finished command (a non-zero exit is an outcome, not an exception). */
 export interface CommandResult {
@@ -49,13 +50,6 @@ export interface RunOptions {
  */
 export type ChildWall = (file: string, env: NodeJS.ProcessEnv) => { file: string; prefix: readonly string[] } | null;
 
-/**
- * Node's `spawn`, taken at the first command rather than at every start: a server that never runs git, gh or glab does
- * not load `child_process` (docs/benchmarks.md "Server start-up"). A built-in module, not a file: the program is a
- * script without an import callback, so it asks the process.
- */
-const childProcess = (): typeof import('node:child_process') => process.getBuiltinModule('node:child_process');
-
 /** How long a child stopped by SIGTERM (timeout, output cap, cancel) has before SIGKILL, ms. */
 const FORCE_KILL_AFTER_MS = 5000;
 
@@ -65,6 +59,7 @@ const FORCE_KILL_AFTER_MS = 5000;
  */
 const children = processSlot('vcs/run-command', () => ({
   childWall: null as ChildWall | null,
+  spawner: null as NativeSpawner | null,
   live: new Set<Child>(),
   exitHook: false,
 }));
@@ -72,6 +67,15 @@ const children = processSlot('vcs/run-command', () => ({
 /** Sets (once, at start-up, after the wall is raised) how children get their narrower layer; null: none. */
 export function setChildWall(wall: ChildWall | null): void {
   children.childWall = wall;
+}
+
+/**
+ * Sets (once, at start-up) the kernel wall addon's spawn (src/vcs/child-start.ts), which starts a child without
+ * forking the server; null: Node's `spawn`. Programs named by an absolute path only (a bare name is Node's PATH
+ * search).
+ */
+export function setChildSpawner(spawner: NativeSpawner | null): void {
+  children.spawner = spawner;
 }
 
 /**
@@ -112,15 +116,11 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
     // own (src/fs/owned-temp.ts, the graceful shutdown) count it.
     onExit(() => stopRunningCommands());
   }
-  const stdio = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as const;
+  const how = { cwd: options.cwd, env: options.env, withStdin: options.input !== undefined, fds: options.fds ?? [] };
   let child: Child;
   try {
-    child = childProcess().spawn(program, argv, {
-      cwd: options.cwd,
-      env: options.env,
-      shell: false,
-      stdio: [...stdio],
-    });
+    const spawner = path.isAbsolute(program) ? children.spawner : null;
+    child = spawner ? startNative(spawner, program, argv, how) : startWithNode(program, argv, how);
   } catch (error) {
     done(notStarted(error));
     return;
@@ -133,10 +133,10 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
   function stop(why: 'timeout' | 'limit' | 'cancel'): void {
     if (stopped !== null || finished) return;
     stopped = why;
-    if (child.exitCode !== null || child.signalCode !== null) {
+    if (child.exited()) {
       // Exited, but a process it started still holds its output: stop waiting for it (the call returns now).
-      child.stdout!.destroy();
-      child.stderr!.destroy();
+      child.stdout.destroy();
+      child.stderr.destroy();
       return;
     }
     child.kill('SIGTERM');
@@ -157,22 +157,20 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
     children.live.delete(child);
     done(outcome);
   };
-  child.stdout!.on('data', out.add);
-  child.stderr!.on('data', err.add);
-  if (options.input !== undefined) {
+  child.stdout.on('data', out.add);
+  child.stderr.on('data', err.add);
+  if (options.input !== undefined && child.stdin) {
     // A child that exits without reading its input closes the pipe (EPIPE): that is its outcome, not an error here.
-    child.stdin!.on('error', () => {});
-    child.stdin!.end(options.input, 'utf8');
+    child.stdin.on('error', () => {});
+    child.stdin.end(options.input, 'utf8');
   }
-  child.on('error', (error) => {
-    // Could not be started (ENOENT, EACCES): no exit and no output follow.
-    if (child.pid === undefined) finish(notStarted(error));
-  });
+  // Could not be started (ENOENT, EACCES: Node's path): no exit and no output follow.
+  child.on('error', (error) => finish(notStarted(error)));
   // A stopped command's output is not waited for past its exit (a process it started may still hold the pipes).
   child.on('exit', () => {
     if (stopped === null) return;
-    child.stdout!.destroy();
-    child.stderr!.destroy();
+    child.stdout.destroy();
+    child.stderr.destroy();
   });
   child.on('close', (code) =>
     finish({
