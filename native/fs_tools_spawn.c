@@ -10,10 +10,13 @@
  *   signal(pid, signo)        kill(2) of a child not yet reaped (its pid cannot have been reused), → errno or 0
  *
  * The child gets connected Unix sockets as fds 0–2 (what libuv gives a child's pipes; stdin /dev/null unless
- * `withStdin`), `fds` as its fds 3, 4, …, every other
- * descriptor of the server stays out (they are close-on-exec: Node and libuv open every descriptor that way), its
- * signal mask empty and every signal at its default action (as libuv does for its children). The parent's ends are close-on-exec and returned to JavaScript, which wraps them in streams. A failure to start (the program,
- * the directory, a descriptor) is returned as the errno, and no process is left behind.
+ * `withStdin`), `fds` as its fds 3, 4, …, and no other descriptor: the server's are close-on-exec (Node and libuv
+ * open every descriptor that way), and with glibc 2.34+ every one above those is closed in the child as well (one the
+ * server inherited without close-on-exec: Node's `spawn` passes it on); its signal mask is empty and every signal at
+ * its default action (as libuv does for its children) but glibc's two internal ones (32 and 33, which posix_spawn
+ * leaves ignored; a program of glibc's installs its own handlers for them when it uses them). The parent's ends are close-on-exec and returned to
+ * JavaScript, which wraps them in streams. A failure to start (the program, the directory, a descriptor) is returned
+ * as the errno, and no process is left behind.
  *
  * Waiting: a small thread per child blocks in waitid(WNOWAIT) — not the libuv pool, so no git ever holds a pool
  * thread — and hands the exit to the event loop through a thread-safe function; the event loop then reaps the child
@@ -102,6 +105,10 @@ static int start(const char *file, char **argv, char **envp, const char *cwd, in
   if (!err) err = posix_spawn_file_actions_adddup2(&actions, pipes[3], 1);
   if (!err) err = posix_spawn_file_actions_adddup2(&actions, pipes[5], 2);
   for (int i = 0; i < nfds && !err; i++) err = posix_spawn_file_actions_adddup2(&actions, high[i], 3 + i);
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 34)
+  /* And nothing else, not even a descriptor the server inherited without close-on-exec (close_range). */
+  if (!err) err = posix_spawn_file_actions_addclosefrom_np(&actions, 3 + nfds);
+#endif
   if (!err && cwd) err = posix_spawn_file_actions_addchdir_np(&actions, cwd);
   if (!err) {
     sigset_t none, all;
