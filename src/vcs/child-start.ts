@@ -167,7 +167,7 @@ function nativeChild(spawner: NativeSpawner, pid: number, inFd: number, outFd: n
       if (!exited) spawner.signal(pid, os.constants.signals[signal]);
     },
     on: (event: string, listener: (...args: never[]) => void) => {
-      if (event === 'exit') onExit.push(listener as () => void);
+      if (event === 'exit') onExit.push(listener);
       else if (event === 'close') onClose.push(listener as (code: number | null) => void);
     },
   };
