@@ -1,5 +1,5 @@
 /**
- * The kernel wall addon's spawn (native/fs_tools_spawn.c, src/vcs/child-start.ts) loaded straight from the build that
+ * The kernel wall addon's spawn (native/fs_tools_spawn.c, src/vcs/run-command.ts) loaded straight from the build that
  * the tests' global setup made (dist/native/<platform>-<arch>/fs_tools_landlock.node), for tests that run the
  * subprocess runner in-process both ways. Null off Linux or where the build has no addon (no C compiler): those tests
  * then run Node's path only, as the server would.
@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { nativeSpawner, type NativeSpawner } from '../../src/vcs/child-start.js';
+import { nativeSpawner, type NativeSpawner } from '../../src/vcs/run-command.js';
 
 /** The built addon's path. */
 export const WALL_ADDON = path.resolve('dist/native', `${process.platform}-${process.arch}`, 'fs_tools_landlock.node');

@@ -83,7 +83,7 @@ describe('runCommand: a child does not outlive its parent', () => {
     20_000,
   );
 
-  // The same through the kernel wall addon's spawn (src/vcs/child-start.ts), which the server uses once it is loaded.
+  // The same through the kernel wall addon's spawn (src/vcs/run-command.ts), which the server uses once it is loaded.
   it.skipIf(loadNativeSpawner() === null).each(['exit', 'throw', 'SIGINT', 'SIGHUP', 'SIGTERM'] as const)(
     'parent ends by %s, its command started by the wall addon',
     async (how) => {

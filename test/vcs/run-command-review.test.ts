@@ -23,7 +23,7 @@ function killIfAlive(pid: number): void {
   }
 }
 
-// Through Node's `spawn` and through the kernel wall addon's (src/vcs/child-start.ts).
+// Through Node's `spawn` and through the kernel wall addon's (src/vcs/run-command.ts).
 describe.each(starters())(
   'runCommand through %s: a command that exits while a process it started holds its output',
   (name, spawner) => {

@@ -1,6 +1,6 @@
 /**
  * The one subprocess runner (src/vcs/run-command.ts) on its own, without the kernel wall's helper, once with Node's
- * `spawn` and once with the wall addon's (src/vcs/child-start.ts; where the build has it): exit codes and
+ * `spawn` and once with the wall addon's (src/vcs/run-command.ts; where the build has it): exit codes and
  * output as given, input on stdin, extra descriptors, a program that cannot start, and the three ways a command is
  * stopped (timeout, output cap, cancel), each leaving no process behind; then the less common ends: a program the
  * kernel refuses to start (E2BIG) or Node refuses before the kernel (a NUL byte in an argument), a child that ignores
@@ -39,7 +39,7 @@ async function pidFrom(file: string): Promise<number> {
   return Number(readFileSync(file, 'utf8').trim());
 }
 
-// Every test runs twice: with Node's `spawn` and with the kernel wall addon's (src/vcs/child-start.ts).
+// Every test runs twice: with Node's `spawn` and with the kernel wall addon's (src/vcs/run-command.ts).
 describe.each(starters())('runCommand through %s', (_name, spawner) => {
   beforeAll(() => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'run-command-'));

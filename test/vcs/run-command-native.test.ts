@@ -1,5 +1,5 @@
 /**
- * The kernel wall addon's way of starting a child (native/fs_tools_spawn.c, src/vcs/child-start.ts), through the one
+ * The kernel wall addon's way of starting a child (native/fs_tools_spawn.c, src/vcs/run-command.ts), through the one
  * subprocess runner: what the child gets (only fds 0–2 and the descriptors handed over — not even one this process
  * inherited without close-on-exec, which Node's `spawn` passes on —, an empty signal mask, no ignored signal but glibc's own two), how its end is reported (exit codes, a signal), and what 200
  * commands leave behind in this process: no child (running or zombie), no descriptor, no waiter thread.
