@@ -24,6 +24,9 @@
 #define MAX_RULES 256
 #define PATH_BUF 4096
 
+/* native/fs_tools_spawn.c: spawn, waitExit and signal (a child started without forking the server). */
+napi_status fst_spawn_define(napi_env env, napi_value exports);
+
 static napi_value throw_error(napi_env env, const char *message) {
   napi_throw_error(env, NULL, message);
   return NULL;
@@ -234,6 +237,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"confineProcess", NULL, confine_process_js, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
+  if (fst_spawn_define(env, exports) != napi_ok) return NULL;
   return exports;
 }
 

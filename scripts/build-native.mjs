@@ -45,8 +45,9 @@ const cc = process.env.CC || 'cc';
 mkdirSync(outDir, { recursive: true });
 
 /**
- * Compiles one addon into `out` (beside its final name, then renamed in). Returns null, or why it was not built.
- * @param {string} src @param {string} out @param {string[]} libs
+ * Compiles one addon (one source file or several) into `out` (beside its final name, then renamed in). Returns null,
+ * or why it was not built.
+ * @param {string | string[]} src @param {string} out @param {string[]} libs
  */
 function compile(src, out, libs = [], kind = 'shared') {
   const temporary = `${out}.tmp-${process.pid}`;
@@ -64,7 +65,7 @@ function compile(src, out, libs = [], kind = 'shared') {
       `-I${include}`,
       '-o',
       temporary,
-      src,
+      ...(Array.isArray(src) ? src : [src]),
       ...libs,
     ],
     { stdio: ['ignore', 'inherit', 'pipe'], encoding: 'utf8' },
@@ -81,7 +82,12 @@ function compile(src, out, libs = [], kind = 'shared') {
 
 // The kernel wall's addon (native/fs_tools_landlock.c, docs/security.md "The kernel wall"): built first and on its
 // own, so that a failure of one addon leaves the other.
-const wall = compile(path.join(root, 'native/fs_tools_landlock.c'), path.join(outDir, 'fs_tools_landlock.node'), ['-lpthread']);
+// Its spawn (native/fs_tools_spawn.c) starts git without forking the server.
+const wall = compile(
+  [path.join(root, 'native/fs_tools_landlock.c'), path.join(root, 'native/fs_tools_spawn.c')],
+  path.join(outDir, 'fs_tools_landlock.node'),
+  ['-lpthread'],
+);
 if (wall) process.stderr.write(`fs-tools: kernel-wall addon not built (${wall}); the server runs without the wall\n`);
 // Its exec helper: git runs through it, under a narrower layer (no forge configuration, no token directories).
 const helper = wall ?? compile(path.join(root, 'native/fs_tools_landlock_exec.c'), path.join(outDir, 'fs_tools_landlock_exec'), [], 'executable');

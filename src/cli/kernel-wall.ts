@@ -33,7 +33,7 @@ import {
   type WallRule,
   type WallState,
 } from '../fs/kernel-wall.js';
-import { setChildWall, type ChildWall } from '../vcs/run-command.js';
+import { nativeSpawner, setChildSpawner, setChildWall, type ChildWall } from '../vcs/run-command.js';
 import { isWithin } from '../fs/path-within.js';
 import { copyVerifiedNativeFile, recordedNativeDigest } from '../fs/native-load.js';
 import { ghConfigDir } from '../vcs/forge-hosts.js';
@@ -377,6 +377,8 @@ export async function raiseKernelWall(config: Config): Promise<WallState> {
   if (config.sandbox === 'off') return { enforced: false, reason: '--sandbox=off' };
   const addon = loadKernelWallAddon();
   if (typeof addon === 'string') return { enforced: false, reason: addon };
+  // Children start through the addon from now on, without forking the server (src/vcs/run-command.ts).
+  setChildSpawner(nativeSpawner(addon));
   const plan = planKernelWall(config);
   if ('reason' in plan) return { enforced: false, reason: plan.reason };
   const state = await confineProcess(addon, plan.rules, config.sandboxAbi);

@@ -1,9 +1,18 @@
 /**
  * The one subprocess runner (docs/security.md "What git may read"): Node's `spawn` without a shell, with a timeout, an
  * output cap, no stdin unless given, and an environment the caller shapes (nothing inherited: `env` is the whole
- * environment). Everything git, gh and glab run goes through here.
+ * environment). Everything git, gh and glab run goes through here. A child starts in one of two ways behind one
+ * shape (`StartedChild`): Node's `spawn`, or the kernel wall addon's (native/fs_tools_spawn.c), which starts it with
+ * posix_spawn — clone with CLONE_VM and CLONE_VFORK — instead of Node's fork of the whole server (docs/benchmarks.md
+ * "git_status (2026-12-04, session 15)"; docs/security.md "How a child is started"). The addon's is used once the wall
+ * has loaded it (src/cli/kernel-wall.ts); without it, Node's `spawn`.
  */
-import type { ChildProcess as Child } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { closeSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { onExit } from 'signal-exit';
 import { processSlot } from '../process-slots.js';
@@ -65,13 +74,23 @@ const FORCE_KILL_AFTER_MS = 5000;
  */
 const children = processSlot('vcs/run-command', () => ({
   childWall: null as ChildWall | null,
-  live: new Set<Child>(),
+  spawner: null as NativeSpawner | null,
+  live: new Set<StartedChild>(),
   exitHook: false,
 }));
 
 /** Sets (once, at start-up, after the wall is raised) how children get their narrower layer; null: none. */
 export function setChildWall(wall: ChildWall | null): void {
   children.childWall = wall;
+}
+
+/**
+ * Sets (once, at start-up) the kernel wall addon's spawn (`startNative` below), which starts a child without
+ * forking the server; null: Node's `spawn`. Programs named by an absolute path only (a bare name is Node's PATH
+ * search).
+ */
+export function setChildSpawner(spawner: NativeSpawner | null): void {
+  children.spawner = spawner;
 }
 
 /**
@@ -112,15 +131,11 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
     // own (src/fs/owned-temp.ts, the graceful shutdown) count it.
     onExit(() => stopRunningCommands());
   }
-  const stdio = [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...(options.fds ?? [])] as const;
-  let child: Child;
+  const how = { cwd: options.cwd, env: options.env, withStdin: options.input !== undefined, fds: options.fds ?? [] };
+  let child: StartedChild;
   try {
-    child = childProcess().spawn(program, argv, {
-      cwd: options.cwd,
-      env: options.env,
-      shell: false,
-      stdio: [...stdio],
-    });
+    const spawner = path.isAbsolute(program) ? children.spawner : null;
+    child = spawner ? startNative(spawner, program, argv, how) : startWithNode(program, argv, how);
   } catch (error) {
     done(notStarted(error));
     return;
@@ -133,10 +148,10 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
   function stop(why: 'timeout' | 'limit' | 'cancel'): void {
     if (stopped !== null || finished) return;
     stopped = why;
-    if (child.exitCode !== null || child.signalCode !== null) {
+    if (child.exited()) {
       // Exited, but a process it started still holds its output: stop waiting for it (the call returns now).
-      child.stdout!.destroy();
-      child.stderr!.destroy();
+      child.stdout.destroy();
+      child.stderr.destroy();
       return;
     }
     child.kill('SIGTERM');
@@ -157,22 +172,20 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
     children.live.delete(child);
     done(outcome);
   };
-  child.stdout!.on('data', out.add);
-  child.stderr!.on('data', err.add);
-  if (options.input !== undefined) {
+  child.stdout.on('data', out.add);
+  child.stderr.on('data', err.add);
+  if (options.input !== undefined && child.stdin) {
     // A child that exits without reading its input closes the pipe (EPIPE): that is its outcome, not an error here.
-    child.stdin!.on('error', () => {});
-    child.stdin!.end(options.input, 'utf8');
+    child.stdin.on('error', () => {});
+    child.stdin.end(options.input, 'utf8');
   }
-  child.on('error', (error) => {
-    // Could not be started (ENOENT, EACCES): no exit and no output follow.
-    if (child.pid === undefined) finish(notStarted(error));
-  });
+  // Could not be started (ENOENT, EACCES: Node's path): no exit and no output follow.
+  child.on('error', (error) => finish(notStarted(error)));
   // A stopped command's output is not waited for past its exit (a process it started may still hold the pipes).
   child.on('exit', () => {
     if (stopped === null) return;
-    child.stdout!.destroy();
-    child.stderr!.destroy();
+    child.stdout.destroy();
+    child.stderr.destroy();
   });
   child.on('close', (code) =>
     finish({
@@ -228,4 +241,174 @@ function collector(cap: number, over: () => void): { add: (chunk: Buffer) => voi
       return parts.length === 1 ? parts[0] : parts.join('');
     },
   };
+}
+
+/** The addon's spawn functions (native/fs_tools_spawn.c). */
+export interface NativeSpawner {
+  /** [pid, stdinFd (-1: none), stdoutFd, stderrFd], or the errno of a start that failed (nothing left running). */
+  spawn(
+    file: string,
+    argv: readonly string[],
+    envp: readonly string[],
+    cwd: string | null,
+    withStdin: boolean,
+    fds: readonly number[],
+  ): number | [number, number, number, number];
+  /** Calls back once the child has exited, after reaping it: exit code, or the number of the signal that ended it. */
+  waitExit(pid: number, callback: (code: number | null, signal: number | null) => void): void;
+  /** kill(2) of a child whose exit has not been called back; 0 or the errno. */
+  signal(pid: number, signo: number): number;
+}
+
+/** A started child as the runner uses it. */
+export interface StartedChild {
+  readonly stdin: Writable | null;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** True once the child has exited (its output may still be open: a process it started may hold it). */
+  exited(): boolean;
+  /** Sends a signal unless the child has exited. */
+  kill(signal: 'SIGTERM' | 'SIGKILL'): void;
+  /** `exit`: the child exited; `close`: exited and stdout and stderr closed (code null when a signal ended it). */
+  on(event: 'exit', listener: () => void): void;
+  on(event: 'close', listener: (code: number | null) => void): void;
+  /** Node's path only: the program could not be started (then neither `exit` nor `close` follows). */
+  on(event: 'error', listener: (error: Error) => void): void;
+}
+
+/** What the child gets: stdin as a pipe when `input` is given, `fds` as its fds 3, 4, … */
+export interface StartOptions {
+  cwd?: string;
+  env: NodeJS.ProcessEnv;
+  withStdin: boolean;
+  fds: readonly number[];
+}
+
+/** Starts `program` with Node's `spawn` (throws what `spawn` throws; start errors come as `error`). */
+export function startWithNode(program: string, argv: readonly string[], options: StartOptions): StartedChild {
+  const child: ChildProcess = childProcess().spawn(program, [...argv], {
+    cwd: options.cwd,
+    env: options.env,
+    shell: false,
+    stdio: [options.withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe', ...options.fds],
+  });
+  return {
+    stdin: child.stdin,
+    stdout: child.stdout!,
+    stderr: child.stderr!,
+    exited: () => child.exitCode !== null || child.signalCode !== null,
+    kill: (signal) => void child.kill(signal),
+    on: (event: string, listener: (...args: never[]) => void) => {
+      if (event === 'error') {
+        // Could not be started (ENOENT, EACCES): no exit and no output follow.
+        child.on('error', (error) => child.pid === undefined && (listener as (e: Error) => void)(error));
+      } else child.on(event, listener as (...args: unknown[]) => void);
+    },
+  };
+}
+
+/** An error with an errno code, as Node's `spawn` reports one (`code` only: no path, no message content). */
+function codeError(code: string): NodeJS.ErrnoException {
+  const error: NodeJS.ErrnoException = new Error(code);
+  error.code = code;
+  return error;
+}
+
+/** The name of an errno number (`ENOENT`), or `ESPAWN`. */
+function errnoName(errno: number): string {
+  for (const [name, value] of Object.entries(os.constants.errno)) if (value === errno) return name;
+  return 'ESPAWN';
+}
+
+/**
+ * Starts `program` (an absolute path) through the addon. Throws an error whose `code` is the errno name when it could
+ * not be started (`ERR_INVALID_ARG_VALUE` for a NUL byte in any string, as Node's `spawn`).
+ */
+export function startNative(
+  spawner: NativeSpawner,
+  program: string,
+  argv: readonly string[],
+  options: StartOptions,
+): StartedChild {
+  const envp: string[] = [];
+  for (const [key, value] of Object.entries(options.env)) if (value !== undefined) envp.push(`${key}=${value}`);
+  const strings = [program, ...argv, ...envp, options.cwd ?? ''];
+  if (strings.some((s) => s.includes('\0'))) throw codeError('ERR_INVALID_ARG_VALUE');
+  const started = spawner.spawn(program, [program, ...argv], envp, options.cwd ?? null, options.withStdin, [
+    ...options.fds,
+  ]);
+  if (typeof started === 'number') throw codeError(errnoName(started));
+  const [pid, inFd, outFd, errFd] = started;
+  return nativeChild(spawner, pid, inFd, outFd, errFd);
+}
+
+/** The runner's view of a child the addon started: its sockets wrapped as streams, its exit from the addon's waiter. */
+function nativeChild(spawner: NativeSpawner, pid: number, inFd: number, outFd: number, errFd: number): StartedChild {
+  let stdout: net.Socket | null = null;
+  let stderr: net.Socket | null = null;
+  let stdin: net.Socket | null = null;
+  try {
+    stdout = new net.Socket({ fd: outFd, readable: true, writable: false });
+    stderr = new net.Socket({ fd: errFd, readable: true, writable: false });
+    if (inFd >= 0) stdin = new net.Socket({ fd: inFd, readable: false, writable: true });
+  } catch (error) {
+    // Not expected (the descriptors are fresh sockets): stop the child, close what is not wrapped, reap it.
+    for (const [socket, fd] of [
+      [stdout, outFd],
+      [stderr, errFd],
+      [stdin, inFd],
+    ] as const) {
+      if (socket) socket.destroy();
+      else if (fd >= 0) closeSync(fd);
+    }
+    spawner.signal(pid, os.constants.signals.SIGKILL);
+    spawner.waitExit(pid, () => {});
+    throw error;
+  }
+  const out = stdout;
+  const err = stderr;
+  let exited = false;
+  let code: number | null = null;
+  let open = 2;
+  const onExit: Array<() => void> = [];
+  const onClose: Array<(code: number | null) => void> = [];
+  const maybeClose = (): void => {
+    if (exited && open === 0) for (const listener of onClose) listener(code);
+  };
+  for (const stream of [out, err]) {
+    stream.on('close', () => {
+      open--;
+      maybeClose();
+    });
+  }
+  spawner.waitExit(pid, (exitCode) => {
+    exited = true;
+    code = exitCode;
+    for (const listener of onExit) listener();
+    maybeClose();
+  });
+  return {
+    stdin,
+    stdout: out,
+    stderr: err,
+    exited: () => exited,
+    kill: (signal) => {
+      // Until its exit is called back the child is not reaped, so its pid is still its own.
+      if (!exited) spawner.signal(pid, os.constants.signals[signal]);
+    },
+    on: (event: string, listener: (...args: never[]) => void) => {
+      if (event === 'exit') onExit.push(listener);
+      else if (event === 'close') onClose.push(listener as (code: number | null) => void);
+    },
+  };
+}
+
+/** The addon's spawn functions when it has them (an addon built before them has not: Node's `spawn` then). */
+export function nativeSpawner(addon: object): NativeSpawner | null {
+  const candidate = addon as Partial<NativeSpawner>;
+  return typeof candidate.spawn === 'function' &&
+    typeof candidate.waitExit === 'function' &&
+    typeof candidate.signal === 'function'
+    ? (candidate as NativeSpawner)
+    : null;
 }

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadNativeSpawner, WALL_ADDON } from '../helpers/native-spawner.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'run-command-exit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,8 +25,10 @@ buildSync({
 const program = path.join(dir, 'program.mjs');
 writeFileSync(
   program,
-  `import { runCommand } from ${JSON.stringify(runner)};
-const [pidFile, how] = process.argv.slice(2);
+  `import { createRequire } from 'node:module';
+import { runCommand, setChildSpawner } from ${JSON.stringify(runner)};
+const [pidFile, how, addon] = process.argv.slice(2);
+if (addon) setChildSpawner(createRequire(import.meta.url)(addon));
 void runCommand('/bin/sh', ['-c', 'echo $$ > ' + pidFile + '.tmp; mv ' + pidFile + '.tmp ' + pidFile + '; exec sleep 30'],
   { env: { PATH: process.env.PATH }, timeoutMs: 60000, maxOutputBytes: 1 << 20 });
 setInterval(() => {}, 1000);
@@ -44,9 +47,10 @@ function alive(pid: number): boolean {
   }
 }
 
-async function endsWith(how: 'exit' | 'SIGINT' | 'SIGHUP' | 'SIGTERM' | 'throw'): Promise<boolean> {
-  const pidFile = path.join(dir, `${how}.pid`);
-  const node = spawn(process.execPath, [program, pidFile, how], { stdio: 'ignore' });
+/** Ends the program `how`, its command started by Node's `spawn` or (`native`) by the kernel wall addon's. */
+async function endsWith(how: 'exit' | 'SIGINT' | 'SIGHUP' | 'SIGTERM' | 'throw', native = false): Promise<boolean> {
+  const pidFile = path.join(dir, `${how}${native ? '-native' : ''}.pid`);
+  const node = spawn(process.execPath, [program, pidFile, how, ...(native ? [WALL_ADDON] : [])], { stdio: 'ignore' });
   const exited = new Promise((resolve) => node.on('exit', resolve));
   const until = Date.now() + 10_000;
   while (!existsSync(pidFile) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
@@ -75,6 +79,15 @@ describe('runCommand: a child does not outlive its parent', () => {
     'parent ends by %s (unhandled)',
     async (how) => {
       expect(await endsWith(how)).toBe(false);
+    },
+    20_000,
+  );
+
+  // The same through the kernel wall addon's spawn (src/vcs/run-command.ts), which the server uses once it is loaded.
+  it.skipIf(loadNativeSpawner() === null).each(['exit', 'throw', 'SIGINT', 'SIGHUP', 'SIGTERM'] as const)(
+    'parent ends by %s, its command started by the wall addon',
+    async (how) => {
+      expect(await endsWith(how, true)).toBe(false);
     },
     20_000,
   );

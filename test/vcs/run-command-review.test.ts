@@ -5,8 +5,9 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { runCommand } from '../../src/vcs/run-command.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCommand, setChildSpawner } from '../../src/vcs/run-command.js';
+import { starters } from '../helpers/native-spawner.js';
 
 const SH = '/bin/sh';
 const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' };
@@ -22,29 +23,38 @@ function killIfAlive(pid: number): void {
   }
 }
 
-describe('runCommand: a command that exits while a process it started holds its output', () => {
-  it('returns at its timeout, not when the other process ends', async () => {
-    const pidFile = path.join(dir, 'exited-held.pid');
-    // The shell exits at once (status 0); its background sleep keeps stdout and stderr open for 30 s.
-    const r = await runCommand(SH, ['-c', `sleep 30 & echo $! > ${pidFile}; exit 0`], { ...base, timeoutMs: 1500 });
-    killIfAlive(Number(readFileSync(pidFile, 'utf8').trim()));
-    expect(r.durationMs).toBeLessThan(10_000);
-    expect(r).toMatchObject({ timedOut: true, outputLimited: false, spawnError: null });
-  }, 40_000);
+// Through Node's `spawn` and through the kernel wall addon's (src/vcs/run-command.ts).
+describe.each(starters())(
+  'runCommand through %s: a command that exits while a process it started holds its output',
+  (name, spawner) => {
+    beforeAll(() => setChildSpawner(spawner));
+    afterAll(() => setChildSpawner(null));
+    it('returns at its timeout, not when the other process ends', async () => {
+      const pidFile = path.join(dir, `exited-held-${name.replace(/\W+/g, '-')}.pid`);
+      // The shell exits at once (status 0); its background sleep keeps stdout and stderr open for 30 s.
+      const r = await runCommand(SH, ['-c', `sleep 30 & echo $! > ${pidFile}; exit 0`], { ...base, timeoutMs: 1500 });
+      killIfAlive(Number(readFileSync(pidFile, 'utf8').trim()));
+      expect(r.durationMs).toBeLessThan(10_000);
+      expect(r).toMatchObject({ timedOut: true, outputLimited: false, spawnError: null });
+    }, 40_000);
 
-  it('returns at its output cap when the other process writes past it', async () => {
-    const pidFile = path.join(dir, 'exited-cap.pid');
-    const r = await runCommand(
-      SH,
-      ['-c', `(sleep 1; while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done) & echo $! > ${pidFile}; exit 0`],
-      { ...base, maxOutputBytes: 4096, timeoutMs: 30_000 },
-    );
-    killIfAlive(Number(readFileSync(pidFile, 'utf8').trim()));
-    expect(r.durationMs).toBeLessThan(10_000);
-    expect(r).toMatchObject({ outputLimited: true, timedOut: false });
-    expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(4096);
-  }, 40_000);
-});
+    it('returns at its output cap when the other process writes past it', async () => {
+      const pidFile = path.join(dir, `exited-cap-${name.replace(/\W+/g, '-')}.pid`);
+      const r = await runCommand(
+        SH,
+        [
+          '-c',
+          `(sleep 1; while :; do echo xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx; done) & echo $! > ${pidFile}; exit 0`,
+        ],
+        { ...base, maxOutputBytes: 4096, timeoutMs: 30_000 },
+      );
+      killIfAlive(Number(readFileSync(pidFile, 'utf8').trim()));
+      expect(r.durationMs).toBeLessThan(10_000);
+      expect(r).toMatchObject({ outputLimited: true, timedOut: false });
+      expect(Buffer.byteLength(r.stdout)).toBeLessThanOrEqual(4096);
+    }, 40_000);
+  },
+);
 
 describe('runCommand: a large output and the event loop', () => {
   it('decodes as the output arrives: no stretch of the event loop near a whole 50 MB decode', async () => {
