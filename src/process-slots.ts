@@ -22,6 +22,7 @@ export const SLOT_NAMES = [
   'errors/to-envelope', // the incident logger and the EACCES/EPERM classifier start-up installs
   'fs/atomic-write', // the write-fault injector (test builds only)
   'fs/content-cache', // facts of file contents read, keyed by identity and stamps
+  'fs/glob/gitignore', // compiled .gitignore rules, keyed by their full text
   'fs/hash', // the small buffers hashed last, with their hashes (compared in full before reuse)
   'fs/held-dirs', // verified directories held open between calls, and their idle timer
   'fs/history', // the last undo record id's milliseconds (ids stay increasing), the records' sizes seen

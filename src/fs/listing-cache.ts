@@ -14,7 +14,10 @@
  *    most CACHE_MAX_BYTES of listings in all, by the estimate `listingBytes` (least recently used listings go
  *    first); `listingCacheStats` reports what it holds.
  *
- * The process's listings are one `ListingCache` object (`processListings`); `sharedListing` uses it.
+ * The process's listings are one `ListingCache` object; `sharedListing` uses it. Directories
+ * too small for it (SMALL_DIRECTORY_BYTES) have their own bounded cache, looked up and filled synchronously
+ * (`smallListing`) under the same identity and racy-time rules: a deep tree is mostly small directories, and reading
+ * one again (an opendir through `/proc/self/fd/N`, getdents, a sort) was a third of a depth-3 tree's time per page.
  *
  * The listing is immutable once published: callers must not sort or change the arrays they get.
  */
@@ -41,9 +44,9 @@ const ENTRY_OVERHEAD_BYTES = 96;
 /**
  * A directory whose own size (st_size) is at most this holds fewer than CACHE_MIN_ENTRIES entries on the common file
  * systems (ext4: at least 12 bytes per entry, so at most 341 in one 4 KiB block; tmpfs: 20 per entry; xfs: a block or
- * less), so its listing would not be kept: a walk may read and sort it itself (`sortListing`) without asking the cache
- * (the cache's identity is two fstats per directory). On a file system whose directory sizes say less
- * (btrfs counts name bytes) a directory of many short names may be read so too: it is then read afresh, never wrong.
+ * less), so `ListingCache` would not keep its listing: a walk reads it through `smallListing` instead (synchronous, its
+ * own bound). On a file system whose directory sizes say less (btrfs counts name bytes) a directory of many short
+ * names may go there too: it is then kept under the small cache's bound, never wrong.
  */
 export const SMALL_DIRECTORY_BYTES = 4096;
 
@@ -165,12 +168,98 @@ export class ListingCache {
   }
 }
 
-/** The process's listings (src/process-slots.ts). */
-export const processListings = processSlot('fs/listing-cache', () => new ListingCache());
+/** Most bytes of small directories' listings kept (`listingBytes`): 8 MiB, about 70,000 names. */
+export const SMALL_CACHE_MAX_BYTES = 8 * 1024 * 1024;
 
-/** `processListings.listing(dirAbs, read, fd)`: see `ListingCache.listing`. */
+/** A small directory's sorted listing, kept with the identity it was read under. */
+interface SmallSlot {
+  key: string;
+  listing: SortedListing;
+  bytes: number;
+}
+
+/**
+ * Sorted listings of small directories (SMALL_DIRECTORY_BYTES), looked up and filled synchronously: the caller
+ * passes the directory's fstat (bigint, of the verified descriptor) taken before the read, as `ListingCache.listing`
+ * takes it. Least recently used listings go first past `maxBytes`.
+ */
+export class SmallListingCache {
+  private readonly cache = new Map<string, SmallSlot>();
+  private cachedBytes = 0;
+
+  /** @param maxBytes most bytes of listings held (`listingBytes`) */
+  constructor(private readonly maxBytes: number = SMALL_CACHE_MAX_BYTES) {}
+
+  /**
+   * The sorted listing of the directory open as `fd` (path `dirAbs`, the cache's key), whose fstat before the read is
+   * `st`: the kept one when it was read under exactly this identity, else `read()` sorted, kept when the directory
+   * was not modified within RACY_MS and its identity after the read is still `st`'s.
+   * @throws whatever `read` throws (nothing is kept then)
+   */
+  listing(dirAbs: string, fd: number, st: BigIntStats, read: () => Dirent[]): SortedListing {
+    const now = Date.now();
+    if (now - Number(st.mtimeMs) < RACY_MS || now - Number(st.ctimeMs) < RACY_MS) return sortListing(read());
+    const key = keyOf(st);
+    const hit = this.cache.get(dirAbs);
+    if (hit !== undefined && hit.key === key) {
+      this.cache.delete(dirAbs); // refresh its LRU position
+      this.cache.set(dirAbs, hit);
+      return hit.listing;
+    }
+    const listing = sortListing(read());
+    let after: BigIntStats | undefined;
+    try {
+      after = fstatSync(fd, { bigint: true });
+    } catch {
+      after = undefined;
+    }
+    if (after !== undefined && keyOf(after) === key)
+      this.remember(dirAbs, { key, listing, bytes: listingBytes(listing) });
+    return listing;
+  }
+
+  private remember(dirAbs: string, slot: SmallSlot): void {
+    const old = this.cache.get(dirAbs);
+    if (old !== undefined) {
+      this.cache.delete(dirAbs);
+      this.cachedBytes -= old.bytes;
+    }
+    if (slot.bytes > this.maxBytes) return;
+    this.cache.set(dirAbs, slot);
+    this.cachedBytes += slot.bytes;
+    for (const [dir, s] of this.cache) {
+      if (this.cachedBytes <= this.maxBytes) break;
+      this.cache.delete(dir);
+      this.cachedBytes -= s.bytes;
+    }
+  }
+
+  /** Drops every kept listing. */
+  clear(): void {
+    this.cache.clear();
+    this.cachedBytes = 0;
+  }
+
+  /** What the cache holds: directories and bytes (`listingBytes`). */
+  stats(): { directories: number; bytes: number } {
+    return { directories: this.cache.size, bytes: this.cachedBytes };
+  }
+}
+
+/** The process's listings (src/process-slots.ts): large directories' and small ones'. */
+const listings = processSlot('fs/listing-cache', () => ({
+  large: new ListingCache(),
+  small: new SmallListingCache(),
+}));
+
+/** `SmallListingCache.listing` of the process's cache of small directories (src/fs/walk.ts). */
+export function smallListing(dirAbs: string, fd: number, st: BigIntStats, read: () => Dirent[]): SortedListing {
+  return listings.small.listing(dirAbs, fd, st, read);
+}
+
+/** The process's `ListingCache.listing(dirAbs, read, fd)`. */
 export function sharedListing(dirAbs: string, read: () => Promise<Dirent[]>, fd?: number): Promise<SortedListing> {
-  return processListings.listing(dirAbs, read, fd);
+  return listings.large.listing(dirAbs, read, fd);
 }
 
 /**
@@ -184,10 +273,11 @@ export function sortListing(dirents: Dirent[]): SortedListing {
 
 /** Drops every cached listing of the process (tests). */
 export function clearListingCache(): void {
-  processListings.clear();
+  listings.large.clear();
+  listings.small.clear();
 }
 
 /** What the process's cache holds: directories, names, bytes (tests, diagnostics, the benchmark's memory rows). */
 export function listingCacheStats(): { directories: number; entries: number; bytes: number } {
-  return processListings.stats();
+  return listings.large.stats();
 }

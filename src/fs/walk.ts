@@ -25,12 +25,12 @@ import { closeSync, constants, fstatSync, type Dirent, type Stats } from 'node:f
 import path from 'node:path';
 import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
 import { LIMITS } from './glob/engine.js';
-import { GitignoreRules } from './glob/gitignore.js';
+import { sharedGitignoreRules, type GitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
 import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
-import { sharedListing, SMALL_DIRECTORY_BYTES, sortListing, SYNC_READDIR_MAX_BYTES } from './listing-cache.js';
+import { sharedListing, SMALL_DIRECTORY_BYTES, smallListing, SYNC_READDIR_MAX_BYTES } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -349,9 +349,9 @@ interface DirFrame {
 /**
  * The sorted listing of a frame's directory, or null when it cannot be read (reported to onSkip).
  * One sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
- * read and identified through the verified descriptor. A small directory (by its own size, one fstat) is
- * read on this thread, a large one in the pool; a directory too small to be kept by the cache is read and sorted
- * here, with no await (SMALL_DIRECTORY_BYTES).
+ * read and identified through the verified descriptor (one fstat, which also gives the size). A small directory
+ * (SMALL_DIRECTORY_BYTES) is read on this thread with no await, through the cache of small listings; a larger one
+ * through the shared cache, read on this thread up to SYNC_READDIR_MAX_BYTES and in the pool above.
  */
 async function listingOf(
   o: WalkOptions,
@@ -359,9 +359,10 @@ async function listingOf(
 ): Promise<{ dirents: readonly Dirent[]; names: readonly string[] } | null> {
   const dir = f.dir;
   try {
-    const size = dir.stat().size;
+    const st = fstatSync(dir.fd, { bigint: true });
+    const size = Number(st.size);
     return size <= SMALL_DIRECTORY_BYTES
-      ? sortListing(dir.readdirSync())
+      ? smallListing(dir.path, dir.fd, st, () => dir.readdirSync())
       : await sharedListing(
           dir.path,
           () => (size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
@@ -549,6 +550,10 @@ function loadIgnore(
   // far more (a .gitignore is at most MAX_IGNORE_BYTES).
   let fd: number | null = null;
   try {
+    // Most directories have none: an lstat that finds nothing costs no exception, where the open's ENOENT did (a
+    // listing asks every directory from the root down, every page). A .gitignore that is not a regular file does not
+    // count (as below); one swapped in or out after the lstat is as one changed right after this read.
+    if (dir.lstat('.gitignore')?.isFile() !== true) return null;
     fd = dir.openFileSync('.gitignore', { flags: constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) });
     const stats = fstatSync(fd);
     if (!stats.isFile() || stats.size > MAX_IGNORE_BYTES) return null;
@@ -556,7 +561,7 @@ function loadIgnore(
     const bytes = readWholeSync(fd, MAX_IGNORE_BYTES);
     if (bytes.length > MAX_IGNORE_BYTES) return null;
     const text = bytes.toString('utf8');
-    const matcher = new GitignoreRules(text, budget);
+    const matcher = sharedGitignoreRules(text, budget);
     for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
     return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
   } catch {

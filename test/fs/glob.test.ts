@@ -19,7 +19,7 @@ import micromatch from 'micromatch';
 import { describe, expect, it } from 'vitest';
 import { LIMITS, PatternTooComplexError } from '../../src/fs/glob/engine.js';
 import { compileGlob, compileToolGlob, patternBudget } from '../../src/fs/glob/glob.js';
-import { GitignoreRules } from '../../src/fs/glob/gitignore.js';
+import { GitignoreRules, sharedGitignoreRules } from '../../src/fs/glob/gitignore.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 
 /**
@@ -204,6 +204,32 @@ describe('GitignoreRules.testEntry (issue #19: a walk tests entry names, not joi
     ['*\n!keep.log', 'd', 'keep.log', false, true], // no re-including inside an ignored directory
   ])('%j: %s / %s (dir %s) ignored: %s', (rules, dirRel, name, isDir, ignored) => {
     expect(new GitignoreRules(rules).testEntry(dirRel, name, isDir).ignored).toBe(ignored);
+  });
+});
+
+describe('sharedGitignoreRules (compiled rules kept by their full text)', () => {
+  it('shares the rules of the same text under the same budget, and compiles any other text or budget afresh', () => {
+    const text = `*.log\n!keep.log\nbuild/\n# ${Math.random()}\n`;
+    const first = sharedGitignoreRules(text, 1000);
+    expect(sharedGitignoreRules(text, 1000)).toBe(first);
+    expect(sharedGitignoreRules(`${text}\n`, 1000)).not.toBe(first);
+    expect(sharedGitignoreRules(text, 999)).not.toBe(first);
+    // Shared or not, the verdicts are those of rules compiled from the text.
+    const fresh = new GitignoreRules(text, 1000);
+    for (const [dir, name, isDir] of [
+      ['', 'a.log', false],
+      ['x', 'keep.log', false],
+      ['', 'build', true],
+      ['y', 'b.txt', false],
+    ] as const)
+      expect(first.testEntry(dir, name, isDir)).toEqual(fresh.testEntry(dir, name, isDir));
+  });
+
+  it('keeps a bounded number of files: the least recently used is compiled again', () => {
+    const oldest = `old-${Math.random()}\n`;
+    const kept = sharedGitignoreRules(oldest, 1000);
+    for (let i = 0; i < 100; i++) sharedGitignoreRules(`f${i}-${Math.random()}\n`, 1000);
+    expect(sharedGitignoreRules(oldest, 1000)).not.toBe(kept);
   });
 });
 

@@ -5,7 +5,17 @@
  * read is not cached; the cache is bounded by bytes (its estimate `listingBytes`), least recently used listings
  * dropped first, and reports what it holds.
  */
-import { mkdirSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -13,6 +23,7 @@ import {
   CACHE_MIN_ENTRIES,
   ListingCache,
   RACY_MS,
+  SmallListingCache,
   clearListingCache,
   listingBytes,
   listingCacheStats,
@@ -150,5 +161,89 @@ describe('sharedListing', () => {
     await tiny.listing(dirs[0], t.read);
     expect(t.reads).toBe(2);
     expect(tiny.stats()).toEqual({ directories: 0, entries: 0, bytes: 0 });
+  });
+});
+
+describe('SmallListingCache (directories too small for ListingCache)', () => {
+  /** Reads `dir` through a counting synchronous reader, with its fstat taken before the read (as src/fs/walk.ts). */
+  function smallRead(cache: SmallListingCache, dir: string, reads: { n: number }) {
+    const fd = openSync(dir, 'r');
+    try {
+      return cache.listing(dir, fd, fstatSync(fd, { bigint: true }), () => {
+        reads.n++;
+        return readdirSync(dir, { withFileTypes: true });
+      });
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  it('reuses an unchanged small directory, and reads it again after any change or swap', async () => {
+    const dir = bigDir('small-kept', 3);
+    await pastRacy();
+    const cache = new SmallListingCache();
+    const reads = { n: 0 };
+    const first = smallRead(cache, dir, reads);
+    expect(smallRead(cache, dir, reads)).toBe(first);
+    expect(reads.n).toBe(1);
+    expect(first.names).toEqual(['f00001', 'f00002', 'f00003']);
+    expect(cache.stats()).toEqual({ directories: 1, bytes: listingBytes(first) });
+    // Created, then removed with the mtime put back: ctime still tells.
+    writeFileSync(path.join(dir, 'added'), '');
+    expect(smallRead(cache, dir, reads).names).toContain('added');
+    settle(dir);
+    rmSync(path.join(dir, 'added'));
+    settle(dir);
+    expect(smallRead(cache, dir, reads).names).not.toContain('added');
+    expect(reads.n).toBe(3);
+    renameSync(dir, `${dir}-old`);
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'only'), '');
+    settle(dir);
+    expect(smallRead(cache, dir, reads).names).toEqual(['only']);
+    expect(reads.n).toBe(4);
+  });
+
+  it('keeps nothing of a racy directory, and at most its byte bound (least recently used first)', async () => {
+    const racy = path.join(scratch.dir, 'small-racy');
+    mkdirSync(racy);
+    writeFileSync(path.join(racy, 'x'), '');
+    const cache = new SmallListingCache();
+    const reads = { n: 0 };
+    smallRead(cache, racy, reads);
+    smallRead(cache, racy, reads);
+    expect(reads.n).toBe(2);
+    expect(cache.stats().directories).toBe(0);
+    const dirs = ['small-a', 'small-b', 'small-c'].map((n) => bigDir(n, 4));
+    await pastRacy();
+    const one = listingBytes(smallRead(new SmallListingCache(), dirs[0], { n: 0 }));
+    const bounded = new SmallListingCache(2 * one);
+    const counts = dirs.map(() => ({ n: 0 }));
+    smallRead(bounded, dirs[0], counts[0]);
+    smallRead(bounded, dirs[1], counts[1]);
+    smallRead(bounded, dirs[0], counts[0]); // a is now the most recently used
+    smallRead(bounded, dirs[2], counts[2]); // b goes
+    expect(bounded.stats()).toEqual({ directories: 2, bytes: 2 * one });
+    smallRead(bounded, dirs[0], counts[0]);
+    smallRead(bounded, dirs[1], counts[1]);
+    expect(counts.map((c) => c.n)).toEqual([1, 2, 1]);
+  });
+
+  it('a failed read keeps nothing and throws', async () => {
+    const dir = bigDir('small-fails', 2);
+    await pastRacy();
+    const cache = new SmallListingCache();
+    const fd = openSync(dir, 'r');
+    try {
+      const st = fstatSync(fd, { bigint: true });
+      expect(() =>
+        cache.listing(dir, fd, st, () => {
+          throw Object.assign(new Error('EACCES'), { code: 'EACCES' });
+        }),
+      ).toThrow('EACCES');
+    } finally {
+      closeSync(fd);
+    }
+    expect(cache.stats()).toEqual({ directories: 0, bytes: 0 });
   });
 });

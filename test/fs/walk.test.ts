@@ -23,12 +23,13 @@
  *   process as the unprivileged user nobody (uid 65534), where EACCES is real.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RACY_MS } from '../../src/fs/listing-cache.js';
 import { MAX_PATH_COMPONENTS, pathComponentCount } from '../../src/fs/path-within.js';
 import { VerifiedDir } from '../../src/fs/verified-dir.js';
 import { walkInto, walkTree, type WalkOptions } from '../../src/fs/walk.js';
@@ -290,6 +291,42 @@ describe('.gitignore (not a git work tree)', () => {
       'l/.gitignore',
       'l/c.txt',
     ]);
+  });
+});
+
+describe('kept listings and compiled .gitignore rules (a settled tree walked again)', () => {
+  /** Puts a path's times a minute back (its ctime stays: only waiting leaves the racy window). */
+  const settle = (p: string) => utimesSync(p, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+  const pastRacy = () => new Promise((r) => setTimeout(r, RACY_MS + 50));
+
+  it('sees every change of a small directory and of a .gitignore, however its times are put back', async () => {
+    const root = tree({ '.gitignore': '*.log\n', 'a.log': '', 'a.txt': '', sub: { 'b.txt': '', 'b.log': '' } });
+    for (const d of [root, path.join(root, 'sub')]) settle(d);
+    await pastRacy();
+    expect(await walk(root)).toEqual(['.gitignore', 'a.txt', 'sub', 'sub/b.txt']);
+    expect(await walk(root)).toEqual(['.gitignore', 'a.txt', 'sub', 'sub/b.txt']); // kept listings, shared rules
+    // The .gitignore rewritten to the same size, its times put back: the new text is read, its rules compiled.
+    writeFileSync(path.join(root, '.gitignore'), '*.txt\n');
+    settle(path.join(root, '.gitignore'));
+    expect(await walk(root)).toEqual(['.gitignore', 'a.log', 'sub', 'sub/b.log']);
+    // An entry created and one removed in sub/, the directory's mtime put back: its ctime tells.
+    await pastRacy();
+    writeFileSync(path.join(root, 'sub', 'c.log'), '');
+    rmSync(path.join(root, 'sub', 'b.log'));
+    settle(path.join(root, 'sub'));
+    expect(await walk(root)).toEqual(['.gitignore', 'a.log', 'sub', 'sub/c.log']);
+    // sub/ swapped for another directory (a new inode), settled.
+    await pastRacy();
+    renameSync(path.join(root, 'sub'), path.join(root, 'old'));
+    mkdirSync(path.join(root, 'sub'));
+    writeFileSync(path.join(root, 'sub', 'd.log'), '');
+    for (const d of [root, path.join(root, 'sub')]) settle(d);
+    await pastRacy();
+    expect(await walk(root)).toEqual(['.gitignore', 'a.log', 'old', 'old/c.log', 'sub', 'sub/d.log']);
+    // The .gitignore removed: nothing is ignored any more.
+    rmSync(path.join(root, '.gitignore'));
+    settle(root);
+    expect(await walk(root)).toEqual(['a.log', 'a.txt', 'old', 'old/b.txt', 'old/c.log', 'sub', 'sub/d.log']);
   });
 });
 

@@ -18,6 +18,7 @@
  * counted in `skipped` so listings can report it.
  */
 import { ast, compile, LIMITS, PatternTooComplexError, type CompiledMatcher, type Node } from './engine.js';
+import { processSlot } from '../../process-slots.js';
 
 interface Rule {
   negative: boolean;
@@ -56,7 +57,10 @@ export class GitignoreRules {
   readonly skipped: number = 0;
   /** Automaton states of the rules in force. */
   readonly states: number = 0;
-  /** Verdicts of directories (`dir/`), so each parent is tested once per walk. */
+  /**
+   * Verdicts of directories (`dir/`), so each parent is tested once per walk (a pure function of the rules and the
+   * directory: kept while the rules are shared, emptied when it reaches DIR_VERDICTS_MAX).
+   */
   private readonly dirCache = new Map<string, IgnoreVerdict>();
 
   /**
@@ -141,6 +145,7 @@ export class GitignoreRules {
     let v = this.dirCache.get(dir);
     if (v === undefined) {
       v = this.test(dir, true);
+      if (this.dirCache.size >= DIR_VERDICTS_MAX) this.dirCache.clear();
       this.dirCache.set(dir, v);
     }
     return v;
@@ -155,6 +160,48 @@ export class GitignoreRules {
     }
     return NONE;
   }
+}
+
+/** Most directory verdicts one GitignoreRules keeps (GitignoreRules.dirCache). */
+const DIR_VERDICTS_MAX = 4096;
+
+/** Most characters of .gitignore text whose compiled rules `sharedGitignoreRules` keeps, in all (the rules are more). */
+const SHARED_TEXT_MAX_CHARS = 256 * 1024;
+/** Most compiled .gitignore files `sharedGitignoreRules` keeps. */
+const SHARED_RULES_MAX = 64;
+
+/** Compiled rules by budget and text, least recently used first (see `sharedGitignoreRules`). */
+const compiledRules = processSlot('fs/glob/gitignore', () => ({
+  byText: new Map<string, GitignoreRules>(),
+  chars: 0,
+}));
+
+/**
+ * `new GitignoreRules(text, budget)`, shared: the rules compiled earlier from the very same text under the same
+ * budget when they are still kept. The caller reads the file every time (the text is compared in full), so a changed
+ * file is always compiled afresh; only the compilation is saved (a listing loads every .gitignore from the root down
+ * on every page) and the walk's code meets the same rule objects call after call. The rules are immutable; their
+ * memos (directory verdicts) are pure functions of rules and directory. Texts over SHARED_TEXT_MAX_CHARS / 4 are
+ * compiled and not kept; at most SHARED_RULES_MAX files and SHARED_TEXT_MAX_CHARS characters are kept in all.
+ */
+export function sharedGitignoreRules(text: string, budget: number): GitignoreRules {
+  const key = `${budget}:${text}`;
+  const kept = compiledRules.byText.get(key);
+  if (kept !== undefined) {
+    compiledRules.byText.delete(key); // refresh its LRU position
+    compiledRules.byText.set(key, kept);
+    return kept;
+  }
+  const rules = new GitignoreRules(text, budget);
+  if (key.length > SHARED_TEXT_MAX_CHARS / 4) return rules;
+  compiledRules.byText.set(key, rules);
+  compiledRules.chars += key.length;
+  for (const old of compiledRules.byText.keys()) {
+    if (compiledRules.chars <= SHARED_TEXT_MAX_CHARS && compiledRules.byText.size <= SHARED_RULES_MAX) break;
+    compiledRules.byText.delete(old);
+    compiledRules.chars -= old.length;
+  }
+  return rules;
 }
 
 /** A token of a rule body after unescaping. */
