@@ -112,7 +112,9 @@ describe('plainRequest', () => {
         const value: unknown = JSON.parse(JSON.stringify(envelope));
         if (agrees(value)) answered++;
       }),
-      { numRuns: 3000 },
+      // A fixed seed: about one envelope in 2,000 is a plain request, so 9 of seeds 1–40 answered none of 3,000
+      // (fc.sample, 2026-12-04) and the count below failed the suite at random, about one run in four.
+      { numRuns: 3000, seed: 20261204 },
     );
     expect(answered).toBeGreaterThan(0);
   });
