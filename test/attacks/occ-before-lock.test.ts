@@ -138,3 +138,28 @@ describe('refusals decided before the lock', () => {
     expect(readFileSync(file, 'utf8')).toBe('MINE\n');
   });
 });
+
+/**
+ * Review (session 15, r15-review-misc): an early refusal where the locked path succeeds. The holder of the lock (an
+ * fs-tools writer of another session or server) changes the file to exactly the bytes this call expects. Under the
+ * lock the call waits, then finds its expected hash and writes; decided before the lock it is OCC_MISMATCH against a
+ * state the holder was about to replace. The pipeline's comment defends this ("answered as if it had run just before
+ * whichever writer changes the file next"), but the call arrived after the holder took the lock, and before the merge
+ * of r15-soak this case succeeded (25a8f52). Left failing for the lead to decide: keep (and document in
+ * docs/errors.md that a refusal does not wait for a holder) or refuse early only when the lock is free.
+ */
+describe('review: early refusal against a state the lock holder replaces', () => {
+  it.fails('the holder writes exactly the expected bytes: the call that waited would have succeeded', async () => {
+    const { dir, file } = area();
+    const records = historyNames();
+    const { outcome } = await underHeldLock(
+      file,
+      () => call('write_file', { path: file, content: 'MINE\n', expected_hash: sha('theirs\n') }),
+      () => writeFileSync(file, 'theirs\n'),
+    );
+    expect(codeOf(outcome)).toBe('ok');
+    expect(readFileSync(file, 'utf8')).toBe('MINE\n');
+    expect(readdirSync(dir)).toEqual(['f.txt']);
+    expect(historyNames().length).toBe(records.length + 1);
+  });
+});

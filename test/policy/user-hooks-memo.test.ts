@@ -6,7 +6,7 @@
  * creation of a missing file, the file or its directory replaced by a link), the next check sees it exactly as a
  * check with nothing kept does; the reading is kept only while no link is on the way.
  */
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -101,5 +101,69 @@ describe("the user's configuration, kept between checks", () => {
     renameSync(H(), path.join(R, 'home2'));
     symlinkSync(path.join(R, 'home2'), H());
     expect(both(moved)).toMatchObject({ rule: 'git_dir', reason: 'user_config' });
+  });
+});
+
+/**
+ * Review (session 15, r15-review-misc): changes an attacker outside the server could make to the user's configuration
+ * without a link on the way, each of which must be seen at the next check exactly as with nothing kept. All held on
+ * 97844c8 (none is a failing case); kept as pins of the stamps' coverage.
+ */
+describe("review: the user's configuration changed behind a kept reading", () => {
+  const hooksConfig = () => `[core]\n\thooksPath = ${W('hooks')}\n`;
+
+  it('a same-size edit with the mtime set back to the old one is seen (ctime changes)', () => {
+    const next = hooksConfig();
+    const before = `#${'x'.repeat(next.length - 2)}\n`;
+    writeFileSync(H('.gitconfig'), before);
+    clearGitDirCache();
+    const old = statSync(H('.gitconfig'));
+    expect(verdict(W('hooks', 'pre-commit'))).toBeNull();
+    expect(gitDirState.user).not.toBeNull();
+    writeFileSync(H('.gitconfig'), next);
+    utimesSync(H('.gitconfig'), old.atime, old.mtime);
+    expect(statSync(H('.gitconfig')).size).toBe(old.size);
+    expect(both(W('hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+  });
+
+  it('the home directory swapped by renames (no link) for one whose ~/.gitconfig names a hooks directory', () => {
+    expect(verdict(W('hooks', 'pre-commit'))).toBeNull();
+    expect(gitDirState.user).not.toBeNull();
+    mkdirSync(path.join(R, 'home2'));
+    writeFileSync(path.join(R, 'home2', '.gitconfig'), hooksConfig());
+    renameSync(H(), path.join(R, 'elsewhere', 'old-home'));
+    renameSync(path.join(R, 'home2'), H());
+    expect(both(W('hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+  });
+
+  it('HOME, XDG_CONFIG_HOME or GIT_CONFIG_GLOBAL changed to name another configuration', () => {
+    mkdirSync(path.join(R, 'home2', 'xdg', 'git'), { recursive: true });
+    writeFileSync(path.join(R, 'home2', '.gitconfig'), hooksConfig());
+    writeFileSync(path.join(R, 'home2', 'xdg', 'git', 'config'), hooksConfig());
+    for (const change of [
+      () => (process.env.HOME = path.join(R, 'home2')),
+      () => (process.env.XDG_CONFIG_HOME = path.join(R, 'home2', 'xdg')),
+      () => (process.env.GIT_CONFIG_GLOBAL = path.join(R, 'home2', '.gitconfig')),
+    ]) {
+      process.env.HOME = H();
+      delete process.env.XDG_CONFIG_HOME;
+      delete process.env.GIT_CONFIG_GLOBAL;
+      clearGitDirCache();
+      expect(verdict(W('hooks', 'pre-commit'))).toBeNull();
+      expect(gitDirState.user).not.toBeNull();
+      change();
+      expect(both(W('hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
+    }
+  });
+
+  it('an include added to ~/.gitconfig, then a hooksPath added to the included file: both seen, nothing kept', () => {
+    const inc = path.join(R, 'elsewhere', 'inc.cfg');
+    writeFileSync(inc, '[user]\n\temail = me@example.com\n');
+    expect(verdict(W('hooks', 'pre-commit'))).toBeNull();
+    writeFileSync(H('.gitconfig'), `[include]\n\tpath = ${inc}\n`);
+    expect(both(inc)).toMatchObject({ rule: 'git_dir', reason: 'included_config' });
+    expect(gitDirState.user).toBeNull();
+    writeFileSync(inc, hooksConfig());
+    expect(both(W('hooks', 'pre-commit'))).toMatchObject({ rule: 'hooks_dir', reason: 'core_hookspath' });
   });
 });

@@ -114,7 +114,9 @@ describe('plainRequest', () => {
         const value: unknown = JSON.parse(JSON.stringify(envelope));
         if (agrees(value)) answered++;
       }),
-      { numRuns: 3000 },
+      // A fixed seed: about one envelope in 2,000 is a plain request, so 9 of seeds 1–40 answered none of 3,000
+      // (fc.sample, 2026-12-04) and the count below failed the suite at random, about one run in four.
+      { numRuns: 3000, seed: 20261204 },
     );
     expect(answered).toBeGreaterThan(0);
   });
@@ -128,5 +130,44 @@ describe('plainRequest', () => {
       { numRuns: 2000 },
     );
     expect(answered).toBeGreaterThan(500);
+  });
+
+  // Review (session 15, r15-review-misc): JSON texts whose parse the generators above do not produce — members named
+  // through escapes, duplicate members (the last wins), `__proto__` as JSON.parse makes it (an own member), ids at
+  // the edges of the safe range. The same lines sent to dist/cli.js of 25a8f52 and of 97844c8 got byte-identical
+  // answers in the same order (53 lines, /tmp probe); here each must agree with the SDK's parse where it answers.
+  it('agrees with parseJSONRPCMessage on hand-made JSON texts', () => {
+    const texts = [
+      '{"jsonrpc":"2.0","id":-0,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":1e21,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":3e0,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":13,"id":14,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":15,"method":5,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":9,"method":"ping","__proto__":{}}',
+      '{"jsonrpc":"2.0","id":10,"method":"m","params":{"__proto__":{"name":"read_file"},"name":"x"}}',
+      '{"jsonrpc":"2.0","id":36,"method":"ping","params":{"__proto__":[]}}',
+      '{"jsonrpc":"2.0","id":11,"method":"m","params":{"constructor":1,"toString":2,"hasOwnProperty":3}}',
+      '{"jsonrpc":"2.0","id":28,"method":"ping","\\u005f_proto__":1}',
+      '{"jsonrpc":"2.0","id":29,"method":"m","params":{"\\u005fmeta":{"progressToken":"t"},"name":"x"}}',
+      '{"jsonrpc":"2.0","id":22,"method":"ping","params":{"_meta":null}}',
+      '{"jsonrpc":"2.0","id":27,"method":"m","params":{"2":1,"1":2,"name":"x"}}',
+      '{"params":{"name":"x","arguments":{"path":"a"}},"method":"tools/call","id":26,"jsonrpc":"2.0"}',
+      '{"jsonrpc":"2.0","id":33,"method":"m","params":{},"result":{}}',
+      '{"jsonrpc":"2.0 ","id":16,"method":"ping"}',
+      '[{"jsonrpc":"2.0","id":21,"method":"ping"}]',
+    ];
+    const answered = texts.filter((t) => agrees(JSON.parse(t)));
+    for (const t of texts) if (!answered.includes(t)) expect(plainRequest(JSON.parse(t))).toBeUndefined();
+    expect(answered).toEqual([
+      '{"jsonrpc":"2.0","id":-9007199254740991,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":3e0,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":13,"id":14,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":15,"method":5,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":11,"method":"m","params":{"constructor":1,"toString":2,"hasOwnProperty":3}}',
+      '{"jsonrpc":"2.0","id":27,"method":"m","params":{"2":1,"1":2,"name":"x"}}',
+      '{"params":{"name":"x","arguments":{"path":"a"}},"method":"tools/call","id":26,"jsonrpc":"2.0"}',
+    ]);
   });
 });
