@@ -459,12 +459,14 @@ async function prune(dir: string, limits: HistoryLimits, newest: { name: string;
   let dropped = 0;
   let lastDropped: string | null = null;
   // Never drop the newest change: it was just recorded (and alone fits the byte bound).
-  for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++) {
+  for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++, count--) {
     // Removed first by another server sharing the state directory: counted (and meta.json rewritten) by that one only.
-    const removed = await unlink(path.join(dir, names[i])).then(() => true, notFound);
+    const removed = await unlink(path.join(dir, names[i])).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? false : Promise.reject(error)),
+    );
     total -= sizes[i];
     now.delete(names[i]);
-    count--;
     if (!removed) continue;
     dropped++;
     lastDropped = names[i].slice(0, -5);
@@ -477,12 +479,6 @@ async function prune(dir: string, limits: HistoryLimits, newest: { name: string;
     );
   }
 }
-
-/** false for ENOENT (already gone); rethrows any other error. */
-const notFound = (error: NodeJS.ErrnoException): false => {
-  if (error.code !== 'ENOENT') throw error;
-  return false;
-};
 
 /** A staged record's temporary (`stageChange`, `writeTemporary`): `<id>.json.<8 hex>.tmp`. */
 const STAGED_PATTERN = /^([0-9]{15})-[0-9a-f]{12}\.json\.[0-9a-f]{8}\.tmp$/;

@@ -10,7 +10,7 @@ import { afterEffect } from '../fs/tree-ops.js';
 import { identityOf, openDirCreating, type VerifiedDir } from '../fs/verified-dir.js';
 import { OccMismatchError, ToolError } from '../errors/tool-error.js';
 import type { AuthorizedWrite } from '../policy/authorize.js';
-import { ABSENT, checkExpectedHash, type OccVerdict } from '../policy/occ.js';
+import { checkExpectedHash, type OccVerdict } from '../policy/occ.js';
 import { parentOf } from '../policy/resolve-path.js';
 import type { ToolContext } from './context.js';
 import { mergeInstead, type MergedInfo } from './merge.js';
@@ -113,23 +113,8 @@ export async function mutateFile<T>(
     dryRun: options.dryRun,
     inspect: (scope) => inspectFile(scope, plan),
     decide: (scope, state) => decideFile(ctx, scope, plan, state, compute),
-    likelyRefused: likelyRefused(ctx, plan),
   });
   return statusHash ? { ...result, statusHash } : result;
-}
-
-/**
- * Whether the OCC check will probably refuse (`MutationPlan.likelyRefused`): an expected content hash other than the
- * one this session holds for the file, or none for a file this session does not know under --auto-occ=block. Not for
- * on_conflict "merge" (a mismatch is merged, not refused). A guess that costs one read-only decision when wrong.
- */
-function likelyRefused(ctx: ToolContext, plan: FilePlan): boolean {
-  const { expectedHash, onConflict } = plan.options;
-  if (onConflict === 'merge') return false;
-  const held = ctx.hashes.recall(plan.target.real);
-  if (expectedHash === undefined)
-    return ctx.config.autoOcc === 'block' && held === undefined && plan.target.stats !== null;
-  return expectedHash === ABSENT ? held !== undefined : expectedHash !== held;
 }
 
 /**

@@ -11,9 +11,6 @@
  *   8    STALE_GIT: git runs here, before the lock, and every other work tree whose status hash the call reports is
  *        proven to be one; a failure is held and thrown at its place in the order, after step 7 — a refused call
  *        takes no lock (`refuseAtStep8`: steps 6 and 7 read-only on the state now, then the verdict);
- *   →    a call its tool expects to be refused at 9–10 (`likelyRefused`: an expected hash this session does not hold)
- *        runs 6, 7 and 9–10 once before the lock, read-only; an OCC or patch refusal there takes no lock
- *        (`refuseBeforeLock`); anything else goes on below and is decided again;
  *   →    [path lock over every path the call touches, and the repository-shape locks]
  *   6    the git-directory guard again, on the state now;
  *   7    INSPECT (`plan.inspect`): the current state of what the call touches — existence, kind, bytes, hash — read
@@ -31,7 +28,6 @@
  * happened is always charged. Tools supply only the plan and its `inspect`/`decide` steps (their step code lives in
  * src/mutation/<what it holds>.ts); they never touch the filesystem themselves.
  */
-import { ToolError } from '../errors/tool-error.js';
 import { withPathLock } from '../fs/path-lock.js';
 import { afterEffect } from '../fs/tree-ops.js';
 import type { HistoryFile, StagedChange } from '../fs/history.js';
@@ -115,17 +111,7 @@ export interface MutationPlan<T, S = undefined> {
   inspect?: (scope: MutationScope) => S | Promise<S>;
   /** Inside the lock, steps 9–10 on what `inspect` found: decide, and return the effect. */
   decide: (scope: MutationScope, state: S) => MutationStep<T> | Promise<MutationStep<T>>;
-  /**
-   * The tool's guess that steps 9–10 will refuse the call (an expected hash other than the one this session holds,
-   * or none where one is required): steps 6–10 then run once before the lock, read-only (`refuseBeforeLock`), and an
-   * OCC or patch refusal there is returned without taking the lock. Only a guess: a call not refused there runs as
-   * ever, every step again under the lock. `decide` must then change nothing (its effect is not run).
-   */
-  likelyRefused?: boolean;
 }
-
-/** The refusals `refuseBeforeLock` returns: steps 9–10's verdicts on the file's content. */
-const EARLY_REFUSALS: ReadonlySet<string> = new Set(['OCC_MISMATCH', 'HASH_REQUIRED', 'PATCH_FAILED']);
 
 /**
  * Runs one mutation: the order of checks of the module comment, top to bottom.
@@ -140,7 +126,6 @@ export async function runMutation<T, S = undefined>(
 ): Promise<{ result: T; statusHash?: string }> {
   const staleGit = await workTreeVerdict(ctx, plan); // 8, held until after 7
   if (staleGit) await refuseAtStep8(ctx, plan, staleGit); // refused: no lock taken
-  if (plan.likelyRefused) await refuseBeforeLock(ctx, plan); // refused: no lock taken
   const scope = new MutationScope(insideRoots(ctx));
   const step = await withPathLock(lockPathsOf(plan), ctx.config.stateDir, async () => {
     try {
@@ -198,26 +183,6 @@ async function refuseAtStep8<T, S>(ctx: ToolContext, plan: MutationPlan<T, S>, v
     scope.close();
   }
   throw verdict; // 8
-}
-
-/**
- * Steps 6, 7 and 9–10 on the state now, read-only through verified descriptors and without the lock, for a call its
- * tool expects to be refused: an OCC_MISMATCH, HASH_REQUIRED or PATCH_FAILED there is thrown. Such a refusal is read
- * from a state that existed (a file changes by an atomic rename), so the call is answered as if it had run just
- * before whichever writer changes the file next, as it could have under the lock; it takes no lock, so its lock file
- * is not created in a directory other servers share. Anything else (a pass, another error) is left to the locked
- * run, which makes every check again on the state then.
- * @throws ToolError OCC_MISMATCH, HASH_REQUIRED, PATCH_FAILED
- */
-async function refuseBeforeLock<T, S>(ctx: ToolContext, plan: MutationPlan<T, S>): Promise<void> {
-  const scope = new MutationScope(insideRoots(ctx));
-  try {
-    await plan.decide(scope, await inspectNow(ctx, plan, scope));
-  } catch (error) {
-    if (error instanceof ToolError && EARLY_REFUSALS.has(error.code)) throw error;
-  } finally {
-    scope.close();
-  }
 }
 
 /**

@@ -1,12 +1,16 @@
 /**
- * Refusals decided before the path lock (src/mutation/pipeline.ts `refuseBeforeLock`, src/mutation/mutate-file.ts
- * `likelyRefused`), in-process against a state whose path lock another holder keeps. Pins:
+ * OCC and patch refusals are decided under the path lock, on the state the lock holder leaves (src/mutation/pipeline.ts
+ * `runMutation`). Session 15 tried deciding a call its expected hash marks as likely refused once before the lock
+ * (r15-soak, 4355fa3, to save the lock file's create and unlinks in directories other servers share); a fresh review
+ * (r15-review-misc) showed a call refused against a state the holder was about to replace with exactly the bytes the
+ * call expected, a call that succeeds when it waits (25a8f52 and now). The early decision was taken out again
+ * (docs/benchmarks.md, "Mixed load, 2026-12-04 evening"). Pins, in-process against a path lock another holder keeps:
  *  - write_file with a stale expected_hash (OCC_MISMATCH), without one on a file this session never read
- *    (HASH_REQUIRED), and edit_file whose text is not there (PATCH_FAILED) are answered while the lock is still held
- *    (they take no lock), with the same envelope as under the lock, and change nothing (file, directory, history);
- *  - a call that the early check lets through still waits for the lock and is decided again on the state then: the
- *    file changed meanwhile to other bytes is OCC_MISMATCH, and nothing is written;
- *  - a call with the hash this session holds takes the lock as ever (it waits while the lock is held, then succeeds).
+ *    (HASH_REQUIRED), and edit_file whose text is not there (PATCH_FAILED) wait for the holder and are answered with the
+ *    same envelope as without a holder, changing nothing (file, directory, history);
+ *  - a call whose expected hash the holder's change makes true waits and succeeds (the review's attack);
+ *  - a call whose expected hash was true before the holder's change is OCC_MISMATCH after it, nothing written;
+ *  - a call with the hash this session holds waits for the lock, then succeeds.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -76,7 +80,7 @@ async function underHeldLock(
   return { outcome: await pending, answeredWhileHeld };
 }
 
-describe('refusals decided before the lock', () => {
+describe('refusals wait for the lock holder', () => {
   it.each([
     [
       'write_file, stale expected_hash',
@@ -98,12 +102,12 @@ describe('refusals decided before the lock', () => {
           expected_hash: sha('ours\n'),
         }),
     ],
-  ])('%s: %s while another holder keeps the lock; nothing changed', async (_name, code, make) => {
+  ])('%s: %s after the holder releases the lock; nothing changed', async (_name, code, make) => {
     const { dir, file } = area();
     const records = historyNames();
     const { outcome, answeredWhileHeld } = await underHeldLock(file, () => make(file));
     expect(codeOf(outcome)).toBe(code);
-    expect(answeredWhileHeld).toBe(true);
+    expect(answeredWhileHeld).toBe(false);
     expect(readFileSync(file, 'utf8')).toBe('ours\n');
     expect(readdirSync(dir)).toEqual(['f.txt']);
     expect(historyNames()).toEqual(records);
@@ -112,9 +116,9 @@ describe('refusals decided before the lock', () => {
     expect(again.ok ? null : again.envelope).toEqual(outcome.ok ? null : outcome.envelope);
   });
 
-  it('a call let through early is decided again under the lock: the file changed meanwhile is OCC_MISMATCH', async () => {
+  it('a call whose expected hash the holder makes stale is OCC_MISMATCH after the lock, nothing written', async () => {
     const { dir, file } = area();
-    // The right hash, but one this session does not hold: checked early (passes), then waits for the lock.
+    // The right hash when the call comes, but one this session does not hold.
     const { outcome, answeredWhileHeld } = await underHeldLock(
       file,
       () => call('write_file', { path: file, content: 'MINE\n', expected_hash: sha('ours\n') }),
@@ -140,23 +144,20 @@ describe('refusals decided before the lock', () => {
 });
 
 /**
- * Review (session 15, r15-review-misc): an early refusal where the locked path succeeds. The holder of the lock (an
- * fs-tools writer of another session or server) changes the file to exactly the bytes this call expects. Under the
- * lock the call waits, then finds its expected hash and writes; decided before the lock it is OCC_MISMATCH against a
- * state the holder was about to replace. The pipeline's comment defends this ("answered as if it had run just before
- * whichever writer changes the file next"), but the call arrived after the holder took the lock, and before the merge
- * of r15-soak this case succeeded (25a8f52). Left failing for the lead to decide: keep (and document in
- * docs/errors.md that a refusal does not wait for a holder) or refuse early only when the lock is free.
+ * Review (session 15, r15-review-misc): the holder of the lock (an fs-tools writer of another session or server)
+ * changes the file to exactly the bytes this call expects. The call waits, then finds its expected hash and writes.
+ * Decided before the lock (4355fa3, taken out) it was OCC_MISMATCH against a state the holder was about to replace.
  */
-describe('review: early refusal against a state the lock holder replaces', () => {
-  it.fails('the holder writes exactly the expected bytes: the call that waited would have succeeded', async () => {
+describe("review: a call the holder's change makes right", () => {
+  it('the holder writes exactly the expected bytes: the call waits and succeeds', async () => {
     const { dir, file } = area();
     const records = historyNames();
-    const { outcome } = await underHeldLock(
+    const { outcome, answeredWhileHeld } = await underHeldLock(
       file,
       () => call('write_file', { path: file, content: 'MINE\n', expected_hash: sha('theirs\n') }),
       () => writeFileSync(file, 'theirs\n'),
     );
+    expect(answeredWhileHeld).toBe(false);
     expect(codeOf(outcome)).toBe('ok');
     expect(readFileSync(file, 'utf8')).toBe('MINE\n');
     expect(readdirSync(dir)).toEqual(['f.txt']);

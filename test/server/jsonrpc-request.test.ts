@@ -106,17 +106,16 @@ describe('plainRequest', () => {
   });
 
   it('agrees with parseJSONRPCMessage on generated envelopes (as JSON.parse builds them)', () => {
-    // Arbitrary envelopes are nearly all refused (a plain request there has odds of about 1 in 1,500), so half the
-    // draws are plain requests: the count below then proves that both kinds were checked.
+    // Arbitrary envelopes are nearly all refused: about one in 2,000 is a plain request, so 3,000 of them answered none
+    // for 9 of seeds 1–40 (the review's count) and the test failed at random. Half the draws are plain requests, so the
+    // count below proves both kinds were checked, whatever the seed.
     let answered = 0;
     fc.assert(
       fc.property(fc.oneof(envelopes, requests), (envelope) => {
         const value: unknown = JSON.parse(JSON.stringify(envelope));
         if (agrees(value)) answered++;
       }),
-      // A fixed seed: about one envelope in 2,000 is a plain request, so 9 of seeds 1–40 answered none of 3,000
-      // (fc.sample, 2026-12-04) and the count below failed the suite at random, about one run in four.
-      { numRuns: 3000, seed: 20261204 },
+      { numRuns: 3000 },
     );
     expect(answered).toBeGreaterThan(0);
   });
