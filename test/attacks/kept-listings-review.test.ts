@@ -15,7 +15,13 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { RACY_MS, SmallListingCache, clearListingCache, listingBytes } from '../../src/fs/listing-cache.js';
+import {
+  RACY_MS,
+  SmallListingCache,
+  clearListingCache,
+  listingBytes,
+  smallSlotBytes,
+} from '../../src/fs/listing-cache.js';
 import { GitignoreRules, sharedGitignoreRules } from '../../src/fs/glob/gitignore.js';
 import { walkTree } from '../../src/fs/walk.js';
 import { childOf, type AllowedPath } from '../../src/policy/resolve-path.js';
@@ -53,32 +59,35 @@ async function walk(root: string, base = root): Promise<string[]> {
 }
 
 describe('SmallListingCache: what a kept slot costs', () => {
-  // Fails on the merged code: slots were counted as their listings alone (0 bytes for an empty directory).
-  it.fails(
-    'counts each kept directory (its path and identity), so empty directories cannot fill memory unbounded',
-    async () => {
-      // 2,000 empty directories of 200-character names: their listings are empty (listingBytes 0); before the fix the
-      // cache kept every one under a 64 KiB bound (stats: 2,000 directories, 0 bytes) — 100,000 of them, 100,000 slots.
-      const base = path.join(scratch.dir, 'empties');
-      mkdirSync(base);
-      const dirs: string[] = [];
-      for (let i = 0; i < 2000; i++) {
-        const d = path.join(base, `${String(i).padStart(5, '0')}${'e'.repeat(195)}`);
-        mkdirSync(d);
-        settle(d);
-        dirs.push(d);
-      }
-      await pastRacy();
-      const maxBytes = 64 * 1024;
-      const cache = new SmallListingCache(maxBytes);
-      for (const d of dirs) expect(smallRead(cache, d).names).toEqual([]);
-      const { directories, bytes } = cache.stats();
-      expect(bytes).toBeLessThanOrEqual(maxBytes);
-      // Each slot holds at least its path's characters (UTF-16): the bound covers them.
-      expect(directories * 2 * dirs[0].length).toBeLessThanOrEqual(maxBytes);
-      expect(directories).toBeGreaterThan(0);
-    },
-  );
+  it('counts each kept directory (its path and identity), so empty directories cannot fill memory unbounded', async () => {
+    // 2,000 empty directories of 200-character names: their listings are empty (listingBytes 0); before the fix the
+    // cache kept every one under a 64 KiB bound (stats: 2,000 directories, 0 bytes) — 100,000 of them, 100,000 slots.
+    const base = path.join(scratch.dir, 'empties');
+    mkdirSync(base);
+    const dirs: string[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const d = path.join(base, `${String(i).padStart(5, '0')}${'e'.repeat(195)}`);
+      mkdirSync(d);
+      settle(d);
+      dirs.push(d);
+    }
+    await pastRacy();
+    const maxBytes = 64 * 1024;
+    const cache = new SmallListingCache(maxBytes);
+    for (const d of dirs) expect(smallRead(cache, d).names).toEqual([]);
+    const { directories, bytes } = cache.stats();
+    expect(bytes).toBeLessThanOrEqual(maxBytes);
+    // Each slot holds at least its path's characters (UTF-16): the bound covers them.
+    expect(directories * 2 * dirs[0].length).toBeLessThanOrEqual(maxBytes);
+    expect(directories).toBeGreaterThan(0);
+    expect(bytes).toBe(directories * smallSlotBytes(dirs[0], { dirents: [], names: [] }));
+    expect(smallSlotBytes(dirs[0], { dirents: [], names: [] })).toBeGreaterThan(2 * dirs[0].length);
+    // Past its bound it drops to 7/8 of it at once (one eviction per insertion walked the Map's holes each time).
+    const one = smallSlotBytes(dirs[0], { dirents: [], names: [] });
+    const eight = new SmallListingCache(8 * one);
+    for (const d of dirs.slice(0, 9)) smallRead(eight, d);
+    expect(eight.stats()).toEqual({ directories: 7, bytes: 7 * one });
+  });
 
   it('a directory removed and made again at its path (the same inode, perhaps) is read afresh', async () => {
     const d = path.join(scratch.dir, 'reborn');
