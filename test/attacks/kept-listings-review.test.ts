@@ -109,8 +109,7 @@ describe('SmallListingCache: what a kept slot costs', () => {
 });
 
 describe('shared .gitignore rules', () => {
-  // Fails on the merged code: the memo was bounded by entries only.
-  it.fails('a dir-verdict memo keeps at most a bounded number of characters of directory paths', () => {
+  it('a dir-verdict memo keeps at most a bounded number of characters of directory paths', () => {
     const rules = sharedGitignoreRules(`build/\n# ${Math.random()}\n`, 1000);
     // 4,000 directories 3,000 characters deep (with their 10 parents, under the 4,096 entries a memo keeps): before the
     // fix 12 M characters held (by each of 64 kept rules objects, between calls), now at most 256 Ki.
