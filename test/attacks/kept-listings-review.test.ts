@@ -44,12 +44,12 @@ function smallRead(cache: SmallListingCache, dir: string) {
   }
 }
 
-async function walk(root: string, base = root): Promise<string[]> {
+async function walk(root: string, base = root, hide = ''): Promise<string[]> {
   const out: string[] = [];
   for await (const e of walkTree({
     maxDepth: 20,
     respectGitignore: true,
-    filter: () => 'ok',
+    filter: (_abs, _rootRel, name) => (name === hide ? 'omit' : 'ok'),
     childOf,
     base: base as AllowedPath,
     rootReal: root,
@@ -105,6 +105,23 @@ describe('SmallListingCache: what a kept slot costs', () => {
     // Whether or not the file system gave the inode back (ext4 often does), the ctime of the new directory differs.
     expect(smallRead(cache, d).names).toEqual(['second']);
     expect(listingBytes(smallRead(cache, d))).toBeGreaterThan(0);
+  });
+});
+
+describe('kept listings under a policy that changes between calls', () => {
+  it('a kept listing holds raw names only: what the policy hides now is hidden, whatever the last call showed', async () => {
+    const root = makeTree({ a: { secret: '', 'b.txt': '' }, c: { d: { secret: { e: '' } } } });
+    try {
+      for (const d of ['a', 'c', 'c/d', 'c/d/secret', '']) settle(path.join(root.dir, d));
+      await pastRacy();
+      const all = ['a', 'a/b.txt', 'a/secret', 'c', 'c/d', 'c/d/secret', 'c/d/secret/e'];
+      expect(await walk(root.dir)).toEqual(all);
+      expect(await walk(root.dir)).toEqual(all); // now from the kept listings
+      expect(await walk(root.dir, root.dir, 'secret')).toEqual(['a', 'a/b.txt', 'c', 'c/d']);
+      expect(await walk(root.dir)).toEqual(all);
+    } finally {
+      root.cleanup();
+    }
   });
 });
 
