@@ -25,6 +25,7 @@ import {
   RACY_MS,
   SmallListingCache,
   clearListingCache,
+  smallSlotBytes,
   listingBytes,
   listingCacheStats,
   sharedListing,
@@ -187,7 +188,7 @@ describe('SmallListingCache (directories too small for ListingCache)', () => {
     expect(smallRead(cache, dir, reads)).toBe(first);
     expect(reads.n).toBe(1);
     expect(first.names).toEqual(['f00001', 'f00002', 'f00003']);
-    expect(cache.stats()).toEqual({ directories: 1, bytes: listingBytes(first) });
+    expect(cache.stats()).toEqual({ directories: 1, bytes: smallSlotBytes(dir, first) });
     // Created, then removed with the mtime put back: ctime still tells.
     writeFileSync(path.join(dir, 'added'), '');
     expect(smallRead(cache, dir, reads).names).toContain('added');
@@ -216,8 +217,9 @@ describe('SmallListingCache (directories too small for ListingCache)', () => {
     expect(cache.stats().directories).toBe(0);
     const dirs = ['small-a', 'small-b', 'small-c'].map((n) => bigDir(n, 4));
     await pastRacy();
-    const one = listingBytes(smallRead(new SmallListingCache(), dirs[0], { n: 0 }));
-    const bounded = new SmallListingCache(2 * one);
+    const one = smallSlotBytes(dirs[0], smallRead(new SmallListingCache(), dirs[0], { n: 0 }));
+    // (Past its bound the cache drops down to 7/8 of it: two and a half slots' bound keeps two.)
+    const bounded = new SmallListingCache(2.5 * one);
     const counts = dirs.map(() => ({ n: 0 }));
     smallRead(bounded, dirs[0], counts[0]);
     smallRead(bounded, dirs[1], counts[1]);

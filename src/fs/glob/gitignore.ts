@@ -59,9 +59,12 @@ export class GitignoreRules {
   readonly states: number = 0;
   /**
    * Verdicts of directories (`dir/`), so each parent is tested once per walk (a pure function of the rules and the
-   * directory: kept while the rules are shared, emptied when it reaches DIR_VERDICTS_MAX).
+   * directory: kept while the rules are shared, emptied when it reaches DIR_VERDICTS_MAX entries or
+   * DIR_VERDICTS_MAX_CHARS characters of paths).
    */
   private readonly dirCache = new Map<string, IgnoreVerdict>();
+  /** Characters of the directory paths dirCache holds. */
+  private dirCacheChars = 0;
 
   /**
    * Parses a .gitignore's text (any size; each line is bounded by LIMITS).
@@ -145,8 +148,12 @@ export class GitignoreRules {
     let v = this.dirCache.get(dir);
     if (v === undefined) {
       v = this.test(dir, true);
-      if (this.dirCache.size >= DIR_VERDICTS_MAX) this.dirCache.clear();
+      if (this.dirCache.size >= DIR_VERDICTS_MAX || this.dirCacheChars + dir.length > DIR_VERDICTS_MAX_CHARS) {
+        this.dirCache.clear();
+        this.dirCacheChars = 0;
+      }
       this.dirCache.set(dir, v);
+      this.dirCacheChars += dir.length;
     }
     return v;
   }
@@ -164,6 +171,11 @@ export class GitignoreRules {
 
 /** Most directory verdicts one GitignoreRules keeps (GitignoreRules.dirCache). */
 const DIR_VERDICTS_MAX = 4096;
+/**
+ * Most characters of directory paths one GitignoreRules's verdicts are keyed by: 4,096 paths of thousands of
+ * characters each (a deep tree) were 12 M characters per rules object, kept between calls by up to SHARED_RULES_MAX.
+ */
+const DIR_VERDICTS_MAX_CHARS = 256 * 1024;
 
 /** Most characters of .gitignore text whose compiled rules `sharedGitignoreRules` keeps, in all (the rules are more). */
 const SHARED_TEXT_MAX_CHARS = 256 * 1024;
