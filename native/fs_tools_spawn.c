@@ -38,7 +38,9 @@
 #include <unistd.h>
 
 #define MAX_FDS 16
-#define MAX_ARGS 4096
+/* Strings of argv or of the environment: a bound on what is allocated here, far above what execve takes (ARG_MAX,
+   a quarter of the stack limit, counts each string's pointer too: E2BIG long before). Node's spawn has none. */
+#define MAX_ARGS (1 << 20)
 
 /* A JavaScript array of strings as a NULL-terminated C array (freed with free_strings); NULL on any failure. */
 static char **strings(napi_env env, napi_value array) {
@@ -157,11 +159,14 @@ static napi_value spawn_js(napi_env env, napi_callback_info info) {
   bool with_stdin = false;
   uint32_t nfds = 0;
   int fds[MAX_FDS];
-  int ok = napi_get_value_string_utf8(env, args[0], file, sizeof file, &len) == napi_ok && len < sizeof file - 1 &&
+  size_t cwd_len = 0;
+  int ok = napi_get_value_string_utf8(env, args[0], file, sizeof file, &len) == napi_ok &&
            napi_typeof(env, args[3], &cwd_type) == napi_ok && napi_get_value_bool(env, args[4], &with_stdin) == napi_ok &&
            napi_get_array_length(env, args[5], &nfds) == napi_ok && nfds <= MAX_FDS;
   if (ok && cwd_type == napi_string)
-    ok = napi_get_value_string_utf8(env, args[3], cwd, sizeof cwd, &len) == napi_ok && len < sizeof cwd - 1;
+    ok = napi_get_value_string_utf8(env, args[3], cwd, sizeof cwd, &cwd_len) == napi_ok;
+  /* A path that does not fit (PATH_MAX) is what execve or chdir would refuse: the same errno as Node's spawn. */
+  if (ok && (len >= sizeof file - 1 || cwd_len >= sizeof cwd - 1)) return number(env, ENAMETOOLONG);
   for (uint32_t i = 0; ok && i < nfds; i++) {
     napi_value item;
     ok = napi_get_element(env, args[5], i, &item) == napi_ok && napi_get_value_int32(env, item, &fds[i]) == napi_ok &&

@@ -5,10 +5,31 @@
  * the child compared with Node's `spawn`.
  */
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCommand, setChildSpawner, type CommandResult, type RunOptions } from '../../src/vcs/run-command.js';
 import { loadNativeSpawner, WALL_ADDON } from '../helpers/native-spawner.js';
 
 const spawner = loadNativeSpawner();
+const base = {
+  env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+  timeoutMs: 20_000,
+  maxOutputBytes: 1 << 20,
+};
+
+/** The command's result under Node's `spawn` and under the addon, less the durations. */
+async function bothWays(
+  file: string,
+  args: readonly string[],
+  options: RunOptions,
+): Promise<Array<Partial<CommandResult>>> {
+  const results: Array<Partial<CommandResult>> = [];
+  for (const starter of [null, spawner]) {
+    setChildSpawner(starter);
+    const { durationMs: _, ...rest } = await runCommand(file, args, options);
+    results.push(rest);
+  }
+  return results;
+}
 
 /**
  * A process whose worker threads load the addon, start 20 children each through it (sleeping 0.3 s) and end before
@@ -72,4 +93,31 @@ describe.skipIf(spawner === null)('the wall addon spawn under attack', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  describe("gives what Node's spawn gives", () => {
+    afterEach(() => setChildSpawner(null));
+
+    it('runs a command with more than 4096 arguments or environment entries (git-locate passes the whole environment)', async () => {
+      // Before the fix: ESPAWN under the addon (a limit of 4096 strings), exit 0 under Node's spawn.
+      const many = Array.from({ length: 5000 }, (_, i) => `a${i}`);
+      const [viaNode, viaAddon] = await bothWays('/bin/sh', ['-c', 'echo $#', 'sh', ...many], base);
+      expect(viaNode).toMatchObject({ exitCode: 0, stdout: '5000\n', spawnError: null });
+      expect(viaAddon).toEqual(viaNode);
+      const env = { ...base.env, ...Object.fromEntries(many.map((name) => [`FST_${name}`, 'x'])) };
+      const [envNode, envAddon] = await bothWays('/bin/sh', ['-c', 'env | grep -c ^FST_'], { ...base, env });
+      expect(envNode).toMatchObject({ exitCode: 0, stdout: '5000\n', spawnError: null });
+      expect(envAddon).toEqual(envNode);
+    });
+
+    it('reports a directory or a program path longer than PATH_MAX as ENAMETOOLONG', async () => {
+      // Before the fix: ESPAWN under the addon (its fixed buffers refused the string as a bad argument).
+      const deep = `/tmp/${'a/'.repeat(2100)}`;
+      const [viaNode, viaAddon] = await bothWays('/bin/pwd', [], { ...base, cwd: deep });
+      expect(viaNode).toMatchObject({ exitCode: null, stdout: '', stderr: '', spawnError: 'ENAMETOOLONG' });
+      expect(viaAddon).toEqual(viaNode);
+      const [progNode, progAddon] = await bothWays(`${deep}prog`, [], base);
+      expect(progNode).toMatchObject({ exitCode: null, spawnError: 'ENAMETOOLONG' });
+      expect(progAddon).toEqual(progNode);
+    });
+  });
 });
