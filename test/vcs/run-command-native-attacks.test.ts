@@ -5,6 +5,7 @@
  * the child compared with Node's `spawn`.
  */
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCommand, setChildSpawner, type CommandResult, type RunOptions } from '../../src/vcs/run-command.js';
 import { loadNativeSpawner, WALL_ADDON } from '../helpers/native-spawner.js';
@@ -118,6 +119,25 @@ describe.skipIf(spawner === null)('the wall addon spawn under attack', () => {
       const [progNode, progAddon] = await bothWays(`${deep}prog`, [], base);
       expect(progNode).toMatchObject({ exitCode: null, spawnError: 'ENAMETOOLONG' });
       expect(progAddon).toEqual(progNode);
+    });
+
+    it('drops the stdin socket and its unwritten input at the exit even if a process the child started holds stdin', async () => {
+      // Before the fix: under the addon the call returned with the socket (and 20 MB of input) still open in this
+      // process until that process ended; Node's spawn destroys stdin at the exit.
+      const fdsNow = (): number => readdirSync('/proc/self/fd').length;
+      await runCommand('/bin/true', [], base); // the first call's one-time set-up
+      const script = 'exec 3<&0; (exec sleep 1 0<&3 3<&- >/dev/null 2>&1 &); exit 0';
+      const left: number[] = [];
+      for (const starter of [null, spawner]) {
+        setChildSpawner(starter);
+        const before = fdsNow();
+        const r = await runCommand('/bin/sh', ['-c', script], { ...base, input: 'y'.repeat(20_000_000) });
+        expect(r).toMatchObject({ exitCode: 0, stdout: '', stderr: '', spawnError: null });
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        left.push(fdsNow() - before);
+      }
+      expect(left).toEqual([0, 0]);
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // the sleeps end
     });
   });
 });
