@@ -197,7 +197,8 @@ static napi_value spawn_js(napi_env env, napi_callback_info info) {
  * waiter thread and that function share. Node deletes the function when its environment is torn down (a worker thread
  * ending, the process's own teardown) even while a thread still holds it: its finalizer marks it `gone` under `lock`,
  * and the waiter thread touches it only under `lock` while it is not gone (it then reaps the child itself). `refs`:
- * the waiter thread and the function; the last one frees the struct.
+ * the waiter thread (then the exit it queued, which call_js takes) and the function's finalizer; the last one frees
+ * the struct (Node may run the finalizer before call_js of an exit still queued at the teardown).
  */
 typedef struct {
   pid_t pid;
@@ -233,14 +234,14 @@ static void *wait_thread(void *data) {
   while (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
   }
   pthread_mutex_lock(&w->lock);
-  if (w->gone) {
-    /* No event loop will take the exit any more: nobody else reaps the child. */
-    int status = 0;
-    reap(w->pid, &status);
-  } else if (napi_call_threadsafe_function(w->tsfn, w, napi_tsfn_blocking) == napi_ok) {
-    napi_release_threadsafe_function(w->tsfn, napi_tsfn_release);
-  }
+  int queued = !w->gone && napi_call_threadsafe_function(w->tsfn, w, napi_tsfn_blocking) == napi_ok;
+  /* After napi_closing the thread no longer holds the function (Node counted it out): no release then. */
+  if (queued) napi_release_threadsafe_function(w->tsfn, napi_tsfn_release);
   pthread_mutex_unlock(&w->lock);
+  if (queued) return NULL; /* the thread's reference goes with the exit to call_js */
+  /* No event loop will take the exit: nobody else reaps the child. */
+  int status = 0;
+  reap(w->pid, &status);
   waiter_unref(w);
   return NULL;
 }
@@ -262,6 +263,9 @@ static void call_js(napi_env env, napi_value callback, void *context, void *data
   waiter_t *w = data;
   int status = 0;
   pid_t got = reap(w->pid, &status);
+  /* The reference the thread handed over (Node runs this with no environment for an exit still queued at its
+     environment's teardown, after the finalizer). */
+  waiter_unref(w);
   if (!env) return;
   napi_value args[2], undefined, ignored;
   napi_get_null(env, &args[0]);

@@ -33,8 +33,9 @@ async function bothWays(
 }
 
 /**
- * A process whose worker threads load the addon, start 20 children each through it (sleeping 0.3 s) and end before
- * the children exit; the main thread, which never loaded the addon, lives on. It prints its zombie children at the end.
+ * A process whose worker threads load the addon, start 40 children each through it (half sleeping 0.3 s) and end
+ * before or while the children exit; the main thread, which never loaded the addon, lives on. It prints its zombie
+ * children at the end.
  */
 const WORKER_ENDS_FIRST = `
 const { Worker, isMainThread, parentPort, workerData } = require('node:worker_threads');
@@ -58,8 +59,9 @@ if (isMainThread) {
   }, 1500);
 } else {
   const addon = require(workerData);
-  for (let i = 0; i < 20; i++) {
-    const r = addon.spawn('/bin/sleep', ['/bin/sleep', '0.3'], [], null, false, []);
+  for (let i = 0; i < 40; i++) {
+    // Half exit while the worker is being torn down (their exits queued then), half after it has ended.
+    const r = i % 2 ? addon.spawn('/bin/true', ['/bin/true'], [], null, false, []) : addon.spawn('/bin/sleep', ['/bin/sleep', '0.3'], [], null, false, []);
     fs.closeSync(r[2]);
     fs.closeSync(r[3]);
     addon.waitExit(r[0], () => {});
