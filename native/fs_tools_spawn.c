@@ -38,7 +38,9 @@
 #include <unistd.h>
 
 #define MAX_FDS 16
-#define MAX_ARGS 4096
+/* Strings of argv or of the environment: a bound on what is allocated here, far above what execve takes (ARG_MAX,
+   a quarter of the stack limit, counts each string's pointer too: E2BIG long before). Node's spawn has none. */
+#define MAX_ARGS (1 << 20)
 
 /* A JavaScript array of strings as a NULL-terminated C array (freed with free_strings); NULL on any failure. */
 static char **strings(napi_env env, napi_value array) {
@@ -157,11 +159,14 @@ static napi_value spawn_js(napi_env env, napi_callback_info info) {
   bool with_stdin = false;
   uint32_t nfds = 0;
   int fds[MAX_FDS];
-  int ok = napi_get_value_string_utf8(env, args[0], file, sizeof file, &len) == napi_ok && len < sizeof file - 1 &&
+  size_t cwd_len = 0;
+  int ok = napi_get_value_string_utf8(env, args[0], file, sizeof file, &len) == napi_ok &&
            napi_typeof(env, args[3], &cwd_type) == napi_ok && napi_get_value_bool(env, args[4], &with_stdin) == napi_ok &&
            napi_get_array_length(env, args[5], &nfds) == napi_ok && nfds <= MAX_FDS;
   if (ok && cwd_type == napi_string)
-    ok = napi_get_value_string_utf8(env, args[3], cwd, sizeof cwd, &len) == napi_ok && len < sizeof cwd - 1;
+    ok = napi_get_value_string_utf8(env, args[3], cwd, sizeof cwd, &cwd_len) == napi_ok;
+  /* A path that does not fit (PATH_MAX) is what execve or chdir would refuse: the same errno as Node's spawn. */
+  if (ok && (len >= sizeof file - 1 || cwd_len >= sizeof cwd - 1)) return number(env, ENAMETOOLONG);
   for (uint32_t i = 0; ok && i < nfds; i++) {
     napi_value item;
     ok = napi_get_element(env, args[5], i, &item) == napi_ok && napi_get_value_int32(env, item, &fds[i]) == napi_ok &&
@@ -187,11 +192,40 @@ static napi_value spawn_js(napi_env env, napi_callback_info info) {
   return out;
 }
 
-/* One child being waited for: its pid and the thread-safe function that takes its exit to the event loop. */
+/*
+ * One child being waited for: its pid, the thread-safe function that takes its exit to the event loop, and what the
+ * waiter thread and that function share. Node deletes the function when its environment is torn down (a worker thread
+ * ending, the process's own teardown) even while a thread still holds it: its finalizer marks it `gone` under `lock`,
+ * and the waiter thread touches it only under `lock` while it is not gone (it then reaps the child itself). `refs`:
+ * the waiter thread (then the exit it queued, which call_js takes) and the function's finalizer; the last one frees
+ * the struct (Node may run the finalizer before call_js of an exit still queued at the teardown).
+ */
 typedef struct {
   pid_t pid;
   napi_threadsafe_function tsfn;
+  pthread_mutex_t lock;
+  int gone;
+  int refs;
 } waiter_t;
+
+/* Drops one of `w`'s two references (under its lock); frees it with the last. */
+static void waiter_unref(waiter_t *w) {
+  pthread_mutex_lock(&w->lock);
+  int last = --w->refs == 0;
+  pthread_mutex_unlock(&w->lock);
+  if (last) {
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+  }
+}
+
+/* Reaps `pid` (already exited) into `status`; the pid, or -1. */
+static pid_t reap(pid_t pid, int *status) {
+  pid_t got;
+  while ((got = waitpid(pid, status, WNOHANG)) < 0 && errno == EINTR) {
+  }
+  return got;
+}
 
 /* The waiter thread: blocks until the child has exited (without reaping it), then hands it to the event loop. */
 static void *wait_thread(void *data) {
@@ -199,11 +233,28 @@ static void *wait_thread(void *data) {
   siginfo_t si;
   while (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
   }
-  /* The event loop frees `w` once it has the exit: the function is taken before handing it over. */
-  napi_threadsafe_function tsfn = w->tsfn;
-  napi_call_threadsafe_function(tsfn, w, napi_tsfn_blocking);
-  napi_release_threadsafe_function(tsfn, napi_tsfn_release);
+  pthread_mutex_lock(&w->lock);
+  int queued = !w->gone && napi_call_threadsafe_function(w->tsfn, w, napi_tsfn_blocking) == napi_ok;
+  /* After napi_closing the thread no longer holds the function (Node counted it out): no release then. */
+  if (queued) napi_release_threadsafe_function(w->tsfn, napi_tsfn_release);
+  pthread_mutex_unlock(&w->lock);
+  if (queued) return NULL; /* the thread's reference goes with the exit to call_js */
+  /* No event loop will take the exit: nobody else reaps the child. */
+  int status = 0;
+  reap(w->pid, &status);
+  waiter_unref(w);
   return NULL;
+}
+
+/* The function's finalizer (on the event loop, also at its environment's teardown): the thread must not use it. */
+static void waiter_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  waiter_t *w = data;
+  pthread_mutex_lock(&w->lock);
+  w->gone = 1;
+  pthread_mutex_unlock(&w->lock);
+  waiter_unref(w);
 }
 
 /* On the event loop: reaps the child and calls back with (exit code | null, signal number | null). */
@@ -211,10 +262,10 @@ static void call_js(napi_env env, napi_value callback, void *context, void *data
   (void)context;
   waiter_t *w = data;
   int status = 0;
-  pid_t got;
-  while ((got = waitpid(w->pid, &status, WNOHANG)) < 0 && errno == EINTR) {
-  }
-  free(w);
+  pid_t got = reap(w->pid, &status);
+  /* The reference the thread handed over (Node runs this with no environment for an exit still queued at its
+     environment's teardown, after the finalizer). */
+  waiter_unref(w);
   if (!env) return;
   napi_value args[2], undefined, ignored;
   napi_get_null(env, &args[0]);
@@ -238,8 +289,12 @@ static napi_value wait_exit_js(napi_env env, napi_callback_info info) {
   waiter_t *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->pid = pid;
+  w->refs = 2;
+  pthread_mutex_init(&w->lock, NULL);
   napi_create_string_utf8(env, "fs-tools:child", NAPI_AUTO_LENGTH, &name);
-  if (napi_create_threadsafe_function(env, args[1], NULL, name, 0, 1, NULL, NULL, NULL, call_js, &w->tsfn) != napi_ok) {
+  if (napi_create_threadsafe_function(env, args[1], NULL, name, 0, 1, w, waiter_finalize, NULL, call_js, &w->tsfn) !=
+      napi_ok) {
+    pthread_mutex_destroy(&w->lock);
     free(w);
     napi_throw_error(env, NULL, "waitExit: no thread-safe function");
     return NULL;
@@ -257,8 +312,9 @@ static napi_value wait_exit_js(napi_env env, napi_callback_info info) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
   if (err) {
+    /* The finalizer drops the function's reference; this drops the thread's that never ran. */
     napi_release_threadsafe_function(w->tsfn, napi_tsfn_abort);
-    free(w);
+    waiter_unref(w);
     napi_throw_error(env, NULL, "waitExit: no thread");
     return NULL;
   }

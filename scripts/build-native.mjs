@@ -82,11 +82,13 @@ function compile(src, out, libs = [], kind = 'shared') {
 
 // The kernel wall's addon (native/fs_tools_landlock.c, docs/security.md "The kernel wall"): built first and on its
 // own, so that a failure of one addon leaves the other.
-// Its spawn (native/fs_tools_spawn.c) starts git without forking the server.
+// Its spawn (native/fs_tools_spawn.c) starts git without forking the server. Never unloaded (-z nodelete): a thread
+// of its spawn may still wait for a child when the environment that loaded it (a worker thread) ends and Node closes
+// the library, and would run code no longer mapped.
 const wall = compile(
   [path.join(root, 'native/fs_tools_landlock.c'), path.join(root, 'native/fs_tools_spawn.c')],
   path.join(outDir, 'fs_tools_landlock.node'),
-  ['-lpthread'],
+  ['-lpthread', '-Wl,-z,nodelete'],
 );
 if (wall) process.stderr.write(`fs-tools: kernel-wall addon not built (${wall}); the server runs without the wall\n`);
 // Its exec helper: git runs through it, under a narrower layer (no forge configuration, no token directories).

@@ -384,6 +384,9 @@ function nativeChild(spawner: NativeSpawner, pid: number, inFd: number, outFd: n
   spawner.waitExit(pid, (exitCode) => {
     exited = true;
     code = exitCode;
+    // As Node's `spawn` does: input not taken by now is dropped, even if a process the child started holds its stdin
+    // (else the socket and its unwritten input stay in the server until that process ends).
+    stdin?.destroy();
     for (const listener of onExit) listener();
     maybeClose();
   });
