@@ -276,7 +276,16 @@ static void call_js(napi_env env, napi_value callback, void *context, void *data
   napi_call_function(env, undefined, callback, 2, args, &ignored);
 }
 
-/* waitExit(pid, callback): calls back once the child has exited; throws if no waiter could be started. */
+/* No waiter could be started for `pid`: the child is stopped and reaped here (after SIGKILL the wait is short), so it
+ * neither runs on unwatched nor stays a zombie, and its pid cannot be reused under a later signal. */
+static void stop_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
+/* waitExit(pid, callback): calls back once the child has exited; if no waiter could be started, stops and reaps the
+ * child, then throws. */
 static napi_value wait_exit_js(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value args[2], name;
@@ -287,7 +296,11 @@ static napi_value wait_exit_js(napi_env env, napi_callback_info info) {
     return NULL;
   }
   waiter_t *w = calloc(1, sizeof *w);
-  if (!w) return NULL;
+  if (!w) {
+    stop_and_reap(pid);
+    napi_throw_error(env, NULL, "waitExit: out of memory");
+    return NULL;
+  }
   w->pid = pid;
   w->refs = 2;
   pthread_mutex_init(&w->lock, NULL);
@@ -296,6 +309,7 @@ static napi_value wait_exit_js(napi_env env, napi_callback_info info) {
       napi_ok) {
     pthread_mutex_destroy(&w->lock);
     free(w);
+    stop_and_reap(pid);
     napi_throw_error(env, NULL, "waitExit: no thread-safe function");
     return NULL;
   }
@@ -315,6 +329,7 @@ static napi_value wait_exit_js(napi_env env, napi_callback_info info) {
     /* The finalizer drops the function's reference; this drops the thread's that never ran. */
     napi_release_threadsafe_function(w->tsfn, napi_tsfn_abort);
     waiter_unref(w);
+    stop_and_reap(pid);
     napi_throw_error(env, NULL, "waitExit: no thread");
     return NULL;
   }

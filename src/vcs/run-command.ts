@@ -362,7 +362,11 @@ function nativeChild(spawner: NativeSpawner, pid: number, inFd: number, outFd: n
       else if (fd >= 0) closeSync(fd);
     }
     spawner.signal(pid, os.constants.signals.SIGKILL);
-    spawner.waitExit(pid, () => {});
+    try {
+      spawner.waitExit(pid, () => {});
+    } catch {
+      // No waiter: the addon has stopped and reaped the child itself.
+    }
     throw error;
   }
   const out = stdout;
@@ -381,15 +385,21 @@ function nativeChild(spawner: NativeSpawner, pid: number, inFd: number, outFd: n
       maybeClose();
     });
   }
-  spawner.waitExit(pid, (exitCode) => {
-    exited = true;
-    code = exitCode;
-    // As Node's `spawn` does: input not taken by now is dropped, even if a process the child started holds its stdin
-    // (else the socket and its unwritten input stay in the server until that process ends).
-    stdin?.destroy();
-    for (const listener of onExit) listener();
-    maybeClose();
-  });
+  try {
+    spawner.waitExit(pid, (exitCode) => {
+      exited = true;
+      code = exitCode;
+      // As Node's `spawn` does: input not taken by now is dropped, even if a process the child started holds its
+      // stdin (else the socket and its unwritten input stay in the server until that process ends).
+      stdin?.destroy();
+      for (const listener of onExit) listener();
+      maybeClose();
+    });
+  } catch (error) {
+    // No waiter could be started (no thread): the addon has stopped and reaped the child; its sockets go too.
+    for (const stream of [stdin, out, err]) stream?.destroy();
+    throw error;
+  }
   return {
     stdin,
     stdout: out,
