@@ -30,6 +30,7 @@ import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
 import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
+import { ignoreDirsOf, PlainItem, WalkSettings, withLevel } from './walk-shapes.js';
 import { sharedListing, SMALL_DIRECTORY_BYTES, smallListing, SYNC_READDIR_MAX_BYTES } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
@@ -156,7 +157,8 @@ interface WalkRun {
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
 const MAX_IGNORE_BYTES = 1024 * 1024;
 
-interface IgnoreLevel {
+/** One .gitignore in force: its directory and its compiled rules. */
+export interface IgnoreLevel {
   /** Directory of the .gitignore, relative to rootReal, `/`-separated ('' for the root). */
   dir: string;
   matcher: GitignoreRules;
@@ -175,7 +177,9 @@ export function compareNames(a: string, b: string): number {
 export function walkTree(options: WalkOptions & { stats: false }): AsyncGenerator<WalkItem>;
 export function walkTree(options: WalkOptions & { stats: boolean }): AsyncGenerator<WalkItem | WalkEntry>;
 export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
-export async function* walkTree(options: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
+export async function* walkTree(given: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
+  // One object shape for every caller (see WalkSettings): the walk reads these options per entry.
+  const options = given instanceof WalkSettings ? given : new WalkSettings(given, given.sink);
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
   // Globs first: a pattern over the limits is refused before any IO.
   const budget = patternBudget();
@@ -282,10 +286,10 @@ export async function walkInto(
   options: Omit<WalkOptions, 'sink'>,
   sink: NonNullable<WalkOptions['sink']>,
 ): Promise<void> {
-  // With a sink the walk yields nothing: this only drives it. The options object is built by Object.assign, not by
-  // a spread with `sink` after it: V8 (Node 20) gave every `{ ...options, sink }` a map of its own, so each call
-  // deoptimized the walk's loop (it reads these options per entry) and it was compiled again, call after call.
-  for await (const _ of walkTree(Object.assign({}, options, { sink }))) {
+  // With a sink the walk yields nothing: this only drives it. The options are copied into a WalkSettings, not spread
+  // with `sink` after them: V8 (Node 20) gave every `{ ...options, sink }` a map of its own, so each call deoptimized
+  // the walk's loop (it reads these options per entry) and it was compiled again, call after call.
+  for await (const _ of walkTree(new WalkSettings(options, sink))) {
     /* nothing is yielded */
   }
 }
@@ -403,12 +407,7 @@ function againstCursor(
 /** The item for an entry without stats (type and, for `other`, the special type from the listing). */
 function plainItem(f: DirFrame, d: Dirent, relative: string, absolute: AllowedPath, rootRelative: string): WalkItem {
   const type = direntType(d);
-  const depth = f.depth;
-  if (type !== 'other') return { relative, absolute, rootRelative, type, depth };
-  const special = specialType(d);
-  return special
-    ? { relative, absolute, rootRelative, type, special, depth }
-    : { relative, absolute, rootRelative, type, depth };
+  return new PlainItem(relative, absolute, rootRelative, type, type === 'other' ? specialType(d) : undefined, f.depth);
 }
 
 /**
@@ -439,10 +438,9 @@ async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerat
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
     const shown = f.rel ? `${f.rel}/.gitignore` : '.gitignore';
     const level = loadIgnore(o, f.dir, f.rootRel, shown, chainBudget(f.levels));
-    if (level) levels = [...f.levels, level];
+    if (level) levels = withLevel(f.levels, level);
   }
-  // This directory as each .gitignore level sees it, once per directory (GitignoreRules.testEntry).
-  const ignoreDirs = levels.map((l) => (l.dir === '' ? f.rootRel : f.rootRel.slice(l.dir.length + 1)));
+  const ignoreDirs = ignoreDirsOf(levels, f.rootRel);
   // (a readdir is a yield: the slice starts again after it)
   run.sliceStart = performance.now();
   const dirDepth = f.rel === '' ? 0 : f.rel.split('/').length;

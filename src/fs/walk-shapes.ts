@@ -1,0 +1,88 @@
+/**
+ * The objects the directory walker (src/fs/walk.ts) builds for every walk, directory and entry, made so that each
+ * has one V8 map whoever called the walk and whether or not the walk's code is optimized yet: the walk's per-entry code then stays optimized from a server's first
+ * calls on (docs/benchmarks.md, names-only listing). This file changes when WalkOptions or WalkItem gain a field.
+ */
+import type { AllowedPath } from '../policy/resolve-path.js';
+import type { IgnoreLevel, SpecialType, WalkItem, WalkOptions, WalkType } from './walk.js';
+
+/**
+ * WalkOptions with every field set, in one order: one V8 map for the options of every caller (list_directory,
+ * search_files, replace plans), where each caller's own literal (fields present or absent, in its order) had a map of
+ * its own and the walk's per-entry reads of them went polymorphic or deoptimized when another caller's came by.
+ */
+export class WalkSettings implements WalkOptions {
+  readonly base: AllowedPath;
+  readonly rootReal: string;
+  readonly maxDepth: number;
+  readonly respectGitignore: boolean;
+  readonly include: readonly string[] | undefined;
+  readonly exclude: readonly string[] | undefined;
+  readonly resume: NonNullable<WalkOptions['resume']> | null;
+  readonly filter: WalkOptions['filter'];
+  readonly childOf: WalkOptions['childOf'];
+  readonly onSkip: WalkOptions['onSkip'];
+  readonly signal: AbortSignal | undefined;
+  readonly nocase: boolean;
+  readonly stats: boolean;
+  readonly depthIsLimit: boolean;
+  readonly sink: WalkOptions['sink'];
+
+  constructor(o: Omit<WalkOptions, 'sink'>, sink: WalkOptions['sink']) {
+    this.base = o.base;
+    this.rootReal = o.rootReal;
+    this.maxDepth = o.maxDepth;
+    this.respectGitignore = o.respectGitignore;
+    this.include = o.include;
+    this.exclude = o.exclude;
+    this.resume = o.resume ?? null;
+    this.filter = o.filter;
+    this.childOf = o.childOf;
+    this.onSkip = o.onSkip;
+    this.signal = o.signal;
+    this.nocase = o.nocase ?? false;
+    this.stats = o.stats !== false;
+    this.depthIsLimit = o.depthIsLimit ?? false;
+    this.sink = sink;
+  }
+}
+
+/**
+ * An entry without stats (WalkItem): one class, so every item of every walk has one V8 map (`special` is always a
+ * field, undefined for the four common types and when the listing does not say), where the literals with and
+ * without `special` were two.
+ */
+export class PlainItem implements WalkItem {
+  constructor(
+    readonly relative: string,
+    readonly absolute: AllowedPath,
+    readonly rootRelative: string,
+    readonly type: WalkType,
+    readonly special: SpecialType | undefined,
+    readonly depth: number,
+  ) {}
+}
+
+/*
+ * The two arrays below are built by push onto `[]`, never by a spread or `map`: those made arrays of another elements
+ * kind (another V8 map) once walkDir was optimized than while it was interpreted, so isIgnored, which reads them per
+ * entry, was deoptimized for "wrong map" in a server's first calls and compiled again.
+ */
+
+/** `levels` and then `level`, as a new array. */
+export function withLevel(levels: readonly IgnoreLevel[], level: IgnoreLevel): IgnoreLevel[] {
+  const next: IgnoreLevel[] = [];
+  for (let i = 0; i < levels.length; i++) next.push(levels[i]);
+  next.push(level);
+  return next;
+}
+
+/** The directory `rootRel` as each .gitignore level sees it (GitignoreRules.testEntry), once per directory. */
+export function ignoreDirsOf(levels: readonly IgnoreLevel[], rootRel: string): string[] {
+  const dirs: string[] = [];
+  for (let i = 0; i < levels.length; i++) {
+    const d = levels[i].dir;
+    dirs.push(d === '' ? rootRel : rootRel.slice(d.length + 1));
+  }
+  return dirs;
+}
