@@ -5,7 +5,7 @@
  * the child compared with Node's `spawn`.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { closeSync, openSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCommand, setChildSpawner, type CommandResult, type RunOptions } from '../../src/vcs/run-command.js';
 import { loadNativeSpawner, WALL_ADDON } from '../helpers/native-spawner.js';
@@ -142,4 +142,80 @@ describe.skipIf(spawner === null)('the wall addon spawn under attack', () => {
       await new Promise((resolve) => setTimeout(resolve, 1000)); // the sleeps end
     });
   });
+});
+
+/**
+ * The addon's two failure ends that no real part can reach here: a socket that cannot be wrapped, and a waiter thread
+ * that cannot start (forcing pthread_create to fail needs RLIMIT_NPROC, shared with every process of this user). The
+ * spawner is the real addon with one call replaced — a stand-in, said so here — that fails as the addon does: for the
+ * waiter, after stopping and reaping the child itself (native/fs_tools_spawn.c `stop_and_reap`).
+ */
+describe('the addon path when a started child cannot be watched', () => {
+  afterEach(() => setChildSpawner(null));
+  const zombiesOfThisProcess = (): number =>
+    readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .filter((name) => {
+        try {
+          const stat = spawnSync('cat', [`/proc/${name}/stat`], { encoding: 'utf8' }).stdout;
+          const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          return Number(fields[1]) === process.pid && fields[0] === 'Z';
+        } catch {
+          return false;
+        }
+      }).length;
+
+  it.runIf(spawner !== null)('no waiter thread: a spawn error, the child gone and reaped, no socket left', async () => {
+    const real = spawner!;
+    let started = 0;
+    setChildSpawner({
+      spawn: (...args) => {
+        const out = real.spawn(...args);
+        if (typeof out !== 'number') started = out[0];
+        return out;
+      },
+      signal: (pid, signo) => real.signal(pid, signo),
+      waitExit: (pid) => {
+        real.signal(pid, 9);
+        real.waitExit(pid, () => {});
+        throw new Error('waitExit: no thread');
+      },
+    });
+    const fdsBefore = readdirSync('/proc/self/fd').length;
+    const r = await runCommand('/bin/sleep', ['30'], base);
+    expect(r.exitCode).toBeNull();
+    expect(r.spawnError).not.toBeNull();
+    expect(started).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(() => process.kill(started, 0)).toThrow(); // no such process: killed and reaped
+    expect(readdirSync('/proc/self/fd').length).toBe(fdsBefore);
+    expect(zombiesOfThisProcess()).toBe(0);
+  });
+
+  it.runIf(spawner !== null)(
+    'a socket that cannot be wrapped: a spawn error, the child killed and reaped',
+    async () => {
+      const real = spawner!;
+      let started = 0;
+      setChildSpawner({
+        spawn: (...args) => {
+          const out = real.spawn(...args);
+          if (typeof out === 'number') return out;
+          started = out[0];
+          closeSync(out[3]);
+          return [out[0], out[1], out[2], openSync('/dev/null', 'r')]; // stderr: a descriptor net.Socket cannot wrap
+        },
+        signal: (pid, signo) => real.signal(pid, signo),
+        waitExit: (pid, callback) => real.waitExit(pid, callback),
+      });
+      const fdsBefore = readdirSync('/proc/self/fd').length;
+      const r = await runCommand('/bin/sleep', ['30'], base);
+      expect(r.exitCode).toBeNull();
+      expect(r.spawnError).not.toBeNull();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(() => process.kill(started, 0)).toThrow();
+      expect(readdirSync('/proc/self/fd').length).toBe(fdsBefore);
+      expect(zombiesOfThisProcess()).toBe(0);
+    },
+  );
 });
