@@ -300,7 +300,15 @@ export function clearListingCache(): void {
   listings.small.clear();
 }
 
-/** What the process's cache holds: directories, names, bytes (tests, diagnostics, the benchmark's memory rows). */
-export function listingCacheStats(): { directories: number; entries: number; bytes: number } {
-  return listings.large.stats();
+/**
+ * What the process's caches hold: the large directories' (directories, names, bytes) and, under `small`, the small
+ * directories' (directories, bytes as `smallSlotBytes` counts them). Tests and diagnostics.
+ */
+export function listingCacheStats(): {
+  directories: number;
+  entries: number;
+  bytes: number;
+  small: { directories: number; bytes: number };
+} {
+  return { ...listings.large.stats(), small: listings.small.stats() };
 }

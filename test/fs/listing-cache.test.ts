@@ -29,6 +29,7 @@ import {
   listingBytes,
   listingCacheStats,
   sharedListing,
+  smallListing,
 } from '../../src/fs/listing-cache.js';
 import { makeTree } from '../helpers/tree.js';
 
@@ -76,6 +77,7 @@ describe('sharedListing', () => {
       directories: 1,
       entries: CACHE_MIN_ENTRIES + 10,
       bytes: listingBytes(all[0]),
+      small: { directories: 0, bytes: 0 },
     });
     // Per name: its UTF-16 characters (here 6: f00001…) and a fixed overhead.
     expect(listingBytes(all[0]) / all[0].names.length).toBeGreaterThan(12);
@@ -229,6 +231,27 @@ describe('SmallListingCache (directories too small for ListingCache)', () => {
     smallRead(bounded, dirs[0], counts[0]);
     smallRead(bounded, dirs[1], counts[1]);
     expect(counts.map((c) => c.n)).toEqual([1, 2, 1]);
+  });
+
+  it("the process's small listings are reported by listingCacheStats and dropped by clearListingCache", async () => {
+    const dir = bigDir('small-process', 2);
+    await pastRacy();
+    const fd = openSync(dir, 'r');
+    let kept;
+    try {
+      kept = smallListing(dir, fd, fstatSync(fd, { bigint: true }), () => readdirSync(dir, { withFileTypes: true }));
+    } finally {
+      closeSync(fd);
+    }
+    expect(kept.names).toEqual(['f00001', 'f00002']);
+    expect(listingCacheStats()).toEqual({
+      directories: 0,
+      entries: 0,
+      bytes: 0,
+      small: { directories: 1, bytes: smallSlotBytes(dir, kept) },
+    });
+    clearListingCache();
+    expect(listingCacheStats().small).toEqual({ directories: 0, bytes: 0 });
   });
 
   it('a failed read keeps nothing and throws', async () => {
