@@ -8,7 +8,10 @@
  *  - a file is opened only as openat(dirfd, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY): `dirfd` is the
  *    directory descriptor the caller opened and verified (its /proc/self/fd location equals the authorized path), so a
  *    directory swapped for a link afterwards cannot redirect the open; the final name is never followed if it is a
- *    link; a FIFO or device never blocks (O_NONBLOCK) and is refused (statx: regular files only);
+ *    link; a FIFO or device never blocks (O_NONBLOCK); the walk hands over only entries its listing says are regular
+ *    files, a FIFO or directory swapped in since fails the read (ESPIPE, EISDIR), and every file whose bytes go back,
+ *    that is judged binary, or that fills the read is proven a regular file of its size by statx, so no byte of
+ *    anything but a regular file is returned and nothing past the cap is read but its first byte over it;
  *  - a name that is empty, ".", "..", or holds "/" or NUL is a hard failure (a thrown TypeError) before anything is
  *    opened: this function never resolves a path, only one directory entry;
  *  - nothing is allocated here: bytes go into the caller's buffer `out`; a file that does not fit stops the batch and
@@ -273,6 +276,33 @@ struct read_args {
 };
 
 /*
+ * The verdict on a text's `filled` bytes at `dst`: CODE_BINARY (looksBinary(bytes, true) of src/fs/text.ts: a NUL byte,
+ * or not UTF-8), CODE_NO_MATCH (it holds neither the needle nor, when there is a set, any string of it: matched()'s
+ * holdsAny, src/fs/search-reader-match.ts; an empty needle is found everywhere, even in an empty file), else
+ * CODE_CANDIDATE.
+ */
+static int judge(const struct read_args *a, const unsigned char *dst, size_t filled) {
+  if (!text_no_nul(dst, filled)) return CODE_BINARY;
+  if (a->has_needle && !contains(dst, filled, a->needle, a->needle_len)) return CODE_NO_MATCH;
+  if (a->has_set && !contains_any(dst, filled, a->set, a->set_len)) return CODE_NO_MATCH;
+  return CODE_CANDIDATE;
+}
+
+/*
+ * 1 when `fd` is a regular file, its size in *size. statx, not fstat: glibc exports fstat only from 2.33 (before, it
+ * was an inline over __fxstat), so a binary calling fstat would not load on the older glibc Node 20 still supports
+ * (2.28, where statx appeared).
+ */
+static int regular_size(int fd, uint64_t *size) {
+  struct statx st;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_SIZE, &st) != 0 ||
+      (st.stx_mask & (STATX_TYPE | STATX_SIZE)) != (STATX_TYPE | STATX_SIZE) || !S_ISREG(st.stx_mode))
+    return 0;
+  *size = st.stx_size;
+  return 1;
+}
+
+/*
  * Opens, checks and reads the one entry `name` (NUL-terminated, a single entry name) of `a->dirfd` into a->out at
  * *used, and writes its [code, offset, length] to m. Returns 1 when the file does not fit (NEED_SPACE: the run stops
  * there), else 0.
@@ -288,63 +318,58 @@ static int read_one(const struct read_args *a, const char *name, double *m, size
     m[0] = CODE_UNREADABLE;
     return 0;
   }
-  /* statx, not fstat: glibc exports fstat only from 2.33 (before, it was an inline over __fxstat), so a binary
-   * calling fstat would not load on the older glibc Node 20 still supports (2.28, where statx appeared). */
-  struct statx st;
-  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_SIZE, &st) != 0 ||
-      (st.stx_mask & (STATX_TYPE | STATX_SIZE)) != (STATX_TYPE | STATX_SIZE) || !S_ISREG(st.stx_mode)) {
+  /* Read first, stat only when needed (docs/security.md "Native reads for content search"): at most one byte over
+   * the cap, into the room left in `out`. pread fails on what the walk's d_type and O_NOFOLLOW|O_NONBLOCK still let
+   * through a race — a FIFO (ESPIPE), a directory (EISDIR); a socket or a link never opened — and a regular file comes
+   * back short only at its end (the page cache fills a read whole), so a short read is the whole file. */
+  unsigned char *dst = a->out + *used;
+  size_t room = a->out_len - *used;
+  size_t want = (double)room > a->max_bytes ? (size_t)a->max_bytes + 1 : room;
+  ssize_t n;
+  do {
+    n = pread(fd, dst, want, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) {
     close(fd);
     m[0] = CODE_UNREADABLE;
     return 0;
   }
-  if ((double)st.stx_size > a->max_bytes) {
-    close(fd);
-    m[0] = CODE_TOO_LARGE;
-    return 0;
-  }
-  size_t size = (size_t)st.stx_size;
-  if (size > a->out_len - *used) {
-    close(fd);
-    m[0] = CODE_NEED_SPACE;
-    m[2] = (double)size;
-    return 1;
-  }
-  /* The size statx reported, from offset 0, as the JavaScript path reads it: a file that grows meanwhile is read as
-   * it was, one that shrinks up to its end. */
-  unsigned char *dst = a->out + *used;
-  size_t filled = 0;
-  int failed = 0;
-  while (filled < size) {
-    ssize_t n = pread(fd, dst + filled, size - filled, (off_t)filled);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      failed = 1;
-      break;
+  size_t filled = (size_t)n;
+  /* A full read may be a file over the cap or over the room left: its type and size decide, as a stat first would
+   * have (its size is what is read: a file that reports less than it holds, as procfs does, is read as that much). */
+  uint64_t size;
+  if (filled == want) {
+    if (!regular_size(fd, &size)) {
+      close(fd);
+      m[0] = CODE_UNREADABLE;
+      return 0;
     }
-    if (n == 0) break;
-    filled += (size_t)n;
+    if ((double)size > a->max_bytes) {
+      close(fd);
+      m[0] = CODE_TOO_LARGE;
+      return 0;
+    }
+    if (size > room) {
+      close(fd);
+      m[0] = CODE_NEED_SPACE;
+      m[2] = (double)size;
+      return 1;
+    }
+    if (size < filled) filled = (size_t)size;
+  }
+  int verdict = judge(a, dst, filled);
+  /* Bytes that go back to the caller, and a binary verdict (which a shorter size could change), are a regular
+   * file's, proven now; a no-match verdict holds for every prefix of the bytes read, so it needs no size. */
+  if ((verdict == CODE_CANDIDATE || verdict == CODE_BINARY) && n < (ssize_t)want) {
+    if (!regular_size(fd, &size)) verdict = CODE_UNREADABLE;
+    else if (size < filled) {
+      filled = (size_t)size;
+      verdict = judge(a, dst, filled);
+    }
   }
   close(fd);
-  if (failed) {
-    m[0] = CODE_UNREADABLE;
-    return 0;
-  }
-  /* looksBinary(bytes, true) of src/fs/text.ts: a NUL byte, or not UTF-8. */
-  if (!text_no_nul(dst, filled)) {
-    m[0] = CODE_BINARY;
-    return 0;
-  }
-  /* bytes.indexOf(needle) === -1 (an empty needle is found everywhere, even in an empty file). */
-  if (a->has_needle && !contains(dst, filled, a->needle, a->needle_len)) {
-    m[0] = CODE_NO_MATCH;
-    return 0;
-  }
-  /* ...and none of the set: matched()'s holdsAny(bytes, anyOf) is false (src/fs/search-reader-match.ts). */
-  if (a->has_set && !contains_any(dst, filled, a->set, a->set_len)) {
-    m[0] = CODE_NO_MATCH;
-    return 0;
-  }
-  m[0] = CODE_CANDIDATE;
+  m[0] = verdict;
+  if (verdict != CODE_CANDIDATE) return 0;
   m[1] = (double)*used;
   m[2] = (double)filled;
   *used += filled;
