@@ -1,5 +1,5 @@
 /**
- * The three changes fs-tools makes to the MCP TypeScript SDK (@modelcontextprotocol/server), applied while esbuild
+ * The four changes fs-tools makes to the MCP TypeScript SDK (@modelcontextprotocol/server), applied while esbuild
  * bundles the program, written as they would be proposed upstream: nothing in src/ reaches into the SDK's private
  * members. Each replaces a zod parse per message that only classifies it (docs/benchmarks.md "Start-up, read_file
  * and memory"); none changes what is dispatched or sent.
@@ -27,6 +27,11 @@
  *    passes (its params are a loose object whose only known member is `_meta`). Anything else still takes the zod parse,
  *    so a message is dispatched exactly as before; the common request skips a parse that cost about 11 µs over a
  *    fresh server's first 1,500 requests (`FS_TOOLS_PLAIN_REQUEST`, appended to the module that holds the hook).
+ * 4. The stdio connection channel (`StdioConnectionChannel.deliver`) parses every inbound message with zod again, only
+ *    to note a request's id among those in flight (`_pendingRequests`, which `whenRequestsAnswered` waits for). The
+ *    same plain test as in 3. answers "request" first (`FS_TOOLS_PLAIN_CHANNEL_REQUEST`, the same function under its
+ *    own name, appended to the channel's module): the same ids are noted, and a request the test does not know
+ *    takes the parse as before (about 14 µs per request over a fresh server's first 1,500 in a profile).
  *
  * Kept honest by: the build fails when the SDK no longer has exactly the texts below, once each (an SDK upgrade that
  * changes them must revisit this file), and test/distribution/sdk-patch.test.ts checks that the installed SDK still
@@ -67,28 +72,53 @@ export const PATCHED_SETTLE = [
  * The plain request test of 3. above, appended to the SDK module the classification patch changed. True only for
  * messages JSONRPCRequestSchema passes (test/distribution/sdk-patch.test.ts compiles this text and checks that).
  */
-export const FS_TOOLS_PLAIN_REQUEST = [
-  '',
-  'function fsToolsPlainRequest(message) {',
-  '\tif (typeof message !== "object" || message === null || Object.getPrototypeOf(message) !== Object.prototype) return false;',
-  '\tfor (const key in message) if (key !== "jsonrpc" && key !== "id" && key !== "method" && key !== "params") return false;',
-  '\tif (message.jsonrpc !== "2.0" || typeof message.method !== "string") return false;',
-  '\tif (typeof message.id !== "string" && !Number.isSafeInteger(message.id)) return false;',
-  '\tconst params = message.params;',
-  '\tif (params === void 0) return true;',
-  '\treturn typeof params === "object" && params !== null && Object.getPrototypeOf(params) === Object.prototype && !Object.hasOwn(params, "_meta");',
-  '}',
-  '',
-].join('\n');
+export const FS_TOOLS_PLAIN_REQUEST = plainRequestFunction('fsToolsPlainRequest');
 
-/** Each patch: the SDK's text and its replacement; each must occur exactly once across the SDK files bundled. */
+/** The same test for the channel's module (4. above), under a name of its own (the bundle keeps both names). */
+export const FS_TOOLS_PLAIN_CHANNEL_REQUEST = plainRequestFunction('fsToolsPlainChannelRequest');
+
+/** The text of the plain request test as a function named `name`. */
+function plainRequestFunction(name) {
+  return [
+    '',
+    `function ${name}(message) {`,
+    '\tif (typeof message !== "object" || message === null || Object.getPrototypeOf(message) !== Object.prototype) return false;',
+    '\tfor (const key in message) if (key !== "jsonrpc" && key !== "id" && key !== "method" && key !== "params") return false;',
+    '\tif (message.jsonrpc !== "2.0" || typeof message.method !== "string") return false;',
+    '\tif (typeof message.id !== "string" && !Number.isSafeInteger(message.id)) return false;',
+    '\tconst params = message.params;',
+    '\tif (params === void 0) return true;',
+    '\treturn typeof params === "object" && params !== null && Object.getPrototypeOf(params) === Object.prototype && !Object.hasOwn(params, "_meta");',
+    '}',
+    '',
+  ].join('\n');
+}
+
+/** The inbound note of the stdio connection channel as the SDK ships it (`StdioConnectionChannel.deliver`). */
+export const SDK_DELIVER = '\t\tif (isJSONRPCRequest(message)) this._pendingRequests.add(message.id);';
+
+/** The same note, the plain shape first (4. above). */
+export const PATCHED_DELIVER =
+  '\t\tif (fsToolsPlainChannelRequest(message) || isJSONRPCRequest(message)) this._pendingRequests.add(message.id);';
+
+/**
+ * Each patch: the SDK's text, its replacement and what is appended to the module that holds it; each text must occur
+ * exactly once across the SDK files bundled.
+ */
 export const SDK_PATCHES = [
   {
     name: 'the message classification in Protocol.connect',
     original: SDK_CLASSIFICATION,
     patched: PATCHED_CLASSIFICATION,
+    appended: FS_TOOLS_PLAIN_REQUEST,
   },
   { name: 'the outbound classification in StdioConnectionChannel.send', original: SDK_SETTLE, patched: PATCHED_SETTLE },
+  {
+    name: 'the inbound note in StdioConnectionChannel.deliver',
+    original: SDK_DELIVER,
+    patched: PATCHED_DELIVER,
+    appended: FS_TOOLS_PLAIN_CHANNEL_REQUEST,
+  },
 ];
 
 /** The SDK's ES module files the texts may be in (the chunk names carry a content hash). */
@@ -115,7 +145,7 @@ export function sdkPatchPlugin() {
           if (parts.length === 1) continue;
           applied.set(patch.name, (applied.get(patch.name) ?? 0) + parts.length - 1);
           text = parts.join(patch.patched);
-          if (patch.original === SDK_CLASSIFICATION) text += FS_TOOLS_PLAIN_REQUEST;
+          if (patch.appended !== undefined) text += patch.appended;
           changed = true;
         }
         return changed ? { contents: text, loader: 'js' } : undefined;

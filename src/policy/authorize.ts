@@ -26,7 +26,7 @@ import {
   type FilePolicy,
   type Intent,
 } from './file-policy.js';
-import { resolveInRoots, type ResolveOptions, type ResolvedPath } from './resolve-path.js';
+import { resolveInRoots, resolveSpelledFile, type ResolveOptions, type ResolvedPath } from './resolve-path.js';
 import type { EffectiveRoot } from './roots.js';
 import { notFoundError, withOutsideNear } from './near-paths.js';
 import { assertNotSecret, secretRefusal, secretRuleFor, secretRuleForEntry } from './secrets.js';
@@ -112,6 +112,31 @@ export async function authorizeRead(
   assertKind(resolved.stats, options.kind, resolved.absolute);
   const { requested: asked, absolute, real, root, stats, viaSymlink } = resolved;
   return { requested: asked, absolute, real, root, stats, viaSymlink, relative, access };
+}
+
+/**
+ * `authorizeRead(requested, ctx, { kind: 'file' })` for a regular file named by its real path, decided without
+ * resolving it (src/policy/resolve-path.ts `resolveSpelledFile`): the same checks in the same order on `real` =
+ * `absolute` = `requested`. Null when that shortcut does not apply or any check refuses (never a refusal of its own:
+ * the full `authorizeRead` then decides, and words every refusal as always). The answer is conditional: it holds only
+ * if no component of the path is a link, which the open's proof establishes (src/fs/open-file.ts: the opened
+ * descriptor is at `real` exactly, on Linux through /proc/self/fd). So the caller opens it only through those opens,
+ * and when the open fails in any way, discards this answer and calls `authorizeRead` (docs/security.md "Roots").
+ */
+export function authorizeSpelledFile(requested: string, ctx: PolicyContext): AuthorizedPath | null {
+  const resolved = resolveSpelledFile(requested, ctx.roots);
+  if (resolved === null) return null;
+  const { absolute, real, root, stats } = resolved;
+  try {
+    assertNotGuarded(ctx.guarded ?? [], absolute, [absolute]); // real is absolute
+    assertNotSecret(absolute, real, ctx.allowSecrets);
+    const relative = toPosixRelative(root.real, real);
+    const access = policyAccess(ctx, resolved, relative);
+    assertPolicyAllows(access, 'read', absolute, relative);
+    return { requested, absolute, real, root, stats: stats!, viaSymlink: false, relative, access };
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -7,7 +7,7 @@
 // The pure path predicates live with the primitives (src/fs/path-within.ts), which need them too without
 // depending on policy; policy re-exports them so its callers keep one import.
 export { HOST_FLAVOR, isWithin, type PathFlavor } from '../fs/path-within.js';
-import { HOST_FLAVOR, isWithin, type PathFlavor } from '../fs/path-within.js';
+import { HOST_FLAVOR, isCanonicalPosix, isWithin, type PathFlavor } from '../fs/path-within.js';
 
 /** The first root that contains `child`, or undefined. */
 export function findContainingRoot<R extends { real: string }>(
@@ -44,6 +44,13 @@ export function toPosixRelative(root: string, child: string, flavor: PathFlavor 
     // policy globs would miss it. Inside the root, drop as many components as the root has (keeping the child's case).
     const parts = (s: string) => p.resolve(s).split(p.sep).filter(Boolean);
     return parts(child).slice(parts(root).length).join('/');
+  }
+  // Canonical POSIX paths, the child inside the root (every authorized path): the relative path is the child's tail —
+  // what path.relative gives without normalizing both again (two resolves per authorized path).
+  if (p.sep === '/' && !flavor.caseInsensitive && isCanonicalPosix(root) && isCanonicalPosix(child)) {
+    if (child === root) return '';
+    if (root === '/') return child.slice(1);
+    if (child.startsWith(root) && child.charCodeAt(root.length) === 0x2f) return child.slice(root.length + 1);
   }
   const rel = p.relative(root, child);
   return p.sep === '\\' ? rel.split('\\').join('/') : rel;

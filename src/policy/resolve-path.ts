@@ -13,7 +13,8 @@ import { closeSync, constants, lstatSync, openSync, readlinkSync, realpathSync, 
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { refusalSource } from '../errors/to-envelope.js';
-import { isEntryName, MAX_PATH_COMPONENTS, pathComponentCount } from '../fs/path-within.js';
+import { DESCRIPTOR_RELATIVE } from '../fs/dir-identity.js';
+import { isCanonicalPosix, isEntryName, MAX_PATH_COMPONENTS, pathComponentCount } from '../fs/path-within.js';
 import { findContainingRoot, isWithin } from './containment.js';
 import { rejectedRootsDetails, rejectedRootsOf, rootsEmptyError, type EffectiveRoot } from './roots.js';
 
@@ -210,6 +211,33 @@ export async function resolveInRoots(
     stats: walked.stats,
     viaSymlink: walked.viaSymlink,
   };
+}
+
+/**
+ * What `resolveInRoots(requested, roots, { followFinal: true })` answers for a regular file when `requested` is its
+ * real path, decided without asking the kernel for the real path: `requested` is an absolute path in canonical
+ * spelling (no `.`, `..`, doubled or trailing separator, no NUL) inside a root's real path, and `lstat` of it is a
+ * regular file; then `real` is `requested` — IF no component on the way is a link, which this does not check. Null
+ * otherwise (the full resolution decides). Only where an opened descriptor's location can be read (Linux with /proc):
+ * a caller may use the answer only to open the file through src/fs/open-file.ts, whose proof that the opened
+ * descriptor is at `real` exactly (/proc/self/fd, links resolved by the kernel) establishes that `real` was the real
+ * path at that moment; when that open fails in any way, the caller must resolve in full (`resolveInRoots`) and decide
+ * again. `lstat` follows a link on the way, so a link there makes this answer wrong, and the open's proof refuses it.
+ */
+export function resolveSpelledFile(requested: string, roots: readonly EffectiveRoot[]): ResolvedPath | null {
+  if (!DESCRIPTOR_RELATIVE || roots.length === 0 || requested.length * 3 >= PATH_MAX_BYTES) return null;
+  if (!isCanonicalPosix(requested) || requested.includes('\0')) return null;
+  if (pathComponentCount(requested) > MAX_PATH_COMPONENTS) return null;
+  const root = findContainingRoot(roots, requested);
+  if (root === undefined) return null;
+  let stats: Stats | undefined;
+  try {
+    stats = lstatSync(requested, { throwIfNoEntry: false });
+  } catch {
+    return null;
+  }
+  if (stats === undefined || !stats.isFile()) return null;
+  return { requested, absolute: requested, real: requested as AllowedPath, root, stats, viaSymlink: false };
 }
 
 /**

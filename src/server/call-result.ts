@@ -12,13 +12,10 @@ import type { CallOutcome } from './call-tool.js';
  * `fs-tools call --format text` prints the text blocks of this same result (docs/cli.md).
  */
 export function callToolResultOf(outcome: CallOutcome): CallToolResult {
-  return outcome.ok
-    ? {
-        content: [
-          ...outcome.text.map((text) => ({ type: 'text' as const, text })),
-          ...(outcome.media ? [outcome.media] : []),
-        ],
-        structuredContent: outcome.structured,
-      }
-    : { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
+  if (!outcome.ok) return { content: [{ type: 'text', text: JSON.stringify(outcome.envelope) }], isError: true };
+  // Pushed, not spread: one array per answer (every read builds one).
+  const content: CallToolResult['content'] = [];
+  for (const text of outcome.text) content.push({ type: 'text', text });
+  if (outcome.media) content.push(outcome.media);
+  return { content, structuredContent: outcome.structured };
 }

@@ -92,12 +92,13 @@ async function runCall(
     const result = await executeTool(state, tool, name, rawArgs, signal, run);
     run.ticket?.spend();
     run.audit = result.audit ?? {};
-    outcome = {
+    const ok: CallOutcome = {
       ok: true,
       structured: result.structured as Record<string, unknown>,
       text: Array.isArray(result.text) ? result.text : [result.text],
-      ...(result.media ? { media: result.media } : {}),
     };
+    if (result.media) ok.media = result.media; // set, not spread: no object per call for the common case
+    outcome = ok;
   } catch (error) {
     outcome = { ok: false, envelope: toEnvelope(error) };
     // A mutation that happened is charged even when the call then failed (src/mutation/pipeline.ts).

@@ -16,7 +16,7 @@ import {
   type RangeResult,
   type RangeSource,
 } from '../fs/read-range.js';
-import { authorizeRead, type AuthorizedPath } from '../policy/authorize.js';
+import { authorizeRead, authorizeSpelledFile, type AuthorizedPath } from '../policy/authorize.js';
 import { isInsideRoots } from '../policy/containment.js';
 import type { ToolContext } from './define-tool.js';
 import type { ReadFileInput } from './read-file.js';
@@ -112,6 +112,29 @@ async function openTarget(target: AuthorizedPath, ctx: ToolContext): Promise<Ope
 }
 
 /**
+ * Policy's authorization of `requested` and the file opened. A file named by its real path is authorized without
+ * resolving it (`authorizeSpelledFile`): the open's proof that the descriptor is at that path (src/fs/open-file.ts)
+ * is what establishes that no link was on the way, so when that open fails in any way — a link on the way, a change,
+ * a missing file — the answer is discarded and the full `authorizeRead` decides and opens again, as for every other
+ * path. @throws as authorizeRead and openTarget
+ */
+async function authorizeAndOpen(
+  requested: string,
+  ctx: ToolContext,
+): Promise<{ target: AuthorizedPath; opened: OpenedFile }> {
+  const spelled = authorizeSpelledFile(requested, ctx.policy);
+  if (spelled !== null) {
+    try {
+      return { target: spelled, opened: await openTarget(spelled, ctx) };
+    } catch {
+      // Not proven: resolve and decide in full below.
+    }
+  }
+  const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
+  return { target, opened: await openTarget(target, ctx) };
+}
+
+/**
  * Reads `request` from the opened file; with `within`, reads again with the byte cap that fits when the content,
  * sent twice JSON-escaped (structured and text), would exceed `within.maxCost` (readRange then cuts at a character
  * boundary and gives the usual continuation). `probeOnly` only flags it (`cutByBudget`).
@@ -161,8 +184,7 @@ export async function readOne(
 ): Promise<ReadFacts> {
   const request = toRangeRequest(options);
   const maxBytes = Math.min(options.max_bytes ?? ctx.config.limits.maxReadBytes, ctx.config.limits.maxReadBytes);
-  const target = await authorizeRead(requested, ctx.policy, { kind: 'file' });
-  const opened = await openTarget(target, ctx);
+  const { target, opened } = await authorizeAndOpen(requested, ctx);
   try {
     const r = await readWithinBudget(opened, request, options, maxBytes, within);
     ctx.hashes.remember(target.real, r.contentHash, r.startByte === 0 && r.endByte === r.size ? r.bytes : undefined);

@@ -1,6 +1,8 @@
 /**
- * The three upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
- * classifies requests first, the common request by its plain shape before the zod parse, and the stdio connection channel notes an answered request by the answer's shape. Pins:
+ * The four upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
+ * classifies requests first, the common request by its plain shape before the zod parse, the stdio connection channel
+ * notes an answered request by the answer's shape, and notes an inbound request by its plain shape before the zod
+ * parse (the same test under its own name). Pins:
  *  - the installed SDK still holds each original text exactly once (an SDK upgrade that rewrites one fails here
  *    and at build time, so the patch is revisited, never silently lost or misapplied);
  *  - dist/main.js (the program, built by the global setup) carries each patched text and no original;
@@ -21,7 +23,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { FS_TOOLS_PLAIN_REQUEST, SDK_PATCHES } from '../../scripts/sdk-patch.mjs';
+import { FS_TOOLS_PLAIN_CHANNEL_REQUEST, FS_TOOLS_PLAIN_REQUEST, SDK_PATCHES } from '../../scripts/sdk-patch.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SDK_DIST = path.join(ROOT, 'node_modules/@modelcontextprotocol/server/dist');
@@ -162,6 +164,11 @@ describe('the SDK patch', () => {
     // The bundle carries the test where the hook can call it.
     const bundle = readFileSync(path.join(ROOT, 'dist/main.js'), 'utf8');
     expect(count(bundle, 'function fsToolsPlainRequest(message)')).toBe(1);
+    // The channel's copy (the fourth patch) is the same test under its own name, where the channel can call it.
+    expect(FS_TOOLS_PLAIN_CHANNEL_REQUEST.replace('fsToolsPlainChannelRequest', 'fsToolsPlainRequest')).toBe(
+      FS_TOOLS_PLAIN_REQUEST,
+    );
+    expect(count(bundle, 'function fsToolsPlainChannelRequest(message)')).toBe(1);
     // And the common tools/call request is one (else the patch saves nothing).
     expect(plainRequest({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'x', arguments: {} } })).toBe(
       true,

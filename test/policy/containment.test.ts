@@ -5,6 +5,7 @@
  * `path.win32` (drive-letter case, other drives, UNC shares, mixed separators), and case-insensitive POSIX (macOS).
  */
 import path from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import {
   findContainingRoot,
@@ -142,6 +143,23 @@ describe('toPosixRelative', () => {
     ['/x/proj', '/x/proj/a/', 'a'],
   ])('posix: (%j, %j) → %j', (root, child, expected) => {
     expect(toPosixRelative(root, child, POSIX)).toBe(expected);
+  });
+
+  // Canonical spellings take a shortcut (the child's tail, no normalization): the same answer as path.relative for
+  // every pair, inside the root or not (a sibling with the root as prefix, a parent, the filesystem root).
+  test('posix, canonical spellings: the same as path.posix.relative', () => {
+    const name = fc.constantFrom('a', 'b', 'proj', 'proj-secret', '..x', '.a', 'é');
+    const canonical = fc.array(name, { maxLength: 4 }).map((parts) => `/${parts.join('/')}`);
+    let inside = 0;
+    fc.assert(
+      fc.property(canonical, canonical, fc.boolean(), (root, other, nest) => {
+        const child = nest ? (root === '/' ? other : `${root}${other === '/' ? '' : other}`) : other;
+        if (isWithin(root, child, POSIX)) inside++;
+        expect(toPosixRelative(root, child, POSIX)).toBe(path.posix.relative(root, child));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(inside).toBeGreaterThan(500);
   });
 
   test.each([
