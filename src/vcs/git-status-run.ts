@@ -1,0 +1,92 @@
+/**
+ * Runs the view's `git status --porcelain=v2 --branch --untracked-files=all --ignore-submodules=all` for a large
+ * index as two git processes side by side (docs/benchmarks.md "git_status (2026-12-04, session 16)"): the status
+ * without its untracked walk (`--untracked-files=no`), and the walk alone (`ls-files --others --exclude-standard`,
+ * the same dir.c walk: `fill_directory` with no flags, entries sorted by name, `index_name_is_other`, paths C-quoted as
+ * status quotes them). Its output is assembled into the bytes the one status prints: the status' lines, then a
+ * `? <path>` line per untracked path. Both children run through the view (same flags, environment, private index,
+ * runner and timeout); if either fails, the other is stopped and the call fails as the one status would.
+ */
+import type { GitView, ViewRunOptions } from './git-view.js';
+import type { CommandResult } from './run-command.js';
+
+/** Arguments of the status whose output the status hash covers; then those of its two halves. */
+export const STATUS_ARGS = [
+  'status',
+  '--porcelain=v2',
+  '--branch',
+  '--untracked-files=all',
+  '--ignore-submodules=all',
+] as const;
+const TRACKED_ARGS = ['status', '--porcelain=v2', '--branch', '--untracked-files=no', '--ignore-submodules=all'];
+const OTHERS_ARGS = ['ls-files', '--others', '--exclude-standard'];
+
+/** Index entries from which the status runs as two processes (below it the second start costs more than it saves). */
+export const SPLIT_MIN_ENTRIES = 5000;
+
+/** The output cap of one status, bytes (the runner's default). */
+const OUTPUT_CAP = 64 * 1024 * 1024;
+
+/**
+ * The view's full status output, as one `git status` (STATUS_ARGS) prints it: one process when `split` is false (by
+ * default, an index below SPLIT_MIN_ENTRIES), else the two halves side by side. A failed run's result is returned as
+ * it is (non-zero or null exit) for the caller to classify; for the halves, that of the first to fail, the other
+ * stopped.
+ * @throws ToolError from the view's runner (git_missing, git_timeout)
+ */
+export async function runFullStatus(
+  view: GitView,
+  options: ViewRunOptions,
+  split = view.indexEntries >= SPLIT_MIN_ENTRIES,
+): Promise<CommandResult> {
+  if (!split) return view.run(STATUS_ARGS, options);
+  const stopper = new AbortController();
+  const onAbort = (): void => stopper.abort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  if (options.signal?.aborted) stopper.abort();
+  // The first half to fail (non-zero exit, stopped, or a runner envelope) stops the other; its outcome is the call's.
+  let firstFailed: 0 | 1 | null = null;
+  const half = (args: readonly string[], which: 0 | 1): Promise<CommandResult> =>
+    view.run(args, { ...options, signal: stopper.signal, what: 'status' }).then(
+      (r) => {
+        if (r.exitCode !== 0) failed(which);
+        return r;
+      },
+      (error: unknown) => {
+        failed(which);
+        throw error;
+      },
+    );
+  const failed = (which: 0 | 1): void => {
+    if (firstFailed === null && !stopper.signal.aborted) firstFailed = which;
+    stopper.abort();
+  };
+  try {
+    const [tracked, others] = await Promise.allSettled([half(TRACKED_ARGS, 0), half(OTHERS_ARGS, 1)]);
+    // A cancel from the caller (neither half failed first) is reported through the status half, as for one status.
+    const outcome = firstFailed === 1 ? others : tracked;
+    if (outcome.status === 'rejected') throw outcome.reason;
+    if (outcome.value.exitCode !== 0) return outcome.value;
+    if (others.status === 'rejected') throw others.reason;
+    return assembled(outcome.value, others.value);
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * The one status' result from its halves: the status' output (branch headers, changed and unmerged lines), then
+ * `? ` and each line ls-files printed (a path quoted exactly as status quotes it, in the same order). Over the output
+ * cap of one status, a capped result as the one status would have given.
+ */
+function assembled(tracked: CommandResult, others: CommandResult): CommandResult {
+  const paths = others.stdout.split('\n');
+  if (paths.at(-1) === '') paths.pop();
+  const untracked = paths.map((p) => `? ${p}\n`).join('');
+  const stdout = tracked.stdout + untracked;
+  const durationMs = Math.max(tracked.durationMs, others.durationMs);
+  if (Buffer.byteLength(stdout, 'utf8') > OUTPUT_CAP) {
+    return { ...tracked, exitCode: null, stdout: '', outputLimited: true, durationMs };
+  }
+  return { ...tracked, stdout, stderr: tracked.stderr + others.stderr, durationMs };
+}
