@@ -1,12 +1,13 @@
 /**
  * Runs the view's `git status --porcelain=v2 --branch --untracked-files=all --ignore-submodules=all` for a large
- * index as two git processes side by side (docs/benchmarks.md "git_status (2026-12-04, session 16)"): the status
+ * index on a machine with a core to spare as two git processes side by side (docs/benchmarks.md "git_status (2026-12-04, session 16)"): the status
  * without its untracked walk (`--untracked-files=no`), and the walk alone (`ls-files --others --exclude-standard`,
  * the same dir.c walk: `fill_directory` with no flags, entries sorted by name, `index_name_is_other`, paths C-quoted as
  * status quotes them). Its output is assembled into the bytes the one status prints: the status' lines, then a
  * `? <path>` line per untracked path. Both children run through the view (same flags, environment, private index,
  * runner and timeout); if either fails, the other is stopped and the call fails as the one status would.
  */
+import os from 'node:os';
 import type { GitView, ViewRunOptions } from './git-view.js';
 import type { CommandResult } from './run-command.js';
 
@@ -21,15 +22,28 @@ export const STATUS_ARGS = [
 const TRACKED_ARGS = ['status', '--porcelain=v2', '--branch', '--untracked-files=no', '--ignore-submodules=all'];
 const OTHERS_ARGS = ['ls-files', '--others', '--exclude-standard'];
 
-/** Index entries from which the status runs as two processes (below it the second start costs more than it saves). */
-export const SPLIT_MIN_ENTRIES = 5000;
+/**
+ * Index entries from which the status may run as two processes: below it the second process' start and index read
+ * cost about what the overlap saves (docs/benchmarks.md "git_status (2026-12-04, session 16)").
+ */
+export const SPLIT_MIN_ENTRIES = 10_000;
+
+/**
+ * Whether the status of an index of `entries` entries runs as two processes: a large index, and a core likely free
+ * for the second one (the 1-minute load average below the cores plus one; the server's own call counts in it). On a
+ * busy machine the halves only compete for the same cores, with about 10 % more CPU than the one status.
+ * The answer is the same either way (test/vcs/git-status-split.test.ts); only the time differs.
+ */
+export function splitStatus(entries: number, load = os.loadavg()[0], cores = os.availableParallelism()): boolean {
+  return cores >= 2 && entries >= SPLIT_MIN_ENTRIES && load < cores + 1;
+}
 
 /** The output cap of one status, bytes (the runner's default). */
 const OUTPUT_CAP = 64 * 1024 * 1024;
 
 /**
  * The view's full status output, as one `git status` (STATUS_ARGS) prints it: one process when `split` is false (by
- * default, an index below SPLIT_MIN_ENTRIES), else the two halves side by side. A failed run's result is returned as
+ * default `splitStatus`), else the two halves side by side. A failed run's result is returned as
  * it is (non-zero or null exit) for the caller to classify; for the halves, that of the first to fail, the other
  * stopped.
  * @throws ToolError from the view's runner (git_missing, git_timeout)
@@ -37,7 +51,7 @@ const OUTPUT_CAP = 64 * 1024 * 1024;
 export async function runFullStatus(
   view: GitView,
   options: ViewRunOptions,
-  split = view.indexEntries >= SPLIT_MIN_ENTRIES,
+  split = splitStatus(view.indexEntries),
 ): Promise<CommandResult> {
   if (!split) return view.run(STATUS_ARGS, options);
   const stopper = new AbortController();

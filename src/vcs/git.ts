@@ -236,14 +236,16 @@ export type HidesPath = (relative: string) => boolean;
 /**
  * The view's status, parsed once: its hash (`statusHashOf`, leaving out what `hides` hides), the branch facts and the
  * entries `hides` leaves (neither side of a rename or copy hidden), and git's raw output.
+ * `options.split`: run git as two processes or one (`runFullStatus`; default by the index's size and the load).
  * @throws ToolError classified git failures; NOT_ALLOWED / SECRET_DENIED from `verifyNestedRepositories`
  */
 export async function gitStatus(
   view: GitView,
-  options: { timeoutMs: number; signal?: AbortSignal },
+  options: { timeoutMs: number; signal?: AbortSignal; split?: boolean },
   hides?: HidesPath,
 ): Promise<{ raw: string; statusHash: string; branch: BranchInfo; entries: StatusEntry[] }> {
-  const r = await runFullStatus(view, options);
+  const { split, ...run } = options;
+  const r = await runFullStatus(view, run, split);
   if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
   const parsed = parsePorcelainV2Kept(r.stdout, visibleTo(hides));
   // An untracked nested repository is shown by what git found at the git dir its `.git` names: that must lie inside.

@@ -8,8 +8,8 @@
  * skip-worktree and assume-unchanged entries, intent-to-add, status.showUntrackedFiles=no in the repository's config,
  * a submodule, an unborn branch, a detached HEAD, an upstream, a conflict, a staged rename, a file where the index
  * has a directory, 3,000 untracked files. Then the failure paths: either half failing or timing out stops the other
- * and fails as the one status does; a caller's cancel stops both. And git_status' nested-repository check runs on
- * the assembled list (a large index: the split is taken).
+ * and fails as the one status does; a caller's cancel stops both. When the split is taken (index size, load), and
+ * that git_status' nested-repository check runs on the assembled list.
  */
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -19,7 +19,7 @@ import type { PolicyContext } from '../../src/policy/authorize.js';
 import { gitViewAccess } from '../../src/policy/git-access.js';
 import { ToolError } from '../../src/errors/tool-error.js';
 import { gitStatus, openRepository, STATUS_ARGS, withRepository } from '../../src/vcs/git.js';
-import { runFullStatus, SPLIT_MIN_ENTRIES } from '../../src/vcs/git-status-run.js';
+import { runFullStatus, SPLIT_MIN_ENTRIES, splitStatus } from '../../src/vcs/git-status-run.js';
 import { commandRunner, GitView, type GitRunner } from '../../src/vcs/git-view.js';
 import { resolveGit } from '../../src/vcs/find-cli.js';
 import type { CommandResult } from '../../src/vcs/run-command.js';
@@ -146,45 +146,43 @@ const cases: Case[] = [
       '? sub/only-top.txt',
     ],
   ],
-  ...[true, false].map(
-    (quotePath): Case => [
-      `names needing quotes, core.quotePath=${quotePath}`,
-      () => {
-        const d = repo(`quotes-${quotePath}`, ['tracked ä.txt']);
-        git(d, 'config', 'core.quotePath', String(quotePath));
-        for (const n of ['sp ace', 'tab\there', 'new\nline', 'quo"te', 'back\\slash', 'ä-umlaut', '日本', 'dir ä/x y']) {
-          write(path.join(d, n));
-        }
-        write(path.join(d, 'tracked ä.txt'), 'changed\n');
-        // A name that is not UTF-8 (one byte 0xff).
-        writeFileSync(Buffer.concat([Buffer.from(`${d}/bad-`), Buffer.from([0xff])]), 'x\n');
-        return d;
-      },
-      quotePath
-        ? [
-            '? "back\\\\slash"',
-            '? "bad-\\377"',
-            '? "dir \\303\\244/x y"',
-            '? "new\\nline"',
-            '? "quo\\"te"',
-            '? sp ace',
-            '? "tab\\there"',
-            '? "\\303\\244-umlaut"',
-            '? "\\346\\227\\245\\346\\234\\254"',
-          ]
-        : [
-            '? "back\\\\slash"',
-            '? bad-\uFFFD',
-            '? dir ä/x y',
-            '? "new\\nline"',
-            '? "quo\\"te"',
-            '? sp ace',
-            '? "tab\\there"',
-            '? ä-umlaut',
-            '? 日本',
-          ],
-    ],
-  ),
+  ...[true, false].map((quotePath): Case => [
+    `names needing quotes, core.quotePath=${quotePath}`,
+    () => {
+      const d = repo(`quotes-${quotePath}`, ['tracked ä.txt']);
+      git(d, 'config', 'core.quotePath', String(quotePath));
+      for (const n of ['sp ace', 'tab\there', 'new\nline', 'quo"te', 'back\\slash', 'ä-umlaut', '日本', 'dir ä/x y']) {
+        write(path.join(d, n));
+      }
+      write(path.join(d, 'tracked ä.txt'), 'changed\n');
+      // A name that is not UTF-8 (one byte 0xff).
+      writeFileSync(Buffer.concat([Buffer.from(`${d}/bad-`), Buffer.from([0xff])]), 'x\n');
+      return d;
+    },
+    quotePath
+      ? [
+          '? "back\\\\slash"',
+          '? "bad-\\377"',
+          '? "dir \\303\\244/x y"',
+          '? "new\\nline"',
+          '? "quo\\"te"',
+          '? sp ace',
+          '? "tab\\there"',
+          '? "\\303\\244-umlaut"',
+          '? "\\346\\227\\245\\346\\234\\254"',
+        ]
+      : [
+          '? "back\\\\slash"',
+          '? bad-\uFFFD',
+          '? dir ä/x y',
+          '? "new\\nline"',
+          '? "quo\\"te"',
+          '? sp ace',
+          '? "tab\\there"',
+          '? ä-umlaut',
+          '? 日本',
+        ],
+  ]),
   [
     'byte order of names (punctuation, case, a directory beside its prefix, non-ASCII, a symlink)',
     () => {
@@ -418,46 +416,61 @@ describe('a half that fails', () => {
   });
 });
 
-describe('git_status on a large index (the split taken)', () => {
-  const big = path.join(base, 'big');
-  mkdirSync(big);
-  git(big, 'init', '-q', '-b', 'main');
-  for (let i = 0; i < SPLIT_MIN_ENTRIES; i++) write(path.join(big, `d${i % 50}`, `f${i}.txt`), `${i}\n`);
-  git(big, 'add', '-A');
-  git(big, 'commit', '-q', '-m', 'big');
-  write(path.join(big, 'd1/f1.txt'), 'changed\n');
-  write(path.join(big, 'new/n.txt'));
-  const inner = path.join(big, 'inner');
+describe('when the status is split', () => {
+  it('a large index on a machine with a core to spare', () => {
+    expect(splitStatus(SPLIT_MIN_ENTRIES - 1, 0, 2)).toBe(false);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 0, 2)).toBe(true);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 2.9, 2)).toBe(true);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 3, 2)).toBe(false);
+    expect(splitStatus(10 * SPLIT_MIN_ENTRIES, 0, 1)).toBe(false);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 7.5, 8)).toBe(true);
+  });
+
+  it('the view counts the index entries it rebuilt (0 without an index)', async () => {
+    const d = repo('counted', ['a', 'b/c', 'b/d']);
+    const empty = path.join(base, 'no-index');
+    mkdirSync(empty);
+    git(empty, 'init', '-q');
+    const counts = await Promise.all(
+      [d, empty].map((dir) => withRepository(dir, access, opts, (view) => Promise.resolve(view.indexEntries))),
+    );
+    expect(counts).toEqual([3, 0]);
+  });
+});
+
+describe('git_status split in two (gitStatus)', () => {
+  const dir = repo('through-git-status', ['t/a.txt', 't/b.txt']);
+  write(path.join(dir, 't/a.txt'), 'changed\n');
+  write(path.join(dir, 'new/n.txt'));
+  const inner = path.join(dir, 'inner');
   mkdirSync(inner);
   git(inner, 'init', '-q');
 
-  it('takes the split and answers as plain git', async () => {
-    const view = await openRepository(big, access, opts);
-    try {
-      expect(view.indexEntries).toBe(SPLIT_MIN_ENTRIES);
-      const status = await gitStatus(view, opts);
-      expect(status.raw).toBe(git(big, '--no-optional-locks', ...STATUS_ARGS));
-      expect(untrackedOf(status.raw)).toEqual(['? inner/', '? new/n.txt']);
-    } finally {
-      await view.dispose();
-    }
+  it('answers as plain git, hash included', async () => {
+    const plain = git(dir, '--no-optional-locks', ...STATUS_ARGS);
+    const [one, two] = await Promise.all(
+      [false, true].map((split) => withRepository(dir, access, opts, (view) => gitStatus(view, { ...opts, split }))),
+    );
+    expect(two.raw).toBe(plain);
+    expect(two).toEqual(one);
+    expect(untrackedOf(two.raw)).toEqual(['? inner/', '? new/n.txt']);
   });
 
-  it('still refuses a nested repository whose .git leads out of the roots', async () => {
+  it('still refuses a nested repository whose .git leads out of the roots (checked on the assembled list)', async () => {
     const outside = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-status-split-out-')));
+    const nested = path.join(dir, 'escape');
     try {
       git(outside, 'init', '-q');
-      const nested = path.join(big, 'escape');
       mkdirSync(nested);
       writeFileSync(path.join(nested, '.git'), `gitdir: ${path.join(outside, '.git')}\n`);
-      const view = await openRepository(big, access, opts);
-      try {
-        await expect(gitStatus(view, opts)).rejects.toMatchObject({ code: 'NOT_ALLOWED' });
-      } finally {
-        await view.dispose();
-      }
-      rmSync(nested, { recursive: true });
+      await withRepository(dir, access, opts, async (view) => {
+        await expect(gitStatus(view, { ...opts, split: true })).rejects.toMatchObject({
+          code: 'NOT_ALLOWED',
+          details: { reason: 'git_location_outside_roots' },
+        });
+      });
     } finally {
+      rmSync(nested, { recursive: true, force: true });
       rmSync(outside, { recursive: true, force: true });
     }
   });
