@@ -29,13 +29,14 @@ const OTHERS_ARGS = ['ls-files', '--others', '--exclude-standard'];
 export const SPLIT_MIN_ENTRIES = 10_000;
 
 /**
- * Whether the status of an index of `entries` entries runs as two processes: a large index, and a core likely free
- * for the second one (the 1-minute load average below the cores plus one; the server's own call counts in it). On a
- * busy machine the halves only compete for the same cores, with about 10 % more CPU than the one status.
- * The answer is the same either way (test/vcs/git-status-split.test.ts); only the time differs.
+ * Whether the status of an index of `entries` entries runs as two processes: a large index, on a machine that is not
+ * saturated (the 1-minute load average below twice the cores: it lags a minute and counts the caller's own work, so
+ * an idle machine that has just been busy still splits, one with every core taken for a minute does not). Where every
+ * core is taken the halves only compete for them, with about 10 % more CPU than the one status. The answer is the
+ * same either way (test/vcs/git-status-split.test.ts); only the time differs.
  */
 export function splitStatus(entries: number, load = os.loadavg()[0], cores = os.availableParallelism()): boolean {
-  return cores >= 2 && entries >= SPLIT_MIN_ENTRIES && load < cores + 1;
+  return cores >= 2 && entries >= SPLIT_MIN_ENTRIES && load < 2 * cores;
 }
 
 /** The output cap of one status, bytes (the runner's default). */

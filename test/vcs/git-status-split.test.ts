@@ -420,10 +420,11 @@ describe('when the status is split', () => {
   it('a large index on a machine with a core to spare', () => {
     expect(splitStatus(SPLIT_MIN_ENTRIES - 1, 0, 2)).toBe(false);
     expect(splitStatus(SPLIT_MIN_ENTRIES, 0, 2)).toBe(true);
-    expect(splitStatus(SPLIT_MIN_ENTRIES, 2.9, 2)).toBe(true);
-    expect(splitStatus(SPLIT_MIN_ENTRIES, 3, 2)).toBe(false);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 3.9, 2)).toBe(true);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 4, 2)).toBe(false);
     expect(splitStatus(10 * SPLIT_MIN_ENTRIES, 0, 1)).toBe(false);
-    expect(splitStatus(SPLIT_MIN_ENTRIES, 7.5, 8)).toBe(true);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 15.5, 8)).toBe(true);
+    expect(splitStatus(SPLIT_MIN_ENTRIES, 16, 8)).toBe(false);
   });
 
   it('the view counts the index entries it rebuilt (0 without an index)', async () => {
