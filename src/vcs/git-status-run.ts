@@ -82,7 +82,9 @@ export async function runFullStatus(
     const outcome = firstFailed === 1 ? others : tracked;
     if (outcome.status === 'rejected') throw outcome.reason;
     if (outcome.value.exitCode !== 0) return outcome.value;
+    // The status done, ls-files stopped by a cancel: the call fails with ls-files' result, never a partial list.
     if (others.status === 'rejected') throw others.reason;
+    if (others.value.exitCode !== 0) return others.value;
     return assembled(outcome.value, others.value);
   } finally {
     options.signal?.removeEventListener('abort', onAbort);

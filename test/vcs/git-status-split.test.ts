@@ -350,7 +350,10 @@ async function viewWith(
 
 /** Resolves with a stopped run's result once `signal` aborts (a half that was stopped). */
 const untilStopped = (signal: AbortSignal): Promise<CommandResult> =>
-  new Promise((resolve) => signal.addEventListener('abort', () => resolve(failedResult(null)), { once: true }));
+  new Promise((resolve) => {
+    if (signal.aborted) resolve(failedResult(null));
+    else signal.addEventListener('abort', () => resolve(failedResult(null)), { once: true });
+  });
 
 describe('a half that fails', () => {
   const dir = repo('failing');
@@ -401,6 +404,20 @@ describe('a half that fails', () => {
     } finally {
       await view.dispose();
     }
+  });
+
+  it('a cancel after the status finished still fails the call (never a partial untracked list)', async () => {
+    const caller = new AbortController();
+    const { view, signals } = await viewWith(dir, (which, signal) => {
+      if (which === 'ls-files') return untilStopped(signal);
+      caller.abort();
+      return Promise.resolve({ ...failedResult(0), stdout: '# branch.oid (initial)\n# branch.head main\n' });
+    });
+    const r = await runFullStatus(view, { ...opts, signal: caller.signal }, true);
+    await view.dispose();
+    expect(r.exitCode).toBeNull();
+    expect(r.stdout).toBe('');
+    expect(signals.get('ls-files')?.aborted).toBe(true);
   });
 
   it('a cancel from the caller stops both halves', async () => {
