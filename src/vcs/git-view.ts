@@ -102,6 +102,8 @@ export interface ViewRunOptions {
   timeoutMs: number;
   maxOutputBytes?: number;
   signal?: AbortSignal;
+  /** The command its envelopes name (git_timeout: "git <what> timed out"); default the git subcommand run. */
+  what?: string;
 }
 
 /** Runs git with `env`; the caller classifies the result. Refuses to start when git is missing. */
@@ -125,6 +127,8 @@ export class GitView {
      */
     readonly repositoryConfig: ConfigList,
     private readonly privateDir: string,
+    /** Entries of the rebuilt index git reads (0 when the repository has none). */
+    readonly indexEntries: number,
     private readonly hasIndex: boolean,
     private readonly runner: GitRunner,
     private readonly access: ViewAccess,
@@ -239,7 +243,9 @@ export class GitView {
         slicer,
         now,
       );
-      return new GitView(locations, repoConfig, privateDir, index !== null, runner, access);
+      // The header's entry count (the rebuilt index starts with the repository index's validated header).
+      const entries = index ? index.parts[0].readUInt32BE(8) : 0;
+      return new GitView(locations, repoConfig, privateDir, entries, index !== null, runner, access);
     } catch (error) {
       releasePrivateDir(privateDir, true);
       throw error;

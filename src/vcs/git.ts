@@ -12,6 +12,7 @@ import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { resolveGit } from './find-cli.js';
 import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-view.js';
+import { runFullStatus } from './git-status-run.js';
 import { parsePorcelainV2Kept, type BranchInfo, type StatusEntry } from './porcelain-v2.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
@@ -112,7 +113,10 @@ export async function runGit(args: readonly string[], options: GitOptions): Prom
 const viewRunner =
   (program: string): GitRunner =>
   async (args, env, options) => {
-    const what = args.find((a, i) => i > 0 && args[i - 1] !== '-c' && !a.startsWith('-') && !a.includes('=')) ?? 'git';
+    const what =
+      options.what ??
+      args.find((a, i) => i > 0 && args[i - 1] !== '-c' && !a.startsWith('-') && !a.includes('=')) ??
+      'git';
     return assertStarted(await commandRunner(program)(args, env, options), what, options.timeoutMs);
   };
 
@@ -221,13 +225,7 @@ export function throwGitFailure(result: CommandResult, where: string, what: stri
 }
 
 /** Arguments of the status whose output the status hash covers. */
-export const STATUS_ARGS = [
-  'status',
-  '--porcelain=v2',
-  '--branch',
-  '--untracked-files=all',
-  '--ignore-submodules=all',
-] as const;
+export { STATUS_ARGS } from './git-status-run.js';
 
 /**
  * Says whether a work-tree-relative path (`/`-separated, as git prints it) is hidden from the caller. Decided by
@@ -238,14 +236,16 @@ export type HidesPath = (relative: string) => boolean;
 /**
  * The view's status, parsed once: its hash (`statusHashOf`, leaving out what `hides` hides), the branch facts and the
  * entries `hides` leaves (neither side of a rename or copy hidden), and git's raw output.
+ * `options.split`: run git as two processes or one (`runFullStatus`; default by the index's size and the load).
  * @throws ToolError classified git failures; NOT_ALLOWED / SECRET_DENIED from `verifyNestedRepositories`
  */
 export async function gitStatus(
   view: GitView,
-  options: { timeoutMs: number; signal?: AbortSignal },
+  options: { timeoutMs: number; signal?: AbortSignal; split?: boolean },
   hides?: HidesPath,
 ): Promise<{ raw: string; statusHash: string; branch: BranchInfo; entries: StatusEntry[] }> {
-  const r = await view.run(STATUS_ARGS, options);
+  const { split, ...run } = options;
+  const r = await runFullStatus(view, run, split);
   if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
   const parsed = parsePorcelainV2Kept(r.stdout, visibleTo(hides));
   // An untracked nested repository is shown by what git found at the git dir its `.git` names: that must lie inside.
