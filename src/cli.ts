@@ -270,6 +270,8 @@ async function serve(state: ProcessState, config: Config): Promise<void> {
         process.stderr.write(
           `fs-tools: ${why}: ${running - left} call(s) in flight answered${left > 0 ? `, ${left} cut off` : ''}\n`,
         );
+      // The undo history's prunes queued after the last answers (the module is loaded with the tools by now).
+      await (await import('./fs/history-prune.js')).allHistoriesSettled(2000);
       removeOwnFilesOnExit();
       // The answers are queued on stdout: exit once it has taken them (a client that left makes the write fail).
       process.stdout.write('', () => process.exit(0));

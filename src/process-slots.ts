@@ -25,7 +25,8 @@ export const SLOT_NAMES = [
   'fs/glob/gitignore', // compiled .gitignore rules, keyed by their full text
   'fs/hash', // the small buffers hashed last, with their hashes (compared in full before reuse)
   'fs/held-dirs', // verified directories held open between calls, and their idle timer
-  'fs/history', // the last undo record id's milliseconds (ids stay increasing), the records' sizes seen
+  'fs/history', // the last undo record id's milliseconds (ids stay increasing)
+  'fs/history-prune', // the undo history's queued prunes and meta.json updates, the records' sizes seen
   'fs/listing-cache', // directory listings, keyed by identity and stamps
   'fs/lock-site', // the lock scopes (the roots) registered by each ProcessState
   'fs/own-files', // the in-flight register of the server's own files

@@ -5,16 +5,19 @@
  * directory configured inside a root was once writable, so every record is validated strictly (zod, old bytes against
  * their hash, id against the file name) and an invalid record is skipped and counted, never trusted.
  *
- * Bounded by count and bytes (`--history-max-changes`, `--history-max-bytes`): the oldest records are dropped first
- * and the number dropped is kept in `meta.json` for the listing's note.
+ * Bounded by count and bytes (`--history-max-changes`, `--history-max-bytes`): the oldest records are dropped first,
+ * after the call's answer, and the number dropped is kept in `meta.json` for the listing's note
+ * (src/fs/history-prune.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { closeSync, constants, mkdirSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { open, readdir, unlink } from 'node:fs/promises';
+import { renameSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { fsyncDescriptor, STATE_WRITE_FLAGS, syncDirectory, writeAll } from './atomic-write.js';
+import { syncDirectory } from './atomic-write.js';
 import { ContentHashSchema, hashBytes, savedVersionChecked } from './hash.js';
+import { ID_PATTERN, MAX_RECORD_BYTES, readRecord, unlinkQuietly, writeTemporary } from './history-files.js';
+import { historySettled, readMeta, recordSkippedIn, schedulePrune, type HistoryLimits } from './history-prune.js';
 import { isCanonicalPosix } from './path-within.js';
 import { loopSlicer, type SnapshotEntry } from './tree-ops.js';
 import { processSlot } from '../process-slots.js';
@@ -52,17 +55,11 @@ export interface HistoryChange {
   files: HistoryFile[];
 }
 
-/** Bounds of the history. */
-export interface HistoryLimits {
-  /** Most changes kept. Default 200 (--history-max-changes). */
-  maxChanges: number;
-  /** Most bytes of records kept on disk. Default 64 MiB (--history-max-bytes). */
-  maxBytes: number;
-}
+export type { HistoryLimits } from './history-prune.js';
+export { STALE_STAGED_MS } from './history-prune.js';
 
 export const DEFAULT_HISTORY_LIMITS: HistoryLimits = { maxChanges: 200, maxBytes: 64 * 1024 * 1024 };
 
-const ID_PATTERN = /^[0-9]{15}-[0-9a-f]{12}$/;
 const HashSchema = ContentHashSchema;
 const PathSchema = z
   .string()
@@ -116,12 +113,6 @@ const ChangeSchema = z.strictObject({
     .max(250_000),
 });
 
-const MetaSchema = z.strictObject({
-  dropped: z.number().int().min(0),
-  last_dropped_id: z.string().regex(ID_PATTERN).nullable(),
-  skipped: z.number().int().min(0).optional(),
-});
-
 /** What `loadHistory` found. */
 export interface HistoryListing {
   /** Valid changes, oldest first. */
@@ -139,93 +130,14 @@ function historyDir(stateDir: string): string {
   return path.join(stateDir, 'history');
 }
 
-/** The milliseconds of the last id this process gave, and the record sizes it has seen (src/process-slots.ts). */
-const historyState = processSlot('fs/history', () => ({
-  lastIdMs: 0,
-  /** The sizes of the records seen, per history directory, by file name (see `prune`). */
-  recordSizes: new Map<string, Map<string, number>>(),
-}));
+/** The milliseconds of the last id this process gave (src/process-slots.ts). */
+const historyState = processSlot('fs/history', () => ({ lastIdMs: 0 }));
 
 function newId(): string {
   // Milliseconds keep the order across processes; a random tail keeps ids unique. Within this process the millisecond
   // part strictly increases, so two changes recorded in the same millisecond keep their order (ids sort by it).
   historyState.lastIdMs = Math.max(Date.now(), historyState.lastIdMs + 1);
   return `${String(historyState.lastIdMs).padStart(15, '0')}-${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-}
-
-/** Largest record read back (bytes) without a tighter bound; a bigger file is invalid. */
-const MAX_RECORD_BYTES = 512 * 1024 * 1024;
-
-async function readRecord(file: string, maxBytes = MAX_RECORD_BYTES): Promise<unknown> {
-  const handle = await open(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
-  try {
-    const st = await handle.stat();
-    if (!st.isFile() || st.size > maxBytes) return null;
-    return JSON.parse(await handle.readFile('utf8'));
-  } finally {
-    await handle.close();
-  }
-}
-
-async function readMeta(dir: string): Promise<z.output<typeof MetaSchema>> {
-  try {
-    const parsed = MetaSchema.safeParse(await readRecord(path.join(dir, 'meta.json')));
-    if (parsed.success) return parsed.data;
-  } catch {
-    /* absent or unreadable: nothing dropped yet */
-  }
-  return { dropped: 0, last_dropped_id: null };
-}
-
-/**
- * Writes `data` to a private temporary beside `file` (never through a link, never blocking) and fsyncs it; the caller
- * renames it over `file` (`writeDurably`, a staged record's commit). A missing directory is created (0700) once the
- * first open says so — not before every record (that was a mkdir and a stat per change). Only the write and the fsync
- * go through the I/O pool; the open and close are synchronous (microseconds each). A temporary that could not be
- * written whole is removed.
- * @returns the temporary's path
- * @throws Node errno errors
- */
-async function writeTemporary(file: string, data: string | Uint8Array): Promise<string> {
-  const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
-  let fd: number;
-  try {
-    fd = openSync(tmp, STATE_WRITE_FLAGS, 0o600);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    fd = openSync(tmp, STATE_WRITE_FLAGS, 0o600);
-  }
-  try {
-    await writeAll(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
-    await fsyncDescriptor(fd);
-  } catch (error) {
-    closeSync(fd);
-    unlinkQuietly(tmp);
-    throw error;
-  }
-  closeSync(fd);
-  return tmp;
-}
-
-/** Removes the server's own temporary `p` in the state directory; errors are ignored (already gone). */
-function unlinkQuietly(p: string): void {
-  try {
-    unlinkSync(p);
-  } catch {
-    /* already gone */
-  }
-}
-
-/**
- * Writes `file` durably: the temporary (`writeTemporary`: written and fsynced), renamed over `file`, then the
- * directory fsynced.
- * @throws Node errno errors
- */
-async function writeDurably(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = await writeTemporary(file, data);
-  renameSync(tmp, file);
-  await syncDirectory(path.dirname(file));
 }
 
 /**
@@ -237,6 +149,7 @@ async function writeDurably(file: string, data: string | Uint8Array): Promise<vo
  */
 export async function loadHistory(stateDir: string, maxRecordBytes = MAX_RECORD_BYTES): Promise<HistoryListing> {
   const dir = historyDir(stateDir);
+  await historySettled(dir); // this process's prunes and meta.json updates first
   let names: string[];
   try {
     names = await readdir(dir);
@@ -274,7 +187,9 @@ export async function recordChange(
   limits: HistoryLimits,
   change: Omit<HistoryChange, 'id' | 'created_at'>,
 ): Promise<string | null> {
-  return await (await stageChange(stateDir, limits, change)).commit();
+  const id = await (await stageChange(stateDir, limits, change)).commit();
+  await historySettled(historyDir(stateDir));
+  return id;
 }
 
 /** A change whose record is written (to its temporary) but not yet part of the history (`stageChange`). */
@@ -286,8 +201,9 @@ export interface StagedChange {
    */
   publish(): Promise<void>;
   /**
-   * Makes the record part of the history: published (when `publish` was not called), then the bounds applied; a
-   * change too large to record is counted as skipped instead. @returns its id, or null when skipped
+   * Makes the record part of the history: published (when `publish` was not called); the bounds are applied after
+   * (src/fs/history-prune.ts `schedulePrune`: queued, not awaited). A change too large to record is counted as skipped
+   * instead. @returns its id, or null when skipped
    * @throws Node errno errors
    */
   commit(): Promise<string | null>;
@@ -340,7 +256,7 @@ export async function stageChange(
       if (settled) throw new Error('history: a staged change is committed or discarded once');
       settled = true;
       await publish();
-      await prune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
+      void schedulePrune(dir, limits, { name: `${full.id}.json`, size: bytes.length });
       return full.id;
     },
     discard: () => {
@@ -409,93 +325,7 @@ async function serializeChange(change: HistoryChange, maxBytes: number): Promise
  * @throws Node errno errors (the caller logs them)
  */
 export async function recordSkipped(stateDir: string): Promise<void> {
-  const dir = historyDir(stateDir);
-  const meta = await readMeta(dir);
-  await writeDurably(path.join(dir, 'meta.json'), JSON.stringify({ ...meta, skipped: (meta.skipped ?? 0) + 1 }));
-}
-
-/**
- * Most history directories whose record sizes are kept (`historyState.recordSizes`: per history directory, the size
- * of each record this process has seen, by file name; only the names listed at the last prune). A record is written
- * once, under a fresh name (milliseconds and 48 random bits) by a rename, and never rewritten by any fs-tools process,
- * so the size seen once is its size; a name this process has not seen (another process's record, a file put there)
- * is stat'ed. The bound is kept exact for every record fs-tools writes; a file someone rewrote in place under a
- * record's name after it was seen counts at its old size until this process restarts (whoever can do that can fill
- * the disk directly; reading it back is validated as ever, and a record over --history-max-bytes is never read).
- */
-const MAX_SIZED_DIRS = 16;
-
-/**
- * Drops the oldest records beyond the bounds (never the newest, `newest`: just written, `size` bytes). Sizes come
- * from `historyState.recordSizes`; a name not seen yet gets one synchronous stat, in slices of the event loop: an asynchronous
- * stat of every record on every change (up to --history-max-changes promises and I/O-pool round trips) was the
- * largest cost of a small mutation under load.
- */
-async function prune(dir: string, limits: HistoryLimits, newest: { name: string; size: number }): Promise<void> {
-  const all = await readdir(dir);
-  removeStaleStaged(dir, all);
-  const names = all.filter((n) => n.endsWith('.json') && n !== 'meta.json' && ID_PATTERN.test(n.slice(0, -5))).sort();
-  const known = historyState.recordSizes.get(dir) ?? new Map<string, number>();
-  known.set(newest.name, newest.size);
-  const now = new Map<string, number>();
-  const sizes: number[] = [];
-  const slice = loopSlicer();
-  for (const n of names) {
-    let size = known.get(n);
-    if (size === undefined) {
-      size = statSync(path.join(dir, n), { throwIfNoEntry: false })?.size;
-      const due = slice();
-      if (due) await due;
-    }
-    if (size !== undefined) now.set(n, size);
-    sizes.push(size ?? 0);
-  }
-  const sized = historyState.recordSizes;
-  sized.delete(dir);
-  if (sized.size >= MAX_SIZED_DIRS) sized.delete(sized.keys().next().value!);
-  sized.set(dir, now);
-  let total = sizes.reduce((a, b) => a + b, 0);
-  let count = names.length;
-  let dropped = 0;
-  let lastDropped: string | null = null;
-  // Never drop the newest change: it was just recorded (and alone fits the byte bound).
-  for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++, count--) {
-    // Removed first by another server sharing the state directory: counted (and meta.json rewritten) by that one only.
-    const removed = await unlink(path.join(dir, names[i])).then(
-      () => true,
-      (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? false : Promise.reject(error)),
-    );
-    total -= sizes[i];
-    now.delete(names[i]);
-    if (!removed) continue;
-    dropped++;
-    lastDropped = names[i].slice(0, -5);
-  }
-  if (dropped > 0) {
-    const meta = await readMeta(dir);
-    await writeDurably(
-      path.join(dir, 'meta.json'),
-      JSON.stringify({ ...meta, dropped: meta.dropped + dropped, last_dropped_id: lastDropped }),
-    );
-  }
-}
-
-/** A staged record's temporary (`stageChange`, `writeTemporary`): `<id>.json.<8 hex>.tmp`. */
-const STAGED_PATTERN = /^([0-9]{15})-[0-9a-f]{12}\.json\.[0-9a-f]{8}\.tmp$/;
-
-/**
- * Age (ms, by its id) past which `prune` removes a staged record's temporary: one lives for one write's effect; an
- * older one was left by a process killed before publishing it, and nothing else reads, counts or removes it.
- */
-export const STALE_STAGED_MS = 60 * 60 * 1000;
-
-/** Removes the staged temporaries among `names` (entries of the history directory `dir`) older than STALE_STAGED_MS. */
-function removeStaleStaged(dir: string, names: readonly string[]): void {
-  const before = Date.now() - STALE_STAGED_MS;
-  for (const n of names) {
-    const m = STAGED_PATTERN.exec(n);
-    if (m && Number(m[1]) < before) unlinkQuietly(path.join(dir, n));
-  }
+  await recordSkippedIn(historyDir(stateDir));
 }
 
 /**

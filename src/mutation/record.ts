@@ -1,7 +1,7 @@
 /**
  * The undo-history step of the mutation pipeline (src/fs/history.ts keeps the records).
  */
-import { recordChange, recordSkipped, stageChange, type StagedChange } from '../fs/history.js';
+import { recordSkipped, stageChange, type StagedChange } from '../fs/history.js';
 import type { ToolContext } from './context.js';
 import type { MutationStep } from './pipeline.js';
 
@@ -16,11 +16,13 @@ export async function recordHistory(
 ): Promise<void> {
   try {
     if (skipped) return await recordSkipped(ctx.config.stateDir);
-    await recordChange(ctx.config.stateDir, limitsOf(ctx), {
+    // Committed, not awaited further: the bounds are applied after the answer (src/fs/history-prune.ts).
+    const staged = await stageChange(ctx.config.stateDir, limitsOf(ctx), {
       tool: history.tool,
       files: history.files,
       ...(history.reverts ? { reverts: history.reverts } : {}),
     });
+    await staged.commit();
   } catch (error) {
     logFailure(history.tool, error);
   }

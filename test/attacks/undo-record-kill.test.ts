@@ -69,7 +69,9 @@ describe('undo record and SIGKILL', () => {
     const reverted = await second.call('revert_changes', { change_id: changes[0].id });
     expect(reverted?.isError, JSON.stringify(reverted?.envelope)).toBe(false);
     expect(readFileSync(file).equals(old)).toBe(true);
-    // No staged temporary is left in the history directory.
+    // No staged temporary is left in the history directory (the revert's own record removed it by the bounds check,
+    // which runs after the answer: a listing waits for it, src/fs/history-prune.ts).
+    expect((await second.call('list_changes', {}))?.isError).toBe(false);
     expect(readdirSync(path.join(state, 'history')).filter((n) => n.endsWith('.tmp'))).toEqual([]);
     second.child.stdin.end();
     await second.exited;

@@ -1,0 +1,68 @@
+/**
+ * meta.json's read-increment-rewrite across processes (src/fs/history-prune.ts `updateMeta`): serialized by
+ * `meta.lock` in the history directory. Another process's lock is played by a file put at that name: a fresh one is
+ * waited for (meta.json untouched while it stands, the count complete once it is gone), a stale one (older than
+ * META_LOCK_STALE_MS by its ctime, seen through a shifted clock) is broken and the count written. No lock file is left.
+ */
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { hashBytes } from '../../src/fs/hash.js';
+import { historyFileOf, loadHistory, recordChange } from '../../src/fs/history.js';
+import { META_LOCK_STALE_MS } from '../../src/fs/history-prune.js';
+import { makeTree } from '../helpers/tree.js';
+
+const trees: Array<{ cleanup: () => void }> = [];
+afterEach(() => {
+  vi.restoreAllMocks();
+  trees.splice(0).forEach((t) => t.cleanup());
+});
+const file = (name: string) =>
+  historyFileOf(`/r/${name}`, Buffer.from(name), 0o644, hashBytes(Buffer.from(`${name}!`)));
+const limits = { maxChanges: 1, maxBytes: 1_000_000 };
+
+function stateDir(): string {
+  const t = makeTree({}, 'fs-tools-history-meta-lock-');
+  trees.push(t);
+  return t.dir;
+}
+
+describe('meta.json under meta.lock', () => {
+  it("waits for another process's fresh lock, then counts the drop", async () => {
+    const dir = stateDir();
+    const history = path.join(dir, 'history');
+    const a = await recordChange(dir, limits, { tool: 'write_file', files: [file('a')] });
+    const lock = path.join(history, 'meta.lock');
+    writeFileSync(lock, '');
+    let done = false;
+    const b = recordChange(dir, limits, { tool: 'write_file', files: [file('b')] }).then((id) => {
+      done = true;
+      return id;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    // `a` is dropped already; its count waits for the lock.
+    expect([done, existsSync(path.join(history, `${a}.json`)), existsSync(path.join(history, 'meta.json'))]).toEqual([
+      false,
+      false,
+      false,
+    ]);
+    rmSync(lock);
+    const id = await b;
+    const h = await loadHistory(dir);
+    expect([h.changes.map((c) => c.id), h.dropped, h.lastDroppedId]).toEqual([[id], 1, a]);
+    expect(readdirSync(history).sort()).toEqual([`${id}.json`, 'meta.json'].sort());
+  });
+
+  it('breaks a stale lock (its holder was killed) and counts the drop', async () => {
+    const dir = stateDir();
+    const history = path.join(dir, 'history');
+    const a = await recordChange(dir, limits, { tool: 'write_file', files: [file('a')] });
+    writeFileSync(path.join(history, 'meta.lock'), '');
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + META_LOCK_STALE_MS + 1000);
+    const b = await recordChange(dir, limits, { tool: 'write_file', files: [file('b')] });
+    const h = await loadHistory(dir);
+    expect([h.changes.map((c) => c.id), h.dropped, h.lastDroppedId]).toEqual([[b], 1, a]);
+    expect(readdirSync(history).sort()).toEqual([`${b}.json`, 'meta.json'].sort());
+  });
+});
