@@ -102,8 +102,11 @@ function assembled(tracked: CommandResult, others: CommandResult): CommandResult
   const untracked = paths.map((p) => `? ${p}\n`).join('');
   const stdout = tracked.stdout + untracked;
   const durationMs = Math.max(tracked.durationMs, others.durationMs);
-  if (Buffer.byteLength(stdout, 'utf8') > OUTPUT_CAP) {
+  // The bytes git wrote, as the one status' cap counts them (a byte that is not UTF-8 is 3 once decoded).
+  const bytes = (r: CommandResult): number => r.stdoutBytes ?? Buffer.byteLength(r.stdout, 'utf8');
+  const stdoutBytes = bytes(tracked) + bytes(others) + 2 * paths.length;
+  if (stdoutBytes > OUTPUT_CAP) {
     return { ...tracked, exitCode: null, stdout: '', outputLimited: true, durationMs };
   }
-  return { ...tracked, stdout, stderr: tracked.stderr + others.stderr, durationMs };
+  return { ...tracked, stdout, stdoutBytes, stderr: tracked.stderr + others.stderr, durationMs };
 }
