@@ -329,15 +329,18 @@ static int read_one(const struct read_args *a, const char *name, double *m, size
   do {
     n = pread(fd, dst, want, 0);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) {
+  uint64_t size;
+  /* A failed read of a regular file that reports size 0 (procfs: /proc/PID/mem, pagemap) is an empty file, as when
+   * the size was read first: nothing of it was to be read. */
+  if (n < 0 && !(regular_size(fd, &size) && size == 0)) {
     close(fd);
     m[0] = CODE_UNREADABLE;
     return 0;
   }
+  if (n < 0) n = 0;
   size_t filled = (size_t)n;
   /* A full read may be a file over the cap or over the room left: its type and size decide, as a stat first would
    * have (its size is what is read: a file that reports less than it holds, as procfs does, is read as that much). */
-  uint64_t size;
   if (filled == want) {
     if (!regular_size(fd, &size)) {
       close(fd);
