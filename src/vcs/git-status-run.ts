@@ -109,7 +109,7 @@ function assembled(tracked: CommandResult, others: CommandResult): CommandResult
   const bytes = (r: CommandResult): number => r.stdoutBytes ?? Buffer.byteLength(r.stdout, 'utf8');
   const stdoutBytes = bytes(tracked) + bytes(others) + added;
   if (stdoutBytes > OUTPUT_CAP) {
-    return { ...tracked, exitCode: null, stdout: '', outputLimited: true, durationMs };
+    return { ...tracked, exitCode: null, stdout: '', stdoutBytes: 0, outputLimited: true, durationMs };
   }
   return { ...tracked, stdout, stdoutBytes, stderr: tracked.stderr + others.stderr, durationMs };
 }
