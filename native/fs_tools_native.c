@@ -288,6 +288,9 @@ static int judge(const struct read_args *a, const unsigned char *dst, size_t fil
   return CODE_CANDIDATE;
 }
 
+/* One read of at least this many bytes may have been cut by the kernel's per-call limit rather than the end of file. */
+#define READ_CHUNK_MAX ((ssize_t)1 << 30)
+
 /*
  * 1 when `fd` is a regular file, its size in *size. statx, not fstat: glibc exports fstat only from 2.33 (before, it
  * was an inline over __fxstat), so a binary calling fstat would not load on the older glibc Node 20 still supports
@@ -329,15 +332,27 @@ static int read_one(const struct read_args *a, const char *name, double *m, size
   do {
     n = pread(fd, dst, want, 0);
   } while (n < 0 && errno == EINTR);
-  if (n < 0) {
+  /* Linux returns at most MAX_RW_COUNT (2 GiB less a page) from one read: a read that large is continued (a cap over
+   * 2 GiB), not taken as the end of the file; a smaller short read is the end, as above. */
+  while (n >= READ_CHUNK_MAX && (size_t)n < want) {
+    ssize_t more = pread(fd, dst + n, want - (size_t)n, (off_t)n);
+    if (more < 0 && errno == EINTR) continue;
+    if (more < 0) n = more;
+    if (more <= 0) break;
+    n += more;
+  }
+  uint64_t size;
+  /* A failed read of a regular file that reports size 0 (procfs: /proc/PID/mem, pagemap) is an empty file, as when
+   * the size was read first: nothing of it was to be read. */
+  if (n < 0 && !(regular_size(fd, &size) && size == 0)) {
     close(fd);
     m[0] = CODE_UNREADABLE;
     return 0;
   }
+  if (n < 0) n = 0;
   size_t filled = (size_t)n;
   /* A full read may be a file over the cap or over the room left: its type and size decide, as a stat first would
    * have (its size is what is read: a file that reports less than it holds, as procfs does, is read as that much). */
-  uint64_t size;
   if (filled == want) {
     if (!regular_size(fd, &size)) {
       close(fd);

@@ -97,13 +97,19 @@ export async function runFullStatus(
  * cap of one status, a capped result as the one status would have given.
  */
 function assembled(tracked: CommandResult, others: CommandResult): CommandResult {
-  const paths = others.stdout.split('\n');
-  if (paths.at(-1) === '') paths.pop();
-  const untracked = paths.map((p) => `? ${p}\n`).join('');
+  // One replace over the whole list, not a string per path: about half the CPU on the event loop (300,000 paths:
+  // 80-110 ms against 165-390 ms), and no array of every path.
+  const list = others.stdout.endsWith('\n') ? others.stdout.slice(0, -1) : others.stdout;
+  const untracked = others.stdout === '' ? '' : `? ${list.replaceAll('\n', '\n? ')}\n`;
   const stdout = tracked.stdout + untracked;
+  // Each line's `? ` is two ASCII bytes more than ls-files wrote (and its missing final newline, if any, one).
+  const added = untracked.length - others.stdout.length;
   const durationMs = Math.max(tracked.durationMs, others.durationMs);
-  if (Buffer.byteLength(stdout, 'utf8') > OUTPUT_CAP) {
-    return { ...tracked, exitCode: null, stdout: '', outputLimited: true, durationMs };
+  // The bytes git wrote, as the one status' cap counts them (a byte that is not UTF-8 is 3 once decoded).
+  const bytes = (r: CommandResult): number => r.stdoutBytes ?? Buffer.byteLength(r.stdout, 'utf8');
+  const stdoutBytes = bytes(tracked) + bytes(others) + added;
+  if (stdoutBytes > OUTPUT_CAP) {
+    return { ...tracked, exitCode: null, stdout: '', stdoutBytes: 0, outputLimited: true, durationMs };
   }
-  return { ...tracked, stdout, stderr: tracked.stderr + others.stderr, durationMs };
+  return { ...tracked, stdout, stdoutBytes, stderr: tracked.stderr + others.stderr, durationMs };
 }

@@ -28,6 +28,8 @@ export interface CommandResult {
   /** Set when the program could not be started at all (ENOENT: not installed). */
   spawnError: string | null;
   durationMs: number;
+  /** Bytes the command wrote to stdout (kept: at most the cap), before decoding; absent from results not run here. */
+  stdoutBytes?: number;
 }
 
 /** Options of `runCommand`. */
@@ -191,6 +193,7 @@ function startChild(program: string, argv: string[], options: RunOptions, done: 
     finish({
       exitCode: stopped === null ? code : null,
       stdout: out.text(),
+      stdoutBytes: out.bytes(),
       stderr: err.text(),
       timedOut: stopped === 'timeout',
       outputLimited: stopped === 'limit',
@@ -217,7 +220,10 @@ function notStarted(error: unknown): Outcome {
  * arrives (a sequence split across chunks is joined), so a large output is not decoded in one stretch of the event
  * loop at the end (60 MB in one toString held it for 300–430 ms). `text()`: what was kept.
  */
-function collector(cap: number, over: () => void): { add: (chunk: Buffer) => void; text: () => string } {
+function collector(
+  cap: number,
+  over: () => void,
+): { add: (chunk: Buffer) => void; text: () => string; bytes: () => number } {
   const decoder = new StringDecoder('utf8');
   const parts: string[] = [];
   let size = 0;
@@ -240,6 +246,7 @@ function collector(cap: number, over: () => void): { add: (chunk: Buffer) => voi
       if (rest !== '') parts.push(rest);
       return parts.length === 1 ? parts[0] : parts.join('');
     },
+    bytes: () => size,
   };
 }
 
