@@ -211,12 +211,18 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   let count = names.length;
   let dropped = 0;
   let lastDropped: string | null = null;
+  let failed: NodeJS.ErrnoException | null = null;
   // Never drop the newest change: it was just recorded (and alone fits the byte bound).
   for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++, count--) {
     // Removed first by another server sharing the state directory: counted (and meta.json rewritten) by that one only.
+    // One that cannot be removed (a directory put under a record's name: EISDIR) is passed over, not counted as a
+    // change (the listing counts it invalid), and reported once the others are dropped: it must not stop every prune.
     const removed = await unlink(path.join(dir, names[i])).then(
       () => true,
-      (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? false : Promise.reject(error)),
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') failed ??= error;
+        return false;
+      },
     );
     total -= sizes[i];
     now.delete(names[i]);
@@ -238,6 +244,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
         meta.last_dropped_id !== null && meta.last_dropped_id > lastDropped! ? meta.last_dropped_id : lastDropped,
     }));
   }
+  if (failed) throw failed;
 }
 
 /** Reads, changes and durably rewrites `dir`/meta.json under `meta.lock` (no other process's update is lost). */
