@@ -263,7 +263,7 @@ const LOCK_FLAGS =
 
 /**
  * Creates `lockPath` (O_EXCL), waiting while another process holds it; one older than META_LOCK_STALE_MS (by its
- * ctime) is broken. @returns the lock's inode @throws Node errno errors other than EEXIST
+ * ctime) is broken. @returns the lock's inode @throws Node errno errors other than EEXIST (and of a failed break)
  */
 async function takeMetaLock(lockPath: string): Promise<number> {
   for (;;) {
@@ -293,13 +293,16 @@ async function takeMetaLock(lockPath: string): Promise<number> {
 /**
  * Removes the stale lock `lockPath` (inode `ino`): renamed aside, then unlinked if it is still that inode; a lock
  * another process took in between is linked back (unless yet another was taken since).
+ * @throws Node errno errors of the rename other than ENOENT (a directory this process cannot write in: retrying at
+ *   once would spin for ever)
  */
 function breakStale(lockPath: string, ino: number): void {
   const aside = `${lockPath}.${randomBytes(6).toString('hex')}.stale`;
   try {
     renameSync(lockPath, aside);
-  } catch {
-    return; // broken by another process first
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // broken by another process first
+    throw error;
   }
   if (lstatSync(aside, { throwIfNoEntry: false })?.ino !== ino) {
     try {
