@@ -250,12 +250,27 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
 /** Reads, changes and durably rewrites `dir`/meta.json under `meta.lock` (no other process's update is lost). */
 async function updateMeta(dir: string, change: (meta: Meta) => Meta): Promise<void> {
   const lockPath = path.join(dir, 'meta.lock');
-  const ino = await takeMetaLock(lockPath);
+  const own = await takeMetaLock(lockPath);
   try {
     await writeDurably(path.join(dir, 'meta.json'), JSON.stringify(change(await readMeta(dir))));
   } finally {
-    if (lstatSync(lockPath, { throwIfNoEntry: false })?.ino === ino) unlinkQuietly(lockPath);
+    if (sameLock(lstatSync(lockPath, { throwIfNoEntry: false }), own)) unlinkQuietly(lockPath);
   }
+}
+
+/**
+ * A lock file's identity: its inode and birth time (ms; 0 where the file system keeps none). The inode alone is not
+ * enough: ext4 gives a file created right after an unlink the freed inode (100 of 100 times here), so a process that
+ * saw the stale lock and renamed the lock another process had just taken in its place saw "the same inode" and removed
+ * a live lock (two writers).
+ */
+interface LockId {
+  ino: number;
+  birthtimeMs: number;
+}
+
+function sameLock(st: { ino: number; birthtimeMs: number } | undefined, id: LockId): boolean {
+  return st !== undefined && st.ino === id.ino && st.birthtimeMs === id.birthtimeMs;
 }
 
 const LOCK_FLAGS =
@@ -263,9 +278,9 @@ const LOCK_FLAGS =
 
 /**
  * Creates `lockPath` (O_EXCL), waiting while another process holds it; one older than META_LOCK_STALE_MS (by its
- * ctime) is broken. @returns the lock's inode @throws Node errno errors other than EEXIST (and of a failed break)
+ * ctime) is broken. @returns the lock's identity (`LockId`) @throws Node errno errors other than EEXIST (and of a failed break)
  */
-async function takeMetaLock(lockPath: string): Promise<number> {
+async function takeMetaLock(lockPath: string): Promise<LockId> {
   for (;;) {
     let fd: number;
     try {
@@ -278,12 +293,13 @@ async function takeMetaLock(lockPath: string): Promise<number> {
       }
       if (code !== 'EEXIST') throw error;
       const st = lstatSync(lockPath, { throwIfNoEntry: false });
-      if (st && Date.now() - st.ctimeMs >= META_LOCK_STALE_MS) breakStale(lockPath, st.ino);
+      if (st && Date.now() - st.ctimeMs >= META_LOCK_STALE_MS) breakStale(lockPath, st);
       else if (st) await new Promise((resolve) => setTimeout(resolve, META_LOCK_RETRY_MS));
       continue;
     }
     try {
-      return fstatSync(fd).ino;
+      const st = fstatSync(fd);
+      return { ino: st.ino, birthtimeMs: st.birthtimeMs };
     } finally {
       closeSync(fd);
     }
@@ -291,12 +307,12 @@ async function takeMetaLock(lockPath: string): Promise<number> {
 }
 
 /**
- * Removes the stale lock `lockPath` (inode `ino`): renamed aside, then unlinked if it is still that inode; a lock
+ * Removes the stale lock `lockPath` (identity `stale`): renamed aside, then unlinked if it is still that file; a lock
  * another process took in between is linked back (unless yet another was taken since).
  * @throws Node errno errors of the rename other than ENOENT (a directory this process cannot write in: retrying at
  *   once would spin for ever)
  */
-function breakStale(lockPath: string, ino: number): void {
+function breakStale(lockPath: string, stale: LockId): void {
   const aside = `${lockPath}.${randomBytes(6).toString('hex')}.stale`;
   try {
     renameSync(lockPath, aside);
@@ -304,7 +320,7 @@ function breakStale(lockPath: string, ino: number): void {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // broken by another process first
     throw error;
   }
-  if (lstatSync(aside, { throwIfNoEntry: false })?.ino !== ino) {
+  if (!sameLock(lstatSync(aside, { throwIfNoEntry: false }), stale)) {
     try {
       linkSync(aside, lockPath);
     } catch {
