@@ -211,7 +211,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   let count = names.length;
   let dropped = 0;
   let lastDropped: string | null = null;
-  let failed: NodeJS.ErrnoException | null = null;
+  const failure: { error?: NodeJS.ErrnoException } = {};
   // Never drop the newest change: it was just recorded (and alone fits the byte bound).
   for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++, count--) {
     // Removed first by another server sharing the state directory: counted (and meta.json rewritten) by that one only.
@@ -220,7 +220,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
     const removed = await unlink(path.join(dir, names[i])).then(
       () => true,
       (error: NodeJS.ErrnoException) => {
-        if (error.code !== 'ENOENT') failed ??= error;
+        if (error.code !== 'ENOENT') failure.error ??= error;
         return false;
       },
     );
@@ -244,7 +244,7 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
         meta.last_dropped_id !== null && meta.last_dropped_id > lastDropped! ? meta.last_dropped_id : lastDropped,
     }));
   }
-  if (failed) throw failed;
+  if (failure.error) throw failure.error;
 }
 
 /** Reads, changes and durably rewrites `dir`/meta.json under `meta.lock` (no other process's update is lost). */

@@ -40,7 +40,11 @@ describe('the undo history bounds against hostile entries', () => {
     }
     const listed = await server.call('list_changes', {});
     const records = readdirSync(history).filter((n) => /^[0-9]{15}-[0-9a-f]{12}\.json$/.test(n) && n !== planted);
-    expect([listed?.structured?.changes.length, records.length, listed?.structured?.dropped]).toEqual([2, 2, 4]);
+    expect([
+      (listed?.structured?.changes as unknown[] | undefined)?.length,
+      records.length,
+      listed?.structured?.dropped,
+    ]).toEqual([2, 2, 4]);
     server.child.kill('SIGTERM');
     await server.exited;
   });
