@@ -79,6 +79,11 @@ const MAX_SIZED_DIRS = 16;
 export const META_LOCK_STALE_MS = 5_000;
 /** Pause (ms) between two attempts at a `meta.lock` another process holds. */
 const META_LOCK_RETRY_MS = 5;
+/**
+ * Longest wait (ms) for `meta.lock`: past it the one meta.json update fails (EBUSY, logged by the caller) rather than
+ * waiting on a lock that some process keeps fresh, or one whose time lies ahead of the clock, for ever.
+ */
+export const META_LOCK_WAIT_MS = 2 * META_LOCK_STALE_MS;
 
 /** The dropped and skipped counts in `dir`/meta.json (all zero when it is absent or invalid). */
 export async function readMeta(dir: string): Promise<Meta> {
@@ -278,10 +283,16 @@ const LOCK_FLAGS =
 
 /**
  * Creates `lockPath` (O_EXCL), waiting while another process holds it; one older than META_LOCK_STALE_MS (by its
- * ctime) is broken. @returns the lock's identity (`LockId`) @throws Node errno errors other than EEXIST (and of a failed break)
+ * ctime) is broken. @returns the lock's identity (`LockId`) @throws Node errno errors other than EEXIST (and of a failed
+ * break); an Error with code EBUSY after META_LOCK_WAIT_MS of waiting
  */
 async function takeMetaLock(lockPath: string): Promise<LockId> {
+  const giveUpAt = Date.now() + META_LOCK_WAIT_MS;
   for (;;) {
+    if (Date.now() > giveUpAt)
+      throw Object.assign(new Error('meta.lock stayed taken: the undo history count was not updated'), {
+        code: 'EBUSY',
+      });
     let fd: number;
     try {
       fd = openSync(lockPath, LOCK_FLAGS, 0o600);
