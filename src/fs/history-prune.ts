@@ -79,6 +79,11 @@ const MAX_SIZED_DIRS = 16;
 export const META_LOCK_STALE_MS = 5_000;
 /** Pause (ms) between two attempts at a `meta.lock` another process holds. */
 const META_LOCK_RETRY_MS = 5;
+/**
+ * Longest wait (ms) for `meta.lock`: past it the one meta.json update fails (EBUSY, logged by the caller) rather than
+ * waiting on a lock that some process keeps fresh, or one whose time lies ahead of the clock, for ever.
+ */
+export const META_LOCK_WAIT_MS = 2 * META_LOCK_STALE_MS;
 
 /** The dropped and skipped counts in `dir`/meta.json (all zero when it is absent or invalid). */
 export async function readMeta(dir: string): Promise<Meta> {
@@ -211,12 +216,18 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
   let count = names.length;
   let dropped = 0;
   let lastDropped: string | null = null;
+  const failure: { error?: NodeJS.ErrnoException } = {};
   // Never drop the newest change: it was just recorded (and alone fits the byte bound).
   for (let i = 0; i < names.length - 1 && (count > limits.maxChanges || total > limits.maxBytes); i++, count--) {
     // Removed first by another server sharing the state directory: counted (and meta.json rewritten) by that one only.
+    // One that cannot be removed (a directory put under a record's name: EISDIR) is passed over, not counted as a
+    // change (the listing counts it invalid), and reported once the others are dropped: it must not stop every prune.
     const removed = await unlink(path.join(dir, names[i])).then(
       () => true,
-      (error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? false : Promise.reject(error)),
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') failure.error ??= error;
+        return false;
+      },
     );
     total -= sizes[i];
     now.delete(names[i]);
@@ -238,17 +249,33 @@ async function prune(dir: string, limits: HistoryLimits): Promise<void> {
         meta.last_dropped_id !== null && meta.last_dropped_id > lastDropped! ? meta.last_dropped_id : lastDropped,
     }));
   }
+  if (failure.error) throw failure.error;
 }
 
 /** Reads, changes and durably rewrites `dir`/meta.json under `meta.lock` (no other process's update is lost). */
 async function updateMeta(dir: string, change: (meta: Meta) => Meta): Promise<void> {
   const lockPath = path.join(dir, 'meta.lock');
-  const ino = await takeMetaLock(lockPath);
+  const own = await takeMetaLock(lockPath);
   try {
     await writeDurably(path.join(dir, 'meta.json'), JSON.stringify(change(await readMeta(dir))));
   } finally {
-    if (lstatSync(lockPath, { throwIfNoEntry: false })?.ino === ino) unlinkQuietly(lockPath);
+    if (sameLock(lstatSync(lockPath, { throwIfNoEntry: false }), own)) unlinkQuietly(lockPath);
   }
+}
+
+/**
+ * A lock file's identity: its inode and birth time (ms; 0 where the file system keeps none). The inode alone is not
+ * enough: ext4 gives a file created right after an unlink the freed inode (100 of 100 times here), so a process that
+ * saw the stale lock and renamed the lock another process had just taken in its place saw "the same inode" and removed
+ * a live lock (two writers).
+ */
+interface LockId {
+  ino: number;
+  birthtimeMs: number;
+}
+
+function sameLock(st: { ino: number; birthtimeMs: number } | undefined, id: LockId): boolean {
+  return st !== undefined && st.ino === id.ino && st.birthtimeMs === id.birthtimeMs;
 }
 
 const LOCK_FLAGS =
@@ -256,10 +283,16 @@ const LOCK_FLAGS =
 
 /**
  * Creates `lockPath` (O_EXCL), waiting while another process holds it; one older than META_LOCK_STALE_MS (by its
- * ctime) is broken. @returns the lock's inode @throws Node errno errors other than EEXIST
+ * ctime) is broken. @returns the lock's identity (`LockId`) @throws Node errno errors other than EEXIST (and of a failed
+ * break); an Error with code EBUSY after META_LOCK_WAIT_MS of waiting
  */
-async function takeMetaLock(lockPath: string): Promise<number> {
+async function takeMetaLock(lockPath: string): Promise<LockId> {
+  const giveUpAt = Date.now() + META_LOCK_WAIT_MS;
   for (;;) {
+    if (Date.now() > giveUpAt)
+      throw Object.assign(new Error('meta.lock stayed taken: the undo history count was not updated'), {
+        code: 'EBUSY',
+      });
     let fd: number;
     try {
       fd = openSync(lockPath, LOCK_FLAGS, 0o600);
@@ -271,12 +304,13 @@ async function takeMetaLock(lockPath: string): Promise<number> {
       }
       if (code !== 'EEXIST') throw error;
       const st = lstatSync(lockPath, { throwIfNoEntry: false });
-      if (st && Date.now() - st.ctimeMs >= META_LOCK_STALE_MS) breakStale(lockPath, st.ino);
+      if (st && Date.now() - st.ctimeMs >= META_LOCK_STALE_MS) breakStale(lockPath, st);
       else if (st) await new Promise((resolve) => setTimeout(resolve, META_LOCK_RETRY_MS));
       continue;
     }
     try {
-      return fstatSync(fd).ino;
+      const st = fstatSync(fd);
+      return { ino: st.ino, birthtimeMs: st.birthtimeMs };
     } finally {
       closeSync(fd);
     }
@@ -284,17 +318,20 @@ async function takeMetaLock(lockPath: string): Promise<number> {
 }
 
 /**
- * Removes the stale lock `lockPath` (inode `ino`): renamed aside, then unlinked if it is still that inode; a lock
+ * Removes the stale lock `lockPath` (identity `stale`): renamed aside, then unlinked if it is still that file; a lock
  * another process took in between is linked back (unless yet another was taken since).
+ * @throws Node errno errors of the rename other than ENOENT (a directory this process cannot write in: retrying at
+ *   once would spin for ever)
  */
-function breakStale(lockPath: string, ino: number): void {
+function breakStale(lockPath: string, stale: LockId): void {
   const aside = `${lockPath}.${randomBytes(6).toString('hex')}.stale`;
   try {
     renameSync(lockPath, aside);
-  } catch {
-    return; // broken by another process first
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // broken by another process first
+    throw error;
   }
-  if (lstatSync(aside, { throwIfNoEntry: false })?.ino !== ino) {
+  if (!sameLock(lstatSync(aside, { throwIfNoEntry: false }), stale)) {
     try {
       linkSync(aside, lockPath);
     } catch {

@@ -3,13 +3,15 @@
  * `meta.lock` in the history directory. Another process's lock is played by a file put at that name: a fresh one is
  * waited for (meta.json untouched while it stands, the count complete once it is gone), a stale one (older than
  * META_LOCK_STALE_MS by its ctime, seen through a shifted clock) is broken and the count written. No lock file is left.
+ * A lock that never turns stale (kept fresh, or dated ahead of the clock) is waited for at most META_LOCK_WAIT_MS:
+ * the one update fails with EBUSY and nothing is written.
  */
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hashBytes } from '../../src/fs/hash.js';
-import { historyFileOf, loadHistory, recordChange } from '../../src/fs/history.js';
-import { META_LOCK_STALE_MS } from '../../src/fs/history-prune.js';
+import { historyFileOf, loadHistory, recordChange, recordSkipped } from '../../src/fs/history.js';
+import { META_LOCK_STALE_MS, META_LOCK_WAIT_MS } from '../../src/fs/history-prune.js';
 import { makeTree } from '../helpers/tree.js';
 
 const trees: Array<{ cleanup: () => void }> = [];
@@ -64,5 +66,21 @@ describe('meta.json under meta.lock', () => {
     const h = await loadHistory(dir);
     expect([h.changes.map((c) => c.id), h.dropped, h.lastDroppedId]).toEqual([[b], 1, a]);
     expect(readdirSync(history).sort()).toEqual([`${b}.json`, 'meta.json'].sort());
+  });
+
+  it('gives up on a lock that never turns stale: EBUSY after META_LOCK_WAIT_MS, nothing written', async () => {
+    const dir = stateDir();
+    const history = path.join(dir, 'history');
+    mkdirSync(history, { recursive: true });
+    writeFileSync(path.join(history, 'meta.lock'), '');
+    // The clock 60 s behind the lock's ctime (dated ahead of it), advancing 100 ms a reading: never stale.
+    const start = Date.now();
+    let readings = 0;
+    vi.spyOn(Date, 'now').mockImplementation(() => start - 60_000 + 100 * readings++);
+    await expect(recordSkipped(dir)).rejects.toMatchObject({ code: 'EBUSY' });
+    expect(100 * readings).toBeGreaterThan(META_LOCK_WAIT_MS);
+    expect(100 * readings).toBeLessThan(60_000);
+    vi.restoreAllMocks();
+    expect(readdirSync(history)).toEqual(['meta.lock']);
   });
 });

@@ -25,11 +25,19 @@ export interface RawServer {
   stderr(): string;
 }
 
-/** Spawns `node dist/cli.js ...args` (dist-seams/cli.js with `options.seam`) and starts the handshake. */
-export function startRaw(args: string[], options: { cwd?: string; seam?: string } = {}): RawServer {
+/**
+ * Spawns `node dist/cli.js ...args` (dist-seams/cli.js with `options.seam`; as `options.uid`/`gid` when given) and
+ * starts the handshake.
+ */
+export function startRaw(
+  args: string[],
+  options: { cwd?: string; seam?: string; uid?: number; gid?: number } = {},
+): RawServer {
   const program = options.seam ? [SEAMS_CLI, options.seam] : [CLI];
   const child = spawn(process.execPath, [...program, ...args, ...NATIVE_ARGS], {
     cwd: options.cwd,
+    uid: options.uid,
+    gid: options.gid,
     env: { ...process.env, ...coverageEnv() },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
