@@ -278,7 +278,8 @@ function sameLock(st: { ino: number; birthtimeMs: number } | undefined, id: Lock
   return st !== undefined && st.ino === id.ino && st.birthtimeMs === id.birthtimeMs;
 }
 
-const LOCK_FLAGS =
+/** open(2) flags of `meta.lock`: created exclusively, never through a link, never blocking (a FIFO at the name). */
+const META_LOCK_FLAGS =
   constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
 
 /**
@@ -295,7 +296,7 @@ async function takeMetaLock(lockPath: string): Promise<LockId> {
       });
     let fd: number;
     try {
-      fd = openSync(lockPath, LOCK_FLAGS, 0o600);
+      fd = openSync(lockPath, META_LOCK_FLAGS, 0o600);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') {

@@ -36,7 +36,7 @@ function argumentsAt(text: string, open: number): string {
 }
 
 /** Flag constants that carry O_NONBLOCK (their definitions are checked below). */
-const NONBLOCKING_CONSTANTS = ['DIR_FLAGS', 'STATE_WRITE_FLAGS'];
+const NONBLOCKING_CONSTANTS = ['DIR_FLAGS', 'STATE_WRITE_FLAGS', 'META_LOCK_FLAGS'];
 
 /** Path-based helpers (no flags argument) and the only places they may appear, each with why it is no user path. */
 const PATH_HELPER_SITES: Record<string, string> = {
