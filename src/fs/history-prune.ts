@@ -351,11 +351,37 @@ const STAGED_PATTERN = /^([0-9]{15})-[0-9a-f]{12}\.json\.[0-9a-f]{8}\.tmp$/;
  */
 export const STALE_STAGED_MS = 60 * 60 * 1000;
 
-/** Removes the staged temporaries among `names` (entries of the history directory `dir`) older than STALE_STAGED_MS. */
+/**
+ * What meta.json's updates leave when their process is killed: meta.json's temporary (`writeDurably`:
+ * `meta.json.<8 hex>.tmp`, alive for one write under `meta.lock`) and a stale lock renamed aside to be removed
+ * (`breakStale`: `meta.lock.<12 hex>.stale`, alive for a few syscalls).
+ */
+const META_LEFTOVER_PATTERN = /^meta\.(?:json\.[0-9a-f]{8}\.tmp|lock\.[0-9a-f]{12}\.stale)$/;
+/** Most meta.json leftovers one prune examines (one lstat each, on the event loop); the rest wait for the next. */
+const MAX_META_LEFTOVERS = 64;
+
+/**
+ * Removes the leftovers among `names` (entries of the history directory `dir`) older than STALE_STAGED_MS: staged
+ * record temporaries by the time in their id, meta.json's leftovers (`META_LEFTOVER_PATTERN`, at most
+ * MAX_META_LEFTOVERS a call) by their last change (the later of mtime and ctime; ctime cannot be set back), regular
+ * files only (a directory planted under such a name stays).
+ */
 function removeStaleStaged(dir: string, names: readonly string[]): void {
-  const before = Date.now() - STALE_STAGED_MS;
+  const now = Date.now();
+  const before = now - STALE_STAGED_MS;
+  let examined = 0;
   for (const n of names) {
     const m = STAGED_PATTERN.exec(n);
     if (m && Number(m[1]) < before) unlinkQuietly(path.join(dir, n));
+    else if (!m && examined < MAX_META_LEFTOVERS && META_LEFTOVER_PATTERN.test(n)) {
+      examined++;
+      let st;
+      try {
+        st = lstatSync(path.join(dir, n), { throwIfNoEntry: false });
+      } catch {
+        continue; // unreadable: left for a later prune
+      }
+      if (st?.isFile() && now - Math.max(st.mtimeMs, st.ctimeMs) >= STALE_STAGED_MS) unlinkQuietly(path.join(dir, n));
+    }
   }
 }

@@ -83,4 +83,27 @@ describe('meta.json under meta.lock', () => {
     vi.restoreAllMocks();
     expect(readdirSync(history)).toEqual(['meta.lock']);
   });
+
+  it("removes meta.json's leftovers of a killed process once an hour old, and only regular files by their names", async () => {
+    const dir = stateDir();
+    const history = path.join(dir, 'history');
+    await recordChange(dir, limits, { tool: 'write_file', files: [file('a')] });
+    const leftovers = ['meta.json.0123abcd.tmp', 'meta.lock.0123456789ab.stale'];
+    const kept = ['meta.lock.zz.stale', 'meta.json.tmp', 'notes.stale'];
+    for (const n of [...leftovers, ...kept]) writeFileSync(path.join(history, n), 'x');
+    mkdirSync(path.join(history, 'meta.lock.ba9876543210.stale'));
+    // A prune now: every one of them is too young.
+    await recordChange(dir, limits, { tool: 'write_file', files: [file('b')] });
+    await loadHistory(dir);
+    expect(leftovers.every((n) => existsSync(path.join(history, n)))).toBe(true);
+    // Two hours later: the two leftovers go; other names and the planted directory stay.
+    const realNow = Date.now.bind(Date);
+    vi.spyOn(Date, 'now').mockImplementation(() => realNow() + 2 * 60 * 60 * 1000);
+    const c = await recordChange(dir, limits, { tool: 'write_file', files: [file('c')] });
+    const h = await loadHistory(dir);
+    expect(h.changes.map((x) => x.id)).toEqual([c]);
+    expect(readdirSync(history).sort()).toEqual(
+      [`${c}.json`, 'meta.json', 'meta.lock.ba9876543210.stale', ...kept].sort(),
+    );
+  });
 });
