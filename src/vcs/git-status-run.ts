@@ -8,7 +8,7 @@
  * runner and timeout); if either fails, the other is stopped and the call fails as the one status would.
  */
 import os from 'node:os';
-import type { GitView, ViewRunOptions } from './git-view.js';
+import { VIEW_OUTPUT_BYTES, type GitView, type ViewRunOptions } from './git-view.js';
 import type { CommandResult } from './run-command.js';
 
 /** Arguments of the status whose output the status hash covers; then those of its two halves. */
@@ -38,9 +38,6 @@ export const SPLIT_MIN_ENTRIES = 10_000;
 export function splitStatus(entries: number, load = os.loadavg()[0], cores = os.availableParallelism()): boolean {
   return cores >= 2 && entries >= SPLIT_MIN_ENTRIES && load < 2 * cores;
 }
-
-/** The output cap of one status, bytes (the runner's default). */
-const OUTPUT_CAP = 64 * 1024 * 1024;
 
 /**
  * The view's full status output, as one `git status` (STATUS_ARGS) prints it: one process when `split` is false (by
@@ -85,7 +82,7 @@ export async function runFullStatus(
     // The status done, ls-files stopped by a cancel: the call fails with ls-files' result, never a partial list.
     if (others.status === 'rejected') throw others.reason;
     if (others.value.exitCode !== 0) return others.value;
-    return assembled(outcome.value, others.value);
+    return assembled(outcome.value, others.value, options.maxOutputBytes ?? VIEW_OUTPUT_BYTES);
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
   }
@@ -93,10 +90,10 @@ export async function runFullStatus(
 
 /**
  * The one status' result from its halves: the status' output (branch headers, changed and unmerged lines), then
- * `? ` and each line ls-files printed (a path quoted exactly as status quotes it, in the same order). Over the output
- * cap of one status, a capped result as the one status would have given.
+ * `? ` and each line ls-files printed (a path quoted exactly as status quotes it, in the same order). Over `cap` (the
+ * one status' output cap, bytes), a capped result as the one status would have given.
  */
-function assembled(tracked: CommandResult, others: CommandResult): CommandResult {
+function assembled(tracked: CommandResult, others: CommandResult, cap: number): CommandResult {
   // One replace over the whole list, not a string per path: about half the CPU on the event loop (300,000 paths:
   // 80-110 ms against 165-390 ms), and no array of every path.
   const list = others.stdout.endsWith('\n') ? others.stdout.slice(0, -1) : others.stdout;
@@ -108,7 +105,7 @@ function assembled(tracked: CommandResult, others: CommandResult): CommandResult
   // The bytes git wrote, as the one status' cap counts them (a byte that is not UTF-8 is 3 once decoded).
   const bytes = (r: CommandResult): number => r.stdoutBytes ?? Buffer.byteLength(r.stdout, 'utf8');
   const stdoutBytes = bytes(tracked) + bytes(others) + added;
-  if (stdoutBytes > OUTPUT_CAP) {
+  if (stdoutBytes > cap) {
     return { ...tracked, exitCode: null, stdout: '', stdoutBytes: 0, outputLimited: true, durationMs };
   }
   return { ...tracked, stdout, stdoutBytes, stderr: tracked.stderr + others.stderr, durationMs };

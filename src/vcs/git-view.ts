@@ -253,6 +253,9 @@ export class GitView {
   }
 }
 
+/** The output cap of a git command the view runs, bytes, where the caller names none (`ViewRunOptions.maxOutputBytes`). */
+export const VIEW_OUTPUT_BYTES = 64 * 1024 * 1024;
+
 /**
  * A git runner over the one subprocess runner (used by git.ts), running `program`: the absolute path `resolveGit`
  * found for the roots in force (never a git inside them).
@@ -263,7 +266,7 @@ export function commandRunner(program: string): GitRunner {
       cwd: options.cwd,
       env,
       timeoutMs: options.timeoutMs,
-      maxOutputBytes: options.maxOutputBytes ?? 64 * 1024 * 1024,
+      maxOutputBytes: options.maxOutputBytes ?? VIEW_OUTPUT_BYTES,
       signal: options.signal,
       ...(options.fds ? { fds: options.fds } : {}),
     });

@@ -69,3 +69,34 @@ describe('the split status under the output cap, output not UTF-8', () => {
     expect(two.stdout).toBe(one.stdout);
   }, 120_000);
 });
+
+describe("the split status under a caller's output cap", () => {
+  it('caps the assembled output at the cap the caller names, as the one status is capped', async () => {
+    const dir = path.join(base, 'small-cap');
+    mkdirSync(dir);
+    git(dir, 'init', '-q', '-b', 'main');
+    writeFileSync(path.join(dir, 'a.txt'), 'x\n');
+    git(dir, 'add', '-A');
+    git(dir, 'commit', '-q', '-m', 'i');
+    for (let i = 0; i < 200; i++) writeFileSync(path.join(dir, `untracked-${String(i).padStart(4, '0')}.txt`), '');
+    const { full, one, two, cap } = await withRepository(dir, access, opts, async (view) => {
+      const whole = await runFullStatus(view, opts, false);
+      // 100 bytes under the whole: each half alone fits (ls-files' lines are 200 × 19 bytes, the status' a few branch
+      // lines), the assembled output does not, so only its own count can catch it.
+      const limit = Buffer.byteLength(whole.stdout) - 100;
+      const capped = { ...opts, maxOutputBytes: limit };
+      return {
+        full: whole,
+        cap: limit,
+        one: await runFullStatus(view, capped, false),
+        two: await runFullStatus(view, capped, true),
+      };
+    });
+    expect(full.exitCode).toBe(0);
+    expect(full.stdout.split('\n').filter((l) => l.startsWith('? '))).toHaveLength(200);
+    expect(200 * 19).toBeLessThan(cap);
+    expect(full.stdout.length - 200 * 21).toBeLessThan(cap);
+    expect([one.outputLimited, one.exitCode]).toEqual([true, null]);
+    expect([two.outputLimited, two.exitCode, two.stdout]).toEqual([true, null, '']);
+  }, 60_000);
+});
