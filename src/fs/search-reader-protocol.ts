@@ -49,15 +49,78 @@ export const PROGRESS_SLOTS = 3;
 export const WORKER_SESSIONS = 8;
 
 /**
- * The message to a worker: a batch of one session's files, NUL-separated in one string (a path never holds a NUL; one
- * string clones far faster than an array of them: posting batches was 14 % of a search's main thread), and the
- * session's options the first time this worker sees the session.
+ * The message to a worker: a batch of one session's files in one string (`files`, BatchRuns' encoding: one string
+ * clones far faster than an array of them, posting batches was 14 % of a search's main thread), and the session's
+ * options the first time this worker sees the session.
  */
 export interface BatchRequest {
   id: number;
   session: number;
   options?: ReaderOptions;
   files: string;
+}
+
+/** The files of one directory in a batch: its absolute path, its entries' names, the batch index of the first. */
+export interface BatchRun {
+  parent: string;
+  names: string[];
+  first: number;
+}
+
+/**
+ * A batch's files as runs of one directory (the walk hands over a directory's files together), encoded in one
+ * string: NUL-separated tokens (no path or name holds a NUL), where an empty token (no entry name is empty) says that
+ * the next token is a directory, the parent of the names after it. Each directory's path is written once per run,
+ * not once per file, and the names are the listing's own strings (no joined path built per file, nor taken apart
+ * again by the reader thread).
+ */
+export class BatchRuns {
+  private parts: string[] = [];
+  private parent: string | null = null;
+  /** Files added since the last `take`. */
+  count = 0;
+
+  /** Adds the entry `name` of the directory `parent` (absolute). */
+  add(parent: string, name: string): void {
+    if (parent !== this.parent) {
+      this.parts.push('', parent);
+      this.parent = parent;
+    }
+    this.parts.push(name);
+    this.count++;
+  }
+
+  /** The encoded batch, and a fresh start. */
+  take(): string {
+    const files = this.parts.join('\0');
+    this.parts = [];
+    this.parent = null;
+    this.count = 0;
+    return files;
+  }
+}
+
+/**
+ * The runs of an encoded batch (BatchRuns), in order, and how many files it holds (numbered across runs from 0). A
+ * name before any directory (a malformed string) is counted but in no run: the caller answers it `fallback`.
+ */
+export function batchRuns(files: string): { runs: BatchRun[]; count: number } {
+  const tokens = files.split('\0');
+  const runs: BatchRun[] = [];
+  let run: BatchRun | null = null;
+  let count = 0;
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i];
+    if (token === '') {
+      if (i + 1 >= tokens.length) break;
+      run = { parent: tokens[++i], names: [], first: count };
+      runs.push(run);
+      continue;
+    }
+    run?.names.push(token);
+    count++;
+  }
+  return { runs, count };
 }
 
 /**
@@ -118,6 +181,8 @@ const PLAIN_OUTCOMES = new Map<string, ReadOutcome>(
   ]),
 );
 const FALLBACK = PLAIN_OUTCOMES.get(KIND_CODES.fallback)!;
+/** The outcome of every file without a matching line (`outcomesOf` answers this one object: compare by identity). */
+export const NO_MATCH_OUTCOME = PLAIN_OUTCOMES.get(KIND_CODES.no_match)!;
 
 /** The outcomes of a reply, in file order (`fallback` for anything missing or malformed). */
 export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {

@@ -19,7 +19,7 @@ import {
 import { openForReadSync } from './open-file.js';
 import { isWithin } from './path-within.js';
 import { classify, CompiledRegexes, matched, type ContainsBytes } from './search-reader-match.js';
-import type { ReaderOptions, ReadOutcome } from './search-reader-protocol.js';
+import type { BatchRun, ReaderOptions, ReadOutcome } from './search-reader-protocol.js';
 import { VerifiedDir } from './verified-dir.js';
 
 /**
@@ -257,10 +257,8 @@ const NO_HOOKS: BatchHooks = { before: () => {}, after: () => {} };
 
 /**
  * Reads (and matches) the files of one batch in order, calling `each(index, outcome)` for each — the work a reader
- * thread does per batch, exported for tests. With the addon (Linux), each run of files in one directory is read by one
- * native call through the directory's verified descriptor (`verifiedParent`, as the JavaScript path opens it); else,
- * and for a run the addon refuses, file by file with `readCandidate`. `hooks.before(index)` is called before the
- * JavaScript work on a file (the watchdog's progress record), `hooks.after()` when it ends. Never throws.
+ * thread does per batch, exported for tests. `files` are absolute paths; `readRuns` reads the same as runs of one
+ * directory each.
  */
 export function readBatch(
   files: readonly string[],
@@ -269,15 +267,7 @@ export function readBatch(
   each: (index: number, outcome: ReadOutcome) => void,
   hooks: BatchHooks = NO_HOOKS,
 ): void {
-  const { addon } = state;
-  if (!addon || process.platform !== 'linux') {
-    files.forEach((file, i) => {
-      hooks.before(i);
-      each(i, readCandidate(file, options, state.scratch, state.dir));
-    });
-    hooks.after();
-    return;
-  }
+  const runs: BatchRun[] = [];
   for (let first = 0; first < files.length;) {
     // The files of one directory are a run: one lastIndexOf per file (the paths are absolute and canonical, so the
     // parent is everything before the last `/`, as path.dirname has it).
@@ -290,26 +280,63 @@ export function readBatch(
       if (f.lastIndexOf('/') !== cut || !f.startsWith(parent)) break;
       names.push(f.slice(cut + 1));
     }
-    readRun(files, first, end, names, parent, options, state, each, hooks);
+    runs.push({ parent, names, first });
     first = end;
+  }
+  readRuns(runs, options, state, each, hooks);
+}
+
+/**
+ * Reads (and matches) the files of runs of one directory each (the batch a reader thread is sent,
+ * src/fs/search-reader-protocol.ts `batchRuns`), in order, calling `each(index, outcome)` for each. With the addon
+ * (Linux), each run is read by one native call through the directory's verified descriptor (`verifiedParent`, as the
+ * JavaScript path opens it); else, and for a run the addon refuses, file by file with `readCandidate`.
+ * `hooks.before(index)` is called before the JavaScript work on a file (the watchdog's progress record),
+ * `hooks.after()` when it ends. Never throws.
+ */
+export function readRuns(
+  runs: readonly BatchRun[],
+  options: ReaderOptions,
+  state: ReaderState,
+  each: (index: number, outcome: ReadOutcome) => void,
+  hooks: BatchHooks = NO_HOOKS,
+): void {
+  const native = state.addon !== null && process.platform === 'linux';
+  for (const run of runs) {
+    if (native) readRun(run, 0, options, state, each, hooks);
+    else readRunInJs(run, 0, options, state, each, hooks);
   }
 }
 
-/** `readBatch` for the files [first, end) of the directory `parent` (their last components `names`), through the addon. */
-function readRun(
-  files: readonly string[],
-  first: number,
-  end: number,
-  names: readonly string[],
-  parent: string,
+/** The files of `run` from its `from`-th name on, one by one on the JavaScript path (`readCandidate`). */
+function readRunInJs(
+  run: BatchRun,
+  from: number,
   options: ReaderOptions,
   state: ReaderState,
   each: (index: number, outcome: ReadOutcome) => void,
   hooks: BatchHooks,
 ): void {
-  const dir = verifiedParent(parent, options, state.dir);
+  for (let k = from; k < run.names.length; k++) {
+    hooks.before(run.first + k);
+    each(run.first + k, readCandidate(path.join(run.parent, run.names[k]), options, state.scratch, state.dir));
+  }
+  hooks.after();
+}
+
+/** `readRuns` for one run (the files of the directory `run.parent`), through the addon. */
+function readRun(
+  run: BatchRun,
+  from: number,
+  options: ReaderOptions,
+  state: ReaderState,
+  each: (index: number, outcome: ReadOutcome) => void,
+  hooks: BatchHooks,
+): void {
+  const { first, names } = run;
+  const dir = verifiedParent(run.parent, options, state.dir);
   if (dir === null) {
-    for (let i = first; i < end; i++) each(i, { kind: 'unreadable' });
+    for (let k = from; k < names.length; k++) each(first + k, NATIVE_KIND[NATIVE_CODES.unreadable]);
     return;
   }
   // The required set is tested in C too (a file holding none of it is no_match there, as `matched` would find it), so
@@ -326,21 +353,19 @@ function readRun(
       needle,
       state.buffers,
       (k, r) => {
-        hooks.before(first + k);
-        const outcome =
-          r.code === NATIVE_CODES.candidate ? matched(r.bytes, options, state.scratch.regexes, state.contains) : null;
-        each(first + k, outcome ?? NATIVE_KIND[r.code as 1 | 2 | 3 | 4]);
-        hooks.after();
+        if (r.code !== NATIVE_CODES.candidate) {
+          each(first + k, NATIVE_KIND[r.code]);
+        } else {
+          hooks.before(first + k);
+          each(first + k, matched(r.bytes, options, state.scratch.regexes, state.contains));
+          hooks.after();
+        }
         answered = k + 1;
       },
       anyOf,
     );
   } catch {
     // A name the addon refuses (it opened nothing): the JavaScript path, with its own checks, for the rest.
-    for (let i = first + answered; i < end; i++) {
-      hooks.before(i);
-      each(i, readCandidate(files[i], options, state.scratch, state.dir));
-      hooks.after();
-    }
+    readRunInJs(run, answered, options, state, each, hooks);
   }
 }

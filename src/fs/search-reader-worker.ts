@@ -7,7 +7,8 @@
  * workerData: { progress: Int32Array over a SharedArrayBuffer, epoch: ms, nativePath: the native addon the process
  * loaded at start-up (src/fs/native-reader.ts `attachNativeAddon`; the JavaScript path when null or when it does not
  * attach) }. Started from code embedded in the bundle (src/fs/worker-code.ts), never from a file.
- * Messages in: BatchRequest { id, session, options? (first batch of a session), files: NUL-separated paths }, or
+ * Messages in: BatchRequest { id, session, options? (first batch of a session), files: runs of one directory each
+ * (src/fs/search-reader-protocol.ts `BatchRuns`) }, or
  * RegexJobRequest { id, job }. Messages out: BatchReply { id, kinds: one code per file, found: the files with bytes }
  * (the bytes of `text`/`hits` results are transferred), or RegexJobReply { id, lines | replaced }.
  */
@@ -15,6 +16,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { attachNativeAddon, type NativeAddon } from './native-reader.js';
 import { runRegexJob } from './search-reader-match.js';
 import {
+  batchRuns,
   KIND_CODES,
   P_BATCH,
   P_INDEX,
@@ -27,7 +29,7 @@ import {
   type RegexJobReply,
   type RegexJobRequest,
 } from './search-reader-protocol.js';
-import { closeDir, keepDir, readBatch, readerState, type BatchHooks, type ReaderState } from './search-reader-read.js';
+import { closeDir, keepDir, readerState, readRuns, type BatchHooks, type ReaderState } from './search-reader-read.js';
 
 /**
  * How long a reader thread keeps the verified directories of its last batch open once it has no batch to read, ms: the
@@ -43,8 +45,9 @@ function answerBatch(
   state: ReaderState,
   hooks: BatchHooks,
 ): void {
-  const files = job.files.split('\0');
-  const codes: string[] = new Array<string>(files.length);
+  const { runs, count } = batchRuns(job.files);
+  // A file no run holds (a malformed batch) stays `fallback`: the caller reads it.
+  const codes: string[] = new Array<string>(count).fill(KIND_CODES.fallback);
   const found: BatchReply['found'] = [];
   const transfer: ArrayBuffer[] = [];
   const each = (i: number, r: ReadOutcome) => {
@@ -56,8 +59,7 @@ function answerBatch(
   };
   // A session this worker does not know (never sent, or dropped): the caller reads the files itself. The watchdog
   // looks only at batches under a user regular expression (`bounded`), so only those record each file's progress.
-  if (options) readBatch(files, options, state, each, options.match?.bounded ? hooks : undefined);
-  else files.forEach((_, i) => each(i, { kind: 'fallback' }));
+  if (options) readRuns(runs, options, state, each, options.match?.bounded ? hooks : undefined);
   // The next batch of this search goes on from these directories, proving each again (search-reader-read.ts).
   keepDir(state.dir);
   const reply: BatchReply = { id: job.id, kinds: codes.join(''), found };

@@ -24,11 +24,13 @@
  * dies, its files resolve as `fallback` and the caller reads them on the main thread as before.
  */
 import { availableParallelism } from 'node:os';
+import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { ToolError } from '../errors/tool-error.js';
 import type { LineHit } from './match-lines.js';
 import type { LineReplacement } from './replace-lines.js';
 import {
+  BatchRuns,
   outcomesOf,
   P_BATCH,
   P_INDEX,
@@ -172,10 +174,13 @@ export class SearchReaderPool {
   }
 
   /**
-   * A batching reader for one search (all its files share `options`): `submit` hands a file over and returns its
-   * ticket; `read` is `submit` and wait.
+   * A batching reader for one search (all its files share `options`): `submit` hands over the entry `name` of the
+   * directory `parent` (absolute) and returns its ticket; `read` is `submit` of an absolute path and wait.
    */
-  session(options: ReaderOptions): { submit(file: string): ReadTicket; read(file: string): Promise<ReadOutcome> } {
+  session(options: ReaderOptions): {
+    submit(parent: string, name: string): ReadTicket;
+    read(file: string): Promise<ReadOutcome>;
+  } {
     // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy them out.
     options = {
       ...options,
@@ -183,27 +188,26 @@ export class SearchReaderPool {
       anyOf: options.anyOf ? options.anyOf.map((b) => new Uint8Array(b)) : null,
     };
     const session = this.nextSession++;
-    let files: string[] = [];
+    const files = new BatchRuns();
     let pending = new PendingBatch();
     let scheduled = false;
     const flush = () => {
       scheduled = false;
-      if (files.length === 0) return;
-      this.dispatch(session, files, pending, options);
-      files = [];
+      if (files.count === 0) return;
+      this.dispatch(session, files.take(), pending, options);
       pending = new PendingBatch();
     };
-    const submit = (file: string): ReadTicket => {
+    const submit = (parent: string, name: string): ReadTicket => {
       const ticket = new ReadTicket(pending, pending.count++);
-      files.push(file);
-      if (files.length >= BATCH_FILES) flush();
+      files.add(parent, name);
+      if (files.count >= BATCH_FILES) flush();
       else if (!scheduled) {
         scheduled = true;
         setImmediate(flush);
       }
       return ticket;
     };
-    return { submit, read: (file) => submit(file).wait() };
+    return { submit, read: (file) => submit(path.dirname(file), path.basename(file)).wait() };
   }
 
   /**
@@ -264,7 +268,7 @@ export class SearchReaderPool {
     });
   }
 
-  private dispatch(session: number, files: string[], pending: PendingBatch, options: ReaderOptions): void {
+  private dispatch(session: number, files: string, pending: PendingBatch, options: ReaderOptions): void {
     const slot = this.leastLoaded();
     if (!slot) {
       pending.settle(() => ({ kind: 'fallback' }));
@@ -274,11 +278,11 @@ export class SearchReaderPool {
     this.hold(slot, {
       id,
       bounded: options.match?.bounded ?? false,
-      count: files.length,
+      count: pending.count,
       answer: (reply) => pending.settle(outcomesOf(reply as BatchReply, pending.count)),
       abandon: (timedOut) => pending.settle((i) => ({ kind: i === timedOut ? 'regex_timeout' : 'fallback' })),
     });
-    const request: BatchRequest = { id, session, files: files.join('\0') };
+    const request: BatchRequest = { id, session, files };
     if (!slot.sessions.has(session)) {
       request.options = options;
       slot.sessions.add(session);

@@ -46,3 +46,60 @@ export function renderMatch(m: Match, withContext: boolean): string {
     ...(withContext ? ['--'] : []),
   ].join('\n');
 }
+
+/**
+ * The lines of a file with matches, as `text.split('\n')` has them: from its text, or from its bytes (UTF-8 that the
+ * binary test passed, so every `\n` is a 0x0A byte and a line decodes alone to the same string), where only the lines
+ * asked for are decoded (a reader thread's file is not decoded whole, nor split, for a match or two).
+ */
+export class FileLines {
+  private lines: string[] | null = null;
+  private readonly bytes: Buffer | null;
+  /** Byte offset where line `atLine` starts (bytes only: lines are mostly asked for in order). */
+  private at = 0;
+  private atLine = 0;
+  private total = -1;
+
+  constructor(source: string | Buffer) {
+    if (typeof source === 'string') {
+      this.lines = source.split('\n');
+      this.bytes = null;
+    } else this.bytes = source;
+  }
+
+  /** Line `i` (0-based, without its `\n`), or undefined past the last. */
+  line(i: number): string | undefined {
+    if (this.lines !== null || this.bytes === null) return this.lines![i];
+    const bytes = this.bytes;
+    if (i < this.atLine) {
+      this.at = 0;
+      this.atLine = 0;
+    }
+    while (this.atLine < i) {
+      const nl = bytes.indexOf(0x0a, this.at);
+      if (nl === -1) return undefined;
+      this.at = nl + 1;
+      this.atLine++;
+    }
+    const end = bytes.indexOf(0x0a, this.at);
+    return bytes.toString('utf8', this.at, end === -1 ? bytes.length : end);
+  }
+
+  /** How many lines (`\n`s + 1). */
+  get count(): number {
+    if (this.lines !== null) return this.lines.length;
+    if (this.total < 0) {
+      let n = 1;
+      for (let at = this.bytes!.indexOf(0x0a); at !== -1; at = this.bytes!.indexOf(0x0a, at + 1)) n++;
+      this.total = n;
+    }
+    return this.total;
+  }
+
+  /** Lines [from, to) that exist, as `lines.slice(from, to)`. */
+  slice(from: number, to: number): string[] {
+    const out: string[] = [];
+    for (let i = Math.max(0, from); i < Math.min(to, this.count); i++) out.push(this.line(i)!);
+    return out;
+  }
+}

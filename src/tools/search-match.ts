@@ -15,14 +15,15 @@ import { matcherSpec, type LineMatcher } from '../fs/line-matcher.js';
 import type { LineHit } from '../fs/match-lines.js';
 import { isSecretEntry, type PolicyContext } from '../policy/authorize.js';
 import { isInsideRoots } from '../policy/containment.js';
+import { FileLines } from './search-line.js';
 
 /**
  * A candidate file's content, or why content search skips it. `no_match`: a text file without a matching line
- * (scanned, nothing to report). `hits` are 0-based [line, UTF-16 column] pairs, in line order.
+ * (scanned, nothing to report). `hits` are 0-based [line, UTF-16 column] pairs, in line order, of `lines`.
  */
 export type Loaded =
   | { kind: 'secret' | 'too_large' | 'unreadable' | 'binary' | 'no_match' }
-  | { kind: 'text'; text: string; hits: LineHit[] };
+  | { kind: 'text'; lines: FileLines; hits: LineHit[] };
 
 /** The outcomes without content, one frozen object each (shared by every file with that outcome). */
 const SIMPLE = Object.freeze({
@@ -65,11 +66,11 @@ export type Started = ReadTicket | Loaded;
 /** Starts reading and matching candidate files (`start`), and gives what each holds once read (`finish`). */
 export interface ContentMatch {
   /**
-   * Starts loading `entry` (whose last path component is `name`) now, on a reader thread when one is available: its
-   * ticket, whose `outcome` is there, synchronously, once its batch is answered (no promise or closure per
-   * file); or the file's outcome when it is known without reading (a secret file).
+   * Starts loading `entry` (whose last path component is `name`, in the directory `parent`, absolute) now, on a reader
+   * thread when one is available: its ticket, whose `outcome` is there, synchronously, once its batch is answered (no
+   * promise or closure per file); or the file's outcome when it is known without reading (a secret file).
    */
-  start(entry: WalkItem, name: string): Started;
+  start(entry: WalkItem, name: string, parent: string): Started;
   /**
    * What `entry` holds, from the reader threads' `outcome` for it: the value itself when nothing is left to do on this
    * thread, else a promise of it (a deferred large candidate, or one the threads could not take, is read now, so
@@ -116,7 +117,7 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     if (o.matcher.anyOf && !o.matcher.anyOf.some((b) => bytes.indexOf(b) !== -1)) return { kind: 'no_match' };
     const text = bytes.toString('utf8');
     const hits = await o.matcher.match(text);
-    return hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits };
+    return hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', lines: new FileLines(text), hits };
   };
 
   const reader = searchReaderPool.session({
@@ -131,15 +132,18 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
 
   /** What the reader thread found, as the page sees it (ContentMatch.finish). */
   const fromReader = (entry: WalkItem, outcome: ReadOutcome): Loaded | Promise<Loaded> => {
-    const decode = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
+    const bytesOf = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
     switch (outcome.kind) {
       case 'hits':
-        return { kind: 'text', text: decode(outcome.bytes), hits: outcome.hits };
+        // Only the matching lines (and their context) are decoded.
+        return { kind: 'text', lines: new FileLines(bytesOf(outcome.bytes)), hits: outcome.hits };
       case 'text': {
-        const text = decode(outcome.bytes);
+        const text = bytesOf(outcome.bytes).toString('utf8');
         return o.matcher
           .match(text)
-          .then((hits): Loaded => (hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', text, hits }));
+          .then((hits): Loaded =>
+            hits.length === 0 ? { kind: 'no_match' } : { kind: 'text', lines: new FileLines(text), hits },
+          );
       }
       case 'deferred':
       case 'fallback':
@@ -152,8 +156,8 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
   };
 
   return {
-    start: (entry, name) =>
-      isSecretEntry(o.policy, entry.absolute, name) ? SIMPLE.secret : reader.submit(entry.absolute),
+    start: (entry, name, parent) =>
+      isSecretEntry(o.policy, entry.absolute, name) ? SIMPLE.secret : reader.submit(parent, name),
     finish: fromReader,
   };
 }

@@ -6,7 +6,7 @@
  * This file changes when what a page holds, how it is cut, or how it reads changes.
  */
 import type { LineHit } from '../fs/match-lines.js';
-import { cutLine, renderMatch, stripCr, type Match } from './search-line.js';
+import { cutLine, renderMatch, stripCr, type FileLines, type Match } from './search-line.js';
 import { quoteName } from './text-safe.js';
 import { jsonBytes, jsonStringBytes, ResponseBudget } from './response-budget.js';
 import { NO_SKIPS, WALK_SKIPS, type WalkSkipCounts } from './search-walk.js';
@@ -128,14 +128,13 @@ export class SearchPage {
   }
 
   /**
-   * Content search: a scanned file with matching lines `hits` (0-based [line, column]) in `text`. In `matches` mode
+   * Content search: a scanned file with matching lines `hits` (0-based [line, column]) among `lines`. In `matches` mode
    * adds them (the page may end inside the file); otherwise one result per file.
    */
-  addFileMatches(relative: string, text: string, hits: readonly LineHit[]): boolean {
+  addFileMatches(relative: string, lines: FileLines, hits: readonly LineHit[]): boolean {
     this.filesScanned++;
     if (this.o.outputMode !== 'matches') return this.addFileResult(relative, hits.length);
     const contextLines = this.o.contextLines;
-    const lines = text.split('\n');
     const skip = this.o.resumeFile === relative ? this.o.resumeSkip : 0;
     for (let h = skip; h < hits.length; h++) {
       if (this.matches.length >= this.o.maxResults) {
@@ -146,7 +145,7 @@ export class SearchPage {
       // Counted with its first match on this page (a file whose matches all go to the next page is not counted here).
       if (h === skip) this.filesMatched++;
       const [lineIndex, column] = hits[h];
-      const lineText = lines[lineIndex];
+      const lineText = lines.line(lineIndex);
       const match: Match = {
         path: relative,
         line: lineIndex + 1,
@@ -156,8 +155,8 @@ export class SearchPage {
       if (contextLines > 0) {
         match.before = lines.slice(Math.max(0, lineIndex - contextLines), lineIndex).map((l) => cutLine(stripCr(l), 0));
         match.after = lines.slice(lineIndex + 1, lineIndex + 1 + contextLines).map((l) => cutLine(stripCr(l), 0));
-        if (lineIndex + 1 + contextLines >= lines.length && lines[lines.length - 1] === '') {
-          match.after = match.after.slice(0, Math.max(0, lines.length - 1 - (lineIndex + 1)));
+        if (lineIndex + 1 + contextLines >= lines.count && lines.line(lines.count - 1) === '') {
+          match.after = match.after.slice(0, Math.max(0, lines.count - 1 - (lineIndex + 1)));
         }
       }
       const rendered = renderMatch(match, contextLines > 0);

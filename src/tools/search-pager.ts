@@ -4,10 +4,11 @@
  * walk order as far as the outcomes are there. This file changes when how the three steps are interleaved changes.
  */
 import { ReadTicket } from '../fs/search-reader.js';
+import { NO_MATCH_OUTCOME } from '../fs/search-reader-protocol.js';
 import type { WalkItem } from '../fs/walk.js';
 import { READ_AHEAD, type ContentMatch, type Loaded, type Started } from './search-match.js';
 import type { SearchPage } from './search-page.js';
-import { NO_SKIPS, type SearchWalk, type WalkSkipCounts } from './search-walk.js';
+import { NO_SKIPS, type SearchWalk, type WalkSink, type WalkSkipCounts } from './search-walk.js';
 
 /** What `pageEntries` works with. */
 export interface PageEntriesOptions {
@@ -18,6 +19,9 @@ export interface PageEntriesOptions {
   /** Date.now() past which the page stops (the call's time budget), ms since the epoch. */
   deadline: number;
 }
+
+/** How many wanted entries are paged between two looks at the clock (the call's time budget, 20 s). */
+const CLOCK_EVERY = 64;
 
 /** `EntryQueue`'s mark of a queued entry the search does not want (a directory, a link, a file the glob skips). */
 const NOT_WANTED = Symbol('not wanted');
@@ -34,6 +38,8 @@ class EntryQueue {
   private readonly startedOf = new Array<Started | null | typeof NOT_WANTED | undefined>(READ_AHEAD);
   private head = 0;
   private count = 0;
+  /** Wanted entries to page before the clock is read again. */
+  private sinceClock = 0;
   /** The page is full or out of time. */
   stopped = false;
 
@@ -44,21 +50,7 @@ class EntryQueue {
     const page = this.o.page;
     if (loaded.kind === 'no_match') page.scannedWithoutMatch();
     else if (loaded.kind !== 'text') page.skippedFile(loaded.kind);
-    else if (!page.addFileMatches(entry.relative, loaded.text, loaded.hits)) this.stopped = true;
-  }
-
-  /** Takes the head entry off the queue: the entry and what was started for it. */
-  private shift(): { entry: WalkItem; started: Started | null | typeof NOT_WANTED } {
-    const { head } = this;
-    const entry = this.entries[head]!;
-    const started = this.startedOf[head]!;
-    this.o.page.beforeEntry(this.skipsOf[head]!);
-    this.entries[head] = undefined;
-    this.skipsOf[head] = undefined;
-    this.startedOf[head] = undefined;
-    this.head = head + 1 === READ_AHEAD ? 0 : head + 1;
-    this.count--;
-    return { entry, started };
+    else if (!page.addFileMatches(entry.relative, loaded.lines, loaded.hits)) this.stopped = true;
   }
 
   /**
@@ -69,21 +61,39 @@ class EntryQueue {
   pageReady(): ReadTicket | Promise<void> | null {
     const { page } = this.o;
     while (this.count > 0 && !this.stopped) {
-      const head = this.startedOf[this.head]!;
-      if (head instanceof ReadTicket && head.outcome === undefined) return head;
-      const { entry, started } = this.shift();
+      // The head entry, taken off the queue once its outcome is at hand (no object per entry).
+      const head = this.head;
+      const started = this.startedOf[head]!;
+      const outcome = started instanceof ReadTicket ? started.outcome : undefined;
+      if (outcome === undefined && started instanceof ReadTicket) return started;
+      const entry = this.entries[head]!;
+      page.beforeEntry(this.skipsOf[head]!);
+      this.entries[head] = undefined;
+      this.skipsOf[head] = undefined;
+      this.startedOf[head] = undefined;
+      this.head = head + 1 === READ_AHEAD ? 0 : head + 1;
+      this.count--;
       if (started === NOT_WANTED) continue;
-      if (Date.now() > this.o.deadline) {
-        page.stopAt(entry.relative);
-        this.stopped = true;
-        return null;
+      // The clock is read for the first wanted entry and every CLOCK_EVERY after it (the budget is 20 s).
+      if (this.sinceClock-- === 0) {
+        this.sinceClock = CLOCK_EVERY - 1;
+        if (Date.now() > this.o.deadline) {
+          page.stopAt(entry.relative);
+          this.stopped = true;
+          return null;
+        }
       }
       if (started === null) {
         if (!page.addFile(entry.relative)) this.stopped = true;
         continue;
       }
       page.commitSkips();
-      const loaded = started instanceof ReadTicket ? this.o.content!.finish(entry, started.outcome!) : started;
+      if (outcome === NO_MATCH_OUTCOME) {
+        // The common outcome, paged without a Loaded in between.
+        page.scannedWithoutMatch();
+        continue;
+      }
+      const loaded = outcome !== undefined ? this.o.content!.finish(entry, outcome) : (started as Loaded);
       if (loaded instanceof Promise) return loaded.then((l) => this.addLoaded(entry, l));
       this.addLoaded(entry, loaded);
     }
@@ -106,7 +116,7 @@ class EntryQueue {
   }
 
   /** The walk's sink (see `pageEntries`). */
-  sink(entry: WalkItem, name: string): boolean | Promise<boolean> {
+  sink(entry: WalkItem, name: string, parent: string): boolean | Promise<boolean> {
     const { walk, content, globMatch, page } = this.o;
     const skips = walk.takeSkips();
     const wanted = entry.type === 'file' && (globMatch === null || globMatch(entry.relative));
@@ -119,7 +129,7 @@ class EntryQueue {
     const tail = at < READ_AHEAD ? at : at - READ_AHEAD;
     this.entries[tail] = entry;
     this.skipsOf[tail] = skips;
-    this.startedOf[tail] = !wanted ? NOT_WANTED : content !== null ? content.start(entry, name) : null;
+    this.startedOf[tail] = !wanted ? NOT_WANTED : content !== null ? content.start(entry, name, parent) : null;
     this.count++;
     const next = this.pageReady();
     if (this.stopped) return false;
@@ -138,12 +148,12 @@ class EntryQueue {
  * still queued.
  */
 export function pageEntries(o: PageEntriesOptions): {
-  sink: (entry: WalkItem, name: string) => boolean | Promise<boolean>;
+  sink: WalkSink;
   drain: () => Promise<void>;
 } {
   const queue = new EntryQueue(o);
   return {
-    sink: (entry, name) => queue.sink(entry, name),
+    sink: (entry, name, parent) => queue.sink(entry, name, parent),
     drain: async () => {
       await queue.drain(1, queue.pageReady());
     },

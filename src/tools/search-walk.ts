@@ -4,6 +4,7 @@
  * deterministic order, .gitignore, no symlinks followed, policy-hidden and denied entries left out); a single file is
  * a walk of one entry. This file changes when what a search visits, or how its skips are counted, changes.
  */
+import path from 'node:path';
 import { walkInto, type WalkItem, type WalkOptions } from '../fs/walk.js';
 import { policyWalkFilter, type AuthorizedPath, type PolicyContext } from '../policy/authorize.js';
 import { childOf } from '../policy/resolve-path.js';
@@ -24,12 +25,12 @@ export type WalkResume = { components: readonly string[]; inclusive: boolean } |
 /** What a search walks over. */
 export interface SearchWalk {
   /**
-   * Walks, handing each entry and its last path component to `sink` in walk order (files, directories, links; the
-   * caller picks the files it wants), right where the walk reaches it; `false` (or a promise of it) from the sink stops the walk, a promise
-   * pauses it until it settles (no async-iteration step per entry). Resolves when the walk is done or
-   * stopped; rejects with what the sink threw.
+   * Walks, handing each entry, its last path component and its directory's absolute path to `sink` in walk order
+   * (files, directories, links; the caller picks the files it wants), right where the walk reaches it; `false` (or a
+   * promise of it) from the sink stops the walk, a promise pauses it until it settles (no async-iteration step per
+   * entry). Resolves when the walk is done or stopped; rejects with what the sink threw.
    */
-  run(sink: (item: WalkItem, name: string) => boolean | Promise<boolean>): Promise<void>;
+  run(sink: WalkSink): Promise<void>;
   /**
    * The skips since the previous call (the skips before the entry the walk just yielded), reset to zero; NO_SKIPS
    * itself when there were none.
@@ -38,6 +39,9 @@ export interface SearchWalk {
   /** `.gitignore` lines not applied because they exceed the pattern limits, so far. */
   ignoreRules(): number;
 }
+
+/** What a search's walk hands each entry to (SearchWalk.run): false (or a promise of it) stops the walk. */
+export type WalkSink = (item: WalkItem, name: string, parent: string) => boolean | Promise<boolean>;
 
 /** Options of `searchWalk`. */
 export interface SearchWalkOptions {
@@ -86,13 +90,14 @@ export function searchWalk(o: SearchWalkOptions): SearchWalk {
     // Types from the directory listing are all search needs: no per-entry lstat (sizes come from each open).
     stats: false,
   };
-  const run = async (sink: (item: WalkItem, name: string) => boolean | Promise<boolean>): Promise<void> => {
+  const run = async (sink: WalkSink): Promise<void> => {
     if (target.stats.isFile()) {
       // A single file is a walk of one entry.
       const name = target.real.split(/[\\/]/).pop()!;
       await sink(
         { relative: name, absolute: target.real, rootRelative: target.relative, type: 'file', depth: 1 },
         name,
+        path.dirname(target.real),
       );
       return;
     }

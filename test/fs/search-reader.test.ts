@@ -182,8 +182,10 @@ describe('the pool (bundled worker)', () => {
     const session = pool.session(
       opts({ needle: Buffer.from('needle'), match: { source: 'needle', flags: 'u', bounded: false } }),
     );
-    const hit = session.submit(write('t/hit.txt', 'x\nneedle\n'));
-    const miss = session.submit(write('t/miss.txt', 'hay\n'));
+    write('t/hit.txt', 'x\nneedle\n');
+    write('t/miss.txt', 'hay\n');
+    const hit = session.submit(path.join(root, 't'), 'hit.txt');
+    const miss = session.submit(path.join(root, 't'), 'miss.txt');
     expect([hit.outcome, miss.outcome]).toEqual([undefined, undefined]);
     const waited = await hit.wait();
     expect(hit.outcome).toBe(waited);
