@@ -180,26 +180,51 @@ const PLAIN_OUTCOMES = new Map<string, ReadOutcome>(
     Object.freeze({ kind }),
   ]),
 );
+/** PLAIN_OUTCOMES by the char code of their kind code (no string made or hashed per file). */
+const PLAIN_BY_CHAR: ReadonlyArray<ReadOutcome | undefined> = Array.from({ length: 128 }, (_, c) =>
+  PLAIN_OUTCOMES.get(String.fromCharCode(c)),
+);
 const FALLBACK = PLAIN_OUTCOMES.get(KIND_CODES.fallback)!;
-/** The outcome of every file without a matching line (`outcomesOf` answers this one object: compare by identity). */
+/** The outcome of every file without a matching line (`ReplyOutcomes` answers this one object: compare by identity). */
 export const NO_MATCH_OUTCOME = PLAIN_OUTCOMES.get(KIND_CODES.no_match)!;
+
+/**
+ * A worker's reply read file by file, as the page consumes it (no array of outcomes built per batch): `at(i)` is the
+ * outcome of file i, `fallback` for anything missing or malformed; the outcomes with bytes are made once, at the first
+ * `at` that needs one, so `at(i)` is the same object each time.
+ */
+export class ReplyOutcomes {
+  private readonly kinds: string;
+  private withBytes: Map<number, ReadOutcome> | null = null;
+
+  constructor(private readonly reply: BatchReply) {
+    this.kinds = typeof reply.kinds === 'string' ? reply.kinds : '';
+  }
+
+  /** The outcome of file `i` (0-based, in batch order). */
+  at(i: number): ReadOutcome {
+    if (i < this.kinds.length) {
+      const plain = PLAIN_BY_CHAR[this.kinds.charCodeAt(i)];
+      if (plain !== undefined) return plain;
+    }
+    this.withBytes ??= this.outcomesWithBytes();
+    return this.withBytes.get(i) ?? FALLBACK;
+  }
+
+  /** The `text` and `hits` outcomes of the reply by file index (a kind code without its bytes is left out). */
+  private outcomesWithBytes(): Map<number, ReadOutcome> {
+    const out = new Map<number, ReadOutcome>();
+    for (const f of Array.isArray(this.reply.found) ? this.reply.found : []) {
+      const kind = KIND_OF_CODE.get(this.kinds[f.index] ?? '');
+      if (kind === 'hits' && f.hits) out.set(f.index, { kind, bytes: f.bytes, hits: f.hits });
+      else if (kind === 'text') out.set(f.index, { kind, bytes: f.bytes });
+    }
+    return out;
+  }
+}
 
 /** The outcomes of a reply, in file order (`fallback` for anything missing or malformed). */
 export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {
-  const out: ReadOutcome[] = [];
-  const found = reply.found.length > 0 ? new Map(reply.found.map((f) => [f.index, f])) : null;
-  for (let i = 0; i < count; i++) {
-    const code = reply.kinds[i] ?? '';
-    const plain = PLAIN_OUTCOMES.get(code);
-    if (plain) {
-      out.push(plain);
-      continue;
-    }
-    const kind = KIND_OF_CODE.get(code);
-    const f = found?.get(i);
-    if (kind === 'hits' && f?.hits) out.push({ kind, bytes: f.bytes, hits: f.hits });
-    else if (kind === 'text' && f) out.push({ kind, bytes: f.bytes });
-    else out.push(FALLBACK);
-  }
-  return out;
+  const outcomes = new ReplyOutcomes(reply);
+  return Array.from({ length: count }, (_, i) => outcomes.at(i));
 }

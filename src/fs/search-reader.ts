@@ -31,11 +31,11 @@ import type { LineHit } from './match-lines.js';
 import type { LineReplacement } from './replace-lines.js';
 import {
   BatchRuns,
-  outcomesOf,
   P_BATCH,
   P_INDEX,
   P_STARTED,
   PROGRESS_SLOTS,
+  ReplyOutcomes,
   WORKER_SESSIONS,
   type BatchReply,
   type BatchRequest,
@@ -63,7 +63,7 @@ export function regexTimeoutError(): ToolError {
 }
 
 /** Files per message to a worker. */
-const BATCH_FILES = 256;
+const BATCH_FILES = 512;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
 
@@ -72,8 +72,8 @@ const WATCHDOG_INTERVAL_MS = 100;
  * answered reads a file's outcome synchronously, without a microtask per file).
  */
 class PendingBatch {
-  /** The outcomes in file order, once the batch is answered. */
-  outcomes: ReadOutcome[] | null = null;
+  /** The answer, once there: the worker's reply (read file by file), or an outcome per file. */
+  private answer: ReplyOutcomes | ((index: number) => ReadOutcome) | null = null;
   /** Resolves when the batch is answered. */
   readonly ready: Promise<void>;
   private resolveReady!: () => void;
@@ -84,10 +84,22 @@ class PendingBatch {
     this.ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
   }
 
-  /** Answers the batch (the first answer wins): `outcome(index)` per file, or the outcomes themselves, in file order. */
-  settle(outcome: ((index: number) => ReadOutcome) | ReadOutcome[]): void {
-    if (this.outcomes) return;
-    this.outcomes = Array.isArray(outcome) ? outcome : Array.from({ length: this.count }, (_, i) => outcome(i));
+  /** File `index`'s outcome, or undefined while the batch is unanswered. */
+  outcome(index: number): ReadOutcome | undefined {
+    const answer = this.answer;
+    if (answer === null) return undefined;
+    return answer instanceof ReplyOutcomes ? answer.at(index) : answer(index);
+  }
+
+  /** Answers the batch (the first answer wins): the worker's reply, or `outcome(index)` per file. */
+  settle(answer: ReplyOutcomes | ((index: number) => ReadOutcome)): void {
+    if (this.answer) return;
+    if (answer instanceof ReplyOutcomes) this.answer = answer;
+    else {
+      // Made once per file, so that each file's outcome is one object.
+      const outcomes = Array.from({ length: this.count }, (_, i) => answer(i));
+      this.answer = (i) => outcomes[i];
+    }
     this.resolveReady();
   }
 }
@@ -101,12 +113,12 @@ export class ReadTicket {
 
   /** The file's outcome, or undefined while its batch is unanswered. */
   get outcome(): ReadOutcome | undefined {
-    return this.batch.outcomes?.[this.index];
+    return this.batch.outcome(this.index);
   }
 
   /** The file's outcome when its batch is answered. */
   wait(): Promise<ReadOutcome> {
-    return this.batch.ready.then(() => this.batch.outcomes![this.index]);
+    return this.batch.ready.then(() => this.batch.outcome(this.index)!);
   }
 }
 
@@ -279,7 +291,7 @@ export class SearchReaderPool {
       id,
       bounded: options.match?.bounded ?? false,
       count: pending.count,
-      answer: (reply) => pending.settle(outcomesOf(reply as BatchReply, pending.count)),
+      answer: (reply) => pending.settle(new ReplyOutcomes(reply as BatchReply)),
       abandon: (timedOut) => pending.settle((i) => ({ kind: i === timedOut ? 'regex_timeout' : 'fallback' })),
     });
     const request: BatchRequest = { id, session, files };

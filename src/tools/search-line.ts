@@ -71,6 +71,7 @@ export class FileLines {
   line(i: number): string | undefined {
     if (this.lines !== null || this.bytes === null) return this.lines![i];
     const bytes = this.bytes;
+    if (!(i >= 0)) return undefined;
     if (i < this.atLine) {
       this.at = 0;
       this.atLine = 0;

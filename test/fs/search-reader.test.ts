@@ -20,7 +20,15 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { looksBinary } from '../../src/fs/text.js';
 import { workerCode } from '../helpers/worker-code.js';
 import { SearchReaderPool } from '../../src/fs/search-reader.js';
-import { outcomesOf, type ReaderOptions, type ReadOutcome } from '../../src/fs/search-reader-protocol.js';
+import {
+  BatchRuns,
+  batchRuns,
+  NO_MATCH_OUTCOME,
+  outcomesOf,
+  ReplyOutcomes,
+  type ReaderOptions,
+  type ReadOutcome,
+} from '../../src/fs/search-reader-protocol.js';
 import { readCandidate } from '../../src/fs/search-reader-read.js';
 
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-search-reader-')));
@@ -141,6 +149,43 @@ describe('readCandidate', () => {
   });
 });
 
+describe('BatchRuns (the compact batch request)', () => {
+  const name = fc.stringMatching(/^[^/\0]{1,12}$/).filter((n) => n !== '.' && n !== '..');
+  const parent = fc.array(name, { maxLength: 4 }).map((parts) => `/${parts.join('/')}`);
+
+  it('decodes to the runs it was given: each directory once per run, files numbered across runs', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(parent, fc.array(name, { minLength: 1, maxLength: 6 })), { maxLength: 6 }),
+        (given) => {
+          const runs = new BatchRuns();
+          for (const [dir, names] of given) for (const n of names) runs.add(dir, n);
+          const count = runs.count;
+          const { runs: got, count: decoded } = batchRuns(runs.take());
+          expect(decoded).toBe(count);
+          expect(runs.count).toBe(0);
+          // Consecutive runs of one directory are one run.
+          const expected: Array<{ parent: string; names: string[]; first: number }> = [];
+          let first = 0;
+          for (const [dir, names] of given) {
+            const last = expected[expected.length - 1];
+            if (last?.parent === dir) last.names.push(...names);
+            else expected.push({ parent: dir, names: [...names], first });
+            first += names.length;
+          }
+          expect(got).toEqual(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('counts a name before any directory (malformed) without putting it in a run', () => {
+    expect(batchRuns('a\0\0/d\0b\0c')).toEqual({ runs: [{ parent: '/d', names: ['b', 'c'], first: 1 }], count: 3 });
+    expect(batchRuns('')).toEqual({ runs: [], count: 0 });
+  });
+});
+
 describe('outcomesOf (the compact batch reply)', () => {
   it('decodes one code per file, attaches bytes and hits, and answers fallback for anything missing or unknown', () => {
     const bytes = new Uint8Array([104, 105]);
@@ -158,6 +203,15 @@ describe('outcomesOf (the compact batch reply)', () => {
     expect(out.map((o) => o.kind)).toEqual(['no_match', 'hits', 'text', 'binary', 'fallback', 'fallback', 'fallback']);
     expect(out[1]).toEqual({ kind: 'hits', bytes, hits: [[0, 1]] });
     expect(out[2]).toEqual({ kind: 'text', bytes });
+  });
+
+  it('ReplyOutcomes: one object per file however often it is asked, the shared no_match object for every no_match', () => {
+    const bytes = new Uint8Array([104, 105]);
+    const outcomes = new ReplyOutcomes({ id: 1, kinds: 'HNN', found: [{ index: 0, bytes, hits: [[0, 1]] }] });
+    expect(outcomes.at(0)).toBe(outcomes.at(0));
+    expect(outcomes.at(1)).toBe(NO_MATCH_OUTCOME);
+    expect(outcomes.at(2)).toBe(NO_MATCH_OUTCOME);
+    expect(outcomes.at(3)).toEqual({ kind: 'fallback' });
   });
 });
 
