@@ -54,14 +54,15 @@ export function listedTools<T extends Pick<AnyTool, 'name' | 'group' | 'mutating
 /**
  * Runs one call, tracked for the graceful shutdown (src/server/shutdown.ts): once the process is closing, a call is
  * answered with IO_ERROR reason `shutting_down` and nothing runs; a call still running after the shutdown grace sees
- * its `signal` fire.
+ * its `signal` fire. `signal` is the request's AbortSignal, or a function that gives it (asked only if the call makes its
+ * own signal: CallTracker.run).
  * @throws UnknownToolError for a name no tool has (a protocol error, not a tool result)
  */
 export async function callTool(
   state: ProcessState,
   name: string,
   rawArgs: unknown,
-  signal: AbortSignal,
+  signal: AbortSignal | (() => AbortSignal),
 ): Promise<CallOutcome> {
   const entry = state.tools.find((t) => t.name === name);
   if (!entry) throw new UnknownToolError(name);
