@@ -1,8 +1,9 @@
 /**
- * The four changes fs-tools makes to the MCP TypeScript SDK (@modelcontextprotocol/server), applied while esbuild
- * bundles the program, written as they would be proposed upstream: nothing in src/ reaches into the SDK's private
- * members. Each replaces a zod parse per message that only classifies it (docs/benchmarks.md "Start-up, read_file
- * and memory"); none changes what is dispatched or sent.
+ * The changes fs-tools makes to the MCP TypeScript SDK (@modelcontextprotocol/server), applied while esbuild bundles
+ * the program, written as they would be proposed upstream: nothing in src/ reaches into the SDK's private members.
+ * The first four each replace a zod parse per message that only classifies it (docs/benchmarks.md "Start-up,
+ * read_file and memory"); the fifth makes a request's AbortSignal on first use. None changes what is dispatched or
+ * sent.
  *
  * 1. The message hook `Protocol.connect` installs on the transport classifies every inbound message with zod,
  *    asking "result response? error response? request? notification?" in that order. For a request — nearly every
@@ -32,6 +33,17 @@
  *    same plain test as in 3. answers "request" first (`FS_TOOLS_PLAIN_CHANNEL_REQUEST`, the same function under its
  *    own name, appended to the channel's module): the same ids are noted, and a request the test does not know
  *    takes the parse as before (about 14 µs per request over a fresh server's first 1,500 in a profile).
+ * 5. `Protocol._onrequest` made an AbortController per request (Node's AbortSignal costs about 10 µs of a warm
+ *    server's CPU: an EventTarget whose prototype is set afterwards, then symbol-keyed stores on it) that a request
+ *    needs only if its handler reads `ctx.mcpReq.signal` or it is cancelled. The controller becomes a lazy one
+ *    (`FS_TOOLS_LAZY_ABORT_CONTROLLER`, appended to the module): `abort(reason)` before the signal exists records the
+ *    reason, the signal made later is aborted with it (no listener can have been added to a signal that did not exist),
+ *    after that both go to a real AbortController; `aborted` says whether it was aborted without making the signal.
+ *    `ctx.mcpReq.signal` becomes an own getter returning that signal (the same object on every read), the two checks
+ *    of the answer read `aborted`, and `Server.buildContext` adds its three members to the request's `mcpReq` instead
+ *    of spreading it into a copy (a spread would read the getter; the object is made for this request alone and
+ *    nothing else holds it). The cancellation (`notifications/cancelled`) and the close still call `abort` on what
+ *    `_requestHandlerAbortControllers` holds, and an answer to an aborted request is still not sent.
  *
  * Kept honest by: the build fails when the SDK no longer has exactly the texts below, once each (an SDK upgrade that
  * changes them must revisit this file), and test/distribution/sdk-patch.test.ts checks that the installed SDK still
@@ -102,6 +114,85 @@ export const PATCHED_DELIVER =
   '\t\tif (fsToolsPlainChannelRequest(message) || isJSONRPCRequest(message)) this._pendingRequests.add(message.id);';
 
 /**
+ * The lazy controller of 5. above, appended to the module of `Protocol._onrequest`: what the SDK's request context
+ * needs of an AbortController (`signal`, `abort(reason)`), with the AbortController made at the first read of
+ * `signal` (test/distribution/sdk-patch.test.ts compiles this text and checks it against AbortController).
+ */
+export const FS_TOOLS_LAZY_ABORT_CONTROLLER = [
+  '',
+  'class FsToolsLazyAbortController {',
+  '\t_controller = void 0;',
+  '\t_aborted = false;',
+  '\t_reason = void 0;',
+  '\tget signal() {',
+  '\t\tif (this._controller === void 0) {',
+  '\t\t\tthis._controller = new AbortController();',
+  '\t\t\tif (this._aborted) this._controller.abort(this._reason);',
+  '\t\t}',
+  '\t\treturn this._controller.signal;',
+  '\t}',
+  '\tget aborted() {',
+  '\t\treturn this._controller === void 0 ? this._aborted : this._controller.signal.aborted;',
+  '\t}',
+  '\tabort(reason) {',
+  '\t\tif (this._controller !== void 0) this._controller.abort(reason);',
+  '\t\telse if (!this._aborted) {',
+  '\t\t\tthis._aborted = true;',
+  '\t\t\tthis._reason = reason;',
+  '\t\t}',
+  '\t}',
+  '}',
+  '',
+].join('\n');
+
+/**
+ * 5. above, in `Protocol._onrequest`: the controller made (the SDK's text, then the patched one). The texts name no
+ * identifier esbuild renames in the bundle (`request` becomes `request2` there), so dist/main.js can be checked for them.
+ */
+const SDK_REQUEST_CONTROLLER = '\t\tconst abortController = new AbortController();';
+const PATCHED_REQUEST_CONTROLLER = '\t\tconst abortController = new FsToolsLazyAbortController();';
+
+/** 5. above: the request context's signal, read on use. */
+const SDK_REQUEST_SIGNAL = '\t\t\t\tsignal: abortController.signal,\n';
+const PATCHED_REQUEST_SIGNAL = [
+  '\t\t\t\tget signal() {',
+  '\t\t\t\t\treturn abortController.signal;',
+  '\t\t\t\t},',
+  '',
+].join('\n');
+
+/** 5. above: the answer's two checks that the request was not aborted (result, then error). */
+const SDK_RESULT_CHECK = ['.then(async (result) => {', '\t\t\tif (abortController.signal.aborted) return;'].join('\n');
+const PATCHED_RESULT_CHECK = ['.then(async (result) => {', '\t\t\tif (abortController.aborted) return;'].join('\n');
+const SDK_ERROR_CHECK = ['\t\t\tif (abortController.signal.aborted) return;', '\t\t\tconst thrownCode'].join('\n');
+const PATCHED_ERROR_CHECK = ['\t\t\tif (abortController.aborted) return;', '\t\t\tconst thrownCode'].join('\n');
+
+/** 5. above, in `Server.buildContext`: the request's `mcpReq` completed in place, not spread into a copy. */
+const SDK_CONTEXT_OPEN = [
+  '\t\treturn {',
+  '\t\t\t...ctx,',
+  '\t\t\tmcpReq: {',
+  '\t\t\t\t...ctx.mcpReq,',
+  '\t\t\t\tlog: (level, data, logger) => {',
+].join('\n');
+const PATCHED_CONTEXT_OPEN = [
+  '\t\treturn {',
+  '\t\t\t...ctx,',
+  '\t\t\tmcpReq: Object.assign(ctx.mcpReq, {',
+  '\t\t\t\tlog: (level, data, logger) => {',
+].join('\n');
+const SDK_CONTEXT_CLOSE = [
+  '\t\t\t\trequestSampling: (params, options) => this.createMessage(params, options)',
+  '\t\t\t},',
+  '\t\t\thttp: hasHttpInfo ? {',
+].join('\n');
+const PATCHED_CONTEXT_CLOSE = [
+  '\t\t\t\trequestSampling: (params, options) => this.createMessage(params, options)',
+  '\t\t\t}),',
+  '\t\t\thttp: hasHttpInfo ? {',
+].join('\n');
+
+/**
  * Each patch: the SDK's text, its replacement and what is appended to the module that holds it; each text must occur
  * exactly once across the SDK files bundled.
  */
@@ -118,6 +209,33 @@ export const SDK_PATCHES = [
     original: SDK_DELIVER,
     patched: PATCHED_DELIVER,
     appended: FS_TOOLS_PLAIN_CHANNEL_REQUEST,
+  },
+  {
+    name: 'the lazy request controller in Protocol._onrequest',
+    original: SDK_REQUEST_CONTROLLER,
+    patched: PATCHED_REQUEST_CONTROLLER,
+    appended: FS_TOOLS_LAZY_ABORT_CONTROLLER,
+  },
+  {
+    name: 'the request signal read on use in Protocol._onrequest',
+    original: SDK_REQUEST_SIGNAL,
+    patched: PATCHED_REQUEST_SIGNAL,
+  },
+  {
+    name: "the result's abort check in Protocol._onrequest",
+    original: SDK_RESULT_CHECK,
+    patched: PATCHED_RESULT_CHECK,
+  },
+  { name: "the error's abort check in Protocol._onrequest", original: SDK_ERROR_CHECK, patched: PATCHED_ERROR_CHECK },
+  {
+    name: "the request context's mcpReq in Server.buildContext",
+    original: SDK_CONTEXT_OPEN,
+    patched: PATCHED_CONTEXT_OPEN,
+  },
+  {
+    name: "the request context's mcpReq end in Server.buildContext",
+    original: SDK_CONTEXT_CLOSE,
+    patched: PATCHED_CONTEXT_CLOSE,
   },
 ];
 

@@ -35,7 +35,6 @@ const PROCESS_MODULES = new Set(['child_process', 'node:child_process', 'cluster
 const MODULE_STATE_ALLOWED: Readonly<Record<string, string>> = {
   'process-slots.ts:slots': 'the registry of the process state itself',
   'fs/process-identity.ts:self': "lazy constant: this process's identity, computed on first use",
-  'fs/range-source.ts:inMemory': 'side table (WeakMap) keyed by a RangeSource',
   'policy/occ.ts:tooLargeToMerge': 'side table (WeakSet) keyed by a mismatch error',
   'policy/file-policy.ts:RULE_MATCHERS': 'memo of a pure function: a rule glob → its compiled predicate',
   'server/create-server.ts:refusedArguments': "side table (WeakMap) keyed by a request's handler context",

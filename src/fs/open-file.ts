@@ -84,16 +84,22 @@ export function openForReadSync(real: string, isInside: (p: string) => boolean):
 
 /**
  * Reads an open file from offset 0, up to `size + 1` bytes: one byte more than fstat said, so a caller sees a file
- * that grew since (the result is then longer than `size`).
+ * that grew since (the result is then longer than `size`). With `sizeFromFstat` (`size` is the regular file's fstat
+ * size), a read that comes back short at exactly `size` bytes is taken as the end, as the streaming pass takes it
+ * (src/fs/read-range.ts `scanFile`): one pread for a small file instead of a second one returning 0. Without it (a
+ * cap rather than a size) the file is read until a read returns 0 or the buffer is full.
  * @returns the bytes read (fewer than `size` when the file shrank)
  */
-export function readWholeSync(fd: number, size: number): Buffer {
+export function readWholeSync(fd: number, size: number, sizeFromFstat = false): Buffer {
   const bytes = Buffer.allocUnsafe(size + 1);
   let filled = 0;
   while (filled < bytes.length) {
     const n = readSync(fd, bytes, filled, bytes.length - filled, filled);
     if (n === 0) break;
     filled += n;
+    // A regular file's read comes back short only at its end: one that asked for the byte past `size` and stopped at
+    // `size` is the end.
+    if (sizeFromFstat && filled === size) break;
   }
   return bytes.subarray(0, filled);
 }
@@ -114,7 +120,7 @@ function assertOpenedRegularFile(fd: number, stats: Stats, real: string): void {
 }
 
 /**
- * Reads a small authorized file whole, synchronously, with the checks of `openForReadSync`: five syscalls of a few µs
+ * Reads a small authorized file whole, synchronously, with the checks of `openForReadSync`: four syscalls of a few µs
  * each instead of five thread-pool round trips (read_file of a few KB spent most of its own time in those). Returns
  * null, having read nothing, when the file is larger than `maxBytes` (it grew since policy looked at it): the caller
  * then reads it the usual way, so the event loop is never held for more than one small file.
@@ -131,7 +137,7 @@ export function readSmallFileSync(
     // usual way, which bounds it (src/fs/read-range.ts maxScanBytes).
     if (stats.size > maxBytes || stats.size === 0) return null;
     // One byte more than fstat's size: a file that grew since is seen (and read the usual way).
-    const bytes = readWholeSync(fd, stats.size);
+    const bytes = readWholeSync(fd, stats.size, true);
     if (bytes.length > stats.size) return null;
     return { bytes, stats };
   } finally {

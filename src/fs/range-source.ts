@@ -12,32 +12,49 @@ import type { FileHandle } from 'node:fs/promises';
 export type RangeSource = Pick<FileHandle, 'read' | 'stat'>;
 
 /**
- * A RangeSource over bytes already read (a small file read in one synchronous call, src/tools/read-file.ts): the
- * same answers as the file's handle, without a thread-pool round trip per read.
+ * A RangeSource over bytes already read (a small file read in one synchronous call, src/tools/read-one.ts): the
+ * same answers as the file's handle, without a thread-pool round trip per read. Its `bytes` are the caller's (read for
+ * this one call); nothing here writes to them. `close` does nothing (there is no descriptor): read_file's small read
+ * closes it like a handle. A class rather than closures over a side table: one object per read, and no weak-map
+ * entry for the garbage collector to trace (a read of a small file is one of these per call).
  */
-export function bytesSource(bytes: Buffer, stats: Stats): RangeSource {
-  const source: RangeSource = {
-    read: ((buffer: Buffer, offset: number, length: number, position: number) => {
-      const n = Math.max(0, Math.min(length, bytes.length - position));
-      if (n > 0) bytes.copy(buffer, offset, position, position + n);
-      return Promise.resolve({ bytesRead: n, buffer });
-    }) as unknown as FileHandle['read'],
-    stat: (() => Promise.resolve(stats)) as unknown as FileHandle['stat'],
-  };
-  inMemory.set(source, bytes);
-  return source;
+class BytesSource {
+  constructor(
+    readonly bytes: Buffer,
+    private readonly stats: Stats,
+  ) {}
+
+  /** `FileHandle.read` at a position, answered from the bytes. */
+  read(
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<{ bytesRead: number; buffer: Buffer }> {
+    const n = Math.max(0, Math.min(length, this.bytes.length - position));
+    if (n > 0) this.bytes.copy(buffer, offset, position, position + n);
+    return Promise.resolve({ bytesRead: n, buffer });
+  }
+
+  /** `FileHandle.stat`: the stats the bytes were read with. */
+  stat(): Promise<Stats> {
+    return Promise.resolve(this.stats);
+  }
+
+  /** Nothing to close: resolves at once. */
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
-/**
- * The bytes behind each `bytesSource`: the streaming pass scans them where they are instead of copying
- * them into a buffer of its own first. The bytes are the caller's (read for this one call); nothing here writes to them.
- * Not process state (test/architecture.test.ts allow list): a side table of each source, gone with it.
- */
-const inMemory = new WeakMap<RangeSource, Buffer>();
+/** A RangeSource over bytes already read (see BytesSource), closed like a handle (a no-op). */
+export function bytesSource(bytes: Buffer, stats: Stats): RangeSource & { close(): Promise<void> } {
+  return new BytesSource(bytes, stats) as unknown as RangeSource & { close(): Promise<void> };
+}
 
 /** The bytes behind a `bytesSource`, or undefined for any other source. */
 export function inMemoryBytes(source: RangeSource): Buffer | undefined {
-  return inMemory.get(source);
+  return source instanceof BytesSource ? source.bytes : undefined;
 }
 
 /**

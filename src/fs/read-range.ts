@@ -252,6 +252,9 @@ interface Scan extends FileFacts {
   tailStart?: number;
 }
 
+/** No bytes: the carry of a scan whose chunks end on whole characters (zero length, so never written). */
+const NO_BYTES = Buffer.alloc(0);
+
 /**
  * What the streaming pass learns from the bytes, chunk by chunk: newlines and EOL counts, UTF-8 validity, the requested
  * line range's byte offsets and, with `buildIndex`, the sparse line index (newlines before every CHECKPOINT_BYTES
@@ -263,7 +266,7 @@ class ChunkScan {
   lf = 0;
   prevByte = -1;
   validUtf8 = true;
-  private carry: Buffer = Buffer.alloc(0);
+  private carry: Buffer = NO_BYTES;
   readonly checkpoints: number[] = [0];
   private nextCheckpoint: number;
   /** Line range wanted (for lines/head): start after the (S-1)th newline, end after the E-th. */
@@ -288,7 +291,8 @@ class ChunkScan {
       const joined = this.carry.length ? Buffer.concat([this.carry, chunk]) : chunk;
       const boundary = utf8Boundary(joined, joined.length);
       if (!isUtf8(joined.subarray(0, boundary))) this.validUtf8 = false;
-      this.carry = Buffer.from(joined.subarray(boundary));
+      // A copy of the cut-off sequence only when there is one (a chunk that ends on a character needs none).
+      this.carry = boundary === joined.length ? NO_BYTES : Buffer.from(joined.subarray(boundary));
     }
     let { newlines, crlf, lf, nextCheckpoint, rangeStart, rangeEnd, lineAtOffset } = this;
     const { startLine, endLine, offset, checkpoints, prevByte } = this;

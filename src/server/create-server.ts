@@ -141,7 +141,8 @@ export function createServer(state: ProcessState): Server {
     const tool = entry && (await toolDefinition(entry));
     let outcome;
     try {
-      outcome = await callTool(state, name, refusedArguments.get(ctx) ?? args, ctx.mcpReq.signal);
+      // The request's signal is read only if the call needs one (the SDK makes it on first read: scripts/sdk-patch.mjs).
+      outcome = await callTool(state, name, refusedArguments.get(ctx) ?? args, () => ctx.mcpReq.signal);
     } catch (error) {
       if (error instanceof UnknownToolError) {
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);

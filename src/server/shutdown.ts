@@ -68,20 +68,25 @@ export class CallTracker {
    * docs/benchmarks.md). Made late, the signal is what it would have been if made at the start: aborted with the
    * shutdown's reason once the grace ended, else with the request's reason once the request fired, else live, with
    * one listener on `request` (removed when the call settles) and cancelled by `drain` at the end of the grace.
+   * @param request the request's signal, or a function that gives it: asked only when the call's own signal is made
+   *   (the MCP SDK makes a request's AbortSignal on first use: scripts/sdk-patch.mjs)
    * @param call an async function (it must not throw synchronously)
    * @returns what `call` returns
    */
-  run<T>(request: AbortSignal, call: (signal: () => AbortSignal) => Promise<T>): Promise<T> {
+  run<T>(request: AbortSignal | (() => AbortSignal), call: (signal: () => AbortSignal) => Promise<T>): Promise<T> {
     let controller: AbortController | undefined;
     let settledAlready = false;
-    const onAbort = (): void => controller?.abort(request.reason);
+    let requestSignal: AbortSignal | undefined;
+    const requestOf = (): AbortSignal => (requestSignal ??= typeof request === 'function' ? request() : request);
+    const onAbort = (): void => controller?.abort(requestOf().reason);
     const signal = (): AbortSignal => {
       if (controller) return controller.signal;
       controller = new AbortController();
+      const req = requestOf();
       if (this.cancel.signal.aborted) controller.abort(this.cancel.signal.reason);
-      else if (request.aborted) controller.abort(request.reason);
+      else if (req.aborted) controller.abort(req.reason);
       else if (!settledAlready) {
-        request.addEventListener('abort', onAbort, { once: true });
+        req.addEventListener('abort', onAbort, { once: true });
         this.controllers.add(controller);
       }
       return controller.signal;
@@ -89,7 +94,7 @@ export class CallTracker {
     const settled = (): void => {
       settledAlready = true;
       if (!controller) return;
-      request.removeEventListener('abort', onAbort);
+      requestOf().removeEventListener('abort', onAbort);
       this.controllers.delete(controller);
     };
     const running = call(signal);

@@ -4,7 +4,8 @@
  * backpressure, closing when stdin ends — with the stdin guard (src/server/stdio-guard.ts) as its framing, so every
  * line is decoded, parsed and checked exactly once (the guard and the SDK's ReadBuffer each parsed and
  * validated every line). Responses written in the same turn of the event loop (several calls in flight) leave in one
- * write: stdout is corked while the turn's messages are queued and uncorked once they are all there.
+ * write: stdout is corked while the turn's messages are queued and uncorked once they are all there. The answer to the
+ * only request in flight (a client calling one at a time) is written at once: nothing could join it.
  * It knows nothing about tools or protocol eras; `serveStdio` owns those.
  */
 import { randomUUID } from 'node:crypto';
@@ -14,6 +15,12 @@ import { createLineGuard, type LineGuard } from './stdio-guard.js';
 
 /** Most requests of this server awaiting answers that are remembered (a few roots/list at a time in practice). */
 const MAX_AWAITED_ANSWERS = 1024;
+
+/**
+ * Most ids of the client's unanswered requests noted (past it an answer may be written alone while others are in
+ * flight: one write more, the same bytes).
+ */
+const MAX_UNANSWERED = 4096;
 
 /**
  * A `Transport` over a byte stream pair (stdin, stdout). `onmessage` receives each valid message once; malformed
@@ -33,6 +40,11 @@ export class GuardedStdioTransport implements Transport {
   /** Ids of the requests this server sent (roots/list) whose answers have not arrived: a malformed line naming one is
    * that request's malformed answer, any other is an invalid request (src/server/stdio-guard.ts). */
   private readonly awaitingAnswer = new Set<string | number>();
+  /**
+   * The client's requests received and not yet answered, by id (a count per id: a client may reuse one). Only decides
+   * whether an answer may leave at once (see `send`); at most MAX_UNANSWERED ids are noted.
+   */
+  private readonly unanswered = new Map<string | number, number>();
   /** The pending wait for stdout's 'drain', shared by the sends that met a full buffer (null: none pending). */
   private drainWait: Promise<void> | null = null;
 
@@ -51,8 +63,15 @@ export class GuardedStdioTransport implements Transport {
   ) {
     this.guard = createLineGuard({
       message: (message) => {
-        const m = message as { id?: string | number; method?: unknown };
-        if (m.id !== undefined && m.method === undefined) this.awaitingAnswer.delete(m.id);
+        const m = message as { id?: string | number; method?: unknown; params?: { requestId?: unknown } };
+        if (m.id !== undefined) {
+          if (m.method === undefined) this.awaitingAnswer.delete(m.id);
+          else this.noteRequest(m.id);
+        } else if (m.method === 'notifications/cancelled') {
+          // A cancelled request is not answered (the SDK sends nothing for it).
+          const id = m.params?.requestId;
+          if (typeof id === 'string' || typeof id === 'number') this.noteAnswered(id);
+        }
         this.onmessage?.(message);
       },
       reply: (message) => {
@@ -136,14 +155,32 @@ export class GuardedStdioTransport implements Transport {
       // As the SDK's transport: a send fails by rejecting (callers `.catch` it), never by throwing.
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
-    if (!this.corked) {
-      // Coalesce this turn's messages: the uncork runs once the current callbacks and their promise jobs are done.
+    // The answer to the one request in flight, with nothing corked this turn, has no other message to leave with: it
+    // is written at once. Otherwise coalesce this turn's messages: the uncork runs once the current callbacks and their
+    // promise jobs are done.
+    const alone = m.id !== undefined && m.method === undefined && this.noteAnswered(m.id);
+    if (!this.corked && !alone) {
       this.corked = true;
       this.output.cork();
       process.nextTick(this.uncork);
     }
     if (this.output.write(line)) return Promise.resolve();
     return this.drained();
+  }
+
+  /** Notes a request of the client as received and not answered (past MAX_UNANSWERED ids, not noted). */
+  private noteRequest(id: string | number): void {
+    const count = this.unanswered.get(id);
+    if (count !== undefined) this.unanswered.set(id, count + 1);
+    else if (this.unanswered.size < MAX_UNANSWERED) this.unanswered.set(id, 1);
+  }
+
+  /** Notes the request `id` as answered. @returns true when no other request of the client is waiting for its answer */
+  private noteAnswered(id: string | number): boolean {
+    const count = this.unanswered.get(id);
+    if (count === 1) this.unanswered.delete(id);
+    else if (count !== undefined) this.unanswered.set(id, count - 1);
+    return this.unanswered.size === 0;
   }
 
   /**

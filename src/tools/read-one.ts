@@ -99,10 +99,7 @@ async function openTarget(target: AuthorizedPath, ctx: ToolContext): Promise<Ope
     target.stats.size <= SMALL_READ_BYTES ? readSmallFileSync(target.real, isInside, SMALL_READ_BYTES) : null;
   if (small) {
     // The source object itself (not a spread copy): readRange recognizes it and scans the bytes where they are.
-    return {
-      handle: Object.assign(bytesSource(small.bytes, small.stats), { close: () => Promise.resolve() }),
-      stats: small.stats,
-    };
+    return { handle: bytesSource(small.bytes, small.stats), stats: small.stats };
   }
   if (contentFactsCache.lookup(identityOf(target.stats)) !== undefined) {
     const { fd, stats } = openForReadSync(target.real, isInside);

@@ -1,8 +1,8 @@
 /**
- * The four upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
+ * The upstream-style changes to the MCP SDK (scripts/sdk-patch.mjs): the message hook of `Protocol.connect`
  * classifies requests first, the common request by its plain shape before the zod parse, the stdio connection channel
  * notes an answered request by the answer's shape, and notes an inbound request by its plain shape before the zod
- * parse (the same test under its own name). Pins:
+ * parse (the same test under its own name); a request's AbortController is made on first use. Pins:
  *  - the installed SDK still holds each original text exactly once (an SDK upgrade that rewrites one fails here
  *    and at build time, so the patch is revisited, never silently lost or misapplied);
  *  - dist/main.js (the program, built by the global setup) carries each patched text and no original;
@@ -10,6 +10,7 @@
  *    (a property over arbitrary objects built from the members those schemas name);
  *  - the plain request test answers "request" only for messages the request schema passes;
  *  - the shape test settles every message with an id that the response schemas pass, and no request or notification;
+ *  - the lazy request controller answers as an AbortController does, whatever the order of reads, listeners and aborts;
  *  - src/ reaches into no private SDK member.
  */
 import {
@@ -23,7 +24,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { FS_TOOLS_PLAIN_CHANNEL_REQUEST, FS_TOOLS_PLAIN_REQUEST, SDK_PATCHES } from '../../scripts/sdk-patch.mjs';
+import {
+  FS_TOOLS_LAZY_ABORT_CONTROLLER,
+  FS_TOOLS_PLAIN_CHANNEL_REQUEST,
+  FS_TOOLS_PLAIN_REQUEST,
+  SDK_PATCHES,
+} from '../../scripts/sdk-patch.mjs';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SDK_DIST = path.join(ROOT, 'node_modules/@modelcontextprotocol/server/dist');
@@ -41,6 +47,21 @@ const answerShaped = (() => {
 const plainRequest = (() => {
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the patch's own text, under test
   return new Function(`${FS_TOOLS_PLAIN_REQUEST}\nreturn fsToolsPlainRequest;`)() as (message: unknown) => boolean;
+})();
+
+/** What the fifth patch needs of an AbortController. */
+interface RequestController {
+  readonly signal: AbortSignal;
+  readonly aborted?: boolean;
+  abort(reason?: unknown): void;
+}
+
+/** The fifth patch's lazy controller, compiled from the text the build appends to the SDK module. */
+const LazyController = (() => {
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the patch's own text, under test
+  return new Function(
+    `${FS_TOOLS_LAZY_ABORT_CONTROLLER}\nreturn FsToolsLazyAbortController;`,
+  )() as new () => RequestController;
 })();
 
 /** How often `needle` occurs in `text`. */
@@ -173,6 +194,48 @@ describe('the SDK patch', () => {
     expect(plainRequest({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'x', arguments: {} } })).toBe(
       true,
     );
+  });
+
+  it('the lazy request controller answers as an AbortController: abort before or after the signal, listeners, reasons', () => {
+    // Each script: the steps taken on a fresh controller; both kinds must end in the same observable state.
+    type Step = 'signal' | 'listen' | 'abort' | 'abortDefault';
+    const run = (make: () => RequestController, steps: Step[]) => {
+      const c = make();
+      const heard: unknown[] = [];
+      const reasons = [new Error('first'), new Error('second')];
+      let next = 0;
+      for (const step of steps) {
+        if (step === 'signal') void c.signal;
+        else if (step === 'listen') c.signal.addEventListener('abort', () => heard.push(c.signal.reason));
+        else if (step === 'abort') c.abort(reasons[next++ % 2]);
+        else c.abort();
+      }
+      const reason: unknown = c.signal.reason;
+      return {
+        aborted: c.signal.aborted,
+        reason: reason instanceof DOMException ? `DOMException ${reason.name}` : reason,
+        heard: heard.map((r) => (r instanceof DOMException ? `DOMException ${r.name}` : r)),
+        sameSignal: c.signal === c.signal,
+      };
+    };
+    const step = fc.constantFrom<Step>('signal', 'listen', 'abort', 'abortDefault');
+    let aborted = 0;
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 6 }), (steps) => {
+        const lazy = run(() => new LazyController(), steps);
+        expect(lazy).toEqual(run(() => new AbortController(), steps));
+        if (lazy.aborted) aborted++;
+      }),
+      { numRuns: 500 },
+    );
+    expect(aborted).toBeGreaterThan(50);
+    // `aborted` says it without making the signal.
+    const c = new LazyController();
+    expect(c.aborted).toBe(false);
+    c.abort('gone');
+    expect(c.aborted).toBe(true);
+    expect((c as unknown as { _controller: unknown })._controller).toBeUndefined();
+    expect(c.signal.reason).toBe('gone');
   });
 
   it('src/ uses no private member of the SDK', () => {

@@ -5,7 +5,8 @@
  *    file_too_large unless hashOnlyWhenLarge (then the hash of the whole file and no bytes); a FIFO is
  *    FILE_POLICY_DENIED special_file (never opened for reading); isDirectory does not follow links;
  *  - openForRead / openForReadSync / readSmallFileSync on an inside file: the bytes, the regular-file check, and
- *    readSmallFileSync's null (nothing read) for a file over its cap; readWholeSync reads up to size + 1 bytes;
+ *    readSmallFileSync's null (nothing read) for a file over its cap; readWholeSync reads up to size + 1 bytes, with
+ *    the same answers when told the size is fstat's (it then stops at that size);
  *  - the text facts: line-ending style from counts, the UTF-8 BOM, binary detection on whole files and prefixes.
  */
 import { execFileSync } from 'node:child_process';
@@ -93,6 +94,21 @@ describe('open-file', () => {
     try {
       expect(readWholeSync(fd, 5000).length).toBe(5000);
       expect(readWholeSync(fd, 10).length).toBe(11);
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  it('readWholeSync with the fstat size answers as without it: the whole file, a grown one one byte over, a shrunk one short', () => {
+    const fd = openSync(at('big'), 'r');
+    try {
+      // The size fstat said (the read stops there: one read), a grown file (more than fstat said), a shrunk one.
+      for (const size of [5000, 10, 4999, 6000]) {
+        const flagged = readWholeSync(fd, size, true);
+        expect(flagged.equals(readWholeSync(fd, size))).toBe(true);
+        expect(flagged.length).toBe(Math.min(5000, size + 1));
+      }
+      expect(readWholeSync(fd, 5000, true).toString()).toBe('x'.repeat(5000));
     } finally {
       closeSync(fd);
     }

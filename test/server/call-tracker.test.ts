@@ -1,7 +1,8 @@
 /**
  * CallTracker.run (src/server/shutdown.ts): the signal each call hands its tool fires when the request's signal fires
  * (the client cancelled, or the connection closed) and when the shutdown grace ends, and carries that reason; the
- * listener it adds to the request's signal is gone once the call settled.
+ * listener it adds to the request's signal is gone once the call settled; a request signal given as a function is asked
+ * for only when the call makes its own.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { CallTracker, SHUTDOWN_GRACE_MS } from '../../src/server/shutdown.js';
@@ -26,6 +27,22 @@ describe('CallTracker.run', () => {
     await expect(running).resolves.toBe(reason);
     await Promise.resolve();
     expect(calls.size).toBe(0);
+  });
+
+  it("asks for the request's signal only when the call makes its own (a function given for it), and then as the signal", async () => {
+    const calls = new CallTracker();
+    const request = new AbortController();
+    let asked = 0;
+    const requestSignal = () => (asked++, request.signal);
+    // A call that never asks for its signal never asks for the request's.
+    await calls.run(requestSignal, () => Promise.resolve('done'));
+    expect(asked).toBe(0);
+    // One that asks gets the request's reason when it fires; the request's signal is asked for once.
+    const running = calls.run(requestSignal, untilAborted);
+    const reason = new Error('cancelled by the client');
+    request.abort(reason);
+    await expect(running).resolves.toBe(reason);
+    expect(asked).toBe(1);
   });
 
   it('hands an already aborted signal to a call whose request was aborted before it started', async () => {

@@ -1,7 +1,7 @@
 /**
  * The stdio transport (src/server/stdio-transport.ts): each valid line reaches `onmessage` once, parsed; a malformed
  * line is answered on stdout and never reaches `onmessage`; the messages sent in one turn of the event loop leave in
- * one write; a full stdout holds `send` until it drains (one shared wait, whatever the number of sends); a message that
+ * one write, and the answer to the only request in flight at once; a full stdout holds `send` until it drains (one shared wait, whatever the number of sends); a message that
  * cannot be serialized rejects its send; end of stdin closes the transport, after which nothing is
  * written. The e2e protocol tests (test/e2e/protocol.test.ts, test/attacks/protocol-abuse.test.ts) run it in the
  * real server under both eras.
@@ -60,6 +60,51 @@ describe('GuardedStdioTransport', () => {
     await transport.send(ping(4));
     await tick();
     expect(writes.map((w) => w.map((l) => (JSON.parse(l) as { id: number }).id))).toEqual([[1, 2, 3], [4]]);
+    await transport.close();
+  });
+
+  it('writes the answer to the only request in flight at once; answers with others in flight still leave together', async () => {
+    const input = new PassThrough();
+    const { output, writes } = recordingOutput();
+    const transport = new GuardedStdioTransport(input, output);
+    const got: JSONRPCMessage[] = [];
+    transport.onmessage = (m) => got.push(m);
+    await transport.start();
+    const answer = (id: number | string): JSONRPCMessage => ({ jsonrpc: '2.0', id, result: {} });
+    const ids = () => writes.map((w) => w.map((l) => (JSON.parse(l) as { id: number | string }).id));
+
+    // One request in flight: its answer is written within send, before the turn ends.
+    input.write(`${JSON.stringify(ping(1))}\n`);
+    await tick();
+    void transport.send(answer(1));
+    expect(ids()).toEqual([[1]]);
+
+    // Three in flight, answered in one turn: one write of three lines (the last answer joins the corked turn).
+    input.write(`${JSON.stringify(ping(2))}\n${JSON.stringify(ping(3))}\n${JSON.stringify(ping(4))}\n`);
+    await tick();
+    void transport.send(answer(2));
+    void transport.send(answer(3));
+    void transport.send(answer(4));
+    expect(ids()).toEqual([[1]]);
+    await tick();
+    expect(ids()).toEqual([[1], [2, 3, 4]]);
+
+    // A request the client cancelled is never answered: the next one is alone again.
+    input.write(`${JSON.stringify(ping(5))}\n${JSON.stringify(ping(6))}\n`);
+    input.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5 } })}\n`);
+    await tick();
+    void transport.send(answer(6));
+    expect(ids()).toEqual([[1], [2, 3, 4], [6]]);
+
+    // An id the client used twice is in flight until both are answered.
+    input.write(`${JSON.stringify(ping(7))}\n${JSON.stringify(ping(7))}\n`);
+    await tick();
+    void transport.send(answer(7));
+    expect(ids()).toEqual([[1], [2, 3, 4], [6]]);
+    await tick();
+    void transport.send(answer(7));
+    expect(ids()).toEqual([[1], [2, 3, 4], [6], [7], [7]]);
+    expect(got.map((m) => (m as { id?: number }).id)).toEqual([1, 2, 3, 4, 5, 6, undefined, 7, 7]);
     await transport.close();
   });
 
