@@ -4,15 +4,7 @@
  * calls on (docs/benchmarks.md, names-only listing). This file changes when WalkOptions or WalkItem gain a field.
  */
 import type { AllowedPath } from '../policy/resolve-path.js';
-import type {
-  SpecialType,
-  WalkBaseOptions,
-  WalkEntry,
-  WalkItem,
-  WalkOptions,
-  WalkType,
-  WalkVisitor,
-} from './walk.js';
+import type { SpecialType, WalkBaseOptions, WalkEntry, WalkItem, WalkOptions, WalkType, WalkVisitor } from './walk.js';
 import type { IgnoreLevel } from './walk-scan.js';
 
 /**

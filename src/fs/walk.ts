@@ -25,7 +25,7 @@ import { closeSync, constants, fstatSync, type Dirent, type Stats } from 'node:f
 import path from 'node:path';
 import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
 import { LIMITS } from './glob/engine.js';
-import { sharedGitignoreRules, type GitignoreRules } from './glob/gitignore.js';
+import { sharedGitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
 import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
@@ -420,7 +420,11 @@ async function* descend(o: WalkSettings, run: WalkRun, scan: DirScan): AsyncGene
   }
   try {
     const { absolute, relative, rootRelative, levels, place } = scan;
-    yield* walkDir(o, run, new DirFrame(child, absolute, relative, rootRelative, f.depth + 1, levels, place.childResume));
+    yield* walkDir(
+      o,
+      run,
+      new DirFrame(child, absolute, relative, rootRelative, f.depth + 1, levels, place.childResume),
+    );
   } finally {
     child.close();
   }

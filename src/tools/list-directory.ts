@@ -4,7 +4,14 @@
  * roots. Secret names are shown and marked; policy-hidden and denied entries are omitted; .gitignore is honoured by
  * default.
  */
-import { globMatcher, walkWith, type WalkBaseOptions, type WalkEntry, type WalkItem, type WalkVisitor } from '../fs/walk.js';
+import {
+  globMatcher,
+  walkWith,
+  type WalkBaseOptions,
+  type WalkEntry,
+  type WalkItem,
+  type WalkVisitor,
+} from '../fs/walk.js';
 import { patternBudget } from '../fs/glob/glob.js';
 import { authorizeRead, linkTargetKind, WalkEntryClassifier, type PolicyContext } from '../policy/authorize.js';
 import { childOf } from '../policy/resolve-path.js';
@@ -118,7 +125,9 @@ class ListVisitor implements WalkVisitor {
 
   sink(entry: WalkItem | WalkEntry): boolean | Promise<boolean> {
     if ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink') {
-      return linkTargetKind(this.policy, entry.absolute).then((kind) => this.page.add(entry, this.isSecret(entry), kind));
+      return linkTargetKind(this.policy, entry.absolute).then((kind) =>
+        this.page.add(entry, this.isSecret(entry), kind),
+      );
     }
     return this.page.add(entry, this.isSecret(entry));
   }
