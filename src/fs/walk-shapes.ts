@@ -4,14 +4,16 @@
  * calls on (docs/benchmarks.md, names-only listing). This file changes when WalkOptions or WalkItem gain a field.
  */
 import type { AllowedPath } from '../policy/resolve-path.js';
-import type { IgnoreLevel, SpecialType, WalkItem, WalkOptions, WalkType } from './walk.js';
+import type { SpecialType, WalkBaseOptions, WalkEntry, WalkItem, WalkOptions, WalkType, WalkVisitor } from './walk.js';
+import type { IgnoreLevel } from './walk-scan.js';
 
 /**
  * WalkOptions with every field set, in one order: one V8 map for the options of every caller (list_directory,
  * search_files, replace plans), where each caller's own literal (fields present or absent, in its order) had a map of
- * its own and the walk's per-entry reads of them went polymorphic or deoptimized when another caller's came by.
+ * its own and the walk's per-entry reads of them went polymorphic or deoptimized when another caller's came by. The
+ * filter and sink are a WalkVisitor's methods.
  */
-export class WalkSettings implements WalkOptions {
+export class WalkSettings {
   readonly base: AllowedPath;
   readonly rootReal: string;
   readonly maxDepth: number;
@@ -19,16 +21,22 @@ export class WalkSettings implements WalkOptions {
   readonly include: readonly string[] | undefined;
   readonly exclude: readonly string[] | undefined;
   readonly resume: NonNullable<WalkOptions['resume']> | null;
-  readonly filter: WalkOptions['filter'];
   readonly childOf: WalkOptions['childOf'];
   readonly onSkip: WalkOptions['onSkip'];
   readonly signal: AbortSignal | undefined;
   readonly nocase: boolean;
   readonly stats: boolean;
   readonly depthIsLimit: boolean;
-  readonly sink: WalkOptions['sink'];
 
-  constructor(o: Omit<WalkOptions, 'sink'>, sink: WalkOptions['sink']) {
+  /**
+   * @param visitor where the walk asks about each entry and hands it
+   * @param hasSink true: entries go to `visitor.sink` (and the walk yields nothing); false: they are yielded
+   */
+  constructor(
+    o: WalkBaseOptions,
+    readonly visitor: WalkVisitor,
+    readonly hasSink: boolean,
+  ) {
     this.base = o.base;
     this.rootReal = o.rootReal;
     this.maxDepth = o.maxDepth;
@@ -36,14 +44,28 @@ export class WalkSettings implements WalkOptions {
     this.include = o.include;
     this.exclude = o.exclude;
     this.resume = o.resume ?? null;
-    this.filter = o.filter;
     this.childOf = o.childOf;
     this.onSkip = o.onSkip;
     this.signal = o.signal;
     this.nocase = o.nocase ?? false;
     this.stats = o.stats !== false;
     this.depthIsLimit = o.depthIsLimit ?? false;
-    this.sink = sink;
+  }
+}
+
+/** The WalkVisitor of a walk given functions (WalkOptions.filter and .sink). */
+export class FunctionVisitor implements WalkVisitor {
+  constructor(
+    private readonly filterFn: WalkOptions['filter'],
+    private readonly sinkFn: WalkOptions['sink'],
+  ) {}
+
+  filter(absolute: string, rootRelative: string, name: string): 'ok' | 'omit' {
+    return this.filterFn(absolute, rootRelative, name);
+  }
+
+  sink(item: WalkItem | WalkEntry, name: string, parent: string): boolean | Promise<boolean> {
+    return this.sinkFn!(item, name, parent);
   }
 }
 

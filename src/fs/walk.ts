@@ -25,12 +25,29 @@ import { closeSync, constants, fstatSync, type Dirent, type Stats } from 'node:f
 import path from 'node:path';
 import { compileToolGlob, patternBudget, type PatternBudget } from './glob/glob.js';
 import { LIMITS } from './glob/engine.js';
-import { sharedGitignoreRules, type GitignoreRules } from './glob/gitignore.js';
+import { sharedGitignoreRules } from './glob/gitignore.js';
 import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
 import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
-import { ignoreDirsOf, PlainItem, WalkSettings, withLevel } from './walk-shapes.js';
+import { FunctionVisitor, ignoreDirsOf, WalkSettings, withLevel } from './walk-shapes.js';
+import {
+  compareNames,
+  descends,
+  direntType,
+  DirFrame,
+  DirScan,
+  handOver,
+  IgnoreLevel,
+  plainItem,
+  SCAN_DESCEND,
+  SCAN_DUE,
+  SCAN_EMIT,
+  SCAN_END,
+  SCAN_PENDING,
+  scanEntries,
+  WalkRun,
+} from './walk-scan.js';
 import { sharedListing, SMALL_DIRECTORY_BYTES, smallListing, SYNC_READDIR_MAX_BYTES } from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
@@ -115,60 +132,31 @@ export interface WalkOptions {
   /**
    * When given, each entry is handed to `sink` in walk order (right after `filter` was asked about it, exactly where
    * it would be yielded), with its last path component `name` and its directory's absolute path `parent` (one string
-   * for every entry of a directory), and the walk yields nothing; `false` (or a promise of
-   * it) stops the walk. One async-iteration step per entry (two generator levels) cost a names-and-types
+   * for every entry of a directory), and the walk yields nothing; `false` (or a promise of it) stops the walk. One async-iteration step per entry (two generator levels) cost a names-and-types
    * listing a sixth of its time.
    */
   sink?: (item: WalkItem | WalkEntry, name: string, parent: string) => boolean | Promise<boolean>;
 }
 
+/** WalkOptions without the filter and sink functions (walkWith takes them as a WalkVisitor's methods). */
+export type WalkBaseOptions = Omit<WalkOptions, 'filter' | 'sink'>;
+
+/**
+ * WalkOptions.filter and .sink as one object's methods (walkWith). A tool that walks with per-call state passes an
+ * instance of its own class: the walk's call sites then meet the same two functions call after call, where closures
+ * made per call are new functions to V8 each time (Node 20 deoptimized the walk's loop in a fresh server's second
+ * call for it: "wrong call target").
+ */
+export interface WalkVisitor {
+  filter(absolute: string, rootRelative: string, name: string): 'ok' | 'omit';
+  sink(item: WalkItem | WalkEntry, name: string, parent: string): boolean | Promise<boolean>;
+}
+
 /** Synchronous lstats between two yields to the event loop. */
 const STAT_YIELD_EVERY = 256;
 
-/**
- * The longest the walk runs on the event loop between two yields, ms. Checked every SLICE_CHECK_EVERY entries; one
- * entry's pattern work is bounded (src/fs/glob LIMITS: path length × the call's glob budget of 16,384 automaton states
- * and × the .gitignore budget of 32,768 per path, in the worst case), so the loop is held at most this slice plus
- * SLICE_CHECK_EVERY entries' work.
- */
-export const WALK_SLICE_MS = 10;
-const SLICE_CHECK_EVERY = 8;
-
-/** Per-walk bookkeeping shared by the recursion. */
-interface WalkRun {
-  /** Set when the sink (WalkOptions.sink) asked to stop: every level returns. */
-  stopped: boolean;
-  /**
-   * WalkOptions.signal's `aborted`, kept by its abort listener: read per entry, where reading the signal itself was
-   * a V8 map check that failed on every call (each AbortSignal of Node 20 has a map of its own), so the walk's loop was
-   * deoptimized and compiled again.
-   */
-  aborted: boolean;
-  wantStats: boolean;
-  statsSinceYield: number;
-  entriesSinceCheck: number;
-  sliceStart: number;
-  /** The include and exclude globs, compiled once (null: none). */
-  include: ((s: string) => boolean) | null;
-  exclude: ((s: string) => boolean) | null;
-  /** The deepest frame whose entries stay within MAX_PATH_COMPONENTS (deeper: `too_deep`, docs/security.md). */
-  deepestFrame: number;
-}
-
 /** Largest .gitignore read, bytes (a bigger one is treated as absent). */
 const MAX_IGNORE_BYTES = 1024 * 1024;
-
-/** One .gitignore in force: its directory and its compiled rules. */
-export interface IgnoreLevel {
-  /** Directory of the .gitignore, relative to rootReal, `/`-separated ('' for the root). */
-  dir: string;
-  matcher: GitignoreRules;
-}
-
-/** Compares names the way the walk orders them (code units), so cursors and order agree. */
-export function compareNames(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /**
  * Walks `base`, yielding entries in deterministic order. The consumer may stop early (break). With `stats: false`
@@ -179,25 +167,24 @@ export function walkTree(options: WalkOptions & { stats: false }): AsyncGenerato
 export function walkTree(options: WalkOptions & { stats: boolean }): AsyncGenerator<WalkItem | WalkEntry>;
 export function walkTree(options: WalkOptions): AsyncGenerator<WalkEntry>;
 export async function* walkTree(given: WalkOptions): AsyncGenerator<WalkItem | WalkEntry> {
-  // One object shape for every caller (see WalkSettings): the walk reads these options per entry.
-  const options = given instanceof WalkSettings ? given : new WalkSettings(given, given.sink);
+  yield* walkSettings(new WalkSettings(given, new FunctionVisitor(given.filter, given.sink), given.sink !== undefined));
+}
+
+/** The walk (walkTree, walkInto, walkWith), on options of one object shape (WalkSettings). */
+async function* walkSettings(options: WalkSettings): AsyncGenerator<WalkItem | WalkEntry> {
   const baseRootRel = toPosix(path.relative(options.rootReal, options.base));
   // Globs first: a pattern over the limits is refused before any IO.
   const budget = patternBudget();
   const include = globMatcher(options.include, options.nocase ?? false, 'include', budget);
   const exclude = globMatcher(options.exclude, options.nocase ?? false, 'exclude', budget);
   const signal = options.signal;
-  const run: WalkRun = {
-    stopped: false,
-    aborted: signal?.aborted ?? false,
-    wantStats: options.stats !== false,
-    statsSinceYield: 0,
-    entriesSinceCheck: 0,
-    sliceStart: performance.now(),
+  const run = new WalkRun(
+    signal?.aborted ?? false,
+    options.stats !== false,
     include,
     exclude,
-    deepestFrame: MAX_PATH_COMPONENTS - pathComponentCount(options.base),
-  };
+    MAX_PATH_COMPONENTS - pathComponentCount(options.base),
+  );
   // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
   let dir = VerifiedDir.open(options.rootReal, (p) => isWithin(options.rootReal, p));
@@ -230,36 +217,11 @@ export async function* walkTree(given: WalkOptions): AsyncGenerator<WalkItem | W
       return;
     }
     // An AllowedPath is normalized (policy's real path), so every childOf below may join by concatenation.
-    yield* walkDir(options, run, {
-      dir,
-      abs: options.base,
-      rel: '',
-      rootRel: baseRootRel,
-      depth: 1,
-      levels,
-      resume: options.resume ?? null,
-    });
+    yield* walkDir(options, run, new DirFrame(dir, options.base, '', baseRootRel, 1, levels, options.resume ?? null));
   } finally {
     signal?.removeEventListener('abort', onAbort);
     dir.close();
   }
-}
-
-/** The type a directory entry reports (Node resolves an unknown d_type with lstat). */
-function direntType(d: Dirent): WalkType {
-  if (d.isFile()) return 'file';
-  if (d.isDirectory()) return 'directory';
-  if (d.isSymbolicLink()) return 'symlink';
-  return 'other';
-}
-
-/** The special type of an `other` entry (d_type), or undefined when the listing does not say. */
-function specialType(d: Dirent): SpecialType | undefined {
-  if (d.isFIFO()) return 'fifo';
-  if (d.isSocket()) return 'socket';
-  if (d.isBlockDevice()) return 'block_device';
-  if (d.isCharacterDevice()) return 'char_device';
-  return undefined;
 }
 
 /**
@@ -287,10 +249,22 @@ export async function walkInto(
   options: Omit<WalkOptions, 'sink'>,
   sink: NonNullable<WalkOptions['sink']>,
 ): Promise<void> {
-  // With a sink the walk yields nothing: this only drives it. The options are copied into a WalkSettings, not spread
-  // with `sink` after them: V8 (Node 20) gave every `{ ...options, sink }` a map of its own, so each call deoptimized
-  // the walk's loop (it reads these options per entry) and it was compiled again, call after call.
-  for await (const _ of walkTree(new WalkSettings(options, sink))) {
+  await drive(new WalkSettings(options, new FunctionVisitor(options.filter, sink), true));
+}
+
+/** walkInto with the filter and the sink as `visitor`'s methods (WalkVisitor). */
+export async function walkWith(options: WalkBaseOptions, visitor: WalkVisitor): Promise<void> {
+  await drive(new WalkSettings(options, visitor, true));
+}
+
+/**
+ * Runs a walk whose entries go to its sink: the walk yields nothing, this only drives it. The options are copied into
+ * a WalkSettings, not spread with the sink after them: V8 (Node 20) gave every `{ ...options, sink }` a map of its
+ * own, so each call deoptimized the walk's loop (it reads these options per entry) and it was compiled again, call
+ * after call.
+ */
+async function drive(settings: WalkSettings): Promise<void> {
+  for await (const _ of walkSettings(settings)) {
     /* nothing is yielded */
   }
 }
@@ -316,42 +290,6 @@ export function globMatcher(
 }
 
 /**
- * A promise to await when the walk has held the event loop for WALK_SLICE_MS (checked every SLICE_CHECK_EVERY
- * entries), else null (no await, no microtask, on the hot path). Awaiting it lets other calls be answered while a long
- * walk, or one with expensive patterns, runs.
- */
-function yieldIfDue(run: WalkRun): Promise<void> | null {
-  if (++run.entriesSinceCheck < SLICE_CHECK_EVERY) return null;
-  run.entriesSinceCheck = 0;
-  if (performance.now() - run.sliceStart < WALK_SLICE_MS) return null;
-  return new Promise<void>((resolve) =>
-    setImmediate(() => {
-      run.sliceStart = performance.now();
-      resolve();
-    }),
-  );
-}
-
-/** Where the walk resumes (WalkOptions.resume). */
-type Resume = { components: readonly string[]; inclusive: boolean };
-
-/** One directory of the walk: its verified descriptor, its paths, its depth and what applies in it. */
-interface DirFrame {
-  dir: VerifiedDir;
-  /** Absolute path (an entry of an allowed directory, minted by policy). */
-  abs: AllowedPath;
-  /** Relative to the walk's base ('' for the base). */
-  rel: string;
-  /** Relative to the root. */
-  rootRel: string;
-  /** Depth of this directory's entries (1 for the base's). */
-  depth: number;
-  /** The .gitignore levels above this directory. */
-  levels: IgnoreLevel[];
-  resume: Resume | null;
-}
-
-/**
  * The sorted listing of a frame's directory, or null when it cannot be read (reported to onSkip).
  * One sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
  * read and identified through the verified descriptor (one fstat, which also gives the size). A small directory
@@ -359,7 +297,7 @@ interface DirFrame {
  * through the shared cache, read on this thread up to SYNC_READDIR_MAX_BYTES and in the pool above.
  */
 async function listingOf(
-  o: WalkOptions,
+  o: WalkSettings,
   f: DirFrame,
 ): Promise<{ dirents: readonly Dirent[]; names: readonly string[] } | null> {
   const dir = f.dir;
@@ -391,51 +329,12 @@ function firstNotBefore(names: readonly string[], wanted: string): number {
   return first;
 }
 
-/** Where an entry stands against the resume cursor: skipped (null), or whether it is emitted and resumes below. */
-const AFTER_CURSOR = { emit: true, childResume: null } as const;
-function againstCursor(
-  resume: Resume,
-  dirDepth: number,
-  name: string,
-): { emit: boolean; childResume: Resume | null } | null {
-  const cmp = compareNames(name, resume.components[dirDepth]);
-  if (cmp < 0) return null;
-  if (cmp > 0) return AFTER_CURSOR; // everything from here on comes after the cursor
-  if (dirDepth === resume.components.length - 1) return { emit: resume.inclusive, childResume: null };
-  return { emit: false, childResume: resume };
-}
-
-/** The item for an entry without stats (type and, for `other`, the special type from the listing). */
-function plainItem(f: DirFrame, d: Dirent, relative: string, absolute: AllowedPath, rootRelative: string): WalkItem {
-  const type = direntType(d);
-  return new PlainItem(relative, absolute, rootRelative, type, type === 'other' ? specialType(d) : undefined, f.depth);
-}
-
 /**
- * Hands `item` to the sink: true, the walk goes on; false, it stops. Synchronous when the sink answers synchronously
- * (one call per entry of every walk: an async function here costs a promise and a microtask per entry on the main
- * thread's critical path).
+ * Walks one directory: its listing and `.gitignore`, then its entries in order — judged and handed to the sink by
+ * `scanEntries` (src/fs/walk-scan.ts), synchronously, with this generator doing only what needs an await: a yield to
+ * the event loop, an lstat, the sink's promise, yielding an item (no sink), a subdirectory.
  */
-function handOver(
-  o: WalkOptions,
-  run: WalkRun,
-  item: WalkItem | WalkEntry,
-  name: string,
-  parent: AllowedPath,
-): boolean | Promise<boolean> {
-  const go = o.sink!(item, name, parent);
-  if (go === true) return true;
-  if (go === false) {
-    run.stopped = true;
-    return false;
-  }
-  return go.then((v) => {
-    if (!v) run.stopped = true;
-    return v;
-  });
-}
-
-async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerator<WalkItem | WalkEntry> {
+async function* walkDir(o: WalkSettings, run: WalkRun, f: DirFrame): AsyncGenerator<WalkItem | WalkEntry> {
   if (run.aborted) return;
   const listing = await listingOf(o, f);
   if (!listing) return;
@@ -447,80 +346,85 @@ async function* walkDir(o: WalkOptions, run: WalkRun, f: DirFrame): AsyncGenerat
     const level = loadIgnore(o, f.dir, f.rootRel, shown, chainBudget(f.levels));
     if (level) levels = withLevel(f.levels, level);
   }
-  const ignoreDirs = ignoreDirsOf(levels, f.rootRel);
   // (a readdir is a yield: the slice starts again after it)
   run.sliceStart = performance.now();
   const dirDepth = f.rel === '' ? 0 : f.rel.split('/').length;
   // Resume: what sorts before the cursor at this level is a prefix of `names`; it is skipped without any IO (binary
   // search: a late page of a huge directory does not compare its way there).
   const first = f.resume ? firstNotBefore(names, f.resume.components[dirDepth]) : 0;
-  for (let i = first; i < names.length; i++) {
-    const name = names[i];
-    const due = yieldIfDue(run);
-    if (due) await due;
-    if (run.aborted) return;
-    const place = f.resume ? againstCursor(f.resume, dirDepth, name) : AFTER_CURSOR;
-    if (place === null) continue;
-    const relative = f.rel ? `${f.rel}/${name}` : name;
-    const absolute = o.childOf(f.abs, name);
-    const rootRelative = f.rootRel ? `${f.rootRel}/${name}` : name;
-    const isDir = dirents[i].isDirectory();
-    if (o.filter(absolute, rootRelative, name) === 'omit') {
-      o.onSkip?.('policy', relative);
+  const scan = new DirScan(f, dirents, names, levels, ignoreDirsOf(levels, f.rootRel), dirDepth, first);
+  for (;;) {
+    const step = scanEntries(o, run, scan);
+    if (step === SCAN_END) return;
+    if (step === SCAN_DUE) {
+      await scan.due;
+      scan.due = null;
+      scan.afterDue = true;
       continue;
     }
-    if (levels.length && isIgnored(levels, ignoreDirs, name, isDir)) continue;
-    if (run.exclude && run.exclude(relative)) continue;
-    if (place.emit && (!run.include || run.include(relative))) {
-      let item: WalkItem | WalkEntry;
-      if (run.wantStats) {
-        const stats = await statNow(run, f.dir, name);
-        if (!stats) continue; // vanished between readdir and lstat
-        if (typeof stats === 'string') {
-          o.onSkip?.(stats, relative);
-          continue;
-        }
-        item = { relative, absolute, rootRelative, type: direntType(dirents[i]), stats, depth: f.depth };
-      } else item = plainItem(f, dirents[i], relative, absolute, rootRelative);
-      if (!o.sink) yield item;
+    if (step === SCAN_PENDING) {
+      const go = await scan.pending;
+      scan.pending = null;
+      if (!go) return;
+    } else if (step === SCAN_EMIT) {
+      const item = await emitted(o, run, scan);
+      if (item === null) {
+        scan.i++;
+        continue; // vanished between readdir and lstat, or reported: not descended either
+      }
+      if (!o.hasSink) yield item;
       else {
-        const go = handOver(o, run, item, name, f.abs);
+        const go = handOver(o, run, item, scan.name, f.abs);
         if (go === false || (go !== true && !(await go))) return;
       }
     }
-    if (!isDir || name === '.git') continue;
-    if (f.depth >= run.deepestFrame) {
-      // Always reported: a bound of the server, whatever depth the caller asked for.
-      if (place.emit || place.childResume) o.onSkip?.('too_deep', relative);
-    } else if (f.depth < o.maxDepth) {
-      const frame = { abs: absolute, rel: relative, rootRel: rootRelative, levels, resume: place.childResume };
-      yield* descend(o, run, f, name, frame);
+    if (step === SCAN_DESCEND || descends(o, run, scan)) {
+      yield* descend(o, run, scan);
       if (run.stopped) return;
-    } else if (o.depthIsLimit && (place.emit || place.childResume)) o.onSkip?.('too_deep', relative);
+    }
+    scan.i++;
   }
 }
 
-/** Walks the subdirectory `name` of `f` (opened O_NOFOLLOW relative to it; one that cannot be opened is skipped). */
-async function* descend(
-  o: WalkOptions,
-  run: WalkRun,
-  f: DirFrame,
-  name: string,
-  frame: Omit<DirFrame, 'dir' | 'depth'>,
-): AsyncGenerator<WalkItem | WalkEntry> {
+/**
+ * The item of the entry `scan` stopped at for SCAN_EMIT: with its lstat when the walk wants stats (null when the
+ * entry vanished since the listing, or could not be stat'ed: reported to onSkip), else from the listing.
+ */
+async function emitted(o: WalkSettings, run: WalkRun, scan: DirScan): Promise<WalkItem | WalkEntry | null> {
+  const f = scan.frame;
+  const d = scan.dirents[scan.i];
+  const { relative, absolute, rootRelative } = scan;
+  if (!run.wantStats) return plainItem(f, d, relative, absolute, rootRelative);
+  const stats = await statNow(run, f.dir, scan.name);
+  if (!stats) return null;
+  if (typeof stats === 'string') {
+    o.onSkip?.(stats, relative);
+    return null;
+  }
+  return { relative, absolute, rootRelative, type: direntType(d), stats, depth: f.depth };
+}
+
+/**
+ * Walks the subdirectory `scan` is at (opened O_NOFOLLOW relative to its directory; one that cannot be opened is
+ * skipped), with the .gitignore levels in force in `scan`'s directory.
+ */
+async function* descend(o: WalkSettings, run: WalkRun, scan: DirScan): AsyncGenerator<WalkItem | WalkEntry> {
+  const f = scan.frame;
   let child: VerifiedDir;
   try {
-    child = f.dir.openDir(name);
+    child = f.dir.openDir(scan.name);
   } catch {
     // Gone, or swapped for a link since the listing: never followed.
-    o.onSkip?.('unreadable', frame.rel);
+    o.onSkip?.('unreadable', scan.relative);
     return;
   }
   try {
-    // Field by field, not `{ ...frame, dir, depth }`: V8 (Node 20) gives such a spread a map of its own each time, and
-    // walkDir reads the frame per entry (see walkInto).
-    const { abs, rel, rootRel, levels, resume } = frame;
-    yield* walkDir(o, run, { dir: child, abs, rel, rootRel, depth: f.depth + 1, levels, resume });
+    const { absolute, relative, rootRelative, levels, place } = scan;
+    yield* walkDir(
+      o,
+      run,
+      new DirFrame(child, absolute, relative, rootRelative, f.depth + 1, levels, place.childResume),
+    );
   } finally {
     child.close();
   }
@@ -545,7 +449,7 @@ function sortedIndexOf(names: readonly string[], name: string): number {
  * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
 function loadIgnore(
-  o: WalkOptions,
+  o: WalkSettings,
   dir: VerifiedDir,
   dirRootRel: string,
   shown: string,
@@ -568,7 +472,7 @@ function loadIgnore(
     const text = bytes.toString('utf8');
     const matcher = sharedGitignoreRules(text, budget);
     for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
-    return matcher.size > 0 ? { dir: dirRootRel, matcher } : null;
+    return matcher.size > 0 ? new IgnoreLevel(dirRootRel, matcher) : null;
   } catch {
     return null;
   } finally {
@@ -581,19 +485,6 @@ function chainBudget(levels: readonly IgnoreLevel[]): number {
   let used = 0;
   for (const level of levels) used += level.matcher.states;
   return Math.max(0, LIMITS.gitignoreChainStates - used);
-}
-
-/**
- * Deepest .gitignore with a verdict wins (a deeper `!pattern` re-includes), as git decides. `dirs[i]` is the entry's
- * directory relative to `levels[i]` ('' for the level's own directory).
- */
-function isIgnored(levels: readonly IgnoreLevel[], dirs: readonly string[], name: string, isDir: boolean): boolean {
-  for (let i = levels.length - 1; i >= 0; i--) {
-    const result = levels[i].matcher.testEntry(dirs[i], name, isDir);
-    if (result.ignored) return true;
-    if (result.unignored) return false;
-  }
-  return false;
 }
 
 function toPosix(p: string): string {

@@ -232,26 +232,47 @@ export function walkEntryClassifier(
   ctx: PolicyContext,
   options: { secrets?: boolean } = {},
 ): (absolute: string, relative: string, name?: string) => EntryClass {
-  const secrets = options.secrets !== false && !ctx.allowSecrets;
-  const fold = HOST_FLAVOR.caseInsensitive;
-  const guarded = (ctx.guarded ?? []).map((g) => (fold ? g.path.toLowerCase() : g.path));
-  const rules = ctx.policy.rules.length > 0;
-  const isGuarded = (absolute: string, name: string): boolean => {
-    for (const g of guarded) {
-      if (g.length === absolute.length && g === (fold ? absolute.toLowerCase() : absolute)) return true;
+  const classifier = new WalkEntryClassifier(ctx, options);
+  return (absolute, relative, name) => classifier.classify(absolute, relative, name);
+}
+
+/**
+ * walkEntryClassifier as an object (same verdicts): a walk that calls `classify` on one of these calls the same
+ * function call after call, where the closure walkEntryClassifier returns is a new function to V8 per call (Node 20
+ * deoptimized list_directory's walk loop in a fresh server's second call for it).
+ */
+export class WalkEntryClassifier {
+  private readonly secrets: boolean;
+  private readonly fold = HOST_FLAVOR.caseInsensitive;
+  private readonly guarded: string[];
+  private readonly rules: boolean;
+
+  constructor(
+    private readonly ctx: PolicyContext,
+    options: { secrets?: boolean } = {},
+  ) {
+    this.secrets = options.secrets !== false && !ctx.allowSecrets;
+    this.guarded = (ctx.guarded ?? []).map((g) => (this.fold ? g.path.toLowerCase() : g.path));
+    this.rules = ctx.policy.rules.length > 0;
+  }
+
+  /** The class of the walk's entry `absolute` (`relative` to its root; `name` its last component). */
+  classify(absolute: string, relative: string, name = relative.slice(relative.lastIndexOf('/') + 1)): EntryClass {
+    if (this.isGuarded(absolute, name)) return 'hidden';
+    // Only the rules on the entry's own path: its directories' level is null or read_only (walkEntryClassifier).
+    const access = this.rules ? accessForEntry(this.ctx.policy, relative, null) : null;
+    if (access === 'hidden') return 'hidden';
+    if (access === 'deny') return 'denied';
+    return this.secrets && secretRuleForEntry(absolute, name) !== null ? 'secret' : 'ok';
+  }
+
+  private isGuarded(absolute: string, name: string): boolean {
+    for (const g of this.guarded) {
+      if (g.length === absolute.length && g === (this.fold ? absolute.toLowerCase() : absolute)) return true;
     }
     // Lock files (src/fs/path-lock.ts) all start with `.`: the full pattern only for names that do.
     return name.charCodeAt(0) === 0x2e && isGuardedEntry([], absolute);
-  };
-  return (absolute, relative, name = relative.slice(relative.lastIndexOf('/') + 1)) => {
-    if (isGuarded(absolute, name)) return 'hidden';
-    // Only the rules on the entry's own path: its directories' level is null or read_only (see above), which
-    // changes no verdict here.
-    const access = rules ? accessForEntry(ctx.policy, relative, null) : null;
-    if (access === 'hidden') return 'hidden';
-    if (access === 'deny') return 'denied';
-    return secrets && secretRuleForEntry(absolute, name) !== null ? 'secret' : 'ok';
-  };
+  }
 }
 
 /**

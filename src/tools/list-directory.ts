@@ -4,9 +4,16 @@
  * roots. Secret names are shown and marked; policy-hidden and denied entries are omitted; .gitignore is honoured by
  * default.
  */
-import { globMatcher, walkInto, type WalkEntry, type WalkItem } from '../fs/walk.js';
+import {
+  globMatcher,
+  walkWith,
+  type WalkBaseOptions,
+  type WalkEntry,
+  type WalkItem,
+  type WalkVisitor,
+} from '../fs/walk.js';
 import { patternBudget } from '../fs/glob/glob.js';
-import { authorizeRead, linkTargetKind, walkEntryClassifier } from '../policy/authorize.js';
+import { authorizeRead, linkTargetKind, WalkEntryClassifier, type PolicyContext } from '../policy/authorize.js';
 import { childOf } from '../policy/resolve-path.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
@@ -54,11 +61,7 @@ export const listDirectory = defineTool({
     const page = new ListPage(
       Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most),
     );
-    // The walk asks `filter` about an entry right before it hands it to the sink: its verdict is reused for the
-    // secret mark (one classification per entry, not two).
-    const verdict = { absolute: '', secret: false };
-    const classify = walkEntryClassifier(ctx.policy);
-    const walkOptions: Parameters<typeof walkInto>[0] = {
+    const walkOptions: WalkBaseOptions = {
       base: target.real,
       rootReal: target.root.real,
       childOf,
@@ -67,27 +70,13 @@ export const listDirectory = defineTool({
       include: args.include,
       exclude: args.exclude,
       resume: resumeAfter ? { components: resumeAfter.split('/'), inclusive: false } : null,
-      filter: (abs, rel, name) => {
-        const c = classify(abs, rel, name);
-        verdict.absolute = abs;
-        verdict.secret = c === 'secret';
-        return c === 'hidden' || c === 'denied' ? 'omit' : 'ok';
-      },
       onSkip: (reason) => page.skip(reason),
       signal: ctx.signal,
       nocase: HOST_FLAVOR.caseInsensitive,
       // Names and types come from the directory listing itself (d_type); only `long` lstats entries.
       stats: args.long,
     };
-    const isSecret = (entry: WalkItem | WalkEntry) =>
-      verdict.absolute === entry.absolute ? verdict.secret : classify(entry.absolute, entry.rootRelative) === 'secret';
-    // One entry onto the page, synchronously for every entry but a symlink, whose target type is looked up first
-    // (the walk hands entries to this sink in order, right after its filter).
-    await walkInto(walkOptions, (entry) =>
-      ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink')
-        ? linkTargetKind(ctx.policy, entry.absolute).then((kind) => page.add(entry, isSecret(entry), kind))
-        : page.add(entry, isSecret(entry)),
-    );
+    await walkWith(walkOptions, new ListVisitor(page, new WalkEntryClassifier(ctx.policy), ctx.policy));
     if (!page.truncated) page.commitSkips();
     const nextCursor =
       page.truncated && page.lastPath !== undefined ? encodeCursor(fingerprint, { after: page.lastPath }) : null;
@@ -109,3 +98,42 @@ export const listDirectory = defineTool({
     };
   },
 });
+
+/**
+ * What the listing's walk asks about each entry and where it puts it (a WalkVisitor: one class, so the walk calls the
+ * same two functions call after call). `filter` omits what policy hides or denies; its verdict is kept for the sink,
+ * which the walk calls right after it for the same entry, so an entry is classified once, not twice. `sink` adds the
+ * entry to the page, synchronously for every entry but a symlink, whose target type is looked up first.
+ */
+class ListVisitor implements WalkVisitor {
+  /** The entry `filter` judged last, and whether it is a secret. */
+  private judged = '';
+  private judgedSecret = false;
+
+  constructor(
+    private readonly page: ListPage,
+    private readonly classifier: WalkEntryClassifier,
+    private readonly policy: PolicyContext,
+  ) {}
+
+  filter(absolute: string, rootRelative: string, name: string): 'ok' | 'omit' {
+    const c = this.classifier.classify(absolute, rootRelative, name);
+    this.judged = absolute;
+    this.judgedSecret = c === 'secret';
+    return c === 'hidden' || c === 'denied' ? 'omit' : 'ok';
+  }
+
+  sink(entry: WalkItem | WalkEntry): boolean | Promise<boolean> {
+    if ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink') {
+      return linkTargetKind(this.policy, entry.absolute).then((kind) =>
+        this.page.add(entry, this.isSecret(entry), kind),
+      );
+    }
+    return this.page.add(entry, this.isSecret(entry));
+  }
+
+  private isSecret(entry: WalkItem | WalkEntry): boolean {
+    if (this.judged === entry.absolute) return this.judgedSecret;
+    return this.classifier.classify(entry.absolute, entry.rootRelative) === 'secret';
+  }
+}

@@ -61,11 +61,23 @@ function shape(entry: WalkItem | WalkEntry, secret: boolean, linkTarget: EntryOb
 }
 
 /**
+ * An empty array whose elements are already of V8's kind for objects and strings (PACKED_ELEMENTS). A `[]` starts as
+ * an array of small integers and changes kind at its first push; once V8 (Node 20) had allocated feedback for the
+ * page's constructor, a fresh server's second or third page began with the other kind, and `add`, compiled against
+ * the first, was deoptimized (wrong map, then not a Smi) and compiled again.
+ */
+function objectArray<T>(): T[] {
+  const array = [''] as unknown[];
+  array.length = 0;
+  return array as T[];
+}
+
+/**
  * One list_directory page. `add` returns false when the page is full (`truncated`); `skip` notes a walk skip.
  * The first entry always goes in (a page makes progress).
  */
 export class ListPage {
-  readonly entries: z.infer<typeof EntrySchema>[] = [];
+  readonly entries: z.infer<typeof EntrySchema>[] = objectArray();
   lastPath: string | undefined;
   truncated = false;
   unreadable = 0;
@@ -136,14 +148,25 @@ export class ListPage {
     return true;
   }
 
-  /** Counts the skips noted so far (an entry after them is on the page, or the walk ended untruncated). */
+  /**
+   * Counts the skips noted so far (an entry after them is on the page, or the walk ended untruncated). A counter is
+   * written only when it changes: V8 (Node 20) treats a field never written after its initialization as constant,
+   * and the first rewrite of one (0 with 0, at the end of a fresh server's first listing) deoptimized `add` and the
+   * walk's loop, which were compiled against it.
+   */
   commitSkips(): void {
-    this.unreadable += this.pendingUnreadable;
-    this.pendingUnreadable = 0;
-    this.nameTooLong += this.pendingNameTooLong;
-    this.pendingNameTooLong = 0;
-    this.tooDeep += this.pendingTooDeep;
-    this.pendingTooDeep = 0;
+    if (this.pendingUnreadable !== 0) {
+      this.unreadable += this.pendingUnreadable;
+      this.pendingUnreadable = 0;
+    }
+    if (this.pendingNameTooLong !== 0) {
+      this.nameTooLong += this.pendingNameTooLong;
+      this.pendingNameTooLong = 0;
+    }
+    if (this.pendingTooDeep !== 0) {
+      this.tooDeep += this.pendingTooDeep;
+      this.pendingTooDeep = 0;
+    }
   }
 
   /** The page's text: one line per entry, then the truncation line (its cursor) or `(empty)`. */
