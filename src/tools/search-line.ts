@@ -55,10 +55,14 @@ export function renderMatch(m: Match, withContext: boolean): string {
 export class FileLines {
   private lines: string[] | null = null;
   private readonly bytes: Buffer | null;
-  /** Byte offset where line `atLine` starts (bytes only: lines are mostly asked for in order). */
-  private at = 0;
-  private atLine = 0;
-  private total = -1;
+  /**
+   * Byte offsets where lines 0 … starts.length - 1 begin (bytes only), found once each: a line asked for again, or
+   * before one asked for already (a match's context before it), costs no scan (each byte is looked at once per file,
+   * however the lines are asked for).
+   */
+  private readonly starts: number[] = [0];
+  /** True once the scan reached the last line (no `\n` after starts' last entry). */
+  private scanned = false;
 
   constructor(source: string | Buffer) {
     if (typeof source === 'string') {
@@ -71,30 +75,17 @@ export class FileLines {
   line(i: number): string | undefined {
     if (this.lines !== null || this.bytes === null) return this.lines![i];
     const bytes = this.bytes;
-    if (!(i >= 0)) return undefined;
-    if (i < this.atLine) {
-      this.at = 0;
-      this.atLine = 0;
-    }
-    while (this.atLine < i) {
-      const nl = bytes.indexOf(0x0a, this.at);
-      if (nl === -1) return undefined;
-      this.at = nl + 1;
-      this.atLine++;
-    }
-    const end = bytes.indexOf(0x0a, this.at);
-    return bytes.toString('utf8', this.at, end === -1 ? bytes.length : end);
+    if (!(i >= 0) || !this.reach(i)) return undefined;
+    const at = this.starts[i];
+    const end = bytes.indexOf(0x0a, at);
+    return bytes.toString('utf8', at, end === -1 ? bytes.length : end);
   }
 
   /** How many lines (`\n`s + 1). */
   get count(): number {
     if (this.lines !== null) return this.lines.length;
-    if (this.total < 0) {
-      let n = 1;
-      for (let at = this.bytes!.indexOf(0x0a); at !== -1; at = this.bytes!.indexOf(0x0a, at + 1)) n++;
-      this.total = n;
-    }
-    return this.total;
+    this.reach(Infinity);
+    return this.starts.length;
   }
 
   /** Lines [from, to) that exist, as `lines.slice(from, to)`. */
@@ -102,5 +93,17 @@ export class FileLines {
     const out: string[] = [];
     for (let i = Math.max(0, from); i < Math.min(to, this.count); i++) out.push(this.line(i)!);
     return out;
+  }
+
+  /** Finds line starts up to line `i`; false when the file has no line `i`. */
+  private reach(i: number): boolean {
+    const bytes = this.bytes!;
+    const starts = this.starts;
+    while (starts.length <= i && !this.scanned) {
+      const nl = bytes.indexOf(0x0a, starts[starts.length - 1]);
+      if (nl === -1) this.scanned = true;
+      else starts.push(nl + 1);
+    }
+    return i < starts.length;
   }
 }

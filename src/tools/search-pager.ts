@@ -74,7 +74,8 @@ class EntryQueue {
       this.head = head + 1 === READ_AHEAD ? 0 : head + 1;
       this.count--;
       if (started === NOT_WANTED) continue;
-      // The clock is read for the first wanted entry and every CLOCK_EVERY after it (the budget is 20 s).
+      // The clock is read for the first wanted entry, every CLOCK_EVERY after it (the budget is 20 s), and for the
+      // first after one whose outcome took work on this thread (below).
       if (this.sinceClock-- === 0) {
         this.sinceClock = CLOCK_EVERY - 1;
         if (Date.now() > this.o.deadline) {
@@ -94,7 +95,13 @@ class EntryQueue {
         continue;
       }
       const loaded = outcome !== undefined ? this.o.content!.finish(entry, outcome) : (started as Loaded);
-      if (loaded instanceof Promise) return loaded.then((l) => this.addLoaded(entry, l));
+      if (loaded instanceof Promise) {
+        // Work on this thread (a file read or matched here: up to the per-file regex limit): the clock is read again
+        // for the next wanted entry, so a page overruns its budget by one such file at most, as when it was read for
+        // every entry.
+        this.sinceClock = 0;
+        return loaded.then((l) => this.addLoaded(entry, l));
+      }
       this.addLoaded(entry, loaded);
     }
     return null;
