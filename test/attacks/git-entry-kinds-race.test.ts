@@ -7,11 +7,12 @@
  * `a/b`'s mtime nor its ctime, so every later call took "missing" for `zz` and ran git through the link. main looks
  * at every entry directory on every call: every call here must be refused. Real server over stdio, real git.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
+import { isolatedGit } from '../helpers/isolated-git.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ home: {} }, 'fs-tools-entry-kinds-race-');
@@ -23,23 +24,7 @@ mkdirSync(OUTSIDE);
 writeFileSync(path.join(OUTSIDE, 'f'), 'OUTSIDE CHANGED\n');
 afterAll(() => scratch.cleanup());
 
-function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('GIT_')) env[k] = v;
-  return {
-    ...env,
-    HOME,
-    XDG_CONFIG_HOME: HOME,
-    GIT_CONFIG_NOSYSTEM: '1',
-    LC_ALL: 'C',
-    GIT_AUTHOR_NAME: 't',
-    GIT_AUTHOR_EMAIL: 't@e.invalid',
-    GIT_COMMITTER_NAME: 't',
-    GIT_COMMITTER_EMAIL: 't@e.invalid',
-  };
-}
-const git = (cwd: string, ...args: string[]): string =>
-  execFileSync('git', args, { cwd, env: gitEnv(), encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+const git = (cwd: string, ...args: string[]): string => isolatedGit(cwd, HOME, ...args);
 
 /** Renames `a` away and back in a tight loop until `stop` exists; leaves `a` in place. */
 const TOGGLER = `

@@ -6,11 +6,11 @@
  * with a corrupt HEAD and a 120 MiB index, asked for git_status by 24 calls at once, took the server's peak RSS from
  * 73 MiB (main: the index is never read when HEAD fails) to about 1.5 GiB. Real server over stdio.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type TestClient } from '../helpers/server.js';
+import { isolatedGit } from '../helpers/isolated-git.js';
 import { makeTree } from '../helpers/tree.js';
 
 const scratch = makeTree({ home: {} }, 'fs-tools-index-early-read-');
@@ -44,7 +44,7 @@ describe.skipIf(process.platform !== 'linux')('the index read of a call that fai
   it('is not left running after the call answered (peak RSS bounded by the heavy-call limit)', async () => {
     const top = path.join(ROOT, 'r');
     mkdirSync(top);
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: top, env: { ...process.env, HOME }, stdio: 'ignore' });
+    isolatedGit(top, HOME, 'init', '-q', '-b', 'main');
     writeFileSync(path.join(top, '.git', 'index'), Buffer.alloc(INDEX_BYTES, 1));
     writeFileSync(path.join(top, '.git', 'HEAD'), 'garbage\n');
     const results = await Promise.all(
