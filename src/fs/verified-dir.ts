@@ -43,6 +43,7 @@ import {
   rmdirSync,
   symlinkSync,
   unlinkSync,
+  type BigIntStats,
   type Dirent,
   type Stats,
 } from 'node:fs';
@@ -117,6 +118,8 @@ export interface OpenFileOptions {
  */
 export class VerifiedDir {
   private closed = false;
+  /** The fstat `openDir` took of the new descriptor, until `takeOpenStat` takes it (null: none, or taken). */
+  private openStat: BigIntStats | null = null;
 
   private constructor(
     /** The descriptor (O_RDONLY|O_DIRECTORY). */
@@ -246,12 +249,16 @@ export class VerifiedDir {
       throw error;
     }
     try {
-      const st = fstatSync(fd);
+      // One fstat, in nanoseconds: its identity here, and the walk's listing identity (`takeOpenStat`).
+      const st = fstatSync(fd, { bigint: true });
+      const identity = { dev: Number(st.dev), ino: Number(st.ino) };
       if (!DESCRIPTOR_RELATIVE) {
         const now = lstatSync(real, { throwIfNoEntry: false });
-        if (!now || !sameNode(now, st)) throw changedError(real);
+        if (!now || !sameNode(now, identity)) throw changedError(real);
       }
-      return new VerifiedDir(fd, real, { dev: st.dev, ino: st.ino }, this.isInside);
+      const dir = new VerifiedDir(fd, real, identity, this.isInside);
+      dir.openStat = st;
+      return dir;
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -284,6 +291,17 @@ export class VerifiedDir {
   /** The target string of a symlink entry (never followed). */
   readlink(name: string): string {
     return this.run(name, (p) => readlinkSync(p));
+  }
+
+  /**
+   * The fstat (bigint) `openDir` took right after opening this descriptor, once (null afterwards, and for a
+   * directory opened otherwise): a walk reading the directory right after opening it keys its listing by this
+   * identity, taken before the read as a fresh fstat would be, without a second syscall.
+   */
+  takeOpenStat(): BigIntStats | null {
+    const st = this.openStat;
+    this.openStat = null;
+    return st;
   }
 
   /** fstat of the directory itself. */

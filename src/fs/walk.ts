@@ -292,7 +292,8 @@ export function globMatcher(
 /**
  * The sorted listing of a frame's directory, or null when it cannot be read (reported to onSkip).
  * One sorted listing per directory state, shared by pages and concurrent calls (src/fs/listing-cache.ts),
- * read and identified through the verified descriptor (one fstat, which also gives the size). A small directory
+ * read and identified through the verified descriptor (one fstat, which also gives the size: the one taken when it
+ * was opened). A small directory
  * (SMALL_DIRECTORY_BYTES) is read on this thread with no await, through the cache of small listings; a larger one
  * through the shared cache, read on this thread up to SYNC_READDIR_MAX_BYTES and in the pool above.
  */
@@ -302,7 +303,8 @@ async function listingOf(
 ): Promise<{ dirents: readonly Dirent[]; names: readonly string[] } | null> {
   const dir = f.dir;
   try {
-    const st = fstatSync(dir.fd, { bigint: true });
+    // The descriptor's fstat from its open (just now: the walk reads a directory right after opening it), else one.
+    const st = dir.takeOpenStat() ?? fstatSync(dir.fd, { bigint: true });
     const size = Number(st.size);
     return size <= SMALL_DIRECTORY_BYTES
       ? smallListing(dir.path, dir.fd, st, () => dir.readdirSync())

@@ -5,9 +5,10 @@
  *  - openDirCreating: creates the missing levels one at a time and reports them outermost first; an existing path is
  *    opened as is; a file in the way is VALIDATION not_a_directory (what was created before is named in
  *    details.created_dirs); a link in the way is NOT_ALLOWED and nothing is created through it;
- *  - VerifiedDir refuses a name that is not one directory entry.
+ *  - VerifiedDir refuses a name that is not one directory entry;
+ *  - takeOpenStat: a subdirectory's fstat from its open, handed out once.
  */
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, fstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ToolError } from '../../src/errors/tool-error.js';
@@ -58,6 +59,29 @@ describe('openDirCreating', () => {
     );
     expect(readdirSync(OUT)).toEqual([]);
     expect(existsSync(path.join(R, 'x'))).toBe(false);
+  });
+});
+
+describe('VerifiedDir.takeOpenStat', () => {
+  it("hands a subdirectory's fstat from its open once (what a fresh fstat says), then null", () => {
+    const root = VerifiedDir.open(R, inside);
+    const d = root.openDir('d');
+    try {
+      const st = d.takeOpenStat();
+      const fresh = fstatSync(d.fd, { bigint: true });
+      expect(st?.isDirectory()).toBe(true);
+      expect([st?.dev, st?.ino, st?.mtimeNs, st?.ctimeNs]).toEqual([
+        fresh.dev,
+        fresh.ino,
+        fresh.mtimeNs,
+        fresh.ctimeNs,
+      ]);
+      expect([Number(st?.dev), Number(st?.ino)]).toEqual([d.identity.dev, d.identity.ino]);
+      expect(d.takeOpenStat()).toBeNull();
+    } finally {
+      d.close();
+      root.close();
+    }
   });
 });
 
