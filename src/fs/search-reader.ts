@@ -62,14 +62,8 @@ export function regexTimeoutError(): ToolError {
   );
 }
 
-/**
- * Files per message to a worker: a quarter of content search's read-ahead (READ_AHEAD, 1,024 files in
- * src/tools/search-match.ts), so that with two reader threads each has a batch queued behind the one it reads, and
- * starts on it the moment it answers. With batches of 512, only two were ever out: each thread answered its batch,
- * then sat idle while the main thread paged it, walked 512 further entries and posted the next (docs/benchmarks.md,
- * "Content search (2026-12-05, session 18)").
- */
-const BATCH_FILES = 256;
+/** Files per message to a worker. */
+const BATCH_FILES = 512;
 /** How often the watchdog looks at workers running a user regular expression, ms. */
 const WATCHDOG_INTERVAL_MS = 100;
 
