@@ -135,6 +135,15 @@ async function main() {
   log(`corpus in ${corpusDir}`);
   const corpus = generateCorpus(corpusDir, log);
   log(`corpus ${corpus.reused ? 'reused' : 'generated'}: ${corpus.totalFiles} files, ${(corpus.totalBytes / 1e6).toFixed(0)} MB in tree/ and single files in files/ (${((Date.now() - started) / 1000).toFixed(0)} s so far)`);
+  if (!corpus.reused) {
+    // A corpus just written is written back by the kernel 30 s later (vm.dirty_expire_centisecs), in the middle of the
+    // rows: its writeback threads then take CPU from both servers and the client on a small machine (docs/benchmarks.md,
+    // "Names-only listing (2026-12-05, session 18)"). Flushed here, before any server starts, every run measures on a
+    // settled disk, as a run on a reused corpus does. Nothing a row measures changes.
+    const flushStarted = Date.now();
+    const flushed = spawnSync('sync', ['-f', corpusDir], { stdio: 'ignore' }).status === 0;
+    log(`corpus ${flushed ? 'flushed to disk' : 'NOT flushed (sync -f failed)'} in ${((Date.now() - flushStarted) / 1000).toFixed(1)} s`);
+  }
   const tree = corpus.tree;
   const files = corpus.files;
   const big = path.join(files, 'big-200m.txt');
