@@ -8,6 +8,7 @@ import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { IndexRejection, validateIndex, type ValidatedIndex } from './git-index.js';
 import type { RepositoryLocations } from './git-locate.js';
+import { closeDirectory, ENTRY_KINDS, entryKinds, openVerifiedDirectory } from './git-native-stat.js';
 import { isOidBytes } from './git-refs.js';
 import { rememberIndex, viewCaches } from './git-view-cache.js';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
@@ -70,7 +71,8 @@ export async function entryDirectories(names: readonly Buffer[], slicer: Slicer)
  * git opens an entry's file by its path (lstat, then open for a content comparison or a diff, and `.gitattributes`
  * beside it), so a directory in that path that is a link leading outside the roots would let git read, or tell the
  * existence of, an outside file. Each directory is looked at on every call; a missing one (git finds the entry
- * deleted) is fine.
+ * deleted) is fine. With the native addon their kinds come from one batch statx through a descriptor of `top`
+ * (`entryKinds`: lstat(2) of each path relative to it), all taken before the first is judged; else one lstat each.
  * @throws ToolError NOT_ALLOWED git_location_outside_roots naming the link (never its target); unsupported_repository
  *   for a link whose name is not UTF-8
  */
@@ -81,16 +83,27 @@ export async function checkEntryDirectories(
   slicer: Slicer,
 ): Promise<void> {
   const topBytes = Buffer.from(`${top}/`, 'utf8');
-  for (const dir of directories) {
+  const fd = directories.length > 0 ? openVerifiedDirectory(top) : null;
+  let kinds: Uint8Array | null;
+  try {
+    kinds = fd === null ? null : entryKinds(fd, directories);
+  } finally {
+    closeDirectory(fd);
+  }
+  for (const [i, dir] of directories.entries()) {
     const wait = slicer.check();
     if (wait) await wait;
-    let st: Stats;
-    try {
-      st = lstatSync(Buffer.concat([topBytes, dir]));
-    } catch {
-      continue; // missing (or not reachable): git finds nothing there either
+    if (kinds !== null) {
+      if (kinds[i] !== ENTRY_KINDS.link) continue; // missing or not reachable: git finds nothing there either
+    } else {
+      let st: Stats;
+      try {
+        st = lstatSync(Buffer.concat([topBytes, dir]));
+      } catch {
+        continue;
+      }
+      if (!st.isSymbolicLink()) continue;
     }
-    if (!st.isSymbolicLink()) continue;
     const text = dir.toString('utf8');
     if (!Buffer.from(text, 'utf8').equals(dir))
       throw repoError(

@@ -1,0 +1,93 @@
+/**
+ * The git view's stat batches through the native addon (native/fs_tools_native.c `statEntries`, `entryKinds`): one
+ * N-API call and no path string per entry instead of a `statSync`/`lstatSync` each, relative to a directory descriptor
+ * opened here and proven to be the directory the caller verified. Without the addon in the main thread
+ * (`mainThreadNativeAddon`: `--native=off`, no addon built, a one-shot call of another tool) every function here
+ * answers "not available" and the callers stat by path as before.
+ */
+
+import { closeSync, constants, openSync, readlinkSync, type Stats } from 'node:fs';
+import { mainThreadNativeAddon } from '../fs/native-load.js';
+
+/** The version of a directory a listing is kept for: device, inode, and the times in ms as fs.Stats gives them. */
+export type DirStamp = Pick<Stats, 'dev' | 'ino' | 'mtimeMs' | 'ctimeMs'>;
+
+/** The addon's kinds (native/fs_tools_native.c KIND_*). */
+export const ENTRY_KINDS = { error: 0, directory: 1, link: 2, other: 3 } as const;
+
+/**
+ * A descriptor of directory `real` (a verified real path) for the batches, or null when the main thread has no addon
+ * or the directory cannot be opened as one, or the descriptor's /proc/self/fd location is not `real` (a component
+ * swapped for a link between the caller's check and the open). The caller closes it (`closeDirectory`).
+ */
+export function openVerifiedDirectory(real: string): number | null {
+  if (mainThreadNativeAddon() === null) return null;
+  let fd: number;
+  try {
+    fd = openSync(real, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    if (readlinkSync(`/proc/self/fd/${fd}`) === real) return fd;
+  } catch {
+    // no /proc: the batches are not used
+  }
+  closeSync(fd);
+  return null;
+}
+
+/** Closes a descriptor of `openVerifiedDirectory` (null: none). */
+export function closeDirectory(fd: number | null): void {
+  if (fd !== null) closeSync(fd);
+}
+
+/**
+ * The stamps of the entries `names` (single entry names) of the directory open at `fd` that are directories (not
+ * links), from one batch statx through that descriptor (no path resolved, no name followed); empty without the addon.
+ * 256 fan-out directories take about 0.34 ms so against 0.72 ms of `statSync` each (warm).
+ * @throws TypeError when a name is not one entry name (nothing is stat'ed then)
+ */
+export function stampSubdirs(fd: number, names: readonly string[]): Map<string, DirStamp> {
+  const out = new Map<string, DirStamp>();
+  const addon = mainThreadNativeAddon();
+  if (addon === null || names.length === 0) return out;
+  const packed = Buffer.from(`${names.join('\0')}\0`);
+  const stamps = new Float64Array(5 * names.length);
+  addon.statEntries(fd, packed, stamps);
+  for (const [i, name] of names.entries()) {
+    const m = 5 * i;
+    if (stamps[m] === ENTRY_KINDS.directory)
+      out.set(name, { dev: stamps[m + 1], ino: stamps[m + 2], mtimeMs: stamps[m + 3], ctimeMs: stamps[m + 4] });
+  }
+  return out;
+}
+
+/** Packed forms of entry-directory lists (`entryKinds`' argument), kept with the list (a reused index keeps it). */
+const packedPaths = new WeakMap<readonly Buffer[], Buffer>();
+
+/**
+ * The kind (ENTRY_KINDS) of each relative path `paths` (entry names joined by `/`) under the directory open at `fd`,
+ * its last component not followed (lstat(2) of the joined path), from one batch statx; null without the addon or when
+ * a path is not such a path (empty, absolute, an empty, `.` or `..` component, a NUL byte): the caller then lstats each.
+ */
+export function entryKinds(fd: number, paths: readonly Buffer[]): Uint8Array | null {
+  const addon = mainThreadNativeAddon();
+  if (addon === null) return null;
+  let packed = packedPaths.get(paths);
+  if (packed === undefined) {
+    const parts: Buffer[] = [];
+    for (const p of paths) parts.push(p, NUL);
+    packed = Buffer.concat(parts);
+    packedPaths.set(paths, packed);
+  }
+  const kinds = new Uint8Array(paths.length);
+  try {
+    addon.entryKinds(fd, packed, kinds);
+  } catch {
+    return null;
+  }
+  return kinds;
+}
+
+const NUL = Buffer.from([0]);
