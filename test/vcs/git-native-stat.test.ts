@@ -99,6 +99,6 @@ describe.runIf(loaded !== null)('the git view stat batches', () => {
     expect(() => withDir((fd) => addon.entryKinds(fd, shared.subarray(0, 2), shared.subarray(1, 3)))).toThrow(
       TypeError,
     );
-    expect(() => withDir((fd) => addon.statEntries(-1, pack(['a']), new Float64Array(5)))).toThrow(TypeError);
+    expect(() => addon.statEntries(-1, pack(['a']), new Float64Array(5))).toThrow(TypeError);
   });
 });
