@@ -5,7 +5,6 @@
  */
 
 import {
-  fstatSync,
   lstatSync,
   mkdirSync,
   opendirSync,
@@ -28,7 +27,7 @@ import {
   type CachedListing,
   type FsTime,
 } from './git-view-cache.js';
-import { closeDirectory, openVerifiedDirectory, stampSubdirs, type DirStamp } from './git-native-stat.js';
+import { closeDirectory, openVerifiedDirectory, stampOf, stampSubdirs, type DirStamp } from './git-native-stat.js';
 import type { Slicer } from './slicer.js';
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -203,8 +202,9 @@ export async function verifyObjects(
 /**
  * `verifyObjects` for one store (`store.dir`, open at `fd` unless null): lists it and its fan-out, `pack` and `info`
  * directories, verifies every link and fills `store.subdirs` and `store.packFiles`. The store's own stamp is taken by
- * fstat of `fd` and its subdirectories' by one batch statx through `fd` (`stampSubdirs`), so a kept listing is tied to
- * the directory the descriptor holds; anything not stamped so is stat'ed by path.
+ * fstat of `fd` and its subdirectories' by one batch statx through `fd` (`stampSubdirs`), each kept only when the
+ * descriptor is still at the store's path afterwards, so a kept listing is tied to the directory the descriptor holds
+ * and the path shows; anything not stamped so is stat'ed by path.
  * @throws ToolError as `verifyObjects`
  */
 async function verifyStore(
@@ -216,7 +216,7 @@ async function verifyStore(
   packCount: { files: number; objectsDir: string },
 ): Promise<void> {
   const objectsDir = store.dir;
-  const topStamp = fd === null ? undefined : fstatSync(fd);
+  const topStamp = fd === null ? undefined : stampOf(fd, objectsDir);
   const top = (await listStoreDirectory(objectsDir, slicer, now, topStamp)) ?? NO_ENTRIES;
   for (const name of top.links) {
     const wait = slicer.check();
@@ -235,6 +235,7 @@ async function verifyStore(
       ? new Map<string, DirStamp>()
       : stampSubdirs(
           fd,
+          objectsDir,
           subs.filter((n) => !linked.has(n)),
         );
   for (const sub of [...subs, path.join('info', 'commit-graphs')]) {

@@ -86,7 +86,7 @@ export async function checkEntryDirectories(
   const fd = directories.length > 0 ? openVerifiedDirectory(top) : null;
   let kinds: Uint8Array | null;
   try {
-    kinds = fd === null ? null : entryKinds(fd, directories);
+    kinds = fd === null ? null : entryKinds(fd, top, directories);
   } finally {
     closeDirectory(fd);
   }
