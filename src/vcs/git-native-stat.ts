@@ -84,32 +84,52 @@ export function stampSubdirs(fd: number, real: string, names: readonly string[])
   return out;
 }
 
-/** Packed forms of entry-directory lists (`entryKinds`' argument), kept with the list (a reused index keeps it). */
-const packedPaths = new WeakMap<readonly Buffer[], Buffer>();
-
 /**
- * The kind (ENTRY_KINDS) of each relative path `paths` (entry names joined by `/`) under the directory open at `fd`
- * (from `openVerifiedDirectory(real)`), its last component not followed (lstat(2) of the joined path), from one batch
- * statx; null without the addon, when a path is not such a path (empty, absolute, an empty, `.` or `..` component, a
- * NUL byte), or when the directory is no longer at `real` after the batch: the caller then lstats each.
+ * The most paths and path bytes per `entryKinds` batch: the caller yields between batches (150,000 paths in one call
+ * held the event loop ~250 ms; a statx walks every component of its path, so deep paths are bounded by bytes).
  */
-export function entryKinds(fd: number, real: string, paths: readonly Buffer[]): Uint8Array | null {
-  const addon = mainThreadNativeAddon();
-  if (addon === null) return null;
-  let packed = packedPaths.get(paths);
-  if (packed === undefined) {
-    const parts: Buffer[] = [];
-    for (const p of paths) parts.push(p, NUL);
-    packed = Buffer.concat(parts);
-    packedPaths.set(paths, packed);
+export const ENTRY_KINDS_CHUNK = { paths: 2048, bytes: 64 << 10 } as const;
+
+/** The end (exclusive) of the `entryKinds` batch of `paths` starting at `from`: at least one path, ENTRY_KINDS_CHUNK. */
+export function entryKindsChunkEnd(paths: readonly Buffer[], from: number): number {
+  const last = Math.min(paths.length, from + ENTRY_KINDS_CHUNK.paths);
+  let to = from + 1;
+  for (let bytes = paths[from].length + 1; to < last; to++) {
+    bytes += paths[to].length + 1;
+    if (bytes > ENTRY_KINDS_CHUNK.bytes) break;
   }
-  const kinds = new Uint8Array(paths.length);
-  try {
-    addon.entryKinds(fd, packed, kinds);
-  } catch {
-    return null;
-  }
-  return stillAt(fd, real) ? kinds : null;
+  return to;
 }
 
-const NUL = Buffer.from([0]);
+/**
+ * The kind (ENTRY_KINDS) of each relative path `paths[from..to)` (entry names joined by `/`) under the directory open
+ * at `fd` (from `openVerifiedDirectory(real)`), its last component not followed (lstat(2) of the joined path), from
+ * one batch statx written to `out[from..to)`; false without the addon, when a path is not such a path (empty,
+ * absolute, an empty, `.` or `..` component, a NUL byte), or when the directory is no longer at `real` after the
+ * batch: the caller then lstats each. The paths are packed per call (no copy is kept beside the list).
+ */
+export function entryKinds(
+  fd: number,
+  real: string,
+  paths: readonly Buffer[],
+  from: number,
+  to: number,
+  out: Uint8Array,
+): boolean {
+  const addon = mainThreadNativeAddon();
+  if (addon === null) return false;
+  let bytes = 0;
+  for (let i = from; i < to; i++) bytes += paths[i].length + 1;
+  const packed = Buffer.allocUnsafe(bytes);
+  let at = 0;
+  for (let i = from; i < to; i++) {
+    at += paths[i].copy(packed, at);
+    packed[at++] = 0;
+  }
+  try {
+    addon.entryKinds(fd, packed, out.subarray(from, to));
+  } catch {
+    return false;
+  }
+  return stillAt(fd, real);
+}
