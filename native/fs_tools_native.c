@@ -1,5 +1,5 @@
 /*
- * fs-tools native reads for content search (issue #19): one N-API function, readFiles, that opens, checks and reads a
+ * fs-tools native reads for content search (issue #19): an N-API function, readFiles, that opens, checks and reads a
  * batch of files named relative to one verified directory descriptor, and applies the content-search prefilter (binary
  * verdict, required bytes) in C. It is the twin of the JavaScript path of src/fs/search-reader.ts (`readCandidate`),
  * which stays the fallback; test/fs/native-reader.test.ts compares the two on random trees.
@@ -19,12 +19,16 @@
  *  - every descriptor opened is closed before the next file, on every path;
  *  - errors carry no file content and no path: a thrown message names only the argument that was wrong.
  *
- * Build: `cc -O2 -shared -fPIC -I<node headers> native/fs_tools_native.c` (scripts/build-native.mjs), node_api.h only
- * (ABI-stable across Node versions).
+ * The git view's stat batches (statEntries, entryKinds) are in fs_tools_native_stat.c, under the same rules.
+ *
+ * Build: `cc -O2 -shared -fPIC -I<node headers> native/fs_tools_native.c native/fs_tools_native_stat.c`
+ * (scripts/build-native.mjs), node_api.h only (ABI-stable across Node versions).
  */
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
 #include <node_api.h>
+
+#include "fs_tools_native.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -197,7 +201,7 @@ static int contains_any(const unsigned char *h, size_t hn, const unsigned char *
 }
 
 /* 1 when `name` (n bytes) is one directory entry name: not empty, ".", "..", and no "/" or NUL. */
-static int entry_name(const char *name, size_t n) {
+int entry_name(const char *name, size_t n) {
   if (n == 0) return 0;
   if (n == 1 && name[0] == '.') return 0;
   if (n == 2 && name[0] == '.' && name[1] == '.') return 0;
@@ -207,7 +211,7 @@ static int entry_name(const char *name, size_t n) {
 }
 
 /* 1 when the byte ranges [a, a + an) and [b, b + bn) share a byte. */
-static int overlaps(const void *a, size_t an, const void *b, size_t bn) {
+int overlaps(const void *a, size_t an, const void *b, size_t bn) {
   uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
   return an > 0 && bn > 0 && x < y + bn && y < x + an;
 }
@@ -226,13 +230,13 @@ static int buffers_apart(const void *out, size_t out_n, const void *meta, size_t
   return set == NULL || !(overlaps(out, out_n, set, set_n) || overlaps(meta, meta_bytes, set, set_n));
 }
 
-static napi_value throw_type(napi_env env, const char *message) {
+napi_value throw_type(napi_env env, const char *message) {
   napi_throw_type_error(env, NULL, message);
   return NULL;
 }
 
 /* The bytes of a Uint8Array or Buffer argument (typed array of uint8 only). */
-static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
+int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
   napi_typedarray_type type;
   size_t len;
   void *ptr;
@@ -247,7 +251,7 @@ static int bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *le
 
 /* bytes_of, for bytes the call tests and must not change under it: not in a SharedArrayBuffer (another thread could
  * write them meanwhile; napi_is_arraybuffer is false for a SharedArrayBuffer). */
-static int unshared_bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
+int unshared_bytes_of(napi_env env, napi_value v, unsigned char **data, size_t *length) {
   napi_typedarray_type type;
   size_t len;
   void *ptr;
@@ -395,7 +399,7 @@ static int read_one(const struct read_args *a, const char *name, double *m, size
  * The number of names in a packed list (each name's UTF-8 bytes followed by one NUL), or -1 when it is malformed: it
  * does not end with a NUL, or a name is not one directory entry name (empty, ".", "..", or holding "/").
  */
-static int64_t packed_count(const unsigned char *p, size_t n) {
+int64_t packed_count(const unsigned char *p, size_t n) {
   if (n > 0 && p[n - 1] != '\0') return -1;
   int64_t count = 0;
   size_t at = 0;
@@ -594,11 +598,13 @@ static napi_value init(napi_env env, napi_value exports) {
       {"readFiles", NULL, read_files, NULL, NULL, NULL, napi_enumerable, NULL},
       {"isText", NULL, is_text_js, NULL, NULL, NULL, napi_enumerable, NULL},
       {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"statEntries", NULL, stat_entries, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"entryKinds", NULL, entry_kinds, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
-  if (napi_create_uint32(env, 3, &abi) != napi_ok) return NULL;
+  if (napi_create_uint32(env, 4, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
-  if (napi_define_properties(env, exports, 3, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 5, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;
   return exports;
 }

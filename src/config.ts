@@ -106,7 +106,8 @@ export interface Config {
   limits: Limits;
   /**
    * `--native=on|off`: content search's reader threads read through the native addon when it loads
-   * (src/fs/native-reader.ts); `off` keeps them on the JavaScript path. Default on.
+   * (src/fs/native-reader.ts), and the git view stats directories in batches through it (src/vcs/git-native-stat.ts);
+   * `off` keeps both on the JavaScript path. Default on.
    */
   native: 'on' | 'off';
   /**

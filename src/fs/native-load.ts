@@ -264,6 +264,18 @@ export function describeNativeReads(state: NativeReadsState): string {
     : `native reads: off (${state.reason})`;
 }
 
+/** The addon as the main thread loaded it at start-up (`loadNativeAddonAtStart`), else null. */
+let mainAddon: NativeAddon | null = null;
+
+/**
+ * The addon the server's main thread loaded at start-up (the git view's batch stat, src/vcs/git-objects.ts), or null
+ * when it did not (`--native=off`, a one-shot call of a tool that reads no files, no addon built or verified): the
+ * callers then take their JavaScript path.
+ */
+export function mainThreadNativeAddon(): NativeAddon | null {
+  return mainAddon;
+}
+
 /**
  * The CLI's start-up step: loads this build's addon and says whether reader threads use it. A file that is there
  * but is not the one built, or verified bytes that do not load, is also said in one line through `log`; an absent
@@ -271,7 +283,10 @@ export function describeNativeReads(state: NativeReadsState): string {
  */
 export function loadNativeAddonAtStart(log: (line: string) => void): NativeReadsState {
   const result = loadNativeAddon();
-  if (result.loaded) return { inUse: true, path: result.loaded.path };
+  if (result.loaded) {
+    mainAddon = result.loaded.addon;
+    return { inUse: true, path: result.loaded.path };
+  }
   if (result.reason === 'digest_mismatch') {
     log(
       'fs-tools: the native addon next to the server is not the one this build recorded (sha256 differs); it is not loaded, content search uses its JavaScript path',

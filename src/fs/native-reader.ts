@@ -38,13 +38,27 @@ export interface NativeAddon {
   isText(bytes: Uint8Array): boolean;
   /** The required-bytes test (for tests: it must equal `Buffer#indexOf(needle) !== -1`). */
   contains(haystack: Uint8Array, needle: Uint8Array): boolean;
+  /**
+   * Per packed name i (`names`: each name's bytes and a NUL, in a buffer of its own apart from `out`), the entry of
+   * `dirfd` not followed if a link, as `out[5i..5i+4]` = [kind (0 not stat'ed, 1 directory, 2 link, 3 other), dev, ino,
+   * mtimeMs, ctimeMs] (the numbers fs.Stats gives); returns the number of names.
+   * @throws TypeError for a malformed argument or a name that is not one directory entry (nothing is stat'ed then)
+   */
+  statEntries(dirfd: number, names: Uint8Array, out: Float64Array): number;
+  /**
+   * Per packed relative path i (entry names joined by `/`, each path's bytes and a NUL, in a buffer apart from `out`),
+   * the kind of what it names under `dirfd`, its last component not followed, as `out[i]` (kinds as `statEntries`);
+   * returns the number of paths.
+   * @throws TypeError for a malformed argument or path (nothing is stat'ed then)
+   */
+  entryKinds(dirfd: number, paths: Uint8Array, out: Uint8Array): number;
 }
 
 /**
  * The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`; 3: it
- * takes packed names).
+ * takes packed names; 4: statEntries and entryKinds).
  */
-export const NATIVE_ABI = 3;
+export const NATIVE_ABI = 4;
 
 /**
  * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,

@@ -27,6 +27,7 @@ import {
   type CachedListing,
   type FsTime,
 } from './git-view-cache.js';
+import { closeDirectory, openVerifiedDirectory, stampOf, stampSubdirs, type DirStamp } from './git-native-stat.js';
 import type { Slicer } from './slicer.js';
 
 /** Most alternates git follows (it stops at depth 5 too). */
@@ -85,18 +86,25 @@ const STORE_BATCH = 512;
  * changed in the last 2 s lists all 256 fan-out directories on every call); the rest of a larger directory a batch
  * at a time through the thread pool, each entry sorted between `slicer` checks, so a directory of any size holds the
  * event loop for a batch at most (docs/security.md "Bounded work": one listing of 200,000 entries converted and
- * sorted in one go held it for 100–160 ms, four at once 470–670 ms).
+ * sorted in one go held it for 100–160 ms, four at once 470–670 ms). `stamp`, when given, is the directory's stamp
+ * taken through a held descriptor of its parent (`stampSubdirs`): a kept listing with that stamp is the answer without a
+ * stat by path; on a miss the directory is stat'ed and listed by path as without it.
  */
-async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null): Promise<StoreListing | null> {
+async function listStoreDirectory(
+  d: string,
+  slicer: Slicer,
+  now: FsTime | null,
+  stamp?: DirStamp,
+): Promise<StoreListing | null> {
+  const hit = viewCaches.listings.get(d);
+  if (hit && stamp && sameDir(hit, stamp)) return hit;
   let st: Stats;
   try {
     st = statSync(d);
   } catch {
     return null;
   }
-  const hit = viewCaches.listings.get(d);
-  if (hit && hit.dev === st.dev && hit.ino === st.ino && hit.mtimeMs === st.mtimeMs && hit.ctimeMs === st.ctimeMs)
-    return hit;
+  if (hit && !stamp && sameDir(hit, st)) return hit;
   const listing: StoreListing = { links: [], directories: [], files: [] };
   let dir: Dir;
   try {
@@ -126,6 +134,9 @@ async function listStoreDirectory(d: string, slicer: Slicer, now: FsTime | null)
   return listing;
 }
 
+const sameDir = (a: DirStamp, b: DirStamp): boolean =>
+  a.dev === b.dev && a.ino === b.ino && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
+
 /**
  * Verifies the objects directory and every alternate it names (recursively, as git follows them, each at most once):
  * its entries (fan-out directories, pack, info), every pack file and every loose object that is a link must lead
@@ -151,43 +162,11 @@ export async function verifyObjects(
   packCount = { files: 0, objectsDir },
 ): Promise<ObjectStore[]> {
   const store: ObjectStore = { dir: objectsDir, subdirs: new Map(), packFiles: new Map() };
-  const top = (await listStoreDirectory(objectsDir, slicer, now)) ?? NO_ENTRIES;
-  for (const name of top.links) {
-    const wait = slicer.check();
-    if (wait) await wait;
-    const found = verify.locate(path.join(objectsDir, name), 'object store entry');
-    if (found?.stats.isDirectory() && (FANOUT.test(name) || name === 'pack')) store.subdirs.set(name, found.real);
-  }
-  for (const name of top.directories)
-    if (FANOUT.test(name) || name === 'pack') store.subdirs.set(name, path.join(objectsDir, name));
-  for (const sub of [...store.subdirs.keys(), 'info', path.join('info', 'commit-graphs')]) {
-    const wait = slicer.check();
-    if (wait) await wait;
-    const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
-    const listing = await listStoreDirectory(d, slicer, now);
-    if (listing === null) {
-      // Entries that cannot be listed cannot be verified: the directory is not mirrored (git finds no object in it).
-      store.subdirs.delete(sub);
-      continue;
-    }
-    // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
-    for (const name of listing.links) {
-      const pause = slicer.check();
-      if (pause) await pause;
-      const found = verify.locate(path.join(d, name), 'object store entry');
-      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) {
-        store.packFiles.set(name, found.real);
-        checkPackFiles(++packCount.files, packCount.objectsDir);
-      }
-    }
-    if (sub === 'pack')
-      for (const name of listing.files) {
-        const pause = slicer.check();
-        if (pause) await pause;
-        if (!PACK_FILE.test(name)) continue;
-        store.packFiles.set(name, path.join(d, name));
-        checkPackFiles(++packCount.files, packCount.objectsDir);
-      }
+  const fd = openVerifiedDirectory(objectsDir);
+  try {
+    await verifyStore(store, fd, verify, slicer, now, packCount);
+  } finally {
+    closeDirectory(fd);
   }
   const file = path.join(objectsDir, 'info', 'alternates');
   const found = await verify.readLarge(file, 'objects/info/alternates', VIEW_CAPS.list);
@@ -218,6 +197,76 @@ export async function verifyObjects(
     out.push(...(await verifyObjects(real, verify, slicer, now, depth + 1, seen, packCount)));
   }
   return out;
+}
+
+/**
+ * `verifyObjects` for one store (`store.dir`, open at `fd` unless null): lists it and its fan-out, `pack` and `info`
+ * directories, verifies every link and fills `store.subdirs` and `store.packFiles`. The store's own stamp is taken by
+ * fstat of `fd` and its subdirectories' by one batch statx through `fd` (`stampSubdirs`), each kept only when the
+ * descriptor is still at the store's path afterwards, so a kept listing is tied to the directory the descriptor holds
+ * and the path shows; anything not stamped so is stat'ed by path.
+ * @throws ToolError as `verifyObjects`
+ */
+async function verifyStore(
+  store: ObjectStore,
+  fd: number | null,
+  verify: Verifier,
+  slicer: Slicer,
+  now: FsTime | null,
+  packCount: { files: number; objectsDir: string },
+): Promise<void> {
+  const objectsDir = store.dir;
+  const topStamp = fd === null ? undefined : stampOf(fd, objectsDir);
+  const top = (await listStoreDirectory(objectsDir, slicer, now, topStamp)) ?? NO_ENTRIES;
+  for (const name of top.links) {
+    const wait = slicer.check();
+    if (wait) await wait;
+    const found = verify.locate(path.join(objectsDir, name), 'object store entry');
+    if (found?.stats.isDirectory() && (FANOUT.test(name) || name === 'pack')) store.subdirs.set(name, found.real);
+  }
+  for (const name of top.directories)
+    if (FANOUT.test(name) || name === 'pack') store.subdirs.set(name, path.join(objectsDir, name));
+  const subs = [...store.subdirs.keys(), 'info'];
+  // The directories listed as such and `info`, stamped in one batch through `fd`; not a name listed as a link (its
+  // directory is the link's verified target, not the entry of `fd`).
+  const linked = new Set(top.links);
+  const stamps =
+    fd === null
+      ? new Map<string, DirStamp>()
+      : stampSubdirs(
+          fd,
+          objectsDir,
+          subs.filter((n) => !linked.has(n)),
+        );
+  for (const sub of [...subs, path.join('info', 'commit-graphs')]) {
+    const wait = slicer.check();
+    if (wait) await wait;
+    const d = store.subdirs.get(sub) ?? path.join(objectsDir, sub);
+    const listing = await listStoreDirectory(d, slicer, now, stamps.get(sub));
+    if (listing === null) {
+      // Entries that cannot be listed cannot be verified: the directory is not mirrored (git finds no object in it).
+      store.subdirs.delete(sub);
+      continue;
+    }
+    // Every link is verified (a loose object linked to an outside file would let git tell whether it exists).
+    for (const name of listing.links) {
+      const pause = slicer.check();
+      if (pause) await pause;
+      const found = verify.locate(path.join(d, name), 'object store entry');
+      if (sub === 'pack' && PACK_FILE.test(name) && found?.stats.isFile()) {
+        store.packFiles.set(name, found.real);
+        checkPackFiles(++packCount.files, packCount.objectsDir);
+      }
+    }
+    if (sub === 'pack')
+      for (const name of listing.files) {
+        const pause = slicer.check();
+        if (pause) await pause;
+        if (!PACK_FILE.test(name)) continue;
+        store.packFiles.set(name, path.join(d, name));
+        checkPackFiles(++packCount.files, packCount.objectsDir);
+      }
+  }
 }
 
 /**

@@ -8,6 +8,13 @@ import { lstatSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { IndexRejection, validateIndex, type ValidatedIndex } from './git-index.js';
 import type { RepositoryLocations } from './git-locate.js';
+import {
+  closeDirectory,
+  ENTRY_KINDS,
+  entryKinds,
+  entryKindsChunkEnd,
+  openVerifiedDirectory,
+} from './git-native-stat.js';
 import { isOidBytes } from './git-refs.js';
 import { rememberIndex, viewCaches } from './git-view-cache.js';
 import { lstatOrNull, realPathInside, repoError, VIEW_CAPS, type Verifier } from './git-verifier.js';
@@ -70,7 +77,8 @@ export async function entryDirectories(names: readonly Buffer[], slicer: Slicer)
  * git opens an entry's file by its path (lstat, then open for a content comparison or a diff, and `.gitattributes`
  * beside it), so a directory in that path that is a link leading outside the roots would let git read, or tell the
  * existence of, an outside file. Each directory is looked at on every call; a missing one (git finds the entry
- * deleted) is fine.
+ * deleted) is fine. With the native addon their kinds come from batch statx calls through a descriptor of `top`
+ * (`batchKinds`), all taken before the first is judged; else one lstat each.
  * @throws ToolError NOT_ALLOWED git_location_outside_roots naming the link (never its target); unsupported_repository
  *   for a link whose name is not UTF-8
  */
@@ -81,16 +89,21 @@ export async function checkEntryDirectories(
   slicer: Slicer,
 ): Promise<void> {
   const topBytes = Buffer.from(`${top}/`, 'utf8');
-  for (const dir of directories) {
+  const kinds = await batchKinds(top, directories, slicer);
+  for (const [i, dir] of directories.entries()) {
     const wait = slicer.check();
     if (wait) await wait;
-    let st: Stats;
-    try {
-      st = lstatSync(Buffer.concat([topBytes, dir]));
-    } catch {
-      continue; // missing (or not reachable): git finds nothing there either
+    if (kinds !== null) {
+      if (kinds[i] !== ENTRY_KINDS.link) continue; // missing or not reachable: git finds nothing there either
+    } else {
+      let st: Stats;
+      try {
+        st = lstatSync(Buffer.concat([topBytes, dir]));
+      } catch {
+        continue;
+      }
+      if (!st.isSymbolicLink()) continue;
     }
-    if (!st.isSymbolicLink()) continue;
     const text = dir.toString('utf8');
     if (!Buffer.from(text, 'utf8').equals(dir))
       throw repoError(
@@ -100,6 +113,30 @@ export async function checkEntryDirectories(
       );
     verify.locate(path.join(top, text), 'work-tree directory link');
   }
+}
+
+/**
+ * The kinds (ENTRY_KINDS) of work-tree directories `directories` relative to `top` (a verified real path), from
+ * `entryKinds` batches (at most ENTRY_KINDS_CHUNK paths and bytes each) through one descriptor of `top`, a slice check
+ * between batches and the descriptor's location re-checked after each, so no batch holds the event loop long and each
+ * answer is as sound as one batch's; null when a batch cannot answer (no addon, a path it refuses, `top` found
+ * elsewhere after it): the caller then lstats each by path.
+ */
+async function batchKinds(top: string, directories: readonly Buffer[], slicer: Slicer): Promise<Uint8Array | null> {
+  const fd = directories.length > 0 ? openVerifiedDirectory(top) : null;
+  if (fd === null) return null;
+  const kinds = new Uint8Array(directories.length);
+  try {
+    for (let from = 0, to = 0; from < directories.length; from = to) {
+      const wait = slicer.check();
+      if (wait) await wait;
+      to = entryKindsChunkEnd(directories, from);
+      if (!entryKinds(fd, top, directories, from, to, kinds)) return null;
+    }
+  } finally {
+    closeDirectory(fd);
+  }
+  return kinds;
 }
 
 /**
