@@ -28,6 +28,7 @@ export const SLOT_NAMES = [
   'fs/history', // the last undo record id's milliseconds (ids stay increasing)
   'fs/history-prune', // the undo history's queued prunes and meta.json updates, the records' sizes seen
   'fs/listing-cache', // directory listings, keyed by identity and stamps
+  'fs/native-load', // the native addon the main thread loaded at start-up (the git view's stat batches)
   'fs/lock-site', // the lock scopes (the roots) registered by each ProcessState
   'fs/own-files', // the in-flight register of the server's own files
   'fs/owned-temp', // the private temporary directories alive, and the exit hook's flag

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkedNativeAddon, type NativeAddon } from './native-reader.js';
 import { makeOwnedTempDir, removeOwnedTempDir } from './owned-temp.js';
+import { processSlot } from '../process-slots.js';
 
 /** Set by scripts/bundle.mjs: the sha256 (hex) of each native file it built, by `<platform>-<arch>/<name>`. */
 declare const FS_TOOLS_NATIVE_DIGESTS: Readonly<Record<string, string>> | undefined;
@@ -265,7 +266,7 @@ export function describeNativeReads(state: NativeReadsState): string {
 }
 
 /** The addon as the main thread loaded it at start-up (`loadNativeAddonAtStart`), else null. */
-let mainAddon: NativeAddon | null = null;
+const mainThread = processSlot('fs/native-load', (): { addon: NativeAddon | null } => ({ addon: null }));
 
 /**
  * The addon the server's main thread loaded at start-up (the git view's batch stat, src/vcs/git-objects.ts), or null
@@ -273,7 +274,7 @@ let mainAddon: NativeAddon | null = null;
  * callers then take their JavaScript path.
  */
 export function mainThreadNativeAddon(): NativeAddon | null {
-  return mainAddon;
+  return mainThread.addon;
 }
 
 /**
@@ -284,7 +285,7 @@ export function mainThreadNativeAddon(): NativeAddon | null {
 export function loadNativeAddonAtStart(log: (line: string) => void): NativeReadsState {
   const result = loadNativeAddon();
   if (result.loaded) {
-    mainAddon = result.loaded.addon;
+    mainThread.addon = result.loaded.addon;
     return { inUse: true, path: result.loaded.path };
   }
   if (result.reason === 'digest_mismatch') {
