@@ -142,7 +142,7 @@ describe('kept listings while another process churns names (open-time stamp)', (
     for (const d of DIRS) mkdirSync(path.join(root, d), { recursive: true });
     for (const d of DIRS) for (let i = 0; i < 8; i++) writeFileSync(path.join(root, d, `base${i}`), '');
     await new Promise((r) => setTimeout(r, RACY_MS + 100));
-    const client = new Client(process.env.FS_TOOLS_REVIEW_CLI ?? CLI, [
+    const client = new Client(process.env.FS_TOOLS_REVIEW_CLI || CLI, [
       '--state-dir',
       path.join(tree.dir, '.s'),
       tree.dir,
