@@ -81,6 +81,8 @@ export function withHeldDirSync<T>(dir: string, isInside: (p: string) => boolean
   if (!held) {
     const inside = { current: isInside };
     held = { dir: VerifiedDir.open(dir, (p) => inside.current(p)), inside };
+    // Held between calls: the stat of its open would be stale by the next one, so no caller may take it as fresh.
+    held.dir.takeOpenStat();
   }
   held.inside.current = isInside;
   cache.dirs.set(dir, held);

@@ -57,6 +57,14 @@ describe.runIf(DESCRIPTOR_RELATIVE)('withHeldDirSync', () => {
     expect(second.fd).toBe(first.fd);
   });
 
+  it('a held directory hands out no open-time stat (it would be stale by the next call: a walk keys listings by it)', () => {
+    const taken: Array<unknown> = [];
+    // The first call opens and holds it, the second reuses it: neither may hand out the open's stat.
+    withHeldDirSync(D, inside, (d: VerifiedDir) => taken.push(d.takeOpenStat()));
+    withHeldDirSync(D, inside, (d: VerifiedDir) => taken.push(d.takeOpenStat()));
+    expect(taken).toEqual([null, null]);
+  });
+
   it('opens afresh a directory moved away and replaced since: the new one is read, never the old one', () => {
     const before = readVia(D, 'x');
     renameSync(D, path.join(R, 'd.old'));
