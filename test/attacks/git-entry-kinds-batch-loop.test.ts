@@ -18,6 +18,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { NativeAddon } from '../../src/fs/native-reader.js';
 import { loadBuiltAddon } from '../helpers/worker-code.js';
+import { longestRun } from '../helpers/stall-watchdog.js';
 
 const state = vi.hoisted(() => ({ addon: null as NativeAddon | null }));
 vi.mock('../../src/fs/native-load.js', async (importOriginal) => ({
@@ -34,24 +35,6 @@ const DIRECTORIES = 150_000;
 const loaded = loadBuiltAddon()?.addon ?? null;
 const top = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-entry-kinds-loop-')));
 afterAll(() => rmSync(top, { recursive: true, force: true }));
-
-/** The longest synchronous run (ms) between two event-loop turns while `work` runs. */
-async function longestRun(work: () => Promise<void>): Promise<number> {
-  let worst = 0;
-  let last = performance.now();
-  let running = true;
-  const tick = () => {
-    const now = performance.now();
-    worst = Math.max(worst, now - last);
-    last = now;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  await work();
-  running = false;
-  tick();
-  return worst;
-}
 
 describe.runIf(loaded !== null)('the work-tree directories of a wide index', () => {
   it(`checkEntryDirectories over ${DIRECTORIES} directories never holds the event loop > ${BOUND_MS} ms`, async () => {

@@ -15,6 +15,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { NativeAddon } from '../../src/fs/native-reader.js';
 import { loadBuiltAddon } from '../helpers/worker-code.js';
+import { longestRun } from '../helpers/stall-watchdog.js';
 
 const state = vi.hoisted(() => ({ addon: null as NativeAddon | null }));
 vi.mock('../../src/fs/native-load.js', async (importOriginal) => ({
@@ -32,24 +33,6 @@ const loaded = loadBuiltAddon()?.addon ?? null;
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-entry-kinds-deep-')));
 // rmSync recurses once per level and overflows the stack on a 2,000-deep chain.
 afterAll(() => execFileSync('rm', ['-rf', base]));
-
-/** The longest synchronous run (ms) between two event-loop turns while `work` runs. */
-async function longestRun(work: () => Promise<void>): Promise<number> {
-  let worst = 0;
-  let last = performance.now();
-  let running = true;
-  const tick = () => {
-    const now = performance.now();
-    worst = Math.max(worst, now - last);
-    last = now;
-    if (running) setImmediate(tick);
-  };
-  setImmediate(tick);
-  await work();
-  running = false;
-  tick();
-  return worst;
-}
 
 /** `checkEntryDirectories` of `directories` under `top` with `addon` in the main thread (null: the lstat path). */
 async function check(top: string, directories: Buffer[], addon: NativeAddon | null, locate: (p: string) => void) {

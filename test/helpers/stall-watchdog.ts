@@ -174,3 +174,25 @@ export function envelopeOf(response: RpcResponse): { code: string; details: Reco
   if (!result?.isError) return null;
   return (JSON.parse(result.content[0].text) as { error: { code: string; details: Record<string, any> } }).error;
 }
+
+/**
+ * The longest synchronous run (ms) between two turns of this process's event loop while `work` runs: a setImmediate
+ * chain records the gap between its turns (the in-process twin of the ping loop above, for tests that call a
+ * primitive directly rather than through a server).
+ */
+export async function longestRun(work: () => Promise<void>): Promise<number> {
+  let worst = 0;
+  let last = performance.now();
+  let running = true;
+  const tick = () => {
+    const now = performance.now();
+    worst = Math.max(worst, now - last);
+    last = now;
+    if (running) setImmediate(tick);
+  };
+  setImmediate(tick);
+  await work();
+  running = false;
+  tick();
+  return worst;
+}
