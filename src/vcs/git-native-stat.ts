@@ -6,7 +6,8 @@
  * answers "not available" and the callers stat by path as before.
  */
 
-import { closeSync, constants, fstatSync, openSync, readlinkSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, type Stats } from 'node:fs';
+import { locationOf } from '../fs/dir-identity.js';
 import { mainThreadNativeAddon } from '../fs/native-load.js';
 
 /** The version of a directory a listing is kept for: device, inode, and the times in ms as fs.Stats gives them. */
@@ -40,11 +41,7 @@ export function openVerifiedDirectory(real: string): number | null {
  * batch's answer).
  */
 function stillAt(fd: number, real: string): boolean {
-  try {
-    return readlinkSync(`/proc/self/fd/${fd}`) === real;
-  } catch {
-    return false; // no /proc: the batches are not used
-  }
+  return locationOf(fd) === real; // null without /proc, and TOO_LONG, equal no real path: the batches are not used
 }
 
 /**
