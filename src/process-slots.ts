@@ -41,6 +41,7 @@ export const SLOT_NAMES = [
   'server/process-state', // the policy-only roots of the broken-containment test build
   'server/shutdown', // the shutdown grace (shorter only in the seams build)
   'tools/heavy-calls', // the heavy-call queue and its counters
+  'tools/list-memo', // list_directory's pages, keyed by their arguments, policy, directory identity and .gitignore texts
   'vcs/git-locate', // git's global safe.directory list, read once
   'vcs/git-materialize', // the pool of private git directories and the bases swept
   'vcs/git-view-cache', // what a git call may take over from an earlier one

@@ -38,6 +38,7 @@ const MODULE_STATE_ALLOWED: Readonly<Record<string, string>> = {
   'policy/occ.ts:tooLargeToMerge': 'side table (WeakSet) keyed by a mismatch error',
   'policy/file-policy.ts:RULE_MATCHERS': 'memo of a pure function: a rule glob → its compiled predicate',
   'server/create-server.ts:refusedArguments': "side table (WeakMap) keyed by a request's handler context",
+  'tools/sealed-result.ts:sealed': 'side table (WeakMap) keyed by a sealed result: its serialized parts',
   'server/stdio-transport.ts:lastEscaped': "memo of a pure function: the last text escaped → JSON.stringify's spelling",
   'server/tool-schemas.ts:cache': "memo (WeakMap) of a tool's declaration, derived from its immutable definition",
   'server/tool-schemas.ts:envelopeErrorJson': "lazy constant: the envelope's JSON Schema",

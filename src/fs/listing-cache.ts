@@ -74,8 +74,20 @@ export function listingBytes(listing: SortedListing): number {
   return bytes;
 }
 
-function keyOf(st: BigIntStats): string {
+/** A directory's identity from its fstat (bigint): device, inode, mtime and ctime in nanoseconds. */
+export function keyOf(st: BigIntStats): string {
   return `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/**
+ * The identity a kept listing is keyed by (device, inode, mtime and ctime in nanoseconds of the directory's fstat), or
+ * null when that stat is racy at `now` (ms since the epoch: modified less than RACY_MS before it), when no listing
+ * may be shared under it. A later fstat with the same identity proves the directory's entries unchanged (the module
+ * comment); src/tools/list-memo.ts keys pages on it.
+ */
+export function listingIdentity(st: BigIntStats, now: number): string | null {
+  if (now - Number(st.mtimeMs) < RACY_MS || now - Number(st.ctimeMs) < RACY_MS) return null;
+  return keyOf(st);
 }
 
 /** Sorted listings of large directories, shared by every walk of the process (see the module comment). */

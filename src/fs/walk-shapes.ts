@@ -27,6 +27,7 @@ export class WalkSettings {
   readonly nocase: boolean;
   readonly stats: boolean;
   readonly depthIsLimit: boolean;
+  readonly trace: WalkTrace | null;
 
   /**
    * @param visitor where the walk asks about each entry and hands it
@@ -50,7 +51,29 @@ export class WalkSettings {
     this.nocase = o.nocase ?? false;
     this.stats = o.stats !== false;
     this.depthIsLimit = o.depthIsLimit ?? false;
+    this.trace = o.trace ?? null;
   }
+}
+
+/**
+ * What a walk's outcome depended on besides its options and the policy (WalkOptions.trace), for a caller that keeps
+ * the outcome and must know when it is still valid (src/tools/list-memo.ts): the text of every `.gitignore` the walk
+ * read, in order (null where one was looked for and not applied: absent, not a regular file, over the cap,
+ * unreadable), the identity of the base directory's listing, and whether it went below the base. One class, one V8
+ * map.
+ */
+export class WalkTrace {
+  /** Every `.gitignore` looked for, in the walk's order (the root's down to the base's): its text, or null. */
+  readonly ignoreTexts: (string | null)[] = [];
+  /**
+   * The base directory's identity (src/fs/listing-cache.ts `listingIdentity`) when its listing is proven to be its
+   * entries under that identity (not racy, the same fstat before and after the listing was taken); null otherwise.
+   */
+  baseKey: string | null = null;
+  /** Whether the base's own `.gitignore` was looked for (its listing names one of d_type regular file). */
+  baseIgnoreTried = false;
+  /** Subdirectories the walk tried to open (0: the outcome depends on the base's listing alone). */
+  descents = 0;
 }
 
 /** The WalkVisitor of a walk given functions (WalkOptions.filter and .sink). */

@@ -30,7 +30,7 @@ import type { AllowedPath } from '../policy/resolve-path.js';
 import { readWholeSync } from './open-file.js';
 import { isWithin, MAX_PATH_COMPONENTS, pathComponentCount } from './path-within.js';
 import { VerifiedDir } from './verified-dir.js';
-import { FunctionVisitor, ignoreDirsOf, WalkSettings, withLevel } from './walk-shapes.js';
+import { FunctionVisitor, ignoreDirsOf, WalkSettings, WalkTrace, withLevel } from './walk-shapes.js';
 import {
   compareNames,
   descends,
@@ -48,7 +48,14 @@ import {
   scanEntries,
   WalkRun,
 } from './walk-scan.js';
-import { sharedListing, SMALL_DIRECTORY_BYTES, smallListing, SYNC_READDIR_MAX_BYTES } from './listing-cache.js';
+import {
+  keyOf,
+  listingIdentity,
+  sharedListing,
+  SMALL_DIRECTORY_BYTES,
+  smallListing,
+  SYNC_READDIR_MAX_BYTES,
+} from './listing-cache.js';
 
 /** An entry's type as the directory listing reports it (a symlink is a link, never its target). */
 export type WalkType = 'file' | 'directory' | 'symlink' | 'other';
@@ -129,6 +136,8 @@ export interface WalkOptions {
    * it is reported to onSkip as `too_deep`.
    */
   depthIsLimit?: boolean;
+  /** When given, the walk notes in it what its outcome depended on (WalkTrace, src/fs/walk-shapes.ts). */
+  trace?: WalkTrace;
   /**
    * When given, each entry is handed to `sink` in walk order (right after `filter` was asked about it, exactly where
    * it would be yielded), with its last path component `name` and its directory's absolute path `parent` (one string
@@ -185,32 +194,13 @@ async function* walkSettings(options: WalkSettings): AsyncGenerator<WalkItem | W
     exclude,
     MAX_PATH_COMPONENTS - pathComponentCount(options.base),
   );
-  // From the root down to the base, one verified component at a time, with the .gitignore of each ancestor.
   const levels: IgnoreLevel[] = [];
-  let dir = VerifiedDir.open(options.rootReal, (p) => isWithin(options.rootReal, p));
+  const dir = openBase(options, baseRootRel, levels);
   const onAbort = () => {
     run.aborted = true;
   };
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
-    for (let i = 0; i < parts.length; i++) {
-      if (options.respectGitignore) {
-        const dirRel = parts.slice(0, i).join('/');
-        // Above the base: reported by its path relative to the root.
-        const level = loadIgnore(
-          options,
-          dir,
-          dirRel,
-          dirRel ? `/${dirRel}/.gitignore` : '/.gitignore',
-          chainBudget(levels),
-        );
-        if (level) levels.push(level);
-      }
-      const next = dir.openDir(parts[i]);
-      dir.close();
-      dir = next;
-    }
     if (run.deepestFrame < 1) {
       // The base's own entries would be deeper than any tool resolves.
       options.onSkip?.('too_deep', '');
@@ -220,6 +210,71 @@ async function* walkSettings(options: WalkSettings): AsyncGenerator<WalkItem | W
     yield* walkDir(options, run, new DirFrame(dir, options.base, '', baseRootRel, 1, levels, options.resume ?? null));
   } finally {
     signal?.removeEventListener('abort', onAbort);
+    dir.close();
+  }
+}
+
+/**
+ * The walk's base directory, opened from the root down one verified component at a time, with the .gitignore of each
+ * ancestor pushed onto `levels` (when the walk respects them). The caller closes it.
+ * @throws what VerifiedDir's opens throw (nothing stays open then)
+ */
+function openBase(
+  o: Pick<WalkSettings, 'rootReal' | 'respectGitignore' | 'onSkip' | 'trace'>,
+  baseRootRel: string,
+  levels: IgnoreLevel[],
+): VerifiedDir {
+  let dir = VerifiedDir.open(o.rootReal, (p) => isWithin(o.rootReal, p));
+  try {
+    const parts = baseRootRel === '' ? [] : baseRootRel.split('/');
+    for (let i = 0; i < parts.length; i++) {
+      if (o.respectGitignore) {
+        const dirRel = parts.slice(0, i).join('/');
+        // Above the base: reported by its path relative to the root.
+        const level = loadIgnore(o, dir, dirRel, dirRel ? `/${dirRel}/.gitignore` : '/.gitignore', chainBudget(levels));
+        if (level) levels.push(level);
+      }
+      const next = dir.openDir(parts[i]);
+      dir.close();
+      dir = next;
+    }
+    return dir;
+  } catch (error) {
+    dir.close();
+    throw error;
+  }
+}
+
+/**
+ * What a walk with these options would depend on now (WalkTrace), without walking: the `.gitignore` files from the
+ * root down to the base read as the walk reads them (and the base's own when `baseIgnoreTried`: a caller compares
+ * with a trace whose base identity equals this one's, so the base's listing, and with it whether the walk looks for
+ * that file, is the same), and the base directory's identity from its verified descriptor's fstat (null when racy).
+ * Null when any step fails (the walk itself then meets and reports the failure). Synchronous: a few syscalls per path
+ * component.
+ */
+export function probeWalk(
+  options: Pick<WalkOptions, 'base' | 'rootReal' | 'respectGitignore'>,
+  baseIgnoreTried: boolean,
+): WalkTrace | null {
+  const trace = new WalkTrace();
+  const o = { rootReal: options.rootReal, respectGitignore: options.respectGitignore, onSkip: undefined, trace };
+  let dir: VerifiedDir;
+  try {
+    dir = openBase(o, toPosix(path.relative(options.rootReal, options.base)), []);
+  } catch {
+    return null;
+  }
+  try {
+    trace.baseKey = listingIdentity(fstatSync(dir.fd, { bigint: true }), Date.now());
+    if (baseIgnoreTried) {
+      trace.baseIgnoreTried = true;
+      trace.ignoreTexts.push(readIgnoreText(dir));
+    }
+    return trace;
+  } catch {
+    return null;
+  } finally {
     dir.close();
   }
 }
@@ -306,13 +361,22 @@ async function listingOf(
     // The descriptor's fstat from its open (just now: the walk reads a directory right after opening it), else one.
     const st = dir.takeOpenStat() ?? fstatSync(dir.fd, { bigint: true });
     const size = Number(st.size);
-    return size <= SMALL_DIRECTORY_BYTES
-      ? smallListing(dir.path, dir.fd, st, () => dir.readdirSync())
-      : await sharedListing(
-          dir.path,
-          () => (size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
-          dir.fd,
-        );
+    const traced = o.trace !== null && f.rel === '' ? o.trace : null;
+    const key = traced !== null ? listingIdentity(st, Date.now()) : null;
+    const listing =
+      size <= SMALL_DIRECTORY_BYTES
+        ? smallListing(dir.path, dir.fd, st, () => dir.readdirSync())
+        : await sharedListing(
+            dir.path,
+            () => (size <= SYNC_READDIR_MAX_BYTES ? Promise.resolve(dir.readdirSync()) : dir.readdir()),
+            dir.fd,
+          );
+    // The base's listing is its entries under `key` when the directory was not racy and is still that identity after
+    // the listing was taken (whether it was read now or kept from a read under the same identity).
+    if (traced !== null && key !== null && keyOf(fstatSync(dir.fd, { bigint: true })) === key) {
+      traced.baseKey = key;
+    }
+    return listing;
   } catch (error) {
     o.onSkip?.(skipReasonOf(error), f.rel || '.');
     return null;
@@ -344,6 +408,7 @@ async function* walkDir(o: WalkSettings, run: WalkRun, f: DirFrame): AsyncGenera
   let levels = f.levels;
   const ignoreAt = o.respectGitignore ? sortedIndexOf(names, '.gitignore') : -1;
   if (ignoreAt >= 0 && dirents[ignoreAt].isFile()) {
+    if (o.trace !== null && f.rel === '') o.trace.baseIgnoreTried = true;
     const shown = f.rel ? `${f.rel}/.gitignore` : '.gitignore';
     const level = loadIgnore(o, f.dir, f.rootRel, shown, chainBudget(f.levels));
     if (level) levels = withLevel(f.levels, level);
@@ -412,6 +477,7 @@ async function emitted(o: WalkSettings, run: WalkRun, scan: DirScan): Promise<Wa
  */
 async function* descend(o: WalkSettings, run: WalkRun, scan: DirScan): AsyncGenerator<WalkItem | WalkEntry> {
   const f = scan.frame;
+  if (o.trace !== null) o.trace.descents++;
   let child: VerifiedDir;
   try {
     child = f.dir.openDir(scan.name);
@@ -451,12 +517,29 @@ function sortedIndexOf(names: readonly string[], name: string): number {
  * not applied (it matches nothing) and reported through onSkip('ignore_rule', shown).
  */
 function loadIgnore(
-  o: WalkSettings,
+  o: Pick<WalkSettings, 'onSkip' | 'trace'>,
   dir: VerifiedDir,
   dirRootRel: string,
   shown: string,
   budget: number,
 ): IgnoreLevel | null {
+  const text = readIgnoreText(dir);
+  o.trace?.ignoreTexts.push(text);
+  if (text === null) return null;
+  try {
+    const matcher = sharedGitignoreRules(text, budget);
+    for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
+    return matcher.size > 0 ? new IgnoreLevel(dirRootRel, matcher) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The text of `dir`'s .gitignore as the walk applies it (loadIgnore), or null when there is none to apply: absent,
+ * not a regular file, over MAX_IGNORE_BYTES, unreadable.
+ */
+function readIgnoreText(dir: VerifiedDir): string | null {
   // Synchronous: a few µs of syscalls, where four thread-pool round trips cost every page of a listing
   // far more (a .gitignore is at most MAX_IGNORE_BYTES).
   let fd: number | null = null;
@@ -471,10 +554,7 @@ function loadIgnore(
     // Never to EOF (a .gitignore that reports 0 bytes may be endless): one byte past the cap says it is over.
     const bytes = readWholeSync(fd, MAX_IGNORE_BYTES);
     if (bytes.length > MAX_IGNORE_BYTES) return null;
-    const text = bytes.toString('utf8');
-    const matcher = sharedGitignoreRules(text, budget);
-    for (let k = 0; k < matcher.skipped; k++) o.onSkip?.('ignore_rule', shown);
-    return matcher.size > 0 ? new IgnoreLevel(dirRootRel, matcher) : null;
+    return bytes.toString('utf8');
   } catch {
     return null;
   } finally {

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { createLineGuard, type LineGuard } from './stdio-guard.js';
+import { sealedPartsOf } from '../tools/sealed-result.js';
 
 /** Most requests of this server awaiting answers that are remembered (a few roots/list at a time in practice). */
 const MAX_AWAITED_ANSWERS = 1024;
@@ -148,9 +149,9 @@ export class GuardedStdioTransport implements Transport {
       }
       this.awaitingAnswer.add(m.id);
     }
-    let line: string;
+    let line: string | (string | Buffer)[];
     try {
-      line = `${serializeMessage(message)}\n`;
+      line = sealedMessageChunks(message) ?? `${serializeMessage(message)}\n`;
     } catch (error) {
       // As the SDK's transport: a send fails by rejecting (callers `.catch` it), never by throwing.
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
@@ -164,8 +165,20 @@ export class GuardedStdioTransport implements Transport {
       this.output.cork();
       process.nextTick(this.uncork);
     }
-    if (this.output.write(line)) return Promise.resolve();
+    if (typeof line === 'string' ? this.output.write(line) : this.writeChunks(line)) return Promise.resolve();
     return this.drained();
+  }
+
+  /**
+   * Writes one message's chunks (sealedMessageChunks) corked, so they leave together in one gathered write.
+   * @returns what the last write returned (false: wait for 'drain')
+   */
+  private writeChunks(chunks: (string | Buffer)[]): boolean {
+    this.output.cork();
+    let ok = true;
+    for (const chunk of chunks) ok = this.output.write(chunk);
+    this.output.uncork();
+    return ok;
   }
 
   /** Notes a request of the client as received and not answered (past MAX_UNANSWERED ids, not noted). */
@@ -225,6 +238,9 @@ export class GuardedStdioTransport implements Transport {
  */
 const MARKER = `\u0000fs-tools-text:${randomUUID()}`;
 const MARKER_JSON = JSON.stringify(MARKER);
+/** The marker of a sealed structured result's place (src/tools/sealed-result.ts), and its JSON spelling. */
+const SEALED_MARKER = `${MARKER}:structured`;
+const SEALED_MARKER_JSON = JSON.stringify(SEALED_MARKER);
 
 /** Text shorter than this is serialized twice as usual (the saving would not pay for the marker's bookkeeping). */
 const SHARED_TEXT_MIN = 1024;
@@ -311,4 +327,43 @@ export function serializeMessage(message: JSONRPCMessage): string {
     }
   }
   return JSON.stringify(message);
+}
+
+/**
+ * The bytes of `JSON.stringify(message)` and a newline, as chunks, when the message is a result whose structured part
+ * is sealed (src/tools/sealed-result.ts: deep-frozen, so its JSON never changes) and whose first content block's text
+ * is the one sealed with it: the rest of the message is serialized with markers in those two places, and the sealed
+ * parts' bytes, encoded once when the result was sealed, stand in for them. A page list_directory hands out again
+ * (src/tools/list-memo.ts) is then neither serialized nor encoded again, and no string of its size is made (each had
+ * gone to V8's old space and brought a full collection every few calls). Null for any other message, or when a
+ * marker is not found exactly once (the caller serializes it as usual).
+ * @throws what JSON.stringify throws (a cycle, a BigInt)
+ */
+export function sealedMessageChunks(message: JSONRPCMessage): (string | Buffer)[] | null {
+  const result = (message as { result?: unknown }).result;
+  if (!plainObject(message) || !plainObject(result)) return null;
+  const { content, structuredContent: structured } = result;
+  if (!plainArray(content) || content.length === 0 || !plainObject(structured)) return null;
+  const sealed = sealedPartsOf(structured);
+  const block = content[0];
+  if (sealed === undefined || !plainObject(block) || block.text !== sealed.text) return null;
+  const skeleton = JSON.stringify({
+    ...message,
+    result: { ...result, content: [{ ...block, text: MARKER }, ...content.slice(1)], structuredContent: SEALED_MARKER },
+  });
+  const t = skeleton.indexOf(MARKER_JSON);
+  const s = skeleton.indexOf(SEALED_MARKER_JSON);
+  if (t === -1 || s === -1) return null;
+  if (skeleton.indexOf(MARKER_JSON, t + 1) !== -1 || skeleton.indexOf(SEALED_MARKER_JSON, s + 1) !== -1) return null;
+  const [first, firstLength, firstBytes, second, secondLength, secondBytes] =
+    t < s
+      ? [t, MARKER_JSON.length, sealed.textBytes, s, SEALED_MARKER_JSON.length, sealed.structuredBytes]
+      : [s, SEALED_MARKER_JSON.length, sealed.structuredBytes, t, MARKER_JSON.length, sealed.textBytes];
+  return [
+    skeleton.slice(0, first),
+    firstBytes,
+    skeleton.slice(first + firstLength, second),
+    secondBytes,
+    `${skeleton.slice(second + secondLength)}\n`,
+  ];
 }

@@ -6,6 +6,7 @@
  */
 import {
   globMatcher,
+  probeWalk,
   walkWith,
   type WalkBaseOptions,
   type WalkEntry,
@@ -19,6 +20,8 @@ import { HOST_FLAVOR } from '../policy/containment.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
 import { defineTool } from './define-tool.js';
 import { ListPage } from './list-page.js';
+import { listPageMemo } from './list-memo.js';
+import { WalkTrace } from '../fs/walk-shapes.js';
 import { ListDirectoryInput, ListDirectoryOutput, ListPosition } from './list-schema.js';
 
 /** Default page of a `long` listing (at most --max-list-entries): entries, each an object with size and mtime. */
@@ -58,9 +61,28 @@ export const listDirectory = defineTool({
     // A names-and-types page holds up to --max-list-entries (10,000) entries, one call for most directories; a long
     // one defaults to LONG_PAGE_ENTRIES (its entries are objects, three times the bytes).
     const most = ctx.config.limits.maxListEntries;
-    const page = new ListPage(
-      Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most),
-    );
+    const pageSize = Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most);
+    // A names-and-types page whose inputs are all unchanged is the kept one (src/tools/list-memo.ts); `long` pages
+    // show sizes and times, which change without the directory changing, and are always built.
+    const memoKey = args.long
+      ? null
+      : JSON.stringify([
+          args.path,
+          target.real,
+          target.root.real,
+          args.depth,
+          args.include ?? null,
+          args.exclude ?? null,
+          args.respect_gitignore,
+          pageSize,
+          args.cursor ?? null,
+        ]);
+    const probeOptions = { base: target.real, rootReal: target.root.real, respectGitignore: args.respect_gitignore };
+    const kept =
+      memoKey === null ? null : listPageMemo().lookup(memoKey, ctx.policy, (tried) => probeWalk(probeOptions, tried));
+    if (kept !== null) return { structured: kept.structured, text: kept.text, audit: { paths: [target.real] } };
+    const page = new ListPage(pageSize);
+    const trace = memoKey === null ? undefined : new WalkTrace();
     const walkOptions: WalkBaseOptions = {
       base: target.real,
       rootReal: target.root.real,
@@ -75,27 +97,31 @@ export const listDirectory = defineTool({
       nocase: HOST_FLAVOR.caseInsensitive,
       // Names and types come from the directory listing itself (d_type); only `long` lstats entries.
       stats: args.long,
+      trace,
     };
-    await walkWith(walkOptions, new ListVisitor(page, new WalkEntryClassifier(ctx.policy), ctx.policy));
+    const visitor = new ListVisitor(page, new WalkEntryClassifier(ctx.policy), ctx.policy);
+    await walkWith(walkOptions, visitor);
     if (!page.truncated) page.commitSkips();
     const nextCursor =
       page.truncated && page.lastPath !== undefined ? encodeCursor(fingerprint, { after: page.lastPath }) : null;
-    return {
-      structured: {
-        path: target.real,
-        entries: page.entries,
-        truncated: page.truncated,
-        next_cursor: nextCursor,
-        skipped: {
-          unreadable: page.unreadable,
-          name_too_long: page.nameTooLong,
-          ...(page.tooDeep > 0 ? { too_deep: page.tooDeep } : {}),
-          ...(page.ignoreRules > 0 ? { ignore_rules: page.ignoreRules } : {}),
-        },
+    const structured = {
+      path: target.real,
+      entries: page.entries,
+      truncated: page.truncated,
+      next_cursor: nextCursor,
+      skipped: {
+        unreadable: page.unreadable,
+        name_too_long: page.nameTooLong,
+        ...(page.tooDeep > 0 ? { too_deep: page.tooDeep } : {}),
+        ...(page.ignoreRules > 0 ? { ignore_rules: page.ignoreRules } : {}),
       },
-      text: page.text(nextCursor),
-      audit: { paths: [target.real] },
     };
+    const text = page.text(nextCursor);
+    // Kept only when nothing but what the memo checks went into it (no link's target, a walk not cancelled).
+    if (memoKey !== null && trace !== undefined && !visitor.sawLink && walkOptions.signal?.aborted !== true) {
+      listPageMemo().remember(memoKey, ctx.policy, trace, { structured, text }, page.entries);
+    }
+    return { structured, text, audit: { paths: [target.real] } };
   },
 });
 
@@ -109,6 +135,8 @@ class ListVisitor implements WalkVisitor {
   /** The entry `filter` judged last, and whether it is a secret. */
   private judged = '';
   private judgedSecret = false;
+  /** Whether a symlink was handed to the page (its target's type is looked up outside the directory). */
+  sawLink = false;
 
   constructor(
     private readonly page: ListPage,
@@ -125,6 +153,7 @@ class ListVisitor implements WalkVisitor {
 
   sink(entry: WalkItem | WalkEntry): boolean | Promise<boolean> {
     if ('stats' in entry ? entry.stats.isSymbolicLink() : entry.type === 'symlink') {
+      this.sawLink = true;
       return linkTargetKind(this.policy, entry.absolute).then((kind) =>
         this.page.add(entry, this.isSecret(entry), kind),
       );

@@ -10,6 +10,7 @@
  * facts blocks). `guardResponse` is the last line: a result that still exceeds RESPONSE_LIMIT_BYTES (a bug in a
  * tool's budgeting) becomes a VALIDATION envelope (reason response_too_large), never an oversized message.
  */
+import { sealedPartsOf } from './sealed-result.js';
 import { toEnvelope } from '../errors/to-envelope.js';
 import { ToolError } from '../errors/tool-error.js';
 
@@ -90,6 +91,9 @@ export function jsonBytesBound(value: unknown, depth = 0): number {
       if (value === null) return 4;
       if (depth >= BOUND_MAX_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === 'function')
         return jsonBytes(value);
+      // A sealed result (src/tools/sealed-result.ts) is measured: its bytes were serialized when it was sealed.
+      const sealed = depth <= 2 ? sealedPartsOf(value) : undefined;
+      if (sealed !== undefined) return sealed.structuredBytes.length;
       let n = 2;
       if (Array.isArray(value)) {
         for (const item of value as unknown[]) n += jsonBytesBound(item, depth + 1) + 1;
