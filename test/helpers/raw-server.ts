@@ -23,6 +23,8 @@ export interface RawServer {
   /** Resolves with the exit code (or signal) once the process has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr(): string;
+  /** Every line the server wrote to stdout so far, as written (UTF-8 decoded). */
+  lines(): string[];
 }
 
 /**
@@ -47,12 +49,15 @@ export function startRaw(
   });
   const waiting = new Map<number, (m: Record<string, any> | null) => void>();
   let buffered = '';
-  child.stdout.on('data', (d: Buffer) => {
-    buffered += d.toString();
+  const lines: string[] = [];
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d: string) => {
+    buffered += d;
     let nl: number;
     while ((nl = buffered.indexOf('\n')) >= 0) {
       const line = buffered.slice(0, nl);
       buffered = buffered.slice(nl + 1);
+      lines.push(line);
       try {
         const m = JSON.parse(line) as Record<string, any>;
         if (typeof m.id === 'number') waiting.get(m.id)?.(m);
@@ -88,6 +93,7 @@ export function startRaw(
     ready,
     exited,
     stderr: () => stderr,
+    lines: () => lines,
     async call(name, args) {
       const m = await request('tools/call', { name, arguments: args });
       if (!m?.result) return null;
