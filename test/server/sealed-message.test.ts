@@ -80,15 +80,11 @@ describe('sealedMessageChunks', () => {
     // Another text with the sealed object, the sealed object elsewhere, an error result, no content.
     expect(sealedMessageChunks(answer(structured, 'b') as JSONRPCMessage)).toBeNull();
     expect(sealedMessageChunks(answer({ other: structured }, text) as JSONRPCMessage)).toBeNull();
-    expect(
-      sealedMessageChunks({ jsonrpc: '2.0', id: 1, error: { code: 1, message: 'x' } } as JSONRPCMessage),
-    ).toBeNull();
-    expect(
-      sealedMessageChunks({ jsonrpc: '2.0', id: 1, result: { structuredContent: structured } } as JSONRPCMessage),
-    ).toBeNull();
+    expect(sealedMessageChunks({ jsonrpc: '2.0', id: 1, error: { code: 1, message: 'x' } })).toBeNull();
+    expect(sealedMessageChunks({ jsonrpc: '2.0', id: 1, result: { structuredContent: structured } })).toBeNull();
     // The sealed object may not change.
     expect(() => {
-      (structured.entries as string[]).push('b');
+      structured.entries.push('b');
     }).toThrow(TypeError);
     expect(sealedPartsOf(structured)?.structuredBytes.toString()).toBe('{"entries":["a"]}');
   });
