@@ -18,6 +18,7 @@ import { authorizeRead, linkTargetKind, WalkEntryClassifier, type PolicyContext 
 import { childOf } from '../policy/resolve-path.js';
 import { HOST_FLAVOR } from '../policy/containment.js';
 import { decodeCursor, encodeCursor, queryFingerprint } from './cursor.js';
+import type { z } from 'zod';
 import { defineTool } from './define-tool.js';
 import { ListPage } from './list-page.js';
 import { listPageMemo } from './list-memo.js';
@@ -64,19 +65,7 @@ export const listDirectory = defineTool({
     const pageSize = Math.min(args.max_entries ?? (args.long ? Math.min(LONG_PAGE_ENTRIES, most) : most), most);
     // A names-and-types page whose inputs are all unchanged is the kept one (src/tools/list-memo.ts); `long` pages
     // show sizes and times, which change without the directory changing, and are always built.
-    const memoKey = args.long
-      ? null
-      : JSON.stringify([
-          args.path,
-          target.real,
-          target.root.real,
-          args.depth,
-          args.include ?? null,
-          args.exclude ?? null,
-          args.respect_gitignore,
-          pageSize,
-          args.cursor ?? null,
-        ]);
+    const memoKey = args.long ? null : memoKeyOf(args, target.real, target.root.real, pageSize);
     const probeOptions = { base: target.real, rootReal: target.root.real, respectGitignore: args.respect_gitignore };
     const kept =
       memoKey === null ? null : listPageMemo().lookup(memoKey, ctx.policy, (tried) => probeWalk(probeOptions, tried));
@@ -124,6 +113,24 @@ export const listDirectory = defineTool({
     return { structured, text, audit: { paths: [target.real] } };
   },
 });
+
+/**
+ * The key of a names-and-types page in the page memo (src/tools/list-memo.ts): every argument that shapes the page or
+ * its cursor (the path as given is in the cursor's fingerprint), what policy resolved the path to, and the page size.
+ */
+function memoKeyOf(args: z.infer<typeof ListDirectoryInput>, real: string, rootReal: string, pageSize: number): string {
+  return JSON.stringify([
+    args.path,
+    real,
+    rootReal,
+    args.depth,
+    args.include ?? null,
+    args.exclude ?? null,
+    args.respect_gitignore,
+    pageSize,
+    args.cursor ?? null,
+  ]);
+}
 
 /**
  * What the listing's walk asks about each entry and where it puts it (a WalkVisitor: one class, so the walk calls the
