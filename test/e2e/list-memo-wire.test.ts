@@ -3,8 +3,9 @@
  * `sealedMessageChunks`): the answer line of a page built and serialized as usual (a racy directory: never kept) and
  * the lines of the same page kept and handed out again (built once, then reused with its encoded bytes) are the same
  * bytes but for the JSON-RPC id — names with quotes, backslashes, line breaks, control characters and non-ASCII, a
- * secret, a FIFO, a directory entry, a truncated page and its cursor. One era (2025, raw JSON-RPC lines): the bytes
- * are the server's alone.
+ * secret, a FIFO, a directory entry, a truncated page and its cursor. The bytes are the server's alone: one era (2025,
+ * raw JSON-RPC lines). Under both eras' SDK clients a kept page is answered again and parses as the built one (the
+ * modern era's result fields around a sealed, frozen page).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -12,6 +13,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RACY_MS } from '../../src/fs/listing-cache.js';
 import { startRaw, type RawServer } from '../helpers/raw-server.js';
+import { connect, ERAS } from '../helpers/server.js';
 import { makeTree } from '../helpers/tree.js';
 
 let root: { dir: string; cleanup: () => void };
@@ -77,5 +79,23 @@ describe('list_directory page memo on the wire', () => {
     }
     expect(built[1][0]).toContain('"truncated":true');
     expect(built[0][0]).toContain('"secret":true');
+  });
+});
+
+describe.each(ERAS)('list_directory page memo, %s client', (era) => {
+  it('answers a kept page again, as the page built first', async () => {
+    const d = path.join(root.dir, `era-${era}`);
+    mkdirSync(d);
+    for (const name of ['a', 'b', 'quote"d', '.env']) writeFileSync(path.join(d, name), '');
+    await new Promise((r) => setTimeout(r, RACY_MS + 100));
+    const client = await connect(era, { args: [root.dir, '--state-dir', stateDir.dir] });
+    try {
+      const results = [];
+      for (let i = 0; i < 3; i++) results.push(await client.call('list_directory', { path: d, max_entries: 3 }));
+      expect(results[0].structuredContent?.entries).toEqual([{ path: '.env', type: 'file', secret: true }, 'a', 'b']);
+      for (const r of results.slice(1)) expect(r).toEqual(results[0]);
+    } finally {
+      await client.close();
+    }
   });
 });
