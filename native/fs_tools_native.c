@@ -277,6 +277,9 @@ struct read_args {
   size_t set_len;
   unsigned char *out;
   size_t out_len;
+  /* Content summaries: looked up before each open and kept after each read (packed names only; 0: off). */
+  int summarize;
+  struct summary_query query;
 };
 
 /*
@@ -317,6 +320,15 @@ static int regular_size(int fd, uint64_t *size) {
 static int read_one(const struct read_args *a, const char *name, double *m, size_t *used) {
   m[1] = 0;
   m[2] = 0;
+  int store = 0;
+  if (a->summarize) {
+    /* A valid summary answers as the read would (fs_tools_native_summary.c): nothing is opened. */
+    int known = summary_lookup(a->dirfd, name, &a->query, &store);
+    if (known >= 0) {
+      m[0] = known;
+      return 0;
+    }
+  }
   int fd;
   do {
     fd = openat(a->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -386,6 +398,7 @@ static int read_one(const struct read_args *a, const char *name, double *m, size
       verdict = judge(a, dst, filled);
     }
   }
+  if (store && verdict != CODE_UNREADABLE) summary_store(fd, dst, filled, verdict == CODE_BINARY);
   close(fd);
   m[0] = verdict;
   if (verdict != CODE_CANDIDATE) return 0;
@@ -506,7 +519,11 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
 
   size_t used = 0;
   uint32_t i;
+  a.summarize = 0;
+  a.query = (struct summary_query){a.has_needle, a.needle, a.needle_len, a.has_set, a.set, a.set_len, a.max_bytes};
   if (packed != NULL) {
+    /* Content summaries only for packed names: no JavaScript runs, so the needle and the set stay as checked. */
+    a.summarize = summary_run_begin(a.dirfd) && summary_query_usable(&a.query);
     /* No JavaScript runs from here to the end: the buffers stay as taken and checked above. */
     size_t at = 0;
     for (i = 0; i < start && i < count; i++) at += strlen((const char *)packed + at) + 1;
@@ -600,11 +617,12 @@ static napi_value init(napi_env env, napi_value exports) {
       {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
       {"statEntries", NULL, stat_entries, NULL, NULL, NULL, napi_enumerable, NULL},
       {"entryKinds", NULL, entry_kinds, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"contentSummaries", NULL, content_summaries, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
-  if (napi_create_uint32(env, 4, &abi) != napi_ok) return NULL;
+  if (napi_create_uint32(env, 5, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
-  if (napi_define_properties(env, exports, 5, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 6, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;
   return exports;
 }

@@ -52,13 +52,22 @@ export interface NativeAddon {
    * @throws TypeError for a malformed argument or path (nothing is stat'ed then)
    */
   entryKinds(dirfd: number, paths: Uint8Array, out: Uint8Array): number;
+  /**
+   * The process's content summaries (native/fs_tools_native_summary.c; docs/tools.md "Content summaries"): `op` 0
+   * reports, 1 turns them on, 2 off (dropping every entry), 3 drops every entry, 4 sets the bounds to at most
+   * `entries` summaries and `bytes` of bitsets (capped at the compiled ones: 65,536 and 8 MiB; tests) and drops every
+   * entry; returns [enabled (0/1), entries, bytes held, directories remembered, files answered by a summary,
+   * summaries stored, times emptied] (the counts since the process started).
+   * @throws TypeError for another op, or op 4 without entries >= 1 and bytes >= 0
+   */
+  contentSummaries(op: 0 | 1 | 2 | 3 | 4, entries?: number, bytes?: number): number[];
 }
 
 /**
  * The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`; 3: it
- * takes packed names; 4: statEntries and entryKinds).
+ * takes packed names; 4: statEntries and entryKinds; 5: content summaries, `contentSummaries`).
  */
-export const NATIVE_ABI = 4;
+export const NATIVE_ABI = 5;
 
 /**
  * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,
