@@ -42,9 +42,10 @@ struct summary_query {
 enum { SUMMARY_TOO_LARGE = 2, SUMMARY_BINARY = 3, SUMMARY_NO_MATCH = 4 };
 /* 1 when a summary can decide for this query: a needle of at least 3 bytes, or a set whose strings all have 3. */
 int summary_query_usable(const struct summary_query *q);
-/* Start of a run in the directory `dirfd`: 1 when summaries are on and a run read this directory before (its files
- * are then looked up and summarized), else 0 (the directory is remembered for the next time). */
-int summary_run_begin(int dirfd);
+/* Start of a run of search `search` (0: none said) in the directory `dirfd`: 1 when summaries are on and another
+ * search read this directory before (its files are then looked up and summarized), else 0 (the directory is
+ * remembered for the next search). */
+int summary_run_begin(int dirfd, uint32_t search);
 /* The code the file `name` of `dirfd` gets from a valid summary, or -1 when it must be read; *store is 1 when no valid
  * summary was found (the read should store one). */
 int summary_lookup(int dirfd, const char *name, const struct summary_query *q, int *store);

@@ -14,9 +14,10 @@
  * binary), no match (a required string none of whose trigram sets is fully present cannot occur in the bytes), or
  * too large (the size, which is part of the key, is over the search's cap).
  *
- * Admission: summaries are built only in directories (device, inode of the verified descriptor) that a search has read
- * before, so a first search over a tree pays one fstat per directory and nothing per file; building a bitset costs
- * about as much as the read itself, and is paid only where searches repeat.
+ * Admission: summaries are built only in directories (device, inode of the verified descriptor) that an earlier search
+ * read (readFiles' `search`: the same number for every run of one search, whichever thread reads it; 0: every run
+ * counts as its own search), so a first search over a tree pays one statx per directory and nothing per file; building
+ * a bitset costs about as much as the read itself, and is paid only where searches repeat.
  *
  * Bounds: the table holds at most SUMMARY_MAX_ENTRIES entries and SUMMARY_ARENA_BYTES of bitsets, and remembers at most
  * SUMMARY_MAX_DIRS directories; when one is full it is cleared whole (allocated once, lazily, freed never: the one
@@ -70,6 +71,7 @@ struct sum_entry {
 
 struct dir_key {
   uint64_t dev, ino;
+  uint32_t search; /* the search that first read the directory (0: none said) */
 };
 
 static volatile int lock_word = 0;
@@ -149,7 +151,7 @@ static int keyed(const struct statx *st) {
   return (st->stx_mask & KEY_MASK) == KEY_MASK && S_ISREG(st->stx_mode);
 }
 
-int summary_run_begin(int dirfd) {
+int summary_run_begin(int dirfd, uint32_t search) {
   if (!__atomic_load_n(&enabled, __ATOMIC_RELAXED)) return 0;
   struct statx st;
   if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO, &st) != 0 || !(st.stx_mask & STATX_INO)) {
@@ -164,12 +166,13 @@ int summary_run_begin(int dirfd) {
     uint32_t i = (uint32_t)mix(dev, ino) & mask;
     while (dirs[i].ino != 0 && !(dirs[i].dev == dev && dirs[i].ino == ino)) i = (i + 1) & mask;
     if (dirs[i].ino != 0) {
-      seen = 1;
+      seen = search == 0 || dirs[i].search != search;
     } else if (n_dirs >= SUMMARY_MAX_DIRS) {
       clear_entries(1);
     } else {
       dirs[i].dev = dev;
       dirs[i].ino = ino;
+      dirs[i].search = search;
       n_dirs++;
     }
   }

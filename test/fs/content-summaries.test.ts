@@ -246,6 +246,21 @@ describe.runIf(addon !== null && process.platform === 'linux')('content summarie
     expect(stats().entries).toBe(0);
   });
 
+  it('are built only where an earlier search (another search number) read the directory', async () => {
+    const root = freshDir();
+    const files = ['a', 'b'].map((n) => path.join(root, n));
+    for (const f of files) writeFileSync(f, `old text ${f}\n`);
+    await sleep(RACY_WAIT_MS);
+    const one = { ...options(root, 'needle_abc'), search: 41 };
+    const before = stats();
+    for (let k = 0; k < 3; k++) search(files, one, addon); // three runs of one search: the directory is new to it
+    expect(stats().stored).toBe(before.stored);
+    search(files, { ...one, search: 42 }, addon);
+    expect(stats().stored).toBe(before.stored + 2);
+    search(files, { ...one, search: 43 }, addon);
+    expect(stats().skipped).toBe(before.skipped + 2);
+  });
+
   it('hold no more than their bound: the table is emptied, not grown', async () => {
     const root = freshDir();
     const files: string[] = [];
