@@ -205,12 +205,15 @@ describe.runIf(addon !== null && process.platform === 'linux')('content summarie
         if (kind === 0) body = Buffer.alloc(0);
         else if (kind === 1) body = Buffer.from([0x61, 0, 0x62]);
         else if (kind === 2) body = Buffer.from([0xff, 0xfe, 0x61]);
-        else if (kind === 3) body = Buffer.from('x'.repeat(90_000)); // no bitset (too large to summarize)
-        else if (kind === 4) body = Buffer.from('y'.repeat(250_000)); // over the cap
+        else if (kind === 3)
+          body = Buffer.from('x'.repeat(90_000)); // no bitset (too large to summarize)
+        else if (kind === 4)
+          body = Buffer.from('y'.repeat(250_000)); // over the cap
         else {
           const n = Math.floor(rnd() * 3000);
           const parts: string[] = [];
-          for (let k = 0; k < n / 6; k++) parts.push(rnd() < 0.02 ? words[Math.floor(rnd() * words.length)] : String(rnd()).slice(2, 7));
+          for (let k = 0; k < n / 6; k++)
+            parts.push(rnd() < 0.02 ? words[Math.floor(rnd() * words.length)] : String(rnd()).slice(2, 7));
           body = Buffer.from(parts.join(rnd() < 0.5 ? ' ' : '\n'));
         }
         writeFileSync(f, body);
@@ -303,7 +306,9 @@ describe.runIf(addon !== null && process.platform === 'linux')('content summarie
         const body =
           i % 7 === 0
             ? Buffer.from([0, 1, 2])
-            : Buffer.from(`line ${i}\n${i % 5 === 0 ? 'needle_abc found\n' : 'nothing\n'}${'filler '.repeat(i * 10)}\n`);
+            : Buffer.from(
+                `line ${i}\n${i % 5 === 0 ? 'needle_abc found\n' : 'nothing\n'}${'filler '.repeat(i * 10)}\n`,
+              );
         writeFileSync(path.join(root, `d${d}`, `f${i}.txt`), body);
       }
     }
@@ -315,7 +320,12 @@ describe.runIf(addon !== null && process.platform === 'linux')('content summarie
         for (let round = 0; round < 4; round++) {
           let cursor: string | undefined;
           do {
-            const r = await client.call('search_files', { path: root, ...query, max_results: 7, ...(cursor ? { cursor } : {}) });
+            const r = await client.call('search_files', {
+              path: root,
+              ...query,
+              max_results: 7,
+              ...(cursor ? { cursor } : {}),
+            });
             expect(r.isError).toBeFalsy();
             const s = r.structuredContent as { next_cursor?: string | null };
             all.push({ ...s, next_cursor: s.next_cursor ? 'more' : null });
@@ -327,7 +337,11 @@ describe.runIf(addon !== null && process.platform === 'linux')('content summarie
         await client.close();
       }
     };
-    for (const query of [{ query: 'needle_abc' }, { query: 'needle_(abc|xyz)', regex: true }, { query: 'NEEDLE_ABC', case_sensitive: false }]) {
+    for (const query of [
+      { query: 'needle_abc' },
+      { query: 'needle_(abc|xyz)', regex: true },
+      { query: 'NEEDLE_ABC', case_sensitive: false },
+    ]) {
       const withSummaries = await pages([], query);
       const js = await pages(['--native=off'], query);
       expect(withSummaries).toEqual(js);
