@@ -43,9 +43,9 @@
 #include <emmintrin.h>
 #endif
 
-/* A file modified less than this before its read gets no summary (coarse timestamps; src/fs/listing-cache.ts
- * RACY_MS). */
-#define SUMMARY_RACY_NS 1000000000LL
+/* A file modified less than this before its read gets no summary: coarse timestamps, up to FAT's 2 s (a change after
+ * the read then always gets a later stamp); src/policy/git-dirs-state.ts RACY_MS. */
+#define SUMMARY_RACY_NS 2000000000LL
 /* Files larger than this get no bitset (their trigrams would fill it); they are marked so and read every time. */
 #define SUMMARY_MAX_FILE (64 * 1024)
 /* The bitset is built at 2^BLOOM_LOG bits and folded in halves while it stays at most FILL_NUM/FILL_DEN full, down

@@ -4,7 +4,7 @@
  * - after every kind of change the next search sees it: a same-size rewrite (after the racy window and inside it),
  *   rename over, truncate, append, a text file made binary and a binary one made text, a write through another hard
  *   link, a file unlinked and recreated (its inode number may be reused), a file replaced by a link or a FIFO;
- * - a file read within the racy window (its mtime or ctime less than 1 s old) gets no summary;
+ * - a file read within the racy window (its mtime or ctime less than 2 s old) gets no summary;
  * - summaries on and off (and the JavaScript path, which has none) answer identically on a mixed tree (text, binary,
  *   empty, short, large, over the cap; needles of every length, required sets, no needle), and the summaries did
  *   answer files (the skip count grows) — only where a directory was read before (the first search builds nothing);
@@ -46,7 +46,7 @@ import { loadBuiltAddon } from '../helpers/worker-code.js';
 const addon = loadBuiltAddon()?.addon ?? null;
 const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'fs-tools-summaries-')));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
-const RACY_WAIT_MS = 1100;
+const RACY_WAIT_MS = 2100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let serial = 0;
