@@ -251,6 +251,14 @@ int summary_lookup(int dirfd, const char *name, const struct summary_query *q, i
   return code;
 }
 
+/* The number of bits set in x (SWAR: no call into libgcc, which __builtin_popcount makes without -mpopcnt). */
+static inline uint32_t popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ULL);
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+  return (uint32_t)((x * 0x0101010101010101ULL) >> 56);
+}
+
 /* Marks the trigrams of p[0..n) in `seen` (a byte per bit, 2^log2 of them: one plain store per trigram, no
  * read-modify-write) from offset `from`; the portable loop. */
 static void mark_trigrams(const unsigned char *p, size_t n, size_t from, unsigned char *seen, uint32_t mask) {
@@ -315,19 +323,37 @@ static uint32_t build_bits(const unsigned char *p, size_t n, unsigned log2, unsi
 #endif
     bits[k / 8] = (unsigned char)(m & 0xff);
     bits[k / 8 + 1] = (unsigned char)(m >> 8);
-    count += (uint32_t)__builtin_popcount((unsigned)m);
+  }
+  for (size_t k = 0; k < nbits / 8; k += 8) {
+    uint64_t w;
+    memcpy(&w, bits + k, 8);
+    count += popcount64(w);
   }
   return count;
 }
 
 /* Folds a bitset of 2^log2 bits into its lower half (bit h of the half: bit h or h + half of the whole); returns the
  * number of bits set in the half. */
-static uint32_t fold(unsigned char *bits, unsigned log2) {
+static void fold(unsigned char *bits, unsigned log2) {
+  size_t half = ((size_t)1 << log2) / 16; /* bytes; a multiple of 8 (log2 > BLOOM_MIN_LOG >= 7) */
+  for (size_t k = 0; k < half; k += 8) {
+    uint64_t a, b;
+    memcpy(&a, bits + k, 8);
+    memcpy(&b, bits + k + half, 8);
+    a |= b;
+    memcpy(bits + k, &a, 8);
+  }
+}
+
+/* The number of bits set in the lower half of a bitset of 2^log2 bits once folded (`fold`), without folding it. */
+static uint32_t folded_count(const unsigned char *bits, unsigned log2) {
   size_t half = ((size_t)1 << log2) / 16;
   uint32_t count = 0;
-  for (size_t k = 0; k < half; k++) {
-    bits[k] |= bits[k + half];
-    count += (uint32_t)__builtin_popcount(bits[k]);
+  for (size_t k = 0; k < half; k += 8) {
+    uint64_t a, b;
+    memcpy(&a, bits + k, 8);
+    memcpy(&b, bits + k + half, 8);
+    count += popcount64(a | b);
   }
   return count;
 }
@@ -352,10 +378,8 @@ void summary_store(int fd, const unsigned char *bytes, size_t n, int binary) {
     uint32_t count = build_bits(bytes, n, log2, seen, bits);
     if ((uint64_t)count * FILL_DEN > ((uint64_t)1 << log2) * FILL_NUM) kind = KIND_NONE;
     while (kind == KIND_BITS && log2 > BLOOM_MIN_LOG) {
-      /* Folding never clears a bit, so a fold that would be too full is tried on a copy's count first. */
-      size_t half = ((size_t)1 << log2) / 16;
-      uint32_t c = 0;
-      for (size_t k = 0; k < half; k++) c += (uint32_t)__builtin_popcount(bits[k] | bits[k + half]);
+      /* A fold that would leave it too full is not made (counted first). */
+      uint32_t c = folded_count(bits, log2);
       if ((uint64_t)c * FILL_DEN > ((uint64_t)1 << (log2 - 1)) * FILL_NUM) break;
       fold(bits, log2);
       log2--;
