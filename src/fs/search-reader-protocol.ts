@@ -33,8 +33,9 @@ export interface ReaderOptions {
    */
   anyOf?: Uint8Array[] | null;
   /**
-   * A number of this search, unique in the process (`nextSearchNumber`): content summaries are built only in
-   * directories an earlier search read (native/fs_tools_native_summary.c). Absent: every run counts as its own search.
+   * A number of this search, unique in the process (set by the pool's `session`, src/fs/search-reader.ts; below
+   * 2^32, never 0): content summaries are built only in directories an earlier search read
+   * (native/fs_tools_native_summary.c). Absent: every run counts as its own search.
    */
   search?: number;
   /** Match lines here (`hits`), with this expression; `bounded`: a user regex under the per-file time limit. */
@@ -232,12 +233,4 @@ export class ReplyOutcomes {
 export function outcomesOf(reply: BatchReply, count: number): ReadOutcome[] {
   const outcomes = new ReplyOutcomes(reply);
   return Array.from({ length: count }, (_, i) => outcomes.at(i));
-}
-
-let searchNumber = 0;
-
-/** A fresh `ReaderOptions.search` number (1, 2, …; wraps below 2^32, never 0). */
-export function nextSearchNumber(): number {
-  searchNumber = (searchNumber % 0xfffffffe) + 1;
-  return searchNumber;
 }

@@ -9,7 +9,7 @@
 import { openForRead } from '../fs/open-file.js';
 import { looksBinary } from '../fs/text.js';
 import { regexTimeoutError, searchReaderPool, type ReadTicket } from '../fs/search-reader.js';
-import { nextSearchNumber, type ReadOutcome } from '../fs/search-reader-protocol.js';
+import type { ReadOutcome } from '../fs/search-reader-protocol.js';
 import type { WalkItem } from '../fs/walk.js';
 import { matcherSpec, type LineMatcher } from '../fs/line-matcher.js';
 import type { LineHit } from '../fs/match-lines.js';
@@ -125,7 +125,6 @@ export function contentMatcher(o: ContentMatchOptions): ContentMatch {
     maxFileBytes: o.maxFileBytes,
     keepMaxBytes: READ_AHEAD_MAX_FILE_BYTES,
     needle: o.matcher.needle,
-    search: nextSearchNumber(),
     anyOf: o.matcher.anyOf ? [...o.matcher.anyOf] : null,
     // The reader threads match lines themselves (a user regex under the same per-file time limit).
     match: matcherSpec(o.query, { regex: o.regex, caseSensitive: o.caseSensitive }),
