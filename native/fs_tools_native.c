@@ -277,6 +277,9 @@ struct read_args {
   size_t set_len;
   unsigned char *out;
   size_t out_len;
+  /* Content summaries: looked up before each open and kept after each read (packed names only; 0: off). */
+  int summarize;
+  struct summary_query query;
 };
 
 /*
@@ -317,6 +320,15 @@ static int regular_size(int fd, uint64_t *size) {
 static int read_one(const struct read_args *a, const char *name, double *m, size_t *used) {
   m[1] = 0;
   m[2] = 0;
+  int store = 0;
+  if (a->summarize) {
+    /* A valid summary answers as the read would (fs_tools_native_summary.c): nothing is opened. */
+    int known = summary_lookup(a->dirfd, name, &a->query, &store);
+    if (known >= 0) {
+      m[0] = known;
+      return 0;
+    }
+  }
   int fd;
   do {
     fd = openat(a->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -386,6 +398,7 @@ static int read_one(const struct read_args *a, const char *name, double *m, size
       verdict = judge(a, dst, filled);
     }
   }
+  if (store && verdict != CODE_UNREADABLE) summary_store(fd, dst, filled, verdict == CODE_BINARY);
   close(fd);
   m[0] = verdict;
   if (verdict != CODE_CANDIDATE) return 0;
@@ -414,7 +427,7 @@ int64_t packed_count(const unsigned char *p, size_t n) {
 }
 
 /*
- * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta[, anyOf]) → next
+ * readFiles(dirfd, names, start, maxFileBytes, needle, out, meta[, anyOf[, search]]) → next
  *
  *   dirfd         int32 ≥ 0: a verified directory descriptor (the caller's; not closed here)
  *   names         string[]: single entry names, read from index `start`; or a Uint8Array (not shared, sharing no byte
@@ -427,16 +440,18 @@ int64_t packed_count(const unsigned char *p, size_t n) {
  *   anyOf         Uint8Array | null | absent: a set of byte strings of which a candidate must also contain one
  *                 (`contains_any`; src/fs/native-reader.ts `packByteSet`: each string as its length, 4 bytes little
  *                 endian, then its bytes; an empty set: no file is a candidate); absent or null: no such test
+ *   search        uint32 | absent: the search this run belongs to, the same for all its runs (content summaries are
+ *                 built only in directories an earlier search read: fs_tools_native_summary.c); absent or 0: none said
  *
  * Returns the index after the last file answered: the number of names, or the index of a NEED_SPACE file (not read,
  * its descriptor closed; the caller consumes the candidates, grows `out` and calls again from there).
  * Throws TypeError on a malformed argument or a name that is not a single entry name (before opening it).
  */
 static napi_value read_files(napi_env env, napi_callback_info info) {
-  size_t argc = 8;
-  napi_value argv[8];
+  size_t argc = 9;
+  napi_value argv[9];
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 7) {
-    return throw_type(env, "readFiles: 7 or 8 arguments expected");
+    return throw_type(env, "readFiles: 7 to 9 arguments expected");
   }
   struct read_args a;
   if (napi_get_value_int32(env, argv[0], &a.dirfd) != napi_ok || a.dirfd < 0) {
@@ -493,6 +508,12 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
   if (a.has_set && (!unshared_bytes_of(env, argv[7], &a.set, &a.set_len) || !set_well_formed(a.set, a.set_len))) {
     return throw_type(env, "readFiles: anyOf must be a packed byte-string set (not shared) or null");
   }
+  uint32_t search = 0;
+  napi_valuetype search_type = napi_undefined;
+  if (argc >= 9 && napi_typeof(env, argv[8], &search_type) != napi_ok) return throw_type(env, "readFiles: search");
+  if (search_type != napi_undefined && napi_get_value_uint32(env, argv[8], &search) != napi_ok) {
+    return throw_type(env, "readFiles: search must be a number");
+  }
   /* Nothing the call writes (out, meta) may overlap another buffer: the output not what it is compared with or where
    * codes go, and meta not the needle or the set, which are tested after meta[1] and meta[2] of a file are zeroed (a
    * set over meta would change its lengths after it was validated, and be read past its end); nor packed names, which
@@ -506,7 +527,11 @@ static napi_value read_files(napi_env env, napi_callback_info info) {
 
   size_t used = 0;
   uint32_t i;
+  a.summarize = 0;
+  a.query = (struct summary_query){a.has_needle, a.needle, a.needle_len, a.has_set, a.set, a.set_len, a.max_bytes};
   if (packed != NULL) {
+    /* Content summaries only for packed names: no JavaScript runs, so the needle and the set stay as checked. */
+    a.summarize = summary_run_begin(a.dirfd, search) && summary_query_usable(&a.query);
     /* No JavaScript runs from here to the end: the buffers stay as taken and checked above. */
     size_t at = 0;
     for (i = 0; i < start && i < count; i++) at += strlen((const char *)packed + at) + 1;
@@ -600,11 +625,12 @@ static napi_value init(napi_env env, napi_value exports) {
       {"contains", NULL, contains_js, NULL, NULL, NULL, napi_enumerable, NULL},
       {"statEntries", NULL, stat_entries, NULL, NULL, NULL, napi_enumerable, NULL},
       {"entryKinds", NULL, entry_kinds, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"contentSummaries", NULL, content_summaries, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
-  if (napi_create_uint32(env, 4, &abi) != napi_ok) return NULL;
+  if (napi_create_uint32(env, 5, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
-  if (napi_define_properties(env, exports, 5, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 6, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;
   return exports;
 }

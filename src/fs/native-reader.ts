@@ -21,7 +21,9 @@ export interface NativeAddon {
    * `packNames` into a buffer of its own (not shared, apart from `out` and `meta`), every name checked before any open;
    * returns the index after the last file answered (a NEED_SPACE file stops the run). A text file is a candidate
    * when it holds `needle` (null: any) and one string of `anyOf` (a set packed by `packByteSet`; null or absent: no
-   * such test), else no_match.
+   * such test), else no_match. With packed names, a file's content summary may answer instead of a read (the same
+   * code; `contentSummaries`); `search` numbers the search the run belongs to (summaries are built only in
+   * directories an earlier search read; absent or 0: every run counts as its own search).
    * @throws TypeError for a malformed argument or a name that is not one directory entry (nothing is opened then)
    */
   readFiles(
@@ -33,6 +35,7 @@ export interface NativeAddon {
     out: Uint8Array,
     meta: Float64Array,
     anyOf?: Uint8Array | null,
+    search?: number,
   ): number;
   /** The binary test's verdict, true for text (for tests: it must equal `!looksBinary(bytes, true)`). */
   isText(bytes: Uint8Array): boolean;
@@ -52,13 +55,22 @@ export interface NativeAddon {
    * @throws TypeError for a malformed argument or path (nothing is stat'ed then)
    */
   entryKinds(dirfd: number, paths: Uint8Array, out: Uint8Array): number;
+  /**
+   * The process's content summaries (native/fs_tools_native_summary.c; docs/tools.md "Content summaries"): `op` 0
+   * reports, 1 turns them on, 2 off (dropping every entry), 3 drops every entry, 4 sets the bounds to at most
+   * `entries` summaries and `bytes` of bitsets (capped at the compiled ones: 65,536 and 8 MiB; tests) and drops every
+   * entry; returns [enabled (0/1), entries, bytes held, directories remembered, files answered by a summary,
+   * summaries stored, times emptied] (the counts since the process started).
+   * @throws TypeError for another op, or op 4 without entries >= 1 and bytes >= 0
+   */
+  contentSummaries(op: 0 | 1 | 2 | 3 | 4, entries?: number, bytes?: number): number[];
 }
 
 /**
  * The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`; 3: it
- * takes packed names; 4: statEntries and entryKinds).
+ * takes packed names; 4: statEntries and entryKinds; 5: content summaries, `contentSummaries`).
  */
-export const NATIVE_ABI = 4;
+export const NATIVE_ABI = 5;
 
 /**
  * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,
@@ -163,7 +175,8 @@ export function packNames(names: readonly string[], buffers: NativeBuffers): Uin
  * candidate's `bytes` is a view of the shared output buffer, valid only during the call: copy what you keep. A file
  * that does not fit the output buffer makes it grow (to the file's size, at most `maxFileBytes`, which bounds what is
  * allocated) and the run resumes at that file; if the buffer cannot grow, that file is unreadable. `anyOf`: the
- * required set packed by `packByteSet` (a text file holding none of it is no_match; null: no such test).
+ * required set packed by `packByteSet` (a text file holding none of it is no_match; null: no such test). `search`: the
+ * search's number (`ReaderOptions.search`; 0: none).
  * @throws TypeError from the addon for a name that is not one directory entry (nothing opened)
  */
 export function nativeReadRun(
@@ -175,6 +188,7 @@ export function nativeReadRun(
   buffers: NativeBuffers,
   each: (index: number, result: NativeResult) => void,
   anyOf: Uint8Array | null = null,
+  search = 0,
 ): void {
   if (buffers.meta.length < 3 * names.length) buffers.meta = new Float64Array(3 * names.length);
   // Packed once for the run (the addon reads them without a call per name; NEED_SPACE resumes in the same list).
@@ -182,7 +196,7 @@ export function nativeReadRun(
   let start = 0;
   while (start < names.length) {
     const { out, meta } = buffers;
-    const next = addon.readFiles(dirfd, packed, start, maxFileBytes, needle, out, meta, anyOf);
+    const next = addon.readFiles(dirfd, packed, start, maxFileBytes, needle, out, meta, anyOf, search);
     for (let i = start; i < next; i++) {
       const code = meta[3 * i];
       if (code === NATIVE_CODES.candidate) {

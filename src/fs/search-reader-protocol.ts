@@ -32,6 +32,12 @@ export interface ReaderOptions {
    * of them is `no_match` undecoded, and only the lines holding one are tested (absent: none known).
    */
   anyOf?: Uint8Array[] | null;
+  /**
+   * A number of this search, unique in the process (set by the pool's `session`, src/fs/search-reader.ts; below
+   * 2^32, never 0): content summaries are built only in directories an earlier search read
+   * (native/fs_tools_native_summary.c). Absent: every run counts as its own search.
+   */
+  search?: number;
   /** Match lines here (`hits`), with this expression; `bounded`: a user regex under the per-file time limit. */
   match: { source: string; flags: string; bounded: boolean } | null;
 }

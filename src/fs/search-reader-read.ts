@@ -363,6 +363,7 @@ function readRun(
         answered = k + 1;
       },
       anyOf,
+      options.search ?? 0,
     );
   } catch {
     // A name the addon refuses (it opened nothing): the JavaScript path, with its own checks, for the rest.

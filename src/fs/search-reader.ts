@@ -193,13 +193,15 @@ export class SearchReaderPool {
     submit(parent: string, name: string): ReadTicket;
     read(file: string): Promise<ReadOutcome>;
   } {
-    // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy them out.
+    const session = this.nextSession++;
+    // A needle cut from Buffer's shared pool would clone the whole 8 KiB pool into every message: copy them out. The
+    // session's number is the search's for the content summaries (the process has one pool: unique, never 0).
     options = {
       ...options,
       needle: options.needle ? new Uint8Array(options.needle) : null,
       anyOf: options.anyOf ? options.anyOf.map((b) => new Uint8Array(b)) : null,
+      search: (session % 0xfffffffe) + 1,
     };
-    const session = this.nextSession++;
     const files = new BatchRuns();
     let pending = new PendingBatch();
     let scheduled = false;
