@@ -27,4 +27,10 @@ int64_t packed_count(const unsigned char *p, size_t n);
 napi_value stat_entries(napi_env env, napi_callback_info info);
 napi_value entry_kinds(napi_env env, napi_callback_info info);
 
+/* The git status reuse's watches (fs_tools_watch.c). */
+napi_value watch_init(napi_env env, napi_callback_info info);
+napi_value watch_directory(napi_env env, napi_callback_info info);
+napi_value watch_drain(napi_env env, napi_callback_info info);
+napi_value mounts_changed(napi_env env, napi_callback_info info);
+
 #endif

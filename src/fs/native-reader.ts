@@ -52,13 +52,29 @@ export interface NativeAddon {
    * @throws TypeError for a malformed argument or path (nothing is stat'ed then)
    */
   entryKinds(dirfd: number, paths: Uint8Array, out: Uint8Array): number;
+  /** A new inotify descriptor (non-blocking, close-on-exec), or -errno; the caller closes it. */
+  watchInit(): number;
+  /**
+   * Adds a watch on the directory open at `dirfd` (through /proc/self/fd, no path resolved) to inotify `ifd`; its file
+   * system's type (statfs f_type) in `out[0]`. Returns the watch descriptor (≥ 1) or -errno.
+   * @throws TypeError for a malformed argument
+   */
+  watchDirectory(ifd: number, dirfd: number, out: Float64Array): number;
+  /**
+   * Reads inotify `ifd` until it is empty: `out[0]` the events read, `out[1]` 1 when one changes what is watched (a
+   * directory made, moved or deleted, a watch gone, an unmount, an overflow). Returns 0, or -errno.
+   * @throws TypeError for a malformed argument
+   */
+  watchDrain(ifd: number, out: Float64Array): number;
+  /** 1 when the mount table changed since the last call on `fd` (/proc/self/mountinfo), 0 if not, -errno on failure. */
+  mountsChanged(fd: number): number;
 }
 
 /**
  * The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`; 3: it
- * takes packed names; 4: statEntries and entryKinds).
+ * takes packed names; 4: statEntries and entryKinds; 5: the git status reuse's watches).
  */
-export const NATIVE_ABI = 4;
+export const NATIVE_ABI = 5;
 
 /**
  * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,
