@@ -20,7 +20,7 @@
  * has alternates, or a set would pass WATCH_CAPS. What inotify does not see is in docs/security.md.
  */
 
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { locationOf } from '../fs/dir-identity.js';
 import { mainThreadNativeAddon } from '../fs/native-load.js';
@@ -297,9 +297,18 @@ async function watchTree(
       set.watches++;
       watch.total++;
       if (dir === root) set.roots.push({ path: root, dev: st.dev, ino: st.ino });
-      for (const e of readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true })) {
-        if (e.name === '.git' && !(top && dir === root)) result = 'unusable';
-        else if (e.isDirectory()) stack.push(path.join(dir, e.name));
+      // Listed in slices (a fan-out directory may hold 200,000 entries); a kind the listing does not give fails.
+      const listing = opendirSync(`/proc/self/fd/${fd}`, { bufferSize: 256 });
+      try {
+        for (let e = listing.readSync(); e !== null; e = listing.readSync()) {
+          if (e.name === '.git' && !(top && dir === root)) result = 'unusable';
+          else if (e.isDirectory()) stack.push(path.join(dir, e.name));
+          else if (!knownKind(e)) return 'failed';
+          const pause = slicer.check();
+          if (pause) await pause;
+        }
+      } finally {
+        listing.closeSync();
       }
     } catch {
       return 'failed';
@@ -312,6 +321,10 @@ async function watchTree(
   }
   return result;
 }
+
+/** True when the listing gave `e`'s kind (not DT_UNKNOWN: a directory must never pass for something else). */
+const knownKind = (e: Dirent): boolean =>
+  e.isFile() || e.isSymbolicLink() || e.isFIFO() || e.isSocket() || e.isBlockDevice() || e.isCharacterDevice();
 
 /** Closes every set's descriptor and the mount table's (the server's shutdown). */
 export function closeStatusWatches(): void {
