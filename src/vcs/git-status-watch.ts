@@ -119,10 +119,9 @@ function dropSet(set: WatchSet, keepFailed = false): void {
     set.watches = 0;
   }
   set.answer = null;
-  if (keepFailed) {
-    set.state = 'failed';
-    set.retryAt = Date.now() + RETRY_MS;
-  } else if (watch.sets.get(set.key) === set) watch.sets.delete(set.key);
+  set.state = 'failed'; // never used again, whoever still holds it (a ticket, a build in progress)
+  if (keepFailed) set.retryAt = Date.now() + RETRY_MS;
+  else if (watch.sets.get(set.key) === set) watch.sets.delete(set.key);
 }
 
 /** Reads a set's queue: counts the events, drops the set on one that changes what is watched or a failed read. */
@@ -154,7 +153,7 @@ export function statusTicket(): StatusTicket {
   const addon = addonWithWatches();
   if (addon === null) return ticket;
   if (mountsMoved(addon)) {
-    for (const set of [...watch.sets.values()]) if (set.state !== 'building') dropSet(set);
+    for (const set of [...watch.sets.values()]) dropSet(set);
     return ticket;
   }
   for (const set of [...watch.sets.values()]) {
@@ -176,10 +175,11 @@ export function keptStatus(ticket: StatusTicket, loc: RepositoryLocations, input
   if (!set || at === undefined || addon === null || set.answer === null || set.answer.seq !== at) return null;
   if (!sameInputs(set.answer, inputs)) return null;
   drain(addon, set);
-  if (set.state !== 'ready' || set.seq !== at || !rootsUnchanged(set)) return null;
+  const kept = set.answer;
+  if (set.state !== 'ready' || kept === null || set.seq !== at || !rootsUnchanged(set)) return null;
   set.lastUsed = Date.now();
   watch.reused++;
-  return set.answer.raw;
+  return kept.raw;
 }
 
 /** True when every root path still names the directory its watch was set on. */
@@ -257,7 +257,7 @@ async function buildSet(addon: NativeAddon, loc: RepositoryLocations): Promise<v
     }
     if (r === 'unusable') outcome = r;
   }
-  if (set.ifd < 0) return; // dropped meanwhile (a shutdown)
+  if (set.ifd < 0) return; // dropped meanwhile (a shutdown, a mount change)
   if (outcome === 'failed') dropSet(set, true);
   else set.state = outcome;
 }

@@ -6,7 +6,8 @@
  * executable; a new directory with a file; a .gitignore edit; `git add`; a commit; a branch switch; an upstream ref
  * update; a config change; info/exclude. Then: a change made while git runs; the watch cap exhausted (no reuse,
  * answers right); the repository's directory (and its parent) replaced by rename; a nested `.git` (no reuse); two
- * repositories; the index rewritten with no event (its bytes differ: no reuse); closing the watches.
+ * repositories; the index rewritten with no event (its bytes differ: no reuse); a change of the mount table and a
+ * failed drain (no reuse); closing the watches.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -254,6 +255,36 @@ describe.runIf(loaded !== null && process.platform === 'linux')('git_status reus
     expect(statusWatchCounters().reused).toBe(before);
     unlinkSync(link);
     await settle(dir);
+  });
+
+  it('a change of the mount table drops every set; a failed drain drops its set; answers right', async () => {
+    const addon = loaded!;
+    await settle(dir);
+    let moved = false;
+    useStatusWatchAddon({ ...addon, mountsChanged: (fd: number) => (moved ? 1 : addon.mountsChanged(fd)) });
+    expect(inotifyFds()).toBe(0); // switching the addon closed the sets
+    await settle(dir); // rebuilt and reused as before while the mounts do not move
+    moved = true;
+    expect(await call(dir)).toBe(false);
+    moved = false;
+    expect(await call(dir)).toBe(false); // a new set: nothing kept from before the change
+    expect(await call(dir)).toBe(true);
+    let failing = false;
+    useStatusWatchAddon({
+      ...addon,
+      watchDrain: (ifd: number, out: Float64Array) => {
+        if (!failing) return addon.watchDrain(ifd, out);
+        out[0] = 0;
+        out[1] = 0;
+        return -5;
+      },
+    });
+    await settle(dir);
+    failing = true;
+    expect(await call(dir)).toBe(false);
+    failing = false;
+    await settle(dir);
+    useStatusWatchAddon(addon);
   });
 
   it('closing the watches closes every inotify descriptor', async () => {
