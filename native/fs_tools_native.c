@@ -19,9 +19,11 @@
  *  - every descriptor opened is closed before the next file, on every path;
  *  - errors carry no file content and no path: a thrown message names only the argument that was wrong.
  *
- * The git view's stat batches (statEntries, entryKinds) are in fs_tools_native_stat.c, under the same rules.
+ * The git view's stat batches (statEntries, entryKinds) are in fs_tools_native_stat.c, and the git status reuse's
+ * watches (watchInit, watchDirectory, watchDrain, mountsChanged) in fs_tools_watch.c, under the same rules.
  *
- * Build: `cc -O2 -shared -fPIC -I<node headers> native/fs_tools_native.c native/fs_tools_native_stat.c`
+ * Build: `cc -O2 -shared -fPIC -I<node headers> native/fs_tools_native.c native/fs_tools_native_stat.c
+ * native/fs_tools_watch.c`
  * (scripts/build-native.mjs), node_api.h only (ABI-stable across Node versions).
  */
 #define _GNU_SOURCE
@@ -626,11 +628,15 @@ static napi_value init(napi_env env, napi_value exports) {
       {"statEntries", NULL, stat_entries, NULL, NULL, NULL, napi_enumerable, NULL},
       {"entryKinds", NULL, entry_kinds, NULL, NULL, NULL, napi_enumerable, NULL},
       {"contentSummaries", NULL, content_summaries, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"watchInit", NULL, watch_init, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"watchDirectory", NULL, watch_directory, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"watchDrain", NULL, watch_drain, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"mountsChanged", NULL, mounts_changed, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_value abi;
-  if (napi_create_uint32(env, 5, &abi) != napi_ok) return NULL;
+  if (napi_create_uint32(env, 6, &abi) != napi_ok) return NULL;
   napi_property_descriptor version = {"abi", NULL, NULL, NULL, NULL, abi, napi_enumerable, NULL};
-  if (napi_define_properties(env, exports, 6, props) != napi_ok) return NULL;
+  if (napi_define_properties(env, exports, 10, props) != napi_ok) return NULL;
   if (napi_define_properties(env, exports, 1, &version) != napi_ok) return NULL;
   return exports;
 }

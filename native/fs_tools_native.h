@@ -53,5 +53,10 @@ int summary_lookup(int dirfd, const char *name, const struct summary_query *q, i
 void summary_store(int fd, const unsigned char *bytes, size_t n, int binary);
 /* contentSummaries(op): the N-API function. */
 napi_value content_summaries(napi_env env, napi_callback_info info);
+/* The git status reuse's watches (fs_tools_watch.c). */
+napi_value watch_init(napi_env env, napi_callback_info info);
+napi_value watch_directory(napi_env env, napi_callback_info info);
+napi_value watch_drain(napi_env env, napi_callback_info info);
+napi_value mounts_changed(napi_env env, napi_callback_info info);
 
 #endif

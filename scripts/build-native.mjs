@@ -94,5 +94,13 @@ if (wall) process.stderr.write(`fs-tools: kernel-wall addon not built (${wall});
 // Its exec helper: git runs through it, under a narrower layer (no forge configuration, no token directories).
 const helper = wall ?? compile(path.join(root, 'native/fs_tools_landlock_exec.c'), path.join(outDir, 'fs_tools_landlock_exec'), [], 'executable');
 if (helper && !wall) process.stderr.write(`fs-tools: kernel-wall exec helper not built (${helper}); git runs in the server's own wall\n`);
-const reads = compile([source, path.join(root, 'native/fs_tools_native_stat.c'), path.join(root, 'native/fs_tools_native_summary.c')], target);
+const reads = compile(
+  [
+    source,
+    path.join(root, 'native/fs_tools_native_stat.c'),
+    path.join(root, 'native/fs_tools_native_summary.c'),
+    path.join(root, 'native/fs_tools_watch.c'),
+  ],
+  target,
+);
 if (reads) skip(reads);

@@ -272,6 +272,8 @@ async function serve(state: ProcessState, config: Config): Promise<void> {
         );
       // The undo history's prunes queued after the last answers (the module is loaded with the tools by now).
       await (await import('./fs/history-prune.js')).allHistoriesSettled(2000);
+      // git_status' watch descriptors and the mount table's (src/vcs/git-status-watch.ts).
+      (await import('./vcs/git-status-watch.js')).closeStatusWatches();
       removeOwnFilesOnExit();
       // The answers are queued on stdout: exit once it has taken them (a client that left makes the write fail).
       process.stdout.write('', () => process.exit(0));

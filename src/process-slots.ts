@@ -44,6 +44,7 @@ export const SLOT_NAMES = [
   'tools/list-memo', // list_directory's pages, keyed by their arguments, policy, directory identity and .gitignore texts
   'vcs/git-locate', // git's global safe.directory list, read once
   'vcs/git-materialize', // the pool of private git directories and the bases swept
+  'vcs/git-status-watch', // git_status' watch sets (inotify descriptors) and kept answers, the mount table's descriptor
   'vcs/git-view-cache', // what a git call may take over from an earlier one
   'vcs/run-command', // the child wall start-up installs
 ] as const;

@@ -64,13 +64,30 @@ export interface NativeAddon {
    * @throws TypeError for another op, or op 4 without entries >= 1 and bytes >= 0
    */
   contentSummaries(op: 0 | 1 | 2 | 3 | 4, entries?: number, bytes?: number): number[];
+  /** A new inotify descriptor (non-blocking, close-on-exec), or -errno; the caller closes it. */
+  watchInit(): number;
+  /**
+   * Adds a watch on the directory open at `dirfd` (through /proc/self/fd, no path resolved) to inotify `ifd`; its file
+   * system's type (statfs f_type) in `out[0]`. Returns the watch descriptor (≥ 1) or -errno.
+   * @throws TypeError for a malformed argument
+   */
+  watchDirectory(ifd: number, dirfd: number, out: Float64Array): number;
+  /**
+   * Reads inotify `ifd` until it is empty: `out[0]` the events read, `out[1]` 1 when one changes what is watched (a
+   * directory made, moved or deleted, a watch gone, an unmount, an overflow). Returns 0, or -errno.
+   * @throws TypeError for a malformed argument
+   */
+  watchDrain(ifd: number, out: Float64Array): number;
+  /** 1 when the mount table changed since the last call on `fd` (/proc/self/mountinfo), 0 if not, -errno on failure. */
+  mountsChanged(fd: number): number;
 }
 
 /**
  * The interface version this code expects (`abi` of the addon; 2: readFiles takes the required set `anyOf`; 3: it
- * takes packed names; 4: statEntries and entryKinds; 5: content summaries, `contentSummaries`).
+ * takes packed names; 4: statEntries and entryKinds; 5: content summaries, `contentSummaries`; 6: the git status
+ * reuse's watches).
  */
-export const NATIVE_ABI = 5;
+export const NATIVE_ABI = 6;
 
 /**
  * A set of byte strings as `readFiles` takes it: each string as its length (4 bytes, little endian), then its bytes,

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { authorizeRead } from '../policy/authorize.js';
 import { gitViewAccess, hiddenInWorkTree } from '../policy/git-access.js';
 import { gitStatus, openRepository } from '../vcs/git.js';
+import { statusTicket } from '../vcs/git-status-watch.js';
 import type { GitView } from '../vcs/git-view.js';
 import { PathArg } from './common-schemas.js';
 import { defineTool, type ToolContext } from './define-tool.js';
@@ -77,6 +78,9 @@ export const gitStatusTool = defineTool({
   pathsOf: (a) => [a.path],
   heavy: () => ['git'],
   async run(args, ctx) {
+    // Taken before anything of the repository is read: a kept answer is used only while no event came since the
+    // producing call's own ticket (docs/security.md "git_status: reuse of the previous answer").
+    const ticket = statusTicket();
     const view = await openWorkTree(args.path, ctx);
     const root = view.workTree;
     // A policy-hidden path behaves as absent, so git_status does not name it either, and the status hash leaves its
@@ -85,7 +89,11 @@ export const gitStatusTool = defineTool({
     const hides = hiddenInWorkTree(ctx.policy, root);
     let status: Awaited<ReturnType<typeof gitStatus>>;
     try {
-      status = await gitStatus(view, { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal }, hides);
+      status = await gitStatus(
+        view,
+        { timeoutMs: ctx.config.limits.gitTimeoutMs, signal: ctx.signal, reuse: ticket },
+        hides,
+      );
     } finally {
       await view.dispose();
     }

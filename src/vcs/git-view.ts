@@ -97,6 +97,17 @@ const VIEW_FLAGS = [
   'color.ui=false',
 ];
 
+/**
+ * A view's inputs from the git dir (`GitView.inputs`): the validated index's parts (one object while the index's bytes
+ * equal those validated before), HEAD, refs and config lines as JSON text, info/exclude and shallow.
+ */
+export interface ViewInputs {
+  index: object | null;
+  text: string;
+  exclude: Buffer | null;
+  shallow: Buffer | null;
+}
+
 /** Options of every git run through a view. */
 export interface ViewRunOptions {
   timeoutMs: number;
@@ -132,6 +143,13 @@ export class GitView {
     private readonly hasIndex: boolean,
     private readonly runner: GitRunner,
     private readonly access: ViewAccess,
+    /**
+     * What this view read of the repository's git dir and handed git, for git_status' reuse (git-status-watch.ts):
+     * the validated index (the same object while the index's bytes equal those validated before), HEAD, the refs
+     * and config lines as text, info/exclude and shallow. Read on every call, so a change no watch sees (a write
+     * through a shared mapping) still differs here.
+     */
+    readonly inputs: ViewInputs,
   ) {}
 
   /** The work-tree top (real path). */
@@ -245,7 +263,13 @@ export class GitView {
       );
       // The header's entry count (the rebuilt index starts with the repository index's validated header).
       const entries = index ? index.parts[0].readUInt32BE(8) : 0;
-      return new GitView(locations, repoConfig, privateDir, entries, index !== null, runner, access);
+      const inputs: ViewInputs = {
+        index: index?.parts ?? null,
+        text: JSON.stringify([head, [...refs], settings, upstreamLines]),
+        exclude,
+        shallow,
+      };
+      return new GitView(locations, repoConfig, privateDir, entries, index !== null, runner, access, inputs);
     } catch (error) {
       releasePrivateDir(privateDir, true);
       throw error;

@@ -13,6 +13,7 @@ import { ToolError } from '../errors/tool-error.js';
 import { resolveGit } from './find-cli.js';
 import { commandRunner, GitView, type GitRunner, type ViewAccess } from './git-view.js';
 import { runFullStatus } from './git-status-run.js';
+import { keptStatus, rememberStatus, type StatusTicket } from './git-status-watch.js';
 import { parsePorcelainV2Kept, type BranchInfo, type StatusEntry } from './porcelain-v2.js';
 import { runCommand, type CommandResult } from './run-command.js';
 
@@ -237,21 +238,29 @@ export type HidesPath = (relative: string) => boolean;
  * The view's status, parsed once: its hash (`statusHashOf`, leaving out what `hides` hides), the branch facts and the
  * entries `hides` leaves (neither side of a rename or copy hidden), and git's raw output.
  * `options.split`: run git as two processes or one (`runFullStatus`; default by the index's size and the load).
+ * `options.reuse`: the call's ticket (git-status-watch.ts `statusTicket`, taken before the view was opened): the
+ * previous output is used instead of running git while the repository's watches prove nothing changed, and git's
+ * output is kept for the next call; without it git always runs.
  * @throws ToolError classified git failures; NOT_ALLOWED / SECRET_DENIED from `verifyNestedRepositories`
  */
 export async function gitStatus(
   view: GitView,
-  options: { timeoutMs: number; signal?: AbortSignal; split?: boolean },
+  options: { timeoutMs: number; signal?: AbortSignal; split?: boolean; reuse?: StatusTicket },
   hides?: HidesPath,
 ): Promise<{ raw: string; statusHash: string; branch: BranchInfo; entries: StatusEntry[] }> {
-  const { split, ...run } = options;
-  const r = await runFullStatus(view, run, split);
-  if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
-  const parsed = parsePorcelainV2Kept(r.stdout, visibleTo(hides));
+  const { split, reuse, ...run } = options;
+  let raw = reuse ? keptStatus(reuse, view.locations, view.inputs) : null;
+  if (raw === null) {
+    const r = await runFullStatus(view, run, split);
+    if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
+    raw = r.stdout;
+    if (reuse) await rememberStatus(reuse, view.locations, raw, view.inputs);
+  }
+  const parsed = parsePorcelainV2Kept(raw, visibleTo(hides));
   // An untracked nested repository is shown by what git found at the git dir its `.git` names: that must lie inside.
   // A policy-hidden path is left out (its line is in no answer and no hash, and a refusal would name it).
   view.verifyNestedRepositories(parsed.untracked.filter((p) => !hides?.(p.replace(/\/$/, ''))));
-  return { raw: r.stdout, statusHash: hashOfText(parsed.text), branch: parsed.branch, entries: parsed.entries };
+  return { raw, statusHash: hashOfText(parsed.text), branch: parsed.branch, entries: parsed.entries };
 }
 
 /** Keeps an entry when `hides` hides neither of its paths. */
