@@ -33,6 +33,13 @@ import { Slicer } from './slicer.js';
 /** Caps: watches per repository and in all, repositories watched, the largest answer kept (output and inputs, units). */
 export const WATCH_CAPS = { perRepository: 4096, total: 8192, repositories: 8, answerChars: 1 << 20 };
 
+/**
+ * The longest a kept answer is reused, ms after the git run that produced it: a change inotify does not report (a
+ * write through a shared memory mapping, or through a hard link in a directory outside the set) shows in the answer
+ * of a call at most this long after it; then git runs again and its answer is kept afresh.
+ */
+export const REUSE_MAX_MS = 5000;
+
 /** How long a repository whose set could not be built (caps, a failed watch) runs git without trying again, ms. */
 const RETRY_MS = 30_000;
 
@@ -68,6 +75,8 @@ interface WatchSet {
 interface KeptAnswer {
   raw: string;
   seq: number;
+  /** When git's run ended (Date.now(), ms): reused until REUSE_MAX_MS after it. */
+  at: number;
   index: WeakRef<object> | null;
   text: string;
   exclude: Buffer | null;
@@ -166,14 +175,15 @@ export function statusTicket(): StatusTicket {
 /**
  * The status output kept for the repository at `loc`, when the ticket proves nothing it depends on changed since the
  * call that produced it took its own (same event count, drained again now, every root still the directory watched)
- * and this call's view handed git the same inputs from the git dir (`inputs`, read by this call); else null (git runs).
+ * and this call's view handed git the same inputs from the git dir (`inputs`, read by this call), and it is younger
+ * than REUSE_MAX_MS; else null (git runs).
  */
 export function keptStatus(ticket: StatusTicket, loc: RepositoryLocations, inputs: ViewInputs): string | null {
   const set = watch.sets.get(keyOf(loc));
   const at = set ? ticket.get(set) : undefined;
   const addon = addonWithWatches();
   if (!set || at === undefined || addon === null || set.answer === null || set.answer.seq !== at) return null;
-  if (!sameInputs(set.answer, inputs)) return null;
+  if (Date.now() - set.answer.at >= REUSE_MAX_MS || !sameInputs(set.answer, inputs)) return null;
   drain(addon, set);
   const kept = set.answer;
   if (set.state !== 'ready' || kept === null || set.seq !== at || !rootsUnchanged(set)) return null;
@@ -214,7 +224,8 @@ export async function rememberStatus(
     const size = raw.length + (inputs.exclude?.length ?? 0) + (inputs.shallow?.length ?? 0) + inputs.text.length;
     if (at !== undefined && set.state === 'ready' && size <= WATCH_CAPS.answerChars && !hasAlternates(loc)) {
       const index = inputs.index === null ? null : new WeakRef(inputs.index);
-      set.answer = { raw, seq: at, index, text: inputs.text, exclude: inputs.exclude, shallow: inputs.shallow };
+      const { text, exclude, shallow } = inputs;
+      set.answer = { raw, seq: at, at: Date.now(), index, text, exclude, shallow };
     }
     if (set.state !== 'failed' || Date.now() < set.retryAt) return;
     watch.sets.delete(key);

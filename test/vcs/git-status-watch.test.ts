@@ -14,7 +14,7 @@ import { chmodSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, readdirSync,
 import { readlinkSync, realpathSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { PolicyContext } from '../../src/policy/authorize.js';
 import { gitViewAccess } from '../../src/policy/git-access.js';
 import { gitStatus, openRepository, STATUS_ARGS } from '../../src/vcs/git.js';
@@ -23,6 +23,7 @@ import {
   statusTicket,
   statusWatchCounters,
   useStatusWatchAddon,
+  REUSE_MAX_MS,
   WATCH_CAPS,
 } from '../../src/vcs/git-status-watch.js';
 import { commandRunner, GitView, type GitRunner } from '../../src/vcs/git-view.js';
@@ -285,6 +286,31 @@ describe.runIf(loaded !== null && process.platform === 'linux')('git_status reus
     failing = false;
     await settle(dir);
     useStatusWatchAddon(addon);
+  });
+
+  it('a write no event reports (through a hard link outside the set) shows once the kept answer is REUSE_MAX_MS old', async () => {
+    const outside = path.join(base, 'outside-links');
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(path.join(outside, 'h.txt'), 'one\n');
+    linkSync(path.join(outside, 'h.txt'), path.join(dir, 'h.txt'));
+    git(dir, 'add', 'h.txt');
+    git(dir, 'commit', '-q', '-m', 'linked');
+    await settle(dir);
+    // Same size, through the directory the set does not watch: no event in the repository.
+    writeFileSync(path.join(outside, 'h.txt'), 'two\n');
+    const stale = await status(dir);
+    expect(stale).not.toBe(plain(dir)); // the known gap: inotify reported nothing, the kept answer is used
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + REUSE_MAX_MS);
+      expect(await call(dir)).toBe(false); // too old: git runs, and the answer is plain git's (call checks it)
+    } finally {
+      vi.useRealTimers();
+    }
+    git(dir, 'rm', '-q', '--cached', 'h.txt');
+    unlinkSync(path.join(dir, 'h.txt'));
+    git(dir, 'commit', '-q', '-m', 'unlinked');
+    await settle(dir);
   });
 
   it('closing the watches closes every inotify descriptor', async () => {
