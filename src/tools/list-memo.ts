@@ -130,6 +130,9 @@ export class ListPageMemo {
     entries: readonly unknown[],
   ): boolean {
     if (trace.baseKey === null || trace.descents !== 0 || 2 * page.text.length > this.maxBytes) return false;
+    // A page whose estimate is over the bound even before its serialized parts are counted (they take at least one
+    // byte per character of its text) is not sealed at all: it would be dropped at once, and sealing costs.
+    if (pageBytes(key, trace, page, entries, page.text.length) > this.maxBytes) return false;
     const sealed = sealResult(page.structured, page.text);
     const bytes = pageBytes(key, trace, page, entries, sealed.textBytes.length + sealed.structuredBytes.length);
     if (bytes > this.maxBytes) return false;
