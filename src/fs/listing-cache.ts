@@ -74,6 +74,18 @@ export function listingBytes(listing: SortedListing): number {
   return bytes;
 }
 
+/**
+ * True when a listing read under the directory stat `st` (bigint) may be kept: the directory was not modified within
+ * RACY_MS before `now` (ms since the epoch), and its size is not 0. A directory of a pseudo file system (procfs,
+ * sysfs, devpts, tracefs, debugfs, cgroup's) reports size 0 and timestamps that do not move when its entries change
+ * (/proc gains a directory per new process with its mount-time stamps), so its identity proves nothing; on the disk
+ * and memory file systems a directory's size is never 0 (ext4, xfs, tmpfs: at least its own entries; btrfs: 0 only
+ * when empty, which costs nothing to read again).
+ */
+export function keepable(st: BigIntStats, now: number): boolean {
+  return st.size !== 0n && now - Number(st.mtimeMs) >= RACY_MS && now - Number(st.ctimeMs) >= RACY_MS;
+}
+
 /** A directory's identity from its fstat (bigint): device, inode, mtime and ctime in nanoseconds. */
 export function keyOf(st: BigIntStats): string {
   return `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`;
@@ -81,13 +93,12 @@ export function keyOf(st: BigIntStats): string {
 
 /**
  * The identity a kept listing is keyed by (device, inode, mtime and ctime in nanoseconds of the directory's fstat), or
- * null when that stat is racy at `now` (ms since the epoch: modified less than RACY_MS before it), when no listing
+ * null when that stat is not `keepable` at `now` (racy, or a pseudo file system's), when no listing
  * may be shared under it. A later fstat with the same identity proves the directory's entries unchanged (the module
  * comment); src/tools/list-memo.ts keys pages on it.
  */
 export function listingIdentity(st: BigIntStats, now: number): string | null {
-  if (now - Number(st.mtimeMs) < RACY_MS || now - Number(st.ctimeMs) < RACY_MS) return null;
-  return keyOf(st);
+  return keepable(st, now) ? keyOf(st) : null;
 }
 
 /** Sorted listings of large directories, shared by every walk of the process (see the module comment). */
@@ -120,8 +131,7 @@ export class ListingCache {
       }
     };
     const st = identity();
-    const racy = !st || Date.now() - Number(st.mtimeMs) < RACY_MS || Date.now() - Number(st.ctimeMs) < RACY_MS;
-    if (racy) return sortListing(await read());
+    if (!st || !keepable(st, Date.now())) return sortListing(await read());
     const key = keyOf(st);
     const hit = this.cache.get(dirAbs);
     if (hit && hit.key === key) {
@@ -228,7 +238,7 @@ export class SmallListingCache {
    */
   listing(dirAbs: string, fd: number, st: BigIntStats, read: () => Dirent[]): SortedListing {
     const now = Date.now();
-    if (now - Number(st.mtimeMs) < RACY_MS || now - Number(st.ctimeMs) < RACY_MS) return sortListing(read());
+    if (!keepable(st, now)) return sortListing(read());
     const key = keyOf(st);
     const hit = this.cache.get(dirAbs);
     if (hit !== undefined && hit.key === key) {
