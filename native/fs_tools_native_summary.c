@@ -5,12 +5,14 @@
  * that a later search skips a file whose summary proves it cannot hold the query's required bytes: one statx of the
  * entry relative to the verified directory descriptor instead of openat + pread + close.
  *
- * Validity (exact, git's racily-clean rule): an entry is keyed by the file's device, inode, size, mtime and ctime in
- * nanoseconds, all taken by statx of the open descriptor after the read, and kept only when the descriptor is a
- * regular file whose size is the number of bytes read and whose mtime and ctime were at least SUMMARY_RACY_NS before
- * the read ended. Any change of the file's content after that gives it a new ctime (the kernel sets it on every
- * write, truncate, rename or link change), so a later statx differs and the file is read again; so does any stat
- * failure or a non-regular entry. A summary only ever answers what reading the file would: binary (the same bytes are
+ * Validity (git's racily-clean rule): an entry is keyed by the file's mount (its unique id), device, inode, size, mtime
+ * and ctime in nanoseconds, all taken by statx of the open descriptor after the read, and kept only when the
+ * descriptor is a regular file whose size is the number of bytes read and whose mtime and ctime were at least
+ * SUMMARY_RACY_NS before the read ended. A change of the file's content through write, truncate, rename or link
+ * after that gives it a new ctime, so a later statx differs and the file is read again; so does another file system
+ * mounted in its place, any stat failure or a non-regular entry. Not seen, as by git's stat check and the read cache
+ * (src/fs/content-cache.ts): a write through a shared mapping to a page already dirty, and one write(2) still running
+ * across SUMMARY_RACY_NS (the kernel stamps a write when it starts) — docs/security.md "Content summaries". A summary only ever answers what reading the file would: binary (the same bytes are
  * binary), no match (a required string none of whose trigram sets is fully present cannot occur in the bytes), or
  * too large (the size, which is part of the key, is over the search's cap).
  *
@@ -62,7 +64,7 @@
 enum { KIND_BINARY = 1, KIND_BITS = 2, KIND_NONE = 3 };
 
 struct sum_entry {
-  uint64_t dev, ino, size;
+  uint64_t mnt, dev, ino, size;
   int64_t mtime, ctime;
   uint32_t off; /* bitset offset in the arena (KIND_BITS) */
   uint8_t log2; /* bitset size, 2^log2 bits (KIND_BITS) */
@@ -145,6 +147,20 @@ static uint32_t *entry_slot(uint64_t dev, uint64_t ino) {
 static int64_t ns_of(const struct statx_timestamp *t) { return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec; }
 
 #define KEY_MASK (STATX_TYPE | STATX_SIZE | STATX_INO | STATX_MTIME | STATX_CTIME)
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
+/* Asked besides KEY_MASK: the mount's id, never reused where the kernel has STATX_MNT_ID_UNIQUE (Linux 6.8), else the
+ * plain one (reused after an unmount). Another file system mounted at the same place (a restored image, the same
+ * device attached again) shows the same device, inode and stamps, but a new mount. */
+#define ASK_MASK (KEY_MASK | STATX_MNT_ID | STATX_MNT_ID_UNIQUE)
+
+/* The mount part of the key: the unique id, else the plain one (high bit set), else 0. */
+static uint64_t mount_of(const struct statx *st) {
+  if (st->stx_mask & STATX_MNT_ID_UNIQUE) return st->stx_mnt_id;
+  if (st->stx_mask & STATX_MNT_ID) return st->stx_mnt_id | (1ULL << 63);
+  return 0;
+}
 
 /* 1 when the statx result is a regular file with every key field. */
 static int keyed(const struct statx *st) {
@@ -226,7 +242,7 @@ static int may_hold(const unsigned char *bits, unsigned log2, const struct summa
 int summary_lookup(int dirfd, const char *name, const struct summary_query *q, int *store) {
   *store = 0;
   struct statx st;
-  if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_AS_STAT, KEY_MASK, &st) != 0 ||
+  if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_AS_STAT, ASK_MASK, &st) != 0 ||
       !keyed(&st)) {
     return -1;
   }
@@ -238,7 +254,7 @@ int summary_lookup(int dirfd, const char *name, const struct summary_query *q, i
   if (entries != NULL) {
     uint32_t v = *entry_slot(dev, st.stx_ino);
     const struct sum_entry *e = v ? &entries[v - 1] : NULL;
-    if (e != NULL && e->size == st.stx_size && e->mtime == mtime && e->ctime == ctime) {
+    if (e != NULL && e->size == st.stx_size && e->mtime == mtime && e->ctime == ctime && e->mnt == mount_of(&st)) {
       hit = 1;
       if ((double)e->size > q->max_bytes) code = SUMMARY_TOO_LARGE;
       else if (e->kind == KIND_BINARY) code = SUMMARY_BINARY;
@@ -361,7 +377,7 @@ static uint32_t folded_count(const unsigned char *bits, unsigned log2) {
 void summary_store(int fd, const unsigned char *bytes, size_t n, int binary) {
   struct statx st;
   struct timespec now;
-  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, KEY_MASK, &st) != 0 || !keyed(&st) ||
+  if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, ASK_MASK, &st) != 0 || !keyed(&st) ||
       st.stx_size != n || clock_gettime(CLOCK_REALTIME, &now) != 0) {
     return;
   }
@@ -393,6 +409,7 @@ void summary_store(int fd, const unsigned char *bytes, size_t n, int binary) {
     uint32_t *slot = entry_slot(dev, st.stx_ino);
     if (*slot == 0) *slot = ++n_entries;
     struct sum_entry *e = &entries[*slot - 1];
+    e->mnt = mount_of(&st);
     e->dev = dev;
     e->ino = st.stx_ino;
     e->size = st.stx_size;

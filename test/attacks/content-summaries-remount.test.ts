@@ -65,7 +65,12 @@ describe.runIf(usable)('another image of the file system mounted in the same pla
       expect(at).toBeGreaterThan(0);
       image.write(NEW, at, 'latin1');
       writeFileSync(b, image);
-      run('losetup', loop, b);
+      // The lazily unmounted file system lets its device go once nothing holds it (the server's reader threads close
+      // the directories they keep when they go idle): attach B to the same device as soon as it is free.
+      for (let i = 0; spawnSync('losetup', [loop, b], { stdio: 'ignore' }).status !== 0; i++) {
+        if (i >= 100) throw new Error(`${loop} stayed busy`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
       run('mount', loop, MNT);
       mounted = true;
       // Armed: the file holds the needle and shows the old stamp.
