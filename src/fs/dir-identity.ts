@@ -3,7 +3,7 @@
  * re-exports everything here) makes of every directory and file it opens. On Linux with /proc a descriptor's location
  * is read from /proc/self/fd; elsewhere its identity (dev, ino) is compared with an lstat of the expected path.
  */
-import { existsSync, lstatSync, readlinkSync, type Stats } from 'node:fs';
+import { existsSync, fstatSync, lstatSync, readlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { ToolError } from '../errors/tool-error.js';
 import { isCanonicalPosix, isEntryName } from './path-within.js';
@@ -60,14 +60,20 @@ export function changedError(
   );
 }
 
+/** What `locationOf` appends to the location of a deleted node (a NUL: no path holds one, so it equals none). */
+export const DELETED_MARK = '\0deleted';
+
 /**
  * The path a descriptor really refers to now (Linux: /proc/self/fd), or null where that cannot be known. A file or
- * directory deleted while open reads as "PATH (deleted)"; that is returned as is (it equals no authorized path).
+ * directory deleted while open reads as "PATH (deleted)", which a live node named "PATH (deleted)" reads as too: when
+ * the link ends so and the node has no link left (fstat: nlink 0), DELETED_MARK is appended, so the location of a
+ * deleted node equals no path, not even one ending in " (deleted)".
  */
 export function locationOf(fd: number): string | null {
   if (!DESCRIPTOR_RELATIVE) return null;
   try {
-    return readlinkSync(`/proc/self/fd/${fd}`);
+    const link = readlinkSync(`/proc/self/fd/${fd}`);
+    return link.endsWith(' (deleted)') && fstatSync(fd).nlink === 0 ? link + DELETED_MARK : link;
   } catch (error) {
     // Deeper than PATH_MAX: the kernel cannot spell the path (see `assertInside`).
     if ((error as NodeJS.ErrnoException).code === 'ENAMETOOLONG') return TOO_LONG;
@@ -87,7 +93,8 @@ export const TOO_LONG = '\0too long';
 export function assertDescriptorAt(fd: number, stats: NodeIdentity, expected: string, allowDeleted = false): void {
   const actual = locationOf(fd);
   if (actual !== null) {
-    const clean = allowDeleted && actual.endsWith(' (deleted)') ? actual.slice(0, -' (deleted)'.length) : actual;
+    const deleted = ` (deleted)${DELETED_MARK}`;
+    const clean = allowDeleted && actual.endsWith(deleted) ? actual.slice(0, -deleted.length) : actual;
     if (clean !== expected) throw changedError(expected);
     return;
   }

@@ -53,6 +53,7 @@ import { ToolError } from '../errors/tool-error.js';
 import {
   assertDescriptorAt,
   changedError,
+  DELETED_MARK,
   childPath,
   DESCRIPTOR_RELATIVE,
   locationOf,
@@ -215,7 +216,7 @@ export class VerifiedDir {
     // A directory deeper than PATH_MAX (a recursive delete's walk) has no path the kernel can spell: its containment
     // rests on how it was reached — O_NOFOLLOW steps down from a proven directory, identity-checked on the way up.
     if (actual === TOO_LONG) return;
-    if (actual.endsWith(' (deleted)') || !path.isAbsolute(actual) || !this.isInside(actual))
+    if (actual.endsWith(DELETED_MARK) || !path.isAbsolute(actual) || !this.isInside(actual))
       throw changedError(this.path);
   }
 
