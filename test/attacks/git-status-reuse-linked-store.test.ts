@@ -59,3 +59,41 @@ describe.runIf(process.platform === 'linux')('git_status with the pack directory
     expect(r.isError).toBe(true);
   });
 });
+
+describe.runIf(process.platform === 'linux')('git_status with a fan-out directory linked elsewhere in the root', () => {
+  const top = path.join(ROOT, 'repo2');
+  const outside = path.join(ROOT, 'fanout-store');
+  const g = (...args: string[]): string => isolatedGit(top, HOME, ...args);
+  let client: TestClient;
+  let fanout = '';
+  beforeAll(async () => {
+    mkdirSync(top, { recursive: true });
+    mkdirSync(outside);
+    g('init', '-q', '-b', 'main');
+    writeFileSync(path.join(top, 'a.txt'), 'x\n');
+    g('add', '-A');
+    g('commit', '-q', '-m', 'i');
+    // HEAD's commit is loose: its fan-out directory moved out and linked back.
+    fanout = g('rev-parse', 'HEAD').trim().slice(0, 2);
+    const dir = path.join(top, '.git', 'objects', fanout);
+    renameSync(dir, path.join(outside, fanout));
+    symlinkSync(path.join(outside, fanout), dir);
+    client = await connect('modern', {
+      args: ['--auto-occ=off', '--state-dir', path.join(scratch.dir, 'state2'), ROOT],
+      env: { HOME, XDG_CONFIG_HOME: HOME },
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await client.close();
+  });
+
+  it('the loose commit moved out of the linked fan-out directory: the server fails as plain git does', async () => {
+    for (let i = 0; i < 3; i++) await client.callOk('git_status', { path: top });
+    const d = path.join(outside, fanout);
+    for (const f of readdirSync(d)) renameSync(path.join(d, f), path.join(HIDDEN, `loose-${f}`));
+    const plain = spawnSync('git', ['--no-optional-locks', ...STATUS_ARGS], { cwd: top, env: isolatedGitEnv(HOME) });
+    expect(plain.status).not.toBe(0);
+    const r = await client.call('git_status', { path: top });
+    expect(r.isError).toBe(true);
+  });
+});
