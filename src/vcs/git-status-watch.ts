@@ -23,6 +23,7 @@
 import { closeSync, constants, fstatSync, lstatSync, openSync, opendirSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { locationOf } from '../fs/dir-identity.js';
+import { isWithin } from '../fs/path-within.js';
 import { mainThreadNativeAddon } from '../fs/native-load.js';
 import type { NativeAddon } from '../fs/native-reader.js';
 import { processSlot } from '../process-slots.js';
@@ -259,9 +260,13 @@ async function buildSet(addon: NativeAddon, loc: RepositoryLocations): Promise<v
   if (others.length >= WATCH_CAPS.repositories) dropSet(others.reduce((a, b) => (b.lastUsed < a.lastUsed ? b : a)));
   const seen = new Set<string>();
   const slicer = new Slicer();
+  // The directories git reads objects, refs and the rest from: a link there (a linked `pack` or fan-out directory, a
+  // linked pack or loose object, which the view's store check accepts when it stays inside the roots) leads where no
+  // watch is, so such a repository is never reused.
+  const gitDirs = [loc.gitDir, loc.commonDir, loc.objectsDir];
   let outcome: 'ready' | 'unusable' | 'failed' = 'ready';
   for (const root of [loc.workTree, loc.gitDir, loc.commonDir, loc.objectsDir]) {
-    const r = await watchTree(addon, set, root, root === loc.workTree, seen, slicer);
+    const r = await watchTree(addon, set, root, root === loc.workTree, seen, slicer, gitDirs);
     if (r === 'failed') {
       outcome = r;
       break;
@@ -277,7 +282,8 @@ async function buildSet(addon: NativeAddon, loc: RepositoryLocations): Promise<v
  * Watches every directory under `root` (its own included), depth first, one descriptor open at a time: each opened
  * by path without following its last component, proven at that path after its watch is added, its entries read after
  * that (so an entry made meanwhile raises an event). A directory seen already (by device and inode) is skipped.
- * `top`: `root` is the work-tree top, the one directory whose `.git` is not a nested repository.
+ * `top`: `root` is the work-tree top, the one directory whose `.git` is not a nested repository. A symbolic link
+ * listed in or below one of `gitDirs` (git dir, common dir, objects directory) leads where no watch is: 'unusable'.
  */
 async function watchTree(
   addon: NativeAddon,
@@ -286,6 +292,7 @@ async function watchTree(
   top: boolean,
   seen: Set<string>,
   slicer: Slicer,
+  gitDirs: readonly string[],
 ): Promise<'ok' | 'unusable' | 'failed'> {
   const stack = [root];
   const typeOut = new Float64Array(1);
@@ -313,6 +320,7 @@ async function watchTree(
       try {
         for (let e = listing.readSync(); e !== null; e = listing.readSync()) {
           if (e.name === '.git' && !(top && dir === root)) result = 'unusable';
+          else if (e.isSymbolicLink() && gitDirs.some((g) => isWithin(g, dir))) result = 'unusable';
           else if (e.isDirectory()) stack.push(path.join(dir, e.name));
           else if (!knownKind(e)) return 'failed';
           const pause = slicer.check();
