@@ -41,8 +41,10 @@ export const WATCH_CAPS = { perRepository: 4096, total: 8192, repositories: 8, a
  */
 export const REUSE_MAX_MS = 5000;
 
-/** How long a repository whose set could not be built (caps, a failed watch) runs git without trying again, ms. */
+/** How long a repository whose set could not be built (a failed watch, a directory gone) runs git without trying again, ms. */
 const RETRY_MS = 30_000;
+/** The same for a repository with more directories than the caps allow (it will not have fewer soon), ms. */
+const TOO_BIG_RETRY_MS = 600_000;
 
 /**
  * File systems (statfs f_type) whose every change passes the kernel's VFS and raises its inotify event: ext2/3/4,
@@ -120,8 +122,11 @@ function addonWithWatches(): NativeAddon | null {
 const keyOf = (loc: RepositoryLocations): string =>
   [loc.workTree, loc.gitDir, loc.commonDir, loc.objectsDir].join('\0');
 
-/** Closes a set's descriptor (all its watches) and forgets it. */
-function dropSet(set: WatchSet, keepFailed = false): void {
+/**
+ * Closes a set's descriptor (all its watches) and forgets it; `keepFailed`: keeps it as failed, so no new build is
+ * tried for `retryMs`.
+ */
+function dropSet(set: WatchSet, keepFailed = false, retryMs = RETRY_MS): void {
   if (set.ifd >= 0) {
     closeSync(set.ifd);
     set.ifd = -1;
@@ -130,7 +135,7 @@ function dropSet(set: WatchSet, keepFailed = false): void {
   }
   set.answer = null;
   set.state = 'failed'; // never used again, whoever still holds it (a ticket, a build in progress)
-  if (keepFailed) set.retryAt = Date.now() + RETRY_MS;
+  if (keepFailed) set.retryAt = Date.now() + retryMs;
   else if (watch.sets.get(set.key) === set) watch.sets.delete(set.key);
 }
 
@@ -232,7 +237,12 @@ export async function rememberStatus(
     watch.sets.delete(key);
   }
   if (watch.mounts === null || hasAlternates(loc)) return;
-  await buildSet(addon, loc);
+  // Built beside the calls that follow, not before this one answers (a large tree's walk takes a while, in slices):
+  // the set is used from the first call that finds it ready.
+  void buildSet(addon, loc).catch(() => {
+    const built = watch.sets.get(key);
+    if (built?.state === 'building') dropSet(built, true); // a throw mid-walk: closed, tried again later
+  });
 }
 
 /** True when the objects directory has an `info/alternates` (objects elsewhere: no reuse). */
@@ -264,17 +274,18 @@ async function buildSet(addon: NativeAddon, loc: RepositoryLocations): Promise<v
   // linked pack or loose object, which the view's store check accepts when it stays inside the roots) leads where no
   // watch is, so such a repository is never reused.
   const gitDirs = [loc.gitDir, loc.commonDir, loc.objectsDir];
-  let outcome: 'ready' | 'unusable' | 'failed' = 'ready';
+  let outcome: 'ready' | 'unusable' | 'failed' | 'too_big' = 'ready';
   for (const root of [loc.workTree, loc.gitDir, loc.commonDir, loc.objectsDir]) {
     const r = await watchTree(addon, set, root, root === loc.workTree, seen, slicer, gitDirs);
-    if (r === 'failed') {
+    if (r === 'failed' || r === 'too_big') {
       outcome = r;
       break;
     }
     if (r === 'unusable') outcome = r;
   }
   if (set.ifd < 0) return; // dropped meanwhile (a shutdown, a mount change)
-  if (outcome === 'failed') dropSet(set, true);
+  if (outcome === 'failed' || outcome === 'too_big')
+    dropSet(set, true, outcome === 'too_big' ? TOO_BIG_RETRY_MS : RETRY_MS);
   else set.state = outcome;
 }
 
@@ -293,7 +304,7 @@ async function watchTree(
   seen: Set<string>,
   slicer: Slicer,
   gitDirs: readonly string[],
-): Promise<'ok' | 'unusable' | 'failed'> {
+): Promise<'ok' | 'unusable' | 'failed' | 'too_big'> {
   const stack = [root];
   const typeOut = new Float64Array(1);
   let result: 'ok' | 'unusable' = 'ok';
@@ -309,7 +320,7 @@ async function watchTree(
       const id = `${st.dev}:${st.ino}`;
       if (seen.has(id)) continue;
       seen.add(id);
-      if (set.watches >= WATCH_CAPS.perRepository || watch.total >= WATCH_CAPS.total) return 'failed';
+      if (set.watches >= WATCH_CAPS.perRepository || watch.total >= WATCH_CAPS.total) return 'too_big';
       const wd = addon.watchDirectory(set.ifd, fd, typeOut);
       if (wd < 0 || !FS_TYPES.has(typeOut[0]) || locationOf(fd) !== dir) return 'failed';
       set.watches++;
