@@ -212,15 +212,10 @@ function rootsUnchanged(set: WatchSet): boolean {
 
 /**
  * After git ran for the call holding `ticket`: keeps `raw` (git's exit-0 output) when the repository's set was ready
- * at the ticket and the objects directory has no alternates; builds the set when there is none (its first answer is
- * kept by the next call, whose reads all come after the watches).
+ * at the ticket and the objects directory has no alternates; starts building the set when there is none (in slices,
+ * beside the calls that follow: an answer is kept from the first call whose ticket finds it complete).
  */
-export async function rememberStatus(
-  ticket: StatusTicket,
-  loc: RepositoryLocations,
-  raw: string,
-  inputs: ViewInputs,
-): Promise<void> {
+export function rememberStatus(ticket: StatusTicket, loc: RepositoryLocations, raw: string, inputs: ViewInputs): void {
   const addon = addonWithWatches();
   if (addon === null) return;
   const key = keyOf(loc);

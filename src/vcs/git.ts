@@ -254,7 +254,7 @@ export async function gitStatus(
     const r = await runFullStatus(view, run, split);
     if (r.exitCode !== 0) throwGitFailure(r, view.workTree, 'status', view);
     raw = r.stdout;
-    if (reuse) await rememberStatus(reuse, view.locations, raw, view.inputs);
+    if (reuse) rememberStatus(reuse, view.locations, raw, view.inputs);
   }
   const parsed = parsePorcelainV2Kept(raw, visibleTo(hides));
   // An untracked nested repository is shown by what git found at the git dir its `.git` names: that must lie inside.
