@@ -151,7 +151,7 @@ function drain(addon: NativeAddon, set: WatchSet): void {
 function mountsMoved(addon: NativeAddon): boolean {
   if (watch.mounts === undefined) {
     try {
-      watch.mounts = openSync('/proc/self/mountinfo', constants.O_RDONLY);
+      watch.mounts = openSync('/proc/self/mountinfo', constants.O_RDONLY | constants.O_NONBLOCK);
     } catch {
       watch.mounts = null;
     }
@@ -306,7 +306,7 @@ async function watchTree(
   for (let dir = stack.pop(); dir !== undefined; dir = stack.pop()) {
     let fd: number;
     try {
-      fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch {
       return 'failed';
     }
