@@ -58,7 +58,7 @@ interface PatchBase {
 /**
  * The files of a patch, authorized (steps 4–7 for every file; see the module comment).
  * @throws ToolError ROOTS_EMPTY, NOT_ALLOWED, SECRET_DENIED, FILE_POLICY_DENIED, NOT_FOUND, VALIDATION (invalid_base,
- *   single_target_multi_file, no_target, destination_exists, duplicate_file)
+ *   single_target_multi_file, no_target, destination_exists, duplicate_file, nested_file)
  */
 export async function resolvePatchTargets(
   files: FilePatch[],
@@ -214,7 +214,10 @@ async function authorizeExisting(
   }
 }
 
-/** @throws ToolError VALIDATION duplicate_file when two sections touch one file */
+/**
+ * @throws ToolError VALIDATION duplicate_file when two sections touch one file, nested_file when one section's file
+ *   lies below another's (`d` and `d/a.txt`: the one would need `d` to be a file and a directory at once)
+ */
 function assertEachFileOnce(targets: readonly PatchTarget[]): void {
   const seen = new Set<string>();
   for (const t of targets) {
@@ -227,6 +230,16 @@ function assertEachFileOnce(targets: readonly PatchTarget[]): void {
         });
       }
       seen.add(p);
+    }
+  }
+  for (const p of seen) {
+    for (let up = path.dirname(p); up !== path.dirname(up); up = path.dirname(up)) {
+      if (!seen.has(up)) continue;
+      throw new ToolError('VALIDATION', `The patch changes ${up} and ${p}, a path below it.`, {
+        path: up,
+        details: { reason: 'nested_file' },
+        suggestion: `A path cannot be a file and a directory at once: drop the section for ${up} or for ${p}.`,
+      });
     }
   }
 }

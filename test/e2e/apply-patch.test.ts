@@ -28,7 +28,7 @@
  * The first group (marked "both eras") runs under both protocol eras; the rest under the 2026 era.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, test } from 'vitest';
 import { expectCode, type Envelope } from '../helpers/protocol-asserts.js';
@@ -463,6 +463,21 @@ describe('apply_patch (modern era)', () => {
   });
 
   describe('refuses, bytes unchanged', () => {
+    it('one section creating d/a.txt and another creating d → VALIDATION nested_file, nothing created', async () => {
+      // Found by test:fuzz (seed -210686210): validated as two independent files, the second commit then met the
+      // directory the first had made, and the whole patch came back as ROLLBACK_COMPLETE (nothing left changed).
+      const dir = s.area({});
+      const add = (p: string) => `--- /dev/null\n+++ b/${p}\n@@ -0,0 +1,1 @@\n+created\n`;
+      const before = snapshotTree(dir, { withMtime: true });
+      for (const patch of [add('d//a.txt') + add('d'), add('d') + add('d/a.txt')]) {
+        const e = expectCode(await s.client.call('apply_patch', { patch, path: dir }), 'VALIDATION').error;
+        expect(e.details).toMatchObject({ reason: 'nested_file' });
+        expect(e.path).toBe(path.join(realpathSync(dir), 'd'));
+        expect(existsSync(path.join(dir, 'd'))).toBe(false);
+        expect(snapshotTree(dir, { withMtime: true })).toEqual(before);
+      }
+    });
+
     it('hunk 2 of 2 not matching → no_match hunk 2; hunk 1 is not applied either', async () => {
       const e = await refusedOnF(
         s,
