@@ -24,8 +24,20 @@ const hasAddon = process.platform === 'linux' && loadBuiltAddon() !== null;
 const tools = ['losetup', 'mkfs.ext2', 'mount', 'umount'].every(
   (t) => spawnSync('sh', ['-c', `command -v ${t}`], { stdio: 'ignore' }).status === 0,
 );
-const usable = hasAddon && tools && process.getuid?.() === 0;
 const scratch = makeTree({ root: {} }, 'fs-tools-summary-remount-');
+/** Whether this process can attach a loop device and mount an ext2 image (root in a container may not): a probe. */
+function canLoopMount(): boolean {
+  if (!hasAddon || !tools || process.getuid?.() !== 0) return false;
+  const image = path.join(scratch.dir, 'probe.img');
+  const dir = path.join(scratch.dir, 'probe');
+  mkdirSync(dir);
+  const ok = (cmd: string, ...args: string[]) => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0;
+  if (!ok('truncate', '-s', '1M', image) || !ok('mkfs.ext2', '-q', image) || !ok('mount', '-o', 'loop', image, dir)) {
+    return false;
+  }
+  return ok('umount', dir);
+}
+const usable = canLoopMount();
 const ROOT = path.join(scratch.dir, 'root');
 const MNT = path.join(ROOT, 'mnt');
 afterAll(() => scratch.cleanup());
