@@ -23,7 +23,8 @@
  *    open walked: no link can have taken a component's place (that changes the parent's mtime), and a directory moved
  *    out of the roots (its ctime) or replaced (its inode) is read afresh, through a verified open, which refuses it.
  *  - Racy timestamps: a directory modified less than RACY_MS before its read is not kept (coarse timestamps can
- *    hide a second change in the same tick), as src/fs/listing-cache.ts does.
+ *    hide a second change in the same tick), nor one of size 0 (a pseudo file system's, whose stamps do not move):
+ *    src/fs/listing-cache.ts `keepable`, the one rule of both.
  * Bounds: at most MAX_DIRS directories, MAX_ENTRIES names and MAX_BYTES bytes (estimated: `entryBytes`) in all,
  * least recently used first out; a listing over a bound on its own is not kept (read afresh on every call). A
  * directory more than MAX_DEPTH components deep is not kept either: the chain check lstats every directory above it by
@@ -33,7 +34,7 @@
  */
 import { fstatSync, lstatSync, type BigIntStats, type Dirent } from 'node:fs';
 import path from 'node:path';
-import { RACY_MS, SYNC_READDIR_MAX_BYTES } from '../fs/listing-cache.js';
+import { keepable, SYNC_READDIR_MAX_BYTES } from '../fs/listing-cache.js';
 import { VerifiedDir, withVerifiedDir } from '../fs/verified-dir.js';
 import { processSlot } from '../process-slots.js';
 
@@ -141,9 +142,7 @@ export class NearListings {
           const entries = before.size <= SYNC_READDIR_MAX_BYTES ? d.readdirSync().slice(0, max) : await d.readdir(max);
           const listing = listingOf(entries);
           const after = fstatSync(d.fd, { bigint: true });
-          const now = Date.now();
-          const racy = now - Number(before.mtimeMs) < RACY_MS || now - Number(before.ctimeMs) < RACY_MS;
-          if (!racy && stampOf(after) === stampOf(before)) {
+          if (keepable(before, Date.now()) && stampOf(after) === stampOf(before)) {
             this.keep(dir, stampOf(before), listing);
             current.add(dir);
           }
