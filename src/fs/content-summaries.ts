@@ -1,7 +1,7 @@
 /**
  * The process's content summaries (native/fs_tools_native_summary.c; docs/tools.md "Content summaries"): what content
  * search keeps between searches about each file it read whole — the binary verdict or a Bloom bitset of the file's
- * byte trigrams, keyed by device, inode, size, mtime and ctime — so that a later search skips, with one statx, a file
+ * byte trigrams, keyed by mount, device, inode, size, mtime and ctime — so that a later search skips, with one statx, a file
  * whose summary proves it cannot hold the query's required bytes. They live in the native addon (one table for the
  * process, both reader threads), so without the addon there are none. This module reports and controls them, as
  * src/fs/listing-cache.ts `listingCacheStats` reports the listings.
@@ -39,7 +39,8 @@ export function contentSummaryStats(addon: NativeAddon | null = mainThreadNative
 
 /**
  * Turns the summaries on or off for the whole process (off also drops every entry); returns the stats after. Both
- * settings give the same search results: only the reads saved differ.
+ * settings give the same search results (but for what a summary does not see: docs/security.md "Content summaries"):
+ * only the reads saved differ.
  */
 export function setContentSummaries(
   on: boolean,
